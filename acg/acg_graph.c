@@ -1,0 +1,46 @@
+/* acg/acg_graph.c: naming and traversal helpers over a built ACG. */
+#include <string.h>
+
+#include "acg/acg_ir.h"
+
+const char *acg_node_name(const cov_acg *g, int node) {
+  if (node < 0 || node >= acg_n_nodes(g)) return "?";
+  return node < g->n_storage ? g->storage[node].name : g->compute[node - g->n_storage].name;
+}
+
+int acg_find_node(const cov_acg *g, const char *name) {
+  for (int i = 0; i < acg_n_nodes(g); i++)
+    if (strcmp(acg_node_name(g, i), name) == 0) return i;
+  return -1;
+}
+
+const char *acg_storage_kind_name(acg_storage_kind k) {
+  static const char *const names[] = {"dram", "cache", "scratchpad", "regfile"};
+  return k < ACG_STORAGE_KIND_COUNT ? names[k] : "?";
+}
+
+const char *acg_compute_kind_name(acg_compute_kind k) {
+  static const char *const names[] = {"systolic", "matrix", "simd", "scalar"};
+  return k < ACG_COMPUTE_KIND_COUNT ? names[k] : "?";
+}
+
+/* Breadth-first from every DRAM at once; edges marked bidirectional count
+ * both ways. O(nodes * edges), fine for the few dozen nodes an ACG has. */
+void acg_levels_from_dram(const cov_acg *g, int *out) {
+  int n = acg_n_nodes(g);
+  for (int i = 0; i < n; i++) out[i] = (i < g->n_storage && g->storage[i].kind == ACG_DRAM) ? 0 : -1;
+  for (int level = 0, changed = 1; changed; level++) {
+    changed = 0;
+    for (int e = 0; e < g->n_edges; e++) {
+      const acg_edge *ed = &g->edges[e];
+      if (out[ed->from] == level && out[ed->to] < 0) {
+        out[ed->to] = level + 1;
+        changed = 1;
+      }
+      if (ed->bidirectional && out[ed->to] == level && out[ed->from] < 0) {
+        out[ed->from] = level + 1;
+        changed = 1;
+      }
+    }
+  }
+}

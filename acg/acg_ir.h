@@ -1,0 +1,146 @@
+/* acg/acg_ir.h: the in-memory ACG, shared by the mapper and the backends.
+ *
+ * Built once by acg_load.c, validated by acg_validate.c, then read-only. All
+ * memory belongs to acg->arena. Nodes are numbered in one space: storage
+ * first (0 .. n_storage-1), then compute (n_storage .. n_nodes-1), so edges
+ * and path searches need no tagged references. */
+#ifndef COV_ACG_IR_H
+#define COV_ACG_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/op_table.h"
+#include "covenant/acg.h"
+#include "covenant/arena.h"
+#include "covenant/types.h"
+
+#define ACG_VERSION 1
+#define ACG_MAX_NODES 4096
+#define ACG_MAX_CAPS 256
+#define ACG_MAX_TILE_RANK 3
+
+typedef enum acg_storage_kind {
+  ACG_DRAM,       /* off-chip main memory: where model tensors live */
+  ACG_CACHE,      /* hardware-managed (GPU L2): not addressed by schedules */
+  ACG_SCRATCHPAD, /* software-managed on-chip buffer (NPU buffers, GPU LDS) */
+  ACG_REGFILE,    /* registers or accumulators next to a compute unit */
+  ACG_STORAGE_KIND_COUNT
+} acg_storage_kind;
+
+typedef enum acg_compute_kind {
+  ACG_SYSTOLIC, /* 2-D array of MAC PEs fed from scratchpads */
+  ACG_MATRIX,   /* matrix instruction unit (MFMA, tensor core) */
+  ACG_SIMD,     /* vector unit with `lanes` lanes */
+  ACG_SCALAR,
+  ACG_COMPUTE_KIND_COUNT
+} acg_compute_kind;
+
+typedef struct acg_src {
+  unsigned line, col;
+  const char *path; /* JSON path of the node in its file */
+} acg_src;
+
+typedef struct acg_storage {
+  const char *name;
+  acg_storage_kind kind;
+  uint64_t capacity_bytes; /* per instance */
+  uint32_t instances;      /* identical copies (LDS per CU, ...) */
+  uint32_t banks;
+  uint32_t width_bits;     /* bits per bank access */
+  uint32_t ports;
+  bool double_buffer;      /* schedules may split it into two halves */
+  bool has_energy;
+  double read_pj_per_byte, write_pj_per_byte;
+  double area_mm2;         /* 0 when not given */
+  const char *about;
+  acg_src src;
+} acg_storage;
+
+typedef struct acg_capability {
+  cov_op op;
+  cov_dtype in[3];  /* operand dtypes; n_in of them */
+  int n_in;
+  cov_dtype out;    /* result/accumulator dtype */
+  uint32_t tile[ACG_MAX_TILE_RANK]; /* shape covered by one operation issue */
+  int tile_rank;
+  double throughput; /* operations per cycle per instance (MACs for mac) */
+  uint32_t latency;  /* cycles from issue to result */
+  double energy_pj_per_op; /* 0 when not given */
+  acg_src src;
+} acg_capability;
+
+typedef struct acg_compute {
+  const char *name;
+  acg_compute_kind kind;
+  uint32_t dims[2]; /* systolic/matrix array shape; {lanes,1} for simd */
+  int n_dims;
+  uint32_t instances;
+  acg_capability *caps;
+  int n_caps;
+  double area_mm2;
+  const char *about;
+  acg_src src;
+} acg_compute;
+
+typedef struct acg_edge {
+  int from, to; /* node ids */
+  double bandwidth_bytes_per_cycle;
+  uint32_t latency_cycles;
+  bool bidirectional;
+  double pj_per_byte; /* 0 when not given */
+  const char *about;
+  acg_src src;
+} acg_edge;
+
+typedef struct acg_backend {
+  const char *name;  /* "npu-sim", "amdgpu", "nvptx" */
+  const char *mcpu;  /* GPU: "gfx90a", "sm_90a"; NULL otherwise */
+  uint32_t wave_size;
+  uint32_t max_workgroup_threads;
+  uint32_t code_object_version; /* amdgpu only; 0 = backend default */
+} acg_backend;
+
+struct cov_acg {
+  cov_arena *arena;
+  const char *file;
+  const char *name;
+  const char *about;
+  double clock_mhz;
+  acg_backend backend;
+  acg_storage *storage;
+  int n_storage;
+  acg_compute *compute;
+  int n_compute;
+  acg_edge *edges;
+  int n_edges;
+};
+
+static inline int acg_n_nodes(const cov_acg *g) { return g->n_storage + g->n_compute; }
+static inline bool acg_is_storage(const cov_acg *g, int node) { return node < g->n_storage; }
+const char *acg_node_name(const cov_acg *g, int node);
+/* Node id for a name, or -1. */
+int acg_find_node(const cov_acg *g, const char *name);
+
+const char *acg_storage_kind_name(acg_storage_kind k);
+const char *acg_compute_kind_name(acg_compute_kind k);
+
+/* Hops from the nearest DRAM to each node along directed edges (-1 when
+ * unreachable); out must hold acg_n_nodes(g) ints. */
+void acg_levels_from_dram(const cov_acg *g, int *out);
+
+/* Bytes per cycle out of DRAM: the sum of every path leaving a DRAM node
+ * (bidirectional paths into DRAM included). */
+double acg_dram_bandwidth(const cov_acg *g);
+
+/* Semantic checks on a fully built ACG (names, edges, reachability); appends
+ * located errors. Called by the loader. */
+cov_status acg_validate(const cov_acg *g);
+
+/* Parses "64KiB", "4GiB", "512B", "1024" into bytes. Returns 0 and sets *out,
+ * or -1 for bad syntax, -2 for overflow. */
+int acg_parse_size(const char *s, uint64_t *out);
+/* Formats bytes as the shortest exact binary unit ("64KiB", "1536B"). */
+void acg_format_size(uint64_t bytes, char *buf, size_t size);
+
+#endif

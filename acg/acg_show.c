@@ -1,0 +1,142 @@
+/* acg/acg_show.c: the human summary behind `covenant acg show`.
+ *
+ * Peak MACs/cycle per dtype combination sum over units (a unit issues one
+ * capability at a time, so each unit contributes its best matching one). The
+ * roofline ridge point divides that peak by the bandwidth out of DRAM: a
+ * layer with fewer MACs per DRAM byte than the ridge is memory-bound here. */
+#include <errno.h>
+#include <string.h>
+
+#include "acg/acg_ir.h"
+
+typedef struct {
+  cov_dtype a, b, acc;
+  double macs_per_cycle;
+} peak_row;
+
+static int collect_peaks(const cov_acg *g, peak_row *rows, int max) {
+  int n = 0;
+  for (int u = 0; u < g->n_compute; u++) {
+    const acg_compute *c = &g->compute[u];
+    for (int k = 0; k < c->n_caps; k++) {
+      const acg_capability *cap = &c->caps[k];
+      if (cap->op != COV_OP_MAC) continue;
+      cov_dtype a = cap->in[0], b = cap->n_in > 1 ? cap->in[1] : cap->in[0];
+      int seen_in_unit = 0;
+      for (int j = 0; j < k; j++) { /* an earlier capability of this unit, same dtypes */
+        const acg_capability *o = &c->caps[j];
+        if (o->op == COV_OP_MAC && o->in[0] == a &&
+            (o->n_in > 1 ? o->in[1] : o->in[0]) == b && o->out == cap->out)
+          seen_in_unit = 1;
+      }
+      if (seen_in_unit) continue;
+      double best = 0;
+      for (int j = k; j < c->n_caps; j++) {
+        const acg_capability *o = &c->caps[j];
+        if (o->op == COV_OP_MAC && o->in[0] == a && (o->n_in > 1 ? o->in[1] : o->in[0]) == b &&
+            o->out == cap->out && o->throughput > best)
+          best = o->throughput;
+      }
+      best *= c->instances;
+      int r = 0;
+      while (r < n && !(rows[r].a == a && rows[r].b == b && rows[r].acc == cap->out)) r++;
+      if (r == n) {
+        if (n == max) continue;
+        rows[n++] = (peak_row){a, b, cap->out, 0};
+      }
+      rows[r].macs_per_cycle += best;
+    }
+  }
+  return n;
+}
+
+double acg_dram_bandwidth(const cov_acg *g) {
+  double bw = 0;
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    int from_dram = acg_is_storage(g, ed->from) && g->storage[ed->from].kind == ACG_DRAM;
+    int to_dram = acg_is_storage(g, ed->to) && g->storage[ed->to].kind == ACG_DRAM;
+    if (from_dram || (ed->bidirectional && to_dram)) bw += ed->bandwidth_bytes_per_cycle;
+  }
+  return bw;
+}
+
+static void print_caps(FILE *out, const acg_compute *c) {
+  for (int k = 0; k < c->n_caps; k++) {
+    const acg_capability *cap = &c->caps[k];
+    fprintf(out, "      %-8s ", cov_op_name(cap->op));
+    fprintf(out, "%s", cov_dtype_name(cap->in[0]));
+    for (int i = 1; i < cap->n_in; i++) fprintf(out, ",%s", cov_dtype_name(cap->in[i]));
+    fprintf(out, " -> %-4s tile ", cov_dtype_name(cap->out));
+    for (int i = 0; i < cap->tile_rank; i++) fprintf(out, "%s%u", i ? "x" : "", cap->tile[i]);
+    fprintf(out, "  %g/cycle  latency %u\n", cap->throughput, cap->latency);
+  }
+}
+
+cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
+  int level[ACG_MAX_NODES];
+  acg_levels_from_dram(g, level);
+  int max_level = 0;
+  for (int i = 0; i < acg_n_nodes(g); i++)
+    if (level[i] > max_level) max_level = level[i];
+
+  fprintf(out, "target %s  (%s)\n", g->name, g->file);
+  fprintf(out, "  backend %s%s%s, clock %g MHz\n", g->backend.name,
+          g->backend.mcpu ? " " : "", g->backend.mcpu ? g->backend.mcpu : "", g->clock_mhz);
+  if (g->about) fprintf(out, "  about: %s\n", g->about);
+
+  fprintf(out, "\nstorage levels (hops from DRAM)\n");
+  fprintf(out, "  %-5s %-14s %-10s %10s %9s %6s %6s %5s %5s\n", "level", "name", "kind",
+          "capacity", "instances", "banks", "width", "ports", "dbuf");
+  for (int l = 0; l <= max_level; l++)
+    for (int i = 0; i < g->n_storage; i++) {
+      if (level[i] != l) continue;
+      const acg_storage *s = &g->storage[i];
+      char cap[32];
+      acg_format_size(s->capacity_bytes, cap, sizeof cap);
+      fprintf(out, "  %-5d %-14s %-10s %10s %9u %6u %6u %5u %5s\n", l, s->name,
+              acg_storage_kind_name(s->kind), cap, s->instances, s->banks, s->width_bits,
+              s->ports, s->double_buffer ? "yes" : "no");
+    }
+
+  fprintf(out, "\ncompute units\n");
+  for (int u = 0; u < g->n_compute; u++) {
+    const acg_compute *c = &g->compute[u];
+    fprintf(out, "  %-14s %-8s ", c->name, acg_compute_kind_name(c->kind));
+    if (c->kind == ACG_SIMD) fprintf(out, "%u lanes", c->dims[0]);
+    else if (c->n_dims) {
+      for (int i = 0; i < c->n_dims; i++) fprintf(out, "%s%u", i ? "x" : "", c->dims[i]);
+    } else fprintf(out, "-");
+    fprintf(out, "  x%u  (level %d)\n", c->instances, level[g->n_storage + u]);
+    print_caps(out, c);
+  }
+
+  peak_row rows[64];
+  int n_rows = collect_peaks(g, rows, 64);
+  double dram_bw = acg_dram_bandwidth(g);
+  fprintf(out, "\npeak MACs/cycle\n");
+  if (n_rows == 0) fprintf(out, "  (no unit offers mac)\n");
+  for (int r = 0; r < n_rows; r++)
+    fprintf(out, "  %-4s x %-4s -> %-4s %12g MACs/cycle  %10.2f TMAC/s\n",
+            cov_dtype_name(rows[r].a), cov_dtype_name(rows[r].b), cov_dtype_name(rows[r].acc),
+            rows[r].macs_per_cycle, rows[r].macs_per_cycle * g->clock_mhz * 1e6 / 1e12);
+
+  fprintf(out, "\ndata paths\n");
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    fprintf(out, "  %-14s %s %-14s %10g B/cycle %9.1f GB/s  latency %u cycles\n",
+            acg_node_name(g, ed->from), ed->bidirectional ? "<->" : "-> ",
+            acg_node_name(g, ed->to), ed->bandwidth_bytes_per_cycle,
+            ed->bandwidth_bytes_per_cycle * g->clock_mhz * 1e6 / 1e9, ed->latency_cycles);
+  }
+
+  fprintf(out, "\nroofline\n");
+  fprintf(out, "  DRAM bandwidth %g B/cycle (%.1f GB/s), the sum of the paths out of DRAM\n",
+          dram_bw, dram_bw * g->clock_mhz * 1e6 / 1e9);
+  for (int r = 0; r < n_rows && dram_bw > 0; r++)
+    fprintf(out, "  ridge point %s x %s -> %s: %.2f MACs/byte\n", cov_dtype_name(rows[r].a),
+            cov_dtype_name(rows[r].b), cov_dtype_name(rows[r].acc),
+            rows[r].macs_per_cycle / dram_bw);
+  if (ferror(out)) return cov_error(COV_IO_ERROR, NULL, "write error: %s", strerror(errno));
+  return NULL;
+}

@@ -1,0 +1,36 @@
+/* cli/cli.h: conventions shared by the `covenant` subcommands.
+ *
+ * Exit codes: 0 success, 1 the input was rejected (errors printed, located),
+ * 2 usage error. Results go to stdout (or -o FILE), diagnostics to stderr. */
+#ifndef COV_CLI_H
+#define COV_CLI_H
+
+#include <stdio.h>
+
+#include "covenant/status.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_INPUT 1
+#define CLI_EXIT_USAGE 2
+
+typedef struct cli_command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} cli_command;
+
+/* Prints "covenant CMD: message" and a hint to use --help; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
+int cli_report(cov_status st);
+/* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */
+FILE *cli_open_output(const char *path);
+/* Closes what cli_open_output returned; reports a write error; returns 0/1. */
+int cli_close_output(FILE *f, const char *path);
+/* True when argv holds -h/--help before any "--". */
+int cli_wants_help(int argc, char **argv);
+
+/* Command groups (one file each). */
+int cli_cmd_acg(int argc, char **argv);
+
+#endif

@@ -1,0 +1,47 @@
+/* cli/main.c: `covenant`, one tool with subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const cli_command k_commands[] = {
+    {"acg", "check, show, draw and format accelerator descriptions (ACG files)", cli_cmd_acg},
+};
+#define N_COMMANDS (sizeof k_commands / sizeof *k_commands)
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: covenant <command> [options] [args]\n"
+          "\n"
+          "covenant compiles DNN layers for accelerators described as data (ACG files).\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    fprintf(out, "  %-10s %s\n", k_commands[i].name, k_commands[i].summary);
+  fprintf(out,
+          "\n"
+          "Run 'covenant <command> --help' for a command's options.\n"
+          "Targets are named by path or by the name of a shipped target (e.g. npu-16x16);\n"
+          "COVENANT_TARGET_PATH adds ':'-separated directories to search first.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("covenant %s\n", COV_VERSION);
+    return CLI_EXIT_OK;
+  }
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp(cmd, k_commands[i].name) == 0) return k_commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "covenant: unknown command '%s'\n", cmd);
+  fprintf(stderr, "Try 'covenant --help' for the list of commands.\n");
+  return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,28 @@
+/* common/op_table.h: the one table of compute operations.
+ *
+ * Codelet compute statements name these operations and ACG capabilities offer
+ * them; the mapper matches one against the other by this enum. Adding an op
+ * means adding a row here (and its semantics in the reference interpreter). */
+#ifndef COV_OP_TABLE_H
+#define COV_OP_TABLE_H
+
+#include <stddef.h>
+
+typedef enum cov_op {
+  COV_OP_INVALID = 0,
+#define COV_OP(id, name, arity, doc) COV_OP_##id,
+#include "common/op_table.def"
+#undef COV_OP
+  COV_OP_COUNT
+} cov_op;
+
+/* "mac" -> COV_OP_MAC; COV_OP_INVALID if unknown. */
+cov_op cov_op_from_name(const char *name);
+const char *cov_op_name(cov_op op);
+/* Number of operands the operation takes; -1 for an invalid op. */
+int cov_op_arity(cov_op op);
+const char *cov_op_doc(cov_op op);
+/* Every valid name, comma-separated, for error messages. */
+const char *cov_op_names(void);
+
+#endif

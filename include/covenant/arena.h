@@ -1,0 +1,38 @@
+/* covenant/arena.h: region allocation.
+ *
+ * Every IR object of one compilation (an ACG, a codelet, a graph, a schedule)
+ * lives in one arena and is freed with it at once: no per-node frees, no leaks
+ * by construction, and no ownership questions inside a pass. */
+#ifndef COVENANT_ARENA_H
+#define COVENANT_ARENA_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_arena cov_arena;
+
+cov_arena *cov_arena_create(void);
+void cov_arena_destroy(cov_arena *arena);
+
+/* Zeroed memory aligned for any type; NULL when out of memory. */
+void *cov_arena_alloc(cov_arena *arena, size_t size);
+/* n * size bytes, with the multiplication checked; NULL on overflow or OOM. */
+void *cov_arena_array(cov_arena *arena, size_t n, size_t size);
+/* Grows an array allocated from this arena (the old block is abandoned). */
+void *cov_arena_grow(cov_arena *arena, void *old, size_t old_n, size_t new_n, size_t size);
+char *cov_arena_strdup(cov_arena *arena, const char *s);
+char *cov_arena_strndup(cov_arena *arena, const char *s, size_t n);
+char *cov_arena_printf(cov_arena *arena, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+char *cov_arena_vprintf(cov_arena *arena, const char *fmt, va_list ap);
+/* Bytes handed out so far (for statistics and tests). */
+size_t cov_arena_used(const cov_arena *arena);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

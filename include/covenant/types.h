@@ -1,0 +1,32 @@
+/* covenant/types.h: element types shared by ACGs, codelets and graphs. */
+#ifndef COVENANT_TYPES_H
+#define COVENANT_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cov_dtype {
+  COV_DTYPE_INVALID = 0,
+  COV_F32, COV_F16, COV_BF16, COV_I8, COV_U8, COV_I32, COV_I64, COV_BOOL,
+  COV_DTYPE_COUNT
+} cov_dtype;
+
+/* "f32" -> COV_F32; COV_DTYPE_INVALID for an unknown name. */
+cov_dtype cov_dtype_from_name(const char *name);
+const char *cov_dtype_name(cov_dtype t);
+size_t cov_dtype_size(cov_dtype t);
+bool cov_dtype_is_float(cov_dtype t);
+/* Bits of precision a value of this type carries (mantissa+1 for floats,
+ * value bits for integers); used to check that accumulators do not narrow. */
+int cov_dtype_precision_bits(cov_dtype t);
+/* A comma-separated list of every valid name, for error messages. */
+const char *cov_dtype_names(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
