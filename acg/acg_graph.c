@@ -8,6 +8,10 @@ const char *acg_node_name(const cov_acg *g, int node) {
   return node < g->n_storage ? g->storage[node].name : g->compute[node - g->n_storage].name;
 }
 
+const acg_src *acg_node_src(const cov_acg *g, int node) {
+  return node < g->n_storage ? &g->storage[node].src : &g->compute[node - g->n_storage].src;
+}
+
 int acg_find_node(const cov_acg *g, const char *name) {
   for (int i = 0; i < acg_n_nodes(g); i++)
     if (strcmp(acg_node_name(g, i), name) == 0) return i;

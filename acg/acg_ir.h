@@ -50,6 +50,7 @@ typedef struct acg_storage {
   uint32_t width_bits;     /* bits per bank access */
   uint32_t ports;
   bool double_buffer;      /* schedules may split it into two halves */
+  double bandwidth_bytes_per_cycle; /* total over all its paths; 0 = unlimited */
   bool has_energy;
   double read_pj_per_byte, write_pj_per_byte;
   double area_mm2;         /* 0 when not given */
@@ -119,6 +120,8 @@ struct cov_acg {
 static inline int acg_n_nodes(const cov_acg *g) { return g->n_storage + g->n_compute; }
 static inline bool acg_is_storage(const cov_acg *g, int node) { return node < g->n_storage; }
 const char *acg_node_name(const cov_acg *g, int node);
+/* Where the node was defined in its file. */
+const acg_src *acg_node_src(const cov_acg *g, int node);
 /* Node id for a name, or -1. */
 int acg_find_node(const cov_acg *g, const char *name);
 
@@ -129,8 +132,9 @@ const char *acg_compute_kind_name(acg_compute_kind k);
  * unreachable); out must hold acg_n_nodes(g) ints. */
 void acg_levels_from_dram(const cov_acg *g, int *out);
 
-/* Bytes per cycle out of DRAM: the sum of every path leaving a DRAM node
- * (bidirectional paths into DRAM included). */
+/* Bytes per cycle out of DRAM: for each DRAM node, the sum of the paths that
+ * leave it (bidirectional ones included), capped by the node's own
+ * bandwidth_bytes_per_cycle when given; summed over DRAM nodes. */
 double acg_dram_bandwidth(const cov_acg *g);
 
 /* Semantic checks on a fully built ACG (names, edges, reachability); appends

@@ -223,7 +223,7 @@ static int get_bool(loader *L, const json_t *obj, const char *path, const char *
 }
 
 static int get_enum(loader *L, const json_t *obj, const char *path, const char *key,
-                    const char *const *names, int *out) {
+                    const char *noun, const char *const *names, int *out) {
   const char *s = NULL;
   if (!get_string(L, obj, path, key, 1, &s)) return 0;
   for (int i = 0; names[i]; i++)
@@ -234,9 +234,9 @@ static int get_enum(loader *L, const json_t *obj, const char *path, const char *
   char *p = cov_jpath_key(L->arena, path, key);
   const char *hint = closest(s, names);
   if (hint)
-    report(L, p, 0, "unknown %s '%s' (did you mean '%s'?)", key, s, hint);
+    report(L, p, 0, "unknown %s '%s' (did you mean '%s'?)", noun, s, hint);
   else
-    report(L, p, 0, "unknown %s '%s' (expected one of: %s)", key, s, join_names(L, names));
+    report(L, p, 0, "unknown %s '%s' (expected one of: %s)", noun, s, join_names(L, names));
   return 0;
 }
 
@@ -317,8 +317,9 @@ static json_t *get_array(loader *L, const json_t *obj, const char *path, const c
 /* ---- storage ---------------------------------------------------------- */
 
 static const char *const k_storage_fields[] = {
-    "name", "kind", "capacity", "instances", "banks", "width_bits", "ports", "double_buffer",
-    "energy_pj_per_byte", "area_mm2", "about", NULL};
+    "name",          "kind",          "capacity",          "instances",
+    "banks",         "width_bits",    "ports",             "double_buffer",
+    "bandwidth_bytes_per_cycle",      "energy_pj_per_byte", "area_mm2", "about", NULL};
 static const char *const k_storage_kinds[] = {"dram", "cache", "scratchpad", "regfile", NULL};
 
 static void load_energy_rw(loader *L, const json_t *obj, const char *path, acg_storage *s) {
@@ -341,7 +342,7 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
   check_fields(L, v, path, k_storage_fields);
   get_name(L, v, path, &s->name);
   int kind = 0;
-  if (get_enum(L, v, path, "kind", k_storage_kinds, &kind)) s->kind = (acg_storage_kind)kind;
+  if (get_enum(L, v, path, "kind", "storage kind", k_storage_kinds, &kind)) s->kind = (acg_storage_kind)kind;
   get_size(L, v, path, "capacity", &s->capacity_bytes);
   get_uint(L, v, path, "instances", 0, 1, 1u << 20, &s->instances);
   get_uint(L, v, path, "banks", 0, 1, 4096, &s->banks);
@@ -350,6 +351,7 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
            "width_bits must be a multiple of 8, got %u", s->width_bits);
   get_uint(L, v, path, "ports", 0, 1, 64, &s->ports);
   get_bool(L, v, path, "double_buffer", &s->double_buffer);
+  get_number(L, v, path, "bandwidth_bytes_per_cycle", 0, 0, 1e9, &s->bandwidth_bytes_per_cycle);
   load_energy_rw(L, v, path, s);
   get_number(L, v, path, "area_mm2", 0, 1, 1e6, &s->area_mm2);
   get_string(L, v, path, "about", 0, &s->about);
@@ -467,8 +469,13 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
     for (size_t i = 0; i < json_array_size(tile); i++) {
       json_t *x = json_array_get(tile, i);
       if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65536) {
-        report(L, cov_jpath_index(L->arena, p, i), 0,
-               "expected a tile extent from 1 to 65536, got %s", json_is_integer(x) ? "a value out of range" : type_name(x));
+        if (json_is_integer(x))
+          report(L, cov_jpath_index(L->arena, p, i), 0,
+                 "tile extent %lld is out of range (expected 1 to 65536)",
+                 (long long)json_integer_value(x));
+        else
+          report(L, cov_jpath_index(L->arena, p, i), 0,
+                 "expected a tile extent from 1 to 65536, got %s", type_name(x));
         continue;
       }
       cap.tile[cap.tile_rank++] = (uint32_t)json_integer_value(x);
@@ -512,10 +519,10 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
                   cov_dtype_is_float(cap.out) != cov_dtype_is_float(cap.in[k]);
       if (narrow) {
         report(L, cov_jpath_key(L->arena, path, "out"), 0,
-               "accumulator dtype '%s' cannot hold products of '%s' (expected a %s type at "
+               "accumulator dtype '%s' cannot hold products of '%s' (expected %s type at "
                "least as precise)",
                cov_dtype_name(cap.out), cov_dtype_name(cap.in[0]),
-               cov_dtype_is_float(cap.in[0]) ? "float" : "integer");
+               cov_dtype_is_float(cap.in[0]) ? "a float" : "an integer");
         continue;
       }
     }
@@ -538,8 +545,12 @@ static int get_dims(loader *L, const json_t *v, const char *path, acg_compute *c
   for (size_t i = 0; i < json_array_size(dims); i++) {
     json_t *x = json_array_get(dims, i);
     if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096) {
-      report(L, cov_jpath_index(L->arena, p, i), 0, "expected an extent from 1 to 4096, got %s",
-             json_is_integer(x) ? "a value out of range" : type_name(x));
+      if (json_is_integer(x))
+        report(L, cov_jpath_index(L->arena, p, i), 0, "extent %lld is out of range (expected 1 to 4096)",
+               (long long)json_integer_value(x));
+      else
+        report(L, cov_jpath_index(L->arena, p, i), 0, "expected an extent from 1 to 4096, got %s",
+               type_name(x));
       return 0;
     }
     c->dims[c->n_dims++] = (uint32_t)json_integer_value(x);
@@ -555,7 +566,7 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
   check_fields(L, v, path, k_compute_fields);
   get_name(L, v, path, &c->name);
   int kind = 0;
-  int kind_ok = get_enum(L, v, path, "kind", k_compute_kinds, &kind);
+  int kind_ok = get_enum(L, v, path, "kind", "compute kind", k_compute_kinds, &kind);
   c->kind = (acg_compute_kind)kind;
   int has_dims = get_dims(L, v, path, c);
   uint32_t lanes = 0;
@@ -649,7 +660,7 @@ static void load_backend(loader *L, const json_t *top) {
   check_fields(L, b, p, k_backend_fields);
   acg_backend *be = &L->g->backend;
   int which = 0;
-  if (get_enum(L, b, p, "name", k_backends, &which)) be->name = k_backends[which];
+  if (get_enum(L, b, p, "name", "backend", k_backends, &which)) be->name = k_backends[which];
   int gpu = be->name && strcmp(be->name, "npu-sim") != 0;
   if (gpu) {
     get_string(L, b, p, "mcpu", 1, &be->mcpu);
@@ -662,6 +673,20 @@ static void load_backend(loader *L, const json_t *top) {
       strcmp(be->name, "amdgpu") != 0)
     report(L, cov_jpath_key(L->arena, p, "code_object_version"), 1,
            "'code_object_version' applies to the amdgpu backend only");
+}
+
+static void check_unique_names(loader *L) {
+  const cov_acg *g = L->g;
+  for (int i = 0; i < acg_n_nodes(g); i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(acg_node_name(g, i), acg_node_name(g, j)) == 0) {
+        const acg_src *first = acg_node_src(g, j);
+        char *p = cov_jpath_key(L->arena, acg_node_src(g, i)->path, "name");
+        report(L, p ? p : acg_node_src(g, i)->path, 0,
+               "duplicate node name '%s' (first defined at %u:%u, %s)", acg_node_name(g, i),
+               first->line, first->col, first->path ? first->path : "?");
+        break;
+      }
 }
 
 static const char *const k_top_fields[] = {"acg_version", "name",    "about",   "clock_mhz", "backend",
@@ -704,8 +729,10 @@ static void load_document(loader *L, const json_t *top) {
     const char **nm = i < g->n_storage ? &g->storage[i].name : &g->compute[i - g->n_storage].name;
     if (!*nm) *nm = cov_arena_printf(L->arena, "<node %d>", i);
   }
+  check_unique_names(L);
   json_t *ed = get_array(L, top, "$", "edges", 1, 4 * ACG_MAX_NODES, &p);
-  if (ed) {
+  /* Without the node lists every edge would dangle; one error says enough. */
+  if (ed && st && cp) {
     g->edges = cov_arena_array(L->arena, json_array_size(ed) + 1, sizeof *g->edges);
     for (size_t i = 0; g->edges && i < json_array_size(ed); i++) {
       acg_edge edge = {0};

@@ -51,25 +51,48 @@ static int collect_peaks(const cov_acg *g, peak_row *rows, int max) {
 }
 
 double acg_dram_bandwidth(const cov_acg *g) {
-  double bw = 0;
-  for (int e = 0; e < g->n_edges; e++) {
-    const acg_edge *ed = &g->edges[e];
-    int from_dram = acg_is_storage(g, ed->from) && g->storage[ed->from].kind == ACG_DRAM;
-    int to_dram = acg_is_storage(g, ed->to) && g->storage[ed->to].kind == ACG_DRAM;
-    if (from_dram || (ed->bidirectional && to_dram)) bw += ed->bandwidth_bytes_per_cycle;
+  double total = 0;
+  for (int d = 0; d < g->n_storage; d++) {
+    if (g->storage[d].kind != ACG_DRAM) continue;
+    double bw = 0;
+    for (int e = 0; e < g->n_edges; e++) {
+      const acg_edge *ed = &g->edges[e];
+      if (ed->from == d || (ed->bidirectional && ed->to == d)) bw += ed->bandwidth_bytes_per_cycle;
+    }
+    /* A DRAM's own interface caps what its paths can draw together. */
+    if (g->storage[d].bandwidth_bytes_per_cycle > 0 && g->storage[d].bandwidth_bytes_per_cycle < bw)
+      bw = g->storage[d].bandwidth_bytes_per_cycle;
+    total += bw;
   }
-  return bw;
+  return total;
 }
 
+static int same_but_op(const acg_capability *a, const acg_capability *b) {
+  if (a->n_in != b->n_in || a->out != b->out || a->tile_rank != b->tile_rank ||
+      a->throughput != b->throughput || a->latency != b->latency)
+    return 0;
+  for (int i = 0; i < a->n_in; i++)
+    if (a->in[i] != b->in[i]) return 0;
+  for (int i = 0; i < a->tile_rank; i++)
+    if (a->tile[i] != b->tile[i]) return 0;
+  return 1;
+}
+
+/* Capabilities that differ only in their op (a SIMD unit's long op list) are
+ * printed on one line, as they were most likely written. */
 static void print_caps(FILE *out, const acg_compute *c) {
-  for (int k = 0; k < c->n_caps; k++) {
+  for (int k = 0; k < c->n_caps;) {
     const acg_capability *cap = &c->caps[k];
-    fprintf(out, "      %-8s ", cov_op_name(cap->op));
-    fprintf(out, "%s", cov_dtype_name(cap->in[0]));
+    int end = k + 1;
+    while (end < c->n_caps && same_but_op(cap, &c->caps[end])) end++;
+    fprintf(out, "      %s", cov_dtype_name(cap->in[0]));
     for (int i = 1; i < cap->n_in; i++) fprintf(out, ",%s", cov_dtype_name(cap->in[i]));
-    fprintf(out, " -> %-4s tile ", cov_dtype_name(cap->out));
+    fprintf(out, " -> %s, tile ", cov_dtype_name(cap->out));
     for (int i = 0; i < cap->tile_rank; i++) fprintf(out, "%s%u", i ? "x" : "", cap->tile[i]);
-    fprintf(out, "  %g/cycle  latency %u\n", cap->throughput, cap->latency);
+    fprintf(out, ", %g/cycle, latency %u:", cap->throughput, cap->latency);
+    for (int j = k; j < end; j++) fprintf(out, " %s", cov_op_name(c->caps[j].op));
+    fprintf(out, "\n");
+    k = end;
   }
 }
 
@@ -124,14 +147,14 @@ cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
   fprintf(out, "\ndata paths\n");
   for (int e = 0; e < g->n_edges; e++) {
     const acg_edge *ed = &g->edges[e];
-    fprintf(out, "  %-14s %s %-14s %10g B/cycle %9.1f GB/s  latency %u cycles\n",
+    fprintf(out, "  %-14s %s %-14s %10.10g B/cycle %9.1f GB/s  latency %u cycles\n",
             acg_node_name(g, ed->from), ed->bidirectional ? "<->" : "-> ",
             acg_node_name(g, ed->to), ed->bandwidth_bytes_per_cycle,
             ed->bandwidth_bytes_per_cycle * g->clock_mhz * 1e6 / 1e9, ed->latency_cycles);
   }
 
   fprintf(out, "\nroofline\n");
-  fprintf(out, "  DRAM bandwidth %g B/cycle (%.1f GB/s), the sum of the paths out of DRAM\n",
+  fprintf(out, "  DRAM bandwidth %g B/cycle (%.1f GB/s): the paths out of DRAM, capped by its interface\n",
           dram_bw, dram_bw * g->clock_mhz * 1e6 / 1e9);
   for (int r = 0; r < n_rows && dram_bw > 0; r++)
     fprintf(out, "  ridge point %s x %s -> %s: %.2f MACs/byte\n", cov_dtype_name(rows[r].a),

@@ -1,7 +1,7 @@
 /* acg/acg_validate.c: graph-level rules of an ACG.
  *
- * Field-level checks happen while loading; these need the whole graph:
- * unique names, a DRAM to start from, sane edges, and every unit reachable,
+ * Field-level checks and unique names are checked while loading; these need
+ * the whole graph: a DRAM to start from, sane edges, and every unit reachable,
  * because the mapper can only place data where some path can bring it. */
 #include <stdarg.h>
 #include <string.h>
@@ -25,10 +25,6 @@ static void fail(checker *C, const acg_src *src, const char *fmt, ...) {
   C->errors = cov_status_join(C->errors, st);
 }
 
-static const acg_src *node_src(const cov_acg *g, int node) {
-  return node < g->n_storage ? &g->storage[node].src : &g->compute[node - g->n_storage].src;
-}
-
 /* Reverse reachability: can data written at `node` flow back to a DRAM? */
 static void reaches_dram(const cov_acg *g, int *out) {
   int n = acg_n_nodes(g);
@@ -46,17 +42,6 @@ static void reaches_dram(const cov_acg *g, int *out) {
 cov_status acg_validate(const cov_acg *g) {
   checker C = {g, NULL};
   int n = acg_n_nodes(g);
-  char line[32];
-
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < i; j++)
-      if (strcmp(acg_node_name(g, i), acg_node_name(g, j)) == 0) {
-        const acg_src *first = node_src(g, j);
-        snprintf(line, sizeof line, "%u:%u", first->line, first->col);
-        fail(&C, node_src(g, i), "duplicate node name '%s' (first defined at %s, %s)",
-             acg_node_name(g, i), line, first->path ? first->path : "?");
-        break;
-      }
 
   int drams = 0;
   for (int i = 0; i < g->n_storage; i++) {
@@ -97,12 +82,12 @@ cov_status acg_validate(const cov_acg *g) {
   for (int i = 0; i < n; i++) {
     const char *what = i < g->n_storage ? "storage" : "compute unit";
     if (level[i] < 0)
-      fail(&C, node_src(g, i),
+      fail(&C, acg_node_src(g, i),
            "%s '%s' is not reachable from any DRAM (add an edge into it from a node that DRAM "
            "reaches)",
            what, acg_node_name(g, i));
     else if (!back[i] && i >= g->n_storage)
-      fail(&C, node_src(g, i),
+      fail(&C, acg_node_src(g, i),
            "%s '%s' has no path back to DRAM, so its results could never be stored (add an "
            "edge from it to a storage node)",
            what, acg_node_name(g, i));

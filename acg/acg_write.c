@@ -26,6 +26,8 @@ static json_t *storage_json(const acg_storage *s) {
   json_object_set_new(o, "width_bits", json_integer(s->width_bits));
   json_object_set_new(o, "ports", json_integer(s->ports));
   json_object_set_new(o, "double_buffer", json_boolean(s->double_buffer));
+  if (s->bandwidth_bytes_per_cycle > 0)
+    json_object_set_new(o, "bandwidth_bytes_per_cycle", num(s->bandwidth_bytes_per_cycle));
   if (s->has_energy) {
     json_object_set_new(o, "energy_pj_per_byte",
                         json_pack("{s:o, s:o}", "read", num(s->read_pj_per_byte), "write",

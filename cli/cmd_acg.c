@@ -34,7 +34,7 @@ static int run_printer(const char *sub, int argc, char **argv, acg_printer print
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
     switch (c) {
       case 'o': output = optarg; break;
       case 'h': acg_help(stdout); return CLI_EXIT_OK;

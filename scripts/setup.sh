@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: install, from Debian 12 packages, whatever covenant needs
+# that this machine lacks. Idempotent, non-interactive, silent when all is there.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build pkg-config gcc make   # build
+  clang-19                                # sanitizer build and libFuzzer
+  libjansson-dev                          # ACG and suite JSON
+  libprotobuf-c-dev protobuf-c-compiler   # ONNX reader (bindings generated at build time)
+  python3 python3-numpy python3-onnx      # independent references in tests
+  graphviz                                # renders `covenant acg dot`
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo > /dev/null || { echo "setup: need root or sudo to install packages" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null

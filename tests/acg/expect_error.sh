@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# expect_error.sh COVENANT DIR FILE EXPECTED
+# Runs `covenant acg check FILE` inside DIR and requires exit status 1 and a
+# stderr equal, line for line, to the EXPECTED file (the located diagnostics).
+set -u
+cov=$1 dir=$2 file=$3 expected=$4
+cd "$dir" || exit 2
+actual=$("$cov" acg check "$file" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 1 ]; then
+  echo "FAIL: $file: expected exit status 1, got $rc"
+  printf '%s\n' "$actual"
+  exit 1
+fi
+if ! diff -u "$expected" <(printf '%s\n' "$actual"); then
+  echo "FAIL: $file: diagnostics differ from $expected"
+  exit 1
+fi
+echo "ok: $file"
