@@ -219,7 +219,7 @@ void cov_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *are
       (unsigned char)text[2] == 0xBF)
     s.p += 3;
   scan_value(&s, "$", 0, 0, 0);
-  qsort(s.items, s.n, sizeof *s.items, cmp_entry);
+  if (s.n) qsort(s.items, s.n, sizeof *s.items, cmp_entry);
   out->entries = s.items;
   out->count = s.n;
 }
