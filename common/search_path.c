@@ -45,6 +45,19 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
     }
   }
   char dir[4096];
+  /* Next to the running program (<prefix>/bin/x -> <prefix>/share/covenant),
+   * so an installed tree works wherever it was copied to. */
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(dir, sizeof dir, "%s/../share/covenant/%s", exe, subdir);
+      if (try_dir(dir, strlen(dir), name_or_path, ext, out, size)) return NULL;
+    }
+  }
   snprintf(dir, sizeof dir, "%s/%s", COV_DATADIR, subdir);
   if (try_dir(dir, strlen(dir), name_or_path, ext, out, size)) return NULL;
   snprintf(dir, sizeof dir, "%s/%s", COV_SOURCEDIR, subdir);
