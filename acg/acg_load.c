@@ -752,9 +752,17 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
   json_error_t jerr;
   json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
-    cov_loc loc = {.file = name, .line = jerr.line > 0 ? (unsigned)jerr.line : 0,
-                   .col = jerr.column > 0 ? (unsigned)jerr.column : 0};
-    return cov_error(COV_PARSE_ERROR, &loc, "invalid JSON: %s", jerr.text);
+    /* Name the innermost value around the error, so even a syntax error
+     * says where in the document it is. */
+    cov_arena *scratch = cov_arena_create();
+    cov_jpos pos = {0};
+    if (scratch) cov_jpos_build(&pos, data, size, scratch);
+    cov_loc loc = {.file = name, .line = jerr.line > 0 ? (unsigned)jerr.line : 1,
+                   .col = jerr.column > 0 ? (unsigned)jerr.column : 1};
+    loc.path = cov_jpos_path_at(&pos, loc.line, loc.col);
+    cov_status st = cov_error(COV_PARSE_ERROR, &loc, "invalid JSON: %s", jerr.text);
+    cov_arena_destroy(scratch);
+    return st;
   }
   cov_arena *arena = cov_arena_create();
   cov_acg *g = arena ? cov_arena_alloc(arena, sizeof *g) : NULL;

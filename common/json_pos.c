@@ -44,7 +44,7 @@ static void add(scanner *s, const char *path, unsigned line, unsigned col, unsig
     s->items = ni;
     s->cap = ncap;
   }
-  s->items[s->n++] = (cov_jpos_entry){path, line, col, kl, kc};
+  s->items[s->n++] = (cov_jpos_entry){path, line, col, kl, kc, 0, 0};
 }
 
 static void put_utf8(char *out, size_t *n, uint32_t cp) {
@@ -137,13 +137,24 @@ static char *scan_string(scanner *s, int decode) {
   return out;
 }
 
+static void scan_body(scanner *s, const char *path, int depth);
+
 static void scan_value(scanner *s, const char *path, unsigned kl, unsigned kc, int depth) {
   skip_ws(s);
   if (s->failed || s->p >= s->end || depth > JPOS_MAX_DEPTH) {
     s->failed = 1;
     return;
   }
+  size_t at = s->n;
   add(s, path, s->line, s->col, kl, kc);
+  scan_body(s, path, depth);
+  if (!s->failed && at < s->n) {
+    s->items[at].end_line = s->line;
+    s->items[at].end_col = s->col;
+  }
+}
+
+static void scan_body(scanner *s, const char *path, int depth) {
   char c = *s->p;
   if (c == '{') {
     advance(s);
@@ -207,6 +218,21 @@ static void scan_value(scanner *s, const char *path, unsigned kl, unsigned kc, i
     /* number, true, false, null: up to the next delimiter */
     while (s->p < s->end && !strchr(",]} \t\r\n", *s->p)) advance(s);
   }
+}
+
+static int before(unsigned l1, unsigned c1, unsigned l2, unsigned c2) {
+  return l1 < l2 || (l1 == l2 && c1 <= c2);
+}
+
+const char *cov_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col) {
+  const cov_jpos_entry *best = NULL;
+  for (size_t i = 0; idx && i < idx->count; i++) {
+    const cov_jpos_entry *e = &idx->entries[i];
+    int open = e->end_line == 0 || !before(e->end_line, e->end_col, line, col);
+    if (!before(e->line, e->col, line, col) || !open) continue;
+    if (!best || before(best->line, best->col, e->line, e->col)) best = e;
+  }
+  return best ? best->path : "$";
 }
 
 static int cmp_entry(const void *a, const void *b) {

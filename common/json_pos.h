@@ -16,6 +16,7 @@ typedef struct cov_jpos_entry {
   const char *path;
   unsigned line, col;         /* the value */
   unsigned key_line, key_col; /* the member's key; 0 for array elements and $ */
+  unsigned end_line, end_col; /* just past the value; 0 if the text broke off inside it */
 } cov_jpos_entry;
 
 typedef struct cov_jpos {
@@ -28,6 +29,10 @@ typedef struct cov_jpos {
 void cov_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *arena);
 /* The entry for `path`, or NULL. */
 const cov_jpos_entry *cov_jpos_find(const cov_jpos *idx, const char *path);
+
+/* The path of the innermost value that contains line:col (for locating a
+ * syntax error in a document that could not be fully scanned); "$" if none. */
+const char *cov_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col);
 
 /* Appends ".key" (or ["key"] when key is not an identifier) to a path held
  * in an arena; returns the new string. Shared by the scanner and the loaders

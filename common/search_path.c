@@ -44,7 +44,7 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
       p += len + (colon ? 1 : 0);
     }
   }
-  char dir[4096];
+  char dir[8192];
   /* Next to the running program (<prefix>/bin/x -> <prefix>/share/covenant),
    * so an installed tree works wherever it was copied to. */
   char exe[4096];
