@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build pkg-config gcc make   # build
   clang-19                                # sanitizer build and libFuzzer
+  llvm-19-dev lld-19                      # GPU backends: LLVM C API, ld.lld links HSACO
   libjansson-dev                          # ACG and suite JSON
   libprotobuf-c-dev protobuf-c-compiler   # ONNX reader (bindings generated at build time)
   python3 python3-numpy python3-onnx      # independent references in tests
