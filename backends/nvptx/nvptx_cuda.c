@@ -1,0 +1,223 @@
+/* backends/nvptx/nvptx_cuda.c: CUDA driver API through dlopen. */
+#include "backends/nvptx/nvptx_cuda.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The driver ABI: handles are pointers, results are ints (CUresult). */
+typedef int cu_result;
+typedef int cu_device;
+typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream;
+
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_ATTR_CC_MAJOR 75
+#define CU_ATTR_CC_MINOR 76
+
+struct nvptx_cuda {
+  void *lib;
+  cu_device dev;
+  cu_context ctx;
+  char name[160];
+  cu_result (*Init)(unsigned);
+  cu_result (*DeviceGet)(cu_device *, int);
+  cu_result (*DeviceGetName)(char *, int, cu_device);
+  cu_result (*DeviceGetAttribute)(int *, int, cu_device);
+  cu_result (*PrimaryCtxRetain)(cu_context *, cu_device);
+  cu_result (*PrimaryCtxRelease)(cu_device);
+  cu_result (*CtxSetCurrent)(cu_context);
+  cu_result (*CtxSynchronize)(void);
+  cu_result (*MemAlloc)(nvptx_devptr *, size_t);
+  cu_result (*MemFree)(nvptx_devptr);
+  cu_result (*MemcpyHtoD)(nvptx_devptr, const void *, size_t);
+  cu_result (*MemcpyDtoH)(void *, nvptx_devptr, size_t);
+  cu_result (*ModuleLoadDataEx)(cu_module *, const void *, unsigned, int *, void **);
+  cu_result (*ModuleUnload)(cu_module);
+  cu_result (*ModuleGetFunction)(cu_function *, cu_module, const char *);
+  cu_result (*FuncSetAttribute)(cu_function, int, int);
+  cu_result (*LaunchKernel)(cu_function, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, unsigned, cu_stream, void **, void **);
+  cu_result (*EventCreate)(cu_event *, unsigned);
+  cu_result (*EventRecord)(cu_event, cu_stream);
+  cu_result (*EventSynchronize)(cu_event);
+  cu_result (*EventElapsedTime)(float *, cu_event, cu_event);
+  cu_result (*EventDestroy)(cu_event);
+  cu_result (*GetErrorString)(cu_result, const char **);
+};
+
+struct nvptx_module {
+  cu_module mod;
+};
+
+static cov_status cu_fail(const nvptx_cuda *cu, cu_result rc, const char *what) {
+  const char *msg = NULL;
+  if (cu && cu->GetErrorString) cu->GetErrorString(rc, &msg);
+  return cov_error(COV_DEVICE_ERROR, NULL, "CUDA %s failed: %s (error %d)", what,
+                   msg ? msg : "unknown error", rc);
+}
+
+#define CU_CHECK(cu, call, what)                      \
+  do {                                                \
+    cu_result rc_ = (call);                           \
+    if (rc_ != 0) return cu_fail((cu), rc_, (what));  \
+  } while (0)
+
+static int bind(void *lib, void **slot, const char *name) {
+  *slot = dlsym(lib, name);
+  return *slot != NULL;
+}
+
+cov_status nvptx_cuda_open(nvptx_cuda **out) {
+  *out = NULL;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return cov_error(COV_DEVICE_ERROR, NULL,
+                     "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
+  nvptx_cuda *cu = calloc(1, sizeof *cu);
+  if (!cu) {
+    dlclose(lib);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  cu->lib = lib;
+  static const struct {
+    size_t offset;
+    const char *name;
+  } syms[] = {
+#define SYM(field, name) {offsetof(nvptx_cuda, field), name}
+      SYM(Init, "cuInit"), SYM(DeviceGet, "cuDeviceGet"), SYM(DeviceGetName, "cuDeviceGetName"),
+      SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+      SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+      SYM(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+      SYM(CtxSetCurrent, "cuCtxSetCurrent"), SYM(CtxSynchronize, "cuCtxSynchronize"),
+      SYM(MemAlloc, "cuMemAlloc_v2"), SYM(MemFree, "cuMemFree_v2"),
+      SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"), SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+      SYM(ModuleLoadDataEx, "cuModuleLoadDataEx"), SYM(ModuleUnload, "cuModuleUnload"),
+      SYM(ModuleGetFunction, "cuModuleGetFunction"), SYM(FuncSetAttribute, "cuFuncSetAttribute"),
+      SYM(LaunchKernel, "cuLaunchKernel"), SYM(EventCreate, "cuEventCreate"),
+      SYM(EventRecord, "cuEventRecord"), SYM(EventSynchronize, "cuEventSynchronize"),
+      SYM(EventElapsedTime, "cuEventElapsedTime"), SYM(EventDestroy, "cuEventDestroy_v2"),
+      SYM(GetErrorString, "cuGetErrorString"),
+#undef SYM
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+    if (!bind(lib, (void **)((char *)cu + syms[i].offset), syms[i].name)) {
+      cov_status st = cov_error(COV_DEVICE_ERROR, NULL,
+                                "libcuda.so.1 lacks %s (driver too old?)", syms[i].name);
+      nvptx_cuda_close(cu);
+      return st;
+    }
+  }
+  cu_result rc = cu->Init(0);
+  if (rc == 0) rc = cu->DeviceGet(&cu->dev, 0);
+  if (rc != 0) {
+    cov_status st = cu_fail(cu, rc, "initialisation (is there an NVIDIA GPU?)");
+    nvptx_cuda_close(cu);
+    return st;
+  }
+  rc = cu->PrimaryCtxRetain(&cu->ctx, cu->dev);
+  if (rc == 0) rc = cu->CtxSetCurrent(cu->ctx);
+  if (rc != 0) {
+    cov_status st = cu_fail(cu, rc, "context creation");
+    nvptx_cuda_close(cu);
+    return st;
+  }
+  char name[128] = "?";
+  int major = 0, minor = 0;
+  cu->DeviceGetName(name, sizeof name, cu->dev);
+  cu->DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, cu->dev);
+  cu->DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, cu->dev);
+  snprintf(cu->name, sizeof cu->name, "%s (sm_%d%d)", name, major, minor);
+  *out = cu;
+  return NULL;
+}
+
+void nvptx_cuda_close(nvptx_cuda *cu) {
+  if (!cu) return;
+  if (cu->ctx && cu->PrimaryCtxRelease) cu->PrimaryCtxRelease(cu->dev);
+  if (cu->lib) dlclose(cu->lib);
+  free(cu);
+}
+
+const char *nvptx_cuda_device_name(const nvptx_cuda *cu) { return cu ? cu->name : "?"; }
+
+cov_status nvptx_cuda_alloc(nvptx_cuda *cu, size_t bytes, nvptx_devptr *out) {
+  CU_CHECK(cu, cu->MemAlloc(out, bytes ? bytes : 1), "memory allocation");
+  return NULL;
+}
+cov_status nvptx_cuda_free(nvptx_cuda *cu, nvptx_devptr p) {
+  CU_CHECK(cu, cu->MemFree(p), "memory free");
+  return NULL;
+}
+cov_status nvptx_cuda_upload(nvptx_cuda *cu, nvptx_devptr dst, const void *src, size_t bytes) {
+  CU_CHECK(cu, cu->MemcpyHtoD(dst, src, bytes), "copy to device");
+  return NULL;
+}
+cov_status nvptx_cuda_download(nvptx_cuda *cu, void *dst, nvptx_devptr src, size_t bytes) {
+  CU_CHECK(cu, cu->MemcpyDtoH(dst, src, bytes), "copy from device");
+  return NULL;
+}
+
+cov_status nvptx_cuda_load(nvptx_cuda *cu, const char *ptx, nvptx_module **out) {
+  *out = NULL;
+  enum { LOG_SIZE = 8192 };
+  char *local_log = calloc(1, LOG_SIZE);
+  if (!local_log) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {local_log, (void *)(size_t)(LOG_SIZE - 1)};
+  cu_module mod = NULL;
+  cu_result rc = cu->ModuleLoadDataEx(&mod, ptx, 2, opts, vals);
+  if (rc != 0) {
+    cov_status st = cu_fail(cu, rc, "PTX load");
+    if (local_log[0]) st = cov_status_annotate(st, "JIT log: %.2000s; ", local_log);
+    free(local_log);
+    return st;
+  }
+  free(local_log);
+  nvptx_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    cu->ModuleUnload(mod);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  m->mod = mod;
+  *out = m;
+  return NULL;
+}
+
+void nvptx_cuda_unload(nvptx_cuda *cu, nvptx_module *m) {
+  if (!m) return;
+  cu->ModuleUnload(m->mod);
+  free(m);
+}
+
+cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+                             const unsigned grid[3], const unsigned block[3],
+                             unsigned shared_bytes, void **args, float *out_ms) {
+  cu_function fn;
+  cu_result rc = cu->ModuleGetFunction(&fn, m->mod, kernel);
+  if (rc != 0) return cu_fail(cu, rc, "kernel lookup");
+  if (shared_bytes > 48 * 1024) /* opt in to large dynamic shared memory */
+    CU_CHECK(cu, cu->FuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared_bytes),
+             "shared memory opt-in");
+  cu_event start = NULL, stop = NULL;
+  if (out_ms) {
+    CU_CHECK(cu, cu->EventCreate(&start, 0), "event creation");
+    CU_CHECK(cu, cu->EventCreate(&stop, 0), "event creation");
+    CU_CHECK(cu, cu->EventRecord(start, NULL), "event record");
+  }
+  rc = cu->LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                        NULL, args, NULL);
+  if (rc == 0 && out_ms) {
+    rc = cu->EventRecord(stop, NULL);
+    if (rc == 0) rc = cu->EventSynchronize(stop);
+    if (rc == 0) rc = cu->EventElapsedTime(out_ms, start, stop);
+  }
+  if (rc == 0) rc = cu->CtxSynchronize();
+  if (start) cu->EventDestroy(start);
+  if (stop) cu->EventDestroy(stop);
+  if (rc != 0) return cu_fail(cu, rc, "kernel launch");
+  return NULL;
+}

@@ -1,0 +1,38 @@
+/* backends/nvptx/nvptx_cuda.h: the CUDA driver API, loaded at run time.
+ *
+ * covenant needs no CUDA toolkit to build: it dlopen()s libcuda.so.1 and
+ * looks up the few driver entry points it uses. Without a driver or a GPU,
+ * nvptx_cuda_open fails with COV_DEVICE_ERROR naming what was missing. This
+ * file depends on nothing but libc and covenant/status.h, so it also builds
+ * on a GPU machine that has no LLVM. */
+#ifndef COV_NVPTX_CUDA_H
+#define COV_NVPTX_CUDA_H
+
+#include <stddef.h>
+
+#include "covenant/status.h"
+
+typedef struct nvptx_cuda nvptx_cuda;
+typedef struct nvptx_module nvptx_module;
+typedef unsigned long long nvptx_devptr;
+
+cov_status nvptx_cuda_open(nvptx_cuda **out);
+void nvptx_cuda_close(nvptx_cuda *cu);
+/* "NVIDIA H100 80GB HBM3 (sm_90)" */
+const char *nvptx_cuda_device_name(const nvptx_cuda *cu);
+
+cov_status nvptx_cuda_alloc(nvptx_cuda *cu, size_t bytes, nvptx_devptr *out);
+cov_status nvptx_cuda_free(nvptx_cuda *cu, nvptx_devptr p);
+cov_status nvptx_cuda_upload(nvptx_cuda *cu, nvptx_devptr dst, const void *src, size_t bytes);
+cov_status nvptx_cuda_download(nvptx_cuda *cu, void *dst, nvptx_devptr src, size_t bytes);
+
+/* Loads PTX (JIT-compiled by the driver); errors carry the JIT log. */
+cov_status nvptx_cuda_load(nvptx_cuda *cu, const char *ptx, nvptx_module **out);
+void nvptx_cuda_unload(nvptx_cuda *cu, nvptx_module *m);
+/* Launches `kernel` with the given argument pointers and waits for it.
+ * With out_ms, the kernel time measured with CUDA events. */
+cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+                             const unsigned grid[3], const unsigned block[3],
+                             unsigned shared_bytes, void **args, float *out_ms);
+
+#endif
