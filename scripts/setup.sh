@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build pkg-config gcc make   # build
-  clang-19                                # sanitizer build and libFuzzer
+  clang-19 libclang-rt-19-dev             # sanitizer build and libFuzzer (runtimes)
   llvm-19-dev lld-19                      # GPU backends: LLVM C API, ld.lld links HSACO
   libjansson-dev                          # ACG and suite JSON
   libprotobuf-c-dev protobuf-c-compiler   # ONNX reader (bindings generated at build time)
