@@ -32,5 +32,8 @@ int cli_wants_help(int argc, char **argv);
 
 /* Command groups (one file each). */
 int cli_cmd_acg(int argc, char **argv);
+int cli_cmd_codelet(int argc, char **argv);
+int cli_cmd_inspect(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
 
 #endif

@@ -6,6 +6,11 @@
 
 static const cli_command k_commands[] = {
     {"acg", "check, show, draw and format accelerator descriptions (ACG files)", cli_cmd_acg},
+    {"codelet", "check, print, list and run codelets (DNN operations as loop nests)",
+     cli_cmd_codelet},
+    {"inspect", "read an ONNX model: shapes, parameters, layer groups, codelets, MACs",
+     cli_cmd_inspect},
+    {"run", "run an ONNX model on a target (the CPU reference 'ref' for now)", cli_cmd_run},
 };
 #define N_COMMANDS (sizeof k_commands / sizeof *k_commands)
 

@@ -34,6 +34,9 @@ typedef struct cov_attr {
 cov_status cov_codelet_lib_load(const char *dir, cov_codelet_lib **out);
 /* Parses and verifies one file (which may define several codelets). */
 cov_status cov_codelet_lib_load_file(const char *path, cov_codelet_lib **out);
+/* The same from memory; `name` is the file name used in diagnostics. */
+cov_status cov_codelet_lib_load_buffer(const char *data, size_t size, const char *name,
+                                       cov_codelet_lib **out);
 void cov_codelet_lib_free(cov_codelet_lib *lib);
 size_t cov_codelet_lib_count(const cov_codelet_lib *lib);
 const cov_codelet *cov_codelet_lib_at(const cov_codelet_lib *lib, size_t i);
@@ -42,6 +45,9 @@ const cov_codelet *cov_codelet_lib_find(const cov_codelet_lib *lib, const char *
 const char *cov_codelet_name(const cov_codelet *c);
 size_t cov_codelet_num_inputs(const cov_codelet *c);
 size_t cov_codelet_num_outputs(const cov_codelet *c);
+/* Operand names in call order ("x", "w"); NULL when i is out of range. */
+const char *cov_codelet_input_name(const cov_codelet *c, size_t i);
+const char *cov_codelet_output_name(const cov_codelet *c, size_t i);
 
 /* Runs a codelet on the CPU. Input shapes bind the symbolic dims; output
  * shapes follow from them and the attributes; outputs are allocated here

@@ -1,0 +1,314 @@
+/* cli/cmd_model.c: `covenant inspect MODEL.onnx` and `covenant run MODEL.onnx`.
+ *
+ * inspect prints what the frontend made of a model (its interface, operators,
+ * parameters, layer groups with their codelets and MACs). run executes it on
+ * a target: for now the CPU reference target `ref`, which runs every compute
+ * operation through the codelet interpreter. Inputs come from .npy files or
+ * ONNX TensorProto .pb files; outputs go to .npy files or, as text, to
+ * stdout. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "covenant/model.h"
+#include "covenant/tensor.h"
+
+#define MAX_ARGS 256
+
+/* ---- inspect ---------------------------------------------------------- */
+
+static void inspect_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant inspect MODEL.onnx [--graph] [--no-fold] [--no-fuse] [-o FILE]\n"
+          "       covenant inspect --ops\n"
+          "\n"
+          "Reads an ONNX model and prints what covenant made of it: inputs and outputs,\n"
+          "the operators left after constant folding, Identity/Dropout elimination and\n"
+          "BatchNorm folding, the parameters, and the layer groups (conv+bias+relu+maxpool,\n"
+          "gemm+bias+activation, ...) with their shapes, codelets and multiply-accumulates.\n"
+          "\n"
+          "options:\n"
+          "      --graph        also print every node with its attributes\n"
+          "      --no-fold      keep constant subgraphs as operations\n"
+          "      --no-fuse      one layer group per operation\n"
+          "      --ops          list the supported ONNX operators and exit\n"
+          "  -o, --output FILE  write to FILE instead of stdout\n"
+          "  -h, --help         show this help\n");
+}
+
+int cli_cmd_inspect(int argc, char **argv) {
+  static const struct option opts[] = {{"graph", no_argument, NULL, 'g'},
+                                       {"no-fold", no_argument, NULL, 'F'},
+                                       {"no-fuse", no_argument, NULL, 'U'},
+                                       {"ops", no_argument, NULL, 'O'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *output = NULL;
+  int graph = 0, list_ops = 0;
+  cov_model_options mo = {0};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'g': graph = 1; break;
+      case 'F': mo.no_fold = 1; break;
+      case 'U': mo.no_fuse = 1; break;
+      case 'O': list_ops = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': inspect_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("inspect", "unknown option or missing argument '%s'",
+                               argv[optind - 1]);
+    }
+  }
+  if (list_ops) {
+    if (argc - optind != 0) return cli_usage_error("inspect", "--ops takes no MODEL");
+    cov_model_print_supported_ops(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("inspect", "takes exactly one MODEL (got %d)", argc - optind);
+  cov_model *m = NULL;
+  cov_status st = cov_model_load_file(argv[optind], &mo, &m);
+  if (st) return cli_report(st);
+  FILE *out = cli_open_output(output);
+  if (!out) {
+    cov_model_free(m);
+    return CLI_EXIT_INPUT;
+  }
+  st = cov_model_print_summary(m, out);
+  if (!st && graph) {
+    fprintf(out, "\n");
+    st = cov_model_print_graph(m, out);
+  }
+  cov_model_free(m);
+  int rc = cli_close_output(out, output);
+  return st ? cli_report(st) : rc;
+}
+
+/* ---- run -------------------------------------------------------------- */
+
+static void run_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant run MODEL.onnx [--target ref] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "\n"
+          "Runs an ONNX model. The target 'ref' (the default for now) is the CPU reference:\n"
+          "layout operations run in the frontend, every compute operation through the\n"
+          "codelet interpreter (the oracle all accelerator targets are checked against).\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T            where to run; this build implements 'ref'\n"
+          "  -i, --input [NAME=]FILE   an input, from a .npy file or an ONNX TensorProto\n"
+          "                            (.pb). Without NAME=, inputs are taken in the\n"
+          "                            model's order.\n"
+          "  -o, --output [NAME=]OUT   where outputs go, as .npy files. NAME=FILE writes that\n"
+          "                            output; a plain OUT takes the next output in order,\n"
+          "                            unless OUT is a directory: then every output goes to\n"
+          "                            OUT/output_<i>.npy (the ONNX test-data numbering).\n"
+          "                            Without -o, outputs are printed as text.\n"
+          "  -h, --help                show this help\n");
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int is_dir(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* .npy by its magic string, anything else as a TensorProto. */
+static cov_status read_tensor(const char *path, cov_tensor *t) {
+  FILE *f = fopen(path, "rb");
+  char magic[6] = {0};
+  if (f) {
+    size_t got = fread(magic, 1, sizeof magic, f);
+    (void)got;
+    fclose(f);
+  }
+  if (memcmp(magic, "\x93NUMPY", 6) == 0 || ends_with(path, ".npy")) return cov_npy_read(path, t);
+  return cov_onnx_tensor_read(path, t, NULL, 0);
+}
+
+/* Splits "NAME=VALUE" when NAME is one of the model's names; else NULL. */
+static const char *split_name(const char *arg, char *name, size_t size) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || (size_t)(eq - arg) >= size) return NULL;
+  memcpy(name, arg, (size_t)(eq - arg));
+  name[eq - arg] = '\0';
+  return eq + 1;
+}
+
+static void print_tensor(const char *name, const cov_tensor *t) {
+  printf("%s: %s[", name, cov_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  printf("]\n");
+  int64_t n = cov_tensor_numel(t);
+  int64_t shown = n < 1000 ? n : 1000;
+  for (int64_t i = 0; i < shown; i++) {
+    double v;
+    switch (t->dtype) {
+      case COV_F32: v = ((const float *)t->data)[i]; break;
+      case COV_F16: v = cov_f16_to_f32(((const uint16_t *)t->data)[i]); break;
+      case COV_BF16: v = cov_bf16_to_f32(((const uint16_t *)t->data)[i]); break;
+      case COV_I8: v = ((const int8_t *)t->data)[i]; break;
+      case COV_U8: v = ((const uint8_t *)t->data)[i]; break;
+      case COV_I32: v = ((const int32_t *)t->data)[i]; break;
+      case COV_I64: v = (double)((const int64_t *)t->data)[i]; break;
+      default: v = ((const uint8_t *)t->data)[i]; break;
+    }
+    printf("%s%.8g", i % 8 ? " " : "  ", v);
+    if (i % 8 == 7 || i == shown - 1) printf("\n");
+  }
+  if (shown < n) printf("  ... (%lld more)\n", (long long)(n - shown));
+}
+
+int cli_cmd_run(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"input", required_argument, NULL, 'i'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *target = "ref";
+  const char *in_args[MAX_ARGS], *out_args[MAX_ARGS];
+  int n_in = 0, n_out = 0;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:i:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 'i':
+        if (n_in == MAX_ARGS) return cli_usage_error("run", "too many --input options");
+        in_args[n_in++] = optarg;
+        break;
+      case 'o':
+        if (n_out == MAX_ARGS) return cli_usage_error("run", "too many --output options");
+        out_args[n_out++] = optarg;
+        break;
+      case 'h': run_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("run", "unknown option or missing argument '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
+  if (strcmp(target, "ref") != 0)
+    return cli_usage_error("run", "target '%s': only 'ref' is implemented by this build", target);
+  const char *path = argv[optind];
+  cov_model *m = NULL;
+  cov_status st = cov_model_load_file(path, NULL, &m);
+  if (st) return cli_report(st);
+
+  size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
+  cov_tensor *inputs = calloc(ni ? ni : 1, sizeof *inputs);
+  cov_tensor *outputs = calloc(no ? no : 1, sizeof *outputs);
+  const char **out_paths = calloc(no ? no : 1, sizeof *out_paths);
+  char **owned_paths = calloc(no ? no : 1, sizeof *owned_paths);
+  int rc = CLI_EXIT_OK;
+  if (!inputs || !outputs || !out_paths || !owned_paths) {
+    fprintf(stderr, "covenant run: out of memory\n");
+    rc = CLI_EXIT_INPUT;
+    goto done;
+  }
+  /* Bind inputs: NAME=FILE by name, the rest in order. */
+  size_t next = 0;
+  for (int i = 0; i < n_in && rc == CLI_EXIT_OK; i++) {
+    char name[1024];
+    const char *file = split_name(in_args[i], name, sizeof name);
+    int idx = file ? cov_model_find_input(m, name) : -1;
+    if (idx < 0) {
+      file = in_args[i];
+      while (next < ni && inputs[next].data) next++;
+      if (next == ni) {
+        rc = cli_usage_error("run", "more inputs than the model's %zu", ni);
+        break;
+      }
+      idx = (int)next;
+    } else if (inputs[idx].data) {
+      rc = cli_usage_error("run", "input '%s' is given twice", name);
+      break;
+    }
+    st = read_tensor(file, &inputs[idx]);
+    if (st) rc = cli_report(st);
+  }
+  for (size_t i = 0; i < ni && rc == CLI_EXIT_OK; i++) {
+    if (inputs[i].data) continue;
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    cov_model_input_info(m, i, &dt, &rank, shape);
+    fprintf(stderr, "covenant run: input '%s' (%s, rank %d) is not given; use --input %s=FILE\n",
+            cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
+    rc = CLI_EXIT_USAGE;
+  }
+  /* Bind outputs the same way. */
+  size_t next_out = 0;
+  for (int i = 0; i < n_out && rc == CLI_EXIT_OK; i++) {
+    if (is_dir(out_args[i])) {
+      for (size_t k = 0; k < no; k++) {
+        owned_paths[k] = malloc(strlen(out_args[i]) + 32);
+        if (!owned_paths[k]) break;
+        sprintf(owned_paths[k], "%s/output_%zu.npy", out_args[i], k);
+        out_paths[k] = owned_paths[k];
+      }
+      continue;
+    }
+    char name[1024];
+    const char *file = split_name(out_args[i], name, sizeof name);
+    size_t idx = no;
+    if (file)
+      for (size_t k = 0; k < no; k++)
+        if (strcmp(cov_model_output_name(m, k), name) == 0) idx = k;
+    if (idx == no) {
+      file = out_args[i];
+      while (next_out < no && out_paths[next_out]) next_out++;
+      if (next_out == no) {
+        rc = cli_usage_error("run", "more -o options than the model's %zu outputs", no);
+        break;
+      }
+      idx = next_out;
+    }
+    out_paths[idx] = file;
+  }
+  if (rc != CLI_EXIT_OK) goto done;
+  st = cov_model_run_ref(m, inputs, ni, outputs, no);
+  if (st) {
+    rc = cli_report(st);
+    goto done;
+  }
+  for (size_t k = 0; k < no; k++) {
+    if (n_out == 0) {
+      print_tensor(cov_model_output_name(m, k), &outputs[k]);
+      continue;
+    }
+    if (!out_paths[k]) continue;
+    st = cov_npy_write(out_paths[k], &outputs[k]);
+    if (st) {
+      rc = cli_report(st);
+      break;
+    }
+  }
+  if (rc == CLI_EXIT_OK && fflush(stdout) != 0) {
+    fprintf(stderr, "covenant run: write error: %s\n", strerror(errno));
+    rc = CLI_EXIT_INPUT;
+  }
+done:
+  for (size_t i = 0; inputs && i < ni; i++) cov_tensor_release(&inputs[i]);
+  for (size_t i = 0; outputs && i < no; i++) cov_tensor_release(&outputs[i]);
+  for (size_t i = 0; owned_paths && i < no; i++) free(owned_paths[i]);
+  free(inputs);
+  free(outputs);
+  free(out_paths);
+  free(owned_paths);
+  cov_model_free(m);
+  return rc;
+}

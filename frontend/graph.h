@@ -1,0 +1,298 @@
+/* frontend/graph.h: covenant's graph IR, internal to the frontend.
+ *
+ * A graph is what an ONNX model becomes: values (tensors: graph inputs,
+ * initializers, folded constants, activations) and nodes (one ONNX operation
+ * each) in topological order, then layer groups once fusion has run. Every
+ * object lives in the graph's arena; passes mark nodes dead and
+ * graph_compact() drops them, so nothing is ever freed one by one.
+ *
+ * Shapes: rank -1 is unknown, a dim of -1 is unknown (a symbolic input dim,
+ * or one that depends on data only known at run time). Shape inference and
+ * execution share one function per operation (graph_opdef.infer): at load
+ * time it sees constants only, at run time every input is concrete, so the
+ * executor checks the same rules with the real shapes. */
+#ifndef COV_FRONTEND_GRAPH_H
+#define COV_FRONTEND_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "covenant/arena.h"
+#include "covenant/codelet.h"
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+#include "covenant/types.h"
+
+/* Limits that keep a hostile model from exhausting memory or time. */
+#define GRAPH_MAX_NODES 1000000
+#define GRAPH_MAX_VALUES 4000000
+#define GRAPH_MAX_NODE_IO 4096                  /* inputs or outputs of one node (Concat, Split) */
+#define GRAPH_MAX_ATTR_ELEMS 65536              /* ints/floats of one attribute */
+#define GRAPH_FOLD_MAX_BYTES ((size_t)64 << 20) /* one folded constant */
+#define GRAPH_FOLD_BUDGET_BYTES ((size_t)512 << 20) /* all folded constants */
+/* Compute ops are folded only when small: folding exists for shape
+ * arithmetic and parameter preprocessing, not to run the model at load. */
+#define GRAPH_FOLD_MAX_COMPUTE_ELEMS 65536
+#define GRAPH_FOLD_MAX_COMPUTE_COST ((int64_t)1 << 22) /* about MACs */
+
+typedef enum graph_value_kind {
+  GV_ACTIVATION = 0, /* produced by a node at run time */
+  GV_INPUT,          /* a graph input fed by the caller */
+  GV_INITIALIZER,    /* an initializer of the model */
+  GV_CONSTANT,       /* a Constant node's value or a folded result */
+} graph_value_kind;
+
+typedef struct graph_node graph_node;
+
+typedef struct graph_value {
+  const char *name;
+  graph_value_kind kind;
+  cov_dtype dtype;               /* COV_DTYPE_INVALID until known */
+  int rank;                      /* -1: unknown */
+  int64_t dims[COV_MAX_RANK];    /* -1: unknown */
+  const char *sym[COV_MAX_RANK]; /* dim_param names of declared input dims */
+  void *data;                    /* contents of constants; NULL otherwise */
+  graph_node *producer;          /* NULL for inputs and constants */
+  int n_uses;                    /* node input slots that read it (graph_recount) */
+  int id;                        /* index in graph.values */
+} graph_value;
+
+/* ONNX AttributeProto types, numbered as in onnx.proto. */
+typedef enum graph_attr_type {
+  GA_UNDEFINED = 0,
+  GA_FLOAT = 1,
+  GA_INT = 2,
+  GA_STRING = 3,
+  GA_TENSOR = 4,
+  GA_GRAPH = 5,
+  GA_FLOATS = 6,
+  GA_INTS = 7,
+  GA_STRINGS = 8,
+  GA_TENSORS = 9,
+  GA_GRAPHS = 10,
+  GA_SPARSE_TENSOR = 11,
+  GA_SPARSE_TENSORS = 12,
+  GA_TYPE_PROTO = 13,
+  GA_TYPE_PROTOS = 14,
+} graph_attr_type;
+
+typedef struct graph_attr {
+  const char *name;
+  graph_attr_type type;
+  int64_t i;
+  float f;
+  const char *s; /* NUL-terminated copy (strings with a NUL are refused) */
+  int64_t *ints;
+  float *floats;
+  size_t n;       /* elements of ints/floats */
+  graph_value *t; /* a tensor attribute, decoded (not in graph.values) */
+} graph_attr;
+
+typedef struct graph_opdef graph_opdef;
+
+struct graph_node {
+  const char *name; /* the model's name, or "<OpType>_<index>" when it has none */
+  const char *op_type;
+  const char *domain; /* "" for ai.onnx */
+  const graph_opdef *def;
+  int opset;        /* the model's ai.onnx opset: operator semantics follow it */
+  int index;        /* position in the model's node list (stable, for messages) */
+  graph_value **in; /* NULL entries: omitted optional inputs */
+  int n_in;
+  graph_value **out; /* NULL entries: omitted optional outputs */
+  int n_out;
+  graph_attr *attrs;
+  int n_attrs;
+  int group; /* layer group, -1 before fusion */
+  bool dead;
+};
+
+/* A layer group: what the mapper will schedule as one unit. */
+typedef struct graph_group {
+  const char *kind; /* "conv+bias+relu+maxpool", "gemm+bias", "layout", ... */
+  graph_node **nodes;
+  int n_nodes;
+  const char **codelets; /* bound codelet names, in call order; empty for layout */
+  int n_codelets;
+  bool layout; /* data movement run by the frontend itself */
+} graph_group;
+
+typedef struct graph {
+  cov_arena *arena;
+  const char *file; /* for diagnostics */
+  const char *dir;  /* folder external data is resolved against; NULL refuses it */
+  int opset;
+  int64_t ir_version;
+  const char *producer, *producer_version, *name;
+  graph_value **values;
+  size_t n_values, cap_values;
+  graph_node **nodes; /* topological order */
+  size_t n_nodes, cap_nodes;
+  graph_value **inputs;
+  size_t n_inputs;
+  graph_value **outputs;     /* may change as passes rewrite producers */
+  const char **output_names; /* the names the model gave its outputs */
+  size_t n_outputs;
+  graph_group *groups;
+  size_t n_groups;
+  const cov_codelet_lib *lib;
+  size_t folded_bytes;
+  bool no_fold;
+} graph;
+
+/* ---- operation table (graph_ops.c) ------------------------------------ */
+
+typedef struct graph_exec graph_exec;
+
+/* Shape and dtype rule: reads in[] (data where known), writes out[]'s dtype,
+ * rank and dims; reports every violated rule as an error naming the node. */
+typedef cov_status (*graph_infer_fn)(const graph *g, const graph_node *n, graph_value *const *in,
+                                     graph_value *const *out);
+/* Computes out[] (shapes already inferred, data NULL) from in[] (all data
+ * present); sets each non-NULL out[i]->data to a malloc'ed buffer. */
+typedef cov_status (*graph_exec_fn)(graph_exec *x, const graph_node *n, graph_value *const *in,
+                                    graph_value *const *out);
+/* The codelets a compute node calls, in order (names from codelets/README.md). */
+typedef int (*graph_codelets_fn)(const graph_node *n, const char **names, int max);
+
+struct graph_opdef {
+  const char *op_type;
+  int min_in, max_in, min_out, max_out;
+  bool layout; /* executed by the frontend (data movement), not through codelets */
+  graph_infer_fn infer;
+  graph_exec_fn exec;
+  graph_codelets_fn codelets;
+  const int *versions; /* opsets where the definition changed, 0-terminated */
+};
+
+/* The ONNX (ai.onnx) operator, or NULL when covenant does not support it. */
+const graph_opdef *graph_opdef_find(const char *op_type);
+/* The version of the operator in effect at `opset` (0: it does not exist yet). */
+int graph_op_version(const graph_opdef *d, int opset);
+/* Every supported op type, sorted, one per line (for tests and --list-ops). */
+void graph_print_supported_ops(FILE *out);
+
+/* Operator semantics are implemented as of opset 7 onwards. A model with an
+ * older opset is read when each of its operators is still the same version at
+ * opset 7 (GlobalAveragePool, Conv, ...); it then runs with opset-7 rules. */
+#define GRAPH_OPSET_MIN 7
+#define GRAPH_OPSET_MAX 21
+
+/* ---- construction and utilities (graph.c) ------------------------------ */
+
+graph *graph_create(const char *file, const char *dir);
+void graph_destroy(graph *g);
+graph_value *graph_add_value(graph *g, const char *name);
+graph_node *graph_add_node(graph *g);
+/* Recomputes n_uses and producers from the live nodes. */
+void graph_recount(graph *g);
+/* Drops dead nodes and values nothing refers to any more. */
+void graph_compact(graph *g);
+/* Structural checks every pass must preserve (SSA, order, arity). */
+cov_status graph_verify(const graph *g);
+
+/* "node 'conv1' (Conv)" and "tensor 'w'": the cov_loc.path of diagnostics. */
+cov_status graph_node_error(const graph *g, const graph_node *n, cov_code code, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
+cov_status graph_value_error(const graph *g, const graph_value *v, cov_code code, const char *fmt,
+                             ...) __attribute__((format(printf, 4, 5)));
+
+const graph_attr *graph_attr_find(const graph_node *n, const char *name);
+cov_status graph_attr_int(const graph *g, const graph_node *n, const char *name, int64_t def,
+                          int64_t *out);
+cov_status graph_attr_float(const graph *g, const graph_node *n, const char *name, float def,
+                            float *out);
+/* *out NULL and *count 0 when absent. */
+cov_status graph_attr_ints(const graph *g, const graph_node *n, const char *name,
+                           const int64_t **out, size_t *count);
+cov_status graph_attr_floats(const graph *g, const graph_node *n, const char *name,
+                             const float **out, size_t *count);
+cov_status graph_attr_string(const graph *g, const graph_node *n, const char *name, const char *def,
+                             const char **out);
+
+/* ---- shapes (graph_shape.c) ------------------------------------------- */
+
+/* Elements of a value with known shape; -1 if unknown or over the limits. */
+int64_t graph_numel(const graph_value *v);
+bool graph_shape_known(const graph_value *v);
+/* Rejects negative dims and shapes past COV_TENSOR_MAX_BYTES. */
+cov_status graph_check_shape(const graph *g, const graph_node *n, const graph_value *v);
+void graph_set_shape(graph_value *v, int rank, const int64_t *dims);
+void graph_copy_type(graph_value *dst, const graph_value *src);
+/* Normalizes axis (negative counts from the end) into [0, rank). */
+cov_status graph_axis(const graph *g, const graph_node *n, int64_t axis, int rank, const char *what,
+                      int *out);
+/* numpy broadcasting of two shapes (unknown dims stay unknown). */
+cov_status graph_broadcast(const graph *g, const graph_node *n, const graph_value *a,
+                           const graph_value *b, int *rank, int64_t *dims);
+/* Reads an integer tensor (i32/i64, at most max elements) as int64. */
+cov_status graph_read_ints(const graph *g, const graph_node *n, const graph_value *v,
+                           const char *what, int64_t *out, size_t max, size_t *count);
+/* A scalar or 1-element tensor as double. */
+cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_value *v,
+                             const char *what, double *out);
+/* Formats "f32[1, 3, ?, 224]" into buf. */
+const char *graph_type_str(const graph_value *v, char *buf, size_t size);
+double graph_load_elem(const void *data, cov_dtype t, size_t i);
+void graph_store_elem(void *data, cov_dtype t, size_t i, double x);
+
+/* ---- passes ----------------------------------------------------------- */
+
+/* Shape/dtype inference for every node, folding constants as it goes. */
+cov_status graph_infer(graph *g);
+/* Evaluates a node whose inputs are all constant (or whose result is
+ * determined by shapes alone) and turns its outputs into constants; sets
+ * *folded. Declines quietly when the result would be too large. */
+cov_status graph_fold_node(graph *g, graph_node *n, bool *folded);
+cov_status graph_eliminate_identities(graph *g);
+/* Drops nodes whose outputs reach no graph output, then compacts. */
+void graph_eliminate_dead(graph *g);
+cov_status graph_fold_batchnorm(graph *g);
+cov_status graph_fuse(graph *g, bool no_fuse);
+cov_status graph_print_summary(const graph *g, FILE *out);
+cov_status graph_print(const graph *g, FILE *out);
+/* Multiply-accumulates of one node (0 for layout ops; -1 when unknown). */
+int64_t graph_node_macs(const graph_node *n);
+
+/* ---- execution (graph_exec.c, graph_layout.c, graph_compute.c) -------- */
+
+struct graph_exec {
+  const graph *g;
+  const cov_codelet_lib *lib;
+};
+
+/* Runs one node on concrete values: infers output shapes, then computes. */
+cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *const *in,
+                           graph_value *const *out);
+cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                     size_t n_outputs);
+/* Allocates out->data for its (known) shape. */
+cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v);
+/* Runs codelet `name` with tensors viewing the given values' data. */
+cov_status graph_call_codelet(graph_exec *x, const graph_node *n, const char *name,
+                              const cov_attr *attrs, size_t n_attrs, const cov_tensor *in,
+                              size_t n_in, cov_tensor *out, size_t n_out);
+/* A tensor viewing a value's data (no copy), optionally reshaped. */
+cov_tensor graph_view(const graph_value *v);
+cov_tensor graph_view_as(const graph_value *v, int rank, const int64_t *dims);
+
+/* Shared layout kernels that compute lowering reuses (graph_layout.c). */
+cov_status graph_expand_to(const graph *g, const graph_node *n, const graph_value *src, int rank,
+                           const int64_t *dims, void **out);
+cov_status graph_transpose_data(const graph *g, const graph_node *n, const void *src,
+                                cov_dtype dtype, int rank, const int64_t *dims, const int *perm,
+                                void **out);
+
+/* Layout and compute operations (their infer and exec functions). */
+#define GRAPH_DECLARE_OP(name)                                                               \
+  cov_status graph_infer_##name(const graph *g, const graph_node *n, graph_value *const *in, \
+                                graph_value *const *out);                                    \
+  cov_status graph_exec_##name(graph_exec *x, const graph_node *n, graph_value *const *in,   \
+                               graph_value *const *out)
+#define GRAPH_DECLARE_COMPUTE(name) \
+  GRAPH_DECLARE_OP(name);           \
+  int graph_codelets_##name(const graph_node *n, const char **names, int max)
+
+#endif

@@ -1,0 +1,257 @@
+/* frontend/graph_exec.c: running a graph on the CPU reference target.
+ *
+ * The graph itself is never modified while it runs (several threads may run
+ * one model): each run keeps its own table of values, a copy of the graph's
+ * with concrete shapes and data. Layer groups run in order; inside a group
+ * each node runs in turn, layout nodes by the frontend's kernels and
+ * compute nodes through the codelet interpreter. Before any node runs, its
+ * shape rule is applied again to the concrete inputs, so every size a kernel
+ * or codelet sees has been checked. Activations are freed after their last
+ * use. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/graph.h"
+
+cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v) {
+  int64_t numel = graph_numel(v);
+  if (numel < 0)
+    return graph_node_error(g, n, COV_INTERNAL, "output '%s' has no concrete shape", v->name);
+  size_t bytes = (size_t)numel * cov_dtype_size(v->dtype);
+  v->data = calloc(bytes ? bytes : 1, 1);
+  if (!v->data)
+    return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory allocating %zu bytes for '%s'",
+                            bytes, v->name);
+  return NULL;
+}
+
+cov_tensor graph_view(const graph_value *v) { return graph_view_as(v, v->rank, v->dims); }
+
+cov_tensor graph_view_as(const graph_value *v, int rank, const int64_t *dims) {
+  cov_tensor t = {.dtype = v->dtype, .rank = rank, .data = v->data};
+  for (int i = 0; i < rank && i < COV_MAX_RANK; i++) t.shape[i] = dims[i];
+  return t;
+}
+
+cov_status graph_call_codelet(graph_exec *x, const graph_node *n, const char *name,
+                              const cov_attr *attrs, size_t n_attrs, const cov_tensor *in,
+                              size_t n_in, cov_tensor *out, size_t n_out) {
+  for (size_t i = 0; i < n_out; i++) memset(&out[i], 0, sizeof out[i]);
+  const cov_codelet *c = x->lib ? cov_codelet_lib_find(x->lib, name) : NULL;
+  if (!c)
+    return graph_node_error(x->g, n, COV_NOT_FOUND,
+                            "needs codelet '%s', which the codelet library does not have", name);
+  cov_status st = cov_codelet_run(c, attrs, n_attrs, in, n_in, out, n_out);
+  if (!st) return NULL;
+  /* Keep the codelet's own message but locate it at the node. */
+  char msg[1024];
+  cov_status_format(st, msg, sizeof msg);
+  cov_code code = cov_status_code(st);
+  cov_status_free(st);
+  for (size_t i = 0; i < n_out; i++) cov_tensor_release(&out[i]);
+  return graph_node_error(x->g, n, code, "codelet '%s': %s", name, msg);
+}
+
+cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *const *in,
+                           graph_value *const *out) {
+  const graph *g = x->g;
+  for (int i = 0; i < n->n_out; i++)
+    if (out[i]) out[i]->data = NULL;
+  COV_RETURN_IF_ERROR(n->def->infer(g, n, in, out));
+  bool all_empty = true;
+  for (int i = 0; i < n->n_out; i++) {
+    if (!out[i]) continue;
+    COV_RETURN_IF_ERROR(graph_check_shape(g, n, out[i]));
+    int64_t numel = graph_numel(out[i]);
+    if (numel < 0)
+      return graph_node_error(g, n, COV_INTERNAL, "output '%s' has no concrete shape at run time",
+                              out[i]->name);
+    if (numel > 0) all_empty = false;
+  }
+  /* Shape reads only its input's dims; every other kernel reads data. */
+  bool shape_only = strcmp(n->op_type, "Shape") == 0;
+  for (int i = 0; i < n->n_in && !shape_only; i++)
+    if (in[i] && !in[i]->data && graph_numel(in[i]) != 0)
+      return graph_node_error(g, n, COV_INTERNAL, "input '%s' has no data", in[i]->name);
+  cov_status st = NULL;
+  if (all_empty) {
+    for (int i = 0; i < n->n_out && !st; i++)
+      if (out[i]) st = graph_alloc_data(g, n, out[i]);
+  } else {
+    st = n->def->exec(x, n, in, out);
+  }
+  for (int i = 0; i < n->n_out && !st; i++)
+    if (out[i] && !out[i]->data)
+      st = graph_node_error(g, n, COV_INTERNAL, "produced no data for output '%s'", out[i]->name);
+  if (st) {
+    for (int i = 0; i < n->n_out; i++)
+      if (out[i]) {
+        free(out[i]->data);
+        out[i]->data = NULL;
+      }
+  }
+  return st;
+}
+
+/* ---- whole-graph runs ------------------------------------------------- */
+
+typedef struct run_state {
+  graph_value *vals; /* per-run copies of g->values */
+  bool *owned;
+  int *left; /* uses left before the value can be freed */
+} run_state;
+
+static void free_state(const graph *g, run_state *s) {
+  if (s->vals && s->owned)
+    for (size_t i = 0; i < g->n_values; i++)
+      if (s->owned[i]) free(s->vals[i].data);
+  free(s->vals);
+  free(s->owned);
+  free(s->left);
+}
+
+/* Checks a caller's tensor against the declared input and binds symbolic
+ * dims, which must agree across inputs. */
+static cov_status bind_input(const graph *g, const graph_value *decl, const cov_tensor *t,
+                             const char **sym_names, int64_t *sym_values, int *n_sym) {
+  char want[256], got[256];
+  graph_value gv = {.name = decl->name, .dtype = t->dtype, .rank = t->rank};
+  if (t->rank < 0 || t->rank > COV_MAX_RANK)
+    return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor of rank %d", t->rank);
+  for (int i = 0; i < t->rank; i++) gv.dims[i] = t->shape[i];
+  graph_type_str(decl, want, sizeof want);
+  graph_type_str(&gv, got, sizeof got);
+  if (t->dtype != decl->dtype)
+    return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s", want, got);
+  if (decl->rank >= 0 && t->rank != decl->rank)
+    return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s (rank %d)", want,
+                             got, t->rank);
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] <= 0)
+      return graph_value_error(g, decl, COV_INVALID_ARGUMENT,
+                               "dim %d is %lld; covenant runs models on non-empty inputs only", i,
+                               (long long)t->shape[i]);
+    if (decl->rank >= 0 && decl->dims[i] >= 0 && decl->dims[i] != t->shape[i])
+      return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s", want, got);
+    if (decl->rank >= 0 && decl->sym[i]) {
+      int k = 0;
+      while (k < *n_sym && strcmp(sym_names[k], decl->sym[i]) != 0) k++;
+      if (k < *n_sym && sym_values[k] != t->shape[i])
+        return graph_value_error(g, decl, COV_INVALID_ARGUMENT,
+                                 "dim '%s' is %lld here but %lld in an earlier input", decl->sym[i],
+                                 (long long)t->shape[i], (long long)sym_values[k]);
+      if (k == *n_sym && k < 64) {
+        sym_names[k] = decl->sym[i];
+        sym_values[k] = t->shape[i];
+        (*n_sym)++;
+      }
+    }
+  }
+  if (graph_numel(&gv) < 0)
+    return graph_value_error(g, decl, COV_OUT_OF_RANGE, "input is larger than covenant can hold");
+  if (!t->data) return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor has no data");
+  return NULL;
+}
+
+static cov_status run_node(graph_exec *x, run_state *s, const graph_node *n) {
+  graph_value *in_buf[16], *out_buf[16];
+  graph_value **in = n->n_in <= 16 ? in_buf : malloc((size_t)n->n_in * sizeof *in);
+  graph_value **out = n->n_out <= 16 ? out_buf : malloc((size_t)n->n_out * sizeof *out);
+  if (!in || !out) {
+    if (in != in_buf) free(in);
+    if (out != out_buf) free(out);
+    return graph_node_error(x->g, n, COV_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < n->n_in; i++) in[i] = n->in[i] ? &s->vals[n->in[i]->id] : NULL;
+  for (int i = 0; i < n->n_out; i++) out[i] = n->out[i] ? &s->vals[n->out[i]->id] : NULL;
+  cov_status st = graph_exec_node(x, n, in, out);
+  if (!st) {
+    for (int i = 0; i < n->n_out; i++)
+      if (n->out[i]) s->owned[n->out[i]->id] = true;
+    for (int i = 0; i < n->n_in; i++) {
+      if (!n->in[i]) continue;
+      int id = n->in[i]->id;
+      if (--s->left[id] == 0 && s->owned[id]) {
+        free(s->vals[id].data);
+        s->vals[id].data = NULL;
+        s->owned[id] = false;
+      }
+    }
+  }
+  if (in != in_buf) free(in);
+  if (out != out_buf) free(out);
+  return st;
+}
+
+cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                     size_t n_outputs) {
+  cov_loc loc = {.file = g->file};
+  if (n_inputs != g->n_inputs)
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
+                     g->n_inputs, n_inputs);
+  if (n_outputs != g->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, &loc,
+                     "the model has %zu outputs, room for %zu was given", g->n_outputs, n_outputs);
+  if (n_inputs && !inputs) return cov_error(COV_INVALID_ARGUMENT, &loc, "inputs is NULL");
+  for (size_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  /* Every codelet a group needs must exist before anything runs. */
+  cov_status missing = NULL;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const graph_node *n = g->nodes[i];
+    if (n->def->layout) continue;
+    const char *names[16];
+    int k = n->def->codelets(n, names, 16);
+    for (int j = 0; j < k; j++) {
+      bool dup = false;
+      for (int m = 0; m < j; m++) dup |= strcmp(names[m], names[j]) == 0;
+      if (!dup && (!g->lib || !cov_codelet_lib_find(g->lib, names[j])))
+        missing = cov_status_join(missing, graph_node_error(g, n, COV_NOT_FOUND,
+                                                            "needs codelet '%s', which the codelet "
+                                                            "library does not have",
+                                                            names[j]));
+    }
+  }
+  if (missing) return missing;
+
+  run_state s = {0};
+  size_t nv = g->n_values ? g->n_values : 1;
+  s.vals = calloc(nv, sizeof *s.vals);
+  s.owned = calloc(nv, sizeof *s.owned);
+  s.left = calloc(nv, sizeof *s.left);
+  if (!s.vals || !s.owned || !s.left) {
+    free_state(g, &s);
+    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
+  }
+  for (size_t i = 0; i < g->n_values; i++) {
+    s.vals[i] = *g->values[i];
+    s.left[i] = g->values[i]->n_uses;
+    if (g->values[i]->kind == GV_ACTIVATION) s.vals[i].data = NULL;
+  }
+  /* Graph outputs are never freed early. */
+  for (size_t i = 0; i < g->n_outputs; i++) s.left[g->outputs[i]->id] = -1;
+  const char *sym_names[64];
+  int64_t sym_values[64];
+  int n_sym = 0;
+  cov_status st = NULL;
+  for (size_t i = 0; i < n_inputs && !st; i++) {
+    const graph_value *decl = g->inputs[i];
+    st = bind_input(g, decl, &inputs[i], sym_names, sym_values, &n_sym);
+    if (st) break;
+    graph_value *v = &s.vals[decl->id];
+    graph_set_shape(v, inputs[i].rank, inputs[i].shape);
+    v->data = inputs[i].data;
+  }
+  graph_exec x = {.g = g, .lib = g->lib};
+  for (size_t i = 0; i < g->n_nodes && !st; i++) st = run_node(&x, &s, g->nodes[i]);
+  for (size_t i = 0; i < g->n_outputs && !st; i++) {
+    const graph_value *v = &s.vals[g->outputs[i]->id];
+    st = cov_tensor_alloc(&outputs[i], v->dtype, v->rank, v->dims);
+    int64_t numel = graph_numel(v);
+    if (!st && numel > 0)
+      memcpy(outputs[i].data, v->data, (size_t)numel * cov_dtype_size(v->dtype));
+  }
+  if (st)
+    for (size_t i = 0; i < n_outputs; i++) cov_tensor_release(&outputs[i]);
+  free_state(g, &s);
+  return st;
+}

@@ -1,0 +1,27 @@
+/* frontend/graph_lower.h: helpers for lowering compute operations onto
+ * codelet calls (graph_compute.c, graph_conv.c). */
+#ifndef COV_FRONTEND_GRAPH_LOWER_H
+#define COV_FRONTEND_GRAPH_LOWER_H
+
+#include "frontend/graph.h"
+
+static inline cov_attr lower_attr_i(const char *name, int64_t v) {
+  cov_attr a = {.name = name, .is_float = 0, .i = v, .f = 0};
+  return a;
+}
+
+static inline cov_attr lower_attr_f(const char *name, double v) {
+  cov_attr a = {.name = name, .is_float = 1, .i = 0, .f = v};
+  return a;
+}
+
+/* Moves a codelet's output into `out` after checking that its dtype and
+ * element count are what shape inference promised (a mismatch is a bug in
+ * covenant, reported rather than trusted). Releases *y on failure. */
+cov_status lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, graph_value *out);
+
+/* Dtype rules shared by the operators. */
+cov_status graph_check_float(const graph *g, const graph_node *n, const graph_value *v);
+cov_status graph_check_numeric(const graph *g, const graph_node *n, const graph_value *v);
+
+#endif

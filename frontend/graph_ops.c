@@ -1,0 +1,132 @@
+/* frontend/graph_ops.c: the one table of ONNX operators covenant supports.
+ *
+ * Each row: op type, input and output counts (over opsets 7 to 21; rules
+ * that depend on the opset are in the infer functions), whether the
+ * frontend executes it itself (layout) or through codelets (compute), and
+ * its shape rule, kernel and codelet binding. Sorted by op type, searched by
+ * bisection. */
+#include <string.h>
+
+#include "frontend/graph.h"
+
+GRAPH_DECLARE_OP(identity);
+GRAPH_DECLARE_OP(dropout);
+GRAPH_DECLARE_OP(reshape);
+GRAPH_DECLARE_OP(flatten);
+GRAPH_DECLARE_OP(squeeze);
+GRAPH_DECLARE_OP(unsqueeze);
+GRAPH_DECLARE_OP(transpose);
+GRAPH_DECLARE_OP(concat);
+GRAPH_DECLARE_OP(split);
+GRAPH_DECLARE_OP(expand);
+GRAPH_DECLARE_OP(slice);
+GRAPH_DECLARE_OP(gather);
+GRAPH_DECLARE_OP(pad);
+GRAPH_DECLARE_OP(shape);
+GRAPH_DECLARE_OP(cast);
+GRAPH_DECLARE_OP(constant);
+GRAPH_DECLARE_OP(constant_of_shape);
+GRAPH_DECLARE_COMPUTE(conv);
+GRAPH_DECLARE_COMPUTE(conv_transpose);
+GRAPH_DECLARE_COMPUTE(maxpool);
+GRAPH_DECLARE_COMPUTE(avgpool);
+GRAPH_DECLARE_COMPUTE(global_avgpool);
+GRAPH_DECLARE_COMPUTE(global_maxpool);
+GRAPH_DECLARE_COMPUTE(gemm);
+GRAPH_DECLARE_COMPUTE(matmul);
+GRAPH_DECLARE_COMPUTE(binary);
+GRAPH_DECLARE_COMPUTE(pow);
+GRAPH_DECLARE_COMPUTE(variadic);
+GRAPH_DECLARE_COMPUTE(unary);
+GRAPH_DECLARE_COMPUTE(clip);
+GRAPH_DECLARE_COMPUTE(leaky_relu);
+GRAPH_DECLARE_COMPUTE(gelu);
+GRAPH_DECLARE_COMPUTE(softmax);
+GRAPH_DECLARE_COMPUTE(layernorm);
+GRAPH_DECLARE_COMPUTE(batchnorm);
+GRAPH_DECLARE_COMPUTE(reduce_mean);
+
+/* The opset versions in which the operator's definition changed (from the
+ * ONNX operator changelog), 0-terminated. */
+#define V(...) ((const int[]){__VA_ARGS__, 0})
+#define LAYOUT(op, fn, i0, i1, o0, o1, versions) \
+  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions }
+#define COMPUTE(op, fn, i0, i1, o0, o1, versions) \
+  { op, i0, i1, o0, o1, false, graph_infer_##fn, graph_exec_##fn, graph_codelets_##fn, versions }
+#define MANY GRAPH_MAX_NODE_IO
+
+static const graph_opdef k_ops[] = {
+    COMPUTE("Abs", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    COMPUTE("Add", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
+    COMPUTE("AveragePool", avgpool, 1, 1, 1, 1, V(1, 7, 10, 11, 19)),
+    COMPUTE("BatchNormalization", batchnorm, 5, 5, 1, 5, V(1, 6, 7, 9, 14, 15)),
+    LAYOUT("Cast", cast, 1, 1, 1, 1, V(1, 6, 9, 13, 19, 21)),
+    COMPUTE("Clip", clip, 1, 3, 1, 1, V(1, 6, 11, 12, 13)),
+    LAYOUT("Concat", concat, 1, MANY, 1, 1, V(1, 4, 11, 13)),
+    LAYOUT("Constant", constant, 0, 0, 1, 1, V(1, 9, 11, 12, 13, 19, 21)),
+    LAYOUT("ConstantOfShape", constant_of_shape, 1, 1, 1, 1, V(9, 20, 21)),
+    COMPUTE("Conv", conv, 2, 3, 1, 1, V(1, 11)),
+    COMPUTE("ConvTranspose", conv_transpose, 2, 3, 1, 1, V(1, 11)),
+    COMPUTE("Div", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
+    LAYOUT("Dropout", dropout, 1, 3, 1, 2, V(1, 6, 7, 10, 12, 13)),
+    COMPUTE("Erf", unary, 1, 1, 1, 1, V(9, 13)),
+    COMPUTE("Exp", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("Expand", expand, 2, 2, 1, 1, V(8, 13)),
+    LAYOUT("Flatten", flatten, 1, 1, 1, 1, V(1, 9, 11, 13, 21)),
+    LAYOUT("Gather", gather, 2, 2, 1, 1, V(1, 11, 13)),
+    COMPUTE("Gelu", gelu, 1, 1, 1, 1, V(20)),
+    COMPUTE("Gemm", gemm, 2, 3, 1, 1, V(1, 6, 7, 9, 11, 13)),
+    COMPUTE("GlobalAveragePool", global_avgpool, 1, 1, 1, 1, V(1)),
+    COMPUTE("GlobalMaxPool", global_maxpool, 1, 1, 1, 1, V(1)),
+    LAYOUT("Identity", identity, 1, 1, 1, 1, V(1, 13, 14, 16, 19, 21)),
+    COMPUTE("LayerNormalization", layernorm, 2, 3, 1, 3, V(17)),
+    COMPUTE("LeakyRelu", leaky_relu, 1, 1, 1, 1, V(1, 6, 16)),
+    COMPUTE("MatMul", matmul, 2, 2, 1, 1, V(1, 9, 13)),
+    COMPUTE("Max", variadic, 1, MANY, 1, 1, V(1, 6, 8, 12, 13)),
+    COMPUTE("MaxPool", maxpool, 1, 1, 1, 2, V(1, 8, 10, 11, 12)),
+    COMPUTE("Min", variadic, 1, MANY, 1, 1, V(1, 6, 8, 12, 13)),
+    COMPUTE("Mul", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
+    COMPUTE("Neg", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("Pad", pad, 1, 4, 1, 1, V(1, 2, 11, 13, 18, 19, 21)),
+    COMPUTE("Pow", pow, 2, 2, 1, 1, V(1, 7, 12, 13, 15)),
+    COMPUTE("ReduceMean", reduce_mean, 1, 2, 1, 1, V(1, 11, 13, 18)),
+    COMPUTE("Relu", unary, 1, 1, 1, 1, V(1, 6, 13, 14)),
+    LAYOUT("Reshape", reshape, 2, 2, 1, 1, V(1, 5, 13, 14, 19, 21)),
+    LAYOUT("Shape", shape, 1, 1, 1, 1, V(1, 13, 15, 19, 21)),
+    COMPUTE("Sigmoid", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("Slice", slice, 1, 5, 1, 1, V(1, 10, 11, 13)),
+    COMPUTE("Softmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
+    LAYOUT("Split", split, 1, 2, 1, MANY, V(1, 2, 11, 13, 18)),
+    COMPUTE("Sqrt", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("Squeeze", squeeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
+    COMPUTE("Sub", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
+    COMPUTE("Tanh", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("Transpose", transpose, 1, 1, 1, 1, V(1, 13, 21)),
+    LAYOUT("Unsqueeze", unsqueeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
+};
+
+const graph_opdef *graph_opdef_find(const char *op_type) {
+  size_t lo = 0, hi = sizeof k_ops / sizeof *k_ops;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int c = strcmp(op_type, k_ops[mid].op_type);
+    if (c == 0) return &k_ops[mid];
+    if (c < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return NULL;
+}
+
+void graph_print_supported_ops(FILE *out) {
+  for (size_t i = 0; i < sizeof k_ops / sizeof *k_ops; i++)
+    fprintf(out, "%s\t%s\n", k_ops[i].op_type, k_ops[i].layout ? "layout" : "compute");
+}
+
+int graph_op_version(const graph_opdef *d, int opset) {
+  int v = 0;
+  for (const int *p = d->versions; *p; p++)
+    if (*p <= opset) v = *p;
+  return v;
+}

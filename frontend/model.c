@@ -1,0 +1,149 @@
+/* frontend/model.c: the public model API (covenant/model.h).
+ *
+ * Loading runs the frontend's pipeline in order: read (onnx_reader.c), shape
+ * inference with constant folding (graph_infer.c, graph_fold.c), Identity and
+ * Dropout elimination, BatchNormalization folding, dead-code removal, fusion
+ * into layer groups bound to codelets, and the verifier. Every stage that
+ * finds problems returns all of them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "covenant/model.h"
+#include "frontend/graph.h"
+#include "frontend/onnx_internal.h"
+
+struct cov_model {
+  graph *g;
+  cov_codelet_lib *owned_lib;
+};
+
+static cov_status prepare(graph *g, const cov_model_options *opts) {
+  COV_RETURN_IF_ERROR(graph_infer(g));
+  COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
+  if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
+  graph_eliminate_dead(g);
+  COV_RETURN_IF_ERROR(graph_fuse(g, opts && opts->no_fuse));
+  cov_status st = graph_verify(g);
+  return st ? cov_status_annotate(st, "graph verifier (a bug in covenant): ") : NULL;
+}
+
+cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
+                                 const char *base_dir, const cov_model_options *opts,
+                                 cov_model **out) {
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_buffer: NULL out");
+  *out = NULL;
+  if (!data && size)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_buffer: NULL data");
+  cov_loc loc = {.file = name ? name : "<model>"};
+  if (size > COV_MODEL_MAX_FILE_BYTES)
+    return cov_error(COV_OUT_OF_RANGE, &loc, "model is larger than the limit of %zu bytes",
+                     COV_MODEL_MAX_FILE_BYTES);
+  cov_model *m = calloc(1, sizeof *m);
+  graph *g = m ? graph_create(name, base_dir) : NULL;
+  if (!g) {
+    free(m);
+    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
+  }
+  m->g = g;
+  g->no_fold = opts && opts->no_fold;
+  cov_status st = NULL;
+  if (opts && opts->codelets) {
+    g->lib = opts->codelets;
+  } else {
+    st = cov_codelet_lib_load(NULL, &m->owned_lib);
+    if (st) st = cov_status_annotate(st, "loading the shipped codelets: ");
+    g->lib = m->owned_lib;
+  }
+  if (!st) st = onnx_read_graph(data, size, g);
+  if (!st) st = prepare(g, opts);
+  if (st) {
+    cov_model_free(m);
+    return st;
+  }
+  *out = m;
+  return NULL;
+}
+
+cov_status cov_model_load_file(const char *path, const cov_model_options *opts, cov_model **out) {
+  if (!out || !path) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_file: NULL");
+  *out = NULL;
+  char *data = NULL;
+  size_t size = 0;
+  COV_RETURN_IF_ERROR(cov_read_file(path, COV_MODEL_MAX_FILE_BYTES, &data, &size));
+  /* External data are resolved against the model's own folder. */
+  char *dir = strdup(path);
+  if (!dir) {
+    free(data);
+    cov_loc loc = {.file = path};
+    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
+  }
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    strcpy(dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  cov_status st = cov_model_load_buffer(data, size, path, dir, opts, out);
+  free(dir);
+  free(data);
+  return st;
+}
+
+void cov_model_free(cov_model *m) {
+  if (!m) return;
+  graph_destroy(m->g);
+  cov_codelet_lib_free(m->owned_lib);
+  free(m);
+}
+
+size_t cov_model_num_inputs(const cov_model *m) { return m ? m->g->n_inputs : 0; }
+size_t cov_model_num_outputs(const cov_model *m) { return m ? m->g->n_outputs : 0; }
+size_t cov_model_num_groups(const cov_model *m) { return m ? m->g->n_groups : 0; }
+
+const char *cov_model_input_name(const cov_model *m, size_t i) {
+  return m && i < m->g->n_inputs ? m->g->inputs[i]->name : NULL;
+}
+
+const char *cov_model_output_name(const cov_model *m, size_t i) {
+  return m && i < m->g->n_outputs ? m->g->output_names[i] : NULL;
+}
+
+int cov_model_find_input(const cov_model *m, const char *name) {
+  if (!m || !name) return -1;
+  for (size_t i = 0; i < m->g->n_inputs; i++)
+    if (strcmp(m->g->inputs[i]->name, name) == 0) return (int)i;
+  return -1;
+}
+
+cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
+                                int64_t shape[COV_MAX_RANK]) {
+  if (!m || i >= m->g->n_inputs)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_input_info: no input %zu", i);
+  const graph_value *v = m->g->inputs[i];
+  if (dtype) *dtype = v->dtype;
+  if (rank) *rank = v->rank;
+  if (shape)
+    for (int k = 0; k < COV_MAX_RANK; k++) shape[k] = k < v->rank ? v->dims[k] : -1;
+  return NULL;
+}
+
+cov_status cov_model_print_summary(const cov_model *m, FILE *out) {
+  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_summary: NULL");
+  return graph_print_summary(m->g, out);
+}
+
+cov_status cov_model_print_graph(const cov_model *m, FILE *out) {
+  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_graph: NULL");
+  return graph_print(m->g, out);
+}
+
+cov_status cov_model_run_ref(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs) {
+  if (!m || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_ref: NULL");
+  return graph_run(m->g, inputs, n_inputs, outputs, n_outputs);
+}
+
+void cov_model_print_supported_ops(FILE *out) { graph_print_supported_ops(out); }

@@ -1,0 +1,49 @@
+/* frontend/onnx_internal.h: the ONNX reader's pieces (onnx_*.c). */
+#ifndef COV_FRONTEND_ONNX_INTERNAL_H
+#define COV_FRONTEND_ONNX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+#include "frontend/graph.h"
+#include "onnx.pb-c.h"
+
+/* Walks the protobuf framing of `data` (a `root` message) and refuses nesting
+ * deeper than protobuf-c can safely recurse, or a decoded size past a limit. */
+cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *root,
+                           const char *file);
+
+/* ONNX TensorProto.DataType -> covenant dtype (COV_DTYPE_INVALID if none). */
+cov_dtype onnx_dtype(int32_t onnx_type);
+/* "FLOAT", "DOUBLE", ... for messages. */
+const char *onnx_dtype_name(int32_t onnx_type);
+
+/* What a TensorProto holds, every size checked, before anything is allocated. */
+typedef struct onnx_tensor_info {
+  cov_dtype dtype;
+  int rank;
+  int64_t dims[COV_MAX_RANK];
+  size_t nbytes;
+  /* external data, resolved (NULL when inline) */
+  const char *ext_path;
+  uint64_t ext_offset;
+} onnx_tensor_info;
+
+/* Checks a TensorProto: dtype, dims (no negatives, no overflow, within
+ * COV_TENSOR_MAX_BYTES), and that its data (raw_data, a typed field or an
+ * external file resolved inside `dir`) holds exactly the elements its shape
+ * says. `file` and `what` ("initializer 'w'") locate errors. ext_path is
+ * allocated in `arena`. */
+cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, const char *what,
+                             const char *dir, cov_arena *arena, onnx_tensor_info *info);
+/* Copies the elements into dst (info->nbytes bytes). */
+cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, const onnx_tensor_info *info,
+                            const char *file, const char *what, void *dst);
+
+/* Reads a whole model into a graph: values, nodes (topologically sorted),
+ * attributes, inputs and outputs. No inference happens here. */
+cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g);
+
+#endif

@@ -1,0 +1,759 @@
+/* frontend/onnx_reader.c: an ONNX ModelProto -> graph IR.
+ *
+ * protobuf-c (bindings generated at build time from python3-onnx's
+ * onnx.proto) does the decoding; this file checks what the decoded model
+ * means: the opset, that every name a node reads is defined exactly once,
+ * that initializers decode, that attributes are well-typed, and that the
+ * nodes form an acyclic graph, which it sorts topologically. Like the ACG
+ * loader it collects every error rather than stopping at the first, and all
+ * unsupported operators go into one diagnostic. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx_internal.h"
+
+typedef struct reader {
+  graph *g;
+  const Onnx__GraphProto *gp;
+  cov_status errors;
+  /* name -> value, open addressing (names are unique by construction) */
+  graph_value **slots;
+  size_t n_slots;
+  bool fatal; /* out of memory or past a limit: stop adding errors per node */
+  size_t n_errors;
+} reader;
+
+/* Enough diagnostics to act on; a hostile file could otherwise ask for one
+ * per node of a million-node graph. */
+#define READER_MAX_ERRORS 100
+
+static void add_error(reader *R, cov_status st) {
+  if (!st) return;
+  if (R->n_errors >= READER_MAX_ERRORS) {
+    cov_status_free(st);
+    if (!R->fatal) {
+      cov_loc loc = {.file = R->g->file};
+      R->errors =
+          cov_status_join(R->errors, cov_error(COV_INVALID_INPUT, &loc,
+                                               "too many errors (%d); stopped reading the model",
+                                               READER_MAX_ERRORS));
+      R->fatal = true;
+    }
+    return;
+  }
+  R->n_errors += cov_status_count(st);
+  R->errors = cov_status_join(R->errors, st);
+}
+
+static cov_status model_error(const graph *g, cov_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static cov_status model_error(const graph *g, cov_code code, const char *fmt, ...) {
+  cov_loc loc = {.file = g->file};
+  va_list ap;
+  va_start(ap, fmt);
+  cov_status st = cov_status_makev_(code, &loc, __FILE__, __LINE__, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+/* ---- name table ------------------------------------------------------- */
+
+static uint64_t hash_name(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int table_init(reader *R, size_t expected) {
+  size_t n = 64;
+  while (n < expected * 2 + 16) n *= 2;
+  R->slots = calloc(n, sizeof *R->slots);
+  R->n_slots = n;
+  return R->slots != NULL;
+}
+
+static graph_value *table_find(const reader *R, const char *name) {
+  size_t mask = R->n_slots - 1;
+  for (size_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
+    graph_value *v = R->slots[i];
+    if (!v) return NULL;
+    if (strcmp(v->name, name) == 0) return v;
+  }
+}
+
+static void table_put(reader *R, graph_value *v) {
+  size_t mask = R->n_slots - 1;
+  size_t i = hash_name(v->name) & mask;
+  while (R->slots[i]) i = (i + 1) & mask;
+  R->slots[i] = v;
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+static const char *str_or_empty(const char *s) { return s ? s : ""; }
+
+/* A name with a NUL or control bytes would garble diagnostics and dumps. */
+static bool valid_name(const char *s) {
+  size_t n = 0;
+  for (; *s; s++, n++)
+    if ((unsigned char)*s < 0x20 || n > 4096) return false;
+  return true;
+}
+
+static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t index) {
+  graph *g = R->g;
+  const char *name = str_or_empty(tp->name);
+  char what[600];
+  snprintf(what, sizeof what, "initializer '%.512s'", name);
+  if (!*name) {
+    add_error(R, model_error(g, COV_INVALID_INPUT, "initializer #%zu has no name", index));
+    return;
+  }
+  if (!valid_name(name)) {
+    add_error(R, model_error(g, COV_INVALID_INPUT,
+                             "initializer #%zu has a name with control characters", index));
+    return;
+  }
+  if (table_find(R, name)) {
+    add_error(R, graph_value_error(g, table_find(R, name), COV_INVALID_INPUT,
+                                   "defined twice (two initializers share the name)"));
+    return;
+  }
+  /* The name is registered even when the tensor is bad, so that the nodes
+   * reading it do not add a second, misleading "not produced" error. */
+  graph_value *v = graph_add_value(g, name);
+  if (!v) {
+    add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
+                             GRAPH_MAX_VALUES));
+    return;
+  }
+  v->kind = GV_INITIALIZER;
+  table_put(R, v);
+  onnx_tensor_info info;
+  cov_status st = onnx_tensor_check(tp, g->file, what, g->dir, g->arena, &info);
+  if (st) {
+    add_error(R, st);
+    return;
+  }
+  void *data = cov_arena_alloc(g->arena, info.nbytes);
+  if (!data) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory reading %s", what));
+    return;
+  }
+  st = onnx_tensor_fill(tp, &info, g->file, what, data);
+  if (st) {
+    add_error(R, st);
+    return;
+  }
+  v->dtype = info.dtype;
+  graph_set_shape(v, info.rank, info.dims);
+  v->data = data;
+}
+
+static void read_input(reader *R, const Onnx__ValueInfoProto *vi) {
+  graph *g = R->g;
+  const char *name = str_or_empty(vi->name);
+  if (!*name || !valid_name(name)) {
+    add_error(R, model_error(g, COV_INVALID_INPUT, "a graph input has an empty or invalid name"));
+    return;
+  }
+  graph_value *prev = table_find(R, name);
+  if (prev) {
+    /* Before IR version 4 initializers were also listed as inputs; they
+     * stay constants (a default the caller cannot override here). */
+    if (prev->kind == GV_INITIALIZER) return;
+    add_error(R, graph_value_error(g, prev, COV_INVALID_INPUT, "graph input listed twice"));
+    return;
+  }
+  graph_value *v = graph_add_value(g, name);
+  if (!v) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  v->kind = GV_INPUT;
+  table_put(R, v);
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+    add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
+                                   "only tensor inputs are supported (this one is a sequence, "
+                                   "map, optional or has no type)"));
+    return;
+  }
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  v->dtype = onnx_dtype(tt->elem_type);
+  if (v->dtype == COV_DTYPE_INVALID) {
+    add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
+                                   "has ONNX type %s, which covenant does not support (it "
+                                   "supports FLOAT, FLOAT16, BFLOAT16, INT8, UINT8, INT32, "
+                                   "INT64 and BOOL)",
+                                   onnx_dtype_name(tt->elem_type)));
+    return;
+  }
+  if (!tt->shape) return; /* rank unknown until the caller feeds it */
+  if (tt->shape->n_dim > COV_MAX_RANK) {
+    add_error(R,
+              graph_value_error(g, v, COV_UNSUPPORTED, "has rank %zu; covenant supports up to %d",
+                                tt->shape->n_dim, COV_MAX_RANK));
+    return;
+  }
+  v->rank = (int)tt->shape->n_dim;
+  for (int i = 0; i < v->rank; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    v->dims[i] = -1;
+    if (!d) continue;
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+      if (d->dim_value <= 0) {
+        add_error(R, graph_value_error(g, v, COV_INVALID_INPUT,
+                                       "dim %d is %lld; input dims must be positive", i,
+                                       (long long)d->dim_value));
+        continue;
+      }
+      v->dims[i] = d->dim_value;
+    } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+               d->dim_param && *d->dim_param && valid_name(d->dim_param)) {
+      v->sym[i] = cov_arena_strdup(g->arena, d->dim_param);
+    }
+  }
+  if (graph_shape_known(v) && graph_numel(v) < 0)
+    add_error(R, graph_value_error(g, v, COV_OUT_OF_RANGE,
+                                   "its shape has more elements than covenant can hold (the "
+                                   "product of the dims overflows or exceeds %llu bytes)",
+                                   (unsigned long long)COV_TENSOR_MAX_BYTES));
+}
+
+/* ---- nodes ------------------------------------------------------------ */
+
+static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, graph_attr *a) {
+  graph *g = R->g;
+  a->name = cov_arena_strdup(g->arena, str_or_empty(ap->name));
+  if (ap->ref_attr_name) {
+    add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                  "attribute '%s' refers to a function attribute outside a "
+                                  "function",
+                                  a->name));
+    return;
+  }
+  a->type = ap->has_type ? (graph_attr_type)ap->type : GA_UNDEFINED;
+  /* Models from before IR version 3 may leave `type` out; infer it from the
+   * one field that is set, as onnx's own checker does. */
+  if (a->type == GA_UNDEFINED) {
+    if (ap->has_f)
+      a->type = GA_FLOAT;
+    else if (ap->has_i)
+      a->type = GA_INT;
+    else if (ap->has_s)
+      a->type = GA_STRING;
+    else if (ap->t)
+      a->type = GA_TENSOR;
+    else if (ap->g)
+      a->type = GA_GRAPH;
+    else if (ap->n_floats)
+      a->type = GA_FLOATS;
+    else if (ap->n_ints)
+      a->type = GA_INTS;
+    else if (ap->n_strings)
+      a->type = GA_STRINGS;
+  }
+  switch (a->type) {
+    case GA_FLOAT: a->f = ap->f; break;
+    case GA_INT: a->i = ap->i; break;
+    case GA_STRING:
+      if (ap->s.len && memchr(ap->s.data, 0, ap->s.len)) {
+        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                      "attribute '%s' holds a string with a NUL byte", a->name));
+        return;
+      }
+      a->s = cov_arena_strndup(g->arena, ap->s.len ? (const char *)ap->s.data : "", ap->s.len);
+      break;
+    case GA_INTS:
+      if (ap->n_ints > GRAPH_MAX_ATTR_ELEMS) goto too_many;
+      a->n = ap->n_ints;
+      a->ints = cov_arena_array(g->arena, a->n ? a->n : 1, sizeof *a->ints);
+      if (a->ints && a->n) memcpy(a->ints, ap->ints, a->n * sizeof *a->ints);
+      break;
+    case GA_FLOATS:
+      if (ap->n_floats > GRAPH_MAX_ATTR_ELEMS) goto too_many;
+      a->n = ap->n_floats;
+      a->floats = cov_arena_array(g->arena, a->n ? a->n : 1, sizeof *a->floats);
+      if (a->floats && a->n) memcpy(a->floats, ap->floats, a->n * sizeof *a->floats);
+      break;
+    case GA_TENSOR: {
+      if (!ap->t) {
+        add_error(
+            R, graph_node_error(g, n, COV_INVALID_INPUT, "attribute '%s' has no tensor", a->name));
+        return;
+      }
+      char what[600];
+      snprintf(what, sizeof what, "node '%.256s' (%.64s): attribute '%.128s'", n->name, n->op_type,
+               a->name);
+      onnx_tensor_info info;
+      cov_status st = onnx_tensor_check(ap->t, g->file, what, g->dir, g->arena, &info);
+      if (st) {
+        add_error(R, st);
+        return;
+      }
+      graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
+      void *data = v ? cov_arena_alloc(g->arena, info.nbytes) : NULL;
+      if (!data) {
+        add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
+        return;
+      }
+      st = onnx_tensor_fill(ap->t, &info, g->file, what, data);
+      if (st) {
+        add_error(R, st);
+        return;
+      }
+      v->name = a->name;
+      v->kind = GV_CONSTANT;
+      v->dtype = info.dtype;
+      graph_set_shape(v, info.rank, info.dims);
+      v->data = data;
+      v->id = -1;
+      a->t = v;
+      break;
+    }
+    default:
+      /* Graphs, strings lists, sparse tensors: no supported operator takes
+       * them, so they are kept by name only; an operator that needed one is
+       * unsupported anyway. */
+      break;
+  }
+  return;
+too_many:
+  add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "attribute '%s' has more than %d elements",
+                                a->name, GRAPH_MAX_ATTR_ELEMS));
+}
+
+/* A value outside the graph that fills the slot of a name that could not be
+ * resolved, so that later checks do not take the slot for an omitted
+ * optional input or output and report it a second time. Only ever seen when
+ * reading fails. */
+static graph_value *standin(graph *g) {
+  graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
+  if (!v) return NULL;
+  v->name = "?";
+  v->rank = -1;
+  v->id = -1;
+  return v;
+}
+
+/* Creates the node with its outputs (so a later node may read them even in
+ * an unsorted model); inputs are resolved once every producer is known. */
+static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t index) {
+  graph *g = R->g;
+  graph_node *n = graph_add_node(g);
+  if (!n) {
+    add_error(
+        R, model_error(g, COV_OUT_OF_RANGE, "too many nodes (the limit is %d)", GRAPH_MAX_NODES));
+    R->fatal = true;
+    return NULL;
+  }
+  n->index = (int)index;
+  const char *op = str_or_empty(np->op_type);
+  /* An empty op_type marks an invalid one (reported below, not again as
+   * an unsupported operator). */
+  bool op_ok = *op && valid_name(op);
+  n->op_type = cov_arena_strdup(g->arena, op_ok ? op : "");
+  n->domain = cov_arena_strdup(g->arena, str_or_empty(np->domain));
+  const char *name = str_or_empty(np->name);
+  if (*name && valid_name(name))
+    n->name = cov_arena_strdup(g->arena, name);
+  else
+    n->name = cov_arena_printf(g->arena, "%s_%zu", op_ok ? n->op_type : "node", index);
+  n->opset = g->opset;
+  if (!n->op_type || !n->domain || !n->name) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return NULL;
+  }
+  if (!op_ok) add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "node has no valid op_type"));
+  if (np->n_input > GRAPH_MAX_NODE_IO || np->n_output > GRAPH_MAX_NODE_IO) {
+    add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "more than %d inputs or outputs",
+                                  GRAPH_MAX_NODE_IO));
+    return NULL;
+  }
+  n->def = is_default_domain(np->domain) ? graph_opdef_find(n->op_type) : NULL;
+  n->n_out = (int)np->n_output;
+  n->out = cov_arena_array(g->arena, np->n_output ? np->n_output : 1, sizeof *n->out);
+  if (!n->out) return NULL;
+  for (size_t i = 0; i < np->n_output; i++) {
+    const char *oname = str_or_empty(np->output[i]);
+    if (!*oname) continue; /* an omitted optional output */
+    if (!valid_name(oname)) {
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                    "output %zu has a name with control characters", i));
+      n->out[i] = standin(g);
+      continue;
+    }
+    graph_value *prev = table_find(R, oname);
+    if (prev) {
+      n->out[i] = standin(g); /* keeps later checks from calling it omitted */
+      if (prev->producer)
+        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                      "output '%s' is also produced by node '%s' (%s); every "
+                                      "tensor must have one producer",
+                                      oname, prev->producer->name, prev->producer->op_type));
+      else
+        add_error(
+            R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                "output '%s' has the name of a graph input or initializer", oname));
+      continue;
+    }
+    graph_value *v = graph_add_value(g, oname);
+    if (!v) {
+      add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
+                               GRAPH_MAX_VALUES));
+      R->fatal = true;
+      return NULL;
+    }
+    v->producer = n;
+    n->out[i] = v;
+    table_put(R, v);
+  }
+  n->n_attrs = (int)np->n_attribute;
+  n->attrs = cov_arena_array(g->arena, np->n_attribute ? np->n_attribute : 1, sizeof *n->attrs);
+  if (!n->attrs) return NULL;
+  for (size_t i = 0; i < np->n_attribute; i++) {
+    if (!np->attribute[i]) continue;
+    read_attr(R, n, np->attribute[i], &n->attrs[i]);
+    if (!n->attrs[i].name) n->attrs[i].name = "";
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(n->attrs[j].name, n->attrs[i].name) == 0)
+        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "attribute '%s' is given twice",
+                                      n->attrs[i].name));
+  }
+  return n;
+}
+
+static void resolve_inputs(reader *R, graph_node *n, const Onnx__NodeProto *np) {
+  graph *g = R->g;
+  n->n_in = (int)np->n_input;
+  n->in = cov_arena_array(g->arena, np->n_input ? np->n_input : 1, sizeof *n->in);
+  if (!n->in) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    n->n_in = 0;
+    return;
+  }
+  for (size_t i = 0; i < np->n_input; i++) {
+    const char *iname = str_or_empty(np->input[i]);
+    if (!*iname) continue; /* an omitted optional input */
+    graph_value *v = table_find(R, iname);
+    if (!v) {
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                    "input '%s' is not produced by any node, nor a graph input "
+                                    "or initializer (a missing initializer?)",
+                                    valid_name(iname) ? iname : "?"));
+      v = standin(g);
+    }
+    n->in[i] = v;
+  }
+}
+
+/* Kahn's algorithm, stable (ties keep the file's order), so the printed
+ * graph and every diagnostic come out the same on every run. */
+static void sort_nodes(reader *R) {
+  graph *g = R->g;
+  size_t nn = g->n_nodes;
+  if (nn == 0) return;
+  size_t *pending = calloc(nn, sizeof *pending);
+  size_t *order = malloc(nn * sizeof *order);
+  /* Consumers of each node, as a CSR list built from the inputs. */
+  size_t *count = calloc(nn + 1, sizeof *count);
+  size_t edges = 0;
+  for (size_t i = 0; i < nn; i++) edges += (size_t)g->nodes[i]->n_in;
+  size_t *adj = malloc((edges ? edges : 1) * sizeof *adj);
+  size_t *heap = malloc(nn * sizeof *heap);
+  if (!pending || !order || !count || !adj || !heap) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) g->nodes[i]->index = (int)i; /* temporarily the slot */
+  for (size_t i = 0; i < nn; i++) {
+    graph_node *n = g->nodes[i];
+    for (int j = 0; j < n->n_in; j++)
+      if (n->in[j] && n->in[j]->producer) count[n->in[j]->producer->index + 1]++;
+  }
+  for (size_t i = 0; i < nn; i++) count[i + 1] += count[i];
+  size_t *fill = calloc(nn, sizeof *fill);
+  if (!fill) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) {
+    graph_node *n = g->nodes[i];
+    for (int j = 0; j < n->n_in; j++) {
+      if (!n->in[j] || !n->in[j]->producer) continue;
+      size_t p = (size_t)n->in[j]->producer->index;
+      adj[count[p] + fill[p]++] = i;
+      pending[i]++;
+    }
+  }
+  free(fill);
+  /* A min-heap on the original position keeps the order stable. */
+  size_t nh = 0, no = 0;
+#define HEAP_PUSH(x)                              \
+  do {                                            \
+    size_t c_ = nh++;                             \
+    heap[c_] = (x);                               \
+    while (c_ && heap[(c_ - 1) / 2] > heap[c_]) { \
+      size_t t_ = heap[c_];                       \
+      heap[c_] = heap[(c_ - 1) / 2];              \
+      heap[(c_ - 1) / 2] = t_;                    \
+      c_ = (c_ - 1) / 2;                          \
+    }                                             \
+  } while (0)
+  for (size_t i = 0; i < nn; i++)
+    if (!pending[i]) HEAP_PUSH(i);
+  while (nh) {
+    size_t top = heap[0];
+    heap[0] = heap[--nh];
+    for (size_t c = 0;;) {
+      size_t l = 2 * c + 1, r = l + 1, m = c;
+      if (l < nh && heap[l] < heap[m]) m = l;
+      if (r < nh && heap[r] < heap[m]) m = r;
+      if (m == c) break;
+      size_t t = heap[c];
+      heap[c] = heap[m];
+      heap[m] = t;
+      c = m;
+    }
+    order[no++] = top;
+    for (size_t e = count[top]; e < count[top + 1]; e++)
+      if (--pending[adj[e]] == 0) HEAP_PUSH(adj[e]);
+  }
+#undef HEAP_PUSH
+  if (no < nn) {
+    /* Every node left over lies on or behind a cycle; name them all. */
+    char *list = NULL;
+    size_t shown = 0;
+    for (size_t i = 0; i < nn; i++) {
+      if (!pending[i]) continue;
+      graph_node *n = g->nodes[i];
+      if (shown == 20) {
+        list = cov_arena_printf(g->arena, "%s, ...", list);
+        break;
+      }
+      list = cov_arena_printf(g->arena, "%s%s'%s' (%s)", list ? list : "", list ? ", " : "",
+                              n->name, n->op_type);
+      shown++;
+    }
+    add_error(R, model_error(g, COV_INVALID_INPUT,
+                             "the graph has a cycle: %zu nodes depend on their own outputs: %s",
+                             nn - no, list ? list : "?"));
+    goto done;
+  }
+  graph_node **sorted = cov_arena_array(g->arena, nn, sizeof *sorted);
+  if (!sorted) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
+  memcpy(g->nodes, sorted, nn * sizeof *sorted);
+done:
+  for (size_t i = 0; i < nn; i++) g->nodes[i]->index = -1;
+  free(pending);
+  free(order);
+  free(count);
+  free(adj);
+  free(heap);
+}
+
+/* ---- model ------------------------------------------------------------ */
+
+static void read_opsets(reader *R, const Onnx__ModelProto *mp) {
+  graph *g = R->g;
+  int64_t version = -1;
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+    if (o && is_default_domain(o->domain)) version = o->has_version ? o->version : 1;
+  }
+  if (version < 0) {
+    add_error(R, model_error(g, COV_INVALID_INPUT,
+                             "the model imports no ai.onnx opset (opset_import is missing)"));
+    return;
+  }
+  /* Older opsets are checked per node (see GRAPH_OPSET_MIN). */
+  if (version < 1 || version > GRAPH_OPSET_MAX) {
+    add_error(R, model_error(g, COV_UNSUPPORTED,
+                             "ai.onnx opset %lld is not supported (covenant reads opsets %d to "
+                             "%d)",
+                             (long long)version, GRAPH_OPSET_MIN, GRAPH_OPSET_MAX));
+    return;
+  }
+  g->opset = (int)version;
+}
+
+static int opset_of_domain(const Onnx__ModelProto *mp, const char *domain) {
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+    if (o && strcmp(str_or_empty(o->domain), domain) == 0)
+      return o->has_version ? (int)o->version : 1;
+  }
+  return -1;
+}
+
+/* One diagnostic for every unsupported node, so a user sees the whole gap. */
+static void report_unsupported(reader *R, const Onnx__ModelProto *mp) {
+  graph *g = R->g;
+  size_t count = 0;
+  char *list = NULL;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const graph_node *n = g->nodes[i];
+    if (n->def || !*n->op_type) continue; /* an invalid op_type was reported already */
+    count++;
+    char dom[200] = "";
+    int opset = g->opset;
+    if (!is_default_domain(n->domain)) {
+      snprintf(dom, sizeof dom, "domain '%.128s', ", n->domain);
+      opset = opset_of_domain(mp, n->domain);
+    }
+    list = cov_arena_printf(g->arena, "%s\n  node '%s' (%s, %sopset %d)", list ? list : "", n->name,
+                            n->op_type, dom, opset);
+  }
+  if (count)
+    add_error(R, model_error(g, COV_UNSUPPORTED,
+                             "%zu node%s use%s operators covenant does not support:%s", count,
+                             count == 1 ? "" : "s", count == 1 ? "s" : "", list ? list : ""));
+}
+
+/* Operator versions and input/output counts. */
+static void check_nodes(reader *R) {
+  graph *g = R->g;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    graph_node *n = g->nodes[i];
+    const graph_opdef *d = n->def;
+    if (!d) continue;
+    int v = graph_op_version(d, g->opset);
+    if (v == 0) {
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                    "%s does not exist in opset %d (it was introduced in opset "
+                                    "%d)",
+                                    n->op_type, g->opset, d->versions[0]));
+      continue;
+    }
+    if (g->opset < GRAPH_OPSET_MIN && v != graph_op_version(d, GRAPH_OPSET_MIN)) {
+      add_error(R, graph_node_error(g, n, COV_UNSUPPORTED,
+                                    "the opset-%d version of %s is not supported (covenant "
+                                    "implements opsets %d to %d; re-export the model with a "
+                                    "newer opset)",
+                                    g->opset, n->op_type, GRAPH_OPSET_MIN, GRAPH_OPSET_MAX));
+      continue;
+    }
+    n->opset = g->opset < GRAPH_OPSET_MIN ? GRAPH_OPSET_MIN : g->opset;
+    if (n->n_in < d->min_in || n->n_in > d->max_in)
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d inputs; %s takes %d to %d",
+                                    n->n_in, n->op_type, d->min_in, d->max_in));
+    if (n->n_out < d->min_out || n->n_out > d->max_out)
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d outputs; %s produces %d to %d",
+                                    n->n_out, n->op_type, d->min_out, d->max_out));
+    /* Leading inputs up to min_in and the first output are never optional
+     * (an empty name there is not an omission, it is a broken node). */
+    for (int j = 0; j < d->min_in && j < n->n_in; j++)
+      if (!n->in[j])
+        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "required input %d has no name", j));
+    if (n->n_out > 0 && !n->out[0])
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "output 0 has no name"));
+  }
+}
+
+static void read_outputs(reader *R) {
+  graph *g = R->g;
+  const Onnx__GraphProto *gp = R->gp;
+  g->outputs = cov_arena_array(g->arena, gp->n_output ? gp->n_output : 1, sizeof *g->outputs);
+  g->output_names =
+      cov_arena_array(g->arena, gp->n_output ? gp->n_output : 1, sizeof *g->output_names);
+  if (!g->outputs || !g->output_names) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  if (gp->n_output == 0)
+    add_error(R, model_error(g, COV_INVALID_INPUT, "the graph has no outputs"));
+  for (size_t i = 0; i < gp->n_output; i++) {
+    const Onnx__ValueInfoProto *vi = gp->output[i];
+    const char *name = vi ? str_or_empty(vi->name) : "";
+    graph_value *v = *name ? table_find(R, name) : NULL;
+    if (!v) {
+      add_error(R, model_error(g, COV_INVALID_INPUT,
+                               "graph output '%s' is not produced by any node, input or "
+                               "initializer",
+                               valid_name(name) ? name : "?"));
+      continue;
+    }
+    for (size_t j = 0; j < g->n_outputs; j++)
+      if (g->outputs[j] == v)
+        add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "listed twice as a graph output"));
+    g->output_names[g->n_outputs] = v->name;
+    g->outputs[g->n_outputs++] = v;
+  }
+}
+
+cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
+  COV_RETURN_IF_ERROR(onnx_wire_check(data, size, &onnx__model_proto__descriptor, g->file));
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+  if (!mp)
+    return model_error(g, COV_PARSE_ERROR,
+                       "not a valid ONNX model (protobuf decoding failed: a truncated or corrupt "
+                       "file, or not an .onnx file)");
+  reader R = {.g = g};
+  g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+  g->producer = cov_arena_strdup(g->arena, str_or_empty(mp->producer_name));
+  g->producer_version = cov_arena_strdup(g->arena, str_or_empty(mp->producer_version));
+  const Onnx__GraphProto *gp = mp->graph;
+  R.gp = gp;
+  if (!gp) {
+    add_error(&R, model_error(g, COV_INVALID_INPUT, "the model has no graph"));
+    goto out;
+  }
+  if (g->ir_version < 3)
+    add_error(&R, model_error(g, COV_UNSUPPORTED,
+                              "ONNX IR version %lld is not supported (covenant reads 3 and later)",
+                              (long long)g->ir_version));
+  read_opsets(&R, mp);
+  if (R.errors) goto out;
+  g->name =
+      cov_arena_strdup(g->arena, valid_name(str_or_empty(gp->name)) ? str_or_empty(gp->name) : "");
+  if (gp->n_sparse_initializer)
+    add_error(&R, model_error(g, COV_UNSUPPORTED, "sparse initializers are not supported"));
+  size_t expected = gp->n_initializer + gp->n_input + gp->n_node * 2;
+  if (!table_init(&R, expected)) {
+    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    goto out;
+  }
+  for (size_t i = 0; i < gp->n_initializer; i++)
+    if (gp->initializer[i]) read_initializer(&R, gp->initializer[i], i);
+  size_t n_inputs = 0;
+  g->inputs = cov_arena_array(g->arena, gp->n_input ? gp->n_input : 1, sizeof *g->inputs);
+  if (!g->inputs) {
+    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    goto out;
+  }
+  for (size_t i = 0; i < gp->n_input; i++) {
+    if (!gp->input[i]) continue;
+    size_t before = g->n_values;
+    read_input(&R, gp->input[i]);
+    if (g->n_values > before && g->values[before]->kind == GV_INPUT)
+      g->inputs[n_inputs++] = g->values[before];
+  }
+  g->n_inputs = n_inputs;
+  graph_node **declared = calloc(gp->n_node ? gp->n_node : 1, sizeof *declared);
+  if (!declared) {
+    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    goto out;
+  }
+  for (size_t i = 0; i < gp->n_node && !R.fatal; i++)
+    if (gp->node[i]) declared[i] = declare_node(&R, gp->node[i], i);
+  for (size_t i = 0; i < gp->n_node && !R.fatal; i++)
+    if (declared[i]) resolve_inputs(&R, declared[i], gp->node[i]);
+  free(declared);
+  read_outputs(&R);
+  report_unsupported(&R, mp);
+  check_nodes(&R);
+  if (!R.errors) sort_nodes(&R);
+  for (size_t i = 0; !R.errors && i < g->n_nodes; i++) g->nodes[i]->index = (int)i;
+out:
+  free(R.slots);
+  onnx__model_proto__free_unpacked(mp, NULL);
+  return R.errors;
+}

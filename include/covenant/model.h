@@ -1,0 +1,95 @@
+/* covenant/model.h: ONNX models, read into covenant's graph IR.
+ *
+ * Loading a model reads the ONNX protobuf (initializers inline or in external
+ * data files next to it), infers every shape and dtype it can, folds constant
+ * subgraphs (shape arithmetic such as Shape->Gather->Concat->Reshape), removes
+ * Identity and inference-mode Dropout, folds BatchNormalization into the Conv
+ * before it, and fuses the operations into layer groups (conv+bias+relu
+ * [+maxpool], gemm/matmul+bias+activation, matmul+softmax, ...), each bound to
+ * the codelets that compute it. A loaded model is immutable: several threads
+ * may run it at once. Supported operators and opsets are listed in
+ * frontend/README.md. */
+#ifndef COVENANT_MODEL_H
+#define COVENANT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "covenant/codelet.h"
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_model cov_model;
+
+/* Largest .onnx file accepted (protobuf's own 2 GiB ceiling). Weights past
+ * that belong in external data files, which are limited per tensor by
+ * COV_TENSOR_MAX_BYTES. */
+#define COV_MODEL_MAX_FILE_BYTES ((size_t)2 << 30)
+
+typedef struct cov_model_options {
+  /* Codelets the layer groups are bound to and run with; NULL loads the
+   * shipped library (cov_codelet_lib_load(NULL, ...)), owned by the model.
+   * A library passed here must outlive the model. */
+  const cov_codelet_lib *codelets;
+  int no_fold; /* keep constant subgraphs as operations (debugging) */
+  int no_fuse; /* one layer group per operation (debugging) */
+} cov_model_options;
+
+/* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
+ * the chain holds every error found (all unsupported operators in one
+ * diagnostic), each naming the node or tensor. */
+cov_status cov_model_load_file(const char *path, const cov_model_options *opts, cov_model **out);
+/* `name` is the file name used in diagnostics; `base_dir` is the folder that
+ * external data locations are relative to (NULL refuses external data). */
+cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
+                                 const char *base_dir, const cov_model_options *opts,
+                                 cov_model **out);
+void cov_model_free(cov_model *model);
+
+/* Graph inputs (initializers excluded) and outputs, in the model's order. */
+size_t cov_model_num_inputs(const cov_model *model);
+size_t cov_model_num_outputs(const cov_model *model);
+const char *cov_model_input_name(const cov_model *model, size_t i);
+const char *cov_model_output_name(const cov_model *model, size_t i);
+/* Index of the input called `name`, or -1. */
+int cov_model_find_input(const cov_model *model, const char *name);
+/* Declared dtype and shape of input i: dims the model leaves symbolic or
+ * unknown are -1. */
+cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
+                                int64_t shape[COV_MAX_RANK]);
+size_t cov_model_num_groups(const cov_model *model);
+
+/* `covenant inspect`: inputs, outputs, operators, parameters, and each layer
+ * group with its nodes, shapes, codelets and MACs. Deterministic. */
+cov_status cov_model_print_summary(const cov_model *model, FILE *out);
+/* Every node after the passes, with attributes and inferred types. */
+cov_status cov_model_print_graph(const cov_model *model, FILE *out);
+
+/* Runs the model on the CPU reference target: layout operations directly,
+ * every compute operation through the codelet interpreter. `inputs` are in
+ * cov_model_input_name order and must match the declared dtypes and static
+ * dims. On success the n_outputs outputs (cov_model_output_name order) are
+ * allocated here; release each with cov_tensor_release. */
+cov_status cov_model_run_ref(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs);
+
+/* The supported ONNX operators, one "OpType<TAB>layout|compute" per line,
+ * sorted (layout operations run in the frontend, compute ones through
+ * codelets). */
+void cov_model_print_supported_ops(FILE *out);
+
+/* Reads an ONNX TensorProto file (the conformance suite's input_0.pb) into
+ * a tensor; `out_name` (may be NULL) receives the tensor's name or "" in a
+ * buffer of `name_size` bytes. */
+cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
+                                size_t name_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""ONNX backend conformance: every node test case whose operators covenant
+supports is run through `covenant run --target ref` and compared with the
+expected outputs the ONNX package ships.
+
+    /usr/bin/python3 conformance.py COVENANT DATADIR SKIPLIST [--update] [-j N]
+
+DATADIR is where onnx_gen.py wrote the data (it is generated if missing).
+SKIPLIST names, one per line ("case reason"), every case that is expected
+not to pass: an operator covenant does not support, a feature of a supported
+one that it refuses (with the reason it gives), or a known, explained
+difference from the expected data. The test fails when a case outside the
+list does not pass (a regression) and when a listed case passes (the list is
+stale). --update rewrites the list from this run: it adds what was not run,
+keeps listed failures with their reasons, and never adds a new failure.
+Comparison: same dtype and shape, values within rtol 1e-3 / atol 1e-7 (the
+onnx backend test's defaults), NaNs matching.
+"""
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, HERE)
+import onnx_gen  # noqa: E402  (restores numpy aliases before onnx's test modules)
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+RTOL, ATOL = 1e-3, 1e-7
+
+
+def supported_ops(cov):
+    out = subprocess.run([cov, "inspect", "--ops"], check=True, capture_output=True, text=True)
+    return {line.split("\t")[0] for line in out.stdout.splitlines() if line}
+
+
+def read_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t
+
+
+def expected_array(t):
+    a = numpy_helper.to_array(t)
+    if t.data_type == onnx.TensorProto.BFLOAT16:
+        # covenant writes bf16 as its uint16 bit patterns; compare as floats.
+        a = np.asarray(a)
+    return a
+
+
+def as_float_bf16(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def compare(got, t):
+    want = numpy_helper.to_array(t)
+    if t.data_type == onnx.TensorProto.BFLOAT16:
+        got = as_float_bf16(got.view(np.uint16)) if got.dtype == np.uint16 else got
+        want = as_float_bf16(np.frombuffer(t.raw_data, dtype=np.uint16).reshape(t.dims)) \
+            if t.raw_data else as_float_bf16(np.array(t.int32_data, dtype=np.uint16).reshape(t.dims))
+    if got.dtype != want.dtype:
+        return "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if got.shape != want.shape:
+        return "shape %s, expected %s" % (got.shape, want.shape)
+    if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+        bad = np.count_nonzero(got != want)
+        return None if bad == 0 else "%d of %d elements differ" % (bad, want.size)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isnan(g), np.isnan(w)):
+        return "NaNs differ"
+    ok = np.isclose(g, w, rtol=RTOL, atol=ATOL) | (np.isnan(g) & np.isnan(w))
+    if ok.all():
+        return None
+    err = np.abs(g - w)[~ok]
+    return "%d of %d elements off (max abs error %.3g)" % (err.size, w.size, err.max())
+
+
+def run_case(cov, case_dir, ops):
+    """Returns (status, detail): pass, fail, or skip."""
+    model = onnx.load(os.path.join(case_dir, "model.onnx"))
+    unsupported = sorted({n.op_type for n in model.graph.node
+                          if n.op_type not in ops or n.domain not in ("", "ai.onnx")})
+    if unsupported:
+        return "skip", "unsupported operator: " + ", ".join(unsupported)
+    data = os.path.join(case_dir, "test_data_set_0")
+    inputs = sorted(f for f in os.listdir(data) if f.startswith("input_"))
+    outputs = sorted(f for f in os.listdir(data) if f.startswith("output_"))
+    inputs.sort(key=lambda f: int(f[6:-3]))
+    outputs.sort(key=lambda f: int(f[7:-3]))
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [cov, "run", os.path.join(case_dir, "model.onnx"), "--target", "ref"]
+        for f in inputs:
+            cmd += ["--input", os.path.join(data, f)]
+        cmd += ["-o", tmp]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return "fail", "timed out"
+        if r.returncode != 0:
+            # "path: error: node 'x' (Op): why" -> "node 'x' (Op): why"
+            lines = [ln.split("error: ", 1)[-1] for ln in r.stderr.strip().splitlines()]
+            msg = "; ".join(lines[:3])
+            # A refusal with a reason (exit 1, no sanitizer report) is a skip
+            # candidate; anything else is a failure.
+            if r.returncode == 1 and "Sanitizer" not in r.stderr and msg:
+                return "refused", msg
+            return "fail", "exit %d: %s" % (r.returncode, msg)
+        for i, f in enumerate(outputs):
+            path = os.path.join(tmp, "output_%d.npy" % i)
+            if not os.path.exists(path):
+                return "fail", "output %d was not written" % i
+            why = compare(np.load(path), read_pb(os.path.join(data, f)))
+            if why:
+                return "fail", "output %d: %s" % (i, why)
+    return "pass", ""
+
+
+def load_skips(path):
+    skips = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                name, _, reason = line.partition(" ")
+                skips[name] = reason.strip()
+    return skips
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("covenant")
+    ap.add_argument("datadir")
+    ap.add_argument("skiplist")
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("-v", action="store_true", help="print every case")
+    a = ap.parse_args()
+    os.makedirs(a.datadir, exist_ok=True)
+    if not os.path.exists(os.path.join(a.datadir, "GENERATED")):
+        subprocess.run([sys.executable, os.path.join(HERE, "onnx_gen.py"), a.datadir], check=True)
+    node_dir = os.path.join(a.datadir, "node")
+    cases = sorted(os.listdir(node_dir))
+    ops = supported_ops(a.covenant)
+    skips = load_skips(a.skiplist)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.j) as pool:
+        results = list(pool.map(lambda c: run_case(a.covenant, os.path.join(node_dir, c), ops),
+                                cases))
+    counts = {"pass": 0, "fail": 0, "skip": 0}
+    problems, new_skips = [], {}
+    for case, (status, detail) in zip(cases, results):
+        listed = case in skips
+        if status == "pass":
+            counts["pass"] += 1
+            if listed:
+                problems.append("%s: passes but is in the skip list (remove it)" % case)
+        elif status in ("skip", "refused"):
+            counts["skip"] += 1
+            new_skips[case] = detail
+            if not listed:
+                problems.append("%s: not run (%s) but not in the skip list" % (case, detail))
+        elif listed:
+            counts["skip"] += 1  # a known, explained difference
+            new_skips[case] = skips[case]
+        else:
+            counts["fail"] += 1
+            problems.append("%s: FAIL: %s" % (case, detail))
+        if a.v:
+            print("%-60s %s %s" % (case, status, detail))
+    for case in sorted(set(skips) - set(cases)):
+        problems.append("%s: in the skip list but not generated by this onnx" % case)
+    if a.update:
+        with open(a.skiplist, "w") as f:
+            f.write("# ONNX backend node cases covenant does not run, with the reason.\n"
+                    "# Generated by tests/frontend/conformance.py --update; a case that\n"
+                    "# starts passing must be removed, one that stops must not be added\n"
+                    "# without a reason.\n")
+            for case in sorted(new_skips):
+                f.write("%s %s\n" % (case, new_skips[case]))
+    for p in problems:
+        print(p)
+    print("conformance: %d cases: %d passed, %d failed, %d skipped" %
+          (len(cases), counts["pass"], counts["fail"], counts["skip"]))
+    if not a.update and problems:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
