@@ -1,0 +1,45 @@
+/* covenant/gpu.h: compiling layers for GPU targets (AMDGPU, NVPTX) and
+ * running them on NVIDIA GPUs.
+ *
+ * Layers are named by spec (see backends/gpu/gpu_layer.h): a suite entry,
+ * NAME@bN for another batch, or gemm_MxNxK. Compilation writes one code
+ * object per layer (HSACO for AMDGPU, PTX for NVPTX) and manifest.json,
+ * which records each kernel's launch (grid, block, shared bytes), problem
+ * and plan, in a given directory. */
+#ifndef COVENANT_GPU_H
+#define COVENANT_GPU_H
+
+#include <stdio.h>
+
+#include "covenant/status.h"
+#include "covenant/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_gpu_options {
+  const char *target;  /* ACG name or path: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90 */
+  const char *suite;   /* layer suite file; NULL: the shipped bench/suite/layers.json */
+  cov_dtype dtype;     /* input dtype: f16 (default when INVALID), bf16, f32 */
+  int allow_unfused;   /* accept layers whose post-ops (softmax) stay unfused */
+  unsigned code_object_version; /* AMDGPU: 4 or 5; 0 = the ACG's */
+} cov_gpu_options;
+
+/* Compiles every spec into out_dir (created if missing). With `report`,
+ * prints per kernel: shared/LDS bytes, registers (AMDGPU: from the code
+ * object; NVPTX: assigned later by the driver's JIT), occupancy and a
+ * roofline time estimate from the ACG. */
+cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                           const char *out_dir, FILE *report);
+
+/* Compiles each spec for an NVIDIA target, runs it through the CUDA driver
+ * API on seeded random inputs, compares with a CPU loop nest and prints one
+ * line per layer (max relative error, kernel time). COV_DEVICE_ERROR,
+ * naming what the driver said, where there is no NVIDIA GPU. */
+cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
