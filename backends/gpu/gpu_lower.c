@@ -137,7 +137,13 @@ static void load_tiles(kernel *k, LLVMValueRef kt, LLVMValueRef stage) {
   int a_n = p->bm * p->bk / p->threads;
   for (int i = 0; i < a_n; i++) {
     LLVMValueRef e = add(g, k->tid, C((long long)i * p->threads));
-    LLVMValueRef row = udiv(g, e, p->bk), col = urem(g, e, p->bk);
+    /* matmul A is K-contiguous; the conv gather is contiguous along m
+     * (neighbouring output pixels), so neighbouring threads take those */
+    LLVMValueRef row, col;
+    if (q->kind == GPU_OP_MATMUL)
+      row = udiv(g, e, p->bk), col = urem(g, e, p->bk);
+    else
+      row = urem(g, e, p->bm), col = udiv(g, e, p->bm);
     LLVMValueRef m = add(g, k->m0, row), kk = add(g, k0, col);
     LLVMValueRef ok = and1(g, ult(g, m, p->M), ult(g, kk, p->K)), idx;
     if (q->kind == GPU_OP_MATMUL) {
@@ -190,7 +196,15 @@ static void compute_stage(kernel *k, LLVMValueRef stage) {
   LLVMValueRef af[k->nmf], bf[k->nnf];
   for (int kk = 0; kk < p->bk; kk += fr->fk) {
     for (int mf = 0; mf < k->nmf; mf++) af[mf] = fr->load_a(g, &ta, add(g, k->wrow, C(mf * fr->fm)), kk);
-    for (int nf = 0; nf < k->nnf; nf++) bf[nf] = fr->load_b(g, &tb, kk, add(g, k->wcol, C(nf * fr->fn)));
+    for (int nf = 0; nf < k->nnf; nf++) {
+      LLVMValueRef col0 = add(g, k->wcol, C(nf * fr->fn));
+      if (fr->load_b2 && nf + 1 < k->nnf) {
+        fr->load_b2(g, &tb, kk, col0, &bf[nf]);
+        nf++;
+      } else {
+        bf[nf] = fr->load_b(g, &tb, kk, col0);
+      }
+    }
     for (int mf = 0; mf < k->nmf; mf++)
       for (int nf = 0; nf < k->nnf; nf++)
         fr->mma(g, af[mf], bf[nf], &acc[(mf * k->nnf + nf) * fr->n_acc]);
@@ -361,8 +375,18 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   int warps_n = plan->bn / plan->wn;
   k->wrow = mul(g, udiv(g, warp, warps_n), C(plan->wm));
   k->wcol = mul(g, urem(g, warp, warps_n), C(plan->wn));
-  k->n0 = mul(g, target->block_id(g, 0), C(plan->bn));
-  k->m0 = mul(g, target->block_id(g, 1), C(plan->bm));
+  /* gpu_raster, in IR */
+  LLVMValueRef bx = target->block_id(g, 0), by = target->block_id(g, 1);
+  long long gx = plan->grid[0], gy = plan->grid[1], grp = 8, per = grp * gx;
+  LLVMValueRef pid = add(g, mul(g, by, C(gx)), bx);
+  LLVMValueRef first = mul(g, udiv(g, pid, per), C(grp));
+  LLVMValueRef left = LLVMBuildSub(g->b, C(gy), first, "");
+  LLVMValueRef rows = LLVMBuildSelect(g->b, ult(g, left, grp), left, C(grp), "");
+  LLVMValueRef in = urem(g, pid, per);
+  LLVMValueRef ty = add(g, first, LLVMBuildURem(g->b, in, rows, ""));
+  LLVMValueRef tx = LLVMBuildUDiv(g->b, in, rows, "");
+  k->n0 = mul(g, tx, C(plan->bn));
+  k->m0 = mul(g, ty, C(plan->bm));
   k->gidx = target->block_id(g, 2);
   k->smem = target->shared_array(g, plan->shared_bytes);
 

@@ -115,4 +115,16 @@ static inline int gpu_swizzle_chunk(int row, int chunk, int row_chunks) {
   return chunk ^ ((row / rows_per_line) & (row_chunks - 1));
 }
 
+/* Workgroup rasterisation: linear workgroup ids walk the output tiles in
+ * column strips `group` tile-rows tall, so workgroups resident together share
+ * A row-blocks and B column-blocks in L2. Maps launch ids (bx, by) of a
+ * gx x gy grid to the tile (*tx, *ty) it computes; a bijection. */
+static inline void gpu_raster(unsigned bx, unsigned by, unsigned gx, unsigned gy, unsigned group, unsigned *tx,
+                              unsigned *ty) {
+  unsigned pid = by * gx + bx, per = group * gx, first = pid / per * group;
+  unsigned rows = gy - first < group ? gy - first : group;
+  *ty = first + (pid % per) % rows;
+  *tx = (pid % per) / rows;
+}
+
 #endif

@@ -47,6 +47,9 @@ typedef struct gpu_frag_ops {
   void (*mma)(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *acc);
   /* fragment row and column of accumulator element i held by g->lane */
   void (*acc_coord)(gpu_gen *g, int i, LLVMValueRef *row, LLVMValueRef *col);
+  /* optional: the B fragments at col0 and col0 + fn in one instruction
+   * (NVPTX ldmatrix.x4.trans); NULL where the target has no such load */
+  void (*load_b2)(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0, LLVMValueRef out[2]);
 } gpu_frag_ops;
 
 typedef struct gpu_target_ops {

@@ -41,4 +41,8 @@ cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
                            const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
                            void **args, int iters, float *out_ms);
 
+/* Registers per thread and local (spill) bytes the JIT gave `kernel`. */
+cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
+                                int *local_bytes);
+
 #endif

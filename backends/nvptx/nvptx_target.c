@@ -72,6 +72,25 @@ static LLVMValueRef mma_load_b(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueR
   return gpu_call_intrinsic(g, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16", &g->sptr, 1, &p, 1);
 }
 
+/* ldmatrix.x4.trans: lanes 0-15 address k rows of the fragment at col0,
+ * lanes 16-31 those at col0 + 8; registers 0,1 and 2,3 are the two b pairs */
+static void mma_load_b2(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0, LLVMValueRef out[2]) {
+  LLVMValueRef l16 = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 16), "");
+  LLVMValueRef row = LLVMBuildAdd(g->b, gpu_i32(g, k0), l16, "");
+  LLVMValueRef col = LLVMBuildAdd(g->b, col0, LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 16), ""),
+                                                           gpu_i32(g, 8), ""), "");
+  LLVMValueRef p = gpu_tile_addr(g, b, row, col);
+  LLVMValueRef r = gpu_call_intrinsic(g, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16", &g->sptr, 1, &p, 1);
+  LLVMTypeRef pair_t[2] = {g->i32, g->i32};
+  LLVMTypeRef st = LLVMStructTypeInContext(g->ctx, pair_t, 2, 0);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef v = LLVMGetUndef(st);
+    v = LLVMBuildInsertValue(g->b, v, LLVMBuildExtractValue(g->b, r, (unsigned)(2 * h), ""), 0, "");
+    v = LLVMBuildInsertValue(g->b, v, LLVMBuildExtractValue(g->b, r, (unsigned)(2 * h + 1), ""), 1, "");
+    out[h] = v;
+  }
+}
+
 static void mma_op(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *acc) {
   int bf = g->in_t == g->bf16;
   LLVMTypeRef v2h = LLVMVectorType(g->f16, 2);
@@ -103,7 +122,7 @@ static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
 }
 
-static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord};
+static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2};
 
 static const gpu_frag_ops *nv_matrix_frag(const gpu_plan *p) {
   if ((p->prob.in_dtype == COV_F16 || p->prob.in_dtype == COV_BF16) && p->fm == 16 && p->fn == 8 &&

@@ -11,6 +11,7 @@
 #include "common/fileio.h"
 
 int covrun_open(void);
+int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes);
 void *covrun_load(const char *ptx_path);
 int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
                   const unsigned long long *ptrs, int iters, float *ms);
@@ -53,4 +54,8 @@ int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const uns
   void *args[4] = {&p[0], &p[1], &p[2], &p[3]};
   if (iters == 0) return report(nvptx_cuda_launch(g_cu, mod, kernel, grid, block, smem, args, NULL));
   return report(nvptx_cuda_time(g_cu, mod, kernel, grid, block, smem, args, iters, ms));
+}
+
+int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes) {
+  return report(nvptx_cuda_func_info(g_cu, mod, kernel, regs, local_bytes));
 }

@@ -64,6 +64,13 @@ class Cov:
             raise RuntimeError("launch of %s failed" % k["kernel"])
         return ms.value
 
+    def info(self, k):
+        regs, local = ctypes.c_int(0), ctypes.c_int(0)
+        if self.lib.covrun_info(ctypes.c_void_p(self.mods[k["file"]]), k["kernel"].encode(), ctypes.byref(regs),
+                                ctypes.byref(local)) != 0:
+            return None, None
+        return regs.value, local.value
+
 
 def shapes(k):
     if k["kind"] == "matmul":
@@ -215,10 +222,11 @@ def main():
         n = args.big_trials if big else args.trials
         err = check(cov, k, n, gen)
         ok = err <= 1e-3
+        regs, local = cov.info(k)
         results["check"].append({"name": k["name"], "trials": n, "max_rel_err": err, "ok": ok,
-                                 "unfused_not_checked": k["unfused"]})
-        print("check %-32s %s  max rel err %.3g over %d inputs%s" %
-              (k["name"], "ok  " if ok else "FAIL", err, n,
+                                 "unfused_not_checked": k["unfused"], "registers": regs, "spill_bytes": local})
+        print("check %-32s %s  max rel err %.3g over %d inputs  [%s regs, %s B local]%s" %
+              (k["name"], "ok  " if ok else "FAIL", err, n, regs, local,
                ("  (contraction+fused epilogue; '%s' not part of the kernel)" % k["unfused"]) if k["unfused"] else ""),
               flush=True)
     if args.onnx and "convnet_layer1" in kernels and "convnet_layer2" in kernels:

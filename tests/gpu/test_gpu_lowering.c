@@ -50,6 +50,21 @@ static void test_swizzle(void) {
     }
 }
 
+static void test_raster(void) {
+  for (unsigned gx = 1; gx < 20; gx++)
+    for (unsigned gy = 1; gy < 30; gy++) {
+      char seen[20 * 30] = {0};
+      int ok = 1;
+      for (unsigned by = 0; by < gy; by++)
+        for (unsigned bx = 0; bx < gx; bx++) {
+          unsigned tx, ty;
+          gpu_raster(bx, by, gx, gy, 8, &tx, &ty);
+          if (tx >= gx || ty >= gy || seen[ty * gx + tx]++) ok = 0;
+        }
+      CHECK(ok, "rasterisation of a %ux%u grid is not a bijection", gx, gy);
+    }
+}
+
 static uint64_t rng = 88172645463325252ULL;
 static uint32_t rnd(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -96,7 +111,9 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
   for (unsigned gz = 0; gz < p->grid[2]; gz++)
     for (unsigned by = 0; by < p->grid[1]; by++)
       for (unsigned bx = 0; bx < p->grid[0]; bx++) {
-        int64_t m0 = (int64_t)by * p->bm, n0 = (int64_t)bx * p->bn;
+        unsigned tx, ty;
+        gpu_raster(bx, by, p->grid[0], p->grid[1], 8, &tx, &ty);
+        int64_t m0 = (int64_t)ty * p->bm, n0 = (int64_t)tx * p->bn;
         memset(acc, 0, sizeof(float) * (size_t)(p->threads * nacc_all));
         for (int64_t k0 = 0; k0 < p->K; k0 += p->bk) {
           /* guarded copies, thread by thread, element by element */
@@ -326,6 +343,7 @@ static void test_errors(void) {
 
 int main(void) {
   test_swizzle();
+  test_raster();
   test_errors();
   static const char *targets[] = {"nvptx-sm90", "amdgpu-gfx90a", "amdgpu-gfx942"};
   for (int i = 0; i < 3; i++) {
