@@ -203,6 +203,20 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
+  /* SPEC:BMxBNxBK:WMxWN:STAGES fixes the schedule (as the mapper will) */
+  char base[128];
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
+  const char *colon = strchr(spec, ':');
+  if (colon) {
+    char tail;
+    if ((size_t)(colon - spec) >= sizeof base ||
+        sscanf(colon, ":%dx%dx%d:%dx%d:%d%c", &bm, &bn, &bk, &wm, &wn, &stages, &tail) != 6 || bm < 1 || bn < 1 ||
+        bk < 1 || wm < 1 || wn < 1 || stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES", spec);
+    memcpy(base, spec, (size_t)(colon - spec));
+    base[colon - spec] = '\0';
+    spec = base;
+  }
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, NULL,
@@ -210,6 +224,20 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
   COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
+  if (colon) {
+    gpu_plan *p = plan;
+    int es = (int)cov_dtype_size(dt), per = 16 / es;
+    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages;
+    p->threads = (wm && wn) ? p->warp_size * (bm / wm) * (bn / wn) : 0;
+    p->vector_copy = p->threads > 0 && layer->prob.kind == GPU_OP_MATMUL && p->M % bm == 0 && p->N % bn == 0 &&
+                     p->K % bk == 0 && (bm * bk / per) % p->threads == 0 && (bk * bn / per) % p->threads == 0;
+    p->shared_bytes = (unsigned)(stages * (bm * bk + bk * bn) * es);
+    p->grid[0] = (unsigned)((p->N + bn - 1) / bn);
+    p->grid[1] = (unsigned)((p->M + bm - 1) / bm);
+    COV_RETURN_IF_ERROR(gpu_plan_check(p, &t->caps));
+    size_t len = strlen(layer->name);
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d", bm, bn, bk, wm, wn, stages);
+  }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
   cov_status st = gpu_build_kernel(t, plan, kernel, opts->code_object_version, code, code_size, info);

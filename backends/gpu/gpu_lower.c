@@ -81,69 +81,96 @@ static gpu_tile tile_b(kernel *k, LLVMValueRef stage) {
   return t;
 }
 
-/* One 16-byte global -> shared copy (asynchronous where the target can). */
-static void copy16(kernel *k, LLVMValueRef dst, LLVMValueRef src) {
+/* Guarded element read: base[idx] if ok, else 0. An out-of-range element
+ * reads element 0 (always valid) and is replaced by zero: no branches. */
+static LLVMValueRef fetch_elem(kernel *k, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef ok) {
   gpu_gen *g = k->g;
-  if (g->target->async_copy16) {
-    g->target->async_copy16(g, dst, src);
-    return;
-  }
-  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
-  LLVMValueRef v = LLVMBuildLoad2(g->b, v4, src, "");
-  LLVMSetAlignment(v, 16);
-  LLVMValueRef s = LLVMBuildStore(g->b, v, dst);
-  LLVMSetAlignment(s, 16);
-}
-
-/* Guarded element: *src if ok, else 0, into the shared tile at dst. */
-static void copy_elem(kernel *k, LLVMValueRef dst, LLVMValueRef base, LLVMValueRef idx,
-                      LLVMValueRef ok) {
-  gpu_gen *g = k->g;
-  /* an out-of-range element reads element 0 (always valid) and is replaced
-   * by zero: no branches in the copy loop */
   LLVMValueRef safe = LLVMBuildSelect(g->b, ok, idx, C(0), "");
   LLVMValueRef v = LLVMBuildLoad2(g->b, g->in_t, gept(g, g->in_t, base, safe), "");
-  v = LLVMBuildSelect(g->b, ok, v, LLVMConstNull(g->in_t), "");
-  LLVMBuildStore(g->b, v, dst);
+  return LLVMBuildSelect(g->b, ok, v, LLVMConstNull(g->in_t), "");
 }
 
-/* Fills stage `stage` with K tile `kt` (both IR values). */
-static void load_tiles(kernel *k, LLVMValueRef kt, LLVMValueRef stage) {
+/* Element/chunk e = tid + i*threads of a copy, split as (e / width,
+ * e % width); written so that when `threads` is a multiple of `width` the
+ * per-thread part is visibly loop-invariant (LLVM hoists it out of the K
+ * loop: the conv gather's pixel decomposition then costs nothing per tile). */
+static void split(kernel *k, int i, int width, LLVMValueRef *major, LLVMValueRef *minor) {
+  gpu_gen *g = k->g;
+  int T = k->p->threads;
+  if (T % width == 0) {
+    *minor = urem(g, k->tid, width);
+    *major = add(g, udiv(g, k->tid, width), C((long long)i * (T / width)));
+  } else {
+    LLVMValueRef e = add(g, k->tid, C((long long)i * T));
+    *major = udiv(g, e, width), *minor = urem(g, e, width);
+  }
+}
+
+/* Copies of K tile `kt` into stage `stage`, in up to two phases so that
+ * copies through registers overlap the matrix work: FETCH reads global
+ * memory into vals[] (before the compute), STORE writes vals[] to shared
+ * memory (after it); FETCH|STORE does both at once (asynchronous copies,
+ * which the target performs without registers, and the prologue). `valid`
+ * (i1) false turns every read into a harmless in-bounds one whose value is
+ * never used. Index computations a phase does not need are dead code. */
+enum { FETCH = 1, STORE = 2 };
+enum { MAX_STAGED = 256 };
+
+static int n_staged(const gpu_plan *p, int esize) {
+  if (p->vector_copy) return (p->bm * p->bk + p->bk * p->bn) * esize / 16 / p->threads;
+  return (p->bm * p->bk + p->bk * p->bn) / p->threads;
+}
+
+static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRef valid, int phase,
+                     LLVMValueRef *vals) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
   gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
   LLVMValueRef k0 = mul(g, kt, C(p->bk));
+  int v = 0;
   if (p->vector_copy) {
     int per = 16 / k->esize;
-    int a_rc = p->bk / per, a_n = p->bm * a_rc / p->threads;
-    for (int i = 0; i < a_n; i++) {
-      LLVMValueRef c = add(g, k->tid, C((long long)i * p->threads));
-      LLVMValueRef row = udiv(g, c, a_rc), col = mul(g, urem(g, c, a_rc), C(per));
-      LLVMValueRef gm = add(g, add(g, mul(g, k->gidx, C(p->M)), k->m0), row);
-      LLVMValueRef idx = add(g, add(g, mul(g, gm, C(p->K)), k0), col);
-      copy16(k, gpu_tile_addr(g, &ta, row, col), gept(g, g->in_t, k->A, idx));
-    }
-    int b_rc = p->bn / per, b_n = p->bk * b_rc / p->threads;
-    for (int i = 0; i < b_n; i++) {
-      LLVMValueRef c = add(g, k->tid, C((long long)i * p->threads));
-      LLVMValueRef row = udiv(g, c, b_rc), col = mul(g, urem(g, c, b_rc), C(per));
-      LLVMValueRef gk = add(g, add(g, mul(g, k->gidx, C(p->K)), k0), row);
-      LLVMValueRef idx = add(g, add(g, mul(g, gk, C(p->N)), k->n0), col);
-      copy16(k, gpu_tile_addr(g, &tb, row, col), gept(g, g->in_t, k->B, idx));
+    int async = g->target->async_copy16 != NULL;
+    LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+    for (int t = 0; t < 2; t++) {
+      int rows = t ? p->bk : p->bm, rc = (t ? p->bn : p->bk) / per, n = rows * rc / p->threads;
+      for (int i = 0; i < n; i++, v++) {
+        LLVMValueRef row, c;
+        split(k, i, rc, &row, &c);
+        LLVMValueRef col = mul(g, c, C(per)), idx;
+        if (t == 0) {
+          LLVMValueRef gm = add(g, add(g, mul(g, k->gidx, C(p->M)), k->m0), row);
+          idx = add(g, add(g, mul(g, gm, C(p->K)), k0), col);
+        } else {
+          LLVMValueRef gk = add(g, add(g, mul(g, k->gidx, C(p->K)), k0), row);
+          idx = add(g, add(g, mul(g, gk, C(p->N)), k->n0), col);
+        }
+        if (valid) idx = LLVMBuildSelect(g->b, valid, idx, C(0), "");
+        LLVMValueRef src = gept(g, g->in_t, t ? k->B : k->A, idx);
+        LLVMValueRef dst = gpu_tile_addr(g, t ? &tb : &ta, row, col);
+        if (async) {
+          g->target->async_copy16(g, dst, src);
+          continue;
+        }
+        if (phase & FETCH) {
+          vals[v] = LLVMBuildLoad2(g->b, v4, src, "");
+          LLVMSetAlignment(vals[v], 16);
+        }
+        if (phase & STORE) LLVMSetAlignment(LLVMBuildStore(g->b, vals[v], dst), 16);
+      }
     }
     return;
   }
-  const gpu_problem *q = &p->prob;
   int a_n = p->bm * p->bk / p->threads;
-  for (int i = 0; i < a_n; i++) {
-    LLVMValueRef e = add(g, k->tid, C((long long)i * p->threads));
+  for (int i = 0; i < a_n; i++, v++) {
     /* matmul A is K-contiguous; the conv gather is contiguous along m
      * (neighbouring output pixels), so neighbouring threads take those */
     LLVMValueRef row, col;
     if (q->kind == GPU_OP_MATMUL)
-      row = udiv(g, e, p->bk), col = urem(g, e, p->bk);
+      split(k, i, p->bk, &row, &col);
     else
-      row = urem(g, e, p->bm), col = udiv(g, e, p->bm);
+      split(k, i, p->bm, &col, &row);
     LLVMValueRef m = add(g, k->m0, row), kk = add(g, k0, col);
     LLVMValueRef ok = and1(g, ult(g, m, p->M), ult(g, kk, p->K)), idx;
     if (q->kind == GPU_OP_MATMUL) {
@@ -163,25 +190,26 @@ static void load_tiles(kernel *k, LLVMValueRef kt, LLVMValueRef stage) {
       LLVMValueRef ch = add(g, mul(g, k->gidx, C(q->cc / q->groups)), c);
       idx = add(g, mul(g, add(g, mul(g, add(g, mul(g, n, C(q->cc)), ch), C(q->ch)), ih), C(q->cw)), iw);
     }
-    copy_elem(k, gpu_tile_addr(g, &ta, row, col), k->A, idx, ok);
+    if (phase & FETCH) vals[v] = fetch_elem(k, k->A, idx, valid ? and1(g, ok, valid) : ok);
+    if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &ta, row, col));
   }
   int b_n = p->bk * p->bn / p->threads;
-  for (int i = 0; i < b_n; i++) {
-    LLVMValueRef e = add(g, k->tid, C((long long)i * p->threads));
+  for (int i = 0; i < b_n; i++, v++) {
     LLVMValueRef row, col, idx;
     if (q->kind == GPU_OP_MATMUL) {
-      row = udiv(g, e, p->bn), col = urem(g, e, p->bn);
+      split(k, i, p->bn, &row, &col);
       LLVMValueRef gk = add(g, add(g, mul(g, k->gidx, C(p->K)), k0), row);
       idx = add(g, mul(g, gk, C(p->N)), add(g, k->n0, col));
     } else {
       /* weights are K-contiguous (OIHW): neighbouring threads take
        * neighbouring k so the reads coalesce */
-      row = urem(g, e, p->bk), col = udiv(g, e, p->bk);
+      split(k, i, p->bk, &col, &row);
       LLVMValueRef oc = add(g, mul(g, k->gidx, C(p->N)), add(g, k->n0, col));
       idx = add(g, mul(g, oc, C(p->K)), add(g, k0, row));
     }
     LLVMValueRef ok = and1(g, ult(g, add(g, k0, row), p->K), ult(g, add(g, k->n0, col), p->N));
-    copy_elem(k, gpu_tile_addr(g, &tb, row, col), k->B, idx, ok);
+    if (phase & FETCH) vals[v] = fetch_elem(k, k->B, idx, valid ? and1(g, ok, valid) : ok);
+    if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &tb, row, col));
   }
 }
 
@@ -393,10 +421,16 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   int S = plan->stages;
   long long KT = (plan->K + plan->bk - 1) / plan->bk;
   int async = target->async_copy16 != NULL && plan->vector_copy;
+  LLVMValueRef staged[MAX_STAGED];
+  if (n_staged(plan, k->esize) > MAX_STAGED) {
+    LLVMDisposeBuilder(g->b);
+    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: %d copies per thread and tile (at most %d)",
+                     n_staged(plan, k->esize), MAX_STAGED);
+  }
   /* prologue: the first S-1 tiles in flight (one commit group each, even
    * when empty, so that the wait count below is uniform) */
   for (int s = 0; s < S - 1; s++) {
-    if (s < KT) load_tiles(k, C(s), C(s));
+    if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
     if (async) target->async_commit(g);
   }
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
@@ -410,12 +444,21 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   if (async) target->async_wait(g, S - 2);
   target->barrier(g);
   LLVMValueRef next = add(g, kt, C(S - 1));
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, next, KT), &join);
-  load_tiles(k, next, urem(g, next, S));
-  end_if(g, join);
-  if (async) target->async_commit(g);
-  compute_stage(k, urem(g, kt, S));
+  if (async) {
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, next, KT), &join);
+    transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
+    end_if(g, join);
+    target->async_commit(g);
+    compute_stage(k, urem(g, kt, S));
+  } else {
+    /* through registers: read tile kt+S-1 now, use tile kt, then store;
+     * past the last tile the reads are dummies and the stores land in a
+     * stage nobody reads again */
+    transfer(k, next, urem(g, next, S), ult(g, next, KT), FETCH, staged);
+    compute_stage(k, urem(g, kt, S));
+    transfer(k, next, urem(g, next, S), NULL, STORE, staged);
+  }
   LLVMValueRef kt1 = add(g, kt, C(1));
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
   LLVMBuildCondBr(g->b, ult(g, kt1, KT), loop, done);

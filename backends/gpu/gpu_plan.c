@@ -148,16 +148,20 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
           break;
         }
   if (!p.matrix) p.fm = caps->warp_size / 8, p.fn = 8, p.fk = 4;
-  /* candidate workgroup tiles, largest first; warp tiles of 64x64 keep the
-   * ratio of matrix work to shared-memory reads high */
-  static const cand mat[] = {{128, 256, 64, 64}, {128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
+  /* candidate workgroup tiles, largest first (H100 measurements, see
+   * backends/gpu/README.md): whole-vector asynchronous copies do best with
+   * 64x64 warp tiles; the guarded element gathers (convolutions, ragged
+   * matmuls) are bound by their loads and want more threads per tile */
+  static const cand mat_vec[] = {{128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
+  static const cand mat_gather[] = {{128, 128, 32, 64}, {128, 64, 32, 32}, {64, 64, 32, 32}};
   static const cand fma[] = {{64, 64, 32, 32}, {32, 32, 32, 32}};
-  const cand *cs = p.matrix ? mat : fma;
-  int n = p.matrix ? 4 : 2;
+  int gather = prob->kind != GPU_OP_MATMUL || p.M % 64 || p.N % 64 || p.K % 64;
+  const cand *cs = !p.matrix ? fma : gather ? mat_gather : mat_vec;
+  int n = p.matrix ? 3 : 2;
   p.bk = p.matrix ? (64 / es > p.fk ? 64 / es : p.fk) : 64 / es;
-  /* the largest tile that still gives every SM/CU a workgroup and wastes
-   * little on partial tiles; failing that, the best of work efficiency
-   * times machine fill */
+  /* score = useful fraction of the tiles' work x fullness of the last wave
+   * of workgroups over the SMs/CUs; a smaller tile must beat a larger one
+   * by 5% to be chosen (larger tiles reuse more) */
   int chosen = -1;
   double best = -1;
   for (int i = 0; i < n; i++) {
@@ -165,14 +169,14 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
     if ((int64_t)caps->warp_size * (cs[i].bm / cs[i].wm) * (cs[i].bn / cs[i].wn) > caps->max_threads) continue;
     if ((uint64_t)2 * (uint64_t)(cs[i].bm * p.bk + p.bk * cs[i].bn) * (uint64_t)es > caps->shared_bytes) continue;
     int64_t tm = cdiv(p.M, cs[i].bm), tn = cdiv(p.N, cs[i].bn), tiles = p.G * tm * tn;
+    int64_t cores = caps->cores > 0 ? caps->cores : 1, waves = cdiv(tiles, cores);
     double eff = (double)p.M * (double)p.N / ((double)tm * cs[i].bm * (double)tn * cs[i].bn);
-    if (tiles >= caps->cores && eff >= 0.8) {
-      chosen = i;
-      break;
-    }
-    double fill = tiles >= caps->cores ? 1.0 : (double)tiles / caps->cores, score = eff * fill;
-    if (score > best + 1e-9) best = score, chosen = i;
+    double score = eff * (double)tiles / (double)(waves * cores);
+    if (chosen < 0 || score > best * 1.05) best = score, chosen = i;
   }
+  if (chosen < 0)
+    return cov_error(COV_UNSUPPORTED, NULL, "GPU planner: no workgroup tile fits a %dx%dx%d fragment in %llu bytes",
+                     p.fm, p.fn, p.fk, (unsigned long long)caps->shared_bytes);
   p.bm = cs[chosen].bm, p.bn = cs[chosen].bn, p.wm = cs[chosen].wm, p.wn = cs[chosen].wn;
   p.threads = p.warp_size * (p.bm / p.wm) * (p.bn / p.wn);
   int per = 16 / es;
