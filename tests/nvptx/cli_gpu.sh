@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# cli_gpu.sh COVENANT WORKDIR: `covenant gpu` usage and input errors (exit 2
+# and 1, with messages naming the problem), and `gpu run` without an NVIDIA
+# GPU: a clear error (the test then reports itself skipped, 77); with one, the
+# run must pass.
+set -u
+cov=$1 work=$2
+mkdir -p "$work"
+fail=0
+expect() { # expect CODE PATTERN -- ARGS...
+  local code=$1 pat=$2
+  shift 3
+  local out
+  out=$("$cov" "$@" 2>&1)
+  local rc=$?
+  if [ $rc -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
+    echo "FAIL: covenant $* -> exit $rc, expected $code with '$pat'; got: $out"
+    fail=1
+  fi
+}
+expect 0 "usage: covenant gpu compile" -- gpu --help
+expect 2 "expected a subcommand" -- gpu
+expect 2 "unknown subcommand 'frob'" -- gpu frob
+expect 2 "needs --target" -- gpu compile gemm_64x64x64 -o "$work/x"
+expect 2 "compile needs -o DIR" -- gpu compile gemm_64x64x64 --target nvptx-sm90
+expect 2 "at least one LAYER" -- gpu compile --target nvptx-sm90 -o "$work/x"
+expect 2 "expected f16, bf16 or f32" -- gpu compile gemm_64x64x64 --target nvptx-sm90 -o "$work/x" --dtype i8
+expect 1 "not in .*layers.json" -- gpu compile no_such_layer --target nvptx-sm90 -o "$work/x"
+expect 1 "not a contraction" -- gpu compile resnet50_stem_pool --target nvptx-sm90 -o "$work/x"
+expect 1 "softmax.*--allow-unfused" -- gpu compile bert_base_attn_qk --target nvptx-sm90 -o "$work/x"
+expect 1 "gemm_MxNxK" -- gpu compile gemm_12x12 --target nvptx-sm90 -o "$work/x"
+expect 1 "serves amdgpu and nvptx" -- gpu compile gemm_64x64x64 --target npu-16x16 -o "$work/x"
+expect 1 "schedule is written" -- gpu compile gemm_64x64x64:64x64 --target nvptx-sm90 -o "$work/x"
+expect 1 "do not nest" -- gpu compile gemm_64x64x64:64x64x32:48x32:2 --target nvptx-sm90 -o "$work/x"
+expect 1 "running on amdgpu-gfx942 is not implemented" -- gpu run gemm_64x64x64 --target amdgpu-gfx942
+expect 0 "roofline" -- gpu compile convnet_layer1 --target amdgpu-gfx90a -o "$work/r" --report
+[ $fail -ne 0 ] && exit 1
+out=$("$cov" gpu run convnet_layer1 gemm_100x70x50 --target nvptx-sm90 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && grep -q "no NVIDIA driver\|initialisation" <<<"$out"; then
+  echo "SKIPPED (usage checks passed): $out"
+  exit 77
+fi
+echo "$out"
+exit $rc
