@@ -1,5 +1,5 @@
 /* covenant/gpu.h: compiling layers for GPU targets (AMDGPU, NVPTX) and
- * running them on NVIDIA GPUs.
+ * running them (CUDA driver API / HIP module API).
  *
  * Layers are named by spec (see backends/gpu/gpu_layer.h): a suite entry,
  * NAME@bN for another batch, or gemm_MxNxK. Compilation writes one code
@@ -33,10 +33,12 @@ typedef struct cov_gpu_options {
 cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
                            const char *out_dir, FILE *report);
 
-/* Compiles each spec for an NVIDIA target, runs it through the CUDA driver
- * API on seeded random inputs, compares with a CPU loop nest and prints one
- * line per layer (max relative error, kernel time). COV_DEVICE_ERROR,
- * naming what the driver said, where there is no NVIDIA GPU. */
+/* Compiles each spec, runs it on seeded random inputs (NVIDIA: the CUDA
+ * driver API; AMD: the HIP module API; both loaded with dlopen), compares
+ * with a CPU loop nest and prints one line per layer (max relative error,
+ * kernel time). COV_DEVICE_ERROR, naming what the runtime said, where there
+ * is no such GPU. Debian's HIP (5.2) loads code object v4 only: set
+ * code_object_version = 4 for it. */
 cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
 
 #ifdef __cplusplus
