@@ -232,6 +232,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
     p->vector_copy = p->threads > 0 && layer->prob.kind == GPU_OP_MATMUL && p->M % bm == 0 && p->N % bn == 0 &&
                      p->K % bk == 0 && (bm * bk / per) % p->threads == 0 && (bk * bn / per) % p->threads == 0;
     p->shared_bytes = (unsigned)(stages * (bm * bk + bk * bn) * es);
+    if (p->ktable) p->shared_bytes += (unsigned)gpu_ktable_bytes(p);
     p->grid[0] = (unsigned)((p->N + bn - 1) / bn);
     p->grid[1] = (unsigned)((p->M + bm - 1) / bm);
     COV_RETURN_IF_ERROR(gpu_plan_check(p, &t->caps));

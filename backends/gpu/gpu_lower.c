@@ -64,7 +64,7 @@ typedef struct kernel {
   const gpu_plan *p;
   const gpu_frag_ops *fr;
   LLVMValueRef A, B, Cout, bias;
-  LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem;
+  LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
@@ -175,6 +175,25 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
     LLVMValueRef ok = and1(g, ult(g, m, p->M), ult(g, kk, p->K)), idx;
     if (q->kind == GPU_OP_MATMUL) {
       idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), m), C(p->K)), kk);
+    } else if (p->ktable) {
+      /* implicit GEMM through the K-offset table: the pixel part is per
+       * thread (hoisted), the (c, r, s) part one shared-memory read */
+      LLVMValueRef n = udiv(g, m, p->oh * p->ow), pix = urem(g, m, p->oh * p->ow);
+      LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, udiv(g, pix, p->ow), C(q->stride)), C(q->pad), "");
+      LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, urem(g, pix, p->ow), C(q->stride)), C(q->pad), "");
+      LLVMValueRef base = add(g, mul(g, add(g, mul(g, n, C(q->cc)), mul(g, k->gidx, C(q->cc / q->groups))),
+                                        C(q->ch * q->cw)),
+                              add(g, mul(g, ih0, C(q->cw)), iw0));
+      /* a dummy read past the last tile stays inside the table */
+      LLVMValueRef ti = valid ? LLVMBuildSelect(g->b, valid, kk, col, "") : kk;
+      LLVMValueRef ent = gep8(g, k->ktable, mul(g, ti, C(8)));
+      LLVMValueRef delta = LLVMBuildLoad2(g->b, g->i32, ent, "");
+      LLVMValueRef packed = LLVMBuildLoad2(g->b, g->i32, gep8(g, ent, C(4)), "");
+      LLVMValueRef ih = add(g, ih0, LLVMBuildLShr(g->b, packed, C(16), ""));
+      LLVMValueRef iw = add(g, iw0, LLVMBuildAnd(g->b, packed, C(0xffff), ""));
+      /* k beyond K carries a shift no input has, so the bounds reject it */
+      ok = and1(g, ult(g, m, p->M), and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw)));
+      idx = add(g, base, delta);
     } else {
       /* implicit GEMM: m = (n, oh, ow), k = (c, r, s) */
       LLVMValueRef n = udiv(g, m, p->oh * p->ow), pix = urem(g, m, p->oh * p->ow);
@@ -336,6 +355,40 @@ static void epilogue(kernel *k) {
       }
 }
 
+/* The conv K-offset table: entry k = {c*H*W + r*d*W + s*d, (r*d) << 16 |
+ * s*d} for k < K, {0, 0x7fff7fff} for the padding of the last tile; built
+ * cooperatively, then a barrier. */
+static void build_ktable(kernel *k, long long entries) {
+  gpu_gen *g = k->g;
+  const gpu_problem *q = &k->p->prob;
+  long long T = k->p->threads;
+  k->ktable = gep8(g, k->smem, C((long long)k->p->stages * k->stage_bytes));
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "ktable");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "ktable_done");
+  LLVMBuildCondBr(g->b, ult(g, k->tid, entries), body, after);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  LLVMValueRef e = LLVMBuildPhi(g->b, g->i32, "e");
+  LLVMValueRef c = udiv(g, e, q->cr * q->cs), rs = urem(g, e, q->cr * q->cs);
+  LLVMValueRef rd = mul(g, udiv(g, rs, q->cs), C(q->dilation)), sd = mul(g, urem(g, rs, q->cs), C(q->dilation));
+  LLVMValueRef in = ult(g, e, k->p->K);
+  LLVMValueRef delta = add(g, add(g, mul(g, c, C(q->ch * q->cw)), mul(g, rd, C(q->cw))), sd);
+  LLVMValueRef packed = LLVMBuildOr(g->b, LLVMBuildShl(g->b, rd, C(16), ""), sd, "");
+  delta = LLVMBuildSelect(g->b, in, delta, C(0), "");
+  packed = LLVMBuildSelect(g->b, in, packed, C(0x7fff7fff), "");
+  LLVMValueRef ent = gep8(g, k->ktable, mul(g, e, C(8)));
+  LLVMBuildStore(g->b, delta, ent);
+  LLVMBuildStore(g->b, packed, gep8(g, ent, C(4)));
+  LLVMValueRef e1 = add(g, e, C(T));
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, ult(g, e1, entries), body, after);
+  LLVMValueRef vals[2] = {k->tid, e1};
+  LLVMBasicBlockRef bbs[2] = {pre, latch};
+  LLVMAddIncoming(e, vals, bbs, 2);
+  LLVMPositionBuilderAtEnd(g->b, after);
+  g->target->barrier(g);
+}
+
 cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
                      const char *name) {
   gpu_gen gg = {0}, *g = &gg;
@@ -420,6 +473,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
 
   int S = plan->stages;
   long long KT = (plan->K + plan->bk - 1) / plan->bk;
+  if (plan->ktable) build_ktable(k, KT * plan->bk);
   int async = target->async_copy16 != NULL && plan->vector_copy;
   LLVMValueRef staged[MAX_STAGED];
   if (n_staged(plan, k->esize) > MAX_STAGED) {

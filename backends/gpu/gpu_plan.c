@@ -105,7 +105,11 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %d threads do not match its warps or exceed %d",
                      p->threads, caps->max_threads);
   if (p->stages < 2) return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: needs at least 2 stages");
-  uint64_t need = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)es;
+  if (p->ktable && (p->prob.kind != GPU_OP_CONV2D || p->prob.ch >= 16384 || p->prob.cw >= 16384 ||
+                    (p->prob.cr - 1) * p->prob.dilation >= 16384 || (p->prob.cs - 1) * p->prob.dilation >= 16384))
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "GPU plan: a K-offset table is for conv2d with inputs and filters under 16384 pixels");
+  uint64_t need = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)es + gpu_ktable_bytes(p);
   if (need != p->shared_bytes || need > caps->shared_bytes)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %llu bytes of shared memory (capacity %llu)",
                      (unsigned long long)need, (unsigned long long)caps->shared_bytes);
@@ -188,6 +192,16 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
   if (caps->has_async_copy && p.vector_copy)
     while (p.stages < 4 && (uint64_t)(p.stages + 1) * stage <= caps->shared_bytes) p.stages++;
   p.shared_bytes = (unsigned)(p.stages * stage);
+  /* conv gathers read their K offsets from a table when it fits beside the
+   * tiles (and leaves room for a second workgroup) */
+  if (prob->kind == GPU_OP_CONV2D && prob->ch < 16384 && prob->cw < 16384 &&
+      (prob->cr - 1) * prob->dilation < 16384 && (prob->cs - 1) * prob->dilation < 16384) {
+    p.ktable = true;
+    if (p.shared_bytes + gpu_ktable_bytes(&p) > caps->shared_bytes / 2)
+      p.ktable = false;
+    else
+      p.shared_bytes += (unsigned)gpu_ktable_bytes(&p);
+  }
   p.grid[0] = (unsigned)cdiv(p.N, p.bn);
   p.grid[1] = (unsigned)cdiv(p.M, p.bm);
   p.grid[2] = (unsigned)p.G;

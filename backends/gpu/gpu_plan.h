@@ -71,6 +71,10 @@ typedef struct gpu_plan {
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */
   bool vector_copy;
+  /* conv2d: a table of the K offsets (input offset of (c, r, s) and the
+   * row/column shift r*dilation, s*dilation), built in shared memory at the
+   * start, so that the gathers do not divide k by R*S and S per element */
+  bool ktable;
   unsigned grid[3];
   unsigned shared_bytes;
 } gpu_plan;
@@ -86,6 +90,11 @@ typedef struct gpu_target_caps {
   int tiles[8][3];           /* (m, n, k) */
   int has_async_copy;        /* global->shared copies that bypass registers */
 } gpu_target_caps;
+
+/* Bytes of the conv2d K-offset table (8 per k, for every K tile). */
+static inline uint64_t gpu_ktable_bytes(const gpu_plan *p) {
+  return p->ktable ? (uint64_t)((p->K + p->bk - 1) / p->bk) * (uint64_t)p->bk * 8u : 0;
+}
 
 /* Reads warp size, shared memory/LDS capacity, register file and the
  * matrix capability tiles for `in` inputs with f32 results from the ACG. */

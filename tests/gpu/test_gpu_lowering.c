@@ -108,6 +108,14 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
   int warps = p->threads / p->warp_size, warps_n = p->bn / p->wn;
   int nacc_all = (p->wm / p->fm) * (p->wn / p->fn) * n_acc;
   float *acc = malloc(sizeof(float) * (size_t)(p->threads * nacc_all));
+  /* the conv K-offset table, as build_ktable fills it */
+  int64_t kt_n = (p->K + p->bk - 1) / p->bk * p->bk;
+  int32_t *tbl = malloc(sizeof(int32_t) * 2 * (size_t)kt_n);
+  for (int64_t e = 0; p->ktable && e < kt_n; e++) {
+    int64_t c = e / (q->cr * q->cs), rs = e % (q->cr * q->cs), rd = rs / q->cs * q->dilation, sd = rs % q->cs * q->dilation;
+    tbl[2 * e] = e < p->K ? (int32_t)(c * q->ch * q->cw + rd * q->cw + sd) : 0;
+    tbl[2 * e + 1] = e < p->K ? (int32_t)(rd << 16 | sd) : 0x7fff7fff;
+  }
   for (unsigned gz = 0; gz < p->grid[2]; gz++)
     for (unsigned by = 0; by < p->grid[1]; by++)
       for (unsigned bx = 0; bx < p->grid[0]; bx++) {
@@ -122,9 +130,15 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
               int e = t + i * p->threads, row = e / p->bk, col = e % p->bk;
               int64_t m = m0 + row, kk = k0 + col;
               float v = 0;
-              if (m < p->M && kk < p->K) {
+              if (m < p->M && (kk < p->K || (q->kind == GPU_OP_CONV2D && p->ktable))) {
                 if (q->kind == GPU_OP_MATMUL) {
                   v = A[(gz * p->M + m) * p->K + kk];
+                } else if (p->ktable) {
+                  int64_t n = m / (p->oh * p->ow), pix = m % (p->oh * p->ow);
+                  int64_t ih0 = pix / p->ow * q->stride - q->pad, iw0 = pix % p->ow * q->stride - q->pad;
+                  int64_t base = (n * q->cc + gz * (q->cc / q->groups)) * q->ch * q->cw + ih0 * q->cw + iw0;
+                  int64_t ih = ih0 + (tbl[2 * kk + 1] >> 16), iw = iw0 + (tbl[2 * kk + 1] & 0xffff);
+                  if (ih >= 0 && ih < q->ch && iw >= 0 && iw < q->cw) v = A[base + tbl[2 * kk]];
                 } else {
                   int64_t n = m / (p->oh * p->ow), pix = m % (p->oh * p->ow), oh = pix / p->ow, ow = pix % p->ow;
                   int64_t c = kk / (q->cr * q->cs), rs = kk % (q->cr * q->cs), r = rs / q->cs, s = rs % q->cs;
@@ -197,7 +211,7 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
                 }
           }
       }
-  free(ta), free(tb), free(acc);
+  free(ta), free(tb), free(acc), free(tbl);
 }
 
 static void random_problem(gpu_problem *q, int i) {
