@@ -23,7 +23,16 @@
 
 #include "mapper/map_internal.h"
 
+typedef struct opterms {
+  int rank;
+  int start[COV_MAX_RANK + 1];
+  int loop[COV_MAX_RANK * MAP_MAX_LOOPS];
+  int64_t coef[COV_MAX_RANK * MAP_MAX_LOOPS];
+} opterms;
+
 typedef struct search {
+  opterms terms[MAP_MAX_OPERANDS];
+  uint64_t elem_bytes[MAP_MAX_OPERANDS][MAP_MAX_LEVELS]; /* x2 when double-buffered */
   const map_target *t;
   const map_schedule *proto;
   const map_problem *p;
@@ -38,6 +47,7 @@ typedef struct search {
   int64_t evals, candidates;
   bool stop;
   map_schedule scratch;
+  bool free_below[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
 } search;
 
 static int divisors(int64_t n, int64_t *out, int max) {
@@ -54,12 +64,12 @@ static bool depends(const map_operand *op, int loop) {
 }
 
 /* Bytes per storage node for the tiles given by fac (levels >= 1), with
- * unassigned loops (index >= upto) at their minimum; true if all fit. */
+ * unassigned loops (index >= upto) at their minimum; true if all fit. Hot:
+ * uses the precomputed sparse access terms. */
 static bool fits(search *S, int upto) {
   const map_problem *p = S->p;
-  const cov_acg *g = S->t->acg;
-  uint64_t used[256];
-  memset(used, 0, sizeof used);
+  uint64_t used[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
+  int nodes[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_nodes = 0;
   for (int lv = 1; lv < S->L; lv++) {
     int64_t tile[MAP_MAX_LOOPS];
     for (int l = 0; l < p->n_loops; l++) {
@@ -69,17 +79,21 @@ static bool fits(search *S, int upto) {
     }
     for (int o = 0; o < p->n_operands; o++) {
       int node = S->t->path[o][lv];
-      if (node < 0 || node >= 256) continue;
-      int64_t shape[COV_MAX_RANK];
-      map_tile_box(&p->operands[o], p->n_loops, tile, shape);
+      if (node < 0) continue;
+      const opterms *ot = &S->terms[o];
       uint64_t e = 1;
-      for (int d = 0; d < p->operands[o].rank; d++) e *= (uint64_t)shape[d];
-      cov_dtype dt = p->operands[o].role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? S->t->mul_dtype
-                     : p->operands[o].role == MAP_ROLE_OUTPUT ? S->t->acc_dtype
-                                                              : p->operands[o].dtype;
-      uint64_t b = e * cov_dtype_size(dt) * (S->ch.dbuf && g->storage[node].double_buffer ? 2 : 1);
-      used[node] += b;
-      if (used[node] > g->storage[node].capacity_bytes) return false;
+      for (int d = 0; d < ot->rank; d++) {
+        int64_t ext = 1;
+        for (int k = ot->start[d]; k < ot->start[d + 1]; k++)
+          ext += ot->coef[k] * (tile[ot->loop[k]] - 1);
+        e *= (uint64_t)ext;
+      }
+      uint64_t b = e * S->elem_bytes[o][lv];
+      int j = 0;
+      while (j < n_nodes && nodes[j] != node) j++;
+      if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
+      used[j] += b;
+      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
     }
   }
   return true;
@@ -131,6 +145,11 @@ static sig order_sig(search *S, int lv, const int *ord, int n) {
       tmp[m++] = ord[i];
     }
   for (int o = 0; o < S->p->n_operands; o++) {
+    /* only operands with a place below this level have transfers that
+     * this level's loops can position */
+    bool below = false;
+    for (int k = lv + 1; k < S->L; k++) below |= S->t->path[o][k] >= 0;
+    if (!below) continue;
     int64_t prod = 1;
     int i;
     for (i = m - 1; i >= 0; i--) {
@@ -183,8 +202,16 @@ static void level_orders(search *S, int lv, orders *os) {
   }
   /* stationarity orders: innermost the loops independent of operand o1, then
    * of o2, ... (every permutation of the operands) */
-  int ops[MAP_MAX_OPERANDS], no = S->p->n_operands;
-  for (int i = 0; i < no; i++) ops[i] = i;
+  int ops[MAP_MAX_OPERANDS], no = 0;
+  for (int o = 0; o < S->p->n_operands; o++) {
+    bool below = false;
+    for (int k = lv + 1; k < S->L; k++) below |= S->t->path[o][k] >= 0;
+    if (below && S->p->operands[o].role != MAP_ROLE_VECTOR) ops[no++] = o;
+  }
+  if (no == 0) {
+    add_order(S, lv, os, act, n);
+    return;
+  }
   do {
     int ord[MAP_MAX_LOOPS], m = 0;
     bool placed[MAP_MAX_LOOPS] = {0};
@@ -255,6 +282,9 @@ static void split_rec(search *S, int l, int lv, int64_t left) {
   }
   int64_t dv[256];
   int nd = divisors(left, dv, 256);
+  /* pruned: when nothing stored at the levels below lv depends on loop l,
+   * its factor belongs below (fewer passes, no more traffic): dominance */
+  if (!S->exhaustive && lv >= 1 && lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
   for (int i = 0; i < nd && !S->stop; i++) {
     S->ch.fac[lv][l] = dv[i];
     split_rec(S, l, lv - 1, left / dv[i]);
@@ -333,6 +363,28 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
     while (j >= 0 && cmp_spatial(&sp[j], &x) > 0) sp[j + 1] = sp[j], j--;
     sp[j + 1] = x;
   }
+  for (int o = 0; o < p->n_operands; o++) {
+    opterms *ot = &S->terms[o];
+    const map_operand *op = &p->operands[o];
+    ot->rank = op->rank;
+    int k = 0;
+    for (int d = 0; d < op->rank; d++) {
+      ot->start[d] = k;
+      for (int l = 0; l < p->n_loops; l++) {
+        int64_t c = op->acc.coef[d][l];
+        if (c) ot->loop[k] = l, ot->coef[k++] = c < 0 ? -c : c;
+      }
+    }
+    ot->start[op->rank] = k;
+  }
+  for (int lv = 0; lv < S->L; lv++)
+    for (int l = 0; l < p->n_loops; l++) {
+      bool dep = false;
+      for (int o = 0; o < p->n_operands; o++)
+        for (int k = lv; k < S->L; k++)
+          if (t->path[o][k] >= 0 && depends(&p->operands[o], l)) dep = true;
+      S->free_below[lv][l] = !dep;
+    }
   int beam = opt && opt->beam > 0 ? opt->beam : 4;
   if (!S->exhaustive && n_sp > beam) n_sp = beam;
   for (int c = 0; c < n_sp && !S->stop; c++)
@@ -346,6 +398,16 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
           S->rem[sp[c].loop[k]] /= sp[c].f[k];
         }
       S->ch.dbuf = db;
+      for (int o = 0; o < p->n_operands; o++)
+        for (int lv = 1; lv < S->L; lv++) {
+          int node = t->path[o][lv];
+          if (node < 0) continue;
+          const map_operand *op = &p->operands[o];
+          cov_dtype dt = op->role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? t->mul_dtype
+                         : op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
+          S->elem_bytes[o][lv] = cov_dtype_size(dt) *
+                                 (db && t->acg->storage[node].double_buffer ? 2 : 1);
+        }
       for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
         for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
       split_rec(S, 0, S->L - 1, S->rem[0]);
