@@ -21,6 +21,7 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
   const char *suite = cov_suite_default_path();
   int scale = 1;
   const char *targets[16];
