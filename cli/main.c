@@ -11,7 +11,8 @@ static const cli_command k_commands[] = {
     {"inspect", "read an ONNX model: shapes, parameters, layer groups, codelets, MACs",
      cli_cmd_inspect},
     {"run", "run an ONNX model on a target (the CPU reference 'ref' for now)", cli_cmd_run},
-    {"gpu", "compile layers for GPU targets (AMDGPU, NVPTX) and run them on NVIDIA GPUs", cli_cmd_gpu},
+    {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
+    {"gpu", "compile layers for GPU targets (AMDGPU, NVPTX) and run them (CUDA, HIP)", cli_cmd_gpu},
 };
 #define N_COMMANDS (sizeof k_commands / sizeof *k_commands)
 
