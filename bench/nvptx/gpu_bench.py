@@ -133,14 +133,13 @@ def time_torch(fn, iters):
     return s.elapsed_time(e) / iters
 
 
-def bench(cov, k, iters):
+def bench(cov, k, iters, reps):
     sa, sb, so, nb = shapes(k)
     dt = DT[k["dtype"]]
     a = (torch.rand(sa, device="cuda") * 2 - 1).to(dt)
     b = (torch.rand(sb, device="cuda") * 2 - 1).to(dt)
     bias = torch.rand(nb, device="cuda") * 2 - 1
     out = torch.zeros(so, device="cuda")
-    cov_ms = cov.launch(k, [a, b, out, bias], iters)
     if k["kind"] == "matmul":
         macs = k["batch"] * k["M"] * k["N"] * k["K"]
         vendor = lambda: torch.matmul(a, b)  # cuBLAS, fp16 in, fp32 accumulate
@@ -158,12 +157,21 @@ def bench(cov, k, iters):
             if k["maxpool2x2"]:
                 y = F.max_pool2d(y, 2)
             return y
-    v_ms = time_torch(vendor, iters)
+    # covenant and vendor alternate, `reps` times each; medians (a run's
+    # clock and the libraries' algorithm choices vary from one to the next)
+    cs, vs, fs = [], [], []
+    for _ in range(reps):
+        cs.append(cov.launch(k, [a, b, out, bias], iters))
+        vs.append(time_torch(vendor, iters))
+        if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
+            fs.append(time_torch(fused, iters))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    cov_ms, v_ms = med(cs), med(vs)
     r = {"name": k["name"], "macs": macs, "covenant_ms": cov_ms, "vendor_ms": v_ms,
          "covenant_tflops": 2 * macs / cov_ms / 1e9, "vendor_tflops": 2 * macs / v_ms / 1e9,
          "ratio": v_ms / cov_ms}
-    if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
-        f_ms = time_torch(fused, iters)
+    if fs:
+        f_ms = med(fs)
         r["torch_sequence_ms"] = f_ms
         r["ratio_vs_sequence"] = f_ms / cov_ms
     return r
@@ -202,6 +210,7 @@ def main():
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--big-trials", type=int, default=3, help="trials for layers of over 1e9 MACs")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5, help="alternating timing repetitions; medians are reported")
     ap.add_argument("--onnx")
     ap.add_argument("--only", help="comma-separated kernel names")
     args = ap.parse_args()
@@ -242,7 +251,7 @@ def main():
             continue
         if k["kind"] == "conv2d" and k["N"] == 1:
             continue
-        r = bench(cov, k, args.iters)
+        r = bench(cov, k, args.iters, args.reps)
         results["bench"].append(r)
         line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (
             r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
