@@ -12,8 +12,9 @@ static void gpu_help(FILE *out) {
           "       covenant gpu run LAYER... --target T\n"
           "\n"
           "LAYER is an entry of the layer suite (bench/suite/layers.json) by name, NAME@bN\n"
-          "for batch N, gemm_MxNxK for a plain matmul, or 'all' for every contraction\n"
-          "layer of the suite. T is a GPU target: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90.\n"
+          "for batch N, gemm_MxNxK for a plain matmul, 'all' for every contraction\n"
+          "layer of the suite, or MODEL.onnx for the conv layer groups of a model.\n"
+          "T is a GPU target: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90.\n"
           "\n"
           "  compile  one code object per layer (HSACO for AMDGPU, PTX for NVPTX) and\n"
           "           DIR/manifest.json with each kernel's launch, problem and plan\n"
@@ -28,7 +29,8 @@ static void gpu_help(FILE *out) {
           "                        occupancy and a roofline time estimate from the ACG\n"
           "      --dtype D         input dtype f16 (default), bf16 or f32\n"
           "      --suite FILE      the layer suite (default: the shipped one)\n"
-          "      --allow-unfused   accept layers whose post-ops (softmax) are not fused\n"
+          "      --allow-unfused   accept layers whose post-ops (softmax) are not fused, and\n"
+          "                        skip (with a note) model groups that are not contractions\n"
           "      --code-object V   AMDGPU code object version 4 or 5 (default: the ACG's)\n"
           "  -h, --help            show this help\n");
 }

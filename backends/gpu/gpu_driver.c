@@ -17,6 +17,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_llvm.h"
+#include "backends/gpu/gpu_model.h"
 #include "backends/nvptx/nvptx_ptx.h"
 #include "backends/nvptx/nvptx_target.h"
 #include "covenant/acg.h"
@@ -218,6 +219,17 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
     spec = base;
   }
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[6]){bm, bn, bk, wm, wn, stages} : NULL, plan, code,
+                           code_size, info);
+}
+
+cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
+                             const int *schedule, gpu_plan *plan, char **code, size_t *code_size,
+                             gpu_kernel_info *info) {
+  cov_dtype dt = layer->prob.in_dtype;
+  int colon = schedule != NULL;
+  int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
+  int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, NULL,
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
@@ -259,13 +271,29 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
   if (report && !st)
     fprintf(report, "%-28s %-9s %10s %6s %6s %9s %12s  %s\n", "kernel", "GEMM-view", "shared B", "VGPR", "AGPR",
             "occupancy", "roofline us", "plan");
-  for (int i = 0; i < n_specs && !st; i++) {
+  /* specs, with every MODEL.onnx expanded into its layer groups */
+  gpu_layer *model_layers = NULL;
+  int n_model = 0, model_i = 0, spec_i = 0;
+  while (!st) {
     gpu_layer layer;
     gpu_plan plan;
     char *code = NULL;
     size_t n = 0;
     gpu_kernel_info info;
-    st = gpu_compile_one(&t, opts, specs[i], &layer, &plan, &code, &n, &info);
+    if (model_i < n_model) {
+      layer = model_layers[model_i++];
+      st = gpu_compile_layer(&t, opts, &layer, NULL, &plan, &code, &n, &info);
+    } else {
+      free(model_layers), model_layers = NULL, n_model = model_i = 0;
+      if (spec_i >= n_specs) break;
+      const char *spec = specs[spec_i++];
+      size_t len = strlen(spec);
+      if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
+        st = gpu_model_layers(spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
+        continue;
+      }
+      st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
+    }
     if (st) break;
     char file[160], path[4096];
     snprintf(file, sizeof file, "%s.%s", layer.name, nv ? "ptx" : "hsaco");
@@ -308,6 +336,7 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
               json_string_value(json_object_get(k, "plan")));
     }
   }
+  free(model_layers);
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);

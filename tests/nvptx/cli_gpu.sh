@@ -33,6 +33,14 @@ expect 1 "serves amdgpu and nvptx" -- gpu compile gemm_64x64x64 --target npu-16x
 expect 1 "schedule is written" -- gpu compile gemm_64x64x64:64x64 --target nvptx-sm90 -o "$work/x"
 expect 1 "do not nest" -- gpu compile gemm_64x64x64:64x64x32:48x32:2 --target nvptx-sm90 -o "$work/x"
 expect 0 "roofline" -- gpu compile convnet_layer1 --target amdgpu-gfx90a -o "$work/r" --report
+models=$(dirname "$0")/../frontend/models
+expect 0 "covenant_convnet_g0_conv_bias_relu_maxpool" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
+  --target nvptx-sm90 -o "$work/m" --report
+expect 1 "matmul+bias.*MatMul/Gemm groups are not lowered" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "only 2x2 max pooling with stride 2" -- gpu compile "$models/squeezenet1_1.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "group 9 (add.*not a contraction" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "note: .*group 9 (add" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x" --allow-unfused
+expect 1 "no_such.onnx" -- gpu compile no_such.onnx --target nvptx-sm90 -o "$work/x"
 [ $fail -ne 0 ] && exit 1
 if [ "$what" = usage ]; then echo "ok: covenant gpu usage and input errors"; exit 0; fi
 # runs where a GPU is present; without one, a clear error naming what the
