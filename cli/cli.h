@@ -35,5 +35,6 @@ int cli_cmd_acg(int argc, char **argv);
 int cli_cmd_codelet(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_explore(int argc, char **argv);
 
 #endif

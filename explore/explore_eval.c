@@ -1,0 +1,53 @@
+/* explore/explore_eval.c: the evaluator registry and design-level figures.
+ *
+ * An evaluator turns (design ACG, layer) into cycles, utilisation, bytes per
+ * storage node and energy. Each CSV row names the evaluator that produced it,
+ * so figures of different evaluators are never mixed up. The registry lists
+ * what this build has, best first: `roofline` (analytical bound, always);
+ * `mapper` and `npusim` join it once their modules are in the tree. */
+#include <math.h>
+#include <string.h>
+
+#include "acg/acg_ir.h"
+#include "explore/explore.h"
+
+static const explore_evaluator *const k_evaluators[] = {&explore_roofline};
+#define N_EVALUATORS (sizeof k_evaluators / sizeof *k_evaluators)
+
+/* Evaluators the design names but this build does not have yet. */
+static const char *const k_planned[] = {"mapper", "npusim"};
+
+cov_status explore_evaluator_find(const char *name, const explore_evaluator **out) {
+  *out = NULL;
+  if (!name) {
+    *out = k_evaluators[0];
+    return NULL;
+  }
+  for (size_t i = 0; i < N_EVALUATORS; i++)
+    if (strcmp(k_evaluators[i]->name, name) == 0) {
+      *out = k_evaluators[i];
+      return NULL;
+    }
+  char have[128] = "";
+  for (size_t i = 0; i < N_EVALUATORS; i++) {
+    strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);
+    strncat(have, k_evaluators[i]->name, sizeof have - strlen(have) - 1);
+  }
+  for (size_t i = 0; i < sizeof k_planned / sizeof *k_planned; i++)
+    if (strcmp(k_planned[i], name) == 0)
+      return cov_error(COV_UNSUPPORTED, NULL,
+                       "--eval %s: this build has no %s evaluator yet (available: %s)", name, name,
+                       have);
+  return cov_error(COV_INVALID_ARGUMENT, NULL, "--eval %s: unknown evaluator (available: %s)",
+                   name, have);
+}
+
+double explore_area_mm2(const cov_acg *g) {
+  double area = 0;
+  int any = 0;
+  for (int i = 0; i < g->n_storage; i++)
+    if (g->storage[i].area_mm2 > 0) area += g->storage[i].area_mm2, any = 1;
+  for (int i = 0; i < g->n_compute; i++)
+    if (g->compute[i].area_mm2 > 0) area += g->compute[i].area_mm2, any = 1;
+  return any ? area : NAN;
+}
