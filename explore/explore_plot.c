@@ -4,6 +4,7 @@
  * write in C; the CSVs are the interface, so the script can be rerun or
  * replaced without touching a study. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,13 +19,17 @@ cov_status cov_explore_plot(const char *dir, const char *script) {
                                               "COVENANT_EXPLORE_PATH", path, sizeof path));
     script = path;
   }
+  /* matplotlib comes from Debian (python3-matplotlib), so prefer Debian's
+   * python over whatever python3 comes first on PATH. */
+  const char *py = getenv("COVENANT_PYTHON");
+  if (!py || !*py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) return cov_error(COV_IO_ERROR, NULL, "fork failed: %s", strerror(errno));
   if (pid == 0) {
-    execlp("python3", "python3", script, dir, (char *)NULL);
-    fprintf(stderr, "explore plot: cannot run python3: %s\n", strerror(errno));
+    execlp(py, py, script, dir, (char *)NULL);
+    fprintf(stderr, "explore plot: cannot run %s: %s\n", py, strerror(errno));
     _exit(127);
   }
   int st;
@@ -32,7 +37,7 @@ cov_status cov_explore_plot(const char *dir, const char *script) {
     if (errno != EINTR) return cov_error(COV_INTERNAL, NULL, "waitpid: %s", strerror(errno));
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = script),
-                     "plotting failed (exit %d); it needs python3 and python3-matplotlib",
-                     WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+                     "plotting failed (exit %d); it needs %s with matplotlib (Debian: python3-matplotlib)",
+                     WIFEXITED(st) ? WEXITSTATUS(st) : -1, py);
   return NULL;
 }
