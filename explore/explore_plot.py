@@ -55,9 +55,14 @@ def scatter_front(designs, params, ycol, flagcol, ylabel, title, out, stem):
     if front:
         ax.plot([p[1] for p in front], [p[0] for p in front], "-o", color="#d1495b",
                 markersize=7, label="Pareto front", zorder=3)
+        # Designs that tie (same cycles and area) share one label.
+        groups = {}
         for p in front:
-            ax.annotate(label(p[2], params), (p[1], p[0]), textcoords="offset points",
-                        xytext=(6, 4), fontsize=7, color="#7a1f2b")
+            groups.setdefault((p[1], p[0]), []).append(label(p[2], params))
+        for (x, y), names in groups.items():
+            text = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} tied)"
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=7,
+                        color="#7a1f2b")
     ax.set_yscale("log")
     ax.set_xlabel(ylabel)
     ax.set_ylabel("total cycles over the layers (log)")
