@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "covenant/model.h"
 #include "explore/explore.h"
 #include "tests/check.h"
 
@@ -201,6 +202,40 @@ static void test_suite(void) {
   cov_arena_destroy(a);
 }
 
+/* cov_model_group_get_info on the example ConvNet, against the counts of its
+ * two layers worked by hand (conv 3->10 3x3 on 32x32 then 2x2 pool; conv
+ * 10->10 5x5 on 15x15): intermediate values inside a group are not traffic. */
+static void test_model(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/examples/convnet.onnx", COV_TEST_SOURCE_DIR);
+  cov_model *m = NULL;
+  cov_status st = cov_model_load_file(path, NULL, &m);
+  CHECK(st == NULL);
+  if (st) {
+    cov_status_free(st);
+    return;
+  }
+  cov_model_group_info gi;
+  CHECK(cov_model_num_groups(m) == 2);
+  CHECK(cov_model_group_get_info(m, 0, &gi) == NULL);
+  CHECK(gi.macs == 10 * 30 * 30 * 27 && gi.in_elems == 3 * 32 * 32);
+  CHECK(gi.const_elems == 270 + 10 && gi.out_elems == 10 * 15 * 15 && !gi.layout);
+  CHECK_STR(gi.kind, "conv+bias+relu+maxpool");
+  CHECK(cov_model_group_get_info(m, 1, &gi) == NULL);
+  CHECK(gi.macs == 10 * 11 * 11 * 250 && gi.in_elems == 10 * 15 * 15);
+  CHECK(gi.const_elems == 2500 + 10 && gi.out_elems == 10 * 11 * 11);
+  st = cov_model_group_get_info(m, 2, &gi);
+  CHECK(st && cov_status_code(st) == COV_INVALID_ARGUMENT);
+  cov_status_free(st);
+  cov_model_free(m);
+
+  cov_arena *a = cov_arena_create();
+  explore_layers ls = {0};
+  CHECK(explore_layers_add_model(a, path, &ls) == NULL && ls.n == 2);
+  if (ls.n == 2) CHECK_STR(ls.items[1].name, "convnet#1");
+  cov_arena_destroy(a);
+}
+
 static void test_roofline(void) {
   cov_acg *g = NULL;
   cov_status st = cov_acg_load_buffer(k_acg, strlen(k_acg), "t.json", &g);
@@ -266,6 +301,7 @@ int main(void) {
   test_paths();
   test_errors();
   test_suite();
+  test_model();
   test_roofline();
   test_pareto();
   return check_summary();
