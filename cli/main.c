@@ -11,6 +11,7 @@ static const cli_command k_commands[] = {
     {"inspect", "read an ONNX model: shapes, parameters, layer groups, codelets, MACs",
      cli_cmd_inspect},
     {"run", "run an ONNX model on a target (the CPU reference 'ref' for now)", cli_cmd_run},
+    {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
     {"explore", "architecture studies: sweep ACG parameters, evaluate layers, compare designs",
      cli_cmd_explore},
 };
