@@ -64,6 +64,7 @@ json_t *explore_json_pointer(json_t *doc, const char *pointer);
 typedef struct explore_layer {
   const char *name; /* suite name, or "<model stem>#<group>:<kind>" */
   const char *op;   /* conv2d, gemm, batch_matmul, maxpool, or the group's kind */
+  const char *suite_file, *suite_name; /* where a suite layer came from; NULL for models */
   double macs;      /* multiply-accumulates */
   double in_elems;  /* activations read (every non-constant operand) */
   double w_elems;   /* constants read (weights, bias) */
@@ -103,12 +104,14 @@ typedef struct explore_evaluator {
   const char *about; /* one line for --help and the summary */
   cov_status (*eval)(const cov_acg *acg, const explore_layer *layer, const explore_eval_ctx *ctx,
                      explore_result *out);
+  int suite_only; /* evaluates suite layers only (not ONNX layer groups) */
 } explore_evaluator;
 
-/* NULL name: the best evaluator this build has. Unknown or unavailable names
- * give an error listing the available ones. */
-cov_status explore_evaluator_find(const char *name, const explore_evaluator **out);
-extern const explore_evaluator explore_roofline;
+/* NULL name: the best evaluator this build has that can evaluate every
+ * layer (has_models: some layers come from ONNX models). Unknown or
+ * unavailable names give an error listing the available ones. */
+cov_status explore_evaluator_find(const char *name, int has_models, const explore_evaluator **out);
+extern const explore_evaluator explore_roofline, explore_mapper;
 
 /* Sum of area_mm2 over nodes (NaN when no node gives one). */
 double explore_area_mm2(const cov_acg *acg);

@@ -3,31 +3,34 @@
  * An evaluator turns (design ACG, layer) into cycles, utilisation, bytes per
  * storage node and energy. Each CSV row names the evaluator that produced it,
  * so figures of different evaluators are never mixed up. The registry lists
- * what this build has, best first: `roofline` (analytical bound, always);
- * `mapper` and `npusim` join it once their modules are in the tree. */
+ * what this build has, best first: `mapper` (the mapper's predicted cost of
+ * its best schedule; suite layers only), `roofline` (analytical bound, any
+ * layer); `npusim` joins them once the NPU backend compiles schedules. */
 #include <math.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
 #include "explore/explore.h"
 
-static const explore_evaluator *const k_evaluators[] = {&explore_roofline};
+static const explore_evaluator *const k_evaluators[] = {&explore_mapper, &explore_roofline};
 #define N_EVALUATORS (sizeof k_evaluators / sizeof *k_evaluators)
 
 /* Evaluators the design names but this build does not have yet. */
-static const char *const k_planned[] = {"mapper", "npusim"};
+static const char *const k_planned[] = {"npusim"};
 
-cov_status explore_evaluator_find(const char *name, const explore_evaluator **out) {
+cov_status explore_evaluator_find(const char *name, int has_models, const explore_evaluator **out) {
   *out = NULL;
-  if (!name) {
-    *out = k_evaluators[0];
+  for (size_t i = 0; i < N_EVALUATORS; i++) {
+    const explore_evaluator *ev = k_evaluators[i];
+    if (name ? strcmp(ev->name, name) != 0 : (has_models && ev->suite_only)) continue;
+    if (has_models && ev->suite_only)
+      return cov_error(COV_UNSUPPORTED, NULL,
+                       "--eval %s: this evaluator takes suite layers only, not --model layer "
+                       "groups (use --eval roofline for models)",
+                       name);
+    *out = ev;
     return NULL;
   }
-  for (size_t i = 0; i < N_EVALUATORS; i++)
-    if (strcmp(k_evaluators[i]->name, name) == 0) {
-      *out = k_evaluators[i];
-      return NULL;
-    }
   char have[128] = "";
   for (size_t i = 0; i < N_EVALUATORS; i++) {
     strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);

@@ -134,7 +134,10 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
         const char *nm = json_string_value(json_object_get(o, "name"));
         if (nm && strlen(nm) == n && strncmp(nm, p, n) == 0) {
           explore_layer l;
-          if ((st = suite_layer(a, path, o, &l)) || (st = add(a, out, l))) goto done;
+          if ((st = suite_layer(a, path, o, &l))) goto done;
+          l.suite_file = cov_arena_strdup(a, path);
+          l.suite_name = l.name;
+          if ((st = add(a, out, l))) goto done;
           found = 1;
         }
       }
@@ -151,7 +154,10 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
     json_t *o;
     json_array_foreach(layers, i, o) {
       explore_layer l;
-      if ((st = suite_layer(a, path, o, &l)) || (st = add(a, out, l))) goto done;
+      if ((st = suite_layer(a, path, o, &l))) goto done;
+      l.suite_file = cov_arena_strdup(a, path);
+      l.suite_name = l.name;
+      if ((st = add(a, out, l))) goto done;
     }
   }
 done:

@@ -130,8 +130,9 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
     else s->n_designs *= s->vary[i].n_values;
   }
   if (st) goto fail;
-  const char *ev_name = o->evaluator;
-  if ((st = explore_evaluator_find(ev_name, &s->ev))) goto fail;
+  if ((st = explore_evaluator_find(o->evaluator, o->n_models > 0, &s->ev))) goto fail;
+  if (!o->evaluator && o->progress)
+    fprintf(stderr, "explore: evaluator %s (%s)\n", s->ev->name, s->ev->about);
   s->ctx.in_dtype = cov_dtype_from_name(o->dtype ? o->dtype : "f16");
   s->ctx.acc_dtype = cov_dtype_from_name(o->acc_dtype ? o->acc_dtype : "f32");
   if (s->ctx.in_dtype == COV_DTYPE_INVALID || s->ctx.acc_dtype == COV_DTYPE_INVALID) {

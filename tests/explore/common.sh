@@ -6,8 +6,10 @@ rm -rf "$work"
 mkdir -p "$work"
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# A 3x3x3 study over a few suite layers, small enough to run in a second.
-study_args=(--base "$src/targets/npu-16x16.json"
+# A 3x3x3 study over a few suite layers, small enough to run in a second
+# with the roofline evaluator (the mechanics tests need speed, not accuracy;
+# the mapper evaluator has its own checks in explore_cli.sh).
+study_args=(--base "$src/targets/npu-16x16.json" --eval roofline
             --vary pe_array.dims=8x8,16x16,32x32
             --vary ibuf.capacity=32KiB,64KiB,128KiB
             --vary dram.bandwidth_bytes_per_cycle=32,64,128

@@ -28,6 +28,8 @@ same "$work/bad.err" "$work/bad.want" "bad-spec diagnostics"
 [ ! -e "$work/bad" ] || fail "bad specs must not create the output folder"
 "$cov" explore --base npu-16x16 --suite --eval npusim -o "$work/x" 2> "$work/ev.err"
 grep -q "no npusim evaluator yet" "$work/ev.err" || fail "--eval npusim message"
+"$cov" explore --base npu-16x16 --model "$src/examples/convnet.onnx" --eval mapper -o "$work/x" 2> "$work/evm.err"
+grep -q "takes suite layers only" "$work/evm.err" || fail "--eval mapper with --model"
 
 # A value that makes an invalid ACG: the design fails with the loader's
 # located message; the other designs run; exit 0.
@@ -58,4 +60,24 @@ grep -q '"dims": \[' "$work/j1/designs/d026.json" || fail "design json"
 "$cov" explore --base npu-16x16 --vary pe_array.dims=8x8,16x16 --model "$src/examples/convnet.onnx" \
   -q -o "$work/model" > /dev/null || fail "--model"
 grep -q '^d001,16x16,convnet#0,conv+bias+relu+maxpool,roofline,' "$work/model/results.csv" || fail "model rows"
+
+# The mapper evaluator (the default when every layer is a suite layer): its
+# rows must equal what `covenant map` reports for the same derived design,
+# and -j must not change a byte.
+margs=(--base "$src/targets/npu-16x16.json" --vary pe_array.dims=8x8,32x32
+       --vary ibuf.capacity=16KiB,128KiB --suite convnet_layer1,resnet50_stem_pool,bert_base_attn_qk
+       --suite-file "$src/bench/suite/layers.json")
+"$cov" explore "${margs[@]}" -j 1 -o "$work/m1" > /dev/null 2> "$work/m1.err" || fail "mapper run"
+grep -q "^explore: evaluator mapper" "$work/m1.err" || fail "default evaluator must be the mapper"
+"$cov" explore "${margs[@]}" -j 3 -q -o "$work/m3" > /dev/null || fail "mapper run -j3"
+same "$work/m1/results.csv" "$work/m3/results.csv" "mapper -j1 vs -j3"
+[ "$(grep -c ',mapper,' "$work/m1/results.csv")" -eq 12 ] || fail "12 mapper rows"
+for d in d000 d003; do
+  for l in convnet_layer1 bert_base_attn_qk; do
+    want=$("$cov" map $l --target "$work/m1/designs/$d.json" --suite "$src/bench/suite/layers.json" \
+           | sed -n 's/.*: \([0-9]*\) cycles.*/\1/p')
+    got=$(grep "^$d,.*,$l," "$work/m1/results.csv" | cut -d, -f7)
+    [ -n "$want" ] && [ "$want" = "$got" ] || fail "$d $l: explore says '$got' cycles, covenant map '$want'"
+  done
+done
 finish

@@ -4,7 +4,7 @@
 # byte-identical to an uninterrupted run. Kills land at different moments, so
 # each attempt checks the state it left: never a partial row file.
 . "$(dirname "$0")/common.sh"
-big=(--base "$src/targets/npu-16x16.json"
+big=(--base "$src/targets/npu-16x16.json" --eval roofline
      --vary pe_array.dims=4x4,8x8,16x16,32x32,64x64
      --vary ibuf.capacity=16KiB,32KiB,64KiB,128KiB,256KiB
      --vary dram.bandwidth_bytes_per_cycle=16,32,64,128,256

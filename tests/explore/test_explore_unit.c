@@ -247,7 +247,8 @@ static void test_roofline(void) {
   explore_eval_ctx ctx = {COV_F16, COV_F32};
   explore_result r;
   /* Compute-bound: 32 MACs/cycle peak; DRAM 32 B/cycle (interface cap). */
-  explore_layer big = {"big", "gemm", 64.0 * 64 * 64, 64 * 64, 64 * 64, 64 * 64};
+  explore_layer big = {.name = "big", .op = "gemm", .macs = 64.0 * 64 * 64,
+                       .in_elems = 64 * 64, .w_elems = 64 * 64, .out_elems = 64 * 64};
   st = explore_roofline.eval(g, &big, &ctx, &r);
   CHECK(st == NULL);
   CHECK(r.cycles == 8192);                                /* 262144 / 32 */
@@ -256,7 +257,8 @@ static void test_roofline(void) {
   /* 8192 B read x 10 pJ + 8192 B written... reads are in+w, writes out */
   CHECK(fabs(r.energy_pj - (16384 * 10.0 + 8192 * 20.0 + 262144 * 0.5)) < 1e-6);
   /* Memory-bound: 1000 MACs, 6000 bytes -> 188 cycles (ceil 187.5). */
-  explore_layer small = {"small", "gemm", 1000, 1000, 1000, 1000};
+  explore_layer small = {.name = "small", .op = "gemm", .macs = 1000,
+                         .in_elems = 1000, .w_elems = 1000, .out_elems = 1000};
   st = explore_roofline.eval(g, &small, &ctx, &r);
   CHECK(st == NULL && r.cycles == 188);
   CHECK(fabs(r.utilisation - 1000.0 / (188 * 32)) < 1e-12);
@@ -269,11 +271,17 @@ static void test_roofline(void) {
   cov_acg_free(g);
 
   const explore_evaluator *ev = NULL;
-  CHECK(explore_evaluator_find(NULL, &ev) == NULL && ev == &explore_roofline);
-  st = explore_evaluator_find("npusim", &ev);
+  /* the best available: the mapper, unless ONNX layers need the roofline */
+  CHECK(explore_evaluator_find(NULL, 0, &ev) == NULL && ev == &explore_mapper);
+  CHECK(explore_evaluator_find(NULL, 1, &ev) == NULL && ev == &explore_roofline);
+  CHECK(explore_evaluator_find("roofline", 0, &ev) == NULL && ev == &explore_roofline);
+  st = explore_evaluator_find("mapper", 1, &ev);
   CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
   cov_status_free(st);
-  st = explore_evaluator_find("magic", &ev);
+  st = explore_evaluator_find("npusim", 0, &ev);
+  CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
+  cov_status_free(st);
+  st = explore_evaluator_find("magic", 0, &ev);
   CHECK(st && cov_status_code(st) == COV_INVALID_ARGUMENT);
   cov_status_free(st);
 }
