@@ -255,7 +255,7 @@ static cov_status run_design(explore_study *s, int index) {
       cov_loc loc = cov_status_loc(e);
       snprintf(msg, sizeof msg, "%s", cov_status_message(e));
       for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == ',' || *p == '"') *p = ' ';
+        if (*p == '\n') *p = ' '; /* one error per line in the row file */
       fprintf(f, "error %s%s%u:%u: %s%s%s\n", loc.file ? loc.file : "", loc.file ? ":" : "",
               loc.line, loc.col, loc.path ? loc.path : "", loc.path ? ": " : "", msg);
     }
