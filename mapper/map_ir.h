@@ -1,0 +1,274 @@
+/* mapper/map_ir.h: the scheduled IR, the contract between the mapper and the
+ * code generators (npu-sim now, the GPU lowerings later).
+ *
+ * A schedule says, for one layer group on one ACG, everything a code
+ * generator needs without re-deriving it:
+ *   - the *problem*: the layer's main loop nest, extracted generically from
+ *     the verified codelet IR (map_problem);
+ *   - the *epilogue*: the following elementwise / pool / softmax codelets as
+ *     a short list of vector operations on the finished output tile
+ *     (map_vop), each bound to a SIMD capability of the ACG;
+ *   - the *binding* of the main statement to an ACG compute node and one of
+ *     its capabilities, and the dtypes the computation really uses;
+ *   - the *loop nest*: a flattened list of scheduled loops, outermost first
+ *     (map_sloop);
+ *   - per operand and storage level: the ACG storage node holding its tile,
+ *     the tile's shape, bytes, double buffering and address (map_place);
+ *   - the *transfers* between levels (map_xfer), placed in the loop nest;
+ *   - the predicted cost (map_cost).
+ *
+ * Everything lives in the arena of the cov_schedule that owns it, and is
+ * read-only once map_verify() accepted it.
+ *
+ * ---- Levels --------------------------------------------------------------
+ * Storage levels are numbered from DRAM outwards-in: level 0 is DRAM (where
+ * model tensors live), level 1 the first software-managed on-chip storage on
+ * an operand's path (ibuf, wbuf, obuf, ubuf, LDS), level 2 the next (acc,
+ * VGPRs), ... up to n_levels-1. Hardware-managed caches (ACG_CACHE) are not
+ * levels: a path through one simply skips it. Operands may have shorter paths
+ * than others; an operand whose path ends at level e has no place at levels
+ * > e and the compute unit reads (or writes) its level-e tile directly.
+ *
+ * Scheduled loops carry a level too: the loops of level l iterate over the
+ * level-(l+1) tiles inside one level-l tile; the loops of the last level
+ * (n_levels-1) iterate over single compute issues, and that is where the
+ * spatial loops are. So the tile of an operand at level l is the footprint,
+ * through its affine access, of all scheduled loops whose level is >= l, and
+ * its level-0 "tile" is the whole tensor.
+ *
+ * ---- Divisor-based tiling (an invariant, checked by map_verify) ----------
+ * For every problem loop, the trip counts of its scheduled loops multiply to
+ * its extent exactly, and the step of each scheduled loop is the product of
+ * the trip counts of the scheduled loops of the same problem loop inside it.
+ * Hence every tile at every level has the same shape: there are no partial
+ * tiles anywhere, spatial factors included (C=3 on a 16-row array uses 3
+ * rows and leaves 13 idle; the cost model counts them as idle).
+ *
+ * ---- Loop values ---------------------------------------------------------
+ * The value of problem loop l at any point is the sum over its scheduled
+ * loops s of iter_s * step_s. A tile's origin at level v is that sum over the
+ * scheduled loops of level < v only.
+ *
+ * ---- Affine accesses -----------------------------------------------------
+ * Operand element index in dimension d:
+ *     index[d] = off[d] + sum_l coef[d][l] * value(loop l)
+ * Reads outside [0, shape[d]) give the operand's pad_value (0 for the mac
+ * operands of a convolution's padding, -inf for max pooling), as the
+ * codelet language defines. A tile of extent t_l per loop covers, in
+ * dimension d, the box [base[d], base[d] + extent[d]) with
+ *     extent[d] = 1 + sum_l |coef[d][l]| * (t_l - 1)
+ *     base[d]   = off[d] + sum_l coef[d][l] * origin_l
+ *                        + sum_{l: coef[d][l] < 0} coef[d][l] * (t_l - 1)
+ * which includes convolution halos. Tiles are stored dense, row-major, in
+ * that box's shape.
+ */
+#ifndef MAP_IR_H
+#define MAP_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "acg/acg_ir.h"
+#include "common/op_table.h"
+#include "covenant/arena.h"
+#include "covenant/tensor.h"
+#include "covenant/types.h"
+
+#define MAP_MAX_LOOPS 10     /* problem loops (conv2d has 8) */
+#define MAP_MAX_OPERANDS 8   /* main statement inputs, output, epilogue vectors */
+#define MAP_MAX_LEVELS 4     /* storage levels, DRAM included */
+#define MAP_MAX_SLOOPS 48    /* scheduled loops */
+#define MAP_MAX_VOPS 16      /* epilogue vector operations */
+#define MAP_MAX_VREGS 4      /* epilogue registers (tiles of the output's shape) */
+#define MAP_MAX_XFERS 32
+#define MAP_MAX_ALTS 3       /* next best alternatives kept for --explain */
+#define MAP_MAX_COMPUTE 16   /* compute nodes of an ACG the cost reports on */
+
+/* ---- the problem ------------------------------------------------------ */
+
+typedef enum map_role {
+  MAP_ROLE_INPUT,  /* read by the main statement */
+  MAP_ROLE_OUTPUT, /* written by the main statement (exactly one) */
+  MAP_ROLE_VECTOR, /* read by the epilogue only: a per-channel constant (bias) */
+} map_role;
+
+typedef struct map_access {
+  int rank;
+  int64_t off[COV_MAX_RANK];
+  int64_t coef[COV_MAX_RANK][MAP_MAX_LOOPS];
+} map_access;
+
+typedef struct map_operand {
+  const char *name;     /* as in the codelet ("x", "w", "y", "bias.b") */
+  map_role role;
+  cov_dtype dtype;      /* in DRAM: the model's dtype */
+  cov_dtype compute_dtype; /* as the compute unit consumes/produces it (f16 inputs
+                              of an f16 x f16 -> f32 mac; the accumulator dtype
+                              for the output) */
+  int rank;
+  int64_t shape[COV_MAX_RANK]; /* concrete, from the binding */
+  map_access acc;       /* over the problem loops. For MAP_ROLE_VECTOR: over the
+                           problem loops too (bias[c] has coef 1 on the loop
+                           that indexes the output's channel dimension) */
+  double pad_value;     /* value of reads outside the tensor */
+  int layer_input;      /* which input of the layer this is (-1 for the output) */
+} map_operand;
+
+/* How the main statement combines its operands:
+ *   MAP_MAIN_MAC:     out = init; out = out + in0 * in1 over the reduction loops
+ *   MAP_MAIN_REDUCE:  out = init; out = op(out, in0) over the reduction loops
+ *                     (max pooling: op MAX, init -inf)
+ *   MAP_MAIN_MAP:     out = op(in0[, in1]) (no reduction loops; op COPY for a
+ *                     layer that is all epilogue, e.g. a standalone softmax) */
+typedef enum map_main_kind { MAP_MAIN_MAC, MAP_MAIN_REDUCE, MAP_MAIN_MAP } map_main_kind;
+
+typedef struct map_problem {
+  const char *layer;    /* layer name ("resnet50_conv1", "conv2d") */
+  const char *codelet;  /* the codelet holding the main statement */
+  map_main_kind kind;
+  cov_op op;            /* MAC, MAX, ADD, COPY, ... */
+  double init;          /* initial accumulator value (MAC: 0, MAX: -inf) */
+  int n_loops;
+  const char *loop_name[MAP_MAX_LOOPS]; /* the codelet's loop variables */
+  int64_t extent[MAP_MAX_LOOPS];
+  bool reduction[MAP_MAX_LOOPS];        /* absent from the output's access */
+  int n_inputs;         /* operands[0 .. n_inputs-1] are the main inputs */
+  int output;           /* index of the output operand (== n_inputs) */
+  int n_operands;       /* inputs, output, then epilogue vectors */
+  map_operand operands[MAP_MAX_OPERANDS];
+  int64_t ops;          /* main statement executions (MACs for a mac layer) */
+} map_problem;
+
+/* ---- the epilogue ----------------------------------------------------- */
+
+/* A vector source: a register (register 0 holds the main statement's result
+ * when the epilogue starts; the epilogue's result is register 0 when it
+ * ends), a per-channel constant vector (operand, indexed through its access
+ * by the output loops), a scalar, or a row register (one value per output
+ * position with the row loop fixed, written by MAP_VOP_ROW_REDUCE). */
+typedef enum map_vsrc_kind { MAP_VS_NONE, MAP_VS_REG, MAP_VS_VEC, MAP_VS_SCALAR, MAP_VS_ROW } map_vsrc_kind;
+
+typedef struct map_vsrc {
+  map_vsrc_kind kind;
+  int index;    /* REG/ROW: register number; VEC: operand index */
+  double value; /* SCALAR */
+} map_vsrc;
+
+typedef enum map_vop_kind {
+  MAP_VOP_MAP,        /* reg[dst] = op(a[, b]) elementwise */
+  MAP_VOP_ROW_REDUCE, /* row[dst] = reduce(op) of a over problem loop `loop`
+                         (the whole extent of that loop is inside the tile) */
+  MAP_VOP_POOL,       /* reg[dst] = reduce(op) of a over non-overlapping windows
+                         (window == stride) of problem loops pool_loop[0..1];
+                         the result, and the stored output, shrink by window */
+} map_vop_kind;
+
+typedef struct map_vop {
+  map_vop_kind kind;
+  cov_op op;
+  int dst;
+  map_vsrc a, b;        /* b.kind == MAP_VS_NONE for unary ops */
+  int loop;             /* ROW_REDUCE */
+  int pool_loop[2];     /* POOL: the output loops pooled (h, w) */
+  int window[2];        /* POOL: window == stride */
+  int node, cap;        /* the ACG SIMD compute node and capability running it */
+  const char *from;     /* the codelet this op was lowered from ("relu6") */
+} map_vop;
+
+/* ---- the schedule ----------------------------------------------------- */
+
+typedef enum map_axis {
+  MAP_AX_NONE,      /* temporal */
+  MAP_AX_ROWS,      /* systolic/matrix array rows (tile[0]) */
+  MAP_AX_COLS,      /* array columns (tile[1]) */
+  MAP_AX_LANES,     /* SIMD lanes */
+  MAP_AX_WORKGROUP, /* GPU: one per instance of the level-1 storage (LDS per CU) */
+  MAP_AX_WAVE,      /* GPU: one per instance of the compute node inside a workgroup */
+  MAP_AX_INSTANCE,  /* other replicated instances */
+  MAP_AX_COUNT
+} map_axis;
+
+typedef struct map_sloop {
+  int loop;       /* problem loop */
+  int level;      /* storage level whose tile it iterates inside (see above) */
+  bool spatial;   /* all iterations run at once on parallel units */
+  map_axis axis;  /* MAP_AX_NONE iff !spatial */
+  int64_t trips;  /* > 1 (loops of one trip are left out) */
+  int64_t step;   /* added to the problem loop per iteration */
+} map_sloop;
+
+/* Where one operand's tile lives at one level. */
+typedef struct map_place {
+  bool present;         /* the operand has storage at this level */
+  int node;             /* ACG storage node id */
+  int64_t tile[MAP_MAX_LOOPS];   /* tile extent per problem loop */
+  int64_t shape[COV_MAX_RANK];   /* tile box per dimension (halos included) */
+  int64_t elems;
+  cov_dtype dtype;      /* element type stored at this level */
+  uint64_t bytes;       /* one buffer */
+  bool double_buffered; /* two buffers, alternating (only where the ACG allows) */
+  uint64_t addr;        /* byte offset of the (first) buffer in the storage; the
+                           second buffer, if any, follows at addr + bytes */
+} map_place;
+
+typedef enum map_dir {
+  MAP_LOAD,  /* outer level -> inner level */
+  MAP_STORE, /* inner -> outer: the output, once its reduction is complete
+                (into DRAM, after the epilogue) or as a partial sum between
+                two on-chip levels (then loaded back by the matching LOAD) */
+} map_dir;
+
+/* One copy of a tile between two levels. It executes once per iteration of
+ * scheduled loop `after` (-1: once, outside every loop): `after` is the
+ * innermost scheduled loop of a level < `level` that the operand's tile
+ * depends on. A LOAD happens at the top of that loop's body, a STORE at its
+ * bottom. The region copied is the operand's level-`level` tile box at the
+ * current loop values (see "Affine accesses"). */
+typedef struct map_xfer {
+  int operand;
+  map_dir dir;
+  int level;         /* the inner level (>= 1) */
+  int src, dst;      /* ACG storage node ids */
+  int edge;          /* ACG edge used (index into acg->edges); for a path
+                        through a cache, the first edge */
+  int after;         /* scheduled loop index, or -1 */
+  bool accumulate;   /* LOAD of partial sums (the output between on-chip levels) */
+  uint64_t bytes;    /* per execution */
+  int64_t count;     /* executions */
+} map_xfer;
+
+typedef struct map_cost {
+  double cycles;            /* predicted total */
+  double compute_cycles;    /* main statement, at the bound capability's rate */
+  double epilogue_cycles;   /* vector ops on the SIMD node */
+  double xfer_cycles[MAP_MAX_XFERS]; /* per transfer: bytes / edge bandwidth + latency */
+  double exposed_cycles;    /* transfer cycles not hidden behind compute */
+  double bytes_level[MAP_MAX_LEVELS]; /* bytes moved into/out of each level */
+  double util[MAP_MAX_COMPUTE]; /* per compute node (index id - n_storage):
+                                   useful ops / (peak ops per cycle * cycles) */
+  double energy_pj;         /* 0 when the ACG gives no energies */
+  bool has_energy;
+} map_cost;
+
+typedef struct map_schedule {
+  const cov_acg *acg;
+  map_problem prob;
+  /* binding of the main statement */
+  int node;                 /* ACG compute node id */
+  int cap;                  /* capability index in that node */
+  cov_dtype mul_dtype;      /* dtype of the multiplicands as computed */
+  cov_dtype acc_dtype;      /* dtype of the accumulator */
+  bool narrowed;            /* mul_dtype narrower than the model's dtype */
+  int n_vops;
+  map_vop vops[MAP_MAX_VOPS];
+  int n_vregs, n_rows;      /* epilogue registers used */
+  int n_levels;
+  int n_sloops;
+  map_sloop sloops[MAP_MAX_SLOOPS];
+  map_place place[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  int n_xfers;
+  map_xfer xfers[MAP_MAX_XFERS];
+  map_cost cost;
+} map_schedule;
+
+#endif
