@@ -106,7 +106,9 @@ static uint64_t sb_ready(const ex *x, const range *r, int unit, bool write) {
   const blk *b = x->sb[r->buf];
   uint64_t b0 = r->lo >> x->sb_shift[r->buf], b1 = (r->hi - 1) >> x->sb_shift[r->buf];
   for (uint64_t i = b0; i <= b1; i++) {
-    uint64_t w = b[i].w_unit == unit ? b[i].w_occ : b[i].w_ready;
+    /* A compute unit's pipeline forwards its own results (accumulating in
+     * place); a DMA engine's data is there only after the edge latency. */
+    uint64_t w = b[i].w_unit == unit && unit >= x->g->n_edges ? b[i].w_occ : b[i].w_ready;
     if (w > t) t = w;
     if (write && b[i].r_done > t) t = b[i].r_done;
   }
@@ -401,7 +403,8 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   uint64_t lbytes = n_local * es, dbytes = n_valid * es;
   const acg_storage *ds = &x->g->storage[x->t->dram];
   uint64_t burst = ds->width_bits >= 8 ? ds->width_bits / 8 : 1;
-  uint64_t run = contiguous ? (uint64_t)(vhi[rank - 1] - vlo[rank - 1] + 1) * es : es;
+  bool dram_contig = in_d->step == 1 && in_d->dram_stride == 1;
+  uint64_t run = dram_contig ? (uint64_t)(vhi[rank - 1] - vlo[rank - 1] + 1) * es : es;
   uint64_t runs = n_valid && run ? dbytes / run : 0;
   uint64_t dcost = runs * ((run + burst - 1) / burst) * burst;
   double dram_bw = ds->bandwidth_bytes_per_cycle;
