@@ -62,6 +62,15 @@ int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name, c
   return t->rank;
 }
 
+int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i) {
+  if (i < 0 || (uint32_t)i >= p->n_tensors) return 0;
+  const npu_tensor *t = &p->tensors[i];
+  for (uint32_t k = 0; k < p->n_segs; k++)
+    if (p->segs[k].addr <= t->addr && p->segs[k].addr + p->segs[k].bytes >= t->addr + t->bytes)
+      return 1;
+  return 0;
+}
+
 /* ---- simulator ---- */
 
 static void sim_release_mem(cov_npu_sim *sim) {

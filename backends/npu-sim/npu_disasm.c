@@ -34,9 +34,16 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       break;
     case NPU_OP_LOOP: fprintf(out, " x%u, body %u", in->u.loop.count, in->u.loop.body); break;
     case NPU_OP_DMA: {
-      if (g && in->unit < g->n_edges)
-        fprintf(out, " %s %s->%s", (in->flags & NPU_DMA_STORE) ? "store" : "load",
-                acg_node_name(g, g->edges[in->unit].from), acg_node_name(g, g->edges[in->unit].to));
+      if (g && in->unit < g->n_edges) {
+        /* Name the direction the data flows (a store on a bidirectional
+         * edge runs against the edge's written order). */
+        int a = g->edges[in->unit].from, b = g->edges[in->unit].to;
+        bool store = in->flags & NPU_DMA_STORE;
+        bool swap = store ? acg_is_storage(g, a) && g->storage[a].kind == ACG_DRAM
+                          : acg_is_storage(g, b) && g->storage[b].kind == ACG_DRAM;
+        fprintf(out, " %s %s->%s", store ? "store" : "load", acg_node_name(g, swap ? b : a),
+                acg_node_name(g, swap ? a : b));
+      }
       else
         fprintf(out, " %s edge%u", (in->flags & NPU_DMA_STORE) ? "store" : "load", in->unit);
       fprintf(out, " %s dram[", dt(in->u.dma.dtype));
@@ -52,7 +59,9 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       break;
     }
     case NPU_OP_GEMM: {
-      const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : "?";
+      char ub[16];
+      snprintf(ub, sizeof ub, "unit%u", in->unit);
+      const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : ub;
       fprintf(out, " %s cap%u m=%u k=%u n=%u%s%s", unit, in->u.gemm.cap, in->u.gemm.m,
               in->u.gemm.k, in->u.gemm.n, (in->flags & NPU_GEMM_ACC) ? " acc" : "",
               (in->flags & NPU_GEMM_BIAS) ? " bias" : "");
@@ -63,7 +72,9 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       break;
     }
     case NPU_OP_VOP: {
-      const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : "?";
+      char ub[16];
+      snprintf(ub, sizeof ub, "unit%u", in->unit);
+      const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : ub;
       fprintf(out, " %s %s%s cap%u %s->%s %ux%u", unit,
               in->u.vop.vop < COV_OP_COUNT ? cov_op_name((cov_op)in->u.vop.vop) : "?",
               (in->flags & NPU_VOP_REDUCE) ? ".reduce" : "", in->u.vop.cap, dt(in->u.vop.dtype_in),

@@ -44,6 +44,10 @@ int cov_npu_program_tensor_count(const cov_npu_program *p);
 int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name,
                            const char **role, cov_dtype *dtype, int64_t *shape);
 
+/* True when the program's initial DRAM contents (segments) cover tensor i
+ * entirely (weights compiled into the program). */
+int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
+
 /* The simulator keeps a pointer to acg, which must outlive it. */
 cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
 void cov_npu_sim_free(cov_npu_sim *sim);

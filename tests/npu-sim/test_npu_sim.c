@@ -13,6 +13,16 @@
 #include "tests/check.h"
 
 static const char *g_src;
+static const char *g_out; /* where to save the hand-built programs, or NULL */
+
+static void save(const npu_prog *p, const char *name) {
+  if (!g_out) return;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.npu", g_out, name);
+  cov_status st = cov_npu_program_save(p, path);
+  CHECK(!st);
+  cov_status_free(st);
+}
 
 static cov_acg *load_target(const char *name) {
   char path[1024];
@@ -182,6 +192,7 @@ static void test_gemm_ws(void) {
   for (uint32_t i = 0; i < M * K; i++) fx[i] = rnd();
   for (uint32_t i = 0; i < K * N; i++) fw[i] = rnd();
   for (uint32_t i = 0; i < N; i++) fb[i] = rnd();
+  save(p, "gemm_ws");
   cov_npu_sim *sim = NULL;
   cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x", "w", "b"}, (cov_tensor[]){x, w, b}, 3);
   cov_tensor y = {0};
@@ -322,6 +333,7 @@ static void test_gemm_os(void) {
   for (uint32_t i = 0; i < M * K; i++) fx[i] = rnd();
   for (uint32_t i = 0; i < K * N; i++) fw[i] = rnd();
   for (uint32_t i = 0; i < N; i++) fb[i] = rnd();
+  save(p, "gemm_os");
   cov_npu_sim *sim = NULL;
   cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x", "w", "b"}, (cov_tensor[]){x, w, b}, 3);
   cov_tensor y = {0};
@@ -374,6 +386,7 @@ static void test_dma_padding(void) {
   cov_tensor x = make(COV_F32, H, W);
   for (uint32_t i = 0; i < H * W; i++) ((float *)x.data)[i] = rnd();
   cov_npu_sim *sim = NULL;
+  save(p, "dma_pad");
   cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x"}, &x, 1);
   cov_tensor y = {0};
   CHECK(!cov_npu_sim_read(sim, "y", &y));
@@ -460,6 +473,7 @@ static void test_loops_and_errors(void) {
   add(p, (npu_insn){.op = NPU_OP_ADDR, .u.r = {1, 64}});
   cov_tensor x = make(COV_F32, 16, 0);
   for (int i = 0; i < 16; i++) ((float *)x.data)[i] = (float)i;
+  save(p, "loop");
   cov_npu_sim *sim = NULL;
   cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x"}, &x, 1);
   cov_tensor y = {0};
@@ -537,6 +551,7 @@ static void test_loops_and_errors(void) {
 
 int main(int argc, char **argv) {
   g_src = argc > 1 ? argv[1] : ".";
+  g_out = argc > 2 ? argv[2] : NULL;
   test_gemm_ws();
   test_gemm_os();
   test_dma_padding();

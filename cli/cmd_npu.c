@@ -1,0 +1,208 @@
+/* cli/cmd_npu.c: `covenant disasm PROGRAM` and `covenant sim PROGRAM`, the
+ * npu-sim program tools. A program records the name of the ACG it was
+ * compiled for, so the target is found by that name unless --target names
+ * another (which the simulator then refuses if its digest differs). */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "covenant/npu.h"
+
+static void disasm_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant disasm PROGRAM [--target T] [-o FILE]\n"
+          "\n"
+          "Prints an NPU program (backends/npu-sim/ISA.md): the ACG it was compiled for,\n"
+          "its DRAM tensors and one line per instruction, loop bodies indented. Buffers\n"
+          "and units are named from the ACG (the program's own, found by name, or T);\n"
+          "with --raw, by number and without loading any ACG.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T      name units and buffers from this ACG\n"
+          "      --raw           do not load an ACG\n"
+          "  -o, --output FILE   write to FILE instead of stdout\n"
+          "  -h, --help          show this help\n");
+}
+
+int cli_cmd_disasm(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"raw", no_argument, NULL, 'r'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *output = NULL, *target = NULL;
+  int raw = 0;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 'r': raw = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': disasm_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
+                               argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("disasm", "takes exactly one PROGRAM (got %d)", argc - optind);
+  cov_npu_program *p = NULL;
+  cov_status st = cov_npu_program_load(argv[optind], &p);
+  if (st) return cli_report(st);
+  cov_acg *g = NULL;
+  if (!raw) {
+    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    if (st) {
+      cov_npu_program_free(p);
+      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+    }
+  }
+  FILE *out = cli_open_output(output);
+  int rc = CLI_EXIT_INPUT;
+  if (out) {
+    st = cov_npu_program_disasm(p, g, out);
+    rc = cli_close_output(out, output);
+    if (st) rc = cli_report(st);
+  }
+  cov_acg_free(g);
+  cov_npu_program_free(p);
+  return rc;
+}
+
+static void sim_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [-o FILE]\n"
+          "\n"
+          "Verifies an NPU program against its ACG and runs it in the cycle simulator.\n"
+          "Inputs, and weights the program does not carry, get deterministic pseudo-\n"
+          "random values in [-1, 1) (seed printed). Prints cycles, per-unit utilisation and\n"
+          "stalls, bytes per storage level, and each output's shape, sum and first values.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T      simulate on this ACG (default: the program's own)\n"
+          "      --seed N        seed for the random inputs (default 1)\n"
+          "      --trace FILE    write a Chrome/Perfetto trace (1 us = 1 cycle)\n"
+          "  -o, --output FILE   write the report to FILE instead of stdout\n"
+          "  -h, --help          show this help\n");
+}
+
+static float rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return (float)((*s >> 11) % 2000000) / 1000000.0f - 1.0f;
+}
+
+int cli_cmd_sim(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"trace", required_argument, NULL, 'T'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *output = NULL, *target = NULL, *trace = NULL;
+  unsigned long long seed = 1;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 's': {
+        char *end = NULL;
+        seed = strtoull(optarg, &end, 10);
+        if (!*optarg || *end) return cli_usage_error("sim", "--seed: '%s' is not a number", optarg);
+        break;
+      }
+      case 'T': trace = optarg; break;
+      case 'o': output = optarg; break;
+      case 'h': sim_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("sim", "takes exactly one PROGRAM (got %d)", argc - optind);
+  const char *path = argv[optind];
+  cov_npu_program *p = NULL;
+  cov_acg *g = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  FILE *tf = NULL, *out = NULL;
+  int rc = CLI_EXIT_INPUT;
+  cov_status st = cov_npu_program_load(path, &p);
+  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, p);
+  if (st) {
+    st = cov_status_annotate(st, "%s: ", path);
+    goto done;
+  }
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    bool fill = strcmp(role, "input") == 0 ||
+                (strcmp(role, "weight") == 0 && !cov_npu_program_tensor_has_data(p, i));
+    if (!fill || !cov_dtype_is_float(dt)) continue;
+    cov_tensor t = {0};
+    st = cov_tensor_alloc(&t, COV_F32, rank, shape);
+    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = rnd(&s);
+    if (!st) st = cov_npu_sim_write(sim, name, &t);
+    cov_tensor_release(&t);
+  }
+  if (st) goto done;
+  if (trace && !(tf = fopen(trace, "w"))) {
+    cov_loc loc = {trace, 0, 0, NULL};
+    st = cov_error(COV_IO_ERROR, &loc, "cannot create the trace file");
+    goto done;
+  }
+  if ((st = cov_npu_sim_run(sim, tf, &stats))) goto done;
+  if (tf && fclose(tf) != 0) {
+    tf = NULL;
+    cov_loc loc = {trace, 0, 0, NULL};
+    st = cov_error(COV_IO_ERROR, &loc, "write error");
+    goto done;
+  }
+  tf = NULL;
+  if (!(out = cli_open_output(output))) goto done;
+  fprintf(out, "program %s on %s, random inputs with seed %llu\n", path, cov_acg_name(g), seed);
+  cov_npu_stats_print(stats, out);
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    if (strcmp(role, "output") != 0) continue;
+    cov_tensor t = {0};
+    if ((st = cov_npu_sim_read(sim, name, &t))) break;
+    double sum = 0;
+    int64_t n = cov_tensor_numel(&t);
+    fprintf(out, "output %s %s[", name, cov_dtype_name(dt));
+    for (int d = 0; d < rank; d++) fprintf(out, "%s%lld", d ? "," : "", (long long)shape[d]);
+    fprintf(out, "]:");
+    for (int64_t k = 0; k < n; k++) {
+      double v = dt == COV_F32   ? ((float *)t.data)[k]
+                 : dt == COV_F16 ? cov_f16_to_f32(((uint16_t *)t.data)[k])
+                                 : 0;
+      sum += v;
+      if (k < 8) fprintf(out, " %.6g", v);
+    }
+    fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
+    cov_tensor_release(&t);
+  }
+  rc = cli_close_output(out, output);
+done:
+  if (tf) fclose(tf);
+  if (st) rc = cli_report(st);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_acg_free(g);
+  cov_npu_program_free(p);
+  return rc;
+}
