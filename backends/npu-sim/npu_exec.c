@@ -349,30 +349,32 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   const npu_dma_dim *in_d = &in->u.dma.dim[rank - 1];
   bool contiguous = in_d->step == 1 && in_d->dram_stride == 1 && in_d->local_stride == 1;
   for (;;) {
-    bool row_valid = true;
+    bool row_valid = n_valid > 0;
     int64_t doff = (int64_t)dbase, loff = (int64_t)lbase;
-    for (int d = 0; d < rank - 1; d++) {
+    for (int d = 0; d < rank - 1; d++)
       if ((int64_t)idx[d] < vlo[d] || (int64_t)idx[d] > vhi[d]) row_valid = false;
+    /* DRAM offsets are formed for in-range coordinates only (those the dry
+     * run bounded); others could overflow. */
+    for (int d = 0; d < rank - 1; d++) {
       const npu_dma_dim *dd = &in->u.dma.dim[d];
-      doff += ((int64_t)dd->start + (int64_t)idx[d] * dd->step) * (int64_t)dd->dram_stride *
-              (int64_t)es;
+      if (row_valid)
+        doff += ((int64_t)dd->start + (int64_t)idx[d] * dd->step) * (int64_t)dd->dram_stride *
+                (int64_t)es;
       loff += (int64_t)idx[d] * dd->local_stride * (int64_t)es;
     }
     int64_t lo = row_valid ? vlo[rank - 1] : 0, hi = row_valid ? vhi[rank - 1] : -1;
     if (contiguous) {
       uint64_t cnt = in_d->count;
-      int64_t d0 = doff + (int64_t)in_d->start * (int64_t)es;
+      int64_t d0 = lo <= hi ? doff + ((int64_t)in_d->start + lo) * (int64_t)es : 0;
       if (store) {
         if (lo <= hi)
-          memcpy(dram + d0 + lo * (int64_t)es, lm + loff + lo * (int64_t)es,
-                 (size_t)(hi - lo + 1) * es);
+          memcpy(dram + d0, lm + loff + lo * (int64_t)es, (size_t)(hi - lo + 1) * es);
       } else {
         if (lo > hi) {
           memset(lm + loff, 0, cnt * es);
         } else {
           memset(lm + loff, 0, (size_t)lo * es);
-          memcpy(lm + loff + lo * (int64_t)es, dram + d0 + lo * (int64_t)es,
-                 (size_t)(hi - lo + 1) * es);
+          memcpy(lm + loff + lo * (int64_t)es, dram + d0, (size_t)(hi - lo + 1) * es);
           memset(lm + loff + (hi + 1) * (int64_t)es, 0, (size_t)((int64_t)cnt - 1 - hi) * es);
         }
       }
@@ -380,9 +382,9 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
       for (int64_t i = 0; i < (int64_t)in_d->count; i++) {
         uint8_t *lp = lm + loff + i * (int64_t)in_d->local_stride * (int64_t)es;
         bool v = i >= lo && i <= hi;
-        uint8_t *dp = dram + doff +
-                      ((int64_t)in_d->start + i * in_d->step) * (int64_t)in_d->dram_stride *
-                          (int64_t)es;
+        uint8_t *dp = v ? dram + (doff + ((int64_t)in_d->start + i * in_d->step) *
+                                             (int64_t)in_d->dram_stride * (int64_t)es)
+                        : NULL;
         if (store) {
           if (v) memcpy(dp, lp, es);
         } else if (v) {
