@@ -35,6 +35,7 @@ int cli_cmd_acg(int argc, char **argv);
 int cli_cmd_codelet(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_map(int argc, char **argv);
 int cli_cmd_disasm(int argc, char **argv);
 int cli_cmd_sim(int argc, char **argv);
 

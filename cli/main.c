@@ -11,6 +11,7 @@ static const cli_command k_commands[] = {
     {"inspect", "read an ONNX model: shapes, parameters, layer groups, codelets, MACs",
      cli_cmd_inspect},
     {"run", "run an ONNX model on a target (the CPU reference 'ref' for now)", cli_cmd_run},
+    {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
     {"disasm", "print an NPU program (npu-sim ISA) as text", cli_cmd_disasm},
     {"sim", "verify and run an NPU program in the ACG-driven cycle simulator", cli_cmd_sim},
 };

@@ -1,0 +1,224 @@
+/* cli/cmd_map.c: `covenant map`, the mapper from the command line. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "covenant/mapper.h"
+
+
+static void help(FILE *out) {
+  fprintf(out,
+          "usage: covenant map LAYER --target T [options]\n"
+          "       covenant map --codelet NAME --shape AxBx.. [--shape ..] [--attr k=v ..] --target T\n"
+          "\n"
+          "Maps a layer group onto the target described by an ACG: binds its main statement to\n"
+          "a compute capability, places operands along the storage, tiles, orders and binds\n"
+          "loops, and searches for the cheapest schedule under the ACG-driven cost model.\n"
+          "LAYER is a name from the layer suite (bench/suite/layers.json).\n"
+          "\n"
+          "options:\n"
+          "  --target T        ACG file or shipped target name (required)\n"
+          "  --suite FILE      layer suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --scale N         divide the layer's channel/spatial/matrix sizes by N (default 1)\n"
+          "  --explain         print the schedule, its cost breakdown and the next best alternatives\n"
+          "  --dump=schedule   print the scheduled IR\n"
+          "  --budget N        at most N cost-model evaluations\n"
+          "  --exhaustive      evaluate every candidate (the optimum under the cost model)\n"
+          "  --check           run the schedule on the CPU through capacity-sized buffers and\n"
+          "                    compare with the reference interpreter (random inputs, seed 1)\n"
+          "  -o FILE           write the result to FILE\n");
+}
+
+static int parse_shape(const char *s, int64_t *shape, int *rank) {
+  *rank = 0;
+  while (*s) {
+    if (*rank >= COV_MAX_RANK) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || v < 1 || v > (1 << 24)) return -1;
+    shape[(*rank)++] = v;
+    s = end;
+    if (*s == 'x') s++;
+    else if (*s) return -1;
+  }
+  return *rank > 0 ? 0 : -1;
+}
+
+/* xorshift: deterministic inputs */
+static float rnd(uint64_t *st) {
+  *st ^= *st << 13;
+  *st ^= *st >> 7;
+  *st ^= *st << 17;
+  return (float)((double)(*st >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+}
+
+static int check(const cov_layer *layer, const cov_schedule *s, FILE *out) {
+  int n = cov_layer_num_inputs(layer);
+  cov_tensor in[8];
+  memset(in, 0, sizeof in);
+  uint64_t seed = 1;
+  cov_status st = NULL;
+  for (int i = 0; i < n && i < 8 && !st; i++) {
+    cov_tensor shp;
+    st = cov_layer_input(layer, i, &shp);
+    if (!st) st = cov_tensor_alloc(&in[i], COV_F32, shp.rank, shp.shape);
+    if (!st) {
+      int64_t k = cov_tensor_numel(&in[i]);
+      float *d = in[i].data;
+      for (int64_t j = 0; j < k; j++) {
+        float v = rnd(&seed);
+        /* the schedule's multiplicands may be narrower: give the reference the same values */
+        d[j] = cov_schedule_narrowed(s) ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
+      }
+    }
+  }
+  cov_tensor ref = {0}, got = {0};
+  if (!st) st = cov_layer_reference(layer, in, &ref);
+  if (!st) st = cov_schedule_interpret(s, in, n, &got);
+  int rc = 0;
+  if (!st) {
+    int64_t nr = cov_tensor_numel(&ref), ng = cov_tensor_numel(&got);
+    if (nr != ng) {
+      fprintf(out, "check: FAILED: %lld elements, the reference has %lld\n", (long long)ng,
+              (long long)nr);
+      rc = 1;
+    } else {
+      double maxerr = 0, maxref = 0;
+      const float *a = ref.data, *b = got.data;
+      for (int64_t j = 0; j < nr; j++) {
+        double e = fabs((double)a[j] - (double)b[j]);
+        if (!(e <= maxerr)) maxerr = e;
+        if (fabs(a[j]) > maxref) maxref = fabs(a[j]);
+      }
+      double rel = maxerr / (maxref > 0 ? maxref : 1);
+      rc = !(rel <= 1e-4);
+      fprintf(out, "check: %lld elements, max abs error %.3g, relative to max |ref| %.3g: %s\n",
+              (long long)nr, maxerr, rel, rc ? "FAILED" : "ok");
+    }
+  }
+  for (int i = 0; i < n && i < 8; i++) cov_tensor_release(&in[i]);
+  cov_tensor_release(&ref);
+  cov_tensor_release(&got);
+  if (st) return cli_report(st);
+  return rc;
+}
+
+int cli_cmd_map(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help(stdout);
+    return CLI_EXIT_OK;
+  }
+  const char *target = NULL, *suite = cov_suite_default_path(), *outp = NULL;
+  const char *layer_name = NULL, *codelet = NULL;
+  int scale = 1, explain = 0, dump = 0, do_check = 0;
+  cov_map_options opt = {0};
+  int64_t shapes[4][COV_MAX_RANK];
+  int ranks[4], n_shapes = 0;
+  cov_attr attrs[16];
+  int n_attrs = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED()                                                             \
+  do {                                                                     \
+    if (!val) return cli_usage_error("map", "%s needs a value", a);        \
+    i++;                                                                   \
+  } while (0)
+    if (!strcmp(a, "--target")) { NEED(); target = val; }
+    else if (!strcmp(a, "--suite")) { NEED(); suite = val; }
+    else if (!strcmp(a, "-o")) { NEED(); outp = val; }
+    else if (!strcmp(a, "--codelet")) { NEED(); codelet = val; }
+    else if (!strcmp(a, "--scale") || !strcmp(a, "--budget")) {
+      NEED();
+      char *end;
+      errno = 0;
+      long long v = strtoll(val, &end, 10);
+      if (*end || errno || v < 1 || v > (1ll << 40))
+        return cli_usage_error("map", "%s needs a positive integer, got '%s'", a, val);
+      if (!strcmp(a, "--scale")) {
+        if (v > 4096) return cli_usage_error("map", "--scale %lld is too large", v);
+        scale = (int)v;
+      } else {
+        opt.budget = v;
+      }
+    } else if (!strcmp(a, "--shape")) {
+      NEED();
+      if (n_shapes >= 4 || parse_shape(val, shapes[n_shapes], &ranks[n_shapes]))
+        return cli_usage_error("map", "--shape wants up to 4 shapes like 64x32, got '%s'", val);
+      n_shapes++;
+    } else if (!strcmp(a, "--attr")) {
+      NEED();
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || n_attrs >= 16)
+        return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
+      char *end;
+      errno = 0;
+      long long v = strtoll(eq + 1, &end, 10);
+      if (*end || errno || end == eq + 1)
+        return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
+      attrs[n_attrs].name = strndup(val, (size_t)(eq - val));
+      attrs[n_attrs].is_float = 0;
+      attrs[n_attrs].i = v;
+      n_attrs++;
+    } else if (!strcmp(a, "--explain")) explain = 1;
+    else if (!strcmp(a, "--exhaustive")) opt.exhaustive = 1;
+    else if (!strcmp(a, "--check")) do_check = 1;
+    else if (!strcmp(a, "--dump=schedule")) dump = 1;
+    else if (!strncmp(a, "--dump", 6))
+      return cli_usage_error("map", "unknown dump '%s' (expected --dump=schedule)", a);
+    else if (a[0] == '-') return cli_usage_error("map", "unknown option '%s'", a);
+    else if (!layer_name) layer_name = a;
+    else return cli_usage_error("map", "unexpected argument '%s'", a);
+#undef NEED
+  }
+  int rc = CLI_EXIT_OK;
+  if (!target) rc = cli_usage_error("map", "--target is required");
+  else if (!layer_name == !codelet)
+    rc = cli_usage_error("map", "give either a LAYER name or --codelet NAME with --shape");
+  else if (layer_name && strlen(layer_name) > 5 &&
+           !strcmp(layer_name + strlen(layer_name) - 5, ".onnx"))
+    rc = cli_usage_error("map", "mapping ONNX models is not implemented yet; give a suite layer "
+                                "or --codelet");
+  if (rc) {
+    for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
+    return rc;
+  }
+  cov_acg *acg = NULL;
+  cov_layer *layer = NULL;
+  cov_schedule *s = NULL;
+  cov_status st = cov_acg_load_target(target, &acg);
+  if (!st) {
+    if (layer_name) st = cov_layer_from_suite(suite, layer_name, scale, &layer);
+    else {
+      const int64_t(*sh)[COV_MAX_RANK] = (const int64_t(*)[COV_MAX_RANK])shapes;
+      st = cov_layer_from_codelet(codelet, attrs, (size_t)n_attrs, sh, ranks, (size_t)n_shapes,
+                                  &layer);
+    }
+  }
+  for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
+  if (!st) st = cov_map(layer, acg, &opt, &s);
+  if (st) {
+    rc = cli_report(st);
+  } else {
+    FILE *out = cli_open_output(outp);
+    if (!out) {
+      rc = CLI_EXIT_INPUT;
+    } else {
+      if (explain) st = cov_schedule_explain(s, out);
+      else if (dump) st = cov_schedule_dump(s, out);
+      else
+        fprintf(out, "%s on %s: %.0f cycles (%lld evaluations)\n", cov_layer_name(layer),
+                cov_acg_name(acg), cov_schedule_cycles(s), (long long)cov_schedule_evaluations(s));
+      if (st) rc = cli_report(st);
+      if (!rc && do_check) rc = check(layer, s, out);
+      if (cli_close_output(out, outp) && !rc) rc = CLI_EXIT_INPUT;
+    }
+  }
+  cov_schedule_free(s);
+  cov_layer_free(layer);
+  cov_acg_free(acg);
+  return rc;
+}

@@ -1,0 +1,74 @@
+/* covenant/mapper.h: from a layer group and an ACG to a verified schedule.
+ *
+ * A layer is a chain of codelet calls (a main operation such as conv2d or
+ * gemm, then elementwise / pool / softmax codelets applied to its output).
+ * The mapper binds the main statement to an ACG compute node whose
+ * capability fits, places every operand along the ACG's storage, tiles and
+ * orders the loops, inserts transfers, predicts the cost and searches for
+ * the cheapest schedule. The mapper knows no target by name. */
+#ifndef COVENANT_MAPPER_H
+#define COVENANT_MAPPER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "covenant/acg.h"
+#include "covenant/codelet.h"
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_layer cov_layer;
+typedef struct cov_schedule cov_schedule;
+
+/* A layer of the suite file (bench/suite/layers.json) by name. scale >= 1
+ * divides channel, spatial and matrix sizes (kernels, strides and pads are
+ * kept, spatial sizes stay at least the kernel) for reduced-size tests. */
+cov_status cov_layer_from_suite(const char *suite_path, const char *name, int scale,
+                                cov_layer **out);
+/* The suite file: $COVENANT_SUITE, else the source tree's bench/suite/layers.json. */
+const char *cov_suite_default_path(void);
+/* Names of the suite's layers, in file order (arena strings of *names_arena
+ * are not needed: the array and strings are malloc'ed; free with free()). */
+cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *count);
+/* A single codelet call: the codelet's inputs given as shapes (dtype f32). */
+cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                  const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                  size_t n_inputs, cov_layer **out);
+void cov_layer_free(cov_layer *layer);
+const char *cov_layer_name(const cov_layer *layer);
+/* Number of layer inputs (main operands first, then epilogue constants) and
+ * the shape of each (dtype f32). */
+int cov_layer_num_inputs(const cov_layer *layer);
+cov_status cov_layer_input(const cov_layer *layer, int i, cov_tensor *shape_only);
+/* The layer's result by the reference interpreter, call after call. */
+cov_status cov_layer_reference(const cov_layer *layer, const cov_tensor *inputs, cov_tensor *out);
+
+typedef struct cov_map_options {
+  int exhaustive;  /* 1: enumerate every candidate (the optimum under the cost model) */
+  int64_t budget;  /* most cost-model evaluations; 0: no limit */
+  int beam;        /* pruned mode: candidates kept per stage; 0: default */
+} cov_map_options;
+
+cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
+                   cov_schedule **out);
+void cov_schedule_free(cov_schedule *s);
+double cov_schedule_cycles(const cov_schedule *s);
+int64_t cov_schedule_evaluations(const cov_schedule *s);
+/* The textual scheduled IR (--dump=schedule). */
+cov_status cov_schedule_dump(const cov_schedule *s, FILE *out);
+/* Schedule, cost breakdown and the next best alternatives. */
+cov_status cov_schedule_explain(const cov_schedule *s, FILE *out);
+/* Runs the schedule on the CPU through capacity-sized buffers. */
+cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
+                                  cov_tensor *out);
+/* Whether the schedule computes with multiplicands narrower than the model's. */
+int cov_schedule_narrowed(const cov_schedule *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

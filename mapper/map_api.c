@@ -1,0 +1,100 @@
+/* mapper/map_api.c: the public API (include/covenant/mapper.h): extract the
+ * problem and epilogue, bind them to the ACG, search, verify. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
+                   cov_schedule **out) {
+  *out = NULL;
+  if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_map: NULL layer or ACG");
+  cov_schedule *cs = calloc(1, sizeof *cs);
+  if (!cs) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cs->arena = cov_arena_create();
+  map_schedule *proto = calloc(1, sizeof *proto);
+  map_target *t = calloc(1, sizeof *t);
+  cov_status st = NULL;
+  if (!cs->arena || !proto || !t) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int first = 1;
+  if (!st) st = map_extract(layer, proto, &first, cs->arena);
+  if (!st) st = map_lower_epilogue(layer, first, proto, cs->arena);
+  if (!st) st = map_bind_target(&proto->prob, acg, t);
+  if (!st) {
+    proto->acg = acg;
+    proto->acc_dtype = t->acc_dtype;
+    st = map_bind_epilogue(acg, proto);
+  }
+  if (!st) st = map_search(t, proto, opt, cs);
+  if (!st) {
+    st = map_verify(&cs->s);
+    for (int i = 0; i < cs->n_alts && !st; i++) st = map_verify(&cs->alts[i]);
+  }
+  free(proto);
+  free(t);
+  if (st) {
+    cov_schedule_free(cs);
+    return st;
+  }
+  *out = cs;
+  return NULL;
+}
+
+void cov_schedule_free(cov_schedule *s) {
+  if (!s) return;
+  cov_arena_destroy(s->arena);
+  free(s);
+}
+
+double cov_schedule_cycles(const cov_schedule *s) { return s->s.cost.cycles; }
+int64_t cov_schedule_evaluations(const cov_schedule *s) { return s->evaluations; }
+int cov_schedule_narrowed(const cov_schedule *s) { return s->s.narrowed; }
+
+cov_status cov_schedule_dump(const cov_schedule *s, FILE *out) {
+  map_dump(&s->s, out);
+  return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;
+}
+
+static void one_line(const map_schedule *s, FILE *out) {
+  const map_problem *p = &s->prob;
+  fputs("L0", out);
+  int lv = 0;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    while (lv < sl->level) fprintf(out, " | L%d", ++lv);
+    fprintf(out, " %s%s%lld", p->loop_name[sl->loop], sl->spatial ? "@" : ":", (long long)sl->trips);
+  }
+  bool db = false;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 1; l < s->n_levels; l++) db |= s->place[o][l].double_buffered;
+  fprintf(out, "%s", db ? "  (double-buffered)" : "");
+}
+
+cov_status cov_schedule_explain(const cov_schedule *s, FILE *out) {
+  const map_schedule *m = &s->s;
+  map_dump(m, out);
+  if (m->narrowed)
+    fprintf(out, "note: %s has no %s mac; multiplicands are rounded to %s and accumulated in %s\n",
+            m->acg->name, cov_dtype_name(m->prob.operands[0].dtype), cov_dtype_name(m->mul_dtype),
+            cov_dtype_name(m->acc_dtype));
+  map_dump_cost(m, out);
+  fprintf(out, "search: %lld cost-model evaluations over %lld tilings\n", (long long)s->evaluations,
+          (long long)s->candidates);
+  fprintf(out, "next best alternatives:\n");
+  if (!s->n_alts) fprintf(out, "  (none)\n");
+  for (int i = 0; i < s->n_alts; i++) {
+    fprintf(out, "  %d. %.0f cycles (+%.1f%%): ", i + 1, s->alts[i].cost.cycles,
+            100.0 * (s->alts[i].cost.cycles / m->cost.cycles - 1));
+    one_line(&s->alts[i], out);
+    fputc('\n', out);
+  }
+  fprintf(out, "chosen: ");
+  one_line(m, out);
+  fputc('\n', out);
+  return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;
+}
+
+cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
+                                  cov_tensor *out) {
+  return map_interp(&s->s, inputs, n_inputs, out);
+}

@@ -1,0 +1,248 @@
+/* mapper/map_bind.c: capability matching and operand paths.
+ *
+ * The main statement goes to a compute node whose capability has its op and
+ * dtypes: a mac prefers systolic/matrix nodes (the array is what they are
+ * for), exact dtypes first, else a narrower float multiplicand with the same
+ * accumulator (f16 x f16 -> f32 for an f32 layer, said by --explain); a
+ * reduce or map goes to a SIMD node. Each operand then gets the path of
+ * software-managed storage along ACG edges between DRAM and that node (the
+ * deepest one: more staging levels means more reuse to exploit); caches are
+ * crossed, not used as levels. Everything is read from the ACG. */
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+static const char *kind_word(const map_problem *p) {
+  return p->codelet;
+}
+
+static int dtype_fits(cov_dtype model, cov_dtype acc, const acg_capability *c, int n_in,
+                      bool *narrowed) {
+  for (int i = 0; i < n_in && i < c->n_in; i++) {
+    if (c->in[i] == model) continue;
+    /* a narrower float multiplicand accumulating in the model's accumulator */
+    if (cov_dtype_is_float(model) && cov_dtype_is_float(c->in[i]) &&
+        cov_dtype_precision_bits(c->in[i]) < cov_dtype_precision_bits(model) && c->out == acc) {
+      *narrowed = true;
+      continue;
+    }
+    return 0;
+  }
+  return c->out == acc;
+}
+
+/* Depth-first search for the simple path from `from` to `to` with the most
+ * non-cache storage nodes; ties go to the lexicographically smaller node
+ * sequence (deterministic). */
+typedef struct pathsearch {
+  const cov_acg *g;
+  int to;
+  int cur[16], n_cur;
+  int cur_edges[16];
+  int best[16], n_best, best_score;
+  int best_edges[16];
+  bool on[ACG_MAX_NODES];
+  bool through_compute;
+  const bool *taken;
+} pathsearch;
+
+/* 10 per staging level, minus 1 per node another operand already uses
+ * (operands spread over the buffers the ACG provides: ibuf, wbuf, ...) */
+static int score(const pathsearch *ps, const int *nodes, int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++)
+    if (acg_is_storage(ps->g, nodes[i]) && ps->g->storage[nodes[i]].kind != ACG_CACHE &&
+        ps->g->storage[nodes[i]].kind != ACG_DRAM) {
+      s += 10;
+      if (ps->taken && ps->taken[nodes[i]]) s -= 1;
+    }
+  return s;
+}
+
+static void dfs(pathsearch *ps, int node) {
+  if (node == ps->to) {
+    int sc = score(ps, ps->cur, ps->n_cur);
+    if (ps->through_compute) sc = 1000 - 2 * (sc / 10 + 1) * 10 + sc; /* results: fewest levels */
+    bool better = sc > ps->best_score;
+    if (sc == ps->best_score && ps->n_best > 0) {
+      for (int i = 0; i < ps->n_cur && i < ps->n_best; i++)
+        if (ps->cur[i] != ps->best[i]) {
+          better = ps->cur[i] < ps->best[i];
+          break;
+        }
+    }
+    if (better || ps->n_best == 0) {
+      ps->best_score = sc;
+      ps->n_best = ps->n_cur;
+      memcpy(ps->best, ps->cur, sizeof ps->cur);
+      memcpy(ps->best_edges, ps->cur_edges, sizeof ps->cur_edges);
+    }
+    return;
+  }
+  if (ps->n_cur >= 12) return;
+  for (int e = 0; e < ps->g->n_edges; e++) {
+    const acg_edge *ed = &ps->g->edges[e];
+    int next = -1;
+    if (ed->from == node) next = ed->to;
+    else if (ed->bidirectional && ed->to == node) next = ed->from;
+    if (next < 0 || ps->on[next]) continue;
+    /* data crosses storage; only results may pass through a (SIMD) compute
+     * node on their way out (acc -> vector unit -> buffer) */
+    if (next != ps->to && !acg_is_storage(ps->g, next) &&
+        (!ps->through_compute || ps->g->compute[next - ps->g->n_storage].kind != ACG_SIMD))
+      continue;
+    ps->on[next] = true;
+    ps->cur_edges[ps->n_cur - 1] = e;
+    ps->cur[ps->n_cur++] = next;
+    dfs(ps, next);
+    ps->n_cur--;
+    ps->on[next] = false;
+  }
+}
+
+/* Fills path[] (storage per level, level 0 DRAM) and edges[] (edge into each
+ * level in the direction of flow, for level >= 1; for the output the edge
+ * leaving it towards DRAM). Returns the number of levels, 0 if no path. */
+static int find_path(const cov_acg *g, int compute, bool to_dram, const bool *taken, int *path,
+                     int *edges) {
+  int best_n = 0, best_score = -1;
+  int bp[16], be[16];
+  for (int d = 0; d < g->n_storage; d++) {
+    if (g->storage[d].kind != ACG_DRAM) continue;
+    pathsearch ps;
+    memset(&ps, 0, sizeof ps);
+    ps.g = g;
+    int from = to_dram ? compute : d;
+    ps.to = to_dram ? d : compute;
+    ps.cur[0] = from;
+    ps.n_cur = 1;
+    ps.on[from] = true;
+    ps.best_score = -1;
+    ps.through_compute = to_dram;
+    ps.taken = taken;
+    dfs(&ps, from);
+    /* inputs: the most staging levels (reuse); results: the fewest (write
+     * back without detours) */
+    int sc = ps.best_score;
+    if (ps.n_best && sc > best_score) {
+      best_score = sc;
+      best_n = ps.n_best;
+      memcpy(bp, ps.best, sizeof bp);
+      memcpy(be, ps.best_edges, sizeof be);
+    }
+  }
+  if (!best_n) return 0;
+  /* storage nodes along the path, ordered from DRAM inwards */
+  int n = 0;
+  int nodes[16], node_edge[16];
+  for (int i = 0; i < best_n; i++) {
+    int k = to_dram ? best_n - 1 - i : i;
+    int nd = bp[k];
+    if (!acg_is_storage(g, nd) || g->storage[nd].kind == ACG_CACHE) continue;
+    nodes[n] = nd;
+    /* edge of the flow into this level (inputs: from the previous node;
+     * output: leaving this node towards DRAM) */
+    node_edge[n] = to_dram ? (k < best_n - 1 ? be[k] : -1) : (k > 0 ? be[k - 1] : -1);
+    n++;
+  }
+  for (int l = 0; l < n && l < MAP_MAX_LEVELS; l++) {
+    path[l] = nodes[l];
+    edges[l] = node_edge[l];
+  }
+  /* the input edge into level l is the last edge before it: for a path
+   * through a cache, report the first edge leaving the outer level instead */
+  return n > MAP_MAX_LEVELS ? MAP_MAX_LEVELS : n;
+}
+
+static void cap_text(const acg_capability *c, char *buf, size_t n) {
+  snprintf(buf, n, "%s(%s,%s->%s)", cov_op_name(c->op), cov_dtype_name(c->in[0]),
+           cov_dtype_name(c->n_in > 1 ? c->in[1] : c->in[0]), cov_dtype_name(c->out));
+}
+
+cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t) {
+  memset(t, 0, sizeof *t);
+  t->acg = g;
+  t->node = t->cap = -1;
+  t->simd_node = -1;
+  cov_dtype model = p->operands[0].dtype;
+  cov_dtype acc = cdl_acc_dtype(model);
+  int n_in = p->kind == MAP_MAIN_MAC ? 2 : p->n_inputs;
+  if (p->kind != MAP_MAIN_MAC) acc = model;
+  /* two passes: exact dtypes, then narrowed; systolic/matrix before SIMD for mac */
+  for (int pref = 0; pref < 2 && t->node < 0; pref++) {
+    for (int pass = 0; pass < 2 && t->node < 0; pass++) {
+      double best_tp = -1;
+      for (int c = 0; c < g->n_compute; c++) {
+        const acg_compute *cn = &g->compute[c];
+        bool array = cn->kind == ACG_SYSTOLIC || cn->kind == ACG_MATRIX;
+        if (p->kind == MAP_MAIN_MAC ? (pref == 0) != array : cn->kind != ACG_SIMD) continue;
+        for (int k = 0; k < cn->n_caps; k++) {
+          const acg_capability *cp = &cn->caps[k];
+          if (cp->op != p->op) continue;
+          bool narrowed = false;
+          if (!dtype_fits(model, acc, cp, n_in, &narrowed) || narrowed != (pass == 1)) continue;
+          if (cp->throughput > best_tp) {
+            best_tp = cp->throughput;
+            t->node = g->n_storage + c;
+            t->cap = k;
+            t->narrowed = narrowed;
+            t->mul_dtype = cp->in[0];
+            t->acc_dtype = cp->out;
+          }
+        }
+      }
+    }
+  }
+  if (t->node < 0) {
+    char offers[512] = "";
+    size_t len = 0;
+    for (int c = 0; c < g->n_compute; c++)
+      for (int k = 0; k < g->compute[c].n_caps; k++) {
+        if (g->compute[c].caps[k].op != p->op) continue;
+        char b[96];
+        cap_text(&g->compute[c].caps[k], b, sizeof b);
+        len += (size_t)snprintf(offers + len, len < sizeof offers ? sizeof offers - len : 0,
+                                "%s%s on %s", len ? ", " : "", b, g->compute[c].name);
+        if (len >= sizeof offers) len = sizeof offers - 1;
+      }
+    const char *tn = cov_dtype_name(model);
+    return cov_error(COV_MAPPING_FAILED, NULL,
+                     "%s needs %s(%s,%s->%s)%s; %s offers %s", kind_word(p), cov_op_name(p->op), tn,
+                     tn, cov_dtype_name(acc),
+                     cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
+                     len ? offers : "no such capability");
+  }
+  const acg_compute *cn = &g->compute[t->node - g->n_storage];
+  const acg_capability *cp = &cn->caps[t->cap];
+  if (cn->kind == ACG_SIMD) {
+    t->dims[0] = cn->dims[0] ? cn->dims[0] : 1;
+    t->dims[1] = 1;
+  } else {
+    t->dims[0] = cp->tile_rank >= 1 ? cp->tile[0] : cn->dims[0];
+    t->dims[1] = cp->tile_rank >= 2 ? cp->tile[1] : cn->dims[1];
+  }
+  for (int c = 0; c < g->n_compute; c++)
+    if (g->compute[c].kind == ACG_SIMD) {
+      t->simd_node = g->n_storage + c;
+      break;
+    }
+  /* paths */
+  t->n_levels = 0;
+  bool taken[ACG_MAX_NODES] = {0};
+  for (int o = 0; o < p->n_operands; o++) {
+    for (int l = 0; l < MAP_MAX_LEVELS; l++) t->path[o][l] = t->edge_in[o][l] = -1;
+    const map_operand *op = &p->operands[o];
+    int target = op->role == MAP_ROLE_VECTOR ? t->simd_node : t->node;
+    if (target < 0)
+      return cov_error(COV_MAPPING_FAILED, NULL, "%s: %s has no SIMD unit for the epilogue's %s",
+                       p->layer, g->name, op->name);
+    int n = find_path(g, target, op->role == MAP_ROLE_OUTPUT, taken, t->path[o], t->edge_in[o]);
+    for (int l = 1; l < n; l++) taken[t->path[o][l]] = true;
+    if (n < 2)
+      return cov_error(COV_MAPPING_FAILED, NULL,
+                       "%s: no path through on-chip storage between DRAM and %s for operand %s on %s",
+                       p->layer, acg_node_name(g, target), op->name, g->name);
+    if (n > t->n_levels) t->n_levels = n;
+  }
+  return NULL;
+}

@@ -1,0 +1,196 @@
+/* mapper/map_build.c: a whole schedule from one mapping decision
+ * (map_choice): scheduled loops with steps, per-level tiles and places, a
+ * static allocation per storage node, and the transfers with their positions
+ * and counts. Tiles that do not fit make the choice invalid (return -1). */
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64_t *shape) {
+  for (int d = 0; d < op->acc.rank; d++) {
+    int64_t e = 1;
+    for (int l = 0; l < n_loops; l++) {
+      int64_t c = op->acc.coef[d][l];
+      e += (c < 0 ? -c : c) * (tile[l] - 1);
+    }
+    /* a tile never needs more than the tensor (broadcast dims have coef 0) */
+    shape[d] = e;
+  }
+}
+
+static bool depends(const map_operand *op, int loop) {
+  for (int d = 0; d < op->acc.rank; d++)
+    if (op->acc.coef[d][loop]) return true;
+  return false;
+}
+
+int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
+              map_schedule *s, const char **why) {
+  const cov_acg *g = t->acg;
+  *s = *proto;
+  const map_problem *p = &s->prob;
+  int L = t->n_levels;
+  s->acg = g;
+  s->node = t->node;
+  s->cap = t->cap;
+  s->mul_dtype = t->mul_dtype;
+  s->acc_dtype = t->acc_dtype;
+  s->narrowed = t->narrowed;
+  s->n_levels = L;
+  s->n_sloops = 0;
+  s->n_xfers = 0;
+  /* scheduled loops: per level in the given order; level 0 keeps reductions
+   * innermost so that the outermost on-chip output tile sees its whole
+   * reduction (the epilogue and the DRAM store happen once per tile) */
+  for (int lv = 0; lv < L; lv++) {
+    int order[MAP_MAX_LOOPS], n = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < p->n_loops; i++) {
+        int l = ch->order[lv][i];
+        if (lv == 0 && (pass == 0) == p->reduction[l]) continue;
+        if (lv != 0 && pass == 1) continue;
+        order[n++] = l;
+      }
+    for (int i = 0; i < n; i++) {
+      int l = order[i];
+      if (ch->fac[lv][l] <= 1) continue;
+      if (s->n_sloops >= MAP_MAX_SLOOPS) {
+        if (why) *why = "too many scheduled loops";
+        return -1;
+      }
+      map_sloop *sl = &s->sloops[s->n_sloops++];
+      sl->loop = l;
+      sl->level = lv;
+      sl->spatial = false;
+      sl->axis = MAP_AX_NONE;
+      sl->trips = ch->fac[lv][l];
+    }
+  }
+  /* spatial loops: innermost, at the last level */
+  for (int ax = MAP_AX_ROWS; ax <= MAP_AX_LANES; ax++)
+    for (int l = 0; l < p->n_loops; l++) {
+      if (ch->sp[l] <= 1 || ch->sp_axis[l] != (map_axis)ax) continue;
+      map_sloop *sl = &s->sloops[s->n_sloops++];
+      sl->loop = l;
+      sl->level = L - 1;
+      sl->spatial = true;
+      sl->axis = (map_axis)ax;
+      sl->trips = ch->sp[l];
+    }
+  /* steps, from the inside out */
+  int64_t inner[MAP_MAX_LOOPS];
+  for (int l = 0; l < p->n_loops; l++) inner[l] = 1;
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    s->sloops[i].step = inner[s->sloops[i].loop];
+    inner[s->sloops[i].loop] *= s->sloops[i].trips;
+  }
+  for (int l = 0; l < p->n_loops; l++)
+    if (inner[l] != p->extent[l]) {
+      if (why) *why = "factors do not multiply to the extents";
+      return -1;
+    }
+  /* tiles per level */
+  int64_t tile[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
+  for (int lv = 0; lv < L; lv++) {
+    for (int l = 0; l < p->n_loops; l++) tile[lv][l] = 1;
+    for (int i = 0; i < s->n_sloops; i++)
+      if (s->sloops[i].level >= lv) tile[lv][s->sloops[i].loop] *= s->sloops[i].trips;
+  }
+  /* epilogue constraints on the level-1 output tile */
+  for (int v = 0; v < s->n_vops; v++) {
+    const map_vop *vo = &s->vops[v];
+    if (vo->kind == MAP_VOP_ROW_REDUCE && L > 1 && tile[1][vo->loop] != p->extent[vo->loop]) {
+      if (why) *why = "a row reduction needs whole rows on chip";
+      return -1;
+    }
+    if (vo->kind == MAP_VOP_POOL && L > 1)
+      for (int k = 0; k < 2; k++)
+        if (tile[1][vo->pool_loop[k]] % vo->window[k]) {
+          if (why) *why = "pooled tiles must hold whole windows";
+          return -1;
+        }
+  }
+  /* places */
+  uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
+  memset(used, 0, sizeof used);
+  memset(s->place, 0, sizeof s->place);
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    for (int lv = 0; lv < L; lv++) {
+      int node = t->path[o][lv];
+      if (node < 0) continue;
+      map_place *pl = &s->place[o][lv];
+      pl->present = true;
+      pl->node = node;
+      for (int l = 0; l < p->n_loops; l++) pl->tile[l] = tile[lv][l];
+      if (lv == 0) {
+        for (int d = 0; d < op->rank; d++) pl->shape[d] = op->shape[d];
+        pl->dtype = op->dtype;
+      } else {
+        map_tile_box(op, p->n_loops, tile[lv], pl->shape);
+        pl->dtype = op->role == MAP_ROLE_INPUT ? t->mul_dtype
+                    : op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
+        if (p->kind != MAP_MAIN_MAC && op->role == MAP_ROLE_INPUT) pl->dtype = op->dtype;
+      }
+      pl->elems = 1;
+      for (int d = 0; d < op->rank; d++) pl->elems *= pl->shape[d];
+      pl->bytes = (uint64_t)pl->elems * cov_dtype_size(pl->dtype);
+      if (lv == 0) continue;
+      const acg_storage *st = &g->storage[node];
+      pl->double_buffered = ch->dbuf && st->double_buffer;
+      if (node >= 256) {
+        if (why) *why = "storage node id out of range";
+        return -1;
+      }
+      pl->addr = used[node];
+      used[node] += pl->bytes * (pl->double_buffered ? 2 : 1);
+      if (used[node] > st->capacity_bytes) {
+        if (why) *why = "tiles exceed a storage capacity";
+        return -1;
+      }
+    }
+  }
+  /* transfers */
+  for (int lv = 1; lv < L; lv++)
+    for (int o = 0; o < p->n_operands; o++) {
+      const map_operand *op = &p->operands[o];
+      if (!s->place[o][lv].present) continue;
+      int after = -1;
+      bool red_outside = false;
+      for (int i = 0; i < s->n_sloops; i++) {
+        if (s->sloops[i].level >= lv) break;
+        if (depends(op, s->sloops[i].loop)) after = i;
+      }
+      int64_t count = 1;
+      for (int i = 0; i <= after; i++) {
+        count *= s->sloops[i].trips;
+        if (p->reduction[s->sloops[i].loop]) red_outside = true;
+      }
+      if (s->n_xfers + 2 > MAP_MAX_XFERS) {
+        if (why) *why = "too many transfers";
+        return -1;
+      }
+      int outer = s->place[o][lv - 1].node, here = s->place[o][lv].node;
+      if (op->role == MAP_ROLE_OUTPUT) {
+        if (lv >= 2 && red_outside) {
+          map_xfer *x = &s->xfers[s->n_xfers++];
+          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true,
+                          s->place[o][lv].bytes, count};
+        }
+        map_xfer *x = &s->xfers[s->n_xfers++];
+        uint64_t bytes = lv == 1 ? (uint64_t)s->place[o][lv].elems * cov_dtype_size(op->dtype)
+                                 : s->place[o][lv].bytes;
+        if (lv == 1)
+          for (int v = 0; v < s->n_vops; v++)
+            if (s->vops[v].kind == MAP_VOP_POOL)
+              bytes /= (uint64_t)(s->vops[v].window[0] * s->vops[v].window[1]);
+        *x = (map_xfer){o, MAP_STORE, lv, here, outer, t->edge_in[o][lv], after, false, bytes, count};
+      } else {
+        map_xfer *x = &s->xfers[s->n_xfers++];
+        uint64_t bytes = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv - 1].dtype);
+        *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
+      }
+    }
+  map_cost_eval(s);
+  return 0;
+}

@@ -1,0 +1,147 @@
+/* mapper/map_cost.c: predicted cycles, bytes and energy, from ACG numbers
+ * only.
+ *
+ * Compute: the main statement runs in passes (one per tile of the last
+ * level); a pass issues the last level's temporal iterations, each covering
+ * the spatial loops at once; an issue takes (array PEs or lanes) /
+ * throughput cycles, and a pass adds the capability's latency (array fill
+ * and drain). Idle rows/columns/lanes are wasted, not discounted.
+ * Transfers: each execution takes bytes / bandwidth + latency on its edge
+ * (bandwidth: the edge's, capped by the storage nodes' own). Transfers into
+ * double-buffered places overlap compute: per edge they run in parallel with
+ * it and with each other, and DRAM's total bandwidth bounds all DRAM traffic;
+ * the rest (and the first fill) is exposed, added serially.
+ * Epilogue: every vector op touches each output element once at its
+ * capability's throughput. Energy: bytes x (read + write + edge pJ/byte),
+ * operand reads at the innermost level, and ops x pJ/op. */
+#include <math.h>
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+static double edge_bw(const cov_acg *g, const map_xfer *x) {
+  double bw = 0;
+  if (x->edge >= 0) bw = g->edges[x->edge].bandwidth_bytes_per_cycle;
+  double sb = g->storage[x->src].bandwidth_bytes_per_cycle;
+  double db = g->storage[x->dst].bandwidth_bytes_per_cycle;
+  if (bw <= 0) bw = 1e30;
+  if (sb > 0 && sb < bw) bw = sb;
+  if (db > 0 && db < bw) bw = db;
+  return bw;
+}
+
+void map_cost_eval(map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  map_cost *c = &s->cost;
+  memset(c, 0, sizeof *c);
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  const acg_capability *cap = &cn->caps[s->cap];
+  int L = s->n_levels;
+  /* compute */
+  double passes = 1, inner = 1, used_units = 1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level < L - 1) passes *= (double)sl->trips;
+    else if (!sl->spatial) inner *= (double)sl->trips;
+    else used_units *= (double)sl->trips;
+  }
+  double units = cn->kind == ACG_SIMD ? (cn->dims[0] ? cn->dims[0] : 1)
+                                      : (double)(cap->tile_rank >= 2 ? cap->tile[0] * cap->tile[1]
+                                                                     : cn->dims[0] * cn->dims[1]);
+  if (units < 1) units = 1;
+  double per_issue = units / (cap->throughput > 0 ? cap->throughput : 1);
+  /* an array also walks the reduction depth tile[2] per issue where given */
+  c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
+  /* epilogue */
+  int64_t out_elems = 1;
+  const map_operand *out = &p->operands[p->output];
+  for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
+  for (int v = 0; v < s->n_vops; v++) {
+    const map_vop *vo = &s->vops[v];
+    if (vo->node < 0) continue;
+    const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
+    c->epilogue_cycles += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1);
+  }
+  /* transfers */
+  double per_edge[512];
+  int n_edges = g->n_edges < 512 ? g->n_edges : 512;
+  memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
+  double exposed_serial = 0, dram_bytes = 0, first_fill = 0;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    double bw = edge_bw(g, x);
+    double lat = x->edge >= 0 ? g->edges[x->edge].latency_cycles : 0;
+    double one = (double)x->bytes / bw + lat;
+    double all = one * (double)x->count;
+    c->xfer_cycles[i] = all;
+    c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
+    if (g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM)
+      dram_bytes += (double)x->bytes * (double)x->count;
+    bool db = s->place[x->operand][x->level].double_buffered;
+    if (db) {
+      if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;
+      if (one > first_fill) first_fill = one;
+    } else {
+      exposed_serial += all;
+    }
+  }
+  double overlapped = 0;
+  for (int e = 0; e < n_edges; e++)
+    if (per_edge[e] > overlapped) overlapped = per_edge[e];
+  double dram_bw = acg_dram_bandwidth(g);
+  if (dram_bw > 0 && dram_bytes / dram_bw > overlapped) overlapped = dram_bytes / dram_bw;
+  double busy = c->compute_cycles + c->epilogue_cycles;
+  double body = busy > overlapped ? busy : overlapped;
+  c->cycles = body + exposed_serial + first_fill;
+  c->exposed_cycles = c->cycles - busy;
+  /* utilisation of the main node */
+  int ci = s->node - g->n_storage;
+  if (ci < MAP_MAX_COMPUTE && c->cycles > 0)
+    c->util[ci] = (double)p->ops / ((cap->throughput > 0 ? cap->throughput : 1) * c->cycles);
+  if (s->n_vops && s->vops[0].node >= 0) {
+    int vi = s->vops[0].node - g->n_storage;
+    if (vi < MAP_MAX_COMPUTE && vi != ci && c->cycles > 0) {
+      const acg_capability *vc = &g->compute[vi].caps[s->vops[0].cap];
+      c->util[vi] = (double)out_elems * s->n_vops / ((vc->throughput > 0 ? vc->throughput : 1) * c->cycles);
+    }
+  }
+  /* energy */
+  bool any = cap->energy_pj_per_op > 0;
+  double e = (double)p->ops * cap->energy_pj_per_op;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    const acg_storage *a = &g->storage[x->src], *b = &g->storage[x->dst];
+    double bytes = (double)x->bytes * (double)x->count;
+    if (a->has_energy) e += bytes * a->read_pj_per_byte, any = true;
+    if (b->has_energy) e += bytes * b->write_pj_per_byte, any = true;
+    if (x->edge >= 0) e += bytes * g->edges[x->edge].pj_per_byte;
+  }
+  /* operand reads at the innermost level: each issue reads each input's
+   * footprint over the spatial loops once (the array shares it across PEs) */
+  double issues = passes * inner;
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    if (op->role == MAP_ROLE_VECTOR) continue;
+    int lv = L - 1;
+    while (lv > 0 && !s->place[o][lv].present) lv--;
+    const acg_storage *st = &g->storage[s->place[o][lv].node];
+    if (!st->has_energy) continue;
+    double foot = 1;
+    for (int d = 0; d < op->rank; d++) {
+      double ext = 1;
+      for (int i = 0; i < s->n_sloops; i++)
+        if (s->sloops[i].spatial) {
+          int64_t k = op->acc.coef[d][s->sloops[i].loop];
+          ext += (double)(k < 0 ? -k : k) * (double)(s->sloops[i].trips - 1);
+        }
+      foot *= ext;
+    }
+    double per = foot * (double)cov_dtype_size(s->place[o][lv].dtype);
+    e += issues * per * (op->role == MAP_ROLE_OUTPUT ? st->read_pj_per_byte + st->write_pj_per_byte
+                                                      : st->read_pj_per_byte);
+  }
+  c->has_energy = any;
+  c->energy_pj = any ? e : 0;
+  if (!isfinite(c->cycles)) c->cycles = 1e300;
+}

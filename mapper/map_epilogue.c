@@ -1,0 +1,301 @@
+/* mapper/map_epilogue.c: the codelets after the main one, lowered to vector
+ * operations on the finished output tile (map_ir.h: map_vop).
+ *
+ * Single-nest elementwise codelets (relu, relu6, clip, gelu, sigmoid,
+ * bias_add, ...) are translated statement by statement: the input value is
+ * register 0, each scalar local gets a register, literals and float
+ * attributes become scalars, and another input indexed by the codelet's loops
+ * (a bias) becomes a per-channel vector operand whose access is the output's
+ * access in the dimension it indexes. Softmax (a row reduction) and max
+ * pooling with window == stride have fixed lowerings. */
+#include <math.h>
+#include <string.h>
+
+#include "codelets/cdl_iexpr.h"
+#include "mapper/map_internal.h"
+
+int map_epilogue_whole(const char *codelet) {
+  static const char *const whole[] = {"relu", "relu6", "clip", "leaky_relu", "sigmoid",
+                                      "tanh", "gelu", "gelu_tanh", "exp", "sqrt",
+                                      "abs", "neg", "softmax"};
+  for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+    if (!strcmp(codelet, whole[i])) return 1;
+  return 0;
+}
+
+static map_vop *new_vop(map_schedule *s, const char *from, const cov_loc *loc, cov_status *st) {
+  if (s->n_vops >= MAP_MAX_VOPS) {
+    *st = cov_error(COV_OUT_OF_RANGE, loc, "epilogue of %s: more than %d vector ops", from,
+                    MAP_MAX_VOPS);
+    return NULL;
+  }
+  map_vop *v = &s->vops[s->n_vops++];
+  memset(v, 0, sizeof *v);
+  v->from = from;
+  v->node = v->cap = -1;
+  return v;
+}
+
+/* The problem loop that alone indexes output dimension d with coefficient 1
+ * and offset 0, or -1. */
+static int loop_of_dim(const map_problem *p, int d) {
+  const map_operand *o = &p->operands[p->output];
+  int found = -1;
+  if (o->acc.off[d] != 0) return -1;
+  for (int l = 0; l < p->n_loops; l++) {
+    if (o->acc.coef[d][l] == 0) continue;
+    if (o->acc.coef[d][l] != 1 || found >= 0) return -1;
+    found = l;
+  }
+  return found;
+}
+
+static cov_status lower_softmax(const map_call *mc, map_schedule *s) {
+  map_problem *p = &s->prob;
+  const map_operand *o = &p->operands[p->output];
+  int l = loop_of_dim(p, o->rank - 1);
+  cov_status st = NULL;
+  if (l < 0 || mc->view[mc->view_rank - 1] != o->shape[o->rank - 1])
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "softmax after %s: its rows must be the output's last dimension, indexed by "
+                     "one loop",
+                     p->codelet);
+  static const struct { map_vop_kind k; cov_op op; } seq[5] = {
+      {MAP_VOP_ROW_REDUCE, COV_OP_MAX}, {MAP_VOP_MAP, COV_OP_SUB}, {MAP_VOP_MAP, COV_OP_EXP},
+      {MAP_VOP_ROW_REDUCE, COV_OP_ADD}, {MAP_VOP_MAP, COV_OP_DIV}};
+  for (int i = 0; i < 5; i++) {
+    map_vop *v = new_vop(s, "softmax", NULL, &st);
+    if (!v) return st;
+    v->kind = seq[i].k;
+    v->op = seq[i].op;
+    v->a.kind = MAP_VS_REG;
+    v->loop = l;
+    if (seq[i].op == COV_OP_SUB || seq[i].op == COV_OP_DIV) v->b.kind = MAP_VS_ROW;
+  }
+  if (s->n_rows < 1) s->n_rows = 1;
+  return NULL;
+}
+
+static cov_status lower_pool(const map_call *mc, const cdl_binding *b, map_schedule *s) {
+  map_problem *p = &s->prob;
+  const cdl_codelet *c = mc->c;
+  int64_t v[10] = {0};
+  const char *names[] = {"kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top",
+                         "pad_left", "pad_bottom", "pad_right", "dilation_h", "dilation_w"};
+  for (int i = 0; i < 10; i++)
+    for (int a = 0; a < c->n_attrs; a++)
+      if (!strcmp(c->attrs[a].name, names[i])) v[i] = b->attr_i[a];
+  const map_operand *o = &p->operands[p->output];
+  if (o->rank != 4 || v[0] != v[2] || v[1] != v[3] || v[4] || v[5] || v[6] || v[7] ||
+      v[8] != 1 || v[9] != 1)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "maxpool after %s: only window == stride, no padding, no dilation, on a "
+                     "4-D output can be fused",
+                     p->codelet);
+  int lh = loop_of_dim(p, 2), lw = loop_of_dim(p, 3);
+  if (lh < 0 || lw < 0 || o->shape[2] % v[0] || o->shape[3] % v[1])
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "maxpool after %s: the output's H and W (%lld, %lld) must be multiples of "
+                     "the window (%lld, %lld) and each indexed by one loop",
+                     p->codelet, (long long)o->shape[2], (long long)o->shape[3], (long long)v[0],
+                     (long long)v[1]);
+  cov_status st = NULL;
+  map_vop *vo = new_vop(s, "maxpool", NULL, &st);
+  if (!vo) return st;
+  vo->kind = MAP_VOP_POOL;
+  vo->op = COV_OP_MAX;
+  vo->a.kind = MAP_VS_REG;
+  vo->pool_loop[0] = lh;
+  vo->pool_loop[1] = lw;
+  vo->window[0] = (int)v[0];
+  vo->window[1] = (int)v[1];
+  return NULL;
+}
+
+/* Generic single-nest elementwise codelet. */
+static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, map_schedule *s,
+                                    cov_arena *arena) {
+  const cdl_codelet *c = mc->c;
+  map_problem *p = &s->prob;
+  const cdl_block *blk = &c->body;
+  int loop_ids[CDL_MAX_LOOP_DEPTH], n_l = 0;
+  /* descend through the loops: `for a in A, b in B {...}` is nested loops */
+  while (blk->n == 1 && blk->stmts[0]->kind == CDL_ST_LOOP && n_l < CDL_MAX_LOOP_DEPTH) {
+    loop_ids[n_l++] = blk->stmts[0]->loop.id;
+    blk = &blk->stmts[0]->loop.body;
+  }
+  const map_operand *out = &p->operands[p->output];
+  int reg_of[CDL_MAX_OPERANDS * 3];
+  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) reg_of[i] = -1;
+  int n_regs = s->n_vregs > 1 ? s->n_vregs : 1;
+  int vec_of[CDL_MAX_OPERANDS * 3];
+  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) vec_of[i] = -1;
+  for (size_t i = 0; i < blk->n; i++) {
+    const cdl_stmt *st = blk->stmts[i];
+    if (st->kind != CDL_ST_ASSIGN)
+      return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: nested loops", c->name);
+    cov_status err = NULL;
+    map_vop *v = new_vop(s, c->name, &st->loc, &err);
+    if (!v) return err;
+    v->kind = MAP_VOP_MAP;
+    v->op = st->op;
+    if (st->n_args > 2)
+      return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: %d-argument op", c->name,
+                       st->n_args);
+    for (int a = 0; a < st->n_args; a++) {
+      const cdl_arg *arg = &st->args[a];
+      map_vsrc *src = a == 0 ? &v->a : &v->b;
+      if (arg->kind == CDL_ARG_FLOAT) {
+        src->kind = MAP_VS_SCALAR;
+        src->value = arg->f;
+      } else if (arg->kind == CDL_ARG_FATTR) {
+        src->kind = MAP_VS_SCALAR;
+        src->value = b->attr_f[arg->attr];
+      } else if (arg->kind == CDL_ARG_ACCESS) {
+        int opi = arg->access.operand;
+        const cdl_operand *co = &c->operands[opi];
+        if (opi == 0) {
+          src->kind = MAP_VS_REG;
+          src->index = 0;
+        } else if (co->role == CDL_LOCAL && co->rank == 0) {
+          if (reg_of[opi] < 0)
+            return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: %s read before written",
+                             c->name, co->name);
+          src->kind = MAP_VS_REG;
+          src->index = reg_of[opi];
+        } else if (co->role == CDL_INPUT) {
+          /* a constant vector: each of its indices must be one loop that
+           * indexes the input x in some dimension; it inherits the output's
+           * access in that dimension */
+          if (vec_of[opi] < 0) {
+            if (p->n_operands >= MAP_MAX_OPERANDS || mc->view_rank != out->rank)
+              return cov_error(COV_UNSUPPORTED, &arg->loc,
+                               "epilogue codelet %s: input %s cannot be fused", c->name, co->name);
+            map_operand *vo = &p->operands[p->n_operands];
+            memset(vo, 0, sizeof *vo);
+            vo->name = cov_arena_printf(arena, "%s.%s", c->name, co->name);
+            vo->role = MAP_ROLE_VECTOR;
+            vo->dtype = vo->compute_dtype = b->dtype[opi];
+            vo->rank = co->rank;
+            vo->acc.rank = co->rank;
+            for (int d = 0; d < co->rank; d++) {
+              vo->shape[d] = b->shape[opi][d];
+              const cdl_affine *af = &arg->access.aff[d];
+              int xd = -1;
+              if (af->n_terms == 1) {
+                /* find the dim of x indexed by this loop (x is accessed as
+                 * x[l0, l1, ...] in these codelets) */
+                for (int k = 0; k < n_l; k++)
+                  if (loop_ids[k] == af->loops[0]) xd = k;
+              }
+              if (xd < 0 || xd >= out->rank)
+                return cov_error(COV_UNSUPPORTED, &arg->loc,
+                                 "epilogue codelet %s: %s's index %d is not one loop of x", c->name,
+                                 co->name, d + 1);
+              vo->acc.off[d] = out->acc.off[xd];
+              for (int l = 0; l < p->n_loops; l++) vo->acc.coef[d][l] = out->acc.coef[xd][l];
+            }
+            vo->layer_input = -2; /* set by the caller */
+            vec_of[opi] = p->n_operands++;
+          }
+          src->kind = MAP_VS_VEC;
+          src->index = vec_of[opi];
+        } else {
+          return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: cannot fuse a read of %s",
+                           c->name, co->name);
+        }
+      } else if (!cdl_iexpr_has_loop(arg->ie)) {
+        /* an integer constant such as relu6's 0 and 6 */
+        cdl_env env = {c, b->dims, b->attr_i, b->lets, NULL};
+        int64_t iv;
+        COV_RETURN_IF_ERROR(cdl_eval(arg->ie, &env, &iv));
+        src->kind = MAP_VS_SCALAR;
+        src->value = (double)iv;
+      } else {
+        return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: index argument",
+                         c->name);
+      }
+    }
+    /* destination */
+    int d = st->dst.operand;
+    const cdl_operand *dop = &c->operands[d];
+    if (dop->role == CDL_OUTPUT) {
+      if (i + 1 != blk->n)
+        return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: output written before the end",
+                         c->name);
+      v->dst = 0;
+    } else if (dop->role == CDL_LOCAL && dop->rank == 0) {
+      if (reg_of[d] < 0) {
+        if (n_regs >= MAP_MAX_VREGS)
+          return cov_error(COV_OUT_OF_RANGE, &st->loc, "epilogue codelet %s: more than %d registers",
+                           c->name, MAP_MAX_VREGS);
+        reg_of[d] = n_regs++;
+      }
+      v->dst = reg_of[d];
+    } else {
+      return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: writes %s", c->name,
+                       dop->name);
+    }
+  }
+  if (n_regs > s->n_vregs) s->n_vregs = n_regs;
+  return NULL;
+}
+
+cov_status map_lower_epilogue(const cov_layer *layer, int first, map_schedule *s, cov_arena *arena) {
+  if (s->n_vregs < 1) s->n_vregs = 1;
+  /* layer input numbering: call 0's inputs, then each later call's extra inputs */
+  int next_input = layer->calls[0].n_inputs;
+  for (int ci = first; ci < layer->n_calls; ci++) {
+    const map_call *mc = &layer->calls[ci];
+    cdl_binding b;
+    COV_RETURN_IF_ERROR(cdl_bind(mc->c, mc->attrs, (size_t)mc->n_attrs, mc->in,
+                                 (size_t)mc->n_inputs, arena, &b));
+    int before = s->prob.n_operands;
+    cov_status st;
+    if (!strcmp(mc->c->name, "softmax")) st = lower_softmax(mc, s);
+    else if (!strcmp(mc->c->name, "maxpool")) st = lower_pool(mc, &b, s);
+    else st = lower_elementwise(mc, &b, s, arena);
+    if (st) return cov_status_annotate(st, "layer %s: ", layer->name);
+    /* vector operands take layer input numbers in their codelet's order */
+    for (int o = before; o < s->prob.n_operands; o++) s->prob.operands[o].layer_input = -2;
+    if (ci > 0) {
+      for (int in = 1; in < mc->n_inputs; in++) {
+        const char *nm = mc->c->operands[in].name;
+        for (int o = before; o < s->prob.n_operands; o++) {
+          const char *dot = strchr(s->prob.operands[o].name, '.');
+          if (dot && !strcmp(dot + 1, nm)) s->prob.operands[o].layer_input = next_input;
+        }
+        next_input++;
+      }
+    }
+  }
+  for (int o = 0; o < s->prob.n_operands; o++)
+    if (s->prob.operands[o].layer_input == -2)
+      return cov_error(COV_INTERNAL, NULL, "layer %s: epilogue operand %s unnumbered", layer->name,
+                       s->prob.operands[o].name);
+  return NULL;
+}
+
+cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
+  cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
+  for (int i = 0; i < s->n_vops; i++) {
+    map_vop *v = &s->vops[i];
+    v->node = v->cap = -1;
+    for (int c = 0; c < acg->n_compute && v->node < 0; c++) {
+      const acg_compute *cn = &acg->compute[c];
+      if (cn->kind != ACG_SIMD) continue;
+      for (int k = 0; k < cn->n_caps; k++)
+        if (cn->caps[k].op == v->op && cn->caps[k].in[0] == dt && cn->caps[k].out == dt) {
+          v->node = acg->n_storage + c;
+          v->cap = k;
+          break;
+        }
+    }
+    if (v->node < 0)
+      return cov_error(COV_MAPPING_FAILED, NULL,
+                       "layer %s: the epilogue op %s(%s) from %s needs a SIMD capability; %s "
+                       "offers none",
+                       s->prob.layer, cov_op_name(v->op), cov_dtype_name(dt), v->from, acg->name);
+  }
+  return NULL;
+}

@@ -1,0 +1,369 @@
+/* mapper/map_search.c: the search over mapping decisions.
+ *
+ * The space: a spatial binding (array: a reduction loop on rows and an output
+ * loop on columns; SIMD: an output loop on lanes), each with a divisor
+ * factor that fits the units; per loop, an ordered split of what remains
+ * into one divisor-based factor per level; per level, a loop order; double
+ * buffering on or off. Orders only matter through where each operand's tile
+ * changes, so orders with the same per-operand reuse signature are one
+ * candidate (exact, not a heuristic). Tilings are enumerated loop by loop,
+ * pruned as soon as the partial tiles exceed a capacity (footprints only
+ * grow).
+ *
+ * Exhaustive mode evaluates every remaining candidate: it is the optimum
+ * under the cost model. The default pruned mode keeps (1) the spatial
+ * bindings that use the most units (a beam), (2) only maximal tilings (no
+ * loop's tile at any level can grow by a prime factor and still fit: a
+ * smaller tile is dominated, it moves at least as many bytes), and (3) the
+ * loop orders that make one operand after another stationary. A budget
+ * bounds cost-model evaluations in both. Ties keep the candidate enumerated
+ * first, and enumeration order is canonical, so results are deterministic. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+typedef struct search {
+  const map_target *t;
+  const map_schedule *proto;
+  const map_problem *p;
+  const cov_map_options *opt;
+  bool exhaustive;
+  int L;
+  map_choice ch;
+  int64_t rem[MAP_MAX_LOOPS];
+  cov_schedule *out;
+  map_schedule best[MAP_MAX_ALTS + 1];
+  int n_best;
+  int64_t evals, candidates;
+  bool stop;
+  map_schedule scratch;
+} search;
+
+static int divisors(int64_t n, int64_t *out, int max) {
+  int k = 0;
+  for (int64_t d = 1; d <= n && k < max; d++)
+    if (n % d == 0) out[k++] = d;
+  return k;
+}
+
+static bool depends(const map_operand *op, int loop) {
+  for (int d = 0; d < op->acc.rank; d++)
+    if (op->acc.coef[d][loop]) return true;
+  return false;
+}
+
+/* Bytes per storage node for the tiles given by fac (levels >= 1), with
+ * unassigned loops (index >= upto) at their minimum; true if all fit. */
+static bool fits(search *S, int upto) {
+  const map_problem *p = S->p;
+  const cov_acg *g = S->t->acg;
+  uint64_t used[256];
+  memset(used, 0, sizeof used);
+  for (int lv = 1; lv < S->L; lv++) {
+    int64_t tile[MAP_MAX_LOOPS];
+    for (int l = 0; l < p->n_loops; l++) {
+      tile[l] = S->ch.sp[l];
+      if (l < upto)
+        for (int k = lv; k < S->L; k++) tile[l] *= S->ch.fac[k][l];
+    }
+    for (int o = 0; o < p->n_operands; o++) {
+      int node = S->t->path[o][lv];
+      if (node < 0 || node >= 256) continue;
+      int64_t shape[COV_MAX_RANK];
+      map_tile_box(&p->operands[o], p->n_loops, tile, shape);
+      uint64_t e = 1;
+      for (int d = 0; d < p->operands[o].rank; d++) e *= (uint64_t)shape[d];
+      cov_dtype dt = p->operands[o].role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? S->t->mul_dtype
+                     : p->operands[o].role == MAP_ROLE_OUTPUT ? S->t->acc_dtype
+                                                              : p->operands[o].dtype;
+      uint64_t b = e * cov_dtype_size(dt) * (S->ch.dbuf && g->storage[node].double_buffer ? 2 : 1);
+      used[node] += b;
+      if (used[node] > g->storage[node].capacity_bytes) return false;
+    }
+  }
+  return true;
+}
+
+static void consider(search *S, const map_schedule *s) {
+  /* keep the best MAP_MAX_ALTS+1 distinct costs, first enumerated wins ties */
+  int pos = S->n_best;
+  for (int i = 0; i < S->n_best; i++) {
+    if (s->cost.cycles == S->best[i].cost.cycles) return; /* same cost: keep the earlier */
+    if (s->cost.cycles < S->best[i].cost.cycles) {
+      pos = i;
+      break;
+    }
+  }
+  if (pos > MAP_MAX_ALTS) return;
+  int n = S->n_best < MAP_MAX_ALTS + 1 ? S->n_best + 1 : MAP_MAX_ALTS + 1;
+  for (int i = n - 1; i > pos; i--) S->best[i] = S->best[i - 1];
+  S->best[pos] = *s;
+  S->n_best = n;
+}
+
+static void evaluate(search *S) {
+  if (S->opt && S->opt->budget > 0 && S->evals >= S->opt->budget) {
+    S->stop = true;
+    return;
+  }
+  S->evals++;
+  if (map_build(S->t, S->proto, &S->ch, &S->scratch, NULL) == 0) consider(S, &S->scratch);
+}
+
+/* ---- loop orders ---- */
+
+typedef struct sig {
+  int64_t v[MAP_MAX_OPERANDS];
+} sig;
+
+/* Reuse signature of an order at one level: per operand, the product of the
+ * trips of the loops inside its innermost dependent loop (-1: none depends). */
+static sig order_sig(search *S, int lv, const int *ord, int n) {
+  sig g;
+  memset(&g, 0, sizeof g);
+  int tmp[MAP_MAX_LOOPS], m = 0;
+  /* level 0: reductions innermost (as map_build does) */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      if (lv == 0 && (pass == 0) == S->p->reduction[ord[i]]) continue;
+      if (lv != 0 && pass == 1) continue;
+      tmp[m++] = ord[i];
+    }
+  for (int o = 0; o < S->p->n_operands; o++) {
+    int64_t prod = 1;
+    int i;
+    for (i = m - 1; i >= 0; i--) {
+      if (depends(&S->p->operands[o], tmp[i])) break;
+      prod *= S->ch.fac[lv][tmp[i]];
+    }
+    g.v[o] = i < 0 ? -1 : prod;
+  }
+  return g;
+}
+
+#define MAX_ORDERS 64
+typedef struct orders {
+  int n;
+  int ord[MAX_ORDERS][MAP_MAX_LOOPS];
+  int len;
+  sig sigs[MAX_ORDERS];
+} orders;
+
+static void add_order(search *S, int lv, orders *os, const int *ord, int n) {
+  sig g = order_sig(S, lv, ord, n);
+  for (int i = 0; i < os->n; i++)
+    if (!memcmp(&os->sigs[i], &g, sizeof g)) return;
+  if (os->n >= MAX_ORDERS) return;
+  memcpy(os->ord[os->n], ord, sizeof(int) * (size_t)n);
+  os->sigs[os->n++] = g;
+}
+
+static bool next_perm(int *a, int n) {
+  int i = n - 2;
+  while (i >= 0 && a[i] >= a[i + 1]) i--;
+  if (i < 0) return false;
+  int j = n - 1;
+  while (a[j] <= a[i]) j--;
+  int t = a[i]; a[i] = a[j]; a[j] = t;
+  for (int l = i + 1, r = n - 1; l < r; l++, r--) t = a[l], a[l] = a[r], a[r] = t;
+  return true;
+}
+
+static void level_orders(search *S, int lv, orders *os) {
+  int act[MAP_MAX_LOOPS], n = 0;
+  for (int l = 0; l < S->p->n_loops; l++)
+    if (S->ch.fac[lv][l] > 1) act[n++] = l;
+  os->n = 0;
+  os->len = n;
+  if (n <= 1 || (S->exhaustive && n <= 7)) {
+    do add_order(S, lv, os, act, n);
+    while (n > 1 && next_perm(act, n));
+    return;
+  }
+  /* stationarity orders: innermost the loops independent of operand o1, then
+   * of o2, ... (every permutation of the operands) */
+  int ops[MAP_MAX_OPERANDS], no = S->p->n_operands;
+  for (int i = 0; i < no; i++) ops[i] = i;
+  do {
+    int ord[MAP_MAX_LOOPS], m = 0;
+    bool placed[MAP_MAX_LOOPS] = {0};
+    int inner[MAP_MAX_LOOPS], ni = 0;
+    for (int k = 0; k < no; k++)
+      for (int i = n - 1; i >= 0; i--) {
+        int l = act[i];
+        if (!placed[l] && !depends(&S->p->operands[ops[k]], l)) placed[l] = true, inner[ni++] = l;
+      }
+    for (int i = 0; i < n; i++)
+      if (!placed[act[i]]) ord[m++] = act[i];
+    for (int i = ni - 1; i >= 0; i--) ord[m++] = inner[i];
+    add_order(S, lv, os, ord, n);
+  } while (next_perm(ops, no));
+}
+
+static void orders_rec(search *S, int lv, orders *all) {
+  if (S->stop) return;
+  if (lv == S->L) {
+    evaluate(S);
+    return;
+  }
+  for (int i = 0; i < all[lv].n && !S->stop; i++) {
+    int k = 0;
+    for (int j = 0; j < all[lv].len; j++) S->ch.order[lv][k++] = all[lv].ord[i][j];
+    for (int l = 0; l < S->p->n_loops; l++)
+      if (S->ch.fac[lv][l] <= 1) S->ch.order[lv][k++] = l;
+    orders_rec(S, lv + 1, all);
+  }
+}
+
+/* Maximal: no loop's factor at level lv >= 1 can take a prime factor from
+ * the level above and still fit. */
+static bool maximal(search *S) {
+  for (int lv = 1; lv < S->L; lv++)
+    for (int l = 0; l < S->p->n_loops; l++) {
+      int64_t f = S->ch.fac[lv - 1][l];
+      if (f <= 1) continue;
+      int64_t q = 2;
+      while (f % q) q++;
+      S->ch.fac[lv - 1][l] /= q;
+      S->ch.fac[lv][l] *= q;
+      bool ok = fits(S, S->p->n_loops);
+      S->ch.fac[lv][l] /= q;
+      S->ch.fac[lv - 1][l] *= q;
+      if (ok) return false;
+    }
+  return true;
+}
+
+static void tiling_done(search *S) {
+  S->candidates++;
+  if (!S->exhaustive && !maximal(S)) return;
+  orders all[MAP_MAX_LEVELS];
+  for (int lv = 0; lv < S->L; lv++) level_orders(S, lv, &all[lv]);
+  orders_rec(S, 0, all);
+}
+
+/* Split loop l's remaining extent over the levels (outermost gets the rest). */
+static void split_rec(search *S, int l, int lv, int64_t left) {
+  if (S->stop) return;
+  if (lv == 0) {
+    S->ch.fac[0][l] = left;
+    if (!fits(S, l + 1)) return;
+    if (l + 1 == S->p->n_loops) tiling_done(S);
+    else split_rec(S, l + 1, S->L - 1, S->rem[l + 1]);
+    return;
+  }
+  int64_t dv[256];
+  int nd = divisors(left, dv, 256);
+  for (int i = 0; i < nd && !S->stop; i++) {
+    S->ch.fac[lv][l] = dv[i];
+    split_rec(S, l, lv - 1, left / dv[i]);
+  }
+}
+
+typedef struct spatial {
+  int loop[2];
+  int64_t f[2];
+  map_axis ax[2];
+  int64_t units;
+} spatial;
+
+static int cmp_spatial(const void *a, const void *b) {
+  const spatial *x = a, *y = b;
+  if (x->units != y->units) return x->units > y->units ? -1 : 1;
+  return 0;
+}
+
+cov_status map_search(const map_target *t, const map_schedule *proto, const cov_map_options *opt,
+                      cov_schedule *out) {
+  search *S = calloc(1, sizeof *S);
+  if (!S) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  S->t = t;
+  S->proto = proto;
+  S->p = &proto->prob;
+  S->opt = opt;
+  S->exhaustive = opt && opt->exhaustive;
+  S->L = t->n_levels;
+  S->out = out;
+  const map_problem *p = S->p;
+  const acg_compute *cn = &t->acg->compute[t->node - t->acg->n_storage];
+  bool array = cn->kind != ACG_SIMD;
+  /* spatial candidates */
+  int max_sp = 1024;
+  spatial *sp = calloc((size_t)max_sp, sizeof *sp);
+  int n_sp = 0;
+  if (!sp) {
+    free(S);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  int64_t dv0[256], dv1[256];
+  for (int a = 0; a < p->n_loops; a++) {
+    if (array ? !p->reduction[a] : p->reduction[a]) continue;
+    int n0 = divisors(p->extent[a], dv0, 256);
+    for (int b = array ? 0 : -1; b < (array ? p->n_loops : 0); b++) {
+      if (b >= 0 && (p->reduction[b] || b == a)) continue;
+      int n1 = b >= 0 ? divisors(p->extent[b], dv1, 256) : 1;
+      if (b < 0) dv1[0] = 1;
+      for (int i = 0; i < n0; i++)
+        for (int j = 0; j < n1; j++) {
+          if ((uint64_t)dv0[i] > t->dims[0] || (uint64_t)dv1[j] > t->dims[1]) continue;
+          bool largest = (i + 1 == n0 || (uint64_t)dv0[i + 1] > t->dims[0]) &&
+                         (j + 1 == n1 || (uint64_t)dv1[j + 1] > t->dims[1]);
+          if (!S->exhaustive && !largest) continue;
+          if (n_sp >= max_sp) continue;
+          spatial *c = &sp[n_sp++];
+          c->loop[0] = a;
+          c->loop[1] = b;
+          c->f[0] = dv0[i];
+          c->f[1] = dv1[j];
+          c->ax[0] = array ? MAP_AX_ROWS : MAP_AX_LANES;
+          c->ax[1] = MAP_AX_COLS;
+          c->units = dv0[i] * dv1[j];
+        }
+    }
+  }
+  if (!array && n_sp == 0) {
+    /* nothing to put on lanes: run it on one lane */
+    sp[n_sp++] = (spatial){{-1, -1}, {1, 1}, {MAP_AX_LANES, MAP_AX_COLS}, 1};
+  }
+  /* stable sort by units used, descending (qsort is not stable: index tiebreak) */
+  for (int i = 1; i < n_sp; i++) {
+    spatial x = sp[i];
+    int j = i - 1;
+    while (j >= 0 && cmp_spatial(&sp[j], &x) > 0) sp[j + 1] = sp[j], j--;
+    sp[j + 1] = x;
+  }
+  int beam = opt && opt->beam > 0 ? opt->beam : 4;
+  if (!S->exhaustive && n_sp > beam) n_sp = beam;
+  for (int c = 0; c < n_sp && !S->stop; c++)
+    for (int db = 1; db >= 0 && !S->stop; db--) {
+      memset(&S->ch, 0, sizeof S->ch);
+      for (int l = 0; l < p->n_loops; l++) S->ch.sp[l] = 1, S->rem[l] = p->extent[l];
+      for (int k = 0; k < 2; k++)
+        if (sp[c].loop[k] >= 0) {
+          S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
+          S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
+          S->rem[sp[c].loop[k]] /= sp[c].f[k];
+        }
+      S->ch.dbuf = db;
+      for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
+        for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
+      split_rec(S, 0, S->L - 1, S->rem[0]);
+    }
+  free(sp);
+  cov_status st = NULL;
+  if (S->n_best == 0) {
+    st = cov_error(COV_MAPPING_FAILED, NULL,
+                   "%s on %s: no schedule fits the storage capacities (%lld candidates tried%s)",
+                   p->layer, t->acg->name, (long long)S->candidates,
+                   S->stop ? ", budget exhausted" : "");
+  } else {
+    out->s = S->best[0];
+    out->n_alts = S->n_best - 1;
+    for (int i = 1; i < S->n_best; i++) out->alts[i - 1] = S->best[i];
+    out->evaluations = S->evals;
+    out->candidates = S->candidates;
+  }
+  free(S);
+  return st;
+}

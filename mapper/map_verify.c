@@ -1,0 +1,97 @@
+/* mapper/map_verify.c: checks a schedule's invariants (map_ir.h), so that a
+ * code generator may trust it: divisor-based tiling, steps, spatial loops
+ * within the unit counts, places within capacities and not overlapping,
+ * transfers along ACG edges and placed where their tile changes. */
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+#define FAIL(...) return cov_error(COV_INTERNAL, NULL, "schedule of %s: " __VA_ARGS__)
+
+cov_status map_verify(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
+  if (s->n_levels < 2 || s->n_levels > MAP_MAX_LEVELS) FAIL("%d levels", ln, s->n_levels);
+  if (s->node < g->n_storage || s->node >= acg_n_nodes(g)) FAIL("bad compute node", ln);
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  if (s->cap < 0 || s->cap >= cn->n_caps || cn->caps[s->cap].op != p->op)
+    FAIL("capability %d of %s does not run %s", ln, s->cap, cn->name, cov_op_name(p->op));
+  /* divisor-based tiling and steps */
+  int64_t prod[MAP_MAX_LOOPS];
+  for (int l = 0; l < p->n_loops; l++) prod[l] = 1;
+  int last_level = 0;
+  int64_t used_axis[MAP_AX_COUNT];
+  for (int a = 0; a < MAP_AX_COUNT; a++) used_axis[a] = 1;
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->loop < 0 || sl->loop >= p->n_loops) FAIL("loop %d: bad problem loop", ln, i);
+    if (sl->trips < 2) FAIL("loop %d has %lld trips", ln, i, (long long)sl->trips);
+    if (sl->step != prod[sl->loop])
+      FAIL("loop %d (%s) has step %lld, expected %lld", ln, i, p->loop_name[sl->loop],
+           (long long)sl->step, (long long)prod[sl->loop]);
+    prod[sl->loop] *= sl->trips;
+    if (sl->spatial != (sl->axis != MAP_AX_NONE)) FAIL("loop %d: spatial without axis", ln, i);
+    if (sl->spatial) used_axis[sl->axis] *= sl->trips;
+  }
+  for (int i = 1; i < s->n_sloops; i++) {
+    if (s->sloops[i].level < s->sloops[i - 1].level) FAIL("loop %d: levels out of order", ln, i);
+    if (s->sloops[i - 1].spatial && !s->sloops[i].spatial)
+      FAIL("loop %d: temporal inside spatial", ln, i);
+    last_level = s->sloops[i].level;
+  }
+  (void)last_level;
+  for (int l = 0; l < p->n_loops; l++)
+    if (prod[l] != p->extent[l])
+      FAIL("loop %s: trip counts multiply to %lld, not its extent %lld (tiling must be "
+           "divisor-based)",
+           ln, p->loop_name[l], (long long)prod[l], (long long)p->extent[l]);
+  uint64_t rows = cn->kind == ACG_SIMD ? cn->dims[0] : cn->caps[s->cap].tile[0];
+  uint64_t cols = cn->kind == ACG_SIMD ? 1 : cn->caps[s->cap].tile[1];
+  if ((uint64_t)used_axis[MAP_AX_ROWS] > rows || (uint64_t)used_axis[MAP_AX_COLS] > cols ||
+      (uint64_t)used_axis[MAP_AX_LANES] > (cn->kind == ACG_SIMD ? rows : 1))
+    FAIL("spatial loops use more units than %s has", ln, cn->name);
+  /* places: capacities and disjoint allocations */
+  for (int o = 0; o < p->n_operands; o++) {
+    if (!s->place[o][0].present || g->storage[s->place[o][0].node].kind != ACG_DRAM)
+      FAIL("operand %s is not in DRAM at level 0", ln, p->operands[o].name);
+    for (int lv = 1; lv < s->n_levels; lv++) {
+      const map_place *a = &s->place[o][lv];
+      if (!a->present) continue;
+      const acg_storage *st = &g->storage[a->node];
+      uint64_t end = a->addr + a->bytes * (a->double_buffered ? 2 : 1);
+      if (end > st->capacity_bytes)
+        FAIL("%s's tile at level %d ends at byte %llu of %s (capacity %llu)", ln,
+             p->operands[o].name, lv, (unsigned long long)end, st->name,
+             (unsigned long long)st->capacity_bytes);
+      if (a->double_buffered && !st->double_buffer)
+        FAIL("%s is double-buffered in %s, which does not allow it", ln, p->operands[o].name, st->name);
+      int64_t box[COV_MAX_RANK];
+      map_tile_box(&p->operands[o], p->n_loops, a->tile, box);
+      for (int d = 0; d < p->operands[o].rank; d++)
+        if (box[d] != a->shape[d]) FAIL("%s's tile shape disagrees with its access", ln, p->operands[o].name);
+      for (int o2 = 0; o2 < p->n_operands; o2++)
+        for (int lv2 = 1; lv2 < s->n_levels; lv2++) {
+          const map_place *b = &s->place[o2][lv2];
+          if ((o2 == o && lv2 == lv) || !b->present || b->node != a->node) continue;
+          uint64_t bend = b->addr + b->bytes * (b->double_buffered ? 2 : 1);
+          if (a->addr < bend && b->addr < end)
+            FAIL("%s and %s overlap in %s", ln, p->operands[o].name, p->operands[o2].name, st->name);
+        }
+    }
+  }
+  /* transfers: edges exist between the two storage nodes' path, positions */
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    if (x->operand < 0 || x->operand >= p->n_operands || x->level < 1 || x->level >= s->n_levels)
+      FAIL("transfer %d: bad operand or level", ln, i);
+    if (x->after >= s->n_sloops || (x->after >= 0 && s->sloops[x->after].level >= x->level))
+      FAIL("transfer %d placed inside a loop of its own level", ln, i);
+    if (x->edge < -1 || x->edge >= g->n_edges) FAIL("transfer %d: bad edge", ln, i);
+    int64_t count = 1;
+    for (int k = 0; k <= x->after; k++) count *= s->sloops[k].trips;
+    if (count != x->count) FAIL("transfer %d: count %lld, expected %lld", ln, i,
+                                (long long)x->count, (long long)count);
+  }
+  return NULL;
+}
