@@ -65,10 +65,10 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       fprintf(out, " %s cap%u m=%u k=%u n=%u%s%s", unit, in->u.gemm.cap, in->u.gemm.m,
               in->u.gemm.k, in->u.gemm.n, (in->flags & NPU_GEMM_ACC) ? " acc" : "",
               (in->flags & NPU_GEMM_BIAS) ? " bias" : "");
-      mem(out, g, "a", &in->u.gemm.a, false);
-      mem(out, g, "b", &in->u.gemm.b, false);
-      mem(out, g, "c", &in->u.gemm.c, false);
-      if (in->flags & NPU_GEMM_BIAS) mem(out, g, "bias", &in->u.gemm.bias, false);
+      mem(out, g, "a", &in->u.gemm.a, true);
+      mem(out, g, "b", &in->u.gemm.b, true);
+      mem(out, g, "c", &in->u.gemm.c, true);
+      if (in->flags & NPU_GEMM_BIAS) mem(out, g, "bias", &in->u.gemm.bias, true);
       break;
     }
     case NPU_OP_VOP: {

@@ -452,21 +452,23 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   bool acc = in->flags & NPU_GEMM_ACC, bias = in->flags & NPU_GEMM_BIAS;
   range r[4], w;
   int nr = 0;
-  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "a", &in->u.gemm.a, os ? K : M, os ? M : K, ea, &r[nr++]));
+  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "a", &in->u.gemm.a, M, K, ea, &r[nr++]));
   COV_RETURN_IF_ERROR(mem_range(x, "gemm", "b", &in->u.gemm.b, K, N, eb, &r[nr++]));
   COV_RETURN_IF_ERROR(mem_range(x, "gemm", "c", &in->u.gemm.c, M, N, eo, &w));
   if (acc) r[nr++] = w;
   if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
   if (x->dry) return NULL;
 
-  const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c;
+  const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c, *mbias = &in->u.gemm.bias;
   const uint8_t *pa = x->sim->buf[ma->buf] + x->reg[ma->reg] + ma->off;
   const uint8_t *pb = x->sim->buf[mb->buf] + x->reg[mb->reg] + mb->off;
   uint8_t *pc = x->sim->buf[mc->buf] + x->reg[mc->reg] + mc->off;
-  const uint8_t *pbias =
-      bias ? x->sim->buf[in->u.gemm.bias.buf] + x->reg[in->u.gemm.bias.reg] + in->u.gemm.bias.off
-           : NULL;
-  int64_t ras = ma->row_stride, rbs = mb->row_stride, rcs = mc->row_stride;
+  const uint8_t *pbias = bias ? x->sim->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
+  /* Element offsets in bytes (strides are in elements and may be 0). */
+  int64_t ars = ma->row_stride * (int64_t)ea, acs = ma->col_stride * (int64_t)ea;
+  int64_t brs = mb->row_stride * (int64_t)eb, bcs = mb->col_stride * (int64_t)eb;
+  int64_t crs = mc->row_stride * (int64_t)eo, ccs = mc->col_stride * (int64_t)eo;
+  int64_t bis = mbias->col_stride * (int64_t)eo;
   if (to == COV_F32) {
     /* fp16 x fp16 products are exact in fp32, so multiplying the widened
      * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
@@ -475,31 +477,34 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     float *B = A + M * K, *acc_row = B + K * N;
     for (uint64_t m = 0; m < M; m++)
       for (uint64_t k = 0; k < K; k++)
-        A[m * K + k] = ld_f(pa + (os ? (k * ras + m) : (m * ras + k)) * ea, ta);
+        A[m * K + k] = ld_f(pa + (int64_t)m * ars + (int64_t)k * acs, ta);
     for (uint64_t k = 0; k < K; k++)
-      for (uint64_t n = 0; n < N; n++) B[k * N + n] = ld_f(pb + (k * rbs + n) * eb, tb);
+      for (uint64_t n = 0; n < N; n++) B[k * N + n] = ld_f(pb + (int64_t)k * brs + (int64_t)n * bcs, tb);
     for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + m * rcs * eo;
+      uint8_t *crow = pc + (int64_t)m * crs;
       for (uint64_t n = 0; n < N; n++)
-        acc_row[n] = acc ? ld_f(crow + n * eo, to) : bias ? ld_f(pbias + n * eo, to) : 0.0f;
+        acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
+                         : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
       for (uint64_t k = 0; k < K; k++) {
         float a = A[m * K + k];
         const float *brow = B + k * N;
         for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
       }
-      memcpy(crow, acc_row, N * sizeof(float));
+      if (ccs == 4) memcpy(crow, acc_row, N * sizeof(float));
+      else
+        for (uint64_t n = 0; n < N; n++) memcpy(crow + (int64_t)n * ccs, &acc_row[n], 4);
     }
   } else { /* i8 x i8 -> i32, wrapping like a 32-bit adder */
     for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + m * rcs * eo;
+      uint8_t *crow = pc + (int64_t)m * crs;
       for (uint64_t n = 0; n < N; n++) {
-        uint32_t s = acc ? (uint32_t)ld_i(crow + n * eo, to)
-                         : bias ? (uint32_t)ld_i(pbias + n * eo, to) : 0u;
+        uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, to)
+                         : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, to) : 0u;
         for (uint64_t k = 0; k < K; k++)
-          s += (uint32_t)(ld_i(pa + (os ? (k * ras + m) : (m * ras + k)) * ea, ta) *
-                          ld_i(pb + (k * rbs + n) * eb, tb));
+          s += (uint32_t)(ld_i(pa + (int64_t)m * ars + (int64_t)k * acs, ta) *
+                          ld_i(pb + (int64_t)k * brs + (int64_t)n * bcs, tb));
         int32_t v = (int32_t)s;
-        memcpy(crow + n * eo, &v, 4);
+        memcpy(crow + (int64_t)n * ccs, &v, 4);
       }
     }
   }
@@ -511,12 +516,12 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   uint64_t peak = cdiv(macs, cap->throughput);
   const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
   uint64_t occ, bank_extra;
-  uint64_t pre = (acc || bias) ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : in->u.gemm.bias.buf, un)) : 0;
+  uint64_t pre = (acc || bias) ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
   if (!os) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
-    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), (int64_t)ea, (uint32_t)K);
-    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), (int64_t)eb, (uint32_t)N);
+    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
+    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t wl = (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
     uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
     uint64_t out = cdiv(M * N * eo, bwc);
@@ -528,8 +533,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
-    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), (int64_t)ea, (uint32_t)M);
-    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), (int64_t)eb, (uint32_t)N);
+    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
+    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
     uint64_t feed = ea_edge == eb_edge ? fa + fb : (fa > fb ? fa : fb);
@@ -544,7 +549,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
   us->macs += macs;
   x->st->macs += macs;
-  x->st->bytes_read[ma->buf] += (os ? K * M : M * K) * ea;
+  x->st->bytes_read[ma->buf] += M * K * ea;
   x->st->bytes_read[mb->buf] += K * N * eb;
   if (acc) x->st->bytes_read[mc->buf] += M * N * eo;
   if (bias) x->st->bytes_read[in->u.gemm.bias.buf] += N * eo;

@@ -137,22 +137,6 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
   if (in->flags & NPU_GEMM_ACC) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "c", &in->u.gemm.c, un, true));
   if (in->flags & NPU_GEMM_BIAS)
     COV_RETURN_IF_ERROR(check_buf(t, lp, i, "bias", &in->u.gemm.bias, un, true));
-  const npu_mem *ms[3] = {&in->u.gemm.a, &in->u.gemm.b, &in->u.gemm.c};
-  const char *names[3] = {"a", "b", "c"};
-  /* Row length and row count of each operand as stored: A is M x K on a
-   * weight-stationary array and K x M (transposed) on an output-stationary
-   * one, so that what the array reads in one cycle is always one row. */
-  bool os = t->output_stationary;
-  uint32_t widths[3] = {os ? in->u.gemm.m : in->u.gemm.k, in->u.gemm.n, in->u.gemm.n};
-  uint32_t heights[3] = {os ? in->u.gemm.k : in->u.gemm.m, in->u.gemm.k, in->u.gemm.m};
-  for (int k = 0; k < 3; k++) {
-    if (ms[k]->col_stride != 0)
-      FAIL("instruction %u (gemm): field %s.col_stride: must be 0 (rows are contiguous)", i,
-           names[k]);
-    if (ms[k]->row_stride < (int32_t)widths[k] && !(ms[k]->row_stride == 0 && heights[k] == 1))
-      FAIL("instruction %u (gemm): field %s.row_stride: %d < row length %u", i, names[k],
-           ms[k]->row_stride, widths[k]);
-  }
   return NULL;
 }
 

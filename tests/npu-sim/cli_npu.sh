@@ -19,7 +19,7 @@ expect() { # expect RC PATTERN CMD...
   fi
 }
 expect 0 "gemm    pe_array cap1 m=16 k=40 n=16" "$cov" disasm "$progs/gemm_os.npu"
-expect 0 "gemm    unit0 cap1 m=16 k=40 n=16 a=buf1[8192, 16]" "$cov" disasm --raw "$progs/gemm_os.npu"
+expect 0 "gemm    unit0 cap1 m=16 k=40 n=16 a=buf1[8192, 1, 16]" "$cov" disasm --raw "$progs/gemm_os.npu"
 expect 0 "array utilisation" "$cov" sim "$progs/gemm_ws.npu"
 expect 0 "output y f32[32,16]" "$cov" sim "$progs/gemm_os.npu" --seed 7
 "$cov" sim "$progs/gemm_ws.npu" --trace "$tmp/trace.json" >/dev/null || fail=1

@@ -170,10 +170,10 @@ static void test_gemm_ws(void) {
       gm.u.gemm.m = M;
       gm.u.gemm.k = 16;
       gm.u.gemm.n = 16;
-      gm.u.gemm.a = (npu_mem){(uint8_t)ibuf, 0, half, 16, 0};
-      gm.u.gemm.b = (npu_mem){(uint8_t)wbuf, 0, half, 16, 0};
-      gm.u.gemm.c = (npu_mem){(uint8_t)obuf, 0, 0, 16, 0};
-      gm.u.gemm.bias = (npu_mem){(uint8_t)bbuf, 0, 0, 0, 0};
+      gm.u.gemm.a = (npu_mem){(uint8_t)ibuf, 0, half, 16, 1};
+      gm.u.gemm.b = (npu_mem){(uint8_t)wbuf, 0, half, 16, 1};
+      gm.u.gemm.c = (npu_mem){(uint8_t)obuf, 0, 0, 16, 1};
+      gm.u.gemm.bias = (npu_mem){(uint8_t)bbuf, 0, 0, 0, 1};
       add(p, gm);
     }
     npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)simd};
@@ -272,7 +272,7 @@ static void test_gemm_ws(void) {
   FILE *f = open_memstream(&text, &tn);
   CHECK(!npu_disasm(p, g, f));
   fclose(f);
-  CHECK(text && strstr(text, "gemm    pe_array cap0 m=40 k=16 n=16 bias a=ibuf[0, 16]"));
+  CHECK(text && strstr(text, "gemm    pe_array cap0 m=40 k=16 n=16 bias a=ibuf[0, 16, 1]"));
   CHECK(text && strstr(text, "dma     load dram->wbuf f16"));
   CHECK(text && strstr(text, "vop     simd relu"));
   free(text);
@@ -312,9 +312,9 @@ static void test_gemm_os(void) {
     gm.u.gemm.m = 16;
     gm.u.gemm.k = (uint16_t)K;
     gm.u.gemm.n = 16;
-    gm.u.gemm.a = (npu_mem){(uint8_t)ubuf, 0, 8192, 16, 0};
-    gm.u.gemm.b = (npu_mem){(uint8_t)ubuf, 0, 0, 16, 0};
-    gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 0};
+    gm.u.gemm.a = (npu_mem){(uint8_t)ubuf, 0, 8192, 1, 16}; /* A^T: (m, k) at k*16 + m */
+    gm.u.gemm.b = (npu_mem){(uint8_t)ubuf, 0, 0, 16, 1};
+    gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
     add(p, gm);
     npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
     v.u.vop.vop = COV_OP_ADD;
@@ -533,9 +533,9 @@ static void test_loops_and_errors(void) {
   gm.u.gemm.m = 4;
   gm.u.gemm.k = 17;
   gm.u.gemm.n = 16;
-  gm.u.gemm.a = (npu_mem){(uint8_t)node(g, "ibuf"), 0, 0, 17, 0};
-  gm.u.gemm.b = (npu_mem){(uint8_t)node(g, "wbuf"), 0, 0, 16, 0};
-  gm.u.gemm.c = (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 16, 0};
+  gm.u.gemm.a = (npu_mem){(uint8_t)node(g, "ibuf"), 0, 0, 17, 1};
+  gm.u.gemm.b = (npu_mem){(uint8_t)node(g, "wbuf"), 0, 0, 16, 1};
+  gm.u.gemm.c = (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 16, 1};
   add(p, gm);
   v = cov_npu_program_verify(p, g);
   CHECK(v && strstr(cov_status_message(v), "instruction 0 (gemm): field k: 17 > 16 array rows"));
