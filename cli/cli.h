@@ -38,5 +38,7 @@ int cli_cmd_run(int argc, char **argv);
 int cli_cmd_map(int argc, char **argv);
 int cli_cmd_disasm(int argc, char **argv);
 int cli_cmd_sim(int argc, char **argv);
+int cli_cmd_compile(int argc, char **argv);
+int cli_cmd_verify(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const cli_command k_commands[] = {
     {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
     {"disasm", "print an NPU program (npu-sim ISA) as text", cli_cmd_disasm},
     {"sim", "verify and run an NPU program in the ACG-driven cycle simulator", cli_cmd_sim},
+    {"compile", "compile a layer for an NPU target: program + manifest", cli_cmd_compile},
+    {"verify", "check NPU programs against the reference on random inputs", cli_cmd_verify},
 };
 #define N_COMMANDS (sizeof k_commands / sizeof *k_commands)
 

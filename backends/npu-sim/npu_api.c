@@ -5,6 +5,7 @@
 
 #include "backends/npu-sim/npu_internal.h"
 #include "common/fileio.h"
+#include "mapper/map_internal.h"
 
 #define NPU_MAX_FILE_BYTES ((size_t)1 << 31)
 
@@ -44,6 +45,11 @@ cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
 }
 
 void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
+
+cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
+  if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  return npu_codegen(&s->s, out);
+}
 
 cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out) {
   return npu_disasm(p, acg, out);

@@ -52,6 +52,10 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
  * buffers against the ACG, loop nesting, the tensor table and segments. */
 cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char *file);
 
+/* Scheduled IR -> program (npu_codegen.c). */
+struct map_schedule;
+cov_status npu_codegen(const struct map_schedule *s, npu_prog **out);
+
 void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g);
 cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);
 

@@ -48,6 +48,14 @@ int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name,
  * entirely (weights compiled into the program). */
 int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
 
+/* Code generation: a schedule from cov_map (covenant/mapper.h) to a
+ * program for the schedule's ACG. The program's DRAM tensors are named in0,
+ * in1, ... after the layer's inputs (in the dtype of their on-chip tiles, f16
+ * when the schedule narrows; cov_npu_sim_write converts f32 data) and out
+ * (f32). COV_UNSUPPORTED names what the code generator cannot yet lower. */
+typedef struct cov_schedule cov_schedule;
+cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
+
 /* The simulator keeps a pointer to acg, which must outlive it. */
 cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
 void cov_npu_sim_free(cov_npu_sim *sim);
