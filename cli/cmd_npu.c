@@ -346,7 +346,9 @@ static void verify_help(FILE *out) {
           "compiled and run in the simulator N times with random inputs in [-1, 1), each\n"
           "result compared with the reference interpreter. The error of one run is\n"
           "max|npu - ref| / max|ref| over the output; a layer passes when every run is\n"
-          "within --tolerance (default 1e-2: the schedule may round multiplicands to f16).\n"
+          "within --tolerance (default 1e-3). Where the schedule narrows multiplicands to\n"
+          "f16, the random inputs are f16 values (the reference sees the same numbers), so\n"
+          "the error measures the NPU's arithmetic (fp32 accumulation order), not rounding.\n"
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
           "options:\n"
@@ -354,7 +356,7 @@ static void verify_help(FILE *out) {
           "  -n, --iterations N  random inputs per layer (default 1000)\n"
           "      --scale N       divide the layers' sizes by N (default 1)\n"
           "      --seed N        first seed (default 1)\n"
-          "      --tolerance X   largest accepted error (default 1e-2)\n"
+          "      --tolerance X   largest accepted error (default 1e-3)\n"
           "      --suite FILE    layer suite file\n"
           "  -h, --help          show this help\n");
 }
@@ -375,13 +377,29 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
     st = cov_layer_input(j.layer, i, &shp);
     if (!st) st = cov_tensor_alloc(&ins[i], COV_F32, shp.rank, shp.shape);
   }
+  bool narrowed[8] = {false};
+  for (int i = 0; !st && i < cov_npu_program_tensor_count(j.prog); i++) {
+    const char *tn;
+    cov_dtype dt;
+    cov_npu_program_tensor(j.prog, i, &tn, NULL, &dt, NULL);
+    int k;
+    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < 8) narrowed[k] = dt == COV_F16 || dt == COV_BF16;
+  }
   double worst = 0;
   uint64_t cycles = 0;
   double util = 0;
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
   for (long long it = 0; it < iters && !st; it++) {
-    for (int i = 0; i < n_in; i++)
-      for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++) ((float *)ins[i].data)[k] = rnd(&s);
+    for (int i = 0; i < n_in; i++) {
+      /* Where the schedule narrows multiplicands to f16 (the program's
+       * tensor is f16), the same rounded values go to the reference, so the
+       * comparison measures the NPU's arithmetic, not the narrowing. */
+      bool narrow = narrowed[i];
+      for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++) {
+        float v = rnd(&s);
+        ((float *)ins[i].data)[k] = narrow ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
+      }
+    }
     cov_tensor ref = {0}, got = {0};
     st = cov_layer_reference(j.layer, ins, &ref);
     for (int i = 0; i < n_in && !st; i++) {
@@ -437,7 +455,7 @@ int cli_cmd_verify(int argc, char **argv) {
                                        {0, 0, 0, 0}};
   const char *target = "npu-16x16", *suite = NULL;
   long long iters = 1000, scale = 1, seed = 1;
-  double tol = 1e-2;
+  double tol = 1e-3;
   optind = 1;
   opterr = 0;
   int c;

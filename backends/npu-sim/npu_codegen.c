@@ -340,7 +340,9 @@ static bool reg_read_later(const map_schedule *s, int from, int reg) {
   return reg == 0;
 }
 
-static void store_final(cg *c, int o) {
+/* The epilogue and store of elements [start, start+len) along dim d0 of the
+ * level-1 output tile (the whole tile when d0 < 0). */
+static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   const map_problem *p = c->p;
   const map_operand *op = &p->operands[o];
   const map_place *pl = &c->s->place[o][1];
@@ -353,9 +355,16 @@ static void store_final(cg *c, int o) {
   reg[0].buf = pl->node;
   reg[0].addr = place_addr(c, o, 1);
   tile_strides(pl, rank, reg[0].stride);
+  if (d0 >= 0) {
+    shape[d0] = len;
+    base[d0] += start;
+    reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
+  }
   int64_t origin[MAP_MAX_LOOPS];
   values(c, 1, origin);
   uint64_t bump = c->area_lo;
+  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
+  int n_slots = 0;
   int red_dim = -1;
   for (int vi = 0; vi < c->s->n_vops && !c->err; vi++) {
     const map_vop *vo = &c->s->vops[vi];
@@ -408,6 +417,8 @@ static void store_final(cg *c, int o) {
             inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
           x->st[d] = inside ? local_offset(c, vo_i, 1, vidx) - off0 : 0;
         }
+        if (d0 >= 0)
+          x->addr += (uint64_t)(start * x->st[d0]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
         if (c->pool_dim[0] >= 0)
           for (int w = 0; w < 2; w++)
             if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
@@ -435,10 +446,30 @@ static void store_final(cg *c, int o) {
         d.stride[k] = s;
         s *= shape[k];
       }
-      bool inplace = vo->a.kind == MAP_VS_REG && reg[vo->a.index].buf == c->reg_buf &&
-                     reg[vo->a.index].addr >= c->area_lo &&
-                     (vo->a.index == vo->dst || !reg_read_later(c->s, vi + 1, vo->a.index));
-      d.addr = inplace ? reg[vo->a.index].addr : area_alloc(c, &bump, (uint64_t)s * 4);
+      /* An element-wise op may overwrite any slot whose registers are all
+       * dead after it (its own sources included: each element is read
+       * before it is written); otherwise it takes a new slot. */
+      int pick = -1;
+      for (int k = 0; k < n_slots && pick < 0; k++) {
+        if (slot_bytes[k] < (uint64_t)s * 4) continue;
+        bool free_slot = true;
+        for (int r = 0; r < MAP_MAX_VREGS; r++)
+          if (reg[r].valid && reg[r].buf == c->reg_buf && reg[r].addr == slot_addr[k] &&
+              r != vo->dst && reg_read_later(c->s, vi + 1, r))
+            free_slot = false;
+        if (free_slot) pick = k;
+      }
+      if (pick < 0 && n_slots < SLOTS) {
+        pick = n_slots++;
+        slot_bytes[pick] = (uint64_t)s * 4;
+        slot_addr[pick] = area_alloc(c, &bump, slot_bytes[pick]);
+      }
+      if (pick < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers",
+                p->layer, SLOTS);
+        return;
+      }
+      d.addr = slot_addr[pick];
       vopnd dv = {d.buf, d.addr, {0}, 0};
       memcpy(dv.st, d.stride, sizeof dv.st);
       emit_vops(c, vo->op, cap, false, -1, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL);
@@ -506,6 +537,47 @@ static void store_final(cg *c, int o) {
   }
   if (c->err) return;
   emit_dma(c, o, true, reg[0].buf, reg[0].addr, COV_F32, rank, base, shape, reg[0].stride);
+}
+
+/* Splits the epilogue into chunks along the outermost non-unit dim when its
+ * registers would not fit the free part of the register buffer. */
+static void store_final(cg *c, int o) {
+  const map_problem *p = c->p;
+  const map_operand *op = &p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  if (c->s->n_vops == 0) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  int64_t elems = 1;
+  for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
+  uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
+  uint64_t have = c->area_hi - c->area_lo;
+  if (need <= have) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  /* Chunk along a dim that no pool window or row reduction spans. */
+  int d0 = -1;
+  for (int d = 0; d < op->rank && d0 < 0; d++) {
+    if (pl->shape[d] <= 1) continue;
+    bool spanned = false;
+    for (int v = 0; v < c->s->n_vops; v++) {
+      const map_vop *vo = &c->s->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE && out_dim_of_loop(op, vo->loop) == d) spanned = true;
+      if (vo->kind == MAP_VOP_POOL &&
+          (out_dim_of_loop(op, vo->pool_loop[0]) == d || out_dim_of_loop(op, vo->pool_loop[1]) == d))
+        spanned = true;
+    }
+    if (!spanned) d0 = d;
+  }
+  int64_t len = d0 >= 0 ? (int64_t)((double)pl->shape[d0] * (double)have / (double)need) : 0;
+  if (d0 < 0 || len < 1) {
+    store_chunk(c, o, -1, 0, 0); /* reports what does not fit */
+    return;
+  }
+  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len)
+    store_chunk(c, o, d0, st, pl->shape[d0] - st < len ? pl->shape[d0] - st : len);
 }
 
 /* ---- transfers and the loop walk ---- */
