@@ -111,7 +111,7 @@ typedef struct explore_evaluator {
  * layer (has_models: some layers come from ONNX models). Unknown or
  * unavailable names give an error listing the available ones. */
 cov_status explore_evaluator_find(const char *name, int has_models, const explore_evaluator **out);
-extern const explore_evaluator explore_roofline, explore_mapper;
+extern const explore_evaluator explore_roofline, explore_mapper, explore_npusim;
 
 /* Sum of area_mm2 over nodes (NaN when no node gives one). */
 double explore_area_mm2(const cov_acg *acg);

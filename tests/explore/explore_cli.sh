@@ -26,14 +26,14 @@ error: --vary ibuf.capacity: cannot parse value '32KB' (expected a number, NxM d
 W
 same "$work/bad.err" "$work/bad.want" "bad-spec diagnostics"
 [ ! -e "$work/bad" ] || fail "bad specs must not create the output folder"
-"$cov" explore --base npu-16x16 --suite --eval npusim -o "$work/x" 2> "$work/ev.err"
-grep -q "no npusim evaluator yet" "$work/ev.err" || fail "--eval npusim message"
+"$cov" explore --base npu-16x16 --suite --eval magic -o "$work/x" 2> "$work/ev.err"
+grep -q "unknown evaluator (available: npusim, mapper, roofline)" "$work/ev.err" || fail "--eval magic message"
 "$cov" explore --base npu-16x16 --model "$src/examples/convnet.onnx" --eval mapper -o "$work/x" 2> "$work/evm.err"
 grep -q "takes suite layers only" "$work/evm.err" || fail "--eval mapper with --model"
 
 # A value that makes an invalid ACG: the design fails with the loader's
 # located message; the other designs run; exit 0.
-"$cov" explore --base npu-16x16 --suite bert_base_qkv -q -o "$work/inv" \
+"$cov" explore --base npu-16x16 --suite bert_base_qkv --eval roofline -q -o "$work/inv" \
   --vary ibuf.capacity=0,64KiB --vary pe_array.dims=8x8,16x16 > /dev/null 2> "$work/inv.err"
 [ $? -eq 0 ] || fail "invalid design: want exit 0"
 grep -q "design d000 (ibuf.capacity=0, pe_array.dims=8x8) failed: designs/d000.json:[0-9]*:[0-9]*: \$.storage\[1\].capacity: capacity must be positive" "$work/inv.err" \
@@ -61,14 +61,12 @@ grep -q '"dims": \[' "$work/j1/designs/d026.json" || fail "design json"
   -q -o "$work/model" > /dev/null || fail "--model"
 grep -q '^d001,16x16,convnet#0,conv+bias+relu+maxpool,roofline,' "$work/model/results.csv" || fail "model rows"
 
-# The mapper evaluator (the default when every layer is a suite layer): its
-# rows must equal what `covenant map` reports for the same derived design,
-# and -j must not change a byte.
-margs=(--base "$src/targets/npu-16x16.json" --vary pe_array.dims=8x8,32x32
+# The mapper evaluator: its rows must equal what `covenant map` reports for
+# the same derived design, and -j must not change a byte.
+margs=(--base "$src/targets/npu-16x16.json" --eval mapper --vary pe_array.dims=8x8,32x32
        --vary ibuf.capacity=16KiB,128KiB --suite convnet_layer1,resnet50_stem_pool,bert_base_attn_qk
        --suite-file "$src/bench/suite/layers.json")
-"$cov" explore "${margs[@]}" -j 1 -o "$work/m1" > /dev/null 2> "$work/m1.err" || fail "mapper run"
-grep -q "^explore: evaluator mapper" "$work/m1.err" || fail "default evaluator must be the mapper"
+"$cov" explore "${margs[@]}" -j 1 -q -o "$work/m1" > /dev/null || fail "mapper run"
 "$cov" explore "${margs[@]}" -j 3 -q -o "$work/m3" > /dev/null || fail "mapper run -j3"
 same "$work/m1/results.csv" "$work/m3/results.csv" "mapper -j1 vs -j3"
 [ "$(grep -c ',mapper,' "$work/m1/results.csv")" -eq 12 ] || fail "12 mapper rows"
@@ -78,6 +76,29 @@ for d in d000 d003; do
            | sed -n 's/.*: \([0-9]*\) cycles.*/\1/p')
     got=$(grep "^$d,.*,$l," "$work/m1/results.csv" | cut -d, -f7)
     [ -n "$want" ] && [ "$want" = "$got" ] || fail "$d $l: explore says '$got' cycles, covenant map '$want'"
+  done
+done
+
+# The npusim evaluator (the default for suite-only studies): its rows must
+# equal what `covenant compile` + `covenant sim` report for the same derived
+# design, and -j must not change a byte.
+sargs=(--base "$src/targets/npu-16x16.json" --vary pe_array.dims=8x8,16x16
+       --vary ibuf.capacity=16KiB,64KiB --suite convnet_layer1,convnet_layer2
+       --suite-file "$src/bench/suite/layers.json")
+"$cov" explore "${sargs[@]}" -j 1 -o "$work/n1" > /dev/null 2> "$work/n1.err" || fail "npusim run"
+grep -q "^explore: evaluator npusim" "$work/n1.err" || fail "default evaluator must be npusim"
+"$cov" explore "${sargs[@]}" -j 3 -q -o "$work/n3" > /dev/null || fail "npusim run -j3"
+same "$work/n1/results.csv" "$work/n3/results.csv" "npusim -j1 vs -j3"
+[ "$(grep -c ',npusim,' "$work/n1/results.csv")" -eq 8 ] || fail "8 npusim rows"
+for d in d000 d003; do
+  for l in convnet_layer1 convnet_layer2; do
+    rm -rf "$work/prog"
+    "$cov" compile $l --target "$work/n1/designs/$d.json" --suite "$src/bench/suite/layers.json" \
+      -o "$work/prog" > /dev/null || fail "compile $d $l"
+    want=$("$cov" sim "$work/prog/program.npu" --target "$work/n1/designs/$d.json" \
+           | sed -n 's/^cycles \([0-9]*\) .*/\1/p')
+    got=$(grep "^$d,.*,$l," "$work/n1/results.csv" | cut -d, -f7)
+    [ -n "$want" ] && [ "$want" = "$got" ] || fail "$d $l: explore says '$got' cycles, covenant sim '$want'"
   done
 done
 finish

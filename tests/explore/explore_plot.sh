@@ -13,7 +13,7 @@ done
 # The Pareto front is drawn from summary.csv's flags: its points appear.
 grep -q "Pareto front" "$work/s/plots/cycles_vs_area.svg" || fail "front legend"
 "$cov" explore plot "$work/nothere" 2> /dev/null && fail "plot of a missing study must fail"
-"$cov" explore --base npu-16x16 --vary pe_array.dims=8x8 --suite bert_base_qkv \
+"$cov" explore --base npu-16x16 --vary pe_array.dims=8x8 --suite bert_base_qkv --eval roofline \
   --suite-file "$src/bench/suite/layers.json" --plot -q -o "$work/auto" > /dev/null || fail "--plot"
 [ -s "$work/auto/plots/utilisation.svg" ] || fail "--plot output"
 finish

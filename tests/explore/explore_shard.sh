@@ -18,7 +18,7 @@ same "$work/single/summary.csv" "$work/merged/summary.csv" "merged summary"
 [ $? -eq 1 ] && grep -q "9 design(s) are in none of the shard folders (d002 d005" "$work/missing.err" || fail "missing shard"
 "$cov" explore merge "$work/s0" "$work/s1" "$work/s2" "$work/single" -o "$work/m3" 2> "$work/dup.err"
 [ $? -eq 1 ] && grep -q "design d000 is in both .*s0 and .*single; refusing to merge duplicated rows" "$work/dup.err" || fail "duplicates"
-"$cov" explore --base "$src/targets/npu-16x16.json" --vary pe_array.dims=8x8 --suite bert_base_qkv \
+"$cov" explore --base "$src/targets/npu-16x16.json" --eval roofline --vary pe_array.dims=8x8 --suite bert_base_qkv \
   --suite-file "$src/bench/suite/layers.json" -q -o "$work/other" > /dev/null || fail "other study"
 "$cov" explore merge "$work/s0" "$work/other" -o "$work/m4" 2> "$work/other.err"
 [ $? -eq 1 ] && grep -q "a different study" "$work/other.err" || fail "different studies"

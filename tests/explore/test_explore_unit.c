@@ -271,14 +271,15 @@ static void test_roofline(void) {
   cov_acg_free(g);
 
   const explore_evaluator *ev = NULL;
-  /* the best available: the mapper, unless ONNX layers need the roofline */
-  CHECK(explore_evaluator_find(NULL, 0, &ev) == NULL && ev == &explore_mapper);
+  /* the best available: the simulator, unless ONNX layers need the roofline */
+  CHECK(explore_evaluator_find(NULL, 0, &ev) == NULL && ev == &explore_npusim);
+  CHECK(explore_evaluator_find("mapper", 0, &ev) == NULL && ev == &explore_mapper);
   CHECK(explore_evaluator_find(NULL, 1, &ev) == NULL && ev == &explore_roofline);
   CHECK(explore_evaluator_find("roofline", 0, &ev) == NULL && ev == &explore_roofline);
   st = explore_evaluator_find("mapper", 1, &ev);
   CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
   cov_status_free(st);
-  st = explore_evaluator_find("npusim", 0, &ev);
+  st = explore_evaluator_find("npusim", 1, &ev);
   CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
   cov_status_free(st);
   st = explore_evaluator_find("magic", 0, &ev);
