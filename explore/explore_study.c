@@ -256,8 +256,9 @@ static cov_status run_design(explore_study *s, int index) {
       snprintf(msg, sizeof msg, "%s", cov_status_message(e));
       for (char *p = msg; *p; p++)
         if (*p == '\n') *p = ' '; /* one error per line in the row file */
-      fprintf(f, "error %s%s%u:%u: %s%s%s\n", loc.file ? loc.file : "", loc.file ? ":" : "",
-              loc.line, loc.col, loc.path ? loc.path : "", loc.path ? ": " : "", msg);
+      fprintf(f, "error ");
+      if (loc.file) fprintf(f, "%s:%u:%u: ", loc.file, loc.line, loc.col);
+      fprintf(f, "%s%s%s\n", loc.path ? loc.path : "", loc.path ? ": " : "", msg);
     }
     cov_status_free(fail);
   } else {
