@@ -36,6 +36,11 @@ int cli_cmd_codelet(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_map(int argc, char **argv);
+int cli_cmd_disasm(int argc, char **argv);
+int cli_cmd_sim(int argc, char **argv);
+int cli_cmd_compile(int argc, char **argv);
+int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_explore(int argc, char **argv);
 int cli_cmd_gpu(int argc, char **argv);
 
 #endif

@@ -73,7 +73,7 @@ static bool fits(search *S, int upto) {
   for (int lv = 1; lv < S->L; lv++) {
     int64_t tile[MAP_MAX_LOOPS];
     for (int l = 0; l < p->n_loops; l++) {
-      tile[l] = S->ch.sp[l];
+      tile[l] = S->ch.sp[l] * (lv <= 1 ? S->ch.wave[l] : 1);
       if (l < upto)
         for (int k = lv; k < S->L; k++) tile[l] *= S->ch.fac[k][l];
     }
@@ -291,6 +291,55 @@ static void split_rec(search *S, int l, int lv, int64_t left) {
   }
 }
 
+/* Spreading output loops over replicated instances (GPU workgroups, then
+ * waves): the best single loops and pairs by instances used, a few kept. */
+typedef struct spread {
+  int64_t f[MAP_MAX_LOOPS];
+  int64_t used;
+} spread;
+
+static int spreads(const map_problem *p, const int64_t *rem, const int64_t *granule, int64_t max,
+                   spread *out, int keep) {
+  int n = 0;
+  spread cand[MAP_MAX_LOOPS * MAP_MAX_LOOPS + 1];
+  memset(cand, 0, sizeof cand);
+  for (int l = 0; l < MAP_MAX_LOOPS; l++) cand[0].f[l] = 1;
+  cand[0].used = 1;
+  n = 1;
+  if (max > 1)
+    for (int a = 0; a < p->n_loops; a++)
+      for (int b = a; b < p->n_loops; b++) {
+        if (p->reduction[a] || p->reduction[b]) continue;
+        int64_t best = 1, ba = 1, bb = 1;
+        for (int64_t da = 1; da <= rem[a] && da <= max; da++) {
+          if (rem[a] % da || (rem[a] / da) % granule[a]) continue;
+          if (a == b) {
+            if (da > best) best = da, ba = da, bb = 1;
+            continue;
+          }
+          for (int64_t db = 1; db <= rem[b] && da * db <= max; db++)
+            if (rem[b] % db == 0 && (rem[b] / db) % granule[b] == 0 && da * db > best)
+              best = da * db, ba = da, bb = db;
+        }
+        if (best <= 1) continue;
+        spread *c = &cand[n++];
+        for (int l = 0; l < MAP_MAX_LOOPS; l++) c->f[l] = 1;
+        c->f[a] *= ba;
+        if (b != a) c->f[b] *= bb;
+        c->used = best;
+      }
+  /* most instances first, stable */
+  for (int i = 1; i < n; i++) {
+    spread x = cand[i];
+    int j = i - 1;
+    while (j >= 0 && cand[j].used < x.used) cand[j + 1] = cand[j], j--;
+    cand[j + 1] = x;
+  }
+  if (n > keep) n = keep;
+  memcpy(out, cand, sizeof(spread) * (size_t)n);
+  return n;
+}
+
 typedef struct spatial {
   int loop[2];
   int64_t f[2];
@@ -387,15 +436,40 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
     }
   int beam = opt && opt->beam > 0 ? opt->beam : 4;
   if (!S->exhaustive && n_sp > beam) n_sp = beam;
-  for (int c = 0; c < n_sp && !S->stop; c++)
+  spread wgs[3], waves[2];
+  for (int c = 0; c < n_sp && !S->stop; c++) {
+    int64_t rem0[MAP_MAX_LOOPS];
+    for (int l = 0; l < MAP_MAX_LOOPS; l++) rem0[l] = l < p->n_loops ? p->extent[l] : 1;
+    for (int k = 0; k < 2; k++)
+      if (sp[c].loop[k] >= 0) rem0[sp[c].loop[k]] /= sp[c].f[k];
+    /* the epilogue needs whole pool windows and whole softmax rows in each
+     * on-chip output tile: instances may not split them */
+    int64_t gran[MAP_MAX_LOOPS];
+    for (int l = 0; l < p->n_loops; l++) gran[l] = 1;
+    for (int v = 0; v < proto->n_vops; v++) {
+      const map_vop *vo = &proto->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE) gran[vo->loop] = rem0[vo->loop];
+      if (vo->kind == MAP_VOP_POOL)
+        for (int k = 0; k < 2; k++) gran[vo->pool_loop[k]] = vo->window[k];
+    }
+    int n_wg = spreads(p, rem0, gran, t->wg_max, wgs, 3);
+    for (int w = 0; w < n_wg && !S->stop; w++) {
+      int64_t rem1[MAP_MAX_LOOPS];
+      for (int l = 0; l < p->n_loops; l++) rem1[l] = rem0[l] / wgs[w].f[l];
+      int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2);
+      for (int v = 0; v < n_wv && !S->stop; v++)
     for (int db = 1; db >= 0 && !S->stop; db--) {
       memset(&S->ch, 0, sizeof S->ch);
-      for (int l = 0; l < p->n_loops; l++) S->ch.sp[l] = 1, S->rem[l] = p->extent[l];
+      for (int l = 0; l < p->n_loops; l++) {
+        S->ch.sp[l] = 1;
+        S->ch.wg[l] = wgs[w].f[l];
+        S->ch.wave[l] = waves[v].f[l];
+        S->rem[l] = rem1[l] / waves[v].f[l];
+      }
       for (int k = 0; k < 2; k++)
         if (sp[c].loop[k] >= 0) {
           S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
           S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
-          S->rem[sp[c].loop[k]] /= sp[c].f[k];
         }
       S->ch.dbuf = db;
       for (int o = 0; o < p->n_operands; o++)
@@ -412,6 +486,8 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
         for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
       split_rec(S, 0, S->L - 1, S->rem[0]);
     }
+    }
+  }
   free(sp);
   cov_status st = NULL;
   if (S->n_best == 0) {

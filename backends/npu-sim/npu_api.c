@@ -1,0 +1,313 @@
+/* backends/npu-sim/npu_api.c: the public cov_npu_* API over the program,
+ * verifier and simulator internals. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/npu-sim/npu_internal.h"
+#include "common/fileio.h"
+#include "mapper/map_internal.h"
+
+#define NPU_MAX_FILE_BYTES ((size_t)1 << 31)
+
+cov_status cov_npu_program_decode(const void *data, size_t size, const char *name,
+                                  cov_npu_program **out) {
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "out is NULL");
+  *out = NULL;
+  if (!data && size) return cov_error(COV_INVALID_ARGUMENT, NULL, "data is NULL");
+  return npu_decode(data, size, name, out);
+}
+
+cov_status cov_npu_program_load(const char *path, cov_npu_program **out) {
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "out is NULL");
+  *out = NULL;
+  char *data = NULL;
+  size_t size = 0;
+  COV_RETURN_IF_ERROR(cov_read_file(path, NPU_MAX_FILE_BYTES, &data, &size));
+  cov_status st = npu_decode((const uint8_t *)data, size, path, out);
+  free(data);
+  return st;
+}
+
+cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  COV_RETURN_IF_ERROR(npu_encode(p, &bytes, &n));
+  cov_loc loc = {path, 0, 0, NULL};
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    free(bytes);
+    return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
+  }
+  size_t w = fwrite(bytes, 1, n, f);
+  free(bytes);
+  if (fclose(f) != 0 || w != n) return cov_error(COV_IO_ERROR, &loc, "write error");
+  return NULL;
+}
+
+void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
+
+cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
+  if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  return npu_codegen(&s->s, out);
+}
+
+cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out) {
+  return npu_disasm(p, acg, out);
+}
+
+const char *cov_npu_program_acg_name(const cov_npu_program *p) { return p->acg_name; }
+int cov_npu_program_tensor_count(const cov_npu_program *p) { return (int)p->n_tensors; }
+int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name, const char **role,
+                           cov_dtype *dtype, int64_t *shape) {
+  if (i < 0 || (uint32_t)i >= p->n_tensors) return -1;
+  const npu_tensor *t = &p->tensors[i];
+  if (name) *name = t->name;
+  if (role) *role = npu_role_name(t->role);
+  if (dtype) *dtype = (cov_dtype)t->dtype;
+  for (int d = 0; d < t->rank && shape; d++) shape[d] = t->dims[d];
+  return t->rank;
+}
+
+int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i) {
+  if (i < 0 || (uint32_t)i >= p->n_tensors) return 0;
+  const npu_tensor *t = &p->tensors[i];
+  for (uint32_t k = 0; k < p->n_segs; k++)
+    if (p->segs[k].addr <= t->addr && p->segs[k].addr + p->segs[k].bytes >= t->addr + t->bytes)
+      return 1;
+  return 0;
+}
+
+/* ---- simulator ---- */
+
+static void sim_release_mem(cov_npu_sim *sim) {
+  if (sim->buf)
+    for (int s = 0; s < sim->acg->n_storage; s++) free(sim->buf[s]);
+  free(sim->buf);
+  sim->buf = NULL;
+  free(sim->dram);
+  sim->dram = NULL;
+  sim->dram_bytes = 0;
+}
+
+cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out) {
+  if (!out || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  *out = NULL;
+  cov_npu_sim *sim = calloc(1, sizeof *sim);
+  if (!sim) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator");
+  sim->acg = acg;
+  cov_status st = npu_target_init(acg, &sim->tgt);
+  if (st) {
+    free(sim);
+    return st;
+  }
+  *out = sim;
+  return NULL;
+}
+
+void cov_npu_sim_free(cov_npu_sim *sim) {
+  if (!sim) return;
+  sim_release_mem(sim);
+  free(sim->scratch);
+  free(sim);
+}
+
+/* Static checks, then the dry run (addresses, loop trip counts). */
+static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
+  COV_RETURN_IF_ERROR(npu_verify_static(p, &sim->tgt, NULL));
+  npu_exec_opts o = {.dry = true};
+  /* The dry run needs DRAM's size but not its contents. */
+  uint64_t saved = sim->dram_bytes;
+  sim->dram_bytes = p->dram_bytes;
+  cov_status st = npu_exec(sim, p, &o, NULL);
+  sim->dram_bytes = saved;
+  return st;
+}
+
+cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg) {
+  cov_npu_sim *sim = NULL;
+  COV_RETURN_IF_ERROR(cov_npu_sim_create(acg, &sim));
+  cov_status st = verify(sim, p);
+  cov_npu_sim_free(sim);
+  return st;
+}
+
+cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p) {
+  sim->prog = NULL;
+  COV_RETURN_IF_ERROR(verify(sim, p));
+  sim_release_mem(sim);
+  const cov_acg *g = sim->acg;
+  sim->buf = calloc((size_t)g->n_storage, sizeof *sim->buf);
+  if (!sim->buf) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator memories");
+  for (int s = 0; s < g->n_storage; s++) {
+    if (s == sim->tgt.dram || g->storage[s].kind == ACG_DRAM || g->storage[s].kind == ACG_CACHE)
+      continue;
+    sim->buf[s] = calloc(1, (size_t)g->storage[s].capacity_bytes);
+    if (!sim->buf[s])
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "buffer '%s' (%llu bytes)", g->storage[s].name,
+                       (unsigned long long)g->storage[s].capacity_bytes);
+  }
+  sim->dram = calloc(1, p->dram_bytes ? (size_t)p->dram_bytes : 1);
+  if (!sim->dram)
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "DRAM image of %llu bytes",
+                     (unsigned long long)p->dram_bytes);
+  sim->dram_bytes = p->dram_bytes;
+  for (uint32_t i = 0; i < p->n_segs; i++)
+    memcpy(sim->dram + p->segs[i].addr, p->segs[i].data, (size_t)p->segs[i].bytes);
+  sim->prog = p;
+  return NULL;
+}
+
+static cov_status find_tensor(cov_npu_sim *sim, const char *name, const npu_tensor **out) {
+  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
+  int i = npu_prog_find_tensor(sim->prog, name);
+  if (i < 0) return cov_error(COV_NOT_FOUND, NULL, "the program has no tensor '%s'", name);
+  *out = &sim->prog->tensors[i];
+  return NULL;
+}
+
+static cov_status check_shape(const npu_tensor *t, const cov_tensor *x) {
+  bool ok = cov_tensor_numel(x) * (int64_t)cov_dtype_size(t->dtype) == (int64_t)t->bytes;
+  if (!ok)
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "tensor '%s': %lld elements given, the program's tensor holds %llu", t->name,
+                     (long long)cov_tensor_numel(x),
+                     (unsigned long long)(t->bytes / cov_dtype_size(t->dtype)));
+  return NULL;
+}
+
+/* Writes convert f32 data to the program's 16-bit float dtypes (round to
+ * nearest even), so callers can hand over the model's f32 tensors. */
+cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *x) {
+  const npu_tensor *t = NULL;
+  COV_RETURN_IF_ERROR(find_tensor(sim, name, &t));
+  COV_RETURN_IF_ERROR(check_shape(t, x));
+  uint8_t *d = sim->dram + t->addr;
+  int64_t n = cov_tensor_numel(x);
+  if (x->dtype == (cov_dtype)t->dtype) {
+    memcpy(d, x->data, (size_t)t->bytes);
+  } else if (x->dtype == COV_F32 && (t->dtype == COV_F16 || t->dtype == COV_BF16)) {
+    const float *f = x->data;
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
+      memcpy(d + 2 * i, &h, 2);
+    }
+  } else {
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "tensor '%s' is %s; cannot write %s data", name,
+                     cov_dtype_name(t->dtype), cov_dtype_name(x->dtype));
+  }
+  return NULL;
+}
+
+cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out) {
+  const npu_tensor *t = NULL;
+  COV_RETURN_IF_ERROR(find_tensor(sim, name, &t));
+  int64_t shape[COV_MAX_RANK];
+  for (int d = 0; d < t->rank; d++) shape[d] = t->dims[d];
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, (cov_dtype)t->dtype, t->rank, shape));
+  memcpy(out->data, sim->dram + t->addr, (size_t)t->bytes);
+  return NULL;
+}
+
+static cov_status stats_create(const cov_acg *g, cov_npu_stats **out) {
+  cov_arena *a = cov_arena_create();
+  cov_npu_stats *s = a ? cov_arena_alloc(a, sizeof *s) : NULL;
+  if (!s) {
+    cov_arena_destroy(a);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "statistics");
+  }
+  s->arena = a;
+  s->n_edges = g->n_edges;
+  s->n_units = g->n_edges + g->n_compute;
+  s->n_storage = g->n_storage;
+  s->clock_mhz = g->clock_mhz;
+  s->unit = cov_arena_array(a, (size_t)s->n_units, sizeof *s->unit);
+  s->unit_name = cov_arena_array(a, (size_t)s->n_units, sizeof *s->unit_name);
+  s->bytes_read = cov_arena_array(a, (size_t)g->n_storage + 1, sizeof *s->bytes_read);
+  s->bytes_written = cov_arena_array(a, (size_t)g->n_storage + 1, sizeof *s->bytes_written);
+  s->storage_name = cov_arena_array(a, (size_t)g->n_storage + 1, sizeof *s->storage_name);
+  if (!s->unit || !s->unit_name || !s->bytes_read || !s->bytes_written || !s->storage_name) {
+    cov_arena_destroy(a);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "statistics");
+  }
+  for (int e = 0; e < g->n_edges; e++)
+    s->unit_name[e] = cov_arena_printf(a, "dma:%s->%s", acg_node_name(g, g->edges[e].from),
+                                       acg_node_name(g, g->edges[e].to));
+  for (int c = 0; c < g->n_compute; c++) {
+    s->unit_name[g->n_edges + c] = g->compute[c].name;
+    if (g->compute[c].kind == ACG_SYSTOLIC)
+      for (int k = 0; k < g->compute[c].n_caps; k++)
+        if (g->compute[c].caps[k].throughput > s->peak_macs_per_cycle &&
+            g->compute[c].caps[k].op == COV_OP_MAC)
+          s->peak_macs_per_cycle = g->compute[c].caps[k].throughput;
+  }
+  for (int i = 0; i < g->n_storage; i++) s->storage_name[i] = g->storage[i].name;
+  *out = s;
+  return NULL;
+}
+
+cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_stats) {
+  if (out_stats) *out_stats = NULL;
+  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
+  cov_npu_stats *s = NULL;
+  COV_RETURN_IF_ERROR(stats_create(sim->acg, &s));
+  npu_exec_opts o = {.dry = false, .trace = trace};
+  cov_status st = npu_exec(sim, sim->prog, &o, s);
+  if (st || !out_stats) cov_npu_stats_free(s);
+  else *out_stats = s;
+  return st;
+}
+
+void cov_npu_stats_free(cov_npu_stats *s) {
+  if (s) cov_arena_destroy(s->arena);
+}
+uint64_t cov_npu_stats_cycles(const cov_npu_stats *s) { return s->cycles; }
+uint64_t cov_npu_stats_macs(const cov_npu_stats *s) { return s->macs; }
+double cov_npu_stats_array_utilization(const cov_npu_stats *s) {
+  if (!s->cycles || s->peak_macs_per_cycle <= 0) return 0;
+  return (double)s->macs / ((double)s->cycles * s->peak_macs_per_cycle);
+}
+double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit) {
+  for (int u = 0; u < s->n_units; u++)
+    if (strcmp(s->unit_name[u], unit) == 0)
+      return s->cycles && s->unit[u].insns ? (double)s->unit[u].busy / (double)s->cycles : -1;
+  return -1;
+}
+uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char *storage) {
+  for (int i = 0; i < s->n_storage; i++)
+    if (strcmp(s->storage_name[i], storage) == 0) return s->bytes_read[i] + s->bytes_written[i];
+  return 0;
+}
+uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause) {
+  uint64_t t = 0;
+  for (int u = 0; u < s->n_units; u++) {
+    if (strcmp(cause, "dependency") == 0) t += s->unit[u].stall_dep;
+    else if (strcmp(cause, "bank") == 0) t += s->unit[u].stall_bank;
+    else if (strcmp(cause, "bandwidth") == 0) t += s->unit[u].stall_bw;
+  }
+  return t;
+}
+
+void cov_npu_stats_print(const cov_npu_stats *s, FILE *out) {
+  fprintf(out, "cycles %llu (%.3f us at %.0f MHz), %llu instructions executed\n",
+          (unsigned long long)s->cycles, (double)s->cycles / s->clock_mhz, s->clock_mhz,
+          (unsigned long long)s->dyn_insns);
+  fprintf(out, "MACs %llu, array utilisation %.1f%% of %.0f MACs/cycle\n",
+          (unsigned long long)s->macs, 100 * cov_npu_stats_array_utilization(s),
+          s->peak_macs_per_cycle);
+  fprintf(out, "%-22s %8s %12s %6s %12s %12s %12s\n", "unit", "insns", "busy", "util",
+          "stall:dep", "stall:bank", "stall:bw");
+  for (int u = 0; u < s->n_units; u++) {
+    const npu_unit_stats *us = &s->unit[u];
+    if (!us->insns) continue;
+    fprintf(out, "%-22s %8llu %12llu %5.1f%% %12llu %12llu %12llu\n", s->unit_name[u],
+            (unsigned long long)us->insns, (unsigned long long)us->busy,
+            s->cycles ? 100.0 * (double)us->busy / (double)s->cycles : 0.0,
+            (unsigned long long)us->stall_dep, (unsigned long long)us->stall_bank,
+            (unsigned long long)us->stall_bw);
+  }
+  fprintf(out, "%-22s %14s %14s\n", "storage", "bytes read", "bytes written");
+  for (int i = 0; i < s->n_storage; i++)
+    if (s->bytes_read[i] || s->bytes_written[i])
+      fprintf(out, "%-22s %14llu %14llu\n", s->storage_name[i],
+              (unsigned long long)s->bytes_read[i], (unsigned long long)s->bytes_written[i]);
+}

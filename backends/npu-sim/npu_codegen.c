@@ -1,0 +1,896 @@
+/* backends/npu-sim/npu_codegen.c: scheduled IR (mapper/map_ir.h) -> NPU
+ * program.
+ *
+ * The schedule is walked like mapper/map_interp.c walks it (same loop
+ * values, same transfer positions, same double-buffer parities), emitting
+ * instructions instead of doing the work:
+ *   - loads from DRAM become strided/padded DMAs of each tile box;
+ *   - on-chip transfers (the output between two on-chip levels) become SIMD
+ *     copies, when the ACG gives the SIMD unit a path between the buffers;
+ *   - the innermost scheduled loops become GEMM instructions: the array's
+ *     rows loop is GEMM k, its columns loop GEMM n, the innermost temporal
+ *     loop GEMM m (the streamed dimension), each operand a 2-D strided view of
+ *     its tile (the strides are the loops' steps through the tile layout);
+ *     every other loop is unrolled into separate GEMMs, accumulating (acc
+ *     flag) unless this is the first reduction step into the output tile;
+ *   - the epilogue runs on the level-1 output tile: each vector op becomes
+ *     one VOP per row-block of the tile, in a SIMD-accessible buffer, and the
+ *     result is stored to DRAM by DMA (pooled outputs shrink).
+ * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
+ * of their level-1 tile: f16 when the schedule narrows) and out. */
+#include <string.h>
+
+#include "backends/npu-sim/npu_internal.h"
+#include "mapper/map_internal.h"
+
+#define SLOTS 8
+
+typedef struct rloc { /* where an epilogue register lives */
+  bool valid;
+  int buf;
+  uint64_t addr;                /* byte address of element (0, ..., 0) */
+  int64_t stride[COV_MAX_RANK]; /* elements, over the current tile dims */
+} rloc;
+
+typedef struct cg {
+  const map_schedule *s;
+  const map_problem *p;
+  const cov_acg *g;
+  npu_target t;
+  npu_prog *prog;
+  int64_t iter[MAP_MAX_SLOOPS];
+  int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  uint64_t dram[MAP_MAX_OPERANDS];
+  int64_t dshape[MAP_MAX_OPERANDS][COV_MAX_RANK];
+  int array, simd; /* compute indices */
+  /* GEMM plan: scheduled loops absorbed into one instruction, -1 if none */
+  int ml, kl, nl;
+  int a_op, b_op;
+  uint32_t mmax, kmax, nmax;
+  int out_lv;          /* deepest level of the output */
+  int out_init_after;  /* the output's deepest tile restarts at this loop */
+  bool out_acc_load;   /* ... or is loaded with partial sums */
+  /* epilogue */
+  int reg_buf;
+  uint64_t area_lo, area_hi;
+  int pool_dim[2], pool_win[2];
+  cov_status err;
+} cg;
+
+#define CG_FAIL(c, code, ...)                                      \
+  do {                                                            \
+    if (!(c)->err) (c)->err = cov_error(code, NULL, __VA_ARGS__); \
+  } while (0)
+
+static void emit(cg *c, const npu_insn *in) {
+  if (c->err) return;
+  c->err = npu_prog_add(c->prog, in);
+}
+
+static void values(const cg *c, int below_level, int64_t *v) {
+  for (int l = 0; l < c->p->n_loops; l++) v[l] = 0;
+  for (int i = 0; i < c->s->n_sloops; i++)
+    if (c->s->sloops[i].level < below_level)
+      v[c->s->sloops[i].loop] += c->iter[i] * c->s->sloops[i].step;
+}
+
+static void index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
+  for (int d = 0; d < o->rank; d++) {
+    int64_t x = o->acc.off[d];
+    for (int l = 0; l < n_loops; l++) x += o->acc.coef[d][l] * v[l];
+    idx[d] = x;
+  }
+}
+
+static void tile_base(const cg *c, int o, int lv, int64_t *base) {
+  const map_operand *op = &c->p->operands[o];
+  int64_t v[MAP_MAX_LOOPS];
+  values(c, lv, v);
+  const int64_t *t = c->s->place[o][lv].tile;
+  for (int d = 0; d < op->rank; d++) {
+    int64_t x = op->acc.off[d];
+    for (int l = 0; l < c->p->n_loops; l++) {
+      int64_t k = op->acc.coef[d][l];
+      x += k * v[l];
+      if (k < 0) x += k * (t[l] - 1);
+    }
+    base[d] = x;
+  }
+}
+
+static void tile_strides(const map_place *pl, int rank, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= pl->shape[d];
+  }
+}
+
+static uint64_t place_addr(const cg *c, int o, int lv) {
+  const map_place *pl = &c->s->place[o][lv];
+  uint64_t half = pl->double_buffered ? (uint64_t)(c->parity[o][lv] & 1) : 0;
+  return pl->addr + half * pl->bytes;
+}
+
+/* Element offset of global index idx inside operand o's level-lv tile. */
+static int64_t local_offset(cg *c, int o, int lv, const int64_t *idx) {
+  const map_operand *op = &c->p->operands[o];
+  const map_place *pl = &c->s->place[o][lv];
+  int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
+  tile_base(c, o, lv, base);
+  tile_strides(pl, op->rank, st);
+  for (int d = 0; d < op->rank; d++) {
+    int64_t k = idx[d] - base[d];
+    if (k < 0 || k >= pl->shape[d]) {
+      CG_FAIL(c, COV_INTERNAL, "codegen %s: %s index %lld (dim %d) outside its L%d tile", c->p->layer,
+              op->name, (long long)idx[d], d, lv);
+      return 0;
+    }
+    off += k * st[d];
+  }
+  return off;
+}
+
+static int deepest(const map_schedule *s, int o) {
+  int lv = s->n_levels - 1;
+  while (lv > 0 && !s->place[o][lv].present) lv--;
+  return lv;
+}
+
+static int find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out) {
+  const acg_compute *cu = &g->compute[unit];
+  for (int k = 0; k < cu->n_caps; k++)
+    if (cu->caps[k].op == op && cu->caps[k].in[0] == in && cu->caps[k].out == out) return k;
+  return -1;
+}
+
+/* ---- DMA between DRAM and a tile ---- */
+
+static int dram_edge(const cg *c, int buf, bool store) {
+  const cov_acg *g = c->g;
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if (!store && ed->from == c->t.dram && ed->to == buf) return e;
+    if (store && ed->from == buf && ed->to == c->t.dram) return e;
+  }
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if (ed->bidirectional && (ed->from == buf || ed->to == buf) &&
+        (ed->from == c->t.dram || ed->to == c->t.dram))
+      return e;
+  }
+  return -1;
+}
+
+/* A box of `shape` at tensor coordinates `base` (dims `rank`) between DRAM
+ * tensor o and buffer `buf` at `addr` with element strides `lst`. */
+static void emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype dt, int rank,
+                     const int64_t *base, const int64_t *shape, const int64_t *lst) {
+  if (c->err) return;
+  int e = dram_edge(c, buf, store);
+  if (e < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen: the ACG has no DMA path %s %s DRAM",
+            c->g->storage[buf].name, store ? "to" : "from");
+    return;
+  }
+  /* Drop unit dimensions so that up to 4 remain. */
+  int dims[COV_MAX_RANK], nd = 0;
+  for (int d = 0; d < rank; d++)
+    if (shape[d] > 1 || (d == rank - 1 && nd == 0)) dims[nd++] = d;
+  if (nd > NPU_DMA_MAX_RANK) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen: a tile of %d non-unit dimensions (DMA has %d)", nd,
+            NPU_DMA_MAX_RANK);
+    return;
+  }
+  int64_t tstride[COV_MAX_RANK], s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    tstride[d] = s;
+    s *= c->dshape[o][d];
+  }
+  npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
+  in.u.dma.dtype = (uint8_t)dt;
+  in.u.dma.rank = (uint8_t)nd;
+  in.u.dma.dram_off = c->dram[o];
+  in.u.dma.local_off = (uint32_t)addr;
+  int k = 0;
+  int64_t extra = 0;
+  bool pad_all = false;
+  for (int d = 0; d < rank; d++) {
+    bool listed = false;
+    for (int j = 0; j < nd; j++) listed |= dims[j] == d;
+    if (!listed) {
+      if (base[d] < 0 || base[d] >= c->dshape[o][d]) pad_all = true;
+      else extra += base[d] * tstride[d];
+      continue;
+    }
+    in.u.dma.dim[k++] = (npu_dma_dim){(uint32_t)shape[d], 1, (int32_t)base[d],
+                                      (uint32_t)c->dshape[o][d], (uint32_t)tstride[d],
+                                      (uint32_t)lst[d]};
+  }
+  if (pad_all) { /* every element is padding: an empty window */
+    if (store) return;
+    in.u.dma.dim[nd - 1].start = -(int32_t)in.u.dma.dim[nd - 1].count;
+  }
+  in.u.dma.dram_off += (uint64_t)extra * cov_dtype_size(dt);
+  emit(c, &in);
+}
+
+/* ---- SIMD operations over a tile ---- */
+
+typedef struct vopnd {
+  int buf; /* -1: immediate */
+  uint64_t addr;
+  int64_t st[COV_MAX_RANK];
+  float imm;
+} vopnd;
+
+/* One VOP per combination of the dims other than the two innermost non-unit
+ * ones (or with `cdim` as the reduced column dimension). */
+static void emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
+                      const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b) {
+  if (c->err) return;
+  const acg_capability *cp = &c->g->compute[c->simd].caps[cap];
+  int cd = cdim, rd = -1;
+  if (cd < 0)
+    for (int d = rank - 1; d >= 0 && cd < 0; d--)
+      if (shape[d] > 1) cd = d;
+  if (cd < 0) cd = rank - 1;
+  for (int d = rank - 1; d >= 0 && rd < 0; d--)
+    if (d != cd && shape[d] > 1) rd = d;
+  int64_t idx[COV_MAX_RANK] = {0};
+  for (;;) {
+    int64_t oa = 0, ob = 0, od = 0;
+    for (int d = 0; d < rank; d++) {
+      oa += idx[d] * a->st[d];
+      if (b && b->buf >= 0) ob += idx[d] * b->st[d];
+      od += idx[d] * dst->st[d];
+    }
+    npu_insn in = {.op = NPU_OP_VOP, .unit = (uint8_t)c->simd, .flags = reduce ? NPU_VOP_REDUCE : 0};
+    in.u.vop.vop = (uint8_t)op;
+    in.u.vop.cap = (uint8_t)cap;
+    in.u.vop.dtype_in = (uint8_t)cp->in[0];
+    in.u.vop.dtype_out = (uint8_t)cp->out;
+    in.u.vop.rows = rd >= 0 ? (uint32_t)shape[rd] : 1;
+    in.u.vop.cols = (uint32_t)shape[cd];
+    size_t ei = cov_dtype_size(cp->in[0]), eo = cov_dtype_size(cp->out);
+    in.u.vop.src1 = (npu_mem){(uint8_t)a->buf, 0, (uint32_t)(a->addr + (uint64_t)oa * ei),
+                              rd >= 0 ? (int32_t)a->st[rd] : 0, (int32_t)a->st[cd]};
+    if (b && b->buf >= 0)
+      in.u.vop.src2 = (npu_mem){(uint8_t)b->buf, 0, (uint32_t)(b->addr + (uint64_t)ob * ei),
+                                rd >= 0 ? (int32_t)b->st[rd] : 0, (int32_t)b->st[cd]};
+    else if (b) {
+      in.u.vop.src2.buf = NPU_IMM_BUF;
+      in.u.vop.imm = b->imm;
+    }
+    in.u.vop.dst = (npu_mem){(uint8_t)dst->buf, 0, (uint32_t)(dst->addr + (uint64_t)od * eo),
+                             rd >= 0 ? (int32_t)dst->st[rd] : 0, reduce ? 0 : (int32_t)dst->st[cd]};
+    emit(c, &in);
+    if (c->err) return;
+    int d = rank - 1;
+    for (; d >= 0; d--) {
+      if (d == cd || d == rd) continue;
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+/* A tile copy between on-chip levels through the SIMD unit. */
+static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
+  const map_operand *op = &c->p->operands[o];
+  const map_place *src = &c->s->place[o][from_lv], *dst = &c->s->place[o][to_lv];
+  int inner = from_lv > to_lv ? from_lv : to_lv;
+  const map_place *box = &c->s->place[o][inner];
+  if (c->simd < 0 || npu_find_edge(c->g, src->node, npu_node_of_compute(c->g, c->simd)) < 0 ||
+      npu_find_edge(c->g, npu_node_of_compute(c->g, c->simd), dst->node) < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: no instruction moves %s from %s to %s (the SIMD unit "
+            "has no path between them)", c->p->layer, op->name, c->g->storage[src->node].name,
+            c->g->storage[dst->node].name);
+    return;
+  }
+  int cap = find_cap(c->g, c->simd, COV_OP_COPY, src->dtype, dst->dtype);
+  if (cap < 0) cap = find_cap(c->g, c->simd, COV_OP_CAST, src->dtype, dst->dtype);
+  if (cap < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit cannot copy %s -> %s", c->p->layer,
+            cov_dtype_name(src->dtype), cov_dtype_name(dst->dtype));
+    return;
+  }
+  int64_t base[COV_MAX_RANK];
+  tile_base(c, o, inner, base);
+  vopnd s = {src->node, place_addr(c, o, from_lv), {0}, 0}, d = {dst->node, place_addr(c, o, to_lv), {0}, 0};
+  int64_t so = local_offset(c, o, from_lv, base), dof = local_offset(c, o, to_lv, base);
+  s.addr += (uint64_t)so * cov_dtype_size(src->dtype);
+  d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
+  tile_strides(src, op->rank, s.st);
+  tile_strides(dst, op->rank, d.st);
+  emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
+            box->shape, &d, &s, NULL);
+}
+
+/* ---- epilogue and the final store ---- */
+
+/* Out dim driven by problem loop l (coefficient +-1), or -1. */
+static int out_dim_of_loop(const map_operand *out, int l) {
+  for (int d = 0; d < out->rank; d++)
+    if (out->acc.coef[d][l] == 1 || out->acc.coef[d][l] == -1) return d;
+  return -1;
+}
+
+static uint64_t area_alloc(cg *c, uint64_t *bump, uint64_t bytes) {
+  uint64_t a = (*bump + 63) / 64 * 64;
+  if (a + bytes > c->area_hi) {
+    CG_FAIL(c, COV_UNSUPPORTED,
+            "codegen %s: the epilogue needs %llu more bytes in %s than the schedule leaves free "
+            "(%llu)",
+            c->p->layer, (unsigned long long)(a + bytes - c->area_lo),
+            c->g->storage[c->reg_buf].name, (unsigned long long)(c->area_hi - c->area_lo));
+    return 0;
+  }
+  *bump = a + bytes;
+  return a;
+}
+
+static bool reg_read_later(const map_schedule *s, int from, int reg) {
+  for (int i = from; i < s->n_vops; i++) {
+    if (s->vops[i].a.kind == MAP_VS_REG && s->vops[i].a.index == reg) return true;
+    if (s->vops[i].b.kind == MAP_VS_REG && s->vops[i].b.index == reg) return true;
+    if (s->vops[i].dst == reg && s->vops[i].kind != MAP_VOP_ROW_REDUCE) return false;
+  }
+  return reg == 0;
+}
+
+/* The epilogue and store of elements [start, start+len) along dim d0 of the
+ * level-1 output tile (the whole tile when d0 < 0). */
+static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
+  const map_problem *p = c->p;
+  const map_operand *op = &p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  int rank = op->rank;
+  int64_t shape[COV_MAX_RANK], base[COV_MAX_RANK];
+  for (int d = 0; d < rank; d++) shape[d] = pl->shape[d];
+  tile_base(c, o, 1, base);
+  rloc reg[MAP_MAX_VREGS] = {0}, row[2] = {0};
+  reg[0].valid = true;
+  reg[0].buf = pl->node;
+  reg[0].addr = place_addr(c, o, 1);
+  tile_strides(pl, rank, reg[0].stride);
+  if (d0 >= 0) {
+    shape[d0] = len;
+    base[d0] += start;
+    reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
+  }
+  int64_t origin[MAP_MAX_LOOPS];
+  values(c, 1, origin);
+  uint64_t bump = c->area_lo;
+  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
+  int n_slots = 0;
+  int red_dim = -1;
+  for (int vi = 0; vi < c->s->n_vops && !c->err; vi++) {
+    const map_vop *vo = &c->s->vops[vi];
+    int cap = vo->cap;
+    const map_vsrc *srcs[2] = {&vo->a, &vo->b};
+    vopnd ops[2];
+    bool has_b = vo->b.kind != MAP_VS_NONE;
+    for (int q = 0; q < 2; q++) {
+      const map_vsrc *sv = srcs[q];
+      vopnd *x = &ops[q];
+      memset(x, 0, sizeof *x);
+      x->buf = -1;
+      if (sv->kind == MAP_VS_REG) {
+        if (!reg[sv->index].valid) CG_FAIL(c, COV_INTERNAL, "codegen: register %d unset", sv->index);
+        x->buf = reg[sv->index].buf;
+        x->addr = reg[sv->index].addr;
+        memcpy(x->st, reg[sv->index].stride, sizeof x->st);
+      } else if (sv->kind == MAP_VS_ROW) {
+        x->buf = row[sv->index].buf;
+        x->addr = row[sv->index].addr;
+        memcpy(x->st, row[sv->index].stride, sizeof x->st);
+      } else if (sv->kind == MAP_VS_SCALAR) {
+        x->imm = (float)sv->value;
+      } else if (sv->kind == MAP_VS_VEC) {
+        /* The vector operand as strides over the output tile's dims: its
+         * offset changes along out dim d as the loop driving d moves. */
+        int vo_i = sv->index;
+        const map_operand *vop = &p->operands[vo_i];
+        int64_t vidx[COV_MAX_RANK];
+        index_of(vop, origin, p->n_loops, vidx);
+        int64_t off0 = local_offset(c, vo_i, 1, vidx);
+        x->buf = c->s->place[vo_i][1].node;
+        x->addr = place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        for (int d = 0; d < rank; d++) {
+          x->st[d] = 0;
+          if (shape[d] <= 1) continue;
+          int lp = -1;
+          for (int l = 0; l < p->n_loops; l++)
+            if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
+          if (lp < 0 || (op->acc.coef[d][lp] != 1 && op->acc.coef[d][lp] != -1)) {
+            CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: output dim %d is not driven by one loop", p->layer, d);
+            break;
+          }
+          int64_t v2[MAP_MAX_LOOPS];
+          memcpy(v2, origin, sizeof v2);
+          v2[lp] += op->acc.coef[d][lp];
+          index_of(vop, v2, p->n_loops, vidx);
+          bool inside = true;
+          for (int e = 0; e < vop->rank; e++)
+            inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
+          x->st[d] = inside ? local_offset(c, vo_i, 1, vidx) - off0 : 0;
+        }
+        if (d0 >= 0)
+          x->addr += (uint64_t)(start * x->st[d0]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        if (c->pool_dim[0] >= 0)
+          for (int w = 0; w < 2; w++)
+            if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
+              CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a vector operand after pooling", p->layer);
+      }
+    }
+    if (c->err) return;
+    if (ops[0].buf < 0) { /* scalar first: swap when the op commutes */
+      if (vo->op == COV_OP_ADD || vo->op == COV_OP_MUL || vo->op == COV_OP_MAX || vo->op == COV_OP_MIN) {
+        vopnd tmp = ops[0];
+        ops[0] = ops[1];
+        ops[1] = tmp;
+      } else {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", p->layer,
+                cov_op_name(vo->op));
+        return;
+      }
+    }
+    if (vo->kind == MAP_VOP_MAP) {
+      /* In place when the source register is dead afterwards and lives in
+       * the register area; else a new slot. */
+      rloc d = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        d.stride[k] = s;
+        s *= shape[k];
+      }
+      /* An element-wise op may overwrite any slot whose registers are all
+       * dead after it (its own sources included: each element is read
+       * before it is written); otherwise it takes a new slot. */
+      int pick = -1;
+      for (int k = 0; k < n_slots && pick < 0; k++) {
+        if (slot_bytes[k] < (uint64_t)s * 4) continue;
+        bool free_slot = true;
+        for (int r = 0; r < MAP_MAX_VREGS; r++)
+          if (reg[r].valid && reg[r].buf == c->reg_buf && reg[r].addr == slot_addr[k] &&
+              r != vo->dst && reg_read_later(c->s, vi + 1, r))
+            free_slot = false;
+        if (free_slot) pick = k;
+      }
+      if (pick < 0 && n_slots < SLOTS) {
+        pick = n_slots++;
+        slot_bytes[pick] = (uint64_t)s * 4;
+        slot_addr[pick] = area_alloc(c, &bump, slot_bytes[pick]);
+      }
+      if (pick < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers",
+                p->layer, SLOTS);
+        return;
+      }
+      d.addr = slot_addr[pick];
+      vopnd dv = {d.buf, d.addr, {0}, 0};
+      memcpy(dv.st, d.stride, sizeof dv.st);
+      emit_vops(c, vo->op, cap, false, -1, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL);
+      reg[vo->dst] = d;
+    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
+      red_dim = out_dim_of_loop(op, vo->loop);
+      if (red_dim < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", p->layer);
+        return;
+      }
+      int64_t rshape[COV_MAX_RANK];
+      memcpy(rshape, shape, sizeof rshape);
+      rshape[red_dim] = 1;
+      rloc r = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        r.stride[k] = k == red_dim ? 0 : s;
+        s *= rshape[k];
+      }
+      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      vopnd dv = {r.buf, r.addr, {0}, 0};
+      memcpy(dv.st, r.stride, sizeof dv.st);
+      emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
+      row[vo->dst] = r;
+    } else { /* POOL: window == stride over two output dims */
+      int pd[2], win[2] = {vo->window[0], vo->window[1]};
+      for (int w = 0; w < 2; w++) {
+        pd[w] = out_dim_of_loop(op, vo->pool_loop[w]);
+        if (pd[w] < 0 || shape[pd[w]] % win[w] || base[pd[w]] % win[w]) {
+          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: pooling window not aligned with the tile", p->layer);
+          return;
+        }
+      }
+      int64_t pshape[COV_MAX_RANK];
+      memcpy(pshape, shape, sizeof pshape);
+      pshape[pd[0]] /= win[0];
+      pshape[pd[1]] /= win[1];
+      rloc r = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        r.stride[k] = s;
+        s *= pshape[k];
+      }
+      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      int copy = find_cap(c->g, c->simd, COV_OP_COPY, COV_F32, COV_F32);
+      if (copy < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen: the SIMD unit has no f32 copy");
+        return;
+      }
+      vopnd dv = {r.buf, r.addr, {0}, 0};
+      memcpy(dv.st, r.stride, sizeof dv.st);
+      for (int i = 0; i < win[0]; i++)
+        for (int j = 0; j < win[1]; j++) {
+          vopnd sv = ops[0];
+          sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
+          sv.st[pd[0]] *= win[0];
+          sv.st[pd[1]] *= win[1];
+          if (i == 0 && j == 0) emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
+          else emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
+        }
+      memcpy(shape, pshape, sizeof pshape);
+      for (int w = 0; w < 2; w++) base[pd[w]] /= win[w];
+      reg[vo->dst] = r;
+    }
+  }
+  if (c->err) return;
+  emit_dma(c, o, true, reg[0].buf, reg[0].addr, COV_F32, rank, base, shape, reg[0].stride);
+}
+
+/* Splits the epilogue into chunks along the outermost non-unit dim when its
+ * registers would not fit the free part of the register buffer. */
+static void store_final(cg *c, int o) {
+  const map_problem *p = c->p;
+  const map_operand *op = &p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  if (c->s->n_vops == 0) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  int64_t elems = 1;
+  for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
+  uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
+  uint64_t have = c->area_hi - c->area_lo;
+  if (need <= have) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  /* Chunk along a dim that no pool window or row reduction spans. */
+  int d0 = -1;
+  for (int d = 0; d < op->rank && d0 < 0; d++) {
+    if (pl->shape[d] <= 1) continue;
+    bool spanned = false;
+    for (int v = 0; v < c->s->n_vops; v++) {
+      const map_vop *vo = &c->s->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE && out_dim_of_loop(op, vo->loop) == d) spanned = true;
+      if (vo->kind == MAP_VOP_POOL &&
+          (out_dim_of_loop(op, vo->pool_loop[0]) == d || out_dim_of_loop(op, vo->pool_loop[1]) == d))
+        spanned = true;
+    }
+    if (!spanned) d0 = d;
+  }
+  int64_t len = d0 >= 0 ? (int64_t)((double)pl->shape[d0] * (double)have / (double)need) : 0;
+  if (d0 < 0 || len < 1) {
+    store_chunk(c, o, -1, 0, 0); /* reports what does not fit */
+    return;
+  }
+  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len)
+    store_chunk(c, o, d0, st, pl->shape[d0] - st < len ? pl->shape[d0] - st : len);
+}
+
+/* ---- transfers and the loop walk ---- */
+
+static void transfers_at(cg *c, int pos, bool top) {
+  const map_schedule *s = c->s;
+  for (int lv = top ? 1 : s->n_levels - 1; top ? lv < s->n_levels : lv >= 1; lv += top ? 1 : -1)
+    for (int i = 0; i < s->n_xfers && !c->err; i++) {
+      const map_xfer *x = &s->xfers[i];
+      if (x->after != pos || x->level != lv) continue;
+      int o = x->operand;
+      const map_operand *op = &c->p->operands[o];
+      bool out = op->role == MAP_ROLE_OUTPUT;
+      if (top && x->dir == MAP_LOAD) {
+        c->parity[o][lv]++;
+        const map_place *pl = &s->place[o][lv];
+        if (lv == 1 && !out) {
+          int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
+          tile_base(c, o, lv, base);
+          tile_strides(pl, op->rank, st);
+          emit_dma(c, o, false, pl->node, place_addr(c, o, lv), pl->dtype, op->rank, base,
+                   pl->shape, st);
+        } else if (lv >= 2) {
+          onchip_copy(c, o, lv - 1, lv);
+        } else {
+          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: loading the output from DRAM", c->p->layer);
+        }
+      }
+      if (top && out && x->dir == MAP_STORE) {
+        bool has_load = false;
+        for (int j = 0; j < s->n_xfers; j++)
+          if (s->xfers[j].operand == o && s->xfers[j].level == lv && s->xfers[j].dir == MAP_LOAD)
+            has_load = true;
+        if (!has_load) c->parity[o][lv]++; /* a fresh tile: the first GEMM initialises it */
+      }
+      if (!top && x->dir == MAP_STORE) {
+        if (lv == 1) store_final(c, o);
+        else onchip_copy(c, o, lv, lv - 1);
+      }
+    }
+}
+
+/* Strides (in elements of the tile) of operand o at level lv along
+ * scheduled loop i: one iteration adds step to its problem loop. */
+static int64_t loop_stride(const cg *c, int o, int lv, int i) {
+  if (i < 0) return 0;
+  const map_operand *op = &c->p->operands[o];
+  int64_t st[COV_MAX_RANK], r = 0;
+  tile_strides(&c->s->place[o][lv], op->rank, st);
+  int l = c->s->sloops[i].loop;
+  for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][l] * c->s->sloops[i].step * st[d];
+  return r;
+}
+
+static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : c->s->sloops[i].trips; }
+
+static void leaf(cg *c) {
+  const map_problem *p = c->p;
+  int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
+  values(c, MAP_MAX_LEVELS + 1, v);
+  int ops[3] = {c->a_op, c->b_op, p->output};
+  int64_t off[3];
+  uint64_t addr[3];
+  int lvs[3];
+  for (int k = 0; k < 3; k++) {
+    lvs[k] = deepest(c->s, ops[k]);
+    index_of(&p->operands[ops[k]], v, p->n_loops, idx);
+    off[k] = local_offset(c, ops[k], lvs[k], idx);
+    addr[k] = place_addr(c, ops[k], lvs[k]);
+  }
+  if (c->err) return;
+  /* First step into the output tile: no reduction loop inside its lifetime
+   * has moved yet. */
+  bool first = !c->out_acc_load;
+  for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
+    if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
+  int64_t sm[3], sk[3], sn[3];
+  for (int k = 0; k < 3; k++) {
+    sm[k] = loop_stride(c, ops[k], lvs[k], c->ml);
+    sk[k] = loop_stride(c, ops[k], lvs[k], c->kl);
+    sn[k] = loop_stride(c, ops[k], lvs[k], c->nl);
+  }
+  int64_t M = trips(c, c->ml), K = trips(c, c->kl), N = trips(c, c->nl);
+  size_t ea = cov_dtype_size(c->s->place[ops[0]][lvs[0]].dtype);
+  size_t eb = cov_dtype_size(c->s->place[ops[1]][lvs[1]].dtype);
+  size_t ec = cov_dtype_size(c->s->place[ops[2]][lvs[2]].dtype);
+  for (int64_t k0 = 0; k0 < K; k0 += c->kmax)
+    for (int64_t m0 = 0; m0 < M; m0 += c->mmax)
+      for (int64_t n0 = 0; n0 < N; n0 += c->nmax) {
+        int64_t m = M - m0 < c->mmax ? M - m0 : c->mmax;
+        int64_t kk = K - k0 < c->kmax ? K - k0 : c->kmax;
+        int64_t n = N - n0 < c->nmax ? N - n0 : c->nmax;
+        npu_insn in = {.op = NPU_OP_GEMM, .unit = (uint8_t)c->array,
+                       .flags = (first && k0 == 0) ? 0 : NPU_GEMM_ACC};
+        in.u.gemm.cap = (uint8_t)c->s->cap;
+        in.u.gemm.m = (uint32_t)m;
+        in.u.gemm.k = (uint16_t)kk;
+        in.u.gemm.n = (uint16_t)n;
+        int64_t oa = off[0] + m0 * sm[0] + k0 * sk[0];
+        int64_t ob = off[1] + k0 * sk[1] + n0 * sn[1];
+        int64_t oc = off[2] + m0 * sm[2] + n0 * sn[2];
+        in.u.gemm.a = (npu_mem){(uint8_t)c->s->place[ops[0]][lvs[0]].node, 0,
+                                (uint32_t)(addr[0] + (uint64_t)oa * ea), (int32_t)sm[0], (int32_t)sk[0]};
+        in.u.gemm.b = (npu_mem){(uint8_t)c->s->place[ops[1]][lvs[1]].node, 0,
+                                (uint32_t)(addr[1] + (uint64_t)ob * eb), (int32_t)sk[1], (int32_t)sn[1]};
+        in.u.gemm.c = (npu_mem){(uint8_t)c->s->place[ops[2]][lvs[2]].node, 0,
+                                (uint32_t)(addr[2] + (uint64_t)oc * ec), (int32_t)sm[2], (int32_t)sn[2]};
+        emit(c, &in);
+      }
+}
+
+static bool absorbed(const cg *c, int i) { return i == c->ml || i == c->kl || i == c->nl; }
+
+static void walk(cg *c, int i) {
+  if (c->err) return;
+  if (i == c->s->n_sloops) {
+    leaf(c);
+    return;
+  }
+  if (absorbed(c, i)) {
+    c->iter[i] = 0;
+    walk(c, i + 1);
+    return;
+  }
+  for (int64_t it = 0; it < c->s->sloops[i].trips && !c->err; it++) {
+    c->iter[i] = it;
+    transfers_at(c, i, true);
+    walk(c, i + 1);
+    transfers_at(c, i, false);
+  }
+  c->iter[i] = 0;
+}
+
+/* Which scheduled loops one GEMM covers, and which input is A (indexed by
+ * m and k) and which B (by k and n). */
+static void plan_gemm(cg *c) {
+  const map_schedule *s = c->s;
+  const map_problem *p = c->p;
+  int last = s->n_levels - 1;
+  c->ml = c->kl = c->nl = -1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last) continue;
+    if (sl->spatial && sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
+    if (sl->spatial && sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
+    if (!sl->spatial && !p->reduction[sl->loop]) c->ml = i;
+  }
+  /* A transfer inside an absorbed loop would be skipped: do not absorb. */
+  for (int x = 0; x < s->n_xfers; x++) {
+    int a = s->xfers[x].after;
+    if (a >= 0 && a == c->ml) c->ml = -1;
+    if (a >= 0 && a == c->kl) c->kl = -1;
+    if (a >= 0 && a == c->nl) c->nl = -1;
+  }
+  /* The m loop must not be a loop that the output tile restarts inside. */
+  if (c->ml >= 0 && c->ml <= c->out_init_after) c->ml = -1;
+  if (c->kl >= 0 && c->kl <= c->out_init_after) c->kl = -1;
+  if (c->nl >= 0 && c->nl <= c->out_init_after) c->nl = -1;
+  int in0 = 0, in1 = 1;
+  const map_operand *o0 = &p->operands[in0], *o1 = &p->operands[in1];
+  int lm = c->ml >= 0 ? s->sloops[c->ml].loop : -1, ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
+  bool o0n = false, o1n = false, o0m = false, o1m = false;
+  for (int d = 0; d < o0->rank; d++) {
+    if (ln >= 0) o0n |= o0->acc.coef[d][ln] != 0;
+    if (lm >= 0) o0m |= o0->acc.coef[d][lm] != 0;
+  }
+  for (int d = 0; d < o1->rank; d++) {
+    if (ln >= 0) o1n |= o1->acc.coef[d][ln] != 0;
+    if (lm >= 0) o1m |= o1->acc.coef[d][lm] != 0;
+  }
+  if (!o0n && !o1m) {
+    c->a_op = in0;
+    c->b_op = in1;
+  } else if (!o1n && !o0m) {
+    c->a_op = in1;
+    c->b_op = in0;
+  } else if (!o0n) { /* both depend on m: keep A = in0, drop m */
+    c->a_op = in0;
+    c->b_op = in1;
+    c->ml = -1;
+  } else if (!o1n) {
+    c->a_op = in1;
+    c->b_op = in0;
+    c->ml = -1;
+  } else { /* both depend on n (depthwise): one column at a time */
+    c->a_op = in0;
+    c->b_op = in1;
+    c->nl = -1;
+    if (o1m) c->ml = -1;
+  }
+  const acg_capability *cap = &c->g->compute[c->array].caps[s->cap];
+  uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->g->compute[c->array].dims[0];
+  uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : c->g->compute[c->array].dims[1];
+  c->kmax = c->t.output_stationary ? 65535 : rows;
+  c->mmax = c->t.output_stationary ? rows : 65535;
+  c->nmax = cols;
+}
+
+cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
+  *out = NULL;
+  cg c;
+  memset(&c, 0, sizeof c);
+  c.s = s;
+  c.p = &s->prob;
+  c.g = s->acg;
+  COV_RETURN_IF_ERROR(npu_target_init(c.g, &c.t));
+  const map_problem *p = c.p;
+  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "codegen %s: only multiply-accumulate layers run on the array so far (this "
+                     "is a %s layer)",
+                     p->layer, p->kind == MAP_MAIN_REDUCE ? "reduction" : "map");
+  int unit = s->node - c.g->n_storage;
+  if (unit < 0 || unit >= c.g->n_compute || c.g->compute[unit].kind != ACG_SYSTOLIC)
+    return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: the main statement is bound to %s, not "
+                     "a systolic array", p->layer, acg_node_name(c.g, s->node));
+  c.array = unit;
+  c.simd = c.t.simd;
+  c.pool_dim[0] = c.pool_dim[1] = -1;
+  /* The output's deepest tile: where it restarts, whether partial sums come back. */
+  c.out_lv = deepest(s, p->output);
+  c.out_init_after = -1;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    if (x->operand != p->output || x->level != c.out_lv) continue;
+    if (x->dir == MAP_STORE) c.out_init_after = x->after;
+    if (x->dir == MAP_LOAD) c.out_acc_load = true;
+  }
+  plan_gemm(&c);
+  /* DRAM tensors. */
+  COV_RETURN_IF_ERROR(npu_prog_create(&c.prog));
+  npu_prog_set_target(c.prog, &c.t);
+  uint64_t addr = 0;
+  const map_operand *oo = &p->operands[p->output];
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    npu_tensor t = {0};
+    if (op->role == MAP_ROLE_OUTPUT) snprintf(t.name, sizeof t.name, "out");
+    else snprintf(t.name, sizeof t.name, "in%d", op->layer_input);
+    t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? COV_F32 : s->place[o][1].dtype);
+    t.role = op->role == MAP_ROLE_OUTPUT ? NPU_ROLE_OUTPUT
+             : op->layer_input == 0      ? NPU_ROLE_INPUT
+                                         : NPU_ROLE_WEIGHT;
+    t.rank = (uint8_t)op->rank;
+    for (int d = 0; d < op->rank; d++) c.dshape[o][d] = op->shape[d];
+    if (op->role == MAP_ROLE_OUTPUT)
+      for (int v = 0; v < s->n_vops; v++)
+        if (s->vops[v].kind == MAP_VOP_POOL)
+          for (int w = 0; w < 2; w++) {
+            int d = out_dim_of_loop(oo, s->vops[v].pool_loop[w]);
+            if (d >= 0) c.dshape[o][d] /= s->vops[v].window[w];
+          }
+    if (op->rank > NPU_TENSOR_MAX_RANK) {
+      npu_prog_free(c.prog);
+      return cov_error(COV_UNSUPPORTED, NULL, "codegen: rank %d tensor", op->rank);
+    }
+    t.bytes = cov_dtype_size(t.dtype);
+    for (int d = 0; d < op->rank; d++) {
+      t.dims[d] = (uint32_t)c.dshape[o][d];
+      t.bytes *= (uint64_t)c.dshape[o][d];
+    }
+    t.addr = (addr + 63) / 64 * 64;
+    addr = t.addr + t.bytes;
+    c.dram[o] = t.addr;
+    cov_status st = npu_prog_add_tensor(c.prog, &t);
+    if (st) {
+      npu_prog_free(c.prog);
+      return st;
+    }
+  }
+  c.prog->dram_bytes = addr;
+  /* The epilogue's buffer: SIMD reads and writes it and DMA stores from it. */
+  c.reg_buf = -1;
+  if (s->n_vops > 0) {
+    if (c.simd < 0) {
+      npu_prog_free(c.prog);
+      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: an epilogue but no SIMD unit", p->layer);
+    }
+    int sn = npu_node_of_compute(c.g, c.simd);
+    int cand[2] = {s->place[p->output][1].node, -1};
+    for (int b = 0; b < c.g->n_storage; b++)
+      if (c.g->storage[b].kind == ACG_SCRATCHPAD && cand[1] < 0 && b != cand[0] &&
+          npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 && dram_edge(&c, b, true) >= 0)
+        cand[1] = b;
+    for (int k = 0; k < 2 && c.reg_buf < 0; k++) {
+      int b = cand[k];
+      if (b >= 0 && npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 &&
+          dram_edge(&c, b, true) >= 0)
+        c.reg_buf = b;
+    }
+    if (c.reg_buf < 0) {
+      npu_prog_free(c.prog);
+      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: no buffer the SIMD unit can read, write "
+                       "and store to DRAM from", p->layer);
+    }
+    uint64_t lo = 0;
+    for (int o = 0; o < p->n_operands; o++)
+      for (int lv = 1; lv < s->n_levels; lv++) {
+        const map_place *pl = &s->place[o][lv];
+        if (!pl->present || pl->node != c.reg_buf) continue;
+        uint64_t end = pl->addr + pl->bytes * (pl->double_buffered ? 2 : 1);
+        if (end > lo) lo = end;
+      }
+    c.area_lo = lo;
+    c.area_hi = c.g->storage[c.reg_buf].capacity_bytes;
+  }
+  transfers_at(&c, -1, true);
+  walk(&c, 0);
+  transfers_at(&c, -1, false);
+  if (c.err) {
+    npu_prog_free(c.prog);
+    return c.err;
+  }
+  *out = c.prog;
+  return NULL;
+}

@@ -1,0 +1,778 @@
+/* backends/npu-sim/npu_exec.c: runs a verified program, functionally and in
+ * time, in one pass over the dynamic instruction stream.
+ *
+ * Functional: instructions take effect in program order (so results do not
+ * depend on timing). Timing: each unit (one DMA engine per ACG edge, each
+ * compute node) is an in-order pipeline; an instruction starts when its unit
+ * is free and the data it reads/overwrites is ready, as recorded by a
+ * scoreboard of byte blocks per storage node. Every duration comes from the
+ * ACG: edge bandwidth and latency, DRAM's own bandwidth and burst width,
+ * array shape and capability throughput/latency, banks and bank width.
+ * The dry mode computes addresses only: it is the verifier's dynamic half and
+ * runs before every simulation, so the real run never touches memory out of
+ * range. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/npu-sim/npu_internal.h"
+
+typedef struct blk {
+  uint64_t w_ready; /* the last write's data is visible to other units */
+  uint64_t w_occ;   /* ... to later instructions on the writer's own unit */
+  uint64_t r_done;  /* the last read has finished (for write-after-read) */
+  int32_t w_unit;
+} blk;
+
+typedef struct range {
+  int buf; /* storage node */
+  uint64_t lo, hi;
+} range;
+
+typedef struct ex {
+  cov_npu_sim *sim;
+  const npu_prog *p;
+  const npu_target *t;
+  const cov_acg *g;
+  bool dry;
+  FILE *trace;
+  bool trace_any;
+  int64_t reg[NPU_NREGS];
+  uint32_t pc;
+  /* timing */
+  uint64_t *unit_free, barrier, max_end, dram_free;
+  blk **sb;
+  int *sb_shift;
+  uint64_t *sb_n;
+  cov_npu_stats *st;
+} ex;
+
+#define EFAIL(...) return cov_error(COV_INVALID_INPUT, &loc, __VA_ARGS__)
+
+static uint64_t capacity(const ex *x, int buf) {
+  return buf == x->t->dram ? x->sim->dram_bytes : x->g->storage[buf].capacity_bytes;
+}
+
+/* Byte range of a rows x cols operand; error when outside its buffer. */
+static cov_status mem_range(ex *x, const char *opname, const char *field, const npu_mem *m,
+                            uint64_t rows, uint64_t cols, uint64_t es, range *out) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  __int128 base = (__int128)x->reg[m->reg] + m->off;
+  __int128 lo = base, hi = base;
+  __int128 dr = (__int128)(rows - 1) * m->row_stride * (__int128)es;
+  __int128 dc = (__int128)(cols - 1) * m->col_stride * (__int128)es;
+  if (dr < 0) lo += dr; else hi += dr;
+  if (dc < 0) lo += dc; else hi += dc;
+  hi += es;
+  uint64_t cap = capacity(x, m->buf);
+  if (lo < 0 || hi > (__int128)cap)
+    EFAIL("instruction %u (%s): field %s: bytes [%lld, %lld) outside '%s' (%llu bytes)", x->pc,
+          opname, field, (long long)lo, (long long)hi, x->g->storage[m->buf].name,
+          (unsigned long long)cap);
+  *out = (range){m->buf, (uint64_t)lo, (uint64_t)hi};
+  return NULL;
+}
+
+/* ---- scoreboard ---- */
+
+static cov_status sb_init(ex *x) {
+  int n = x->g->n_storage;
+  x->sb = calloc((size_t)n, sizeof *x->sb);
+  x->sb_shift = calloc((size_t)n, sizeof *x->sb_shift);
+  x->sb_n = calloc((size_t)n, sizeof *x->sb_n);
+  if (!x->sb || !x->sb_shift || !x->sb_n) return cov_error(COV_OUT_OF_MEMORY, NULL, "scoreboard");
+  for (int s = 0; s < n; s++) {
+    uint64_t cap = capacity(x, s);
+    int shift = 6; /* 64-byte blocks on chip; DRAM: at most 64Ki blocks */
+    while ((cap >> shift) > 65536) shift++;
+    x->sb_shift[s] = shift;
+    x->sb_n[s] = (cap >> shift) + 1;
+    x->sb[s] = calloc((size_t)x->sb_n[s], sizeof(blk));
+    if (!x->sb[s]) return cov_error(COV_OUT_OF_MEMORY, NULL, "scoreboard");
+    for (uint64_t b = 0; b < x->sb_n[s]; b++) x->sb[s][b].w_unit = -1;
+  }
+  return NULL;
+}
+static void sb_free(ex *x) {
+  if (x->sb)
+    for (int s = 0; s < x->g->n_storage; s++) free(x->sb[s]);
+  free(x->sb);
+  free(x->sb_shift);
+  free(x->sb_n);
+}
+static uint64_t sb_ready(const ex *x, const range *r, int unit, bool write) {
+  uint64_t t = 0;
+  if (r->hi <= r->lo) return 0;
+  const blk *b = x->sb[r->buf];
+  uint64_t b0 = r->lo >> x->sb_shift[r->buf], b1 = (r->hi - 1) >> x->sb_shift[r->buf];
+  for (uint64_t i = b0; i <= b1; i++) {
+    /* A compute unit's pipeline forwards its own results (accumulating in
+     * place); a DMA engine's data is there only after the edge latency. */
+    uint64_t w = b[i].w_unit == unit && unit >= x->g->n_edges ? b[i].w_occ : b[i].w_ready;
+    if (w > t) t = w;
+    if (write && b[i].r_done > t) t = b[i].r_done;
+  }
+  return t;
+}
+static void sb_mark(ex *x, const range *r, int unit, bool write, uint64_t occ_end,
+                    uint64_t ready) {
+  if (r->hi <= r->lo) return;
+  blk *b = x->sb[r->buf];
+  uint64_t b0 = r->lo >> x->sb_shift[r->buf], b1 = (r->hi - 1) >> x->sb_shift[r->buf];
+  for (uint64_t i = b0; i <= b1; i++) {
+    if (write) {
+      b[i].w_ready = ready;
+      b[i].w_occ = occ_end;
+      b[i].w_unit = unit;
+    } else if (occ_end > b[i].r_done) {
+      b[i].r_done = occ_end;
+    }
+  }
+}
+
+/* How many accesses one bank serves when `n` elements `stride` bytes apart,
+ * starting at `addr`, are read in the same cycle: the bank-conflict factor.
+ * Elements in the same bank word are one access. */
+static uint32_t bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n) {
+  uint32_t banks = s->banks ? s->banks : 1;
+  uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
+  if (n > 256) n = 256;
+  uint64_t words[256];
+  uint32_t nw = 0, worst = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t w = (uint64_t)((int64_t)addr + (int64_t)i * stride) / word;
+    bool seen = false;
+    for (uint32_t j = 0; j < nw && !seen; j++) seen = words[j] == w;
+    if (!seen) words[nw++] = w;
+  }
+  for (uint32_t i = 0; i < nw; i++) {
+    uint32_t c = 0;
+    for (uint32_t j = 0; j < nw; j++) c += words[j] % banks == words[i] % banks;
+    if (c > worst) worst = c;
+  }
+  uint32_t ports = s->ports ? s->ports : 1;
+  worst = (worst + ports - 1) / ports;
+  return worst ? worst : 1;
+}
+
+static uint64_t cdiv(uint64_t a, double per_cycle) {
+  if (per_cycle <= 0) return a ? 1 : 0;
+  double c = ceil((double)a / per_cycle);
+  return (uint64_t)c;
+}
+static double edge_bw(const ex *x, int from, int to) {
+  int e = npu_find_edge(x->g, from, to);
+  return e >= 0 ? x->g->edges[e].bandwidth_bytes_per_cycle : 0;
+}
+
+static void trace_event(ex *x, int unit, const char *name, uint64_t start, uint64_t dur) {
+  if (!x->trace) return;
+  fprintf(x->trace,
+          "%s\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%llu,\"dur\":%llu,"
+          "\"args\":{\"insn\":%u}}",
+          x->trace_any ? "," : "", name, unit, (unsigned long long)start,
+          (unsigned long long)(dur ? dur : 1), x->pc);
+  x->trace_any = true;
+}
+
+/* Common timing step: start after the unit, the barrier and the operands'
+ * dependencies; record stalls, busy time, scoreboard and trace. */
+static void timing(ex *x, int unit, const char *name, const range *reads, int nr,
+                   const range *writes, int nw, uint64_t occ, uint64_t latency,
+                   uint64_t bank_extra, uint64_t *out_start) {
+  uint64_t base = x->unit_free[unit] > x->barrier ? x->unit_free[unit] : x->barrier;
+  uint64_t dep = 0;
+  for (int i = 0; i < nr; i++) {
+    uint64_t r = sb_ready(x, &reads[i], unit, false);
+    if (r > dep) dep = r;
+  }
+  for (int i = 0; i < nw; i++) {
+    uint64_t r = sb_ready(x, &writes[i], unit, true);
+    if (r > dep) dep = r;
+  }
+  uint64_t start = base;
+  npu_unit_stats *us = &x->st->unit[unit];
+  if (dep > start) {
+    us->stall_dep += dep - start;
+    start = dep;
+  }
+  if (out_start) { /* DMA: wait for DRAM's shared interface */
+    if (*out_start > start) {
+      us->stall_bw += *out_start - start;
+      start = *out_start;
+    }
+    *out_start = start;
+  }
+  uint64_t occ_end = start + occ, ready = occ_end + latency;
+  for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
+  for (int i = 0; i < nw; i++) sb_mark(x, &writes[i], unit, true, occ_end, ready);
+  x->unit_free[unit] = occ_end;
+  if (ready > x->max_end) x->max_end = ready;
+  us->insns++;
+  us->busy += occ;
+  us->stall_bank += bank_extra;
+  trace_event(x, unit, name, start, occ);
+}
+
+/* ---- element access ---- */
+
+static inline float ld_f(const uint8_t *p, cov_dtype t) {
+  switch (t) {
+    case COV_F32: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+    case COV_F16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return cov_f16_to_f32(h);
+    }
+    case COV_BF16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return cov_bf16_to_f32(h);
+    }
+    case COV_I8: return (float)(int8_t)p[0];
+    case COV_I32: {
+      int32_t i;
+      memcpy(&i, p, 4);
+      return (float)i;
+    }
+    default: return 0;
+  }
+}
+static inline void st_f(uint8_t *p, cov_dtype t, float v) {
+  switch (t) {
+    case COV_F32: memcpy(p, &v, 4); break;
+    case COV_F16: {
+      uint16_t h = cov_f32_to_f16(v);
+      memcpy(p, &h, 2);
+      break;
+    }
+    case COV_BF16: {
+      uint16_t h = cov_f32_to_bf16(v);
+      memcpy(p, &h, 2);
+      break;
+    }
+    default: break;
+  }
+}
+static inline int64_t ld_i(const uint8_t *p, cov_dtype t) {
+  if (t == COV_I8) return (int8_t)p[0];
+  int32_t i;
+  memcpy(&i, p, 4);
+  return i;
+}
+static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
+  if (t == COV_I8) {
+    p[0] = (uint8_t)(int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+    return;
+  }
+  int32_t i = (int32_t)(v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v);
+  memcpy(p, &i, 4);
+}
+
+/* ---- DMA ---- */
+
+static cov_status run_dma(ex *x, const npu_insn *in) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  const acg_edge *e = &x->g->edges[in->unit];
+  bool store = in->flags & NPU_DMA_STORE;
+  int local = e->from == x->t->dram ? e->to : e->from;
+  cov_dtype dt = in->u.dma.dtype;
+  uint64_t es = cov_dtype_size(dt);
+  int rank = in->u.dma.rank;
+  /* Valid index range per dimension: coordinates inside [0, extent). */
+  int64_t vlo[NPU_DMA_MAX_RANK], vhi[NPU_DMA_MAX_RANK]; /* inclusive; vlo > vhi = none */
+  bool any = true;
+  uint64_t n_local = 1, n_valid = 1;
+  for (int d = 0; d < rank; d++) {
+    const npu_dma_dim *dd = &in->u.dma.dim[d];
+    int64_t lo = 0, hi = (int64_t)dd->count - 1;
+    if (dd->step == 0) {
+      if (dd->start < 0 || (int64_t)dd->start >= (int64_t)dd->extent) hi = -1;
+    } else {
+      /* start + i*step in [0, extent-1] */
+      int64_t a = -(int64_t)dd->start, b = (int64_t)dd->extent - 1 - dd->start;
+      int64_t s = dd->step;
+      int64_t ilo, ihi;
+      if (s > 0) {
+        ilo = a >= 0 ? (a + s - 1) / s : -((-a) / s);
+        ihi = b >= 0 ? b / s : -((-b + s - 1) / s);
+      } else {
+        int64_t t = -s; /* -i*t in [a, b]  <=>  i in [-b/t, -a/t] */
+        ilo = -b >= 0 ? (-b + t - 1) / t : -((b) / t);
+        ihi = -a >= 0 ? (-a) / t : -((a + t - 1) / t);
+      }
+      if (ilo > lo) lo = ilo;
+      if (ihi < hi) hi = ihi;
+    }
+    vlo[d] = lo;
+    vhi[d] = hi;
+    if (lo > hi) any = false;
+    n_local *= dd->count;
+    n_valid *= any ? (uint64_t)(hi - lo + 1) : 0;
+  }
+  if (!any) n_valid = 0;
+  /* Address ranges: the local tile, and the DRAM bytes of valid elements. */
+  __int128 lbase = (__int128)x->reg[in->u.dma.local_reg] + in->u.dma.local_off;
+  __int128 lhi = lbase + es;
+  for (int d = 0; d < rank; d++)
+    lhi += (__int128)(in->u.dma.dim[d].count - 1) * in->u.dma.dim[d].local_stride * es;
+  if (lbase < 0 || lhi > (__int128)capacity(x, local))
+    EFAIL("instruction %u (dma): field local_off: bytes [%lld, %lld) outside '%s' (%llu bytes)",
+          x->pc, (long long)lbase, (long long)lhi, x->g->storage[local].name,
+          (unsigned long long)capacity(x, local));
+  __int128 dbase = (__int128)x->reg[in->u.dma.dram_reg] + in->u.dma.dram_off;
+  __int128 dlo = dbase, dhi = dbase + es;
+  if (n_valid) {
+    for (int d = 0; d < rank; d++) {
+      const npu_dma_dim *dd = &in->u.dma.dim[d];
+      __int128 c0 = (__int128)dd->start + (__int128)vlo[d] * dd->step;
+      __int128 c1 = (__int128)dd->start + (__int128)vhi[d] * dd->step;
+      __int128 cmin = c0 < c1 ? c0 : c1, cmax = c0 < c1 ? c1 : c0;
+      dlo += cmin * dd->dram_stride * es;
+      dhi += cmax * dd->dram_stride * es;
+    }
+    if (dlo < 0 || dhi > (__int128)x->sim->dram_bytes)
+      EFAIL("instruction %u (dma): field dram_off: bytes [%lld, %lld) outside DRAM (%llu bytes)",
+            x->pc, (long long)dlo, (long long)dhi, (unsigned long long)x->sim->dram_bytes);
+  }
+  range rl = {local, (uint64_t)lbase, (uint64_t)lhi};
+  range rd = {x->t->dram, n_valid ? (uint64_t)dlo : 0, n_valid ? (uint64_t)dhi : 0};
+  if (x->dry) return NULL;
+
+  /* Functional: walk the tile; the innermost dimension is a run. */
+  uint8_t *dram = x->sim->dram, *lm = x->sim->buf[local];
+  uint32_t idx[NPU_DMA_MAX_RANK] = {0};
+  const npu_dma_dim *in_d = &in->u.dma.dim[rank - 1];
+  bool contiguous = in_d->step == 1 && in_d->dram_stride == 1 && in_d->local_stride == 1;
+  for (;;) {
+    bool row_valid = n_valid > 0;
+    int64_t doff = (int64_t)dbase, loff = (int64_t)lbase;
+    for (int d = 0; d < rank - 1; d++)
+      if ((int64_t)idx[d] < vlo[d] || (int64_t)idx[d] > vhi[d]) row_valid = false;
+    /* DRAM offsets are formed for in-range coordinates only (those the dry
+     * run bounded); others could overflow. */
+    for (int d = 0; d < rank - 1; d++) {
+      const npu_dma_dim *dd = &in->u.dma.dim[d];
+      if (row_valid)
+        doff += ((int64_t)dd->start + (int64_t)idx[d] * dd->step) * (int64_t)dd->dram_stride *
+                (int64_t)es;
+      loff += (int64_t)idx[d] * dd->local_stride * (int64_t)es;
+    }
+    int64_t lo = row_valid ? vlo[rank - 1] : 0, hi = row_valid ? vhi[rank - 1] : -1;
+    if (contiguous) {
+      uint64_t cnt = in_d->count;
+      int64_t d0 = lo <= hi ? doff + ((int64_t)in_d->start + lo) * (int64_t)es : 0;
+      if (store) {
+        if (lo <= hi)
+          memcpy(dram + d0, lm + loff + lo * (int64_t)es, (size_t)(hi - lo + 1) * es);
+      } else {
+        if (lo > hi) {
+          memset(lm + loff, 0, cnt * es);
+        } else {
+          memset(lm + loff, 0, (size_t)lo * es);
+          memcpy(lm + loff + lo * (int64_t)es, dram + d0, (size_t)(hi - lo + 1) * es);
+          memset(lm + loff + (hi + 1) * (int64_t)es, 0, (size_t)((int64_t)cnt - 1 - hi) * es);
+        }
+      }
+    } else {
+      for (int64_t i = 0; i < (int64_t)in_d->count; i++) {
+        uint8_t *lp = lm + loff + i * (int64_t)in_d->local_stride * (int64_t)es;
+        bool v = i >= lo && i <= hi;
+        uint8_t *dp = v ? dram + (doff + ((int64_t)in_d->start + i * in_d->step) *
+                                             (int64_t)in_d->dram_stride * (int64_t)es)
+                        : NULL;
+        if (store) {
+          if (v) memcpy(dp, lp, es);
+        } else if (v) {
+          memcpy(lp, dp, es);
+        } else {
+          memset(lp, 0, es);
+        }
+      }
+    }
+    int d = rank - 2;
+    while (d >= 0 && ++idx[d] == in->u.dma.dim[d].count) idx[d--] = 0;
+    if (d < 0) break;
+  }
+
+  /* Timing: the engine moves every local byte (padding zeros included) at
+   * the edge's bandwidth; DRAM serves whole bursts of its interface width for
+   * each contiguous run, at its own bandwidth shared by all engines. */
+  uint64_t lbytes = n_local * es, dbytes = n_valid * es;
+  const acg_storage *ds = &x->g->storage[x->t->dram];
+  uint64_t burst = ds->width_bits >= 8 ? ds->width_bits / 8 : 1;
+  bool dram_contig = in_d->step == 1 && in_d->dram_stride == 1;
+  uint64_t run = dram_contig ? (uint64_t)(vhi[rank - 1] - vlo[rank - 1] + 1) * es : es;
+  uint64_t runs = n_valid && run ? dbytes / run : 0;
+  uint64_t dcost = runs * ((run + burst - 1) / burst) * burst;
+  double dram_bw = ds->bandwidth_bytes_per_cycle;
+  uint64_t d_occ = cdiv(dcost, dram_bw);
+  uint64_t e_occ = cdiv(lbytes, e->bandwidth_bytes_per_cycle);
+  uint64_t occ = e_occ > d_occ ? e_occ : d_occ;
+  uint64_t start = x->dram_free;
+  const range *reads = store ? &rl : &rd, *writes = store ? &rd : &rl;
+  timing(x, in->unit, store ? "dma.store" : "dma.load", reads, 1, writes, 1, occ,
+         e->latency_cycles, 0, &start);
+  x->dram_free = start + d_occ;
+  npu_unit_stats *us = &x->st->unit[in->unit];
+  us->bytes += lbytes;
+  if (store) {
+    x->st->bytes_read[local] += lbytes;
+    x->st->bytes_written[x->t->dram] += dbytes;
+  } else {
+    x->st->bytes_read[x->t->dram] += dbytes;
+    x->st->bytes_written[local] += lbytes;
+  }
+  return NULL;
+}
+
+/* ---- GEMM ---- */
+
+static float *scratch(cov_npu_sim *sim, size_t n) {
+  if (n > sim->scratch_n) {
+    float *f = realloc(sim->scratch, n * sizeof *f);
+    if (!f) return NULL;
+    sim->scratch = f;
+    sim->scratch_n = n;
+  }
+  return sim->scratch;
+}
+
+static cov_status run_gemm(ex *x, const npu_insn *in) {
+  const acg_compute *c = &x->g->compute[in->unit];
+  const acg_capability *cap = &c->caps[in->u.gemm.cap];
+  bool os = x->t->output_stationary;
+  uint64_t M = in->u.gemm.m, K = in->u.gemm.k, N = in->u.gemm.n;
+  cov_dtype ta = cap->in[0], tb = cap->in[1], to = cap->out;
+  uint64_t ea = cov_dtype_size(ta), eb = cov_dtype_size(tb), eo = cov_dtype_size(to);
+  bool acc = in->flags & NPU_GEMM_ACC, bias = in->flags & NPU_GEMM_BIAS;
+  range r[4], w;
+  int nr = 0;
+  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "a", &in->u.gemm.a, M, K, ea, &r[nr++]));
+  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "b", &in->u.gemm.b, K, N, eb, &r[nr++]));
+  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "c", &in->u.gemm.c, M, N, eo, &w));
+  if (acc) r[nr++] = w;
+  if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
+  if (x->dry) return NULL;
+
+  const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c, *mbias = &in->u.gemm.bias;
+  const uint8_t *pa = x->sim->buf[ma->buf] + x->reg[ma->reg] + ma->off;
+  const uint8_t *pb = x->sim->buf[mb->buf] + x->reg[mb->reg] + mb->off;
+  uint8_t *pc = x->sim->buf[mc->buf] + x->reg[mc->reg] + mc->off;
+  const uint8_t *pbias = bias ? x->sim->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
+  /* Element offsets in bytes (strides are in elements and may be 0). */
+  int64_t ars = ma->row_stride * (int64_t)ea, acs = ma->col_stride * (int64_t)ea;
+  int64_t brs = mb->row_stride * (int64_t)eb, bcs = mb->col_stride * (int64_t)eb;
+  int64_t crs = mc->row_stride * (int64_t)eo, ccs = mc->col_stride * (int64_t)eo;
+  int64_t bis = mbias->col_stride * (int64_t)eo;
+  if (to == COV_F32) {
+    /* fp16 x fp16 products are exact in fp32, so multiplying the widened
+     * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
+    float *A = scratch(x->sim, M * K + K * N + N);
+    if (!A) return cov_error(COV_OUT_OF_MEMORY, NULL, "gemm staging");
+    float *B = A + M * K, *acc_row = B + K * N;
+    for (uint64_t m = 0; m < M; m++)
+      for (uint64_t k = 0; k < K; k++)
+        A[m * K + k] = ld_f(pa + (int64_t)m * ars + (int64_t)k * acs, ta);
+    for (uint64_t k = 0; k < K; k++)
+      for (uint64_t n = 0; n < N; n++) B[k * N + n] = ld_f(pb + (int64_t)k * brs + (int64_t)n * bcs, tb);
+    for (uint64_t m = 0; m < M; m++) {
+      uint8_t *crow = pc + (int64_t)m * crs;
+      for (uint64_t n = 0; n < N; n++)
+        acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
+                         : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
+      for (uint64_t k = 0; k < K; k++) {
+        float a = A[m * K + k];
+        const float *brow = B + k * N;
+        for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
+      }
+      if (ccs == 4) memcpy(crow, acc_row, N * sizeof(float));
+      else
+        for (uint64_t n = 0; n < N; n++) memcpy(crow + (int64_t)n * ccs, &acc_row[n], 4);
+    }
+  } else { /* i8 x i8 -> i32, wrapping like a 32-bit adder */
+    for (uint64_t m = 0; m < M; m++) {
+      uint8_t *crow = pc + (int64_t)m * crs;
+      for (uint64_t n = 0; n < N; n++) {
+        uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, to)
+                         : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, to) : 0u;
+        for (uint64_t k = 0; k < K; k++)
+          s += (uint32_t)(ld_i(pa + (int64_t)m * ars + (int64_t)k * acs, ta) *
+                          ld_i(pb + (int64_t)k * brs + (int64_t)n * bcs, tb));
+        int32_t v = (int32_t)s;
+        memcpy(crow + (int64_t)n * ccs, &v, 4);
+      }
+    }
+  }
+
+  /* Timing from the array's dataflow, shape, capability and edges. */
+  int un = npu_node_of_compute(x->g, in->unit);
+  double bwa = edge_bw(x, ma->buf, un), bwb = edge_bw(x, mb->buf, un), bwc = edge_bw(x, un, mc->buf);
+  uint64_t macs = M * K * N;
+  uint64_t peak = cdiv(macs, cap->throughput);
+  const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
+  uint64_t occ, bank_extra;
+  uint64_t pre = (acc || bias) ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
+  if (!os) {
+    /* Weight-stationary: load K x N weights into the PEs, then stream M rows
+     * of A (K elements per cycle); results leave the bottom row. */
+    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
+    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+    uint64_t wl = (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
+    uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
+    uint64_t out = cdiv(M * N * eo, bwc);
+    uint64_t body = st > out ? st : out;
+    if (pre > body) body = pre;
+    if (peak > body) body = peak;
+    bank_extra = wl * (db - 1) + st * (da - 1);
+    occ = wl * db + body + st * (da - 1);
+  } else {
+    /* Output-stationary: K steps, each feeding one column of A (stored as a
+     * row of A^T) and one row of B; then the accumulators drain. */
+    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
+    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+    uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
+    int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
+    uint64_t feed = ea_edge == eb_edge ? fa + fb : (fa > fb ? fa : fb);
+    uint64_t st = K > feed ? K : feed;
+    if (peak > st) st = peak;
+    uint32_t dg = da > db ? da : db;
+    bank_extra = st * (dg - 1);
+    occ = pre + st * dg + cdiv(M * N * eo, bwc);
+  }
+  timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
+         NULL);
+  npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
+  us->macs += macs;
+  x->st->macs += macs;
+  x->st->bytes_read[ma->buf] += M * K * ea;
+  x->st->bytes_read[mb->buf] += K * N * eb;
+  if (acc) x->st->bytes_read[mc->buf] += M * N * eo;
+  if (bias) x->st->bytes_read[in->u.gemm.bias.buf] += N * eo;
+  x->st->bytes_written[mc->buf] += M * N * eo;
+  return NULL;
+}
+
+/* ---- SIMD ---- */
+
+static float vop_f(uint8_t op, float a, float b) {
+  switch (op) {
+    case COV_OP_ADD: return a + b;
+    case COV_OP_SUB: return a - b;
+    case COV_OP_MUL: return a * b;
+    case COV_OP_DIV: return a / b;
+    case COV_OP_MAX: return a > b ? a : b;
+    case COV_OP_MIN: return a < b ? a : b;
+    case COV_OP_POW: return powf(a, b);
+    case COV_OP_EXP: return expf(a);
+    case COV_OP_LOG: return logf(a);
+    case COV_OP_SQRT: return sqrtf(a);
+    case COV_OP_RSQRT: return 1.0f / sqrtf(a);
+    case COV_OP_NEG: return -a;
+    case COV_OP_ABS: return fabsf(a);
+    case COV_OP_TANH: return tanhf(a);
+    case COV_OP_ERF: return erff(a);
+    case COV_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case COV_OP_RELU: return a > 0 ? a : 0.0f;
+    default: return a; /* copy, cast */
+  }
+}
+static int64_t vop_i(uint8_t op, int64_t a, int64_t b) {
+  switch (op) {
+    case COV_OP_ADD: return a + b;
+    case COV_OP_SUB: return a - b;
+    case COV_OP_MUL: return a * b;
+    case COV_OP_MAX: return a > b ? a : b;
+    case COV_OP_MIN: return a < b ? a : b;
+    case COV_OP_NEG: return -a;
+    case COV_OP_ABS: return a < 0 ? -a : a;
+    case COV_OP_RELU: return a > 0 ? a : 0;
+    default: return a;
+  }
+}
+static bool is_binary(uint8_t op) {
+  return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||
+         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW;
+}
+
+static cov_status run_vop(ex *x, const npu_insn *in) {
+  const acg_compute *c = &x->g->compute[in->unit];
+  const acg_capability *cap = &c->caps[in->u.vop.cap];
+  uint8_t op = in->u.vop.vop;
+  bool reduce = in->flags & NPU_VOP_REDUCE;
+  bool bin = is_binary(op) && !reduce;
+  bool imm = bin && in->u.vop.src2.buf == NPU_IMM_BUF;
+  cov_dtype ti = in->u.vop.dtype_in, tout = in->u.vop.dtype_out;
+  uint64_t ei = cov_dtype_size(ti), eo = cov_dtype_size(tout);
+  uint64_t R = in->u.vop.rows, C = in->u.vop.cols;
+  range r[2], w;
+  int nr = 0;
+  COV_RETURN_IF_ERROR(mem_range(x, "vop", "src1", &in->u.vop.src1, R, C, ei, &r[nr++]));
+  if (bin && !imm) COV_RETURN_IF_ERROR(mem_range(x, "vop", "src2", &in->u.vop.src2, R, C, ei, &r[nr++]));
+  COV_RETURN_IF_ERROR(mem_range(x, "vop", "dst", &in->u.vop.dst, R, reduce ? 1 : C, eo, &w));
+  if (x->dry) return NULL;
+
+  const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
+  uint8_t *pd = x->sim->buf[md->buf] + x->reg[md->reg] + md->off;
+  const uint8_t *p1 = x->sim->buf[m1->buf] + x->reg[m1->reg] + m1->off;
+  const uint8_t *p2 = bin && !imm ? x->sim->buf[m2->buf] + x->reg[m2->reg] + m2->off : NULL;
+  bool fl = cov_dtype_is_float(ti);
+  for (uint64_t i = 0; i < R; i++) {
+    float facc = 0;
+    int64_t iacc = 0;
+    for (uint64_t j = 0; j < C; j++) {
+      const uint8_t *a = p1 + ((int64_t)i * m1->row_stride + (int64_t)j * m1->col_stride) * (int64_t)ei;
+      const uint8_t *b = p2 ? p2 + ((int64_t)i * m2->row_stride + (int64_t)j * m2->col_stride) * (int64_t)ei : NULL;
+      uint8_t *d = pd + ((int64_t)i * md->row_stride + (int64_t)j * md->col_stride) * (int64_t)eo;
+      if (fl) {
+        float va = ld_f(a, ti), vb = b ? ld_f(b, ti) : in->u.vop.imm;
+        if (reduce) facc = j == 0 ? va : vop_f(op, facc, va);
+        else st_f(d, tout, vop_f(op, va, vb));
+      } else {
+        int64_t va = ld_i(a, ti), vb = b ? ld_i(b, ti) : (int64_t)in->u.vop.imm;
+        if (reduce) iacc = j == 0 ? va : vop_i(op, iacc, va);
+        else if (cov_dtype_is_float(tout)) st_f(d, tout, (float)vop_i(op, va, vb));
+        else st_i(d, tout, vop_i(op, va, vb));
+      }
+    }
+    if (reduce) {
+      uint8_t *d = pd + (int64_t)i * md->row_stride * (int64_t)eo;
+      if (fl) st_f(d, tout, facc);
+      else st_i(d, tout, iacc);
+    }
+  }
+
+  /* Timing: `throughput` elements per cycle, slowed by the worst bank
+   * conflict among the operands and by the edges' bandwidth. */
+  int un = npu_node_of_compute(x->g, in->unit);
+  uint64_t n = R * C;
+  uint64_t base = cdiv(n, cap->throughput);
+  uint32_t lanes = (uint32_t)(cap->throughput >= 1 ? cap->throughput : 1);
+  if (lanes > C) lanes = (uint32_t)C;
+  uint32_t deg = bank_degree(&x->g->storage[m1->buf], (uint64_t)(p1 - x->sim->buf[m1->buf]),
+                             (int64_t)m1->col_stride * (int64_t)ei, lanes);
+  if (p2) {
+    uint32_t d2 = bank_degree(&x->g->storage[m2->buf], (uint64_t)(p2 - x->sim->buf[m2->buf]),
+                              (int64_t)m2->col_stride * (int64_t)ei, lanes);
+    if (d2 > deg) deg = d2;
+  }
+  if (!reduce) {
+    uint32_t dd = bank_degree(&x->g->storage[md->buf], (uint64_t)(pd - x->sim->buf[md->buf]),
+                              (int64_t)md->col_stride * (int64_t)eo, lanes);
+    if (dd > deg) deg = dd;
+  }
+  uint64_t feed = cdiv(n * ei * (p2 ? 2 : 1), edge_bw(x, m1->buf, un));
+  uint64_t drain = cdiv((reduce ? R : n) * eo, edge_bw(x, un, md->buf));
+  uint64_t occ = base * deg;
+  if (feed > occ) occ = feed;
+  if (drain > occ) occ = drain;
+  timing(x, (int)(x->g->n_edges + in->unit), cov_op_name((cov_op)op), r, nr, &w, 1, occ,
+         cap->latency, base * (deg - 1), NULL);
+  x->st->unit[x->g->n_edges + in->unit].elems += n;
+  x->st->bytes_read[m1->buf] += n * ei;
+  if (p2) x->st->bytes_read[m2->buf] += n * ei;
+  x->st->bytes_written[md->buf] += (reduce ? R : n) * eo;
+  return NULL;
+}
+
+/* ---- driver ---- */
+
+typedef struct loop_frame {
+  uint32_t start, end, left;
+} loop_frame;
+
+cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
+                    cov_npu_stats *stats) {
+  ex x = {0};
+  x.sim = sim;
+  x.p = p;
+  x.t = &sim->tgt;
+  x.g = sim->acg;
+  x.dry = o->dry;
+  x.trace = o->dry ? NULL : o->trace;
+  x.st = stats;
+  uint64_t max_dyn = o->max_dyn ? o->max_dyn : NPU_MAX_DYN_INSNS;
+  int n_units = x.g->n_edges + x.g->n_compute;
+  cov_status st = NULL;
+  if (!x.dry) {
+    x.unit_free = calloc((size_t)n_units, sizeof *x.unit_free);
+    if (!x.unit_free) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+    if ((st = sb_init(&x))) goto done;
+    if (x.trace) {
+      fprintf(x.trace, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"time_unit\":\"1 us = 1 cycle\","
+                       "\"acg\":\"%s\"},\"traceEvents\":[",
+              x.g->name);
+      for (int u = 0; u < n_units; u++) {
+        fprintf(x.trace,
+                "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":"
+                "\"%s\"}}",
+                u ? "," : "", u, stats->unit_name[u]);
+      }
+      x.trace_any = n_units > 0;
+    }
+  }
+  loop_frame stack[NPU_MAX_LOOP_DEPTH];
+  int depth = 0;
+  uint64_t dyn = 0;
+  uint32_t pc = 0;
+  for (;;) {
+    while (depth > 0 && pc == stack[depth - 1].end) {
+      if (--stack[depth - 1].left > 0) {
+        pc = stack[depth - 1].start;
+        break;
+      }
+      depth--;
+    }
+    if (pc >= p->n_insns) break;
+    if (++dyn > max_dyn) {
+      st = cov_error(COV_OUT_OF_RANGE, NULL,
+                     "instruction %u: the program runs more than %llu instructions (loop counts "
+                     "too large?)",
+                     pc, (unsigned long long)max_dyn);
+      goto done;
+    }
+    const npu_insn *in = &p->insns[pc];
+    x.pc = pc;
+    switch (in->op) {
+      case NPU_OP_NOP: break;
+      case NPU_OP_BARRIER: x.barrier = x.max_end; break;
+      case NPU_OP_SETR: x.reg[in->u.r.reg] = in->u.r.imm; break;
+      case NPU_OP_ADDR: {
+        /* Registers hold byte addresses; keep them inside +-2^62 so address
+         * arithmetic cannot overflow. */
+        int64_t v = x.reg[in->u.r.reg], d = in->u.r.imm;
+        int64_t lim = (int64_t)1 << 62;
+        if (d > lim || d < -lim || v + d > lim || v + d < -lim) {
+          st = cov_error(COV_OUT_OF_RANGE, NULL, "instruction %u (addr): field imm: r%u overflows",
+                         pc, in->u.r.reg);
+          goto done;
+        }
+        x.reg[in->u.r.reg] = v + d;
+        break;
+      }
+      case NPU_OP_LOOP:
+        stack[depth++] = (loop_frame){pc + 1, pc + 1 + in->u.loop.body, in->u.loop.count};
+        break;
+      case NPU_OP_DMA: st = run_dma(&x, in); break;
+      case NPU_OP_GEMM: st = run_gemm(&x, in); break;
+      case NPU_OP_VOP: st = run_vop(&x, in); break;
+      default:
+        st = cov_error(COV_INVALID_INPUT, NULL, "instruction %u: unknown opcode 0x%02x", pc, in->op);
+    }
+    if (st) goto done;
+    pc++;
+  }
+  if (!x.dry) {
+    stats->cycles = x.max_end;
+    stats->dyn_insns = dyn;
+    if (x.trace) fprintf(x.trace, "\n]}\n");
+  }
+done:
+  free(x.unit_free);
+  sb_free(&x);
+  return st;
+}

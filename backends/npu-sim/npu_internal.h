@@ -1,0 +1,103 @@
+/* backends/npu-sim/npu_internal.h: what the npu-sim files share.
+ *
+ * npu_target: the NPU an ACG describes (which node is DRAM, the array and
+ * its dataflow, the SIMD unit, and the digest a program records).
+ * npu_prog_*: building programs (npu_prog.c); npu_encode/npu_decode: the
+ * binary format (npu_encode.c); npu_verify: static checks (npu_verify.c);
+ * npu_exec: the functional + timing simulator (npu_exec.c), whose dry mode is
+ * the dynamic half of the verifier. */
+#ifndef NPU_INTERNAL_H
+#define NPU_INTERNAL_H
+
+#include <stdio.h>
+
+#include "acg/acg_ir.h"
+#include "backends/npu-sim/npu_isa.h"
+#include "covenant/npu.h"
+#include "covenant/status.h"
+
+typedef struct npu_target {
+  const cov_acg *acg;
+  int dram;               /* storage index of the (first) DRAM node */
+  int array;              /* compute index of the systolic array, -1 if none */
+  int simd;               /* compute index of the SIMD unit, -1 if none */
+  bool output_stationary; /* the array accumulates in a register file next to it */
+  uint64_t digest;
+} npu_target;
+
+/* Derives the NPU from an ACG; COV_UNSUPPORTED when it is not one
+ * (no DRAM, no systolic array). */
+cov_status npu_target_init(const cov_acg *g, npu_target *t);
+/* FNV-1a over every ACG parameter that code generation or timing reads. */
+uint64_t npu_acg_digest(const cov_acg *g);
+/* Index of the edge from node a to node b (either direction when
+ * bidirectional), or -1. */
+int npu_find_edge(const cov_acg *g, int from, int to);
+static inline int npu_node_of_compute(const cov_acg *g, int c) { return g->n_storage + c; }
+
+/* Program building (arena-owned). */
+cov_status npu_prog_create(npu_prog **out);
+void npu_prog_free(npu_prog *p);
+void npu_prog_set_target(npu_prog *p, const npu_target *t);
+cov_status npu_prog_add(npu_prog *p, const npu_insn *in);
+cov_status npu_prog_add_tensor(npu_prog *p, const npu_tensor *t);
+cov_status npu_prog_add_segment(npu_prog *p, uint64_t addr, const void *data, uint64_t bytes);
+/* Index of the tensor with this name, or -1. */
+int npu_prog_find_tensor(const npu_prog *p, const char *name);
+
+cov_status npu_encode(const npu_prog *p, uint8_t **out, size_t *out_size); /* free() *out */
+cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_prog **out);
+
+/* Structural checks that need no execution: opcodes' fields, units and
+ * buffers against the ACG, loop nesting, the tensor table and segments. */
+cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char *file);
+
+/* Scheduled IR -> program (npu_codegen.c). */
+struct map_schedule;
+cov_status npu_codegen(const struct map_schedule *s, npu_prog **out);
+
+void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g);
+cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);
+
+/* Execution. */
+typedef struct npu_exec_opts {
+  bool dry;          /* check addresses and control flow only: no data, no timing */
+  FILE *trace;       /* Chrome trace output, or NULL */
+  uint64_t max_dyn;  /* dynamic instruction limit; 0 = NPU_MAX_DYN_INSNS */
+} npu_exec_opts;
+
+/* Per-unit statistics; units are ACG edges (DMA engines) then compute nodes. */
+typedef struct npu_unit_stats {
+  uint64_t insns, busy, stall_dep, stall_bank, stall_bw;
+  uint64_t macs, elems, bytes;
+} npu_unit_stats;
+
+struct cov_npu_stats {
+  uint64_t cycles, dyn_insns, macs;
+  double clock_mhz, peak_macs_per_cycle;
+  int n_units, n_edges;
+  npu_unit_stats *unit;   /* n_edges + n_compute */
+  const char **unit_name; /* names for printing */
+  int n_storage;
+  uint64_t *bytes_read, *bytes_written; /* per storage node */
+  const char **storage_name;
+  cov_arena *arena;
+};
+
+/* Runs p on the simulator's memories (already loaded). stats may be NULL in
+ * dry mode. */
+cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
+                    cov_npu_stats *stats);
+
+struct cov_npu_sim {
+  const cov_acg *acg;
+  npu_target tgt;
+  uint8_t **buf;     /* per storage node: on-chip memory (NULL for DRAM) */
+  uint8_t *dram;
+  uint64_t dram_bytes;
+  const npu_prog *prog; /* loaded program (not owned) */
+  float *scratch;       /* GEMM operand staging, grown as needed */
+  size_t scratch_n;
+};
+
+#endif

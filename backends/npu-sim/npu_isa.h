@@ -1,0 +1,132 @@
+/* backends/npu-sim/npu_isa.h: the NPU instruction set in memory.
+ *
+ * One struct per instruction (npu_insn, a tagged record with every field an
+ * opcode may use) and the program that holds them (npu_prog). ISA.md gives the
+ * binary encoding that npu_encode.c reads and writes; both must change
+ * together. Nothing here knows a target: buffer and unit numbers are ACG node
+ * ids, sizes are checked against the ACG by npu_verify.c. */
+#ifndef NPU_ISA_H
+#define NPU_ISA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "covenant/arena.h"
+#include "covenant/types.h"
+
+#define NPU_MAGIC "CNPU"
+#define NPU_VERSION 1
+#define NPU_HEADER_BYTES 80
+#define NPU_TENSOR_BYTES 80
+#define NPU_INSN_HEAD_BYTES 8
+#define NPU_NAME_MAX 32       /* NUL-padded name fields (ACG name, tensor names) */
+#define NPU_NREGS 16          /* address registers; r0 reads as 0 */
+#define NPU_MAX_LOOP_DEPTH 8
+#define NPU_DMA_MAX_RANK 4
+#define NPU_TENSOR_MAX_RANK 6
+#define NPU_MAX_INSNS (1u << 24)
+#define NPU_MAX_TENSORS 4096
+#define NPU_MAX_SEGMENTS 4096
+#define NPU_MAX_DRAM_BYTES ((uint64_t)1 << 32)
+/* Dynamic instruction count above which the verifier's dry run gives up
+ * (guards against loop nests that would run for hours). */
+#define NPU_MAX_DYN_INSNS ((uint64_t)1 << 30)
+#define NPU_IMM_BUF 0xFF /* VOP src2 buffer value meaning "immediate scalar" */
+
+typedef enum npu_opcode {
+  NPU_OP_NOP = 0x01,
+  NPU_OP_BARRIER = 0x02, /* later instructions start after all earlier ones end */
+  NPU_OP_SETR = 0x10,    /* r[reg] = imm */
+  NPU_OP_ADDR = 0x11,    /* r[reg] += imm (signed) */
+  NPU_OP_LOOP = 0x12,    /* run the next `body` instructions `count` times */
+  NPU_OP_DMA = 0x20,     /* strided/padded copy along a DRAM edge */
+  NPU_OP_GEMM = 0x30,    /* systolic array: C (+)= A x B (+ bias) */
+  NPU_OP_VOP = 0x40,     /* SIMD element-wise op or row reduction */
+} npu_opcode;
+
+/* GEMM flags */
+#define NPU_GEMM_ACC 0x1  /* C += A x B (otherwise C = A x B) */
+#define NPU_GEMM_BIAS 0x2 /* C = bias (row vector, broadcast over M) + A x B */
+/* VOP flags */
+#define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
+/* DMA flags */
+#define NPU_DMA_STORE 0x1 /* on a bidirectional edge: local -> DRAM */
+
+/* A buffer operand: storage node id, base register, byte offset, strides in
+ * elements (rows, then elements within a row). */
+typedef struct npu_mem {
+  uint8_t buf, reg;
+  uint32_t off;
+  int32_t row_stride, col_stride;
+} npu_mem;
+
+typedef struct npu_dma_dim {
+  uint32_t count;       /* elements along this dimension of the tile */
+  int32_t step;         /* tensor coordinate advance per element */
+  int32_t start;        /* tensor coordinate of element 0 (may be negative) */
+  uint32_t extent;      /* tensor size along the axis: coordinates outside are padding */
+  uint32_t dram_stride; /* elements between tensor coordinates c and c+1 */
+  uint32_t local_stride;/* elements between tile elements i and i+1 in the buffer */
+} npu_dma_dim;
+
+typedef struct npu_insn {
+  uint8_t op;    /* npu_opcode */
+  uint8_t unit;  /* DMA: ACG edge index; GEMM/VOP: ACG compute index */
+  uint16_t flags;
+  union {
+    struct { uint8_t reg; int64_t imm; } r;                /* SETR, ADDR */
+    struct { uint32_t count, body; } loop;                 /* LOOP */
+    struct {
+      uint8_t dtype, rank, dram_reg, local_reg;
+      uint64_t dram_off;
+      uint32_t local_off;
+      npu_dma_dim dim[NPU_DMA_MAX_RANK]; /* dim[rank-1] is innermost */
+    } dma;
+    struct {
+      uint8_t cap;
+      uint32_t m;
+      uint16_t k, n;
+      npu_mem a, b, c, bias; /* strides: row_stride only; elements are contiguous */
+    } gemm;
+    struct {
+      uint8_t vop, cap, dtype_in, dtype_out;
+      uint32_t rows, cols;
+      npu_mem dst, src1, src2;
+      float imm; /* src2 when src2.buf == NPU_IMM_BUF */
+    } vop;
+  } u;
+} npu_insn;
+
+typedef enum npu_role { NPU_ROLE_INPUT = 1, NPU_ROLE_OUTPUT, NPU_ROLE_WEIGHT, NPU_ROLE_SCRATCH } npu_role;
+
+typedef struct npu_tensor {
+  char name[NPU_NAME_MAX];
+  uint64_t addr, bytes;
+  uint8_t dtype, role, rank;
+  uint32_t dims[NPU_TENSOR_MAX_RANK];
+} npu_tensor;
+
+typedef struct npu_segment { /* initial DRAM contents (weights, constants) */
+  uint64_t addr, bytes;
+  const uint8_t *data;
+} npu_segment;
+
+typedef struct cov_npu_program {
+  cov_arena *arena; /* owns everything below */
+  char acg_name[NPU_NAME_MAX];
+  uint64_t acg_digest;
+  uint64_t dram_bytes;
+  npu_insn *insns;
+  uint32_t n_insns, cap_insns;
+  npu_tensor *tensors;
+  uint32_t n_tensors, cap_tensors;
+  npu_segment *segs;
+  uint32_t n_segs, cap_segs;
+} npu_prog;
+
+/* Encoded size of an instruction with this opcode; 0 for an unknown one. */
+uint32_t npu_insn_size(uint8_t op);
+const char *npu_opcode_name(uint8_t op);
+const char *npu_role_name(uint8_t role);
+
+#endif

@@ -1,0 +1,513 @@
+/* cli/cmd_npu.c: `covenant disasm PROGRAM` and `covenant sim PROGRAM`, the
+ * npu-sim program tools. A program records the name of the ACG it was
+ * compiled for, so the target is found by that name unless --target names
+ * another (which the simulator then refuses if its digest differs). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "covenant/mapper.h"
+#include "covenant/npu.h"
+#include <sys/stat.h>
+
+static void disasm_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant disasm PROGRAM [--target T] [-o FILE]\n"
+          "\n"
+          "Prints an NPU program (backends/npu-sim/ISA.md): the ACG it was compiled for,\n"
+          "its DRAM tensors and one line per instruction, loop bodies indented. Buffers\n"
+          "and units are named from the ACG (the program's own, found by name, or T);\n"
+          "with --raw, by number and without loading any ACG.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T      name units and buffers from this ACG\n"
+          "      --raw           do not load an ACG\n"
+          "  -o, --output FILE   write to FILE instead of stdout\n"
+          "  -h, --help          show this help\n");
+}
+
+int cli_cmd_disasm(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"raw", no_argument, NULL, 'r'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *output = NULL, *target = NULL;
+  int raw = 0;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 'r': raw = 1; break;
+      case 'o': output = optarg; break;
+      case 'h': disasm_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
+                               argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("disasm", "takes exactly one PROGRAM (got %d)", argc - optind);
+  cov_npu_program *p = NULL;
+  cov_status st = cov_npu_program_load(argv[optind], &p);
+  if (st) return cli_report(st);
+  cov_acg *g = NULL;
+  if (!raw) {
+    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    if (st) {
+      cov_npu_program_free(p);
+      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+    }
+  }
+  FILE *out = cli_open_output(output);
+  int rc = CLI_EXIT_INPUT;
+  if (out) {
+    st = cov_npu_program_disasm(p, g, out);
+    rc = cli_close_output(out, output);
+    if (st) rc = cli_report(st);
+  }
+  cov_acg_free(g);
+  cov_npu_program_free(p);
+  return rc;
+}
+
+static void sim_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [-o FILE]\n"
+          "\n"
+          "Verifies an NPU program against its ACG and runs it in the cycle simulator.\n"
+          "Inputs, and weights the program does not carry, get deterministic pseudo-\n"
+          "random values in [-1, 1) (seed printed). Prints cycles, per-unit utilisation and\n"
+          "stalls, bytes per storage level, and each output's shape, sum and first values.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T      simulate on this ACG (default: the program's own)\n"
+          "      --seed N        seed for the random inputs (default 1)\n"
+          "      --trace FILE    write a Chrome/Perfetto trace (1 us = 1 cycle)\n"
+          "  -o, --output FILE   write the report to FILE instead of stdout\n"
+          "  -h, --help          show this help\n");
+}
+
+static float rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return (float)((*s >> 11) % 2000000) / 1000000.0f - 1.0f;
+}
+
+int cli_cmd_sim(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"trace", required_argument, NULL, 'T'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *output = NULL, *target = NULL, *trace = NULL;
+  unsigned long long seed = 1;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 's': {
+        char *end = NULL;
+        seed = strtoull(optarg, &end, 10);
+        if (!*optarg || *end) return cli_usage_error("sim", "--seed: '%s' is not a number", optarg);
+        break;
+      }
+      case 'T': trace = optarg; break;
+      case 'o': output = optarg; break;
+      case 'h': sim_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("sim", "takes exactly one PROGRAM (got %d)", argc - optind);
+  const char *path = argv[optind];
+  cov_npu_program *p = NULL;
+  cov_acg *g = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  FILE *tf = NULL, *out = NULL;
+  int rc = CLI_EXIT_INPUT;
+  cov_status st = cov_npu_program_load(path, &p);
+  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, p);
+  if (st) {
+    st = cov_status_annotate(st, "%s: ", path);
+    goto done;
+  }
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    bool fill = strcmp(role, "input") == 0 ||
+                (strcmp(role, "weight") == 0 && !cov_npu_program_tensor_has_data(p, i));
+    if (!fill || !cov_dtype_is_float(dt)) continue;
+    cov_tensor t = {0};
+    st = cov_tensor_alloc(&t, COV_F32, rank, shape);
+    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = rnd(&s);
+    if (!st) st = cov_npu_sim_write(sim, name, &t);
+    cov_tensor_release(&t);
+  }
+  if (st) goto done;
+  if (trace && !(tf = fopen(trace, "w"))) {
+    cov_loc loc = {trace, 0, 0, NULL};
+    st = cov_error(COV_IO_ERROR, &loc, "cannot create the trace file");
+    goto done;
+  }
+  if ((st = cov_npu_sim_run(sim, tf, &stats))) goto done;
+  if (tf && fclose(tf) != 0) {
+    tf = NULL;
+    cov_loc loc = {trace, 0, 0, NULL};
+    st = cov_error(COV_IO_ERROR, &loc, "write error");
+    goto done;
+  }
+  tf = NULL;
+  if (!(out = cli_open_output(output))) goto done;
+  fprintf(out, "program %s on %s, random inputs with seed %llu\n", path, cov_acg_name(g), seed);
+  cov_npu_stats_print(stats, out);
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    if (strcmp(role, "output") != 0) continue;
+    cov_tensor t = {0};
+    if ((st = cov_npu_sim_read(sim, name, &t))) break;
+    double sum = 0;
+    int64_t n = cov_tensor_numel(&t);
+    fprintf(out, "output %s %s[", name, cov_dtype_name(dt));
+    for (int d = 0; d < rank; d++) fprintf(out, "%s%lld", d ? "," : "", (long long)shape[d]);
+    fprintf(out, "]:");
+    for (int64_t k = 0; k < n; k++) {
+      double v = dt == COV_F32   ? ((float *)t.data)[k]
+                 : dt == COV_F16 ? cov_f16_to_f32(((uint16_t *)t.data)[k])
+                                 : 0;
+      sum += v;
+      if (k < 8) fprintf(out, " %.6g", v);
+    }
+    fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
+    cov_tensor_release(&t);
+  }
+  rc = cli_close_output(out, output);
+done:
+  if (tf) fclose(tf);
+  if (st) rc = cli_report(st);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_acg_free(g);
+  cov_npu_program_free(p);
+  return rc;
+}
+
+/* ---- covenant compile / covenant verify (layers of the suite) ---- */
+
+
+typedef struct layer_job {
+  cov_layer *layer;
+  cov_acg *acg;
+  cov_schedule *sched;
+  cov_npu_program *prog;
+} layer_job;
+
+static void job_free(layer_job *j) {
+  cov_npu_program_free(j->prog);
+  cov_schedule_free(j->sched);
+  cov_layer_free(j->layer);
+  cov_acg_free(j->acg);
+  memset(j, 0, sizeof *j);
+}
+
+static cov_status job_build(layer_job *j, const char *suite, const char *name, int scale,
+                            const char *target) {
+  memset(j, 0, sizeof *j);
+  COV_RETURN_IF_ERROR(cov_layer_from_suite(suite ? suite : cov_suite_default_path(), name, scale,
+                                           &j->layer));
+  COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
+  COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
+  return cov_npu_compile(j->sched, &j->prog);
+}
+
+static int parse_int(const char *cmd, const char *opt, const char *s, long long lo, long long *out) {
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (!*s || *end || v < lo) return cli_usage_error(cmd, "%s: '%s' is not a number >= %lld", opt, s, lo);
+  *out = v;
+  return 0;
+}
+
+static void compile_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
+          "\n"
+          "Maps a layer of the suite (bench/suite/layers.json) onto an NPU target, generates\n"
+          "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
+          "tensors, instruction count, predicted cycles). Inspect it with 'covenant disasm'\n"
+          "and run it with 'covenant sim'.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T    NPU target (default npu-16x16)\n"
+          "  -o, --output DIR  output directory (created)\n"
+          "      --scale N     divide the layer's sizes by N (default 1)\n"
+          "      --suite FILE  layer suite file\n"
+          "  -h, --help        show this help\n");
+}
+
+int cli_cmd_compile(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"scale", required_argument, NULL, 'S'},
+                                       {"suite", required_argument, NULL, 'U'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *target = "npu-16x16", *dir = NULL, *suite = NULL;
+  long long scale = 1;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 'o': dir = optarg; break;
+      case 'S':
+        if (parse_int("compile", "--scale", optarg, 1, &scale)) return CLI_EXIT_USAGE;
+        break;
+      case 'U': suite = optarg; break;
+      case 'h': compile_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("compile", "unknown option or missing argument '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
+  if (!dir) return cli_usage_error("compile", "-o DIR is required");
+  layer_job j;
+  cov_status st = job_build(&j, suite, argv[optind], (int)scale, target);
+  if (st) {
+    job_free(&j);
+    return cli_report(st);
+  }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    cov_loc loc = {dir, 0, 0, NULL};
+    job_free(&j);
+    return cli_report(cov_error(COV_IO_ERROR, &loc, "cannot create the directory: %s", strerror(errno)));
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/program.npu", dir);
+  st = cov_npu_program_save(j.prog, path);
+  if (!st) {
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      cov_loc loc = {path, 0, 0, NULL};
+      st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
+    } else {
+      fprintf(f, "{\n  \"layer\": \"%s\",\n  \"scale\": %lld,\n  \"target\": \"%s\",\n", argv[optind],
+              scale, cov_acg_name(j.acg));
+      fprintf(f, "  \"program\": \"program.npu\",\n  \"predicted_cycles\": %.0f,\n  \"tensors\": [",
+              cov_schedule_cycles(j.sched));
+      for (int i = 0; i < cov_npu_program_tensor_count(j.prog); i++) {
+        const char *name, *role;
+        cov_dtype dt;
+        int64_t shape[COV_MAX_RANK];
+        int rank = cov_npu_program_tensor(j.prog, i, &name, &role, &dt, shape);
+        fprintf(f, "%s\n    {\"name\": \"%s\", \"role\": \"%s\", \"dtype\": \"%s\", \"shape\": [", i ? "," : "",
+                name, role, cov_dtype_name(dt));
+        for (int d = 0; d < rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)shape[d]);
+        fprintf(f, "]}");
+      }
+      fprintf(f, "\n  ]\n}\n");
+      if (fclose(f) != 0) {
+        cov_loc loc = {path, 0, 0, NULL};
+        st = cov_error(COV_IO_ERROR, &loc, "write error");
+      }
+    }
+  }
+  if (!st) printf("wrote %s/program.npu and %s/manifest.json\n", dir, dir);
+  job_free(&j);
+  return st ? cli_report(st) : CLI_EXIT_OK;
+}
+
+static void verify_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant verify LAYER... --target T [--iterations N] [--scale N] [--seed N]\n"
+          "\n"
+          "The correctness protocol: each LAYER of the suite ('all' for every one) is mapped,\n"
+          "compiled and run in the simulator N times with random inputs in [-1, 1), each\n"
+          "result compared with the reference interpreter. The error of one run is\n"
+          "max|npu - ref| / max|ref| over the output; a layer passes when every run is\n"
+          "within --tolerance (default 1e-3). Where the schedule narrows multiplicands to\n"
+          "f16, the random inputs are f16 values (the reference sees the same numbers), so\n"
+          "the error measures the NPU's arithmetic (fp32 accumulation order), not rounding.\n"
+          "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T      NPU target (default npu-16x16)\n"
+          "  -n, --iterations N  random inputs per layer (default 1000)\n"
+          "      --scale N       divide the layers' sizes by N (default 1)\n"
+          "      --seed N        first seed (default 1)\n"
+          "      --tolerance X   largest accepted error (default 1e-3)\n"
+          "      --suite FILE    layer suite file\n"
+          "  -h, --help          show this help\n");
+}
+
+static cov_status verify_layer(const char *suite, const char *name, int scale, const char *target,
+                               long long iters, unsigned long long seed, double tol, FILE *out,
+                               int *failed) {
+  layer_job j;
+  cov_status st = job_build(&j, suite, name, scale, target);
+  cov_npu_sim *sim = NULL;
+  if (!st) st = cov_npu_sim_create(j.acg, &sim);
+  if (!st) st = cov_npu_sim_load(sim, j.prog);
+  int n_in = st ? 0 : cov_layer_num_inputs(j.layer);
+  cov_tensor ins[8] = {{0}};
+  if (n_in > 8) st = cov_error(COV_UNSUPPORTED, NULL, "more than 8 inputs");
+  for (int i = 0; i < n_in && !st; i++) {
+    cov_tensor shp = {0};
+    st = cov_layer_input(j.layer, i, &shp);
+    if (!st) st = cov_tensor_alloc(&ins[i], COV_F32, shp.rank, shp.shape);
+  }
+  bool narrowed[8] = {false};
+  for (int i = 0; !st && i < cov_npu_program_tensor_count(j.prog); i++) {
+    const char *tn;
+    cov_dtype dt;
+    cov_npu_program_tensor(j.prog, i, &tn, NULL, &dt, NULL);
+    int k;
+    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < 8) narrowed[k] = dt == COV_F16 || dt == COV_BF16;
+  }
+  double worst = 0;
+  uint64_t cycles = 0;
+  double util = 0;
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (long long it = 0; it < iters && !st; it++) {
+    for (int i = 0; i < n_in; i++) {
+      /* Where the schedule narrows multiplicands to f16 (the program's
+       * tensor is f16), the same rounded values go to the reference, so the
+       * comparison measures the NPU's arithmetic, not the narrowing. */
+      bool narrow = narrowed[i];
+      for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++) {
+        float v = rnd(&s);
+        ((float *)ins[i].data)[k] = narrow ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
+      }
+    }
+    cov_tensor ref = {0}, got = {0};
+    st = cov_layer_reference(j.layer, ins, &ref);
+    for (int i = 0; i < n_in && !st; i++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "in%d", i);
+      st = cov_npu_sim_write(sim, nm, &ins[i]);
+    }
+    cov_npu_stats *stats = NULL;
+    if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+    if (!st) st = cov_npu_sim_read(sim, "out", &got);
+    if (!st && cov_tensor_numel(&got) != cov_tensor_numel(&ref))
+      st = cov_error(COV_INTERNAL, NULL, "%s: the NPU output has %lld elements, the reference %lld",
+                     name, (long long)cov_tensor_numel(&got), (long long)cov_tensor_numel(&ref));
+    if (!st) {
+      double md = 0, mr = 0;
+      const float *a = got.data, *b = ref.data;
+      for (int64_t k = 0; k < cov_tensor_numel(&ref); k++) {
+        double d = fabs((double)a[k] - (double)b[k]);
+        if (!(d <= md)) md = d; /* NaN counts as the worst */
+        if (fabs(b[k]) > mr) mr = fabs(b[k]);
+      }
+      double e = md / (mr > 1e-30 ? mr : 1e-30);
+      if (!(e <= worst)) worst = e;
+      if (it == 0) {
+        cycles = cov_npu_stats_cycles(stats);
+        util = cov_npu_stats_array_utilization(stats);
+      }
+    }
+    cov_npu_stats_free(stats);
+    cov_tensor_release(&ref);
+    cov_tensor_release(&got);
+  }
+  if (!st) {
+    bool pass = worst <= tol;
+    if (!pass) (*failed)++;
+    fprintf(out, "%-22s %-13s %6lld %12.3e %12llu %6.1f%%  %s\n", name, cov_acg_name(j.acg), iters,
+            worst, (unsigned long long)cycles, 100 * util, pass ? "PASS" : "FAIL");
+  }
+  for (int i = 0; i < 8; i++) cov_tensor_release(&ins[i]);
+  cov_npu_sim_free(sim);
+  job_free(&j);
+  return st ? cov_status_annotate(st, "%s: ", name) : NULL;
+}
+
+int cli_cmd_verify(int argc, char **argv) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"iterations", required_argument, NULL, 'n'},
+                                       {"scale", required_argument, NULL, 'S'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"tolerance", required_argument, NULL, 'T'},
+                                       {"suite", required_argument, NULL, 'U'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *target = "npu-16x16", *suite = NULL;
+  long long iters = 1000, scale = 1, seed = 1;
+  double tol = 1e-3;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:n:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': target = optarg; break;
+      case 'n':
+        if (parse_int("verify", "--iterations", optarg, 1, &iters)) return CLI_EXIT_USAGE;
+        break;
+      case 'S':
+        if (parse_int("verify", "--scale", optarg, 1, &scale)) return CLI_EXIT_USAGE;
+        break;
+      case 's':
+        if (parse_int("verify", "--seed", optarg, 0, &seed)) return CLI_EXIT_USAGE;
+        break;
+      case 'T': {
+        char *end = NULL;
+        tol = strtod(optarg, &end);
+        if (!*optarg || *end || !(tol >= 0)) return cli_usage_error("verify", "--tolerance: '%s'", optarg);
+        break;
+      }
+      case 'U': suite = optarg; break;
+      case 'h': verify_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("verify", "unknown option or missing argument '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");
+  char **names = NULL;
+  int n_names = 0;
+  cov_status st = NULL;
+  if (argc - optind == 1 && strcmp(argv[optind], "all") == 0) {
+    st = cov_suite_layer_names(suite ? suite : cov_suite_default_path(), &names, &n_names);
+    if (st) return cli_report(st);
+  }
+  printf("%-22s %-13s %6s %12s %12s %7s\n", "layer", "target", "iters", "max rel err", "cycles",
+         "array");
+  int failed = 0, errors = 0;
+  int count = names ? n_names : argc - optind;
+  for (int i = 0; i < count; i++) {
+    const char *name = names ? names[i] : argv[optind + i];
+    st = verify_layer(suite, name, (int)scale, target, iters, (unsigned long long)seed, tol, stdout,
+                      &failed);
+    if (st) {
+      errors++;
+      fflush(stdout);
+      cli_report(st);
+    }
+  }
+  for (int i = 0; i < n_names; i++) free(names[i]);
+  free(names);
+  printf("%d layer(s): %d passed, %d failed, %d not run (errors above)\n", count,
+         count - failed - errors, failed, errors);
+  return failed || errors ? CLI_EXIT_INPUT : CLI_EXIT_OK;
+}

@@ -1,0 +1,92 @@
+/* covenant/npu.h: NPU programs and the ACG-driven NPU simulator (npu-sim).
+ *
+ * A program is the binary form of backends/npu-sim/ISA.md: instructions, a
+ * table of DRAM tensors and initial DRAM contents, and the name and digest of
+ * the ACG it was compiled for. A simulator is built from an ACG; it refuses
+ * programs compiled for another ACG, verifies them before running, then
+ * computes results (bit-exact to the ISA's arithmetic) and cycle timing.
+ * Every size and speed comes from the ACG. */
+#ifndef COVENANT_NPU_H
+#define COVENANT_NPU_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "covenant/acg.h"
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_npu_program cov_npu_program;
+typedef struct cov_npu_sim cov_npu_sim;
+typedef struct cov_npu_stats cov_npu_stats;
+
+/* Decodes a program; errors name the byte offset, instruction and field.
+ * `name` labels diagnostics (a file name). */
+cov_status cov_npu_program_decode(const void *data, size_t size, const char *name,
+                                  cov_npu_program **out);
+cov_status cov_npu_program_load(const char *path, cov_npu_program **out);
+cov_status cov_npu_program_save(const cov_npu_program *p, const char *path);
+void cov_npu_program_free(cov_npu_program *p);
+/* Human-readable listing: header, tensors, one line per instruction. With an
+ * ACG, buffers and units are printed by name. */
+cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out);
+/* Checks the program against the ACG (digest, fields, loop nesting, every
+ * address it will touch) without running it. */
+cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg);
+const char *cov_npu_program_acg_name(const cov_npu_program *p);
+int cov_npu_program_tensor_count(const cov_npu_program *p);
+/* Name, role ("input", "output", "weight", "scratch"), dtype and shape of
+ * tensor i; shape must hold COV_MAX_RANK values. Returns the rank. */
+int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name,
+                           const char **role, cov_dtype *dtype, int64_t *shape);
+
+/* True when the program's initial DRAM contents (segments) cover tensor i
+ * entirely (weights compiled into the program). */
+int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
+
+/* Code generation: a schedule from cov_map (covenant/mapper.h) to a
+ * program for the schedule's ACG. The program's DRAM tensors are named in0,
+ * in1, ... after the layer's inputs (in the dtype of their on-chip tiles, f16
+ * when the schedule narrows; cov_npu_sim_write converts f32 data) and out
+ * (f32). COV_UNSUPPORTED names what the code generator cannot yet lower. */
+typedef struct cov_schedule cov_schedule;
+cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
+
+/* The simulator keeps a pointer to acg, which must outlive it. */
+cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
+void cov_npu_sim_free(cov_npu_sim *sim);
+/* Verifies p, (re)allocates DRAM and on-chip memories, zeroes them and writes
+ * the program's initial DRAM contents. p must outlive the runs. */
+cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p);
+/* Copies a tensor into / out of the DRAM image by its name in the program;
+ * dtype and shape must match the program's tensor table. */
+cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *t);
+cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out);
+/* Runs the loaded program. trace: NULL or a stream for a Chrome/Perfetto
+ * trace (JSON, one track per unit). *out_stats is owned by the caller. */
+cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_stats);
+
+void cov_npu_stats_free(cov_npu_stats *s);
+uint64_t cov_npu_stats_cycles(const cov_npu_stats *s);
+uint64_t cov_npu_stats_macs(const cov_npu_stats *s);
+/* MACs / (cycles x the array's peak MACs per cycle). */
+double cov_npu_stats_array_utilization(const cov_npu_stats *s);
+/* Busy cycles / total cycles of the unit named (an ACG compute node, or
+ * "dma:FROM->TO"); -1 when no such unit ran. */
+double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit);
+/* Bytes read plus written at a storage node; 0 for an unknown name. */
+uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char *storage);
+/* Stall cycles summed over units, by cause: "dependency", "bank", "bandwidth". */
+uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
+/* Table: cycles, time, per-unit instructions/busy/utilisation/stalls, bytes
+ * per storage level. */
+void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

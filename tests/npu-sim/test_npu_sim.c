@@ -1,0 +1,561 @@
+/* tests/npu-sim/test_npu_sim.c: hand-built NPU programs on both shipped NPU
+ * targets, checked against naive C loop nests (results) and against the
+ * timing formulas written out here (cycles); encoding round trips; and
+ * malformed programs (truncated, bad magic/version/opcode, out-of-range
+ * addresses, loops too deep, wrong ACG) rejected with located messages. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acg/acg_ir.h"
+#include "backends/npu-sim/npu_internal.h"
+#include "covenant/npu.h"
+#include "tests/check.h"
+
+static const char *g_src;
+static const char *g_out; /* where to save the hand-built programs, or NULL */
+
+static void save(const npu_prog *p, const char *name) {
+  if (!g_out) return;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.npu", g_out, name);
+  cov_status st = cov_npu_program_save(p, path);
+  CHECK(!st);
+  cov_status_free(st);
+}
+
+static cov_acg *load_target(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/targets/%s.json", g_src, name);
+  cov_acg *g = NULL;
+  cov_status st = cov_acg_load_file(path, &g);
+  if (st) {
+    cov_status_print(stderr, st, 1);
+    cov_status_free(st);
+    exit(1);
+  }
+  return g;
+}
+
+static int node(const cov_acg *g, const char *name) {
+  int n = acg_find_node(g, name);
+  if (n < 0) {
+    fprintf(stderr, "no node %s\n", name);
+    exit(1);
+  }
+  return n;
+}
+static int edge(const cov_acg *g, const char *a, const char *b) {
+  return npu_find_edge(g, node(g, a), node(g, b));
+}
+static int compute(const cov_acg *g, const char *name) { return node(g, name) - g->n_storage; }
+static int cap_of(const cov_acg *g, const char *unit, cov_op op, cov_dtype in) {
+  const acg_compute *c = &g->compute[compute(g, unit)];
+  for (int k = 0; k < c->n_caps; k++)
+    if (c->caps[k].op == op && c->caps[k].in[0] == in) return k;
+  fprintf(stderr, "no cap\n");
+  exit(1);
+}
+
+/* Deterministic pseudo-random numbers (xorshift), exactly representable in f16. */
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static float rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return cov_f16_to_f32(cov_f32_to_f16((float)((int)(g_rng % 2001) - 1000) / 500.0f));
+}
+
+static void add(npu_prog *p, npu_insn in) {
+  cov_status st = npu_prog_add(p, &in);
+  CHECK(!st);
+  cov_status_free(st);
+}
+static uint64_t add_tensor(npu_prog *p, const char *name, cov_dtype dt, uint8_t role, int rank,
+                           const uint32_t *dims) {
+  npu_tensor t = {0};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  t.dtype = dt;
+  t.role = role;
+  t.rank = (uint8_t)rank;
+  t.bytes = cov_dtype_size(dt);
+  for (int d = 0; d < rank; d++) {
+    t.dims[d] = dims[d];
+    t.bytes *= dims[d];
+  }
+  t.addr = (p->dram_bytes + 63) / 64 * 64;
+  p->dram_bytes = t.addr + t.bytes;
+  cov_status st = npu_prog_add_tensor(p, &t);
+  CHECK(!st);
+  cov_status_free(st);
+  return t.addr;
+}
+
+/* A 2-D DMA: rows x cols tile at (r0, c0) of a R x C row-major tensor. */
+static npu_insn dma2(int e, bool store, cov_dtype dt, uint64_t tensor, uint32_t R, uint32_t C,
+                     int32_t r0, int32_t c0, uint32_t rows, uint32_t cols, uint32_t local,
+                     uint32_t lrow, uint32_t lcol) {
+  npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
+  in.u.dma.dtype = dt;
+  in.u.dma.rank = 2;
+  in.u.dma.dram_off = tensor;
+  in.u.dma.local_off = local;
+  in.u.dma.dim[0] = (npu_dma_dim){rows, 1, r0, R, C, lrow};
+  in.u.dma.dim[1] = (npu_dma_dim){cols, 1, c0, C, 1, lcol};
+  return in;
+}
+
+static cov_tensor make(cov_dtype dt, int64_t r, int64_t c) {
+  cov_tensor t = {0};
+  int64_t shape[2] = {r, c};
+  cov_status st = cov_tensor_alloc(&t, dt, c ? 2 : 1, shape);
+  CHECK(!st);
+  cov_status_free(st);
+  return t;
+}
+
+static cov_npu_stats *run(const cov_acg *g, npu_prog *p, cov_npu_sim **out_sim,
+                          const char **names, cov_tensor *ins, int n_in) {
+  cov_npu_sim *sim = NULL;
+  cov_status st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, p);
+  for (int i = 0; i < n_in && !st; i++) st = cov_npu_sim_write(sim, names[i], &ins[i]);
+  cov_npu_stats *stats = NULL;
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  if (st) {
+    cov_status_print(stderr, st, 1);
+    cov_status_free(st);
+  }
+  CHECK(stats != NULL);
+  *out_sim = sim;
+  return stats;
+}
+
+/* y = relu(x @ w + b) on npu-16x16 (weight-stationary): K and N split into
+ * array-sized tiles, bias preloaded into the accumulators, relu on the SIMD
+ * unit from obuf into vmem, stored from vmem. Bit-exact against the same
+ * accumulation order in C. */
+static void test_gemm_ws(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  cov_status st = npu_target_init(g, &t);
+  CHECK(!st && !t.output_stationary);
+  npu_prog *p = NULL;
+  st = npu_prog_create(&p);
+  CHECK(!st);
+  npu_prog_set_target(p, &t);
+  const uint32_t M = 40, K = 48, N = 32;
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
+  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
+  uint64_t ab = add_tensor(p, "b", COV_F32, NPU_ROLE_WEIGHT, 1, (uint32_t[]){N});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){M, N});
+  int ibuf = node(g, "ibuf"), wbuf = node(g, "wbuf"), obuf = node(g, "obuf"),
+      bbuf = node(g, "bbuf"), vmem = node(g, "vmem");
+  int arr = compute(g, "pe_array"), simd = compute(g, "simd");
+  int mac = cap_of(g, "pe_array", COV_OP_MAC, COV_F16);
+  int relu = cap_of(g, "simd", COV_OP_RELU, COV_F32);
+  for (uint32_t n0 = 0; n0 < N; n0 += 16) {
+    npu_insn bl = dma2(edge(g, "dram", "bbuf"), false, COV_F32, ab, 1, N, 0, (int32_t)n0, 1, 16,
+                       0, 16, 1);
+    add(p, bl);
+    for (uint32_t k0 = 0; k0 < K; k0 += 16) {
+      uint32_t half = (k0 / 16) % 2 * 16384; /* double buffering */
+      add(p, dma2(edge(g, "dram", "wbuf"), false, COV_F16, aw, K, N, (int32_t)k0, (int32_t)n0, 16,
+                  16, half, 16, 1));
+      add(p, dma2(edge(g, "dram", "ibuf"), false, COV_F16, ax, M, K, 0, (int32_t)k0, M, 16, half,
+                  16, 1));
+      npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)arr,
+                     .flags = k0 == 0 ? NPU_GEMM_BIAS : NPU_GEMM_ACC};
+      gm.u.gemm.cap = (uint8_t)mac;
+      gm.u.gemm.m = M;
+      gm.u.gemm.k = 16;
+      gm.u.gemm.n = 16;
+      gm.u.gemm.a = (npu_mem){(uint8_t)ibuf, 0, half, 16, 1};
+      gm.u.gemm.b = (npu_mem){(uint8_t)wbuf, 0, half, 16, 1};
+      gm.u.gemm.c = (npu_mem){(uint8_t)obuf, 0, 0, 16, 1};
+      gm.u.gemm.bias = (npu_mem){(uint8_t)bbuf, 0, 0, 0, 1};
+      add(p, gm);
+    }
+    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)simd};
+    v.u.vop.vop = COV_OP_RELU;
+    v.u.vop.cap = (uint8_t)relu;
+    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+    v.u.vop.rows = M;
+    v.u.vop.cols = 16;
+    v.u.vop.dst = (npu_mem){(uint8_t)vmem, 0, 0, 16, 1};
+    v.u.vop.src1 = (npu_mem){(uint8_t)obuf, 0, 0, 16, 1};
+    add(p, v);
+    add(p, dma2(edge(g, "dram", "vmem"), true, COV_F32, ay, M, N, 0, (int32_t)n0, M, 16, 0, 16, 1));
+  }
+  cov_tensor x = make(COV_F32, M, K), w = make(COV_F32, K, N), b = make(COV_F32, N, 0);
+  float *fx = x.data, *fw = w.data, *fb = b.data;
+  for (uint32_t i = 0; i < M * K; i++) fx[i] = rnd();
+  for (uint32_t i = 0; i < K * N; i++) fw[i] = rnd();
+  for (uint32_t i = 0; i < N; i++) fb[i] = rnd();
+  save(p, "gemm_ws");
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x", "w", "b"}, (cov_tensor[]){x, w, b}, 3);
+  cov_tensor y = {0};
+  st = cov_npu_sim_read(sim, "y", &y);
+  CHECK(!st && y.dtype == COV_F32);
+  int bad = 0;
+  for (uint32_t m = 0; m < M && y.data; m++)
+    for (uint32_t n = 0; n < N; n++) {
+      float acc = fb[n];
+      for (uint32_t k = 0; k < K; k++) acc += fx[m * K + k] * fw[k * N + n];
+      acc = acc > 0 ? acc : 0;
+      if (((float *)y.data)[m * N + n] != acc) bad++;
+    }
+  CHECK(bad == 0);
+  CHECK(cov_npu_stats_macs(s) == (uint64_t)M * K * N);
+  CHECK(cov_npu_stats_cycles(s) > 0);
+  double u = cov_npu_stats_array_utilization(s);
+  CHECK(u > 0 && u <= 1);
+  CHECK(cov_npu_stats_storage_bytes(s, "dram") ==
+        (uint64_t)M * K * 2 * 2 + K * N * 2 + N * 4 + M * N * 4);
+  if (s) cov_npu_stats_print(s, stdout);
+  cov_tensor_release(&x);
+  cov_tensor_release(&w);
+  cov_tensor_release(&b);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+
+  /* Round trip: encode, decode, encode again gives the same bytes. */
+  uint8_t *b1 = NULL, *b2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  npu_prog *q = NULL;
+  CHECK(!npu_encode(p, &b1, &n1));
+  CHECK(!npu_decode(b1, n1, "mem", &q));
+  if (q) CHECK(!npu_encode(q, &b2, &n2));
+  CHECK(n1 == n2 && b1 && b2 && memcmp(b1, b2, n1) == 0);
+  /* Every truncation is rejected with a message, never a crash. */
+  int truncated_ok = 0;
+  for (size_t cut = 0; cut < n1; cut++) {
+    npu_prog *r = NULL;
+    cov_status e = npu_decode(b1, cut, "cut", &r);
+    if (e && strstr(cov_status_message(e), "truncated")) truncated_ok++;
+    else if (e && cut >= NPU_HEADER_BYTES) truncated_ok++; /* e.g. code_bytes mismatch */
+    cov_status_free(e);
+    npu_prog_free(r);
+  }
+  CHECK(truncated_ok == (int)n1);
+  /* Bad magic, bad version, bad opcode (instruction 2). */
+  uint8_t *c = malloc(n1);
+  memcpy(c, b1, n1);
+  c[0] = 'X';
+  npu_prog *r = NULL;
+  cov_status e = npu_decode(c, n1, "bad", &r);
+  CHECK(e && strstr(cov_status_message(e), "magic"));
+  cov_status_free(e);
+  memcpy(c, b1, n1);
+  c[4] = 9;
+  e = npu_decode(c, n1, "bad", &r);
+  CHECK(e && strstr(cov_status_message(e), "version"));
+  cov_status_free(e);
+  memcpy(c, b1, n1);
+  size_t off = NPU_HEADER_BYTES + (size_t)p->n_tensors * NPU_TENSOR_BYTES;
+  off += npu_insn_size(p->insns[0].op) + npu_insn_size(p->insns[1].op);
+  c[off] = 0x77;
+  e = npu_decode(c, n1, "bad", &r);
+  CHECK(e && strstr(cov_status_message(e), "instruction 2") &&
+        strstr(cov_status_message(e), "opcode"));
+  cov_status_free(e);
+  free(c);
+  free(b1);
+  free(b2);
+  npu_prog_free(q);
+
+  /* Disassembly names buffers and units. */
+  char *text = NULL;
+  size_t tn = 0;
+  FILE *f = open_memstream(&text, &tn);
+  CHECK(!npu_disasm(p, g, f));
+  fclose(f);
+  CHECK(text && strstr(text, "gemm    pe_array cap0 m=40 k=16 n=16 bias a=ibuf[0, 16, 1]"));
+  CHECK(text && strstr(text, "dma     load dram->wbuf f16"));
+  CHECK(text && strstr(text, "vop     simd relu"));
+  free(text);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
+/* The same layer shape on npu-32x32-os (output-stationary): A stored as
+ * K x M (a transposing DMA), accumulators in `acc`, bias added by the vector
+ * unit with a broadcast operand (row stride 0), result through ubuf. */
+static void test_gemm_os(void) {
+  cov_acg *g = load_target("npu-32x32-os");
+  npu_target t;
+  cov_status st = npu_target_init(g, &t);
+  CHECK(!st && t.output_stationary);
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  const uint32_t M = 32, K = 40, N = 16;
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
+  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
+  uint64_t ab = add_tensor(p, "b", COV_F32, NPU_ROLE_WEIGHT, 1, (uint32_t[]){N});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){M, N});
+  int ubuf = node(g, "ubuf"), accb = node(g, "acc");
+  int e = edge(g, "dram", "ubuf");
+  int arr = compute(g, "pe_array"), vec = compute(g, "vec");
+  int mac = cap_of(g, "pe_array", COV_OP_MAC, COV_F16);
+  int addc = cap_of(g, "vec", COV_OP_ADD, COV_F32);
+  add(p, dma2(e, false, COV_F16, aw, K, N, 0, 0, K, N, 0, 16, 1)); /* w at ubuf 0 */
+  add(p, dma2(e, false, COV_F32, ab, 1, N, 0, 0, 1, N, 4096, 16, 1)); /* b at 4096 */
+  for (uint32_t m0 = 0; m0 < M; m0 += 16) {
+    /* x[m0:m0+16, :] transposed into ubuf at 8192: element (m, k) at k*16+m. */
+    npu_insn ld = dma2(e, false, COV_F16, ax, M, K, (int32_t)m0, 0, 16, K, 8192, 1, 16);
+    add(p, ld);
+    npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)arr};
+    gm.u.gemm.cap = (uint8_t)mac;
+    gm.u.gemm.m = 16;
+    gm.u.gemm.k = (uint16_t)K;
+    gm.u.gemm.n = 16;
+    gm.u.gemm.a = (npu_mem){(uint8_t)ubuf, 0, 8192, 1, 16}; /* A^T: (m, k) at k*16 + m */
+    gm.u.gemm.b = (npu_mem){(uint8_t)ubuf, 0, 0, 16, 1};
+    gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+    add(p, gm);
+    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
+    v.u.vop.vop = COV_OP_ADD;
+    v.u.vop.cap = (uint8_t)addc;
+    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+    v.u.vop.rows = 16;
+    v.u.vop.cols = 16;
+    v.u.vop.dst = (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1};
+    v.u.vop.src1 = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+    v.u.vop.src2 = (npu_mem){(uint8_t)ubuf, 0, 4096, 0, 1};
+    add(p, v);
+    add(p, dma2(e, true, COV_F32, ay, M, N, (int32_t)m0, 0, 16, N, 16384, 16, 1));
+  }
+  cov_tensor x = make(COV_F32, M, K), w = make(COV_F32, K, N), b = make(COV_F32, N, 0);
+  float *fx = x.data, *fw = w.data, *fb = b.data;
+  for (uint32_t i = 0; i < M * K; i++) fx[i] = rnd();
+  for (uint32_t i = 0; i < K * N; i++) fw[i] = rnd();
+  for (uint32_t i = 0; i < N; i++) fb[i] = rnd();
+  save(p, "gemm_os");
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x", "w", "b"}, (cov_tensor[]){x, w, b}, 3);
+  cov_tensor y = {0};
+  CHECK(!cov_npu_sim_read(sim, "y", &y));
+  int bad = 0;
+  for (uint32_t m = 0; m < M && y.data; m++)
+    for (uint32_t n = 0; n < N; n++) {
+      float acc = 0;
+      for (uint32_t k = 0; k < K; k++) acc += fx[m * K + k] * fw[k * N + n];
+      acc += fb[n];
+      if (((float *)y.data)[m * N + n] != acc) bad++;
+    }
+  CHECK(bad == 0);
+  /* The accumulators hold one tile, so the second GEMM waits for the vector
+   * unit to drain the first (a write-after-read dependency stall). */
+  CHECK(cov_npu_stats_stalls(s, "dependency") > 0);
+  cov_tensor_release(&x);
+  cov_tensor_release(&w);
+  cov_tensor_release(&b);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+
+  /* The program is refused by the other NPU's simulator. */
+  cov_acg *g16 = load_target("npu-16x16");
+  cov_status v = cov_npu_program_verify(p, g16);
+  CHECK(v && strstr(cov_status_message(v), "compiled for ACG 'npu-32x32-os'"));
+  cov_status_free(v);
+  cov_acg_free(g16);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
+/* Padded, strided loads (a stride-2 convolution window with halo) against a
+ * naive loop: out-of-range coordinates read as zeros. */
+static void test_dma_padding(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  const uint32_t H = 7, W = 9;
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){H, W});
+  uint64_t ay = add_tensor(p, "y", COV_F16, NPU_ROLE_OUTPUT, 2, (uint32_t[]){5, 6});
+  npu_insn ld = dma2(edge(g, "dram", "vmem"), false, COV_F16, ax, H, W, -1, -2, 5, 6, 0, 6, 1);
+  ld.u.dma.dim[0].step = 2; /* rows -1, 1, 3, 5, 7 (7 is past the end) */
+  add(p, ld);
+  add(p, dma2(edge(g, "dram", "vmem"), true, COV_F16, ay, 5, 6, 0, 0, 5, 6, 0, 6, 1));
+  cov_tensor x = make(COV_F32, H, W);
+  for (uint32_t i = 0; i < H * W; i++) ((float *)x.data)[i] = rnd();
+  cov_npu_sim *sim = NULL;
+  save(p, "dma_pad");
+  cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x"}, &x, 1);
+  cov_tensor y = {0};
+  CHECK(!cov_npu_sim_read(sim, "y", &y));
+  int bad = 0;
+  for (int r = 0; r < 5 && y.data; r++)
+    for (int c = 0; c < 6; c++) {
+      int hr = -1 + 2 * r, wc = -2 + c;
+      float want = hr >= 0 && hr < (int)H && wc >= 0 && wc < (int)W ? ((float *)x.data)[hr * W + wc] : 0;
+      if (cov_f16_to_f32(((uint16_t *)y.data)[r * 6 + c]) != want) bad++;
+    }
+  CHECK(bad == 0);
+  /* Timing of two dependent DMAs: each takes latency + the larger of
+   * local bytes / edge bandwidth and DRAM bursts / DRAM bandwidth. DRAM
+   * serves whole 64-byte bursts (its 512-bit width) per contiguous run: the
+   * load reads 3 valid rows (3 bursts), the store writes 5 rows (5 bursts). */
+  const acg_edge *e = &g->edges[edge(g, "dram", "vmem")];
+  double dbw = g->storage[node(g, "dram")].bandwidth_bytes_per_cycle;
+  uint64_t want = 2 * (uint64_t)e->latency_cycles + (uint64_t)ceil(3 * 64 / dbw) +
+                  (uint64_t)ceil(5 * 64 / dbw);
+  CHECK(s && cov_npu_stats_cycles(s) == want);
+  if (s && cov_npu_stats_cycles(s) != want) cov_npu_stats_print(s, stderr);
+  cov_tensor_release(&x);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
+/* Bank conflicts: reading a column of obuf (stride 16 f32 = the same bank for
+ * every lane) is 16x slower than reading a row. */
+static void test_bank_conflicts(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  uint64_t cyc[2];
+  uint64_t bank[2];
+  for (int strided = 0; strided < 2; strided++) {
+    npu_prog *p = NULL;
+    CHECK(!npu_prog_create(&p));
+    npu_prog_set_target(p, &t);
+    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
+    v.u.vop.vop = COV_OP_COPY;
+    v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
+    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+    v.u.vop.rows = 16;
+    v.u.vop.cols = 16;
+    v.u.vop.dst = (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1};
+    v.u.vop.src1 = strided ? (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 1, 16}
+                           : (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 16, 1};
+    add(p, v);
+    cov_npu_sim *sim = NULL;
+    cov_npu_stats *s = run(g, p, &sim, NULL, NULL, 0);
+    cyc[strided] = s ? cov_npu_stats_cycles(s) : 0;
+    bank[strided] = s ? cov_npu_stats_stalls(s, "bank") : 0;
+    cov_npu_stats_free(s);
+    cov_npu_sim_free(sim);
+    npu_prog_free(p);
+  }
+  /* 256 elements at 16 lanes/cycle = 16 cycles + latency 4. */
+  CHECK(cyc[0] == 16 + 4 && bank[0] == 0);
+  CHECK(cyc[1] == 16 * 16 + 4 && bank[1] == 15 * 16);
+  cov_acg_free(g);
+}
+
+/* Loops with address registers: the same tile copied 4 times to successive
+ * places, and malformed control (too deep, out-of-range addresses). */
+static void test_loops_and_errors(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  uint64_t ax = add_tensor(p, "x", COV_F32, NPU_ROLE_INPUT, 1, (uint32_t[]){16});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){4, 16});
+  int ev = edge(g, "dram", "vmem");
+  add(p, dma2(ev, false, COV_F32, ax, 1, 16, 0, 0, 1, 16, 0, 16, 1));
+  add(p, (npu_insn){.op = NPU_OP_SETR, .u.r = {1, (int64_t)ay}});
+  add(p, (npu_insn){.op = NPU_OP_LOOP, .u.loop = {4, 2}});
+  npu_insn st = dma2(ev, true, COV_F32, 0, 1, 16, 0, 0, 1, 16, 0, 16, 1);
+  st.u.dma.dram_reg = 1;
+  add(p, st);
+  add(p, (npu_insn){.op = NPU_OP_ADDR, .u.r = {1, 64}});
+  cov_tensor x = make(COV_F32, 16, 0);
+  for (int i = 0; i < 16; i++) ((float *)x.data)[i] = (float)i;
+  save(p, "loop");
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x"}, &x, 1);
+  cov_tensor y = {0};
+  CHECK(!cov_npu_sim_read(sim, "y", &y));
+  int bad = 0;
+  for (int i = 0; i < 64 && y.data; i++) bad += ((float *)y.data)[i] != (float)(i % 16);
+  CHECK(bad == 0);
+  cov_tensor_release(&x);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+
+  /* One more iteration writes past y, into the end of DRAM: caught by the
+   * verifier's dry run, naming the instruction and field. */
+  p->insns[2].u.loop.count = 5;
+  cov_status v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 3 (dma): field dram_off"));
+  cov_status_free(v);
+  p->insns[2].u.loop.count = 4;
+  p->insns[0].u.dma.local_off = 65536 - 32; /* past vmem's 64 KiB */
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 0 (dma): field local_off") &&
+        strstr(cov_status_message(v), "outside 'vmem'"));
+  cov_status_free(v);
+  p->insns[0].u.dma.local_off = 0;
+  p->insns[2].u.loop.body = 3; /* runs past the program's end */
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 2 (loop): field body"));
+  cov_status_free(v);
+  p->insns[2].u.loop.body = 2;
+  p->insns[1].u.r.reg = 0;
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 1 (setr): field reg"));
+  cov_status_free(v);
+  npu_prog_free(p);
+
+  /* Nine nested loops. */
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  for (int d = 0; d < 9; d++) add(p, (npu_insn){.op = NPU_OP_LOOP, .u.loop = {1, (uint32_t)(9 - d)}});
+  add(p, (npu_insn){.op = NPU_OP_NOP});
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 8 (loop): loops nested deeper than 8"));
+  cov_status_free(v);
+  /* A loop nest that would run for ages is cut off. */
+  for (int d = 0; d < 8; d++) p->insns[d].u.loop.count = 1000000;
+  p->insns[8] = (npu_insn){.op = NPU_OP_NOP};
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "more than"));
+  cov_status_free(v);
+  npu_prog_free(p);
+
+  /* GEMM larger than the array; a buffer with no path to the unit. */
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)compute(g, "pe_array")};
+  gm.u.gemm.m = 4;
+  gm.u.gemm.k = 17;
+  gm.u.gemm.n = 16;
+  gm.u.gemm.a = (npu_mem){(uint8_t)node(g, "ibuf"), 0, 0, 17, 1};
+  gm.u.gemm.b = (npu_mem){(uint8_t)node(g, "wbuf"), 0, 0, 16, 1};
+  gm.u.gemm.c = (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 16, 1};
+  add(p, gm);
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "instruction 0 (gemm): field k: 17 > 16 array rows"));
+  cov_status_free(v);
+  p->insns[0].u.gemm.k = 16;
+  p->insns[0].u.gemm.a.buf = (uint8_t)node(g, "vmem");
+  v = cov_npu_program_verify(p, g);
+  CHECK(v && strstr(cov_status_message(v), "field a.buf: the ACG has no path vmem -> pe_array"));
+  cov_status_free(v);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
+int main(int argc, char **argv) {
+  g_src = argc > 1 ? argv[1] : ".";
+  g_out = argc > 2 ? argv[2] : NULL;
+  test_gemm_ws();
+  test_gemm_os();
+  test_dma_padding();
+  test_bank_conflicts();
+  test_loops_and_errors();
+  return check_summary();
+}
