@@ -809,4 +809,5 @@ void cov_acg_free(cov_acg *g) {
 }
 
 const char *cov_acg_name(const cov_acg *g) { return g ? g->name : NULL; }
+const char *cov_acg_backend(const cov_acg *g) { return g ? g->backend.name : NULL; }
 const char *cov_acg_file(const cov_acg *g) { return g ? g->file : NULL; }
