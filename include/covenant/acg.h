@@ -34,7 +34,7 @@ void cov_acg_free(cov_acg *acg);
 const char *cov_acg_name(const cov_acg *acg);
 const char *cov_acg_file(const cov_acg *acg);
 /* The backend that generates code for this target: "npu-sim", "amdgpu",
- * "nvptx" (the ACG's backend.name). */
+ * "nvptx" (the ACG's backend.name), or NULL when the ACG names none. */
 const char *cov_acg_backend(const cov_acg *acg);
 
 /* Canonical JSON: fixed member order, every default spelled out. Loading the
