@@ -188,6 +188,8 @@ static void emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
     s *= c->dshape[o][d];
   }
   npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
+  if (!store && c->p->operands[o].pad_value < -1e308 && cov_dtype_is_float(dt))
+    in.flags |= NPU_DMA_PAD_NEGINF; /* max pooling's padding */
   in.u.dma.dtype = (uint8_t)dt;
   in.u.dma.rank = (uint8_t)nd;
   in.u.dma.dram_off = c->dram[o];
@@ -689,12 +691,57 @@ static void leaf(cg *c) {
       }
 }
 
+/* A map or reduction main statement on the SIMD unit: one VOP over the
+ * rows loop x the columns (lanes) loop, reading and writing the deepest
+ * tiles; a reduction's first step copies, later steps combine. */
+static void leaf_simd(cg *c) {
+  const map_problem *p = c->p;
+  int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
+  values(c, MAP_MAX_LEVELS + 1, v);
+  bool first = !c->out_acc_load;
+  for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
+    if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
+  vopnd o[3];
+  int opi[3] = {p->output, 0, p->n_inputs > 1 ? 1 : -1};
+  for (int k = 0; k < 3; k++) {
+    memset(&o[k], 0, sizeof o[k]);
+    o[k].buf = -1;
+    if (opi[k] < 0) continue;
+    int lv = deepest(c->s, opi[k]);
+    const map_place *pl = &c->s->place[opi[k]][lv];
+    index_of(&p->operands[opi[k]], v, p->n_loops, idx);
+    int64_t off = local_offset(c, opi[k], lv, idx);
+    o[k].buf = pl->node;
+    o[k].addr = place_addr(c, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
+    o[k].st[0] = loop_stride(c, opi[k], lv, c->ml);
+    o[k].st[1] = loop_stride(c, opi[k], lv, c->nl);
+  }
+  if (c->err) return;
+  int64_t shape[2] = {trips(c, c->ml), trips(c, c->nl)};
+  const acg_capability *cap = &c->g->compute[c->simd].caps[c->s->cap];
+  if (p->kind == MAP_MAIN_REDUCE) {
+    if (first) {
+      int copy = find_cap(c->g, c->simd, COV_OP_COPY, cap->in[0], cap->out);
+      if (copy < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit has no copy", p->layer);
+        return;
+      }
+      emit_vops(c, COV_OP_COPY, copy, false, 1, 2, shape, &o[0], &o[1], NULL);
+    } else {
+      emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[0], &o[1]);
+    }
+  } else {
+    emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[1], p->n_inputs > 1 ? &o[2] : NULL);
+  }
+}
+
 static bool absorbed(const cg *c, int i) { return i == c->ml || i == c->kl || i == c->nl; }
 
 static void walk(cg *c, int i) {
   if (c->err) return;
   if (i == c->s->n_sloops) {
-    leaf(c);
+    if (c->p->kind == MAP_MAIN_MAC) leaf(c);
+    else leaf_simd(c);
     return;
   }
   if (absorbed(c, i)) {
@@ -776,6 +823,35 @@ static void plan_gemm(cg *c) {
   c->nmax = cols;
 }
 
+/* SIMD main statement: columns = the lanes loop (or the innermost output
+ * loop), rows = the next output loop of the last level. Moving a rows loop
+ * inside the reduction loops keeps each element's reduction order. */
+static void plan_simd(cg *c) {
+  const map_schedule *s = c->s;
+  const map_problem *p = c->p;
+  int last = s->n_levels - 1;
+  c->ml = c->kl = c->nl = -1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after) continue;
+    if (sl->spatial && sl->axis == MAP_AX_LANES) c->nl = i;
+  }
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after || i == c->nl) continue;
+    if (c->nl < 0) c->nl = i;
+    else if (c->ml < 0) c->ml = i;
+  }
+  for (int x = 0; x < s->n_xfers; x++) {
+    int a = s->xfers[x].after;
+    if (a >= 0 && a == c->ml) c->ml = -1;
+    if (a >= 0 && a == c->nl) c->nl = -1;
+  }
+  /* Transfers between the rows loop and the statement would be reordered. */
+  for (int x = 0; x < s->n_xfers && c->ml >= 0; x++)
+    if (s->xfers[x].after > c->ml) c->ml = -1;
+}
+
 cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   *out = NULL;
   cg c;
@@ -785,17 +861,18 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   c.g = s->acg;
   COV_RETURN_IF_ERROR(npu_target_init(c.g, &c.t));
   const map_problem *p = c.p;
-  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
-                     "codegen %s: only multiply-accumulate layers run on the array so far (this "
-                     "is a %s layer)",
-                     p->layer, p->kind == MAP_MAIN_REDUCE ? "reduction" : "map");
   int unit = s->node - c.g->n_storage;
-  if (unit < 0 || unit >= c.g->n_compute || c.g->compute[unit].kind != ACG_SYSTOLIC)
-    return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: the main statement is bound to %s, not "
-                     "a systolic array", p->layer, acg_node_name(c.g, s->node));
-  c.array = unit;
-  c.simd = c.t.simd;
+  bool mac = p->kind == MAP_MAIN_MAC;
+  if (unit < 0 || unit >= c.g->n_compute ||
+      c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
+      p->n_inputs > 2)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
+                     "statements run on the systolic array, maps and reductions on the SIMD unit)",
+                     p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
+                     p->n_inputs, acg_node_name(c.g, s->node));
+  c.array = mac ? unit : c.t.array;
+  c.simd = mac ? c.t.simd : unit;
   c.pool_dim[0] = c.pool_dim[1] = -1;
   /* The output's deepest tile: where it restarts, whether partial sums come back. */
   c.out_lv = deepest(s, p->output);
@@ -806,7 +883,8 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     if (x->dir == MAP_STORE) c.out_init_after = x->after;
     if (x->dir == MAP_LOAD) c.out_acc_load = true;
   }
-  plan_gemm(&c);
+  if (mac) plan_gemm(&c);
+  else plan_simd(&c);
   /* DRAM tensors. */
   COV_RETURN_IF_ERROR(npu_prog_create(&c.prog));
   npu_prog_set_target(c.prog, &c.t);

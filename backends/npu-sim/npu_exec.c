@@ -275,10 +275,31 @@ static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
 
 /* ---- DMA ---- */
 
+/* Fills n elements with the padding value: zeros, or -infinity. */
+static void pad_fill(uint8_t *p, uint64_t n, uint64_t es, cov_dtype dt, bool neginf) {
+  if (!neginf) {
+    memset(p, 0, (size_t)(n * es));
+    return;
+  }
+  uint8_t pat[4];
+  if (dt == COV_F32) {
+    float f = -INFINITY;
+    memcpy(pat, &f, 4);
+  } else if (dt == COV_F16) {
+    uint16_t h = 0xfc00;
+    memcpy(pat, &h, 2);
+  } else {
+    uint16_t h = 0xff80; /* bf16 */
+    memcpy(pat, &h, 2);
+  }
+  for (uint64_t i = 0; i < n; i++) memcpy(p + i * es, pat, (size_t)es);
+}
+
 static cov_status run_dma(ex *x, const npu_insn *in) {
   cov_loc loc = {NULL, 0, 0, NULL};
   const acg_edge *e = &x->g->edges[in->unit];
   bool store = in->flags & NPU_DMA_STORE;
+  bool neginf = in->flags & NPU_DMA_PAD_NEGINF;
   int local = e->from == x->t->dram ? e->to : e->from;
   cov_dtype dt = in->u.dma.dtype;
   uint64_t es = cov_dtype_size(dt);
@@ -371,11 +392,11 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
           memcpy(dram + d0, lm + loff + lo * (int64_t)es, (size_t)(hi - lo + 1) * es);
       } else {
         if (lo > hi) {
-          memset(lm + loff, 0, cnt * es);
+          pad_fill(lm + loff, cnt, es, dt, neginf);
         } else {
-          memset(lm + loff, 0, (size_t)lo * es);
+          pad_fill(lm + loff, (uint64_t)lo, es, dt, neginf);
           memcpy(lm + loff + lo * (int64_t)es, dram + d0, (size_t)(hi - lo + 1) * es);
-          memset(lm + loff + (hi + 1) * (int64_t)es, 0, (size_t)((int64_t)cnt - 1 - hi) * es);
+          pad_fill(lm + loff + (hi + 1) * (int64_t)es, (uint64_t)((int64_t)cnt - 1 - hi), es, dt, neginf);
         }
       }
     } else {
@@ -390,7 +411,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
         } else if (v) {
           memcpy(lp, dp, es);
         } else {
-          memset(lp, 0, es);
+          pad_fill(lp, 1, es, dt, neginf);
         }
       }
     }
