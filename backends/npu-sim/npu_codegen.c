@@ -402,7 +402,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
         x->addr = place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
         for (int d = 0; d < rank; d++) {
           x->st[d] = 0;
-          if (shape[d] <= 1) continue;
+          if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
           int lp = -1;
           for (int l = 0; l < p->n_loops; l++)
             if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
