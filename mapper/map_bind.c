@@ -244,5 +244,15 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
                        p->layer, acg_node_name(g, target), op->name, g->name);
     if (n > t->n_levels) t->n_levels = n;
   }
+  /* replicated storage and compute (a GPU's LDS per CU, matrix units per
+   * wave): schedules spread tiles over them with spatial loops */
+  t->wg_max = t->wave_max = 1;
+  int l1 = t->path[0][1];
+  if (l1 >= 0 && g->storage[l1].instances > 1) {
+    t->wg_max = g->storage[l1].instances;
+    uint32_t ci = g->compute[t->node - g->n_storage].instances;
+    if (t->n_levels >= 3 && ci > g->storage[l1].instances && ci % g->storage[l1].instances == 0)
+      t->wave_max = ci / g->storage[l1].instances;
+  }
   return NULL;
 }

@@ -51,7 +51,23 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         if (lv != 0 && pass == 1) continue;
         order[n++] = l;
       }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i <= n; i++) {
+      /* workgroups: level 0, between the output loops and the reduction
+       * loops; waves: outermost at level 1 */
+      bool wg_here = lv == 0 && (i == n || p->reduction[order[i]]) &&
+                     (i == 0 || !p->reduction[order[i - 1]]);
+      if ((wg_here || (lv == 1 && i == 0)) && L > 1)
+        for (int l = 0; l < p->n_loops; l++) {
+          int64_t f = lv == 0 ? ch->wg[l] : ch->wave[l];
+          if (f <= 1) continue;
+          map_sloop *sl = &s->sloops[s->n_sloops++];
+          sl->loop = l;
+          sl->level = lv;
+          sl->spatial = true;
+          sl->axis = lv == 0 ? MAP_AX_WORKGROUP : MAP_AX_WAVE;
+          sl->trips = f;
+        }
+      if (i == n) break;
       int l = order[i];
       if (ch->fac[lv][l] <= 1) continue;
       if (s->n_sloops >= MAP_MAX_SLOOPS) {
@@ -159,7 +175,9 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       bool red_outside = false;
       for (int i = 0; i < s->n_sloops; i++) {
         if (s->sloops[i].level >= lv) break;
-        if (depends(op, s->sloops[i].loop)) after = i;
+        /* a tile in replicated storage is loaded by each instance: inside
+         * the spatial loops that spread over those instances */
+        if (depends(op, s->sloops[i].loop) || s->sloops[i].spatial) after = i;
       }
       int64_t count = 1;
       for (int i = 0; i <= after; i++) {

@@ -39,12 +39,12 @@ void map_cost_eval(map_schedule *s) {
   const acg_capability *cap = &cn->caps[s->cap];
   int L = s->n_levels;
   /* compute */
-  double passes = 1, inner = 1, used_units = 1;
+  double passes = 1, inner = 1;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
+    if (sl->spatial && sl->axis > MAP_AX_LANES) continue; /* instances run in parallel */
     if (sl->level < L - 1) passes *= (double)sl->trips;
     else if (!sl->spatial) inner *= (double)sl->trips;
-    else used_units *= (double)sl->trips;
   }
   double units = cn->kind == ACG_SIMD ? (cn->dims[0] ? cn->dims[0] : 1)
                                       : (double)(cap->tile_rank >= 2 ? cap->tile[0] * cap->tile[1]
@@ -53,6 +53,9 @@ void map_cost_eval(map_schedule *s) {
   double per_issue = units / (cap->throughput > 0 ? cap->throughput : 1);
   /* an array also walks the reduction depth tile[2] per issue where given */
   c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
+  double par = 1; /* replicated instances working at once (workgroups x waves) */
+  for (int i = 0; i < s->n_sloops; i++)
+    if (s->sloops[i].spatial && s->sloops[i].axis > MAP_AX_LANES) par *= (double)s->sloops[i].trips;
   /* epilogue */
   int64_t out_elems = 1;
   const map_operand *out = &p->operands[p->output];
@@ -61,7 +64,7 @@ void map_cost_eval(map_schedule *s) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
     const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
-    c->epilogue_cycles += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1);
+    c->epilogue_cycles += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1) / par;
   }
   /* transfers */
   double per_edge[512];
@@ -72,8 +75,14 @@ void map_cost_eval(map_schedule *s) {
     const map_xfer *x = &s->xfers[i];
     double bw = edge_bw(g, x);
     double lat = x->edge >= 0 ? g->edges[x->edge].latency_cycles : 0;
+    /* replicated instances (workgroups, waves) issue their copies at once:
+     * bandwidth is shared (the ACG's edge figure is the total), latency is
+     * paid once per round */
+    double inst = 1;
+    for (int k = 0; k <= x->after; k++)
+      if (s->sloops[k].spatial && s->sloops[k].axis > MAP_AX_LANES) inst *= (double)s->sloops[k].trips;
     double one = (double)x->bytes / bw + lat;
-    double all = one * (double)x->count;
+    double all = (double)x->bytes * (double)x->count / bw + lat * (double)x->count / inst;
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
     if (g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM)
@@ -98,7 +107,8 @@ void map_cost_eval(map_schedule *s) {
   /* utilisation of the main node */
   int ci = s->node - g->n_storage;
   if (ci < MAP_MAX_COMPUTE && c->cycles > 0)
-    c->util[ci] = (double)p->ops / ((cap->throughput > 0 ? cap->throughput : 1) * c->cycles);
+    c->util[ci] = (double)p->ops / ((cap->throughput > 0 ? cap->throughput : 1) *
+                                    (cn->instances ? cn->instances : 1) * c->cycles);
   if (s->n_vops && s->vops[0].node >= 0) {
     int vi = s->vops[0].node - g->n_storage;
     if (vi < MAP_MAX_COMPUTE && vi != ci && c->cycles > 0) {
@@ -119,7 +129,7 @@ void map_cost_eval(map_schedule *s) {
   }
   /* operand reads at the innermost level: each issue reads each input's
    * footprint over the spatial loops once (the array shares it across PEs) */
-  double issues = passes * inner;
+  double issues = passes * inner * par;
   for (int o = 0; o < p->n_operands; o++) {
     const map_operand *op = &p->operands[o];
     if (op->role == MAP_ROLE_VECTOR) continue;

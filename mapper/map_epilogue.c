@@ -55,7 +55,9 @@ static cov_status lower_softmax(const map_call *mc, map_schedule *s) {
   const map_operand *o = &p->operands[p->output];
   int l = loop_of_dim(p, o->rank - 1);
   cov_status st = NULL;
-  if (l < 0 || mc->view[mc->view_rank - 1] != o->shape[o->rank - 1])
+  const int64_t *view = mc->view_rank ? mc->view : mc->in[0].shape;
+  int vr = mc->view_rank ? mc->view_rank : mc->in[0].rank;
+  if (l < 0 || vr < 1 || view[vr - 1] != o->shape[o->rank - 1])
     return cov_error(COV_UNSUPPORTED, NULL,
                      "softmax after %s: its rows must be the output's last dimension, indexed by "
                      "one loop",

@@ -62,6 +62,8 @@ typedef struct map_choice {
   map_axis sp_axis[MAP_MAX_LOOPS];
   int order[MAP_MAX_LEVELS][MAP_MAX_LOOPS];   /* per level, loops outermost first */
   bool dbuf;                                  /* double buffer where allowed */
+  int64_t wg[MAP_MAX_LOOPS];                  /* spatial trips over workgroups (level 0) */
+  int64_t wave[MAP_MAX_LOOPS];                /* spatial trips over waves (level 1) */
 } map_choice;
 
 /* map_bind.c: the compute node and capability for the main statement, the
@@ -76,6 +78,8 @@ typedef struct map_target {
   int edge_in[MAP_MAX_OPERANDS][MAP_MAX_LEVELS]; /* edge into level l (from l-1), -1 */
   uint64_t dims[2];    /* array rows/cols, or {lanes, 1} */
   int simd_node;       /* for the epilogue, -1 if none */
+  int64_t wg_max;      /* instances of the level-1 storage (LDS per CU): 1 if one */
+  int64_t wave_max;    /* compute instances per level-1 instance (waves per CU): 1 if one */
 } map_target;
 cov_status map_bind_target(const map_problem *prob, const cov_acg *acg, map_target *t);
 

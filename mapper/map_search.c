@@ -23,7 +23,16 @@
 
 #include "mapper/map_internal.h"
 
+typedef struct opterms {
+  int rank;
+  int start[COV_MAX_RANK + 1];
+  int loop[COV_MAX_RANK * MAP_MAX_LOOPS];
+  int64_t coef[COV_MAX_RANK * MAP_MAX_LOOPS];
+} opterms;
+
 typedef struct search {
+  opterms terms[MAP_MAX_OPERANDS];
+  uint64_t elem_bytes[MAP_MAX_OPERANDS][MAP_MAX_LEVELS]; /* x2 when double-buffered */
   const map_target *t;
   const map_schedule *proto;
   const map_problem *p;
@@ -38,6 +47,7 @@ typedef struct search {
   int64_t evals, candidates;
   bool stop;
   map_schedule scratch;
+  bool free_below[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
 } search;
 
 static int divisors(int64_t n, int64_t *out, int max) {
@@ -54,32 +64,36 @@ static bool depends(const map_operand *op, int loop) {
 }
 
 /* Bytes per storage node for the tiles given by fac (levels >= 1), with
- * unassigned loops (index >= upto) at their minimum; true if all fit. */
+ * unassigned loops (index >= upto) at their minimum; true if all fit. Hot:
+ * uses the precomputed sparse access terms. */
 static bool fits(search *S, int upto) {
   const map_problem *p = S->p;
-  const cov_acg *g = S->t->acg;
-  uint64_t used[256];
-  memset(used, 0, sizeof used);
+  uint64_t used[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
+  int nodes[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_nodes = 0;
   for (int lv = 1; lv < S->L; lv++) {
     int64_t tile[MAP_MAX_LOOPS];
     for (int l = 0; l < p->n_loops; l++) {
-      tile[l] = S->ch.sp[l];
+      tile[l] = S->ch.sp[l] * (lv <= 1 ? S->ch.wave[l] : 1);
       if (l < upto)
         for (int k = lv; k < S->L; k++) tile[l] *= S->ch.fac[k][l];
     }
     for (int o = 0; o < p->n_operands; o++) {
       int node = S->t->path[o][lv];
-      if (node < 0 || node >= 256) continue;
-      int64_t shape[COV_MAX_RANK];
-      map_tile_box(&p->operands[o], p->n_loops, tile, shape);
+      if (node < 0) continue;
+      const opterms *ot = &S->terms[o];
       uint64_t e = 1;
-      for (int d = 0; d < p->operands[o].rank; d++) e *= (uint64_t)shape[d];
-      cov_dtype dt = p->operands[o].role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? S->t->mul_dtype
-                     : p->operands[o].role == MAP_ROLE_OUTPUT ? S->t->acc_dtype
-                                                              : p->operands[o].dtype;
-      uint64_t b = e * cov_dtype_size(dt) * (S->ch.dbuf && g->storage[node].double_buffer ? 2 : 1);
-      used[node] += b;
-      if (used[node] > g->storage[node].capacity_bytes) return false;
+      for (int d = 0; d < ot->rank; d++) {
+        int64_t ext = 1;
+        for (int k = ot->start[d]; k < ot->start[d + 1]; k++)
+          ext += ot->coef[k] * (tile[ot->loop[k]] - 1);
+        e *= (uint64_t)ext;
+      }
+      uint64_t b = e * S->elem_bytes[o][lv];
+      int j = 0;
+      while (j < n_nodes && nodes[j] != node) j++;
+      if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
+      used[j] += b;
+      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
     }
   }
   return true;
@@ -131,6 +145,11 @@ static sig order_sig(search *S, int lv, const int *ord, int n) {
       tmp[m++] = ord[i];
     }
   for (int o = 0; o < S->p->n_operands; o++) {
+    /* only operands with a place below this level have transfers that
+     * this level's loops can position */
+    bool below = false;
+    for (int k = lv + 1; k < S->L; k++) below |= S->t->path[o][k] >= 0;
+    if (!below) continue;
     int64_t prod = 1;
     int i;
     for (i = m - 1; i >= 0; i--) {
@@ -183,8 +202,16 @@ static void level_orders(search *S, int lv, orders *os) {
   }
   /* stationarity orders: innermost the loops independent of operand o1, then
    * of o2, ... (every permutation of the operands) */
-  int ops[MAP_MAX_OPERANDS], no = S->p->n_operands;
-  for (int i = 0; i < no; i++) ops[i] = i;
+  int ops[MAP_MAX_OPERANDS], no = 0;
+  for (int o = 0; o < S->p->n_operands; o++) {
+    bool below = false;
+    for (int k = lv + 1; k < S->L; k++) below |= S->t->path[o][k] >= 0;
+    if (below && S->p->operands[o].role != MAP_ROLE_VECTOR) ops[no++] = o;
+  }
+  if (no == 0) {
+    add_order(S, lv, os, act, n);
+    return;
+  }
   do {
     int ord[MAP_MAX_LOOPS], m = 0;
     bool placed[MAP_MAX_LOOPS] = {0};
@@ -255,10 +282,62 @@ static void split_rec(search *S, int l, int lv, int64_t left) {
   }
   int64_t dv[256];
   int nd = divisors(left, dv, 256);
+  /* pruned: when nothing stored at the levels below lv depends on loop l,
+   * its factor belongs below (fewer passes, no more traffic): dominance */
+  if (!S->exhaustive && lv >= 1 && lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
   for (int i = 0; i < nd && !S->stop; i++) {
     S->ch.fac[lv][l] = dv[i];
     split_rec(S, l, lv - 1, left / dv[i]);
   }
+}
+
+/* Spreading output loops over replicated instances (GPU workgroups, then
+ * waves): the best single loops and pairs by instances used, a few kept. */
+typedef struct spread {
+  int64_t f[MAP_MAX_LOOPS];
+  int64_t used;
+} spread;
+
+static int spreads(const map_problem *p, const int64_t *rem, const int64_t *granule, int64_t max,
+                   spread *out, int keep) {
+  int n = 0;
+  spread cand[MAP_MAX_LOOPS * MAP_MAX_LOOPS + 1];
+  memset(cand, 0, sizeof cand);
+  for (int l = 0; l < MAP_MAX_LOOPS; l++) cand[0].f[l] = 1;
+  cand[0].used = 1;
+  n = 1;
+  if (max > 1)
+    for (int a = 0; a < p->n_loops; a++)
+      for (int b = a; b < p->n_loops; b++) {
+        if (p->reduction[a] || p->reduction[b]) continue;
+        int64_t best = 1, ba = 1, bb = 1;
+        for (int64_t da = 1; da <= rem[a] && da <= max; da++) {
+          if (rem[a] % da || (rem[a] / da) % granule[a]) continue;
+          if (a == b) {
+            if (da > best) best = da, ba = da, bb = 1;
+            continue;
+          }
+          for (int64_t db = 1; db <= rem[b] && da * db <= max; db++)
+            if (rem[b] % db == 0 && (rem[b] / db) % granule[b] == 0 && da * db > best)
+              best = da * db, ba = da, bb = db;
+        }
+        if (best <= 1) continue;
+        spread *c = &cand[n++];
+        for (int l = 0; l < MAP_MAX_LOOPS; l++) c->f[l] = 1;
+        c->f[a] *= ba;
+        if (b != a) c->f[b] *= bb;
+        c->used = best;
+      }
+  /* most instances first, stable */
+  for (int i = 1; i < n; i++) {
+    spread x = cand[i];
+    int j = i - 1;
+    while (j >= 0 && cand[j].used < x.used) cand[j + 1] = cand[j], j--;
+    cand[j + 1] = x;
+  }
+  if (n > keep) n = keep;
+  memcpy(out, cand, sizeof(spread) * (size_t)n);
+  return n;
 }
 
 typedef struct spatial {
@@ -333,23 +412,82 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
     while (j >= 0 && cmp_spatial(&sp[j], &x) > 0) sp[j + 1] = sp[j], j--;
     sp[j + 1] = x;
   }
+  for (int o = 0; o < p->n_operands; o++) {
+    opterms *ot = &S->terms[o];
+    const map_operand *op = &p->operands[o];
+    ot->rank = op->rank;
+    int k = 0;
+    for (int d = 0; d < op->rank; d++) {
+      ot->start[d] = k;
+      for (int l = 0; l < p->n_loops; l++) {
+        int64_t c = op->acc.coef[d][l];
+        if (c) ot->loop[k] = l, ot->coef[k++] = c < 0 ? -c : c;
+      }
+    }
+    ot->start[op->rank] = k;
+  }
+  for (int lv = 0; lv < S->L; lv++)
+    for (int l = 0; l < p->n_loops; l++) {
+      bool dep = false;
+      for (int o = 0; o < p->n_operands; o++)
+        for (int k = lv; k < S->L; k++)
+          if (t->path[o][k] >= 0 && depends(&p->operands[o], l)) dep = true;
+      S->free_below[lv][l] = !dep;
+    }
   int beam = opt && opt->beam > 0 ? opt->beam : 4;
   if (!S->exhaustive && n_sp > beam) n_sp = beam;
-  for (int c = 0; c < n_sp && !S->stop; c++)
+  spread wgs[3], waves[2];
+  for (int c = 0; c < n_sp && !S->stop; c++) {
+    int64_t rem0[MAP_MAX_LOOPS];
+    for (int l = 0; l < MAP_MAX_LOOPS; l++) rem0[l] = l < p->n_loops ? p->extent[l] : 1;
+    for (int k = 0; k < 2; k++)
+      if (sp[c].loop[k] >= 0) rem0[sp[c].loop[k]] /= sp[c].f[k];
+    /* the epilogue needs whole pool windows and whole softmax rows in each
+     * on-chip output tile: instances may not split them */
+    int64_t gran[MAP_MAX_LOOPS];
+    for (int l = 0; l < p->n_loops; l++) gran[l] = 1;
+    for (int v = 0; v < proto->n_vops; v++) {
+      const map_vop *vo = &proto->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE) gran[vo->loop] = rem0[vo->loop];
+      if (vo->kind == MAP_VOP_POOL)
+        for (int k = 0; k < 2; k++) gran[vo->pool_loop[k]] = vo->window[k];
+    }
+    int n_wg = spreads(p, rem0, gran, t->wg_max, wgs, 3);
+    for (int w = 0; w < n_wg && !S->stop; w++) {
+      int64_t rem1[MAP_MAX_LOOPS];
+      for (int l = 0; l < p->n_loops; l++) rem1[l] = rem0[l] / wgs[w].f[l];
+      int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2);
+      for (int v = 0; v < n_wv && !S->stop; v++)
     for (int db = 1; db >= 0 && !S->stop; db--) {
       memset(&S->ch, 0, sizeof S->ch);
-      for (int l = 0; l < p->n_loops; l++) S->ch.sp[l] = 1, S->rem[l] = p->extent[l];
+      for (int l = 0; l < p->n_loops; l++) {
+        S->ch.sp[l] = 1;
+        S->ch.wg[l] = wgs[w].f[l];
+        S->ch.wave[l] = waves[v].f[l];
+        S->rem[l] = rem1[l] / waves[v].f[l];
+      }
       for (int k = 0; k < 2; k++)
         if (sp[c].loop[k] >= 0) {
           S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
           S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
-          S->rem[sp[c].loop[k]] /= sp[c].f[k];
         }
       S->ch.dbuf = db;
+      for (int o = 0; o < p->n_operands; o++)
+        for (int lv = 1; lv < S->L; lv++) {
+          int node = t->path[o][lv];
+          if (node < 0) continue;
+          const map_operand *op = &p->operands[o];
+          cov_dtype dt = op->role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? t->mul_dtype
+                         : op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
+          S->elem_bytes[o][lv] = cov_dtype_size(dt) *
+                                 (db && t->acg->storage[node].double_buffer ? 2 : 1);
+        }
       for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
         for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
       split_rec(S, 0, S->L - 1, S->rem[0]);
     }
+    }
+  }
   free(sp);
   cov_status st = NULL;
   if (S->n_best == 0) {

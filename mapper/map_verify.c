@@ -36,8 +36,9 @@ cov_status map_verify(const map_schedule *s) {
   }
   for (int i = 1; i < s->n_sloops; i++) {
     if (s->sloops[i].level < s->sloops[i - 1].level) FAIL("loop %d: levels out of order", ln, i);
-    if (s->sloops[i - 1].spatial && !s->sloops[i].spatial)
-      FAIL("loop %d: temporal inside spatial", ln, i);
+    if (s->sloops[i - 1].spatial && !s->sloops[i].spatial && s->sloops[i].level == s->n_levels - 1 &&
+        s->sloops[i - 1].level == s->n_levels - 1 && s->sloops[i - 1].axis <= MAP_AX_LANES)
+      FAIL("loop %d: temporal inside an array/lane loop", ln, i);
     last_level = s->sloops[i].level;
   }
   (void)last_level;
@@ -51,6 +52,13 @@ cov_status map_verify(const map_schedule *s) {
   if ((uint64_t)used_axis[MAP_AX_ROWS] > rows || (uint64_t)used_axis[MAP_AX_COLS] > cols ||
       (uint64_t)used_axis[MAP_AX_LANES] > (cn->kind == ACG_SIMD ? rows : 1))
     FAIL("spatial loops use more units than %s has", ln, cn->name);
+  if (used_axis[MAP_AX_WORKGROUP] > 1) {
+    int l1 = s->place[0][1].node;
+    if (!s->place[0][1].present || (uint64_t)used_axis[MAP_AX_WORKGROUP] > g->storage[l1].instances)
+      FAIL("more workgroups than instances of the level-1 storage", ln);
+    if ((uint64_t)(used_axis[MAP_AX_WORKGROUP] * used_axis[MAP_AX_WAVE]) > cn->instances)
+      FAIL("more waves than instances of %s", ln, cn->name);
+  }
   /* places: capacities and disjoint allocations */
   for (int o = 0; o < p->n_operands; o++) {
     if (!s->place[o][0].present || g->storage[s->place[o][0].node].kind != ACG_DRAM)
