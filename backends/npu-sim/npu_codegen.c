@@ -760,60 +760,59 @@ static void walk(cg *c, int i) {
 
 /* Which scheduled loops one GEMM covers, and which input is A (indexed by
  * m and k) and which B (by k and n). */
+static bool depends(const map_operand *o, int loop) {
+  for (int d = 0; loop >= 0 && d < o->rank; d++)
+    if (o->acc.coef[d][loop] != 0) return true;
+  return false;
+}
+
+/* No transfer is placed inside scheduled loop i (so it may be moved). */
+static bool movable(const map_schedule *s, int i) {
+  for (int x = 0; x < s->n_xfers; x++)
+    if (s->xfers[x].after >= i) return false;
+  return true;
+}
+
 static void plan_gemm(cg *c) {
   const map_schedule *s = c->s;
   const map_problem *p = c->p;
   int last = s->n_levels - 1;
   c->ml = c->kl = c->nl = -1;
-  for (int i = 0; i < s->n_sloops; i++) {
+  for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
-    if (sl->level != last) continue;
-    if (sl->spatial && sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
-    if (sl->spatial && sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
-    if (!sl->spatial && !p->reduction[sl->loop]) c->ml = i;
+    if (sl->level != last || !sl->spatial || !movable(s, i)) continue;
+    if (sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
+    if (sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
   }
-  /* A transfer inside an absorbed loop would be skipped: do not absorb. */
-  for (int x = 0; x < s->n_xfers; x++) {
-    int a = s->xfers[x].after;
-    if (a >= 0 && a == c->ml) c->ml = -1;
-    if (a >= 0 && a == c->kl) c->kl = -1;
-    if (a >= 0 && a == c->nl) c->nl = -1;
+  const map_operand *in0 = &p->operands[0], *in1 = &p->operands[1];
+  int ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
+  /* B is the input the columns loop indexes; both (depthwise): no n loop. */
+  if (depends(in0, ln) && depends(in1, ln)) c->nl = ln = -1;
+  c->a_op = depends(in0, ln) ? 1 : 0;
+  c->b_op = 1 - c->a_op;
+  /* m: the output loop with the most trips that only A depends on, moved
+   * innermost (each output element keeps its reduction order; no transfer
+   * sits inside it). Without a columns loop, either input may be A. */
+  for (int pass = 0; pass < (ln < 0 ? 2 : 1) && c->ml < 0; pass++) {
+    if (pass == 1) {
+      c->a_op = 1;
+      c->b_op = 0;
+    }
+    int64_t best = 1;
+    for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
+      const map_sloop *sl = &s->sloops[i];
+      if (sl->level != last || sl->spatial || p->reduction[sl->loop] || !movable(s, i)) continue;
+      if (!depends(&p->operands[c->a_op], sl->loop) || depends(&p->operands[c->b_op], sl->loop))
+        continue;
+      if (sl->trips > best) {
+        best = sl->trips;
+        c->ml = i;
+      }
+    }
   }
-  /* The m loop must not be a loop that the output tile restarts inside. */
-  if (c->ml >= 0 && c->ml <= c->out_init_after) c->ml = -1;
-  if (c->kl >= 0 && c->kl <= c->out_init_after) c->kl = -1;
-  if (c->nl >= 0 && c->nl <= c->out_init_after) c->nl = -1;
-  int in0 = 0, in1 = 1;
-  const map_operand *o0 = &p->operands[in0], *o1 = &p->operands[in1];
-  int lm = c->ml >= 0 ? s->sloops[c->ml].loop : -1, ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
-  bool o0n = false, o1n = false, o0m = false, o1m = false;
-  for (int d = 0; d < o0->rank; d++) {
-    if (ln >= 0) o0n |= o0->acc.coef[d][ln] != 0;
-    if (lm >= 0) o0m |= o0->acc.coef[d][lm] != 0;
-  }
-  for (int d = 0; d < o1->rank; d++) {
-    if (ln >= 0) o1n |= o1->acc.coef[d][ln] != 0;
-    if (lm >= 0) o1m |= o1->acc.coef[d][lm] != 0;
-  }
-  if (!o0n && !o1m) {
-    c->a_op = in0;
-    c->b_op = in1;
-  } else if (!o1n && !o0m) {
-    c->a_op = in1;
-    c->b_op = in0;
-  } else if (!o0n) { /* both depend on m: keep A = in0, drop m */
-    c->a_op = in0;
-    c->b_op = in1;
-    c->ml = -1;
-  } else if (!o1n) {
-    c->a_op = in1;
-    c->b_op = in0;
-    c->ml = -1;
-  } else { /* both depend on n (depthwise): one column at a time */
-    c->a_op = in0;
-    c->b_op = in1;
-    c->nl = -1;
-    if (o1m) c->ml = -1;
+  if (c->ml < 0 && ln < 0) {
+    c->a_op = 0;
+    c->b_op = 1;
   }
   const acg_capability *cap = &c->g->compute[c->array].caps[s->cap];
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->g->compute[c->array].dims[0];
