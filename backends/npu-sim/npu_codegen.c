@@ -98,9 +98,33 @@ static void tile_base(const cg *c, int o, int lv, int64_t *base) {
   }
 }
 
-static void tile_strides(const map_place *pl, int rank, int64_t *st) {
+static int deepest(const map_schedule *s, int o);
+
+/* Element strides of operand o's tile at level lv: row-major over the tile
+ * box, except that an array operand's tile at its deepest level keeps the
+ * dimension the array reads in one cycle innermost (k of A on a
+ * weight-stationary array, m of A on an output-stationary one, n of B), so
+ * those elements fall in different banks. Every access to a tile goes
+ * through here, so any layout is consistent by construction. */
+static void layout_strides(const cg *c, int o, int lv, int64_t *st) {
+  const map_operand *op = &c->p->operands[o];
+  const map_place *pl = &c->s->place[o][lv];
+  int inner = -1;
+  if (c->p->kind == MAP_MAIN_MAC && (o == c->a_op || o == c->b_op) && lv == deepest(c->s, o)) {
+    int sl = o == c->b_op ? c->nl : (c->t.output_stationary ? c->ml : c->kl);
+    if (sl >= 0) {
+      int l = c->s->sloops[sl].loop;
+      for (int d = 0; d < op->rank && inner < 0; d++)
+        if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) inner = d;
+    }
+  }
   int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) {
+  if (inner >= 0) {
+    st[inner] = 1;
+    s = pl->shape[inner];
+  }
+  for (int d = op->rank - 1; d >= 0; d--) {
+    if (d == inner) continue;
     st[d] = s;
     s *= pl->shape[d];
   }
@@ -118,7 +142,7 @@ static int64_t local_offset(cg *c, int o, int lv, const int64_t *idx) {
   const map_place *pl = &c->s->place[o][lv];
   int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
   tile_base(c, o, lv, base);
-  tile_strides(pl, op->rank, st);
+  layout_strides(c, o, lv, st);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
@@ -304,8 +328,8 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
   int64_t so = local_offset(c, o, from_lv, base), dof = local_offset(c, o, to_lv, base);
   s.addr += (uint64_t)so * cov_dtype_size(src->dtype);
   d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
-  tile_strides(src, op->rank, s.st);
-  tile_strides(dst, op->rank, d.st);
+  layout_strides(c, o, from_lv, s.st);
+  layout_strides(c, o, to_lv, d.st);
   emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
             box->shape, &d, &s, NULL);
 }
@@ -356,7 +380,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   reg[0].valid = true;
   reg[0].buf = pl->node;
   reg[0].addr = place_addr(c, o, 1);
-  tile_strides(pl, rank, reg[0].stride);
+  layout_strides(c, o, 1, reg[0].stride);
   if (d0 >= 0) {
     shape[d0] = len;
     base[d0] += start;
@@ -599,7 +623,7 @@ static void transfers_at(cg *c, int pos, bool top) {
         if (lv == 1 && !out) {
           int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
           tile_base(c, o, lv, base);
-          tile_strides(pl, op->rank, st);
+          layout_strides(c, o, lv, st);
           emit_dma(c, o, false, pl->node, place_addr(c, o, lv), pl->dtype, op->rank, base,
                    pl->shape, st);
         } else if (lv >= 2) {
@@ -628,7 +652,7 @@ static int64_t loop_stride(const cg *c, int o, int lv, int i) {
   if (i < 0) return 0;
   const map_operand *op = &c->p->operands[o];
   int64_t st[COV_MAX_RANK], r = 0;
-  tile_strides(&c->s->place[o][lv], op->rank, st);
+  layout_strides(c, o, lv, st);
   int l = c->s->sloops[i].loop;
   for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][l] * c->s->sloops[i].step * st[d];
   return r;
