@@ -137,6 +137,11 @@ void acg_levels_from_dram(const cov_acg *g, int *out);
  * bandwidth_bytes_per_cycle when given; summed over DRAM nodes. */
 double acg_dram_bandwidth(const cov_acg *g);
 
+/* Peak MACs/cycle for multiplicands a x b accumulating in acc, as `acg show`
+ * prints it (each unit's best matching mac capability x instances, summed);
+ * 0 when no unit offers that combination. */
+double acg_peak_macs_per_cycle(const cov_acg *g, cov_dtype a, cov_dtype b, cov_dtype acc);
+
 /* Semantic checks on a fully built ACG (names, edges, reachability); appends
  * located errors. Called by the loader. */
 cov_status acg_validate(const cov_acg *g);

@@ -163,3 +163,13 @@ cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
   if (ferror(out)) return cov_error(COV_IO_ERROR, NULL, "write error: %s", strerror(errno));
   return NULL;
 }
+
+/* The peak the summary prints, for one dtype combination, so exploration
+ * studies use the same figure `covenant acg show` reports. */
+double acg_peak_macs_per_cycle(const cov_acg *g, cov_dtype a, cov_dtype b, cov_dtype acc) {
+  peak_row rows[64];
+  int n = collect_peaks(g, rows, 64);
+  for (int r = 0; r < n; r++)
+    if (rows[r].a == a && rows[r].b == b && rows[r].acc == acc) return rows[r].macs_per_cycle;
+  return 0;
+}

@@ -40,5 +40,7 @@ int cli_cmd_disasm(int argc, char **argv);
 int cli_cmd_sim(int argc, char **argv);
 int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_explore(int argc, char **argv);
+int cli_cmd_gpu(int argc, char **argv);
 
 #endif

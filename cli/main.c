@@ -16,6 +16,9 @@ static const cli_command k_commands[] = {
     {"sim", "verify and run an NPU program in the ACG-driven cycle simulator", cli_cmd_sim},
     {"compile", "compile a layer for an NPU target: program + manifest", cli_cmd_compile},
     {"verify", "check NPU programs against the reference on random inputs", cli_cmd_verify},
+    {"explore", "architecture studies: sweep ACG parameters, evaluate layers, compare designs",
+     cli_cmd_explore},
+    {"gpu", "compile layers for GPU targets (AMDGPU, NVPTX) and run them (CUDA, HIP)", cli_cmd_gpu},
 };
 #define N_COMMANDS (sizeof k_commands / sizeof *k_commands)
 

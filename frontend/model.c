@@ -155,3 +155,48 @@ cov_status cov_model_run_with(const cov_model *m, const cov_tensor *inputs, size
     return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_with: NULL");
   return graph_run_hooked(m->g, inputs, n_inputs, outputs, n_outputs, fn, user);
 }
+
+/* A value counts once however many nodes of the group read it. */
+static int seen_before(graph_node *const *nodes, int k, int slot, const graph_value *v) {
+  for (int j = 0; j <= k; j++)
+    for (int s = 0; s < (j == k ? slot : nodes[j]->n_in); s++)
+      if (nodes[j]->in[s] == v) return 1;
+  return 0;
+}
+
+cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_group_info *out) {
+  if (!m || !out || i >= m->g->n_groups)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_get_info: no group %zu", i);
+  const graph *g = m->g;
+  const graph_group *grp = &g->groups[i];
+  memset(out, 0, sizeof *out);
+  out->kind = grp->kind;
+  out->layout = grp->layout;
+  for (int k = 0; k < grp->n_nodes; k++) {
+    const graph_node *n = grp->nodes[k];
+    int64_t mk = graph_node_macs(n);
+    out->macs = (out->macs < 0 || mk < 0) ? -1 : out->macs + mk;
+    for (int s = 0; s < n->n_in; s++) {
+      const graph_value *v = n->in[s];
+      if (!v || (v->producer && v->producer->group == (int)i) || seen_before(grp->nodes, k, s, v))
+        continue;
+      int64_t e = graph_numel(v);
+      if (e < 0) continue;
+      if (v->data) out->const_elems += e;
+      else out->in_elems += e;
+    }
+    for (int o = 0; o < n->n_out; o++) {
+      const graph_value *v = n->out[o];
+      if (!v) continue;
+      int used_outside = 0;
+      for (size_t q = 0; q < g->n_outputs && !used_outside; q++) used_outside = g->outputs[q] == v;
+      for (size_t q = 0; q < g->n_nodes && !used_outside; q++) {
+        const graph_node *r = g->nodes[q];
+        if (r->group == (int)i) continue;
+        for (int s = 0; s < r->n_in; s++) used_outside |= r->in[s] == v;
+      }
+      if (used_outside && graph_numel(v) > 0) out->out_elems += graph_numel(v);
+    }
+  }
+  return NULL;
+}

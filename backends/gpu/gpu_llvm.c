@@ -19,6 +19,8 @@ static void init_targets(void) {
   LLVMInitializeAMDGPUTarget();
   LLVMInitializeAMDGPUTargetMC();
   LLVMInitializeAMDGPUAsmPrinter();
+  /* the object streamer assembles inline asm (the AMDGPU barrier) */
+  LLVMInitializeAMDGPUAsmParser();
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();

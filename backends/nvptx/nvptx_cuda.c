@@ -39,6 +39,7 @@ struct nvptx_cuda {
   cu_result (*ModuleUnload)(cu_module);
   cu_result (*ModuleGetFunction)(cu_function *, cu_module, const char *);
   cu_result (*FuncSetAttribute)(cu_function, int, int);
+  cu_result (*FuncGetAttribute)(int *, int, cu_function);
   cu_result (*LaunchKernel)(cu_function, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, unsigned, cu_stream, void **, void **);
   cu_result (*EventCreate)(cu_event *, unsigned);
@@ -97,6 +98,7 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
       SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"), SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
       SYM(ModuleLoadDataEx, "cuModuleLoadDataEx"), SYM(ModuleUnload, "cuModuleUnload"),
       SYM(ModuleGetFunction, "cuModuleGetFunction"), SYM(FuncSetAttribute, "cuFuncSetAttribute"),
+      SYM(FuncGetAttribute, "cuFuncGetAttribute"),
       SYM(LaunchKernel, "cuLaunchKernel"), SYM(EventCreate, "cuEventCreate"),
       SYM(EventRecord, "cuEventRecord"), SYM(EventSynchronize, "cuEventSynchronize"),
       SYM(EventElapsedTime, "cuEventElapsedTime"), SYM(EventDestroy, "cuEventDestroy_v2"),
@@ -219,5 +221,39 @@ cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel
   if (start) cu->EventDestroy(start);
   if (stop) cu->EventDestroy(stop);
   if (rc != 0) return cu_fail(cu, rc, "kernel launch");
+  return NULL;
+}
+
+cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+                           const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                           void **args, int iters, float *out_ms) {
+  if (iters < 1) return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs at least one iteration");
+  COV_RETURN_IF_ERROR(nvptx_cuda_launch(cu, m, kernel, grid, block, shared_bytes, args, NULL));
+  cu_function fn;
+  CU_CHECK(cu, cu->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");
+  cu_event start = NULL, stop = NULL;
+  CU_CHECK(cu, cu->EventCreate(&start, 0), "event creation");
+  cu_result rc = cu->EventCreate(&stop, 0);
+  if (rc == 0) rc = cu->EventRecord(start, NULL);
+  for (int i = 0; i < iters && rc == 0; i++)
+    rc = cu->LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, NULL,
+                          args, NULL);
+  if (rc == 0) rc = cu->EventRecord(stop, NULL);
+  if (rc == 0) rc = cu->EventSynchronize(stop);
+  float ms = 0;
+  if (rc == 0) rc = cu->EventElapsedTime(&ms, start, stop);
+  cu->EventDestroy(start);
+  if (stop) cu->EventDestroy(stop);
+  if (rc != 0) return cu_fail(cu, rc, "timed launches");
+  *out_ms = ms / (float)iters;
+  return NULL;
+}
+
+cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
+                                int *local_bytes) {
+  cu_function fn;
+  CU_CHECK(cu, cu->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");
+  CU_CHECK(cu, cu->FuncGetAttribute(regs, 4 /* NUM_REGS */, fn), "function attribute query");
+  CU_CHECK(cu, cu->FuncGetAttribute(local_bytes, 3 /* LOCAL_SIZE_BYTES */, fn), "function attribute query");
   return NULL;
 }

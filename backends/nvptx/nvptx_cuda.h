@@ -35,4 +35,14 @@ cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel
                              const unsigned grid[3], const unsigned block[3],
                              unsigned shared_bytes, void **args, float *out_ms);
 
+/* Times `kernel`: one warm-up launch, then `iters` launches back to back
+ * between two events; *out_ms is the mean time of one launch. */
+cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+                           const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                           void **args, int iters, float *out_ms);
+
+/* Registers per thread and local (spill) bytes the JIT gave `kernel`. */
+cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
+                                int *local_bytes);
+
 #endif

@@ -111,6 +111,18 @@ cov_status cov_model_run_with(const cov_model *model, const cov_tensor *inputs, 
                               cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
                               void *user);
 
+/* One layer group's work, for cost estimates (exploration studies): MACs,
+ * and the elements it reads and writes across its boundary. */
+typedef struct cov_model_group_info {
+  const char *kind;    /* "conv+bias+relu", "layout", ... (owned by the model) */
+  int layout;          /* data movement run by the frontend itself */
+  int64_t macs;        /* -1 when a shape is unknown */
+  int64_t in_elems;    /* non-constant values read from outside the group */
+  int64_t const_elems; /* constants (weights, bias) read */
+  int64_t out_elems;   /* values the group produces that others (or outputs) read */
+} cov_model_group_info;
+cov_status cov_model_group_get_info(const cov_model *model, size_t i, cov_model_group_info *out);
+
 #ifdef __cplusplus
 }
 #endif

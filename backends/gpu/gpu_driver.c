@@ -1,0 +1,349 @@
+/* backends/gpu/gpu_driver.c: cov_gpu_compile: specs -> plans -> kernels ->
+ * code objects + manifest.json (+ the --report table).
+ *
+ * This file is the registry of GPU targets: an ACG's backend.name picks the
+ * target operations (backends/amdgpu, backends/nvptx) and the emitter. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "acg/acg_ir.h"
+#include "backends/amdgpu/amdgpu_hsaco.h"
+#include "backends/amdgpu/amdgpu_target.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_layer.h"
+#include "backends/gpu/gpu_llvm.h"
+#include "backends/gpu/gpu_model.h"
+#include "backends/nvptx/nvptx_ptx.h"
+#include "backends/nvptx/nvptx_target.h"
+#include "covenant/acg.h"
+#include "covenant/gpu.h"
+
+const char *gpu_default_suite(void) { return COV_SOURCEDIR "/bench/suite/layers.json"; }
+
+cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t) {
+  memset(t, 0, sizeof *t);
+  COV_RETURN_IF_ERROR(cov_acg_load_target(name, &t->acg));
+  const char *be = t->acg->backend.name ? t->acg->backend.name : "";
+  cov_status st = NULL;
+  if (!strcmp(be, "nvptx"))
+    t->ops = &nvptx_target_ops;
+  else if (!strcmp(be, "amdgpu"))
+    t->ops = &amdgpu_target_ops;
+  else
+    st = cov_error(COV_UNSUPPORTED, NULL, "target %s has backend '%s'; the GPU lowering serves amdgpu and nvptx",
+                   cov_acg_name(t->acg), be);
+  if (!st && !t->acg->backend.mcpu)
+    st = cov_error(COV_INVALID_INPUT, NULL, "%s: backend.mcpu is required for a GPU target", cov_acg_file(t->acg));
+  if (!st) st = gpu_caps_from_acg(t->acg, dtype, &t->caps);
+  if (st) {
+    cov_acg_free(t->acg);
+    t->acg = NULL;
+    return st;
+  }
+  t->caps.has_async_copy = t->ops->async_copy16 != NULL;
+  t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
+  return NULL;
+}
+
+void gpu_target_close(gpu_target *t) {
+  if (t->acg) cov_acg_free(t->acg);
+  t->acg = NULL;
+}
+
+/* Parses the AMDGPU assembly's metadata for the report. */
+static long asm_field(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
+                            unsigned code_object_version, char **out, size_t *out_size,
+                            gpu_kernel_info *info) {
+  *out = NULL;
+  *out_size = 0;
+  memset(info, 0, sizeof *info);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
+  cov_status st = gpu_lower(plan, t->ops, mod, kernel);
+  if (!st && t->ops == &nvptx_target_ops) {
+    st = nvptx_ptx_build(mod, t->acg->backend.mcpu, 3, out, out_size);
+    info->vgprs = info->agprs = -1; /* ptxas assigns registers at load time */
+    info->lds_bytes = (long)plan->shared_bytes;
+  } else if (!st) {
+    unsigned ver = code_object_version ? code_object_version : t->acg->backend.code_object_version;
+    if (!ver) ver = 5;
+    /* the same module, also as assembly, for the register counts */
+    LLVMModuleRef twin = LLVMCloneModule(mod);
+    amdgpu_hsaco_options ho = {.mcpu = t->acg->backend.mcpu, .code_object_version = ver, .opt_level = 3};
+    st = amdgpu_hsaco_build(mod, &ho, out, out_size);
+    if (!st) {
+      LLVMAddModuleFlag(twin, LLVMModuleFlagBehaviorError, "amdhsa_code_object_version",
+                        strlen("amdhsa_code_object_version"),
+                        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), ver * 100, 0)));
+      gpu_emit_options eo = {.triple = "amdgcn-amd-amdhsa", .mcpu = t->acg->backend.mcpu, .features = "",
+                             .opt_level = 3, .kind = GPU_EMIT_ASSEMBLY};
+      char *text = NULL;
+      size_t n = 0;
+      st = gpu_llvm_emit(twin, &eo, &text, &n);
+      if (!st) {
+        info->vgprs = asm_field(text, ".vgpr_count:");
+        info->agprs = asm_field(text, ".agpr_count:");
+        info->lds_bytes = asm_field(text, ".group_segment_fixed_size:");
+        info->scratch_bytes = asm_field(text, ".private_segment_fixed_size:");
+      }
+      free(text);
+    }
+    LLVMDisposeModule(twin);
+    if (st) {
+      free(*out);
+      *out = NULL;
+    }
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return st;
+}
+
+/* Roofline: the larger of matrix (or FMA) time at peak and DRAM time. */
+static double roofline_us(const gpu_target *t, const gpu_plan *p) {
+  const cov_acg *a = t->acg;
+  double macs = (double)p->G * (double)p->M * (double)p->N * (double)p->K, rate = 0;
+  for (int c = 0; c < a->n_compute; c++) {
+    const acg_compute *u = &a->compute[c];
+    for (int j = 0; j < u->n_caps; j++) {
+      const acg_capability *cap = &u->caps[j];
+      if (cap->op != COV_OP_MAC || cap->in[0] != p->prob.in_dtype) continue;
+      int is_tile = cap->tile_rank == 3 && (int)cap->tile[0] == p->fm && (int)cap->tile[1] == p->fn &&
+                    (int)cap->tile[2] == p->fk;
+      if ((p->matrix && u->kind == ACG_MATRIX && is_tile) || (!p->matrix && u->kind == ACG_SIMD)) {
+        double r = cap->throughput * u->instances;
+        if (r > rate) rate = r;
+      }
+    }
+  }
+  if (!p->matrix && rate == 0) /* f16 on the vector unit: widened to f32 */
+    for (int c = 0; c < a->n_compute; c++)
+      for (int j = 0; j < a->compute[c].n_caps; j++)
+        if (a->compute[c].kind == ACG_SIMD && a->compute[c].caps[j].op == COV_OP_MAC)
+          rate = fmax(rate, a->compute[c].caps[j].throughput * a->compute[c].instances);
+  const gpu_problem *q = &p->prob;
+  double es = (double)cov_dtype_size(q->in_dtype), bytes;
+  if (q->kind == GPU_OP_MATMUL)
+    bytes = es * (double)p->G * (double)(p->M * p->K + p->K * p->N) + 4.0 * (double)p->G * (double)(p->M * p->N);
+  else
+    bytes = es * (double)(q->cn * q->cc * q->ch * q->cw + q->ck * p->K) +
+            4.0 * (double)(q->cn * q->ck * p->oh * p->ow) / (q->epi.maxpool2x2 ? 4.0 : 1.0);
+  double hz = a->clock_mhz * 1e6, bw = acg_dram_bandwidth(a);
+  double t_compute = rate > 0 ? macs / (rate * hz) : INFINITY, t_mem = bw > 0 ? bytes / (bw * hz) : 0;
+  return 1e6 * fmax(t_compute, t_mem);
+}
+
+/* mkdir -p */
+static cov_status mkdir_p(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "output directory name too long");
+  for (char *p = path + 1;; p++) {
+    char c = *p;
+    if (c != '/' && c != '\0') continue;
+    *p = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return cov_error(COV_IO_ERROR, NULL, "cannot create directory %s: %s", path, strerror(errno));
+    *p = c;
+    if (!c) break;
+  }
+  return NULL;
+}
+
+json_t *gpu_plan_json(const gpu_plan *p);
+json_t *gpu_plan_json(const gpu_plan *p) {
+  const gpu_problem *q = &p->prob;
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string(q->kind == GPU_OP_MATMUL ? "matmul" : "conv2d"));
+  json_object_set_new(o, "dtype", json_string(cov_dtype_name(q->in_dtype)));
+  if (q->kind == GPU_OP_MATMUL) {
+    json_object_set_new(o, "batch", json_integer(q->batch));
+    json_object_set_new(o, "M", json_integer(q->m));
+    json_object_set_new(o, "N", json_integer(q->n));
+    json_object_set_new(o, "K", json_integer(q->k));
+  } else {
+    const char *keys[] = {"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dilation", "groups", "OH", "OW"};
+    int64_t vals[] = {q->cn, q->cc, q->ch, q->cw, q->ck, q->cr, q->cs, q->stride, q->pad, q->dilation, q->groups, p->oh, p->ow};
+    for (int i = 0; i < 13; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
+  }
+  static const char *acts[] = {"none", "relu", "clip", "gelu"};
+  json_object_set_new(o, "bias", json_boolean(q->epi.bias));
+  json_object_set_new(o, "act", json_string(acts[q->epi.act]));
+  if (q->epi.act == GPU_ACT_CLIP) {
+    json_object_set_new(o, "clip_lo", json_real(q->epi.clip_lo));
+    json_object_set_new(o, "clip_hi", json_real(q->epi.clip_hi));
+  }
+  json_object_set_new(o, "maxpool2x2", json_boolean(q->epi.maxpool2x2));
+  json_t *grid = json_array(), *block = json_array();
+  for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
+  json_array_append_new(block, json_integer(p->threads));
+  json_array_append_new(block, json_integer(1));
+  json_array_append_new(block, json_integer(1));
+  json_object_set_new(o, "grid", grid);
+  json_object_set_new(o, "block", block);
+  json_object_set_new(o, "shared_bytes", json_integer(p->shared_bytes));
+  char plan[160];
+  snprintf(plan, sizeof plan, "tile %dx%dx%d warp %dx%d %s %dx%dx%d stages %d %s copies", p->bm, p->bn, p->bk,
+           p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
+           p->vector_copy ? "16-byte" : "guarded element");
+  json_object_set_new(o, "plan", json_string(plan));
+  return o;
+}
+
+cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
+                           gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
+                           gpu_kernel_info *info) {
+  cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
+  /* SPEC:BMxBNxBK:WMxWN:STAGES fixes the schedule (as the mapper will) */
+  char base[128];
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
+  const char *colon = strchr(spec, ':');
+  if (colon) {
+    char tail;
+    if ((size_t)(colon - spec) >= sizeof base ||
+        sscanf(colon, ":%dx%dx%d:%dx%d:%d%c", &bm, &bn, &bk, &wm, &wn, &stages, &tail) != 6 || bm < 1 || bn < 1 ||
+        bk < 1 || wm < 1 || wn < 1 || stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES", spec);
+    memcpy(base, spec, (size_t)(colon - spec));
+    base[colon - spec] = '\0';
+    spec = base;
+  }
+  COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[6]){bm, bn, bk, wm, wn, stages} : NULL, plan, code,
+                           code_size, info);
+}
+
+cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
+                             const int *schedule, gpu_plan *plan, char **code, size_t *code_size,
+                             gpu_kernel_info *info) {
+  cov_dtype dt = layer->prob.in_dtype;
+  int colon = schedule != NULL;
+  int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
+  int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
+  if (layer->unfused[0] && !opts->allow_unfused)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
+                     "compile the rest and run those separately)",
+                     layer->name, layer->unfused);
+  COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
+  if (colon) {
+    gpu_plan *p = plan;
+    int es = (int)cov_dtype_size(dt), per = 16 / es;
+    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages;
+    p->threads = (wm && wn) ? p->warp_size * (bm / wm) * (bn / wn) : 0;
+    p->vector_copy = p->threads > 0 && layer->prob.kind == GPU_OP_MATMUL && p->M % bm == 0 && p->N % bn == 0 &&
+                     p->K % bk == 0 && (bm * bk / per) % p->threads == 0 && (bk * bn / per) % p->threads == 0;
+    p->shared_bytes = (unsigned)(stages * (bm * bk + bk * bn) * es);
+    if (p->ktable) p->shared_bytes += (unsigned)gpu_ktable_bytes(p);
+    p->grid[0] = (unsigned)((p->N + bn - 1) / bn);
+    p->grid[1] = (unsigned)((p->M + bm - 1) / bm);
+    COV_RETURN_IF_ERROR(gpu_plan_check(p, &t->caps));
+    size_t len = strlen(layer->name);
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d", bm, bn, bk, wm, wn, stages);
+  }
+  char kernel[128];
+  snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
+  cov_status st = gpu_build_kernel(t, plan, kernel, opts->code_object_version, code, code_size, info);
+  return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
+}
+
+cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                           const char *out_dir, FILE *report) {
+  gpu_target t;
+  cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
+  COV_RETURN_IF_ERROR(gpu_target_open(opts->target, dt, &t));
+  cov_status st = mkdir_p(out_dir);
+  int nv = t.ops == &nvptx_target_ops;
+  json_t *man = json_object(), *kernels = json_array();
+  json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));
+  json_object_set_new(man, "mcpu", json_string(t.acg->backend.mcpu));
+  json_object_set_new(man, "kernels", kernels);
+  if (report && !st)
+    fprintf(report, "%-28s %-9s %10s %6s %6s %9s %12s  %s\n", "kernel", "GEMM-view", "shared B", "VGPR", "AGPR",
+            "occupancy", "roofline us", "plan");
+  /* specs, with every MODEL.onnx expanded into its layer groups */
+  gpu_layer *model_layers = NULL;
+  int n_model = 0, model_i = 0, spec_i = 0;
+  while (!st) {
+    gpu_layer layer;
+    gpu_plan plan;
+    char *code = NULL;
+    size_t n = 0;
+    gpu_kernel_info info;
+    if (model_i < n_model) {
+      layer = model_layers[model_i++];
+      st = gpu_compile_layer(&t, opts, &layer, NULL, &plan, &code, &n, &info);
+    } else {
+      free(model_layers), model_layers = NULL, n_model = model_i = 0;
+      if (spec_i >= n_specs) break;
+      const char *spec = specs[spec_i++];
+      size_t len = strlen(spec);
+      if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
+        st = gpu_model_layers(spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
+        continue;
+      }
+      st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
+    }
+    if (st) break;
+    char file[160], path[4096];
+    snprintf(file, sizeof file, "%s.%s", layer.name, nv ? "ptx" : "hsaco");
+    snprintf(path, sizeof path, "%s/%s", out_dir, file);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(code, 1, n, f) == n;
+    if (f) ok &= fclose(f) == 0;
+    free(code);
+    if (!ok) {
+      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+      break;
+    }
+    json_t *k = gpu_plan_json(&plan);
+    char kname[128];
+    snprintf(kname, sizeof kname, "covenant_%s", layer.name);
+    json_object_set_new(k, "name", json_string(layer.name));
+    json_object_set_new(k, "kernel", json_string(kname));
+    json_object_set_new(k, "file", json_string(file));
+    json_object_set_new(k, "unfused", json_string(layer.unfused));
+    json_array_append_new(kernels, k);
+    if (report) {
+      /* occupancy: workgroups per SM/CU that shared memory allows; AMD also
+       * waves per SIMD that the registers allow (512 per lane, granule 8) */
+      char occ[32];
+      long wg = plan.shared_bytes ? (long)(t.caps.shared_bytes / plan.shared_bytes) : 0;
+      if (nv) {
+        snprintf(occ, sizeof occ, "%ld WG/SM", wg);
+      } else {
+        long regs = info.vgprs + (info.agprs > 0 ? info.agprs : 0);
+        long granule = (regs + 7) / 8 * 8, waves = granule > 0 ? 512 / granule : 0;
+        if (waves > 8) waves = 8;
+        snprintf(occ, sizeof occ, "%ldw/SIMD", waves);
+      }
+      char view[32], vg[16], ag[16];
+      snprintf(view, sizeof view, "%lldx%lldx%lld", (long long)plan.M, (long long)plan.N, (long long)plan.K);
+      snprintf(vg, sizeof vg, "%ld", info.vgprs);
+      snprintf(ag, sizeof ag, "%ld", info.agprs);
+      fprintf(report, "%-28s %-9s %10u %6s %6s %9s %12.2f  %s\n", kname, view, plan.shared_bytes,
+              nv ? "jit" : vg, nv ? "-" : ag, occ, roofline_us(&t, &plan),
+              json_string_value(json_object_get(k, "plan")));
+    }
+  }
+  free(model_layers);
+  if (!st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+    if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
+      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+  }
+  json_decref(man);
+  gpu_target_close(&t);
+  return st;
+}

@@ -1,0 +1,40 @@
+/* backends/gpu/gpu_driver.h: the GPU target registry and per-layer builds,
+ * shared by cov_gpu_compile, cov_gpu_run and the tests. */
+#ifndef COV_GPU_DRIVER_H
+#define COV_GPU_DRIVER_H
+
+#include <stddef.h>
+
+#include "backends/gpu/gpu_layer.h"
+#include "backends/gpu/gpu_target.h"
+#include "covenant/gpu.h"
+
+typedef struct gpu_target {
+  cov_acg *acg;
+  const gpu_target_ops *ops;
+  gpu_target_caps caps;
+  int shapes[8][3];
+  int n_shapes;
+} gpu_target;
+
+typedef struct gpu_kernel_info {
+  long vgprs, agprs, lds_bytes, scratch_bytes; /* -1 where unknown */
+} gpu_kernel_info;
+
+const char *gpu_default_suite(void);
+cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t);
+void gpu_target_close(gpu_target *t);
+/* Lowers `plan` as `kernel` and emits the target's code object. */
+cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
+                            unsigned code_object_version, char **out, size_t *out_size,
+                            gpu_kernel_info *info);
+cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
+                           gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
+                           gpu_kernel_info *info);
+/* Plans (or takes `schedule` = {bm, bn, bk, wm, wn, stages}, may be NULL),
+ * lowers and emits one layer. */
+cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
+                             const int *schedule, gpu_plan *plan, char **code, size_t *code_size,
+                             gpu_kernel_info *info);
+
+#endif

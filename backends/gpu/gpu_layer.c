@@ -1,0 +1,157 @@
+/* backends/gpu/gpu_layer.c: layer specifications from the suite file. */
+#include "backends/gpu/gpu_layer.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cov_status load_suite(const char *path, json_t **out) {
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  if (!root)
+    return cov_error(COV_PARSE_ERROR, NULL, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  if (!json_is_array(json_object_get(root, "layers"))) {
+    json_decref(root);
+    return cov_error(COV_INVALID_INPUT, NULL, "%s: expected an object with a \"layers\" array", path);
+  }
+  *out = root;
+  return NULL;
+}
+
+static int get_int(const json_t *o, const char *key, int64_t dflt, int64_t *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) {
+    *out = dflt;
+    return dflt >= 0;
+  }
+  if (!json_is_integer(v)) return 0;
+  *out = (int64_t)json_integer_value(v);
+  return 1;
+}
+
+cov_status gpu_layer_suite_names(const char *suite_path, char (*names)[96], int max, int *count) {
+  json_t *root;
+  COV_RETURN_IF_ERROR(load_suite(suite_path, &root));
+  json_t *layers = json_object_get(root, "layers");
+  *count = 0;
+  for (size_t i = 0; i < json_array_size(layers) && *count < max; i++) {
+    const char *n = json_string_value(json_object_get(json_array_get(layers, i), "name"));
+    if (n) snprintf(names[(*count)++], 96, "%s", n);
+  }
+  json_decref(root);
+  return NULL;
+}
+
+static cov_status from_entry(const char *path, const json_t *e, const char *name, int64_t batch,
+                             gpu_layer *out) {
+  const char *op = json_string_value(json_object_get(e, "op"));
+  gpu_problem *q = &out->prob;
+  const char *need;
+  int ok = 1;
+  if (!op) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s has no \"op\"", path, name);
+  if (!strcmp(op, "conv2d")) {
+    q->kind = GPU_OP_CONV2D;
+    need = "N, C, H, W, K, R, S (and optional stride, pad, dilation, groups)";
+    ok &= get_int(e, "N", 1, &q->cn) & get_int(e, "C", -1, &q->cc) & get_int(e, "H", -1, &q->ch) &
+          get_int(e, "W", -1, &q->cw) & get_int(e, "K", -1, &q->ck) & get_int(e, "R", -1, &q->cr) &
+          get_int(e, "S", -1, &q->cs) & get_int(e, "stride", 1, &q->stride) & get_int(e, "pad", 0, &q->pad) &
+          get_int(e, "dilation", 1, &q->dilation) & get_int(e, "groups", 1, &q->groups);
+    if (batch > 0) q->cn = batch;
+  } else if (!strcmp(op, "gemm") || !strcmp(op, "batch_matmul")) {
+    q->kind = GPU_OP_MATMUL;
+    need = "M, N, K (and B for batch_matmul)";
+    ok &= get_int(e, "M", -1, &q->m) & get_int(e, "N", -1, &q->n) & get_int(e, "K", -1, &q->k) &
+          get_int(e, "B", 1, &q->batch);
+    if (batch > 0) {
+      if (!strcmp(op, "gemm"))
+        q->m *= batch;
+      else
+        q->batch = batch;
+    }
+  } else {
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "%s: layer %s is a %s, not a contraction (conv2d, gemm, batch_matmul): the GPU "
+                     "lowering does not build it",
+                     path, name, op);
+  }
+  if (!ok) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: expected integer fields %s", path, name, need);
+  json_t *post = json_object_get(e, "post");
+  for (size_t i = 0; i < json_array_size(post); i++) {
+    const char *p = json_string_value(json_array_get(post, i));
+    if (!p) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: post-ops must be strings", path, name);
+    gpu_epilogue *ep = &q->epi;
+    int after_pool = ep->maxpool2x2;
+    if (!strcmp(p, "bias") && !ep->bias && ep->act == GPU_ACT_NONE && !after_pool) {
+      ep->bias = true;
+    } else if (!strcmp(p, "relu") && ep->act == GPU_ACT_NONE && !after_pool) {
+      ep->act = GPU_ACT_RELU;
+    } else if (!strcmp(p, "relu6") && ep->act == GPU_ACT_NONE && !after_pool) {
+      ep->act = GPU_ACT_CLIP, ep->clip_lo = 0, ep->clip_hi = 6;
+    } else if (!strcmp(p, "gelu") && ep->act == GPU_ACT_NONE && !after_pool) {
+      ep->act = GPU_ACT_GELU;
+    } else if (!strcmp(p, "maxpool2x2") && q->kind == GPU_OP_CONV2D && !after_pool) {
+      ep->maxpool2x2 = true;
+    } else {
+      /* everything from here on runs after the kernel */
+      for (size_t j = i; j < json_array_size(post); j++) {
+        const char *r = json_string_value(json_array_get(post, j));
+        size_t len = strlen(out->unfused);
+        snprintf(out->unfused + len, sizeof out->unfused - len, "%s%s", len ? "," : "", r ? r : "?");
+      }
+      break;
+    }
+  }
+  return NULL;
+}
+
+cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dtype in_dtype,
+                               gpu_layer *out) {
+  memset(out, 0, sizeof *out);
+  out->prob.in_dtype = in_dtype;
+  out->prob.batch = 1, out->prob.stride = 1, out->prob.dilation = 1, out->prob.groups = 1;
+  long long m, n, k;
+  char tail;
+  if (!strncmp(spec, "gemm_", 5)) {
+    if (sscanf(spec + 5, "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': expected gemm_MxNxK with positive sizes", spec);
+    snprintf(out->name, sizeof out->name, "gemm_%lldx%lldx%lld", m, n, k);
+    out->prob.kind = GPU_OP_MATMUL;
+    out->prob.m = m, out->prob.n = n, out->prob.k = k;
+    return NULL;
+  }
+  char base[96];
+  int64_t batch = 0;
+  const char *at = strchr(spec, '@');
+  size_t len = at ? (size_t)(at - spec) : strlen(spec);
+  if (len == 0 || len >= sizeof base)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': expected NAME, NAME@bN or gemm_MxNxK", spec);
+  memcpy(base, spec, len);
+  base[len] = '\0';
+  if (at) {
+    long long bn;
+    if (sscanf(at, "@b%lld%c", &bn, &tail) != 1 || bn < 1)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': the batch suffix must be @bN with N >= 1", spec);
+    batch = bn;
+  }
+  json_t *root;
+  COV_RETURN_IF_ERROR(load_suite(suite_path, &root));
+  json_t *layers = json_object_get(root, "layers");
+  cov_status st = NULL;
+  size_t i;
+  for (i = 0; i < json_array_size(layers); i++) {
+    json_t *e = json_array_get(layers, i);
+    const char *nm = json_string_value(json_object_get(e, "name"));
+    if (nm && !strcmp(nm, base)) {
+      snprintf(out->name, sizeof out->name, "%s", spec);
+      for (char *c = out->name; *c; c++)
+        if (*c == '@') *c = '_';
+      st = from_entry(suite_path, e, base, batch, out);
+      break;
+    }
+  }
+  if (i == json_array_size(layers))
+    st = cov_error(COV_NOT_FOUND, NULL, "layer '%s' is not in %s (nor of the form gemm_MxNxK)", base, suite_path);
+  json_decref(root);
+  return st;
+}

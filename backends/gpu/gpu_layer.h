@@ -1,0 +1,30 @@
+/* backends/gpu/gpu_layer.h: layer specifications -> gpu_problem.
+ *
+ * A spec names what to compile:
+ *   NAME         an entry of the layer suite (bench/suite/layers.json);
+ *   NAME@bN      the same layer at batch N (conv2d: N images; gemm: M rows
+ *                times N; batch_matmul: N batches);
+ *   gemm_MxNxK   a plain matmul of those sizes (the suite's gpu_shapes).
+ * Post-ops the GPU epilogue fuses (bias, relu, relu6, gelu, maxpool2x2) go
+ * into the problem; others (softmax) are listed in `unfused` and left to a
+ * separate kernel: the caller decides whether that is acceptable. */
+#ifndef COV_GPU_LAYER_H
+#define COV_GPU_LAYER_H
+
+#include "backends/gpu/gpu_plan.h"
+
+typedef struct gpu_layer {
+  char name[96];
+  gpu_problem prob;
+  char unfused[64]; /* comma-separated post-ops not fused; "" when none */
+} gpu_layer;
+
+/* Reads `spec` against the suite file `suite_path`. */
+cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dtype in_dtype,
+                               gpu_layer *out);
+
+/* Names of the suite's layers in file order (for "all"); returns the count
+ * written to names (each up to 95 characters). */
+cov_status gpu_layer_suite_names(const char *suite_path, char (*names)[96], int max, int *count);
+
+#endif

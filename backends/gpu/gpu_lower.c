@@ -1,0 +1,527 @@
+/* backends/gpu/gpu_lower.c: one contraction kernel from a gpu_plan.
+ *
+ * The kernel is the classic tiled GEMM, written once for every GPU target:
+ *   workgroup (bx, by, bz) owns C[bz][by*bm .. +bm][bx*bn .. +bn];
+ *   a `stages`-deep ring of shared-memory tiles A[bm][bk], B[bk][bn] is
+ *   filled ahead of use (asynchronously where the target can), one barrier
+ *   per K step guards the ring;
+ *   warp w owns a wm x wn sub-tile and accumulates it in registers with the
+ *   target's matrix fragments (or the shared FMA fragment);
+ *   the epilogue adds the bias, applies the activation and stores (conv:
+ *   into NCHW, optionally max-pooled 2x2 through an atomic max).
+ * All sizes are compile-time constants of the plan, so the K loop's trip
+ * count, the copy loops and the fragment loops are unrolled or folded by
+ * LLVM; only the K loop is an IR loop. Index arithmetic is 32-bit: the plan
+ * check bounds every tensor below 2^31 elements. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_target.h"
+
+LLVMValueRef gpu_i32(gpu_gen *g, long long v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
+
+LLVMValueRef gpu_call_intrinsic(gpu_gen *g, const char *name, LLVMTypeRef *overloads, int n_over,
+                                LLVMValueRef *args, int n_args) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, overloads, (size_t)n_over);
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n_args, "");
+}
+
+#define C(v) gpu_i32(g, (v))
+static LLVMValueRef add(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAdd(g->b, x, y, ""); }
+static LLVMValueRef mul(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildMul(g->b, x, y, ""); }
+static LLVMValueRef udiv(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildUDiv(g->b, x, C(d), ""); }
+static LLVMValueRef urem(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildURem(g->b, x, C(d), ""); }
+static LLVMValueRef ult(gpu_gen *g, LLVMValueRef x, long long bound) {
+  return LLVMBuildICmp(g->b, LLVMIntULT, x, C(bound), "");
+}
+static LLVMValueRef and1(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAnd(g->b, x, y, ""); }
+
+static LLVMValueRef gep8(gpu_gen *g, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildInBoundsGEP2(g->b, g->i8, base, &off, 1, "");
+}
+static LLVMValueRef gept(gpu_gen *g, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(g->b, t, base, &idx, 1, "");
+}
+
+LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVMValueRef col) {
+  int row_bytes = t->cols * t->esize, row_chunks = row_bytes / 16;
+  LLVMValueRef byte = mul(g, col, C(t->esize));
+  LLVMValueRef chunk = LLVMBuildLShr(g->b, byte, C(4), "");
+  LLVMValueRef within = LLVMBuildAnd(g->b, byte, C(15), "");
+  LLVMValueRef key; /* mirrors gpu_swizzle_chunk */
+  if (row_chunks >= 8)
+    key = LLVMBuildAnd(g->b, row, C(7), "");
+  else
+    key = LLVMBuildAnd(g->b, udiv(g, row, 8 / row_chunks), C(row_chunks - 1), "");
+  LLVMValueRef swz = LLVMBuildXor(g->b, chunk, key, "");
+  LLVMValueRef off = add(g, add(g, mul(g, row, C(row_bytes)), LLVMBuildShl(g->b, swz, C(4), "")), within);
+  return gep8(g, t->base, off);
+}
+
+typedef struct kernel {
+  gpu_gen *g;
+  const gpu_plan *p;
+  const gpu_frag_ops *fr;
+  LLVMValueRef A, B, Cout, bias;
+  LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
+  int esize, a_bytes, stage_bytes, nmf, nnf;
+  LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
+} kernel;
+
+static gpu_tile tile_a(kernel *k, LLVMValueRef stage) {
+  gpu_gen *g = k->g;
+  gpu_tile t = {gep8(g, k->smem, mul(g, stage, C(k->stage_bytes))), k->p->bm, k->p->bk, k->esize};
+  return t;
+}
+static gpu_tile tile_b(kernel *k, LLVMValueRef stage) {
+  gpu_gen *g = k->g;
+  LLVMValueRef off = add(g, mul(g, stage, C(k->stage_bytes)), C(k->a_bytes));
+  gpu_tile t = {gep8(g, k->smem, off), k->p->bk, k->p->bn, k->esize};
+  return t;
+}
+
+/* Guarded element read: base[idx] if ok, else 0. An out-of-range element
+ * reads element 0 (always valid) and is replaced by zero: no branches. */
+static LLVMValueRef fetch_elem(kernel *k, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef ok) {
+  gpu_gen *g = k->g;
+  LLVMValueRef safe = LLVMBuildSelect(g->b, ok, idx, C(0), "");
+  LLVMValueRef v = LLVMBuildLoad2(g->b, g->in_t, gept(g, g->in_t, base, safe), "");
+  return LLVMBuildSelect(g->b, ok, v, LLVMConstNull(g->in_t), "");
+}
+
+/* Element/chunk e = tid + i*threads of a copy, split as (e / width,
+ * e % width); written so that when `threads` is a multiple of `width` the
+ * per-thread part is visibly loop-invariant (LLVM hoists it out of the K
+ * loop: the conv gather's pixel decomposition then costs nothing per tile). */
+static void split(kernel *k, int i, int width, LLVMValueRef *major, LLVMValueRef *minor) {
+  gpu_gen *g = k->g;
+  int T = k->p->threads;
+  if (T % width == 0) {
+    *minor = urem(g, k->tid, width);
+    *major = add(g, udiv(g, k->tid, width), C((long long)i * (T / width)));
+  } else {
+    LLVMValueRef e = add(g, k->tid, C((long long)i * T));
+    *major = udiv(g, e, width), *minor = urem(g, e, width);
+  }
+}
+
+/* Copies of K tile `kt` into stage `stage`, in up to two phases so that
+ * copies through registers overlap the matrix work: FETCH reads global
+ * memory into vals[] (before the compute), STORE writes vals[] to shared
+ * memory (after it); FETCH|STORE does both at once (asynchronous copies,
+ * which the target performs without registers, and the prologue). `valid`
+ * (i1) false turns every read into a harmless in-bounds one whose value is
+ * never used. Index computations a phase does not need are dead code. */
+enum { FETCH = 1, STORE = 2 };
+enum { MAX_STAGED = 256 };
+
+static int n_staged(const gpu_plan *p, int esize) {
+  if (p->vector_copy) return (p->bm * p->bk + p->bk * p->bn) * esize / 16 / p->threads;
+  return (p->bm * p->bk + p->bk * p->bn) / p->threads;
+}
+
+static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRef valid, int phase,
+                     LLVMValueRef *vals) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  LLVMValueRef k0 = mul(g, kt, C(p->bk));
+  int v = 0;
+  if (p->vector_copy) {
+    int per = 16 / k->esize;
+    int async = g->target->async_copy16 != NULL;
+    LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+    for (int t = 0; t < 2; t++) {
+      int rows = t ? p->bk : p->bm, rc = (t ? p->bn : p->bk) / per, n = rows * rc / p->threads;
+      for (int i = 0; i < n; i++, v++) {
+        LLVMValueRef row, c;
+        split(k, i, rc, &row, &c);
+        LLVMValueRef col = mul(g, c, C(per)), idx;
+        if (t == 0) {
+          LLVMValueRef gm = add(g, add(g, mul(g, k->gidx, C(p->M)), k->m0), row);
+          idx = add(g, add(g, mul(g, gm, C(p->K)), k0), col);
+        } else {
+          LLVMValueRef gk = add(g, add(g, mul(g, k->gidx, C(p->K)), k0), row);
+          idx = add(g, add(g, mul(g, gk, C(p->N)), k->n0), col);
+        }
+        if (valid) idx = LLVMBuildSelect(g->b, valid, idx, C(0), "");
+        LLVMValueRef src = gept(g, g->in_t, t ? k->B : k->A, idx);
+        LLVMValueRef dst = gpu_tile_addr(g, t ? &tb : &ta, row, col);
+        if (async) {
+          g->target->async_copy16(g, dst, src);
+          continue;
+        }
+        if (phase & FETCH) {
+          vals[v] = LLVMBuildLoad2(g->b, v4, src, "");
+          LLVMSetAlignment(vals[v], 16);
+        }
+        if (phase & STORE) LLVMSetAlignment(LLVMBuildStore(g->b, vals[v], dst), 16);
+      }
+    }
+    return;
+  }
+  int a_n = p->bm * p->bk / p->threads;
+  for (int i = 0; i < a_n; i++, v++) {
+    /* matmul A is K-contiguous; the conv gather is contiguous along m
+     * (neighbouring output pixels), so neighbouring threads take those */
+    LLVMValueRef row, col;
+    if (q->kind == GPU_OP_MATMUL)
+      split(k, i, p->bk, &row, &col);
+    else
+      split(k, i, p->bm, &col, &row);
+    LLVMValueRef m = add(g, k->m0, row), kk = add(g, k0, col);
+    LLVMValueRef ok = and1(g, ult(g, m, p->M), ult(g, kk, p->K)), idx;
+    if (q->kind == GPU_OP_MATMUL) {
+      idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), m), C(p->K)), kk);
+    } else if (p->ktable) {
+      /* implicit GEMM through the K-offset table: the pixel part is per
+       * thread (hoisted), the (c, r, s) part one shared-memory read */
+      LLVMValueRef n = udiv(g, m, p->oh * p->ow), pix = urem(g, m, p->oh * p->ow);
+      LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, udiv(g, pix, p->ow), C(q->stride)), C(q->pad), "");
+      LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, urem(g, pix, p->ow), C(q->stride)), C(q->pad), "");
+      LLVMValueRef base = add(g, mul(g, add(g, mul(g, n, C(q->cc)), mul(g, k->gidx, C(q->cc / q->groups))),
+                                        C(q->ch * q->cw)),
+                              add(g, mul(g, ih0, C(q->cw)), iw0));
+      /* a dummy read past the last tile stays inside the table */
+      LLVMValueRef ti = valid ? LLVMBuildSelect(g->b, valid, kk, col, "") : kk;
+      LLVMValueRef ent = gep8(g, k->ktable, mul(g, ti, C(8)));
+      LLVMValueRef delta = LLVMBuildLoad2(g->b, g->i32, ent, "");
+      LLVMValueRef packed = LLVMBuildLoad2(g->b, g->i32, gep8(g, ent, C(4)), "");
+      LLVMValueRef ih = add(g, ih0, LLVMBuildLShr(g->b, packed, C(16), ""));
+      LLVMValueRef iw = add(g, iw0, LLVMBuildAnd(g->b, packed, C(0xffff), ""));
+      /* k beyond K carries a shift no input has, so the bounds reject it */
+      ok = and1(g, ult(g, m, p->M), and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw)));
+      idx = add(g, base, delta);
+    } else {
+      /* implicit GEMM: m = (n, oh, ow), k = (c, r, s) */
+      LLVMValueRef n = udiv(g, m, p->oh * p->ow), pix = urem(g, m, p->oh * p->ow);
+      LLVMValueRef oh = udiv(g, pix, p->ow), ow = urem(g, pix, p->ow);
+      LLVMValueRef c = udiv(g, kk, q->cr * q->cs), rs = urem(g, kk, q->cr * q->cs);
+      LLVMValueRef r = udiv(g, rs, q->cs), s = urem(g, rs, q->cs);
+      LLVMValueRef ih = LLVMBuildSub(g->b, add(g, mul(g, oh, C(q->stride)), mul(g, r, C(q->dilation))),
+                                     C(q->pad), "");
+      LLVMValueRef iw = LLVMBuildSub(g->b, add(g, mul(g, ow, C(q->stride)), mul(g, s, C(q->dilation))),
+                                     C(q->pad), "");
+      /* unsigned compares also reject the negative (padding) side */
+      ok = and1(g, ok, and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw)));
+      LLVMValueRef ch = add(g, mul(g, k->gidx, C(q->cc / q->groups)), c);
+      idx = add(g, mul(g, add(g, mul(g, add(g, mul(g, n, C(q->cc)), ch), C(q->ch)), ih), C(q->cw)), iw);
+    }
+    if (phase & FETCH) vals[v] = fetch_elem(k, k->A, idx, valid ? and1(g, ok, valid) : ok);
+    if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &ta, row, col));
+  }
+  int b_n = p->bk * p->bn / p->threads;
+  for (int i = 0; i < b_n; i++, v++) {
+    LLVMValueRef row, col, idx;
+    if (q->kind == GPU_OP_MATMUL) {
+      split(k, i, p->bn, &row, &col);
+      LLVMValueRef gk = add(g, add(g, mul(g, k->gidx, C(p->K)), k0), row);
+      idx = add(g, mul(g, gk, C(p->N)), add(g, k->n0, col));
+    } else {
+      /* weights are K-contiguous (OIHW): neighbouring threads take
+       * neighbouring k so the reads coalesce */
+      split(k, i, p->bk, &col, &row);
+      LLVMValueRef oc = add(g, mul(g, k->gidx, C(p->N)), add(g, k->n0, col));
+      idx = add(g, mul(g, oc, C(p->K)), add(g, k0, row));
+    }
+    LLVMValueRef ok = and1(g, ult(g, add(g, k0, row), p->K), ult(g, add(g, k->n0, col), p->N));
+    if (phase & FETCH) vals[v] = fetch_elem(k, k->B, idx, valid ? and1(g, ok, valid) : ok);
+    if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &tb, row, col));
+  }
+}
+
+static void compute_stage(kernel *k, LLVMValueRef stage) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_frag_ops *fr = k->fr;
+  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  int n = k->nmf * k->nnf * fr->n_acc;
+  LLVMValueRef acc[n];
+  for (int i = 0; i < n; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
+  LLVMValueRef af[k->nmf], bf[k->nnf];
+  for (int kk = 0; kk < p->bk; kk += fr->fk) {
+    for (int mf = 0; mf < k->nmf; mf++) af[mf] = fr->load_a(g, &ta, add(g, k->wrow, C(mf * fr->fm)), kk);
+    for (int nf = 0; nf < k->nnf; nf++) {
+      LLVMValueRef col0 = add(g, k->wcol, C(nf * fr->fn));
+      if (fr->load_b2 && nf + 1 < k->nnf) {
+        fr->load_b2(g, &tb, kk, col0, &bf[nf]);
+        nf++;
+      } else {
+        bf[nf] = fr->load_b(g, &tb, kk, col0);
+      }
+    }
+    for (int mf = 0; mf < k->nmf; mf++)
+      for (int nf = 0; nf < k->nnf; nf++)
+        fr->mma(g, af[mf], bf[nf], &acc[(mf * k->nnf + nf) * fr->n_acc]);
+  }
+  for (int i = 0; i < n; i++) LLVMBuildStore(g->b, acc[i], k->acc_slots[i]);
+}
+
+static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
+  LLVMValueRef zero = LLVMConstReal(g->f32, 0.0);
+  switch (e->act) {
+  case GPU_ACT_NONE: return v;
+  case GPU_ACT_RELU: /* select, not maxnum: -0.0 must become +0.0 for the pooled atomic max */
+    return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, v, zero, ""), v, zero, "");
+  case GPU_ACT_CLIP: {
+    LLVMValueRef lo = LLVMConstReal(g->f32, e->clip_lo), hi = LLVMConstReal(g->f32, e->clip_hi);
+    v = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, v, lo, ""), v, lo, "");
+    return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, v, hi, ""), v, hi, "");
+  }
+  case GPU_ACT_GELU: {
+    /* 0.5 x (1 + erf(x / sqrt 2)); erf by Abramowitz & Stegun 7.1.26
+     * (absolute error below 1.5e-7), exp through the target's exp2
+     * instruction */
+    LLVMValueRef z = LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, 0.7071067811865476), "");
+    LLVMValueRef az = gpu_call_intrinsic(g, "llvm.fabs", &g->f32, 1, &z, 1);
+    LLVMValueRef t = LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0),
+                                   LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0),
+                                                 LLVMBuildFMul(g->b, az, LLVMConstReal(g->f32, 0.3275911), ""), ""),
+                                   "");
+    static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
+    LLVMValueRef poly = LLVMConstReal(g->f32, a[4]);
+    for (int i = 3; i >= 0; i--)
+      poly = LLVMBuildFAdd(g->b, LLVMBuildFMul(g->b, poly, t, ""), LLVMConstReal(g->f32, a[i]), "");
+    poly = LLVMBuildFMul(g->b, poly, t, "");
+    LLVMValueRef e2 = LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, az, az, ""), LLVMConstReal(g->f32, -1.4426950408889634), "");
+    LLVMValueRef ex = g->target->exp2(g, e2);
+    LLVMValueRef erf_abs = LLVMBuildFSub(g->b, LLVMConstReal(g->f32, 1.0), LLVMBuildFMul(g->b, poly, ex, ""), "");
+    LLVMValueRef erf = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, z, zero, ""),
+                                       LLVMBuildFNeg(g->b, erf_abs, ""), erf_abs, "");
+    LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), erf, "");
+    return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
+  }
+  }
+  return v;
+}
+
+/* if (cond) { body } via a callback-free pair of helpers */
+static LLVMBasicBlockRef begin_if(gpu_gen *g, LLVMValueRef cond, LLVMBasicBlockRef *join) {
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "then");
+  *join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "join");
+  LLVMBuildCondBr(g->b, cond, then, *join);
+  LLVMPositionBuilderAtEnd(g->b, then);
+  return then;
+}
+static void end_if(gpu_gen *g, LLVMBasicBlockRef join) {
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+}
+
+static void epilogue(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  const gpu_frag_ops *fr = k->fr;
+  int guard = p->M % p->bm || p->N % p->bn;
+  for (int mf = 0; mf < k->nmf; mf++)
+    for (int nf = 0; nf < k->nnf; nf++)
+      for (int i = 0; i < fr->n_acc; i++) {
+        LLVMValueRef r, c;
+        fr->acc_coord(g, i, &r, &c);
+        LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
+        LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
+        LLVMBasicBlockRef join = NULL;
+        if (guard) begin_if(g, and1(g, ult(g, row, p->M), ult(g, col, p->N)), &join);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * fr->n_acc + i], "");
+        LLVMValueRef ch = q->kind == GPU_OP_CONV2D ? add(g, mul(g, k->gidx, C(p->N)), col) : col;
+        if (q->epi.bias)
+          v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
+        v = activation(g, &q->epi, v);
+        if (q->kind == GPU_OP_MATMUL) {
+          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          LLVMBuildStore(g->b, v, gept(g, g->f32, k->Cout, idx));
+        } else if (!q->epi.maxpool2x2) {
+          LLVMValueRef n = udiv(g, row, p->oh * p->ow), pix = urem(g, row, p->oh * p->ow);
+          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, n, C(q->ck)), ch), C(p->oh * p->ow)), pix);
+          LLVMBuildStore(g->b, v, gept(g, g->f32, k->Cout, idx));
+        } else {
+          long long ph = p->oh / 2, pw = p->ow / 2;
+          LLVMValueRef n = udiv(g, row, p->oh * p->ow), pix = urem(g, row, p->oh * p->ow);
+          LLVMValueRef py = udiv(g, udiv(g, pix, p->ow), 2), px = udiv(g, urem(g, pix, p->ow), 2);
+          LLVMBasicBlockRef join2;
+          begin_if(g, and1(g, ult(g, py, ph), ult(g, px, pw)), &join2);
+          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, add(g, mul(g, n, C(q->ck)), ch), C(ph)), py), C(pw)), px);
+          /* values are >= +0.0 here, so their bit patterns order like the
+           * floats and an unsigned max reduces them exactly */
+          LLVMValueRef bits = LLVMBuildBitCast(g->b, v, g->i32, "");
+          LLVMBuildAtomicRMW(g->b, LLVMAtomicRMWBinOpUMax, gept(g, g->i32, k->Cout, idx), bits,
+                             LLVMAtomicOrderingMonotonic, 0);
+          end_if(g, join2);
+        }
+        if (guard) end_if(g, join);
+      }
+}
+
+/* The conv K-offset table: entry k = {c*H*W + r*d*W + s*d, (r*d) << 16 |
+ * s*d} for k < K, {0, 0x7fff7fff} for the padding of the last tile; built
+ * cooperatively, then a barrier. */
+static void build_ktable(kernel *k, long long entries) {
+  gpu_gen *g = k->g;
+  const gpu_problem *q = &k->p->prob;
+  long long T = k->p->threads;
+  k->ktable = gep8(g, k->smem, C((long long)k->p->stages * k->stage_bytes));
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "ktable");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "ktable_done");
+  LLVMBuildCondBr(g->b, ult(g, k->tid, entries), body, after);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  LLVMValueRef e = LLVMBuildPhi(g->b, g->i32, "e");
+  LLVMValueRef c = udiv(g, e, q->cr * q->cs), rs = urem(g, e, q->cr * q->cs);
+  LLVMValueRef rd = mul(g, udiv(g, rs, q->cs), C(q->dilation)), sd = mul(g, urem(g, rs, q->cs), C(q->dilation));
+  LLVMValueRef in = ult(g, e, k->p->K);
+  LLVMValueRef delta = add(g, add(g, mul(g, c, C(q->ch * q->cw)), mul(g, rd, C(q->cw))), sd);
+  LLVMValueRef packed = LLVMBuildOr(g->b, LLVMBuildShl(g->b, rd, C(16), ""), sd, "");
+  delta = LLVMBuildSelect(g->b, in, delta, C(0), "");
+  packed = LLVMBuildSelect(g->b, in, packed, C(0x7fff7fff), "");
+  LLVMValueRef ent = gep8(g, k->ktable, mul(g, e, C(8)));
+  LLVMBuildStore(g->b, delta, ent);
+  LLVMBuildStore(g->b, packed, gep8(g, ent, C(4)));
+  LLVMValueRef e1 = add(g, e, C(T));
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, ult(g, e1, entries), body, after);
+  LLVMValueRef vals[2] = {k->tid, e1};
+  LLVMBasicBlockRef bbs[2] = {pre, latch};
+  LLVMAddIncoming(e, vals, bbs, 2);
+  LLVMPositionBuilderAtEnd(g->b, after);
+  g->target->barrier(g);
+}
+
+cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
+                     const char *name) {
+  gpu_gen gg = {0}, *g = &gg;
+  g->ctx = LLVMGetModuleContext(mod);
+  g->mod = mod;
+  g->plan = plan;
+  g->target = target;
+  g->i1 = LLVMInt1TypeInContext(g->ctx);
+  g->i8 = LLVMInt8TypeInContext(g->ctx);
+  g->i16 = LLVMInt16TypeInContext(g->ctx);
+  g->i32 = LLVMInt32TypeInContext(g->ctx);
+  g->i64 = LLVMInt64TypeInContext(g->ctx);
+  g->f16 = LLVMHalfTypeInContext(g->ctx);
+  g->bf16 = LLVMBFloatTypeInContext(g->ctx);
+  g->f32 = LLVMFloatTypeInContext(g->ctx);
+  g->gptr = LLVMPointerTypeInContext(g->ctx, target->global_as);
+  g->sptr = LLVMPointerTypeInContext(g->ctx, target->shared_as);
+  switch (plan->prob.in_dtype) {
+  case COV_F16: g->in_t = g->f16; break;
+  case COV_BF16: g->in_t = g->bf16; break;
+  case COV_F32: g->in_t = g->f32; break;
+  default: return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: input dtype %s is not supported",
+                            cov_dtype_name(plan->prob.in_dtype));
+  }
+  kernel kk = {0}, *k = &kk;
+  k->g = g;
+  k->p = plan;
+  k->fr = plan->matrix ? target->matrix_frag(plan) : gpu_fma_frag(plan->warp_size);
+  if (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "GPU lowering: target %s has no %s fragment %dx%dx%d for %s inputs", target->name,
+                     plan->matrix ? "matrix" : "FMA", plan->fm, plan->fn, plan->fk,
+                     cov_dtype_name(plan->prob.in_dtype));
+  k->esize = (int)cov_dtype_size(plan->prob.in_dtype);
+  k->a_bytes = plan->bm * plan->bk * k->esize;
+  k->stage_bytes = k->a_bytes + plan->bk * plan->bn * k->esize;
+  k->nmf = plan->wm / plan->fm;
+  k->nnf = plan->wn / plan->fn;
+
+  LLVMTypeRef params[4] = {g->gptr, g->gptr, g->gptr, g->gptr};
+  g->fn = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0));
+  for (unsigned i = 0; i < 4; i++) {
+    const char *attr = "noalias";
+    LLVMAddAttributeAtIndex(g->fn, i + 1, LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attr, strlen(attr)), 0));
+  }
+  target->mark_kernel(g, g->fn);
+  g->b = LLVMCreateBuilderInContext(g->ctx);
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry"));
+  k->A = LLVMGetParam(g->fn, 0);
+  k->B = LLVMGetParam(g->fn, 1);
+  k->Cout = LLVMGetParam(g->fn, 2);
+  k->bias = LLVMGetParam(g->fn, 3);
+
+  int n_acc = k->nmf * k->nnf * k->fr->n_acc;
+  LLVMValueRef slots[n_acc];
+  k->acc_slots = slots;
+  for (int i = 0; i < n_acc; i++) {
+    slots[i] = LLVMBuildAlloca(g->b, g->f32, "acc");
+  }
+  for (int i = 0; i < n_acc; i++) LLVMBuildStore(g->b, LLVMConstReal(g->f32, 0.0), slots[i]);
+
+  k->tid = target->thread_id(g);
+  g->lane = urem(g, k->tid, plan->warp_size);
+  LLVMValueRef warp = udiv(g, k->tid, plan->warp_size);
+  int warps_n = plan->bn / plan->wn;
+  k->wrow = mul(g, udiv(g, warp, warps_n), C(plan->wm));
+  k->wcol = mul(g, urem(g, warp, warps_n), C(plan->wn));
+  /* gpu_raster, in IR */
+  LLVMValueRef bx = target->block_id(g, 0), by = target->block_id(g, 1);
+  long long gx = plan->grid[0], gy = plan->grid[1], grp = 8, per = grp * gx;
+  LLVMValueRef pid = add(g, mul(g, by, C(gx)), bx);
+  LLVMValueRef first = mul(g, udiv(g, pid, per), C(grp));
+  LLVMValueRef left = LLVMBuildSub(g->b, C(gy), first, "");
+  LLVMValueRef rows = LLVMBuildSelect(g->b, ult(g, left, grp), left, C(grp), "");
+  LLVMValueRef in = urem(g, pid, per);
+  LLVMValueRef ty = add(g, first, LLVMBuildURem(g->b, in, rows, ""));
+  LLVMValueRef tx = LLVMBuildUDiv(g->b, in, rows, "");
+  k->n0 = mul(g, tx, C(plan->bn));
+  k->m0 = mul(g, ty, C(plan->bm));
+  k->gidx = target->block_id(g, 2);
+  k->smem = target->shared_array(g, plan->shared_bytes);
+
+  int S = plan->stages;
+  long long KT = (plan->K + plan->bk - 1) / plan->bk;
+  if (plan->ktable) build_ktable(k, KT * plan->bk);
+  int async = target->async_copy16 != NULL && plan->vector_copy;
+  LLVMValueRef staged[MAX_STAGED];
+  if (n_staged(plan, k->esize) > MAX_STAGED) {
+    LLVMDisposeBuilder(g->b);
+    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: %d copies per thread and tile (at most %d)",
+                     n_staged(plan, k->esize), MAX_STAGED);
+  }
+  /* prologue: the first S-1 tiles in flight (one commit group each, even
+   * when empty, so that the wait count below is uniform) */
+  for (int s = 0; s < S - 1; s++) {
+    if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
+    if (async) target->async_commit(g);
+  }
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kloop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kdone");
+  LLVMBuildBr(g->b, loop);
+  LLVMPositionBuilderAtEnd(g->b, loop);
+  LLVMValueRef kt = LLVMBuildPhi(g->b, g->i32, "kt");
+  /* tile kt has landed once at most S-2 groups are pending; the barrier
+   * also tells every warp that stage (kt-1) % S, refilled next, is free */
+  if (async) target->async_wait(g, S - 2);
+  target->barrier(g);
+  LLVMValueRef next = add(g, kt, C(S - 1));
+  if (async) {
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, next, KT), &join);
+    transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
+    end_if(g, join);
+    target->async_commit(g);
+    compute_stage(k, urem(g, kt, S));
+  } else {
+    /* through registers: read tile kt+S-1 now, use tile kt, then store;
+     * past the last tile the reads are dummies and the stores land in a
+     * stage nobody reads again */
+    transfer(k, next, urem(g, next, S), ult(g, next, KT), FETCH, staged);
+    compute_stage(k, urem(g, kt, S));
+    transfer(k, next, urem(g, next, S), NULL, STORE, staged);
+  }
+  LLVMValueRef kt1 = add(g, kt, C(1));
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, ult(g, kt1, KT), loop, done);
+  LLVMValueRef in_vals[2] = {C(0), kt1};
+  LLVMBasicBlockRef in_bbs[2] = {pre, latch};
+  LLVMAddIncoming(kt, in_vals, in_bbs, 2);
+  LLVMPositionBuilderAtEnd(g->b, done);
+  epilogue(k);
+  LLVMBuildRetVoid(g->b);
+  LLVMDisposeBuilder(g->b);
+  return NULL;
+}

@@ -1,0 +1,139 @@
+/* backends/gpu/gpu_plan.h: what the shared GPU lowering is asked to build.
+ *
+ * A gpu_problem is one contraction layer (matmul/GEMM, batched matmul, or
+ * conv2d as an implicit GEMM) with its fused epilogue. A gpu_plan adds the
+ * schedule: the workgroup tile (the shared-memory/LDS level of the mapper's
+ * GPU schedule), the warp/wave tile (its register level), the matrix
+ * instruction shape (one of the ACG's capability tiles, or the plain-FMA
+ * fragment), the pipeline depth and the threads per workgroup. The mapper
+ * fills a plan field by field from its schedule; until it does,
+ * gpu_plan_choose picks one from the ACG numbers alone.
+ *
+ * Every layer is viewed as  C[g][m][n] = sum_k A[g][m][k] * B[g][k][n]:
+ *   matmul: g = batch, A = a[g] (M x K row-major), B = b[g] (K x N row-major),
+ *           C = y[g] (M x N row-major, f32).
+ *   conv2d: g = group, m = (n, oh, ow), n = output channel in the group,
+ *           k = (c, r, s); A is gathered from the NCHW input (zero padding),
+ *           B[k][n] = w[g*Kg + n][k] (OIHW weights), C is the NCHW output.
+ * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
+ * output (f32), bias (f32, one per output channel / column; may be null
+ * when the epilogue has no bias). */
+#ifndef COV_GPU_PLAN_H
+#define COV_GPU_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "covenant/status.h"
+#include "covenant/types.h"
+
+typedef struct cov_acg cov_acg;
+
+typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D } gpu_op_kind;
+
+typedef enum gpu_act { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU } gpu_act;
+
+typedef struct gpu_epilogue {
+  bool bias;
+  gpu_act act;
+  float clip_lo, clip_hi; /* GPU_ACT_CLIP: relu6 is [0, 6] */
+  /* conv2d only: 2x2/stride-2 max pooling (floor) of the activated output.
+   * Needs an activation whose results are >= 0 (relu, clip with lo >= 0):
+   * the output is then reduced with an atomic max on zero-initialised
+   * memory, which is order-independent and so deterministic. */
+  bool maxpool2x2;
+} gpu_epilogue;
+
+typedef struct gpu_problem {
+  gpu_op_kind kind;
+  cov_dtype in_dtype; /* f16, bf16 (matrix units) or f32 (FMA path); accumulation and output f32 */
+  /* matmul */
+  int64_t batch, m, n, k;
+  /* conv2d: input [cn, cc, ch, cw], weights [ck, cc/groups, cr, cs] */
+  int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
+  gpu_epilogue epi;
+} gpu_problem;
+
+typedef struct gpu_plan {
+  gpu_problem prob;
+  /* the GEMM view: C[G][M][N] += A[G][M][K] * B[G][K][N] */
+  int64_t G, M, N, K;
+  int64_t oh, ow; /* conv2d output size before pooling */
+  /* schedule */
+  int bm, bn, bk;     /* workgroup tile (shared memory / LDS) */
+  int wm, wn;         /* warp/wave tile (registers) */
+  int fm, fn, fk;     /* matrix instruction (or FMA fragment) shape */
+  bool matrix;        /* matrix instruction; false: plain FMA fragment */
+  int stages;         /* shared-memory pipeline depth (2 = double buffering) */
+  int warp_size;
+  int threads;        /* per workgroup: warp_size * (bm/wm) * (bn/wn) */
+  /* tiles are copied as whole 16-byte vectors without bounds checks: only
+   * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
+   * aligned; everything else takes element-wise guarded copies */
+  bool vector_copy;
+  /* conv2d: a table of the K offsets (input offset of (c, r, s) and the
+   * row/column shift r*dilation, s*dilation), built in shared memory at the
+   * start, so that the gathers do not divide k by R*S and S per element */
+  bool ktable;
+  unsigned grid[3];
+  unsigned shared_bytes;
+} gpu_plan;
+
+/* What a target offers the planner, read from its ACG. */
+typedef struct gpu_target_caps {
+  int warp_size;
+  int max_threads;
+  uint64_t shared_bytes;     /* per workgroup */
+  uint64_t regfile_bytes;    /* per SM / CU */
+  int cores;                 /* SMs / CUs: instances of the shared memory */
+  int n_tiles;               /* matrix capability tiles for the problem's dtype */
+  int tiles[8][3];           /* (m, n, k) */
+  int has_async_copy;        /* global->shared copies that bypass registers */
+} gpu_target_caps;
+
+/* Bytes of the conv2d K-offset table (8 per k, for every K tile). */
+static inline uint64_t gpu_ktable_bytes(const gpu_plan *p) {
+  return p->ktable ? (uint64_t)((p->K + p->bk - 1) / p->bk) * (uint64_t)p->bk * 8u : 0;
+}
+
+/* Reads warp size, shared memory/LDS capacity, register file and the
+ * matrix capability tiles for `in` inputs with f32 results from the ACG. */
+cov_status gpu_caps_from_acg(const cov_acg *acg, cov_dtype in, gpu_target_caps *out);
+
+/* Fills the derived GEMM view of `prob` and checks it (positive sizes,
+ * divisible groups, supported dtype and epilogue). */
+cov_status gpu_problem_check(const gpu_problem *prob, gpu_plan *plan);
+
+/* A deterministic plan for `prob`: the largest workgroup tile from a short
+ * fixed candidate list that fits the shared memory and does not leave the
+ * machine underfilled for small problems; supported_fm/fn are the matrix
+ * instruction shapes the target's lowering implements. */
+cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
+                           const int (*supported)[3], int n_supported, gpu_plan *out);
+
+/* Checks a plan (hand-written or from the mapper) for consistency. */
+cov_status gpu_plan_check(const gpu_plan *plan, const gpu_target_caps *caps);
+
+/* Chunks of 16 bytes are swizzled within a shared-memory tile row so that
+ * eight consecutive rows read at the same logical chunk hit eight distinct
+ * 16-byte bank groups (ldmatrix, ds_read_b128 patterns). `row_chunks` is the
+ * row length in chunks (a power of two). */
+static inline int gpu_swizzle_chunk(int row, int chunk, int row_chunks) {
+  if (row_chunks >= 8) return chunk ^ (row & 7);
+  int rows_per_line = 8 / row_chunks;
+  return chunk ^ ((row / rows_per_line) & (row_chunks - 1));
+}
+
+/* Workgroup rasterisation: linear workgroup ids walk the output tiles in
+ * column strips `group` tile-rows tall, so workgroups resident together share
+ * A row-blocks and B column-blocks in L2. Maps launch ids (bx, by) of a
+ * gx x gy grid to the tile (*tx, *ty) it computes; a bijection. */
+static inline void gpu_raster(unsigned bx, unsigned by, unsigned gx, unsigned gy, unsigned group, unsigned *tx,
+                              unsigned *ty) {
+  unsigned pid = by * gx + bx, per = group * gx, first = pid / per * group;
+  unsigned rows = gy - first < group ? gy - first : group;
+  *ty = first + (pid % per) % rows;
+  *tx = (pid % per) / rows;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/* backends/gpu/gpu_ref.c: naive loop nests for checking GPU kernels. */
+#include "backends/gpu/gpu_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gpu_buffer_sizes(const gpu_plan *p, size_t *a, size_t *b, size_t *out, size_t *bias) {
+  const gpu_problem *q = &p->prob;
+  if (q->kind == GPU_OP_MATMUL) {
+    *a = (size_t)(q->batch * q->m * q->k);
+    *b = (size_t)(q->batch * q->k * q->n);
+    *out = (size_t)(q->batch * q->m * q->n);
+    *bias = (size_t)q->n;
+  } else {
+    *a = (size_t)(q->cn * q->cc * q->ch * q->cw);
+    *b = (size_t)(q->ck * (q->cc / q->groups) * q->cr * q->cs);
+    int64_t oh = q->epi.maxpool2x2 ? p->oh / 2 : p->oh, ow = q->epi.maxpool2x2 ? p->ow / 2 : p->ow;
+    *out = (size_t)(q->cn * q->ck * oh * ow);
+    *bias = (size_t)q->ck;
+  }
+}
+
+static double act(const gpu_epilogue *e, double v) {
+  switch (e->act) {
+  case GPU_ACT_NONE: return v;
+  case GPU_ACT_RELU: return v > 0 ? v : 0;
+  case GPU_ACT_CLIP: return v < e->clip_lo ? e->clip_lo : v > e->clip_hi ? e->clip_hi : v;
+  case GPU_ACT_GELU: return 0.5 * v * (1 + erf(v * 0.7071067811865476));
+  }
+  return v;
+}
+
+void gpu_reference(const gpu_plan *p, const float *a, const float *b, const float *bias, float *out) {
+  const gpu_problem *q = &p->prob;
+  const gpu_epilogue *e = &q->epi;
+  if (q->kind == GPU_OP_MATMUL) {
+    for (int64_t g = 0; g < q->batch; g++)
+      for (int64_t i = 0; i < q->m; i++)
+        for (int64_t j = 0; j < q->n; j++) {
+          double s = 0;
+          for (int64_t k = 0; k < q->k; k++)
+            s += (double)a[(g * q->m + i) * q->k + k] * (double)b[(g * q->k + k) * q->n + j];
+          if (e->bias) s += bias[j];
+          out[(g * q->m + i) * q->n + j] = (float)act(e, s);
+        }
+    return;
+  }
+  int64_t cg = q->cc / q->groups, kg = q->ck / q->groups, oh = p->oh, ow = p->ow;
+  float *full = e->maxpool2x2 ? malloc(sizeof(float) * (size_t)(q->cn * q->ck * oh * ow)) : out;
+  if (!full) return; /* the caller's comparison then fails loudly */
+  for (int64_t n = 0; n < q->cn; n++)
+    for (int64_t k = 0; k < q->ck; k++)
+      for (int64_t y = 0; y < oh; y++)
+        for (int64_t x = 0; x < ow; x++) {
+          double s = 0;
+          int64_t grp = k / kg;
+          for (int64_t c = 0; c < cg; c++)
+            for (int64_t r = 0; r < q->cr; r++)
+              for (int64_t t = 0; t < q->cs; t++) {
+                int64_t iy = y * q->stride - q->pad + r * q->dilation, ix = x * q->stride - q->pad + t * q->dilation;
+                if (iy < 0 || iy >= q->ch || ix < 0 || ix >= q->cw) continue;
+                s += (double)a[((n * q->cc + grp * cg + c) * q->ch + iy) * q->cw + ix] *
+                     (double)b[((k * cg + c) * q->cr + r) * q->cs + t];
+              }
+          if (e->bias) s += bias[k];
+          full[((n * q->ck + k) * oh + y) * ow + x] = (float)act(e, s);
+        }
+  if (!e->maxpool2x2) return;
+  int64_t ph = oh / 2, pw = ow / 2;
+  for (int64_t n = 0; n < q->cn; n++)
+    for (int64_t k = 0; k < q->ck; k++)
+      for (int64_t y = 0; y < ph; y++)
+        for (int64_t x = 0; x < pw; x++) {
+          const float *base = full + ((n * q->ck + k) * oh + 2 * y) * ow + 2 * x;
+          float m = fmaxf(fmaxf(base[0], base[1]), fmaxf(base[ow], base[ow + 1]));
+          out[((n * q->ck + k) * ph + y) * pw + x] = m;
+        }
+  free(full);
+}

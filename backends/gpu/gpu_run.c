@@ -1,0 +1,183 @@
+/* backends/gpu/gpu_run.c: cov_gpu_run: compile for a GPU target, run
+ * through its runtime (NVIDIA: the CUDA driver API; AMD: the HIP module
+ * API; both dlopen'ed), check against the CPU reference. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_ref.h"
+#include "backends/amdgpu/amdgpu_hip.h"
+#include "backends/nvptx/nvptx_cuda.h"
+#include "backends/nvptx/nvptx_target.h"
+#include "covenant/tensor.h"
+
+/* Deterministic inputs: a 64-bit LCG, values in [-1, 1) rounded to the
+ * input dtype (so the reference sees exactly what the GPU sees). */
+static float next_val(uint64_t *s, cov_dtype dt) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  float v = (float)((double)(*s >> 11) / (double)(1ULL << 53) * 2.0 - 1.0);
+  if (dt == COV_F16) return cov_f16_to_f32(cov_f32_to_f16(v));
+  if (dt == COV_BF16) return cov_bf16_to_f32(cov_f32_to_bf16(v));
+  return v;
+}
+
+static void *pack(const float *v, size_t n, cov_dtype dt) {
+  size_t es = cov_dtype_size(dt);
+  unsigned char *p = malloc(n * es + 1);
+  if (!p) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (dt == COV_F32) {
+      memcpy(p + 4 * i, &v[i], 4);
+    } else {
+      uint16_t h = dt == COV_F16 ? cov_f32_to_f16(v[i]) : cov_f32_to_bf16(v[i]);
+      memcpy(p + 2 * i, &h, 2);
+    }
+  }
+  return p;
+}
+
+/* The two runtimes behind one face; device pointers travel as 64-bit
+ * values, which is what both kernel ABIs take. */
+typedef struct gpu_device {
+  nvptx_cuda *cu;
+  amdgpu_hip *hip;
+} gpu_device;
+
+static cov_status dev_alloc(gpu_device *d, size_t n, uint64_t *out) {
+  if (d->cu) {
+    nvptx_devptr p = 0;
+    COV_RETURN_IF_ERROR(nvptx_cuda_alloc(d->cu, n, &p));
+    *out = p;
+    return NULL;
+  }
+  void *p = NULL;
+  COV_RETURN_IF_ERROR(amdgpu_hip_alloc(d->hip, n, &p));
+  *out = (uint64_t)(uintptr_t)p;
+  return NULL;
+}
+static void dev_free(gpu_device *d, uint64_t p) {
+  if (!p) return;
+  if (d->cu)
+    cov_status_free(nvptx_cuda_free(d->cu, p));
+  else
+    amdgpu_hip_free(d->hip, (void *)(uintptr_t)p);
+}
+static cov_status dev_upload(gpu_device *d, uint64_t dst, const void *src, size_t n) {
+  return d->cu ? nvptx_cuda_upload(d->cu, dst, src, n) : amdgpu_hip_upload(d->hip, (void *)(uintptr_t)dst, src, n);
+}
+static cov_status dev_download(gpu_device *d, void *dst, uint64_t src, size_t n) {
+  return d->cu ? nvptx_cuda_download(d->cu, dst, src, n)
+               : amdgpu_hip_download(d->hip, dst, (const void *)(uintptr_t)src, n);
+}
+static cov_status dev_load(gpu_device *d, const char *code, void **mod) {
+  return d->cu ? nvptx_cuda_load(d->cu, code, (nvptx_module **)mod)
+               : amdgpu_hip_load(d->hip, code, (amdgpu_hip_module **)mod);
+}
+static void dev_unload(gpu_device *d, void *mod) {
+  if (d->cu)
+    nvptx_cuda_unload(d->cu, mod);
+  else
+    amdgpu_hip_unload(d->hip, mod);
+}
+static cov_status dev_launch(gpu_device *d, void *mod, const char *kernel, const unsigned grid[3],
+                             const unsigned block[3], unsigned shared, void **args, float *ms) {
+  return d->cu ? nvptx_cuda_launch(d->cu, mod, kernel, grid, block, shared, args, ms)
+               : amdgpu_hip_launch(d->hip, mod, kernel, grid, block, shared, args, ms);
+}
+
+static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *code, const char *kernel,
+                          double *max_rel, float *ms) {
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(plan, &na, &nb, &no, &nbias);
+  cov_dtype dt = plan->prob.in_dtype;
+  float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(nbias * 4), *want = malloc(no * 4),
+        *got = calloc(no, 4);
+  void *pa = NULL, *pb = NULL;
+  uint64_t da = 0, db = 0, dout = 0, dbias = 0;
+  void *mod = NULL;
+  cov_status st = NULL;
+  if (!a || !b || !bias || !want || !got) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's buffers", kernel);
+    goto done;
+  }
+  uint64_t seed = 42;
+  for (size_t i = 0; i < na; i++) a[i] = next_val(&seed, dt);
+  for (size_t i = 0; i < nb; i++) b[i] = next_val(&seed, dt);
+  for (size_t i = 0; i < nbias; i++) bias[i] = next_val(&seed, COV_F32);
+  pa = pack(a, na, dt), pb = pack(b, nb, dt);
+  if (!pa || !pb) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    goto done;
+  }
+  size_t es = cov_dtype_size(dt);
+  if ((st = dev_alloc(dev, na * es, &da)) || (st = dev_alloc(dev, nb * es, &db)) ||
+      (st = dev_alloc(dev, no * 4, &dout)) || (st = dev_alloc(dev, nbias * 4, &dbias)) ||
+      (st = dev_upload(dev, da, pa, na * es)) || (st = dev_upload(dev, db, pb, nb * es)) ||
+      (st = dev_upload(dev, dbias, bias, nbias * 4)) ||
+      (st = dev_upload(dev, dout, got, no * 4)) || /* zeros: the pooled max needs them */
+      (st = dev_load(dev, code, &mod)))
+    goto done;
+  void *args[4] = {&da, &db, &dout, &dbias};
+  unsigned block[3] = {(unsigned)plan->threads, 1, 1};
+  if ((st = dev_launch(dev, mod, kernel, plan->grid, block, plan->shared_bytes, args, ms)) ||
+      (st = dev_download(dev, got, dout, no * 4)))
+    goto done;
+  gpu_reference(plan, a, b, bias, want);
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < no; i++) scale = fmax(scale, fabs(want[i]));
+  for (size_t i = 0; i < no; i++) {
+    double d = fabs((double)got[i] - want[i]);
+    if (!(d <= err)) err = d; /* NaN propagates */
+  }
+  *max_rel = err / (scale > 0 ? scale : 1);
+done:
+  if (mod) dev_unload(dev, mod);
+  dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias);
+  free(a), free(b), free(bias), free(want), free(got), free(pa), free(pb);
+  return st;
+}
+
+cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out) {
+  gpu_target t;
+  COV_RETURN_IF_ERROR(gpu_target_open(opts->target, opts->dtype ? opts->dtype : COV_F16, &t));
+  gpu_device dev = {0};
+  cov_status st = t.ops == &nvptx_target_ops ? nvptx_cuda_open(&dev.cu) : amdgpu_hip_open(&dev.hip);
+  if (st) {
+    gpu_target_close(&t);
+    return cov_status_annotate(st, "cannot run on %s: ", opts->target);
+  }
+  fprintf(out, "device: %s\n", dev.cu ? nvptx_cuda_device_name(dev.cu) : amdgpu_hip_device_name(dev.hip));
+  int failed = 0;
+  for (int i = 0; i < n_specs && !st; i++) {
+    gpu_layer layer;
+    gpu_plan plan;
+    char *ptx = NULL;
+    size_t n = 0;
+    gpu_kernel_info info;
+    st = gpu_compile_one(&t, opts, specs[i], &layer, &plan, &ptx, &n, &info);
+    if (st) break;
+    char kernel[128];
+    snprintf(kernel, sizeof kernel, "covenant_%s", layer.name);
+    double rel = 0;
+    float ms = 0;
+    st = run_one(&dev, &plan, ptx, kernel, &rel, &ms);
+    free(ptx);
+    if (st) break;
+    int ok = rel <= 1e-3;
+    failed += !ok;
+    double tflops = 2.0 * (double)plan.G * (double)plan.M * (double)plan.N * (double)plan.K / (ms * 1e-3) / 1e12;
+    fprintf(out, "%-32s %s  max rel err %.3g  %.3f ms  %.2f TFLOP/s", layer.name, ok ? "ok  " : "FAIL", rel, ms,
+            tflops);
+    if (layer.unfused[0]) fprintf(out, "  (not fused, not run: %s)", layer.unfused);
+    fprintf(out, "\n");
+  }
+  nvptx_cuda_close(dev.cu);
+  amdgpu_hip_close(dev.hip);
+  gpu_target_close(&t);
+  if (!st && failed)
+    st = cov_error(COV_INTERNAL, NULL, "%d layer(s) differ from the CPU reference by more than 1e-3", failed);
+  return st;
+}

@@ -1,0 +1,94 @@
+/* backends/gpu/gpu_target.h: what a GPU target supplies to the shared lowering.
+ *
+ * gpu_lower.c builds the whole kernel (tile loops, the global -> shared
+ * pipeline, the warp tiling, the implicit-GEMM gathers and the epilogue) as
+ * LLVM IR through the C API; a target answers only the questions that
+ * differ between GPUs: ids, barriers, address spaces, how shared memory is
+ * declared, asynchronous copies, and its matrix instructions, described as
+ * fragment operations. AMDGPU's table is in backends/amdgpu/, NVPTX's in
+ * backends/nvptx/. */
+#ifndef COV_GPU_TARGET_H
+#define COV_GPU_TARGET_H
+
+#include <llvm-c/Core.h>
+
+#include "backends/gpu/gpu_plan.h"
+
+/* The builder state shared with targets. */
+typedef struct gpu_gen {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMValueRef fn;
+  LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, in_t, gptr, sptr;
+  const gpu_plan *plan;
+  const struct gpu_target_ops *target;
+  LLVMValueRef lane; /* thread id within the warp */
+} gpu_gen;
+
+/* A tile in shared memory: `rows` x `cols` elements of `elt`, rows of
+ * cols*esize bytes whose 16-byte chunks are swizzled (gpu_swizzle_chunk). */
+typedef struct gpu_tile {
+  LLVMValueRef base; /* ptr in the shared address space */
+  int rows, cols, esize;
+} gpu_tile;
+
+/* Address of element (row, col) of a shared tile. */
+LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVMValueRef col);
+
+/* Matrix instruction fragments: A fragments cover fm x fk of the A tile
+ * ([m][k] layout), B fragments fk x fn of the B tile ([k][n] layout); an
+ * accumulator is n_acc f32 values per lane. */
+typedef struct gpu_frag_ops {
+  int fm, fn, fk;
+  int n_acc;
+  LLVMValueRef (*load_a)(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, int k0);
+  LLVMValueRef (*load_b)(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0);
+  void (*mma)(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *acc);
+  /* fragment row and column of accumulator element i held by g->lane */
+  void (*acc_coord)(gpu_gen *g, int i, LLVMValueRef *row, LLVMValueRef *col);
+  /* optional: the B fragments at col0 and col0 + fn in one instruction
+   * (NVPTX ldmatrix.x4.trans); NULL where the target has no such load */
+  void (*load_b2)(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0, LLVMValueRef out[2]);
+} gpu_frag_ops;
+
+typedef struct gpu_target_ops {
+  const char *name;
+  unsigned global_as, shared_as;
+  /* calling convention, kernel annotations, launch bounds */
+  void (*mark_kernel)(gpu_gen *g, LLVMValueRef fn);
+  LLVMValueRef (*thread_id)(gpu_gen *g);        /* x, within the workgroup */
+  LLVMValueRef (*block_id)(gpu_gen *g, int dim); /* 0..2 */
+  void (*barrier)(gpu_gen *g);
+  /* A shared-memory array of `bytes` bytes (16-byte aligned). */
+  LLVMValueRef (*shared_array)(gpu_gen *g, unsigned bytes);
+  /* 16-byte global -> shared copies that bypass registers, grouped and
+   * awaited; NULL where the target has none (copies then go through
+   * registers, synchronously). */
+  void (*async_copy16)(gpu_gen *g, LLVMValueRef dst_shared, LLVMValueRef src_global);
+  void (*async_commit)(gpu_gen *g);
+  void (*async_wait)(gpu_gen *g, int pending);
+  /* 2^x in f32 (the GELU epilogue's exponential) */
+  LLVMValueRef (*exp2)(gpu_gen *g, LLVMValueRef x);
+  /* the fragment operations for the plan's matrix shape and dtype, NULL if
+   * the target has no such instruction */
+  const gpu_frag_ops *(*matrix_frag)(const gpu_plan *p);
+  /* matrix instruction shapes it implements for `in` inputs (m, n, k) */
+  int (*matrix_shapes)(cov_dtype in, int (*out)[3], int max);
+} gpu_target_ops;
+
+/* The plain-FMA fragment every target shares (fm = warp_size / 8, fn = 8,
+ * fk = 4; one accumulator per lane), for f32 inputs and targets or dtypes
+ * without a matrix instruction. */
+const gpu_frag_ops *gpu_fma_frag(int warp_size);
+
+/* Calls an intrinsic by name (overloaded ones with their type list). */
+LLVMValueRef gpu_call_intrinsic(gpu_gen *g, const char *name, LLVMTypeRef *overloads, int n_over,
+                                LLVMValueRef *args, int n_args);
+LLVMValueRef gpu_i32(gpu_gen *g, long long v);
+
+/* Builds kernel `name` for `plan` into `mod`. */
+cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
+                     const char *name);
+
+#endif

@@ -1,0 +1,155 @@
+/* backends/nvptx/nvptx_target.c: the NVPTX target operations.
+ *
+ * mma.sync.m16n8k16 fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"),
+ * g = lane / 4, t = lane % 4:
+ *   A (row): a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]
+ *   B (col): b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g]
+ *   C:       c0,c1 = C[g][2t..2t+1], c2,c3 = C[g+8][2t..2t+1]
+ * ldmatrix.x4 on the [m][k] A tile, lane l addressing row (l%8) + 8*((l/8)%2)
+ * and column 8*(l/16), yields exactly a0..a3; ldmatrix.x2.trans on the [k][n]
+ * B tile, lane l addressing k row (l%8) + 8*((l/8)%2), yields b0, b1. */
+#include "backends/nvptx/nvptx_target.h"
+
+#include <string.h>
+
+#include "backends/nvptx/nvptx_ptx.h"
+
+static LLVMValueRef sreg(gpu_gen *g, const char *name) { return gpu_call_intrinsic(g, name, NULL, 0, NULL, 0); }
+
+static void nv_mark_kernel(gpu_gen *g, LLVMValueRef fn) {
+  nvptx_mark_kernel(g->mod, fn);
+  /* .maxntid lets ptxas give each thread the registers the tile needs */
+  LLVMMetadataRef ops[3] = {
+      LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "maxntidx", 8),
+      LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned long long)g->plan->threads, 0))};
+  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations",
+                              LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, ops, 3)));
+}
+
+static LLVMValueRef nv_thread_id(gpu_gen *g) { return sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"); }
+
+static LLVMValueRef nv_block_id(gpu_gen *g, int dim) {
+  static const char *names[3] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                                 "llvm.nvvm.read.ptx.sreg.ctaid.z"};
+  return sreg(g, names[dim]);
+}
+
+static void nv_barrier(gpu_gen *g) { gpu_call_intrinsic(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+static LLVMValueRef nv_shared_array(gpu_gen *g, unsigned bytes) {
+  (void)bytes; /* dynamic: the launch passes the size */
+  LLVMTypeRef t = LLVMArrayType2(g->i8, 0);
+  LLVMValueRef v = LLVMAddGlobalInAddressSpace(g->mod, t, "covenant_smem", 3);
+  LLVMSetLinkage(v, LLVMExternalLinkage);
+  LLVMSetAlignment(v, 16);
+  return v;
+}
+
+static void nv_async_copy16(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src) {
+  LLVMValueRef args[2] = {dst, src};
+  gpu_call_intrinsic(g, "llvm.nvvm.cp.async.cg.shared.global.16", NULL, 0, args, 2);
+}
+static void nv_async_commit(gpu_gen *g) { gpu_call_intrinsic(g, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0); }
+static void nv_async_wait(gpu_gen *g, int pending) {
+  LLVMValueRef n = gpu_i32(g, pending);
+  gpu_call_intrinsic(g, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+}
+
+static LLVMValueRef mma_load_a(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, int k0) {
+  LLVMValueRef l8 = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 8), "");
+  LLVMValueRef hi = LLVMBuildAnd(g->b, LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 8), ""), gpu_i32(g, 1), "");
+  LLVMValueRef row = LLVMBuildAdd(g->b, row0, LLVMBuildAdd(g->b, l8, LLVMBuildMul(g->b, hi, gpu_i32(g, 8), ""), ""), "");
+  LLVMValueRef col = LLVMBuildAdd(g->b, gpu_i32(g, k0),
+                                  LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 16), ""), gpu_i32(g, 8), ""), "");
+  LLVMValueRef p = gpu_tile_addr(g, a, row, col);
+  return gpu_call_intrinsic(g, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", &g->sptr, 1, &p, 1);
+}
+
+static LLVMValueRef mma_load_b(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0) {
+  LLVMValueRef l16 = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 16), "");
+  LLVMValueRef row = LLVMBuildAdd(g->b, gpu_i32(g, k0), l16, "");
+  LLVMValueRef p = gpu_tile_addr(g, b, row, col0);
+  return gpu_call_intrinsic(g, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16", &g->sptr, 1, &p, 1);
+}
+
+/* ldmatrix.x4.trans: lanes 0-15 address k rows of the fragment at col0,
+ * lanes 16-31 those at col0 + 8; registers 0,1 and 2,3 are the two b pairs */
+static void mma_load_b2(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0, LLVMValueRef out[2]) {
+  LLVMValueRef l16 = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 16), "");
+  LLVMValueRef row = LLVMBuildAdd(g->b, gpu_i32(g, k0), l16, "");
+  LLVMValueRef col = LLVMBuildAdd(g->b, col0, LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 16), ""),
+                                                           gpu_i32(g, 8), ""), "");
+  LLVMValueRef p = gpu_tile_addr(g, b, row, col);
+  LLVMValueRef r = gpu_call_intrinsic(g, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16", &g->sptr, 1, &p, 1);
+  LLVMTypeRef pair_t[2] = {g->i32, g->i32};
+  LLVMTypeRef st = LLVMStructTypeInContext(g->ctx, pair_t, 2, 0);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef v = LLVMGetUndef(st);
+    v = LLVMBuildInsertValue(g->b, v, LLVMBuildExtractValue(g->b, r, (unsigned)(2 * h), ""), 0, "");
+    v = LLVMBuildInsertValue(g->b, v, LLVMBuildExtractValue(g->b, r, (unsigned)(2 * h + 1), ""), 1, "");
+    out[h] = v;
+  }
+}
+
+static void mma_op(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *acc) {
+  int bf = g->in_t == g->bf16;
+  LLVMTypeRef v2h = LLVMVectorType(g->f16, 2);
+  LLVMValueRef args[10];
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef x = LLVMBuildExtractValue(g->b, a, (unsigned)i, "");
+    args[i] = bf ? x : LLVMBuildBitCast(g->b, x, v2h, "");
+  }
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef x = LLVMBuildExtractValue(g->b, b, (unsigned)i, "");
+    args[4 + i] = bf ? x : LLVMBuildBitCast(g->b, x, v2h, "");
+  }
+  for (int i = 0; i < 4; i++) args[6 + i] = acc[i];
+  LLVMValueRef d = gpu_call_intrinsic(
+      g, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", NULL, 0, args, 10);
+  for (int i = 0; i < 4; i++) acc[i] = LLVMBuildExtractValue(g->b, d, (unsigned)i, "");
+}
+
+static void mma_acc_coord(gpu_gen *g, int i, LLVMValueRef *row, LLVMValueRef *col) {
+  LLVMValueRef grp = LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 4), "");
+  LLVMValueRef t = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 4), "");
+  *row = LLVMBuildAdd(g->b, grp, gpu_i32(g, i >= 2 ? 8 : 0), "");
+  *col = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, t, gpu_i32(g, 2), ""), gpu_i32(g, i & 1), "");
+}
+
+/* ex2.approx.f32: relative error 2^-22, no libcall (LLVM 19's NVPTX has
+ * none for llvm.exp2) */
+static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
+  return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
+}
+
+static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2};
+
+static const gpu_frag_ops *nv_matrix_frag(const gpu_plan *p) {
+  if ((p->prob.in_dtype == COV_F16 || p->prob.in_dtype == COV_BF16) && p->fm == 16 && p->fn == 8 &&
+      p->fk == 16)
+    return &mma_m16n8k16;
+  return NULL;
+}
+
+static int nv_matrix_shapes(cov_dtype in, int (*out)[3], int max) {
+  if ((in != COV_F16 && in != COV_BF16) || max < 1) return 0;
+  out[0][0] = 16, out[0][1] = 8, out[0][2] = 16;
+  return 1;
+}
+
+const gpu_target_ops nvptx_target_ops = {
+    .name = "nvptx",
+    .global_as = 1,
+    .shared_as = 3,
+    .mark_kernel = nv_mark_kernel,
+    .thread_id = nv_thread_id,
+    .block_id = nv_block_id,
+    .barrier = nv_barrier,
+    .shared_array = nv_shared_array,
+    .async_copy16 = nv_async_copy16,
+    .async_commit = nv_async_commit,
+    .async_wait = nv_async_wait,
+    .exp2 = nv_exp2,
+    .matrix_frag = nv_matrix_frag,
+    .matrix_shapes = nv_matrix_shapes,
+};

@@ -1,0 +1,61 @@
+/* bench/nvptx/covrun.c: a tiny shared library through which the H100 bench
+ * script (gpu_bench.py, ctypes) loads covenant's PTX and launches its
+ * kernels on buffers that torch allocated. It is covenant's own driver
+ * layer (backends/nvptx/nvptx_cuda.c, dlopen'ed libcuda, the primary
+ * context, which torch shares), built on the GPU machine with its C
+ * compiler: that machine has no LLVM, the PTX is compiled beforehand. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/nvptx/nvptx_cuda.h"
+#include "common/fileio.h"
+
+int covrun_open(void);
+int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes);
+void *covrun_load(const char *ptx_path);
+int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
+                  const unsigned long long *ptrs, int iters, float *ms);
+
+static nvptx_cuda *g_cu;
+
+static int report(cov_status st) {
+  if (!st) return 0;
+  cov_status_print(stderr, st, 0);
+  cov_status_free(st);
+  return 1;
+}
+
+int covrun_open(void) {
+  if (g_cu) return 0;
+  if (report(nvptx_cuda_open(&g_cu))) return 1;
+  fprintf(stderr, "covrun: %s\n", nvptx_cuda_device_name(g_cu));
+  return 0;
+}
+
+void *covrun_load(const char *ptx_path) {
+  char *ptx = NULL;
+  size_t n = 0;
+  nvptx_module *m = NULL;
+  if (report(cov_read_file(ptx_path, (size_t)1 << 26, &ptx, &n))) return NULL;
+  cov_status st = nvptx_cuda_load(g_cu, ptx, &m);
+  free(ptx);
+  if (st) {
+    st = cov_status_annotate(st, "%s: ", ptx_path);
+    report(st);
+    return NULL;
+  }
+  return m;
+}
+
+/* iters == 0: one launch, synchronised; iters > 0: mean time per launch. */
+int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
+                  const unsigned long long *ptrs, int iters, float *ms) {
+  nvptx_devptr p[4] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
+  void *args[4] = {&p[0], &p[1], &p[2], &p[3]};
+  if (iters == 0) return report(nvptx_cuda_launch(g_cu, mod, kernel, grid, block, smem, args, NULL));
+  return report(nvptx_cuda_time(g_cu, mod, kernel, grid, block, smem, args, iters, ms));
+}
+
+int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes) {
+  return report(nvptx_cuda_func_info(g_cu, mod, kernel, regs, local_bytes));
+}

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""bench/nvptx/gpu_bench.py: covenant's NVPTX kernels on an NVIDIA GPU, in one run:
+(a) correctness of every compiled layer against torch on N random inputs each,
+    and of the example ConvNet (layer1 -> layer2, weights from the ONNX file);
+(b) throughput of covenant's kernels against torch (cuBLAS / cuDNN) on the same
+    shapes, as covenant/vendor ratios, and the fused conv+relu+maxpool kernel
+    against torch's unfused conv -> relu -> max_pool2d.
+
+The PTX and manifest.json come from `covenant gpu compile ... --target nvptx-sm90`
+on a machine with LLVM; covrun.so (bench/nvptx/covrun.c, covenant's dlopen'ed
+driver layer) launches them on torch's buffers (both use the primary context).
+
+usage: gpu_bench.py --payload DIR --lib covrun.so --out DIR [--trials N] [--onnx convnet.onnx]
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# the reference is fp32 on fp16-exact inputs: no TF32, no reduced-precision reductions
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+torch.backends.cudnn.benchmark = True
+DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+class Cov:
+    def __init__(self, lib, payload):
+        self.lib = ctypes.CDLL(lib)
+        self.lib.covrun_load.restype = ctypes.c_void_p
+        self.lib.covrun_load.argtypes = [ctypes.c_char_p]
+        self.lib.covrun_launch.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint),
+                                           ctypes.POINTER(ctypes.c_uint), ctypes.c_uint,
+                                           ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int,
+                                           ctypes.POINTER(ctypes.c_float)]
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # the primary context exists before covrun uses it
+        if self.lib.covrun_open() != 0:
+            sys.exit("covrun: no usable NVIDIA GPU")
+        self.payload = payload
+        self.mods = {}
+
+    def launch(self, k, bufs, iters=0):
+        if k["file"] not in self.mods:
+            m = self.lib.covrun_load(os.path.join(self.payload, k["file"]).encode())
+            if not m:
+                raise RuntimeError("cannot load " + k["file"])
+            self.mods[k["file"]] = m
+        grid = (ctypes.c_uint * 3)(*k["grid"])
+        block = (ctypes.c_uint * 3)(*k["block"])
+        ptrs = (ctypes.c_ulonglong * 4)(*[b.data_ptr() if b is not None else 0 for b in bufs])
+        ms = ctypes.c_float(0)
+        torch.cuda.synchronize()
+        rc = self.lib.covrun_launch(self.mods[k["file"]], k["kernel"].encode(), grid, block, k["shared_bytes"],
+                                    ptrs, iters, ctypes.byref(ms))
+        if rc != 0:
+            raise RuntimeError("launch of %s failed" % k["kernel"])
+        return ms.value
+
+    def info(self, k):
+        regs, local = ctypes.c_int(0), ctypes.c_int(0)
+        if self.lib.covrun_info(ctypes.c_void_p(self.mods[k["file"]]), k["kernel"].encode(), ctypes.byref(regs),
+                                ctypes.byref(local)) != 0:
+            return None, None
+        return regs.value, local.value
+
+
+def shapes(k):
+    if k["kind"] == "matmul":
+        return [k["batch"], k["M"], k["K"]], [k["batch"], k["K"], k["N"]], [k["batch"], k["M"], k["N"]], k["N"]
+    oh, ow = (k["OH"] // 2, k["OW"] // 2) if k["maxpool2x2"] else (k["OH"], k["OW"])
+    return ([k["N"], k["C"], k["H"], k["W"]], [k["K"], k["C"] // k["groups"], k["R"], k["S"]],
+            [k["N"], k["K"], oh, ow], k["K"])
+
+
+def epilogue(k, y, bias):
+    if k["bias"]:
+        y = y + (bias.view(1, -1, 1, 1) if k["kind"] == "conv2d" else bias)
+    if k["act"] == "relu":
+        y = F.relu(y)
+    elif k["act"] == "clip":
+        y = y.clamp(k["clip_lo"], k["clip_hi"])
+    elif k["act"] == "gelu":
+        y = F.gelu(y)
+    if k["maxpool2x2"]:
+        y = F.max_pool2d(y, 2)
+    return y
+
+
+def reference(k, a, b, bias):
+    if k["kind"] == "matmul":
+        y = torch.matmul(a.float(), b.float())
+    else:
+        y = F.conv2d(a.float(), b.float(), None, k["stride"], k["pad"], k["dilation"], k["groups"])
+    return epilogue(k, y, bias)
+
+
+def check(cov, k, trials, gen):
+    sa, sb, so, nb = shapes(k)
+    dt = DT[k["dtype"]]
+    worst = 0.0
+    for _ in range(trials):
+        a = (torch.rand(sa, device="cuda", generator=gen) * 2 - 1).to(dt)
+        b = (torch.rand(sb, device="cuda", generator=gen) * 2 - 1).to(dt)
+        bias = torch.rand(nb, device="cuda", generator=gen) * 2 - 1
+        out = torch.zeros(so, device="cuda")  # zeros: the fused max pool reduces into it
+        cov.launch(k, [a, b, out, bias])
+        ref = reference(k, a, b, bias)
+        err = ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+        worst = max(worst, err) if not math.isnan(err) else float("nan")
+        if math.isnan(worst):
+            break
+    return worst
+
+
+def time_torch(fn, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / iters
+
+
+def bench(cov, k, iters, reps):
+    sa, sb, so, nb = shapes(k)
+    dt = DT[k["dtype"]]
+    a = (torch.rand(sa, device="cuda") * 2 - 1).to(dt)
+    b = (torch.rand(sb, device="cuda") * 2 - 1).to(dt)
+    bias = torch.rand(nb, device="cuda") * 2 - 1
+    out = torch.zeros(so, device="cuda")
+    if k["kind"] == "matmul":
+        macs = k["batch"] * k["M"] * k["N"] * k["K"]
+        vendor = lambda: torch.matmul(a, b)  # cuBLAS, fp16 in, fp32 accumulate
+        fused = None
+    else:
+        macs = k["N"] * k["K"] * k["OH"] * k["OW"] * (k["C"] // k["groups"]) * k["R"] * k["S"]
+        b16 = bias.to(dt)
+        vendor = lambda: F.conv2d(a, b, b16, k["stride"], k["pad"], k["dilation"], k["groups"])  # cuDNN
+        def fused():  # torch's unfused sequence of what covenant's kernel fuses
+            y = F.conv2d(a, b, b16 if k["bias"] else None, k["stride"], k["pad"], k["dilation"], k["groups"])
+            if k["act"] == "relu":
+                y = F.relu(y)
+            elif k["act"] == "clip":
+                y = y.clamp(k["clip_lo"], k["clip_hi"])
+            if k["maxpool2x2"]:
+                y = F.max_pool2d(y, 2)
+            return y
+    # covenant and vendor alternate, `reps` times each; medians (a run's
+    # clock and the libraries' algorithm choices vary from one to the next)
+    cs, vs, fs = [], [], []
+    for _ in range(reps):
+        cs.append(cov.launch(k, [a, b, out, bias], iters))
+        vs.append(time_torch(vendor, iters))
+        if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
+            fs.append(time_torch(fused, iters))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    cov_ms, v_ms = med(cs), med(vs)
+    r = {"name": k["name"], "macs": macs, "covenant_ms": cov_ms, "vendor_ms": v_ms,
+         "covenant_tflops": 2 * macs / cov_ms / 1e9, "vendor_tflops": 2 * macs / v_ms / 1e9,
+         "ratio": v_ms / cov_ms}
+    if fs:
+        f_ms = med(fs)
+        r["torch_sequence_ms"] = f_ms
+        r["ratio_vs_sequence"] = f_ms / cov_ms
+    return r
+
+
+def convnet(cov, kernels, onnx_path, trials, gen):
+    """The example ConvNet: covenant's layer1 (conv+bias+relu+maxpool) then layer2
+    (conv+bias+relu) with the ONNX weights, against torch on the same fp16-rounded
+    input, weights and intermediate (the kernels' precision contract)."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(onnx_path)
+    w = {t.name: torch.tensor(numpy_helper.to_array(t)).cuda() for t in m.graph.initializer}
+    k1, k2 = kernels["convnet_layer1"], kernels["convnet_layer2"]
+    w1, b1 = w["conv1.weight"].half(), w["conv1.bias"].float()
+    w2, b2 = w["conv2.weight"].half(), w["conv2.bias"].float()
+    worst = 0.0
+    for _ in range(trials):
+        x = (torch.rand([1, 3, 32, 32], device="cuda", generator=gen) * 2 - 1).half()
+        h = torch.zeros([1, 10, 15, 15], device="cuda")
+        cov.launch(k1, [x, w1, h, b1])
+        y = torch.zeros([1, 10, 11, 11], device="cuda")
+        h16 = h.half()
+        cov.launch(k2, [h16, w2, y, b2])
+        rh = F.max_pool2d(F.relu(F.conv2d(x.float(), w1.float(), b1)), 2)
+        ry = F.relu(F.conv2d(rh.half().float(), w2.float(), b2))
+        worst = max(worst, ((y - ry).abs().max() / ry.abs().max().clamp_min(1e-30)).item())
+    return worst
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--payload", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--big-trials", type=int, default=3, help="trials for layers of over 1e9 MACs")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5, help="alternating timing repetitions; medians are reported")
+    ap.add_argument("--onnx")
+    ap.add_argument("--only", help="comma-separated kernel names")
+    args = ap.parse_args()
+    man = json.load(open(os.path.join(args.payload, "manifest.json")))
+    cov = Cov(args.lib, args.payload)
+    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    kernels = {k["name"]: k for k in man["kernels"]}
+    only = set(args.only.split(",")) if args.only else None
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1234)
+    results = {"check": [], "bench": []}
+    t0 = time.time()
+    for k in man["kernels"]:
+        if only and k["name"] not in only:
+            continue
+        macs = shapes(k)
+        big = (k.get("M", 1) * k.get("N", 1) * k.get("K", 1) > 1e9) if k["kind"] == "matmul" else k["N"] > 1
+        n = args.big_trials if big else args.trials
+        err = check(cov, k, n, gen)
+        ok = err <= 1e-3
+        regs, local = cov.info(k)
+        results["check"].append({"name": k["name"], "trials": n, "max_rel_err": err, "ok": ok,
+                                 "unfused_not_checked": k["unfused"], "registers": regs, "spill_bytes": local})
+        print("check %-32s %s  max rel err %.3g over %d inputs  [%s regs, %s B local]%s" %
+              (k["name"], "ok  " if ok else "FAIL", err, n, regs, local,
+               ("  (contraction+fused epilogue; '%s' not part of the kernel)" % k["unfused"]) if k["unfused"] else ""),
+              flush=True)
+    if args.onnx and "convnet_layer1" in kernels and "convnet_layer2" in kernels:
+        err = convnet(cov, kernels, args.onnx, args.trials, gen)
+        results["convnet"] = {"trials": args.trials, "max_rel_err": err, "ok": err <= 2e-3}
+        print("check %-32s %s  max rel err %.3g over %d inputs" % ("examples/convnet.onnx", "ok  " if err <= 2e-3 else "FAIL",
+                                                                  err, args.trials), flush=True)
+    print("checks took %.1f s" % (time.time() - t0), flush=True)
+    for k in man["kernels"]:
+        if only and k["name"] not in only:
+            continue
+        if k["kind"] == "matmul" and not k["name"].startswith("gemm_"):
+            continue
+        if k["kind"] == "conv2d" and k["N"] == 1:
+            continue
+        r = bench(cov, k, args.iters, args.reps)
+        results["bench"].append(r)
+        line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (
+            r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
+        if "ratio_vs_sequence" in r:
+            line += " | vs torch sequence %.3f ms: %5.1f%%" % (r["torch_sequence_ms"], 100 * r["ratio_vs_sequence"])
+        print(line, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    json.dump(results, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    bad = [c["name"] for c in results["check"] if not c["ok"]]
+    if "convnet" in results and not results["convnet"]["ok"]:
+        bad.append("convnet")
+    print("FAILED: " + ", ".join(bad) if bad else "all checks passed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

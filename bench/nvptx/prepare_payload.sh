@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/nvptx/prepare_payload.sh COVENANT PAYLOAD [LAYER...]: compile the
+# layers (default: the suite, its GPU shapes and batch-32 convolutions) to PTX
+# for nvptx-sm90 and copy the sources run_on_h100.sh builds there.
+set -eu
+cov=$1 payload=$2
+shift 2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+layers=("$@")
+if [ ${#layers[@]} -eq 0 ]; then
+  layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
+          gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32)
+fi
+rm -rf "$payload/ptx" "$payload/src"
+"$cov" gpu compile "${layers[@]}" --target nvptx-sm90 -o "$payload/ptx"
+# the fused conv+relu+maxpool layers of bench/nvptx/fused_layers.json, merged
+# into the same manifest
+"$cov" gpu compile fused_3x3_c64_56_pool fused_3x3_c128_28_pool --suite "$root/bench/nvptx/fused_layers.json" \
+  --target nvptx-sm90 -o "$payload/fused"
+/usr/bin/python3 - "$payload" <<'PY'
+import json, os, shutil, sys
+d = sys.argv[1]
+man = json.load(open(os.path.join(d, "ptx", "manifest.json")))
+for k in json.load(open(os.path.join(d, "fused", "manifest.json")))["kernels"]:
+    shutil.copy(os.path.join(d, "fused", k["file"]), os.path.join(d, "ptx", k["file"]))
+    man["kernels"].append(k)
+json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
+shutil.rmtree(os.path.join(d, "fused"))
+PY
+for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py backends/nvptx/nvptx_cuda.c backends/nvptx/nvptx_cuda.h \
+         common/status.c common/fileio.c common/fileio.h include/covenant/status.h examples/convnet.onnx; do
+  mkdir -p "$payload/src/$(dirname "$f")"
+  cp "$root/$f" "$payload/src/$f"
+done
+cp "$root/bench/nvptx/run_on_h100.sh" "$payload/"
+du -sh "$payload"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# bench/nvptx/run_on_h100.sh PAYLOAD OUT [gpu_bench.py options]: on the GPU
+# machine (gcc, python3 with torch, the NVIDIA driver; no LLVM), build
+# covrun.so from the sources carried in PAYLOAD/src and run gpu_bench.py on
+# the PTX in PAYLOAD/ptx. prepare_payload.sh fills PAYLOAD on a machine with
+# LLVM.
+set -eu
+payload=$1 out=$2
+shift 2
+src=$payload/src
+mkdir -p "$out"
+cc -std=c11 -O2 -fPIC -shared -D_POSIX_C_SOURCE=200809L -I "$src/include" -I "$src" -o "$payload/covrun.so" \
+   "$src/bench/nvptx/covrun.c" "$src/backends/nvptx/nvptx_cuda.c" "$src/common/status.c" "$src/common/fileio.c" -ldl
+python3 "$src/bench/nvptx/gpu_bench.py" --payload "$payload/ptx" --lib "$payload/covrun.so" --out "$out" "$@"

@@ -1,0 +1,186 @@
+/* cli/cmd_explore.c: `covenant explore` (run or resume a study), `explore
+ * merge` (combine shards) and `explore plot` (render a study's plots). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "covenant/explore.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: covenant explore --base ACG --vary PATH=V1,V2,... [--vary ...]\n"
+          "                        (--suite [NAME,...] | --model FILE.onnx)... -o DIR [options]\n"
+          "       covenant explore merge SHARD_DIR... -o DIR\n"
+          "       covenant explore plot DIR\n"
+          "\n"
+          "Derives one design per combination of --vary values from the base ACG, validates\n"
+          "it, evaluates every layer on it and writes DIR/results.csv (design x layer),\n"
+          "DIR/summary.csv (per design, Pareto flags), DIR/designs/<id>.json. Running the\n"
+          "same command again resumes: finished designs are kept, the rest are run.\n"
+          "\n"
+          "PATH is <node>.<field> (pe_array.dims, ibuf.capacity, dram.bandwidth_bytes_per_cycle),\n"
+          "<from>-><to>.<field> (dram->ibuf.bandwidth_bytes_per_cycle), acg.clock_mhz, or a JSON\n"
+          "pointer (/storage/1/capacity). Values: numbers, NxM dims, sizes (64KiB), true/false.\n"
+          "Derived rules (dims rescale mac tiles/throughput and area, capacity rescales area, ...)\n"
+          "are listed in explore/README.md and in each design's 'derived' column.\n"
+          "\n"
+          "options:\n"
+          "  --base ACG          base target (path or shipped name, e.g. npu-16x16)\n"
+          "  --vary SPEC         a swept parameter (repeatable; the first changes slowest)\n"
+          "  --suite [NAMES]     the benchmark suite layers (all, or a comma-separated list)\n"
+          "  --suite-file FILE   suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --model FILE        an ONNX model's compute layer groups (repeatable)\n"
+          "  --eval NAME         evaluator: roofline (default: the best this build has)\n"
+          "  --dtype T[:ACC]     datapath precision the layers run at (default f16:f32)\n"
+          "  -j N                worker processes (default: the machine's cores)\n"
+          "  --shard I/N         run only designs with index %% N == I (merge shards afterwards)\n"
+          "  --plot              render plots into DIR/plots when done\n"
+          "  -q, --quiet         no progress on stderr\n"
+          "  -o DIR              output folder (required)\n");
+}
+
+static int parse_int(const char *s, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < 0 || v > 1000000) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int cmd_merge(int argc, char **argv) {
+  const char *out = NULL;
+  const char **dirs = calloc((size_t)argc, sizeof *dirs);
+  int n = 0;
+  if (!dirs) return CLI_EXIT_INPUT;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+    else if (argv[i][0] == '-') {
+      free(dirs);
+      return cli_usage_error("explore merge", "unknown option '%s'", argv[i]);
+    } else dirs[n++] = argv[i];
+  }
+  if (!out || n == 0) {
+    free(dirs);
+    return cli_usage_error("explore merge", "expected SHARD_DIR... -o DIR");
+  }
+  int rc = cli_report(cov_explore_merge(dirs, n, out));
+  free(dirs);
+  if (rc == CLI_EXIT_OK) printf("%s/results.csv\n%s/summary.csv\n", out, out);
+  return rc;
+}
+
+static int cmd_plot(int argc, char **argv) {
+  if (argc != 2 || argv[1][0] == '-') return cli_usage_error("explore plot", "expected one study folder");
+  return cli_report(cov_explore_plot(argv[1], NULL));
+}
+
+int cli_cmd_explore(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    usage(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (argc >= 2 && strcmp(argv[1], "merge") == 0) return cmd_merge(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "plot") == 0) return cmd_plot(argc - 1, argv + 1);
+
+  cov_explore_options o = {.progress = 1};
+  const char **vary = calloc((size_t)argc, sizeof *vary);
+  const char **models = calloc((size_t)argc, sizeof *models);
+  int plot = 0, rc = CLI_EXIT_OK;
+  char dtype[16] = "", acc[16] = "";
+  if (!vary || !models) {
+    rc = CLI_EXIT_INPUT;
+    goto done;
+  }
+  o.vary = vary;
+  o.models = models;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                           \
+  do {                                                                         \
+    if (!val) {                                                                \
+      rc = cli_usage_error("explore", "option '%s' needs a value", a);         \
+      goto done;                                                               \
+    }                                                                          \
+    i++;                                                                       \
+  } while (0)
+    if (strcmp(a, "--base") == 0) {
+      NEED_VALUE();
+      o.base = val;
+    } else if (strcmp(a, "--vary") == 0) {
+      NEED_VALUE();
+      vary[o.n_vary++] = val;
+    } else if (strcmp(a, "--model") == 0) {
+      NEED_VALUE();
+      models[o.n_models++] = val;
+    } else if (strcmp(a, "--suite-file") == 0) {
+      NEED_VALUE();
+      o.suite = val;
+      o.use_suite = 1;
+    } else if (strcmp(a, "--eval") == 0) {
+      NEED_VALUE();
+      o.evaluator = val;
+    } else if (strcmp(a, "-o") == 0) {
+      NEED_VALUE();
+      o.out_dir = val;
+    } else if (strcmp(a, "--suite") == 0) {
+      o.use_suite = 1;
+      if (val && val[0] != '-') o.suite_names = val, i++;
+    } else if (strcmp(a, "--dtype") == 0) {
+      NEED_VALUE();
+      const char *colon = strchr(val, ':');
+      if (strlen(val) >= sizeof dtype || (colon && strlen(colon + 1) >= sizeof acc)) {
+        rc = cli_usage_error("explore", "--dtype '%s': expected T or T:ACC (f16:f32)", val);
+        goto done;
+      }
+      snprintf(dtype, sizeof dtype, "%.*s", colon ? (int)(colon - val) : (int)strlen(val), val);
+      if (colon) snprintf(acc, sizeof acc, "%s", colon + 1);
+      o.dtype = dtype;
+      o.acc_dtype = colon ? acc : NULL;
+    } else if (strncmp(a, "-j", 2) == 0) {
+      if (a[2]) val = a + 2; /* -j4 as well as -j 4 */
+      else NEED_VALUE();
+      if (parse_int(val, &o.jobs) || o.jobs < 1) {
+        rc = cli_usage_error("explore", "-j '%s': expected a positive integer", val);
+        goto done;
+      }
+    } else if (strcmp(a, "--shard") == 0) {
+      NEED_VALUE();
+      char i_s[16], n_s[16];
+      const char *slash = strchr(val, '/');
+      if (!slash || slash - val >= (long)sizeof i_s || strlen(slash + 1) >= sizeof n_s ||
+          (snprintf(i_s, sizeof i_s, "%.*s", (int)(slash - val), val), parse_int(i_s, &o.shard)) ||
+          (snprintf(n_s, sizeof n_s, "%s", slash + 1), parse_int(n_s, &o.n_shards)) ||
+          o.n_shards < 1 || o.shard >= o.n_shards) {
+        rc = cli_usage_error("explore", "--shard '%s': expected I/N with 0 <= I < N", val);
+        goto done;
+      }
+    } else if (strcmp(a, "--plot") == 0) plot = 1;
+    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o.progress = 0;
+    else {
+      rc = cli_usage_error("explore", "unknown option '%s'", a);
+      goto done;
+    }
+#undef NEED_VALUE
+  }
+  if (!o.base) {
+    rc = cli_usage_error("explore", "--base ACG is required");
+    goto done;
+  }
+  if (!o.out_dir) {
+    rc = cli_usage_error("explore", "-o DIR is required");
+    goto done;
+  }
+  if (!o.use_suite && o.n_models == 0) {
+    rc = cli_usage_error("explore", "no layers: give --suite and/or --model");
+    goto done;
+  }
+  rc = cli_report(cov_explore_run(&o));
+  if (rc == CLI_EXIT_OK && plot) rc = cli_report(cov_explore_plot(o.out_dir, NULL));
+  if (rc == CLI_EXIT_OK) printf("%s/results.csv\n%s/summary.csv\n", o.out_dir, o.out_dir);
+done:
+  free(vary);
+  free(models);
+  return rc;
+}

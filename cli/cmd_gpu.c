@@ -1,0 +1,117 @@
+/* cli/cmd_gpu.c: `covenant gpu compile|run`: layers on GPU targets. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "covenant/gpu.h"
+
+static void gpu_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant gpu compile LAYER... --target T -o DIR [--report]\n"
+          "       covenant gpu run LAYER... --target T\n"
+          "\n"
+          "LAYER is an entry of the layer suite (bench/suite/layers.json) by name, NAME@bN\n"
+          "for batch N, gemm_MxNxK for a plain matmul, 'all' for every contraction\n"
+          "layer of the suite, or MODEL.onnx for the conv layer groups of a model.\n"
+          "T is a GPU target: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90.\n"
+          "\n"
+          "  compile  one code object per layer (HSACO for AMDGPU, PTX for NVPTX) and\n"
+          "           DIR/manifest.json with each kernel's launch, problem and plan\n"
+          "  run      runs each layer on seeded random inputs (CUDA driver API, or HIP for\n"
+          "           AMD: use --code-object 4 with Debian's HIP 5.2) and compares with a\n"
+          "           CPU loop nest; exits 1, naming the runtime's error, without a GPU\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T        the GPU target (required)\n"
+          "  -o, --output DIR      compile: the output directory (required)\n"
+          "      --report          compile: per kernel shared/LDS bytes, registers,\n"
+          "                        occupancy and a roofline time estimate from the ACG\n"
+          "      --dtype D         input dtype f16 (default), bf16 or f32\n"
+          "      --suite FILE      the layer suite (default: the shipped one)\n"
+          "      --allow-unfused   accept layers whose post-ops (softmax) are not fused, and\n"
+          "                        skip (with a note) model groups that are not contractions\n"
+          "      --code-object V   AMDGPU code object version 4 or 5 (default: the ACG's)\n"
+          "  -h, --help            show this help\n");
+}
+
+#ifdef COV_HAVE_GPU_BACKENDS
+static const char *k_suite_contractions[] = {
+    "resnet50_conv1",    "resnet50_res2_3x3", "resnet50_res3_1x1", "resnet50_res4_3x3",
+    "resnet50_res5_1x1", "mobilenetv2_dw3x3", "mobilenetv2_pw1x1", "bert_base_qkv",
+    "bert_base_ffn1",    "bert_base_attn_qk", "dlrm_mlp_top",      "convnet_layer1",
+    "convnet_layer2"};
+#endif
+
+int cli_cmd_gpu(int argc, char **argv) {
+  if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    gpu_help(stdout);
+    return CLI_EXIT_OK;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "compile") && strcmp(sub, "run"))
+    return cli_usage_error("gpu", "unknown subcommand '%s' (expected compile or run)", sub);
+  static const struct option opts[] = {
+      {"target", required_argument, NULL, 't'},  {"output", required_argument, NULL, 'o'},
+      {"report", no_argument, NULL, 'r'},        {"dtype", required_argument, NULL, 'd'},
+      {"suite", required_argument, NULL, 's'},   {"allow-unfused", no_argument, NULL, 'u'},
+      {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+      {0, 0, 0, 0}};
+  cov_gpu_options o = {0};
+  const char *out_dir = NULL;
+  int report = 0;
+  optind = 1;
+  opterr = 0;
+  int c;
+  char **av = argv + 1;
+  int ac = argc - 1;
+  while ((c = getopt_long(ac, av, "t:o:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': o.target = optarg; break;
+      case 'o': out_dir = optarg; break;
+      case 'r': report = 1; break;
+      case 's': o.suite = optarg; break;
+      case 'u': o.allow_unfused = 1; break;
+      case 'd':
+        o.dtype = cov_dtype_from_name(optarg);
+        if (o.dtype != COV_F16 && o.dtype != COV_BF16 && o.dtype != COV_F32)
+          return cli_usage_error("gpu", "--dtype '%s': expected f16, bf16 or f32", optarg);
+        break;
+      case 'c':
+        if (strcmp(optarg, "4") && strcmp(optarg, "5"))
+          return cli_usage_error("gpu", "--code-object '%s': expected 4 or 5", optarg);
+        o.code_object_version = (unsigned)atoi(optarg);
+        break;
+      case 'h': gpu_help(stdout); return CLI_EXIT_OK;
+      default:
+        return cli_usage_error("gpu", "%s: unknown option or missing argument '%s'", sub, av[optind - 1]);
+    }
+  }
+  if (!o.target) return cli_usage_error("gpu", "%s needs --target (amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90)", sub);
+  if (optind >= ac) return cli_usage_error("gpu", "%s needs at least one LAYER", sub);
+  if (!strcmp(sub, "compile") && !out_dir) return cli_usage_error("gpu", "compile needs -o DIR");
+  if (!strcmp(sub, "run") && (out_dir || report))
+    return cli_usage_error("gpu", "run takes neither -o nor --report");
+#ifdef COV_HAVE_GPU_BACKENDS
+  /* 'all' expands to the suite's contraction layers */
+  int n_suite = (int)(sizeof k_suite_contractions / sizeof *k_suite_contractions), n = 0;
+  const char **specs = malloc(sizeof *specs * (size_t)(ac - optind) * (size_t)n_suite);
+  if (!specs) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  for (int i = optind; i < ac; i++) {
+    if (strcmp(av[i], "all")) {
+      specs[n++] = av[i];
+      continue;
+    }
+    for (int j = 0; j < n_suite; j++) specs[n++] = k_suite_contractions[j];
+    o.allow_unfused = 1;
+  }
+  cov_status st = !strcmp(sub, "compile") ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)
+                                          : cov_gpu_run(&o, specs, n, stdout);
+  free(specs);
+  return cli_report(st);
+#else
+  fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");
+  return CLI_EXIT_INPUT;
+#endif
+}

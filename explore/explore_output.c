@@ -1,0 +1,336 @@
+/* explore/explore_output.c: results.csv and summary.csv from the per-design
+ * row files, and `explore merge`.
+ *
+ * Both CSVs are rebuilt whole, in design-index order, from rows/<id>.txt and
+ * study.txt alone, and written atomically. So a run, a resumed run, a run
+ * with any -j and a merge of shards all produce the same bytes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "explore/explore_study.h"
+
+#define MAX_DESIGN_FIELDS 128
+
+typedef struct study_desc {
+  const char *param[EXPLORE_MAX_VARY];
+  const char *values[EXPLORE_MAX_VARY][EXPLORE_MAX_VALUES];
+  int n_values[EXPLORE_MAX_VARY];
+  int n_vary;
+  const char *storage[EXPLORE_MAX_STORAGE];
+  int n_storage;
+  int n_designs;
+} study_desc;
+
+/* study.txt -> the parts the writers need. Splits `text` in place. */
+static cov_status parse_key(char *text, const char *file, study_desc *d) {
+  memset(d, 0, sizeof *d);
+  d->n_designs = -1;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (strncmp(line, "vary ", 5) == 0 && d->n_vary < EXPLORE_MAX_VARY) {
+      char *eq = strchr(line + 5, '=');
+      if (!eq) break;
+      *eq = 0;
+      int v = d->n_vary++;
+      d->param[v] = line + 5;
+      char *p = eq + 1;
+      for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        if (d->n_values[v] < EXPLORE_MAX_VALUES) d->values[v][d->n_values[v]++] = p;
+        if (!comma) break;
+        p = comma + 1;
+      }
+    } else if (strncmp(line, "storage ", 8) == 0 && d->n_storage < EXPLORE_MAX_STORAGE) {
+      d->storage[d->n_storage++] = line + 8;
+    } else if (strncmp(line, "designs ", 8) == 0) {
+      d->n_designs = atoi(line + 8);
+    }
+  }
+  if (d->n_designs < 1 || d->n_designs > EXPLORE_MAX_DESIGNS)
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file), "not a study description");
+  return NULL;
+}
+
+typedef struct design_sum {
+  int present, ok;
+  char *note, *error;
+  const char *evaluator;
+  int layers;
+  double cycles, time_us, log_cycles, util_cycles, energy, area;
+} design_sum;
+
+static void csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* Splits a row (no quoting inside: names and values never hold commas). */
+static int split(char *s, char **out, int max) {
+  int n = 0;
+  for (;;) {
+    if (n == max) return n;
+    out[n++] = s;
+    char *c = strchr(s, ',');
+    if (!c) return n;
+    *c = 0;
+    s = c + 1;
+  }
+}
+
+static double cell(const char *s) { return *s ? strtod(s, NULL) : NAN; }
+
+cov_status explore_output_write(const char *dir, const char *key, FILE *diag) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/study.txt", dir);
+  char *keycopy = strdup(key);
+  if (!keycopy) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  study_desc d;
+  cov_status st = parse_key(keycopy, path, &d);
+  if (st) {
+    free(keycopy);
+    return st;
+  }
+  design_sum *sum = calloc((size_t)d.n_designs, sizeof *sum);
+  char *res = NULL, *smy = NULL;
+  size_t res_size = 0, smy_size = 0;
+  FILE *rf = open_memstream(&res, &res_size);
+  FILE *sf = open_memstream(&smy, &smy_size);
+  if (!sum || !rf || !sf) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    goto done;
+  }
+  fprintf(rf, "design");
+  for (int v = 0; v < d.n_vary; v++) fprintf(rf, ","), csv_field(rf, d.param[v]);
+  fprintf(rf, ",layer,op,evaluator,cycles,time_us,macs,utilisation");
+  for (int i = 0; i < d.n_storage; i++) fprintf(rf, ",bytes_%s", d.storage[i]);
+  fprintf(rf, ",energy_pj,area_mm2\n");
+
+  int n_failed = 0;
+  for (int i = 0; i < d.n_designs && !st; i++) {
+    char id[32];
+    explore_design_id(d.n_designs, i, id, sizeof id);
+    snprintf(path, sizeof path, "%s/rows/%s.txt", dir, id);
+    char *text = NULL;
+    if ((st = explore_read_file(path, &text, NULL))) break;
+    if (!text) continue; /* another shard's design, or not run yet */
+    design_sum *ds = &sum[i];
+    ds->present = 1;
+    ds->energy = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+      if (strncmp(line, "note ", 5) == 0) ds->note = strdup(line + 5);
+      else if (strcmp(line, "status ok") == 0) ds->ok = 1;
+      else if (strncmp(line, "error ", 6) == 0 && !ds->error) ds->error = strdup(line + 6);
+      else if (strncmp(line, "row ", 4) == 0) {
+        fprintf(rf, "%s\n", line + 4);
+        char *f[MAX_DESIGN_FIELDS];
+        int n = split(line + 4, f, MAX_DESIGN_FIELDS);
+        int base = 1 + d.n_vary; /* layer */
+        if (n != base + 7 + d.n_storage + 2) {
+          st = cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "malformed row");
+          break;
+        }
+        double cyc = cell(f[base + 3]);
+        ds->evaluator = ds->evaluator ? ds->evaluator : strdup(f[base + 2]);
+        ds->layers++;
+        ds->cycles += cyc;
+        ds->time_us += cell(f[base + 4]);
+        ds->log_cycles += log(cyc);
+        ds->util_cycles += cell(f[base + 6]) * cyc;
+        ds->energy += cell(f[base + 7 + d.n_storage]); /* NaN if any layer lacks it */
+        ds->area = cell(f[base + 8 + d.n_storage]);
+      }
+    }
+    free(text);
+    if (!ds->ok) {
+      n_failed++;
+      if (diag) {
+        fprintf(diag, "explore: design %s (", id);
+        int which[EXPLORE_MAX_VARY];
+        explore_design_values(d.n_values, d.n_vary, i, which);
+        for (int v = 0; v < d.n_vary; v++)
+          fprintf(diag, "%s%s=%s", v ? ", " : "", d.param[v], d.values[v][which[v]]);
+        fprintf(diag, ") failed: %s\n", ds->error ? ds->error : "(no message)");
+      }
+    }
+  }
+  if (st) goto done;
+
+  /* Pareto fronts over the designs that ran (in this folder). */
+  double *cyc = calloc((size_t)d.n_designs, sizeof *cyc);
+  double *area = calloc((size_t)d.n_designs, sizeof *area);
+  double *en = calloc((size_t)d.n_designs, sizeof *en);
+  int *pa = calloc((size_t)d.n_designs, sizeof *pa), *pe = calloc((size_t)d.n_designs, sizeof *pe);
+  if (!cyc || !area || !en || !pa || !pe) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  } else {
+    for (int i = 0; i < d.n_designs; i++) {
+      int use = sum[i].present && sum[i].ok;
+      cyc[i] = use ? sum[i].cycles : NAN;
+      area[i] = use ? sum[i].area : NAN;
+      en[i] = use ? sum[i].energy : NAN;
+    }
+    explore_pareto(cyc, area, d.n_designs, pa);
+    explore_pareto(cyc, en, d.n_designs, pe);
+    fprintf(sf, "design");
+    for (int v = 0; v < d.n_vary; v++) fprintf(sf, ","), csv_field(sf, d.param[v]);
+    fprintf(sf, ",status,evaluator,layers,total_cycles,total_time_us,geomean_cycles,utilisation,"
+                "energy_pj,area_mm2,pareto_cycles_area,pareto_cycles_energy,derived,error\n");
+    for (int i = 0; i < d.n_designs; i++) {
+      design_sum *ds = &sum[i];
+      if (!ds->present) continue;
+      char id[32];
+      explore_design_id(d.n_designs, i, id, sizeof id);
+      int which[EXPLORE_MAX_VARY];
+      explore_design_values(d.n_values, d.n_vary, i, which);
+      fprintf(sf, "%s", id);
+      for (int v = 0; v < d.n_vary; v++) fprintf(sf, ","), csv_field(sf, d.values[v][which[v]]);
+      fprintf(sf, ",%s,%s,%d,", ds->ok ? "ok" : "failed", ds->evaluator ? ds->evaluator : "",
+              ds->layers);
+      if (ds->ok && ds->layers) {
+        explore_csv_num(sf, ds->cycles, 1);
+        fprintf(sf, ",%.6g,%.6g,%.6f,", ds->time_us, exp(ds->log_cycles / ds->layers),
+                ds->util_cycles / ds->cycles);
+        explore_csv_num(sf, ds->energy, 0);
+        fprintf(sf, ",");
+        explore_csv_num(sf, ds->area, 0);
+        fprintf(sf, ",%d,%d,", pa[i], pe[i]);
+      } else {
+        fprintf(sf, ",,,,,,,");
+      }
+      csv_field(sf, ds->note ? ds->note : "");
+      fprintf(sf, ",");
+      csv_field(sf, ds->error ? ds->error : "");
+      fprintf(sf, "\n");
+    }
+  }
+  free(cyc), free(area), free(en), free(pa), free(pe);
+  if (!st && n_failed && diag)
+    fprintf(diag, "explore: %d design(s) failed; the others ran (see summary.csv)\n", n_failed);
+
+done:
+  if (rf) fclose(rf);
+  if (sf) fclose(sf);
+  if (!st) {
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    st = explore_write_atomic(path, res, res_size);
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    st = explore_write_atomic(path, smy, smy_size);
+  }
+  if (sum)
+    for (int i = 0; i < d.n_designs; i++) {
+      free(sum[i].note);
+      free(sum[i].error);
+      free((char *)sum[i].evaluator);
+    }
+  free(sum);
+  free(res);
+  free(smy);
+  free(keycopy);
+  return st;
+}
+
+static cov_status copy_file(const char *from, const char *to) {
+  char *text = NULL;
+  size_t n = 0;
+  COV_RETURN_IF_ERROR(explore_read_file(from, &text, &n));
+  if (!text) return NULL;
+  cov_status st = explore_write_atomic(to, text, n);
+  free(text);
+  return st;
+}
+
+cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir) {
+  if (n_dirs < 1 || !out_dir)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore merge: no shard folders or no -o");
+  char path[4200];
+  char *key = NULL;
+  cov_status st = NULL;
+  for (int i = 0; i < n_dirs && !st; i++) {
+    snprintf(path, sizeof path, "%s/study.txt", dirs[i]);
+    char *k = NULL;
+    if ((st = explore_read_file(path, &k, NULL))) break;
+    if (!k) st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "not a study folder (no study.txt)");
+    else if (key && strcmp(k, key) != 0)
+      st = cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
+                     "a different study from %s/study.txt (base ACG, --vary, layers, evaluator or "
+                     "dtype differ); refusing to merge",
+                     dirs[0]);
+    if (!key) key = k;
+    else free(k);
+  }
+  study_desc d;
+  char *kc = key ? strdup(key) : NULL;
+  if (!st && !kc) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (!st) st = parse_key(kc, path, &d);
+  int missing = 0;
+  char missing_ids[256] = "";
+  for (int i = 0; !st && i < d.n_designs; i++) {
+    char id[32];
+    explore_design_id(d.n_designs, i, id, sizeof id);
+    int owner = -1;
+    for (int k = 0; k < n_dirs && !st; k++) {
+      snprintf(path, sizeof path, "%s/rows/%s.txt", dirs[k], id);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      fclose(f);
+      if (owner >= 0)
+        st = cov_error(COV_INVALID_INPUT, NULL,
+                       "design %s is in both %s and %s; refusing to merge duplicated rows", id,
+                       dirs[owner], dirs[k]);
+      owner = k;
+    }
+    if (owner < 0) {
+      if (missing++ < 8) {
+        size_t u = strlen(missing_ids);
+        snprintf(missing_ids + u, sizeof missing_ids - u, "%s%s", u ? " " : "", id);
+      }
+    }
+  }
+  if (!st && missing)
+    st = cov_error(COV_INVALID_INPUT, NULL,
+                   "%d design(s) are in none of the shard folders (%s%s); run the missing shards "
+                   "first",
+                   missing, missing_ids, missing > 8 ? " ..." : "");
+  char sub[4200];
+  if (!st) st = explore_mkdir_p(out_dir);
+  snprintf(sub, sizeof sub, "%s/rows", out_dir);
+  if (!st) st = explore_mkdir_p(sub);
+  snprintf(sub, sizeof sub, "%s/designs", out_dir);
+  if (!st) st = explore_mkdir_p(sub);
+  for (int i = 0; !st && i < d.n_designs; i++) {
+    char id[32], to[4200];
+    explore_design_id(d.n_designs, i, id, sizeof id);
+    for (int k = 0; k < n_dirs && !st; k++) {
+      snprintf(path, sizeof path, "%s/rows/%s.txt", dirs[k], id);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      fclose(f);
+      snprintf(to, sizeof to, "%s/rows/%s.txt", out_dir, id);
+      if (strcmp(path, to) != 0) st = copy_file(path, to);
+      snprintf(path, sizeof path, "%s/designs/%s.json", dirs[k], id);
+      snprintf(to, sizeof to, "%s/designs/%s.json", out_dir, id);
+      if (!st && strcmp(path, to) != 0) st = copy_file(path, to);
+    }
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/study.txt", out_dir);
+    st = explore_write_atomic(path, key, strlen(key));
+  }
+  if (!st) st = explore_output_write(out_dir, key, stderr);
+  free(kc);
+  free(key);
+  return st;
+}

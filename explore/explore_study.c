@@ -1,0 +1,396 @@
+/* explore/explore_study.c: running a study — derive, validate, evaluate each
+ * design in worker processes, resume what an earlier run left, report
+ * progress.
+ *
+ * Each design is done by one forked worker that writes one file,
+ * rows/<id>.txt, atomically (explore_write_atomic): it exists only when the
+ * design is complete, so resuming skips exactly the designs that exist and
+ * redoes the rest, and a kill at any moment loses at most work in progress.
+ * results.csv and summary.csv are then rebuilt from the row files in design
+ * order (explore_output.c), which is what makes the output independent of
+ * -j, shards and interruptions. Workers are processes rather than threads so
+ * that an evaluator that crashes or leaks takes only its own design down. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "acg/acg_ir.h"
+#include "explore/explore.h"
+#include "explore/explore_study.h"
+
+static uint64_t fnv1a(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+void explore_study_free(explore_study *s) {
+  if (!s) return;
+  for (int i = 0; i < s->n_vary; i++) explore_vary_release(&s->vary[i]);
+  json_decref(s->base_doc);
+  cov_acg_free(s->base_acg);
+  free(s->base_text);
+  free(s->key);
+  cov_arena_destroy(s->arena);
+  free(s);
+}
+
+void explore_design_id(int n_designs, int index, char *buf, size_t size) {
+  int width = 3;
+  for (int n = n_designs - 1; n >= 1000 && width < 6; n /= 10) width++;
+  snprintf(buf, size, "d%0*u", width, (unsigned)index % 1000000u);
+}
+
+void explore_design_values(const int *n_values, int n_vary, int index, int *which) {
+  for (int v = n_vary - 1; v >= 0; v--) { /* the last parameter changes fastest */
+    which[v] = index % n_values[v];
+    index /= n_values[v];
+  }
+}
+
+/* study.txt: everything that determines the output, so resume and merge can
+ * refuse a folder holding a different study. Paths are not in it (the same
+ * study may run from different folders on different machines); contents are. */
+static char *study_key(explore_study *s) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  if (!f) return NULL;
+  fprintf(f, "covenant explore study 1\n");
+  fprintf(f, "base %s fnv1a64=%016llx\n", cov_acg_name(s->base_acg),
+          (unsigned long long)fnv1a(s->base_text, s->base_size));
+  for (int i = 0; i < s->n_vary; i++) fprintf(f, "vary %s\n", s->vary[i].spec);
+  fprintf(f, "evaluator %s\n", s->ev->name);
+  fprintf(f, "dtype %s %s\n", cov_dtype_name(s->ctx.in_dtype), cov_dtype_name(s->ctx.acc_dtype));
+  for (int i = 0; i < s->base_acg->n_storage && i < EXPLORE_MAX_STORAGE; i++)
+    fprintf(f, "storage %s\n", s->base_acg->storage[i].name);
+  for (int i = 0; i < s->layers.n; i++) {
+    const explore_layer *l = &s->layers.items[i];
+    fprintf(f, "layer %s %s macs=%.0f in=%.0f w=%.0f out=%.0f\n", l->name, l->op, l->macs,
+            l->in_elems, l->w_elems, l->out_elems);
+  }
+  fprintf(f, "designs %d\n", s->n_designs);
+  fclose(f);
+  return text;
+}
+
+cov_status explore_study_open(const cov_explore_options *o, explore_study **out) {
+  *out = NULL;
+  if (!o || !o->base || !o->out_dir)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore: a base ACG and an output folder are needed");
+  if (!o->use_suite && o->n_models == 0)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore: no layers (give --suite and/or --model)");
+  if (o->n_vary > EXPLORE_MAX_VARY)
+    return cov_error(COV_OUT_OF_RANGE, NULL, "explore: at most %d --vary parameters", EXPLORE_MAX_VARY);
+  explore_study *s = calloc(1, sizeof *s);
+  if (!s || !(s->arena = cov_arena_create())) {
+    free(s);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  cov_status st = NULL;
+  char path[4096];
+  if ((st = cov_resolve_data_file(o->base, "targets", ".json", "COVENANT_TARGET_PATH", path, sizeof path)))
+    goto fail;
+  s->base_path = cov_arena_strdup(s->arena, path);
+  if ((st = explore_read_file(path, &s->base_text, &s->base_size))) goto fail;
+  if (!s->base_text) {
+    st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "cannot read the base ACG");
+    goto fail;
+  }
+  if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg))) {
+    st = cov_status_annotate(st, "base ACG: ");
+    goto fail;
+  }
+  json_error_t jerr;
+  s->base_doc = json_loadb(s->base_text, s->base_size, JSON_REJECT_DUPLICATES, &jerr);
+  if (!s->base_doc) { /* the loader accepted it, so this is not expected */
+    st = cov_error(COV_PARSE_ERROR, EXPLORE_AT(.file = path), "%s", jerr.text);
+    goto fail;
+  }
+  s->n_designs = 1;
+  for (int i = 0; i < o->n_vary; i++) {
+    cov_status vs = explore_vary_parse(s->arena, o->vary[i], s->base_doc, &s->vary[s->n_vary]);
+    s->n_vary++;
+    if (vs) { /* report every bad spec at once */
+      st = cov_status_join(st, vs);
+      continue;
+    }
+    for (int j = 0; j < i; j++)
+      if (strcmp(s->vary[j].param, s->vary[i].param) == 0)
+        st = cov_status_join(st, cov_error(COV_INVALID_ARGUMENT, NULL,
+                                           "--vary %s: parameter given twice", s->vary[i].param));
+    if ((long long)s->n_designs * s->vary[i].n_values > EXPLORE_MAX_DESIGNS)
+      st = cov_status_join(st, cov_error(COV_OUT_OF_RANGE, NULL,
+                                         "explore: more than %d designs", EXPLORE_MAX_DESIGNS));
+    else s->n_designs *= s->vary[i].n_values;
+  }
+  if (st) goto fail;
+  if ((st = explore_evaluator_find(o->evaluator, o->n_models > 0, &s->ev))) goto fail;
+  if (!o->evaluator && o->progress)
+    fprintf(stderr, "explore: evaluator %s (%s)\n", s->ev->name, s->ev->about);
+  s->ctx.in_dtype = cov_dtype_from_name(o->dtype ? o->dtype : "f16");
+  s->ctx.acc_dtype = cov_dtype_from_name(o->acc_dtype ? o->acc_dtype : "f32");
+  if (s->ctx.in_dtype == COV_DTYPE_INVALID || s->ctx.acc_dtype == COV_DTYPE_INVALID) {
+    st = cov_error(COV_INVALID_ARGUMENT, NULL, "--dtype: unknown dtype (one of %s)", cov_dtype_names());
+    goto fail;
+  }
+  if (o->use_suite) {
+    char suite[4096];
+    if (o->suite) snprintf(suite, sizeof suite, "%s", o->suite);
+    else snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", COV_SOURCEDIR);
+    if ((st = explore_layers_add_suite(s->arena, suite, o->suite_names, &s->layers))) goto fail;
+  }
+  for (int i = 0; i < o->n_models; i++)
+    if ((st = explore_layers_add_model(s->arena, o->models[i], &s->layers))) goto fail;
+  if (s->layers.n == 0) {
+    st = cov_error(COV_INVALID_ARGUMENT, NULL, "explore: the study has no compute layers");
+    goto fail;
+  }
+  if (o->n_shards < 0 || (o->n_shards > 0 && (o->shard < 0 || o->shard >= o->n_shards))) {
+    st = cov_error(COV_INVALID_ARGUMENT, NULL, "--shard %d/%d: expected I/N with 0 <= I < N",
+                   o->shard, o->n_shards);
+    goto fail;
+  }
+  s->opts = o;
+  s->key = study_key(s);
+  if (!s->key) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    goto fail;
+  }
+  *out = s;
+  return NULL;
+fail:
+  explore_study_free(s);
+  return st;
+}
+
+/* Writes a CSV cell: empty for unknown figures, integers without a point. */
+void explore_csv_num(FILE *f, double v, int integer) {
+  if (isnan(v)) return;
+  if (integer) fprintf(f, "%.0f", v);
+  else fprintf(f, "%.6g", v);
+}
+
+/* The worker's job: derive, validate, evaluate, write rows/<id>.txt. */
+static cov_status run_design(explore_study *s, int index) {
+  char id[32], path[4200], note[1024], all_notes[4096] = "";
+  explore_design_id(s->n_designs, index, id, sizeof id);
+  int which[EXPLORE_MAX_VARY];
+  int nv[EXPLORE_MAX_VARY];
+  for (int v = 0; v < s->n_vary; v++) nv[v] = s->vary[v].n_values;
+  explore_design_values(nv, s->n_vary, index, which);
+
+  json_t *doc = json_deep_copy(s->base_doc);
+  cov_status st = NULL;
+  for (int v = 0; v < s->n_vary && !st; v++) {
+    st = explore_vary_apply(&s->vary[v], which[v], doc, note, sizeof note);
+    if (!st && note[0]) {
+      size_t u = strlen(all_notes);
+      snprintf(all_notes + u, sizeof all_notes - u, "%s%s", u ? "; " : "", note);
+    }
+  }
+  char *text = st ? NULL : json_dumps(doc, JSON_INDENT(2));
+  json_decref(doc);
+  if (st) return st;
+  if (!text) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  size_t text_len = strlen(text);
+  snprintf(path, sizeof path, "%s/designs/%s.json", s->opts->out_dir, id);
+  st = explore_write_atomic(path, text, text_len);
+  char diag_name[64];
+  snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
+  cov_acg *g = NULL;
+  cov_status load = st ? NULL : cov_acg_load_buffer(text, text_len, diag_name, &g);
+  free(text);
+  if (st) return st;
+
+  char *body = NULL;
+  size_t body_size = 0;
+  FILE *f = open_memstream(&body, &body_size);
+  if (!f) {
+    cov_status_free(load);
+    cov_acg_free(g);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  fprintf(f, "note %s\n", all_notes);
+  cov_status fail = load;
+  if (!fail && g->n_storage != s->base_acg->n_storage)
+    fail = cov_error(COV_INVALID_INPUT, NULL, "the design has a different set of storage nodes");
+  double area = fail ? NAN : explore_area_mm2(g);
+  char *rows = NULL;
+  size_t rows_size = 0;
+  FILE *r = fail ? NULL : open_memstream(&rows, &rows_size);
+  for (int li = 0; li < s->layers.n && !fail; li++) {
+    const explore_layer *l = &s->layers.items[li];
+    explore_result res;
+    memset(&res, 0, sizeof res);
+    fail = s->ev->eval(g, l, &s->ctx, &res);
+    if (fail) break;
+    fprintf(r, "row %s", id);
+    for (int v = 0; v < s->n_vary; v++) fprintf(r, ",%s", s->vary[v].text[which[v]]);
+    fprintf(r, ",%s,%s,%s,", l->name, l->op, s->ev->name);
+    explore_csv_num(r, res.cycles, 1);
+    fprintf(r, ",%.6g,", res.cycles / g->clock_mhz);
+    explore_csv_num(r, l->macs, 1);
+    fprintf(r, ",%.6f", res.utilisation);
+    for (int i = 0; i < g->n_storage && i < EXPLORE_MAX_STORAGE; i++) {
+      fprintf(r, ",");
+      explore_csv_num(r, res.bytes[i], 1);
+    }
+    fprintf(r, ",");
+    explore_csv_num(r, res.energy_pj, 0);
+    fprintf(r, ",");
+    explore_csv_num(r, area, 0);
+    fprintf(r, "\n");
+  }
+  if (r) fclose(r);
+  if (fail) {
+    fprintf(f, "status failed\n");
+    for (cov_status e = fail; e; e = cov_status_next(e)) {
+      char msg[1024];
+      cov_loc loc = cov_status_loc(e);
+      snprintf(msg, sizeof msg, "%s", cov_status_message(e));
+      for (char *p = msg; *p; p++)
+        if (*p == '\n') *p = ' '; /* one error per line in the row file */
+      fprintf(f, "error ");
+      if (loc.file) fprintf(f, "%s:%u:%u: ", loc.file, loc.line, loc.col);
+      fprintf(f, "%s%s%s\n", loc.path ? loc.path : "", loc.path ? ": " : "", msg);
+    }
+    cov_status_free(fail);
+  } else {
+    fprintf(f, "status ok\n");
+    fprintf(f, "%s", rows ? rows : "");
+  }
+  free(rows);
+  cov_acg_free(g);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/rows/%s.txt", s->opts->out_dir, id);
+  st = explore_write_atomic(path, body, body_size);
+  free(body);
+  return st;
+}
+
+static int design_done(const explore_study *s, int index) {
+  char id[32], path[4200];
+  explore_design_id(s->n_designs, index, id, sizeof id);
+  snprintf(path, sizeof path, "%s/rows/%s.txt", s->opts->out_dir, id);
+  return access(path, F_OK) == 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progress is the one place time appears; it goes to stderr only and never
+ * changes what is computed or written. */
+static void progress(const explore_study *s, int done, int total, int resumed, double t0, int final) {
+  if (!s->opts->progress) return;
+  double el = now_s() - t0;
+  int ran = done - resumed;
+  double left = ran > 0 ? el / ran * (total - done) : NAN;
+  int tty = isatty(STDERR_FILENO);
+  char eta[32] = "?";
+  if (!isnan(left)) snprintf(eta, sizeof eta, "%.0fs", left);
+  if (tty)
+    fprintf(stderr, "\rexplore: %d/%d designs, %.0fs elapsed, ~%s left   %s", done, total, el, eta,
+            final ? "\n" : "");
+  else if (!final)
+    fprintf(stderr, "explore: %d/%d designs done (%.1fs elapsed, ~%s left)\n", done, total, el, eta);
+}
+
+static cov_status check_or_write_key(explore_study *s) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/study.txt", s->opts->out_dir);
+  char *old = NULL;
+  COV_RETURN_IF_ERROR(explore_read_file(path, &old, NULL));
+  if (old) {
+    int same = strcmp(old, s->key) == 0;
+    free(old);
+    if (!same)
+      return cov_error(COV_INVALID_ARGUMENT, EXPLORE_AT(.file = path),
+                       "this folder holds a different study (base ACG, --vary, layers, evaluator "
+                       "or dtype differ); use another -o folder or remove it");
+    return NULL;
+  }
+  return explore_write_atomic(path, s->key, strlen(s->key));
+}
+
+cov_status cov_explore_run(const cov_explore_options *o) {
+  explore_study *s = NULL;
+  COV_RETURN_IF_ERROR(explore_study_open(o, &s));
+  char dir[4200];
+  cov_status st = explore_mkdir_p(o->out_dir);
+  snprintf(dir, sizeof dir, "%s/rows", o->out_dir);
+  if (!st) st = explore_mkdir_p(dir);
+  snprintf(dir, sizeof dir, "%s/designs", o->out_dir);
+  if (!st) st = explore_mkdir_p(dir);
+  if (!st) st = check_or_write_key(s);
+  if (st) {
+    explore_study_free(s);
+    return st;
+  }
+  int n_shards = o->n_shards > 0 ? o->n_shards : 1, shard = o->n_shards > 0 ? o->shard : 0;
+  int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (jobs < 1) jobs = 1;
+
+  int total = 0, done = 0, resumed = 0;
+  for (int i = shard; i < s->n_designs; i += n_shards) {
+    total++;
+    if (design_done(s, i)) done++, resumed++;
+  }
+  double t0 = now_s();
+  if (resumed && o->progress)
+    fprintf(stderr, "explore: resuming, %d of %d designs already done\n", resumed, total);
+  int running = 0, crashed = 0, next = shard;
+  fflush(stdout);
+  fflush(stderr);
+  while (next < s->n_designs || running > 0) {
+    while (running < jobs && next < s->n_designs) {
+      int i = next;
+      next += n_shards;
+      if (design_done(s, i)) continue;
+      pid_t pid = fork();
+      if (pid < 0) {
+        st = cov_error(COV_IO_ERROR, NULL, "fork failed: %s", strerror(errno));
+        next = s->n_designs;
+        break;
+      }
+      if (pid == 0) {
+        cov_status cs = run_design(s, i);
+        if (cs) cov_status_print(stderr, cs, 0);
+        int code = cs ? 1 : 0;
+        cov_status_free(cs);
+        fflush(stderr);
+        _exit(code);
+      }
+      running++;
+    }
+    if (running == 0) break;
+    int wst;
+    pid_t p = waitpid(-1, &wst, 0);
+    if (p < 0) {
+      if (errno == EINTR) continue;
+      st = cov_status_join(st, cov_error(COV_INTERNAL, NULL, "waitpid: %s", strerror(errno)));
+      break;
+    }
+    running--;
+    if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) done++;
+    else crashed++;
+    progress(s, done, total, resumed, t0, 0);
+  }
+  progress(s, done, total, resumed, t0, 1);
+  if (crashed)
+    st = cov_status_join(st, cov_error(COV_INTERNAL, NULL,
+                                       "explore: %d design(s) did not complete (worker failed); "
+                                       "run the same command again to retry them",
+                                       crashed));
+  if (!st) st = explore_output_write(o->out_dir, s->key, stderr);
+  explore_study_free(s);
+  return st;
+}

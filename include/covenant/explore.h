@@ -1,0 +1,56 @@
+/* covenant/explore.h: architecture exploration studies.
+ *
+ * A study derives designs from a base ACG by sweeping parameters (JSON paths
+ * with lists of values), evaluates a list of layers on every design and
+ * writes one folder: results.csv (one row per design x layer), summary.csv
+ * (one row per design, with Pareto flags), designs/<id>.json (each derived
+ * ACG) and study.txt (what the study is, checked on resume and merge).
+ * The output is byte-identical for the same inputs however the work was
+ * split (-j, shards) or interrupted. See explore/README.md. */
+#ifndef COVENANT_EXPLORE_H
+#define COVENANT_EXPLORE_H
+
+#include "covenant/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_explore_options {
+  const char *base;          /* base ACG: path or shipped target name */
+  const char **vary;         /* "PATH=V1,V2,..." specs */
+  int n_vary;
+  const char *suite;         /* suite file (bench/suite/layers.json layout) */
+  const char *suite_names;   /* comma-separated suite layers; NULL = all; */
+  int use_suite;             /* evaluate suite layers */
+  const char **models;       /* ONNX files whose compute layer groups are evaluated */
+  int n_models;
+  const char *evaluator;     /* NULL: the best available */
+  const char *dtype;         /* multiplicand dtype, NULL = "f16" */
+  const char *acc_dtype;     /* accumulator dtype, NULL = "f32" */
+  const char *out_dir;
+  int jobs;                  /* worker processes; <= 0: the machine's cores */
+  int shard, n_shards;       /* run designs with index % n_shards == shard */
+  int progress;              /* 1: progress on stderr (a live line on a TTY) */
+  int stop_after;            /* testing: stop after this many designs (0 = all) */
+} cov_explore_options;
+
+/* Runs (or resumes) a study. Designs whose derived ACG is invalid are
+ * reported on stderr and in summary.csv, and the others still run; such a
+ * study returns NULL. Errors: bad options or sweep specs (naming the
+ * parameter and value), unreadable inputs, an output folder holding a
+ * different study. */
+cov_status cov_explore_run(const cov_explore_options *opts);
+
+/* Combines shard folders into out_dir; refuses folders of different studies,
+ * designs present in two shards, and designs missing from all of them. */
+cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir);
+
+/* Renders the plots of a study folder (python3 + matplotlib, headless) into
+ * <dir>/plots/. `script` NULL finds the shipped explore_plot.py. */
+cov_status cov_explore_plot(const char *dir, const char *script);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+/* covenant/gpu.h: compiling layers for GPU targets (AMDGPU, NVPTX) and
+ * running them (CUDA driver API / HIP module API).
+ *
+ * Layers are named by spec (see backends/gpu/gpu_layer.h): a suite entry,
+ * NAME@bN for another batch, or gemm_MxNxK. Compilation writes one code
+ * object per layer (HSACO for AMDGPU, PTX for NVPTX) and manifest.json,
+ * which records each kernel's launch (grid, block, shared bytes), problem
+ * and plan, in a given directory. */
+#ifndef COVENANT_GPU_H
+#define COVENANT_GPU_H
+
+#include <stdio.h>
+
+#include "covenant/status.h"
+#include "covenant/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cov_gpu_options {
+  const char *target;  /* ACG name or path: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90 */
+  const char *suite;   /* layer suite file; NULL: the shipped bench/suite/layers.json */
+  cov_dtype dtype;     /* input dtype: f16 (default when INVALID), bf16, f32 */
+  int allow_unfused;   /* accept layers whose post-ops (softmax) stay unfused */
+  unsigned code_object_version; /* AMDGPU: 4 or 5; 0 = the ACG's */
+} cov_gpu_options;
+
+/* Compiles every spec into out_dir (created if missing). With `report`,
+ * prints per kernel: shared/LDS bytes, registers (AMDGPU: from the code
+ * object; NVPTX: assigned later by the driver's JIT), occupancy and a
+ * roofline time estimate from the ACG. */
+cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                           const char *out_dir, FILE *report);
+
+/* Compiles each spec, runs it on seeded random inputs (NVIDIA: the CUDA
+ * driver API; AMD: the HIP module API; both loaded with dlopen), compares
+ * with a CPU loop nest and prints one line per layer (max relative error,
+ * kernel time). COV_DEVICE_ERROR, naming what the runtime said, where there
+ * is no such GPU. Debian's HIP (5.2) loads code object v4 only: set
+ * code_object_version = 4 for it. */
+cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

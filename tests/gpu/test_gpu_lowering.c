@@ -1,0 +1,369 @@
+/* tests/gpu/test_gpu_lowering.c: CPU tests of the shared GPU lowering's
+ * index arithmetic and planning (the kernels themselves run on the H100,
+ * bench/nvptx/).
+ *  - the shared-memory swizzle: a bijection per row, and 8 consecutive rows
+ *    at one logical chunk hit 8 distinct 16-byte bank groups;
+ *  - plans for every suite layer (and the GPU shapes, f32 and bf16) on every
+ *    GPU target pass gpu_plan_check and cover the problem;
+ *  - a C emulation of the kernel's loops (workgroups, K tiles staged through
+ *    a swizzled byte buffer with the lowering's guarded implicit-GEMM
+ *    gathers, warp/fragment/lane ownership of C with the NVPTX mma and FMA
+ *    accumulator layouts, the epilogue's NCHW and pooled stores) equals the
+ *    direct loop nest of gpu_reference on random problems;
+ *  - bad problems are rejected with errors. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_ref.h"
+
+static int failures, checks;
+#define CHECK(cond, ...)                         \
+  do {                                           \
+    checks++;                                    \
+    if (!(cond)) {                               \
+      failures++;                                \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);              \
+      fputc('\n', stderr);                       \
+    }                                            \
+  } while (0)
+
+static void test_swizzle(void) {
+  for (int rc = 1; rc <= 16; rc *= 2)
+    for (int row = 0; row < 64; row++) {
+      int seen[16] = {0};
+      for (int c = 0; c < rc; c++) {
+        int s = gpu_swizzle_chunk(row, c, rc);
+        CHECK(s >= 0 && s < rc && !seen[s], "swizzle not a bijection: rc %d row %d", rc, row);
+        if (s >= 0 && s < rc) seen[s] = 1;
+      }
+      if (row % 8) continue;
+      for (int c = 0; c < rc; c++) {
+        int slots = 0;
+        for (int r = row; r < row + 8; r++) slots |= 1 << ((r * rc + gpu_swizzle_chunk(r, c, rc)) % 8);
+        CHECK(slots == 0xff, "rows %d..%d at chunk %d (row of %d chunks) share a bank group", row, row + 7, c, rc);
+      }
+    }
+}
+
+static void test_raster(void) {
+  for (unsigned gx = 1; gx < 20; gx++)
+    for (unsigned gy = 1; gy < 30; gy++) {
+      char seen[20 * 30] = {0};
+      int ok = 1;
+      for (unsigned by = 0; by < gy; by++)
+        for (unsigned bx = 0; bx < gx; bx++) {
+          unsigned tx, ty;
+          gpu_raster(bx, by, gx, gy, 8, &tx, &ty);
+          if (tx >= gx || ty >= gy || seen[ty * gx + tx]++) ok = 0;
+        }
+      CHECK(ok, "rasterisation of a %ux%u grid is not a bijection", gx, gy);
+    }
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static uint32_t rnd(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (uint32_t)(rng >> 11);
+}
+
+/* byte offset of (row, col) in a tile, exactly as gpu_tile_addr builds it */
+static size_t tile_off(int row, int col, int cols, int es) {
+  int rb = cols * es, byte = col * es;
+  return (size_t)row * (size_t)rb + (size_t)gpu_swizzle_chunk(row, byte >> 4, rb / 16) * 16 + (size_t)(byte & 15);
+}
+
+/* accumulator element i of lane -> (row, col) in the fragment */
+static void acc_coord(const gpu_plan *p, int lane, int i, int *r, int *c) {
+  if (!p->matrix) {
+    *r = lane / 8, *c = lane % 8;
+  } else if (p->fm == 16 && p->fn == 8) { /* NVPTX mma.m16n8k16 */
+    *r = lane / 4 + (i >= 2 ? 8 : 0), *c = 2 * (lane % 4) + (i & 1);
+  } else if (p->fm == 16) { /* MFMA 16x16x16 */
+    *r = 4 * (lane / 16) + i, *c = lane % 16;
+  } else { /* MFMA 32x32x8 */
+    *r = 8 * (i / 4) + 4 * (lane / 32) + i % 4, *c = lane % 32;
+  }
+}
+
+static float act(const gpu_epilogue *e, float v) {
+  switch (e->act) {
+  case GPU_ACT_RELU: return v > 0 ? v : 0;
+  case GPU_ACT_CLIP: return v > e->clip_lo ? (v < e->clip_hi ? v : e->clip_hi) : e->clip_lo;
+  case GPU_ACT_GELU: return (float)(0.5 * v * (1 + erf(v * 0.7071067811865476)));
+  default: return v;
+  }
+}
+
+/* Emulates the kernel for `p` on floats; returns the output. */
+static void emulate(const gpu_plan *p, const float *A, const float *B, const float *bias, float *out) {
+  const gpu_problem *q = &p->prob;
+  int es = 4, n_acc = !p->matrix ? 1 : p->fm * p->fn / p->warp_size;
+  size_t a_bytes = (size_t)p->bm * (size_t)p->bk * (size_t)es, b_bytes = (size_t)p->bk * (size_t)p->bn * (size_t)es;
+  unsigned char *ta = malloc(a_bytes), *tb = malloc(b_bytes);
+  int warps = p->threads / p->warp_size, warps_n = p->bn / p->wn;
+  int nacc_all = (p->wm / p->fm) * (p->wn / p->fn) * n_acc;
+  float *acc = malloc(sizeof(float) * (size_t)(p->threads * nacc_all));
+  /* the conv K-offset table, as build_ktable fills it */
+  int64_t kt_n = (p->K + p->bk - 1) / p->bk * p->bk;
+  int32_t *tbl = malloc(sizeof(int32_t) * 2 * (size_t)kt_n);
+  for (int64_t e = 0; p->ktable && e < kt_n; e++) {
+    int64_t c = e / (q->cr * q->cs), rs = e % (q->cr * q->cs), rd = rs / q->cs * q->dilation, sd = rs % q->cs * q->dilation;
+    tbl[2 * e] = e < p->K ? (int32_t)(c * q->ch * q->cw + rd * q->cw + sd) : 0;
+    tbl[2 * e + 1] = e < p->K ? (int32_t)(rd << 16 | sd) : 0x7fff7fff;
+  }
+  for (unsigned gz = 0; gz < p->grid[2]; gz++)
+    for (unsigned by = 0; by < p->grid[1]; by++)
+      for (unsigned bx = 0; bx < p->grid[0]; bx++) {
+        unsigned tx, ty;
+        gpu_raster(bx, by, p->grid[0], p->grid[1], 8, &tx, &ty);
+        int64_t m0 = (int64_t)ty * p->bm, n0 = (int64_t)tx * p->bn;
+        memset(acc, 0, sizeof(float) * (size_t)(p->threads * nacc_all));
+        for (int64_t k0 = 0; k0 < p->K; k0 += p->bk) {
+          /* guarded copies, thread by thread, element by element */
+          for (int t = 0; t < p->threads; t++) {
+            for (int i = 0; i < p->bm * p->bk / p->threads; i++) {
+              int e = t + i * p->threads, row = e / p->bk, col = e % p->bk;
+              int64_t m = m0 + row, kk = k0 + col;
+              float v = 0;
+              if (m < p->M && (kk < p->K || (q->kind == GPU_OP_CONV2D && p->ktable))) {
+                if (q->kind == GPU_OP_MATMUL) {
+                  v = A[(gz * p->M + m) * p->K + kk];
+                } else if (p->ktable) {
+                  int64_t n = m / (p->oh * p->ow), pix = m % (p->oh * p->ow);
+                  int64_t ih0 = pix / p->ow * q->stride - q->pad, iw0 = pix % p->ow * q->stride - q->pad;
+                  int64_t base = (n * q->cc + gz * (q->cc / q->groups)) * q->ch * q->cw + ih0 * q->cw + iw0;
+                  int64_t ih = ih0 + (tbl[2 * kk + 1] >> 16), iw = iw0 + (tbl[2 * kk + 1] & 0xffff);
+                  if (ih >= 0 && ih < q->ch && iw >= 0 && iw < q->cw) v = A[base + tbl[2 * kk]];
+                } else {
+                  int64_t n = m / (p->oh * p->ow), pix = m % (p->oh * p->ow), oh = pix / p->ow, ow = pix % p->ow;
+                  int64_t c = kk / (q->cr * q->cs), rs = kk % (q->cr * q->cs), r = rs / q->cs, s = rs % q->cs;
+                  int64_t ih = oh * q->stride + r * q->dilation - q->pad, iw = ow * q->stride + s * q->dilation - q->pad;
+                  if (ih >= 0 && ih < q->ch && iw >= 0 && iw < q->cw)
+                    v = A[((n * q->cc + gz * (q->cc / q->groups) + c) * q->ch + ih) * q->cw + iw];
+                }
+              }
+              memcpy(ta + tile_off(row, col, p->bk, es), &v, 4);
+            }
+            for (int i = 0; i < p->bk * p->bn / p->threads; i++) {
+              int e = t + i * p->threads, row, col;
+              int64_t idx;
+              if (q->kind == GPU_OP_MATMUL)
+                row = e / p->bn, col = e % p->bn, idx = (gz * p->K + k0 + row) * p->N + n0 + col;
+              else
+                row = e % p->bk, col = e / p->bk, idx = (gz * p->N + n0 + col) * p->K + k0 + row;
+              float v = (k0 + row < p->K && n0 + col < p->N) ? B[idx] : 0;
+              memcpy(tb + tile_off(row, col, p->bn, es), &v, 4);
+            }
+          }
+          /* every lane's accumulators, from the staged tiles */
+          for (int w = 0; w < warps; w++)
+            for (int lane = 0; lane < p->warp_size; lane++) {
+              int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+              float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
+              for (int mf = 0; mf < p->wm / p->fm; mf++)
+                for (int nf = 0; nf < p->wn / p->fn; nf++)
+                  for (int i = 0; i < n_acc; i++, slot++) {
+                    int r, c;
+                    acc_coord(p, lane, i, &r, &c);
+                    for (int kk = 0; kk < p->bk; kk++) {
+                      float x, y;
+                      memcpy(&x, ta + tile_off(wrow + mf * p->fm + r, kk, p->bk, es), 4);
+                      memcpy(&y, tb + tile_off(kk, wcol + nf * p->fn + c, p->bn, es), 4);
+                      ac[slot] += x * y;
+                    }
+                  }
+            }
+        }
+        /* epilogue */
+        for (int w = 0; w < warps; w++)
+          for (int lane = 0; lane < p->warp_size; lane++) {
+            int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+            float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
+            for (int mf = 0; mf < p->wm / p->fm; mf++)
+              for (int nf = 0; nf < p->wn / p->fn; nf++)
+                for (int i = 0; i < n_acc; i++, slot++) {
+                  int r, c;
+                  acc_coord(p, lane, i, &r, &c);
+                  int64_t row = m0 + wrow + mf * p->fm + r, col = n0 + wcol + nf * p->fn + c;
+                  if (row >= p->M || col >= p->N) continue;
+                  int64_t ch = q->kind == GPU_OP_CONV2D ? gz * p->N + col : col;
+                  float v = ac[slot] + (q->epi.bias ? bias[ch] : 0);
+                  v = act(&q->epi, v);
+                  if (q->kind == GPU_OP_MATMUL) {
+                    out[(gz * p->M + row) * p->N + col] = v;
+                    continue;
+                  }
+                  int64_t n = row / (p->oh * p->ow), pix = row % (p->oh * p->ow);
+                  if (!q->epi.maxpool2x2) {
+                    out[(n * q->ck + ch) * p->oh * p->ow + pix] = v;
+                    continue;
+                  }
+                  int64_t ph = p->oh / 2, pw = p->ow / 2, py = pix / p->ow / 2, px = pix % p->ow / 2;
+                  if (py < ph && px < pw) {
+                    float *o = &out[((n * q->ck + ch) * ph + py) * pw + px];
+                    if (v > *o) *o = v;
+                  }
+                }
+          }
+      }
+  free(ta), free(tb), free(acc), free(tbl);
+}
+
+static void random_problem(gpu_problem *q, int i) {
+  memset(q, 0, sizeof *q);
+  q->in_dtype = COV_F32;
+  q->stride = q->dilation = q->groups = q->batch = 1;
+  if (i % 3 == 0) {
+    q->kind = GPU_OP_MATMUL;
+    q->batch = 1 + rnd() % 3, q->m = 1 + rnd() % 150, q->n = 1 + rnd() % 150, q->k = 1 + rnd() % 100;
+  } else {
+    q->kind = GPU_OP_CONV2D;
+    q->groups = 1 + rnd() % 3;
+    q->cn = 1 + rnd() % 2, q->cc = q->groups * (1 + rnd() % 5), q->ck = q->groups * (1 + rnd() % 20);
+    q->cr = 1 + rnd() % 4, q->cs = 1 + rnd() % 4, q->stride = 1 + rnd() % 2, q->dilation = 1 + rnd() % 2;
+    q->pad = rnd() % 3;
+    q->ch = q->dilation * (q->cr - 1) + 2 + rnd() % 12, q->cw = q->dilation * (q->cs - 1) + 2 + rnd() % 12;
+  }
+  q->epi.bias = rnd() % 2;
+  q->epi.act = (gpu_act)(rnd() % 4);
+  q->epi.clip_lo = 0, q->epi.clip_hi = 0.5f;
+  if (q->kind == GPU_OP_CONV2D && q->epi.act == GPU_ACT_RELU && rnd() % 2) q->epi.maxpool2x2 = true;
+}
+
+static void test_emulation(const char *target) {
+  /* the emulation runs on floats: plan as for f16 on this target (matrix
+   * fragments), then as f32 (FMA fragments) */
+  for (int pass = 0; pass < 2; pass++) {
+    gpu_target t;
+    cov_status st = gpu_target_open(target, pass ? COV_F32 : COV_F16, &t);
+    CHECK(!st, "cannot open %s", target);
+    if (st) {
+      cov_status_free(st);
+      return;
+    }
+    for (int i = 0; i < 40; i++) {
+      gpu_problem q;
+      random_problem(&q, i);
+      q.in_dtype = pass ? COV_F32 : COV_F16;
+      gpu_plan p;
+      st = gpu_plan_choose(&q, &t.caps, (const int (*)[3])t.shapes, t.n_shapes, &p);
+      if (st && q.epi.maxpool2x2) { /* too small to pool: fine, it said so */
+        cov_status_free(st);
+        continue;
+      }
+      CHECK(!st, "%s: no plan for random problem %d", target, i);
+      if (st) {
+        cov_status_print(stderr, st, 0);
+        cov_status_free(st);
+        continue;
+      }
+      size_t na, nb, no, nbias;
+      gpu_buffer_sizes(&p, &na, &nb, &no, &nbias);
+      float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(nbias * 4), *want = malloc(no * 4),
+            *got = calloc(no, 4);
+      /* multiples of 1/16: exact products and sums in f32 (up to the
+       * activation), so the two orders of summation agree closely */
+      for (size_t j = 0; j < na; j++) a[j] = (float)((int)(rnd() % 33) - 16) / 16;
+      for (size_t j = 0; j < nb; j++) b[j] = (float)((int)(rnd() % 33) - 16) / 16;
+      for (size_t j = 0; j < nbias; j++) bias[j] = (float)((int)(rnd() % 33) - 16) / 16;
+      gpu_reference(&p, a, b, bias, want);
+      emulate(&p, a, b, bias, got);
+      double err = 0;
+      for (size_t j = 0; j < no; j++) err = fmax(err, fabs((double)got[j] - want[j]));
+      CHECK(err < 1e-4, "%s pass %d problem %d (%s): emulated kernel differs by %g", target, pass, i,
+            q.kind == GPU_OP_MATMUL ? "matmul" : "conv2d", err);
+      free(a), free(b), free(bias), free(want), free(got);
+    }
+    gpu_target_close(&t);
+  }
+}
+
+static void test_suite_plans(const char *target) {
+  static const char *specs[] = {"resnet50_conv1", "resnet50_res2_3x3", "resnet50_res3_1x1", "resnet50_res4_3x3",
+                                "resnet50_res5_1x1", "mobilenetv2_dw3x3", "mobilenetv2_pw1x1", "bert_base_qkv",
+                                "bert_base_ffn1", "bert_base_attn_qk", "dlrm_mlp_top", "convnet_layer1",
+                                "convnet_layer2", "gemm_8192x8192x8192", "gemm_4096x3072x768",
+                                "resnet50_res2_3x3@b32", "convnet_layer1@b32"};
+  cov_dtype dts[3] = {COV_F16, COV_BF16, COV_F32};
+  for (int d = 0; d < 3; d++) {
+    gpu_target t;
+    cov_status st = gpu_target_open(target, dts[d], &t);
+    CHECK(!st, "cannot open %s", target);
+    if (st) {
+      cov_status_free(st);
+      return;
+    }
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+      gpu_layer l;
+      gpu_plan p;
+      st = gpu_layer_from_spec(gpu_default_suite(), specs[i], dts[d], &l);
+      if (!st) st = gpu_plan_choose(&l.prob, &t.caps, (const int (*)[3])t.shapes, t.n_shapes, &p);
+      CHECK(!st, "%s %s %s: no plan", target, specs[i], cov_dtype_name(dts[d]));
+      if (st) {
+        cov_status_print(stderr, st, 0);
+        cov_status_free(st);
+        continue;
+      }
+      CHECK(p.matrix == (dts[d] != COV_F32), "%s %s: matrix unit use", target, specs[i]);
+      CHECK((int64_t)p.grid[0] * p.bn >= p.N && (int64_t)p.grid[1] * p.bm >= p.M && p.grid[2] == p.G,
+            "%s %s: grid does not cover", target, specs[i]);
+      CHECK(p.shared_bytes <= t.caps.shared_bytes, "%s %s: shared memory", target, specs[i]);
+      CHECK(!gpu_plan_check(&p, &t.caps), "%s %s: plan check", target, specs[i]);
+    }
+    gpu_target_close(&t);
+  }
+}
+
+static void expect_error(const gpu_problem *q, const char *needle) {
+  gpu_plan p;
+  cov_status st = gpu_problem_check(q, &p);
+  CHECK(st && strstr(cov_status_message(st), needle), "expected an error mentioning '%s', got '%s'", needle,
+        st ? cov_status_message(st) : "success");
+  cov_status_free(st);
+}
+
+static void test_errors(void) {
+  gpu_problem q = {.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 1, .cc = 6, .ch = 8, .cw = 8, .ck = 4,
+                   .cr = 3, .cs = 3, .stride = 1, .dilation = 1, .groups = 4};
+  expect_error(&q, "groups");
+  q.groups = 1;
+  q.epi.maxpool2x2 = true;
+  expect_error(&q, "non-negative activation");
+  q.epi.maxpool2x2 = false;
+  q.cr = 11;
+  expect_error(&q, "larger than the padded input");
+  gpu_problem m = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F16, .batch = 1, .m = 65536, .n = 65536, .k = 16};
+  expect_error(&m, "2^31");
+  m.m = 0;
+  expect_error(&m, "positive");
+  m.m = 4, m.in_dtype = COV_I8;
+  expect_error(&m, "i8");
+  gpu_layer l;
+  cov_status st = gpu_layer_from_spec(gpu_default_suite(), "resnet50_stem_pool", COV_F16, &l);
+  CHECK(st && strstr(cov_status_message(st), "not a contraction"), "maxpool layer should be refused");
+  cov_status_free(st);
+  st = gpu_layer_from_spec(gpu_default_suite(), "gemm_4x4", COV_F16, &l);
+  CHECK(st && strstr(cov_status_message(st), "gemm_MxNxK"), "bad gemm spec should be refused");
+  cov_status_free(st);
+  st = gpu_layer_from_spec(gpu_default_suite(), "bert_base_attn_qk", COV_F16, &l);
+  CHECK(!st && !strcmp(l.unfused, "softmax"), "softmax is reported as unfused");
+  cov_status_free(st);
+}
+
+int main(void) {
+  test_swizzle();
+  test_raster();
+  test_errors();
+  static const char *targets[] = {"nvptx-sm90", "amdgpu-gfx90a", "amdgpu-gfx942"};
+  for (int i = 0; i < 3; i++) {
+    test_suite_plans(targets[i]);
+    test_emulation(targets[i]);
+  }
+  printf("%d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}

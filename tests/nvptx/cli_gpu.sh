@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# cli_gpu.sh COVENANT WORKDIR usage|run: `covenant gpu` usage and input errors (exit 2
+# and 1, with messages naming the problem), and `gpu run` without an NVIDIA
+# GPU: a clear error (the test then reports itself skipped, 77); with one, the
+# run must pass.
+set -u
+cov=$1 work=$2 what=$3
+mkdir -p "$work"
+fail=0
+expect() { # expect CODE PATTERN -- ARGS...
+  local code=$1 pat=$2
+  shift 3
+  local out
+  out=$("$cov" "$@" 2>&1)
+  local rc=$?
+  if [ $rc -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
+    echo "FAIL: covenant $* -> exit $rc, expected $code with '$pat'; got: $out"
+    fail=1
+  fi
+}
+expect 0 "usage: covenant gpu compile" -- gpu --help
+expect 2 "expected a subcommand" -- gpu
+expect 2 "unknown subcommand 'frob'" -- gpu frob
+expect 2 "needs --target" -- gpu compile gemm_64x64x64 -o "$work/x"
+expect 2 "compile needs -o DIR" -- gpu compile gemm_64x64x64 --target nvptx-sm90
+expect 2 "at least one LAYER" -- gpu compile --target nvptx-sm90 -o "$work/x"
+expect 2 "expected f16, bf16 or f32" -- gpu compile gemm_64x64x64 --target nvptx-sm90 -o "$work/x" --dtype i8
+expect 1 "not in .*layers.json" -- gpu compile no_such_layer --target nvptx-sm90 -o "$work/x"
+expect 1 "not a contraction" -- gpu compile resnet50_stem_pool --target nvptx-sm90 -o "$work/x"
+expect 1 "softmax.*--allow-unfused" -- gpu compile bert_base_attn_qk --target nvptx-sm90 -o "$work/x"
+expect 1 "gemm_MxNxK" -- gpu compile gemm_12x12 --target nvptx-sm90 -o "$work/x"
+expect 1 "serves amdgpu and nvptx" -- gpu compile gemm_64x64x64 --target npu-16x16 -o "$work/x"
+expect 1 "schedule is written" -- gpu compile gemm_64x64x64:64x64 --target nvptx-sm90 -o "$work/x"
+expect 1 "do not nest" -- gpu compile gemm_64x64x64:64x64x32:48x32:2 --target nvptx-sm90 -o "$work/x"
+expect 0 "roofline" -- gpu compile convnet_layer1 --target amdgpu-gfx90a -o "$work/r" --report
+models=$(dirname "$0")/../frontend/models
+expect 0 "covenant_convnet_g0_conv_bias_relu_maxpool" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
+  --target nvptx-sm90 -o "$work/m" --report
+expect 1 "matmul+bias.*MatMul/Gemm groups are not lowered" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "only 2x2 max pooling with stride 2" -- gpu compile "$models/squeezenet1_1.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "group 9 (add.*not a contraction" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x"
+expect 1 "note: .*group 9 (add" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x" --allow-unfused
+expect 1 "no_such.onnx" -- gpu compile no_such.onnx --target nvptx-sm90 -o "$work/x"
+[ $fail -ne 0 ] && exit 1
+if [ "$what" = usage ]; then echo "ok: covenant gpu usage and input errors"; exit 0; fi
+# runs where a GPU is present; without one, a clear error naming what the
+# runtime said (then skipped); any other failure fails
+skipped=0
+for t in nvptx-sm90 amdgpu-gfx90a; do
+  out=$("$cov" gpu run convnet_layer1 gemm_100x70x50 --target $t 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q "cannot run on $t: .*\(no NVIDIA driver\|no HIP runtime\|initialisation\)" <<<"$out"; then
+    echo "no device for $t: $out"
+    skipped=$((skipped + 1))
+  elif [ $rc -ne 0 ]; then
+    echo "FAIL: gpu run on $t: $out"
+    exit 1
+  else
+    echo "$out"
+  fi
+done
+[ $skipped -eq 2 ] && exit 77
+exit 0
