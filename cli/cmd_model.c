@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "covenant/model.h"
+#include "covenant/npu.h"
 #include "covenant/tensor.h"
 
 #define MAX_ARGS 256
@@ -96,14 +97,22 @@ int cli_cmd_inspect(int argc, char **argv) {
 
 static void run_help(FILE *out) {
   fprintf(out,
-          "usage: covenant run MODEL.onnx [--target ref] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
           "\n"
-          "Runs an ONNX model. The target 'ref' (the default for now) is the CPU reference:\n"
-          "layout operations run in the frontend, every compute operation through the\n"
-          "codelet interpreter (the oracle all accelerator targets are checked against).\n"
+          "Runs an ONNX model. On an NPU target (default npu-16x16, any ACG with a systolic\n"
+          "array) every compute call is mapped, compiled to an NPU program and run in the\n"
+          "cycle simulator (calls the NPU path cannot take yet run on the CPU and are listed\n"
+          "with the reason); the outputs are checked against the reference target on the\n"
+          "same inputs, and a per-layer table gives cycles, utilisation and bytes moved.\n"
+          "The target 'ref' is the CPU reference: layout operations run in the frontend,\n"
+          "every compute operation through the codelet interpreter (the oracle all\n"
+          "accelerator targets are checked against).\n"
           "\n"
           "options:\n"
-          "  -t, --target T            where to run; this build implements 'ref'\n"
+          "  -t, --target T            npu-16x16 (default), another NPU ACG, or ref\n"
+          "      --seed N              seed of the random values for inputs not given (1)\n"
+          "      --tolerance X         largest accepted max|npu-ref|/max|ref| (default 1e-2;\n"
+          "                            schedules may round multiplicands to f16)\n"
           "  -i, --input [NAME=]FILE   an input, from a .npy file or an ONNX TensorProto\n"
           "                            (.pb). Without NAME=, inputs are taken in the\n"
           "                            model's order.\n"
@@ -173,11 +182,15 @@ static void print_tensor(const char *name, const cov_tensor *t) {
 
 int cli_cmd_run(int argc, char **argv) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"seed", required_argument, NULL, 'S'},
+                                       {"tolerance", required_argument, NULL, 'T'},
                                        {"input", required_argument, NULL, 'i'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "ref";
+  const char *target = "npu-16x16";
+  unsigned long long seed = 1;
+  double tol = 1e-2;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS];
   int n_in = 0, n_out = 0;
   optind = 1;
@@ -186,6 +199,19 @@ int cli_cmd_run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "t:i:o:h", opts, NULL)) != -1) {
     switch (c) {
       case 't': target = optarg; break;
+      case 'S': {
+        char *end = NULL;
+        seed = strtoull(optarg, &end, 10);
+        if (!*optarg || *end) return cli_usage_error("run", "--seed: '%s' is not a number", optarg);
+        break;
+      }
+      case 'T': {
+        char *end = NULL;
+        tol = strtod(optarg, &end);
+        if (!*optarg || *end || !(tol >= 0))
+          return cli_usage_error("run", "--tolerance: '%s' is not a number >= 0", optarg);
+        break;
+      }
       case 'i':
         if (n_in == MAX_ARGS) return cli_usage_error("run", "too many --input options");
         in_args[n_in++] = optarg;
@@ -201,12 +227,18 @@ int cli_cmd_run(int argc, char **argv) {
   }
   if (argc - optind != 1)
     return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
-  if (strcmp(target, "ref") != 0)
-    return cli_usage_error("run", "target '%s': only 'ref' is implemented by this build", target);
   const char *path = argv[optind];
+  cov_acg *acg = NULL;
+  cov_npu_report *report = NULL;
+  cov_tensor *ref_out = NULL;
+  cov_status st = NULL;
+  if (strcmp(target, "ref") != 0 && (st = cov_acg_load_target(target, &acg))) return cli_report(st);
   cov_model *m = NULL;
-  cov_status st = cov_model_load_file(path, NULL, &m);
-  if (st) return cli_report(st);
+  st = cov_model_load_file(path, NULL, &m);
+  if (st) {
+    cov_acg_free(acg);
+    return cli_report(st);
+  }
 
   size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
   cov_tensor *inputs = calloc(ni ? ni : 1, sizeof *inputs);
@@ -246,9 +278,30 @@ int cli_cmd_run(int argc, char **argv) {
     int rank;
     int64_t shape[COV_MAX_RANK];
     cov_model_input_info(m, i, &dt, &rank, shape);
-    fprintf(stderr, "covenant run: input '%s' (%s, rank %d) is not given; use --input %s=FILE\n",
-            cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
-    rc = CLI_EXIT_USAGE;
+    bool fixed = dt == COV_F32;
+    for (int d = 0; d < rank; d++) fixed &= shape[d] >= 0;
+    if (!fixed) {
+      fprintf(stderr,
+              "covenant run: input '%s' (%s, rank %d) is not given and has no fixed f32 shape; "
+              "use --input %s=FILE\n",
+              cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
+      rc = CLI_EXIT_USAGE;
+      break;
+    }
+    /* Deterministic random values in [-1, 1) from the seed (printed). */
+    st = cov_tensor_alloc(&inputs[i], COV_F32, rank, shape);
+    if (st) {
+      rc = cli_report(st);
+      break;
+    }
+    uint64_t r = (seed + i) * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t k = 0; k < cov_tensor_numel(&inputs[i]); k++) {
+      r ^= r << 13;
+      r ^= r >> 7;
+      r ^= r << 17;
+      ((float *)inputs[i].data)[k] = (float)((r >> 11) % 2000000) / 1000000.0f - 1.0f;
+    }
+    printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
   }
   /* Bind outputs the same way. */
   size_t next_out = 0;
@@ -280,7 +333,14 @@ int cli_cmd_run(int argc, char **argv) {
     out_paths[idx] = file;
   }
   if (rc != CLI_EXIT_OK) goto done;
-  st = cov_model_run_ref(m, inputs, ni, outputs, no);
+  if (acg) {
+    st = cov_npu_run_model(m, acg, inputs, ni, outputs, no, &report);
+    ref_out = calloc(no ? no : 1, sizeof *ref_out);
+    if (!st && !ref_out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "outputs");
+    if (!st) st = cov_model_run_ref(m, inputs, ni, ref_out, no);
+  } else {
+    st = cov_model_run_ref(m, inputs, ni, outputs, no);
+  }
   if (st) {
     rc = cli_report(st);
     goto done;
@@ -297,11 +357,36 @@ int cli_cmd_run(int argc, char **argv) {
       break;
     }
   }
+  if (acg && rc == CLI_EXIT_OK) {
+    /* The check against the reference target on the same inputs. */
+    printf("check against --target ref (max|%s - ref| / max|ref|, tolerance %g):\n", target, tol);
+    for (size_t k = 0; k < no; k++) {
+      double md = 0, mr = 0;
+      bool same = outputs[k].dtype == COV_F32 && ref_out[k].dtype == COV_F32 &&
+                  cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref_out[k]);
+      for (int64_t i = 0; same && i < cov_tensor_numel(&ref_out[k]); i++) {
+        double a = ((float *)outputs[k].data)[i], b = ((float *)ref_out[k].data)[i];
+        if (!(fabs(a - b) <= md)) md = fabs(a - b);
+        if (fabs(b) > mr) mr = fabs(b);
+      }
+      double e = same ? md / (mr > 1e-30 ? mr : 1e-30) : INFINITY;
+      bool pass = e <= tol;
+      printf("  %-20s max rel err %.3e  %s\n", cov_model_output_name(m, k), e, pass ? "PASS" : "FAIL");
+      if (!pass) rc = CLI_EXIT_INPUT;
+    }
+    printf("per-layer cycles on %s (simulated; predicted by the mapper's cost model):\n",
+           cov_acg_name(acg));
+    cov_npu_report_print(report, stdout);
+  }
   if (rc == CLI_EXIT_OK && fflush(stdout) != 0) {
     fprintf(stderr, "covenant run: write error: %s\n", strerror(errno));
     rc = CLI_EXIT_INPUT;
   }
 done:
+  for (size_t i = 0; ref_out && i < no; i++) cov_tensor_release(&ref_out[i]);
+  free(ref_out);
+  cov_npu_report_free(report);
+  cov_acg_free(acg);
   for (size_t i = 0; inputs && i < ni; i++) cov_tensor_release(&inputs[i]);
   for (size_t i = 0; outputs && i < no; i++) cov_tensor_release(&outputs[i]);
   for (size_t i = 0; owned_paths && i < no; i++) free(owned_paths[i]);

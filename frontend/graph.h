@@ -21,6 +21,7 @@
 
 #include "covenant/arena.h"
 #include "covenant/codelet.h"
+#include "covenant/model.h"
 #include "covenant/status.h"
 #include "covenant/tensor.h"
 #include "covenant/types.h"
@@ -261,6 +262,8 @@ int64_t graph_node_macs(const graph_node *n);
 struct graph_exec {
   const graph *g;
   const cov_codelet_lib *lib;
+  cov_model_call_fn hook; /* backend hook (cov_model_run_with), or NULL */
+  void *hook_user;
 };
 
 /* Runs one node on concrete values: infers output shapes, then computes. */
@@ -268,6 +271,10 @@ cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *cons
                            graph_value *const *out);
 cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                      size_t n_outputs);
+/* graph_run with a backend hook called before each codelet call. */
+cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_inputs,
+                            cov_tensor *outputs, size_t n_outputs, cov_model_call_fn hook,
+                            void *user);
 /* Allocates out->data for its (known) shape. */
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v);
 /* Runs codelet `name` with tensors viewing the given values' data. */

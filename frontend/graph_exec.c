@@ -37,6 +37,17 @@ cov_status graph_call_codelet(graph_exec *x, const graph_node *n, const char *na
                               const cov_attr *attrs, size_t n_attrs, const cov_tensor *in,
                               size_t n_in, cov_tensor *out, size_t n_out) {
   for (size_t i = 0; i < n_out; i++) memset(&out[i], 0, sizeof out[i]);
+  if (x->hook) {
+    cov_model_call call = {n->name && *n->name ? n->name : n->op_type, n->group, name, attrs,
+                           n_attrs, in, n_in};
+    int handled = 0;
+    cov_status hs = x->hook(x->hook_user, &call, out, n_out, &handled);
+    if (hs) {
+      for (size_t i = 0; i < n_out; i++) cov_tensor_release(&out[i]);
+      return hs;
+    }
+    if (handled) return NULL;
+  }
   const cov_codelet *c = x->lib ? cov_codelet_lib_find(x->lib, name) : NULL;
   if (!c)
     return graph_node_error(x->g, n, COV_NOT_FOUND,
@@ -185,6 +196,12 @@ static cov_status run_node(graph_exec *x, run_state *s, const graph_node *n) {
 
 cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                      size_t n_outputs) {
+  return graph_run_hooked(g, inputs, n_inputs, outputs, n_outputs, NULL, NULL);
+}
+
+cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_inputs,
+                            cov_tensor *outputs, size_t n_outputs, cov_model_call_fn hook,
+                            void *user) {
   cov_loc loc = {.file = g->file};
   if (n_inputs != g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
@@ -241,7 +258,7 @@ cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, 
     graph_set_shape(v, inputs[i].rank, inputs[i].shape);
     v->data = inputs[i].data;
   }
-  graph_exec x = {.g = g, .lib = g->lib};
+  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user};
   for (size_t i = 0; i < g->n_nodes && !st; i++) st = run_node(&x, &s, g->nodes[i]);
   for (size_t i = 0; i < g->n_outputs && !st; i++) {
     const graph_value *v = &s.vals[g->outputs[i]->id];

@@ -148,6 +148,14 @@ cov_status cov_model_run_ref(const cov_model *m, const cov_tensor *inputs, size_
 
 void cov_model_print_supported_ops(FILE *out) { graph_print_supported_ops(out); }
 
+cov_status cov_model_run_with(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
+                              cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
+                              void *user) {
+  if (!m || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_with: NULL");
+  return graph_run_hooked(m->g, inputs, n_inputs, outputs, n_outputs, fn, user);
+}
+
 /* A value counts once however many nodes of the group read it. */
 static int seen_before(graph_node *const *nodes, int k, int slot, const graph_value *v) {
   for (int j = 0; j <= k; j++)

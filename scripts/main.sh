@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh build
-build/covenant acg show npu-16x16
+# The example ConvNet compiled for the simulated NPU and run in the cycle
+# simulator: outputs, the check against the CPU reference, per-layer cycles.
+build/covenant run examples/convnet.onnx --target npu-16x16

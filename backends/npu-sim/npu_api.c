@@ -96,10 +96,13 @@ cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out) {
   if (!sim) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator");
   sim->acg = acg;
   cov_status st = npu_target_init(acg, &sim->tgt);
+  sim->f16 = st ? NULL : malloc(65536 * sizeof(float));
+  if (!st && !sim->f16) st = cov_error(COV_OUT_OF_MEMORY, NULL, "simulator");
   if (st) {
     free(sim);
     return st;
   }
+  for (uint32_t i = 0; i < 65536; i++) sim->f16[i] = cov_f16_to_f32((uint16_t)i);
   *out = sim;
   return NULL;
 }
@@ -108,6 +111,7 @@ void cov_npu_sim_free(cov_npu_sim *sim) {
   if (!sim) return;
   sim_release_mem(sim);
   free(sim->scratch);
+  free(sim->f16);
   free(sim);
 }
 

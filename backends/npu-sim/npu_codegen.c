@@ -98,9 +98,33 @@ static void tile_base(const cg *c, int o, int lv, int64_t *base) {
   }
 }
 
-static void tile_strides(const map_place *pl, int rank, int64_t *st) {
+static int deepest(const map_schedule *s, int o);
+
+/* Element strides of operand o's tile at level lv: row-major over the tile
+ * box, except that an array operand's tile at its deepest level keeps the
+ * dimension the array reads in one cycle innermost (k of A on a
+ * weight-stationary array, m of A on an output-stationary one, n of B), so
+ * those elements fall in different banks. Every access to a tile goes
+ * through here, so any layout is consistent by construction. */
+static void layout_strides(const cg *c, int o, int lv, int64_t *st) {
+  const map_operand *op = &c->p->operands[o];
+  const map_place *pl = &c->s->place[o][lv];
+  int inner = -1;
+  if (c->p->kind == MAP_MAIN_MAC && (o == c->a_op || o == c->b_op) && lv == deepest(c->s, o)) {
+    int sl = o == c->b_op ? c->nl : (c->t.output_stationary ? c->ml : c->kl);
+    if (sl >= 0) {
+      int l = c->s->sloops[sl].loop;
+      for (int d = 0; d < op->rank && inner < 0; d++)
+        if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) inner = d;
+    }
+  }
   int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) {
+  if (inner >= 0) {
+    st[inner] = 1;
+    s = pl->shape[inner];
+  }
+  for (int d = op->rank - 1; d >= 0; d--) {
+    if (d == inner) continue;
     st[d] = s;
     s *= pl->shape[d];
   }
@@ -118,7 +142,7 @@ static int64_t local_offset(cg *c, int o, int lv, const int64_t *idx) {
   const map_place *pl = &c->s->place[o][lv];
   int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
   tile_base(c, o, lv, base);
-  tile_strides(pl, op->rank, st);
+  layout_strides(c, o, lv, st);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
@@ -188,6 +212,8 @@ static void emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
     s *= c->dshape[o][d];
   }
   npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
+  if (!store && c->p->operands[o].pad_value < -1e308 && cov_dtype_is_float(dt))
+    in.flags |= NPU_DMA_PAD_NEGINF; /* max pooling's padding */
   in.u.dma.dtype = (uint8_t)dt;
   in.u.dma.rank = (uint8_t)nd;
   in.u.dma.dram_off = c->dram[o];
@@ -302,8 +328,8 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
   int64_t so = local_offset(c, o, from_lv, base), dof = local_offset(c, o, to_lv, base);
   s.addr += (uint64_t)so * cov_dtype_size(src->dtype);
   d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
-  tile_strides(src, op->rank, s.st);
-  tile_strides(dst, op->rank, d.st);
+  layout_strides(c, o, from_lv, s.st);
+  layout_strides(c, o, to_lv, d.st);
   emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
             box->shape, &d, &s, NULL);
 }
@@ -354,7 +380,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   reg[0].valid = true;
   reg[0].buf = pl->node;
   reg[0].addr = place_addr(c, o, 1);
-  tile_strides(pl, rank, reg[0].stride);
+  layout_strides(c, o, 1, reg[0].stride);
   if (d0 >= 0) {
     shape[d0] = len;
     base[d0] += start;
@@ -400,7 +426,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
         x->addr = place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
         for (int d = 0; d < rank; d++) {
           x->st[d] = 0;
-          if (shape[d] <= 1) continue;
+          if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
           int lp = -1;
           for (int l = 0; l < p->n_loops; l++)
             if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
@@ -597,7 +623,7 @@ static void transfers_at(cg *c, int pos, bool top) {
         if (lv == 1 && !out) {
           int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
           tile_base(c, o, lv, base);
-          tile_strides(pl, op->rank, st);
+          layout_strides(c, o, lv, st);
           emit_dma(c, o, false, pl->node, place_addr(c, o, lv), pl->dtype, op->rank, base,
                    pl->shape, st);
         } else if (lv >= 2) {
@@ -626,7 +652,7 @@ static int64_t loop_stride(const cg *c, int o, int lv, int i) {
   if (i < 0) return 0;
   const map_operand *op = &c->p->operands[o];
   int64_t st[COV_MAX_RANK], r = 0;
-  tile_strides(&c->s->place[o][lv], op->rank, st);
+  layout_strides(c, o, lv, st);
   int l = c->s->sloops[i].loop;
   for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][l] * c->s->sloops[i].step * st[d];
   return r;
@@ -689,12 +715,57 @@ static void leaf(cg *c) {
       }
 }
 
+/* A map or reduction main statement on the SIMD unit: one VOP over the
+ * rows loop x the columns (lanes) loop, reading and writing the deepest
+ * tiles; a reduction's first step copies, later steps combine. */
+static void leaf_simd(cg *c) {
+  const map_problem *p = c->p;
+  int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
+  values(c, MAP_MAX_LEVELS + 1, v);
+  bool first = !c->out_acc_load;
+  for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
+    if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
+  vopnd o[3];
+  int opi[3] = {p->output, 0, p->n_inputs > 1 ? 1 : -1};
+  for (int k = 0; k < 3; k++) {
+    memset(&o[k], 0, sizeof o[k]);
+    o[k].buf = -1;
+    if (opi[k] < 0) continue;
+    int lv = deepest(c->s, opi[k]);
+    const map_place *pl = &c->s->place[opi[k]][lv];
+    index_of(&p->operands[opi[k]], v, p->n_loops, idx);
+    int64_t off = local_offset(c, opi[k], lv, idx);
+    o[k].buf = pl->node;
+    o[k].addr = place_addr(c, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
+    o[k].st[0] = loop_stride(c, opi[k], lv, c->ml);
+    o[k].st[1] = loop_stride(c, opi[k], lv, c->nl);
+  }
+  if (c->err) return;
+  int64_t shape[2] = {trips(c, c->ml), trips(c, c->nl)};
+  const acg_capability *cap = &c->g->compute[c->simd].caps[c->s->cap];
+  if (p->kind == MAP_MAIN_REDUCE) {
+    if (first) {
+      int copy = find_cap(c->g, c->simd, COV_OP_COPY, cap->in[0], cap->out);
+      if (copy < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit has no copy", p->layer);
+        return;
+      }
+      emit_vops(c, COV_OP_COPY, copy, false, 1, 2, shape, &o[0], &o[1], NULL);
+    } else {
+      emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[0], &o[1]);
+    }
+  } else {
+    emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[1], p->n_inputs > 1 ? &o[2] : NULL);
+  }
+}
+
 static bool absorbed(const cg *c, int i) { return i == c->ml || i == c->kl || i == c->nl; }
 
 static void walk(cg *c, int i) {
   if (c->err) return;
   if (i == c->s->n_sloops) {
-    leaf(c);
+    if (c->p->kind == MAP_MAIN_MAC) leaf(c);
+    else leaf_simd(c);
     return;
   }
   if (absorbed(c, i)) {
@@ -713,60 +784,59 @@ static void walk(cg *c, int i) {
 
 /* Which scheduled loops one GEMM covers, and which input is A (indexed by
  * m and k) and which B (by k and n). */
+static bool depends(const map_operand *o, int loop) {
+  for (int d = 0; loop >= 0 && d < o->rank; d++)
+    if (o->acc.coef[d][loop] != 0) return true;
+  return false;
+}
+
+/* No transfer is placed inside scheduled loop i (so it may be moved). */
+static bool movable(const map_schedule *s, int i) {
+  for (int x = 0; x < s->n_xfers; x++)
+    if (s->xfers[x].after >= i) return false;
+  return true;
+}
+
 static void plan_gemm(cg *c) {
   const map_schedule *s = c->s;
   const map_problem *p = c->p;
   int last = s->n_levels - 1;
   c->ml = c->kl = c->nl = -1;
-  for (int i = 0; i < s->n_sloops; i++) {
+  for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
-    if (sl->level != last) continue;
-    if (sl->spatial && sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
-    if (sl->spatial && sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
-    if (!sl->spatial && !p->reduction[sl->loop]) c->ml = i;
+    if (sl->level != last || !sl->spatial || !movable(s, i)) continue;
+    if (sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
+    if (sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
   }
-  /* A transfer inside an absorbed loop would be skipped: do not absorb. */
-  for (int x = 0; x < s->n_xfers; x++) {
-    int a = s->xfers[x].after;
-    if (a >= 0 && a == c->ml) c->ml = -1;
-    if (a >= 0 && a == c->kl) c->kl = -1;
-    if (a >= 0 && a == c->nl) c->nl = -1;
+  const map_operand *in0 = &p->operands[0], *in1 = &p->operands[1];
+  int ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
+  /* B is the input the columns loop indexes; both (depthwise): no n loop. */
+  if (depends(in0, ln) && depends(in1, ln)) c->nl = ln = -1;
+  c->a_op = depends(in0, ln) ? 1 : 0;
+  c->b_op = 1 - c->a_op;
+  /* m: the output loop with the most trips that only A depends on, moved
+   * innermost (each output element keeps its reduction order; no transfer
+   * sits inside it). Without a columns loop, either input may be A. */
+  for (int pass = 0; pass < (ln < 0 ? 2 : 1) && c->ml < 0; pass++) {
+    if (pass == 1) {
+      c->a_op = 1;
+      c->b_op = 0;
+    }
+    int64_t best = 1;
+    for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
+      const map_sloop *sl = &s->sloops[i];
+      if (sl->level != last || sl->spatial || p->reduction[sl->loop] || !movable(s, i)) continue;
+      if (!depends(&p->operands[c->a_op], sl->loop) || depends(&p->operands[c->b_op], sl->loop))
+        continue;
+      if (sl->trips > best) {
+        best = sl->trips;
+        c->ml = i;
+      }
+    }
   }
-  /* The m loop must not be a loop that the output tile restarts inside. */
-  if (c->ml >= 0 && c->ml <= c->out_init_after) c->ml = -1;
-  if (c->kl >= 0 && c->kl <= c->out_init_after) c->kl = -1;
-  if (c->nl >= 0 && c->nl <= c->out_init_after) c->nl = -1;
-  int in0 = 0, in1 = 1;
-  const map_operand *o0 = &p->operands[in0], *o1 = &p->operands[in1];
-  int lm = c->ml >= 0 ? s->sloops[c->ml].loop : -1, ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
-  bool o0n = false, o1n = false, o0m = false, o1m = false;
-  for (int d = 0; d < o0->rank; d++) {
-    if (ln >= 0) o0n |= o0->acc.coef[d][ln] != 0;
-    if (lm >= 0) o0m |= o0->acc.coef[d][lm] != 0;
-  }
-  for (int d = 0; d < o1->rank; d++) {
-    if (ln >= 0) o1n |= o1->acc.coef[d][ln] != 0;
-    if (lm >= 0) o1m |= o1->acc.coef[d][lm] != 0;
-  }
-  if (!o0n && !o1m) {
-    c->a_op = in0;
-    c->b_op = in1;
-  } else if (!o1n && !o0m) {
-    c->a_op = in1;
-    c->b_op = in0;
-  } else if (!o0n) { /* both depend on m: keep A = in0, drop m */
-    c->a_op = in0;
-    c->b_op = in1;
-    c->ml = -1;
-  } else if (!o1n) {
-    c->a_op = in1;
-    c->b_op = in0;
-    c->ml = -1;
-  } else { /* both depend on n (depthwise): one column at a time */
-    c->a_op = in0;
-    c->b_op = in1;
-    c->nl = -1;
-    if (o1m) c->ml = -1;
+  if (c->ml < 0 && ln < 0) {
+    c->a_op = 0;
+    c->b_op = 1;
   }
   const acg_capability *cap = &c->g->compute[c->array].caps[s->cap];
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->g->compute[c->array].dims[0];
@@ -774,6 +844,35 @@ static void plan_gemm(cg *c) {
   c->kmax = c->t.output_stationary ? 65535 : rows;
   c->mmax = c->t.output_stationary ? rows : 65535;
   c->nmax = cols;
+}
+
+/* SIMD main statement: columns = the lanes loop (or the innermost output
+ * loop), rows = the next output loop of the last level. Moving a rows loop
+ * inside the reduction loops keeps each element's reduction order. */
+static void plan_simd(cg *c) {
+  const map_schedule *s = c->s;
+  const map_problem *p = c->p;
+  int last = s->n_levels - 1;
+  c->ml = c->kl = c->nl = -1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after) continue;
+    if (sl->spatial && sl->axis == MAP_AX_LANES) c->nl = i;
+  }
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after || i == c->nl) continue;
+    if (c->nl < 0) c->nl = i;
+    else if (c->ml < 0) c->ml = i;
+  }
+  for (int x = 0; x < s->n_xfers; x++) {
+    int a = s->xfers[x].after;
+    if (a >= 0 && a == c->ml) c->ml = -1;
+    if (a >= 0 && a == c->nl) c->nl = -1;
+  }
+  /* Transfers between the rows loop and the statement would be reordered. */
+  for (int x = 0; x < s->n_xfers && c->ml >= 0; x++)
+    if (s->xfers[x].after > c->ml) c->ml = -1;
 }
 
 cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
@@ -785,17 +884,18 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   c.g = s->acg;
   COV_RETURN_IF_ERROR(npu_target_init(c.g, &c.t));
   const map_problem *p = c.p;
-  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
-                     "codegen %s: only multiply-accumulate layers run on the array so far (this "
-                     "is a %s layer)",
-                     p->layer, p->kind == MAP_MAIN_REDUCE ? "reduction" : "map");
   int unit = s->node - c.g->n_storage;
-  if (unit < 0 || unit >= c.g->n_compute || c.g->compute[unit].kind != ACG_SYSTOLIC)
-    return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: the main statement is bound to %s, not "
-                     "a systolic array", p->layer, acg_node_name(c.g, s->node));
-  c.array = unit;
-  c.simd = c.t.simd;
+  bool mac = p->kind == MAP_MAIN_MAC;
+  if (unit < 0 || unit >= c.g->n_compute ||
+      c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
+      p->n_inputs > 2)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
+                     "statements run on the systolic array, maps and reductions on the SIMD unit)",
+                     p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
+                     p->n_inputs, acg_node_name(c.g, s->node));
+  c.array = mac ? unit : c.t.array;
+  c.simd = mac ? c.t.simd : unit;
   c.pool_dim[0] = c.pool_dim[1] = -1;
   /* The output's deepest tile: where it restarts, whether partial sums come back. */
   c.out_lv = deepest(s, p->output);
@@ -806,7 +906,8 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     if (x->dir == MAP_STORE) c.out_init_after = x->after;
     if (x->dir == MAP_LOAD) c.out_acc_load = true;
   }
-  plan_gemm(&c);
+  if (mac) plan_gemm(&c);
+  else plan_simd(&c);
   /* DRAM tensors. */
   COV_RETURN_IF_ERROR(npu_prog_create(&c.prog));
   npu_prog_set_target(c.prog, &c.t);

@@ -136,21 +136,26 @@ static void sb_mark(ex *x, const range *r, int unit, bool write, uint64_t occ_en
 static uint32_t bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n) {
   uint32_t banks = s->banks ? s->banks : 1;
   uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
-  if (n > 256) n = 256;
-  uint64_t words[256];
-  uint32_t nw = 0, worst = 0;
+  uint32_t ports = s->ports ? s->ports : 1;
+  /* Fast paths: one address (a broadcast), and runs that step by at most a
+   * word, which touch consecutive words and so spread over the banks. */
+  if (n <= 1 || stride == 0) return 1;
+  if (stride > 0 && (uint64_t)stride <= word) {
+    uint64_t w0 = addr / word, w1 = (addr + (uint64_t)stride * (n - 1)) / word;
+    uint64_t nw = w1 - w0 + 1, per_bank = (nw + banks - 1) / banks;
+    return (uint32_t)((per_bank + ports - 1) / ports);
+  }
+  /* Addresses move monotonically, so repeated words are adjacent. */
+  uint32_t cnt[256] = {0}, worst = 0;
+  if (banks > 256) banks = 256; /* more banks than that: counted modulo 256 (rarely matters) */
+  uint64_t prev = UINT64_MAX;
   for (uint32_t i = 0; i < n; i++) {
     uint64_t w = (uint64_t)((int64_t)addr + (int64_t)i * stride) / word;
-    bool seen = false;
-    for (uint32_t j = 0; j < nw && !seen; j++) seen = words[j] == w;
-    if (!seen) words[nw++] = w;
-  }
-  for (uint32_t i = 0; i < nw; i++) {
-    uint32_t c = 0;
-    for (uint32_t j = 0; j < nw; j++) c += words[j] % banks == words[i] % banks;
+    if (w == prev) continue;
+    prev = w;
+    uint32_t c = ++cnt[w % banks];
     if (c > worst) worst = c;
   }
-  uint32_t ports = s->ports ? s->ports : 1;
   worst = (worst + ports - 1) / ports;
   return worst ? worst : 1;
 }
@@ -275,10 +280,31 @@ static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
 
 /* ---- DMA ---- */
 
+/* Fills n elements with the padding value: zeros, or -infinity. */
+static void pad_fill(uint8_t *p, uint64_t n, uint64_t es, cov_dtype dt, bool neginf) {
+  if (!neginf) {
+    memset(p, 0, (size_t)(n * es));
+    return;
+  }
+  uint8_t pat[4];
+  if (dt == COV_F32) {
+    float f = -INFINITY;
+    memcpy(pat, &f, 4);
+  } else if (dt == COV_F16) {
+    uint16_t h = 0xfc00;
+    memcpy(pat, &h, 2);
+  } else {
+    uint16_t h = 0xff80; /* bf16 */
+    memcpy(pat, &h, 2);
+  }
+  for (uint64_t i = 0; i < n; i++) memcpy(p + i * es, pat, (size_t)es);
+}
+
 static cov_status run_dma(ex *x, const npu_insn *in) {
   cov_loc loc = {NULL, 0, 0, NULL};
   const acg_edge *e = &x->g->edges[in->unit];
   bool store = in->flags & NPU_DMA_STORE;
+  bool neginf = in->flags & NPU_DMA_PAD_NEGINF;
   int local = e->from == x->t->dram ? e->to : e->from;
   cov_dtype dt = in->u.dma.dtype;
   uint64_t es = cov_dtype_size(dt);
@@ -371,11 +397,11 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
           memcpy(dram + d0, lm + loff + lo * (int64_t)es, (size_t)(hi - lo + 1) * es);
       } else {
         if (lo > hi) {
-          memset(lm + loff, 0, cnt * es);
+          pad_fill(lm + loff, cnt, es, dt, neginf);
         } else {
-          memset(lm + loff, 0, (size_t)lo * es);
+          pad_fill(lm + loff, (uint64_t)lo, es, dt, neginf);
           memcpy(lm + loff + lo * (int64_t)es, dram + d0, (size_t)(hi - lo + 1) * es);
-          memset(lm + loff + (hi + 1) * (int64_t)es, 0, (size_t)((int64_t)cnt - 1 - hi) * es);
+          pad_fill(lm + loff + (hi + 1) * (int64_t)es, (uint64_t)((int64_t)cnt - 1 - hi), es, dt, neginf);
         }
       }
     } else {
@@ -390,7 +416,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
         } else if (v) {
           memcpy(lp, dp, es);
         } else {
-          memset(lp, 0, es);
+          pad_fill(lp, 1, es, dt, neginf);
         }
       }
     }
@@ -475,20 +501,38 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     float *A = scratch(x->sim, M * K + K * N + N);
     if (!A) return cov_error(COV_OUT_OF_MEMORY, NULL, "gemm staging");
     float *B = A + M * K, *acc_row = B + K * N;
+    const float *h = x->sim->f16;
     for (uint64_t m = 0; m < M; m++)
-      for (uint64_t k = 0; k < K; k++)
-        A[m * K + k] = ld_f(pa + (int64_t)m * ars + (int64_t)k * acs, ta);
+      for (uint64_t k = 0; k < K; k++) {
+        const uint8_t *q = pa + (int64_t)m * ars + (int64_t)k * acs;
+        A[m * K + k] = ta == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, ta);
+      }
     for (uint64_t k = 0; k < K; k++)
-      for (uint64_t n = 0; n < N; n++) B[k * N + n] = ld_f(pb + (int64_t)k * brs + (int64_t)n * bcs, tb);
+      for (uint64_t n = 0; n < N; n++) {
+        const uint8_t *q = pb + (int64_t)k * brs + (int64_t)n * bcs;
+        B[k * N + n] = tb == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, tb);
+      }
     for (uint64_t m = 0; m < M; m++) {
       uint8_t *crow = pc + (int64_t)m * crs;
       for (uint64_t n = 0; n < N; n++)
         acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
                          : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
-      for (uint64_t k = 0; k < K; k++) {
-        float a = A[m * K + k];
-        const float *brow = B + k * N;
-        for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
+      if (N == 16) { /* the common array width: a fixed trip count in a local
+                        * array (no aliasing) vectorises fully */
+        float av[16];
+        memcpy(av, acc_row, sizeof av);
+        for (uint64_t k = 0; k < K; k++) {
+          float a = A[m * K + k];
+          const float *brow = B + k * 16;
+          for (int n = 0; n < 16; n++) av[n] += a * brow[n];
+        }
+        memcpy(acc_row, av, sizeof av);
+      } else {
+        for (uint64_t k = 0; k < K; k++) {
+          float a = A[m * K + k];
+          const float *brow = B + k * N;
+          for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
+        }
       }
       if (ccs == 4) memcpy(crow, acc_row, N * sizeof(float));
       else

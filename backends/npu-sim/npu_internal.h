@@ -97,6 +97,7 @@ struct cov_npu_sim {
   uint64_t dram_bytes;
   const npu_prog *prog; /* loaded program (not owned) */
   float *scratch;       /* GEMM operand staging, grown as needed */
+  float *f16;           /* f16 bit pattern -> value, 65536 entries */
   size_t scratch_n;
 };
 

@@ -51,6 +51,7 @@ typedef enum npu_opcode {
 #define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
 /* DMA flags */
 #define NPU_DMA_STORE 0x1 /* on a bidirectional edge: local -> DRAM */
+#define NPU_DMA_PAD_NEGINF 0x2 /* loads: padding is -infinity (float dtypes), not 0 */
 
 /* A buffer operand: storage node id, base register, byte offset, strides in
  * elements (rows, then elements within a row). */

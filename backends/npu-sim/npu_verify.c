@@ -47,8 +47,9 @@ static cov_status check_dma(const npu_target *t, const cov_loc *lp, uint32_t i,
          g->n_edges);
   const acg_edge *e = &g->edges[in->unit];
   bool store = in->flags & NPU_DMA_STORE;
-  if (in->flags & ~NPU_DMA_STORE)
-    FAIL("instruction %u (dma): field flags: unknown bits 0x%x", i, in->flags & ~NPU_DMA_STORE);
+  if (in->flags & ~(NPU_DMA_STORE | NPU_DMA_PAD_NEGINF))
+    FAIL("instruction %u (dma): field flags: unknown bits 0x%x", i,
+         in->flags & ~(NPU_DMA_STORE | NPU_DMA_PAD_NEGINF));
   int local = -1;
   bool ok = false;
   if (e->from == t->dram) {
@@ -67,6 +68,9 @@ static cov_status check_dma(const npu_target *t, const cov_loc *lp, uint32_t i,
          acg_node_name(g, e->from), acg_node_name(g, e->to), store ? "store" : "load");
   if (!dtype_ok(in->u.dma.dtype) || cov_dtype_size(in->u.dma.dtype) == 0)
     FAIL("instruction %u (dma): field dtype: %u is not a dtype", i, in->u.dma.dtype);
+  if ((in->flags & NPU_DMA_PAD_NEGINF) &&
+      (store || !cov_dtype_is_float(in->u.dma.dtype) || cov_dtype_size(in->u.dma.dtype) < 2))
+    FAIL("instruction %u (dma): field flags: -inf padding needs a load of f16, bf16 or f32", i);
   if (in->u.dma.rank < 1 || in->u.dma.rank > NPU_DMA_MAX_RANK)
     FAIL("instruction %u (dma): field rank: %u, expected 1..%d", i, in->u.dma.rank,
          NPU_DMA_MAX_RANK);

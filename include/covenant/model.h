@@ -89,6 +89,28 @@ void cov_model_print_supported_ops(FILE *out);
 cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
                                 size_t name_size);
 
+/* ---- backend hook (appended) --------------------------------------------
+ * Lets a backend execute the model's compute work: for every codelet call of
+ * a compute node, in execution order, `fn` is called first. It either
+ * computes the call's outputs (allocating out[0..n_out-1], the dtypes and
+ * element counts shape inference expects) and sets *handled = 1, or sets
+ * *handled = 0 and the frontend runs the codelet interpreter as usual.
+ * Layout operations always run in the frontend. */
+typedef struct cov_model_call {
+  const char *node;    /* ONNX node name (or its op type when unnamed) */
+  int group;           /* layer group index */
+  const char *codelet; /* codelet name */
+  const cov_attr *attrs;
+  size_t n_attrs;
+  const cov_tensor *in;
+  size_t n_in;
+} cov_model_call;
+typedef cov_status (*cov_model_call_fn)(void *user, const cov_model_call *call, cov_tensor *out,
+                                        size_t n_out, int *handled);
+cov_status cov_model_run_with(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                              cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
+                              void *user);
+
 /* One layer group's work, for cost estimates (exploration studies): MACs,
  * and the elements it reads and writes across its boundary. */
 typedef struct cov_model_group_info {

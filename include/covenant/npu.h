@@ -86,6 +86,23 @@ uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
  * per storage level. */
 void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
 
+/* ---- whole models ----
+ * Runs an ONNX model (covenant/model.h) with every codelet call of its
+ * compute nodes mapped, compiled and simulated on the NPU the ACG describes;
+ * calls the NPU path cannot take run on the CPU reference interpreter and are
+ * listed as such in the report (with the reason). */
+typedef struct cov_model cov_model;
+typedef struct cov_npu_report cov_npu_report;
+cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
+                             size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
+                             cov_npu_report **out_report);
+/* Per call: group, node, codelet, simulated and predicted cycles, array and
+ * SIMD utilisation, DRAM and on-chip bytes, where it ran; then totals. */
+void cov_npu_report_print(const cov_npu_report *r, FILE *out);
+uint64_t cov_npu_report_cycles(const cov_npu_report *r);
+int cov_npu_report_cpu_calls(const cov_npu_report *r);
+void cov_npu_report_free(cov_npu_report *r);
+
 #ifdef __cplusplus
 }
 #endif
