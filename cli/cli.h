@@ -29,6 +29,10 @@ FILE *cli_open_output(const char *path);
 int cli_close_output(FILE *f, const char *path);
 /* True when argv holds -h/--help before any "--". */
 int cli_wants_help(int argc, char **argv);
+/* When argv's -t/--target names a GPU target (ACG backend amdgpu or nvptx),
+ * runs `covenant gpu <sub> ARGS...` instead, stores its exit code in *rc and
+ * returns 1; otherwise returns 0 and the caller goes on. */
+int cli_route_gpu(const char *sub, int argc, char **argv, int *rc);
 
 /* Command groups (one file each). */
 int cli_cmd_acg(int argc, char **argv);

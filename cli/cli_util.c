@@ -1,9 +1,11 @@
 /* cli/cli_util.c: usage errors, diagnostics and output files for commands. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "covenant/acg.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -46,4 +48,45 @@ int cli_wants_help(int argc, char **argv) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
   }
   return 0;
+}
+
+/* The value of -t/--target in argv, or NULL. Scanned before option parsing so
+ * that a command can hand the whole command line to another backend's. */
+static const char *find_target(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--target")) && i + 1 < argc)
+      return argv[i + 1];
+    if (!strncmp(argv[i], "--target=", 9)) return argv[i] + 9;
+    if (!strncmp(argv[i], "-t", 2) && argv[i][2]) return argv[i] + 2;
+  }
+  return NULL;
+}
+
+int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
+  const char *target = find_target(argc, argv);
+  if (!target || !strcmp(target, "ref")) return 0;
+  cov_acg *acg = NULL;
+  /* A target that does not load is reported by the command itself. */
+  cov_status st = cov_acg_load_target(target, &acg);
+  if (st) {
+    cov_status_free(st);
+    return 0;
+  }
+  const char *be = cov_acg_backend(acg);
+  int gpu = be && (!strcmp(be, "amdgpu") || !strcmp(be, "nvptx"));
+  cov_acg_free(acg);
+  if (!gpu) return 0;
+  /* covenant <sub> ARGS... becomes covenant gpu <sub> ARGS... */
+  char **av = calloc((size_t)argc + 2, sizeof *av);
+  if (!av) {
+    fprintf(stderr, "covenant %s: out of memory\n", sub);
+    *rc = CLI_EXIT_INPUT;
+    return 1;
+  }
+  av[0] = (char *)"gpu";
+  av[1] = (char *)sub;
+  for (int i = 1; i < argc; i++) av[i + 1] = argv[i];
+  *rc = cli_cmd_gpu(argc + 1, av);
+  free(av);
+  return 1;
 }

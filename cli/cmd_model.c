@@ -181,6 +181,8 @@ static void print_tensor(const char *name, const cov_tensor *t) {
 }
 
 int cli_cmd_run(int argc, char **argv) {
+  int routed_rc;
+  if (cli_route_gpu("run", argc, argv, &routed_rc)) return routed_rc;
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"seed", required_argument, NULL, 'S'},
                                        {"tolerance", required_argument, NULL, 'T'},

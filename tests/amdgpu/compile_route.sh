@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `covenant compile MODEL --target <AMD GPU>` goes to the GPU backend (the same
+# code objects as `covenant gpu compile`), and `run` on a GPU target without a
+# GPU fails with a message naming the runtime, never a fake result.
+set -euo pipefail
+cov=$1 model=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+for t in amdgpu-gfx90a amdgpu-gfx942; do
+  "$cov" compile "$model" --target "$t" -o "$work/$t" > "$work/$t.log"
+  "$cov" gpu compile "$model" --target "$t" -o "$work/$t-gpu" > /dev/null
+  n=$(ls "$work/$t"/*.hsaco | wc -l)
+  [ "$n" -eq 2 ] || { echo "FAIL: $t: expected 2 code objects, got $n"; exit 1; }
+  for f in "$work/$t"/*.hsaco; do
+    cmp "$f" "$work/$t-gpu/$(basename "$f")" || { echo "FAIL: $f differs from gpu compile"; exit 1; }
+    llvm-readelf-19 --notes "$f" | grep -q "amdhsa.kernels" || { echo "FAIL: $f: no HSA metadata"; exit 1; }
+  done
+done
+if "$cov" run "$model" --target amdgpu-gfx942 > "$work/run.out" 2> "$work/run.err"; then
+  if ! grep -qi "hip\|amd" "$work/run.out"; then echo "FAIL: run succeeded without saying where"; exit 1; fi
+else
+  grep -qi "hip" "$work/run.err" || { echo "FAIL: run error does not name HIP:"; cat "$work/run.err"; exit 1; }
+fi
+echo "ok: compile routes to the GPU backend on both AMD targets"
