@@ -13,9 +13,8 @@
  * Exhaustive mode evaluates every remaining candidate: it is the optimum
  * under the cost model (the only pruning it shares, moving a factor that no
  * deeper operand depends on to the deeper level, never raises the cost). The default pruned mode keeps (1) the spatial
- * bindings that use the most units (a beam), (2) only maximal tilings (no
- * loop's tile at any level can grow by a prime factor and still fit: a
- * smaller tile is dominated, it moves at least as many bytes), and (3) the
+ * bindings that use the most units (a beam), (2) only tilings maximal for
+ * the capacities or for a few fractions of them (see maximal()), and (3) the
  * loop orders that make one operand after another stationary. A budget
  * bounds cost-model evaluations in both. Ties keep the candidate enumerated
  * first, and enumeration order is canonical, so results are deterministic. */
@@ -87,7 +86,10 @@ static void ext_reset(search *S) {
 }
 
 /* Whether the current extents fit at level lv (all levels when lv < 0). */
-static bool fits_ext(const search *S, int only) {
+static bool fits_ext_shift(const search *S, int only, int shift);
+static bool fits_ext(const search *S, int only) { return fits_ext_shift(S, only, 0); }
+/* ... against capacities divided by 2^shift */
+static bool fits_ext_shift(const search *S, int only, int shift) {
   const map_problem *p = S->p;
   for (int lv = only < 0 ? 1 : only; lv < (only < 0 ? S->L : only + 1); lv++) {
     uint64_t used[MAP_MAX_OPERANDS];
@@ -102,7 +104,7 @@ static bool fits_ext(const search *S, int only) {
       while (j < n_nodes && nodes[j] != node) j++;
       if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
       used[j] += b;
-      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
+      if (used[j] > (S->t->acg->storage[node].capacity_bytes >> shift)) return false;
     }
   }
   return true;
@@ -267,7 +269,15 @@ static void orders_rec(search *S, int lv, orders *all) {
 
 /* Maximal: no loop's factor at level lv >= 1 can take a prime factor from
  * the level above and still fit. */
-static bool maximal(search *S) {
+/* Maximal for the capacities divided by 2^shift: fits them, and no loop's
+ * factor at any level can take a prime factor from the level above and still
+ * fit. Smaller tiles move at least as many bytes, but on a layer that fits
+ * on chip whole they shorten the exposed first fill and let transfers
+ * overlap compute; so the pruned mode keeps the maximal tilings of a few
+ * capacity fractions (1, 1/2, ... 1/2^MAP_SHIFTS), not only of the whole. */
+#define MAP_SHIFTS 3
+static bool maximal_at(search *S, int shift) {
+  if (!fits_ext_shift(S, -1, shift)) return false;
   for (int lv = 1; lv < S->L; lv++)
     for (int l = 0; l < S->p->n_loops; l++) {
       int64_t f = S->ch.fac[lv - 1][l];
@@ -276,11 +286,17 @@ static bool maximal(search *S) {
       while (f % q) q++;
       int64_t grow = tile_at(S, lv, l) * (q - 1);
       ext_add(S, lv, l, grow);
-      bool ok = fits_ext(S, lv);
+      bool ok = fits_ext_shift(S, lv, shift);
       ext_add(S, lv, l, -grow);
       if (ok) return false;
     }
   return true;
+}
+
+static bool maximal(search *S) {
+  for (int sh = 0; sh <= MAP_SHIFTS; sh++)
+    if (maximal_at(S, sh)) return true;
+  return false;
 }
 
 static void tiling_done(search *S) {
