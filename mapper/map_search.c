@@ -554,10 +554,13 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
   free(sp);
   cov_status st = NULL;
   if (S->n_best == 0) {
-    st = cov_error(COV_MAPPING_FAILED, NULL,
-                   "%s on %s: no schedule fits the storage capacities (%lld candidates tried%s)",
-                   p->layer, t->acg->name, (long long)S->candidates,
-                   S->stop ? ", budget exhausted" : "");
+    st = S->stop ? cov_error(COV_MAPPING_FAILED, NULL,
+                             "%s on %s: the budget of %lld evaluations ran out before any schedule "
+                             "fitted the storage capacities; raise --budget",
+                             p->layer, t->acg->name, (long long)opt->budget)
+                 : cov_error(COV_MAPPING_FAILED, NULL,
+                             "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
+                             p->layer, t->acg->name, (long long)S->candidates);
   } else {
     out->s = S->best[0];
     out->n_alts = S->n_best - 1;
