@@ -11,10 +11,10 @@
  * grow).
  *
  * Exhaustive mode evaluates every remaining candidate: it is the optimum
- * under the cost model. The default pruned mode keeps (1) the spatial
- * bindings that use the most units (a beam), (2) only maximal tilings (no
- * loop's tile at any level can grow by a prime factor and still fit: a
- * smaller tile is dominated, it moves at least as many bytes), and (3) the
+ * under the cost model (the only pruning it shares, moving a factor that no
+ * deeper operand depends on to the deeper level, never raises the cost). The default pruned mode keeps (1) the spatial
+ * bindings that use the most units (a beam), (2) only tilings maximal for
+ * the capacities or for a few fractions of them (see maximal()), and (3) the
  * loop orders that make one operand after another stationary. A budget
  * bounds cost-model evaluations in both. Ties keep the candidate enumerated
  * first, and enumeration order is canonical, so results are deterministic. */
@@ -48,7 +48,67 @@ typedef struct search {
   bool stop;
   map_schedule scratch;
   bool free_below[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
+  /* incremental footprints: box extent per level, operand and dimension for
+   * the loops assigned so far (the others at their minimum tile) */
+  int64_t ext[MAP_MAX_LEVELS][MAP_MAX_OPERANDS][COV_MAX_RANK];
+  int n_lterms[MAP_MAX_LOOPS];
+  struct { int o, d; int64_t coef; } lterms[MAP_MAX_LOOPS][MAP_MAX_OPERANDS * COV_MAX_RANK];
 } search;
+
+static int64_t min_tile(const search *S, int lv, int l) {
+  return S->ch.sp[l] * (lv <= 1 ? S->ch.wave[l] : 1);
+}
+
+static int64_t tile_at(const search *S, int lv, int l) {
+  int64_t t = min_tile(S, lv, l);
+  for (int k = lv; k < S->L; k++) t *= S->ch.fac[k][l];
+  return t;
+}
+
+/* Adds sign * (tile - min tile) of loop l at level lv to the extents. */
+static void ext_add(search *S, int lv, int l, int64_t delta) {
+  for (int k = 0; k < S->n_lterms[l]; k++)
+    S->ext[lv][S->lterms[l][k].o][S->lterms[l][k].d] += S->lterms[l][k].coef * delta;
+}
+
+static void ext_reset(search *S) {
+  const map_problem *p = S->p;
+  for (int lv = 1; lv < S->L; lv++)
+    for (int o = 0; o < p->n_operands; o++)
+      for (int d = 0; d < p->operands[o].rank; d++) {
+        int64_t e = 1;
+        for (int l = 0; l < p->n_loops; l++) {
+          int64_t c = p->operands[o].acc.coef[d][l];
+          e += (c < 0 ? -c : c) * (min_tile(S, lv, l) - 1);
+        }
+        S->ext[lv][o][d] = e;
+      }
+}
+
+/* Whether the current extents fit at level lv (all levels when lv < 0). */
+static bool fits_ext_shift(const search *S, int only, int shift);
+static bool fits_ext(const search *S, int only) { return fits_ext_shift(S, only, 0); }
+/* ... against capacities divided by 2^shift */
+static bool fits_ext_shift(const search *S, int only, int shift) {
+  const map_problem *p = S->p;
+  for (int lv = only < 0 ? 1 : only; lv < (only < 0 ? S->L : only + 1); lv++) {
+    uint64_t used[MAP_MAX_OPERANDS];
+    int nodes[MAP_MAX_OPERANDS], n_nodes = 0;
+    for (int o = 0; o < p->n_operands; o++) {
+      int node = S->t->path[o][lv];
+      if (node < 0) continue;
+      uint64_t e = 1;
+      for (int d = 0; d < p->operands[o].rank; d++) e *= (uint64_t)S->ext[lv][o][d];
+      uint64_t b = e * S->elem_bytes[o][lv];
+      int j = 0;
+      while (j < n_nodes && nodes[j] != node) j++;
+      if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
+      used[j] += b;
+      if (used[j] > (S->t->acg->storage[node].capacity_bytes >> shift)) return false;
+    }
+  }
+  return true;
+}
 
 static int divisors(int64_t n, int64_t *out, int max) {
   int k = 0;
@@ -61,42 +121,6 @@ static bool depends(const map_operand *op, int loop) {
   for (int d = 0; d < op->acc.rank; d++)
     if (op->acc.coef[d][loop]) return true;
   return false;
-}
-
-/* Bytes per storage node for the tiles given by fac (levels >= 1), with
- * unassigned loops (index >= upto) at their minimum; true if all fit. Hot:
- * uses the precomputed sparse access terms. */
-static bool fits(search *S, int upto) {
-  const map_problem *p = S->p;
-  uint64_t used[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
-  int nodes[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_nodes = 0;
-  for (int lv = 1; lv < S->L; lv++) {
-    int64_t tile[MAP_MAX_LOOPS];
-    for (int l = 0; l < p->n_loops; l++) {
-      tile[l] = S->ch.sp[l] * (lv <= 1 ? S->ch.wave[l] : 1);
-      if (l < upto)
-        for (int k = lv; k < S->L; k++) tile[l] *= S->ch.fac[k][l];
-    }
-    for (int o = 0; o < p->n_operands; o++) {
-      int node = S->t->path[o][lv];
-      if (node < 0) continue;
-      const opterms *ot = &S->terms[o];
-      uint64_t e = 1;
-      for (int d = 0; d < ot->rank; d++) {
-        int64_t ext = 1;
-        for (int k = ot->start[d]; k < ot->start[d + 1]; k++)
-          ext += ot->coef[k] * (tile[ot->loop[k]] - 1);
-        e *= (uint64_t)ext;
-      }
-      uint64_t b = e * S->elem_bytes[o][lv];
-      int j = 0;
-      while (j < n_nodes && nodes[j] != node) j++;
-      if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
-      used[j] += b;
-      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
-    }
-  }
-  return true;
 }
 
 static void consider(search *S, const map_schedule *s) {
@@ -245,21 +269,34 @@ static void orders_rec(search *S, int lv, orders *all) {
 
 /* Maximal: no loop's factor at level lv >= 1 can take a prime factor from
  * the level above and still fit. */
-static bool maximal(search *S) {
+/* Maximal for the capacities divided by 2^shift: fits them, and no loop's
+ * factor at any level can take a prime factor from the level above and still
+ * fit. Smaller tiles move at least as many bytes, but on a layer that fits
+ * on chip whole they shorten the exposed first fill and let transfers
+ * overlap compute; so the pruned mode keeps the maximal tilings of a few
+ * capacity fractions (1, 1/2, ... 1/2^MAP_SHIFTS), not only of the whole. */
+#define MAP_SHIFTS 3
+static bool maximal_at(search *S, int shift) {
+  if (!fits_ext_shift(S, -1, shift)) return false;
   for (int lv = 1; lv < S->L; lv++)
     for (int l = 0; l < S->p->n_loops; l++) {
       int64_t f = S->ch.fac[lv - 1][l];
       if (f <= 1) continue;
       int64_t q = 2;
       while (f % q) q++;
-      S->ch.fac[lv - 1][l] /= q;
-      S->ch.fac[lv][l] *= q;
-      bool ok = fits(S, S->p->n_loops);
-      S->ch.fac[lv][l] /= q;
-      S->ch.fac[lv - 1][l] *= q;
+      int64_t grow = tile_at(S, lv, l) * (q - 1);
+      ext_add(S, lv, l, grow);
+      bool ok = fits_ext_shift(S, lv, shift);
+      ext_add(S, lv, l, -grow);
       if (ok) return false;
     }
   return true;
+}
+
+static bool maximal(search *S) {
+  for (int sh = 0; sh <= MAP_SHIFTS; sh++)
+    if (maximal_at(S, sh)) return true;
+  return false;
 }
 
 static void tiling_done(search *S) {
@@ -275,16 +312,25 @@ static void split_rec(search *S, int l, int lv, int64_t left) {
   if (S->stop) return;
   if (lv == 0) {
     S->ch.fac[0][l] = left;
-    if (!fits(S, l + 1)) return;
-    if (l + 1 == S->p->n_loops) tiling_done(S);
-    else split_rec(S, l + 1, S->L - 1, S->rem[l + 1]);
+    int64_t delta[MAP_MAX_LEVELS];
+    for (int k = 1; k < S->L; k++) {
+      delta[k] = tile_at(S, k, l) - min_tile(S, k, l);
+      ext_add(S, k, l, delta[k]);
+    }
+    if (fits_ext(S, -1)) {
+      if (l + 1 == S->p->n_loops) tiling_done(S);
+      else split_rec(S, l + 1, S->L - 1, S->rem[l + 1]);
+    }
+    for (int k = 1; k < S->L; k++) ext_add(S, k, l, -delta[k]);
     return;
   }
   int64_t dv[256];
   int nd = divisors(left, dv, 256);
-  /* pruned: when nothing stored at the levels below lv depends on loop l,
-   * its factor belongs below (fewer passes, no more traffic): dominance */
-  if (!S->exhaustive && lv >= 1 && lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
+  /* when nothing stored at the levels below lv depends on loop l, its factor
+   * belongs below: fewer passes, unchanged tiles, no transfer count grows.
+   * This dominance is exact under the cost model, so the exhaustive mode
+   * uses it too (it still finds the optimum) */
+  if (lv >= 1 && lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
   for (int i = 0; i < nd && !S->stop; i++) {
     S->ch.fac[lv][l] = dv[i];
     split_rec(S, l, lv - 1, left / dv[i]);
@@ -426,6 +472,16 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
     }
     ot->start[op->rank] = k;
   }
+  for (int o = 0; o < p->n_operands; o++)
+    for (int d = 0; d < p->operands[o].rank; d++)
+      for (int l = 0; l < p->n_loops; l++) {
+        int64_t c = p->operands[o].acc.coef[d][l];
+        if (!c) continue;
+        int k = S->n_lterms[l]++;
+        S->lterms[l][k].o = o;
+        S->lterms[l][k].d = d;
+        S->lterms[l][k].coef = c < 0 ? -c : c;
+      }
   for (int lv = 0; lv < S->L; lv++)
     for (int l = 0; l < p->n_loops; l++) {
       bool dep = false;
@@ -435,7 +491,13 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
       S->free_below[lv][l] = !dep;
     }
   int beam = opt && opt->beam > 0 ? opt->beam : 4;
-  if (!S->exhaustive && n_sp > beam) n_sp = beam;
+  if (!S->exhaustive) {
+    /* the beam: at most `beam` bindings, none using under half the units
+     * of the best (idle units cost more than any reuse can win back) */
+    int k = 0;
+    while (k < n_sp && k < beam && 2 * sp[k].units >= sp[0].units) k++;
+    n_sp = k;
+  }
   spread wgs[3], waves[2];
   for (int c = 0; c < n_sp && !S->stop; c++) {
     int64_t rem0[MAP_MAX_LOOPS];
@@ -484,6 +546,7 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
         }
       for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
         for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
+      ext_reset(S);
       split_rec(S, 0, S->L - 1, S->rem[0]);
     }
     }
@@ -491,10 +554,13 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
   free(sp);
   cov_status st = NULL;
   if (S->n_best == 0) {
-    st = cov_error(COV_MAPPING_FAILED, NULL,
-                   "%s on %s: no schedule fits the storage capacities (%lld candidates tried%s)",
-                   p->layer, t->acg->name, (long long)S->candidates,
-                   S->stop ? ", budget exhausted" : "");
+    st = S->stop ? cov_error(COV_MAPPING_FAILED, NULL,
+                             "%s on %s: the budget of %lld evaluations ran out before any schedule "
+                             "fitted the storage capacities; raise --budget",
+                             p->layer, t->acg->name, (long long)opt->budget)
+                 : cov_error(COV_MAPPING_FAILED, NULL,
+                             "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
+                             p->layer, t->acg->name, (long long)S->candidates);
   } else {
     out->s = S->best[0];
     out->n_alts = S->n_best - 1;

@@ -209,7 +209,7 @@ static void determinism_and_optimum(const char *suite, const cov_acg *acg) {
   for (int i = 0; i < 3; i++) {
     cov_layer *l = NULL;
     cov_schedule *a = NULL, *b = NULL, *x = NULL;
-    cov_status st = cov_layer_from_suite(suite, names[i], 4, &l);
+    cov_status st = cov_layer_from_suite(suite, names[i], 8, &l);
     if (!st) st = cov_map(l, acg, &(cov_map_options){0}, &a);
     if (!st) st = cov_map(l, acg, &(cov_map_options){0}, &b);
     if (!st) st = cov_map(l, acg, &(cov_map_options){.exhaustive = 1}, &x);
