@@ -1,6 +1,7 @@
 /* common/op_table.c: lookups over op_table.def. */
 #include "common/op_table.h"
 
+#include <math.h>
 #include <string.h>
 
 static const struct {
@@ -32,4 +33,27 @@ const char *cov_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops
 const char *cov_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
          "sigmoid, relu, cast, select, copy";
+}
+
+float cov_op_eval_f32(cov_op op, float a, float b) {
+  switch (op) {
+    case COV_OP_ADD: return a + b;
+    case COV_OP_SUB: return a - b;
+    case COV_OP_MUL: return a * b;
+    case COV_OP_DIV: return a / b;
+    case COV_OP_MAX: return a > b ? a : b;
+    case COV_OP_MIN: return a < b ? a : b;
+    case COV_OP_POW: return powf(a, b);
+    case COV_OP_EXP: return expf(a);
+    case COV_OP_LOG: return logf(a);
+    case COV_OP_SQRT: return sqrtf(a);
+    case COV_OP_RSQRT: return 1.0f / sqrtf(a);
+    case COV_OP_NEG: return -a;
+    case COV_OP_ABS: return fabsf(a);
+    case COV_OP_TANH: return tanhf(a);
+    case COV_OP_ERF: return erff(a);
+    case COV_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case COV_OP_RELU: return a > 0 ? a : 0.0f;
+    default: return a; /* copy, cast */
+  }
 }

@@ -24,5 +24,10 @@ int cov_op_arity(cov_op op);
 const char *cov_op_doc(cov_op op);
 /* Every valid name, comma-separated, for error messages. */
 const char *cov_op_names(void);
+/* The element-wise meaning of a unary or binary op in f32 arithmetic (b is
+ * ignored by unary ops; copy and cast return a; mac and select, which take
+ * three operands, are not handled here and return a). One definition, so the
+ * schedule interpreter and the NPU simulator cannot drift apart. */
+float cov_op_eval_f32(cov_op op, float a, float b);
 
 #endif

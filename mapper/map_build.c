@@ -18,6 +18,42 @@ void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64
   }
 }
 
+/* A compute node relays data only if it can copy it (a SIMD unit with the
+ * `copy` capability); an array computes, it does not forward tiles. */
+static bool relays(const cov_acg *g, int node) {
+  if (acg_is_storage(g, node)) return true;
+  const acg_compute *c = &g->compute[node - g->n_storage];
+  for (int k = 0; k < c->n_caps; k++)
+    if (c->caps[k].op == COV_OP_COPY) return true;
+  return false;
+}
+
+/* Whether data can be moved from node `from` to node `to` along the ACG's
+ * directed edges (bidirectional ones both ways) through relaying nodes.
+ * Partial sums that leave an accumulator level may only come back where such
+ * a path exists (npu-32x32-os: acc -> vec -> ubuf, and no way back into acc). */
+static bool flows(const cov_acg *g, int from, int to) {
+  int n = acg_n_nodes(g);
+  if (n > ACG_MAX_NODES) return false;
+  bool seen[ACG_MAX_NODES] = {false};
+  int queue[ACG_MAX_NODES], head = 0, tail = 0;
+  queue[tail++] = from;
+  seen[from] = true;
+  while (head < tail) {
+    int u = queue[head++];
+    if (u == to) return true;
+    for (int e = 0; e < g->n_edges; e++) {
+      const acg_edge *E = &g->edges[e];
+      int v = E->from == u ? E->to : (E->bidirectional && E->to == u ? E->from : -1);
+      if (v >= 0 && !seen[v] && (v == to || relays(g, v))) {
+        seen[v] = true;
+        queue[tail++] = v;
+      }
+    }
+  }
+  return false;
+}
+
 static bool depends(const map_operand *op, int loop) {
   for (int d = 0; d < op->acc.rank; d++)
     if (op->acc.coef[d][loop]) return true;
@@ -191,6 +227,10 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       int outer = s->place[o][lv - 1].node, here = s->place[o][lv].node;
       if (op->role == MAP_ROLE_OUTPUT) {
         if (lv >= 2 && red_outside) {
+          if (!flows(g, outer, here)) {
+            if (why) *why = "partial sums would have to return to an accumulator level no ACG path reaches";
+            return -1;
+          }
           map_xfer *x = &s->xfers[s->n_xfers++];
           *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true,
                           s->place[o][lv].bytes, count};

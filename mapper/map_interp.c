@@ -196,28 +196,7 @@ static void do_store_partial(interp *I, int o, int lv) {
   } while (op->rank > 0 && next_idx(pl->shape, op->rank, k));
 }
 
-static float apply(cov_op op, float a, float b) {
-  switch (op) {
-  case COV_OP_ADD: return a + b;
-  case COV_OP_SUB: return a - b;
-  case COV_OP_MUL: return a * b;
-  case COV_OP_DIV: return a / b;
-  case COV_OP_MAX: return a > b ? a : b;
-  case COV_OP_MIN: return a < b ? a : b;
-  case COV_OP_POW: return powf(a, b);
-  case COV_OP_EXP: return expf(a);
-  case COV_OP_LOG: return logf(a);
-  case COV_OP_SQRT: return sqrtf(a);
-  case COV_OP_RSQRT: return 1.0f / sqrtf(a);
-  case COV_OP_NEG: return -a;
-  case COV_OP_ABS: return fabsf(a);
-  case COV_OP_TANH: return tanhf(a);
-  case COV_OP_ERF: return erff(a);
-  case COV_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
-  case COV_OP_RELU: return a > 0 ? a : 0.0f;
-  default: return a;
-  }
-}
+static float apply(cov_op op, float a, float b) { return cov_op_eval_f32((cov_op)op, a, b); }
 
 /* The epilogue and the store of the level-1 output tile into DRAM. */
 static void store_final(interp *I, int o) {
