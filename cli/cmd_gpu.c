@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "covenant/gpu.h"
+#include "covenant/mapper.h"
 
 static void gpu_help(FILE *out) {
   fprintf(out,
@@ -36,11 +37,27 @@ static void gpu_help(FILE *out) {
 }
 
 #ifdef COV_HAVE_GPU_BACKENDS
-static const char *k_suite_contractions[] = {
-    "resnet50_conv1",    "resnet50_res2_3x3", "resnet50_res3_1x1", "resnet50_res4_3x3",
-    "resnet50_res5_1x1", "mobilenetv2_dw3x3", "mobilenetv2_pw1x1", "bert_base_qkv",
-    "bert_base_ffn1",    "bert_base_attn_qk", "dlrm_mlp_top",      "convnet_layer1",
-    "convnet_layer2"};
+#include "backends/gpu/gpu_layer.h"
+
+#define MAX_SUITE 256
+/* The suite's layers the GPU lowering takes (contractions), in file order;
+ * the others (a standalone pool) are left out of 'all'. */
+static cov_status suite_contractions(const char *suite, cov_dtype dt, char (*names)[96], int *n) {
+  int count = 0;
+  COV_RETURN_IF_ERROR(gpu_layer_suite_names(suite, names, MAX_SUITE, &count));
+  *n = 0;
+  for (int i = 0; i < count; i++) {
+    gpu_layer l;
+    cov_status st = gpu_layer_from_spec(suite, names[i], dt, &l);
+    if (st) {
+      cov_status_free(st);
+      continue;
+    }
+    if (*n != i) memcpy(names[*n], names[i], sizeof names[i]);
+    (*n)++;
+  }
+  return NULL;
+}
 #endif
 
 int cli_cmd_gpu(int argc, char **argv) {
@@ -95,15 +112,22 @@ int cli_cmd_gpu(int argc, char **argv) {
     return cli_usage_error("gpu", "run takes neither -o nor --report");
 #ifdef COV_HAVE_GPU_BACKENDS
   /* 'all' expands to the suite's contraction layers */
-  int n_suite = (int)(sizeof k_suite_contractions / sizeof *k_suite_contractions), n = 0;
-  const char **specs = malloc(sizeof *specs * (size_t)(ac - optind) * (size_t)n_suite);
+  static char suite_names[MAX_SUITE][96];
+  int n_suite = 0, n = 0;
+  for (int i = optind; i < ac && !n_suite; i++)
+    if (!strcmp(av[i], "all")) {
+      const char *suite = o.suite ? o.suite : cov_suite_default_path();
+      cov_status st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
+      if (st) return cli_report(st);
+    }
+  const char **specs = malloc(sizeof *specs * (size_t)(ac - optind) * (size_t)(n_suite + 1));
   if (!specs) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
   for (int i = optind; i < ac; i++) {
     if (strcmp(av[i], "all")) {
       specs[n++] = av[i];
       continue;
     }
-    for (int j = 0; j < n_suite; j++) specs[n++] = k_suite_contractions[j];
+    for (int j = 0; j < n_suite; j++) specs[n++] = suite_names[j];
     o.allow_unfused = 1;
   }
   cov_status st = !strcmp(sub, "compile") ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)

@@ -22,8 +22,10 @@
 #include "backends/nvptx/nvptx_target.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
+#include "covenant/mapper.h"
 
-const char *gpu_default_suite(void) { return COV_SOURCEDIR "/bench/suite/layers.json"; }
+/* One default for every command: $COVENANT_SUITE, else the shipped suite. */
+const char *gpu_default_suite(void) { return cov_suite_default_path(); }
 
 cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t) {
   memset(t, 0, sizeof *t);
