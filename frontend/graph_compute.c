@@ -15,18 +15,7 @@
 
 #include "frontend/graph.h"
 #include "frontend/graph_lower.h"
-
-GRAPH_DECLARE_COMPUTE(binary);
-GRAPH_DECLARE_COMPUTE(pow);
-GRAPH_DECLARE_COMPUTE(variadic);
-GRAPH_DECLARE_COMPUTE(unary);
-GRAPH_DECLARE_COMPUTE(clip);
-GRAPH_DECLARE_COMPUTE(leaky_relu);
-GRAPH_DECLARE_COMPUTE(gelu);
-GRAPH_DECLARE_COMPUTE(softmax);
-GRAPH_DECLARE_COMPUTE(layernorm);
-GRAPH_DECLARE_COMPUTE(batchnorm);
-GRAPH_DECLARE_COMPUTE(reduce_mean);
+#include "frontend/graph_opfns.h"
 
 #define MAX_LIST 64
 

@@ -16,15 +16,7 @@
 
 #include "frontend/graph.h"
 #include "frontend/graph_lower.h"
-
-GRAPH_DECLARE_COMPUTE(conv);
-GRAPH_DECLARE_COMPUTE(conv_transpose);
-GRAPH_DECLARE_COMPUTE(maxpool);
-GRAPH_DECLARE_COMPUTE(avgpool);
-GRAPH_DECLARE_COMPUTE(global_avgpool);
-GRAPH_DECLARE_COMPUTE(global_maxpool);
-GRAPH_DECLARE_COMPUTE(gemm);
-GRAPH_DECLARE_COMPUTE(matmul);
+#include "frontend/graph_opfns.h"
 
 /* Attribute values beyond this are refused: nothing real needs them and it
  * keeps every size computation far from int64 overflow. */

@@ -13,13 +13,7 @@
 #include "frontend/graph.h"
 #include "frontend/onnx_internal.h"
 
-GRAPH_DECLARE_OP(slice);
-GRAPH_DECLARE_OP(gather);
-GRAPH_DECLARE_OP(pad);
-GRAPH_DECLARE_OP(shape);
-GRAPH_DECLARE_OP(cast);
-GRAPH_DECLARE_OP(constant);
-GRAPH_DECLARE_OP(constant_of_shape);
+#include "frontend/graph_opfns.h"
 
 #define MAX_LIST 64
 

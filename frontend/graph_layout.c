@@ -11,17 +11,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
-
-GRAPH_DECLARE_OP(identity);
-GRAPH_DECLARE_OP(dropout);
-GRAPH_DECLARE_OP(reshape);
-GRAPH_DECLARE_OP(flatten);
-GRAPH_DECLARE_OP(squeeze);
-GRAPH_DECLARE_OP(unsqueeze);
-GRAPH_DECLARE_OP(transpose);
-GRAPH_DECLARE_OP(concat);
-GRAPH_DECLARE_OP(split);
-GRAPH_DECLARE_OP(expand);
+#include "frontend/graph_opfns.h"
 
 #define MAX_LIST 64 /* axes, shapes and split sizes read from tensors */
 

@@ -8,43 +8,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
-
-GRAPH_DECLARE_OP(identity);
-GRAPH_DECLARE_OP(dropout);
-GRAPH_DECLARE_OP(reshape);
-GRAPH_DECLARE_OP(flatten);
-GRAPH_DECLARE_OP(squeeze);
-GRAPH_DECLARE_OP(unsqueeze);
-GRAPH_DECLARE_OP(transpose);
-GRAPH_DECLARE_OP(concat);
-GRAPH_DECLARE_OP(split);
-GRAPH_DECLARE_OP(expand);
-GRAPH_DECLARE_OP(slice);
-GRAPH_DECLARE_OP(gather);
-GRAPH_DECLARE_OP(pad);
-GRAPH_DECLARE_OP(shape);
-GRAPH_DECLARE_OP(cast);
-GRAPH_DECLARE_OP(constant);
-GRAPH_DECLARE_OP(constant_of_shape);
-GRAPH_DECLARE_COMPUTE(conv);
-GRAPH_DECLARE_COMPUTE(conv_transpose);
-GRAPH_DECLARE_COMPUTE(maxpool);
-GRAPH_DECLARE_COMPUTE(avgpool);
-GRAPH_DECLARE_COMPUTE(global_avgpool);
-GRAPH_DECLARE_COMPUTE(global_maxpool);
-GRAPH_DECLARE_COMPUTE(gemm);
-GRAPH_DECLARE_COMPUTE(matmul);
-GRAPH_DECLARE_COMPUTE(binary);
-GRAPH_DECLARE_COMPUTE(pow);
-GRAPH_DECLARE_COMPUTE(variadic);
-GRAPH_DECLARE_COMPUTE(unary);
-GRAPH_DECLARE_COMPUTE(clip);
-GRAPH_DECLARE_COMPUTE(leaky_relu);
-GRAPH_DECLARE_COMPUTE(gelu);
-GRAPH_DECLARE_COMPUTE(softmax);
-GRAPH_DECLARE_COMPUTE(layernorm);
-GRAPH_DECLARE_COMPUTE(batchnorm);
-GRAPH_DECLARE_COMPUTE(reduce_mean);
+#include "frontend/graph_opfns.h"
 
 /* The opset versions in which the operator's definition changed (from the
  * ONNX operator changelog), 0-terminated. */

@@ -1,0 +1,52 @@
+/* frontend/graph_opfns.h: the shape rule, kernel (and, for compute
+ * operators, codelet binding) of every supported ONNX operator, declared
+ * once: the files that define them (graph_layout.c, graph_index.c,
+ * graph_conv.c, graph_compute.c) and the operator table (graph_ops.c) that
+ * refers to them all include this. */
+#ifndef COV_FRONTEND_GRAPH_OPFNS_H
+#define COV_FRONTEND_GRAPH_OPFNS_H
+
+#include "frontend/graph.h"
+
+/* graph_layout.c */
+GRAPH_DECLARE_OP(identity);
+GRAPH_DECLARE_OP(dropout);
+GRAPH_DECLARE_OP(reshape);
+GRAPH_DECLARE_OP(flatten);
+GRAPH_DECLARE_OP(squeeze);
+GRAPH_DECLARE_OP(unsqueeze);
+GRAPH_DECLARE_OP(transpose);
+GRAPH_DECLARE_OP(concat);
+GRAPH_DECLARE_OP(split);
+GRAPH_DECLARE_OP(expand);
+/* graph_index.c */
+GRAPH_DECLARE_OP(slice);
+GRAPH_DECLARE_OP(gather);
+GRAPH_DECLARE_OP(pad);
+GRAPH_DECLARE_OP(shape);
+GRAPH_DECLARE_OP(cast);
+GRAPH_DECLARE_OP(constant);
+GRAPH_DECLARE_OP(constant_of_shape);
+/* graph_conv.c */
+GRAPH_DECLARE_COMPUTE(conv);
+GRAPH_DECLARE_COMPUTE(conv_transpose);
+GRAPH_DECLARE_COMPUTE(maxpool);
+GRAPH_DECLARE_COMPUTE(avgpool);
+GRAPH_DECLARE_COMPUTE(global_avgpool);
+GRAPH_DECLARE_COMPUTE(global_maxpool);
+GRAPH_DECLARE_COMPUTE(gemm);
+GRAPH_DECLARE_COMPUTE(matmul);
+/* graph_compute.c */
+GRAPH_DECLARE_COMPUTE(binary);
+GRAPH_DECLARE_COMPUTE(pow);
+GRAPH_DECLARE_COMPUTE(variadic);
+GRAPH_DECLARE_COMPUTE(unary);
+GRAPH_DECLARE_COMPUTE(clip);
+GRAPH_DECLARE_COMPUTE(leaky_relu);
+GRAPH_DECLARE_COMPUTE(gelu);
+GRAPH_DECLARE_COMPUTE(softmax);
+GRAPH_DECLARE_COMPUTE(layernorm);
+GRAPH_DECLARE_COMPUTE(batchnorm);
+GRAPH_DECLARE_COMPUTE(reduce_mean);
+
+#endif
