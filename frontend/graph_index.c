@@ -11,9 +11,8 @@
 #include <string.h>
 
 #include "frontend/graph.h"
-#include "frontend/onnx_internal.h"
-
 #include "frontend/graph_opfns.h"
+#include "frontend/onnx_internal.h"
 
 #define MAX_LIST 64
 
