@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/edit_distance.h"
 #include "common/fileio.h"
 #include "common/json_pos.h"
 #include "common/search_path.h"
@@ -72,32 +73,12 @@ static const char *type_name(const json_t *v) {
   return "?";
 }
 
-/* Edit distance, to suggest the field or name a typo meant. */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t n = strlen(a), m = strlen(b);
-  if (n > 64 || m > 64) return 99;
-  size_t row[65];
-  for (size_t j = 0; j <= m; j++) row[j] = j;
-  for (size_t i = 1; i <= n; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= m; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[m];
-}
-
+/* The field or name a typo meant (edit distance under 3), or NULL. */
 static const char *closest(const char *word, const char *const *names) {
   const char *best = NULL;
   size_t best_d = 3; /* suggest only near misses */
   for (; *names; names++) {
-    size_t d = edit_distance(word, *names);
+    size_t d = cov_edit_distance(word, *names);
     if (d < best_d) {
       best_d = d;
       best = *names;

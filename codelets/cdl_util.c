@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codelets/cdl_ir.h"
+#include "common/edit_distance.h"
 
 cov_dtype cdl_acc_dtype(cov_dtype d) {
   switch (d) {
@@ -55,26 +56,6 @@ int cdl_op_is_float_only(cov_op op) {
   }
 }
 
-static size_t edit_distance(const char *a, const char *b) {
-  size_t n = strlen(a), m = strlen(b);
-  if (n > CDL_MAX_NAME || m > CDL_MAX_NAME) return 99;
-  size_t row[CDL_MAX_NAME + 1];
-  for (size_t j = 0; j <= m; j++) row[j] = j;
-  for (size_t i = 1; i <= n; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= m; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[m];
-}
-
 const char *cdl_closest(const char *word, const char *const *candidates, size_t n) {
   const char *best = NULL;
   size_t best_d = 3; /* only near misses are worth suggesting */
@@ -83,7 +64,7 @@ const char *cdl_closest(const char *word, const char *const *candidates, size_t 
     const char *a = word, *b = candidates[i];
     while (*a && *b && (*a | 0x20) == (*b | 0x20)) a++, b++;
     if (!*a && !*b) return candidates[i]; /* differs only in case */
-    size_t d = edit_distance(word, candidates[i]);
+    size_t d = cov_edit_distance(word, candidates[i]);
     size_t allowed = strlen(word) <= 4 ? 1 : 2; /* foo is not a typo of pow */
     if (d < best_d && d <= allowed && d < strlen(word)) {
       best_d = d;

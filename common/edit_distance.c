@@ -1,0 +1,24 @@
+/* common/edit_distance.c: one row of the dynamic-programming table. */
+#include "common/edit_distance.h"
+
+#include <string.h>
+
+size_t cov_edit_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  if (n > COV_EDIT_MAX_NAME || m > COV_EDIT_MAX_NAME) return COV_EDIT_FAR;
+  size_t row[COV_EDIT_MAX_NAME + 1];
+  for (size_t j = 0; j <= m; j++) row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[m];
+}

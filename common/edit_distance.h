@@ -1,0 +1,17 @@
+/* common/edit_distance.h: Levenshtein distance between names, for the
+ * "did you mean ...?" hints of every loader (ACG fields and names, codelet
+ * symbols and ops). Each caller keeps its own rule for which distances are
+ * worth a hint. */
+#ifndef COV_EDIT_DISTANCE_H
+#define COV_EDIT_DISTANCE_H
+
+#include <stddef.h>
+
+/* Names longer than this are never near misses (the distance is then
+ * COV_EDIT_FAR), which also bounds the work on hostile input. */
+#define COV_EDIT_MAX_NAME 64
+#define COV_EDIT_FAR 99
+
+size_t cov_edit_distance(const char *a, const char *b);
+
+#endif
