@@ -231,6 +231,13 @@ cov_status graph_broadcast(const graph *g, const graph_node *n, const graph_valu
 /* Reads an integer tensor (i32/i64, at most max elements) as int64. */
 cov_status graph_read_ints(const graph *g, const graph_node *n, const graph_value *v,
                            const char *what, int64_t *out, size_t max, size_t *count);
+/* A shape given as an input (Reshape, Expand, ConstantOfShape): a 1-D int64
+ * tensor of at most COV_MAX_RANK entries. When its contents are known,
+ * *known = true and dims[0..*rank) hold them (not yet checked for sign:
+ * each operator has its own rules); otherwise *known = false and *rank is
+ * its length where that is known and within the limit, else -1. */
+cov_status graph_read_shape_input(const graph *g, const graph_node *n, const graph_value *v,
+                                  int64_t *dims, int *rank, bool *known);
 /* A scalar or 1-element tensor as double. */
 cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_value *v,
                              const char *what, double *out);

@@ -630,24 +630,18 @@ cov_status graph_infer_constant_of_shape(const graph *g, const graph_node *n,
   const void *data;
   COV_RETURN_IF_ERROR(fill_value(g, n, &dt, &data));
   out[0]->dtype = dt;
-  if (in[0]->dtype != COV_I64 || in[0]->rank != 1)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' must be a 1-D int64 tensor",
-                            in[0]->name);
-  if (!in[0]->data) {
-    int64_t r = in[0]->dims[0];
-    graph_set_shape(out[0], r >= 0 && r <= COV_MAX_RANK ? (int)r : -1, NULL);
+  int64_t d[COV_MAX_RANK];
+  int r;
+  bool known;
+  COV_RETURN_IF_ERROR(graph_read_shape_input(g, n, in[0], d, &r, &known));
+  if (!known) {
+    graph_set_shape(out[0], r, NULL);
     return NULL;
   }
-  int64_t d[MAX_LIST];
-  size_t r;
-  COV_RETURN_IF_ERROR(graph_read_ints(g, n, in[0], "shape", d, MAX_LIST, &r));
-  if (r > COV_MAX_RANK)
-    return graph_node_error(g, n, COV_UNSUPPORTED, "rank %zu is over the limit of %d", r,
-                            COV_MAX_RANK);
-  for (size_t i = 0; i < r; i++)
+  for (int i = 0; i < r; i++)
     if (d[i] < 0)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "shape[%zu] is %lld", i, (long long)d[i]);
-  graph_set_shape(out[0], (int)r, d);
+      return graph_node_error(g, n, COV_INVALID_INPUT, "shape[%d] is %lld", i, (long long)d[i]);
+  graph_set_shape(out[0], r, d);
   return NULL;
 }
 

@@ -86,21 +86,15 @@ cov_status graph_infer_reshape(const graph *g, const graph_node *n, graph_value 
   int64_t allowzero = 0;
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "allowzero", 0, &allowzero));
   out[0]->dtype = in[0]->dtype;
-  if (in[1]->rank != 1 || (in[1]->dtype != COV_I64))
-    return graph_node_error(g, n, COV_INVALID_INPUT, "shape '%s' must be a 1-D int64 tensor",
-                            in[1]->name);
-  if (!in[1]->data) {
-    /* Only the rank is known until the shape is. */
-    int64_t r = in[1]->dims[0];
-    graph_set_shape(out[0], r >= 0 && r <= COV_MAX_RANK ? (int)r : -1, NULL);
+  int64_t shape[COV_MAX_RANK];
+  int shape_rank;
+  bool known_shape;
+  COV_RETURN_IF_ERROR(graph_read_shape_input(g, n, in[1], shape, &shape_rank, &known_shape));
+  if (!known_shape) { /* only the rank is known until the shape is */
+    graph_set_shape(out[0], shape_rank, NULL);
     return NULL;
   }
-  int64_t shape[MAX_LIST];
-  size_t r;
-  COV_RETURN_IF_ERROR(graph_read_ints(g, n, in[1], "shape", shape, MAX_LIST, &r));
-  if (r > COV_MAX_RANK)
-    return graph_node_error(g, n, COV_UNSUPPORTED, "target rank %zu is over the limit of %d", r,
-                            COV_MAX_RANK);
+  size_t r = (size_t)shape_rank;
   int infer_at = -1;
   int64_t known = 1;
   bool known_ok = true;
@@ -594,19 +588,15 @@ cov_status graph_exec_split(graph_exec *x, const graph_node *n, graph_value *con
 cov_status graph_infer_expand(const graph *g, const graph_node *n, graph_value *const *in,
                               graph_value *const *out) {
   out[0]->dtype = in[0]->dtype;
-  if (in[1]->rank != 1 || in[1]->dtype != COV_I64)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "shape '%s' must be a 1-D int64 tensor",
-                            in[1]->name);
-  if (!in[1]->data) {
+  int64_t shape[COV_MAX_RANK];
+  int shape_rank;
+  bool known;
+  COV_RETURN_IF_ERROR(graph_read_shape_input(g, n, in[1], shape, &shape_rank, &known));
+  if (!known) { /* broadcasting may raise the rank: nothing is known */
     graph_set_shape(out[0], -1, NULL);
     return NULL;
   }
-  int64_t shape[MAX_LIST];
-  size_t r;
-  COV_RETURN_IF_ERROR(graph_read_ints(g, n, in[1], "shape", shape, MAX_LIST, &r));
-  if (r > COV_MAX_RANK)
-    return graph_node_error(g, n, COV_UNSUPPORTED, "shape rank %zu is over the limit of %d", r,
-                            COV_MAX_RANK);
+  size_t r = (size_t)shape_rank;
   graph_value target = {.name = in[1]->name, .dtype = in[0]->dtype, .rank = (int)r};
   for (size_t i = 0; i < r; i++) {
     if (shape[i] < 0)

@@ -119,6 +119,30 @@ cov_status graph_read_ints(const graph *g, const graph_node *n, const graph_valu
   return NULL;
 }
 
+cov_status graph_read_shape_input(const graph *g, const graph_node *n, const graph_value *v,
+                                  int64_t *dims, int *rank, bool *known) {
+  if (v->rank != 1 || v->dtype != COV_I64)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "shape '%s' must be a 1-D int64 tensor",
+                            v->name);
+  *known = v->data != NULL;
+  if (!*known) {
+    int64_t r = v->dims[0];
+    *rank = r >= 0 && r <= COV_MAX_RANK ? (int)r : -1;
+    return NULL;
+  }
+  /* read more than the limit allows so that an over-long shape gets the
+   * rank message, not a generic size one */
+  int64_t buf[64];
+  size_t r;
+  COV_RETURN_IF_ERROR(graph_read_ints(g, n, v, "shape", buf, 64, &r));
+  if (r > COV_MAX_RANK)
+    return graph_node_error(g, n, COV_UNSUPPORTED, "shape '%s' has rank %zu, over the limit of %d",
+                            v->name, r, COV_MAX_RANK);
+  memcpy(dims, buf, r * sizeof *buf);
+  *rank = (int)r;
+  return NULL;
+}
+
 double graph_load_elem(const void *data, cov_dtype t, size_t i) {
   switch (t) {
     case COV_F32: return ((const float *)data)[i];
