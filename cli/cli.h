@@ -5,6 +5,7 @@
 #ifndef COV_CLI_H
 #define COV_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "covenant/status.h"
@@ -32,6 +33,10 @@ int cli_wants_help(int argc, char **argv);
 /* When argv's -t/--target names a GPU target (ACG backend amdgpu or nvptx),
  * runs `covenant gpu <sub> ARGS...` instead, stores its exit code in *rc and
  * returns 1; otherwise returns 0 and the caller goes on. */
+/* Deterministic pseudo-random values in [-1, 1) (xorshift64, 1e-6 steps) for
+ * generated inputs (run, sim, verify): the same on every machine for a seed.
+ * The state must not be 0. */
+float cli_rand_pm1(uint64_t *state);
 int cli_route_gpu(const char *sub, int argc, char **argv, int *rc);
 
 /* Command groups (one file each). */

@@ -90,3 +90,10 @@ int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
   free(av);
   return 1;
 }
+
+float cli_rand_pm1(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return (float)((*state >> 11) % 2000000) / 1000000.0f - 1.0f;
+}

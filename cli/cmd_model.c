@@ -297,12 +297,8 @@ int cli_cmd_run(int argc, char **argv) {
       break;
     }
     uint64_t r = (seed + i) * 0x9e3779b97f4a7c15ull + 1;
-    for (int64_t k = 0; k < cov_tensor_numel(&inputs[i]); k++) {
-      r ^= r << 13;
-      r ^= r >> 7;
-      r ^= r << 17;
-      ((float *)inputs[i].data)[k] = (float)((r >> 11) % 2000000) / 1000000.0f - 1.0f;
-    }
+    for (int64_t k = 0; k < cov_tensor_numel(&inputs[i]); k++)
+      ((float *)inputs[i].data)[k] = cli_rand_pm1(&r);
     printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
   }
   /* Bind outputs the same way. */

@@ -93,13 +93,6 @@ static void sim_help(FILE *out) {
           "  -h, --help          show this help\n");
 }
 
-static float rnd(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return (float)((*s >> 11) % 2000000) / 1000000.0f - 1.0f;
-}
-
 int cli_cmd_sim(int argc, char **argv) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"seed", required_argument, NULL, 's'},
@@ -156,7 +149,7 @@ int cli_cmd_sim(int argc, char **argv) {
     if (!fill || !cov_dtype_is_float(dt)) continue;
     cov_tensor t = {0};
     st = cov_tensor_alloc(&t, COV_F32, rank, shape);
-    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = rnd(&s);
+    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = cli_rand_pm1(&s);
     if (!st) st = cov_npu_sim_write(sim, name, &t);
     cov_tensor_release(&t);
   }
@@ -398,7 +391,7 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
        * comparison measures the NPU's arithmetic, not the narrowing. */
       bool narrow = narrowed[i];
       for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++) {
-        float v = rnd(&s);
+        float v = cli_rand_pm1(&s);
         ((float *)ins[i].data)[k] = narrow ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
       }
     }
