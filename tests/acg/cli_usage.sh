@@ -2,19 +2,9 @@
 # cli_usage.sh COVENANT SRCDIR: usage errors exit 2 with a hint, help exits 0,
 # unknown targets exit 1 naming where covenant looked.
 set -u
+. "$(dirname "$0")/../cli_expect.sh"
 cov=$1 src=$2
 cd "$src" || exit 2
-fail=0
-expect() { # expect STATUS PATTERN -- command...
-  local want=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: $* -> $rc (want $want, /$pattern/):"; echo "$out"; fail=1
-  else
-    echo "ok: $*"
-  fi
-}
 expect 2 "usage: covenant" -- "$cov"
 expect 0 "commands:" -- "$cov" --help
 expect 0 "covenant acg check" -- "$cov" acg --help

@@ -3,20 +3,10 @@
 # Unix tool: help exits 0, usage errors exit 2 with a hint, rejected input
 # exits 1 with located messages on stderr, results go to stdout or -o.
 set -u
+. "$(dirname "$0")/../cli_expect.sh"
 cov=$1 src=$2 work=$3
 mkdir -p "$work"
 cd "$src" || exit 2
-fail=0
-expect() { # expect STATUS PATTERN -- command...
-  local want=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: $* -> $rc (want $want, /$pattern/):"; echo "$out"; fail=1
-  else
-    echo "ok: $*"
-  fi
-}
 expect 2 "usage: covenant codelet check" -- "$cov" codelet
 expect 0 "usage: covenant codelet check" -- "$cov" codelet --help
 expect 0 "usage: covenant codelet check" -- "$cov" codelet run --help

@@ -3,21 +3,11 @@
 # errors exit 2 with a hint, help exits 0, rejected inputs exit 1 with the
 # file and the reason.
 set -u
+. "$(dirname "$0")/../cli_expect.sh"
 cov=$1 src=$2
 cd "$src" || exit 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-expect() { # expect STATUS PATTERN -- command...
-  local want=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: $* -> $rc (want $want, /$pattern/):"; echo "$out"; fail=1
-  else
-    echo "ok: $*"
-  fi
-}
 m=examples/convnet.onnx
 x=examples/convnet_input.npy
 expect 0 "inspect" -- "$cov" --help
