@@ -15,6 +15,7 @@
 #include "codelets/cdl_parse.h"
 #include "codelets/cdl_verify.h"
 #include "common/fileio.h"
+#include "common/search_path.h"
 
 #define CDL_MAX_DIR_FILES 4096
 
@@ -149,24 +150,12 @@ static int is_dir(const char *path) {
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* The shipped library: beside the program (<prefix>/bin/../share), the
- * configured data dir, then the source tree, as for targets. */
+/* The shipped library: the first shipped data folder that exists, in the
+ * order targets are looked up (common/search_path.h). */
 static int shipped_dir(char *out, size_t size) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      int k = snprintf(out, size, "%s/../share/covenant/codelets", exe);
-      if (k > 0 && (size_t)k < size && is_dir(out)) return 1;
-    }
-  }
-  int k = snprintf(out, size, "%s/codelets", COV_DATADIR);
-  if (k > 0 && (size_t)k < size && is_dir(out)) return 1;
-  k = snprintf(out, size, "%s/codelets", COV_SOURCEDIR);
-  return k > 0 && (size_t)k < size && is_dir(out);
+  for (int i = 0; i < COV_SHIPPED_DIRS; i++)
+    if (cov_shipped_dir(i, "codelets", out, size) && is_dir(out)) return 1;
+  return 0;
 }
 
 cov_status cov_codelet_lib_load(const char *dir, cov_codelet_lib **out) {

@@ -17,6 +17,25 @@ static int try_dir(const char *dir, size_t dir_len, const char *name, const char
   return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
 }
 
+int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
+  int k = -1;
+  if (index == 0) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    k = snprintf(out, size, "%s/../share/covenant/%s", exe, subdir);
+  } else if (index == 1) {
+    k = snprintf(out, size, "%s/%s", COV_DATADIR, subdir);
+  } else if (index == 2) {
+    k = snprintf(out, size, "%s/%s", COV_SOURCEDIR, subdir);
+  }
+  return k > 0 && (size_t)k < size;
+}
+
 cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
@@ -45,23 +64,10 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
     }
   }
   char dir[8192];
-  /* Next to the running program (<prefix>/bin/x -> <prefix>/share/covenant),
-   * so an installed tree works wherever it was copied to. */
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      snprintf(dir, sizeof dir, "%s/../share/covenant/%s", exe, subdir);
-      if (try_dir(dir, strlen(dir), name_or_path, ext, out, size)) return NULL;
-    }
-  }
-  snprintf(dir, sizeof dir, "%s/%s", COV_DATADIR, subdir);
-  if (try_dir(dir, strlen(dir), name_or_path, ext, out, size)) return NULL;
-  snprintf(dir, sizeof dir, "%s/%s", COV_SOURCEDIR, subdir);
-  if (try_dir(dir, strlen(dir), name_or_path, ext, out, size)) return NULL;
+  for (int i = 0; i < COV_SHIPPED_DIRS; i++)
+    if (cov_shipped_dir(i, subdir, dir, sizeof dir) &&
+        try_dir(dir, strlen(dir), name_or_path, ext, out, size))
+      return NULL;
   return cov_error(COV_NOT_FOUND, NULL,
                    "no %s named '%s' (looked in $%s, %s/%s and %s/%s); pass a path to use "
                    "another file",

@@ -16,4 +16,14 @@
 cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size);
 
+/* The shipped data folders for `subdir`, in lookup order:
+ * ../share/covenant/<subdir> beside the running program (so an installed tree
+ * works wherever it was copied to), the configured install data dir, and the
+ * source tree (so an uninstalled build finds its own files). Writes the
+ * `index`-th candidate (0..COV_SHIPPED_DIRS-1) into out; returns 0 when it
+ * does not fit or, for index 0, when the program's path is unknown. Whether
+ * the folder exists is the caller's question. */
+#define COV_SHIPPED_DIRS 3
+int cov_shipped_dir(int index, const char *subdir, char *out, size_t size);
+
 #endif
