@@ -227,8 +227,18 @@ def bench(cov, k, iters, reps):
             return y
     # covenant and vendor alternate, `reps` times each; medians (a run's
     # clock and the libraries' algorithm choices vary from one to the next)
-    cs, vs, fs = [], [], []
+    # cuDNN on channels-last tensors too (its native layout; torch's
+    # conversion not timed): the stricter comparison for channels-last
+    # kernels, whose time includes their NCHW -> NHWC transform
+    vendor_cl = None
+    if k["kind"] == "conv2d" and k.get("layout") == "nhwc":
+        a_cl, b_cl = a.to(memory_format=torch.channels_last), b.to(memory_format=torch.channels_last)
+        b16 = bias.to(dt)
+        vendor_cl = lambda: F.conv2d(a_cl, b_cl, b16, k["stride"], k["pad"], k["dilation"], k["groups"])
+    cs, vs, fs, cls = [], [], [], []
     for _ in range(reps):
+        if vendor_cl is not None:
+            cls.append(time_torch(vendor_cl, iters))
         cs.append(cov.run(k, a, bw, out, bias, iters))
         vs.append(time_torch(vendor, iters))
         if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
@@ -238,6 +248,9 @@ def bench(cov, k, iters, reps):
     r = {"name": k["name"], "macs": macs, "covenant_ms": cov_ms, "vendor_ms": v_ms,
          "covenant_tflops": 2 * macs / cov_ms / 1e9, "vendor_tflops": 2 * macs / v_ms / 1e9,
          "ratio": v_ms / cov_ms}
+    if cls:
+        r["vendor_nhwc_ms"] = med(cls)
+        r["ratio_vs_nhwc_vendor"] = med(cls) / cov_ms
     if k.get("layout") == "nhwc":  # the transform's share of covenant's time
         r["layout"] = "nhwc"
         r["transform_ms"] = cov.time_pre(k, a, iters)
@@ -326,6 +339,8 @@ def main():
         results["bench"].append(r)
         line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (
             r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
+        if "vendor_nhwc_ms" in r:
+            line += " | cuDNN channels-last %.3f ms: %5.1f%%" % (r["vendor_nhwc_ms"], 100 * r["ratio_vs_nhwc_vendor"])
         if "transform_ms" in r:
             line += " | incl. NHWC transform %.3f ms" % r["transform_ms"]
         if "ratio_vs_sequence" in r:
