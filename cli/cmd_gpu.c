@@ -13,8 +13,8 @@ static void gpu_help(FILE *out) {
           "       covenant gpu run LAYER... --target T\n"
           "\n"
           "LAYER is an entry of the layer suite (bench/suite/layers.json) by name, NAME@bN\n"
-          "for batch N, gemm_MxNxK for a plain matmul, 'all' for every contraction\n"
-          "layer of the suite, or MODEL.onnx for the conv layer groups of a model.\n"
+          "for batch N, gemm_MxNxK for a plain matmul, 'all' for every layer of the suite\n"
+          "(contractions, max pools), or MODEL.onnx for the conv layer groups of a model.\n"
           "T is a GPU target: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90.\n"
           "\n"
           "  compile  one code object per layer (HSACO for AMDGPU, PTX for NVPTX) and\n"
@@ -30,7 +30,7 @@ static void gpu_help(FILE *out) {
           "                        occupancy and a roofline time estimate from the ACG\n"
           "      --dtype D         input dtype f16 (default), bf16 or f32\n"
           "      --suite FILE      the layer suite (default: the shipped one)\n"
-          "      --allow-unfused   accept layers whose post-ops (softmax) are not fused, and\n"
+          "      --allow-unfused   accept layers with post-ops the kernels do not fuse, and\n"
           "                        skip (with a note) model groups that are not contractions\n"
           "      --code-object V   AMDGPU code object version 4 or 5 (default: the ACG's)\n"
           "  -h, --help            show this help\n");
@@ -40,8 +40,8 @@ static void gpu_help(FILE *out) {
 #include "backends/gpu/gpu_layer.h"
 
 #define MAX_SUITE 256
-/* The suite's layers the GPU lowering takes (contractions), in file order;
- * the others (a standalone pool) are left out of 'all'. */
+/* The suite's layers the GPU lowering takes (contractions and max pools),
+ * in file order; any others are left out of 'all'. */
 static cov_status suite_contractions(const char *suite, cov_dtype dt, char (*names)[96], int *n) {
   int count = 0;
   COV_RETURN_IF_ERROR(gpu_layer_suite_names(suite, names, MAX_SUITE, &count));
@@ -111,7 +111,7 @@ int cli_cmd_gpu(int argc, char **argv) {
   if (!strcmp(sub, "run") && (out_dir || report))
     return cli_usage_error("gpu", "run takes neither -o nor --report");
 #ifdef COV_HAVE_GPU_BACKENDS
-  /* 'all' expands to the suite's contraction layers */
+  /* 'all' expands to the suite's layers the lowering takes */
   static char suite_names[MAX_SUITE][96];
   int n_suite = 0, n = 0;
   for (int i = optind; i < ac && !n_suite; i++)

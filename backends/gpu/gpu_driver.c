@@ -135,7 +135,9 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
           rate = fmax(rate, a->compute[c].caps[j].throughput * a->compute[c].instances);
   const gpu_problem *q = &p->prob;
   double es = (double)cov_dtype_size(q->in_dtype), bytes;
-  if (q->kind == GPU_OP_MATMUL)
+  if (q->kind == GPU_OP_MAXPOOL)
+    bytes = es * (double)(q->cn * q->cc * q->ch * q->cw) + 4.0 * (double)p->M;
+  else if (q->kind == GPU_OP_MATMUL)
     bytes = es * (double)p->G * (double)(p->M * p->K + p->K * p->N) + 4.0 * (double)p->G * (double)(p->M * p->N);
   else
     bytes = es * (double)(q->cn * q->cc * q->ch * q->cw + q->ck * p->K) +
@@ -166,9 +168,14 @@ json_t *gpu_plan_json(const gpu_plan *p);
 json_t *gpu_plan_json(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   json_t *o = json_object();
-  json_object_set_new(o, "kind", json_string(q->kind == GPU_OP_MATMUL ? "matmul" : "conv2d"));
+  static const char *kinds[] = {"matmul", "conv2d", "maxpool"};
+  json_object_set_new(o, "kind", json_string(kinds[q->kind]));
   json_object_set_new(o, "dtype", json_string(cov_dtype_name(q->in_dtype)));
-  if (q->kind == GPU_OP_MATMUL) {
+  if (q->kind == GPU_OP_MAXPOOL) {
+    const char *keys[] = {"N", "C", "H", "W", "R", "S", "stride", "pad", "OH", "OW"};
+    int64_t vals[] = {q->cn, q->cc, q->ch, q->cw, q->cr, q->cs, q->stride, q->pad, p->oh, p->ow};
+    for (int i = 0; i < 10; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
+  } else if (q->kind == GPU_OP_MATMUL) {
     json_object_set_new(o, "batch", json_integer(q->batch));
     json_object_set_new(o, "M", json_integer(q->m));
     json_object_set_new(o, "N", json_integer(q->n));
@@ -186,6 +193,25 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "clip_hi", json_real(q->epi.clip_hi));
   }
   json_object_set_new(o, "maxpool2x2", json_boolean(q->epi.maxpool2x2));
+  json_object_set_new(o, "softmax", json_boolean(q->epi.softmax));
+  /* channels-last: the input goes through the transform kernel first, into
+   * a workspace; the weights are taken as [R][S][C][K] */
+  json_object_set_new(o, "layout", json_string(p->nhwc ? "nhwc" : "nchw"));
+  if (p->nhwc) {
+    json_t *pre = json_object(), *pg = json_array(), *pb = json_array();
+    unsigned g3[3];
+    gpu_nhwc_grid(p, g3);
+    for (int i = 0; i < 3; i++) json_array_append_new(pg, json_integer(g3[i]));
+    json_array_append_new(pb, json_integer(GPU_NHWC_THREADS));
+    json_array_append_new(pb, json_integer(1));
+    json_array_append_new(pb, json_integer(1));
+    json_object_set_new(pre, "grid", pg);
+    json_object_set_new(pre, "block", pb);
+    json_object_set_new(pre, "shared_bytes", json_integer(gpu_nhwc_shared_bytes()));
+    json_object_set_new(pre, "workspace_bytes",
+                        json_integer((json_int_t)gpu_nhwc_workspace_bytes(p, (int)cov_dtype_size(q->in_dtype))));
+    json_object_set_new(o, "pre", pre);
+  }
   json_t *grid = json_array(), *block = json_array();
   for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
   json_array_append_new(block, json_integer(p->threads));
@@ -194,10 +220,14 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   json_object_set_new(o, "grid", grid);
   json_object_set_new(o, "block", block);
   json_object_set_new(o, "shared_bytes", json_integer(p->shared_bytes));
-  char plan[160];
-  snprintf(plan, sizeof plan, "tile %dx%dx%d warp %dx%d %s %dx%dx%d stages %d %s copies", p->bm, p->bn, p->bk,
-           p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
-           p->vector_copy ? "16-byte" : "guarded element");
+  char plan[192];
+  if (q->kind == GPU_OP_MAXPOOL)
+    snprintf(plan, sizeof plan, "one output per thread, %d threads", p->threads);
+  else
+    snprintf(plan, sizeof plan, "tile %dx%dx%d warp %dx%d %s %dx%dx%d stages %d %s copies%s", p->bm, p->bn, p->bk,
+             p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
+             p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
+             p->staged ? ", staged epilogue" : "");
   json_object_set_new(o, "plan", json_string(plan));
   return o;
 }
@@ -237,19 +267,20 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
+  (void)dt;
   COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
   if (colon) {
     gpu_plan *p = plan;
-    int es = (int)cov_dtype_size(dt), per = 16 / es;
+    if (layer->prob.kind == GPU_OP_MAXPOOL)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
+                       layer->name);
+    /* the choice re-derived from the hand-fixed tile (M back to the
+     * problem's: the pooled row order recomputes it) */
+    gpu_plan fresh;
+    COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &fresh));
+    p->M = fresh.M;
     p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages;
-    p->threads = (wm && wn) ? p->warp_size * (bm / wm) * (bn / wn) : 0;
-    p->vector_copy = p->threads > 0 && layer->prob.kind == GPU_OP_MATMUL && p->M % bm == 0 && p->N % bn == 0 &&
-                     p->K % bk == 0 && (bm * bk / per) % p->threads == 0 && (bk * bn / per) % p->threads == 0;
-    p->shared_bytes = (unsigned)(stages * (bm * bk + bk * bn) * es);
-    if (p->ktable) p->shared_bytes += (unsigned)gpu_ktable_bytes(p);
-    p->grid[0] = (unsigned)((p->N + bn - 1) / bn);
-    p->grid[1] = (unsigned)((p->M + bm - 1) / bm);
-    COV_RETURN_IF_ERROR(gpu_plan_check(p, &t->caps));
+    COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d", bm, bn, bk, wm, wn, stages);
   }
@@ -313,6 +344,11 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
     snprintf(kname, sizeof kname, "covenant_%s", layer.name);
     json_object_set_new(k, "name", json_string(layer.name));
     json_object_set_new(k, "kernel", json_string(kname));
+    if (plan.nhwc) {
+      char pre[160];
+      snprintf(pre, sizeof pre, "%s_nhwc", kname);
+      json_object_set_new(json_object_get(k, "pre"), "kernel", json_string(pre));
+    }
     json_object_set_new(k, "file", json_string(file));
     json_object_set_new(k, "unfused", json_string(layer.unfused));
     json_array_append_new(kernels, k);

@@ -69,10 +69,16 @@ static cov_status from_entry(const char *path, const json_t *e, const char *name
       else
         q->batch = batch;
     }
+  } else if (!strcmp(op, "maxpool")) {
+    q->kind = GPU_OP_MAXPOOL;
+    need = "N, C, H, W, R, S (and optional stride, pad)";
+    ok &= get_int(e, "N", 1, &q->cn) & get_int(e, "C", -1, &q->cc) & get_int(e, "H", -1, &q->ch) &
+          get_int(e, "W", -1, &q->cw) & get_int(e, "R", -1, &q->cr) & get_int(e, "S", -1, &q->cs) &
+          get_int(e, "stride", 1, &q->stride) & get_int(e, "pad", 0, &q->pad);
+    if (batch > 0) q->cn = batch;
   } else {
     return cov_error(COV_UNSUPPORTED, NULL,
-                     "%s: layer %s is a %s, not a contraction (conv2d, gemm, batch_matmul): the GPU "
-                     "lowering does not build it",
+                     "%s: layer %s is a %s (the GPU lowering builds conv2d, gemm, batch_matmul and maxpool)",
                      path, name, op);
   }
   if (!ok) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: expected integer fields %s", path, name, need);
@@ -81,7 +87,7 @@ static cov_status from_entry(const char *path, const json_t *e, const char *name
     const char *p = json_string_value(json_array_get(post, i));
     if (!p) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: post-ops must be strings", path, name);
     gpu_epilogue *ep = &q->epi;
-    int after_pool = ep->maxpool2x2;
+    int after_pool = ep->maxpool2x2 || ep->softmax || q->kind == GPU_OP_MAXPOOL;
     if (!strcmp(p, "bias") && !ep->bias && ep->act == GPU_ACT_NONE && !after_pool) {
       ep->bias = true;
     } else if (!strcmp(p, "relu") && ep->act == GPU_ACT_NONE && !after_pool) {
@@ -92,6 +98,8 @@ static cov_status from_entry(const char *path, const json_t *e, const char *name
       ep->act = GPU_ACT_GELU;
     } else if (!strcmp(p, "maxpool2x2") && q->kind == GPU_OP_CONV2D && !after_pool) {
       ep->maxpool2x2 = true;
+    } else if (!strcmp(p, "softmax") && q->kind == GPU_OP_MATMUL && !after_pool) {
+      ep->softmax = true;
     } else {
       /* everything from here on runs after the kernel */
       for (size_t j = i; j < json_array_size(post); j++) {

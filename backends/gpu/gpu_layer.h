@@ -5,9 +5,10 @@
  *   NAME@bN      the same layer at batch N (conv2d: N images; gemm: M rows
  *                times N; batch_matmul: N batches);
  *   gemm_MxNxK   a plain matmul of those sizes (the suite's gpu_shapes).
- * Post-ops the GPU epilogue fuses (bias, relu, relu6, gelu, maxpool2x2) go
- * into the problem; others (softmax) are listed in `unfused` and left to a
- * separate kernel: the caller decides whether that is acceptable. */
+ * A maxpool entry is the standalone pool kernel. Post-ops the GPU epilogue
+ * fuses (bias, relu, relu6, gelu, maxpool2x2 after a conv, softmax after a
+ * matmul) go into the problem; any others are listed in `unfused` and left
+ * to a separate kernel: the caller decides whether that is acceptable. */
 #ifndef COV_GPU_LAYER_H
 #define COV_GPU_LAYER_H
 

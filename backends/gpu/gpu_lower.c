@@ -13,6 +13,7 @@
  * count, the copy loops and the fragment loops are unrolled or folded by
  * LLVM; only the K loop is an IR loop. Index arithmetic is 32-bit: the plan
  * check bounds every tensor below 2^31 elements. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,8 +118,48 @@ enum { FETCH = 1, STORE = 2 };
 enum { MAX_STAGED = 256 };
 
 static int n_staged(const gpu_plan *p, int esize) {
-  if (p->vector_copy) return (p->bm * p->bk + p->bk * p->bn) * esize / 16 / p->threads;
+  if (p->vector_copy || p->nhwc) return (p->bm * p->bk + p->bk * p->bn) * esize / 16 / p->threads;
   return (p->bm * p->bk + p->bk * p->bn) / p->threads;
+}
+
+/* Output pixel (n, oh, ow) of conv GEMM row m: (n, oh, ow) row-major, or
+ * with the pooled row order (n, py, px, dy, dx), oh = 2 py + dy, ow =
+ * 2 px + dx. */
+static void conv_pixel(kernel *k, LLVMValueRef m, LLVMValueRef *n, LLVMValueRef *oh, LLVMValueRef *ow) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  if (!p->pool_order) {
+    LLVMValueRef pix = urem(g, m, p->oh * p->ow);
+    *n = udiv(g, m, p->oh * p->ow), *oh = udiv(g, pix, p->ow), *ow = urem(g, pix, p->ow);
+    return;
+  }
+  long long ph = p->oh / 2, pw = p->ow / 2;
+  LLVMValueRef win = udiv(g, m, 4), j = urem(g, m, 4), pp = urem(g, win, ph * pw);
+  *n = udiv(g, win, ph * pw);
+  *oh = add(g, mul(g, udiv(g, pp, pw), C(2)), udiv(g, j, 2));
+  *ow = add(g, mul(g, urem(g, pp, pw), C(2)), urem(g, j, 2));
+}
+
+/* The channels-last A gather: row `row` of the tile, 16-byte chunk `c`:
+ * the input pixel of output row m0 + row shifted by K tile k0's filter tap,
+ * channels c0 + 8c .. (a K tile is one tap: bk divides C). *ok is false for
+ * padding and rows past M; the index is then 0 (a valid address). */
+static LLVMValueRef nhwc_index(kernel *k, LLVMValueRef k0, LLVMValueRef row, LLVMValueRef c, int per,
+                               LLVMValueRef *ok) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  LLVMValueRef m = add(g, k->m0, row), n, oh, ow;
+  conv_pixel(k, m, &n, &oh, &ow);
+  LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, oh, C(q->stride)), C(q->pad), "");
+  LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, ow, C(q->stride)), C(q->pad), "");
+  LLVMValueRef rs = udiv(g, k0, q->cc), c0 = urem(g, k0, q->cc);
+  LLVMValueRef ih = add(g, ih0, mul(g, udiv(g, rs, q->cs), C(q->dilation)));
+  LLVMValueRef iw = add(g, iw0, mul(g, urem(g, rs, q->cs), C(q->dilation)));
+  *ok = and1(g, ult(g, m, p->M), and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw)));
+  LLVMValueRef pix = add(g, mul(g, add(g, mul(g, n, C(q->ch)), ih), C(q->cw)), iw);
+  LLVMValueRef idx = add(g, add(g, mul(g, pix, C(q->cc)), c0), mul(g, c, C(per)));
+  return LLVMBuildSelect(g->b, *ok, idx, C(0), "");
 }
 
 static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRef valid, int phase,
@@ -129,7 +170,7 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
   gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
   LLVMValueRef k0 = mul(g, kt, C(p->bk));
   int v = 0;
-  if (p->vector_copy) {
+  if (p->vector_copy || p->nhwc) {
     int per = 16 / k->esize;
     int async = g->target->async_copy16 != NULL;
     LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
@@ -139,6 +180,23 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
         LLVMValueRef row, c;
         split(k, i, rc, &row, &c);
         LLVMValueRef col = mul(g, c, C(per)), idx;
+        if (t == 0 && p->nhwc) {
+          LLVMValueRef ok;
+          idx = nhwc_index(k, k0, row, c, per, &ok);
+          if (valid) idx = LLVMBuildSelect(g->b, valid, idx, C(0), "");
+          LLVMValueRef src = gept(g, g->in_t, k->A, idx), dst = gpu_tile_addr(g, &ta, row, col);
+          if (async) {
+            g->target->async_copy16_zfill(g, dst, src, ok);
+            continue;
+          }
+          if (phase & FETCH) {
+            LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
+            LLVMSetAlignment(x, 16);
+            vals[v] = LLVMBuildSelect(g->b, ok, x, LLVMConstNull(v4), "");
+          }
+          if (phase & STORE) LLVMSetAlignment(LLVMBuildStore(g->b, vals[v], dst), 16);
+          continue;
+        }
         if (t == 0) {
           LLVMValueRef gm = add(g, add(g, mul(g, k->gidx, C(p->M)), k->m0), row);
           idx = add(g, add(g, mul(g, gm, C(p->K)), k0), col);
@@ -355,6 +413,232 @@ static void epilogue(kernel *k) {
       }
 }
 
+/* A counted IR loop `for (i = start; i < end; i += step)`: loop_open
+ * returns i and leaves the builder in the body; loop_close ends it. Used
+ * where unrolling would bloat the kernel (softmax rows). */
+typedef struct gpu_loop {
+  LLVMBasicBlockRef pre, body, after;
+  LLVMValueRef i;
+  long long end, step;
+} gpu_loop;
+static LLVMValueRef loop_open(gpu_gen *g, gpu_loop *l, LLVMValueRef start, long long end, long long step) {
+  l->pre = LLVMGetInsertBlock(g->b);
+  l->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
+  l->after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop_done");
+  l->end = end, l->step = step;
+  LLVMBuildCondBr(g->b, ult(g, start, end), l->body, l->after);
+  LLVMPositionBuilderAtEnd(g->b, l->body);
+  l->i = LLVMBuildPhi(g->b, g->i32, "i");
+  LLVMAddIncoming(l->i, &start, &l->pre, 1);
+  return l->i;
+}
+/* acc: phis of loop-carried values (created by the caller in the body
+ * block with their start values from l->pre), their next values in nexts;
+ * returns nothing: after the call the phis' final values are read through
+ * the exit block's own phis that loop_close builds into out. */
+static void loop_close(gpu_gen *g, gpu_loop *l, int n, LLVMValueRef *phis, LLVMValueRef *nexts,
+                       LLVMValueRef *starts, LLVMValueRef *out) {
+  LLVMValueRef i1 = add(g, l->i, C(l->step));
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, ult(g, i1, l->end), l->body, l->after);
+  LLVMAddIncoming(l->i, &i1, &latch, 1);
+  for (int j = 0; j < n; j++) LLVMAddIncoming(phis[j], &nexts[j], &latch, 1);
+  LLVMPositionBuilderAtEnd(g->b, l->after);
+  for (int j = 0; j < n; j++) {
+    out[j] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[j]), "");
+    LLVMValueRef v[2] = {starts[j], nexts[j]};
+    LLVMBasicBlockRef bb[2] = {l->pre, latch};
+    LLVMAddIncoming(out[j], v, bb, 2);
+  }
+}
+
+static LLVMValueRef fmax_sel(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) {
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, y, ""), x, y, "");
+}
+
+/* The staged epilogue: every accumulator, biased and activated, to the
+ * column-major shared tile Cs[col * cstride + row] (local coordinates);
+ * then the stores read it back. */
+static void stage_out(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  const gpu_frag_ops *fr = k->fr;
+  /* every warp has finished with the last stage before it is overwritten
+   * (no copies are pending: the last tile's group was awaited) */
+  g->target->barrier(g);
+  for (int mf = 0; mf < k->nmf; mf++)
+    for (int nf = 0; nf < k->nnf; nf++)
+      for (int i = 0; i < fr->n_acc; i++) {
+        LLVMValueRef r, c;
+        fr->acc_coord(g, i, &r, &c);
+        LLVMValueRef row = add(g, k->wrow, add(g, r, C(mf * fr->fm)));
+        LLVMValueRef col = add(g, k->wcol, add(g, c, C(nf * fr->fn)));
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * fr->n_acc + i], "");
+        if (q->epi.bias) {
+          LLVMValueRef gcol = add(g, k->n0, col);
+          LLVMValueRef ch = q->kind == GPU_OP_CONV2D ? add(g, mul(g, k->gidx, C(p->N)), gcol) : gcol;
+          /* columns past N (a softmax tile wider than the row) read bias 0's slot */
+          ch = LLVMBuildSelect(g->b, ult(g, gcol, p->N), ch, C(0), "");
+          v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
+        }
+        v = activation(g, &q->epi, v);
+        LLVMValueRef off = add(g, mul(g, col, C(p->cstride)), row);
+        LLVMBuildStore(g->b, v, gept(g, g->f32, k->smem, off));
+      }
+  g->target->barrier(g);
+}
+
+/* conv: 4 consecutive rows of one column per thread and step, neighbouring
+ * threads on neighbouring row groups: NCHW stores of 16 bytes (the 4
+ * pixels are contiguous: oh*ow % 4 == 0), or with the pooled row order
+ * one 2x2 window's max, stored as one pooled pixel. */
+static void conv_staged_store(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  int T = p->threads, groups = p->bm / 4, units = groups * p->bn;
+  LLVMTypeRef v4f = LLVMVectorType(g->f32, 4);
+  for (int i = 0; i < (units + T - 1) / T; i++) {
+    LLVMValueRef col, r4;
+    split(k, i, groups, &col, &r4);
+    LLVMValueRef m = add(g, k->m0, mul(g, r4, C(4))), gcol = add(g, k->n0, col);
+    LLVMValueRef ok = and1(g, ult(g, m, p->M), ult(g, gcol, p->N));
+    if (units % T) ok = and1(g, ok, ult(g, col, p->bn));
+    LLVMBasicBlockRef join;
+    begin_if(g, ok, &join);
+    LLVMValueRef x = LLVMBuildLoad2(g->b, v4f, gept(g, g->f32, k->smem, add(g, mul(g, col, C(p->cstride)), mul(g, r4, C(4)))), "");
+    LLVMSetAlignment(x, 16);
+    LLVMValueRef ch = add(g, mul(g, k->gidx, C(p->N)), gcol);
+    if (!p->pool_order) {
+      long long hw = p->oh * p->ow;
+      LLVMValueRef idx = add(g, mul(g, add(g, mul(g, udiv(g, m, hw), C(q->ck)), ch), C(hw)), urem(g, m, hw));
+      LLVMSetAlignment(LLVMBuildStore(g->b, x, gept(g, g->f32, k->Cout, idx)), 16);
+    } else {
+      long long pp = (p->oh / 2) * (p->ow / 2);
+      LLVMValueRef e[4];
+      for (int j = 0; j < 4; j++) e[j] = LLVMBuildExtractElement(g->b, x, C(j), "");
+      LLVMValueRef mx = fmax_sel(g, fmax_sel(g, e[0], e[1]), fmax_sel(g, e[2], e[3]));
+      LLVMValueRef win = udiv(g, m, 4);
+      LLVMValueRef idx = add(g, mul(g, add(g, mul(g, udiv(g, win, pp), C(q->ck)), ch), C(pp)), urem(g, win, pp));
+      LLVMBuildStore(g->b, mx, gept(g, g->f32, k->Cout, idx));
+    }
+    end_if(g, join);
+  }
+}
+
+/* matmul + softmax over whole rows (grid[0] == 1, so n0 == 0): a thread per
+ * row finds its max and 1/sum of exp (IR loops over the N columns), then
+ * all threads write exp(v - max) / sum with neighbouring threads on
+ * neighbouring columns. */
+static void softmax_rows(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  int T = p->threads;
+  LLVMValueRef stats = gept(g, g->f32, k->smem, C((long long)p->bn * p->cstride));
+  LLVMValueRef log2e = LLVMConstReal(g->f32, 1.4426950408889634);
+  for (int i = 0; i * T < p->bm; i++) {
+    LLVMValueRef row = add(g, k->tid, C((long long)i * T));
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, row, p->bm), &join);
+    /* pass 1: max */
+    gpu_loop l;
+    LLVMValueRef ninf = LLVMConstReal(g->f32, -INFINITY), zero = LLVMConstReal(g->f32, 0.0), mx, sum;
+    LLVMValueRef c = loop_open(g, &l, C(0), p->N, 1);
+    LLVMValueRef acc = LLVMBuildPhi(g->b, g->f32, "mx");
+    LLVMAddIncoming(acc, &ninf, &l.pre, 1);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->smem, add(g, mul(g, c, C(p->cstride)), row)), "");
+    LLVMValueRef nx = fmax_sel(g, v, acc);
+    loop_close(g, &l, 1, &acc, &nx, &ninf, &mx);
+    /* pass 2: sum of exp2((v - max) log2 e) */
+    c = loop_open(g, &l, C(0), p->N, 1);
+    acc = LLVMBuildPhi(g->b, g->f32, "sum");
+    LLVMAddIncoming(acc, &zero, &l.pre, 1);
+    v = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->smem, add(g, mul(g, c, C(p->cstride)), row)), "");
+    LLVMValueRef ex = g->target->exp2(g, LLVMBuildFMul(g->b, LLVMBuildFSub(g->b, v, mx, ""), log2e, ""));
+    nx = LLVMBuildFAdd(g->b, acc, ex, "");
+    loop_close(g, &l, 1, &acc, &nx, &zero, &sum);
+    LLVMBuildStore(g->b, mx, gept(g, g->f32, stats, row));
+    LLVMBuildStore(g->b, LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0), sum, ""),
+                   gept(g, g->f32, stats, add(g, row, C(p->bm))));
+    end_if(g, join);
+  }
+  g->target->barrier(g);
+  gpu_loop l;
+  LLVMValueRef e = loop_open(g, &l, k->tid, (long long)p->bm * p->N, T);
+  LLVMValueRef row = udiv(g, e, p->N), col = urem(g, e, p->N), m = add(g, k->m0, row);
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, m, p->M), &join);
+  LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->smem, add(g, mul(g, col, C(p->cstride)), row)), "");
+  LLVMValueRef mx = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, stats, row), "");
+  LLVMValueRef inv = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, stats, add(g, row, C(p->bm))), "");
+  LLVMValueRef ex = g->target->exp2(g, LLVMBuildFMul(g->b, LLVMBuildFSub(g->b, v, mx, ""), log2e, ""));
+  LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), m), C(p->N)), col);
+  LLVMBuildStore(g->b, LLVMBuildFMul(g->b, ex, inv, ""), gept(g, g->f32, k->Cout, idx));
+  end_if(g, join);
+  loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
+}
+
+/* The standalone max pool: thread per NCHW output element, the window's
+ * taps unrolled; padding reads as -inf (torch's max_pool2d). */
+static void lower_pool(gpu_gen *g, const gpu_plan *p) {
+  const gpu_problem *q = &p->prob;
+  LLVMValueRef in = LLVMGetParam(g->fn, 0), out = LLVMGetParam(g->fn, 2);
+  LLVMValueRef tid = g->target->thread_id(g);
+  LLVMValueRef idx = add(g, mul(g, g->target->block_id(g, 0), C(p->threads)), tid);
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, idx, p->M), &join);
+  LLVMValueRef ow = urem(g, idx, p->ow), t = udiv(g, idx, p->ow), oh = urem(g, t, p->oh), nc = udiv(g, t, p->oh);
+  LLVMValueRef base = mul(g, nc, C(q->ch * q->cw));
+  LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, oh, C(q->stride)), C(q->pad), "");
+  LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, ow, C(q->stride)), C(q->pad), "");
+  LLVMValueRef ninf = LLVMConstReal(g->f32, -INFINITY), mx = ninf;
+  for (int r = 0; r < q->cr; r++)
+    for (int s = 0; s < q->cs; s++) {
+      LLVMValueRef ih = add(g, ih0, C(r)), iw = add(g, iw0, C(s));
+      LLVMValueRef ok = and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw));
+      LLVMValueRef at = LLVMBuildSelect(g->b, ok, add(g, base, add(g, mul(g, ih, C(q->cw)), iw)), C(0), "");
+      LLVMValueRef v = LLVMBuildLoad2(g->b, g->in_t, gept(g, g->in_t, in, at), "");
+      if (g->in_t != g->f32) v = LLVMBuildFPExt(g->b, v, g->f32, "");
+      mx = fmax_sel(g, LLVMBuildSelect(g->b, ok, v, ninf, ""), mx);
+    }
+  LLVMBuildStore(g->b, mx, gept(g, g->f32, out, idx));
+  end_if(g, join);
+}
+
+/* The channels-last input transform NCHW -> NHWC (16-bit elements, moved
+ * as i16): a GPU_NHWC_TC x GPU_NHWC_TP (channels x pixels) tile per
+ * workgroup through shared memory, read along pixels and written along
+ * channels so both sides coalesce; rows padded by 2 elements against bank
+ * conflicts. Arguments (src NCHW, unused, dst NHWC, unused). */
+static void lower_nhwc(gpu_gen *g, const gpu_plan *p) {
+  const gpu_problem *q = &p->prob;
+  long long hw = q->ch * q->cw, TC = GPU_NHWC_TC, TP = GPU_NHWC_TP, T = GPU_NHWC_THREADS, ld = TP + 2;
+  LLVMValueRef src = LLVMGetParam(g->fn, 0), dst = LLVMGetParam(g->fn, 2);
+  LLVMValueRef sm = g->target->shared_array(g, gpu_nhwc_shared_bytes());
+  LLVMValueRef tid = g->target->thread_id(g);
+  LLVMValueRef p0 = mul(g, g->target->block_id(g, 0), C(TP)), c0 = mul(g, g->target->block_id(g, 1), C(TC));
+  LLVMValueRef n = g->target->block_id(g, 2);
+  for (int i = 0; i < TC * TP / T; i++) {
+    LLVMValueRef c = add(g, udiv(g, tid, TP), C(i * (T / TP))), px = urem(g, tid, TP);
+    LLVMValueRef gc = add(g, c0, c), gp = add(g, p0, px);
+    LLVMValueRef ok = and1(g, ult(g, gc, q->cc), ult(g, gp, hw));
+    LLVMValueRef at = LLVMBuildSelect(g->b, ok, add(g, mul(g, add(g, mul(g, n, C(q->cc)), gc), C(hw)), gp), C(0), "");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i16, gept(g, g->i16, src, at), "");
+    LLVMBuildStore(g->b, v, gept(g, g->i16, sm, add(g, mul(g, c, C(ld)), px)));
+  }
+  g->target->barrier(g);
+  for (int i = 0; i < TC * TP / T; i++) {
+    LLVMValueRef c = urem(g, tid, TC), px = add(g, udiv(g, tid, TC), C(i * (T / TC)));
+    LLVMValueRef gc = add(g, c0, c), gp = add(g, p0, px);
+    LLVMBasicBlockRef join;
+    begin_if(g, and1(g, ult(g, gc, q->cc), ult(g, gp, hw)), &join);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i16, gept(g, g->i16, sm, add(g, mul(g, c, C(ld)), px)), "");
+    LLVMBuildStore(g->b, v, gept(g, g->i16, dst, add(g, mul(g, add(g, mul(g, n, C(hw)), gp), C(q->cc)), gc)));
+    end_if(g, join);
+  }
+}
+
 /* The conv K-offset table: entry k = {c*H*W + r*d*W + s*d, (r*d) << 16 |
  * s*d} for k < K, {0, 0x7fff7fff} for the padding of the last tile; built
  * cooperatively, then a barrier. */
@@ -389,6 +673,20 @@ static void build_ktable(kernel *k, long long entries) {
   g->target->barrier(g);
 }
 
+/* Adds kernel `name` (4 noalias pointer arguments) and a builder at its
+ * entry. */
+static void add_kernel(gpu_gen *g, const char *name) {
+  LLVMTypeRef params[4] = {g->gptr, g->gptr, g->gptr, g->gptr};
+  g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0));
+  for (unsigned i = 0; i < 4; i++) {
+    const char *attr = "noalias";
+    LLVMAddAttributeAtIndex(g->fn, i + 1, LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attr, strlen(attr)), 0));
+  }
+  g->target->mark_kernel(g, g->fn);
+  g->b = LLVMCreateBuilderInContext(g->ctx);
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry"));
+}
+
 cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
                      const char *name) {
   gpu_gen gg = {0}, *g = &gg;
@@ -413,6 +711,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   default: return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: input dtype %s is not supported",
                             cov_dtype_name(plan->prob.in_dtype));
   }
+  if (plan->prob.kind == GPU_OP_MAXPOOL) {
+    add_kernel(g, name);
+    lower_pool(g, plan);
+    LLVMBuildRetVoid(g->b);
+    LLVMDisposeBuilder(g->b);
+    return NULL;
+  }
   kernel kk = {0}, *k = &kk;
   k->g = g;
   k->p = plan;
@@ -428,15 +733,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->nmf = plan->wm / plan->fm;
   k->nnf = plan->wn / plan->fn;
 
-  LLVMTypeRef params[4] = {g->gptr, g->gptr, g->gptr, g->gptr};
-  g->fn = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0));
-  for (unsigned i = 0; i < 4; i++) {
-    const char *attr = "noalias";
-    LLVMAddAttributeAtIndex(g->fn, i + 1, LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attr, strlen(attr)), 0));
-  }
-  target->mark_kernel(g, g->fn);
-  g->b = LLVMCreateBuilderInContext(g->ctx);
-  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry"));
+  add_kernel(g, name);
   k->A = LLVMGetParam(g->fn, 0);
   k->B = LLVMGetParam(g->fn, 1);
   k->Cout = LLVMGetParam(g->fn, 2);
@@ -474,7 +771,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   int S = plan->stages;
   long long KT = (plan->K + plan->bk - 1) / plan->bk;
   if (plan->ktable) build_ktable(k, KT * plan->bk);
-  int async = target->async_copy16 != NULL && plan->vector_copy;
+  int async = target->async_copy16 != NULL && (plan->vector_copy || plan->nhwc);
   LLVMValueRef staged[MAX_STAGED];
   if (n_staged(plan, k->esize) > MAX_STAGED) {
     LLVMDisposeBuilder(g->b);
@@ -520,8 +817,29 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   LLVMBasicBlockRef in_bbs[2] = {pre, latch};
   LLVMAddIncoming(kt, in_vals, in_bbs, 2);
   LLVMPositionBuilderAtEnd(g->b, done);
-  epilogue(k);
+  if (plan->staged) {
+    stage_out(k);
+    if (plan->prob.epi.softmax)
+      softmax_rows(k);
+    else
+      conv_staged_store(k);
+  } else {
+    epilogue(k);
+  }
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
+  if (plan->nhwc) {
+    /* the input transform, with its own launch bounds */
+    gpu_plan tp = *plan;
+    tp.threads = GPU_NHWC_THREADS;
+    g->plan = &tp;
+    char pre_name[160];
+    snprintf(pre_name, sizeof pre_name, "%s_nhwc", name);
+    add_kernel(g, pre_name);
+    lower_nhwc(g, &tp);
+    LLVMBuildRetVoid(g->b);
+    LLVMDisposeBuilder(g->b);
+    g->plan = plan;
+  }
   return NULL;
 }

@@ -54,7 +54,24 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   if (e->act == GPU_ACT_CLIP && !(e->clip_lo <= e->clip_hi))
     return cov_error(COV_INVALID_ARGUMENT, NULL, "clip range [%g, %g] is empty", e->clip_lo, e->clip_hi);
   int64_t a_elems, b_elems, c_elems;
-  if (q->kind == GPU_OP_MATMUL) {
+  if (e->softmax && q->kind != GPU_OP_MATMUL)
+    return cov_error(COV_UNSUPPORTED, NULL, "a fused softmax needs a matmul layer (rows of the output)");
+  if (q->kind == GPU_OP_MAXPOOL) {
+    if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: sizes and stride must be positive, pad >= 0");
+    /* torch's rule: padding at most half the window, so no window is all padding */
+    if (2 * q->pad > q->cr || 2 * q->pad > q->cs)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: pad %lld exceeds half the %lldx%lld window",
+                       (long long)q->pad, (long long)q->cr, (long long)q->cs);
+    if (q->ch + 2 * q->pad < q->cr || q->cw + 2 * q->pad < q->cs)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: the window is larger than the padded input");
+    if (e->bias || e->act != GPU_ACT_NONE || e->maxpool2x2)
+      return cov_error(COV_UNSUPPORTED, NULL, "maxpool: no fused epilogue");
+    p->oh = (q->ch + 2 * q->pad - q->cr) / q->stride + 1;
+    p->ow = (q->cw + 2 * q->pad - q->cs) / q->stride + 1;
+    p->G = 1, p->M = q->cn * q->cc * p->oh * p->ow, p->N = 1, p->K = q->cr * q->cs;
+    a_elems = q->cn * q->cc * q->ch * q->cw, b_elems = 0, c_elems = p->M;
+  } else if (q->kind == GPU_OP_MATMUL) {
     if (q->batch < 1 || q->m < 1 || q->n < 1 || q->k < 1)
       return cov_error(COV_INVALID_ARGUMENT, NULL, "matmul sizes batch %lld M %lld N %lld K %lld must be positive",
                        (long long)q->batch, (long long)q->m, (long long)q->n, (long long)q->k);
@@ -90,8 +107,21 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/* The standalone pool: one output element per thread, no shared memory. */
+enum { POOL_THREADS = 256 };
+
+static cov_status pool_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
+  if (p->threads < 1 || p->threads > caps->max_threads || p->threads % p->warp_size || p->shared_bytes ||
+      (int64_t)p->grid[0] * p->threads < p->M || (int64_t)(p->grid[0] - 1) * p->threads >= p->M ||
+      p->grid[1] != 1 || p->grid[2] != 1)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: a pool of %lld outputs on %ux%d threads",
+                     (long long)p->M, p->grid[0], p->threads);
+  return NULL;
+}
+
 cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   int es = (int)cov_dtype_size(p->prob.in_dtype);
+  if (p->prob.kind == GPU_OP_MAXPOOL) return pool_plan_check(p, caps);
   if (p->fm < 1 || p->fn < 1 || p->fk < 1 || p->wm % p->fm || p->wn % p->fn || p->bk % p->fk ||
       p->bm % p->wm || p->bn % p->wn)
     return cov_error(COV_INVALID_ARGUMENT, NULL,
@@ -109,11 +139,38 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
                     (p->prob.cr - 1) * p->prob.dilation >= 16384 || (p->prob.cs - 1) * p->prob.dilation >= 16384))
     return cov_error(COV_INVALID_ARGUMENT, NULL,
                      "GPU plan: a K-offset table is for conv2d with inputs and filters under 16384 pixels");
-  uint64_t need = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)es + gpu_ktable_bytes(p);
+  if (p->nhwc) {
+    const gpu_problem *q = &p->prob;
+    int per = 16 / es;
+    if (q->kind != GPU_OP_CONV2D || q->groups != 1 || es != 2 || p->ktable || p->bk % per || q->cc % p->bk ||
+        p->N % p->bn || (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
+      return cov_error(COV_INVALID_ARGUMENT, NULL,
+                       "GPU plan: channels-last copies need an ungrouped 16-bit conv2d whose C the K tile (%d) "
+                       "and whose output channels the N tile (%d) divide",
+                       p->bk, p->bn);
+  }
+  if (p->staged) {
+    const gpu_problem *q = &p->prob;
+    int rows_ok = q->kind == GPU_OP_CONV2D
+                      ? p->nhwc && p->cstride >= p->bm && p->cstride % 4 == 0 && p->bm % 4 == 0 &&
+                            (q->epi.maxpool2x2 ? p->pool_order : (p->oh * p->ow) % 4 == 0)
+                      : q->epi.softmax && p->cstride > p->bm;
+    if (!rows_ok)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: a staged epilogue does not fit this layer");
+  }
+  if (p->pool_order != (p->staged && p->prob.epi.maxpool2x2))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: pooled row order without the staged epilogue");
+  if (p->prob.epi.softmax && (!p->staged || p->grid[0] != 1))
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "GPU plan: a fused softmax needs one workgroup tile (%d wide) over the whole row of %lld",
+                     p->bn, (long long)p->N);
+  uint64_t need = gpu_plan_shared_need(p, es);
   if (need != p->shared_bytes || need > caps->shared_bytes)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %llu bytes of shared memory (capacity %llu)",
                      (unsigned long long)need, (unsigned long long)caps->shared_bytes);
-  if (p->vector_copy) {
+  if (p->nhwc) {
+    /* checked above */
+  } else if (p->vector_copy) {
     int per = 16 / es;
     if (p->prob.kind != GPU_OP_MATMUL || p->M % p->bm || p->N % p->bn || p->K % p->bk ||
         (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
@@ -139,6 +196,13 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
   if (st) return st;
   int es = (int)cov_dtype_size(prob->in_dtype);
   p.warp_size = caps->warp_size;
+  if (prob->kind == GPU_OP_MAXPOOL) {
+    p.threads = POOL_THREADS < caps->max_threads ? POOL_THREADS : caps->max_threads;
+    p.grid[0] = (unsigned)cdiv(p.M, p.threads), p.grid[1] = p.grid[2] = 1;
+    if ((st = gpu_plan_check(&p, caps))) return st;
+    *out = p;
+    return NULL;
+  }
   /* the matrix instruction: the first ACG capability tile the target's
    * lowering implements */
   p.matrix = false;
@@ -159,17 +223,44 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
   static const cand mat_vec[] = {{128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
   static const cand mat_gather[] = {{128, 128, 32, 64}, {128, 64, 32, 32}, {64, 64, 32, 32}};
   static const cand fma[] = {{64, 64, 32, 32}, {32, 32, 32, 32}};
-  int gather = prob->kind != GPU_OP_MATMUL || p.M % 64 || p.N % 64 || p.K % 64;
-  const cand *cs = !p.matrix ? fma : gather ? mat_gather : mat_vec;
-  int n = p.matrix ? 3 : 2;
+  /* channels-last convolutions copy whole vectors like a matmul: the same
+   * tiles, restricted to N tiles that divide the output channels */
+  static const cand mat_cl[] = {{128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
   p.bk = p.matrix ? (64 / es > p.fk ? 64 / es : p.fk) : 64 / es;
+  int gather = prob->kind != GPU_OP_MATMUL || p.M % 64 || p.N % 64 || p.K % 64;
+  int cl = caps->has_async_copy && prob->kind == GPU_OP_CONV2D && prob->groups == 1 && es == 2 && p.matrix &&
+           prob->cc % p.bk == 0 && p.N % 64 == 0;
+  const cand *cs = !p.matrix ? fma : cl ? mat_cl : gather ? mat_gather : mat_vec;
+  /* channels-last K tiles of 128 bytes where C allows (H100: 5-15% faster
+   * than 64 bytes on the ResNet 3x3 layers, bench/nvptx/README.md) */
+  if (cl && prob->cc % (128 / es) == 0) p.bk = 128 / es;
+  int n = p.matrix ? 3 : 2;
+  if (prob->epi.softmax) {
+    /* one workgroup holds whole rows: the narrowest power-of-two tile that
+     * covers N (at least 64), 64 rows, 32 x (up to 64) warp tiles */
+    int bn = 64;
+    while (bn < p.N && bn <= 512) bn *= 2;
+    if (bn > 512)
+      return cov_error(COV_UNSUPPORTED, NULL, "a fused softmax over rows of %lld (at most 512)", (long long)p.N);
+    gpu_plan base = p;
+    for (int bm = 64;; bm /= 2) { /* 32 rows where 64 do not fit (AMD's 64 KiB LDS) */
+      p = base;
+      p.bm = bm, p.bn = bn, p.wm = 32, p.wn = p.matrix && bn > 64 ? 64 : 32;
+      p.stages = 0;
+      if (!(st = gpu_plan_derive(&p, caps))) break;
+      if (bm == 32) return st;
+      cov_status_free(st);
+    }
+    *out = p;
+    return NULL;
+  }
   /* score = useful fraction of the tiles' work x fullness of the last wave
    * of workgroups over the SMs/CUs; a smaller tile must beat a larger one
    * by 5% to be chosen (larger tiles reuse more) */
   int chosen = -1;
   double best = -1;
   for (int i = 0; i < n; i++) {
-    if (cs[i].wm % p.fm || cs[i].wn % p.fn) continue;
+    if (cs[i].wm % p.fm || cs[i].wn % p.fn || (cl && p.N % cs[i].bn)) continue;
     if ((int64_t)caps->warp_size * (cs[i].bm / cs[i].wm) * (cs[i].bn / cs[i].wn) > caps->max_threads) continue;
     if ((uint64_t)2 * (uint64_t)(cs[i].bm * p.bk + p.bk * cs[i].bn) * (uint64_t)es > caps->shared_bytes) continue;
     int64_t tm = cdiv(p.M, cs[i].bm), tn = cdiv(p.N, cs[i].bn), tiles = p.G * tm * tn;
@@ -182,30 +273,67 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
     return cov_error(COV_UNSUPPORTED, NULL, "GPU planner: no workgroup tile fits a %dx%dx%d fragment in %llu bytes",
                      p.fm, p.fn, p.fk, (unsigned long long)caps->shared_bytes);
   p.bm = cs[chosen].bm, p.bn = cs[chosen].bn, p.wm = cs[chosen].wm, p.wn = cs[chosen].wn;
-  p.threads = p.warp_size * (p.bm / p.wm) * (p.bn / p.wn);
-  int per = 16 / es;
-  p.vector_copy = prob->kind == GPU_OP_MATMUL && p.M % p.bm == 0 && p.N % p.bn == 0 && p.K % p.bk == 0 &&
-                  (p.bm * p.bk / per) % p.threads == 0 && (p.bk * p.bn / per) % p.threads == 0;
-  uint64_t stage = (uint64_t)(p.bm * p.bk + p.bk * p.bn) * (uint64_t)es;
-  /* deeper pipelines only help where copies are asynchronous */
-  p.stages = 2;
-  if (caps->has_async_copy && p.vector_copy)
-    while (p.stages < 4 && (uint64_t)(p.stages + 1) * stage <= caps->shared_bytes) p.stages++;
-  p.shared_bytes = (unsigned)(p.stages * stage);
-  /* conv gathers read their K offsets from a table when it fits beside the
-   * tiles (and leaves room for a second workgroup) */
-  if (prob->kind == GPU_OP_CONV2D && prob->ch < 16384 && prob->cw < 16384 &&
-      (prob->cr - 1) * prob->dilation < 16384 && (prob->cs - 1) * prob->dilation < 16384) {
-    p.ktable = true;
-    if (p.shared_bytes + gpu_ktable_bytes(&p) > caps->shared_bytes / 2)
-      p.ktable = false;
-    else
-      p.shared_bytes += (unsigned)gpu_ktable_bytes(&p);
-  }
-  p.grid[0] = (unsigned)cdiv(p.N, p.bn);
-  p.grid[1] = (unsigned)cdiv(p.M, p.bm);
-  p.grid[2] = (unsigned)p.G;
-  if ((st = gpu_plan_check(&p, caps))) return st;
+  p.stages = 0;
+  if ((st = gpu_plan_derive(&p, caps))) return st;
   *out = p;
   return NULL;
+}
+
+/* Channels-last applies to ungrouped 16-bit convolutions whose channels the
+ * K tile divides and whose output channels the N tile divides, on targets
+ * with asynchronous copies (the zero-filling gather is what makes it pay;
+ * through registers the NCHW gather is kept). */
+static bool nhwc_fits(const gpu_plan *p, const gpu_target_caps *caps, int es) {
+  const gpu_problem *q = &p->prob;
+  int per = 16 / es;
+  return caps->has_async_copy && q->kind == GPU_OP_CONV2D && q->groups == 1 && es == 2 && p->matrix &&
+         p->bk % per == 0 && q->cc % p->bk == 0 && p->N % p->bn == 0 && (p->bm * p->bk / per) % p->threads == 0 &&
+         (p->bk * p->bn / per) % p->threads == 0;
+}
+
+cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
+  const gpu_problem *q = &p->prob;
+  int es = (int)cov_dtype_size(q->in_dtype), per = 16 / es;
+  p->threads = p->wm > 0 && p->wn > 0 ? p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) : 0;
+  if (p->threads < 1)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: warp tile %dx%d", p->wm, p->wn);
+  p->vector_copy = q->kind == GPU_OP_MATMUL && p->M % p->bm == 0 && p->N % p->bn == 0 && p->K % p->bk == 0 &&
+                   (p->bm * p->bk / per) % p->threads == 0 && (p->bk * p->bn / per) % p->threads == 0;
+  p->nhwc = nhwc_fits(p, caps, es);
+  /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
+   * atomic-free pooling) and softmax rows */
+  p->staged = false, p->pool_order = false, p->cstride = 0;
+  if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || (p->oh * p->ow) % 4 == 0)) {
+    p->staged = true;
+    /* +4 floats: the 8 rows x 4 column pairs of an mma accumulator store
+     * hit distinct banks, and columns stay 16-byte aligned for float4 reads */
+    p->cstride = p->bm + 4;
+    p->pool_order = q->epi.maxpool2x2;
+  } else if (q->epi.softmax) {
+    p->staged = true;
+    p->cstride = p->bm + 1; /* odd: rows and columns both read without bank conflicts */
+  }
+  if (p->pool_order) p->M = q->cn * (p->oh / 2) * (p->ow / 2) * 4;
+  uint64_t stage = (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)es;
+  /* deeper pipelines only help where copies are asynchronous */
+  if (p->stages == 0) {
+    /* 4 stages of 64-byte K tiles, 3 of 128-byte ones (as measured) */
+    int max_stages = p->bk * es >= 128 ? 3 : 4;
+    p->stages = 2;
+    if (caps->has_async_copy && (p->vector_copy || p->nhwc))
+      while (p->stages < max_stages && (uint64_t)(p->stages + 1) * stage <= caps->shared_bytes) p->stages++;
+  }
+  /* conv gathers read their K offsets from a table when it fits beside the
+   * tiles (and leaves room for a second workgroup) */
+  p->ktable = false;
+  if (q->kind == GPU_OP_CONV2D && !p->nhwc && q->ch < 16384 && q->cw < 16384 &&
+      (q->cr - 1) * q->dilation < 16384 && (q->cs - 1) * q->dilation < 16384) {
+    p->ktable = true;
+    if ((uint64_t)p->stages * stage + gpu_ktable_bytes(p) > caps->shared_bytes / 2) p->ktable = false;
+  }
+  p->shared_bytes = (unsigned)gpu_plan_shared_need(p, es);
+  p->grid[0] = (unsigned)cdiv(p->N, p->bn);
+  p->grid[1] = (unsigned)cdiv(p->M, p->bm);
+  p->grid[2] = (unsigned)p->G;
+  return gpu_plan_check(p, caps);
 }

@@ -29,7 +29,10 @@
 
 typedef struct cov_acg cov_acg;
 
-typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D } gpu_op_kind;
+/* GPU_OP_MAXPOOL is the one non-contraction: a standalone max pool (NCHW,
+ * padding reads as -inf, as in torch's max_pool2d), one output element per
+ * thread; kernel arguments (input, unused, output f32, unused). */
+typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D, GPU_OP_MAXPOOL } gpu_op_kind;
 
 typedef enum gpu_act { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU } gpu_act;
 
@@ -42,6 +45,11 @@ typedef struct gpu_epilogue {
    * the output is then reduced with an atomic max on zero-initialised
    * memory, which is order-independent and so deterministic. */
   bool maxpool2x2;
+  /* matmul only: softmax over each output row (the last dimension), after
+   * bias and activation. Needs a workgroup tile as wide as the row (one
+   * workgroup holds whole rows: grid[0] == 1); the row max and sum are taken
+   * in shared memory after the K loop. */
+  bool softmax;
 } gpu_epilogue;
 
 typedef struct gpu_problem {
@@ -49,7 +57,8 @@ typedef struct gpu_problem {
   cov_dtype in_dtype; /* f16, bf16 (matrix units) or f32 (FMA path); accumulation and output f32 */
   /* matmul */
   int64_t batch, m, n, k;
-  /* conv2d: input [cn, cc, ch, cw], weights [ck, cc/groups, cr, cs] */
+  /* conv2d: input [cn, cc, ch, cw], weights [ck, cc/groups, cr, cs];
+   * maxpool: input [cn, cc, ch, cw], window cr x cs, stride, pad */
   int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
   gpu_epilogue epi;
 } gpu_problem;
@@ -75,6 +84,26 @@ typedef struct gpu_plan {
    * row/column shift r*dilation, s*dilation), built in shared memory at the
    * start, so that the gathers do not divide k by R*S and S per element */
   bool ktable;
+  /* conv2d, channels-last: the kernel reads the input as NHWC and the
+   * weights as [R][S][C][K] (B[k][n] row-major with k = (r, s, c)), so a K
+   * tile (bk | C) is one filter tap and bk contiguous channels: every A row
+   * is whole 16-byte chunks of one input pixel, copied with zero-filling
+   * asynchronous copies (padding and rows past M read nothing), B like a
+   * matmul's. The NCHW -> NHWC input transform is a second kernel in the
+   * same module (gpu_nhwc_kernel_name), launched first into a workspace
+   * of gpu_nhwc_workspace_bytes; weights are reordered once (constants). */
+  bool nhwc;
+  /* the epilogue goes through shared memory (reusing the pipeline's): the
+   * activated tile is staged column-major (cstride floats per column), then
+   * read back for coalesced NCHW stores of 4 pixels at once, a 2x2 max pool
+   * of 4 consecutive rows, or the row softmax */
+  bool staged;
+  int cstride;
+  /* conv2d with maxpool2x2 and a staged epilogue: m enumerates (n, py, px,
+   * dy, dx), so every 2x2 window is 4 consecutive rows of one tile and
+   * pooling needs no atomics (M = cn * (oh/2) * (ow/2) * 4: rows the floor
+   * pooling drops are not computed) */
+  bool pool_order;
   unsigned grid[3];
   unsigned shared_bytes;
 } gpu_plan;
@@ -95,6 +124,42 @@ typedef struct gpu_target_caps {
 static inline uint64_t gpu_ktable_bytes(const gpu_plan *p) {
   return p->ktable ? (uint64_t)((p->K + p->bk - 1) / p->bk) * (uint64_t)p->bk * 8u : 0;
 }
+
+/* Bytes of the staged epilogue: the tile, and for softmax a max and a
+ * 1/sum per row. */
+static inline uint64_t gpu_stage_out_bytes(const gpu_plan *p) {
+  if (!p->staged) return 0;
+  return (uint64_t)p->bn * (uint64_t)p->cstride * 4u + (p->prob.epi.softmax ? (uint64_t)p->bm * 8u : 0);
+}
+
+/* Shared memory a plan needs: the pipeline (and K table), or the staged
+ * epilogue, which reuses it after the K loop. */
+static inline uint64_t gpu_plan_shared_need(const gpu_plan *p, int esize) {
+  uint64_t pipe = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)esize +
+                  gpu_ktable_bytes(p);
+  uint64_t out = gpu_stage_out_bytes(p);
+  return pipe > out ? pipe : out;
+}
+
+/* The channels-last transform's launch: 64 channels x 32 pixels per
+ * workgroup of 256 threads. */
+enum { GPU_NHWC_TC = 64, GPU_NHWC_TP = 32, GPU_NHWC_THREADS = 256 };
+static inline void gpu_nhwc_grid(const gpu_plan *p, unsigned grid[3]) {
+  grid[0] = (unsigned)((p->prob.ch * p->prob.cw + GPU_NHWC_TP - 1) / GPU_NHWC_TP);
+  grid[1] = (unsigned)((p->prob.cc + GPU_NHWC_TC - 1) / GPU_NHWC_TC);
+  grid[2] = (unsigned)p->prob.cn;
+}
+static inline uint64_t gpu_nhwc_workspace_bytes(const gpu_plan *p, int esize) {
+  return (uint64_t)(p->prob.cn * p->prob.cc * p->prob.ch * p->prob.cw) * (uint64_t)esize;
+}
+/* Shared bytes of the transform: a [TC][TP+2] tile of 2-byte elements. */
+static inline unsigned gpu_nhwc_shared_bytes(void) { return GPU_NHWC_TC * (GPU_NHWC_TP + 2) * 2; }
+
+/* Derives the rest of a plan whose tile fields (bm, bn, bk, wm, wn, stages,
+ * fm/fn/fk, matrix, warp_size) are set: threads, copy kinds, channels-last,
+ * staged epilogue, shared bytes, grid; then checks it. stages == 0 lets it
+ * choose the pipeline depth. */
+cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps);
 
 /* Reads warp size, shared memory/LDS capacity, register file and the
  * matrix capability tiles for `in` inputs with f32 results from the ACG. */

@@ -7,6 +7,12 @@
 
 void gpu_buffer_sizes(const gpu_plan *p, size_t *a, size_t *b, size_t *out, size_t *bias) {
   const gpu_problem *q = &p->prob;
+  if (q->kind == GPU_OP_MAXPOOL) {
+    *a = (size_t)(q->cn * q->cc * q->ch * q->cw);
+    *b = 0, *bias = 0;
+    *out = (size_t)(q->cn * q->cc * p->oh * p->ow);
+    return;
+  }
   if (q->kind == GPU_OP_MATMUL) {
     *a = (size_t)(q->batch * q->m * q->k);
     *b = (size_t)(q->batch * q->k * q->n);
@@ -34,6 +40,20 @@ static double act(const gpu_epilogue *e, double v) {
 void gpu_reference(const gpu_plan *p, const float *a, const float *b, const float *bias, float *out) {
   const gpu_problem *q = &p->prob;
   const gpu_epilogue *e = &q->epi;
+  if (q->kind == GPU_OP_MAXPOOL) {
+    for (int64_t nc = 0; nc < q->cn * q->cc; nc++)
+      for (int64_t y = 0; y < p->oh; y++)
+        for (int64_t x = 0; x < p->ow; x++) {
+          float m = -INFINITY;
+          for (int64_t r = 0; r < q->cr; r++)
+            for (int64_t t = 0; t < q->cs; t++) {
+              int64_t iy = y * q->stride - q->pad + r, ix = x * q->stride - q->pad + t;
+              if (iy >= 0 && iy < q->ch && ix >= 0 && ix < q->cw) m = fmaxf(m, a[(nc * q->ch + iy) * q->cw + ix]);
+            }
+          out[(nc * p->oh + y) * p->ow + x] = m;
+        }
+    return;
+  }
   if (q->kind == GPU_OP_MATMUL) {
     for (int64_t g = 0; g < q->batch; g++)
       for (int64_t i = 0; i < q->m; i++)
@@ -44,6 +64,14 @@ void gpu_reference(const gpu_plan *p, const float *a, const float *b, const floa
           if (e->bias) s += bias[j];
           out[(g * q->m + i) * q->n + j] = (float)act(e, s);
         }
+    if (e->softmax)
+      for (int64_t r = 0; r < q->batch * q->m; r++) {
+        float *row = out + r * q->n;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < q->n; j++) mx = fmax(mx, row[j]);
+        for (int64_t j = 0; j < q->n; j++) sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < q->n; j++) row[j] = (float)(exp(row[j] - mx) / sum);
+      }
     return;
   }
   int64_t cg = q->cc / q->groups, kg = q->ck / q->groups, oh = p->oh, ow = p->ow;

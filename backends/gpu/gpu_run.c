@@ -93,10 +93,10 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   size_t na, nb, no, nbias;
   gpu_buffer_sizes(plan, &na, &nb, &no, &nbias);
   cov_dtype dt = plan->prob.in_dtype;
-  float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(nbias * 4), *want = malloc(no * 4),
+  float *a = malloc(na * 4), *b = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *want = malloc(no * 4),
         *got = calloc(no, 4);
   void *pa = NULL, *pb = NULL;
-  uint64_t da = 0, db = 0, dout = 0, dbias = 0;
+  uint64_t da = 0, db = 0, dout = 0, dbias = 0, dws = 0;
   void *mod = NULL;
   cov_status st = NULL;
   if (!a || !b || !bias || !want || !got) {
@@ -107,24 +107,60 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   for (size_t i = 0; i < na; i++) a[i] = next_val(&seed, dt);
   for (size_t i = 0; i < nb; i++) b[i] = next_val(&seed, dt);
   for (size_t i = 0; i < nbias; i++) bias[i] = next_val(&seed, COV_F32);
-  pa = pack(a, na, dt), pb = pack(b, nb, dt);
+  /* channels-last: the weights as [R][S][C][K] (reordered once, like
+   * constants at load time); the input goes through the transform kernel */
+  if (plan->nhwc) {
+    const gpu_problem *q = &plan->prob;
+    float *bw = malloc(nb * 4 + 4);
+    if (!bw) {
+      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+      goto done;
+    }
+    int64_t rs = q->cr * q->cs;
+    for (int64_t o = 0; o < q->ck; o++)
+      for (int64_t c = 0; c < q->cc; c++)
+        for (int64_t t = 0; t < rs; t++) bw[(t * q->cc + c) * q->ck + o] = b[(o * q->cc + c) * rs + t];
+    pb = pack(bw, nb, dt);
+    free(bw);
+  } else {
+    pb = pack(b, nb, dt);
+  }
+  pa = pack(a, na, dt);
   if (!pa || !pb) {
     st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
     goto done;
   }
   size_t es = cov_dtype_size(dt);
-  if ((st = dev_alloc(dev, na * es, &da)) || (st = dev_alloc(dev, nb * es, &db)) ||
-      (st = dev_alloc(dev, no * 4, &dout)) || (st = dev_alloc(dev, nbias * 4, &dbias)) ||
-      (st = dev_upload(dev, da, pa, na * es)) || (st = dev_upload(dev, db, pb, nb * es)) ||
-      (st = dev_upload(dev, dbias, bias, nbias * 4)) ||
+  /* a pool has no weights or bias: one-element buffers keep the ABI */
+  size_t nb1 = nb ? nb : 1, nbias1 = nbias ? nbias : 1;
+  if ((st = dev_alloc(dev, na * es, &da)) || (st = dev_alloc(dev, nb1 * es, &db)) ||
+      (st = dev_alloc(dev, no * 4, &dout)) || (st = dev_alloc(dev, nbias1 * 4, &dbias)) ||
+      (plan->nhwc && (st = dev_alloc(dev, na * es, &dws))) ||
+      (st = dev_upload(dev, da, pa, na * es)) || (nb && (st = dev_upload(dev, db, pb, nb * es))) ||
+      (nbias && (st = dev_upload(dev, dbias, bias, nbias * 4))) ||
       (st = dev_upload(dev, dout, got, no * 4)) || /* zeros: the pooled max needs them */
       (st = dev_load(dev, code, &mod)))
     goto done;
   void *args[4] = {&da, &db, &dout, &dbias};
   unsigned block[3] = {(unsigned)plan->threads, 1, 1};
-  if ((st = dev_launch(dev, mod, kernel, plan->grid, block, plan->shared_bytes, args, ms)) ||
+  if (plan->nhwc) {
+    uint64_t none = 0;
+    void *pre_args[4] = {&da, &none, &dws, &none};
+    unsigned pre_grid[3], pre_block[3] = {GPU_NHWC_THREADS, 1, 1};
+    char pre[160];
+    float pre_ms = 0;
+    gpu_nhwc_grid(plan, pre_grid);
+    snprintf(pre, sizeof pre, "%s_nhwc", kernel);
+    if ((st = dev_launch(dev, mod, pre, pre_grid, pre_block, gpu_nhwc_shared_bytes(), pre_args, &pre_ms)))
+      goto done;
+    args[0] = &dws;
+    *ms = pre_ms; /* the layer's time includes its transform */
+  }
+  float conv_ms = 0;
+  if ((st = dev_launch(dev, mod, kernel, plan->grid, block, plan->shared_bytes, args, &conv_ms)) ||
       (st = dev_download(dev, got, dout, no * 4)))
     goto done;
+  *ms += conv_ms;
   gpu_reference(plan, a, b, bias, want);
   double scale = 0, err = 0;
   for (size_t i = 0; i < no; i++) scale = fmax(scale, fabs(want[i]));
@@ -135,7 +171,7 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   *max_rel = err / (scale > 0 ? scale : 1);
 done:
   if (mod) dev_unload(dev, mod);
-  dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias);
+  dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias), dev_free(dev, dws);
   free(a), free(b), free(bias), free(want), free(got), free(pa), free(pb);
   return st;
 }
@@ -168,7 +204,7 @@ cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, in
     if (st) break;
     int ok = rel <= 1e-3;
     failed += !ok;
-    double tflops = 2.0 * (double)plan.G * (double)plan.M * (double)plan.N * (double)plan.K / (ms * 1e-3) / 1e12;
+    double tflops = plan.prob.kind == GPU_OP_MAXPOOL ? 0 : 2.0 * (double)plan.G * (double)plan.M * (double)plan.N * (double)plan.K / (ms * 1e-3) / 1e12;
     fprintf(out, "%-32s %s  max rel err %.3g  %.3f ms  %.2f TFLOP/s", layer.name, ok ? "ok  " : "FAIL", rel, ms,
             tflops);
     if (layer.unfused[0]) fprintf(out, "  (not fused, not run: %s)", layer.unfused);

@@ -66,6 +66,10 @@ typedef struct gpu_target_ops {
    * awaited; NULL where the target has none (copies then go through
    * registers, synchronously). */
   void (*async_copy16)(gpu_gen *g, LLVMValueRef dst_shared, LLVMValueRef src_global);
+  /* the same copy of 16 bytes if `ok` (i1), else 16 zero bytes written
+   * without reading the source (which must still be a valid address);
+   * present where async_copy16 is */
+  void (*async_copy16_zfill)(gpu_gen *g, LLVMValueRef dst_shared, LLVMValueRef src_global, LLVMValueRef ok);
   void (*async_commit)(gpu_gen *g);
   void (*async_wait)(gpu_gen *g, int pending);
   /* 2^x in f32 (the GELU epilogue's exponential) */
@@ -87,7 +91,8 @@ LLVMValueRef gpu_call_intrinsic(gpu_gen *g, const char *name, LLVMTypeRef *overl
                                 LLVMValueRef *args, int n_args);
 LLVMValueRef gpu_i32(gpu_gen *g, long long v);
 
-/* Builds kernel `name` for `plan` into `mod`. */
+/* Builds kernel `name` for `plan` into `mod` (for a channels-last conv
+ * also its input transform, gpu_nhwc_kernel_name). */
 cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
                      const char *name);
 

@@ -249,6 +249,35 @@ cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
   return NULL;
 }
 
+cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, int iters, float *out_ms) {
+  enum { MAX_SEQ = 8 };
+  if (iters < 1 || n < 1 || n > MAX_SEQ)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs 1..%d launches and at least one iteration", MAX_SEQ);
+  cu_function fn[MAX_SEQ];
+  for (int j = 0; j < n; j++) {
+    COV_RETURN_IF_ERROR(nvptx_cuda_launch(cu, seq[j].m, seq[j].kernel, seq[j].grid, seq[j].block,
+                                          seq[j].shared_bytes, seq[j].args, NULL));
+    CU_CHECK(cu, cu->ModuleGetFunction(&fn[j], seq[j].m->mod, seq[j].kernel), "kernel lookup");
+  }
+  cu_event start = NULL, stop = NULL;
+  CU_CHECK(cu, cu->EventCreate(&start, 0), "event creation");
+  cu_result rc = cu->EventCreate(&stop, 0);
+  if (rc == 0) rc = cu->EventRecord(start, NULL);
+  for (int i = 0; i < iters && rc == 0; i++)
+    for (int j = 0; j < n && rc == 0; j++)
+      rc = cu->LaunchKernel(fn[j], seq[j].grid[0], seq[j].grid[1], seq[j].grid[2], seq[j].block[0], seq[j].block[1],
+                            seq[j].block[2], seq[j].shared_bytes, NULL, seq[j].args, NULL);
+  if (rc == 0) rc = cu->EventRecord(stop, NULL);
+  if (rc == 0) rc = cu->EventSynchronize(stop);
+  float ms = 0;
+  if (rc == 0) rc = cu->EventElapsedTime(&ms, start, stop);
+  cu->EventDestroy(start);
+  if (stop) cu->EventDestroy(stop);
+  if (rc != 0) return cu_fail(cu, rc, "timed launches");
+  *out_ms = ms / (float)iters;
+  return NULL;
+}
+
 cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
                                 int *local_bytes) {
   cu_function fn;

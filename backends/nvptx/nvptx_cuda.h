@@ -41,6 +41,19 @@ cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
                            const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
                            void **args, int iters, float *out_ms);
 
+/* One launch of a sequence. */
+typedef struct nvptx_launch {
+  nvptx_module *m;
+  const char *kernel;
+  unsigned grid[3], block[3], shared_bytes;
+  void **args;
+} nvptx_launch;
+
+/* Times a sequence of launches (a layer's kernels, e.g. a layout transform
+ * and its convolution): one warm-up pass, then `iters` passes back to back
+ * between two events; *out_ms is the mean time of one pass. */
+cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, int iters, float *out_ms);
+
 /* Registers per thread and local (spill) bytes the JIT gave `kernel`. */
 cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
                                 int *local_bytes);

@@ -38,6 +38,9 @@ static void nv_barrier(gpu_gen *g) { gpu_call_intrinsic(g, "llvm.nvvm.barrier0",
 
 static LLVMValueRef nv_shared_array(gpu_gen *g, unsigned bytes) {
   (void)bytes; /* dynamic: the launch passes the size */
+  /* one declaration per module: a module's kernels share it */
+  LLVMValueRef old = LLVMGetNamedGlobal(g->mod, "covenant_smem");
+  if (old) return old;
   LLVMTypeRef t = LLVMArrayType2(g->i8, 0);
   LLVMValueRef v = LLVMAddGlobalInAddressSpace(g->mod, t, "covenant_smem", 3);
   LLVMSetLinkage(v, LLVMExternalLinkage);
@@ -48,6 +51,12 @@ static LLVMValueRef nv_shared_array(gpu_gen *g, unsigned bytes) {
 static void nv_async_copy16(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src) {
   LLVMValueRef args[2] = {dst, src};
   gpu_call_intrinsic(g, "llvm.nvvm.cp.async.cg.shared.global.16", NULL, 0, args, 2);
+}
+/* cp.async.cg ... 16, src_size: src_size 0 reads nothing and zero-fills */
+static void nv_async_copy16_zfill(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef ok) {
+  LLVMValueRef n = LLVMBuildSelect(g->b, ok, gpu_i32(g, 16), gpu_i32(g, 0), "");
+  LLVMValueRef args[3] = {dst, src, n};
+  gpu_call_intrinsic(g, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0, args, 3);
 }
 static void nv_async_commit(gpu_gen *g) { gpu_call_intrinsic(g, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0); }
 static void nv_async_wait(gpu_gen *g, int pending) {
@@ -147,6 +156,7 @@ const gpu_target_ops nvptx_target_ops = {
     .barrier = nv_barrier,
     .shared_array = nv_shared_array,
     .async_copy16 = nv_async_copy16,
+    .async_copy16_zfill = nv_async_copy16_zfill,
     .async_commit = nv_async_commit,
     .async_wait = nv_async_wait,
     .exp2 = nv_exp2,

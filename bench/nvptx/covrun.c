@@ -12,6 +12,9 @@
 
 int covrun_open(void);
 int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes);
+int covrun_launch2(void *mod, const char *k0, const unsigned *grid0, const unsigned *block0, unsigned smem0,
+                   const unsigned long long *ptrs0, const char *k1, const unsigned *grid1, const unsigned *block1,
+                   unsigned smem1, const unsigned long long *ptrs1, int iters, float *ms);
 void *covrun_load(const char *ptx_path);
 int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
                   const unsigned long long *ptrs, int iters, float *ms);
@@ -54,6 +57,22 @@ int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const uns
   void *args[4] = {&p[0], &p[1], &p[2], &p[3]};
   if (iters == 0) return report(nvptx_cuda_launch(g_cu, mod, kernel, grid, block, smem, args, NULL));
   return report(nvptx_cuda_time(g_cu, mod, kernel, grid, block, smem, args, iters, ms));
+}
+
+/* A layer's two kernels in order (a layout transform, then the
+ * convolution): each with its grid, block, shared bytes and 4 pointers;
+ * iters == 0: one pass, synchronised; iters > 0: mean time per pass. */
+int covrun_launch2(void *mod, const char *k0, const unsigned *grid0, const unsigned *block0, unsigned smem0,
+                   const unsigned long long *ptrs0, const char *k1, const unsigned *grid1, const unsigned *block1,
+                   unsigned smem1, const unsigned long long *ptrs1, int iters, float *ms) {
+  nvptx_devptr p0[4] = {ptrs0[0], ptrs0[1], ptrs0[2], ptrs0[3]}, p1[4] = {ptrs1[0], ptrs1[1], ptrs1[2], ptrs1[3]};
+  void *a0[4] = {&p0[0], &p0[1], &p0[2], &p0[3]}, *a1[4] = {&p1[0], &p1[1], &p1[2], &p1[3]};
+  if (iters == 0)
+    return report(nvptx_cuda_launch(g_cu, mod, k0, grid0, block0, smem0, a0, NULL)) ||
+           report(nvptx_cuda_launch(g_cu, mod, k1, grid1, block1, smem1, a1, NULL));
+  nvptx_launch seq[2] = {{mod, k0, {grid0[0], grid0[1], grid0[2]}, {block0[0], block0[1], block0[2]}, smem0, a0},
+                         {mod, k1, {grid1[0], grid1[1], grid1[2]}, {block1[0], block1[1], block1[2]}, smem1, a1}};
+  return report(nvptx_cuda_time_seq(g_cu, seq, 2, iters, ms));
 }
 
 int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes) {

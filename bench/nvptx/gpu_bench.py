@@ -40,12 +40,58 @@ class Cov:
                                            ctypes.POINTER(ctypes.c_uint), ctypes.c_uint,
                                            ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int,
                                            ctypes.POINTER(ctypes.c_float)]
+        U3, U4 = ctypes.c_uint * 3, ctypes.c_ulonglong * 4
+        self.lib.covrun_launch2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint),
+                                            ctypes.POINTER(ctypes.c_uint), ctypes.c_uint,
+                                            ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_char_p,
+                                            ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
+                                            ctypes.c_uint, ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int,
+                                            ctypes.POINTER(ctypes.c_float)]
+        self.ws = {}
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # the primary context exists before covrun uses it
         if self.lib.covrun_open() != 0:
             sys.exit("covrun: no usable NVIDIA GPU")
         self.payload = payload
         self.mods = {}
+
+    def module(self, k):
+        if k["file"] not in self.mods:
+            m = self.lib.covrun_load(os.path.join(self.payload, k["file"]).encode())
+            if not m:
+                raise RuntimeError("cannot load " + k["file"])
+            self.mods[k["file"]] = m
+        return self.mods[k["file"]]
+
+    def run(self, k, a, b, out, bias, iters=0):
+        """A layer as covenant runs it: channels-last convolutions first
+        transform the input (NCHW -> NHWC, covenant's kernel, into a
+        workspace; timed with the convolution); `b` is then the weights as
+        [R][S][C][K] (weights(k, w))."""
+        if k.get("layout") != "nhwc":
+            return self.launch(k, [a, b, out, bias], iters)
+        pre = k["pre"]
+        nbytes = pre["workspace_bytes"]
+        if nbytes not in self.ws:
+            self.ws[nbytes] = torch.empty(nbytes // 2, dtype=torch.float16, device="cuda")
+        ws = self.ws[nbytes]
+        p0 = (ctypes.c_ulonglong * 4)(a.data_ptr(), 0, ws.data_ptr(), 0)
+        p1 = (ctypes.c_ulonglong * 4)(ws.data_ptr(), b.data_ptr(), out.data_ptr(), bias.data_ptr() if bias is not None else 0)
+        U3 = ctypes.c_uint * 3
+        ms = ctypes.c_float(0)
+        torch.cuda.synchronize()
+        rc = self.lib.covrun_launch2(self.module(k), pre["kernel"].encode(), U3(*pre["grid"]), U3(*pre["block"]),
+                                     pre["shared_bytes"], p0, k["kernel"].encode(), U3(*k["grid"]), U3(*k["block"]),
+                                     k["shared_bytes"], p1, iters, ctypes.byref(ms))
+        if rc != 0:
+            raise RuntimeError("launch of %s failed" % k["kernel"])
+        return ms.value
+
+    def time_pre(self, k, a, iters):
+        """The channels-last transform alone."""
+        pre = dict(k["pre"], file=k["file"])
+        ws = self.ws[pre["workspace_bytes"]]
+        return self.launch(pre, [a, None, ws, None], iters)
 
     def launch(self, k, bufs, iters=0):
         if k["file"] not in self.mods:
@@ -72,7 +118,15 @@ class Cov:
         return regs.value, local.value
 
 
+def weights(k, w):
+    """Channels-last convolutions take the weights as [R][S][C][K]: reordered
+    once, as constants are at load time (not timed)."""
+    return w.permute(2, 3, 1, 0).contiguous() if k.get("layout") == "nhwc" else w
+
+
 def shapes(k):
+    if k["kind"] == "maxpool":
+        return [k["N"], k["C"], k["H"], k["W"]], None, [k["N"], k["C"], k["OH"], k["OW"]], None
     if k["kind"] == "matmul":
         return [k["batch"], k["M"], k["K"]], [k["batch"], k["K"], k["N"]], [k["batch"], k["M"], k["N"]], k["N"]
     oh, ow = (k["OH"] // 2, k["OW"] // 2) if k["maxpool2x2"] else (k["OH"], k["OW"])
@@ -91,10 +145,14 @@ def epilogue(k, y, bias):
         y = F.gelu(y)
     if k["maxpool2x2"]:
         y = F.max_pool2d(y, 2)
+    if k.get("softmax"):
+        y = torch.softmax(y, -1)
     return y
 
 
 def reference(k, a, b, bias):
+    if k["kind"] == "maxpool":
+        return F.max_pool2d(a.float(), (k["R"], k["S"]), k["stride"], k["pad"])
     if k["kind"] == "matmul":
         y = torch.matmul(a.float(), b.float())
     else:
@@ -108,10 +166,13 @@ def check(cov, k, trials, gen):
     worst = 0.0
     for _ in range(trials):
         a = (torch.rand(sa, device="cuda", generator=gen) * 2 - 1).to(dt)
-        b = (torch.rand(sb, device="cuda", generator=gen) * 2 - 1).to(dt)
-        bias = torch.rand(nb, device="cuda", generator=gen) * 2 - 1
-        out = torch.zeros(so, device="cuda")  # zeros: the fused max pool reduces into it
-        cov.launch(k, [a, b, out, bias])
+        b = (torch.rand(sb, device="cuda", generator=gen) * 2 - 1).to(dt) if sb else None
+        bias = torch.rand(nb, device="cuda", generator=gen) * 2 - 1 if nb else None
+        # NaN-filled: every output element must be written (the atomic
+        # pooled epilogue of NCHW-gather convs needs zeros)
+        out = torch.zeros(so, device="cuda") if k.get("maxpool2x2") and k.get("layout") != "nhwc" else \
+            torch.full(so, float("nan"), device="cuda")
+        cov.run(k, a, weights(k, b) if b is not None else None, out, bias)
         ref = reference(k, a, b, bias)
         err = ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
         worst = max(worst, err) if not math.isnan(err) else float("nan")
@@ -137,13 +198,20 @@ def bench(cov, k, iters, reps):
     sa, sb, so, nb = shapes(k)
     dt = DT[k["dtype"]]
     a = (torch.rand(sa, device="cuda") * 2 - 1).to(dt)
-    b = (torch.rand(sb, device="cuda") * 2 - 1).to(dt)
-    bias = torch.rand(nb, device="cuda") * 2 - 1
+    b = (torch.rand(sb, device="cuda") * 2 - 1).to(dt) if sb else None
+    bias = torch.rand(nb, device="cuda") * 2 - 1 if nb else None
+    bw = weights(k, b) if b is not None else None
     out = torch.zeros(so, device="cuda")
-    if k["kind"] == "matmul":
+    fused = None
+    if k["kind"] == "maxpool":
+        macs = k["N"] * k["C"] * k["OH"] * k["OW"] * k["R"] * k["S"]  # compares, for the record
+        vendor = lambda: F.max_pool2d(a, (k["R"], k["S"]), k["stride"], k["pad"])
+    elif k["kind"] == "matmul":
         macs = k["batch"] * k["M"] * k["N"] * k["K"]
-        vendor = lambda: torch.matmul(a, b)  # cuBLAS, fp16 in, fp32 accumulate
-        fused = None
+        if k.get("softmax"):  # torch's sequence: cuBLAS matmul, then softmax (fp16)
+            vendor = lambda: torch.softmax(torch.matmul(a, b), -1)
+        else:
+            vendor = lambda: torch.matmul(a, b)  # cuBLAS, fp16 in, fp32 accumulate
     else:
         macs = k["N"] * k["K"] * k["OH"] * k["OW"] * (k["C"] // k["groups"]) * k["R"] * k["S"]
         b16 = bias.to(dt)
@@ -159,9 +227,19 @@ def bench(cov, k, iters, reps):
             return y
     # covenant and vendor alternate, `reps` times each; medians (a run's
     # clock and the libraries' algorithm choices vary from one to the next)
-    cs, vs, fs = [], [], []
+    # cuDNN on channels-last tensors too (its native layout; torch's
+    # conversion not timed): the stricter comparison for channels-last
+    # kernels, whose time includes their NCHW -> NHWC transform
+    vendor_cl = None
+    if k["kind"] == "conv2d" and k.get("layout") == "nhwc":
+        a_cl, b_cl = a.to(memory_format=torch.channels_last), b.to(memory_format=torch.channels_last)
+        b16 = bias.to(dt)
+        vendor_cl = lambda: F.conv2d(a_cl, b_cl, b16, k["stride"], k["pad"], k["dilation"], k["groups"])
+    cs, vs, fs, cls = [], [], [], []
     for _ in range(reps):
-        cs.append(cov.launch(k, [a, b, out, bias], iters))
+        if vendor_cl is not None:
+            cls.append(time_torch(vendor_cl, iters))
+        cs.append(cov.run(k, a, bw, out, bias, iters))
         vs.append(time_torch(vendor, iters))
         if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
             fs.append(time_torch(fused, iters))
@@ -170,6 +248,12 @@ def bench(cov, k, iters, reps):
     r = {"name": k["name"], "macs": macs, "covenant_ms": cov_ms, "vendor_ms": v_ms,
          "covenant_tflops": 2 * macs / cov_ms / 1e9, "vendor_tflops": 2 * macs / v_ms / 1e9,
          "ratio": v_ms / cov_ms}
+    if cls:
+        r["vendor_nhwc_ms"] = med(cls)
+        r["ratio_vs_nhwc_vendor"] = med(cls) / cov_ms
+    if k.get("layout") == "nhwc":  # the transform's share of covenant's time
+        r["layout"] = "nhwc"
+        r["transform_ms"] = cov.time_pre(k, a, iters)
     if fs:
         f_ms = med(fs)
         r["torch_sequence_ms"] = f_ms
@@ -192,10 +276,10 @@ def convnet(cov, kernels, onnx_path, trials, gen):
     for _ in range(trials):
         x = (torch.rand([1, 3, 32, 32], device="cuda", generator=gen) * 2 - 1).half()
         h = torch.zeros([1, 10, 15, 15], device="cuda")
-        cov.launch(k1, [x, w1, h, b1])
+        cov.run(k1, x, weights(k1, w1), h, b1)
         y = torch.zeros([1, 10, 11, 11], device="cuda")
         h16 = h.half()
-        cov.launch(k2, [h16, w2, y, b2])
+        cov.run(k2, h16, weights(k2, w2), y, b2)
         rh = F.max_pool2d(F.relu(F.conv2d(x.float(), w1.float(), b1)), 2)
         ry = F.relu(F.conv2d(rh.half().float(), w2.float(), b2))
         worst = max(worst, ((y - ry).abs().max() / ry.abs().max().clamp_min(1e-30)).item())
@@ -247,7 +331,7 @@ def main():
     for k in man["kernels"]:
         if only and k["name"] not in only:
             continue
-        if k["kind"] == "matmul" and not k["name"].startswith("gemm_"):
+        if k["kind"] == "matmul" and not k["name"].startswith("gemm_") and not k.get("softmax"):
             continue
         if k["kind"] == "conv2d" and k["N"] == 1:
             continue
@@ -255,6 +339,10 @@ def main():
         results["bench"].append(r)
         line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (
             r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
+        if "vendor_nhwc_ms" in r:
+            line += " | cuDNN channels-last %.3f ms: %5.1f%%" % (r["vendor_nhwc_ms"], 100 * r["ratio_vs_nhwc_vendor"])
+        if "transform_ms" in r:
+            line += " | incl. NHWC transform %.3f ms" % r["transform_ms"]
         if "ratio_vs_sequence" in r:
             line += " | vs torch sequence %.3f ms: %5.1f%%" % (r["torch_sequence_ms"], 100 * r["ratio_vs_sequence"])
         print(line, flush=True)

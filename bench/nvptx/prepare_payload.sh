@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/nvptx/prepare_payload.sh COVENANT PAYLOAD [LAYER...]: compile the
-# layers (default: the suite, its GPU shapes and batch-32 convolutions) to PTX
+# layers (default: the suite, its GPU shapes, batch-32 convolutions, pool and
+# attention) to PTX
 # for nvptx-sm90 and copy the sources run_on_h100.sh builds there.
 set -eu
 cov=$1 payload=$2
@@ -9,7 +10,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 layers=("$@")
 if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
-          gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32)
+          gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
+          resnet50_stem_pool@b32 bert_base_attn_qk@b32)
 fi
 rm -rf "$payload/ptx" "$payload/src"
 "$cov" gpu compile "${layers[@]}" --target nvptx-sm90 -o "$payload/ptx"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/amdgpu/check_layers.py COVENANT MCPU_TARGET WORKDIR: compile every
-contraction layer of the suite (fp16, plus an f32 GEMM on the FMA path) for an
+layer of the suite (the contractions, the standalone max pool, the attention
+matmul with its fused softmax) (fp16, plus an f32 GEMM on the FMA path) for an
 AMDGPU target and check each code object statically, as no AMD GPU exists on
 these machines: a valid HSA code object for the target's processor with the
 expected kernel, LDS within 64 KiB and equal to the plan's, no scratch (no
@@ -54,6 +55,16 @@ def check(d, k, mcpu, matrix):
     if vgpr is None or vgpr + agpr > 256:
         bad("%s VGPRs + %s AGPRs leave fewer than two waves per SIMD" % (vgpr, agpr))
     n_mfma = len(re.findall(r"\bv_mfma_", dis))
+    if k["kind"] == "maxpool":
+        # the standalone pool: a thread per output, no LDS, no matrix unit
+        if n_mfma or lds != 0:
+            bad("pool kernel uses v_mfma or LDS")
+        if not re.search(r"\bv_(max|cmp)\w*_f32", dis):
+            bad("pool kernel has no f32 max/compare")
+        print("ok: %-8s %-28s pool, VGPR %3d" % (target, name, vgpr or 0))
+        return
+    if k.get("softmax") and not re.search(r"\bv_exp_f32", dis):
+        bad("softmax epilogue without v_exp_f32")
     if matrix and n_mfma == 0:
         bad("no v_mfma instruction in a matrix layer")
     if not matrix and n_mfma:
@@ -88,8 +99,10 @@ compile_to(b, "all")
 for k in man["kernels"] + [{"file": "manifest.json"}]:
     if open(os.path.join(a, k["file"]), "rb").read() != open(os.path.join(b, k["file"]), "rb").read():
         fails.append("%s: %s differs between two compilations" % (target, k["file"]))
-if len(man["kernels"]) != 13:
-    fails.append("expected the 13 contraction layers of the suite, got %d" % len(man["kernels"]))
+if len(man["kernels"]) != 14:
+    fails.append("expected the 14 layers of the suite, got %d" % len(man["kernels"]))
+if not any(k.get("softmax") and k["grid"][0] == 1 for k in man["kernels"]):
+    fails.append("no layer with a softmax fused over whole rows")
 for f in fails:
     print("FAIL:", f)
 print("%s: %d kernels checked, %d failures" % (target, len(man["kernels"]) + 2 + len(mk), len(fails)))

@@ -8,8 +8,10 @@
  *  - a C emulation of the kernel's loops (workgroups, K tiles staged through
  *    a swizzled byte buffer with the lowering's guarded implicit-GEMM
  *    gathers, warp/fragment/lane ownership of C with the NVPTX mma and FMA
- *    accumulator layouts, the epilogue's NCHW and pooled stores) equals the
- *    direct loop nest of gpu_reference on random problems;
+ *    accumulator layouts, the epilogue's NCHW and pooled stores, the
+ *    channels-last gather with its pooled row order, the staged epilogue
+ *    and softmax rows, the standalone pool) equals the direct loop nest of
+ *    gpu_reference on random problems;
  *  - bad problems are rejected with errors. */
 #include <math.h>
 #include <stdint.h>
@@ -99,9 +101,106 @@ static float act(const gpu_epilogue *e, float v) {
   }
 }
 
+/* conv_pixel of gpu_lower.c */
+static void conv_pixel(const gpu_plan *p, int64_t m, int64_t *n, int64_t *oh, int64_t *ow) {
+  if (!p->pool_order) {
+    *n = m / (p->oh * p->ow), *oh = m % (p->oh * p->ow) / p->ow, *ow = m % p->ow;
+    return;
+  }
+  int64_t ph = p->oh / 2, pw = p->ow / 2, win = m / 4, j = m % 4, pp = win % (ph * pw);
+  *n = win / (ph * pw), *oh = 2 * (pp / pw) + j / 2, *ow = 2 * (pp % pw) + j % 2;
+}
+
+/* The standalone pool kernel, thread by thread. */
+static void emulate_pool(const gpu_plan *p, const float *A, float *out) {
+  const gpu_problem *q = &p->prob;
+  for (unsigned b = 0; b < p->grid[0]; b++)
+    for (int t = 0; t < p->threads; t++) {
+      int64_t idx = (int64_t)b * p->threads + t;
+      if (idx >= p->M) continue;
+      int64_t ow = idx % p->ow, r0 = idx / p->ow, oh = r0 % p->oh, nc = r0 / p->oh;
+      float mx = -INFINITY;
+      for (int r = 0; r < q->cr; r++)
+        for (int s = 0; s < q->cs; s++) {
+          int64_t ih = oh * q->stride - q->pad + r, iw = ow * q->stride - q->pad + s;
+          float v = (ih >= 0 && ih < q->ch && iw >= 0 && iw < q->cw) ? A[(nc * q->ch + ih) * q->cw + iw] : -INFINITY;
+          mx = v > mx ? v : mx;
+        }
+      out[idx] = mx;
+    }
+}
+
+/* The staged epilogue: accumulators to the column-major tile, then the
+ * conv's 4-row stores / pooled windows, or the softmax rows. */
+static void emulate_staged(const gpu_plan *p, const float *acc, int nacc_all, int n_acc, int64_t m0, int64_t n0,
+                           unsigned gz, const float *bias, float *out) {
+  const gpu_problem *q = &p->prob;
+  int warps = p->threads / p->warp_size, warps_n = p->bn / p->wn;
+  float *cs = calloc((size_t)p->bn * (size_t)p->cstride, sizeof(float));
+  for (int w = 0; w < warps; w++)
+    for (int lane = 0; lane < p->warp_size; lane++) {
+      int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+      const float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
+      for (int mf = 0; mf < p->wm / p->fm; mf++)
+        for (int nf = 0; nf < p->wn / p->fn; nf++)
+          for (int i = 0; i < n_acc; i++, slot++) {
+            int r, c;
+            acc_coord(p, lane, i, &r, &c);
+            int row = wrow + mf * p->fm + r, col = wcol + nf * p->fn + c;
+            int64_t gcol = n0 + col, ch = q->kind == GPU_OP_CONV2D ? gz * p->N + gcol : gcol;
+            float v = ac[slot] + (q->epi.bias ? bias[gcol < p->N ? ch : 0] : 0);
+            cs[(size_t)col * (size_t)p->cstride + (size_t)row] = act(&q->epi, v);
+          }
+    }
+  if (q->epi.softmax) {
+    for (int row = 0; row < p->bm; row++) {
+      int64_t m = m0 + row;
+      if (m >= p->M) continue;
+      float mx = -INFINITY, sum = 0;
+      for (int c = 0; c < p->N; c++) mx = fmaxf(mx, cs[c * p->cstride + row]);
+      for (int c = 0; c < p->N; c++) sum += expf(cs[c * p->cstride + row] - mx);
+      for (int c = 0; c < p->N; c++) out[(gz * p->M + m) * p->N + c] = expf(cs[c * p->cstride + row] - mx) / sum;
+    }
+  } else {
+    int groups = p->bm / 4;
+    for (int u = 0; u < groups * p->bn; u++) {
+      int col = u / groups, r4 = u % groups;
+      int64_t m = m0 + 4 * r4, gcol = n0 + col, ch = gz * p->N + gcol;
+      if (m >= p->M || gcol >= p->N) continue;
+      const float *x = cs + (size_t)col * (size_t)p->cstride + 4 * (size_t)r4;
+      if (!p->pool_order) {
+        int64_t hw = p->oh * p->ow;
+        for (int j = 0; j < 4; j++) out[(m / hw * q->ck + ch) * hw + m % hw + j] = x[j];
+      } else {
+        int64_t pp = (p->oh / 2) * (p->ow / 2), win = m / 4;
+        out[(win / pp * q->ck + ch) * pp + win % pp] = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+      }
+    }
+  }
+  free(cs);
+}
+
 /* Emulates the kernel for `p` on floats; returns the output. */
 static void emulate(const gpu_plan *p, const float *A, const float *B, const float *bias, float *out) {
   const gpu_problem *q = &p->prob;
+  if (q->kind == GPU_OP_MAXPOOL) {
+    emulate_pool(p, A, out);
+    return;
+  }
+  /* channels-last: the transform kernel's NHWC input and the weights as
+   * [R][S][C][K] */
+  float *An = NULL, *Bw = NULL;
+  if (p->nhwc) {
+    int64_t hw = q->ch * q->cw;
+    An = malloc(sizeof(float) * (size_t)(q->cn * q->cc * hw));
+    Bw = malloc(sizeof(float) * (size_t)(q->ck * p->K));
+    for (int64_t n = 0; n < q->cn; n++)
+      for (int64_t c = 0; c < q->cc; c++)
+        for (int64_t x = 0; x < hw; x++) An[(n * hw + x) * q->cc + c] = A[(n * q->cc + c) * hw + x];
+    for (int64_t o = 0; o < q->ck; o++)
+      for (int64_t c = 0; c < q->cc; c++)
+        for (int64_t r = 0; r < q->cr * q->cs; r++) Bw[(r * q->cc + c) * q->ck + o] = B[(o * q->cc + c) * q->cr * q->cs + r];
+  }
   int es = 4, n_acc = !p->matrix ? 1 : p->fm * p->fn / p->warp_size;
   size_t a_bytes = (size_t)p->bm * (size_t)p->bk * (size_t)es, b_bytes = (size_t)p->bk * (size_t)p->bn * (size_t)es;
   unsigned char *ta = malloc(a_bytes), *tb = malloc(b_bytes);
@@ -133,6 +232,14 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
               if (m < p->M && (kk < p->K || (q->kind == GPU_OP_CONV2D && p->ktable))) {
                 if (q->kind == GPU_OP_MATMUL) {
                   v = A[(gz * p->M + m) * p->K + kk];
+                } else if (p->nhwc) {
+                  /* chunk col / 8 of tap k0 / C, channels k0 % C + col */
+                  int64_t n, oh, ow, rs = k0 / q->cc, c0 = k0 % q->cc;
+                  conv_pixel(p, m, &n, &oh, &ow);
+                  int64_t ih = oh * q->stride - q->pad + rs / q->cs * q->dilation;
+                  int64_t iw = ow * q->stride - q->pad + rs % q->cs * q->dilation;
+                  if (ih >= 0 && ih < q->ch && iw >= 0 && iw < q->cw)
+                    v = An[((n * q->ch + ih) * q->cw + iw) * q->cc + c0 + col / 8 * 8 + col % 8];
                 } else if (p->ktable) {
                   int64_t n = m / (p->oh * p->ow), pix = m % (p->oh * p->ow);
                   int64_t ih0 = pix / p->ow * q->stride - q->pad, iw0 = pix % p->ow * q->stride - q->pad;
@@ -152,11 +259,11 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
             for (int i = 0; i < p->bk * p->bn / p->threads; i++) {
               int e = t + i * p->threads, row, col;
               int64_t idx;
-              if (q->kind == GPU_OP_MATMUL)
+              if (q->kind == GPU_OP_MATMUL || p->nhwc)
                 row = e / p->bn, col = e % p->bn, idx = (gz * p->K + k0 + row) * p->N + n0 + col;
               else
                 row = e % p->bk, col = e / p->bk, idx = (gz * p->N + n0 + col) * p->K + k0 + row;
-              float v = (k0 + row < p->K && n0 + col < p->N) ? B[idx] : 0;
+              float v = (k0 + row < p->K && n0 + col < p->N) ? (p->nhwc ? Bw : B)[idx] : 0;
               memcpy(tb + tile_off(row, col, p->bn, es), &v, 4);
             }
           }
@@ -178,6 +285,10 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
                     }
                   }
             }
+        }
+        if (p->staged) {
+          emulate_staged(p, acc, nacc_all, n_acc, m0, n0, gz, bias, out);
+          continue;
         }
         /* epilogue */
         for (int w = 0; w < warps; w++)
@@ -211,7 +322,7 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
                 }
           }
       }
-  free(ta), free(tb), free(acc), free(tbl);
+  free(ta), free(tb), free(acc), free(tbl), free(An), free(Bw);
 }
 
 static void random_problem(gpu_problem *q, int i) {
@@ -233,11 +344,30 @@ static void random_problem(gpu_problem *q, int i) {
   q->epi.act = (gpu_act)(rnd() % 4);
   q->epi.clip_lo = 0, q->epi.clip_hi = 0.5f;
   if (q->kind == GPU_OP_CONV2D && q->epi.act == GPU_ACT_RELU && rnd() % 2) q->epi.maxpool2x2 = true;
+  if (i % 5 == 4 && q->kind == GPU_OP_CONV2D) {
+    /* channels-last shapes (ungrouped, C a multiple of the K tile, K of 64) */
+    q->groups = 1, q->cc = 32 * (1 + rnd() % 2), q->ck = 64 * (1 + rnd() % 2);
+    q->ch = q->dilation * (q->cr - 1) + 2 + rnd() % 9, q->cw = q->dilation * (q->cs - 1) + 2 + rnd() % 9;
+    if (rnd() % 2) q->epi.act = GPU_ACT_RELU, q->epi.maxpool2x2 = true;
+  }
+  if (q->kind == GPU_OP_MATMUL && rnd() % 3 == 0) { /* softmax rows; never after gelu's large values */
+    q->epi.softmax = true;
+    if (rnd() % 2) q->n = 100 + rnd() % 150; /* up to 256: a 32-row tile fits 64 KiB */
+  }
+  if (i % 7 == 6) {
+    memset(q, 0, sizeof *q);
+    q->kind = GPU_OP_MAXPOOL, q->batch = q->groups = q->dilation = 1;
+    q->cn = 1 + rnd() % 2, q->cc = 1 + rnd() % 5, q->cr = 1 + rnd() % 3, q->cs = 1 + rnd() % 3;
+    q->stride = 1 + rnd() % 2, q->pad = rnd() % 2;
+    if (2 * q->pad > q->cr || 2 * q->pad > q->cs) q->pad = 0;
+    q->ch = q->cr + rnd() % 9, q->cw = q->cs + rnd() % 9;
+  }
 }
 
 static void test_emulation(const char *target) {
   /* the emulation runs on floats: plan as for f16 on this target (matrix
    * fragments), then as f32 (FMA fragments) */
+  int n_nhwc = 0, n_softmax = 0, n_pool = 0, n_pool_order = 0;
   for (int pass = 0; pass < 2; pass++) {
     gpu_target t;
     cov_status st = gpu_target_open(target, pass ? COV_F32 : COV_F16, &t);
@@ -246,7 +376,7 @@ static void test_emulation(const char *target) {
       cov_status_free(st);
       return;
     }
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 60; i++) {
       gpu_problem q;
       random_problem(&q, i);
       q.in_dtype = pass ? COV_F32 : COV_F16;
@@ -275,20 +405,29 @@ static void test_emulation(const char *target) {
       emulate(&p, a, b, bias, got);
       double err = 0;
       for (size_t j = 0; j < no; j++) err = fmax(err, fabs((double)got[j] - want[j]));
-      CHECK(err < 1e-4, "%s pass %d problem %d (%s): emulated kernel differs by %g", target, pass, i,
-            q.kind == GPU_OP_MATMUL ? "matmul" : "conv2d", err);
+      CHECK(err < 1e-4, "%s pass %d problem %d (%s%s%s%s): emulated kernel differs by %g", target, pass, i,
+            q.kind == GPU_OP_MATMUL ? "matmul" : q.kind == GPU_OP_CONV2D ? "conv2d" : "maxpool",
+            p.nhwc ? ", channels-last" : "", p.staged ? ", staged" : "", q.epi.softmax ? ", softmax" : "", err);
+      n_nhwc += p.nhwc, n_softmax += q.epi.softmax, n_pool += q.kind == GPU_OP_MAXPOOL, n_pool_order += p.pool_order;
       free(a), free(b), free(bias), free(want), free(got);
     }
     gpu_target_close(&t);
   }
+  /* the random problems reach every kind of kernel: channels-last (on
+   * targets with asynchronous copies) with and without pooled row order,
+   * softmax rows, the standalone pool */
+  int cl = strstr(target, "nvptx") != NULL;
+  CHECK(n_softmax > 0 && n_pool > 0 && (!cl || (n_nhwc > 0 && n_pool_order > 0)),
+        "%s: emulated %d channels-last (%d pooled order), %d softmax, %d pool kernels", target, n_nhwc, n_pool_order,
+        n_softmax, n_pool);
 }
 
 static void test_suite_plans(const char *target) {
   static const char *specs[] = {"resnet50_conv1", "resnet50_res2_3x3", "resnet50_res3_1x1", "resnet50_res4_3x3",
                                 "resnet50_res5_1x1", "mobilenetv2_dw3x3", "mobilenetv2_pw1x1", "bert_base_qkv",
-                                "bert_base_ffn1", "bert_base_attn_qk", "dlrm_mlp_top", "convnet_layer1",
+                                "bert_base_ffn1", "bert_base_attn_qk", "dlrm_mlp_top", "convnet_layer1", "resnet50_stem_pool",
                                 "convnet_layer2", "gemm_8192x8192x8192", "gemm_4096x3072x768",
-                                "resnet50_res2_3x3@b32", "convnet_layer1@b32"};
+                                "resnet50_res2_3x3@b32", "resnet50_res4_3x3@b32", "convnet_layer1@b32"};
   cov_dtype dts[3] = {COV_F16, COV_BF16, COV_F32};
   for (int d = 0; d < 3; d++) {
     gpu_target t;
@@ -309,9 +448,15 @@ static void test_suite_plans(const char *target) {
         cov_status_free(st);
         continue;
       }
+      if (l.prob.kind == GPU_OP_MAXPOOL) {
+        CHECK((int64_t)p.grid[0] * p.threads >= p.M, "%s %s: pool grid does not cover", target, specs[i]);
+        CHECK(!gpu_plan_check(&p, &t.caps), "%s %s: plan check", target, specs[i]);
+        continue;
+      }
       CHECK(p.matrix == (dts[d] != COV_F32), "%s %s: matrix unit use", target, specs[i]);
       CHECK((int64_t)p.grid[0] * p.bn >= p.N && (int64_t)p.grid[1] * p.bm >= p.M && p.grid[2] == p.G,
             "%s %s: grid does not cover", target, specs[i]);
+      CHECK(!l.prob.epi.softmax || p.grid[0] == 1, "%s %s: softmax rows in one workgroup", target, specs[i]);
       CHECK(p.shared_bytes <= t.caps.shared_bytes, "%s %s: shared memory", target, specs[i]);
       CHECK(!gpu_plan_check(&p, &t.caps), "%s %s: plan check", target, specs[i]);
     }
@@ -345,13 +490,22 @@ static void test_errors(void) {
   expect_error(&m, "i8");
   gpu_layer l;
   cov_status st = gpu_layer_from_spec(gpu_default_suite(), "resnet50_stem_pool", COV_F16, &l);
-  CHECK(st && strstr(cov_status_message(st), "not a contraction"), "maxpool layer should be refused");
+  CHECK(!st && l.prob.kind == GPU_OP_MAXPOOL && l.prob.cr == 3 && l.prob.stride == 2 && l.prob.pad == 1,
+        "the stem pool is a 3x3/2 maxpool");
   cov_status_free(st);
+  gpu_problem mp = {.kind = GPU_OP_MAXPOOL, .in_dtype = COV_F16, .cn = 1, .cc = 4, .ch = 8, .cw = 8, .cr = 3,
+                    .cs = 3, .stride = 2, .pad = 2};
+  expect_error(&mp, "half the");
+  mp.pad = 1, mp.epi.bias = true;
+  expect_error(&mp, "no fused epilogue");
+  gpu_problem sc = q;
+  sc.cr = sc.cs = 3, sc.epi.softmax = true;
+  expect_error(&sc, "softmax needs a matmul");
   st = gpu_layer_from_spec(gpu_default_suite(), "gemm_4x4", COV_F16, &l);
   CHECK(st && strstr(cov_status_message(st), "gemm_MxNxK"), "bad gemm spec should be refused");
   cov_status_free(st);
   st = gpu_layer_from_spec(gpu_default_suite(), "bert_base_attn_qk", COV_F16, &l);
-  CHECK(!st && !strcmp(l.unfused, "softmax"), "softmax is reported as unfused");
+  CHECK(!st && !l.unfused[0] && l.prob.epi.softmax, "the attention softmax is fused");
   cov_status_free(st);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# check_layers.sh COVENANT WORKDIR: every suite contraction layer (and a
-# large GEMM) compiled to PTX for nvptx-sm90 through the shared GPU lowering:
+# check_layers.sh COVENANT WORKDIR: every suite layer (and a large GEMM)
+# compiled to PTX for nvptx-sm90 through the shared GPU lowering:
 # PTX 8.0 for sm_90a, the kernel entry, mma.sync fed by ldmatrix, cp.async
 # where the tiles are copied as whole vectors, no local memory (spills), the
 # dynamic shared memory the manifest states; and byte-identical output from
@@ -19,18 +19,51 @@ for f in "$work"/a/*.ptx; do
   grep -q '^.version 8.0' "$f" || bad "not PTX 8.0"
   grep -q '^.target sm_90a' "$f" || bad "not for sm_90a"
   grep -q "^.visible .entry covenant_$name(" "$f" || bad "no entry covenant_$name"
+  cmp -s "$f" "$work/b/$name.ptx" || bad "differs between two compilations"
+  if [ "$name" = resnet50_stem_pool ]; then
+    # the standalone pool: a thread per output, no matrix unit, no shared memory
+    if grep -q 'mma.sync\|\.shared' "$f"; then bad "pool kernel uses mma or shared memory"; fi
+    grep -q 'max\.f32\|setp\.gt\.f32' "$f" || bad "pool kernel has no max"
+    continue
+  fi
   grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$f" || bad "no mma.sync"
   grep -q 'ldmatrix.sync.aligned.m8n8.x4.shared.b16' "$f" || bad "no ldmatrix for A"
   grep -q 'ldmatrix.sync.aligned.m8n8.x[24].trans.shared.b16' "$f" || bad "no ldmatrix.trans for B"
   grep -q 'bar.sync' "$f" || bad "no barrier"
   if grep -q '\.local' "$f"; then bad "uses local memory"; fi
-  cmp -s "$f" "$work/b/$name.ptx" || bad "differs between two compilations"
 done
 # tiles copied as whole vectors go through cp.async
 for name in gemm_4096x4096x4096 bert_base_qkv dlrm_mlp_top; do
   grep -q 'cp.async.cg.shared.global' "$work/a/$name.ptx" || { echo "FAIL $name: no cp.async"; fail=1; }
 done
+# channels-last convolutions: zero-filling cp.async gathers (src-size
+# operand), the NHWC transform entry in the same module, coalesced 16-byte
+# stores from the staged epilogue
+for name in resnet50_res2_3x3 resnet50_res4_3x3; do
+  f=$work/a/$name.ptx
+  grep -q "^.visible .entry covenant_${name}_nhwc(" "$f" || { echo "FAIL $name: no NHWC transform entry"; fail=1; }
+  grep -Eq 'cp.async.cg.shared.global \[[^]]*\], \[[^]]*\], 16, %r' "$f" || { echo "FAIL $name: no zero-filling cp.async"; fail=1; }
+  grep -q 'st.global.v4.f32' "$f" || { echo "FAIL $name: no 16-byte output stores"; fail=1; }
+done
+# the fused softmax: exponentials in the epilogue, one workgroup per row block
+grep -q 'ex2.approx' "$work/a/bert_base_attn_qk.ptx" || { echo "FAIL bert_base_attn_qk: no softmax exp"; fail=1; }
+python3 - "$work/a/manifest.json" <<'PY' || fail=1
+import json, sys
+ks = {k["name"]: k for k in json.load(open(sys.argv[1]))["kernels"]}
+bad = []
+if not ks["bert_base_attn_qk"]["softmax"] or ks["bert_base_attn_qk"]["grid"][0] != 1 or ks["bert_base_attn_qk"]["unfused"]:
+    bad.append("bert_base_attn_qk: softmax not fused over whole rows")
+if ks["resnet50_stem_pool"]["kind"] != "maxpool" or ks["resnet50_stem_pool"]["OH"] != 56:
+    bad.append("resnet50_stem_pool: not a 112 -> 56 max pool")
+for n in ("resnet50_res2_3x3", "resnet50_res4_3x3"):
+    k = ks[n]
+    if k["layout"] != "nhwc" or k["pre"]["kernel"] != "covenant_%s_nhwc" % n:
+        bad.append("%s: not channels-last with its transform" % n)
+for b in bad:
+    print("FAIL", b)
+sys.exit(1 if bad else 0)
+PY
 cmp -s "$work/a/manifest.json" "$work/b/manifest.json" || { echo "FAIL: manifests differ"; fail=1; }
-[ "$n" -eq 14 ] || { echo "FAIL: expected 14 kernels, got $n"; fail=1; }
+[ "$n" -eq 15 ] || { echo "FAIL: expected 15 kernels (the suite's 14 layers and a GEMM), got $n"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $n PTX kernels checked, deterministic"
 exit $fail

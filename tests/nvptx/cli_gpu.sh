@@ -26,8 +26,21 @@ expect 2 "compile needs -o DIR" -- gpu compile gemm_64x64x64 --target nvptx-sm90
 expect 2 "at least one LAYER" -- gpu compile --target nvptx-sm90 -o "$work/x"
 expect 2 "expected f16, bf16 or f32" -- gpu compile gemm_64x64x64 --target nvptx-sm90 -o "$work/x" --dtype i8
 expect 1 "not in .*layers.json" -- gpu compile no_such_layer --target nvptx-sm90 -o "$work/x"
-expect 1 "not a contraction" -- gpu compile resnet50_stem_pool --target nvptx-sm90 -o "$work/x"
-expect 1 "softmax.*--allow-unfused" -- gpu compile bert_base_attn_qk --target nvptx-sm90 -o "$work/x"
+# the suite's pool and attention softmax are lowered; other ops and post-ops
+# are refused with their names
+cat >"$work/suite.json" <<'JSON'
+{"layers": [{"name": "avg", "op": "avgpool", "N": 1, "C": 4, "H": 8, "W": 8, "R": 2, "S": 2},
+            {"name": "sm_then_relu", "op": "gemm", "M": 64, "N": 64, "K": 64, "post": ["softmax", "relu"]},
+            {"name": "wide_softmax", "op": "gemm", "M": 64, "N": 1000, "K": 64, "post": ["softmax"]},
+            {"name": "bad_pool", "op": "maxpool", "N": 1, "C": 4, "H": 8, "W": 8, "R": 3, "S": 3, "stride": 2, "pad": 2}]}
+JSON
+expect 0 "covenant_resnet50_stem_pool.*one output per thread" -- gpu compile resnet50_stem_pool --target nvptx-sm90 -o "$work/p" --report
+expect 0 "covenant_bert_base_attn_qk.*staged epilogue" -- gpu compile bert_base_attn_qk --target nvptx-sm90 -o "$work/p" --report
+expect 1 "is a avgpool (the GPU lowering builds" -- gpu compile avg --suite "$work/suite.json" --target nvptx-sm90 -o "$work/x"
+expect 1 "relu.*--allow-unfused" -- gpu compile sm_then_relu --suite "$work/suite.json" --target nvptx-sm90 -o "$work/x"
+expect 1 "softmax over rows of 1000 (at most 512)" -- gpu compile wide_softmax --suite "$work/suite.json" --target nvptx-sm90 -o "$work/x"
+expect 1 "pad 2 exceeds half the 3x3 window" -- gpu compile bad_pool --suite "$work/suite.json" --target nvptx-sm90 -o "$work/x"
+expect 1 "pool takes no" -- gpu compile resnet50_stem_pool:64x64x32:32x32:2 --target nvptx-sm90 -o "$work/x"
 expect 1 "gemm_MxNxK" -- gpu compile gemm_12x12 --target nvptx-sm90 -o "$work/x"
 expect 1 "serves amdgpu and nvptx" -- gpu compile gemm_64x64x64 --target npu-16x16 -o "$work/x"
 expect 1 "schedule is written" -- gpu compile gemm_64x64x64:64x64 --target nvptx-sm90 -o "$work/x"
