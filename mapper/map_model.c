@@ -13,6 +13,47 @@
 
 #include "mapper/map_internal.h"
 
+/* gemm_bias(a, b, c) with beta 1 and c one row [1, N] is gemm(a, b) then
+ * bias_add_2d(., c as [N]): the form the mapper fuses (a main loop nest, a
+ * per-column vector in the epilogue); its main-nest extraction does not take
+ * gemm_bias's statements after the reduction. The layer's inputs keep the
+ * group's order (a, b, then c). Returns 1 when it split the call. */
+static int split_gemm_bias(cov_layer *l, const cov_model_group_call *gc) {
+  if (strcmp(gc->codelet, "gemm_bias") != 0 || gc->n_args != 3 || gc->out.rank != 2) return 0;
+  const cov_tensor *c = &gc->args[2].t;
+  if (c->rank != 2 || c->shape[0] != 1 || c->shape[1] != gc->out.shape[1]) return 0;
+  for (size_t a = 0; a < gc->n_attrs; a++)
+    if (!strcmp(gc->attrs[a].name, "beta") &&
+        (gc->attrs[a].is_float ? gc->attrs[a].f != 1.0 : gc->attrs[a].i != 1))
+      return 0;
+  const cov_codelet *gemm = cov_codelet_lib_find(l->lib, "gemm");
+  const cov_codelet *bias = cov_codelet_lib_find(l->lib, "bias_add_2d");
+  if (!gemm || !bias || l->n_calls + 2 > MAP_MAX_CALLS) return 0;
+  map_call *mc = &l->calls[l->n_calls++];
+  memset(mc, 0, sizeof *mc);
+  mc->c = gemm;
+  for (size_t a = 0; a < gc->n_attrs; a++) {
+    if (!strcmp(gc->attrs[a].name, "beta")) continue;
+    mc->attrs[mc->n_attrs] = gc->attrs[a];
+    mc->attrs[mc->n_attrs].name = cov_arena_strdup(l->arena, gc->attrs[a].name);
+    mc->n_attrs++;
+  }
+  for (int k = 0; k < 2; k++) {
+    mc->in[k] = gc->args[k].t;
+    mc->in[k].data = NULL;
+  }
+  mc->n_inputs = 2;
+  map_call *bc = &l->calls[l->n_calls++];
+  memset(bc, 0, sizeof *bc);
+  bc->c = bias;
+  bc->view_rank = 2;
+  memcpy(bc->view, gc->out.shape, 2 * sizeof(int64_t));
+  bc->in[0] = gc->out;
+  bc->in[1] = (cov_tensor){.dtype = COV_F32, .rank = 1, .shape = {gc->out.shape[1]}};
+  bc->n_inputs = 2;
+  return 1;
+}
+
 /* "layer group 3 (conv+bias+relu, node 'conv2'): " */
 #define GROUP_FMT "layer group %zu (%s, node '%s'): "
 #define GROUP_ARGS(g, node) cov_model_group_index(g), cov_model_group_kind(g), (node)
@@ -32,6 +73,14 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
   cov_status st = NULL;
   for (size_t c = 0; c < n && !st; c++) {
     const cov_model_group_call *gc = cov_model_group_call_at(grp, c);
+    bool all_f32 = true;
+    for (size_t k = 0; k < gc->n_args; k++) all_f32 &= gc->args[k].t.dtype == COV_F32;
+    if (c == 0 && all_f32 && split_gemm_bias(l, gc)) continue;
+    if (l->n_calls >= MAP_MAX_CALLS) {
+      st = cov_error(COV_UNSUPPORTED, NULL, GROUP_FMT "more than %d codelet calls",
+                     GROUP_ARGS(grp, gc->node), MAP_MAX_CALLS);
+      break;
+    }
     map_call *mc = &l->calls[l->n_calls];
     memset(mc, 0, sizeof *mc);
     mc->c = cov_codelet_lib_find(l->lib, gc->codelet);
@@ -85,10 +134,7 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
     int rank;
     int64_t shape[COV_MAX_RANK];
     st = map_call_output(l, c, &rank, shape);
-    if (st) {
-      const cov_model_group_call *gc = cov_model_group_call_at(grp, (size_t)c);
-      st = cov_status_annotate(st, GROUP_FMT, GROUP_ARGS(grp, gc->node));
-    }
+    if (st) st = cov_status_annotate(st, GROUP_FMT, GROUP_ARGS(grp, name));
   }
   if (st) {
     cov_layer_free(l);

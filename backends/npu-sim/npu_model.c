@@ -110,8 +110,13 @@ static cov_status group_inputs(const cov_model_group_offer *o, const cov_layer *
   for (int i = 0; i < *n; i++) {
     const cov_model_arg *a;
     COV_RETURN_IF_ERROR(cov_layer_model_input(o->desc, i, &a));
-    in[i] = a->t;
-    if (a->kind == COV_MODEL_ARG_EXTERNAL) in[i].data = o->in[a->input].data;
+    /* The layer's own view (which may reshape a constant) over the data. */
+    COV_RETURN_IF_ERROR(cov_layer_input(layer, i, &in[i]));
+    in[i].data = a->kind == COV_MODEL_ARG_EXTERNAL ? o->in[a->input].data : a->t.data;
+    if (cov_tensor_numel(&in[i]) != cov_tensor_numel(&a->t))
+      return cov_error(COV_INTERNAL, NULL, "layer group %d: layer input %d has %lld elements, "
+                       "the group's argument %lld", o->group, i,
+                       (long long)cov_tensor_numel(&in[i]), (long long)cov_tensor_numel(&a->t));
   }
   return NULL;
 }
