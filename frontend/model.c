@@ -129,6 +129,18 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   return NULL;
 }
 
+cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
+                                 int64_t shape[COV_MAX_RANK]) {
+  if (!m || i >= m->g->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_output_info: no output %zu", i);
+  const graph_value *v = m->g->outputs[i];
+  if (dtype) *dtype = v->dtype;
+  if (rank) *rank = v->rank;
+  if (shape)
+    for (int k = 0; k < COV_MAX_RANK; k++) shape[k] = k < v->rank ? v->dims[k] : -1;
+  return NULL;
+}
+
 cov_status cov_model_print_summary(const cov_model *m, FILE *out) {
   if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_summary: NULL");
   return graph_print_summary(m->g, out);

@@ -62,6 +62,10 @@ int cov_model_find_input(const cov_model *model, const char *name);
  * unknown are -1. */
 cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
                                 int64_t shape[COV_MAX_RANK]);
+/* The same for output i, as shape inference left it at load time (rank -1
+ * when unknown). */
+cov_status cov_model_output_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
+                                 int64_t shape[COV_MAX_RANK]);
 size_t cov_model_num_groups(const cov_model *model);
 
 /* `covenant inspect`: inputs, outputs, operators, parameters, and each layer
