@@ -137,7 +137,7 @@ int cli_cmd_map(int argc, char **argv) {
     if (!val) return cli_usage_error("map", "%s needs a value", a);        \
     i++;                                                                   \
   } while (0)
-    if (!strcmp(a, "--target")) { NEED(); target = val; }
+    if (!strcmp(a, "--target") || !strcmp(a, "-t")) { NEED(); target = val; }
     else if (!strcmp(a, "--suite")) { NEED(); suite = val; }
     else if (!strcmp(a, "-o")) { NEED(); outp = val; }
     else if (!strcmp(a, "--codelet")) { NEED(); codelet = val; }
