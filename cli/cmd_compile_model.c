@@ -167,7 +167,7 @@ int cli_compile_model(const char *path, const char *target, const char *dir) {
     cov_loc loc = {mpath, 0, 0, NULL};
     st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
   }
-  size_t n = m ? cov_model_num_groups(m) : 0, compiled = 0, other = 0;
+  size_t n = m ? cov_model_num_groups(m) : 0, compiled = 0;
   if (!st) {
     fprintf(f, "{\n  \"model\": ");
     json_str(f, path);
@@ -185,7 +185,6 @@ int cli_compile_model(const char *path, const char *target, const char *dir) {
       fprintf(f, "    {\"index\": %zu, \"kind\": ", i);
       json_str(f, info.kind);
       fprintf(f, ", \"runs\": \"frontend\"}");
-      other++;
       continue;
     }
     group_job j;
@@ -200,7 +199,6 @@ int cli_compile_model(const char *path, const char *target, const char *dir) {
       fprintf(f, ", \"runs\": \"call by call\", \"reason\": ");
       json_str(f, why);
       fprintf(f, "}");
-      other++;
     } else {
       char file[64], ppath[4200];
       snprintf(file, sizeof file, "group_%zu.npu", i);

@@ -28,7 +28,7 @@ typedef struct hook_ctx {
   /* The group being run call by call: why it was not fused, and whether
    * its one call already failed as a layer (then the CPU runs it). */
   int group;
-  char why[200];
+  char why[256];
   bool single_failed;
 } hook_ctx;
 
@@ -38,10 +38,14 @@ static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
   cov_status_format(st, msg, sizeof msg);
   char *nl = strchr(msg, '\n');
   if (nl) *nl = 0;
+  /* The table is about this model: drop the "FILE:LINE: error: " location
+   * (the node and codelet are named in the message itself). */
+  const char *body = strstr(msg, "error: ");
+  body = body ? body + 7 : msg;
   /* Cut to fit by hand: a summary, and snprintf's truncation is a warning. */
   size_t k = 0;
   for (const char *p = prefix; *p && k + 1 < n; p++) buf[k++] = *p;
-  for (const char *p = msg; *p && k + 1 < n; p++) buf[k++] = *p;
+  for (const char *p = body; *p && k + 1 < n; p++) buf[k++] = *p;
   if (n) buf[k] = '\0';
 }
 
@@ -132,7 +136,9 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
     return NULL;
   }
   if (!o->desc) {
-    snprintf(h->why, sizeof h->why, "npu, call by call (group not fused: %s)", o->why_not);
+    const char *why = strstr(o->why_not, "error: "); /* the location, as in first_line */
+    snprintf(h->why, sizeof h->why, "npu, call by call (group not fused: %s)",
+             why ? why + 7 : o->why_not);
     return NULL;
   }
   npu_row row = {.kind = NPU_ROW_GROUP, .group = o->group};
