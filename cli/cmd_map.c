@@ -5,22 +5,30 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_map.h"
 #include "covenant/mapper.h"
 
 
 static void help(FILE *out) {
   fprintf(out,
           "usage: covenant map LAYER --target T [options]\n"
+          "       covenant map MODEL.onnx --target T [--group N | --node NAME] [options]\n"
           "       covenant map --codelet NAME --shape AxBx.. [--shape ..] [--attr k=v ..] --target T\n"
           "\n"
           "Maps a layer group onto the target described by an ACG: binds its main statement to\n"
           "a compute capability, places operands along the storage, tiles, orders and binds\n"
           "loops, and searches for the cheapest schedule under the ACG-driven cost model.\n"
-          "LAYER is a name from the layer suite (bench/suite/layers.json).\n"
+          "LAYER is a name from the layer suite (bench/suite/layers.json). With an ONNX\n"
+          "model, every compute layer group (conv+bias+relu+maxpool, gemm+bias, ...) is\n"
+          "mapped as one layer and its predicted cost printed; groups the mapper cannot\n"
+          "take are listed with the reason (exit 0: they run call by call; exit 1 when\n"
+          "the group was asked for with --group or --node).\n"
           "\n"
           "options:\n"
           "  --target T        ACG file or shipped target name (required)\n"
           "  --suite FILE      layer suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --group N         (MODEL) map only layer group N (covenant inspect lists them)\n"
+          "  --node NAME       (MODEL) map only the group of the node NAME\n"
           "  --scale N         divide the layer's channel/spatial/matrix sizes by N (default 1)\n"
           "  --explain         print the schedule, its cost breakdown and the next best alternatives\n"
           "  --dump=schedule   print the scheduled IR\n"
@@ -114,6 +122,8 @@ int cli_cmd_map(int argc, char **argv) {
   const char *target = NULL, *suite = cov_suite_default_path(), *outp = NULL;
   const char *layer_name = NULL, *codelet = NULL;
   int scale = 1, explain = 0, dump = 0, do_check = 0;
+  long long group = -1;
+  const char *node = NULL;
   cov_map_options opt = {0};
   int64_t shapes[4][COV_MAX_RANK];
   int ranks[4], n_shapes = 0;
@@ -127,10 +137,19 @@ int cli_cmd_map(int argc, char **argv) {
     if (!val) return cli_usage_error("map", "%s needs a value", a);        \
     i++;                                                                   \
   } while (0)
-    if (!strcmp(a, "--target")) { NEED(); target = val; }
+    if (!strcmp(a, "--target") || !strcmp(a, "-t")) { NEED(); target = val; }
     else if (!strcmp(a, "--suite")) { NEED(); suite = val; }
     else if (!strcmp(a, "-o")) { NEED(); outp = val; }
     else if (!strcmp(a, "--codelet")) { NEED(); codelet = val; }
+    else if (!strcmp(a, "--node")) { NEED(); node = val; }
+    else if (!strcmp(a, "--group")) {
+      NEED();
+      char *end;
+      errno = 0;
+      group = strtoll(val, &end, 10);
+      if (!*val || *end || errno || group < 0 || group > (1 << 30))
+        return cli_usage_error("map", "--group needs a group number >= 0, got '%s'", val);
+    }
     else if (!strcmp(a, "--scale") || !strcmp(a, "--budget")) {
       NEED();
       char *end;
@@ -178,13 +197,21 @@ int cli_cmd_map(int argc, char **argv) {
   if (!target) rc = cli_usage_error("map", "--target is required");
   else if (!layer_name == !codelet)
     rc = cli_usage_error("map", "give either a LAYER name or --codelet NAME with --shape");
-  else if (layer_name && strlen(layer_name) > 5 &&
-           !strcmp(layer_name + strlen(layer_name) - 5, ".onnx"))
-    rc = cli_usage_error("map", "mapping ONNX models is not implemented yet; give a suite layer "
-                                "or --codelet");
+  bool model = layer_name && strlen(layer_name) > 5 &&
+               !strcmp(layer_name + strlen(layer_name) - 5, ".onnx");
+  if (!rc && (group >= 0 || node) && !model)
+    rc = cli_usage_error("map", "--group and --node select a group of an ONNX model (MODEL.onnx)");
+  else if (!rc && group >= 0 && node)
+    rc = cli_usage_error("map", "give --group or --node, not both");
+  else if (!rc && model && (do_check || scale != 1))
+    rc = cli_usage_error("map", "--check and --scale take a suite layer or --codelet, not a model");
   if (rc) {
     for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
     return rc;
+  }
+  if (model) {
+    cli_map_model_opts mo = {group, node, explain, dump, opt};
+    return cli_map_model(layer_name, target, &mo, outp);
   }
   cov_acg *acg = NULL;
   cov_layer *layer = NULL;

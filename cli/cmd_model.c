@@ -98,11 +98,14 @@ int cli_cmd_inspect(int argc, char **argv) {
 static void run_help(FILE *out) {
   fprintf(out,
           "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "                               [--trace FILE] [--per-call]\n"
           "\n"
           "Runs an ONNX model. On an NPU target (default npu-16x16, any ACG with a systolic\n"
-          "array) every compute call is mapped, compiled to an NPU program and run in the\n"
-          "cycle simulator (calls the NPU path cannot take yet run on the CPU and are listed\n"
-          "with the reason); the outputs are checked against the reference target on the\n"
+          "array) every compute layer group (conv+bias+relu+maxpool, gemm+bias, ...) is\n"
+          "mapped as one layer, compiled to one NPU program and run in the cycle simulator,\n"
+          "its intermediates kept on chip; a group that cannot be fused runs call by call\n"
+          "(a program per call), a call the NPU path cannot take on the CPU, each listed\n"
+          "with the reason. The outputs are checked against the reference target on the\n"
           "same inputs, and a per-layer table gives cycles, utilisation and bytes moved.\n"
           "The target 'ref' is the CPU reference: layout operations run in the frontend,\n"
           "every compute operation through the codelet interpreter (the oracle all\n"
@@ -121,6 +124,10 @@ static void run_help(FILE *out) {
           "                            unless OUT is a directory: then every output goes to\n"
           "                            OUT/output_<i>.npy (the ONNX test-data numbering).\n"
           "                            Without -o, outputs are printed as text.\n"
+          "      --trace FILE          (NPU) write a Chrome/Perfetto trace of the whole run:\n"
+          "                            every unit's activity, the programs back to back\n"
+          "                            (1 us = 1 cycle), a 'layers' track naming each\n"
+          "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
           "  -h, --help                show this help\n");
 }
 
@@ -188,9 +195,12 @@ int cli_cmd_run(int argc, char **argv) {
                                        {"tolerance", required_argument, NULL, 'T'},
                                        {"input", required_argument, NULL, 'i'},
                                        {"output", required_argument, NULL, 'o'},
+                                       {"trace", required_argument, NULL, 'R'},
+                                       {"per-call", no_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16";
+  const char *target = "npu-16x16", *trace = NULL;
+  int per_call = 0;
   unsigned long long seed = 1;
   double tol = 1e-2;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS];
@@ -222,6 +232,8 @@ int cli_cmd_run(int argc, char **argv) {
         if (n_out == MAX_ARGS) return cli_usage_error("run", "too many --output options");
         out_args[n_out++] = optarg;
         break;
+      case 'R': trace = optarg; break;
+      case 'P': per_call = 1; break;
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_usage_error("run", "unknown option or missing argument '%s'", argv[optind - 1]);
@@ -230,7 +242,11 @@ int cli_cmd_run(int argc, char **argv) {
   if (argc - optind != 1)
     return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
   const char *path = argv[optind];
+  if ((trace || per_call) && strcmp(target, "ref") == 0)
+    return cli_usage_error("run", "--trace and --per-call are for NPU targets, not 'ref'");
   cov_acg *acg = NULL;
+  FILE *trace_file = NULL;
+  cov_npu_trace *tr = NULL;
   cov_npu_report *report = NULL;
   cov_tensor *ref_out = NULL;
   cov_status st = NULL;
@@ -332,7 +348,31 @@ int cli_cmd_run(int argc, char **argv) {
   }
   if (rc != CLI_EXIT_OK) goto done;
   if (acg) {
-    st = cov_npu_run_model(m, acg, inputs, ni, outputs, no, &report);
+    if (trace && !(trace_file = fopen(trace, "w"))) {
+      cov_loc loc = {trace, 0, 0, NULL};
+      rc = cli_report(cov_error(COV_IO_ERROR, &loc, "cannot create the trace file"));
+      goto done;
+    }
+    if (trace_file && (st = cov_npu_trace_begin(trace_file, acg, &tr))) {
+      rc = cli_report(st);
+      goto done;
+    }
+    cov_npu_run_options ro = {per_call, tr};
+    st = cov_npu_run_model_with(m, acg, inputs, ni, outputs, no, &ro, &report);
+    if (tr) {
+      cov_status te = cov_npu_trace_end(tr);
+      tr = NULL;
+      if (!st) st = te;
+      else cov_status_free(te);
+    }
+    if (trace_file) {
+      int bad = fclose(trace_file) != 0;
+      trace_file = NULL;
+      if (bad && !st) {
+        cov_loc loc = {trace, 0, 0, NULL};
+        st = cov_error(COV_IO_ERROR, &loc, "write error");
+      }
+    }
     ref_out = calloc(no ? no : 1, sizeof *ref_out);
     if (!st && !ref_out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "outputs");
     if (!st) st = cov_model_run_ref(m, inputs, ni, ref_out, no);
@@ -381,6 +421,8 @@ int cli_cmd_run(int argc, char **argv) {
     rc = CLI_EXIT_INPUT;
   }
 done:
+  if (tr) cov_status_free(cov_npu_trace_end(tr));
+  if (trace_file) fclose(trace_file);
   for (size_t i = 0; ref_out && i < no; i++) cov_tensor_release(&ref_out[i]);
   free(ref_out);
   cov_npu_report_free(report);

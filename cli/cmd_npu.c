@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_compile.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include <sys/stat.h>
@@ -243,6 +244,13 @@ static int parse_int(const char *cmd, const char *opt, const char *s, long long 
 static void compile_help(FILE *out) {
   fprintf(out,
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
+          "       covenant compile MODEL.onnx --target T -o DIR\n"
+          "\n"
+          "With an ONNX model: every compute layer group is compiled as one program,\n"
+          "DIR/group_<i>.npu, its constants (weights, biases) held by the program, and\n"
+          "DIR/manifest.json lists the model's inputs and outputs and per group its\n"
+          "program, the model value behind each program tensor, and for groups not\n"
+          "compiled why and how they run instead. The same input gives the same bytes.\n"
           "\n"
           "Maps a layer of the suite (bench/suite/layers.json) onto an NPU target, generates\n"
           "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
@@ -286,6 +294,12 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
   if (!dir) return cli_usage_error("compile", "-o DIR is required");
+  size_t len = strlen(argv[optind]);
+  if (len > 5 && !strcmp(argv[optind] + len - 5, ".onnx")) {
+    if (scale != 1 || suite)
+      return cli_usage_error("compile", "--scale and --suite are for suite layers, not models");
+    return cli_compile_model(argv[optind], target, dir);
+  }
   layer_job j;
   cov_status st = job_build(&j, suite, argv[optind], (int)scale, target);
   if (st) {

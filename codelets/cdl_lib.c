@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codelets/cdl_bind.h"
 #include "codelets/cdl_ir.h"
 #include "codelets/cdl_parse.h"
 #include "codelets/cdl_verify.h"
@@ -254,4 +255,30 @@ const char *cov_codelet_input_name(const cov_codelet *c, size_t i) {
 
 const char *cov_codelet_output_name(const cov_codelet *c, size_t i) {
   return c && i < (size_t)c->n_outputs ? c->operands[(size_t)c->n_inputs + i].name : NULL;
+}
+
+cov_status cov_codelet_output_shapes(const cov_codelet *c, const cov_attr *attrs, size_t n_attrs,
+                                     const cov_tensor *inputs, size_t n_inputs,
+                                     cov_tensor *outputs, size_t n_outputs) {
+  if (!c || (n_inputs && !inputs) || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_output_shapes: NULL argument");
+  if (n_outputs != (size_t)c->n_outputs) {
+    cov_loc loc = c->loc;
+    loc.path = c->name;
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s' has %d output%s, got room for %zu", c->name,
+                     c->n_outputs, c->n_outputs == 1 ? "" : "s", n_outputs);
+  }
+  cov_arena *a = cov_arena_create();
+  if (!a) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cdl_binding b;
+  cov_status st = cdl_bind(c, attrs, n_attrs, inputs, n_inputs, a, &b);
+  for (size_t i = 0; !st && i < n_outputs; i++) {
+    int o = c->n_inputs + (int)i;
+    memset(&outputs[i], 0, sizeof outputs[i]);
+    outputs[i].dtype = b.dtype[o];
+    outputs[i].rank = c->operands[o].rank;
+    for (int d = 0; d < outputs[i].rank; d++) outputs[i].shape[d] = b.shape[o][d];
+  }
+  cov_arena_destroy(a);
+  return st;
 }

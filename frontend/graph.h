@@ -264,6 +264,17 @@ cov_status graph_print(const graph *g, FILE *out);
 /* Multiply-accumulates of one node (0 for layout ops; -1 when unknown). */
 int64_t graph_node_macs(const graph_node *n);
 
+/* ---- group descriptions (graph_group.c) -------------------------------- */
+
+/* Describes group gi (cov_model_group in covenant/model.h) by tracing its
+ * nodes' lowering. run_vals: a run's value table (concrete shapes and data,
+ * indexed by value id), or NULL for the load-time shapes. */
+cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
+                                cov_model_group **out);
+/* Graph value ids of a description's k-th input and of its output. */
+int graph_group_input_id(const cov_model_group *d, size_t k);
+int graph_group_output_id(const cov_model_group *d);
+
 /* ---- execution (graph_exec.c, graph_layout.c, graph_compute.c) -------- */
 
 struct graph_exec {
@@ -282,6 +293,12 @@ cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, 
 cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_call_fn hook,
                             void *user);
+/* graph_run with a group hook offered each compute group first (its
+ * description at the run's shapes), then `hook` for the calls of groups it
+ * did not take (cov_model_run_groups). */
+cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
+                            cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                            cov_model_call_fn hook, void *user);
 /* Allocates out->data for its (known) shape. */
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v);
 /* Runs codelet `name` with tensors viewing the given values' data. */

@@ -164,6 +164,19 @@ static cov_status bind_input(const graph *g, const graph_value *decl, const cov_
   return NULL;
 }
 
+/* Counts n's reads as done; frees activations nothing else will read. */
+static void release_inputs(run_state *s, const graph_node *n) {
+  for (int i = 0; i < n->n_in; i++) {
+    if (!n->in[i]) continue;
+    int id = n->in[i]->id;
+    if (--s->left[id] == 0 && s->owned[id]) {
+      free(s->vals[id].data);
+      s->vals[id].data = NULL;
+      s->owned[id] = false;
+    }
+  }
+}
+
 static cov_status run_node(graph_exec *x, run_state *s, const graph_node *n) {
   graph_value *in_buf[16], *out_buf[16];
   graph_value **in = n->n_in <= 16 ? in_buf : malloc((size_t)n->n_in * sizeof *in);
@@ -179,29 +192,77 @@ static cov_status run_node(graph_exec *x, run_state *s, const graph_node *n) {
   if (!st) {
     for (int i = 0; i < n->n_out; i++)
       if (n->out[i]) s->owned[n->out[i]->id] = true;
-    for (int i = 0; i < n->n_in; i++) {
-      if (!n->in[i]) continue;
-      int id = n->in[i]->id;
-      if (--s->left[id] == 0 && s->owned[id]) {
-        free(s->vals[id].data);
-        s->vals[id].data = NULL;
-        s->owned[id] = false;
-      }
-    }
+    release_inputs(s, n);
   }
   if (in != in_buf) free(in);
   if (out != out_buf) free(out);
   return st;
 }
 
+/* Offers compute group gi to the backend's group hook; on *handled the
+ * group's result is in the value table and its inputs' reads are counted. */
+static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_group_fn fn,
+                              void *user, bool *handled) {
+  const graph *g = x->g;
+  const graph_group *grp = &g->groups[gi];
+  *handled = false;
+  cov_model_group *d = NULL;
+  char why[512] = "";
+  cov_status ds = graph_group_describe(g, gi, s->vals, &d);
+  if (ds) {
+    cov_status_format(ds, why, sizeof why);
+    char *nl = strchr(why, '\n');
+    if (nl) *nl = '\0';
+    cov_status_free(ds);
+  }
+  size_t n_in = d ? cov_model_group_num_inputs(d) : 0;
+  cov_tensor in[64];
+  if (n_in > 64) {
+    cov_model_group_free(d);
+    return NULL; /* more inputs than any fused layer takes: run it node by node */
+  }
+  for (size_t k = 0; k < n_in; k++) in[k] = graph_view(&s->vals[graph_group_input_id(d, k)]);
+  cov_model_group_offer offer = {(int)gi, grp->kind, d, d ? NULL : why, in, n_in};
+  cov_tensor out = {0};
+  int took = 0;
+  cov_status st = fn(user, &offer, &out, 1, &took);
+  if (!st && took) {
+    cov_tensor want;
+    const char *name = d ? cov_model_group_output(d, &want) : NULL;
+    if (!d || out.dtype != want.dtype || cov_tensor_numel(&out) != cov_tensor_numel(&want) ||
+        !out.data) {
+      st = graph_node_error(g, grp->nodes[grp->n_nodes - 1], COV_INTERNAL,
+                            "the backend's result for layer group %zu is not %s's dtype and size",
+                            gi, name ? name : "the group output");
+    } else {
+      graph_value *v = &s->vals[graph_group_output_id(d)];
+      graph_set_shape(v, want.rank, want.shape);
+      v->data = out.data;
+      out.data = NULL;
+      s->owned[v->id] = true;
+      for (int k = 0; k < grp->n_nodes; k++) release_inputs(s, grp->nodes[k]);
+      *handled = true;
+    }
+  }
+  cov_tensor_release(&out);
+  cov_model_group_free(d);
+  return st;
+}
+
 cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                      size_t n_outputs) {
-  return graph_run_hooked(g, inputs, n_inputs, outputs, n_outputs, NULL, NULL);
+  return graph_run_groups(g, inputs, n_inputs, outputs, n_outputs, NULL, NULL, NULL);
 }
 
 cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_call_fn hook,
                             void *user) {
+  return graph_run_groups(g, inputs, n_inputs, outputs, n_outputs, NULL, hook, user);
+}
+
+cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
+                            cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                            cov_model_call_fn hook, void *user) {
   cov_loc loc = {.file = g->file};
   if (n_inputs != g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
@@ -259,7 +320,21 @@ cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_i
     v->data = inputs[i].data;
   }
   graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user};
-  for (size_t i = 0; i < g->n_nodes && !st; i++) st = run_node(&x, &s, g->nodes[i]);
+  /* Groups are contiguous in node order (graph_fuse). */
+  for (size_t i = 0; i < g->n_nodes && !st;) {
+    int gi = g->nodes[i]->group;
+    size_t end = i + 1;
+    while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
+    if (group && gi >= 0 && !g->groups[gi].layout) {
+      bool handled = false;
+      st = offer_group(&x, &s, (size_t)gi, group, user, &handled);
+      if (st || handled) {
+        i = end;
+        continue;
+      }
+    }
+    for (; i < end && !st; i++) st = run_node(&x, &s, g->nodes[i]);
+  }
   for (size_t i = 0; i < g->n_outputs && !st; i++) {
     const graph_value *v = &s.vals[g->outputs[i]->id];
     st = cov_tensor_alloc(&outputs[i], v->dtype, v->rank, v->dims);

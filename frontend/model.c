@@ -129,6 +129,18 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   return NULL;
 }
 
+cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
+                                 int64_t shape[COV_MAX_RANK]) {
+  if (!m || i >= m->g->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_output_info: no output %zu", i);
+  const graph_value *v = m->g->outputs[i];
+  if (dtype) *dtype = v->dtype;
+  if (rank) *rank = v->rank;
+  if (shape)
+    for (int k = 0; k < COV_MAX_RANK; k++) shape[k] = k < v->rank ? v->dims[k] : -1;
+  return NULL;
+}
+
 cov_status cov_model_print_summary(const cov_model *m, FILE *out) {
   if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_summary: NULL");
   return graph_print_summary(m->g, out);
@@ -154,6 +166,28 @@ cov_status cov_model_run_with(const cov_model *m, const cov_tensor *inputs, size
   if (!m || (n_outputs && !outputs))
     return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_with: NULL");
   return graph_run_hooked(m->g, inputs, n_inputs, outputs, n_outputs, fn, user);
+}
+
+cov_status cov_model_run_groups(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
+                                cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                                cov_model_call_fn call, void *user) {
+  if (!m || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_groups: NULL");
+  return graph_run_groups(m->g, inputs, n_inputs, outputs, n_outputs, group, call, user);
+}
+
+cov_status cov_model_group_describe(const cov_model *m, size_t i, cov_model_group **out) {
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_describe: NULL");
+  *out = NULL;
+  if (!m) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_describe: NULL");
+  return graph_group_describe(m->g, i, NULL, out);
+}
+
+int cov_model_find_node_group(const cov_model *m, const char *name) {
+  if (!m || !name) return -1;
+  for (size_t i = 0; i < m->g->n_nodes; i++)
+    if (strcmp(m->g->nodes[i]->name, name) == 0) return m->g->nodes[i]->group;
+  return -1;
 }
 
 /* A value counts once however many nodes of the group read it. */

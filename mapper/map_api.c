@@ -50,6 +50,29 @@ double cov_schedule_cycles(const cov_schedule *s) { return s->s.cost.cycles; }
 int64_t cov_schedule_evaluations(const cov_schedule *s) { return s->evaluations; }
 int cov_schedule_narrowed(const cov_schedule *s) { return s->s.narrowed; }
 
+const char *cov_schedule_compute_node(const cov_schedule *s) {
+  const cov_acg *g = s->s.acg;
+  int k = s->s.node - g->n_storage;
+  return k >= 0 && k < g->n_compute ? g->compute[k].name : "?";
+}
+
+double cov_schedule_utilization(const cov_schedule *s) {
+  int k = s->s.node - s->s.acg->n_storage;
+  return k >= 0 && k < MAP_MAX_COMPUTE ? s->s.cost.util[k] : 0;
+}
+
+/* Level 1 is the first on-chip level: what crosses into or out of it
+ * crosses the DRAM interface. */
+double cov_schedule_dram_bytes(const cov_schedule *s) {
+  return s->s.n_levels > 1 ? s->s.cost.bytes_level[1] : 0;
+}
+
+double cov_schedule_onchip_bytes(const cov_schedule *s) {
+  double b = 0;
+  for (int l = 2; l < s->s.n_levels; l++) b += s->s.cost.bytes_level[l];
+  return b;
+}
+
 cov_status cov_schedule_dump(const cov_schedule *s, FILE *out) {
   map_dump(&s->s, out);
   return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;

@@ -34,6 +34,11 @@ struct cov_layer {
   map_call calls[MAP_MAX_CALLS];
 };
 
+/* map_layer.c: an empty layer (its arena and codelet library), and the
+ * output shape of call i (binding it); map_model.c builds on both. */
+cov_status map_layer_new(const char *name, cov_layer **out);
+cov_status map_call_output(const cov_layer *l, int i, int *rank, int64_t *shape);
+
 struct cov_schedule {
   cov_arena *arena;
   map_schedule s;

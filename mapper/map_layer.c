@@ -16,7 +16,7 @@ const char *cov_suite_default_path(void) {
   return e && *e ? e : COV_SOURCEDIR "/bench/suite/layers.json";
 }
 
-static cov_status layer_new(const char *name, cov_layer **out) {
+cov_status map_layer_new(const char *name, cov_layer **out) {
   cov_layer *l = calloc(1, sizeof *l);
   if (!l) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   l->arena = cov_arena_create();
@@ -60,7 +60,7 @@ static void set_in(map_call *c, int rank, const int64_t *shape) {
 }
 
 /* Output shape of call i (binding it). */
-static cov_status call_output(const cov_layer *l, int i, int *rank, int64_t *shape) {
+cov_status map_call_output(const cov_layer *l, int i, int *rank, int64_t *shape) {
   const map_call *c = &l->calls[i];
   cdl_binding b;
   cov_arena *a = cov_arena_create();
@@ -98,10 +98,10 @@ static cov_status add_posts(cov_layer *l, const char *const *post, int n_post, c
    * flat, but it keeps the main output's shape */
   int rank;
   int64_t shape[COV_MAX_RANK];
-  COV_RETURN_IF_ERROR(call_output(l, 0, &rank, shape));
+  COV_RETURN_IF_ERROR(map_call_output(l, 0, &rank, shape));
   for (int p = 0; p < n_post; p++) {
     if (p > 0 && !strcmp(post[p - 1], "maxpool2x2"))
-      COV_RETURN_IF_ERROR(call_output(l, l->n_calls - 1, &rank, shape));
+      COV_RETURN_IF_ERROR(map_call_output(l, l->n_calls - 1, &rank, shape));
     int64_t numel = 1;
     for (int d = 0; d < rank; d++) numel *= shape[d];
     map_call *mc;
@@ -261,7 +261,7 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
   if (!mc->c) return cov_error(COV_NOT_FOUND, loc, "layer %s: codelet for '%s' missing", l->name, op);
   int rank;
   int64_t shape[COV_MAX_RANK];
-  COV_RETURN_IF_ERROR(cov_status_annotate(call_output(l, 0, &rank, shape), "layer %s: ", l->name));
+  COV_RETURN_IF_ERROR(cov_status_annotate(map_call_output(l, 0, &rank, shape), "layer %s: ", l->name));
   return add_posts(l, post, n_post, loc);
 }
 
@@ -316,7 +316,7 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
     return cov_error(COV_NOT_FOUND, &loc, "no layer named '%s' in the suite", name);
   }
   cov_layer *l;
-  cov_status st = layer_new(name, &l);
+  cov_status st = map_layer_new(name, &l);
   if (!st) {
     char path[64];
     snprintf(path, sizeof path, "$.layers[%zu]", idx);
@@ -334,7 +334,7 @@ cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, si
                                   size_t n_inputs, cov_layer **out) {
   *out = NULL;
   cov_layer *l;
-  COV_RETURN_IF_ERROR(layer_new(codelet, &l));
+  COV_RETURN_IF_ERROR(map_layer_new(codelet, &l));
   map_call *mc = &l->calls[0];
   l->n_calls = 1;
   cov_status st = NULL;
@@ -362,7 +362,7 @@ cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, si
   if (!st) {
     int rank;
     int64_t shape[COV_MAX_RANK];
-    st = call_output(l, 0, &rank, shape);
+    st = map_call_output(l, 0, &rank, shape);
   }
   if (st) {
     cov_layer_free(l);

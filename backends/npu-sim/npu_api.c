@@ -179,13 +179,9 @@ static cov_status check_shape(const npu_tensor *t, const cov_tensor *x) {
   return NULL;
 }
 
-/* Writes convert f32 data to the program's 16-bit float dtypes (round to
- * nearest even), so callers can hand over the model's f32 tensors. */
-cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *x) {
-  const npu_tensor *t = NULL;
-  COV_RETURN_IF_ERROR(find_tensor(sim, name, &t));
-  COV_RETURN_IF_ERROR(check_shape(t, x));
-  uint8_t *d = sim->dram + t->addr;
+/* x's data in t's dtype at d: f32 converts to the 16-bit float dtypes
+ * (round to nearest even), so callers can hand over the model's f32 tensors. */
+static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d, const char *name) {
   int64_t n = cov_tensor_numel(x);
   if (x->dtype == (cov_dtype)t->dtype) {
     memcpy(d, x->data, (size_t)t->bytes);
@@ -202,6 +198,28 @@ cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tenso
   return NULL;
 }
 
+cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *x) {
+  const npu_tensor *t = NULL;
+  COV_RETURN_IF_ERROR(find_tensor(sim, name, &t));
+  COV_RETURN_IF_ERROR(check_shape(t, x));
+  return store_as(t, x, sim->dram + t->addr, name);
+}
+
+cov_status cov_npu_program_set_data(cov_npu_program *p, const char *name, const cov_tensor *x) {
+  if (!p || !name || !x || (!x->data && cov_tensor_numel(x)))
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npu_program_set_data: NULL");
+  int i = npu_prog_find_tensor(p, name);
+  if (i < 0) return cov_error(COV_NOT_FOUND, NULL, "the program has no tensor '%s'", name);
+  const npu_tensor *t = &p->tensors[i];
+  COV_RETURN_IF_ERROR(check_shape(t, x));
+  uint8_t *bytes = malloc(t->bytes ? (size_t)t->bytes : 1);
+  if (!bytes) return cov_error(COV_OUT_OF_MEMORY, NULL, "tensor '%s'", name);
+  cov_status st = store_as(t, x, bytes, name);
+  if (!st) st = npu_prog_add_segment(p, t->addr, bytes, t->bytes);
+  free(bytes);
+  return st;
+}
+
 cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out) {
   const npu_tensor *t = NULL;
   COV_RETURN_IF_ERROR(find_tensor(sim, name, &t));
@@ -212,7 +230,7 @@ cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out)
   return NULL;
 }
 
-static cov_status stats_create(const cov_acg *g, cov_npu_stats **out) {
+cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out) {
   cov_arena *a = cov_arena_create();
   cov_npu_stats *s = a ? cov_arena_alloc(a, sizeof *s) : NULL;
   if (!s) {
@@ -253,7 +271,7 @@ cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_st
   if (out_stats) *out_stats = NULL;
   if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
   cov_npu_stats *s = NULL;
-  COV_RETURN_IF_ERROR(stats_create(sim->acg, &s));
+  COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
   npu_exec_opts o = {.dry = false, .trace = trace};
   cov_status st = npu_exec(sim, sim->prog, &o, s);
   if (st || !out_stats) cov_npu_stats_free(s);

@@ -37,6 +37,7 @@ typedef struct ex {
   bool dry;
   FILE *trace;
   bool trace_any;
+  uint64_t trace_offset;
   int64_t reg[NPU_NREGS];
   uint32_t pc;
   /* timing */
@@ -175,7 +176,7 @@ static void trace_event(ex *x, int unit, const char *name, uint64_t start, uint6
   fprintf(x->trace,
           "%s\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%llu,\"dur\":%llu,"
           "\"args\":{\"insn\":%u}}",
-          x->trace_any ? "," : "", name, unit, (unsigned long long)start,
+          x->trace_any ? "," : "", name, unit, (unsigned long long)(start + x->trace_offset),
           (unsigned long long)(dur ? dur : 1), x->pc);
   x->trace_any = true;
 }
@@ -725,16 +726,11 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
     x.unit_free = calloc((size_t)n_units, sizeof *x.unit_free);
     if (!x.unit_free) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
     if ((st = sb_init(&x))) goto done;
-    if (x.trace) {
-      fprintf(x.trace, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"time_unit\":\"1 us = 1 cycle\","
-                       "\"acg\":\"%s\"},\"traceEvents\":[",
-              x.g->name);
-      for (int u = 0; u < n_units; u++) {
-        fprintf(x.trace,
-                "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":"
-                "\"%s\"}}",
-                u ? "," : "", u, stats->unit_name[u]);
-      }
+    x.trace_offset = o->trace_offset;
+    if (x.trace && o->trace_fragment) {
+      x.trace_any = true;
+    } else if (x.trace) {
+      npu_trace_header(x.trace, x.g, stats);
       x.trace_any = n_units > 0;
     }
   }
@@ -792,7 +788,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
   if (!x.dry) {
     stats->cycles = x.max_end;
     stats->dyn_insns = dyn;
-    if (x.trace) fprintf(x.trace, "\n]}\n");
+    if (x.trace && !o->trace_fragment) fprintf(x.trace, "\n]}\n");
   }
 done:
   free(x.unit_free);

@@ -63,6 +63,11 @@ cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);
 typedef struct npu_exec_opts {
   bool dry;          /* check addresses and control flow only: no data, no timing */
   FILE *trace;       /* Chrome trace output, or NULL */
+  /* Part of a longer trace (npu_trace.c: a whole model): no header or
+   * closing of its own, every event after one already written, and shifted
+   * by trace_offset cycles (where this program starts in the run). */
+  bool trace_fragment;
+  uint64_t trace_offset;
   uint64_t max_dyn;  /* dynamic instruction limit; 0 = NPU_MAX_DYN_INSNS */
 } npu_exec_opts;
 
@@ -83,6 +88,11 @@ struct cov_npu_stats {
   const char **storage_name;
   cov_arena *arena;
 };
+
+/* Statistics sized for the ACG (unit and storage names filled in). */
+cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out);
+/* The trace's opening: the JSON header and one thread name per unit. */
+void npu_trace_header(FILE *f, const cov_acg *g, const cov_npu_stats *names);
 
 /* Runs p on the simulator's memories (already loaded). stats may be NULL in
  * dry mode. */

@@ -1,147 +1,252 @@
 /* backends/npu-sim/npu_model.c: a whole ONNX model on the simulated NPU.
  *
- * Through the frontend's backend hook (cov_model_run_with), every codelet
- * call of a compute node becomes a layer: mapped by the mapper onto the ACG,
- * compiled to an NPU program and run in the simulator. Calls the NPU path
- * cannot take yet (an operation the code generator does not lower, a layer no
- * schedule fits) run on the CPU reference interpreter and are reported as
- * such, with the reason. Layout operations run in the frontend. */
+ * Through the frontend's group hook (cov_model_run_groups), each compute
+ * layer group is offered whole: its chain of codelet calls becomes one
+ * mapper layer (the main loop nest, the later calls an epilogue on the
+ * output tile), mapped onto the ACG, compiled to one NPU program and run in
+ * the simulator, so the intermediates between the calls never go to DRAM.
+ * A group that cannot be fused that way (not a chain the mapper takes, an
+ * epilogue it cannot lower, no schedule, a code generator limit) runs call
+ * by call through the per-call hook, each call its own program, and its rows
+ * say why the group was not fused; a call the NPU path cannot take either
+ * runs on the CPU reference interpreter, reported with the reason. Layout
+ * operations run in the frontend. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "backends/npu-sim/npu_report.h"
 #include "covenant/mapper.h"
 #include "covenant/model.h"
 
-typedef struct npu_row {
-  char node[64], codelet[32], where[160];
-  int group;
-  uint64_t cycles, macs, dram_bytes, onchip_bytes;
-  double util_array, util_simd, predicted;
-} npu_row;
-
-struct cov_npu_report {
-  npu_row *rows;
-  int n, cap;
-  double clock_mhz;
-};
+#define MAX_LAYER_INPUTS 8
 
 typedef struct hook_ctx {
   const cov_acg *acg;
   cov_npu_report *rep;
+  const cov_npu_run_options *opt;
+  /* The group being run call by call: why it was not fused, and whether
+   * its one call already failed as a layer (then the CPU runs it). */
+  int group;
+  char why[256];
+  bool single_failed;
 } hook_ctx;
 
-static cov_status add_row(cov_npu_report *r, const npu_row *row) {
-  if (r->n == r->cap) {
-    int cap = r->cap ? 2 * r->cap : 16;
-    npu_row *p = realloc(r->rows, (size_t)cap * sizeof *p);
-    if (!p) return cov_error(COV_OUT_OF_MEMORY, NULL, "report");
-    r->rows = p;
-    r->cap = cap;
-  }
-  r->rows[r->n++] = *row;
-  return NULL;
-}
-
-/* First line of a status message, for the report's "where" column. */
-static void reason(char *buf, size_t n, cov_status st) {
+/* First line of a status message, cut to fit (a summary for the table). */
+static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
   char msg[512];
   cov_status_format(st, msg, sizeof msg);
   char *nl = strchr(msg, '\n');
   if (nl) *nl = 0;
-  size_t k = strlen(msg);
-  if (n < 8) return;
-  if (k > n - 6) k = n - 6; /* cut to fit: the reason is a summary */
-  memcpy(buf, "cpu: ", 5);
-  memcpy(buf + 5, msg, k);
-  buf[5 + k] = 0;
+  /* The table is about this model: drop the "FILE:LINE: error: " location
+   * (the node and codelet are named in the message itself). */
+  const char *body = strstr(msg, "error: ");
+  body = body ? body + 7 : msg;
+  /* Cut to fit by hand: a summary, and snprintf's truncation is a warning. */
+  size_t k = 0;
+  for (const char *p = prefix; *p && k + 1 < n; p++) buf[k++] = *p;
+  for (const char *p = body; *p && k + 1 < n; p++) buf[k++] = *p;
+  if (n) buf[k] = '\0';
 }
 
-static cov_status npu_hook(void *user, const cov_model_call *call, cov_tensor *out, size_t n_out,
-                           int *handled) {
-  hook_ctx *h = user;
-  *handled = 0;
-  npu_row row = {0};
-  snprintf(row.node, sizeof row.node, "%s", call->node);
-  snprintf(row.codelet, sizeof row.codelet, "%s", call->codelet);
-  row.group = call->group;
-  int64_t shapes[8][COV_MAX_RANK];
-  int ranks[8];
-  bool ok = n_out == 1 && call->n_in <= 8;
-  for (size_t i = 0; ok && i < call->n_in; i++) {
-    ok = call->in[i].dtype == COV_F32;
-    ranks[i] = call->in[i].rank;
-    for (int d = 0; d < call->in[i].rank; d++) shapes[i][d] = call->in[i].shape[d];
-  }
-  if (!ok) {
-    snprintf(row.where, sizeof row.where, "cpu: not an f32 single-output call");
-    return add_row(h->rep, &row);
-  }
-  cov_layer *layer = NULL;
+/* Maps, compiles and simulates one layer; its inputs in[0..n) in layer
+ * order (cov_layer_input), its result into *out. A status in *declined is
+ * the NPU path not taking the layer (the caller falls back); the returned
+ * status is a failure of the run itself. */
+static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tensor *in, int n,
+                            const char *label, cov_tensor *out, npu_row *row,
+                            cov_status *declined) {
+  *declined = NULL;
   cov_schedule *sched = NULL;
   cov_npu_program *prog = NULL;
   cov_npu_sim *sim = NULL;
   cov_npu_stats *stats = NULL;
-  cov_status st = cov_layer_from_codelet(call->codelet, call->attrs, call->n_attrs,
-                                         (const int64_t(*)[COV_MAX_RANK])shapes, ranks, call->n_in,
-                                         &layer);
-  if (!st) st = cov_map(layer, h->acg, NULL, &sched);
+  cov_status st = cov_map(layer, h->acg, NULL, &sched);
   if (!st) st = cov_npu_compile(sched, &prog);
   cov_status fatal = NULL;
-  if (st) { /* the NPU path does not take this call: the CPU does, reported */
-    reason(row.where, sizeof row.where, st);
-    cov_status_free(st);
-    st = NULL;
+  if (st) {
+    *declined = st;
     goto done;
   }
   if ((fatal = cov_npu_sim_create(h->acg, &sim))) goto done;
   if ((fatal = cov_npu_sim_load(sim, prog))) goto done;
-  for (size_t i = 0; i < call->n_in && !fatal; i++) {
+  for (int i = 0; i < n && !fatal; i++) {
     char nm[32];
-    snprintf(nm, sizeof nm, "in%u", (unsigned)i);
-    fatal = cov_npu_sim_write(sim, nm, &call->in[i]);
+    snprintf(nm, sizeof nm, "in%d", i);
+    fatal = cov_npu_sim_write(sim, nm, &in[i]);
   }
-  if (!fatal) fatal = cov_npu_sim_run(sim, NULL, &stats);
-  if (!fatal) fatal = cov_npu_sim_read(sim, "out", &out[0]);
   if (fatal) goto done;
-  *handled = 1;
-  snprintf(row.where, sizeof row.where, "npu");
-  row.cycles = cov_npu_stats_cycles(stats);
-  row.macs = cov_npu_stats_macs(stats);
-  row.util_array = cov_npu_stats_array_utilization(stats);
-  row.predicted = cov_schedule_cycles(sched);
+  if (h->opt->trace) fatal = cov_npu_sim_run_traced(sim, h->opt->trace, label, &stats);
+  else fatal = cov_npu_sim_run(sim, NULL, &stats);
+  if (!fatal) fatal = cov_npu_sim_read(sim, "out", out);
+  if (fatal) goto done;
+  row->cycles = cov_npu_stats_cycles(stats);
+  row->macs = cov_npu_stats_macs(stats);
+  row->util_array = cov_npu_stats_array_utilization(stats);
+  row->predicted = cov_schedule_cycles(sched);
   const cov_acg *g = h->acg;
   for (int s = 0; s < g->n_storage; s++) {
     uint64_t b = cov_npu_stats_storage_bytes(stats, g->storage[s].name);
-    if (g->storage[s].kind == ACG_DRAM) row.dram_bytes += b;
-    else row.onchip_bytes += b;
+    if (g->storage[s].kind == ACG_DRAM) row->dram_bytes += b;
+    else row->onchip_bytes += b;
   }
   for (int c = 0; c < g->n_compute; c++)
     if (g->compute[c].kind == ACG_SIMD) {
       double u = cov_npu_stats_unit_utilization(stats, g->compute[c].name);
-      if (u > row.util_simd) row.util_simd = u;
+      if (u > row->util_simd) row->util_simd = u;
     }
 done:
   cov_npu_stats_free(stats);
   cov_npu_sim_free(sim);
   cov_npu_program_free(prog);
   cov_schedule_free(sched);
-  cov_layer_free(layer);
-  if (fatal) return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);
-  return add_row(h->rep, &row);
+  return fatal;
 }
 
-cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
-                             size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
-                             cov_npu_report **out_report) {
+/* The tensors behind a group layer's inputs: a group input (seen with the
+ * shape the call sees) or a constant. */
+static cov_status group_inputs(const cov_model_group_offer *o, const cov_layer *layer,
+                               cov_tensor *in, int *n) {
+  *n = cov_layer_num_inputs(layer);
+  if (*n > MAX_LAYER_INPUTS)
+    return cov_error(COV_UNSUPPORTED, NULL, "layer group %d: %d layer inputs (at most %d)", o->group,
+                     *n, MAX_LAYER_INPUTS);
+  for (int i = 0; i < *n; i++) {
+    const cov_model_arg *a;
+    COV_RETURN_IF_ERROR(cov_layer_model_input(o->desc, i, &a));
+    /* The layer's own view (which may reshape a constant) over the data. */
+    COV_RETURN_IF_ERROR(cov_layer_input(layer, i, &in[i]));
+    in[i].data = a->kind == COV_MODEL_ARG_EXTERNAL ? o->in[a->input].data : a->t.data;
+    if (cov_tensor_numel(&in[i]) != cov_tensor_numel(&a->t))
+      return cov_error(COV_INTERNAL, NULL, "layer group %d: layer input %d has %lld elements, "
+                       "the group's argument %lld", o->group, i,
+                       (long long)cov_tensor_numel(&in[i]), (long long)cov_tensor_numel(&a->t));
+  }
+  return NULL;
+}
+
+static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_tensor *out,
+                             size_t n_out, int *handled) {
+  hook_ctx *h = user;
+  *handled = 0;
+  h->group = o->group;
+  h->single_failed = false;
+  if (h->opt->per_call) {
+    snprintf(h->why, sizeof h->why, "npu, call by call (asked for)");
+    return NULL;
+  }
+  if (!o->desc) {
+    const char *why = strstr(o->why_not, "error: "); /* the location, as in first_line */
+    snprintf(h->why, sizeof h->why, "npu, call by call (group not fused: %s)",
+             why ? why + 7 : o->why_not);
+    return NULL;
+  }
+  npu_row row = {.kind = NPU_ROW_GROUP, .group = o->group};
+  snprintf(row.node, sizeof row.node, "%s", cov_model_group_name(o->desc));
+  size_t nc = cov_model_group_num_calls(o->desc);
+  for (size_t c = 0; c < nc; c++) {
+    size_t k = strlen(row.codelet);
+    snprintf(row.codelet + k, sizeof row.codelet - k, "%s%s", c ? "+" : "",
+             cov_model_group_call_at(o->desc, c)->codelet);
+  }
+  cov_layer *layer = NULL;
+  cov_tensor in[MAX_LAYER_INPUTS];
+  int n_in = 0;
+  cov_status declined = n_out == 1 ? cov_layer_from_model_group(o->desc, &layer)
+                                   : cov_error(COV_UNSUPPORTED, NULL, "%zu results", n_out);
+  if (!declined) declined = group_inputs(o, layer, in, &n_in);
+  cov_status fatal = NULL;
+  char label[160];
+  snprintf(label, sizeof label, "group %d %s (%s)", o->group, row.node, row.codelet);
+  if (!declined) fatal = run_layer(h, layer, in, n_in, label, &out[0], &row, &declined);
+  cov_layer_free(layer);
+  if (fatal) return cov_status_annotate(fatal, "layer group %d (%s) on the NPU: ", o->group, row.node);
+  if (declined) {
+    first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined);
+    size_t k = strlen(h->why);
+    if (k + 1 < sizeof h->why) strcpy(h->why + k, ")");
+    h->single_failed = nc == 1;
+    if (h->single_failed) first_line(h->why, sizeof h->why, "cpu: ", declined);
+    cov_status_free(declined);
+    return NULL;
+  }
+  /* The program writes the layer's output shape; the group's value may
+   * see it reshaped (a 1-D conv's [N, C, 1, W] is [N, C, W]). */
+  cov_tensor want;
+  cov_model_group_output(o->desc, &want);
+  if (cov_tensor_numel(&out[0]) != cov_tensor_numel(&want)) {
+    cov_tensor_release(&out[0]);
+    return cov_error(COV_INTERNAL, NULL, "layer group %d (%s): the program wrote %lld elements, "
+                     "the group's result has %lld", o->group, row.node,
+                     (long long)cov_tensor_numel(&out[0]), (long long)cov_tensor_numel(&want));
+  }
+  out[0].rank = want.rank;
+  memcpy(out[0].shape, want.shape, sizeof want.shape);
+  snprintf(row.where, sizeof row.where, "npu, fused");
+  *handled = 1;
+  return npu_report_add(h->rep, &row);
+}
+
+static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *out, size_t n_out,
+                            int *handled) {
+  hook_ctx *h = user;
+  *handled = 0;
+  npu_row row = {.kind = NPU_ROW_CPU, .group = call->group};
+  snprintf(row.node, sizeof row.node, "%s", call->node);
+  snprintf(row.codelet, sizeof row.codelet, "%s", call->codelet);
+  char label[160];
+  snprintf(label, sizeof label, "%s (%s)", call->node, call->codelet);
+  if (call->group == h->group && h->single_failed) {
+    /* The group was this one call, and it did not go as a layer. */
+    snprintf(row.where, sizeof row.where, "%s", h->why);
+    if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
+    return npu_report_add(h->rep, &row);
+  }
+  int64_t shapes[MAX_LAYER_INPUTS][COV_MAX_RANK];
+  int ranks[MAX_LAYER_INPUTS];
+  bool ok = n_out == 1 && call->n_in <= MAX_LAYER_INPUTS;
+  for (size_t i = 0; ok && i < call->n_in; i++) {
+    ok = call->in[i].dtype == COV_F32;
+    ranks[i] = call->in[i].rank;
+    for (int d = 0; d < call->in[i].rank; d++) shapes[i][d] = call->in[i].shape[d];
+  }
+  cov_layer *layer = NULL;
+  cov_status declined = ok ? cov_layer_from_codelet(call->codelet, call->attrs, call->n_attrs,
+                                                    (const int64_t(*)[COV_MAX_RANK])shapes, ranks,
+                                                    call->n_in, &layer)
+                           : cov_error(COV_UNSUPPORTED, NULL, "not an f32 single-output call");
+  cov_status fatal = NULL;
+  if (!declined)
+    fatal = run_layer(h, layer, call->in, (int)call->n_in, label, &out[0], &row, &declined);
+  cov_layer_free(layer);
+  if (fatal)
+    return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);
+  if (declined) { /* the CPU runs this call, reported */
+    first_line(row.where, sizeof row.where, "cpu: ", declined);
+    cov_status_free(declined);
+    if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
+    return npu_report_add(h->rep, &row);
+  }
+  *handled = 1;
+  row.kind = NPU_ROW_CALL;
+  snprintf(row.where, sizeof row.where, "%s",
+           call->group == h->group && h->why[0] ? h->why : "npu, call by call");
+  return npu_report_add(h->rep, &row);
+}
+
+cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
+                                  const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                  size_t n_outputs, const cov_npu_run_options *opts,
+                                  cov_npu_report **out_report) {
   *out_report = NULL;
   npu_target t;
   COV_RETURN_IF_ERROR(npu_target_init(acg, &t));
-  cov_npu_report *rep = calloc(1, sizeof *rep);
-  if (!rep) return cov_error(COV_OUT_OF_MEMORY, NULL, "report");
-  rep->clock_mhz = acg->clock_mhz;
-  hook_ctx h = {acg, rep};
-  cov_status st = cov_model_run_with(m, inputs, n_inputs, outputs, n_outputs, npu_hook, &h);
+  cov_npu_report *rep = NULL;
+  COV_RETURN_IF_ERROR(npu_report_create(acg->clock_mhz, &rep));
+  cov_npu_run_options defaults = {0};
+  hook_ctx h = {.acg = acg, .rep = rep, .opt = opts ? opts : &defaults, .group = -1};
+  cov_status st =
+      cov_model_run_groups(m, inputs, n_inputs, outputs, n_outputs, group_hook, call_hook, &h);
   if (st) {
     cov_npu_report_free(rep);
     return st;
@@ -150,46 +255,8 @@ cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_t
   return NULL;
 }
 
-void cov_npu_report_free(cov_npu_report *r) {
-  if (!r) return;
-  free(r->rows);
-  free(r);
-}
-
-uint64_t cov_npu_report_cycles(const cov_npu_report *r) {
-  uint64_t c = 0;
-  for (int i = 0; i < r->n; i++) c += r->rows[i].cycles;
-  return c;
-}
-
-int cov_npu_report_cpu_calls(const cov_npu_report *r) {
-  int n = 0;
-  for (int i = 0; i < r->n; i++) n += strcmp(r->rows[i].where, "npu") != 0;
-  return n;
-}
-
-void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
-  fprintf(out, "%-5s %-24s %-14s %12s %12s %7s %7s %12s %12s  %s\n", "group", "node", "codelet",
-          "cycles", "predicted", "array", "simd", "DRAM B", "on-chip B", "where");
-  uint64_t tc = 0, tm = 0, td = 0, to = 0;
-  for (int i = 0; i < r->n; i++) {
-    const npu_row *w = &r->rows[i];
-    bool npu = strcmp(w->where, "npu") == 0;
-    if (npu)
-      fprintf(out, "%-5d %-24s %-14s %12llu %12.0f %6.1f%% %6.1f%% %12llu %12llu  %s\n", w->group,
-              w->node, w->codelet, (unsigned long long)w->cycles, w->predicted,
-              100 * w->util_array, 100 * w->util_simd, (unsigned long long)w->dram_bytes,
-              (unsigned long long)w->onchip_bytes, w->where);
-    else
-      fprintf(out, "%-5d %-24s %-14s %12s %12s %7s %7s %12s %12s  %s\n", w->group, w->node,
-              w->codelet, "-", "-", "-", "-", "-", "-", w->where);
-    tc += w->cycles;
-    tm += w->macs;
-    td += w->dram_bytes;
-    to += w->onchip_bytes;
-  }
-  fprintf(out, "total: %llu cycles (%.3f us at %.0f MHz), %llu MACs on the array, %llu B DRAM, "
-          "%llu B on-chip; %d of %d calls on the CPU\n",
-          (unsigned long long)tc, (double)tc / r->clock_mhz, r->clock_mhz, (unsigned long long)tm,
-          (unsigned long long)td, (unsigned long long)to, cov_npu_report_cpu_calls(r), r->n);
+cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
+                             size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
+                             cov_npu_report **out_report) {
+  return cov_npu_run_model_with(m, acg, inputs, n_inputs, outputs, n_outputs, NULL, out_report);
 }

@@ -58,6 +58,15 @@ cov_status cov_codelet_run(const cov_codelet *c, const cov_attr *attrs, size_t n
                            const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                            size_t n_outputs);
 
+/* The dtypes and shapes a call would produce, without running it: binds the
+ * codelet to the inputs' dtypes and shapes (data is not read and may be NULL)
+ * and the attributes, checking every require as cov_codelet_run does.
+ * outputs[i] gets dtype, rank and shape; its data is left NULL. Lets a
+ * caller describe a chain of calls (a backend planning a fused layer). */
+cov_status cov_codelet_output_shapes(const cov_codelet *c, const cov_attr *attrs, size_t n_attrs,
+                                     const cov_tensor *inputs, size_t n_inputs,
+                                     cov_tensor *outputs, size_t n_outputs);
+
 /* Writes the codelet in the language's canonical form (parse(print(c)) == c). */
 cov_status cov_codelet_print(const cov_codelet *c, FILE *out);
 

@@ -14,6 +14,7 @@
 
 #include "covenant/acg.h"
 #include "covenant/codelet.h"
+#include "covenant/model.h"
 #include "covenant/status.h"
 #include "covenant/tensor.h"
 
@@ -38,6 +39,17 @@ cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *cou
 cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
                                   const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
                                   size_t n_inputs, cov_layer **out);
+/* A layer from an ONNX model's layer group (cov_model_group_describe or a
+ * cov_model_run_groups offer): its calls as they are, provided they form a
+ * layer's chain (call 0 reads only group inputs and constants; every later
+ * call reads the previous result first, then constants or group inputs) of
+ * f32 values. COV_UNSUPPORTED otherwise, naming the group, call and node;
+ * cov_map then says whether it can fuse the chain. The layer's inputs are
+ * the calls' arguments in order, each later call's first one skipped;
+ * cov_layer_model_input gives the argument behind layer input i (a group
+ * input or a constant with its data). */
+cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out);
+cov_status cov_layer_model_input(const cov_model_group *grp, int i, const cov_model_arg **arg);
 void cov_layer_free(cov_layer *layer);
 const char *cov_layer_name(const cov_layer *layer);
 /* Number of layer inputs (main operands first, then epilogue constants) and
@@ -65,6 +77,14 @@ cov_status cov_schedule_explain(const cov_schedule *s, FILE *out);
 /* Runs the schedule on the CPU through capacity-sized buffers. */
 cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
                                   cov_tensor *out);
+/* The predicted cost's parts: the compute node the main statement runs on
+ * and its utilisation (useful ops / peak, 0..1); bytes crossing the DRAM
+ * interface (into and out of the first on-chip level) and moved between
+ * deeper on-chip levels. */
+const char *cov_schedule_compute_node(const cov_schedule *s);
+double cov_schedule_utilization(const cov_schedule *s);
+double cov_schedule_dram_bytes(const cov_schedule *s);
+double cov_schedule_onchip_bytes(const cov_schedule *s);
 /* Whether the schedule computes with multiplicands narrower than the model's. */
 int cov_schedule_narrowed(const cov_schedule *s);
 

@@ -62,6 +62,10 @@ int cov_model_find_input(const cov_model *model, const char *name);
  * unknown are -1. */
 cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
                                 int64_t shape[COV_MAX_RANK]);
+/* The same for output i, as shape inference left it at load time (rank -1
+ * when unknown). */
+cov_status cov_model_output_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
+                                 int64_t shape[COV_MAX_RANK]);
 size_t cov_model_num_groups(const cov_model *model);
 
 /* `covenant inspect`: inputs, outputs, operators, parameters, and each layer
@@ -122,6 +126,93 @@ typedef struct cov_model_group_info {
   int64_t out_elems;   /* values the group produces that others (or outputs) read */
 } cov_model_group_info;
 cov_status cov_model_group_get_info(const cov_model *model, size_t i, cov_model_group_info *out);
+
+/* ---- a group's codelet calls (appended) --------------------------------
+ * What a backend needs to compile one compute layer group as a single layer
+ * (e.g. a mapper layer with an epilogue): the group's codelet calls in order,
+ * each with its codelet, attributes, and inputs, each input being
+ *   - COV_MODEL_ARG_EXTERNAL: a value from outside the group (a graph input
+ *     or another group's result), by index into the group's inputs;
+ *   - COV_MODEL_ARG_CONST: a model constant (weights, bias), with its data;
+ *   - COV_MODEL_ARG_PREV: the previous call's result;
+ * seen with the dtype and shape the codelet sees (views: a relu sees its
+ * input flattened). The description is found by running the group's nodes
+ * through the same lowering the interpreter uses, with a recorder in place of
+ * the codelets, so it is exactly what the reference target computes.
+ *
+ * Only groups that are one chain of single-result calls with one result read
+ * outside the group are described; any other group (layout work, a node that
+ * rearranges data between its calls, a call reading an older result, shapes
+ * not known until run time) gives an error saying why, naming the node. */
+typedef struct cov_model_group cov_model_group;
+typedef enum cov_model_arg_kind {
+  COV_MODEL_ARG_EXTERNAL = 1,
+  COV_MODEL_ARG_CONST,
+  COV_MODEL_ARG_PREV,
+} cov_model_arg_kind;
+typedef struct cov_model_arg {
+  cov_model_arg_kind kind;
+  int input;         /* EXTERNAL: index in the group's inputs; else -1 */
+  const char *value; /* EXTERNAL, CONST: the model value's name; PREV: NULL */
+  cov_tensor t;      /* dtype and shape as the codelet sees them; data only for
+                        CONST (read-only, owned by the model) */
+} cov_model_arg;
+typedef struct cov_model_group_call {
+  const char *node;    /* ONNX node that makes this call */
+  const char *codelet; /* codelet name */
+  const cov_attr *attrs;
+  size_t n_attrs;
+  const cov_model_arg *args; /* the codelet's inputs, in its order */
+  size_t n_args;
+  cov_tensor out;      /* dtype and shape of the result (data NULL) */
+} cov_model_group_call;
+
+/* Describes group i with the shapes known at load time (every input of the
+ * group must have a static shape). The description refers to the model's
+ * constants: free it before the model. */
+cov_status cov_model_group_describe(const cov_model *model, size_t i, cov_model_group **out);
+void cov_model_group_free(cov_model_group *grp);
+size_t cov_model_group_index(const cov_model_group *grp);
+/* The name of its first node, and its kind ("conv+bias+relu+maxpool"). */
+const char *cov_model_group_name(const cov_model_group *grp);
+const char *cov_model_group_kind(const cov_model_group *grp);
+size_t cov_model_group_num_calls(const cov_model_group *grp);
+const cov_model_group_call *cov_model_group_call_at(const cov_model_group *grp, size_t c);
+/* The group's inputs from outside it (what EXTERNAL args index), in order of
+ * first use: the model value's name and its dtype and shape (data NULL). */
+size_t cov_model_group_num_inputs(const cov_model_group *grp);
+const char *cov_model_group_input(const cov_model_group *grp, size_t k, cov_tensor *shape_only);
+/* The one result read outside the group (the last call's result, which may
+ * be reshaped: a 1-D conv's [N, C, 1, W] is the value's [N, C, W]). */
+const char *cov_model_group_output(const cov_model_group *grp, cov_tensor *shape_only);
+/* The group containing the node called `name`; -1 when there is none. */
+int cov_model_find_node_group(const cov_model *model, const char *name);
+
+/* ---- group-level backend hook (appended) -------------------------------
+ * cov_model_run_groups offers each compute group to `group` first, in
+ * execution order, with the group's external inputs (concrete values) and
+ * its description at the run's concrete shapes. `desc` is NULL when the group
+ * cannot be described (why_not says why, e.g. "node 'ln' (LayerNormalization):
+ * call 2 reads the result of call 0"). The backend either computes the
+ * group's result into out[0] (allocated with cov_tensor_alloc; the dtype and
+ * element count of the description's output) and sets *handled = 1, and
+ * none of the group's calls runs; or sets *handled = 0, and the group runs
+ * node by node with `call` offered each codelet call as in
+ * cov_model_run_with (NULL: the interpreter runs them). Either hook may be
+ * NULL. Layout groups always run in the frontend. */
+typedef struct cov_model_group_offer {
+  int group;                    /* group index */
+  const char *kind;             /* "conv+bias+relu+maxpool" */
+  const cov_model_group *desc;  /* NULL when not describable */
+  const char *why_not;          /* when desc is NULL: the reason (first line) */
+  const cov_tensor *in;         /* the group's inputs (desc order), concrete */
+  size_t n_in;
+} cov_model_group_offer;
+typedef cov_status (*cov_model_group_fn)(void *user, const cov_model_group_offer *offer,
+                                         cov_tensor *out, size_t n_out, int *handled);
+cov_status cov_model_run_groups(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                                cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                                cov_model_call_fn call, void *user);
 
 #ifdef __cplusplus
 }

@@ -86,21 +86,58 @@ uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
  * per storage level. */
 void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
 
+/* ---- traces of several programs ----
+ * One Chrome/Perfetto trace for programs run one after another (a whole
+ * model): the unit tracks of a single program's trace, each program's events
+ * shifted to start where the previous one ended, a "layers" track with one
+ * span per program (its label) and a "cpu" track with instants for work done
+ * on the CPU in between. begin writes the opening to f; end writes the
+ * closing (f stays the caller's to close) and frees the trace. */
+typedef struct cov_npu_trace cov_npu_trace;
+cov_status cov_npu_trace_begin(FILE *f, const cov_acg *acg, cov_npu_trace **out);
+/* cov_npu_sim_run, traced into t under `label`. */
+cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char *label,
+                                  cov_npu_stats **out_stats);
+void cov_npu_trace_note(cov_npu_trace *t, const char *label);
+cov_status cov_npu_trace_end(cov_npu_trace *t);
+
+/* Gives tensor `name` of the program initial contents (weights compiled into
+ * it), converted like cov_npu_sim_write (f32 data into an f16 tensor
+ * rounds); cov_npu_program_tensor_has_data then says so. */
+cov_status cov_npu_program_set_data(cov_npu_program *p, const char *name, const cov_tensor *t);
+
 /* ---- whole models ----
- * Runs an ONNX model (covenant/model.h) with every codelet call of its
- * compute nodes mapped, compiled and simulated on the NPU the ACG describes;
- * calls the NPU path cannot take run on the CPU reference interpreter and are
- * listed as such in the report (with the reason). */
+ * Runs an ONNX model (covenant/model.h) on the NPU the ACG describes. Each
+ * compute layer group is offered whole (cov_model_run_groups): described by
+ * the frontend, built into one mapper layer (the main loop nest, the rest as
+ * an epilogue on the output tile), mapped, compiled to one program and
+ * simulated, so intermediates stay on chip. A group that cannot be fused
+ * runs call by call, each call as its own program; a call the NPU path
+ * cannot take runs on the CPU reference interpreter. The report lists each
+ * with the reason. Layout operations run in the frontend. */
 typedef struct cov_model cov_model;
 typedef struct cov_npu_report cov_npu_report;
+typedef struct cov_npu_run_options {
+  int per_call;         /* do not fuse: every call its own program (comparisons) */
+  cov_npu_trace *trace; /* NULL, or a trace every program run is added to */
+} cov_npu_run_options;
 cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
                              size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
                              cov_npu_report **out_report);
-/* Per call: group, node, codelet, simulated and predicted cycles, array and
- * SIMD utilisation, DRAM and on-chip bytes, where it ran; then totals. */
+/* The same with options (NULL: the defaults of cov_npu_run_model). */
+cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
+                                  const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                  size_t n_outputs, const cov_npu_run_options *opts,
+                                  cov_npu_report **out_report);
+/* One row per fused group, per call of a group run call by call, per call
+ * on the CPU: group, node, codelets, simulated and predicted cycles, array
+ * and SIMD utilisation, DRAM and on-chip bytes, where it ran (and why not
+ * fused); then totals. */
 void cov_npu_report_print(const cov_npu_report *r, FILE *out);
 uint64_t cov_npu_report_cycles(const cov_npu_report *r);
 int cov_npu_report_cpu_calls(const cov_npu_report *r);
+/* Rows that are a whole group fused into one program. */
+int cov_npu_report_fused_groups(const cov_npu_report *r);
 void cov_npu_report_free(cov_npu_report *r);
 
 #ifdef __cplusplus

@@ -1,0 +1,28 @@
+/* backends/npu-sim/npu_report.h: the whole-model run's report (npu_report.c),
+ * filled by npu_model.c: one row per program run or per call left to the
+ * CPU. */
+#ifndef NPU_REPORT_H
+#define NPU_REPORT_H
+
+#include <stdint.h>
+
+#include "covenant/npu.h"
+
+typedef enum npu_row_kind {
+  NPU_ROW_GROUP = 1, /* a whole layer group, one program */
+  NPU_ROW_CALL,      /* one call of a group run call by call, one program */
+  NPU_ROW_CPU,       /* one call run by the CPU reference interpreter */
+} npu_row_kind;
+
+typedef struct npu_row {
+  npu_row_kind kind;
+  char node[64], codelet[64], where[256];
+  int group;
+  uint64_t cycles, macs, dram_bytes, onchip_bytes;
+  double util_array, util_simd, predicted;
+} npu_row;
+
+cov_status npu_report_create(double clock_mhz, cov_npu_report **out);
+cov_status npu_report_add(cov_npu_report *r, const npu_row *row);
+
+#endif
