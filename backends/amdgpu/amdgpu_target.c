@@ -112,8 +112,8 @@ static LLVMValueRef amd_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); /* v_exp_f32 */
 }
 
-static const gpu_frag_ops mfma16 = {16, 16, 16, 4, mfma_load_a, mfma_load_b, mfma_op, mfma_acc_coord, NULL};
-static const gpu_frag_ops mfma32 = {32, 32, 8, 16, mfma_load_a, mfma_load_b, mfma_op, mfma_acc_coord, NULL};
+static const gpu_frag_ops mfma16 = {16, 16, 16, 4, mfma_load_a, mfma_load_b, mfma_op, mfma_acc_coord, NULL, 0};
+static const gpu_frag_ops mfma32 = {32, 32, 8, 16, mfma_load_a, mfma_load_b, mfma_op, mfma_acc_coord, NULL, 0};
 
 static const gpu_frag_ops *amd_matrix_frag(const gpu_plan *p) {
   if (p->prob.in_dtype != COV_F16 && p->prob.in_dtype != COV_BF16) return NULL;

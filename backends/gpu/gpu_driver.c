@@ -48,6 +48,7 @@ cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t) {
     return st;
   }
   t->caps.has_async_copy = t->ops->async_copy16 != NULL;
+  t->caps.has_wgmma = t->ops->wg_mma != NULL;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
   return NULL;
 }
@@ -122,7 +123,9 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
       if (cap->op != COV_OP_MAC || cap->in[0] != p->prob.in_dtype) continue;
       int is_tile = cap->tile_rank == 3 && (int)cap->tile[0] == p->fm && (int)cap->tile[1] == p->fn &&
                     (int)cap->tile[2] == p->fk;
-      if ((p->matrix && u->kind == ACG_MATRIX && is_tile) || (!p->matrix && u->kind == ACG_SIMD)) {
+      /* warpgroup MMAs run on the same matrix units as the listed tiles */
+      if ((p->matrix && u->kind == ACG_MATRIX && (is_tile || (p->wgmma && cap->tile_rank == 3))) ||
+          (!p->matrix && u->kind == ACG_SIMD)) {
         double r = cap->throughput * u->instances;
         if (r > rate) rate = r;
       }
@@ -224,8 +227,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   if (q->kind == GPU_OP_MAXPOOL)
     snprintf(plan, sizeof plan, "one output per thread, %d threads", p->threads);
   else
-    snprintf(plan, sizeof plan, "tile %dx%dx%d warp %dx%d %s %dx%dx%d stages %d %s copies%s", p->bm, p->bn, p->bk,
-             p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
+    snprintf(plan, sizeof plan, "tile %dx%dx%d %s %dx%d %s %dx%dx%d stages %d %s copies%s", p->bm, p->bn, p->bk,
+             p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
              p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
   json_object_set_new(o, "plan", json_string(plan));
@@ -236,22 +239,29 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
-  /* SPEC:BMxBNxBK:WMxWN:STAGES fixes the schedule (as the mapper will) */
+  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]] fixes the schedule (as the mapper
+   * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
+   * with D batches of them in flight per K step */
   char base[128];
-  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
   const char *colon = strchr(spec, ':');
   if (colon) {
-    char tail;
-    if ((size_t)(colon - spec) >= sizeof base ||
-        sscanf(colon, ":%dx%dx%d:%dx%d:%d%c", &bm, &bn, &bk, &wm, &wn, &stages, &tail) != 6 || bm < 1 || bn < 1 ||
-        bk < 1 || wm < 1 || wn < 1 || stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES", spec);
+    int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
+    const char *rest = n == 6 ? colon + end : "?";
+    if (!strcmp(rest, ":wg"))
+      wg = 1;
+    else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
+      wg = 1, inflight = rest[3] - '0';
+    if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
+        stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
+                       spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
     spec = base;
   }
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
-  return gpu_compile_layer(t, opts, layer, colon ? (const int[6]){bm, bn, bk, wm, wn, stages} : NULL, plan, code,
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
                            code_size, info);
 }
 
@@ -262,13 +272,17 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   int colon = schedule != NULL;
   int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
   int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
+  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1;
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, NULL,
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
   (void)dt;
-  COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
+  /* a hand-fixed schedule without :wg keeps the per-warp fragments */
+  gpu_target_caps caps = t->caps;
+  if (colon && !wg) caps.has_wgmma = 0;
+  COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
   if (colon) {
     gpu_plan *p = plan;
     if (layer->prob.kind == GPU_OP_MAXPOOL)
@@ -279,10 +293,12 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     gpu_plan fresh;
     COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &fresh));
     p->M = fresh.M;
-    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages;
+    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg;
+    p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
     COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
     size_t len = strlen(layer->name);
-    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d", bm, bn, bk, wm, wn, stages);
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
+             !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);

@@ -31,8 +31,10 @@ cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const cha
 cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info);
-/* Plans (or takes `schedule` = {bm, bn, bk, wm, wn, stages}, may be NULL),
- * lowers and emits one layer. */
+/* Plans (or takes `schedule` = {bm, bn, bk, wm, wn, stages, wgmma,
+ * inflight}, may be NULL; wgmma 1: wm x wn is a warpgroup tile of warpgroup
+ * MMAs, with `inflight` batches in flight, -1 for the default), lowers and
+ * emits one layer. */
 cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
                              const int *schedule, gpu_plan *plan, char **code, size_t *code_size,
                              gpu_kernel_info *info);

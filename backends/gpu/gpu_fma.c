@@ -46,8 +46,8 @@ static void fma_acc_coord(gpu_gen *g, int i, LLVMValueRef *row, LLVMValueRef *co
   *col = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 8), "");
 }
 
-static const gpu_frag_ops fma32 = {4, 8, FMA_K, 1, fma_load_a, fma_load_b, fma_mma, fma_acc_coord, NULL};
-static const gpu_frag_ops fma64 = {8, 8, FMA_K, 1, fma_load_a, fma_load_b, fma_mma, fma_acc_coord, NULL};
+static const gpu_frag_ops fma32 = {4, 8, FMA_K, 1, fma_load_a, fma_load_b, fma_mma, fma_acc_coord, NULL, 0};
+static const gpu_frag_ops fma64 = {8, 8, FMA_K, 1, fma_load_a, fma_load_b, fma_mma, fma_acc_coord, NULL, 0};
 
 const gpu_frag_ops *gpu_fma_frag(int warp_size) {
   return warp_size == 32 ? &fma32 : warp_size == 64 ? &fma64 : NULL;

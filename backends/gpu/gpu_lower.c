@@ -47,6 +47,12 @@ static LLVMValueRef gept(gpu_gen *g, LLVMTypeRef t, LLVMValueRef base, LLVMValue
 
 LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVMValueRef col) {
   int row_bytes = t->cols * t->esize, row_chunks = row_bytes / 16;
+  LLVMValueRef slab_off = NULL;
+  if (t->slab) { /* slab col / slab, then column col % slab of its [rows][slab] */
+    row_bytes = t->slab * t->esize, row_chunks = row_bytes / 16;
+    slab_off = mul(g, udiv(g, col, t->slab), C((long long)t->rows * row_bytes));
+    col = urem(g, col, t->slab);
+  }
   LLVMValueRef byte = mul(g, col, C(t->esize));
   LLVMValueRef chunk = LLVMBuildLShr(g->b, byte, C(4), "");
   LLVMValueRef within = LLVMBuildAnd(g->b, byte, C(15), "");
@@ -57,6 +63,7 @@ LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVM
     key = LLVMBuildAnd(g->b, udiv(g, row, 8 / row_chunks), C(row_chunks - 1), "");
   LLVMValueRef swz = LLVMBuildXor(g->b, chunk, key, "");
   LLVMValueRef off = add(g, add(g, mul(g, row, C(row_bytes)), LLVMBuildShl(g->b, swz, C(4), "")), within);
+  if (slab_off) off = add(g, slab_off, off);
   return gep8(g, t->base, off);
 }
 
@@ -66,19 +73,21 @@ typedef struct kernel {
   const gpu_frag_ops *fr;
   LLVMValueRef A, B, Cout, bias;
   LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
+  LLVMValueRef wg_row, wg_col; /* warpgroup MMA: the warpgroup's tile origin */
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
 
 static gpu_tile tile_a(kernel *k, LLVMValueRef stage) {
   gpu_gen *g = k->g;
-  gpu_tile t = {gep8(g, k->smem, mul(g, stage, C(k->stage_bytes))), k->p->bm, k->p->bk, k->esize};
+  gpu_tile t = {gep8(g, k->smem, mul(g, stage, C(k->stage_bytes))), k->p->bm, k->p->bk, k->esize, 0};
   return t;
 }
 static gpu_tile tile_b(kernel *k, LLVMValueRef stage) {
   gpu_gen *g = k->g;
   LLVMValueRef off = add(g, mul(g, stage, C(k->stage_bytes)), C(k->a_bytes));
-  gpu_tile t = {gep8(g, k->smem, off), k->p->bk, k->p->bn, k->esize};
+  /* warpgroup MMAs read B as 128-byte (64-column) slabs */
+  gpu_tile t = {gep8(g, k->smem, off), k->p->bk, k->p->bn, k->esize, k->p->wgmma ? 128 / k->esize : 0};
   return t;
 }
 
@@ -317,6 +326,28 @@ static void compute_stage(kernel *k, LLVMValueRef stage) {
   for (int i = 0; i < n; i++) LLVMBuildStore(g->b, acc[i], k->acc_slots[i]);
 }
 
+/* Warpgroup MMA on stage `stage`: issues the bk/16 instructions of the
+ * warpgroup's tile as one batch, which runs while the caller issues the next
+ * copies; wg_stage_wait then waits until `pending` batches are left. The
+ * accumulators travel in acc[] from the issue to the wait (and through the
+ * slots, which become registers, to the next step). */
+static void wg_stage_issue(kernel *k, LLVMValueRef stage, LLVMValueRef *acc) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  int n = p->wn / 2;
+  for (int i = 0; i < n; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
+  g->target->wg_fence(g);
+  for (int kk = 0; kk < p->bk; kk += p->fk) g->target->wg_mma(g, &ta, k->wg_row, &tb, k->wg_col, kk, p->wn, acc);
+  g->target->wg_commit(g);
+}
+static void wg_stage_wait(kernel *k, LLVMValueRef *acc, int pending) {
+  gpu_gen *g = k->g;
+  int n = k->p->wn / 2;
+  g->target->wg_wait(g, pending, acc, n);
+  for (int i = 0; i < n; i++) LLVMBuildStore(g->b, acc[i], k->acc_slots[i]);
+}
+
 static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
   LLVMValueRef zero = LLVMConstReal(g->f32, 0.0);
   switch (e->act) {
@@ -374,6 +405,29 @@ static void epilogue(kernel *k) {
   const gpu_problem *q = &p->prob;
   const gpu_frag_ops *fr = k->fr;
   int guard = p->M % p->bm || p->N % p->bn;
+  if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
+    /* column pairs as one 8-byte store (N even: the pair is aligned) */
+    LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
+    for (int mf = 0; mf < k->nmf; mf++)
+      for (int nf = 0; nf < k->nnf; nf++)
+        for (int i = 0; i < fr->n_acc; i += 2) {
+          LLVMValueRef r, c;
+          fr->acc_coord(g, i, &r, &c);
+          LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
+          LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
+          LLVMValueRef pair = LLVMGetUndef(v2f);
+          for (int j = 0; j < 2; j++) {
+            LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * fr->n_acc + i + j], "");
+            if (q->epi.bias)
+              v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, add(g, col, C(j))), ""),
+                                "");
+            pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
+          }
+          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          LLVMSetAlignment(LLVMBuildStore(g->b, pair, gept(g, g->f32, k->Cout, idx)), 8);
+        }
+    return;
+  }
   for (int mf = 0; mf < k->nmf; mf++)
     for (int nf = 0; nf < k->nnf; nf++)
       for (int i = 0; i < fr->n_acc; i++) {
@@ -721,8 +775,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   kernel kk = {0}, *k = &kk;
   k->g = g;
   k->p = plan;
-  k->fr = plan->matrix ? target->matrix_frag(plan) : gpu_fma_frag(plan->warp_size);
-  if (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk)
+  /* warpgroup MMA: the epilogue sees a warp's accumulators as fragments */
+  if (plan->wgmma && !target->wg_mma)
+    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: target %s has no warpgroup MMA", target->name);
+  k->fr = plan->wgmma ? target->wg_acc : plan->matrix ? target->matrix_frag(plan) : gpu_fma_frag(plan->warp_size);
+  if (plan->wgmma) {
+    /* 16 rows of each warp, wn / 8 column blocks */
+  } else if (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk)
     return cov_error(COV_UNSUPPORTED, NULL,
                      "GPU lowering: target %s has no %s fragment %dx%dx%d for %s inputs", target->name,
                      plan->matrix ? "matrix" : "FMA", plan->fm, plan->fn, plan->fk,
@@ -730,8 +789,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->esize = (int)cov_dtype_size(plan->prob.in_dtype);
   k->a_bytes = plan->bm * plan->bk * k->esize;
   k->stage_bytes = k->a_bytes + plan->bk * plan->bn * k->esize;
-  k->nmf = plan->wm / plan->fm;
-  k->nnf = plan->wn / plan->fn;
+  k->nmf = plan->wgmma ? 1 : plan->wm / plan->fm;
+  k->nnf = plan->wgmma ? plan->wn / k->fr->fn : plan->wn / plan->fn;
 
   add_kernel(g, name);
   k->A = LLVMGetParam(g->fn, 0);
@@ -751,8 +810,18 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   g->lane = urem(g, k->tid, plan->warp_size);
   LLVMValueRef warp = udiv(g, k->tid, plan->warp_size);
   int warps_n = plan->bn / plan->wn;
-  k->wrow = mul(g, udiv(g, warp, warps_n), C(plan->wm));
-  k->wcol = mul(g, urem(g, warp, warps_n), C(plan->wn));
+  if (plan->wgmma) {
+    /* warpgroups tile the workgroup tile; warp w of one holds its rows
+     * 16 (w % 4) .. +16 */
+    LLVMValueRef wgi = udiv(g, warp, 4);
+    k->wg_row = mul(g, udiv(g, wgi, warps_n), C(plan->wm));
+    k->wg_col = mul(g, urem(g, wgi, warps_n), C(plan->wn));
+    k->wrow = add(g, k->wg_row, mul(g, urem(g, warp, 4), C(16)));
+    k->wcol = k->wg_col;
+  } else {
+    k->wrow = mul(g, udiv(g, warp, warps_n), C(plan->wm));
+    k->wcol = mul(g, urem(g, warp, warps_n), C(plan->wn));
+  }
   /* gpu_raster, in IR */
   LLVMValueRef bx = target->block_id(g, 0), by = target->block_id(g, 1);
   long long gx = plan->grid[0], gy = plan->grid[1], grp = 8, per = grp * gx;
@@ -767,6 +836,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->m0 = mul(g, ty, C(plan->bm));
   k->gidx = target->block_id(g, 2);
   k->smem = target->shared_array(g, plan->shared_bytes);
+  if (plan->wgmma) {
+    /* the swizzle pattern the instructions apply repeats every 1024 bytes
+     * of address: tiles start on such a boundary (the plan has 1 KiB spare) */
+    LLVMValueRef a = LLVMBuildPtrToInt(g->b, k->smem, g->i32, "");
+    LLVMValueRef pad = LLVMBuildAnd(g->b, LLVMBuildSub(g->b, C(0), a, ""), C(1023), "");
+    k->smem = gep8(g, k->smem, pad);
+  }
 
   int S = plan->stages;
   long long KT = (plan->K + plan->bk - 1) / plan->bk;
@@ -779,8 +855,11 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
                      n_staged(plan, k->esize), MAX_STAGED);
   }
   /* prologue: the first S-1 tiles in flight (one commit group each, even
-   * when empty, so that the wait count below is uniform) */
-  for (int s = 0; s < S - 1; s++) {
+   * when empty, so that the wait count below is uniform); S-2 when a
+   * warpgroup-MMA batch stays in flight across a step and holds one more
+   * stage */
+  int D = plan->wgmma ? plan->wg_inflight : 0, ahead = S - 1 - D;
+  for (int s = 0; s < ahead; s++) {
     if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
     if (async) target->async_commit(g);
   }
@@ -790,12 +869,28 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   LLVMBuildBr(g->b, loop);
   LLVMPositionBuilderAtEnd(g->b, loop);
   LLVMValueRef kt = LLVMBuildPhi(g->b, g->i32, "kt");
-  /* tile kt has landed once at most S-2 groups are pending; the barrier
-   * also tells every warp that stage (kt-1) % S, refilled next, is free */
-  if (async) target->async_wait(g, S - 2);
+  /* tile kt has landed once at most ahead-1 groups are pending; the
+   * barrier also tells every warp that stage (kt-1-D) % S, refilled next,
+   * is free */
+  if (async) target->async_wait(g, ahead - 1);
+  if (plan->wgmma) target->async_proxy_fence(g);
   target->barrier(g);
-  LLVMValueRef next = add(g, kt, C(S - 1));
-  if (async) {
+  LLVMValueRef next = add(g, kt, C(ahead));
+  if (plan->wgmma) {
+    /* the copies landed (this thread's, then everyone's after the barrier)
+     * are made visible to the instructions' reads; the batch runs while the
+     * copies of tile kt+ahead are issued into the stage of tile kt-1-D,
+     * which every warpgroup finished with before the barrier (its wait for
+     * all but D batches in the previous step) */
+    LLVMValueRef acc[128];
+    wg_stage_issue(k, urem(g, kt, S), acc);
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, next, KT), &join);
+    transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
+    end_if(g, join);
+    target->async_commit(g);
+    wg_stage_wait(k, acc, D);
+  } else if (async) {
     LLVMBasicBlockRef join;
     begin_if(g, ult(g, next, KT), &join);
     transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
@@ -817,6 +912,11 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   LLVMBasicBlockRef in_bbs[2] = {pre, latch};
   LLVMAddIncoming(kt, in_vals, in_bbs, 2);
   LLVMPositionBuilderAtEnd(g->b, done);
+  if (D) { /* the last batches */
+    LLVMValueRef acc[128];
+    for (int i = 0; i < plan->wn / 2; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
+    wg_stage_wait(k, acc, 0);
+  }
   if (plan->staged) {
     stage_out(k);
     if (plan->prob.epi.softmax)

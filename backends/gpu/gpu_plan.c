@@ -131,10 +131,26 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, NULL,
                      "GPU plan: tile rows (bk %d, bn %d) must be a power of two of 16-byte chunks", p->bk, p->bn);
   if (p->warp_size != caps->warp_size ||
-      p->threads != p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) || p->threads > caps->max_threads)
+      p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) ||
+      p->threads > caps->max_threads)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %d threads do not match its warps or exceed %d",
                      p->threads, caps->max_threads);
   if (p->stages < 2) return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: needs at least 2 stages");
+  if (p->wgmma) {
+    /* a warpgroup instruction per warpgroup tile and 16 of K; the operand
+     * tiles in 128-byte swizzled rows of K (A) and 64-column slabs (B) */
+    const gpu_problem *q = &p->prob;
+    if (!caps->has_wgmma || !caps->has_async_copy || !p->matrix || q->kind != GPU_OP_MATMUL || es != 2 ||
+        p->warp_size != 32 || p->wm != 64 || p->fm != 64 || p->fn != p->wn || p->fk != 16 || p->wn % 64 ||
+        p->wn > 256 || p->bk * es != 128 || p->staged || p->M % p->bm || p->N % p->bn || p->K % p->bk ||
+        p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
+      return cov_error(COV_INVALID_ARGUMENT, NULL,
+                       "GPU plan: warpgroup MMA needs a 16-bit matmul the tiles divide, warpgroup tiles 64 x "
+                       "(64..256, a multiple of 64), 128-byte K tiles and 2 + (batches in flight) stages on a "
+                       "target that has it");
+  } else if (p->wg_inflight) {
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: batches in flight without warpgroup MMA");
+  }
   if (p->ktable && (p->prob.kind != GPU_OP_CONV2D || p->prob.ch >= 16384 || p->prob.cw >= 16384 ||
                     (p->prob.cr - 1) * p->prob.dilation >= 16384 || (p->prob.cs - 1) * p->prob.dilation >= 16384))
     return cov_error(COV_INVALID_ARGUMENT, NULL,
@@ -235,6 +251,18 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
    * than 64 bytes on the ResNet 3x3 layers, bench/nvptx/README.md) */
   if (cl && prob->cc % (128 / es) == 0) p.bk = 128 / es;
   int n = p.matrix ? 3 : 2;
+  /* warpgroup MMAs where the target has them, for 16-bit matmuls that the
+   * tiles divide: 128x256 (two 64x256 warpgroup tiles), 128x128, and
+   * 64x128 for small problems (H100 sweep, bench/nvptx/README.md: 63% / 61%
+   * of cuBLAS at 4096^3 against the per-warp mma's 51%) */
+  static const cand mat_wg[] = {{128, 256, 64, 256}, {128, 128, 64, 128}, {64, 128, 64, 128}};
+  int wg = caps->has_wgmma && p.matrix && prob->kind == GPU_OP_MATMUL && es == 2 && !prob->epi.softmax &&
+           p.K % (128 / es) == 0 && caps->warp_size == 32;
+  if (wg) {
+    int fits = 0;
+    for (int i = 0; i < 3; i++) fits |= p.M % mat_wg[i].bm == 0 && p.N % mat_wg[i].bn == 0;
+    if (fits) cs = mat_wg, n = 3, p.bk = 128 / es, p.wgmma = true, p.wg_inflight = GPU_WGMMA_INFLIGHT;
+  }
   if (prob->epi.softmax) {
     /* one workgroup holds whole rows: the narrowest power-of-two tile that
      * covers N (at least 64), 64 rows, 32 x (up to 64) warp tiles */
@@ -260,8 +288,11 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
   int chosen = -1;
   double best = -1;
   for (int i = 0; i < n; i++) {
-    if (cs[i].wm % p.fm || cs[i].wn % p.fn || (cl && p.N % cs[i].bn)) continue;
-    if ((int64_t)caps->warp_size * (cs[i].bm / cs[i].wm) * (cs[i].bn / cs[i].wn) > caps->max_threads) continue;
+    if (p.wgmma ? p.M % cs[i].bm || p.N % cs[i].bn : cs[i].wm % p.fm || cs[i].wn % p.fn || (cl && p.N % cs[i].bn))
+      continue;
+    if ((int64_t)caps->warp_size * (p.wgmma ? 4 : 1) * (cs[i].bm / cs[i].wm) * (cs[i].bn / cs[i].wn) >
+        caps->max_threads)
+      continue;
     if ((uint64_t)2 * (uint64_t)(cs[i].bm * p.bk + p.bk * cs[i].bn) * (uint64_t)es > caps->shared_bytes) continue;
     int64_t tm = cdiv(p.M, cs[i].bm), tn = cdiv(p.N, cs[i].bn), tiles = p.G * tm * tn;
     int64_t cores = caps->cores > 0 ? caps->cores : 1, waves = cdiv(tiles, cores);
@@ -294,7 +325,9 @@ static bool nhwc_fits(const gpu_plan *p, const gpu_target_caps *caps, int es) {
 cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   const gpu_problem *q = &p->prob;
   int es = (int)cov_dtype_size(q->in_dtype), per = 16 / es;
-  p->threads = p->wm > 0 && p->wn > 0 ? p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) : 0;
+  p->threads = p->wm > 0 && p->wn > 0 ? (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) : 0;
+  /* a warpgroup instruction: 64 rows, the warpgroup tile's columns */
+  if (p->wgmma) p->fm = 64, p->fn = p->wn, p->fk = 16;
   if (p->threads < 1)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: warp tile %dx%d", p->wm, p->wn);
   p->vector_copy = q->kind == GPU_OP_MATMUL && p->M % p->bm == 0 && p->N % p->bn == 0 && p->K % p->bk == 0 &&
@@ -319,9 +352,15 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   if (p->stages == 0) {
     /* 4 stages of 64-byte K tiles, 3 of 128-byte ones (as measured) */
     int max_stages = p->bk * es >= 128 ? 3 : 4;
+    /* warpgroup MMA: 4 stages where one workgroup fills the SM anyway, 3
+     * where that lets two share it (H100: 128x256 63% of cuBLAS at 4 stages,
+     * 61% at 3; 128x128 61% at 3 stages, two per SM, 54% at 4) */
+    if (p->wgmma)
+      max_stages = 2 * (3 * stage + 1024) <= caps->shared_bytes ? 3 : GPU_WGMMA_STAGES;
     p->stages = 2;
     if (caps->has_async_copy && (p->vector_copy || p->nhwc))
-      while (p->stages < max_stages && (uint64_t)(p->stages + 1) * stage <= caps->shared_bytes) p->stages++;
+      while (p->stages < max_stages && (uint64_t)(p->stages + 1) * stage + (p->wgmma ? 1024 : 0) <= caps->shared_bytes)
+        p->stages++;
   }
   /* conv gathers read their K offsets from a table when it fits beside the
    * tiles (and leaves room for a second workgroup) */

@@ -75,7 +75,20 @@ typedef struct gpu_plan {
   bool matrix;        /* matrix instruction; false: plain FMA fragment */
   int stages;         /* shared-memory pipeline depth (2 = double buffering) */
   int warp_size;
-  int threads;        /* per workgroup: warp_size * (bm/wm) * (bn/wn) */
+  int threads;        /* per workgroup: warp_size * (bm/wm) * (bn/wn), 4x that with wgmma */
+  /* warpgroup matrix instructions (NVPTX sm_90a wgmma.mma_async m64nNk16,
+   * both operands read from shared memory through descriptors): wm x wn is
+   * then a warpgroup's tile (4 warps, wm = fm = 64, fn = wn), fed by
+   * asynchronous copies into 128-byte-swizzled tiles (bk = 128 bytes of K;
+   * A rows K-contiguous, B as 64-column slabs of [bk][64]). Matmuls that
+   * the tiles divide only; 1 KiB of shared memory more, to align the tiles
+   * to the swizzle pattern's 1024 bytes. */
+  bool wgmma;
+  /* warpgroup MMA: batches (a K tile's instructions) left in flight at the
+   * end of a K step, 0 or 1; with 1 the next batch is issued before the
+   * previous one has drained, and copies run stages - 2 tiles ahead instead
+   * of stages - 1 */
+  int wg_inflight;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */
@@ -118,6 +131,7 @@ typedef struct gpu_target_caps {
   int n_tiles;               /* matrix capability tiles for the problem's dtype */
   int tiles[8][3];           /* (m, n, k) */
   int has_async_copy;        /* global->shared copies that bypass registers */
+  int has_wgmma;             /* warpgroup matrix instructions on shared-memory operands */
 } gpu_target_caps;
 
 /* Bytes of the conv2d K-offset table (8 per k, for every K tile). */
@@ -138,8 +152,12 @@ static inline uint64_t gpu_plan_shared_need(const gpu_plan *p, int esize) {
   uint64_t pipe = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)esize +
                   gpu_ktable_bytes(p);
   uint64_t out = gpu_stage_out_bytes(p);
-  return pipe > out ? pipe : out;
+  return (pipe > out ? pipe : out) + (p->wgmma ? 1024u : 0u);
 }
+
+/* Pipeline depth of warpgroup-MMA plans (the H100 sweep,
+ * bench/nvptx/README.md). */
+enum { GPU_WGMMA_STAGES = 4, GPU_WGMMA_INFLIGHT = 0 };
 
 /* The channels-last transform's launch: 64 channels x 32 pixels per
  * workgroup of 256 threads. */
@@ -156,7 +174,7 @@ static inline uint64_t gpu_nhwc_workspace_bytes(const gpu_plan *p, int esize) {
 static inline unsigned gpu_nhwc_shared_bytes(void) { return GPU_NHWC_TC * (GPU_NHWC_TP + 2) * 2; }
 
 /* Derives the rest of a plan whose tile fields (bm, bn, bk, wm, wn, stages,
- * fm/fn/fk, matrix, warp_size) are set: threads, copy kinds, channels-last,
+ * fm/fn/fk, matrix, wgmma, warp_size) are set: threads, copy kinds, channels-last,
  * staged epilogue, shared bytes, grid; then checks it. stages == 0 lets it
  * choose the pipeline depth. */
 cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps);

@@ -27,10 +27,15 @@ typedef struct gpu_gen {
 } gpu_gen;
 
 /* A tile in shared memory: `rows` x `cols` elements of `elt`, rows of
- * cols*esize bytes whose 16-byte chunks are swizzled (gpu_swizzle_chunk). */
+ * cols*esize bytes whose 16-byte chunks are swizzled (gpu_swizzle_chunk).
+ * With `slab` > 0 (warpgroup-MMA B tiles) the columns are cut into slabs
+ * of `slab` columns (128 bytes), stored one after the other, each
+ * [rows][slab] with the same swizzle: the 128-byte-swizzled, N-contiguous
+ * layout the warpgroup instructions read. */
 typedef struct gpu_tile {
   LLVMValueRef base; /* ptr in the shared address space */
   int rows, cols, esize;
+  int slab;
 } gpu_tile;
 
 /* Address of element (row, col) of a shared tile. */
@@ -50,6 +55,9 @@ typedef struct gpu_frag_ops {
   /* optional: the B fragments at col0 and col0 + fn in one instruction
    * (NVPTX ldmatrix.x4.trans); NULL where the target has no such load */
   void (*load_b2)(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0, LLVMValueRef out[2]);
+  /* 1: accumulator elements 2j and 2j+1 of a lane are columns c, c+1 (c
+   * even) of one row, so a matmul epilogue stores them as one 8-byte pair */
+  int acc_pairs;
 } gpu_frag_ops;
 
 typedef struct gpu_target_ops {
@@ -79,6 +87,24 @@ typedef struct gpu_target_ops {
   const gpu_frag_ops *(*matrix_frag)(const gpu_plan *p);
   /* matrix instruction shapes it implements for `in` inputs (m, n, k) */
   int (*matrix_shapes)(cov_dtype in, int (*out)[3], int max);
+  /* Optional (NULL where absent): warpgroup matrix instructions (4 warps,
+   * asynchronous, operands read from shared memory). wg_mma issues
+   * acc[64 x n] += A[row0 .. +64][k0 .. +16] * B[k0 .. +16][col0 .. +n],
+   * A a K-contiguous tile of 128-byte rows, B a slab tile (gpu_tile.slab),
+   * both 1024-byte aligned; acc holds the lane's n/2 values, laid out per
+   * warp (16 rows each) as wg_acc describes. wg_fence precedes a batch of
+   * them, wg_commit closes it, wg_wait(pending) waits until at most
+   * `pending` batches are in flight and passes the accumulators through
+   * (so that nothing reads them earlier); async_proxy_fence makes this
+   * thread's completed shared-memory writes visible to the instructions'
+   * operand reads. */
+  void (*wg_mma)(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gpu_tile *b, LLVMValueRef col0, int k0,
+                 int n, LLVMValueRef *acc);
+  void (*wg_fence)(gpu_gen *g);
+  void (*wg_commit)(gpu_gen *g);
+  void (*wg_wait)(gpu_gen *g, int pending, LLVMValueRef *acc, int n_acc);
+  void (*async_proxy_fence)(gpu_gen *g);
+  const gpu_frag_ops *wg_acc; /* fm x fn blocks of a warp's accumulators (acc_coord, n_acc) */
 } gpu_target_ops;
 
 /* The plain-FMA fragment every target shares (fm = warp_size / 8, fn = 8,

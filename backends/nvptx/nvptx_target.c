@@ -131,7 +131,99 @@ static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
 }
 
-static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2};
+static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2, 1};
+
+/* Warpgroup MMA (sm_90a). LLVM 19 has no intrinsic for wgmma.mma_async, so
+ * the instructions are inline PTX; the accumulators pass through every
+ * statement as tied operands ("=f" outputs tied to inputs), which keeps
+ * LLVM from reading or copying them between the issue and the wait.
+ * Result layout (PTX ISA, "wgmma register fragments"): warp w of the
+ * warpgroup holds rows 16w .. 16w+15; value 4j + i of a lane is the m16n8
+ * accumulator element i of columns 8j .. 8j+7 (mma_acc_coord). */
+enum { WG_MAX_OPS = 136 };
+
+static LLVMValueRef nv_asm(gpu_gen *g, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
+                           int n) {
+  LLVMTypeRef at[WG_MAX_OPS];
+  for (int i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret, at, (unsigned)n, 0);
+  LLVMValueRef a = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef call = LLVMBuildCall2(g->b, ft, a, args, (unsigned)n, "");
+  /* warpgroup-collective: never made conditional or duplicated */
+  const char *cv = "convergent";
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                           LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(cv, strlen(cv)), 0));
+  return call;
+}
+
+static void nv_asm0(gpu_gen *g, const char *text) {
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), text, "~{memory}", NULL, 0);
+}
+
+/* A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
+ * start address, leading and stride byte offsets, all >> 4; layout 1 =
+ * 128-byte swizzle, base offset 0 (the tiles are 1024-byte aligned). */
+static LLVMValueRef wg_desc(gpu_gen *g, LLVMValueRef ptr, unsigned lbo, unsigned sbo) {
+  LLVMValueRef addr = LLVMBuildPtrToInt(g->b, ptr, g->i64, "");
+  addr = LLVMBuildLShr(g->b, LLVMBuildAnd(g->b, addr, LLVMConstInt(g->i64, 0x3ffff, 0), ""),
+                       LLVMConstInt(g->i64, 4, 0), "");
+  unsigned long long bits = (unsigned long long)(lbo >> 4) << 16 | (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;
+  return LLVMBuildOr(g->b, addr, LLVMConstInt(g->i64, bits, 0), "");
+}
+
+/* "=f" x n, then `mid` (inputs), the n tied inputs "0" .. "n-1", and a
+ * memory clobber */
+static void tied_constraints(char *buf, size_t size, int n, const char *mid) {
+  size_t len = 0;
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, size - len, "%s=f", i ? "," : "");
+  len += (size_t)snprintf(buf + len, size - len, "%s", mid);
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, size - len, ",%d", i);
+  snprintf(buf + len, size - len, ",~{memory}");
+}
+
+static LLVMTypeRef acc_struct(gpu_gen *g, int n) {
+  LLVMTypeRef f[WG_MAX_OPS];
+  for (int i = 0; i < n; i++) f[i] = g->f32;
+  return LLVMStructTypeInContext(g->ctx, f, (unsigned)n, 0);
+}
+
+/* A: K-major, 128-byte rows, core-matrix groups of 8 rows 1024 bytes apart
+ * (SBO; LBO unused with the swizzle). B: N-major slabs of 64 columns,
+ * 8-row groups 1024 bytes apart (SBO), slabs rows*128 bytes apart (LBO).
+ * row0 and col0 are multiples of 8 and 64 and k0 of 16, so the start
+ * addresses are the unswizzled ones the instruction expects. */
+static void nv_wg_mma(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gpu_tile *b, LLVMValueRef col0, int k0,
+                      int n, LLVMValueRef *acc) {
+  int na = n / 2;
+  LLVMValueRef da = wg_desc(g, gpu_tile_addr(g, a, row0, gpu_i32(g, k0)), 16, 1024);
+  LLVMValueRef db = wg_desc(g, gpu_tile_addr(g, b, gpu_i32(g, k0), col0), (unsigned)b->rows * 128u, 1024);
+  const char *ty = g->in_t == g->bf16 ? "bf16" : "f16";
+  char text[2048], cons[2048];
+  size_t len = (size_t)snprintf(text, sizeof text,
+                                "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+                                "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+                                na + 2, n, ty, ty);
+  for (int i = 0; i < na; i++) len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", i ? ", " : "", i);
+  snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, 0, 1;\n}", na, na + 1);
+  tied_constraints(cons, sizeof cons, na, ",l,l,r");
+  LLVMValueRef args[WG_MAX_OPS];
+  args[0] = da, args[1] = db, args[2] = gpu_i32(g, 1);
+  for (int i = 0; i < na; i++) args[3 + i] = acc[i];
+  LLVMValueRef r = nv_asm(g, acc_struct(g, na), text, cons, args, na + 3);
+  for (int i = 0; i < na; i++) acc[i] = LLVMBuildExtractValue(g->b, r, (unsigned)i, "");
+}
+
+static void nv_wg_fence(gpu_gen *g) { nv_asm0(g, "wgmma.fence.sync.aligned;"); }
+static void nv_wg_commit(gpu_gen *g) { nv_asm0(g, "wgmma.commit_group.sync.aligned;"); }
+static void nv_async_proxy_fence(gpu_gen *g) { nv_asm0(g, "fence.proxy.async.shared::cta;"); }
+
+static void nv_wg_wait(gpu_gen *g, int pending, LLVMValueRef *acc, int n) {
+  char text[64], cons[2048];
+  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+  tied_constraints(cons, sizeof cons, n, "");
+  LLVMValueRef r = nv_asm(g, acc_struct(g, n), text, cons, acc, n);
+  for (int i = 0; i < n; i++) acc[i] = LLVMBuildExtractValue(g->b, r, (unsigned)i, "");
+}
 
 static const gpu_frag_ops *nv_matrix_frag(const gpu_plan *p) {
   if ((p->prob.in_dtype == COV_F16 || p->prob.in_dtype == COV_BF16) && p->fm == 16 && p->fn == 8 &&
@@ -162,4 +254,10 @@ const gpu_target_ops nvptx_target_ops = {
     .exp2 = nv_exp2,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,
+    .wg_mma = nv_wg_mma,
+    .wg_fence = nv_wg_fence,
+    .wg_commit = nv_wg_commit,
+    .wg_wait = nv_wg_wait,
+    .async_proxy_fence = nv_async_proxy_fence,
+    .wg_acc = &mma_m16n8k16,
 };

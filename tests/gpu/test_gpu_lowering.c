@@ -509,8 +509,79 @@ static void test_errors(void) {
   cov_status_free(st);
 }
 
+/* Warpgroup-MMA plans: the planner's choice for large and small 16-bit
+ * matmuls on NVPTX (tiles, stages from the shared capacity, threads), none
+ * on AMDGPU or for ragged shapes, and the checks a hand-fixed one meets. */
+static int refused(cov_status st) {
+  int r = st != NULL;
+  cov_status_free(st);
+  return r;
+}
+
+static void test_wgmma_plans(void) {
+  gpu_target nv, amd;
+  cov_status st = gpu_target_open("nvptx-sm90", COV_F16, &nv);
+  CHECK(!st, "cannot open nvptx-sm90");
+  if (st) {
+    cov_status_free(st);
+    return;
+  }
+  CHECK(nv.caps.has_wgmma, "nvptx-sm90 offers warpgroup MMA");
+  static const struct {
+    int64_t m, n, k;
+    int bm, bn, wn, stages;
+  } want[] = {{4096, 4096, 4096, 128, 256, 256, 4}, {8192, 8192, 8192, 128, 256, 256, 4},
+              {1024, 1024, 1024, 64, 128, 128, 3}, {512, 2304, 768, 128, 128, 128, 3},
+              {100, 128, 64, 0, 0, 0, 0}, {128, 128, 48, 0, 0, 0, 0}};
+  for (int i = 0; i < 6; i++) {
+    gpu_problem q = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F16, .batch = 1, .m = want[i].m, .n = want[i].n,
+                     .k = want[i].k};
+    gpu_plan p;
+    st = gpu_plan_choose(&q, &nv.caps, (const int (*)[3])nv.shapes, nv.n_shapes, &p);
+    CHECK(!st, "no plan for matmul %d", i);
+    if (st) {
+      cov_status_free(st);
+      continue;
+    }
+    if (!want[i].bm) {
+      CHECK(!p.wgmma, "matmul %d (tiles do not divide it) takes per-warp mma", i);
+      continue;
+    }
+    CHECK(p.wgmma && p.bm == want[i].bm && p.bn == want[i].bn && p.wm == 64 && p.wn == want[i].wn &&
+              p.fm == 64 && p.fn == p.wn && p.fk == 16 && p.bk == 64 && p.stages == want[i].stages &&
+              p.threads == 128 * (p.bm / 64) * (p.bn / p.wn) && p.vector_copy && p.wg_inflight == 0,
+          "matmul %d: plan %dx%dx%d / %dx%d / %d stages / %d threads (wgmma %d)", i, p.bm, p.bn, p.bk, p.wm, p.wn,
+          p.stages, p.threads, p.wgmma);
+    CHECK(p.shared_bytes == (unsigned)(p.stages * (p.bm + p.bn) * p.bk * 2 + 1024), "matmul %d: 1 KiB alignment spare", i);
+    /* hand-fixed variants the check refuses */
+    gpu_plan bad = p;
+    bad.wn = bad.fn = 96, bad.threads = 128 * (bad.bm / 64) * (bad.bn / 96);
+    CHECK(refused(gpu_plan_check(&bad, &nv.caps)), "matmul %d: a 96-wide warpgroup tile is refused", i);
+    bad = p, bad.wg_inflight = 1, bad.stages = 2;
+    bad.shared_bytes = (unsigned)gpu_plan_shared_need(&bad, 2);
+    CHECK(refused(gpu_plan_check(&bad, &nv.caps)), "matmul %d: a batch in flight needs 3 stages", i);
+    gpu_target_caps no = nv.caps;
+    no.has_wgmma = 0;
+    CHECK(refused(gpu_plan_check(&p, &no)), "matmul %d: refused without warpgroup MMA", i);
+  }
+  gpu_target_close(&nv);
+  st = gpu_target_open("amdgpu-gfx942", COV_F16, &amd);
+  CHECK(!st, "cannot open amdgpu-gfx942");
+  if (st) {
+    cov_status_free(st);
+    return;
+  }
+  gpu_problem q = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F16, .batch = 1, .m = 4096, .n = 4096, .k = 4096};
+  gpu_plan p;
+  st = gpu_plan_choose(&q, &amd.caps, (const int (*)[3])amd.shapes, amd.n_shapes, &p);
+  CHECK(!st && !amd.caps.has_wgmma && !p.wgmma, "AMDGPU plans no warpgroup MMA");
+  cov_status_free(st);
+  gpu_target_close(&amd);
+}
+
 int main(void) {
   test_swizzle();
+  test_wgmma_plans();
   test_raster();
   test_errors();
   static const char *targets[] = {"nvptx-sm90", "amdgpu-gfx90a", "amdgpu-gfx942"};
