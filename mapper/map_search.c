@@ -188,7 +188,10 @@ static sig order_sig(search *S, int lv, const int *ord, int n) {
   return g;
 }
 
-#define MAX_ORDERS 64
+/* Up to 7 active loops per level the exhaustive mode tries every permutation
+ * (more: the stationarity orders only); room for all 7! distinct signatures
+ * keeps it from dropping any. */
+#define MAX_ORDERS 5040
 typedef struct orders {
   int n;
   int ord[MAX_ORDERS][MAP_MAX_LOOPS];
@@ -200,7 +203,7 @@ static void add_order(search *S, int lv, orders *os, const int *ord, int n) {
   sig g = order_sig(S, lv, ord, n);
   for (int i = 0; i < os->n; i++)
     if (!memcmp(&os->sigs[i], &g, sizeof g)) return;
-  if (os->n >= MAX_ORDERS) return;
+  if (os->n >= MAX_ORDERS) return; /* unreachable: MAX_ORDERS is 7! */
   memcpy(os->ord[os->n], ord, sizeof(int) * (size_t)n);
   os->sigs[os->n++] = g;
 }
@@ -328,8 +331,10 @@ static void level_done(search *S, int lv) {
 
 /* Chooses loop l's factor at level lv, the levels below lv being fixed (the
  * innermost level is tiled first: it fixes the compute passes and the
- * innermost transfers, which bound the rest). Footprints only grow with a
- * factor, so the first divisor that does not fit ends the loop. */
+ * innermost transfers, which bound the rest). Largest factors first: big
+ * tiles are usually cheap, so the bound gets a good incumbent early and a
+ * small --budget still ends with a good schedule. A factor whose partial
+ * tiles do not fit is skipped (a smaller one may fit). */
 static void tile_rec(search *S, int lv, int l) {
   if (S->stop) return;
   if (l == S->p->n_loops) {
@@ -347,7 +352,7 @@ static void tile_rec(search *S, int lv, int l) {
   if (lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
   int64_t base[MAP_MAX_LEVELS];
   for (int k = 1; k <= lv; k++) base[k] = tile_at(S, k, l);
-  for (int i = 0; i < nd && !S->stop; i++) {
+  for (int i = nd - 1; i >= 0 && !S->stop; i--) {
     S->ch.fac[lv][l] = dv[i];
     int64_t delta[MAP_MAX_LEVELS];
     for (int k = 1; k <= lv; k++) {
@@ -358,7 +363,6 @@ static void tile_rec(search *S, int lv, int l) {
     for (int k = 1; k <= lv && fits; k++) fits = fits_ext(S, k);
     if (fits) tile_rec(S, lv, l + 1);
     for (int k = 1; k <= lv; k++) ext_add(S, k, l, -delta[k]);
-    if (!fits) break;
   }
   S->ch.fac[lv][l] = 1;
 }
