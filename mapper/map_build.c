@@ -227,6 +227,24 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       }
     }
   }
+  /* the epilogue's temporaries, after the places of their storage */
+  s->epi_node = t->epi_node;
+  s->epi_in_place = t->epi_in_place;
+  s->epi_addr = s->epi_bytes = 0;
+  if (t->epi_node >= 0 && L > 1) {
+    int node = t->epi_node;
+    if (node >= 256) {
+      if (why) *why = "storage node id out of range";
+      return -1;
+    }
+    s->epi_bytes = map_epi_bytes(t, s, tile[1]);
+    s->epi_addr = used[node];
+    used[node] += s->epi_bytes;
+    if (used[node] > g->storage[node].capacity_bytes) {
+      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
+      return -1;
+    }
+  }
   /* transfers */
   for (int lv = 1; lv < L; lv++)
     for (int o = 0; o < p->n_operands; o++) {

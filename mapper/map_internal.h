@@ -80,8 +80,34 @@ typedef struct map_target {
   int simd_node;       /* for the epilogue, -1 if none */
   int64_t wg_max;      /* instances of the level-1 storage (LDS per CU): 1 if one */
   int64_t wave_max;    /* compute instances per level-1 instance (waves per CU): 1 if one */
+  int epi_node;        /* storage of the epilogue's temporaries, -1 if no epilogue */
+  bool epi_in_place;   /* register 0 is the output's level-1 tile */
 } map_target;
 cov_status map_bind_target(const map_problem *prob, const cov_acg *acg, map_target *t);
+/* Where the epilogue's temporaries live (sets t->epi_node, t->epi_in_place):
+ * storage the SIMD unit both reads and writes and from which results reach
+ * DRAM; the output's level-1 storage first (register 0 then stays in place). */
+cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t);
+/* map_api.c: problem, epilogue and bindings of a layer on an ACG (what the
+ * search starts from). */
+cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
+                       map_target *t, cov_arena *arena);
+
+/* map_epilogue.c: the epilogue's temporaries for a level-1 output tile of
+ * tile[] (per problem loop), in elements of the accumulator type: a slot of
+ * npts (the tile's output points) per register not in place, row registers
+ * of npts / (row loop's tile) each, then the pooled result. */
+typedef struct map_epi_layout {
+  int64_t npts;
+  int64_t reg_off[MAP_MAX_VREGS]; /* -1: in place (register 0) or unused */
+  int64_t row_off[2], row_elems;
+  int64_t pool_off, pool_elems;   /* pool_off -1: no pooling */
+  int64_t elems;                  /* the whole area */
+} map_epi_layout;
+void map_epi_plan(const map_schedule *s, bool in_place, const int64_t *tile,
+                    map_epi_layout *out);
+/* Bytes of that area (0 without an epilogue node). */
+uint64_t map_epi_bytes(const map_target *t, const map_schedule *s, const int64_t *tile);
 
 /* map_build.c: schedule from a choice; returns 0 and fills s, or -1 when the
  * tiles do not fit (why in *why when non-NULL). */

@@ -109,6 +109,17 @@ static bool fits_ext(const search *S, int only) {
       used[j] += b;
       if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
     }
+    /* the epilogue's temporaries grow with the level-1 output tile; they
+     * share their node with whatever level-1 places it holds */
+    if (lv == 1 && S->t->epi_node >= 0 && S->proto->n_vops) {
+      int64_t tl[MAP_MAX_LOOPS];
+      for (int l = 0; l < p->n_loops; l++) tl[l] = tile_at(S, 1, l);
+      uint64_t e = map_epi_bytes(S->t, S->proto, tl);
+      int j = 0;
+      while (j < n_nodes && nodes[j] != S->t->epi_node) j++;
+      if ((j < n_nodes ? used[j] : 0) + e > S->t->acg->storage[S->t->epi_node].capacity_bytes)
+        return false;
+    }
   }
   return true;
 }
@@ -551,6 +562,35 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
   free(sp);
 }
 
+/* Why nothing fitted: the epilogue's temporaries alone, for the smallest
+ * output tile the epilogue accepts (whole rows, whole pool windows), when
+ * they exceed their storage; else the general message. */
+static cov_status no_fit(const search *S) {
+  const map_target *t = S->t;
+  const map_problem *p = S->p;
+  if (t->epi_node >= 0 && S->L > 1) {
+    int64_t tl[MAP_MAX_LOOPS];
+    for (int l = 0; l < p->n_loops; l++) tl[l] = 1;
+    for (int v = 0; v < S->proto->n_vops; v++) {
+      const map_vop *vo = &S->proto->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE) tl[vo->loop] = p->extent[vo->loop];
+      if (vo->kind == MAP_VOP_POOL)
+        for (int k = 0; k < 2; k++) tl[vo->pool_loop[k]] = vo->window[k];
+    }
+    uint64_t need = map_epi_bytes(t, S->proto, tl);
+    const acg_storage *st = &t->acg->storage[t->epi_node];
+    if (need > st->capacity_bytes)
+      return cov_error(COV_MAPPING_FAILED, NULL,
+                       "%s on %s: the epilogue's temporaries need at least %llu bytes of %s even "
+                       "for the smallest output tile, and %s holds %llu",
+                       p->layer, t->acg->name, (unsigned long long)need, st->name, st->name,
+                       (unsigned long long)st->capacity_bytes);
+  }
+  return cov_error(COV_MAPPING_FAILED, NULL,
+                   "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
+                   p->layer, t->acg->name, (long long)S->candidates);
+}
+
 cov_status map_search(const map_target *t, const map_schedule *proto, const cov_map_options *opt,
                       cov_schedule *out) {
   search *S = calloc(1, sizeof *S);
@@ -613,9 +653,7 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
                              "%s on %s: the budget of %lld evaluations ran out before any schedule "
                              "fitted the storage capacities; raise --budget",
                              p->layer, t->acg->name, (long long)opt->budget)
-                 : cov_error(COV_MAPPING_FAILED, NULL,
-                             "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
-                             p->layer, t->acg->name, (long long)S->candidates);
+                 : no_fit(S);
   } else {
     out->s = S->best[0];
     out->n_alts = S->n_best - 1;

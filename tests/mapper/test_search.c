@@ -161,15 +161,7 @@ static void compare(const char *suite, const char *name, const cov_acg *acg) {
   map_schedule *proto = calloc(1, sizeof *proto);
   map_target *t = calloc(1, sizeof *t);
   cov_arena *arena = cov_arena_create();
-  int first = 1;
-  if (!st) st = map_extract(l, proto, &first, arena);
-  if (!st) st = map_lower_epilogue(l, first, proto, arena);
-  if (!st) st = map_bind_target(&proto->prob, acg, t);
-  if (!st) {
-    proto->acg = acg;
-    proto->acc_dtype = t->acc_dtype;
-    st = map_bind_epilogue(acg, proto);
-  }
+  if (!st) st = map_prepare(l, acg, proto, t, arena);
   cov_schedule *x = NULL, *pr = NULL;
   if (!st) st = cov_map(l, acg, &(cov_map_options){.exhaustive = 1}, &x);
   if (!st) st = cov_map(l, acg, &(cov_map_options){0}, &pr);
