@@ -366,9 +366,10 @@ static cov_acg *vmem_acg(const char *vmem) {
   return acg;
 }
 
-/* Maps a suite layer on acg and checks its result through the interpreter. */
+/* Maps a suite layer on acg and checks its result through the interpreter.
+ * The layer is returned too: the schedule names point into it. */
 static cov_schedule *map_checked(const char *suite, const char *layer, int scale, const cov_acg *acg,
-                                 cov_status *st_out) {
+                                 cov_layer **l_out, cov_status *st_out) {
   cov_layer *l = NULL;
   cov_schedule *s = NULL;
   cov_status st = acg ? cov_layer_from_suite(suite, layer, scale, &l)
@@ -387,7 +388,7 @@ static cov_schedule *map_checked(const char *suite, const char *layer, int scale
     cov_tensor_release(&got);
     free_inputs(&in);
   }
-  cov_layer_free(l);
+  *l_out = l;
   *st_out = st;
   return s;
 }
@@ -396,7 +397,8 @@ static void epilogue_capacity(const char *suite) {
   cov_status st;
   cov_acg *tiny = vmem_acg("64B"), *small_acg = vmem_acg("1KiB"), *big_acg = vmem_acg("64KiB");
   /* softmax rows of 16 need 16 values of register 0 plus a row register */
-  cov_schedule *s = map_checked(suite, "bert_base_attn_qk", 8, tiny, &st);
+  cov_layer *l0 = NULL, *l1 = NULL, *l2 = NULL;
+  cov_schedule *s = map_checked(suite, "bert_base_attn_qk", 8, tiny, &l0, &st);
   CHECK(s == NULL && st != NULL && cov_status_code(st) == COV_MAPPING_FAILED);
   const char *m = st ? cov_status_message(st) : "";
   printf("expected error: %s\n", m);
@@ -405,10 +407,10 @@ static void epilogue_capacity(const char *suite) {
   cov_status_free(st);
   cov_schedule_free(s);
   /* bias + relu: a small vmem bounds the output tile */
-  cov_schedule *big = map_checked(suite, "dlrm_mlp_top", 8, big_acg, &st);
+  cov_schedule *big = map_checked(suite, "dlrm_mlp_top", 8, big_acg, &l1, &st);
   CHECK(big != NULL && st == NULL);
   cov_status_free(st);
-  cov_schedule *small = map_checked(suite, "dlrm_mlp_top", 8, small_acg, &st);
+  cov_schedule *small = map_checked(suite, "dlrm_mlp_top", 8, small_acg, &l2, &st);
   CHECK(small != NULL && st == NULL);
   cov_status_free(st);
   if (big && small) {
@@ -435,6 +437,9 @@ static void epilogue_capacity(const char *suite) {
   }
   cov_schedule_free(big);
   cov_schedule_free(small);
+  cov_layer_free(l0);
+  cov_layer_free(l1);
+  cov_layer_free(l2);
   cov_acg_free(tiny);
   cov_acg_free(small_acg);
   cov_acg_free(big_acg);
