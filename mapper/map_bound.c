@@ -40,12 +40,24 @@
  *   - a transfer at a level lv < F (tile not yet known): bytes * count >= the
  *     operand's compulsory volume (below) and count / inst >= 1 / (all
  *     instance trips).
+ *   - once every factor is known (F == 0), the first level K whose order is
+ *     still open has some innermost scheduled loop z (at level 0 a reduction
+ *     when one has trips there, else a workgroup loop, else an output loop;
+ *     at level 1 a temporal loop, else a wave loop: map_build.c's layout).
+ *     Every operand z pins has its innermost pinning loop of level K at the
+ *     end of the level, so its count there is the product of all of level
+ *     K's trips (times those of the levels above). Each completion has one
+ *     such z, so it costs at least the bound under its z, hence at least the
+ *     least of those bounds; map_bound_cuts cuts only when every one of them
+ *     exceeds the limit. Without that assumption the bound is no larger than
+ *     under any z, which is why it is tried first.
  *   Compulsory volume: a tile t moved once per distinct tile of the loops it
  *   depends on moves box(t) * prod_{l dep} (extent_l / t_l) elements, with
  *   box(t) = prod_d (1 + sum_l |coef_dl| (t_l - 1)). Minimising each
  *   dimension's factor on its own (a loop's count factor is charged to the
  *   first dimension it indexes; elsewhere it only enlarges the box) over all
  *   divisor tiles gives at most the joint minimum, hence a lower bound. */
+#include <math.h>
 #include <string.h>
 
 #include "mapper/map_internal.h"
@@ -153,20 +165,28 @@ static int64_t tile(const map_bound *B, const map_choice *ch, int lv, int l) {
   return v;
 }
 
-/* Lower bound of the count of operand o's transfer at level lv >= max(F,1). */
-static double count_lb(const map_bound *B, const map_choice *ch, int o, int lv, int F, int K) {
+#define Z_NONE (-1)    /* no assumption on level K's innermost loop */
+#define Z_SPATIAL (-2) /* level K's innermost loop is an instance loop */
+
+/* Lower bound of the count of operand o's transfer at level lv >= max(F,1),
+ * given that the innermost scheduled loop of level K (when its order is not
+ * known yet) is z. */
+static double count_lb(const map_bound *B, const map_choice *ch, int o, int lv, int F, int K, int z) {
   const map_problem *p = &B->proto->prob;
   for (int j = lv - 1; j >= F; j--) {
-    double pin = 1;
+    double pin = 1, all = 1;
     for (int l = 0; l < p->n_loops; l++) {
+      double inst = j == 0 ? (double)ch->wg[l] : j == 1 ? (double)ch->wave[l] : 1;
       if (B->dep[o][l]) pin *= (double)ch->fac[j][l];
-      if (j == 0) pin *= (double)ch->wg[l];
-      if (j == 1) pin *= (double)ch->wave[l];
+      pin *= inst;
+      all *= (double)ch->fac[j][l] * inst;
     }
     if (pin <= 1) continue;
     double outer = 1;
     if (j >= 1)
       for (int l = 0; l < p->n_loops; l++) outer *= (double)(p->extent[l] / tile(B, ch, j, l));
+    /* pinned by the innermost loop of its level: every trip of it counts */
+    if (j == K && (z == Z_SPATIAL || (z >= 0 && B->dep[o][z]))) return outer * all;
     if (j >= K) return outer * pin;
     map_sloop sl[MAP_MAX_SLOOPS];
     int n = map_level_sloops(B->t, p, ch, j, sl, MAP_MAX_SLOOPS);
@@ -185,7 +205,7 @@ static double count_lb(const map_bound *B, const map_choice *ch, int o, int lv, 
   return c;
 }
 
-double map_bound_lb(const map_bound *B, const map_choice *ch, int F, int K) {
+static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z) {
   const map_target *t = B->t;
   const map_problem *p = &B->proto->prob;
   const cov_acg *g = t->acg;
@@ -213,7 +233,7 @@ double map_bound_lb(const map_bound *B, const map_choice *ch, int F, int K) {
         int64_t elems = 1;
         for (int d = 0; d < p->operands[o].rank; d++) elems *= box[d];
         double bytes = (double)map_xfer_bytes(t, B->proto, o, lv, elems);
-        double cnt = count_lb(B, ch, o, lv, F, K);
+        double cnt = count_lb(B, ch, o, lv, F, K, z);
         vol = bytes * cnt;
         one = bytes / x->bw + x->lat;
         lat_n = x->lat * cnt / B->inst_below[lv];
@@ -241,4 +261,42 @@ double map_bound_lb(const map_bound *B, const map_choice *ch, int F, int K) {
     if (per_edge[k] > overlapped) overlapped = per_edge[k];
   if (B->dram_bw > 0 && dram / B->dram_bw > overlapped) overlapped = dram / B->dram_bw;
   return (busy > overlapped ? busy : overlapped) + serial + fill;
+}
+
+/* The candidates for the innermost scheduled loop of level K (its order not
+ * yet chosen; map_level_sloops): at level 0 the reductions come last, then
+ * the workgroup loops, then the output loops; at level 1 the waves come
+ * first. Returns their number (0: the level has no loop). */
+static int innermost_candidates(const map_bound *B, const map_choice *ch, int K, int *z) {
+  const map_problem *p = &B->proto->prob;
+  int n = 0;
+  bool inst = false;
+  for (int l = 0; l < p->n_loops; l++) inst |= K == 0 ? ch->wg[l] > 1 : K == 1 && ch->wave[l] > 1;
+  if (K == 0)
+    for (int l = 0; l < p->n_loops; l++)
+      if (ch->fac[0][l] > 1 && p->reduction[l]) z[n++] = l;
+  if (n == 0 && K == 0 && inst) {
+    z[n++] = Z_SPATIAL;
+    return n;
+  }
+  if (n == 0)
+    for (int l = 0; l < p->n_loops; l++)
+      if (ch->fac[K][l] > 1 && (K != 0 || !p->reduction[l])) z[n++] = l;
+  if (n == 0 && inst) z[n++] = Z_SPATIAL;
+  return n;
+}
+
+bool map_bound_cuts(const map_bound *B, const map_choice *ch, int F, int K, double limit) {
+  /* assuming nothing about the innermost loop gives the smallest bound of
+   * all; when even it exceeds the limit, so do they */
+  if (lb_z(B, ch, F, K, Z_NONE) > limit) return true;
+  /* once every factor is known, whichever loop ends up innermost at the
+   * first level whose order is open makes every operand it pins move once
+   * per trip of that level: the completions are cut when the bound under
+   * each choice exceeds the limit */
+  int z[MAP_MAX_LOOPS + 1];
+  int n = F == 0 && K < B->L - 1 ? innermost_candidates(B, ch, K, z) : 0;
+  for (int i = 0; i < n; i++)
+    if (lb_z(B, ch, F, K, z[i]) <= limit) return false;
+  return n > 0;
 }

@@ -163,10 +163,10 @@ typedef struct map_bound {
 void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto);
 /* After ch's sp, sp_axis, wg, wave and dbuf are set. */
 void map_bound_config(map_bound *B, const map_choice *ch);
-/* Lower bound of the cycles of every schedule that keeps ch's factors of
- * levels >= F (F == 0: all, level 0 holding the rest) and orders of levels
- * < K (K > 0 only with F == 0). */
-double map_bound_lb(const map_bound *B, const map_choice *ch, int F, int K);
+/* Whether every schedule that keeps ch's factors of levels >= F (F == 0:
+ * all, level 0 holding the rest) and orders of levels < K (K > 0 only with
+ * F == 0) costs more than limit cycles, by a lower bound of the cost. */
+bool map_bound_cuts(const map_bound *B, const map_choice *ch, int F, int K, double limit);
 
 /* map_search.c */
 cov_status map_search(const map_target *t, const map_schedule *proto,

@@ -12,7 +12,7 @@
  * the innermost storage level outwards (it fixes the compute passes and the
  * innermost transfers), loop by loop within a level, and cut as soon as a
  * partial tile exceeds a capacity (footprints only grow); level 0 takes what
- * remains. After each level, and after each level's order, map_bound_lb
+ * remains. After each level, and after each level's order, map_bound_cuts
  * bounds the cost of every completion from below (proof in map_bound.c); a
  * subtree whose bound exceeds the worst cost the kept list would still
  * accept is skipped, which can never drop a schedule the list would keep.
@@ -269,17 +269,18 @@ static void level_orders(search *S, int lv, orders *os) {
   } while (next_perm(ops, no));
 }
 
-/* Whether a bound rules out every completion: it exceeds the worst cost the
- * kept list would still accept (once full), or the exhaustive mode's seed
- * (the pruned search's worst kept cost, itself a schedule of the space, so
- * the exhaustive list can only do better). Equal costs are not pruned by the
- * seed: a tie enumerated earlier must still win. The margin absorbs the
- * rounding of the bound's different evaluation order. */
-static bool pruned_by(const search *S, double lb) {
+/* Whether the bound rules out every completion of the current partial
+ * choice (factors of levels >= F, orders of levels < K): it exceeds the
+ * worst cost the kept list would still accept (once full), or the
+ * exhaustive mode's seed (the pruned search's worst kept cost, itself a
+ * schedule of the space, so the exhaustive list can only do better). Equal
+ * costs are not cut: a tie enumerated earlier must still win. The margin
+ * absorbs the rounding of the bound's different evaluation order. */
+static bool pruned_by(const search *S, int F, int K) {
   double b = S->seed;
   if (S->n_best == MAP_MAX_ALTS + 1 && S->best[MAP_MAX_ALTS].cost.cycles < b)
     b = S->best[MAP_MAX_ALTS].cost.cycles;
-  return lb > b * (1 + 1e-9);
+  return b < HUGE_VAL && map_bound_cuts(&S->B, &S->ch, F, K, b * (1 + 1e-9));
 }
 
 static void orders_rec(search *S, int lv, orders *all) {
@@ -295,7 +296,7 @@ static void orders_rec(search *S, int lv, orders *all) {
       if (S->ch.fac[lv][l] <= 1) S->ch.order[lv][k++] = l;
     /* the orders of levels <= lv fix the counts of the transfers into
      * levels <= lv + 1 (the last level's order moves no transfer) */
-    if (lv + 1 < S->L && all[lv].n > 1 && pruned_by(S, map_bound_lb(&S->B, &S->ch, 0, lv + 1)))
+    if (lv + 1 < S->L && all[lv].n > 1 && pruned_by(S, 0, lv + 1))
       continue;
     orders_rec(S, lv + 1, all);
   }
@@ -315,7 +316,7 @@ static void tiling_done(search *S) {
           if (tile_at(S, 1, vo->pool_loop[k]) % vo->window[k]) return;
     }
   S->candidates++;
-  if (pruned_by(S, map_bound_lb(&S->B, &S->ch, 0, 0))) return;
+  if (pruned_by(S, 0, 0)) return;
   orders *all = S->ords;
   for (int lv = 0; lv < S->L; lv++) level_orders(S, lv, &all[lv]);
   orders_rec(S, 0, all);
@@ -327,7 +328,7 @@ static void tile_rec(search *S, int lv, int l);
  * level 1, level 0 takes what remains of every loop. */
 static void level_done(search *S, int lv) {
   if (lv >= 2) {
-    if (pruned_by(S, map_bound_lb(&S->B, &S->ch, lv, 0))) return;
+    if (pruned_by(S, lv, 0)) return;
     tile_rec(S, lv - 1, 0);
     return;
   }
@@ -553,7 +554,7 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
             for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
           map_bound_config(&S->B, &S->ch);
           /* nothing tiled yet: compute at full rate and compulsory traffic */
-          if (pruned_by(S, map_bound_lb(&S->B, &S->ch, S->L, 0))) continue;
+          if (pruned_by(S, S->L, 0)) continue;
           ext_reset(S);
           tile_rec(S, S->L - 1, 0);
         }
