@@ -43,7 +43,6 @@ typedef struct search {
   int L;
   map_choice ch;
   int64_t rem[MAP_MAX_LOOPS];
-  cov_schedule *out;
   map_schedule best[MAP_MAX_ALTS + 1];
   int n_best;
   int64_t evals, candidates;
@@ -71,7 +70,7 @@ static int64_t tile_at(const search *S, int lv, int l) {
   return t;
 }
 
-/* Adds sign * (tile - min tile) of loop l at level lv to the extents. */
+/* Adds a change `delta` of loop l's tile at level lv to the extents. */
 static void ext_add(search *S, int lv, int l, int64_t delta) {
   for (int k = 0; k < S->n_lterms[l]; k++)
     S->ext[lv][S->lterms[l][k].o][S->lterms[l][k].d] += S->lterms[l][k].coef * delta;
@@ -445,7 +444,7 @@ static int spatial_bindings(const search *S, spatial **out) {
   const map_target *t = S->t;
   const acg_compute *cn = &t->acg->compute[t->node - t->acg->n_storage];
   bool array = cn->kind != ACG_SIMD;
-  int max_sp = 4096, n_sp = 0;
+  int max_sp = 256, n_sp = 0;
   spatial *sp = calloc((size_t)max_sp, sizeof *sp);
   if (!sp) return -1;
   int64_t dv0[256], dv1[256];
@@ -459,7 +458,15 @@ static int spatial_bindings(const search *S, spatial **out) {
       for (int i = 0; i < n0; i++)
         for (int j = 0; j < n1; j++) {
           if ((uint64_t)dv0[i] > t->dims[0] || (uint64_t)dv1[j] > t->dims[1]) continue;
-          if (n_sp >= max_sp) continue;
+          if (n_sp >= max_sp) { /* the exhaustive mode needs every one */
+            spatial *grown = realloc(sp, sizeof *sp * (size_t)max_sp * 2);
+            if (!grown) {
+              free(sp);
+              return -1;
+            }
+            sp = grown;
+            max_sp *= 2;
+          }
           spatial *c = &sp[n_sp++];
           c->loop[0] = a;
           c->loop[1] = b;
@@ -601,7 +608,6 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
   S->p = &proto->prob;
   S->opt = opt;
   S->L = t->n_levels;
-  S->out = out;
   S->seed = HUGE_VAL;
   const map_problem *p = S->p;
   for (int o = 0; o < p->n_operands; o++)
