@@ -5,6 +5,18 @@
 
 #include "mapper/map_internal.h"
 
+cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
+                       map_target *t, cov_arena *arena) {
+  int first = 1;
+  COV_RETURN_IF_ERROR(map_extract(layer, proto, &first, arena));
+  COV_RETURN_IF_ERROR(map_lower_epilogue(layer, first, proto, arena));
+  COV_RETURN_IF_ERROR(map_bind_target(&proto->prob, acg, t));
+  proto->acg = acg;
+  proto->acc_dtype = t->acc_dtype;
+  COV_RETURN_IF_ERROR(map_bind_epilogue(acg, proto));
+  return map_bind_epilogue_storage(proto, t);
+}
+
 cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
                    cov_schedule **out) {
   *out = NULL;
@@ -16,15 +28,7 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   map_target *t = calloc(1, sizeof *t);
   cov_status st = NULL;
   if (!cs->arena || !proto || !t) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  int first = 1;
-  if (!st) st = map_extract(layer, proto, &first, cs->arena);
-  if (!st) st = map_lower_epilogue(layer, first, proto, cs->arena);
-  if (!st) st = map_bind_target(&proto->prob, acg, t);
-  if (!st) {
-    proto->acg = acg;
-    proto->acc_dtype = t->acc_dtype;
-    st = map_bind_epilogue(acg, proto);
-  }
+  if (!st) st = map_prepare(layer, acg, proto, t, cs->arena);
   if (!st) st = map_search(t, proto, opt, cs);
   if (!st) {
     st = map_verify(&cs->s);

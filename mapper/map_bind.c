@@ -256,3 +256,40 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   }
   return NULL;
 }
+
+/* Whether data can move from node a to node b over one ACG edge. */
+static bool edge_between(const cov_acg *g, int a, int b) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *E = &g->edges[e];
+    if ((E->from == a && E->to == b) || (E->bidirectional && E->from == b && E->to == a)) return true;
+  }
+  return false;
+}
+
+cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
+  const cov_acg *g = t->acg;
+  t->epi_node = -1;
+  t->epi_in_place = false;
+  if (proto->n_vops == 0) return NULL;
+  int simd = proto->vops[0].node;
+  int out1 = t->path[proto->prob.output][1];
+  /* the output's level-1 storage reaches DRAM along the output's own path;
+   * any other storage needs an edge to DRAM of its own. The NPU code
+   * generator places the epilogue by the same rule. */
+  for (int k = -1; k < g->n_storage; k++) {
+    int b = k < 0 ? out1 : k;
+    if (b < 0 || g->storage[b].kind == ACG_DRAM || g->storage[b].kind == ACG_CACHE) continue;
+    if (!edge_between(g, simd, b) || !edge_between(g, b, simd)) continue;
+    bool to_dram = b == out1;
+    for (int d = 0; d < g->n_storage && !to_dram; d++)
+      to_dram = g->storage[d].kind == ACG_DRAM && edge_between(g, b, d);
+    if (!to_dram) continue;
+    t->epi_node = b;
+    t->epi_in_place = b == out1;
+    return NULL;
+  }
+  return cov_error(COV_MAPPING_FAILED, NULL,
+                   "%s: the epilogue's temporaries need storage that %s both reads and writes "
+                   "and that can store to DRAM; %s has none",
+                   proto->prob.layer, acg_node_name(g, simd), g->name);
+}

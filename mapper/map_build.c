@@ -60,6 +60,69 @@ static bool depends(const map_operand *op, int loop) {
   return false;
 }
 
+/* The scheduled loops of one level, outermost first (steps not set): the
+ * level's loops in the order the choice gives; level 0 keeps reductions
+ * innermost so that the outermost on-chip output tile sees its whole
+ * reduction (the epilogue and the DRAM store happen once per tile);
+ * workgroups sit at level 0 between the output loops and the reductions,
+ * waves outermost at level 1. Loops of one trip are left out. The search's
+ * bounds read the same sequence, so both agree on where transfers go. */
+int map_level_sloops(const map_target *t, const map_problem *p, const map_choice *ch, int lv,
+                     map_sloop *out, int max) {
+  int L = t->n_levels, k = 0;
+  int order[MAP_MAX_LOOPS], n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < p->n_loops; i++) {
+      int l = ch->order[lv][i];
+      if (lv == 0 && (pass == 0) == p->reduction[l]) continue;
+      if (lv != 0 && pass == 1) continue;
+      order[n++] = l;
+    }
+  for (int i = 0; i <= n; i++) {
+    bool wg_here = lv == 0 && (i == n || p->reduction[order[i]]) &&
+                   (i == 0 || !p->reduction[order[i - 1]]);
+    if ((wg_here || (lv == 1 && i == 0)) && L > 1)
+      for (int l = 0; l < p->n_loops; l++) {
+        int64_t f = lv == 0 ? ch->wg[l] : ch->wave[l];
+        if (f <= 1) continue;
+        if (k >= max) return -1;
+        out[k++] = (map_sloop){l, lv, true, lv == 0 ? MAP_AX_WORKGROUP : MAP_AX_WAVE, f, 0};
+      }
+    if (i == n) break;
+    int l = order[i];
+    if (ch->fac[lv][l] <= 1) continue;
+    if (k >= max) return -1;
+    out[k++] = (map_sloop){l, lv, false, MAP_AX_NONE, ch->fac[lv][l], 0};
+  }
+  return k;
+}
+
+/* The element type of operand o's tile at level lv: the model's in DRAM; on
+ * chip, the multiplicand type for mac inputs, the accumulator type for the
+ * output, the model's for the rest. */
+cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv) {
+  const map_operand *op = &p->operands[o];
+  if (lv == 0) return op->dtype;
+  if (op->role == MAP_ROLE_INPUT) return p->kind == MAP_MAIN_MAC ? t->mul_dtype : op->dtype;
+  return op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
+}
+
+/* Bytes one transfer of operand o into (or out of) level lv moves for a tile
+ * of `elems` elements: inputs arrive in the outer level's type; the output
+ * leaves level 1 for DRAM in the model's type, pooled by the epilogue, and
+ * moves between on-chip levels as accumulators. */
+uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int lv, int64_t elems) {
+  const map_problem *p = &s->prob;
+  if (p->operands[o].role != MAP_ROLE_OUTPUT)
+    return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv - 1));
+  if (lv >= 2) return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv));
+  uint64_t bytes = (uint64_t)elems * cov_dtype_size(p->operands[o].dtype);
+  for (int v = 0; v < s->n_vops; v++)
+    if (s->vops[v].kind == MAP_VOP_POOL)
+      bytes /= (uint64_t)(s->vops[v].window[0] * s->vops[v].window[1]);
+  return bytes;
+}
+
 int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
               map_schedule *s, const char **why) {
   const cov_acg *g = t->acg;
@@ -75,48 +138,13 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
   s->n_levels = L;
   s->n_sloops = 0;
   s->n_xfers = 0;
-  /* scheduled loops: per level in the given order; level 0 keeps reductions
-   * innermost so that the outermost on-chip output tile sees its whole
-   * reduction (the epilogue and the DRAM store happen once per tile) */
   for (int lv = 0; lv < L; lv++) {
-    int order[MAP_MAX_LOOPS], n = 0;
-    for (int pass = 0; pass < 2; pass++)
-      for (int i = 0; i < p->n_loops; i++) {
-        int l = ch->order[lv][i];
-        if (lv == 0 && (pass == 0) == p->reduction[l]) continue;
-        if (lv != 0 && pass == 1) continue;
-        order[n++] = l;
-      }
-    for (int i = 0; i <= n; i++) {
-      /* workgroups: level 0, between the output loops and the reduction
-       * loops; waves: outermost at level 1 */
-      bool wg_here = lv == 0 && (i == n || p->reduction[order[i]]) &&
-                     (i == 0 || !p->reduction[order[i - 1]]);
-      if ((wg_here || (lv == 1 && i == 0)) && L > 1)
-        for (int l = 0; l < p->n_loops; l++) {
-          int64_t f = lv == 0 ? ch->wg[l] : ch->wave[l];
-          if (f <= 1) continue;
-          map_sloop *sl = &s->sloops[s->n_sloops++];
-          sl->loop = l;
-          sl->level = lv;
-          sl->spatial = true;
-          sl->axis = lv == 0 ? MAP_AX_WORKGROUP : MAP_AX_WAVE;
-          sl->trips = f;
-        }
-      if (i == n) break;
-      int l = order[i];
-      if (ch->fac[lv][l] <= 1) continue;
-      if (s->n_sloops >= MAP_MAX_SLOOPS) {
-        if (why) *why = "too many scheduled loops";
-        return -1;
-      }
-      map_sloop *sl = &s->sloops[s->n_sloops++];
-      sl->loop = l;
-      sl->level = lv;
-      sl->spatial = false;
-      sl->axis = MAP_AX_NONE;
-      sl->trips = ch->fac[lv][l];
+    int n = map_level_sloops(t, p, ch, lv, s->sloops + s->n_sloops, MAP_MAX_SLOOPS - s->n_sloops);
+    if (n < 0) {
+      if (why) *why = "too many scheduled loops";
+      return -1;
     }
+    s->n_sloops += n;
   }
   /* spatial loops: innermost, at the last level */
   for (int ax = MAP_AX_ROWS; ax <= MAP_AX_LANES; ax++)
@@ -177,13 +205,10 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       for (int l = 0; l < p->n_loops; l++) pl->tile[l] = tile[lv][l];
       if (lv == 0) {
         for (int d = 0; d < op->rank; d++) pl->shape[d] = op->shape[d];
-        pl->dtype = op->dtype;
       } else {
         map_tile_box(op, p->n_loops, tile[lv], pl->shape);
-        pl->dtype = op->role == MAP_ROLE_INPUT ? t->mul_dtype
-                    : op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
-        if (p->kind != MAP_MAIN_MAC && op->role == MAP_ROLE_INPUT) pl->dtype = op->dtype;
       }
+      pl->dtype = map_place_dtype(t, p, o, lv);
       pl->elems = 1;
       for (int d = 0; d < op->rank; d++) pl->elems *= pl->shape[d];
       pl->bytes = (uint64_t)pl->elems * cov_dtype_size(pl->dtype);
@@ -200,6 +225,24 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         if (why) *why = "tiles exceed a storage capacity";
         return -1;
       }
+    }
+  }
+  /* the epilogue's temporaries, after the places of their storage */
+  s->epi_node = t->epi_node;
+  s->epi_in_place = t->epi_in_place;
+  s->epi_addr = s->epi_bytes = 0;
+  if (t->epi_node >= 0 && L > 1) {
+    int node = t->epi_node;
+    if (node >= 256) {
+      if (why) *why = "storage node id out of range";
+      return -1;
+    }
+    s->epi_bytes = map_epi_bytes(t, s, tile[1]);
+    s->epi_addr = used[node];
+    used[node] += s->epi_bytes;
+    if (used[node] > g->storage[node].capacity_bytes) {
+      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
+      return -1;
     }
   }
   /* transfers */
@@ -236,16 +279,11 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
                           s->place[o][lv].bytes, count};
         }
         map_xfer *x = &s->xfers[s->n_xfers++];
-        uint64_t bytes = lv == 1 ? (uint64_t)s->place[o][lv].elems * cov_dtype_size(op->dtype)
-                                 : s->place[o][lv].bytes;
-        if (lv == 1)
-          for (int v = 0; v < s->n_vops; v++)
-            if (s->vops[v].kind == MAP_VOP_POOL)
-              bytes /= (uint64_t)(s->vops[v].window[0] * s->vops[v].window[1]);
+        uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
         *x = (map_xfer){o, MAP_STORE, lv, here, outer, t->edge_in[o][lv], after, false, bytes, count};
       } else {
         map_xfer *x = &s->xfers[s->n_xfers++];
-        uint64_t bytes = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv - 1].dtype);
+        uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }

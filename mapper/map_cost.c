@@ -19,15 +19,45 @@
 
 #include "mapper/map_internal.h"
 
-static double edge_bw(const cov_acg *g, const map_xfer *x) {
+double map_edge_bw(const cov_acg *g, int edge, int src, int dst) {
   double bw = 0;
-  if (x->edge >= 0) bw = g->edges[x->edge].bandwidth_bytes_per_cycle;
-  double sb = g->storage[x->src].bandwidth_bytes_per_cycle;
-  double db = g->storage[x->dst].bandwidth_bytes_per_cycle;
+  if (edge >= 0) bw = g->edges[edge].bandwidth_bytes_per_cycle;
+  double sb = g->storage[src].bandwidth_bytes_per_cycle;
+  double db = g->storage[dst].bandwidth_bytes_per_cycle;
   if (bw <= 0) bw = 1e30;
   if (sb > 0 && sb < bw) bw = sb;
   if (db > 0 && db < bw) bw = db;
   return bw;
+}
+
+static double edge_bw(const cov_acg *g, const map_xfer *x) {
+  return map_edge_bw(g, x->edge, x->src, x->dst);
+}
+
+double map_issue_cycles(const cov_acg *g, int node, int cap_index) {
+  const acg_compute *cn = &g->compute[node - g->n_storage];
+  const acg_capability *cap = &cn->caps[cap_index];
+  double units = cn->kind == ACG_SIMD ? (cn->dims[0] ? cn->dims[0] : 1)
+                                      : (double)(cap->tile_rank >= 2 ? cap->tile[0] * cap->tile[1]
+                                                                     : cn->dims[0] * cn->dims[1]);
+  if (units < 1) units = 1;
+  return units / (cap->throughput > 0 ? cap->throughput : 1);
+}
+
+double map_epilogue_cycles(const map_schedule *s, double par) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  int64_t out_elems = 1;
+  const map_operand *out = &p->operands[p->output];
+  for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
+  double cyc = 0;
+  for (int v = 0; v < s->n_vops; v++) {
+    const map_vop *vo = &s->vops[v];
+    if (vo->node < 0) continue;
+    const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
+    cyc += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1) / par;
+  }
+  return cyc;
 }
 
 void map_cost_eval(map_schedule *s) {
@@ -46,11 +76,7 @@ void map_cost_eval(map_schedule *s) {
     if (sl->level < L - 1) passes *= (double)sl->trips;
     else if (!sl->spatial) inner *= (double)sl->trips;
   }
-  double units = cn->kind == ACG_SIMD ? (cn->dims[0] ? cn->dims[0] : 1)
-                                      : (double)(cap->tile_rank >= 2 ? cap->tile[0] * cap->tile[1]
-                                                                     : cn->dims[0] * cn->dims[1]);
-  if (units < 1) units = 1;
-  double per_issue = units / (cap->throughput > 0 ? cap->throughput : 1);
+  double per_issue = map_issue_cycles(g, s->node, s->cap);
   /* an array also walks the reduction depth tile[2] per issue where given */
   c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
   double par = 1; /* replicated instances working at once (workgroups x waves) */
@@ -60,12 +86,7 @@ void map_cost_eval(map_schedule *s) {
   int64_t out_elems = 1;
   const map_operand *out = &p->operands[p->output];
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
-  for (int v = 0; v < s->n_vops; v++) {
-    const map_vop *vo = &s->vops[v];
-    if (vo->node < 0) continue;
-    const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
-    c->epilogue_cycles += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1) / par;
-  }
+  c->epilogue_cycles = map_epilogue_cycles(s, par);
   /* transfers */
   double per_edge[512];
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;

@@ -100,6 +100,10 @@ void map_dump(const map_schedule *s, FILE *out) {
       fprintf(out, "] %s %llu B @%llu%s\n", cov_dtype_name(pl->dtype), (unsigned long long)pl->bytes,
               (unsigned long long)pl->addr, pl->double_buffered ? " x2" : "");
     }
+  if (s->n_vops && s->epi_node >= 0)
+    fprintf(out, "  epilogue temporaries %s %llu B @%llu%s\n", g->storage[s->epi_node].name,
+            (unsigned long long)s->epi_bytes, (unsigned long long)s->epi_addr,
+            s->epi_in_place ? " (register 0 in place)" : "");
   /* the nest, with transfers at their positions */
   int depth = 0;
   for (int i = -1; i < s->n_sloops; i++) {

@@ -301,3 +301,51 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   }
   return NULL;
 }
+
+/* The epilogue works on the output points of the level-1 tile (one per
+ * combination of its output loops): each register is one value per point,
+ * a row register one value per point with its row loop fixed, the pooled
+ * result one value per window. Register 0 needs no slot when it is the
+ * output's tile itself. Registers written by no op (and reg 0 when in place)
+ * take no room. */
+void map_epi_plan(const map_schedule *s, bool in_place, const int64_t *tile,
+                    map_epi_layout *out) {
+  const map_problem *p = &s->prob;
+  memset(out, 0, sizeof *out);
+  out->npts = 1;
+  for (int l = 0; l < p->n_loops; l++)
+    if (!p->reduction[l]) out->npts *= tile[l];
+  int64_t at = 0;
+  for (int r = 0; r < MAP_MAX_VREGS; r++) {
+    out->reg_off[r] = -1;
+    if (r >= s->n_vregs || (r == 0 && in_place)) continue;
+    out->reg_off[r] = at;
+    at += out->npts;
+  }
+  out->row_off[0] = out->row_off[1] = -1;
+  out->row_elems = 0;
+  for (int v = 0; v < s->n_vops; v++)
+    if (s->vops[v].kind == MAP_VOP_ROW_REDUCE && tile[s->vops[v].loop] > 0) {
+      int64_t e = out->npts / tile[s->vops[v].loop];
+      if (e > out->row_elems) out->row_elems = e;
+    }
+  for (int r = 0; r < s->n_rows && r < 2; r++) {
+    out->row_off[r] = at;
+    at += out->row_elems;
+  }
+  out->pool_off = -1;
+  for (int v = 0; v < s->n_vops; v++)
+    if (s->vops[v].kind == MAP_VOP_POOL && out->pool_off < 0) {
+      out->pool_off = at;
+      out->pool_elems = out->npts / ((int64_t)s->vops[v].window[0] * s->vops[v].window[1]);
+      at += out->pool_elems;
+    }
+  out->elems = at;
+}
+
+uint64_t map_epi_bytes(const map_target *t, const map_schedule *s, const int64_t *tile) {
+  if (t->epi_node < 0 || s->n_vops == 0) return 0;
+  map_epi_layout lay;
+  map_epi_plan(s, t->epi_in_place, tile, &lay);
+  return (uint64_t)lay.elems * cov_dtype_size(t->acc_dtype);
+}

@@ -85,18 +85,59 @@ typedef struct map_target {
   int simd_node;       /* for the epilogue, -1 if none */
   int64_t wg_max;      /* instances of the level-1 storage (LDS per CU): 1 if one */
   int64_t wave_max;    /* compute instances per level-1 instance (waves per CU): 1 if one */
+  int epi_node;        /* storage of the epilogue's temporaries, -1 if no epilogue */
+  bool epi_in_place;   /* register 0 is the output's level-1 tile */
 } map_target;
 cov_status map_bind_target(const map_problem *prob, const cov_acg *acg, map_target *t);
+/* Where the epilogue's temporaries live (sets t->epi_node, t->epi_in_place):
+ * storage the SIMD unit both reads and writes and from which results reach
+ * DRAM; the output's level-1 storage first (register 0 then stays in place). */
+cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t);
+/* map_api.c: problem, epilogue and bindings of a layer on an ACG (what the
+ * search starts from). */
+cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
+                       map_target *t, cov_arena *arena);
+
+/* map_epilogue.c: the epilogue's temporaries for a level-1 output tile of
+ * tile[] (per problem loop), in elements of the accumulator type: a slot of
+ * npts (the tile's output points) per register not in place, row registers
+ * of npts / (row loop's tile) each, then the pooled result. */
+typedef struct map_epi_layout {
+  int64_t npts;
+  int64_t reg_off[MAP_MAX_VREGS]; /* -1: in place (register 0) or unused */
+  int64_t row_off[2], row_elems;
+  int64_t pool_off, pool_elems;   /* pool_off -1: no pooling */
+  int64_t elems;                  /* the whole area */
+} map_epi_layout;
+void map_epi_plan(const map_schedule *s, bool in_place, const int64_t *tile,
+                    map_epi_layout *out);
+/* Bytes of that area (0 without an epilogue node). */
+uint64_t map_epi_bytes(const map_target *t, const map_schedule *s, const int64_t *tile);
 
 /* map_build.c: schedule from a choice; returns 0 and fills s, or -1 when the
  * tiles do not fit (why in *why when non-NULL). */
 int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
               map_schedule *s, const char **why);
+/* The scheduled loops of level lv, outermost first, into out[max]; their
+ * number, or -1 when more than max. */
+int map_level_sloops(const map_target *t, const map_problem *p, const map_choice *ch, int lv,
+                     map_sloop *out, int max);
+/* Element type of operand o's place at level lv. */
+cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv);
+/* Bytes of one transfer of operand o at level lv for a tile of elems elements. */
+uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int lv, int64_t elems);
 /* Tile box of operand o for tile extents tile[] (per problem loop). */
 void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64_t *shape);
 
 /* map_cost.c */
 void map_cost_eval(map_schedule *s);
+/* Bandwidth of a transfer on edge (or -1) between storage nodes src and dst:
+ * the edge's, capped by the nodes' own. */
+double map_edge_bw(const cov_acg *g, int edge, int src, int dst);
+/* Cycles of one issue of capability cap_index on compute node `node`. */
+double map_issue_cycles(const cov_acg *g, int node, int cap_index);
+/* The epilogue's cycles when par instances share it. */
+double map_epilogue_cycles(const map_schedule *s, double par);
 
 /* map_verify.c */
 cov_status map_verify(const map_schedule *s);
@@ -105,6 +146,32 @@ cov_status map_verify(const map_schedule *s);
 void map_dump(const map_schedule *s, FILE *out);
 void map_dump_cost(const map_schedule *s, FILE *out);
 const char *map_axis_name(map_axis a);
+
+/* map_bound.c: lower bounds of the cost over the completions of a partial
+ * choice (the proof is in map_bound.c). */
+typedef struct map_bound_xfer {
+  bool present, dram, db_allowed;
+  int edge;
+  double bw, lat;
+  double min_bytes; /* compulsory bytes of this operand at this level */
+} map_bound_xfer;
+typedef struct map_bound {
+  const map_target *t;
+  const map_schedule *proto;
+  int L;
+  double issue, latency, dram_bw;
+  bool dep[MAP_MAX_OPERANDS][MAP_MAX_LOOPS];
+  map_bound_xfer x[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  /* per spatial binding, instances and double buffering (map_bound_config) */
+  double trips, epilogue, inst_below[MAP_MAX_LEVELS];
+} map_bound;
+void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto);
+/* After ch's sp, sp_axis, wg, wave and dbuf are set. */
+void map_bound_config(map_bound *B, const map_choice *ch);
+/* Whether every schedule that keeps ch's factors of levels >= F (F == 0:
+ * all, level 0 holding the rest) and orders of levels < K (K > 0 only with
+ * F == 0) costs more than limit cycles, by a lower bound of the cost. */
+bool map_bound_cuts(const map_bound *B, const map_choice *ch, int F, int K, double limit);
 
 /* map_search.c */
 cov_status map_search(const map_target *t, const map_schedule *proto,

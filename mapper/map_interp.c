@@ -23,9 +23,6 @@ typedef struct interp {
   int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
   int pool_dim[2]; /* output dims pooled, -1 */
   int pool_win[2];
-  float *regs[MAP_MAX_VREGS];
-  float *rows[2];
-  int64_t n_pts_max;
   cov_status err;
 } interp;
 
@@ -198,11 +195,69 @@ static void do_store_partial(interp *I, int o, int lv) {
 
 static float apply(cov_op op, float a, float b) { return cov_op_eval_f32((cov_op)op, a, b); }
 
+/* The epilogue's registers live where the schedule put them (map_ir.h:
+ * epi_node, epi_addr, laid out by map_epi_plan), in the buffer of that
+ * storage, in the accumulator type; register 0 in place is the output's
+ * level-1 tile itself. Every access is checked against the reserved area. */
+typedef struct epi_view {
+  uint8_t *area;
+  cov_dtype dt;
+  map_epi_layout lay;
+  uint8_t *reg0;       /* in place: the output's level-1 tile */
+  cov_dtype reg0_dt;
+  int64_t *off0;       /* in place: each point's offset in that tile */
+} epi_view;
+
+static bool epi_slot(interp *I, int64_t base, int64_t i, int64_t size, const epi_view *E, int64_t *at) {
+  if (base < 0 || i < 0 || i >= size || base + i >= E->lay.elems) {
+    if (!I->err)
+      I->err = cov_error(COV_INTERNAL, NULL,
+                         "interp %s: an epilogue register access falls outside the temporaries "
+                         "the schedule reserves",
+                         I->p->layer);
+    return false;
+  }
+  *at = base + i;
+  return true;
+}
+
+static float reg_ld(interp *I, const epi_view *E, int r, int64_t pt) {
+  int64_t at;
+  if (r == 0 && I->s->epi_in_place) return load_el(E->reg0, E->reg0_dt, E->off0[pt]);
+  if (!epi_slot(I, E->lay.reg_off[r], pt, E->lay.npts, E, &at)) return 0;
+  return load_el(E->area, E->dt, at);
+}
+
+static void reg_st(interp *I, const epi_view *E, int r, int64_t pt, float v) {
+  int64_t at;
+  if (r == 0 && I->s->epi_in_place) {
+    store_el(E->reg0, E->reg0_dt, E->off0[pt], v);
+    return;
+  }
+  if (epi_slot(I, E->lay.reg_off[r], pt, E->lay.npts, E, &at)) store_el(E->area, E->dt, at, v);
+}
+
+/* Point number of k[] with loop `drop` fixed (row registers) or the pooled
+ * loops divided by their windows (the pooled result). */
+static int64_t pt_key(const int64_t *k, const int *ol, int n_ol, const int64_t *tile, int drop,
+                      const map_vop *pool) {
+  int64_t key = 0;
+  for (int j = 0; j < n_ol; j++) {
+    int64_t ext = tile[ol[j]], kj = k[j];
+    if (ol[j] == drop) ext = 1, kj = 0;
+    for (int w = 0; pool && w < 2; w++)
+      if (ol[j] == pool->pool_loop[w]) ext /= pool->window[w], kj /= pool->window[w];
+    key = key * ext + kj;
+  }
+  return key;
+}
+
 /* The epilogue and the store of the level-1 output tile into DRAM. */
 static void store_final(interp *I, int o) {
   const map_problem *p = I->p;
+  const map_schedule *s = I->s;
   const map_operand *op = &p->operands[o];
-  const map_place *pl = &I->s->place[o][1];
+  const map_place *pl = &s->place[o][1];
   uint8_t *src = place_ptr(I, o, 1);
   if (!src) return;
   /* points: the output loops of the tile */
@@ -210,38 +265,57 @@ static void store_final(interp *I, int o) {
   int64_t npts = 1;
   for (int l = 0; l < p->n_loops; l++)
     if (!p->reduction[l]) ol[n_ol++] = l, npts *= pl->tile[l];
-  if (npts > I->n_pts_max) {
-    I->err = cov_error(COV_INTERNAL, NULL, "interp: epilogue tile too large");
+  epi_view E;
+  memset(&E, 0, sizeof E);
+  map_epi_plan(s, s->epi_in_place, pl->tile, &E.lay);
+  E.dt = s->acc_dtype;
+  E.reg0 = src;
+  E.reg0_dt = pl->dtype;
+  if (s->n_vops) {
+    const acg_storage *st = s->epi_node >= 0 ? &s->acg->storage[s->epi_node] : NULL;
+    uint64_t need = (uint64_t)E.lay.elems * cov_dtype_size(E.dt);
+    if (!st || !I->buf[s->epi_node] || need > s->epi_bytes ||
+        s->epi_addr + s->epi_bytes > st->capacity_bytes) {
+      I->err = cov_error(COV_INTERNAL, NULL,
+                         "interp %s: the epilogue needs %llu bytes of temporaries; the schedule "
+                         "reserves %llu in %s",
+                         p->layer, (unsigned long long)need, (unsigned long long)s->epi_bytes,
+                         st ? st->name : "no storage");
+      return;
+    }
+    E.area = I->buf[s->epi_node] + s->epi_addr;
+  }
+  E.off0 = malloc(sizeof(int64_t) * (size_t)npts);
+  if (!E.off0) {
+    I->err = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
     return;
   }
   int64_t origin[MAP_MAX_LOOPS], v[MAP_MAX_LOOPS], idx[COV_MAX_RANK], k[MAP_MAX_LOOPS];
   values(I, 1, origin);
-  /* gather */
+  /* each point's place in the output tile; register 0 is gathered from it
+   * unless it is the tile itself */
   memset(k, 0, sizeof k);
-  for (int64_t pt = 0; pt < npts; pt++) {
+  for (int64_t pt = 0; pt < npts && !I->err; pt++) {
     int64_t r = pt;
     for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
     for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
     for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
     index_of(op, v, p->n_loops, idx);
-    int64_t off = local_offset(I, o, 1, idx);
-    if (off < 0) return;
-    I->regs[0][pt] = load_el(src, pl->dtype, off);
+    E.off0[pt] = local_offset(I, o, 1, idx);
+    if (E.off0[pt] < 0) break;
+    if (s->n_vops && !s->epi_in_place) reg_st(I, &E, 0, pt, load_el(src, pl->dtype, E.off0[pt]));
   }
-  /* strides of each output loop in point numbering */
-  int64_t stride[MAP_MAX_LOOPS] = {0}, acc_s = 1;
-  for (int j = n_ol - 1; j >= 0; j--) stride[ol[j]] = acc_s, acc_s *= pl->tile[ol[j]];
-  for (int vi = 0; vi < I->s->n_vops; vi++) {
-    const map_vop *vo = &I->s->vops[vi];
-    float *dst = vo->kind == MAP_VOP_ROW_REDUCE ? I->rows[vo->dst] : I->regs[vo->dst];
-    if (vo->kind == MAP_VOP_ROW_REDUCE) {
+  for (int vi = 0; vi < s->n_vops && !I->err; vi++) {
+    const map_vop *vo = &s->vops[vi];
+    const map_vop *pool = vo->kind == MAP_VOP_POOL ? vo : NULL;
+    if (vo->kind == MAP_VOP_ROW_REDUCE || pool) {
       float init = vo->op == COV_OP_MAX ? -INFINITY : 0.0f;
-      for (int64_t pt = 0; pt < npts; pt++) dst[pt] = init;
+      int64_t base = pool ? E.lay.pool_off : E.lay.row_off[vo->dst];
+      int64_t size = pool ? E.lay.pool_elems : E.lay.row_elems, at;
+      for (int64_t i = 0; i < size; i++)
+        if (epi_slot(I, base, i, size, &E, &at)) store_el(E.area, E.dt, at, init);
     }
-    float *tmp = I->regs[MAP_MAX_VREGS - 1];
-    if (vo->kind == MAP_VOP_POOL)
-      for (int64_t pt = 0; pt < npts; pt++) tmp[pt] = -INFINITY;
-    for (int64_t pt = 0; pt < npts; pt++) {
+    for (int64_t pt = 0; pt < npts && !I->err; pt++) {
       int64_t r = pt;
       for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
       float a = 0, b = 0;
@@ -249,13 +323,13 @@ static void store_final(interp *I, int o) {
       float *vals[2] = {&a, &b};
       for (int q = 0; q < 2; q++) {
         const map_vsrc *sv = srcs[q];
-        if (sv->kind == MAP_VS_REG) *vals[q] = I->regs[sv->index][pt];
+        int64_t at;
+        if (sv->kind == MAP_VS_REG) *vals[q] = reg_ld(I, &E, sv->index, pt);
         else if (sv->kind == MAP_VS_SCALAR) *vals[q] = (float)sv->value;
         else if (sv->kind == MAP_VS_ROW) {
-          int64_t key = pt - k[0] * 0;
-          for (int j = 0; j < n_ol; j++)
-            if (ol[j] == vo->loop) key = pt - k[j] * stride[ol[j]];
-          *vals[q] = I->rows[sv->index][key];
+          if (epi_slot(I, E.lay.row_off[sv->index], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
+                       E.lay.row_elems, &E, &at))
+            *vals[q] = load_el(E.area, E.dt, at);
         } else if (sv->kind == MAP_VS_VEC) {
           for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
           for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
@@ -264,30 +338,41 @@ static void store_final(interp *I, int o) {
           index_of(&p->operands[vo_i], v, p->n_loops, vidx);
           int64_t off = local_offset(I, vo_i, lv, vidx);
           uint8_t *vp = place_ptr(I, vo_i, lv);
-          if (off < 0 || !vp) return;
-          *vals[q] = load_el(vp, I->s->place[vo_i][lv].dtype, off);
+          if (off < 0 || !vp) break;
+          *vals[q] = load_el(vp, s->place[vo_i][lv].dtype, off);
         }
       }
+      if (I->err) break;
+      int64_t at;
       if (vo->kind == MAP_VOP_MAP) {
-        dst[pt] = apply(vo->op, a, b);
+        reg_st(I, &E, vo->dst, pt, apply(vo->op, a, b));
       } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-        int64_t key = pt;
-        for (int j = 0; j < n_ol; j++)
-          if (ol[j] == vo->loop) key = pt - k[j] * stride[ol[j]];
-        dst[key] = apply(vo->op, dst[key], a);
-      } else {
-        int64_t key = pt;
-        for (int j = 0; j < n_ol; j++)
-          for (int w = 0; w < 2; w++)
-            if (ol[j] == vo->pool_loop[w]) key -= (k[j] % vo->window[w]) * stride[ol[j]];
-        tmp[key] = apply(vo->op, tmp[key], a);
+        if (epi_slot(I, E.lay.row_off[vo->dst], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
+                     E.lay.row_elems, &E, &at))
+          store_el(E.area, E.dt, at, apply(vo->op, load_el(E.area, E.dt, at), a));
+      } else if (epi_slot(I, E.lay.pool_off, pt_key(k, ol, n_ol, pl->tile, -1, pool),
+                          E.lay.pool_elems, &E, &at)) {
+        store_el(E.area, E.dt, at, apply(vo->op, load_el(E.area, E.dt, at), a));
       }
     }
-    if (vo->kind == MAP_VOP_POOL) memcpy(I->regs[vo->dst], tmp, sizeof(float) * (size_t)npts);
+    /* the pooled values go to the destination register at each window's
+     * first point (where the store reads them) */
+    for (int64_t pt = 0; pool && pt < npts && !I->err; pt++) {
+      int64_t r = pt, at;
+      bool first = true;
+      for (int j = n_ol - 1; j >= 0; j--) {
+        k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
+        for (int w = 0; w < 2; w++)
+          if (ol[j] == pool->pool_loop[w] && k[j] % pool->window[w]) first = false;
+      }
+      if (first && epi_slot(I, E.lay.pool_off, pt_key(k, ol, n_ol, pl->tile, -1, pool),
+                            E.lay.pool_elems, &E, &at))
+        reg_st(I, &E, vo->dst, pt, load_el(E.area, E.dt, at));
+    }
   }
   /* store to DRAM */
   float *outp = I->out->data;
-  for (int64_t pt = 0; pt < npts; pt++) {
+  for (int64_t pt = 0; pt < npts && !I->err; pt++) {
     int64_t r = pt;
     for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
     for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
@@ -306,12 +391,14 @@ static void store_final(interp *I, int o) {
         if (!I->err)
           I->err = cov_error(COV_INTERNAL, NULL, "interp %s: output index outside the tensor",
                              p->layer);
-        return;
+        break;
       }
       off = off * I->out->shape[d] + idx[d];
     }
-    outp[off] = I->regs[0][pt];
+    if (I->err) break;
+    outp[off] = s->n_vops ? reg_ld(I, &E, 0, pt) : load_el(src, pl->dtype, E.off0[pt]);
   }
+  free(E.off0);
 }
 
 static void transfers_at(interp *I, int pos, bool top) {
@@ -435,15 +522,6 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
     I.buf[n] = malloc(g->storage[n].capacity_bytes);
     if (!I.buf[n]) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
-  I.n_pts_max = s->place[I.p->output][1].elems;
-  for (int r = 0; r < MAP_MAX_VREGS && !st; r++) {
-    I.regs[r] = calloc((size_t)I.n_pts_max + 1, sizeof(float));
-    if (!I.regs[r]) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  }
-  for (int r = 0; r < 2 && !st; r++) {
-    I.rows[r] = calloc((size_t)I.n_pts_max + 1, sizeof(float));
-    if (!I.rows[r]) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  }
   if (!st) {
     transfers_at(&I, -1, true);
     run(&I, 0);
@@ -451,8 +529,6 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
     st = I.err;
   }
   for (int n = 0; n < 256; n++) free(I.buf[n]);
-  for (int r = 0; r < MAP_MAX_VREGS; r++) free(I.regs[r]);
-  for (int r = 0; r < 2; r++) free(I.rows[r]);
   if (st) cov_tensor_release(out);
   return st;
 }

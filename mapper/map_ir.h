@@ -262,6 +262,16 @@ typedef struct map_schedule {
   int n_vops;
   map_vop vops[MAP_MAX_VOPS];
   int n_vregs, n_rows;      /* epilogue registers used */
+  /* Where the epilogue's temporaries live, one set per level-1 output tile
+   * (layout: map_epi_plan in mapper/map_internal.h): the registers other
+   * than register 0 when register 0 is the output's level-1 tile itself
+   * (epi_in_place: the SIMD unit reads and writes that storage), all of them
+   * otherwise, the row registers and the pooled result, in acc_dtype
+   * elements. They are allocated after the places of epi_node, counted
+   * against its capacity, and checked by map_verify. */
+  int epi_node;             /* ACG storage node; -1: no epilogue */
+  bool epi_in_place;
+  uint64_t epi_addr, epi_bytes;
   int n_levels;
   int n_sloops;
   map_sloop sloops[MAP_MAX_SLOOPS];

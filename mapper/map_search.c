@@ -6,32 +6,34 @@
  * into one divisor-based factor per level; per level, a loop order; double
  * buffering on or off. Orders only matter through where each operand's tile
  * changes, so orders with the same per-operand reuse signature are one
- * candidate (exact, not a heuristic). Tilings are enumerated loop by loop,
- * pruned as soon as the partial tiles exceed a capacity (footprints only
- * grow).
+ * candidate (exact, not a heuristic).
  *
- * Exhaustive mode evaluates every remaining candidate: it is the optimum
- * under the cost model (the only pruning it shares, moving a factor that no
- * deeper operand depends on to the deeper level, never raises the cost). The default pruned mode keeps (1) the spatial
- * bindings that use the most units (a beam), (2) only tilings maximal for
- * the capacities or for a few fractions of them (see maximal()), and (3) the
- * loop orders that make one operand after another stationary. A budget
+ * Enumeration is a branch and bound. Tilings are chosen level by level from
+ * the innermost storage level outwards (it fixes the compute passes and the
+ * innermost transfers), loop by loop within a level, and cut as soon as a
+ * partial tile exceeds a capacity (footprints only grow); level 0 takes what
+ * remains. After each level, and after each level's order, map_bound_cuts
+ * bounds the cost of every completion from below (proof in map_bound.c); a
+ * subtree whose bound exceeds the worst cost the kept list would still
+ * accept is skipped, which can never drop a schedule the list would keep.
+ *
+ * Exhaustive mode searches every remaining candidate and is the optimum
+ * under the cost model (the only other cut, moving a factor that no deeper
+ * operand depends on to the deeper level, never raises the cost; the
+ * brute-force comparison in tests/mapper/test_search.c checks both). It
+ * first runs the pruned mode, whose kept costs seed the bound. The default
+ * pruned mode keeps (1) the spatial bindings that use the most units (a
+ * beam) and (2) the loop orders that make one operand after another
+ * stationary; it searches every tiling under the same bound. A budget
  * bounds cost-model evaluations in both. Ties keep the candidate enumerated
  * first, and enumeration order is canonical, so results are deterministic. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mapper/map_internal.h"
 
-typedef struct opterms {
-  int rank;
-  int start[COV_MAX_RANK + 1];
-  int loop[COV_MAX_RANK * MAP_MAX_LOOPS];
-  int64_t coef[COV_MAX_RANK * MAP_MAX_LOOPS];
-} opterms;
-
 typedef struct search {
-  opterms terms[MAP_MAX_OPERANDS];
   uint64_t elem_bytes[MAP_MAX_OPERANDS][MAP_MAX_LEVELS]; /* x2 when double-buffered */
   const map_target *t;
   const map_schedule *proto;
@@ -41,13 +43,16 @@ typedef struct search {
   int L;
   map_choice ch;
   int64_t rem[MAP_MAX_LOOPS];
-  cov_schedule *out;
   map_schedule best[MAP_MAX_ALTS + 1];
   int n_best;
   int64_t evals, candidates;
   bool stop;
   map_schedule scratch;
   bool free_below[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
+  map_bound B;
+  double seed;       /* exhaustive mode: an upper bound of its worst kept cost */
+  struct orders *ords; /* per level, for the tiling being ordered */
+  bool oom;
   /* incremental footprints: box extent per level, operand and dimension for
    * the loops assigned so far (the others at their minimum tile) */
   int64_t ext[MAP_MAX_LEVELS][MAP_MAX_OPERANDS][COV_MAX_RANK];
@@ -65,7 +70,7 @@ static int64_t tile_at(const search *S, int lv, int l) {
   return t;
 }
 
-/* Adds sign * (tile - min tile) of loop l at level lv to the extents. */
+/* Adds a change `delta` of loop l's tile at level lv to the extents. */
 static void ext_add(search *S, int lv, int l, int64_t delta) {
   for (int k = 0; k < S->n_lterms[l]; k++)
     S->ext[lv][S->lterms[l][k].o][S->lterms[l][k].d] += S->lterms[l][k].coef * delta;
@@ -85,11 +90,8 @@ static void ext_reset(search *S) {
       }
 }
 
-/* Whether the current extents fit at level lv (all levels when lv < 0). */
-static bool fits_ext_shift(const search *S, int only, int shift);
-static bool fits_ext(const search *S, int only) { return fits_ext_shift(S, only, 0); }
-/* ... against capacities divided by 2^shift */
-static bool fits_ext_shift(const search *S, int only, int shift) {
+/* Whether the current extents fit at level `only` (all levels when < 0). */
+static bool fits_ext(const search *S, int only) {
   const map_problem *p = S->p;
   for (int lv = only < 0 ? 1 : only; lv < (only < 0 ? S->L : only + 1); lv++) {
     uint64_t used[MAP_MAX_OPERANDS];
@@ -104,7 +106,18 @@ static bool fits_ext_shift(const search *S, int only, int shift) {
       while (j < n_nodes && nodes[j] != node) j++;
       if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
       used[j] += b;
-      if (used[j] > (S->t->acg->storage[node].capacity_bytes >> shift)) return false;
+      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
+    }
+    /* the epilogue's temporaries grow with the level-1 output tile; they
+     * share their node with whatever level-1 places it holds */
+    if (lv == 1 && S->t->epi_node >= 0 && S->proto->n_vops) {
+      int64_t tl[MAP_MAX_LOOPS];
+      for (int l = 0; l < p->n_loops; l++) tl[l] = tile_at(S, 1, l);
+      uint64_t e = map_epi_bytes(S->t, S->proto, tl);
+      int j = 0;
+      while (j < n_nodes && nodes[j] != S->t->epi_node) j++;
+      if ((j < n_nodes ? used[j] : 0) + e > S->t->acg->storage[S->t->epi_node].capacity_bytes)
+        return false;
     }
   }
   return true;
@@ -185,7 +198,10 @@ static sig order_sig(search *S, int lv, const int *ord, int n) {
   return g;
 }
 
-#define MAX_ORDERS 64
+/* Up to 7 active loops per level the exhaustive mode tries every permutation
+ * (more: the stationarity orders only); room for all 7! distinct signatures
+ * keeps it from dropping any. */
+#define MAX_ORDERS 5040
 typedef struct orders {
   int n;
   int ord[MAX_ORDERS][MAP_MAX_LOOPS];
@@ -197,7 +213,7 @@ static void add_order(search *S, int lv, orders *os, const int *ord, int n) {
   sig g = order_sig(S, lv, ord, n);
   for (int i = 0; i < os->n; i++)
     if (!memcmp(&os->sigs[i], &g, sizeof g)) return;
-  if (os->n >= MAX_ORDERS) return;
+  if (os->n >= MAX_ORDERS) return; /* unreachable: MAX_ORDERS is 7! */
   memcpy(os->ord[os->n], ord, sizeof(int) * (size_t)n);
   os->sigs[os->n++] = g;
 }
@@ -252,6 +268,20 @@ static void level_orders(search *S, int lv, orders *os) {
   } while (next_perm(ops, no));
 }
 
+/* Whether the bound rules out every completion of the current partial
+ * choice (factors of levels >= F, orders of levels < K): it exceeds the
+ * worst cost the kept list would still accept (once full), or the
+ * exhaustive mode's seed (the pruned search's worst kept cost, itself a
+ * schedule of the space, so the exhaustive list can only do better). Equal
+ * costs are not cut: a tie enumerated earlier must still win. The margin
+ * absorbs the rounding of the bound's different evaluation order. */
+static bool pruned_by(const search *S, int F, int K) {
+  double b = S->seed;
+  if (S->n_best == MAP_MAX_ALTS + 1 && S->best[MAP_MAX_ALTS].cost.cycles < b)
+    b = S->best[MAP_MAX_ALTS].cost.cycles;
+  return b < HUGE_VAL && map_bound_cuts(&S->B, &S->ch, F, K, b * (1 + 1e-9));
+}
+
 static void orders_rec(search *S, int lv, orders *all) {
   if (S->stop) return;
   if (lv == S->L) {
@@ -263,78 +293,89 @@ static void orders_rec(search *S, int lv, orders *all) {
     for (int j = 0; j < all[lv].len; j++) S->ch.order[lv][k++] = all[lv].ord[i][j];
     for (int l = 0; l < S->p->n_loops; l++)
       if (S->ch.fac[lv][l] <= 1) S->ch.order[lv][k++] = l;
+    /* the orders of levels <= lv fix the counts of the transfers into
+     * levels <= lv + 1 (the last level's order moves no transfer) */
+    if (lv + 1 < S->L && all[lv].n > 1 && pruned_by(S, 0, lv + 1))
+      continue;
     orders_rec(S, lv + 1, all);
   }
 }
 
-/* Maximal: no loop's factor at level lv >= 1 can take a prime factor from
- * the level above and still fit. */
-/* Maximal for the capacities divided by 2^shift: fits them, and no loop's
- * factor at any level can take a prime factor from the level above and still
- * fit. Smaller tiles move at least as many bytes, but on a layer that fits
- * on chip whole they shorten the exposed first fill and let transfers
- * overlap compute; so the pruned mode keeps the maximal tilings of a few
- * capacity fractions (1, 1/2, ... 1/2^MAP_SHIFTS), not only of the whole. */
-#define MAP_SHIFTS 3
-static bool maximal_at(search *S, int shift) {
-  if (!fits_ext_shift(S, -1, shift)) return false;
-  for (int lv = 1; lv < S->L; lv++)
-    for (int l = 0; l < S->p->n_loops; l++) {
-      int64_t f = S->ch.fac[lv - 1][l];
-      if (f <= 1) continue;
-      int64_t q = 2;
-      while (f % q) q++;
-      int64_t grow = tile_at(S, lv, l) * (q - 1);
-      ext_add(S, lv, l, grow);
-      bool ok = fits_ext_shift(S, lv, shift);
-      ext_add(S, lv, l, -grow);
-      if (ok) return false;
-    }
-  return true;
-}
-
-static bool maximal(search *S) {
-  for (int sh = 0; sh <= MAP_SHIFTS; sh++)
-    if (maximal_at(S, sh)) return true;
-  return false;
-}
-
+/* The whole tiling is fixed: the epilogue's constraints on the level-1
+ * output tile (map_build rejects the rest, so checking here only saves
+ * work), the bound, then the loop orders. */
 static void tiling_done(search *S) {
+  const map_schedule *pr = S->proto;
+  if (S->L > 1)
+    for (int v = 0; v < pr->n_vops; v++) {
+      const map_vop *vo = &pr->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE && tile_at(S, 1, vo->loop) != S->p->extent[vo->loop]) return;
+      if (vo->kind == MAP_VOP_POOL)
+        for (int k = 0; k < 2; k++)
+          if (tile_at(S, 1, vo->pool_loop[k]) % vo->window[k]) return;
+    }
   S->candidates++;
-  if (!S->exhaustive && !maximal(S)) return;
-  orders all[MAP_MAX_LEVELS];
+  if (pruned_by(S, 0, 0)) return;
+  orders *all = S->ords;
   for (int lv = 0; lv < S->L; lv++) level_orders(S, lv, &all[lv]);
   orders_rec(S, 0, all);
 }
 
-/* Split loop l's remaining extent over the levels (outermost gets the rest). */
-static void split_rec(search *S, int l, int lv, int64_t left) {
-  if (S->stop) return;
-  if (lv == 0) {
-    S->ch.fac[0][l] = left;
-    int64_t delta[MAP_MAX_LEVELS];
-    for (int k = 1; k < S->L; k++) {
-      delta[k] = tile_at(S, k, l) - min_tile(S, k, l);
-      ext_add(S, k, l, delta[k]);
-    }
-    if (fits_ext(S, -1)) {
-      if (l + 1 == S->p->n_loops) tiling_done(S);
-      else split_rec(S, l + 1, S->L - 1, S->rem[l + 1]);
-    }
-    for (int k = 1; k < S->L; k++) ext_add(S, k, l, -delta[k]);
+static void tile_rec(search *S, int lv, int l);
+
+/* Level lv is tiled: bound what is known, then tile the level above; after
+ * level 1, level 0 takes what remains of every loop. */
+static void level_done(search *S, int lv) {
+  if (lv >= 2) {
+    if (pruned_by(S, lv, 0)) return;
+    tile_rec(S, lv - 1, 0);
     return;
   }
+  for (int l = 0; l < S->p->n_loops; l++) {
+    int64_t left = S->rem[l];
+    for (int k = 1; k < S->L; k++) left /= S->ch.fac[k][l];
+    S->ch.fac[0][l] = left;
+  }
+  tiling_done(S);
+  for (int l = 0; l < S->p->n_loops; l++) S->ch.fac[0][l] = 1;
+}
+
+/* Chooses loop l's factor at level lv, the levels below lv being fixed (the
+ * innermost level is tiled first: it fixes the compute passes and the
+ * innermost transfers, which bound the rest). Largest factors first: big
+ * tiles are usually cheap, so the bound gets a good incumbent early and a
+ * small --budget still ends with a good schedule. A factor whose partial
+ * tiles do not fit is skipped (a smaller one may fit). */
+static void tile_rec(search *S, int lv, int l) {
+  if (S->stop) return;
+  if (l == S->p->n_loops) {
+    level_done(S, lv);
+    return;
+  }
+  int64_t left = S->rem[l];
+  for (int k = lv + 1; k < S->L; k++) left /= S->ch.fac[k][l];
   int64_t dv[256];
   int nd = divisors(left, dv, 256);
   /* when nothing stored at the levels below lv depends on loop l, its factor
    * belongs below: fewer passes, unchanged tiles, no transfer count grows.
    * This dominance is exact under the cost model, so the exhaustive mode
    * uses it too (it still finds the optimum) */
-  if (lv >= 1 && lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
-  for (int i = 0; i < nd && !S->stop; i++) {
+  if (lv + 1 < S->L && S->free_below[lv + 1][l]) nd = 1;
+  int64_t base[MAP_MAX_LEVELS];
+  for (int k = 1; k <= lv; k++) base[k] = tile_at(S, k, l);
+  for (int i = nd - 1; i >= 0 && !S->stop; i--) {
     S->ch.fac[lv][l] = dv[i];
-    split_rec(S, l, lv - 1, left / dv[i]);
+    int64_t delta[MAP_MAX_LEVELS];
+    for (int k = 1; k <= lv; k++) {
+      delta[k] = base[k] * (dv[i] - 1);
+      ext_add(S, k, l, delta[k]);
+    }
+    bool fits = true;
+    for (int k = 1; k <= lv && fits; k++) fits = fits_ext(S, k);
+    if (fits) tile_rec(S, lv, l + 1);
+    for (int k = 1; k <= lv; k++) ext_add(S, k, l, -delta[k]);
   }
+  S->ch.fac[lv][l] = 1;
 }
 
 /* Spreading output loops over replicated instances (GPU workgroups, then
@@ -391,36 +432,21 @@ typedef struct spatial {
   int64_t f[2];
   map_axis ax[2];
   int64_t units;
+  bool largest; /* no larger divisor fits: the only kind the pruned mode binds */
 } spatial;
 
-static int cmp_spatial(const void *a, const void *b) {
-  const spatial *x = a, *y = b;
-  if (x->units != y->units) return x->units > y->units ? -1 : 1;
-  return 0;
-}
-
-cov_status map_search(const map_target *t, const map_schedule *proto, const cov_map_options *opt,
-                      cov_schedule *out) {
-  search *S = calloc(1, sizeof *S);
-  if (!S) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  S->t = t;
-  S->proto = proto;
-  S->p = &proto->prob;
-  S->opt = opt;
-  S->exhaustive = opt && opt->exhaustive;
-  S->L = t->n_levels;
-  S->out = out;
+/* Every spatial binding: an array takes a reduction loop on rows and an
+ * output loop on columns, SIMD an output loop on lanes, each with a divisor
+ * factor that fits the units; sorted by units used, most first (stable, so
+ * ties keep the canonical order). Returns the count, -1 when out of memory. */
+static int spatial_bindings(const search *S, spatial **out) {
   const map_problem *p = S->p;
+  const map_target *t = S->t;
   const acg_compute *cn = &t->acg->compute[t->node - t->acg->n_storage];
   bool array = cn->kind != ACG_SIMD;
-  /* spatial candidates */
-  int max_sp = 1024;
+  int max_sp = 256, n_sp = 0;
   spatial *sp = calloc((size_t)max_sp, sizeof *sp);
-  int n_sp = 0;
-  if (!sp) {
-    free(S);
-    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  }
+  if (!sp) return -1;
   int64_t dv0[256], dv1[256];
   for (int a = 0; a < p->n_loops; a++) {
     if (array ? !p->reduction[a] : p->reduction[a]) continue;
@@ -432,10 +458,15 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
       for (int i = 0; i < n0; i++)
         for (int j = 0; j < n1; j++) {
           if ((uint64_t)dv0[i] > t->dims[0] || (uint64_t)dv1[j] > t->dims[1]) continue;
-          bool largest = (i + 1 == n0 || (uint64_t)dv0[i + 1] > t->dims[0]) &&
-                         (j + 1 == n1 || (uint64_t)dv1[j + 1] > t->dims[1]);
-          if (!S->exhaustive && !largest) continue;
-          if (n_sp >= max_sp) continue;
+          if (n_sp >= max_sp) { /* the exhaustive mode needs every one */
+            spatial *grown = realloc(sp, sizeof *sp * (size_t)max_sp * 2);
+            if (!grown) {
+              free(sp);
+              return -1;
+            }
+            sp = grown;
+            max_sp *= 2;
+          }
           spatial *c = &sp[n_sp++];
           c->loop[0] = a;
           c->loop[1] = b;
@@ -444,53 +475,38 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
           c->ax[0] = array ? MAP_AX_ROWS : MAP_AX_LANES;
           c->ax[1] = MAP_AX_COLS;
           c->units = dv0[i] * dv1[j];
+          c->largest = (i + 1 == n0 || (uint64_t)dv0[i + 1] > t->dims[0]) &&
+                       (j + 1 == n1 || (uint64_t)dv1[j + 1] > t->dims[1]);
         }
     }
   }
-  if (!array && n_sp == 0) {
-    /* nothing to put on lanes: run it on one lane */
-    sp[n_sp++] = (spatial){{-1, -1}, {1, 1}, {MAP_AX_LANES, MAP_AX_COLS}, 1};
-  }
-  /* stable sort by units used, descending (qsort is not stable: index tiebreak) */
+  if (!array && n_sp == 0) /* nothing to put on lanes: run it on one lane */
+    sp[n_sp++] = (spatial){{-1, -1}, {1, 1}, {MAP_AX_LANES, MAP_AX_COLS}, 1, true};
   for (int i = 1; i < n_sp; i++) {
     spatial x = sp[i];
     int j = i - 1;
-    while (j >= 0 && cmp_spatial(&sp[j], &x) > 0) sp[j + 1] = sp[j], j--;
+    while (j >= 0 && sp[j].units < x.units) sp[j + 1] = sp[j], j--;
     sp[j + 1] = x;
   }
-  for (int o = 0; o < p->n_operands; o++) {
-    opterms *ot = &S->terms[o];
-    const map_operand *op = &p->operands[o];
-    ot->rank = op->rank;
-    int k = 0;
-    for (int d = 0; d < op->rank; d++) {
-      ot->start[d] = k;
-      for (int l = 0; l < p->n_loops; l++) {
-        int64_t c = op->acc.coef[d][l];
-        if (c) ot->loop[k] = l, ot->coef[k++] = c < 0 ? -c : c;
-      }
-    }
-    ot->start[op->rank] = k;
+  *out = sp;
+  return n_sp;
+}
+
+/* One pass over the space (S->exhaustive says which): spatial bindings x
+ * workgroup and wave spreads x double buffering x tilings x orders. */
+static void search_space(search *S, const spatial *all_sp, int n_all) {
+  const map_problem *p = S->p;
+  const map_target *t = S->t;
+  const map_schedule *proto = S->proto;
+  spatial *sp = malloc(sizeof *sp * (size_t)(n_all ? n_all : 1));
+  if (!sp) {
+    S->oom = true;
+    return;
   }
-  for (int o = 0; o < p->n_operands; o++)
-    for (int d = 0; d < p->operands[o].rank; d++)
-      for (int l = 0; l < p->n_loops; l++) {
-        int64_t c = p->operands[o].acc.coef[d][l];
-        if (!c) continue;
-        int k = S->n_lterms[l]++;
-        S->lterms[l][k].o = o;
-        S->lterms[l][k].d = d;
-        S->lterms[l][k].coef = c < 0 ? -c : c;
-      }
-  for (int lv = 0; lv < S->L; lv++)
-    for (int l = 0; l < p->n_loops; l++) {
-      bool dep = false;
-      for (int o = 0; o < p->n_operands; o++)
-        for (int k = lv; k < S->L; k++)
-          if (t->path[o][k] >= 0 && depends(&p->operands[o], l)) dep = true;
-      S->free_below[lv][l] = !dep;
-    }
-  int beam = opt && opt->beam > 0 ? opt->beam : 4;
+  int n_sp = 0;
+  for (int i = 0; i < n_all; i++)
+    if (S->exhaustive || all_sp[i].largest) sp[n_sp++] = all_sp[i];
+  int beam = S->opt && S->opt->beam > 0 ? S->opt->beam : 4;
   if (!S->exhaustive) {
     /* the beam: at most `beam` bindings, none using under half the units
      * of the best (idle units cost more than any reuse can win back) */
@@ -520,47 +536,131 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
       for (int l = 0; l < p->n_loops; l++) rem1[l] = rem0[l] / wgs[w].f[l];
       int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2);
       for (int v = 0; v < n_wv && !S->stop; v++)
-    for (int db = 1; db >= 0 && !S->stop; db--) {
-      memset(&S->ch, 0, sizeof S->ch);
-      for (int l = 0; l < p->n_loops; l++) {
-        S->ch.sp[l] = 1;
-        S->ch.wg[l] = wgs[w].f[l];
-        S->ch.wave[l] = waves[v].f[l];
-        S->rem[l] = rem1[l] / waves[v].f[l];
-      }
-      for (int k = 0; k < 2; k++)
-        if (sp[c].loop[k] >= 0) {
-          S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
-          S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
+        for (int db = 1; db >= 0 && !S->stop; db--) {
+          memset(&S->ch, 0, sizeof S->ch);
+          for (int l = 0; l < p->n_loops; l++) {
+            S->ch.sp[l] = 1;
+            S->ch.wg[l] = wgs[w].f[l];
+            S->ch.wave[l] = waves[v].f[l];
+            S->rem[l] = rem1[l] / waves[v].f[l];
+          }
+          for (int k = 0; k < 2; k++)
+            if (sp[c].loop[k] >= 0) {
+              S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
+              S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
+            }
+          S->ch.dbuf = db;
+          for (int o = 0; o < p->n_operands; o++)
+            for (int lv = 1; lv < S->L; lv++) {
+              int node = t->path[o][lv];
+              if (node < 0) continue;
+              S->elem_bytes[o][lv] = cov_dtype_size(map_place_dtype(t, p, o, lv)) *
+                                     (db && t->acg->storage[node].double_buffer ? 2 : 1);
+            }
+          for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
+            for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
+          map_bound_config(&S->B, &S->ch);
+          /* nothing tiled yet: compute at full rate and compulsory traffic */
+          if (pruned_by(S, S->L, 0)) continue;
+          ext_reset(S);
+          tile_rec(S, S->L - 1, 0);
         }
-      S->ch.dbuf = db;
-      for (int o = 0; o < p->n_operands; o++)
-        for (int lv = 1; lv < S->L; lv++) {
-          int node = t->path[o][lv];
-          if (node < 0) continue;
-          const map_operand *op = &p->operands[o];
-          cov_dtype dt = op->role == MAP_ROLE_INPUT && p->kind == MAP_MAIN_MAC ? t->mul_dtype
-                         : op->role == MAP_ROLE_OUTPUT ? t->acc_dtype : op->dtype;
-          S->elem_bytes[o][lv] = cov_dtype_size(dt) *
-                                 (db && t->acg->storage[node].double_buffer ? 2 : 1);
-        }
-      for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
-        for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
-      ext_reset(S);
-      split_rec(S, 0, S->L - 1, S->rem[0]);
-    }
     }
   }
   free(sp);
+}
+
+/* Why nothing fitted: the epilogue's temporaries alone, for the smallest
+ * output tile the epilogue accepts (whole rows, whole pool windows), when
+ * they exceed their storage; else the general message. */
+static cov_status no_fit(const search *S) {
+  const map_target *t = S->t;
+  const map_problem *p = S->p;
+  if (t->epi_node >= 0 && S->L > 1) {
+    int64_t tl[MAP_MAX_LOOPS];
+    for (int l = 0; l < p->n_loops; l++) tl[l] = 1;
+    for (int v = 0; v < S->proto->n_vops; v++) {
+      const map_vop *vo = &S->proto->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE) tl[vo->loop] = p->extent[vo->loop];
+      if (vo->kind == MAP_VOP_POOL)
+        for (int k = 0; k < 2; k++) tl[vo->pool_loop[k]] = vo->window[k];
+    }
+    uint64_t need = map_epi_bytes(t, S->proto, tl);
+    const acg_storage *st = &t->acg->storage[t->epi_node];
+    if (need > st->capacity_bytes)
+      return cov_error(COV_MAPPING_FAILED, NULL,
+                       "%s on %s: the epilogue's temporaries need at least %llu bytes of %s even "
+                       "for the smallest output tile, and %s holds %llu",
+                       p->layer, t->acg->name, (unsigned long long)need, st->name, st->name,
+                       (unsigned long long)st->capacity_bytes);
+  }
+  return cov_error(COV_MAPPING_FAILED, NULL,
+                   "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
+                   p->layer, t->acg->name, (long long)S->candidates);
+}
+
+cov_status map_search(const map_target *t, const map_schedule *proto, const cov_map_options *opt,
+                      cov_schedule *out) {
+  search *S = calloc(1, sizeof *S);
+  if (!S) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  S->t = t;
+  S->proto = proto;
+  S->p = &proto->prob;
+  S->opt = opt;
+  S->L = t->n_levels;
+  S->seed = HUGE_VAL;
+  const map_problem *p = S->p;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int d = 0; d < p->operands[o].rank; d++)
+      for (int l = 0; l < p->n_loops; l++) {
+        int64_t c = p->operands[o].acc.coef[d][l];
+        if (!c) continue;
+        int k = S->n_lterms[l]++;
+        S->lterms[l][k].o = o;
+        S->lterms[l][k].d = d;
+        S->lterms[l][k].coef = c < 0 ? -c : c;
+      }
+  for (int lv = 0; lv < S->L; lv++)
+    for (int l = 0; l < p->n_loops; l++) {
+      bool dep = false;
+      for (int o = 0; o < p->n_operands; o++)
+        for (int k = lv; k < S->L; k++)
+          if (t->path[o][k] >= 0 && depends(&p->operands[o], l)) dep = true;
+      S->free_below[lv][l] = !dep;
+    }
+  map_bound_init(&S->B, t, proto);
+  spatial *sp = NULL;
+  int n_sp = spatial_bindings(S, &sp);
+  S->ords = calloc(MAP_MAX_LEVELS, sizeof *S->ords);
+  if (n_sp < 0 || !S->ords) {
+    free(sp);
+    free(S->ords);
+    free(S);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  /* the exhaustive mode first runs the pruned one: its kept costs bound the
+   * exhaustive list from above (the pruned space is a subset), so the
+   * branch and bound starts with a good incumbent; the list itself is then
+   * rebuilt in canonical order */
+  S->exhaustive = false;
+  search_space(S, sp, n_sp);
+  if (opt && opt->exhaustive && !S->stop) {
+    if (S->n_best == MAP_MAX_ALTS + 1) S->seed = S->best[MAP_MAX_ALTS].cost.cycles;
+    S->n_best = 0;
+    S->candidates = 0;
+    S->exhaustive = true;
+    search_space(S, sp, n_sp);
+  }
+  free(sp);
+  free(S->ords);
   cov_status st = NULL;
-  if (S->n_best == 0) {
+  if (S->oom) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  else if (S->n_best == 0) {
     st = S->stop ? cov_error(COV_MAPPING_FAILED, NULL,
                              "%s on %s: the budget of %lld evaluations ran out before any schedule "
                              "fitted the storage capacities; raise --budget",
                              p->layer, t->acg->name, (long long)opt->budget)
-                 : cov_error(COV_MAPPING_FAILED, NULL,
-                             "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
-                             p->layer, t->acg->name, (long long)S->candidates);
+                 : no_fit(S);
   } else {
     out->s = S->best[0];
     out->n_alts = S->n_best - 1;

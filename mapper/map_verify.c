@@ -1,7 +1,8 @@
 /* mapper/map_verify.c: checks a schedule's invariants (map_ir.h), so that a
  * code generator may trust it: divisor-based tiling, steps, spatial loops
  * within the unit counts, places within capacities and not overlapping,
- * transfers along ACG edges and placed where their tile changes. */
+ * the epilogue's temporaries within their storage's capacity, transfers
+ * along ACG edges and placed where their tile changes. */
 #include <string.h>
 
 #include "mapper/map_internal.h"
@@ -87,6 +88,34 @@ cov_status map_verify(const map_schedule *s) {
             FAIL("%s and %s overlap in %s", ln, p->operands[o].name, p->operands[o2].name, st->name);
         }
     }
+  }
+  /* the epilogue's temporaries: as large as its layout needs for the
+   * level-1 output tile, inside their storage, clear of every place there */
+  if (s->n_vops > 0 && s->n_levels > 1) {
+    if (s->epi_node < 0 || s->epi_node >= g->n_storage || g->storage[s->epi_node].kind == ACG_DRAM)
+      FAIL("the epilogue has no on-chip storage for its temporaries", ln);
+    const acg_storage *st = &g->storage[s->epi_node];
+    map_epi_layout lay;
+    map_epi_plan(s, s->epi_in_place, s->place[p->output][1].tile, &lay);
+    uint64_t need = (uint64_t)lay.elems * cov_dtype_size(s->acc_dtype);
+    if (s->epi_bytes < need)
+      FAIL("the epilogue's temporaries need %llu bytes of %s, the schedule reserves %llu", ln,
+           (unsigned long long)need, st->name, (unsigned long long)s->epi_bytes);
+    if (s->epi_in_place && s->place[p->output][1].node != s->epi_node)
+      FAIL("epilogue register 0 is in place, but the output's level-1 tile is not in %s", ln,
+           st->name);
+    uint64_t end = s->epi_addr + s->epi_bytes;
+    if (end > st->capacity_bytes)
+      FAIL("the epilogue's temporaries end at byte %llu of %s (capacity %llu)", ln,
+           (unsigned long long)end, st->name, (unsigned long long)st->capacity_bytes);
+    for (int o = 0; o < p->n_operands && s->epi_bytes; o++)
+      for (int lv = 1; lv < s->n_levels; lv++) {
+        const map_place *b = &s->place[o][lv];
+        if (!b->present || b->node != s->epi_node) continue;
+        uint64_t bend = b->addr + b->bytes * (b->double_buffered ? 2 : 1);
+        if (s->epi_addr < bend && b->addr < end)
+          FAIL("the epilogue's temporaries overlap %s in %s", ln, p->operands[o].name, st->name);
+      }
   }
   /* transfers: edges exist between the two storage nodes' path, positions */
   for (int i = 0; i < s->n_xfers; i++) {

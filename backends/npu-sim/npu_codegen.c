@@ -958,7 +958,8 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
       return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: an epilogue but no SIMD unit", p->layer);
     }
     int sn = npu_node_of_compute(c.g, c.simd);
-    int cand[2] = {s->place[p->output][1].node, -1};
+    /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
+    int cand[2] = {s->epi_node >= 0 ? s->epi_node : s->place[p->output][1].node, -1};
     for (int b = 0; b < c.g->n_storage; b++)
       if (c.g->storage[b].kind == ACG_SCRATCHPAD && cand[1] < 0 && b != cand[0] &&
           npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 && dram_edge(&c, b, true) >= 0)

@@ -1,7 +1,8 @@
 /* bench/mapper: the mapper's default (pruned) search against the exhaustive
  * search under the same cost model, for every suite layer on every NPU
  * target: percent of optimum (exhaustive cycles / chosen cycles) and the
- * mapping time per layer (best of 3 runs, wall clock, this machine).
+ * mapping time per layer (best of 3 runs, wall clock, this machine); per
+ * target, the geomean percent and the slowest layer.
  *
  * usage: bench_mapper [--suite FILE] [--scale N] [--time-only] [TARGET...]
  * (--time-only: mapping times without the exhaustive reference)
@@ -50,6 +51,10 @@ int main(int argc, char **argv) {
   int n = 0, failures = 0;
   const char *slowest_name = "";
   static char slow_buf[256];
+  /* per target: geomean percent, slowest layer, exhaustive time */
+  double t_log[16] = {0}, t_slow[16] = {0}, t_exh[16] = {0};
+  int t_n[16] = {0};
+  static char t_slow_name[16][128];
   printf("%-22s %-14s %14s %14s %9s %10s %10s %9s\n", "layer", "target", "chosen", "optimum",
          "%optimum", "map ms", "evals", "exh. s");
   for (int t = 0; t < n_targets; t++) {
@@ -77,6 +82,7 @@ int main(int argc, char **argv) {
       if (!st && !time_only) st = cov_map(layer, acg, &(cov_map_options){.exhaustive = 1}, &x);
       double et = now() - t1;
       exh_time += et;
+      t_exh[t] += et;
       if (st) {
         printf("%-22s %-14s FAILED: ", names[i], targets[t]);
         cov_status_print(stdout, st, 0);
@@ -89,6 +95,12 @@ int main(int argc, char **argv) {
                (long long)cov_schedule_evaluations(s), et);
         log_sum += log(pct / 100.0);
         n++;
+        t_log[t] += log(pct / 100.0);
+        t_n[t]++;
+        if (best_t > t_slow[t]) {
+          t_slow[t] = best_t;
+          snprintf(t_slow_name[t], sizeof t_slow_name[t], "%s", names[i]);
+        }
         if (best_t > slowest) {
           slowest = best_t;
           snprintf(slow_buf, sizeof slow_buf, "%s on %s", names[i], targets[t]);
@@ -101,10 +113,18 @@ int main(int argc, char **argv) {
     }
     cov_acg_free(acg);
   }
+  printf("\n%-14s %7s %9s %12s  %-22s %8s\n", "target", "layers", "%optimum", "slowest ms",
+         "slowest layer", "exh. s");
+  for (int t = 0; t < n_targets; t++) {
+    char pct[32] = "-";
+    if (!time_only && t_n[t]) snprintf(pct, sizeof pct, "%.2f%%", 100.0 * exp(t_log[t] / t_n[t]));
+    printf("%-14s %7d %9s %12.2f  %-22s %8.2f\n", targets[t], t_n[t], pct, 1e3 * t_slow[t],
+           t_slow_name[t], t_exh[t]);
+  }
   if (!time_only)
     printf("\ngeomean: %.2f%% of the exhaustive optimum over %d layer/target pairs (%d failed)\n",
          n ? 100.0 * exp(log_sum / n) : 0.0, n, failures);
-  printf("slowest mapping: %.2f ms (%s); exhaustive searches took %.1f s in all\n", 1e3 * slowest,
+  printf("slowest mapping: %.2f ms (%s); exhaustive searches took %.2f s in all\n", 1e3 * slowest,
          slowest_name, exh_time);
   for (int i = 0; i < n_names; i++) free(names[i]);
   free(names);

@@ -331,6 +331,120 @@ static void errors(const char *suite) {
   cov_status_free(st);
 }
 
+/* The epilogue's temporaries are charged to the storage that holds them
+ * (here vmem: the vector unit reads the output buffer but writes only
+ * vmem): too small a vmem makes the mapping fail and says why; a small one
+ * makes the search choose a smaller output tile, which still computes the
+ * right result through the capacity-checked interpreter; a schedule that
+ * reserves too little is caught by the verifier. */
+static const char k_vmem_acg[] =
+    "{\"acg_version\": 1, \"name\": \"npu-vmem\", \"clock_mhz\": 1000,"
+    " \"backend\": {\"name\": \"npu-sim\"},"
+    " \"storage\": [{\"name\": \"dram\", \"kind\": \"dram\", \"capacity\": \"1GiB\"},"
+    "  {\"name\": \"buf\", \"kind\": \"scratchpad\", \"capacity\": \"64KiB\"},"
+    "  {\"name\": \"vmem\", \"kind\": \"scratchpad\", \"capacity\": \"%s\"}],"
+    " \"compute\": [{\"name\": \"pe\", \"kind\": \"systolic\", \"dims\": [8, 8],"
+    "  \"capabilities\": [{\"op\": \"mac\", \"in\": [\"f32\", \"f32\"], \"out\": \"f32\","
+    "   \"tile\": [8, 8, 1], \"throughput\": 64}]},"
+    "  {\"name\": \"vec\", \"kind\": \"simd\", \"lanes\": 8,"
+    "   \"capabilities\": [{\"op\": [\"add\", \"sub\", \"max\", \"min\", \"relu\", \"copy\", \"div\","
+    "    \"exp\"], \"in\": \"f32\", \"out\": \"f32\", \"throughput\": 8}]}],"
+    " \"edges\": [{\"from\": \"dram\", \"to\": \"buf\", \"bandwidth_bytes_per_cycle\": 16,"
+    "   \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"pe\", \"bandwidth_bytes_per_cycle\": 16, \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"vec\", \"bandwidth_bytes_per_cycle\": 16},"
+    "  {\"from\": \"vec\", \"to\": \"vmem\", \"bandwidth_bytes_per_cycle\": 16, \"bidirectional\": true},"
+    "  {\"from\": \"vmem\", \"to\": \"dram\", \"bandwidth_bytes_per_cycle\": 16, \"bidirectional\": true}]}";
+
+static cov_acg *vmem_acg(const char *vmem) {
+  char text[4096];
+  snprintf(text, sizeof text, k_vmem_acg, vmem);
+  cov_acg *acg = NULL;
+  cov_status st = cov_acg_load_buffer(text, strlen(text), "npu-vmem.json", &acg);
+  CHECK(st == NULL);
+  cov_status_free(st);
+  return acg;
+}
+
+/* Maps a suite layer on acg and checks its result through the interpreter.
+ * The layer is returned too: the schedule names point into it. */
+static cov_schedule *map_checked(const char *suite, const char *layer, int scale, const cov_acg *acg,
+                                 cov_layer **l_out, cov_status *st_out) {
+  cov_layer *l = NULL;
+  cov_schedule *s = NULL;
+  cov_status st = acg ? cov_layer_from_suite(suite, layer, scale, &l)
+                      : cov_error(COV_INVALID_ARGUMENT, NULL, "no ACG");
+  if (!st) st = cov_map(l, acg, &(cov_map_options){0}, &s);
+  if (!st) {
+    inputs in;
+    make_inputs(l, cov_schedule_narrowed(s), &in);
+    cov_tensor ref = {0}, got = {0};
+    cov_status st2 = cov_layer_reference(l, in.t, &ref);
+    if (!st2) st2 = cov_schedule_interpret(s, in.t, in.n, &got);
+    CHECK(st2 == NULL);
+    if (!st2) CHECK(rel_err(&ref, &got) >= 0 && rel_err(&ref, &got) <= 1e-4);
+    cov_status_free(st2);
+    cov_tensor_release(&ref);
+    cov_tensor_release(&got);
+    free_inputs(&in);
+  }
+  *l_out = l;
+  *st_out = st;
+  return s;
+}
+
+static void epilogue_capacity(const char *suite) {
+  cov_status st;
+  cov_acg *tiny = vmem_acg("64B"), *small_acg = vmem_acg("1KiB"), *big_acg = vmem_acg("64KiB");
+  /* softmax rows of 16 need 16 values of register 0 plus a row register */
+  cov_layer *l0 = NULL, *l1 = NULL, *l2 = NULL;
+  cov_schedule *s = map_checked(suite, "bert_base_attn_qk", 8, tiny, &l0, &st);
+  CHECK(s == NULL && st != NULL && cov_status_code(st) == COV_MAPPING_FAILED);
+  const char *m = st ? cov_status_message(st) : "";
+  printf("expected error: %s\n", m);
+  CHECK(strstr(m, "the epilogue's temporaries need at least 68 bytes of vmem even for the "
+                  "smallest output tile, and vmem holds 64") != NULL);
+  cov_status_free(st);
+  cov_schedule_free(s);
+  /* bias + relu: a small vmem bounds the output tile */
+  cov_schedule *big = map_checked(suite, "dlrm_mlp_top", 8, big_acg, &l1, &st);
+  CHECK(big != NULL && st == NULL);
+  cov_status_free(st);
+  cov_schedule *small = map_checked(suite, "dlrm_mlp_top", 8, small_acg, &l2, &st);
+  CHECK(small != NULL && st == NULL);
+  cov_status_free(st);
+  if (big && small) {
+    const map_schedule *b = &big->s, *sm = &small->s;
+    int o = sm->prob.output;
+    printf("output tile with 64 KiB of vmem: %lld elements (%llu B of temporaries); with 1 KiB: "
+           "%lld (%llu B)\n",
+           (long long)b->place[o][1].elems, (unsigned long long)b->epi_bytes,
+           (long long)sm->place[o][1].elems, (unsigned long long)sm->epi_bytes);
+    CHECK(sm->place[o][1].elems < b->place[o][1].elems);
+    CHECK(sm->epi_bytes > 0 && sm->epi_addr + sm->epi_bytes <= 1024);
+    CHECK(strcmp(sm->acg->storage[sm->epi_node].name, "vmem") == 0 && !sm->epi_in_place);
+    /* a schedule reserving too little, or past the capacity, is rejected */
+    map_schedule bad = *sm;
+    bad.epi_bytes -= 4;
+    cov_status vs = map_verify(&bad);
+    CHECK(vs != NULL && strstr(cov_status_message(vs), "the epilogue's temporaries need"));
+    cov_status_free(vs);
+    bad = *sm;
+    bad.epi_addr = 1024 - bad.epi_bytes / 2;
+    vs = map_verify(&bad);
+    CHECK(vs != NULL && strstr(cov_status_message(vs), "capacity"));
+    cov_status_free(vs);
+  }
+  cov_schedule_free(big);
+  cov_schedule_free(small);
+  cov_layer_free(l0);
+  cov_layer_free(l1);
+  cov_layer_free(l2);
+  cov_acg_free(tiny);
+  cov_acg_free(small_acg);
+  cov_acg_free(big_acg);
+}
+
 /* A codelet given by name and shapes: matmul and a standalone softmax. */
 static void from_codelet(const cov_acg *acg) {
   int64_t shapes[2][COV_MAX_RANK] = {{24, 40}, {40, 20}};
@@ -394,6 +508,7 @@ int main(int argc, char **argv) {
     cov_acg_free(acg);
   }
   errors(suite);
+  epilogue_capacity(suite);
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);
   return check_summary();

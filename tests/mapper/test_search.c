@@ -1,0 +1,216 @@
+/* tests/mapper/test_search.c: the exhaustive search (branch and bound,
+ * map_bound.c) against a brute-force enumeration that shares none of its
+ * pruning: on small layers, every array binding, every ordered split of
+ * every loop over the levels, every permutation of every level's loops and
+ * both double-buffering settings are built with map_build and costed; the
+ * exhaustive search must find exactly the cheapest, and the pruned search
+ * must never beat it. Targets: the two shipped NPUs and a small three-level
+ * ACG whose accumulator level can take partial sums back and whose
+ * capacities bind the tiling.
+ *
+ * usage: test_search TARGET.json... (the small ACG is built in) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mapper/map_internal.h"
+#include "tests/check.h"
+
+static const char k_suite[] =
+    "{\"layers\": ["
+    " {\"name\": \"gemm_tiny\", \"op\": \"gemm\", \"M\": 8, \"N\": 4, \"K\": 6, \"post\": [\"bias\", \"gelu\"]},"
+    " {\"name\": \"conv_tiny\", \"op\": \"conv2d\", \"N\": 1, \"C\": 2, \"H\": 4, \"W\": 4, \"K\": 2,"
+    "  \"R\": 3, \"S\": 3, \"stride\": 1, \"pad\": 0, \"post\": [\"bias\", \"relu\"]},"
+    " {\"name\": \"conv_pool_tiny\", \"op\": \"conv2d\", \"N\": 1, \"C\": 1, \"H\": 5, \"W\": 5, \"K\": 2,"
+    "  \"R\": 2, \"S\": 2, \"stride\": 1, \"pad\": 0, \"post\": [\"bias\", \"relu\", \"maxpool2x2\"]},"
+    " {\"name\": \"attn_tiny\", \"op\": \"batch_matmul\", \"B\": 2, \"M\": 4, \"N\": 4, \"K\": 4,"
+    "  \"post\": [\"softmax\"]}"
+    "]}";
+
+/* Three levels (dram, buf, acc), every on-chip level double-buffered,
+ * partial sums can go back from buf into acc, small capacities. */
+static const char k_acg3[] =
+    "{\"acg_version\": 1, \"name\": \"npu-tiny3\", \"clock_mhz\": 1000,"
+    " \"backend\": {\"name\": \"npu-sim\"},"
+    " \"storage\": [{\"name\": \"dram\", \"kind\": \"dram\", \"capacity\": \"1GiB\","
+    "   \"bandwidth_bytes_per_cycle\": 8},"
+    "  {\"name\": \"buf\", \"kind\": \"scratchpad\", \"capacity\": \"1KiB\", \"double_buffer\": true},"
+    "  {\"name\": \"acc\", \"kind\": \"regfile\", \"capacity\": \"128B\", \"double_buffer\": true}],"
+    " \"compute\": [{\"name\": \"pe\", \"kind\": \"systolic\", \"dims\": [4, 4],"
+    "  \"capabilities\": [{\"op\": \"mac\", \"in\": [\"f32\", \"f32\"], \"out\": \"f32\","
+    "   \"tile\": [4, 4, 1], \"throughput\": 16, \"latency\": 6}]},"
+    "  {\"name\": \"vec\", \"kind\": \"simd\", \"lanes\": 4,"
+    "   \"capabilities\": [{\"op\": [\"add\", \"sub\", \"mul\", \"max\", \"relu\", \"copy\", \"mac\","
+    "    \"div\", \"exp\", \"erf\", \"tanh\"], \"in\": \"f32\", \"out\": \"f32\", \"throughput\": 4}]}],"
+    " \"edges\": [{\"from\": \"dram\", \"to\": \"buf\", \"bandwidth_bytes_per_cycle\": 8,"
+    "   \"latency_cycles\": 20, \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"pe\", \"bandwidth_bytes_per_cycle\": 16, \"latency_cycles\": 1},"
+    "  {\"from\": \"pe\", \"to\": \"acc\", \"bandwidth_bytes_per_cycle\": 64, \"bidirectional\": true},"
+    "  {\"from\": \"acc\", \"to\": \"buf\", \"bandwidth_bytes_per_cycle\": 16, \"latency_cycles\": 2,"
+    "   \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"vec\", \"bandwidth_bytes_per_cycle\": 16, \"bidirectional\": true}]}";
+
+typedef struct brute {
+  const map_target *t;
+  const map_schedule *proto;
+  const map_problem *p;
+  int L;
+  map_choice ch;
+  int64_t rem[MAP_MAX_LOOPS];
+  map_schedule s;
+  double best;
+  int64_t built;
+} brute;
+
+static bool next_perm(int *a, int n) {
+  int i = n - 2;
+  while (i >= 0 && a[i] >= a[i + 1]) i--;
+  if (i < 0) return false;
+  int j = n - 1;
+  while (a[j] <= a[i]) j--;
+  int t = a[i];
+  a[i] = a[j];
+  a[j] = t;
+  for (int l = i + 1, r = n - 1; l < r; l++, r--) t = a[l], a[l] = a[r], a[r] = t;
+  return true;
+}
+
+static void b_orders(brute *B, int lv) {
+  if (lv == B->L) {
+    B->built++;
+    if (map_build(B->t, B->proto, &B->ch, &B->s, NULL) == 0 && B->s.cost.cycles < B->best)
+      B->best = B->s.cost.cycles;
+    return;
+  }
+  /* loops of one trip are no scheduled loops (map_ir.h), so only the
+   * others are permuted; every permutation of them is tried */
+  int act[MAP_MAX_LOOPS], n = 0, rest[MAP_MAX_LOOPS], m = 0;
+  for (int l = 0; l < B->p->n_loops; l++) {
+    if (B->ch.fac[lv][l] > 1) act[n++] = l;
+    else rest[m++] = l;
+  }
+  do {
+    for (int i = 0; i < n; i++) B->ch.order[lv][i] = act[i];
+    for (int i = 0; i < m; i++) B->ch.order[lv][n + i] = rest[i];
+    b_orders(B, lv + 1);
+  } while (next_perm(act, n));
+}
+
+static void b_split(brute *B, int l, int lv, int64_t left) {
+  if (l == B->p->n_loops) {
+    b_orders(B, 0);
+    return;
+  }
+  if (lv == 0) {
+    B->ch.fac[0][l] = left;
+    b_split(B, l + 1, B->L - 1, l + 1 < B->p->n_loops ? B->rem[l + 1] : 1);
+    return;
+  }
+  for (int64_t d = 1; d <= left; d++)
+    if (left % d == 0) {
+      B->ch.fac[lv][l] = d;
+      b_split(B, l, lv - 1, left / d);
+    }
+}
+
+/* The cheapest schedule of every decision, by brute force (array targets). */
+static double brute_force(const map_target *t, const map_schedule *proto, int64_t *built) {
+  brute *B = calloc(1, sizeof *B);
+  if (!B) return -1;
+  B->t = t;
+  B->proto = proto;
+  B->p = &proto->prob;
+  B->L = t->n_levels;
+  B->best = HUGE_VAL;
+  const map_problem *p = B->p;
+  for (int a = 0; a < p->n_loops; a++) {
+    if (!p->reduction[a]) continue;
+    for (int b = 0; b < p->n_loops; b++) {
+      if (p->reduction[b]) continue;
+      for (int64_t fa = 1; fa <= p->extent[a] && (uint64_t)fa <= t->dims[0]; fa++)
+        for (int64_t fb = 1; fb <= p->extent[b] && (uint64_t)fb <= t->dims[1]; fb++) {
+          if (p->extent[a] % fa || p->extent[b] % fb) continue;
+          for (int db = 0; db < 2; db++) {
+            memset(&B->ch, 0, sizeof B->ch);
+            for (int l = 0; l < p->n_loops; l++) {
+              B->ch.sp[l] = B->ch.wg[l] = B->ch.wave[l] = 1;
+              for (int lv = 0; lv < MAP_MAX_LEVELS; lv++) B->ch.fac[lv][l] = 1;
+            }
+            B->ch.sp[a] = fa;
+            B->ch.sp_axis[a] = MAP_AX_ROWS;
+            B->ch.sp[b] = fb;
+            B->ch.sp_axis[b] = MAP_AX_COLS;
+            B->ch.dbuf = db;
+            for (int l = 0; l < p->n_loops; l++) B->rem[l] = p->extent[l] / B->ch.sp[l];
+            b_split(B, 0, B->L - 1, B->rem[0]);
+          }
+        }
+    }
+  }
+  double best = B->best;
+  *built = B->built;
+  free(B);
+  return best;
+}
+
+static void compare(const char *suite, const char *name, const cov_acg *acg) {
+  cov_layer *l = NULL;
+  cov_status st = cov_layer_from_suite(suite, name, 1, &l);
+  map_schedule *proto = calloc(1, sizeof *proto);
+  map_target *t = calloc(1, sizeof *t);
+  cov_arena *arena = cov_arena_create();
+  if (!st) st = map_prepare(l, acg, proto, t, arena);
+  cov_schedule *x = NULL, *pr = NULL;
+  if (!st) st = cov_map(l, acg, &(cov_map_options){.exhaustive = 1}, &x);
+  if (!st) st = cov_map(l, acg, &(cov_map_options){0}, &pr);
+  CHECK(st == NULL);
+  if (st) {
+    fprintf(stderr, "%s on %s: ", name, cov_acg_name(acg));
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+  } else {
+    int64_t built = 0;
+    double best = brute_force(t, proto, &built);
+    double ex = cov_schedule_cycles(x), pc = cov_schedule_cycles(pr);
+    printf("%-16s %-14s brute force %10.1f over %8lld schedules; exhaustive %10.1f (%lld "
+           "evaluations); pruned %10.1f\n",
+           name, cov_acg_name(acg), best, (long long)built, ex, (long long)cov_schedule_evaluations(x),
+           pc);
+    CHECK(best > 0 && isfinite(best));
+    CHECK(ex == best);
+    CHECK(pc >= ex);
+  }
+  cov_schedule_free(x);
+  cov_schedule_free(pr);
+  cov_arena_destroy(arena);
+  free(proto);
+  free(t);
+  cov_layer_free(l);
+}
+
+int main(int argc, char **argv) {
+  char path[] = "/tmp/cov_search_suite_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return check_summary();
+  CHECK(write(fd, k_suite, sizeof k_suite - 1) == (ssize_t)(sizeof k_suite - 1));
+  close(fd);
+  const char *layers[] = {"gemm_tiny", "conv_tiny", "conv_pool_tiny", "attn_tiny"};
+  for (int i = 0; i <= argc - 1; i++) {
+    cov_acg *acg = NULL;
+    cov_status st = i == 0 ? cov_acg_load_buffer(k_acg3, strlen(k_acg3), "npu-tiny3.json", &acg)
+                           : cov_acg_load_target(argv[i], &acg);
+    CHECK(st == NULL);
+    if (st) {
+      cov_status_print(stderr, st, 0);
+      cov_status_free(st);
+      continue;
+    }
+    for (size_t k = 0; k < sizeof layers / sizeof *layers; k++) compare(path, layers[k], acg);
+    cov_acg_free(acg);
+  }
+  unlink(path);
+  return check_summary();
+}
