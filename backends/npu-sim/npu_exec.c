@@ -37,14 +37,16 @@ typedef struct chain_st {
   bool held;         /* a HOLD gemm's partial sums are in the PEs, not in c's buffer */
   uint32_t held_pc;  /* that gemm */
   range c;           /* its c bytes (no other unit may touch them until drained) */
-  npu_mem cm;        /* its c operand, off = effective byte address */
+  npu_mem cm;        /* its c operand (register and offset folded into c_addr) */
+  int64_t c_addr;
   uint32_t m;
   uint16_t n;
   uint8_t cap;
   bool wres;         /* weights of the last gemm are in the PEs, unchanged in their buffer */
   uint32_t w_pc;
   range b;
-  npu_mem bm;        /* off = effective byte address */
+  npu_mem bm;
+  int64_t b_addr;
   uint16_t k, wn;
   uint8_t wcap;
 } chain_st;
@@ -98,12 +100,8 @@ static cov_status chain_touch(ex *x, const char *opname, const range *rr, int nr
   return NULL;
 }
 
-static npu_mem eff(const ex *x, const npu_mem *m) {
-  npu_mem r = *m;
-  r.off = (uint32_t)(x->reg[m->reg] + m->off); /* mem_range bounded it inside the buffer */
-  r.reg = 0;
-  return r;
-}
+/* Effective byte address of an operand (mem_range bounded it inside its buffer). */
+static int64_t eff(const ex *x, const npu_mem *m) { return x->reg[m->reg] + (int64_t)m->off; }
 
 /* The chaining rules of one gemm (flags hold, chain, wkeep), then what the
  * array keeps after it. */
@@ -112,13 +110,14 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
   cov_loc loc = {NULL, 0, 0, NULL};
   chain_st *cs = &x->chain[in->unit];
   const char *un = x->g->compute[in->unit].name;
-  npu_mem c = eff(x, &in->u.gemm.c), b = eff(x, &in->u.gemm.b);
+  const npu_mem c = in->u.gemm.c, b = in->u.gemm.b;
+  int64_t ca = eff(x, &c), ba = eff(x, &b);
   if (in->flags & NPU_GEMM_CHAIN) {
     if (!cs->held)
       EFAIL("instruction %u (gemm): field flags: chain, but '%s' holds no tile (the previous gemm "
             "on it did not set hold)", x->pc, un);
     const char *f = c.buf != cs->cm.buf                 ? "c.buf"
-                    : c.off != cs->cm.off               ? "c (address)"
+                    : ca != cs->c_addr                  ? "c (address)"
                     : c.row_stride != cs->cm.row_stride ? "c.row_stride"
                     : c.col_stride != cs->cm.col_stride ? "c.col_stride"
                     : in->u.gemm.m != cs->m             ? "m"
@@ -140,7 +139,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
       EFAIL("instruction %u (gemm): field flags: wkeep, but '%s' holds no weights (no gemm before "
             "it, or the weights' bytes were written since)", x->pc, un);
     const char *f = b.buf != cs->bm.buf                 ? "b.buf"
-                    : b.off != cs->bm.off               ? "b (address)"
+                    : ba != cs->b_addr                  ? "b (address)"
                     : b.row_stride != cs->bm.row_stride ? "b.row_stride"
                     : b.col_stride != cs->bm.col_stride ? "b.col_stride"
                     : in->u.gemm.k != cs->k             ? "k"
@@ -156,6 +155,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
     cs->held_pc = x->pc;
     cs->c = *rc;
     cs->cm = c;
+    cs->c_addr = ca;
     cs->m = in->u.gemm.m;
     cs->n = in->u.gemm.n;
     cs->cap = in->u.gemm.cap;
@@ -165,6 +165,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
   if (!(in->flags & NPU_GEMM_WKEEP)) cs->w_pc = x->pc;
   cs->b = *rb;
   cs->bm = b;
+  cs->b_addr = ba;
   cs->k = in->u.gemm.k;
   cs->wn = in->u.gemm.n;
   cs->wcap = in->u.gemm.cap;
