@@ -62,9 +62,12 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       char ub[16];
       snprintf(ub, sizeof ub, "unit%u", in->unit);
       const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : ub;
-      fprintf(out, " %s cap%u m=%u k=%u n=%u%s%s", unit, in->u.gemm.cap, in->u.gemm.m,
+      fprintf(out, " %s cap%u m=%u k=%u n=%u%s%s%s%s%s", unit, in->u.gemm.cap, in->u.gemm.m,
               in->u.gemm.k, in->u.gemm.n, (in->flags & NPU_GEMM_ACC) ? " acc" : "",
-              (in->flags & NPU_GEMM_BIAS) ? " bias" : "");
+              (in->flags & NPU_GEMM_BIAS) ? " bias" : "",
+              (in->flags & NPU_GEMM_CHAIN) ? " chain" : "",
+              (in->flags & NPU_GEMM_HOLD) ? " hold" : "",
+              (in->flags & NPU_GEMM_WKEEP) ? " wkeep" : "");
       mem(out, g, "a", &in->u.gemm.a, true);
       mem(out, g, "b", &in->u.gemm.b, true);
       mem(out, g, "c", &in->u.gemm.c, true);

@@ -29,6 +29,28 @@ typedef struct range {
   uint64_t lo, hi;
 } range;
 
+/* What an array keeps between gemms (ISA.md "Chained gemms"): the tile a
+ * HOLD gemm left in an output-stationary array's PEs, the weights a
+ * weight-stationary array loaded last. Tracked in dry and real runs alike:
+ * the dry run rejects a chain the hardware could not execute. */
+typedef struct chain_st {
+  bool held;         /* a HOLD gemm's partial sums are in the PEs, not in c's buffer */
+  uint32_t held_pc;  /* that gemm */
+  range c;           /* its c bytes (no other unit may touch them until drained) */
+  npu_mem cm;        /* its c operand (register and offset folded into c_addr) */
+  int64_t c_addr;
+  uint32_t m;
+  uint16_t n;
+  uint8_t cap;
+  bool wres;         /* weights of the last gemm are in the PEs, unchanged in their buffer */
+  uint32_t w_pc;
+  range b;
+  npu_mem bm;
+  int64_t b_addr;
+  uint16_t k, wn;
+  uint8_t wcap;
+} chain_st;
+
 typedef struct ex {
   cov_npu_sim *sim;
   const npu_prog *p;
@@ -42,6 +64,7 @@ typedef struct ex {
   uint32_t pc;
   /* timing */
   uint64_t *unit_free, barrier, max_end, dram_free;
+  chain_st *chain; /* per compute node */
   blk **sb;
   int *sb_shift;
   uint64_t *sb_n;
@@ -49,6 +72,105 @@ typedef struct ex {
 } ex;
 
 #define EFAIL(...) return cov_error(COV_INVALID_INPUT, &loc, __VA_ARGS__)
+
+static bool overlaps(const range *a, const range *b) {
+  return a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
+}
+
+/* A DMA or VOP touching storage: it may not read or write a tile an array
+ * holds (its bytes are in the PEs, not in the buffer, until the chain's last
+ * gemm drains them); a write over an array's resident weights makes them
+ * stale (the next gemm must load them again). */
+static cov_status chain_touch(ex *x, const char *opname, const range *rr, int nr, const range *ww,
+                              int nw) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  for (int u = 0; u < x->g->n_compute; u++) {
+    chain_st *cs = &x->chain[u];
+    for (int i = 0; i < nr + nw; i++) {
+      const range *q = i < nr ? &rr[i] : &ww[i - nr];
+      if (cs->held && overlaps(q, &cs->c))
+        EFAIL("instruction %u (%s): %s bytes [%llu, %llu) of '%s' while gemm %u holds them in "
+              "'%s' (flag hold: not drained until a gemm without hold ends the chain)",
+              x->pc, opname, i < nr ? "reads" : "writes", (unsigned long long)q->lo,
+              (unsigned long long)q->hi, x->g->storage[q->buf].name, cs->held_pc,
+              x->g->compute[u].name);
+      if (i >= nr && cs->wres && overlaps(q, &cs->b)) cs->wres = false;
+    }
+  }
+  return NULL;
+}
+
+/* Effective byte address of an operand (mem_range bounded it inside its buffer). */
+static int64_t eff(const ex *x, const npu_mem *m) { return x->reg[m->reg] + (int64_t)m->off; }
+
+/* The chaining rules of one gemm (flags hold, chain, wkeep), then what the
+ * array keeps after it. */
+static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const range *rb,
+                             const range *rc) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  chain_st *cs = &x->chain[in->unit];
+  const char *un = x->g->compute[in->unit].name;
+  const npu_mem c = in->u.gemm.c, b = in->u.gemm.b;
+  int64_t ca = eff(x, &c), ba = eff(x, &b);
+  if (in->flags & NPU_GEMM_CHAIN) {
+    if (!cs->held)
+      EFAIL("instruction %u (gemm): field flags: chain, but '%s' holds no tile (the previous gemm "
+            "on it did not set hold)", x->pc, un);
+    const char *f = c.buf != cs->cm.buf                 ? "c.buf"
+                    : ca != cs->c_addr                  ? "c (address)"
+                    : c.row_stride != cs->cm.row_stride ? "c.row_stride"
+                    : c.col_stride != cs->cm.col_stride ? "c.col_stride"
+                    : in->u.gemm.m != cs->m             ? "m"
+                    : in->u.gemm.n != cs->n             ? "n"
+                    : in->u.gemm.cap != cs->cap         ? "cap"
+                                                        : NULL;
+    if (f)
+      EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose tile this gemm continues "
+            "(flag chain: same c, m, n and cap)", x->pc, f, cs->held_pc);
+    if (overlaps(ra, &cs->c) || overlaps(rb, &cs->c))
+      EFAIL("instruction %u (gemm): field %s: reads the tile gemm %u holds in '%s' (flag hold)",
+            x->pc, overlaps(ra, &cs->c) ? "a" : "b", cs->held_pc, un);
+  } else if (cs->held) {
+    EFAIL("instruction %u (gemm): field flags: gemm %u holds its tile in '%s' (flag hold), so the "
+          "next gemm must continue it (flags acc chain)", x->pc, cs->held_pc, un);
+  }
+  if (in->flags & NPU_GEMM_WKEEP) {
+    if (!cs->wres)
+      EFAIL("instruction %u (gemm): field flags: wkeep, but '%s' holds no weights (no gemm before "
+            "it, or the weights' bytes were written since)", x->pc, un);
+    const char *f = b.buf != cs->bm.buf                 ? "b.buf"
+                    : ba != cs->b_addr                  ? "b (address)"
+                    : b.row_stride != cs->bm.row_stride ? "b.row_stride"
+                    : b.col_stride != cs->bm.col_stride ? "b.col_stride"
+                    : in->u.gemm.k != cs->k             ? "k"
+                    : in->u.gemm.n != cs->wn            ? "n"
+                    : in->u.gemm.cap != cs->wcap        ? "cap"
+                                                        : NULL;
+    if (f)
+      EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose weights this gemm reuses "
+            "(flag wkeep: same b, k, n and cap)", x->pc, f, cs->w_pc);
+  }
+  cs->held = in->flags & NPU_GEMM_HOLD;
+  if (cs->held) {
+    cs->held_pc = x->pc;
+    cs->c = *rc;
+    cs->cm = c;
+    cs->c_addr = ca;
+    cs->m = in->u.gemm.m;
+    cs->n = in->u.gemm.n;
+    cs->cap = in->u.gemm.cap;
+  }
+  /* Every gemm leaves its weights in a weight-stationary array. */
+  cs->wres = !x->t->output_stationary && !overlaps(rc, rb);
+  if (!(in->flags & NPU_GEMM_WKEEP)) cs->w_pc = x->pc;
+  cs->b = *rb;
+  cs->bm = b;
+  cs->b_addr = ba;
+  cs->k = in->u.gemm.k;
+  cs->wn = in->u.gemm.n;
+  cs->wcap = in->u.gemm.cap;
+  return NULL;
+}
 
 static uint64_t capacity(const ex *x, int buf) {
   return buf == x->t->dram ? x->sim->dram_bytes : x->g->storage[buf].capacity_bytes;
@@ -368,6 +490,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   }
   range rl = {local, (uint64_t)lbase, (uint64_t)lhi};
   range rd = {x->t->dram, n_valid ? (uint64_t)dlo : 0, n_valid ? (uint64_t)dhi : 0};
+  COV_RETURN_IF_ERROR(chain_touch(x, "dma", &rl, store ? 1 : 0, &rl, store ? 0 : 1));
   if (x->dry) return NULL;
 
   /* Functional: walk the tile; the innermost dimension is a run. */
@@ -477,6 +600,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   cov_dtype ta = cap->in[0], tb = cap->in[1], to = cap->out;
   uint64_t ea = cov_dtype_size(ta), eb = cov_dtype_size(tb), eo = cov_dtype_size(to);
   bool acc = in->flags & NPU_GEMM_ACC, bias = in->flags & NPU_GEMM_BIAS;
+  bool chain = in->flags & NPU_GEMM_CHAIN, hold = in->flags & NPU_GEMM_HOLD;
+  bool wkeep = in->flags & NPU_GEMM_WKEEP;
   range r[4], w;
   int nr = 0;
   COV_RETURN_IF_ERROR(mem_range(x, "gemm", "a", &in->u.gemm.a, M, K, ea, &r[nr++]));
@@ -484,6 +609,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   COV_RETURN_IF_ERROR(mem_range(x, "gemm", "c", &in->u.gemm.c, M, N, eo, &w));
   if (acc) r[nr++] = w;
   if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
+  COV_RETURN_IF_ERROR(chain_gemm(x, in, &r[0], &r[1], &w));
   if (x->dry) return NULL;
 
   const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c, *mbias = &in->u.gemm.bias;
@@ -561,13 +687,16 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   uint64_t peak = cdiv(macs, cap->throughput);
   const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
   uint64_t occ, bank_extra;
-  uint64_t pre = (acc || bias) ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
+  /* A chained gemm finds its partial sums in the PEs: nothing to preload. */
+  uint64_t pre = (acc || bias) && !chain
+                     ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
   if (!os) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
     uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
     uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
-    uint64_t wl = (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
+    /* wkeep: the PEs still hold this K x N block from the previous gemm. */
+    uint64_t wl = wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
     uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
     uint64_t out = cdiv(M * N * eo, bwc);
     uint64_t body = st > out ? st : out;
@@ -587,7 +716,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     if (peak > st) st = peak;
     uint32_t dg = da > db ? da : db;
     bank_extra = st * (dg - 1);
-    occ = pre + st * dg + cdiv(M * N * eo, bwc);
+    /* hold: the sums stay in the PEs for the next (chained) gemm, no drain. */
+    occ = pre + st * dg + (hold ? 0 : cdiv(M * N * eo, bwc));
   }
   timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
          NULL);
@@ -595,10 +725,10 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   us->macs += macs;
   x->st->macs += macs;
   x->st->bytes_read[ma->buf] += M * K * ea;
-  x->st->bytes_read[mb->buf] += K * N * eb;
-  if (acc) x->st->bytes_read[mc->buf] += M * N * eo;
+  if (!wkeep) x->st->bytes_read[mb->buf] += K * N * eb;
+  if (acc && !chain) x->st->bytes_read[mc->buf] += M * N * eo;
   if (bias) x->st->bytes_read[in->u.gemm.bias.buf] += N * eo;
-  x->st->bytes_written[mc->buf] += M * N * eo;
+  if (!hold) x->st->bytes_written[mc->buf] += M * N * eo;
   return NULL;
 }
 
@@ -638,6 +768,7 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   COV_RETURN_IF_ERROR(mem_range(x, "vop", "src1", &in->u.vop.src1, R, C, ei, &r[nr++]));
   if (bin && !imm) COV_RETURN_IF_ERROR(mem_range(x, "vop", "src2", &in->u.vop.src2, R, C, ei, &r[nr++]));
   COV_RETURN_IF_ERROR(mem_range(x, "vop", "dst", &in->u.vop.dst, R, reduce ? 1 : C, eo, &w));
+  COV_RETURN_IF_ERROR(chain_touch(x, "vop", r, nr, &w, 1));
   if (x->dry) return NULL;
 
   const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
@@ -722,9 +853,14 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
   uint64_t max_dyn = o->max_dyn ? o->max_dyn : NPU_MAX_DYN_INSNS;
   int n_units = x.g->n_edges + x.g->n_compute;
   cov_status st = NULL;
+  x.chain = calloc((size_t)x.g->n_compute + 1, sizeof *x.chain);
+  if (!x.chain) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
   if (!x.dry) {
     x.unit_free = calloc((size_t)n_units, sizeof *x.unit_free);
-    if (!x.unit_free) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+    if (!x.unit_free) {
+      free(x.chain);
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+    }
     if ((st = sb_init(&x))) goto done;
     x.trace_offset = o->trace_offset;
     if (x.trace && o->trace_fragment) {
@@ -785,12 +921,21 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
     if (st) goto done;
     pc++;
   }
+  for (int u = 0; u < x.g->n_compute; u++)
+    if (x.chain[u].held) {
+      st = cov_error(COV_INVALID_INPUT, NULL,
+                     "instruction %u (gemm): field flags: the program ends while it holds its tile "
+                     "in '%s' (flag hold): no gemm drains it",
+                     x.chain[u].held_pc, x.g->compute[u].name);
+      goto done;
+    }
   if (!x.dry) {
     stats->cycles = x.max_end;
     stats->dyn_insns = dyn;
     if (x.trace && !o->trace_fragment) fprintf(x.trace, "\n]}\n");
   }
 done:
+  free(x.chain);
   free(x.unit_free);
   sb_free(&x);
   return st;

@@ -55,6 +55,10 @@ cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char 
 /* Scheduled IR -> program (npu_codegen.c). */
 struct map_schedule;
 cov_status npu_codegen(const struct map_schedule *s, npu_prog **out);
+/* Sets the gemm chaining flags (hold/chain, wkeep) where consecutive gemms
+ * continue the same output tile or reuse the same weights (npu_codegen does
+ * this on every program it emits). */
+cov_status npu_chain_gemms(npu_prog *p, const npu_target *t);
 
 void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g);
 cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);

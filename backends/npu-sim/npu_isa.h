@@ -47,6 +47,17 @@ typedef enum npu_opcode {
 /* GEMM flags */
 #define NPU_GEMM_ACC 0x1  /* C += A x B (otherwise C = A x B) */
 #define NPU_GEMM_BIAS 0x2 /* C = bias (row vector, broadcast over M) + A x B */
+/* Chaining (ISA.md "Chained gemms"). Functionally no-ops: every gemm still
+ * leaves C in its buffer; they only tell the timing what the array keeps.
+ * Output-stationary arrays: */
+#define NPU_GEMM_HOLD 0x4  /* keep the partial sums in the PEs, do not drain: the
+                            * next gemm on this array continues the tile (CHAIN) */
+#define NPU_GEMM_CHAIN 0x8 /* with ACC: the tile is already in the PEs (the previous
+                            * gemm on this array set HOLD): no preload of C */
+/* Weight-stationary arrays: */
+#define NPU_GEMM_WKEEP 0x10 /* the weights are already in the PEs (the previous gemm
+                             * on this array used the same b, k, n): no weight load */
+#define NPU_GEMM_FLAGS (NPU_GEMM_ACC | NPU_GEMM_BIAS | NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP)
 /* VOP flags */
 #define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
 /* DMA flags */

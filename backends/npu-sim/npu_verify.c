@@ -115,11 +115,22 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
     return cov_error(COV_UNSUPPORTED, &loc,
                      "instruction %u (gemm): field cap: %s x %s -> %s is not simulated", i,
                      cov_dtype_name(a), cov_dtype_name(b), cov_dtype_name(o));
-  if (in->flags & ~(NPU_GEMM_ACC | NPU_GEMM_BIAS))
-    FAIL("instruction %u (gemm): field flags: unknown bits 0x%x", i,
-         in->flags & ~(NPU_GEMM_ACC | NPU_GEMM_BIAS));
+  if (in->flags & ~NPU_GEMM_FLAGS)
+    FAIL("instruction %u (gemm): field flags: unknown bits 0x%x", i, in->flags & ~NPU_GEMM_FLAGS);
   if ((in->flags & NPU_GEMM_ACC) && (in->flags & NPU_GEMM_BIAS))
     FAIL("instruction %u (gemm): field flags: acc and bias exclude each other", i);
+  /* Chaining flags follow the dataflow: partial sums stay in an
+   * output-stationary array, weights in a weight-stationary one. Which gemm
+   * a chained one continues is a dynamic property: the dry run checks it. */
+  if ((in->flags & (NPU_GEMM_HOLD | NPU_GEMM_CHAIN)) && !t->output_stationary)
+    FAIL("instruction %u (gemm): field flags: hold/chain need an output-stationary array ('%s' "
+         "is weight-stationary)", i, c->name);
+  if ((in->flags & NPU_GEMM_WKEEP) && t->output_stationary)
+    FAIL("instruction %u (gemm): field flags: wkeep needs a weight-stationary array ('%s' is "
+         "output-stationary)", i, c->name);
+  if ((in->flags & NPU_GEMM_CHAIN) && !(in->flags & NPU_GEMM_ACC))
+    FAIL("instruction %u (gemm): field flags: chain accumulates into the held tile, so it needs acc",
+         i);
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->dims[0];
   uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : c->dims[1];
   const char *df = t->output_stationary ? "output-stationary" : "weight-stationary";

@@ -47,6 +47,15 @@ expect 1 "instruction 0 (offset 240): field opcode: unknown opcode 0x66" "$cov" 
 # Out-of-range address: instruction 0's local_off (bytes 12..15 of it) = 0x00ffff00.
 { head -c 252 "$progs/loop.npu"; printf '\x00\xff\xff\x00'; tail -c +257 "$progs/loop.npu"; } >"$tmp/addr.npu"
 expect 1 "instruction 0 (dma): field local_off" "$cov" sim "$tmp/addr.npu"
+# Chained gemms: the flags disassemble; a gemm that breaks a chain (its chain
+# bit cleared in the binary, instruction 3 at byte 648) is refused by name.
+expect 0 "acc chain hold a=ubuf" "$cov" disasm "$progs/gemm_os_chain.npu"
+expect 0 "n=16 wkeep a=ibuf" "$cov" disasm "$progs/gemm_ws_wkeep.npu"
+/usr/bin/python3 -c "
+import sys; b = bytearray(open('$progs/gemm_os_chain.npu', 'rb').read())
+assert b[648] == 0x30 and b[650] == 0x0d, (b[648], b[650])
+b[650] = 0x05; open('$tmp/chain.npu', 'wb').write(b)" || { echo "FAIL: chain patch"; fail=1; }
+expect 1 "instruction 3 (gemm): field flags: gemm 2 holds its tile in 'pe_array'" "$cov" sim "$tmp/chain.npu"
 expect 1 "cannot open" "$cov" sim "$tmp/none.npu"
 expect 2 "takes exactly one PROGRAM" "$cov" sim
 exit $fail

@@ -9,6 +9,7 @@
 
 #include "acg/acg_ir.h"
 #include "backends/npu-sim/npu_internal.h"
+#include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include "tests/check.h"
 
@@ -549,6 +550,316 @@ static void test_loops_and_errors(void) {
   cov_acg_free(g);
 }
 
+/* ---- chained gemms (ISA.md "Chained gemms") ---- */
+
+/* Runs p (inputs: every input/weight tensor filled from a fixed seed) and
+ * returns its cycles and a copy of tensor `outname`'s bytes. */
+static uint64_t run_bytes(const cov_acg *g, const npu_prog *p, const char *outname,
+                          uint8_t **bytes, size_t *n) {
+  cov_npu_sim *sim = NULL;
+  cov_status st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, p);
+  uint64_t seed = 0x1234567ull;
+  for (uint32_t i = 0; i < p->n_tensors && !st; i++) {
+    const npu_tensor *tn = &p->tensors[i];
+    if (tn->role != NPU_ROLE_INPUT && tn->role != NPU_ROLE_WEIGHT) continue;
+    int64_t shape[NPU_TENSOR_MAX_RANK];
+    for (int d = 0; d < tn->rank; d++) shape[d] = tn->dims[d];
+    cov_tensor t = {0};
+    st = cov_tensor_alloc(&t, COV_F32, tn->rank, shape);
+    for (int64_t j = 0; !st && j < cov_tensor_numel(&t); j++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      ((float *)t.data)[j] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    if (!st) st = cov_npu_sim_write(sim, tn->name, &t);
+    cov_tensor_release(&t);
+  }
+  cov_npu_stats *stats = NULL;
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  cov_tensor y = {0};
+  if (!st) st = cov_npu_sim_read(sim, outname, &y);
+  if (st) {
+    cov_status_print(stderr, st, 1);
+    cov_status_free(st);
+  }
+  CHECK(stats && y.data);
+  uint64_t cycles = stats ? cov_npu_stats_cycles(stats) : 0;
+  *n = y.data ? (size_t)cov_tensor_numel(&y) * cov_dtype_size(y.dtype) : 0;
+  *bytes = malloc(*n ? *n : 1);
+  if (y.data) memcpy(*bytes, y.data, *n);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  return cycles;
+}
+
+static npu_prog *clone_unchained(const npu_prog *p) {
+  uint8_t *buf = NULL;
+  size_t size = 0;
+  npu_prog *q = NULL;
+  CHECK(!npu_encode(p, &buf, &size));
+  CHECK(!npu_decode(buf, size, "clone", &q));
+  free(buf);
+  for (uint32_t i = 0; q && i < q->n_insns; i++)
+    if (q->insns[i].op == NPU_OP_GEMM)
+      q->insns[i].flags &= (uint16_t)~(NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP);
+  return q;
+}
+
+static int count_flag(const npu_prog *p, uint16_t f) {
+  int n = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++) n += p->insns[i].op == NPU_OP_GEMM && (p->insns[i].flags & f);
+  return n;
+}
+
+/* Chained and unchained versions of the same program: bit-identical outputs,
+ * fewer cycles chained. */
+static void check_chain_same(const cov_acg *g, const npu_prog *chained, const char *what,
+                             bool expect_faster) {
+  npu_prog *plain = clone_unchained(chained);
+  uint8_t *b1 = NULL, *b2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  uint64_t c1 = run_bytes(g, chained, "y", &b1, &n1);
+  uint64_t c2 = plain ? run_bytes(g, plain, "y", &b2, &n2) : 0;
+  CHECK(n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0);
+  if (expect_faster) CHECK(c1 < c2);
+  printf("chain %-28s %8llu cycles chained, %8llu unchained\n", what, (unsigned long long)c1,
+         (unsigned long long)c2);
+  free(b1);
+  free(b2);
+  npu_prog_free(plain);
+}
+
+/* OS: y = x @ w with K = 40 reduced in 5 gemms of k = 8 into one acc tile,
+ * then copied out by the SIMD unit. */
+static npu_prog *os_chain_prog(const cov_acg *g, const npu_target *t) {
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, t);
+  const uint32_t M = 16, K = 40, N = 16;
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
+  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){M, N});
+  int ubuf = node(g, "ubuf"), accb = node(g, "acc");
+  int e = edge(g, "dram", "ubuf");
+  int arr = compute(g, "pe_array"), vec = compute(g, "vec");
+  int mac = cap_of(g, "pe_array", COV_OP_MAC, COV_F16);
+  int addc = cap_of(g, "vec", COV_OP_ADD, COV_F32);
+  add(p, dma2(e, false, COV_F16, aw, K, N, 0, 0, K, N, 0, 16, 1));
+  add(p, dma2(e, false, COV_F16, ax, M, K, 0, 0, M, K, 8192, 1, 16)); /* A^T */
+  for (uint32_t k0 = 0; k0 < K; k0 += 8) {
+    npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)arr, .flags = k0 ? NPU_GEMM_ACC : 0};
+    gm.u.gemm.cap = (uint8_t)mac;
+    gm.u.gemm.m = M;
+    gm.u.gemm.k = 8;
+    gm.u.gemm.n = N;
+    gm.u.gemm.a = (npu_mem){(uint8_t)ubuf, 0, 8192 + k0 * 16 * 2, 1, 16};
+    gm.u.gemm.b = (npu_mem){(uint8_t)ubuf, 0, k0 * 16 * 2, 16, 1};
+    gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+    add(p, gm);
+  }
+  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
+  v.u.vop.vop = COV_OP_ADD;
+  v.u.vop.cap = (uint8_t)addc;
+  v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+  v.u.vop.rows = M;
+  v.u.vop.cols = N;
+  v.u.vop.dst = (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1};
+  v.u.vop.src1 = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+  v.u.vop.src2 = (npu_mem){NPU_IMM_BUF, 0, 0, 0, 0};
+  v.u.vop.imm = 0.0f;
+  add(p, v);
+  add(p, dma2(e, true, COV_F32, ay, M, N, 0, 0, M, N, 16384, 16, 1));
+  return p;
+}
+
+/* WS: two row blocks of x through the same 16 x 16 weights. */
+static npu_prog *ws_chain_prog(const cov_acg *g, const npu_target *t) {
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, t);
+  const uint32_t M = 64, K = 16, N = 16;
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
+  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){M, N});
+  int ibuf = node(g, "ibuf"), wbuf = node(g, "wbuf"), obuf = node(g, "obuf");
+  int arr = compute(g, "pe_array");
+  int mac = cap_of(g, "pe_array", COV_OP_MAC, COV_F16);
+  add(p, dma2(edge(g, "dram", "wbuf"), false, COV_F16, aw, K, N, 0, 0, K, N, 0, 16, 1));
+  add(p, dma2(edge(g, "dram", "ibuf"), false, COV_F16, ax, M, K, 0, 0, M, K, 0, 16, 1));
+  for (uint32_t m0 = 0; m0 < M; m0 += 16) {
+    npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)arr};
+    gm.u.gemm.cap = (uint8_t)mac;
+    gm.u.gemm.m = 16;
+    gm.u.gemm.k = (uint16_t)K;
+    gm.u.gemm.n = (uint16_t)N;
+    gm.u.gemm.a = (npu_mem){(uint8_t)ibuf, 0, m0 * 16 * 2, 16, 1};
+    gm.u.gemm.b = (npu_mem){(uint8_t)wbuf, 0, 0, 16, 1};
+    gm.u.gemm.c = (npu_mem){(uint8_t)obuf, 0, m0 * 16 * 4, 16, 1};
+    add(p, gm);
+  }
+  add(p, dma2(edge(g, "obuf", "dram"), true, COV_F32, ay, M, N, 0, 0, M, N, 0, 16, 1));
+  return p;
+}
+
+static void expect_err(const npu_prog *p, const cov_acg *g, const char *a, const char *b) {
+  cov_status v = cov_npu_program_verify(p, g);
+  bool ok = v && strstr(cov_status_message(v), a) && (!b || strstr(cov_status_message(v), b));
+  if (!ok) fprintf(stderr, "expected '%s' / '%s', got: %s\n", a, b ? b : "",
+                   v ? cov_status_message(v) : "(no error)");
+  CHECK(ok);
+  cov_status_free(v);
+}
+
+static void test_chaining(void) {
+  cov_acg *g = load_target("npu-32x32-os");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog *p = os_chain_prog(g, &t);
+  CHECK(!cov_npu_program_verify(p, g));
+  CHECK(!npu_chain_gemms(p, &t));
+  /* gemms 2..6: hold x4 then the last continues without hold. */
+  CHECK(count_flag(p, NPU_GEMM_HOLD) == 4 && count_flag(p, NPU_GEMM_CHAIN) == 4);
+  CHECK(p->insns[2].flags == NPU_GEMM_HOLD && !(p->insns[6].flags & NPU_GEMM_HOLD));
+  CHECK(!cov_npu_program_verify(p, g));
+  check_chain_same(g, p, "os k=40 in 5 gemms", true);
+  /* The disassembly shows the flags. */
+  FILE *f = tmpfile();
+  CHECK(f && !cov_npu_program_disasm(p, g, f));
+  char txt[16384] = {0};
+  if (f) {
+    rewind(f);
+    size_t got = fread(txt, 1, sizeof txt - 1, f);
+    txt[got] = 0;
+    fclose(f);
+  }
+  CHECK(strstr(txt, " acc chain hold ") && strstr(txt, "m=16 k=8 n=16 hold "));
+  save(p, "gemm_os_chain");
+
+  /* Malformed chains, each refused by name. */
+  npu_insn keep;
+  keep = p->insns[3];
+  p->insns[3].flags &= (uint16_t)~NPU_GEMM_CHAIN; /* gemm 2 holds, gemm 3 does not continue */
+  expect_err(p, g, "instruction 3 (gemm): field flags: gemm 2 holds its tile in 'pe_array'",
+             "must continue it");
+  p->insns[3] = keep;
+  p->insns[3].u.gemm.c.off = 1024; /* another tile */
+  expect_err(p, g, "instruction 3 (gemm): field c (address): differs from gemm 2", NULL);
+  p->insns[3] = keep;
+  p->insns[3].u.gemm.m = 8;
+  expect_err(p, g, "instruction 3 (gemm): field m: differs from gemm 2", NULL);
+  p->insns[3] = keep;
+  p->insns[2].flags = 0; /* nothing held */
+  expect_err(p, g, "instruction 3 (gemm): field flags: chain, but 'pe_array' holds no tile", NULL);
+  p->insns[2].flags = NPU_GEMM_HOLD;
+  p->insns[3].flags = NPU_GEMM_CHAIN | NPU_GEMM_HOLD; /* chain without acc */
+  expect_err(p, g, "instruction 3 (gemm): field flags: chain accumulates", "needs acc");
+  p->insns[3] = keep;
+  p->insns[6].flags |= NPU_GEMM_HOLD; /* the vop then reads the held tile */
+  expect_err(p, g, "instruction 7 (vop): reads bytes [0, 1024) of 'acc' while gemm 6 holds them",
+             NULL);
+  p->n_insns = 7; /* the program ends with the tile held */
+  expect_err(p, g, "instruction 6 (gemm): field flags: the program ends while it holds", NULL);
+  p->n_insns = 9;
+  p->insns[6] = p->insns[5];
+  p->insns[6].flags = NPU_GEMM_ACC | NPU_GEMM_CHAIN;
+  p->insns[2].flags |= NPU_GEMM_WKEEP;
+  expect_err(p, g, "instruction 2 (gemm): field flags: wkeep needs a weight-stationary array",
+             NULL);
+  npu_prog_free(p);
+
+  /* Through the binary format: flags survive, the decoder's checks hold. */
+  p = os_chain_prog(g, &t);
+  CHECK(!npu_chain_gemms(p, &t));
+  npu_prog *q = clone_unchained(p);
+  CHECK(q && count_flag(q, NPU_GEMM_HOLD) == 0);
+  npu_prog_free(q);
+  uint8_t *bin = NULL;
+  size_t bn = 0;
+  CHECK(!npu_encode(p, &bin, &bn));
+  CHECK(!npu_decode(bin, bn, "x", &q));
+  CHECK(q && count_flag(q, NPU_GEMM_CHAIN) == 4);
+  free(bin);
+  npu_prog_free(q);
+  npu_prog_free(p);
+  cov_acg_free(g);
+
+  /* Weight-stationary: the same weights for four row blocks. */
+  g = load_target("npu-16x16");
+  CHECK(!npu_target_init(g, &t));
+  p = ws_chain_prog(g, &t);
+  CHECK(!npu_chain_gemms(p, &t));
+  CHECK(count_flag(p, NPU_GEMM_WKEEP) == 3 && !(p->insns[2].flags & NPU_GEMM_WKEEP));
+  CHECK(!cov_npu_program_verify(p, g));
+  check_chain_same(g, p, "ws 4 row blocks, one weight tile", true);
+  save(p, "gemm_ws_wkeep");
+  keep = p->insns[3];
+  p->insns[3].u.gemm.b.off = 512;
+  expect_err(p, g, "instruction 3 (gemm): field b (address): differs from gemm 2", NULL);
+  p->insns[3] = keep;
+  p->insns[3].u.gemm.k = 8;
+  expect_err(p, g, "instruction 3 (gemm): field k: differs from gemm 2", NULL);
+  p->insns[3] = keep;
+  p->insns[2].flags |= NPU_GEMM_WKEEP; /* the first gemm: nothing loaded yet */
+  expect_err(p, g, "instruction 2 (gemm): field flags: wkeep, but 'pe_array' holds no weights", NULL);
+  p->insns[2].flags = 0;
+  /* A DMA rewrites the weights between two gemms: wkeep is stale. */
+  npu_prog_free(p);
+  p = ws_chain_prog(g, &t);
+  CHECK(!npu_chain_gemms(p, &t));
+  npu_prog *r = NULL;
+  CHECK(!npu_prog_create(&r));
+  npu_prog_set_target(r, &t);
+  for (uint32_t i = 0; i < p->n_tensors; i++) CHECK(!npu_prog_add_tensor(r, &p->tensors[i]));
+  for (uint32_t i = 0; i < p->n_insns; i++) {
+    if (i == 3) CHECK(!npu_prog_add(r, &p->insns[0])); /* reload wbuf before gemm 4 */
+    CHECK(!npu_prog_add(r, &p->insns[i]));
+  }
+  r->dram_bytes = p->dram_bytes;
+  expect_err(r, g, "instruction 4 (gemm): field flags: wkeep, but 'pe_array' holds no weights",
+             "written since");
+  p->insns[2].flags |= NPU_GEMM_HOLD;
+  expect_err(p, g, "instruction 2 (gemm): field flags: hold/chain need an output-stationary array",
+             NULL);
+  npu_prog_free(r);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
+/* The code generator's chains on real layers: same bytes as the program with
+ * the chaining flags cleared, fewer cycles where it chains. */
+static void test_chaining_codegen(void) {
+  char suite[1024];
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
+  const char *targets[2] = {"npu-32x32-os", "npu-16x16"};
+  const char *layers[2] = {"convnet_layer1", "convnet_layer2"};
+  for (int ti = 0; ti < 2; ti++)
+    for (int li = 0; li < 2; li++) {
+      cov_acg *g = load_target(targets[ti]);
+      cov_layer *l = NULL;
+      cov_schedule *s = NULL;
+      cov_npu_program *p = NULL;
+      CHECK(!cov_layer_from_suite(suite, layers[li], 1, &l));
+      CHECK(l && !cov_map(l, g, NULL, &s));
+      CHECK(s && !cov_npu_compile(s, &p));
+      if (p) {
+        int ch = count_flag(p, NPU_GEMM_CHAIN) + count_flag(p, NPU_GEMM_WKEEP);
+        if (ti == 0) CHECK(ch > 0); /* the OS programs reduce over r, s in separate gemms */
+        /* rename the output for run_bytes */
+        int o = npu_prog_find_tensor(p, "out");
+        CHECK(o >= 0);
+        if (o >= 0) snprintf(p->tensors[o].name, sizeof p->tensors[o].name, "y");
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", layers[li], targets[ti]);
+        check_chain_same(g, p, what, ch > 0);
+      }
+      cov_npu_program_free(p);
+      cov_schedule_free(s);
+      cov_layer_free(l);
+      cov_acg_free(g);
+    }
+}
+
 int main(int argc, char **argv) {
   g_src = argc > 1 ? argv[1] : ".";
   g_out = argc > 2 ? argv[2] : NULL;
@@ -557,5 +868,7 @@ int main(int argc, char **argv) {
   test_dma_padding();
   test_bank_conflicts();
   test_loops_and_errors();
+  test_chaining();
+  test_chaining_codegen();
   return check_summary();
 }
