@@ -83,7 +83,11 @@ typedef struct model_inputs {
 
 static cov_status fill_inputs(void *user, const cov_model *m, cov_tensor *inputs, size_t n) {
   const model_inputs *mi = user;
-  for (size_t i = 0; i < n; i++) COV_RETURN_IF_ERROR(cli_random_input(m, i, mi->seed, &inputs[i]));
+  for (size_t i = 0; i < n; i++) {
+    cov_status st = cli_random_input(m, i, mi->seed, &inputs[i]);
+    /* its advice (--input) is an NPU-run option: say so */
+    if (st) return cov_status_annotate(st, "a GPU run makes random inputs only (no --input yet): ");
+  }
   return NULL;
 }
 #endif
