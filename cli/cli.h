@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "covenant/model.h"
 #include "covenant/status.h"
 
 #define CLI_EXIT_OK 0
@@ -37,6 +38,11 @@ int cli_wants_help(int argc, char **argv);
  * generated inputs (run, sim, verify): the same on every machine for a seed.
  * The state must not be 0. */
 float cli_rand_pm1(uint64_t *state);
+/* Input i of `m` as `covenant run` makes one it is not given: f32 values in
+ * [-1, 1) from cli_rand_pm1, seeded with (seed + i); printed as such on
+ * stdout. An input without a fixed f32 shape is COV_INVALID_ARGUMENT,
+ * saying to pass it with --input. */
+cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long seed, cov_tensor *t);
 int cli_route_gpu(const char *sub, int argc, char **argv, int *rc);
 
 /* Command groups (one file each). */

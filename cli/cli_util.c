@@ -1,5 +1,6 @@
 /* cli/cli_util.c: usage errors, diagnostics and output files for commands. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,23 @@ float cli_rand_pm1(uint64_t *state) {
   *state ^= *state >> 7;
   *state ^= *state << 17;
   return (float)((*state >> 11) % 2000000) / 1000000.0f - 1.0f;
+}
+
+cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long seed, cov_tensor *t) {
+  cov_dtype dt;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
+  bool fixed = dt == COV_F32;
+  for (int d = 0; d < rank; d++) fixed &= shape[d] >= 0;
+  if (!fixed)
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "input '%s' (%s, rank %d) is not given and has no fixed f32 shape; use --input %s=FILE",
+                     cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(t, COV_F32, rank, shape));
+  /* Deterministic random values in [-1, 1) from the seed (printed). */
+  uint64_t r = (seed + i) * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t k = 0; k < cov_tensor_numel(t); k++) ((float *)t->data)[k] = cli_rand_pm1(&r);
+  printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
+  return NULL;
 }

@@ -11,6 +11,7 @@ static void gpu_help(FILE *out) {
   fprintf(out,
           "usage: covenant gpu compile LAYER... --target T -o DIR [--report]\n"
           "       covenant gpu run LAYER... --target T\n"
+          "       covenant gpu run MODEL.onnx --target T [--seed N] [--tolerance X]\n"
           "\n"
           "LAYER is an entry of the layer suite (bench/suite/layers.json) by name, NAME@bN\n"
           "for batch N, gemm_MxNxK for a plain matmul, 'all' for every layer of the suite\n"
@@ -22,6 +23,12 @@ static void gpu_help(FILE *out) {
           "  run      runs each layer on seeded random inputs (CUDA driver API, or HIP for\n"
           "           AMD: use --code-object 4 with Debian's HIP 5.2) and compares with a\n"
           "           CPU loop nest; exits 1, naming the runtime's error, without a GPU\n"
+          "  run MODEL.onnx  runs the whole model (also `covenant run MODEL.onnx --target T`):\n"
+          "           each conv layer group the lowering takes is compiled and run on the\n"
+          "           GPU (inputs rounded to --dtype), every other group on the CPU\n"
+          "           reference; prints where each group ran with its kernel time, the\n"
+          "           outputs, and the max relative error against --target ref on the\n"
+          "           same random inputs (exit 1 past --tolerance)\n"
           "\n"
           "options:\n"
           "  -t, --target T        the GPU target (required)\n"
@@ -33,6 +40,9 @@ static void gpu_help(FILE *out) {
           "      --allow-unfused   accept layers with post-ops the kernels do not fuse, and\n"
           "                        skip (with a note) model groups that are not contractions\n"
           "      --code-object V   AMDGPU code object version 4 or 5 (default: the ACG's)\n"
+          "      --seed N          run MODEL.onnx: seed of the random inputs (1, as covenant run)\n"
+          "      --tolerance X     run MODEL.onnx: largest accepted max|gpu-ref|/max|ref|\n"
+          "                        (default 1e-2: the GPU takes f16 inputs)\n"
           "  -h, --help            show this help\n");
 }
 
@@ -60,6 +70,28 @@ static cov_status suite_contractions(const char *suite, cov_dtype dt, char (*nam
 }
 #endif
 
+static int is_onnx(const char *s) {
+  size_t n = strlen(s);
+  return n > 5 && !strcmp(s + n - 5, ".onnx");
+}
+
+#ifdef COV_HAVE_GPU_BACKENDS
+/* A model run's inputs: random, exactly as `covenant run` makes them. */
+typedef struct model_inputs {
+  unsigned long long seed;
+} model_inputs;
+
+static cov_status fill_inputs(void *user, const cov_model *m, cov_tensor *inputs, size_t n) {
+  const model_inputs *mi = user;
+  for (size_t i = 0; i < n; i++) {
+    cov_status st = cli_random_input(m, i, mi->seed, &inputs[i]);
+    /* its advice (--input) is an NPU-run option: say so */
+    if (st) return cov_status_annotate(st, "a GPU run makes random inputs only (no --input yet): ");
+  }
+  return NULL;
+}
+#endif
+
 int cli_cmd_gpu(int argc, char **argv) {
   if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -74,10 +106,13 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"report", no_argument, NULL, 'r'},        {"dtype", required_argument, NULL, 'd'},
       {"suite", required_argument, NULL, 's'},   {"allow-unfused", no_argument, NULL, 'u'},
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+      {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
       {0, 0, 0, 0}};
   cov_gpu_options o = {0};
   const char *out_dir = NULL;
-  int report = 0;
+  int report = 0, model_opts = 0;
+  unsigned long long seed = 1;
+  double tol = 1e-2;
   optind = 1;
   opterr = 0;
   int c;
@@ -100,6 +135,21 @@ int cli_cmd_gpu(int argc, char **argv) {
           return cli_usage_error("gpu", "--code-object '%s': expected 4 or 5", optarg);
         o.code_object_version = (unsigned)atoi(optarg);
         break;
+      case 'S': {
+        char *end = NULL;
+        seed = strtoull(optarg, &end, 10);
+        if (!*optarg || *end) return cli_usage_error("gpu", "--seed: '%s' is not a number", optarg);
+        model_opts = 1;
+        break;
+      }
+      case 'T': {
+        char *end = NULL;
+        tol = strtod(optarg, &end);
+        if (!*optarg || *end || !(tol >= 0))
+          return cli_usage_error("gpu", "--tolerance: '%s' is not a number >= 0", optarg);
+        model_opts = 1;
+        break;
+      }
       case 'h': gpu_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_usage_error("gpu", "%s: unknown option or missing argument '%s'", sub, av[optind - 1]);
@@ -110,7 +160,18 @@ int cli_cmd_gpu(int argc, char **argv) {
   if (!strcmp(sub, "compile") && !out_dir) return cli_usage_error("gpu", "compile needs -o DIR");
   if (!strcmp(sub, "run") && (out_dir || report))
     return cli_usage_error("gpu", "run takes neither -o nor --report");
+  /* run MODEL.onnx: the whole model, one model per run */
+  int models = 0;
+  for (int i = optind; i < ac; i++) models += is_onnx(av[i]);
+  if (!strcmp(sub, "run") && models && ac - optind != 1)
+    return cli_usage_error("gpu", "run takes one MODEL.onnx alone (not with other models or layers)");
+  if (model_opts && !(models && !strcmp(sub, "run")))
+    return cli_usage_error("gpu", "--seed and --tolerance are for run MODEL.onnx");
 #ifdef COV_HAVE_GPU_BACKENDS
+  if (models && !strcmp(sub, "run")) {
+    model_inputs mi = {seed};
+    return cli_report(cov_gpu_run_model(&o, av[optind], tol, fill_inputs, &mi, stdout));
+  }
   /* 'all' expands to the suite's layers the lowering takes */
   static char suite_names[MAX_SUITE][96];
   int n_suite = 0, n = 0;

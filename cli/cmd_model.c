@@ -292,30 +292,14 @@ int cli_cmd_run(int argc, char **argv) {
   }
   for (size_t i = 0; i < ni && rc == CLI_EXIT_OK; i++) {
     if (inputs[i].data) continue;
-    cov_dtype dt;
-    int rank;
-    int64_t shape[COV_MAX_RANK];
-    cov_model_input_info(m, i, &dt, &rank, shape);
-    bool fixed = dt == COV_F32;
-    for (int d = 0; d < rank; d++) fixed &= shape[d] >= 0;
-    if (!fixed) {
-      fprintf(stderr,
-              "covenant run: input '%s' (%s, rank %d) is not given and has no fixed f32 shape; "
-              "use --input %s=FILE\n",
-              cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
+    st = cli_random_input(m, i, seed, &inputs[i]);
+    if (st && cov_status_code(st) == COV_INVALID_ARGUMENT) {
+      fprintf(stderr, "covenant run: %s\n", cov_status_message(st));
+      cov_status_free(st);
       rc = CLI_EXIT_USAGE;
-      break;
-    }
-    /* Deterministic random values in [-1, 1) from the seed (printed). */
-    st = cov_tensor_alloc(&inputs[i], COV_F32, rank, shape);
-    if (st) {
+    } else if (st) {
       rc = cli_report(st);
-      break;
     }
-    uint64_t r = (seed + i) * 0x9e3779b97f4a7c15ull + 1;
-    for (int64_t k = 0; k < cov_tensor_numel(&inputs[i]); k++)
-      ((float *)inputs[i].data)[k] = cli_rand_pm1(&r);
-    printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
   }
   /* Bind outputs the same way. */
   size_t next_out = 0;

@@ -18,6 +18,11 @@ typedef struct gpu_layer {
   char name[96];
   gpu_problem prob;
   char unfused[64]; /* comma-separated post-ops not fused; "" when none */
+  /* model layers only (gpu_model_layers): the layer group's index and its
+   * first node's name, which bind the layer to the group a model run
+   * offers (the name checks that both saw the same grouping) */
+  int group;
+  char node[128];
 } gpu_layer;
 
 /* Reads `spec` against the suite file `suite_path`. */

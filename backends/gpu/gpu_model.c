@@ -153,7 +153,7 @@ cov_status gpu_model_layers(const char *path, cov_dtype dtype, int skip_others, 
                             "layouts need binding); compile them as suite layers or gemm_MxNxK"
                           : "not a contraction (only Conv groups are lowered from models)";
     int contraction = !strcmp(op, "Conv") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
-    if (why && skip_others && !contraction) {
+    if (why && (skip_others > 1 || (skip_others && !contraction))) {
       if (notes)
         fprintf(notes, "note: %s: layer group %zu (%s, node '%s') is not lowered to the GPU: %s\n", path, i,
                 grp->kind, grp->nodes[0]->name, why);
@@ -163,6 +163,8 @@ cov_status gpu_model_layers(const char *path, cov_dtype dtype, int skip_others, 
       st = group_error(path, (int)i, grp, why);
       break;
     }
+    l->group = (int)i;
+    snprintf(l->node, sizeof l->node, "%s", grp->nodes[0]->name);
     snprintf(l->name, sizeof l->name, "%.*s_g%zu_%s", (int)(blen < 40 ? blen : 40), base, i, grp->kind);
     for (char *c = l->name; *c; c++)
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) *c = '_';

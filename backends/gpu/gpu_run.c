@@ -9,6 +9,7 @@
 
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_ref.h"
+#include "backends/gpu/gpu_run.h"
 #include "backends/amdgpu/amdgpu_hip.h"
 #include "backends/nvptx/nvptx_cuda.h"
 #include "backends/nvptx/nvptx_target.h"
@@ -41,10 +42,19 @@ static void *pack(const float *v, size_t n, cov_dtype dt) {
 
 /* The two runtimes behind one face; device pointers travel as 64-bit
  * values, which is what both kernel ABIs take. */
-typedef struct gpu_device {
-  nvptx_cuda *cu;
-  amdgpu_hip *hip;
-} gpu_device;
+cov_status gpu_device_open(const gpu_target *t, const char *target, gpu_device *dev) {
+  memset(dev, 0, sizeof *dev);
+  cov_status st = t->ops == &nvptx_target_ops ? nvptx_cuda_open(&dev->cu) : amdgpu_hip_open(&dev->hip);
+  return st ? cov_status_annotate(st, "cannot run on %s: ", target) : NULL;
+}
+void gpu_device_close(gpu_device *dev) {
+  nvptx_cuda_close(dev->cu);
+  amdgpu_hip_close(dev->hip);
+  dev->cu = NULL, dev->hip = NULL;
+}
+const char *gpu_device_name(const gpu_device *dev) {
+  return dev->cu ? nvptx_cuda_device_name(dev->cu) : amdgpu_hip_device_name(dev->hip);
+}
 
 static cov_status dev_alloc(gpu_device *d, size_t n, uint64_t *out) {
   if (d->cu) {
@@ -88,34 +98,22 @@ static cov_status dev_launch(gpu_device *d, void *mod, const char *kernel, const
                : amdgpu_hip_launch(d->hip, mod, kernel, grid, block, shared, args, ms);
 }
 
-static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *code, const char *kernel,
-                          double *max_rel, float *ms) {
+cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *code, const char *kernel,
+                            const float *a, const float *b, const float *bias, float *out, float *ms) {
   size_t na, nb, no, nbias;
   gpu_buffer_sizes(plan, &na, &nb, &no, &nbias);
   cov_dtype dt = plan->prob.in_dtype;
-  float *a = malloc(na * 4), *b = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *want = malloc(no * 4),
-        *got = calloc(no, 4);
   void *pa = NULL, *pb = NULL;
   uint64_t da = 0, db = 0, dout = 0, dbias = 0, dws = 0;
   void *mod = NULL;
   cov_status st = NULL;
-  if (!a || !b || !bias || !want || !got) {
-    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's buffers", kernel);
-    goto done;
-  }
-  uint64_t seed = 42;
-  for (size_t i = 0; i < na; i++) a[i] = next_val(&seed, dt);
-  for (size_t i = 0; i < nb; i++) b[i] = next_val(&seed, dt);
-  for (size_t i = 0; i < nbias; i++) bias[i] = next_val(&seed, COV_F32);
+  *ms = 0;
   /* channels-last: the weights as [R][S][C][K] (reordered once, like
    * constants at load time); the input goes through the transform kernel */
-  if (plan->nhwc) {
+  if (plan->nhwc && nb) {
     const gpu_problem *q = &plan->prob;
     float *bw = malloc(nb * 4 + 4);
-    if (!bw) {
-      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-      goto done;
-    }
+    if (!bw) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's weights", kernel);
     int64_t rs = q->cr * q->cs;
     for (int64_t o = 0; o < q->ck; o++)
       for (int64_t c = 0; c < q->cc; c++)
@@ -127,9 +125,11 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   }
   pa = pack(a, na, dt);
   if (!pa || !pb) {
-    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's buffers", kernel);
     goto done;
   }
+  /* zeros: the pooled max reduces into them */
+  memset(out, 0, no * 4);
   size_t es = cov_dtype_size(dt);
   /* a pool has no weights or bias: one-element buffers keep the ABI */
   size_t nb1 = nb ? nb : 1, nbias1 = nbias ? nbias : 1;
@@ -137,8 +137,7 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
       (st = dev_alloc(dev, no * 4, &dout)) || (st = dev_alloc(dev, nbias1 * 4, &dbias)) ||
       (plan->nhwc && (st = dev_alloc(dev, na * es, &dws))) ||
       (st = dev_upload(dev, da, pa, na * es)) || (nb && (st = dev_upload(dev, db, pb, nb * es))) ||
-      (nbias && (st = dev_upload(dev, dbias, bias, nbias * 4))) ||
-      (st = dev_upload(dev, dout, got, no * 4)) || /* zeros: the pooled max needs them */
+      (nbias && (st = dev_upload(dev, dbias, bias, nbias * 4))) || (st = dev_upload(dev, dout, out, no * 4)) ||
       (st = dev_load(dev, code, &mod)))
     goto done;
   void *args[4] = {&da, &db, &dout, &dbias};
@@ -158,9 +157,34 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   }
   float conv_ms = 0;
   if ((st = dev_launch(dev, mod, kernel, plan->grid, block, plan->shared_bytes, args, &conv_ms)) ||
-      (st = dev_download(dev, got, dout, no * 4)))
+      (st = dev_download(dev, out, dout, no * 4)))
     goto done;
   *ms += conv_ms;
+done:
+  if (mod) dev_unload(dev, mod);
+  dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias), dev_free(dev, dws);
+  free(pa), free(pb);
+  return st;
+}
+
+/* One suite layer on seeded random inputs, against the loop nest. */
+static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *code, const char *kernel,
+                          double *max_rel, float *ms) {
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(plan, &na, &nb, &no, &nbias);
+  cov_dtype dt = plan->prob.in_dtype;
+  float *a = malloc(na * 4), *b = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *want = malloc(no * 4),
+        *got = calloc(no, 4);
+  cov_status st = NULL;
+  if (!a || !b || !bias || !want || !got) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's buffers", kernel);
+    goto done;
+  }
+  uint64_t seed = 42;
+  for (size_t i = 0; i < na; i++) a[i] = next_val(&seed, dt);
+  for (size_t i = 0; i < nb; i++) b[i] = next_val(&seed, dt);
+  for (size_t i = 0; i < nbias; i++) bias[i] = next_val(&seed, COV_F32);
+  if ((st = gpu_launch_layer(dev, plan, code, kernel, a, b, bias, got, ms))) goto done;
   gpu_reference(plan, a, b, bias, want);
   double scale = 0, err = 0;
   for (size_t i = 0; i < no; i++) scale = fmax(scale, fabs(want[i]));
@@ -170,22 +194,20 @@ static cov_status run_one(gpu_device *dev, const gpu_plan *plan, const char *cod
   }
   *max_rel = err / (scale > 0 ? scale : 1);
 done:
-  if (mod) dev_unload(dev, mod);
-  dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias), dev_free(dev, dws);
-  free(a), free(b), free(bias), free(want), free(got), free(pa), free(pb);
+  free(a), free(b), free(bias), free(want), free(got);
   return st;
 }
 
 cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out) {
   gpu_target t;
   COV_RETURN_IF_ERROR(gpu_target_open(opts->target, opts->dtype ? opts->dtype : COV_F16, &t));
-  gpu_device dev = {0};
-  cov_status st = t.ops == &nvptx_target_ops ? nvptx_cuda_open(&dev.cu) : amdgpu_hip_open(&dev.hip);
+  gpu_device dev;
+  cov_status st = gpu_device_open(&t, opts->target, &dev);
   if (st) {
     gpu_target_close(&t);
-    return cov_status_annotate(st, "cannot run on %s: ", opts->target);
+    return st;
   }
-  fprintf(out, "device: %s\n", dev.cu ? nvptx_cuda_device_name(dev.cu) : amdgpu_hip_device_name(dev.hip));
+  fprintf(out, "device: %s\n", gpu_device_name(&dev));
   int failed = 0;
   for (int i = 0; i < n_specs && !st; i++) {
     gpu_layer layer;
@@ -210,8 +232,7 @@ cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, in
     if (layer.unfused[0]) fprintf(out, "  (not fused, not run: %s)", layer.unfused);
     fprintf(out, "\n");
   }
-  nvptx_cuda_close(dev.cu);
-  amdgpu_hip_close(dev.hip);
+  gpu_device_close(&dev);
   gpu_target_close(&t);
   if (!st && failed)
     st = cov_error(COV_INTERNAL, NULL, "%d layer(s) differ from the CPU reference by more than 1e-3", failed);

@@ -11,7 +11,9 @@
 
 #include <stdio.h>
 
+#include "covenant/model.h"
 #include "covenant/status.h"
+#include "covenant/tensor.h"
 #include "covenant/types.h"
 
 #ifdef __cplusplus
@@ -40,6 +42,24 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
  * is no such GPU. Debian's HIP (5.2) loads code object v4 only: set
  * code_object_version = 4 for it. */
 cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
+
+/* Fills the model's n_inputs inputs (cov_model_input_name order; each
+ * allocated with cov_tensor_alloc, released by the caller of
+ * cov_gpu_run_model). */
+typedef cov_status (*cov_gpu_inputs_fn)(void *user, const cov_model *model, cov_tensor *inputs,
+                                        size_t n_inputs);
+
+/* Runs the ONNX model at `path` on the GPU: the device is opened first
+ * (COV_DEVICE_ERROR "cannot run on T: ..." without one, before anything
+ * else), then every conv layer group the GPU lowering takes is compiled
+ * and run on it (inputs rounded to opts->dtype, f16 by default; f32
+ * results), every other compute group on the CPU reference interpreter.
+ * Prints the device, one row per compute group (where it ran, kernel ms),
+ * the outputs' first values, and each output's max|gpu - ref| / max|ref|
+ * against cov_model_run_ref on the same inputs; an error when one exceeds
+ * `tolerance`. */
+cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
+                             cov_gpu_inputs_fn inputs, void *user, FILE *out);
 
 #ifdef __cplusplus
 }

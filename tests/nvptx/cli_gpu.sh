@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cli_gpu.sh COVENANT WORKDIR usage|run: `covenant gpu` usage and input errors (exit 2
-# and 1, with messages naming the problem), and `gpu run` without an NVIDIA
-# GPU: a clear error (the test then reports itself skipped, 77); with one, the
-# run must pass.
+# and 1, with messages naming the problem), and `gpu run` (suite layers, and
+# `covenant run examples/convnet.onnx --target nvptx-sm90`) without a GPU: a
+# clear error (the test then reports itself skipped, 77); with one, the runs
+# must pass.
 set -u
 cov=$1 work=$2 what=$3
 mkdir -p "$work"
@@ -54,23 +55,36 @@ expect 1 "only 2x2 max pooling with stride 2" -- gpu compile "$models/squeezenet
 expect 1 "group 9 (add.*not a contraction" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x"
 expect 1 "note: .*group 9 (add" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x" --allow-unfused
 expect 1 "no_such.onnx" -- gpu compile no_such.onnx --target nvptx-sm90 -o "$work/x"
+expect 2 "run takes one MODEL.onnx alone" -- gpu run examples/convnet.onnx gemm_64x64x64 --target nvptx-sm90
+expect 2 "are for run MODEL.onnx" -- gpu run gemm_64x64x64 --target nvptx-sm90 --seed 3
+expect 2 "not a number >= 0" -- run examples/convnet.onnx --target nvptx-sm90 --tolerance x
 [ $fail -ne 0 ] && exit 1
 if [ "$what" = usage ]; then echo "ok: covenant gpu usage and input errors"; exit 0; fi
 # runs where a GPU is present; without one, a clear error naming what the
 # runtime said (then skipped); any other failure fails
+ex=$(dirname "$0")/../../examples
 skipped=0
-for t in nvptx-sm90 amdgpu-gfx90a; do
-  out=$("$cov" gpu run convnet_layer1 gemm_100x70x50 --target $t 2>&1)
+# suite layers on both targets, and a whole model through `covenant run`
+# (routed to `covenant gpu run MODEL.onnx`): it must PASS against ref
+runs=("gpu run convnet_layer1 gemm_100x70x50 --target nvptx-sm90"
+      "gpu run convnet_layer1 gemm_100x70x50 --target amdgpu-gfx90a"
+      "run $ex/convnet.onnx --target nvptx-sm90")
+for r in "${runs[@]}"; do
+  t=${r##* }
+  out=$("$cov" $r 2>&1)
   rc=$?
   if [ $rc -ne 0 ] && grep -q "cannot run on $t: .*\(no NVIDIA driver\|no HIP runtime\|initialisation\)" <<<"$out"; then
     echo "no device for $t: $out"
     skipped=$((skipped + 1))
   elif [ $rc -ne 0 ]; then
-    echo "FAIL: gpu run on $t: $out"
+    echo "FAIL: covenant $r: $out"
+    exit 1
+  elif [[ $r == run* ]] && ! grep -q "output .*max rel err .*PASS" <<<"$out"; then
+    echo "FAIL: covenant $r: no PASS against ref: $out"
     exit 1
   else
     echo "$out"
   fi
 done
-[ $skipped -eq 2 ] && exit 77
+[ $skipped -eq ${#runs[@]} ] && exit 77
 exit 0
