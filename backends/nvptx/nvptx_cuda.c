@@ -227,26 +227,11 @@ cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel
 cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
                            const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
                            void **args, int iters, float *out_ms) {
-  if (iters < 1) return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs at least one iteration");
-  COV_RETURN_IF_ERROR(nvptx_cuda_launch(cu, m, kernel, grid, block, shared_bytes, args, NULL));
-  cu_function fn;
-  CU_CHECK(cu, cu->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");
-  cu_event start = NULL, stop = NULL;
-  CU_CHECK(cu, cu->EventCreate(&start, 0), "event creation");
-  cu_result rc = cu->EventCreate(&stop, 0);
-  if (rc == 0) rc = cu->EventRecord(start, NULL);
-  for (int i = 0; i < iters && rc == 0; i++)
-    rc = cu->LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, NULL,
-                          args, NULL);
-  if (rc == 0) rc = cu->EventRecord(stop, NULL);
-  if (rc == 0) rc = cu->EventSynchronize(stop);
-  float ms = 0;
-  if (rc == 0) rc = cu->EventElapsedTime(&ms, start, stop);
-  cu->EventDestroy(start);
-  if (stop) cu->EventDestroy(stop);
-  if (rc != 0) return cu_fail(cu, rc, "timed launches");
-  *out_ms = ms / (float)iters;
-  return NULL;
+  /* a sequence of one launch: same warm-up, events and mean */
+  nvptx_launch one = {.m = m, .kernel = kernel, .shared_bytes = shared_bytes, .args = args};
+  memcpy(one.grid, grid, sizeof one.grid);
+  memcpy(one.block, block, sizeof one.block);
+  return nvptx_cuda_time_seq(cu, &one, 1, iters, out_ms);
 }
 
 cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, int iters, float *out_ms) {
