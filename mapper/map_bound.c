@@ -62,19 +62,6 @@
 
 #include "mapper/map_internal.h"
 
-static bool depends(const map_operand *op, int loop) {
-  for (int d = 0; d < op->acc.rank; d++)
-    if (op->acc.coef[d][loop]) return true;
-  return false;
-}
-
-static int divisors(int64_t n, int64_t *out, int max) {
-  int k = 0;
-  for (int64_t d = 1; d <= n && k < max; d++)
-    if (n % d == 0) out[k++] = d;
-  return k;
-}
-
 /* The compulsory element volume of operand o (see the proof above). */
 static double compulsory(const map_problem *p, int o) {
   const map_operand *op = &p->operands[o];
@@ -88,7 +75,7 @@ static double compulsory(const map_problem *p, int o) {
     int64_t dv[2][256];
     int nd[2] = {1, 1};
     dv[1][0] = 1;
-    for (int k = 0; k < n; k++) nd[k] = divisors(p->extent[loops[k]], dv[k], 256);
+    for (int k = 0; k < n; k++) nd[k] = map_divisors(p->extent[loops[k]], dv[k], 256);
     double best = -1;
     for (int i = 0; i < nd[0]; i++)
       for (int j = 0; j < nd[1]; j++) {
@@ -118,7 +105,7 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
   B->latency = (double)g->compute[t->node - g->n_storage].caps[t->cap].latency;
   B->dram_bw = acg_dram_bandwidth(g);
   for (int o = 0; o < p->n_operands; o++) {
-    for (int l = 0; l < p->n_loops; l++) B->dep[o][l] = depends(&p->operands[o], l);
+    for (int l = 0; l < p->n_loops; l++) B->dep[o][l] = map_operand_depends(&p->operands[o], l);
     double vol = compulsory(p, o);
     for (int lv = 1; lv < B->L; lv++) {
       map_bound_xfer *x = &B->x[o][lv];

@@ -54,12 +54,6 @@ static bool flows(const cov_acg *g, int from, int to) {
   return false;
 }
 
-static bool depends(const map_operand *op, int loop) {
-  for (int d = 0; d < op->acc.rank; d++)
-    if (op->acc.coef[d][loop]) return true;
-  return false;
-}
-
 /* The scheduled loops of one level, outermost first (steps not set): the
  * level's loops in the order the choice gives; level 0 keeps reductions
  * innermost so that the outermost on-chip output tile sees its whole
@@ -256,7 +250,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         if (s->sloops[i].level >= lv) break;
         /* a tile in replicated storage is loaded by each instance: inside
          * the spatial loops that spread over those instances */
-        if (depends(op, s->sloops[i].loop) || s->sloops[i].spatial) after = i;
+        if (map_operand_depends(op, s->sloops[i].loop) || s->sloops[i].spatial) after = i;
       }
       int64_t count = 1;
       for (int i = 0; i <= after; i++) {

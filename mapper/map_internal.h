@@ -147,6 +147,11 @@ void map_dump(const map_schedule *s, FILE *out);
 void map_dump_cost(const map_schedule *s, FILE *out);
 const char *map_axis_name(map_axis a);
 
+/* map_search.c: the divisors of n in increasing order, at most max of them
+ * (tilings are divisor-based at every level; the search and its bound
+ * enumerate the same candidates). */
+int map_divisors(int64_t n, int64_t *out, int max);
+
 /* map_bound.c: lower bounds of the cost over the completions of a partial
  * choice (the proof is in map_bound.c). */
 typedef struct map_bound_xfer {

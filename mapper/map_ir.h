@@ -114,6 +114,15 @@ typedef struct map_operand {
   int layer_input;      /* which input of the layer this is (-1 for the output) */
 } map_operand;
 
+/* Whether operand op's access moves with problem loop `loop` (its tile
+ * changes when the loop steps); false for loop < 0, "no loop". Passes and
+ * code generators all ask this, so it lives with the IR. */
+static inline bool map_operand_depends(const map_operand *op, int loop) {
+  for (int d = 0; loop >= 0 && d < op->acc.rank; d++)
+    if (op->acc.coef[d][loop]) return true;
+  return false;
+}
+
 /* How the main statement combines its operands:
  *   MAP_MAIN_MAC:     out = init; out = out + in0 * in1 over the reduction loops
  *   MAP_MAIN_REDUCE:  out = init; out = op(out, in0) over the reduction loops

@@ -123,19 +123,6 @@ static bool fits_ext(const search *S, int only) {
   return true;
 }
 
-static int divisors(int64_t n, int64_t *out, int max) {
-  int k = 0;
-  for (int64_t d = 1; d <= n && k < max; d++)
-    if (n % d == 0) out[k++] = d;
-  return k;
-}
-
-static bool depends(const map_operand *op, int loop) {
-  for (int d = 0; d < op->acc.rank; d++)
-    if (op->acc.coef[d][loop]) return true;
-  return false;
-}
-
 static void consider(search *S, const map_schedule *s) {
   /* keep the best MAP_MAX_ALTS+1 distinct costs, first enumerated wins ties */
   int pos = S->n_best;
@@ -190,7 +177,7 @@ static sig order_sig(search *S, int lv, const int *ord, int n) {
     int64_t prod = 1;
     int i;
     for (i = m - 1; i >= 0; i--) {
-      if (depends(&S->p->operands[o], tmp[i])) break;
+      if (map_operand_depends(&S->p->operands[o], tmp[i])) break;
       prod *= S->ch.fac[lv][tmp[i]];
     }
     g.v[o] = i < 0 ? -1 : prod;
@@ -216,6 +203,13 @@ static void add_order(search *S, int lv, orders *os, const int *ord, int n) {
   if (os->n >= MAX_ORDERS) return; /* unreachable: MAX_ORDERS is 7! */
   memcpy(os->ord[os->n], ord, sizeof(int) * (size_t)n);
   os->sigs[os->n++] = g;
+}
+
+int map_divisors(int64_t n, int64_t *out, int max) {
+  int k = 0;
+  for (int64_t d = 1; d <= n && k < max; d++)
+    if (n % d == 0) out[k++] = d;
+  return k;
 }
 
 static bool next_perm(int *a, int n) {
@@ -259,7 +253,7 @@ static void level_orders(search *S, int lv, orders *os) {
     for (int k = 0; k < no; k++)
       for (int i = n - 1; i >= 0; i--) {
         int l = act[i];
-        if (!placed[l] && !depends(&S->p->operands[ops[k]], l)) placed[l] = true, inner[ni++] = l;
+        if (!placed[l] && !map_operand_depends(&S->p->operands[ops[k]], l)) placed[l] = true, inner[ni++] = l;
       }
     for (int i = 0; i < n; i++)
       if (!placed[act[i]]) ord[m++] = act[i];
@@ -355,7 +349,7 @@ static void tile_rec(search *S, int lv, int l) {
   int64_t left = S->rem[l];
   for (int k = lv + 1; k < S->L; k++) left /= S->ch.fac[k][l];
   int64_t dv[256];
-  int nd = divisors(left, dv, 256);
+  int nd = map_divisors(left, dv, 256);
   /* when nothing stored at the levels below lv depends on loop l, its factor
    * belongs below: fewer passes, unchanged tiles, no transfer count grows.
    * This dominance is exact under the cost model, so the exhaustive mode
@@ -450,10 +444,10 @@ static int spatial_bindings(const search *S, spatial **out) {
   int64_t dv0[256], dv1[256];
   for (int a = 0; a < p->n_loops; a++) {
     if (array ? !p->reduction[a] : p->reduction[a]) continue;
-    int n0 = divisors(p->extent[a], dv0, 256);
+    int n0 = map_divisors(p->extent[a], dv0, 256);
     for (int b = array ? 0 : -1; b < (array ? p->n_loops : 0); b++) {
       if (b >= 0 && (p->reduction[b] || b == a)) continue;
-      int n1 = b >= 0 ? divisors(p->extent[b], dv1, 256) : 1;
+      int n1 = b >= 0 ? map_divisors(p->extent[b], dv1, 256) : 1;
       if (b < 0) dv1[0] = 1;
       for (int i = 0; i < n0; i++)
         for (int j = 0; j < n1; j++) {
@@ -625,7 +619,7 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
       bool dep = false;
       for (int o = 0; o < p->n_operands; o++)
         for (int k = lv; k < S->L; k++)
-          if (t->path[o][k] >= 0 && depends(&p->operands[o], l)) dep = true;
+          if (t->path[o][k] >= 0 && map_operand_depends(&p->operands[o], l)) dep = true;
       S->free_below[lv][l] = !dep;
     }
   map_bound_init(&S->B, t, proto);

@@ -784,12 +784,6 @@ static void walk(cg *c, int i) {
 
 /* Which scheduled loops one GEMM covers, and which input is A (indexed by
  * m and k) and which B (by k and n). */
-static bool depends(const map_operand *o, int loop) {
-  for (int d = 0; loop >= 0 && d < o->rank; d++)
-    if (o->acc.coef[d][loop] != 0) return true;
-  return false;
-}
-
 /* No transfer is placed inside scheduled loop i (so it may be moved). */
 static bool movable(const map_schedule *s, int i) {
   for (int x = 0; x < s->n_xfers; x++)
@@ -811,8 +805,8 @@ static void plan_gemm(cg *c) {
   const map_operand *in0 = &p->operands[0], *in1 = &p->operands[1];
   int ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
   /* B is the input the columns loop indexes; both (depthwise): no n loop. */
-  if (depends(in0, ln) && depends(in1, ln)) c->nl = ln = -1;
-  c->a_op = depends(in0, ln) ? 1 : 0;
+  if (map_operand_depends(in0, ln) && map_operand_depends(in1, ln)) c->nl = ln = -1;
+  c->a_op = map_operand_depends(in0, ln) ? 1 : 0;
   c->b_op = 1 - c->a_op;
   /* m: the output loop with the most trips that only A depends on, moved
    * innermost (each output element keeps its reduction order; no transfer
@@ -826,7 +820,7 @@ static void plan_gemm(cg *c) {
     for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
       const map_sloop *sl = &s->sloops[i];
       if (sl->level != last || sl->spatial || p->reduction[sl->loop] || !movable(s, i)) continue;
-      if (!depends(&p->operands[c->a_op], sl->loop) || depends(&p->operands[c->b_op], sl->loop))
+      if (!map_operand_depends(&p->operands[c->a_op], sl->loop) || map_operand_depends(&p->operands[c->b_op], sl->loop))
         continue;
       if (sl->trips > best) {
         best = sl->trips;
