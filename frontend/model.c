@@ -117,11 +117,8 @@ int cov_model_find_input(const cov_model *m, const char *name) {
   return -1;
 }
 
-cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
-                                int64_t shape[COV_MAX_RANK]) {
-  if (!m || i >= m->g->n_inputs)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_input_info: no input %zu", i);
-  const graph_value *v = m->g->inputs[i];
+/* A graph input's or output's declared dtype and shape (unknown dims -1). */
+static cov_status value_info(const graph_value *v, cov_dtype *dtype, int *rank, int64_t shape[COV_MAX_RANK]) {
   if (dtype) *dtype = v->dtype;
   if (rank) *rank = v->rank;
   if (shape)
@@ -129,16 +126,18 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   return NULL;
 }
 
+cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
+                                int64_t shape[COV_MAX_RANK]) {
+  if (!m || i >= m->g->n_inputs)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_input_info: no input %zu", i);
+  return value_info(m->g->inputs[i], dtype, rank, shape);
+}
+
 cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
                                  int64_t shape[COV_MAX_RANK]) {
   if (!m || i >= m->g->n_outputs)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_output_info: no output %zu", i);
-  const graph_value *v = m->g->outputs[i];
-  if (dtype) *dtype = v->dtype;
-  if (rank) *rank = v->rank;
-  if (shape)
-    for (int k = 0; k < COV_MAX_RANK; k++) shape[k] = k < v->rank ? v->dims[k] : -1;
-  return NULL;
+  return value_info(m->g->outputs[i], dtype, rank, shape);
 }
 
 cov_status cov_model_print_summary(const cov_model *m, FILE *out) {
