@@ -23,6 +23,11 @@ typedef struct cli_command {
 
 /* Prints "covenant CMD: message" and a hint to use --help; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --seed N (an unsigned decimal) and --tolerance X (a number >= 0) for
+ * command cmd: stores the value and returns 0, or prints the usage error and
+ * returns 2. */
+int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out);
+int cli_parse_tolerance(const char *cmd, const char *arg, double *out);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
 /* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */

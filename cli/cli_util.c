@@ -92,6 +92,22 @@ int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
   return 1;
 }
 
+int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out) {
+  char *end = NULL;
+  unsigned long long v = strtoull(arg, &end, 10);
+  if (!*arg || *end) return cli_usage_error(cmd, "--seed: '%s' is not a number", arg);
+  *out = v;
+  return 0;
+}
+
+int cli_parse_tolerance(const char *cmd, const char *arg, double *out) {
+  char *end = NULL;
+  double v = strtod(arg, &end);
+  if (!*arg || *end || !(v >= 0)) return cli_usage_error(cmd, "--tolerance: '%s' is not a number >= 0", arg);
+  *out = v;
+  return 0;
+}
+
 float cli_rand_pm1(uint64_t *state) {
   *state ^= *state << 13;
   *state ^= *state >> 7;

@@ -136,17 +136,12 @@ int cli_cmd_gpu(int argc, char **argv) {
         o.code_object_version = (unsigned)atoi(optarg);
         break;
       case 'S': {
-        char *end = NULL;
-        seed = strtoull(optarg, &end, 10);
-        if (!*optarg || *end) return cli_usage_error("gpu", "--seed: '%s' is not a number", optarg);
+        if (cli_parse_seed("gpu", optarg, &seed)) return CLI_EXIT_USAGE;
         model_opts = 1;
         break;
       }
       case 'T': {
-        char *end = NULL;
-        tol = strtod(optarg, &end);
-        if (!*optarg || *end || !(tol >= 0))
-          return cli_usage_error("gpu", "--tolerance: '%s' is not a number >= 0", optarg);
+        if (cli_parse_tolerance("gpu", optarg, &tol)) return CLI_EXIT_USAGE;
         model_opts = 1;
         break;
       }

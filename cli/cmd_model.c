@@ -211,19 +211,12 @@ int cli_cmd_run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "t:i:o:h", opts, NULL)) != -1) {
     switch (c) {
       case 't': target = optarg; break;
-      case 'S': {
-        char *end = NULL;
-        seed = strtoull(optarg, &end, 10);
-        if (!*optarg || *end) return cli_usage_error("run", "--seed: '%s' is not a number", optarg);
+      case 'S':
+        if (cli_parse_seed("run", optarg, &seed)) return CLI_EXIT_USAGE;
         break;
-      }
-      case 'T': {
-        char *end = NULL;
-        tol = strtod(optarg, &end);
-        if (!*optarg || *end || !(tol >= 0))
-          return cli_usage_error("run", "--tolerance: '%s' is not a number >= 0", optarg);
+      case 'T':
+        if (cli_parse_tolerance("run", optarg, &tol)) return CLI_EXIT_USAGE;
         break;
-      }
       case 'i':
         if (n_in == MAX_ARGS) return cli_usage_error("run", "too many --input options");
         in_args[n_in++] = optarg;

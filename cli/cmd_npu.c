@@ -109,12 +109,9 @@ int cli_cmd_sim(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
     switch (c) {
       case 't': target = optarg; break;
-      case 's': {
-        char *end = NULL;
-        seed = strtoull(optarg, &end, 10);
-        if (!*optarg || *end) return cli_usage_error("sim", "--seed: '%s' is not a number", optarg);
+      case 's':
+        if (cli_parse_seed("sim", optarg, &seed)) return CLI_EXIT_USAGE;
         break;
-      }
       case 'T': trace = optarg; break;
       case 'o': output = optarg; break;
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
@@ -480,12 +477,9 @@ int cli_cmd_verify(int argc, char **argv) {
       case 's':
         if (parse_int("verify", "--seed", optarg, 0, &seed)) return CLI_EXIT_USAGE;
         break;
-      case 'T': {
-        char *end = NULL;
-        tol = strtod(optarg, &end);
-        if (!*optarg || *end || !(tol >= 0)) return cli_usage_error("verify", "--tolerance: '%s'", optarg);
+      case 'T':
+        if (cli_parse_tolerance("verify", optarg, &tol)) return CLI_EXIT_USAGE;
         break;
-      }
       case 'U': suite = optarg; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
