@@ -338,7 +338,10 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
       const char *spec = specs[spec_i++];
       size_t len = strlen(spec);
       if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
-        st = gpu_model_layers(spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
+        cov_model *m = NULL;
+        st = cov_model_load_file(spec, NULL, &m);
+        if (!st) st = gpu_model_layers(m, spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
+        cov_model_free(m);
         continue;
       }
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);

@@ -11,11 +11,8 @@
 #include <string.h>
 
 #include "backends/gpu/gpu_model.h"
-#include "common/fileio.h"
-#include "covenant/codelet.h"
 #include "covenant/model.h"
 #include "frontend/graph.h"
-#include "frontend/onnx_internal.h"
 
 static cov_status group_error(const char *file, int gi, const graph_group *grp, const char *why) {
   return cov_error(COV_UNSUPPORTED, NULL, "%s: layer group %d (%s, node '%s'): %s", file, gi, grp->kind,
@@ -107,36 +104,18 @@ static const char *conv_problem(const graph *g, const graph_group *grp, gpu_prob
   return epilogue(g, grp, q);
 }
 
-cov_status gpu_model_layers(const char *path, cov_dtype dtype, int skip_others, FILE *notes, gpu_layer **out,
-                            int *count) {
+cov_status gpu_model_layers(const cov_model *m, const char *path, cov_dtype dtype, int skip_others, FILE *notes,
+                            gpu_layer **out, int *count) {
   *out = NULL;
   *count = 0;
-  char *data = NULL;
-  size_t size = 0;
-  COV_RETURN_IF_ERROR(cov_read_file(path, COV_MODEL_MAX_FILE_BYTES, &data, &size));
-  char *dir = strdup(path);
-  char *slash = dir ? strrchr(dir, '/') : NULL;
-  if (dir && !slash) strcpy(dir, ".");
-  else if (slash) *slash = '\0';
-  graph *g = dir ? graph_create(path, dir) : NULL;
-  cov_codelet_lib *lib = NULL;
-  cov_status st = g ? cov_codelet_lib_load(NULL, &lib) : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  if (!st) {
-    g->lib = lib;
-    st = onnx_read_graph((const uint8_t *)data, size, g);
-  }
-  /* the frontend's preparation, as cov_model_load_file does it */
-  if (!st) st = graph_infer(g);
-  if (!st) st = graph_eliminate_identities(g);
-  if (!st) st = graph_fold_batchnorm(g);
-  if (!st) {
-    graph_eliminate_dead(g);
-    st = graph_fuse(g, false);
-  }
-  gpu_layer *layers = NULL;
+  /* the groups of the model as loaded (and run): the same indices as the
+   * frontend's group hook offers */
+  const graph *g = graph_of_model(m);
+  if (!g) return cov_error(COV_INVALID_ARGUMENT, NULL, "gpu_model_layers: NULL model");
+  gpu_layer *layers = calloc(g->n_groups ? g->n_groups : 1, sizeof *layers);
+  if (!layers) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = NULL;
   int n = 0;
-  if (!st) layers = calloc(g->n_groups ? g->n_groups : 1, sizeof *layers);
-  if (!st && !layers) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   size_t blen = strcspn(base, ".");
   for (size_t i = 0; !st && i < g->n_groups; i++) {
@@ -171,10 +150,6 @@ cov_status gpu_model_layers(const char *path, cov_dtype dtype, int skip_others, 
     n++;
   }
   if (!st && n == 0) st = cov_error(COV_UNSUPPORTED, NULL, "%s: no layer group for the GPU lowering", path);
-  if (g) graph_destroy(g);
-  cov_codelet_lib_free(lib);
-  free(dir);
-  free(data);
   if (st) {
     free(layers);
     return st;

@@ -7,15 +7,16 @@
 #include "backends/gpu/gpu_layer.h"
 #include "covenant/model.h"
 
-/* The model's compute groups in order (conv chains with relu / clip / 2x2
+/* The compute groups of a loaded model (`path` names it in messages), in
+ * order (conv chains with relu / clip / 2x2
  * max pool now; MatMul/Gemm groups are refused for the time being); any
  * other group is an error naming it, or, with skip_others, a note on
  * `notes` and skipped (residual adds, pools, ... then run elsewhere);
  * skip_others 2 skips contractions the lowering does not take as well
  * (a model run: the CPU runs them). `notes` may be NULL.
  * *out is malloc'ed. */
-cov_status gpu_model_layers(const char *path, cov_dtype dtype, int skip_others, FILE *notes, gpu_layer **out,
-                            int *count);
+cov_status gpu_model_layers(const cov_model *m, const char *path, cov_dtype dtype, int skip_others, FILE *notes,
+                            gpu_layer **out, int *count);
 
 /* A conv layer's operands in a group a model run offers (o->desc set):
  * the input (one of the group's concrete inputs), the weights (the conv2d

@@ -1,8 +1,7 @@
 /* backends/gpu/gpu_model_run.c: a whole ONNX model on a GPU.
  *
- * The model is read twice from the same file: by the frontend
- * (cov_model_load_file), which runs it, and by gpu_model_layers, which
- * gives each layer group the GPU lowering takes as a gpu_layer tagged with
+ * The model is loaded once (cov_model_load_file); gpu_model_layers gives
+ * each of its layer groups the GPU lowering takes as a gpu_layer tagged with
  * its group index. Through the frontend's group hook (cov_model_run_groups)
  * every compute group is offered with its concrete inputs and its
  * description, whose constant arguments carry the weights and bias: a group
@@ -222,16 +221,7 @@ cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, doub
   fprintf(out, "device: %s\n", gpu_device_name(&dev));
   if ((st = cov_model_load_file(path, NULL, &m))) goto done;
   /* groups the lowering does not take run on the CPU (noted on `out`) */
-  if ((st = gpu_model_layers(path, dt, 2, out, &layers, &n_layers))) goto done;
-  /* both readings of the file group alike (the same passes); checked here,
-   * before any input is made, by the groups' first nodes */
-  for (int i = 0; i < n_layers && !st; i++) {
-    int g = cov_model_find_node_group(m, layers[i].node);
-    if (g != layers[i].group)
-      st = cov_error(COV_INTERNAL, NULL, "%s: node '%s' heads layer group %d for the GPU lowering but is in group %d "
-                     "of the loaded model", path, layers[i].node, layers[i].group, g);
-  }
-  if (st) goto done;
+  if ((st = gpu_model_layers(m, path, dt, 2, out, &layers, &n_layers))) goto done;
   ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
   size_t ng = cov_model_num_groups(m);
   inputs = calloc(ni ? ni : 1, sizeof *inputs);

@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
   gpu_layer *layers = NULL;
   int n = 0;
   cov_status st = cov_model_load_file(path, NULL, &m);
-  if (!st) st = gpu_model_layers(path, COV_F16, 2, NULL, &layers, &n);
+  if (!st) st = gpu_model_layers(m, path, COV_F16, 2, NULL, &layers, &n);
   if (st) {
     cov_status_print(stderr, st, 1);
     cov_status_free(st);
