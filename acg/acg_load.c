@@ -785,6 +785,14 @@ cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out) {
   return cov_acg_load_file(path, out);
 }
 
+cov_status cov_acg_load_named(const char *name, cov_acg **out) {
+  *out = NULL;
+  char path[4096];
+  COV_RETURN_IF_ERROR(cov_resolve_data_name(name, "targets", ".json", "COVENANT_TARGET_PATH",
+                                            path, sizeof path));
+  return cov_acg_load_file(path, out);
+}
+
 void cov_acg_free(cov_acg *g) {
   if (g) cov_arena_destroy(g->arena);
 }

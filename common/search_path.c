@@ -1,9 +1,12 @@
 /* common/search_path.c: name -> file lookup for shipped data. */
 #include "common/search_path.h"
 
+#include "common/text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix) {
@@ -14,7 +17,9 @@ static int ends_with(const char *s, const char *suffix) {
 static int try_dir(const char *dir, size_t dir_len, const char *name, const char *ext, char *out,
                    size_t size) {
   int n = snprintf(out, size, "%.*s/%s%s", (int)dir_len, dir, name, ext);
-  return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
+  struct stat sb;
+  return n > 0 && (size_t)n < size && stat(out, &sb) == 0 && S_ISREG(sb.st_mode) &&
+         access(out, R_OK) == 0;
 }
 
 int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
@@ -36,6 +41,9 @@ int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   return k > 0 && (size_t)k < size;
 }
 
+static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
+                              const char *env_var, char *out, size_t size, int path_ok);
+
 cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
@@ -49,11 +57,33 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
     strcpy(out, name_or_path);
     return NULL;
   }
-  for (const char *c = name_or_path; *c; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-          *c == '-' || *c == '_' || *c == '.'))
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %s name",
-                       name_or_path, subdir);
+  return lookup_name(name_or_path, subdir, ext, env_var, out, size, 1);
+}
+
+cov_status cov_resolve_data_name(const char *name, const char *subdir, const char *ext,
+                                 const char *env_var, char *out, size_t size) {
+  return lookup_name(name, subdir, ext, env_var, out, size, 0);
+}
+
+static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
+                              const char *env_var, char *out, size_t size, int path_ok) {
+  const char *name_or_path = name;
+  if (!name || !*name) return cov_error(COV_INVALID_ARGUMENT, NULL, "empty %s name", subdir);
+  int plain = path_ok || (strlen(name) <= 64 && name[0] != '.');
+  for (const char *c = name; *c && plain; c++)
+    plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            *c == '-' || *c == '_' || *c == '.';
+  if (!plain) {
+    char shown[160];
+    cov_escape(name, shown, sizeof shown);
+    if (path_ok)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %s name", shown,
+                       subdir);
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "'%s' is not a %s name (names have up to 64 letters, digits, '-', '_' and "
+                     "'.', not first), and it is not opened as a path",
+                     shown, subdir);
+  }
   const char *env = env_var ? getenv(env_var) : NULL;
   if (env) {
     for (const char *p = env; *p;) {
