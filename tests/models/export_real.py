@@ -7,9 +7,11 @@ torchvision, onnxruntime), covenant's CI only reads what it wrote.
 For each model: torch's default random initialisation from a fixed seed,
 BatchNorm statistics estimated on random batches (train mode, cumulative
 average), eval mode, exported with the TorchScript exporter
-(torch.onnx.export(..., dynamo=False), constant folding on, so BatchNorm is
-folded into the convolutions as deployment exports do). Then the skeleton is
-made (regen.py: large float tensors become seeds + per-channel statistics),
+(torch.onnx.export(..., dynamo=False), no constant folding, so BatchNorm
+stays in the graph for covenant to fold). Then the skeleton is
+made (regen.py: large float parameters are replaced in torch, before the
+BatchNorm statistics are estimated, by values regenerated from seeds +
+per-channel statistics, and stored as those),
 the model is materialized from it exactly as CI will, and onnxruntime (CPU)
 runs the materialized model on a seeded random input. Writes, per model,
 OUTDIR/NAME.skel.onnx, NAME.stats.npz, NAME_input.npy, NAME_ort.npy, and
@@ -213,6 +215,7 @@ MODELS = {
     "vit_tiny": (ViTTiny, (1, 3, 64, 64), "image", 17),
 }
 QUANT = ("int8_qdq_cnn", "int8_qop_cnn")
+B32 = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "small_cnn")
 
 
 def make_input(name, shape, kind):
@@ -222,21 +225,45 @@ def make_input(name, shape, kind):
     return rs.standard_normal(shape).astype(np.float32)
 
 
-def skeletonize(path, name):
-    """Replaces large float initializers by statistics; returns the model."""
+def regen_params(model):
+    """Replaces every large float parameter by its regenerated version (from
+    the stats of torch's initialisation), before BatchNorm statistics are
+    estimated, so that the exported model is exactly what CI regenerates.
+    Returns {parameter name: (mean, std)}."""
+    used = {}
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if p.dtype != torch.float32 or p.numel() <= regen.REGEN_MIN:
+                continue
+            mean, std = regen.channel_stats(p.detach().cpu().numpy())
+            p.copy_(torch.from_numpy(regen.regen(pname, p.shape, mean, std)))
+            used[pname] = (mean, std)
+    return used
+
+
+def skeletonize(path, name, used):
+    """Replaces the large float initializers that are regenerated parameters
+    by their statistics (a tensor that is not, e.g. one the exporter computed,
+    stays verbatim); returns how many were replaced."""
     import onnx
     from onnx import numpy_helper
     m = onnx.load(path)
-    stats, made = {}, []
+    stats, made, kept = {}, [], 0
     for init in m.graph.initializer:
         if init.data_type != onnx.TensorProto.FLOAT:
             continue
         w = numpy_helper.to_array(init)
         if w.size <= regen.REGEN_MIN:
             continue
-        mean, std = regen.channel_stats(w)
+        if init.name not in used:
+            kept += 1
+            continue
+        mean, std = used[init.name]
+        if not np.array_equal(w, regen.regen(init.name, w.shape, mean, std)):
+            kept += 1
+            continue
         stats[init.name + "::mean"], stats[init.name + "::std"] = mean, std
-        made.append(regen.regen(init.name, w.shape, mean, std))
+        made.append(w)
         name_, dims = init.name, list(init.dims)
         init.Clear()
         init.name, init.data_type = name_, onnx.TensorProto.FLOAT
@@ -246,6 +273,8 @@ def skeletonize(path, name):
     p.key, p.value = regen.SHA_KEY, regen.digest(made)
     onnx.save(m, os.path.join(OUT, name + ".skel.onnx"))
     np.savez(os.path.join(OUT, name + ".stats.npz"), **stats)
+    if kept:
+        log(name, "kept verbatim: %d large float tensors that are not parameters" % kept)
     return len(made)
 
 
@@ -276,23 +305,37 @@ def reference(name, x):
 
 
 def export(name):
+    """Exports each variant of one model: NAME at its real input size, with
+    onnxruntime's output; NAME_64 (classifiers at 64x64, the size CI runs)
+    with its output; NAME_b32 (batch 32, for GPU latency; no stored output)."""
     build, shape, kind, opset = MODELS[name]
     torch.manual_seed(regen.seed_of(name))
     model = build()
+    used = regen_params(model)
     if kind == "image":
         model = estimate_bn(model, shape)
     model = model.eval().cpu()
-    x = make_input(name, shape, kind)
-    path = os.path.join("/tmp/cov-models", name + ".export.onnx")
-    t0 = time.time()
-    n_out = 2 if name == "yolo_tiny" else 1
-    outs = ["output"] if n_out == 1 else ["output%d" % i for i in range(n_out)]
-    torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=False, opset_version=opset,
-                      input_names=["input"], output_names=outs, do_constant_folding=True)
-    n = skeletonize(path, name)
-    log(name, "exported in %.1fs," % (time.time() - t0), "export size", os.path.getsize(path),
-        "regenerated tensors", n, "skeleton size", os.path.getsize(os.path.join(OUT, name + ".skel.onnx")))
-    reference(name, x)
+    variants = [(name, shape, True)]
+    if shape[-1] == 224:
+        variants.append((name + "_64", shape[:2] + (64, 64), True))
+    if name in B32:
+        variants.append((name + "_b32", (32,) + shape[1:], False))
+    for vname, vshape, ref in variants:
+        x = make_input(vname, vshape, kind)
+        path = os.path.join("/tmp/cov-models", vname + ".export.onnx")
+        t0 = time.time()
+        n_out = 2 if name == "yolo_tiny" else 1
+        outs = ["output"] if n_out == 1 else ["output%d" % i for i in range(n_out)]
+        # No constant folding: BatchNormalization stays a node (covenant folds
+        # it), so the initializers are the parameters themselves.
+        torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=False, opset_version=opset,
+                          input_names=["input"], output_names=outs, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.PRESERVE)
+        n = skeletonize(path, vname, used)
+        log(vname, "exported in %.1fs," % (time.time() - t0), "export size", os.path.getsize(path),
+            "regenerated tensors", n, "skeleton size", os.path.getsize(os.path.join(OUT, vname + ".skel.onnx")))
+        if ref:
+            reference(vname, x)
     return model
 
 
@@ -309,7 +352,9 @@ def export_quant():
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     torch.manual_seed(regen.seed_of("int8_cnn"))
     shape = (1, 3, 32, 32)
-    model = estimate_bn(SmallCNN(), shape)
+    model = SmallCNN()
+    regen_params(model)
+    model = estimate_bn(model, shape)
     fp32 = "/tmp/cov-models/int8_cnn_fp32.onnx"
     x = make_input("int8_cnn", shape, "image")
     torch.onnx.export(model, (torch.from_numpy(x),), fp32, dynamo=False, opset_version=13,
@@ -322,7 +367,7 @@ def export_quant():
             q = "/tmp/cov-models/%s.export.onnx" % name
             quantize_static(fp32, q, RandomReader(shape), quant_format=fmt, activation_type=act,
                             weight_type=QuantType.QInt8, per_channel=per_ch)
-            n = skeletonize(q, name)
+            n = skeletonize(q, name, {})
             log(name, "quantized (%s, act %s, per_channel %s), regenerated tensors %d" % (fmt, act, per_ch, n))
             reference(name, x)
         except Exception:
