@@ -22,7 +22,7 @@ static int try_dir(const char *dir, size_t dir_len, const char *name, const char
          access(out, R_OK) == 0;
 }
 
-int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
+int common_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   int k = -1;
   if (index == 0) {
     char exe[4096];
@@ -44,7 +44,7 @@ int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
 static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
                               const char *env_var, char *out, size_t size, int path_ok);
 
-cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
+cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
   if (!name_or_path || !*name_or_path)
@@ -60,7 +60,7 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
   return lookup_name(name_or_path, subdir, ext, env_var, out, size, 1);
 }
 
-cov_status cov_resolve_data_name(const char *name, const char *subdir, const char *ext,
+cov_status common_resolve_data_name(const char *name, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   return lookup_name(name, subdir, ext, env_var, out, size, 0);
 }
@@ -75,7 +75,7 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
             *c == '-' || *c == '_' || *c == '.';
   if (!plain) {
     char shown[160];
-    cov_escape(name, shown, sizeof shown);
+    common_escape(name, shown, sizeof shown);
     if (path_ok)
       return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %s name", shown,
                        subdir);
@@ -95,7 +95,7 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
   }
   char dir[8192];
   for (int i = 0; i < COV_SHIPPED_DIRS; i++)
-    if (cov_shipped_dir(i, subdir, dir, sizeof dir) &&
+    if (common_shipped_dir(i, subdir, dir, sizeof dir) &&
         try_dir(dir, strlen(dir), name_or_path, ext, out, size))
       return NULL;
   return cov_error(COV_NOT_FOUND, NULL,

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-char *cov_escape_n(const char *s, size_t n, char *out, size_t size) {
+char *common_escape_n(const char *s, size_t n, char *out, size_t size) {
   if (!size) return out;
   size_t o = 0;
   for (size_t i = 0; i < n; i++) {
@@ -33,6 +33,6 @@ char *cov_escape_n(const char *s, size_t n, char *out, size_t size) {
   return out;
 }
 
-char *cov_escape(const char *s, char *out, size_t size) {
-  return cov_escape_n(s ? s : "", s ? strlen(s) : 0, out, size);
+char *common_escape(const char *s, char *out, size_t size) {
+  return common_escape_n(s ? s : "", s ? strlen(s) : 0, out, size);
 }

@@ -9,9 +9,9 @@
  * \xNN), so a name read from a file cannot move the cursor, color or clear a
  * terminal when printed; bytes from 0x80 up (UTF-8) are kept. When it does
  * not fit, it ends in "...". Returns out. */
-char *cov_escape(const char *s, char *out, size_t size);
+char *common_escape(const char *s, char *out, size_t size);
 
 /* The same for `n` bytes that may contain NULs (shown as \x00). */
-char *cov_escape_n(const char *s, size_t n, char *out, size_t size);
+char *common_escape_n(const char *s, size_t n, char *out, size_t size);
 
 #endif
