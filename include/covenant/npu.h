@@ -130,14 +130,20 @@ cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
                                   size_t n_outputs, const cov_npu_run_options *opts,
                                   cov_npu_report **out_report);
 /* One row per fused group, per call of a group run call by call, per call
- * on the CPU: group, node, codelets, simulated and predicted cycles, array
- * and SIMD utilisation, DRAM and on-chip bytes, where it ran (and why not
- * fused); then totals. */
+ * on the CPU: group, node, codelets, simulated cycles, the mapper's
+ * estimate and its error against the simulation, array and SIMD
+ * utilisation, DRAM and on-chip bytes, where it ran (and why not fused);
+ * then totals and a line on the estimate. Columns are as wide as their
+ * longest entry. Deterministic (no wall times). */
 void cov_npu_report_print(const cov_npu_report *r, FILE *out);
 uint64_t cov_npu_report_cycles(const cov_npu_report *r);
 int cov_npu_report_cpu_calls(const cov_npu_report *r);
 /* Rows that are a whole group fused into one program. */
 int cov_npu_report_fused_groups(const cov_npu_report *r);
+/* Rows that are one call of a group run call by call on the NPU. */
+int cov_npu_report_calls(const cov_npu_report *r);
+/* Wall time of the run in seconds: mapping + code generation, simulation. */
+void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 void cov_npu_report_free(cov_npu_report *r);
 
 #ifdef __cplusplus
