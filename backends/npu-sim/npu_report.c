@@ -43,6 +43,11 @@ void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *si
   *sim_s = r->sim_s;
 }
 
+const npu_row *npu_report_rows(const cov_npu_report *r, int *n) {
+  *n = r->n;
+  return r->rows;
+}
+
 void cov_npu_report_free(cov_npu_report *r) {
   if (!r) return;
   free(r->rows);
