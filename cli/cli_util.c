@@ -25,7 +25,7 @@ const char *cli_closest(const char *s, const char *const *names, int n) {
   const char *best = NULL;
   size_t best_d = COV_EDIT_FAR, len = strlen(s);
   for (int i = 0; n < 0 ? names[i] != NULL : i < n; i++) {
-    size_t d = cov_edit_distance(s, names[i]);
+    size_t d = common_edit_distance(s, names[i]);
     if (d < best_d) {
       best_d = d;
       best = names[i];
