@@ -3,7 +3,8 @@
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
 # then each libFuzzer target for FUZZ_SECONDS (default 30) seconds, then the
 # multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
-# tree builds that one test only (no GPU backends), about a minute.
+# tree builds that one test only (no GPU backends), about a minute. Release
+# builds with gcc and clang-19 are built (not tested) in between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -13,6 +14,13 @@ echo "== build (gcc, -Werror)"
 scripts/build.sh build
 echo "== tests"
 (cd build && ctest -j"$jobs" --output-on-failure)
+
+# Optimizers see different code paths (gcc -O3's maybe-uninitialized and
+# array-bounds): these configurations only build, with -Werror.
+# scripts/build_configs.sh builds all eight (4 types x gcc/clang).
+echo "== build only (gcc Release, clang-19 Release; -Werror)"
+scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
+CC=clang-19 scripts/build.sh build-clang-release -DCMAKE_BUILD_TYPE=Release
 
 echo "== build (clang-19, ASan+UBSan, libFuzzer)"
 CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
