@@ -51,7 +51,18 @@ int cdl_op_is_float_only(cov_op op) {
     case COV_OP_RSQRT:
     case COV_OP_TANH:
     case COV_OP_ERF:
-    case COV_OP_SIGMOID: return 1;
+    case COV_OP_SIGMOID:
+    case COV_OP_SIN:
+    case COV_OP_COS:
+    case COV_OP_TAN:
+    case COV_OP_ASIN:
+    case COV_OP_ACOS:
+    case COV_OP_ATAN:
+    case COV_OP_SINH:
+    case COV_OP_COSH:
+    case COV_OP_ASINH:
+    case COV_OP_ACOSH:
+    case COV_OP_ATANH: return 1;
     default: return 0;
   }
 }
@@ -64,7 +75,7 @@ const char *cdl_closest(const char *word, const char *const *candidates, size_t 
     const char *a = word, *b = candidates[i];
     while (*a && *b && (*a | 0x20) == (*b | 0x20)) a++, b++;
     if (!*a && !*b) return candidates[i]; /* differs only in case */
-    size_t d = cov_edit_distance(word, candidates[i]);
+    size_t d = common_edit_distance(word, candidates[i]);
     size_t allowed = strlen(word) <= 4 ? 1 : 2; /* foo is not a typo of pow */
     if (d < best_d && d <= allowed && d < strlen(word)) {
       best_d = d;
