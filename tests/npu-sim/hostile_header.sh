@@ -39,16 +39,16 @@ mkfifo "$tmp/fifo"
 for name in /etc/passwd /dev/stdin /dev/zero ../../../../etc/passwd "$tmp/fifo" .hidden; do
   with_name "$name" "$tmp/p.npu"
   for cmd in sim disasm; do
-    expect 1 "is not a targets name" "$cov" $cmd "$tmp/p.npu"
+    expect 1 "is not a target name" "$cov" $cmd "$tmp/p.npu"
   done
 done
 # a name that is a plain name but not a shipped target: not found, with the hint
 with_name "no-such-npu" "$tmp/p.npu"
-expect 1 "no targets named 'no-such-npu'" "$cov" sim "$tmp/p.npu"
+expect 1 "no target named 'no-such-npu'" "$cov" sim "$tmp/p.npu"
 expect 1 "hint: pass --target ACG, or --raw" "$cov" disasm "$tmp/p.npu"
 # control bytes in the name are escaped, never printed raw
 with_name '\x1b[2Jnpu\x07' "$tmp/p.npu"
-expect 1 "'\\x1b[2Jnpu\\x07' is not a targets name" "$cov" sim "$tmp/p.npu"
+expect 1 "'\\x1b[2Jnpu\\x07' is not a target name" "$cov" sim "$tmp/p.npu"
 if timeout 10 "$cov" sim "$tmp/p.npu" 2>&1 | grep -q $'\x1b'; then echo "FAIL: raw ESC printed"; fail=1; fi
 # --target given by the user still takes a path, but only a regular file
 expect 1 "is a FIFO, expected a regular file" "$cov" sim "$prog" --target "$tmp/fifo"
