@@ -32,7 +32,7 @@ const char *cov_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops
 
 const char *cov_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
-         "sigmoid, relu, cast, select, copy";
+         "sigmoid, relu, cast, select, copy, round";
 }
 
 float cov_op_eval_f32(cov_op op, float a, float b) {
@@ -54,6 +54,17 @@ float cov_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_ERF: return erff(a);
     case COV_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
     case COV_OP_RELU: return a > 0 ? a : 0.0f;
+    case COV_OP_ROUND: return cov_round_half_even_f32(a);
     default: return a; /* copy, cast */
   }
 }
+
+double cov_round_half_even(double v) {
+  if (!isfinite(v)) return v;
+  double f = floor(v), d = v - f; /* exact: v and floor(v) share their exponent range */
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return fmod(f, 2.0) == 0 ? f : f + 1;
+}
+
+float cov_round_half_even_f32(float v) { return (float)cov_round_half_even(v); }

@@ -29,5 +29,10 @@ const char *cov_op_names(void);
  * three operands, are not handled here and return a). One definition, so the
  * schedule interpreter and the NPU simulator cannot drift apart. */
 float cov_op_eval_f32(cov_op op, float a, float b);
+/* Round to the nearest integer, halves to even (ONNX QuantizeLinear's and
+ * Round's rounding, numpy's rint), whatever the floating-point environment's
+ * rounding mode. */
+double cov_round_half_even(double v);
+float cov_round_half_even_f32(float v);
 
 #endif

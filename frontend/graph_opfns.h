@@ -48,5 +48,11 @@ GRAPH_DECLARE_COMPUTE(softmax);
 GRAPH_DECLARE_COMPUTE(layernorm);
 GRAPH_DECLARE_COMPUTE(batchnorm);
 GRAPH_DECLARE_COMPUTE(reduce_mean);
+/* graph_quant.c */
+GRAPH_DECLARE_COMPUTE(quantize_linear);
+GRAPH_DECLARE_COMPUTE(dequantize_linear);
+GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
+GRAPH_DECLARE_COMPUTE(qconv);
+GRAPH_DECLARE_COMPUTE(qmatmul);
 
 #endif

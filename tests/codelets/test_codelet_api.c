@@ -207,7 +207,7 @@ static void test_load_errors(void) {
   cov_status_format(cov_status_next(st), buf, sizeof buf);
   CHECK_STR(buf, "e.cdl:3:12: error: a: unknown operation 'foo' (expected one of: mac, add, "
                  "sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
-                 "sigmoid, relu, cast, select, copy)");
+                 "sigmoid, relu, cast, select, copy, round)");
   cov_status_free(st);
   /* NUL bytes and binary garbage are errors, not crashes */
   const char bin[] = "codelet \0\x93\xff(";
