@@ -212,7 +212,7 @@ static double apply_f(cov_op op, const double *a) {
     case COV_OP_SIGMOID: return 1.0 / (1.0 + exp(-a[0]));
     case COV_OP_RELU: return a[0] < 0 ? 0.0 : a[0];
     case COV_OP_SELECT: return a[0] != 0 ? a[1] : a[2];
-    case COV_OP_ROUND: return cov_round_half_even(a[0]);
+    case COV_OP_ROUND: return common_round_half_even(a[0]);
     case COV_OP_CAST:
     case COV_OP_COPY: return a[0];
     default: return NAN;

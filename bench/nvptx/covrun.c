@@ -39,7 +39,7 @@ void *covrun_load(const char *ptx_path) {
   char *ptx = NULL;
   size_t n = 0;
   nvptx_module *m = NULL;
-  if (report(cov_read_file(ptx_path, (size_t)1 << 26, &ptx, &n))) return NULL;
+  if (report(common_read_file(ptx_path, (size_t)1 << 26, &ptx, &n))) return NULL;
   cov_status st = nvptx_cuda_load(g_cu, ptx, &m);
   free(ptx);
   if (st) {

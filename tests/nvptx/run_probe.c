@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
   }
   char *ptx;
   size_t n;
-  cov_status st = cov_read_file(argv[1], 1 << 24, &ptx, &n);
+  cov_status st = common_read_file(argv[1], 1 << 24, &ptx, &n);
   if (st) return fail(st);
   nvptx_cuda *cu = NULL;
   st = nvptx_cuda_open(&cu);
