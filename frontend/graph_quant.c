@@ -313,7 +313,7 @@ cov_status graph_exec_dynamic_quantize_linear(graph_exec *x, const graph_node *n
   float scale = (hi - lo) / 255.0f;
   float zpf = 0.0f - lo / scale;
   zpf = zpf < 0.0f ? 0.0f : zpf > 255.0f ? 255.0f : zpf;
-  uint8_t zp = (uint8_t)common_round_half_even_f32(zpf);
+  uint8_t zp = (uint8_t)cov_round_even(zpf);
   int64_t one = 1, view[3] = {1, 1, L};
   cov_tensor st1, zt1;
   COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, COV_F32, 1, &one, &st1));
