@@ -22,6 +22,18 @@
 
 /* ---- inspect ---------------------------------------------------------- */
 
+/* Element i of an integer tensor (i8, u8, i32, i64, bool) as a double. */
+static double cli_elem(const cov_tensor *t, int64_t i) {
+  switch (t->dtype) {
+    case COV_I8: return ((const int8_t *)t->data)[i];
+    case COV_U8: return ((const uint8_t *)t->data)[i];
+    case COV_BOOL: return ((const uint8_t *)t->data)[i];
+    case COV_I32: return ((const int32_t *)t->data)[i];
+    case COV_I64: return (double)((const int64_t *)t->data)[i];
+    default: return 0;
+  }
+}
+
 static void inspect_help(FILE *out) {
   fprintf(out,
           "usage: covenant inspect MODEL.onnx [--graph] [--no-fold] [--no-fuse] [-o FILE]\n"
@@ -377,6 +389,23 @@ int cli_cmd_run(int argc, char **argv) {
     printf("check against --target ref (max|%s - ref| / max|ref|, tolerance %g):\n", target, tol);
     for (size_t k = 0; k < no; k++) {
       double md = 0, mr = 0;
+      if (outputs[k].dtype == ref_out[k].dtype && !cov_dtype_is_float(outputs[k].dtype) &&
+          cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref_out[k])) {
+        /* integer (quantized) outputs: how many differ, by how many steps;
+         * one quantisation step is the tolerance, 0 differing is bit-exact */
+        int64_t nd = 0, n = cov_tensor_numel(&ref_out[k]);
+        for (int64_t i = 0; i < n; i++) {
+          double a = cli_elem(&outputs[k], i), b = cli_elem(&ref_out[k], i);
+          if (a != b) nd++;
+          if (fabs(a - b) > md) md = fabs(a - b);
+        }
+        bool pass = md <= 1;
+        printf("  %-20s %lld of %lld elements differ (max %g steps)%s  %s\n",
+               cov_model_output_name(m, k), (long long)nd, (long long)n, md,
+               nd == 0 ? ", bit-exact" : "", pass ? "PASS" : "FAIL");
+        if (!pass) rc = CLI_EXIT_INPUT;
+        continue;
+      }
       bool same = outputs[k].dtype == COV_F32 && ref_out[k].dtype == COV_F32 &&
                   cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref_out[k]);
       for (int64_t i = 0; same && i < cov_tensor_numel(&ref_out[k]); i++) {

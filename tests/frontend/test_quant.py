@@ -175,6 +175,8 @@ CASES = {
     "qconv_depthwise": lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 8, False, m=8),
     "qconv_grouped_dil_nobias": lambda r: case_qlinearconv(r, np.int8, np.int8, np.uint8, True, (2, 2, 2, 2), (1, 1), 2, False, dil=(2, 2), bias=False),
     "qconv_wide": lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 1, False, shape=(1, 64, 10, 10), m=40),
+    # 128 * 3 * 3 = 1152 terms per output: past what f16 x f16 -> f32 holds exactly
+    "qconv_deep": lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 1, False, shape=(1, 128, 6, 6), m=8),
     "convinteger_pad": lambda r: case_convinteger(r, (1, 1, 1, 1)),
     "qmatmul_u8_i8_pc": lambda r: case_qlinearmatmul(r, np.uint8, np.int8, np.uint8, True, (6, 40), (40, 24)),
     "qmatmul_i8_i8_3d": lambda r: case_qlinearmatmul(r, np.int8, np.int8, np.int8, False, (2, 5, 16), (16, 12), False),
