@@ -48,8 +48,7 @@ int cli_cmd_disasm(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': disasm_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("disasm", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -116,7 +115,7 @@ int cli_cmd_sim(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("sim", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -287,7 +286,7 @@ int cli_cmd_compile(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': compile_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("compile", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("compile", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
@@ -484,7 +483,7 @@ int cli_cmd_verify(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("verify", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("verify", argv, "t:n:h", opts);
     }
   }
   if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");
