@@ -255,6 +255,31 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
       uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
       memcpy(d + 2 * i, &h, 2);
     }
+  } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
+             (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
+              t->dtype == COV_I8 || t->dtype == COV_I32)) {
+    /* integers into a float array's operand (or a wider integer): only
+     * where every value is exact in the tensor's dtype */
+    cov_dtype td = (cov_dtype)t->dtype;
+    int64_t lim = td == COV_F32 ? (1 << 24) : td == COV_F16 ? 2048 : td == COV_BF16 ? 256
+                  : td == COV_I8 ? 127 : INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = x->dtype == COV_I8 ? ((const int8_t *)x->data)[i]
+                  : x->dtype == COV_U8 ? ((const uint8_t *)x->data)[i]
+                                       : ((const int32_t *)x->data)[i];
+      if (v > lim || v < -lim - (td == COV_I8 ? 1 : 0))
+        return cov_error(COV_INVALID_ARGUMENT, NULL,
+                         "tensor '%s' is %s; element %lld of the %s data (%lld) is not exact in it",
+                         name, cov_dtype_name(td), (long long)i, cov_dtype_name(x->dtype),
+                         (long long)v);
+      if (td == COV_I8) d[i] = (uint8_t)(int8_t)v;
+      else if (td == COV_I32) memcpy(d + 4 * i, &(int32_t){(int32_t)v}, 4);
+      else if (td == COV_F32) memcpy(d + 4 * i, &(float){(float)v}, 4);
+      else {
+        uint16_t h = td == COV_F16 ? cov_f32_to_f16((float)v) : cov_f32_to_bf16((float)v);
+        memcpy(d + 2 * i, &h, 2);
+      }
+    }
   } else {
     return cov_error(COV_INVALID_ARGUMENT, NULL, "tensor '%s' is %s; cannot write %s data", name,
                      cov_dtype_name(t->dtype), cov_dtype_name(x->dtype));
