@@ -251,13 +251,65 @@ def memory_limit_codelet_run():
     assert r.returncode == 0, r.stderr
 
 
+def ext_messages():
+    """Messages about external data say what is wrong (issue 18)."""
+    d = fresh("ext_msgs")
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.write(np.zeros((3, 4), np.float32).tobytes())
+    x = np.ones((2, 3), np.float32)
+    cases = [
+        # location "." is the folder itself, not something outside it
+        (dict(location="."), "external data location '.' names the model's folder itself, not a file in it"),
+        (dict(location="./"), "names the model's folder itself"),
+        # 2^64-1 is a valid integer, just past the file's end; 2^64 is too large
+        (dict(location="w.bin", length=str(2**64 - 1)),
+         "external data range 0+18446744073709551615 runs past the end of"),
+        (dict(location="w.bin", offset=str(2**64)),
+         "external data offset '18446744073709551616' is too large (more than 2^64-1)"),
+        (dict(location="w.bin", length="12x"), "external data length '12x' is not a non-negative integer"),
+        # a NUL inside the location: refused, not cut to "w.bin"
+        (dict(location="w.bin\x00../../etc/passwd"),
+         "the string field 'value' of StringStringEntryProto"),
+    ]
+    for kw, want in cases:
+        path = ext_model(d, kw["location"], offset=kw.get("offset"), length=kw.get("length"))
+        rc, err, y = run_ref(path, x)
+        assert rc == 1 and want in err, (kw, rc, err)
+        assert "outside the model's folder" not in err, (kw, err)
+    rc, err, y = run_ref(ext_model(d, "w.bin"), x)
+    assert rc == 0 and y is not None and np.all(y == 0), err
+
+
+def names_escaped():
+    """Control bytes in a name read from an input are escaped in messages
+    (an ACG's name: ESC sequences would clear or retitle the terminal)."""
+    acg = os.path.join(WORK, "ctl.json")
+    with open(acg, "w") as f:
+        f.write('{"acg_version": 1, "name": "a\\u001b[2Jb\\u0007", "clock_mhz": 1000}')
+    r = subprocess.run([COV, "acg", "check", acg], capture_output=True, timeout=60)
+    assert r.returncode == 1, r
+    assert b"\x1b" not in r.stderr and b"\x07" not in r.stderr, r.stderr
+    assert b"invalid name 'a\\x1b[2Jb\\x07'" in r.stderr, r.stderr
+    # a 100,000-deep document: the message keeps its reason, the path is cut
+    deep = os.path.join(WORK, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    r = subprocess.run([COV, "acg", "check", deep], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r
+    assert "bytes left out)..." in r.stderr and r.stderr.rstrip().endswith(
+        "invalid JSON: maximum parsing depth reached near '[' (arrays and objects nest at most "
+        "2048 deep)"), r.stderr[-300:]
+    assert len(r.stderr) < 1024, len(r.stderr)
+
+
 def main():
     global COV, WORK, PRELOAD
     COV, WORK = sys.argv[1], sys.argv[2]
     PRELOAD = sys.argv[3] if len(sys.argv) > 3 else None
     os.makedirs(WORK, exist_ok=True)
     for fn in (ext_link_refused, ext_swapped_at_open, ext_swap_race,
-               memory_limit_constant_of_shape, memory_limit_codelet_run):
+               memory_limit_constant_of_shape, memory_limit_codelet_run, ext_messages,
+               names_escaped):
         check(fn)
     if FAILED:
         print("failed: " + ", ".join(FAILED))
