@@ -228,6 +228,7 @@ static cov_status job_build(layer_job *j, const char *suite, const char *name, i
                                            &j->layer));
   COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
   COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
+  COV_RETURN_IF_ERROR(cov_npu_select_by_simulation(j->sched, j->acg, COV_NPU_SELECT_MAX_OPS, NULL));
   return cov_npu_compile(j->sched, &j->prog);
 }
 
