@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
 #include "covenant/mapper.h"
@@ -319,7 +320,7 @@ static void compile_help(FILE *out) {
           "and run it with 'covenant sim'.\n"
           "\n"
           "options:\n"
-          "  -t, --target T    NPU target (default npu-16x16)\n"
+          "  -t, --target T    NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -o, --output DIR  output directory (created)\n"
           "      --scale N     divide the layer's sizes by N (default 1)\n"
           "      --suite FILE  layer suite file\n"
@@ -335,7 +336,7 @@ int cli_cmd_compile(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *dir = NULL, *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *dir = NULL, *suite = NULL;
   long long scale = 1;
   optind = 1;
   opterr = 0;
@@ -426,7 +427,7 @@ static void verify_help(FILE *out) {
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
           "options:\n"
-          "  -t, --target T      NPU target (default npu-16x16); GPU targets: 'covenant gpu\n"
+          "  -t, --target T      NPU target (default " BACKEND_DEFAULT_TARGET "); GPU targets: 'covenant gpu\n"
           "                      run LAYER -t T' checks them against a CPU loop nest\n"
           "  -n, --iterations N  random inputs per layer (default 3; --full: 1000)\n"
           "      --scale N       divide the layers' sizes by N (default 8; --full: 1)\n"
@@ -538,7 +539,7 @@ int cli_cmd_verify(int argc, char **argv) {
                                        {"progress", no_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *suite = NULL;
   long long iters = -1, scale = -1, seed = 1;
   int full = 0, progress = 0;
   double tol = 1e-3;
