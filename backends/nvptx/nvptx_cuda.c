@@ -9,7 +9,7 @@
 /* The driver ABI: handles are pointers, results are ints (CUresult). */
 typedef int cu_result;
 typedef int cu_device;
-typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream;
+typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream, *cu_graph, *cu_graph_exec;
 
 #define CU_JIT_INFO_LOG_BUFFER 3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
@@ -22,6 +22,7 @@ struct nvptx_cuda {
   void *lib;
   cu_device dev;
   cu_context ctx;
+  int major, minor;
   char name[160];
   cu_result (*Init)(unsigned);
   cu_result (*DeviceGet)(cu_device *, int);
@@ -48,6 +49,16 @@ struct nvptx_cuda {
   cu_result (*EventElapsedTime)(float *, cu_event, cu_event);
   cu_result (*EventDestroy)(cu_event);
   cu_result (*GetErrorString)(cu_result, const char **);
+  cu_result (*StreamCreate)(cu_stream *, unsigned);
+  cu_result (*StreamDestroy)(cu_stream);
+  cu_result (*StreamSynchronize)(cu_stream);
+  cu_result (*MemsetD8Async)(nvptx_devptr, unsigned char, size_t, cu_stream);
+  cu_result (*StreamBeginCapture)(cu_stream, int);
+  cu_result (*StreamEndCapture)(cu_stream, cu_graph *);
+  cu_result (*GraphInstantiateWithFlags)(cu_graph_exec *, cu_graph, unsigned long long);
+  cu_result (*GraphLaunch)(cu_graph_exec, cu_stream);
+  cu_result (*GraphExecDestroy)(cu_graph_exec);
+  cu_result (*GraphDestroy)(cu_graph);
 };
 
 struct nvptx_module {
@@ -103,6 +114,11 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
       SYM(EventRecord, "cuEventRecord"), SYM(EventSynchronize, "cuEventSynchronize"),
       SYM(EventElapsedTime, "cuEventElapsedTime"), SYM(EventDestroy, "cuEventDestroy_v2"),
       SYM(GetErrorString, "cuGetErrorString"),
+      SYM(StreamCreate, "cuStreamCreate"), SYM(StreamDestroy, "cuStreamDestroy_v2"),
+      SYM(StreamSynchronize, "cuStreamSynchronize"), SYM(MemsetD8Async, "cuMemsetD8Async"),
+      SYM(StreamBeginCapture, "cuStreamBeginCapture_v2"), SYM(StreamEndCapture, "cuStreamEndCapture"),
+      SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"), SYM(GraphLaunch, "cuGraphLaunch"),
+      SYM(GraphExecDestroy, "cuGraphExecDestroy"), SYM(GraphDestroy, "cuGraphDestroy"),
 #undef SYM
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
@@ -133,6 +149,7 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
   cu->DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, cu->dev);
   cu->DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, cu->dev);
   snprintf(cu->name, sizeof cu->name, "%s (sm_%d%d)", name, major, minor);
+  cu->major = major, cu->minor = minor;
   *out = cu;
   return NULL;
 }
@@ -269,5 +286,94 @@ cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *ker
   CU_CHECK(cu, cu->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");
   CU_CHECK(cu, cu->FuncGetAttribute(regs, 4 /* NUM_REGS */, fn), "function attribute query");
   CU_CHECK(cu, cu->FuncGetAttribute(local_bytes, 3 /* LOCAL_SIZE_BYTES */, fn), "function attribute query");
+  return NULL;
+}
+
+/* ---- asynchronous work on a stream ---- */
+
+void nvptx_cuda_capability(const nvptx_cuda *cu, int *major, int *minor) {
+  *major = cu->major;
+  *minor = cu->minor;
+}
+
+cov_status nvptx_cuda_function(nvptx_cuda *cu, nvptx_module *m, const char *kernel, unsigned shared_bytes,
+                               void **fn) {
+  cu_function f;
+  cu_result rc = cu->ModuleGetFunction(&f, m->mod, kernel);
+  if (rc != 0) return cov_status_annotate(cu_fail(cu, rc, "kernel lookup"), "kernel %s: ", kernel);
+  if (shared_bytes > 48 * 1024) /* opt in to large dynamic shared memory */
+    CU_CHECK(cu, cu->FuncSetAttribute(f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared_bytes),
+             "shared memory opt-in");
+  *fn = f;
+  return NULL;
+}
+
+cov_status nvptx_cuda_stream_create(nvptx_cuda *cu, nvptx_stream **out) {
+  cu_stream s = NULL;
+  CU_CHECK(cu, cu->StreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "stream creation");
+  *out = (nvptx_stream *)s;
+  return NULL;
+}
+void nvptx_cuda_stream_destroy(nvptx_cuda *cu, nvptx_stream *s) {
+  if (s) cu->StreamDestroy((cu_stream)s);
+}
+cov_status nvptx_cuda_stream_sync(nvptx_cuda *cu, nvptx_stream *s) {
+  CU_CHECK(cu, cu->StreamSynchronize((cu_stream)s), "stream synchronisation (a kernel failed?)");
+  return NULL;
+}
+cov_status nvptx_cuda_launch_async(nvptx_cuda *cu, void *fn, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes, nvptx_stream *s, void **args) {
+  CU_CHECK(cu,
+           cu->LaunchKernel((cu_function)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                            (cu_stream)s, args, NULL),
+           "kernel launch");
+  return NULL;
+}
+cov_status nvptx_cuda_memset_async(nvptx_cuda *cu, nvptx_devptr p, unsigned char value, size_t bytes,
+                                   nvptx_stream *s) {
+  CU_CHECK(cu, cu->MemsetD8Async(p, value, bytes, (cu_stream)s), "memset");
+  return NULL;
+}
+cov_status nvptx_cuda_capture_begin(nvptx_cuda *cu, nvptx_stream *s) {
+  CU_CHECK(cu, cu->StreamBeginCapture((cu_stream)s, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */), "stream capture");
+  return NULL;
+}
+cov_status nvptx_cuda_capture_end(nvptx_cuda *cu, nvptx_stream *s, nvptx_graph **out) {
+  cu_graph g = NULL;
+  cu_graph_exec e = NULL;
+  CU_CHECK(cu, cu->StreamEndCapture((cu_stream)s, &g), "end of stream capture");
+  cu_result rc = cu->GraphInstantiateWithFlags(&e, g, 0);
+  cu->GraphDestroy(g);
+  if (rc != 0) return cu_fail(cu, rc, "graph instantiation");
+  *out = (nvptx_graph *)e;
+  return NULL;
+}
+cov_status nvptx_cuda_graph_launch(nvptx_cuda *cu, nvptx_graph *g, nvptx_stream *s) {
+  CU_CHECK(cu, cu->GraphLaunch((cu_graph_exec)g, (cu_stream)s), "graph launch");
+  return NULL;
+}
+void nvptx_cuda_graph_destroy(nvptx_cuda *cu, nvptx_graph *g) {
+  if (g) cu->GraphExecDestroy((cu_graph_exec)g);
+}
+cov_status nvptx_cuda_mark(nvptx_cuda *cu, nvptx_stream *s, void **event) {
+  cu_event e = NULL;
+  CU_CHECK(cu, cu->EventCreate(&e, 0), "event creation");
+  cu_result rc = cu->EventRecord(e, (cu_stream)s);
+  if (rc != 0) {
+    cu->EventDestroy(e);
+    return cu_fail(cu, rc, "event record");
+  }
+  *event = e;
+  return NULL;
+}
+cov_status nvptx_cuda_elapsed(nvptx_cuda *cu, nvptx_stream *s, void *start, float *ms) {
+  cu_event stop = NULL;
+  cu_result rc = cu->EventCreate(&stop, 0);
+  if (rc == 0) rc = cu->EventRecord(stop, (cu_stream)s);
+  if (rc == 0) rc = cu->EventSynchronize(stop);
+  if (rc == 0) rc = cu->EventElapsedTime(ms, (cu_event)start, stop);
+  cu->EventDestroy((cu_event)start);
+  if (stop) cu->EventDestroy(stop);
+  if (rc != 0) return cu_fail(cu, rc, "timing events");
   return NULL;
 }

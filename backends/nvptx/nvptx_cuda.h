@@ -58,4 +58,32 @@ cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, i
 cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
                                 int *local_bytes);
 
+/* ---- asynchronous work on a stream (the artifact runtime) ----
+ * Handles are opaque pointers of the driver (CUfunction, CUstream,
+ * CUgraphExec). Nothing here waits unless it says so. */
+typedef struct nvptx_stream nvptx_stream;
+typedef struct nvptx_graph nvptx_graph;
+
+/* Compute capability of the device. */
+void nvptx_cuda_capability(const nvptx_cuda *cu, int *major, int *minor);
+/* `kernel` of m, opted in to `shared_bytes` of dynamic shared memory. */
+cov_status nvptx_cuda_function(nvptx_cuda *cu, nvptx_module *m, const char *kernel, unsigned shared_bytes,
+                               void **fn);
+cov_status nvptx_cuda_stream_create(nvptx_cuda *cu, nvptx_stream **out);
+void nvptx_cuda_stream_destroy(nvptx_cuda *cu, nvptx_stream *s);
+cov_status nvptx_cuda_stream_sync(nvptx_cuda *cu, nvptx_stream *s);
+cov_status nvptx_cuda_launch_async(nvptx_cuda *cu, void *fn, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes, nvptx_stream *s, void **args);
+cov_status nvptx_cuda_memset_async(nvptx_cuda *cu, nvptx_devptr p, unsigned char value, size_t bytes,
+                                   nvptx_stream *s);
+/* Stream capture into a graph: begin, issue work on s, end (instantiates). */
+cov_status nvptx_cuda_capture_begin(nvptx_cuda *cu, nvptx_stream *s);
+cov_status nvptx_cuda_capture_end(nvptx_cuda *cu, nvptx_stream *s, nvptx_graph **out);
+cov_status nvptx_cuda_graph_launch(nvptx_cuda *cu, nvptx_graph *g, nvptx_stream *s);
+void nvptx_cuda_graph_destroy(nvptx_cuda *cu, nvptx_graph *g);
+/* Events around work on s: *t0 recorded now; end records, waits and gives
+ * the milliseconds between them. */
+cov_status nvptx_cuda_mark(nvptx_cuda *cu, nvptx_stream *s, void **event);
+cov_status nvptx_cuda_elapsed(nvptx_cuda *cu, nvptx_stream *s, void *start, float *ms);
+
 #endif
