@@ -3,17 +3,17 @@
  * covenant/model.h).
  *
  * The calls a group makes are decided by each node's lowering
- * (graph_conv.c, graph_compute.c): which codelet, which attributes, which
- * views of which values. Rather than restate those rules here (and let them
- * drift), the group's nodes are run through the same lowering with a
- * recorder in place of the codelets: it notes every call and answers it
- * with a zero tensor of the shape the codelet would produce. Each input a
- * call receives is then identified by its data pointer: the previous call's
- * result, a model constant, or one of the group's external inputs (given
- * placeholder buffers, or the run's real ones). Anything else was made
- * inside a node (an expanded or transposed copy) and the group is not a
- * plain chain: that is reported, naming the node, and a backend falls back
- * to running the calls one by one. */
+ * (graph_conv.c, graph_pool.c, graph_matmul.c, graph_compute.c): which
+ * codelet, which attributes, which views of which values. Rather than
+ * restate those rules here (and let them drift), the group's nodes are run
+ * through the same lowering with a recorder in place of the codelets: it
+ * notes every call and answers it with a zero tensor of the shape the
+ * codelet would produce. Each input a call receives is then identified by
+ * its data pointer: the previous call's result, a model constant, or one of
+ * the group's external inputs (given placeholder buffers, or the run's real
+ * ones). Anything else was made inside a node (an expanded or transposed
+ * copy) and the group is not a plain chain: that is reported, naming the
+ * node, and a backend falls back to running the calls one by one. */
 #include <stdlib.h>
 #include <string.h>
 

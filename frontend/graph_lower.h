@@ -1,5 +1,6 @@
 /* frontend/graph_lower.h: helpers for lowering compute operations onto
- * codelet calls (graph_compute.c, graph_conv.c). */
+ * codelet calls (graph_compute.c, graph_conv.c, graph_pool.c,
+ * graph_matmul.c). */
 #ifndef COV_FRONTEND_GRAPH_LOWER_H
 #define COV_FRONTEND_GRAPH_LOWER_H
 

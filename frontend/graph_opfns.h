@@ -1,8 +1,8 @@
 /* frontend/graph_opfns.h: the shape rule, kernel (and, for compute
  * operators, codelet binding) of every supported ONNX operator, declared
  * once: the files that define them (graph_layout.c, graph_index.c,
- * graph_conv.c, graph_compute.c) and the operator table (graph_ops.c) that
- * refers to them all include this. */
+ * graph_conv.c, graph_pool.c, graph_matmul.c, graph_compute.c) and the
+ * operator table (graph_ops.c) that refers to them all include this. */
 #ifndef COV_FRONTEND_GRAPH_OPFNS_H
 #define COV_FRONTEND_GRAPH_OPFNS_H
 
@@ -30,10 +30,12 @@ GRAPH_DECLARE_OP(constant_of_shape);
 /* graph_conv.c */
 GRAPH_DECLARE_COMPUTE(conv);
 GRAPH_DECLARE_COMPUTE(conv_transpose);
+/* graph_pool.c */
 GRAPH_DECLARE_COMPUTE(maxpool);
 GRAPH_DECLARE_COMPUTE(avgpool);
 GRAPH_DECLARE_COMPUTE(global_avgpool);
 GRAPH_DECLARE_COMPUTE(global_maxpool);
+/* graph_matmul.c */
 GRAPH_DECLARE_COMPUTE(gemm);
 GRAPH_DECLARE_COMPUTE(matmul);
 /* graph_compute.c */

@@ -13,68 +13,28 @@
  *     its tile (the strides are the loops' steps through the tile layout);
  *     every other loop is unrolled into separate GEMMs, accumulating (acc
  *     flag) unless this is the first reduction step into the output tile;
- *   - the epilogue runs on the level-1 output tile: each vector op becomes
+ *   - the epilogue (npu_epilogue.c) runs on the level-1 output tile: each vector op becomes
  *     one VOP per row-block of the tile, in a SIMD-accessible buffer, and the
  *     result is stored to DRAM by DMA (pooled outputs shrink).
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
  * of their level-1 tile: f16 when the schedule narrows) and out. */
 #include <string.h>
 
-#include "backends/npu-sim/npu_internal.h"
-#include "mapper/map_internal.h"
+#include "backends/npu-sim/npu_codegen.h"
 
-#define SLOTS 8
-
-typedef struct rloc { /* where an epilogue register lives */
-  bool valid;
-  int buf;
-  uint64_t addr;                /* byte address of element (0, ..., 0) */
-  int64_t stride[COV_MAX_RANK]; /* elements, over the current tile dims */
-} rloc;
-
-typedef struct cg {
-  const map_schedule *s;
-  const map_problem *p;
-  const cov_acg *g;
-  npu_target t;
-  npu_prog *prog;
-  int64_t iter[MAP_MAX_SLOOPS];
-  int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
-  uint64_t dram[MAP_MAX_OPERANDS];
-  int64_t dshape[MAP_MAX_OPERANDS][COV_MAX_RANK];
-  int array, simd; /* compute indices */
-  /* GEMM plan: scheduled loops absorbed into one instruction, -1 if none */
-  int ml, kl, nl;
-  int a_op, b_op;
-  uint32_t mmax, kmax, nmax;
-  int out_lv;          /* deepest level of the output */
-  int out_init_after;  /* the output's deepest tile restarts at this loop */
-  bool out_acc_load;   /* ... or is loaded with partial sums */
-  /* epilogue */
-  int reg_buf;
-  uint64_t area_lo, area_hi;
-  int pool_dim[2], pool_win[2];
-  cov_status err;
-} cg;
-
-#define CG_FAIL(c, code, ...)                                      \
-  do {                                                            \
-    if (!(c)->err) (c)->err = cov_error(code, NULL, __VA_ARGS__); \
-  } while (0)
-
-static void emit(cg *c, const npu_insn *in) {
+void npu_cg_emit(cg *c, const npu_insn *in) {
   if (c->err) return;
   c->err = npu_prog_add(c->prog, in);
 }
 
-static void values(const cg *c, int below_level, int64_t *v) {
+void npu_cg_values(const cg *c, int below_level, int64_t *v) {
   for (int l = 0; l < c->p->n_loops; l++) v[l] = 0;
   for (int i = 0; i < c->s->n_sloops; i++)
     if (c->s->sloops[i].level < below_level)
       v[c->s->sloops[i].loop] += c->iter[i] * c->s->sloops[i].step;
 }
 
-static void index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
+void npu_cg_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
   for (int d = 0; d < o->rank; d++) {
     int64_t x = o->acc.off[d];
     for (int l = 0; l < n_loops; l++) x += o->acc.coef[d][l] * v[l];
@@ -82,10 +42,10 @@ static void index_of(const map_operand *o, const int64_t *v, int n_loops, int64_
   }
 }
 
-static void tile_base(const cg *c, int o, int lv, int64_t *base) {
+void npu_cg_tile_base(const cg *c, int o, int lv, int64_t *base) {
   const map_operand *op = &c->p->operands[o];
   int64_t v[MAP_MAX_LOOPS];
-  values(c, lv, v);
+  npu_cg_values(c, lv, v);
   const int64_t *t = c->s->place[o][lv].tile;
   for (int d = 0; d < op->rank; d++) {
     int64_t x = op->acc.off[d];
@@ -98,7 +58,6 @@ static void tile_base(const cg *c, int o, int lv, int64_t *base) {
   }
 }
 
-static int deepest(const map_schedule *s, int o);
 
 /* Element strides of operand o's tile at level lv: row-major over the tile
  * box, except that an array operand's tile at its deepest level keeps the
@@ -106,11 +65,11 @@ static int deepest(const map_schedule *s, int o);
  * weight-stationary array, m of A on an output-stationary one, n of B), so
  * those elements fall in different banks. Every access to a tile goes
  * through here, so any layout is consistent by construction. */
-static void layout_strides(const cg *c, int o, int lv, int64_t *st) {
+void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st) {
   const map_operand *op = &c->p->operands[o];
   const map_place *pl = &c->s->place[o][lv];
   int inner = -1;
-  if (c->p->kind == MAP_MAIN_MAC && (o == c->a_op || o == c->b_op) && lv == deepest(c->s, o)) {
+  if (c->p->kind == MAP_MAIN_MAC && (o == c->a_op || o == c->b_op) && lv == npu_cg_deepest(c->s, o)) {
     int sl = o == c->b_op ? c->nl : (c->t.output_stationary ? c->ml : c->kl);
     if (sl >= 0) {
       int l = c->s->sloops[sl].loop;
@@ -130,19 +89,19 @@ static void layout_strides(const cg *c, int o, int lv, int64_t *st) {
   }
 }
 
-static uint64_t place_addr(const cg *c, int o, int lv) {
+uint64_t npu_cg_place_addr(const cg *c, int o, int lv) {
   const map_place *pl = &c->s->place[o][lv];
   uint64_t half = pl->double_buffered ? (uint64_t)(c->parity[o][lv] & 1) : 0;
   return pl->addr + half * pl->bytes;
 }
 
 /* Element offset of global index idx inside operand o's level-lv tile. */
-static int64_t local_offset(cg *c, int o, int lv, const int64_t *idx) {
+int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx) {
   const map_operand *op = &c->p->operands[o];
   const map_place *pl = &c->s->place[o][lv];
   int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
-  tile_base(c, o, lv, base);
-  layout_strides(c, o, lv, st);
+  npu_cg_tile_base(c, o, lv, base);
+  npu_cg_layout_strides(c, o, lv, st);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
@@ -155,13 +114,13 @@ static int64_t local_offset(cg *c, int o, int lv, const int64_t *idx) {
   return off;
 }
 
-static int deepest(const map_schedule *s, int o) {
+int npu_cg_deepest(const map_schedule *s, int o) {
   int lv = s->n_levels - 1;
   while (lv > 0 && !s->place[o][lv].present) lv--;
   return lv;
 }
 
-static int find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out) {
+int npu_cg_find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out) {
   const acg_compute *cu = &g->compute[unit];
   for (int k = 0; k < cu->n_caps; k++)
     if (cu->caps[k].op == op && cu->caps[k].in[0] == in && cu->caps[k].out == out) return k;
@@ -170,7 +129,7 @@ static int find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dty
 
 /* ---- DMA between DRAM and a tile ---- */
 
-static int dram_edge(const cg *c, int buf, bool store) {
+int npu_cg_dram_edge(const cg *c, int buf, bool store) {
   const cov_acg *g = c->g;
   for (int e = 0; e < g->n_edges; e++) {
     const acg_edge *ed = &g->edges[e];
@@ -188,10 +147,10 @@ static int dram_edge(const cg *c, int buf, bool store) {
 
 /* A box of `shape` at tensor coordinates `base` (dims `rank`) between DRAM
  * tensor o and buffer `buf` at `addr` with element strides `lst`. */
-static void emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype dt, int rank,
+void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype dt, int rank,
                      const int64_t *base, const int64_t *shape, const int64_t *lst) {
   if (c->err) return;
-  int e = dram_edge(c, buf, store);
+  int e = npu_cg_dram_edge(c, buf, store);
   if (e < 0) {
     CG_FAIL(c, COV_UNSUPPORTED, "codegen: the ACG has no DMA path %s %s DRAM",
             c->g->storage[buf].name, store ? "to" : "from");
@@ -238,21 +197,15 @@ static void emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
     in.u.dma.dim[nd - 1].start = -(int32_t)in.u.dma.dim[nd - 1].count;
   }
   in.u.dma.dram_off += (uint64_t)extra * cov_dtype_size(dt);
-  emit(c, &in);
+  npu_cg_emit(c, &in);
 }
 
 /* ---- SIMD operations over a tile ---- */
 
-typedef struct vopnd {
-  int buf; /* -1: immediate */
-  uint64_t addr;
-  int64_t st[COV_MAX_RANK];
-  float imm;
-} vopnd;
 
 /* One VOP per combination of the dims other than the two innermost non-unit
  * ones (or with `cdim` as the reduced column dimension). */
-static void emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
+void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
                       const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b) {
   if (c->err) return;
   const acg_capability *cp = &c->g->compute[c->simd].caps[cap];
@@ -290,7 +243,7 @@ static void emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank
     }
     in.u.vop.dst = (npu_mem){(uint8_t)dst->buf, 0, (uint32_t)(dst->addr + (uint64_t)od * eo),
                              rd >= 0 ? (int32_t)dst->st[rd] : 0, reduce ? 0 : (int32_t)dst->st[cd]};
-    emit(c, &in);
+    npu_cg_emit(c, &in);
     if (c->err) return;
     int d = rank - 1;
     for (; d >= 0; d--) {
@@ -315,295 +268,23 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
             c->g->storage[dst->node].name);
     return;
   }
-  int cap = find_cap(c->g, c->simd, COV_OP_COPY, src->dtype, dst->dtype);
-  if (cap < 0) cap = find_cap(c->g, c->simd, COV_OP_CAST, src->dtype, dst->dtype);
+  int cap = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, src->dtype, dst->dtype);
+  if (cap < 0) cap = npu_cg_find_cap(c->g, c->simd, COV_OP_CAST, src->dtype, dst->dtype);
   if (cap < 0) {
     CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit cannot copy %s -> %s", c->p->layer,
             cov_dtype_name(src->dtype), cov_dtype_name(dst->dtype));
     return;
   }
   int64_t base[COV_MAX_RANK];
-  tile_base(c, o, inner, base);
-  vopnd s = {src->node, place_addr(c, o, from_lv), {0}, 0}, d = {dst->node, place_addr(c, o, to_lv), {0}, 0};
-  int64_t so = local_offset(c, o, from_lv, base), dof = local_offset(c, o, to_lv, base);
+  npu_cg_tile_base(c, o, inner, base);
+  vopnd s = {src->node, npu_cg_place_addr(c, o, from_lv), {0}, 0}, d = {dst->node, npu_cg_place_addr(c, o, to_lv), {0}, 0};
+  int64_t so = npu_cg_local_offset(c, o, from_lv, base), dof = npu_cg_local_offset(c, o, to_lv, base);
   s.addr += (uint64_t)so * cov_dtype_size(src->dtype);
   d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
-  layout_strides(c, o, from_lv, s.st);
-  layout_strides(c, o, to_lv, d.st);
-  emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
+  npu_cg_layout_strides(c, o, from_lv, s.st);
+  npu_cg_layout_strides(c, o, to_lv, d.st);
+  npu_cg_emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
             box->shape, &d, &s, NULL);
-}
-
-/* ---- epilogue and the final store ---- */
-
-/* Out dim driven by problem loop l (coefficient +-1), or -1. */
-static int out_dim_of_loop(const map_operand *out, int l) {
-  for (int d = 0; d < out->rank; d++)
-    if (out->acc.coef[d][l] == 1 || out->acc.coef[d][l] == -1) return d;
-  return -1;
-}
-
-static uint64_t area_alloc(cg *c, uint64_t *bump, uint64_t bytes) {
-  uint64_t a = (*bump + 63) / 64 * 64;
-  if (a + bytes > c->area_hi) {
-    CG_FAIL(c, COV_UNSUPPORTED,
-            "codegen %s: the epilogue needs %llu more bytes in %s than the schedule leaves free "
-            "(%llu)",
-            c->p->layer, (unsigned long long)(a + bytes - c->area_lo),
-            c->g->storage[c->reg_buf].name, (unsigned long long)(c->area_hi - c->area_lo));
-    return 0;
-  }
-  *bump = a + bytes;
-  return a;
-}
-
-static bool reg_read_later(const map_schedule *s, int from, int reg) {
-  for (int i = from; i < s->n_vops; i++) {
-    if (s->vops[i].a.kind == MAP_VS_REG && s->vops[i].a.index == reg) return true;
-    if (s->vops[i].b.kind == MAP_VS_REG && s->vops[i].b.index == reg) return true;
-    if (s->vops[i].dst == reg && s->vops[i].kind != MAP_VOP_ROW_REDUCE) return false;
-  }
-  return reg == 0;
-}
-
-/* The epilogue and store of elements [start, start+len) along dim d0 of the
- * level-1 output tile (the whole tile when d0 < 0). */
-static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
-  const map_problem *p = c->p;
-  const map_operand *op = &p->operands[o];
-  const map_place *pl = &c->s->place[o][1];
-  int rank = op->rank;
-  int64_t shape[COV_MAX_RANK], base[COV_MAX_RANK];
-  for (int d = 0; d < rank; d++) shape[d] = pl->shape[d];
-  tile_base(c, o, 1, base);
-  rloc reg[MAP_MAX_VREGS] = {0}, row[2] = {0};
-  reg[0].valid = true;
-  reg[0].buf = pl->node;
-  reg[0].addr = place_addr(c, o, 1);
-  layout_strides(c, o, 1, reg[0].stride);
-  if (d0 >= 0) {
-    shape[d0] = len;
-    base[d0] += start;
-    reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
-  }
-  int64_t origin[MAP_MAX_LOOPS];
-  values(c, 1, origin);
-  uint64_t bump = c->area_lo;
-  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
-  int n_slots = 0;
-  int red_dim = -1;
-  for (int vi = 0; vi < c->s->n_vops && !c->err; vi++) {
-    const map_vop *vo = &c->s->vops[vi];
-    int cap = vo->cap;
-    const map_vsrc *srcs[2] = {&vo->a, &vo->b};
-    vopnd ops[2];
-    bool has_b = vo->b.kind != MAP_VS_NONE;
-    for (int q = 0; q < 2; q++) {
-      const map_vsrc *sv = srcs[q];
-      vopnd *x = &ops[q];
-      memset(x, 0, sizeof *x);
-      x->buf = -1;
-      if (sv->kind == MAP_VS_REG) {
-        if (!reg[sv->index].valid) CG_FAIL(c, COV_INTERNAL, "codegen: register %d unset", sv->index);
-        x->buf = reg[sv->index].buf;
-        x->addr = reg[sv->index].addr;
-        memcpy(x->st, reg[sv->index].stride, sizeof x->st);
-      } else if (sv->kind == MAP_VS_ROW) {
-        x->buf = row[sv->index].buf;
-        x->addr = row[sv->index].addr;
-        memcpy(x->st, row[sv->index].stride, sizeof x->st);
-      } else if (sv->kind == MAP_VS_SCALAR) {
-        x->imm = (float)sv->value;
-      } else if (sv->kind == MAP_VS_VEC) {
-        /* The vector operand as strides over the output tile's dims: its
-         * offset changes along out dim d as the loop driving d moves. */
-        int vo_i = sv->index;
-        const map_operand *vop = &p->operands[vo_i];
-        int64_t vidx[COV_MAX_RANK];
-        index_of(vop, origin, p->n_loops, vidx);
-        int64_t off0 = local_offset(c, vo_i, 1, vidx);
-        x->buf = c->s->place[vo_i][1].node;
-        x->addr = place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
-        for (int d = 0; d < rank; d++) {
-          x->st[d] = 0;
-          if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
-          int lp = -1;
-          for (int l = 0; l < p->n_loops; l++)
-            if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
-          if (lp < 0 || (op->acc.coef[d][lp] != 1 && op->acc.coef[d][lp] != -1)) {
-            CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: output dim %d is not driven by one loop", p->layer, d);
-            break;
-          }
-          int64_t v2[MAP_MAX_LOOPS];
-          memcpy(v2, origin, sizeof v2);
-          v2[lp] += op->acc.coef[d][lp];
-          index_of(vop, v2, p->n_loops, vidx);
-          bool inside = true;
-          for (int e = 0; e < vop->rank; e++)
-            inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
-          x->st[d] = inside ? local_offset(c, vo_i, 1, vidx) - off0 : 0;
-        }
-        if (d0 >= 0)
-          x->addr += (uint64_t)(start * x->st[d0]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
-        if (c->pool_dim[0] >= 0)
-          for (int w = 0; w < 2; w++)
-            if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
-              CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a vector operand after pooling", p->layer);
-      }
-    }
-    if (c->err) return;
-    if (ops[0].buf < 0) { /* scalar first: swap when the op commutes */
-      if (vo->op == COV_OP_ADD || vo->op == COV_OP_MUL || vo->op == COV_OP_MAX || vo->op == COV_OP_MIN) {
-        vopnd tmp = ops[0];
-        ops[0] = ops[1];
-        ops[1] = tmp;
-      } else {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", p->layer,
-                cov_op_name(vo->op));
-        return;
-      }
-    }
-    if (vo->kind == MAP_VOP_MAP) {
-      /* In place when the source register is dead afterwards and lives in
-       * the register area; else a new slot. */
-      rloc d = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        d.stride[k] = s;
-        s *= shape[k];
-      }
-      /* An element-wise op may overwrite any slot whose registers are all
-       * dead after it (its own sources included: each element is read
-       * before it is written); otherwise it takes a new slot. */
-      int pick = -1;
-      for (int k = 0; k < n_slots && pick < 0; k++) {
-        if (slot_bytes[k] < (uint64_t)s * 4) continue;
-        bool free_slot = true;
-        for (int r = 0; r < MAP_MAX_VREGS; r++)
-          if (reg[r].valid && reg[r].buf == c->reg_buf && reg[r].addr == slot_addr[k] &&
-              r != vo->dst && reg_read_later(c->s, vi + 1, r))
-            free_slot = false;
-        if (free_slot) pick = k;
-      }
-      if (pick < 0 && n_slots < SLOTS) {
-        pick = n_slots++;
-        slot_bytes[pick] = (uint64_t)s * 4;
-        slot_addr[pick] = area_alloc(c, &bump, slot_bytes[pick]);
-      }
-      if (pick < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers",
-                p->layer, SLOTS);
-        return;
-      }
-      d.addr = slot_addr[pick];
-      vopnd dv = {d.buf, d.addr, {0}, 0};
-      memcpy(dv.st, d.stride, sizeof dv.st);
-      emit_vops(c, vo->op, cap, false, -1, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL);
-      reg[vo->dst] = d;
-    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-      red_dim = out_dim_of_loop(op, vo->loop);
-      if (red_dim < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", p->layer);
-        return;
-      }
-      int64_t rshape[COV_MAX_RANK];
-      memcpy(rshape, shape, sizeof rshape);
-      rshape[red_dim] = 1;
-      rloc r = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        r.stride[k] = k == red_dim ? 0 : s;
-        s *= rshape[k];
-      }
-      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
-      vopnd dv = {r.buf, r.addr, {0}, 0};
-      memcpy(dv.st, r.stride, sizeof dv.st);
-      emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
-      row[vo->dst] = r;
-    } else { /* POOL: window == stride over two output dims */
-      int pd[2], win[2] = {vo->window[0], vo->window[1]};
-      for (int w = 0; w < 2; w++) {
-        pd[w] = out_dim_of_loop(op, vo->pool_loop[w]);
-        if (pd[w] < 0 || shape[pd[w]] % win[w] || base[pd[w]] % win[w]) {
-          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: pooling window not aligned with the tile", p->layer);
-          return;
-        }
-      }
-      int64_t pshape[COV_MAX_RANK];
-      memcpy(pshape, shape, sizeof pshape);
-      pshape[pd[0]] /= win[0];
-      pshape[pd[1]] /= win[1];
-      rloc r = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        r.stride[k] = s;
-        s *= pshape[k];
-      }
-      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
-      int copy = find_cap(c->g, c->simd, COV_OP_COPY, COV_F32, COV_F32);
-      if (copy < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen: the SIMD unit has no f32 copy");
-        return;
-      }
-      vopnd dv = {r.buf, r.addr, {0}, 0};
-      memcpy(dv.st, r.stride, sizeof dv.st);
-      for (int i = 0; i < win[0]; i++)
-        for (int j = 0; j < win[1]; j++) {
-          vopnd sv = ops[0];
-          sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
-          sv.st[pd[0]] *= win[0];
-          sv.st[pd[1]] *= win[1];
-          if (i == 0 && j == 0) emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
-          else emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
-        }
-      memcpy(shape, pshape, sizeof pshape);
-      for (int w = 0; w < 2; w++) base[pd[w]] /= win[w];
-      reg[vo->dst] = r;
-    }
-  }
-  if (c->err) return;
-  emit_dma(c, o, true, reg[0].buf, reg[0].addr, COV_F32, rank, base, shape, reg[0].stride);
-}
-
-/* Splits the epilogue into chunks along the outermost non-unit dim when its
- * registers would not fit the free part of the register buffer. */
-static void store_final(cg *c, int o) {
-  const map_problem *p = c->p;
-  const map_operand *op = &p->operands[o];
-  const map_place *pl = &c->s->place[o][1];
-  if (c->s->n_vops == 0) {
-    store_chunk(c, o, -1, 0, 0);
-    return;
-  }
-  int64_t elems = 1;
-  for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
-  uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
-  uint64_t have = c->area_hi - c->area_lo;
-  if (need <= have) {
-    store_chunk(c, o, -1, 0, 0);
-    return;
-  }
-  /* Chunk along a dim that no pool window or row reduction spans. */
-  int d0 = -1;
-  for (int d = 0; d < op->rank && d0 < 0; d++) {
-    if (pl->shape[d] <= 1) continue;
-    bool spanned = false;
-    for (int v = 0; v < c->s->n_vops; v++) {
-      const map_vop *vo = &c->s->vops[v];
-      if (vo->kind == MAP_VOP_ROW_REDUCE && out_dim_of_loop(op, vo->loop) == d) spanned = true;
-      if (vo->kind == MAP_VOP_POOL &&
-          (out_dim_of_loop(op, vo->pool_loop[0]) == d || out_dim_of_loop(op, vo->pool_loop[1]) == d))
-        spanned = true;
-    }
-    if (!spanned) d0 = d;
-  }
-  int64_t len = d0 >= 0 ? (int64_t)((double)pl->shape[d0] * (double)have / (double)need) : 0;
-  if (d0 < 0 || len < 1) {
-    store_chunk(c, o, -1, 0, 0); /* reports what does not fit */
-    return;
-  }
-  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len)
-    store_chunk(c, o, d0, st, pl->shape[d0] - st < len ? pl->shape[d0] - st : len);
 }
 
 /* ---- transfers and the loop walk ---- */
@@ -622,9 +303,9 @@ static void transfers_at(cg *c, int pos, bool top) {
         const map_place *pl = &s->place[o][lv];
         if (lv == 1 && !out) {
           int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
-          tile_base(c, o, lv, base);
-          layout_strides(c, o, lv, st);
-          emit_dma(c, o, false, pl->node, place_addr(c, o, lv), pl->dtype, op->rank, base,
+          npu_cg_tile_base(c, o, lv, base);
+          npu_cg_layout_strides(c, o, lv, st);
+          npu_cg_emit_dma(c, o, false, pl->node, npu_cg_place_addr(c, o, lv), pl->dtype, op->rank, base,
                    pl->shape, st);
         } else if (lv >= 2) {
           onchip_copy(c, o, lv - 1, lv);
@@ -640,7 +321,7 @@ static void transfers_at(cg *c, int pos, bool top) {
         if (!has_load) c->parity[o][lv]++; /* a fresh tile: the first GEMM initialises it */
       }
       if (!top && x->dir == MAP_STORE) {
-        if (lv == 1) store_final(c, o);
+        if (lv == 1) npu_cg_store_final(c, o);
         else onchip_copy(c, o, lv, lv - 1);
       }
     }
@@ -652,7 +333,7 @@ static int64_t loop_stride(const cg *c, int o, int lv, int i) {
   if (i < 0) return 0;
   const map_operand *op = &c->p->operands[o];
   int64_t st[COV_MAX_RANK], r = 0;
-  layout_strides(c, o, lv, st);
+  npu_cg_layout_strides(c, o, lv, st);
   int l = c->s->sloops[i].loop;
   for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][l] * c->s->sloops[i].step * st[d];
   return r;
@@ -663,16 +344,16 @@ static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : c->s->sloops[i].tr
 static void leaf(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  values(c, MAP_MAX_LEVELS + 1, v);
+  npu_cg_values(c, MAP_MAX_LEVELS + 1, v);
   int ops[3] = {c->a_op, c->b_op, p->output};
   int64_t off[3];
   uint64_t addr[3];
   int lvs[3];
   for (int k = 0; k < 3; k++) {
-    lvs[k] = deepest(c->s, ops[k]);
-    index_of(&p->operands[ops[k]], v, p->n_loops, idx);
-    off[k] = local_offset(c, ops[k], lvs[k], idx);
-    addr[k] = place_addr(c, ops[k], lvs[k]);
+    lvs[k] = npu_cg_deepest(c->s, ops[k]);
+    npu_cg_index_of(&p->operands[ops[k]], v, p->n_loops, idx);
+    off[k] = npu_cg_local_offset(c, ops[k], lvs[k], idx);
+    addr[k] = npu_cg_place_addr(c, ops[k], lvs[k]);
   }
   if (c->err) return;
   /* First step into the output tile: no reduction loop inside its lifetime
@@ -711,7 +392,7 @@ static void leaf(cg *c) {
                                 (uint32_t)(addr[1] + (uint64_t)ob * eb), (int32_t)sk[1], (int32_t)sn[1]};
         in.u.gemm.c = (npu_mem){(uint8_t)c->s->place[ops[2]][lvs[2]].node, 0,
                                 (uint32_t)(addr[2] + (uint64_t)oc * ec), (int32_t)sm[2], (int32_t)sn[2]};
-        emit(c, &in);
+        npu_cg_emit(c, &in);
       }
 }
 
@@ -721,7 +402,7 @@ static void leaf(cg *c) {
 static void leaf_simd(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  values(c, MAP_MAX_LEVELS + 1, v);
+  npu_cg_values(c, MAP_MAX_LEVELS + 1, v);
   bool first = !c->out_acc_load;
   for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
     if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
@@ -731,12 +412,12 @@ static void leaf_simd(cg *c) {
     memset(&o[k], 0, sizeof o[k]);
     o[k].buf = -1;
     if (opi[k] < 0) continue;
-    int lv = deepest(c->s, opi[k]);
+    int lv = npu_cg_deepest(c->s, opi[k]);
     const map_place *pl = &c->s->place[opi[k]][lv];
-    index_of(&p->operands[opi[k]], v, p->n_loops, idx);
-    int64_t off = local_offset(c, opi[k], lv, idx);
+    npu_cg_index_of(&p->operands[opi[k]], v, p->n_loops, idx);
+    int64_t off = npu_cg_local_offset(c, opi[k], lv, idx);
     o[k].buf = pl->node;
-    o[k].addr = place_addr(c, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
+    o[k].addr = npu_cg_place_addr(c, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
     o[k].st[0] = loop_stride(c, opi[k], lv, c->ml);
     o[k].st[1] = loop_stride(c, opi[k], lv, c->nl);
   }
@@ -745,17 +426,17 @@ static void leaf_simd(cg *c) {
   const acg_capability *cap = &c->g->compute[c->simd].caps[c->s->cap];
   if (p->kind == MAP_MAIN_REDUCE) {
     if (first) {
-      int copy = find_cap(c->g, c->simd, COV_OP_COPY, cap->in[0], cap->out);
+      int copy = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, cap->in[0], cap->out);
       if (copy < 0) {
         CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit has no copy", p->layer);
         return;
       }
-      emit_vops(c, COV_OP_COPY, copy, false, 1, 2, shape, &o[0], &o[1], NULL);
+      npu_cg_emit_vops(c, COV_OP_COPY, copy, false, 1, 2, shape, &o[0], &o[1], NULL);
     } else {
-      emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[0], &o[1]);
+      npu_cg_emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[0], &o[1]);
     }
   } else {
-    emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[1], p->n_inputs > 1 ? &o[2] : NULL);
+    npu_cg_emit_vops(c, p->op, c->s->cap, false, 1, 2, shape, &o[0], &o[1], p->n_inputs > 1 ? &o[2] : NULL);
   }
 }
 
@@ -869,107 +550,6 @@ static void plan_simd(cg *c) {
     if (s->xfers[x].after > c->ml) c->ml = -1;
 }
 
-/* ---- chaining (ISA.md "Chained gemms") ---- */
-
-typedef struct brange {
-  int buf;
-  int64_t lo, hi;
-} brange;
-
-static brange mem_bytes(const npu_mem *m, uint64_t rows, uint64_t cols, uint64_t es) {
-  int64_t lo = m->off, hi = m->off;
-  int64_t dr = (int64_t)(rows - 1) * m->row_stride * (int64_t)es;
-  int64_t dc = (int64_t)(cols - 1) * m->col_stride * (int64_t)es;
-  if (dr < 0) lo += dr; else hi += dr;
-  if (dc < 0) lo += dc; else hi += dc;
-  return (brange){m->buf, lo, hi + (int64_t)es};
-}
-static bool bover(const brange *a, const brange *b) {
-  return a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
-}
-
-/* Marks consecutive gemms that continue each other: on an
- * output-stationary array a gemm accumulating into the same c tile (same
- * address, strides, m, n, capability) as the previous gemm, with no other
- * instruction touching that tile in between, keeps the partial sums in the
- * PEs (previous: hold, this: chain): no drain and preload between them. On
- * a weight-stationary array a gemm whose b block is the previous gemm's (same
- * address, strides, k, n, capability), with those bytes not written in
- * between, keeps the loaded weights (wkeep). Straight-line programs over r0
- * only (what npu_codegen emits); anything else is left unchained. The
- * simulator's dry run re-checks every chain. */
-cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
-  for (uint32_t i = 0; i < p->n_insns; i++) {
-    const npu_insn *in = &p->insns[i];
-    if (in->op == NPU_OP_LOOP || in->op == NPU_OP_SETR || in->op == NPU_OP_ADDR) return NULL;
-    if (in->op == NPU_OP_DMA && in->u.dma.local_reg != 0) return NULL;
-    if (in->op == NPU_OP_GEMM && (in->u.gemm.a.reg || in->u.gemm.b.reg || in->u.gemm.c.reg ||
-                                  in->u.gemm.bias.reg))
-      return NULL;
-    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg))
-      return NULL;
-  }
-  const cov_acg *g = t->acg;
-  int64_t prev = -1;
-  brange pc = {-1, 0, 0}, pb = {-1, 0, 0};
-  bool c_touched = false, b_written = false;
-  for (uint32_t i = 0; i < p->n_insns; i++) {
-    npu_insn *in = &p->insns[i];
-    if (in->op == NPU_OP_DMA) {
-      const acg_edge *e = &g->edges[in->unit];
-      int local = e->from == t->dram ? e->to : e->from;
-      uint64_t es = cov_dtype_size(in->u.dma.dtype);
-      brange r = {local, in->u.dma.local_off, (int64_t)in->u.dma.local_off + (int64_t)es};
-      for (int d = 0; d < in->u.dma.rank; d++)
-        r.hi += (int64_t)(in->u.dma.dim[d].count - 1) * in->u.dma.dim[d].local_stride * (int64_t)es;
-      if (bover(&r, &pc)) c_touched = true;
-      if (!(in->flags & NPU_DMA_STORE) && bover(&r, &pb)) b_written = true;
-    } else if (in->op == NPU_OP_VOP) {
-      bool red = in->flags & NPU_VOP_REDUCE;
-      uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
-      brange d = mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
-      brange s1 = mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
-      brange s2 = in->u.vop.src2.buf == NPU_IMM_BUF
-                      ? (brange){-1, 0, 0}
-                      : mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-      if (bover(&d, &pc) || bover(&s1, &pc) || bover(&s2, &pc)) c_touched = true;
-      if (bover(&d, &pb)) b_written = true;
-    } else if (in->op == NPU_OP_GEMM) {
-      const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
-      uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
-      uint64_t eo = cov_dtype_size(cap->out);
-      brange ra = mem_bytes(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
-      brange rb = mem_bytes(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
-      brange rc = mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
-      if (prev >= 0) {
-        npu_insn *q = &p->insns[prev];
-        bool same_unit = q->unit == in->unit && q->u.gemm.cap == in->u.gemm.cap;
-        const npu_mem *c0 = &q->u.gemm.c, *c1 = &in->u.gemm.c;
-        const npu_mem *b0 = &q->u.gemm.b, *b1 = &in->u.gemm.b;
-        if (t->output_stationary && same_unit && !c_touched &&
-            (in->flags & NPU_GEMM_ACC) && !(in->flags & NPU_GEMM_BIAS) && c0->buf == c1->buf &&
-            c0->off == c1->off && c0->row_stride == c1->row_stride &&
-            c0->col_stride == c1->col_stride && q->u.gemm.m == in->u.gemm.m &&
-            q->u.gemm.n == in->u.gemm.n && !bover(&ra, &rc) && !bover(&rb, &rc)) {
-          q->flags |= NPU_GEMM_HOLD;
-          in->flags |= NPU_GEMM_CHAIN;
-        }
-        if (!t->output_stationary && same_unit && !b_written && b0->buf == b1->buf &&
-            b0->off == b1->off && b0->row_stride == b1->row_stride &&
-            b0->col_stride == b1->col_stride && q->u.gemm.k == in->u.gemm.k &&
-            q->u.gemm.n == in->u.gemm.n)
-          in->flags |= NPU_GEMM_WKEEP;
-      }
-      prev = i;
-      pc = rc;
-      pb = rb;
-      c_touched = false;
-      b_written = bover(&rc, &rb);
-    }
-  }
-  return NULL;
-}
-
 cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   *out = NULL;
   cg c;
@@ -993,7 +573,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   c.simd = mac ? c.t.simd : unit;
   c.pool_dim[0] = c.pool_dim[1] = -1;
   /* The output's deepest tile: where it restarts, whether partial sums come back. */
-  c.out_lv = deepest(s, p->output);
+  c.out_lv = npu_cg_deepest(s, p->output);
   c.out_init_after = -1;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -1023,7 +603,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
       for (int v = 0; v < s->n_vops; v++)
         if (s->vops[v].kind == MAP_VOP_POOL)
           for (int w = 0; w < 2; w++) {
-            int d = out_dim_of_loop(oo, s->vops[v].pool_loop[w]);
+            int d = npu_cg_out_dim_of_loop(oo, s->vops[v].pool_loop[w]);
             if (d >= 0) c.dshape[o][d] /= s->vops[v].window[w];
           }
     if (op->rank > NPU_TENSOR_MAX_RANK) {
@@ -1057,12 +637,12 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     int cand[2] = {s->epi_node >= 0 ? s->epi_node : s->place[p->output][1].node, -1};
     for (int b = 0; b < c.g->n_storage; b++)
       if (c.g->storage[b].kind == ACG_SCRATCHPAD && cand[1] < 0 && b != cand[0] &&
-          npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 && dram_edge(&c, b, true) >= 0)
+          npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 && npu_cg_dram_edge(&c, b, true) >= 0)
         cand[1] = b;
     for (int k = 0; k < 2 && c.reg_buf < 0; k++) {
       int b = cand[k];
       if (b >= 0 && npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 &&
-          dram_edge(&c, b, true) >= 0)
+          npu_cg_dram_edge(&c, b, true) >= 0)
         c.reg_buf = b;
     }
     if (c.reg_buf < 0) {

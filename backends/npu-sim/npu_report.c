@@ -31,6 +31,11 @@ cov_status npu_report_add(cov_npu_report *r, const npu_row *row) {
   return NULL;
 }
 
+const npu_row *npu_report_rows(const cov_npu_report *r, int *n) {
+  *n = r->n;
+  return r->rows;
+}
+
 void cov_npu_report_free(cov_npu_report *r) {
   if (!r) return;
   free(r->rows);

@@ -24,5 +24,7 @@ typedef struct npu_row {
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out);
 cov_status npu_report_add(cov_npu_report *r, const npu_row *row);
+/* The rows in execution order (bench/npu-sim reads them). */
+const npu_row *npu_report_rows(const cov_npu_report *r, int *n);
 
 #endif

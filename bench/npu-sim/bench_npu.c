@@ -16,6 +16,9 @@
 #include <time.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "backends/npu-sim/npu_report.h"
+#include "covenant/model.h"
+#include "covenant/tensor.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include "mapper/map_internal.h"
@@ -50,37 +53,156 @@ static double spearman(const double *a, const double *b, int n) {
   return saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : 0;
 }
 
-/* SCALE-Sim's analytical runtime (Samajdar et al., ISPASS 2020): a layer as
- * a GEMM of Mg output pixels x Ng filters x Kg reduction; for array rows R,
- * columns C and dataflow WS: S_R = Kg, S_C = Ng, T = Mg; OS: S_R = Mg,
- * S_C = Ng, T = Kg; cycles = (2R + C + T - 2) * ceil(S_R/R) * ceil(S_C/C). */
-static double scalesim(const map_schedule *s, bool os, double R, double C) {
+/* SCALE-Sim v2's compute cycles (scalesim/compute/systolic_compute_{ws,os}.py:
+ * the rows of one fold's demand matrices, summed over folds, minus one) for
+ * a layer seen as a GEMM of Mg output pixels x Ng filters x Kg reduction
+ * (loops the weight operand does not index, loops it indexes, reduction
+ * loops) on an R x C array:
+ *   weight-stationary (Sr = Kg, Sc = Ng, T = Mg): each fold loads R weight
+ *     rows, streams T inputs, fills R + C - 2:
+ *     (2R + C + Mg - 2) * ceil(Kg/R) * ceil(Ng/C) - 1;
+ *   output-stationary (Sr = Mg, Sc = Ng, T = Kg): no weight load:
+ *     (R + C + Kg - 2) * ceil(Mg/R) * ceil(Ng/C) - 1.
+ * No memory stalls, no epilogue (README.md). */
+static void gemm_view(const map_schedule *s, double *Mg, double *Ng, double *Kg) {
   const map_problem *p = &s->prob;
   const map_operand *w = &p->operands[1];
-  double Mg = 1, Ng = 1, Kg = 1;
+  *Mg = *Ng = *Kg = 1;
   for (int l = 0; l < p->n_loops; l++) {
     bool wdep = false;
     for (int d = 0; d < w->rank; d++) wdep |= w->acc.coef[d][l] != 0;
-    if (p->reduction[l]) Kg *= (double)p->extent[l];
-    else if (wdep) Ng *= (double)p->extent[l];
-    else Mg *= (double)p->extent[l];
+    if (p->reduction[l]) *Kg *= (double)p->extent[l];
+    else if (wdep) *Ng *= (double)p->extent[l];
+    else *Mg *= (double)p->extent[l];
   }
-  double SR = os ? Mg : Kg, SC = Ng, T = os ? Kg : Mg;
-  return (2 * R + C + T - 2) * ceil(SR / R) * ceil(SC / C);
+}
+static double scalesim(const map_schedule *s, bool os, double R, double C) {
+  double Mg, Ng, Kg;
+  gemm_view(s, &Mg, &Ng, &Kg);
+  if (os) return (R + C + Kg - 2) * ceil(Mg / R) * ceil(Ng / C) - 1;
+  return (2 * R + C + Mg - 2) * ceil(Kg / R) * ceil(Ng / C) - 1;
+}
+
+static double mape(const double *pred, const double *sim, int n) {
+  double m = 0;
+  for (int i = 0; i < n; i++) m += fabs(pred[i] - sim[i]) / sim[i];
+  return n ? 100 * m / n : 0;
+}
+
+#define N_TARGETS 3
+#define MAX_ROWS 4096
+
+typedef struct series {
+  double pred[MAX_ROWS], sim[MAX_ROWS];
+  int n;
+} series;
+
+static void add(series *s, double pred, double sim) {
+  if (s->n < MAX_ROWS && sim > 0) {
+    s->pred[s->n] = pred;
+    s->sim[s->n] = sim;
+    s->n++;
+  }
+}
+
+/* The model's first input: FILE_input.npy next to it when present (the
+ * exports in tests/ ship one), else deterministic values in [-1, 1). */
+static cov_status model_input(const cov_model *m, const char *path, cov_tensor *in) {
+  char npy[1024];
+  size_t n = strlen(path);
+  if (n > 5 && n < sizeof npy - 16 && strcmp(path + n - 5, ".onnx") == 0) {
+    snprintf(npy, sizeof npy, "%.*s_input.npy", (int)(n - 5), path);
+    FILE *f = fopen(npy, "rb");
+    if (f) {
+      fclose(f);
+      return cov_npy_read(npy, in);
+    }
+  }
+  cov_dtype dt;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  COV_RETURN_IF_ERROR(cov_model_input_info(m, 0, &dt, &rank, shape));
+  for (int d = 0; d < rank; d++)
+    if (shape[d] < 0) shape[d] = 1;
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(in, COV_F32, rank, shape));
+  float *x = in->data;
+  uint64_t s = 88172645463325252ull;
+  for (int64_t i = 0; i < cov_tensor_numel(in); i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+  }
+  return NULL;
+}
+
+/* Runs a model on one target: its groups' predicted and simulated cycles
+ * into `grp`; prints cycles, MACs and array utilisation. */
+static cov_status bench_model(const char *path, const cov_acg *g, const char *tname, series *grp) {
+  cov_model *m = NULL;
+  COV_RETURN_IF_ERROR(cov_model_load_file(path, NULL, &m));
+  cov_tensor in = {0};
+  cov_status st = model_input(m, path, &in);
+  size_t no = cov_model_num_outputs(m);
+  cov_tensor outs[8];
+  memset(outs, 0, sizeof outs);
+  cov_npu_report *rep = NULL;
+  if (!st && no > 8) st = cov_error(COV_UNSUPPORTED, NULL, "%s: more than 8 outputs", path);
+  if (!st) st = cov_npu_run_model(m, g, &in, 1, outs, no, &rep);
+  if (!st) {
+    int n = 0, s0 = grp->n, cpu = 0;
+    const npu_row *rows = npu_report_rows(rep, &n);
+    double macs = 0, cyc = 0;
+    for (int i = 0; i < n; i++) {
+      if (rows[i].kind == NPU_ROW_CPU) {
+        cpu++;
+        continue;
+      }
+      macs += (double)rows[i].macs;
+      cyc += (double)rows[i].cycles;
+      if (rows[i].predicted > 0) add(grp, rows[i].predicted, (double)rows[i].cycles);
+    }
+    double peak = 0;
+    for (int c = 0; c < g->n_compute; c++)
+      if (g->compute[c].kind == ACG_SYSTOLIC)
+        for (int k = 0; k < g->compute[c].n_caps; k++)
+          if (g->compute[c].caps[k].in[0] == COV_F16 && g->compute[c].caps[k].throughput > peak)
+            peak = g->compute[c].caps[k].throughput;
+    const char *base = strrchr(path, '/');
+    printf("  %-26s %-13s %12.0f cycles %12.0f MACs  array %5.1f%% (f16 peak %.0f MAC/cycle)  "
+           "groups %3d  MAPE %5.1f%%  Spearman %.3f  CPU calls %d\n",
+           base ? base + 1 : path, tname, cyc, macs, cyc > 0 && peak > 0 ? 100 * macs / (cyc * peak) : 0,
+           peak, grp->n - s0, mape(grp->pred + s0, grp->sim + s0, grp->n - s0),
+           spearman(grp->pred + s0, grp->sim + s0, grp->n - s0), cpu);
+  }
+  cov_npu_report_free(rep);
+  for (size_t i = 0; i < no && i < 8; i++) cov_tensor_release(&outs[i]);
+  cov_tensor_release(&in);
+  cov_model_free(m);
+  return st;
 }
 
 int main(int argc, char **argv) {
   int scale = 1;
   const char *suite = NULL;
+  const char *models[16];
+  int n_models = 0;
+  bool no_models = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) scale = atoi(argv[++i]);
     else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc) suite = argv[++i];
+    else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc && n_models < 16) models[n_models++] = argv[++i];
+    else if (strcmp(argv[i], "--no-models") == 0) no_models = true;
     else {
-      fprintf(stderr, "usage: bench_npu [--scale N] [--suite FILE]\n");
+      fprintf(stderr, "usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models]\n");
       return 2;
     }
   }
   if (!suite) suite = cov_suite_default_path();
+  if (n_models == 0 && !no_models) {
+    static const char *def[] = {BENCH_MODELS_DIR "/squeezenet1_1.onnx",
+                                BENCH_MODELS_DIR "/mobilenet_v2.onnx",
+                                BENCH_MODELS_DIR "/shufflenet_v2_x0_5.onnx"};
+    for (int i = 0; i < 3; i++) models[n_models++] = def[i];
+  }
   char **names = NULL;
   int n_names = 0;
   cov_status st = cov_suite_layer_names(suite, &names, &n_names);
@@ -88,19 +210,23 @@ int main(int argc, char **argv) {
     cov_status_print(stderr, st, 0);
     return 1;
   }
-  const char *targets[2] = {"npu-16x16", "npu-32x32-os"};
-  double pred[64], sim[64];
-  int n = 0, per_t[2] = {0, 0};
+  /* npu-16x16-os: npu-16x16's array and DRAM, output-stationary (this directory) */
+  const char *targets[N_TARGETS] = {"npu-16x16", BENCH_DIR "/npu-16x16-os.json", "npu-32x32-os"};
+  const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os"};
+  static series suite_s[N_TARGETS], group_s[N_TARGETS];
+  /* per layer: simulated / SCALE-Sim on the two 16x16 arrays (0: none) */
+  double ss_ratio[64][2];
+  memset(ss_ratio, 0, sizeof ss_ratio);
   double macs_total = 0, wall_total = 0;
   printf("npu-sim bench, suite layers at scale 1/%d\n", scale);
   printf("%-22s %-13s %12s %12s %8s %12s %8s %10s\n", "layer", "target", "simulated", "predicted",
          "pred/sim", "scale-sim", "sim/ss", "MAC/s");
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < N_TARGETS && !st; t++) {
     cov_acg *g = NULL;
     if ((st = cov_acg_load_target(targets[t], &g))) break;
     npu_target nt;
     npu_target_init(g, &nt);
-    for (int i = 0; i < n_names && n < 64; i++) {
+    for (int i = 0; i < n_names && i < 64; i++) {
       cov_layer *layer = NULL;
       cov_schedule *sch = NULL;
       cov_npu_program *prog = NULL;
@@ -118,7 +244,7 @@ int main(int argc, char **argv) {
         t1 = now();
       }
       if (st) {
-        fprintf(stderr, "%s on %s: ", names[i], targets[t]);
+        fprintf(stderr, "%s on %s: ", names[i], tnames[t]);
         cov_status_print(stderr, st, 0);
         cov_status_free(st);
         st = NULL;
@@ -132,14 +258,12 @@ int main(int argc, char **argv) {
           double v = scalesim(ms, nt.output_stationary, cap->tile[0], cap->tile[1]);
           snprintf(ss, sizeof ss, "%.0f", v);
           snprintf(ratio, sizeof ratio, "%.2f", cyc / v);
+          if (t < 2) ss_ratio[i][t] = cyc / v;
         }
         double rate = macs / (t1 - t0 > 1e-9 ? t1 - t0 : 1e-9);
-        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e\n", names[i], targets[t], cyc, pc,
+        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e\n", names[i], tnames[t], cyc, pc,
                pc / cyc, ss, ratio, macs ? rate : 0.0);
-        pred[n] = pc;
-        sim[n] = cyc;
-        n++;
-        per_t[t]++;
+        add(&suite_s[t], pc, cyc);
         if (macs >= 1e8) {
           macs_total += macs;
           wall_total += t1 - t0;
@@ -153,21 +277,48 @@ int main(int argc, char **argv) {
     }
     cov_acg_free(g);
   }
-  for (int i = 0; i < n_names; i++) free(names[i]);
-  free(names);
   if (st) {
     cov_status_print(stderr, st, 0);
     return 1;
   }
-  printf("\ncost model vs simulator (predicted vs simulated cycles):\n");
-  int off = 0;
-  for (int t = 0; t < 3; t++) {
-    int k = t < 2 ? per_t[t] : n, o = t < 2 ? off : 0;
-    double mape = 0;
-    for (int i = o; i < o + k; i++) mape += fabs(pred[i] - sim[i]) / sim[i];
-    printf("  %-13s layers %2d  Spearman %.3f  MAPE %.1f%%\n", t < 2 ? targets[t] : "both", k,
-           spearman(pred + o, sim + o, k), k ? 100 * mape / k : 0);
-    if (t < 2) off += per_t[t];
+  printf("\nsimulated / SCALE-Sim v2 compute cycles, 16x16 arrays (weight-stationary: npu-16x16; "
+         "output-stationary: npu-16x16-os):\n");
+  printf("%-22s %8s %8s\n", "layer", "WS", "OS");
+  double worst[2] = {0, 0};
+  for (int i = 0; i < n_names && i < 64; i++) {
+    if (ss_ratio[i][0] == 0 && ss_ratio[i][1] == 0) continue;
+    printf("%-22s %8.2f %8.2f\n", names[i], ss_ratio[i][0], ss_ratio[i][1]);
+    for (int k = 0; k < 2; k++)
+      if (ss_ratio[i][k] > worst[k]) worst[k] = ss_ratio[i][k];
+  }
+  printf("%-22s %8.2f %8.2f\n", "worst", worst[0], worst[1]);
+  for (int i = 0; i < n_names; i++) free(names[i]);
+  free(names);
+  printf("\ncost model vs simulator over the suite layers (predicted vs simulated cycles):\n");
+  for (int t = 0; t < N_TARGETS; t++)
+    printf("  %-13s layers %3d  Spearman %.3f  MAPE %5.1f%%\n", tnames[t], suite_s[t].n,
+           spearman(suite_s[t].pred, suite_s[t].sim, suite_s[t].n),
+           mape(suite_s[t].pred, suite_s[t].sim, suite_s[t].n));
+  if (n_models > 0) {
+    printf("\nwhole models (covenant run; array utilisation = MACs / (cycles x f16 peak)):\n");
+    for (int t = 0; t < N_TARGETS; t++) {
+      cov_acg *g = NULL;
+      if ((st = cov_acg_load_target(targets[t], &g))) break;
+      for (int k = 0; k < n_models; k++) {
+        cov_status ms = bench_model(models[k], g, tnames[t], &group_s[t]);
+        if (ms) {
+          fprintf(stderr, "%s on %s: ", models[k], tnames[t]);
+          cov_status_print(stderr, ms, 0);
+          cov_status_free(ms);
+        }
+      }
+      cov_acg_free(g);
+    }
+    printf("\ncost model vs simulator over the models' layer groups (each program run):\n");
+    for (int t = 0; t < N_TARGETS; t++)
+      printf("  %-13s groups %3d  Spearman %.3f  MAPE %5.1f%%\n", tnames[t], group_s[t].n,
+             spearman(group_s[t].pred, group_s[t].sim, group_s[t].n),
+             mape(group_s[t].pred, group_s[t].sim, group_s[t].n));
   }
   /* Reference for speed: a plain C multiply-accumulate loop over the same
    * number of MACs (16-wide rows, like one array row), timed here. */

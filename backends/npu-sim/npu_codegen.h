@@ -1,0 +1,94 @@
+/* backends/npu-sim/npu_codegen.h: what the code generator's files share.
+ *
+ * npu_codegen.c walks the schedule and emits DMAs, on-chip copies and GEMMs
+ * (or VOPs for SIMD main statements); npu_epilogue.c runs the epilogue on the
+ * level-1 output tile and stores it; npu_chain.c marks gemms that continue
+ * each other (npu_chain_gemms, declared in npu_internal.h). The state of one
+ * code generation is a `cg`; the helpers below address tiles through the
+ * schedule's places and layouts, so every file computes the same addresses. */
+#ifndef NPU_CODEGEN_H
+#define NPU_CODEGEN_H
+
+#include "backends/npu-sim/npu_internal.h"
+#include "mapper/map_internal.h"
+
+#define SLOTS 8
+
+typedef struct rloc { /* where an epilogue register lives */
+  bool valid;
+  int buf;
+  uint64_t addr;                /* byte address of element (0, ..., 0) */
+  int64_t stride[COV_MAX_RANK]; /* elements, over the current tile dims */
+} rloc;
+
+typedef struct cg {
+  const map_schedule *s;
+  const map_problem *p;
+  const cov_acg *g;
+  npu_target t;
+  npu_prog *prog;
+  int64_t iter[MAP_MAX_SLOOPS];
+  int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  uint64_t dram[MAP_MAX_OPERANDS];
+  int64_t dshape[MAP_MAX_OPERANDS][COV_MAX_RANK];
+  int array, simd; /* compute indices */
+  /* GEMM plan: scheduled loops absorbed into one instruction, -1 if none */
+  int ml, kl, nl;
+  int a_op, b_op;
+  uint32_t mmax, kmax, nmax;
+  int out_lv;          /* deepest level of the output */
+  int out_init_after;  /* the output's deepest tile restarts at this loop */
+  bool out_acc_load;   /* ... or is loaded with partial sums */
+  /* epilogue */
+  int reg_buf;
+  uint64_t area_lo, area_hi;
+  int pool_dim[2], pool_win[2];
+  cov_status err;
+} cg;
+
+#define CG_FAIL(c, code, ...)                                      \
+  do {                                                            \
+    if (!(c)->err) (c)->err = cov_error(code, NULL, __VA_ARGS__); \
+  } while (0)
+/* An operand of a VOP: a buffer region with strides over a tile, or an
+ * immediate. */
+typedef struct vopnd {
+  int buf; /* -1: immediate */
+  uint64_t addr;
+  int64_t st[COV_MAX_RANK];
+  float imm;
+} vopnd;
+
+void npu_cg_emit(cg *c, const npu_insn *in);
+/* Problem-loop values of the scheduled loops above below_level. */
+void npu_cg_values(const cg *c, int below_level, int64_t *v);
+/* Operand o's tensor index at problem-loop values v. */
+void npu_cg_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx);
+/* Tensor coordinates of the first element of o's level-lv tile. */
+void npu_cg_tile_base(const cg *c, int o, int lv, int64_t *base);
+/* Element strides of o's level-lv tile (the one layout every access uses). */
+void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st);
+/* Byte address of o's level-lv tile (the current half when double-buffered). */
+uint64_t npu_cg_place_addr(const cg *c, int o, int lv);
+/* Element offset of global index idx inside o's level-lv tile. */
+int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx);
+/* The deepest level holding operand o. */
+int npu_cg_deepest(const map_schedule *s, int o);
+/* Capability index of unit for op in -> out, or -1. */
+int npu_cg_find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out);
+/* The DMA edge between DRAM and buf (a store when `store`), or -1. */
+int npu_cg_dram_edge(const cg *c, int buf, bool store);
+/* A box of `shape` at tensor coordinates `base` between DRAM tensor o and
+ * buffer buf at addr with element strides lst. */
+void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype dt, int rank,
+                     const int64_t *base, const int64_t *shape, const int64_t *lst);
+/* VOPs over a tile of `shape` (see npu_codegen.c). */
+void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
+                      const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b);
+/* Output dim driven by problem loop l (coefficient +-1), or -1. */
+int npu_cg_out_dim_of_loop(const map_operand *out, int l);
+/* The epilogue of the level-1 output tile o and its store to DRAM
+ * (npu_epilogue.c). */
+void npu_cg_store_final(cg *c, int o);
+
+#endif

@@ -1,0 +1,283 @@
+/* backends/npu-sim/npu_epilogue.c: the epilogue of a schedule (map_ir.h
+ * vops: bias, activations, pooling, softmax rows) on the level-1 output tile
+ * and the tile's store to DRAM.
+ *
+ * Each vector op becomes one VOP per row-block of the tile, in a buffer the
+ * SIMD unit can read, write and store from (cg.reg_buf, the area above every
+ * place the schedule put there); registers live in up to SLOTS slots, reused
+ * when dead; pooling shrinks the tile before the store. When the registers do
+ * not fit, the tile is processed in chunks along a dim no pool window or row
+ * reduction spans. */
+#include <string.h>
+
+#include "backends/npu-sim/npu_codegen.h"
+
+/* Out dim driven by problem loop l (coefficient +-1), or -1. */
+int npu_cg_out_dim_of_loop(const map_operand *out, int l) {
+  for (int d = 0; d < out->rank; d++)
+    if (out->acc.coef[d][l] == 1 || out->acc.coef[d][l] == -1) return d;
+  return -1;
+}
+
+static uint64_t area_alloc(cg *c, uint64_t *bump, uint64_t bytes) {
+  uint64_t a = (*bump + 63) / 64 * 64;
+  if (a + bytes > c->area_hi) {
+    CG_FAIL(c, COV_UNSUPPORTED,
+            "codegen %s: the epilogue needs %llu more bytes in %s than the schedule leaves free "
+            "(%llu)",
+            c->p->layer, (unsigned long long)(a + bytes - c->area_lo),
+            c->g->storage[c->reg_buf].name, (unsigned long long)(c->area_hi - c->area_lo));
+    return 0;
+  }
+  *bump = a + bytes;
+  return a;
+}
+
+static bool reg_read_later(const map_schedule *s, int from, int reg) {
+  for (int i = from; i < s->n_vops; i++) {
+    if (s->vops[i].a.kind == MAP_VS_REG && s->vops[i].a.index == reg) return true;
+    if (s->vops[i].b.kind == MAP_VS_REG && s->vops[i].b.index == reg) return true;
+    if (s->vops[i].dst == reg && s->vops[i].kind != MAP_VOP_ROW_REDUCE) return false;
+  }
+  return reg == 0;
+}
+
+/* The epilogue and store of elements [start, start+len) along dim d0 of the
+ * level-1 output tile (the whole tile when d0 < 0). */
+static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
+  const map_problem *p = c->p;
+  const map_operand *op = &p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  int rank = op->rank;
+  int64_t shape[COV_MAX_RANK], base[COV_MAX_RANK];
+  for (int d = 0; d < rank; d++) shape[d] = pl->shape[d];
+  npu_cg_tile_base(c, o, 1, base);
+  rloc reg[MAP_MAX_VREGS] = {0}, row[2] = {0};
+  reg[0].valid = true;
+  reg[0].buf = pl->node;
+  reg[0].addr = npu_cg_place_addr(c, o, 1);
+  npu_cg_layout_strides(c, o, 1, reg[0].stride);
+  if (d0 >= 0) {
+    shape[d0] = len;
+    base[d0] += start;
+    reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
+  }
+  int64_t origin[MAP_MAX_LOOPS];
+  npu_cg_values(c, 1, origin);
+  uint64_t bump = c->area_lo;
+  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
+  int n_slots = 0;
+  int red_dim = -1;
+  for (int vi = 0; vi < c->s->n_vops && !c->err; vi++) {
+    const map_vop *vo = &c->s->vops[vi];
+    int cap = vo->cap;
+    const map_vsrc *srcs[2] = {&vo->a, &vo->b};
+    vopnd ops[2];
+    bool has_b = vo->b.kind != MAP_VS_NONE;
+    for (int q = 0; q < 2; q++) {
+      const map_vsrc *sv = srcs[q];
+      vopnd *x = &ops[q];
+      memset(x, 0, sizeof *x);
+      x->buf = -1;
+      if (sv->kind == MAP_VS_REG) {
+        if (!reg[sv->index].valid) CG_FAIL(c, COV_INTERNAL, "codegen: register %d unset", sv->index);
+        x->buf = reg[sv->index].buf;
+        x->addr = reg[sv->index].addr;
+        memcpy(x->st, reg[sv->index].stride, sizeof x->st);
+      } else if (sv->kind == MAP_VS_ROW) {
+        x->buf = row[sv->index].buf;
+        x->addr = row[sv->index].addr;
+        memcpy(x->st, row[sv->index].stride, sizeof x->st);
+      } else if (sv->kind == MAP_VS_SCALAR) {
+        x->imm = (float)sv->value;
+      } else if (sv->kind == MAP_VS_VEC) {
+        /* The vector operand as strides over the output tile's dims: its
+         * offset changes along out dim d as the loop driving d moves. */
+        int vo_i = sv->index;
+        const map_operand *vop = &p->operands[vo_i];
+        int64_t vidx[COV_MAX_RANK];
+        npu_cg_index_of(vop, origin, p->n_loops, vidx);
+        int64_t off0 = npu_cg_local_offset(c, vo_i, 1, vidx);
+        x->buf = c->s->place[vo_i][1].node;
+        x->addr = npu_cg_place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        for (int d = 0; d < rank; d++) {
+          x->st[d] = 0;
+          if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
+          int lp = -1;
+          for (int l = 0; l < p->n_loops; l++)
+            if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
+          if (lp < 0 || (op->acc.coef[d][lp] != 1 && op->acc.coef[d][lp] != -1)) {
+            CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: output dim %d is not driven by one loop", p->layer, d);
+            break;
+          }
+          int64_t v2[MAP_MAX_LOOPS];
+          memcpy(v2, origin, sizeof v2);
+          v2[lp] += op->acc.coef[d][lp];
+          npu_cg_index_of(vop, v2, p->n_loops, vidx);
+          bool inside = true;
+          for (int e = 0; e < vop->rank; e++)
+            inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
+          x->st[d] = inside ? npu_cg_local_offset(c, vo_i, 1, vidx) - off0 : 0;
+        }
+        if (d0 >= 0)
+          x->addr += (uint64_t)(start * x->st[d0]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        if (c->pool_dim[0] >= 0)
+          for (int w = 0; w < 2; w++)
+            if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
+              CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a vector operand after pooling", p->layer);
+      }
+    }
+    if (c->err) return;
+    if (ops[0].buf < 0) { /* scalar first: swap when the op commutes */
+      if (vo->op == COV_OP_ADD || vo->op == COV_OP_MUL || vo->op == COV_OP_MAX || vo->op == COV_OP_MIN) {
+        vopnd tmp = ops[0];
+        ops[0] = ops[1];
+        ops[1] = tmp;
+      } else {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", p->layer,
+                cov_op_name(vo->op));
+        return;
+      }
+    }
+    if (vo->kind == MAP_VOP_MAP) {
+      /* In place when the source register is dead afterwards and lives in
+       * the register area; else a new slot. */
+      rloc d = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        d.stride[k] = s;
+        s *= shape[k];
+      }
+      /* An element-wise op may overwrite any slot whose registers are all
+       * dead after it (its own sources included: each element is read
+       * before it is written); otherwise it takes a new slot. */
+      int pick = -1;
+      for (int k = 0; k < n_slots && pick < 0; k++) {
+        if (slot_bytes[k] < (uint64_t)s * 4) continue;
+        bool free_slot = true;
+        for (int r = 0; r < MAP_MAX_VREGS; r++)
+          if (reg[r].valid && reg[r].buf == c->reg_buf && reg[r].addr == slot_addr[k] &&
+              r != vo->dst && reg_read_later(c->s, vi + 1, r))
+            free_slot = false;
+        if (free_slot) pick = k;
+      }
+      if (pick < 0 && n_slots < SLOTS) {
+        pick = n_slots++;
+        slot_bytes[pick] = (uint64_t)s * 4;
+        slot_addr[pick] = area_alloc(c, &bump, slot_bytes[pick]);
+      }
+      if (pick < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers",
+                p->layer, SLOTS);
+        return;
+      }
+      d.addr = slot_addr[pick];
+      vopnd dv = {d.buf, d.addr, {0}, 0};
+      memcpy(dv.st, d.stride, sizeof dv.st);
+      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL);
+      reg[vo->dst] = d;
+    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
+      red_dim = npu_cg_out_dim_of_loop(op, vo->loop);
+      if (red_dim < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", p->layer);
+        return;
+      }
+      int64_t rshape[COV_MAX_RANK];
+      memcpy(rshape, shape, sizeof rshape);
+      rshape[red_dim] = 1;
+      rloc r = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        r.stride[k] = k == red_dim ? 0 : s;
+        s *= rshape[k];
+      }
+      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      vopnd dv = {r.buf, r.addr, {0}, 0};
+      memcpy(dv.st, r.stride, sizeof dv.st);
+      npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
+      row[vo->dst] = r;
+    } else { /* POOL: window == stride over two output dims */
+      int pd[2], win[2] = {vo->window[0], vo->window[1]};
+      for (int w = 0; w < 2; w++) {
+        pd[w] = npu_cg_out_dim_of_loop(op, vo->pool_loop[w]);
+        if (pd[w] < 0 || shape[pd[w]] % win[w] || base[pd[w]] % win[w]) {
+          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: pooling window not aligned with the tile", p->layer);
+          return;
+        }
+      }
+      int64_t pshape[COV_MAX_RANK];
+      memcpy(pshape, shape, sizeof pshape);
+      pshape[pd[0]] /= win[0];
+      pshape[pd[1]] /= win[1];
+      rloc r = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        r.stride[k] = s;
+        s *= pshape[k];
+      }
+      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      int copy = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, COV_F32, COV_F32);
+      if (copy < 0) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen: the SIMD unit has no f32 copy");
+        return;
+      }
+      vopnd dv = {r.buf, r.addr, {0}, 0};
+      memcpy(dv.st, r.stride, sizeof dv.st);
+      for (int i = 0; i < win[0]; i++)
+        for (int j = 0; j < win[1]; j++) {
+          vopnd sv = ops[0];
+          sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
+          sv.st[pd[0]] *= win[0];
+          sv.st[pd[1]] *= win[1];
+          if (i == 0 && j == 0) npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
+          else npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
+        }
+      memcpy(shape, pshape, sizeof pshape);
+      for (int w = 0; w < 2; w++) base[pd[w]] /= win[w];
+      reg[vo->dst] = r;
+    }
+  }
+  if (c->err) return;
+  npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, COV_F32, rank, base, shape, reg[0].stride);
+}
+
+/* Splits the epilogue into chunks along the outermost non-unit dim when its
+ * registers would not fit the free part of the register buffer. */
+void npu_cg_store_final(cg *c, int o) {
+  const map_problem *p = c->p;
+  const map_operand *op = &p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  if (c->s->n_vops == 0) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  int64_t elems = 1;
+  for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
+  uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
+  uint64_t have = c->area_hi - c->area_lo;
+  if (need <= have) {
+    store_chunk(c, o, -1, 0, 0);
+    return;
+  }
+  /* Chunk along a dim that no pool window or row reduction spans. */
+  int d0 = -1;
+  for (int d = 0; d < op->rank && d0 < 0; d++) {
+    if (pl->shape[d] <= 1) continue;
+    bool spanned = false;
+    for (int v = 0; v < c->s->n_vops; v++) {
+      const map_vop *vo = &c->s->vops[v];
+      if (vo->kind == MAP_VOP_ROW_REDUCE && npu_cg_out_dim_of_loop(op, vo->loop) == d) spanned = true;
+      if (vo->kind == MAP_VOP_POOL &&
+          (npu_cg_out_dim_of_loop(op, vo->pool_loop[0]) == d || npu_cg_out_dim_of_loop(op, vo->pool_loop[1]) == d))
+        spanned = true;
+    }
+    if (!spanned) d0 = d;
+  }
+  int64_t len = d0 >= 0 ? (int64_t)((double)pl->shape[d0] * (double)have / (double)need) : 0;
+  if (d0 < 0 || len < 1) {
+    store_chunk(c, o, -1, 0, 0); /* reports what does not fit */
+    return;
+  }
+  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len)
+    store_chunk(c, o, d0, st, pl->shape[d0] - st < len ? pl->shape[d0] - st : len);
+}
