@@ -17,33 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_target.h"
-
-LLVMValueRef gpu_i32(gpu_gen *g, long long v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
-
-LLVMValueRef gpu_call_intrinsic(gpu_gen *g, const char *name, LLVMTypeRef *overloads, int n_over,
-                                LLVMValueRef *args, int n_args) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, overloads, (size_t)n_over);
-  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n_args, "");
-}
-
-#define C(v) gpu_i32(g, (v))
-static LLVMValueRef add(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAdd(g->b, x, y, ""); }
-static LLVMValueRef mul(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildMul(g->b, x, y, ""); }
-static LLVMValueRef udiv(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildUDiv(g->b, x, C(d), ""); }
-static LLVMValueRef urem(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildURem(g->b, x, C(d), ""); }
-static LLVMValueRef ult(gpu_gen *g, LLVMValueRef x, long long bound) {
-  return LLVMBuildICmp(g->b, LLVMIntULT, x, C(bound), "");
-}
-static LLVMValueRef and1(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAnd(g->b, x, y, ""); }
-
-static LLVMValueRef gep8(gpu_gen *g, LLVMValueRef base, LLVMValueRef off) {
-  return LLVMBuildInBoundsGEP2(g->b, g->i8, base, &off, 1, "");
-}
-static LLVMValueRef gept(gpu_gen *g, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
-  return LLVMBuildInBoundsGEP2(g->b, t, base, &idx, 1, "");
-}
+#include "backends/gpu/gpu_ir.h"
 
 LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVMValueRef col) {
   int row_bytes = t->cols * t->esize, row_chunks = row_bytes / 16;
@@ -386,19 +360,6 @@ static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v
   return v;
 }
 
-/* if (cond) { body } via a callback-free pair of helpers */
-static LLVMBasicBlockRef begin_if(gpu_gen *g, LLVMValueRef cond, LLVMBasicBlockRef *join) {
-  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "then");
-  *join = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "join");
-  LLVMBuildCondBr(g->b, cond, then, *join);
-  LLVMPositionBuilderAtEnd(g->b, then);
-  return then;
-}
-static void end_if(gpu_gen *g, LLVMBasicBlockRef join) {
-  LLVMBuildBr(g->b, join);
-  LLVMPositionBuilderAtEnd(g->b, join);
-}
-
 static void epilogue(kernel *k) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
@@ -465,49 +426,6 @@ static void epilogue(kernel *k) {
         }
         if (guard) end_if(g, join);
       }
-}
-
-/* A counted IR loop `for (i = start; i < end; i += step)`: loop_open
- * returns i and leaves the builder in the body; loop_close ends it. Used
- * where unrolling would bloat the kernel (softmax rows). */
-typedef struct gpu_loop {
-  LLVMBasicBlockRef pre, body, after;
-  LLVMValueRef i;
-  long long end, step;
-} gpu_loop;
-static LLVMValueRef loop_open(gpu_gen *g, gpu_loop *l, LLVMValueRef start, long long end, long long step) {
-  l->pre = LLVMGetInsertBlock(g->b);
-  l->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
-  l->after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop_done");
-  l->end = end, l->step = step;
-  LLVMBuildCondBr(g->b, ult(g, start, end), l->body, l->after);
-  LLVMPositionBuilderAtEnd(g->b, l->body);
-  l->i = LLVMBuildPhi(g->b, g->i32, "i");
-  LLVMAddIncoming(l->i, &start, &l->pre, 1);
-  return l->i;
-}
-/* acc: phis of loop-carried values (created by the caller in the body
- * block with their start values from l->pre), their next values in nexts;
- * returns nothing: after the call the phis' final values are read through
- * the exit block's own phis that loop_close builds into out. */
-static void loop_close(gpu_gen *g, gpu_loop *l, int n, LLVMValueRef *phis, LLVMValueRef *nexts,
-                       LLVMValueRef *starts, LLVMValueRef *out) {
-  LLVMValueRef i1 = add(g, l->i, C(l->step));
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-  LLVMBuildCondBr(g->b, ult(g, i1, l->end), l->body, l->after);
-  LLVMAddIncoming(l->i, &i1, &latch, 1);
-  for (int j = 0; j < n; j++) LLVMAddIncoming(phis[j], &nexts[j], &latch, 1);
-  LLVMPositionBuilderAtEnd(g->b, l->after);
-  for (int j = 0; j < n; j++) {
-    out[j] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[j]), "");
-    LLVMValueRef v[2] = {starts[j], nexts[j]};
-    LLVMBasicBlockRef bb[2] = {l->pre, latch};
-    LLVMAddIncoming(out[j], v, bb, 2);
-  }
-}
-
-static LLVMValueRef fmax_sel(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) {
-  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, y, ""), x, y, "");
 }
 
 /* The staged epilogue: every accumulator, biased and activated, to the
@@ -633,66 +551,6 @@ static void softmax_rows(kernel *k) {
   loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
 }
 
-/* The standalone max pool: thread per NCHW output element, the window's
- * taps unrolled; padding reads as -inf (torch's max_pool2d). */
-static void lower_pool(gpu_gen *g, const gpu_plan *p) {
-  const gpu_problem *q = &p->prob;
-  LLVMValueRef in = LLVMGetParam(g->fn, 0), out = LLVMGetParam(g->fn, 2);
-  LLVMValueRef tid = g->target->thread_id(g);
-  LLVMValueRef idx = add(g, mul(g, g->target->block_id(g, 0), C(p->threads)), tid);
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, idx, p->M), &join);
-  LLVMValueRef ow = urem(g, idx, p->ow), t = udiv(g, idx, p->ow), oh = urem(g, t, p->oh), nc = udiv(g, t, p->oh);
-  LLVMValueRef base = mul(g, nc, C(q->ch * q->cw));
-  LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, oh, C(q->stride)), C(q->pad), "");
-  LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, ow, C(q->stride)), C(q->pad), "");
-  LLVMValueRef ninf = LLVMConstReal(g->f32, -INFINITY), mx = ninf;
-  for (int r = 0; r < q->cr; r++)
-    for (int s = 0; s < q->cs; s++) {
-      LLVMValueRef ih = add(g, ih0, C(r)), iw = add(g, iw0, C(s));
-      LLVMValueRef ok = and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw));
-      LLVMValueRef at = LLVMBuildSelect(g->b, ok, add(g, base, add(g, mul(g, ih, C(q->cw)), iw)), C(0), "");
-      LLVMValueRef v = LLVMBuildLoad2(g->b, g->in_t, gept(g, g->in_t, in, at), "");
-      if (g->in_t != g->f32) v = LLVMBuildFPExt(g->b, v, g->f32, "");
-      mx = fmax_sel(g, LLVMBuildSelect(g->b, ok, v, ninf, ""), mx);
-    }
-  LLVMBuildStore(g->b, mx, gept(g, g->f32, out, idx));
-  end_if(g, join);
-}
-
-/* The channels-last input transform NCHW -> NHWC (16-bit elements, moved
- * as i16): a GPU_NHWC_TC x GPU_NHWC_TP (channels x pixels) tile per
- * workgroup through shared memory, read along pixels and written along
- * channels so both sides coalesce; rows padded by 2 elements against bank
- * conflicts. Arguments (src NCHW, unused, dst NHWC, unused). */
-static void lower_nhwc(gpu_gen *g, const gpu_plan *p) {
-  const gpu_problem *q = &p->prob;
-  long long hw = q->ch * q->cw, TC = GPU_NHWC_TC, TP = GPU_NHWC_TP, T = GPU_NHWC_THREADS, ld = TP + 2;
-  LLVMValueRef src = LLVMGetParam(g->fn, 0), dst = LLVMGetParam(g->fn, 2);
-  LLVMValueRef sm = g->target->shared_array(g, gpu_nhwc_shared_bytes());
-  LLVMValueRef tid = g->target->thread_id(g);
-  LLVMValueRef p0 = mul(g, g->target->block_id(g, 0), C(TP)), c0 = mul(g, g->target->block_id(g, 1), C(TC));
-  LLVMValueRef n = g->target->block_id(g, 2);
-  for (int i = 0; i < TC * TP / T; i++) {
-    LLVMValueRef c = add(g, udiv(g, tid, TP), C(i * (T / TP))), px = urem(g, tid, TP);
-    LLVMValueRef gc = add(g, c0, c), gp = add(g, p0, px);
-    LLVMValueRef ok = and1(g, ult(g, gc, q->cc), ult(g, gp, hw));
-    LLVMValueRef at = LLVMBuildSelect(g->b, ok, add(g, mul(g, add(g, mul(g, n, C(q->cc)), gc), C(hw)), gp), C(0), "");
-    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i16, gept(g, g->i16, src, at), "");
-    LLVMBuildStore(g->b, v, gept(g, g->i16, sm, add(g, mul(g, c, C(ld)), px)));
-  }
-  g->target->barrier(g);
-  for (int i = 0; i < TC * TP / T; i++) {
-    LLVMValueRef c = urem(g, tid, TC), px = add(g, udiv(g, tid, TC), C(i * (T / TC)));
-    LLVMValueRef gc = add(g, c0, c), gp = add(g, p0, px);
-    LLVMBasicBlockRef join;
-    begin_if(g, and1(g, ult(g, gc, q->cc), ult(g, gp, hw)), &join);
-    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i16, gept(g, g->i16, sm, add(g, mul(g, c, C(ld)), px)), "");
-    LLVMBuildStore(g->b, v, gept(g, g->i16, dst, add(g, mul(g, add(g, mul(g, n, C(hw)), gp), C(q->cc)), gc)));
-    end_if(g, join);
-  }
-}
-
 /* The conv K-offset table: entry k = {c*H*W + r*d*W + s*d, (r*d) << 16 |
  * s*d} for k < K, {0, 0x7fff7fff} for the padding of the last tile; built
  * cooperatively, then a barrier. */
@@ -727,47 +585,13 @@ static void build_ktable(kernel *k, long long entries) {
   g->target->barrier(g);
 }
 
-/* Adds kernel `name` (4 noalias pointer arguments) and a builder at its
- * entry. */
-static void add_kernel(gpu_gen *g, const char *name) {
-  LLVMTypeRef params[4] = {g->gptr, g->gptr, g->gptr, g->gptr};
-  g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0));
-  for (unsigned i = 0; i < 4; i++) {
-    const char *attr = "noalias";
-    LLVMAddAttributeAtIndex(g->fn, i + 1, LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attr, strlen(attr)), 0));
-  }
-  g->target->mark_kernel(g, g->fn);
-  g->b = LLVMCreateBuilderInContext(g->ctx);
-  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry"));
-}
-
 cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
                      const char *name) {
   gpu_gen gg = {0}, *g = &gg;
-  g->ctx = LLVMGetModuleContext(mod);
-  g->mod = mod;
-  g->plan = plan;
-  g->target = target;
-  g->i1 = LLVMInt1TypeInContext(g->ctx);
-  g->i8 = LLVMInt8TypeInContext(g->ctx);
-  g->i16 = LLVMInt16TypeInContext(g->ctx);
-  g->i32 = LLVMInt32TypeInContext(g->ctx);
-  g->i64 = LLVMInt64TypeInContext(g->ctx);
-  g->f16 = LLVMHalfTypeInContext(g->ctx);
-  g->bf16 = LLVMBFloatTypeInContext(g->ctx);
-  g->f32 = LLVMFloatTypeInContext(g->ctx);
-  g->gptr = LLVMPointerTypeInContext(g->ctx, target->global_as);
-  g->sptr = LLVMPointerTypeInContext(g->ctx, target->shared_as);
-  switch (plan->prob.in_dtype) {
-  case COV_F16: g->in_t = g->f16; break;
-  case COV_BF16: g->in_t = g->bf16; break;
-  case COV_F32: g->in_t = g->f32; break;
-  default: return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: input dtype %s is not supported",
-                            cov_dtype_name(plan->prob.in_dtype));
-  }
+  COV_RETURN_IF_ERROR(gpu_gen_init(g, plan, target, mod));
   if (plan->prob.kind == GPU_OP_MAXPOOL) {
-    add_kernel(g, name);
-    lower_pool(g, plan);
+    gpu_add_kernel(g, name);
+    gpu_lower_maxpool(g, plan);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
     return NULL;
@@ -792,7 +616,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->nmf = plan->wgmma ? 1 : plan->wm / plan->fm;
   k->nnf = plan->wgmma ? plan->wn / k->fr->fn : plan->wn / plan->fn;
 
-  add_kernel(g, name);
+  gpu_add_kernel(g, name);
   k->A = LLVMGetParam(g->fn, 0);
   k->B = LLVMGetParam(g->fn, 1);
   k->Cout = LLVMGetParam(g->fn, 2);
@@ -935,8 +759,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     g->plan = &tp;
     char pre_name[160];
     snprintf(pre_name, sizeof pre_name, "%s_nhwc", name);
-    add_kernel(g, pre_name);
-    lower_nhwc(g, &tp);
+    gpu_add_kernel(g, pre_name);
+    gpu_lower_nhwc(g, &tp);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
     g->plan = plan;
