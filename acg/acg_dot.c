@@ -37,7 +37,7 @@ cov_status cov_acg_print_dot(const cov_acg *g, FILE *out) {
     for (int i = 0; i < c->n_dims; i++) fprintf(out, "%s%u", i ? "x" : " ", c->dims[i]);
     if (c->instances > 1) fprintf(out, " x%u", c->instances);
     for (int k = 0; k < c->n_caps; k++)
-      fprintf(out, "%s%s", k ? " " : "\\n", cov_op_name(c->caps[k].op));
+      fprintf(out, "%s%s", k ? " " : "\\n", common_op_name(c->caps[k].op));
     fprintf(out, "\"];\n");
   }
   for (int l = 0; l <= max_level; l++) {

@@ -32,7 +32,7 @@ static void report(loader *L, const char *path, int at_key, const char *fmt, ...
 
 static void report(loader *L, const char *path, int at_key, const char *fmt, ...) {
   cov_loc loc = {.file = L->file, .path = path};
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   if (e) {
     loc.line = at_key && e->key_line ? e->key_line : e->line;
     loc.col = at_key && e->key_line ? e->key_col : e->col;
@@ -47,9 +47,9 @@ static void report(loader *L, const char *path, int at_key, const char *fmt, ...
 /* Missing members are reported at their object, under the member's path. */
 static void report_missing(loader *L, const char *obj_path, const char *key,
                            const char *expected) {
-  char *path = cov_jpath_key(L->arena, obj_path, key);
+  char *path = common_jpath_key(L->arena, obj_path, key);
   cov_loc loc = {.file = L->file, .path = path ? path : obj_path};
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, obj_path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, obj_path);
   if (e) {
     loc.line = e->line;
     loc.col = e->col;
@@ -78,7 +78,7 @@ static const char *closest(const char *word, const char *const *names) {
   const char *best = NULL;
   size_t best_d = 3; /* suggest only near misses */
   for (; *names; names++) {
-    size_t d = cov_edit_distance(word, *names);
+    size_t d = common_edit_distance(word, *names);
     if (d < best_d) {
       best_d = d;
       best = *names;
@@ -115,7 +115,7 @@ static void check_fields(loader *L, const json_t *obj, const char *path,
     int ok = 0;
     for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(*a, key) == 0;
     if (ok) continue;
-    char *kpath = cov_jpath_key(L->arena, path, key);
+    char *kpath = common_jpath_key(L->arena, path, key);
     const char *hint = closest(key, allowed);
     if (hint)
       report(L, kpath ? kpath : path, 1, "unknown field '%s' (did you mean '%s'?)", key, hint);
@@ -129,7 +129,7 @@ static void check_fields(loader *L, const json_t *obj, const char *path,
 static json_t *member(loader *L, const json_t *obj, const char *path, const char *key,
                       int required, const char *expected, char **out_path) {
   json_t *v = json_object_get(obj, key);
-  *out_path = cov_jpath_key(L->arena, path, key);
+  *out_path = common_jpath_key(L->arena, path, key);
   if (!*out_path) *out_path = (char *)path;
   if (!v && required) report_missing(L, path, key, expected);
   return v;
@@ -212,7 +212,7 @@ static int get_enum(loader *L, const json_t *obj, const char *path, const char *
       *out = i;
       return 1;
     }
-  char *p = cov_jpath_key(L->arena, path, key);
+  char *p = common_jpath_key(L->arena, path, key);
   const char *hint = closest(s, names);
   if (hint)
     report(L, p, 0, "unknown %s '%s' (did you mean '%s'?)", noun, s, hint);
@@ -271,7 +271,7 @@ static int valid_name(const char *s) {
 static int get_name(loader *L, const json_t *obj, const char *path, const char **out) {
   if (!get_string(L, obj, path, "name", 1, out)) return 0;
   if (!valid_name(*out)) {
-    report(L, cov_jpath_key(L->arena, path, "name"), 0,
+    report(L, common_jpath_key(L->arena, path, "name"), 0,
            "invalid name '%s' (expected a letter or '_' then letters, digits, '_' or '-', at "
            "most 64 characters)",
            *out);
@@ -318,7 +318,7 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
   s->instances = s->banks = s->ports = 1;
   s->width_bits = 64;
   if (!check_object(L, v, path, "a storage node")) return;
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   s->src = (acg_src){e ? e->line : 0, e ? e->col : 0, path};
   check_fields(L, v, path, k_storage_fields);
   get_name(L, v, path, &s->name);
@@ -328,7 +328,7 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
   get_uint(L, v, path, "instances", 0, 1, 1u << 20, &s->instances);
   get_uint(L, v, path, "banks", 0, 1, 4096, &s->banks);
   if (get_uint(L, v, path, "width_bits", 0, 8, 65536, &s->width_bits) && s->width_bits % 8)
-    report(L, cov_jpath_key(L->arena, path, "width_bits"), 0,
+    report(L, common_jpath_key(L->arena, path, "width_bits"), 0,
            "width_bits must be a multiple of 8, got %u", s->width_bits);
   get_uint(L, v, path, "ports", 0, 1, 64, &s->ports);
   get_bool(L, v, path, "double_buffer", &s->double_buffer);
@@ -394,15 +394,15 @@ static int parse_ops(loader *L, const json_t *cap, const char *path, cov_op *ops
   int count = 0;
   for (size_t i = 0; i < n; i++) {
     json_t *o = json_is_array(v) ? json_array_get(v, i) : v;
-    char *op_path = json_is_array(v) ? cov_jpath_index(L->arena, p, i) : p;
+    char *op_path = json_is_array(v) ? common_jpath_index(L->arena, p, i) : p;
     if (!json_is_string(o)) {
       report(L, op_path, 0, "expected an operation name, got %s", type_name(o));
       continue;
     }
-    cov_op op = cov_op_from_name(json_string_value(o));
+    cov_op op = common_op_from_name(json_string_value(o));
     if (op == COV_OP_INVALID) {
       report(L, op_path, 0, "unknown operation '%s' (expected one of: %s)",
-             json_string_value(o), cov_op_names());
+             json_string_value(o), common_op_names());
       continue;
     }
     ops[count++] = op;
@@ -416,7 +416,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   check_fields(L, v, path, k_cap_fields);
   cov_op ops[COV_OP_COUNT];
   int n_ops = parse_ops(L, v, path, ops, COV_OP_COUNT - 1);
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   acg_capability cap = {.latency = 1, .src = {e ? e->line : 0, e ? e->col : 0, path}};
 
   /* operand dtypes: one name (shared by every operand) or one per operand */
@@ -430,7 +430,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
     } else {
       in_ok = 1;
       for (size_t i = 0; i < n; i++)
-        in_ok &= parse_cap_dtype(L, json_array_get(in, i), cov_jpath_index(L->arena, p, i),
+        in_ok &= parse_cap_dtype(L, json_array_get(in, i), common_jpath_index(L->arena, p, i),
                                  &cap.in[i]);
       cap.n_in = (int)n;
     }
@@ -451,11 +451,11 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
       json_t *x = json_array_get(tile, i);
       if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65536) {
         if (json_is_integer(x))
-          report(L, cov_jpath_index(L->arena, p, i), 0,
+          report(L, common_jpath_index(L->arena, p, i), 0,
                  "tile extent %lld is out of range (expected 1 to 65536)",
                  (long long)json_integer_value(x));
         else
-          report(L, cov_jpath_index(L->arena, p, i), 0,
+          report(L, common_jpath_index(L->arena, p, i), 0,
                  "expected a tile extent from 1 to 65536, got %s", type_name(x));
         continue;
       }
@@ -477,16 +477,16 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
 
   for (int i = 0; i < n_ops; i++) {
     cap.op = ops[i];
-    int arity = cov_op_arity(ops[i]);
+    int arity = common_op_arity(ops[i]);
     if (in_ok && cap.n_in > 1 && ops[i] != COV_OP_MAC && cap.n_in != arity) {
-      report(L, cov_jpath_key(L->arena, path, "in"), 0,
-             "'%s' takes %d operand(s) but %d dtypes are given", cov_op_name(ops[i]), arity,
+      report(L, common_jpath_key(L->arena, path, "in"), 0,
+             "'%s' takes %d operand(s) but %d dtypes are given", common_op_name(ops[i]), arity,
              cap.n_in);
       continue;
     }
     if (ops[i] == COV_OP_MAC && in_ok && out_ok) {
       if (cap.n_in > 2) {
-        report(L, cov_jpath_key(L->arena, path, "in"), 0,
+        report(L, common_jpath_key(L->arena, path, "in"), 0,
                "'mac' takes the dtypes of its two multiplicands, got %d", cap.n_in);
         continue;
       }
@@ -499,7 +499,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
         narrow |= cov_dtype_precision_bits(cap.out) < cov_dtype_precision_bits(cap.in[k]) ||
                   cov_dtype_is_float(cap.out) != cov_dtype_is_float(cap.in[k]);
       if (narrow) {
-        report(L, cov_jpath_key(L->arena, path, "out"), 0,
+        report(L, common_jpath_key(L->arena, path, "out"), 0,
                "accumulator dtype '%s' cannot hold products of '%s' (expected %s type at "
                "least as precise)",
                cov_dtype_name(cap.out), cov_dtype_name(cap.in[0]),
@@ -527,10 +527,10 @@ static int get_dims(loader *L, const json_t *v, const char *path, acg_compute *c
     json_t *x = json_array_get(dims, i);
     if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096) {
       if (json_is_integer(x))
-        report(L, cov_jpath_index(L->arena, p, i), 0, "extent %lld is out of range (expected 1 to 4096)",
+        report(L, common_jpath_index(L->arena, p, i), 0, "extent %lld is out of range (expected 1 to 4096)",
                (long long)json_integer_value(x));
       else
-        report(L, cov_jpath_index(L->arena, p, i), 0, "expected an extent from 1 to 4096, got %s",
+        report(L, common_jpath_index(L->arena, p, i), 0, "expected an extent from 1 to 4096, got %s",
                type_name(x));
       return 0;
     }
@@ -542,7 +542,7 @@ static int get_dims(loader *L, const json_t *v, const char *path, acg_compute *c
 static void load_compute(loader *L, const json_t *v, const char *path, acg_compute *c) {
   c->instances = 1;
   if (!check_object(L, v, path, "a compute node")) return;
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   c->src = (acg_src){e ? e->line : 0, e ? e->col : 0, path};
   check_fields(L, v, path, k_compute_fields);
   get_name(L, v, path, &c->name);
@@ -557,13 +557,13 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
       if (!has_lanes && !json_object_get(v, "lanes"))
         report_missing(L, path, "lanes", "the number of SIMD lanes");
       if (json_object_get(v, "dims"))
-        report(L, cov_jpath_key(L->arena, path, "dims"), 1,
+        report(L, common_jpath_key(L->arena, path, "dims"), 1,
                "a simd unit has 'lanes', not 'dims'");
       c->dims[0] = lanes ? lanes : 1;
       c->n_dims = 1;
     } else {
       if (json_object_get(v, "lanes"))
-        report(L, cov_jpath_key(L->arena, path, "lanes"), 1,
+        report(L, common_jpath_key(L->arena, path, "lanes"), 1,
                "only a simd unit has 'lanes' (this one is '%s')", k_compute_kinds[c->kind]);
       if (c->kind == ACG_SYSTOLIC && !has_dims && !json_object_get(v, "dims"))
         report_missing(L, path, "dims", "the array shape, e.g. [16, 16]");
@@ -583,7 +583,7 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
   c->caps = cov_arena_array(L->arena, ACG_MAX_CAPS, sizeof *c->caps);
   if (!c->caps) return;
   for (size_t i = 0; i < json_array_size(caps); i++)
-    load_capability(L, json_array_get(caps, i), cov_jpath_index(L->arena, p, i), c, c->caps,
+    load_capability(L, json_array_get(caps, i), common_jpath_index(L->arena, p, i), c, c->caps,
                     &c->n_caps);
 }
 
@@ -603,7 +603,7 @@ static int resolve_node(loader *L, const json_t *v, const char *path, const char
   for (int i = 0; i < n; i++) names[i] = acg_node_name(L->g, i);
   names[n] = NULL;
   const char *hint = closest(name, names);
-  char *p = cov_jpath_key(L->arena, path, key);
+  char *p = common_jpath_key(L->arena, path, key);
   if (hint)
     report(L, p, 0, "edge %s unknown node '%s' (did you mean '%s'?)",
            strcmp(key, "from") == 0 ? "from" : "to", name, hint);
@@ -615,7 +615,7 @@ static int resolve_node(loader *L, const json_t *v, const char *path, const char
 
 static int load_edge(loader *L, const json_t *v, const char *path, acg_edge *ed) {
   if (!check_object(L, v, path, "an edge")) return 0;
-  const cov_jpos_entry *e = cov_jpos_find(&L->pos, path);
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   ed->src = (acg_src){e ? e->line : 0, e ? e->col : 0, path};
   check_fields(L, v, path, k_edge_fields);
   ed->from = resolve_node(L, v, path, "from");
@@ -646,13 +646,13 @@ static void load_backend(loader *L, const json_t *top) {
   if (gpu) {
     get_string(L, b, p, "mcpu", 1, &be->mcpu);
   } else if (json_object_get(b, "mcpu")) {
-    report(L, cov_jpath_key(L->arena, p, "mcpu"), 1, "'mcpu' applies to GPU backends only");
+    report(L, common_jpath_key(L->arena, p, "mcpu"), 1, "'mcpu' applies to GPU backends only");
   }
   get_uint(L, b, p, "wave_size", 0, 1, 1024, &be->wave_size);
   get_uint(L, b, p, "max_workgroup_threads", 0, 1, 65536, &be->max_workgroup_threads);
   if (get_uint(L, b, p, "code_object_version", 0, 4, 5, &be->code_object_version) && be->name &&
       strcmp(be->name, "amdgpu") != 0)
-    report(L, cov_jpath_key(L->arena, p, "code_object_version"), 1,
+    report(L, common_jpath_key(L->arena, p, "code_object_version"), 1,
            "'code_object_version' applies to the amdgpu backend only");
 }
 
@@ -662,7 +662,7 @@ static void check_unique_names(loader *L) {
     for (int j = 0; j < i; j++)
       if (strcmp(acg_node_name(g, i), acg_node_name(g, j)) == 0) {
         const acg_src *first = acg_node_src(g, j);
-        char *p = cov_jpath_key(L->arena, acg_node_src(g, i)->path, "name");
+        char *p = common_jpath_key(L->arena, acg_node_src(g, i)->path, "name");
         report(L, p ? p : acg_node_src(g, i)->path, 0,
                "duplicate node name '%s' (first defined at %u:%u, %s)", acg_node_name(g, i),
                first->line, first->col, first->path ? first->path : "?");
@@ -692,7 +692,7 @@ static void load_document(loader *L, const json_t *top) {
     g->n_storage = (int)json_array_size(st);
     g->storage = cov_arena_array(L->arena, json_array_size(st) + 1, sizeof *g->storage);
     for (int i = 0; g->storage && i < g->n_storage; i++)
-      load_storage(L, json_array_get(st, (size_t)i), cov_jpath_index(L->arena, p, (size_t)i),
+      load_storage(L, json_array_get(st, (size_t)i), common_jpath_index(L->arena, p, (size_t)i),
                    &g->storage[i]);
   }
   json_t *cp = get_array(L, top, "$", "compute", 1, ACG_MAX_NODES / 2, &p);
@@ -701,7 +701,7 @@ static void load_document(loader *L, const json_t *top) {
     g->n_compute = (int)json_array_size(cp);
     g->compute = cov_arena_array(L->arena, json_array_size(cp) + 1, sizeof *g->compute);
     for (int i = 0; g->compute && i < g->n_compute; i++)
-      load_compute(L, json_array_get(cp, (size_t)i), cov_jpath_index(L->arena, p, (size_t)i),
+      load_compute(L, json_array_get(cp, (size_t)i), common_jpath_index(L->arena, p, (size_t)i),
                    &g->compute[i]);
   }
   /* Unnamed nodes (already reported) get placeholders so later passes can
@@ -717,7 +717,7 @@ static void load_document(loader *L, const json_t *top) {
     g->edges = cov_arena_array(L->arena, json_array_size(ed) + 1, sizeof *g->edges);
     for (size_t i = 0; g->edges && i < json_array_size(ed); i++) {
       acg_edge edge = {0};
-      if (load_edge(L, json_array_get(ed, i), cov_jpath_index(L->arena, p, i), &edge))
+      if (load_edge(L, json_array_get(ed, i), common_jpath_index(L->arena, p, i), &edge))
         g->edges[g->n_edges++] = edge;
     }
   }
@@ -737,10 +737,10 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
      * says where in the document it is. */
     cov_arena *scratch = cov_arena_create();
     cov_jpos pos = {0};
-    if (scratch) cov_jpos_build(&pos, data, size, scratch);
+    if (scratch) common_jpos_build(&pos, data, size, scratch);
     cov_loc loc = {.file = name, .line = jerr.line > 0 ? (unsigned)jerr.line : 1,
                    .col = jerr.column > 0 ? (unsigned)jerr.column : 1};
-    loc.path = cov_jpos_path_at(&pos, loc.line, loc.col);
+    loc.path = common_jpos_path_at(&pos, loc.line, loc.col);
     cov_status st = cov_error(COV_PARSE_ERROR, &loc, "invalid JSON: %s", jerr.text);
     cov_arena_destroy(scratch);
     return st;
@@ -755,7 +755,7 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
   g->arena = arena;
   g->file = cov_arena_strdup(arena, name ? name : "<memory>");
   loader L = {.g = g, .arena = arena, .file = g->file};
-  cov_jpos_build(&L.pos, data, size, arena);
+  common_jpos_build(&L.pos, data, size, arena);
   load_document(&L, root);
   json_decref(root);
   if (!L.errors) L.errors = acg_validate(g);
@@ -771,7 +771,7 @@ cov_status cov_acg_load_file(const char *path, cov_acg **out) {
   *out = NULL;
   char *data;
   size_t size;
-  COV_RETURN_IF_ERROR(cov_read_file(path, COV_ACG_MAX_FILE_BYTES, &data, &size));
+  COV_RETURN_IF_ERROR(common_read_file(path, COV_ACG_MAX_FILE_BYTES, &data, &size));
   cov_status st = cov_acg_load_buffer(data, size, path, out);
   free(data);
   return st;
@@ -780,7 +780,7 @@ cov_status cov_acg_load_file(const char *path, cov_acg **out) {
 cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out) {
   *out = NULL;
   char path[4096];
-  COV_RETURN_IF_ERROR(cov_resolve_data_file(name_or_path, "targets", ".json",
+  COV_RETURN_IF_ERROR(common_resolve_data_file(name_or_path, "targets", ".json",
                                             "COVENANT_TARGET_PATH", path, sizeof path));
   return cov_acg_load_file(path, out);
 }

@@ -90,7 +90,7 @@ static void print_caps(FILE *out, const acg_compute *c) {
     fprintf(out, " -> %s, tile ", cov_dtype_name(cap->out));
     for (int i = 0; i < cap->tile_rank; i++) fprintf(out, "%s%u", i ? "x" : "", cap->tile[i]);
     fprintf(out, ", %g/cycle, latency %u:", cap->throughput, cap->latency);
-    for (int j = k; j < end; j++) fprintf(out, " %s", cov_op_name(c->caps[j].op));
+    for (int j = k; j < end; j++) fprintf(out, " %s", common_op_name(c->caps[j].op));
     fprintf(out, "\n");
     k = end;
   }

@@ -40,7 +40,7 @@ static json_t *storage_json(const acg_storage *s) {
 
 static json_t *cap_json(const acg_capability *c) {
   json_t *o = json_object();
-  json_object_set_new(o, "op", json_string(cov_op_name(c->op)));
+  json_object_set_new(o, "op", json_string(common_op_name(c->op)));
   json_t *in = json_array();
   for (int i = 0; i < c->n_in; i++) json_array_append_new(in, json_string(cov_dtype_name(c->in[i])));
   json_object_set_new(o, "in", in);

@@ -92,7 +92,7 @@ static cov_status load_text(cov_codelet_lib *lib, const char *data, size_t size,
 static cov_status load_file(cov_codelet_lib *lib, const char *path, int hide) {
   char *data;
   size_t size;
-  cov_status st = cov_read_file(path, CDL_MAX_FILE_BYTES, &data, &size);
+  cov_status st = common_read_file(path, CDL_MAX_FILE_BYTES, &data, &size);
   if (st) return st;
   st = load_text(lib, data, size, path, hide);
   free(data);
@@ -155,7 +155,7 @@ static int is_dir(const char *path) {
  * order targets are looked up (common/search_path.h). */
 static int shipped_dir(char *out, size_t size) {
   for (int i = 0; i < COV_SHIPPED_DIRS; i++)
-    if (cov_shipped_dir(i, "codelets", out, size) && is_dir(out)) return 1;
+    if (common_shipped_dir(i, "codelets", out, size) && is_dir(out)) return 1;
   return 0;
 }
 

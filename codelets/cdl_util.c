@@ -64,7 +64,7 @@ const char *cdl_closest(const char *word, const char *const *candidates, size_t 
     const char *a = word, *b = candidates[i];
     while (*a && *b && (*a | 0x20) == (*b | 0x20)) a++, b++;
     if (!*a && !*b) return candidates[i]; /* differs only in case */
-    size_t d = cov_edit_distance(word, candidates[i]);
+    size_t d = common_edit_distance(word, candidates[i]);
     size_t allowed = strlen(word) <= 4 ? 1 : 2; /* foo is not a typo of pow */
     if (d < best_d && d <= allowed && d < strlen(word)) {
       best_d = d;

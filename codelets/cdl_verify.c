@@ -408,19 +408,19 @@ static void check_op(verifier *V, cdl_stmt *s) {
     s->op = COV_OP_COPY;
     return;
   }
-  s->op = cov_op_from_name(s->op_name);
+  s->op = common_op_from_name(s->op_name);
   if (!s->op) {
     const char *names[COV_OP_COUNT];
-    for (int i = 1; i < COV_OP_COUNT; i++) names[i - 1] = cov_op_name((cov_op)i);
+    for (int i = 1; i < COV_OP_COUNT; i++) names[i - 1] = common_op_name((cov_op)i);
     const char *hint = cdl_closest(s->op_name, names, COV_OP_COUNT - 1);
     if (hint)
       error_at(V, s->op_loc, "unknown operation '%s' (did you mean '%s'?)", s->op_name, hint);
     else
       error_at(V, s->op_loc, "unknown operation '%s' (expected one of: %s)", s->op_name,
-               cov_op_names());
+               common_op_names());
     return;
   }
-  int arity = cov_op_arity(s->op);
+  int arity = common_op_arity(s->op);
   if (arity != s->n_args)
     error_at(V, s->op_loc, "'%s' takes %d operand%s, got %d", s->op_name, arity,
              arity == 1 ? "" : "s", s->n_args);

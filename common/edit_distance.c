@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-size_t cov_edit_distance(const char *a, const char *b) {
+size_t common_edit_distance(const char *a, const char *b) {
   size_t n = strlen(a), m = strlen(b);
   if (n > COV_EDIT_MAX_NAME || m > COV_EDIT_MAX_NAME) return COV_EDIT_FAR;
   size_t row[COV_EDIT_MAX_NAME + 1];

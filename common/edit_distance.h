@@ -12,6 +12,6 @@
 #define COV_EDIT_MAX_NAME 64
 #define COV_EDIT_FAR 99
 
-size_t cov_edit_distance(const char *a, const char *b);
+size_t common_edit_distance(const char *a, const char *b);
 
 #endif

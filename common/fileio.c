@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-cov_status cov_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size) {
+cov_status common_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size) {
   *out_data = NULL;
   *out_size = 0;
   cov_loc loc = {.file = path};

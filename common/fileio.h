@@ -8,6 +8,6 @@
 
 /* Reads `path` into a malloc'ed, NUL-terminated buffer. Files larger than
  * `max_bytes` are refused (COV_OUT_OF_RANGE) before they are read. */
-cov_status cov_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size);
+cov_status common_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size);
 
 #endif

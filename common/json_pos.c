@@ -174,7 +174,7 @@ static void scan_body(scanner *s, const char *path, int depth) {
         return;
       }
       advance(s);
-      char *child = cov_jpath_key(s->arena, path, key);
+      char *child = common_jpath_key(s->arena, path, key);
       if (!child) {
         s->failed = 1;
         return;
@@ -197,7 +197,7 @@ static void scan_body(scanner *s, const char *path, int depth) {
       return;
     }
     for (size_t i = 0; !s->failed; i++) {
-      char *child = cov_jpath_index(s->arena, path, i);
+      char *child = common_jpath_index(s->arena, path, i);
       if (!child) {
         s->failed = 1;
         return;
@@ -224,7 +224,7 @@ static int before(unsigned l1, unsigned c1, unsigned l2, unsigned c2) {
   return l1 < l2 || (l1 == l2 && c1 <= c2);
 }
 
-const char *cov_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col) {
+const char *common_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col) {
   const cov_jpos_entry *best = NULL;
   for (size_t i = 0; idx && i < idx->count; i++) {
     const cov_jpos_entry *e = &idx->entries[i];
@@ -239,7 +239,7 @@ static int cmp_entry(const void *a, const void *b) {
   return strcmp(((const cov_jpos_entry *)a)->path, ((const cov_jpos_entry *)b)->path);
 }
 
-void cov_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *arena) {
+void common_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *arena) {
   scanner s = {.p = text, .end = text + size, .line = 1, .col = 1, .arena = arena};
   if (size >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
       (unsigned char)text[2] == 0xBF)
@@ -250,7 +250,7 @@ void cov_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *are
   out->count = s.n;
 }
 
-const cov_jpos_entry *cov_jpos_find(const cov_jpos *idx, const char *path) {
+const cov_jpos_entry *common_jpos_find(const cov_jpos *idx, const char *path) {
   if (!idx || !idx->count || !path) return NULL;
   cov_jpos_entry key = {.path = path};
   return bsearch(&key, idx->entries, idx->count, sizeof key, cmp_entry);
@@ -265,7 +265,7 @@ static int is_ident(const char *k) {
   return 1;
 }
 
-char *cov_jpath_key(cov_arena *arena, const char *base, const char *key) {
+char *common_jpath_key(cov_arena *arena, const char *base, const char *key) {
   if (is_ident(key)) return cov_arena_printf(arena, "%s.%s", base, key);
   size_t n = strlen(key);
   char *q = cov_arena_alloc(arena, n * 2 + 1);
@@ -279,6 +279,6 @@ char *cov_jpath_key(cov_arena *arena, const char *base, const char *key) {
   return cov_arena_printf(arena, "%s[\"%s\"]", base, q);
 }
 
-char *cov_jpath_index(cov_arena *arena, const char *base, size_t index) {
+char *common_jpath_index(cov_arena *arena, const char *base, size_t index) {
   return cov_arena_printf(arena, "%s[%zu]", base, index);
 }

@@ -26,18 +26,18 @@ typedef struct cov_jpos {
 
 /* Scans `text`; on malformed input it stops early and keeps what it found
  * (callers parse with Jansson first, which reports the syntax error). */
-void cov_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *arena);
+void common_jpos_build(cov_jpos *out, const char *text, size_t size, cov_arena *arena);
 /* The entry for `path`, or NULL. */
-const cov_jpos_entry *cov_jpos_find(const cov_jpos *idx, const char *path);
+const cov_jpos_entry *common_jpos_find(const cov_jpos *idx, const char *path);
 
 /* The path of the innermost value that contains line:col (for locating a
  * syntax error in a document that could not be fully scanned); "$" if none. */
-const char *cov_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col);
+const char *common_jpos_path_at(const cov_jpos *idx, unsigned line, unsigned col);
 
 /* Appends ".key" (or ["key"] when key is not an identifier) to a path held
  * in an arena; returns the new string. Shared by the scanner and the loaders
  * so that both spell paths the same way. */
-char *cov_jpath_key(cov_arena *arena, const char *base, const char *key);
-char *cov_jpath_index(cov_arena *arena, const char *base, size_t index);
+char *common_jpath_key(cov_arena *arena, const char *base, const char *key);
+char *common_jpath_index(cov_arena *arena, const char *base, size_t index);
 
 #endif

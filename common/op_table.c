@@ -15,27 +15,27 @@ static const struct {
 #undef COV_OP
 };
 
-cov_op cov_op_from_name(const char *name) {
+cov_op common_op_from_name(const char *name) {
   if (!name) return COV_OP_INVALID;
   for (int i = 1; i < COV_OP_COUNT; i++)
     if (strcmp(k_ops[i].name, name) == 0) return (cov_op)i;
   return COV_OP_INVALID;
 }
 
-const char *cov_op_name(cov_op op) {
+const char *common_op_name(cov_op op) {
   return (op > 0 && op < COV_OP_COUNT) ? k_ops[op].name : k_ops[0].name;
 }
 
-int cov_op_arity(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops[op].arity : -1; }
+int common_op_arity(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops[op].arity : -1; }
 
-const char *cov_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops[op].doc : ""; }
+const char *common_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_ops[op].doc : ""; }
 
-const char *cov_op_names(void) {
+const char *common_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
          "sigmoid, relu, cast, select, copy";
 }
 
-float cov_op_eval_f32(cov_op op, float a, float b) {
+float common_op_eval_f32(cov_op op, float a, float b) {
   switch (op) {
     case COV_OP_ADD: return a + b;
     case COV_OP_SUB: return a - b;

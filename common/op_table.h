@@ -17,17 +17,17 @@ typedef enum cov_op {
 } cov_op;
 
 /* "mac" -> COV_OP_MAC; COV_OP_INVALID if unknown. */
-cov_op cov_op_from_name(const char *name);
-const char *cov_op_name(cov_op op);
+cov_op common_op_from_name(const char *name);
+const char *common_op_name(cov_op op);
 /* Number of operands the operation takes; -1 for an invalid op. */
-int cov_op_arity(cov_op op);
-const char *cov_op_doc(cov_op op);
+int common_op_arity(cov_op op);
+const char *common_op_doc(cov_op op);
 /* Every valid name, comma-separated, for error messages. */
-const char *cov_op_names(void);
+const char *common_op_names(void);
 /* The element-wise meaning of a unary or binary op in f32 arithmetic (b is
  * ignored by unary ops; copy and cast return a; mac and select, which take
  * three operands, are not handled here and return a). One definition, so the
  * schedule interpreter and the NPU simulator cannot drift apart. */
-float cov_op_eval_f32(cov_op op, float a, float b);
+float common_op_eval_f32(cov_op op, float a, float b);
 
 #endif

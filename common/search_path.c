@@ -17,7 +17,7 @@ static int try_dir(const char *dir, size_t dir_len, const char *name, const char
   return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
 }
 
-int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
+int common_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   int k = -1;
   if (index == 0) {
     char exe[4096];
@@ -36,7 +36,7 @@ int cov_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   return k > 0 && (size_t)k < size;
 }
 
-cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
+cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
   if (!name_or_path || !*name_or_path)
@@ -65,7 +65,7 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
   }
   char dir[8192];
   for (int i = 0; i < COV_SHIPPED_DIRS; i++)
-    if (cov_shipped_dir(i, subdir, dir, sizeof dir) &&
+    if (common_shipped_dir(i, subdir, dir, sizeof dir) &&
         try_dir(dir, strlen(dir), name_or_path, ext, out, size))
       return NULL;
   return cov_error(COV_NOT_FOUND, NULL,

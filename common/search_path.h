@@ -13,7 +13,7 @@
  * install data dir (<prefix>/share/covenant/<subdir>), and the source tree's
  * <subdir> (so an uninstalled build finds its own files).
  * Writes the path into out (size bytes). */
-cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
+cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size);
 
 /* The shipped data folders for `subdir`, in lookup order:
@@ -24,6 +24,6 @@ cov_status cov_resolve_data_file(const char *name_or_path, const char *subdir, c
  * does not fit or, for index 0, when the program's path is unknown. Whether
  * the folder exists is the caller's question. */
 #define COV_SHIPPED_DIRS 3
-int cov_shipped_dir(int index, const char *subdir, char *out, size_t size);
+int common_shipped_dir(int index, const char *subdir, char *out, size_t size);
 
 #endif

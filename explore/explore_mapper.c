@@ -17,7 +17,7 @@
 #include "acg/acg_ir.h"
 #include "covenant/mapper.h"
 #include "explore/explore.h"
-#include "mapper/map_internal.h"
+#include "mapper/map_ir.h"
 
 static cov_status mapper_eval(const cov_acg *g, const explore_layer *l, const explore_eval_ctx *ctx,
                               explore_result *r) {
@@ -31,7 +31,7 @@ static cov_status mapper_eval(const cov_acg *g, const explore_layer *l, const ex
   cov_status st = cov_map(layer, g, NULL, &s);
   cov_layer_free(layer);
   if (st) return cov_status_annotate(st, "mapping %s: ", l->name);
-  const map_schedule *ms = &s->s;
+  const map_schedule *ms = map_schedule_of(s);
   r->cycles = ms->cost.cycles;
   int unit = ms->node - g->n_storage;
   r->utilisation = unit >= 0 && unit < MAP_MAX_COMPUTE ? ms->cost.util[unit] : NAN;

@@ -15,7 +15,7 @@
 cov_status cov_explore_plot(const char *dir, const char *script) {
   char path[4096];
   if (!script) {
-    COV_RETURN_IF_ERROR(cov_resolve_data_file("explore_plot", "explore", ".py",
+    COV_RETURN_IF_ERROR(common_resolve_data_file("explore_plot", "explore", ".py",
                                               "COVENANT_EXPLORE_PATH", path, sizeof path));
     script = path;
   }

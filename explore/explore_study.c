@@ -94,7 +94,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   }
   cov_status st = NULL;
   char path[4096];
-  if ((st = cov_resolve_data_file(o->base, "targets", ".json", "COVENANT_TARGET_PATH", path, sizeof path)))
+  if ((st = common_resolve_data_file(o->base, "targets", ".json", "COVENANT_TARGET_PATH", path, sizeof path)))
     goto fail;
   s->base_path = cov_arena_strdup(s->arena, path);
   if ((st = explore_read_file(path, &s->base_text, &s->base_size))) goto fail;

@@ -70,7 +70,7 @@ cov_status cov_model_load_file(const char *path, const cov_model_options *opts, 
   *out = NULL;
   char *data = NULL;
   size_t size = 0;
-  COV_RETURN_IF_ERROR(cov_read_file(path, COV_MODEL_MAX_FILE_BYTES, &data, &size));
+  COV_RETURN_IF_ERROR(common_read_file(path, COV_MODEL_MAX_FILE_BYTES, &data, &size));
   /* External data are resolved against the model's own folder. */
   char *dir = strdup(path);
   if (!dir) {

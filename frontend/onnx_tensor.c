@@ -322,7 +322,7 @@ cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_nam
   if (out_name && name_size) out_name[0] = '\0';
   char *data = NULL;
   size_t size = 0;
-  COV_RETURN_IF_ERROR(cov_read_file(path, (size_t)COV_TENSOR_MAX_BYTES + (1u << 20), &data, &size));
+  COV_RETURN_IF_ERROR(common_read_file(path, (size_t)COV_TENSOR_MAX_BYTES + (1u << 20), &data, &size));
   cov_status st =
       onnx_wire_check((const uint8_t *)data, size, &onnx__tensor_proto__descriptor, path);
   if (st) {

@@ -44,6 +44,8 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   return NULL;
 }
 
+const map_schedule *map_schedule_of(const cov_schedule *s) { return &s->s; }
+
 void cov_schedule_free(cov_schedule *s) {
   if (!s) return;
   cov_arena_destroy(s->arena);

@@ -155,7 +155,7 @@ static int find_path(const cov_acg *g, int compute, bool to_dram, const bool *ta
 }
 
 static void cap_text(const acg_capability *c, char *buf, size_t n) {
-  snprintf(buf, n, "%s(%s,%s->%s)", cov_op_name(c->op), cov_dtype_name(c->in[0]),
+  snprintf(buf, n, "%s(%s,%s->%s)", common_op_name(c->op), cov_dtype_name(c->in[0]),
            cov_dtype_name(c->n_in > 1 ? c->in[1] : c->in[0]), cov_dtype_name(c->out));
 }
 
@@ -207,7 +207,7 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
       }
     const char *tn = cov_dtype_name(model);
     return cov_error(COV_MAPPING_FAILED, NULL,
-                     "%s needs %s(%s,%s->%s)%s; %s offers %s", kind_word(p), cov_op_name(p->op), tn,
+                     "%s needs %s(%s,%s->%s)%s; %s offers %s", kind_word(p), common_op_name(p->op), tn,
                      tn, cov_dtype_name(acc),
                      cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
                      len ? offers : "no such capability");

@@ -50,7 +50,7 @@ void map_dump(const map_schedule *s, FILE *out) {
   fprintf(out, "schedule %s on %s\n", p->layer, g->name);
   fprintf(out, "  problem %s: %s", p->codelet,
           p->kind == MAP_MAIN_MAC ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduce" : "map");
-  fprintf(out, " op=%s init=%g ops=%lld\n", cov_op_name(p->op), p->init, (long long)p->ops);
+  fprintf(out, " op=%s init=%g ops=%lld\n", common_op_name(p->op), p->init, (long long)p->ops);
   fputs("  loops", out);
   for (int l = 0; l < p->n_loops; l++)
     fprintf(out, " %s=%lld%s", p->loop_name[l], (long long)p->extent[l], p->reduction[l] ? "(red)" : "");
@@ -67,7 +67,7 @@ void map_dump(const map_schedule *s, FILE *out) {
     fputc('\n', out);
   }
   const acg_capability *cap = &cn->caps[s->cap];
-  fprintf(out, "  compute %s cap %d %s(%s,%s->%s)%s\n", cn->name, s->cap, cov_op_name(cap->op),
+  fprintf(out, "  compute %s cap %d %s(%s,%s->%s)%s\n", cn->name, s->cap, common_op_name(cap->op),
           cov_dtype_name(s->mul_dtype), cov_dtype_name(s->mul_dtype), cov_dtype_name(s->acc_dtype),
           s->narrowed ? "  [narrowed: multiplicands rounded to this dtype, accumulation kept]" : "");
   for (int v = 0; v < s->n_vops; v++) {
@@ -75,16 +75,16 @@ void map_dump(const map_schedule *s, FILE *out) {
     fprintf(out, "  epilogue %d (%s on %s): ", v, vo->from,
             vo->node >= 0 ? acg_node_name(g, vo->node) : "?");
     if (vo->kind == MAP_VOP_MAP) {
-      fprintf(out, "r%d = %s(", vo->dst, cov_op_name(vo->op));
+      fprintf(out, "r%d = %s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);
       if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
       fputs(")\n", out);
     } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-      fprintf(out, "row%d = reduce_%s(", vo->dst, cov_op_name(vo->op));
+      fprintf(out, "row%d = reduce_%s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);
       fprintf(out, ") over %s\n", p->loop_name[vo->loop]);
     } else {
-      fprintf(out, "r%d = pool_%s(", vo->dst, cov_op_name(vo->op));
+      fprintf(out, "r%d = pool_%s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);
       fprintf(out, ") window %dx%d over %s,%s\n", vo->window[0], vo->window[1],
               p->loop_name[vo->pool_loop[0]], p->loop_name[vo->pool_loop[1]]);

@@ -297,7 +297,7 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
       return cov_error(COV_MAPPING_FAILED, NULL,
                        "layer %s: the epilogue op %s(%s) from %s needs a SIMD capability; %s "
                        "offers none",
-                       s->prob.layer, cov_op_name(v->op), cov_dtype_name(dt), v->from, acg->name);
+                       s->prob.layer, common_op_name(v->op), cov_dtype_name(dt), v->from, acg->name);
   }
   return NULL;
 }

@@ -193,7 +193,7 @@ static void do_store_partial(interp *I, int o, int lv) {
   } while (op->rank > 0 && next_idx(pl->shape, op->rank, k));
 }
 
-static float apply(cov_op op, float a, float b) { return cov_op_eval_f32((cov_op)op, a, b); }
+static float apply(cov_op op, float a, float b) { return common_op_eval_f32((cov_op)op, a, b); }
 
 /* The epilogue's registers live where the schedule put them (map_ir.h:
  * epi_node, epi_addr, laid out by map_epi_plan), in the buffer of that

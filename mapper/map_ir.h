@@ -71,6 +71,7 @@
 #include "acg/acg_ir.h"
 #include "common/op_table.h"
 #include "covenant/arena.h"
+#include "covenant/mapper.h"
 #include "covenant/tensor.h"
 #include "covenant/types.h"
 
@@ -289,5 +290,9 @@ typedef struct map_schedule {
   map_xfer xfers[MAP_MAX_XFERS];
   map_cost cost;
 } map_schedule;
+
+/* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
+ * the code generators and evaluators that read the scheduled IR. */
+const map_schedule *map_schedule_of(const cov_schedule *s);
 
 #endif

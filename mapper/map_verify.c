@@ -17,7 +17,7 @@ cov_status map_verify(const map_schedule *s) {
   if (s->node < g->n_storage || s->node >= acg_n_nodes(g)) FAIL("bad compute node", ln);
   const acg_compute *cn = &g->compute[s->node - g->n_storage];
   if (s->cap < 0 || s->cap >= cn->n_caps || cn->caps[s->cap].op != p->op)
-    FAIL("capability %d of %s does not run %s", ln, s->cap, cn->name, cov_op_name(p->op));
+    FAIL("capability %d of %s does not run %s", ln, s->cap, cn->name, common_op_name(p->op));
   /* divisor-based tiling and steps */
   int64_t prod[MAP_MAX_LOOPS];
   for (int l = 0; l < p->n_loops; l++) prod[l] = 1;

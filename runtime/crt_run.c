@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/amdgpu/amdgpu_hip.h"
-#include "backends/nvptx/nvptx_cuda.h"
+#include "runtime/crt_hip.h"
+#include "runtime/crt_cuda.h"
 #include "runtime/crt.h"
 #include "runtime/crt_npu.h"
 
@@ -26,11 +26,11 @@ struct crt_session {
   const crt_artifact *a;
   const crt_options *opts;
   int dev;
-  nvptx_cuda *cu;
-  amdgpu_hip *hip;
+  crt_cuda *cu;
+  crt_hip *hip;
   crt_npu *npu;
-  nvptx_stream *stream;
-  nvptx_graph *graph;
+  crt_cuda_stream *stream;
+  crt_cuda_graph *graph;
   void **mods;        /* per module */
   void **fns;         /* per step (CUDA launches) */
   uint64_t *addr;     /* per buffer: device address (or host address for NPU) */
@@ -60,20 +60,20 @@ static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fm
 
 static cov_status d_alloc(crt_session *s, uint64_t bytes, uint64_t *out) {
   if (s->dev == DEV_CUDA) {
-    nvptx_devptr p = 0;
-    COV_RETURN_IF_ERROR(nvptx_cuda_alloc(s->cu, (size_t)bytes, &p));
+    crt_devptr p = 0;
+    COV_RETURN_IF_ERROR(crt_cuda_alloc(s->cu, (size_t)bytes, &p));
     *out = p;
     return NULL;
   }
   void *p = NULL;
-  COV_RETURN_IF_ERROR(amdgpu_hip_alloc(s->hip, (size_t)(bytes ? bytes : 1), &p));
+  COV_RETURN_IF_ERROR(crt_hip_alloc(s->hip, (size_t)(bytes ? bytes : 1), &p));
   *out = (uint64_t)(uintptr_t)p;
   return NULL;
 }
 static void d_free(crt_session *s, uint64_t p) {
   if (!p) return;
-  if (s->dev == DEV_CUDA) cov_status_free(nvptx_cuda_free(s->cu, p));
-  if (s->dev == DEV_HIP) amdgpu_hip_free(s->hip, (void *)(uintptr_t)p);
+  if (s->dev == DEV_CUDA) cov_status_free(crt_cuda_free(s->cu, p));
+  if (s->dev == DEV_HIP) crt_hip_free(s->hip, (void *)(uintptr_t)p);
 }
 static cov_status d_upload(crt_session *s, uint64_t dst, const void *src, size_t n) {
   if (!n) return NULL;
@@ -81,8 +81,8 @@ static cov_status d_upload(crt_session *s, uint64_t dst, const void *src, size_t
     memcpy((void *)(uintptr_t)dst, src, n);
     return NULL;
   }
-  return s->dev == DEV_CUDA ? nvptx_cuda_upload(s->cu, dst, src, n)
-                            : amdgpu_hip_upload(s->hip, (void *)(uintptr_t)dst, src, n);
+  return s->dev == DEV_CUDA ? crt_cuda_upload(s->cu, dst, src, n)
+                            : crt_hip_upload(s->hip, (void *)(uintptr_t)dst, src, n);
 }
 static cov_status d_download(crt_session *s, void *dst, uint64_t src, size_t n) {
   if (!n) return NULL;
@@ -90,8 +90,8 @@ static cov_status d_download(crt_session *s, void *dst, uint64_t src, size_t n) 
     memcpy(dst, (const void *)(uintptr_t)src, n);
     return NULL;
   }
-  return s->dev == DEV_CUDA ? nvptx_cuda_download(s->cu, dst, src, n)
-                            : amdgpu_hip_download(s->hip, dst, (const void *)(uintptr_t)src, n);
+  return s->dev == DEV_CUDA ? crt_cuda_download(s->cu, dst, src, n)
+                            : crt_hip_download(s->hip, dst, (const void *)(uintptr_t)src, n);
 }
 
 /* "sm_90a" -> 90, 'a' */
@@ -110,32 +110,32 @@ static cov_status open_gpu(crt_session *s) {
     int want = 0, specific = 0, major = 0, minor = 0;
     if (!parse_sm(a->arch, &want, &specific))
       return loc_error(a, COV_INVALID_INPUT, "arch '%s' is not an NVIDIA sm_XY[a]", a->arch);
-    if ((st = nvptx_cuda_open(&s->cu))) return st;
-    nvptx_cuda_capability(s->cu, &major, &minor);
+    if ((st = crt_cuda_open(&s->cu))) return st;
+    crt_cuda_capability(s->cu, &major, &minor);
     int have = major * 10 + minor;
-    snprintf(s->device, sizeof s->device, "%s", nvptx_cuda_device_name(s->cu));
+    snprintf(s->device, sizeof s->device, "%s", crt_cuda_device_name(s->cu));
     /* sm_XYa code uses features of exactly that architecture (wgmma) */
     if (specific ? have != want : have < want)
       return loc_error(a, COV_UNSUPPORTED, "compiled for %s (%s); this device is %s", a->arch, a->target, s->device);
-    if ((st = nvptx_cuda_stream_create(s->cu, &s->stream))) return st;
+    if ((st = crt_cuda_stream_create(s->cu, &s->stream))) return st;
   } else {
-    if ((st = amdgpu_hip_open(&s->hip))) return st;
-    snprintf(s->device, sizeof s->device, "%s", amdgpu_hip_device_name(s->hip));
+    if ((st = crt_hip_open(&s->hip))) return st;
+    snprintf(s->device, sizeof s->device, "%s", crt_hip_device_name(s->hip));
   }
   s->mods = calloc((size_t)a->n_modules + 1, sizeof *s->mods);
   s->fns = calloc((size_t)a->n_steps + 1, sizeof *s->fns);
   if (!s->mods || !s->fns) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int i = 0; i < a->n_modules; i++) {
     const uint8_t *code = crt_blob_data(a, a->modules[i].blob);
-    st = s->dev == DEV_CUDA ? nvptx_cuda_load(s->cu, (const char *)code, (nvptx_module **)&s->mods[i])
-                            : amdgpu_hip_load(s->hip, code, (amdgpu_hip_module **)&s->mods[i]);
+    st = s->dev == DEV_CUDA ? crt_cuda_load(s->cu, (const char *)code, (crt_cuda_module **)&s->mods[i])
+                            : crt_hip_load(s->hip, code, (crt_hip_module **)&s->mods[i]);
     if (st)
       return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file, a->modules[i].name, a->arch);
   }
   for (int i = 0; i < a->n_steps && s->dev == DEV_CUDA; i++) {
     const crt_step *x = &a->steps[i];
     if (x->op != CRT_STEP_LAUNCH) continue;
-    if ((st = nvptx_cuda_function(s->cu, s->mods[x->module], x->kernel, x->shared_bytes, &s->fns[i])))
+    if ((st = crt_cuda_function(s->cu, s->mods[x->module], x->kernel, x->shared_bytes, &s->fns[i])))
       return cov_status_annotate(st, "%s: step %d (%s): ", a->file, i, x->label);
   }
   /* memory: arena, weights (uploaded now, once), inputs and outputs */
@@ -257,19 +257,19 @@ void crt_session_close(crt_session *s) {
   if (!s) return;
   const crt_artifact *a = s->a;
   if (s->dev != DEV_NPU && (s->cu || s->hip)) {
-    nvptx_cuda_graph_destroy(s->cu, s->graph);
+    crt_cuda_graph_destroy(s->cu, s->graph);
     for (int i = 0; s->io_mem && i < a->n_buffers; i++) d_free(s, s->io_mem[i]);
     d_free(s, s->arena), d_free(s, s->weights);
     for (int i = 0; s->mods && i < a->n_modules; i++)
       if (s->mods[i]) {
-        if (s->dev == DEV_CUDA) nvptx_cuda_unload(s->cu, s->mods[i]);
-        else amdgpu_hip_unload(s->hip, s->mods[i]);
+        if (s->dev == DEV_CUDA) crt_cuda_unload(s->cu, s->mods[i]);
+        else crt_hip_unload(s->hip, s->mods[i]);
       }
-    if (s->stream) nvptx_cuda_stream_destroy(s->cu, s->stream);
+    if (s->stream) crt_cuda_stream_destroy(s->cu, s->stream);
   }
   crt_npu_close(s->npu);
-  nvptx_cuda_close(s->cu);
-  amdgpu_hip_close(s->hip);
+  crt_cuda_close(s->cu);
+  crt_hip_close(s->hip);
   free(s->mods), free(s->fns), free(s->addr), free(s->io_mem), free(s->argv_store), free(s->argv);
   free(s->argv_first), free(s->host);
   free(s);
@@ -284,13 +284,13 @@ static cov_status issue(crt_session *s) {
     if (x->op == CRT_STEP_LAUNCH) {
       void **args = &s->argv[s->argv_first[i]];
       st = s->dev == DEV_CUDA
-               ? nvptx_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)
-               : amdgpu_hip_launch(s->hip, s->mods[x->module], x->kernel, x->grid, x->block, x->shared_bytes, args,
+               ? crt_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)
+               : crt_hip_launch(s->hip, s->mods[x->module], x->kernel, x->grid, x->block, x->shared_bytes, args,
                                    NULL);
     } else if (x->op == CRT_STEP_FILL) {
       uint64_t p = s->addr[x->buffer] + x->offset;
       if (s->dev == DEV_CUDA) {
-        st = nvptx_cuda_memset_async(s->cu, p, (unsigned char)x->value, (size_t)x->bytes, s->stream);
+        st = crt_cuda_memset_async(s->cu, p, (unsigned char)x->value, (size_t)x->bytes, s->stream);
       } else if (s->dev == DEV_NPU) {
         memset((void *)(uintptr_t)p, (int)x->value, (size_t)x->bytes);
       } else {
@@ -361,7 +361,7 @@ cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_in
     free(tmp);
   }
   if (!st) st = issue(s);
-  if (!st && s->dev == DEV_CUDA) st = nvptx_cuda_stream_sync(s->cu, s->stream);
+  if (!st && s->dev == DEV_CUDA) st = crt_cuda_stream_sync(s->cu, s->stream);
   for (int k = 0; k < a->n_outputs && !st; k++) {
     const crt_io *io = &a->outputs[k];
     const crt_buffer *b = &a->buffers[io->buffer];
@@ -402,25 +402,25 @@ cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, c
   *how = graph ? "CUDA events around replays of one CUDA graph of every step" : "CUDA events around plain launches";
   if (graph && !s->graph) {
     /* captured once: the same launches, replayed without host work */
-    st = nvptx_cuda_capture_begin(s->cu, s->stream);
+    st = crt_cuda_capture_begin(s->cu, s->stream);
     if (!st) {
       cov_status ist = issue(s);
-      cov_status est = nvptx_cuda_capture_end(s->cu, s->stream, &s->graph);
+      cov_status est = crt_cuda_capture_end(s->cu, s->stream, &s->graph);
       st = ist ? ist : est;
       if (ist) cov_status_free(est);
     }
     if (st) return cov_status_annotate(st, "capturing %s in a CUDA graph: ", s->a->file);
   }
   for (int i = 0; i < warmup && !st; i++)
-    st = graph ? nvptx_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
-  if (!st) st = nvptx_cuda_stream_sync(s->cu, s->stream);
+    st = graph ? crt_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
+  if (!st) st = crt_cuda_stream_sync(s->cu, s->stream);
   void *start = NULL;
-  if (!st) st = nvptx_cuda_mark(s->cu, s->stream, &start);
+  if (!st) st = crt_cuda_mark(s->cu, s->stream, &start);
   for (int i = 0; i < iters && !st; i++)
-    st = graph ? nvptx_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
+    st = graph ? crt_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
   float t = 0;
   if (start) {
-    cov_status et = nvptx_cuda_elapsed(s->cu, s->stream, start, &t);
+    cov_status et = crt_cuda_elapsed(s->cu, s->stream, start, &t);
     if (!st) st = et;
     else cov_status_free(et);
   }

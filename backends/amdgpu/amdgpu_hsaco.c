@@ -83,7 +83,7 @@ cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *
     else if (rc != 0)
       st = cov_error(COV_INTERNAL, NULL, "%s failed to link the HSACO (exit status %d)", used, rc);
     else
-      st = cov_read_file(so_path, (size_t)1 << 30, out_hsaco, out_size);
+      st = common_read_file(so_path, (size_t)1 << 30, out_hsaco, out_size);
   }
   unlink(obj_path);
   unlink(so_path);

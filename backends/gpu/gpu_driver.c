@@ -1,8 +1,8 @@
 /* backends/gpu/gpu_driver.c: cov_gpu_compile: specs -> plans -> kernels ->
  * code objects + manifest.json (+ the --report table).
  *
- * This file is the registry of GPU targets: an ACG's backend.name picks the
- * target operations (backends/amdgpu, backends/nvptx) and the emitter. */
+ * An ACG's backend.name picks the vendor (backends/gpu/gpu_vendor.h: its
+ * target operations and emitter) from the list the registry passes in. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -12,14 +12,10 @@
 #include <sys/stat.h>
 
 #include "acg/acg_ir.h"
-#include "backends/amdgpu/amdgpu_hsaco.h"
-#include "backends/amdgpu/amdgpu_target.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
-#include "backends/gpu/gpu_llvm.h"
 #include "backends/gpu/gpu_model.h"
-#include "backends/nvptx/nvptx_ptx.h"
-#include "backends/nvptx/nvptx_target.h"
+#include "backends/gpu/gpu_vendor.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
 #include "covenant/mapper.h"
@@ -27,15 +23,15 @@
 /* One default for every command: $COVENANT_SUITE, else the shipped suite. */
 const char *gpu_default_suite(void) { return cov_suite_default_path(); }
 
-cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t) {
+cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, cov_dtype dtype, gpu_target *t) {
   memset(t, 0, sizeof *t);
   COV_RETURN_IF_ERROR(cov_acg_load_target(name, &t->acg));
   const char *be = t->acg->backend.name ? t->acg->backend.name : "";
   cov_status st = NULL;
-  if (!strcmp(be, "nvptx"))
-    t->ops = &nvptx_target_ops;
-  else if (!strcmp(be, "amdgpu"))
-    t->ops = &amdgpu_target_ops;
+  for (int i = 0; vendors[i] && !t->vendor; i++)
+    if (!strcmp(be, vendors[i]->backend)) t->vendor = vendors[i];
+  if (t->vendor)
+    t->ops = t->vendor->ops;
   else
     st = cov_error(COV_UNSUPPORTED, NULL, "target %s has backend '%s'; the GPU lowering serves amdgpu and nvptx",
                    cov_acg_name(t->acg), be);
@@ -58,12 +54,6 @@ void gpu_target_close(gpu_target *t) {
   t->acg = NULL;
 }
 
-/* Parses the AMDGPU assembly's metadata for the report. */
-static long asm_field(const char *text, const char *key) {
-  const char *p = strstr(text, key);
-  return p ? strtol(p + strlen(key), NULL, 10) : -1;
-}
-
 cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
                             unsigned code_object_version, char **out, size_t *out_size,
                             gpu_kernel_info *info) {
@@ -73,40 +63,7 @@ cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const cha
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
   cov_status st = gpu_lower(plan, t->ops, mod, kernel);
-  if (!st && t->ops == &nvptx_target_ops) {
-    st = nvptx_ptx_build(mod, t->acg->backend.mcpu, 3, out, out_size);
-    info->vgprs = info->agprs = -1; /* ptxas assigns registers at load time */
-    info->lds_bytes = (long)plan->shared_bytes;
-  } else if (!st) {
-    unsigned ver = code_object_version ? code_object_version : t->acg->backend.code_object_version;
-    if (!ver) ver = 5;
-    /* the same module, also as assembly, for the register counts */
-    LLVMModuleRef twin = LLVMCloneModule(mod);
-    amdgpu_hsaco_options ho = {.mcpu = t->acg->backend.mcpu, .code_object_version = ver, .opt_level = 3};
-    st = amdgpu_hsaco_build(mod, &ho, out, out_size);
-    if (!st) {
-      LLVMAddModuleFlag(twin, LLVMModuleFlagBehaviorError, "amdhsa_code_object_version",
-                        strlen("amdhsa_code_object_version"),
-                        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), ver * 100, 0)));
-      gpu_emit_options eo = {.triple = "amdgcn-amd-amdhsa", .mcpu = t->acg->backend.mcpu, .features = "",
-                             .opt_level = 3, .kind = GPU_EMIT_ASSEMBLY};
-      char *text = NULL;
-      size_t n = 0;
-      st = gpu_llvm_emit(twin, &eo, &text, &n);
-      if (!st) {
-        info->vgprs = asm_field(text, ".vgpr_count:");
-        info->agprs = asm_field(text, ".agpr_count:");
-        info->lds_bytes = asm_field(text, ".group_segment_fixed_size:");
-        info->scratch_bytes = asm_field(text, ".private_segment_fixed_size:");
-      }
-      free(text);
-    }
-    LLVMDisposeModule(twin);
-    if (st) {
-      free(*out);
-      *out = NULL;
-    }
-  }
+  if (!st) st = t->vendor->build(mod, t->acg, plan, code_object_version, out, out_size, info);
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   return st;
@@ -306,13 +263,13 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
 }
 
-cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
-                           const char *out_dir, FILE *report) {
+cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                       const char *out_dir, FILE *report) {
   gpu_target t;
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
-  COV_RETURN_IF_ERROR(gpu_target_open(opts->target, dt, &t));
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
   cov_status st = mkdir_p(out_dir);
-  int nv = t.ops == &nvptx_target_ops;
+  int jit = t.vendor->jit_registers;
   json_t *man = json_object(), *kernels = json_array();
   json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));
   json_object_set_new(man, "mcpu", json_string(t.acg->backend.mcpu));
@@ -348,7 +305,7 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
     }
     if (st) break;
     char file[160], path[4096];
-    snprintf(file, sizeof file, "%s.%s", layer.name, nv ? "ptx" : "hsaco");
+    snprintf(file, sizeof file, "%s.%s", layer.name, t.vendor->code_ext);
     snprintf(path, sizeof path, "%s/%s", out_dir, file);
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(code, 1, n, f) == n;
@@ -376,7 +333,7 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
        * waves per SIMD that the registers allow (512 per lane, granule 8) */
       char occ[32];
       long wg = plan.shared_bytes ? (long)(t.caps.shared_bytes / plan.shared_bytes) : 0;
-      if (nv) {
+      if (jit) {
         snprintf(occ, sizeof occ, "%ld WG/SM", wg);
       } else {
         long regs = info.vgprs + (info.agprs > 0 ? info.agprs : 0);
@@ -389,7 +346,7 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
       snprintf(vg, sizeof vg, "%ld", info.vgprs);
       snprintf(ag, sizeof ag, "%ld", info.agprs);
       fprintf(report, "%-28s %-9s %10u %6s %6s %9s %12.2f  %s\n", kname, view, plan.shared_bytes,
-              nv ? "jit" : vg, nv ? "-" : ag, occ, roofline_us(&t, &plan),
+              jit ? "jit" : vg, jit ? "-" : ag, occ, roofline_us(&t, &plan),
               json_string_value(json_object_get(k, "plan")));
     }
   }

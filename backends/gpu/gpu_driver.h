@@ -9,8 +9,11 @@
 #include "backends/gpu/gpu_target.h"
 #include "covenant/gpu.h"
 
+typedef struct gpu_vendor gpu_vendor; /* backends/gpu/gpu_vendor.h */
+
 typedef struct gpu_target {
   cov_acg *acg;
+  const gpu_vendor *vendor; /* the one whose backend is the ACG's backend.name */
   const gpu_target_ops *ops;
   gpu_target_caps caps;
   int shapes[8][3];
@@ -22,7 +25,9 @@ typedef struct gpu_kernel_info {
 } gpu_kernel_info;
 
 const char *gpu_default_suite(void);
-cov_status gpu_target_open(const char *name, cov_dtype dtype, gpu_target *t);
+/* Loads target `name` and picks, from the NULL-terminated `vendors`, the
+ * one that serves its backend.name. */
+cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, cov_dtype dtype, gpu_target *t);
 void gpu_target_close(gpu_target *t);
 /* Lowers `plan` as `kernel` and emits the target's code object. */
 cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,

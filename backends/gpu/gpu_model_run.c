@@ -18,6 +18,7 @@
 #include "backends/gpu/gpu_model.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_run.h"
+#include "backends/gpu/gpu_vendor.h"
 #include "covenant/gpu.h"
 #include "covenant/model.h"
 #include "covenant/tensor.h"
@@ -199,11 +200,11 @@ static void print_values(FILE *out, const char *name, const cov_tensor *t) {
   fprintf(out, "%s\n", n > 8 ? " ..." : "");
 }
 
-cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
-                             cov_gpu_inputs_fn fill_inputs, void *user, FILE *out) {
+cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const char *path, double tolerance,
+                         cov_gpu_inputs_fn fill_inputs, void *user, FILE *out) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   gpu_target t;
-  COV_RETURN_IF_ERROR(gpu_target_open(opts->target, dt, &t));
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
   /* the device first: without one, nothing else is worth doing */
   gpu_device dev;
   cov_status st = gpu_device_open(&t, opts->target, &dev);

@@ -10,9 +10,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_run.h"
-#include "backends/amdgpu/amdgpu_hip.h"
-#include "backends/nvptx/nvptx_cuda.h"
-#include "backends/nvptx/nvptx_target.h"
+#include "backends/gpu/gpu_vendor.h"
 #include "covenant/tensor.h"
 
 /* Deterministic inputs: a 64-bit LCG, values in [-1, 1) rounded to the
@@ -40,62 +38,35 @@ static void *pack(const float *v, size_t n, cov_dtype dt) {
   return p;
 }
 
-/* The two runtimes behind one face; device pointers travel as 64-bit
- * values, which is what both kernel ABIs take. */
+/* The target vendor's runtime (gpu_vendor.h) behind one face. */
 cov_status gpu_device_open(const gpu_target *t, const char *target, gpu_device *dev) {
   memset(dev, 0, sizeof *dev);
-  cov_status st = t->ops == &nvptx_target_ops ? nvptx_cuda_open(&dev->cu) : amdgpu_hip_open(&dev->hip);
-  return st ? cov_status_annotate(st, "cannot run on %s: ", target) : NULL;
-}
-void gpu_device_close(gpu_device *dev) {
-  nvptx_cuda_close(dev->cu);
-  amdgpu_hip_close(dev->hip);
-  dev->cu = NULL, dev->hip = NULL;
-}
-const char *gpu_device_name(const gpu_device *dev) {
-  return dev->cu ? nvptx_cuda_device_name(dev->cu) : amdgpu_hip_device_name(dev->hip);
-}
-
-static cov_status dev_alloc(gpu_device *d, size_t n, uint64_t *out) {
-  if (d->cu) {
-    nvptx_devptr p = 0;
-    COV_RETURN_IF_ERROR(nvptx_cuda_alloc(d->cu, n, &p));
-    *out = p;
-    return NULL;
-  }
-  void *p = NULL;
-  COV_RETURN_IF_ERROR(amdgpu_hip_alloc(d->hip, n, &p));
-  *out = (uint64_t)(uintptr_t)p;
+  cov_status st = t->vendor->open(&dev->rt);
+  if (st) return cov_status_annotate(st, "cannot run on %s: ", target);
+  dev->v = t->vendor;
   return NULL;
 }
+void gpu_device_close(gpu_device *dev) {
+  if (dev->v) dev->v->close(dev->rt);
+  dev->v = NULL, dev->rt = NULL;
+}
+const char *gpu_device_name(const gpu_device *dev) { return dev->v->device_name(dev->rt); }
+
+static cov_status dev_alloc(gpu_device *d, size_t n, uint64_t *out) { return d->v->alloc(d->rt, n, out); }
 static void dev_free(gpu_device *d, uint64_t p) {
-  if (!p) return;
-  if (d->cu)
-    cov_status_free(nvptx_cuda_free(d->cu, p));
-  else
-    amdgpu_hip_free(d->hip, (void *)(uintptr_t)p);
+  if (p) d->v->free(d->rt, p);
 }
 static cov_status dev_upload(gpu_device *d, uint64_t dst, const void *src, size_t n) {
-  return d->cu ? nvptx_cuda_upload(d->cu, dst, src, n) : amdgpu_hip_upload(d->hip, (void *)(uintptr_t)dst, src, n);
+  return d->v->upload(d->rt, dst, src, n);
 }
 static cov_status dev_download(gpu_device *d, void *dst, uint64_t src, size_t n) {
-  return d->cu ? nvptx_cuda_download(d->cu, dst, src, n)
-               : amdgpu_hip_download(d->hip, dst, (const void *)(uintptr_t)src, n);
+  return d->v->download(d->rt, dst, src, n);
 }
-static cov_status dev_load(gpu_device *d, const char *code, void **mod) {
-  return d->cu ? nvptx_cuda_load(d->cu, code, (nvptx_module **)mod)
-               : amdgpu_hip_load(d->hip, code, (amdgpu_hip_module **)mod);
-}
-static void dev_unload(gpu_device *d, void *mod) {
-  if (d->cu)
-    nvptx_cuda_unload(d->cu, mod);
-  else
-    amdgpu_hip_unload(d->hip, mod);
-}
+static cov_status dev_load(gpu_device *d, const char *code, void **mod) { return d->v->load(d->rt, code, mod); }
+static void dev_unload(gpu_device *d, void *mod) { d->v->unload(d->rt, mod); }
 static cov_status dev_launch(gpu_device *d, void *mod, const char *kernel, const unsigned grid[3],
                              const unsigned block[3], unsigned shared, void **args, float *ms) {
-  return d->cu ? nvptx_cuda_launch(d->cu, mod, kernel, grid, block, shared, args, ms)
-               : amdgpu_hip_launch(d->hip, mod, kernel, grid, block, shared, args, ms);
+  return d->v->launch(d->rt, mod, kernel, grid, block, shared, args, ms);
 }
 
 cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *code, const char *kernel,
@@ -198,9 +169,10 @@ done:
   return st;
 }
 
-cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out) {
+cov_status gpu_run(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                   FILE *out) {
   gpu_target t;
-  COV_RETURN_IF_ERROR(gpu_target_open(opts->target, opts->dtype ? opts->dtype : COV_F16, &t));
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, opts->dtype ? opts->dtype : COV_F16, &t));
   gpu_device dev;
   cov_status st = gpu_device_open(&t, opts->target, &dev);
   if (st) {

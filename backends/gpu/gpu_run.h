@@ -8,13 +8,10 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_plan.h"
 
-typedef struct nvptx_cuda nvptx_cuda;
-typedef struct amdgpu_hip amdgpu_hip;
-
-/* Exactly one of the two is set once opened. */
+/* The target's vendor runtime (gpu_vendor.h), opened. */
 typedef struct gpu_device {
-  nvptx_cuda *cu;
-  amdgpu_hip *hip;
+  const gpu_vendor *v;
+  void *rt;
 } gpu_device;
 
 /* Opens the runtime for t's backend; without it (no driver, no GPU) the

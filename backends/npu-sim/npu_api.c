@@ -5,7 +5,7 @@
 
 #include "backends/npu-sim/npu_internal.h"
 #include "common/fileio.h"
-#include "mapper/map_internal.h"
+#include "mapper/map_ir.h"
 
 #define NPU_MAX_FILE_BYTES ((size_t)1 << 31)
 
@@ -22,7 +22,7 @@ cov_status cov_npu_program_load(const char *path, cov_npu_program **out) {
   *out = NULL;
   char *data = NULL;
   size_t size = 0;
-  COV_RETURN_IF_ERROR(cov_read_file(path, NPU_MAX_FILE_BYTES, &data, &size));
+  COV_RETURN_IF_ERROR(common_read_file(path, NPU_MAX_FILE_BYTES, &data, &size));
   cov_status st = npu_decode((const uint8_t *)data, size, path, out);
   free(data);
   return st;
@@ -48,7 +48,7 @@ void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
 
 cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
   if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
-  return npu_codegen(&s->s, out);
+  return npu_codegen(map_schedule_of(s), out);
 }
 
 cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out) {

@@ -10,7 +10,7 @@
 #define NPU_CODEGEN_H
 
 #include "backends/npu-sim/npu_internal.h"
-#include "mapper/map_internal.h"
+#include "mapper/map_ir.h"
 
 #define SLOTS 8
 

@@ -79,7 +79,7 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       snprintf(ub, sizeof ub, "unit%u", in->unit);
       const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : ub;
       fprintf(out, " %s %s%s cap%u %s->%s %ux%u", unit,
-              in->u.vop.vop < COV_OP_COUNT ? cov_op_name((cov_op)in->u.vop.vop) : "?",
+              in->u.vop.vop < COV_OP_COUNT ? common_op_name((cov_op)in->u.vop.vop) : "?",
               (in->flags & NPU_VOP_REDUCE) ? ".reduce" : "", in->u.vop.cap, dt(in->u.vop.dtype_in),
               dt(in->u.vop.dtype_out), in->u.vop.rows, in->u.vop.cols);
       mem(out, g, "dst", &in->u.vop.dst, true);

@@ -135,7 +135,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
         ops[1] = tmp;
       } else {
         CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", p->layer,
-                cov_op_name(vo->op));
+                common_op_name(vo->op));
         return;
       }
     }

@@ -734,7 +734,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
 
 /* ---- SIMD ---- */
 
-static float vop_f(uint8_t op, float a, float b) { return cov_op_eval_f32((cov_op)op, a, b); }
+static float vop_f(uint8_t op, float a, float b) { return common_op_eval_f32((cov_op)op, a, b); }
 static int64_t vop_i(uint8_t op, int64_t a, int64_t b) {
   switch (op) {
     case COV_OP_ADD: return a + b;
@@ -825,7 +825,7 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   uint64_t occ = base * deg;
   if (feed > occ) occ = feed;
   if (drain > occ) occ = drain;
-  timing(x, (int)(x->g->n_edges + in->unit), cov_op_name((cov_op)op), r, nr, &w, 1, occ,
+  timing(x, (int)(x->g->n_edges + in->unit), common_op_name((cov_op)op), r, nr, &w, 1, occ,
          cap->latency, base * (deg - 1), NULL);
   x->st->unit[x->g->n_edges + in->unit].elems += n;
   x->st->bytes_read[m1->buf] += n * ei;

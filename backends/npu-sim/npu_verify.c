@@ -175,10 +175,10 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
   uint8_t op = in->u.vop.vop;
   if (!vop_binary(op) && !vop_unary(op))
     FAIL("instruction %u (vop): field op: %u (%s) is not a vector operation", i, op,
-         op < COV_OP_COUNT ? cov_op_name((cov_op)op) : "?");
+         op < COV_OP_COUNT ? common_op_name((cov_op)op) : "?");
   if (in->u.vop.cap >= c->n_caps || c->caps[in->u.vop.cap].op != op)
     FAIL("instruction %u (vop): field cap: %u is not a '%s' capability of '%s'", i, in->u.vop.cap,
-         cov_op_name((cov_op)op), c->name);
+         common_op_name((cov_op)op), c->name);
   const acg_capability *cap = &c->caps[in->u.vop.cap];
   if (in->u.vop.dtype_in != cap->in[0] || in->u.vop.dtype_out != cap->out)
     FAIL("instruction %u (vop): field dtype: %s -> %s, capability %u takes %s -> %s", i,
@@ -192,7 +192,7 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
     FAIL("instruction %u (vop): field flags: unknown bits 0x%x", i, in->flags & ~NPU_VOP_REDUCE);
   if ((in->flags & NPU_VOP_REDUCE) && op != COV_OP_ADD && op != COV_OP_MAX)
     FAIL("instruction %u (vop): field flags: reduce needs op add or max, not %s", i,
-         cov_op_name((cov_op)op));
+         common_op_name((cov_op)op));
   if (in->u.vop.rows == 0 || in->u.vop.cols == 0)
     FAIL("instruction %u (vop): field %s: must be >= 1", i, in->u.vop.rows ? "cols" : "rows");
   int un = npu_node_of_compute(g, in->unit);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "covenant/api.h"
 #include "covenant/status.h"
 
 #ifdef __cplusplus
@@ -23,28 +24,28 @@ typedef struct cov_acg cov_acg;
 
 /* Parses and validates. On failure *out is NULL and the status chain holds
  * every error found, each located by file, line:col and JSON path. */
-cov_status cov_acg_load_file(const char *path, cov_acg **out);
+COV_API cov_status cov_acg_load_file(const char *path, cov_acg **out);
 /* `name` is used as the file name in diagnostics. */
-cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, cov_acg **out);
+COV_API cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, cov_acg **out);
 /* Accepts a path or the name of a shipped target ("npu-16x16"); see
  * acg/README.md for where names are looked up. */
-cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out);
-void cov_acg_free(cov_acg *acg);
+COV_API cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out);
+COV_API void cov_acg_free(cov_acg *acg);
 
-const char *cov_acg_name(const cov_acg *acg);
-const char *cov_acg_file(const cov_acg *acg);
+COV_API const char *cov_acg_name(const cov_acg *acg);
+COV_API const char *cov_acg_file(const cov_acg *acg);
 /* The backend that generates code for this target: "npu-sim", "amdgpu",
  * "nvptx" (the ACG's backend.name), or NULL when the ACG names none. */
-const char *cov_acg_backend(const cov_acg *acg);
+COV_API const char *cov_acg_backend(const cov_acg *acg);
 
 /* Canonical JSON: fixed member order, every default spelled out. Loading the
  * output gives an equal ACG, and writing that again gives the same bytes. */
-cov_status cov_acg_write_json(const cov_acg *acg, FILE *out);
+COV_API cov_status cov_acg_write_json(const cov_acg *acg, FILE *out);
 /* Human summary: levels, capacities, peak MACs/cycle per dtype, bandwidths,
  * roofline ridge point. */
-cov_status cov_acg_print_summary(const cov_acg *acg, FILE *out);
+COV_API cov_status cov_acg_print_summary(const cov_acg *acg, FILE *out);
 /* Graphviz DOT of units and data paths. */
-cov_status cov_acg_print_dot(const cov_acg *acg, FILE *out);
+COV_API cov_status cov_acg_print_dot(const cov_acg *acg, FILE *out);
 
 #ifdef __cplusplus
 }

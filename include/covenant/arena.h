@@ -9,28 +9,30 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "covenant/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct cov_arena cov_arena;
 
-cov_arena *cov_arena_create(void);
-void cov_arena_destroy(cov_arena *arena);
+COV_API cov_arena *cov_arena_create(void);
+COV_API void cov_arena_destroy(cov_arena *arena);
 
 /* Zeroed memory aligned for any type; NULL when out of memory. */
-void *cov_arena_alloc(cov_arena *arena, size_t size);
+COV_API void *cov_arena_alloc(cov_arena *arena, size_t size);
 /* n * size bytes, with the multiplication checked; NULL on overflow or OOM. */
-void *cov_arena_array(cov_arena *arena, size_t n, size_t size);
+COV_API void *cov_arena_array(cov_arena *arena, size_t n, size_t size);
 /* Grows an array allocated from this arena (the old block is abandoned). */
-void *cov_arena_grow(cov_arena *arena, void *old, size_t old_n, size_t new_n, size_t size);
-char *cov_arena_strdup(cov_arena *arena, const char *s);
-char *cov_arena_strndup(cov_arena *arena, const char *s, size_t n);
-char *cov_arena_printf(cov_arena *arena, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-char *cov_arena_vprintf(cov_arena *arena, const char *fmt, va_list ap);
+COV_API void *cov_arena_grow(cov_arena *arena, void *old, size_t old_n, size_t new_n, size_t size);
+COV_API char *cov_arena_strdup(cov_arena *arena, const char *s);
+COV_API char *cov_arena_strndup(cov_arena *arena, const char *s, size_t n);
+COV_API char *cov_arena_printf(cov_arena *arena, const char *fmt, ...)
+            __attribute__((format(printf, 2, 3)));
+COV_API char *cov_arena_vprintf(cov_arena *arena, const char *fmt, va_list ap);
 /* Bytes handed out so far (for statistics and tests). */
-size_t cov_arena_used(const cov_arena *arena);
+COV_API size_t cov_arena_used(const cov_arena *arena);
 
 #ifdef __cplusplus
 }

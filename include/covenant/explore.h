@@ -10,6 +10,7 @@
 #ifndef COVENANT_EXPLORE_H
 #define COVENANT_EXPLORE_H
 
+#include "covenant/api.h"
 #include "covenant/status.h"
 
 #ifdef __cplusplus
@@ -40,15 +41,15 @@ typedef struct cov_explore_options {
  * study returns NULL. Errors: bad options or sweep specs (naming the
  * parameter and value), unreadable inputs, an output folder holding a
  * different study. */
-cov_status cov_explore_run(const cov_explore_options *opts);
+COV_API cov_status cov_explore_run(const cov_explore_options *opts);
 
 /* Combines shard folders into out_dir; refuses folders of different studies,
  * designs present in two shards, and designs missing from all of them. */
-cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir);
+COV_API cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir);
 
 /* Renders the plots of a study folder (python3 + matplotlib, headless) into
  * <dir>/plots/. `script` NULL finds the shipped explore_plot.py. */
-cov_status cov_explore_plot(const char *dir, const char *script);
+COV_API cov_status cov_explore_plot(const char *dir, const char *script);
 
 #ifdef __cplusplus
 }

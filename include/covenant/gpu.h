@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "covenant/api.h"
 #include "covenant/model.h"
 #include "covenant/status.h"
 #include "covenant/tensor.h"
@@ -32,8 +33,8 @@ typedef struct cov_gpu_options {
  * prints per kernel: shared/LDS bytes, registers (AMDGPU: from the code
  * object; NVPTX: assigned later by the driver's JIT), occupancy and a
  * roofline time estimate from the ACG. */
-cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
-                           const char *out_dir, FILE *report);
+COV_API cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
+                                   const char *out_dir, FILE *report);
 
 /* Compiles each spec, runs it on seeded random inputs (NVIDIA: the CUDA
  * driver API; AMD: the HIP module API; both loaded with dlopen), compares
@@ -41,7 +42,7 @@ cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs
  * kernel time). COV_DEVICE_ERROR, naming what the runtime said, where there
  * is no such GPU. Debian's HIP (5.2) loads code object v4 only: set
  * code_object_version = 4 for it. */
-cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
+COV_API cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
 
 /* Fills the model's n_inputs inputs (cov_model_input_name order; each
  * allocated with cov_tensor_alloc, released by the caller of
@@ -58,8 +59,8 @@ typedef cov_status (*cov_gpu_inputs_fn)(void *user, const cov_model *model, cov_
  * the outputs' first values, and each output's max|gpu - ref| / max|ref|
  * against cov_model_run_ref on the same inputs; an error when one exceeds
  * `tolerance`. */
-cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
-                             cov_gpu_inputs_fn inputs, void *user, FILE *out);
+COV_API cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
+                                     cov_gpu_inputs_fn inputs, void *user, FILE *out);
 
 #ifdef __cplusplus
 }

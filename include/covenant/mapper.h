@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "covenant/api.h"
 #include "covenant/acg.h"
 #include "covenant/codelet.h"
 #include "covenant/model.h"
@@ -28,17 +29,17 @@ typedef struct cov_schedule cov_schedule;
 /* A layer of the suite file (bench/suite/layers.json) by name. scale >= 1
  * divides channel, spatial and matrix sizes (kernels, strides and pads are
  * kept, spatial sizes stay at least the kernel) for reduced-size tests. */
-cov_status cov_layer_from_suite(const char *suite_path, const char *name, int scale,
-                                cov_layer **out);
+COV_API cov_status cov_layer_from_suite(const char *suite_path, const char *name, int scale,
+                                        cov_layer **out);
 /* The suite file: $COVENANT_SUITE, else the source tree's bench/suite/layers.json. */
-const char *cov_suite_default_path(void);
+COV_API const char *cov_suite_default_path(void);
 /* Names of the suite's layers, in file order (arena strings of *names_arena
  * are not needed: the array and strings are malloc'ed; free with free()). */
-cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *count);
+COV_API cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *count);
 /* A single codelet call: the codelet's inputs given as shapes (dtype f32). */
-cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
-                                  const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
-                                  size_t n_inputs, cov_layer **out);
+COV_API cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                          const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                          size_t n_inputs, cov_layer **out);
 /* A layer from an ONNX model's layer group (cov_model_group_describe or a
  * cov_model_run_groups offer): its calls as they are, provided they form a
  * layer's chain (call 0 reads only group inputs and constants; every later
@@ -48,16 +49,16 @@ cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, si
  * the calls' arguments in order, each later call's first one skipped;
  * cov_layer_model_input gives the argument behind layer input i (a group
  * input or a constant with its data). */
-cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out);
-cov_status cov_layer_model_input(const cov_model_group *grp, int i, const cov_model_arg **arg);
-void cov_layer_free(cov_layer *layer);
-const char *cov_layer_name(const cov_layer *layer);
+COV_API cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out);
+COV_API cov_status cov_layer_model_input(const cov_model_group *grp, int i, const cov_model_arg **arg);
+COV_API void cov_layer_free(cov_layer *layer);
+COV_API const char *cov_layer_name(const cov_layer *layer);
 /* Number of layer inputs (main operands first, then epilogue constants) and
  * the shape of each (dtype f32). */
-int cov_layer_num_inputs(const cov_layer *layer);
-cov_status cov_layer_input(const cov_layer *layer, int i, cov_tensor *shape_only);
+COV_API int cov_layer_num_inputs(const cov_layer *layer);
+COV_API cov_status cov_layer_input(const cov_layer *layer, int i, cov_tensor *shape_only);
 /* The layer's result by the reference interpreter, call after call. */
-cov_status cov_layer_reference(const cov_layer *layer, const cov_tensor *inputs, cov_tensor *out);
+COV_API cov_status cov_layer_reference(const cov_layer *layer, const cov_tensor *inputs, cov_tensor *out);
 
 typedef struct cov_map_options {
   int exhaustive;  /* 1: enumerate every candidate (the optimum under the cost model) */
@@ -65,28 +66,28 @@ typedef struct cov_map_options {
   int beam;        /* pruned mode: candidates kept per stage; 0: default */
 } cov_map_options;
 
-cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
-                   cov_schedule **out);
-void cov_schedule_free(cov_schedule *s);
-double cov_schedule_cycles(const cov_schedule *s);
-int64_t cov_schedule_evaluations(const cov_schedule *s);
+COV_API cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
+                           cov_schedule **out);
+COV_API void cov_schedule_free(cov_schedule *s);
+COV_API double cov_schedule_cycles(const cov_schedule *s);
+COV_API int64_t cov_schedule_evaluations(const cov_schedule *s);
 /* The textual scheduled IR (--dump=schedule). */
-cov_status cov_schedule_dump(const cov_schedule *s, FILE *out);
+COV_API cov_status cov_schedule_dump(const cov_schedule *s, FILE *out);
 /* Schedule, cost breakdown and the next best alternatives. */
-cov_status cov_schedule_explain(const cov_schedule *s, FILE *out);
+COV_API cov_status cov_schedule_explain(const cov_schedule *s, FILE *out);
 /* Runs the schedule on the CPU through capacity-sized buffers. */
-cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
-                                  cov_tensor *out);
+COV_API cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
+                                          cov_tensor *out);
 /* The predicted cost's parts: the compute node the main statement runs on
  * and its utilisation (useful ops / peak, 0..1); bytes crossing the DRAM
  * interface (into and out of the first on-chip level) and moved between
  * deeper on-chip levels. */
-const char *cov_schedule_compute_node(const cov_schedule *s);
-double cov_schedule_utilization(const cov_schedule *s);
-double cov_schedule_dram_bytes(const cov_schedule *s);
-double cov_schedule_onchip_bytes(const cov_schedule *s);
+COV_API const char *cov_schedule_compute_node(const cov_schedule *s);
+COV_API double cov_schedule_utilization(const cov_schedule *s);
+COV_API double cov_schedule_dram_bytes(const cov_schedule *s);
+COV_API double cov_schedule_onchip_bytes(const cov_schedule *s);
 /* Whether the schedule computes with multiplicands narrower than the model's. */
-int cov_schedule_narrowed(const cov_schedule *s);
+COV_API int cov_schedule_narrowed(const cov_schedule *s);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "covenant/api.h"
 #include "covenant/codelet.h"
 #include "covenant/status.h"
 #include "covenant/tensor.h"
@@ -43,55 +44,55 @@ typedef struct cov_model_options {
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
  * the chain holds every error found (all unsupported operators in one
  * diagnostic), each naming the node or tensor. */
-cov_status cov_model_load_file(const char *path, const cov_model_options *opts, cov_model **out);
+COV_API cov_status cov_model_load_file(const char *path, const cov_model_options *opts, cov_model **out);
 /* `name` is the file name used in diagnostics; `base_dir` is the folder that
  * external data locations are relative to (NULL refuses external data). */
-cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
-                                 const char *base_dir, const cov_model_options *opts,
-                                 cov_model **out);
-void cov_model_free(cov_model *model);
+COV_API cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
+                                         const char *base_dir, const cov_model_options *opts,
+                                         cov_model **out);
+COV_API void cov_model_free(cov_model *model);
 
 /* Graph inputs (initializers excluded) and outputs, in the model's order. */
-size_t cov_model_num_inputs(const cov_model *model);
-size_t cov_model_num_outputs(const cov_model *model);
-const char *cov_model_input_name(const cov_model *model, size_t i);
-const char *cov_model_output_name(const cov_model *model, size_t i);
+COV_API size_t cov_model_num_inputs(const cov_model *model);
+COV_API size_t cov_model_num_outputs(const cov_model *model);
+COV_API const char *cov_model_input_name(const cov_model *model, size_t i);
+COV_API const char *cov_model_output_name(const cov_model *model, size_t i);
 /* Index of the input called `name`, or -1. */
-int cov_model_find_input(const cov_model *model, const char *name);
+COV_API int cov_model_find_input(const cov_model *model, const char *name);
 /* Declared dtype and shape of input i: dims the model leaves symbolic or
  * unknown are -1. */
-cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
-                                int64_t shape[COV_MAX_RANK]);
+COV_API cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
+                                        int64_t shape[COV_MAX_RANK]);
 /* The same for output i, as shape inference left it at load time (rank -1
  * when unknown). */
-cov_status cov_model_output_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
-                                 int64_t shape[COV_MAX_RANK]);
-size_t cov_model_num_groups(const cov_model *model);
+COV_API cov_status cov_model_output_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
+                                         int64_t shape[COV_MAX_RANK]);
+COV_API size_t cov_model_num_groups(const cov_model *model);
 
 /* `covenant inspect`: inputs, outputs, operators, parameters, and each layer
  * group with its nodes, shapes, codelets and MACs. Deterministic. */
-cov_status cov_model_print_summary(const cov_model *model, FILE *out);
+COV_API cov_status cov_model_print_summary(const cov_model *model, FILE *out);
 /* Every node after the passes, with attributes and inferred types. */
-cov_status cov_model_print_graph(const cov_model *model, FILE *out);
+COV_API cov_status cov_model_print_graph(const cov_model *model, FILE *out);
 
 /* Runs the model on the CPU reference target: layout operations directly,
  * every compute operation through the codelet interpreter. `inputs` are in
  * cov_model_input_name order and must match the declared dtypes and static
  * dims. On success the n_outputs outputs (cov_model_output_name order) are
  * allocated here; release each with cov_tensor_release. */
-cov_status cov_model_run_ref(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
-                             cov_tensor *outputs, size_t n_outputs);
+COV_API cov_status cov_model_run_ref(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                                     cov_tensor *outputs, size_t n_outputs);
 
 /* The supported ONNX operators, one "OpType<TAB>layout|compute" per line,
  * sorted (layout operations run in the frontend, compute ones through
  * codelets). */
-void cov_model_print_supported_ops(FILE *out);
+COV_API void cov_model_print_supported_ops(FILE *out);
 
 /* Reads an ONNX TensorProto file (the conformance suite's input_0.pb) into
  * a tensor; `out_name` (may be NULL) receives the tensor's name or "" in a
  * buffer of `name_size` bytes. */
-cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
-                                size_t name_size);
+COV_API cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
+                                        size_t name_size);
 
 /* ---- backend hook (appended) --------------------------------------------
  * Lets a backend execute the model's compute work: for every codelet call of
@@ -111,9 +112,9 @@ typedef struct cov_model_call {
 } cov_model_call;
 typedef cov_status (*cov_model_call_fn)(void *user, const cov_model_call *call, cov_tensor *out,
                                         size_t n_out, int *handled);
-cov_status cov_model_run_with(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
-                              cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
-                              void *user);
+COV_API cov_status cov_model_run_with(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                                      cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
+                                      void *user);
 
 /* One layer group's work, for cost estimates (exploration studies): MACs,
  * and the elements it reads and writes across its boundary. */
@@ -125,7 +126,7 @@ typedef struct cov_model_group_info {
   int64_t const_elems; /* constants (weights, bias) read */
   int64_t out_elems;   /* values the group produces that others (or outputs) read */
 } cov_model_group_info;
-cov_status cov_model_group_get_info(const cov_model *model, size_t i, cov_model_group_info *out);
+COV_API cov_status cov_model_group_get_info(const cov_model *model, size_t i, cov_model_group_info *out);
 
 /* ---- a group's codelet calls (appended) --------------------------------
  * What a backend needs to compile one compute layer group as a single layer
@@ -170,23 +171,23 @@ typedef struct cov_model_group_call {
 /* Describes group i with the shapes known at load time (every input of the
  * group must have a static shape). The description refers to the model's
  * constants: free it before the model. */
-cov_status cov_model_group_describe(const cov_model *model, size_t i, cov_model_group **out);
-void cov_model_group_free(cov_model_group *grp);
-size_t cov_model_group_index(const cov_model_group *grp);
+COV_API cov_status cov_model_group_describe(const cov_model *model, size_t i, cov_model_group **out);
+COV_API void cov_model_group_free(cov_model_group *grp);
+COV_API size_t cov_model_group_index(const cov_model_group *grp);
 /* The name of its first node, and its kind ("conv+bias+relu+maxpool"). */
-const char *cov_model_group_name(const cov_model_group *grp);
-const char *cov_model_group_kind(const cov_model_group *grp);
-size_t cov_model_group_num_calls(const cov_model_group *grp);
-const cov_model_group_call *cov_model_group_call_at(const cov_model_group *grp, size_t c);
+COV_API const char *cov_model_group_name(const cov_model_group *grp);
+COV_API const char *cov_model_group_kind(const cov_model_group *grp);
+COV_API size_t cov_model_group_num_calls(const cov_model_group *grp);
+COV_API const cov_model_group_call *cov_model_group_call_at(const cov_model_group *grp, size_t c);
 /* The group's inputs from outside it (what EXTERNAL args index), in order of
  * first use: the model value's name and its dtype and shape (data NULL). */
-size_t cov_model_group_num_inputs(const cov_model_group *grp);
-const char *cov_model_group_input(const cov_model_group *grp, size_t k, cov_tensor *shape_only);
+COV_API size_t cov_model_group_num_inputs(const cov_model_group *grp);
+COV_API const char *cov_model_group_input(const cov_model_group *grp, size_t k, cov_tensor *shape_only);
 /* The one result read outside the group (the last call's result, which may
  * be reshaped: a 1-D conv's [N, C, 1, W] is the value's [N, C, W]). */
-const char *cov_model_group_output(const cov_model_group *grp, cov_tensor *shape_only);
+COV_API const char *cov_model_group_output(const cov_model_group *grp, cov_tensor *shape_only);
 /* The group containing the node called `name`; -1 when there is none. */
-int cov_model_find_node_group(const cov_model *model, const char *name);
+COV_API int cov_model_find_node_group(const cov_model *model, const char *name);
 
 /* ---- group-level backend hook (appended) -------------------------------
  * cov_model_run_groups offers each compute group to `group` first, in
@@ -210,9 +211,9 @@ typedef struct cov_model_group_offer {
 } cov_model_group_offer;
 typedef cov_status (*cov_model_group_fn)(void *user, const cov_model_group_offer *offer,
                                          cov_tensor *out, size_t n_out, int *handled);
-cov_status cov_model_run_groups(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
-                                cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
-                                cov_model_call_fn call, void *user);
+COV_API cov_status cov_model_run_groups(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                                        cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                                        cov_model_call_fn call, void *user);
 
 #ifdef __cplusplus
 }

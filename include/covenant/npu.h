@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "covenant/api.h"
 #include "covenant/acg.h"
 #include "covenant/status.h"
 #include "covenant/tensor.h"
@@ -26,27 +27,27 @@ typedef struct cov_npu_stats cov_npu_stats;
 
 /* Decodes a program; errors name the byte offset, instruction and field.
  * `name` labels diagnostics (a file name). */
-cov_status cov_npu_program_decode(const void *data, size_t size, const char *name,
-                                  cov_npu_program **out);
-cov_status cov_npu_program_load(const char *path, cov_npu_program **out);
-cov_status cov_npu_program_save(const cov_npu_program *p, const char *path);
-void cov_npu_program_free(cov_npu_program *p);
+COV_API cov_status cov_npu_program_decode(const void *data, size_t size, const char *name,
+                                          cov_npu_program **out);
+COV_API cov_status cov_npu_program_load(const char *path, cov_npu_program **out);
+COV_API cov_status cov_npu_program_save(const cov_npu_program *p, const char *path);
+COV_API void cov_npu_program_free(cov_npu_program *p);
 /* Human-readable listing: header, tensors, one line per instruction. With an
  * ACG, buffers and units are printed by name. */
-cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out);
+COV_API cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out);
 /* Checks the program against the ACG (digest, fields, loop nesting, every
  * address it will touch) without running it. */
-cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg);
-const char *cov_npu_program_acg_name(const cov_npu_program *p);
-int cov_npu_program_tensor_count(const cov_npu_program *p);
+COV_API cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg);
+COV_API const char *cov_npu_program_acg_name(const cov_npu_program *p);
+COV_API int cov_npu_program_tensor_count(const cov_npu_program *p);
 /* Name, role ("input", "output", "weight", "scratch"), dtype and shape of
  * tensor i; shape must hold COV_MAX_RANK values. Returns the rank. */
-int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name,
-                           const char **role, cov_dtype *dtype, int64_t *shape);
+COV_API int cov_npu_program_tensor(const cov_npu_program *p, int i, const char **name,
+                                   const char **role, cov_dtype *dtype, int64_t *shape);
 
 /* True when the program's initial DRAM contents (segments) cover tensor i
  * entirely (weights compiled into the program). */
-int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
+COV_API int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
 
 /* Code generation: a schedule from cov_map (covenant/mapper.h) to a
  * program for the schedule's ACG. The program's DRAM tensors are named in0,
@@ -54,37 +55,37 @@ int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
  * when the schedule narrows; cov_npu_sim_write converts f32 data) and out
  * (f32). COV_UNSUPPORTED names what the code generator cannot yet lower. */
 typedef struct cov_schedule cov_schedule;
-cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
+COV_API cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
 
 /* The simulator keeps a pointer to acg, which must outlive it. */
-cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
-void cov_npu_sim_free(cov_npu_sim *sim);
+COV_API cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
+COV_API void cov_npu_sim_free(cov_npu_sim *sim);
 /* Verifies p, (re)allocates DRAM and on-chip memories, zeroes them and writes
  * the program's initial DRAM contents. p must outlive the runs. */
-cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p);
+COV_API cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p);
 /* Copies a tensor into / out of the DRAM image by its name in the program;
  * dtype and shape must match the program's tensor table. */
-cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *t);
-cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out);
+COV_API cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tensor *t);
+COV_API cov_status cov_npu_sim_read(cov_npu_sim *sim, const char *name, cov_tensor *out);
 /* Runs the loaded program. trace: NULL or a stream for a Chrome/Perfetto
  * trace (JSON, one track per unit). *out_stats is owned by the caller. */
-cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_stats);
+COV_API cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_stats);
 
-void cov_npu_stats_free(cov_npu_stats *s);
-uint64_t cov_npu_stats_cycles(const cov_npu_stats *s);
-uint64_t cov_npu_stats_macs(const cov_npu_stats *s);
+COV_API void cov_npu_stats_free(cov_npu_stats *s);
+COV_API uint64_t cov_npu_stats_cycles(const cov_npu_stats *s);
+COV_API uint64_t cov_npu_stats_macs(const cov_npu_stats *s);
 /* MACs / (cycles x the array's peak MACs per cycle). */
-double cov_npu_stats_array_utilization(const cov_npu_stats *s);
+COV_API double cov_npu_stats_array_utilization(const cov_npu_stats *s);
 /* Busy cycles / total cycles of the unit named (an ACG compute node, or
  * "dma:FROM->TO"); -1 when no such unit ran. */
-double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit);
+COV_API double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit);
 /* Bytes read plus written at a storage node; 0 for an unknown name. */
-uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char *storage);
+COV_API uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char *storage);
 /* Stall cycles summed over units, by cause: "dependency", "bank", "bandwidth". */
-uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
+COV_API uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
 /* Table: cycles, time, per-unit instructions/busy/utilisation/stalls, bytes
  * per storage level. */
-void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
+COV_API void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
 
 /* ---- traces of several programs ----
  * One Chrome/Perfetto trace for programs run one after another (a whole
@@ -94,17 +95,17 @@ void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
  * on the CPU in between. begin writes the opening to f; end writes the
  * closing (f stays the caller's to close) and frees the trace. */
 typedef struct cov_npu_trace cov_npu_trace;
-cov_status cov_npu_trace_begin(FILE *f, const cov_acg *acg, cov_npu_trace **out);
+COV_API cov_status cov_npu_trace_begin(FILE *f, const cov_acg *acg, cov_npu_trace **out);
 /* cov_npu_sim_run, traced into t under `label`. */
-cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char *label,
-                                  cov_npu_stats **out_stats);
-void cov_npu_trace_note(cov_npu_trace *t, const char *label);
-cov_status cov_npu_trace_end(cov_npu_trace *t);
+COV_API cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char *label,
+                                          cov_npu_stats **out_stats);
+COV_API void cov_npu_trace_note(cov_npu_trace *t, const char *label);
+COV_API cov_status cov_npu_trace_end(cov_npu_trace *t);
 
 /* Gives tensor `name` of the program initial contents (weights compiled into
  * it), converted like cov_npu_sim_write (f32 data into an f16 tensor
  * rounds); cov_npu_program_tensor_has_data then says so. */
-cov_status cov_npu_program_set_data(cov_npu_program *p, const char *name, const cov_tensor *t);
+COV_API cov_status cov_npu_program_set_data(cov_npu_program *p, const char *name, const cov_tensor *t);
 
 /* ---- whole models ----
  * Runs an ONNX model (covenant/model.h) on the NPU the ACG describes. Each
@@ -121,24 +122,24 @@ typedef struct cov_npu_run_options {
   int per_call;         /* do not fuse: every call its own program (comparisons) */
   cov_npu_trace *trace; /* NULL, or a trace every program run is added to */
 } cov_npu_run_options;
-cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
-                             size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
-                             cov_npu_report **out_report);
+COV_API cov_status cov_npu_run_model(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs,
+                                     size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
+                                     cov_npu_report **out_report);
 /* The same with options (NULL: the defaults of cov_npu_run_model). */
-cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
-                                  const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
-                                  size_t n_outputs, const cov_npu_run_options *opts,
-                                  cov_npu_report **out_report);
+COV_API cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
+                                          const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                          size_t n_outputs, const cov_npu_run_options *opts,
+                                          cov_npu_report **out_report);
 /* One row per fused group, per call of a group run call by call, per call
  * on the CPU: group, node, codelets, simulated and predicted cycles, array
  * and SIMD utilisation, DRAM and on-chip bytes, where it ran (and why not
  * fused); then totals. */
-void cov_npu_report_print(const cov_npu_report *r, FILE *out);
-uint64_t cov_npu_report_cycles(const cov_npu_report *r);
-int cov_npu_report_cpu_calls(const cov_npu_report *r);
+COV_API void cov_npu_report_print(const cov_npu_report *r, FILE *out);
+COV_API uint64_t cov_npu_report_cycles(const cov_npu_report *r);
+COV_API int cov_npu_report_cpu_calls(const cov_npu_report *r);
 /* Rows that are a whole group fused into one program. */
-int cov_npu_report_fused_groups(const cov_npu_report *r);
-void cov_npu_report_free(cov_npu_report *r);
+COV_API int cov_npu_report_fused_groups(const cov_npu_report *r);
+COV_API void cov_npu_report_free(cov_npu_report *r);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "covenant/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,11 +45,11 @@ typedef struct cov_loc {
 typedef struct cov_status_rec *cov_status;
 
 /* Builds a status. Prefer the cov_error() macro, which records the call site. */
-cov_status cov_status_make_(cov_code code, const cov_loc *where, const char *src_file,
-                            int src_line, const char *fmt, ...)
+COV_API cov_status cov_status_make_(cov_code code, const cov_loc *where, const char *src_file,
+                                    int src_line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-cov_status cov_status_makev_(cov_code code, const cov_loc *where, const char *src_file,
-                             int src_line, const char *fmt, va_list ap);
+COV_API cov_status cov_status_makev_(cov_code code, const cov_loc *where, const char *src_file,
+                                     int src_line, const char *fmt, va_list ap);
 
 #define cov_error(code, where, ...) \
   cov_status_make_((code), (where), __FILE__, __LINE__, __VA_ARGS__)
@@ -59,25 +61,25 @@ cov_status cov_status_makev_(cov_code code, const cov_loc *where, const char *sr
   } while (0)
 
 /* Appends `more` to the end of the chain `list`; either may be NULL. */
-cov_status cov_status_join(cov_status list, cov_status more);
+COV_API cov_status cov_status_join(cov_status list, cov_status more);
 /* Prefixes every message in the chain with context ("while loading x: ").*/
-cov_status cov_status_annotate(cov_status st, const char *fmt, ...)
+COV_API cov_status cov_status_annotate(cov_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-cov_code cov_status_code(cov_status st);
-const char *cov_status_message(cov_status st);
-cov_loc cov_status_loc(cov_status st);
-cov_status cov_status_next(cov_status st);
-size_t cov_status_count(cov_status st);
-const char *cov_code_name(cov_code code);
+COV_API cov_code cov_status_code(cov_status st);
+COV_API const char *cov_status_message(cov_status st);
+COV_API cov_loc cov_status_loc(cov_status st);
+COV_API cov_status cov_status_next(cov_status st);
+COV_API size_t cov_status_count(cov_status st);
+COV_API const char *cov_code_name(cov_code code);
 
 /* Prints each diagnostic of the chain as "file:line:col: error: path: message".
  * With `with_source`, appends covenant's own source location (for bug reports). */
-void cov_status_print(FILE *out, cov_status st, int with_source);
+COV_API void cov_status_print(FILE *out, cov_status st, int with_source);
 /* Formats the first diagnostic into buf (always NUL-terminated). */
-void cov_status_format(cov_status st, char *buf, size_t size);
+COV_API void cov_status_format(cov_status st, char *buf, size_t size);
 
-void cov_status_free(cov_status st);
+COV_API void cov_status_free(cov_status st);
 
 #ifdef __cplusplus
 }

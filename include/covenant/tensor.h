@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "covenant/api.h"
 #include "covenant/status.h"
 #include "covenant/types.h"
 
@@ -30,23 +31,23 @@ typedef struct cov_tensor {
 
 /* Element count; 0 for a rank-0 tensor that has no data yet is never
  * returned: rank 0 means one element. Returns -1 on overflow. */
-int64_t cov_tensor_numel(const cov_tensor *t);
+COV_API int64_t cov_tensor_numel(const cov_tensor *t);
 /* Allocates zeroed data for the given shape, checking products for overflow
  * and the COV_TENSOR_MAX_BYTES limit. */
-cov_status cov_tensor_alloc(cov_tensor *t, cov_dtype dtype, int rank, const int64_t *shape);
-void cov_tensor_release(cov_tensor *t);
+COV_API cov_status cov_tensor_alloc(cov_tensor *t, cov_dtype dtype, int rank, const int64_t *shape);
+COV_API void cov_tensor_release(cov_tensor *t);
 
 /* .npy (format versions 1.0 to 3.0, little-endian, C order; dtypes
  * <f4 <f2 <i1 |u1 <i4 <i8 |b1, and bf16 written as <u2 with a note in the
  * header's description). Errors name the file and what was expected. */
-cov_status cov_npy_read(const char *path, cov_tensor *out);
-cov_status cov_npy_write(const char *path, const cov_tensor *t);
+COV_API cov_status cov_npy_read(const char *path, cov_tensor *out);
+COV_API cov_status cov_npy_write(const char *path, const cov_tensor *t);
 
 /* Scalar conversions for the 16-bit float formats (round to nearest even). */
-float cov_f16_to_f32(uint16_t h);
-uint16_t cov_f32_to_f16(float f);
-float cov_bf16_to_f32(uint16_t h);
-uint16_t cov_f32_to_bf16(float f);
+COV_API float cov_f16_to_f32(uint16_t h);
+COV_API uint16_t cov_f32_to_f16(float f);
+COV_API float cov_bf16_to_f32(uint16_t h);
+COV_API uint16_t cov_f32_to_bf16(float f);
 
 #ifdef __cplusplus
 }

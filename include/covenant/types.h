@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "covenant/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -16,15 +18,15 @@ typedef enum cov_dtype {
 } cov_dtype;
 
 /* "f32" -> COV_F32; COV_DTYPE_INVALID for an unknown name. */
-cov_dtype cov_dtype_from_name(const char *name);
-const char *cov_dtype_name(cov_dtype t);
-size_t cov_dtype_size(cov_dtype t);
-bool cov_dtype_is_float(cov_dtype t);
+COV_API cov_dtype cov_dtype_from_name(const char *name);
+COV_API const char *cov_dtype_name(cov_dtype t);
+COV_API size_t cov_dtype_size(cov_dtype t);
+COV_API bool cov_dtype_is_float(cov_dtype t);
 /* Bits of precision a value of this type carries (mantissa+1 for floats,
  * value bits for integers); used to check that accumulators do not narrow. */
-int cov_dtype_precision_bits(cov_dtype t);
+COV_API int cov_dtype_precision_bits(cov_dtype t);
 /* A comma-separated list of every valid name, for error messages. */
-const char *cov_dtype_names(void);
+COV_API const char *cov_dtype_names(void);
 
 #ifdef __cplusplus
 }

@@ -64,23 +64,23 @@ static void test_json_pos(void) {
   cov_arena *a = cov_arena_create();
   const char *text = "{\n  \"a\": [1, {\"b c\": true}],\n  \"\\u00e9t\\u00e9\": \"x\",\n  \"q\\\"\": 2\n}";
   cov_jpos idx;
-  cov_jpos_build(&idx, text, strlen(text), a);
-  const cov_jpos_entry *e = cov_jpos_find(&idx, "$.a[1][\"b c\"]");
+  common_jpos_build(&idx, text, strlen(text), a);
+  const cov_jpos_entry *e = common_jpos_find(&idx, "$.a[1][\"b c\"]");
   CHECK(e && e->line == 2 && e->col == 20 && e->key_line == 2 && e->key_col == 13);
-  e = cov_jpos_find(&idx, "$.a[1]");
+  e = common_jpos_find(&idx, "$.a[1]");
   CHECK(e && e->line == 2 && e->col == 12 && e->key_line == 0);
-  e = cov_jpos_find(&idx, "$.a[0]");
+  e = common_jpos_find(&idx, "$.a[0]");
   CHECK(e && e->line == 2 && e->col == 9);
-  e = cov_jpos_find(&idx, "$[\"\xc3\xa9t\xc3\xa9\"]");
+  e = common_jpos_find(&idx, "$[\"\xc3\xa9t\xc3\xa9\"]");
   CHECK(e && e->line == 3 && e->col == 20 && e->key_col == 3);
-  e = cov_jpos_find(&idx, "$[\"q\\\"\"]");
+  e = common_jpos_find(&idx, "$[\"q\\\"\"]");
   CHECK(e && e->line == 4 && e->col == 10);
-  CHECK(cov_jpos_find(&idx, "$.missing") == NULL);
+  CHECK(common_jpos_find(&idx, "$.missing") == NULL);
   /* malformed text: keeps what it saw, never crashes */
   cov_jpos bad;
-  cov_jpos_build(&bad, "{\"a\": [1, 2", 11, a);
-  CHECK(cov_jpos_find(&bad, "$.a[1]") != NULL);
-  cov_jpos_build(&bad, "", 0, a);
+  common_jpos_build(&bad, "{\"a\": [1, 2", 11, a);
+  CHECK(common_jpos_find(&bad, "$.a[1]") != NULL);
+  common_jpos_build(&bad, "", 0, a);
   CHECK(bad.count == 0);
   cov_arena_destroy(a);
 }
@@ -89,11 +89,11 @@ static void test_tables(void) {
   CHECK(cov_dtype_from_name("bf16") == COV_BF16);
   CHECK(cov_dtype_from_name("fp16") == COV_DTYPE_INVALID);
   CHECK(cov_dtype_size(COV_F16) == 2);
-  CHECK(cov_op_from_name("mac") == COV_OP_MAC);
-  CHECK(cov_op_arity(COV_OP_SELECT) == 3);
-  CHECK(cov_op_from_name("nope") == COV_OP_INVALID);
+  CHECK(common_op_from_name("mac") == COV_OP_MAC);
+  CHECK(common_op_arity(COV_OP_SELECT) == 3);
+  CHECK(common_op_from_name("nope") == COV_OP_INVALID);
   /* every op in the table is listed in the names used by error messages */
-  for (int i = 1; i < COV_OP_COUNT; i++) CHECK(strstr(cov_op_names(), cov_op_name((cov_op)i)));
+  for (int i = 1; i < COV_OP_COUNT; i++) CHECK(strstr(common_op_names(), common_op_name((cov_op)i)));
 }
 
 int main(void) {

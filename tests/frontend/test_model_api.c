@@ -141,7 +141,7 @@ static void test_concurrent_runs(void) {
 static void test_load_buffer(void) {
   char *data = NULL;
   size_t size = 0;
-  CHECK(cov_read_file(g_model, 1 << 20, &data, &size) == NULL);
+  CHECK(common_read_file(g_model, 1 << 20, &data, &size) == NULL);
   cov_model *m = NULL;
   cov_status st = cov_model_load_buffer(data, size, "mem.onnx", NULL, NULL, &m);
   CHECK(st == NULL && m);

@@ -21,6 +21,7 @@
 
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_ref.h"
+#include "backends/registry/backend_registry.h"
 
 static int failures, checks;
 #define CHECK(cond, ...)                         \
@@ -370,7 +371,7 @@ static void test_emulation(const char *target) {
   int n_nhwc = 0, n_softmax = 0, n_pool = 0, n_pool_order = 0;
   for (int pass = 0; pass < 2; pass++) {
     gpu_target t;
-    cov_status st = gpu_target_open(target, pass ? COV_F32 : COV_F16, &t);
+    cov_status st = gpu_target_open(backend_gpu_vendors(), target, pass ? COV_F32 : COV_F16, &t);
     CHECK(!st, "cannot open %s", target);
     if (st) {
       cov_status_free(st);
@@ -431,7 +432,7 @@ static void test_suite_plans(const char *target) {
   cov_dtype dts[3] = {COV_F16, COV_BF16, COV_F32};
   for (int d = 0; d < 3; d++) {
     gpu_target t;
-    cov_status st = gpu_target_open(target, dts[d], &t);
+    cov_status st = gpu_target_open(backend_gpu_vendors(), target, dts[d], &t);
     CHECK(!st, "cannot open %s", target);
     if (st) {
       cov_status_free(st);
@@ -520,7 +521,7 @@ static int refused(cov_status st) {
 
 static void test_wgmma_plans(void) {
   gpu_target nv, amd;
-  cov_status st = gpu_target_open("nvptx-sm90", COV_F16, &nv);
+  cov_status st = gpu_target_open(backend_gpu_vendors(), "nvptx-sm90", COV_F16, &nv);
   CHECK(!st, "cannot open nvptx-sm90");
   if (st) {
     cov_status_free(st);
@@ -565,7 +566,7 @@ static void test_wgmma_plans(void) {
     CHECK(refused(gpu_plan_check(&p, &no)), "matmul %d: refused without warpgroup MMA", i);
   }
   gpu_target_close(&nv);
-  st = gpu_target_open("amdgpu-gfx942", COV_F16, &amd);
+  st = gpu_target_open(backend_gpu_vendors(), "amdgpu-gfx942", COV_F16, &amd);
   CHECK(!st, "cannot open amdgpu-gfx942");
   if (st) {
     cov_status_free(st);

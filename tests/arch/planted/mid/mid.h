@@ -1,0 +1,2 @@
+/* mid/mid.h: exported, includes its dependency's exported header */
+#include "base/base.h"
