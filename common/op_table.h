@@ -30,4 +30,10 @@ const char *common_op_names(void);
  * schedule interpreter and the NPU simulator cannot drift apart. */
 float common_op_eval_f32(cov_op op, float a, float b);
 
+/* Round half to even (ONNX Round, numpy's round), independent of the
+ * floating-point environment's rounding mode. */
+double cov_round_even(double a);
+/* a mod b with the sign of b (Python's %, ONNX Mod with fmod=0). */
+double cov_mod_floor(double a, double b);
+
 #endif
