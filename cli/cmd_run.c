@@ -87,10 +87,6 @@ typedef struct run_opts {
   int n_in, n_out, n_expect;
 } run_opts;
 
-static const char *const k_run_options[] = {"target", "seed", "tolerance", "input", "output",
-                                            "expect", "print-values", "trace", "per-call",
-                                            "help", NULL};
-
 /* Fills o from argv; returns -1 to go on, else the exit code. */
 static int run_parse(int argc, char **argv, run_opts *o) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
@@ -133,7 +129,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'R': o->trace = optarg; break;
       case 'P': o->per_call = 1; break;
       case 'h': run_help(stdout); return CLI_EXIT_OK;
-      default: return cli_bad_option("run", argv, "t:i:o:e:ph", k_run_options);
+      default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
   }
   if (argc - optind != 1)

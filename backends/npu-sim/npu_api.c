@@ -60,6 +60,55 @@ cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
   return npu_codegen(map_schedule_of(s), out);
 }
 
+/* Simulated cycles of the program the schedule compiles to. */
+static cov_status sim_cycles(const cov_schedule *s, const cov_acg *acg, uint64_t *cycles) {
+  cov_npu_program *prog = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  cov_status st = cov_npu_compile(s, &prog);
+  if (!st) st = cov_npu_sim_create(acg, &sim);
+  if (!st) st = cov_npu_sim_load(sim, prog);
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  if (!st) *cycles = cov_npu_stats_cycles(stats);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(prog);
+  return st;
+}
+
+cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *acg, double max_ops,
+                                        int *chosen) {
+  if (chosen) *chosen = -1;
+  if (!s || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  int n = cov_schedule_num_alternatives(s);
+  if (n == 0 || cov_schedule_ops(s) > max_ops) return NULL;
+  uint64_t best = 0;
+  COV_RETURN_IF_ERROR(sim_cycles(s, acg, &best));
+  int pick = -1;
+  for (int i = 0; i < n; i++) {
+    /* alternative i sits in s->alts[i]; compile it by swapping it in */
+    COV_RETURN_IF_ERROR(cov_schedule_select_alternative(s, i));
+    uint64_t c = 0;
+    cov_status st = sim_cycles(s, acg, &c);
+    cov_status back = cov_schedule_select_alternative(s, i);
+    if (back) {
+      cov_status_free(st);
+      return back;
+    }
+    if (st) { /* an alternative the code generator cannot take is not a candidate */
+      cov_status_free(st);
+      continue;
+    }
+    if (c < best) {
+      best = c;
+      pick = i;
+    }
+  }
+  if (pick >= 0) COV_RETURN_IF_ERROR(cov_schedule_select_alternative(s, pick));
+  if (chosen) *chosen = pick;
+  return NULL;
+}
+
 cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out) {
   return npu_disasm(p, acg, out);
 }

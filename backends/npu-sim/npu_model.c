@@ -71,6 +71,7 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   cov_npu_stats *stats = NULL;
   double t0 = now_s();
   cov_status st = cov_map(layer, h->acg, NULL, &sched);
+  if (!st) st = cov_npu_select_by_simulation(sched, h->acg, COV_NPU_SELECT_MAX_OPS, NULL);
   if (!st) st = cov_npu_compile(sched, &prog);
   double t1 = now_s();
   npu_report_add_time(h->rep, t1 - t0, 0);
