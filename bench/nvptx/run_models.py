@@ -108,11 +108,12 @@ class TorchGraph:
     in the first (eager) run and reused, so the captured run holds only the
     model's kernels."""
 
-    def __init__(self, model, torch):
+    def __init__(self, model, torch, device="cuda", half=True):
         from onnx import numpy_helper
         self.t = torch
         self.model = model
-        self.dev = torch.device("cuda")
+        self.dev = torch.device(device)
+        self.ft = torch.float16 if half else torch.float32
         self.static = {}
         for i in model.graph.initializer:
             self.static[i.name] = self._const(numpy_helper.to_array(i))
@@ -124,13 +125,13 @@ class TorchGraph:
     def _const(self, a):
         t = self.t
         if a.dtype.kind == "f":
-            return t.from_numpy(np.ascontiguousarray(a)).to(self.dev, t.float16)
+            return t.from_numpy(np.ascontiguousarray(a)).to(self.dev, self.ft)
         return t.from_numpy(np.ascontiguousarray(a))  # ints and bools stay on the CPU (shapes, axes)
 
     def D(self, x):
         """x on the GPU; a CPU value's copy is made once (in the eager runs:
         a capture may not copy from the host) and reused."""
-        if x.device.type == "cuda":
+        if x.device.type == self.dev.type:
             return x
         hit = self.dcache.get(id(x))
         if hit is not None and hit[0] is x:
@@ -169,9 +170,7 @@ class TorchGraph:
             r = None
             if op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Mod"):
                 x, y = ins
-                if x.device.type == "cpu" and y.device.type == "cpu":
-                    pass
-                else:
+                if x.device.type != "cpu" or y.device.type != "cpu":
                     x, y = D(x), D(y)
                 if op == "Add": r = x + y
                 elif op == "Sub": r = x - y
@@ -192,12 +191,12 @@ class TorchGraph:
                 r = t.clamp(ins[0], lo, hi)
             elif op == "Where":
                 c, x, y = ins
-                if any(v.device.type == "cuda" for v in ins):
+                if any(v.device.type != "cpu" for v in ins) or x.is_floating_point():
                     c, x, y = D(c), D(x), D(y)
                 r = t.where(c, x, y)
             elif op == "Cast":
                 to = A("to")
-                dt = {1: t.float16, 10: t.float16, 11: t.float16, 6: t.int32, 7: t.int64, 9: t.bool}[to]
+                dt = {1: self.ft, 10: self.ft, 11: self.ft, 6: t.int32, 7: t.int64, 9: t.bool}[to]
                 r = ins[0].to(dt)
             elif op == "Identity": r = ins[0]
             elif op == "Constant":
@@ -212,8 +211,8 @@ class TorchGraph:
             elif op == "Gather":
                 x, idx = ins
                 axis = A("axis", 0) % max(x.dim(), 1)
-                if x.device.type == "cuda": idx = D(idx)
-                elif idx.device.type == "cuda": x = D(x)
+                if x.device.type != "cpu" or x.is_floating_point(): x, idx = D(x), D(idx)
+                elif idx.device.type != "cpu": x = D(x)
                 idx = t.where(idx < 0, idx + x.shape[axis], idx)
                 r = t.index_select(x, axis, idx.reshape(-1)).reshape(
                     tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
@@ -232,7 +231,7 @@ class TorchGraph:
                         r = r.squeeze(ax)
             elif op == "Concat":
                 xs = ins
-                if any(v.device.type == "cuda" for v in xs):
+                if any(v.device.type != "cpu" or v.is_floating_point() for v in xs):
                     xs = [D(v) for v in xs]
                 r = t.cat(xs, A("axis"))
             elif op == "Slice":
@@ -338,10 +337,14 @@ class TorchGraph:
                     self.static[o] = v
         return [env[o] for o in self.outputs]
 
+    def feeds(self, feeds_np):
+        t = self.t
+        return {k: (t.from_numpy(v).to(self.dev, self.ft) if v.dtype.kind == "f" else t.from_numpy(v).to(self.dev))
+                for k, v in feeds_np.items()}
+
     def time_graph(self, feeds_np, warmup, iters):
         t = self.t
-        feeds = {k: (t.from_numpy(v).to(self.dev, t.float16) if v.dtype.kind == "f" else t.from_numpy(v).to(self.dev))
-                 for k, v in feeds_np.items()}
+        feeds = self.feeds(feeds_np)
         with t.no_grad():
             outs = self.run(feeds)  # eager, records what depends on no input
             self.frozen = True
@@ -434,10 +437,50 @@ def one(opt, name, batch, art_path, cache):
         ms, res, eager = tg.time_graph(dict(zip(names, all_in[0])), opt.warmup, opt.iters)
         want = sess.run([o["name"] for o in manifest["outputs"]], dict(zip(names, all_in[0])))
         row["torch_ms"] = ms
+        row["torch"] = "the ONNX graph as torch calls"
         row["torch_rel_err"] = max(rel_err(g, w) for g, w in zip(res, want))
     except Exception as e:  # the covenant results stand without the anchor
         row["torch_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        if name in TORCHVISION:
+            try:
+                row["torch_ms"] = torchvision_ms(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
+                row["torch"] = "torchvision.models.%s (random weights; not checked)" % name
+                row["torch_rel_err"] = float("nan")
+            except Exception as e2:
+                row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
     return row
+
+
+TORCHVISION = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "efficientnet_b0")
+
+
+def torchvision_ms(name, shape, warmup, iters):
+    """The torchvision module itself (fp16, eval), in a CUDA graph: the
+    fallback anchor where the ONNX graph could not be replayed as torch calls."""
+    import torch
+    import torchvision
+    net = getattr(torchvision.models, name)(weights=None).eval().half().cuda()
+    x = torch.rand(*shape, device="cuda", dtype=torch.float16) * 2 - 1
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                net(x)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            net(x)
+        for _ in range(warmup):
+            g.replay()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            g.replay()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / iters
 
 
 def main():
@@ -474,8 +517,8 @@ def main():
         if "error" in r:
             log("%-20s b%-3d ERROR %s" % (name, int(batch), r["error"]))
         else:
-            tm = ("torch graph %.4f ms (check %.1e)" % (r["torch_ms"], r["torch_rel_err"]) if "torch_ms" in r
-                  else "torch: " + r.get("torch_error", "?"))
+            tm = ("torch graph %.4f ms (%s; vs onnxruntime %.1e)" % (r["torch_ms"], r["torch"], r["torch_rel_err"])
+                  if "torch_ms" in r else "torch: " + r.get("torch_error", "?"))
             log("%-20s b%-3d %s  %d cases, max rel err %.2e  covenant %.4f ms  %s  [%.0f s]" %
                 (name, int(batch), "PASS" if r["passed"] else "FAIL", r["cases"], r["max_rel_err"],
                  r["covenant_ms"] if r["covenant_ms"] is not None else float("nan"), tm, r["seconds"]))

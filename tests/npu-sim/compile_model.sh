@@ -19,7 +19,7 @@ x=$work/convnet_x.npy
 $py -c "import numpy as np; np.save('$x', np.random.default_rng(7).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32))"
 for t in npu-16x16 npu-32x32-os; do
   a1=$work/convnet-$t-a.cvx a2=$work/convnet-$t-b.cvx
-  rm -f "$a1" "$a2"
+  rm -rf "$a1" "$a2"
   "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$a1" >/dev/null || bad "compile $t"
   (cd "$work" && "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$a2" >/dev/null) || bad "recompile $t"
   cmp -s "$a1" "$a2" || bad "$t: recompiling is not byte-identical"
@@ -80,7 +80,7 @@ done
 # A model whose groups cannot all be fused: listed with the reason; the
 # artifact is written but covenant-run refuses it.
 a=$work/mixed.cvx
-rm -f "$a"
+rm -rf "$a"
 "$cov" compile "$work/mixed.onnx" --target npu-16x16 -o "$a" >/dev/null || bad "compile mixed"
 $py - "$src/runtime" "$a" <<'PY' || fail=1
 import sys
