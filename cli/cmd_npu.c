@@ -14,6 +14,16 @@
 #include "covenant/npu.h"
 #include <sys/stat.h>
 
+/* The ACG a program runs on: --target when given (a path or a shipped
+ * name), else the name in the program's header, which is only ever looked
+ * up as a shipped target: a header is input, and must not make covenant
+ * open a path it names (a device, a FIFO, a file of someone else's). */
+static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
+  if (target) return cov_acg_load_target(target, g);
+  cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
+  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+}
+
 static void disasm_help(FILE *out) {
   fprintf(out,
           "usage: covenant disasm PROGRAM [--target T] [-o FILE]\n"
@@ -58,10 +68,12 @@ int cli_cmd_disasm(int argc, char **argv) {
   if (st) return cli_report(st);
   cov_acg *g = NULL;
   if (!raw) {
-    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    st = load_program_acg(p, target, &g);
     if (st) {
       cov_npu_program_free(p);
-      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+      cli_report(st);
+      fprintf(stderr, "hint: pass --target ACG, or --raw to disassemble without an ACG\n");
+      return CLI_EXIT_INPUT;
     }
   }
   FILE *out = cli_open_output(output);
@@ -128,7 +140,7 @@ int cli_cmd_sim(int argc, char **argv) {
   FILE *tf = NULL, *out = NULL;
   int rc = CLI_EXIT_INPUT;
   cov_status st = cov_npu_program_load(path, &p);
-  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  if (!st) st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {

@@ -346,9 +346,36 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
   return st;
 }
 
+static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                     const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                     const cov_dtype *dtypes, size_t n_inputs, cov_layer **out);
+
 cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
                                   const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
                                   size_t n_inputs, cov_layer **out) {
+  return layer_from_codelet(codelet, attrs, n_attrs, shapes, ranks, NULL, n_inputs, out);
+}
+
+cov_status cov_layer_from_call(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                               const cov_tensor *inputs, size_t n_inputs, cov_layer **out) {
+  *out = NULL;
+  if (n_inputs > 4)
+    return cov_error(COV_OUT_OF_RANGE, NULL, "too many inputs for '%s'", codelet);
+  int64_t shapes[4][COV_MAX_RANK];
+  int ranks[4];
+  cov_dtype dt[4];
+  for (size_t i = 0; i < n_inputs; i++) {
+    ranks[i] = inputs[i].rank;
+    dt[i] = inputs[i].dtype;
+    for (int d = 0; d < inputs[i].rank && d < COV_MAX_RANK; d++) shapes[i][d] = inputs[i].shape[d];
+  }
+  return layer_from_codelet(codelet, attrs, n_attrs, (const int64_t(*)[COV_MAX_RANK])shapes, ranks,
+                            dt, n_inputs, out);
+}
+
+static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                     const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                     const cov_dtype *dtypes, size_t n_inputs, cov_layer **out) {
   *out = NULL;
   cov_layer *l;
   COV_RETURN_IF_ERROR(map_layer_new(codelet, &l));
@@ -374,6 +401,7 @@ cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, si
         break;
       }
       set_in(mc, ranks[i], shapes[i]);
+      if (dtypes) mc->in[mc->n_inputs - 1].dtype = dtypes[i];
     }
   }
   if (!st) {
