@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
@@ -118,17 +119,17 @@ static const char *find_target(int argc, char **argv) {
 
 int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
   const char *target = find_target(argc, argv);
-  if (!target || !strcmp(target, "ref")) return 0;
-  cov_acg *acg = NULL;
-  /* A target that does not load is reported by the command itself. */
-  cov_status st = cov_acg_load_target(target, &acg);
+  if (!target) return 0;
+  backend_target t;
+  /* A target that does not open is reported by the command itself. */
+  cov_status st = backend_target_open(target, &t);
   if (st) {
     cov_status_free(st);
     return 0;
   }
-  const char *be = cov_acg_backend(acg);
-  int gpu = be && (!strcmp(be, "amdgpu") || !strcmp(be, "nvptx"));
-  cov_acg_free(acg);
+  /* the registry says which command group serves the target's backend */
+  int gpu = t.backend->command && !strcmp(t.backend->command, "gpu");
+  backend_target_close(&t);
   if (!gpu) return 0;
   /* covenant <sub> ARGS... becomes covenant gpu <sub> ARGS... */
   char **av = calloc((size_t)argc + 2, sizeof *av);

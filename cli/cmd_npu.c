@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
 #include "covenant/mapper.h"
@@ -267,7 +268,7 @@ static void compile_help(FILE *out) {
           "and run it with 'covenant sim'.\n"
           "\n"
           "options:\n"
-          "  -t, --target T    NPU target (default npu-16x16)\n"
+          "  -t, --target T    NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -o, --output DIR  output directory (created)\n"
           "      --scale N     divide the layer's sizes by N (default 1)\n"
           "      --suite FILE  layer suite file\n"
@@ -283,7 +284,7 @@ int cli_cmd_compile(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *dir = NULL, *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *dir = NULL, *suite = NULL;
   long long scale = 1;
   optind = 1;
   opterr = 0;
@@ -370,7 +371,7 @@ static void verify_help(FILE *out) {
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
           "options:\n"
-          "  -t, --target T      NPU target (default npu-16x16)\n"
+          "  -t, --target T      NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -n, --iterations N  random inputs per layer (default 1000)\n"
           "      --scale N       divide the layers' sizes by N (default 1)\n"
           "      --seed N        first seed (default 1)\n"
@@ -471,7 +472,7 @@ int cli_cmd_verify(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *suite = NULL;
   long long iters = 1000, scale = 1, seed = 1;
   double tol = 1e-3;
   optind = 1;
