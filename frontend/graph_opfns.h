@@ -57,5 +57,7 @@ GRAPH_DECLARE_COMPUTE(sum);
 /* graph_reduce.c */
 GRAPH_DECLARE_COMPUTE(reduce);
 GRAPH_DECLARE_COMPUTE(argmax);
+/* graph_resize.c */
+GRAPH_DECLARE_COMPUTE(resize);
 
 #endif

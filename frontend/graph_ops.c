@@ -97,6 +97,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("ReduceSumSquare", reduce, 1, 2, 1, 1, V(1, 11, 13, 18)),
     COMPUTE("Relu", unary, 1, 1, 1, 1, V(1, 6, 13, 14)),
     LAYOUT("Reshape", reshape, 2, 2, 1, 1, V(1, 5, 13, 14, 19, 21)),
+    COMPUTE("Resize", resize, 1, 4, 1, 1, V(10, 11, 13, 18, 19)),
     COMPUTE("Round", unary_ext, 1, 1, 1, 1, V(11)),
     COMPUTE("Selu", unary_ext, 1, 1, 1, 1, V(1, 6)),
     LAYOUT("Shape", shape, 1, 1, 1, 1, V(1, 13, 15, 19, 21)),
@@ -119,6 +120,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("ThresholdedRelu", unary_ext, 1, 1, 1, 1, V(10)),
     LAYOUT("Transpose", transpose, 1, 1, 1, 1, V(1, 13, 21)),
     LAYOUT("Unsqueeze", unsqueeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
+    COMPUTE("Upsample", resize, 1, 2, 1, 1, V(7, 9)),
     COMPUTE("Where", where, 3, 3, 1, 1, V(9, 16)),
     COMPUTE("Xor", binary_ext, 2, 2, 1, 1, V(1, 7)),
 };
