@@ -28,6 +28,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * returns 2. */
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out);
 int cli_parse_tolerance(const char *cmd, const char *arg, double *out);
+/* The name in names[0..n) (NULL-terminated when n < 0) closest to s by
+ * edit distance, when near enough to be a likely typo; else NULL. */
+const char *cli_closest(const char *s, const char *const *names, int n);
+/* The usage error for getopt_long's '?' (opterr = 0): which option is
+ * unknown (with the closest of long_names, a NULL-terminated list), or which
+ * lacks its argument (shorts: the short option string). Returns 2. */
+int cli_bad_option(const char *cmd, char **argv, const char *shorts,
+                   const char *const *long_names);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
 /* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <getopt.h>
+
 #include "cli/cli.h"
+#include "common/edit_distance.h"
 #include "covenant/acg.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -16,6 +19,43 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   fprintf(stderr, "\nTry 'covenant %s --help' for more information.\n", cmd);
   va_end(ap);
   return CLI_EXIT_USAGE;
+}
+
+const char *cli_closest(const char *s, const char *const *names, int n) {
+  const char *best = NULL;
+  size_t best_d = COV_EDIT_FAR, len = strlen(s);
+  for (int i = 0; n < 0 ? names[i] != NULL : i < n; i++) {
+    size_t d = common_edit_distance(s, names[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  /* A typo changes a few letters of a name, not most of them. */
+  if (!best || best_d == 0 || best_d >= len || (best_d > 2 && 3 * best_d > len)) return NULL;
+  return best;
+}
+
+int cli_bad_option(const char *cmd, char **argv, const char *shorts,
+                   const char *const *long_names) {
+  const char *arg = optind > 0 ? argv[optind - 1] : "";
+  if (strncmp(arg, "--", 2) == 0) {
+    char name[64];
+    size_t n = strcspn(arg + 2, "=");
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg + 2);
+    for (int i = 0; long_names[i]; i++)
+      if (strcmp(long_names[i], name) == 0)
+        return cli_usage_error(cmd, "option '--%s' needs an argument", name);
+    const char *near = cli_closest(name, long_names, -1);
+    if (near) return cli_usage_error(cmd, "unknown option '--%s'; did you mean '--%s'?", name, near);
+    return cli_usage_error(cmd, "unknown option '--%s'", name);
+  }
+  if (optopt > 0 && optopt < 128) {
+    const char *p = strchr(shorts, optopt);
+    if (p && p[1] == ':') return cli_usage_error(cmd, "option '-%c' needs an argument", optopt);
+    return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  }
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 int cli_report(cov_status st) {

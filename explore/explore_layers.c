@@ -87,7 +87,7 @@ static cov_status suite_layer(cov_arena *a, const char *file, const json_t *o, e
       l->out_elems = N * C * P * Q;
     }
   } else if (strcmp(op, "gemm") == 0 || strcmp(op, "batch_matmul") == 0) {
-    double B, M, N, K;
+    double B = 0, M = 0, N = 0, K = 0; /* set on success (gcc -O3 cannot see it) */
     COV_RETURN_IF_ERROR(dim(file, name, o, "B", 0, 1, &B));
     COV_RETURN_IF_ERROR(dim(file, name, o, "M", 1, 0, &M));
     COV_RETURN_IF_ERROR(dim(file, name, o, "N", 1, 0, &N));

@@ -413,7 +413,7 @@ cov_status graph_infer_gelu(const graph *g, const graph_node *n, graph_value *co
 
 cov_status graph_exec_gelu(graph_exec *x, const graph_node *n, graph_value *const *in,
                            graph_value *const *out) {
-  const char *name;
+  const char *name = NULL; /* set on success (gcc -O3 cannot see it) */
   COV_RETURN_IF_ERROR(gelu_codelet(x->g, n, &name));
   return lower_unary(x, n, name, NULL, 0, in[0], out[0]);
 }

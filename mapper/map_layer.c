@@ -191,7 +191,8 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
   memset(mc, 0, sizeof *mc);
   l->n_calls = 1;
   if (!strcmp(op, "conv2d") || !strcmp(op, "maxpool")) {
-    int64_t N, C, H, W, K = 0, R, S, stride, pad, groups;
+    /* set on success (gcc -O3 cannot see it) */
+    int64_t N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, stride = 0, pad = 0, groups = 0;
     COV_RETURN_IF_ERROR(suite_int(e, "N", 1, &N, loc, l->name));
     COV_RETURN_IF_ERROR(suite_int(e, "C", -1, &C, loc, l->name));
     COV_RETURN_IF_ERROR(suite_int(e, "H", -1, &H, loc, l->name));

@@ -131,14 +131,20 @@ COV_API cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg
                                           size_t n_outputs, const cov_npu_run_options *opts,
                                           cov_npu_report **out_report);
 /* One row per fused group, per call of a group run call by call, per call
- * on the CPU: group, node, codelets, simulated and predicted cycles, array
- * and SIMD utilisation, DRAM and on-chip bytes, where it ran (and why not
- * fused); then totals. */
+ * on the CPU: group, node, codelets, simulated cycles, the mapper's
+ * estimate and its error against the simulation, array and SIMD
+ * utilisation, DRAM and on-chip bytes, where it ran (and why not fused);
+ * then totals and a line on the estimate. Columns are as wide as their
+ * longest entry. Deterministic (no wall times). */
 COV_API void cov_npu_report_print(const cov_npu_report *r, FILE *out);
 COV_API uint64_t cov_npu_report_cycles(const cov_npu_report *r);
 COV_API int cov_npu_report_cpu_calls(const cov_npu_report *r);
 /* Rows that are a whole group fused into one program. */
 COV_API int cov_npu_report_fused_groups(const cov_npu_report *r);
+/* Rows that are one call of a group run call by call on the NPU. */
+COV_API int cov_npu_report_calls(const cov_npu_report *r);
+/* Wall time of the run in seconds: mapping + code generation, simulation. */
+COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 COV_API void cov_npu_report_free(cov_npu_report *r);
 
 #ifdef __cplusplus
