@@ -14,6 +14,16 @@
 #include "covenant/npu.h"
 #include <sys/stat.h>
 
+/* The ACG a program runs on: --target when given (a path or a shipped
+ * name), else the name in the program's header, which is only ever looked
+ * up as a shipped target: a header is input, and must not make covenant
+ * open a path it names (a device, a FIFO, a file of someone else's). */
+static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
+  if (target) return cov_acg_load_target(target, g);
+  cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
+  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+}
+
 static void disasm_help(FILE *out) {
   fprintf(out,
           "usage: covenant disasm PROGRAM [--target T] [-o FILE]\n"
@@ -48,8 +58,7 @@ int cli_cmd_disasm(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': disasm_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("disasm", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -59,10 +68,12 @@ int cli_cmd_disasm(int argc, char **argv) {
   if (st) return cli_report(st);
   cov_acg *g = NULL;
   if (!raw) {
-    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    st = load_program_acg(p, target, &g);
     if (st) {
       cov_npu_program_free(p);
-      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+      cli_report(st);
+      fprintf(stderr, "hint: pass --target ACG, or --raw to disassemble without an ACG\n");
+      return CLI_EXIT_INPUT;
     }
   }
   FILE *out = cli_open_output(output);
@@ -116,7 +127,7 @@ int cli_cmd_sim(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("sim", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -129,7 +140,7 @@ int cli_cmd_sim(int argc, char **argv) {
   FILE *tf = NULL, *out = NULL;
   int rc = CLI_EXIT_INPUT;
   cov_status st = cov_npu_program_load(path, &p);
-  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  if (!st) st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {
@@ -227,6 +238,7 @@ static cov_status job_build(layer_job *j, const char *suite, const char *name, i
                                            &j->layer));
   COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
   COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
+  COV_RETURN_IF_ERROR(cov_npu_select_by_simulation(j->sched, j->acg, COV_NPU_SELECT_MAX_OPS, NULL));
   return cov_npu_compile(j->sched, &j->prog);
 }
 
@@ -286,7 +298,7 @@ int cli_cmd_compile(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': compile_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("compile", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("compile", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
@@ -483,7 +495,7 @@ int cli_cmd_verify(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("verify", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("verify", argv, "t:n:h", opts);
     }
   }
   if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");

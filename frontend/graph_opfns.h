@@ -74,5 +74,11 @@ GRAPH_DECLARE_OP(gather_nd);
 GRAPH_DECLARE_OP(scatter_nd);
 GRAPH_DECLARE_OP(one_hot);
 GRAPH_DECLARE_OP(topk);
+/* graph_quant.c */
+GRAPH_DECLARE_COMPUTE(quantize_linear);
+GRAPH_DECLARE_COMPUTE(dequantize_linear);
+GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
+GRAPH_DECLARE_COMPUTE(qconv);
+GRAPH_DECLARE_COMPUTE(qmatmul);
 
 #endif

@@ -56,6 +56,16 @@ COV_API int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
  * (f32). COV_UNSUPPORTED names what the code generator cannot yet lower. */
 typedef struct cov_schedule cov_schedule;
 COV_API cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
+/* Re-ranks the mapper's candidates by simulating them: when the layer has
+ * at most max_ops operations (cov_schedule_ops), the schedule and its
+ * alternatives are compiled and timed (zero inputs: timing does not depend
+ * on values) and the fastest becomes the schedule (ties keep the cost
+ * model's order). *chosen (may be NULL): -1 when the schedule stayed, else
+ * the alternative that replaced it. Larger layers keep the cost model's
+ * choice. */
+#define COV_NPU_SELECT_MAX_OPS 6.4e7
+COV_API cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *acg,
+                                                double max_ops, int *chosen);
 
 /* The simulator keeps a pointer to acg, which must outlive it. */
 COV_API cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
