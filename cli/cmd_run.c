@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "covenant/model.h"
 #include "covenant/npu.h"
@@ -31,7 +32,7 @@ static void run_help(FILE *out) {
           "                               [--expect [NAME=]FILE]... [--print-values]\n"
           "                               [--trace FILE] [--per-call]\n"
           "\n"
-          "Runs an ONNX model. On an NPU target (default npu-16x16, any ACG with a systolic\n"
+          "Runs an ONNX model. On an NPU target (default " BACKEND_DEFAULT_TARGET ", any ACG with a systolic\n"
           "array) every compute layer group (conv+bias+relu+maxpool, gemm+bias, ...) is\n"
           "mapped as one layer, compiled to one NPU program and run in the cycle simulator,\n"
           "its intermediates kept on chip; a group that cannot be fused runs call by call\n"
@@ -54,7 +55,7 @@ static void run_help(FILE *out) {
           "  covenant run examples/convnet.onnx --target ref -o /tmp/y.npy\n"
           "\n"
           "options:\n"
-          "  -t, --target T            npu-16x16 (default), another NPU ACG, ref, or a GPU\n"
+          "  -t, --target T            " BACKEND_DEFAULT_TARGET " (default), another NPU ACG, ref, or a GPU\n"
           "                            target ('covenant targets' lists them)\n"
           "  -i, --input [NAME=]FILE   an input, from a .npy file or an ONNX TensorProto\n"
           "                            (.pb). Without NAME=, inputs are taken in the\n"
@@ -104,7 +105,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"max-memory", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  *o = (run_opts){.target = "npu-16x16", .seed = 1, .tol = 1e-2};
+  *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
   optind = 1;
   opterr = 0;
   int c;
@@ -142,7 +143,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
   if (argc - optind != 1)
     return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
   o->model = argv[optind];
-  if ((o->trace || o->per_call) && strcmp(o->target, "ref") == 0)
+  if ((o->trace || o->per_call) && strcmp(o->target, BACKEND_REF) == 0)
     return cli_usage_error("run", "--trace and --per-call are for NPU targets, not 'ref'");
   return -1;
 }
@@ -193,7 +194,7 @@ static void run_state_free(run_state *s) {
 
 static cov_status run_load(run_state *s) {
   double t0 = now_s();
-  if (strcmp(s->o->target, "ref") != 0) COV_RETURN_IF_ERROR(cov_acg_load_target(s->o->target, &s->acg));
+  if (strcmp(s->o->target, BACKEND_REF) != 0) COV_RETURN_IF_ERROR(cov_acg_load_target(s->o->target, &s->acg));
   cov_model_options mo = {.max_memory = s->o->max_memory};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
