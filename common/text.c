@@ -13,7 +13,7 @@ static char *escape(const char *s, size_t n, int keep_nl, char *out, size_t size
     if (c == '\n') strcpy(e, keep_nl ? "\n" : "\\n");
     else if (c == '\t') strcpy(e, "\\t");
     else if (c == '\r') strcpy(e, "\\r");
-    else if (c == '\\') strcpy(e, "\\\\");
+    else if (c == '\\' && !keep_nl) strcpy(e, "\\\\");
     else if (c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", c);
     else e[0] = (char)c, e[1] = '\0';
     size_t len = strlen(e);
