@@ -205,7 +205,7 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
     set_attr(mc, "pad_left", pad);
     set_attr(mc, "pad_bottom", pad);
     set_attr(mc, "pad_right", pad);
-  } else {
+  } else if (!strcmp(op, "gemm") || !strcmp(op, "matmul") || !strcmp(op, "batch_matmul")) {
     int64_t B = se.B, M = se.M, N = se.N, K = se.K;
     if (scale > 1) B = shrink(B, scale), M = shrink(M, scale), N = shrink(N, scale), K = shrink(K, scale);
     mc->c = cov_codelet_lib_find(l->lib, op);
@@ -218,6 +218,11 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
       set_in(mc, 2, a);
       set_in(mc, 2, b);
     }
+  } else {
+    return cov_error(COV_UNSUPPORTED, loc,
+                     "layer %s: op '%s' is not one the suite format knows (conv2d, maxpool, gemm, "
+                     "matmul, batch_matmul)",
+                     l->name, op);
   }
   if (!mc->c) return cov_error(COV_NOT_FOUND, loc, "layer %s: codelet for '%s' missing", l->name, op);
   int rank;

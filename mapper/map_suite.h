@@ -29,9 +29,10 @@ typedef struct map_suite_entry {
 
 /* Reads entry `e` (a member of "layers", located by `loc`: the file and its
  * JSON path). Strings point into `e`. Errors name the layer and the field:
- * a missing or non-integer field (integers in [0, 2^24]), an unknown op, a
+ * a missing or non-integer field (integers in [0, 2^24]), a missing op, a
  * "post" that is not an array of at most MAP_SUITE_MAX_POST strings,
- * dilation on anything but a conv2d. */
+ * dilation on anything but a conv2d. An op other than those above reads
+ * no fields: its reader refuses it with the ops it builds. */
 cov_status map_suite_entry_read(const json_t *e, const cov_loc *loc, map_suite_entry *out);
 
 /* The output rows (cols) of a window of r taps, dilated, over h inputs:
