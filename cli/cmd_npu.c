@@ -18,6 +18,10 @@
 /* A compile manifest (DIR/manifest.json) passed where a program is wanted:
  * the programs it names, as a hint. Returns NULL when path is not one. */
 static cov_status manifest_instead(const char *path) {
+  /* regular files only: a FIFO or a device would block the read (the
+   * loader's own error already says what the path is) */
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char buf[1 << 16];
