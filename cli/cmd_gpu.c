@@ -92,6 +92,29 @@ static cov_status fill_inputs(void *user, const cov_model *m, cov_tensor *inputs
 }
 #endif
 
+/* What compile wrote, as the NPU compile says it: the code objects the
+ * manifest lists ("file": "NAME") and the manifest. */
+static void print_written(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  static const char key[] = "\"file\": \"";
+  char line[4096], first[3][256];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *q = strstr(line, key);
+    if (!q) continue;
+    q += strlen(key);
+    if (n < 3) snprintf(first[n], sizeof first[n], "%.*s", (int)strcspn(q, "\""), q);
+    n++;
+  }
+  fclose(f);
+  printf("wrote %d code object%s and %s:", n, n == 1 ? "" : "s", path);
+  for (int i = 0; i < n && i < 3; i++) printf(" %s/%s", dir, first[i]);
+  printf("%s\n", n > 3 ? " ..." : "");
+}
+
 int cli_cmd_gpu(int argc, char **argv) {
   if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -197,6 +220,7 @@ int cli_cmd_gpu(int argc, char **argv) {
                                           : cov_gpu_run(&o, specs, n, stdout);
   free(specs);
   free(suite_names);
+  if (!st && !strcmp(sub, "compile")) print_written(out_dir);
   return cli_report(st);
 #else
   fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");

@@ -13,6 +13,9 @@
 set -eu
 cov=$1 dir=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# Progress on stderr: the packing takes about two minutes, mostly xz.
+step() { echo "bundle: $* ($SECONDS s)" >&2; }
+step "copying $cov and the libraries it links into $dir"
 rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/share/covenant" "$dir/stage/lib"
 cp "$cov" "$dir/bin/covenant"
 ldd "$cov" | awk '/=> \//{print $3}' | while read -r lib; do cp -L "$lib" "$dir/stage/lib/"; done
@@ -20,6 +23,7 @@ loader=$(ldd "$cov" | awk '/ld-linux/{print $1}')
 cp -L "$loader" "$dir/stage/lib/ld-linux.so"
 cp -r "$root/targets" "$root/codelets" "$dir/share/covenant/"
 cp "$root/bench/suite/layers.json" "$dir/share/covenant/layers.json"
+step "compressing $(du -sh "$dir/stage/lib" | cut -f1) of libraries with xz (the long step)"
 tar cf - -C "$dir/stage" lib | xz -T0 -6 > "$dir/lib.tar.xz"
 rm -rf "$dir/stage"
 cat > "$dir/setup.sh" <<'SETUP'
@@ -39,4 +43,4 @@ COV
 chmod +x "$d/cov"
 SETUP
 chmod +x "$dir/setup.sh"
-du -sh "$dir"
+step "done: $(du -sh "$dir" | cut -f1) in $dir; there: bash $dir/setup.sh, then $dir/cov"
