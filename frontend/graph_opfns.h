@@ -63,5 +63,6 @@ GRAPH_DECLARE_COMPUTE(dequantize_linear);
 GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
+GRAPH_DECLARE_COMPUTE(qgemm);
 
 #endif

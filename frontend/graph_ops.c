@@ -130,6 +130,20 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Xor", binary_ext, 2, 2, 1, 1, V(1, 7)),
 };
 
+/* Operators of onnxruntime's com.microsoft domain that quantize_static
+ * writes (QOperator format). */
+static const graph_opdef k_ms_ops[] = {
+    COMPUTE("QGemm", qgemm, 6, 9, 1, 1, V(1)),
+};
+
+const graph_opdef *graph_opdef_find_domain(const char *domain, const char *op_type) {
+  if (!domain || !*domain || strcmp(domain, "ai.onnx") == 0) return graph_opdef_find(op_type);
+  if (strcmp(domain, "com.microsoft") != 0) return NULL;
+  for (size_t i = 0; i < sizeof k_ms_ops / sizeof *k_ms_ops; i++)
+    if (strcmp(k_ms_ops[i].op_type, op_type) == 0) return &k_ms_ops[i];
+  return NULL;
+}
+
 const graph_opdef *graph_opdef_find(const char *op_type) {
   size_t lo = 0, hi = sizeof k_ops / sizeof *k_ops;
   while (lo < hi) {
