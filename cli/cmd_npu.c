@@ -287,7 +287,7 @@ static void job_free(layer_job *j) {
 static cov_status job_build(layer_job *j, const char *suite, const char *name, int scale,
                             const char *target) {
   memset(j, 0, sizeof *j);
-  COV_RETURN_IF_ERROR(cov_layer_from_suite(suite ? suite : cov_suite_default_path(), name, scale,
+  COV_RETURN_IF_ERROR(cov_layer_from_suite(suite, name, scale,
                                            &j->layer));
   COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
   COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
@@ -314,7 +314,7 @@ static void compile_help(FILE *out) {
           "program, the model value behind each program tensor, and for groups not\n"
           "compiled why and how they run instead. The same input gives the same bytes.\n"
           "\n"
-          "Maps a layer of the suite (bench/suite/layers.json) onto an NPU target, generates\n"
+          "Maps a layer of the suite (covenant layers lists them) onto an NPU target, generates\n"
           "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
           "tensors, instruction count, predicted cycles). Inspect it with 'covenant disasm'\n"
           "and run it with 'covenant sim'.\n"
@@ -595,7 +595,7 @@ int cli_cmd_verify(int argc, char **argv) {
   int n_names = 0;
   cov_status st = NULL;
   if (argc - optind == 1 && strcmp(argv[optind], "all") == 0) {
-    st = cov_suite_layer_names(suite ? suite : cov_suite_default_path(), &names, &n_names);
+    st = cov_suite_layer_names(suite, &names, &n_names);
     if (st) return cli_report(st);
   }
   printf("%-22s %-13s %6s %12s %12s %7s\n", "layer", "target", "iters", "max rel err", "cycles",

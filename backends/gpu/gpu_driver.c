@@ -217,7 +217,10 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
     base[colon - spec] = '\0';
     spec = base;
   }
-  COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
+  char suite[4096];
+  if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
+  else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
+  COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
   return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
                            code_size, info);
 }

@@ -22,7 +22,8 @@ ldd "$cov" | awk '/=> \//{print $3}' | while read -r lib; do cp -L "$lib" "$dir/
 loader=$(ldd "$cov" | awk '/ld-linux/{print $1}')
 cp -L "$loader" "$dir/stage/lib/ld-linux.so"
 cp -r "$root/targets" "$root/codelets" "$dir/share/covenant/"
-cp "$root/bench/suite/layers.json" "$dir/share/covenant/layers.json"
+mkdir -p "$dir/share/covenant/suite"
+cp "$root/bench/suite/layers.json" "$dir/share/covenant/suite/layers.json"
 step "compressing $(du -sh "$dir/stage/lib" | cut -f1) of libraries with xz (the long step)"
 tar cf - -C "$dir/stage" lib | xz -T0 -6 > "$dir/lib.tar.xz"
 rm -rf "$dir/stage"
@@ -37,7 +38,7 @@ tar xJf "$d/lib.tar.xz" -C "$d"
 mv "$d/lib/ld-linux.so" "$d/bin/ld-linux.so"
 cat > "$d/cov" <<COV
 #!/usr/bin/env bash
-export COVENANT_SUITE=\${COVENANT_SUITE:-$d/share/covenant/layers.json}
+export COVENANT_SUITE=\${COVENANT_SUITE:-$d/share/covenant/suite/layers.json}
 exec "$d/bin/ld-linux.so" --library-path "$d/lib" "$d/bin/covenant" "\$@"
 COV
 chmod +x "$d/cov"
