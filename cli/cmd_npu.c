@@ -18,6 +18,10 @@
 /* A compile manifest (DIR/manifest.json) passed where a program is wanted:
  * the programs it names, as a hint. Returns NULL when path is not one. */
 static cov_status manifest_instead(const char *path) {
+  /* regular files only: a FIFO or a device would block the read (the
+   * loader's own error already says what the path is) */
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char buf[1 << 16];
@@ -306,13 +310,13 @@ static int parse_int(const char *cmd, const char *opt, const char *s, long long 
 static void compile_help(FILE *out) {
   fprintf(out,
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
-          "       covenant compile MODEL.onnx --target T -o DIR\n"
+          "       covenant compile MODEL.onnx --target T -o OUT\n"
           "\n"
-          "With an ONNX model: every compute layer group is compiled as one program,\n"
-          "DIR/group_<i>.npu, its constants (weights, biases) held by the program, and\n"
-          "DIR/manifest.json lists the model's inputs and outputs and per group its\n"
-          "program, the model value behind each program tensor, and for groups not\n"
-          "compiled why and how they run instead. The same input gives the same bytes.\n"
+          "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
+          "runs: every compute layer group compiled as one program, its constants\n"
+          "(weights, biases) held by the program, the buffers between them and the\n"
+          "steps; groups not compiled are listed in it with the reason (covenant-run\n"
+          "then refuses it). The same input gives the same bytes.\n"
           "\n"
           "Maps a layer of the suite (covenant layers lists them) onto an NPU target, generates\n"
           "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
