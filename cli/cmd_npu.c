@@ -15,8 +15,9 @@
 #include "covenant/npu.h"
 #include <sys/stat.h>
 
-/* A compile manifest (DIR/manifest.json) passed where a program is wanted:
- * the programs it names, as a hint. Returns NULL when path is not one. */
+/* A compile manifest (DIR/manifest.json) or a compiled-model artifact passed
+ * where a program is wanted: what to pass instead. NULL when path is
+ * neither. */
 static cov_status manifest_instead(const char *path) {
   /* regular files only: a FIFO or a device would block the read (the
    * loader's own error already says what the path is) */
@@ -28,6 +29,11 @@ static cov_status manifest_instead(const char *path) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
+  cov_loc loc = {path, 0, 0, NULL};
+  if (n >= 7 && memcmp(buf, "\x7f" "COVART", 7) == 0)
+    return cov_error(COV_INVALID_ARGUMENT, &loc,
+                     "this is a compiled-model artifact, not an NPU program; run it with "
+                     "'covenant-run %s' ('--info' lists its programs)", path);
   const char *p = buf;
   while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
   if (*p != '{') return NULL;
@@ -49,7 +55,6 @@ static cov_status manifest_instead(const char *path) {
     list[k] = '\0';
     count++;
   }
-  cov_loc loc = {path, 0, 0, NULL};
   if (!count)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "this is a JSON file, not an NPU program (.npu)");
   return cov_error(COV_INVALID_ARGUMENT, &loc,

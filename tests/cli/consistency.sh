@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 m=examples/convnet.onnx
 
 # every compile and run -o says what it wrote
-expect 0 "^wrote 2 program(s) and $tmp/cn/manifest.json" -- "$cov" compile $m --target npu-16x16 -o "$tmp/cn"
+expect 0 "^wrote $tmp/cn: 2 NPU program(s) for 2 layer group(s)" -- "$cov" compile $m --target npu-16x16 -o "$tmp/cn"
 expect 0 "^wrote $tmp/y.npy (output 'output')" -- "$cov" run $m --target ref -o "$tmp/y.npy"
 if [ "$gpu" = ON ]; then
   expect 0 "^wrote 2 code objects and $tmp/amd/manifest.json: $tmp/amd/convnet_g0_conv_bias_relu_maxpool.hsaco $tmp/amd/convnet_g1_conv_bias_relu.hsaco$" -- "$cov" compile $m --target amdgpu-gfx942 -o "$tmp/amd"
@@ -58,7 +58,7 @@ while read -r line; do
   out=$(eval "${line/build\/covenant/\"$cov\"}" 2>&1) || { echo "FAIL: README: $line"; echo "$out"; fail=1; }
 done < <(awk '/^```sh/ { on = 1; next } /^```/ { on = 0 } on' README.md | sed 's/ *#.*//' |
          grep -E '^build/covenant (compile|disasm|sim|codelet run|run examples/convnet.onnx --(target ref|trace))' | grep -v 'gpu\|amdgpu\|nvptx')
-for f in out/program.npu cn/manifest.json trace.json run.json y.npy out.npy; do
+for f in out/program.npu cn trace.json run.json y.npy out.npy; do
   [ -s "$s/$f" ] || { echo "FAIL: README example did not write \$s/$f"; fail=1; }
 done
 
