@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
@@ -31,28 +32,41 @@ const char *cli_closest(const char *s, const char *const *names, int n) {
       best = names[i];
     }
   }
-  /* A typo changes a few letters of a name, not most of them. */
-  if (!best || best_d == 0 || best_d >= len || (best_d > 2 && 3 * best_d > len)) return NULL;
-  return best;
+  return best && common_is_near_miss(len, best_d) ? best : NULL;
 }
 
-int cli_bad_option(const char *cmd, char **argv, const char *shorts,
-                   const char *const *long_names) {
+int cli_unknown_option(const char *cmd, const char *arg, const char *const *names) {
+  char name[64];
+  const char *p = arg;
+  while (*p == '-') p++;
+  size_t n = strcspn(p, "=");
+  snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+  const char *near = cli_closest(name, names, -1);
+  if (near) return cli_usage_error(cmd, "unknown option '%s'; did you mean '--%s'?", arg, near);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int cli_bad_option(const char *cmd, char **argv, const char *shorts, const struct option *opts) {
   const char *arg = optind > 0 ? argv[optind - 1] : "";
+  const char *names[64];
+  int n = 0;
+  for (; opts[n].name && n < 63; n++) names[n] = opts[n].name;
+  names[n] = NULL;
   if (strncmp(arg, "--", 2) == 0) {
-    char name[64];
-    size_t n = strcspn(arg + 2, "=");
-    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg + 2);
-    for (int i = 0; long_names[i]; i++)
-      if (strcmp(long_names[i], name) == 0)
-        return cli_usage_error(cmd, "option '--%s' needs an argument", name);
-    const char *near = cli_closest(name, long_names, -1);
-    if (near) return cli_usage_error(cmd, "unknown option '--%s'; did you mean '--%s'?", name, near);
-    return cli_usage_error(cmd, "unknown option '--%s'", name);
+    size_t len = strcspn(arg + 2, "=");
+    for (int i = 0; i < n; i++)
+      if (strlen(names[i]) == len && strncmp(names[i], arg + 2, len) == 0)
+        return cli_usage_error(cmd, "option '--%s' needs an argument", names[i]);
+    return cli_unknown_option(cmd, arg, names);
   }
   if (optopt > 0 && optopt < 128) {
     const char *p = strchr(shorts, optopt);
-    if (p && p[1] == ':') return cli_usage_error(cmd, "option '-%c' needs an argument", optopt);
+    if (p && p[1] == ':') {
+      for (int i = 0; i < n; i++)
+        if (opts[i].val == optopt)
+          return cli_usage_error(cmd, "option '-%c' (--%s) needs an argument", optopt, names[i]);
+      return cli_usage_error(cmd, "option '-%c' needs an argument", optopt);
+    }
     return cli_usage_error(cmd, "unknown option '-%c'", optopt);
   }
   return cli_usage_error(cmd, "unknown option '%s'", arg);
@@ -105,17 +119,17 @@ static const char *find_target(int argc, char **argv) {
 
 int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
   const char *target = find_target(argc, argv);
-  if (!target || !strcmp(target, "ref")) return 0;
-  cov_acg *acg = NULL;
-  /* A target that does not load is reported by the command itself. */
-  cov_status st = cov_acg_load_target(target, &acg);
+  if (!target) return 0;
+  backend_target t;
+  /* A target that does not open is reported by the command itself. */
+  cov_status st = backend_target_open(target, &t);
   if (st) {
     cov_status_free(st);
     return 0;
   }
-  const char *be = cov_acg_backend(acg);
-  int gpu = be && (!strcmp(be, "amdgpu") || !strcmp(be, "nvptx"));
-  cov_acg_free(acg);
+  /* the registry says which command group serves the target's backend */
+  int gpu = t.backend->command && !strcmp(t.backend->command, "gpu");
+  backend_target_close(&t);
   if (!gpu) return 0;
   /* covenant <sub> ARGS... becomes covenant gpu <sub> ARGS... */
   char **av = calloc((size_t)argc + 2, sizeof *av);

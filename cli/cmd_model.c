@@ -51,8 +51,7 @@ int cli_cmd_inspect(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': inspect_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("inspect", "unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("inspect", argv, "o:h", opts);
     }
   }
   if (list_ops) {

@@ -8,11 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include <sys/stat.h>
+
+/* The ACG a program runs on: --target when given (a path or a shipped
+ * name), else the name in the program's header, which is only ever looked
+ * up as a shipped target: a header is input, and must not make covenant
+ * open a path it names (a device, a FIFO, a file of someone else's). */
+static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
+  if (target) return cov_acg_load_target(target, g);
+  cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
+  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+}
 
 static void disasm_help(FILE *out) {
   fprintf(out,
@@ -48,8 +59,7 @@ int cli_cmd_disasm(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': disasm_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("disasm", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -59,10 +69,12 @@ int cli_cmd_disasm(int argc, char **argv) {
   if (st) return cli_report(st);
   cov_acg *g = NULL;
   if (!raw) {
-    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    st = load_program_acg(p, target, &g);
     if (st) {
       cov_npu_program_free(p);
-      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+      cli_report(st);
+      fprintf(stderr, "hint: pass --target ACG, or --raw to disassemble without an ACG\n");
+      return CLI_EXIT_INPUT;
     }
   }
   FILE *out = cli_open_output(output);
@@ -116,7 +128,7 @@ int cli_cmd_sim(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("sim", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -129,7 +141,7 @@ int cli_cmd_sim(int argc, char **argv) {
   FILE *tf = NULL, *out = NULL;
   int rc = CLI_EXIT_INPUT;
   cov_status st = cov_npu_program_load(path, &p);
-  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  if (!st) st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {
@@ -256,7 +268,7 @@ static void compile_help(FILE *out) {
           "and run it with 'covenant sim'.\n"
           "\n"
           "options:\n"
-          "  -t, --target T    NPU target (default npu-16x16)\n"
+          "  -t, --target T    NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -o, --output DIR  output directory (created)\n"
           "      --scale N     divide the layer's sizes by N (default 1)\n"
           "      --suite FILE  layer suite file\n"
@@ -272,7 +284,7 @@ int cli_cmd_compile(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *dir = NULL, *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *dir = NULL, *suite = NULL;
   long long scale = 1;
   optind = 1;
   opterr = 0;
@@ -287,7 +299,7 @@ int cli_cmd_compile(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': compile_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("compile", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("compile", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
@@ -359,7 +371,7 @@ static void verify_help(FILE *out) {
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
           "options:\n"
-          "  -t, --target T      NPU target (default npu-16x16)\n"
+          "  -t, --target T      NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -n, --iterations N  random inputs per layer (default 1000)\n"
           "      --scale N       divide the layers' sizes by N (default 1)\n"
           "      --seed N        first seed (default 1)\n"
@@ -460,7 +472,7 @@ int cli_cmd_verify(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *suite = NULL;
   long long iters = 1000, scale = 1, seed = 1;
   double tol = 1e-3;
   optind = 1;
@@ -484,7 +496,7 @@ int cli_cmd_verify(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("verify", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("verify", argv, "t:n:h", opts);
     }
   }
   if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");

@@ -16,6 +16,13 @@
 cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size);
 
+/* The lookup of common_resolve_data_file for a name only: a value that is not a
+ * plain name (letters, digits, '-', '_', '.', not first; 64 at most) is
+ * refused, never opened as a path. For names read from files (the ACG an
+ * NPU program names), which must not make covenant open arbitrary files. */
+cov_status common_resolve_data_name(const char *name, const char *subdir, const char *ext,
+                                 const char *env_var, char *out, size_t size);
+
 /* The shipped data folders for `subdir`, in lookup order:
  * ../share/covenant/<subdir> beside the running program (so an installed tree
  * works wherever it was copied to), the configured install data dir, and the
@@ -25,5 +32,16 @@ cov_status common_resolve_data_file(const char *name_or_path, const char *subdir
  * the folder exists is the caller's question. */
 #define COV_SHIPPED_DIRS 3
 int common_shipped_dir(int index, const char *subdir, char *out, size_t size);
+
+/* The names (file names without `ext`) found where common_resolve_data_file
+ * looks, each once, sorted; at most COMMON_MAX_DATA_NAMES. For listings
+ * (`covenant targets`) and "did you mean" hints. */
+#define COMMON_MAX_DATA_NAMES 128
+typedef struct common_data_names {
+  int n;
+  char name[COMMON_MAX_DATA_NAMES][64];
+} common_data_names;
+void common_list_data_names(const char *subdir, const char *ext, const char *env_var,
+                            common_data_names *out);
 
 #endif

@@ -39,4 +39,10 @@ cov_status lower_unary(graph_exec *x, const graph_node *n, const char *codelet,
 cov_status graph_check_float(const graph *g, const graph_node *n, const graph_value *v);
 cov_status graph_check_numeric(const graph *g, const graph_node *n, const graph_value *v);
 
+/* Conv's geometry for QLinearConv/ConvInteger (graph_conv.c): conv2d's nine
+ * attributes (a[0..8], as conv2d names them), the [N, M, P, Q] output dims
+ * (-1 where unknown) and the spatial rank (1 or 2). */
+cov_status graph_conv_geometry(const graph *g, const graph_node *n, const graph_value *x,
+                               const graph_value *w, cov_attr a[9], int64_t out_dims[4], int *sp);
+
 #endif

@@ -57,5 +57,11 @@ GRAPH_DECLARE_COMPUTE(sum);
 /* graph_reduce.c */
 GRAPH_DECLARE_COMPUTE(reduce);
 GRAPH_DECLARE_COMPUTE(argmax);
+/* graph_quant.c */
+GRAPH_DECLARE_COMPUTE(quantize_linear);
+GRAPH_DECLARE_COMPUTE(dequantize_linear);
+GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
+GRAPH_DECLARE_COMPUTE(qconv);
+GRAPH_DECLARE_COMPUTE(qmatmul);
 
 #endif

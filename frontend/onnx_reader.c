@@ -138,6 +138,7 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   }
   void *data = cov_arena_alloc(g->arena, info.nbytes);
   if (!data) {
+    onnx_tensor_info_release(&info);
     add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory reading %s", what));
     return;
   }
@@ -298,6 +299,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
       void *data = v ? cov_arena_alloc(g->arena, info.nbytes) : NULL;
       if (!data) {
+        onnx_tensor_info_release(&info);
         add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
         return;
       }

@@ -46,9 +46,24 @@ cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
 
 void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
 
+/* The program is verified against the schedule's ACG (the simulator's own
+ * static checks and dry run) before it is handed out: a program the
+ * simulator would refuse is never written, and a model run declines the
+ * layer (runs it another way, with this reason) instead of failing later. */
 cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
   if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
-  return npu_codegen(map_schedule_of(s), out);
+  *out = NULL;
+  const map_schedule *ms = map_schedule_of(s);
+  cov_npu_program *p = NULL;
+  COV_RETURN_IF_ERROR(npu_codegen(ms, &p));
+  cov_status st = cov_npu_program_verify(p, ms->acg);
+  if (st) {
+    cov_npu_program_free(p);
+    return cov_status_annotate(st, "the generated program does not run on ACG '%s' (refused): ",
+                               ms->acg && ms->acg->name ? ms->acg->name : "");
+  }
+  *out = p;
+  return NULL;
 }
 
 /* Simulated cycles of the program the schedule compiles to. */
@@ -239,6 +254,31 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
     for (int64_t i = 0; i < n; i++) {
       uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
       memcpy(d + 2 * i, &h, 2);
+    }
+  } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
+             (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
+              t->dtype == COV_I8 || t->dtype == COV_I32)) {
+    /* integers into a float array's operand (or a wider integer): only
+     * where every value is exact in the tensor's dtype */
+    cov_dtype td = (cov_dtype)t->dtype;
+    int64_t lim = td == COV_F32 ? (1 << 24) : td == COV_F16 ? 2048 : td == COV_BF16 ? 256
+                  : td == COV_I8 ? 127 : INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = x->dtype == COV_I8 ? ((const int8_t *)x->data)[i]
+                  : x->dtype == COV_U8 ? ((const uint8_t *)x->data)[i]
+                                       : ((const int32_t *)x->data)[i];
+      if (v > lim || v < -lim - (td == COV_I8 ? 1 : 0))
+        return cov_error(COV_INVALID_ARGUMENT, NULL,
+                         "tensor '%s' is %s; element %lld of the %s data (%lld) is not exact in it",
+                         name, cov_dtype_name(td), (long long)i, cov_dtype_name(x->dtype),
+                         (long long)v);
+      if (td == COV_I8) d[i] = (uint8_t)(int8_t)v;
+      else if (td == COV_I32) memcpy(d + 4 * i, &(int32_t){(int32_t)v}, 4);
+      else if (td == COV_F32) memcpy(d + 4 * i, &(float){(float)v}, 4);
+      else {
+        uint16_t h = td == COV_F16 ? cov_f32_to_f16((float)v) : cov_f32_to_bf16((float)v);
+        memcpy(d + 2 * i, &h, 2);
+      }
     }
   } else {
     return cov_error(COV_INVALID_ARGUMENT, NULL, "tensor '%s' is %s; cannot write %s data", name,

@@ -40,6 +40,10 @@ COV_API cov_status cov_suite_layer_names(const char *suite_path, char ***names, 
 COV_API cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
                                           const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
                                           size_t n_inputs, cov_layer **out);
+/* A single codelet call with its inputs' dtypes and shapes (data unused):
+ * integer layers (i8 multiplicands, i32 accumulators) as well as float ones. */
+COV_API cov_status cov_layer_from_call(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                       const cov_tensor *inputs, size_t n_inputs, cov_layer **out);
 /* A layer from an ONNX model's layer group (cov_model_group_describe or a
  * cov_model_run_groups offer): its calls as they are, provided they form a
  * layer's chain (call 0 reads only group inputs and constants; every later
