@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include <getopt.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
@@ -186,4 +188,34 @@ cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long see
   for (int64_t k = 0; k < cov_tensor_numel(t); k++) ((float *)t->data)[k] = cli_rand_pm1(&r);
   printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
   return NULL;
+}
+
+void cli_progress_init(cli_progress *p, int forced) {
+  p->tty = isatty(STDERR_FILENO);
+  p->on = forced || p->tty;
+  p->shown = 0;
+  p->last = 0;
+}
+
+void cli_progress_note(cli_progress *p, int now, const char *fmt, ...) {
+  if (!p->on) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (!now && p->shown && t - p->last < 0.5) return;
+  p->last = t;
+  p->shown = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  if (p->tty) fputs("\r\033[K", stderr);
+  vfprintf(stderr, fmt, ap);
+  if (!p->tty) fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
+void cli_progress_clear(cli_progress *p) {
+  if (p->on && p->tty && p->shown) fputs("\r\033[K", stderr);
+  p->shown = 0;
+  fflush(stderr);
 }

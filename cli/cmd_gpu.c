@@ -108,7 +108,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
       {0, 0, 0, 0}};
-  cov_gpu_options o = {0};
+  cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
   int report = 0, model_opts = 0;
   unsigned long long seed = 1;

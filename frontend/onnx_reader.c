@@ -376,7 +376,7 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
                                   GRAPH_MAX_NODE_IO));
     return NULL;
   }
-  n->def = is_default_domain(np->domain) ? graph_opdef_find(n->op_type) : NULL;
+  n->def = graph_opdef_find_domain(np->domain, n->op_type);
   n->n_out = (int)np->n_output;
   n->out = cov_arena_array(g->arena, np->n_output ? np->n_output : 1, sizeof *n->out);
   if (!n->out) return NULL;

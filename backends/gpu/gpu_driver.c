@@ -297,7 +297,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
         cov_model *m = NULL;
         st = cov_model_load_file(spec, NULL, &m);
-        if (!st) st = gpu_model_layers(m, spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
+        if (!st) st = gpu_model_layers(m, spec, dt, opts->allow_unfused, opts->notes, &model_layers, &n_model);
         cov_model_free(m);
         continue;
       }

@@ -28,6 +28,15 @@ cov_status cov_npu_program_load(const char *path, cov_npu_program **out) {
   return st;
 }
 
+cov_status cov_npu_program_encode(const cov_npu_program *p, void **out, size_t *size) {
+  uint8_t *bytes = NULL;
+  *out = NULL;
+  *size = 0;
+  COV_RETURN_IF_ERROR(npu_encode(p, &bytes, size));
+  *out = bytes;
+  return NULL;
+}
+
 cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
   uint8_t *bytes = NULL;
   size_t n = 0;

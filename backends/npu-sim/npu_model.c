@@ -300,9 +300,14 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   /* f32 calls, and integer ones (i8 multiplicands, i32 accumulators): an
    * integer layer's multiply-accumulates bind to an integer mac, or to a
    * float one only where the mapper finds that exact */
-  bool integer = ok && call->n_in > 0 && (call->in[0].dtype == COV_I8 || call->in[0].dtype == COV_I32);
+  /* the integer calls whose result is i32: an accumulator-typed codelet
+   * (conv2d_acc, matmul_acc) on i8, or any codelet on i32 (bias_add) */
+  size_t cl = strlen(call->codelet);
+  bool acc_codelet = cl > 4 && strcmp(call->codelet + cl - 4, "_acc") == 0;
+  bool integer = ok && call->n_in > 0 &&
+                 ((acc_codelet && call->in[0].dtype == COV_I8) || call->in[0].dtype == COV_I32);
   for (size_t i = 0; ok && i < call->n_in; i++) {
-    ok = integer ? call->in[i].dtype == COV_I8 || call->in[i].dtype == COV_I32
+    ok = integer ? (acc_codelet ? call->in[i].dtype == COV_I8 : call->in[i].dtype == COV_I32)
                  : call->in[i].dtype == COV_F32;
   }
   cov_layer *layer = NULL;

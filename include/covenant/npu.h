@@ -31,6 +31,9 @@ COV_API cov_status cov_npu_program_decode(const void *data, size_t size, const c
                                           cov_npu_program **out);
 COV_API cov_status cov_npu_program_load(const char *path, cov_npu_program **out);
 COV_API cov_status cov_npu_program_save(const cov_npu_program *p, const char *path);
+/* The program's bytes, as cov_npu_program_save writes them (*out malloc'ed;
+ * the caller frees it). */
+COV_API cov_status cov_npu_program_encode(const cov_npu_program *p, void **out, size_t *size);
 COV_API void cov_npu_program_free(cov_npu_program *p);
 /* Human-readable listing: header, tensors, one line per instruction. With an
  * ACG, buffers and units are printed by name. */
