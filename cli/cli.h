@@ -5,6 +5,7 @@
 #ifndef COV_CLI_H
 #define COV_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,6 +29,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * returns 2. */
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out);
 int cli_parse_tolerance(const char *cmd, const char *arg, double *out);
+/* The name in names[0..n) (NULL-terminated when n < 0) closest to s by
+ * edit distance, when near enough to be a likely typo; else NULL. */
+const char *cli_closest(const char *s, const char *const *names, int n);
+/* The usage error for getopt_long's '?' (opterr = 0; optind and optopt as
+ * it left them): which option is unknown (with the closest long option of
+ * opts as a hint), or which lacks its argument (shorts: the short option
+ * string). Returns 2. */
+int cli_bad_option(const char *cmd, char **argv, const char *shorts, const struct option *opts);
+/* "unknown option ARG", with the closest of names (NULL-terminated long
+ * option names, without "--") as a hint. Returns 2. */
+int cli_unknown_option(const char *cmd, const char *arg, const char *const *names);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
 /* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */
@@ -62,5 +74,7 @@ int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_explore(int argc, char **argv);
 int cli_cmd_gpu(int argc, char **argv);
+int cli_cmd_targets(int argc, char **argv);
+int cli_cmd_layers(int argc, char **argv);
 
 #endif

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <getopt.h>
+
 #include "cli/cli.h"
+#include "common/edit_distance.h"
 #include "covenant/acg.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -16,6 +19,56 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   fprintf(stderr, "\nTry 'covenant %s --help' for more information.\n", cmd);
   va_end(ap);
   return CLI_EXIT_USAGE;
+}
+
+const char *cli_closest(const char *s, const char *const *names, int n) {
+  const char *best = NULL;
+  size_t best_d = COV_EDIT_FAR, len = strlen(s);
+  for (int i = 0; n < 0 ? names[i] != NULL : i < n; i++) {
+    size_t d = common_edit_distance(s, names[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  return best && common_is_near_miss(len, best_d) ? best : NULL;
+}
+
+int cli_unknown_option(const char *cmd, const char *arg, const char *const *names) {
+  char name[64];
+  const char *p = arg;
+  while (*p == '-') p++;
+  size_t n = strcspn(p, "=");
+  snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+  const char *near = cli_closest(name, names, -1);
+  if (near) return cli_usage_error(cmd, "unknown option '%s'; did you mean '--%s'?", arg, near);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int cli_bad_option(const char *cmd, char **argv, const char *shorts, const struct option *opts) {
+  const char *arg = optind > 0 ? argv[optind - 1] : "";
+  const char *names[64];
+  int n = 0;
+  for (; opts[n].name && n < 63; n++) names[n] = opts[n].name;
+  names[n] = NULL;
+  if (strncmp(arg, "--", 2) == 0) {
+    size_t len = strcspn(arg + 2, "=");
+    for (int i = 0; i < n; i++)
+      if (strlen(names[i]) == len && strncmp(names[i], arg + 2, len) == 0)
+        return cli_usage_error(cmd, "option '--%s' needs an argument", names[i]);
+    return cli_unknown_option(cmd, arg, names);
+  }
+  if (optopt > 0 && optopt < 128) {
+    const char *p = strchr(shorts, optopt);
+    if (p && p[1] == ':') {
+      for (int i = 0; i < n; i++)
+        if (opts[i].val == optopt)
+          return cli_usage_error(cmd, "option '-%c' (--%s) needs an argument", optopt, names[i]);
+      return cli_usage_error(cmd, "option '-%c' needs an argument", optopt);
+    }
+    return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  }
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 int cli_report(cov_status st) {

@@ -39,8 +39,7 @@ static int run_printer(const char *sub, int argc, char **argv, acg_printer print
       case 'o': output = optarg; break;
       case 'h': acg_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("acg", "%s: unknown option or missing argument '%s'", sub,
-                               argv[optind - 1]);
+        return cli_bad_option("acg", argv, "o:h", opts);
     }
   }
   if (argc - optind != 1)

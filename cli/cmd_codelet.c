@@ -153,8 +153,7 @@ static int run_print(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': codelet_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("codelet", "print: unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("codelet", argv, "o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -401,8 +400,7 @@ static int run_run(int argc, char **argv) {
         break;
       }
       default:
-        return cli_usage_error("codelet", "run: unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("codelet", argv, "n:i:s:a:o:h", opts);
     }
   }
   if (argc - optind != 1)

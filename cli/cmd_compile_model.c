@@ -66,6 +66,8 @@ static cov_status job_build(const cov_model *m, size_t i, const cov_acg *acg, gr
   COV_RETURN_IF_ERROR(cov_model_group_describe(m, i, &j->desc));
   COV_RETURN_IF_ERROR(cov_layer_from_model_group(j->desc, &j->layer));
   COV_RETURN_IF_ERROR(cov_map(j->layer, acg, NULL, &j->sched));
+  /* the same choice as covenant run makes (npu_model.c) */
+  COV_RETURN_IF_ERROR(cov_npu_select_by_simulation(j->sched, acg, COV_NPU_SELECT_MAX_OPS, NULL));
   COV_RETURN_IF_ERROR(cov_npu_compile(j->sched, &j->prog));
   /* Constants go into the program (converted to its tensors' dtypes). */
   for (int k = 0; k < cov_layer_num_inputs(j->layer); k++) {

@@ -100,7 +100,7 @@ int cli_cmd_explore(int argc, char **argv) {
 #define NEED_VALUE()                                                           \
   do {                                                                         \
     if (!val) {                                                                \
-      rc = cli_usage_error("explore", "option '%s' needs a value", a);         \
+      rc = cli_usage_error("explore", "option '%s' needs an argument", a);      \
       goto done;                                                               \
     }                                                                          \
     i++;                                                                       \
@@ -159,7 +159,9 @@ int cli_cmd_explore(int argc, char **argv) {
     } else if (strcmp(a, "--plot") == 0) plot = 1;
     else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o.progress = 0;
     else {
-      rc = cli_usage_error("explore", "unknown option '%s'", a);
+      static const char *const names[] = {"base", "vary", "model", "suite", "suite-file", "eval",
+                                          "dtype", "shard", "plot", "quiet", "help", NULL};
+      rc = cli_unknown_option("explore", a, names);
       goto done;
     }
 #undef NEED_VALUE

@@ -147,7 +147,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       }
       case 'h': gpu_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("gpu", "%s: unknown option or missing argument '%s'", sub, av[optind - 1]);
+        return cli_bad_option("gpu", av, "t:o:h", opts);
     }
   }
   if (!o.target) return cli_usage_error("gpu", "%s needs --target (amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90)", sub);

@@ -134,7 +134,7 @@ int cli_cmd_map(int argc, char **argv) {
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED()                                                             \
   do {                                                                     \
-    if (!val) return cli_usage_error("map", "%s needs a value", a);        \
+    if (!val) return cli_usage_error("map", "option '%s' needs an argument", a); \
     i++;                                                                   \
   } while (0)
     if (!strcmp(a, "--target") || !strcmp(a, "-t")) { NEED(); target = val; }
@@ -188,7 +188,12 @@ int cli_cmd_map(int argc, char **argv) {
     else if (!strcmp(a, "--dump=schedule")) dump = 1;
     else if (!strncmp(a, "--dump", 6))
       return cli_usage_error("map", "unknown dump '%s' (expected --dump=schedule)", a);
-    else if (a[0] == '-') return cli_usage_error("map", "unknown option '%s'", a);
+    else if (a[0] == '-') {
+      static const char *const names[] = {"target", "suite", "codelet", "node", "group", "scale",
+                                          "budget", "shape", "attr", "explain", "exhaustive",
+                                          "check", "dump=schedule", "help", NULL};
+      return cli_unknown_option("map", a, names);
+    }
     else if (!layer_name) layer_name = a;
     else return cli_usage_error("map", "unexpected argument '%s'", a);
 #undef NEED

@@ -48,8 +48,7 @@ int cli_cmd_disasm(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': disasm_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("disasm", "unknown option or missing argument '%s'",
-                               argv[optind - 1]);
+        return cli_bad_option("disasm", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -116,7 +115,7 @@ int cli_cmd_sim(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("sim", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("sim", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1)
@@ -227,6 +226,7 @@ static cov_status job_build(layer_job *j, const char *suite, const char *name, i
                                            &j->layer));
   COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
   COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
+  COV_RETURN_IF_ERROR(cov_npu_select_by_simulation(j->sched, j->acg, COV_NPU_SELECT_MAX_OPS, NULL));
   return cov_npu_compile(j->sched, &j->prog);
 }
 
@@ -286,7 +286,7 @@ int cli_cmd_compile(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': compile_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("compile", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("compile", argv, "t:o:h", opts);
     }
   }
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
@@ -483,7 +483,7 @@ int cli_cmd_verify(int argc, char **argv) {
       case 'U': suite = optarg; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
-        return cli_usage_error("verify", "unknown option or missing argument '%s'", argv[optind - 1]);
+        return cli_bad_option("verify", argv, "t:n:h", opts);
     }
   }
   if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");

@@ -212,6 +212,26 @@ static double apply_f(cov_op op, const double *a) {
     case COV_OP_SIGMOID: return 1.0 / (1.0 + exp(-a[0]));
     case COV_OP_RELU: return a[0] < 0 ? 0.0 : a[0];
     case COV_OP_SELECT: return a[0] != 0 ? a[1] : a[2];
+    case COV_OP_FLOOR: return floor(a[0]);
+    case COV_OP_CEIL: return ceil(a[0]);
+    case COV_OP_ROUND: return cov_round_even(a[0]);
+    case COV_OP_SIGN: return a[0] > 0 ? 1.0 : a[0] < 0 ? -1.0 : a[0];
+    case COV_OP_SIN: return sin(a[0]);
+    case COV_OP_COS: return cos(a[0]);
+    case COV_OP_TAN: return tan(a[0]);
+    case COV_OP_ASIN: return asin(a[0]);
+    case COV_OP_ACOS: return acos(a[0]);
+    case COV_OP_ATAN: return atan(a[0]);
+    case COV_OP_SINH: return sinh(a[0]);
+    case COV_OP_COSH: return cosh(a[0]);
+    case COV_OP_ASINH: return asinh(a[0]);
+    case COV_OP_ACOSH: return acosh(a[0]);
+    case COV_OP_ATANH: return atanh(a[0]);
+    case COV_OP_EQ: return a[0] == a[1];
+    case COV_OP_LT: return a[0] < a[1];
+    case COV_OP_LE: return a[0] <= a[1];
+    case COV_OP_MOD: return cov_mod_floor(a[0], a[1]);
+    case COV_OP_FMOD: return fmod(a[0], a[1]);
     case COV_OP_CAST:
     case COV_OP_COPY: return a[0];
     default: return NAN;
@@ -238,6 +258,20 @@ static int apply_i(cov_op op, const int64_t *a, int64_t *r) {
     case COV_OP_ABS: *r = a[0] < 0 ? s64(0 - u(a[0])) : a[0]; return 1;
     case COV_OP_RELU: *r = a[0] < 0 ? 0 : a[0]; return 1;
     case COV_OP_SELECT: *r = a[0] != 0 ? a[1] : a[2]; return 1;
+    case COV_OP_SIGN: *r = (a[0] > 0) - (a[0] < 0); return 1;
+    case COV_OP_EQ: *r = a[0] == a[1]; return 1;
+    case COV_OP_LT: *r = a[0] < a[1]; return 1;
+    case COV_OP_LE: *r = a[0] <= a[1]; return 1;
+    case COV_OP_MOD:
+    case COV_OP_FMOD:
+      if (a[1] == 0) return 0;
+      if (a[1] == -1) { /* INT64_MIN % -1 overflows in C; the remainder is 0 */
+        *r = 0;
+        return 1;
+      }
+      *r = a[0] % a[1]; /* truncated, as C fmod */
+      if (op == COV_OP_MOD && *r != 0 && ((*r < 0) != (a[1] < 0))) *r += a[1];
+      return 1;
     default: *r = a[0]; return 1; /* cast, copy */
   }
 }

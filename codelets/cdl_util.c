@@ -51,7 +51,18 @@ int cdl_op_is_float_only(cov_op op) {
     case COV_OP_RSQRT:
     case COV_OP_TANH:
     case COV_OP_ERF:
-    case COV_OP_SIGMOID: return 1;
+    case COV_OP_SIGMOID:
+    case COV_OP_SIN:
+    case COV_OP_COS:
+    case COV_OP_TAN:
+    case COV_OP_ASIN:
+    case COV_OP_ACOS:
+    case COV_OP_ATAN:
+    case COV_OP_SINH:
+    case COV_OP_COSH:
+    case COV_OP_ASINH:
+    case COV_OP_ACOSH:
+    case COV_OP_ATANH: return 1;
     default: return 0;
   }
 }

@@ -22,3 +22,5 @@ size_t common_edit_distance(const char *a, const char *b) {
   }
   return row[m];
 }
+
+int common_is_near_miss(size_t len, size_t d) { return d > 0 && d < len && (d <= 2 || 3 * d <= len); }

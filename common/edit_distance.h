@@ -14,4 +14,10 @@
 
 size_t common_edit_distance(const char *a, const char *b);
 
+/* Whether a name at distance d from a word of len characters is worth a
+ * "did you mean" for user-typed names (commands, options, targets, suite
+ * layers): a few letters changed, or a left-out suffix (npu-32x32 for
+ * npu-32x32-os), not most of the word. */
+int common_is_near_miss(size_t len, size_t d);
+
 #endif

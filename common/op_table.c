@@ -32,7 +32,8 @@ const char *common_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_
 
 const char *common_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
-         "sigmoid, relu, cast, select, copy";
+         "sigmoid, relu, cast, select, copy, floor, ceil, round, sign, sin, cos, tan, asin, acos, atan, "
+         "sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod";
 }
 
 float common_op_eval_f32(cov_op op, float a, float b) {
@@ -54,6 +55,40 @@ float common_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_ERF: return erff(a);
     case COV_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
     case COV_OP_RELU: return a > 0 ? a : 0.0f;
+    case COV_OP_FLOOR: return floorf(a);
+    case COV_OP_CEIL: return ceilf(a);
+    case COV_OP_ROUND: return (float)cov_round_even(a);
+    case COV_OP_SIGN: return a > 0 ? 1.0f : a < 0 ? -1.0f : a;
+    case COV_OP_SIN: return sinf(a);
+    case COV_OP_COS: return cosf(a);
+    case COV_OP_TAN: return tanf(a);
+    case COV_OP_ASIN: return asinf(a);
+    case COV_OP_ACOS: return acosf(a);
+    case COV_OP_ATAN: return atanf(a);
+    case COV_OP_SINH: return sinhf(a);
+    case COV_OP_COSH: return coshf(a);
+    case COV_OP_ASINH: return asinhf(a);
+    case COV_OP_ACOSH: return acoshf(a);
+    case COV_OP_ATANH: return atanhf(a);
+    case COV_OP_EQ: return a == b ? 1.0f : 0.0f;
+    case COV_OP_LT: return a < b ? 1.0f : 0.0f;
+    case COV_OP_LE: return a <= b ? 1.0f : 0.0f;
+    case COV_OP_MOD: return (float)cov_mod_floor(a, b);
+    case COV_OP_FMOD: return fmodf(a, b);
     default: return a; /* copy, cast */
   }
+}
+
+double cov_round_even(double a) {
+  /* Not rint/nearbyint: their result depends on the caller's rounding mode. */
+  if (!isfinite(a)) return a;
+  double r = floor(a), d = a - r; /* exact */
+  if (d > 0.5 || (d == 0.5 && fmod(r, 2.0) != 0.0)) r += 1.0; /* ties to the even neighbour */
+  return r;
+}
+
+double cov_mod_floor(double a, double b) {
+  double r = fmod(a, b);
+  if (r != 0.0 && ((r < 0) != (b < 0))) r += b;
+  return r;
 }

@@ -29,5 +29,16 @@ const char *common_op_names(void);
  * three operands, are not handled here and return a). One definition, so the
  * schedule interpreter and the NPU simulator cannot drift apart. */
 float common_op_eval_f32(cov_op op, float a, float b);
+/* Round to the nearest integer, halves to even (ONNX QuantizeLinear's and
+ * Round's rounding, numpy's rint), whatever the floating-point environment's
+ * rounding mode. */
+double common_round_half_even(double v);
+float common_round_half_even_f32(float v);
+
+/* Round half to even (ONNX Round, numpy's round), independent of the
+ * floating-point environment's rounding mode. */
+double cov_round_even(double a);
+/* a mod b with the sign of b (Python's %, ONNX Mod with fmod=0). */
+double cov_mod_floor(double a, double b);
 
 #endif

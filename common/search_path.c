@@ -1,10 +1,13 @@
 /* common/search_path.c: name -> file lookup for shipped data. */
 #include "common/search_path.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/edit_distance.h"
 
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
@@ -68,9 +71,69 @@ cov_status common_resolve_data_file(const char *name_or_path, const char *subdir
     if (common_shipped_dir(i, subdir, dir, sizeof dir) &&
         try_dir(dir, strlen(dir), name_or_path, ext, out, size))
       return NULL;
+  /* Not found: the closest shipped name as a hint, and what there is. */
+  common_data_names names;
+  common_list_data_names(subdir, ext, env_var, &names);
+  const char *near = NULL;
+  size_t best = COV_EDIT_FAR, len = strlen(name_or_path);
+  char list[1024] = "";
+  for (int i = 0; i < names.n; i++) {
+    size_t d = common_edit_distance(name_or_path, names.name[i]);
+    if (d < best) best = d, near = names.name[i];
+    size_t k = strlen(list);
+    snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", names.name[i]);
+  }
+  /* A typo or a left-out suffix (npu-32x32 for npu-32x32-os), not another name. */
+  if (near && !common_is_near_miss(len, best)) near = NULL;
+  char what[64];
+  snprintf(what, sizeof what, "%.*s", (int)(strlen(subdir) > 1 ? strlen(subdir) - 1 : strlen(subdir)), subdir);
+  char hint[128] = "";
+  if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
   return cov_error(COV_NOT_FOUND, NULL,
-                   "no %s named '%s' (looked in $%s, %s/%s and %s/%s); pass a path to use "
-                   "another file",
-                   subdir, name_or_path, env_var ? env_var : "-", COV_DATADIR, subdir,
-                   COV_SOURCEDIR, subdir);
+                   "no %s named '%s'%s; the %s found: %s (in $%s, beside the program in "
+                   "../share/covenant/%s, %s/%s, %s/%s); pass a path to use another file",
+                   what, name_or_path, hint, subdir, names.n ? list : "none", env_var ? env_var : "-",
+                   subdir, COV_DATADIR, subdir, COV_SOURCEDIR, subdir);
+}
+
+/* One search folder's names, added when new. */
+static void list_dir(const char *dir, size_t dir_len, const char *ext, common_data_names *out) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%.*s", (int)dir_len, dir) >= (int)sizeof path) return;
+  DIR *d = opendir(path);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) && out->n < COMMON_MAX_DATA_NAMES) {
+    size_t n = strlen(e->d_name), m = strlen(ext);
+    if (n <= m || n - m >= sizeof out->name[0] || strcmp(e->d_name + n - m, ext) != 0) continue;
+    char name[sizeof out->name[0]];
+    snprintf(name, sizeof name, "%.*s", (int)(n - m), e->d_name);
+    int seen = 0;
+    for (int i = 0; i < out->n && !seen; i++) seen = !strcmp(out->name[i], name);
+    if (seen) continue;
+    /* Sorted insertion: readdir's order is the file system's. */
+    int at = out->n;
+    while (at > 0 && strcmp(out->name[at - 1], name) > 0) {
+      memcpy(out->name[at], out->name[at - 1], sizeof out->name[0]);
+      at--;
+    }
+    memcpy(out->name[at], name, sizeof name);
+    out->n++;
+  }
+  closedir(d);
+}
+
+void common_list_data_names(const char *subdir, const char *ext, const char *env_var,
+                            common_data_names *out) {
+  out->n = 0;
+  const char *env = env_var ? getenv(env_var) : NULL;
+  for (const char *p = env; p && *p;) {
+    const char *colon = strchr(p, ':');
+    size_t len = colon ? (size_t)(colon - p) : strlen(p);
+    if (len) list_dir(p, len, ext, out);
+    p += len + (colon ? 1 : 0);
+  }
+  char dir[4096];
+  for (int i = 0; i < COV_SHIPPED_DIRS; i++)
+    if (common_shipped_dir(i, subdir, dir, sizeof dir)) list_dir(dir, strlen(dir), ext, out);
 }

@@ -26,4 +26,15 @@ cov_status common_resolve_data_file(const char *name_or_path, const char *subdir
 #define COV_SHIPPED_DIRS 3
 int common_shipped_dir(int index, const char *subdir, char *out, size_t size);
 
+/* The names (file names without `ext`) found where common_resolve_data_file
+ * looks, each once, sorted; at most COMMON_MAX_DATA_NAMES. For listings
+ * (`covenant targets`) and "did you mean" hints. */
+#define COMMON_MAX_DATA_NAMES 128
+typedef struct common_data_names {
+  int n;
+  char name[COMMON_MAX_DATA_NAMES][64];
+} common_data_names;
+void common_list_data_names(const char *subdir, const char *ext, const char *env_var,
+                            common_data_names *out);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "covenant/model.h"
+#include "common/edit_distance.h"
 #include "explore/explore.h"
 
 static cov_status add(cov_arena *a, explore_layers *ls, explore_layer l) {
@@ -87,7 +88,7 @@ static cov_status suite_layer(cov_arena *a, const char *file, const json_t *o, e
       l->out_elems = N * C * P * Q;
     }
   } else if (strcmp(op, "gemm") == 0 || strcmp(op, "batch_matmul") == 0) {
-    double B, M, N, K;
+    double B = 0, M = 0, N = 0, K = 0; /* set on success (gcc -O3 cannot see it) */
     COV_RETURN_IF_ERROR(dim(file, name, o, "B", 0, 1, &B));
     COV_RETURN_IF_ERROR(dim(file, name, o, "M", 1, 0, &M));
     COV_RETURN_IF_ERROR(dim(file, name, o, "N", 1, 0, &N));
@@ -112,8 +113,10 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
   json_error_t jerr;
   json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!doc)
-    return cov_error(COV_PARSE_ERROR, EXPLORE_AT(.file = path, .line = (unsigned)jerr.line,
-                                                 .col = (unsigned)jerr.column),
+    /* jansson reports -1 for a position it does not know (a file that
+     * cannot be opened): no position then, rather than 4294967295. */
+    return cov_error(COV_PARSE_ERROR, EXPLORE_AT(.file = path, .line = jerr.line > 0 ? (unsigned)jerr.line : 0,
+                                                 .col = jerr.line > 0 && jerr.column > 0 ? (unsigned)jerr.column : 0),
                      "%s", jerr.text);
   cov_status st = NULL;
   json_t *layers = json_object_get(doc, "layers");
@@ -142,8 +145,21 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
         }
       }
       if (!found) {
-        st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "--suite: no layer named '%.*s'",
-                       (int)n, p);
+        char want[COV_EDIT_MAX_NAME + 1];
+        snprintf(want, sizeof want, "%.*s", (int)(n < sizeof want ? n : sizeof want - 1), p);
+        const char *near = NULL;
+        size_t best = COV_EDIT_FAR;
+        json_array_foreach(layers, i, o) {
+          const char *nm = json_string_value(json_object_get(o, "name"));
+          size_t d = nm ? common_edit_distance(want, nm) : COV_EDIT_FAR;
+          if (d < best) best = d, near = nm;
+        }
+        if (near && common_is_near_miss(n, best))
+          st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path),
+                         "--suite: no layer named '%.*s' (did you mean '%s'?)", (int)n, p, near);
+        else
+          st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path),
+                         "--suite: no layer named '%.*s'; 'covenant layers' lists them", (int)n, p);
         goto done;
       }
       if (!comma) break;

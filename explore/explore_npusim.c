@@ -29,6 +29,7 @@ static cov_status npusim_eval(const cov_acg *g, const explore_layer *l, const ex
   cov_npu_stats *stats = NULL;
   cov_status st = cov_layer_from_suite(l->suite_file, l->suite_name, 1, &layer);
   if (!st) st = cov_map(layer, g, NULL, &s);
+  if (!st) st = cov_npu_select_by_simulation(s, g, COV_NPU_SELECT_MAX_OPS, NULL);
   if (!st) st = cov_npu_compile(s, &prog);
   if (!st) st = cov_npu_sim_create(g, &sim);
   if (!st) st = cov_npu_sim_load(sim, prog);

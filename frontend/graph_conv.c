@@ -344,3 +344,36 @@ cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_v
 int graph_codelets_conv_transpose(const graph_node *n, const char **names, int max) {
   return graph_codelets_conv(n, names, max);
 }
+
+/* ---- geometry for the integer convolutions (graph_quant.c) ------------- */
+
+/* QLinearConv and ConvInteger share Conv's attributes; their operands are
+ * integers, so the geometry is read through float stand-ins of x and w (the
+ * dtype rules are the caller's). a[] gets conv2d's nine attributes. */
+cov_status graph_conv_geometry(const graph *g, const graph_node *n, const graph_value *x,
+                               const graph_value *w, cov_attr a[9], int64_t out_dims[4],
+                               int *sp) {
+  graph_value xf = *x, wf = *w;
+  xf.dtype = wf.dtype = COV_F32;
+  graph_value *in[2] = {&xf, &wf};
+  geom c;
+  int64_t group;
+  COV_RETURN_IF_ERROR(conv_geom(g, n, in, &c, &group));
+  int64_t cin = x->dims[1], m = w->dims[0], wc = w->dims[1];
+  if (cin >= 0 && wc >= 0 && cin != wc * group)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input '%s' has %lld channels, but the weights '%s' expect %lld x "
+                            "group %lld",
+                            x->name, (long long)cin, w->name, (long long)wc, (long long)group);
+  if (m >= 0 && m % group)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "%lld output channels do not divide into %lld groups", (long long)m,
+                            (long long)group);
+  conv_attrs(&c, group, a);
+  out_dims[0] = x->dims[0];
+  out_dims[1] = m;
+  out_dims[2] = c.out[1];
+  out_dims[3] = c.out[2];
+  *sp = c.sp;
+  return NULL;
+}

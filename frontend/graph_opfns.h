@@ -49,6 +49,19 @@ GRAPH_DECLARE_COMPUTE(gelu);
 GRAPH_DECLARE_COMPUTE(softmax);
 GRAPH_DECLARE_COMPUTE(layernorm);
 GRAPH_DECLARE_COMPUTE(batchnorm);
-GRAPH_DECLARE_COMPUTE(reduce_mean);
+/* graph_elementwise.c */
+GRAPH_DECLARE_COMPUTE(unary_ext);
+GRAPH_DECLARE_COMPUTE(binary_ext);
+GRAPH_DECLARE_COMPUTE(where);
+GRAPH_DECLARE_COMPUTE(sum);
+/* graph_reduce.c */
+GRAPH_DECLARE_COMPUTE(reduce);
+GRAPH_DECLARE_COMPUTE(argmax);
+/* graph_quant.c */
+GRAPH_DECLARE_COMPUTE(quantize_linear);
+GRAPH_DECLARE_COMPUTE(dequantize_linear);
+GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
+GRAPH_DECLARE_COMPUTE(qconv);
+GRAPH_DECLARE_COMPUTE(qmatmul);
 
 #endif

@@ -127,3 +127,17 @@ cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *input
                                   cov_tensor *out) {
   return map_interp(&s->s, inputs, n_inputs, out);
 }
+
+int cov_schedule_num_alternatives(const cov_schedule *s) { return s ? s->n_alts : 0; }
+
+double cov_schedule_ops(const cov_schedule *s) { return s ? (double)s->s.prob.ops : 0; }
+
+cov_status cov_schedule_select_alternative(cov_schedule *s, int i) {
+  if (!s || i < 0 || i >= s->n_alts)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "schedule alternative %d of %d", i,
+                     s ? s->n_alts : 0);
+  map_schedule tmp = s->s;
+  s->s = s->alts[i];
+  s->alts[i] = tmp;
+  return NULL;
+}

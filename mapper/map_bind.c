@@ -16,8 +16,33 @@ static const char *kind_word(const map_problem *p) {
   return p->codelet;
 }
 
+/* Significant bits an integer dtype's values need (their magnitude), or 0
+ * for types this rule does not cover. */
+static int int_value_bits(cov_dtype t) {
+  return t == COV_I8 ? 7 : t == COV_U8 ? 8 : 0;
+}
+
+/* An integer mac on a float capability is exact when the capability's
+ * multiplicands hold every value, and its accumulator every product and
+ * every partial sum of `red` of them: precision bits from the ACG's dtypes,
+ * never a target's name (i8 on f16 x f16 -> f32: 8 <= 11, and 7 + 7 +
+ * log2(red) <= 24, so up to 1024 terms per output). */
+static bool int_on_float_exact(cov_dtype model, const acg_capability *c, int n_in, int64_t red) {
+  int vb = int_value_bits(model);
+  if (!vb || !cov_dtype_is_float(c->out)) return false;
+  for (int i = 0; i < n_in && i < c->n_in; i++)
+    if (!cov_dtype_is_float(c->in[i]) || cov_dtype_precision_bits(c->in[i]) < vb + 1) return false;
+  int lg = 0;
+  while (lg < 62 && ((int64_t)1 << lg) < red) lg++;
+  return 2 * vb + lg <= cov_dtype_precision_bits(c->out);
+}
+
 static int dtype_fits(cov_dtype model, cov_dtype acc, const acg_capability *c, int n_in,
-                      bool *narrowed) {
+                      int64_t red, bool *narrowed) {
+  if (int_value_bits(model) && c->in[0] != model) {
+    *narrowed = int_on_float_exact(model, c, n_in, red);
+    return *narrowed;
+  }
   for (int i = 0; i < n_in && i < c->n_in; i++) {
     if (c->in[i] == model) continue;
     /* a narrower float multiplicand accumulating in the model's accumulator */
@@ -168,6 +193,9 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   cov_dtype acc = cdl_acc_dtype(model);
   int n_in = p->kind == MAP_MAIN_MAC ? 2 : p->n_inputs;
   if (p->kind != MAP_MAIN_MAC) acc = model;
+  int64_t red = 1; /* terms summed into one output: the reduction loops' trips */
+  for (int l = 0; l < p->n_loops; l++)
+    if (p->reduction[l] && p->extent[l] > 0) red = red > INT64_MAX / p->extent[l] ? INT64_MAX : red * p->extent[l];
   /* two passes: exact dtypes, then narrowed; systolic/matrix before SIMD for mac */
   for (int pref = 0; pref < 2 && t->node < 0; pref++) {
     for (int pass = 0; pass < 2 && t->node < 0; pass++) {
@@ -180,7 +208,8 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
           const acg_capability *cp = &cn->caps[k];
           if (cp->op != p->op) continue;
           bool narrowed = false;
-          if (!dtype_fits(model, acc, cp, n_in, &narrowed) || narrowed != (pass == 1)) continue;
+          if (!dtype_fits(model, acc, cp, n_in, red, &narrowed) || narrowed != (pass == 1))
+            continue;
           if (cp->throughput > best_tp) {
             best_tp = cp->throughput;
             t->node = g->n_storage + c;
@@ -206,11 +235,17 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
         if (len >= sizeof offers) len = sizeof offers - 1;
       }
     const char *tn = cov_dtype_name(model);
+    char exact[192] = "";
+    if (int_value_bits(model) && p->kind == MAP_MAIN_MAC)
+      snprintf(exact, sizeof exact,
+               " (a float mac would be exact only if its multiplicands held %d-bit values and "
+               "its accumulator 2 x %d + log2(%lld terms) bits)",
+               int_value_bits(model) + 1, int_value_bits(model), (long long)red);
     return cov_error(COV_MAPPING_FAILED, NULL,
-                     "%s needs %s(%s,%s->%s)%s; %s offers %s", kind_word(p), common_op_name(p->op), tn,
-                     tn, cov_dtype_name(acc),
+                     "%s needs %s(%s,%s->%s)%s; %s offers %s%s", kind_word(p), common_op_name(p->op),
+                     tn, tn, cov_dtype_name(acc),
                      cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
-                     len ? offers : "no such capability");
+                     len ? offers : "no such capability", exact);
   }
   const acg_compute *cn = &g->compute[t->node - g->n_storage];
   const acg_capability *cp = &cn->caps[t->cap];

@@ -79,6 +79,17 @@ void map_cost_eval(map_schedule *s) {
   double per_issue = map_issue_cycles(g, s->node, s->cap);
   /* an array also walks the reduction depth tile[2] per issue where given */
   c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
+  /* On a systolic array the code generator's GEMMs (map_gemm.c) at the
+   * simulator's per-instruction cost: a weight-stationary GEMM loads its
+   * weights before streaming, an output-stationary one spends its reduction
+   * depth and preloads/drains unless chained; one latency for the last
+   * result. Never below the pass count above (map_bound.c bounds that). */
+  if (cn->kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC && p->n_inputs == 2) {
+    map_gemm_plan gp;
+    map_gemm_plan_make(s, &gp);
+    double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
+    if (gc > c->compute_cycles) c->compute_cycles = gc;
+  }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)
     if (s->sloops[i].spatial && s->sloops[i].axis > MAP_AX_LANES) par *= (double)s->sloops[i].trips;
@@ -91,7 +102,7 @@ void map_cost_eval(map_schedule *s) {
   double per_edge[512];
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;
   memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
-  double exposed_serial = 0, dram_bytes = 0, first_fill = 0;
+  double exposed_serial = 0, dram_bytes = 0, dram_cost = 0, first_fill = 0;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
     double bw = edge_bw(g, x);
@@ -102,12 +113,22 @@ void map_cost_eval(map_schedule *s) {
     double inst = 1;
     for (int k = 0; k <= x->after; k++)
       if (s->sloops[k].spatial && s->sloops[k].axis > MAP_AX_LANES) inst *= (double)s->sloops[k].trips;
-    double one = (double)x->bytes / bw + lat;
-    double all = (double)x->bytes * (double)x->count / bw + lat * (double)x->count / inst;
+    double occ = (double)x->bytes / bw;
+    bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
+    if (dram_x) {
+      /* DRAM serves whole bursts per contiguous run (map_gemm.c), at its
+       * own bandwidth, shared by every engine */
+      double dc = map_dram_cost_bytes(s, x);
+      int dn = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
+      double dbw = g->storage[dn].bandwidth_bytes_per_cycle;
+      if (dbw > 0 && dc / dbw > occ) occ = dc / dbw;
+      dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
+    }
+    double one = occ + lat;
+    double all = occ * (double)x->count + lat * (double)x->count / inst;
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
-    if (g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM)
-      dram_bytes += (double)x->bytes * (double)x->count;
+    if (dram_x) dram_bytes += (double)x->bytes * (double)x->count;
     bool db = s->place[x->operand][x->level].double_buffered;
     if (db) {
       if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;
@@ -120,7 +141,7 @@ void map_cost_eval(map_schedule *s) {
   for (int e = 0; e < n_edges; e++)
     if (per_edge[e] > overlapped) overlapped = per_edge[e];
   double dram_bw = acg_dram_bandwidth(g);
-  if (dram_bw > 0 && dram_bytes / dram_bw > overlapped) overlapped = dram_bytes / dram_bw;
+  if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
   double busy = c->compute_cycles + c->epilogue_cycles;
   double body = busy > overlapped ? busy : overlapped;
   c->cycles = body + exposed_serial + first_fill;

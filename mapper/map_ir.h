@@ -295,4 +295,25 @@ typedef struct map_schedule {
  * the code generators and evaluators that read the scheduled IR. */
 const map_schedule *map_schedule_of(const cov_schedule *s);
 
+/* map_gemm.c: the GEMM instructions of a schedule bound to a systolic array
+ * (the NPU code generator emits these) and their cost under the simulator's
+ * timing rules. */
+typedef struct map_gemm_plan {
+  int ml, kl, nl;         /* scheduled loops one GEMM absorbs (m streamed,
+                             k on the rows, n on the columns), -1 if none */
+  int a_op, b_op;         /* A: indexed by m and k; B: by k and n */
+  int out_init_after;     /* the output's deepest tile restarts at this loop */
+  bool out_acc_load;      /* ... or is loaded with partial sums */
+  bool output_stationary; /* the array accumulates in a register file next to it */
+  uint32_t mmax, kmax, nmax; /* largest m, k, n of one GEMM */
+} map_gemm_plan;
+/* An array is output-stationary when it has an edge to a register file. */
+bool map_output_stationary(const cov_acg *g, int node);
+void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
+/* Cycles the array is busy with the schedule's GEMMs (chaining included). */
+double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp);
+/* DRAM bytes one execution of a DRAM transfer costs: contiguous runs in
+ * whole bursts of the DRAM node's width. */
+double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x);
+
 #endif

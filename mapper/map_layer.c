@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/edit_distance.h"
 #include "mapper/map_internal.h"
 
 #ifndef COV_SOURCEDIR
@@ -191,7 +192,8 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
   memset(mc, 0, sizeof *mc);
   l->n_calls = 1;
   if (!strcmp(op, "conv2d") || !strcmp(op, "maxpool")) {
-    int64_t N, C, H, W, K = 0, R, S, stride, pad, groups;
+    /* set on success (gcc -O3 cannot see it) */
+    int64_t N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, stride = 0, pad = 0, groups = 0;
     COV_RETURN_IF_ERROR(suite_int(e, "N", 1, &N, loc, l->name));
     COV_RETURN_IF_ERROR(suite_int(e, "C", -1, &C, loc, l->name));
     COV_RETURN_IF_ERROR(suite_int(e, "H", -1, &H, loc, l->name));
@@ -311,9 +313,24 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
     if (s && !strcmp(s, name)) entry = json_array_get(layers, i), idx = i;
   }
   if (!entry) {
-    json_decref(root);
+    /* The closest name when it looks like a typo ("did you mean"). */
+    const char *near = NULL;
+    size_t best = COV_EDIT_FAR, len = strlen(name);
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+      const char *s = json_string_value(json_object_get(json_array_get(layers, i), "name"));
+      size_t d = s ? common_edit_distance(name, s) : COV_EDIT_FAR;
+      if (d < best) best = d, near = s;
+    }
+    if (near && !common_is_near_miss(len, best)) near = NULL;
     cov_loc loc = {suite_path, 0, 0, "$.layers"};
-    return cov_error(COV_NOT_FOUND, &loc, "no layer named '%s' in the suite", name);
+    cov_status st = near ? cov_error(COV_NOT_FOUND, &loc,
+                                     "no layer named '%s' in the suite (did you mean '%s'?); "
+                                     "'covenant layers' lists them", name, near)
+                         : cov_error(COV_NOT_FOUND, &loc,
+                                     "no layer named '%s' in the suite; 'covenant layers' lists them",
+                                     name);
+    json_decref(root);
+    return st;
   }
   cov_layer *l;
   cov_status st = map_layer_new(name, &l);
@@ -329,9 +346,36 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
   return st;
 }
 
+static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                     const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                     const cov_dtype *dtypes, size_t n_inputs, cov_layer **out);
+
 cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
                                   const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
                                   size_t n_inputs, cov_layer **out) {
+  return layer_from_codelet(codelet, attrs, n_attrs, shapes, ranks, NULL, n_inputs, out);
+}
+
+cov_status cov_layer_from_call(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                               const cov_tensor *inputs, size_t n_inputs, cov_layer **out) {
+  *out = NULL;
+  if (n_inputs > 4)
+    return cov_error(COV_OUT_OF_RANGE, NULL, "too many inputs for '%s'", codelet);
+  int64_t shapes[4][COV_MAX_RANK];
+  int ranks[4];
+  cov_dtype dt[4];
+  for (size_t i = 0; i < n_inputs; i++) {
+    ranks[i] = inputs[i].rank;
+    dt[i] = inputs[i].dtype;
+    for (int d = 0; d < inputs[i].rank && d < COV_MAX_RANK; d++) shapes[i][d] = inputs[i].shape[d];
+  }
+  return layer_from_codelet(codelet, attrs, n_attrs, (const int64_t(*)[COV_MAX_RANK])shapes, ranks,
+                            dt, n_inputs, out);
+}
+
+static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                     const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
+                                     const cov_dtype *dtypes, size_t n_inputs, cov_layer **out) {
   *out = NULL;
   cov_layer *l;
   COV_RETURN_IF_ERROR(map_layer_new(codelet, &l));
@@ -357,6 +401,7 @@ cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, si
         break;
       }
       set_in(mc, ranks[i], shapes[i]);
+      if (dtypes) mc->in[mc->n_inputs - 1].dtype = dtypes[i];
     }
   }
   if (!st) {

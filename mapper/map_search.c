@@ -282,6 +282,7 @@ static void orders_rec(search *S, int lv, orders *all) {
     evaluate(S);
     return;
   }
+  if (lv >= MAP_MAX_LEVELS) return; /* never (L <= MAP_MAX_LEVELS); bounds the recursion for gcc -O3 */
   for (int i = 0; i < all[lv].n && !S->stop; i++) {
     int k = 0;
     for (int j = 0; j < all[lv].len; j++) S->ch.order[lv][k++] = all[lv].ord[i][j];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh: set up, build, and run every test twice: once in a normal
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
-# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds.
+# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds. Release
+# builds with gcc and clang-19 are built (not tested) in between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,6 +12,13 @@ echo "== build (gcc, -Werror)"
 scripts/build.sh build
 echo "== tests"
 (cd build && ctest -j"$jobs" --output-on-failure)
+
+# Optimizers see different code paths (gcc -O3's maybe-uninitialized and
+# array-bounds): these configurations only build, with -Werror.
+# scripts/build_configs.sh builds all eight (4 types x gcc/clang).
+echo "== build only (gcc Release, clang-19 Release; -Werror)"
+scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
+CC=clang-19 scripts/build.sh build-clang-release -DCMAKE_BUILD_TYPE=Release
 
 echo "== build (clang-19, ASan+UBSan, libFuzzer)"
 CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug

@@ -1,5 +1,6 @@
 /* backends/gpu/gpu_layer.c: layer specifications from the suite file. */
 #include "backends/gpu/gpu_layer.h"
+#include "common/edit_distance.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -9,11 +10,16 @@
 static cov_status load_suite(const char *path, json_t **out) {
   json_error_t err;
   json_t *root = json_load_file(path, 0, &err);
-  if (!root)
-    return cov_error(COV_PARSE_ERROR, NULL, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  if (!root) {
+    /* jansson's -1 is "no position" (a file that cannot be opened). */
+    cov_loc loc = {path, err.line > 0 ? (unsigned)err.line : 0,
+                   err.line > 0 && err.column > 0 ? (unsigned)err.column : 0, NULL};
+    return cov_error(COV_PARSE_ERROR, &loc, "cannot read the layer suite: %s", err.text);
+  }
   if (!json_is_array(json_object_get(root, "layers"))) {
     json_decref(root);
-    return cov_error(COV_INVALID_INPUT, NULL, "%s: expected an object with a \"layers\" array", path);
+    cov_loc loc = {path, 0, 0, "$.layers"};
+    return cov_error(COV_INVALID_INPUT, &loc, "expected an object with a \"layers\" array");
   }
   *out = root;
   return NULL;
@@ -158,8 +164,22 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
       break;
     }
   }
-  if (i == json_array_size(layers))
-    st = cov_error(COV_NOT_FOUND, NULL, "layer '%s' is not in %s (nor of the form gemm_MxNxK)", base, suite_path);
+  if (i == json_array_size(layers)) {
+    const char *near = NULL;
+    size_t best = COV_EDIT_FAR;
+    for (i = 0; i < json_array_size(layers); i++) {
+      const char *nm = json_string_value(json_object_get(json_array_get(layers, i), "name"));
+      size_t d = nm ? common_edit_distance(base, nm) : COV_EDIT_FAR;
+      if (d < best) best = d, near = nm;
+    }
+    cov_loc loc = {suite_path, 0, 0, "$.layers"};
+    if (near && common_is_near_miss(strlen(base), best))
+      st = cov_error(COV_NOT_FOUND, &loc, "no layer named '%s' in the suite (did you mean '%s'?), "
+                     "nor of the form gemm_MxNxK", base, near);
+    else
+      st = cov_error(COV_NOT_FOUND, &loc, "no layer named '%s' in the suite, nor of the form "
+                     "gemm_MxNxK; 'covenant layers' lists them", base);
+  }
   json_decref(root);
   return st;
 }

@@ -51,6 +51,55 @@ cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
   return npu_codegen(map_schedule_of(s), out);
 }
 
+/* Simulated cycles of the program the schedule compiles to. */
+static cov_status sim_cycles(const cov_schedule *s, const cov_acg *acg, uint64_t *cycles) {
+  cov_npu_program *prog = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  cov_status st = cov_npu_compile(s, &prog);
+  if (!st) st = cov_npu_sim_create(acg, &sim);
+  if (!st) st = cov_npu_sim_load(sim, prog);
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  if (!st) *cycles = cov_npu_stats_cycles(stats);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(prog);
+  return st;
+}
+
+cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *acg, double max_ops,
+                                        int *chosen) {
+  if (chosen) *chosen = -1;
+  if (!s || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  int n = cov_schedule_num_alternatives(s);
+  if (n == 0 || cov_schedule_ops(s) > max_ops) return NULL;
+  uint64_t best = 0;
+  COV_RETURN_IF_ERROR(sim_cycles(s, acg, &best));
+  int pick = -1;
+  for (int i = 0; i < n; i++) {
+    /* alternative i sits in s->alts[i]; compile it by swapping it in */
+    COV_RETURN_IF_ERROR(cov_schedule_select_alternative(s, i));
+    uint64_t c = 0;
+    cov_status st = sim_cycles(s, acg, &c);
+    cov_status back = cov_schedule_select_alternative(s, i);
+    if (back) {
+      cov_status_free(st);
+      return back;
+    }
+    if (st) { /* an alternative the code generator cannot take is not a candidate */
+      cov_status_free(st);
+      continue;
+    }
+    if (c < best) {
+      best = c;
+      pick = i;
+    }
+  }
+  if (pick >= 0) COV_RETURN_IF_ERROR(cov_schedule_select_alternative(s, pick));
+  if (chosen) *chosen = pick;
+  return NULL;
+}
+
 cov_status cov_npu_program_disasm(const cov_npu_program *p, const cov_acg *acg, FILE *out) {
   return npu_disasm(p, acg, out);
 }
@@ -190,6 +239,31 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
     for (int64_t i = 0; i < n; i++) {
       uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
       memcpy(d + 2 * i, &h, 2);
+    }
+  } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
+             (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
+              t->dtype == COV_I8 || t->dtype == COV_I32)) {
+    /* integers into a float array's operand (or a wider integer): only
+     * where every value is exact in the tensor's dtype */
+    cov_dtype td = (cov_dtype)t->dtype;
+    int64_t lim = td == COV_F32 ? (1 << 24) : td == COV_F16 ? 2048 : td == COV_BF16 ? 256
+                  : td == COV_I8 ? 127 : INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = x->dtype == COV_I8 ? ((const int8_t *)x->data)[i]
+                  : x->dtype == COV_U8 ? ((const uint8_t *)x->data)[i]
+                                       : ((const int32_t *)x->data)[i];
+      if (v > lim || v < -lim - (td == COV_I8 ? 1 : 0))
+        return cov_error(COV_INVALID_ARGUMENT, NULL,
+                         "tensor '%s' is %s; element %lld of the %s data (%lld) is not exact in it",
+                         name, cov_dtype_name(td), (long long)i, cov_dtype_name(x->dtype),
+                         (long long)v);
+      if (td == COV_I8) d[i] = (uint8_t)(int8_t)v;
+      else if (td == COV_I32) memcpy(d + 4 * i, &(int32_t){(int32_t)v}, 4);
+      else if (td == COV_F32) memcpy(d + 4 * i, &(float){(float)v}, 4);
+      else {
+        uint16_t h = td == COV_F16 ? cov_f32_to_f16((float)v) : cov_f32_to_bf16((float)v);
+        memcpy(d + 2 * i, &h, 2);
+      }
     }
   } else {
     return cov_error(COV_INVALID_ARGUMENT, NULL, "tensor '%s' is %s; cannot write %s data", name,

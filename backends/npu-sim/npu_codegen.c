@@ -464,61 +464,19 @@ static void walk(cg *c, int i) {
 }
 
 /* Which scheduled loops one GEMM covers, and which input is A (indexed by
- * m and k) and which B (by k and n). */
-/* No transfer is placed inside scheduled loop i (so it may be moved). */
-static bool movable(const map_schedule *s, int i) {
-  for (int x = 0; x < s->n_xfers; x++)
-    if (s->xfers[x].after >= i) return false;
-  return true;
-}
-
+ * m and k) and which B (by k and n): the mapper's plan (map_gemm.c), which
+ * its cost model charges instruction by instruction. */
 static void plan_gemm(cg *c) {
-  const map_schedule *s = c->s;
-  const map_problem *p = c->p;
-  int last = s->n_levels - 1;
-  c->ml = c->kl = c->nl = -1;
-  for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
-    const map_sloop *sl = &s->sloops[i];
-    if (sl->level != last || !sl->spatial || !movable(s, i)) continue;
-    if (sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) c->kl = i;
-    if (sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) c->nl = i;
-  }
-  const map_operand *in0 = &p->operands[0], *in1 = &p->operands[1];
-  int ln = c->nl >= 0 ? s->sloops[c->nl].loop : -1;
-  /* B is the input the columns loop indexes; both (depthwise): no n loop. */
-  if (map_operand_depends(in0, ln) && map_operand_depends(in1, ln)) c->nl = ln = -1;
-  c->a_op = map_operand_depends(in0, ln) ? 1 : 0;
-  c->b_op = 1 - c->a_op;
-  /* m: the output loop with the most trips that only A depends on, moved
-   * innermost (each output element keeps its reduction order; no transfer
-   * sits inside it). Without a columns loop, either input may be A. */
-  for (int pass = 0; pass < (ln < 0 ? 2 : 1) && c->ml < 0; pass++) {
-    if (pass == 1) {
-      c->a_op = 1;
-      c->b_op = 0;
-    }
-    int64_t best = 1;
-    for (int i = c->out_init_after + 1; i < s->n_sloops; i++) {
-      const map_sloop *sl = &s->sloops[i];
-      if (sl->level != last || sl->spatial || p->reduction[sl->loop] || !movable(s, i)) continue;
-      if (!map_operand_depends(&p->operands[c->a_op], sl->loop) || map_operand_depends(&p->operands[c->b_op], sl->loop))
-        continue;
-      if (sl->trips > best) {
-        best = sl->trips;
-        c->ml = i;
-      }
-    }
-  }
-  if (c->ml < 0 && ln < 0) {
-    c->a_op = 0;
-    c->b_op = 1;
-  }
-  const acg_capability *cap = &c->g->compute[c->array].caps[s->cap];
-  uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->g->compute[c->array].dims[0];
-  uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : c->g->compute[c->array].dims[1];
-  c->kmax = c->t.output_stationary ? 65535 : rows;
-  c->mmax = c->t.output_stationary ? rows : 65535;
-  c->nmax = cols;
+  map_gemm_plan gp;
+  map_gemm_plan_make(c->s, &gp);
+  c->ml = gp.ml;
+  c->kl = gp.kl;
+  c->nl = gp.nl;
+  c->a_op = gp.a_op;
+  c->b_op = gp.b_op;
+  c->kmax = gp.kmax;
+  c->mmax = gp.mmax;
+  c->nmax = gp.nmax;
 }
 
 /* SIMD main statement: columns = the lanes loop (or the innermost output
@@ -593,7 +551,10 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     npu_tensor t = {0};
     if (op->role == MAP_ROLE_OUTPUT) snprintf(t.name, sizeof t.name, "out");
     else snprintf(t.name, sizeof t.name, "in%d", op->layer_input);
-    t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? COV_F32 : s->place[o][1].dtype);
+    /* the result leaves in the accumulator type: f32, or i32 from an
+     * integer array (i8 x i8 -> i32) */
+    cov_dtype out_dt = s->acc_dtype && !cov_dtype_is_float(s->acc_dtype) ? s->acc_dtype : COV_F32;
+    t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? out_dt : s->place[o][1].dtype);
     t.role = op->role == MAP_ROLE_OUTPUT ? NPU_ROLE_OUTPUT
              : op->layer_input == 0      ? NPU_ROLE_INPUT
                                          : NPU_ROLE_WEIGHT;

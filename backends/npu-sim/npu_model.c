@@ -13,6 +13,7 @@
  * operations run in the frontend. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/npu-sim/npu_internal.h"
 #include "backends/npu-sim/npu_report.h"
@@ -49,6 +50,38 @@ static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
   if (n) buf[k] = '\0';
 }
 
+/* An integer layer's result read back in the dtype the model expects: an
+ * integer array leaves it in i32 already; a float array (the f16 array of
+ * an ACG without an integer mac, taken only where that is exact) leaves it
+ * in f32, every value an integer below 2^24, converted here. */
+static cov_status to_dtype(cov_tensor *t, cov_dtype want) {
+  if (t->dtype == want) return NULL;
+  if (t->dtype != COV_F32 || want != COV_I32)
+    return cov_error(COV_INTERNAL, NULL, "the program's result is %s, the model expects %s",
+                     cov_dtype_name(t->dtype), cov_dtype_name(want));
+  int64_t n = cov_tensor_numel(t);
+  float *f = t->data;
+  int32_t *o = t->data; /* same size: converted in place */
+  for (int64_t i = 0; i < n; i++) {
+    float v = f[i];
+    if (!(v == (float)(int32_t)v) || v >= 16777216.0f || v <= -16777216.0f)
+      return cov_error(COV_INTERNAL, NULL,
+                       "element %lld of an integer layer's f32 result (%g) is not an exact "
+                       "integer",
+                       (long long)i, (double)v);
+    o[i] = (int32_t)v;
+  }
+  t->dtype = COV_I32;
+  return NULL;
+}
+
+/* Monotonic seconds, for the report's compile and simulation wall times. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Maps, compiles and simulates one layer; its inputs in[0..n) in layer
  * order (cov_layer_input), its result into *out. A status in *declined is
  * the NPU path not taking the layer (the caller falls back); the returned
@@ -61,8 +94,12 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   cov_npu_program *prog = NULL;
   cov_npu_sim *sim = NULL;
   cov_npu_stats *stats = NULL;
+  double t0 = now_s();
   cov_status st = cov_map(layer, h->acg, NULL, &sched);
+  if (!st) st = cov_npu_select_by_simulation(sched, h->acg, COV_NPU_SELECT_MAX_OPS, NULL);
   if (!st) st = cov_npu_compile(sched, &prog);
+  double t1 = now_s();
+  npu_report_add_time(h->rep, t1 - t0, 0);
   cov_status fatal = NULL;
   if (st) {
     *declined = st;
@@ -79,6 +116,7 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   if (h->opt->trace) fatal = cov_npu_sim_run_traced(sim, h->opt->trace, label, &stats);
   else fatal = cov_npu_sim_run(sim, NULL, &stats);
   if (!fatal) fatal = cov_npu_sim_read(sim, "out", out);
+  npu_report_add_time(h->rep, 0, now_s() - t1);
   if (fatal) goto done;
   row->cycles = cov_npu_stats_cycles(stats);
   row->macs = cov_npu_stats_macs(stats);
@@ -182,6 +220,11 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
   }
   out[0].rank = want.rank;
   memcpy(out[0].shape, want.shape, sizeof want.shape);
+  cov_status cv = to_dtype(&out[0], want.dtype);
+  if (cv) {
+    cov_tensor_release(&out[0]);
+    return cov_status_annotate(cv, "layer group %d (%s): ", o->group, row.node);
+  }
   snprintf(row.where, sizeof row.where, "npu, fused");
   *handled = 1;
   return npu_report_add(h->rep, &row);
@@ -202,22 +245,27 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
     if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
     return npu_report_add(h->rep, &row);
   }
-  int64_t shapes[MAX_LAYER_INPUTS][COV_MAX_RANK];
-  int ranks[MAX_LAYER_INPUTS];
   bool ok = n_out == 1 && call->n_in <= MAX_LAYER_INPUTS;
+  /* f32 calls, and integer ones (i8 multiplicands, i32 accumulators): an
+   * integer layer's multiply-accumulates bind to an integer mac, or to a
+   * float one only where the mapper finds that exact */
+  bool integer = ok && call->n_in > 0 && (call->in[0].dtype == COV_I8 || call->in[0].dtype == COV_I32);
   for (size_t i = 0; ok && i < call->n_in; i++) {
-    ok = call->in[i].dtype == COV_F32;
-    ranks[i] = call->in[i].rank;
-    for (int d = 0; d < call->in[i].rank; d++) shapes[i][d] = call->in[i].shape[d];
+    ok = integer ? call->in[i].dtype == COV_I8 || call->in[i].dtype == COV_I32
+                 : call->in[i].dtype == COV_F32;
   }
   cov_layer *layer = NULL;
-  cov_status declined = ok ? cov_layer_from_codelet(call->codelet, call->attrs, call->n_attrs,
-                                                    (const int64_t(*)[COV_MAX_RANK])shapes, ranks,
-                                                    call->n_in, &layer)
-                           : cov_error(COV_UNSUPPORTED, NULL, "not an f32 single-output call");
+  cov_status declined = ok ? cov_layer_from_call(call->codelet, call->attrs, call->n_attrs,
+                                                 call->in, call->n_in, &layer)
+                           : cov_error(COV_UNSUPPORTED, NULL,
+                                       "not a single-output call on f32, or on i8/i32 integers");
   cov_status fatal = NULL;
   if (!declined)
     fatal = run_layer(h, layer, call->in, (int)call->n_in, label, &out[0], &row, &declined);
+  if (!declined && !fatal && integer) {
+    fatal = to_dtype(&out[0], COV_I32);
+    if (fatal) cov_tensor_release(&out[0]);
+  }
   cov_layer_free(layer);
   if (fatal)
     return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);

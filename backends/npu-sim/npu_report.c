@@ -1,6 +1,7 @@
 /* backends/npu-sim/npu_report.c: the per-layer table of a whole-model run
  * on the NPU (`covenant run MODEL --target npu-*`): rows in execution order,
  * totals, and counts of fused groups and CPU calls. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ struct cov_npu_report {
   npu_row *rows;
   int n, cap;
   double clock_mhz;
+  double compile_s, sim_s; /* wall time, not printed by the table (not deterministic) */
 };
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out) {
@@ -29,6 +31,16 @@ cov_status npu_report_add(cov_npu_report *r, const npu_row *row) {
   }
   r->rows[r->n++] = *row;
   return NULL;
+}
+
+void npu_report_add_time(cov_npu_report *r, double compile_s, double sim_s) {
+  r->compile_s += compile_s;
+  r->sim_s += sim_s;
+}
+
+void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s) {
+  *compile_s = r->compile_s;
+  *sim_s = r->sim_s;
 }
 
 const npu_row *npu_report_rows(const cov_npu_report *r, int *n) {
@@ -56,21 +68,44 @@ static int count(const cov_npu_report *r, npu_row_kind k) {
 
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
+int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }
+
+/* The mapper's estimate against the simulation, as a signed percentage:
+ * negative when the cost model expects fewer cycles than the simulator
+ * counts. */
+static double est_error(const npu_row *w) {
+  return w->cycles ? 100.0 * (w->predicted - (double)w->cycles) / (double)w->cycles : 0;
+}
 
 void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
-  fprintf(out, "%-5s %-20s %-30s %10s %10s %7s %7s %10s %10s  %s\n", "group", "node", "codelets",
-          "cycles", "predicted", "array", "simd", "DRAM B", "on-chip B", "where");
+  /* Columns as wide as their longest entry, so that long node names (e.g.
+   * torchvision's "/features/features.12/conv/conv.1/conv.1.0/Conv") keep
+   * the table aligned. */
+  int wn = 4, wc = 8;
+  for (int i = 0; i < r->n; i++) {
+    int a = (int)strlen(r->rows[i].node), b = (int)strlen(r->rows[i].codelet);
+    if (a > wn) wn = a;
+    if (b > wc) wc = b;
+  }
+  fprintf(out, "%-5s %-*s %-*s %10s %10s %6s %6s %6s %10s %10s  %s\n", "group", wn, "node", wc,
+          "codelets", "cycles", "mapper est", "err", "array", "simd", "DRAM B", "on-chip B", "where");
   uint64_t tc = 0, tm = 0, td = 0, to = 0;
+  double tp = 0, abs_err = 0;
+  int n_sim = 0;
   for (int i = 0; i < r->n; i++) {
     const npu_row *w = &r->rows[i];
-    if (w->kind != NPU_ROW_CPU)
-      fprintf(out, "%-5d %-20s %-30s %10llu %10.0f %6.1f%% %6.1f%% %10llu %10llu  %s\n", w->group,
-              w->node, w->codelet, (unsigned long long)w->cycles, w->predicted,
-              100 * w->util_array, 100 * w->util_simd, (unsigned long long)w->dram_bytes,
-              (unsigned long long)w->onchip_bytes, w->where);
-    else
-      fprintf(out, "%-5d %-20s %-30s %10s %10s %7s %7s %10s %10s  %s\n", w->group, w->node,
-              w->codelet, "-", "-", "-", "-", "-", "-", w->where);
+    if (w->kind != NPU_ROW_CPU) {
+      fprintf(out, "%-5d %-*s %-*s %10llu %10.0f %+5.0f%% %5.1f%% %5.1f%% %10llu %10llu  %s\n",
+              w->group, wn, w->node, wc, w->codelet, (unsigned long long)w->cycles, w->predicted,
+              est_error(w), 100 * w->util_array, 100 * w->util_simd,
+              (unsigned long long)w->dram_bytes, (unsigned long long)w->onchip_bytes, w->where);
+      tp += w->predicted;
+      abs_err += fabs(est_error(w));
+      n_sim++;
+    } else {
+      fprintf(out, "%-5d %-*s %-*s %10s %10s %6s %6s %6s %10s %10s  %s\n", w->group, wn, w->node,
+              wc, w->codelet, "-", "-", "-", "-", "-", "-", "-", w->where);
+    }
     tc += w->cycles;
     tm += w->macs;
     td += w->dram_bytes;
@@ -83,4 +118,9 @@ void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
           (unsigned long long)tc, (double)tc / r->clock_mhz, r->clock_mhz, (unsigned long long)tm,
           (unsigned long long)td, (unsigned long long)to, r->n, count(r, NPU_ROW_GROUP),
           count(r, NPU_ROW_CALL), count(r, NPU_ROW_CPU));
+  if (n_sim)
+    fprintf(out,
+            "mapper est: the mapper's cost model's prediction before simulation (covenant map); "
+            "err = (est - cycles) / cycles: %+.0f%% in all, mean |err| %.0f%% per row\n",
+            tc ? 100.0 * (tp - (double)tc) / (double)tc : 0.0, abs_err / n_sim);
 }

@@ -24,6 +24,9 @@ typedef struct npu_row {
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out);
 cov_status npu_report_add(cov_npu_report *r, const npu_row *row);
+/* Adds wall time spent mapping + generating code and simulating (seconds),
+ * including layers the NPU path then declined. */
+void npu_report_add_time(cov_npu_report *r, double compile_s, double sim_s);
 /* The rows in execution order (bench/npu-sim reads them). */
 const npu_row *npu_report_rows(const cov_npu_report *r, int *n);
 

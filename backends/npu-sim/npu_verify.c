@@ -162,7 +162,8 @@ static bool vop_binary(uint8_t op) {
 static bool vop_unary(uint8_t op) {
   return op == COV_OP_EXP || op == COV_OP_LOG || op == COV_OP_SQRT || op == COV_OP_RSQRT ||
          op == COV_OP_NEG || op == COV_OP_ABS || op == COV_OP_TANH || op == COV_OP_ERF ||
-         op == COV_OP_SIGMOID || op == COV_OP_RELU || op == COV_OP_CAST || op == COV_OP_COPY;
+         op == COV_OP_SIGMOID || op == COV_OP_RELU || op == COV_OP_CAST || op == COV_OP_COPY ||
+         op == COV_OP_ROUND;
 }
 
 static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,

@@ -235,6 +235,7 @@ int main(int argc, char **argv) {
       double t0 = 0, t1 = 0;
       st = cov_layer_from_suite(suite, names[i], scale, &layer);
       if (!st) st = cov_map(layer, g, NULL, &sch);
+      if (!st) st = cov_npu_select_by_simulation(sch, g, COV_NPU_SELECT_MAX_OPS, NULL);
       if (!st) st = cov_npu_compile(sch, &prog);
       if (!st) st = cov_npu_sim_create(g, &sm);
       if (!st) st = cov_npu_sim_load(sm, prog);

@@ -40,6 +40,10 @@ COV_API cov_status cov_suite_layer_names(const char *suite_path, char ***names, 
 COV_API cov_status cov_layer_from_codelet(const char *codelet, const cov_attr *attrs, size_t n_attrs,
                                           const int64_t (*shapes)[COV_MAX_RANK], const int *ranks,
                                           size_t n_inputs, cov_layer **out);
+/* A single codelet call with its inputs' dtypes and shapes (data unused):
+ * integer layers (i8 multiplicands, i32 accumulators) as well as float ones. */
+COV_API cov_status cov_layer_from_call(const char *codelet, const cov_attr *attrs, size_t n_attrs,
+                                       const cov_tensor *inputs, size_t n_inputs, cov_layer **out);
 /* A layer from an ONNX model's layer group (cov_model_group_describe or a
  * cov_model_run_groups offer): its calls as they are, provided they form a
  * layer's chain (call 0 reads only group inputs and constants; every later
@@ -71,6 +75,14 @@ COV_API cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov
 COV_API void cov_schedule_free(cov_schedule *s);
 COV_API double cov_schedule_cycles(const cov_schedule *s);
 COV_API int64_t cov_schedule_evaluations(const cov_schedule *s);
+/* The next best candidates the search kept (verified like the schedule),
+ * and the main statement's operation count (MACs for a mac statement). */
+COV_API int cov_schedule_num_alternatives(const cov_schedule *s);
+COV_API double cov_schedule_ops(const cov_schedule *s);
+/* Swaps alternative i (0-based) with the schedule: a backend that measures
+ * the candidates (cov_npu_select_by_simulation) makes the fastest the one
+ * it compiles; the cost model's prediction stays each candidate's own. */
+COV_API cov_status cov_schedule_select_alternative(cov_schedule *s, int i);
 /* The textual scheduled IR (--dump=schedule). */
 COV_API cov_status cov_schedule_dump(const cov_schedule *s, FILE *out);
 /* Schedule, cost breakdown and the next best alternatives. */

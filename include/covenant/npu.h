@@ -56,6 +56,16 @@ COV_API int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i);
  * (f32). COV_UNSUPPORTED names what the code generator cannot yet lower. */
 typedef struct cov_schedule cov_schedule;
 COV_API cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out);
+/* Re-ranks the mapper's candidates by simulating them: when the layer has
+ * at most max_ops operations (cov_schedule_ops), the schedule and its
+ * alternatives are compiled and timed (zero inputs: timing does not depend
+ * on values) and the fastest becomes the schedule (ties keep the cost
+ * model's order). *chosen (may be NULL): -1 when the schedule stayed, else
+ * the alternative that replaced it. Larger layers keep the cost model's
+ * choice. */
+#define COV_NPU_SELECT_MAX_OPS 6.4e7
+COV_API cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *acg,
+                                                double max_ops, int *chosen);
 
 /* The simulator keeps a pointer to acg, which must outlive it. */
 COV_API cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
@@ -131,14 +141,20 @@ COV_API cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg
                                           size_t n_outputs, const cov_npu_run_options *opts,
                                           cov_npu_report **out_report);
 /* One row per fused group, per call of a group run call by call, per call
- * on the CPU: group, node, codelets, simulated and predicted cycles, array
- * and SIMD utilisation, DRAM and on-chip bytes, where it ran (and why not
- * fused); then totals. */
+ * on the CPU: group, node, codelets, simulated cycles, the mapper's
+ * estimate and its error against the simulation, array and SIMD
+ * utilisation, DRAM and on-chip bytes, where it ran (and why not fused);
+ * then totals and a line on the estimate. Columns are as wide as their
+ * longest entry. Deterministic (no wall times). */
 COV_API void cov_npu_report_print(const cov_npu_report *r, FILE *out);
 COV_API uint64_t cov_npu_report_cycles(const cov_npu_report *r);
 COV_API int cov_npu_report_cpu_calls(const cov_npu_report *r);
 /* Rows that are a whole group fused into one program. */
 COV_API int cov_npu_report_fused_groups(const cov_npu_report *r);
+/* Rows that are one call of a group run call by call on the NPU. */
+COV_API int cov_npu_report_calls(const cov_npu_report *r);
+/* Wall time of the run in seconds: mapping + code generation, simulation. */
+COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 COV_API void cov_npu_report_free(cov_npu_report *r);
 
 #ifdef __cplusplus

@@ -14,7 +14,7 @@ expect 2 "unknown subcommand 'lint'" -- "$cov" acg lint
 expect 2 "show takes exactly one TARGET" -- "$cov" acg show
 expect 2 "unknown option" -- "$cov" acg dot --bogus targets/npu-16x16.json
 expect 2 "check needs at least one TARGET" -- "$cov" acg check
-expect 1 "no targets named 'npu-99x99'\|no targets named" -- "$cov" acg show npu-99x99
+expect 1 "no target named 'npu-99x99'; the targets found: .*npu-16x16" -- "$cov" acg show npu-99x99
 expect 1 "no such file" -- "$cov" acg check does/not/exist.json
 expect 1 "is a directory" -- "$cov" acg check targets/
 expect 0 "npu-16x16" -- "$cov" acg show npu-16x16

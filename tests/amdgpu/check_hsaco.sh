@@ -5,6 +5,12 @@
 # use, no scratch, register counts, and v_mfma and LDS instructions.
 set -eu
 probe=$1 mcpu=$2 ver=$3 work=$4
+# optional tools: without them the test reports itself skipped (77)
+for tool in llvm-readelf-19 llvm-objdump-19; do
+  command -v $tool > /dev/null || { echo "skipped: $tool not found (Debian: llvm-19)"; exit 77; }
+done
+[ -n "${COVENANT_LD_LLD:-}" ] || command -v ld.lld-19 > /dev/null || command -v ld.lld > /dev/null ||
+  { echo "skipped: ld.lld not found (Debian: lld-19), which links HSACO"; exit 77; }
 mkdir -p "$work"
 out="$work/probe-$mcpu-v$ver.hsaco"
 "$probe" "$mcpu" "$ver" "$out"

@@ -11,11 +11,20 @@ the FMA path; then compiles again and requires byte-identical code objects."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 cov, target, work = sys.argv[1:4]
 READELF, OBJDUMP = "llvm-readelf-19", "llvm-objdump-19"
+# optional tools: without them the test reports itself skipped (77)
+for tool in (READELF, OBJDUMP):
+    if not shutil.which(tool):
+        print("skipped: %s not found (Debian: llvm-19)" % tool)
+        sys.exit(77)
+if not (os.environ.get("COVENANT_LD_LLD") or shutil.which("ld.lld-19") or shutil.which("ld.lld")):
+    print("skipped: ld.lld not found (Debian: lld-19), which links HSACO")
+    sys.exit(77)
 fails = []
 
 

@@ -4,6 +4,12 @@
 # GPU fails with a message naming the runtime, never a fake result.
 set -euo pipefail
 cov=$1 model=$2 work=$3
+# optional tools: without them the test reports itself skipped (77)
+for tool in llvm-readelf-19 llvm-objdump-19; do
+  command -v $tool > /dev/null || { echo "skipped: $tool not found (Debian: llvm-19)"; exit 77; }
+done
+[ -n "${COVENANT_LD_LLD:-}" ] || command -v ld.lld-19 > /dev/null || command -v ld.lld > /dev/null ||
+  { echo "skipped: ld.lld not found (Debian: lld-19), which links HSACO"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
 for t in amdgpu-gfx90a amdgpu-gfx942; do
   "$cov" compile "$model" --target "$t" -o "$work/$t" > "$work/$t.log"

@@ -84,6 +84,7 @@ static void b_orders(brute *B, int lv) {
       B->best = B->s.cost.cycles;
     return;
   }
+  if (lv >= MAP_MAX_LEVELS) return; /* never (L <= MAP_MAX_LEVELS); bounds the recursion for gcc -O3 */
   /* loops of one trip are no scheduled loops (map_ir.h), so only the
    * others are permuted; every permutation of them is tried */
   int act[MAP_MAX_LOOPS], n = 0, rest[MAP_MAX_LOOPS], m = 0;

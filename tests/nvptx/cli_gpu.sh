@@ -26,7 +26,7 @@ expect 2 "needs --target" -- gpu compile gemm_64x64x64 -o "$work/x"
 expect 2 "compile needs -o DIR" -- gpu compile gemm_64x64x64 --target nvptx-sm90
 expect 2 "at least one LAYER" -- gpu compile --target nvptx-sm90 -o "$work/x"
 expect 2 "expected f16, bf16 or f32" -- gpu compile gemm_64x64x64 --target nvptx-sm90 -o "$work/x" --dtype i8
-expect 1 "not in .*layers.json" -- gpu compile no_such_layer --target nvptx-sm90 -o "$work/x"
+expect 1 "layers.json: error: \$.layers: no layer named 'no_such_layer' in the suite, nor of the form gemm_MxNxK" -- gpu compile no_such_layer --target nvptx-sm90 -o "$work/x"
 # the suite's pool and attention softmax are lowered; other ops and post-ops
 # are refused with their names
 cat >"$work/suite.json" <<'JSON'

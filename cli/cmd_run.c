@@ -1,0 +1,602 @@
+/* cli/cmd_run.c: `covenant run MODEL.onnx`: a model run on a target, read
+ * like iree-run-module or `tvmc run`: a header (model, target), the inputs,
+ * each output as one line (shape, dtype, min/max/mean, the first values),
+ * the check (against an expected output when one is given or shipped next
+ * to the input, else against the reference target), the per-group table of
+ * an NPU run, and wall times.
+ *
+ * Steps, one function each: parse the options (run_parse), load the model
+ * and target (run_load), bind files to inputs, outputs and expected
+ * outputs (bind_names), read them (read_inputs), run (run_target, run_ref),
+ * then report (print_header, print_outputs, write_outputs, check_outputs,
+ * print_npu_report). GPU targets are handed to `covenant gpu run`. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "covenant/model.h"
+#include "covenant/npu.h"
+#include "covenant/tensor.h"
+
+#define MAX_ARGS 256
+
+static void run_help(FILE *out) {
+  fprintf(out,
+          "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "                               [--expect [NAME=]FILE]... [--print-values]\n"
+          "                               [--trace FILE] [--per-call]\n"
+          "\n"
+          "Runs an ONNX model. On an NPU target (default npu-16x16, any ACG with a systolic\n"
+          "array) every compute layer group (conv+bias+relu+maxpool, gemm+bias, ...) is\n"
+          "mapped as one layer, compiled to one NPU program and run in the cycle simulator,\n"
+          "its intermediates kept on chip; a group that cannot be fused runs call by call\n"
+          "(a program per call), a call the NPU path cannot take on the CPU, each listed\n"
+          "with the reason. The target 'ref' is the CPU reference: layout operations run in\n"
+          "the frontend, every compute operation through the codelet interpreter (the\n"
+          "oracle all accelerator targets are checked against). A GPU target (nvptx-*,\n"
+          "amdgpu-*) runs as 'covenant gpu run'.\n"
+          "\n"
+          "Prints the model and target, each input and output on one line (shape, dtype,\n"
+          "min/max/mean, first values), the check, and on an NPU the per-group table\n"
+          "(simulated cycles, the mapper's estimate and its error, utilisation, bytes)\n"
+          "and wall times. The check compares with the expected outputs: --expect, or\n"
+          "STEM_output.npy next to an input STEM_input.npy (as examples/ ships them, made\n"
+          "by numpy); without expected outputs, an NPU run is checked against --target\n"
+          "ref on the same inputs.\n"
+          "\n"
+          "examples:\n"
+          "  covenant run examples/convnet.onnx --input examples/convnet_input.npy\n"
+          "  covenant run examples/convnet.onnx --target ref -o /tmp/y.npy\n"
+          "\n"
+          "options:\n"
+          "  -t, --target T            npu-16x16 (default), another NPU ACG, ref, or a GPU\n"
+          "                            target ('covenant targets' lists them)\n"
+          "  -i, --input [NAME=]FILE   an input, from a .npy file or an ONNX TensorProto\n"
+          "                            (.pb). Without NAME=, inputs are taken in the\n"
+          "                            model's order. Inputs not given are random.\n"
+          "      --seed N              seed of the random values for inputs not given (1)\n"
+          "  -e, --expect [NAME=]FILE  an expected output (.npy or .pb) to check against\n"
+          "      --tolerance X         largest accepted max|out-expected|/max|expected|\n"
+          "                            (default 1e-2; schedules may round multiplicands\n"
+          "                            to f16)\n"
+          "  -o, --output [NAME=]OUT   write outputs as .npy files. NAME=FILE writes that\n"
+          "                            output; a plain OUT takes the next output in order,\n"
+          "                            unless OUT is a directory: then every output goes to\n"
+          "                            OUT/output_<i>.npy (the ONNX test-data numbering).\n"
+          "  -p, --print-values        print every value of each output (as text)\n"
+          "      --trace FILE          (NPU) write a Chrome/Perfetto trace of the whole run:\n"
+          "                            every unit's activity, the programs back to back\n"
+          "                            (1 us = 1 cycle), a 'layers' track naming each\n"
+          "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
+          "  -h, --help                show this help\n");
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+typedef struct run_opts {
+  const char *model, *target, *trace;
+  int per_call, print_values;
+  unsigned long long seed;
+  double tol;
+  const char *in_args[MAX_ARGS], *out_args[MAX_ARGS], *expect_args[MAX_ARGS];
+  int n_in, n_out, n_expect;
+} run_opts;
+
+/* Fills o from argv; returns -1 to go on, else the exit code. */
+static int run_parse(int argc, char **argv, run_opts *o) {
+  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                       {"seed", required_argument, NULL, 'S'},
+                                       {"tolerance", required_argument, NULL, 'T'},
+                                       {"input", required_argument, NULL, 'i'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"expect", required_argument, NULL, 'e'},
+                                       {"print-values", no_argument, NULL, 'p'},
+                                       {"trace", required_argument, NULL, 'R'},
+                                       {"per-call", no_argument, NULL, 'P'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  *o = (run_opts){.target = "npu-16x16", .seed = 1, .tol = 1e-2};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:i:o:e:ph", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': o->target = optarg; break;
+      case 'S':
+        if (cli_parse_seed("run", optarg, &o->seed)) return CLI_EXIT_USAGE;
+        break;
+      case 'T':
+        if (cli_parse_tolerance("run", optarg, &o->tol)) return CLI_EXIT_USAGE;
+        break;
+      case 'i':
+        if (o->n_in == MAX_ARGS) return cli_usage_error("run", "too many --input options");
+        o->in_args[o->n_in++] = optarg;
+        break;
+      case 'o':
+        if (o->n_out == MAX_ARGS) return cli_usage_error("run", "too many --output options");
+        o->out_args[o->n_out++] = optarg;
+        break;
+      case 'e':
+        if (o->n_expect == MAX_ARGS) return cli_usage_error("run", "too many --expect options");
+        o->expect_args[o->n_expect++] = optarg;
+        break;
+      case 'p': o->print_values = 1; break;
+      case 'R': o->trace = optarg; break;
+      case 'P': o->per_call = 1; break;
+      case 'h': run_help(stdout); return CLI_EXIT_OK;
+      default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
+    }
+  }
+  if (argc - optind != 1)
+    return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
+  o->model = argv[optind];
+  if ((o->trace || o->per_call) && strcmp(o->target, "ref") == 0)
+    return cli_usage_error("run", "--trace and --per-call are for NPU targets, not 'ref'");
+  return -1;
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+typedef struct run_state {
+  const run_opts *o;
+  cov_model *m;
+  cov_acg *acg; /* NULL for ref */
+  size_t ni, no;
+  cov_tensor *inputs, *outputs, *expected, *ref_out;
+  const char **in_files;     /* where each input came from; NULL: random */
+  const char **out_paths;    /* -o per output, or NULL */
+  const char **expect_files; /* expected output per output, or NULL */
+  char **owned;              /* strings made here (2 per output, freed at the end) */
+  cov_npu_report *report;
+  size_t n_compute; /* compute layer groups (not layout) */
+  double t_load, t_run, t_ref;
+} run_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void run_state_free(run_state *s) {
+  cov_npu_report_free(s->report);
+  cov_acg_free(s->acg);
+  for (size_t i = 0; s->inputs && i < s->ni; i++) cov_tensor_release(&s->inputs[i]);
+  for (size_t i = 0; i < s->no; i++) {
+    if (s->outputs) cov_tensor_release(&s->outputs[i]);
+    if (s->expected) cov_tensor_release(&s->expected[i]);
+    if (s->ref_out) cov_tensor_release(&s->ref_out[i]);
+  }
+  for (size_t i = 0; s->owned && i < 2 * s->no; i++) free(s->owned[i]);
+  free(s->inputs);
+  free(s->outputs);
+  free(s->expected);
+  free(s->ref_out);
+  free(s->in_files);
+  free(s->out_paths);
+  free(s->expect_files);
+  free(s->owned);
+  cov_model_free(s->m);
+}
+
+static cov_status run_load(run_state *s) {
+  double t0 = now_s();
+  if (strcmp(s->o->target, "ref") != 0) COV_RETURN_IF_ERROR(cov_acg_load_target(s->o->target, &s->acg));
+  COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, NULL, &s->m));
+  s->ni = cov_model_num_inputs(s->m);
+  s->no = cov_model_num_outputs(s->m);
+  size_t ni = s->ni ? s->ni : 1, no = s->no ? s->no : 1;
+  s->inputs = calloc(ni, sizeof *s->inputs);
+  s->in_files = calloc(ni, sizeof *s->in_files);
+  s->outputs = calloc(no, sizeof *s->outputs);
+  s->expected = calloc(no, sizeof *s->expected);
+  s->ref_out = calloc(no, sizeof *s->ref_out);
+  s->out_paths = calloc(no, sizeof *s->out_paths);
+  s->expect_files = calloc(no, sizeof *s->expect_files);
+  s->owned = calloc(2 * no, sizeof *s->owned);
+  if (!s->inputs || !s->in_files || !s->outputs || !s->expected || !s->ref_out ||
+      !s->out_paths || !s->expect_files || !s->owned)
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "covenant run: buffers for %zu inputs, %zu outputs",
+                     s->ni, s->no);
+  s->t_load = now_s() - t0;
+  return NULL;
+}
+
+/* ---- binding inputs, outputs, expected outputs ------------------------ */
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int is_dir(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* .npy by its magic string, anything else as a TensorProto. */
+static cov_status read_tensor(const char *path, cov_tensor *t) {
+  FILE *f = fopen(path, "rb");
+  char magic[6] = {0};
+  if (f) {
+    size_t got = fread(magic, 1, sizeof magic, f);
+    (void)got;
+    fclose(f);
+  }
+  if (memcmp(magic, "\x93NUMPY", 6) == 0 || ends_with(path, ".npy")) return cov_npy_read(path, t);
+  return cov_onnx_tensor_read(path, t, NULL, 0);
+}
+
+/* Splits "NAME=VALUE" into name and the returned VALUE; NULL without '='. */
+static const char *split_name(const char *arg, char *name, size_t size) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || (size_t)(eq - arg) >= size) return NULL;
+  memcpy(name, arg, (size_t)(eq - arg));
+  name[eq - arg] = '\0';
+  return eq + 1;
+}
+
+static int find_output(const cov_model *m, const char *name) {
+  for (size_t k = 0; k < cov_model_num_outputs(m); k++)
+    if (strcmp(cov_model_output_name(m, k), name) == 0) return (int)k;
+  return -1;
+}
+
+/* Binds [NAME=]ARG options to slots[0..n): by name when NAME is one of the
+ * model's (find), else to the next free slot in order. Returns -1 to go on,
+ * else the exit code (a usage error printed); `what` names the options and
+ * `kind` the model's values in it. */
+static int bind_args(const char *const *args, int n_args, const cov_model *m,
+                     int (*find)(const cov_model *, const char *), const char **slots, size_t n,
+                     const char *what, const char *kind) {
+  size_t next = 0;
+  for (int i = 0; i < n_args; i++) {
+    char name[1024];
+    const char *file = split_name(args[i], name, sizeof name);
+    int idx = file ? find(m, name) : -1;
+    if (idx < 0) {
+      file = args[i];
+      while (next < n && slots[next]) next++;
+      if (next == n) {
+        if (!strcmp(what, kind)) return cli_usage_error("run", "more %s than the model's %zu", what, n);
+        return cli_usage_error("run", "more %s than the model's %zu %s", what, n, kind);
+      }
+      idx = (int)next;
+    } else if (slots[idx]) {
+      return cli_usage_error("run", "%.*s '%s' is given twice", (int)strlen(kind) - 1, kind, name);
+    }
+    slots[idx] = file;
+  }
+  return -1;
+}
+
+/* Which file goes where: --input, -o and --expect, and the expected output
+ * shipped next to an input (STEM_output.npy beside STEM_input.npy, the
+ * convention of examples/, for a one-input one-output model). Reads nothing. */
+static int bind_names(run_state *s) {
+  const run_opts *o = s->o;
+  int rc = bind_args(o->in_args, o->n_in, s->m, cov_model_find_input, s->in_files, s->ni,
+                     "inputs", "inputs");
+  if (rc >= 0) return rc;
+  const char *plain[MAX_ARGS];
+  int n_plain = 0;
+  for (int i = 0; i < o->n_out; i++) {
+    if (!is_dir(o->out_args[i])) {
+      plain[n_plain++] = o->out_args[i];
+      continue;
+    }
+    for (size_t k = 0; k < s->no; k++) {
+      char *p = malloc(strlen(o->out_args[i]) + 32);
+      if (!p) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "output paths"));
+      sprintf(p, "%s/output_%zu.npy", o->out_args[i], k);
+      free(s->owned[k]);
+      s->owned[k] = p;
+      s->out_paths[k] = p;
+    }
+  }
+  rc = bind_args(plain, n_plain, s->m, find_output, s->out_paths, s->no, "-o options", "outputs");
+  if (rc >= 0) return rc;
+  rc = bind_args(o->expect_args, o->n_expect, s->m, find_output, s->expect_files, s->no,
+                 "--expect options", "outputs");
+  if (rc >= 0) return rc;
+  if (o->n_expect == 0 && s->no == 1 && s->ni == 1 && s->in_files[0] &&
+      ends_with(s->in_files[0], "_input.npy")) {
+    size_t n = strlen(s->in_files[0]) - strlen("_input.npy");
+    char *p = malloc(n + sizeof "_output.npy");
+    if (!p) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "expected output path"));
+    memcpy(p, s->in_files[0], n);
+    strcpy(p + n, "_output.npy");
+    s->owned[s->no] = p;
+    if (is_file(p)) s->expect_files[0] = p;
+  }
+  return -1;
+}
+
+/* Reads the inputs given (one line each) and makes the others; reads the
+ * expected outputs. */
+static int read_inputs(run_state *s) {
+  for (size_t i = 0; i < s->ni; i++) {
+    cov_status st;
+    if (s->in_files[i]) {
+      if ((st = read_tensor(s->in_files[i], &s->inputs[i]))) return cli_report(st);
+      const cov_tensor *t = &s->inputs[i];
+      printf("input '%s': %s[", cov_model_input_name(s->m, i), cov_dtype_name(t->dtype));
+      for (int d = 0; d < t->rank; d++) printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+      printf("] from %s\n", s->in_files[i]);
+      continue;
+    }
+    st = cli_random_input(s->m, i, s->o->seed, &s->inputs[i]);
+    if (st && cov_status_code(st) == COV_INVALID_ARGUMENT) {
+      fprintf(stderr, "covenant run: %s\n", cov_status_message(st));
+      cov_status_free(st);
+      return CLI_EXIT_USAGE;
+    }
+    if (st) return cli_report(st);
+  }
+  for (size_t k = 0; k < s->no; k++) {
+    if (!s->expect_files[k]) continue;
+    cov_status st = read_tensor(s->expect_files[k], &s->expected[k]);
+    if (st) return cli_report(st);
+  }
+  return -1;
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static cov_status run_target(run_state *s) {
+  const run_opts *o = s->o;
+  double t0 = now_s();
+  if (!s->acg) {
+    cov_status st = cov_model_run_ref(s->m, s->inputs, s->ni, s->outputs, s->no);
+    s->t_run = now_s() - t0;
+    return st;
+  }
+  FILE *trace_file = NULL;
+  cov_npu_trace *tr = NULL;
+  if (o->trace && !(trace_file = fopen(o->trace, "w"))) {
+    cov_loc loc = {o->trace, 0, 0, NULL};
+    return cov_error(COV_IO_ERROR, &loc, "cannot create the trace file: %s", strerror(errno));
+  }
+  cov_status st = trace_file ? cov_npu_trace_begin(trace_file, s->acg, &tr) : NULL;
+  if (!st) {
+    cov_npu_run_options ro = {o->per_call, tr};
+    st = cov_npu_run_model_with(s->m, s->acg, s->inputs, s->ni, s->outputs, s->no, &ro, &s->report);
+  }
+  if (tr) {
+    cov_status te = cov_npu_trace_end(tr);
+    if (!st) st = te;
+    else cov_status_free(te);
+  }
+  if (trace_file && fclose(trace_file) != 0 && !st) {
+    cov_loc loc = {o->trace, 0, 0, NULL};
+    st = cov_error(COV_IO_ERROR, &loc, "write error");
+  }
+  s->t_run = now_s() - t0;
+  return st;
+}
+
+/* The reference target on the same inputs, when an accelerator's outputs
+ * have no expected outputs to be checked against. */
+static cov_status run_ref(run_state *s) {
+  bool need = false;
+  for (size_t k = 0; k < s->no; k++) need |= !s->expect_files[k];
+  if (!s->acg || !need) return NULL;
+  double t0 = now_s();
+  cov_status st = cov_model_run_ref(s->m, s->inputs, s->ni, s->ref_out, s->no);
+  s->t_ref = now_s() - t0;
+  return st;
+}
+
+/* ---- reporting -------------------------------------------------------- */
+
+static double value_at(const cov_tensor *t, int64_t i) {
+  switch (t->dtype) {
+    case COV_F32: return ((const float *)t->data)[i];
+    case COV_F16: return cov_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case COV_BF16: return cov_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case COV_I8: return ((const int8_t *)t->data)[i];
+    case COV_U8: return ((const uint8_t *)t->data)[i];
+    case COV_I32: return ((const int32_t *)t->data)[i];
+    case COV_I64: return (double)((const int64_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+  }
+}
+
+static void print_header(run_state *s) {
+  size_t ng = cov_model_num_groups(s->m);
+  for (size_t g = 0; g < ng; g++) {
+    cov_model_group_info gi;
+    cov_status st = cov_model_group_get_info(s->m, g, &gi);
+    if (!st && !gi.layout) s->n_compute++;
+    cov_status_free(st);
+  }
+  printf("model:  %s (%zu input%s, %zu output%s, %zu layer groups, %zu of them compute)\n",
+         s->o->model, s->ni, s->ni == 1 ? "" : "s", s->no, s->no == 1 ? "" : "s", ng,
+         s->n_compute);
+  if (s->acg)
+    printf("target: %s (%s backend, %s)\n", cov_acg_name(s->acg), cov_acg_backend(s->acg),
+           cov_acg_file(s->acg));
+  else
+    printf("target: ref (the CPU reference interpreter)\n");
+}
+
+/* One line: shape, dtype, min/max/mean, the first values; or every value. */
+static void print_output(const char *name, const cov_tensor *t, int all) {
+  printf("output '%s': %s[", name, cov_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  printf("]");
+  int64_t n = cov_tensor_numel(t);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = value_at(t, i);
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    sum += v;
+  }
+  if (n) printf("  min %.5g max %.5g mean %.5g ", lo, hi, sum / (double)n);
+  if (all) {
+    printf("\n");
+    for (int64_t i = 0; i < n; i++) {
+      printf("%s%.8g", i % 8 ? " " : "  ", value_at(t, i));
+      if (i % 8 == 7 || i == n - 1) printf("\n");
+    }
+    return;
+  }
+  int64_t shown = n < 6 ? n : 6;
+  printf(" [");
+  for (int64_t i = 0; i < shown; i++) printf("%s%.4g", i ? ", " : "", value_at(t, i));
+  printf("%s]\n", shown < n ? ", ..." : "");
+}
+
+static int write_outputs(const run_state *s) {
+  for (size_t k = 0; k < s->no; k++) {
+    if (!s->out_paths[k]) continue;
+    cov_status st = cov_npy_write(s->out_paths[k], &s->outputs[k]);
+    if (st) return cli_report(st);
+    printf("wrote %s (output '%s')\n", s->out_paths[k], cov_model_output_name(s->m, k));
+  }
+  return CLI_EXIT_OK;
+}
+
+/* max|got - want| / max|want|, or infinity when the shapes differ. */
+static double rel_err(const cov_tensor *got, const cov_tensor *want) {
+  int64_t n = cov_tensor_numel(want);
+  if (cov_tensor_numel(got) != n || got->rank != want->rank) return INFINITY;
+  for (int d = 0; d < want->rank; d++)
+    if (got->shape[d] != want->shape[d]) return INFINITY;
+  double md = 0, mr = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a = value_at(got, i), b = value_at(want, i);
+    if (!(fabs(a - b) <= md)) md = fabs(a - b);
+    if (fabs(b) > mr) mr = fabs(b);
+  }
+  return md / (mr > 1e-30 ? mr : 1e-30);
+}
+
+/* Each output against its expected output, else (accelerators) against
+ * the reference target. Returns 0, or 1 when one fails. */
+static int check_outputs(const run_state *s) {
+  int rc = CLI_EXIT_OK, w = 6;
+  for (size_t k = 0; k < s->no; k++) {
+    int n = (int)strlen(cov_model_output_name(s->m, k));
+    w = n > w ? n : w;
+  }
+  const char *tname = s->acg ? cov_acg_name(s->acg) : "ref";
+  for (int pass = 0; pass < 2; pass++) {
+    /* pass 0: expected outputs from files; pass 1: the reference target */
+    bool header = false;
+    for (size_t k = 0; k < s->no; k++) {
+      bool from_file = s->expect_files[k] != NULL;
+      if (pass == 0 ? !from_file : (from_file || !s->acg)) continue;
+      if (!header) {
+        if (pass == 0)
+          printf("check against %s%s: max|%s - expected| / max|expected| <= %g\n",
+                 s->o->n_expect ? "the --expect files" : s->expect_files[k],
+                 s->o->n_expect ? "" : " (found next to the input)", tname, s->o->tol);
+        else
+          printf("check against --target ref on the same inputs: max|%s - ref| / max|ref| <= %g\n",
+                 tname, s->o->tol);
+        header = true;
+      }
+      const cov_tensor *want = pass == 0 ? &s->expected[k] : &s->ref_out[k];
+      double e = rel_err(&s->outputs[k], want);
+      bool ok = e <= s->o->tol;
+      if (!cov_dtype_is_float(want->dtype) && want->dtype == s->outputs[k].dtype && e < INFINITY) {
+        /* integer (quantized) outputs: how many elements differ and by how
+         * many quantisation steps; one step is the tolerance */
+        int64_t n = cov_tensor_numel(want), nd = 0;
+        double md = 0;
+        for (int64_t i = 0; i < n; i++) {
+          double d = fabs(value_at(&s->outputs[k], i) - value_at(want, i));
+          nd += d != 0;
+          md = d > md ? d : md;
+        }
+        ok = md <= 1;
+        printf("  %-*s %lld of %lld differ (max %g steps)%s  %s\n", w,
+               cov_model_output_name(s->m, k), (long long)nd, (long long)n, md,
+               nd ? "" : ", bit-exact", ok ? "PASS" : "FAIL");
+        if (!ok) rc = CLI_EXIT_INPUT;
+        continue;
+      }
+      printf("  %-*s max rel err %.3e  %s\n", w, cov_model_output_name(s->m, k), e,
+             ok ? "PASS" : "FAIL");
+      if (!ok) rc = CLI_EXIT_INPUT;
+    }
+  }
+  return rc;
+}
+
+static void print_npu_report(const run_state *s) {
+  printf("per group on %s (cycles simulated; 'mapper est' is the mapper's cost model):\n",
+         cov_acg_name(s->acg));
+  cov_npu_report_print(s->report, stdout);
+}
+
+static void print_times(const run_state *s) {
+  printf("wall time: load %.1f ms", 1e3 * s->t_load);
+  if (s->report) {
+    double c, sim;
+    cov_npu_report_times(s->report, &c, &sim);
+    printf(", compile (map + codegen) %.1f ms, simulation %.1f ms, run in all %.1f ms", 1e3 * c,
+           1e3 * sim, 1e3 * s->t_run);
+  } else {
+    printf(", run %.1f ms", 1e3 * s->t_run);
+  }
+  if (s->t_ref > 0) printf(", reference %.1f ms", 1e3 * s->t_ref);
+  printf("\n");
+}
+
+static int run_report(const run_state *s) {
+  const char *tname = s->acg ? cov_acg_name(s->acg) : "ref";
+  if (s->report)
+    printf("ran on %s: %d of %zu compute groups fused (one program each), %d calls one by one on "
+           "the NPU, %d on the CPU\n",
+           tname, cov_npu_report_fused_groups(s->report), s->n_compute,
+           cov_npu_report_calls(s->report), cov_npu_report_cpu_calls(s->report));
+  for (size_t k = 0; k < s->no; k++)
+    print_output(cov_model_output_name(s->m, k), &s->outputs[k], s->o->print_values);
+  int rc = write_outputs(s);
+  if (rc) return rc;
+  rc = check_outputs(s);
+  if (s->report) print_npu_report(s);
+  print_times(s);
+  return rc;
+}
+
+int cli_cmd_run(int argc, char **argv) {
+  int rc;
+  if (cli_route_gpu("run", argc, argv, &rc)) return rc;
+  run_opts o;
+  if ((rc = run_parse(argc, argv, &o)) >= 0) return rc;
+  run_state s = {.o = &o};
+  cov_status st = run_load(&s);
+  if (st) {
+    rc = cli_report(st);
+    goto done;
+  }
+  if ((rc = bind_names(&s)) >= 0) goto done;
+  print_header(&s);
+  if ((rc = read_inputs(&s)) >= 0) goto done;
+  if ((st = run_target(&s)) || (st = run_ref(&s))) {
+    rc = cli_report(st);
+    goto done;
+  }
+  rc = run_report(&s);
+  if (rc == CLI_EXIT_OK && fflush(stdout) != 0) {
+    fprintf(stderr, "covenant run: error: write failed: %s\n", strerror(errno));
+    rc = CLI_EXIT_INPUT;
+  }
+done:
+  run_state_free(&s);
+  return rc;
+}

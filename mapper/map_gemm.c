@@ -1,0 +1,241 @@
+/* mapper/map_gemm.c: how a schedule bound to a systolic array becomes GEMM
+ * instructions, and what those instructions and the schedule's DRAM
+ * transfers cost under the NPU simulator's timing rules
+ * (backends/npu-sim/ISA.md, "Timing").
+ *
+ * map_gemm_plan is the one decision of which scheduled loops one GEMM
+ * absorbs: the NPU code generator emits exactly these GEMMs and the cost
+ * model (map_cost.c) charges exactly these, per instruction, from the same
+ * ACG numbers (array rows/columns, capability throughput, edge bandwidths),
+ * so the prediction follows the instruction stream the simulator runs.
+ * map_dram_cost_bytes charges DRAM per contiguous run in whole bursts of the
+ * DRAM node's width, as the simulator does, so tiles with short innermost
+ * runs cost what they cost there. */
+#include <math.h>
+#include <string.h>
+
+#include "mapper/map_internal.h"
+
+bool map_output_stationary(const cov_acg *g, int node) {
+  for (int s = 0; s < g->n_storage; s++) {
+    if (g->storage[s].kind != ACG_REGFILE) continue;
+    for (int e = 0; e < g->n_edges; e++) {
+      const acg_edge *ed = &g->edges[e];
+      if ((ed->from == node && ed->to == s) || (ed->bidirectional && ed->from == s && ed->to == node))
+        return true;
+    }
+  }
+  return false;
+}
+
+static int deepest(const map_schedule *s, int o) {
+  int lv = s->n_levels - 1;
+  while (lv > 0 && !s->place[o][lv].present) lv--;
+  return lv;
+}
+
+/* No transfer is placed inside scheduled loop i (so it may be moved). */
+static bool movable(const map_schedule *s, int i) {
+  for (int x = 0; x < s->n_xfers; x++)
+    if (s->xfers[x].after >= i) return false;
+  return true;
+}
+
+void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  const cov_acg *g = s->acg;
+  memset(gp, 0, sizeof *gp);
+  gp->output_stationary = map_output_stationary(g, s->node);
+  /* The output's deepest tile: where it restarts, whether partial sums come back. */
+  int out_lv = deepest(s, p->output);
+  gp->out_init_after = -1;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    if (x->operand != p->output || x->level != out_lv) continue;
+    if (x->dir == MAP_STORE) gp->out_init_after = x->after;
+    if (x->dir == MAP_LOAD) gp->out_acc_load = true;
+  }
+  int last = s->n_levels - 1;
+  gp->ml = gp->kl = gp->nl = -1;
+  for (int i = gp->out_init_after + 1; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level != last || !sl->spatial || !movable(s, i)) continue;
+    if (sl->axis == MAP_AX_ROWS && p->reduction[sl->loop]) gp->kl = i;
+    if (sl->axis == MAP_AX_COLS && !p->reduction[sl->loop]) gp->nl = i;
+  }
+  const map_operand *in0 = &p->operands[0], *in1 = &p->operands[1];
+  int ln = gp->nl >= 0 ? s->sloops[gp->nl].loop : -1;
+  /* B is the input the columns loop indexes; both (depthwise): no n loop. */
+  if (map_operand_depends(in0, ln) && map_operand_depends(in1, ln)) gp->nl = ln = -1;
+  gp->a_op = map_operand_depends(in0, ln) ? 1 : 0;
+  gp->b_op = 1 - gp->a_op;
+  /* m: the output loop with the most trips that only A depends on, moved
+   * innermost (each output element keeps its reduction order; no transfer
+   * sits inside it). Without a columns loop, either input may be A. */
+  for (int pass = 0; pass < (ln < 0 ? 2 : 1) && gp->ml < 0; pass++) {
+    if (pass == 1) {
+      gp->a_op = 1;
+      gp->b_op = 0;
+    }
+    int64_t best = 1;
+    for (int i = gp->out_init_after + 1; i < s->n_sloops; i++) {
+      const map_sloop *sl = &s->sloops[i];
+      if (sl->level != last || sl->spatial || p->reduction[sl->loop] || !movable(s, i)) continue;
+      if (!map_operand_depends(&p->operands[gp->a_op], sl->loop) ||
+          map_operand_depends(&p->operands[gp->b_op], sl->loop))
+        continue;
+      if (sl->trips > best) {
+        best = sl->trips;
+        gp->ml = i;
+      }
+    }
+  }
+  if (gp->ml < 0 && ln < 0) {
+    gp->a_op = 0;
+    gp->b_op = 1;
+  }
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  const acg_capability *cap = &cn->caps[s->cap];
+  uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0];
+  uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : cn->dims[1];
+  gp->kmax = gp->output_stationary ? 65535 : rows;
+  gp->mmax = gp->output_stationary ? rows : 65535;
+  gp->nmax = cols;
+}
+
+static double cdiv(double a, double per_cycle) { return per_cycle > 0 ? ceil(a / per_cycle) : (a > 0); }
+
+static double trips_of(const map_schedule *s, int i) { return i < 0 ? 1 : (double)s->sloops[i].trips; }
+
+/* Bandwidth of the ACG edge between storage node buf and compute node n
+ * (either direction), 0 if none. */
+static double edge_between(const cov_acg *g, int a, int b) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if ((ed->from == a && ed->to == b) || (ed->bidirectional && ed->from == b && ed->to == a))
+      return ed->bandwidth_bytes_per_cycle;
+  }
+  return 0;
+}
+
+/* One GEMM's occupancy of the array (ISA.md "Timing", bank factors 1: the
+ * code generator lays each array operand's tile out so that one cycle's
+ * elements fall in distinct banks). */
+static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m, double k, double n,
+                       bool acc, bool chain, bool hold) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+  int la = deepest(s, gp->a_op), lb = deepest(s, gp->b_op), lc = deepest(s, p->output);
+  int na = s->place[gp->a_op][la].node, nb = s->place[gp->b_op][lb].node;
+  int nc = s->place[p->output][lc].node;
+  double ea = (double)cov_dtype_size(s->place[gp->a_op][la].dtype);
+  double eb = (double)cov_dtype_size(s->place[gp->b_op][lb].dtype);
+  double eo = (double)cov_dtype_size(cap->out);
+  double bwa = edge_between(g, na, s->node), bwb = edge_between(g, nb, s->node);
+  double bwc = edge_between(g, s->node, nc);
+  double thr = cap->throughput > 0 ? cap->throughput : 1;
+  if (!gp->output_stationary) {
+    double wl = fmax(k, cdiv(k * n * eb, bwb));
+    double st = fmax(fmax(m, cdiv(m * k * ea, bwa)), fmax(cdiv(m * n * eo, bwc), cdiv(m * k * n, thr)));
+    return wl + st;
+  }
+  double pre = acc && !chain ? cdiv(m * n * eo, edge_between(g, nc, s->node)) : 0;
+  double feed = na == nb && bwa > 0 ? cdiv(k * (m * ea + n * eb), bwa)
+                                    : fmax(cdiv(k * m * ea, bwa), cdiv(k * n * eb, bwb));
+  double body = fmax(fmax(k, feed), cdiv(m * k * n, thr));
+  return pre + body + (hold ? 0 : cdiv(m * n * eo, bwc));
+}
+
+double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  double M = trips_of(s, gp->ml), K = trips_of(s, gp->kl), N = trips_of(s, gp->nl);
+  /* Leaves: every scheduled loop the GEMM does not absorb (instances of a
+   * replicated node run in parallel). */
+  double leaves = 1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (i == gp->ml || i == gp->kl || i == gp->nl) continue;
+    if (sl->spatial && sl->axis > MAP_AX_LANES) continue;
+    leaves *= (double)sl->trips;
+  }
+  /* On an output-stationary array consecutive leaves that only advance the
+   * innermost reduction loops (no transfer inside them) keep the partial
+   * sums in the PEs (chain/hold): the preload and drain are paid once per
+   * run of such leaves. */
+  double run = 1;
+  if (gp->output_stationary)
+    for (int i = s->n_sloops - 1; i > gp->out_init_after; i--) {
+      const map_sloop *sl = &s->sloops[i];
+      if (i == gp->ml || i == gp->kl || i == gp->nl) continue;
+      if (!p->reduction[sl->loop]) break;
+      run *= (double)sl->trips;
+    }
+  double per_leaf = 0;
+  double kf = floor(K / gp->kmax), mf = floor(M / gp->mmax), nf = floor(N / gp->nmax);
+  double kr = K - kf * gp->kmax, mr = M - mf * gp->mmax, nr = N - nf * gp->nmax;
+  double kk[2] = {gp->kmax < K ? gp->kmax : K, kr}, mm[2] = {gp->mmax < M ? gp->mmax : M, mr};
+  double nn[2] = {gp->nmax < N ? gp->nmax : N, nr};
+  double kc[2] = {gp->kmax < K ? kf : 1, gp->kmax < K && kr > 0 ? 1 : 0};
+  double mc[2] = {gp->mmax < M ? mf : 1, gp->mmax < M && mr > 0 ? 1 : 0};
+  double nc[2] = {gp->nmax < N ? nf : 1, gp->nmax < N && nr > 0 ? 1 : 0};
+  /* Mid-run leaves: chained on both sides; the first of a run preloads
+   * (when it accumulates), the last drains. */
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++)
+      for (int c = 0; c < 2; c++) {
+        double cnt = kc[a] * mc[b] * nc[c];
+        if (cnt <= 0) continue;
+        double m = mm[b], k = kk[a], n = nn[c];
+        if (!gp->output_stationary || run <= 1 || cnt != 1) {
+          per_leaf += cnt * gemm_occ(s, gp, m, k, n, true, false, false);
+        } else {
+          double mid = gemm_occ(s, gp, m, k, n, true, true, true);
+          double first = gemm_occ(s, gp, m, k, n, gp->out_acc_load, false, true);
+          double lastg = gemm_occ(s, gp, m, k, n, true, true, false);
+          per_leaf += (first + lastg + (run - 2) * mid) / run;
+        }
+      }
+  return leaves * per_leaf;
+}
+
+/* DRAM bytes one execution of transfer x costs: the valid elements of its
+ * tile in contiguous runs (the innermost non-unit dimension when it is
+ * contiguous in DRAM, else single elements), each rounded up to whole
+ * bursts of the DRAM node's width. */
+double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  int dram = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
+  const acg_storage *ds = &g->storage[dram];
+  double burst = ds->width_bits >= 8 ? (double)(ds->width_bits / 8) : 1;
+  const map_operand *op = &p->operands[x->operand];
+  const map_place *pl = &s->place[x->operand][x->level];
+  bool out = op->role == MAP_ROLE_OUTPUT;
+  double es = (double)cov_dtype_size(out ? COV_F32 : pl->dtype);
+  int64_t tile[COV_MAX_RANK], ten[COV_MAX_RANK];
+  for (int d = 0; d < op->rank; d++) {
+    tile[d] = pl->shape[d];
+    ten[d] = op->shape[d];
+  }
+  if (out) /* pooling shrinks the stored tile and tensor */
+    for (int v = 0; v < s->n_vops; v++) {
+      if (s->vops[v].kind != MAP_VOP_POOL) continue;
+      for (int w = 0; w < 2; w++)
+        for (int d = 0; d < op->rank; d++)
+          if (op->acc.coef[d][s->vops[v].pool_loop[w]] == 1 && s->vops[v].window[w] > 0) {
+            tile[d] = tile[d] / s->vops[v].window[w] > 0 ? tile[d] / s->vops[v].window[w] : 1;
+            ten[d] /= s->vops[v].window[w];
+          }
+    }
+  double valid = 1;
+  for (int d = 0; d < op->rank; d++) valid *= (double)(tile[d] < ten[d] ? tile[d] : ten[d]);
+  int inner = op->rank - 1;
+  while (inner > 0 && tile[inner] <= 1) inner--;
+  int64_t below = 1;
+  for (int d = inner + 1; d < op->rank; d++) below *= ten[d];
+  double run = below == 1 ? (double)(tile[inner] < ten[inner] ? tile[inner] : ten[inner]) * es : es;
+  if (run <= 0) return 0;
+  double runs = valid * es / run;
+  return runs * ceil(run / burst) * burst;
+}
