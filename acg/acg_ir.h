@@ -17,6 +17,13 @@
 
 #define ACG_VERSION 1
 #define ACG_MAX_NODES 4096
+/* The smallest speeds and the largest capacity an ACG may give: below and
+ * above them numbers are typos (1e-16 bytes/cycle), and cycle counts derived
+ * from them would overflow. acg/README.md lists them. */
+#define ACG_MIN_BANDWIDTH 0.01    /* bytes per cycle, edges and storage */
+#define ACG_MIN_THROUGHPUT 0.01   /* operations per cycle, capabilities */
+#define ACG_MIN_CLOCK_MHZ 1.0
+#define ACG_MAX_CAPACITY (UINT64_C(1) << 50) /* bytes per instance */
 #define ACG_MAX_CAPS 256
 #define ACG_MAX_TILE_RANK 3
 

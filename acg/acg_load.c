@@ -169,13 +169,20 @@ static int get_uint(loader *L, const json_t *obj, const char *path, const char *
   return 1;
 }
 
-/* A finite number > 0 (or >= 0 with allow_zero) and <= hi. */
-static int get_number(loader *L, const json_t *obj, const char *path, const char *key,
-                      int required, int allow_zero, double hi, double *out) {
+/* A finite number from lo to hi, or 0 with allow_zero (where 0 means "not
+ * given"). lo keeps absurd values out: a bandwidth of 1e-16 bytes/cycle is
+ * a typo, not a design, and its cycle counts would overflow every integer
+ * the simulator and the explorer use. */
+static int get_number_in(loader *L, const json_t *obj, const char *path, const char *key,
+                         int required, int allow_zero, double lo, double hi, double *out) {
   char *p;
-  char expected[96];
-  snprintf(expected, sizeof expected, "a %s number no larger than %g",
-           allow_zero ? "non-negative" : "positive", hi);
+  char expected[128];
+  if (lo > 0)
+    snprintf(expected, sizeof expected, "%sa number from %g to %g", allow_zero ? "0 or " : "", lo,
+             hi);
+  else
+    snprintf(expected, sizeof expected, "a %s number no larger than %g",
+             allow_zero ? "non-negative" : "positive", hi);
   json_t *v = member(L, obj, path, key, required, expected, &p);
   if (!v) return 0;
   if (!json_is_number(v)) {
@@ -183,12 +190,18 @@ static int get_number(loader *L, const json_t *obj, const char *path, const char
     return 0;
   }
   double x = json_number_value(v);
-  if (!isfinite(x) || x < 0 || (x == 0 && !allow_zero) || x > hi) {
+  if (!isfinite(x) || x < 0 || (x == 0 && !allow_zero) || (x != 0 && x < lo) || x > hi) {
     report(L, p, 0, "%g is out of range (expected %s)", x, expected);
     return 0;
   }
   *out = x;
   return 1;
+}
+
+/* A finite number > 0 (or >= 0 with allow_zero) and <= hi. */
+static int get_number(loader *L, const json_t *obj, const char *path, const char *key,
+                      int required, int allow_zero, double hi, double *out) {
+  return get_number_in(L, obj, path, key, required, allow_zero, 0, hi, out);
 }
 
 static int get_bool(loader *L, const json_t *obj, const char *path, const char *key, bool *out) {
@@ -251,6 +264,11 @@ static int get_size(loader *L, const json_t *obj, const char *path, const char *
     }
   } else {
     report(L, p, 0, "expected " SIZE_EXPECTED ", got %s", type_name(v));
+    return 0;
+  }
+  if (bytes > ACG_MAX_CAPACITY) {
+    report(L, p, 0, "capacity of %llu bytes is larger than the limit of %llu (1 PiB)",
+           (unsigned long long)bytes, (unsigned long long)ACG_MAX_CAPACITY);
     return 0;
   }
   *out = bytes;
@@ -332,7 +350,8 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
            "width_bits must be a multiple of 8, got %u", s->width_bits);
   get_uint(L, v, path, "ports", 0, 1, 64, &s->ports);
   get_bool(L, v, path, "double_buffer", &s->double_buffer);
-  get_number(L, v, path, "bandwidth_bytes_per_cycle", 0, 0, 1e9, &s->bandwidth_bytes_per_cycle);
+  get_number_in(L, v, path, "bandwidth_bytes_per_cycle", 0, 0, ACG_MIN_BANDWIDTH, 1e9,
+                &s->bandwidth_bytes_per_cycle);
   load_energy_rw(L, v, path, s);
   get_number(L, v, path, "area_mm2", 0, 1, 1e6, &s->area_mm2);
   get_string(L, v, path, "about", 0, &s->about);
@@ -467,7 +486,8 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   if (cap.tile_rank == 0) cap.tile[cap.tile_rank++] = 1;
 
   /* throughput defaults to one op per PE (systolic), per lane (simd), or 1 */
-  if (!get_number(L, v, path, "throughput", c->kind == ACG_MATRIX, 0, 1e9, &cap.throughput)) {
+  if (!get_number_in(L, v, path, "throughput", c->kind == ACG_MATRIX, 0, ACG_MIN_THROUGHPUT, 1e9,
+                     &cap.throughput)) {
     double t = 1;
     for (int i = 0; i < c->n_dims; i++) t *= c->dims[i];
     cap.throughput = t;
@@ -620,7 +640,8 @@ static int load_edge(loader *L, const json_t *v, const char *path, acg_edge *ed)
   check_fields(L, v, path, k_edge_fields);
   ed->from = resolve_node(L, v, path, "from");
   ed->to = resolve_node(L, v, path, "to");
-  get_number(L, v, path, "bandwidth_bytes_per_cycle", 1, 0, 1e9, &ed->bandwidth_bytes_per_cycle);
+  get_number_in(L, v, path, "bandwidth_bytes_per_cycle", 1, 0, ACG_MIN_BANDWIDTH, 1e9,
+                &ed->bandwidth_bytes_per_cycle);
   get_uint(L, v, path, "latency_cycles", 0, 0, 1u << 24, &ed->latency_cycles);
   get_bool(L, v, path, "bidirectional", &ed->bidirectional);
   get_number(L, v, path, "energy_pj_per_byte", 0, 1, 1e6, &ed->pj_per_byte);
@@ -683,7 +704,7 @@ static void load_document(loader *L, const json_t *top) {
     report(L, p, 0, "unsupported acg_version (this covenant reads version %d)", ACG_VERSION);
   if (get_name(L, top, "$", &g->name) == 0 && !g->name) g->name = "<unnamed>";
   get_string(L, top, "$", "about", 0, &g->about);
-  get_number(L, top, "$", "clock_mhz", 1, 0, 1e6, &g->clock_mhz);
+  get_number_in(L, top, "$", "clock_mhz", 1, 0, ACG_MIN_CLOCK_MHZ, 1e6, &g->clock_mhz);
   load_backend(L, top);
 
   json_t *st = get_array(L, top, "$", "storage", 1, ACG_MAX_NODES / 2, &p);
@@ -782,6 +803,14 @@ cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out) {
   char path[4096];
   COV_RETURN_IF_ERROR(common_resolve_data_file(name_or_path, "targets", ".json",
                                             "COVENANT_TARGET_PATH", path, sizeof path));
+  return cov_acg_load_file(path, out);
+}
+
+cov_status cov_acg_load_named(const char *name, cov_acg **out) {
+  *out = NULL;
+  char path[4096];
+  COV_RETURN_IF_ERROR(common_resolve_data_name(name, "targets", ".json", "COVENANT_TARGET_PATH",
+                                            path, sizeof path));
   return cov_acg_load_file(path, out);
 }
 

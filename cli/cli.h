@@ -40,6 +40,18 @@ int cli_bad_option(const char *cmd, char **argv, const char *shorts, const struc
 /* "unknown option ARG", with the closest of names (NULL-terminated long
  * option names, without "--") as a hint. Returns 2. */
 int cli_unknown_option(const char *cmd, const char *arg, const char *const *names);
+/* Progress of a long step on stderr: shown when stderr is a terminal (one
+ * line, rewritten in place) or when forced (--progress: a line each time),
+ * at most twice a second unless `now` is set. Results stay on stdout. */
+typedef struct cli_progress {
+  int on, tty, shown;
+  double last;
+} cli_progress;
+void cli_progress_init(cli_progress *p, int forced);
+void cli_progress_note(cli_progress *p, int now, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Clears the terminal line (before results are printed on stdout). */
+void cli_progress_clear(cli_progress *p);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
 /* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */

@@ -3,8 +3,8 @@
 #ifndef COV_CLI_COMPILE_H
 #define COV_CLI_COMPILE_H
 
-/* One program per compute group that fuses, DIR/group_<i>.npu, and
- * DIR/manifest.json; returns the exit code (cli.h). */
-int cli_compile_model(const char *path, const char *target, const char *dir);
+/* One artifact OUT (runtime/README.md) with one NPU program per compute
+ * group that fuses; returns the exit code (cli.h). */
+int cli_compile_model(const char *path, const char *target, const char *out);
 
 #endif

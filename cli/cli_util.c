@@ -6,7 +6,10 @@
 #include <string.h>
 
 #include <getopt.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
@@ -118,17 +121,17 @@ static const char *find_target(int argc, char **argv) {
 
 int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
   const char *target = find_target(argc, argv);
-  if (!target || !strcmp(target, "ref")) return 0;
-  cov_acg *acg = NULL;
-  /* A target that does not load is reported by the command itself. */
-  cov_status st = cov_acg_load_target(target, &acg);
+  if (!target) return 0;
+  backend_target t;
+  /* A target that does not open is reported by the command itself. */
+  cov_status st = backend_target_open(target, &t);
   if (st) {
     cov_status_free(st);
     return 0;
   }
-  const char *be = cov_acg_backend(acg);
-  int gpu = be && (!strcmp(be, "amdgpu") || !strcmp(be, "nvptx"));
-  cov_acg_free(acg);
+  /* the registry says which command group serves the target's backend */
+  int gpu = t.backend->command && !strcmp(t.backend->command, "gpu");
+  backend_target_close(&t);
   if (!gpu) return 0;
   /* covenant <sub> ARGS... becomes covenant gpu <sub> ARGS... */
   char **av = calloc((size_t)argc + 2, sizeof *av);
@@ -185,4 +188,34 @@ cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long see
   for (int64_t k = 0; k < cov_tensor_numel(t); k++) ((float *)t->data)[k] = cli_rand_pm1(&r);
   printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
   return NULL;
+}
+
+void cli_progress_init(cli_progress *p, int forced) {
+  p->tty = isatty(STDERR_FILENO);
+  p->on = forced || p->tty;
+  p->shown = 0;
+  p->last = 0;
+}
+
+void cli_progress_note(cli_progress *p, int now, const char *fmt, ...) {
+  if (!p->on) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (!now && p->shown && t - p->last < 0.5) return;
+  p->last = t;
+  p->shown = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  if (p->tty) fputs("\r\033[K", stderr);
+  vfprintf(stderr, fmt, ap);
+  if (!p->tty) fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
+void cli_progress_clear(cli_progress *p) {
+  if (p->on && p->tty && p->shown) fputs("\r\033[K", stderr);
+  p->shown = 0;
+  fflush(stderr);
 }

@@ -1,18 +1,19 @@
-/* cli/cmd_compile_model.c: `covenant compile MODEL.onnx --target npu-* -o DIR`.
+/* cli/cmd_compile_model.c: `covenant compile MODEL.onnx --target npu-* -o OUT`.
  *
  * Each compute layer group of the model is described by the frontend, built
- * into one mapper layer, mapped and compiled into one NPU program, written as
- * DIR/group_<i>.npu with the group's constants (weights, biases) compiled
- * into it, so `covenant sim` runs it with the model's parameters and
- * `covenant disasm` lists it. DIR/manifest.json says how the programs make
- * up the model: its inputs and outputs, and per group its program, which
- * model value feeds each program tensor (a group input, or a constant held
- * by the program), the value its output becomes (with both shapes where the
- * program's differs by a reshape), and for groups not compiled why, and how
- * they run instead (layout work in the frontend; others call by call, as
- * `covenant run` does). Output is deterministic: the same model and target
- * give byte-identical files. */
+ * into one mapper layer, mapped and compiled into one NPU program with the
+ * group's constants (weights, biases) in it. OUT is one artifact
+ * (runtime/README.md): the programs as blobs, one buffer per model value
+ * the programs exchange (the model's inputs and outputs, the rest
+ * intermediates in one arena planned by lifetime), and one `npu` step per
+ * group binding each program tensor to its buffer; `covenant-run OUT` runs
+ * it in the simulator. A group that is not compiled (layout work the
+ * frontend does, a group that does not fuse) is listed in the artifact's
+ * `missing` with the reason: the file is still written, for inspection,
+ * and the runtime refuses to run it. Output is deterministic: the same
+ * model and target give byte-identical files. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -21,23 +22,7 @@
 #include "covenant/mapper.h"
 #include "covenant/model.h"
 #include "covenant/npu.h"
-
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
-static void json_shape(FILE *f, int rank, const int64_t *shape) {
-  fputc('[', f);
-  for (int d = 0; d < rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)shape[d]);
-  fputc(']', f);
-}
+#include "runtime/crt.h"
 
 static void first_line(cov_status st, char *buf, size_t n) {
   cov_status_format(st, buf, n);
@@ -84,144 +69,168 @@ static cov_status job_build(const cov_model *m, size_t i, const cov_acg *acg, gr
   return NULL;
 }
 
-/* The manifest entry of a compiled group. */
-static void write_group(FILE *f, size_t i, const group_job *j, const char *file) {
-  const cov_model_group *d = j->desc;
-  fprintf(f, "    {\"index\": %zu, \"name\": ", i);
-  json_str(f, cov_model_group_name(d));
-  fprintf(f, ", \"kind\": ");
-  json_str(f, cov_model_group_kind(d));
-  fprintf(f, ", \"runs\": \"npu\",\n     \"codelets\": [");
-  for (size_t c = 0; c < cov_model_group_num_calls(d); c++) {
-    fprintf(f, "%s", c ? ", " : "");
-    json_str(f, cov_model_group_call_at(d, c)->codelet);
-  }
-  fprintf(f, "],\n     \"program\": ");
-  json_str(f, file);
-  fprintf(f, ", \"predicted_cycles\": %.0f,\n     \"inputs\": [", cov_schedule_cycles(j->sched));
-  for (int k = 0; k < cov_layer_num_inputs(j->layer); k++) {
-    const cov_model_arg *a = NULL;
-    cov_tensor t = {0};
-    cov_status_free(cov_layer_model_input(d, k, &a));
-    cov_status_free(cov_layer_input(j->layer, k, &t));
-    fprintf(f, "%s\n       {\"tensor\": \"in%d\", \"value\": ", k ? "," : "", k);
-    json_str(f, a ? a->value : "?");
-    fprintf(f, ", \"source\": \"%s\", \"shape\": ",
-            a && a->kind == COV_MODEL_ARG_CONST ? "constant, in the program" : "group input");
-    json_shape(f, t.rank, t.shape);
-    fputc('}', f);
-  }
-  cov_tensor want;
-  const char *out = cov_model_group_output(d, &want);
-  int64_t pshape[COV_MAX_RANK] = {0};
-  int prank = 0;
-  for (int k = 0; k < cov_npu_program_tensor_count(j->prog); k++) {
-    const char *name;
-    int r = cov_npu_program_tensor(j->prog, k, &name, NULL, NULL, pshape);
-    if (!strcmp(name, "out")) {
-      prank = r;
-      break;
-    }
-  }
-  fprintf(f, "\n     ],\n     \"output\": {\"tensor\": \"out\", \"value\": ");
-  json_str(f, out);
-  fprintf(f, ", \"shape\": ");
-  json_shape(f, want.rank, want.shape);
-  fprintf(f, ", \"program_shape\": ");
-  json_shape(f, prank, pshape);
-  fprintf(f, "}}");
+/* Model values and the buffers that hold them. */
+typedef struct value_map {
+  char **names;
+  int *buffers;
+  size_t n, cap;
+} value_map;
+
+static int value_find(const value_map *v, const char *name) {
+  for (size_t i = 0; i < v->n; i++)
+    if (!strcmp(v->names[i], name)) return v->buffers[i];
+  return -1;
 }
 
-static cov_status write_io(FILE *f, const cov_model *m) {
-  for (int out = 0; out < 2; out++) {
-    size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
-    fprintf(f, "  \"%s\": [", out ? "outputs" : "inputs");
-    for (size_t i = 0; i < n; i++) {
-      cov_dtype dt;
-      int rank;
-      int64_t shape[COV_MAX_RANK];
-      COV_RETURN_IF_ERROR(out ? cov_model_output_info(m, i, &dt, &rank, shape)
-                              : cov_model_input_info(m, i, &dt, &rank, shape));
-      fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-      json_str(f, out ? cov_model_output_name(m, i) : cov_model_input_name(m, i));
-      fprintf(f, ", \"dtype\": \"%s\", \"shape\": ", cov_dtype_name(dt));
-      json_shape(f, rank < 0 ? 0 : rank, shape);
-      fputc('}', f);
-    }
-    fprintf(f, "\n  ],\n");
+static cov_status value_add(value_map *v, const char *name, int buffer) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 32;
+    char **nn = realloc(v->names, cap * sizeof *nn);
+    if (!nn) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    v->names = nn;
+    int *nb = realloc(v->buffers, cap * sizeof *nb);
+    if (!nb) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    v->buffers = nb, v->cap = cap;
   }
+  v->names[v->n] = strdup(name);
+  if (!v->names[v->n]) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  v->buffers[v->n++] = buffer;
   return NULL;
 }
 
-int cli_compile_model(const char *path, const char *target, const char *dir) {
-  cov_acg *acg = NULL;
-  cov_model *m = NULL;
-  cov_status st = cov_acg_load_target(target, &acg);
-  if (!st) st = cov_model_load_file(path, NULL, &m);
-  if (!st && mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    cov_loc loc = {dir, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "cannot create the directory: %s", strerror(errno));
+static void value_free(value_map *v) {
+  for (size_t i = 0; i < v->n; i++) free(v->names[i]);
+  free(v->names), free(v->buffers);
+}
+
+static uint64_t tensor_bytes(const cov_tensor *t) {
+  int64_t n = cov_tensor_numel(t);
+  return n < 0 ? 0 : (uint64_t)n * cov_dtype_size(t->dtype);
+}
+
+/* The buffer of a value a group reads or writes: known, or a new
+ * intermediate with the value's dtype and shape. */
+static int value_buffer(crt_builder *b, value_map *v, const char *name, const cov_tensor *shape, cov_status *st) {
+  int buf = value_find(v, name);
+  if (buf >= 0) return buf;
+  buf = crt_add_buffer(b, name, CRT_BUF_INTERMEDIATE, shape->dtype, shape->rank, shape->shape, tensor_bytes(shape));
+  if (buf >= 0 && (*st = value_add(v, name, buf))) return -1;
+  return buf;
+}
+
+/* The model's inputs and outputs as buffers, then one npu step per
+ * compiled group. */
+static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
+                                 size_t *compiled) {
+  value_map vals = {0};
+  cov_status st = NULL;
+  for (int out = 0; out < 2 && !st; out++) {
+    size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
+    for (size_t i = 0; i < n && !st; i++) {
+      cov_tensor t = {0};
+      const char *name = out ? cov_model_output_name(m, i) : cov_model_input_name(m, i);
+      if ((st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape)
+                    : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
+        break;
+      if (t.rank < 0) {
+        st = cov_error(COV_UNSUPPORTED, NULL, "%s: %s '%s' has no fixed shape", path, out ? "output" : "input", name);
+        break;
+      }
+      int buf = value_find(&vals, name);
+      if (buf < 0) {
+        buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
+        if (buf >= 0) st = value_add(&vals, name, buf);
+      }
+      if (!st) (out ? crt_add_output : crt_add_input)(b, name, t.dtype, t.rank, t.shape, buf);
+    }
   }
-  char mpath[4096];
-  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-  FILE *f = NULL;
-  if (!st && !(f = fopen(mpath, "w"))) {
-    cov_loc loc = {mpath, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  }
-  size_t n = m ? cov_model_num_groups(m) : 0, compiled = 0;
-  if (!st) {
-    fprintf(f, "{\n  \"model\": ");
-    json_str(f, path);
-    fprintf(f, ",\n  \"target\": ");
-    json_str(f, cov_acg_name(acg));
-    fprintf(f, ",\n");
-    st = write_io(f, m);
-    fprintf(f, "  \"groups\": [\n");
-  }
+  size_t n = cov_model_num_groups(m);
   for (size_t i = 0; i < n && !st; i++) {
     cov_model_group_info info;
     if ((st = cov_model_group_get_info(m, i, &info))) break;
-    if (i) fprintf(f, ",\n");
+    char why[700];
     if (info.layout) {
-      fprintf(f, "    {\"index\": %zu, \"kind\": ", i);
-      json_str(f, info.kind);
-      fprintf(f, ", \"runs\": \"frontend\"}");
+      snprintf(why, sizeof why, "group %zu (%s): layout work the frontend does; NPU artifacts hold compute groups only",
+               i, info.kind);
+      crt_add_missing(b, why);
       continue;
     }
     group_job j;
     cov_status gs = job_build(m, i, acg, &j);
     if (gs) {
-      /* Not an error of the command: the group runs call by call. */
-      char why[512];
-      first_line(gs, why, sizeof why);
+      char first[512];
+      first_line(gs, first, sizeof first);
       cov_status_free(gs);
-      fprintf(f, "    {\"index\": %zu, \"kind\": ", i);
-      json_str(f, info.kind);
-      fprintf(f, ", \"runs\": \"call by call\", \"reason\": ");
-      json_str(f, why);
-      fprintf(f, "}");
-    } else {
-      char file[64], ppath[4200];
-      snprintf(file, sizeof file, "group_%zu.npu", i);
-      snprintf(ppath, sizeof ppath, "%s/%s", dir, file);
-      st = cov_npu_program_save(j.prog, ppath);
-      if (!st) write_group(f, i, &j, file);
-      compiled++;
+      snprintf(why, sizeof why, "group %zu (%s): not one NPU program: %s", i, info.kind, first);
+      crt_add_missing(b, why);
+      job_free(&j);
+      continue;
     }
+    void *bytes = NULL;
+    size_t size = 0;
+    char name[64];
+    snprintf(name, sizeof name, "group_%zu.npu", i);
+    st = cov_npu_program_encode(j.prog, &bytes, &size);
+    int blob = st ? -1 : crt_add_blob(b, name, bytes, size);
+    free(bytes);
+    crt_bind binds[COV_MAX_RANK + 64];
+    int nb = 0;
+    const cov_model_group *d = j.desc;
+    for (int k = 0; k < cov_layer_num_inputs(j.layer) && !st && nb < 63; k++) {
+      const cov_model_arg *a = NULL;
+      if ((st = cov_layer_model_input(d, k, &a))) break;
+      if (a->kind == COV_MODEL_ARG_CONST) continue; /* in the program */
+      cov_tensor shape = {0};
+      const char *value = a->kind == COV_MODEL_ARG_EXTERNAL ? cov_model_group_input(d, (size_t)a->input, &shape) : NULL;
+      if (!value) {
+        st = cov_error(COV_INTERNAL, NULL, "%s: group %zu: layer input %d is neither a constant nor a group input", path, i, k);
+        break;
+      }
+      static const char *tensors[] = {"in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7"};
+      if (k >= 8) {
+        st = cov_error(COV_UNSUPPORTED, NULL, "%s: group %zu: more than 8 program inputs", path, i);
+        break;
+      }
+      binds[nb].tensor = tensors[k];
+      binds[nb].buffer = value_buffer(b, &vals, value, &shape, &st);
+      nb++;
+    }
+    if (!st) {
+      cov_tensor shape = {0};
+      const char *value = cov_model_group_output(d, &shape);
+      binds[nb].tensor = "out";
+      binds[nb].buffer = value_buffer(b, &vals, value, &shape, &st);
+      nb++;
+    }
+    if (!st) crt_add_npu(b, (int)i, cov_model_group_name(d), blob, binds, nb);
+    (*compiled)++;
     job_free(&j);
+    if (!st && crt_builder_status(b)) break;
   }
-  if (f) {
-    if (!st) fprintf(f, "\n  ]\n}\n");
-    if (fclose(f) != 0 && !st) {
-      cov_loc loc = {mpath, 0, 0, NULL};
-      st = cov_error(COV_IO_ERROR, &loc, "write error");
-    }
+  value_free(&vals);
+  return st;
+}
+
+int cli_compile_model(const char *path, const char *target, const char *out) {
+  cov_acg *acg = NULL;
+  cov_model *m = NULL;
+  crt_builder *b = NULL;
+  size_t compiled = 0;
+  cov_status st = cov_acg_load_target(target, &acg);
+  if (!st) st = cov_model_load_file(path, NULL, &m);
+  if (!st) st = crt_builder_new(cov_acg_name(acg), "npu-sim", cov_acg_name(acg), path, &b);
+  if (!st) st = build_artifact(m, acg, path, b, &compiled);
+  if (!st) st = crt_builder_write(b, out);
+  if (!st) {
+    size_t n = cov_model_num_groups(m);
+    printf("wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
+    if (compiled < n)
+      printf("; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
+             "'missing': covenant-run refuses it, 'covenant run' runs such models",
+             n - compiled);
+    printf("\n");
   }
-  if (!st)
-    printf("wrote %zu program(s) and %s (%zu of %zu groups compiled; the others run in the "
-           "frontend or call by call, see the manifest)\n",
-           compiled, mpath, compiled, n);
+  crt_builder_free(b);
   cov_model_free(m);
   cov_acg_free(acg);
   return st ? cli_report(st) : CLI_EXIT_OK;

@@ -108,7 +108,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
       {0, 0, 0, 0}};
-  cov_gpu_options o = {0};
+  cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
   int report = 0, model_opts = 0;
   unsigned long long seed = 1;
@@ -168,16 +168,23 @@ int cli_cmd_gpu(int argc, char **argv) {
     return cli_report(cov_gpu_run_model(&o, av[optind], tol, fill_inputs, &mi, stdout));
   }
   /* 'all' expands to the suite's layers the lowering takes */
-  static char suite_names[MAX_SUITE][96];
+  char (*suite_names)[96] = calloc(MAX_SUITE, sizeof *suite_names); /* no static state */
+  if (!suite_names) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
   int n_suite = 0, n = 0;
   for (int i = optind; i < ac && !n_suite; i++)
     if (!strcmp(av[i], "all")) {
       const char *suite = o.suite ? o.suite : cov_suite_default_path();
       cov_status st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
-      if (st) return cli_report(st);
+      if (st) {
+        free(suite_names);
+        return cli_report(st);
+      }
     }
   const char **specs = malloc(sizeof *specs * (size_t)(ac - optind) * (size_t)(n_suite + 1));
-  if (!specs) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  if (!specs) {
+    free(suite_names);
+    return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  }
   for (int i = optind; i < ac; i++) {
     if (strcmp(av[i], "all")) {
       specs[n++] = av[i];
@@ -189,6 +196,7 @@ int cli_cmd_gpu(int argc, char **argv) {
   cov_status st = !strcmp(sub, "compile") ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)
                                           : cov_gpu_run(&o, specs, n, stdout);
   free(specs);
+  free(suite_names);
   return cli_report(st);
 #else
   fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");

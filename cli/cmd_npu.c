@@ -8,11 +8,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include <sys/stat.h>
+
+/* A compile manifest (DIR/manifest.json) passed where a program is wanted:
+ * the programs it names, as a hint. Returns NULL when path is not one. */
+static cov_status manifest_instead(const char *path) {
+  /* regular files only: a FIFO or a device would block the read (the
+   * loader's own error already says what the path is) */
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = buf;
+  while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+  if (*p != '{') return NULL;
+  /* The programs it names: "program": "NAME" (a layer's program.npu or a
+   * model's group_<i>.npu), beside the manifest. */
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path + 1) : 0;
+  char list[1024] = "";
+  size_t k = 0;
+  int count = 0;
+  for (const char *q = strstr(buf, "\"program\": \""); q; q = strstr(q + 1, "\"program\": \"")) {
+    const char *name = q + strlen("\"program\": \"");
+    size_t len = strcspn(name, "\"");
+    /* "DIR/NAME, " appended by hand, cut at the buffer's end. */
+    const char *parts[3] = {count ? ", " : "", path, name};
+    size_t lens[3] = {count ? 2 : 0, dir_len, len};
+    for (int j = 0; j < 3 && count < 4; j++)
+      for (size_t c = 0; c < lens[j] && k + 1 < sizeof list; c++) list[k++] = parts[j][c];
+    list[k] = '\0';
+    count++;
+  }
+  cov_loc loc = {path, 0, 0, NULL};
+  if (!count)
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "this is a JSON file, not an NPU program (.npu)");
+  return cov_error(COV_INVALID_ARGUMENT, &loc,
+                   "this is a compile manifest, not an NPU program; pass the program%s it names: "
+                   "%s%s%s",
+                   count > 1 ? "s" : "", list, count > 4 ? ", ..." : "",
+                   count > 1 ? " (one at a time; 'covenant run MODEL.onnx' runs a whole model)" : "");
+}
+
+/* cov_npu_program_load, with a hint when path is a manifest. */
+static cov_status load_program(const char *path, cov_npu_program **p) {
+  *p = NULL;
+  cov_status st = cov_npu_program_load(path, p);
+  if (!st) return NULL;
+  cov_status hint = manifest_instead(path);
+  if (!hint) return st;
+  cov_status_free(st);
+  return hint;
+}
+
+/* The ACG a program runs on: --target when given (a path or a shipped
+ * name), else the name in the program's header, which is only ever looked
+ * up as a shipped target: a header is input, and must not make covenant
+ * open a path it names (a device, a FIFO, a file of someone else's). */
+static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
+  if (target) return cov_acg_load_target(target, g);
+  cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
+  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+}
 
 static void disasm_help(FILE *out) {
   fprintf(out,
@@ -54,14 +120,16 @@ int cli_cmd_disasm(int argc, char **argv) {
   if (argc - optind != 1)
     return cli_usage_error("disasm", "takes exactly one PROGRAM (got %d)", argc - optind);
   cov_npu_program *p = NULL;
-  cov_status st = cov_npu_program_load(argv[optind], &p);
+  cov_status st = load_program(argv[optind], &p);
   if (st) return cli_report(st);
   cov_acg *g = NULL;
   if (!raw) {
-    st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+    st = load_program_acg(p, target, &g);
     if (st) {
       cov_npu_program_free(p);
-      return cli_report(cov_status_annotate(st, "(use --raw to disassemble without it) "));
+      cli_report(st);
+      fprintf(stderr, "hint: pass --target ACG, or --raw to disassemble without an ACG\n");
+      return CLI_EXIT_INPUT;
     }
   }
   FILE *out = cli_open_output(output);
@@ -127,8 +195,9 @@ int cli_cmd_sim(int argc, char **argv) {
   cov_npu_stats *stats = NULL;
   FILE *tf = NULL, *out = NULL;
   int rc = CLI_EXIT_INPUT;
-  cov_status st = cov_npu_program_load(path, &p);
-  if (!st) st = cov_acg_load_target(target ? target : cov_npu_program_acg_name(p), &g);
+  cov_status st = load_program(path, &p);
+  if (st) goto done; /* located at path already */
+  st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {
@@ -241,13 +310,13 @@ static int parse_int(const char *cmd, const char *opt, const char *s, long long 
 static void compile_help(FILE *out) {
   fprintf(out,
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
-          "       covenant compile MODEL.onnx --target T -o DIR\n"
+          "       covenant compile MODEL.onnx --target T -o OUT\n"
           "\n"
-          "With an ONNX model: every compute layer group is compiled as one program,\n"
-          "DIR/group_<i>.npu, its constants (weights, biases) held by the program, and\n"
-          "DIR/manifest.json lists the model's inputs and outputs and per group its\n"
-          "program, the model value behind each program tensor, and for groups not\n"
-          "compiled why and how they run instead. The same input gives the same bytes.\n"
+          "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
+          "runs: every compute layer group compiled as one program, its constants\n"
+          "(weights, biases) held by the program, the buffers between them and the\n"
+          "steps; groups not compiled are listed in it with the reason (covenant-run\n"
+          "then refuses it). The same input gives the same bytes.\n"
           "\n"
           "Maps a layer of the suite (bench/suite/layers.json) onto an NPU target, generates\n"
           "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
@@ -255,7 +324,7 @@ static void compile_help(FILE *out) {
           "and run it with 'covenant sim'.\n"
           "\n"
           "options:\n"
-          "  -t, --target T    NPU target (default npu-16x16)\n"
+          "  -t, --target T    NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
           "  -o, --output DIR  output directory (created)\n"
           "      --scale N     divide the layer's sizes by N (default 1)\n"
           "      --suite FILE  layer suite file\n"
@@ -271,7 +340,7 @@ int cli_cmd_compile(int argc, char **argv) {
                                        {"suite", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *dir = NULL, *suite = NULL;
+  const char *target = BACKEND_DEFAULT_TARGET, *dir = NULL, *suite = NULL;
   long long scale = 1;
   optind = 1;
   opterr = 0;
@@ -346,11 +415,15 @@ int cli_cmd_compile(int argc, char **argv) {
 
 static void verify_help(FILE *out) {
   fprintf(out,
-          "usage: covenant verify LAYER... --target T [--iterations N] [--scale N] [--seed N]\n"
+          "usage: covenant verify LAYER... [--target T] [--iterations N] [--scale N] [--full]\n"
+          "                      [--seed N] [--progress]\n"
           "\n"
-          "The correctness protocol: each LAYER of the suite ('all' for every one) is mapped,\n"
-          "compiled and run in the simulator N times with random inputs in [-1, 1), each\n"
-          "result compared with the reference interpreter. The error of one run is\n"
+          "Checks NPU programs against the reference: each LAYER of the suite ('all' for\n"
+          "every one; 'covenant layers' lists them) is mapped, compiled and run in the\n"
+          "simulator N times with random inputs in [-1, 1), each result compared with the\n"
+          "reference interpreter. By default a quick check (3 inputs, sizes / 8: seconds\n"
+          "for the whole suite); --full is the correctness protocol (1000 inputs at full\n"
+          "size: hours for 'all'). The error of one run is\n"
           "max|npu - ref| / max|ref| over the output; a layer passes when every run is\n"
           "within --tolerance (default 1e-3). Where the schedule narrows multiplicands to\n"
           "f16, the random inputs are f16 values (the reference sees the same numbers), so\n"
@@ -358,9 +431,14 @@ static void verify_help(FILE *out) {
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
           "options:\n"
-          "  -t, --target T      NPU target (default npu-16x16)\n"
-          "  -n, --iterations N  random inputs per layer (default 1000)\n"
-          "      --scale N       divide the layers' sizes by N (default 1)\n"
+          "  -t, --target T      NPU target (default " BACKEND_DEFAULT_TARGET "); GPU targets: 'covenant gpu\n"
+          "                      run LAYER -t T' checks them against a CPU loop nest\n"
+          "  -n, --iterations N  random inputs per layer (default 3; --full: 1000)\n"
+          "      --scale N       divide the layers' sizes by N (default 8; --full: 1)\n"
+          "      --full          the full protocol: 1000 inputs at full size (-n and\n"
+          "                      --scale still override)\n"
+          "      --progress      show progress inside each layer on stderr (the default\n"
+          "                      when stderr is a terminal)\n"
           "      --seed N        first seed (default 1)\n"
           "      --tolerance X   largest accepted error (default 1e-3)\n"
           "      --suite FILE    layer suite file\n"
@@ -369,8 +447,9 @@ static void verify_help(FILE *out) {
 
 static cov_status verify_layer(const char *suite, const char *name, int scale, const char *target,
                                long long iters, unsigned long long seed, double tol, FILE *out,
-                               int *failed) {
+                               int *failed, cli_progress *pr) {
   layer_job j;
+  cli_progress_note(pr, 1, "verify %s: mapping and compiling", name);
   cov_status st = job_build(&j, suite, name, scale, target);
   cov_npu_sim *sim = NULL;
   if (!st) st = cov_npu_sim_create(j.acg, &sim);
@@ -396,6 +475,8 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
   double util = 0;
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
   for (long long it = 0; it < iters && !st; it++) {
+    cli_progress_note(pr, it == 0, "verify %s: input %lld of %lld (worst error so far %.3e)", name,
+                      it + 1, iters, worst);
     for (int i = 0; i < n_in; i++) {
       /* Where the schedule narrows multiplicands to f16 (the program's
        * tensor is f16), the same rounded values go to the reference, so the
@@ -438,6 +519,7 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
     cov_tensor_release(&ref);
     cov_tensor_release(&got);
   }
+  cli_progress_clear(pr);
   if (!st) {
     bool pass = worst <= tol;
     if (!pass) (*failed)++;
@@ -457,10 +539,13 @@ int cli_cmd_verify(int argc, char **argv) {
                                        {"seed", required_argument, NULL, 's'},
                                        {"tolerance", required_argument, NULL, 'T'},
                                        {"suite", required_argument, NULL, 'U'},
+                                       {"full", no_argument, NULL, 'F'},
+                                       {"progress", no_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = "npu-16x16", *suite = NULL;
-  long long iters = 1000, scale = 1, seed = 1;
+  const char *target = BACKEND_DEFAULT_TARGET, *suite = NULL;
+  long long iters = -1, scale = -1, seed = 1;
+  int full = 0, progress = 0;
   double tol = 1e-3;
   optind = 1;
   opterr = 0;
@@ -481,12 +566,35 @@ int cli_cmd_verify(int argc, char **argv) {
         if (cli_parse_tolerance("verify", optarg, &tol)) return CLI_EXIT_USAGE;
         break;
       case 'U': suite = optarg; break;
+      case 'F': full = 1; break;
+      case 'P': progress = 1; break;
       case 'h': verify_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_bad_option("verify", argv, "t:n:h", opts);
     }
   }
   if (argc - optind < 1) return cli_usage_error("verify", "takes at least one LAYER (or 'all')");
+  /* Quick by default (seconds for the suite); --full is the protocol. */
+  if (iters < 0) iters = full ? 1000 : 3;
+  if (scale < 0) scale = full ? 1 : 8;
+  /* The target once, before any layer: a target that does not load or is
+   * not an NPU is one error, not one per layer. */
+  cov_acg *acg = NULL;
+  cov_status tst = cov_acg_load_target(target, &acg);
+  if (tst) return cli_report(tst);
+  const char *be = cov_acg_backend(acg);
+  if (be && (!strcmp(be, "amdgpu") || !strcmp(be, "nvptx"))) {
+    cov_loc loc = {cov_acg_file(acg), 0, 0, NULL};
+    tst = cov_error(COV_INVALID_ARGUMENT, &loc,
+                    "'%s' is a GPU target (%s); verify checks NPU programs. Use 'covenant gpu run "
+                    "%s --target %s' to check GPU code against a CPU loop nest",
+                    cov_acg_name(acg), be, argc - optind == 1 ? argv[optind] : "all", target);
+    cov_acg_free(acg);
+    return cli_report(tst);
+  }
+  cov_acg_free(acg);
+  cli_progress pr;
+  cli_progress_init(&pr, progress);
   char **names = NULL;
   int n_names = 0;
   cov_status st = NULL;
@@ -501,7 +609,7 @@ int cli_cmd_verify(int argc, char **argv) {
   for (int i = 0; i < count; i++) {
     const char *name = names ? names[i] : argv[optind + i];
     st = verify_layer(suite, name, (int)scale, target, iters, (unsigned long long)seed, tol, stdout,
-                      &failed);
+                      &failed, &pr);
     if (st) {
       errors++;
       fflush(stdout);
@@ -510,7 +618,11 @@ int cli_cmd_verify(int argc, char **argv) {
   }
   for (int i = 0; i < n_names; i++) free(names[i]);
   free(names);
-  printf("%d layer(s): %d passed, %d failed, %d not run (errors above)\n", count,
-         count - failed - errors, failed, errors);
+  printf("%d layer(s): %d passed, %d failed", count, count - failed - errors, failed);
+  if (errors) printf(", %d not run (errors above)", errors);
+  if (scale == 1) printf("; %lld random input%s each, full size", iters, iters == 1 ? "" : "s");
+  else printf("; %lld random input%s each, sizes / %lld", iters, iters == 1 ? "" : "s", scale);
+  printf("%s\n",
+         iters == 1000 && scale == 1 ? " (the full protocol)" : " (--full for the full protocol)");
   return failed || errors ? CLI_EXIT_INPUT : CLI_EXIT_OK;
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 
 static const cli_command k_commands[] = {
@@ -10,7 +11,7 @@ static const cli_command k_commands[] = {
      cli_cmd_codelet},
     {"inspect", "read an ONNX model: shapes, parameters, layer groups, codelets, MACs",
      cli_cmd_inspect},
-    {"run", "run an ONNX model on a target (default npu-16x16; ref; GPU targets via gpu run)", cli_cmd_run},
+    {"run", "run an ONNX model on a target (default " BACKEND_DEFAULT_TARGET "; ref; GPU targets via gpu run)", cli_cmd_run},
     {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
     {"disasm", "print an NPU program (npu-sim ISA) as text", cli_cmd_disasm},
     {"sim", "verify and run an NPU program in the ACG-driven cycle simulator", cli_cmd_sim},

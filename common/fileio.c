@@ -2,22 +2,51 @@
 #include "common/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 cov_status common_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size) {
   *out_data = NULL;
   *out_size = 0;
   cov_loc loc = {.file = path};
-  struct stat sb;
-  if (stat(path, &sb) != 0)
+  /* One open, then fstat on what was opened: only a regular file is read
+   * (a FIFO, a terminal or /dev/zero would block or never end). O_NONBLOCK
+   * keeps the open itself from waiting for a FIFO's writer. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return cov_error(errno == ENOENT ? COV_NOT_FOUND : COV_IO_ERROR, &loc, "cannot open: %s",
                      strerror(errno));
-  if (S_ISDIR(sb.st_mode)) return cov_error(COV_IO_ERROR, &loc, "is a directory, expected a file");
-  FILE *f = fopen(path, "rb");
-  if (!f) return cov_error(COV_IO_ERROR, &loc, "cannot open: %s", strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    return cov_error(COV_IO_ERROR, &loc, "cannot open: %s", strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return cov_error(COV_IO_ERROR, &loc, "%s, expected a regular file",
+                     S_ISDIR(sb.st_mode)   ? "is a directory"
+                     : S_ISFIFO(sb.st_mode) ? "is a FIFO"
+                     : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "is a device"
+                                                                  : "is not a regular file");
+  }
+  if ((uint64_t)sb.st_size > (uint64_t)max_bytes) {
+    close(fd);
+    return cov_error(COV_OUT_OF_RANGE, &loc, "file is larger than the limit of %zu bytes",
+                     max_bytes);
+  }
+  (void)fcntl(fd, F_SETFL, 0); /* blocking reads from here on (a regular file) */
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return cov_error(COV_IO_ERROR, &loc, "cannot open: %s", strerror(e));
+  }
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap + 1);
   if (!buf) {

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/text.h"
 
 #include "common/edit_distance.h"
 
@@ -17,7 +20,9 @@ static int ends_with(const char *s, const char *suffix) {
 static int try_dir(const char *dir, size_t dir_len, const char *name, const char *ext, char *out,
                    size_t size) {
   int n = snprintf(out, size, "%.*s/%s%s", (int)dir_len, dir, name, ext);
-  return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
+  struct stat sb;
+  return n > 0 && (size_t)n < size && stat(out, &sb) == 0 && S_ISREG(sb.st_mode) &&
+         access(out, R_OK) == 0;
 }
 
 int common_shipped_dir(int index, const char *subdir, char *out, size_t size) {
@@ -39,6 +44,9 @@ int common_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   return k > 0 && (size_t)k < size;
 }
 
+static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
+                              const char *env_var, char *out, size_t size, int path_ok);
+
 cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
@@ -52,11 +60,34 @@ cov_status common_resolve_data_file(const char *name_or_path, const char *subdir
     strcpy(out, name_or_path);
     return NULL;
   }
-  for (const char *c = name_or_path; *c; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-          *c == '-' || *c == '_' || *c == '.'))
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %s name",
-                       name_or_path, subdir);
+  return lookup_name(name_or_path, subdir, ext, env_var, out, size, 1);
+}
+
+cov_status common_resolve_data_name(const char *name, const char *subdir, const char *ext,
+                                 const char *env_var, char *out, size_t size) {
+  return lookup_name(name, subdir, ext, env_var, out, size, 0);
+}
+
+static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
+                              const char *env_var, char *out, size_t size, int path_ok) {
+  const char *name_or_path = name;
+  if (!name || !*name) return cov_error(COV_INVALID_ARGUMENT, NULL, "empty %s name", subdir);
+  int plain = path_ok || (strlen(name) <= 64 && name[0] != '.');
+  for (const char *c = name; *c && plain; c++)
+    plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            *c == '-' || *c == '_' || *c == '.';
+  if (!plain) {
+    char shown[160];
+    common_escape(name, shown, sizeof shown);
+    int one = (int)(strlen(subdir) > 1 ? strlen(subdir) - 1 : strlen(subdir)); /* "target" */
+    if (path_ok)
+      return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %.*s name", shown,
+                       one, subdir);
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "'%s' is not a %.*s name (names have up to 64 letters, digits, '-', '_' and "
+                     "'.', not first), and it is not opened as a path",
+                     shown, one, subdir);
+  }
   const char *env = env_var ? getenv(env_var) : NULL;
   if (env) {
     for (const char *p = env; *p;) {

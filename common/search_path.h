@@ -16,6 +16,13 @@
 cov_status common_resolve_data_file(const char *name_or_path, const char *subdir, const char *ext,
                                  const char *env_var, char *out, size_t size);
 
+/* The lookup of common_resolve_data_file for a name only: a value that is not a
+ * plain name (letters, digits, '-', '_', '.', not first; 64 at most) is
+ * refused, never opened as a path. For names read from files (the ACG an
+ * NPU program names), which must not make covenant open arbitrary files. */
+cov_status common_resolve_data_name(const char *name, const char *subdir, const char *ext,
+                                 const char *env_var, char *out, size_t size);
+
 /* The shipped data folders for `subdir`, in lookup order:
  * ../share/covenant/<subdir> beside the running program (so an installed tree
  * works wherever it was copied to), the configured install data dir, and the

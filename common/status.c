@@ -18,8 +18,12 @@ struct cov_status_rec {
   char text[];        /* message \0 file \0 path \0 */
 };
 
-/* Returned when allocating a status itself fails: errors must never be lost. */
-static struct cov_status_rec k_oom = {COV_OUT_OF_MEMORY, {0}, __FILE__, 0, NULL, NULL};
+/* Returned when allocating a status itself fails: errors must never be lost.
+ * It is shared by every thread, so it is const and never written: it is only
+ * ever the last record of a chain (cov_status_join keeps it there), so no
+ * `next` of it is ever set, and it is never freed. */
+static const struct cov_status_rec k_oom_rec = {COV_OUT_OF_MEMORY, {0}, __FILE__, 0, NULL, NULL};
+#define k_oom (*(struct cov_status_rec *)&k_oom_rec)
 
 static cov_status make_record(cov_code code, const cov_loc *where, const char *src_file,
                               int src_line, const char *msg) {
@@ -82,12 +86,18 @@ cov_status cov_status_join(cov_status list, cov_status more) {
   if (!list) return more;
   if (!more) return list;
   if (list == &k_oom) return more == &k_oom ? list : cov_status_join(more, list);
-  if (more == &k_oom) { /* the static record cannot be linked; keep the rest */
+  /* append `more` at the end of `list`, but before a trailing k_oom */
+  cov_status prev = NULL, tail = list;
+  while (tail->next) prev = tail, tail = tail->next;
+  if (tail != &k_oom) {
+    tail->next = more;
     return list;
   }
-  cov_status tail = list;
-  while (tail->next) tail = tail->next;
-  tail->next = more;
+  if (more == &k_oom) return list;
+  prev->next = more; /* prev exists: list != &k_oom */
+  cov_status mt = more;
+  while (mt->next) mt = mt->next;
+  if (mt != &k_oom) mt->next = &k_oom;
   return list;
 }
 
@@ -101,6 +111,10 @@ cov_status cov_status_annotate(cov_status st, const char *fmt, ...) {
   cov_status out = NULL;
   for (cov_status r = st; r;) {
     cov_status next = r->next;
+    if (r == &k_oom) {
+      out = cov_status_join(out, r);
+      break;
+    }
     size_t n = strlen(prefix) + strlen(r->message) + 1;
     char *msg = malloc(n);
     cov_status nr;

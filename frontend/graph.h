@@ -170,6 +170,9 @@ struct graph_opdef {
 
 /* The ONNX (ai.onnx) operator, or NULL when covenant does not support it. */
 const graph_opdef *graph_opdef_find(const char *op_type);
+/* The operator of a domain: ai.onnx (or ""), or the few com.microsoft
+ * operators covenant supports (QGemm); NULL otherwise. */
+const graph_opdef *graph_opdef_find_domain(const char *domain, const char *op_type);
 /* The version of the operator in effect at `opset` (0: it does not exist yet). */
 int graph_op_version(const graph_opdef *d, int opset);
 /* Every supported op type, sorted, one per line (for tests and --list-ops). */
@@ -255,6 +258,10 @@ cov_status graph_infer(graph *g);
  * *folded. Declines quietly when the result would be too large. */
 cov_status graph_fold_node(graph *g, graph_node *n, bool *folded);
 cov_status graph_eliminate_identities(graph *g);
+/* QDQ patterns (DQ -> Conv/Gemm/MatMul -> Q, DQ -> MaxPool/Flatten/... -> Q
+ * with one scale) become integer operators, as onnxruntime fuses them
+ * (graph_qdq.c). Runs before inference, on the graph as read. */
+cov_status graph_fuse_qdq(graph *g);
 /* Drops nodes whose outputs reach no graph output, then compacts. */
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);

@@ -34,6 +34,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("AveragePool", avgpool, 1, 1, 1, 1, V(1, 7, 10, 11, 19)),
     COMPUTE("BatchNormalization", batchnorm, 5, 5, 1, 5, V(1, 6, 7, 9, 14, 15)),
     LAYOUT("Cast", cast, 1, 1, 1, 1, V(1, 6, 9, 13, 19, 21)),
+    LAYOUT("CastLike", cast_like, 2, 2, 1, 1, V(15, 19, 21)),
     COMPUTE("Ceil", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("Clip", clip, 1, 3, 1, 1, V(1, 6, 11, 12, 13)),
     LAYOUT("Concat", concat, 1, MANY, 1, 1, V(1, 4, 11, 13)),
@@ -44,6 +45,8 @@ static const graph_opdef k_ops[] = {
     COMPUTE("ConvTranspose", conv_transpose, 2, 3, 1, 1, V(1, 11)),
     COMPUTE("Cos", unary_ext, 1, 1, 1, 1, V(7)),
     COMPUTE("Cosh", unary_ext, 1, 1, 1, 1, V(9)),
+    COMPUTE("CumSum", cumsum, 2, 2, 1, 1, V(11, 14)),
+    LAYOUT("DepthToSpace", depth_space, 1, 1, 1, 1, V(1, 11, 13)),
     COMPUTE("DequantizeLinear", dequantize_linear, 2, 3, 1, 1, V(10, 13, 19, 21)),
     COMPUTE("Div", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
     LAYOUT("Dropout", dropout, 1, 3, 1, 2, V(1, 6, 7, 10, 12, 13)),
@@ -53,9 +56,12 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Erf", unary, 1, 1, 1, 1, V(9, 13)),
     COMPUTE("Exp", unary, 1, 1, 1, 1, V(1, 6, 13)),
     LAYOUT("Expand", expand, 2, 2, 1, 1, V(8, 13)),
+    LAYOUT("EyeLike", eye_like, 1, 1, 1, 1, V(9)),
     LAYOUT("Flatten", flatten, 1, 1, 1, 1, V(1, 9, 11, 13, 21)),
     COMPUTE("Floor", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     LAYOUT("Gather", gather, 2, 2, 1, 1, V(1, 11, 13)),
+    LAYOUT("GatherElements", gather_elements, 2, 2, 1, 1, V(11, 13)),
+    LAYOUT("GatherND", gather_nd, 2, 2, 1, 1, V(11, 12, 13)),
     COMPUTE("Gelu", gelu, 1, 1, 1, 1, V(20)),
     COMPUTE("Gemm", gemm, 2, 3, 1, 1, V(1, 6, 7, 9, 11, 13)),
     COMPUTE("GlobalAveragePool", global_avgpool, 1, 1, 1, 1, V(1)),
@@ -84,6 +90,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Mul", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
     COMPUTE("Neg", unary, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("Not", unary_ext, 1, 1, 1, 1, V(1)),
+    LAYOUT("OneHot", one_hot, 3, 3, 1, 1, V(9, 11)),
     COMPUTE("Or", binary_ext, 2, 2, 1, 1, V(1, 7)),
     COMPUTE("PRelu", binary_ext, 2, 2, 1, 1, V(1, 6, 7, 9, 16)),
     LAYOUT("Pad", pad, 1, 4, 1, 1, V(1, 2, 11, 13, 18, 19, 21)),
@@ -91,6 +98,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("QLinearConv", qconv, 8, 9, 1, 1, V(10)),
     COMPUTE("QLinearMatMul", qmatmul, 8, 8, 1, 1, V(10, 21)),
     COMPUTE("QuantizeLinear", quantize_linear, 2, 3, 1, 1, V(10, 13, 19, 21)),
+    LAYOUT("Range", range, 3, 3, 1, 1, V(11)),
     COMPUTE("Reciprocal", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("ReduceL1", reduce, 1, 2, 1, 1, V(1, 11, 13, 18)),
     COMPUTE("ReduceL2", reduce, 1, 2, 1, 1, V(1, 11, 13, 18)),
@@ -104,7 +112,11 @@ static const graph_opdef k_ops[] = {
     COMPUTE("ReduceSumSquare", reduce, 1, 2, 1, 1, V(1, 11, 13, 18)),
     COMPUTE("Relu", unary, 1, 1, 1, 1, V(1, 6, 13, 14)),
     LAYOUT("Reshape", reshape, 2, 2, 1, 1, V(1, 5, 13, 14, 19, 21)),
+    COMPUTE("Resize", resize, 1, 4, 1, 1, V(10, 11, 13, 18, 19)),
     COMPUTE("Round", unary_ext, 1, 1, 1, 1, V(11)),
+    LAYOUT("Scatter", scatter_elements, 3, 3, 1, 1, V(9)),
+    LAYOUT("ScatterElements", scatter_elements, 3, 3, 1, 1, V(11, 13, 16, 18)),
+    LAYOUT("ScatterND", scatter_nd, 3, 3, 1, 1, V(11, 13, 16, 18)),
     COMPUTE("Selu", unary_ext, 1, 1, 1, 1, V(1, 6)),
     LAYOUT("Shape", shape, 1, 1, 1, 1, V(1, 13, 15, 19, 21)),
     COMPUTE("Shrink", unary_ext, 1, 1, 1, 1, V(9)),
@@ -112,10 +124,12 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Sign", unary_ext, 1, 1, 1, 1, V(9, 13)),
     COMPUTE("Sin", unary_ext, 1, 1, 1, 1, V(7)),
     COMPUTE("Sinh", unary_ext, 1, 1, 1, 1, V(9)),
+    LAYOUT("Size", size, 1, 1, 1, 1, V(1, 13, 19, 21)),
     LAYOUT("Slice", slice, 1, 5, 1, 1, V(1, 10, 11, 13)),
     COMPUTE("Softmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
     COMPUTE("Softplus", unary_ext, 1, 1, 1, 1, V(1)),
     COMPUTE("Softsign", unary_ext, 1, 1, 1, 1, V(1)),
+    LAYOUT("SpaceToDepth", depth_space, 1, 1, 1, 1, V(1, 13)),
     LAYOUT("Split", split, 1, 2, 1, MANY, V(1, 2, 11, 13, 18)),
     COMPUTE("Sqrt", unary, 1, 1, 1, 1, V(1, 6, 13)),
     LAYOUT("Squeeze", squeeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
@@ -124,11 +138,29 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Tan", unary_ext, 1, 1, 1, 1, V(7)),
     COMPUTE("Tanh", unary, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("ThresholdedRelu", unary_ext, 1, 1, 1, 1, V(10)),
+    LAYOUT("Tile", tile, 2, 2, 1, 1, V(1, 6, 13)),
+    LAYOUT("TopK", topk, 1, 2, 2, 2, V(1, 10, 11)),
     LAYOUT("Transpose", transpose, 1, 1, 1, 1, V(1, 13, 21)),
+    LAYOUT("Trilu", trilu, 1, 2, 1, 1, V(14)),
     LAYOUT("Unsqueeze", unsqueeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
+    COMPUTE("Upsample", resize, 1, 2, 1, 1, V(7, 9)),
     COMPUTE("Where", where, 3, 3, 1, 1, V(9, 16)),
     COMPUTE("Xor", binary_ext, 2, 2, 1, 1, V(1, 7)),
 };
+
+/* Operators of onnxruntime's com.microsoft domain that quantize_static
+ * writes (QOperator format). */
+static const graph_opdef k_ms_ops[] = {
+    COMPUTE("QGemm", qgemm, 6, 9, 1, 1, V(1)),
+};
+
+const graph_opdef *graph_opdef_find_domain(const char *domain, const char *op_type) {
+  if (!domain || !*domain || strcmp(domain, "ai.onnx") == 0) return graph_opdef_find(op_type);
+  if (strcmp(domain, "com.microsoft") != 0) return NULL;
+  for (size_t i = 0; i < sizeof k_ms_ops / sizeof *k_ms_ops; i++)
+    if (strcmp(k_ms_ops[i].op_type, op_type) == 0) return &k_ms_ops[i];
+  return NULL;
+}
 
 const graph_opdef *graph_opdef_find(const char *op_type) {
   size_t lo = 0, hi = sizeof k_ops / sizeof *k_ops;

@@ -54,6 +54,21 @@ int64_t graph_node_macs(const graph_node *n) {
     int64_t per = tail_product(n->in[1], 1);
     return out < 0 || per < 0 ? -1 : out * per;
   }
+  if (strcmp(n->op_type, "QLinearConv") == 0 || strcmp(n->op_type, "ConvInteger") == 0) {
+    int64_t per = tail_product(n->in[strcmp(n->op_type, "QLinearConv") == 0 ? 3 : 1], 1);
+    return out < 0 || per < 0 ? -1 : out * per;
+  }
+  if (strcmp(n->op_type, "QLinearMatMul") == 0 || strcmp(n->op_type, "MatMulInteger") == 0 ||
+      strcmp(n->op_type, "QGemm") == 0) {
+    const graph_value *a = n->in[0];
+    if (a->rank < 1 || out < 0) return -1;
+    int64_t k = a->dims[a->rank - 1];
+    if (strcmp(n->op_type, "QGemm") == 0) {
+      const graph_attr *t = graph_attr_find(n, "transA");
+      if (t && t->type == GA_INT && t->i && a->rank == 2) k = a->dims[0];
+    }
+    return k < 0 ? -1 : out * k;
+  }
   if (strcmp(n->op_type, "ConvTranspose") == 0) {
     int64_t in = graph_numel(n->in[0]), per = tail_product(n->in[1], 1);
     return in < 0 || per < 0 ? -1 : in * per;

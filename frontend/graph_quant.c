@@ -553,7 +553,7 @@ static cov_status run_qconv_acc(graph_exec *x, const graph_node *n, const qconv_
 /* Requantises acc (viewed [rows, C, 1, 1] or as it is) into out:
  * multiplier m[c] = (s_in * s_w[c]) / s_out in f32, zero point zp. */
 static cov_status requantize(graph_exec *x, const graph_node *n, cov_tensor *acc, int64_t C,
-                             const graph_value *s_in, const graph_value *s_w,
+                             float alpha, const graph_value *s_in, const graph_value *s_w,
                              const graph_value *s_out, const graph_value *zp, graph_value *out) {
   cov_tensor m, z;
   COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, COV_F32, 1, &C, &m));
@@ -562,7 +562,7 @@ static cov_status requantize(graph_exec *x, const graph_node *n, cov_tensor *acc
     cov_tensor_release(&m);
     return st;
   }
-  float si = (float)param_at(s_in, 0), so = (float)param_at(s_out, 0);
+  float si = alpha * (float)param_at(s_in, 0), so = (float)param_at(s_out, 0);
   int64_t zv = (int64_t)param_at(zp, 0);
   for (int64_t c = 0; c < C; c++) {
     float t = si * (float)param_at(s_w, c);
@@ -598,7 +598,7 @@ cov_status graph_exec_qconv(graph_exec *x, const graph_node *n, graph_value *con
   COV_RETURN_IF_ERROR(run_qconv_acc(x, n, &q, a, &acc));
   if (strcmp(n->op_type, "QLinearConv") != 0) return lower_adopt(x, n, &acc, out[0]);
   /* acc is [N, M, P, Q]: channel axis 1 as requant expects */
-  cov_status st = requantize(x, n, &acc, acc.shape[1], in[1], in[4], in[6], in[7], out[0]);
+  cov_status st = requantize(x, n, &acc, acc.shape[1], 1.0f, in[1], in[4], in[6], in[7], out[0]);
   cov_tensor_release(&acc);
   return st;
 }
@@ -739,7 +739,7 @@ static int64_t batch_offset(const mm_shape *s, const graph_value *v, int64_t ob)
 
 /* acc = (a - az) @ (b - bz) as i32 [batch * M, N] (see the top). */
 static cov_status run_qmm_acc(graph_exec *x, const graph_node *n, const qmm_io *q,
-                              const mm_shape *s, cov_tensor *acc) {
+                              const mm_shape *s, const graph_value *colbias, cov_tensor *acc) {
   const graph *g = x->g;
   int64_t M = s->M, K = s->K, N = s->N;
   int64_t na = graph_numel(q->a) / (M * K), nb = graph_numel(q->b) / (K * N);
@@ -780,18 +780,20 @@ static cov_status run_qmm_acc(graph_exec *x, const graph_node *n, const qmm_io *
     if (!st) bdata = tb->data;
   }
   /* the input zero point's share: -azs * column sums of b', per b matrix */
-  bool corr = fits && azs != 0;
+  /* plus a per-column i32 bias (QGemm's C), when given */
+  bool corr = (fits && azs != 0) || colbias;
   if (!st && corr) {
     int64_t d1 = nb * N;
     st = scratch_new(g, n, &s2, COV_I32, 1, &d1, &tc);
     for (int64_t m = 0; !st && m < nb; m++)
       for (int64_t c = 0; c < N; c++) {
         int64_t sum = 0;
-        for (int64_t k = 0; k < K; k++) {
+        for (int64_t k = 0; fits && k < K; k++) {
           int64_t bz = q->bz ? (int64_t)param_at(q->bz, c) : 0;
           sum += (int64_t)graph_load_elem(q->b->data, q->b->dtype, (size_t)((m * K + k) * N + c)) - bz;
         }
-        ((int32_t *)tc->data)[m * N + c] = (int32_t)(uint32_t)(uint64_t)(-azs * sum);
+        int64_t cb = colbias ? (int64_t)param_at(colbias, c) : 0;
+        ((int32_t *)tc->data)[m * N + c] = (int32_t)(uint32_t)(uint64_t)(cb - (fits ? azs : 0) * sum);
       }
   }
   size_t es = cov_dtype_size(ct);
@@ -845,10 +847,10 @@ cov_status graph_exec_qmatmul(graph_exec *x, const graph_node *n, graph_value *c
   if (s.M * s.K == 0 || s.K * s.N == 0)
     return graph_node_error(x->g, n, COV_UNSUPPORTED, "empty matrices are not supported");
   cov_tensor acc;
-  COV_RETURN_IF_ERROR(run_qmm_acc(x, n, &q, &s, &acc));
+  COV_RETURN_IF_ERROR(run_qmm_acc(x, n, &q, &s, NULL, &acc));
   if (strcmp(n->op_type, "QLinearMatMul") != 0) return lower_adopt(x, n, &acc, out[0]);
   /* per column of B: acc [rows, N] viewed [rows, N, 1, 1] */
-  cov_status st = requantize(x, n, &acc, s.N, in[1], in[4], in[6], in[7], out[0]);
+  cov_status st = requantize(x, n, &acc, s.N, 1.0f, in[1], in[4], in[6], in[7], out[0]);
   cov_tensor_release(&acc);
   return st;
 }
@@ -858,5 +860,167 @@ int graph_codelets_qmatmul(const graph_node *n, const char **names, int max) {
   if (k < max) names[k++] = "matmul_acc";
   if (k < max) names[k++] = "bias_add_2d";
   if (strcmp(n->op_type, "QLinearMatMul") == 0 && k < max) names[k++] = "requant";
+  return k;
+}
+
+/* ---- QGemm (com.microsoft, onnxruntime's quantized Gemm) --------------- */
+
+/* Y = alpha * (A - az)(B - bz) + C, C an i32 bias in the product's scale;
+ * requantised with alpha * a_scale * b_scale / y_scale to y_zero_point's
+ * type, or, without y_scale, f32: f32(acc) * (alpha * a_scale * b_scale). */
+
+typedef struct qgemm_io {
+  qmm_io q;
+  const graph_value *as, *bs, *c, *ys, *yz;
+  int64_t ta, tb;
+  float alpha;
+} qgemm_io;
+
+static cov_status qgemm_read(const graph *g, const graph_node *n, graph_value *const *in,
+                             qgemm_io *io) {
+  io->q.a = in[0];
+  io->as = in[1];
+  io->q.az = in[2];
+  io->q.b = in[3];
+  io->bs = in[4];
+  io->q.bz = in[5];
+  io->c = opt_in(n, in, 6);
+  io->ys = opt_in(n, in, 7);
+  io->yz = opt_in(n, in, 8);
+  COV_RETURN_IF_ERROR(graph_attr_int(g, n, "transA", 0, &io->ta));
+  COV_RETURN_IF_ERROR(graph_attr_int(g, n, "transB", 0, &io->tb));
+  COV_RETURN_IF_ERROR(graph_attr_float(g, n, "alpha", 1.0f, &io->alpha));
+  const graph_value *a = io->q.a, *b = io->q.b;
+  COV_RETURN_IF_ERROR(check_q8(g, n, a, "input A"));
+  COV_RETURN_IF_ERROR(check_q8(g, n, b, "input B"));
+  COV_RETURN_IF_ERROR(check_zp(g, n, io->q.az, a));
+  COV_RETURN_IF_ERROR(check_zp(g, n, io->q.bz, b));
+  if ((a->rank >= 0 && a->rank != 2) || (b->rank >= 0 && b->rank != 2))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "A '%s' and B '%s' must be matrices",
+                            a->name, b->name);
+  if ((io->ys == NULL) != (io->yz == NULL) && io->yz)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "y_zero_point is given without y_scale");
+  int64_t N = b->rank == 2 ? b->dims[io->tb ? 0 : 1] : -1;
+  bool pa;
+  COV_RETURN_IF_ERROR(check_dtype(g, n, io->as, "A's scale", COV_F32));
+  COV_RETURN_IF_ERROR(check_dtype(g, n, io->bs, "B's scale", COV_F32));
+  COV_RETURN_IF_ERROR(check_param(g, n, io->as, "A's scale", -1, "", &pa));
+  COV_RETURN_IF_ERROR(check_param(g, n, io->q.az, "A's zero point", -1, "", &pa));
+  COV_RETURN_IF_ERROR(check_param(g, n, io->bs, "B's scale", N, "one per column of the product", &pa));
+  COV_RETURN_IF_ERROR(check_param(g, n, io->q.bz, "B's zero point", N, "one per column of the product", &pa));
+  if (io->ys) {
+    COV_RETURN_IF_ERROR(check_dtype(g, n, io->ys, "output scale", COV_F32));
+    COV_RETURN_IF_ERROR(check_param(g, n, io->ys, "output scale", -1, "", &pa));
+    if (io->yz) {
+      COV_RETURN_IF_ERROR(check_q8(g, n, io->yz, "output zero point"));
+      COV_RETURN_IF_ERROR(check_param(g, n, io->yz, "output zero point", -1, "", &pa));
+    }
+  }
+  if (io->c) {
+    COV_RETURN_IF_ERROR(check_dtype(g, n, io->c, "C", COV_I32));
+    if (io->c->rank >= 0 && !(io->c->rank == 0 || (io->c->rank == 1 && (io->c->dims[0] == N || io->c->dims[0] == 1)) ||
+                              (io->c->rank == 2 && io->c->dims[0] == 1)))
+      return graph_node_error(g, n, COV_UNSUPPORTED,
+                              "C '%s' must be a per-column i32 bias ([N], [1, N] or a scalar); a "
+                              "full [M, N] C is not supported",
+                              io->c->name);
+  }
+  return NULL;
+}
+
+cov_status graph_infer_qgemm(const graph *g, const graph_node *n, graph_value *const *in,
+                             graph_value *const *out) {
+  qgemm_io io;
+  COV_RETURN_IF_ERROR(qgemm_read(g, n, in, &io));
+  out[0]->dtype = io.ys ? (io.yz ? io.yz->dtype : COV_U8) : COV_F32;
+  if (io.q.a->rank < 0 || io.q.b->rank < 0) {
+    graph_set_shape(out[0], -1, NULL);
+    return NULL;
+  }
+  int64_t M = io.q.a->dims[io.ta ? 1 : 0], K = io.q.a->dims[io.ta ? 0 : 1];
+  int64_t KB = io.q.b->dims[io.tb ? 1 : 0], N = io.q.b->dims[io.tb ? 0 : 1];
+  if (K >= 0 && KB >= 0 && K != KB)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "A has %lld columns but B has %lld rows",
+                            (long long)K, (long long)KB);
+  int64_t d[2] = {M, N};
+  graph_set_shape(out[0], 2, d);
+  return NULL;
+}
+
+/* A transposed copy of a matrix value (the same dtype), in *tmp. */
+static cov_status transposed(const graph *g, const graph_node *n, const graph_value *v,
+                             graph_value *tmp) {
+  *tmp = *v;
+  tmp->dims[0] = v->dims[1];
+  tmp->dims[1] = v->dims[0];
+  int perm[2] = {1, 0};
+  return graph_transpose_data(g, n, v->data, v->dtype, 2, v->dims, perm, &tmp->data);
+}
+
+cov_status graph_exec_qgemm(graph_exec *x, const graph_node *n, graph_value *const *in,
+                            graph_value *const *out) {
+  qgemm_io io;
+  COV_RETURN_IF_ERROR(qgemm_read(x->g, n, in, &io));
+  graph_value at, bt;
+  bool own_a = false, own_b = false;
+  cov_status st = NULL;
+  if (io.ta) {
+    st = transposed(x->g, n, io.q.a, &at);
+    if (!st) io.q.a = &at, own_a = true;
+  }
+  if (!st && io.tb) {
+    st = transposed(x->g, n, io.q.b, &bt);
+    if (!st) io.q.b = &bt, own_b = true;
+  }
+  mm_shape s;
+  if (!st) st = mm_shape_of(x->g, n, io.q.a, io.q.b, &s);
+  cov_tensor acc = {0};
+  if (!st) st = run_qmm_acc(x, n, &io.q, &s, io.c, &acc);
+  if (own_a) free(at.data);
+  if (own_b) free(bt.data);
+  COV_RETURN_IF_ERROR(st);
+  if (io.ys) {
+    graph_value zp0;
+    const graph_value *zp = io.yz;
+    uint8_t zero = 0;
+    if (!zp) { /* no y_zero_point: u8, zero point 0 */
+      memset(&zp0, 0, sizeof zp0);
+      zp0.dtype = COV_U8;
+      zp0.rank = 0;
+      zp0.data = &zero;
+      zp = &zp0;
+    }
+    st = requantize(x, n, &acc, s.N, io.alpha, io.as, io.bs, io.ys, zp, out[0]);
+    cov_tensor_release(&acc);
+    return st;
+  }
+  /* f32 output: f32(acc) * (alpha * a_scale * b_scale[n]) through dequantize */
+  cov_tensor sc, zt;
+  st = alloc_zeros(x->g, n, COV_F32, 1, &s.N, &sc);
+  if (!st) st = alloc_zeros(x->g, n, COV_I32, 1, &s.N, &zt);
+  for (int64_t c = 0; !st && c < s.N; c++)
+    ((float *)sc.data)[c] = io.alpha * (float)param_at(io.as, 0) * (float)param_at(io.bs, c);
+  if (!st) {
+    int64_t view[3] = {s.M, s.N, 1};
+    cov_tensor a3 = acc, y;
+    a3.rank = 3;
+    memcpy(a3.shape, view, sizeof view);
+    cov_tensor args[3] = {a3, sc, zt};
+    st = graph_call_codelet(x, n, "dequantize", NULL, 0, args, 3, &y, 1);
+    if (!st) st = lower_adopt(x, n, &y, out[0]);
+  }
+  cov_tensor_release(&sc);
+  cov_tensor_release(&zt);
+  cov_tensor_release(&acc);
+  return st;
+}
+
+int graph_codelets_qgemm(const graph_node *n, const char **names, int max) {
+  (void)n;
+  int k = 0;
+  if (k < max) names[k++] = "matmul_acc";
+  if (k < max) names[k++] = "bias_add_2d";
+  if (k < max) names[k++] = "requant";
   return k;
 }

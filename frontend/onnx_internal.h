@@ -26,8 +26,10 @@ typedef struct onnx_tensor_info {
   int rank;
   int64_t dims[COV_MAX_RANK];
   size_t nbytes;
-  /* external data, resolved (NULL when inline) */
+  /* external data (ext_path NULL when inline): the file opened and checked
+   * inside the model's folder, read by onnx_tensor_fill from ext_fd only */
   const char *ext_path;
+  int ext_fd;
   uint64_t ext_offset;
 } onnx_tensor_info;
 
@@ -38,9 +40,13 @@ typedef struct onnx_tensor_info {
  * allocated in `arena`. */
 cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, const char *what,
                              const char *dir, cov_arena *arena, onnx_tensor_info *info);
-/* Copies the elements into dst (info->nbytes bytes). */
-cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, const onnx_tensor_info *info,
+/* Copies the elements into dst (info->nbytes bytes); closes the external
+ * data's descriptor. */
+cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
                             const char *file, const char *what, void *dst);
+/* Closes the external data's descriptor when onnx_tensor_fill is not called
+ * after a successful onnx_tensor_check. */
+void onnx_tensor_info_release(onnx_tensor_info *info);
 
 /* Reads a whole model into a graph: values, nodes (topologically sorted),
  * attributes, inputs and outputs. No inference happens here. */

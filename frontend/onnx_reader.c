@@ -138,6 +138,7 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   }
   void *data = cov_arena_alloc(g->arena, info.nbytes);
   if (!data) {
+    onnx_tensor_info_release(&info);
     add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory reading %s", what));
     return;
   }
@@ -298,6 +299,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
       void *data = v ? cov_arena_alloc(g->arena, info.nbytes) : NULL;
       if (!data) {
+        onnx_tensor_info_release(&info);
         add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
         return;
       }
@@ -374,7 +376,7 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
                                   GRAPH_MAX_NODE_IO));
     return NULL;
   }
-  n->def = is_default_domain(np->domain) ? graph_opdef_find(n->op_type) : NULL;
+  n->def = graph_opdef_find_domain(np->domain, n->op_type);
   n->n_out = (int)np->n_output;
   n->out = cov_arena_array(g->arena, np->n_output ? np->n_output : 1, sizeof *n->out);
   if (!n->out) return NULL;

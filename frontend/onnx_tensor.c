@@ -5,7 +5,8 @@
  * non-negative, their product must not overflow and must stay under
  * COV_TENSOR_MAX_BYTES, raw_data and typed fields must hold exactly that many
  * elements, and external data must lie inside the model's folder and inside
- * its file. Data are little-endian in the file and on every host covenant
+ * its file (opened once, link by link without following symbolic links, and
+ * read from that descriptor only). Data are little-endian in the file and on every host covenant
  * supports. */
 /* realpath() is an X/Open interface. */
 #define _XOPEN_SOURCE 700
@@ -62,24 +63,53 @@ static cov_status terr(const char *file, const char *what, cov_code code, const 
   return st;
 }
 
-/* A non-negative decimal integer string, as external_data writes offsets. */
+/* A non-negative decimal integer string, as external_data writes offsets:
+ * 1 when it is one, 0 when it is not, -1 when it is one but above 2^64-1. */
 static int parse_u64(const char *s, uint64_t *out) {
   if (!s || !*s) return 0;
   uint64_t v = 0;
+  int big = 0;
   for (; *s; s++) {
     if (*s < '0' || *s > '9') return 0;
-    if (v > (UINT64_MAX - 9) / 10) return 0;
-    v = v * 10 + (uint64_t)(*s - '0');
+    if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) big = 1;
+    else v = v * 10 + (uint64_t)(*s - '0');
   }
   *out = v;
-  return 1;
+  return big ? -1 : 1;
 }
 
-/* Joins dir and location, refusing anything that could leave dir: absolute
- * paths, '..' components, and (after resolving symlinks) any path whose real
- * location is not under the real dir. */
-static cov_status resolve_external(const char *file, const char *what, const char *dir,
-                                   const char *location, cov_arena *arena, const char **out) {
+/* The message for a link met while opening external data: where it leads
+ * (for the reader; the file is never opened through it). */
+static cov_status link_error(const char *file, const char *what, const char *dir,
+                             const char *location, const char *joined) {
+  char real_dir[PATH_MAX], real_file[PATH_MAX];
+  if (realpath(dir, real_dir) && realpath(joined, real_file)) {
+    size_t nd = strlen(real_dir);
+    int inside = strncmp(real_file, real_dir, nd) == 0 &&
+                 (real_file[nd] == '/' || (nd == 1 && real_dir[0] == '/'));
+    if (!inside)
+      return terr(file, what, COV_INVALID_INPUT,
+                  "external data location '%s' resolves to '%s', outside the model's folder "
+                  "'%s' (through a symbolic link, which covenant does not follow)",
+                  location, real_file, real_dir);
+  }
+  return terr(file, what, COV_INVALID_INPUT,
+              "external data location '%s' goes through a symbolic link; covenant reads "
+              "external data only from files inside the model's folder reached without links",
+              location);
+}
+
+/* Opens `location` inside `dir` and returns the descriptor: the one the data
+ * is then read from, so what was checked is what is read. Refused: absolute
+ * paths, '..' components, a location naming the folder itself, and symbolic
+ * links anywhere below the folder (each component is opened with O_NOFOLLOW
+ * relative to its parent's descriptor, so swapping a file for a link at any
+ * moment cannot lead outside); the file must be a regular file (opened
+ * O_NONBLOCK, so a FIFO cannot block the open). */
+static cov_status open_external(const char *file, const char *what, const char *dir,
+                                const char *location, cov_arena *arena, const char **out_path,
+                                int *out_fd) {
+  *out_fd = -1;
   if (!dir)
     return terr(file, what, COV_INVALID_INPUT,
                 "external data '%s' cannot be used: the model was not read from a file, so it "
@@ -91,6 +121,7 @@ static cov_status resolve_external(const char *file, const char *what, const cha
                 "external data location '%s' is an absolute path; it must be relative to the "
                 "model's folder",
                 location);
+  int n_names = 0;
   for (const char *p = location; *p;) {
     const char *slash = strchr(p, '/');
     size_t len = slash ? (size_t)(slash - p) : strlen(p);
@@ -98,25 +129,53 @@ static cov_status resolve_external(const char *file, const char *what, const cha
       return terr(file, what, COV_INVALID_INPUT,
                   "external data location '%s' leaves the model's folder ('..' is refused)",
                   location);
+    if (len > NAME_MAX)
+      return terr(file, what, COV_INVALID_INPUT,
+                  "external data location '%.64s...' has a component longer than %d bytes",
+                  location, NAME_MAX);
+    if (len && !(len == 1 && p[0] == '.')) n_names++;
     p += len + (slash ? 1 : 0);
   }
+  if (!n_names)
+    return terr(file, what, COV_INVALID_INPUT,
+                "external data location '%s' names the model's folder itself, not a file in it",
+                location);
   char *joined = cov_arena_printf(arena, "%s/%s", dir, location);
   if (!joined) return terr(file, what, COV_OUT_OF_MEMORY, "out of memory");
-  char real_dir[PATH_MAX], real_file[PATH_MAX];
-  if (!realpath(dir, real_dir))
-    return terr(file, what, COV_IO_ERROR, "cannot resolve the model's folder '%s': %s", dir,
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return terr(file, what, COV_IO_ERROR, "cannot open the model's folder '%s': %s", dir,
                 strerror(errno));
-  if (!realpath(joined, real_file))
-    return terr(file, what, errno == ENOENT ? COV_NOT_FOUND : COV_IO_ERROR,
-                "external data file '%s' cannot be opened: %s", joined, strerror(errno));
-  size_t nd = strlen(real_dir);
-  int inside = strncmp(real_file, real_dir, nd) == 0 &&
-               (real_file[nd] == '/' || (nd == 1 && real_dir[0] == '/'));
-  if (!inside)
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data location '%s' resolves to '%s', outside the model's folder '%s'",
-                location, real_file, real_dir);
-  *out = joined;
+  for (const char *p = location; *p;) {
+    const char *slash = strchr(p, '/');
+    size_t len = slash ? (size_t)(slash - p) : strlen(p);
+    char name[NAME_MAX + 1];
+    memcpy(name, p, len);
+    name[len] = '\0';
+    p += len + (slash ? 1 : 0);
+    if (!len || (len == 1 && name[0] == '.')) continue;
+    int last = --n_names == 0;
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+    int next = openat(fd, name, flags);
+    int err = errno;
+    if (next < 0) {
+      struct stat lsb;
+      int is_link = fstatat(fd, name, &lsb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lsb.st_mode);
+      close(fd);
+      if (is_link || err == ELOOP) return link_error(file, what, dir, location, joined);
+      return terr(file, what, err == ENOENT ? COV_NOT_FOUND : COV_IO_ERROR,
+                  "external data file '%s' cannot be opened: %s", joined, strerror(err));
+    }
+    close(fd);
+    fd = next;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return terr(file, what, COV_INVALID_INPUT, "external data '%s' is not a regular file", joined);
+  }
+  *out_path = joined;
+  *out_fd = fd;
   return NULL;
 }
 
@@ -137,37 +196,57 @@ static cov_status check_external(const Onnx__TensorProto *tp, const char *file, 
     return terr(file, what, COV_INVALID_INPUT,
                 "tensor is stored externally but external_data has no 'location'");
   uint64_t offset = 0, length = 0;
-  if (offset_s && !parse_u64(offset_s, &offset))
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data offset '%s' is not a non-negative integer", offset_s);
-  if (length_s && !parse_u64(length_s, &length))
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data length '%s' is not a non-negative integer", length_s);
-  const char *path;
-  COV_RETURN_IF_ERROR(resolve_external(file, what, dir, location, arena, &path));
+  const char *const names[2] = {"offset", "length"};
+  const char *const texts[2] = {offset_s, length_s};
+  uint64_t *const vals[2] = {&offset, &length};
+  for (int k = 0; k < 2; k++) {
+    if (!texts[k]) continue;
+    int r = parse_u64(texts[k], vals[k]);
+    if (r == 0)
+      return terr(file, what, COV_INVALID_INPUT,
+                  "external data %s '%s' is not a non-negative integer", names[k], texts[k]);
+    if (r < 0)
+      return terr(file, what, COV_OUT_OF_RANGE,
+                  "external data %s '%s' is too large (more than 2^64-1)", names[k], texts[k]);
+  }
+  const char *path = NULL;
+  int fd = -1;
+  COV_RETURN_IF_ERROR(open_external(file, what, dir, location, arena, &path, &fd));
   struct stat sb;
-  if (stat(path, &sb) != 0)
-    return terr(file, what, COV_IO_ERROR, "external data file '%s': %s", path, strerror(errno));
-  if (!S_ISREG(sb.st_mode))
-    return terr(file, what, COV_INVALID_INPUT, "external data '%s' is not a regular file", path);
+  cov_status st = NULL;
+  if (fstat(fd, &sb) != 0) {
+    st = terr(file, what, COV_IO_ERROR, "external data file '%s': %s", path, strerror(errno));
+    close(fd);
+    return st;
+  }
   uint64_t fsize = (uint64_t)sb.st_size;
+  if (!length_s && offset <= fsize) length = fsize - offset;
   if (offset > fsize)
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data offset %llu is past the end of '%s' (%llu bytes)",
-                (unsigned long long)offset, path, (unsigned long long)fsize);
-  if (!length_s) length = fsize - offset;
-  if (length > fsize - offset)
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data range %llu+%llu runs past the end of '%s' (%llu bytes)",
-                (unsigned long long)offset, (unsigned long long)length, path,
-                (unsigned long long)fsize);
-  if (length != info->nbytes)
-    return terr(file, what, COV_INVALID_INPUT,
-                "external data holds %llu bytes, but the shape and dtype need %zu",
-                (unsigned long long)length, info->nbytes);
+    st = terr(file, what, COV_INVALID_INPUT,
+              "external data offset %llu is past the end of '%s' (%llu bytes)",
+              (unsigned long long)offset, path, (unsigned long long)fsize);
+  else if (length > fsize - offset)
+    st = terr(file, what, COV_INVALID_INPUT,
+              "external data range %llu+%llu runs past the end of '%s' (%llu bytes)",
+              (unsigned long long)offset, (unsigned long long)length, path,
+              (unsigned long long)fsize);
+  else if (length != info->nbytes)
+    st = terr(file, what, COV_INVALID_INPUT,
+              "external data holds %llu bytes, but the shape and dtype need %zu",
+              (unsigned long long)length, info->nbytes);
+  if (st) {
+    close(fd);
+    return st;
+  }
   info->ext_path = path;
+  info->ext_fd = fd;
   info->ext_offset = offset;
   return NULL;
+}
+
+void onnx_tensor_info_release(onnx_tensor_info *info) {
+  if (info->ext_path && info->ext_fd >= 0) close(info->ext_fd);
+  info->ext_fd = -1;
 }
 
 /* Which typed field holds a dtype's elements, and how many it has. */
@@ -190,6 +269,7 @@ static size_t other_typed_count(const Onnx__TensorProto *tp, cov_dtype t) {
 cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, const char *what,
                              const char *dir, cov_arena *arena, onnx_tensor_info *info) {
   memset(info, 0, sizeof *info);
+  info->ext_fd = -1;
   if (!tp->has_data_type || tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED)
     return terr(file, what, COV_INVALID_INPUT, "tensor has no data type");
   info->dtype = onnx_dtype(tp->data_type);
@@ -246,30 +326,27 @@ cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, cons
   return NULL;
 }
 
-static cov_status fill_external(const onnx_tensor_info *info, const char *file, const char *what,
+/* Reads from the descriptor onnx_tensor_check opened and checked; closes it. */
+static cov_status fill_external(onnx_tensor_info *info, const char *file, const char *what,
                                 void *dst) {
-  int fd = open(info->ext_path, O_RDONLY);
-  if (fd < 0)
-    return terr(file, what, COV_IO_ERROR, "cannot open external data '%s': %s", info->ext_path,
-                strerror(errno));
   size_t done = 0;
   while (done < info->nbytes) {
-    ssize_t got =
-        pread(fd, (char *)dst + done, info->nbytes - done, (off_t)(info->ext_offset + done));
+    ssize_t got = pread(info->ext_fd, (char *)dst + done, info->nbytes - done,
+                        (off_t)(info->ext_offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       int err = errno;
-      close(fd);
+      onnx_tensor_info_release(info);
       return terr(file, what, COV_IO_ERROR, "reading external data '%s': %s", info->ext_path,
                   got == 0 ? "the file became shorter" : strerror(err));
     }
     done += (size_t)got;
   }
-  close(fd);
+  onnx_tensor_info_release(info);
   return NULL;
 }
 
-cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, const onnx_tensor_info *info,
+cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
                             const char *file, const char *what, void *dst) {
   if (info->ext_path) return fill_external(info, file, what, dst);
   if (tp->has_raw_data) {
@@ -351,7 +428,10 @@ cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_nam
   snprintf(what, sizeof what, "tensor '%.256s'", tp->name ? tp->name : "");
   onnx_tensor_info info;
   st = onnx_tensor_check(tp, path, what, slash == dir ? "/" : dir, arena, &info);
-  if (!st) st = cov_tensor_alloc(out, info.dtype, info.rank, info.dims);
+  if (!st) {
+    st = cov_tensor_alloc(out, info.dtype, info.rank, info.dims);
+    if (st) onnx_tensor_info_release(&info);
+  }
   if (!st) {
     st = onnx_tensor_fill(tp, &info, path, what, out->data);
     if (st) cov_tensor_release(out);

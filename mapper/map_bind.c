@@ -39,7 +39,7 @@ static bool int_on_float_exact(cov_dtype model, const acg_capability *c, int n_i
 
 static int dtype_fits(cov_dtype model, cov_dtype acc, const acg_capability *c, int n_in,
                       int64_t red, bool *narrowed) {
-  if (int_value_bits(model) && c->in[0] != model) {
+  if (int_value_bits(model) && c->op == COV_OP_MAC && c->in[0] != model) {
     *narrowed = int_on_float_exact(model, c, n_in, red);
     return *narrowed;
   }
@@ -308,6 +308,14 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
   if (proto->n_vops == 0) return NULL;
   int simd = proto->vops[0].node;
   int out1 = t->path[proto->prob.output][1];
+  /* the epilogue starts from the output tile where the main loop nest left
+   * it: the SIMD unit must read that storage over an edge of the ACG */
+  if (out1 >= 0 && !edge_between(g, out1, simd))
+    return cov_error(COV_MAPPING_FAILED, NULL,
+                     "%s: the epilogue on '%s' cannot read the output tile in '%s': %s has no "
+                     "edge %s -> %s",
+                     proto->prob.layer, acg_node_name(g, simd), acg_node_name(g, out1), g->name,
+                     acg_node_name(g, out1), acg_node_name(g, simd));
   /* the output's level-1 storage reaches DRAM along the output's own path;
    * any other storage needs an edge to DRAM of its own. The NPU code
    * generator places the epilogue by the same rule. */

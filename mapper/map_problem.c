@@ -104,20 +104,22 @@ static void fill_operand(ctx *x, int cdl_op, map_role role, map_operand *o) {
 
 /* The statement initialising the accumulator: the last `acc = literal`
  * before the main statement (found by a second walk). */
-static const cdl_stmt *g_init_target;
-static const cdl_stmt *g_init_found;
-static int g_init_done;
-static void find_init(const cdl_block *b) {
-  for (size_t i = 0; i < b->n && !g_init_done; i++) {
+struct init_walk {
+  const cdl_stmt *target; /* the main statement: the walk stops there */
+  const cdl_stmt *found;  /* the last `acc = literal` seen before it */
+  int done;
+};
+static void find_init(const cdl_block *b, struct init_walk *w) {
+  for (size_t i = 0; i < b->n && !w->done; i++) {
     const cdl_stmt *s = b->stmts[i];
-    if (s == g_init_target) {
-      g_init_done = 1;
+    if (s == w->target) {
+      w->done = 1;
       return;
     }
-    if (s->kind == CDL_ST_LOOP) find_init(&s->loop.body);
-    else if (s->dst.operand == g_init_target->dst.operand && s->n_args == 1 &&
+    if (s->kind == CDL_ST_LOOP) find_init(&s->loop.body, w);
+    else if (s->dst.operand == w->target->dst.operand && s->n_args == 1 &&
              s->args[0].kind == CDL_ARG_FLOAT)
-      g_init_found = s;
+      w->found = s;
   }
 }
 
@@ -222,11 +224,9 @@ cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, 
         return cov_error(COV_UNSUPPORTED, &x.c->loc, "codelet %s: no output store", x.c->name);
       store = ws.found;
       /* the init value */
-      g_init_target = m;
-      g_init_found = NULL;
-      g_init_done = 0;
-      find_init(&x.c->body);
-      p->init = g_init_found ? g_init_found->args[0].f : 0.0;
+      struct init_walk iw = {m, NULL, 0};
+      find_init(&x.c->body, &iw);
+      p->init = iw.found ? iw.found->args[0].f : 0.0;
       /* the codelet's own statements between the reduction and the store
        * (gemm's alpha) become epilogue ops: only `y = op(acc, scalar)` and
        * `y = acc` are accepted */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh: set up, build, and run every test twice: once in a normal
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
-# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds. Release
+# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds, then the
+# multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
+# tree builds that one test only (no GPU backends), about a minute. Release
 # builds with gcc and clang-19 are built (not tested) in between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,4 +40,9 @@ while read -r name seeds; do
       tail -50 "build-asan/fuzz-$name.log"; echo "fuzz_$name: FAILED"; exit 1; }
   echo "fuzz_$name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-$name.log" | grep -o '[0-9]*$') runs, no crash, leak or sanitizer report"
 done < fuzz/seeds.txt
+echo "== ThreadSanitizer (clang-19): tests/unit/test_threads only"
+CC=clang-19 cmake -S . -B build-tsan -G Ninja -DCOV_TSAN=ON -DCOV_WITH_LLVM=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+ninja -C build-tsan test_threads > build-tsan.log 2>&1 || { cat build-tsan.log >&2; exit 1; }
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/unit/test_threads . 4 3
 echo "all tests passed"

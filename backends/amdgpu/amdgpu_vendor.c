@@ -1,7 +1,7 @@
 /* backends/amdgpu/amdgpu_vendor.c: AMD as a GPU vendor: the target
  * operations (amdgpu_target.c), HSACO emission (amdgpu_hsaco.c) with the
  * register counts read back from the assembly, and the HIP module API
- * (amdgpu_hip.c) behind gpu_vendor's face. */
+ * (crt_hip.c) behind gpu_vendor's face. */
 #include "backends/amdgpu/amdgpu_vendor.h"
 
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
-#include "backends/amdgpu/amdgpu_hip.h"
+#include "runtime/crt_hip.h"
 #include "backends/amdgpu/amdgpu_hsaco.h"
 #include "backends/amdgpu/amdgpu_target.h"
 #include "backends/gpu/gpu_llvm.h"
@@ -54,29 +54,29 @@ static cov_status build(LLVMModuleRef mod, const cov_acg *acg, const gpu_plan *p
   return st;
 }
 
-static cov_status open_rt(void **rt) { return amdgpu_hip_open((amdgpu_hip **)rt); }
-static void close_rt(void *rt) { amdgpu_hip_close(rt); }
-static const char *device_name(const void *rt) { return amdgpu_hip_device_name(rt); }
+static cov_status open_rt(void **rt) { return crt_hip_open((crt_hip **)rt); }
+static void close_rt(void *rt) { crt_hip_close(rt); }
+static const char *device_name(const void *rt) { return crt_hip_device_name(rt); }
 static cov_status alloc(void *rt, size_t bytes, uint64_t *out) {
   void *p = NULL;
-  COV_RETURN_IF_ERROR(amdgpu_hip_alloc(rt, bytes, &p));
+  COV_RETURN_IF_ERROR(crt_hip_alloc(rt, bytes, &p));
   *out = (uint64_t)(uintptr_t)p;
   return NULL;
 }
-static void free_mem(void *rt, uint64_t p) { amdgpu_hip_free(rt, (void *)(uintptr_t)p); }
+static void free_mem(void *rt, uint64_t p) { crt_hip_free(rt, (void *)(uintptr_t)p); }
 static cov_status upload(void *rt, uint64_t dst, const void *src, size_t bytes) {
-  return amdgpu_hip_upload(rt, (void *)(uintptr_t)dst, src, bytes);
+  return crt_hip_upload(rt, (void *)(uintptr_t)dst, src, bytes);
 }
 static cov_status download(void *rt, void *dst, uint64_t src, size_t bytes) {
-  return amdgpu_hip_download(rt, dst, (const void *)(uintptr_t)src, bytes);
+  return crt_hip_download(rt, dst, (const void *)(uintptr_t)src, bytes);
 }
 static cov_status load(void *rt, const char *code, void **mod) {
-  return amdgpu_hip_load(rt, code, (amdgpu_hip_module **)mod);
+  return crt_hip_load(rt, code, (crt_hip_module **)mod);
 }
-static void unload(void *rt, void *mod) { amdgpu_hip_unload(rt, mod); }
+static void unload(void *rt, void *mod) { crt_hip_unload(rt, mod); }
 static cov_status launch(void *rt, void *mod, const char *kernel, const unsigned grid[3], const unsigned block[3],
                          unsigned shared_bytes, void **args, float *out_ms) {
-  return amdgpu_hip_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
+  return crt_hip_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
 }
 
 const gpu_vendor amdgpu_vendor = {

@@ -28,6 +28,15 @@ cov_status cov_npu_program_load(const char *path, cov_npu_program **out) {
   return st;
 }
 
+cov_status cov_npu_program_encode(const cov_npu_program *p, void **out, size_t *size) {
+  uint8_t *bytes = NULL;
+  *out = NULL;
+  *size = 0;
+  COV_RETURN_IF_ERROR(npu_encode(p, &bytes, size));
+  *out = bytes;
+  return NULL;
+}
+
 cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
   uint8_t *bytes = NULL;
   size_t n = 0;
@@ -46,9 +55,24 @@ cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
 
 void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
 
+/* The program is verified against the schedule's ACG (the simulator's own
+ * static checks and dry run) before it is handed out: a program the
+ * simulator would refuse is never written, and a model run declines the
+ * layer (runs it another way, with this reason) instead of failing later. */
 cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
   if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
-  return npu_codegen(map_schedule_of(s), out);
+  *out = NULL;
+  const map_schedule *ms = map_schedule_of(s);
+  cov_npu_program *p = NULL;
+  COV_RETURN_IF_ERROR(npu_codegen(ms, &p));
+  cov_status st = cov_npu_program_verify(p, ms->acg);
+  if (st) {
+    cov_npu_program_free(p);
+    return cov_status_annotate(st, "the generated program does not run on ACG '%s' (refused): ",
+                               ms->acg && ms->acg->name ? ms->acg->name : "");
+  }
+  *out = p;
+  return NULL;
 }
 
 /* Simulated cycles of the program the schedule compiles to. */

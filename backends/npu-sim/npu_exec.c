@@ -283,10 +283,26 @@ static uint32_t bank_degree(const acg_storage *s, uint64_t addr, int64_t stride,
   return worst ? worst : 1;
 }
 
+/* Cycle counts saturate at NPU_CYCLE_CAP (2^62): a slow ACG (the loader
+ * bounds bandwidths and throughputs, but a derived or hand-built ACG may
+ * still be extreme) then gives "too many cycles" at the end of the run
+ * rather than a count that wrapped around to a small, wrong number. Every
+ * term below the cap, so a sum of two cannot overflow 64 bits. */
+#define NPU_CYCLE_CAP (UINT64_C(1) << 62)
+static uint64_t cyc_add(uint64_t a, uint64_t b) {
+  if (a > NPU_CYCLE_CAP) a = NPU_CYCLE_CAP;
+  if (b > NPU_CYCLE_CAP) b = NPU_CYCLE_CAP;
+  return a + b > NPU_CYCLE_CAP ? NPU_CYCLE_CAP : a + b;
+}
+static uint64_t cyc_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) || r > NPU_CYCLE_CAP ? NPU_CYCLE_CAP : r;
+}
+
 static uint64_t cdiv(uint64_t a, double per_cycle) {
   if (per_cycle <= 0) return a ? 1 : 0;
   double c = ceil((double)a / per_cycle);
-  return (uint64_t)c;
+  return c < (double)NPU_CYCLE_CAP ? (uint64_t)c : NPU_CYCLE_CAP; /* also NaN */
 }
 static double edge_bw(const ex *x, int from, int to) {
   int e = npu_find_edge(x->g, from, to);
@@ -331,14 +347,14 @@ static void timing(ex *x, int unit, const char *name, const range *reads, int nr
     }
     *out_start = start;
   }
-  uint64_t occ_end = start + occ, ready = occ_end + latency;
+  uint64_t occ_end = cyc_add(start, occ), ready = cyc_add(occ_end, latency);
   for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
   for (int i = 0; i < nw; i++) sb_mark(x, &writes[i], unit, true, occ_end, ready);
   x->unit_free[unit] = occ_end;
   if (ready > x->max_end) x->max_end = ready;
   us->insns++;
-  us->busy += occ;
-  us->stall_bank += bank_extra;
+  us->busy = cyc_add(us->busy, occ);
+  us->stall_bank = cyc_add(us->stall_bank, bank_extra);
   trace_event(x, unit, name, start, occ);
 }
 
@@ -567,7 +583,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   const range *reads = store ? &rl : &rd, *writes = store ? &rd : &rl;
   timing(x, in->unit, store ? "dma.store" : "dma.load", reads, 1, writes, 1, occ,
          e->latency_cycles, 0, &start);
-  x->dram_free = start + d_occ;
+  x->dram_free = cyc_add(start, d_occ);
   npu_unit_stats *us = &x->st->unit[in->unit];
   us->bytes += lbytes;
   if (store) {
@@ -702,8 +718,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     uint64_t body = st > out ? st : out;
     if (pre > body) body = pre;
     if (peak > body) body = peak;
-    bank_extra = wl * (db - 1) + st * (da - 1);
-    occ = wl * db + body + st * (da - 1);
+    bank_extra = cyc_add(cyc_mul(wl, db - 1), cyc_mul(st, da - 1));
+    occ = cyc_add(cyc_add(cyc_mul(wl, db), body), cyc_mul(st, da - 1));
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
@@ -711,13 +727,13 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
-    uint64_t feed = ea_edge == eb_edge ? fa + fb : (fa > fb ? fa : fb);
+    uint64_t feed = ea_edge == eb_edge ? cyc_add(fa, fb) : (fa > fb ? fa : fb);
     uint64_t st = K > feed ? K : feed;
     if (peak > st) st = peak;
     uint32_t dg = da > db ? da : db;
-    bank_extra = st * (dg - 1);
+    bank_extra = cyc_mul(st, dg - 1);
     /* hold: the sums stay in the PEs for the next (chained) gemm, no drain. */
-    occ = pre + st * dg + (hold ? 0 : cdiv(M * N * eo, bwc));
+    occ = cyc_add(cyc_add(pre, cyc_mul(st, dg)), hold ? 0 : cdiv(M * N * eo, bwc));
   }
   timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
          NULL);
@@ -822,11 +838,11 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   }
   uint64_t feed = cdiv(n * ei * (p2 ? 2 : 1), edge_bw(x, m1->buf, un));
   uint64_t drain = cdiv((reduce ? R : n) * eo, edge_bw(x, un, md->buf));
-  uint64_t occ = base * deg;
+  uint64_t occ = cyc_mul(base, deg);
   if (feed > occ) occ = feed;
   if (drain > occ) occ = drain;
   timing(x, (int)(x->g->n_edges + in->unit), common_op_name((cov_op)op), r, nr, &w, 1, occ,
-         cap->latency, base * (deg - 1), NULL);
+         cap->latency, cyc_mul(base, deg - 1), NULL);
   x->st->unit[x->g->n_edges + in->unit].elems += n;
   x->st->bytes_read[m1->buf] += n * ei;
   if (p2) x->st->bytes_read[m2->buf] += n * ei;
@@ -929,6 +945,13 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
                      x.chain[u].held_pc, x.g->compute[u].name);
       goto done;
     }
+  if (x.max_end >= NPU_CYCLE_CAP) {
+    st = cov_error(COV_OUT_OF_RANGE, NULL,
+                   "the program takes 2^62 cycles or more on ACG '%s' (are its bandwidths and "
+                   "throughputs in bytes and elements per cycle?)",
+                   x.g->name ? x.g->name : "");
+    goto done;
+  }
   if (!x.dry) {
     stats->cycles = x.max_end;
     stats->dyn_insns = dyn;

@@ -1,11 +1,11 @@
 /* backends/nvptx/nvptx_vendor.c: NVIDIA as a GPU vendor: the target
  * operations (nvptx_target.c), PTX emission (nvptx_ptx.c) and the CUDA
- * driver API (nvptx_cuda.c) behind gpu_vendor's face. nvptx_cuda.c itself
+ * driver API (crt_cuda.c) behind gpu_vendor's face. crt_cuda.c itself
  * stays free of LLVM (it also builds on a GPU machine without it). */
 #include "backends/nvptx/nvptx_vendor.h"
 
 #include "acg/acg_ir.h"
-#include "backends/nvptx/nvptx_cuda.h"
+#include "runtime/crt_cuda.h"
 #include "backends/nvptx/nvptx_ptx.h"
 #include "backends/nvptx/nvptx_target.h"
 
@@ -18,29 +18,29 @@ static cov_status build(LLVMModuleRef mod, const cov_acg *acg, const gpu_plan *p
   return st;
 }
 
-static cov_status open_rt(void **rt) { return nvptx_cuda_open((nvptx_cuda **)rt); }
-static void close_rt(void *rt) { nvptx_cuda_close(rt); }
-static const char *device_name(const void *rt) { return nvptx_cuda_device_name(rt); }
+static cov_status open_rt(void **rt) { return crt_cuda_open((crt_cuda **)rt); }
+static void close_rt(void *rt) { crt_cuda_close(rt); }
+static const char *device_name(const void *rt) { return crt_cuda_device_name(rt); }
 static cov_status alloc(void *rt, size_t bytes, uint64_t *out) {
-  nvptx_devptr p = 0;
-  COV_RETURN_IF_ERROR(nvptx_cuda_alloc(rt, bytes, &p));
+  crt_devptr p = 0;
+  COV_RETURN_IF_ERROR(crt_cuda_alloc(rt, bytes, &p));
   *out = p;
   return NULL;
 }
-static void free_mem(void *rt, uint64_t p) { cov_status_free(nvptx_cuda_free(rt, p)); }
+static void free_mem(void *rt, uint64_t p) { cov_status_free(crt_cuda_free(rt, p)); }
 static cov_status upload(void *rt, uint64_t dst, const void *src, size_t bytes) {
-  return nvptx_cuda_upload(rt, dst, src, bytes);
+  return crt_cuda_upload(rt, dst, src, bytes);
 }
 static cov_status download(void *rt, void *dst, uint64_t src, size_t bytes) {
-  return nvptx_cuda_download(rt, dst, src, bytes);
+  return crt_cuda_download(rt, dst, src, bytes);
 }
 static cov_status load(void *rt, const char *code, void **mod) {
-  return nvptx_cuda_load(rt, code, (nvptx_module **)mod);
+  return crt_cuda_load(rt, code, (crt_cuda_module **)mod);
 }
-static void unload(void *rt, void *mod) { nvptx_cuda_unload(rt, mod); }
+static void unload(void *rt, void *mod) { crt_cuda_unload(rt, mod); }
 static cov_status launch(void *rt, void *mod, const char *kernel, const unsigned grid[3], const unsigned block[3],
                          unsigned shared_bytes, void **args, float *out_ms) {
-  return nvptx_cuda_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
+  return crt_cuda_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
 }
 
 const gpu_vendor nvptx_vendor = {

@@ -1,16 +1,87 @@
 /* backends/registry/backend_registry.h: the registry of backends, the one
  * module above every backend (cmake/modules.txt).
  *
- * Today it holds the GPU vendor list (backends/gpu/gpu_vendor.h), which the
- * shared GPU code receives from here so that it names no vendor, and it
- * defines the public cov_gpu_* entry points with that list. */
+ * A target is "ref" (the CPU reference interpreter, the oracle every
+ * backend is checked against) or an ACG, whose backend.name picks its
+ * backend here; nothing else in covenant switches on backend names. The
+ * CLI opens every --target through backend_target_open and takes the
+ * default target from backend_default_target.
+ *
+ * Adding a backend: a module under backends/ (cmake/modules.txt, with
+ * registry depending on it), a row in k_backends (backend_registry.c) with
+ * the entry points it has, and the name in acg/acg_load.c's list of
+ * backend.name values. A GPU vendor also fills a gpu_vendor
+ * (backends/gpu/gpu_vendor.h), which gpu_target_open finds through
+ * backend_gpu_vendors. */
 #ifndef COV_BACKEND_REGISTRY_H
 #define COV_BACKEND_REGISTRY_H
 
+#include <stddef.h>
+
+#include "covenant/acg.h"
+#include "covenant/model.h"
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+
 #ifdef COV_HAVE_GPU_BACKENDS
 #include "backends/gpu/gpu_vendor.h"
+#else
+typedef struct gpu_vendor gpu_vendor;
+#endif
 
-/* Every GPU vendor built in, NULL-terminated (for gpu_target_open). */
+/* The target of every command when --target is not given. */
+#define BACKEND_DEFAULT_TARGET "npu-16x16"
+/* The pseudo-target of the CPU reference interpreter (no ACG). */
+#define BACKEND_REF "ref"
+
+/* What a backend does (bits of backend_info.ops). */
+enum {
+  BACKEND_MAP = 1,     /* the mapper schedules layers for its ACGs (covenant map) */
+  BACKEND_COMPILE = 2, /* compiles layers and models to code (covenant compile) */
+  BACKEND_RUN = 4,     /* runs models (covenant run) */
+  BACKEND_VERIFY = 8,  /* runs the correctness protocol on suite layers (covenant verify) */
+};
+
+typedef struct backend_target backend_target;
+
+typedef struct backend_info {
+  const char *name;    /* an ACG's backend.name, or BACKEND_REF */
+  const char *summary; /* one line for listings and errors */
+  unsigned ops;        /* BACKEND_* */
+  /* The CLI command group that compiles and runs for this backend
+   * ("gpu": covenant compile/run --target T hand the command line to
+   * covenant gpu compile/run); NULL: the in-process commands. */
+  const char *command;
+  /* Runs a loaded model on inputs (cov_model_input_name order) into
+   * outputs (allocated here, cov_model_output_name order): the model-level
+   * entry point; NULL where the backend runs models through `command`
+   * only (the GPU backends: cov_gpu_run_model). */
+  cov_status (*run_model)(const backend_target *t, const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
+                          cov_tensor *outputs, size_t n_outputs);
+  const gpu_vendor *gpu; /* GPU vendors: their gpu_vendor; NULL otherwise */
+} backend_info;
+
+/* An opened target: its backend and (except for ref) its ACG. */
+struct backend_target {
+  const backend_info *backend;
+  cov_acg *acg; /* NULL for ref */
+};
+
+/* Opens `name` (an ACG path or shipped target name, or "ref"; NULL means
+ * BACKEND_DEFAULT_TARGET) and finds its backend. An ACG whose backend.name
+ * no built-in backend serves (a GPU target in a build without LLVM, or no
+ * backend.name) is COV_UNSUPPORTED, naming the backends there are. */
+cov_status backend_target_open(const char *name, backend_target *out);
+void backend_target_close(backend_target *t);
+
+/* The backend called `name` (backend.name or "ref"); NULL if none is built. */
+const backend_info *backend_find(const char *name);
+/* Every built-in backend, i in [0, backend_count()). */
+int backend_count(void);
+const backend_info *backend_at(int i);
+
+#ifdef COV_HAVE_GPU_BACKENDS
+/* The GPU vendors of the table, NULL-terminated (for gpu_target_open). */
 gpu_vendors backend_gpu_vendors(void);
 #endif
 

@@ -1,13 +1,13 @@
 /* bench/nvptx/covrun.c: a tiny shared library through which the H100 bench
  * script (gpu_bench.py, ctypes) loads covenant's PTX and launches its
  * kernels on buffers that torch allocated. It is covenant's own driver
- * layer (backends/nvptx/nvptx_cuda.c, dlopen'ed libcuda, the primary
+ * layer (runtime/crt_cuda.c, dlopen'ed libcuda, the primary
  * context, which torch shares), built on the GPU machine with its C
  * compiler: that machine has no LLVM, the PTX is compiled beforehand. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backends/nvptx/nvptx_cuda.h"
+#include "runtime/crt_cuda.h"
 #include "common/fileio.h"
 
 int covrun_open(void);
@@ -19,7 +19,7 @@ void *covrun_load(const char *ptx_path);
 int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
                   const unsigned long long *ptrs, int iters, float *ms);
 
-static nvptx_cuda *g_cu;
+static crt_cuda *g_cu;
 
 static int report(cov_status st) {
   if (!st) return 0;
@@ -30,17 +30,17 @@ static int report(cov_status st) {
 
 int covrun_open(void) {
   if (g_cu) return 0;
-  if (report(nvptx_cuda_open(&g_cu))) return 1;
-  fprintf(stderr, "covrun: %s\n", nvptx_cuda_device_name(g_cu));
+  if (report(crt_cuda_open(&g_cu))) return 1;
+  fprintf(stderr, "covrun: %s\n", crt_cuda_device_name(g_cu));
   return 0;
 }
 
 void *covrun_load(const char *ptx_path) {
   char *ptx = NULL;
   size_t n = 0;
-  nvptx_module *m = NULL;
+  crt_cuda_module *m = NULL;
   if (report(common_read_file(ptx_path, (size_t)1 << 26, &ptx, &n))) return NULL;
-  cov_status st = nvptx_cuda_load(g_cu, ptx, &m);
+  cov_status st = crt_cuda_load(g_cu, ptx, &m);
   free(ptx);
   if (st) {
     st = cov_status_annotate(st, "%s: ", ptx_path);
@@ -53,10 +53,10 @@ void *covrun_load(const char *ptx_path) {
 /* iters == 0: one launch, synchronised; iters > 0: mean time per launch. */
 int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
                   const unsigned long long *ptrs, int iters, float *ms) {
-  nvptx_devptr p[4] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
+  crt_devptr p[4] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
   void *args[4] = {&p[0], &p[1], &p[2], &p[3]};
-  if (iters == 0) return report(nvptx_cuda_launch(g_cu, mod, kernel, grid, block, smem, args, NULL));
-  return report(nvptx_cuda_time(g_cu, mod, kernel, grid, block, smem, args, iters, ms));
+  if (iters == 0) return report(crt_cuda_launch(g_cu, mod, kernel, grid, block, smem, args, NULL));
+  return report(crt_cuda_time(g_cu, mod, kernel, grid, block, smem, args, iters, ms));
 }
 
 /* A layer's two kernels in order (a layout transform, then the
@@ -65,16 +65,16 @@ int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const uns
 int covrun_launch2(void *mod, const char *k0, const unsigned *grid0, const unsigned *block0, unsigned smem0,
                    const unsigned long long *ptrs0, const char *k1, const unsigned *grid1, const unsigned *block1,
                    unsigned smem1, const unsigned long long *ptrs1, int iters, float *ms) {
-  nvptx_devptr p0[4] = {ptrs0[0], ptrs0[1], ptrs0[2], ptrs0[3]}, p1[4] = {ptrs1[0], ptrs1[1], ptrs1[2], ptrs1[3]};
+  crt_devptr p0[4] = {ptrs0[0], ptrs0[1], ptrs0[2], ptrs0[3]}, p1[4] = {ptrs1[0], ptrs1[1], ptrs1[2], ptrs1[3]};
   void *a0[4] = {&p0[0], &p0[1], &p0[2], &p0[3]}, *a1[4] = {&p1[0], &p1[1], &p1[2], &p1[3]};
   if (iters == 0)
-    return report(nvptx_cuda_launch(g_cu, mod, k0, grid0, block0, smem0, a0, NULL)) ||
-           report(nvptx_cuda_launch(g_cu, mod, k1, grid1, block1, smem1, a1, NULL));
-  nvptx_launch seq[2] = {{mod, k0, {grid0[0], grid0[1], grid0[2]}, {block0[0], block0[1], block0[2]}, smem0, a0},
+    return report(crt_cuda_launch(g_cu, mod, k0, grid0, block0, smem0, a0, NULL)) ||
+           report(crt_cuda_launch(g_cu, mod, k1, grid1, block1, smem1, a1, NULL));
+  crt_cuda_launch_desc seq[2] = {{mod, k0, {grid0[0], grid0[1], grid0[2]}, {block0[0], block0[1], block0[2]}, smem0, a0},
                          {mod, k1, {grid1[0], grid1[1], grid1[2]}, {block1[0], block1[1], block1[2]}, smem1, a1}};
-  return report(nvptx_cuda_time_seq(g_cu, seq, 2, iters, ms));
+  return report(crt_cuda_time_seq(g_cu, seq, 2, iters, ms));
 }
 
 int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes) {
-  return report(nvptx_cuda_func_info(g_cu, mod, kernel, regs, local_bytes));
+  return report(crt_cuda_func_info(g_cu, mod, kernel, regs, local_bytes));
 }

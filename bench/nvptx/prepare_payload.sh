@@ -29,7 +29,7 @@ for k in json.load(open(os.path.join(d, "fused", "manifest.json")))["kernels"]:
 json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
-for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py backends/nvptx/nvptx_cuda.c backends/nvptx/nvptx_cuda.h \
+for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
          common/status.c common/fileio.c common/fileio.h include/covenant/status.h examples/convnet.onnx; do
   mkdir -p "$payload/src/$(dirname "$f")"
   cp "$root/$f" "$payload/src/$f"

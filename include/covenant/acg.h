@@ -30,6 +30,10 @@ COV_API cov_status cov_acg_load_buffer(const char *data, size_t size, const char
 /* Accepts a path or the name of a shipped target ("npu-16x16"); see
  * acg/README.md for where names are looked up. */
 COV_API cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out);
+/* A shipped target by name only, looked up like cov_acg_load_target's names;
+ * anything else (a path, a control byte) is refused without opening it. For
+ * names read from files, such as the ACG an NPU program was compiled for. */
+COV_API cov_status cov_acg_load_named(const char *name, cov_acg **out);
 COV_API void cov_acg_free(cov_acg *acg);
 
 COV_API const char *cov_acg_name(const cov_acg *acg);

@@ -31,6 +31,9 @@ COV_API cov_status cov_npu_program_decode(const void *data, size_t size, const c
                                           cov_npu_program **out);
 COV_API cov_status cov_npu_program_load(const char *path, cov_npu_program **out);
 COV_API cov_status cov_npu_program_save(const cov_npu_program *p, const char *path);
+/* The program's bytes, as cov_npu_program_save writes them (*out malloc'ed;
+ * the caller frees it). */
+COV_API cov_status cov_npu_program_encode(const cov_npu_program *p, void **out, size_t *size);
 COV_API void cov_npu_program_free(cov_npu_program *p);
 /* Human-readable listing: header, tensors, one line per instruction. With an
  * ACG, buffers and units are printed by name. */
@@ -156,6 +159,12 @@ COV_API int cov_npu_report_calls(const cov_npu_report *r);
 /* Wall time of the run in seconds: mapping + code generation, simulation. */
 COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 COV_API void cov_npu_report_free(cov_npu_report *r);
+/* The largest error of an NPU program's output against the reference
+ * interpreter on the same inputs rounded to f16 where the schedule narrows
+ * them (npu_report.h), over every row run on the NPU; -1 when no row was. */
+COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
+/* The tolerance of that check: f32 accumulation in another order only. */
+#define COV_NPU_NARROWED_TOLERANCE 1e-4
 
 #ifdef __cplusplus
 }

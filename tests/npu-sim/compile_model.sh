@@ -1,65 +1,108 @@
 #!/bin/bash
-# covenant compile MODEL.onnx --target npu-* -o DIR: one program per fused
-# group and a manifest; byte-identical when compiled again; every program
-# readable by disasm and runnable by sim with the model's weights in it; a
-# group that cannot be fused is listed with the reason. Models: the example
-# ConvNet and the mixed net model_run.py writes into WORK.
+# covenant compile MODEL.onnx --target npu-* -o OUT: one artifact
+# (runtime/README.md) holding one program per fused group with the model's
+# weights in it; byte-identical when compiled again; every program readable
+# by disasm and runnable by sim; covenant-run runs the artifact in the
+# simulator with outputs bit-identical to `covenant run` on the same NPU
+# (the same programs) and within 1e-2 of --target ref; a model with groups
+# that cannot be fused gives an artifact listing them with the reason, which
+# covenant-run refuses to run. Models: the example ConvNet and the mixed net
+# model_run.py writes into WORK.
 set -u
-cov=$1 src=$2 work=$3
+cov=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") src=$2 work=$3
+rt=$(dirname "$cov")/covenant-run
 fail=0
 py=/usr/bin/python3
 mkdir -p "$work"
 bad() { echo "FAIL: $*"; fail=1; }
+x=$work/convnet_x.npy
+$py -c "import numpy as np; np.save('$x', np.random.default_rng(7).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32))"
 for t in npu-16x16 npu-32x32-os; do
-  d1=$work/convnet-$t-a d2=$work/convnet-$t-b
-  rm -rf "$d1" "$d2"
-  "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$d1" >/dev/null || bad "compile $t"
-  "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$d2" >/dev/null || bad "recompile $t"
-  diff -r "$d1" "$d2" >/dev/null || bad "$t: recompiling is not byte-identical"
-  [ "$(ls "$d1")" = "$(printf 'group_0.npu\ngroup_1.npu\nmanifest.json')" ] || bad "$t: files $(ls "$d1")"
-  $py - "$d1/manifest.json" "$t" <<'PY' || fail=1
-import json, sys
-m = json.load(open(sys.argv[1]))
-ok = (m["target"] == sys.argv[2] and m["inputs"] == [{"name": "input", "dtype": "f32", "shape": [1, 3, 32, 32]}]
-      and m["outputs"] == [{"name": "output", "dtype": "f32", "shape": [1, 10, 11, 11]}]
-      and [g["program"] for g in m["groups"]] == ["group_0.npu", "group_1.npu"]
-      and m["groups"][0]["codelets"] == ["conv2d", "bias_add", "relu", "maxpool"]
-      and [i["value"] for i in m["groups"][0]["inputs"]] == ["input", "conv1.weight", "conv1.bias"]
-      and m["groups"][0]["inputs"][1]["source"] == "constant, in the program"
-      and m["groups"][0]["output"]["value"] == m["groups"][1]["inputs"][0]["value"] == "pool1_out"
-      and m["groups"][1]["output"] == {"tensor": "out", "value": "output", "shape": [1, 10, 11, 11],
-                                       "program_shape": [1, 10, 11, 11]})
+  a1=$work/convnet-$t-a.cvx a2=$work/convnet-$t-b.cvx
+  rm -rf "$a1" "$a2"
+  "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$a1" >/dev/null || bad "compile $t"
+  (cd "$work" && "$cov" compile "$src/examples/convnet.onnx" --target $t -o "$a2" >/dev/null) || bad "recompile $t"
+  cmp -s "$a1" "$a2" || bad "$t: recompiling is not byte-identical"
+  $py - "$src/runtime" "$a1" "$t" "$work" <<'PY' || fail=1
+import sys
+sys.path.insert(0, sys.argv[1])
+import artifact
+m, data = artifact.read(sys.argv[2])
+t, work = sys.argv[3], sys.argv[4]
+bufs = m["buffers"]
+steps = m["steps"]
+ok = (m["target"] == t and m["backend"] == "npu-sim" and m["arch"] == t and m["model"] == "convnet.onnx"
+      and m["missing"] == []
+      and [(i["name"], i["dtype"], i["shape"]) for i in m["inputs"]] == [("input", "f32", [1, 3, 32, 32])]
+      and [(o["name"], o["dtype"], o["shape"]) for o in m["outputs"]] == [("output", "f32", [1, 10, 11, 11])]
+      and [s["op"] for s in steps] == ["npu", "npu"]
+      and [s["label"] for s in steps] == ["conv1", "conv2"]
+      and [b["name"] for b in m["blobs"]] == ["group_0.npu", "group_1.npu"]
+      and [b["tensor"] for b in steps[0]["binds"]] == ["in0", "out"]
+      # conv1's result is conv2's input: one intermediate between the programs
+      and steps[0]["binds"][1]["buffer"] == steps[1]["binds"][0]["buffer"]
+      and bufs[steps[0]["binds"][1]["buffer"]]["kind"] == "intermediate"
+      and bufs[steps[0]["binds"][1]["buffer"]]["shape"] == [1, 10, 15, 15]
+      and bufs[steps[1]["binds"][1]["buffer"]]["kind"] == "output"
+      and bufs[steps[0]["binds"][0]["buffer"]]["kind"] == "input")
 if not ok:
-    print("FAIL: manifest", json.dumps(m, indent=1))
+    print("FAIL: manifest", m)
+for i, b in enumerate(m["blobs"]):
+    open("%s/%s-g%d.npu" % (work, t, i), "wb").write(data[b["offset"]:b["offset"] + b["bytes"]])
 sys.exit(0 if ok else 1)
 PY
   for g in 0 1; do
-    out=$("$cov" disasm "$d1/group_$g.npu" 2>&1) || bad "disasm group $g on $t: $out"
+    out=$("$cov" disasm "$work/$t-g$g.npu" 2>&1) || bad "disasm group $g on $t: $out"
     grep -q "segment 0" <<<"$out" || bad "$t group $g: no constants in the program"
     grep -q "; npu program for ACG '$t'" <<<"$out" || bad "$t group $g: header"
-    out=$("$cov" sim "$d1/group_$g.npu" 2>&1) || bad "sim group $g on $t: $out"
+    out=$("$cov" sim "$work/$t-g$g.npu" 2>&1) || bad "sim group $g on $t: $out"
     grep -q "^output out f32\[" <<<"$out" || bad "$t group $g: sim output"
   done
+  # the artifact in the simulator: the same bits as covenant run on this NPU, and close to ref
+  out=$("$rt" "$a1" --input "$x" -o "$work/art-$t.npy" 2>&1) || bad "covenant-run $t: $out"
+  grep -q "device: npu-sim simulator of $t" <<<"$out" || bad "covenant-run $t: device line: $out"
+  "$cov" run "$src/examples/convnet.onnx" --target $t --input "$x" -o "$work/run-$t.npy" >/dev/null 2>&1 ||
+    bad "covenant run $t"
+  out=$($py -c "
+import numpy as np
+a, r = np.load('$work/art-$t.npy'), np.load('$work/run-$t.npy')
+print('identical' if a.shape == r.shape and np.array_equal(a, r) else 'differ %s %s' % (a.shape, np.abs(a - r).max()))")
+  [ "$out" = identical ] || bad "$t: the artifact's output and covenant run's $out"
+  out=$("$cov" run "$src/examples/convnet.onnx" --target ref --input "$x" --expect "$work/art-$t.npy" 2>&1) ||
+    bad "$t: the artifact's output is not within 1e-2 of ref: $out"
+  # inputs of the wrong shape are refused, named
+  $py -c "import numpy as np; np.save('$work/bad_x.npy', np.zeros((1, 3, 16, 16), np.float32))"
+  out=$("$rt" "$a1" --input "$work/bad_x.npy" 2>&1)
+  [ $? = 1 ] && grep -q "input 'input' must be f32\[1, 3, 32, 32\], not f32\[1, 3, 16, 16\]" <<<"$out" || bad "bad input: $out"
+  out=$("$rt" "$a1" --target nvptx-sm90 2>&1)
+  [ $? = 1 ] && grep -q "for target $t, not nvptx-sm90" <<<"$out" || bad "wrong target: $out"
 done
-# A model whose first group cannot be fused: listed with the reason.
-d=$work/mixed
-rm -rf "$d"
-"$cov" compile "$work/mixed.onnx" --target npu-16x16 -o "$d" >/dev/null || bad "compile mixed"
-$py - "$d/manifest.json" <<'PY' || fail=1
-import json, sys
-g = json.load(open(sys.argv[1]))["groups"]
-ok = (g[0]["runs"] == "call by call" and "maxpool after conv2d" in g[0]["reason"]
-      and g[1]["runs"] == "npu" and g[2]["runs"] == "npu" and g[3]["runs"] == "call by call")
+# A model whose groups cannot all be fused: listed with the reason; the
+# artifact is written but covenant-run refuses it.
+a=$work/mixed.cvx
+rm -rf "$a"
+"$cov" compile "$work/mixed.onnx" --target npu-16x16 -o "$a" >/dev/null || bad "compile mixed"
+$py - "$src/runtime" "$a" <<'PY' || fail=1
+import sys
+sys.path.insert(0, sys.argv[1])
+import artifact
+m, _ = artifact.read(sys.argv[2])
+miss = m["missing"]
+ok = (len(miss) == 2 and miss[0].startswith("group 0 (") and "maxpool after conv2d" in miss[0]
+      and miss[1].startswith("group 3 (") and [s["group"] for s in m["steps"]] == [1, 2]
+      and [b["name"] for b in m["blobs"]] == ["group_1.npu", "group_2.npu"])
 if not ok:
-    print("FAIL: mixed manifest", g)
+    print("FAIL: mixed artifact", m["missing"], [s["group"] for s in m["steps"]])
 sys.exit(0 if ok else 1)
 PY
-[ -f "$d/group_1.npu" ] && [ ! -f "$d/group_0.npu" ] || bad "mixed: program files"
-# Errors: a model that does not load, a directory that cannot be made.
-out=$("$cov" compile "$work/none.onnx" --target npu-16x16 -o "$work/x" 2>&1)
+out=$("$rt" "$a" 2>&1)
+[ $? = 1 ] && grep -q "incomplete: 2 layer group(s) were not compiled" <<<"$out" && grep -q "maxpool after conv2d" <<<"$out" ||
+  bad "mixed: covenant-run must refuse, naming the groups: $out"
+# Errors: a model that does not load, a file that cannot be written.
+out=$("$cov" compile "$work/none.onnx" --target npu-16x16 -o "$work/x.cvx" 2>&1)
 [ $? = 1 ] && grep -q "none.onnx" <<<"$out" || bad "missing model: $out"
-out=$("$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o /proc/nope 2>&1)
-[ $? = 1 ] && grep -q "cannot create the directory" <<<"$out" || bad "bad dir: $out"
+out=$("$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o /proc/nope/x.cvx 2>&1)
+[ $? = 1 ] && grep -q "/proc/nope/x.cvx.*cannot create the file" <<<"$out" || bad "bad output path: $out"
 out=$("$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o "$work/x" --scale 2 2>&1)
 [ $? = 2 ] || bad "--scale with a model: $out"
 [ $fail = 0 ] && echo "all checks passed"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backends/nvptx/nvptx_cuda.h"
+#include "runtime/crt_cuda.h"
 #include "common/fileio.h"
 
 /* f16 bits of x, for the values used here (normal or zero, exact). */
@@ -36,15 +36,15 @@ int main(int argc, char **argv) {
   size_t n;
   cov_status st = common_read_file(argv[1], 1 << 24, &ptx, &n);
   if (st) return fail(st);
-  nvptx_cuda *cu = NULL;
-  st = nvptx_cuda_open(&cu);
+  crt_cuda *cu = NULL;
+  st = crt_cuda_open(&cu);
   if (st) {
     printf("SKIPPED: no NVIDIA GPU here: %s\n", cov_status_message(st));
     cov_status_free(st);
     free(ptx);
     return 77;
   }
-  printf("device: %s\n", nvptx_cuda_device_name(cu));
+  printf("device: %s\n", crt_cuda_device_name(cu));
   float a[16 * 16], bm[16 * 8], want[16 * 8], got[16 * 8];
   uint16_t ah[16 * 16], bh[16 * 8];
   for (int i = 0; i < 256; i++) a[i] = (float)((i * 7 + 3) % 17 - 8) / 8, ah[i] = half_bits(a[i]);
@@ -55,28 +55,28 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 16; k++) s += a[r * 16 + k] * bm[k * 8 + c];
       want[r * 8 + c] = s;
     }
-  nvptx_devptr da, db, dc;
-  nvptx_module *mod = NULL;
-  if ((st = nvptx_cuda_alloc(cu, sizeof ah, &da)) || (st = nvptx_cuda_alloc(cu, sizeof bh, &db)) ||
-      (st = nvptx_cuda_alloc(cu, sizeof got, &dc)) ||
-      (st = nvptx_cuda_upload(cu, da, ah, sizeof ah)) ||
-      (st = nvptx_cuda_upload(cu, db, bh, sizeof bh)) || (st = nvptx_cuda_load(cu, ptx, &mod)))
+  crt_devptr da, db, dc;
+  crt_cuda_module *mod = NULL;
+  if ((st = crt_cuda_alloc(cu, sizeof ah, &da)) || (st = crt_cuda_alloc(cu, sizeof bh, &db)) ||
+      (st = crt_cuda_alloc(cu, sizeof got, &dc)) ||
+      (st = crt_cuda_upload(cu, da, ah, sizeof ah)) ||
+      (st = crt_cuda_upload(cu, db, bh, sizeof bh)) || (st = crt_cuda_load(cu, ptx, &mod)))
     return fail(st);
   void *args[] = {&da, &db, &dc};
   unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
-  if ((st = nvptx_cuda_launch(cu, mod, "covenant_mma_probe", grid, block, 0, args, NULL)) ||
-      (st = nvptx_cuda_download(cu, got, dc, sizeof got)))
+  if ((st = crt_cuda_launch(cu, mod, "covenant_mma_probe", grid, block, 0, args, NULL)) ||
+      (st = crt_cuda_download(cu, got, dc, sizeof got)))
     return fail(st);
   int bad = 0;
   for (int i = 0; i < 128; i++)
     if (got[i] != want[i]) {
       if (bad++ < 5) fprintf(stderr, "C[%d][%d] = %g, expected %g\n", i / 8, i % 8, got[i], want[i]);
     }
-  nvptx_cuda_unload(cu, mod);
-  nvptx_cuda_free(cu, da);
-  nvptx_cuda_free(cu, db);
-  nvptx_cuda_free(cu, dc);
-  nvptx_cuda_close(cu);
+  crt_cuda_unload(cu, mod);
+  crt_cuda_free(cu, da);
+  crt_cuda_free(cu, db);
+  crt_cuda_free(cu, dc);
+  crt_cuda_close(cu);
   free(ptx);
   printf("%d passed, %d failed\n", 128 - bad, bad);
   return bad ? 1 : 0;

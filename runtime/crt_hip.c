@@ -1,5 +1,5 @@
-/* backends/amdgpu/amdgpu_hip.c: the HIP module API through dlopen. */
-#include "backends/amdgpu/amdgpu_hip.h"
+/* runtime/crt_hip.c: the HIP module API through dlopen. */
+#include "runtime/crt_hip.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 typedef int hip_result;
 typedef void *hip_module, *hip_function, *hip_event, *hip_stream;
 
-struct amdgpu_hip {
+struct crt_hip {
   void *lib;
   char name[160];
   hip_result (*Init)(unsigned);
@@ -36,11 +36,11 @@ struct amdgpu_hip {
   hip_result (*EventDestroy)(hip_event);
 };
 
-struct amdgpu_hip_module {
+struct crt_hip_module {
   hip_module mod;
 };
 
-static cov_status hip_fail(const amdgpu_hip *h, hip_result rc, const char *what) {
+static cov_status hip_fail(const crt_hip *h, hip_result rc, const char *what) {
   const char *msg = h && h->GetErrorString ? h->GetErrorString(rc) : NULL;
   return cov_error(COV_DEVICE_ERROR, NULL, "HIP %s failed: %s (error %d)", what, msg ? msg : "unknown error", rc);
 }
@@ -51,7 +51,7 @@ static cov_status hip_fail(const amdgpu_hip *h, hip_result rc, const char *what)
     if (rc_ != 0) return hip_fail((h), rc_, (what));  \
   } while (0)
 
-cov_status amdgpu_hip_open(amdgpu_hip **out) {
+cov_status crt_hip_open(crt_hip **out) {
   *out = NULL;
   /* the unversioned name comes with -dev packages; runtimes ship .so.5/.so.6 */
   static const char *names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
@@ -63,7 +63,7 @@ cov_status amdgpu_hip_open(amdgpu_hip **out) {
   }
   if (!lib)
     return cov_error(COV_DEVICE_ERROR, NULL, "no HIP runtime: cannot load libamdhip64 (%s)", why);
-  amdgpu_hip *h = calloc(1, sizeof *h);
+  crt_hip *h = calloc(1, sizeof *h);
   if (!h) {
     dlclose(lib);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -73,7 +73,7 @@ cov_status amdgpu_hip_open(amdgpu_hip **out) {
     size_t offset;
     const char *name;
   } syms[] = {
-#define SYM(field, name) {offsetof(amdgpu_hip, field), name}
+#define SYM(field, name) {offsetof(crt_hip, field), name}
       SYM(Init, "hipInit"), SYM(GetDeviceCount, "hipGetDeviceCount"), SYM(SetDevice, "hipSetDevice"),
       SYM(DeviceGetName, "hipDeviceGetName"), SYM(GetErrorString, "hipGetErrorString"),
       SYM(Malloc, "hipMalloc"), SYM(Free, "hipFree"), SYM(MemcpyHtoD, "hipMemcpyHtoD"),
@@ -89,7 +89,7 @@ cov_status amdgpu_hip_open(amdgpu_hip **out) {
     void *f = dlsym(lib, syms[i].name);
     if (!f) {
       cov_status st = cov_error(COV_DEVICE_ERROR, NULL, "libamdhip64 lacks %s", syms[i].name);
-      amdgpu_hip_close(h);
+      crt_hip_close(h);
       return st;
     }
     memcpy((char *)h + syms[i].offset, &f, sizeof f);
@@ -101,7 +101,7 @@ cov_status amdgpu_hip_open(amdgpu_hip **out) {
   if (rc == 0) rc = h->SetDevice(0);
   if (rc != 0) {
     cov_status st = hip_fail(h, rc, "initialisation (is there an AMD GPU?)");
-    amdgpu_hip_close(h);
+    crt_hip_close(h);
     return st;
   }
   char name[128] = "?";
@@ -111,35 +111,35 @@ cov_status amdgpu_hip_open(amdgpu_hip **out) {
   return NULL;
 }
 
-void amdgpu_hip_close(amdgpu_hip *h) {
+void crt_hip_close(crt_hip *h) {
   if (!h) return;
   if (h->lib) dlclose(h->lib);
   free(h);
 }
 
-const char *amdgpu_hip_device_name(const amdgpu_hip *h) { return h ? h->name : "?"; }
+const char *crt_hip_device_name(const crt_hip *h) { return h ? h->name : "?"; }
 
-cov_status amdgpu_hip_alloc(amdgpu_hip *h, size_t bytes, void **out) {
+cov_status crt_hip_alloc(crt_hip *h, size_t bytes, void **out) {
   HIP_CHECK(h, h->Malloc(out, bytes ? bytes : 1), "memory allocation");
   return NULL;
 }
-void amdgpu_hip_free(amdgpu_hip *h, void *p) {
+void crt_hip_free(crt_hip *h, void *p) {
   if (p) h->Free(p);
 }
-cov_status amdgpu_hip_upload(amdgpu_hip *h, void *dst, const void *src, size_t bytes) {
+cov_status crt_hip_upload(crt_hip *h, void *dst, const void *src, size_t bytes) {
   HIP_CHECK(h, h->MemcpyHtoD(dst, src, bytes), "copy to device");
   return NULL;
 }
-cov_status amdgpu_hip_download(amdgpu_hip *h, void *dst, const void *src, size_t bytes) {
+cov_status crt_hip_download(crt_hip *h, void *dst, const void *src, size_t bytes) {
   HIP_CHECK(h, h->MemcpyDtoH(dst, src, bytes), "copy from device");
   return NULL;
 }
 
-cov_status amdgpu_hip_load(amdgpu_hip *h, const void *hsaco, amdgpu_hip_module **out) {
+cov_status crt_hip_load(crt_hip *h, const void *hsaco, crt_hip_module **out) {
   *out = NULL;
   hip_module mod = NULL;
   HIP_CHECK(h, h->ModuleLoadData(&mod, hsaco), "code object load");
-  amdgpu_hip_module *m = calloc(1, sizeof *m);
+  crt_hip_module *m = calloc(1, sizeof *m);
   if (!m) {
     h->ModuleUnload(mod);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -149,13 +149,13 @@ cov_status amdgpu_hip_load(amdgpu_hip *h, const void *hsaco, amdgpu_hip_module *
   return NULL;
 }
 
-void amdgpu_hip_unload(amdgpu_hip *h, amdgpu_hip_module *m) {
+void crt_hip_unload(crt_hip *h, crt_hip_module *m) {
   if (!m) return;
   h->ModuleUnload(m->mod);
   free(m);
 }
 
-cov_status amdgpu_hip_launch(amdgpu_hip *h, amdgpu_hip_module *m, const char *kernel, const unsigned grid[3],
+cov_status crt_hip_launch(crt_hip *h, crt_hip_module *m, const char *kernel, const unsigned grid[3],
                              const unsigned block[3], unsigned shared_bytes, void **args, float *out_ms) {
   hip_function fn;
   HIP_CHECK(h, h->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");

@@ -1,5 +1,5 @@
-/* backends/nvptx/nvptx_cuda.c: CUDA driver API through dlopen. */
-#include "backends/nvptx/nvptx_cuda.h"
+/* runtime/crt_cuda.c: CUDA driver API through dlopen. */
+#include "runtime/crt_cuda.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 /* The driver ABI: handles are pointers, results are ints (CUresult). */
 typedef int cu_result;
 typedef int cu_device;
-typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream;
+typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream, *cu_graph, *cu_graph_exec;
 
 #define CU_JIT_INFO_LOG_BUFFER 3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
@@ -18,10 +18,11 @@ typedef void *cu_context, *cu_module, *cu_function, *cu_event, *cu_stream;
 #define CU_ATTR_CC_MAJOR 75
 #define CU_ATTR_CC_MINOR 76
 
-struct nvptx_cuda {
+struct crt_cuda {
   void *lib;
   cu_device dev;
   cu_context ctx;
+  int major, minor;
   char name[160];
   cu_result (*Init)(unsigned);
   cu_result (*DeviceGet)(cu_device *, int);
@@ -31,10 +32,10 @@ struct nvptx_cuda {
   cu_result (*PrimaryCtxRelease)(cu_device);
   cu_result (*CtxSetCurrent)(cu_context);
   cu_result (*CtxSynchronize)(void);
-  cu_result (*MemAlloc)(nvptx_devptr *, size_t);
-  cu_result (*MemFree)(nvptx_devptr);
-  cu_result (*MemcpyHtoD)(nvptx_devptr, const void *, size_t);
-  cu_result (*MemcpyDtoH)(void *, nvptx_devptr, size_t);
+  cu_result (*MemAlloc)(crt_devptr *, size_t);
+  cu_result (*MemFree)(crt_devptr);
+  cu_result (*MemcpyHtoD)(crt_devptr, const void *, size_t);
+  cu_result (*MemcpyDtoH)(void *, crt_devptr, size_t);
   cu_result (*ModuleLoadDataEx)(cu_module *, const void *, unsigned, int *, void **);
   cu_result (*ModuleUnload)(cu_module);
   cu_result (*ModuleGetFunction)(cu_function *, cu_module, const char *);
@@ -48,13 +49,23 @@ struct nvptx_cuda {
   cu_result (*EventElapsedTime)(float *, cu_event, cu_event);
   cu_result (*EventDestroy)(cu_event);
   cu_result (*GetErrorString)(cu_result, const char **);
+  cu_result (*StreamCreate)(cu_stream *, unsigned);
+  cu_result (*StreamDestroy)(cu_stream);
+  cu_result (*StreamSynchronize)(cu_stream);
+  cu_result (*MemsetD8Async)(crt_devptr, unsigned char, size_t, cu_stream);
+  cu_result (*StreamBeginCapture)(cu_stream, int);
+  cu_result (*StreamEndCapture)(cu_stream, cu_graph *);
+  cu_result (*GraphInstantiateWithFlags)(cu_graph_exec *, cu_graph, unsigned long long);
+  cu_result (*GraphLaunch)(cu_graph_exec, cu_stream);
+  cu_result (*GraphExecDestroy)(cu_graph_exec);
+  cu_result (*GraphDestroy)(cu_graph);
 };
 
-struct nvptx_module {
+struct crt_cuda_module {
   cu_module mod;
 };
 
-static cov_status cu_fail(const nvptx_cuda *cu, cu_result rc, const char *what) {
+static cov_status cu_fail(const crt_cuda *cu, cu_result rc, const char *what) {
   const char *msg = NULL;
   if (cu && cu->GetErrorString) cu->GetErrorString(rc, &msg);
   return cov_error(COV_DEVICE_ERROR, NULL, "CUDA %s failed: %s (error %d)", what,
@@ -72,13 +83,13 @@ static int bind(void *lib, void **slot, const char *name) {
   return *slot != NULL;
 }
 
-cov_status nvptx_cuda_open(nvptx_cuda **out) {
+cov_status crt_cuda_open(crt_cuda **out) {
   *out = NULL;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return cov_error(COV_DEVICE_ERROR, NULL,
                      "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
-  nvptx_cuda *cu = calloc(1, sizeof *cu);
+  crt_cuda *cu = calloc(1, sizeof *cu);
   if (!cu) {
     dlclose(lib);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -88,7 +99,7 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
     size_t offset;
     const char *name;
   } syms[] = {
-#define SYM(field, name) {offsetof(nvptx_cuda, field), name}
+#define SYM(field, name) {offsetof(crt_cuda, field), name}
       SYM(Init, "cuInit"), SYM(DeviceGet, "cuDeviceGet"), SYM(DeviceGetName, "cuDeviceGetName"),
       SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
       SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
@@ -103,13 +114,18 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
       SYM(EventRecord, "cuEventRecord"), SYM(EventSynchronize, "cuEventSynchronize"),
       SYM(EventElapsedTime, "cuEventElapsedTime"), SYM(EventDestroy, "cuEventDestroy_v2"),
       SYM(GetErrorString, "cuGetErrorString"),
+      SYM(StreamCreate, "cuStreamCreate"), SYM(StreamDestroy, "cuStreamDestroy_v2"),
+      SYM(StreamSynchronize, "cuStreamSynchronize"), SYM(MemsetD8Async, "cuMemsetD8Async"),
+      SYM(StreamBeginCapture, "cuStreamBeginCapture_v2"), SYM(StreamEndCapture, "cuStreamEndCapture"),
+      SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"), SYM(GraphLaunch, "cuGraphLaunch"),
+      SYM(GraphExecDestroy, "cuGraphExecDestroy"), SYM(GraphDestroy, "cuGraphDestroy"),
 #undef SYM
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
     if (!bind(lib, (void **)((char *)cu + syms[i].offset), syms[i].name)) {
       cov_status st = cov_error(COV_DEVICE_ERROR, NULL,
                                 "libcuda.so.1 lacks %s (driver too old?)", syms[i].name);
-      nvptx_cuda_close(cu);
+      crt_cuda_close(cu);
       return st;
     }
   }
@@ -117,14 +133,14 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
   if (rc == 0) rc = cu->DeviceGet(&cu->dev, 0);
   if (rc != 0) {
     cov_status st = cu_fail(cu, rc, "initialisation (is there an NVIDIA GPU?)");
-    nvptx_cuda_close(cu);
+    crt_cuda_close(cu);
     return st;
   }
   rc = cu->PrimaryCtxRetain(&cu->ctx, cu->dev);
   if (rc == 0) rc = cu->CtxSetCurrent(cu->ctx);
   if (rc != 0) {
     cov_status st = cu_fail(cu, rc, "context creation");
-    nvptx_cuda_close(cu);
+    crt_cuda_close(cu);
     return st;
   }
   char name[128] = "?";
@@ -133,37 +149,38 @@ cov_status nvptx_cuda_open(nvptx_cuda **out) {
   cu->DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, cu->dev);
   cu->DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, cu->dev);
   snprintf(cu->name, sizeof cu->name, "%s (sm_%d%d)", name, major, minor);
+  cu->major = major, cu->minor = minor;
   *out = cu;
   return NULL;
 }
 
-void nvptx_cuda_close(nvptx_cuda *cu) {
+void crt_cuda_close(crt_cuda *cu) {
   if (!cu) return;
   if (cu->ctx && cu->PrimaryCtxRelease) cu->PrimaryCtxRelease(cu->dev);
   if (cu->lib) dlclose(cu->lib);
   free(cu);
 }
 
-const char *nvptx_cuda_device_name(const nvptx_cuda *cu) { return cu ? cu->name : "?"; }
+const char *crt_cuda_device_name(const crt_cuda *cu) { return cu ? cu->name : "?"; }
 
-cov_status nvptx_cuda_alloc(nvptx_cuda *cu, size_t bytes, nvptx_devptr *out) {
+cov_status crt_cuda_alloc(crt_cuda *cu, size_t bytes, crt_devptr *out) {
   CU_CHECK(cu, cu->MemAlloc(out, bytes ? bytes : 1), "memory allocation");
   return NULL;
 }
-cov_status nvptx_cuda_free(nvptx_cuda *cu, nvptx_devptr p) {
+cov_status crt_cuda_free(crt_cuda *cu, crt_devptr p) {
   CU_CHECK(cu, cu->MemFree(p), "memory free");
   return NULL;
 }
-cov_status nvptx_cuda_upload(nvptx_cuda *cu, nvptx_devptr dst, const void *src, size_t bytes) {
+cov_status crt_cuda_upload(crt_cuda *cu, crt_devptr dst, const void *src, size_t bytes) {
   CU_CHECK(cu, cu->MemcpyHtoD(dst, src, bytes), "copy to device");
   return NULL;
 }
-cov_status nvptx_cuda_download(nvptx_cuda *cu, void *dst, nvptx_devptr src, size_t bytes) {
+cov_status crt_cuda_download(crt_cuda *cu, void *dst, crt_devptr src, size_t bytes) {
   CU_CHECK(cu, cu->MemcpyDtoH(dst, src, bytes), "copy from device");
   return NULL;
 }
 
-cov_status nvptx_cuda_load(nvptx_cuda *cu, const char *ptx, nvptx_module **out) {
+cov_status crt_cuda_load(crt_cuda *cu, const char *ptx, crt_cuda_module **out) {
   *out = NULL;
   enum { LOG_SIZE = 8192 };
   char *local_log = calloc(1, LOG_SIZE);
@@ -179,7 +196,7 @@ cov_status nvptx_cuda_load(nvptx_cuda *cu, const char *ptx, nvptx_module **out) 
     return st;
   }
   free(local_log);
-  nvptx_module *m = calloc(1, sizeof *m);
+  crt_cuda_module *m = calloc(1, sizeof *m);
   if (!m) {
     cu->ModuleUnload(mod);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -189,13 +206,13 @@ cov_status nvptx_cuda_load(nvptx_cuda *cu, const char *ptx, nvptx_module **out) 
   return NULL;
 }
 
-void nvptx_cuda_unload(nvptx_cuda *cu, nvptx_module *m) {
+void crt_cuda_unload(crt_cuda *cu, crt_cuda_module *m) {
   if (!m) return;
   cu->ModuleUnload(m->mod);
   free(m);
 }
 
-cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+cov_status crt_cuda_launch(crt_cuda *cu, crt_cuda_module *m, const char *kernel,
                              const unsigned grid[3], const unsigned block[3],
                              unsigned shared_bytes, void **args, float *out_ms) {
   cu_function fn;
@@ -224,23 +241,23 @@ cov_status nvptx_cuda_launch(nvptx_cuda *cu, nvptx_module *m, const char *kernel
   return NULL;
 }
 
-cov_status nvptx_cuda_time(nvptx_cuda *cu, nvptx_module *m, const char *kernel,
+cov_status crt_cuda_time(crt_cuda *cu, crt_cuda_module *m, const char *kernel,
                            const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
                            void **args, int iters, float *out_ms) {
   /* a sequence of one launch: same warm-up, events and mean */
-  nvptx_launch one = {.m = m, .kernel = kernel, .shared_bytes = shared_bytes, .args = args};
+  crt_cuda_launch_desc one = {.m = m, .kernel = kernel, .shared_bytes = shared_bytes, .args = args};
   memcpy(one.grid, grid, sizeof one.grid);
   memcpy(one.block, block, sizeof one.block);
-  return nvptx_cuda_time_seq(cu, &one, 1, iters, out_ms);
+  return crt_cuda_time_seq(cu, &one, 1, iters, out_ms);
 }
 
-cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, int iters, float *out_ms) {
+cov_status crt_cuda_time_seq(crt_cuda *cu, const crt_cuda_launch_desc *seq, int n, int iters, float *out_ms) {
   enum { MAX_SEQ = 8 };
   if (iters < 1 || n < 1 || n > MAX_SEQ)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs 1..%d launches and at least one iteration", MAX_SEQ);
   cu_function fn[MAX_SEQ];
   for (int j = 0; j < n; j++) {
-    COV_RETURN_IF_ERROR(nvptx_cuda_launch(cu, seq[j].m, seq[j].kernel, seq[j].grid, seq[j].block,
+    COV_RETURN_IF_ERROR(crt_cuda_launch(cu, seq[j].m, seq[j].kernel, seq[j].grid, seq[j].block,
                                           seq[j].shared_bytes, seq[j].args, NULL));
     CU_CHECK(cu, cu->ModuleGetFunction(&fn[j], seq[j].m->mod, seq[j].kernel), "kernel lookup");
   }
@@ -263,11 +280,100 @@ cov_status nvptx_cuda_time_seq(nvptx_cuda *cu, const nvptx_launch *seq, int n, i
   return NULL;
 }
 
-cov_status nvptx_cuda_func_info(nvptx_cuda *cu, nvptx_module *m, const char *kernel, int *regs,
+cov_status crt_cuda_func_info(crt_cuda *cu, crt_cuda_module *m, const char *kernel, int *regs,
                                 int *local_bytes) {
   cu_function fn;
   CU_CHECK(cu, cu->ModuleGetFunction(&fn, m->mod, kernel), "kernel lookup");
   CU_CHECK(cu, cu->FuncGetAttribute(regs, 4 /* NUM_REGS */, fn), "function attribute query");
   CU_CHECK(cu, cu->FuncGetAttribute(local_bytes, 3 /* LOCAL_SIZE_BYTES */, fn), "function attribute query");
+  return NULL;
+}
+
+/* ---- asynchronous work on a stream ---- */
+
+void crt_cuda_capability(const crt_cuda *cu, int *major, int *minor) {
+  *major = cu->major;
+  *minor = cu->minor;
+}
+
+cov_status crt_cuda_function(crt_cuda *cu, crt_cuda_module *m, const char *kernel, unsigned shared_bytes,
+                               void **fn) {
+  cu_function f;
+  cu_result rc = cu->ModuleGetFunction(&f, m->mod, kernel);
+  if (rc != 0) return cov_status_annotate(cu_fail(cu, rc, "kernel lookup"), "kernel %s: ", kernel);
+  if (shared_bytes > 48 * 1024) /* opt in to large dynamic shared memory */
+    CU_CHECK(cu, cu->FuncSetAttribute(f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared_bytes),
+             "shared memory opt-in");
+  *fn = f;
+  return NULL;
+}
+
+cov_status crt_cuda_stream_create(crt_cuda *cu, crt_cuda_stream **out) {
+  cu_stream s = NULL;
+  CU_CHECK(cu, cu->StreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "stream creation");
+  *out = (crt_cuda_stream *)s;
+  return NULL;
+}
+void crt_cuda_stream_destroy(crt_cuda *cu, crt_cuda_stream *s) {
+  if (s) cu->StreamDestroy((cu_stream)s);
+}
+cov_status crt_cuda_stream_sync(crt_cuda *cu, crt_cuda_stream *s) {
+  CU_CHECK(cu, cu->StreamSynchronize((cu_stream)s), "stream synchronisation (a kernel failed?)");
+  return NULL;
+}
+cov_status crt_cuda_launch_async(crt_cuda *cu, void *fn, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes, crt_cuda_stream *s, void **args) {
+  CU_CHECK(cu,
+           cu->LaunchKernel((cu_function)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                            (cu_stream)s, args, NULL),
+           "kernel launch");
+  return NULL;
+}
+cov_status crt_cuda_memset_async(crt_cuda *cu, crt_devptr p, unsigned char value, size_t bytes,
+                                   crt_cuda_stream *s) {
+  CU_CHECK(cu, cu->MemsetD8Async(p, value, bytes, (cu_stream)s), "memset");
+  return NULL;
+}
+cov_status crt_cuda_capture_begin(crt_cuda *cu, crt_cuda_stream *s) {
+  CU_CHECK(cu, cu->StreamBeginCapture((cu_stream)s, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */), "stream capture");
+  return NULL;
+}
+cov_status crt_cuda_capture_end(crt_cuda *cu, crt_cuda_stream *s, crt_cuda_graph **out) {
+  cu_graph g = NULL;
+  cu_graph_exec e = NULL;
+  CU_CHECK(cu, cu->StreamEndCapture((cu_stream)s, &g), "end of stream capture");
+  cu_result rc = cu->GraphInstantiateWithFlags(&e, g, 0);
+  cu->GraphDestroy(g);
+  if (rc != 0) return cu_fail(cu, rc, "graph instantiation");
+  *out = (crt_cuda_graph *)e;
+  return NULL;
+}
+cov_status crt_cuda_graph_launch(crt_cuda *cu, crt_cuda_graph *g, crt_cuda_stream *s) {
+  CU_CHECK(cu, cu->GraphLaunch((cu_graph_exec)g, (cu_stream)s), "graph launch");
+  return NULL;
+}
+void crt_cuda_graph_destroy(crt_cuda *cu, crt_cuda_graph *g) {
+  if (g) cu->GraphExecDestroy((cu_graph_exec)g);
+}
+cov_status crt_cuda_mark(crt_cuda *cu, crt_cuda_stream *s, void **event) {
+  cu_event e = NULL;
+  CU_CHECK(cu, cu->EventCreate(&e, 0), "event creation");
+  cu_result rc = cu->EventRecord(e, (cu_stream)s);
+  if (rc != 0) {
+    cu->EventDestroy(e);
+    return cu_fail(cu, rc, "event record");
+  }
+  *event = e;
+  return NULL;
+}
+cov_status crt_cuda_elapsed(crt_cuda *cu, crt_cuda_stream *s, void *start, float *ms) {
+  cu_event stop = NULL;
+  cu_result rc = cu->EventCreate(&stop, 0);
+  if (rc == 0) rc = cu->EventRecord(stop, (cu_stream)s);
+  if (rc == 0) rc = cu->EventSynchronize(stop);
+  if (rc == 0) rc = cu->EventElapsedTime(ms, (cu_event)start, stop);
+  cu->EventDestroy((cu_event)start);
+  if (stop) cu->EventDestroy(stop);
+  if (rc != 0) return cu_fail(cu, rc, "timing events");
   return NULL;
 }

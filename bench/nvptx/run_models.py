@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""bench/nvptx/run_models.py: compiled models on the GPU machine (see run_models.sh).
+
+For every artifact listed in PART/models.txt ("NAME BATCH FILE" per line):
+  * correctness: --cases random inputs (uniform [-1, 1) for float inputs,
+    token ids in [0, vocab) for integer ones; seeded), run by covenant-run
+    in one process (--cases DIR: weights loaded once), compared with
+    onnxruntime (CPU) on the same inputs: per case max|covenant - ort| /
+    max|ort| over every output, the worst case reported; PASS at --tol
+    (1e-2: covenant's kernels take f16 operands);
+  * latency: covenant-run --iters N --warmup W (CUDA events around replays
+    of one CUDA graph of every step), next to torch eager on the same ONNX
+    graph (its nodes as torch calls, fp16 on the GPU) captured in a
+    torch.cuda.CUDAGraph and replayed the same way (never a Python loop of
+    torch calls); torch's own outputs are checked against onnxruntime too,
+    so the time is of a model that computes the right thing.
+One model's failure is reported on its row; the others go on.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "runtime"))
+import artifact  # noqa: E402  (runtime/artifact.py: the manifest reader)
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ---- the ONNX models (materialized from the tracked skeletons) ------------
+
+def onnx_path(name, batch, cache):
+    """The ONNX file the artifact was compiled from, materialized again here."""
+    os.makedirs(cache, exist_ok=True)
+    if name == "convnet":
+        src = os.path.join(ROOT, "examples", "convnet.onnx")
+        if batch == 1:
+            return src
+        dst = os.path.join(cache, "convnet_b%d.onnx" % batch)
+        if not os.path.exists(dst):
+            make_batch(src, batch, dst)
+        return dst
+    stem = name if batch == 1 else "%s_b%d" % (name, batch)
+    dst = os.path.join(cache, stem + ".onnx")
+    if os.path.exists(dst):
+        return dst
+    if batch == 1 or os.path.exists(os.path.join(ROOT, "tests", "models", stem + ".skel.onnx")):
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "models", "materialize.py"), cache, stem],
+                       check=True, stdout=subprocess.DEVNULL)
+        return dst
+    make_batch(onnx_path(name, 1, cache), batch, dst)
+    return dst
+
+
+def make_batch(src, n, dst):
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "nvptx", "make_batch.py"), src, str(n), dst],
+                   check=True)
+
+
+def random_inputs(manifest, model, rng):
+    """One input per manifest input: floats in [-1, 1), ints in [0, vocab)."""
+    import onnx
+    from onnx import numpy_helper
+    vocab = {}
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Gather" and len(node.input) == 2 and node.input[0] in inits:
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            n = numpy_helper.to_array(inits[node.input[0]]).shape[axis]
+            vocab[node.input[1]] = min(vocab.get(node.input[1], n), n)
+    out = []
+    for io in manifest["inputs"]:
+        shape = io["shape"]
+        if io["dtype"] in ("f32", "f16"):
+            out.append(rng.uniform(-1, 1, size=shape).astype(np.float32))
+        else:
+            hi = vocab.get(io["name"], 2)
+            out.append(rng.integers(0, hi, size=shape).astype({"i64": np.int64, "i32": np.int32}[io["dtype"]]))
+    return out
+
+
+def rel_err(got, want):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.size != want.size:
+        return float("inf")
+    d = np.max(np.abs(got.reshape(-1) - want.reshape(-1))) if got.size else 0.0
+    s = np.max(np.abs(want)) if want.size else 0.0
+    e = d / max(s, 1e-30)
+    return float("inf") if not np.isfinite(e) else float(e)
+
+
+# ---- torch eager from the ONNX graph, in a CUDA graph ----------------------
+
+class TorchGraph:
+    """The ONNX graph's nodes as torch calls (fp16 on the GPU). Values that
+    depend on no model input (shapes, constants, masks) are computed once
+    in the first (eager) run and reused, so the captured run holds only the
+    model's kernels."""
+
+    def __init__(self, model, torch, device="cuda", half=True):
+        from onnx import numpy_helper
+        self.t = torch
+        self.model = model
+        self.dev = torch.device(device)
+        self.ft = torch.float16 if half else torch.float32
+        self.static = {}
+        for i in model.graph.initializer:
+            self.static[i.name] = self._const(numpy_helper.to_array(i))
+        self.inputs = [i.name for i in model.graph.input if i.name not in self.static]
+        self.outputs = [o.name for o in model.graph.output]
+        self.frozen = False
+        self.dcache = {}
+
+    def _const(self, a):
+        t = self.t
+        if a.dtype.kind == "f":
+            return t.from_numpy(np.ascontiguousarray(a)).to(self.dev, self.ft)
+        return t.from_numpy(np.ascontiguousarray(a))  # ints and bools stay on the CPU (shapes, axes)
+
+    def D(self, x):
+        """x on the GPU; a CPU value's copy is made once (in the eager runs:
+        a capture may not copy from the host) and reused."""
+        if x.device.type == self.dev.type:
+            return x
+        hit = self.dcache.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        xg = x.to(self.dev)
+        self.dcache[id(x)] = (x, xg)
+        return xg
+
+    @staticmethod
+    def ints(x):
+        return [int(v) for v in x.reshape(-1).tolist()]
+
+    def run(self, feeds):
+        t = self.t
+        F = t.nn.functional
+        env = dict(self.static)
+        env.update(feeds)
+        dyn = set(feeds)
+        for node in self.model.graph.node:
+            outs = node.output
+            if self.frozen and all(o in self.static for o in outs):
+                for o in outs:
+                    env[o] = self.static[o]
+                continue
+            a = {x.name: x for x in node.attribute}
+
+            def A(k, d=None):
+                if k not in a:
+                    return d
+                x = a[k]
+                from onnx import helper
+                return helper.get_attribute_value(x)
+            ins = [env[i] if i else None for i in node.input]
+            op = node.op_type
+            D = self.D
+            r = None
+            if op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Mod"):
+                x, y = ins
+                if x.device.type != "cpu" or y.device.type != "cpu":
+                    x, y = D(x), D(y)
+                if op == "Add": r = x + y
+                elif op == "Sub": r = x - y
+                elif op == "Mul": r = x * y
+                elif op == "Div": r = x / y if x.is_floating_point() else t.div(x, y, rounding_mode="trunc")
+                elif op == "Pow": r = t.pow(x, y)
+                elif op == "Equal": r = x == y
+                else: r = t.fmod(x, y) if A("fmod", 0) else t.remainder(x, y)
+            elif op == "Reciprocal": r = t.reciprocal(ins[0])
+            elif op == "Sqrt": r = t.sqrt(ins[0])
+            elif op == "Erf": r = t.erf(ins[0])
+            elif op == "Tanh": r = t.tanh(ins[0])
+            elif op == "Sigmoid": r = t.sigmoid(ins[0])
+            elif op == "Relu": r = F.relu(ins[0])
+            elif op == "Clip":
+                lo = float(ins[1].item()) if len(ins) > 1 and ins[1] is not None else None
+                hi = float(ins[2].item()) if len(ins) > 2 and ins[2] is not None else None
+                r = t.clamp(ins[0], lo, hi)
+            elif op == "Where":
+                c, x, y = ins
+                if any(v.device.type != "cpu" for v in ins) or x.is_floating_point():
+                    c, x, y = D(c), D(x), D(y)
+                r = t.where(c, x, y)
+            elif op == "Cast":
+                to = A("to")
+                dt = {1: self.ft, 10: self.ft, 11: self.ft, 6: t.int32, 7: t.int64, 9: t.bool}[to]
+                r = ins[0].to(dt)
+            elif op == "Identity": r = ins[0]
+            elif op == "Constant":
+                from onnx import numpy_helper
+                r = self._const(numpy_helper.to_array(A("value")))
+            elif op == "ConstantOfShape":
+                from onnx import numpy_helper
+                v = A("value")
+                val = numpy_helper.to_array(v) if v is not None else np.zeros(1, np.float32)
+                r = self._const(np.full(self.ints(ins[0]), val.reshape(-1)[0], dtype=val.dtype))
+            elif op == "Shape": r = t.tensor(list(ins[0].shape), dtype=t.int64)
+            elif op == "Gather":
+                x, idx = ins
+                axis = A("axis", 0) % max(x.dim(), 1)
+                if x.device.type != "cpu" or x.is_floating_point(): x, idx = D(x), D(idx)
+                elif idx.device.type != "cpu": x = D(x)
+                idx = t.where(idx < 0, idx + x.shape[axis], idx)
+                r = t.index_select(x, axis, idx.reshape(-1)).reshape(
+                    tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
+            elif op == "Unsqueeze":
+                axes = self.ints(ins[1]) if len(ins) > 1 else A("axes")
+                r = ins[0]
+                for ax in sorted(ax % (r.dim() + len(axes)) for ax in axes):
+                    r = r.unsqueeze(ax)
+            elif op == "Squeeze":
+                axes = self.ints(ins[1]) if len(ins) > 1 and ins[1] is not None else A("axes")
+                r = ins[0]
+                if axes is None:
+                    r = r.squeeze()
+                else:
+                    for ax in sorted((ax % r.dim() for ax in axes), reverse=True):
+                        r = r.squeeze(ax)
+            elif op == "Concat":
+                xs = ins
+                if any(v.device.type != "cpu" or v.is_floating_point() for v in xs):
+                    xs = [D(v) for v in xs]
+                r = t.cat(xs, A("axis"))
+            elif op == "Slice":
+                x = ins[0]
+                starts, ends = self.ints(ins[1]), self.ints(ins[2])
+                axes = self.ints(ins[3]) if len(ins) > 3 and ins[3] is not None else list(range(len(starts)))
+                steps = self.ints(ins[4]) if len(ins) > 4 and ins[4] is not None else [1] * len(starts)
+                sl = [slice(None)] * x.dim()
+                for s, e, ax, st in zip(starts, ends, axes, steps):
+                    n = x.shape[ax]
+                    s = max(0, min(n, s + n if s < 0 else s))
+                    e = max(0, min(n, e + n if e < 0 else e))
+                    if st < 0:
+                        raise NotImplementedError("Slice with a negative step")
+                    sl[ax % x.dim()] = slice(s, e, st)
+                r = x[tuple(sl)]
+            elif op == "Split":
+                x = ins[0]
+                axis = A("axis", 0)
+                if len(ins) > 1 and ins[1] is not None:
+                    sizes = self.ints(ins[1])
+                else:
+                    k = len(outs)
+                    n = x.shape[axis]
+                    sizes = [(n + k - 1) // k] * (k - 1) + [n - (n + k - 1) // k * (k - 1)]
+                r = list(t.split(x, sizes, axis))
+            elif op == "Reshape":
+                shape = self.ints(ins[1])
+                x = ins[0]
+                shape = [x.shape[i] if s == 0 and not A("allowzero", 0) else s for i, s in enumerate(shape)]
+                r = x.reshape(shape)
+            elif op == "Flatten":
+                ax = A("axis", 1)
+                x = ins[0]
+                r = x.reshape(int(np.prod(x.shape[:ax])), -1)
+            elif op == "Transpose":
+                perm = A("perm") or list(range(ins[0].dim()))[::-1]
+                r = ins[0].permute(*perm)
+            elif op == "Expand":
+                x = ins[0]
+                r = t.broadcast_to(x, t.broadcast_shapes(tuple(x.shape), tuple(self.ints(ins[1]))))
+            elif op == "Conv":
+                x, w = ins[0], ins[1]
+                b = ins[2] if len(ins) > 2 else None
+                pads = A("pads", [0] * 4)
+                if pads[0] != pads[2] or pads[1] != pads[3]:
+                    x = F.pad(x, (pads[1], pads[3], pads[0], pads[2]))
+                    pads = [0, 0, 0, 0]
+                r = F.conv2d(x, w, b, A("strides", [1, 1]), (pads[0], pads[1]), A("dilations", [1, 1]), A("group", 1))
+            elif op == "BatchNormalization":
+                x, sc, bi, mean, var = ins
+                r = F.batch_norm(x, mean, var, sc, bi, False, 0.0, A("epsilon", 1e-5))
+            elif op == "MaxPool":
+                k = A("kernel_shape")
+                pads = A("pads", [0] * 4)
+                x = ins[0]
+                if pads[0] != pads[2] or pads[1] != pads[3]:
+                    x = F.pad(x, (pads[1], pads[3], pads[0], pads[2]), value=-float("inf"))
+                    pads = [0, 0, 0, 0]
+                r = F.max_pool2d(x, k, A("strides", k), (pads[0], pads[1]), A("dilations", [1, 1]),
+                                 ceil_mode=bool(A("ceil_mode", 0)))
+            elif op == "GlobalAveragePool": r = ins[0].mean(dim=(2, 3), keepdim=True)
+            elif op == "ReduceMean":
+                axes = A("axes") if A("axes") is not None else (self.ints(ins[1]) if len(ins) > 1 else None)
+                r = ins[0].mean(dim=tuple(axes) if axes else None, keepdim=bool(A("keepdims", 1)))
+            elif op == "Gemm":
+                x, w = ins[0], ins[1]
+                if A("transA", 0): x = x.t()
+                if A("transB", 0): w = w.t()
+                r = A("alpha", 1.0) * (x @ w)
+                if len(ins) > 2 and ins[2] is not None:
+                    r = r + A("beta", 1.0) * ins[2]
+            elif op == "MatMul": r = t.matmul(D(ins[0]), D(ins[1]))
+            elif op == "Softmax": r = t.softmax(ins[0], A("axis", -1))
+            elif op == "LayerNormalization":
+                x, sc = ins[0], ins[1]
+                b = ins[2] if len(ins) > 2 else None
+                axis = A("axis", -1) % x.dim()
+                r = F.layer_norm(x, tuple(x.shape[axis:]), sc, b, A("epsilon", 1e-5))
+            elif op == "Resize":
+                x = ins[0]
+                scales = ins[2] if len(ins) > 2 and ins[2] is not None and ins[2].numel() else None
+                sizes = ins[3] if len(ins) > 3 and ins[3] is not None and ins[3].numel() else None
+                mode = A("mode", b"nearest")
+                mode = mode.decode() if isinstance(mode, bytes) else mode
+                if mode != "nearest":
+                    raise NotImplementedError("Resize mode %s" % mode)
+                if sizes is not None:
+                    r = F.interpolate(x, size=self.ints(sizes)[2:], mode="nearest")
+                else:
+                    sc = [float(v) for v in scales.reshape(-1).tolist()]
+                    r = F.interpolate(x, scale_factor=sc[2:], mode="nearest")
+            else:
+                raise NotImplementedError("no torch equivalent here for ONNX %s" % op)
+            rs = r if isinstance(r, list) else [r]
+            # input shapes are fixed: what derives from shapes alone is static
+            is_dyn = op != "Shape" and any(i in dyn for i in node.input if i)
+            for o, v in zip(outs, rs):
+                env[o] = v
+                if is_dyn:
+                    dyn.add(o)
+                elif not self.frozen:
+                    self.static[o] = v
+        return [env[o] for o in self.outputs]
+
+    def feeds(self, feeds_np):
+        t = self.t
+        return {k: (t.from_numpy(v).to(self.dev, self.ft) if v.dtype.kind == "f" else t.from_numpy(v).to(self.dev))
+                for k, v in feeds_np.items()}
+
+    def time_graph(self, feeds_np, warmup, iters):
+        t = self.t
+        feeds = self.feeds(feeds_np)
+        with t.no_grad():
+            outs = self.run(feeds)  # eager, records what depends on no input
+            self.frozen = True
+            for k in list(self.static):  # static data the kernels read goes to the GPU now
+                v = self.static[k]
+                if v.device.type == "cpu" and (v.is_floating_point() or v.dtype == t.bool):
+                    self.static[k] = v.to(self.dev)
+            side = t.cuda.Stream()
+            side.wait_stream(t.cuda.current_stream())
+            with t.cuda.stream(side):
+                for _ in range(3):
+                    self.run(feeds)
+            t.cuda.current_stream().wait_stream(side)
+            g = t.cuda.CUDAGraph()
+            with t.cuda.graph(g):
+                gouts = self.run(feeds)
+            for _ in range(warmup):
+                g.replay()
+            t.cuda.synchronize()
+            s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(iters):
+                g.replay()
+            e.record()
+            e.synchronize()
+            ms = s.elapsed_time(e) / iters
+            t.cuda.synchronize()
+            res = [o.float().cpu().numpy() for o in gouts]
+        return ms, res, [o.float().cpu().numpy() for o in outs]
+
+
+# ---- one artifact -----------------------------------------------------------
+
+def run_covenant(rt, args, timeout):
+    p = subprocess.run([rt] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("covenant-run %s: exit %d: %s" % (" ".join(args), p.returncode, p.stdout.strip()[-800:]))
+    return p.stdout
+
+
+def one(opt, name, batch, art_path, cache):
+    import onnx
+    import onnxruntime as ort
+    row = {"model": name, "batch": batch, "artifact": os.path.basename(art_path)}
+    manifest, _ = artifact.read(art_path)
+    row["steps"] = len(manifest["steps"])
+    onnx_file = onnx_path(name, batch, cache)
+    model = onnx.load(onnx_file)
+    sess = ort.InferenceSession(onnx_file, providers=["CPUExecutionProvider"])
+    ort_inputs = [i.name for i in sess.get_inputs()]
+    names = [io["name"] for io in manifest["inputs"]]
+    if sorted(ort_inputs) != sorted(names):
+        raise RuntimeError("inputs differ: artifact %s, onnx %s" % (names, ort_inputs))
+    n_cases = opt.cases if batch == 1 else opt.b32_cases
+    rng = np.random.default_rng(opt.seed)
+    cases = tempfile.mkdtemp(prefix="covcases_")
+    try:
+        all_in = []
+        for c in range(n_cases):
+            ins = random_inputs(manifest, model, rng)
+            all_in.append(ins)
+            os.makedirs(os.path.join(cases, str(c)))
+            for k, x in enumerate(ins):
+                np.save(os.path.join(cases, str(c), "in%d.npy" % k), x)
+        t0 = time.time()
+        run_covenant(opt.runtime, [art_path, "--cases", cases], opt.timeout)
+        row["covenant_cases_s"] = round(time.time() - t0, 2)
+        worst, worst_case = 0.0, -1
+        out_names = [o["name"] for o in manifest["outputs"]]
+        for c, ins in enumerate(all_in):
+            want = sess.run(out_names, dict(zip(names, ins)))
+            for k, w in enumerate(want):
+                got = np.load(os.path.join(cases, str(c), "out%d.npy" % k))
+                e = rel_err(got, w)
+                if not (e <= worst):
+                    worst, worst_case = e, c
+        row.update(cases=n_cases, max_rel_err=worst, worst_case=worst_case, passed=bool(worst <= opt.tol))
+    finally:
+        shutil.rmtree(cases, ignore_errors=True)
+    out = run_covenant(opt.runtime, [art_path, "--iters", str(opt.iters), "--warmup", str(opt.warmup)], opt.timeout)
+    m = re.search(r"time: ([0-9.]+) ms per run", out)
+    row["covenant_ms"] = float(m.group(1)) if m else None
+    row["device"] = next((l[len("device: "):] for l in out.splitlines() if l.startswith("device: ")), "?")
+    # torch eager, in a CUDA graph, on the first case's inputs
+    try:
+        import torch
+        if any(n.op_type.startswith("Q") or n.op_type == "DequantizeLinear" for n in model.graph.node):
+            raise NotImplementedError("quantized model: no fp16 torch eager equivalent")
+        tg = TorchGraph(model, torch)
+        ms, res, eager = tg.time_graph(dict(zip(names, all_in[0])), opt.warmup, opt.iters)
+        want = sess.run([o["name"] for o in manifest["outputs"]], dict(zip(names, all_in[0])))
+        row["torch_ms"] = ms
+        row["torch"] = "the ONNX graph as torch calls"
+        row["torch_rel_err"] = max(rel_err(g, w) for g, w in zip(res, want))
+    except Exception as e:  # the covenant results stand without the anchor
+        row["torch_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        if name in TORCHVISION:
+            try:
+                row["torch_ms"] = torchvision_ms(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
+                row["torch"] = "torchvision.models.%s (random weights; not checked)" % name
+                row["torch_rel_err"] = float("nan")
+            except Exception as e2:
+                row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
+    return row
+
+
+TORCHVISION = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "efficientnet_b0")
+
+
+def torchvision_ms(name, shape, warmup, iters):
+    """The torchvision module itself (fp16, eval), in a CUDA graph: the
+    fallback anchor where the ONNX graph could not be replayed as torch calls."""
+    import torch
+    import torchvision
+    net = getattr(torchvision.models, name)(weights=None).eval().half().cuda()
+    x = torch.rand(*shape, device="cuda", dtype=torch.float16) * 2 - 1
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                net(x)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            net(x)
+        for _ in range(warmup):
+            g.replay()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            g.replay()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / iters
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("part", help="a folder from compile_models.sh (models.txt + *.cvx)")
+    ap.add_argument("--runtime", default=os.path.join(ROOT, "build-rt", "covenant-run"))
+    ap.add_argument("--cases", type=int, default=100, help="random inputs per batch-1 model (default 100)")
+    ap.add_argument("--b32-cases", type=int, default=100, help="random inputs per batch-32 model (default 100)")
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--tol", type=float, default=1e-2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per covenant-run call")
+    ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--only", nargs="*", help="model names to run (default: all in models.txt)")
+    opt = ap.parse_args()
+    rows = [l.split() for l in open(os.path.join(opt.part, "models.txt")) if l.strip()]
+    cache = os.path.join(tempfile.gettempdir(), "covenant_models_onnx")
+    results = []
+    log("covenant artifacts on the GPU: %d artifact(s) from %s; %d/%d random inputs (batch 1/32) vs onnxruntime, "
+        "tolerance %g; latency = mean of %d CUDA-graph replays after %d" %
+        (len(rows), opt.part, opt.cases, opt.b32_cases, opt.tol, opt.iters, opt.warmup))
+    for name, batch, art in rows:
+        if opt.only and name not in opt.only:
+            continue
+        t0 = time.time()
+        try:
+            r = one(opt, name, int(batch), os.path.join(opt.part, art), cache)
+        except Exception as e:
+            r = {"model": name, "batch": int(batch), "error": "%s: %s" % (type(e).__name__, str(e)[:600])}
+            traceback.print_exc(limit=2)
+        r["seconds"] = round(time.time() - t0, 1)
+        results.append(r)
+        if "error" in r:
+            log("%-20s b%-3d ERROR %s" % (name, int(batch), r["error"]))
+        else:
+            tm = ("torch graph %.4f ms (%s; vs onnxruntime %.1e)" % (r["torch_ms"], r["torch"], r["torch_rel_err"])
+                  if "torch_ms" in r else "torch: " + r.get("torch_error", "?"))
+            log("%-20s b%-3d %s  %d cases, max rel err %.2e  covenant %.4f ms  %s  [%.0f s]" %
+                (name, int(batch), "PASS" if r["passed"] else "FAIL", r["cases"], r["max_rel_err"],
+                 r["covenant_ms"] if r["covenant_ms"] is not None else float("nan"), tm, r["seconds"]))
+    log("")
+    log("| model | batch | inputs | max rel err vs onnxruntime | result | covenant ms | torch eager (CUDA graph) ms | torch / covenant (>1: covenant faster) |")
+    log("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if "error" in r:
+            log("| %s | %d | - | - | ERROR: %s | - | - | - |" % (r["model"], r["batch"], r["error"][:120].replace("|", "/")))
+            continue
+        tms = r.get("torch_ms")
+        log("| %s | %d | %d | %.2e | %s | %.4f | %s | %s |" %
+            (r["model"], r["batch"], r["cases"], r["max_rel_err"], "PASS" if r["passed"] else "FAIL",
+             r["covenant_ms"] or float("nan"), "%.4f" % tms if tms else "n/a (%s)" % r.get("torch_error", "")[:60],
+             "%.2fx" % (tms / r["covenant_ms"]) if tms and r["covenant_ms"] else "-"))
+    if opt.json:
+        with open(opt.json, "w") as f:
+            json.dump(results, f, indent=1)
+    bad = sum(1 for r in results if "error" in r or not r.get("passed"))
+    log("%d of %d artifact(s) passed" % (len(results) - bad, len(results)))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

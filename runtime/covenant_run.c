@@ -1,0 +1,270 @@
+/* runtime/covenant_run.c: `covenant-run ARTIFACT ...`: runs a compiled
+ * model (an artifact from `covenant compile MODEL --target T -o ART`) on
+ * the device its target names, without the compiler (no LLVM, no Jansson). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/crt.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
+          "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
+          "       covenant-run ARTIFACT --cases DIR\n"
+          "       covenant-run ARTIFACT --info\n"
+          "\n"
+          "Runs a compiled model (covenant compile MODEL --target T -o ARTIFACT) on the\n"
+          "device its target names: the CUDA driver (nvptx), HIP (amdgpu), or the NPU\n"
+          "simulator (npu-sim, full build only). Weights are uploaded once; every step runs\n"
+          "on the device, intermediates stay there.\n"
+          "\n"
+          "  --input [NAME=]X.npy  a model input (in the model's order without NAME=);\n"
+          "                        inputs not given are random in [-1, 1) (--seed)\n"
+          "  -o Y.npy              write the (single) output\n"
+          "  --output-dir DIR      write every output as DIR/<index>.npy\n"
+          "  --cases DIR           run DIR/0, DIR/1, ... each holding in<k>.npy (input k),\n"
+          "                        writing out<k>.npy beside them (weights loaded once)\n"
+          "  --iters N             time N runs of the steps (after --warmup, default 10);\n"
+          "                        CUDA: events around replays of one CUDA graph\n"
+          "  --no-graph            time plain launches instead of the graph\n"
+          "  --target T            refuse an artifact compiled for another target\n"
+          "  --info                print what the artifact holds; no device needed\n"
+          "\n"
+          "Exit status: 0 ok, 1 error, 2 usage, 4 no device or driver for the target.\n");
+}
+
+static int fail_with(cov_status st) {
+  int dev = cov_status_code(st) == COV_DEVICE_ERROR;
+  fprintf(stderr, "covenant-run: ");
+  cov_status_print(stderr, st, 0);
+  cov_status_free(st);
+  return dev ? EXIT_NO_DEVICE : EXIT_FAIL;
+}
+
+static void info(const crt_artifact *a) {
+  printf("artifact %s: format version %u, target %s (backend %s, arch %s), model %s, by %s\n", a->file, a->version,
+         a->target, a->backend, a->arch, a->model, a->producer);
+  uint64_t inter = 0;
+  for (int i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i].kind == CRT_BUF_INTERMEDIATE) inter += a->buffers[i].bytes;
+  printf("%d blobs (%" PRIu64 " bytes), %d modules, %d buffers, %d steps; weights %" PRIu64
+         " bytes; arena %" PRIu64 " bytes for %" PRIu64 " bytes of intermediates\n",
+         a->n_blobs, a->data_bytes, a->n_modules, a->n_buffers, a->n_steps, a->weight_bytes, a->arena_bytes, inter);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < (k ? a->n_outputs : a->n_inputs); i++) {
+      const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
+      printf("%s %d '%s': %s[", k ? "output" : "input", i, io->name, cov_dtype_name(io->dtype));
+      for (int d = 0; d < io->rank; d++) printf("%s%" PRId64, d ? ", " : "", io->shape[d]);
+      printf("] (buffer %s)\n", cov_dtype_name(a->buffers[io->buffer].dtype));
+    }
+  for (int i = 0; i < a->n_steps; i++) {
+    const crt_step *s = &a->steps[i];
+    if (s->op == CRT_STEP_LAUNCH)
+      printf("step %d: launch %s grid [%u, %u, %u] block [%u, %u, %u] shared %u (group %d, %s)\n", i, s->kernel,
+             s->grid[0], s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2], s->shared_bytes, s->group,
+             s->label);
+    else if (s->op == CRT_STEP_FILL)
+      printf("step %d: fill %" PRIu64 " bytes of '%s' with %u (group %d, %s)\n", i, s->bytes,
+             a->buffers[s->buffer].name, s->value, s->group, s->label);
+    else
+      printf("step %d: npu program '%s' (group %d, %s)\n", i, a->blobs[s->blob].name, s->group, s->label);
+  }
+  for (int i = 0; i < a->n_missing; i++) printf("not compiled: %s\n", a->missing[i]);
+}
+
+static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) {
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(t, io->dtype, io->rank, io->shape));
+  int64_t n = cov_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    float v = (float)((double)(*seed >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+    if (io->dtype == COV_F32) ((float *)t->data)[i] = v;
+    else if (io->dtype == COV_F16) ((uint16_t *)t->data)[i] = cov_f32_to_f16(v);
+    else if (io->dtype == COV_BF16) ((uint16_t *)t->data)[i] = cov_f32_to_bf16(v);
+    else
+      return cov_error(COV_UNSUPPORTED, NULL, "input '%s' is %s: give it with --input", io->name,
+                       cov_dtype_name(io->dtype));
+  }
+  return NULL;
+}
+
+static int is_dir(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* --cases DIR: DIR/<i>/in<k>.npy -> DIR/<i>/out<k>.npy */
+static cov_status run_cases(crt_session *s, const crt_artifact *a, const char *dir, int *count) {
+  cov_tensor *in = calloc((size_t)a->n_inputs + 1, sizeof *in), *out = calloc((size_t)a->n_outputs + 1, sizeof *out);
+  if (!in || !out) {
+    free(in), free(out);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  cov_status st = NULL;
+  *count = 0;
+  for (int c = 0; !st; c++) {
+    char cdir[4096], path[4200];
+    snprintf(cdir, sizeof cdir, "%s/%d", dir, c);
+    if (!is_dir(cdir)) break;
+    for (int k = 0; k < a->n_inputs && !st; k++) {
+      snprintf(path, sizeof path, "%s/in%d.npy", cdir, k);
+      st = cov_npy_read(path, &in[k]);
+    }
+    if (!st) st = crt_session_run(s, in, (size_t)a->n_inputs, out, (size_t)a->n_outputs);
+    for (int k = 0; k < a->n_outputs && !st; k++) {
+      snprintf(path, sizeof path, "%s/out%d.npy", cdir, k);
+      st = cov_npy_write(path, &out[k]);
+    }
+    for (int k = 0; k < a->n_inputs; k++) cov_tensor_release(&in[k]);
+    for (int k = 0; k < a->n_outputs; k++) cov_tensor_release(&out[k]);
+    if (st) st = cov_status_annotate(st, "case %s: ", cdir);
+    else (*count)++;
+  }
+  free(in), free(out);
+  return st;
+}
+
+int main(int argc, char **argv) {
+  enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR };
+  static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
+                                        {"output", required_argument, NULL, 'o'},
+                                        {"output-dir", required_argument, NULL, OPT_OUTDIR},
+                                        {"iters", required_argument, NULL, OPT_ITERS},
+                                        {"warmup", required_argument, NULL, OPT_WARMUP},
+                                        {"no-graph", no_argument, NULL, OPT_NO_GRAPH},
+                                        {"target", required_argument, NULL, OPT_TARGET},
+                                        {"seed", required_argument, NULL, OPT_SEED},
+                                        {"info", no_argument, NULL, OPT_INFO},
+                                        {"cases", required_argument, NULL, OPT_CASES},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
+  const char *inputs[64], *out_file = NULL, *out_dir = NULL, *cases = NULL;
+  int n_in = 0, iters = 0, warmup = 3, show_info = 0;
+  uint64_t seed = 1;
+  crt_options opts = {0};
+  int c;
+  while ((c = getopt_long(argc, argv, "i:o:h", longs, NULL)) != -1) {
+    char *end = NULL;
+    switch (c) {
+      case 'i':
+        if (n_in == 64) {
+          fprintf(stderr, "covenant-run: at most 64 --input\n");
+          return EXIT_USAGE;
+        }
+        inputs[n_in++] = optarg;
+        break;
+      case 'o': out_file = optarg; break;
+      case OPT_OUTDIR: out_dir = optarg; break;
+      case OPT_ITERS:
+      case OPT_WARMUP: {
+        errno = 0;
+        long v = strtol(optarg, &end, 10);
+        if (errno || *end || v < (c == OPT_ITERS) || v > 1000000) {
+          fprintf(stderr, "covenant-run: %s takes an integer in [%d, 1000000], not '%s'\n",
+                  c == OPT_ITERS ? "--iters" : "--warmup", c == OPT_ITERS, optarg);
+          return EXIT_USAGE;
+        }
+        *(c == OPT_ITERS ? &iters : &warmup) = (int)v;
+        break;
+      }
+      case OPT_SEED:
+        errno = 0;
+        seed = strtoull(optarg, &end, 10);
+        if (errno || *end || !*optarg) {
+          fprintf(stderr, "covenant-run: --seed takes a non-negative integer, not '%s'\n", optarg);
+          return EXIT_USAGE;
+        }
+        break;
+      case OPT_NO_GRAPH: opts.no_graph = 1; break;
+      case OPT_TARGET: opts.expect_target = optarg; break;
+      case OPT_INFO: show_info = 1; break;
+      case OPT_CASES: cases = optarg; break;
+      case 'h': usage(stdout); return EXIT_OK;
+      default: usage(stderr); return EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "covenant-run: expected one ARTIFACT\n");
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  if (cases && (n_in || out_file || out_dir)) {
+    fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
+    return EXIT_USAGE;
+  }
+  crt_artifact *a = NULL;
+  cov_status st = crt_artifact_load(argv[optind], &a);
+  if (st) return fail_with(st);
+  if (show_info) {
+    info(a);
+    crt_artifact_free(a);
+    return EXIT_OK;
+  }
+  if (out_file && a->n_outputs != 1) {
+    fprintf(stderr, "covenant-run: the model has %d outputs: use --output-dir DIR\n", a->n_outputs);
+    crt_artifact_free(a);
+    return EXIT_USAGE;
+  }
+  cov_tensor *in = calloc((size_t)a->n_inputs + 1, sizeof *in), *out = calloc((size_t)a->n_outputs + 1, sizeof *out);
+  crt_session *s = NULL;
+  if (!in || !out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  /* inputs: NAME=PATH by name, PATH in order */
+  for (int i = 0; i < n_in && !st; i++) {
+    const char *eq = strchr(inputs[i], '='), *path = inputs[i];
+    int k = i;
+    if (eq) {
+      k = -1;
+      for (int j = 0; j < a->n_inputs; j++)
+        if (strlen(a->inputs[j].name) == (size_t)(eq - inputs[i]) && !strncmp(a->inputs[j].name, inputs[i], (size_t)(eq - inputs[i])))
+          k = j;
+      path = eq + 1;
+      if (k < 0) st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model has no input of that name", inputs[i]);
+    } else if (k >= a->n_inputs) {
+      st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model takes %d input(s)", inputs[i], a->n_inputs);
+    }
+    if (!st && in[k].data) st = cov_error(COV_INVALID_ARGUMENT, NULL, "input '%s' given twice", a->inputs[k].name);
+    if (!st) st = cov_npy_read(path, &in[k]);
+  }
+  for (int k = 0; k < a->n_inputs && !st; k++)
+    if (!in[k].data) st = random_input(&a->inputs[k], &seed, &in[k]);
+  if (!st) st = crt_session_open(a, &opts, &s);
+  if (!st) printf("device: %s\n", crt_session_device(s));
+  if (!st && cases) {
+    int count = 0;
+    st = run_cases(s, a, cases, &count);
+    if (!st) printf("ran %d case(s) from %s\n", count, cases);
+  } else if (!st) {
+    st = crt_session_run(s, in, (size_t)a->n_inputs, out, (size_t)a->n_outputs);
+    for (int k = 0; k < a->n_outputs && !st; k++) {
+      int64_t n = cov_tensor_numel(&out[k]);
+      printf("output '%s': %s, %" PRId64 " values:", a->outputs[k].name, cov_dtype_name(out[k].dtype), n);
+      for (int64_t i = 0; i < n && i < 6 && out[k].dtype == COV_F32; i++) printf(" %.6g", ((float *)out[k].data)[i]);
+      printf("%s\n", n > 6 ? " ..." : "");
+      if (out_file) st = cov_npy_write(out_file, &out[k]);
+      if (out_dir) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%d.npy", out_dir, k);
+        st = cov_npy_write(path, &out[k]);
+      }
+    }
+  }
+  if (!st && iters) {
+    double ms = 0;
+    const char *how = "";
+    st = crt_session_time(s, warmup, iters, &ms, &how);
+    if (!st) printf("time: %.4f ms per run (mean of %d runs after %d warm-up; %s)\n", ms, iters, warmup, how);
+  }
+  for (int k = 0; in && k < a->n_inputs; k++) cov_tensor_release(&in[k]);
+  for (int k = 0; out && k < a->n_outputs; k++) cov_tensor_release(&out[k]);
+  free(in), free(out);
+  crt_session_close(s);
+  crt_artifact_free(a);
+  return st ? fail_with(st) : EXIT_OK;
+}

@@ -1,0 +1,234 @@
+/* runtime/crt.h: covenant's compiled-model artifacts and the runtime that
+ * runs them (prefix crt_).
+ *
+ * An artifact (format in runtime/README.md) is one file: a fixed header, a
+ * JSON manifest and a data section of blobs (code objects, NPU programs,
+ * weights). The manifest names the target, the buffers (inputs, outputs,
+ * weights, intermediates placed in one arena by lifetime, views), the model
+ * inputs and outputs, and the steps that run the model (kernel launches,
+ * fills, NPU programs) with their arguments.
+ *
+ * Producers (covenant compile) build artifacts with crt_builder; the
+ * runtime (covenant-run, covenant run) reads them with crt_artifact_read and
+ * runs them with crt_session. This part depends on libc and
+ * covenant/status.h only, so it builds on a GPU machine without LLVM or
+ * Jansson (runtime/CMakeLists.txt). */
+#ifndef CRT_H
+#define CRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "covenant/status.h"
+#include "covenant/tensor.h"
+
+#define CRT_FORMAT_VERSION 1
+#define CRT_MAGIC "\x7f" "COVART\n"
+#define CRT_HEADER_BYTES 64
+#define CRT_ALIGN 256 /* blobs, weights and arena offsets */
+
+/* Limits a reader enforces (bad input gets an error, never a huge allocation). */
+#define CRT_MAX_MANIFEST_BYTES (64u << 20)
+#define CRT_MAX_ITEMS 100000 /* blobs, modules, buffers, steps, args of one step */
+#define CRT_MAX_BYTES (1ull << 40)
+
+typedef enum crt_buf_kind {
+  CRT_BUF_INPUT,        /* a model input: written by the caller before each run */
+  CRT_BUF_OUTPUT,       /* a model output: read back after each run */
+  CRT_BUF_WEIGHT,       /* constant; initial contents from a blob, uploaded once */
+  CRT_BUF_INTERMEDIATE, /* lives in the arena at `offset` (lifetime-based reuse) */
+  CRT_BUF_VIEW,         /* bytes [offset, offset + bytes) of buffer `of` (a reshape) */
+} crt_buf_kind;
+
+typedef struct crt_buffer {
+  const char *name;
+  crt_buf_kind kind;
+  cov_dtype dtype; /* of the elements, as the kernels see them */
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  uint64_t bytes;
+  int blob;        /* weights: the blob holding the contents; else -1 */
+  uint64_t offset; /* intermediates: in the arena; views: in `of` */
+  int of;          /* views: the buffer viewed; else -1 */
+  int first, last; /* intermediates: the first and last step using it */
+} crt_buffer;
+
+typedef enum crt_arg_kind { CRT_ARG_BUFFER, CRT_ARG_I32, CRT_ARG_I64, CRT_ARG_F32 } crt_arg_kind;
+
+/* A kernel argument: a device address (buffer + byte offset) or a scalar. */
+typedef struct crt_arg {
+  crt_arg_kind kind;
+  int buffer;
+  uint64_t offset;
+  int64_t i;
+  float f;
+} crt_arg;
+
+typedef enum crt_step_op { CRT_STEP_LAUNCH, CRT_STEP_FILL, CRT_STEP_NPU } crt_step_op;
+
+/* An NPU program tensor bound to a buffer. */
+typedef struct crt_bind {
+  const char *tensor;
+  int buffer;
+} crt_bind;
+
+typedef struct crt_step {
+  crt_step_op op;
+  const char *label; /* the layer group's first node, for reports */
+  int group;         /* the model's layer group, -1 if none */
+  /* launch */
+  int module;
+  const char *kernel;
+  uint32_t grid[3], block[3], shared_bytes;
+  crt_arg *args;
+  int n_args;
+  /* fill: `bytes` bytes of `value` at `offset` of `buffer` */
+  int buffer;
+  uint64_t offset, bytes;
+  unsigned value;
+  /* npu: the program in `blob`, its DRAM tensors bound to buffers */
+  int blob;
+  crt_bind *binds;
+  int n_binds;
+} crt_step;
+
+typedef struct crt_blob {
+  const char *name;
+  uint64_t offset, bytes; /* in the data section */
+  uint64_t fnv1a64;
+} crt_blob;
+
+typedef struct crt_module {
+  const char *name;
+  const char *format; /* "ptx" (nvptx) or "hsaco" (amdgpu) */
+  int blob;
+} crt_module;
+
+/* A model input or output: the host-side dtype and shape, and its buffer
+ * (whose dtype may differ: the runtime converts f32 <-> f16/bf16). */
+typedef struct crt_io {
+  const char *name;
+  cov_dtype dtype;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  int buffer;
+} crt_io;
+
+typedef struct crt_artifact {
+  const char *file; /* the name errors use */
+  unsigned version;
+  const char *target;   /* the ACG's name, e.g. nvptx-sm90 */
+  const char *backend;  /* nvptx | amdgpu | npu-sim */
+  const char *arch;     /* sm_90a, gfx942, or the NPU ACG's name */
+  const char *model;    /* the source model's file name (no directories) */
+  const char *producer; /* "covenant 0.1.0" */
+  /* groups the producer could not compile (the runtime refuses to run) */
+  const char **missing;
+  int n_missing;
+  crt_blob *blobs;
+  int n_blobs;
+  crt_module *modules;
+  int n_modules;
+  crt_buffer *buffers;
+  int n_buffers;
+  crt_io *inputs, *outputs;
+  int n_inputs, n_outputs;
+  crt_step *steps;
+  int n_steps;
+  uint64_t arena_bytes;  /* all intermediates */
+  uint64_t weight_bytes; /* all weights, each at a CRT_ALIGN multiple */
+  const uint8_t *data;   /* the data section */
+  uint64_t data_bytes;
+  const char *manifest; /* the manifest text (NUL-terminated) */
+  size_t manifest_bytes;
+  void *priv_;
+} crt_artifact;
+
+/* Reads an artifact from memory (the bytes are copied) or a file; every
+ * error names the file and, for the manifest, line:col and the JSON path
+ * (truncated, corrupt, wrong version, inconsistent). */
+cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, crt_artifact **out);
+cov_status crt_artifact_load(const char *path, crt_artifact **out);
+void crt_artifact_free(crt_artifact *a);
+const uint8_t *crt_blob_data(const crt_artifact *a, int blob);
+/* The weight buffer's offset in the weight region. */
+uint64_t crt_weight_offset(const crt_artifact *a, int buffer);
+const char *crt_buf_kind_name(crt_buf_kind k);
+/* FNV-1a, 64-bit: the artifact's checksum. */
+uint64_t crt_fnv1a64(const void *data, size_t n);
+
+/* ---- building artifacts ----------------------------------------------
+ * Functions that add return the new item's index, or -1 after an error,
+ * which the builder keeps (the first one) and crt_builder_finish returns.
+ * Intermediates get their arena offsets at finish, from the steps that use
+ * them: buffers whose lifetimes (first..last step) do not overlap share
+ * bytes (greedy by size, deterministic). The same calls give the same
+ * bytes. */
+typedef struct crt_builder crt_builder;
+
+cov_status crt_builder_new(const char *target, const char *backend, const char *arch, const char *model,
+                           crt_builder **out);
+void crt_builder_free(crt_builder *b);
+int crt_add_blob(crt_builder *b, const char *name, const void *data, size_t bytes);
+int crt_add_module(crt_builder *b, const char *name, const char *format, const void *code, size_t bytes);
+int crt_add_buffer(crt_builder *b, const char *name, crt_buf_kind kind, cov_dtype dtype, int rank,
+                   const int64_t *shape, uint64_t bytes);
+/* A weight with its contents (bytes of them). */
+int crt_add_weight(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape,
+                   const void *data, uint64_t bytes);
+int crt_add_view(crt_builder *b, const char *name, int of, uint64_t offset, cov_dtype dtype, int rank,
+                 const int64_t *shape, uint64_t bytes);
+int crt_add_input(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer);
+int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer);
+int crt_add_launch(crt_builder *b, int group, const char *label, int module, const char *kernel,
+                   const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, const crt_arg *args,
+                   int n_args);
+int crt_add_fill(crt_builder *b, int group, const char *label, int buffer, uint64_t offset, uint64_t bytes,
+                 unsigned value);
+int crt_add_npu(crt_builder *b, int group, const char *label, int blob, const crt_bind *binds, int n_binds);
+/* A group the producer could not compile; the artifact is written (for
+ * inspection) but the runtime refuses to run it, listing these. */
+void crt_add_missing(crt_builder *b, const char *why);
+/* Records an error in the builder (a producer's failure; the builder takes st). */
+void crt_builder_fail(crt_builder *b, cov_status st);
+/* The builder's first error, borrowed (NULL while all is well). */
+cov_status crt_builder_status(const crt_builder *b);
+int crt_builder_num_buffers(const crt_builder *b);
+/* Plans the arena and writes the artifact bytes (*out malloc'ed); the
+ * builder's first error, if any, is returned instead (the caller owns it). */
+cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size);
+/* crt_builder_finish into a file. */
+cov_status crt_builder_write(crt_builder *b, const char *path);
+
+static inline crt_arg crt_buf_arg(int buffer, uint64_t offset) {
+  crt_arg a = {CRT_ARG_BUFFER, buffer, offset, 0, 0.0f};
+  return a;
+}
+
+/* ---- running artifacts ----------------------------------------------- */
+typedef struct crt_session crt_session;
+
+typedef struct crt_options {
+  const char *expect_target; /* NULL, or refuse artifacts for another target */
+  int no_graph;              /* time with plain launches instead of a CUDA graph */
+} crt_options;
+
+/* Opens the device the artifact's backend names (CUDA driver for nvptx, HIP
+ * for amdgpu, the NPU simulator for npu-sim; dlopen'ed), checks that the
+ * device is the one the code was compiled for, loads the code, allocates
+ * the arena, the weights (uploaded once) and the inputs/outputs. Without a
+ * driver: COV_DEVICE_ERROR "no NVIDIA driver: ...". */
+cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out);
+void crt_session_close(crt_session *s);
+const char *crt_session_device(const crt_session *s);
+/* One run: inputs (in the artifact's input order, host dtype and shape)
+ * uploaded, every step run on the device (intermediates stay there),
+ * outputs (allocated here, f32 or the output's dtype) downloaded. */
+cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                           size_t n_outputs);
+/* Times the steps alone on the inputs of the last run: `warmup` runs, then
+ * `iters` runs between two device events (captured once in a CUDA graph and
+ * replayed, unless opts.no_graph); *ms = mean time of one run. */
+cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, const char **how);
+
+#endif

@@ -1,0 +1,685 @@
+/* runtime/crt_artifact.c: reading and validating artifacts (see crt.h and
+ * runtime/README.md for the format). Everything the manifest says is
+ * checked before anything is run: references between items, sizes against
+ * shapes, ranges against their regions, blob checksums. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/crt.h"
+#include "runtime/crt_internal.h"
+#include "runtime/crt_json.h"
+
+uint64_t crt_fnv1a64(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t crt_rd64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+uint32_t crt_rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+const char *crt_buf_kind_name(crt_buf_kind k) {
+  static const char *names[] = {"input", "output", "weight", "intermediate", "view"};
+  return (unsigned)k < 5 ? names[k] : "?";
+}
+
+/* ---- the reader's state ------------------------------------------------ */
+
+typedef struct priv {
+  uint8_t *bytes; /* the whole file */
+  crt_json_doc *doc;
+  uint64_t *weight_off;
+  /* every array and string the artifact points to */
+  void **allocs;
+  size_t n_allocs, cap_allocs;
+} priv;
+
+typedef struct rd {
+  crt_artifact *a;
+  priv *pv;
+  const char *file;
+  cov_status err;
+  char path[256];
+} rd;
+
+static void *rd_alloc(rd *r, size_t n) {
+  priv *pv = r->pv;
+  if (pv->n_allocs == pv->cap_allocs) {
+    size_t cap = pv->cap_allocs ? pv->cap_allocs * 2 : 64;
+    void **na = realloc(pv->allocs, cap * sizeof *na);
+    if (!na) return NULL;
+    pv->allocs = na, pv->cap_allocs = cap;
+  }
+  void *p = calloc(1, n ? n : 1);
+  if (p) pv->allocs[pv->n_allocs++] = p;
+  return p;
+}
+
+/* An error at node `at` (line:col) with the JSON path of the item. */
+static void bad(rd *r, const crt_json *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void bad(rd *r, const crt_json *at, const char *fmt, ...) {
+  if (r->err) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cov_loc loc = {r->file, at ? at->line : 0, at ? at->col : 0, r->path[0] ? r->path : NULL};
+  r->err = cov_error(COV_INVALID_INPUT, &loc, "manifest: %s", msg);
+}
+
+static void set_path(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_path(rd *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->path, sizeof r->path, fmt, ap);
+  va_end(ap);
+}
+
+static const crt_json *member(rd *r, const crt_json *obj, const char *key, crt_json_kind kind, int required) {
+  const crt_json *v = crt_json_get(obj, key);
+  if (!v) {
+    if (required) bad(r, obj, "missing member '%s'", key);
+    return NULL;
+  }
+  if (v->kind != kind) {
+    bad(r, v, "'%s' must be %s, not %s", key, crt_json_kind_name(kind), crt_json_kind_name(v->kind));
+    return NULL;
+  }
+  return v;
+}
+
+static const char *str_of(rd *r, const crt_json *obj, const char *key, int required) {
+  const crt_json *v = member(r, obj, key, CRT_JSON_STRING, required);
+  return v ? v->str : NULL;
+}
+
+/* An integer in [lo, hi]. */
+static int64_t int_of(rd *r, const crt_json *obj, const char *key, int64_t lo, int64_t hi, int required,
+                      int64_t dflt) {
+  const crt_json *v = member(r, obj, key, CRT_JSON_NUMBER, required);
+  if (!v) return dflt;
+  if (!v->is_int || v->i < lo || v->i > hi) {
+    bad(r, v, "'%s' must be an integer in [%" PRId64 ", %" PRId64 "]", key, lo, hi);
+    return dflt;
+  }
+  return v->i;
+}
+
+static const crt_json *array_of(rd *r, const crt_json *obj, const char *key, int required) {
+  const crt_json *v = member(r, obj, key, CRT_JSON_ARRAY, required);
+  if (v && v->n > CRT_MAX_ITEMS) {
+    bad(r, v, "'%s' has %zu items (limit %d)", key, v->n, CRT_MAX_ITEMS);
+    return NULL;
+  }
+  return v;
+}
+
+static void check_keys(rd *r, const crt_json *obj, const char *const *allowed) {
+  for (size_t i = 0; i < obj->n && !r->err; i++) {
+    int ok = 0;
+    for (const char *const *k = allowed; *k && !ok; k++) ok = !strcmp(*k, obj->keys[i]);
+    if (!ok) bad(r, obj->items[i], "unknown member '%s'", obj->keys[i]);
+  }
+}
+
+static int obj_item(rd *r, const crt_json *arr, size_t i, const crt_json **out) {
+  *out = arr->items[i];
+  if ((*out)->kind != CRT_JSON_OBJECT) {
+    bad(r, *out, "expected an object, not %s", crt_json_kind_name((*out)->kind));
+    return 0;
+  }
+  return 1;
+}
+
+static cov_dtype dtype_of(rd *r, const crt_json *obj) {
+  const char *s = str_of(r, obj, "dtype", 1);
+  if (!s) return COV_DTYPE_INVALID;
+  cov_dtype d = cov_dtype_from_name(s);
+  if (d == COV_DTYPE_INVALID) bad(r, crt_json_get(obj, "dtype"), "unknown dtype '%s'", s);
+  return d;
+}
+
+/* shape: array of rank <= COV_MAX_RANK non-negative ints; returns the element count (or -1). */
+static int64_t shape_of(rd *r, const crt_json *obj, int *rank, int64_t *shape) {
+  const crt_json *s = array_of(r, obj, "shape", 1);
+  if (!s) return -1;
+  if (s->n > COV_MAX_RANK) {
+    bad(r, s, "shape has rank %zu (limit %d)", s->n, COV_MAX_RANK);
+    return -1;
+  }
+  int64_t n = 1;
+  for (size_t i = 0; i < s->n; i++) {
+    const crt_json *d = s->items[i];
+    if (d->kind != CRT_JSON_NUMBER || !d->is_int || d->i < 0 || d->i > (int64_t)CRT_MAX_BYTES) {
+      bad(r, d, "shape dimensions are integers in [0, 2^40]");
+      return -1;
+    }
+    shape[i] = d->i;
+    if (d->i && n > (int64_t)CRT_MAX_BYTES / d->i) {
+      bad(r, s, "shape has more than 2^40 elements");
+      return -1;
+    }
+    n *= d->i;
+  }
+  *rank = (int)s->n;
+  return n;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+static void read_blobs(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  const crt_json *arr = array_of(r, root, "blobs", 1);
+  if (!arr) return;
+  a->n_blobs = (int)arr->n;
+  a->blobs = rd_alloc(r, arr->n * sizeof *a->blobs);
+  if (!a->blobs) return bad(r, arr, "out of memory");
+  static const char *keys[] = {"name", "offset", "bytes", "fnv1a64", NULL};
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *o;
+    set_path(r, "blobs[%zu]", i);
+    if (!obj_item(r, arr, i, &o)) break;
+    check_keys(r, o, keys);
+    crt_blob *b = &a->blobs[i];
+    b->name = str_of(r, o, "name", 1);
+    b->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+    b->bytes = (uint64_t)int_of(r, o, "bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+    const char *h = str_of(r, o, "fnv1a64", 1);
+    if (r->err) break;
+    char *end = NULL;
+    errno = 0;
+    b->fnv1a64 = strtoull(h, &end, 16);
+    if (strlen(h) != 16 || *end || errno) {
+      bad(r, crt_json_get(o, "fnv1a64"), "fnv1a64 must be 16 hexadecimal digits");
+      break;
+    }
+    if (b->offset % CRT_ALIGN || b->offset > a->data_bytes || b->bytes > a->data_bytes - b->offset) {
+      bad(r, o, "blob '%s' (bytes %" PRIu64 "..%" PRIu64 ") is not a %d-aligned range of the %" PRIu64
+                "-byte data section (truncated?)",
+          b->name, b->offset, b->offset + b->bytes, CRT_ALIGN, a->data_bytes);
+      break;
+    }
+    uint64_t got = crt_fnv1a64(a->data + b->offset, (size_t)b->bytes);
+    if (got != b->fnv1a64) {
+      bad(r, o, "blob '%s' (bytes %" PRIu64 "..%" PRIu64 " of the data section): checksum %016" PRIx64
+                ", the manifest says %016" PRIx64 " (the file is corrupt)",
+          b->name, b->offset, b->offset + b->bytes, got, b->fnv1a64);
+      break;
+    }
+  }
+}
+
+static int blob_ref(rd *r, const crt_json *o, const char *key, int required) {
+  int64_t i = int_of(r, o, key, 0, r->a->n_blobs - 1, required, -1);
+  if (r->err && required) return -1;
+  return (int)i;
+}
+
+static void read_modules(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  const crt_json *arr = array_of(r, root, "modules", 1);
+  if (!arr) return;
+  a->n_modules = (int)arr->n;
+  a->modules = rd_alloc(r, arr->n * sizeof *a->modules);
+  if (!a->modules) return bad(r, arr, "out of memory");
+  static const char *keys[] = {"name", "format", "blob", NULL};
+  const char *want = !strcmp(a->backend, "nvptx") ? "ptx" : !strcmp(a->backend, "amdgpu") ? "hsaco" : NULL;
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *o;
+    set_path(r, "modules[%zu]", i);
+    if (!obj_item(r, arr, i, &o)) break;
+    check_keys(r, o, keys);
+    crt_module *m = &a->modules[i];
+    m->name = str_of(r, o, "name", 1);
+    m->format = str_of(r, o, "format", 1);
+    m->blob = blob_ref(r, o, "blob", 1);
+    if (r->err) break;
+    if (!want || strcmp(m->format, want))
+      bad(r, crt_json_get(o, "format"), "module format '%s' on backend '%s' (expected %s)", m->format, a->backend,
+          want ? want : "no modules: NPU artifacts hold programs");
+    /* PTX is text the driver reads up to its NUL */
+    else if (!strcmp(m->format, "ptx") &&
+             (a->blobs[m->blob].bytes == 0 || a->data[a->blobs[m->blob].offset + a->blobs[m->blob].bytes - 1] != 0))
+      bad(r, o, "PTX module '%s' does not end with a NUL byte", m->name);
+  }
+}
+
+static void read_buffers(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  const crt_json *arr = array_of(r, root, "buffers", 1);
+  if (!arr) return;
+  a->n_buffers = (int)arr->n;
+  a->buffers = rd_alloc(r, arr->n * sizeof *a->buffers);
+  r->pv->weight_off = rd_alloc(r, arr->n * sizeof *r->pv->weight_off);
+  if (!a->buffers || !r->pv->weight_off) return bad(r, arr, "out of memory");
+  static const char *keys[] = {"name", "kind", "dtype", "shape", "bytes", "blob", "offset", "of", NULL};
+  static const char *kinds[] = {"input", "output", "weight", "intermediate", "view"};
+  uint64_t woff = 0;
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *o;
+    set_path(r, "buffers[%zu]", i);
+    if (!obj_item(r, arr, i, &o)) break;
+    check_keys(r, o, keys);
+    crt_buffer *b = &a->buffers[i];
+    b->blob = b->of = -1;
+    b->first = b->last = -1;
+    b->name = str_of(r, o, "name", 1);
+    const char *kind = str_of(r, o, "kind", 1);
+    b->dtype = dtype_of(r, o);
+    int64_t numel = shape_of(r, o, &b->rank, b->shape);
+    b->bytes = (uint64_t)int_of(r, o, "bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+    if (r->err) break;
+    int k = 0;
+    while (k < 5 && strcmp(kinds[k], kind)) k++;
+    if (k == 5) {
+      bad(r, crt_json_get(o, "kind"), "unknown buffer kind '%s' (input, output, weight, intermediate, view)", kind);
+      break;
+    }
+    b->kind = (crt_buf_kind)k;
+    if ((uint64_t)numel * cov_dtype_size(b->dtype) != b->bytes) {
+      bad(r, o, "buffer '%s': %" PRId64 " %s elements are %" PRIu64 " bytes, not %" PRIu64, b->name, numel,
+          cov_dtype_name(b->dtype), (uint64_t)numel * cov_dtype_size(b->dtype), b->bytes);
+      break;
+    }
+    const crt_json *jb = crt_json_get(o, "blob"), *jo = crt_json_get(o, "offset"), *jf = crt_json_get(o, "of");
+    if (b->kind == CRT_BUF_WEIGHT) {
+      b->blob = blob_ref(r, o, "blob", 1);
+      if (r->err) break;
+      if (a->blobs[b->blob].bytes != b->bytes) {
+        bad(r, jb, "weight '%s' is %" PRIu64 " bytes, its blob %d holds %" PRIu64, b->name, b->bytes, b->blob,
+            a->blobs[b->blob].bytes);
+        break;
+      }
+      r->pv->weight_off[i] = woff;
+      woff += (b->bytes + CRT_ALIGN - 1) / CRT_ALIGN * CRT_ALIGN;
+    } else if (jb) {
+      bad(r, jb, "only weights have a blob");
+    }
+    if (b->kind == CRT_BUF_INTERMEDIATE) {
+      b->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+      if (!r->err && (b->offset % CRT_ALIGN || b->offset > a->arena_bytes || b->bytes > a->arena_bytes - b->offset))
+        bad(r, jo, "intermediate '%s' (bytes %" PRIu64 "..%" PRIu64 ") is not a %d-aligned range of the %" PRIu64
+                   "-byte arena",
+            b->name, b->offset, b->offset + b->bytes, CRT_ALIGN, a->arena_bytes);
+    } else if (b->kind == CRT_BUF_VIEW) {
+      /* a view of an earlier buffer (so views never form cycles) */
+      b->of = (int)int_of(r, o, "of", 0, (int64_t)i - 1, 1, -1);
+      b->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+      if (!r->err && (b->offset > a->buffers[b->of].bytes || b->bytes > a->buffers[b->of].bytes - b->offset))
+        bad(r, jo, "view '%s' (bytes %" PRIu64 "..%" PRIu64 ") lies outside buffer %d ('%s', %" PRIu64 " bytes)",
+            b->name, b->offset, b->offset + b->bytes, b->of, a->buffers[b->of].name, a->buffers[b->of].bytes);
+    } else if (jo) {
+      bad(r, jo, "only intermediates and views have an offset");
+    }
+    if (b->kind != CRT_BUF_VIEW && jf) bad(r, jf, "only views have 'of'");
+  }
+  if (!r->err && woff != a->weight_bytes) {
+    set_path(r, "weight_bytes");
+    bad(r, crt_json_get(root, "weight_bytes"), "weight_bytes is %" PRIu64 ", the weights take %" PRIu64,
+        a->weight_bytes, woff);
+  }
+}
+
+static void read_ios(rd *r, const crt_json *root, int outputs) {
+  crt_artifact *a = r->a;
+  const char *key = outputs ? "outputs" : "inputs";
+  const crt_json *arr = array_of(r, root, key, 1);
+  if (!arr) return;
+  crt_io *ios = rd_alloc(r, arr->n * sizeof *ios);
+  if (!ios) return bad(r, arr, "out of memory");
+  if (outputs)
+    a->outputs = ios, a->n_outputs = (int)arr->n;
+  else
+    a->inputs = ios, a->n_inputs = (int)arr->n;
+  static const char *keys[] = {"name", "dtype", "shape", "buffer", NULL};
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *o;
+    set_path(r, "%s[%zu]", key, i);
+    if (!obj_item(r, arr, i, &o)) break;
+    check_keys(r, o, keys);
+    crt_io *io = &ios[i];
+    io->name = str_of(r, o, "name", 1);
+    io->dtype = dtype_of(r, o);
+    int64_t numel = shape_of(r, o, &io->rank, io->shape);
+    io->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, -1);
+    if (r->err) break;
+    const crt_buffer *b = &a->buffers[io->buffer];
+    crt_buf_kind want = outputs ? CRT_BUF_OUTPUT : CRT_BUF_INPUT;
+    int64_t bnumel = (int64_t)(b->bytes / cov_dtype_size(b->dtype));
+    int conv = io->dtype == b->dtype ||
+               (io->dtype == COV_F32 && (b->dtype == COV_F16 || b->dtype == COV_BF16));
+    if (b->kind != want)
+      bad(r, crt_json_get(o, "buffer"), "%s '%s' names buffer %d ('%s'), a %s buffer", outputs ? "output" : "input",
+          io->name, io->buffer, b->name, crt_buf_kind_name(b->kind));
+    else if (bnumel != numel || !conv)
+      bad(r, o, "%s '%s' (%s, %" PRId64 " elements) does not match its buffer '%s' (%s, %" PRId64 " elements)",
+          outputs ? "output" : "input", io->name, cov_dtype_name(io->dtype), numel, b->name,
+          cov_dtype_name(b->dtype), bnumel);
+  }
+}
+
+/* A use of buffer i by step s: intermediates' lifetimes, through views. */
+static void use_buffer(crt_artifact *a, int i, int s) {
+  while (a->buffers[i].kind == CRT_BUF_VIEW) i = a->buffers[i].of;
+  crt_buffer *b = &a->buffers[i];
+  if (b->first < 0) b->first = s;
+  b->last = s;
+}
+
+static void read_args(rd *r, const crt_json *o, crt_step *st, int s) {
+  crt_artifact *a = r->a;
+  const crt_json *arr = array_of(r, o, "args", 1);
+  if (!arr) return;
+  st->n_args = (int)arr->n;
+  st->args = rd_alloc(r, arr->n * sizeof *st->args);
+  if (!st->args) return bad(r, arr, "out of memory");
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *g;
+    set_path(r, "steps[%d].args[%zu]", s, i);
+    if (!obj_item(r, arr, i, &g)) break;
+    crt_arg *x = &st->args[i];
+    if (crt_json_get(g, "buffer")) {
+      static const char *keys[] = {"buffer", "offset", NULL};
+      check_keys(r, g, keys);
+      x->kind = CRT_ARG_BUFFER;
+      x->buffer = (int)int_of(r, g, "buffer", 0, a->n_buffers - 1, 1, 0);
+      x->offset = (uint64_t)int_of(r, g, "offset", 0, (int64_t)CRT_MAX_BYTES, 0, 0);
+      if (!r->err && x->offset > a->buffers[x->buffer].bytes)
+        bad(r, g, "offset %" PRIu64 " is past the end of buffer %d ('%s', %" PRIu64 " bytes)", x->offset,
+            x->buffer, a->buffers[x->buffer].name, a->buffers[x->buffer].bytes);
+      if (!r->err) use_buffer(a, x->buffer, s);
+    } else if (g->n == 1 && (!strcmp(g->keys[0], "i32") || !strcmp(g->keys[0], "i64"))) {
+      int is32 = !strcmp(g->keys[0], "i32");
+      x->kind = is32 ? CRT_ARG_I32 : CRT_ARG_I64;
+      x->i = int_of(r, g, g->keys[0], is32 ? INT32_MIN : INT64_MIN, is32 ? INT32_MAX : INT64_MAX, 1, 0);
+    } else if (g->n == 1 && !strcmp(g->keys[0], "f32")) {
+      const crt_json *v = member(r, g, "f32", CRT_JSON_NUMBER, 1);
+      x->kind = CRT_ARG_F32;
+      if (v) x->f = (float)v->d;
+    } else {
+      bad(r, g, "an argument is {\"buffer\": B, \"offset\": O} or one of {\"i32\": V}, {\"i64\": V}, {\"f32\": V}");
+    }
+  }
+}
+
+static void read_steps(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  const crt_json *arr = array_of(r, root, "steps", 1);
+  if (!arr) return;
+  a->n_steps = (int)arr->n;
+  a->steps = rd_alloc(r, arr->n * sizeof *a->steps);
+  if (!a->steps) return bad(r, arr, "out of memory");
+  int npu = !strcmp(a->backend, "npu-sim");
+  static const char *launch_keys[] = {"op", "group", "label", "module", "kernel", "grid", "block", "shared_bytes",
+                                      "args", NULL};
+  static const char *fill_keys[] = {"op", "group", "label", "buffer", "offset", "bytes", "value", NULL};
+  static const char *npu_keys[] = {"op", "group", "label", "blob", "binds", NULL};
+  for (size_t i = 0; i < arr->n && !r->err; i++) {
+    const crt_json *o;
+    int s = (int)i;
+    set_path(r, "steps[%zu]", i);
+    if (!obj_item(r, arr, i, &o)) break;
+    crt_step *st = &a->steps[i];
+    st->group = (int)int_of(r, o, "group", -1, INT32_MAX, 0, -1);
+    st->label = str_of(r, o, "label", 0);
+    if (!st->label) st->label = "";
+    const char *op = str_of(r, o, "op", 1);
+    if (r->err) break;
+    st->module = st->buffer = st->blob = -1;
+    if (!strcmp(op, "launch")) {
+      st->op = CRT_STEP_LAUNCH;
+      check_keys(r, o, launch_keys);
+      if (npu) bad(r, o, "an npu-sim artifact has no kernel launches");
+      st->module = (int)int_of(r, o, "module", 0, a->n_modules - 1, 1, 0);
+      st->kernel = str_of(r, o, "kernel", 1);
+      const char *dims[2] = {"grid", "block"};
+      for (int d = 0; d < 2 && !r->err; d++) {
+        const crt_json *v = array_of(r, o, dims[d], 1);
+        if (v && v->n != 3) bad(r, v, "'%s' has 3 dimensions", dims[d]);
+        for (size_t k = 0; v && k < v->n && !r->err; k++) {
+          const crt_json *x = v->items[k];
+          if (x->kind != CRT_JSON_NUMBER || !x->is_int || x->i < 1 || x->i > INT32_MAX)
+            bad(r, x, "'%s' dimensions are integers in [1, 2^31)", dims[d]);
+          else
+            (d ? st->block : st->grid)[k] = (uint32_t)x->i;
+        }
+      }
+      st->shared_bytes = (uint32_t)int_of(r, o, "shared_bytes", 0, 1 << 24, 1, 0);
+      if (!r->err) read_args(r, o, st, s);
+    } else if (!strcmp(op, "fill")) {
+      st->op = CRT_STEP_FILL;
+      check_keys(r, o, fill_keys);
+      st->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, 0);
+      st->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 0, 0);
+      st->bytes = (uint64_t)int_of(r, o, "bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+      st->value = (unsigned)int_of(r, o, "value", 0, 255, 1, 0);
+      if (!r->err) {
+        const crt_buffer *b = &a->buffers[st->buffer];
+        if (st->offset > b->bytes || st->bytes > b->bytes - st->offset)
+          bad(r, o, "fill of bytes %" PRIu64 "..%" PRIu64 " outside buffer %d ('%s', %" PRIu64 " bytes)", st->offset,
+              st->offset + st->bytes, st->buffer, b->name, b->bytes);
+        else if (b->kind == CRT_BUF_WEIGHT)
+          bad(r, o, "fill of weight '%s' (weights are constant)", b->name);
+        else
+          use_buffer(a, st->buffer, s);
+      }
+    } else if (!strcmp(op, "npu")) {
+      st->op = CRT_STEP_NPU;
+      check_keys(r, o, npu_keys);
+      if (!npu) bad(r, o, "only npu-sim artifacts run NPU programs");
+      st->blob = blob_ref(r, o, "blob", 1);
+      const crt_json *bs = array_of(r, o, "binds", 1);
+      if (r->err) break;
+      st->n_binds = (int)bs->n;
+      st->binds = rd_alloc(r, bs->n * sizeof *st->binds);
+      if (!st->binds) return bad(r, bs, "out of memory");
+      static const char *bind_keys[] = {"tensor", "buffer", NULL};
+      for (size_t k = 0; k < bs->n && !r->err; k++) {
+        const crt_json *g;
+        set_path(r, "steps[%zu].binds[%zu]", i, k);
+        if (!obj_item(r, bs, k, &g)) break;
+        check_keys(r, g, bind_keys);
+        st->binds[k].tensor = str_of(r, g, "tensor", 1);
+        st->binds[k].buffer = (int)int_of(r, g, "buffer", 0, a->n_buffers - 1, 1, 0);
+        if (!r->err) use_buffer(a, st->binds[k].buffer, s);
+      }
+    } else {
+      bad(r, crt_json_get(o, "op"), "unknown step op '%s' (launch, fill, npu)", op);
+    }
+  }
+}
+
+static void read_manifest(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  if (root->kind != CRT_JSON_OBJECT) return bad(r, root, "the manifest must be an object");
+  static const char *keys[] = {"format", "version", "target", "backend", "arch", "model", "producer", "missing",
+                               "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs", "outputs",
+                               "steps", NULL};
+  const char *format = str_of(r, root, "format", 1);
+  if (format && strcmp(format, "covenant-artifact"))
+    return bad(r, crt_json_get(root, "format"), "format is '%s', not 'covenant-artifact'", format);
+  int64_t v = int_of(r, root, "version", 0, INT32_MAX, 1, 0);
+  if (!r->err && v != a->version)
+    return bad(r, crt_json_get(root, "version"), "version %" PRId64 " differs from the header's %u", v, a->version);
+  check_keys(r, root, keys);
+  a->target = str_of(r, root, "target", 1);
+  a->backend = str_of(r, root, "backend", 1);
+  a->arch = str_of(r, root, "arch", 1);
+  a->model = str_of(r, root, "model", 1);
+  a->producer = str_of(r, root, "producer", 1);
+  a->arena_bytes = (uint64_t)int_of(r, root, "arena_bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+  a->weight_bytes = (uint64_t)int_of(r, root, "weight_bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+  if (r->err) return;
+  if (strcmp(a->backend, "nvptx") && strcmp(a->backend, "amdgpu") && strcmp(a->backend, "npu-sim"))
+    return bad(r, crt_json_get(root, "backend"), "unknown backend '%s' (nvptx, amdgpu, npu-sim)", a->backend);
+  const crt_json *miss = array_of(r, root, "missing", 1);
+  if (!miss) return;
+  a->missing = rd_alloc(r, miss->n * sizeof *a->missing);
+  if (!a->missing) return bad(r, miss, "out of memory");
+  a->n_missing = (int)miss->n;
+  for (size_t i = 0; i < miss->n; i++) {
+    if (miss->items[i]->kind != CRT_JSON_STRING) {
+      set_path(r, "missing[%zu]", i);
+      return bad(r, miss->items[i], "expected a string");
+    }
+    a->missing[i] = miss->items[i]->str;
+  }
+  read_blobs(r, root);
+  if (!r->err) read_modules(r, root);
+  if (!r->err) read_buffers(r, root);
+  if (!r->err) read_ios(r, root, 0);
+  if (!r->err) read_ios(r, root, 1);
+  if (!r->err) read_steps(r, root);
+  if (r->err) return;
+  r->path[0] = '\0';
+  for (int i = 0; i < a->n_buffers; i++) {
+    const crt_buffer *b = &a->buffers[i];
+    if (b->kind == CRT_BUF_INTERMEDIATE && b->first < 0) {
+      set_path(r, "buffers[%d]", i);
+      return bad(r, NULL, "intermediate '%s' is used by no step", b->name);
+    }
+  }
+}
+
+/* ---- the container -------------------------------------------------------- */
+
+static cov_status container_error(const char *file, cov_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static cov_status container_error(const char *file, cov_code code, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cov_loc loc = {file, 0, 0, NULL};
+  return cov_error(code, &loc, "%s", msg);
+}
+
+cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, crt_artifact **out) {
+  *out = NULL;
+  const uint8_t *p = bytes;
+  const char *file = name ? name : "<artifact>";
+  if (size < 8 || memcmp(p, CRT_MAGIC, 8))
+    return container_error(file, COV_INVALID_INPUT,
+                           "not a covenant artifact (no '\\x7fCOVART' magic; %zu bytes)", size);
+  if (size < CRT_HEADER_BYTES)
+    return container_error(file, COV_INVALID_INPUT, "truncated: %zu bytes, the header alone is %d", size,
+                           CRT_HEADER_BYTES);
+  uint32_t version = crt_rd32(p + 8), hbytes = crt_rd32(p + 12);
+  if (version != CRT_FORMAT_VERSION)
+    return container_error(file, COV_UNSUPPORTED,
+                           "artifact format version %u; this runtime reads version %d (compile the model again "
+                           "with the covenant that matches this runtime)",
+                           version, CRT_FORMAT_VERSION);
+  uint64_t fbytes = crt_rd64(p + 16), moff = crt_rd64(p + 24), mbytes = crt_rd64(p + 32), mfnv = crt_rd64(p + 40),
+           doff = crt_rd64(p + 48), dbytes = crt_rd64(p + 56);
+  if (hbytes != CRT_HEADER_BYTES)
+    return container_error(file, COV_INVALID_INPUT, "corrupt header: header size %u (expected %d)", hbytes,
+                           CRT_HEADER_BYTES);
+  if (fbytes != size)
+    return container_error(file, COV_INVALID_INPUT, "%s: the header says %" PRIu64 " bytes, the file has %zu",
+                           fbytes > size ? "truncated" : "trailing bytes", fbytes, size);
+  if (moff != CRT_HEADER_BYTES || mbytes > CRT_MAX_MANIFEST_BYTES || mbytes > size - moff || doff < moff + mbytes ||
+      doff % CRT_ALIGN || doff > size || dbytes != size - doff)
+    return container_error(file, COV_INVALID_INPUT,
+                           "corrupt header: manifest at %" PRIu64 " (%" PRIu64 " bytes), data at %" PRIu64
+                           " (%" PRIu64 " bytes) do not lay out a %zu-byte file",
+                           moff, mbytes, doff, dbytes, size);
+  if (crt_fnv1a64(p + moff, (size_t)mbytes) != mfnv)
+    return container_error(file, COV_INVALID_INPUT, "corrupt: the manifest's checksum does not match the header's");
+  crt_artifact *a = calloc(1, sizeof *a);
+  priv *pv = calloc(1, sizeof *pv);
+  uint8_t *copy = malloc(size + 1);
+  if (!a || !pv || !copy) {
+    free(a), free(pv), free(copy);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s (%zu bytes)", file, size);
+  }
+  memcpy(copy, p, size);
+  pv->bytes = copy;
+  a->priv_ = pv;
+  rd r = {a, pv, NULL, NULL, ""};
+  char *fname = rd_alloc(&r, strlen(file) + 1);
+  /* the manifest as a C string: a copy with its NUL */
+  char *text = rd_alloc(&r, (size_t)mbytes + 1);
+  if (!fname || !text) {
+    crt_artifact_free(a);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s", file);
+  }
+  memcpy(fname, file, strlen(file) + 1);
+  memcpy(text, copy + moff, (size_t)mbytes);
+  r.file = a->file = fname;
+  a->version = version;
+  a->manifest = text;
+  a->manifest_bytes = (size_t)mbytes;
+  a->data = copy + doff;
+  a->data_bytes = dbytes;
+  cov_status st = crt_json_parse(text, (size_t)mbytes, file, &pv->doc);
+  if (st) {
+    crt_artifact_free(a);
+    return cov_status_annotate(st, "manifest: ");
+  }
+  read_manifest(&r, crt_json_root(pv->doc));
+  if (r.err) {
+    crt_artifact_free(a);
+    return r.err;
+  }
+  *out = a;
+  return NULL;
+}
+
+cov_status crt_artifact_load(const char *path, crt_artifact **out) {
+  *out = NULL;
+  cov_loc loc = {path, 0, 0, NULL};
+  FILE *f = fopen(path, "rb");
+  if (!f) return cov_error(errno == ENOENT ? COV_NOT_FOUND : COV_IO_ERROR, &loc, "cannot open: %s", strerror(errno));
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return cov_error(COV_IO_ERROR, &loc, "cannot seek (a directory or a pipe?)");
+  }
+  long n = ftell(f);
+  if (n < 0 || (uint64_t)n > CRT_MAX_BYTES) {
+    fclose(f);
+    return cov_error(COV_IO_ERROR, &loc, "cannot size the file");
+  }
+  rewind(f);
+  uint8_t *buf = malloc((size_t)n + 1);
+  if (!buf) {
+    fclose(f);
+    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory (%ld bytes)", n);
+  }
+  size_t got = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  if (got != (size_t)n) {
+    free(buf);
+    return cov_error(COV_IO_ERROR, &loc, "read error");
+  }
+  cov_status st = crt_artifact_read(buf, got, path, out);
+  free(buf);
+  return st;
+}
+
+void crt_artifact_free(crt_artifact *a) {
+  if (!a) return;
+  priv *pv = a->priv_;
+  if (pv) {
+    for (size_t i = 0; i < pv->n_allocs; i++) free(pv->allocs[i]);
+    free(pv->allocs);
+    crt_json_free(pv->doc);
+    free(pv->bytes);
+    free(pv);
+  }
+  free(a);
+}
+
+const uint8_t *crt_blob_data(const crt_artifact *a, int blob) { return a->data + a->blobs[blob].offset; }
+
+uint64_t crt_weight_offset(const crt_artifact *a, int buffer) { return ((const priv *)a->priv_)->weight_off[buffer]; }

@@ -1,0 +1,21 @@
+/* runtime/crt_npu.h: NPU programs of an artifact in the simulator. Built
+ * with the simulator (CRT_WITH_NPU) in the full tree; the standalone
+ * runtime (runtime/CMakeLists.txt on a GPU machine) has no simulator and
+ * says so when given an NPU artifact. */
+#ifndef CRT_NPU_H
+#define CRT_NPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/crt.h"
+
+typedef struct crt_npu crt_npu;
+
+/* Loads the ACG the artifact names (arch) and decodes every program. */
+cov_status crt_npu_open(const crt_artifact *a, crt_npu **out, char *device, size_t device_size);
+/* Runs step `step` (an npu step): bound buffers at host addresses addr[]. */
+cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint64_t *addr);
+void crt_npu_close(crt_npu *n);
+
+#endif

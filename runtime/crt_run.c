@@ -1,0 +1,429 @@
+/* runtime/crt_run.c: running an artifact (crt_session, see crt.h).
+ *
+ * GPU artifacts run through the CUDA driver (nvptx) or HIP (amdgpu), both
+ * dlopen'ed: at open the code is loaded, one allocation holds every weight
+ * (uploaded once), one the arena of intermediates, and each input and
+ * output its own; every buffer's device address is fixed then, so a run
+ * is: upload the inputs, issue the steps (on one CUDA stream, no host
+ * synchronisation between them), download the outputs. Intermediates never
+ * leave the device. NPU artifacts run their programs in the simulator
+ * (crt_npu.c, in the full build only), buffers in host memory. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/crt_hip.h"
+#include "runtime/crt_cuda.h"
+#include "runtime/crt.h"
+#include "runtime/crt_npu.h"
+
+enum { DEV_CUDA, DEV_HIP, DEV_NPU };
+
+struct crt_session {
+  const crt_artifact *a;
+  const crt_options *opts;
+  int dev;
+  crt_cuda *cu;
+  crt_hip *hip;
+  crt_npu *npu;
+  crt_cuda_stream *stream;
+  crt_cuda_graph *graph;
+  void **mods;        /* per module */
+  void **fns;         /* per step (CUDA launches) */
+  uint64_t *addr;     /* per buffer: device address (or host address for NPU) */
+  uint64_t arena, weights, *io_mem; /* allocations; io_mem per buffer (inputs/outputs) */
+  uint64_t *argv_store; /* 8 bytes per argument of every launch */
+  void **argv;          /* pointers into argv_store */
+  size_t *argv_first;   /* per step: index of its first argument */
+  uint8_t *host;        /* NPU: one host block for every buffer */
+  char device[200];
+};
+
+const char *crt_session_device(const crt_session *s) { return s->device; }
+
+static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cov_loc loc = {a->file, 0, 0, NULL};
+  return cov_error(code, &loc, "%s", msg);
+}
+
+/* ---- device memory behind one face ---- */
+
+static cov_status d_alloc(crt_session *s, uint64_t bytes, uint64_t *out) {
+  if (s->dev == DEV_CUDA) {
+    crt_devptr p = 0;
+    COV_RETURN_IF_ERROR(crt_cuda_alloc(s->cu, (size_t)bytes, &p));
+    *out = p;
+    return NULL;
+  }
+  void *p = NULL;
+  COV_RETURN_IF_ERROR(crt_hip_alloc(s->hip, (size_t)(bytes ? bytes : 1), &p));
+  *out = (uint64_t)(uintptr_t)p;
+  return NULL;
+}
+static void d_free(crt_session *s, uint64_t p) {
+  if (!p) return;
+  if (s->dev == DEV_CUDA) cov_status_free(crt_cuda_free(s->cu, p));
+  if (s->dev == DEV_HIP) crt_hip_free(s->hip, (void *)(uintptr_t)p);
+}
+static cov_status d_upload(crt_session *s, uint64_t dst, const void *src, size_t n) {
+  if (!n) return NULL;
+  if (s->dev == DEV_NPU) {
+    memcpy((void *)(uintptr_t)dst, src, n);
+    return NULL;
+  }
+  return s->dev == DEV_CUDA ? crt_cuda_upload(s->cu, dst, src, n)
+                            : crt_hip_upload(s->hip, (void *)(uintptr_t)dst, src, n);
+}
+static cov_status d_download(crt_session *s, void *dst, uint64_t src, size_t n) {
+  if (!n) return NULL;
+  if (s->dev == DEV_NPU) {
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    return NULL;
+  }
+  return s->dev == DEV_CUDA ? crt_cuda_download(s->cu, dst, src, n)
+                            : crt_hip_download(s->hip, dst, (const void *)(uintptr_t)src, n);
+}
+
+/* "sm_90a" -> 90, 'a' */
+static int parse_sm(const char *arch, int *cc, int *specific) {
+  int v = 0, n = 0;
+  if (sscanf(arch, "sm_%d%n", &v, &n) != 1) return 0;
+  *cc = v;
+  *specific = arch[n] == 'a';
+  return arch[n] == '\0' || (arch[n] == 'a' && arch[n + 1] == '\0');
+}
+
+static cov_status open_gpu(crt_session *s) {
+  const crt_artifact *a = s->a;
+  cov_status st;
+  if (s->dev == DEV_CUDA) {
+    int want = 0, specific = 0, major = 0, minor = 0;
+    if (!parse_sm(a->arch, &want, &specific))
+      return loc_error(a, COV_INVALID_INPUT, "arch '%s' is not an NVIDIA sm_XY[a]", a->arch);
+    if ((st = crt_cuda_open(&s->cu))) return st;
+    crt_cuda_capability(s->cu, &major, &minor);
+    int have = major * 10 + minor;
+    snprintf(s->device, sizeof s->device, "%s", crt_cuda_device_name(s->cu));
+    /* sm_XYa code uses features of exactly that architecture (wgmma) */
+    if (specific ? have != want : have < want)
+      return loc_error(a, COV_UNSUPPORTED, "compiled for %s (%s); this device is %s", a->arch, a->target, s->device);
+    if ((st = crt_cuda_stream_create(s->cu, &s->stream))) return st;
+  } else {
+    if ((st = crt_hip_open(&s->hip))) return st;
+    snprintf(s->device, sizeof s->device, "%s", crt_hip_device_name(s->hip));
+  }
+  s->mods = calloc((size_t)a->n_modules + 1, sizeof *s->mods);
+  s->fns = calloc((size_t)a->n_steps + 1, sizeof *s->fns);
+  if (!s->mods || !s->fns) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < a->n_modules; i++) {
+    const uint8_t *code = crt_blob_data(a, a->modules[i].blob);
+    st = s->dev == DEV_CUDA ? crt_cuda_load(s->cu, (const char *)code, (crt_cuda_module **)&s->mods[i])
+                            : crt_hip_load(s->hip, code, (crt_hip_module **)&s->mods[i]);
+    if (st)
+      return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file, a->modules[i].name, a->arch);
+  }
+  for (int i = 0; i < a->n_steps && s->dev == DEV_CUDA; i++) {
+    const crt_step *x = &a->steps[i];
+    if (x->op != CRT_STEP_LAUNCH) continue;
+    if ((st = crt_cuda_function(s->cu, s->mods[x->module], x->kernel, x->shared_bytes, &s->fns[i])))
+      return cov_status_annotate(st, "%s: step %d (%s): ", a->file, i, x->label);
+  }
+  /* memory: arena, weights (uploaded now, once), inputs and outputs */
+  if ((st = d_alloc(s, a->arena_bytes, &s->arena)) || (st = d_alloc(s, a->weight_bytes, &s->weights)))
+    return st;
+  for (int i = 0; i < a->n_buffers; i++) {
+    const crt_buffer *b = &a->buffers[i];
+    switch (b->kind) {
+      case CRT_BUF_INPUT:
+      case CRT_BUF_OUTPUT:
+        if ((st = d_alloc(s, b->bytes, &s->io_mem[i]))) return st;
+        s->addr[i] = s->io_mem[i];
+        break;
+      case CRT_BUF_WEIGHT:
+        s->addr[i] = s->weights + crt_weight_offset(a, i);
+        if ((st = d_upload(s, s->addr[i], crt_blob_data(a, b->blob), (size_t)b->bytes))) return st;
+        break;
+      case CRT_BUF_INTERMEDIATE: s->addr[i] = s->arena + b->offset; break;
+      case CRT_BUF_VIEW: s->addr[i] = s->addr[b->of] + b->offset; break;
+    }
+  }
+  return NULL;
+}
+
+static cov_status open_npu(crt_session *s) {
+  const crt_artifact *a = s->a;
+  /* host memory laid out like the device's: arena, weights, then io */
+  uint64_t total = a->arena_bytes + a->weight_bytes, *io_off = s->io_mem;
+  for (int i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i].kind == CRT_BUF_INPUT || a->buffers[i].kind == CRT_BUF_OUTPUT)
+      io_off[i] = total, total += (a->buffers[i].bytes + CRT_ALIGN - 1) / CRT_ALIGN * CRT_ALIGN;
+  s->host = calloc(1, (size_t)total + 1);
+  if (!s->host) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory (%" PRIu64 " bytes of buffers)", total);
+  uint64_t base = (uint64_t)(uintptr_t)s->host;
+  for (int i = 0; i < a->n_buffers; i++) {
+    const crt_buffer *b = &a->buffers[i];
+    switch (b->kind) {
+      case CRT_BUF_INPUT:
+      case CRT_BUF_OUTPUT: s->addr[i] = base + io_off[i]; break;
+      case CRT_BUF_WEIGHT:
+        s->addr[i] = base + a->arena_bytes + crt_weight_offset(a, i);
+        memcpy((void *)(uintptr_t)s->addr[i], crt_blob_data(a, b->blob), (size_t)b->bytes);
+        break;
+      case CRT_BUF_INTERMEDIATE: s->addr[i] = base + b->offset; break;
+      case CRT_BUF_VIEW: s->addr[i] = s->addr[b->of] + b->offset; break;
+    }
+  }
+  for (int i = 0; i < a->n_buffers; i++) io_off[i] = 0; /* nothing to free on a device */
+  return crt_npu_open(a, &s->npu, s->device, sizeof s->device);
+}
+
+/* Launch arguments: 8 bytes of storage each, pointed to from argv. */
+static cov_status build_args(crt_session *s) {
+  const crt_artifact *a = s->a;
+  size_t n = 0;
+  for (int i = 0; i < a->n_steps; i++) n += (size_t)a->steps[i].n_args;
+  s->argv_store = calloc(n + 1, sizeof *s->argv_store);
+  s->argv = calloc(n + 1, sizeof *s->argv);
+  s->argv_first = calloc((size_t)a->n_steps + 1, sizeof *s->argv_first);
+  if (!s->argv_store || !s->argv || !s->argv_first) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  size_t k = 0;
+  for (int i = 0; i < a->n_steps; i++) {
+    s->argv_first[i] = k;
+    for (int j = 0; j < a->steps[i].n_args; j++, k++) {
+      const crt_arg *x = &a->steps[i].args[j];
+      uint64_t *slot = &s->argv_store[k];
+      if (x->kind == CRT_ARG_BUFFER) {
+        *slot = s->addr[x->buffer] + x->offset;
+      } else if (x->kind == CRT_ARG_I32) {
+        int32_t v = (int32_t)x->i;
+        memcpy(slot, &v, 4);
+      } else if (x->kind == CRT_ARG_I64) {
+        memcpy(slot, &x->i, 8);
+      } else {
+        memcpy(slot, &x->f, 4);
+      }
+      s->argv[k] = slot;
+    }
+  }
+  return NULL;
+}
+
+cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
+  *out = NULL;
+  static const crt_options none;
+  if (!opts) opts = &none;
+  /* checks that need no device come first */
+  if (opts->expect_target && strcmp(opts->expect_target, a->target))
+    return loc_error(a, COV_INVALID_ARGUMENT, "the artifact is for target %s, not %s", a->target,
+                     opts->expect_target);
+  if (a->n_missing) {
+    char list[1024] = "";
+    size_t k = 0;
+    for (int i = 0; i < a->n_missing && k < sizeof list; i++)
+      k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? "; " : "", a->missing[i]);
+    return loc_error(a, COV_UNSUPPORTED,
+                     "the artifact is incomplete: %d layer group(s) were not compiled for %s, so it cannot run: %s",
+                     a->n_missing, a->target, list);
+  }
+  crt_session *s = calloc(1, sizeof *s);
+  if (!s) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  s->a = a, s->opts = opts;
+  s->dev = !strcmp(a->backend, "nvptx") ? DEV_CUDA : !strcmp(a->backend, "amdgpu") ? DEV_HIP : DEV_NPU;
+  s->addr = calloc((size_t)a->n_buffers + 1, sizeof *s->addr);
+  s->io_mem = calloc((size_t)a->n_buffers + 1, sizeof *s->io_mem);
+  cov_status st = !s->addr || !s->io_mem ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory")
+                  : s->dev == DEV_NPU    ? open_npu(s)
+                                         : open_gpu(s);
+  if (!st) st = build_args(s);
+  if (st) {
+    crt_session_close(s);
+    return cov_status_annotate(st, "cannot run %s on %s: ", a->file, a->target);
+  }
+  *out = s;
+  return NULL;
+}
+
+void crt_session_close(crt_session *s) {
+  if (!s) return;
+  const crt_artifact *a = s->a;
+  if (s->dev != DEV_NPU && (s->cu || s->hip)) {
+    crt_cuda_graph_destroy(s->cu, s->graph);
+    for (int i = 0; s->io_mem && i < a->n_buffers; i++) d_free(s, s->io_mem[i]);
+    d_free(s, s->arena), d_free(s, s->weights);
+    for (int i = 0; s->mods && i < a->n_modules; i++)
+      if (s->mods[i]) {
+        if (s->dev == DEV_CUDA) crt_cuda_unload(s->cu, s->mods[i]);
+        else crt_hip_unload(s->hip, s->mods[i]);
+      }
+    if (s->stream) crt_cuda_stream_destroy(s->cu, s->stream);
+  }
+  crt_npu_close(s->npu);
+  crt_cuda_close(s->cu);
+  crt_hip_close(s->hip);
+  free(s->mods), free(s->fns), free(s->addr), free(s->io_mem), free(s->argv_store), free(s->argv);
+  free(s->argv_first), free(s->host);
+  free(s);
+}
+
+/* Issues every step; on CUDA without waiting (the caller synchronises). */
+static cov_status issue(crt_session *s) {
+  const crt_artifact *a = s->a;
+  cov_status st = NULL;
+  for (int i = 0; i < a->n_steps && !st; i++) {
+    const crt_step *x = &a->steps[i];
+    if (x->op == CRT_STEP_LAUNCH) {
+      void **args = &s->argv[s->argv_first[i]];
+      st = s->dev == DEV_CUDA
+               ? crt_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)
+               : crt_hip_launch(s->hip, s->mods[x->module], x->kernel, x->grid, x->block, x->shared_bytes, args,
+                                   NULL);
+    } else if (x->op == CRT_STEP_FILL) {
+      uint64_t p = s->addr[x->buffer] + x->offset;
+      if (s->dev == DEV_CUDA) {
+        st = crt_cuda_memset_async(s->cu, p, (unsigned char)x->value, (size_t)x->bytes, s->stream);
+      } else if (s->dev == DEV_NPU) {
+        memset((void *)(uintptr_t)p, (int)x->value, (size_t)x->bytes);
+      } else {
+        uint8_t *tmp = malloc((size_t)x->bytes + 1);
+        if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+        memset(tmp, (int)x->value, (size_t)x->bytes);
+        st = d_upload(s, p, tmp, (size_t)x->bytes);
+        free(tmp);
+      }
+    } else {
+      st = crt_npu_step(s->npu, a, i, s->addr);
+    }
+    if (st) st = cov_status_annotate(st, "%s: step %d (%s, group %d): ", a->file, i, x->label, x->group);
+  }
+  return st;
+}
+
+static int same_shape(const cov_tensor *t, const crt_io *io) {
+  if (t->rank != io->rank) return 0;
+  for (int d = 0; d < t->rank; d++)
+    if (t->shape[d] != io->shape[d]) return 0;
+  return 1;
+}
+
+/* Host <-> buffer conversion: same dtype (a copy), or f32 <-> f16/bf16. */
+static void convert(const void *src, cov_dtype from, void *dst, cov_dtype to, size_t n) {
+  if (from == to) {
+    memcpy(dst, src, n * cov_dtype_size(from));
+  } else if (from == COV_F32) {
+    const float *f = src;
+    uint16_t *h = dst;
+    for (size_t i = 0; i < n; i++) h[i] = to == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
+  } else {
+    const uint16_t *h = src;
+    float *f = dst;
+    for (size_t i = 0; i < n; i++) f[i] = from == COV_F16 ? cov_f16_to_f32(h[i]) : cov_bf16_to_f32(h[i]);
+  }
+}
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int d = 0; d < rank && k < n; d++) k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, d ? ", " : "", shape[d]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                           size_t n_outputs) {
+  const crt_artifact *a = s->a;
+  if (n_inputs != (size_t)a->n_inputs || n_outputs != (size_t)a->n_outputs)
+    return loc_error(a, COV_INVALID_ARGUMENT, "the model takes %d input(s) and gives %d output(s), not %zu and %zu",
+                     a->n_inputs, a->n_outputs, n_inputs, n_outputs);
+  cov_status st = NULL;
+  for (int k = 0; k < a->n_inputs && !st; k++) {
+    const crt_io *io = &a->inputs[k];
+    const crt_buffer *b = &a->buffers[io->buffer];
+    if (inputs[k].dtype != io->dtype || !same_shape(&inputs[k], io)) {
+      char want[128], got[128];
+      shape_str(io->rank, io->shape, want, sizeof want);
+      shape_str(inputs[k].rank, inputs[k].shape, got, sizeof got);
+      return loc_error(a, COV_INVALID_ARGUMENT, "input '%s' must be %s%s, not %s%s", io->name,
+                       cov_dtype_name(io->dtype), want, cov_dtype_name(inputs[k].dtype), got);
+    }
+    size_t n = (size_t)(b->bytes / cov_dtype_size(b->dtype));
+    void *tmp = malloc((size_t)b->bytes + 1);
+    if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    convert(inputs[k].data, io->dtype, tmp, b->dtype, n);
+    st = d_upload(s, s->addr[io->buffer], tmp, (size_t)b->bytes);
+    free(tmp);
+  }
+  if (!st) st = issue(s);
+  if (!st && s->dev == DEV_CUDA) st = crt_cuda_stream_sync(s->cu, s->stream);
+  for (int k = 0; k < a->n_outputs && !st; k++) {
+    const crt_io *io = &a->outputs[k];
+    const crt_buffer *b = &a->buffers[io->buffer];
+    size_t n = (size_t)(b->bytes / cov_dtype_size(b->dtype));
+    void *tmp = malloc((size_t)b->bytes + 1);
+    if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    st = d_download(s, tmp, s->addr[io->buffer], (size_t)b->bytes);
+    if (!st) st = cov_tensor_alloc(&outputs[k], io->dtype, io->rank, io->shape);
+    if (!st) convert(tmp, b->dtype, outputs[k].data, io->dtype, n);
+    free(tmp);
+  }
+  if (st) {
+    for (int k = 0; k < a->n_outputs; k++) cov_tensor_release(&outputs[k]);
+    return cov_status_annotate(st, "running %s on %s: ", a->file, s->device);
+  }
+  return NULL;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, const char **how) {
+  if (iters < 1 || warmup < 0)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs at least one iteration");
+  cov_status st = NULL;
+  if (s->dev != DEV_CUDA) {
+    *how = s->dev == DEV_NPU ? "host wall clock of the simulator" : "host wall clock, a wait after each launch";
+    for (int i = 0; i < warmup && !st; i++) st = issue(s);
+    double t0 = now_ms();
+    for (int i = 0; i < iters && !st; i++) st = issue(s);
+    *ms = (now_ms() - t0) / iters;
+    return st;
+  }
+  int graph = !s->opts->no_graph;
+  *how = graph ? "CUDA events around replays of one CUDA graph of every step" : "CUDA events around plain launches";
+  if (graph && !s->graph) {
+    /* captured once: the same launches, replayed without host work */
+    st = crt_cuda_capture_begin(s->cu, s->stream);
+    if (!st) {
+      cov_status ist = issue(s);
+      cov_status est = crt_cuda_capture_end(s->cu, s->stream, &s->graph);
+      st = ist ? ist : est;
+      if (ist) cov_status_free(est);
+    }
+    if (st) return cov_status_annotate(st, "capturing %s in a CUDA graph: ", s->a->file);
+  }
+  for (int i = 0; i < warmup && !st; i++)
+    st = graph ? crt_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
+  if (!st) st = crt_cuda_stream_sync(s->cu, s->stream);
+  void *start = NULL;
+  if (!st) st = crt_cuda_mark(s->cu, s->stream, &start);
+  for (int i = 0; i < iters && !st; i++)
+    st = graph ? crt_cuda_graph_launch(s->cu, s->graph, s->stream) : issue(s);
+  float t = 0;
+  if (start) {
+    cov_status et = crt_cuda_elapsed(s->cu, s->stream, start, &t);
+    if (!st) st = et;
+    else cov_status_free(et);
+  }
+  *ms = (double)t / iters;
+  return st;
+}

@@ -1,0 +1,118 @@
+/* tests/arch/test_registry.c SRCDIR: the backend registry. Targets open to
+ * the backend their ACG's backend.name names (ref without an ACG, the
+ * default target when none is given), the GPU rows carry their vendor (the
+ * one gpu_target_open picks), a GPU target without the GPU backends is
+ * refused with a located error, and the run_model entry points of ref and npu-sim reproduce
+ * examples/convnet.onnx's numpy output (examples/make_convnet.py). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/registry/backend_registry.h"
+#include "covenant/tensor.h"
+#include "tests/check.h"
+
+/* max |a - b| / max |b| over f32 tensors of the same size; INFINITY otherwise */
+static double rel_err(const cov_tensor *a, const cov_tensor *b) {
+  if (a->dtype != COV_F32 || b->dtype != COV_F32 || cov_tensor_numel(a) != cov_tensor_numel(b)) return INFINITY;
+  double md = 0, mr = 0;
+  for (int64_t i = 0; i < cov_tensor_numel(b); i++) {
+    double x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
+    if (!(fabs(x - y) <= md)) md = fabs(x - y);
+    if (fabs(y) > mr) mr = fabs(y);
+  }
+  return md / (mr > 0 ? mr : 1);
+}
+
+static void check_run(const char *target, const char *src, double tol) {
+  char path[4096];
+  backend_target t;
+  cov_status st = backend_target_open(target, &t);
+  CHECK(!st);
+  if (st) return cov_status_free(st);
+  CHECK(t.backend->run_model != NULL);
+  cov_model *m = NULL;
+  cov_tensor in = {0}, want = {0}, got = {0};
+  snprintf(path, sizeof path, "%s/examples/convnet.onnx", src);
+  st = cov_model_load_file(path, NULL, &m);
+  snprintf(path, sizeof path, "%s/examples/convnet_input.npy", src);
+  if (!st) st = cov_npy_read(path, &in);
+  snprintf(path, sizeof path, "%s/examples/convnet_output.npy", src);
+  if (!st) st = cov_npy_read(path, &want);
+  if (!st) st = t.backend->run_model(&t, m, &in, 1, &got, 1);
+  CHECK(!st);
+  if (st) cov_status_print(stderr, st, 1), cov_status_free(st);
+  else {
+    double e = rel_err(&got, &want);
+    printf("%s (%s): max rel err %.3g vs numpy\n", target, t.backend->name, e);
+    CHECK(e <= tol);
+  }
+  cov_tensor_release(&in), cov_tensor_release(&want), cov_tensor_release(&got);
+  cov_model_free(m);
+  backend_target_close(&t);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_registry SRCDIR\n");
+    return 2;
+  }
+  const char *src = argv[1];
+  backend_target t;
+
+  /* ref: no ACG */
+  CHECK(!backend_target_open(BACKEND_REF, &t));
+  CHECK_STR(t.backend->name, "ref");
+  CHECK(t.acg == NULL);
+  backend_target_close(&t);
+
+  /* no target: the default, an NPU */
+  CHECK(!backend_target_open(NULL, &t));
+  CHECK_STR(t.backend->name, "npu-sim");
+  CHECK_STR(cov_acg_name(t.acg), BACKEND_DEFAULT_TARGET);
+  CHECK(t.backend->command == NULL && (t.backend->ops & BACKEND_VERIFY));
+  backend_target_close(&t);
+
+  /* every row is found by its name, names are unique */
+  for (int i = 0; i < backend_count(); i++) {
+    CHECK(backend_find(backend_at(i)->name) == backend_at(i));
+    CHECK(backend_at(i)->run_model || backend_at(i)->command);
+  }
+  CHECK(backend_find("tpu") == NULL);
+  CHECK(backend_at(backend_count()) == NULL);
+
+#ifdef COV_HAVE_GPU_BACKENDS
+  /* GPU targets: their vendor, routed through `covenant gpu` */
+  const char *gpus[][2] = {{"nvptx-sm90", "nvptx"}, {"amdgpu-gfx942", "amdgpu"}, {"amdgpu-gfx90a", "amdgpu"}};
+  for (int i = 0; i < 3; i++) {
+    CHECK(!backend_target_open(gpus[i][0], &t));
+    CHECK_STR(t.backend->name, gpus[i][1]);
+    CHECK(t.backend->gpu && !strcmp(t.backend->gpu->backend, gpus[i][1]));
+    CHECK(t.backend->command && !strcmp(t.backend->command, "gpu"));
+    int listed = 0;
+    for (gpu_vendors v = backend_gpu_vendors(); *v; v++) listed += *v == t.backend->gpu;
+    CHECK(listed == 1);
+    backend_target_close(&t);
+  }
+#endif
+
+#ifndef COV_HAVE_GPU_BACKENDS
+  /* without LLVM there is no GPU backend: a GPU target is refused, located */
+  cov_status st = backend_target_open("nvptx-sm90", &t);
+  CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
+  CHECK(st && cov_status_loc(st).path && !strcmp(cov_status_loc(st).path, "$.backend.name"));
+  CHECK(st && strstr(cov_status_message(st), "npu-sim") != NULL); /* names the backends there are */
+  cov_status_free(st);
+  CHECK(t.acg == NULL && t.backend == NULL);
+#endif
+  /* a target that does not load: its loader's error */
+  cov_status bad = backend_target_open("no-such-target", &t);
+  CHECK(bad && cov_status_code(bad) == COV_NOT_FOUND);
+  cov_status_free(bad);
+
+  check_run(BACKEND_REF, src, 1e-5);
+  check_run("npu-16x16", src, 1e-2);
+  check_run("npu-32x32-os", src, 1e-2);
+  return check_summary();
+}
