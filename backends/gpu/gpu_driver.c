@@ -15,6 +15,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_model.h"
+#include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
@@ -64,6 +65,23 @@ cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const cha
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
   cov_status st = gpu_lower(plan, t->ops, mod, kernel);
   if (!st) st = t->vendor->build(mod, t->acg, plan, code_object_version, out, out_size, info);
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return st;
+}
+
+cov_status gpu_build_ew_kernel(const gpu_target *t, const struct gpu_ew *e, const char *kernel, char **out,
+                               size_t *out_size, gpu_kernel_info *info) {
+  *out = NULL;
+  *out_size = 0;
+  memset(info, 0, sizeof *info);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
+  gpu_plan plan = {0}; /* what the vendor reads of a plan: the threads */
+  plan.threads = GPU_EW_THREADS;
+  plan.prob.in_dtype = COV_F32;
+  cov_status st = gpu_lower_ew(e, t->ops, mod, kernel);
+  if (!st) st = t->vendor->build(mod, t->acg, &plan, 0, out, out_size, info);
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   return st;
@@ -217,7 +235,10 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
     base[colon - spec] = '\0';
     spec = base;
   }
-  COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
+  char suite[4096];
+  if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
+  else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
+  COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
   return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
                            code_size, info);
 }
@@ -263,20 +284,56 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
 }
 
+typedef struct report_row {
+  char kernel[128], view[64], vg[16], ag[16], occ[32], plan[256];
+  unsigned shared;
+  double roofline;
+} report_row;
+
+static void print_report(FILE *f, const report_row *rows, int n) {
+  int wk = 6, wv = 9;
+  for (int i = 0; i < n; i++) {
+    if ((int)strlen(rows[i].kernel) > wk) wk = (int)strlen(rows[i].kernel);
+    if ((int)strlen(rows[i].view) > wv) wv = (int)strlen(rows[i].view);
+  }
+  fprintf(f, "%-*s %-*s %10s %6s %6s %9s %12s  %s\n", wk, "kernel", wv, "GEMM-view", "shared B", "VGPR",
+          "AGPR", "occupancy", "roofline us", "plan");
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%-*s %-*s %10u %6s %6s %9s %12.2f  %s\n", wk, rows[i].kernel, wv, rows[i].view,
+            rows[i].shared, rows[i].vg, rows[i].ag, rows[i].occ, rows[i].roofline, rows[i].plan);
+}
+
 cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
                        const char *out_dir, FILE *report) {
   gpu_target t;
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
   cov_status st = mkdir_p(out_dir);
+  size_t len0 = n_specs == 1 ? strlen(specs[0]) : 0;
+  if (!st && len0 > 5 && !strcmp(specs[0] + len0 - 5, ".onnx")) {
+    /* a whole model: its kernels, buffers, launch sequence and manifest
+     * (gpu_mplan.h) */
+    cov_model *m = NULL;
+    gpu_model_plan mp;
+    st = cov_model_load_file(specs[0], NULL, &m);
+    if (!st) st = gpu_model_compile_with(m, specs[0], &t, 1, &mp);
+    if (!st) {
+      st = gpu_model_plan_write(&mp, specs[0], out_dir, report);
+      gpu_model_plan_free(&mp);
+    }
+    cov_model_free(m);
+    gpu_target_close(&t);
+    return st;
+  }
   int jit = t.vendor->jit_registers;
   json_t *man = json_object(), *kernels = json_array();
   json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));
   json_object_set_new(man, "mcpu", json_string(t.acg->backend.mcpu));
   json_object_set_new(man, "kernels", kernels);
-  if (report && !st)
-    fprintf(report, "%-28s %-9s %10s %6s %6s %9s %12s  %s\n", "kernel", "GEMM-view", "shared B", "VGPR", "AGPR",
-            "occupancy", "roofline us", "plan");
+  /* The report's rows, printed at the end with columns as wide as their
+   * longest entry (model kernels have long names, big GEMM views). */
+  report_row *rows = NULL;
+  int n_rows = 0;
   /* specs, with every MODEL.onnx expanded into its layer groups */
   gpu_layer *model_layers = NULL;
   int n_model = 0, model_i = 0, spec_i = 0;
@@ -295,11 +352,9 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       const char *spec = specs[spec_i++];
       size_t len = strlen(spec);
       if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
-        cov_model *m = NULL;
-        st = cov_model_load_file(spec, NULL, &m);
-        if (!st) st = gpu_model_layers(m, spec, dt, opts->allow_unfused, opts->notes, &model_layers, &n_model);
-        cov_model_free(m);
-        continue;
+        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
+                       "a model is compiled alone (it writes its own manifest); give it without other layers");
+        break;
       }
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     }
@@ -345,11 +400,25 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       snprintf(view, sizeof view, "%lldx%lldx%lld", (long long)plan.M, (long long)plan.N, (long long)plan.K);
       snprintf(vg, sizeof vg, "%ld", info.vgprs);
       snprintf(ag, sizeof ag, "%ld", info.agprs);
-      fprintf(report, "%-28s %-9s %10u %6s %6s %9s %12.2f  %s\n", kname, view, plan.shared_bytes,
-              jit ? "jit" : vg, jit ? "-" : ag, occ, roofline_us(&t, &plan),
-              json_string_value(json_object_get(k, "plan")));
+      report_row *more = realloc(rows, (size_t)(n_rows + 1) * sizeof *rows);
+      if (!more) {
+        st = cov_error(COV_OUT_OF_MEMORY, NULL, "report");
+        break;
+      }
+      rows = more;
+      report_row *r = &rows[n_rows++];
+      snprintf(r->kernel, sizeof r->kernel, "%s", kname);
+      snprintf(r->view, sizeof r->view, "%s", view);
+      snprintf(r->vg, sizeof r->vg, "%s", jit ? "jit" : vg);
+      snprintf(r->ag, sizeof r->ag, "%s", jit ? "-" : ag);
+      snprintf(r->occ, sizeof r->occ, "%s", occ);
+      snprintf(r->plan, sizeof r->plan, "%s", json_string_value(json_object_get(k, "plan")));
+      r->shared = plan.shared_bytes;
+      r->roofline = roofline_us(&t, &plan);
     }
   }
+  if (report && n_rows) print_report(report, rows, n_rows);
+  free(rows);
   free(model_layers);
   if (!st) {
     char path[4096];
