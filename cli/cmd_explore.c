@@ -31,7 +31,7 @@ static void usage(FILE *out) {
           "  --base ACG          base target (path or shipped name, e.g. npu-16x16)\n"
           "  --vary SPEC         a swept parameter (repeatable; the first changes slowest)\n"
           "  --suite [NAMES]     the benchmark suite layers (all, or a comma-separated list)\n"
-          "  --suite-file FILE   suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --suite-file FILE   suite file (default: the shipped one; covenant layers)\n"
           "  --model FILE        an ONNX model's compute layer groups (repeatable)\n"
           "  --eval NAME         evaluator: roofline (default: the best this build has)\n"
           "  --dtype T[:ACC]     datapath precision the layers run at (default f16:f32)\n"

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "covenant/mapper.h"
 #include "explore/explore.h"
 #include "explore/explore_study.h"
 
@@ -142,7 +143,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   if (o->use_suite) {
     char suite[4096];
     if (o->suite) snprintf(suite, sizeof suite, "%s", o->suite);
-    else snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", COV_SOURCEDIR);
+    else if ((st = cov_suite_find(suite, sizeof suite))) goto fail;
     if ((st = explore_layers_add_suite(s->arena, suite, o->suite_names, &s->layers))) goto fail;
   }
   for (int i = 0; i < o->n_models; i++)

@@ -81,5 +81,7 @@ GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
+/* graph_loss.c */
+GRAPH_DECLARE_COMPUTE(loss);
 
 #endif

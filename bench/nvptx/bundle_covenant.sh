@@ -13,13 +13,18 @@
 set -eu
 cov=$1 dir=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# Progress on stderr: the packing takes about two minutes, mostly xz.
+step() { echo "bundle: $* ($SECONDS s)" >&2; }
+step "copying $cov and the libraries it links into $dir"
 rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/share/covenant" "$dir/stage/lib"
 cp "$cov" "$dir/bin/covenant"
 ldd "$cov" | awk '/=> \//{print $3}' | while read -r lib; do cp -L "$lib" "$dir/stage/lib/"; done
 loader=$(ldd "$cov" | awk '/ld-linux/{print $1}')
 cp -L "$loader" "$dir/stage/lib/ld-linux.so"
 cp -r "$root/targets" "$root/codelets" "$dir/share/covenant/"
-cp "$root/bench/suite/layers.json" "$dir/share/covenant/layers.json"
+mkdir -p "$dir/share/covenant/suite"
+cp "$root/bench/suite/layers.json" "$dir/share/covenant/suite/layers.json"
+step "compressing $(du -sh "$dir/stage/lib" | cut -f1) of libraries with xz (the long step)"
 tar cf - -C "$dir/stage" lib | xz -T0 -6 > "$dir/lib.tar.xz"
 rm -rf "$dir/stage"
 cat > "$dir/setup.sh" <<'SETUP'
@@ -33,10 +38,10 @@ tar xJf "$d/lib.tar.xz" -C "$d"
 mv "$d/lib/ld-linux.so" "$d/bin/ld-linux.so"
 cat > "$d/cov" <<COV
 #!/usr/bin/env bash
-export COVENANT_SUITE=\${COVENANT_SUITE:-$d/share/covenant/layers.json}
+export COVENANT_SUITE=\${COVENANT_SUITE:-$d/share/covenant/suite/layers.json}
 exec "$d/bin/ld-linux.so" --library-path "$d/lib" "$d/bin/covenant" "\$@"
 COV
 chmod +x "$d/cov"
 SETUP
 chmod +x "$dir/setup.sh"
-du -sh "$dir"
+step "done: $(du -sh "$dir" | cut -f1) in $dir; there: bash $dir/setup.sh, then $dir/cov"
