@@ -15,7 +15,8 @@ models="$root/examples/convnet.onnx $root/tests/frontend/models/squeezenet1_1.on
   $root/tests/frontend/models/encoder.onnx $out/models/squeezenet1_1.onnx $out/models/mobilenet_v2.onnx
   $out/models/shufflenet_v2_x1_0.onnx $out/models/resnet18.onnx $out/models/small_cnn.onnx"
 for m in $models; do
-  d=$(basename "$(dirname "$m")")_$(basename "$m" .onnx)
+  # the real exports (materialized into $out/models) as real_NAME, the older small ones as NAME
+  case "$m" in "$out"/models/*) d=real_$(basename "$m" .onnx) ;; *) d=$(basename "$m" .onnx) ;; esac
   rm -rf "$out/$d" && mkdir -p "$out/$d"
   "$cov" compile "$m" --target "$target" -o "$out/$d/build" > /dev/null
   cp "$out/$d/build/model.covart" "$out/$d/"
