@@ -15,6 +15,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_model.h"
+#include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
@@ -64,6 +65,23 @@ cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const cha
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
   cov_status st = gpu_lower(plan, t->ops, mod, kernel);
   if (!st) st = t->vendor->build(mod, t->acg, plan, code_object_version, out, out_size, info);
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return st;
+}
+
+cov_status gpu_build_ew_kernel(const gpu_target *t, const struct gpu_ew *e, const char *kernel, char **out,
+                               size_t *out_size, gpu_kernel_info *info) {
+  *out = NULL;
+  *out_size = 0;
+  memset(info, 0, sizeof *info);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
+  gpu_plan plan = {0}; /* what the vendor reads of a plan: the threads */
+  plan.threads = GPU_EW_THREADS;
+  plan.prob.in_dtype = COV_F32;
+  cov_status st = gpu_lower_ew(e, t->ops, mod, kernel);
+  if (!st) st = t->vendor->build(mod, t->acg, &plan, 0, out, out_size, info);
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   return st;
@@ -269,6 +287,22 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
   cov_status st = mkdir_p(out_dir);
+  size_t len0 = n_specs == 1 ? strlen(specs[0]) : 0;
+  if (!st && len0 > 5 && !strcmp(specs[0] + len0 - 5, ".onnx")) {
+    /* a whole model: its kernels, buffers, launch sequence and manifest
+     * (gpu_mplan.h) */
+    cov_model *m = NULL;
+    gpu_model_plan mp;
+    st = cov_model_load_file(specs[0], NULL, &m);
+    if (!st) st = gpu_model_compile_with(m, specs[0], &t, 1, &mp);
+    if (!st) {
+      st = gpu_model_plan_write(&mp, specs[0], out_dir, report);
+      gpu_model_plan_free(&mp);
+    }
+    cov_model_free(m);
+    gpu_target_close(&t);
+    return st;
+  }
   int jit = t.vendor->jit_registers;
   json_t *man = json_object(), *kernels = json_array();
   json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));
@@ -295,11 +329,9 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       const char *spec = specs[spec_i++];
       size_t len = strlen(spec);
       if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
-        cov_model *m = NULL;
-        st = cov_model_load_file(spec, NULL, &m);
-        if (!st) st = gpu_model_layers(m, spec, dt, opts->allow_unfused, stderr, &model_layers, &n_model);
-        cov_model_free(m);
-        continue;
+        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
+                       "a model is compiled alone (it writes its own manifest); give it without other layers");
+        break;
       }
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     }

@@ -33,6 +33,11 @@ void gpu_target_close(gpu_target *t);
 cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
                             unsigned code_object_version, char **out, size_t *out_size,
                             gpu_kernel_info *info);
+/* Lowers generic kernel `e` (struct gpu_ew, gpu_mplan.h) as `kernel` and
+ * emits the target's code object. */
+struct gpu_ew;
+cov_status gpu_build_ew_kernel(const gpu_target *t, const struct gpu_ew *e, const char *kernel, char **out,
+                               size_t *out_size, gpu_kernel_info *info);
 cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info);

@@ -29,6 +29,15 @@
 
 typedef struct cov_acg cov_acg;
 
+/* The input location of a diagnostic: the file (a model, a suite) and the
+ * ONNX node or suite layer it is about (either may be NULL); for
+ * cov_error(code, GPU_LOC(file, node), ...). */
+static inline const cov_loc *gpu_loc_(cov_loc *l, const char *file, const char *node) {
+  l->file = file, l->path = node;
+  return l;
+}
+#define GPU_LOC(file, node) gpu_loc_(&(cov_loc){0}, (file), (node))
+
 /* GPU_OP_MAXPOOL is the one non-contraction: a standalone max pool (NCHW,
  * padding reads as -inf, as in torch's max_pool2d), one output element per
  * thread; kernel arguments (input, unused, output f32, unused). */

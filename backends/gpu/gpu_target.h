@@ -122,4 +122,9 @@ LLVMValueRef gpu_i32(gpu_gen *g, long long v);
 cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
                      const char *name);
 
+/* Builds generic kernel `name` for `e` (struct gpu_ew, gpu_mplan.h) into
+ * `mod` (gpu_lower_ew.c). */
+struct gpu_ew;
+cov_status gpu_lower_ew(const struct gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
+
 #endif

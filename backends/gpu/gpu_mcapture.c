@@ -1,0 +1,276 @@
+/* backends/gpu/gpu_mcapture.c: a model's compute groups and the data flow
+ * between them, read through the frontend's public group hook only.
+ *
+ * The model runs twice on the CPU with every describable compute group
+ * handled here: its description is recorded (pass 0), and in place of its
+ * result it gets 32-bit patterns — the buffer id in pass 0, the element's
+ * index in pass 1 — as do the model's inputs. Layout operations run in the
+ * frontend and copy elements bit for bit (memcpy), so each group input, and
+ * each model output, arrives as (id, index) pairs: which element of which
+ * buffer every element is. Those pairs are compressed into runs (contiguous
+ * in both); a single run covering a whole buffer is the buffer itself. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_mcapture.h"
+#include "backends/gpu/gpu_plan.h"
+
+static char *dup_str(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+typedef struct cap_ctx {
+  gpu_capture *c;
+  int pass;
+  int gi; /* groups offered so far this pass */
+  cov_status err;
+} cap_ctx;
+
+static cov_status grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return NULL;
+  int nc = *cap ? *cap * 2 : 16;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, (size_t)nc * elem);
+  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory capturing the model's groups");
+  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+  *p = q, *cap = nc;
+  return NULL;
+}
+
+static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
+  g->n_calls = cov_model_group_num_calls(d);
+  g->calls = calloc(g->n_calls ? g->n_calls : 1, sizeof *g->calls);
+  if (!g->calls) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (size_t c = 0; c < g->n_calls; c++) {
+    const cov_model_group_call *src = cov_model_group_call_at(d, c);
+    gpu_cap_call *dst = &g->calls[c];
+    dst->node = dup_str(src->node);
+    dst->codelet = dup_str(src->codelet);
+    dst->n_attrs = src->n_attrs;
+    dst->attrs = calloc(src->n_attrs ? src->n_attrs : 1, sizeof *dst->attrs);
+    dst->n_args = src->n_args;
+    dst->args = calloc(src->n_args ? src->n_args : 1, sizeof *dst->args);
+    if (!dst->node || !dst->codelet || !dst->attrs || !dst->args)
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    for (size_t a = 0; a < src->n_attrs; a++) {
+      dst->attrs[a] = src->attrs[a];
+      dst->attrs[a].name = dup_str(src->attrs[a].name);
+    }
+    for (size_t a = 0; a < src->n_args; a++) {
+      const cov_model_arg *sa = &src->args[a];
+      gpu_cap_arg *da = &dst->args[a];
+      da->kind = sa->kind;
+      da->input = sa->input;
+      da->value = dup_str(sa->value ? sa->value : "");
+      da->t = sa->t;
+      da->t.data = NULL;
+      if (sa->kind == COV_MODEL_ARG_CONST && sa->t.data) {
+        int64_t n = cov_tensor_numel(&sa->t);
+        size_t bytes = (size_t)n * cov_dtype_size(sa->t.dtype);
+        da->t.data = malloc(bytes ? bytes : 1);
+        if (!da->t.data) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+        memcpy(da->t.data, sa->t.data, bytes);
+      }
+    }
+    dst->out = src->out;
+    dst->out.data = NULL;
+  }
+  g->n_in = cov_model_group_num_inputs(d);
+  g->in = calloc(g->n_in ? g->n_in : 1, sizeof *g->in);
+  if (!g->in) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (size_t k = 0; k < g->n_in; k++) {
+    const char *nm = cov_model_group_input(d, k, &g->in[k].t);
+    snprintf(g->in[k].name, sizeof g->in[k].name, "%s", nm ? nm : "");
+  }
+  const char *on = cov_model_group_output(d, &g->out);
+  snprintf(g->out_name, sizeof g->out_name, "%s", on ? on : "");
+  return NULL;
+}
+
+/* pass 0 keeps the ids, pass 1 decodes them with the indices */
+static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
+  int64_t n = cov_tensor_numel(t);
+  *ids = malloc((size_t)(n > 0 ? n : 1) * 4);
+  if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (t->dtype == COV_F32 && t->data) memcpy(*ids, t->data, (size_t)n * 4);
+  return NULL;
+}
+
+void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *ids, gpu_cap_value *v) {
+  v->n_runs = 0;
+  v->ok = 0;
+  if (t->dtype != COV_F32) {
+    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32 values)", cov_dtype_name(t->dtype));
+    return;
+  }
+  int64_t n = cov_tensor_numel(t);
+  const uint32_t *idx = t->data;
+  int cap = 0;
+  for (int64_t j = 0; j < n; j++) {
+    uint32_t id = ids[j], ix = idx[j];
+    if (id >= (uint32_t)c->n_ids || (int64_t)ix >= c->id_numel[id] || c->id_numel[id] < 0) {
+      snprintf(v->why, sizeof v->why,
+               "element %lld is not a copy of an element computed on the GPU (a layout operation computes, "
+               "or it reads a group that cannot be compiled)",
+               (long long)j);
+      free(v->runs);
+      v->runs = NULL, v->n_runs = 0;
+      return;
+    }
+    gpu_cap_run *last = v->n_runs ? &v->runs[v->n_runs - 1] : NULL;
+    if (last && (int)id == last->src && last->s0 + last->n == (int64_t)ix) {
+      last->n++;
+      continue;
+    }
+    if (grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs)) {
+      snprintf(v->why, sizeof v->why, "out of memory");
+      free(v->runs);
+      v->runs = NULL, v->n_runs = 0;
+      return;
+    }
+    v->runs[v->n_runs++] = (gpu_cap_run){(int)id, j, (int64_t)ix, 1};
+  }
+  v->numel = n;
+  v->ok = 1;
+}
+
+static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
+  int64_t n = cov_tensor_numel(t);
+  uint32_t *p = t->data;
+  for (int64_t j = 0; j < n; j++) p[j] = pass == 0 ? id : (uint32_t)j;
+}
+
+static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
+  cap_ctx *x = user;
+  gpu_capture *c = x->c;
+  *handled = 0;
+  (void)n_out;
+  int k = x->gi++;
+  if (x->pass == 0) {
+    COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
+    c->n_groups = k + 1;
+    gpu_cap_group *g = &c->groups[k];
+    g->group = o->group;
+    snprintf(g->kind, sizeof g->kind, "%s", o->kind ? o->kind : "");
+    g->buf_id = -1;
+    if (!o->desc) {
+      snprintf(g->why, sizeof g->why, "%s", o->why_not ? o->why_not : "it cannot be described");
+      return NULL;
+    }
+    snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
+    COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
+    if (g->out.dtype != COV_F32) {
+      /* integer work on integers only (shape arithmetic of a dynamic
+       * model): constant once the input shapes are fixed, so the frontend
+       * computes it here, on true values, for the layout operations that
+       * read it */
+      int from_f32 = 0;
+      for (size_t i = 0; i < o->n_in; i++) from_f32 |= o->in[i].dtype == COV_F32;
+      if (!from_f32) {
+        g->constant = 1;
+        return NULL;
+      }
+      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32 values)",
+               cov_dtype_name(g->out.dtype));
+      return NULL;
+    }
+    g->described = 1;
+    g->buf_id = c->n_ids;
+    COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+    c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
+    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
+  } else {
+    if (k >= c->n_groups || c->groups[k].group != o->group)
+      return cov_error(COV_INTERNAL, NULL, "group %d was offered in another order on the second pass", o->group);
+    gpu_cap_group *g = &c->groups[k];
+    if (!g->described) return NULL;
+    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
+      gpu_cap_decode(c, &o->in[i], g->in[i].ids, &g->in[i].v);
+      free(g->in[i].ids);
+      g->in[i].ids = NULL;
+    }
+  }
+  gpu_cap_group *g = &c->groups[k];
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, COV_F32, g->out.rank, g->out.shape));
+  fill_bits(out, (uint32_t)g->buf_id, x->pass);
+  *handled = 1;
+  return NULL;
+}
+
+cov_status gpu_capture_model(const cov_model *m, gpu_capture *c) {
+  memset(c, 0, sizeof *c);
+  size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
+  if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
+    return cov_error(COV_UNSUPPORTED, NULL, "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
+  c->n_inputs = (int)ni, c->n_outputs = (int)no;
+  cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
+  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0};
+  cov_status st = NULL;
+  for (size_t i = 0; i < ni && !st; i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    st = cov_model_input_info(m, i, &dt, &rank, shape);
+    if (st) break;
+    if (dt != COV_F32) {
+      st = cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, cov_model_input_name(m, i)),
+                     "model input '%s' is %s; the GPU model path takes f32 inputs", cov_model_input_name(m, i),
+                     cov_dtype_name(dt));
+      break;
+    }
+    /* symbolic dims (a dynamic batch) are compiled as 1 */
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 1) shape[d] = 1;
+    c->in_shape[i].dtype = COV_F32, c->in_shape[i].rank = rank;
+    memcpy(c->in_shape[i].shape, shape, sizeof shape);
+    st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
+    if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
+  }
+  for (int pass = 0; pass < 2 && !st; pass++) {
+    for (size_t i = 0; i < ni && !st; i++) {
+      cov_tensor_release(&in[i]);
+      st = cov_tensor_alloc(&in[i], COV_F32, c->in_shape[i].rank, c->in_shape[i].shape);
+      if (!st) fill_bits(&in[i], (uint32_t)i, pass);
+    }
+    if (st) break;
+    cap_ctx x = {c, pass, 0, NULL};
+    st = cov_model_run_groups(m, in, ni, out, no, on_group, NULL, &x);
+    for (size_t o = 0; o < no && !st; o++) {
+      if (pass == 0) {
+        st = keep_ids(&out[o], &out_ids[o]);
+      } else {
+        gpu_cap_decode(c, &out[o], out_ids[o], &c->outputs[o]);
+        c->out_shape[o] = out[o];
+        c->out_shape[o].data = NULL;
+      }
+    }
+    for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
+  }
+  for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
+  for (size_t o = 0; o < no; o++) free(out_ids[o]);
+  if (st) gpu_capture_free(c);
+  return st;
+}
+
+void gpu_capture_free(gpu_capture *c) {
+  for (int k = 0; k < c->n_groups; k++) {
+    gpu_cap_group *g = &c->groups[k];
+    for (size_t i = 0; i < g->n_calls; i++) {
+      gpu_cap_call *cl = &g->calls[i];
+      free(cl->node), free(cl->codelet);
+      for (size_t a = 0; a < cl->n_attrs; a++) free((char *)cl->attrs[a].name);
+      for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
+      free(cl->attrs), free(cl->args);
+    }
+    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].v.runs);
+    free(g->calls), free(g->in);
+  }
+  for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);
+  free(c->groups), free(c->id_numel);
+  memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,81 @@
+/* backends/gpu/gpu_mcapture.h: a model's compute groups (their codelet
+ * calls, as the frontend describes them) and where each group input and
+ * model output comes from, element by element (gpu_mcapture.c). */
+#ifndef COV_GPU_MCAPTURE_H
+#define COV_GPU_MCAPTURE_H
+
+#include <stdint.h>
+
+#include "covenant/model.h"
+
+enum { GPU_CAP_MAX_IO = 16 };
+
+/* dst[d0 .. d0+n) = buffer src [s0 .. s0+n) */
+typedef struct gpu_cap_run {
+  int src;
+  int64_t d0, s0, n;
+} gpu_cap_run;
+
+typedef struct gpu_cap_value {
+  int ok;
+  char why[200];
+  int64_t numel;
+  gpu_cap_run *runs;
+  int n_runs;
+} gpu_cap_value;
+
+typedef struct gpu_cap_arg {
+  cov_model_arg_kind kind;
+  int input;
+  char *value;
+  cov_tensor t; /* CONST: data (owned copy) */
+} gpu_cap_arg;
+
+typedef struct gpu_cap_call {
+  char *node, *codelet;
+  cov_attr *attrs;
+  size_t n_attrs;
+  gpu_cap_arg *args;
+  size_t n_args;
+  cov_tensor out;
+} gpu_cap_call;
+
+typedef struct gpu_cap_input {
+  char name[128];
+  cov_tensor t; /* dtype and shape */
+  uint32_t *ids; /* pass 0 only */
+  gpu_cap_value v;
+} gpu_cap_input;
+
+typedef struct gpu_cap_group {
+  int group;
+  char kind[64], node[128];
+  int described; /* else why says what stops it */
+  int constant;  /* integer work on integers: computed at compile time (no kernel) */
+  char why[512];
+  gpu_cap_call *calls;
+  size_t n_calls;
+  gpu_cap_input *in;
+  size_t n_in;
+  cov_tensor out;
+  char out_name[128];
+  int buf_id; /* its result's buffer id (model inputs are 0 .. n_inputs-1) */
+} gpu_cap_group;
+
+typedef struct gpu_capture {
+  int n_inputs, n_outputs;
+  cov_tensor in_shape[GPU_CAP_MAX_IO], out_shape[GPU_CAP_MAX_IO];
+  gpu_cap_value outputs[GPU_CAP_MAX_IO];
+  gpu_cap_group *groups; /* compute groups in execution order */
+  int n_groups, cap_groups;
+  int64_t *id_numel; /* buffer id -> elements */
+  int n_ids, cap_ids;
+} gpu_capture;
+
+/* Symbolic input dims are taken as 1. */
+cov_status gpu_capture_model(const cov_model *m, gpu_capture *c);
+void gpu_capture_free(gpu_capture *c);
+/* Decodes a value received in pass 1 (indices) with its pass-0 ids. */
+void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *ids, gpu_cap_value *v);
+
+#endif

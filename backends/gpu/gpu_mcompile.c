@@ -1,0 +1,712 @@
+/* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
+ * launch sequence (gpu_mplan.h says what and why). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acg/acg_ir.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mcapture.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_vendor.h"
+
+/* ---- plan building ------------------------------------------------------ */
+
+static cov_status grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return NULL;
+  int nc = *cap ? *cap * 2 : 32;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, (size_t)nc * elem);
+  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory compiling the model");
+  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+  *p = q, *cap = nc;
+  return NULL;
+}
+
+static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
+                   cov_status *st) {
+  if ((*st = grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs))) return -1;
+  gpu_mbuf *b = &p->bufs[p->n_bufs];
+  memset(b, 0, sizeof *b);
+  snprintf(b->name, sizeof b->name, "%s", name);
+  b->kind = kind, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
+  for (int d = 0; d < rank; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  return p->n_bufs++;
+}
+static int add_buf1(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int64_t n, cov_status *st) {
+  return add_buf(p, name, kind, dt, 1, &n, st);
+}
+/* a weight from f32 values, stored as dt (owned copy) */
+static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const float *vals, cov_status *st) {
+  int b = add_buf1(p, name, GPU_BUF_WEIGHT, dt, n, st);
+  if (b < 0) return -1;
+  size_t es = cov_dtype_size(dt);
+  unsigned char *d = malloc((size_t)n * es + 1);
+  if (!d) {
+    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
+    return -1;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == COV_F16) {
+      uint16_t h = cov_f32_to_f16(vals[i]);
+      memcpy(d + 2 * i, &h, 2);
+    } else {
+      memcpy(d + 4 * i, &vals[i], 4);
+    }
+  }
+  p->bufs[b].data = d;
+  return b;
+}
+
+static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  if ((*st = grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps))) return NULL;
+  gpu_mstep *s = &p->steps[p->n_steps++];
+  memset(s, 0, sizeof *s);
+  s->group = group;
+  snprintf(s->label, sizeof s->label, "%s", label);
+  s->module = -1;
+  s->fill_buf = -1;
+  for (int i = 0; i < 4; i++) s->args[i] = -1;
+  s->block[0] = 1, s->block[1] = 1, s->block[2] = 1;
+  s->grid[0] = s->grid[1] = s->grid[2] = 1;
+  return s;
+}
+
+void gpu_model_plan_free(gpu_model_plan *p) {
+  for (int i = 0; i < p->n_bufs; i++) free(p->bufs[i].data);
+  for (int i = 0; i < p->n_mods; i++) free(p->mods[i].code);
+  free(p->bufs), free(p->steps), free(p->mods);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- a group's calls ---------------------------------------------------- */
+
+typedef struct lower_ctx {
+  gpu_model_plan *p;
+  const gpu_capture *cap;
+  const gpu_target *t; /* NULL: no target (CPU emulation only): matrix plans for a generic caps */
+  const char *path;
+  int *id_buf; /* capture buffer id -> plan buffer */
+  int gi;      /* group index in the capture */
+  const gpu_cap_group *g;
+  int n_kernels; /* kernels of this group so far */
+} lower_ctx;
+
+static int64_t attr_i(const gpu_cap_call *c, const char *name, int64_t def) {
+  for (size_t i = 0; i < c->n_attrs; i++)
+    if (!strcmp(c->attrs[i].name, name)) return c->attrs[i].is_float ? (int64_t)c->attrs[i].f : c->attrs[i].i;
+  return def;
+}
+static double attr_f(const gpu_cap_call *c, const char *name, double def) {
+  for (size_t i = 0; i < c->n_attrs; i++)
+    if (!strcmp(c->attrs[i].name, name)) return c->attrs[i].is_float ? c->attrs[i].f : (double)c->attrs[i].i;
+  return def;
+}
+
+static const float *const_f32(const gpu_cap_arg *a) {
+  return a->kind == COV_MODEL_ARG_CONST && a->t.dtype == COV_F32 ? a->t.data : NULL;
+}
+
+/* The plan buffer holding argument a of a call: the previous call's result
+ * (prev), a group input (its copy), or a constant made a weight. */
+static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_buf, cov_status *st) {
+  if (a->kind == COV_MODEL_ARG_PREV) return prev;
+  if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
+  const float *v = const_f32(a);
+  if (!v) {
+    *st = cov_error(COV_UNSUPPORTED, NULL, "constant '%s' is %s (f32 constants are lowered)", a->value,
+                    cov_dtype_name(a->t.dtype));
+    return -1;
+  }
+  char nm[160];
+  snprintf(nm, sizeof nm, "%s", a->value);
+  return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
+}
+
+static void kname(lower_ctx *x, const char *what, char *out, size_t n) {
+  snprintf(out, n, "covenant_g%d_%d_%s", x->g->group, x->n_kernels++, what);
+}
+
+static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a0, int a1, int a2, int a3) {
+  cov_status st = NULL;
+  gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+  if (!s) return st;
+  s->op = GPU_STEP_LAUNCH;
+  s->kkind = GPU_KERNEL_EW;
+  s->ew = *e;
+  kname(x, what, s->kernel, sizeof s->kernel);
+  gpu_ew_grid(e, s->grid);
+  s->block[0] = GPU_EW_THREADS;
+  s->args[0] = a0, s->args[1] = a1, s->args[2] = a2, s->args[3] = a3;
+  return NULL;
+}
+
+/* Makes group input k available as a whole buffer: the source buffer when
+ * it is one run over all of it, else a new buffer filled by copies. */
+static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
+  const gpu_cap_input *in = &x->g->in[k];
+  const gpu_cap_value *v = &in->v;
+  if (v->n_runs == 1 && v->runs[0].s0 == 0 && v->runs[0].n == x->cap->id_numel[v->runs[0].src]) {
+    *out = x->id_buf[v->runs[0].src];
+    return NULL;
+  }
+  cov_status st = NULL;
+  char nm[160];
+  snprintf(nm, sizeof nm, "%s", in->name);
+  int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, in->t.rank, in->t.shape, &st);
+  if (b < 0) return st;
+  /* per source: a copy kernel per run when there are few, else one index table */
+  for (int r = 0; r < v->n_runs; r++) {
+    int src = v->runs[r].src, first = 1, count = 0;
+    for (int q = 0; q < r; q++) first &= v->runs[q].src != src;
+    if (!first) continue;
+    for (int q = r; q < v->n_runs; q++) count += v->runs[q].src == src;
+    if (count <= 4) {
+      for (int q = r; q < v->n_runs; q++) {
+        if (v->runs[q].src != src) continue;
+        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .n = v->runs[q].n, .s0 = v->runs[q].s0, .d0 = v->runs[q].d0};
+        COV_RETURN_IF_ERROR(ew_step(x, &e, "copy", x->id_buf[src], -1, b, -1));
+      }
+      continue;
+    }
+    float *tab = malloc((size_t)v->numel * sizeof *tab);
+    if (!tab) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    for (int64_t j = 0; j < v->numel; j++) ((int32_t *)tab)[j] = -1;
+    for (int q = r; q < v->n_runs; q++)
+      if (v->runs[q].src == src)
+        for (int64_t j = 0; j < v->runs[q].n; j++) ((int32_t *)tab)[v->runs[q].d0 + j] = (int32_t)(v->runs[q].s0 + j);
+    snprintf(nm, sizeof nm, "%s.gather%d", in->name, src);
+    int tb = add_buf1(x->p, nm, GPU_BUF_WEIGHT, COV_I32, v->numel, &st);
+    if (tb < 0) {
+      free(tab);
+      return st;
+    }
+    x->p->bufs[tb].data = tab; /* i32 bit patterns */
+    gpu_ew e = {.kind = GPU_EW_TABLE, .out_dtype = COV_F32, .n = v->numel};
+    COV_RETURN_IF_ERROR(ew_step(x, &e, "gather", x->id_buf[src], tb, b, -1));
+  }
+  *out = b;
+  return NULL;
+}
+
+/* an f16 copy of buffer b (the matrix kernels' operands) */
+static cov_status to_f16(lower_ctx *x, int b, int *out) {
+  cov_status st = NULL;
+  char nm[160];
+  snprintf(nm, sizeof nm, "%.140s.f16", x->p->bufs[b].name);
+  int h = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F16, x->p->bufs[b].rank, x->p->bufs[b].shape, &st);
+  if (h < 0) return st;
+  gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F16, .n = x->p->bufs[b].numel};
+  COV_RETURN_IF_ERROR(ew_step(x, &e, "f16", b, -1, h, -1));
+  *out = h;
+  return NULL;
+}
+
+static const gpu_target_caps k_caps_default = {0};
+
+/* Plans a matrix problem for the target (or, without one, checks it only). */
+static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan) {
+  if (!x->t) {
+    /* no target: the problem's GEMM view only (the CPU emulation runs the
+     * reference loop nest) */
+    (void)k_caps_default;
+    return gpu_problem_check(q, plan);
+  }
+  return gpu_plan_choose(q, &x->t->caps, (const int (*)[3])x->t->shapes, x->t->n_shapes, plan);
+}
+
+static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *what, int a, int w, int y, int bias) {
+  cov_status st = NULL;
+  if (plan->prob.epi.maxpool2x2) {
+    gpu_mstep *f = add_step(x->p, x->g->group, x->g->node, &st);
+    if (!f) return st;
+    f->op = GPU_STEP_FILL;
+    f->fill_buf = y;
+  }
+  int src = a;
+  if (plan->nhwc) {
+    /* the channels-last transform into a workspace, then the conv */
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.140s.nhwc", x->p->bufs[a].name);
+    int wsb = add_buf1(x->p, nm, GPU_BUF_INTERMEDIATE, plan->prob.in_dtype, x->p->bufs[a].numel, &st);
+    if (wsb < 0) return st;
+    gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+    if (!s) return st;
+    s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan, s->pre = 1;
+    gpu_nhwc_grid(plan, s->grid);
+    s->block[0] = GPU_NHWC_THREADS;
+    s->shared_bytes = gpu_nhwc_shared_bytes();
+    s->args[0] = a, s->args[2] = wsb;
+    src = wsb;
+  }
+  gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+  if (!s) return st;
+  s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan;
+  kname(x, what, s->kernel, sizeof s->kernel);
+  if (plan->nhwc) snprintf(s[-1].kernel, sizeof s[-1].kernel, "%.150s_nhwc", s->kernel);
+  memcpy(s->grid, plan->grid, sizeof s->grid);
+  s->block[0] = (unsigned)plan->threads;
+  s->shared_bytes = plan->shared_bytes;
+  s->args[0] = src, s->args[1] = w, s->args[2] = y, s->args[3] = bias;
+  return NULL;
+}
+
+static gpu_ew_fn unary_fn(const char *name) {
+  static const struct {
+    const char *n;
+    gpu_ew_fn f;
+  } t[] = {{"relu", GPU_FN_RELU},   {"relu6", GPU_FN_CLIP},         {"clip", GPU_FN_CLIP}, {"sigmoid", GPU_FN_SIGMOID},
+           {"tanh", GPU_FN_TANH},   {"gelu", GPU_FN_GELU},          {"gelu_tanh", GPU_FN_GELU_TANH},
+           {"exp", GPU_FN_EXP},     {"sqrt", GPU_FN_SQRT},          {"abs", GPU_FN_ABS},   {"neg", GPU_FN_NEG},
+           {"leaky_relu", GPU_FN_LEAKY}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    if (!strcmp(name, t[i].n)) return t[i].f;
+  return GPU_FN_NONE;
+}
+static gpu_ew_fn binary_fn(const char *name) {
+  static const char *n[] = {"add", "sub", "mul", "div", "max", "min"};
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(name, n[i])) return (gpu_ew_fn)(GPU_FN_ADD + i);
+  return GPU_FN_NONE;
+}
+static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p1) {
+  *p0 = 0, *p1 = 0;
+  if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
+  else if (f == GPU_FN_CLIP) *p0 = (float)attr_f(c, "lo", -INFINITY), *p1 = (float)attr_f(c, "hi", INFINITY);
+  else if (f == GPU_FN_LEAKY) *p0 = (float)attr_f(c, "alpha", 0.01);
+}
+
+static void shape4(const cov_tensor *t, int64_t s[4]) {
+  for (int d = 0; d < 4; d++) s[d] = 1;
+  for (int d = 0; d < t->rank && d < 4; d++) s[4 - t->rank + d] = t->shape[d];
+}
+
+/* One call as a generic kernel writing `y`; `prev` is the chain's value. */
+static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
+  cov_status st = NULL;
+  const char *cd = c->codelet;
+  int a0 = c->n_args > 0 ? arg_buf(x, &c->args[0], prev, in_buf, &st) : -1;
+  if (st) return st;
+  gpu_ew e = {.out_dtype = COV_F32, .n = cov_tensor_numel(&c->out)};
+  gpu_ew_fn f;
+  if ((f = unary_fn(cd)) != GPU_FN_NONE && c->n_args == 1) {
+    e.kind = GPU_EW_UNARY, e.fn = f;
+    unary_params(c, f, &e.p0, &e.p1);
+    return ew_step(x, &e, cd, a0, -1, y, -1);
+  }
+  if ((f = binary_fn(cd)) != GPU_FN_NONE && c->n_args == 2) {
+    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
+    if (st) return st;
+    e.kind = GPU_EW_BINARY, e.fn = f;
+    shape4(&c->args[0].t, e.a), shape4(&c->args[1].t, e.b), shape4(&c->out, e.y);
+    if (c->out.rank > 4) return cov_error(COV_UNSUPPORTED, NULL, "%s of rank %d (4 at most)", cd, c->out.rank);
+    return ew_step(x, &e, cd, a0, a1, y, -1);
+  }
+  if ((!strcmp(cd, "bias_add") || !strcmp(cd, "bias_add_2d")) && c->n_args == 2) {
+    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
+    if (st) return st;
+    const cov_tensor *t = &c->args[0].t;
+    e.kind = GPU_EW_BIAS;
+    if (!strcmp(cd, "bias_add")) e.C = t->shape[1], e.H = t->shape[2] * t->shape[3];
+    else e.C = t->shape[1], e.H = 1;
+    return ew_step(x, &e, cd, a0, a1, y, -1);
+  }
+  if ((!strcmp(cd, "maxpool") || !strcmp(cd, "avgpool")) && c->n_args == 1) {
+    const cov_tensor *t = &c->args[0].t;
+    e.kind = GPU_EW_POOL, e.fn = cd[0] == 'm' ? GPU_FN_MAX : GPU_FN_ADD;
+    e.N = t->shape[0], e.C = t->shape[1], e.H = t->shape[2], e.W = t->shape[3];
+    e.P = c->out.shape[2], e.Q = c->out.shape[3];
+    e.R = attr_i(c, "kernel_h", 1), e.S = attr_i(c, "kernel_w", 1);
+    e.sh = attr_i(c, "stride_h", 1), e.sw = attr_i(c, "stride_w", 1);
+    e.pt = attr_i(c, "pad_top", 0), e.pl = attr_i(c, "pad_left", 0);
+    e.dh = attr_i(c, "dilation_h", 1), e.dw = attr_i(c, "dilation_w", 1);
+    e.count_include_pad = (int)attr_i(c, "count_include_pad", 0);
+    return ew_step(x, &e, cd, a0, -1, y, -1);
+  }
+  if ((!strcmp(cd, "global_avgpool") || !strcmp(cd, "global_maxpool")) && c->n_args == 1) {
+    const cov_tensor *t = &c->args[0].t;
+    e.kind = GPU_EW_GPOOL, e.fn = cd[7] == 'm' ? GPU_FN_MAX : GPU_FN_ADD;
+    e.H = t->shape[2], e.W = t->shape[3], e.n = t->shape[0] * t->shape[1];
+    return ew_step(x, &e, cd, a0, -1, y, -1);
+  }
+  if (!strcmp(cd, "softmax") && c->n_args == 1) {
+    e.kind = GPU_EW_SOFTMAX, e.n = c->out.shape[0], e.cols = c->out.shape[1];
+    return ew_step(x, &e, cd, a0, -1, y, -1);
+  }
+  if (!strcmp(cd, "layernorm") && c->n_args == 3) {
+    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
+    int a2 = st ? -1 : arg_buf(x, &c->args[2], prev, in_buf, &st);
+    if (st) return st;
+    e.kind = GPU_EW_LAYERNORM, e.n = c->out.shape[0], e.cols = c->out.shape[1], e.p0 = (float)attr_f(c, "epsilon", 1e-5);
+    return ew_step(x, &e, cd, a0, a1, y, a2);
+  }
+  if (!strcmp(cd, "batchnorm") && c->n_args == 5) {
+    int64_t C = c->args[0].t.shape[1];
+    float *pk = malloc((size_t)(4 * C) * sizeof *pk);
+    if (!pk) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    static const int order[4] = {1, 2, 3, 4}; /* scale, bias, mean, var */
+    for (int j = 0; j < 4; j++) {
+      const float *v = const_f32(&c->args[order[j]]);
+      if (!v) {
+        free(pk);
+        return cov_error(COV_UNSUPPORTED, NULL, "batchnorm with non-constant parameters");
+      }
+      memcpy(pk + j * C, v, (size_t)C * sizeof *pk);
+    }
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.140s.bn", c->node);
+    int wb = add_weight(x->p, nm, COV_F32, 4 * C, pk, &st);
+    free(pk);
+    if (wb < 0) return st;
+    const cov_tensor *t = &c->args[0].t;
+    e.kind = GPU_EW_BATCHNORM, e.C = C, e.H = t->shape[2] * t->shape[3], e.p0 = (float)attr_f(c, "epsilon", 1e-5);
+    return ew_step(x, &e, cd, a0, wb, y, -1);
+  }
+  if (!strcmp(cd, "conv2d") && c->n_args == 2) {
+    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
+    if (st) return st;
+    const cov_tensor *t = &c->args[0].t, *w = &c->args[1].t;
+    e.kind = GPU_EW_CONV;
+    e.N = t->shape[0], e.C = t->shape[1], e.H = t->shape[2], e.W = t->shape[3];
+    e.K = w->shape[0], e.R = w->shape[2], e.S = w->shape[3], e.P = c->out.shape[2], e.Q = c->out.shape[3];
+    e.sh = attr_i(c, "stride_h", 1), e.sw = attr_i(c, "stride_w", 1);
+    e.pt = attr_i(c, "pad_top", 0), e.pl = attr_i(c, "pad_left", 0);
+    e.dh = attr_i(c, "dilation_h", 1), e.dw = attr_i(c, "dilation_w", 1), e.groups = attr_i(c, "groups", 1);
+    return ew_step(x, &e, "conv", a0, a1, y, -1);
+  }
+  if ((!strcmp(cd, "matmul") || !strcmp(cd, "batch_matmul")) && c->n_args == 2) {
+    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
+    if (st) return st;
+    const cov_tensor *a = &c->args[0].t, *b = &c->args[1].t;
+    int r = a->rank;
+    e.kind = GPU_EW_MATMUL, e.M = a->shape[r - 2], e.Kd = a->shape[r - 1], e.cols = b->shape[b->rank - 1];
+    e.G = r == 3 ? c->out.shape[0] : 1;
+    e.ga = r == 3 && a->shape[0] > 1, e.gb = b->rank == 3 && b->shape[0] > 1;
+    return ew_step(x, &e, "matmul", a0, a1, y, -1);
+  }
+  return cov_error(COV_UNSUPPORTED, NULL, "codelet '%s' has no GPU kernel", cd);
+}
+
+/* ---- matrix chains ------------------------------------------------------ */
+
+/* How many calls from `c0` the matrix kernel takes (0: none); fills q. */
+static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_arg) {
+  const gpu_cap_group *g = x->g;
+  const gpu_cap_call *c = &g->calls[c0];
+  memset(q, 0, sizeof *q);
+  q->in_dtype = COV_F16;
+  q->batch = 1, q->stride = 1, q->dilation = 1, q->groups = 1;
+  *bias_arg = -1;
+  size_t i = c0 + 1;
+  if (!strcmp(c->codelet, "conv2d") && c->n_args == 2 && c->args[0].kind != COV_MODEL_ARG_CONST &&
+      const_f32(&c->args[1])) {
+    int64_t sh = attr_i(c, "stride_h", 1), sw = attr_i(c, "stride_w", 1), dh = attr_i(c, "dilation_h", 1),
+            dw = attr_i(c, "dilation_w", 1);
+    int64_t pt = attr_i(c, "pad_top", 0), pl = attr_i(c, "pad_left", 0), pb = attr_i(c, "pad_bottom", 0),
+            pr = attr_i(c, "pad_right", 0);
+    if (sh != sw || dh != dw || pt != pl || pt != pb || pt != pr) return 0;
+    const cov_tensor *t = &c->args[0].t, *w = &c->args[1].t;
+    q->kind = GPU_OP_CONV2D;
+    q->cn = t->shape[0], q->cc = t->shape[1], q->ch = t->shape[2], q->cw = t->shape[3];
+    q->ck = w->shape[0], q->cr = w->shape[2], q->cs = w->shape[3];
+    q->stride = sh, q->dilation = dh, q->pad = pt, q->groups = attr_i(c, "groups", 1);
+    if (i < g->n_calls && !strcmp(g->calls[i].codelet, "bias_add") && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV &&
+        const_f32(&g->calls[i].args[1]) && cov_tensor_numel(&g->calls[i].args[1].t) == q->ck)
+      q->epi.bias = true, *bias_arg = (int)i, i++;
+  } else if ((!strcmp(c->codelet, "gemm") || !strcmp(c->codelet, "gemm_bias")) && c->args[0].kind != COV_MODEL_ARG_CONST &&
+             const_f32(&c->args[1]) && attr_i(c, "transA", 0) == 0) {
+    int tb = (int)attr_i(c, "transB", 0);
+    const cov_tensor *a = &c->args[0].t, *b = &c->args[1].t;
+    q->kind = GPU_OP_MATMUL;
+    q->m = a->shape[0], q->k = a->shape[1], q->n = tb ? b->shape[0] : b->shape[1];
+    if (!strcmp(c->codelet, "gemm_bias")) {
+      const gpu_cap_arg *cb = &c->args[2];
+      if (!const_f32(cb) || cov_tensor_numel(&cb->t) != q->n || cb->t.shape[0] != 1) return 0;
+      q->epi.bias = true, *bias_arg = (int)c0;
+    }
+  } else if ((!strcmp(c->codelet, "matmul") || !strcmp(c->codelet, "batch_matmul")) &&
+             c->args[0].kind != COV_MODEL_ARG_CONST) {
+    const cov_tensor *a = &c->args[0].t, *b = &c->args[1].t;
+    int r = a->rank;
+    int64_t ba = r == 3 ? a->shape[0] : 1, bb = b->rank == 3 ? b->shape[0] : 1;
+    q->kind = GPU_OP_MATMUL;
+    q->m = a->shape[r - 2], q->k = a->shape[r - 1], q->n = b->shape[b->rank - 1];
+    if (bb == 1) q->m *= ba; /* a shared B: the batches are more rows */
+    else if (ba == bb) q->batch = ba;
+    else return 0;
+    if (i < g->n_calls && !strcmp(g->calls[i].codelet, "add") && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV &&
+        const_f32(&g->calls[i].args[1]) && cov_tensor_numel(&g->calls[i].args[1].t) == q->n &&
+        g->calls[i].args[1].t.shape[g->calls[i].args[1].t.rank - 1] == q->n)
+      q->epi.bias = true, *bias_arg = (int)i, i++;
+  } else {
+    return 0;
+  }
+  if (i < g->n_calls && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV) {
+    const gpu_cap_call *n = &g->calls[i];
+    gpu_ew_fn f = n->n_args == 1 ? unary_fn(n->codelet) : GPU_FN_NONE;
+    if (f == GPU_FN_RELU) q->epi.act = GPU_ACT_RELU, i++;
+    else if (f == GPU_FN_CLIP) {
+      float lo, hi;
+      unary_params(n, f, &lo, &hi);
+      q->epi.act = GPU_ACT_CLIP, q->epi.clip_lo = lo, q->epi.clip_hi = hi, i++;
+    } else if (f == GPU_FN_GELU) q->epi.act = GPU_ACT_GELU, i++;
+  }
+  if (i < g->n_calls && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV) {
+    const gpu_cap_call *n = &g->calls[i];
+    if (q->kind == GPU_OP_CONV2D && !strcmp(n->codelet, "maxpool") && attr_i(n, "kernel_h", 0) == 2 &&
+        attr_i(n, "kernel_w", 0) == 2 && attr_i(n, "stride_h", 1) == 2 && attr_i(n, "stride_w", 1) == 2 &&
+        !attr_i(n, "pad_top", 0) && !attr_i(n, "pad_left", 0) && !attr_i(n, "pad_bottom", 0) &&
+        !attr_i(n, "pad_right", 0) && attr_i(n, "dilation_h", 1) == 1 && attr_i(n, "dilation_w", 1) == 1 &&
+        (q->epi.act == GPU_ACT_RELU || (q->epi.act == GPU_ACT_CLIP && q->epi.clip_lo >= 0)))
+      q->epi.maxpool2x2 = true, i++;
+    else if (q->kind == GPU_OP_MATMUL && !strcmp(n->codelet, "softmax") && q->n <= 512)
+      q->epi.softmax = true, i++;
+  }
+  return i - c0;
+}
+
+/* The weights of a matrix problem in its kernel's layout, f16. */
+static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_plan *plan, int *out) {
+  const gpu_problem *q = &plan->prob;
+  const float *w = const_f32(&c->args[1]);
+  cov_status st = NULL;
+  int64_t n = cov_tensor_numel(&c->args[1].t);
+  float *v = malloc((size_t)n * sizeof *v + 4);
+  if (!v) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (q->kind == GPU_OP_CONV2D && plan->nhwc) {
+    int64_t rs = q->cr * q->cs;
+    for (int64_t o = 0; o < q->ck; o++)
+      for (int64_t ch = 0; ch < q->cc; ch++)
+        for (int64_t t = 0; t < rs; t++) v[(t * q->cc + ch) * q->ck + o] = w[(o * q->cc + ch) * rs + t];
+  } else if (q->kind == GPU_OP_MATMUL && (!strcmp(c->codelet, "gemm") || !strcmp(c->codelet, "gemm_bias"))) {
+    /* Gemm: alpha op(B), as [K][N] */
+    float alpha = (float)attr_f(c, "alpha", 1.0);
+    int tb = (int)attr_i(c, "transB", 0);
+    for (int64_t k = 0; k < q->k; k++)
+      for (int64_t j = 0; j < q->n; j++) v[k * q->n + j] = alpha * (tb ? w[j * q->k + k] : w[k * q->n + j]);
+  } else {
+    memcpy(v, w, (size_t)n * sizeof *v);
+  }
+  char nm[160];
+  snprintf(nm, sizeof nm, "%s", c->args[1].value);
+  *out = add_weight(x->p, nm, COV_F16, n, v, &st);
+  free(v);
+  return st;
+}
+
+static cov_status lower_group(lower_ctx *x) {
+  const gpu_cap_group *g = x->g;
+  cov_status st = NULL;
+  int in_buf[64];
+  if (g->n_in > 64) return cov_error(COV_UNSUPPORTED, NULL, "%zu inputs (64 at most)", g->n_in);
+  for (size_t k = 0; k < g->n_in; k++) {
+    if (!g->in[k].v.ok) return cov_error(COV_UNSUPPORTED, NULL, "input '%s': %s", g->in[k].name, g->in[k].v.why);
+    COV_RETURN_IF_ERROR(input_buffer(x, k, &in_buf[k]));
+  }
+  int result = x->id_buf[g->buf_id], prev = -1;
+  for (size_t c = 0; c < g->n_calls;) {
+    gpu_problem q;
+    int bias_arg;
+    size_t take = matrix_chain(x, c, &q, &bias_arg);
+    gpu_plan plan;
+    if (take) {
+      cov_status ps = matrix_plan(x, &q, &plan);
+      if (ps) cov_status_free(ps), take = 0;
+    }
+    size_t last = c + (take ? take : 1) - 1;
+    int y;
+    if (last == g->n_calls - 1) {
+      y = result;
+    } else {
+      char nm[160];
+      snprintf(nm, sizeof nm, "%.120s.%zu", g->node, last);
+      const cov_tensor *o = &g->calls[last].out;
+      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, o->rank, o->shape, &st);
+      if (y < 0) return st;
+    }
+    const gpu_cap_call *call = &g->calls[c];
+    if (!take) {
+      st = generic_call(x, call, prev, in_buf, y);
+      if (st) return cov_status_annotate(st, "call %zu (%s, node '%s'): ", c, call->codelet, call->node);
+      prev = y, c++;
+      continue;
+    }
+    int a = arg_buf(x, &call->args[0], prev, in_buf, &st), a16, b16 = -1, bias = -1;
+    if (st) return st;
+    COV_RETURN_IF_ERROR(to_f16(x, a, &a16));
+    if (call->args[1].kind == COV_MODEL_ARG_CONST) {
+      COV_RETURN_IF_ERROR(matrix_weights(x, call, &plan, &b16));
+    } else {
+      int b = arg_buf(x, &call->args[1], prev, in_buf, &st);
+      if (st) return st;
+      COV_RETURN_IF_ERROR(to_f16(x, b, &b16));
+    }
+    if (bias_arg >= 0) {
+      const gpu_cap_call *bc = &g->calls[bias_arg];
+      const gpu_cap_arg *ba = bc == call ? &bc->args[2] : &bc->args[1];
+      const float *bv = const_f32(ba);
+      float beta = bc == call ? (float)attr_f(bc, "beta", 1.0) : 1.0f;
+      int64_t n = cov_tensor_numel(&ba->t);
+      float *tmp = malloc((size_t)n * sizeof *tmp + 4);
+      if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+      for (int64_t i = 0; i < n; i++) tmp[i] = beta * bv[i];
+      bias = add_weight(x->p, ba->value, COV_F32, n, tmp, &st);
+      free(tmp);
+      if (bias < 0) return st;
+    }
+    COV_RETURN_IF_ERROR(matrix_step(x, &plan, g->kind[0] ? "matrix" : "matrix", a16, b16, y, bias));
+    prev = y;
+    c += take;
+  }
+  return NULL;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+static cov_status located(cov_status st, const char *path, const gpu_cap_group *g) {
+  char msg[1024];
+  cov_status_format(st, msg, sizeof msg);
+  cov_status_free(st);
+  char *nl = strchr(msg, '\n');
+  if (nl) *nl = '\0';
+  return cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
+                   "layer group %d (%s, node '%s'): %s", g->group, g->kind, g->node, msg);
+}
+
+static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path);
+
+cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                  gpu_model_plan *p) {
+  memset(p, 0, sizeof *p);
+  gpu_capture cap;
+  COV_RETURN_IF_ERROR(gpu_capture_model(m, &cap));
+  cov_status st = NULL, errs = NULL;
+  int *id_buf = calloc((size_t)cap.n_ids + 1, sizeof *id_buf);
+  if (!id_buf) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (t) {
+    snprintf(p->target, sizeof p->target, "%s", cov_acg_name(t->acg));
+    snprintf(p->backend, sizeof p->backend, "%s", t->vendor->backend);
+    snprintf(p->mcpu, sizeof p->mcpu, "%s", t->acg->backend.mcpu ? t->acg->backend.mcpu : "");
+  }
+  p->n_inputs = cap.n_inputs, p->n_outputs = cap.n_outputs;
+  for (int i = 0; i < cap.n_inputs && !st; i++) {
+    id_buf[i] = add_buf(p, cov_model_input_name(m, (size_t)i), GPU_BUF_INPUT, COV_F32, cap.in_shape[i].rank,
+                        cap.in_shape[i].shape, &st);
+    if (!st) p->bufs[id_buf[i]].io = i, p->input_buf[i] = id_buf[i];
+  }
+  for (int k = 0; k < cap.n_groups && !st; k++) {
+    const gpu_cap_group *g = &cap.groups[k];
+    if (!g->described) continue;
+    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, COV_F32, g->out.rank, g->out.shape, &st);
+  }
+  /* outputs: a group's result itself, or copies into a buffer of their own */
+  for (int k = 0; k < cap.n_groups && !st; k++) {
+    const gpu_cap_group *g = &cap.groups[k];
+    if (g->constant) continue;
+    if (!g->described) {
+      errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
+                                             "layer group %d (%s): %s", g->group, g->kind, g->why));
+      continue;
+    }
+    lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0};
+    cov_status gs = lower_group(&x);
+    if (gs) errs = cov_status_join(errs, located(gs, path, g));
+  }
+  for (int o = 0; o < cap.n_outputs && !st && !errs; o++) {
+    const gpu_cap_value *v = &cap.outputs[o];
+    const char *name = cov_model_output_name(m, (size_t)o);
+    if (!v->ok) {
+      errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, name),
+                                             "model output '%s': %s", name, v->why));
+      continue;
+    }
+    int direct = v->n_runs == 1 && v->runs[0].s0 == 0 && v->runs[0].n == cap.id_numel[v->runs[0].src] &&
+                 p->bufs[id_buf[v->runs[0].src]].kind == GPU_BUF_INTERMEDIATE;
+    int b;
+    if (direct) {
+      b = id_buf[v->runs[0].src];
+      snprintf(p->bufs[b].name, sizeof p->bufs[b].name, "%s", name);
+      p->bufs[b].rank = cap.out_shape[o].rank;
+      memcpy(p->bufs[b].shape, cap.out_shape[o].shape, sizeof p->bufs[b].shape);
+    } else {
+      b = add_buf(p, name, GPU_BUF_OUTPUT, COV_F32, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
+      if (b < 0) break;
+      gpu_cap_group og = {.group = -1};
+      snprintf(og.node, sizeof og.node, "%s", name);
+      gpu_cap_input in = {.v = *v};
+      snprintf(in.name, sizeof in.name, "%s", name);
+      in.t = cap.out_shape[o];
+      og.in = &in, og.n_in = 1;
+      lower_ctx x = {p, &cap, t, path, id_buf, -1, &og, 0};
+      int tmp;
+      /* copies straight into the output buffer: input_buffer makes a new
+       * one, so copy its steps' destination over */
+      int first_step = p->n_steps, nb = p->n_bufs;
+      st = input_buffer(&x, 0, &tmp);
+      if (!st && tmp == nb) {
+        for (int s = first_step; s < p->n_steps; s++)
+          if (p->steps[s].args[2] == tmp) p->steps[s].args[2] = b;
+      } else if (!st) {
+        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .n = v->numel};
+        st = ew_step(&x, &e, "copy", tmp, -1, b, -1);
+      }
+    }
+    p->bufs[b].kind = GPU_BUF_OUTPUT;
+    p->bufs[b].io = o;
+    p->output_buf[o] = b;
+  }
+  free(id_buf);
+  gpu_capture_free(&cap);
+  if (!st && errs) {
+    size_t n = cov_status_count(errs);
+    st = cov_status_join(cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL),
+                                   "%zu layer group%s cannot be compiled for %s:", n, n == 1 ? "" : "s",
+                                   t ? cov_acg_name(t->acg) : "the GPU"),
+                         errs);
+    errs = NULL;
+  }
+  cov_status_free(errs);
+  if (!st && t && emit) st = build_modules(p, t, path);
+  if (st) gpu_model_plan_free(p);
+  return st;
+}
+
+/* Every launch's code: matrix kernels through gpu_build_kernel (their
+ * NHWC transform in the same module), generic ones one module each; equal
+ * generic kernels share one module and name. */
+static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path) {
+  (void)path;
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
+    if (s->kkind == GPU_KERNEL_EW) {
+      int same = -1;
+      for (int j = 0; j < i && same < 0; j++)
+        if (p->steps[j].op == GPU_STEP_LAUNCH && p->steps[j].kkind == GPU_KERNEL_EW &&
+            !memcmp(&p->steps[j].ew, &s->ew, sizeof s->ew))
+          same = j;
+      if (same >= 0) {
+        s->module = p->steps[same].module;
+        memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
+        continue;
+      }
+    }
+    COV_RETURN_IF_ERROR(grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods));
+    gpu_mmodule *md = &p->mods[p->n_mods];
+    snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
+    gpu_kernel_info info = {-1, -1, -1, -1};
+    cov_status st;
+    if (s->kkind == GPU_KERNEL_MATRIX) {
+      st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
+    } else {
+      st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
+    }
+    if (st)
+      return cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
+    md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
+    s->module = p->n_mods++;
+    if (i > 0 && p->steps[i - 1].pre) p->steps[i - 1].module = s->module;
+  }
+  return NULL;
+}

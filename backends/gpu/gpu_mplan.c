@@ -1,0 +1,250 @@
+/* backends/gpu/gpu_mplan.c: a compiled model's plan run on the CPU (the
+ * emulation the tests check against the reference interpreter) and
+ * written out (code objects, weights, manifest.json). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_ref.h"
+
+static float to_f16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
+
+/* conv plans with a channels-last kernel: the weights back to OIHW */
+static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
+  const gpu_problem *q = &pl->prob;
+  int64_t rs = q->cr * q->cs;
+  for (int64_t o = 0; o < q->ck; o++)
+    for (int64_t c = 0; c < q->cc; c++)
+      for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
+}
+
+cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs) {
+  if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "the compiled model takes %d inputs and %d outputs", p->n_inputs,
+                     p->n_outputs);
+  float **v = calloc((size_t)p->n_bufs, sizeof *v);
+  if (!v) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = NULL;
+  for (int i = 0; i < p->n_bufs && !st; i++) {
+    const gpu_mbuf *b = &p->bufs[i];
+    v[i] = calloc((size_t)b->numel + 1, sizeof **v);
+    if (!v[i]) {
+      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
+      break;
+    }
+    if (b->kind == GPU_BUF_WEIGHT) {
+      for (int64_t j = 0; j < b->numel; j++) {
+        if (b->dtype == COV_F16) {
+          uint16_t h;
+          memcpy(&h, (const char *)b->data + 2 * j, 2);
+          v[i][j] = cov_f16_to_f32(h);
+        } else {
+          memcpy(&v[i][j], (const char *)b->data + 4 * j, 4); /* f32, or i32 bits */
+        }
+      }
+    } else if (b->kind == GPU_BUF_INPUT) {
+      const cov_tensor *t = &inputs[b->io];
+      if (t->dtype != COV_F32 || cov_tensor_numel(t) != b->numel)
+        st = cov_error(COV_INVALID_ARGUMENT, NULL, "input %d: %lld f32 values expected", b->io, (long long)b->numel);
+      else
+        memcpy(v[i], t->data, (size_t)b->numel * 4);
+    }
+  }
+  for (int i = 0; i < p->n_steps && !st; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    float *a[4];
+    for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
+    if (s->op == GPU_STEP_FILL) {
+      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * 4);
+      continue;
+    }
+    if (s->kkind == GPU_KERNEL_EW) {
+      gpu_ew_emulate(&s->ew, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
+      if (s->ew.out_dtype == COV_F16) {
+        int64_t d0 = s->ew.kind == GPU_EW_COPY ? s->ew.d0 : 0;
+        for (int64_t j = 0; j < s->ew.n; j++) a[2][d0 + j] = to_f16(a[2][d0 + j]);
+      }
+      continue;
+    }
+    const gpu_plan *pl = &s->plan;
+    const gpu_problem *q = &pl->prob;
+    if (s->pre) { /* NCHW -> NHWC */
+      int64_t hw = q->ch * q->cw;
+      for (int64_t n = 0; n < q->cn; n++)
+        for (int64_t c = 0; c < q->cc; c++)
+          for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
+      continue;
+    }
+    size_t na, nb, no, nbias;
+    gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+    float *x = a[0], *w = a[1], *tx = NULL, *tw = NULL;
+    if (pl->nhwc) { /* the kernel reads NHWC and [R][S][C][K]: back to the reference's layouts */
+      int64_t hw = q->ch * q->cw;
+      tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
+      if (!tx || !tw) {
+        free(tx), free(tw);
+        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+        break;
+      }
+      for (int64_t n = 0; n < q->cn; n++)
+        for (int64_t c = 0; c < q->cc; c++)
+          for (int64_t j = 0; j < hw; j++) tx[(n * q->cc + c) * hw + j] = x[(n * hw + j) * q->cc + c];
+      weights_oihw(pl, w, tw);
+      x = tx, w = tw;
+    }
+    gpu_reference(pl, x, w, a[3], a[2]);
+    free(tx), free(tw);
+  }
+  for (int o = 0; o < p->n_outputs && !st; o++) {
+    const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
+    st = cov_tensor_alloc(&outputs[o], COV_F32, b->rank, b->shape);
+    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * 4);
+  }
+  if (st)
+    for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);
+  for (int i = 0; i < p->n_bufs; i++) free(v[i]);
+  free(v);
+  return st;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static cov_status mkdir_p(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "output directory name too long");
+  for (char *q = path + 1;; q++) {
+    char c = *q;
+    if (c != '/' && c != '\0') continue;
+    *q = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return cov_error(COV_IO_ERROR, NULL, "cannot create directory %s: %s", path, strerror(errno));
+    *q = c;
+    if (!c) break;
+  }
+  return NULL;
+}
+
+static const char *kind_name(gpu_buf_kind k) {
+  static const char *n[] = {"input", "output", "weight", "intermediate"};
+  return n[k];
+}
+
+json_t *gpu_plan_json(const gpu_plan *p);
+static const char *ew_names[] = {"copy", "gather", "unary", "binary", "bias", "pool", "global_pool", "softmax",
+                                 "layernorm", "batchnorm", "direct_conv", "direct_matmul"};
+
+cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report) {
+  COV_RETURN_IF_ERROR(mkdir_p(dir));
+  int nv = !strcmp(p->backend, "nvptx");
+  cov_status st = NULL;
+  json_t *man = json_object(), *mods = json_array(), *bufs = json_array(), *steps = json_array();
+  const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
+  json_object_set_new(man, "format", json_string("covenant-gpu-model"));
+  json_object_set_new(man, "target", json_string(p->target));
+  json_object_set_new(man, "backend", json_string(p->backend));
+  json_object_set_new(man, "mcpu", json_string(p->mcpu));
+  json_object_set_new(man, "model", json_string(base));
+  json_object_set_new(man, "modules", mods);
+  json_object_set_new(man, "buffers", bufs);
+  json_object_set_new(man, "steps", steps);
+  for (int i = 0; i < p->n_mods && !st; i++) {
+    char file[200], path[4096];
+    snprintf(file, sizeof file, "%s.%s", p->mods[i].name, nv ? "ptx" : "hsaco");
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(p->mods[i].code, 1, p->mods[i].size, f) == p->mods[i].size;
+    if (f) ok &= fclose(f) == 0;
+    if (!ok) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+    json_t *m = json_object();
+    json_object_set_new(m, "name", json_string(p->mods[i].name));
+    json_object_set_new(m, "file", json_string(file));
+    json_array_append_new(mods, m);
+  }
+  /* weights: one file, each at a 256-byte aligned offset in buffer order */
+  char wpath[4096];
+  snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
+  FILE *wf = st ? NULL : fopen(wpath, "wb");
+  if (!st && !wf) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+  uint64_t off = 0;
+  for (int i = 0; i < p->n_bufs && !st; i++) {
+    const gpu_mbuf *b = &p->bufs[i];
+    json_t *o = json_object(), *shape = json_array();
+    json_object_set_new(o, "name", json_string(b->name));
+    json_object_set_new(o, "kind", json_string(kind_name(b->kind)));
+    json_object_set_new(o, "dtype", json_string(cov_dtype_name(b->dtype)));
+    for (int d = 0; d < b->rank; d++) json_array_append_new(shape, json_integer(b->shape[d]));
+    json_object_set_new(o, "shape", shape);
+    uint64_t bytes = (uint64_t)b->numel * cov_dtype_size(b->dtype);
+    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+    if (b->io >= 0) json_object_set_new(o, "io", json_integer(b->io));
+    if (b->kind == GPU_BUF_WEIGHT) {
+      static const char zeros[256];
+      uint64_t pad = (256 - off % 256) % 256;
+      int ok = fwrite(zeros, 1, pad, wf) == pad && fwrite(b->data, 1, bytes, wf) == bytes;
+      off += pad;
+      json_object_set_new(o, "offset", json_integer((json_int_t)off));
+      off += bytes;
+      if (!ok) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+    }
+    json_array_append_new(bufs, o);
+  }
+  if (wf && fclose(wf) != 0 && !st) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+  for (int i = 0; i < p->n_steps && !st; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
+    json_object_set_new(o, "group", json_integer(s->group));
+    json_object_set_new(o, "label", json_string(s->label));
+    if (s->op == GPU_STEP_FILL) {
+      json_object_set_new(o, "buffer", json_integer(s->fill_buf));
+      json_object_set_new(o, "value", json_integer(0));
+    } else {
+      json_t *grid = json_array(), *block = json_array(), *args = json_array();
+      for (int d = 0; d < 3; d++) json_array_append_new(grid, json_integer(s->grid[d]));
+      for (int d = 0; d < 3; d++) json_array_append_new(block, json_integer(s->block[d]));
+      for (int k = 0; k < 4; k++) json_array_append_new(args, s->args[k] >= 0 ? json_integer(s->args[k]) : json_null());
+      json_object_set_new(o, "module", json_integer(s->module));
+      json_object_set_new(o, "kernel", json_string(s->kernel));
+      json_object_set_new(o, "grid", grid);
+      json_object_set_new(o, "block", block);
+      json_object_set_new(o, "shared_bytes", json_integer(s->shared_bytes));
+      json_object_set_new(o, "args", args);
+      if (s->kkind == GPU_KERNEL_MATRIX) {
+        json_object_set_new(o, "what", s->pre ? json_string("nhwc transform") : gpu_plan_json(&s->plan));
+      } else {
+        json_object_set_new(o, "what", json_string(ew_names[s->ew.kind]));
+      }
+    }
+    json_array_append_new(steps, o);
+  }
+  if (!st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
+      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+  }
+  json_decref(man);
+  if (!st && report) {
+    fprintf(report, "%-44s %-13s %8s %6s %6s %8s  %s\n", "kernel", "kind", "shared B", "VGPR", "AGPR", "scratch",
+            "what");
+    for (int i = 0; i < p->n_steps; i++) {
+      const gpu_mstep *s = &p->steps[i];
+      if (s->op != GPU_STEP_LAUNCH || s->module < 0) continue;
+      const gpu_mmodule *md = &p->mods[s->module];
+      char what[64];
+      if (s->kkind == GPU_KERNEL_EW) snprintf(what, sizeof what, "%s", ew_names[s->ew.kind]);
+      else if (s->pre) snprintf(what, sizeof what, "nhwc transform");
+      else snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)s->plan.M, (long long)s->plan.N, (long long)s->plan.K);
+      fprintf(report, "%-44s %-13s %8u %6ld %6ld %8ld  %s\n", s->kernel,
+              s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma") : "generic", s->shared_bytes,
+              md->vgprs, md->agprs, md->scratch_bytes, what);
+    }
+  }
+  return st;
+}

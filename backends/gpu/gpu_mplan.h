@@ -1,0 +1,175 @@
+/* backends/gpu/gpu_mplan.h: a whole model compiled for a GPU: buffers, code
+ * modules and the launch sequence (what a compiled-model artifact holds).
+ *
+ * gpu_model_compile (gpu_mcompile.c) reaches the model only through the
+ * frontend's public group interface: it runs the model once per encoding
+ * with every compute group handled by a hook that records the group's
+ * description (cov_model_run_groups) and writes, in place of results,
+ * element provenance (buffer id, then element index, as 32-bit patterns);
+ * the frontend's layout operations (Reshape, Transpose, Concat, Split,
+ * Slice, Flatten, ...) copy elements bit for bit, so every input a compute
+ * group (or the model's output) receives tells exactly which element of
+ * which earlier buffer it is. Layout work thus becomes copy runs (or an
+ * index table) into the consumer's input, or nothing where the input is an
+ * earlier buffer as it is (a reshape).
+ *
+ * Every compute group then becomes kernels: convolutions, Gemm, MatMul and
+ * batched MatMul the tiled matrix kernel of gpu_lower.c (f16 operands,
+ * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
+ * softmax fused where the plan allows), everything else — the rest of a
+ * chain, element-wise and broadcasting operations, pooling of any window,
+ * global pools, softmax, layer norm, convolutions and matmuls the matrix
+ * kernel does not take — the generic kernels of gpu_lower_ew.c (one
+ * thread per output element or row, f32). Nothing is refused for its shape.
+ *
+ * Kernel ABI (every kernel): four global pointers, launched with `grid`,
+ * `block`, `shared_bytes` dynamic shared memory; each argument is a buffer
+ * (plus a byte offset) or null (-1). */
+#ifndef COV_GPU_MPLAN_H
+#define COV_GPU_MPLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backends/gpu/gpu_plan.h"
+#include "covenant/model.h"
+
+typedef enum gpu_buf_kind {
+  GPU_BUF_INPUT,        /* a model input (f32, as the caller gives it) */
+  GPU_BUF_OUTPUT,       /* a model output (f32) */
+  GPU_BUF_WEIGHT,       /* a constant in the layout and dtype its kernel reads (data set) */
+  GPU_BUF_INTERMEDIATE, /* everything else: group results, f16 operand copies, workspaces */
+} gpu_buf_kind;
+
+typedef struct gpu_mbuf {
+  char name[128];
+  gpu_buf_kind kind;
+  cov_dtype dtype;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  int64_t numel;
+  void *data; /* weights: numel elements of dtype (owned) */
+  int io;     /* inputs / outputs: the model's index */
+} gpu_mbuf;
+
+/* ---- generic kernels (gpu_lower_ew.c) ---------------------------------- */
+
+typedef enum gpu_ew_kind {
+  GPU_EW_COPY,      /* y[d0 + i] = x[s0 + i], i < n (dtype conversion to y's dtype) */
+  GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
+  GPU_EW_UNARY,     /* y[i] = f(x[i]) */
+  GPU_EW_BINARY,    /* y[d] = a[bcast(d)] op b[bcast(d)], rank-4 numpy broadcasting */
+  GPU_EW_BIAS,      /* y[n,c,h,w] = x[n,c,h,w] + b[c] (shape [A, C, B]: A = N, B = H*W) */
+  GPU_EW_POOL,      /* max / average pooling, NCHW, any window, stride, pads, dilation */
+  GPU_EW_GPOOL,     /* global average / max pool over H*W, thread per (n, c) */
+  GPU_EW_SOFTMAX,   /* rows of [M, N], thread per row */
+  GPU_EW_LAYERNORM, /* rows of [M, N] with scale and bias, thread per row */
+  GPU_EW_BATCHNORM, /* y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]; params packed [4][C] */
+  GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element */
+  GPU_EW_MATMUL,    /* y[g][m][n] = sum_k a[ga][m][k] b[gb][k][n], thread per output element */
+} gpu_ew_kind;
+
+typedef enum gpu_ew_fn {
+  GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_SIGMOID, GPU_FN_TANH, GPU_FN_GELU, GPU_FN_GELU_TANH,
+  GPU_FN_EXP, GPU_FN_SQRT, GPU_FN_ABS, GPU_FN_NEG, GPU_FN_LEAKY,
+  /* binary */
+  GPU_FN_ADD, GPU_FN_SUB, GPU_FN_MUL, GPU_FN_DIV, GPU_FN_MAX, GPU_FN_MIN,
+} gpu_ew_fn;
+
+typedef struct gpu_ew {
+  gpu_ew_kind kind;
+  gpu_ew_fn fn;         /* unary / binary function; POOL and GPOOL: GPU_FN_MAX or GPU_FN_ADD (average) */
+  float p0, p1;         /* clip lo / hi, leaky alpha, epsilon */
+  cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
+  int64_t n;            /* threads that do work (output elements, rows) */
+  int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
+  int64_t a[4], b[4], y[4]; /* BINARY: the operands' and the result's rank-4 shapes */
+  /* POOL: x [N, C, H, W] -> [N, C, P, Q]; CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
+  int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
+  int count_include_pad;
+  /* MATMUL: G batches (ga, gb: 0 when the operand broadcasts), M, N (cols), K; rows: M x cols */
+  int64_t G, M, cols, Kd, ga, gb;
+  /* post-ops applied before the store (bias along the last axis or the
+   * channel for CONV / MATMUL: argument 3 non-null) */
+  int bias;
+  gpu_ew_fn post;
+  float post0, post1;
+} gpu_ew;
+
+enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
+/* The launch grid of a generic kernel. */
+void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+/* The CPU meaning of a generic kernel, on f32 views of its arguments (f16
+ * buffers converted by the caller); the emulation's oracle-independent
+ * half: tests compare a whole compiled model run this way against
+ * cov_model_run_ref. */
+void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, const float *bias,
+                    const int32_t *table);
+
+/* ---- the compiled model ------------------------------------------------ */
+
+typedef enum gpu_step_op { GPU_STEP_LAUNCH, GPU_STEP_FILL } gpu_step_op;
+typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW } gpu_kernel_kind;
+
+typedef struct gpu_mstep {
+  gpu_step_op op;
+  int group;        /* the layer group it computes (-1: the model's outputs) */
+  char label[128];  /* the group's first ONNX node */
+  /* launch */
+  gpu_kernel_kind kkind;
+  gpu_plan plan;    /* MATRIX: the matrix kernel's plan */
+  gpu_ew ew;        /* EW: the generic kernel */
+  int module;       /* index in modules */
+  char kernel[160];
+  unsigned grid[3], block[3], shared_bytes;
+  int args[4];      /* buffer ids, -1: null */
+  /* a channels-last MATRIX plan runs its NHWC transform first into the
+   * workspace buffer args... (pre_kernel with pre_grid etc.) */
+  int pre;          /* 1: this launch is the transform of the next one */
+  /* fill: bytes of zeros over buffer `fill_buf` */
+  int fill_buf;
+} gpu_mstep;
+
+typedef struct gpu_mmodule {
+  char name[160];
+  char *code; /* PTX (NUL-terminated) or HSACO */
+  size_t size;
+  long vgprs, agprs, lds_bytes, scratch_bytes; /* AMDGPU: from the assembly; -1 unknown */
+} gpu_mmodule;
+
+typedef struct gpu_model_plan {
+  char target[64], backend[16], mcpu[32];
+  gpu_mbuf *bufs;
+  int n_bufs, cap_bufs;
+  gpu_mstep *steps;
+  int n_steps, cap_steps;
+  gpu_mmodule *mods;
+  int n_mods, cap_mods;
+  int n_inputs, n_outputs;
+  int input_buf[16], output_buf[16];
+} gpu_model_plan;
+
+void gpu_model_plan_free(gpu_model_plan *p);
+
+/* Compiles model `m` (loaded from `path`, named in messages) for target
+ * `t` (gpu_driver.h): every compute group into kernels, layout work into
+ * copies, each kernel emitted as a module. On failure the one error lists
+ * every group that cannot be compiled, each located at its first node.
+ * Symbolic input dims are taken as 1. emit == 0 plans every kernel
+ * without generating code (the CPU emulation's tests); t == NULL also
+ * leaves the matrix problems unplanned (checked only). */
+struct gpu_target;
+cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                  gpu_model_plan *out);
+
+/* Runs a compiled plan on the CPU: every step through its CPU meaning
+ * (matrix kernels through gpu_reference on f16-rounded operands, generic
+ * kernels through gpu_ew_emulate), inputs f32 in model order, outputs
+ * allocated here (f32). */
+cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs);
+
+/* Writes every module and manifest.json (buffers, steps) into `dir`. */
+cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report);
+
+#endif
