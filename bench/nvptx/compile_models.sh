@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --covenant) cov=$2; shift 2;;
     --target) target=$2; shift 2;;
     --part-mb) part_mb=$2; shift 2;;
-    -h|--help) sed -n 2,18p "$0"; exit 0;;
+    -h|--help) sed -n 2,19p "$0"; exit 0;;
     *) break;;
   esac
 done
@@ -65,7 +65,8 @@ for m in "${models[@]}"; do
     fi
   done
 done
-# parts of at most part_mb MiB (an artifact larger than that gets a part of its own)
+# parts of at most part_mb MiB; an artifact larger than that cannot be
+# carried in one call and is listed in failed.txt instead
 $py - "$out" "$part_mb" <<'PY'
 import os, shutil, sys
 out, limit = sys.argv[1], int(sys.argv[2]) << 20
@@ -73,6 +74,11 @@ rows = [l.split() for l in open(os.path.join(out, "all", "models.txt")) if l.str
 parts, cur, size = [], [], 0
 for name, batch, art in rows:
     n = os.path.getsize(os.path.join(out, "all", art))
+    if n > limit:
+        msg = "%s batch %s: the artifact is %.0f MiB, more than a part (%d MiB) can carry" % (name, batch, n / 2**20, limit >> 20)
+        print(msg)
+        open(os.path.join(out, "failed.txt"), "a").write(msg + "\n")
+        continue
     if cur and size + n > limit:
         parts.append(cur)
         cur, size = [], 0
@@ -80,6 +86,9 @@ for name, batch, art in rows:
     size += n
 if cur:
     parts.append(cur)
+for d in os.listdir(out):
+    if d.startswith("part"):
+        shutil.rmtree(os.path.join(out, d))
 for i, p in enumerate(parts, 1):
     d = os.path.join(out, "part%d" % i)
     shutil.rmtree(d, ignore_errors=True)
