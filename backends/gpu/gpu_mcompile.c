@@ -1,5 +1,6 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
  * launch sequence (gpu_mplan.h says what and why). */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -566,10 +567,8 @@ static cov_status lower_group(lower_ctx *x) {
 
 static cov_status located(cov_status st, const char *path, const gpu_cap_group *g) {
   char msg[1024];
-  cov_status_format(st, msg, sizeof msg);
+  snprintf(msg, sizeof msg, "%s", cov_status_message(st));
   cov_status_free(st);
-  char *nl = strchr(msg, '\n');
-  if (nl) *nl = '\0';
   return cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
                    "layer group %d (%s, node '%s'): %s", g->group, g->kind, g->node, msg);
 }
@@ -672,41 +671,80 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   return st;
 }
 
+static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
+  const int64_t va[] = {a->kind, a->fn, a->out_dtype, a->n, a->s0, a->d0, a->a[0], a->a[1], a->a[2], a->a[3],
+                        a->b[0], a->b[1], a->b[2], a->b[3], a->y[0], a->y[1], a->y[2], a->y[3], a->N, a->C, a->H,
+                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
+                        a->count_include_pad, a->G, a->M, a->cols, a->Kd, a->ga, a->gb, a->bias, a->post};
+  const int64_t vb[] = {b->kind, b->fn, b->out_dtype, b->n, b->s0, b->d0, b->a[0], b->a[1], b->a[2], b->a[3],
+                        b->b[0], b->b[1], b->b[2], b->b[3], b->y[0], b->y[1], b->y[2], b->y[3], b->N, b->C, b->H,
+                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
+                        b->count_include_pad, b->G, b->M, b->cols, b->Kd, b->ga, b->gb, b->bias, b->post};
+  return !memcmp(va, vb, sizeof va) && a->p0 == b->p0 && a->p1 == b->p1 && a->post0 == b->post0 &&
+         a->post1 == b->post1;
+}
+
+json_t *gpu_plan_json(const gpu_plan *p);
+/* the plan's description (problem, tile, copies, layout, launch): equal
+ * descriptions build equal kernels */
+static char *plan_key(const gpu_plan *p) {
+  json_t *j = gpu_plan_json(p);
+  char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(j);
+  return s;
+}
+
 /* Every launch's code: matrix kernels through gpu_build_kernel (their
- * NHWC transform in the same module), generic ones one module each; equal
- * generic kernels share one module and name. */
+ * NHWC transform in the same module), generic ones through
+ * gpu_build_ew_kernel, one module each; launches of an equal kernel share
+ * its module and name (repeated blocks of a network). */
 static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path) {
   (void)path;
-  for (int i = 0; i < p->n_steps; i++) {
+  char **keys = calloc((size_t)p->n_steps + 1, sizeof *keys);
+  if (!keys) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = NULL;
+  for (int i = 0; i < p->n_steps && !st; i++) {
     gpu_mstep *s = &p->steps[i];
     if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
-    if (s->kkind == GPU_KERNEL_EW) {
-      int same = -1;
-      for (int j = 0; j < i && same < 0; j++)
-        if (p->steps[j].op == GPU_STEP_LAUNCH && p->steps[j].kkind == GPU_KERNEL_EW &&
-            !memcmp(&p->steps[j].ew, &s->ew, sizeof s->ew))
-          same = j;
-      if (same >= 0) {
-        s->module = p->steps[same].module;
-        memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
-        continue;
+    int same = -1;
+    if (s->kkind == GPU_KERNEL_MATRIX) {
+      keys[i] = plan_key(&s->plan);
+      if (!keys[i]) {
+        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+        break;
       }
     }
-    COV_RETURN_IF_ERROR(grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods));
+    for (int j = 0; j < i && same < 0; j++) {
+      const gpu_mstep *o = &p->steps[j];
+      if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
+      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
+    }
+    if (same >= 0) {
+      s->module = p->steps[same].module;
+      memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
+      if (s->plan.nhwc && s->kkind == GPU_KERNEL_MATRIX) {
+        s[-1].module = s->module;
+        memcpy(s[-1].kernel, p->steps[same - 1].kernel, sizeof s->kernel);
+      }
+      continue;
+    }
+    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
     gpu_mmodule *md = &p->mods[p->n_mods];
     snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
     gpu_kernel_info info = {-1, -1, -1, -1};
-    cov_status st;
-    if (s->kkind == GPU_KERNEL_MATRIX) {
+    if (s->kkind == GPU_KERNEL_MATRIX)
       st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
-    } else {
+    else
       st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
+    if (st) {
+      st = cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
+      break;
     }
-    if (st)
-      return cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
     md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
     s->module = p->n_mods++;
-    if (i > 0 && p->steps[i - 1].pre) p->steps[i - 1].module = s->module;
+    if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) s[-1].module = s->module;
   }
-  return NULL;
+  for (int i = 0; i < p->n_steps; i++) free(keys[i]);
+  free(keys);
+  return st;
 }

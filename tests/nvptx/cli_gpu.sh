@@ -48,12 +48,17 @@ expect 1 "schedule is written" -- gpu compile gemm_64x64x64:64x64 --target nvptx
 expect 1 "do not nest" -- gpu compile gemm_64x64x64:64x64x32:48x32:2 --target nvptx-sm90 -o "$work/x"
 expect 0 "roofline" -- gpu compile convnet_layer1 --target amdgpu-gfx90a -o "$work/r" --report
 models=$(dirname "$0")/../frontend/models
-expect 0 "covenant_convnet_g0_conv_bias_relu_maxpool" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
+# a model compiles whole: its kernels, buffers and launch sequence
+expect 0 "covenant_g0_1_matrix .*matrix" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
   --target nvptx-sm90 -o "$work/m" --report
-expect 1 "matmul+bias.*MatMul/Gemm groups are not lowered" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/x"
-expect 1 "only 2x2 max pooling with stride 2" -- gpu compile "$models/squeezenet1_1.onnx" --target nvptx-sm90 -o "$work/x"
-expect 1 "group 9 (add.*not a contraction" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x"
-expect 1 "note: .*group 9 (add" -- gpu compile "$models/mobilenet_v2.onnx" --target nvptx-sm90 -o "$work/x" --allow-unfused
+expect 0 "layernorm" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/e" --report
+# or one error lists every group that cannot, each at its node
+expect 1 "2 layer groups cannot be compiled for nvptx-sm90" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
+  --target nvptx-sm90 -o "$work/x"
+expect 1 "floor_1: layer group 0 (floor.*no GPU kernel" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
+  --target nvptx-sm90 -o "$work/x"
+expect 1 "sin_1: layer group 2 (sin.*no GPU kernel" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
+  --target nvptx-sm90 -o "$work/x"
 expect 1 "no_such.onnx" -- gpu compile no_such.onnx --target nvptx-sm90 -o "$work/x"
 expect 2 "run takes one MODEL.onnx alone" -- gpu run examples/convnet.onnx gemm_64x64x64 --target nvptx-sm90
 expect 2 "are for run MODEL.onnx" -- gpu run gemm_64x64x64 --target nvptx-sm90 --seed 3
