@@ -15,7 +15,8 @@
 #include "covenant/npu.h"
 #include <sys/stat.h>
 
-/* A compile manifest (DIR/manifest.json) passed where a program is wanted:
+/* A compile manifest (DIR/manifest.json) or a model artifact (runtime/)
+ * passed where a program is wanted:
  * the programs it names, as a hint. Returns NULL when path is not one. */
 static cov_status manifest_instead(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -24,6 +25,13 @@ static cov_status manifest_instead(const char *path) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
+  if (n >= 8 && !memcmp(buf, "\x7f" "COVART\n", 8)) {
+    cov_loc aloc = {path, 0, 0, NULL};
+    return cov_error(COV_INVALID_ARGUMENT, &aloc,
+                     "this is a compiled-model artifact, not an NPU program; run it with 'covenant-run %s' "
+                     "(its programs: covenant-run %s --info)",
+                     path, path);
+  }
   const char *p = buf;
   while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
   if (*p != '{') return NULL;

@@ -38,9 +38,9 @@ expect 1 "no target named 'npu16x16'" -- "$cov" verify all -t npu16x16
 [ "$("$cov" verify all -t npu16x16 2>&1 | grep -c error:)" -eq 1 ] || { echo "FAIL: bad target reported more than once"; fail=1; }
 
 # a manifest is not a program: say which file to pass, naming the path once
-"$cov" compile examples/convnet.onnx -t npu-16x16 -o "$tmp/cn" > /dev/null
+"$cov" compile examples/convnet.onnx -t npu-16x16 -o "$tmp/cn.cvx" > /dev/null
 "$cov" compile convnet_layer1 -t npu-16x16 -o "$tmp/out" > /dev/null
-expect 1 "^$tmp/cn/manifest.json: error: this is a compile manifest, not an NPU program; pass the programs it names: $tmp/cn/group_0.npu, $tmp/cn/group_1.npu" -- "$cov" sim "$tmp/cn/manifest.json"
+expect 1 "^$tmp/cn.cvx: error: this is a compiled-model artifact, not an NPU program; run it with 'covenant-run $tmp/cn.cvx'" -- "$cov" sim "$tmp/cn.cvx"
 expect 1 "^$tmp/out/manifest.json: error: this is a compile manifest, not an NPU program; pass the program it names: $tmp/out/program.npu$" -- "$cov" sim "$tmp/out/manifest.json"
 expect 1 "pass the program it names: $tmp/out/program.npu" -- "$cov" disasm "$tmp/out/manifest.json"
 expect 0 "^program $tmp/out/program.npu on npu-16x16" -- "$cov" sim "$tmp/out/program.npu"
