@@ -1,5 +1,7 @@
 /* cli/cmd_explore.c: `covenant explore` (run or resume a study), `explore
  * merge` (combine shards) and `explore plot` (render a study's plots). */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,7 +31,7 @@ static void usage(FILE *out) {
           "  --base ACG          base target (path or shipped name, e.g. npu-16x16)\n"
           "  --vary SPEC         a swept parameter (repeatable; the first changes slowest)\n"
           "  --suite [NAMES]     the benchmark suite layers (all, or a comma-separated list)\n"
-          "  --suite-file FILE   suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --suite-file FILE   suite file (default: the shipped one; covenant layers)\n"
           "  --model FILE        an ONNX model's compute layer groups (repeatable)\n"
           "  --eval NAME         evaluator: roofline (default: the best this build has)\n"
           "  --dtype T[:ACC]     datapath precision the layers run at (default f16:f32)\n"
@@ -48,6 +50,31 @@ static int parse_int(const char *s, int *out) {
   return 0;
 }
 
+/* Renders a study's events on stderr: warnings always; notes and progress
+ * unless quiet (user points at the quiet flag), progress as one live line
+ * on a TTY. */
+static void render_event(void *user, const cov_explore_event *ev) {
+  int quiet = user && *(const int *)user;
+  if (ev->kind == COV_EXPLORE_WARNING) {
+    if (ev->status) cov_status_print(stderr, ev->status, 0);
+    else fprintf(stderr, "explore: %s\n", ev->text);
+  } else if (quiet) {
+    return;
+  } else if (ev->kind == COV_EXPLORE_NOTE) {
+    fprintf(stderr, "explore: %s\n", ev->text);
+  } else {
+    char eta[32] = "?";
+    if (!isnan(ev->left_s)) snprintf(eta, sizeof eta, "%.0fs", ev->left_s);
+    if (isatty(STDERR_FILENO))
+      fprintf(stderr, "\rexplore: %d/%d designs, %.0fs elapsed, ~%s left   %s", ev->done, ev->total,
+              ev->elapsed_s, eta, ev->final ? "\n" : "");
+    else if (!ev->final)
+      fprintf(stderr, "explore: %d/%d designs done (%.1fs elapsed, ~%s left)\n", ev->done, ev->total,
+              ev->elapsed_s, eta);
+  }
+  fflush(stderr);
+}
+
 static int cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   const char **dirs = calloc((size_t)argc, sizeof *dirs);
@@ -64,7 +91,7 @@ static int cmd_merge(int argc, char **argv) {
     free(dirs);
     return cli_usage_error("explore merge", "expected SHARD_DIR... -o DIR");
   }
-  int rc = cli_report(cov_explore_merge(dirs, n, out));
+  int rc = cli_report(cov_explore_merge(dirs, n, out, render_event, NULL));
   free(dirs);
   if (rc == CLI_EXIT_OK) printf("%s/results.csv\n%s/summary.csv\n", out, out);
   return rc;
@@ -83,7 +110,8 @@ int cli_cmd_explore(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "merge") == 0) return cmd_merge(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "plot") == 0) return cmd_plot(argc - 1, argv + 1);
 
-  cov_explore_options o = {.progress = 1};
+  int quiet = 0;
+  cov_explore_options o = {.on_event = render_event, .event_user = &quiet};
   const char **vary = calloc((size_t)argc, sizeof *vary);
   const char **models = calloc((size_t)argc, sizeof *models);
   int plot = 0, rc = CLI_EXIT_OK;
@@ -157,7 +185,7 @@ int cli_cmd_explore(int argc, char **argv) {
         goto done;
       }
     } else if (strcmp(a, "--plot") == 0) plot = 1;
-    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o.progress = 0;
+    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) quiet = 1;
     else {
       static const char *const names[] = {"base", "vary", "model", "suite", "suite-file", "eval",
                                           "dtype", "shard", "plot", "quiet", "help", NULL};

@@ -13,7 +13,7 @@ static void gpu_help(FILE *out) {
           "       covenant gpu run LAYER... --target T\n"
           "       covenant gpu run MODEL.onnx --target T [--seed N] [--tolerance X]\n"
           "\n"
-          "LAYER is an entry of the layer suite (bench/suite/layers.json) by name, NAME@bN\n"
+          "LAYER is an entry of the layer suite by name ('covenant layers'), NAME@bN\n"
           "for batch N, gemm_MxNxK for a plain matmul, 'all' for every layer of the suite\n"
           "(contractions, max pools), or MODEL.onnx for the conv layer groups of a model.\n"
           "T is a GPU target: amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90.\n"
@@ -92,6 +92,31 @@ static cov_status fill_inputs(void *user, const cov_model *m, cov_tensor *inputs
 }
 #endif
 
+#ifdef COV_HAVE_GPU_BACKENDS
+/* What compile wrote, as the NPU compile says it: the code objects the
+ * manifest lists ("file": "NAME") and the manifest. */
+static void print_written(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  static const char key[] = "\"file\": \"";
+  char line[4096], first[3][256];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *q = strstr(line, key);
+    if (!q) continue;
+    q += strlen(key);
+    if (n < 3) snprintf(first[n], sizeof first[n], "%.*s", (int)strcspn(q, "\""), q);
+    n++;
+  }
+  fclose(f);
+  printf("wrote %d code object%s and %s:", n, n == 1 ? "" : "s", path);
+  for (int i = 0; i < n && i < 3; i++) printf(" %s/%s", dir, first[i]);
+  printf("%s\n", n > 3 ? " ..." : "");
+}
+#endif
+
 int cli_cmd_gpu(int argc, char **argv) {
   if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -108,7 +133,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
       {0, 0, 0, 0}};
-  cov_gpu_options o = {0};
+  cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
   int report = 0, model_opts = 0;
   unsigned long long seed = 1;
@@ -173,8 +198,11 @@ int cli_cmd_gpu(int argc, char **argv) {
   int n_suite = 0, n = 0;
   for (int i = optind; i < ac && !n_suite; i++)
     if (!strcmp(av[i], "all")) {
-      const char *suite = o.suite ? o.suite : cov_suite_default_path();
-      cov_status st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
+      char found[4096];
+      const char *suite = o.suite;
+      cov_status st = suite ? NULL : cov_suite_find(found, sizeof found);
+      if (!suite) suite = found;
+      if (!st) st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
       if (st) {
         free(suite_names);
         return cli_report(st);
@@ -197,6 +225,7 @@ int cli_cmd_gpu(int argc, char **argv) {
                                           : cov_gpu_run(&o, specs, n, stdout);
   free(specs);
   free(suite_names);
+  if (!st && !strcmp(sub, "compile")) print_written(out_dir);
   return cli_report(st);
 #else
   fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");

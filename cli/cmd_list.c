@@ -91,10 +91,13 @@ int cli_cmd_layers(int argc, char **argv) {
       return cli_usage_error("layers", "unexpected argument '%s'", argv[i]);
     }
   }
-  if (!suite) suite = cov_suite_default_path();
+  char found[4096];
+  cov_status st = suite ? NULL : cov_suite_find(found, sizeof found);
+  if (st) return cli_report(st);
+  if (!suite) suite = found;
   char **names = NULL;
   int n = 0;
-  cov_status st = cov_suite_layer_names(suite, &names, &n);
+  st = cov_suite_layer_names(suite, &names, &n);
   if (st) return cli_report(st);
   printf("%d layers in %s:\n", n, suite);
   for (int i = 0; i < n; i++) {

@@ -18,7 +18,7 @@ static void help(FILE *out) {
           "Maps a layer group onto the target described by an ACG: binds its main statement to\n"
           "a compute capability, places operands along the storage, tiles, orders and binds\n"
           "loops, and searches for the cheapest schedule under the ACG-driven cost model.\n"
-          "LAYER is a name from the layer suite (bench/suite/layers.json). With an ONNX\n"
+          "LAYER is a name from the layer suite (covenant layers lists them). With an ONNX\n"
           "model, every compute layer group (conv+bias+relu+maxpool, gemm+bias, ...) is\n"
           "mapped as one layer and its predicted cost printed; groups the mapper cannot\n"
           "take are listed with the reason (exit 0: they run call by call; exit 1 when\n"
@@ -26,7 +26,7 @@ static void help(FILE *out) {
           "\n"
           "options:\n"
           "  --target T        ACG file or shipped target name (required)\n"
-          "  --suite FILE      layer suite file (default: the source tree's bench/suite/layers.json)\n"
+          "  --suite FILE      layer suite file (default: the shipped one; covenant layers)\n"
           "  --group N         (MODEL) map only layer group N (covenant inspect lists them)\n"
           "  --node NAME       (MODEL) map only the group of the node NAME\n"
           "  --scale N         divide the layer's channel/spatial/matrix sizes by N (default 1)\n"
@@ -119,7 +119,7 @@ int cli_cmd_map(int argc, char **argv) {
     help(stdout);
     return CLI_EXIT_OK;
   }
-  const char *target = NULL, *suite = cov_suite_default_path(), *outp = NULL;
+  const char *target = NULL, *suite = NULL, *outp = NULL; /* suite NULL: the shipped one */
   const char *layer_name = NULL, *codelet = NULL;
   int scale = 1, explain = 0, dump = 0, do_check = 0;
   long long group = -1;

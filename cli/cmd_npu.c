@@ -15,23 +15,25 @@
 #include "covenant/npu.h"
 #include <sys/stat.h>
 
-/* A compile manifest (DIR/manifest.json) or a model artifact (runtime/)
- * passed where a program is wanted:
- * the programs it names, as a hint. Returns NULL when path is not one. */
+/* A compile manifest (DIR/manifest.json) or a compiled-model artifact passed
+ * where a program is wanted: what to pass instead. NULL when path is
+ * neither. */
 static cov_status manifest_instead(const char *path) {
+  /* regular files only: a FIFO or a device would block the read (the
+   * loader's own error already says what the path is) */
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char buf[1 << 16];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
-  if (n >= 8 && !memcmp(buf, "\x7f" "COVART\n", 8)) {
-    cov_loc aloc = {path, 0, 0, NULL};
-    return cov_error(COV_INVALID_ARGUMENT, &aloc,
-                     "this is a compiled-model artifact, not an NPU program; run it with 'covenant-run %s' "
-                     "(its programs: covenant-run %s --info)",
-                     path, path);
-  }
+  cov_loc loc = {path, 0, 0, NULL};
+  if (n >= 7 && memcmp(buf, "\x7f" "COVART", 7) == 0)
+    return cov_error(COV_INVALID_ARGUMENT, &loc,
+                     "this is a compiled-model artifact, not an NPU program; run it with "
+                     "'covenant-run %s' ('--info' lists its programs)", path);
   const char *p = buf;
   while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
   if (*p != '{') return NULL;
@@ -53,7 +55,6 @@ static cov_status manifest_instead(const char *path) {
     list[k] = '\0';
     count++;
   }
-  cov_loc loc = {path, 0, 0, NULL};
   if (!count)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "this is a JSON file, not an NPU program (.npu)");
   return cov_error(COV_INVALID_ARGUMENT, &loc,
@@ -295,7 +296,7 @@ static void job_free(layer_job *j) {
 static cov_status job_build(layer_job *j, const char *suite, const char *name, int scale,
                             const char *target) {
   memset(j, 0, sizeof *j);
-  COV_RETURN_IF_ERROR(cov_layer_from_suite(suite ? suite : cov_suite_default_path(), name, scale,
+  COV_RETURN_IF_ERROR(cov_layer_from_suite(suite, name, scale,
                                            &j->layer));
   COV_RETURN_IF_ERROR(cov_acg_load_target(target, &j->acg));
   COV_RETURN_IF_ERROR(cov_map(j->layer, j->acg, NULL, &j->sched));
@@ -322,7 +323,7 @@ static void compile_help(FILE *out) {
           "steps; groups not compiled are listed in it with the reason (covenant-run\n"
           "then refuses it). The same input gives the same bytes.\n"
           "\n"
-          "Maps a layer of the suite (bench/suite/layers.json) onto an NPU target, generates\n"
+          "Maps a layer of the suite (covenant layers lists them) onto an NPU target, generates\n"
           "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
           "tensors, instruction count, predicted cycles). Inspect it with 'covenant disasm'\n"
           "and run it with 'covenant sim'.\n"
@@ -337,7 +338,6 @@ static void compile_help(FILE *out) {
 
 int cli_cmd_compile(int argc, char **argv) {
   int routed_rc;
-  if (cli_compile_gpu_model(argc, argv, &routed_rc)) return routed_rc;
   if (cli_route_gpu("compile", argc, argv, &routed_rc)) return routed_rc;
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"output", required_argument, NULL, 'o'},
@@ -604,7 +604,7 @@ int cli_cmd_verify(int argc, char **argv) {
   int n_names = 0;
   cov_status st = NULL;
   if (argc - optind == 1 && strcmp(argv[optind], "all") == 0) {
-    st = cov_suite_layer_names(suite ? suite : cov_suite_default_path(), &names, &n_names);
+    st = cov_suite_layer_names(suite, &names, &n_names);
     if (st) return cli_report(st);
   }
   printf("%-22s %-13s %6s %12s %12s %7s\n", "layer", "target", "iters", "max rel err", "cycles",

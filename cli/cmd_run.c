@@ -64,7 +64,9 @@ static void run_help(FILE *out) {
           "  -e, --expect [NAME=]FILE  an expected output (.npy or .pb) to check against\n"
           "      --tolerance X         largest accepted max|out-expected|/max|expected|\n"
           "                            (default 1e-2; schedules may round multiplicands\n"
-          "                            to f16)\n"
+          "                            to f16: on an NPU, once every program matches the\n"
+          "                            reference on f16-rounded operands to 1e-4, up to\n"
+          "                            10x this is reported as that rounding)\n"
           "  -o, --output [NAME=]OUT   write outputs as .npy files. NAME=FILE writes that\n"
           "                            output; a plain OUT takes the next output in order,\n"
           "                            unless OUT is a directory: then every output goes to\n"
@@ -484,10 +486,47 @@ static double rel_err(const cov_tensor *got, const cov_tensor *want) {
   return md / (mr > 1e-30 ? mr : 1e-30);
 }
 
-/* Each output against its expected output, else (accelerators) against
- * the reference target. Returns 0, or 1 when one fails. */
+/* Top-1 and top-5 agreement of a classifier's scores ([N, C], C >= 5)
+ * with the reference's, per row: the same argmax; how many of the
+ * reference's five best the output also ranks among its five best. */
+static void print_topk(const cov_tensor *got, const cov_tensor *want) {
+  if (want->rank != 2 || want->shape[1] < 5 || cov_tensor_numel(got) != cov_tensor_numel(want)) return;
+  int64_t rows = want->shape[0], C = want->shape[1], top1 = 0, in5 = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t ig[5], iw[5];
+    for (int k = 0; k < 5; k++) { /* the five best of each, in order */
+      ig[k] = iw[k] = -1;
+      for (int64_t c = 0; c < C; c++) {
+        bool used_g = false, used_w = false;
+        for (int j = 0; j < k; j++) used_g |= ig[j] == c, used_w |= iw[j] == c;
+        if (!used_g && (ig[k] < 0 || value_at(got, r * C + c) > value_at(got, r * C + ig[k]))) ig[k] = c;
+        if (!used_w && (iw[k] < 0 || value_at(want, r * C + c) > value_at(want, r * C + iw[k]))) iw[k] = c;
+      }
+    }
+    top1 += ig[0] == iw[0];
+    for (int a = 0; a < 5; a++)
+      for (int b = 0; b < 5; b++) in5 += ig[a] == iw[b];
+  }
+  printf("    classifier: top-1 agrees on %lld of %lld rows, top-5 overlap %lld of %lld\n",
+         (long long)top1, (long long)rows, (long long)in5, (long long)(5 * rows));
+}
+
+/* An NPU run first: each program against the reference interpreter on its
+ * own inputs rounded to f16 where the schedule narrows them, at a tight
+ * tolerance; then each output against its expected output, else
+ * (accelerators) against the reference target: how far f16 rounding moved
+ * the outputs, a failure only beyond ten times the tolerance once the
+ * narrowed check passed. Returns 0, or 1 when a check fails. */
 static int check_outputs(const run_state *s) {
   int rc = CLI_EXIT_OK, w = 6;
+  double ne = s->report ? cov_npu_report_narrowed_error(s->report) : -1;
+  if (ne >= 0 || ne != ne) {
+    bool ok = ne <= COV_NPU_NARROWED_TOLERANCE;
+    printf("check of every NPU program against the reference on the same inputs, rounded to f16 "
+           "where the schedule narrows them: max rel err %.3e <= %g  %s\n",
+           ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
+    if (!ok) rc = CLI_EXIT_INPUT;
+  }
   for (size_t k = 0; k < s->no; k++) {
     int n = (int)strlen(cov_model_output_name(s->m, k));
     w = n > w ? n : w;
@@ -529,9 +568,14 @@ static int check_outputs(const run_state *s) {
         if (!ok) rc = CLI_EXIT_INPUT;
         continue;
       }
+      /* f16 multiplicands move a deep network's outputs by up to ~1.5e-2
+       * (mobilenet_v2); with the narrowed check passed, up to ten times
+       * the tolerance is that rounding, beyond it a mismatch */
+      bool rounding = !ok && ne >= 0 && ne <= COV_NPU_NARROWED_TOLERANCE && e <= 10 * s->o->tol;
       printf("  %-*s max rel err %.3e  %s\n", w, cov_model_output_name(s->m, k), e,
-             ok ? "PASS" : "FAIL");
-      if (!ok) rc = CLI_EXIT_INPUT;
+             ok ? "PASS" : rounding ? "above the tolerance by f16 rounding (the narrowed check passed)" : "FAIL");
+      if (!ok && !rounding) rc = CLI_EXIT_INPUT;
+      print_topk(&s->outputs[k], want);
     }
   }
   return rc;

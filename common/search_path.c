@@ -1,7 +1,9 @@
 /* common/search_path.c: name -> file lookup for shipped data. */
+#define _GNU_SOURCE /* dladdr */
 #include "common/search_path.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,21 +27,57 @@ static int try_dir(const char *dir, size_t dir_len, const char *name, const char
          access(out, R_OK) == 0;
 }
 
+#ifndef COV_LIB_TO_DATA
+#define COV_LIB_TO_DATA "../share/covenant"
+#endif
+#ifndef COV_BIN_TO_DATA
+#define COV_BIN_TO_DATA "../share/covenant"
+#endif
+
+/* The folder of the file at `path` (cut at its last '/'), into out. */
+static int dir_of(const char *path, char *out, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || (size_t)(slash - path) >= size) return 0;
+  memcpy(out, path, (size_t)(slash - path));
+  out[slash - path] = '\0';
+  return 1;
+}
+
+/* <dir>/<rel>/<subdir>, with <dir>/<rel> made canonical when it exists (so
+ * messages show .../share/covenant, not .../bin/../share/covenant). */
+static int in_data_dir(const char *dir, const char *rel, const char *subdir, char *out, size_t size) {
+  char joined[8192], real[4096];
+  int n = snprintf(joined, sizeof joined, "%s/%s", dir, rel);
+  if (n <= 0 || (size_t)n >= sizeof joined) return -1;
+  return snprintf(out, size, "%s/%s", realpath(joined, real) ? real : joined, subdir);
+}
+
 int common_shipped_dir(int index, const char *subdir, char *out, size_t size) {
   int k = -1;
+  char exe[4096], mod[4096], dir[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
   if (index == 0) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return 0;
-    *slash = '\0';
-    k = snprintf(out, size, "%s/../share/covenant/%s", exe, subdir);
+    /* Beside the file that holds this code: libcovenant.so in <prefix>/<libdir>
+     * (a program linked against it, wherever the prefix was copied to), or
+     * the program itself when linked statically (the covenant tool). The
+     * relative paths are fixed at configure time from the install layout. */
+    Dl_info info;
+    if (!dladdr((void *)common_shipped_dir, &info) || !info.dli_fname) return 0;
+    if (!realpath(info.dli_fname, mod)) return 0;
+    if (!dir_of(mod, dir, sizeof dir)) return 0;
+    char real_exe[4096];
+    int is_exe = n > 0 && realpath(exe, real_exe) && strcmp(real_exe, mod) == 0;
+    k = in_data_dir(dir, is_exe ? COV_BIN_TO_DATA : COV_LIB_TO_DATA, subdir, out, size);
   } else if (index == 1) {
-    k = snprintf(out, size, "%s/%s", COV_DATADIR, subdir);
+    /* Beside the running program (bin/../share/covenant). */
+    if (n <= 0 || !dir_of(exe, dir, sizeof dir)) return 0;
+    k = in_data_dir(dir, COV_BIN_TO_DATA, subdir, out, size);
   } else if (index == 2) {
-    k = snprintf(out, size, "%s/%s", COV_SOURCEDIR, subdir);
+    k = snprintf(out, size, "%s/%s", COV_DATADIR, subdir);
+  } else if (index == 3) {
+    /* The source tree keeps the layer suite with the benchmarks. */
+    k = snprintf(out, size, "%s/%s%s", COV_SOURCEDIR, strcmp(subdir, "suite") ? "" : "bench/", subdir);
   }
   return k > 0 && (size_t)k < size;
 }
@@ -121,8 +159,8 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
   char hint[128] = "";
   if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
   return cov_error(COV_NOT_FOUND, NULL,
-                   "no %s named '%s'%s; the %s found: %s (in $%s, beside the program in "
-                   "../share/covenant/%s, %s/%s, %s/%s); pass a path to use another file",
+                   "no %s named '%s'%s; the %s found: %s (in $%s, share/covenant/%s beside the "
+                   "library and the program, %s/%s, %s/%s); pass a path to use another file",
                    what, name_or_path, hint, subdir, names.n ? list : "none", env_var ? env_var : "-",
                    subdir, COV_DATADIR, subdir, COV_SOURCEDIR, subdir);
 }

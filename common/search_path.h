@@ -24,13 +24,16 @@ cov_status common_resolve_data_name(const char *name, const char *subdir, const 
                                  const char *env_var, char *out, size_t size);
 
 /* The shipped data folders for `subdir`, in lookup order:
- * ../share/covenant/<subdir> beside the running program (so an installed tree
- * works wherever it was copied to), the configured install data dir, and the
- * source tree (so an uninstalled build finds its own files). Writes the
- * `index`-th candidate (0..COV_SHIPPED_DIRS-1) into out; returns 0 when it
- * does not fit or, for index 0, when the program's path is unknown. Whether
- * the folder exists is the caller's question. */
-#define COV_SHIPPED_DIRS 3
+ * share/covenant/<subdir> relative to the file holding this code (found with
+ * dladdr: libcovenant.so in <prefix>/<libdir>, or the statically linked
+ * program in <prefix>/bin), then relative to the running program, so an
+ * installed tree works wherever it was copied to and whoever links it; the
+ * configured install data dir; and the source tree (its <subdir>, the suite
+ * under bench/suite; so an uninstalled build finds its own files). Writes
+ * the `index`-th candidate (0..COV_SHIPPED_DIRS-1) into out; returns 0 when
+ * it does not fit or a path is unknown. Whether the folder exists is the
+ * caller's question. */
+#define COV_SHIPPED_DIRS 4
 int common_shipped_dir(int index, const char *subdir, char *out, size_t size);
 
 /* The names (file names without `ext`) found where common_resolve_data_file

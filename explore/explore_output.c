@@ -5,6 +5,8 @@
  * study.txt alone, and written atomically. So a run, a resumed run, a run
  * with any -j and a merge of shards all produce the same bytes. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +91,18 @@ static int split(char *s, char **out, int max) {
 
 static double cell(const char *s) { return *s ? strtod(s, NULL) : NAN; }
 
-cov_status explore_output_write(const char *dir, const char *key, FILE *diag) {
+void explore_notify(cov_explore_event_fn on_event, void *user, cov_explore_event_kind kind, const char *fmt, ...) {
+  if (!on_event) return;
+  char text[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  cov_explore_event ev = {.kind = kind, .text = text};
+  on_event(user, &ev);
+}
+
+cov_status explore_output_write(const char *dir, const char *key, cov_explore_event_fn on_event, void *user) {
   char path[4200];
   snprintf(path, sizeof path, "%s/study.txt", dir);
   char *keycopy = strdup(key);
@@ -154,13 +167,15 @@ cov_status explore_output_write(const char *dir, const char *key, FILE *diag) {
     free(text);
     if (!ds->ok) {
       n_failed++;
-      if (diag) {
-        fprintf(diag, "explore: design %s (", id);
+      if (on_event) {
+        char vals[512] = "";
         int which[EXPLORE_MAX_VARY];
         explore_design_values(d.n_values, d.n_vary, i, which);
         for (int v = 0; v < d.n_vary; v++)
-          fprintf(diag, "%s%s=%s", v ? ", " : "", d.param[v], d.values[v][which[v]]);
-        fprintf(diag, ") failed: %s\n", ds->error ? ds->error : "(no message)");
+          snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s=%s", v ? ", " : "", d.param[v],
+                   d.values[v][which[v]]);
+        explore_notify(on_event, user, COV_EXPLORE_WARNING, "design %s (%s) failed: %s", id, vals,
+                       ds->error ? ds->error : "(no message)");
       }
     }
   }
@@ -215,8 +230,9 @@ cov_status explore_output_write(const char *dir, const char *key, FILE *diag) {
     }
   }
   free(cyc), free(area), free(en), free(pa), free(pe);
-  if (!st && n_failed && diag)
-    fprintf(diag, "explore: %d design(s) failed; the others ran (see summary.csv)\n", n_failed);
+  if (!st && n_failed)
+    explore_notify(on_event, user, COV_EXPLORE_WARNING, "%d design(s) failed; the others ran (see summary.csv)",
+                   n_failed);
 
 done:
   if (rf) fclose(rf);
@@ -252,7 +268,8 @@ static cov_status copy_file(const char *from, const char *to) {
   return st;
 }
 
-cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir) {
+cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
+                             cov_explore_event_fn on_event, void *event_user) {
   if (n_dirs < 1 || !out_dir)
     return cov_error(COV_INVALID_ARGUMENT, NULL, "explore merge: no shard folders or no -o");
   char path[4200];
@@ -329,7 +346,7 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
     snprintf(path, sizeof path, "%s/study.txt", out_dir);
     st = explore_write_atomic(path, key, strlen(key));
   }
-  if (!st) st = explore_output_write(out_dir, key, stderr);
+  if (!st) st = explore_output_write(out_dir, key, on_event, event_user);
   free(kc);
   free(key);
   return st;

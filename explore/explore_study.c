@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "covenant/mapper.h"
 #include "explore/explore.h"
 #include "explore/explore_study.h"
 
@@ -131,8 +132,8 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   }
   if (st) goto fail;
   if ((st = explore_evaluator_find(o->evaluator, o->n_models > 0, &s->ev))) goto fail;
-  if (!o->evaluator && o->progress)
-    fprintf(stderr, "explore: evaluator %s (%s)\n", s->ev->name, s->ev->about);
+  if (!o->evaluator)
+    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "evaluator %s (%s)", s->ev->name, s->ev->about);
   s->ctx.in_dtype = cov_dtype_from_name(o->dtype ? o->dtype : "f16");
   s->ctx.acc_dtype = cov_dtype_from_name(o->acc_dtype ? o->acc_dtype : "f32");
   if (s->ctx.in_dtype == COV_DTYPE_INVALID || s->ctx.acc_dtype == COV_DTYPE_INVALID) {
@@ -142,7 +143,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   if (o->use_suite) {
     char suite[4096];
     if (o->suite) snprintf(suite, sizeof suite, "%s", o->suite);
-    else snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", COV_SOURCEDIR);
+    else if ((st = cov_suite_find(suite, sizeof suite))) goto fail;
     if ((st = explore_layers_add_suite(s->arena, suite, o->suite_names, &s->layers))) goto fail;
   }
   for (int i = 0; i < o->n_models; i++)
@@ -287,21 +288,15 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Progress is the one place time appears; it goes to stderr only and never
- * changes what is computed or written. */
+/* Progress is the one place time appears; it goes to the caller's
+ * on_event only and never changes what is computed or written. */
 static void progress(const explore_study *s, int done, int total, int resumed, double t0, int final) {
-  if (!s->opts->progress) return;
+  if (!s->opts->on_event) return;
   double el = now_s() - t0;
   int ran = done - resumed;
-  double left = ran > 0 ? el / ran * (total - done) : NAN;
-  int tty = isatty(STDERR_FILENO);
-  char eta[32] = "?";
-  if (!isnan(left)) snprintf(eta, sizeof eta, "%.0fs", left);
-  if (tty)
-    fprintf(stderr, "\rexplore: %d/%d designs, %.0fs elapsed, ~%s left   %s", done, total, el, eta,
-            final ? "\n" : "");
-  else if (!final)
-    fprintf(stderr, "explore: %d/%d designs done (%.1fs elapsed, ~%s left)\n", done, total, el, eta);
+  cov_explore_event ev = {.kind = COV_EXPLORE_PROGRESS, .done = done, .total = total, .elapsed_s = el,
+                          .left_s = ran > 0 ? el / ran * (total - done) : NAN, .final = final};
+  s->opts->on_event(s->opts->event_user, &ev);
 }
 
 static cov_status check_or_write_key(explore_study *s) {
@@ -345,8 +340,9 @@ cov_status cov_explore_run(const cov_explore_options *o) {
     if (design_done(s, i)) done++, resumed++;
   }
   double t0 = now_s();
-  if (resumed && o->progress)
-    fprintf(stderr, "explore: resuming, %d of %d designs already done\n", resumed, total);
+  if (resumed)
+    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "resuming, %d of %d designs already done", resumed,
+                   total);
   int running = 0, crashed = 0, next = shard;
   fflush(stdout);
   fflush(stderr);
@@ -363,7 +359,10 @@ cov_status cov_explore_run(const cov_explore_options *o) {
       }
       if (pid == 0) {
         cov_status cs = run_design(s, i);
-        if (cs) cov_status_print(stderr, cs, 0);
+        if (cs && o->on_event) {
+          cov_explore_event ev = {.kind = COV_EXPLORE_WARNING, .status = cs};
+          o->on_event(o->event_user, &ev);
+        }
         int code = cs ? 1 : 0;
         cov_status_free(cs);
         fflush(stderr);
@@ -390,7 +389,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
                                        crashed));
-  if (!st) st = explore_output_write(o->out_dir, s->key, stderr);
+  if (!st) st = explore_output_write(o->out_dir, s->key, o->on_event, o->event_user);
   explore_study_free(s);
   return st;
 }

@@ -38,6 +38,10 @@ void explore_csv_num(FILE *f, double v, int integer);
 /* Rebuilds results.csv and summary.csv of a study folder from study.txt (its
  * text is `key`) and rows/<id>.txt, in design order. Failed designs are named
  * on `diag`. */
-cov_status explore_output_write(const char *dir, const char *key, FILE *diag);
+/* Writes results.csv and summary.csv; failed designs go to on_event (may be NULL). */
+cov_status explore_output_write(const char *dir, const char *key, cov_explore_event_fn on_event, void *user);
+/* Reports a NOTE or WARNING line (printf format) to on_event, if any. */
+void explore_notify(cov_explore_event_fn on_event, void *user, cov_explore_event_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -57,6 +57,23 @@ GRAPH_DECLARE_COMPUTE(sum);
 /* graph_reduce.c */
 GRAPH_DECLARE_COMPUTE(reduce);
 GRAPH_DECLARE_COMPUTE(argmax);
+GRAPH_DECLARE_COMPUTE(cumsum);
+/* graph_resize.c */
+GRAPH_DECLARE_COMPUTE(resize);
+/* graph_select.c */
+GRAPH_DECLARE_OP(size);
+GRAPH_DECLARE_OP(cast_like);
+GRAPH_DECLARE_OP(range);
+GRAPH_DECLARE_OP(eye_like);
+GRAPH_DECLARE_OP(trilu);
+GRAPH_DECLARE_OP(tile);
+GRAPH_DECLARE_OP(depth_space);
+GRAPH_DECLARE_OP(gather_elements);
+GRAPH_DECLARE_OP(scatter_elements);
+GRAPH_DECLARE_OP(gather_nd);
+GRAPH_DECLARE_OP(scatter_nd);
+GRAPH_DECLARE_OP(one_hot);
+GRAPH_DECLARE_OP(topk);
 /* graph_quant.c */
 GRAPH_DECLARE_COMPUTE(quantize_linear);
 GRAPH_DECLARE_COMPUTE(dequantize_linear);
@@ -64,5 +81,7 @@ GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
+/* graph_loss.c */
+GRAPH_DECLARE_COMPUTE(loss);
 
 #endif

@@ -224,3 +224,54 @@ cov_status graph_exec_argmax(graph_exec *x, const graph_node *n, graph_value *co
 int graph_codelets_argmax(const graph_node *n, const char **names, int max) {
   return lower_single(strcmp(n->op_type, "ArgMin") == 0 ? "argmin" : "argmax", names, max);
 }
+
+/* ---- CumSum --------------------------------------------------------------- */
+
+static cov_status cumsum_axis(const graph *g, const graph_node *n, graph_value *const *in, int *ax,
+                              bool *known) {
+  COV_RETURN_IF_ERROR(graph_check_numeric(g, n, in[0]));
+  if (in[1]->dtype != COV_I64 && in[1]->dtype != COV_I32)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "axis '%s' must be int32 or int64",
+                            in[1]->name);
+  if (in[1]->rank > 1 || (in[1]->rank == 1 && in[1]->dims[0] != 1))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "axis '%s' must be a scalar", in[1]->name);
+  *known = in[1]->data != NULL && in[0]->rank >= 0;
+  if (!*known) return NULL;
+  if (in[0]->rank < 1) return graph_node_error(g, n, COV_INVALID_INPUT, "input is a scalar");
+  int64_t a =
+      in[1]->dtype == COV_I64 ? *(const int64_t *)in[1]->data : *(const int32_t *)in[1]->data;
+  return graph_axis(g, n, a, in[0]->rank, "axis", ax);
+}
+
+cov_status graph_infer_cumsum(const graph *g, const graph_node *n, graph_value *const *in,
+                              graph_value *const *out) {
+  int ax;
+  bool known;
+  COV_RETURN_IF_ERROR(cumsum_axis(g, n, in, &ax, &known));
+  graph_copy_type(out[0], in[0]);
+  return NULL;
+}
+
+cov_status graph_exec_cumsum(graph_exec *x, const graph_node *n, graph_value *const *in,
+                             graph_value *const *out) {
+  int ax;
+  bool known;
+  COV_RETURN_IF_ERROR(cumsum_axis(x->g, n, in, &ax, &known));
+  if (!known) return graph_node_error(x->g, n, COV_INVALID_INPUT, "the axis is not known");
+  int64_t excl, rev;
+  COV_RETURN_IF_ERROR(graph_attr_int(x->g, n, "exclusive", 0, &excl));
+  COV_RETURN_IF_ERROR(graph_attr_int(x->g, n, "reverse", 0, &rev));
+  const graph_value *v = in[0];
+  int64_t d[3] = {1, v->dims[ax], 1};
+  for (int i = 0; i < v->rank; i++)
+    if (i != ax) d[i < ax ? 0 : 2] *= v->dims[i];
+  cov_tensor t = graph_view_as(v, 3, d), y;
+  cov_attr a[2] = {lower_attr_i("exclusive", excl), lower_attr_i("reverse", rev)};
+  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "cumsum", a, 2, &t, 1, &y, 1));
+  return lower_adopt(x, n, &y, out[0]);
+}
+
+int graph_codelets_cumsum(const graph_node *n, const char **names, int max) {
+  (void)n;
+  return lower_single("cumsum", names, max);
+}

@@ -39,7 +39,7 @@ static bool int_on_float_exact(cov_dtype model, const acg_capability *c, int n_i
 
 static int dtype_fits(cov_dtype model, cov_dtype acc, const acg_capability *c, int n_in,
                       int64_t red, bool *narrowed) {
-  if (int_value_bits(model) && c->in[0] != model) {
+  if (int_value_bits(model) && c->op == COV_OP_MAC && c->in[0] != model) {
     *narrowed = int_on_float_exact(model, c, n_in, red);
     return *narrowed;
   }

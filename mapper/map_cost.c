@@ -102,7 +102,7 @@ void map_cost_eval(map_schedule *s) {
   double per_edge[512];
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;
   memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
-  double exposed_serial = 0, dram_bytes = 0, dram_cost = 0, first_fill = 0;
+  double exposed_serial = 0, dram_cost = 0, first_fill = 0;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
     double bw = edge_bw(g, x);
@@ -128,7 +128,6 @@ void map_cost_eval(map_schedule *s) {
     double all = occ * (double)x->count + lat * (double)x->count / inst;
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
-    if (dram_x) dram_bytes += (double)x->bytes * (double)x->count;
     bool db = s->place[x->operand][x->level].double_buffered;
     if (db) {
       if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;

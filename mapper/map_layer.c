@@ -4,8 +4,10 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/edit_distance.h"
+#include "common/search_path.h"
 #include "mapper/map_internal.h"
 
 #ifndef COV_SOURCEDIR
@@ -15,6 +17,38 @@
 const char *cov_suite_default_path(void) {
   const char *e = getenv("COVENANT_SUITE");
   return e && *e ? e : COV_SOURCEDIR "/bench/suite/layers.json";
+}
+
+cov_status cov_suite_find(char *out, size_t size) {
+  const char *e = getenv("COVENANT_SUITE");
+  if (e && *e) {
+    if (strlen(e) >= size) return cov_error(COV_OUT_OF_RANGE, NULL, "$COVENANT_SUITE is too long");
+    strcpy(out, e);
+    return NULL;
+  }
+  char dir[4096], tried[2048] = "";
+  size_t k = 0;
+  for (int i = 0; i < COV_SHIPPED_DIRS; i++) {
+    if (!common_shipped_dir(i, "suite", dir, sizeof dir)) continue;
+    int n = snprintf(out, size, "%s/layers.json", dir);
+    if (n > 0 && (size_t)n < size && access(out, R_OK) == 0) return NULL;
+    for (const char *p = k ? ", " : ""; *p && k + 1 < sizeof tried; p++) tried[k++] = *p;
+    for (const char *p = dir; *p && k + 1 < sizeof tried; p++) tried[k++] = *p;
+    tried[k] = '\0';
+  }
+  return cov_error(COV_NOT_FOUND, NULL,
+                   "no layer suite found (looked for layers.json in %s); set COVENANT_SUITE or "
+                   "pass --suite FILE", tried);
+}
+
+/* suite_path, or the shipped suite's path into buf when it is NULL. */
+static cov_status suite_or_default(const char *suite_path, char *buf, size_t size,
+                                   const char **out) {
+  *out = suite_path;
+  if (suite_path) return NULL;
+  COV_RETURN_IF_ERROR(cov_suite_find(buf, size));
+  *out = buf;
+  return NULL;
 }
 
 cov_status map_layer_new(const char *name, cov_layer **out) {
@@ -285,6 +319,8 @@ static cov_status load_suite(const char *path, json_t **root, json_t **layers) {
 }
 
 cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *count) {
+  char buf[4096];
+  COV_RETURN_IF_ERROR(suite_or_default(suite_path, buf, sizeof buf, &suite_path));
   json_t *root, *layers;
   COV_RETURN_IF_ERROR(load_suite(suite_path, &root, &layers));
   size_t n = json_array_size(layers);
@@ -304,6 +340,8 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
                                 cov_layer **out) {
   *out = NULL;
   if (scale < 1) return cov_error(COV_INVALID_ARGUMENT, NULL, "scale must be >= 1 (got %d)", scale);
+  char buf[4096];
+  COV_RETURN_IF_ERROR(suite_or_default(suite_path, buf, sizeof buf, &suite_path));
   json_t *root, *layers;
   COV_RETURN_IF_ERROR(load_suite(suite_path, &root, &layers));
   json_t *entry = NULL;

@@ -235,7 +235,10 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
     base[colon - spec] = '\0';
     spec = base;
   }
-  COV_RETURN_IF_ERROR(gpu_layer_from_spec(opts->suite ? opts->suite : gpu_default_suite(), spec, dt, layer));
+  char suite[4096];
+  if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
+  else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
+  COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
   return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
                            code_size, info);
 }
@@ -281,6 +284,25 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
 }
 
+typedef struct report_row {
+  char kernel[128], view[64], vg[16], ag[16], occ[32], plan[256];
+  unsigned shared;
+  double roofline;
+} report_row;
+
+static void print_report(FILE *f, const report_row *rows, int n) {
+  int wk = 6, wv = 9;
+  for (int i = 0; i < n; i++) {
+    if ((int)strlen(rows[i].kernel) > wk) wk = (int)strlen(rows[i].kernel);
+    if ((int)strlen(rows[i].view) > wv) wv = (int)strlen(rows[i].view);
+  }
+  fprintf(f, "%-*s %-*s %10s %6s %6s %9s %12s  %s\n", wk, "kernel", wv, "GEMM-view", "shared B", "VGPR",
+          "AGPR", "occupancy", "roofline us", "plan");
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%-*s %-*s %10u %6s %6s %9s %12.2f  %s\n", wk, rows[i].kernel, wv, rows[i].view,
+            rows[i].shared, rows[i].vg, rows[i].ag, rows[i].occ, rows[i].roofline, rows[i].plan);
+}
+
 cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
                        const char *out_dir, FILE *report) {
   gpu_target t;
@@ -308,9 +330,10 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));
   json_object_set_new(man, "mcpu", json_string(t.acg->backend.mcpu));
   json_object_set_new(man, "kernels", kernels);
-  if (report && !st)
-    fprintf(report, "%-28s %-9s %10s %6s %6s %9s %12s  %s\n", "kernel", "GEMM-view", "shared B", "VGPR", "AGPR",
-            "occupancy", "roofline us", "plan");
+  /* The report's rows, printed at the end with columns as wide as their
+   * longest entry (model kernels have long names, big GEMM views). */
+  report_row *rows = NULL;
+  int n_rows = 0;
   /* specs, with every MODEL.onnx expanded into its layer groups */
   gpu_layer *model_layers = NULL;
   int n_model = 0, model_i = 0, spec_i = 0;
@@ -377,11 +400,25 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       snprintf(view, sizeof view, "%lldx%lldx%lld", (long long)plan.M, (long long)plan.N, (long long)plan.K);
       snprintf(vg, sizeof vg, "%ld", info.vgprs);
       snprintf(ag, sizeof ag, "%ld", info.agprs);
-      fprintf(report, "%-28s %-9s %10u %6s %6s %9s %12.2f  %s\n", kname, view, plan.shared_bytes,
-              jit ? "jit" : vg, jit ? "-" : ag, occ, roofline_us(&t, &plan),
-              json_string_value(json_object_get(k, "plan")));
+      report_row *more = realloc(rows, (size_t)(n_rows + 1) * sizeof *rows);
+      if (!more) {
+        st = cov_error(COV_OUT_OF_MEMORY, NULL, "report");
+        break;
+      }
+      rows = more;
+      report_row *r = &rows[n_rows++];
+      snprintf(r->kernel, sizeof r->kernel, "%s", kname);
+      snprintf(r->view, sizeof r->view, "%s", view);
+      snprintf(r->vg, sizeof r->vg, "%s", jit ? "jit" : vg);
+      snprintf(r->ag, sizeof r->ag, "%s", jit ? "-" : ag);
+      snprintf(r->occ, sizeof r->occ, "%s", occ);
+      snprintf(r->plan, sizeof r->plan, "%s", json_string_value(json_object_get(k, "plan")));
+      r->shared = plan.shared_bytes;
+      r->roofline = roofline_us(&t, &plan);
     }
   }
+  if (report && n_rows) print_report(report, rows, n_rows);
+  free(rows);
   free(model_layers);
   if (!st) {
     char path[4096];

@@ -11,12 +11,15 @@
  * say why the group was not fused; a call the NPU path cannot take either
  * runs on the CPU reference interpreter, reported with the reason. Layout
  * operations run in the frontend. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backends/npu-sim/npu_internal.h"
 #include "backends/npu-sim/npu_report.h"
+#include "covenant/tensor.h"
+#include "mapper/map_ir.h"
 #include "covenant/mapper.h"
 #include "covenant/model.h"
 
@@ -122,6 +125,54 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   row->macs = cov_npu_stats_macs(stats);
   row->util_array = cov_npu_stats_array_utilization(stats);
   row->predicted = cov_schedule_cycles(sched);
+  {
+    /* The reference interpreter on the layer's inputs rounded to the dtype
+     * the schedule keeps them in on chip (f16 where it narrows): the same
+     * operands as the program's, accumulated in f32 in the codelet's order. */
+    cov_tensor ref = {0}, rin[MAX_LAYER_INPUTS];
+    const map_schedule *ms = map_schedule_of(sched);
+    int nr = 0;
+    for (; nr < n && !fatal; nr++) {
+      rin[nr] = in[nr];
+      cov_dtype dt = COV_F32;
+      for (int o = 0; o < ms->prob.n_operands; o++)
+        if (ms->prob.operands[o].role != MAP_ROLE_OUTPUT && ms->prob.operands[o].layer_input == nr &&
+            ms->place[o][1].present)
+          dt = ms->place[o][1].dtype;
+      if (dt != COV_F16 || in[nr].dtype != COV_F32) continue;
+      rin[nr].data = NULL;
+      fatal = cov_tensor_alloc(&rin[nr], COV_F32, in[nr].rank, in[nr].shape);
+      if (fatal) break;
+      const float *src = in[nr].data;
+      float *dst = rin[nr].data;
+      for (int64_t i = 0; i < cov_tensor_numel(&rin[nr]); i++) dst[i] = cov_f16_to_f32(cov_f32_to_f16(src[i]));
+    }
+    if (!fatal) fatal = cov_layer_reference(layer, rin, &ref);
+    for (int i = 0; i < nr && i < n; i++)
+      if (rin[i].data != in[i].data) cov_tensor_release(&rin[i]);
+    if (!fatal) {
+      int64_t k = cov_tensor_numel(&ref);
+      if (out->dtype != COV_F32 || ref.dtype != COV_F32) {
+        /* integer (quantized) programs round nothing: the run's own check
+         * compares their outputs bit for bit */
+      } else if (k != cov_tensor_numel(out)) {
+        fatal = cov_error(COV_INTERNAL, NULL, "%s: the program's output has %lld elements, the "
+                          "schedule's %lld", label, (long long)cov_tensor_numel(out), (long long)k);
+      } else {
+        const float *a = out->data, *b = ref.data;
+        double md = 0, mr = 0;
+        for (int64_t i = 0; i < k; i++) {
+          double d = fabs((double)a[i] - (double)b[i]);
+          if (!(d <= md)) md = d; /* NaN counts as a difference */
+          if (fabs((double)b[i]) > mr) mr = fabs((double)b[i]);
+        }
+        row->narrow_checked = true;
+        row->narrow_err = md / (mr > 1e-30 ? mr : 1e-30);
+      }
+    }
+    cov_tensor_release(&ref);
+    if (fatal) goto done;
+  }
   const cov_acg *g = h->acg;
   for (int s = 0; s < g->n_storage; s++) {
     uint64_t b = cov_npu_stats_storage_bytes(stats, g->storage[s].name);
@@ -249,9 +300,14 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   /* f32 calls, and integer ones (i8 multiplicands, i32 accumulators): an
    * integer layer's multiply-accumulates bind to an integer mac, or to a
    * float one only where the mapper finds that exact */
-  bool integer = ok && call->n_in > 0 && (call->in[0].dtype == COV_I8 || call->in[0].dtype == COV_I32);
+  /* the integer calls whose result is i32: an accumulator-typed codelet
+   * (conv2d_acc, matmul_acc) on i8, or any codelet on i32 (bias_add) */
+  size_t cl = strlen(call->codelet);
+  bool acc_codelet = cl > 4 && strcmp(call->codelet + cl - 4, "_acc") == 0;
+  bool integer = ok && call->n_in > 0 &&
+                 ((acc_codelet && call->in[0].dtype == COV_I8) || call->in[0].dtype == COV_I32);
   for (size_t i = 0; ok && i < call->n_in; i++) {
-    ok = integer ? call->in[i].dtype == COV_I8 || call->in[i].dtype == COV_I32
+    ok = integer ? (acc_codelet ? call->in[i].dtype == COV_I8 : call->in[i].dtype == COV_I32)
                  : call->in[i].dtype == COV_F32;
   }
   cov_layer *layer = NULL;

@@ -66,6 +66,13 @@ static int count(const cov_npu_report *r, npu_row_kind k) {
   return n;
 }
 
+double cov_npu_report_narrowed_error(const cov_npu_report *r) {
+  double e = -1;
+  for (int i = 0; i < r->n; i++)
+    if (r->rows[i].narrow_checked && !(r->rows[i].narrow_err <= e)) e = r->rows[i].narrow_err;
+  return e;
+}
+
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
 int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }

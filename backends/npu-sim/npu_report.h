@@ -20,6 +20,13 @@ typedef struct npu_row {
   int group;
   uint64_t cycles, macs, dram_bytes, onchip_bytes;
   double util_array, util_simd, predicted;
+  /* The program's output against the reference interpreter
+   * (cov_layer_reference) on the same inputs rounded to f16 where the
+   * schedule narrows them: max|npu - ref16| / max|ref16|. Only the f32
+   * accumulation order differs, so anything beyond
+   * COV_NPU_NARROWED_TOLERANCE is a code generator or simulator bug. */
+  bool narrow_checked;
+  double narrow_err;
 } npu_row;
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out);

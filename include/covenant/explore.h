@@ -17,6 +17,24 @@
 extern "C" {
 #endif
 
+/* What a study reports while it runs; the library prints nothing, the
+ * caller renders these (the CLI: on stderr, progress as a live line on a
+ * TTY). */
+typedef enum cov_explore_event_kind {
+  COV_EXPLORE_NOTE,     /* what the study does: the evaluator it chose, resuming (text) */
+  COV_EXPLORE_WARNING,  /* a design that failed, how many did (text), or a worker's error (status) */
+  COV_EXPLORE_PROGRESS, /* designs done of total, elapsed and estimated seconds left */
+} cov_explore_event_kind;
+typedef struct cov_explore_event {
+  cov_explore_event_kind kind;
+  const char *text;         /* NOTE, WARNING: one line without newline; NULL when status is set */
+  cov_status status;        /* WARNING: a worker's error, owned by the library */
+  int done, total;          /* PROGRESS */
+  double elapsed_s, left_s; /* PROGRESS; left_s is NAN while unknown */
+  int final;                /* PROGRESS: the last report of the run */
+} cov_explore_event;
+typedef void (*cov_explore_event_fn)(void *user, const cov_explore_event *ev);
+
 typedef struct cov_explore_options {
   const char *base;          /* base ACG: path or shipped target name */
   const char **vary;         /* "PATH=V1,V2,..." specs */
@@ -32,20 +50,23 @@ typedef struct cov_explore_options {
   const char *out_dir;
   int jobs;                  /* worker processes; <= 0: the machine's cores */
   int shard, n_shards;       /* run designs with index % n_shards == shard */
-  int progress;              /* 1: progress on stderr (a live line on a TTY) */
+  cov_explore_event_fn on_event; /* NULL: nothing is reported (errors still return) */
+  void *event_user;
   int stop_after;            /* testing: stop after this many designs (0 = all) */
 } cov_explore_options;
 
 /* Runs (or resumes) a study. Designs whose derived ACG is invalid are
- * reported on stderr and in summary.csv, and the others still run; such a
+ * reported to on_event and in summary.csv, and the others still run; such a
  * study returns NULL. Errors: bad options or sweep specs (naming the
  * parameter and value), unreadable inputs, an output folder holding a
  * different study. */
 COV_API cov_status cov_explore_run(const cov_explore_options *opts);
 
 /* Combines shard folders into out_dir; refuses folders of different studies,
- * designs present in two shards, and designs missing from all of them. */
-COV_API cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir);
+ * designs present in two shards, and designs missing from all of them.
+ * Failed designs are reported to on_event (may be NULL). */
+COV_API cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
+                                     cov_explore_event_fn on_event, void *event_user);
 
 /* Renders the plots of a study folder (python3 + matplotlib, headless) into
  * <dir>/plots/. `script` NULL finds the shipped explore_plot.py. */

@@ -27,6 +27,7 @@ typedef struct cov_gpu_options {
   cov_dtype dtype;     /* input dtype: f16 (default when INVALID), bf16, f32 */
   int allow_unfused;   /* accept layers whose post-ops (softmax) stay unfused */
   unsigned code_object_version; /* AMDGPU: 4 or 5; 0 = the ACG's */
+  FILE *notes;         /* compile: where notes on model groups left to the CPU go; NULL: nowhere */
 } cov_gpu_options;
 
 /* Compiles every spec into out_dir (created if missing). With `report`,

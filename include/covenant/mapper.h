@@ -26,14 +26,23 @@ extern "C" {
 typedef struct cov_layer cov_layer;
 typedef struct cov_schedule cov_schedule;
 
-/* A layer of the suite file (bench/suite/layers.json) by name. scale >= 1
- * divides channel, spatial and matrix sizes (kernels, strides and pads are
- * kept, spatial sizes stay at least the kernel) for reduced-size tests. */
+/* A layer of the suite file (bench/suite/layers.json) by name; suite_path
+ * NULL is the shipped suite (cov_suite_find). scale >= 1 divides channel,
+ * spatial and matrix sizes (kernels, strides and pads are kept, spatial
+ * sizes stay at least the kernel) for reduced-size tests. */
 COV_API cov_status cov_layer_from_suite(const char *suite_path, const char *name, int scale,
                                         cov_layer **out);
-/* The suite file: $COVENANT_SUITE, else the source tree's bench/suite/layers.json. */
+/* The shipped layer suite: $COVENANT_SUITE when set, else suite/layers.json
+ * under share/covenant beside the installed library or program, under the
+ * configured install data dir, or the source tree's bench/suite/layers.json.
+ * Writes its path into out (size bytes); COV_NOT_FOUND naming where it
+ * looked. */
+COV_API cov_status cov_suite_find(char *out, size_t size);
+/* $COVENANT_SUITE, else the source tree's bench/suite/layers.json (a build
+ * tree's default; an installed tree needs cov_suite_find). */
 COV_API const char *cov_suite_default_path(void);
-/* Names of the suite's layers, in file order (arena strings of *names_arena
+/* Names of the suite's layers, in file order; suite_path NULL is the shipped
+ * suite (arena strings of *names_arena
  * are not needed: the array and strings are malloc'ed; free with free()). */
 COV_API cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *count);
 /* A single codelet call: the codelet's inputs given as shapes (dtype f32). */

@@ -159,6 +159,12 @@ COV_API int cov_npu_report_calls(const cov_npu_report *r);
 /* Wall time of the run in seconds: mapping + code generation, simulation. */
 COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 COV_API void cov_npu_report_free(cov_npu_report *r);
+/* The largest error of an NPU program's output against the reference
+ * interpreter on the same inputs rounded to f16 where the schedule narrows
+ * them (npu_report.h), over every row run on the NPU; -1 when no row was. */
+COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
+/* The tolerance of that check: f32 accumulation in another order only. */
+#define COV_NPU_NARROWED_TOLERANCE 1e-4
 
 #ifdef __cplusplus
 }

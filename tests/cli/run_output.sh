@@ -55,6 +55,10 @@ expect 1 "^  output max rel err .*  FAIL" -- "$cov" run $m --input $x --expect "
 expect 1 "^check against the --expect files: max|npu-16x16 - expected|" -- "$cov" run $m --input $x --expect "$tmp/bad.npy"
 expect 0 "output max rel err .*  PASS" -- "$cov" run $m --input $x --expect output=examples/convnet_output.npy
 expect 2 "more --expect options than the model's 1 outputs" -- "$cov" run $m --expect a.npy --expect b.npy
+# Every NPU program against the reference on f16-rounded operands, tight
+# (1e-4; a difference in the e-05 or larger decades fails), on both NPUs.
+expect 0 "^check of every NPU program against the reference .*: max rel err [0-9.]*e-0[6-9] <= 0.0001  PASS" -- "$cov" run $m
+expect 0 "^check of every NPU program against the reference .*: max rel err [0-9.]*e-0[6-9] <= 0.0001  PASS" -- "$cov" run $m -t npu-32x32-os
 # Random inputs: checked against --target ref instead.
 expect 0 "check against --target ref on the same inputs: max|npu-16x16 - ref| / max|ref| <= 0.01" -- "$cov" run $m
 # Full values on request.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# traps.sh COVENANT SRCDIR WORKDIR: `verify` finishes in seconds by default
+# traps.sh COVENANT SRCDIR WITH_LLVM: `verify` finishes in seconds by default
 # (--full is the protocol), shows progress inside a layer when asked (or on
 # a terminal), reports a bad target once; `sim`/`disasm` of a manifest say
 # which program to pass; suite files print no -1:-1 / 4294967295 positions.
 set -u
 . "$(dirname "$0")/../cli_expect.sh"
-cov=$1 src=$2
+cov=$1 src=$2 gpu=${3:-OFF}
 cd "$src" || exit 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,10 +37,11 @@ fi
 expect 1 "no target named 'npu16x16'" -- "$cov" verify all -t npu16x16
 [ "$("$cov" verify all -t npu16x16 2>&1 | grep -c error:)" -eq 1 ] || { echo "FAIL: bad target reported more than once"; fail=1; }
 
-# a manifest is not a program: say which file to pass, naming the path once
-"$cov" compile examples/convnet.onnx -t npu-16x16 -o "$tmp/cn.cvx" > /dev/null
+# a manifest or a model artifact is not a program: say which file to pass
+# or what runs it, naming the path once
+"$cov" compile examples/convnet.onnx -t npu-16x16 -o "$tmp/cn" > /dev/null
 "$cov" compile convnet_layer1 -t npu-16x16 -o "$tmp/out" > /dev/null
-expect 1 "^$tmp/cn.cvx: error: this is a compiled-model artifact, not an NPU program; run it with 'covenant-run $tmp/cn.cvx'" -- "$cov" sim "$tmp/cn.cvx"
+expect 1 "^$tmp/cn: error: this is a compiled-model artifact, not an NPU program; run it with 'covenant-run $tmp/cn'" -- "$cov" sim "$tmp/cn"
 expect 1 "^$tmp/out/manifest.json: error: this is a compile manifest, not an NPU program; pass the program it names: $tmp/out/program.npu$" -- "$cov" sim "$tmp/out/manifest.json"
 expect 1 "pass the program it names: $tmp/out/program.npu" -- "$cov" disasm "$tmp/out/manifest.json"
 expect 0 "^program $tmp/out/program.npu on npu-16x16" -- "$cov" sim "$tmp/out/program.npu"
@@ -49,11 +50,13 @@ expect 0 "^program $tmp/out/program.npu on npu-16x16" -- "$cov" sim "$tmp/out/pr
 
 # suite files: no made-up positions
 echo '{"layers": [' > "$tmp/bad.json"
+gpu_cmds=()
+[ "$gpu" = ON ] && gpu_cmds=("gpu compile x -t nvptx-sm90 --suite $tmp/none.json -o $tmp/g"
+                             "gpu compile x -t nvptx-sm90 --suite $tmp/bad.json -o $tmp/g")
 for c in "map x -t npu-16x16 --suite $tmp/none.json" "map x -t npu-16x16 --suite $tmp/bad.json" \
          "verify x --suite $tmp/none.json" "explore --base npu-16x16 --suite-file $tmp/none.json -q -o $tmp/st" \
          "explore --base npu-16x16 --suite-file $tmp/bad.json -q -o $tmp/st2" \
-         "gpu compile x -t nvptx-sm90 --suite $tmp/none.json -o $tmp/g" \
-         "gpu compile x -t nvptx-sm90 --suite $tmp/bad.json -o $tmp/g"; do
+         ${gpu_cmds[@]+"${gpu_cmds[@]}"}; do
   # shellcheck disable=SC2086
   out=$("$cov" $c 2>&1); rc=$?
   if [ $rc -eq 0 ] || grep -q -- "-1:-1\|4294967295\|:0:0" <<<"$out" || ! grep -q "^$tmp/\(none\|bad\).json\(:[1-9][0-9]*\(:[1-9][0-9]*\)\?\)\?: error: " <<<"$out"; then

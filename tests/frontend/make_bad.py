@@ -103,12 +103,12 @@ def varint(v):
 
 @case("unsupported_ops", """unsupported_ops.onnx: error: 3 nodes use operators covenant does not support:
   node 'nms' (NonMaxSuppression, opset 13)
-  node 'TopK_2' (TopK, opset 13)
+  node 'Unique_2' (Unique, opset 13)
   node 'custom' (FancyOp, domain 'com.example', opset 1)""")
 def _(path):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
              helper.make_node("NonMaxSuppression", ["a", "a"], ["b"], name="nms"),
-             helper.make_node("TopK", ["a", "k"], ["c", "d"]),
+             helper.make_node("Unique", ["a"], ["c"]),
              helper.make_node("FancyOp", ["a"], ["e"], name="custom", domain="com.example")]
     k = numpy_helper.from_array(np.array([1], np.int64), "k")
     g = helper.make_graph(nodes, "bad", [vi("x", [1, 4, 4])], [vi("b", None), vi("c", None), vi("e", None)],
@@ -306,6 +306,119 @@ def _(path):
     t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[-1])
     save(model([helper.make_node("Relu", ["missing"], ["y"], name="relu")], [vi("x", [2])],
                [vi("y", None), vi("nothing", None)], [t]), path)
+
+
+# ---- the operators of issue 17: one bad use each (wrong rank, unsupported
+# mode, a non-constant where a constant is required, wrong dtypes) --------
+
+def one_node(op, ins, attrs=None, inits=(), inputs=None, opset=13, outs=("y",)):
+    n = helper.make_node(op, ins, list(outs), name="n", **(attrs or {}))
+    return model([n], inputs or [vi("x", [1, 4, 4, 4])], [vi(o, None) for o in outs], inits, opset)
+
+
+def i64(name, vals):
+    return numpy_helper.from_array(np.array(vals, np.int64), name)
+
+
+def f32(name, vals):
+    return numpy_helper.from_array(np.array(vals, np.float32), name)
+
+
+@case("resize_mode", "resize_mode.onnx: error: node 'n' (Resize): mode 'area' is not nearest, "
+      "linear or cubic")
+def _(path):
+    save(one_node("Resize", ["x", "", "s"], {"mode": "area"}, [f32("s", [1, 1, 2, 2])]), path)
+
+
+@case("resize_ctm", "resize_ctm.onnx: error: node 'n' (Resize): coordinate_transformation_mode "
+      "'half_pixel_symmetric' is not defined in opset 13")
+def _(path):
+    save(one_node("Resize", ["x", "", "s"], {"coordinate_transformation_mode": "half_pixel_symmetric"},
+                  [f32("s", [1, 1, 2, 2])]), path)
+
+
+@case("resize_scales_and_sizes", "resize_scales_and_sizes.onnx: error: node 'n' (Resize): needs "
+      "exactly one of 'scales' and 'sizes' (got both)")
+def _(path):
+    save(one_node("Resize", ["x", "", "s", "z"], {}, [f32("s", [1, 1, 2, 2]), i64("z", [1, 4, 8, 8])]),
+         path)
+
+
+@case("resize_antialias", "resize_antialias.onnx: error: node 'n' (Resize): antialias=1 is not "
+      "supported")
+def _(path):
+    save(one_node("Resize", ["x", "", "s"], {"antialias": 1, "mode": "linear"},
+                  [f32("s", [1, 1, 0.5, 0.5])], opset=18), path)
+
+
+@case("depth_to_space_rank", "depth_to_space_rank.onnx: error: node 'n' (DepthToSpace): input 'x' "
+      "has rank 3; expected 4")
+def _(path):
+    save(one_node("DepthToSpace", ["x"], {"blocksize": 2}, inputs=[vi("x", [4, 4, 4])]), path)
+
+
+@case("cumsum_axis_float", "cumsum_axis_float.onnx: error: node 'n' (CumSum): axis 'ax' must be "
+      "int32 or int64")
+def _(path):
+    save(one_node("CumSum", ["x", "ax"], {}, [f32("ax", 1)], inputs=[vi("x", [2, 3])]), path)
+
+
+@case("topk_k_range", "topk_k_range.onnx: error: node 'n' (TopK): K = 5 is out of range for axis "
+      "size 3")
+def _(path):
+    save(one_node("TopK", ["x", "k"], {}, [i64("k", [5])], inputs=[vi("x", [2, 3])], outs=("v", "i")),
+         path)
+
+
+@case("where_condition", "where_condition.onnx: error: node 'n' (Where): input 'c' has dtype f32; "
+      "Where takes bool")
+def _(path):
+    save(one_node("Where", ["c", "x", "x"], inputs=[vi("c", [2]), vi("x", [2])]), path)
+
+
+@case("mod_float", "mod_float.onnx: error: node 'n' (Mod): Mod of floating-point inputs needs "
+      "fmod=1 (the ONNX rule)")
+def _(path):
+    save(one_node("Mod", ["x", "x"], inputs=[vi("x", [2])]), path)
+
+
+@case("argmax_axis", "argmax_axis.onnx: error: node 'n' (ArgMax): axis 5 is out of range for rank 4")
+def _(path):
+    save(one_node("ArgMax", ["x"], {"axis": 5}), path)
+
+
+@case("gather_elements_rank", "gather_elements_rank.onnx: error: node 'n' (GatherElements): data "
+      "and indices must have the same rank >= 1 (got 4 and 1)")
+def _(path):
+    save(one_node("GatherElements", ["x", "i"], {}, [i64("i", [0])]), path)
+
+
+@case("trilu_rank", "trilu_rank.onnx: error: node 'n' (Trilu): input 'x' has rank 1; expected >= 2")
+def _(path):
+    save(one_node("Trilu", ["x"], inputs=[vi("x", [4])], opset=14), path)
+
+
+@case("reduce_axes_input", "reduce_axes_input.onnx: error: node 'n' (ReduceMax): takes 'axes' as an "
+      "attribute before opset 18, not as an input")
+def _(path):
+    save(one_node("ReduceMax", ["x", "a"], {}, [i64("a", [1])]), path)
+
+
+@case("onehot_values", "onehot_values.onnx: error: node 'n' (OneHot): values 'v' must be [off, on]")
+def _(path):
+    save(one_node("OneHot", ["i", "d", "v"], {}, [i64("i", [1, 2]), i64("d", [3]), f32("v", [0, 1, 2])],
+                  inputs=[]), path)
+
+
+@case("not_bool", "not_bool.onnx: error: node 'n' (Not): input 'x' has dtype f32; Not takes bool")
+def _(path):
+    save(one_node("Not", ["x"]), path)
+
+
+@case("scatter_nd_updates", "scatter_nd_updates.onnx: error: node 'n' (ScatterND): updates 'u' has "
+      "3 elements; expected 64")
+def _(path):
+    save(one_node("ScatterND", ["x", "i", "u"], {}, [i64("i", [[0]]), f32("u", [1, 2, 3])]), path)
 
 
 def main():

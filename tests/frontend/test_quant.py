@@ -166,6 +166,37 @@ def case_qdq(rng, axis):
             [init("s", s), init("zp", zp)], [x], [q, y])
 
 
+def as_qdq(case, bias_scale=True):
+    """The same integer layer written as QDQ (DQ -> Conv/MatMul -> Q), which
+    the frontend must turn back into it: same expected output, bit for bit."""
+    def make(rng):
+        nodes, ins, outs, inits, xs, want = case(rng)
+        node = nodes[0]
+        iv = {t.name: numpy_helper.to_array(t) for t in inits}
+        i = list(node.input)
+        conv = node.op_type == "QLinearConv"
+        if conv:
+            x, xs_, xz, w, ws, wz, ys, yz = i[:8]
+            b = i[8] if len(i) > 8 else None
+        else:
+            x, xs_, xz, w, ws, wz, ys, yz = i
+            b = None
+        wsv = iv[ws]
+        dq_w = helper.make_node("DequantizeLinear", [w, ws, wz], ["wf"], axis=0 if conv else 1)
+        qn = [helper.make_node("DequantizeLinear", [x, xs_, xz], ["xf"]), dq_w]
+        fin = ["xf", "wf"]
+        if b:
+            bsc = (iv[xs_] * np.broadcast_to(wsv, iv[b].shape)).astype(F32)
+            inits = inits + [init("bs", bsc), init("bz", np.zeros(iv[b].shape, np.int32))]
+            qn.append(helper.make_node("DequantizeLinear", [b, "bs", "bz"], ["bf"], axis=0))
+            fin.append("bf")
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        qn.append(helper.make_node("Conv" if conv else "MatMul", fin, ["yf"], name="layer", **attrs))
+        qn.append(helper.make_node("QuantizeLinear", ["yf", ys, yz], [node.output[0]]))
+        return qn, ins, outs, inits, xs, want
+    return make
+
+
 CASES = {
     "qconv_u8_i8_pc_pad": lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 1, False),
     "qconv_u8_i8_pt_stride": lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, False, (1, 0, 2, 1), (2, 2), 1, False),
@@ -182,6 +213,9 @@ CASES = {
     "qmatmul_i8_i8_3d": lambda r: case_qlinearmatmul(r, np.int8, np.int8, np.int8, False, (2, 5, 16), (16, 12), False),
     "qmatmul_batch_bcast": lambda r: case_qlinearmatmul(r, np.uint8, np.uint8, np.uint8, False, (2, 1, 3, 8), (3, 8, 4)),
     "matmulinteger_rows": case_matmulinteger_rows,
+    "qdq_conv_u8_pc_pad": as_qdq(lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 1, False)),
+    "qdq_conv_i8_stride": as_qdq(lambda r: case_qlinearconv(r, np.int8, np.int8, np.int8, True, (1, 0, 2, 1), (2, 2), 1, False)),
+    "qdq_matmul_pc": as_qdq(lambda r: case_qlinearmatmul(r, np.uint8, np.int8, np.uint8, True, (6, 40), (40, 24), False)),
     "qdq_tensor": lambda r: case_qdq(r, False),
     "qdq_axis": lambda r: case_qdq(r, True),
 }
@@ -247,6 +281,12 @@ def main():
         nodes, ins, outs, inits, xs, want = make(rng)
         path = os.path.join(work, name + ".onnx")
         save(path, nodes, ins, outs, inits)
+        if name.startswith("qdq_") and "tensor" not in name and "axis" not in name:
+            r = subprocess.run([cov, "inspect", path], capture_output=True, text=True)
+            if "QLinear" not in r.stdout:
+                print("FAIL %s: the QDQ pattern did not become an integer operator:\n%s" %
+                      (name, r.stdout + r.stderr))
+                fails += 1
         for t in targets:
             r, outdir = run(cov, path, t, xs, work)
             if r.returncode != 0:
