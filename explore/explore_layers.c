@@ -9,6 +9,7 @@
 #include "covenant/model.h"
 #include "common/edit_distance.h"
 #include "explore/explore.h"
+#include "mapper/map_suite.h"
 
 static cov_status add(cov_arena *a, explore_layers *ls, explore_layer l) {
   if (ls->n == ls->cap) {
@@ -24,80 +25,54 @@ static cov_status add(cov_arena *a, explore_layers *ls, explore_layer l) {
   return NULL;
 }
 
-/* A non-negative integer field of a suite layer. */
-static cov_status dim(const char *file, const char *layer, const json_t *o, const char *key,
-                      int required, double dflt, double *out) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    if (required)
-      return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file, .path = layer),
-                       "layer lacks '%s'", key);
-    *out = dflt;
-    return NULL;
-  }
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1 << 24))
-    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file, .path = layer),
-                     "'%s' must be an integer in 0..16777216", key);
-  *out = (double)json_integer_value(v);
-  return NULL;
-}
-
-static int has_post(const json_t *o, const char *what) {
-  size_t i;
-  json_t *p;
-  json_array_foreach(json_object_get(o, "post"), i, p) if (json_is_string(p) && strcmp(json_string_value(p), what) == 0) return 1;
+static int has_post(const map_suite_entry *se, const char *what) {
+  for (int i = 0; i < se->n_post; i++)
+    if (strcmp(se->post[i], what) == 0) return 1;
   return 0;
 }
 
-/* conv2d: out[N,K,P,Q] += in[N,C,H,W] * w[K,C/g,R,S]; maxpool: out[N,C,P,Q];
- * gemm: out[M,N] += a[M,K] b[K,N]; batch_matmul: B independent gemms whose
- * both operands are activations. A "bias" post-op reads one constant per
- * output channel; "maxpool2x2" quarters what is written. */
-static cov_status suite_layer(cov_arena *a, const char *file, const json_t *o, explore_layer *l) {
+/* conv2d: out[N,K,P,Q] += in[N,C,H,W] * w[K,C/g,R,S] (dilated windows);
+ * maxpool: out[N,C,P,Q]; gemm: out[M,N] += a[M,K] b[K,N]; batch_matmul: B
+ * independent gemms whose both operands are activations. A "bias" post-op
+ * reads one constant per output channel; "maxpool2x2" quarters what is
+ * written. The fields are the suite reader's (mapper/map_suite.h), the
+ * same the mapper and the GPU lowering see. */
+static cov_status suite_layer(cov_arena *a, const char *file, const json_t *o, size_t index, explore_layer *l) {
   const char *name = json_string_value(json_object_get(o, "name"));
   const char *op = json_string_value(json_object_get(o, "op"));
   if (!name || !op)
     return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file), "a layer lacks 'name' or 'op'");
+  char jpath[48];
+  snprintf(jpath, sizeof jpath, "$.layers[%zu]", index);
+  map_suite_entry se;
+  COV_RETURN_IF_ERROR(map_suite_entry_read(o, EXPLORE_AT(.file = file, .path = jpath), &se));
   memset(l, 0, sizeof *l);
   l->name = cov_arena_strdup(a, name);
   l->op = cov_arena_strdup(a, op);
   if (strcmp(op, "conv2d") == 0 || strcmp(op, "maxpool") == 0) {
-    double N, C, H, W, K, R, S, stride, pad, groups;
-    COV_RETURN_IF_ERROR(dim(file, name, o, "N", 1, 0, &N));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "C", 1, 0, &C));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "H", 1, 0, &H));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "W", 1, 0, &W));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "K", strcmp(op, "conv2d") == 0, C, &K));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "R", 1, 0, &R));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "S", 1, 0, &S));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "stride", 0, 1, &stride));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "pad", 0, 0, &pad));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "groups", 0, 1, &groups));
-    if (stride < 1 || groups < 1 || H + 2 * pad < R || W + 2 * pad < S || ((long)C % (long)groups))
+    double N = (double)se.N, C = (double)se.C, H = (double)se.H, W = (double)se.W, K = (double)se.K,
+           R = (double)se.R, S = (double)se.S, groups = (double)se.groups;
+    int64_t P = map_suite_out_dim(se.H, se.R, se.stride, se.pad, se.dilation);
+    int64_t Q = map_suite_out_dim(se.W, se.S, se.stride, se.pad, se.dilation);
+    if (se.stride < 1 || se.groups < 1 || P < 1 || Q < 1 || se.C % se.groups)
       return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file, .path = name),
                        "inconsistent shape (stride, groups, or a window larger than the input)");
-    double P = (double)((long)((H + 2 * pad - R) / stride) + 1);
-    double Q = (double)((long)((W + 2 * pad - S) / stride) + 1);
     l->in_elems = N * C * H * W;
     if (strcmp(op, "conv2d") == 0) {
-      l->macs = N * K * P * Q * (C / groups) * R * S;
-      l->w_elems = K * (C / groups) * R * S + (has_post(o, "bias") ? K : 0);
-      l->out_elems = has_post(o, "maxpool2x2") ? N * K * (double)((long)P / 2) * (double)((long)Q / 2)
-                                               : N * K * P * Q;
+      l->macs = N * K * (double)P * (double)Q * (C / groups) * R * S;
+      l->w_elems = K * (C / groups) * R * S + (has_post(&se, "bias") ? K : 0);
+      l->out_elems = has_post(&se, "maxpool2x2") ? N * K * (double)(P / 2) * (double)(Q / 2)
+                                                 : N * K * (double)P * (double)Q;
     } else {
-      l->out_elems = N * C * P * Q;
+      l->out_elems = N * C * (double)P * (double)Q;
     }
   } else if (strcmp(op, "gemm") == 0 || strcmp(op, "batch_matmul") == 0) {
-    double B = 0, M = 0, N = 0, K = 0; /* set on success (gcc -O3 cannot see it) */
-    COV_RETURN_IF_ERROR(dim(file, name, o, "B", 0, 1, &B));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "M", 1, 0, &M));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "N", 1, 0, &N));
-    COV_RETURN_IF_ERROR(dim(file, name, o, "K", 1, 0, &K));
+    double B = (double)se.B, M = (double)se.M, N = (double)se.N, K = (double)se.K;
     l->macs = B * M * N * K;
     l->out_elems = B * M * N;
     if (strcmp(op, "gemm") == 0) {
       l->in_elems = M * K;
-      l->w_elems = K * N + (has_post(o, "bias") ? N : 0);
+      l->w_elems = K * N + (has_post(&se, "bias") ? N : 0);
     } else {
       l->in_elems = B * (M * K + K * N);
     }
@@ -137,7 +112,7 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
         const char *nm = json_string_value(json_object_get(o, "name"));
         if (nm && strlen(nm) == n && strncmp(nm, p, n) == 0) {
           explore_layer l;
-          if ((st = suite_layer(a, path, o, &l))) goto done;
+          if ((st = suite_layer(a, path, o, i, &l))) goto done;
           l.suite_file = cov_arena_strdup(a, path);
           l.suite_name = l.name;
           if ((st = add(a, out, l))) goto done;
@@ -170,7 +145,7 @@ cov_status explore_layers_add_suite(cov_arena *a, const char *path, const char *
     json_t *o;
     json_array_foreach(layers, i, o) {
       explore_layer l;
-      if ((st = suite_layer(a, path, o, &l))) goto done;
+      if ((st = suite_layer(a, path, o, i, &l))) goto done;
       l.suite_file = cov_arena_strdup(a, path);
       l.suite_name = l.name;
       if ((st = add(a, out, l))) goto done;

@@ -323,11 +323,6 @@ cov_status graph_transpose_data(const graph *g, const graph_node *n, const void 
                                 cov_dtype dtype, int rank, const int64_t *dims, const int *perm,
                                 void **out);
 
-/* The prepared graph of a loaded model (frontend/model.c), for passes in
- * other modules that read a model's groups directly (the GPU lowering's
- * model layers) instead of reading and preparing the file a second time. */
-const graph *graph_of_model(const cov_model *m);
-
 /* Layout and compute operations (their infer and exec functions). */
 #define GRAPH_DECLARE_OP(name)                                                               \
   cov_status graph_infer_##name(const graph *g, const graph_node *n, graph_value *const *in, \

@@ -183,8 +183,6 @@ cov_status cov_model_group_describe(const cov_model *m, size_t i, cov_model_grou
   return graph_group_describe(m->g, i, NULL, out);
 }
 
-const graph *graph_of_model(const cov_model *m) { return m ? m->g : NULL; }
-
 int cov_model_find_node_group(const cov_model *m, const char *name) {
   if (!m || !name) return -1;
   for (size_t i = 0; i < m->g->n_nodes; i++)

@@ -9,6 +9,7 @@
 #include "common/edit_distance.h"
 #include "common/search_path.h"
 #include "mapper/map_internal.h"
+#include "mapper/map_suite.h"
 
 #ifndef COV_SOURCEDIR
 #define COV_SOURCEDIR "."
@@ -185,40 +186,12 @@ static int64_t shrink(int64_t v, int scale) {
   return r < 1 ? 1 : r;
 }
 
-static cov_status suite_int(json_t *e, const char *key, int64_t def, int64_t *out, cov_loc *loc,
-                            const char *name) {
-  json_t *v = json_object_get(e, key);
-  if (!v) {
-    if (def < 0)
-      return cov_error(COV_INVALID_INPUT, loc, "layer %s: missing integer field \"%s\"", name, key);
-    *out = def;
-    return NULL;
-  }
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1 << 24))
-    return cov_error(COV_INVALID_INPUT, loc,
-                     "layer %s: field \"%s\" must be an integer in [0, 2^24]", name, key);
-  *out = json_integer_value(v);
-  return NULL;
-}
-
 static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *loc) {
-  const char *op = json_string_value(json_object_get(e, "op"));
-  if (!op) return cov_error(COV_INVALID_INPUT, loc, "layer %s: missing string field \"op\"", l->name);
-  const char *post[8];
-  int n_post = 0;
-  json_t *pj = json_object_get(e, "post");
-  if (pj) {
-    if (!json_is_array(pj) || json_array_size(pj) > 8)
-      return cov_error(COV_INVALID_INPUT, loc, "layer %s: \"post\" must be an array of at most 8 names",
-                       l->name);
-    for (size_t i = 0; i < json_array_size(pj); i++) {
-      post[n_post] = json_string_value(json_array_get(pj, i));
-      if (!post[n_post])
-        return cov_error(COV_INVALID_INPUT, loc, "layer %s: \"post\"[%zu] must be a string", l->name, i);
-      post[n_post] = cov_arena_strdup(l->arena, post[n_post]);
-      n_post++;
-    }
-  }
+  map_suite_entry se;
+  COV_RETURN_IF_ERROR(map_suite_entry_read(e, loc, &se));
+  const char *op = se.op, *post[MAP_SUITE_MAX_POST];
+  int n_post = se.n_post;
+  for (int i = 0; i < n_post; i++) post[i] = cov_arena_strdup(l->arena, se.post[i]);
   bool pool_after = false;
   for (int i = 0; i < n_post; i++)
     if (!strcmp(post[i], "maxpool2x2")) pool_after = true;
@@ -226,18 +199,8 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
   memset(mc, 0, sizeof *mc);
   l->n_calls = 1;
   if (!strcmp(op, "conv2d") || !strcmp(op, "maxpool")) {
-    /* set on success (gcc -O3 cannot see it) */
-    int64_t N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, stride = 0, pad = 0, groups = 0;
-    COV_RETURN_IF_ERROR(suite_int(e, "N", 1, &N, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "C", -1, &C, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "H", -1, &H, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "W", -1, &W, loc, l->name));
-    if (!strcmp(op, "conv2d")) COV_RETURN_IF_ERROR(suite_int(e, "K", -1, &K, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "R", -1, &R, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "S", -1, &S, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "stride", 1, &stride, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "pad", 0, &pad, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "groups", 1, &groups, loc, l->name));
+    int64_t N = se.N, C = se.C, H = se.H, W = se.W, K = se.K, R = se.R, S = se.S, stride = se.stride,
+            pad = se.pad, dil = se.dilation, groups = se.groups;
     if (scale > 1) {
       bool depthwise = groups == C && groups > 1;
       C = shrink(C, scale);
@@ -245,11 +208,12 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
       if (depthwise) groups = C, K = C;
       H = shrink(H, scale);
       W = shrink(W, scale);
-      if (H < R) H = R;
-      if (W < S) W = S;
+      /* the dilated window must still fit */
+      if (H < dil * (R - 1) + 1) H = dil * (R - 1) + 1;
+      if (W < dil * (S - 1) + 1) W = dil * (S - 1) + 1;
       if (pool_after) { /* the fused 2x2 pool needs an even conv output */
-        if (((H + 2 * pad - R) / stride + 1) % 2) H++;
-        if (((W + 2 * pad - S) / stride + 1) % 2) W++;
+        if (map_suite_out_dim(H, R, stride, pad, dil) % 2) H++;
+        if (map_suite_out_dim(W, S, stride, pad, dil) % 2) W++;
       }
     }
     int64_t xs[4] = {N, C, H, W};
@@ -259,6 +223,10 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
       set_in(mc, 4, xs);
       set_in(mc, 4, ws);
       set_attr(mc, "groups", groups);
+      if (dil != 1) {
+        set_attr(mc, "dilation_h", dil);
+        set_attr(mc, "dilation_w", dil);
+      }
     } else {
       mc->c = cov_codelet_lib_find(l->lib, "maxpool");
       set_in(mc, 4, xs);
@@ -272,11 +240,7 @@ static cov_status build_from_entry(cov_layer *l, json_t *e, int scale, cov_loc *
     set_attr(mc, "pad_bottom", pad);
     set_attr(mc, "pad_right", pad);
   } else if (!strcmp(op, "gemm") || !strcmp(op, "matmul") || !strcmp(op, "batch_matmul")) {
-    int64_t B = 1, M, N, K;
-    if (!strcmp(op, "batch_matmul")) COV_RETURN_IF_ERROR(suite_int(e, "B", -1, &B, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "M", -1, &M, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "N", -1, &N, loc, l->name));
-    COV_RETURN_IF_ERROR(suite_int(e, "K", -1, &K, loc, l->name));
+    int64_t B = se.B, M = se.M, N = se.N, K = se.K;
     if (scale > 1) B = shrink(B, scale), M = shrink(M, scale), N = shrink(N, scale), K = shrink(K, scale);
     mc->c = cov_codelet_lib_find(l->lib, op);
     if (!strcmp(op, "batch_matmul")) {

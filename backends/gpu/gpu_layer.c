@@ -1,6 +1,7 @@
 /* backends/gpu/gpu_layer.c: layer specifications from the suite file. */
 #include "backends/gpu/gpu_layer.h"
 #include "common/edit_distance.h"
+#include "mapper/map_suite.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -25,17 +26,6 @@ static cov_status load_suite(const char *path, json_t **out) {
   return NULL;
 }
 
-static int get_int(const json_t *o, const char *key, int64_t dflt, int64_t *out) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    *out = dflt;
-    return dflt >= 0;
-  }
-  if (!json_is_integer(v)) return 0;
-  *out = (int64_t)json_integer_value(v);
-  return 1;
-}
-
 cov_status gpu_layer_suite_names(const char *suite_path, char (*names)[96], int max, int *count) {
   json_t *root;
   COV_RETURN_IF_ERROR(load_suite(suite_path, &root));
@@ -49,49 +39,34 @@ cov_status gpu_layer_suite_names(const char *suite_path, char (*names)[96], int 
   return NULL;
 }
 
-static cov_status from_entry(const char *path, const json_t *e, const char *name, int64_t batch,
-                             gpu_layer *out) {
-  const char *op = json_string_value(json_object_get(e, "op"));
+static cov_status from_entry(const char *path, const json_t *e, size_t index, int64_t batch, gpu_layer *out) {
+  char jpath[48];
+  snprintf(jpath, sizeof jpath, "$.layers[%zu]", index);
+  cov_loc loc = {path, 0, 0, jpath};
+  map_suite_entry se; /* the fields as every suite reader sees them */
+  COV_RETURN_IF_ERROR(map_suite_entry_read(e, &loc, &se));
+  const char *op = se.op, *name = se.name;
   gpu_problem *q = &out->prob;
-  const char *need;
-  int ok = 1;
-  if (!op) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s has no \"op\"", path, name);
-  if (!strcmp(op, "conv2d")) {
-    q->kind = GPU_OP_CONV2D;
-    need = "N, C, H, W, K, R, S (and optional stride, pad, dilation, groups)";
-    ok &= get_int(e, "N", 1, &q->cn) & get_int(e, "C", -1, &q->cc) & get_int(e, "H", -1, &q->ch) &
-          get_int(e, "W", -1, &q->cw) & get_int(e, "K", -1, &q->ck) & get_int(e, "R", -1, &q->cr) &
-          get_int(e, "S", -1, &q->cs) & get_int(e, "stride", 1, &q->stride) & get_int(e, "pad", 0, &q->pad) &
-          get_int(e, "dilation", 1, &q->dilation) & get_int(e, "groups", 1, &q->groups);
-    if (batch > 0) q->cn = batch;
+  if (!strcmp(op, "conv2d") || !strcmp(op, "maxpool")) {
+    q->kind = !strcmp(op, "conv2d") ? GPU_OP_CONV2D : GPU_OP_MAXPOOL;
+    q->cn = batch > 0 ? batch : se.N, q->cc = se.C, q->ch = se.H, q->cw = se.W, q->cr = se.R, q->cs = se.S;
+    q->stride = se.stride, q->pad = se.pad;
+    if (q->kind == GPU_OP_CONV2D) q->ck = se.K, q->dilation = se.dilation, q->groups = se.groups;
   } else if (!strcmp(op, "gemm") || !strcmp(op, "batch_matmul")) {
     q->kind = GPU_OP_MATMUL;
-    need = "M, N, K (and B for batch_matmul)";
-    ok &= get_int(e, "M", -1, &q->m) & get_int(e, "N", -1, &q->n) & get_int(e, "K", -1, &q->k) &
-          get_int(e, "B", 1, &q->batch);
+    q->m = se.M, q->n = se.N, q->k = se.K, q->batch = se.B;
     if (batch > 0) {
       if (!strcmp(op, "gemm"))
         q->m *= batch;
       else
         q->batch = batch;
     }
-  } else if (!strcmp(op, "maxpool")) {
-    q->kind = GPU_OP_MAXPOOL;
-    need = "N, C, H, W, R, S (and optional stride, pad)";
-    ok &= get_int(e, "N", 1, &q->cn) & get_int(e, "C", -1, &q->cc) & get_int(e, "H", -1, &q->ch) &
-          get_int(e, "W", -1, &q->cw) & get_int(e, "R", -1, &q->cr) & get_int(e, "S", -1, &q->cs) &
-          get_int(e, "stride", 1, &q->stride) & get_int(e, "pad", 0, &q->pad);
-    if (batch > 0) q->cn = batch;
   } else {
-    return cov_error(COV_UNSUPPORTED, NULL,
-                     "%s: layer %s is a %s (the GPU lowering builds conv2d, gemm, batch_matmul and maxpool)",
-                     path, name, op);
+    return cov_error(COV_UNSUPPORTED, &loc,
+                     "layer %s is a %s (the GPU lowering builds conv2d, gemm, batch_matmul and maxpool)", name, op);
   }
-  if (!ok) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: expected integer fields %s", path, name, need);
-  json_t *post = json_object_get(e, "post");
-  for (size_t i = 0; i < json_array_size(post); i++) {
-    const char *p = json_string_value(json_array_get(post, i));
-    if (!p) return cov_error(COV_INVALID_INPUT, NULL, "%s: layer %s: post-ops must be strings", path, name);
+  for (int i = 0; i < se.n_post; i++) {
+    const char *p = se.post[i];
     gpu_epilogue *ep = &q->epi;
     int after_pool = ep->maxpool2x2 || ep->softmax || q->kind == GPU_OP_MAXPOOL;
     if (!strcmp(p, "bias") && !ep->bias && ep->act == GPU_ACT_NONE && !after_pool) {
@@ -108,8 +83,8 @@ static cov_status from_entry(const char *path, const json_t *e, const char *name
       ep->softmax = true;
     } else {
       /* everything from here on runs after the kernel */
-      for (size_t j = i; j < json_array_size(post); j++) {
-        const char *r = json_string_value(json_array_get(post, j));
+      for (int j = i; j < se.n_post; j++) {
+        const char *r = se.post[j];
         size_t len = strlen(out->unfused);
         snprintf(out->unfused + len, sizeof out->unfused - len, "%s%s", len ? "," : "", r ? r : "?");
       }
@@ -160,7 +135,7 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
       snprintf(out->name, sizeof out->name, "%s", spec);
       for (char *c = out->name; *c; c++)
         if (*c == '@') *c = '_';
-      st = from_entry(suite_path, e, base, batch, out);
+      st = from_entry(suite_path, e, i, batch, out);
       break;
     }
   }
