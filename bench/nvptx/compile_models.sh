@@ -3,9 +3,11 @@
 #
 # Here (with LLVM): compiles the models for the H100 run into artifacts
 # (covenant compile MODEL --target nvptx-sm90 -o ...), at batch 1 and 32,
-# and packs them into parts of at most --part-mb MiB each (default 60: the
-# device tool carries 64 MiB per call), OUTDIR/part1, part2, ...; each part
-# is run on the H100 by
+# and packs them into parts of at most --part-mb MiB each (default 32: the
+# device tool carries 64 MiB per call, the repository's tracked files, about
+# 26 MB, included), OUTDIR/part1, part2, ...; with OUTDIR in the repository
+# under an ignored name (build-h100), each part is carried to the H100 and
+# run there from the repository root by
 #     bash bench/nvptx/run_models.sh OUTDIR/partN
 # Models: examples/convnet.onnx ("convnet"), and the real exports of
 # tests/models (materialized here only to compile; the H100 script
@@ -16,13 +18,13 @@
 # OUTDIR/failed.txt with its error and left out; the rest go on.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cov=$root/build/covenant target=nvptx-sm90 part_mb=60
+cov=$root/build/covenant target=nvptx-sm90 part_mb=32
 while [ $# -gt 0 ]; do
   case $1 in
     --covenant) cov=$2; shift 2;;
     --target) target=$2; shift 2;;
     --part-mb) part_mb=$2; shift 2;;
-    -h|--help) sed -n 2,19p "$0"; exit 0;;
+    -h|--help) sed -n 2,18p "$0"; exit 0;;
     *) break;;
   esac
 done
