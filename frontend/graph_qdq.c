@@ -99,7 +99,7 @@ static cov_status oom(const graph *g, const graph_node *n) {
 static cov_status rewrite(graph *g, graph_node *n, graph_node *q) {
   const graph_node *dx = producer_op(n->in[0], "DequantizeLinear");
   const graph_node *dw = producer_op(n->in[1], "DequantizeLinear");
-  if (!dx || !dw || !per_tensor_params(dx) || !per_tensor_params(q)) return NULL;
+  if (!dx || !dw || !dx->in[0] || !per_tensor_params(dx) || !per_tensor_params(q)) return NULL;
   bool conv = strcmp(n->op_type, "Conv") == 0, gemm = strcmp(n->op_type, "Gemm") == 0;
   int64_t ta = 0, tb = 0;
   float beta = 1.0f;
@@ -175,7 +175,9 @@ cov_status graph_fuse_qdq(graph *g) {
       continue;
     }
     const graph_node *dq = producer_op(n->in[0], "DequantizeLinear");
-    if (!dq || !per_tensor_params(dq) || !per_tensor_params(q) || !same_params(dq, q)) continue;
+    if (!dq || !dq->in[0] || !per_tensor_params(dq) || !per_tensor_params(q) ||
+        !same_params(dq, q))
+      continue;
     n->in[0] = dq->in[0];
     n->out[0] = q->out[0];
     q->dead = true;

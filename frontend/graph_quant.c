@@ -920,7 +920,8 @@ static cov_status qgemm_read(const graph *g, const graph_node *n, graph_value *c
   if (io->c) {
     COV_RETURN_IF_ERROR(check_dtype(g, n, io->c, "C", COV_I32));
     if (io->c->rank >= 0 && !(io->c->rank == 0 || (io->c->rank == 1 && (io->c->dims[0] == N || io->c->dims[0] == 1)) ||
-                              (io->c->rank == 2 && io->c->dims[0] == 1)))
+                              (io->c->rank == 2 && io->c->dims[0] == 1 &&
+                               (io->c->dims[1] == N || io->c->dims[1] == 1))))
       return graph_node_error(g, n, COV_UNSUPPORTED,
                               "C '%s' must be a per-column i32 bias ([N], [1, N] or a scalar); a "
                               "full [M, N] C is not supported",

@@ -255,7 +255,7 @@ cov_status graph_infer_cumsum(const graph *g, const graph_node *n, graph_value *
 cov_status graph_exec_cumsum(graph_exec *x, const graph_node *n, graph_value *const *in,
                              graph_value *const *out) {
   int ax;
-  bool known;
+  bool known = false; /* set on success (gcc -O3 cannot see it) */
   COV_RETURN_IF_ERROR(cumsum_axis(x->g, n, in, &ax, &known));
   if (!known) return graph_node_error(x->g, n, COV_INVALID_INPUT, "the axis is not known");
   int64_t excl, rev;

@@ -477,7 +477,7 @@ cov_status graph_infer_scatter_elements(const graph *g, const graph_node *n, gra
 
 cov_status graph_exec_scatter_elements(graph_exec *x, const graph_node *n, graph_value *const *in,
                                        graph_value *const *out) {
-  int ax, red;
+  int ax = 0, red = 0; /* set on success (gcc -O3 cannot see it) */
   COV_RETURN_IF_ERROR(elements_check(x->g, n, in, &ax, true));
   COV_RETURN_IF_ERROR(reduction_of(x->g, n, &red));
   int64_t total = graph_numel(in[1]);
@@ -582,7 +582,7 @@ cov_status graph_exec_gather_nd(graph_exec *x, const graph_node *n, graph_value 
   size_t es = cov_dtype_size(in[0]->dtype), blk = (size_t)p.blk * es;
   for (int64_t bt = 0; bt < p.batch; bt++)
     for (int64_t t = 0; t < p.tuples; t++) {
-      int64_t off;
+      int64_t off = 0; /* set on success (gcc -O3 cannot see it) */
       COV_RETURN_IF_ERROR(nd_offset(x->g, n, in[0], in[1], &p, bt, t, &off));
       memcpy((char *)out[0]->data + (size_t)(bt * p.tuples + t) * blk,
              (const char *)in[0]->data + (size_t)off * es, blk);
@@ -592,7 +592,7 @@ cov_status graph_exec_gather_nd(graph_exec *x, const graph_node *n, graph_value 
 
 cov_status graph_infer_scatter_nd(const graph *g, const graph_node *n, graph_value *const *in,
                                   graph_value *const *out) {
-  nd p;
+  nd p = {0}; /* set on success (gcc -O3 cannot see it) */
   int red;
   COV_RETURN_IF_ERROR(nd_params(g, n, in[0], in[1], &p));
   COV_RETURN_IF_ERROR(reduction_of(g, n, &red));
@@ -609,12 +609,12 @@ cov_status graph_infer_scatter_nd(const graph *g, const graph_node *n, graph_val
 cov_status graph_exec_scatter_nd(graph_exec *x, const graph_node *n, graph_value *const *in,
                                  graph_value *const *out) {
   nd p;
-  int red;
+  int red = 0; /* set on success (gcc -O3 cannot see it) */
   COV_RETURN_IF_ERROR(nd_params(x->g, n, in[0], in[1], &p));
   COV_RETURN_IF_ERROR(reduction_of(x->g, n, &red));
   COV_RETURN_IF_ERROR(copy_input(x, n, in[0], out[0]));
   for (int64_t t = 0; t < p.tuples; t++) {
-    int64_t off;
+    int64_t off = 0; /* set on success (gcc -O3 cannot see it) */
     COV_RETURN_IF_ERROR(nd_offset(x->g, n, in[0], in[1], &p, 0, t, &off));
     for (int64_t j = 0; j < p.blk; j++)
       combine(out[0]->data, in[0]->dtype, (size_t)(off + j), in[2]->data, (size_t)(t * p.blk + j),
@@ -646,7 +646,7 @@ static cov_status onehot_params(const graph *g, const graph_node *n, graph_value
 
 cov_status graph_infer_one_hot(const graph *g, const graph_node *n, graph_value *const *in,
                                graph_value *const *out) {
-  int64_t depth;
+  int64_t depth = 0; /* set on success (gcc -O3 cannot see it) */
   int ax = 0;
   COV_RETURN_IF_ERROR(onehot_params(g, n, in, &depth, &ax));
   out[0]->dtype = in[2]->dtype;
@@ -664,7 +664,7 @@ cov_status graph_infer_one_hot(const graph *g, const graph_node *n, graph_value 
 
 cov_status graph_exec_one_hot(graph_exec *x, const graph_node *n, graph_value *const *in,
                               graph_value *const *out) {
-  int64_t depth;
+  int64_t depth = 0; /* set on success (gcc -O3 cannot see it) */
   int ax;
   COV_RETURN_IF_ERROR(onehot_params(x->g, n, in, &depth, &ax));
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, out[0]));

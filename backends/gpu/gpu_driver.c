@@ -319,6 +319,10 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     if (!st) st = gpu_model_compile_with(m, specs[0], &t, 1, &mp);
     if (!st) {
       st = gpu_model_plan_write(&mp, specs[0], out_dir, report);
+      /* the same plan as one artifact for covenant-run (OUT/model.covart) */
+      char art[4096];
+      snprintf(art, sizeof art, "%s/model.covart", out_dir);
+      if (!st) st = gpu_model_plan_artifact(&mp, specs[0], art);
       gpu_model_plan_free(&mp);
     }
     cov_model_free(m);

@@ -10,6 +10,7 @@
 
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
+#include "runtime/crt.h"
 
 static float to_f16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
@@ -246,5 +247,71 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
               md->vgprs, md->agprs, md->scratch_bytes, what);
     }
   }
+  return st;
+}
+
+/* ---- the artifact (runtime/README.md) ----------------------------------- */
+
+cov_status gpu_model_plan_artifact(const gpu_model_plan *p, const char *model_path, const char *out_path) {
+  crt_builder *b = NULL;
+  const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
+  COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, base, &b));
+  int nv = !strcmp(p->backend, "nvptx");
+  int *mod = calloc((size_t)p->n_mods + 1, sizeof *mod), *buf = calloc((size_t)p->n_bufs + 1, sizeof *buf);
+  cov_status st = mod && buf ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < p->n_mods && !st; i++) {
+    /* PTX goes in NUL-terminated */
+    size_t n = p->mods[i].size;
+    char *code = malloc(n + 1);
+    if (!code) {
+      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+      break;
+    }
+    memcpy(code, p->mods[i].code, n);
+    code[n] = '\0';
+    mod[i] = crt_add_module(b, p->mods[i].name, nv ? "ptx" : "hsaco", code, nv ? strnlen(code, n) + 1 : n);
+    free(code);
+  }
+  for (int i = 0; i < p->n_bufs && !st; i++) {
+    const gpu_mbuf *m = &p->bufs[i];
+    uint64_t bytes = (uint64_t)m->numel * cov_dtype_size(m->dtype);
+    if (m->kind == GPU_BUF_WEIGHT) {
+      buf[i] = crt_add_weight(b, m->name, m->dtype, m->rank, m->shape, m->data, bytes);
+    } else {
+      crt_buf_kind k = m->kind == GPU_BUF_INPUT    ? CRT_BUF_INPUT
+                       : m->kind == GPU_BUF_OUTPUT ? CRT_BUF_OUTPUT
+                                                   : CRT_BUF_INTERMEDIATE;
+      buf[i] = crt_add_buffer(b, m->name, k, m->dtype, m->rank, m->shape, bytes);
+    }
+  }
+  for (int i = 0; i < p->n_inputs && !st; i++) {
+    const gpu_mbuf *m = &p->bufs[p->input_buf[i]];
+    crt_add_input(b, m->name, COV_F32, m->rank, m->shape, buf[p->input_buf[i]]);
+  }
+  for (int i = 0; i < p->n_outputs && !st; i++) {
+    const gpu_mbuf *m = &p->bufs[p->output_buf[i]];
+    crt_add_output(b, m->name, COV_F32, m->rank, m->shape, buf[p->output_buf[i]]);
+  }
+  for (int i = 0; i < p->n_steps && !st; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op == GPU_STEP_FILL) {
+      const gpu_mbuf *m = &p->bufs[s->fill_buf];
+      crt_add_fill(b, s->group, s->label, buf[s->fill_buf], 0, (uint64_t)m->numel * cov_dtype_size(m->dtype), 0);
+      continue;
+    }
+    crt_arg args[4];
+    for (int k = 0; k < 4; k++) {
+      crt_arg null = {CRT_ARG_I64, -1, 0, 0, 0.0f}; /* a null pointer */
+      args[k] = s->args[k] >= 0 ? crt_buf_arg(buf[s->args[k]], 0) : null;
+    }
+    crt_add_launch(b, s->group, s->label, mod[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
+  }
+  free(mod), free(buf);
+  if (st) {
+    crt_builder_free(b);
+    return st;
+  }
+  st = crt_builder_write(b, out_path);
+  crt_builder_free(b);
   return st;
 }

@@ -52,6 +52,11 @@ models=$(dirname "$0")/../frontend/models
 expect 0 "covenant_g0_1_matrix .*matrix" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
   --target nvptx-sm90 -o "$work/m" --report
 expect 0 "layernorm" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/e" --report
+# the same plan as one artifact the LLVM-free runtime reads
+if ! "$(dirname "$cov")/covenant-run" "$work/m/model.covart" --info 2>&1 | grep -q "target nvptx-sm90 .*model convnet.onnx"; then
+  echo "FAIL: covenant-run --info does not read the compiled model's artifact"
+  fail=1
+fi
 # or one error lists every group that cannot, each at its node
 expect 1 "2 layer groups cannot be compiled for nvptx-sm90" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
   --target nvptx-sm90 -o "$work/x"
