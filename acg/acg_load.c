@@ -762,7 +762,10 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
     cov_loc loc = {.file = name, .line = jerr.line > 0 ? (unsigned)jerr.line : 1,
                    .col = jerr.column > 0 ? (unsigned)jerr.column : 1};
     loc.path = common_jpos_path_at(&pos, loc.line, loc.col);
-    cov_status st = cov_error(COV_PARSE_ERROR, &loc, "invalid JSON: %s", jerr.text);
+    cov_status st = cov_error(COV_PARSE_ERROR, &loc, "invalid JSON: %s%s", jerr.text,
+                              strstr(jerr.text, "maximum parsing depth")
+                                  ? " (arrays and objects nest at most 2048 deep)"
+                                  : "");
     cov_arena_destroy(scratch);
     return st;
   }

@@ -29,6 +29,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * returns 2. */
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out);
 int cli_parse_tolerance(const char *cmd, const char *arg, double *out);
+/* --max-memory SIZE: bytes, or a number with KiB, MiB or GiB; 1 KiB to 4 GiB
+ * (COV_TENSOR_MAX_BYTES). Returns 0, or prints a usage error and returns 2. */
+int cli_parse_memory(const char *cmd, const char *arg, uint64_t *out);
 /* The name in names[0..n) (NULL-terminated when n < 0) closest to s by
  * edit distance, when near enough to be a likely typo; else NULL. */
 const char *cli_closest(const char *s, const char *const *names, int n);

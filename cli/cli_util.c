@@ -164,6 +164,26 @@ int cli_parse_tolerance(const char *cmd, const char *arg, double *out) {
   return 0;
 }
 
+int cli_parse_memory(const char *cmd, const char *arg, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(arg, &end, 10);
+  uint64_t unit = 1;
+  if (end && !strcmp(end, "KiB")) unit = 1ull << 10;
+  else if (end && !strcmp(end, "MiB")) unit = 1ull << 20;
+  else if (end && !strcmp(end, "GiB")) unit = 1ull << 30;
+  else if (end && *end) unit = 0;
+  uint64_t bytes;
+  if (!*arg || *arg == '-' || errno || !unit || __builtin_mul_overflow((uint64_t)v, unit, &bytes) ||
+      bytes < 1024 || bytes > COV_TENSOR_MAX_BYTES)
+    return cli_usage_error(cmd,
+                           "--max-memory: '%s' is not a size from 1KiB to 4GiB (bytes, or a "
+                           "number with KiB, MiB or GiB)",
+                           arg);
+  *out = bytes;
+  return 0;
+}
+
 float cli_rand_pm1(uint64_t *state) {
   *state ^= *state << 13;
   *state ^= *state >> 7;

@@ -210,7 +210,8 @@ static uint64_t next_rand(uint64_t *s) {
   return *s * 2685821657736338717ull;
 }
 
-static int parse_shape_spec(const char *spec, cov_tensor *t, uint64_t *seed, int fill) {
+/* alloc 0: only t's dtype, rank and shape (data NULL), for the memory check */
+static int parse_shape_spec(const char *spec, cov_tensor *t, uint64_t *seed, int fill, int alloc) {
   char buf[256];
   if (strlen(spec) >= sizeof buf) return 0;
   strcpy(buf, spec);
@@ -234,6 +235,13 @@ static int parse_shape_spec(const char *spec, cov_tensor *t, uint64_t *seed, int
       if (*end != 'x' && *end != ',') return 0;
       p = end + 1;
     }
+  }
+  if (!alloc) {
+    memset(t, 0, sizeof *t);
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) t->shape[i] = shape[i];
+    return 1;
   }
   if (cov_tensor_alloc(t, dt, rank, shape)) return -1;
   int64_t n = fill ? cov_tensor_numel(t) : 0; /* --dry-run reads shapes only */
@@ -350,6 +358,65 @@ static int dry_run_shapes(const cov_codelet *c, const cov_attr *attrs, size_t n_
 
 #define RUN_MAX_ARGS 64
 
+/* Before any input is made or read: the bytes of the --shape inputs, the
+ * .npy files' sizes and (when every input is a --shape) the outputs' bytes
+ * must stay within max_memory, so `-s a=20000x20000` is refused at once
+ * instead of after gigabytes of inputs. Returns 0 or the exit code. */
+static int check_memory(const cov_codelet *c, const run_input *ins, int n_ins,
+                        const cov_attr *attrs, size_t n_attrs, uint64_t max_memory) {
+  size_t n_in = cov_codelet_num_inputs(c), n_out = cov_codelet_num_outputs(c);
+  cov_tensor shapes[CDL_MAX_OPERANDS], outs[CDL_MAX_OPERANDS];
+  memset(shapes, 0, sizeof shapes);
+  uint64_t need = 0, largest = 0;
+  const char *largest_name = "";
+  int all_shapes = n_ins == (int)n_in, overflow = 0;
+  for (int k = 0; k < n_ins; k++) {
+    size_t i = 0;
+    while (i < n_in && strcmp(cov_codelet_input_name(c, i), ins[k].name) != 0) i++;
+    uint64_t bytes = 0;
+    if (ins[k].path) {
+      struct stat sb;
+      if (stat(ins[k].path, &sb) == 0) bytes = (uint64_t)sb.st_size;
+      all_shapes = 0;
+    } else {
+      cov_tensor t;
+      if (parse_shape_spec(ins[k].shape, &t, NULL, 0, 0) != 1) return 0; /* reported later */
+      bytes = cov_dtype_size(t.dtype);
+      for (int d = 0; d < t.rank; d++) overflow |= __builtin_mul_overflow(bytes, (uint64_t)t.shape[d], &bytes);
+      if (i < n_in) shapes[i] = t;
+      else all_shapes = 0;
+    }
+    overflow |= __builtin_add_overflow(need, bytes, &need);
+    if (bytes > largest) largest = bytes, largest_name = ins[k].name;
+  }
+  int with_outputs = 0;
+  cov_status st = all_shapes && !overflow && need <= max_memory
+                      ? cov_codelet_output_shapes(c, attrs, n_attrs, shapes, n_in, outs, n_out)
+                      : cov_error(COV_UNSUPPORTED, NULL, "not all shapes known");
+  int outs_known = st == NULL;
+  cov_status_free(st); /* a binding error is reported by the run itself */
+  if (outs_known) {
+    with_outputs = 1;
+    for (size_t o = 0; o < n_out; o++) {
+      uint64_t bytes = cov_dtype_size(outs[o].dtype);
+      for (int d = 0; d < outs[o].rank; d++)
+        overflow |= __builtin_mul_overflow(bytes, (uint64_t)outs[o].shape[d], &bytes);
+      overflow |= __builtin_add_overflow(need, bytes, &need);
+      if (bytes > largest) largest = bytes, largest_name = cov_codelet_output_name(c, o);
+    }
+  }
+  if (!overflow && need <= max_memory) return 0;
+  char total[64] = "more than 2^64";
+  if (!overflow) snprintf(total, sizeof total, "%llu", (unsigned long long)need);
+  return cli_report(cov_error(COV_OUT_OF_RANGE, NULL,
+                              "%s: the inputs%s need %s bytes (the largest, '%s', %llu), more than "
+                              "the memory limit of %llu bytes (--max-memory); nothing was "
+                              "allocated",
+                              cov_codelet_name(c), with_outputs ? " and outputs" : "", total,
+                              largest_name, (unsigned long long)largest,
+                              (unsigned long long)max_memory));
+}
+
 static int run_run(int argc, char **argv) {
   static const struct option opts[] = {{"codelet", required_argument, NULL, 'n'},
                                        {"input", required_argument, NULL, 'i'},
@@ -357,6 +424,7 @@ static int run_run(int argc, char **argv) {
                                        {"attr", required_argument, NULL, 'a'},
                                        {"seed", required_argument, NULL, 'S'},
                                        {"dry-run", no_argument, NULL, 'D'},
+                                       {"max-memory", required_argument, NULL, 'M'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
@@ -364,6 +432,7 @@ static int run_run(int argc, char **argv) {
   run_input ins[RUN_MAX_ARGS];
   char *attr_specs[RUN_MAX_ARGS];
   int n_ins = 0, n_attrs = 0, dry_run = 0;
+  uint64_t max_memory = COV_DEFAULT_MAX_MEMORY;
   uint64_t seed = 1;
   optind = 0; /* 0 re-initialises GNU getopt, which lets options follow FILE */
   opterr = 0;
@@ -373,6 +442,9 @@ static int run_run(int argc, char **argv) {
       case 'n': which = optarg; break;
       case 'o': output = optarg; break;
       case 'D': dry_run = 1; break;
+      case 'M':
+        if (cli_parse_memory("codelet", optarg, &max_memory)) return CLI_EXIT_USAGE;
+        break;
       case 'h': codelet_help(stdout); return CLI_EXIT_OK;
       case 'i':
       case 's': {
@@ -436,6 +508,7 @@ static int run_run(int argc, char **argv) {
   cov_tensor inputs[CDL_MAX_OPERANDS], outputs[CDL_MAX_OPERANDS];
   memset(inputs, 0, sizeof inputs);
   memset(outputs, 0, sizeof outputs);
+  if (!rc && c && !dry_run) rc = check_memory(c, ins, n_ins, attrs, (size_t)n_attrs, max_memory);
   for (int k = 0; k < n_ins && !rc; k++) {
     size_t i = 0;
     while (i < n_in && strcmp(cov_codelet_input_name(c, i), ins[k].name) != 0) i++;
@@ -447,7 +520,7 @@ static int run_run(int argc, char **argv) {
     } else if (ins[k].path) {
       rc = cli_report(cov_npy_read(ins[k].path, &inputs[i]));
     } else {
-      int ok = parse_shape_spec(ins[k].shape, &inputs[i], &seed, !dry_run);
+      int ok = parse_shape_spec(ins[k].shape, &inputs[i], &seed, !dry_run, 1);
       if (ok == 0)
         rc = cli_usage_error("codelet", "run: bad --shape '%s' (expected e.g. 2x3x8x8 or "
                              "2x3:f16)", ins[k].shape);

@@ -23,6 +23,7 @@ static void inspect_help(FILE *out) {
           "      --graph        also print every node with its attributes\n"
           "      --no-fold      keep constant subgraphs as operations\n"
           "      --no-fuse      one layer group per operation\n"
+          "      --max-memory SIZE  largest tensor the model may make (default 2GiB)\n"
           "      --ops          list the supported ONNX operators and exit\n"
           "  -o, --output FILE  write to FILE instead of stdout\n"
           "  -h, --help         show this help\n");
@@ -33,6 +34,7 @@ int cli_cmd_inspect(int argc, char **argv) {
                                        {"no-fold", no_argument, NULL, 'F'},
                                        {"no-fuse", no_argument, NULL, 'U'},
                                        {"ops", no_argument, NULL, 'O'},
+                                       {"max-memory", required_argument, NULL, 'M'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
@@ -48,6 +50,9 @@ int cli_cmd_inspect(int argc, char **argv) {
       case 'F': mo.no_fold = 1; break;
       case 'U': mo.no_fuse = 1; break;
       case 'O': list_ops = 1; break;
+      case 'M':
+        if (cli_parse_memory("inspect", optarg, &mo.max_memory)) return CLI_EXIT_USAGE;
+        break;
       case 'o': output = optarg; break;
       case 'h': inspect_help(stdout); return CLI_EXIT_OK;
       default:

@@ -76,6 +76,8 @@ static void run_help(FILE *out) {
           "                            every unit's activity, the programs back to back\n"
           "                            (1 us = 1 cycle), a 'layers' track naming each\n"
           "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
+          "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
+          "                            most 4GiB); checked before anything is allocated\n"
           "  -h, --help                show this help\n");
 }
 
@@ -85,6 +87,7 @@ typedef struct run_opts {
   const char *model, *target, *trace;
   int per_call, print_values;
   unsigned long long seed;
+  uint64_t max_memory; /* 0: the default */
   double tol;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS], *expect_args[MAX_ARGS];
   int n_in, n_out, n_expect;
@@ -101,6 +104,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"print-values", no_argument, NULL, 'p'},
                                        {"trace", required_argument, NULL, 'R'},
                                        {"per-call", no_argument, NULL, 'P'},
+                                       {"max-memory", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -131,6 +135,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'p': o->print_values = 1; break;
       case 'R': o->trace = optarg; break;
       case 'P': o->per_call = 1; break;
+      case 'M':
+        if (cli_parse_memory("run", optarg, &o->max_memory)) return CLI_EXIT_USAGE;
+        break;
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
@@ -190,7 +197,8 @@ static void run_state_free(run_state *s) {
 static cov_status run_load(run_state *s) {
   double t0 = now_s();
   if (strcmp(s->o->target, BACKEND_REF) != 0) COV_RETURN_IF_ERROR(cov_acg_load_target(s->o->target, &s->acg));
-  COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, NULL, &s->m));
+  cov_model_options mo = {.max_memory = s->o->max_memory};
+  COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
   s->no = cov_model_num_outputs(s->m);
   size_t ni = s->ni ? s->ni : 1, no = s->no ? s->no : 1;

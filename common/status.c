@@ -5,8 +5,11 @@
  * printed. One malloc per record keeps cov_status_free trivial. */
 #include "covenant/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/text.h"
 
 struct cov_status_rec {
   cov_code code;
@@ -167,6 +170,25 @@ const char *cov_code_name(cov_code code) {
   return "unknown";
 }
 
+/* A JSON path or file name longer than this is shown as its start, how much
+ * was left out, and its end: a 100,000-deep document's path would otherwise
+ * fill the line and push the message itself out of it. */
+#define SHOW_MAX 240
+
+/* s escaped (common/text.h: control bytes as \xNN, so a name read from an
+ * input cannot drive the terminal) and, with `cut`, shortened in the middle. */
+static void shown(const char *s, int cut, char *out, size_t size) {
+  size_t n = strlen(s);
+  if (!cut || n <= SHOW_MAX) {
+    common_escape_n(s, n, out, size);
+    return;
+  }
+  char head[SHOW_MAX], tail[SHOW_MAX];
+  common_escape_n(s, SHOW_MAX / 2, head, sizeof head);
+  common_escape_n(s + n - SHOW_MAX / 2, SHOW_MAX / 2, tail, sizeof tail);
+  snprintf(out, size, "%s...(%zu bytes left out)...%s", head, n - SHOW_MAX, tail);
+}
+
 void cov_status_format(cov_status st, char *buf, size_t size) {
   if (!size) return;
   if (!st) {
@@ -178,19 +200,27 @@ void cov_status_format(cov_status st, char *buf, size_t size) {
     snprintf(where, sizeof where, ":%u:%u", st->loc.line, st->loc.col);
   else if (st->loc.line)
     snprintf(where, sizeof where, ":%u", st->loc.line);
-  snprintf(buf, size, "%s%s%serror: %s%s%s", st->loc.file ? st->loc.file : "", where,
-           st->loc.file ? ": " : "", st->loc.path ? st->loc.path : "",
-           st->loc.path ? ": " : "", cov_status_message(st));
+  char file[4 * SHOW_MAX + 64], path[4 * SHOW_MAX + 64];
+  shown(st->loc.file ? st->loc.file : "", 1, file, sizeof file);
+  shown(st->loc.path ? st->loc.path : "", 1, path, sizeof path);
+  int k = snprintf(buf, size, "%s%s%serror: %s%s", file, where, st->loc.file ? ": " : "", path,
+                   st->loc.path ? ": " : "");
+  if (k < 0 || (size_t)k >= size) return;
+  common_escape_text(cov_status_message(st), buf + k, size - (size_t)k);
 }
 
 void cov_status_print(FILE *out, cov_status st, int with_source) {
   for (; st; st = st->next) {
-    char buf[4096];
-    cov_status_format(st, buf, sizeof buf);
+    /* sized for the whole message: escaping at most quadruples it */
+    size_t need = 4 * strlen(cov_status_message(st)) + 2 * (4 * SHOW_MAX + 64) + 160;
+    char small[4096], *buf = need <= sizeof small ? small : malloc(need);
+    if (!buf) buf = small, need = sizeof small;
+    cov_status_format(st, buf, need);
     if (with_source)
       fprintf(out, "%s [%s:%d]\n", buf, st->src_file ? st->src_file : "?", st->src_line);
     else
       fprintf(out, "%s\n", buf);
+    if (buf != small) free(buf);
   }
 }
 

@@ -14,4 +14,9 @@ char *common_escape(const char *s, char *out, size_t size);
 /* The same for `n` bytes that may contain NULs (shown as \x00). */
 char *common_escape_n(const char *s, size_t n, char *out, size_t size);
 
+/* common_escape, but '\n' and '\\' kept: for messages, which are several
+ * lines by design and hold names escaped already (the rest of the control
+ * bytes are still escaped). */
+char *common_escape_text(const char *s, char *out, size_t size);
+
 #endif

@@ -64,7 +64,7 @@ typedef struct design_sum {
 } design_sum;
 
 static void csv_field(FILE *f, const char *s) {
-  if (!strpbrk(s, ",\"\n")) {
+  if (!strpbrk(s, ",\"\n\r")) {
     fputs(s, f);
     return;
   }
@@ -221,7 +221,8 @@ cov_status explore_output_write(const char *dir, const char *key, cov_explore_ev
         explore_csv_num(sf, ds->area, 0);
         fprintf(sf, ",%d,%d,", pa[i], pe[i]);
       } else {
-        fprintf(sf, ",,,,,,,");
+        /* the 8 empty figures, total_cycles to pareto_cycles_energy */
+        fprintf(sf, ",,,,,,,,");
       }
       csv_field(sf, ds->note ? ds->note : "");
       fprintf(sf, ",");

@@ -11,10 +11,12 @@
  * -j, shards and interruptions. Workers are processes rather than threads so
  * that an evaluator that crashes or leaks takes only its own design down. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -316,6 +318,53 @@ static cov_status check_or_write_key(explore_study *s) {
   return explore_write_atomic(path, s->key, strlen(s->key));
 }
 
+/* Runs on one study folder at the same time (two shells, two jobs of a
+ * cluster sharing a file system) coordinate through flock(2) locks on files
+ * in the folder: `lock` is held while study.txt is checked or written and
+ * while the CSVs are written, so of two different studies started at once
+ * on a new folder one writes its key and the other is refused; `locks/<id>`
+ * is held by the run evaluating design <id>, so two runs of the same study
+ * share the designs instead of both evaluating every one, and a run waits
+ * for a design another run holds before writing the CSVs. Locks vanish with
+ * their process, so a killed run leaves nothing to clean up. */
+static cov_status lock_file(const char *path, int op, int *out_fd) {
+  *out_fd = -1;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open lock file: %s",
+                     strerror(errno));
+  int r;
+  while ((r = flock(fd, op)) != 0 && errno == EINTR) {
+  }
+  if (r != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK) return NULL; /* held elsewhere: *out_fd stays -1 */
+    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot lock: %s", strerror(e));
+  }
+  *out_fd = fd;
+  return NULL;
+}
+
+static cov_status lock_folder(const explore_study *s, int *fd) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/lock", s->opts->out_dir);
+  return lock_file(path, LOCK_EX, fd);
+}
+
+static void unlock(int *fd) {
+  if (*fd >= 0) close(*fd); /* closing the last descriptor releases the lock */
+  *fd = -1;
+}
+
+/* Takes design i's lock; *fd -1 when another run holds it (wait: block). */
+static cov_status lock_design(const explore_study *s, int i, int wait, int *fd) {
+  char id[32], path[4200];
+  explore_design_id(s->n_designs, i, id, sizeof id);
+  snprintf(path, sizeof path, "%s/locks/%s", s->opts->out_dir, id);
+  return lock_file(path, wait ? LOCK_EX : LOCK_EX | LOCK_NB, fd);
+}
+
 cov_status cov_explore_run(const cov_explore_options *o) {
   explore_study *s = NULL;
   COV_RETURN_IF_ERROR(explore_study_open(o, &s));
@@ -325,7 +374,12 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   if (!st) st = explore_mkdir_p(dir);
   snprintf(dir, sizeof dir, "%s/designs", o->out_dir);
   if (!st) st = explore_mkdir_p(dir);
+  snprintf(dir, sizeof dir, "%s/locks", o->out_dir);
+  if (!st) st = explore_mkdir_p(dir);
+  int folder_fd = -1;
+  if (!st) st = lock_folder(s, &folder_fd);
   if (!st) st = check_or_write_key(s);
+  unlock(&folder_fd);
   if (st) {
     explore_study_free(s);
     return st;
@@ -335,29 +389,67 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   if (jobs < 1) jobs = 1;
 
   int total = 0, done = 0, resumed = 0;
+  char *resumed_here = calloc((size_t)s->n_designs, 1); /* done before this run began */
+  if (!resumed_here) {
+    explore_study_free(s);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
   for (int i = shard; i < s->n_designs; i += n_shards) {
     total++;
-    if (design_done(s, i)) done++, resumed++;
+    if (design_done(s, i)) done++, resumed++, resumed_here[i] = 1;
   }
   double t0 = now_s();
   if (resumed)
     explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "resuming, %d of %d designs already done", resumed,
                    total);
   int running = 0, crashed = 0, next = shard;
+  /* designs another run held when we came to them: waited for at the end */
+  int *later = calloc((size_t)s->n_designs, sizeof *later);
+  pid_t *pids = calloc((size_t)jobs, sizeof *pids);
+  int *fds = calloc((size_t)jobs, sizeof *fds);
+  int n_later = 0, waiting = 0, shared = 0, evaluated = 0;
+  if (!later || !pids || !fds) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int j = 0; fds && j < jobs; j++) fds[j] = -1;
   fflush(stdout);
   fflush(stderr);
-  while (next < s->n_designs || running > 0) {
-    while (running < jobs && next < s->n_designs) {
-      int i = next;
-      next += n_shards;
-      if (design_done(s, i)) continue;
+  while (!st && (next < s->n_designs || running > 0 || waiting < n_later)) {
+    while (running < jobs && (next < s->n_designs || (running == 0 && waiting < n_later))) {
+      int i, wait = next >= s->n_designs;
+      if (!wait) {
+        i = next;
+        next += n_shards;
+      } else {
+        i = later[waiting++]; /* another run had it: wait for its lock */
+      }
+      if (design_done(s, i)) {
+        if (!resumed_here[i]) done++, shared++; /* another run finished it meanwhile */
+        continue;
+      }
+      int fd = -1;
+      if ((st = lock_design(s, i, wait, &fd))) break;
+      if (fd < 0) {
+        later[n_later++] = i;
+        continue;
+      }
+      if (design_done(s, i)) { /* finished by the run that held it */
+        done++, shared++;
+        unlock(&fd);
+        continue;
+      }
+      int slot = 0;
+      while (pids[slot]) slot++;
       pid_t pid = fork();
       if (pid < 0) {
+        unlock(&fd);
         st = cov_error(COV_IO_ERROR, NULL, "fork failed: %s", strerror(errno));
         next = s->n_designs;
         break;
       }
+      if (pid > 0) pids[slot] = pid, fds[slot] = fd, evaluated++;
       if (pid == 0) {
+        /* the other designs' locks are the parent's to release */
+        for (int j = 0; j < jobs; j++)
+          if (fds[j] >= 0) close(fds[j]);
         cov_status cs = run_design(s, i);
         if (cs && o->on_event) {
           cov_explore_event ev = {.kind = COV_EXPLORE_WARNING, .status = cs};
@@ -379,6 +471,8 @@ cov_status cov_explore_run(const cov_explore_options *o) {
       break;
     }
     running--;
+    for (int j = 0; j < jobs; j++)
+      if (pids[j] == p) pids[j] = 0, unlock(&fds[j]);
     if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) done++;
     else crashed++;
     progress(s, done, total, resumed, t0, 0);
@@ -389,7 +483,25 @@ cov_status cov_explore_run(const cov_explore_options *o) {
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
                                        crashed));
+  while (running > 0) { /* after an error: reap the workers still running */
+    int wst;
+    if (waitpid(-1, &wst, 0) < 0 && errno != EINTR) break;
+    running--;
+  }
+  for (int j = 0; fds && j < jobs; j++) unlock(&fds[j]);
+  free(later), free(pids), free(fds), free(resumed_here);
+  if (o->on_event) {
+    char text[200];
+    snprintf(text, sizeof text,
+             "%d design(s) evaluated here, %d by another run of this study at the same time, %d "
+             "done before",
+             evaluated, shared, resumed);
+    cov_explore_event ev = {.kind = COV_EXPLORE_NOTE, .text = text};
+    o->on_event(o->event_user, &ev);
+  }
+  if (!st) st = lock_folder(s, &folder_fd);
   if (!st) st = explore_output_write(o->out_dir, s->key, o->on_event, o->event_user);
+  unlock(&folder_fd);
   explore_study_free(s);
   return st;
 }

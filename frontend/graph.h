@@ -141,6 +141,7 @@ typedef struct graph {
   const cov_codelet_lib *lib;
   size_t folded_bytes;
   bool no_fold;
+  uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
 } graph;
 
 /* ---- operation table (graph_ops.c) ------------------------------------ */
@@ -223,6 +224,8 @@ int64_t graph_numel(const graph_value *v);
 bool graph_shape_known(const graph_value *v);
 /* Rejects negative dims and shapes past COV_TENSOR_MAX_BYTES. */
 cov_status graph_check_shape(const graph *g, const graph_node *n, const graph_value *v);
+/* The largest tensor a model may make (max_memory, else the default). */
+uint64_t graph_memory_limit(const graph *g);
 void graph_set_shape(graph_value *v, int rank, const int64_t *dims);
 void graph_copy_type(graph_value *dst, const graph_value *src);
 /* Normalizes axis (negative counts from the end) into [0, rank). */

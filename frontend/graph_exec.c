@@ -18,6 +18,11 @@ cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v)
   if (numel < 0)
     return graph_node_error(g, n, COV_INTERNAL, "output '%s' has no concrete shape", v->name);
   size_t bytes = (size_t)numel * cov_dtype_size(v->dtype);
+  if ((uint64_t)bytes > graph_memory_limit(g))
+    return graph_node_error(g, n, COV_OUT_OF_RANGE,
+                            "output '%s' would need %zu bytes, more than the memory limit of "
+                            "%llu bytes (--max-memory; nothing was allocated)",
+                            v->name, bytes, (unsigned long long)graph_memory_limit(g));
   v->data = calloc(bytes ? bytes : 1, 1);
   if (!v->data)
     return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory allocating %zu bytes for '%s'",

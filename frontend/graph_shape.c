@@ -41,11 +41,21 @@ cov_status graph_check_shape(const graph *g, const graph_node *n, const graph_va
   }
   uint64_t bytes;
   size_t es = cov_dtype_size(v->dtype) ? cov_dtype_size(v->dtype) : 1;
-  if (__builtin_mul_overflow(prod, (uint64_t)es, &bytes) || bytes > COV_TENSOR_MAX_BYTES)
+  uint64_t limit = graph_memory_limit(g);
+  if (__builtin_mul_overflow(prod, (uint64_t)es, &bytes))
     return graph_node_error(g, n, COV_OUT_OF_RANGE,
-                            "output '%s' would be larger than the limit of %llu bytes", v->name,
-                            (unsigned long long)COV_TENSOR_MAX_BYTES);
+                            "output '%s': its size in bytes overflows 64 bits", v->name);
+  if (bytes > limit)
+    return graph_node_error(g, n, COV_OUT_OF_RANGE,
+                            "output '%s' would need %llu bytes, more than the memory limit of "
+                            "%llu bytes (--max-memory; nothing was allocated)",
+                            v->name, (unsigned long long)bytes, (unsigned long long)limit);
   return NULL;
+}
+
+uint64_t graph_memory_limit(const graph *g) {
+  uint64_t lim = g && g->max_memory ? g->max_memory : COV_DEFAULT_MAX_MEMORY;
+  return lim < COV_TENSOR_MAX_BYTES ? lim : COV_TENSOR_MAX_BYTES;
 }
 
 void graph_set_shape(graph_value *v, int rank, const int64_t *dims) {

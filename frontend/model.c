@@ -48,6 +48,8 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
   }
   m->g = g;
   g->no_fold = opts && opts->no_fold;
+  g->max_memory = opts && opts->max_memory ? opts->max_memory : COV_DEFAULT_MAX_MEMORY;
+  if (g->max_memory > COV_TENSOR_MAX_BYTES) g->max_memory = COV_TENSOR_MAX_BYTES;
   cov_status st = NULL;
   if (opts && opts->codelets) {
     g->lib = opts->codelets;

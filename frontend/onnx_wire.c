@@ -101,6 +101,15 @@ cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMess
           decoded += sub->sizeof_message + 8;
           stack[++depth] = (frame){sub, pos + (size_t)len};
         } else {
+          /* protobuf-c hands strings over NUL-terminated: a NUL inside one
+           * would silently cut it (an external data location, a name). */
+          if (fd && fd->type == PROTOBUF_C_TYPE_STRING && len && memchr(data + pos, 0, (size_t)len))
+            return cov_error(COV_INVALID_INPUT, &loc,
+                             "not a valid ONNX %s: the string field '%s' of %s at byte %zu holds "
+                             "a NUL byte (at its byte %zu); refused rather than cut short there",
+                             what, fd->name, stack[depth].desc->short_name, at,
+                             (size_t)((const uint8_t *)memchr(data + pos, 0, (size_t)len) -
+                                      (data + pos)));
           /* Packed scalars expand at most 8x (a one-byte varint becomes an
            * int64); bytes and strings are copied. */
           decoded += (fd && fd->label == PROTOBUF_C_LABEL_REPEATED &&

@@ -383,8 +383,9 @@ void cov_npu_stats_free(cov_npu_stats *s) {
 uint64_t cov_npu_stats_cycles(const cov_npu_stats *s) { return s->cycles; }
 uint64_t cov_npu_stats_macs(const cov_npu_stats *s) { return s->macs; }
 double cov_npu_stats_array_utilization(const cov_npu_stats *s) {
-  if (!s->cycles || s->peak_macs_per_cycle <= 0) return 0;
-  return (double)s->macs / ((double)s->cycles * s->peak_macs_per_cycle);
+  /* against the peak of the capabilities the gemms used */
+  if (!s->cycles || s->ideal_cycles <= 0) return 0;
+  return s->ideal_cycles / (double)s->cycles;
 }
 double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit) {
   for (int u = 0; u < s->n_units; u++)
@@ -413,7 +414,7 @@ void cov_npu_stats_print(const cov_npu_stats *s, FILE *out) {
           (unsigned long long)s->dyn_insns);
   fprintf(out, "MACs %llu, array utilisation %.1f%% of %.0f MACs/cycle\n",
           (unsigned long long)s->macs, 100 * cov_npu_stats_array_utilization(s),
-          s->peak_macs_per_cycle);
+          s->ideal_cycles > 0 ? (double)s->macs / s->ideal_cycles : s->peak_macs_per_cycle);
   fprintf(out, "%-22s %8s %12s %6s %12s %12s %12s\n", "unit", "insns", "busy", "util",
           "stall:dep", "stall:bank", "stall:bw");
   for (int u = 0; u < s->n_units; u++) {

@@ -740,6 +740,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
   us->macs += macs;
   x->st->macs += macs;
+  /* at the rate of the capability used (npu-32x32-os: f16 at 256/cycle,
+   * int8 at 1024): utilisation is against the peak of what ran */
+  x->st->ideal_cycles += (double)macs / (cap->throughput > 0 ? cap->throughput : 1);
   x->st->bytes_read[ma->buf] += M * K * ea;
   if (!wkeep) x->st->bytes_read[mb->buf] += K * N * eb;
   if (acc && !chain) x->st->bytes_read[mc->buf] += M * N * eo;

@@ -84,6 +84,7 @@ typedef struct npu_unit_stats {
 struct cov_npu_stats {
   uint64_t cycles, dyn_insns, macs;
   double clock_mhz, peak_macs_per_cycle;
+  double ideal_cycles; /* sum over gemms of MACs / their capability's throughput */
   int n_units, n_edges;
   npu_unit_stats *unit;   /* n_edges + n_compute */
   const char **unit_name; /* names for printing */

@@ -39,6 +39,11 @@ typedef struct cov_model_options {
   const cov_codelet_lib *codelets;
   int no_fold; /* keep constant subgraphs as operations (debugging) */
   int no_fuse; /* one layer group per operation (debugging) */
+  /* The largest tensor the model may make, in bytes, checked wherever a
+   * shape is inferred (loading) or made concrete (running) before anything
+   * is allocated; 0: COV_DEFAULT_MAX_MEMORY (2 GiB). At most
+   * COV_TENSOR_MAX_BYTES. */
+  uint64_t max_memory;
 } cov_model_options;
 
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and

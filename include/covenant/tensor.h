@@ -21,6 +21,11 @@ extern "C" {
 #define COV_MAX_RANK 8
 /* Largest tensor covenant allocates (elements x element size), 4 GiB. */
 #define COV_TENSOR_MAX_BYTES ((uint64_t)1 << 32)
+/* The default memory limit of a model run (cov_model_options.max_memory,
+ * `--max-memory`) and of `codelet run`'s inputs, 2 GiB: a tiny input (a
+ * ConstantOfShape, a shape option) must not make covenant allocate
+ * gigabytes. */
+#define COV_DEFAULT_MAX_MEMORY ((uint64_t)1 << 31)
 
 typedef struct cov_tensor {
   cov_dtype dtype;

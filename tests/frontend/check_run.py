@@ -7,6 +7,9 @@ onnxruntime).
 
 Passes when the dtype and shape match and max|got - want| <= TOL * max|want|
 (the error relative to the output's largest magnitude). Prints the error.
+EXPECTED NAME_0.npy (or NAME_ort0.npy) means several outputs: NAME_1.npy ...
+are compared with the model's further outputs too. On an NPU target TOL is
+also covenant run's own --tolerance (its check against the f32 reference).
 """
 import subprocess
 import sys
@@ -16,26 +19,49 @@ import os
 import numpy as np
 
 
+def expected_files(expected):
+    """[EXPECTED] or, for NAME0.npy, NAME0.npy, NAME1.npy, ... as they exist."""
+    stem = expected[:-len("0.npy")]
+    if not expected.endswith("0.npy") or not os.path.exists(stem + "1.npy"):
+        return [expected]
+    files, k = [], 0
+    while os.path.exists("%s%d.npy" % (stem, k)):
+        files.append("%s%d.npy" % (stem, k))
+        k += 1
+    return files
+
+
 def main():
     cov, model, inp, expected, tol = sys.argv[1:6]
     target = sys.argv[6] if len(sys.argv) > 6 else "ref"
-    want = np.load(expected)
+    wants = [np.load(f) for f in expected_files(expected)]
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.npy")
-        r = subprocess.run([cov, "run", model, "--target", target, "--input", inp, "-o", out],
-                           capture_output=True, text=True)
+        cmd = [cov, "run", model, "--target", target, "--input", inp]
+        if target != "ref":
+            cmd += ["--tolerance", tol]
+        if len(wants) == 1:
+            outs = [os.path.join(tmp, "out.npy")]
+            cmd += ["-o", outs[0]]
+        else:
+            outs = [os.path.join(tmp, "output_%d.npy" % i) for i in range(len(wants))]
+            cmd += ["-o", tmp]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("FAIL: covenant run exited %d:\n%s" % (r.returncode, r.stderr))
-        got = np.load(out)
-    if got.dtype != want.dtype or got.shape != want.shape:
-        sys.exit("FAIL: got %s%s, expected %s%s" % (got.dtype, got.shape, want.dtype, want.shape))
-    scale = float(np.abs(want).max()) or 1.0
-    err = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
-    print("%s on %s: max error %.3g relative to max |output| %.4g (tolerance %s)" %
-          (os.path.basename(model), target, err, scale, tol))
-    if not err <= float(tol):
+        gots = [np.load(o) for o in outs]
+    failed = False
+    for i, (got, want) in enumerate(zip(gots, wants)):
+        if got.dtype != want.dtype or got.shape != want.shape:
+            sys.exit("FAIL: output %d: got %s%s, expected %s%s" %
+                     (i, got.dtype, got.shape, want.dtype, want.shape))
+        scale = float(np.abs(want).max()) or 1.0
+        err = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
+        print("%s on %s: %smax error %.3g relative to max |output| %.4g (tolerance %s)" %
+              (os.path.basename(model), target, "output %d: " % i if len(wants) > 1 else "",
+               err, scale, tol))
+        failed |= not err <= float(tol)
+    if failed:
         sys.exit("FAIL: error above tolerance")
-
 
 if __name__ == "__main__":
     main()

@@ -188,12 +188,128 @@ while True:
     assert leaks == 0, "%d runs computed with the file outside the folder" % leaks
 
 
+def limited(cmd, mem_bytes=1 << 30):
+    """cmd under an address-space limit, so that a regression fails fast
+    instead of taking gigabytes from the machine."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    return subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, timeout=120)
+
+
+def cos_model(name, n, node="big_fill"):
+    from onnx import numpy_helper
+    shape = numpy_helper.from_array(np.array([n], dtype=np.int64), "shape")
+    nd = helper.make_node("ConstantOfShape", ["shape"], ["y"], name=node,
+                          value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.5]))
+    g = helper.make_graph([nd], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[shape])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    path = os.path.join(WORK, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def memory_limit_constant_of_shape():
+    """A ~120-byte model asking for 4.2 GB: refused before allocating,
+    naming the node and the limit; a small one still runs."""
+    path = cos_model("cos_big", 1050000000)
+    assert os.path.getsize(path) < 200
+    for cmd in ("run", "inspect"):
+        args = [COV, cmd, path] + (["--target", "ref"] if cmd == "run" else [])
+        r = limited(args)
+        assert r.returncode == 1, (cmd, r.returncode, r.stderr)
+        assert "node 'big_fill' (ConstantOfShape): output 'y' would need 4200000000 bytes, " \
+               "more than the memory limit of 2147483648 bytes (--max-memory" in r.stderr, r.stderr
+    small = cos_model("cos_small", 300000)
+    out = os.path.join(WORK, "cos.npy")
+    r = limited([COV, "run", small, "--target", "ref", "-o", out])
+    assert r.returncode == 0, r.stderr
+    y = np.load(out)
+    assert y.shape == (300000,) and np.all(y == np.float32(2.5)), y
+    r = limited([COV, "run", small, "--target", "ref", "--max-memory", "1MiB"])
+    assert r.returncode == 1 and "more than the memory limit of 1048576 bytes" in r.stderr, r.stderr
+    r = limited([COV, "run", small, "--target", "ref", "--max-memory", "lots"])
+    assert r.returncode == 2 and "--max-memory: 'lots' is not a size" in r.stderr, r.stderr
+
+
+def memory_limit_codelet_run():
+    """codelet run gemm -s a=20000x20000 -s b=20000x20000: 3.2 GB of inputs
+    refused before any is made."""
+    r = limited([COV, "codelet", "run", "gemm", "-s", "a=20000x20000", "-s", "b=20000x20000"])
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "gemm: the inputs need 3200000000 bytes (the largest, 'a', 1600000000), more than " \
+           "the memory limit of 2147483648 bytes (--max-memory); nothing was allocated" in r.stderr, r.stderr
+    # the output counts too: 3.2 MB of inputs, a 1.6 GB output, a 1 GiB limit
+    r = limited([COV, "codelet", "run", "gemm", "-s", "a=20000x20", "-s", "b=20x20000",
+                 "--max-memory", "1GiB"])
+    assert r.returncode == 1 and "the inputs and outputs need" in r.stderr, r.stderr
+    r = limited([COV, "codelet", "run", "gemm", "-s", "a=2x3", "-s", "b=3x4", "--max-memory", "1KiB"])
+    assert r.returncode == 0, r.stderr
+
+
+def ext_messages():
+    """Messages about external data say what is wrong (issue 18)."""
+    d = fresh("ext_msgs")
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.write(np.zeros((3, 4), np.float32).tobytes())
+    x = np.ones((2, 3), np.float32)
+    cases = [
+        # location "." is the folder itself, not something outside it
+        (dict(location="."), "external data location '.' names the model's folder itself, not a file in it"),
+        (dict(location="./"), "names the model's folder itself"),
+        # 2^64-1 is a valid integer, just past the file's end; 2^64 is too large
+        (dict(location="w.bin", length=str(2**64 - 1)),
+         "external data range 0+18446744073709551615 runs past the end of"),
+        (dict(location="w.bin", offset=str(2**64)),
+         "external data offset '18446744073709551616' is too large (more than 2^64-1)"),
+        (dict(location="w.bin", length="12x"), "external data length '12x' is not a non-negative integer"),
+        # a NUL inside the location: refused, not cut to "w.bin"
+        (dict(location="w.bin\x00../../etc/passwd"),
+         "the string field 'value' of StringStringEntryProto"),
+    ]
+    for kw, want in cases:
+        path = ext_model(d, kw["location"], offset=kw.get("offset"), length=kw.get("length"))
+        rc, err, y = run_ref(path, x)
+        assert rc == 1 and want in err, (kw, rc, err)
+        assert "outside the model's folder" not in err, (kw, err)
+    rc, err, y = run_ref(ext_model(d, "w.bin"), x)
+    assert rc == 0 and y is not None and np.all(y == 0), err
+
+
+def names_escaped():
+    """Control bytes in a name read from an input are escaped in messages
+    (an ACG's name: ESC sequences would clear or retitle the terminal)."""
+    acg = os.path.join(WORK, "ctl.json")
+    with open(acg, "w") as f:
+        f.write('{"acg_version": 1, "name": "a\\u001b[2Jb\\u0007", "clock_mhz": 1000}')
+    r = subprocess.run([COV, "acg", "check", acg], capture_output=True, timeout=60)
+    assert r.returncode == 1, r
+    assert b"\x1b" not in r.stderr and b"\x07" not in r.stderr, r.stderr
+    assert b"invalid name 'a\\x1b[2Jb\\x07'" in r.stderr, r.stderr
+    # a 100,000-deep document: the message keeps its reason, the path is cut
+    deep = os.path.join(WORK, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    r = subprocess.run([COV, "acg", "check", deep], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r
+    assert "bytes left out)..." in r.stderr and r.stderr.rstrip().endswith(
+        "invalid JSON: maximum parsing depth reached near '[' (arrays and objects nest at most "
+        "2048 deep)"), r.stderr[-300:]
+    assert len(r.stderr) < 1024, len(r.stderr)
+
+
 def main():
     global COV, WORK, PRELOAD
     COV, WORK = sys.argv[1], sys.argv[2]
     PRELOAD = sys.argv[3] if len(sys.argv) > 3 else None
     os.makedirs(WORK, exist_ok=True)
-    for fn in (ext_link_refused, ext_swapped_at_open, ext_swap_race):
+    for fn in (ext_link_refused, ext_swapped_at_open, ext_swap_race,
+               memory_limit_constant_of_shape, memory_limit_codelet_run, ext_messages,
+               names_escaped):
         check(fn)
     if FAILED:
         print("failed: " + ", ".join(FAILED))

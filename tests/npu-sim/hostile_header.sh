@@ -35,8 +35,12 @@ data[16:48] = name + b"\0" * (32 - len(name))
 open(sys.argv[3], "wb").write(data)
 PY
 }
-mkfifo "$tmp/fifo"
-for name in /etc/passwd /dev/stdin /dev/zero ../../../../etc/passwd "$tmp/fifo" .hidden; do
+# the FIFO where its path fits the header's 31 bytes
+fdir=$(mktemp -d /tmp/covhhXXXXXX)
+trap 'rm -rf "$fdir"' EXIT
+mkfifo "$fdir/fifo"
+ln -s "$fdir/fifo" "$tmp/fifo"
+for name in /etc/passwd /dev/stdin /dev/zero ../../../../etc/passwd "$fdir/fifo" .hidden; do
   with_name "$name" "$tmp/p.npu"
   for cmd in sim disasm; do
     expect 1 "is not a target name" "$cov" $cmd "$tmp/p.npu"
