@@ -7,4 +7,8 @@
  * group that fuses; returns the exit code (cli.h). */
 int cli_compile_model(const char *path, const char *target, const char *out);
 
+/* covenant compile MODEL.onnx for a GPU target: one artifact; returns 1
+ * when argv is that command, its exit code in *rc. */
+int cli_compile_gpu_model(int argc, char **argv, int *rc);
+
 #endif

@@ -338,6 +338,7 @@ static void compile_help(FILE *out) {
 
 int cli_cmd_compile(int argc, char **argv) {
   int routed_rc;
+  if (cli_compile_gpu_model(argc, argv, &routed_rc)) return routed_rc;
   if (cli_route_gpu("compile", argc, argv, &routed_rc)) return routed_rc;
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"output", required_argument, NULL, 'o'},

@@ -310,7 +310,10 @@ cov_status crt_cuda_function(crt_cuda *cu, crt_cuda_module *m, const char *kerne
 
 cov_status crt_cuda_stream_create(crt_cuda *cu, crt_cuda_stream **out) {
   cu_stream s = NULL;
-  CU_CHECK(cu, cu->StreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "stream creation");
+  /* a blocking stream (flags 0): it waits for, and is waited on by, the
+   * legacy default stream the synchronous copies use, so an input copied in
+   * is there before the first kernel reads it */
+  CU_CHECK(cu, cu->StreamCreate(&s, 0), "stream creation");
   *out = (crt_cuda_stream *)s;
   return NULL;
 }

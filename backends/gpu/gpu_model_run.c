@@ -1,27 +1,27 @@
 /* backends/gpu/gpu_model_run.c: a whole ONNX model on a GPU.
  *
- * The model is loaded once (cov_model_load_file); gpu_model_layers gives
- * each of its layer groups the GPU lowering takes as a gpu_layer tagged with
- * its group index. Through the frontend's group hook (cov_model_run_groups)
- * every compute group is offered with its concrete inputs and its
- * description, whose constant arguments carry the weights and bias: a group
- * with a GPU layer is bound to it (gpu_bind_group: shapes checked against
- * the layer's problem), compiled, run on the device (the same upload /
- * launch / download as the suite layers, gpu_launch_layer) and its f32
- * result handed back; every other compute group runs on the CPU reference
- * interpreter, and layout operations in the frontend. The outputs are then
- * checked against the CPU reference target on the same inputs. */
+ * gpu_run_model compiles the model whole (gpu_model_compile_with: every
+ * layer group into kernels), turns the plan into an artifact in memory
+ * (gpu_artifact.c: the bytes `covenant compile` writes) and runs that
+ * through the runtime (runtime/crt.h), as covenant-run would: weights
+ * uploaded once, every step on the device, intermediates kept there. The
+ * outputs are checked against the CPU reference target on the same inputs.
+ * gpu_bind_group (a conv group's operands from a group offer) stays for
+ * the tests of the binding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_model.h"
+#include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_run.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/gpu.h"
 #include "covenant/model.h"
 #include "covenant/tensor.h"
+#include "runtime/crt.h"
 
 static cov_status bind_error(const char *path, const cov_model_group_offer *o, const char *node, const char *fmt,
                              const char *detail) {
@@ -114,83 +114,6 @@ cov_status gpu_bind_group(const char *path, const gpu_layer *layer, const cov_mo
   return NULL;
 }
 
-/* ---- the run ----------------------------------------------------------- */
-
-typedef struct run_row {
-  int group;
-  char node[128], kind[48];
-  int gpu;
-  float ms;
-} run_row;
-
-typedef struct run_ctx {
-  const char *path;
-  const gpu_target *t;
-  const cov_gpu_options *opts;
-  gpu_device *dev;
-  gpu_layer *layers;
-  int n_layers;
-  run_row *rows;
-  size_t n_rows, max_rows;
-} run_ctx;
-
-static cov_status run_group(run_ctx *c, gpu_layer *layer, const cov_model_group_offer *o, cov_tensor *out,
-                            float *ms) {
-  gpu_group_operands ops;
-  COV_RETURN_IF_ERROR(gpu_bind_group(c->path, layer, o, &ops));
-  gpu_plan plan;
-  char *code = NULL;
-  size_t code_size = 0;
-  gpu_kernel_info info;
-  gpu_layer l = *layer;
-  cov_status st = gpu_compile_layer(c->t, c->opts, &l, NULL, &plan, &code, &code_size, &info);
-  if (st) return cov_status_annotate(st, "%s: layer group %d (node '%s'): ", c->path, o->group, layer->node);
-  size_t na, nb, no, nbias;
-  gpu_buffer_sizes(&plan, &na, &nb, &no, &nbias);
-  if ((int64_t)na != cov_tensor_numel(ops.x) || (int64_t)nb != cov_tensor_numel(ops.w) ||
-      (int64_t)no != cov_tensor_numel(&ops.out) || (ops.bias && (int64_t)nbias != cov_tensor_numel(ops.bias))) {
-    free(code);
-    return cov_error(COV_INTERNAL, NULL, "%s: layer group %d (node '%s'): the kernel's buffers (%zu, %zu, %zu, %zu "
-                     "elements) do not match the group's operands", c->path, o->group, layer->node, na, nb, no, nbias);
-  }
-  st = cov_tensor_alloc(out, COV_F32, ops.out.rank, ops.out.shape);
-  if (!st) {
-    char kernel[128];
-    snprintf(kernel, sizeof kernel, "covenant_%s", l.name);
-    st = gpu_launch_layer(c->dev, &plan, code, kernel, ops.x->data, ops.w->data, ops.bias ? ops.bias->data : NULL,
-                          out->data, ms);
-    if (st) {
-      cov_tensor_release(out);
-      st = cov_status_annotate(st, "%s: layer group %d (node '%s') on the GPU: ", c->path, o->group, layer->node);
-    }
-  }
-  free(code);
-  return st;
-}
-
-static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out,
-                             int *handled) {
-  run_ctx *c = user;
-  *handled = 0;
-  gpu_layer *layer = NULL;
-  for (int i = 0; i < c->n_layers && !layer; i++)
-    if (c->layers[i].group == o->group) layer = &c->layers[i];
-  if (c->n_rows == c->max_rows)
-    return cov_error(COV_INTERNAL, NULL, "%s: more groups offered than the model's %zu", c->path, c->max_rows);
-  run_row *r = &c->rows[c->n_rows++];
-  memset(r, 0, sizeof *r);
-  r->group = o->group;
-  snprintf(r->node, sizeof r->node, "%s", o->desc ? cov_model_group_name(o->desc) : layer ? layer->node : "-");
-  snprintf(r->kind, sizeof r->kind, "%s", o->kind);
-  if (!layer) return NULL; /* the CPU interpreter runs it */
-  if (n_out != 1)
-    return bind_error(c->path, o, layer->node, "the group has more than one result", NULL);
-  COV_RETURN_IF_ERROR(run_group(c, layer, o, &out[0], &r->ms));
-  r->gpu = 1;
-  *handled = 1;
-  return NULL;
-}
-
 static void print_values(FILE *out, const char *name, const cov_tensor *t) {
   char shape[96];
   shape_str(t, shape, sizeof shape);
@@ -200,6 +123,11 @@ static void print_values(FILE *out, const char *name, const cov_tensor *t) {
   fprintf(out, "%s\n", n > 8 ? " ..." : "");
 }
 
+/* Compiles the model whole into an artifact in memory (the bytes
+ * covenant compile writes), runs it through the runtime (crt_session:
+ * weights uploaded once, every step on the device, intermediates kept
+ * there) and checks the outputs against cov_model_run_ref on the same
+ * inputs. */
 cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const char *path, double tolerance,
                          cov_gpu_inputs_fn fill_inputs, void *user, FILE *out) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
@@ -212,47 +140,52 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
     gpu_target_close(&t);
     return st;
   }
+  gpu_device_close(&dev);
   cov_model *m = NULL;
-  gpu_layer *layers = NULL;
-  int n_layers = 0;
+  gpu_model_plan mp;
+  int have_plan = 0;
+  uint8_t *bytes = NULL;
+  size_t n_bytes = 0;
+  crt_artifact *a = NULL;
+  crt_session *s = NULL;
   cov_tensor *inputs = NULL, *outputs = NULL, *ref = NULL;
-  run_row *rows = NULL;
   size_t ni = 0, no = 0;
-  run_ctx ctx = {0};
-  fprintf(out, "device: %s\n", gpu_device_name(&dev));
   if ((st = cov_model_load_file(path, NULL, &m))) goto done;
-  /* groups the lowering does not take run on the CPU (noted on `out`) */
-  if ((st = gpu_model_layers(m, path, dt, 2, out, &layers, &n_layers))) goto done;
+  if ((st = gpu_model_compile_with(m, path, &t, 1, &mp))) goto done;
+  have_plan = 1;
+  if ((st = gpu_model_artifact(&mp, path, &bytes, &n_bytes))) goto done;
+  if ((st = crt_artifact_read(bytes, n_bytes, path, &a))) goto done;
+  crt_options o = {.expect_target = cov_acg_name(t.acg)};
+  if ((st = crt_session_open(a, &o, &s))) goto done;
+  fprintf(out, "device: %s\n", crt_session_device(s));
   ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
-  size_t ng = cov_model_num_groups(m);
   inputs = calloc(ni ? ni : 1, sizeof *inputs);
   outputs = calloc(no ? no : 1, sizeof *outputs);
   ref = calloc(no ? no : 1, sizeof *ref);
-  rows = calloc(ng ? ng : 1, sizeof *rows);
-  if (!inputs || !outputs || !ref || !rows) {
+  if (!inputs || !outputs || !ref) {
     st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's tensors", path);
     goto done;
   }
   if ((st = fill_inputs(user, m, inputs, ni))) goto done;
-  ctx = (run_ctx){path, &t, opts, &dev, layers, n_layers, rows, 0, ng};
-  if ((st = cov_model_run_groups(m, inputs, ni, outputs, no, group_hook, NULL, &ctx))) goto done;
-  if ((st = cov_model_run_ref(m, inputs, ni, ref, no))) goto done;
-
-  fprintf(out, "%-6s %-20s %-26s %-5s %10s\n", "group", "node", "kind", "where", "ms");
-  float total = 0;
-  for (size_t i = 0; i < ctx.n_rows; i++) {
-    const run_row *r = &rows[i];
-    if (r->gpu)
-      fprintf(out, "%-6d %-20s %-26s %-5s %10.4f\n", r->group, r->node, r->kind, "gpu", r->ms);
-    else
-      fprintf(out, "%-6d %-20s %-26s %-5s %10s\n", r->group, r->node, r->kind, "cpu", "-");
-    total += r->ms;
+  if ((size_t)a->n_inputs != ni || (size_t)a->n_outputs != no) {
+    st = cov_error(COV_INTERNAL, NULL, "%s: the artifact has %d inputs and %d outputs, the model %zu and %zu", path,
+                   a->n_inputs, a->n_outputs, ni, no);
+    goto done;
   }
-  fprintf(out, "GPU kernel time %.4f ms (layout operations run in the frontend, cpu groups on the reference "
-               "interpreter)\n", total);
+  if ((st = crt_session_run(s, inputs, ni, outputs, no))) goto done;
+  double ms = 0;
+  const char *how = "";
+  if ((st = crt_session_time(s, 3, 20, &ms, &how))) goto done;
+  if ((st = cov_model_run_ref(m, inputs, ni, ref, no))) goto done;
+  int launches = 0;
+  for (int i = 0; i < a->n_steps; i++) launches += a->steps[i].op == CRT_STEP_LAUNCH;
+  fprintf(out, "%d steps (%d kernel launches, %d modules), every layer group on the GPU; weights %llu bytes, "
+               "intermediates in a %llu-byte arena\n",
+          a->n_steps, launches, a->n_modules, (unsigned long long)a->weight_bytes, (unsigned long long)a->arena_bytes);
+  fprintf(out, "model time %.4f ms (%s, mean of 20)\n", ms, how);
   fprintf(out, "outputs:\n");
   for (size_t k = 0; k < no; k++) print_values(out, cov_model_output_name(m, k), &outputs[k]);
-  fprintf(out, "check against --target ref (max|%s - ref| / max|ref|, tolerance %g, %s inputs to the GPU):\n",
+  fprintf(out, "check against --target ref (max|%s - ref| / max|ref|, tolerance %g, %s operands on the GPU):\n",
           opts->target, tolerance, cov_dtype_name(dt));
   int failed = 0;
   for (size_t k = 0; k < no; k++) {
@@ -260,9 +193,9 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
     int same = outputs[k].dtype == COV_F32 && ref[k].dtype == COV_F32 &&
                cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref[k]);
     for (int64_t i = 0; same && i < cov_tensor_numel(&ref[k]); i++) {
-      double a = ((const float *)outputs[k].data)[i], b = ((const float *)ref[k].data)[i];
-      if (!(fabs(a - b) <= md)) md = fabs(a - b); /* NaN propagates */
-      if (fabs(b) > mr) mr = fabs(b);
+      double x = ((const float *)outputs[k].data)[i], y = ((const float *)ref[k].data)[i];
+      if (!(fabs(x - y) <= md)) md = fabs(x - y); /* NaN propagates */
+      if (fabs(y) > mr) mr = fabs(y);
     }
     double e = same ? md / (mr > 1e-30 ? mr : 1e-30) : INFINITY;
     int pass = e <= tolerance;
@@ -276,9 +209,11 @@ done:
   for (size_t i = 0; inputs && i < ni; i++) cov_tensor_release(&inputs[i]);
   for (size_t i = 0; outputs && i < no; i++) cov_tensor_release(&outputs[i]);
   for (size_t i = 0; ref && i < no; i++) cov_tensor_release(&ref[i]);
-  free(inputs), free(outputs), free(ref), free(rows), free(layers);
+  free(inputs), free(outputs), free(ref), free(bytes);
+  crt_session_close(s);
+  crt_artifact_free(a);
+  if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);
-  gpu_device_close(&dev);
   gpu_target_close(&t);
   return st;
 }

@@ -10,6 +10,7 @@
 #ifdef COV_HAVE_GPU_BACKENDS
 #include "backends/amdgpu/amdgpu_vendor.h"
 #include "backends/nvptx/nvptx_vendor.h"
+#include "backends/gpu/gpu_artifact.h"
 #include "covenant/gpu.h"
 #endif
 
@@ -95,6 +96,10 @@ gpu_vendors backend_gpu_vendors(void) { return k_gpu_vendors; }
 cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
                            const char *out_dir, FILE *report) {
   return gpu_compile(k_gpu_vendors, opts, specs, n_specs, out_dir, report);
+}
+
+cov_status cov_gpu_compile_model(const cov_gpu_options *opts, const char *model_path, const char *out_path) {
+  return gpu_compile_artifact(k_gpu_vendors, opts, model_path, out_path);
 }
 
 cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out) {

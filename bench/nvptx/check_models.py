@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/nvptx/check_models.py --runner covenant-run --payload PAYLOAD [--cases 100]:
-on the GPU machine, runs every compiled model of PAYLOAD (compile_models.sh)
+on the GPU machine, runs every compiled model of PAYLOAD (compile_check_models.sh)
 with covenant-run on N random inputs in [-1, 1) and compares each output with
 onnxruntime's on the same input: max |gpu - ort| / max |ort| per input, worst
 over inputs, PASS at 1e-2 (f16 operands of the matrix kernels). Then times

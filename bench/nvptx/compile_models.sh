@@ -1,26 +1,108 @@
 #!/usr/bin/env bash
-# bench/nvptx/compile_models.sh COVENANT PAYLOAD [TARGET]: compiles the
-# acceptance models whole for TARGET (default nvptx-sm90) into
-# PAYLOAD/NAME/model.covart (the artifact covenant-run runs without LLVM) with
-# the .onnx beside it, for bench/nvptx/check_models.py on the GPU machine.
-# Run here (LLVM): the real exports are materialized first.
-set -euo pipefail
-cov=$1 out=$2 target=${3:-nvptx-sm90}
+# bench/nvptx/compile_models.sh [--covenant BIN] [--target T] [--part-mb N] OUTDIR [MODEL...]
+#
+# Here (with LLVM): compiles the models for the H100 run into artifacts
+# (covenant compile MODEL --target nvptx-sm90 -o ...), at batch 1 and 32,
+# and packs them into parts of at most --part-mb MiB each (default 32: the
+# device tool carries 64 MiB per call, the repository's tracked files, about
+# 26 MB, included), OUTDIR/part1, part2, ...; with OUTDIR in the repository
+# under an ignored name (build-h100), each part is carried to the H100 and
+# run there from the repository root by
+#     bash bench/nvptx/run_models.sh OUTDIR/partN
+# Models: examples/convnet.onnx ("convnet"), and the real exports of
+# tests/models (materialized here only to compile; the H100 script
+# materializes them again from the tracked skeletons for onnxruntime and
+# torch, so only artifacts travel). Batch 32: the NAME_b32 export where
+# tests/models has one, else the batch-1 model with its batch dimension set
+# to 32 (make_batch.py). A model that fails to compile is listed in
+# OUTDIR/failed.txt with its error and left out; the rest go on.
+set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out/models"
-/usr/bin/python3 "$root/tests/models/materialize.py" "$out/models" squeezenet1_1 mobilenet_v2 shufflenet_v2_x1_0 \
-  resnet18 small_cnn > /dev/null
-models="$root/examples/convnet.onnx $root/tests/frontend/models/squeezenet1_1.onnx
-  $root/tests/frontend/models/mobilenet_v2.onnx $root/tests/frontend/models/shufflenet_v2_x0_5.onnx
-  $root/tests/frontend/models/encoder.onnx $out/models/squeezenet1_1.onnx $out/models/mobilenet_v2.onnx
-  $out/models/shufflenet_v2_x1_0.onnx $out/models/resnet18.onnx $out/models/small_cnn.onnx"
-for m in $models; do
-  # the real exports (materialized into $out/models) as real_NAME, the older small ones as NAME
-  case "$m" in "$out"/models/*) d=real_$(basename "$m" .onnx) ;; *) d=$(basename "$m" .onnx) ;; esac
-  rm -rf "$out/$d" && mkdir -p "$out/$d"
-  "$cov" compile "$m" --target "$target" -o "$out/$d/build" > /dev/null
-  cp "$out/$d/build/model.covart" "$out/$d/"
-  cp "$m" "$out/$d/model.onnx"
-  [ -f "$m.data" ] && cp "$m.data" "$out/$d/"
-  echo "compiled $m -> $out/$d/model.covart"
+cov=$root/build/covenant target=nvptx-sm90 part_mb=32
+while [ $# -gt 0 ]; do
+  case $1 in
+    --covenant) cov=$2; shift 2;;
+    --target) target=$2; shift 2;;
+    --part-mb) part_mb=$2; shift 2;;
+    -h|--help) sed -n 2,18p "$0"; exit 0;;
+    *) break;;
+  esac
 done
+[ $# -ge 1 ] || { echo "usage: $0 [--covenant BIN] [--target T] [--part-mb N] OUTDIR [MODEL...]"; exit 2; }
+out=$1; shift
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(convnet small_cnn squeezenet1_1 mobilenet_v2 shufflenet_v2_x1_0 resnet18 resnet50
+                                   efficientnet_b0 yolo_tiny vit_tiny gpt2_tiny int8_qdq_cnn int8_qop_cnn)
+py=/usr/bin/python3
+mkdir -p "$out/onnx" "$out/all"
+: > "$out/failed.txt"
+: > "$out/all/models.txt"
+for m in "${models[@]}"; do
+  if [ "$m" = convnet ]; then
+    cp "$root/examples/convnet.onnx" "$out/onnx/convnet.onnx"
+  else
+    $py "$root/tests/models/materialize.py" "$out/onnx" "$m" > "$out/onnx/$m.materialize.log" 2>&1 ||
+      { echo "$m: materialize failed: $(tail -1 "$out/onnx/$m.materialize.log")" | tee -a "$out/failed.txt"; continue; }
+  fi
+  b32=$out/onnx/${m}_b32.onnx
+  if [ "$m" != convnet ] && [ -f "$root/tests/models/${m}_b32.skel.onnx" ]; then
+    $py "$root/tests/models/materialize.py" "$out/onnx" "${m}_b32" > /dev/null 2>&1 || rm -f "$b32"
+  fi
+  [ -f "$b32" ] || $py "$root/bench/nvptx/make_batch.py" "$out/onnx/$m.onnx" 32 "$b32" > /dev/null 2>&1 || rm -f "$b32"
+  for b in 1 32; do
+    src=$out/onnx/$m.onnx
+    [ $b = 32 ] && src=$b32
+    if [ ! -f "$src" ]; then
+      echo "$m batch $b: no batch-$b model" | tee -a "$out/failed.txt"
+      continue
+    fi
+    art=$out/all/$m.b$b.cvx
+    if "$cov" compile "$src" --target "$target" -o "$art" > "$out/all/$m.b$b.log" 2>&1; then
+      echo "$m $b $(basename "$art")" >> "$out/all/models.txt"
+      echo "compiled $m batch $b: $(du -h "$art" | cut -f1)"
+    else
+      rm -f "$art"
+      echo "$m batch $b: compile failed: $(grep -m1 -i error "$out/all/$m.b$b.log" || tail -1 "$out/all/$m.b$b.log")" |
+        tee -a "$out/failed.txt"
+    fi
+  done
+done
+# parts of at most part_mb MiB; an artifact larger than that cannot be
+# carried in one call and is listed in failed.txt instead
+$py - "$out" "$part_mb" <<'PY'
+import os, shutil, sys
+out, limit = sys.argv[1], int(sys.argv[2]) << 20
+rows = [l.split() for l in open(os.path.join(out, "all", "models.txt")) if l.strip()]
+parts, cur, size = [], [], 0
+for name, batch, art in rows:
+    n = os.path.getsize(os.path.join(out, "all", art))
+    if n > limit:
+        msg = "%s batch %s: the artifact is %.0f MiB, more than a part (%d MiB) can carry" % (name, batch, n / 2**20, limit >> 20)
+        print(msg)
+        open(os.path.join(out, "failed.txt"), "a").write(msg + "\n")
+        continue
+    if cur and size + n > limit:
+        parts.append(cur)
+        cur, size = [], 0
+    cur.append((name, batch, art))
+    size += n
+if cur:
+    parts.append(cur)
+for d in os.listdir(out):
+    if d.startswith("part"):
+        shutil.rmtree(os.path.join(out, d))
+for i, p in enumerate(parts, 1):
+    d = os.path.join(out, "part%d" % i)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    with open(os.path.join(d, "models.txt"), "w") as f:
+        for name, batch, art in p:
+            os.link(os.path.join(out, "all", art), os.path.join(d, art))
+            f.write("%s %s %s\n" % (name, batch, art))
+    mb = sum(os.path.getsize(os.path.join(d, a)) for _, _, a in p) / 2**20
+    print("part%d: %.1f MiB: %s" % (i, mb, " ".join("%s/b%s" % (n, b) for n, b, _ in p)))
+PY
+if [ -s "$out/failed.txt" ]; then
+  echo "not compiled (see $out/failed.txt and $out/all/*.log):"
+  cat "$out/failed.txt"
+fi

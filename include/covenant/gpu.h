@@ -45,6 +45,11 @@ COV_API cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *cons
  * code_object_version = 4 for it. */
 COV_API cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out);
 
+/* Compiles the ONNX model at `model_path` whole for opts->target and
+ * writes one artifact (runtime/README.md) to out_path, which covenant-run
+ * runs; one error lists every layer group that cannot be compiled. */
+COV_API cov_status cov_gpu_compile_model(const cov_gpu_options *opts, const char *model_path, const char *out_path);
+
 /* Fills the model's n_inputs inputs (cov_model_input_name order; each
  * allocated with cov_tensor_alloc, released by the caller of
  * cov_gpu_run_model). */
@@ -53,12 +58,12 @@ typedef cov_status (*cov_gpu_inputs_fn)(void *user, const cov_model *model, cov_
 
 /* Runs the ONNX model at `path` on the GPU: the device is opened first
  * (COV_DEVICE_ERROR "cannot run on T: ..." without one, before anything
- * else), then every conv layer group the GPU lowering takes is compiled
- * and run on it (inputs rounded to opts->dtype, f16 by default; f32
- * results), every other compute group on the CPU reference interpreter.
- * Prints the device, one row per compute group (where it ran, kernel ms),
- * the outputs' first values, and each output's max|gpu - ref| / max|ref|
- * against cov_model_run_ref on the same inputs; an error when one exceeds
+ * else), then the model is compiled whole into an artifact in memory (as
+ * cov_gpu_compile_model writes it) and run through the runtime: every
+ * layer group on the device, intermediates kept there (f16 operands, f32
+ * results). Prints the device, the steps, the model's time, the outputs'
+ * first values, and each output's max|gpu - ref| / max|ref| against
+ * cov_model_run_ref on the same inputs; an error when one exceeds
  * `tolerance`. */
 COV_API cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
                                      cov_gpu_inputs_fn inputs, void *user, FILE *out);

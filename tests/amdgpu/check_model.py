@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """tests/amdgpu/check_model.py COVENANT TARGET WORKDIR MODEL.onnx...: compile
-each model whole for an AMDGPU target (`covenant compile MODEL --target T`)
+each model whole for an AMDGPU target (`covenant gpu compile MODEL --target
+T -o DIR`: every code object one file, as `covenant compile` puts them in
+the artifact; tests/amdgpu/compile_route.sh checks they are the same)
 and check every kernel of it statically, as no AMD GPU exists on these
 machines: a valid HSA code object for the target's processor holding the
 launched kernel, LDS within 64 KiB and equal to the launch's shared bytes, no
@@ -22,9 +24,9 @@ fails = []
 
 
 def compile_to(model, d):
-    r = subprocess.run([cov, "compile", model, "--target", target, "-o", d], capture_output=True, text=True)
+    r = subprocess.run([cov, "gpu", "compile", model, "--target", target, "-o", d], capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit("FAIL: covenant compile %s --target %s: %s" % (model, target, r.stderr))
+        sys.exit("FAIL: covenant gpu compile %s --target %s: %s" % (model, target, r.stderr))
     return json.load(open(os.path.join(d, "manifest.json")))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `covenant compile MODEL --target <AMD GPU>` goes to the GPU backend (the same
-# code objects as `covenant gpu compile`), and `run` on a GPU target without a
-# GPU fails with a message naming the runtime, never a fake result.
+# `covenant compile MODEL --target <AMD GPU>` writes one artifact whose code
+# objects are those `covenant gpu compile` writes one file each, and `run` on a
+# GPU target without a GPU fails with a message naming the runtime, never a
+# fake result.
 set -euo pipefail
 cov=$1 model=$2 work=$3
 # optional tools: without them the test reports itself skipped (77)
@@ -12,8 +13,21 @@ done
   { echo "skipped: ld.lld not found (Debian: lld-19), which links HSACO"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
 for t in amdgpu-gfx90a amdgpu-gfx942; do
-  "$cov" compile "$model" --target "$t" -o "$work/$t" > "$work/$t.log"
+  "$cov" compile "$model" --target "$t" -o "$work/$t.cvx" > "$work/$t.log"
   "$cov" gpu compile "$model" --target "$t" -o "$work/$t-gpu" > /dev/null
+  # the artifact's modules, one file each
+  mkdir -p "$work/$t"
+  /usr/bin/python3 - "$(dirname "$0")/../../runtime" "$work/$t.cvx" "$work/$t" "$t" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import artifact
+m, data = artifact.read(sys.argv[2])
+assert m["target"] == sys.argv[4] and m["backend"] == "amdgpu", (m["target"], m["backend"])
+for mod in m["modules"]:
+    assert mod["format"] == "hsaco"
+    b = m["blobs"][mod["blob"]]
+    open("%s/%s.hsaco" % (sys.argv[3], mod["name"]), "wb").write(data[b["offset"]:b["offset"] + b["bytes"]])
+PY
   n=$(ls "$work/$t"/*.hsaco | wc -l)
   # convnet.onnx: two f16 operand copies and two conv kernels (relu + 2x2 pool fused into the first)
   [ "$n" -eq 4 ] || { echo "FAIL: $t: expected 4 code objects, got $n"; exit 1; }

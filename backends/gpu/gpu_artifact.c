@@ -1,0 +1,132 @@
+/* backends/gpu/gpu_artifact.c: a compiled model plan (gpu_mplan.h) into
+ * the artifact format through the runtime's builder (runtime/crt.h). The
+ * plan's buffers map one to one (intermediates no step uses are left out;
+ * the builder gives the rest arena offsets by lifetime), its modules become
+ * code blobs, its steps launches and fills. */
+#include "backends/gpu/gpu_artifact.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_vendor.h"
+#include "covenant/model.h"
+#include "runtime/crt.h"
+
+static crt_buf_kind kind_of(gpu_buf_kind k) {
+  switch (k) {
+    case GPU_BUF_INPUT: return CRT_BUF_INPUT;
+    case GPU_BUF_OUTPUT: return CRT_BUF_OUTPUT;
+    case GPU_BUF_WEIGHT: return CRT_BUF_WEIGHT;
+    default: return CRT_BUF_INTERMEDIATE;
+  }
+}
+
+cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size) {
+  *out = NULL;
+  *size = 0;
+  int nv = !strcmp(p->backend, "nvptx");
+  if (!nv && strcmp(p->backend, "amdgpu"))
+    return cov_error(COV_INTERNAL, NULL, "artifact of a plan for backend '%s'", p->backend);
+  crt_builder *b = NULL;
+  COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, model_path, &b));
+  int *map = malloc((size_t)(p->n_bufs + 1) * sizeof *map);
+  char *used = calloc((size_t)p->n_bufs + 1, 1);
+  if (!map || !used) {
+    free(map), free(used);
+    crt_builder_free(b);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op == GPU_STEP_FILL && s->fill_buf >= 0 && s->fill_buf < p->n_bufs) used[s->fill_buf] = 1;
+    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < 4; k++)
+      if (s->args[k] >= 0 && s->args[k] < p->n_bufs) used[s->args[k]] = 1;
+  }
+  cov_status st = NULL;
+  for (int i = 0; i < p->n_bufs && !st; i++) {
+    const gpu_mbuf *x = &p->bufs[i];
+    uint64_t bytes = (uint64_t)x->numel * cov_dtype_size(x->dtype);
+    map[i] = -1;
+    if (x->kind == GPU_BUF_INTERMEDIATE && !used[i]) continue;
+    if (x->kind == GPU_BUF_WEIGHT) {
+      if (!x->data) st = cov_error(COV_INTERNAL, NULL, "%s: weight '%s' has no data", model_path, x->name);
+      else map[i] = crt_add_weight(b, x->name, x->dtype, x->rank, x->shape, x->data, bytes);
+    } else {
+      map[i] = crt_add_buffer(b, x->name, kind_of(x->kind), x->dtype, x->rank, x->shape, bytes);
+    }
+  }
+  for (int k = 0; k < p->n_inputs && !st; k++) {
+    const gpu_mbuf *x = &p->bufs[p->input_buf[k]];
+    crt_add_input(b, x->name, x->dtype, x->rank, x->shape, map[p->input_buf[k]]);
+  }
+  for (int k = 0; k < p->n_outputs && !st; k++) {
+    const gpu_mbuf *x = &p->bufs[p->output_buf[k]];
+    crt_add_output(b, x->name, x->dtype, x->rank, x->shape, map[p->output_buf[k]]);
+  }
+  int *mods = malloc((size_t)(p->n_mods + 1) * sizeof *mods);
+  if (!mods && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < p->n_mods && !st; i++) {
+    const gpu_mmodule *md = &p->mods[i];
+    /* PTX is text the driver reads to its NUL, which the emitter keeps */
+    mods[i] = crt_add_module(b, md->name, nv ? "ptx" : "hsaco", md->code, nv ? md->size + 1 : md->size);
+  }
+  for (int i = 0; i < p->n_steps && !st; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op == GPU_STEP_FILL) {
+      const gpu_mbuf *x = &p->bufs[s->fill_buf];
+      crt_add_fill(b, s->group, s->label, map[s->fill_buf], 0, (uint64_t)x->numel * cov_dtype_size(x->dtype), 0);
+      continue;
+    }
+    if (s->module < 0 || s->module >= p->n_mods) {
+      st = cov_error(COV_INTERNAL, NULL, "%s: step %d (%s) has no code module", model_path, i, s->kernel);
+      break;
+    }
+    crt_arg args[4];
+    for (int k = 0; k < 4; k++) {
+      crt_arg none = {CRT_ARG_I64, 0, 0, 0, 0.0f}; /* a null pointer */
+      args[k] = s->args[k] < 0 ? none : crt_buf_arg(map[s->args[k]], 0);
+    }
+    crt_add_launch(b, s->group, s->label, mods[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
+  }
+  free(mods), free(map), free(used);
+  if (st) {
+    crt_builder_free(b);
+    return st;
+  }
+  st = crt_builder_finish(b, out, size);
+  crt_builder_free(b);
+  return st ? cov_status_annotate(st, "%s: ", model_path) : NULL;
+}
+
+cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
+                                const char *out_path) {
+  gpu_target t;
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, opts->dtype ? opts->dtype : COV_F16, &t));
+  cov_model *m = NULL;
+  gpu_model_plan mp;
+  int have_plan = 0;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  cov_status st = cov_model_load_file(model_path, NULL, &m);
+  if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
+  have_plan = !st;
+  if (!st) st = gpu_model_artifact(&mp, model_path, &bytes, &n);
+  if (!st) {
+    cov_loc loc = {out_path, 0, 0, NULL};
+    FILE *f = fopen(out_path, "wb");
+    if (!f) {
+      st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
+    } else {
+      size_t w = fwrite(bytes, 1, n, f);
+      if (fclose(f) != 0 || w != n) st = cov_error(COV_IO_ERROR, &loc, "write error");
+    }
+  }
+  free(bytes);
+  if (have_plan) gpu_model_plan_free(&mp);
+  cov_model_free(m);
+  gpu_target_close(&t);
+  return st;
+}

@@ -1,0 +1,24 @@
+/* backends/gpu/gpu_artifact.h: a compiled model (gpu_mplan.h) as an
+ * artifact (runtime/README.md), for covenant compile and covenant run. */
+#ifndef COV_GPU_ARTIFACT_H
+#define COV_GPU_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/gpu/gpu_vendor.h"
+
+typedef struct gpu_model_plan gpu_model_plan; /* gpu_mplan.h */
+
+/* The artifact's bytes (*out malloc'ed): every buffer the steps use
+ * (inputs and outputs f32, weights with their data, intermediates placed
+ * in the arena by the builder), every module (PTX with its NUL, or HSACO),
+ * every launch (null arguments as a 0 pointer) and fill, in order. */
+cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size);
+
+/* Loads MODEL, compiles it whole for target opts->target and writes the
+ * artifact to `out_path`. */
+cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
+                                const char *out_path);
+
+#endif
