@@ -293,20 +293,9 @@ int graph_codelets_where(const graph_node *n, const char **names, int max) {
 
 cov_status graph_infer_sum(const graph *g, const graph_node *n, graph_value *const *in,
                            graph_value *const *out) {
-  graph_value acc = *in[0];
-  COV_RETURN_IF_ERROR(graph_check_numeric(g, n, in[0]));
+  /* Max/Min's rule (same dtype, broadcast shapes); Mean also needs floats */
   if (strcmp(n->op_type, "Mean") == 0) COV_RETURN_IF_ERROR(graph_check_float(g, n, in[0]));
-  for (int i = 1; i < n->n_in; i++) {
-    if (!in[i]) return graph_node_error(g, n, COV_INVALID_INPUT, "input %d is empty", i);
-    if (in[i]->dtype != in[0]->dtype)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "inputs differ in dtype");
-    int r;
-    int64_t d[COV_MAX_RANK];
-    COV_RETURN_IF_ERROR(graph_broadcast(g, n, &acc, in[i], &r, d));
-    graph_set_shape(&acc, r, d);
-  }
-  graph_copy_type(out[0], &acc);
-  return NULL;
+  return graph_infer_variadic(g, n, in, out);
 }
 
 /* Pairwise adds with broadcasting, then (Mean) a division by the count. */
