@@ -87,3 +87,12 @@ cov_status common_read_file(const char *path, size_t max_bytes, char **out_data,
   *out_size = n;
   return NULL;
 }
+
+cov_status common_write_file(const char *path, const void *data, size_t n) {
+  cov_loc loc = {path, 0, 0, NULL};
+  FILE *f = fopen(path, "wb");
+  if (!f) return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
+  size_t w = fwrite(data, 1, n, f);
+  if (fclose(f) != 0 || w != n) return cov_error(COV_IO_ERROR, &loc, "write error");
+  return NULL;
+}

@@ -10,4 +10,7 @@
  * `max_bytes` are refused (COV_OUT_OF_RANGE) before they are read. */
 cov_status common_read_file(const char *path, size_t max_bytes, char **out_data, size_t *out_size);
 
+/* Writes n bytes to `path` (created or truncated); errors name the file. */
+cov_status common_write_file(const char *path, const void *data, size_t n);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/crt.h"
+#include "common/fileio.h"
 
 typedef struct bblob {
   char *name;
@@ -618,14 +619,7 @@ cov_status crt_builder_write(crt_builder *b, const char *path) {
   uint8_t *bytes;
   size_t n;
   COV_RETURN_IF_ERROR(crt_builder_finish(b, &bytes, &n));
-  cov_loc loc = {path, 0, 0, NULL};
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    free(bytes);
-    return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  }
-  size_t w = fwrite(bytes, 1, n, f);
+  cov_status st = common_write_file(path, bytes, n);
   free(bytes);
-  if (fclose(f) != 0 || w != n) return cov_error(COV_IO_ERROR, &loc, "write error");
-  return NULL;
+  return st;
 }

@@ -5,6 +5,7 @@
 
 #include "backends/npu-sim/npu_internal.h"
 #include "common/fileio.h"
+#include "common/fileio.h"
 #include "mapper/map_ir.h"
 
 #define NPU_MAX_FILE_BYTES ((size_t)1 << 31)
@@ -41,16 +42,9 @@ cov_status cov_npu_program_save(const cov_npu_program *p, const char *path) {
   uint8_t *bytes = NULL;
   size_t n = 0;
   COV_RETURN_IF_ERROR(npu_encode(p, &bytes, &n));
-  cov_loc loc = {path, 0, 0, NULL};
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    free(bytes);
-    return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  }
-  size_t w = fwrite(bytes, 1, n, f);
+  cov_status st = common_write_file(path, bytes, n);
   free(bytes);
-  if (fclose(f) != 0 || w != n) return cov_error(COV_IO_ERROR, &loc, "write error");
-  return NULL;
+  return st;
 }
 
 void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
