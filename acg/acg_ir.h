@@ -74,6 +74,11 @@ typedef struct acg_capability {
   int tile_rank;
   double throughput; /* operations per cycle per instance (MACs for mac) */
   uint32_t latency;  /* cycles from issue to result */
+  /* GPU matrix instructions: waves (warps) that issue one instruction
+   * together (1; 4 for a warpgroup MMA), and whether its multiplicands are
+   * read from the scratchpad (shared memory) instead of registers */
+  uint32_t waves;
+  bool operands_in_scratchpad;
   double energy_pj_per_op; /* 0 when not given */
   acg_src src;
 } acg_capability;
@@ -96,6 +101,9 @@ typedef struct acg_edge {
   double bandwidth_bytes_per_cycle;
   uint32_t latency_cycles;
   bool bidirectional;
+  /* copies on this path may bypass registers and run asynchronously to
+   * compute (GPU global -> shared memory cp.async) */
+  bool async;
   double pj_per_byte; /* 0 when not given */
   const char *about;
   acg_src src;
@@ -107,6 +115,7 @@ typedef struct acg_backend {
   uint32_t wave_size;
   uint32_t max_workgroup_threads;
   uint32_t code_object_version; /* amdgpu only; 0 = backend default */
+  uint32_t max_thread_registers; /* GPU: 4-byte registers one thread may use; 0 = not given */
 } acg_backend;
 
 struct cov_acg {

@@ -364,7 +364,8 @@ static const char *const k_compute_fields[] = {"name", "kind", "dims", "lanes", 
 static const char *const k_compute_kinds[] = {"systolic", "matrix", "simd", "scalar", NULL};
 static const char *const k_cap_fields[] = {"op",         "in",      "out",
                                            "tile",       "throughput", "latency",
-                                           "energy_pj_per_op", NULL};
+                                           "energy_pj_per_op", "waves", "operands", NULL};
+static const char *const k_operand_sources[] = {"registers", "scratchpad", NULL};
 
 /* Capabilities take these; i64 and bool are index/mask types, not datapaths. */
 static int cap_dtype_ok(cov_dtype t) {
@@ -436,7 +437,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   cov_op ops[COV_OP_COUNT];
   int n_ops = parse_ops(L, v, path, ops, COV_OP_COUNT - 1);
   const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
-  acg_capability cap = {.latency = 1, .src = {e ? e->line : 0, e ? e->col : 0, path}};
+  acg_capability cap = {.latency = 1, .waves = 1, .src = {e ? e->line : 0, e ? e->col : 0, path}};
 
   /* operand dtypes: one name (shared by every operand) or one per operand */
   char *p;
@@ -494,6 +495,10 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   }
   get_uint(L, v, path, "latency", 0, 0, 1u << 20, &cap.latency);
   get_number(L, v, path, "energy_pj_per_op", 0, 1, 1e6, &cap.energy_pj_per_op);
+  get_uint(L, v, path, "waves", 0, 1, 64, &cap.waves);
+  int src = 0;
+  if (json_object_get(v, "operands") && get_enum(L, v, path, "operands", "operand source", k_operand_sources, &src))
+    cap.operands_in_scratchpad = src == 1;
 
   for (int i = 0; i < n_ops; i++) {
     cap.op = ops[i];
@@ -611,7 +616,7 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
 
 static const char *const k_edge_fields[] = {"from",          "to",           "bandwidth_bytes_per_cycle",
                                             "latency_cycles", "bidirectional", "energy_pj_per_byte",
-                                            "about",          NULL};
+                                            "about",          "async",        NULL};
 
 static int resolve_node(loader *L, const json_t *v, const char *path, const char *key) {
   const char *name = NULL;
@@ -644,6 +649,7 @@ static int load_edge(loader *L, const json_t *v, const char *path, acg_edge *ed)
                 &ed->bandwidth_bytes_per_cycle);
   get_uint(L, v, path, "latency_cycles", 0, 0, 1u << 24, &ed->latency_cycles);
   get_bool(L, v, path, "bidirectional", &ed->bidirectional);
+  get_bool(L, v, path, "async", &ed->async);
   get_number(L, v, path, "energy_pj_per_byte", 0, 1, 1e6, &ed->pj_per_byte);
   get_string(L, v, path, "about", 0, &ed->about);
   return ed->from >= 0 && ed->to >= 0;
@@ -652,7 +658,7 @@ static int load_edge(loader *L, const json_t *v, const char *path, acg_edge *ed)
 /* ---- backend and top level ---------------------------------------------- */
 
 static const char *const k_backend_fields[] = {"name", "mcpu", "wave_size", "max_workgroup_threads",
-                                               "code_object_version", NULL};
+                                               "code_object_version", "max_thread_registers", NULL};
 static const char *const k_backends[] = {"npu-sim", "amdgpu", "nvptx", NULL};
 
 static void load_backend(loader *L, const json_t *top) {
@@ -671,6 +677,7 @@ static void load_backend(loader *L, const json_t *top) {
   }
   get_uint(L, b, p, "wave_size", 0, 1, 1024, &be->wave_size);
   get_uint(L, b, p, "max_workgroup_threads", 0, 1, 65536, &be->max_workgroup_threads);
+  get_uint(L, b, p, "max_thread_registers", 0, 1, 65536, &be->max_thread_registers);
   if (get_uint(L, b, p, "code_object_version", 0, 4, 5, &be->code_object_version) && be->name &&
       strcmp(be->name, "amdgpu") != 0)
     report(L, common_jpath_key(L->arena, p, "code_object_version"), 1,

@@ -69,7 +69,8 @@ double acg_dram_bandwidth(const cov_acg *g) {
 
 static int same_but_op(const acg_capability *a, const acg_capability *b) {
   if (a->n_in != b->n_in || a->out != b->out || a->tile_rank != b->tile_rank ||
-      a->throughput != b->throughput || a->latency != b->latency)
+      a->throughput != b->throughput || a->latency != b->latency || a->waves != b->waves ||
+      a->operands_in_scratchpad != b->operands_in_scratchpad)
     return 0;
   for (int i = 0; i < a->n_in; i++)
     if (a->in[i] != b->in[i]) return 0;
@@ -91,6 +92,8 @@ static void print_caps(FILE *out, const acg_compute *c) {
     for (int i = 0; i < cap->tile_rank; i++) fprintf(out, "%s%u", i ? "x" : "", cap->tile[i]);
     fprintf(out, ", %g/cycle, latency %u:", cap->throughput, cap->latency);
     for (int j = k; j < end; j++) fprintf(out, " %s", common_op_name(c->caps[j].op));
+    if (cap->waves > 1) fprintf(out, " (issued by %u waves together)", cap->waves);
+    if (cap->operands_in_scratchpad) fprintf(out, " (multiplicands read from the scratchpad)");
     fprintf(out, "\n");
     k = end;
   }
@@ -106,6 +109,11 @@ cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
   fprintf(out, "target %s  (%s)\n", g->name, g->file);
   fprintf(out, "  backend %s%s%s, clock %g MHz\n", g->backend.name,
           g->backend.mcpu ? " " : "", g->backend.mcpu ? g->backend.mcpu : "", g->clock_mhz);
+  if (g->backend.wave_size)
+    fprintf(out, "  waves of %u threads, at most %u threads per workgroup", g->backend.wave_size,
+            g->backend.max_workgroup_threads);
+  if (g->backend.max_thread_registers) fprintf(out, ", %u registers per thread", g->backend.max_thread_registers);
+  if (g->backend.wave_size) fprintf(out, "\n");
   if (g->about) fprintf(out, "  about: %s\n", g->about);
 
   fprintf(out, "\nstorage levels (hops from DRAM)\n");
@@ -147,10 +155,11 @@ cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
   fprintf(out, "\ndata paths\n");
   for (int e = 0; e < g->n_edges; e++) {
     const acg_edge *ed = &g->edges[e];
-    fprintf(out, "  %-14s %s %-14s %10.10g B/cycle %9.1f GB/s  latency %u cycles\n",
+    fprintf(out, "  %-14s %s %-14s %10.10g B/cycle %9.1f GB/s  latency %u cycles%s\n",
             acg_node_name(g, ed->from), ed->bidirectional ? "<->" : "-> ",
             acg_node_name(g, ed->to), ed->bandwidth_bytes_per_cycle,
-            ed->bandwidth_bytes_per_cycle * g->clock_mhz * 1e6 / 1e9, ed->latency_cycles);
+            ed->bandwidth_bytes_per_cycle * g->clock_mhz * 1e6 / 1e9, ed->latency_cycles,
+            ed->async ? ", asynchronous copies" : "");
   }
 
   fprintf(out, "\nroofline\n");

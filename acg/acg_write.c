@@ -51,6 +51,8 @@ static json_t *cap_json(const acg_capability *c) {
   json_object_set_new(o, "throughput", num(c->throughput));
   json_object_set_new(o, "latency", json_integer(c->latency));
   if (c->energy_pj_per_op > 0) json_object_set_new(o, "energy_pj_per_op", num(c->energy_pj_per_op));
+  if (c->waves > 1) json_object_set_new(o, "waves", json_integer(c->waves));
+  if (c->operands_in_scratchpad) json_object_set_new(o, "operands", json_string("scratchpad"));
   return o;
 }
 
@@ -81,6 +83,7 @@ static json_t *edge_json(const cov_acg *g, const acg_edge *e) {
   json_object_set_new(o, "bandwidth_bytes_per_cycle", num(e->bandwidth_bytes_per_cycle));
   json_object_set_new(o, "latency_cycles", json_integer(e->latency_cycles));
   json_object_set_new(o, "bidirectional", json_boolean(e->bidirectional));
+  if (e->async) json_object_set_new(o, "async", json_true());
   if (e->pj_per_byte > 0) json_object_set_new(o, "energy_pj_per_byte", num(e->pj_per_byte));
   if (e->about) json_object_set_new(o, "about", json_string(e->about));
   return o;
@@ -100,6 +103,8 @@ cov_status cov_acg_write_json(const cov_acg *g, FILE *out) {
     json_object_set_new(be, "max_workgroup_threads", json_integer(g->backend.max_workgroup_threads));
   if (g->backend.code_object_version)
     json_object_set_new(be, "code_object_version", json_integer(g->backend.code_object_version));
+  if (g->backend.max_thread_registers)
+    json_object_set_new(be, "max_thread_registers", json_integer(g->backend.max_thread_registers));
   json_object_set_new(o, "backend", be);
   json_t *st = json_array(), *cp = json_array(), *ed = json_array();
   for (int i = 0; i < g->n_storage; i++) json_array_append_new(st, storage_json(&g->storage[i]));

@@ -12,6 +12,7 @@ static void gpu_help(FILE *out) {
           "usage: covenant gpu compile LAYER... --target T -o DIR [--report]\n"
           "       covenant gpu run LAYER... --target T\n"
           "       covenant gpu run MODEL.onnx --target T [--seed N] [--tolerance X]\n"
+          "       covenant gpu candidates LAYER... --target T [--top N]\n"
           "\n"
           "LAYER is an entry of the layer suite by name ('covenant layers'), NAME@bN\n"
           "for batch N, gemm_MxNxK for a plain matmul, 'all' for every layer of the suite\n"
@@ -23,6 +24,10 @@ static void gpu_help(FILE *out) {
           "  run      runs each layer on seeded random inputs (CUDA driver API, or HIP for\n"
           "           AMD: use --code-object 4 with Debian's HIP 5.2) and compares with a\n"
           "           CPU loop nest; exits 1, naming the runtime's error, without a GPU\n"
+          "  candidates  the mapper's ranked GPU schedules of each layer that the lowering\n"
+          "           takes (--top N, default 8): the layer, the layer with that schedule\n"
+          "           fixed (LAYER:BMxBNxBK:WMxWN:STAGES[:wgD], for compile), its kernel's\n"
+          "           name, its rank and predicted cycles (bench/nvptx/rank_prepare.sh)\n"
           "  run MODEL.onnx  runs the whole model (also `covenant run MODEL.onnx --target T`):\n"
           "           each conv layer group the lowering takes is compiled and run on the\n"
           "           GPU (inputs rounded to --dtype), every other group on the CPU\n"
@@ -47,7 +52,19 @@ static void gpu_help(FILE *out) {
 }
 
 #ifdef COV_HAVE_GPU_BACKENDS
+#include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
+#include "backends/registry/backend_registry.h"
+
+/* covenant gpu candidates LAYER... --target T [--top N] [--dtype D] [--suite F] */
+static int gpu_candidates(const cov_gpu_options *o, char **specs, int n, int top) {
+  gpu_target t;
+  cov_dtype dt = o->dtype != COV_DTYPE_INVALID ? o->dtype : COV_F16;
+  cov_status st = gpu_target_open(backend_gpu_vendors(), o->target, dt, &t);
+  for (int i = 0; i < n && !st; i++) st = gpu_spec_candidates(&t, o->suite, specs[i], dt, top, stdout);
+  if (t.acg) gpu_target_close(&t);
+  return cli_report(st);
+}
 
 #define MAX_SUITE 256
 /* The suite's layers the GPU lowering takes (contractions and max pools),
@@ -124,18 +141,18 @@ int cli_cmd_gpu(int argc, char **argv) {
     return CLI_EXIT_OK;
   }
   const char *sub = argv[1];
-  if (strcmp(sub, "compile") && strcmp(sub, "run"))
-    return cli_usage_error("gpu", "unknown subcommand '%s' (expected compile or run)", sub);
+  if (strcmp(sub, "compile") && strcmp(sub, "run") && strcmp(sub, "candidates"))
+    return cli_usage_error("gpu", "unknown subcommand '%s' (expected compile, run or candidates)", sub);
   static const struct option opts[] = {
       {"target", required_argument, NULL, 't'},  {"output", required_argument, NULL, 'o'},
       {"report", no_argument, NULL, 'r'},        {"dtype", required_argument, NULL, 'd'},
       {"suite", required_argument, NULL, 's'},   {"allow-unfused", no_argument, NULL, 'u'},
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
-      {0, 0, 0, 0}};
+      {"top", required_argument, NULL, 'N'},     {0, 0, 0, 0}};
   cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
-  int report = 0, model_opts = 0;
+  int report = 0, model_opts = 0, top = 0;
   unsigned long long seed = 1;
   double tol = 1e-2;
   optind = 1;
@@ -170,6 +187,13 @@ int cli_cmd_gpu(int argc, char **argv) {
         model_opts = 1;
         break;
       }
+      case 'N': {
+        char *end;
+        long v = strtol(optarg, &end, 10);
+        if (*end || v < 1 || v > 48) return cli_usage_error("gpu", "--top '%s': expected 1 to 48", optarg);
+        top = (int)v;
+        break;
+      }
       case 'h': gpu_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_bad_option("gpu", av, "t:o:h", opts);
@@ -177,6 +201,9 @@ int cli_cmd_gpu(int argc, char **argv) {
   }
   if (!o.target) return cli_usage_error("gpu", "%s needs --target (amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90)", sub);
   if (optind >= ac) return cli_usage_error("gpu", "%s needs at least one LAYER", sub);
+  if (top && strcmp(sub, "candidates")) return cli_usage_error("gpu", "--top is for candidates");
+  if (!strcmp(sub, "candidates") && (out_dir || report || model_opts))
+    return cli_usage_error("gpu", "candidates takes neither -o, --report, --seed nor --tolerance");
   if (!strcmp(sub, "compile") && !out_dir) return cli_usage_error("gpu", "compile needs -o DIR");
   if (!strcmp(sub, "run") && (out_dir || report))
     return cli_usage_error("gpu", "run takes neither -o nor --report");
@@ -188,6 +215,7 @@ int cli_cmd_gpu(int argc, char **argv) {
   if (model_opts && !(models && !strcmp(sub, "run")))
     return cli_usage_error("gpu", "--seed and --tolerance are for run MODEL.onnx");
 #ifdef COV_HAVE_GPU_BACKENDS
+  if (!strcmp(sub, "candidates")) return gpu_candidates(&o, av + optind, ac - optind, top ? top : 8);
   if (models && !strcmp(sub, "run")) {
     model_inputs mi = {seed};
     return cli_report(cov_gpu_run_model(&o, av[optind], tol, fill_inputs, &mi, stdout));

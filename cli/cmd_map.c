@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cli_map.h"
 #include "covenant/mapper.h"
+#include "mapper/map_gpu.h"
 
 
 static void help(FILE *out) {
@@ -111,6 +112,38 @@ static int check(const cov_layer *layer, const cov_schedule *s, FILE *out) {
   cov_tensor_release(&ref);
   cov_tensor_release(&got);
   if (st) return cli_report(st);
+  return rc;
+}
+
+/* The GPU search's schedule of a layer (f16 multiplicands, as the GPU
+ * backend compiles suite layers). */
+static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, const char *outp) {
+  map_gpu_problem p;
+  map_gpu_result *r = calloc(1, sizeof *r);
+  cov_status st = r ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (!st) st = map_gpu_problem_of_layer(layer, acg, COV_F16, &p);
+  if (!st) st = map_gpu_search(acg, &p, NULL, r);
+  int rc = CLI_EXIT_OK;
+  if (st) {
+    free(r);
+    return cli_report(st);
+  }
+  FILE *out = cli_open_output(outp);
+  if (!out) {
+    free(r);
+    return CLI_EXIT_INPUT;
+  }
+  if (explain) {
+    st = map_gpu_explain(acg, cov_layer_name(layer), &p, r, 8, out);
+  } else {
+    char txt[192];
+    map_gpu_sched_text(&r->c[0], txt, sizeof txt);
+    fprintf(out, "%s on %s: %.0f cycles (%s; %lld candidates)\n", cov_layer_name(layer), cov_acg_name(acg),
+            r->c[0].cycles, txt, (long long)r->enumerated);
+  }
+  if (st) rc = cli_report(st);
+  if (cli_close_output(out, outp) && !rc) rc = CLI_EXIT_INPUT;
+  free(r);
   return rc;
 }
 
@@ -231,6 +264,14 @@ int cli_cmd_map(int argc, char **argv) {
     }
   }
   for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
+  /* GPU targets: the GPU search plans the kernel (--dump and --check keep
+   * the generic schedule, which the CPU interpreter runs) */
+  if (!st && map_acg_is_gpu(acg) && !dump && !do_check) {
+    rc = map_gpu(layer, acg, explain, outp);
+    cov_layer_free(layer);
+    cov_acg_free(acg);
+    return rc;
+  }
   if (!st) st = cov_map(layer, acg, &opt, &s);
   if (st) {
     rc = cli_report(st);

@@ -273,6 +273,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     p->M = fresh.M;
     p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg;
     p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
+    p->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
     COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
@@ -282,6 +283,47 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
   cov_status st = gpu_build_kernel(t, plan, kernel, opts->code_object_version, code, code_size, info);
   return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
+}
+
+cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const char *spec, cov_dtype dt, int top,
+                               FILE *out) {
+  gpu_layer layer;
+  char found[4096];
+  if (!suite) {
+    COV_RETURN_IF_ERROR(cov_suite_find(found, sizeof found));
+    suite = found;
+  }
+  COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, &layer));
+  if (layer.prob.kind == GPU_OP_MAXPOOL)
+    return cov_error(COV_UNSUPPORTED, NULL, "layer %s: a pool has no schedule to search", layer.name);
+  map_gpu_result *r = malloc(sizeof *r);
+  if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  gpu_plan chosen, base;
+  cov_status st = gpu_plan_map(&layer.prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &chosen, r);
+  if (!st) st = gpu_problem_check(&layer.prob, &base);
+  base.warp_size = t->caps.warp_size;
+  for (int i = 0, shown = 0; !st && i < r->n && shown < top; i++) {
+    const map_gpu_sched *c = &r->c[i];
+    gpu_plan q = base;
+    cov_status e = gpu_plan_from_candidate(&q, c, &t->caps);
+    /* a hand-fixed schedule takes channels-last wherever it fits: the NCHW
+     * alternative of a layer that fits it is not expressible */
+    gpu_plan h = base;
+    if (!e) h = q, h.keep_nchw = false, e = gpu_plan_derive(&h, &t->caps);
+    if (!e && h.nhwc != q.nhwc) e = cov_error(COV_UNSUPPORTED, NULL, "layout");
+    if (e) {
+      cov_status_free(e);
+      continue;
+    }
+    char wg[8] = "";
+    if (c->warpgroup) snprintf(wg, sizeof wg, "wg%d", q.wg_inflight);
+    fprintf(out, "%s %s:%dx%dx%d:%dx%d:%d%s%s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, spec, c->bm, c->bn,
+            c->bk, c->wm, c->wn, c->stages, c->warpgroup ? ":" : "", wg, layer.name, c->bm, c->bn, c->bk, c->wm,
+            c->wn, c->stages, wg, i, c->cycles);
+    shown++;
+  }
+  free(r);
+  return st;
 }
 
 typedef struct report_row {

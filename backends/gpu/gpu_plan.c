@@ -2,6 +2,7 @@
  * deterministic planner that reads only ACG numbers (no target names). */
 #include "backends/gpu/gpu_plan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
@@ -310,6 +311,77 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
   return NULL;
 }
 
+/* The mapper's GPU search (mapper/map_gpu.h) over what this lowering
+ * implements: the GEMM view, the matrix shapes, asynchronous copies and
+ * warpgroup instructions. */
+static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (*supported)[3], int n_supported,
+                     map_gpu_problem *mp, map_gpu_lowering *low) {
+  const gpu_problem *q = &p->prob;
+  memset(mp, 0, sizeof *mp);
+  mp->kind = q->kind == GPU_OP_CONV2D ? MAP_GPU_CONV : MAP_GPU_MATMUL;
+  mp->in = q->in_dtype;
+  mp->G = p->G, mp->M = p->M, mp->N = p->N, mp->K = p->K;
+  mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
+  mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
+  mp->rows_whole = q->epi.softmax;
+  memset(low, 0, sizeof *low);
+  for (int i = 0; i < n_supported && i < MAP_GPU_MAX_SHAPES; i++)
+    for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
+  low->async_copy = caps->has_async_copy;
+  low->warpgroup = caps->has_wgmma;
+}
+
+cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gpu_target_caps *caps) {
+  p->bm = c->bm, p->bn = c->bn, p->bk = c->bk, p->wm = c->wm, p->wn = c->wn;
+  p->fm = c->fm, p->fn = c->fn, p->fk = c->fk, p->matrix = c->matrix, p->wgmma = c->warpgroup;
+  p->wg_inflight = c->warpgroup ? GPU_WGMMA_INFLIGHT : 0;
+  p->stages = c->stages;
+  p->keep_nchw = !c->channels_last;
+  COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
+  if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: the lowering derives other copies than the mapper's");
+  return NULL;
+}
+
+cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_target_caps *caps,
+                        const int (*supported)[3], int n_supported, gpu_plan *out, map_gpu_result *ranked) {
+  gpu_plan p;
+  cov_status st = gpu_problem_check(prob, &p);
+  if (st) return st;
+  p.warp_size = caps->warp_size;
+  if (prob->kind == GPU_OP_MAXPOOL) { /* one output per thread: nothing to search */
+    p.threads = POOL_THREADS < caps->max_threads ? POOL_THREADS : caps->max_threads;
+    p.grid[0] = (unsigned)cdiv(p.M, p.threads), p.grid[1] = p.grid[2] = 1;
+    if ((st = gpu_plan_check(&p, caps))) return st;
+    *out = p;
+    return NULL;
+  }
+  map_gpu_problem mp;
+  map_gpu_lowering low;
+  map_view(&p, caps, supported, n_supported, &mp, &low);
+  map_gpu_result *r = ranked ? ranked : malloc(sizeof *r);
+  if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  st = map_gpu_search(acg, &mp, &low, r);
+  /* the cheapest candidate the lowering takes (the mapper checks the same
+   * rules; the lowering's check has the last word) */
+  int chosen = -1;
+  for (int i = 0; !st && i < r->n && chosen < 0; i++) {
+    gpu_plan q = p;
+    cov_status e = gpu_plan_from_candidate(&q, &r->c[i], caps);
+    if (e) {
+      cov_status_free(e);
+      continue;
+    }
+    chosen = i;
+    *out = q;
+  }
+  if (!st && chosen < 0)
+    st = cov_error(COV_UNSUPPORTED, NULL, "GPU plan: none of the mapper's %d schedules of %lldx%lldx%lld fits the lowering",
+                   r->n, (long long)p.M, (long long)p.N, (long long)p.K);
+  if (r != ranked) free(r);
+  return st;
+}
+
 /* Channels-last applies to ungrouped 16-bit convolutions whose channels the
  * K tile divides and whose output channels the N tile divides, on targets
  * with asynchronous copies (the zero-filling gather is what makes it pay;
@@ -332,7 +404,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: warp tile %dx%d", p->wm, p->wn);
   p->vector_copy = q->kind == GPU_OP_MATMUL && p->M % p->bm == 0 && p->N % p->bn == 0 && p->K % p->bk == 0 &&
                    (p->bm * p->bk / per) % p->threads == 0 && (p->bk * p->bn / per) % p->threads == 0;
-  p->nhwc = nhwc_fits(p, caps, es);
+  p->nhwc = !p->keep_nchw && nhwc_fits(p, caps, es);
   /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
    * atomic-free pooling) and softmax rows */
   p->staged = false, p->pool_order = false, p->cstride = 0;

@@ -6,8 +6,9 @@
  * GPU schedule), the warp/wave tile (its register level), the matrix
  * instruction shape (one of the ACG's capability tiles, or the plain-FMA
  * fragment), the pipeline depth and the threads per workgroup. The mapper
- * fills a plan field by field from its schedule; until it does,
- * gpu_plan_choose picks one from the ACG numbers alone.
+ * fills a plan field by field from its GPU schedule (gpu_plan_map, from
+ * mapper/map_gpu.h's search); the compilers still take gpu_plan_choose's
+ * plan, which measured faster on the bench kernels (bench/nvptx/README.md).
  *
  * Every layer is viewed as  C[g][m][n] = sum_k A[g][m][k] * B[g][k][n]:
  *   matmul: g = batch, A = a[g] (M x K row-major), B = b[g] (K x N row-major),
@@ -26,6 +27,7 @@
 
 #include "covenant/status.h"
 #include "covenant/types.h"
+#include "mapper/map_gpu.h"
 
 typedef struct cov_acg cov_acg;
 
@@ -115,6 +117,9 @@ typedef struct gpu_plan {
    * same module (gpu_nhwc_kernel_name), launched first into a workspace
    * of gpu_nhwc_workspace_bytes; weights are reordered once (constants). */
   bool nhwc;
+  /* input to gpu_plan_derive: keep the NCHW gather even where channels-last
+   * copies fit (the mapper's operand-layout choice) */
+  bool keep_nchw;
   /* the epilogue goes through shared memory (reusing the pipeline's): the
    * activated tile is staged column-major (cstride floats per column), then
    * read back for coalesced NCHW stores of 4 pixels at once, a 2x2 max pool
@@ -202,6 +207,18 @@ cov_status gpu_problem_check(const gpu_problem *prob, gpu_plan *plan);
  * instruction shapes the target's lowering implements. */
 cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
                            const int (*supported)[3], int n_supported, gpu_plan *out);
+
+/* The plan of `prob` from the mapper's GPU search (mapper/map_gpu.h): the
+ * cheapest of its ranked schedules that this lowering takes, given the
+ * matrix instruction shapes it implements (`supported`) and its copy and
+ * warpgroup capabilities (caps). A pool has nothing to search (one output
+ * per thread). ranked, when not NULL, receives the mapper's ranking. */
+cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_target_caps *caps,
+                        const int (*supported)[3], int n_supported, gpu_plan *out, map_gpu_result *ranked);
+
+/* Plan p (its problem checked by gpu_problem_check) from the mapper's
+ * candidate c; NULL when the lowering takes it as the mapper described it. */
+cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gpu_target_caps *caps);
 
 /* Checks a plan (hand-written or from the mapper) for consistency. */
 cov_status gpu_plan_check(const gpu_plan *plan, const gpu_target_caps *caps);

@@ -1,0 +1,340 @@
+/* mapper/map_gpu.c: the GPU search (mapper/map_gpu.h): candidates, their
+ * fit on the ACG, and a per-core resource model of their time.
+ *
+ * The model, per candidate, on the busiest core (SM / CU):
+ *   per workgroup tile, over its K steps, the demand on each shared
+ *   resource of a core: the matrix units (MACs at the capability's rate),
+ *   the scratchpad -> register path (each wave's A and B fragments; the
+ *   warpgroup instruction's multiplicands), the L2 -> scratchpad path (the
+ *   workgroup's A and B tiles), the vector units that issue the copies
+ *   (16-byte vectors, or element gathers with their index arithmetic), and
+ *   the output's stores;
+ *   a tile's own chain: one workgroup alone uses only as many matrix units
+ *   as it has waves, and its K steps wait for copies issued stages - 1
+ *   steps ahead (synchronous copies through registers expose their
+ *   latency unless the compute covers it);
+ *   k workgroups resident per core (scratchpad, registers, threads) share
+ *   the resources: a round of k tiles takes max(k x demand, chain), and the
+ *   busiest core runs ceil(tiles / cores) tiles in rounds of k; the DRAM
+ *   time of the compulsory bytes is a floor.
+ * Every figure comes from the ACG except the instruction counts of
+ * covenant's own copy code (COPY_OPS_*), which describe the lowering. */
+#include "mapper/map_gpu.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "acg/acg_ir.h"
+#include "mapper/map_internal.h"
+
+/* vector-unit operations per copied 16-byte vector (address, predicate,
+ * copy), per gathered A element (index division by R*S and S, bounds,
+ * load, convert, store) and per guarded B element; per output element of
+ * the epilogue (bias, activation, store) */
+#define OVERLAP 0.25
+enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 16, COPY_OPS_ELEM = 6, EPI_OPS = 4, BASE_REGS = 40 };
+
+typedef struct gcap {
+  int m, n, k, waves;
+  bool smem_ops;
+  double rate;       /* MACs per cycle per unit */
+  double units;      /* units per core */
+} gcap;
+
+typedef struct gtarget {
+  int warp, max_threads, max_regs, cores, n_caps;
+  uint64_t smem;       /* per workgroup */
+  double regs_core;    /* 4-byte registers per core */
+  double l2_bw, l2_lat, smem_bw, smem_lat, st_bw, dram_bw;
+  double simd_rate, simd_units; /* f32 operations per cycle per core, vector units per core */
+  bool async;
+  gcap caps[16];
+} gtarget;
+
+bool map_acg_is_gpu(const cov_acg *acg) {
+  const char *b = acg->backend.name;
+  return b && (!strcmp(b, "amdgpu") || !strcmp(b, "nvptx"));
+}
+
+static int find_kind(const cov_acg *g, acg_storage_kind k) {
+  for (int i = 0; i < g->n_storage; i++)
+    if (g->storage[i].kind == k) return i;
+  return -1;
+}
+
+/* The edge between a and b (either direction when bidirectional), -1. */
+static int edge_between(const cov_acg *g, int from, int to) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *x = &g->edges[e];
+    if ((x->from == from && x->to == to) || (x->bidirectional && x->from == to && x->to == from)) return e;
+  }
+  return -1;
+}
+
+/* The edge into node `to` from a cache or DRAM. */
+static int edge_from_memory(const cov_acg *g, int to) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *x = &g->edges[e];
+    int other = x->to == to ? x->from : (x->bidirectional && x->from == to) ? x->to : -1;
+    if (other >= 0 && acg_is_storage(g, other) &&
+        (g->storage[other].kind == ACG_CACHE || g->storage[other].kind == ACG_DRAM))
+      return e;
+  }
+  return -1;
+}
+
+static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowering *low, gtarget *t) {
+  memset(t, 0, sizeof *t);
+  t->warp = (int)g->backend.wave_size;
+  t->max_threads = (int)g->backend.max_workgroup_threads;
+  t->max_regs = g->backend.max_thread_registers ? (int)g->backend.max_thread_registers : 255;
+  int sp = find_kind(g, ACG_SCRATCHPAD), rf = find_kind(g, ACG_REGFILE);
+  if (t->warp < 1 || t->max_threads < t->warp || sp < 0 || rf < 0)
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "%s: a GPU search needs backend.wave_size, max_workgroup_threads, a scratchpad "
+                     "(shared memory / LDS) and a register file",
+                     g->file);
+  t->smem = g->storage[sp].capacity_bytes;
+  t->cores = (int)(g->storage[sp].instances ? g->storage[sp].instances : 1);
+  double cores = t->cores;
+  t->regs_core = (double)g->storage[rf].capacity_bytes * (g->storage[rf].instances ? g->storage[rf].instances : 1) /
+                 cores / 4.0;
+  int e_l2 = edge_from_memory(g, sp), e_sm = edge_between(g, sp, rf), e_st = edge_from_memory(g, rf);
+  if (e_l2 < 0 || e_sm < 0 || e_st < 0)
+    return cov_error(COV_INVALID_ARGUMENT, NULL,
+                     "%s: a GPU search needs paths from memory to the scratchpad, from the scratchpad to the "
+                     "registers and between the registers and memory",
+                     g->file);
+  t->l2_bw = g->edges[e_l2].bandwidth_bytes_per_cycle / cores;
+  t->l2_lat = g->edges[e_l2].latency_cycles;
+  t->async = g->edges[e_l2].async && (!low || low->async_copy);
+  t->smem_bw = g->edges[e_sm].bandwidth_bytes_per_cycle / cores;
+  t->smem_lat = g->edges[e_sm].latency_cycles;
+  t->st_bw = g->edges[e_st].bandwidth_bytes_per_cycle / cores;
+  t->dram_bw = acg_dram_bandwidth(g);
+  for (int c = 0; c < g->n_compute; c++) {
+    const acg_compute *u = &g->compute[c];
+    for (int j = 0; j < u->n_caps; j++) {
+      const acg_capability *cap = &u->caps[j];
+      if (u->kind == ACG_SIMD && cap->op == COV_OP_MAC && cap->in[0] == COV_F32 && t->simd_rate == 0) {
+        t->simd_rate = cap->throughput * u->instances / cores;
+        t->simd_units = u->instances / cores;
+      }
+      if (u->kind != ACG_MATRIX || cap->op != COV_OP_MAC || cap->n_in < 2 || cap->in[0] != in ||
+          cap->in[1] != in || cap->out != COV_F32 || cap->tile_rank != 3 || t->n_caps >= 16)
+        continue;
+      bool ok = !low || low->n_shapes < 0;
+      for (int s = 0; low && s < low->n_shapes && !ok; s++)
+        ok = low->shapes[s][0] == (int)cap->tile[0] && low->shapes[s][1] == (int)cap->tile[1] &&
+             low->shapes[s][2] == (int)cap->tile[2];
+      if (cap->waves > 1) ok = (!low || low->warpgroup) && cap->operands_in_scratchpad;
+      if (!ok) continue;
+      t->caps[t->n_caps++] = (gcap){(int)cap->tile[0], (int)cap->tile[1], (int)cap->tile[2], (int)cap->waves,
+                                    cap->operands_in_scratchpad, cap->throughput, u->instances / cores};
+    }
+  }
+  if (t->simd_rate <= 0)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "%s: a GPU search needs an f32 mac on a SIMD unit", g->file);
+  return NULL;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static bool pow2(int64_t x) { return x > 0 && !(x & (x - 1)); }
+
+/* Checks a candidate's fit (the rules of the GPU lowering's plan check)
+ * and fills its copy kind, threads, registers and scratchpad bytes. */
+static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
+  int es = (int)cov_dtype_size(p->in), per = 16 / es;
+  if (c->bm % c->wm || c->bn % c->wn || c->wm % c->fm || c->wn % c->fn || c->bk % c->fk) return false;
+  if ((c->bk * es) % 16 || (c->bn * es) % 16 || !pow2(c->bk * es / 16) || !pow2(c->bn * es / 16)) return false;
+  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn);
+  if (c->threads > t->max_threads) return false;
+  int acc = c->wm * c->wn / (t->warp * (c->warpgroup ? 4 : 1));
+  int frag = c->warpgroup ? 0 : ((c->wm + c->wn) * c->fk * es / 4 + t->warp - 1) / t->warp;
+  c->regs = acc + frag + BASE_REGS;
+  if (c->regs > t->max_regs || (double)c->threads * c->regs > t->regs_core) return false;
+  int64_t a_vec = (int64_t)c->bm * c->bk / per, b_vec = (int64_t)c->bk * c->bn / per;
+  bool divides = a_vec % c->threads == 0 && b_vec % c->threads == 0;
+  c->vector_copy = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0 &&
+                   divides;
+  if (c->channels_last) {
+    if (p->kind != MAP_GPU_CONV || p->groups != 1 || es != 2 || !t->async || !c->matrix || c->bk % per ||
+        p->conv_c % c->bk || p->N % c->bn || !divides)
+      return false;
+  } else if (!c->vector_copy && (((int64_t)c->bm * c->bk) % c->threads || ((int64_t)c->bk * c->bn) % c->threads)) {
+    return false;
+  }
+  bool async = t->async && (c->vector_copy || c->channels_last);
+  if (c->stages > 2 && !async) return false;
+  if (c->warpgroup && (!c->vector_copy || !async || c->bk * es != 128 || c->stages < 2)) return false;
+  if (p->rows_whole && (c->warpgroup || c->bn < p->N || c->bn > 512)) return false;
+  uint64_t pipe = (uint64_t)c->stages * (uint64_t)(c->bm * c->bk + c->bk * c->bn) * (uint64_t)es;
+  uint64_t staged = p->rows_whole ? (uint64_t)c->bn * (uint64_t)(c->bm + 1) * 4u + (uint64_t)c->bm * 8u
+                    : c->channels_last && c->bm % 4 == 0 ? (uint64_t)c->bn * (uint64_t)(c->bm + 4) * 4u
+                                                         : 0;
+  c->shared_bytes = (pipe > staged ? pipe : staged) + (c->warpgroup ? 1024u : 0u);
+  if (c->shared_bytes > t->smem) return false;
+  if (cdiv(p->M, c->bm) > 65535 || p->G > 65535) return false;
+  return true;
+}
+
+/* The resource model (file comment). */
+static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched *c) {
+  double es = (double)cov_dtype_size(p->in);
+  int64_t tm = cdiv(p->M, c->bm), tn = cdiv(p->N, c->bn), nk = cdiv(p->K, c->bk);
+  c->tiles = p->G * tm * tn;
+  double waves = c->threads / t->warp, k_steps = (double)nk;
+  double macs = (double)c->bm * c->bn * c->bk * k_steps;
+  double mma_demand, mma_chain;
+  if (cap) {
+    double used = c->warpgroup ? cap->units : fmin(waves, cap->units);
+    mma_demand = macs / (cap->rate * cap->units);
+    mma_chain = macs / (cap->rate * used);
+  } else {
+    mma_demand = macs / t->simd_rate;
+    mma_chain = macs / (t->simd_rate * fmin(1.0, waves / fmax(1.0, t->simd_units)));
+  }
+  double frag = c->warpgroup ? (double)c->threads / (4.0 * t->warp) * (64.0 + c->wn)
+                             : waves * (double)(c->wm + c->wn);
+  double smem = k_steps * frag * c->bk * es / t->smem_bw;
+  double copy_bytes = k_steps * (double)(c->bm + c->bn) * c->bk * es;
+  double copy = copy_bytes / t->l2_bw;
+  double ops = c->vector_copy || c->channels_last
+                   ? copy_bytes / 16.0 * COPY_OPS_VEC
+                   : k_steps * c->bk * ((double)c->bm * COPY_OPS_GATHER + (double)c->bn * COPY_OPS_ELEM);
+  if (p->kind == MAP_GPU_MATMUL && !c->vector_copy)
+    ops = k_steps * c->bk * (double)(c->bm + c->bn) * COPY_OPS_ELEM;
+  double issue = ops / t->simd_rate;
+  double out = (double)c->bm * c->bn;
+  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  /* one tile alone: its waves issue a 1/simd_units share of the copies each */
+  double issue_chain = issue * fmax(1.0, t->simd_units / waves);
+  double step;
+  bool async = t->async && (c->vector_copy || c->channels_last);
+  if (async) {
+    step = fmax(fmax(mma_chain, smem), fmax(copy, issue_chain)) / k_steps + t->smem_lat;
+    step = fmax(step, t->l2_lat / (c->stages - 1));
+  } else {
+    step = fmax((mma_chain + smem) / k_steps, t->l2_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
+  }
+  c->chain = k_steps * step + t->l2_lat + epi;
+  /* residency: scratchpad, registers, threads (a core holds at most as many
+   * threads as it has registers for 32 each) */
+  int k = (int)(t->smem / (c->shared_bytes ? c->shared_bytes : 1));
+  int kr = (int)(t->regs_core / ((double)c->threads * c->regs));
+  int kt = (int)(t->regs_core / 32.0 / c->threads);
+  if (kr < k) k = kr;
+  if (kt < k) k = kt;
+  if (k < 1) k = 1;
+  if (k > 32) k = 32;
+  int64_t per_core = cdiv(c->tiles, t->cores);
+  c->per_core = k;
+  if (per_core < k) k = (int)per_core;
+  /* resources overlap imperfectly: the busiest one, and a quarter of the
+   * others (which also separates candidates that saturate the same one) */
+  double d[4] = {mma_demand, smem, copy + out * 4.0 / t->st_bw, issue}, res = 0, sum = 0;
+  for (int i = 0; i < 4; i++) res = fmax(res, d[i]), sum += d[i];
+  res += OVERLAP * (sum - res);
+  int64_t full = per_core / k, rem = per_core % k;
+  double round_k = fmax(k * res, c->chain), round_r = fmax((double)rem * res, c->chain);
+  c->cycles = (double)full * round_k + (rem ? round_r : 0.0);
+  c->mma = (double)per_core * mma_demand;
+  c->smem = (double)per_core * smem;
+  c->copy = (double)per_core * copy;
+  c->issue = (double)per_core * issue;
+  c->epilogue = (double)per_core * epi;
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
+  c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
+}
+
+static void keep(map_gpu_result *r, const map_gpu_sched *c) {
+  int at = r->n;
+  while (at > 0 && c->cycles < r->c[at - 1].cycles) at--;
+  if (at >= MAP_GPU_MAX_CANDS) return;
+  int n = r->n < MAP_GPU_MAX_CANDS ? r->n : MAP_GPU_MAX_CANDS - 1;
+  memmove(&r->c[at + 1], &r->c[at], (size_t)(n - at) * sizeof r->c[0]);
+  r->c[at] = *c;
+  if (r->n < MAP_GPU_MAX_CANDS) r->n++;
+}
+
+static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched c,
+                     map_gpu_result *r) {
+  r->enumerated++;
+  if (!fits(t, p, &c)) return;
+  r->feasible++;
+  cost(t, p, cap, &c);
+  keep(r, &c);
+}
+
+static const int k_sizes[] = {512, 256, 128, 64, 32, 16};
+
+/* Per-wave instructions (and the FMA fragment when cap is NULL). */
+static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
+  int es = (int)cov_dtype_size(p->in);
+  map_gpu_sched c = {0};
+  c.matrix = cap != NULL;
+  c.fm = cap ? cap->m : t->warp / 8, c.fn = cap ? cap->n : 8, c.fk = cap ? cap->k : 4;
+  int layouts = p->kind == MAP_GPU_CONV ? 2 : 1;
+  for (int ib = 0; ib < 6; ib++)
+    for (int jb = 0; jb < 6; jb++)
+      for (int iw = ib; iw < 6; iw++)
+        for (int jw = jb; jw < 6; jw++)
+          for (int kb = 128; kb >= 64; kb /= 2)
+            for (int lay = 0; lay < layouts; lay++)
+              for (int st = 2; st <= 4; st++) {
+                c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.wm = k_sizes[iw], c.wn = k_sizes[jw];
+                /* 4 to 8 waves of 32x32 to 64x64 (smaller wave tiles spend
+                 * more on fragment loads than on the matrix unit: H100
+                 * sweeps, bench/nvptx/README.md), tiles of at least 64 */
+                if (c.bm > 256 || (c.bn > 256 && !p->rows_whole) || c.wm > 64 || c.wn > 64) continue;
+                if (cap && (c.wm < 32 || c.wn < 32 || c.bm < 64 || c.bn < 64)) continue;
+                int nw = (c.bm / c.wm) * (c.bn / c.wn);
+                if (nw < 4 || nw > 8) continue;
+                c.bk = kb / es;
+                if (c.bk < c.fk) continue;
+                c.channels_last = lay == 1;
+                c.stages = st;
+                try_cand(t, p, cap, c, r);
+              }
+}
+
+/* Multi-wave (warpgroup) instructions: a warpgroup tile of the
+ * instruction's m x n, one 128-byte K row per step. */
+static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
+  int es = (int)cov_dtype_size(p->in);
+  if (p->kind != MAP_GPU_MATMUL || p->rows_whole || cap->waves != 4 || t->warp != 32 || es != 2) return;
+  map_gpu_sched c = {0};
+  c.matrix = c.warpgroup = true;
+  c.wm = c.fm = cap->m, c.wn = c.fn = cap->n, c.fk = cap->k, c.bk = 128 / es;
+  for (int ib = 1; ib < 4; ib++)
+    for (int jb = 1; jb < 4; jb++)
+      for (int st = 2; st <= 4; st++) {
+        c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.stages = st;
+        if (c.bm % c.wm || c.bn % c.wn) continue;
+        try_cand(t, p, cap, c, r);
+      }
+}
+
+cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const map_gpu_lowering *low,
+                          map_gpu_result *out) {
+  memset(out, 0, sizeof *out);
+  out->clock_mhz = acg->clock_mhz;
+  if (p->G < 1 || p->M < 1 || p->N < 1 || p->K < 1)
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU search: GEMM view %lldx%lldx%lldx%lld", (long long)p->G,
+                     (long long)p->M, (long long)p->N, (long long)p->K);
+  gtarget t;
+  COV_RETURN_IF_ERROR(read_target(acg, p->in, low, &t));
+  bool wide = p->in == COV_F16 || p->in == COV_BF16;
+  for (int i = 0; i < t.n_caps && wide; i++) {
+    if (t.caps[i].waves > 1) warpgroup(&t, p, &t.caps[i], out);
+    else per_wave(&t, p, &t.caps[i], out);
+  }
+  if (out->n == 0) per_wave(&t, p, NULL, out);
+  if (out->n == 0)
+    return cov_error(COV_UNSUPPORTED, NULL,
+                     "GPU search: no schedule of %lldx%lldx%lld fits %s (%llu bytes of scratchpad, %d threads)",
+                     (long long)p->M, (long long)p->N, (long long)p->K, cov_acg_name(acg),
+                     (unsigned long long)t.smem, t.max_threads);
+  return NULL;
+}
