@@ -190,7 +190,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       case 'N': {
         char *end;
         long v = strtol(optarg, &end, 10);
-        if (*end || v < 1 || v > 48) return cli_usage_error("gpu", "--top '%s': expected 1 to 48", optarg);
+        if (*end || v < 1 || v > 1024) return cli_usage_error("gpu", "--top '%s': expected 1 to 1024", optarg);
         top = (int)v;
         break;
       }

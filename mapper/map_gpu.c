@@ -9,14 +9,18 @@
  *   workgroup's A and B tiles), the vector units that issue the copies
  *   (16-byte vectors, or element gathers with their index arithmetic), and
  *   the output's stores;
- *   a tile's own chain: one workgroup alone uses only as many matrix units
- *   as it has waves, and its K steps wait for copies issued stages - 1
- *   steps ahead (synchronous copies through registers expose their
- *   latency unless the compute covers it);
+ *   a tile's own chain: one workgroup alone keeps only as many matrix
+ *   units busy as it has waves (two per unit for back-to-back issue), and
+ *   its K steps wait for copies issued stages - 1 steps ahead, which take
+ *   the DRAM -> scratchpad path's latency (synchronous copies through
+ *   registers expose it unless the compute covers it); the epilogue
+ *   stores the tile's part inside the output;
  *   k workgroups resident per core (scratchpad, registers, threads) share
  *   the resources: a round of k tiles takes max(k x demand, chain), and the
  *   busiest core runs ceil(tiles / cores) tiles in rounds of k; the DRAM
- *   time of the compulsory bytes is a floor.
+ *   time of the compulsory bytes is a floor; non-binding demands add a
+ *   small share (OVERLAP) to the binding one, which also separates
+ *   candidates that saturate the same resource.
  * Every figure comes from the ACG except the instruction counts of
  * covenant's own copy code (COPY_OPS_*), which describe the lowering. */
 #include "mapper/map_gpu.h"
@@ -27,11 +31,22 @@
 #include "acg/acg_ir.h"
 #include "mapper/map_internal.h"
 
+/* Fitted to the H100 run of bench/nvptx/rank-h100.json (288 timed
+ * schedules of 24 shapes; bench/nvptx/README.md): OVERLAP, the share of the
+ * non-binding resources' demand that adds to the binding one's; REG_EFF,
+ * the matrix rate per-wave instructions reach with multiplicands staged
+ * through registers (warpgroup instructions reading the scratchpad: 1);
+ * LAT_MUL, the share of the DRAM -> scratchpad latency a K step waits for;
+ * WAVES_PER_UNIT, waves a matrix or vector unit needs to issue back to back
+ * (one wave's dependent instructions wait for each other). */
+#define OVERLAP 0.05
+#define REG_EFF 0.6
+#define LAT_MUL 0.5
+#define WAVES_PER_UNIT 2.0
 /* vector-unit operations per copied 16-byte vector (address, predicate,
  * copy), per gathered A element (index division by R*S and S, bounds,
  * load, convert, store) and per guarded B element; per output element of
  * the epilogue (bias, activation, store) */
-#define OVERLAP 0.25
 enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 16, COPY_OPS_ELEM = 6, EPI_OPS = 4, BASE_REGS = 40 };
 
 typedef struct gcap {
@@ -46,6 +61,7 @@ typedef struct gtarget {
   uint64_t smem;       /* per workgroup */
   double regs_core;    /* 4-byte registers per core */
   double l2_bw, l2_lat, smem_bw, smem_lat, st_bw, dram_bw;
+  double mem_lat; /* DRAM -> scratchpad: the latencies along the path */
   double simd_rate, simd_units; /* f32 operations per cycle per core, vector units per core */
   bool async;
   gcap caps[16];
@@ -83,6 +99,26 @@ static int edge_from_memory(const cov_acg *g, int to) {
   return -1;
 }
 
+/* Latency from DRAM to node `to`: back through caches, edge by edge. */
+static double path_latency(const cov_acg *g, int to) {
+  double lat = 0;
+  for (int hops = 0, prev = -1; hops < 8; hops++) {
+    int found = -1, from = -1;
+    for (int e = 0; e < g->n_edges && found < 0; e++) {
+      const acg_edge *x = &g->edges[e];
+      int other = x->to == to ? x->from : (x->bidirectional && x->from == to) ? x->to : -1;
+      if (other >= 0 && other != prev && acg_is_storage(g, other) &&
+          (g->storage[other].kind == ACG_CACHE || g->storage[other].kind == ACG_DRAM))
+        found = e, from = other;
+    }
+    if (found < 0) break;
+    lat += g->edges[found].latency_cycles;
+    if (g->storage[from].kind == ACG_DRAM) break;
+    prev = to, to = from;
+  }
+  return lat;
+}
+
 static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowering *low, gtarget *t) {
   memset(t, 0, sizeof *t);
   t->warp = (int)g->backend.wave_size;
@@ -107,6 +143,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
                      g->file);
   t->l2_bw = g->edges[e_l2].bandwidth_bytes_per_cycle / cores;
   t->l2_lat = g->edges[e_l2].latency_cycles;
+  t->mem_lat = path_latency(g, sp);
   t->async = g->edges[e_l2].async && (!low || low->async_copy);
   t->smem_bw = g->edges[e_sm].bandwidth_bytes_per_cycle / cores;
   t->smem_lat = g->edges[e_sm].latency_cycles;
@@ -187,9 +224,12 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double macs = (double)c->bm * c->bn * c->bk * k_steps;
   double mma_demand, mma_chain;
   if (cap) {
-    double used = c->warpgroup ? cap->units : fmin(waves, cap->units);
-    mma_demand = macs / (cap->rate * cap->units);
-    mma_chain = macs / (cap->rate * used);
+    /* a unit issues back to back only from WAVES_PER_UNIT waves (one
+     * wave's dependent instructions wait for each other) */
+    double used = c->warpgroup ? cap->units : fmin(waves / WAVES_PER_UNIT, cap->units);
+    double rate = cap->rate * (cap->smem_ops ? 1.0 : REG_EFF);
+    mma_demand = macs / (rate * cap->units);
+    mma_chain = macs / (rate * used);
   } else {
     mma_demand = macs / t->simd_rate;
     mma_chain = macs / (t->simd_rate * fmin(1.0, waves / fmax(1.0, t->simd_units)));
@@ -205,19 +245,21 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   if (p->kind == MAP_GPU_MATMUL && !c->vector_copy)
     ops = k_steps * c->bk * (double)(c->bm + c->bn) * COPY_OPS_ELEM;
   double issue = ops / t->simd_rate;
-  double out = (double)c->bm * c->bn;
+  /* the epilogue stores only the tile's part inside the output */
+  double out = (double)(c->bm < p->M ? c->bm : p->M) * (double)(c->bn < p->N ? c->bn : p->N);
   double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
   /* one tile alone: its waves issue a 1/simd_units share of the copies each */
-  double issue_chain = issue * fmax(1.0, t->simd_units / waves);
+  double issue_chain = issue * fmax(1.0, WAVES_PER_UNIT * t->simd_units / waves);
   double step;
   bool async = t->async && (c->vector_copy || c->channels_last);
   if (async) {
     step = fmax(fmax(mma_chain, smem), fmax(copy, issue_chain)) / k_steps + t->smem_lat;
-    step = fmax(step, t->l2_lat / (c->stages - 1));
+    /* a tile's copy is issued stages - 1 steps before its use */
+    step = fmax(step, (LAT_MUL * t->mem_lat + copy / k_steps) / (c->stages - 1));
   } else {
-    step = fmax((mma_chain + smem) / k_steps, t->l2_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
+    step = fmax((mma_chain + smem) / k_steps, LAT_MUL * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
   }
-  c->chain = k_steps * step + t->l2_lat + epi;
+  c->chain = k_steps * step + LAT_MUL * t->mem_lat + epi;
   /* residency: scratchpad, registers, threads (a core holds at most as many
    * threads as it has registers for 32 each) */
   int k = (int)(t->smem / (c->shared_bytes ? c->shared_bytes : 1));
@@ -236,6 +278,8 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   for (int i = 0; i < 4; i++) res = fmax(res, d[i]), sum += d[i];
   res += OVERLAP * (sum - res);
   int64_t full = per_core / k, rem = per_core % k;
+  /* k tiles of a round share the core's resources while each runs its own
+   * chain */
   double round_k = fmax(k * res, c->chain), round_r = fmax((double)rem * res, c->chain);
   c->cycles = (double)full * round_k + (rem ? round_r : 0.0);
   c->mma = (double)per_core * mma_demand;
@@ -268,6 +312,9 @@ static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap
 }
 
 static const int k_sizes[] = {512, 256, 128, 64, 32, 16};
+/* pipeline depths in order of preference on equal cost: 3 (the H100 sweeps of
+ * bench/nvptx/README.md), then deeper, then double buffering */
+static const int k_stages[] = {3, 4, 2};
 
 /* Per-wave instructions (and the FMA fragment when cap is NULL). */
 static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
@@ -282,7 +329,8 @@ static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap
         for (int jw = jb; jw < 6; jw++)
           for (int kb = 128; kb >= 64; kb /= 2)
             for (int lay = 0; lay < layouts; lay++)
-              for (int st = 2; st <= 4; st++) {
+              for (int si = 0; si < 3; si++) {
+        int st = k_stages[si];
                 c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.wm = k_sizes[iw], c.wn = k_sizes[jw];
                 /* 4 to 8 waves of 32x32 to 64x64 (smaller wave tiles spend
                  * more on fragment loads than on the matrix unit: H100
@@ -309,7 +357,8 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
   c.wm = c.fm = cap->m, c.wn = c.fn = cap->n, c.fk = cap->k, c.bk = 128 / es;
   for (int ib = 1; ib < 4; ib++)
     for (int jb = 1; jb < 4; jb++)
-      for (int st = 2; st <= 4; st++) {
+      for (int si = 0; si < 3; si++) {
+        int st = k_stages[si];
         c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.stages = st;
         if (c.bm % c.wm || c.bn % c.wn) continue;
         try_cand(t, p, cap, c, r);

@@ -29,7 +29,7 @@
 #include "covenant/status.h"
 #include "covenant/types.h"
 
-#define MAP_GPU_MAX_CANDS 48 /* candidates kept, best first */
+#define MAP_GPU_MAX_CANDS 1024 /* candidates kept, best first */
 #define MAP_GPU_MAX_SHAPES 8
 
 typedef enum map_gpu_kind { MAP_GPU_MATMUL, MAP_GPU_CONV } map_gpu_kind;

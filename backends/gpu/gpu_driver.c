@@ -302,6 +302,7 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
   cov_status st = gpu_plan_map(&layer.prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &chosen, r);
   if (!st) st = gpu_problem_check(&layer.prob, &base);
   base.warp_size = t->caps.warp_size;
+  char last[192] = "";
   for (int i = 0, shown = 0; !st && i < r->n && shown < top; i++) {
     const map_gpu_sched *c = &r->c[i];
     gpu_plan q = base;
@@ -315,11 +316,16 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
       cov_status_free(e);
       continue;
     }
-    char wg[8] = "";
+    char wg[8] = "", hand[192];
     if (c->warpgroup) snprintf(wg, sizeof wg, "wg%d", q.wg_inflight);
-    fprintf(out, "%s %s:%dx%dx%d:%dx%d:%d%s%s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, spec, c->bm, c->bn,
-            c->bk, c->wm, c->wn, c->stages, c->warpgroup ? ":" : "", wg, layer.name, c->bm, c->bn, c->bk, c->wm,
-            c->wn, c->stages, wg, i, c->cycles);
+    snprintf(hand, sizeof hand, "%s:%dx%dx%d:%dx%d:%d%s%s", spec, c->bm, c->bn, c->bk, c->wm, c->wn, c->stages,
+             c->warpgroup ? ":" : "", wg);
+    /* a hand-fixed spec does not name the matrix instruction: the next
+     * best with another instruction compiles to the same kernel */
+    if (!strcmp(hand, last)) continue;
+    snprintf(last, sizeof last, "%s", hand);
+    fprintf(out, "%s %s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, hand, layer.name, c->bm, c->bn, c->bk,
+            c->wm, c->wn, c->stages, wg, i, c->cycles);
     shown++;
   }
   free(r);

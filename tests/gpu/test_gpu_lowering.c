@@ -22,6 +22,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/registry/backend_registry.h"
+#include "covenant/mapper.h"
 
 static int failures, checks;
 #define CHECK(cond, ...)                         \
@@ -580,6 +581,70 @@ static void test_wgmma_plans(void) {
   gpu_target_close(&amd);
 }
 
+
+/* The mapper's GPU search (mapper/map_gpu.h) against the lowering: its view
+ * of each suite layer (from the codelet IR) is the lowering's GEMM view
+ * (from its own suite reader); its ranking is in ascending cost; every
+ * schedule it ranks passes the lowering's plan check unchanged (the two
+ * sets of fit rules agree), and the plan the lowering takes from it is the
+ * first one. */
+static void test_mapper_search(const char *target) {
+  static const char *specs[] = {"resnet50_conv1", "resnet50_res2_3x3", "resnet50_res3_1x1", "resnet50_res4_3x3",
+                                "resnet50_res5_1x1", "mobilenetv2_dw3x3", "mobilenetv2_pw1x1", "bert_base_qkv",
+                                "bert_base_ffn1", "bert_base_attn_qk", "dlrm_mlp_top", "convnet_layer1",
+                                "convnet_layer2"};
+  gpu_target t;
+  cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
+  CHECK(!st, "cannot open %s", target);
+  if (st) {
+    cov_status_free(st);
+    return;
+  }
+  map_gpu_result *r = malloc(sizeof *r);
+  for (size_t i = 0; r && i < sizeof specs / sizeof *specs; i++) {
+    gpu_layer l;
+    gpu_plan p, base;
+    cov_layer *layer = NULL;
+    map_gpu_problem mp;
+    st = gpu_layer_from_spec(gpu_default_suite(), specs[i], COV_F16, &l);
+    if (!st) st = gpu_problem_check(&l.prob, &base);
+    if (!st) st = cov_layer_from_suite(NULL, specs[i], 1, &layer);
+    if (!st) st = map_gpu_problem_of_layer(layer, t.acg, COV_F16, &mp);
+    if (!st) st = gpu_plan_map(&l.prob, t.acg, &t.caps, (const int (*)[3])t.shapes, t.n_shapes, &p, r);
+    CHECK(!st, "%s %s: mapper GPU search", target, specs[i]);
+    cov_layer_free(layer);
+    if (st) {
+      cov_status_print(stderr, st, 0);
+      cov_status_free(st);
+      continue;
+    }
+    CHECK(mp.G == base.G && mp.M == base.M && mp.N == base.N && mp.K == base.K &&
+              mp.rows_whole == l.prob.epi.softmax && (mp.kind == MAP_GPU_CONV) == (l.prob.kind == GPU_OP_CONV2D),
+          "%s %s: the mapper's view %lldx%lldx%lldx%lld, the lowering's %lldx%lldx%lldx%lld", target, specs[i],
+          (long long)mp.G, (long long)mp.M, (long long)mp.N, (long long)mp.K, (long long)base.G, (long long)base.M,
+          (long long)base.N, (long long)base.K);
+    int rejected = 0;
+    base.warp_size = t.caps.warp_size;
+    for (int j = 0; j < r->n; j++) {
+      CHECK(j == 0 || r->c[j].cycles >= r->c[j - 1].cycles, "%s %s: ranking not ascending at %d", target, specs[i], j);
+      gpu_plan q = base;
+      cov_status e = gpu_plan_from_candidate(&q, &r->c[j], &t.caps);
+      if (e) {
+        if (!rejected) fprintf(stderr, "%s %s: candidate %d: %s\n", target, specs[i], j, cov_status_message(e));
+        rejected++;
+        cov_status_free(e);
+      } else if (j == 0) {
+        CHECK(q.bm == p.bm && q.bn == p.bn && q.bk == p.bk && q.wm == p.wm && q.stages == p.stages,
+              "%s %s: the plan is not the mapper's first schedule", target, specs[i]);
+      }
+    }
+    CHECK(r->n > 0 && rejected == 0, "%s %s: %d of the mapper's %d schedules refused by the lowering", target,
+          specs[i], rejected, r->n);
+  }
+  free(r);
+  gpu_target_close(&t);
+}
+
 int main(void) {
   test_swizzle();
   test_wgmma_plans();
@@ -589,6 +654,7 @@ int main(void) {
   for (int i = 0; i < 3; i++) {
     test_suite_plans(targets[i]);
     test_emulation(targets[i]);
+    test_mapper_search(targets[i]);
   }
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
