@@ -79,10 +79,25 @@ static void rows(const gpu_ew *e, int64_t row, const float *x, const float *w, f
   for (int64_t c = 0; c < N; c++) yr[c] = apply(e->post, e->post0, e->post1, (xr[c] - mean) * inv * w[c] + bias[c], 0);
 }
 
+void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst) {
+  if (!e->run) {
+    *src = e->s0 + i, *dst = e->d0 + i;
+    return;
+  }
+  int64_t j = i % e->run, r0 = (i / e->run) % e->rep[0], r1 = i / (e->run * e->rep[0]);
+  *src = e->s0 + r1 * e->ss[1] + r0 * e->ss[0] + j;
+  *dst = e->d0 + r1 * e->ds[1] + r0 * e->ds[0] + j;
+}
+
 static void elem(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias,
                  const int32_t *table) {
   switch (e->kind) {
-  case GPU_EW_COPY: y[i + e->d0] = x[i + e->s0]; return;
+  case GPU_EW_COPY: {
+    int64_t s, d;
+    gpu_ew_copy_at(e, i, &s, &d);
+    y[d] = x[s];
+    return;
+  }
   case GPU_EW_TABLE:
     if (table[i] >= 0) y[i] = x[table[i]];
     return;

@@ -166,9 +166,17 @@ static LLVMValueRef bcast_index(gpu_gen *g, LLVMValueRef c[4], const int64_t s[4
 static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef bias) {
   switch (e->kind) {
-  case GPU_EW_COPY:
-    store_out(g, e, y, add(g, i, C(e->d0)), ld(g, x, add(g, i, C(e->s0))));
+  case GPU_EW_COPY: {
+    /* gpu_ew_copy_at */
+    LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
+    if (e->run) {
+      LLVMValueRef j = urem(g, i, e->run), t = udiv(g, i, e->run), r0 = urem(g, t, e->rep[0]), r1 = udiv(g, t, e->rep[0]);
+      s = add(g, add(g, C(e->s0), j), add(g, mul(g, r1, C(e->ss[1])), mul(g, r0, C(e->ss[0]))));
+      d = add(g, add(g, C(e->d0), j), add(g, mul(g, r1, C(e->ds[1])), mul(g, r0, C(e->ds[0]))));
+    }
+    store_out(g, e, y, d, ld(g, x, s));
     return;
+  }
   case GPU_EW_TABLE: {
     LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, i), "");
     LLVMBasicBlockRef join;
