@@ -31,6 +31,7 @@ static float apply(gpu_ew_fn fn, float p0, float p1, float x, float y) {
   case GPU_FN_SIGMOID: return 1.0f / (1.0f + expf(-x));
   case GPU_FN_TANH: return ftanh(x);
   case GPU_FN_GELU: return x * 0.5f * (1.0f + ferf(x * 0.70710678f));
+  case GPU_FN_ERF: return ferf(x);
   case GPU_FN_GELU_TANH: return x * 0.5f * (1.0f + ftanh(0.7978845608f * (x + 0.044715f * x * x * x)));
   case GPU_FN_EXP: return expf(x);
   case GPU_FN_SQRT: return sqrtf(x);
@@ -84,9 +85,13 @@ void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst) {
     *src = e->s0 + i, *dst = e->d0 + i;
     return;
   }
-  int64_t j = i % e->run, r0 = (i / e->run) % e->rep[0], r1 = i / (e->run * e->rep[0]);
-  *src = e->s0 + r1 * e->ss[1] + r0 * e->ss[0] + j;
-  *dst = e->d0 + r1 * e->ds[1] + r0 * e->ds[0] + j;
+  *src = e->s0 + i % e->run, *dst = e->d0 + i % e->run;
+  int64_t t = i / e->run;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) {
+    int64_t r = l < GPU_COPY_LEVELS - 1 ? t % e->rep[l] : t;
+    *src += r * e->ss[l], *dst += r * e->ds[l];
+    t /= e->rep[l];
+  }
 }
 
 static void elem(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias,

@@ -152,55 +152,57 @@ static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a
 }
 
 /* The runs of one source (in destination order) as strided copies
- * (gpu_ew COPY: runs of equal length at constant strides, and blocks of
- * those at constant strides): a Concat, Split or Slice at batch N is one
- * copy per source, a channel shuffle one per branch. Returns how many
- * copies, or -1 when more than `max` would be needed. */
+ * (gpu_ew COPY: runs of equal length at constant strides, blocks of those
+ * at constant strides, and blocks of blocks): a Concat, Split or Slice at
+ * batch N is one copy per source, a channel shuffle one per branch, an
+ * attention head split or its transpose one. Returns how many copies
+ * (out, at most `max`), -1 when more would be needed or out of memory. */
 static int strided_copies(const gpu_cap_run *runs, int n_runs, int src, gpu_ew *out, int max) {
-  gpu_ew lv1[64];
-  int n1 = 0;
-  /* level 1: runs of equal length at a constant (source, destination) step */
+  gpu_ew *b = malloc((size_t)n_runs * sizeof *b);
+  if (!b) return -1;
+  int n = 0;
   for (int q = 0; q < n_runs; q++) {
-    const gpu_cap_run *r = &runs[q];
-    if (r->src != src) continue;
-    gpu_ew *b = n1 ? &lv1[n1 - 1] : NULL;
-    if (b && b->run == r->n) {
-      int64_t ls = b->s0 + (b->rep[0] - 1) * b->ss[0], ld = b->d0 + (b->rep[0] - 1) * b->ds[0];
-      if (b->rep[0] == 1 && r->d0 > ld) {
-        b->ss[0] = r->s0 - ls, b->ds[0] = r->d0 - ld, b->rep[0]++;
-        continue;
-      }
-      if (b->rep[0] > 1 && r->s0 - ls == b->ss[0] && r->d0 - ld == b->ds[0]) {
-        b->rep[0]++;
-        continue;
-      }
-    }
-    if (n1 == (int)(sizeof lv1 / sizeof *lv1)) return -1;
-    gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .run = r->n, .s0 = r->s0, .d0 = r->d0};
-    e.rep[0] = e.rep[1] = 1;
-    lv1[n1++] = e;
+    if (runs[q].src != src) continue;
+    gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .run = runs[q].n, .s0 = runs[q].s0, .d0 = runs[q].d0};
+    for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
+    b[n++] = e;
   }
-  /* level 2: equal level-1 blocks at a constant step */
-  int n2 = 0;
-  for (int q = 0; q < n1; q++) {
-    const gpu_ew *a = &lv1[q];
-    gpu_ew *b = n2 ? &out[n2 - 1] : NULL;
-    if (b && b->run == a->run && b->rep[0] == a->rep[0] && (a->rep[0] == 1 || (b->ss[0] == a->ss[0] && b->ds[0] == a->ds[0]))) {
-      int64_t ls = b->s0 + (b->rep[1] - 1) * b->ss[1], ld = b->d0 + (b->rep[1] - 1) * b->ds[1];
-      if (b->rep[1] == 1 && a->d0 > ld) {
-        b->ss[1] = a->s0 - ls, b->ds[1] = a->d0 - ld, b->rep[1]++;
-        continue;
+  /* level l: consecutive blocks equal in their lower levels, at a constant
+   * (source, destination) step, become one block repeated */
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) {
+    int m = 0;
+    for (int q = 0; q < n; q++) {
+      const gpu_ew *a = &b[q];
+      gpu_ew *t = m ? &b[m - 1] : NULL;
+      int same = t && t->run == a->run;
+      for (int k = 0; k < l && same; k++)
+        same = t->rep[k] == a->rep[k] && (a->rep[k] == 1 || (t->ss[k] == a->ss[k] && t->ds[k] == a->ds[k]));
+      if (same) {
+        int64_t ls = t->s0 + (t->rep[l] - 1) * t->ss[l], ld = t->d0 + (t->rep[l] - 1) * t->ds[l];
+        if (t->rep[l] == 1 && a->d0 > ld) {
+          t->ss[l] = a->s0 - ls, t->ds[l] = a->d0 - ld, t->rep[l]++;
+          continue;
+        }
+        if (t->rep[l] > 1 && a->s0 - ls == t->ss[l] && a->d0 - ld == t->ds[l]) {
+          t->rep[l]++;
+          continue;
+        }
       }
-      if (b->rep[1] > 1 && a->s0 - ls == b->ss[1] && a->d0 - ld == b->ds[1]) {
-        b->rep[1]++;
-        continue;
-      }
+      b[m++] = *a;
     }
-    if (n2 == max) return -1;
-    out[n2++] = *a;
+    n = m;
   }
-  for (int q = 0; q < n2; q++) out[q].n = out[q].run * out[q].rep[0] * out[q].rep[1];
-  return n2;
+  if (n > max) {
+    free(b);
+    return -1;
+  }
+  for (int q = 0; q < n; q++) {
+    out[q] = b[q];
+    out[q].n = out[q].run;
+    for (int l = 0; l < GPU_COPY_LEVELS; l++) out[q].n *= out[q].rep[l];
+  }
+  free(b);
+  return n;
 }
 
 /* Makes group input k available as a whole buffer: the source buffer when
@@ -316,7 +318,7 @@ static gpu_ew_fn unary_fn(const char *name) {
   } t[] = {{"relu", GPU_FN_RELU},   {"relu6", GPU_FN_CLIP},         {"clip", GPU_FN_CLIP}, {"sigmoid", GPU_FN_SIGMOID},
            {"tanh", GPU_FN_TANH},   {"gelu", GPU_FN_GELU},          {"gelu_tanh", GPU_FN_GELU_TANH},
            {"exp", GPU_FN_EXP},     {"sqrt", GPU_FN_SQRT},          {"abs", GPU_FN_ABS},   {"neg", GPU_FN_NEG},
-           {"leaky_relu", GPU_FN_LEAKY}};
+           {"leaky_relu", GPU_FN_LEAKY}, {"erf", GPU_FN_ERF}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strcmp(name, t[i].n)) return t[i].f;
   return GPU_FN_NONE;
@@ -697,13 +699,24 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     if (!g->described) continue;
     id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, COV_F32, g->out.rank, g->out.shape, &st);
   }
+  /* constants that layout operations mix into group inputs or outputs */
+  for (int i = 0; i < cap.n_ids && !st; i++) {
+    const float *cv = gpu_cap_const(&cap, i);
+    char nm[32];
+    snprintf(nm, sizeof nm, "const%d", i);
+    if (cv) id_buf[i] = add_weight(p, nm, COV_F32, cap.id_numel[i], cv, &st);
+  }
+  /* groups the frontend cannot describe: fine where they only move
+   * elements (their results decode as copies), else named below with
+   * whatever fails to read them */
+  cov_status undescribed = NULL;
   /* outputs: a group's result itself, or copies into a buffer of their own */
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
     if (g->constant) continue;
     if (!g->described) {
-      errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
-                                             "layer group %d (%s): %s", g->group, g->kind, g->why));
+      undescribed = cov_status_join(undescribed, cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
+                                                           "layer group %d (%s): %s", g->group, g->kind, g->why));
       continue;
     }
     lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0};
@@ -755,6 +768,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   }
   free(id_buf);
   gpu_capture_free(&cap);
+  if (errs) errs = cov_status_join(errs, undescribed);
+  else cov_status_free(undescribed);
   if (!st && errs) {
     size_t n = cov_status_count(errs);
     st = cov_status_join(cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL),
@@ -770,13 +785,13 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
 }
 
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
-  const int64_t va[] = {a->kind, a->fn, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->ss[0],
-                        a->ss[1], a->ds[0], a->ds[1], a->a[0], a->a[1], a->a[2], a->a[3],
+  const int64_t va[] = {a->kind, a->fn, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
+                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->a[0], a->a[1], a->a[2], a->a[3],
                         a->b[0], a->b[1], a->b[2], a->b[3], a->y[0], a->y[1], a->y[2], a->y[3], a->N, a->C, a->H,
                         a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
                         a->count_include_pad, a->G, a->M, a->cols, a->Kd, a->ga, a->gb, a->bias, a->post};
-  const int64_t vb[] = {b->kind, b->fn, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->ss[0],
-                        b->ss[1], b->ds[0], b->ds[1], b->a[0], b->a[1], b->a[2], b->a[3],
+  const int64_t vb[] = {b->kind, b->fn, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
+                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->a[0], b->a[1], b->a[2], b->a[3],
                         b->b[0], b->b[1], b->b[2], b->b[3], b->y[0], b->y[1], b->y[2], b->y[3], b->N, b->C, b->H,
                         b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
                         b->count_include_pad, b->G, b->M, b->cols, b->Kd, b->ga, b->gb, b->bias, b->post};
