@@ -185,7 +185,13 @@ cov_status map_dw_search(const map_schedule *proto, const map_target *t, const c
   if (!same) goto done;
   *t2 = *t;
   more->arena = cs->arena;
-  st = map_search(t2, p2, opt, more);
+  /* a budget bounds both searches together */
+  cov_map_options o2 = opt ? *opt : (cov_map_options){0};
+  if (o2.budget > 0) {
+    o2.budget -= cs->evaluations;
+    if (o2.budget <= 0) goto done;
+  }
+  st = map_search(t2, p2, &o2, more);
   if (st) { /* nothing fits the window: the original stands */
     cov_status_free(st);
     st = NULL;
