@@ -186,9 +186,8 @@ static cov_status bind_eq(const graph *g, const graph_node *n, ein_eq *e, graph_
       int64_t s = in[i]->dims[d++];
       if (uses[l]++ && s >= 0 && sizes[l] >= 0 && s != sizes[l]) {
         char msg[128];
-        snprintf(msg, sizeof msg, "label '%c' has size %lld in operand %d but %lld before", *(
-                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + l), (long long)s, i,
-                 (long long)sizes[l]);
+        snprintf(msg, sizeof msg, "label '%c' has size %lld in operand %d but %lld before",
+                 l < 26 ? 'a' + l : 'A' + (l - 26), (long long)s, i, (long long)sizes[l]);
         return eq_error(g, n, eq, msg);
       }
       if (uses[l] == 1 || s < 0) sizes[l] = s;
@@ -403,7 +402,7 @@ static cov_status contract(graph_exec *x, const graph_node *n, ein_view *a, cons
     if ((sa & sb & ~later) >> l & 1) ord_a[nb + nm + nk] = ord_b[nb + nk] = l, nk++;
   memcpy(ord_b + nb + nk, res + nb + nm, (size_t)nn * sizeof *res);
   void *own_a = NULL, *own_b = NULL;
-  const void *da, *db;
+  const void *da = NULL, *db = NULL;
   cov_status st = materialize(x, n, a, dt, ord_a, nb + nm + nk, sizes, &own_a, &da);
   if (!st) st = materialize(x, n, b, dt, ord_b, nb + nk + nn, sizes, &own_b, &db);
   int64_t B = prod(res, nb, sizes), M = prod(res + nb, nm, sizes), N = prod(res + nb + nm, nn, sizes),
@@ -467,8 +466,15 @@ cov_status graph_exec_einsum(graph_exec *x, const graph_node *n, graph_value *co
   void *own = NULL;
   const void *data = NULL;
   if (!st) st = materialize(x, n, &v[0], in[0]->dtype, lab, r, sizes, &own, &data);
-  if (!st) st = graph_alloc_data(x->g, n, out[0]);
-  if (!st) {
+  if (!st && !own && v[0].owned && data == v[0].owned) {
+    /* The last codelet's result already is the output: no copy, so a
+     * backend sees the group's result as its last call's. */
+    out[0]->data = v[0].owned;
+    v[0].owned = NULL;
+  } else if (!st) {
+    st = graph_alloc_data(x->g, n, out[0]);
+  }
+  if (!st && out[0]->data != v[0].data) {
     int64_t numel = graph_numel(out[0]);
     if (numel > 0) memcpy(out[0]->data, data, (size_t)numel * cov_dtype_size(out[0]->dtype));
   }
