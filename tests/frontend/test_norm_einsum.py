@@ -222,7 +222,29 @@ def main():
     print("%s f64 MatMul on npu-16x16 (CPU fallback)%s" % ("FAIL" if why else "ok  ",
                                                           ": " + why if why else ""))
     fails += why is not None
-    print("%d cases, %d failures" % (len(cases) + 1, fails))
+    # f64 computed from f32 data on a GPU target: refused, naming the group.
+    n_checks = len(cases) + 1
+    targets = subprocess.run([cov, "targets"], capture_output=True, text=True).stdout
+    if "amdgpu-gfx942" in targets:
+        n_checks += 1
+        nodes = [helper.make_node("Cast", ["x"], ["a"], name="to64", to=TensorProto.DOUBLE),
+                 helper.make_node("Mul", ["a", "a"], ["b"], name="sq64"),
+                 helper.make_node("Cast", ["b"], ["y"], name="to32", to=TensorProto.FLOAT)]
+        g = helper.make_graph(nodes, "gpu_f64", [helper.make_tensor_value_info("x", 1, [2, 8])],
+                              [helper.make_tensor_value_info("y", 1, [2, 8])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        path = os.path.join(work, "gpu_f64.onnx")
+        onnx.save(m, path)
+        r = subprocess.run([cov, "compile", path, "--target", "amdgpu-gfx942", "-o",
+                            os.path.join(work, "gpu_f64.covart")], capture_output=True, text=True)
+        why = None
+        if r.returncode != 1 or "sq64" not in r.stderr or "its result is f64" not in r.stderr:
+            why = "exit %d, expected 1 naming 'sq64' and f64:\n%s" % (r.returncode, r.stderr)
+        print("%s f64 group refused on amdgpu-gfx942%s" % ("FAIL" if why else "ok  ",
+                                                           ": " + why if why else ""))
+        fails += why is not None
+    print("%d cases, %d failures" % (n_checks, fails))
     return 1 if fails else 0
 
 
