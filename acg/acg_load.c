@@ -359,8 +359,10 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
 
 /* ---- compute ---------------------------------------------------------- */
 
-static const char *const k_compute_fields[] = {"name", "kind", "dims", "lanes", "instances",
-                                               "capabilities", "area_mm2", "about", NULL};
+static const char *const k_compute_fields[] = {"name",         "kind",           "dims",
+                                               "lanes",        "instances",      "weight_buffers",
+                                               "capabilities", "area_mm2",       "about",
+                                               NULL};
 static const char *const k_compute_kinds[] = {"systolic", "matrix", "simd", "scalar", NULL};
 static const char *const k_cap_fields[] = {"op",         "in",      "out",
                                            "tile",       "throughput", "latency",
@@ -561,6 +563,7 @@ static int get_dims(loader *L, const json_t *v, const char *path, acg_compute *c
 
 static void load_compute(loader *L, const json_t *v, const char *path, acg_compute *c) {
   c->instances = 1;
+  c->weight_buffers = 1;
   if (!check_object(L, v, path, "a compute node")) return;
   const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   c->src = (acg_src){e ? e->line : 0, e ? e->col : 0, path};
@@ -590,6 +593,10 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
     }
   }
   get_uint(L, v, path, "instances", 0, 1, 1u << 20, &c->instances);
+  if (get_uint(L, v, path, "weight_buffers", 0, 1, 2, &c->weight_buffers) && kind_ok &&
+      c->kind != ACG_SYSTOLIC)
+    report(L, common_jpath_key(L->arena, path, "weight_buffers"), 1,
+           "only a systolic array has 'weight_buffers' (this one is '%s')", k_compute_kinds[c->kind]);
   get_number(L, v, path, "area_mm2", 0, 1, 1e6, &c->area_mm2);
   get_string(L, v, path, "about", 0, &c->about);
 

@@ -66,6 +66,7 @@ static json_t *compute_json(const acg_compute *c) {
     json_object_set_new(o, "dims", d);
   }
   json_object_set_new(o, "instances", json_integer(c->instances));
+  if (c->weight_buffers > 1) json_object_set_new(o, "weight_buffers", json_integer(c->weight_buffers));
   json_t *caps = json_array();
   for (int k = 0; k < c->n_caps; k++) json_array_append_new(caps, cap_json(&c->caps[k]));
   json_object_set_new(o, "capabilities", caps);

@@ -138,6 +138,9 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   if (!gp->output_stationary) {
     double wl = fmax(k, cdiv(k * n * eb, bwb));
     double st = fmax(fmax(m, cdiv(m * k * ea, bwa)), fmax(cdiv(m * n * eo, bwc), cdiv(m * k * n, thr)));
+    /* Double-buffered weights (ACG weight_buffers 2): in a stream of such
+     * gemms each one's load hides behind its predecessor's stream. */
+    if (acg_weights_overlap(g, s->node, na, nb, acc ? nc : -1)) return fmax(wl, st);
     return wl + st;
   }
   double pre = acc && !chain ? cdiv(m * n * eo, edge_between(g, nc, s->node)) : 0;

@@ -49,6 +49,7 @@ typedef struct chain_st {
   int64_t b_addr;
   uint16_t k, wn;
   uint8_t wcap;
+  uint64_t stream_start; /* when the last gemm began streaming (weights in place) */
 } chain_st;
 
 typedef struct ex {
@@ -356,6 +357,48 @@ static void timing(ex *x, int unit, const char *name, const range *reads, int nr
   us->busy = cyc_add(us->busy, occ);
   us->stall_bank = cyc_add(us->stall_bank, bank_extra);
   trace_event(x, unit, name, start, occ);
+}
+
+/* A weight-stationary gemm on an array with two weight registers per PE
+ * (ACG `weight_buffers` 2): its weights (reads[1], the b operand) shift into
+ * the idle register set over b's edge while the previous gemm streams, from
+ * when that gemm began streaming (the set it loaded is then active, the
+ * other free) and b is ready; its stream starts once its weights are in,
+ * the array has finished the previous stream, and a, c (and bias) are
+ * ready. wl: the weight load's cycles; rest: the stream's (the caller allows
+ * this only when b's edge is not also a's or the preload's). */
+static void timing_wload(ex *x, int unit, const range *reads, int nr, const range *w, uint64_t wl,
+                         uint64_t rest, uint64_t latency, uint64_t bank_extra) {
+  chain_st *cs = &x->chain[unit - x->g->n_edges];
+  npu_unit_stats *us = &x->st->unit[unit];
+  uint64_t busy_to = x->unit_free[unit] > x->barrier ? x->unit_free[unit] : x->barrier;
+  uint64_t ls = cs->stream_start > x->barrier ? cs->stream_start : x->barrier;
+  uint64_t rb = sb_ready(x, &reads[1], unit, false);
+  if (rb > ls) ls = rb;
+  uint64_t ss = cyc_add(ls, wl) > busy_to ? cyc_add(ls, wl) : busy_to;
+  uint64_t dep = 0;
+  for (int i = 0; i < nr; i++) {
+    uint64_t r = i == 1 ? 0 : sb_ready(x, &reads[i], unit, false);
+    if (r > dep) dep = r;
+  }
+  uint64_t r = sb_ready(x, w, unit, true);
+  if (r > dep) dep = r;
+  if (dep > ss) {
+    us->stall_dep += dep - ss;
+    ss = dep;
+  }
+  if (rb > busy_to && rb - busy_to < ss - busy_to) us->stall_dep += rb - busy_to;
+  uint64_t occ_end = cyc_add(ss, rest), ready = cyc_add(occ_end, latency);
+  for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
+  sb_mark(x, w, unit, true, occ_end, ready);
+  uint64_t from = ls > busy_to ? ls : busy_to;
+  x->unit_free[unit] = occ_end;
+  cs->stream_start = ss;
+  if (ready > x->max_end) x->max_end = ready;
+  us->insns++;
+  us->busy = cyc_add(us->busy, occ_end - from);
+  us->stall_bank = cyc_add(us->stall_bank, bank_extra);
+  trace_event(x, unit, "gemm", from, occ_end - from);
 }
 
 /* ---- element access ---- */
@@ -702,7 +745,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   uint64_t macs = M * K * N;
   uint64_t peak = cdiv(macs, cap->throughput);
   const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
-  uint64_t occ, bank_extra;
+  uint64_t occ, bank_extra, wl_occ = 0;
   /* A chained gemm finds its partial sums in the PEs: nothing to preload. */
   uint64_t pre = (acc || bias) && !chain
                      ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
@@ -719,7 +762,14 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     if (pre > body) body = pre;
     if (peak > body) body = peak;
     bank_extra = cyc_add(cyc_mul(wl, db - 1), cyc_mul(st, da - 1));
-    occ = cyc_add(cyc_add(cyc_mul(wl, db), body), cyc_mul(st, da - 1));
+    uint64_t rest = cyc_add(body, cyc_mul(st, da - 1));
+    if (acg_weights_overlap(x->g, un, ma->buf, mb->buf, acc ? mc->buf : bias ? mbias->buf : -1)) {
+      timing_wload(x, (int)(x->g->n_edges + in->unit), r, nr, &w, cyc_mul(wl, db), rest,
+                   cap->latency, bank_extra);
+      goto stats;
+    }
+    occ = cyc_add(cyc_mul(wl, db), rest);
+    wl_occ = cyc_mul(wl, db);
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
@@ -737,6 +787,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   }
   timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
          NULL);
+  if (!os) /* the stream began after the weight load */
+    x->chain[in->unit].stream_start = x->unit_free[x->g->n_edges + in->unit] - (occ - wl_occ);
+stats:;
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
   us->macs += macs;
   x->st->macs += macs;
