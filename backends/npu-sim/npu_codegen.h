@@ -34,6 +34,8 @@ typedef struct cg {
   int array, simd; /* compute indices */
   /* GEMM plan: scheduled loops absorbed into one instruction, -1 if none */
   int ml, kl, nl;
+  int ml2; /* a second streamed loop outside ml (map_gemm_plan) */
+  map_gemm_plan gp; /* the mapper's plan (mac statements): tile layouts */
   int a_op, b_op;
   uint32_t mmax, kmax, nmax;
   int out_lv;          /* deepest level of the output */

@@ -11,6 +11,7 @@
 #include "backends/npu-sim/npu_internal.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
+#include "mapper/map_ir.h"
 #include "tests/check.h"
 
 static const char *g_src;
@@ -917,6 +918,71 @@ static void test_weight_double_buffer(void) {
   cov_acg_free(g);
 }
 
+/* Long streams: resnet50_res5_1x1 (x 512x7x7, w 2048x512, bias) on
+ * npu-16x16. The mapper's GEMM plan streams p and q through the array in
+ * one GEMM (m = 49 rows per weight load instead of 7); every GEMM of the
+ * program streams that many rows; and the program computes the layer: its
+ * output against a naive loop over the same f16-rounded inputs. */
+static void test_long_stream(void) {
+  char suite[1024];
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
+  cov_acg *g = load_target("npu-16x16");
+  cov_layer *l = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *p = NULL;
+  CHECK(!cov_layer_from_suite(suite, "resnet50_res5_1x1", 1, &l));
+  CHECK(l && !cov_map(l, g, NULL, &s));
+  CHECK(s && !cov_npu_compile(s, &p));
+  if (!p) return;
+  const map_schedule *ms = map_schedule_of(s);
+  map_gemm_plan gp;
+  map_gemm_plan_make(ms, &gp);
+  int64_t m = map_gemm_m(ms, &gp);
+  CHECK(gp.ml2 >= 0 && m == 49);
+  uint32_t gemms = 0, long_ones = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++)
+    if (p->insns[i].op == NPU_OP_GEMM) {
+      gemms++;
+      long_ones += p->insns[i].u.gemm.m == (uint32_t)m;
+    }
+  CHECK(gemms > 0 && long_ones == gemms);
+  const int C = 512, K = 2048, HW = 49;
+  cov_tensor x = {0}, w = {0}, b = {0}, y = {0};
+  CHECK(!cov_tensor_alloc(&x, COV_F32, 4, (int64_t[]){1, C, 7, 7}));
+  CHECK(!cov_tensor_alloc(&w, COV_F32, 4, (int64_t[]){K, C, 1, 1}));
+  CHECK(!cov_tensor_alloc(&b, COV_F32, 1, (int64_t[]){K}));
+  float *fx = x.data, *fw = w.data, *fb = b.data;
+  for (int i = 0; i < C * HW; i++) fx[i] = rnd();
+  for (int i = 0; i < K * C; i++) fw[i] = rnd() / 16;
+  for (int i = 0; i < K; i++) fb[i] = rnd();
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *st = run(g, p, &sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){x, w, b}, 3);
+  CHECK(!cov_npu_sim_read(sim, "out", &y));
+  double worst = 0, top = 0;
+  for (int k = 0; k < K && y.data; k++)
+    for (int i = 0; i < HW; i++) {
+      double acc = fb[k];
+      for (int c = 0; c < C; c++) acc += (double)fx[c * HW + i] * fw[k * C + c];
+      double got = ((float *)y.data)[k * HW + i];
+      worst = fmax(worst, fabs(got - acc));
+      top = fmax(top, fabs(acc));
+    }
+  printf("long streams: resnet50_res5_1x1 on npu-16x16, %u gemms of m=%lld, %llu cycles, max "
+         "err %.3g of %.3g\n", gemms, (long long)m,
+         (unsigned long long)(st ? cov_npu_stats_cycles(st) : 0), worst, top);
+  CHECK(y.data && worst <= 1e-4 * top);
+  cov_tensor_release(&x);
+  cov_tensor_release(&w);
+  cov_tensor_release(&b);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(st);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(p);
+  cov_schedule_free(s);
+  cov_layer_free(l);
+  cov_acg_free(g);
+}
+
 int main(int argc, char **argv) {
   g_src = argc > 1 ? argv[1] : ".";
   g_out = argc > 2 ? argv[2] : NULL;
@@ -928,5 +994,6 @@ int main(int argc, char **argv) {
   test_chaining();
   test_chaining_codegen();
   test_weight_double_buffer();
+  test_long_stream();
   return check_summary();
 }
