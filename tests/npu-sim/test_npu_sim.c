@@ -796,6 +796,10 @@ static void test_chaining(void) {
   CHECK(count_flag(p, NPU_GEMM_WKEEP) == 3 && !(p->insns[2].flags & NPU_GEMM_WKEEP));
   CHECK(!cov_npu_program_verify(p, g));
   check_chain_same(g, p, "ws 4 row blocks, one weight tile", true);
+  /* saved for the shipped npu-16x16 (two weight register sets) */
+  g->compute[compute(g, "pe_array")].weight_buffers = 2;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog_set_target(p, &t);
   save(p, "gemm_ws_wkeep");
   keep = p->insns[3];
   p->insns[3].u.gemm.b.off = 512;
