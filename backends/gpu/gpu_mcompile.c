@@ -221,10 +221,15 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
   snprintf(nm, sizeof nm, "%s", in->name);
   int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, in->t.rank, in->t.shape, &st);
   if (b < 0) return st;
+  /* the sources in order of first use (few; runs can be millions: a
+   * nearest upsampling at batch 32 is one run per element) */
+  int srcs[64], n_src = 0;
   for (int r = 0; r < v->n_runs; r++) {
-    int src = v->runs[r].src, first = 1;
-    for (int q = 0; q < r; q++) first &= v->runs[q].src != src;
-    if (!first) continue;
+    int src = v->runs[r].src, seen = 0;
+    for (int q = 0; q < n_src && !seen; q++) seen = srcs[q] == src;
+    if (seen) continue;
+    if (n_src == 64) return cov_error(COV_UNSUPPORTED, NULL, "input '%s' gathers from more than 64 buffers", in->name);
+    srcs[n_src++] = src;
     gpu_ew cp[8];
     int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
     for (int q = 0; q < nc; q++) COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
