@@ -142,6 +142,22 @@ void map_cost_eval(map_schedule *s) {
   double dram_bw = acg_dram_bandwidth(g);
   if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
   double busy = c->compute_cycles + c->epilogue_cycles;
+  /* An epilogue on another unit than the main statement, on a
+   * double-buffered output tile: the next tile's compute overlaps this
+   * tile's epilogue (the code generator issues each load as soon as its
+   * buffer half is free), so only one tile's worth of the shorter one is
+   * exposed. */
+  const map_place *o1 = L > 1 ? &s->place[p->output][1] : NULL;
+  if (o1 && o1->present && o1->double_buffered && s->n_vops > 0 && s->vops[0].node >= 0 &&
+      s->vops[0].node != s->node && c->epilogue_cycles > 0) {
+    double tiles = 0;
+    for (int i = 0; i < s->n_xfers; i++)
+      if (s->xfers[i].operand == p->output && s->xfers[i].level == 1 && s->xfers[i].dir == MAP_STORE)
+        tiles += (double)s->xfers[i].count;
+    if (tiles > 1)
+      busy = fmax(c->compute_cycles, c->epilogue_cycles) +
+             fmin(c->compute_cycles, c->epilogue_cycles) / tiles;
+  }
   double body = busy > overlapped ? busy : overlapped;
   c->cycles = body + exposed_serial + first_fill;
   c->exposed_cycles = c->cycles - busy;
