@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "runtime/crt.h"
+#include "common/loc.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
 
@@ -89,7 +90,7 @@ static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) 
     else if (io->dtype == COV_F16) ((uint16_t *)t->data)[i] = cov_f32_to_f16(v);
     else if (io->dtype == COV_BF16) ((uint16_t *)t->data)[i] = cov_f32_to_bf16(v);
     else
-      return cov_error(COV_UNSUPPORTED, NULL, "input '%s' is %s: give it with --input", io->name,
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s' is %s: give it with --input", io->name,
                        cov_dtype_name(io->dtype));
   }
   return NULL;
@@ -225,11 +226,11 @@ int main(int argc, char **argv) {
         if (strlen(a->inputs[j].name) == (size_t)(eq - inputs[i]) && !strncmp(a->inputs[j].name, inputs[i], (size_t)(eq - inputs[i])))
           k = j;
       path = eq + 1;
-      if (k < 0) st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model has no input of that name", inputs[i]);
+      if (k < 0) st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "--input %s: the model has no input of that name", inputs[i]);
     } else if (k >= a->n_inputs) {
-      st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model takes %d input(s)", inputs[i], a->n_inputs);
+      st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "--input %s: the model takes %d input(s)", inputs[i], a->n_inputs);
     }
-    if (!st && in[k].data) st = cov_error(COV_INVALID_ARGUMENT, NULL, "input '%s' given twice", a->inputs[k].name);
+    if (!st && in[k].data) st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "input '%s' given twice", a->inputs[k].name);
     if (!st) st = cov_npy_read(path, &in[k]);
   }
   for (int k = 0; k < a->n_inputs && !st; k++)

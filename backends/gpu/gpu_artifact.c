@@ -29,7 +29,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   *size = 0;
   int nv = !strcmp(p->backend, "nvptx");
   if (!nv && strcmp(p->backend, "amdgpu"))
-    return cov_error(COV_INTERNAL, NULL, "artifact of a plan for backend '%s'", p->backend);
+    return cov_error(COV_INTERNAL, GPU_LOC(model_path, NULL), "artifact of a plan for backend '%s'", p->backend);
   crt_builder *b = NULL;
   COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, model_path, &b));
   int *map = malloc((size_t)(p->n_bufs + 1) * sizeof *map);
@@ -52,7 +52,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
     map[i] = -1;
     if (x->kind == GPU_BUF_INTERMEDIATE && !used[i]) continue;
     if (x->kind == GPU_BUF_WEIGHT) {
-      if (!x->data) st = cov_error(COV_INTERNAL, NULL, "%s: weight '%s' has no data", model_path, x->name);
+      if (!x->data) st = cov_error(COV_INTERNAL, GPU_LOC(model_path, x->name), "weight '%s' has no data", x->name);
       else map[i] = crt_add_weight(b, x->name, x->dtype, x->rank, x->shape, x->data, bytes);
     } else {
       map[i] = crt_add_buffer(b, x->name, kind_of(x->kind), x->dtype, x->rank, x->shape, bytes);
@@ -81,7 +81,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
       continue;
     }
     if (s->module < 0 || s->module >= p->n_mods) {
-      st = cov_error(COV_INTERNAL, NULL, "%s: step %d (%s) has no code module", model_path, i, s->kernel);
+      st = cov_error(COV_INTERNAL, GPU_LOC(model_path, s->kernel), "step %d (%s) has no code module", i, s->kernel);
       break;
     }
     crt_arg args[4];

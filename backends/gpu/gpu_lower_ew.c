@@ -281,7 +281,7 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   plan.threads = GPU_EW_THREADS;
   COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, target, mod));
   if (e->n < 1 || e->n > INT32_MAX)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: %lld work items (1 .. 2^31-1 are lowered)", (long long)e->n);
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "GPU lowering: %lld work items (1 .. 2^31-1 are lowered)", (long long)e->n);
   gpu_add_kernel(g, name);
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);

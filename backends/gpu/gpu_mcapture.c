@@ -186,7 +186,7 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
   } else {
     if (k >= c->n_groups || c->groups[k].group != o->group)
-      return cov_error(COV_INTERNAL, NULL, "group %d was offered in another order on the second pass", o->group);
+      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL), "group %d was offered in another order on the second pass", o->group);
     gpu_cap_group *g = &c->groups[k];
     if (!g->described) return NULL;
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
@@ -202,11 +202,12 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   return NULL;
 }
 
-cov_status gpu_capture_model(const cov_model *m, gpu_capture *c) {
+cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
   memset(c, 0, sizeof *c);
+  c->path = path;
   size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
   if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
-    return cov_error(COV_UNSUPPORTED, NULL, "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
   uint32_t *out_ids[GPU_CAP_MAX_IO] = {0};

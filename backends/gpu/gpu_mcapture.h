@@ -70,10 +70,11 @@ typedef struct gpu_capture {
   int n_groups, cap_groups;
   int64_t *id_numel; /* buffer id -> elements */
   int n_ids, cap_ids;
+  const char *path; /* the model file, for diagnostics (borrowed) */
 } gpu_capture;
 
-/* Symbolic input dims are taken as 1. */
-cov_status gpu_capture_model(const cov_model *m, gpu_capture *c);
+/* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
+cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
 void gpu_capture_free(gpu_capture *c);
 /* Decodes a value received in pass 1 (indices) with its pass-0 ids. */
 void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *ids, gpu_cap_value *v);
