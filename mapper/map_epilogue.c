@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codelets/cdl_iexpr.h"
+#include "common/loc.h"
 #include "mapper/map_internal.h"
 
 int map_epilogue_whole(const char *codelet) {
@@ -58,7 +59,7 @@ static cov_status lower_softmax(const map_call *mc, map_schedule *s) {
   const int64_t *view = mc->view_rank ? mc->view : mc->in[0].shape;
   int vr = mc->view_rank ? mc->view_rank : mc->in[0].rank;
   if (l < 0 || vr < 1 || view[vr - 1] != o->shape[o->rank - 1])
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "softmax after %s: its rows must be the output's last dimension, indexed by "
                      "one loop",
                      p->codelet);
@@ -90,13 +91,13 @@ static cov_status lower_pool(const map_call *mc, const cdl_binding *b, map_sched
   const map_operand *o = &p->operands[p->output];
   if (o->rank != 4 || v[0] != v[2] || v[1] != v[3] || v[4] || v[5] || v[6] || v[7] ||
       v[8] != 1 || v[9] != 1)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "maxpool after %s: only window == stride, no padding, no dilation, on a "
                      "4-D output can be fused",
                      p->codelet);
   int lh = loop_of_dim(p, 2), lw = loop_of_dim(p, 3);
   if (lh < 0 || lw < 0 || o->shape[2] % v[0] || o->shape[3] % v[1])
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "maxpool after %s: the output's H and W (%lld, %lld) must be multiples of "
                      "the window (%lld, %lld) and each indexed by one loop",
                      p->codelet, (long long)o->shape[2], (long long)o->shape[3], (long long)v[0],
@@ -273,7 +274,7 @@ cov_status map_lower_epilogue(const cov_layer *layer, int first, map_schedule *s
   }
   for (int o = 0; o < s->prob.n_operands; o++)
     if (s->prob.operands[o].layer_input == -2)
-      return cov_error(COV_INTERNAL, NULL, "layer %s: epilogue operand %s unnumbered", layer->name,
+      return cov_error(COV_INTERNAL, COV_AT(NULL, layer->name), "layer %s: epilogue operand %s unnumbered", layer->name,
                        s->prob.operands[o].name);
   return NULL;
 }
@@ -294,7 +295,7 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
         }
     }
     if (v->node < 0)
-      return cov_error(COV_MAPPING_FAILED, NULL,
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, s->prob.layer),
                        "layer %s: the epilogue op %s(%s) from %s needs a SIMD capability; %s "
                        "offers none",
                        s->prob.layer, common_op_name(v->op), cov_dtype_name(dt), v->from, acg->name);

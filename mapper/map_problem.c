@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codelets/cdl_iexpr.h"
+#include "common/loc.h"
 #include "mapper/map_internal.h"
 
 typedef struct walk {
@@ -149,7 +150,7 @@ cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, 
     *first_epi = 0;
     const cdl_operand *in = &x.c->operands[0];
     if (in->rank > MAP_MAX_LOOPS)
-      return cov_error(COV_UNSUPPORTED, NULL, "codelet %s: rank %d input", x.c->name, in->rank);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, layer->name), "codelet %s: rank %d input", x.c->name, in->rank);
     p->kind = MAP_MAIN_MAP;
     p->op = COV_OP_COPY;
     p->n_loops = in->rank;

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
-#define FAIL(...) return cov_error(COV_INTERNAL, NULL, "schedule of %s: " __VA_ARGS__)
+#define FAIL(...) return cov_error(COV_INTERNAL, COV_AT(NULL, ln), "schedule of %s: " __VA_ARGS__)
 
 cov_status map_verify(const map_schedule *s) {
   const cov_acg *g = s->acg;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_codegen.h"
+#include "common/loc.h"
 
 void npu_cg_emit(cg *c, const npu_insn *in) {
   if (c->err) return;
@@ -522,7 +523,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (unit < 0 || unit >= c.g->n_compute ||
       c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
       p->n_inputs > 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
                      "statements run on the systolic array, maps and reductions on the SIMD unit)",
                      p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
@@ -569,7 +570,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
           }
     if (op->rank > NPU_TENSOR_MAX_RANK) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen: rank %d tensor", op->rank);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen: rank %d tensor", op->rank);
     }
     t.bytes = cov_dtype_size(t.dtype);
     for (int d = 0; d < op->rank; d++) {
@@ -591,7 +592,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (s->n_vops > 0) {
     if (c.simd < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: an epilogue but no SIMD unit", p->layer);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: an epilogue but no SIMD unit", p->layer);
     }
     int sn = npu_node_of_compute(c.g, c.simd);
     /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
@@ -608,7 +609,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     }
     if (c.reg_buf < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: no buffer the SIMD unit can read, write "
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: no buffer the SIMD unit can read, write "
                        "and store to DRAM from", p->layer);
     }
     uint64_t lo = 0;
