@@ -4,7 +4,10 @@
  * scan (common/json_pos.c) supplies the positions of values. The loader
  * collects errors instead of stopping at the first, so `covenant acg check`
  * shows everything wrong with a file in one run. Graph-level rules (dangling
- * edges, reachability) live in acg_validate.c. */
+ * edges, reachability) live in acg_validate.c.
+ *
+ * long: load_capability reads one capability object field by field in the schema's order (acg/README.md), each check next to its read
+ */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>

@@ -3,7 +3,10 @@
  *
  * Both CSVs are rebuilt whole, in design-index order, from rows/<id>.txt and
  * study.txt alone, and written atomically. So a run, a resumed run, a run
- * with any -j and a merge of shards all produce the same bytes. */
+ * with any -j and a merge of shards all produce the same bytes.
+ *
+ * long: explore_output_write merges the rows into results.csv, the Pareto fronts and the summary in one pass over the designs
+ */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,7 +9,10 @@
  * results.csv and summary.csv are then rebuilt from the row files in design
  * order (explore_output.c), which is what makes the output independent of
  * -j, shards and interruptions. Workers are processes rather than threads so
- * that an evaluator that crashes or leaks takes only its own design down. */
+ * that an evaluator that crashes or leaks takes only its own design down.
+ *
+ * long: cov_explore_run schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -7,7 +7,10 @@
  * reduce or map goes to a SIMD node. Each operand then gets the path of
  * software-managed storage along ACG edges between DRAM and that node (the
  * deepest one: more staging levels means more reuse to exploit); caches are
- * crossed, not used as levels. Everything is read from the ACG. */
+ * crossed, not used as levels. Everything is read from the ACG.
+ *
+ * long: map_bind_target binds each operand of the problem to the ACG (capability, storage path, epilogue unit), one located refusal per missing piece
+ */
 #include <string.h>
 
 #include "mapper/map_internal.h"

@@ -7,7 +7,10 @@
  * attributes become scalars, and another input indexed by the codelet's loops
  * (a bias) becomes a per-channel vector operand whose access is the output's
  * access in the dimension it indexes. Softmax (a row reduction) and max
- * pooling with window == stride have fixed lowerings. */
+ * pooling with window == stride have fixed lowerings.
+ *
+ * long: lower_elementwise lowers a generic elementwise codelet nest to vector ops: its index map, operands and temporaries are one walk over the nest
+ */
 #include <math.h>
 #include <string.h>
 

@@ -5,7 +5,10 @@
  * statement reads and writes only the innermost tiles, and the epilogue runs
  * on the outermost on-chip output tile before its store to DRAM. Any element
  * access outside its tile, or any tile outside its buffer, is an error: a
- * schedule's correctness is tested, not assumed. */
+ * schedule's correctness is tested, not assumed.
+ *
+ * long: store_final interprets the epilogue ops over the output tile and its store to DRAM, each op a case of one loop, with the checks the verifier relies on
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,10 @@
  * output's access are reductions; every access index is the verifier's
  * affine form with its coefficients evaluated under the binding. A codelet
  * that the epilogue lowering handles whole (softmax, relu, ... as a layer of
- * its own) becomes a copy of its input followed by that epilogue. */
+ * its own) becomes a copy of its input followed by that epilogue.
+ *
+ * long: map_extract reads the main codelet's loop nest into a problem (loops, operands, index maps, reductions) in one walk of its statements
+ */
 #include <math.h>
 #include <string.h>
 

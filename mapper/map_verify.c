@@ -2,7 +2,10 @@
  * code generator may trust it: divisor-based tiling, steps, spatial loops
  * within the unit counts, places within capacities and not overlapping,
  * the epilogue's temporaries within their storage's capacity, transfers
- * along ACG edges and placed where their tile changes. */
+ * along ACG edges and placed where their tile changes.
+ *
+ * long: map_verify is the list of the schedule IR's invariants (mapper/README.md), one check and message each
+ */
 #include <string.h>
 
 #include "mapper/map_internal.h"

@@ -130,3 +130,29 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_target_close(&t);
   return st;
 }
+
+cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
+                                   const char *name, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                   size_t n_outputs) {
+  gpu_target t;
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, target, dtype ? dtype : COV_F16, &t));
+  gpu_model_plan mp;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  crt_artifact *a = NULL;
+  crt_session *s = NULL;
+  cov_status st = gpu_model_compile_with(m, name, &t, 1, &mp);
+  if (!st) {
+    st = gpu_model_artifact(&mp, name, &bytes, &n);
+    gpu_model_plan_free(&mp);
+  }
+  if (!st) st = crt_artifact_read(bytes, n, name, &a);
+  free(bytes);
+  crt_options ro = {.expect_target = cov_acg_name(t.acg)};
+  if (!st) st = crt_session_open(a, &ro, &s);
+  if (!st) st = crt_session_run(s, inputs, n_inputs, outputs, n_outputs);
+  if (s) crt_session_close(s);
+  if (a) crt_artifact_free(a);
+  gpu_target_close(&t);
+  return st;
+}

@@ -2,7 +2,10 @@
  * code objects + manifest.json (+ the --report table).
  *
  * An ACG's backend.name picks the vendor (backends/gpu/gpu_vendor.h: its
- * target operations and emitter) from the list the registry passes in. */
+ * target operations and emitter) from the list the registry passes in.
+ *
+ * long: gpu_compile compiles each requested layer, writes its code object and manifest entry and the report row, per layer in one loop
+ */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>

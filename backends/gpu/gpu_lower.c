@@ -12,7 +12,11 @@
  * All sizes are compile-time constants of the plan, so the K loop's trip
  * count, the copy loops and the fragment loops are unrolled or folded by
  * LLVM; only the K loop is an IR loop. Index arithmetic is 32-bit: the plan
- * check bounds every tensor below 2^31 elements. */
+ * check bounds every tensor below 2^31 elements.
+ *
+ * long: transfer emits one tile's global-to-shared copy in its three forms (whole vectors, guarded elements, asynchronous) over the same index math
+ * long: gpu_lower emits the kernel in the order it runs (prologue, pipelined K loop, epilogue); its LLVM values are shared across the stages
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -10,7 +10,10 @@
  * written once more in C (gpu_ew_emulate) for the CPU emulation of a whole
  * compiled model; tests/gpu checks that emulation against the reference
  * interpreter. Arguments: (x, w, y, bias), global pointers; x, w, bias f32;
- * y f32 or f16 (operand copies for the matrix kernels). */
+ * y f32 or f16 (operand copies for the matrix kernels).
+ *
+ * long: lower_elem is one switch over the elementwise kinds, a short case each
+ */
 #include <math.h>
 
 #include "backends/gpu/gpu_ir.h"

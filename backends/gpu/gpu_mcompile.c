@@ -1,5 +1,8 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
- * launch sequence (gpu_mplan.h says what and why). */
+ * launch sequence (gpu_mplan.h says what and why).
+ *
+ * long: generic_call is one case per codelet family lowered to a generic kernel
+ */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -256,7 +259,11 @@ static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *wh
   if (!s) return st;
   s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan;
   kname(x, what, s->kernel, sizeof s->kernel);
-  if (plan->nhwc) snprintf(s[-1].kernel, sizeof s[-1].kernel, "%.150s_nhwc", s->kernel);
+  if (plan->nhwc) { /* the transform step before is named after this kernel */
+    char k[sizeof s->kernel]; /* a copy: gcc -O0 -Wrestrict takes s[-1] and s for one object */
+    memcpy(k, s->kernel, sizeof k);
+    snprintf(s[-1].kernel, sizeof s[-1].kernel, "%.150s_nhwc", k);
+  }
   memcpy(s->grid, plan->grid, sizeof s->grid);
   s->block[0] = (unsigned)plan->threads;
   s->shared_bytes = plan->shared_bytes;

@@ -1,6 +1,9 @@
 /* backends/gpu/gpu_mplan.c: a compiled model's plan run on the CPU (the
  * emulation the tests check against the reference interpreter) and
- * written out (code objects, weights, manifest.json). */
+ * written out (code objects, weights, manifest.json).
+ *
+ * long: gpu_model_plan_write writes the manifest, the weights file and the code modules of one plan in the order the manifest lists them
+ */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>

@@ -1,5 +1,8 @@
 /* backends/gpu/gpu_plan.c: checking problems and plans, and a small
- * deterministic planner that reads only ACG numbers (no target names). */
+ * deterministic planner that reads only ACG numbers (no target names).
+ *
+ * long: gpu_plan_choose enumerates and scores the tile candidates (softmax, pool and matrix cases share the scoring)
+ */
 #include "backends/gpu/gpu_plan.h"
 
 #include <string.h>

@@ -17,7 +17,10 @@
  *     one VOP per row-block of the tile, in a SIMD-accessible buffer, and the
  *     result is stored to DRAM by DMA (pooled outputs shrink).
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
- * of their level-1 tile: f16 when the schedule narrows) and out. */
+ * of their level-1 tile: f16 when the schedule narrows) and out.
+ *
+ * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest; split after the NPU work in progress lands
+ */
 #include <string.h>
 
 #include "backends/npu-sim/npu_codegen.h"

@@ -1,7 +1,10 @@
 /* backends/npu-sim/npu_encode.c: the binary program format (ISA.md) in both
  * directions. The decoder trusts nothing: every read is bounds-checked and
  * every error names the byte offset, the instruction index and the field.
- * Semantic checks against an ACG are npu_verify.c's job. */
+ * Semantic checks against an ACG are npu_verify.c's job.
+ *
+ * long: npu_decode checks a program's header, tables and instructions in file order, one located error per field (ISA.md)
+ */
 #include <stdlib.h>
 #include <string.h>
 

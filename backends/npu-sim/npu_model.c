@@ -10,7 +10,10 @@
  * by call through the per-call hook, each call its own program, and its rows
  * say why the group was not fused; a call the NPU path cannot take either
  * runs on the CPU reference interpreter, reported with the reason. Layout
- * operations run in the frontend. */
+ * operations run in the frontend.
+ *
+ * long: run_layer maps, compiles, simulates and checks one layer group against the reference, each step's refusal or error reported the same way
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
