@@ -265,6 +265,11 @@ cov_status graph_eliminate_identities(graph *g);
  * with one scale) become integer operators, as onnxruntime fuses them
  * (graph_qdq.c). Runs before inference, on the graph as read. */
 cov_status graph_fuse_qdq(graph *g);
+/* Quantized operators whose parameters are constants become integer layers
+ * with every derived operand a constant (u8 activations moved to i8), so
+ * that a backend can compile each as one program (graph_qprep.c). Runs
+ * after inference. */
+cov_status graph_prepare_quant(graph *g);
 /* Drops nodes whose outputs reach no graph output, then compacts. */
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);

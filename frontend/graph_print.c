@@ -54,12 +54,13 @@ int64_t graph_node_macs(const graph_node *n) {
     int64_t per = tail_product(n->in[1], 1);
     return out < 0 || per < 0 ? -1 : out * per;
   }
-  if (strcmp(n->op_type, "QLinearConv") == 0 || strcmp(n->op_type, "ConvInteger") == 0) {
+  if (strcmp(n->op_type, "QLinearConv") == 0 || strcmp(n->op_type, "ConvInteger") == 0 ||
+      strcmp(n->op_type, "IntegerConv") == 0) {
     int64_t per = tail_product(n->in[strcmp(n->op_type, "QLinearConv") == 0 ? 3 : 1], 1);
     return out < 0 || per < 0 ? -1 : out * per;
   }
   if (strcmp(n->op_type, "QLinearMatMul") == 0 || strcmp(n->op_type, "MatMulInteger") == 0 ||
-      strcmp(n->op_type, "QGemm") == 0) {
+      strcmp(n->op_type, "QGemm") == 0 || strcmp(n->op_type, "IntegerMatMul") == 0) {
     const graph_value *a = n->in[0];
     if (a->rank < 1 || out < 0) return -1;
     int64_t k = a->dims[a->rank - 1];

@@ -553,40 +553,57 @@ static cov_status run_qconv_acc(graph_exec *x, const graph_node *n, const qconv_
   return NULL;
 }
 
-/* Requantises acc (viewed [rows, C, 1, 1] or as it is) into out:
- * multiplier m[c] = (s_in * s_w[c]) / s_out in f32, zero point zp. */
+/* The requantisation codelet for an output of dtype t and an accumulator
+ * of rank 4 (NCHW) or a matrix. */
+static const char *requant_codelet(cov_dtype t, bool nchw) {
+  if (nchw) return t == COV_I8 ? "requant_i8" : "requant_u8";
+  return t == COV_I8 ? "requant_2d_i8" : "requant_2d_u8";
+}
+
+/* Requantises acc (NCHW, or viewed [rows, C]) into out: multiplier
+ * m[c] = (s_in * s_w[c]) / s_out in f32, zero point zp (passed as f32,
+ * exact). */
 static cov_status requantize(graph_exec *x, const graph_node *n, cov_tensor *acc, int64_t C,
                              float alpha, const graph_value *s_in, const graph_value *s_w,
                              const graph_value *s_out, const graph_value *zp, graph_value *out) {
   cov_tensor m, z;
   COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, COV_F32, 1, &C, &m));
-  cov_status st = alloc_zeros(x->g, n, zp->dtype, 1, &C, &z);
+  cov_status st = alloc_zeros(x->g, n, COV_F32, 1, &C, &z);
   if (st) {
     cov_tensor_release(&m);
     return st;
   }
   float si = alpha * (float)param_at(s_in, 0), so = (float)param_at(s_out, 0);
-  int64_t zv = (int64_t)param_at(zp, 0);
+  float zv = (float)param_at(zp, 0);
   for (int64_t c = 0; c < C; c++) {
     float t = si * (float)param_at(s_w, c);
     ((float *)m.data)[c] = t / so;
-    if (zp->dtype == COV_I8) ((int8_t *)z.data)[c] = (int8_t)zv;
-    else ((uint8_t *)z.data)[c] = (uint8_t)zv;
+    ((float *)z.data)[c] = zv;
   }
-  cov_tensor a4 = *acc;
-  if (a4.rank != 4) {
+  cov_tensor a = *acc;
+  bool nchw = a.rank == 4;
+  if (!nchw) {
     int64_t numel = cov_tensor_numel(acc);
-    a4.rank = 4;
-    a4.shape[0] = C ? numel / C : 0;
-    a4.shape[1] = C;
-    a4.shape[2] = a4.shape[3] = 1;
+    a.rank = 2;
+    a.shape[0] = C ? numel / C : 0;
+    a.shape[1] = C;
   }
-  cov_tensor args[3] = {a4, m, z}, y;
-  st = graph_call_codelet(x, n, "requant", NULL, 0, args, 3, &y, 1);
+  cov_tensor args[3] = {a, m, z}, y;
+  st = graph_call_codelet(x, n, requant_codelet(zp->dtype, nchw), NULL, 0, args, 3, &y, 1);
   cov_tensor_release(&m);
   cov_tensor_release(&z);
   COV_RETURN_IF_ERROR(st);
+  if (!nchw) { /* back to the accumulator's shape */
+    y.rank = acc->rank;
+    memcpy(y.shape, acc->shape, sizeof y.shape);
+  }
   return lower_adopt(x, n, &y, out);
+}
+
+/* The 8-bit dtype a quantized node's output has (u8 when not yet known:
+ * ONNX's default zero point type). */
+static cov_dtype out_q8(const graph_node *n) {
+  return n->n_out > 0 && n->out[0] && n->out[0]->dtype == COV_I8 ? COV_I8 : COV_U8;
 }
 
 cov_status graph_exec_qconv(graph_exec *x, const graph_node *n, graph_value *const *in,
@@ -610,7 +627,7 @@ int graph_codelets_qconv(const graph_node *n, const char **names, int max) {
   int k = 0;
   if (k < max) names[k++] = "conv2d_acc";
   if (k < max) names[k++] = "bias_add";
-  if (strcmp(n->op_type, "QLinearConv") == 0 && k < max) names[k++] = "requant";
+  if (strcmp(n->op_type, "QLinearConv") == 0 && k < max) names[k++] = requant_codelet(out_q8(n), true);
   return k;
 }
 
@@ -862,7 +879,8 @@ int graph_codelets_qmatmul(const graph_node *n, const char **names, int max) {
   int k = 0;
   if (k < max) names[k++] = "matmul_acc";
   if (k < max) names[k++] = "bias_add_2d";
-  if (strcmp(n->op_type, "QLinearMatMul") == 0 && k < max) names[k++] = "requant";
+  if (strcmp(n->op_type, "QLinearMatMul") == 0 && k < max)
+    names[k++] = requant_codelet(out_q8(n), false);
   return k;
 }
 
@@ -1021,10 +1039,10 @@ cov_status graph_exec_qgemm(graph_exec *x, const graph_node *n, graph_value *con
 }
 
 int graph_codelets_qgemm(const graph_node *n, const char **names, int max) {
-  (void)n;
   int k = 0;
+  bool f32_out = n->n_out > 0 && n->out[0] && n->out[0]->dtype == COV_F32;
   if (k < max) names[k++] = "matmul_acc";
   if (k < max) names[k++] = "bias_add_2d";
-  if (k < max) names[k++] = "requant";
+  if (k < max) names[k++] = f32_out ? "dequantize" : requant_codelet(out_q8(n), false);
   return k;
 }

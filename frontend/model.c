@@ -24,6 +24,7 @@ static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_infer(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
   if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
+  COV_RETURN_IF_ERROR(graph_prepare_quant(g));
   graph_eliminate_dead(g);
   COV_RETURN_IF_ERROR(graph_fuse(g, opts && opts->no_fuse));
   cov_status st = graph_verify(g);

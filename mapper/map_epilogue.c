@@ -118,6 +118,28 @@ static cov_status lower_pool(const map_call *mc, const cdl_binding *b, map_sched
   return NULL;
 }
 
+/* The dtypes statement st reads and writes, as the codelet declares its
+ * operands: sources of one dtype (a SIMD op has one input dtype), `dst =
+ * arg` across dtypes a cast (i32 -> f32, and f32 -> i8 in requantisation:
+ * rounded half to even and saturated, as the codelet's store converts). */
+static cov_status stmt_dtypes(const cdl_codelet *c, const cdl_binding *b, const cdl_stmt *st,
+                              map_vop *v) {
+  v->dout = b->dtype[st->dst.operand];
+  v->din = COV_DTYPE_INVALID;
+  for (int a = 0; a < st->n_args; a++) {
+    if (st->args[a].kind != CDL_ARG_ACCESS) continue;
+    cov_dtype t = b->dtype[st->args[a].access.operand];
+    if (v->din != COV_DTYPE_INVALID && t != v->din)
+      return cov_error(COV_UNSUPPORTED, &st->loc,
+                       "epilogue codelet %s: %s reads %s and %s (a SIMD op has one input dtype)",
+                       c->name, common_op_name(st->op), cov_dtype_name(v->din), cov_dtype_name(t));
+    v->din = t;
+  }
+  if (v->din == COV_DTYPE_INVALID) v->din = v->dout; /* constants only */
+  if (v->op == COV_OP_COPY && v->din != v->dout) v->op = COV_OP_CAST;
+  return NULL;
+}
+
 /* Generic single-nest elementwise codelet. */
 static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, map_schedule *s,
                                     cov_arena *arena) {
@@ -145,6 +167,7 @@ static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, ma
     if (!v) return err;
     v->kind = MAP_VOP_MAP;
     v->op = st->op;
+    COV_RETURN_IF_ERROR(stmt_dtypes(c, b, st, v));
     if (st->n_args > 2)
       return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: %d-argument op", c->name,
                        st->n_args);
@@ -282,28 +305,72 @@ cov_status map_lower_epilogue(const cov_layer *layer, int first, map_schedule *s
   return NULL;
 }
 
+/* Register 0 holds the accumulator when the epilogue starts: where the
+ * codelets read it as another dtype (an integer layer's i32 on a float
+ * array, whose sums the mapper proved exact), a cast comes first. */
+static cov_status cast_accumulator(map_schedule *s, cov_dtype acc) {
+  cov_dtype want = COV_DTYPE_INVALID;
+  for (int i = 0; i < s->n_vops && want == COV_DTYPE_INVALID; i++) {
+    const map_vop *v = &s->vops[i];
+    if ((v->a.kind == MAP_VS_REG && v->a.index == 0) || (v->b.kind == MAP_VS_REG && v->b.index == 0))
+      want = v->din;
+  }
+  if (want == COV_DTYPE_INVALID || want == acc || cov_dtype_is_float(want)) return NULL;
+  if (s->n_vops >= MAP_MAX_VOPS)
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, s->prob.layer), "layer %s: epilogue of more than %d vector ops",
+                     s->prob.layer, MAP_MAX_VOPS);
+  memmove(&s->vops[1], &s->vops[0], sizeof(map_vop) * (size_t)s->n_vops);
+  s->n_vops++;
+  map_vop *v = &s->vops[0];
+  memset(v, 0, sizeof *v);
+  v->kind = MAP_VOP_MAP;
+  v->op = COV_OP_CAST;
+  v->a.kind = MAP_VS_REG;
+  v->from = s->vops[1].from;
+  v->din = acc;
+  v->dout = want;
+  return NULL;
+}
+
 cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
+  COV_RETURN_IF_ERROR(cast_accumulator(s, dt));
   for (int i = 0; i < s->n_vops; i++) {
     map_vop *v = &s->vops[i];
+    /* f32 epilogues run in the accumulator's dtype (an f32 layer on an f16
+     * array accumulates in f32); integer ones in the codelet's */
+    if (!v->din || (cov_dtype_is_float(dt) && cov_dtype_is_float(v->din) && v->din == v->dout))
+      v->din = v->dout = dt;
     v->node = v->cap = -1;
     for (int c = 0; c < acg->n_compute && v->node < 0; c++) {
       const acg_compute *cn = &acg->compute[c];
       if (cn->kind != ACG_SIMD) continue;
       for (int k = 0; k < cn->n_caps; k++)
-        if (cn->caps[k].op == v->op && cn->caps[k].in[0] == dt && cn->caps[k].out == dt) {
+        if (cn->caps[k].op == v->op && cn->caps[k].in[0] == v->din && cn->caps[k].out == v->dout) {
           v->node = acg->n_storage + c;
           v->cap = k;
           break;
         }
     }
-    if (v->node < 0)
+    if (v->node < 0) {
+      char ty[40];
+      if (v->din == v->dout) snprintf(ty, sizeof ty, "%s", cov_dtype_name(v->din));
+      else snprintf(ty, sizeof ty, "%s->%s", cov_dtype_name(v->din), cov_dtype_name(v->dout));
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, s->prob.layer),
                        "layer %s: the epilogue op %s(%s) from %s needs a SIMD capability; %s "
                        "offers none",
-                       s->prob.layer, common_op_name(v->op), cov_dtype_name(dt), v->from, acg->name);
+                       s->prob.layer, common_op_name(v->op), ty, v->from, acg->name);
+    }
   }
   return NULL;
+}
+
+cov_dtype map_epi_out_dtype(const map_schedule *s) {
+  cov_dtype t = s->acc_dtype && !cov_dtype_is_float(s->acc_dtype) ? s->acc_dtype : COV_F32;
+  for (int i = 0; i < s->n_vops; i++)
+    if (s->vops[i].dst == 0 && s->vops[i].kind != MAP_VOP_ROW_REDUCE && s->vops[i].dout)
+      t = s->vops[i].dout;
+  return t;
 }
 
 /* The epilogue works on the output points of the level-1 tile (one per

@@ -183,6 +183,10 @@ typedef struct map_vop {
   int window[2];        /* POOL: window == stride */
   int node, cap;        /* the ACG SIMD compute node and capability running it */
   const char *from;     /* the codelet this op was lowered from ("relu6") */
+  /* dtypes the op reads and writes, from the codelet's declarations (an
+   * integer layer's requantisation goes i32 -> f32 -> i8); 0: the
+   * accumulator's dtype (f32 epilogues) */
+  cov_dtype din, dout;
 } map_vop;
 
 /* ---- the schedule ----------------------------------------------------- */
@@ -290,6 +294,11 @@ typedef struct map_schedule {
   map_xfer xfers[MAP_MAX_XFERS];
   map_cost cost;
 } map_schedule;
+
+/* The dtype the epilogue leaves the output in, which the tile is stored to
+ * DRAM as: the last op writing register 0's dtype; without one, the
+ * accumulator's (an integer array's i32) or f32. */
+cov_dtype map_epi_out_dtype(const map_schedule *s);
 
 /* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
  * the code generators and evaluators that read the scheduled IR. */

@@ -59,6 +59,18 @@ static int split_gemm_bias(cov_layer *l, const cov_model_group_call *gc) {
 #define GROUP_FMT "layer group %zu (%s, node '%s'): "
 #define GROUP_ARGS(g, node) cov_model_group_index(g), cov_model_group_kind(g), (node)
 
+/* An integer layer: an accumulator-typed codelet (conv2d_acc, matmul_acc)
+ * on i8 operands, i8 x i8 -> i32 as an int8 array computes it; its later
+ * calls (the i32 bias, the requantisation to i8/u8) keep their dtypes and
+ * become the epilogue. */
+static bool is_integer_layer(const cov_model_group_call *gc) {
+  size_t cl = strlen(gc->codelet);
+  if (cl <= 4 || strcmp(gc->codelet + cl - 4, "_acc") != 0 || gc->n_args == 0) return false;
+  for (size_t k = 0; k < gc->n_args; k++)
+    if (gc->args[k].t.dtype != COV_I8) return false;
+  return true;
+}
+
 cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out) {
   if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group"), "NULL");
   *out = NULL;
@@ -72,6 +84,7 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
   COV_RETURN_IF_ERROR(map_layer_new(name, &l));
   l->n_calls = 0;
   cov_status st = NULL;
+  bool integer = is_integer_layer(cov_model_group_call_at(grp, 0));
   for (size_t c = 0; c < n && !st; c++) {
     const cov_model_group_call *gc = cov_model_group_call_at(grp, c);
     bool all_f32 = true;
@@ -105,10 +118,12 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
     mc->n_attrs = (int)gc->n_attrs;
     for (size_t k = 0; k < gc->n_args && !st; k++) {
       const cov_model_arg *arg = &gc->args[k];
-      /* Layers are f32 (map_layer.c): the mapper narrows on chip itself. */
-      if (arg->t.dtype != COV_F32)
+      /* Layers are f32 (map_layer.c): the mapper narrows on chip itself;
+       * or integer (see is_integer_layer), in the codelets' own dtypes. */
+      if (arg->t.dtype != COV_F32 && !integer)
         st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node),
-                       GROUP_FMT "call %zu (%s) input %zu is %s; mapper layers are f32",
+                       GROUP_FMT "call %zu (%s) input %zu is %s; mapper layers are f32, or an "
+                       "integer multiply-accumulate (i8 x i8 -> i32) and its epilogue",
                        GROUP_ARGS(grp, gc->node), c, gc->codelet, k, cov_dtype_name(arg->t.dtype));
       else if ((arg->kind == COV_MODEL_ARG_PREV) != (c > 0 && k == 0))
         st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node),
@@ -120,7 +135,7 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
       if (st) break;
       cov_tensor *t = &mc->in[mc->n_inputs++];
       memset(t, 0, sizeof *t);
-      t->dtype = COV_F32;
+      t->dtype = integer ? arg->t.dtype : COV_F32;
       t->rank = arg->t.rank;
       memcpy(t->shape, arg->t.shape, sizeof t->shape);
       if (k == 0 && c > 0) {

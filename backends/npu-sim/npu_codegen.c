@@ -555,9 +555,9 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     npu_tensor t = {0};
     if (op->role == MAP_ROLE_OUTPUT) snprintf(t.name, sizeof t.name, "out");
     else snprintf(t.name, sizeof t.name, "in%d", op->layer_input);
-    /* the result leaves in the accumulator type: f32, or i32 from an
-     * integer array (i8 x i8 -> i32) */
-    cov_dtype out_dt = s->acc_dtype && !cov_dtype_is_float(s->acc_dtype) ? s->acc_dtype : COV_F32;
+    /* the result leaves as the epilogue leaves it: f32, i32 from an integer
+     * array (i8 x i8 -> i32), i8/u8 after requantisation */
+    cov_dtype out_dt = map_epi_out_dtype(s);
     t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? out_dt : s->place[o][1].dtype);
     t.role = op->role == MAP_ROLE_OUTPUT ? NPU_ROLE_OUTPUT
              : op->layer_input == 0      ? NPU_ROLE_INPUT

@@ -241,7 +241,8 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
     }
   }
   if (c->err) return;
-  npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, COV_F32, rank, base, shape, reg[0].stride);
+  npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, map_epi_out_dtype(c->s), rank, base, shape,
+                  reg[0].stride);
 }
 
 /* Splits the epilogue into chunks along the outermost non-unit dim when its

@@ -385,6 +385,7 @@ static inline float ld_f(const uint8_t *p, cov_dtype t) {
       return cov_bf16_to_f32(h);
     }
     case COV_I8: return (float)(int8_t)p[0];
+    case COV_U8: return (float)p[0];
     case COV_I32: {
       int32_t i;
       memcpy(&i, p, 4);
@@ -411,6 +412,7 @@ static inline void st_f(uint8_t *p, cov_dtype t, float v) {
 }
 static inline int64_t ld_i(const uint8_t *p, cov_dtype t) {
   if (t == COV_I8) return (int8_t)p[0];
+  if (t == COV_U8) return p[0];
   int32_t i;
   memcpy(&i, p, 4);
   return i;
@@ -420,8 +422,23 @@ static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
     p[0] = (uint8_t)(int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
     return;
   }
+  if (t == COV_U8) {
+    p[0] = (uint8_t)(v > 255 ? 255 : v < 0 ? 0 : v);
+    return;
+  }
   int32_t i = (int32_t)(v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v);
   memcpy(p, &i, 4);
+}
+
+/* A float into an integer dtype: rounded half to even, then saturated to
+ * the dtype's range (NaN gives 0): ONNX QuantizeLinear's conversion, and
+ * what onnxruntime's requantisation ends with (_mm_cvtps_epi32 under the
+ * default rounding mode, clamped). */
+static inline void st_f_int(uint8_t *p, cov_dtype t, float v) {
+  double r = isnan(v) ? 0.0 : cov_round_even((double)v);
+  if (r > 2147483647.0) r = 2147483647.0;
+  if (r < -2147483648.0) r = -2147483648.0;
+  st_i(p, t, (int64_t)r);
 }
 
 /* ---- DMA ---- */
@@ -812,6 +829,7 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
       if (fl) {
         float va = ld_f(a, ti), vb = b ? ld_f(b, ti) : in->u.vop.imm;
         if (reduce) facc = j == 0 ? va : vop_f(op, facc, va);
+        else if (!cov_dtype_is_float(tout)) st_f_int(d, tout, vop_f(op, va, vb));
         else st_f(d, tout, vop_f(op, va, vb));
       } else {
         int64_t va = ld_i(a, ti), vb = b ? ld_i(b, ti) : (int64_t)in->u.vop.imm;
