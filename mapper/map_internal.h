@@ -179,6 +179,15 @@ void map_bound_config(map_bound *B, const map_choice *ch);
 bool map_bound_cuts(const map_bound *B, const map_choice *ch, int F, int K, double limit);
 
 /* map_search.c */
+/* map_depthwise.c: a depthwise contraction (weights and output share no
+ * loop the input lacks) rewritten so that a window of J neighbouring outputs
+ * fills the array's columns and their input window its rows (a banded weight
+ * block); false when the problem is not one or no J >= 2 fits the array. */
+bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_problem *out);
+/* Searches the rewritten problem too, when there is one, and keeps the
+ * cheapest schedules of both in cs (the cost model decides). */
+cov_status map_dw_search(const map_schedule *proto, const map_target *t, const cov_map_options *opt,
+                         cov_schedule *cs);
 cov_status map_search(const map_target *t, const map_schedule *proto,
                       const cov_map_options *opt, cov_schedule *out);
 

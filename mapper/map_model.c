@@ -75,7 +75,15 @@ cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **ou
   if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group"), "NULL");
   *out = NULL;
   if (!grp) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group"), "NULL");
-  size_t n = cov_model_group_num_calls(grp);
+  return cov_layer_from_model_group_prefix(grp, cov_model_group_num_calls(grp), out);
+}
+
+cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t n, cov_layer **out) {
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group_prefix"), "NULL");
+  *out = NULL;
+  if (!grp || n > cov_model_group_num_calls(grp))
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group_prefix"), "%s",
+                     grp ? "more calls than the group has" : "NULL group");
   const char *name = cov_model_group_name(grp);
   if (n == 0 || n > MAP_MAX_CALLS)
     return cov_error(COV_UNSUPPORTED, COV_AT(NULL, name), GROUP_FMT "%zu codelet calls; a layer has 1 to %d",

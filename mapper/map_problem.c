@@ -239,9 +239,18 @@ cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, 
         /* plain store */
       } else if (store->n_args == 2 && store->args[0].kind == CDL_ARG_ACCESS &&
                  store->args[0].access.operand == m->dst.operand &&
-                 (store->args[1].kind == CDL_ARG_FLOAT || store->args[1].kind == CDL_ARG_FATTR)) {
-        double v = store->args[1].kind == CDL_ARG_FLOAT ? store->args[1].f
-                                                        : x.b.attr_f[store->args[1].attr];
+                 (store->args[1].kind == CDL_ARG_FLOAT || store->args[1].kind == CDL_ARG_FATTR ||
+                  (store->args[1].kind == CDL_ARG_INDEX && !cdl_iexpr_has_loop(store->args[1].ie)))) {
+        /* a scalar: a literal, a float attribute, or a loop-free integer
+         * expression of the shapes (global average pool's H * W) */
+        double v = 0;
+        if (store->args[1].kind == CDL_ARG_INDEX) {
+          int64_t iv;
+          COV_RETURN_IF_ERROR(cdl_eval(store->args[1].ie, &x.env, &iv));
+          v = (double)iv;
+        } else {
+          v = store->args[1].kind == CDL_ARG_FLOAT ? store->args[1].f : x.b.attr_f[store->args[1].attr];
+        }
         bool identity = (store->op == COV_OP_MUL && v == 1.0) ||
                         ((store->op == COV_OP_ADD || store->op == COV_OP_SUB) && v == 0.0);
         if (!identity) {

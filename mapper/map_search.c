@@ -432,7 +432,7 @@ typedef struct spatial {
 } spatial;
 
 /* Every spatial binding: an array takes a reduction loop on rows and an
- * output loop on columns, SIMD an output loop on lanes, each with a divisor
+ * output loop only one input reads on columns (or none), SIMD an output loop on lanes, each with a divisor
  * factor that fits the units; sorted by units used, most first (stable, so
  * ties keep the canonical order). Returns the count, -1 when out of memory. */
 static int spatial_bindings(const search *S, spatial **out) {
@@ -447,8 +447,12 @@ static int spatial_bindings(const search *S, spatial **out) {
   for (int a = 0; a < p->n_loops; a++) {
     if (array ? !p->reduction[a] : p->reduction[a]) continue;
     int n0 = map_divisors(p->extent[a], dv0, 256);
-    for (int b = array ? 0 : -1; b < (array ? p->n_loops : 0); b++) {
+    for (int b = -1; b < (array ? p->n_loops : 0); b++) {
       if (b >= 0 && (p->reduction[b] || b == a)) continue;
+      /* a columns loop both inputs read is no GEMM column (map_gemm.c
+       * drops it: one column computes): not a binding that uses units */
+      if (b >= 0 && map_operand_depends(&p->operands[0], b) && map_operand_depends(&p->operands[1], b))
+        continue;
       int n1 = b >= 0 ? map_divisors(p->extent[b], dv1, 256) : 1;
       if (b < 0) dv1[0] = 1;
       for (int i = 0; i < n0; i++)

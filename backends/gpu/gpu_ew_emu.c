@@ -31,6 +31,7 @@ static float apply(gpu_ew_fn fn, float p0, float p1, float x, float y) {
   case GPU_FN_SIGMOID: return 1.0f / (1.0f + expf(-x));
   case GPU_FN_TANH: return ftanh(x);
   case GPU_FN_GELU: return x * 0.5f * (1.0f + ferf(x * 0.70710678f));
+  case GPU_FN_ERF: return ferf(x);
   case GPU_FN_GELU_TANH: return x * 0.5f * (1.0f + ftanh(0.7978845608f * (x + 0.044715f * x * x * x)));
   case GPU_FN_EXP: return expf(x);
   case GPU_FN_SQRT: return sqrtf(x);
@@ -79,10 +80,29 @@ static void rows(const gpu_ew *e, int64_t row, const float *x, const float *w, f
   for (int64_t c = 0; c < N; c++) yr[c] = apply(e->post, e->post0, e->post1, (xr[c] - mean) * inv * w[c] + bias[c], 0);
 }
 
+void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst) {
+  if (!e->run) {
+    *src = e->s0 + i, *dst = e->d0 + i;
+    return;
+  }
+  *src = e->s0 + i % e->run, *dst = e->d0 + i % e->run;
+  int64_t t = i / e->run;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) {
+    int64_t r = l < GPU_COPY_LEVELS - 1 ? t % e->rep[l] : t;
+    *src += r * e->ss[l], *dst += r * e->ds[l];
+    t /= e->rep[l];
+  }
+}
+
 static void elem(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias,
                  const int32_t *table) {
   switch (e->kind) {
-  case GPU_EW_COPY: y[i + e->d0] = x[i + e->s0]; return;
+  case GPU_EW_COPY: {
+    int64_t s, d;
+    gpu_ew_copy_at(e, i, &s, &d);
+    y[d] = x[s];
+    return;
+  }
   case GPU_EW_TABLE:
     if (table[i] >= 0) y[i] = x[table[i]];
     return;

@@ -76,6 +76,7 @@ static LLVMValueRef apply(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValu
   case GPU_FN_ABS: return gpu_call_intrinsic(g, "llvm.fabs", &g->f32, 1, &x, 1);
   case GPU_FN_NEG: return LLVMBuildFNeg(g->b, x, "");
   case GPU_FN_LEAKY: return sel(g, fgt(g, x, F(0.0)), x, fmul(g, x, F(p0)));
+  case GPU_FN_ERF: return ferf(g, x);
   case GPU_FN_ADD: return fadd(g, x, y);
   case GPU_FN_SUB: return fsub(g, x, y);
   case GPU_FN_MUL: return fmul(g, x, y);
@@ -169,9 +170,22 @@ static LLVMValueRef bcast_index(gpu_gen *g, LLVMValueRef c[4], const int64_t s[4
 static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef bias) {
   switch (e->kind) {
-  case GPU_EW_COPY:
-    store_out(g, e, y, add(g, i, C(e->d0)), ld(g, x, add(g, i, C(e->s0))));
+  case GPU_EW_COPY: {
+    /* gpu_ew_copy_at */
+    LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
+    if (e->run) {
+      LLVMValueRef j = urem(g, i, e->run), t = udiv(g, i, e->run);
+      s = add(g, C(e->s0), j), d = add(g, C(e->d0), j);
+      for (int l = 0; l < GPU_COPY_LEVELS; l++) {
+        if (e->rep[l] == 1) continue;
+        LLVMValueRef r = l < GPU_COPY_LEVELS - 1 ? urem(g, t, e->rep[l]) : t;
+        s = add(g, s, mul(g, r, C(e->ss[l]))), d = add(g, d, mul(g, r, C(e->ds[l])));
+        if (l < GPU_COPY_LEVELS - 1) t = udiv(g, t, e->rep[l]);
+      }
+    }
+    store_out(g, e, y, d, ld(g, x, s));
     return;
+  }
   case GPU_EW_TABLE: {
     LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, i), "");
     LLVMBasicBlockRef join;

@@ -1,14 +1,22 @@
 /* backends/gpu/gpu_mcapture.c: a model's compute groups and the data flow
  * between them, read through the frontend's public group hook only.
  *
- * The model runs twice on the CPU with every describable compute group
- * handled here: its description is recorded (pass 0), and in place of its
- * result it gets 32-bit patterns — the buffer id in pass 0, the element's
- * index in pass 1 — as do the model's inputs. Layout operations run in the
- * frontend and copy elements bit for bit (memcpy), so each group input, and
- * each model output, arrives as (id, index) pairs: which element of which
- * buffer every element is. Those pairs are compressed into runs (contiguous
- * in both); a single run covering a whole buffer is the buffer itself. */
+ * The model runs three times on the CPU with every describable compute
+ * group handled here: its description is recorded (pass 0), and in place of
+ * its result it gets 32-bit patterns — the buffer id in pass 0, the
+ * element's index in pass 1, the index with bit 30 flipped in pass 2 — as
+ * do the model's inputs. Layout operations run in the frontend and copy
+ * elements bit for bit (memcpy), so each group input, and each model
+ * output, arrives as (id, index) pairs: which element of which buffer every
+ * element is. Those pairs are compressed into runs (contiguous in both); a
+ * single run covering a whole buffer is the buffer itself. Pass 2 tells the
+ * rest apart: an element equal in all three passes is a constant a layout
+ * operation mixed in (ViT's class token, concatenated to the patches), kept
+ * as a constant buffer; one that is neither was computed outside a
+ * described group. Groups the frontend cannot describe run in the frontend
+ * on the patterns: where they only move elements (a nearest Resize) their
+ * results decode as copies like any layout operation's, and where they
+ * compute, whatever reads them fails to decode and says so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +31,9 @@ static char *dup_str(const char *s) {
   if (d) memcpy(d, s, n);
   return d;
 }
+
+/* pass 2's flip: an element index (< 2^30) with it differs from pass 1 */
+#define CAP_FLIP 0x40000000u
 
 typedef struct cap_ctx {
   gpu_capture *c;
@@ -101,39 +112,74 @@ static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
   return NULL;
 }
 
-void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *ids, gpu_cap_value *v) {
+static void cap_fail(gpu_cap_value *v, const char *why) {
+  if (why != v->why) snprintf(v->why, sizeof v->why, "%s", why);
+  free(v->runs);
+  v->runs = NULL, v->n_runs = 0;
+}
+
+/* A new buffer id for the n constant elements of a value (values owned). */
+static int const_id(gpu_capture *c, float *vals, int64_t n) {
+  if (grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel)) return -1;
+  if (grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const)) return -1;
+  c->id_numel[c->n_ids] = n;
+  c->id_const[c->n_ids] = vals;
+  return c->n_ids++;
+}
+
+void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, gpu_cap_value *v) {
   v->n_runs = 0;
   v->ok = 0;
   if (t->dtype != COV_F32) {
     snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32 values)", cov_dtype_name(t->dtype));
     return;
   }
-  int64_t n = cov_tensor_numel(t);
-  const uint32_t *idx = t->data;
-  int cap = 0;
+  int64_t n = cov_tensor_numel(t), n_const = 0;
+  const uint32_t *flip = t->data;
+  float *consts = NULL;
+  int cap = 0, cid = -1;
   for (int64_t j = 0; j < n; j++) {
     uint32_t id = ids[j], ix = idx[j];
-    if (id >= (uint32_t)c->n_ids || (int64_t)ix >= c->id_numel[id] || c->id_numel[id] < 0) {
+    int src = (int)id;
+    if (flip[j] == ix && id == ix) {
+      /* a constant: its own buffer, elements in order */
+      if (!consts && !(consts = malloc((size_t)n * sizeof *consts))) {
+        cap_fail(v, "out of memory");
+        return;
+      }
+      memcpy(&consts[n_const], &ix, 4);
+      src = -1, ix = (uint32_t)n_const++;
+    } else if (flip[j] != (ix ^ CAP_FLIP) || id >= (uint32_t)c->n_ids || (int64_t)ix >= c->id_numel[id] ||
+               gpu_cap_const(c, (int)id)) {
       snprintf(v->why, sizeof v->why,
                "element %lld is not a copy of an element computed on the GPU (a layout operation computes, "
                "or it reads a group that cannot be compiled)",
                (long long)j);
-      free(v->runs);
-      v->runs = NULL, v->n_runs = 0;
+      cap_fail(v, v->why);
+      free(consts);
       return;
     }
     gpu_cap_run *last = v->n_runs ? &v->runs[v->n_runs - 1] : NULL;
-    if (last && (int)id == last->src && last->s0 + last->n == (int64_t)ix) {
+    if (last && src == last->src && last->s0 + last->n == (int64_t)ix) {
       last->n++;
       continue;
     }
     if (grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs)) {
-      snprintf(v->why, sizeof v->why, "out of memory");
-      free(v->runs);
-      v->runs = NULL, v->n_runs = 0;
+      cap_fail(v, "out of memory");
+      free(consts);
       return;
     }
-    v->runs[v->n_runs++] = (gpu_cap_run){(int)id, j, (int64_t)ix, 1};
+    v->runs[v->n_runs++] = (gpu_cap_run){src, j, (int64_t)ix, 1};
+  }
+  if (consts) {
+    /* the constants' runs name the new buffer */
+    if ((cid = const_id(c, consts, n_const)) < 0) {
+      cap_fail(v, "out of memory");
+      free(consts);
+      return;
+    }
+    for (int r = 0; r < v->n_runs; r++)
+      if (v->runs[r].src < 0) v->runs[r].src = cid;
   }
   v->numel = n;
   v->ok = 1;
@@ -142,7 +188,7 @@ void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *i
 static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
   int64_t n = cov_tensor_numel(t);
   uint32_t *p = t->data;
-  for (int64_t j = 0; j < n; j++) p[j] = pass == 0 ? id : (uint32_t)j;
+  for (int64_t j = 0; j < n; j++) p[j] = pass == 0 ? id : pass == 1 ? (uint32_t)j : (uint32_t)j ^ CAP_FLIP;
 }
 
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
@@ -183,16 +229,24 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
     g->buf_id = c->n_ids;
     COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
     c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
+    if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
+                       (long long)c->id_numel[c->n_ids - 1]);
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
   } else {
     if (k >= c->n_groups || c->groups[k].group != o->group)
-      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL), "group %d was offered in another order on the second pass", o->group);
+      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
+                       "group %d was offered in another order on a later pass", o->group);
     gpu_cap_group *g = &c->groups[k];
     if (!g->described) return NULL;
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
-      gpu_cap_decode(c, &o->in[i], g->in[i].ids, &g->in[i].v);
-      free(g->in[i].ids);
-      g->in[i].ids = NULL;
+      if (x->pass == 1) {
+        COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].idx));
+        continue;
+      }
+      gpu_cap_decode(c, &o->in[i], g->in[i].ids, g->in[i].idx, &g->in[i].v);
+      free(g->in[i].ids), free(g->in[i].idx);
+      g->in[i].ids = g->in[i].idx = NULL;
     }
   }
   gpu_cap_group *g = &c->groups[k];
@@ -210,7 +264,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0};
+  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0};
   cov_status st = NULL;
   for (size_t i = 0; i < ni && !st; i++) {
     cov_dtype dt;
@@ -232,7 +286,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
   }
-  for (int pass = 0; pass < 2 && !st; pass++) {
+  for (int pass = 0; pass < 3 && !st; pass++) {
     for (size_t i = 0; i < ni && !st; i++) {
       cov_tensor_release(&in[i]);
       st = cov_tensor_alloc(&in[i], COV_F32, c->in_shape[i].rank, c->in_shape[i].shape);
@@ -242,10 +296,10 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     cap_ctx x = {c, pass, 0, NULL};
     st = cov_model_run_groups(m, in, ni, out, no, on_group, NULL, &x);
     for (size_t o = 0; o < no && !st; o++) {
-      if (pass == 0) {
-        st = keep_ids(&out[o], &out_ids[o]);
+      if (pass < 2) {
+        st = keep_ids(&out[o], pass ? &out_idx[o] : &out_ids[o]);
       } else {
-        gpu_cap_decode(c, &out[o], out_ids[o], &c->outputs[o]);
+        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], &c->outputs[o]);
         c->out_shape[o] = out[o];
         c->out_shape[o].data = NULL;
       }
@@ -253,7 +307,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
   }
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) free(out_ids[o]);
+  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]);
   if (st) gpu_capture_free(c);
   return st;
 }
@@ -268,10 +322,11 @@ void gpu_capture_free(gpu_capture *c) {
       for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
       free(cl->attrs), free(cl->args);
     }
-    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].v.runs);
+    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].v.runs);
     free(g->calls), free(g->in);
   }
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);
-  free(c->groups), free(c->id_numel);
+  for (int i = 0; i < c->cap_const; i++) free(c->id_const[i]);
+  free(c->groups), free(c->id_numel), free(c->id_const);
   memset(c, 0, sizeof *c);
 }

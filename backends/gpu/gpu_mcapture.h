@@ -43,7 +43,7 @@ typedef struct gpu_cap_call {
 typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
-  uint32_t *ids; /* pass 0 only */
+  uint32_t *ids, *idx; /* passes 0 and 1, until decoded in pass 2 */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -69,14 +69,22 @@ typedef struct gpu_capture {
   gpu_cap_group *groups; /* compute groups in execution order */
   int n_groups, cap_groups;
   int64_t *id_numel; /* buffer id -> elements */
-  int n_ids, cap_ids;
+  float **id_const;  /* buffer id -> its values, for the constants layout operations mix in (else NULL) */
+  int n_ids, cap_ids, cap_const;
   const char *path; /* the model file, for diagnostics (borrowed) */
 } gpu_capture;
+
+/* The values of a constant buffer id (NULL: a model input or group result). */
+static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
+  return id >= 0 && id < c->cap_const ? c->id_const[id] : NULL;
+}
 
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
 void gpu_capture_free(gpu_capture *c);
-/* Decodes a value received in pass 1 (indices) with its pass-0 ids. */
-void gpu_cap_decode(const gpu_capture *c, const cov_tensor *t, const uint32_t *ids, gpu_cap_value *v);
+/* Decodes a value received in pass 2 (flipped indices) with its pass-0
+ * ids and pass-1 indices; elements equal in all three passes are constants
+ * (a new constant buffer id of c). */
+void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, gpu_cap_value *v);
 
 #endif

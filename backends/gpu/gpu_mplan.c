@@ -69,10 +69,12 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     }
     if (s->kkind == GPU_KERNEL_EW) {
       gpu_ew_emulate(&s->ew, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
-      if (s->ew.out_dtype == COV_F16) {
-        int64_t d0 = s->ew.kind == GPU_EW_COPY ? s->ew.d0 : 0;
-        for (int64_t j = 0; j < s->ew.n; j++) a[2][d0 + j] = to_f16(a[2][d0 + j]);
-      }
+      if (s->ew.out_dtype == COV_F16)
+        for (int64_t j = 0; j < s->ew.n; j++) {
+          int64_t src = j, dst = j;
+          if (s->ew.kind == GPU_EW_COPY) gpu_ew_copy_at(&s->ew, j, &src, &dst);
+          a[2][dst] = to_f16(a[2][dst]);
+        }
       continue;
     }
     const gpu_plan *pl = &s->plan;

@@ -55,7 +55,7 @@ typedef struct gpu_mbuf {
 /* ---- generic kernels (gpu_lower_ew.c) ---------------------------------- */
 
 typedef enum gpu_ew_kind {
-  GPU_EW_COPY,      /* y[d0 + i] = x[s0 + i], i < n (dtype conversion to y's dtype) */
+  GPU_EW_COPY,      /* strided runs: y[dst(i)] = x[src(i)], i < n (gpu_ew_copy_at; dtype conversion to y's) */
   GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
   GPU_EW_UNARY,     /* y[i] = f(x[i]) */
   GPU_EW_BINARY,    /* y[d] = a[bcast(d)] op b[bcast(d)], rank-4 numpy broadcasting */
@@ -71,10 +71,12 @@ typedef enum gpu_ew_kind {
 
 typedef enum gpu_ew_fn {
   GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_SIGMOID, GPU_FN_TANH, GPU_FN_GELU, GPU_FN_GELU_TANH,
-  GPU_FN_EXP, GPU_FN_SQRT, GPU_FN_ABS, GPU_FN_NEG, GPU_FN_LEAKY,
+  GPU_FN_EXP, GPU_FN_SQRT, GPU_FN_ABS, GPU_FN_NEG, GPU_FN_LEAKY, GPU_FN_ERF,
   /* binary */
   GPU_FN_ADD, GPU_FN_SUB, GPU_FN_MUL, GPU_FN_DIV, GPU_FN_MAX, GPU_FN_MIN,
 } gpu_ew_fn;
+
+enum { GPU_COPY_LEVELS = 3 };
 
 typedef struct gpu_ew {
   gpu_ew_kind kind;
@@ -83,6 +85,13 @@ typedef struct gpu_ew {
   cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
   int64_t n;            /* threads that do work (output elements, rows) */
   int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
+  /* COPY: n = run * rep[0] * rep[1] * rep[2] elements in runs of `run`
+   * contiguous elements, repeated rep[0] times with strides ss[0] (source)
+   * / ds[0] (destination), that block rep[1] times with ss[1] / ds[1], that
+   * rep[2] times; run 0: one run of n. Concat, Split, Slice, channel
+   * shuffles and transposes of up to 4 axes, at any batch, are a few such
+   * copies per source. */
+  int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
   int64_t a[4], b[4], y[4]; /* BINARY: the operands' and the result's rank-4 shapes */
   /* POOL: x [N, C, H, W] -> [N, C, P, Q]; CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
@@ -99,6 +108,8 @@ typedef struct gpu_ew {
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
 /* The launch grid of a generic kernel. */
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+/* COPY: the source and destination elements of work item i. */
+void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst);
 /* The CPU meaning of a generic kernel, on f32 views of its arguments (f16
  * buffers converted by the caller); the emulation's oracle-independent
  * half: tests compare a whole compiled model run this way against

@@ -634,6 +634,11 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     return c.err;
   }
   npu_chain_gemms(c.prog, &c.t);
+  cov_status hs = npu_hoist_loads(c.prog, &c.t);
+  if (hs) {
+    npu_prog_free(c.prog);
+    return hs;
+  }
   *out = c.prog;
   return NULL;
 }

@@ -43,6 +43,8 @@ typedef struct cg {
   /* epilogue */
   int reg_buf;
   uint64_t area_lo, area_hi;
+  int64_t epi_tiles;  /* epilogues emitted: alternates the register area's halves */
+  uint64_t epi_half;  /* offset of the second half (0: one tile's registers only) */
   int pool_dim[2], pool_win[2];
   cov_status err;
 } cg;

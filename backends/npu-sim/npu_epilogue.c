@@ -68,6 +68,10 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   int64_t origin[MAP_MAX_LOOPS];
   npu_cg_values(c, 1, origin);
   uint64_t bump = c->area_lo;
+  /* Two tiles' registers fit: alternate halves, so that this tile's
+   * epilogue need not wait for the previous tile's store to read them
+   * (the array's next tile then overlaps this one's epilogue and store). */
+  if (c->epi_half && (c->epi_tiles++ & 1)) bump = c->area_lo + c->epi_half;
   uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
   int n_slots = 0;
   int red_dim = -1;
@@ -259,6 +263,7 @@ void npu_cg_store_final(cg *c, int o) {
   for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
   uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
   uint64_t have = c->area_hi - c->area_lo;
+  c->epi_half = 2 * (need + 64 * SLOTS) <= have ? (have / 2) / 64 * 64 : 0;
   if (need <= have) {
     store_chunk(c, o, -1, 0, 0);
     return;

@@ -59,6 +59,11 @@ cov_status npu_codegen(const struct map_schedule *s, npu_prog **out);
  * continue the same output tile or reuse the same weights (npu_codegen does
  * this on every program it emits). */
 cov_status npu_chain_gemms(npu_prog *p, const npu_target *t);
+/* npu_hoist.c: moves each DRAM load up past the earlier instructions that
+ * neither touch the bytes it writes nor write the DRAM bytes it reads, so
+ * that double-buffered tiles load while the previous tile computes (units
+ * and the DRAM interface run in program order). */
+cov_status npu_hoist_loads(npu_prog *p, const npu_target *t);
 
 void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g);
 cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);

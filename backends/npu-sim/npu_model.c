@@ -218,6 +218,72 @@ static cov_status group_inputs(const cov_model_group_offer *o, const cov_layer *
   return NULL;
 }
 
+/* A group that did not fuse whole (why: `declined`) as two programs: its
+ * first n-1 calls fused, then its last call, when that call reads only the
+ * previous result. *done is 0 when either part is declined (the caller then
+ * runs the group call by call); the returned status is a failed run. */
+static cov_status run_split(hook_ctx *h, const cov_model_group_offer *o, cov_tensor *out,
+                            cov_status declined, int *done) {
+  *done = 0;
+  size_t nc = cov_model_group_num_calls(o->desc);
+  if (nc < 2) return NULL;
+  const cov_model_group_call *last = cov_model_group_call_at(o->desc, nc - 1);
+  if (last->n_args != 1 || last->args[0].kind != COV_MODEL_ARG_PREV || last->out.dtype != COV_F32)
+    return NULL;
+  cov_layer *pre = NULL, *post = NULL;
+  cov_tensor in[MAX_LAYER_INPUTS], mid = {0};
+  int n_in = 0;
+  cov_status dec = cov_layer_from_model_group_prefix(o->desc, nc - 1, &pre);
+  if (!dec) dec = group_inputs(o, pre, in, &n_in);
+  if (!dec) dec = cov_layer_from_call(last->codelet, last->attrs, last->n_attrs, &last->args[0].t, 1, &post);
+  npu_row rows[2] = {{.kind = NPU_ROW_CALL, .group = o->group}, {.kind = NPU_ROW_CALL, .group = o->group}};
+  char why[200];
+  first_line(why, sizeof why, "", declined);
+  for (size_t c = 0; c + 1 < nc; c++) {
+    size_t k = strlen(rows[0].codelet);
+    snprintf(rows[0].codelet + k, sizeof rows[0].codelet - k, "%s%s", c ? "+" : "",
+             cov_model_group_call_at(o->desc, c)->codelet);
+  }
+  snprintf(rows[0].node, sizeof rows[0].node, "%s", cov_model_group_name(o->desc));
+  snprintf(rows[1].node, sizeof rows[1].node, "%s", last->node);
+  snprintf(rows[1].codelet, sizeof rows[1].codelet, "%s", last->codelet);
+  cov_status fatal = NULL;
+  char label[160];
+  snprintf(label, sizeof label, "group %d %s (%s)", o->group, rows[0].node, rows[0].codelet);
+  if (!dec) fatal = run_layer(h, pre, in, n_in, label, &mid, &rows[0], &dec);
+  if (!dec && !fatal) {
+    /* the last call sees the result through its own view */
+    if (cov_tensor_numel(&mid) != cov_tensor_numel(&last->args[0].t)) {
+      fatal = cov_error(COV_INTERNAL, COV_AT(NULL, rows[0].node), "the fused part wrote %lld elements, the last call reads %lld",
+                        (long long)cov_tensor_numel(&mid), (long long)cov_tensor_numel(&last->args[0].t));
+    } else {
+      mid.rank = last->args[0].t.rank;
+      memcpy(mid.shape, last->args[0].t.shape, sizeof mid.shape);
+      snprintf(label, sizeof label, "%s (%s)", last->node, last->codelet);
+      fatal = run_layer(h, post, &mid, 1, label, out, &rows[1], &dec);
+    }
+  }
+  cov_tensor_release(&mid);
+  cov_layer_free(pre);
+  cov_layer_free(post);
+  if (fatal || dec) {
+    cov_status_free(dec);
+    return fatal;
+  }
+  for (int r = 0; r < 2; r++) {
+    size_t k = (size_t)snprintf(rows[r].where, sizeof rows[r].where, "npu, %s (group in 2 programs: ",
+                                r ? "the last call alone" : "fused but the last call");
+    for (const char *q = why; *q && k + 2 < sizeof rows[r].where; q++) rows[r].where[k++] = *q;
+    if (k + 2 <= sizeof rows[r].where) {
+      rows[r].where[k++] = ')';
+      rows[r].where[k] = '\0';
+    }
+    COV_RETURN_IF_ERROR(npu_report_add(h->rep, &rows[r]));
+  }
+  *done = 1;
+  return NULL;
+}
+
 static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_tensor *out,
                              size_t n_out, int *handled) {
   hook_ctx *h = user;
@@ -254,6 +320,23 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
   if (!declined) fatal = run_layer(h, layer, in, n_in, label, &out[0], &row, &declined);
   cov_layer_free(layer);
   if (fatal) return cov_status_annotate(fatal, "layer group %d (%s) on the NPU: ", o->group, row.node);
+  if (declined && n_out == 1) {
+    /* All but the last call fused, the last (a pool the epilogue does not
+     * take) a program of its own: the intermediate goes through DRAM once,
+     * not after every call. */
+    int done = 0;
+    fatal = run_split(h, o, &out[0], declined, &done);
+    if (fatal) return cov_status_annotate(fatal, "layer group %d (%s) on the NPU: ", o->group, row.node);
+    if (done) {
+      cov_status_free(declined);
+      cov_tensor want;
+      cov_model_group_output(o->desc, &want);
+      out[0].rank = want.rank;
+      memcpy(out[0].shape, want.shape, sizeof want.shape);
+      *handled = 1;
+      return NULL;
+    }
+  }
   if (declined) {
     first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined);
     size_t k = strlen(h->why);

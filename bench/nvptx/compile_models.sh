@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/nvptx/compile_models.sh [--covenant BIN] [--target T] [--part-mb N] OUTDIR [MODEL...]
+# bench/nvptx/compile_models.sh [--covenant BIN] [--target T] [--part-mb N] [--skip NAME:BATCH]... [--reuse]
+#                               OUTDIR [MODEL...]
 #
 # Here (with LLVM): compiles the models for the H100 run into artifacts
 # (covenant compile MODEL --target nvptx-sm90 -o ...), at batch 1 and 32,
@@ -9,7 +10,8 @@
 # under an ignored name (build-h100), each part is carried to the H100 and
 # run there from the repository root by
 #     bash bench/nvptx/run_models.sh OUTDIR/partN
-# Models: examples/convnet.onnx ("convnet"), and the real exports of
+# Models: examples/convnet.onnx ("convnet"), the TransformerEncoderLayer
+# with external data tests/frontend/models/encoder.onnx ("encoder"), and the real exports of
 # tests/models (materialized here only to compile; the H100 script
 # materializes them again from the tracked skeletons for onnxruntime and
 # torch, so only artifacts travel). Batch 32: the NAME_b32 export where
@@ -18,46 +20,56 @@
 # OUTDIR/failed.txt with its error and left out; the rest go on.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cov=$root/build/covenant target=nvptx-sm90 part_mb=32
+cov=$root/build/covenant target=nvptx-sm90 part_mb=32 skip=" " reuse=0
 while [ $# -gt 0 ]; do
   case $1 in
     --covenant) cov=$2; shift 2;;
     --target) target=$2; shift 2;;
     --part-mb) part_mb=$2; shift 2;;
-    -h|--help) sed -n 2,18p "$0"; exit 0;;
+    --skip) skip="$skip$2 "; shift 2;;  # e.g. resnet50:32 (fewer device calls)
+    --reuse) reuse=1; shift;;           # keep artifacts an earlier run of the same tree wrote
+    -h|--help) sed -n 2,22p "$0"; exit 0;;
     *) break;;
   esac
 done
 [ $# -ge 1 ] || { echo "usage: $0 [--covenant BIN] [--target T] [--part-mb N] OUTDIR [MODEL...]"; exit 2; }
 out=$1; shift
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(convnet small_cnn squeezenet1_1 mobilenet_v2 shufflenet_v2_x1_0 resnet18 resnet50
+[ ${#models[@]} -gt 0 ] || models=(convnet encoder small_cnn squeezenet1_1 mobilenet_v2 shufflenet_v2_x1_0 resnet18 resnet50
                                    efficientnet_b0 yolo_tiny vit_tiny gpt2_tiny int8_qdq_cnn int8_qop_cnn)
 py=/usr/bin/python3
 mkdir -p "$out/onnx" "$out/all"
 : > "$out/failed.txt"
 : > "$out/all/models.txt"
 for m in "${models[@]}"; do
-  if [ "$m" = convnet ]; then
+  if [ $reuse = 1 ] && [ -f "$out/onnx/$m.onnx" ]; then
+    :
+  elif [ "$m" = convnet ]; then
     cp "$root/examples/convnet.onnx" "$out/onnx/convnet.onnx"
+  elif [ "$m" = encoder ]; then
+    cp "$root/tests/frontend/models/encoder.onnx" "$root/tests/frontend/models/encoder.onnx.data" "$out/onnx/"
   else
     $py "$root/tests/models/materialize.py" "$out/onnx" "$m" > "$out/onnx/$m.materialize.log" 2>&1 ||
       { echo "$m: materialize failed: $(tail -1 "$out/onnx/$m.materialize.log")" | tee -a "$out/failed.txt"; continue; }
   fi
   b32=$out/onnx/${m}_b32.onnx
-  if [ "$m" != convnet ] && [ -f "$root/tests/models/${m}_b32.skel.onnx" ]; then
+  [ $reuse = 1 ] && [ -f "$b32" ] || if [ -f "$root/tests/models/${m}_b32.skel.onnx" ]; then
     $py "$root/tests/models/materialize.py" "$out/onnx" "${m}_b32" > /dev/null 2>&1 || rm -f "$b32"
   fi
   [ -f "$b32" ] || $py "$root/bench/nvptx/make_batch.py" "$out/onnx/$m.onnx" 32 "$b32" > /dev/null 2>&1 || rm -f "$b32"
   for b in 1 32; do
     src=$out/onnx/$m.onnx
     [ $b = 32 ] && src=$b32
+    case $skip in *" $m:$b "*) echo "$m batch $b: skipped (--skip)" | tee -a "$out/failed.txt"; continue;; esac
     if [ ! -f "$src" ]; then
       echo "$m batch $b: no batch-$b model" | tee -a "$out/failed.txt"
       continue
     fi
     art=$out/all/$m.b$b.cvx
-    if "$cov" compile "$src" --target "$target" -o "$art" > "$out/all/$m.b$b.log" 2>&1; then
+    if [ $reuse = 1 ] && [ -s "$art" ]; then
+      echo "$m $b $(basename "$art")" >> "$out/all/models.txt"
+      echo "reused $m batch $b: $(du -h "$art" | cut -f1)"
+    elif "$cov" compile "$src" --target "$target" -o "$art" > "$out/all/$m.b$b.log" 2>&1; then
       echo "$m $b $(basename "$art")" >> "$out/all/models.txt"
       echo "compiled $m batch $b: $(du -h "$art" | cut -f1)"
     else
@@ -67,13 +79,15 @@ for m in "${models[@]}"; do
     fi
   done
 done
-# parts of at most part_mb MiB; an artifact larger than that cannot be
-# carried in one call and is listed in failed.txt instead
+# parts of at most part_mb MiB, first fit by decreasing size (fewest device
+# calls); an artifact larger than that cannot be carried in one call and is
+# listed in failed.txt instead
 $py - "$out" "$part_mb" <<'PY'
 import os, shutil, sys
 out, limit = sys.argv[1], int(sys.argv[2]) << 20
 rows = [l.split() for l in open(os.path.join(out, "all", "models.txt")) if l.strip()]
-parts, cur, size = [], [], 0
+parts, sizes = [], []
+rows.sort(key=lambda r: -os.path.getsize(os.path.join(out, "all", r[2])))
 for name, batch, art in rows:
     n = os.path.getsize(os.path.join(out, "all", art))
     if n > limit:
@@ -81,13 +95,12 @@ for name, batch, art in rows:
         print(msg)
         open(os.path.join(out, "failed.txt"), "a").write(msg + "\n")
         continue
-    if cur and size + n > limit:
-        parts.append(cur)
-        cur, size = [], 0
-    cur.append((name, batch, art))
-    size += n
-if cur:
-    parts.append(cur)
+    k = next((i for i, s in enumerate(sizes) if s + n <= limit), len(parts))
+    if k == len(parts):
+        parts.append([])
+        sizes.append(0)
+    parts[k].append((name, batch, art))
+    sizes[k] += n
 for d in os.listdir(out):
     if d.startswith("part"):
         shutil.rmtree(os.path.join(out, d))

@@ -43,11 +43,12 @@ def log(*a):
 def onnx_path(name, batch, cache):
     """The ONNX file the artifact was compiled from, materialized again here."""
     os.makedirs(cache, exist_ok=True)
-    if name == "convnet":
-        src = os.path.join(ROOT, "examples", "convnet.onnx")
+    if name in ("convnet", "encoder"):
+        src = os.path.join(ROOT, "examples", "convnet.onnx") if name == "convnet" else \
+            os.path.join(ROOT, "tests", "frontend", "models", "encoder.onnx")
         if batch == 1:
             return src
-        dst = os.path.join(cache, "convnet_b%d.onnx" % batch)
+        dst = os.path.join(cache, "%s_b%d.onnx" % (name, batch))
         if not os.path.exists(dst):
             make_batch(src, batch, dst)
         return dst
@@ -121,6 +122,7 @@ class TorchGraph:
         self.outputs = [o.name for o in model.graph.output]
         self.frozen = False
         self.dcache = {}
+        self.scalars = {}
 
     def _const(self, a):
         t = self.t
@@ -186,8 +188,13 @@ class TorchGraph:
             elif op == "Sigmoid": r = t.sigmoid(ins[0])
             elif op == "Relu": r = F.relu(ins[0])
             elif op == "Clip":
-                lo = float(ins[1].item()) if len(ins) > 1 and ins[1] is not None else None
-                hi = float(ins[2].item()) if len(ins) > 2 and ins[2] is not None else None
+                # bounds read once, in the eager run: .item() on a GPU
+                # constant inside the capture would synchronize and break it
+                # (mobilenet_v2's ReLU6)
+                if id(node) not in self.scalars:
+                    self.scalars[id(node)] = tuple(
+                        float(ins[k].item()) if len(ins) > k and ins[k] is not None else None for k in (1, 2))
+                lo, hi = self.scalars[id(node)]
                 r = t.clamp(ins[0], lo, hi)
             elif op == "Where":
                 c, x, y = ins

@@ -63,6 +63,10 @@ COV_API cov_status cov_layer_from_call(const char *codelet, const cov_attr *attr
  * cov_layer_model_input gives the argument behind layer input i (a group
  * input or a constant with its data). */
 COV_API cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out);
+/* The layer of the group's first n calls (a group that does not fuse whole
+ * may fuse all but its last call, which then runs as a layer of its own). */
+COV_API cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t n,
+                                                     cov_layer **out);
 COV_API cov_status cov_layer_model_input(const cov_model_group *grp, int i, const cov_model_arg **arg);
 COV_API void cov_layer_free(cov_layer *layer);
 COV_API const char *cov_layer_name(const cov_layer *layer);

@@ -6,7 +6,9 @@
  * reference interpreter (cov_model_run_ref) on random inputs. Catches
  * wrong bindings, weight layouts (transposes, channels-last reorders,
  * alpha/beta), copy runs and gather tables, fusion decisions and buffer
- * flow. Usage: test_gpu_model_emulate TARGET TOL MODEL.onnx... */
+ * flow. With -t, a model whose layout work needs an index table (a gather
+ * of i32 indices as large as the copied value, instead of strided copies)
+ * fails too. Usage: test_gpu_model_emulate [-t] TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@ static float next(void) {
   return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-static int check(const char *target, double tol, const char *path) {
+static int check(const char *target, double tol, const char *path, int no_tables) {
   gpu_target t;
   cov_model *m = NULL;
   gpu_model_plan p;
@@ -42,8 +44,13 @@ static int check(const char *target, double tol, const char *path) {
     cov_tensor_alloc(&in[i], COV_F32, b->rank, b->shape);
     for (int64_t j = 0; j < b->numel; j++) ((float *)in[i].data)[j] = next();
   }
-  int launches = 0;
-  for (int s = 0; s < p.n_steps; s++) launches += p.steps[s].op == GPU_STEP_LAUNCH;
+  int launches = 0, tables = 0;
+  for (int s = 0; s < p.n_steps; s++) {
+    launches += p.steps[s].op == GPU_STEP_LAUNCH;
+    tables += p.steps[s].op == GPU_STEP_LAUNCH && p.steps[s].kkind == GPU_KERNEL_EW && p.steps[s].ew.kind == GPU_EW_TABLE;
+  }
+  int table_fail = no_tables && tables;
+  if (table_fail) fprintf(stderr, "FAIL   %s %s: %d index-table gathers (strided copies expected)\n", target, path, tables);
   st = gpu_model_emulate(&p, in, (size_t)ni, got, (size_t)no);
   if (!st) st = cov_model_run_ref(m, in, (size_t)ni, want, (size_t)no);
   if (st) {
@@ -67,8 +74,8 @@ static int check(const char *target, double tol, const char *path) {
     }
     double rel = err / (scale > 0 ? scale : 1);
     int ok = rel <= tol;
-    printf("%-6s %s %s output %d: %d launches, %d buffers, max rel err %.3g (tolerance %g)\n", ok ? "PASS" : "FAIL",
-           target, path, o, launches, p.n_bufs, rel, tol);
+    printf("%-6s %s %s output %d: %d launches (%d index tables), %d buffers, max rel err %.3g (tolerance %g)\n",
+           ok ? "PASS" : "FAIL", target, path, o, launches, tables, p.n_bufs, rel, tol);
     fail |= !ok;
   }
   for (int i = 0; i < ni; i++) cov_tensor_release(&in[i]);
@@ -76,15 +83,17 @@ static int check(const char *target, double tol, const char *path) {
   gpu_model_plan_free(&p);
   cov_model_free(m);
   gpu_target_close(&t);
-  return fail;
+  return fail || table_fail;
 }
 
 int main(int argc, char **argv) {
+  int no_tables = argc > 1 && !strcmp(argv[1], "-t");
+  argv += no_tables, argc -= no_tables;
   if (argc < 4) {
-    fprintf(stderr, "usage: %s TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;
-  for (int i = 3; i < argc; i++) fail |= check(argv[1], atof(argv[2]), argv[i]);
+  for (int i = 3; i < argc; i++) fail |= check(argv[1], atof(argv[2]), argv[i], no_tables);
   return fail;
 }

@@ -1,0 +1,161 @@
+/* backends/npu-sim/npu_hoist.c: DRAM loads issued ahead of the work before
+ * them, run on every program npu_codegen emits (after npu_chain_gemms).
+ *
+ * The code generator emits a tile's loads where the schedule places them:
+ * just before the tile's compute, after the previous tile's epilogue and
+ * store. Units run in program order and the DRAM interface serves transfers
+ * in issue order, so the next tile's input waited for the previous tile's
+ * store, which waited for its epilogue, which waited for its gemms: double
+ * buffering (two tiles at different addresses) bought nothing. Here every
+ * load moves up past each earlier instruction that neither reads nor writes
+ * the bytes it writes (nor, for a store, the DRAM bytes it reads), so it
+ * issues as soon as the half of its double buffer is free: the overlap the
+ * mapper's cost model charges double-buffered transfers for. Results are
+ * those of program order (only independent instructions are reordered); the
+ * verifier's dry run and the simulator's scoreboard check the program as
+ * emitted. Straight-line programs over r0 only (what npu_codegen emits). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/npu-sim/npu_internal.h"
+
+/* How far back (instructions) a load looks for where to issue: its double
+ * buffer's other half is reused within a tile or two, far below this. */
+#define HOIST_WINDOW 4096
+
+typedef struct brange {
+  int buf; /* storage node; -1: none */
+  int64_t lo, hi;
+} brange;
+
+static brange mem_range(const npu_mem *m, uint64_t rows, uint64_t cols, uint64_t es) {
+  int64_t lo = m->off, hi = m->off;
+  int64_t dr = (int64_t)(rows - 1) * m->row_stride * (int64_t)es;
+  int64_t dc = (int64_t)(cols - 1) * m->col_stride * (int64_t)es;
+  if (dr < 0) lo += dr; else hi += dr;
+  if (dc < 0) lo += dc; else hi += dc;
+  return (brange){m->buf, lo, hi + (int64_t)es};
+}
+
+static bool overlap(const brange *a, const brange *b) {
+  return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
+}
+
+/* The on-chip bytes a DMA touches, and the DRAM bytes (buf = dram). */
+static void dma_ranges(const npu_insn *in, const npu_target *t, brange *local, brange *dram) {
+  const acg_edge *e = &t->acg->edges[in->unit];
+  uint64_t es = cov_dtype_size(in->u.dma.dtype);
+  *local = (brange){e->from == t->dram ? e->to : e->from, in->u.dma.local_off,
+                    (int64_t)in->u.dma.local_off + (int64_t)es};
+  *dram = (brange){t->dram, (int64_t)in->u.dma.dram_off, (int64_t)in->u.dma.dram_off + (int64_t)es};
+  for (int d = 0; d < in->u.dma.rank; d++) {
+    const npu_dma_dim *dd = &in->u.dma.dim[d];
+    local->hi += (int64_t)(dd->count - 1) * dd->local_stride * (int64_t)es;
+    /* coordinates visited, clipped to the tensor (padding reads nothing) */
+    int64_t c0 = dd->start, c1 = dd->start + (int64_t)(dd->count - 1) * dd->step;
+    if (c0 > c1) {
+      int64_t x = c0;
+      c0 = c1;
+      c1 = x;
+    }
+    if (c0 < 0) c0 = 0;
+    if (c1 > (int64_t)dd->extent - 1) c1 = (int64_t)dd->extent - 1;
+    if (c1 < c0) c1 = c0;
+    dram->lo += c0 * dd->dram_stride * (int64_t)es;
+    dram->hi += c1 * dd->dram_stride * (int64_t)es;
+  }
+}
+
+/* Up to 5 ranges an instruction touches (reads and writes alike). */
+static int insn_ranges(const npu_insn *in, const npu_target *t, brange *r) {
+  const cov_acg *g = t->acg;
+  if (in->op == NPU_OP_DMA) {
+    dma_ranges(in, t, &r[0], &r[1]);
+    return 2;
+  }
+  if (in->op == NPU_OP_GEMM) {
+    const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
+    uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
+    uint64_t eo = cov_dtype_size(cap->out);
+    r[0] = mem_range(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
+    r[1] = mem_range(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
+    r[2] = mem_range(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
+    r[3] = (in->flags & NPU_GEMM_BIAS) ? mem_range(&in->u.gemm.bias, 1, in->u.gemm.n, eo)
+                                       : (brange){-1, 0, 0};
+    return 4;
+  }
+  if (in->op == NPU_OP_VOP) {
+    bool red = in->flags & NPU_VOP_REDUCE;
+    uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
+    r[0] = mem_range(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
+    r[1] = mem_range(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
+    r[2] = in->u.vop.src2.buf == NPU_IMM_BUF
+               ? (brange){-1, 0, 0}
+               : mem_range(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
+    return 3;
+  }
+  return 0;
+}
+
+static bool straight_line(const npu_prog *p) {
+  for (uint32_t i = 0; i < p->n_insns; i++) {
+    const npu_insn *in = &p->insns[i];
+    if (in->op == NPU_OP_LOOP || in->op == NPU_OP_SETR || in->op == NPU_OP_ADDR ||
+        in->op == NPU_OP_BARRIER)
+      return false;
+    if (in->op == NPU_OP_DMA && in->u.dma.local_reg != 0) return false;
+    if (in->op == NPU_OP_DMA && in->u.dma.dram_reg != 0) return false;
+    if (in->op == NPU_OP_GEMM && (in->u.gemm.a.reg || in->u.gemm.b.reg || in->u.gemm.c.reg ||
+                                  in->u.gemm.bias.reg))
+      return false;
+    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg))
+      return false;
+  }
+  return true;
+}
+
+/* Whether the load (its on-chip range ld, its DRAM range dr) may issue
+ * before instruction q: q neither touches ld nor writes dr. */
+static bool independent(const npu_insn *q, const npu_target *t, const brange *ld, const brange *dr) {
+  brange r[5];
+  int n = insn_ranges(q, t, r);
+  for (int k = 0; k < n; k++) {
+    if (q->op == NPU_OP_DMA && k == 1) { /* q's DRAM side: only its writes matter */
+      if ((q->flags & NPU_DMA_STORE) && overlap(&r[1], dr)) return false;
+      continue;
+    }
+    if (overlap(&r[k], ld)) return false;
+  }
+  return true;
+}
+
+cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
+  if (p->n_insns < 2 || !straight_line(p)) return NULL;
+  uint32_t n = p->n_insns;
+  uint32_t *order = malloc(sizeof *order * n);
+  npu_insn *out = malloc(sizeof *out * n);
+  if (!order || !out) {
+    free(order);
+    free(out);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  uint32_t len = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const npu_insn *in = &p->insns[i];
+    uint32_t at = len;
+    if (in->op == NPU_OP_DMA && !(in->flags & NPU_DMA_STORE)) {
+      brange ld, dr;
+      dma_ranges(in, t, &ld, &dr);
+      uint32_t stop = len > HOIST_WINDOW ? len - HOIST_WINDOW : 0;
+      while (at > stop && independent(&p->insns[order[at - 1]], t, &ld, &dr)) at--;
+    }
+    memmove(order + at + 1, order + at, sizeof *order * (len - at));
+    order[at] = i;
+    len++;
+  }
+  for (uint32_t i = 0; i < n; i++) out[i] = p->insns[order[i]];
+  memcpy(p->insns, out, sizeof *out * n);
+  free(order);
+  free(out);
+  return NULL;
+}
