@@ -18,9 +18,11 @@
  * points for activations; per-tensor or per-output-channel for weights; the
  * bias an i32 DQ with zero point 0); anything else stays float, computed as
  * the graph states it. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/op_table.h"
 #include "frontend/graph.h"
 
 static bool is_op(const graph_node *n, const char *op) {
@@ -147,8 +149,77 @@ static cov_status rewrite(graph *g, graph_node *n, graph_node *q) {
   return NULL;
 }
 
+/* The clamp [lo, hi] of a Relu or a Clip with constant bounds; false for
+ * anything else. */
+static bool act_bounds(const graph *g, const graph_node *n, double *lo, double *hi) {
+  *lo = -INFINITY;
+  *hi = INFINITY;
+  if (is_op(n, "Relu")) {
+    *lo = 0;
+    return true;
+  }
+  if (!is_op(n, "Clip")) return false;
+  if (n->opset < 11) {
+    float a, b;
+    if (graph_attr_float(g, n, "min", -INFINITY, &a) || graph_attr_float(g, n, "max", INFINITY, &b))
+      return false; /* a bad attribute: left to the operator to report */
+    *lo = a;
+    *hi = b;
+    return true;
+  }
+  for (int k = 1; k < 3 && k < n->n_in; k++) {
+    const graph_value *v = n->in[k];
+    if (!v) continue;
+    if (!is_const(v) || graph_numel(v) != 1 || v->dtype != COV_F32) return false;
+    *(k == 1 ? lo : hi) = graph_load_elem(v->data, v->dtype, 0);
+  }
+  return true;
+}
+
+/* QuantizeLinear's value of x in f32 as the codelet computes it, unsaturated. */
+static double q_of(double x, float s, double zp) {
+  if (isinf(x)) return x;
+  return cov_round_even((double)((float)x / s)) + zp;
+}
+
+/* Relu or Clip between an integer-fusable op and its QuantizeLinear is
+ * dropped when it cannot change a quantized value: each bound, quantized,
+ * lies at or beyond the saturation limit on its side (a Relu before a Q
+ * whose zero point is the type's minimum, onnxruntime's ReluQuantFusion; a
+ * Clip whose range covers the quantized range). Exact, so results stay
+ * bit-exact; the op before the Q then becomes an integer layer. */
+static void drop_redundant_activations(graph *g, graph_node *const *cons) {
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    graph_node *a = g->nodes[i];
+    double lo, hi;
+    if (a->dead || a->n_out != 1 || !a->out[0] || !a->in[0] || !act_bounds(g, a, &lo, &hi)) continue;
+    const graph_node *p = a->in[0]->producer;
+    if (!(is_op(p, "Conv") || is_op(p, "Gemm") || is_op(p, "MatMul")) ||
+        only_consumer(g, cons, a->in[0]) != a)
+      continue;
+    graph_node *q = only_consumer(g, cons, a->out[0]);
+    if (!is_op(q, "QuantizeLinear") || q->in[0] != a->out[0] || !per_tensor_params(q)) continue;
+    float s = (float)graph_load_elem(q->in[1]->data, COV_F32, 0);
+    double zp = graph_load_elem(q->in[2]->data, q->in[2]->dtype, 0);
+    double qmin = q->in[2]->dtype == COV_I8 ? -128 : 0, qmax = q->in[2]->dtype == COV_I8 ? 127 : 255;
+    if (!(s > 0) || !(q_of(lo, s, zp) <= qmin) || !(q_of(hi, s, zp) >= qmax)) continue;
+    q->in[0] = a->in[0];
+    a->dead = true;
+  }
+}
+
 cov_status graph_fuse_qdq(graph *g) {
   graph_recount(g);
+  {
+    graph_node **c0 = calloc(g->n_values ? g->n_values : 1, sizeof *c0);
+    if (!c0) return graph_node_error(g, NULL, COV_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < g->n_nodes; i++)
+      for (int j = 0; !g->nodes[i]->dead && j < g->nodes[i]->n_in; j++)
+        if (g->nodes[i]->in[j]) c0[g->nodes[i]->in[j]->id] = g->nodes[i];
+    drop_redundant_activations(g, c0);
+    free(c0);
+    graph_recount(g);
+  }
   /* Rewrites only kill Q nodes and hand their outputs to the operator
    * before them, so each value's reader found here stays right. */
   graph_node **cons = calloc(g->n_values ? g->n_values : 1, sizeof *cons);

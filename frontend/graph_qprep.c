@@ -311,20 +311,21 @@ static bool shifted_weights(const qparams *q, int64_t K, int64_t per, int8_t *ou
 
 /* bias[k] = B[k] - xz * (sum of w'[k]); with padding and xz != 0, per output
  * position: only the taps inside the image (see the top). */
-static graph_value *conv_bias(graph *g, graph_node *n, const qparams *q, const int8_t *wp,
-                              const cov_attr *a, const int64_t *od) {
+static cov_status conv_bias(graph *g, graph_node *n, const qparams *q, const int8_t *wp,
+                            const cov_attr *a, const int64_t *od, graph_value **bias) {
   int64_t K = q->w->dims[0], CG = q->w->dims[1], R = q->w->dims[2], S = q->w->dims[3];
   int64_t H = q->x->dims[2], W = q->x->dims[3], P = od[2], Q = od[3];
   int64_t xz = q->xz ? (int64_t)elem(q->xz, 0) : 0;
   bool padded = a[2].i || a[3].i || a[4].i || a[5].i;
-  if (xz == 0 && !q->bias) return (graph_value *)g; /* no bias: a marker, not a value */
+  *bias = NULL;
+  if (xz == 0 && !q->bias) return NULL; /* nothing to add */
   int64_t dims[3] = {K, P, Q};
   graph_value *b = padded && xz ? new_const(g, n, "bias_map", COV_I32, 3, dims)
                                 : new_const(g, n, "bias", COV_I32, 1, &K);
   int64_t *tap = malloc((size_t)(R * S) * sizeof *tap);
   if (!b || !tap) {
     free(tap);
-    return NULL;
+    return oom(g, n);
   }
   int32_t *out = b->data;
   for (int64_t k = 0; k < K; k++) {
@@ -347,7 +348,8 @@ static graph_value *conv_bias(graph *g, graph_node *n, const qparams *q, const i
       }
   }
   free(tap);
-  return b;
+  *bias = b;
+  return NULL;
 }
 
 static cov_status prep_qconv(graph *g, graph_node *n) {
@@ -376,12 +378,11 @@ static cov_status prep_qconv(graph *g, graph_node *n) {
     free(wp);
     return NULL;
   }
-  graph_value *w8 = new_const(g, n, "w_i8", COV_I8, 4, q.w->dims);
-  graph_value *bias = w8 ? conv_bias(g, n, &q, wp, a, od) : NULL;
+  graph_value *w8 = new_const(g, n, "w_i8", COV_I8, 4, q.w->dims), *bias = NULL;
+  cov_status st = w8 ? conv_bias(g, n, &q, wp, a, od, &bias) : oom(g, n);
   if (w8) memcpy(w8->data, wp, (size_t)(K * per));
   free(wp);
-  if (!bias) return oom(g, n);
-  if (bias == (graph_value *)g) bias = NULL;
+  COV_RETURN_IF_ERROR(st);
   graph_value *m = NULL, *z = NULL;
   if (q.ys) COV_RETURN_IF_ERROR(requant_consts(g, n, &q, K, &m, &z));
   return install(g, n, &k_int_conv, n->in[0], w8, bias, m, z, q.ys ? q.yz : NULL);

@@ -16,10 +16,13 @@
  * operands are centred in i32 (x - xz, w - wz) and the codelets run on i32:
  * exact, but not an int8 array's work.
  *
- * Requantisation (QLinearConv, QLinearMatMul) is the requant codelet:
- * y = saturate(round_half_even(f32(acc) * m) + yz) with
- * m = x_scale * w_scale / y_scale computed in f32 in that order, which is
- * what onnxruntime computes (bit-exact with its integer kernels).
+ * Requantisation (QLinearConv, QLinearMatMul, QGemm) is a requant_* codelet
+ * (by output dtype and rank): y = saturate(round_half_even(f32(acc) * m) +
+ * yz) with m = x_scale * w_scale / y_scale computed in f32 in that order,
+ * which is what onnxruntime computes (bit-exact with its integer kernels).
+ * The nodes graph_qprep.c prepares at load time (constant parameters, i8
+ * activations, w' within i8, 2-D) do not come here: they make the same
+ * codelet calls with operands derived once.
  *
  * DynamicQuantizeLinear's range is two global max reductions (of x and of
  * -x) through codelets; its scale and zero point are then scalar f32

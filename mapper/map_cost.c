@@ -63,6 +63,57 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   return cyc;
 }
 
+/* Accesses one bank serves when n elements `stride` bytes apart are read
+ * in one cycle (from address 0): the simulator's bank degree. */
+static double bank_degree(const acg_storage *st, int64_t stride, int64_t n) {
+  uint32_t banks = st->banks ? st->banks : 1, ports = st->ports ? st->ports : 1;
+  int64_t word = st->width_bits >= 8 ? st->width_bits / 8 : 1;
+  if (stride < 0) stride = -stride;
+  if (n <= 1 || stride == 0 || banks <= 1) return 1;
+  if (banks > 256) banks = 256;
+  uint32_t cnt[256] = {0}, worst = 0;
+  int64_t prev = -1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t w = i * stride / word;
+    if (w == prev) continue;
+    prev = w;
+    uint32_t c = ++cnt[w % banks];
+    if (c > worst) worst = c;
+  }
+  worst = (worst + ports - 1) / ports;
+  return worst ? worst : 1;
+}
+
+double map_lane_bank_factor(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  const acg_capability *cap = &cn->caps[s->cap];
+  int li = -1;
+  for (int i = 0; i < s->n_sloops; i++)
+    if (s->sloops[i].spatial && s->sloops[i].axis == MAP_AX_LANES) li = i;
+  if (li < 0) return 1;
+  int64_t lanes = s->sloops[li].trips, thr = cap->throughput > 0 ? (int64_t)cap->throughput : 1;
+  if (lanes > thr) lanes = thr;
+  double worst = 1;
+  for (int o = 0; o <= p->output; o++) {
+    const map_operand *op = &p->operands[o];
+    int lv = s->n_levels - 1;
+    while (lv > 0 && !s->place[o][lv].present) lv--;
+    const map_place *pl = &s->place[o][lv];
+    if (lv == 0 || g->storage[pl->node].kind == ACG_DRAM) continue;
+    /* tiles are dense, row-major in their box */
+    int64_t st = 0, rm = 1;
+    for (int d = op->rank - 1; d >= 0; d--) {
+      st += op->acc.coef[d][s->sloops[li].loop] * s->sloops[li].step * rm;
+      rm *= pl->shape[d];
+    }
+    double f = bank_degree(&g->storage[pl->node], st * (int64_t)cov_dtype_size(pl->dtype), lanes);
+    if (f > worst) worst = f;
+  }
+  return worst;
+}
+
 void map_cost_eval(map_schedule *s) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -80,6 +131,10 @@ void map_cost_eval(map_schedule *s) {
     else if (!sl->spatial) inner *= (double)sl->trips;
   }
   double per_issue = map_issue_cycles(g, s->node, s->cap);
+  /* A SIMD main statement reads and writes one element per lane at the
+   * lanes loop's stride through each tile: elements that share a bank
+   * serialise, as in the simulator (ISA.md "Bank factor"). */
+  if (cn->kind == ACG_SIMD) per_issue *= map_lane_bank_factor(s);
   /* an array also walks the reduction depth tile[2] per issue where given */
   c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
   /* On a systolic array the code generator's GEMMs (map_gemm.c) at the

@@ -21,7 +21,7 @@
 int map_epilogue_whole(const char *codelet) {
   static const char *const whole[] = {"relu", "relu6", "clip", "leaky_relu", "sigmoid",
                                       "tanh", "gelu", "gelu_tanh", "exp", "sqrt",
-                                      "abs", "neg", "softmax"};
+                                      "abs", "neg", "softmax", "quantize", "dequantize"};
   for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
     if (!strcmp(codelet, whole[i])) return 1;
   return 0;
@@ -197,7 +197,9 @@ static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, ma
            * indexes the input x in some dimension; it inherits the output's
            * access in that dimension */
           if (vec_of[opi] < 0) {
-            if (p->n_operands >= MAP_MAX_OPERANDS || mc->view_rank != out->rank)
+            /* call 0 of a layer that is all epilogue sees the input itself */
+            int vr = mc->view_rank ? mc->view_rank : mc->in[0].rank;
+            if (p->n_operands >= MAP_MAX_OPERANDS || vr != out->rank)
               return cov_error(COV_UNSUPPORTED, &arg->loc,
                                "epilogue codelet %s: input %s cannot be fused", c->name, co->name);
             map_operand *vo = &p->operands[p->n_operands];
@@ -287,15 +289,15 @@ cov_status map_lower_epilogue(const cov_layer *layer, int first, map_schedule *s
     if (st) return cov_status_annotate(st, "layer %s: ", layer->name);
     /* vector operands take layer input numbers in their codelet's order */
     for (int o = before; o < s->prob.n_operands; o++) s->prob.operands[o].layer_input = -2;
-    if (ci > 0) {
-      for (int in = 1; in < mc->n_inputs; in++) {
-        const char *nm = mc->c->operands[in].name;
-        for (int o = before; o < s->prob.n_operands; o++) {
-          const char *dot = strchr(s->prob.operands[o].name, '.');
-          if (dot && !strcmp(dot + 1, nm)) s->prob.operands[o].layer_input = next_input;
-        }
-        next_input++;
+    /* a layer that is all epilogue: call 0's own inputs 1.. (scales, zero
+     * points) are layer inputs 1.. */
+    for (int in = 1; in < mc->n_inputs; in++) {
+      const char *nm = mc->c->operands[in].name;
+      for (int o = before; o < s->prob.n_operands; o++) {
+        const char *dot = strchr(s->prob.operands[o].name, '.');
+        if (dot && !strcmp(dot + 1, nm)) s->prob.operands[o].layer_input = ci > 0 ? next_input : in;
       }
+      if (ci > 0) next_input++;
     }
   }
   for (int o = 0; o < s->prob.n_operands; o++)

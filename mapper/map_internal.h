@@ -179,6 +179,10 @@ void map_bound_config(map_bound *B, const map_choice *ch);
 bool map_bound_cuts(const map_bound *B, const map_choice *ch, int F, int K, double limit);
 
 /* map_search.c */
+/* map_cost.c: how many times one SIMD issue's lanes serialise on the banks
+ * of the deepest tiles they read and write (the lanes loop's stride through
+ * each, as the simulator times it); 1 without a lanes loop. */
+double map_lane_bank_factor(const map_schedule *s);
 /* map_depthwise.c: a depthwise contraction (weights and output share no
  * loop the input lacks) rewritten so that a window of J neighbouring outputs
  * fills the array's columns and their input window its rows (a banded weight

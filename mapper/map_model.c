@@ -59,16 +59,21 @@ static int split_gemm_bias(cov_layer *l, const cov_model_group_call *gc) {
 #define GROUP_FMT "layer group %zu (%s, node '%s'): "
 #define GROUP_ARGS(g, node) cov_model_group_index(g), cov_model_group_kind(g), (node)
 
-/* An integer layer: an accumulator-typed codelet (conv2d_acc, matmul_acc)
- * on i8 operands, i8 x i8 -> i32 as an int8 array computes it; its later
- * calls (the i32 bias, the requantisation to i8/u8) keep their dtypes and
- * become the epilogue. */
+/* A layer of a quantized model, which keeps its calls' dtypes: an
+ * accumulator-typed codelet (conv2d_acc, matmul_acc) on i8 operands, i8 x
+ * i8 -> i32 as an int8 array computes it, whose later calls (the i32 bias,
+ * the requantisation to i8/u8) become the epilogue; or any other first call
+ * on 8-bit or i32 integers and f32 (quantize, dequantize, max pooling of i8
+ * values). The binding then needs SIMD capabilities in those dtypes and
+ * says which one the ACG lacks. */
 static bool is_integer_layer(const cov_model_group_call *gc) {
-  size_t cl = strlen(gc->codelet);
-  if (cl <= 4 || strcmp(gc->codelet + cl - 4, "_acc") != 0 || gc->n_args == 0) return false;
-  for (size_t k = 0; k < gc->n_args; k++)
-    if (gc->args[k].t.dtype != COV_I8) return false;
-  return true;
+  bool any_int = false;
+  for (size_t k = 0; k < gc->n_args; k++) {
+    cov_dtype t = gc->args[k].t.dtype;
+    if (t != COV_F32 && t != COV_I8 && t != COV_U8 && t != COV_I32) return false;
+    any_int |= t != COV_F32;
+  }
+  return any_int;
 }
 
 cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out) {

@@ -177,6 +177,13 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
   npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
   if (!store && c->p->operands[o].pad_value < -1e308 && cov_dtype_is_float(dt))
     in.flags |= NPU_DMA_PAD_NEGINF; /* max pooling's padding */
+  for (int d = 0; d < rank && !store && c->p->operands[o].pad_value < -1e308 &&
+                  !cov_dtype_is_float(dt); d++)
+    if (base[d] < 0 || base[d] + shape[d] > c->dshape[o][d]) {
+      CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: an integer max pooling window reaches the "
+              "padding, which DMA fills with zeros, not the dtype's minimum", c->p->layer);
+      return;
+    }
   in.u.dma.dtype = (uint8_t)dt;
   in.u.dma.rank = (uint8_t)nd;
   in.u.dma.dram_off = c->dram[o];

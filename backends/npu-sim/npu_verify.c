@@ -186,7 +186,8 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
          dtype_ok(in->u.vop.dtype_in) ? cov_dtype_name(in->u.vop.dtype_in) : "?",
          dtype_ok(in->u.vop.dtype_out) ? cov_dtype_name(in->u.vop.dtype_out) : "?",
          in->u.vop.cap, cov_dtype_name(cap->in[0]), cov_dtype_name(cap->out));
-  if (!cov_dtype_is_float(cap->in[0]) && cap->in[0] != COV_I32)
+  if (!cov_dtype_is_float(cap->in[0]) && cap->in[0] != COV_I32 && cap->in[0] != COV_I8 &&
+      cap->in[0] != COV_U8)
     return cov_error(COV_UNSUPPORTED, &loc, "instruction %u (vop): field dtype: %s not simulated",
                      i, cov_dtype_name(cap->in[0]));
   if (in->flags & ~NPU_VOP_REDUCE)

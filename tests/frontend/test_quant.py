@@ -75,7 +75,8 @@ def save(path, nodes, inputs, outputs, inits, opset=13):
 # ---- cases ------------------------------------------------------------------
 
 def case_qlinearconv(rng, xdt, wdt, ydt, per_channel, pads, strides, group, wz_nonzero,
-                     dil=(1, 1), bias=True, shape=(1, 8, 9, 9), m=16, k=3, big_w=False):
+                     dil=(1, 1), bias=True, shape=(1, 8, 9, 9), m=16, k=3, big_w=False,
+                     yz_min=False):
     lo, hi = qrange(xdt)
     x = rng.integers(lo, hi + 1, shape).astype(xdt)
     wlo, whi = qrange(wdt)
@@ -92,6 +93,8 @@ def case_qlinearconv(rng, xdt, wdt, ydt, per_channel, pads, strides, group, wz_n
     else:
         wz = np.zeros(m if per_channel else (), wdt)
     yz = np.array(rng.integers(*qrange(ydt)), ydt)
+    if yz_min:  # as after a ReLU: the zero point is the type's minimum
+        yz = np.array(qrange(ydt)[0], ydt)
     b = rng.integers(-5000, 5000, m).astype(np.int32)
     names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if bias else [])
     inits = [init("xs", xs), init("xz", xz), init("w", w), init("ws", ws), init("wz", wz),
@@ -166,9 +169,11 @@ def case_qdq(rng, axis):
             [init("s", s), init("zp", zp)], [x], [q, y])
 
 
-def as_qdq(case, bias_scale=True):
+def as_qdq(case, bias_scale=True, act=None):
     """The same integer layer written as QDQ (DQ -> Conv/MatMul -> Q), which
-    the frontend must turn back into it: same expected output, bit for bit."""
+    the frontend must turn back into it: same expected output, bit for bit.
+    act: a Relu or Clip between the op and Q that cannot change a quantized
+    value (the case saturates at its bounds), which the frontend drops."""
     def make(rng):
         nodes, ins, outs, inits, xs, want = case(rng)
         node = nodes[0]
@@ -192,7 +197,13 @@ def as_qdq(case, bias_scale=True):
             fin.append("bf")
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         qn.append(helper.make_node("Conv" if conv else "MatMul", fin, ["yf"], name="layer", **attrs))
-        qn.append(helper.make_node("QuantizeLinear", ["yf", ys, yz], [node.output[0]]))
+        if act == "Relu":
+            qn.append(helper.make_node("Relu", ["yf"], ["ya"]))
+        elif act == "Clip":  # bounds past the quantized range on both sides
+            inits = inits + [init("clo", np.array(-1e4, F32)), init("chi", np.array(1e4, F32))]
+            qn.append(helper.make_node("Clip", ["yf", "clo", "chi"], ["ya"]))
+        qn.append(helper.make_node("QuantizeLinear", ["ya" if act else "yf", ys, yz],
+                                   [node.output[0]]))
         return qn, ins, outs, inits, xs, want
     return make
 
@@ -215,6 +226,8 @@ CASES = {
     "matmulinteger_rows": case_matmulinteger_rows,
     "qdq_conv_u8_pc_pad": as_qdq(lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (1, 1, 1, 1), (1, 1), 1, False)),
     "qdq_conv_i8_stride": as_qdq(lambda r: case_qlinearconv(r, np.int8, np.int8, np.int8, True, (1, 0, 2, 1), (2, 2), 1, False)),
+    "qdq_conv_relu": as_qdq(lambda r: case_qlinearconv(r, np.int8, np.int8, np.int8, True, (1, 1, 1, 1), (1, 1), 1, False, yz_min=True), act="Relu"),
+    "qdq_conv_clip": as_qdq(lambda r: case_qlinearconv(r, np.uint8, np.int8, np.uint8, True, (0, 0, 0, 0), (1, 1), 1, False), act="Clip"),
     "qdq_matmul_pc": as_qdq(lambda r: case_qlinearmatmul(r, np.uint8, np.int8, np.uint8, True, (6, 40), (40, 24), False)),
     "qdq_tensor": lambda r: case_qdq(r, False),
     "qdq_axis": lambda r: case_qdq(r, True),
@@ -267,7 +280,8 @@ ON_INT8_ARRAY = {"qconv_u8_i8_pc_pad", "qconv_u8_i8_pt_stride", "qconv_i8_i8_pc_
 
 # i8 activations in and constant parameters: graph_qprep.c makes them integer
 # layers that each run as one NPU program (u8 graph inputs stay as they are)
-FUSED = {"qconv_i8_i8_pc_nopad", "qconv_grouped_dil_nobias", "qdq_conv_i8_stride"}
+FUSED = {"qconv_i8_i8_pc_nopad", "qconv_grouped_dil_nobias", "qdq_conv_i8_stride",
+         "qdq_conv_relu"}
 
 
 def run(cov, model, target, inputs, work):
