@@ -273,12 +273,14 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
     const map_operand *op = &p->operands[o];
     int target = op->role == MAP_ROLE_VECTOR ? t->simd_node : t->node;
     if (target < 0)
-      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s has no SIMD unit for the epilogue's %s", g->name, op->name);
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s has no SIMD unit for the epilogue's %s",
+                       p->layer, g->name, op->name);
     int n = find_path(g, target, op->role == MAP_ROLE_OUTPUT, taken, t->path[o], t->edge_in[o]);
     for (int l = 1; l < n; l++) taken[t->path[o][l]] = true;
     if (n < 2)
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
-                       "no path through on-chip storage between DRAM and %s for operand %s on %s", acg_node_name(g, target), op->name, g->name);
+                       "%s: no path through on-chip storage between DRAM and %s for operand %s on %s",
+                       p->layer, acg_node_name(g, target), op->name, g->name);
     if (n > t->n_levels) t->n_levels = n;
   }
   /* replicated storage and compute (a GPU's LDS per CU, matrix units per
@@ -314,8 +316,9 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
    * it: the SIMD unit must read that storage over an edge of the ACG */
   if (out1 >= 0 && !edge_between(g, out1, simd))
     return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, proto->prob.layer),
-                     "the epilogue on '%s' cannot read the output tile in '%s': %s has no "
-                     "edge %s -> %s", acg_node_name(g, simd), acg_node_name(g, out1), g->name,
+                     "%s: the epilogue on '%s' cannot read the output tile in '%s': %s has no "
+                     "edge %s -> %s",
+                     proto->prob.layer, acg_node_name(g, simd), acg_node_name(g, out1), g->name,
                      acg_node_name(g, out1), acg_node_name(g, simd));
   /* the output's level-1 storage reaches DRAM along the output's own path;
    * any other storage needs an edge to DRAM of its own. The NPU code
@@ -333,6 +336,7 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
     return NULL;
   }
   return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, proto->prob.layer),
-                   "the epilogue's temporaries need storage that %s both reads and writes "
-                   "and that can store to DRAM; %s has none", acg_node_name(g, simd), g->name);
+                   "%s: the epilogue's temporaries need storage that %s both reads and writes "
+                   "and that can store to DRAM; %s has none",
+                   proto->prob.layer, acg_node_name(g, simd), g->name);
 }

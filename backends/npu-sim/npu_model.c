@@ -41,7 +41,7 @@ typedef struct hook_ctx {
 } hook_ctx;
 
 /* First line of a status message, cut to fit (a summary for the table). */
-static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
+static void first_line(char *buf, size_t n, const char *prefix, cov_status st, const char *node) {
   char msg[512];
   cov_status_format(st, msg, sizeof msg);
   char *nl = strchr(msg, '\n');
@@ -50,6 +50,13 @@ static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
    * (the node and codelet are named in the message itself). */
   const char *body = strstr(msg, "error: ");
   body = body ? body + 7 : msg;
+  /* and the node or layer the location names, where the row or the
+   * message names it already */
+  cov_loc at = cov_status_loc(st);
+  size_t pl = at.path ? strlen(at.path) : 0;
+  if (pl && (strstr(cov_status_message(st), at.path) || (node && !strcmp(node, at.path))) &&
+      !strncmp(body, at.path, pl) && !strncmp(body + pl, ": ", 2))
+    body += pl + 2;
   /* Cut to fit by hand: a summary, and snprintf's truncation is a warning. */
   size_t k = 0;
   for (const char *p = prefix; *p && k + 1 < n; p++) buf[k++] = *p;
@@ -238,7 +245,7 @@ static cov_status run_split(hook_ctx *h, const cov_model_group_offer *o, cov_ten
   if (!dec) dec = cov_layer_from_call(last->codelet, last->attrs, last->n_attrs, &last->args[0].t, 1, &post);
   npu_row rows[2] = {{.kind = NPU_ROW_CALL, .group = o->group}, {.kind = NPU_ROW_CALL, .group = o->group}};
   char why[200];
-  first_line(why, sizeof why, "", declined);
+  first_line(why, sizeof why, "", declined, cov_model_group_name(o->desc));
   for (size_t c = 0; c + 1 < nc; c++) {
     size_t k = strlen(rows[0].codelet);
     snprintf(rows[0].codelet + k, sizeof rows[0].codelet - k, "%s%s", c ? "+" : "",
@@ -338,11 +345,12 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
     }
   }
   if (declined) {
-    first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined);
+    const char *gname = o->desc ? cov_model_group_name(o->desc) : NULL;
+    first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined, gname);
     size_t k = strlen(h->why);
     if (k + 1 < sizeof h->why) strcpy(h->why + k, ")");
     h->single_failed = nc == 1;
-    if (h->single_failed) first_line(h->why, sizeof h->why, "cpu: ", declined);
+    if (h->single_failed) first_line(h->why, sizeof h->why, "cpu: ", declined, gname);
     cov_status_free(declined);
     return NULL;
   }
@@ -413,7 +421,7 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   if (fatal)
     return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);
   if (declined) { /* the CPU runs this call, reported */
-    first_line(row.where, sizeof row.where, "cpu: ", declined);
+    first_line(row.where, sizeof row.where, "cpu: ", declined, call->node);
     cov_status_free(declined);
     if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
     return npu_report_add(h->rep, &row);
