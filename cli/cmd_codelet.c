@@ -255,6 +255,7 @@ static int parse_shape_spec(const char *spec, cov_tensor *t, uint64_t *seed, int
     int64_t k = (int64_t)((r >> 32) % 17) - 8;                 /* [-8, 8] */
     switch (dt) {
       case COV_F32: { float v = (float)f; memcpy(d + 4 * i, &v, 4); break; }
+      case COV_F64: memcpy(d + 8 * i, &f, 8); break;
       case COV_F16: { uint16_t h = cov_f32_to_f16((float)f); memcpy(d + 2 * i, &h, 2); break; }
       case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)f); memcpy(d + 2 * i, &h, 2); break; }
       case COV_I8: d[i] = (unsigned char)(int8_t)k; break;
@@ -302,6 +303,7 @@ static void print_tensor(FILE *out, const char *name, const cov_tensor *t) {
     double v = 0;
     switch (t->dtype) {
       case COV_F32: { float f; memcpy(&f, d + es * (size_t)i, 4); v = f; break; }
+      case COV_F64: memcpy(&v, d + es * (size_t)i, 8); break;
       case COV_F16: { uint16_t h; memcpy(&h, d + es * (size_t)i, 2); v = cov_f16_to_f32(h); break; }
       case COV_BF16: { uint16_t h; memcpy(&h, d + es * (size_t)i, 2); v = cov_bf16_to_f32(h); break; }
       case COV_I8: v = (int8_t)d[i]; break;

@@ -413,6 +413,7 @@ static cov_status run_ref(run_state *s) {
 static double value_at(const cov_tensor *t, int64_t i) {
   switch (t->dtype) {
     case COV_F32: return ((const float *)t->data)[i];
+    case COV_F64: return ((const double *)t->data)[i];
     case COV_F16: return cov_f16_to_f32(((const uint16_t *)t->data)[i]);
     case COV_BF16: return cov_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case COV_I8: return ((const int8_t *)t->data)[i];

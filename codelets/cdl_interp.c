@@ -146,6 +146,7 @@ static float to_f32_odd(double v) {
 static double load_f(const unsigned char *p, cov_dtype d) {
   switch (d) {
     case COV_F32: { float v; memcpy(&v, p, 4); return v; }
+    case COV_F64: { double v; memcpy(&v, p, 8); return v; }
     case COV_F16: { uint16_t h; memcpy(&h, p, 2); return cov_f16_to_f32(h); }
     case COV_BF16: { uint16_t h; memcpy(&h, p, 2); return cov_bf16_to_f32(h); }
     case COV_I8: return (int8_t)*p;
@@ -171,6 +172,7 @@ static int64_t load_i(const unsigned char *p, cov_dtype d) {
 static void store_f(unsigned char *p, cov_dtype d, double v) {
   switch (d) {
     case COV_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
+    case COV_F64: memcpy(p, &v, 8); return;
     case COV_F16: { uint16_t h = cov_f32_to_f16(to_f32_odd(v)); memcpy(p, &h, 2); return; }
     case COV_BF16: { uint16_t h = cov_f32_to_bf16(to_f32_odd(v)); memcpy(p, &h, 2); return; }
     default: return;

@@ -18,6 +18,7 @@ static const struct {
     [COV_I32] = {"i32", 4, false, 31},
     [COV_I64] = {"i64", 8, false, 63},
     [COV_BOOL] = {"bool", 1, false, 1},
+    [COV_F64] = {"f64", 8, true, 53},
 };
 
 cov_dtype cov_dtype_from_name(const char *name) {
@@ -41,4 +42,4 @@ int cov_dtype_precision_bits(cov_dtype t) {
   return (t > 0 && t < COV_DTYPE_COUNT) ? k_dtypes[t].precision : 0;
 }
 
-const char *cov_dtype_names(void) { return "f32, f16, bf16, i8, u8, i32, i64, bool"; }
+const char *cov_dtype_names(void) { return "f32, f16, bf16, i8, u8, i32, i64, bool, f64"; }

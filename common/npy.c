@@ -30,9 +30,9 @@ static const struct {
 } k_npy_types[] = {
     {{"<f4", NULL}, COV_F32}, {{"<f2", NULL}, COV_F16},  {{"|i1", "<i1"}, COV_I8},
     {{"|u1", "<u1"}, COV_U8}, {{"<i4", NULL}, COV_I32},  {{"<i8", NULL}, COV_I64},
-    {{"|b1", "<b1"}, COV_BOOL},
+    {{"|b1", "<b1"}, COV_BOOL}, {{"<f8", NULL}, COV_F64},
 };
-#define NPY_SUPPORTED "<f4, <f2, |i1, |u1, <i4, <i8, |b1, and <u2 marked " NPY_BF16_NOTE
+#define NPY_SUPPORTED "<f4, <f2, |i1, |u1, <i4, <i8, |b1, <f8, and <u2 marked " NPY_BF16_NOTE
 
 /* ---- header dict parser ----------------------------------------------- */
 

@@ -22,7 +22,7 @@
 cov_status graph_check_float(const graph *g, const graph_node *n, const graph_value *v) {
   if (cov_dtype_is_float(v->dtype)) return NULL;
   return graph_node_error(g, n, COV_INVALID_INPUT,
-                          "input '%s' has dtype %s; %s takes f32, f16 or bf16", v->name,
+                          "input '%s' has dtype %s; %s takes f32, f16, bf16 or f64", v->name,
                           cov_dtype_name(v->dtype), n->op_type);
 }
 

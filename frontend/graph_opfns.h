@@ -60,6 +60,11 @@ GRAPH_DECLARE_COMPUTE(argmax);
 GRAPH_DECLARE_COMPUTE(cumsum);
 /* graph_resize.c */
 GRAPH_DECLARE_COMPUTE(resize);
+/* graph_einsum.c */
+GRAPH_DECLARE_COMPUTE(einsum);
+/* graph_norm.c */
+GRAPH_DECLARE_COMPUTE(instance_norm);
+GRAPH_DECLARE_COMPUTE(lp_norm);
 /* graph_select.c */
 GRAPH_DECLARE_OP(size);
 GRAPH_DECLARE_OP(cast_like);

@@ -50,6 +50,11 @@ static cov_status reduce_params_of(const graph *g, const graph_node *n, graph_va
   size_t na = 0;
   if (n->opset >= (strcmp(n->op_type, "ReduceSum") == 0 ? 13 : 18)) {
     COV_RETURN_IF_ERROR(graph_attr_int(g, n, "noop_with_empty_axes", 0, &noop));
+    /* Ignoring it would silently reduce every axis. */
+    if (graph_attr_find(n, "axes"))
+      return graph_node_error(g, n, COV_INVALID_INPUT,
+                              "takes 'axes' as an input from opset %d, not as an attribute",
+                              strcmp(n->op_type, "ReduceSum") == 0 ? 13 : 18);
     if (n->n_in > 1 && in[1]) {
       if (!in[1]->data) {
         p->known = false;

@@ -190,6 +190,12 @@ static cov_status resize_params_of(const graph *g, const graph_node *n, graph_va
       return graph_node_error(g, n, COV_INVALID_INPUT, "scales has %d values for rank %d", nsc,
                               x->rank);
   }
+  /* Upsample only enlarges (onnxruntime refuses a scale below 1 too). */
+  for (int i = 0; upsample && i < nsc; i++)
+    if (!(sc[i] >= 1))
+      return graph_node_error(g, n, COV_INVALID_INPUT,
+                              "scale %g of axis %d is below 1; Upsample's scales must be >= 1",
+                              sc[i], i);
   int64_t sz[COV_MAX_RANK];
   size_t nsz = 0;
   if (sizes) {

@@ -400,7 +400,10 @@ static cov_status elements_check(const graph *g, const graph_node *n, graph_valu
     return graph_node_error(g, n, COV_INVALID_INPUT,
                             "data and indices must have the same rank >= 1 (got %d and %d)",
                             in[0]->rank, in[1]->rank);
-  if (scatter && (in[2]->rank != in[1]->rank || in[2]->dtype != in[0]->dtype))
+  bool same = !scatter || in[2]->rank == in[1]->rank;
+  for (int i = 0; scatter && same && i < in[1]->rank; i++)
+    same = in[1]->dims[i] < 0 || in[2]->dims[i] < 0 || in[1]->dims[i] == in[2]->dims[i];
+  if (scatter && (!same || in[2]->dtype != in[0]->dtype))
     return graph_node_error(g, n, COV_INVALID_INPUT,
                             "updates must have the indices' shape and the data's dtype");
   return graph_axis(g, n, axis, in[0]->rank, "axis", ax);
@@ -725,7 +728,14 @@ static cov_status topk_params(const graph *g, const graph_node *n, graph_value *
     if (n->n_in < 2 || !in[1])
       return graph_node_error(g, n, COV_INVALID_INPUT, "needs the K input");
     COV_RETURN_IF_ERROR(check_index_dtype(g, n, in[1]));
-    if (in[1]->data) *k = index_at(in[1], 0);
+    if (in[1]->rank >= 0 && (in[1]->rank != 1 || (in[1]->dims[0] >= 0 && in[1]->dims[0] != 1)))
+      return graph_node_error(g, n, COV_INVALID_INPUT, "K '%s' must be 1-D with one element",
+                              in[1]->name);
+    if (in[1]->data) {
+      *k = index_at(in[1], 0);
+      if (*k < 0)
+        return graph_node_error(g, n, COV_INVALID_INPUT, "K = %lld is negative", (long long)*k);
+    }
   }
   if (in[0]->rank < 0) return NULL;
   if (in[0]->rank < 1) return graph_node_error(g, n, COV_INVALID_INPUT, "input is a scalar");

@@ -156,6 +156,7 @@ cov_status graph_read_shape_input(const graph *g, const graph_node *n, const gra
 double graph_load_elem(const void *data, cov_dtype t, size_t i) {
   switch (t) {
     case COV_F32: return ((const float *)data)[i];
+    case COV_F64: return ((const double *)data)[i];
     case COV_F16: return cov_f16_to_f32(((const uint16_t *)data)[i]);
     case COV_BF16: return cov_bf16_to_f32(((const uint16_t *)data)[i]);
     case COV_I8: return ((const int8_t *)data)[i];
@@ -176,11 +177,26 @@ static int64_t sat_i64(double x, int64_t lo, int64_t hi) {
   return (int64_t)x;
 }
 
+/* double -> f32 rounding to odd, so that the second rounding to f16/bf16
+ * is the correct rounding of an f64 value (as the codelet interpreter and
+ * numpy convert); exact for values that already are f32. */
+static float f32_odd(double v) {
+  float f = (float)v;
+  if ((double)f == v || isinf(f) || isnan(f)) return f;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if (fabs((double)f) > fabs(v)) u--;
+  u |= 1u;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 void graph_store_elem(void *data, cov_dtype t, size_t i, double x) {
   switch (t) {
     case COV_F32: ((float *)data)[i] = (float)x; break;
-    case COV_F16: ((uint16_t *)data)[i] = cov_f32_to_f16((float)x); break;
-    case COV_BF16: ((uint16_t *)data)[i] = cov_f32_to_bf16((float)x); break;
+    case COV_F64: ((double *)data)[i] = x; break;
+    case COV_F16: ((uint16_t *)data)[i] = cov_f32_to_f16(f32_odd(x)); break;
+    case COV_BF16: ((uint16_t *)data)[i] = cov_f32_to_bf16(f32_odd(x)); break;
     case COV_I8: ((int8_t *)data)[i] = (int8_t)sat_i64(x, INT8_MIN, INT8_MAX); break;
     case COV_U8: ((uint8_t *)data)[i] = (uint8_t)sat_i64(x, 0, UINT8_MAX); break;
     case COV_I32: ((int32_t *)data)[i] = (int32_t)sat_i64(x, INT32_MIN, INT32_MAX); break;

@@ -190,8 +190,8 @@ static void read_input(reader *R, const Onnx__ValueInfoProto *vi) {
   if (v->dtype == COV_DTYPE_INVALID) {
     add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
                                    "has ONNX type %s, which covenant does not support (it "
-                                   "supports FLOAT, FLOAT16, BFLOAT16, INT8, UINT8, INT32, "
-                                   "INT64 and BOOL)",
+                                   "supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, "
+                                   "INT32, INT64 and BOOL)",
                                    onnx_dtype_name(tt->elem_type)));
     return;
   }

@@ -39,6 +39,7 @@ cov_dtype onnx_dtype(int32_t t) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return COV_I32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return COV_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return COV_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return COV_F64;
     default: return COV_DTYPE_INVALID;
   }
 }
@@ -254,13 +255,15 @@ void onnx_tensor_info_release(onnx_tensor_info *info) {
 static size_t typed_count(const Onnx__TensorProto *tp, cov_dtype t) {
   switch (t) {
     case COV_F32: return tp->n_float_data;
+    case COV_F64: return tp->n_double_data;
     case COV_I64: return tp->n_int64_data;
     default: return tp->n_int32_data;
   }
 }
 
 static size_t other_typed_count(const Onnx__TensorProto *tp, cov_dtype t) {
-  size_t n = tp->n_double_data + tp->n_uint64_data + tp->n_string_data;
+  size_t n = tp->n_uint64_data + tp->n_string_data;
+  if (t != COV_F64) n += tp->n_double_data;
   if (t != COV_F32) n += tp->n_float_data;
   if (t != COV_I64) n += tp->n_int64_data;
   if (t == COV_F32 || t == COV_I64) n += tp->n_int32_data;
@@ -277,7 +280,7 @@ cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, cons
   if (info->dtype == COV_DTYPE_INVALID)
     return terr(file, what, COV_UNSUPPORTED,
                 "tensor has ONNX type %s (%d), which covenant does not support (it supports "
-                "FLOAT, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)",
+                "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)",
                 onnx_dtype_name(tp->data_type), (int)tp->data_type);
   if (tp->segment) return terr(file, what, COV_UNSUPPORTED, "segmented tensors are not supported");
   if (tp->n_dims > COV_MAX_RANK)
@@ -358,6 +361,9 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
   switch (info->dtype) {
     case COV_F32:
       if (n) memcpy(dst, tp->float_data, n * sizeof(float));
+      return NULL;
+    case COV_F64:
+      if (n) memcpy(dst, tp->double_data, n * sizeof(double));
       return NULL;
     case COV_I64:
       if (n) memcpy(dst, tp->int64_data, n * sizeof(int64_t));

@@ -215,8 +215,9 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
        * model): constant once the input shapes are fixed, so the frontend
        * computes it here, on true values, for the layout operations that
        * read it */
-      int from_f32 = 0;
-      for (size_t i = 0; i < o->n_in; i++) from_f32 |= o->in[i].dtype == COV_F32;
+      int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
+      for (size_t i = 0; i < o->n_in; i++)
+        from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
       if (!from_f32) {
         g->constant = 1;
         return NULL;

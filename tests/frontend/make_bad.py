@@ -118,15 +118,15 @@ def _(path):
     save(m, path)
 
 
-@case("double_input", "double_input.onnx: error: input 'x': has ONNX type DOUBLE, which covenant does not "
-      "support (it supports FLOAT, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)")
+@case("uint32_input", "uint32_input.onnx: error: input 'x': has ONNX type UINT32, which covenant does not "
+      "support (it supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)")
 def _(path):
-    save(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2], TensorProto.DOUBLE)],
-               [vi("y", None, TensorProto.DOUBLE)]), path)
+    save(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2], TensorProto.UINT32)],
+               [vi("y", None, TensorProto.UINT32)]), path)
 
 
 @case("wrong_dtype", "wrong_dtype.onnx: error: node 'conv1' (Conv): input 'x' has dtype i64; Conv takes "
-      "f32, f16 or bf16")
+      "f32, f16, bf16 or f64")
 def _(path):
     save(conv_model(x_type=TensorProto.INT64), path)
 

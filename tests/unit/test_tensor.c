@@ -299,8 +299,10 @@ static void test_npy_malformed(void) {
   expect_read("version 4", buf, n, COV_UNSUPPORTED, "version");
   n = make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24);
   expect_read("big endian", buf, n, COV_UNSUPPORTED, "'>f4'");
+  n = make_npy(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16);
+  expect_read("complex64", buf, n, COV_UNSUPPORTED, "'<c8'");
   n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16);
-  expect_read("float64", buf, n, COV_UNSUPPORTED, "'<f8'");
+  expect_read("float64", buf, n, COV_OK, NULL);
   n = make_npy(buf, 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", 4);
   expect_read("uint16 without the bf16 note", buf, n, COV_UNSUPPORTED, "'<u2'");
   n = make_npy(buf, 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), } # covenant:bf16", 4);
