@@ -4,7 +4,10 @@
  * scan (common/json_pos.c) supplies the positions of values. The loader
  * collects errors instead of stopping at the first, so `covenant acg check`
  * shows everything wrong with a file in one run. Graph-level rules (dangling
- * edges, reachability) live in acg_validate.c. */
+ * edges, reachability) live in acg_validate.c.
+ *
+ * long: load_capability reads one capability object field by field in the schema's order (acg/README.md), each check next to its read
+ */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 #include "common/edit_distance.h"
 #include "common/fileio.h"
 #include "common/json_pos.h"
@@ -753,7 +757,7 @@ static void load_document(loader *L, const json_t *top) {
 
 cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, cov_acg **out) {
   *out = NULL;
-  if (!data) return cov_error(COV_INVALID_ARGUMENT, NULL, "no data");
+  if (!data) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_acg_load_buffer"), "no data");
   cov_loc floc = {.file = name};
   if (size > COV_ACG_MAX_FILE_BYTES)
     return cov_error(COV_OUT_OF_RANGE, &floc, "ACG is larger than the limit of %u bytes",

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 
 /* Integral values print as integers ("256", not "256.0"). */
 static json_t *num(double x) {
@@ -112,6 +113,6 @@ cov_status cov_acg_write_json(const cov_acg *g, FILE *out) {
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
   json_decref(o);
   if (rc != 0 || fputc('\n', out) == EOF || ferror(out))
-    return cov_error(COV_IO_ERROR, NULL, "write error while writing JSON");
+    return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_acg_write_json"), "write error while writing JSON");
   return NULL;
 }

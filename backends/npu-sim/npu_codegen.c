@@ -17,10 +17,14 @@
  *     one VOP per row-block of the tile, in a SIMD-accessible buffer, and the
  *     result is stored to DRAM by DMA (pooled outputs shrink).
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
- * of their level-1 tile: f16 when the schedule narrows) and out. */
+ * of their level-1 tile: f16 when the schedule narrows) and out.
+ *
+ * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest; split after the NPU work in progress lands
+ */
 #include <string.h>
 
 #include "backends/npu-sim/npu_codegen.h"
+#include "common/loc.h"
 
 void npu_cg_emit(cg *c, const npu_insn *in) {
   if (c->err) return;
@@ -511,7 +515,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (unit < 0 || unit >= c.g->n_compute ||
       c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
       p->n_inputs > 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
                      "statements run on the systolic array, maps and reductions on the SIMD unit)",
                      p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
@@ -558,7 +562,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
           }
     if (op->rank > NPU_TENSOR_MAX_RANK) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen: rank %d tensor", op->rank);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen: rank %d tensor", op->rank);
     }
     t.bytes = cov_dtype_size(t.dtype);
     for (int d = 0; d < op->rank; d++) {
@@ -580,7 +584,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (s->n_vops > 0) {
     if (c.simd < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: an epilogue but no SIMD unit", p->layer);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: an epilogue but no SIMD unit", p->layer);
     }
     int sn = npu_node_of_compute(c.g, c.simd);
     /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
@@ -597,7 +601,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     }
     if (c.reg_buf < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: no buffer the SIMD unit can read, write "
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: no buffer the SIMD unit can read, write "
                        "and store to DRAM from", p->layer);
     }
     uint64_t lo = 0;

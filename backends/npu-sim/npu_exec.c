@@ -10,12 +10,19 @@
  * array shape and capability throughput/latency, banks and bank width.
  * The dry mode computes addresses only: it is the verifier's dynamic half and
  * runs before every simulation, so the real run never touches memory out of
- * range. */
+ * range.
+ *
+ * size: the instruction semantics of ISA.md (DMA, GEMM, vector ops, control) and their timing share the executor state; each instruction is a function of its own
+ * long: run_dma is the DMA instruction: strided 2-D copies, padding, dtype conversion, bank and bandwidth timing, one field of ISA.md at a time
+ * long: run_gemm is the GEMM instruction: operand fetch, the systolic accumulation, chaining and its timing
+ * long: npu_exec is the fetch loop: the control instructions inline, every other one a call
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 typedef struct blk {
   uint64_t w_ready; /* the last write's data is visible to other units */
@@ -974,7 +981,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
     }
     if (pc >= p->n_insns) break;
     if (++dyn > max_dyn) {
-      st = cov_error(COV_OUT_OF_RANGE, NULL,
+      st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
                      "instruction %u: the program runs more than %llu instructions (loop counts "
                      "too large?)",
                      pc, (unsigned long long)max_dyn);
@@ -992,7 +999,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
         int64_t v = x.reg[in->u.r.reg], d = in->u.r.imm;
         int64_t lim = (int64_t)1 << 62;
         if (d > lim || d < -lim || v + d > lim || v + d < -lim) {
-          st = cov_error(COV_OUT_OF_RANGE, NULL, "instruction %u (addr): field imm: r%u overflows",
+          st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name), "instruction %u (addr): field imm: r%u overflows",
                          pc, in->u.r.reg);
           goto done;
         }
@@ -1006,21 +1013,21 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
       case NPU_OP_GEMM: st = run_gemm(&x, in); break;
       case NPU_OP_VOP: st = run_vop(&x, in); break;
       default:
-        st = cov_error(COV_INVALID_INPUT, NULL, "instruction %u: unknown opcode 0x%02x", pc, in->op);
+        st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x", pc, in->op);
     }
     if (st) goto done;
     pc++;
   }
   for (int u = 0; u < x.g->n_compute; u++)
     if (x.chain[u].held) {
-      st = cov_error(COV_INVALID_INPUT, NULL,
+      st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name),
                      "instruction %u (gemm): field flags: the program ends while it holds its tile "
                      "in '%s' (flag hold): no gemm drains it",
                      x.chain[u].held_pc, x.g->compute[u].name);
       goto done;
     }
   if (x.max_end >= NPU_CYCLE_CAP) {
-    st = cov_error(COV_OUT_OF_RANGE, NULL,
+    st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
                    "the program takes 2^62 cycles or more on ACG '%s' (are its bandwidths and "
                    "throughputs in bytes and elements per cycle?)",
                    x.g->name ? x.g->name : "");
