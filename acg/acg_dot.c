@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 
 cov_status cov_acg_print_dot(const cov_acg *g, FILE *out) {
   int level[ACG_MAX_NODES];
@@ -53,6 +54,6 @@ cov_status cov_acg_print_dot(const cov_acg *g, FILE *out) {
             ed->bidirectional ? ", dir=both" : "");
   }
   fprintf(out, "}\n");
-  if (ferror(out)) return cov_error(COV_IO_ERROR, NULL, "write error: %s", strerror(errno));
+  if (ferror(out)) return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_acg_print_dot"), "write error: %s", strerror(errno));
   return NULL;
 }

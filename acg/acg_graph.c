@@ -48,3 +48,22 @@ void acg_levels_from_dram(const cov_acg *g, int *out) {
     }
   }
 }
+
+static int edge_into(const cov_acg *g, int from, int to) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if ((ed->from == from && ed->to == to) || (ed->bidirectional && ed->from == to && ed->to == from))
+      return e;
+  }
+  return -1;
+}
+
+bool acg_weights_overlap(const cov_acg *g, int array, int a_buf, int b_buf, int pre_buf) {
+  int u = array - g->n_storage;
+  if (u < 0 || u >= g->n_compute || g->compute[u].kind != ACG_SYSTOLIC ||
+      g->compute[u].weight_buffers < 2)
+    return false;
+  int eb = edge_into(g, b_buf, array);
+  if (eb < 0 || eb == edge_into(g, a_buf, array)) return false;
+  return pre_buf < 0 || eb != edge_into(g, pre_buf, array);
+}

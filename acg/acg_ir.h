@@ -89,6 +89,9 @@ typedef struct acg_compute {
   uint32_t dims[2]; /* systolic/matrix array shape; {lanes,1} for simd */
   int n_dims;
   uint32_t instances;
+  /* weight registers per PE of a systolic array (1 or 2): with 2, the
+   * weights of the next gemm load while the current one streams */
+  uint32_t weight_buffers;
   acg_capability *caps;
   int n_caps;
   double area_mm2;
@@ -152,6 +155,14 @@ void acg_levels_from_dram(const cov_acg *g, int *out);
  * leave it (bidirectional ones included), capped by the node's own
  * bandwidth_bytes_per_cycle when given; summed over DRAM nodes. */
 double acg_dram_bandwidth(const cov_acg *g);
+
+/* Whether a weight-stationary gemm on systolic node `array` may load its
+ * weights from storage node b_buf while the previous gemm streams: the
+ * array has two weight registers per PE (`weight_buffers` 2) and b's edge
+ * into the array is neither the streamed operand's (a_buf) nor that of the
+ * accumulator/bias preload (pre_buf, -1 if none), so the two phases use
+ * different ports. The simulator and the mapper's cost model both ask this. */
+bool acg_weights_overlap(const cov_acg *g, int array, int a_buf, int b_buf, int pre_buf);
 
 /* Peak MACs/cycle for multiplicands a x b accumulating in acc, as `acg show`
  * prints it (each unit's best matching mac capability x instances, summed);

@@ -4,7 +4,10 @@
  * scan (common/json_pos.c) supplies the positions of values. The loader
  * collects errors instead of stopping at the first, so `covenant acg check`
  * shows everything wrong with a file in one run. Graph-level rules (dangling
- * edges, reachability) live in acg_validate.c. */
+ * edges, reachability) live in acg_validate.c.
+ *
+ * long: load_capability reads one capability object field by field in the schema's order (acg/README.md), each check next to its read
+ */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 #include "common/edit_distance.h"
 #include "common/fileio.h"
 #include "common/json_pos.h"
@@ -359,8 +363,10 @@ static void load_storage(loader *L, const json_t *v, const char *path, acg_stora
 
 /* ---- compute ---------------------------------------------------------- */
 
-static const char *const k_compute_fields[] = {"name", "kind", "dims", "lanes", "instances",
-                                               "capabilities", "area_mm2", "about", NULL};
+static const char *const k_compute_fields[] = {"name",         "kind",           "dims",
+                                               "lanes",        "instances",      "weight_buffers",
+                                               "capabilities", "area_mm2",       "about",
+                                               NULL};
 static const char *const k_compute_kinds[] = {"systolic", "matrix", "simd", "scalar", NULL};
 static const char *const k_cap_fields[] = {"op",         "in",      "out",
                                            "tile",       "throughput", "latency",
@@ -566,6 +572,7 @@ static int get_dims(loader *L, const json_t *v, const char *path, acg_compute *c
 
 static void load_compute(loader *L, const json_t *v, const char *path, acg_compute *c) {
   c->instances = 1;
+  c->weight_buffers = 1;
   if (!check_object(L, v, path, "a compute node")) return;
   const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
   c->src = (acg_src){e ? e->line : 0, e ? e->col : 0, path};
@@ -595,6 +602,10 @@ static void load_compute(loader *L, const json_t *v, const char *path, acg_compu
     }
   }
   get_uint(L, v, path, "instances", 0, 1, 1u << 20, &c->instances);
+  if (get_uint(L, v, path, "weight_buffers", 0, 1, 2, &c->weight_buffers) && kind_ok &&
+      c->kind != ACG_SYSTOLIC)
+    report(L, common_jpath_key(L->arena, path, "weight_buffers"), 1,
+           "only a systolic array has 'weight_buffers' (this one is '%s')", k_compute_kinds[c->kind]);
   get_number(L, v, path, "area_mm2", 0, 1, 1e6, &c->area_mm2);
   get_string(L, v, path, "about", 0, &c->about);
 
@@ -753,7 +764,7 @@ static void load_document(loader *L, const json_t *top) {
 
 cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, cov_acg **out) {
   *out = NULL;
-  if (!data) return cov_error(COV_INVALID_ARGUMENT, NULL, "no data");
+  if (!data) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_acg_load_buffer"), "no data");
   cov_loc floc = {.file = name};
   if (size > COV_ACG_MAX_FILE_BYTES)
     return cov_error(COV_OUT_OF_RANGE, &floc, "ACG is larger than the limit of %u bytes",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 
 typedef struct {
   cov_dtype a, b, acc;
@@ -169,7 +170,7 @@ cov_status cov_acg_print_summary(const cov_acg *g, FILE *out) {
     fprintf(out, "  ridge point %s x %s -> %s: %.2f MACs/byte\n", cov_dtype_name(rows[r].a),
             cov_dtype_name(rows[r].b), cov_dtype_name(rows[r].acc),
             rows[r].macs_per_cycle / dram_bw);
-  if (ferror(out)) return cov_error(COV_IO_ERROR, NULL, "write error: %s", strerror(errno));
+  if (ferror(out)) return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_acg_print_summary"), "write error: %s", strerror(errno));
   return NULL;
 }
 

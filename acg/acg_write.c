@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "acg/acg_ir.h"
+#include "common/loc.h"
 
 /* Integral values print as integers ("256", not "256.0"). */
 static json_t *num(double x) {
@@ -68,6 +69,7 @@ static json_t *compute_json(const acg_compute *c) {
     json_object_set_new(o, "dims", d);
   }
   json_object_set_new(o, "instances", json_integer(c->instances));
+  if (c->weight_buffers > 1) json_object_set_new(o, "weight_buffers", json_integer(c->weight_buffers));
   json_t *caps = json_array();
   for (int k = 0; k < c->n_caps; k++) json_array_append_new(caps, cap_json(&c->caps[k]));
   json_object_set_new(o, "capabilities", caps);
@@ -116,6 +118,6 @@ cov_status cov_acg_write_json(const cov_acg *g, FILE *out) {
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
   json_decref(o);
   if (rc != 0 || fputc('\n', out) == EOF || ferror(out))
-    return cov_error(COV_IO_ERROR, NULL, "write error while writing JSON");
+    return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_acg_write_json"), "write error while writing JSON");
   return NULL;
 }

@@ -2,7 +2,10 @@
  *
  * run is the command-line face of the reference interpreter: inputs come
  * from .npy files or are generated (deterministic pseudo-random values of a
- * given shape), outputs go to .npy files or, as text, to stdout. */
+ * given shape), outputs go to .npy files or, as text, to stdout.
+ *
+ * long: run_run is `covenant codelet run`'s options, inputs, run and output, in the order the help lists them
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

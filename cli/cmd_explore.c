@@ -1,5 +1,8 @@
 /* cli/cmd_explore.c: `covenant explore` (run or resume a study), `explore
- * merge` (combine shards) and `explore plot` (render a study's plots). */
+ * merge` (combine shards) and `explore plot` (render a study's plots).
+ *
+ * long: cli_cmd_explore is the option loop of `covenant explore`, one case per option, then the run
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,7 @@
-/* cli/cmd_gpu.c: `covenant gpu compile|run`: layers on GPU targets. */
+/* cli/cmd_gpu.c: `covenant gpu compile|run`: layers on GPU targets.
+ *
+ * long: cli_cmd_gpu is the option table of `covenant gpu` (getopt), one case each, shared by its compile and run
+ */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

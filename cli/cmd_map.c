@@ -115,6 +115,109 @@ static int check(const cov_layer *layer, const cov_schedule *s, FILE *out) {
   return rc;
 }
 
+/* The command line of `covenant map`. */
+typedef struct map_args {
+  const char *target, *suite, *outp; /* suite NULL: the shipped one */
+  const char *layer_name, *codelet, *node;
+  int scale, explain, dump, do_check;
+  long long group;
+  cov_map_options opt;
+  int64_t shapes[4][COV_MAX_RANK];
+  int ranks[4], n_shapes;
+  cov_attr attrs[16];
+  int n_attrs;
+} map_args;
+
+static void map_args_free(map_args *m) {
+  for (int i = 0; i < m->n_attrs; i++) free((char *)m->attrs[i].name);
+  m->n_attrs = 0;
+}
+
+/* One option with its value (val, NULL at the end); *used: val was taken.
+ * Returns -1, or the exit code of a usage error. */
+static int map_option(map_args *m, const char *a, const char *val, int *used) {
+  static const char *const names[] = {"target", "suite", "codelet", "node", "group", "scale",
+                                      "budget", "shape", "attr", "explain", "exhaustive",
+                                      "check", "dump=schedule", "help", NULL};
+  static const char *const with_value[] = {"--target", "-t", "--suite", "-o", "--codelet", "--node", "--group",
+                                           "--scale", "--budget", "--shape", "--attr", NULL};
+  *used = 0;
+  for (int k = 0; with_value[k]; k++)
+    if (!strcmp(a, with_value[k])) {
+      if (!val) return cli_usage_error("map", "option '%s' needs an argument", a);
+      *used = 1;
+    }
+  if (!strcmp(a, "--target") || !strcmp(a, "-t")) m->target = val;
+  else if (!strcmp(a, "--suite")) m->suite = val;
+  else if (!strcmp(a, "-o")) m->outp = val;
+  else if (!strcmp(a, "--codelet")) m->codelet = val;
+  else if (!strcmp(a, "--node")) m->node = val;
+  else if (!strcmp(a, "--group")) {
+    char *end;
+    errno = 0;
+    m->group = strtoll(val, &end, 10);
+    if (!*val || *end || errno || m->group < 0 || m->group > (1 << 30))
+      return cli_usage_error("map", "--group needs a group number >= 0, got '%s'", val);
+  } else if (!strcmp(a, "--scale") || !strcmp(a, "--budget")) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(val, &end, 10);
+    if (*end || errno || v < 1 || v > (1ll << 40))
+      return cli_usage_error("map", "%s needs a positive integer, got '%s'", a, val);
+    if (!strcmp(a, "--scale")) {
+      if (v > 4096) return cli_usage_error("map", "--scale %lld is too large", v);
+      m->scale = (int)v;
+    } else {
+      m->opt.budget = v;
+    }
+  } else if (!strcmp(a, "--shape")) {
+    if (m->n_shapes >= 4 || parse_shape(val, m->shapes[m->n_shapes], &m->ranks[m->n_shapes]))
+      return cli_usage_error("map", "--shape wants up to 4 shapes like 64x32, got '%s'", val);
+    m->n_shapes++;
+  } else if (!strcmp(a, "--attr")) {
+    const char *eq = strchr(val, '=');
+    if (!eq || eq == val || m->n_attrs >= 16)
+      return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (*end || errno || end == eq + 1) return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
+    cov_attr *at = &m->attrs[m->n_attrs++];
+    at->name = strndup(val, (size_t)(eq - val));
+    at->is_float = 0;
+    at->i = v;
+  } else if (!strcmp(a, "--explain")) m->explain = 1;
+  else if (!strcmp(a, "--exhaustive")) m->opt.exhaustive = 1;
+  else if (!strcmp(a, "--check")) m->do_check = 1;
+  else if (!strcmp(a, "--dump=schedule")) m->dump = 1;
+  else if (!strncmp(a, "--dump", 6)) return cli_usage_error("map", "unknown dump '%s' (expected --dump=schedule)", a);
+  else if (a[0] == '-') return cli_unknown_option("map", a, names);
+  else if (!m->layer_name) m->layer_name = a;
+  else return cli_usage_error("map", "unexpected argument '%s'", a);
+  return -1;
+}
+
+/* Parses and checks the command line; -1 or the exit code of a usage error. */
+static int map_parse(int argc, char **argv, map_args *m) {
+  for (int i = 1; i < argc; i++) {
+    int used, rc = map_option(m, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
+    if (rc >= 0) return rc;
+    i += used;
+  }
+  const char *ln = m->layer_name;
+  bool model = ln && strlen(ln) > 5 && !strcmp(ln + strlen(ln) - 5, ".onnx");
+  if (!m->target) return cli_usage_error("map", "--target is required");
+  if (!m->layer_name == !m->codelet)
+    return cli_usage_error("map", "give either a LAYER name or --codelet NAME with --shape");
+  if ((m->group >= 0 || m->node) && !model)
+    return cli_usage_error("map", "--group and --node select a group of an ONNX model (MODEL.onnx)");
+  if (m->group >= 0 && m->node) return cli_usage_error("map", "give --group or --node, not both");
+  if (model && (m->do_check || m->scale != 1))
+    return cli_usage_error("map", "--check and --scale take a suite layer or --codelet, not a model");
+  return -1;
+}
+
+/* A suite layer or a codelet call mapped, reported (and checked). */
 /* The GPU search's schedule of a layer (f16 multiplicands, as the GPU
  * backend compiles suite layers). */
 static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, const char *outp) {
@@ -147,151 +250,69 @@ static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, cons
   return rc;
 }
 
-int cli_cmd_map(int argc, char **argv) {
-  if (cli_wants_help(argc, argv)) {
-    help(stdout);
-    return CLI_EXIT_OK;
-  }
-  const char *target = NULL, *suite = NULL, *outp = NULL; /* suite NULL: the shipped one */
-  const char *layer_name = NULL, *codelet = NULL;
-  int scale = 1, explain = 0, dump = 0, do_check = 0;
-  long long group = -1;
-  const char *node = NULL;
-  cov_map_options opt = {0};
-  int64_t shapes[4][COV_MAX_RANK];
-  int ranks[4], n_shapes = 0;
-  cov_attr attrs[16];
-  int n_attrs = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED()                                                             \
-  do {                                                                     \
-    if (!val) return cli_usage_error("map", "option '%s' needs an argument", a); \
-    i++;                                                                   \
-  } while (0)
-    if (!strcmp(a, "--target") || !strcmp(a, "-t")) { NEED(); target = val; }
-    else if (!strcmp(a, "--suite")) { NEED(); suite = val; }
-    else if (!strcmp(a, "-o")) { NEED(); outp = val; }
-    else if (!strcmp(a, "--codelet")) { NEED(); codelet = val; }
-    else if (!strcmp(a, "--node")) { NEED(); node = val; }
-    else if (!strcmp(a, "--group")) {
-      NEED();
-      char *end;
-      errno = 0;
-      group = strtoll(val, &end, 10);
-      if (!*val || *end || errno || group < 0 || group > (1 << 30))
-        return cli_usage_error("map", "--group needs a group number >= 0, got '%s'", val);
-    }
-    else if (!strcmp(a, "--scale") || !strcmp(a, "--budget")) {
-      NEED();
-      char *end;
-      errno = 0;
-      long long v = strtoll(val, &end, 10);
-      if (*end || errno || v < 1 || v > (1ll << 40))
-        return cli_usage_error("map", "%s needs a positive integer, got '%s'", a, val);
-      if (!strcmp(a, "--scale")) {
-        if (v > 4096) return cli_usage_error("map", "--scale %lld is too large", v);
-        scale = (int)v;
-      } else {
-        opt.budget = v;
-      }
-    } else if (!strcmp(a, "--shape")) {
-      NEED();
-      if (n_shapes >= 4 || parse_shape(val, shapes[n_shapes], &ranks[n_shapes]))
-        return cli_usage_error("map", "--shape wants up to 4 shapes like 64x32, got '%s'", val);
-      n_shapes++;
-    } else if (!strcmp(a, "--attr")) {
-      NEED();
-      const char *eq = strchr(val, '=');
-      if (!eq || eq == val || n_attrs >= 16)
-        return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
-      char *end;
-      errno = 0;
-      long long v = strtoll(eq + 1, &end, 10);
-      if (*end || errno || end == eq + 1)
-        return cli_usage_error("map", "--attr wants name=integer, got '%s'", val);
-      attrs[n_attrs].name = strndup(val, (size_t)(eq - val));
-      attrs[n_attrs].is_float = 0;
-      attrs[n_attrs].i = v;
-      n_attrs++;
-    } else if (!strcmp(a, "--explain")) explain = 1;
-    else if (!strcmp(a, "--exhaustive")) opt.exhaustive = 1;
-    else if (!strcmp(a, "--check")) do_check = 1;
-    else if (!strcmp(a, "--dump=schedule")) dump = 1;
-    else if (!strncmp(a, "--dump", 6))
-      return cli_usage_error("map", "unknown dump '%s' (expected --dump=schedule)", a);
-    else if (a[0] == '-') {
-      static const char *const names[] = {"target", "suite", "codelet", "node", "group", "scale",
-                                          "budget", "shape", "attr", "explain", "exhaustive",
-                                          "check", "dump=schedule", "help", NULL};
-      return cli_unknown_option("map", a, names);
-    }
-    else if (!layer_name) layer_name = a;
-    else return cli_usage_error("map", "unexpected argument '%s'", a);
-#undef NEED
-  }
+static int map_layer(map_args *m) {
   int rc = CLI_EXIT_OK;
-  if (!target) rc = cli_usage_error("map", "--target is required");
-  else if (!layer_name == !codelet)
-    rc = cli_usage_error("map", "give either a LAYER name or --codelet NAME with --shape");
-  bool model = layer_name && strlen(layer_name) > 5 &&
-               !strcmp(layer_name + strlen(layer_name) - 5, ".onnx");
-  if (!rc && (group >= 0 || node) && !model)
-    rc = cli_usage_error("map", "--group and --node select a group of an ONNX model (MODEL.onnx)");
-  else if (!rc && group >= 0 && node)
-    rc = cli_usage_error("map", "give --group or --node, not both");
-  else if (!rc && model && (do_check || scale != 1))
-    rc = cli_usage_error("map", "--check and --scale take a suite layer or --codelet, not a model");
-  if (rc) {
-    for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
-    return rc;
-  }
-  if (model) {
-    cli_map_model_opts mo = {group, node, explain, dump, opt};
-    return cli_map_model(layer_name, target, &mo, outp);
-  }
   cov_acg *acg = NULL;
   cov_layer *layer = NULL;
   cov_schedule *s = NULL;
-  cov_status st = cov_acg_load_target(target, &acg);
+  cov_status st = cov_acg_load_target(m->target, &acg);
   if (!st) {
-    if (layer_name) st = cov_layer_from_suite(suite, layer_name, scale, &layer);
+    if (m->layer_name) st = cov_layer_from_suite(m->suite, m->layer_name, m->scale, &layer);
     else {
-      const int64_t(*sh)[COV_MAX_RANK] = (const int64_t(*)[COV_MAX_RANK])shapes;
-      st = cov_layer_from_codelet(codelet, attrs, (size_t)n_attrs, sh, ranks, (size_t)n_shapes,
+      const int64_t(*sh)[COV_MAX_RANK] = (const int64_t(*)[COV_MAX_RANK])m->shapes;
+      st = cov_layer_from_codelet(m->codelet, m->attrs, (size_t)m->n_attrs, sh, m->ranks, (size_t)m->n_shapes,
                                   &layer);
     }
   }
-  for (int i = 0; i < n_attrs; i++) free((char *)attrs[i].name);
+  map_args_free(m);
   /* GPU targets: the GPU search plans the kernel (--dump and --check keep
    * the generic schedule, which the CPU interpreter runs) */
-  if (!st && map_acg_is_gpu(acg) && !dump && !do_check) {
-    rc = map_gpu(layer, acg, explain, outp);
+  if (!st && map_acg_is_gpu(acg) && !m->dump && !m->do_check) {
+    rc = map_gpu(layer, acg, m->explain, m->outp);
     cov_layer_free(layer);
     cov_acg_free(acg);
     return rc;
   }
-  if (!st) st = cov_map(layer, acg, &opt, &s);
+  if (!st) st = cov_map(layer, acg, &m->opt, &s);
   if (st) {
     rc = cli_report(st);
   } else {
-    FILE *out = cli_open_output(outp);
+    FILE *out = cli_open_output(m->outp);
     if (!out) {
       rc = CLI_EXIT_INPUT;
     } else {
-      if (explain) st = cov_schedule_explain(s, out);
-      else if (dump) st = cov_schedule_dump(s, out);
+      if (m->explain) st = cov_schedule_explain(s, out);
+      else if (m->dump) st = cov_schedule_dump(s, out);
       else
         fprintf(out, "%s on %s: %.0f cycles (%lld evaluations)\n", cov_layer_name(layer),
                 cov_acg_name(acg), cov_schedule_cycles(s), (long long)cov_schedule_evaluations(s));
       if (st) rc = cli_report(st);
-      if (!rc && do_check) rc = check(layer, s, out);
-      if (cli_close_output(out, outp) && !rc) rc = CLI_EXIT_INPUT;
+      if (!rc && m->do_check) rc = check(layer, s, out);
+      if (cli_close_output(out, m->outp) && !rc) rc = CLI_EXIT_INPUT;
     }
   }
   cov_schedule_free(s);
   cov_layer_free(layer);
   cov_acg_free(acg);
   return rc;
+}
+
+int cli_cmd_map(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help(stdout);
+    return CLI_EXIT_OK;
+  }
+  map_args m = {.scale = 1, .group = -1};
+  int rc = map_parse(argc, argv, &m);
+  if (rc >= 0) {
+    map_args_free(&m);
+    return rc;
+  }
+  const char *ln = m.layer_name;
+  if (ln && strlen(ln) > 5 && !strcmp(ln + strlen(ln) - 5, ".onnx")) {
+    map_args_free(&m);
+    cli_map_model_opts mo = {m.group, m.node, m.explain, m.dump, m.opt};
+    return cli_map_model(m.layer_name, m.target, &mo, m.outp);
+  }
+  return map_layer(&m);
 }

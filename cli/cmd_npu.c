@@ -1,7 +1,10 @@
 /* cli/cmd_npu.c: `covenant disasm PROGRAM` and `covenant sim PROGRAM`, the
  * npu-sim program tools. A program records the name of the ACG it was
  * compiled for, so the target is found by that name unless --target names
- * another (which the simulator then refuses if its digest differs). */
+ * another (which the simulator then refuses if its digest differs).
+ *
+ * long: cli_cmd_sim is the option table of `covenant sim` (getopt), one case each
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

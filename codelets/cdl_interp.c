@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "codelets/cdl_interp.h"
+#include "common/loc.h"
 
 #include "codelets/cdl_bind.h"
 #include "codelets/cdl_iexpr.h"
@@ -578,7 +579,7 @@ cov_status cdl_run(const cdl_codelet *c, const cov_attr *attrs, size_t n_attrs,
                    const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                    size_t n_outputs, int64_t max_steps) {
   if (!c || (n_inputs && !inputs) || (n_attrs && !attrs) || (n_outputs && !outputs))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_run: NULL argument");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cdl_run"), "cov_codelet_run: NULL argument");
   for (size_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   if (n_outputs != (size_t)c->n_outputs) {
     cov_loc loc = c->loc;

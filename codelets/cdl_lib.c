@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "codelets/cdl_bind.h"
+#include "common/loc.h"
 #include "codelets/cdl_ir.h"
 #include "codelets/cdl_parse.h"
 #include "codelets/cdl_verify.h"
@@ -160,7 +161,7 @@ static int shipped_dir(char *out, size_t size) {
 }
 
 cov_status cov_codelet_lib_load(const char *dir, cov_codelet_lib **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_lib_load: NULL out");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_codelet_lib_load"), "NULL out");
   *out = NULL;
   cov_codelet_lib *lib;
   COV_RETURN_IF_ERROR(lib_new(&lib));
@@ -187,7 +188,7 @@ cov_status cov_codelet_lib_load(const char *dir, cov_codelet_lib **out) {
       errs = cov_status_join(errs, load_dir(lib, shipped, hide));
     else
       errs = cov_status_join(
-          errs, cov_error(COV_NOT_FOUND, NULL,
+          errs, cov_error(COV_NOT_FOUND, COV_AT(NULL, "$COVENANT_CODELET_PATH"),
                           "no shipped codelets found (looked beside the program, in %s/codelets "
                           "and %s/codelets); set COVENANT_CODELET_PATH",
                           COV_DATADIR, COV_SOURCEDIR));
@@ -202,7 +203,7 @@ cov_status cov_codelet_lib_load(const char *dir, cov_codelet_lib **out) {
 
 cov_status cov_codelet_lib_load_file(const char *path, cov_codelet_lib **out) {
   if (!out || !path)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_lib_load_file: NULL argument");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_codelet_lib_load_file"), "NULL argument");
   *out = NULL;
   cov_codelet_lib *lib;
   COV_RETURN_IF_ERROR(lib_new(&lib));
@@ -218,7 +219,7 @@ cov_status cov_codelet_lib_load_file(const char *path, cov_codelet_lib **out) {
 cov_status cov_codelet_lib_load_buffer(const char *data, size_t size, const char *name,
                                        cov_codelet_lib **out) {
   if (!out || (!data && size))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_lib_load_buffer: NULL argument");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_codelet_lib_load_buffer"), "NULL argument");
   *out = NULL;
   cov_loc loc = {.file = name};
   if (size > CDL_MAX_FILE_BYTES)
@@ -261,7 +262,7 @@ cov_status cov_codelet_output_shapes(const cov_codelet *c, const cov_attr *attrs
                                      const cov_tensor *inputs, size_t n_inputs,
                                      cov_tensor *outputs, size_t n_outputs) {
   if (!c || (n_inputs && !inputs) || (n_outputs && !outputs))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_output_shapes: NULL argument");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_codelet_output_shapes"), "NULL argument");
   if (n_outputs != (size_t)c->n_outputs) {
     cov_loc loc = c->loc;
     loc.path = c->name;

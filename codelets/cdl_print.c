@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codelets/cdl_ir.h"
+#include "common/loc.h"
 
 /* ---- index expressions -------------------------------------------------- */
 
@@ -255,7 +256,7 @@ void cdl_print_signature(FILE *out, const cdl_codelet *c) {
 }
 
 cov_status cov_codelet_print(const cov_codelet *c, FILE *out) {
-  if (!c || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_codelet_print: NULL argument");
+  if (!c || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_codelet_print"), "NULL argument");
   fputs("codelet ", out);
   print_header(out, c);
   fputs(" {\n", out);
@@ -289,6 +290,6 @@ cov_status cov_codelet_print(const cov_codelet *c, FILE *out) {
   }
   print_block(out, c, &c->body, 1);
   fputs("}\n", out);
-  if (ferror(out)) return cov_error(COV_IO_ERROR, NULL, "write error while printing '%s'", c->name);
+  if (ferror(out)) return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_codelet_print"), "write error while printing '%s'", c->name);
   return NULL;
 }

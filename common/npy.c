@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "covenant/tensor.h"
+#include "common/loc.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npy.c assumes a little-endian host"
@@ -241,7 +242,7 @@ static cov_status npy_read_stream(FILE *f, const char *path, long long file_size
 }
 
 cov_status cov_npy_read(const char *path, cov_tensor *out) {
-  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npy_read: NULL argument");
+  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npy_read"), "NULL argument");
   memset(out, 0, sizeof *out);
   cov_loc loc = {.file = path};
   FILE *f = fopen(path, "rb");
@@ -265,7 +266,7 @@ cov_status cov_npy_read(const char *path, cov_tensor *out) {
 /* ---- writing ------------------------------------------------------------ */
 
 cov_status cov_npy_write(const char *path, const cov_tensor *t) {
-  if (!path || !t) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npy_write: NULL argument");
+  if (!path || !t) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npy_write"), "NULL argument");
   cov_loc loc = {.file = path};
   int64_t n = cov_tensor_numel(t);
   size_t esize = cov_dtype_size(t->dtype);

@@ -1,6 +1,7 @@
 /* common/search_path.c: name -> file lookup for shipped data. */
 #define _GNU_SOURCE /* dladdr */
 #include "common/search_path.h"
+#include "common/loc.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -89,7 +90,7 @@ cov_status common_resolve_data_file(const char *name_or_path, const char *subdir
                                  const char *env_var, char *out, size_t size) {
   cov_loc loc = {.file = name_or_path};
   if (!name_or_path || !*name_or_path)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "empty %s name", subdir);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, subdir), "empty %s name", subdir);
   if (strchr(name_or_path, '/') || ends_with(name_or_path, ext)) {
     if (strlen(name_or_path) >= size)
       return cov_error(COV_OUT_OF_RANGE, &loc, "path too long");
@@ -109,7 +110,7 @@ cov_status common_resolve_data_name(const char *name, const char *subdir, const 
 static cov_status lookup_name(const char *name, const char *subdir, const char *ext,
                               const char *env_var, char *out, size_t size, int path_ok) {
   const char *name_or_path = name;
-  if (!name || !*name) return cov_error(COV_INVALID_ARGUMENT, NULL, "empty %s name", subdir);
+  if (!name || !*name) return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, subdir), "empty %s name", subdir);
   int plain = path_ok || (strlen(name) <= 64 && name[0] != '.');
   for (const char *c = name; *c && plain; c++)
     plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -119,9 +120,9 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
     common_escape(name, shown, sizeof shown);
     int one = (int)(strlen(subdir) > 1 ? strlen(subdir) - 1 : strlen(subdir)); /* "target" */
     if (path_ok)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "'%s' is neither a path nor a %.*s name", shown,
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, name), "'%s' is neither a path nor a %.*s name", shown,
                        one, subdir);
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, name),
                      "'%s' is not a %.*s name (names have up to 64 letters, digits, '-', '_' and "
                      "'.', not first), and it is not opened as a path",
                      shown, one, subdir);
@@ -158,7 +159,7 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
   snprintf(what, sizeof what, "%.*s", (int)(strlen(subdir) > 1 ? strlen(subdir) - 1 : strlen(subdir)), subdir);
   char hint[128] = "";
   if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
-  return cov_error(COV_NOT_FOUND, NULL,
+  return cov_error(COV_NOT_FOUND, COV_AT(NULL, name),
                    "no %s named '%s'%s; the %s found: %s (in $%s, share/covenant/%s beside the "
                    "library and the program, %s/%s, %s/%s); pass a path to use another file",
                    what, name_or_path, hint, subdir, names.n ? list : "none", env_var ? env_var : "-",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "covenant/tensor.h"
+#include "common/loc.h"
 
 int64_t cov_tensor_numel(const cov_tensor *t) {
   if (!t || t->rank < 0 || t->rank > COV_MAX_RANK) return -1;
@@ -19,23 +20,23 @@ int64_t cov_tensor_numel(const cov_tensor *t) {
 }
 
 cov_status cov_tensor_alloc(cov_tensor *t, cov_dtype dtype, int rank, const int64_t *shape) {
-  if (!t) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_tensor_alloc: NULL tensor");
+  if (!t) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_tensor_alloc"), "NULL tensor");
   memset(t, 0, sizeof *t);
   size_t esize = cov_dtype_size(dtype);
-  if (!esize) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_tensor_alloc: invalid dtype");
+  if (!esize) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_tensor_alloc"), "invalid dtype");
   if (rank < 0 || rank > COV_MAX_RANK)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "tensor rank %d is outside 0..%d", rank,
+    return cov_error(COV_OUT_OF_RANGE, COV_AT_CALL("cov_tensor_alloc"), "tensor rank %d is outside 0..%d", rank,
                      COV_MAX_RANK);
   if (rank > 0 && !shape)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_tensor_alloc: NULL shape");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_tensor_alloc"), "NULL shape");
   uint64_t bytes = esize;
   for (int i = 0; i < rank; i++) {
     if (shape[i] < 0)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "negative dimension %lld in tensor shape",
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_tensor_alloc"), "negative dimension %lld in tensor shape",
                        (long long)shape[i]);
     if (__builtin_mul_overflow(bytes, (uint64_t)shape[i], &bytes) ||
         bytes > COV_TENSOR_MAX_BYTES)
-      return cov_error(COV_OUT_OF_RANGE, NULL,
+      return cov_error(COV_OUT_OF_RANGE, COV_AT_CALL("cov_tensor_alloc"),
                        "tensor of this shape is larger than the limit of %llu bytes",
                        (unsigned long long)COV_TENSOR_MAX_BYTES);
   }

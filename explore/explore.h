@@ -15,6 +15,7 @@
 #include "covenant/arena.h"
 #include "covenant/explore.h"
 #include "covenant/types.h"
+#include "common/loc.h"
 
 /* A diagnostic location; a macro so that it can sit inside cov_error()'s
  * arguments (a bare compound literal's commas would split them). */

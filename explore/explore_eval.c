@@ -23,10 +23,9 @@ cov_status explore_evaluator_find(const char *name, int has_models, const explor
     const explore_evaluator *ev = k_evaluators[i];
     if (name ? strcmp(ev->name, name) != 0 : (has_models && ev->suite_only)) continue;
     if (has_models && ev->suite_only)
-      return cov_error(COV_UNSUPPORTED, NULL,
-                       "--eval %s: this evaluator takes suite layers only, not --model layer "
-                       "groups (use --eval roofline for models)",
-                       name);
+      return cov_error(COV_UNSUPPORTED, COV_AT_OPTION("--eval", name),
+                       "this evaluator takes suite layers only, not --model layer "
+                       "groups (use --eval roofline for models)");
     *out = ev;
     return NULL;
   }
@@ -35,8 +34,7 @@ cov_status explore_evaluator_find(const char *name, int has_models, const explor
     strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);
     strncat(have, k_evaluators[i]->name, sizeof have - strlen(have) - 1);
   }
-  return cov_error(COV_INVALID_ARGUMENT, NULL, "--eval %s: unknown evaluator (available: %s)",
-                   name, have);
+  return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--eval", name), "unknown evaluator (available: %s)", have);
 }
 
 double explore_area_mm2(const cov_acg *g) {

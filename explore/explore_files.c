@@ -96,7 +96,7 @@ cov_status explore_read_file(const char *path, char **out, size_t *size) {
 cov_status explore_mkdir_p(const char *path) {
   char buf[4096];
   if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "path too long: %s", path);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT_FILE(path), "path too long: %s", path);
   for (char *p = buf + 1;; p++) {
     if (*p == '/' || *p == 0) {
       char c = *p;

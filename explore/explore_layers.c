@@ -20,7 +20,7 @@ static cov_status add(cov_arena *a, explore_layers *ls, explore_layer l) {
   }
   for (int i = 0; i < ls->n; i++)
     if (strcmp(ls->items[i].name, l.name) == 0)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s' is given twice", l.name);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT(l.suite_file, l.name), "layer '%s' is given twice", l.name);
   ls->items[ls->n++] = l;
   return NULL;
 }

@@ -3,7 +3,10 @@
  *
  * Both CSVs are rebuilt whole, in design-index order, from rows/<id>.txt and
  * study.txt alone, and written atomically. So a run, a resumed run, a run
- * with any -j and a merge of shards all produce the same bytes. */
+ * with any -j and a merge of shards all produce the same bytes.
+ *
+ * long: explore_output_write merges the rows into results.csv, the Pareto fronts and the summary in one pass over the designs
+ */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -272,7 +275,7 @@ static cov_status copy_file(const char *from, const char *to) {
 cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
                              cov_explore_event_fn on_event, void *event_user) {
   if (n_dirs < 1 || !out_dir)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore merge: no shard folders or no -o");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_explore_merge"), "explore merge: no shard folders or no -o");
   char path[4200];
   char *key = NULL;
   cov_status st = NULL;
@@ -305,7 +308,7 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
       if (!f) continue;
       fclose(f);
       if (owner >= 0)
-        st = cov_error(COV_INVALID_INPUT, NULL,
+        st = cov_error(COV_INVALID_INPUT, COV_AT(dirs[k], id),
                        "design %s is in both %s and %s; refusing to merge duplicated rows", id,
                        dirs[owner], dirs[k]);
       owner = k;
@@ -318,7 +321,7 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
     }
   }
   if (!st && missing)
-    st = cov_error(COV_INVALID_INPUT, NULL,
+    st = cov_error(COV_INVALID_INPUT, COV_AT_FILE(out_dir),
                    "%d design(s) are in none of the shard folders (%s%s); run the missing shards "
                    "first",
                    missing, missing_ids, missing > 8 ? " ..." : "");

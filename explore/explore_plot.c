@@ -26,14 +26,14 @@ cov_status cov_explore_plot(const char *dir, const char *script) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
-  if (pid < 0) return cov_error(COV_IO_ERROR, NULL, "fork failed: %s", strerror(errno));
+  if (pid < 0) return cov_error(COV_IO_ERROR, COV_AT_FILE(script), "fork failed: %s", strerror(errno));
   if (pid == 0) {
     execlp(py, py, script, dir, (char *)NULL);
     _exit(127); /* the parent says what it could not run */
   }
   int st;
   while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) return cov_error(COV_INTERNAL, NULL, "waitpid: %s", strerror(errno));
+    if (errno != EINTR) return cov_error(COV_INTERNAL, COV_AT_FILE(script), "waitpid: %s", strerror(errno));
   if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
     return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = script), "cannot run %s (exit 127); plotting needs it with "
                      "matplotlib (Debian: python3-matplotlib)", py);

@@ -9,7 +9,10 @@
  * results.csv and summary.csv are then rebuilt from the row files in design
  * order (explore_output.c), which is what makes the output independent of
  * -j, shards and interruptions. Workers are processes rather than threads so
- * that an evaluator that crashes or leaks takes only its own design down. */
+ * that an evaluator that crashes or leaks takes only its own design down.
+ *
+ * long: cov_explore_run schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -85,11 +88,11 @@ static char *study_key(explore_study *s) {
 cov_status explore_study_open(const cov_explore_options *o, explore_study **out) {
   *out = NULL;
   if (!o || !o->base || !o->out_dir)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore: a base ACG and an output folder are needed");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_explore_run"), "explore: a base ACG and an output folder are needed");
   if (!o->use_suite && o->n_models == 0)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "explore: no layers (give --suite and/or --model)");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_explore_run"), "explore: no layers (give --suite and/or --model)");
   if (o->n_vary > EXPLORE_MAX_VARY)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "explore: at most %d --vary parameters", EXPLORE_MAX_VARY);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, "--vary"), "at most %d --vary parameters", EXPLORE_MAX_VARY);
   explore_study *s = calloc(1, sizeof *s);
   if (!s || !(s->arena = cov_arena_create())) {
     free(s);
@@ -125,10 +128,10 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
     }
     for (int j = 0; j < i; j++)
       if (strcmp(s->vary[j].param, s->vary[i].param) == 0)
-        st = cov_status_join(st, cov_error(COV_INVALID_ARGUMENT, NULL,
-                                           "--vary %s: parameter given twice", s->vary[i].param));
+        st = cov_status_join(st, cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", s->vary[i].param),
+                                           "parameter given twice"));
     if ((long long)s->n_designs * s->vary[i].n_values > EXPLORE_MAX_DESIGNS)
-      st = cov_status_join(st, cov_error(COV_OUT_OF_RANGE, NULL,
+      st = cov_status_join(st, cov_error(COV_OUT_OF_RANGE, COV_AT(o->base, "--vary"),
                                          "explore: more than %d designs", EXPLORE_MAX_DESIGNS));
     else s->n_designs *= s->vary[i].n_values;
   }
@@ -139,7 +142,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   s->ctx.in_dtype = cov_dtype_from_name(o->dtype ? o->dtype : "f16");
   s->ctx.acc_dtype = cov_dtype_from_name(o->acc_dtype ? o->acc_dtype : "f32");
   if (s->ctx.in_dtype == COV_DTYPE_INVALID || s->ctx.acc_dtype == COV_DTYPE_INVALID) {
-    st = cov_error(COV_INVALID_ARGUMENT, NULL, "--dtype: unknown dtype (one of %s)", cov_dtype_names());
+    st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--dtype"), "unknown dtype (one of %s)", cov_dtype_names());
     goto fail;
   }
   if (o->use_suite) {
@@ -151,11 +154,11 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   for (int i = 0; i < o->n_models; i++)
     if ((st = explore_layers_add_model(s->arena, o->models[i], &s->layers))) goto fail;
   if (s->layers.n == 0) {
-    st = cov_error(COV_INVALID_ARGUMENT, NULL, "explore: the study has no compute layers");
+    st = cov_error(COV_INVALID_ARGUMENT, COV_AT(o->suite, NULL), "explore: the study has no compute layers");
     goto fail;
   }
   if (o->n_shards < 0 || (o->n_shards > 0 && (o->shard < 0 || o->shard >= o->n_shards))) {
-    st = cov_error(COV_INVALID_ARGUMENT, NULL, "--shard %d/%d: expected I/N with 0 <= I < N",
+    st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--shard"), "expected I/N with 0 <= I < N (got %d/%d)",
                    o->shard, o->n_shards);
     goto fail;
   }
@@ -222,7 +225,7 @@ static cov_status run_design(explore_study *s, int index) {
   fprintf(f, "note %s\n", all_notes);
   cov_status fail = load;
   if (!fail && g->n_storage != s->base_acg->n_storage)
-    fail = cov_error(COV_INVALID_INPUT, NULL, "the design has a different set of storage nodes");
+    fail = cov_error(COV_INVALID_INPUT, COV_AT(s->base_path, "$.storage"), "the design has a different set of storage nodes");
   double area = fail ? NAN : explore_area_mm2(g);
   char *rows = NULL;
   size_t rows_size = 0;
@@ -441,7 +444,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
       pid_t pid = fork();
       if (pid < 0) {
         unlock(&fd);
-        st = cov_error(COV_IO_ERROR, NULL, "fork failed: %s", strerror(errno));
+        st = cov_error(COV_IO_ERROR, COV_AT_FILE(o->out_dir), "fork failed: %s", strerror(errno));
         next = s->n_designs;
         break;
       }
@@ -467,7 +470,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
     pid_t p = waitpid(-1, &wst, 0);
     if (p < 0) {
       if (errno == EINTR) continue;
-      st = cov_status_join(st, cov_error(COV_INTERNAL, NULL, "waitpid: %s", strerror(errno)));
+      st = cov_status_join(st, cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "waitpid: %s", strerror(errno)));
       break;
     }
     running--;
@@ -479,7 +482,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   }
   progress(s, done, total, resumed, t0, 1);
   if (crashed)
-    st = cov_status_join(st, cov_error(COV_INTERNAL, NULL,
+    st = cov_status_join(st, cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir),
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
                                        crashed));

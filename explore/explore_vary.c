@@ -122,16 +122,16 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
     json_t *parent = parent_ptr[0] ? explore_json_pointer(doc, parent_ptr) : doc;
     json_t *leaf = explore_json_pointer(doc, v->pointer);
     if (!parent || !leaf)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: JSON pointer %s names nothing in the base ACG", v->param,
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                       "JSON pointer %s names nothing in the base ACG",
                        v->pointer);
     t->obj = parent;
     if (json_is_array(parent)) t->index = strtoul(last + 1, NULL, 10);
     else {
       void *it = json_object_iter_at(parent, last + 1);
       if (!it) /* a key spelled with ~0/~1 escapes */
-        return cov_error(COV_UNSUPPORTED, NULL,
-                         "--vary %s: escaped keys (~0, ~1) are not supported", v->param);
+        return cov_error(COV_UNSUPPORTED, COV_AT_OPTION("--vary", v->param),
+                         "escaped keys (~0, ~1) are not supported");
       t->key = cov_arena_strdup(a, json_object_iter_key(it));
     }
     /* /storage/N/field and /compute/N/field get the same derived rules as
@@ -153,8 +153,8 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
   if (v->kind == EXPLORE_PATH_EDGE) {
     obj = find_edge(doc, v->node, v->node2);
     if (!obj)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: the base ACG has no edge from '%s' to '%s'", v->param, v->node,
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                       "the base ACG has no edge from '%s' to '%s'", v->node,
                        v->node2);
     allowed = k_edge_fields;
   } else if (strcmp(v->node, "acg") == 0 && !find_node(doc, "acg", NULL)) {
@@ -163,8 +163,8 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
   } else {
     obj = find_node(doc, v->node, &t->section);
     if (!obj)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: the base ACG has no storage or compute node '%s'", v->param,
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                       "the base ACG has no storage or compute node '%s'",
                        v->node);
     t->node = obj;
     allowed = strcmp(t->section, "storage") == 0 ? k_storage_fields : k_compute_fields;
@@ -174,8 +174,8 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
   const char *dot = strchr(f, '.');
   size_t n0 = dot ? (size_t)(dot - f) : strlen(f);
   if (!json_object_getn(obj, f, n0) && !in_list(allowed, f, n0))
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
-                     "--vary %s: '%.*s' is not a field of %s (see acg/README.md)", v->param,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                     "'%.*s' is not a field of %s (see acg/README.md)",
                      (int)n0, f,
                      v->kind == EXPLORE_PATH_EDGE ? "an edge"
                      : t->node ? (strcmp(t->section, "storage") == 0 ? "a storage node"
@@ -185,16 +185,14 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
   while (dot) {
     json_t *next = json_object_getn(obj, f, n0);
     if (!json_is_object(next))
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: '%.*s' is not an object in the base ACG, so it has no '%s'",
-                       v->param, (int)n0, f, dot + 1);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                       "'%.*s' is not an object in the base ACG, so it has no '%s'", (int)n0, f, dot + 1);
     obj = next;
     f = dot + 1;
     dot = strchr(f, '.');
     n0 = dot ? (size_t)(dot - f) : strlen(f);
     if (!json_object_getn(obj, f, n0))
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "--vary %s: the base ACG has no field '%.*s' there",
-                       v->param, (int)n0, f);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param), "the base ACG has no field '%.*s' there", (int)n0, f);
   }
   t->obj = obj;
   t->key = cov_arena_strndup(a, f, n0);
@@ -246,8 +244,8 @@ cov_status explore_vary_parse(cov_arena *a, const char *spec, const json_t *base
   out->spec = cov_arena_strdup(a, spec);
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
-                     "--vary '%s': expected PATH=V1,V2,... (e.g. pe_array.dims=8x8,16x16)", spec);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", spec),
+                     "expected PATH=V1,V2,... (e.g. pe_array.dims=8x8,16x16)");
   char *param = cov_arena_strndup(a, spec, (size_t)(eq - spec));
   out->param = param;
   if (param[0] == '/') {
@@ -257,10 +255,9 @@ cov_status explore_vary_parse(cov_arena *a, const char *spec, const json_t *base
     const char *arrow = strstr(param, "->");
     const char *dot = strchr(arrow ? arrow + 2 : param, '.');
     if (!dot || dot[1] == 0 || dot == param || (arrow && (arrow == param || dot == arrow + 2)))
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: expected <node>.<field>, <from>-><to>.<field> or a JSON "
-                       "pointer /storage/N/<field>",
-                       param);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", param),
+                       "expected <node>.<field>, <from>-><to>.<field> or a JSON "
+                       "pointer /storage/N/<field>");
     if (arrow) {
       out->kind = EXPLORE_PATH_EDGE;
       out->node = cov_arena_strndup(a, param, (size_t)(arrow - param));
@@ -279,7 +276,7 @@ cov_status explore_vary_parse(cov_arena *a, const char *spec, const json_t *base
   if (st) return st;
 
   const char *vals = eq + 1;
-  if (!*vals) return cov_error(COV_INVALID_ARGUMENT, NULL, "--vary %s: no values after '='", param);
+  if (!*vals) return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", param), "no values after '='");
   out->text = cov_arena_array(a, EXPLORE_MAX_VALUES, sizeof *out->text);
   out->value = calloc(EXPLORE_MAX_VALUES, sizeof *out->value);
   if (!out->value) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -288,19 +285,18 @@ cov_status explore_vary_parse(cov_arena *a, const char *spec, const json_t *base
     const char *comma = strchr(p, ',');
     size_t n = comma ? (size_t)(comma - p) : strlen(p);
     if (out->n_values == EXPLORE_MAX_VALUES)
-      return cov_error(COV_OUT_OF_RANGE, NULL, "--vary %s: more than %d values", param,
+      return cov_error(COV_OUT_OF_RANGE, COV_AT_OPTION("--vary", param), "more than %d values",
                        EXPLORE_MAX_VALUES);
     char *txt = cov_arena_strndup(a, p, n);
     json_t *jv = parse_value(txt, t.key);
     if (!jv)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
-                       "--vary %s: cannot parse value '%s' (expected a number, NxM dims, a size "
-                       "such as 64KiB, or true/false)",
-                       param, txt);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", param),
+                       "cannot parse value '%s' (expected a number, NxM dims, a size "
+                       "such as 64KiB, or true/false)", txt);
     for (int k = 0; k < out->n_values; k++)
       if (strcmp(out->text[k], txt) == 0) {
         json_decref(jv);
-        return cov_error(COV_INVALID_ARGUMENT, NULL, "--vary %s: value '%s' given twice", param,
+        return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", param), "value '%s' given twice",
                          txt);
       }
     out->text[out->n_values] = txt;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
+#include "common/loc.h"
 
 struct cov_model_group {
   cov_arena *arena;
@@ -270,7 +271,7 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
                                 cov_model_group **out) {
   *out = NULL;
   if (gi >= g->n_groups)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "no layer group %zu (the model has %zu)", gi,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "no layer group %zu (the model has %zu)", gi,
                      g->n_groups);
   const graph_group *grp = &g->groups[gi];
   if (grp->layout || grp->n_nodes == 0)

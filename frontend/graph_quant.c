@@ -26,7 +26,10 @@
  *
  * DynamicQuantizeLinear's range is two global max reductions (of x and of
  * -x) through codelets; its scale and zero point are then scalar f32
- * arithmetic as ONNX states it. */
+ * arithmetic as ONNX states it.
+ *
+ * size: the quantized operators (QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...) share their scale and zero-point rules and the integer kernels; split by operator once the int8 work in progress lands
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

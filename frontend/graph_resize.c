@@ -15,7 +15,10 @@
  *
  * tf_crop_and_resize writes extrapolation_value wherever a coordinate falls
  * outside the input. Scales and sizes must be known when the node runs
- * (constants, or values computed from shapes); antialias is refused. */
+ * (constants, or values computed from shapes); antialias is refused.
+ *
+ * long: resize_params_of takes Resize's inputs (roi, scales or sizes) and attributes (coordinate transformation, nearest mode, antialias, axes, keep_aspect_ratio_policy) in the order ONNX defines them, each a few checked lines
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

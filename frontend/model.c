@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "common/loc.h"
 #include "covenant/model.h"
 #include "frontend/graph.h"
 #include "frontend/onnx_internal.h"
@@ -33,10 +34,10 @@ static cov_status prepare(graph *g, const cov_model_options *opts) {
 cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
                                  const char *base_dir, const cov_model_options *opts,
                                  cov_model **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_buffer: NULL out");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_load_buffer"), "NULL out");
   *out = NULL;
   if (!data && size)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_buffer: NULL data");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_load_buffer"), "NULL data");
   cov_loc loc = {.file = name ? name : "<model>"};
   if (size > COV_MODEL_MAX_FILE_BYTES)
     return cov_error(COV_OUT_OF_RANGE, &loc, "model is larger than the limit of %zu bytes",
@@ -70,7 +71,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
 }
 
 cov_status cov_model_load_file(const char *path, const cov_model_options *opts, cov_model **out) {
-  if (!out || !path) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_load_file: NULL");
+  if (!out || !path) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_load_file"), "NULL");
   *out = NULL;
   char *data = NULL;
   size_t size = 0;
@@ -133,31 +134,31 @@ static cov_status value_info(const graph_value *v, cov_dtype *dtype, int *rank, 
 cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
                                 int64_t shape[COV_MAX_RANK]) {
   if (!m || i >= m->g->n_inputs)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_input_info: no input %zu", i);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_input_info"), "no input %zu", i);
   return value_info(m->g->inputs[i], dtype, rank, shape);
 }
 
 cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,
                                  int64_t shape[COV_MAX_RANK]) {
   if (!m || i >= m->g->n_outputs)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_output_info: no output %zu", i);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_output_info"), "no output %zu", i);
   return value_info(m->g->outputs[i], dtype, rank, shape);
 }
 
 cov_status cov_model_print_summary(const cov_model *m, FILE *out) {
-  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_summary: NULL");
+  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_print_summary"), "NULL");
   return graph_print_summary(m->g, out);
 }
 
 cov_status cov_model_print_graph(const cov_model *m, FILE *out) {
-  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_print_graph: NULL");
+  if (!m || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_print_graph"), "NULL");
   return graph_print(m->g, out);
 }
 
 cov_status cov_model_run_ref(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs) {
   if (!m || (n_outputs && !outputs))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_ref: NULL");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_ref"), "NULL");
   return graph_run(m->g, inputs, n_inputs, outputs, n_outputs);
 }
 
@@ -167,7 +168,7 @@ cov_status cov_model_run_with(const cov_model *m, const cov_tensor *inputs, size
                               cov_tensor *outputs, size_t n_outputs, cov_model_call_fn fn,
                               void *user) {
   if (!m || (n_outputs && !outputs))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_with: NULL");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_with"), "NULL");
   return graph_run_hooked(m->g, inputs, n_inputs, outputs, n_outputs, fn, user);
 }
 
@@ -175,14 +176,14 @@ cov_status cov_model_run_groups(const cov_model *m, const cov_tensor *inputs, si
                                 cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                                 cov_model_call_fn call, void *user) {
   if (!m || (n_outputs && !outputs))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_run_groups: NULL");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_groups"), "NULL");
   return graph_run_groups(m->g, inputs, n_inputs, outputs, n_outputs, group, call, user);
 }
 
 cov_status cov_model_group_describe(const cov_model *m, size_t i, cov_model_group **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_describe: NULL");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "NULL");
   *out = NULL;
-  if (!m) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_describe: NULL");
+  if (!m) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "NULL");
   return graph_group_describe(m->g, i, NULL, out);
 }
 
@@ -203,7 +204,7 @@ static int seen_before(graph_node *const *nodes, int k, int slot, const graph_va
 
 cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_group_info *out) {
   if (!m || !out || i >= m->g->n_groups)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_model_group_get_info: no group %zu", i);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_get_info"), "no group %zu", i);
   const graph *g = m->g;
   const graph_group *grp = &g->groups[i];
   memset(out, 0, sizeof *out);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/loc.h"
 #include "covenant/model.h"
 #include "frontend/onnx_internal.h"
 
@@ -400,7 +401,7 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
 
 cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
                                 size_t name_size) {
-  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_onnx_tensor_read: NULL");
+  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_onnx_tensor_read"), "NULL");
   memset(out, 0, sizeof *out);
   if (out_name && name_size) out_name[0] = '\0';
   char *data = NULL;

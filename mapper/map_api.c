@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
 cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
                        map_target *t, cov_arena *arena) {
@@ -20,7 +21,7 @@ cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule 
 cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
                    cov_schedule **out) {
   *out = NULL;
-  if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_map: NULL layer or ACG");
+  if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_map"), "NULL layer or ACG");
   cov_schedule *cs = calloc(1, sizeof *cs);
   if (!cs) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   cs->arena = cov_arena_create();
@@ -82,7 +83,7 @@ double cov_schedule_onchip_bytes(const cov_schedule *s) {
 
 cov_status cov_schedule_dump(const cov_schedule *s, FILE *out) {
   map_dump(&s->s, out);
-  return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;
+  return ferror(out) ? cov_error(COV_IO_ERROR, COV_AT_CALL("cov_schedule_dump"), "write error") : NULL;
 }
 
 static void one_line(const map_schedule *s, FILE *out) {
@@ -121,7 +122,7 @@ cov_status cov_schedule_explain(const cov_schedule *s, FILE *out) {
   fprintf(out, "chosen: ");
   one_line(m, out);
   fputc('\n', out);
-  return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;
+  return ferror(out) ? cov_error(COV_IO_ERROR, COV_AT_CALL("cov_schedule_explain"), "write error") : NULL;
 }
 
 cov_status cov_schedule_interpret(const cov_schedule *s, const cov_tensor *inputs, int n_inputs,
@@ -135,7 +136,7 @@ double cov_schedule_ops(const cov_schedule *s) { return s ? (double)s->s.prob.op
 
 cov_status cov_schedule_select_alternative(cov_schedule *s, int i) {
   if (!s || i < 0 || i >= s->n_alts)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "schedule alternative %d of %d", i,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_schedule_select_alternative"), "schedule alternative %d of %d", i,
                      s ? s->n_alts : 0);
   map_schedule tmp = s->s;
   s->s = s->alts[i];

@@ -7,10 +7,14 @@
  * reduce or map goes to a SIMD node. Each operand then gets the path of
  * software-managed storage along ACG edges between DRAM and that node (the
  * deepest one: more staging levels means more reuse to exploit); caches are
- * crossed, not used as levels. Everything is read from the ACG. */
+ * crossed, not used as levels. Everything is read from the ACG.
+ *
+ * long: map_bind_target binds each operand of the problem to the ACG (capability, storage path, epilogue unit), one located refusal per missing piece
+ */
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
 static const char *kind_word(const map_problem *p) {
   return p->codelet;
@@ -241,7 +245,7 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
                " (a float mac would be exact only if its multiplicands held %d-bit values and "
                "its accumulator 2 x %d + log2(%lld terms) bits)",
                int_value_bits(model) + 1, int_value_bits(model), (long long)red);
-    return cov_error(COV_MAPPING_FAILED, NULL,
+    return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                      "%s needs %s(%s,%s->%s)%s; %s offers %s%s", kind_word(p), common_op_name(p->op),
                      tn, tn, cov_dtype_name(acc),
                      cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
@@ -269,12 +273,12 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
     const map_operand *op = &p->operands[o];
     int target = op->role == MAP_ROLE_VECTOR ? t->simd_node : t->node;
     if (target < 0)
-      return cov_error(COV_MAPPING_FAILED, NULL, "%s: %s has no SIMD unit for the epilogue's %s",
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s has no SIMD unit for the epilogue's %s",
                        p->layer, g->name, op->name);
     int n = find_path(g, target, op->role == MAP_ROLE_OUTPUT, taken, t->path[o], t->edge_in[o]);
     for (int l = 1; l < n; l++) taken[t->path[o][l]] = true;
     if (n < 2)
-      return cov_error(COV_MAPPING_FAILED, NULL,
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                        "%s: no path through on-chip storage between DRAM and %s for operand %s on %s",
                        p->layer, acg_node_name(g, target), op->name, g->name);
     if (n > t->n_levels) t->n_levels = n;
@@ -311,7 +315,7 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
   /* the epilogue starts from the output tile where the main loop nest left
    * it: the SIMD unit must read that storage over an edge of the ACG */
   if (out1 >= 0 && !edge_between(g, out1, simd))
-    return cov_error(COV_MAPPING_FAILED, NULL,
+    return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, proto->prob.layer),
                      "%s: the epilogue on '%s' cannot read the output tile in '%s': %s has no "
                      "edge %s -> %s",
                      proto->prob.layer, acg_node_name(g, simd), acg_node_name(g, out1), g->name,
@@ -331,7 +335,7 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
     t->epi_in_place = b == out1;
     return NULL;
   }
-  return cov_error(COV_MAPPING_FAILED, NULL,
+  return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, proto->prob.layer),
                    "%s: the epilogue's temporaries need storage that %s both reads and writes "
                    "and that can store to DRAM; %s has none",
                    proto->prob.layer, acg_node_name(g, simd), g->name);

@@ -1,7 +1,10 @@
 /* mapper/map_build.c: a whole schedule from one mapping decision
  * (map_choice): scheduled loops with steps, per-level tiles and places, a
  * static allocation per storage node, and the transfers with their positions
- * and counts. Tiles that do not fit make the choice invalid (return -1). */
+ * and counts. Tiles that do not fit make the choice invalid (return -1).
+ *
+ * long: map_build turns one choice into a schedule in stages (levels, spatial loops, steps, tiles, places, temporaries, transfers) that share the loop and tile tables
+ */
 #include <string.h>
 
 #include "mapper/map_internal.h"

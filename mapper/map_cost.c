@@ -13,7 +13,10 @@
  * the rest (and the first fill) is exposed, added serially.
  * Epilogue: every vector op touches each output element once at its
  * capability's throughput. Energy: bytes x (read + write + edge pJ/byte),
- * operand reads at the innermost level, and ops x pJ/op. */
+ * operand reads at the innermost level, and ops x pJ/op.
+ *
+ * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap); splitting it is left until the cost work in progress lands
+ */
 #include <math.h>
 #include <string.h>
 

@@ -7,11 +7,15 @@
  * attributes become scalars, and another input indexed by the codelet's loops
  * (a bias) becomes a per-channel vector operand whose access is the output's
  * access in the dimension it indexes. Softmax (a row reduction) and max
- * pooling with window == stride have fixed lowerings. */
+ * pooling with window == stride have fixed lowerings.
+ *
+ * long: lower_elementwise lowers a generic elementwise codelet nest to vector ops: its index map, operands and temporaries are one walk over the nest
+ */
 #include <math.h>
 #include <string.h>
 
 #include "codelets/cdl_iexpr.h"
+#include "common/loc.h"
 #include "mapper/map_internal.h"
 
 int map_epilogue_whole(const char *codelet) {
@@ -58,7 +62,7 @@ static cov_status lower_softmax(const map_call *mc, map_schedule *s) {
   const int64_t *view = mc->view_rank ? mc->view : mc->in[0].shape;
   int vr = mc->view_rank ? mc->view_rank : mc->in[0].rank;
   if (l < 0 || vr < 1 || view[vr - 1] != o->shape[o->rank - 1])
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "softmax after %s: its rows must be the output's last dimension, indexed by "
                      "one loop",
                      p->codelet);
@@ -90,13 +94,13 @@ static cov_status lower_pool(const map_call *mc, const cdl_binding *b, map_sched
   const map_operand *o = &p->operands[p->output];
   if (o->rank != 4 || v[0] != v[2] || v[1] != v[3] || v[4] || v[5] || v[6] || v[7] ||
       v[8] != 1 || v[9] != 1)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "maxpool after %s: only window == stride, no padding, no dilation, on a "
                      "4-D output can be fused",
                      p->codelet);
   int lh = loop_of_dim(p, 2), lw = loop_of_dim(p, 3);
   if (lh < 0 || lw < 0 || o->shape[2] % v[0] || o->shape[3] % v[1])
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "maxpool after %s: the output's H and W (%lld, %lld) must be multiples of "
                      "the window (%lld, %lld) and each indexed by one loop",
                      p->codelet, (long long)o->shape[2], (long long)o->shape[3], (long long)v[0],
@@ -298,7 +302,7 @@ cov_status map_lower_epilogue(const cov_layer *layer, int first, map_schedule *s
   }
   for (int o = 0; o < s->prob.n_operands; o++)
     if (s->prob.operands[o].layer_input == -2)
-      return cov_error(COV_INTERNAL, NULL, "layer %s: epilogue operand %s unnumbered", layer->name,
+      return cov_error(COV_INTERNAL, COV_AT(NULL, layer->name), "layer %s: epilogue operand %s unnumbered", layer->name,
                        s->prob.operands[o].name);
   return NULL;
 }
@@ -315,7 +319,7 @@ static cov_status cast_accumulator(map_schedule *s, cov_dtype acc) {
   }
   if (want == COV_DTYPE_INVALID || want == acc || cov_dtype_is_float(want)) return NULL;
   if (s->n_vops >= MAP_MAX_VOPS)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "layer %s: epilogue of more than %d vector ops",
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, s->prob.layer), "layer %s: epilogue of more than %d vector ops",
                      s->prob.layer, MAP_MAX_VOPS);
   memmove(&s->vops[1], &s->vops[0], sizeof(map_vop) * (size_t)s->n_vops);
   s->n_vops++;
@@ -354,7 +358,7 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
       char ty[40];
       if (v->din == v->dout) snprintf(ty, sizeof ty, "%s", cov_dtype_name(v->din));
       else snprintf(ty, sizeof ty, "%s->%s", cov_dtype_name(v->din), cov_dtype_name(v->dout));
-      return cov_error(COV_MAPPING_FAILED, NULL,
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, s->prob.layer),
                        "layer %s: the epilogue op %s(%s) from %s needs a SIMD capability; %s "
                        "offers none",
                        s->prob.layer, common_op_name(v->op), ty, v->from, acg->name);

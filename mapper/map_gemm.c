@@ -41,6 +41,85 @@ static bool movable(const map_schedule *s, int i) {
   return true;
 }
 
+void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  int inner = -1;
+  if (gp && (o == gp->a_op || o == gp->b_op) && lv == deepest(s, o)) {
+    int sl = o == gp->b_op ? gp->nl : (gp->output_stationary ? gp->ml : gp->kl);
+    if (sl >= 0) {
+      int l = s->sloops[sl].loop;
+      for (int d = 0; d < op->rank && inner < 0; d++)
+        if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) inner = d;
+    }
+  }
+  int64_t n = 1;
+  if (inner >= 0) {
+    st[inner] = 1;
+    n = pl->shape[inner];
+  }
+  for (int d = op->rank - 1; d >= 0; d--) {
+    if (d == inner) continue;
+    st[d] = n;
+    n *= pl->shape[d];
+  }
+}
+
+/* Elements one iteration of scheduled loop i moves through operand o's
+ * deepest tile. */
+static int64_t tile_step(const map_schedule *s, const map_gemm_plan *gp, int o, int i) {
+  int64_t st[COV_MAX_RANK], r = 0;
+  int lv = deepest(s, o);
+  map_gemm_tile_strides(s, gp, o, lv, st);
+  const map_operand *op = &s->prob.operands[o];
+  for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][s->sloops[i].loop] * s->sloops[i].step * st[d];
+  return r;
+}
+
+/* A candidate for the streamed dimension: a temporal output loop of the
+ * last level that only A indexes, with no transfer inside it. */
+static bool stream_loop(const map_schedule *s, const map_gemm_plan *gp, int i) {
+  const map_problem *p = &s->prob;
+  const map_sloop *sl = &s->sloops[i];
+  return i > gp->out_init_after && sl->level == s->n_levels - 1 && !sl->spatial &&
+         !p->reduction[sl->loop] && movable(s, i) && map_operand_depends(&p->operands[gp->a_op], sl->loop) &&
+         !map_operand_depends(&p->operands[gp->b_op], sl->loop);
+}
+
+/* Long streams on a weight-stationary array: a second streamed loop j
+ * joins ml when, in A's and the output's tiles, one step of j is trips(ml)
+ * steps of ml (a 1x1 convolution's q and p over whole rows), so one GEMM
+ * streams trips(ml) x trips(j) rows per weight load. Of such pairs the one
+ * with the longest stream, ml becoming the inner loop. */
+static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  int64_t best = s->sloops[gp->ml].trips;
+  int bi = -1, bj = -1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    if (!stream_loop(s, gp, i) || s->sloops[i].trips < 2) continue;
+    int64_t ai = tile_step(s, gp, gp->a_op, i), ci = tile_step(s, gp, p->output, i);
+    if (ai == 0 || ci == 0) continue;
+    for (int j = 0; j < s->n_sloops; j++) {
+      if (j == i || !stream_loop(s, gp, j) || s->sloops[j].trips < 2) continue;
+      int64_t m = s->sloops[i].trips * s->sloops[j].trips;
+      if (m <= best || m > 65535) continue;
+      if (tile_step(s, gp, gp->a_op, j) != s->sloops[i].trips * ai ||
+          tile_step(s, gp, p->output, j) != s->sloops[i].trips * ci)
+        continue;
+      best = m;
+      bi = i;
+      bj = j;
+    }
+  }
+  if (bi < 0) return;
+  gp->ml = bi;
+  gp->ml2 = bj;
+}
+
+int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp) {
+  return (gp->ml < 0 ? 1 : s->sloops[gp->ml].trips) * (gp->ml2 < 0 ? 1 : s->sloops[gp->ml2].trips);
+}
+
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
   const cov_acg *g = s->acg;
@@ -94,6 +173,8 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
     gp->a_op = 0;
     gp->b_op = 1;
   }
+  gp->ml2 = -1;
+  if (!gp->output_stationary && gp->ml >= 0) long_stream(s, gp);
   const acg_compute *cn = &g->compute[s->node - g->n_storage];
   const acg_capability *cap = &cn->caps[s->cap];
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0];
@@ -138,6 +219,9 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   if (!gp->output_stationary) {
     double wl = fmax(k, cdiv(k * n * eb, bwb));
     double st = fmax(fmax(m, cdiv(m * k * ea, bwa)), fmax(cdiv(m * n * eo, bwc), cdiv(m * k * n, thr)));
+    /* Double-buffered weights (ACG weight_buffers 2): in a stream of such
+     * gemms each one's load hides behind its predecessor's stream. */
+    if (acg_weights_overlap(g, s->node, na, nb, acc ? nc : -1)) return fmax(wl, st);
     return wl + st;
   }
   double pre = acc && !chain ? cdiv(m * n * eo, edge_between(g, nc, s->node)) : 0;
@@ -149,13 +233,13 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
 
 double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
-  double M = trips_of(s, gp->ml), K = trips_of(s, gp->kl), N = trips_of(s, gp->nl);
+  double M = (double)map_gemm_m(s, gp), K = trips_of(s, gp->kl), N = trips_of(s, gp->nl);
   /* Leaves: every scheduled loop the GEMM does not absorb (instances of a
    * replicated node run in parallel). */
   double leaves = 1;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
-    if (i == gp->ml || i == gp->kl || i == gp->nl) continue;
+    if (i == gp->ml || i == gp->ml2 || i == gp->kl || i == gp->nl) continue;
     if (sl->spatial && sl->axis > MAP_AX_LANES) continue;
     leaves *= (double)sl->trips;
   }
@@ -167,7 +251,7 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   if (gp->output_stationary)
     for (int i = s->n_sloops - 1; i > gp->out_init_after; i--) {
       const map_sloop *sl = &s->sloops[i];
-      if (i == gp->ml || i == gp->kl || i == gp->nl) continue;
+      if (i == gp->ml || i == gp->ml2 || i == gp->kl || i == gp->nl) continue;
       if (!p->reduction[sl->loop]) break;
       run *= (double)sl->trips;
     }

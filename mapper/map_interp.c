@@ -5,12 +5,16 @@
  * statement reads and writes only the innermost tiles, and the epilogue runs
  * on the outermost on-chip output tile before its store to DRAM. Any element
  * access outside its tile, or any tile outside its buffer, is an error: a
- * schedule's correctness is tested, not assumed. */
+ * schedule's correctness is tested, not assumed.
+ *
+ * long: store_final interprets the epilogue ops over the output tile and its store to DRAM, each op a case of one loop, with the checks the verifier relies on
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
 typedef struct interp {
   const map_schedule *s;
@@ -65,7 +69,7 @@ static uint8_t *place_ptr(interp *I, int o, int lv) {
   const acg_storage *st = &I->s->acg->storage[pl->node];
   if (start + pl->bytes > st->capacity_bytes) {
     if (!I->err)
-      I->err = cov_error(COV_INTERNAL, NULL, "interp %s: %s's tile [%llu, %llu) is outside %s (%llu B)",
+      I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer), "interp %s: %s's tile [%llu, %llu) is outside %s (%llu B)",
                          I->p->layer, I->p->operands[o].name, (unsigned long long)start,
                          (unsigned long long)(start + pl->bytes), st->name,
                          (unsigned long long)st->capacity_bytes);
@@ -84,7 +88,7 @@ static int64_t local_offset(interp *I, int o, int lv, const int64_t *idx) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
       if (!I->err)
-        I->err = cov_error(COV_INTERNAL, NULL,
+        I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                            "interp %s: %s index %lld in dim %d is outside its L%d tile [%lld, %lld)",
                            I->p->layer, op->name, (long long)idx[d], d, lv, (long long)base[d],
                            (long long)(base[d] + pl->shape[d]));
@@ -211,7 +215,7 @@ typedef struct epi_view {
 static bool epi_slot(interp *I, int64_t base, int64_t i, int64_t size, const epi_view *E, int64_t *at) {
   if (base < 0 || i < 0 || i >= size || base + i >= E->lay.elems) {
     if (!I->err)
-      I->err = cov_error(COV_INTERNAL, NULL,
+      I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                          "interp %s: an epilogue register access falls outside the temporaries "
                          "the schedule reserves",
                          I->p->layer);
@@ -276,7 +280,7 @@ static void store_final(interp *I, int o) {
     uint64_t need = (uint64_t)E.lay.elems * cov_dtype_size(E.dt);
     if (!st || !I->buf[s->epi_node] || need > s->epi_bytes ||
         s->epi_addr + s->epi_bytes > st->capacity_bytes) {
-      I->err = cov_error(COV_INTERNAL, NULL,
+      I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                          "interp %s: the epilogue needs %llu bytes of temporaries; the schedule "
                          "reserves %llu in %s",
                          p->layer, (unsigned long long)need, (unsigned long long)s->epi_bytes,
@@ -389,7 +393,7 @@ static void store_final(interp *I, int o) {
     for (int d = 0; d < I->out->rank; d++) {
       if (idx[d] < 0 || idx[d] >= I->out->shape[d]) {
         if (!I->err)
-          I->err = cov_error(COV_INTERNAL, NULL, "interp %s: output index outside the tensor",
+          I->err = cov_error(COV_INTERNAL, COV_AT(NULL, p->layer), "interp %s: output index outside the tensor",
                              p->layer);
         break;
       }
@@ -485,14 +489,14 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
     const map_operand *op = &I.p->operands[o];
     if (op->role == MAP_ROLE_OUTPUT) continue;
     if (op->layer_input < 0 || op->layer_input >= n_inputs)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "interp: operand %s has no input", op->name);
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, s->prob.layer), "interp: operand %s has no input", op->name);
     const cov_tensor *t = &inputs[op->layer_input];
     if (t->dtype != COV_F32 || t->rank != op->rank)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "interp: input %s must be f32 of rank %d",
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, s->prob.layer), "interp: input %s must be f32 of rank %d",
                        op->name, op->rank);
     for (int d = 0; d < op->rank; d++)
       if (t->shape[d] != op->shape[d])
-        return cov_error(COV_INVALID_ARGUMENT, NULL, "interp: input %s has the wrong shape",
+        return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, s->prob.layer), "interp: input %s has the wrong shape",
                          op->name);
   }
   /* the output tensor (pooled dims shrink) */
@@ -516,7 +520,7 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
   for (int n = 0; n < g->n_storage && n < 256; n++) {
     if (g->storage[n].kind == ACG_DRAM || g->storage[n].kind == ACG_CACHE) continue;
     if (g->storage[n].capacity_bytes > ((uint64_t)1 << 30)) {
-      st = cov_error(COV_OUT_OF_RANGE, NULL, "interp: %s is too large to simulate", g->storage[n].name);
+      st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, s->prob.layer), "interp: %s is too large to simulate", g->storage[n].name);
       break;
     }
     I.buf[n] = malloc(g->storage[n].capacity_bytes);

@@ -310,6 +310,9 @@ const map_schedule *map_schedule_of(const cov_schedule *s);
 typedef struct map_gemm_plan {
   int ml, kl, nl;         /* scheduled loops one GEMM absorbs (m streamed,
                              k on the rows, n on the columns), -1 if none */
+  int ml2;                /* a second streamed loop, outside ml (m runs over
+                             ml2 x ml: one stride through A's and the
+                             output's tiles), -1 if none */
   int a_op, b_op;         /* A: indexed by m and k; B: by k and n */
   int out_init_after;     /* the output's deepest tile restarts at this loop */
   bool out_acc_load;      /* ... or is loaded with partial sums */
@@ -319,6 +322,16 @@ typedef struct map_gemm_plan {
 /* An array is output-stationary when it has an edge to a register file. */
 bool map_output_stationary(const cov_acg *g, int node);
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
+/* Element strides of operand o's tile at level lv: row-major over the tile
+ * box, except that an array operand's tile at its deepest level keeps the
+ * dimension the array reads in one cycle innermost (k of A on a
+ * weight-stationary array, m of A on an output-stationary one, n of B), so
+ * those elements fall in different banks. gp NULL: row-major (SIMD main
+ * statements). The NPU code generator lays tiles out by this, and the plan
+ * merges streamed loops by it. */
+void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st);
+/* M of one GEMM: the trips of ml and ml2. */
+int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp);
 /* Cycles the array is busy with the schedule's GEMMs (chaining included). */
 double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp);
 /* DRAM bytes one execution of a DRAM transfer costs: contiguous runs in

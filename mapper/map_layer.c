@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/edit_distance.h"
+#include "common/loc.h"
 #include "common/search_path.h"
 #include "mapper/map_internal.h"
 #include "mapper/map_suite.h"
@@ -23,7 +24,7 @@ const char *cov_suite_default_path(void) {
 cov_status cov_suite_find(char *out, size_t size) {
   const char *e = getenv("COVENANT_SUITE");
   if (e && *e) {
-    if (strlen(e) >= size) return cov_error(COV_OUT_OF_RANGE, NULL, "$COVENANT_SUITE is too long");
+    if (strlen(e) >= size) return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, "$COVENANT_SUITE"), "$COVENANT_SUITE is too long");
     strcpy(out, e);
     return NULL;
   }
@@ -37,7 +38,7 @@ cov_status cov_suite_find(char *out, size_t size) {
     for (const char *p = dir; *p && k + 1 < sizeof tried; p++) tried[k++] = *p;
     tried[k] = '\0';
   }
-  return cov_error(COV_NOT_FOUND, NULL,
+  return cov_error(COV_NOT_FOUND, COV_AT(NULL, "$COVENANT_SUITE"),
                    "no layer suite found (looked for layers.json in %s); set COVENANT_SUITE or "
                    "pass --suite FILE", tried);
 }
@@ -115,10 +116,10 @@ cov_status map_call_output(const cov_layer *l, int i, int *rank, int64_t *shape)
 static cov_status add_post(cov_layer *l, const char *codelet, int view_rank, const int64_t *view,
                            map_call **out) {
   if (l->n_calls >= MAP_MAX_CALLS)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "layer %s: more than %d codelet calls", l->name,
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, l->name), "layer %s: more than %d codelet calls", l->name,
                      MAP_MAX_CALLS);
   const cov_codelet *c = cov_codelet_lib_find(l->lib, codelet);
-  if (!c) return cov_error(COV_NOT_FOUND, NULL, "layer %s: no codelet '%s'", l->name, codelet);
+  if (!c) return cov_error(COV_NOT_FOUND, COV_AT(NULL, l->name), "layer %s: no codelet '%s'", l->name, codelet);
   map_call *mc = &l->calls[l->n_calls++];
   memset(mc, 0, sizeof *mc);
   mc->c = c;
@@ -303,7 +304,7 @@ cov_status cov_suite_layer_names(const char *suite_path, char ***names, int *cou
 cov_status cov_layer_from_suite(const char *suite_path, const char *name, int scale,
                                 cov_layer **out) {
   *out = NULL;
-  if (scale < 1) return cov_error(COV_INVALID_ARGUMENT, NULL, "scale must be >= 1 (got %d)", scale);
+  if (scale < 1) return cov_error(COV_INVALID_ARGUMENT, COV_AT(suite_path, name), "scale must be >= 1 (got %d)", scale);
   char buf[4096];
   COV_RETURN_IF_ERROR(suite_or_default(suite_path, buf, sizeof buf, &suite_path));
   json_t *root, *layers;
@@ -362,7 +363,7 @@ cov_status cov_layer_from_call(const char *codelet, const cov_attr *attrs, size_
                                const cov_tensor *inputs, size_t n_inputs, cov_layer **out) {
   *out = NULL;
   if (n_inputs > 4)
-    return cov_error(COV_OUT_OF_RANGE, NULL, "too many inputs for '%s'", codelet);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, codelet), "too many inputs for '%s'", codelet);
   int64_t shapes[4][COV_MAX_RANK];
   int ranks[4];
   cov_dtype dt[4];
@@ -385,11 +386,11 @@ static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs,
   l->n_calls = 1;
   cov_status st = NULL;
   mc->c = cov_codelet_lib_find(l->lib, codelet);
-  if (!mc->c) st = cov_error(COV_NOT_FOUND, NULL, "no codelet named '%s'", codelet);
+  if (!mc->c) st = cov_error(COV_NOT_FOUND, COV_AT(NULL, codelet), "no codelet named '%s'", codelet);
   else if (n_attrs > MAP_MAX_ATTRS || n_inputs > 4)
-    st = cov_error(COV_OUT_OF_RANGE, NULL, "too many attributes or inputs for '%s'", codelet);
+    st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, codelet), "too many attributes or inputs for '%s'", codelet);
   else if (n_inputs != cov_codelet_num_inputs(mc->c))
-    st = cov_error(COV_INVALID_ARGUMENT, NULL, "codelet %s takes %zu inputs, %zu shapes given",
+    st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, codelet), "codelet %s takes %zu inputs, %zu shapes given",
                    codelet, cov_codelet_num_inputs(mc->c), n_inputs);
   if (!st) {
     for (size_t i = 0; i < n_attrs; i++) {
@@ -399,7 +400,7 @@ static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs,
     mc->n_attrs = (int)n_attrs;
     for (size_t i = 0; i < n_inputs; i++) {
       if (ranks[i] < 0 || ranks[i] > COV_MAX_RANK) {
-        st = cov_error(COV_INVALID_ARGUMENT, NULL, "input %zu: bad rank %d", i, ranks[i]);
+        st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, codelet), "input %zu: bad rank %d", i, ranks[i]);
         break;
       }
       set_in(mc, ranks[i], shapes[i]);
@@ -436,7 +437,7 @@ cov_status cov_layer_input(const cov_layer *l, int i, cov_tensor *t) {
     }
     i -= n;
   }
-  return cov_error(COV_INVALID_ARGUMENT, NULL, "layer %s has no input %d", l->name, i);
+  return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_input"), "layer %s has no input %d", l->name, i);
 }
 
 cov_status cov_layer_reference(const cov_layer *l, const cov_tensor *inputs, cov_tensor *out) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
 /* gemm_bias(a, b, c) with beta 1 and c one row [1, N] is gemm(a, b) then
  * bias_add_2d(., c as [N]): the form the mapper fuses (a main loop nest, a
@@ -76,21 +77,21 @@ static bool is_integer_layer(const cov_model_group_call *gc) {
 }
 
 cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_layer_from_model_group: NULL");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group"), "NULL");
   *out = NULL;
-  if (!grp) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_layer_from_model_group: NULL");
+  if (!grp) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group"), "NULL");
   return cov_layer_from_model_group_prefix(grp, cov_model_group_num_calls(grp), out);
 }
 
 cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t n, cov_layer **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_layer_from_model_group_prefix: NULL");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group_prefix"), "NULL");
   *out = NULL;
   if (!grp || n > cov_model_group_num_calls(grp))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_layer_from_model_group_prefix: %s",
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_from_model_group_prefix"), "%s",
                      grp ? "more calls than the group has" : "NULL group");
   const char *name = cov_model_group_name(grp);
   if (n == 0 || n > MAP_MAX_CALLS)
-    return cov_error(COV_UNSUPPORTED, NULL, GROUP_FMT "%zu codelet calls; a layer has 1 to %d",
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, name), GROUP_FMT "%zu codelet calls; a layer has 1 to %d",
                      GROUP_ARGS(grp, name), n, MAP_MAX_CALLS);
   cov_layer *l;
   COV_RETURN_IF_ERROR(map_layer_new(name, &l));
@@ -103,7 +104,7 @@ cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t 
     for (size_t k = 0; k < gc->n_args; k++) all_f32 &= gc->args[k].t.dtype == COV_F32;
     if (c == 0 && all_f32 && split_gemm_bias(l, gc)) continue;
     if (l->n_calls >= MAP_MAX_CALLS) {
-      st = cov_error(COV_UNSUPPORTED, NULL, GROUP_FMT "more than %d codelet calls",
+      st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node), GROUP_FMT "more than %d codelet calls",
                      GROUP_ARGS(grp, gc->node), MAP_MAX_CALLS);
       break;
     }
@@ -111,12 +112,12 @@ cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t 
     memset(mc, 0, sizeof *mc);
     mc->c = cov_codelet_lib_find(l->lib, gc->codelet);
     if (!mc->c) {
-      st = cov_error(COV_NOT_FOUND, NULL, GROUP_FMT "no codelet '%s' in the mapper's library",
+      st = cov_error(COV_NOT_FOUND, COV_AT(NULL, gc->node), GROUP_FMT "no codelet '%s' in the mapper's library",
                      GROUP_ARGS(grp, gc->node), gc->codelet);
       break;
     }
     if (gc->n_attrs > MAP_MAX_ATTRS || gc->n_args > 4 || gc->n_args < 1) {
-      st = cov_error(COV_UNSUPPORTED, NULL,
+      st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node),
                      GROUP_FMT "call %zu (%s) has %zu attributes and %zu inputs; a layer call "
                      "takes at most %d and 1 to 4",
                      GROUP_ARGS(grp, gc->node), c, gc->codelet, gc->n_attrs, gc->n_args,
@@ -133,12 +134,12 @@ cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t 
       /* Layers are f32 (map_layer.c): the mapper narrows on chip itself;
        * or integer (see is_integer_layer), in the codelets' own dtypes. */
       if (arg->t.dtype != COV_F32 && !integer)
-        st = cov_error(COV_UNSUPPORTED, NULL,
+        st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node),
                        GROUP_FMT "call %zu (%s) input %zu is %s; mapper layers are f32, or an "
                        "integer multiply-accumulate (i8 x i8 -> i32) and its epilogue",
                        GROUP_ARGS(grp, gc->node), c, gc->codelet, k, cov_dtype_name(arg->t.dtype));
       else if ((arg->kind == COV_MODEL_ARG_PREV) != (c > 0 && k == 0))
-        st = cov_error(COV_UNSUPPORTED, NULL,
+        st = cov_error(COV_UNSUPPORTED, COV_AT(NULL, gc->node),
                        GROUP_FMT "call %zu (%s) %s; a layer chains each result into the next "
                        "call's first input",
                        GROUP_ARGS(grp, gc->node), c, gc->codelet,
@@ -186,6 +187,6 @@ cov_status cov_layer_model_input(const cov_model_group *grp, int i, const cov_mo
     }
     i -= (int)(gc->n_args - first);
   }
-  return cov_error(COV_INVALID_ARGUMENT, NULL, "layer group %zu has no layer input %d",
+  return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_layer_model_input"), "layer group %zu has no layer input %d",
                    cov_model_group_index(grp), want);
 }

@@ -8,11 +8,15 @@
  * output's access are reductions; every access index is the verifier's
  * affine form with its coefficients evaluated under the binding. A codelet
  * that the epilogue lowering handles whole (softmax, relu, ... as a layer of
- * its own) becomes a copy of its input followed by that epilogue. */
+ * its own) becomes a copy of its input followed by that epilogue.
+ *
+ * long: map_extract reads the main codelet's loop nest into a problem (loops, operands, index maps, reductions) in one walk of its statements
+ */
 #include <math.h>
 #include <string.h>
 
 #include "codelets/cdl_iexpr.h"
+#include "common/loc.h"
 #include "mapper/map_internal.h"
 
 typedef struct walk {
@@ -149,7 +153,7 @@ cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, 
     *first_epi = 0;
     const cdl_operand *in = &x.c->operands[0];
     if (in->rank > MAP_MAX_LOOPS)
-      return cov_error(COV_UNSUPPORTED, NULL, "codelet %s: rank %d input", x.c->name, in->rank);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, layer->name), "codelet %s: rank %d input", x.c->name, in->rank);
     p->kind = MAP_MAIN_MAP;
     p->op = COV_OP_COPY;
     p->n_loops = in->rank;

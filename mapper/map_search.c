@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
 typedef struct search {
   uint64_t elem_bytes[MAP_MAX_OPERANDS][MAP_MAX_LEVELS]; /* x2 when double-buffered */
@@ -587,13 +588,13 @@ static cov_status no_fit(const search *S) {
     uint64_t need = map_epi_bytes(t, S->proto, tl);
     const acg_storage *st = &t->acg->storage[t->epi_node];
     if (need > st->capacity_bytes)
-      return cov_error(COV_MAPPING_FAILED, NULL,
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                        "%s on %s: the epilogue's temporaries need at least %llu bytes of %s even "
                        "for the smallest output tile, and %s holds %llu",
                        p->layer, t->acg->name, (unsigned long long)need, st->name, st->name,
                        (unsigned long long)st->capacity_bytes);
   }
-  return cov_error(COV_MAPPING_FAILED, NULL,
+  return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                    "%s on %s: no schedule fits the storage capacities (%lld candidates tried)",
                    p->layer, t->acg->name, (long long)S->candidates);
 }
@@ -655,7 +656,7 @@ cov_status map_search(const map_target *t, const map_schedule *proto, const cov_
   cov_status st = NULL;
   if (S->oom) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   else if (S->n_best == 0) {
-    st = S->stop ? cov_error(COV_MAPPING_FAILED, NULL,
+    st = S->stop ? cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                              "%s on %s: the budget of %lld evaluations ran out before any schedule "
                              "fitted the storage capacities; raise --budget",
                              p->layer, t->acg->name, (long long)opt->budget)

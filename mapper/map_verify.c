@@ -2,12 +2,16 @@
  * code generator may trust it: divisor-based tiling, steps, spatial loops
  * within the unit counts, places within capacities and not overlapping,
  * the epilogue's temporaries within their storage's capacity, transfers
- * along ACG edges and placed where their tile changes. */
+ * along ACG edges and placed where their tile changes.
+ *
+ * long: map_verify is the list of the schedule IR's invariants (mapper/README.md), one check and message each
+ */
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "common/loc.h"
 
-#define FAIL(...) return cov_error(COV_INTERNAL, NULL, "schedule of %s: " __VA_ARGS__)
+#define FAIL(...) return cov_error(COV_INTERNAL, COV_AT(NULL, ln), "schedule of %s: " __VA_ARGS__)
 
 cov_status map_verify(const map_schedule *s) {
   const cov_acg *g = s->acg;

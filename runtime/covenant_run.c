@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "runtime/crt.h"
+#include "common/loc.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
 
@@ -89,7 +90,7 @@ static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) 
     else if (io->dtype == COV_F16) ((uint16_t *)t->data)[i] = cov_f32_to_f16(v);
     else if (io->dtype == COV_BF16) ((uint16_t *)t->data)[i] = cov_f32_to_bf16(v);
     else
-      return cov_error(COV_UNSUPPORTED, NULL, "input '%s' is %s: give it with --input", io->name,
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s' is %s: give it with --input", io->name,
                        cov_dtype_name(io->dtype));
   }
   return NULL;
@@ -131,7 +132,65 @@ static cov_status run_cases(crt_session *s, const crt_artifact *a, const char *d
   return st;
 }
 
-int main(int argc, char **argv) {
+/* The inputs: --input NAME=PATH by name, PATH in order, the rest random. */
+static cov_status read_inputs(const crt_artifact *a, const char *const *inputs, int n_in, uint64_t *seed,
+                              cov_tensor *in) {
+  cov_status st = NULL;
+  for (int i = 0; i < n_in && !st; i++) {
+    const char *eq = strchr(inputs[i], '='), *path = inputs[i];
+    int k = i;
+    if (eq) {
+      k = -1;
+      for (int j = 0; j < a->n_inputs; j++)
+        if (strlen(a->inputs[j].name) == (size_t)(eq - inputs[i]) &&
+            !strncmp(a->inputs[j].name, inputs[i], (size_t)(eq - inputs[i])))
+          k = j;
+      path = eq + 1;
+      if (k < 0)
+        st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "--input %s: the model has no input of that name",
+                       inputs[i]);
+    } else if (k >= a->n_inputs) {
+      st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "--input %s: the model takes %d input(s)", inputs[i],
+                     a->n_inputs);
+    }
+    if (!st && in[k].data)
+      st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "input '%s' given twice", a->inputs[k].name);
+    if (!st) st = cov_npy_read(path, &in[k]);
+  }
+  for (int k = 0; k < a->n_inputs && !st; k++)
+    if (!in[k].data) st = random_input(&a->inputs[k], seed, &in[k]);
+  return st;
+}
+
+/* Each output's first values on stdout, and into --output or --output-dir. */
+static cov_status write_outputs(const crt_artifact *a, const cov_tensor *out, const char *out_file,
+                                const char *out_dir) {
+  cov_status st = NULL;
+  for (int k = 0; k < a->n_outputs && !st; k++) {
+    int64_t n = cov_tensor_numel(&out[k]);
+    printf("output '%s': %s, %" PRId64 " values:", a->outputs[k].name, cov_dtype_name(out[k].dtype), n);
+    for (int64_t i = 0; i < n && i < 6 && out[k].dtype == COV_F32; i++) printf(" %.6g", ((float *)out[k].data)[i]);
+    printf("%s\n", n > 6 ? " ..." : "");
+    if (out_file) st = cov_npy_write(out_file, &out[k]);
+    if (out_dir) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/%d.npy", out_dir, k);
+      st = cov_npy_write(path, &out[k]);
+    }
+  }
+  return st;
+}
+
+/* The command line. */
+typedef struct run_args {
+  const char *inputs[64], *out_file, *out_dir, *cases;
+  int n_in, iters, warmup, show_info;
+  uint64_t seed;
+  crt_options opts;
+} run_args;
+
+/* Parses the options into r; -1, or the exit code when done (help, a usage error). */
+static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
@@ -145,23 +204,19 @@ int main(int argc, char **argv) {
                                         {"cases", required_argument, NULL, OPT_CASES},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  const char *inputs[64], *out_file = NULL, *out_dir = NULL, *cases = NULL;
-  int n_in = 0, iters = 0, warmup = 3, show_info = 0;
-  uint64_t seed = 1;
-  crt_options opts = {0};
   int c;
   while ((c = getopt_long(argc, argv, "i:o:h", longs, NULL)) != -1) {
     char *end = NULL;
     switch (c) {
       case 'i':
-        if (n_in == 64) {
+        if (r->n_in == 64) {
           fprintf(stderr, "covenant-run: at most 64 --input\n");
           return EXIT_USAGE;
         }
-        inputs[n_in++] = optarg;
+        r->inputs[r->n_in++] = optarg;
         break;
-      case 'o': out_file = optarg; break;
-      case OPT_OUTDIR: out_dir = optarg; break;
+      case 'o': r->out_file = optarg; break;
+      case OPT_OUTDIR: r->out_dir = optarg; break;
       case OPT_ITERS:
       case OPT_WARMUP: {
         errno = 0;
@@ -171,21 +226,21 @@ int main(int argc, char **argv) {
                   c == OPT_ITERS ? "--iters" : "--warmup", c == OPT_ITERS, optarg);
           return EXIT_USAGE;
         }
-        *(c == OPT_ITERS ? &iters : &warmup) = (int)v;
+        *(c == OPT_ITERS ? &r->iters : &r->warmup) = (int)v;
         break;
       }
       case OPT_SEED:
         errno = 0;
-        seed = strtoull(optarg, &end, 10);
+        r->seed = strtoull(optarg, &end, 10);
         if (errno || *end || !*optarg) {
           fprintf(stderr, "covenant-run: --seed takes a non-negative integer, not '%s'\n", optarg);
           return EXIT_USAGE;
         }
         break;
-      case OPT_NO_GRAPH: opts.no_graph = 1; break;
-      case OPT_TARGET: opts.expect_target = optarg; break;
-      case OPT_INFO: show_info = 1; break;
-      case OPT_CASES: cases = optarg; break;
+      case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
+      case OPT_TARGET: r->opts.expect_target = optarg; break;
+      case OPT_INFO: r->show_info = 1; break;
+      case OPT_CASES: r->cases = optarg; break;
       case 'h': usage(stdout); return EXIT_OK;
       default: usage(stderr); return EXIT_USAGE;
     }
@@ -195,14 +250,25 @@ int main(int argc, char **argv) {
     usage(stderr);
     return EXIT_USAGE;
   }
-  if (cases && (n_in || out_file || out_dir)) {
+  if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
     fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
     return EXIT_USAGE;
   }
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  run_args r = {.warmup = 3, .seed = 1};
+  int rc = parse_args(argc, argv, &r);
+  if (rc >= 0) return rc;
+  const char *const *inputs = r.inputs, *out_file = r.out_file, *out_dir = r.out_dir, *cases = r.cases;
+  int n_in = r.n_in, iters = r.iters, warmup = r.warmup;
+  uint64_t seed = r.seed;
+  crt_options opts = r.opts;
   crt_artifact *a = NULL;
   cov_status st = crt_artifact_load(argv[optind], &a);
   if (st) return fail_with(st);
-  if (show_info) {
+  if (r.show_info) {
     info(a);
     crt_artifact_free(a);
     return EXIT_OK;
@@ -215,25 +281,7 @@ int main(int argc, char **argv) {
   cov_tensor *in = calloc((size_t)a->n_inputs + 1, sizeof *in), *out = calloc((size_t)a->n_outputs + 1, sizeof *out);
   crt_session *s = NULL;
   if (!in || !out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  /* inputs: NAME=PATH by name, PATH in order */
-  for (int i = 0; i < n_in && !st; i++) {
-    const char *eq = strchr(inputs[i], '='), *path = inputs[i];
-    int k = i;
-    if (eq) {
-      k = -1;
-      for (int j = 0; j < a->n_inputs; j++)
-        if (strlen(a->inputs[j].name) == (size_t)(eq - inputs[i]) && !strncmp(a->inputs[j].name, inputs[i], (size_t)(eq - inputs[i])))
-          k = j;
-      path = eq + 1;
-      if (k < 0) st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model has no input of that name", inputs[i]);
-    } else if (k >= a->n_inputs) {
-      st = cov_error(COV_INVALID_ARGUMENT, NULL, "--input %s: the model takes %d input(s)", inputs[i], a->n_inputs);
-    }
-    if (!st && in[k].data) st = cov_error(COV_INVALID_ARGUMENT, NULL, "input '%s' given twice", a->inputs[k].name);
-    if (!st) st = cov_npy_read(path, &in[k]);
-  }
-  for (int k = 0; k < a->n_inputs && !st; k++)
-    if (!in[k].data) st = random_input(&a->inputs[k], &seed, &in[k]);
+  if (!st) st = read_inputs(a, inputs, n_in, &seed, in);
   if (!st) st = crt_session_open(a, &opts, &s);
   if (!st) printf("device: %s\n", crt_session_device(s));
   if (!st && cases) {
@@ -242,18 +290,7 @@ int main(int argc, char **argv) {
     if (!st) printf("ran %d case(s) from %s\n", count, cases);
   } else if (!st) {
     st = crt_session_run(s, in, (size_t)a->n_inputs, out, (size_t)a->n_outputs);
-    for (int k = 0; k < a->n_outputs && !st; k++) {
-      int64_t n = cov_tensor_numel(&out[k]);
-      printf("output '%s': %s, %" PRId64 " values:", a->outputs[k].name, cov_dtype_name(out[k].dtype), n);
-      for (int64_t i = 0; i < n && i < 6 && out[k].dtype == COV_F32; i++) printf(" %.6g", ((float *)out[k].data)[i]);
-      printf("%s\n", n > 6 ? " ..." : "");
-      if (out_file) st = cov_npy_write(out_file, &out[k]);
-      if (out_dir) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%d.npy", out_dir, k);
-        st = cov_npy_write(path, &out[k]);
-      }
-    }
+    if (!st) st = write_outputs(a, out, out_file, out_dir);
   }
   if (!st && iters) {
     double ms = 0;

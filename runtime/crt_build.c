@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/crt.h"
+#include "common/loc.h"
 #include "common/fileio.h"
 
 typedef struct bblob {
@@ -50,7 +51,7 @@ static char *dup_str(crt_builder *b, const char *s) {
 static int grow(crt_builder *b, void **arr, int *n, int *cap, size_t es) {
   if (b->err) return -1;
   if (*n >= CRT_MAX_ITEMS) {
-    b->err = cov_error(COV_OUT_OF_RANGE, NULL, "an artifact holds at most %d items of a kind", CRT_MAX_ITEMS);
+    b->err = cov_error(COV_OUT_OF_RANGE, COV_AT_FILE(b->model), "an artifact holds at most %d items of a kind", CRT_MAX_ITEMS);
     return -1;
   }
   if (*n == *cap) {
@@ -75,7 +76,7 @@ static void fail(crt_builder *b, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  b->err = cov_error(COV_INVALID_ARGUMENT, NULL, "artifact: %s", msg);
+  b->err = cov_error(COV_INVALID_ARGUMENT, COV_AT_FILE(b->model), "artifact: %s", msg);
 }
 
 cov_status crt_builder_new(const char *target, const char *backend, const char *arch, const char *model,

@@ -1,5 +1,6 @@
 /* runtime/crt_cuda.c: CUDA driver API through dlopen. */
 #include "runtime/crt_cuda.h"
+#include "common/loc.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -87,7 +88,7 @@ cov_status crt_cuda_open(crt_cuda **out) {
   *out = NULL;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib)
-    return cov_error(COV_DEVICE_ERROR, NULL,
+    return cov_error(COV_DEVICE_ERROR, COV_AT_FILE("libcuda.so.1"),
                      "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
   crt_cuda *cu = calloc(1, sizeof *cu);
   if (!cu) {
@@ -123,7 +124,7 @@ cov_status crt_cuda_open(crt_cuda **out) {
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
     if (!bind(lib, (void **)((char *)cu + syms[i].offset), syms[i].name)) {
-      cov_status st = cov_error(COV_DEVICE_ERROR, NULL,
+      cov_status st = cov_error(COV_DEVICE_ERROR, COV_AT_FILE("libcuda.so.1"),
                                 "libcuda.so.1 lacks %s (driver too old?)", syms[i].name);
       crt_cuda_close(cu);
       return st;
@@ -254,7 +255,7 @@ cov_status crt_cuda_time(crt_cuda *cu, crt_cuda_module *m, const char *kernel,
 cov_status crt_cuda_time_seq(crt_cuda *cu, const crt_cuda_launch_desc *seq, int n, int iters, float *out_ms) {
   enum { MAX_SEQ = 8 };
   if (iters < 1 || n < 1 || n > MAX_SEQ)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs 1..%d launches and at least one iteration", MAX_SEQ);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("crt_cuda_time_seq"), "timing needs 1..%d launches and at least one iteration", MAX_SEQ);
   cu_function fn[MAX_SEQ];
   for (int j = 0; j < n; j++) {
     COV_RETURN_IF_ERROR(crt_cuda_launch(cu, seq[j].m, seq[j].kernel, seq[j].grid, seq[j].block,

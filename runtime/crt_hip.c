@@ -1,5 +1,6 @@
 /* runtime/crt_hip.c: the HIP module API through dlopen. */
 #include "runtime/crt_hip.h"
+#include "common/loc.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -62,7 +63,7 @@ cov_status crt_hip_open(crt_hip **out) {
     if (!lib && !why[0]) snprintf(why, sizeof why, "%s", dlerror());
   }
   if (!lib)
-    return cov_error(COV_DEVICE_ERROR, NULL, "no HIP runtime: cannot load libamdhip64 (%s)", why);
+    return cov_error(COV_DEVICE_ERROR, COV_AT_FILE("libamdhip64.so"), "no HIP runtime: cannot load libamdhip64 (%s)", why);
   crt_hip *h = calloc(1, sizeof *h);
   if (!h) {
     dlclose(lib);
@@ -88,7 +89,7 @@ cov_status crt_hip_open(crt_hip **out) {
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
     void *f = dlsym(lib, syms[i].name);
     if (!f) {
-      cov_status st = cov_error(COV_DEVICE_ERROR, NULL, "libamdhip64 lacks %s", syms[i].name);
+      cov_status st = cov_error(COV_DEVICE_ERROR, COV_AT_FILE("libamdhip64.so"), "libamdhip64 lacks %s", syms[i].name);
       crt_hip_close(h);
       return st;
     }

@@ -3,6 +3,7 @@
  * writes the bound input buffers into the program's DRAM tensors, runs,
  * and reads its outputs back into their buffers. */
 #include "runtime/crt_npu.h"
+#include "common/loc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ cov_status crt_npu_open(const crt_artifact *a, crt_npu **out, char *device, size
     snprintf(name, sizeof name, "%s: blob '%s'", a->file, a->blobs[x->blob].name);
     st = cov_npu_program_decode(crt_blob_data(a, x->blob), (size_t)a->blobs[x->blob].bytes, name, &n->progs[i]);
     if (!st && strcmp(cov_npu_program_acg_name(n->progs[i]), a->arch))
-      st = cov_error(COV_INVALID_INPUT, NULL, "%s: the program is for %s, the artifact for %s", name,
+      st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, a->blobs[x->blob].name), "the program is for %s, the artifact for %s",
                      cov_npu_program_acg_name(n->progs[i]), a->arch);
     for (int k = 0; k < x->n_binds && !st; k++) {
       int t = 0, count = cov_npu_program_tensor_count(n->progs[i]);
@@ -45,8 +46,8 @@ cov_status crt_npu_open(const crt_artifact *a, crt_npu **out, char *device, size
         if (!strcmp(tn, x->binds[k].tensor)) break;
       }
       if (t == count)
-        st = cov_error(COV_INVALID_INPUT, NULL, "%s: step %d binds tensor '%s', which the program does not have", a->file,
-                       i, x->binds[k].tensor);
+        st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, x->binds[k].tensor),
+                       "step %d binds tensor '%s', which the program does not have", i, x->binds[k].tensor);
     }
   }
   if (st) {
@@ -83,7 +84,7 @@ cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint6
         cov_tensor v = {.dtype = b->dtype, .rank = rank, .data = (void *)(uintptr_t)addr[x->binds[k].buffer]};
         memcpy(v.shape, shape, sizeof shape);
         if ((uint64_t)cov_tensor_numel(&v) * cov_dtype_size(b->dtype) != b->bytes)
-          return cov_error(COV_INVALID_INPUT, NULL, "tensor '%s' has %" PRId64 " elements, buffer '%s' %" PRIu64 " bytes",
+          return cov_error(COV_INVALID_INPUT, COV_AT(a->file, tn), "tensor '%s' has %" PRId64 " elements, buffer '%s' %" PRIu64 " bytes",
                            tn, cov_tensor_numel(&v), b->name, b->bytes);
         if (!is_out) {
           COV_RETURN_IF_ERROR(cov_npu_sim_write(n->sim, tn, &v));
@@ -92,7 +93,7 @@ cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint6
           COV_RETURN_IF_ERROR(cov_npu_sim_read(n->sim, tn, &got));
           if (got.dtype != b->dtype || (uint64_t)cov_tensor_numel(&got) * cov_dtype_size(got.dtype) != b->bytes) {
             cov_tensor_release(&got);
-            return cov_error(COV_INVALID_INPUT, NULL, "output tensor '%s' does not fit buffer '%s'", tn, b->name);
+            return cov_error(COV_INVALID_INPUT, COV_AT(a->file, tn), "output tensor '%s' does not fit buffer '%s'", tn, b->name);
           }
           memcpy(v.data, got.data, (size_t)b->bytes);
           cov_tensor_release(&got);
@@ -126,7 +127,7 @@ cov_status crt_npu_open(const crt_artifact *a, crt_npu **out, char *device, size
 }
 cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint64_t *addr) {
   (void)n, (void)a, (void)step, (void)addr;
-  return cov_error(COV_INTERNAL, NULL, "no NPU simulator in this build");
+  return cov_error(COV_INTERNAL, COV_AT_FILE(a->file), "no NPU simulator in this build");
 }
 void crt_npu_close(crt_npu *n) { (void)n; }
 

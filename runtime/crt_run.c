@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "runtime/crt_hip.h"
+#include "common/loc.h"
 #include "runtime/crt_cuda.h"
 #include "runtime/crt.h"
 #include "runtime/crt_npu.h"
@@ -388,7 +389,7 @@ static double now_ms(void) {
 
 cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, const char **how) {
   if (iters < 1 || warmup < 0)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "timing needs at least one iteration");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("crt_session_time"), "timing needs at least one iteration");
   cov_status st = NULL;
   if (s->dev != DEV_CUDA) {
     *how = s->dev == DEV_NPU ? "host wall clock of the simulator" : "host wall clock, a wait after each launch";

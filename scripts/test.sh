@@ -3,8 +3,8 @@
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
 # then each libFuzzer target for FUZZ_SECONDS (default 30) seconds, then the
 # multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
-# tree builds that one test only (no GPU backends), about a minute. Release
-# builds with gcc and clang-19 are built (not tested) in between.
+# tree builds that one test only (no GPU backends), about a minute. The other
+# build types with gcc and clang-19 are built (not tested) in between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,11 +16,22 @@ echo "== tests"
 (cd build && ctest -j"$jobs" --output-on-failure)
 
 # Optimizers see different code paths (gcc -O3's maybe-uninitialized and
-# array-bounds): these configurations only build, with -Werror.
-# scripts/build_configs.sh builds all eight (4 types x gcc/clang).
+# array-bounds, -Os's inlining): every build type with both compilers builds
+# with -Werror. Tested above and below: gcc RelWithDebInfo (build), clang-19
+# Debug (build-asan). Built whole: gcc and clang-19 Release. The other four
+# build the libraries, the CLI and covenant-run only (what users build; the
+# tests add a minute per configuration): gcc Debug and MinSizeRel, clang-19
+# RelWithDebInfo and MinSizeRel. scripts/build_configs.sh builds all eight whole.
 echo "== build only (gcc Release, clang-19 Release; -Werror)"
 scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
 CC=clang-19 scripts/build.sh build-clang-release -DCMAKE_BUILD_TYPE=Release
+echo "== build only, libraries and programs (gcc Debug, MinSizeRel; clang-19 RelWithDebInfo, MinSizeRel; -Werror)"
+lib_targets="covenant covenant_shared covenant-cli covenant-run"
+COV_BUILD_TARGETS=$lib_targets scripts/build.sh build-gcc-debug -DCMAKE_BUILD_TYPE=Debug
+COV_BUILD_TARGETS=$lib_targets scripts/build.sh build-gcc-minsize -DCMAKE_BUILD_TYPE=MinSizeRel
+COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-relwithdebinfo \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-minsize -DCMAKE_BUILD_TYPE=MinSizeRel
 
 echo "== build (clang-19, ASan+UBSan, libFuzzer)"
 CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug

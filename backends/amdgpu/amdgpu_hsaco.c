@@ -1,5 +1,6 @@
 /* backends/amdgpu/amdgpu_hsaco.c: emit the object, link it with ld.lld. */
 #include "backends/amdgpu/amdgpu_hsaco.h"
+#include "common/loc.h"
 
 #include <errno.h>
 #include <spawn.h>
@@ -17,10 +18,10 @@ extern char **environ;
 
 static cov_status write_file(const char *path, const char *data, size_t n) {
   FILE *f = fopen(path, "wb");
-  if (!f) return cov_error(COV_IO_ERROR, NULL, "cannot create %s: %s", path, strerror(errno));
+  if (!f) return cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot create %s: %s", path, strerror(errno));
   size_t w = fwrite(data, 1, n, f);
   int bad = fclose(f) != 0 || w != n;
-  return bad ? cov_error(COV_IO_ERROR, NULL, "cannot write %s", path) : NULL;
+  return bad ? cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot write %s", path) : NULL;
 }
 
 /* Runs the linker, trying the names in order; returns its exit status or -1
@@ -43,12 +44,18 @@ static int run_lld(const char *obj, const char *out, char *used, size_t used_siz
   return -1;
 }
 
+/* the location of a diagnostic: the kernel module (named after its layer) */
+static const char *module_name(LLVMModuleRef module) {
+  size_t n;
+  return LLVMGetModuleIdentifier(module, &n);
+}
+
 cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *opts,
                               char **out_hsaco, size_t *out_size) {
   *out_hsaco = NULL;
   *out_size = 0;
   if (opts->code_object_version != 4 && opts->code_object_version != 5)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "code object version %u (expected 4 or 5)",
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, module_name(module)), "code object version %u (expected 4 or 5)",
                      opts->code_object_version);
   /* LLVM 19 defaults to v5; Debian's HIP runtime (5.2) only loads v4. The
    * flag's value is the version times 100. */
@@ -66,7 +73,7 @@ cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *
   char dir[] = "/tmp/covenant-hsaco-XXXXXX";
   if (!mkdtemp(dir)) {
     free(obj);
-    return cov_error(COV_IO_ERROR, NULL, "cannot create a temporary directory: %s",
+    return cov_error(COV_IO_ERROR, COV_AT_FILE(dir), "cannot create a temporary directory: %s",
                      strerror(errno));
   }
   char obj_path[64], so_path[64], used[64] = "";
@@ -77,11 +84,11 @@ cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *
   if (!st) {
     int rc = run_lld(obj_path, so_path, used, sizeof used);
     if (rc == -1)
-      st = cov_error(COV_NOT_FOUND, NULL,
+      st = cov_error(COV_NOT_FOUND, COV_AT(NULL, module_name(module)),
                      "cannot run ld.lld to link the HSACO (install lld-19 or set "
                      "COVENANT_LD_LLD)");
     else if (rc != 0)
-      st = cov_error(COV_INTERNAL, NULL, "%s failed to link the HSACO (exit status %d)", used, rc);
+      st = cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)), "%s failed to link the HSACO (exit status %d)", used, rc);
     else
       st = common_read_file(so_path, (size_t)1 << 30, out_hsaco, out_size);
   }

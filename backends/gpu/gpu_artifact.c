@@ -29,7 +29,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   *size = 0;
   int nv = !strcmp(p->backend, "nvptx");
   if (!nv && strcmp(p->backend, "amdgpu"))
-    return cov_error(COV_INTERNAL, NULL, "artifact of a plan for backend '%s'", p->backend);
+    return cov_error(COV_INTERNAL, GPU_LOC(model_path, NULL), "artifact of a plan for backend '%s'", p->backend);
   crt_builder *b = NULL;
   COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, model_path, &b));
   int *map = malloc((size_t)(p->n_bufs + 1) * sizeof *map);
@@ -52,7 +52,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
     map[i] = -1;
     if (x->kind == GPU_BUF_INTERMEDIATE && !used[i]) continue;
     if (x->kind == GPU_BUF_WEIGHT) {
-      if (!x->data) st = cov_error(COV_INTERNAL, NULL, "%s: weight '%s' has no data", model_path, x->name);
+      if (!x->data) st = cov_error(COV_INTERNAL, GPU_LOC(model_path, x->name), "weight '%s' has no data", x->name);
       else map[i] = crt_add_weight(b, x->name, x->dtype, x->rank, x->shape, x->data, bytes);
     } else {
       map[i] = crt_add_buffer(b, x->name, kind_of(x->kind), x->dtype, x->rank, x->shape, bytes);
@@ -81,7 +81,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
       continue;
     }
     if (s->module < 0 || s->module >= p->n_mods) {
-      st = cov_error(COV_INTERNAL, NULL, "%s: step %d (%s) has no code module", model_path, i, s->kernel);
+      st = cov_error(COV_INTERNAL, GPU_LOC(model_path, s->kernel), "step %d (%s) has no code module", i, s->kernel);
       break;
     }
     crt_arg args[4];
@@ -127,6 +127,32 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   free(bytes);
   if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);
+  gpu_target_close(&t);
+  return st;
+}
+
+cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
+                                   const char *name, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                   size_t n_outputs) {
+  gpu_target t;
+  COV_RETURN_IF_ERROR(gpu_target_open(vendors, target, dtype ? dtype : COV_F16, &t));
+  gpu_model_plan mp;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  crt_artifact *a = NULL;
+  crt_session *s = NULL;
+  cov_status st = gpu_model_compile_with(m, name, &t, 1, &mp);
+  if (!st) {
+    st = gpu_model_artifact(&mp, name, &bytes, &n);
+    gpu_model_plan_free(&mp);
+  }
+  if (!st) st = crt_artifact_read(bytes, n, name, &a);
+  free(bytes);
+  crt_options ro = {.expect_target = cov_acg_name(t.acg)};
+  if (!st) st = crt_session_open(a, &ro, &s);
+  if (!st) st = crt_session_run(s, inputs, n_inputs, outputs, n_outputs);
+  if (s) crt_session_close(s);
+  if (a) crt_artifact_free(a);
   gpu_target_close(&t);
   return st;
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "backends/gpu/gpu_vendor.h"
+#include "covenant/model.h"
+#include "covenant/tensor.h"
 
 typedef struct gpu_model_plan gpu_model_plan; /* gpu_mplan.h */
 
@@ -20,5 +22,15 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
  * artifact to `out_path`. */
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path);
+
+/* Compiles the loaded model m whole for `target` (an ACG name or path) with
+ * inputs of `dtype` (0: f16) and runs it once on the device through the
+ * runtime, the artifact kept in memory: inputs in cov_model_input_name
+ * order, outputs allocated here. `name` (the model's file) names it in
+ * diagnostics. Without the vendor's driver or device: COV_DEVICE_ERROR
+ * from crt_session_open ("no NVIDIA driver: ..."), nothing run. */
+cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
+                                   const char *name, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                                   size_t n_outputs);
 
 #endif

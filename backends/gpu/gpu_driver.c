@@ -2,7 +2,10 @@
  * code objects + manifest.json (+ the --report table).
  *
  * An ACG's backend.name picks the vendor (backends/gpu/gpu_vendor.h: its
- * target operations and emitter) from the list the registry passes in. */
+ * target operations and emitter) from the list the registry passes in.
+ *
+ * long: gpu_compile compiles each requested layer, writes its code object and manifest entry and the report row, per layer in one loop
+ */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -34,10 +37,10 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   if (t->vendor)
     t->ops = t->vendor->ops;
   else
-    st = cov_error(COV_UNSUPPORTED, NULL, "target %s has backend '%s'; the GPU lowering serves amdgpu and nvptx",
+    st = cov_error(COV_UNSUPPORTED, GPU_LOC(cov_acg_file(t->acg), "$.backend.name"), "target %s has backend '%s'; the GPU lowering serves amdgpu and nvptx",
                    cov_acg_name(t->acg), be);
   if (!st && !t->acg->backend.mcpu)
-    st = cov_error(COV_INVALID_INPUT, NULL, "%s: backend.mcpu is required for a GPU target", cov_acg_file(t->acg));
+    st = cov_error(COV_INVALID_INPUT, GPU_LOC(cov_acg_file(t->acg), "$.backend"), "backend.mcpu is required for a GPU target");
   if (!st) st = gpu_caps_from_acg(t->acg, dtype, &t->caps);
   if (st) {
     cov_acg_free(t->acg);
@@ -129,13 +132,13 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
 static cov_status mkdir_p(const char *dir) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "output directory name too long");
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(dir, NULL), "output directory name too long");
   for (char *p = path + 1;; p++) {
     char c = *p;
     if (c != '/' && c != '\0') continue;
     *p = '\0';
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return cov_error(COV_IO_ERROR, NULL, "cannot create directory %s: %s", path, strerror(errno));
+      return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot create directory %s: %s", path, strerror(errno));
     *p = c;
     if (!c) break;
   }
@@ -229,7 +232,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1, inflight = rest[3] - '0';
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
                        spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
@@ -252,7 +255,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
   int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1;
   if (layer->unfused[0] && !opts->allow_unfused)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&layer->prob),
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
@@ -264,7 +267,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   if (colon) {
     gpu_plan *p = plan;
     if (layer->prob.kind == GPU_OP_MAXPOOL)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
     /* the choice re-derived from the hand-fixed tile (M back to the
      * problem's: the pooled row order recomputes it) */
@@ -419,7 +422,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     if (f) ok &= fclose(f) == 0;
     free(code);
     if (!ok) {
-      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
       break;
     }
     json_t *k = gpu_plan_json(&plan);
@@ -476,7 +479,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
     if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
   }
   json_decref(man);
   gpu_target_close(&t);

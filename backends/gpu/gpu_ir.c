@@ -32,7 +32,7 @@ cov_status gpu_gen_init(gpu_gen *g, const gpu_plan *plan, const gpu_target_ops *
   case COV_F16: g->in_t = g->f16; break;
   case COV_BF16: g->in_t = g->bf16; break;
   case COV_F32: g->in_t = g->f32; break;
-  default: return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: input dtype %s is not supported",
+  default: return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: input dtype %s is not supported",
                             cov_dtype_name(plan->prob.in_dtype));
   }
   return NULL;

@@ -47,6 +47,8 @@ static cov_status from_entry(const char *path, const json_t *e, size_t index, in
   COV_RETURN_IF_ERROR(map_suite_entry_read(e, &loc, &se));
   const char *op = se.op, *name = se.name;
   gpu_problem *q = &out->prob;
+  q->file = path;
+  snprintf(q->node, sizeof q->node, "%s", name);
   if (!strcmp(op, "conv2d") || !strcmp(op, "maxpool")) {
     q->kind = !strcmp(op, "conv2d") ? GPU_OP_CONV2D : GPU_OP_MAXPOOL;
     q->cn = batch > 0 ? batch : se.N, q->cc = se.C, q->ch = se.H, q->cw = se.W, q->cr = se.R, q->cs = se.S;
@@ -103,8 +105,9 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
   char tail;
   if (!strncmp(spec, "gemm_", 5)) {
     if (sscanf(spec + 5, "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': expected gemm_MxNxK with positive sizes", spec);
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec), "layer '%s': expected gemm_MxNxK with positive sizes", spec);
     snprintf(out->name, sizeof out->name, "gemm_%lldx%lldx%lld", m, n, k);
+    snprintf(out->prob.node, sizeof out->prob.node, "%s", out->name);
     out->prob.kind = GPU_OP_MATMUL;
     out->prob.m = m, out->prob.n = n, out->prob.k = k;
     return NULL;
@@ -114,13 +117,13 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
   const char *at = strchr(spec, '@');
   size_t len = at ? (size_t)(at - spec) : strlen(spec);
   if (len == 0 || len >= sizeof base)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': expected NAME, NAME@bN or gemm_MxNxK", spec);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec), "layer '%s': expected NAME, NAME@bN or gemm_MxNxK", spec);
   memcpy(base, spec, len);
   base[len] = '\0';
   if (at) {
     long long bn;
     if (sscanf(at, "@b%lld%c", &bn, &tail) != 1 || bn < 1)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "layer '%s': the batch suffix must be @bN with N >= 1", spec);
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec), "layer '%s': the batch suffix must be @bN with N >= 1", spec);
     batch = bn;
   }
   json_t *root;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/loc.h"
+
 /* LLVM's target registry is process-global; registering twice is harmless
  * but racy, so do it once. */
 static pthread_once_t g_targets_once = PTHREAD_ONCE_INIT;
@@ -27,8 +29,15 @@ static void init_targets(void) {
   LLVMInitializeNVPTXAsmPrinter();
 }
 
-static cov_status llvm_failure(const char *what, char *msg) {
-  cov_status st = cov_error(COV_INTERNAL, NULL, "LLVM %s failed: %s", what, msg ? msg : "?");
+/* the location of a diagnostic: the kernel module (named after its layer) */
+static const char *module_name(LLVMModuleRef module) {
+  size_t n;
+  return LLVMGetModuleIdentifier(module, &n);
+}
+
+static cov_status llvm_failure(LLVMModuleRef module, const char *what, char *msg) {
+  cov_status st =
+      cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)), "LLVM %s failed: %s", what, msg ? msg : "?");
   LLVMDisposeMessage(msg);
   return st;
 }
@@ -39,18 +48,18 @@ cov_status gpu_llvm_emit(LLVMModuleRef module, const gpu_emit_options *opts, cha
   *out_size = 0;
   pthread_once(&g_targets_once, init_targets);
   if (opts->opt_level < 0 || opts->opt_level > 3)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "optimisation level %d (expected 0..3)",
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, module_name(module)), "optimisation level %d (expected 0..3)",
                      opts->opt_level);
 
   char *msg = NULL;
   if (LLVMVerifyModule(module, LLVMReturnStatusAction, &msg))
-    return llvm_failure("module verification", msg);
+    return llvm_failure(module, "module verification", msg);
   LLVMDisposeMessage(msg);
   msg = NULL;
 
   LLVMTargetRef target;
   if (LLVMGetTargetFromTriple(opts->triple, &target, &msg))
-    return llvm_failure("target lookup", msg);
+    return llvm_failure(module, "target lookup", msg);
   LLVMCodeGenOptLevel level = opts->opt_level == 0   ? LLVMCodeGenLevelNone
                               : opts->opt_level == 1 ? LLVMCodeGenLevelLess
                               : opts->opt_level == 2 ? LLVMCodeGenLevelDefault
@@ -58,7 +67,7 @@ cov_status gpu_llvm_emit(LLVMModuleRef module, const gpu_emit_options *opts, cha
   LLVMTargetMachineRef tm =
       LLVMCreateTargetMachine(target, opts->triple, opts->mcpu, opts->features ? opts->features : "",
                               level, LLVMRelocPIC, LLVMCodeModelDefault);
-  if (!tm) return cov_error(COV_INTERNAL, NULL, "LLVM could not create a target machine for %s/%s",
+  if (!tm) return cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)), "LLVM could not create a target machine for %s/%s",
                             opts->triple, opts->mcpu);
   LLVMSetTarget(module, opts->triple);
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
@@ -72,7 +81,7 @@ cov_status gpu_llvm_emit(LLVMModuleRef module, const gpu_emit_options *opts, cha
   LLVMDisposePassBuilderOptions(pbo);
   if (err) {
     LLVMDisposeTargetMachine(tm);
-    return llvm_failure("optimisation", LLVMGetErrorMessage(err));
+    return llvm_failure(module, "optimisation", LLVMGetErrorMessage(err));
   }
 
   LLVMMemoryBufferRef buf = NULL;
@@ -80,7 +89,7 @@ cov_status gpu_llvm_emit(LLVMModuleRef module, const gpu_emit_options *opts, cha
           tm, module, opts->kind == GPU_EMIT_OBJECT ? LLVMObjectFile : LLVMAssemblyFile, &msg,
           &buf)) {
     LLVMDisposeTargetMachine(tm);
-    return llvm_failure("code generation", msg);
+    return llvm_failure(module, "code generation", msg);
   }
   LLVMDisposeTargetMachine(tm);
   size_t n = LLVMGetBufferSize(buf);

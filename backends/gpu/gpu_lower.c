@@ -12,7 +12,11 @@
  * All sizes are compile-time constants of the plan, so the K loop's trip
  * count, the copy loops and the fragment loops are unrolled or folded by
  * LLVM; only the K loop is an IR loop. Index arithmetic is 32-bit: the plan
- * check bounds every tensor below 2^31 elements. */
+ * check bounds every tensor below 2^31 elements.
+ *
+ * long: transfer emits one tile's global-to-shared copy in its three forms (whole vectors, guarded elements, asynchronous) over the same index math
+ * long: gpu_lower emits the kernel in the order it runs (prologue, pipelined K loop, epilogue); its LLVM values are shared across the stages
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -601,12 +605,12 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->p = plan;
   /* warpgroup MMA: the epilogue sees a warp's accumulators as fragments */
   if (plan->wgmma && !target->wg_mma)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: target %s has no warpgroup MMA", target->name);
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: target %s has no warpgroup MMA", target->name);
   k->fr = plan->wgmma ? target->wg_acc : plan->matrix ? target->matrix_frag(plan) : gpu_fma_frag(plan->warp_size);
   if (plan->wgmma) {
     /* 16 rows of each warp, wn / 8 column blocks */
   } else if (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob),
                      "GPU lowering: target %s has no %s fragment %dx%dx%d for %s inputs", target->name,
                      plan->matrix ? "matrix" : "FMA", plan->fm, plan->fn, plan->fk,
                      cov_dtype_name(plan->prob.in_dtype));
@@ -675,7 +679,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   LLVMValueRef staged[MAX_STAGED];
   if (n_staged(plan, k->esize) > MAX_STAGED) {
     LLVMDisposeBuilder(g->b);
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: %d copies per thread and tile (at most %d)",
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: %d copies per thread and tile (at most %d)",
                      n_staged(plan, k->esize), MAX_STAGED);
   }
   /* prologue: the first S-1 tiles in flight (one commit group each, even

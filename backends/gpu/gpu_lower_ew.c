@@ -10,7 +10,10 @@
  * written once more in C (gpu_ew_emulate) for the CPU emulation of a whole
  * compiled model; tests/gpu checks that emulation against the reference
  * interpreter. Arguments: (x, w, y, bias), global pointers; x, w, bias f32;
- * y f32 or f16 (operand copies for the matrix kernels). */
+ * y f32 or f16 (operand copies for the matrix kernels).
+ *
+ * long: lower_elem is one switch over the elementwise kinds, a short case each
+ */
 #include <math.h>
 
 #include "backends/gpu/gpu_ir.h"
@@ -295,7 +298,7 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   plan.threads = GPU_EW_THREADS;
   COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, target, mod));
   if (e->n < 1 || e->n > INT32_MAX)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: %lld work items (1 .. 2^31-1 are lowered)", (long long)e->n);
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "GPU lowering: %lld work items (1 .. 2^31-1 are lowered)", (long long)e->n);
   gpu_add_kernel(g, name);
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);

@@ -231,12 +231,13 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
     COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
     c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
     if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
-      return cov_error(COV_UNSUPPORTED, NULL, "group '%s' has %lld elements (2^30 at most)", g->node,
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
                        (long long)c->id_numel[c->n_ids - 1]);
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
   } else {
     if (k >= c->n_groups || c->groups[k].group != o->group)
-      return cov_error(COV_INTERNAL, NULL, "group %d was offered in another order on a later pass", o->group);
+      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
+                       "group %d was offered in another order on a later pass", o->group);
     gpu_cap_group *g = &c->groups[k];
     if (!g->described) return NULL;
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
@@ -256,11 +257,12 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   return NULL;
 }
 
-cov_status gpu_capture_model(const cov_model *m, gpu_capture *c) {
+cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
   memset(c, 0, sizeof *c);
+  c->path = path;
   size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
   if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
-    return cov_error(COV_UNSUPPORTED, NULL, "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
   uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0};

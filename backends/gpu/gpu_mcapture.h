@@ -71,6 +71,7 @@ typedef struct gpu_capture {
   int64_t *id_numel; /* buffer id -> elements */
   float **id_const;  /* buffer id -> its values, for the constants layout operations mix in (else NULL) */
   int n_ids, cap_ids, cap_const;
+  const char *path; /* the model file, for diagnostics (borrowed) */
 } gpu_capture;
 
 /* The values of a constant buffer id (NULL: a model input or group result). */
@@ -78,8 +79,8 @@ static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
   return id >= 0 && id < c->cap_const ? c->id_const[id] : NULL;
 }
 
-/* Symbolic input dims are taken as 1. */
-cov_status gpu_capture_model(const cov_model *m, gpu_capture *c);
+/* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
+cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
 void gpu_capture_free(gpu_capture *c);
 /* Decodes a value received in pass 2 (flipped indices) with its pass-0
  * ids and pass-1 indices; elements equal in all three passes are constants

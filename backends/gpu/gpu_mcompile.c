@@ -1,5 +1,9 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
- * launch sequence (gpu_mplan.h says what and why). */
+ * launch sequence (gpu_mplan.h says what and why).
+ *
+ * long: generic_call is one case per codelet family lowered to a generic kernel
+ * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture; split with the model-compiler work in progress (issue 15)
+ */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +35,7 @@ static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_d
    * grow() may move: take it before growing */
   int64_t dims[COV_MAX_RANK];
   if (rank < 0 || rank > COV_MAX_RANK) {
-    *st = cov_error(COV_INTERNAL, NULL, "buffer '%s' has rank %d", name, rank);
+    *st = cov_error(COV_INTERNAL, GPU_LOC(NULL, name), "buffer '%s' has rank %d", name, rank);
     return -1;
   }
   for (int d = 0; d < rank; d++) dims[d] = shape[d];
@@ -102,6 +106,9 @@ typedef struct lower_ctx {
   int n_kernels; /* kernels of this group so far */
 } lower_ctx;
 
+/* a diagnostic's location: the model file and the group's ONNX node */
+#define XLOC(x) GPU_LOC((x)->path, (x)->g->node[0] ? (x)->g->node : NULL)
+
 static int64_t attr_i(const gpu_cap_call *c, const char *name, int64_t def) {
   for (size_t i = 0; i < c->n_attrs; i++)
     if (!strcmp(c->attrs[i].name, name)) return c->attrs[i].is_float ? (int64_t)c->attrs[i].f : c->attrs[i].i;
@@ -124,7 +131,7 @@ static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_b
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
   const float *v = const_f32(a);
   if (!v) {
-    *st = cov_error(COV_UNSUPPORTED, NULL, "constant '%s' is %s (f32 constants are lowered)", a->value,
+    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32 constants are lowered)", a->value,
                     cov_dtype_name(a->t.dtype));
     return -1;
   }
@@ -221,10 +228,15 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
   snprintf(nm, sizeof nm, "%s", in->name);
   int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, in->t.rank, in->t.shape, &st);
   if (b < 0) return st;
+  /* the sources in order of first use (few; runs can be millions: a
+   * nearest upsampling at batch 32 is one run per element) */
+  int srcs[64], n_src = 0;
   for (int r = 0; r < v->n_runs; r++) {
-    int src = v->runs[r].src, first = 1;
-    for (int q = 0; q < r; q++) first &= v->runs[q].src != src;
-    if (!first) continue;
+    int src = v->runs[r].src, seen = 0;
+    for (int q = 0; q < n_src && !seen; q++) seen = srcs[q] == src;
+    if (seen) continue;
+    if (n_src == 64) return cov_error(COV_UNSUPPORTED, NULL, "input '%s' gathers from more than 64 buffers", in->name);
+    srcs[n_src++] = src;
     gpu_ew cp[8];
     int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
     for (int q = 0; q < nc; q++) COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
@@ -303,7 +315,11 @@ static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *wh
   if (!s) return st;
   s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan;
   kname(x, what, s->kernel, sizeof s->kernel);
-  if (plan->nhwc) snprintf(s[-1].kernel, sizeof s[-1].kernel, "%.150s_nhwc", s->kernel);
+  if (plan->nhwc) { /* the transform step before is named after this kernel */
+    char k[sizeof s->kernel]; /* a copy: gcc -O0 -Wrestrict takes s[-1] and s for one object */
+    memcpy(k, s->kernel, sizeof k);
+    snprintf(s[-1].kernel, sizeof s[-1].kernel, "%.150s_nhwc", k);
+  }
   memcpy(s->grid, plan->grid, sizeof s->grid);
   s->block[0] = (unsigned)plan->threads;
   s->shared_bytes = plan->shared_bytes;
@@ -359,7 +375,7 @@ static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
     if (st) return st;
     e.kind = GPU_EW_BINARY, e.fn = f;
     shape4(&c->args[0].t, e.a), shape4(&c->args[1].t, e.b), shape4(&c->out, e.y);
-    if (c->out.rank > 4) return cov_error(COV_UNSUPPORTED, NULL, "%s of rank %d (4 at most)", cd, c->out.rank);
+    if (c->out.rank > 4) return cov_error(COV_UNSUPPORTED, XLOC(x), "%s of rank %d (4 at most)", cd, c->out.rank);
     return ew_step(x, &e, cd, a0, a1, y, -1);
   }
   if ((!strcmp(cd, "bias_add") || !strcmp(cd, "bias_add_2d")) && c->n_args == 2) {
@@ -409,7 +425,7 @@ static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
       const float *v = const_f32(&c->args[order[j]]);
       if (!v) {
         free(pk);
-        return cov_error(COV_UNSUPPORTED, NULL, "batchnorm with non-constant parameters");
+        return cov_error(COV_UNSUPPORTED, XLOC(x), "batchnorm with non-constant parameters");
       }
       memcpy(pk + j * C, v, (size_t)C * sizeof *pk);
     }
@@ -444,7 +460,7 @@ static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
     e.ga = r == 3 && a->shape[0] > 1, e.gb = b->rank == 3 && b->shape[0] > 1;
     return ew_step(x, &e, "matmul", a0, a1, y, -1);
   }
-  return cov_error(COV_UNSUPPORTED, NULL, "codelet '%s' has no GPU kernel", cd);
+  return cov_error(COV_UNSUPPORTED, XLOC(x), "codelet '%s' has no GPU kernel", cd);
 }
 
 /* ---- matrix chains ------------------------------------------------------ */
@@ -455,6 +471,8 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   const gpu_cap_call *c = &g->calls[c0];
   memset(q, 0, sizeof *q);
   q->in_dtype = COV_F16;
+  q->file = x->path;
+  snprintf(q->node, sizeof q->node, "%s", g->node);
   q->batch = 1, q->stride = 1, q->dilation = 1, q->groups = 1;
   *bias_arg = -1;
   size_t i = c0 + 1;
@@ -591,9 +609,9 @@ static cov_status lower_group(lower_ctx *x) {
   const gpu_cap_group *g = x->g;
   cov_status st = NULL;
   int in_buf[64];
-  if (g->n_in > 64) return cov_error(COV_UNSUPPORTED, NULL, "%zu inputs (64 at most)", g->n_in);
+  if (g->n_in > 64) return cov_error(COV_UNSUPPORTED, XLOC(x), "%zu inputs (64 at most)", g->n_in);
   for (size_t k = 0; k < g->n_in; k++) {
-    if (!g->in[k].v.ok) return cov_error(COV_UNSUPPORTED, NULL, "input '%s': %s", g->in[k].name, g->in[k].v.why);
+    if (!g->in[k].v.ok) return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s': %s", g->in[k].name, g->in[k].v.why);
     COV_RETURN_IF_ERROR(input_buffer(x, k, &in_buf[k]));
   }
   int result = x->id_buf[g->buf_id], prev = -1;
@@ -679,7 +697,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
                                   gpu_model_plan *p) {
   memset(p, 0, sizeof *p);
   gpu_capture cap;
-  COV_RETURN_IF_ERROR(gpu_capture_model(m, &cap));
+  COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
   cov_status st = NULL, errs = NULL;
   int *id_buf = calloc((size_t)cap.n_ids + 1, sizeof *id_buf);
   if (!id_buf) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");

@@ -103,6 +103,7 @@ cov_status gpu_model_layers(const cov_model *m, const char *path, cov_dtype dtyp
     gpu_layer *l = &layers[n];
     memset(l, 0, sizeof *l);
     l->prob.in_dtype = dtype;
+    l->prob.file = path;
     l->prob.batch = 1, l->prob.stride = 1, l->prob.dilation = 1, l->prob.groups = 1;
     cov_model_group *d = NULL;
     char why_buf[256] = "";
@@ -115,6 +116,7 @@ cov_status gpu_model_layers(const cov_model *m, const char *path, cov_dtype dtyp
       why = why_buf;
     } else {
       node = cov_model_group_name(d);
+      snprintf(l->prob.node, sizeof l->prob.node, "%s", node);
       const char *cd = cov_model_group_num_calls(d) ? cov_model_group_call_at(d, 0)->codelet : "";
       contraction = !strcmp(cd, "conv2d") || !strcmp(cd, "gemm") || !strcmp(cd, "gemm_bias") ||
                     !strcmp(cd, "matmul") || !strcmp(cd, "batch_matmul");

@@ -25,8 +25,8 @@
 
 static cov_status bind_error(const char *path, const cov_model_group_offer *o, const char *node, const char *fmt,
                              const char *detail) {
-  return cov_error(COV_UNSUPPORTED, NULL, "%s: layer group %d (%s, node '%s'): %s%s", path, o->group, o->kind, node,
-                   fmt, detail ? detail : "");
+  return cov_error(COV_UNSUPPORTED, GPU_LOC(path, node), "layer group %d (%s, node '%s'): %s%s", o->group, o->kind,
+                   node, fmt, detail ? detail : "");
 }
 
 static int same_shape(const cov_tensor *t, int rank, const int64_t *dims) {
@@ -50,9 +50,9 @@ cov_status gpu_bind_group(const char *path, const gpu_layer *layer, const cov_mo
   if (!o->desc) return bind_error(path, o, node, "the group cannot be described: ", o->why_not);
   /* both readings of the file must have grouped the same way */
   if (o->group != layer->group || strcmp(node, layer->node))
-    return cov_error(COV_INTERNAL, NULL,
-                     "%s: layer group %d (node '%s') is offered for GPU layer %s (group %d, node '%s')", path,
-                     o->group, node, layer->name, layer->group, layer->node);
+    return cov_error(COV_INTERNAL, GPU_LOC(path, node),
+                     "layer group %d (node '%s') is offered for GPU layer %s (group %d, node '%s')", o->group, node,
+                     layer->name, layer->group, layer->node);
   const gpu_problem *q = &layer->prob;
   if (q->kind != GPU_OP_CONV2D) return bind_error(path, o, node, "only conv layers run from models", NULL);
   const cov_model_arg *x = NULL, *w = NULL, *bias = NULL;
@@ -168,7 +168,7 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
   }
   if ((st = fill_inputs(user, m, inputs, ni))) goto done;
   if ((size_t)a->n_inputs != ni || (size_t)a->n_outputs != no) {
-    st = cov_error(COV_INTERNAL, NULL, "%s: the artifact has %d inputs and %d outputs, the model %zu and %zu", path,
+    st = cov_error(COV_INTERNAL, GPU_LOC(path, NULL), "the artifact has %d inputs and %d outputs, the model %zu and %zu",
                    a->n_inputs, a->n_outputs, ni, no);
     goto done;
   }
@@ -203,7 +203,7 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
     fprintf(out, "  %-20s max rel err %.3e  %s\n", cov_model_output_name(m, k), e, pass ? "PASS" : "FAIL");
   }
   if (failed)
-    st = cov_error(COV_INTERNAL, NULL, "%s on %s: %d output(s) differ from the CPU reference by more than %g", path,
+    st = cov_error(COV_INTERNAL, GPU_LOC(path, NULL), "on %s: %d output(s) differ from the CPU reference by more than %g",
                    opts->target, failed, tolerance);
 done:
   for (size_t i = 0; inputs && i < ni; i++) cov_tensor_release(&inputs[i]);

@@ -1,6 +1,9 @@
 /* backends/gpu/gpu_mplan.c: a compiled model's plan run on the CPU (the
  * emulation the tests check against the reference interpreter) and
- * written out (code objects, weights, manifest.json). */
+ * written out (code objects, weights, manifest.json).
+ *
+ * long: gpu_model_plan_write writes the manifest, the weights file and the code modules of one plan in the order the manifest lists them
+ */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -26,7 +29,7 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs) {
   if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "the compiled model takes %d inputs and %d outputs", p->n_inputs,
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "gpu_model_emulate"), "the compiled model takes %d inputs and %d outputs", p->n_inputs,
                      p->n_outputs);
   float **v = calloc((size_t)p->n_bufs, sizeof *v);
   if (!v) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -51,7 +54,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     } else if (b->kind == GPU_BUF_INPUT) {
       const cov_tensor *t = &inputs[b->io];
       if (t->dtype != COV_F32 || cov_tensor_numel(t) != b->numel)
-        st = cov_error(COV_INVALID_ARGUMENT, NULL, "input %d: %lld f32 values expected", b->io, (long long)b->numel);
+        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, b->name), "input %d: %lld f32 values expected", b->io, (long long)b->numel);
       else
         memcpy(v[i], t->data, (size_t)b->numel * 4);
     }
@@ -120,13 +123,13 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
 static cov_status mkdir_p(const char *dir) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "output directory name too long");
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(dir, NULL), "output directory name too long");
   for (char *q = path + 1;; q++) {
     char c = *q;
     if (c != '/' && c != '\0') continue;
     *q = '\0';
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return cov_error(COV_IO_ERROR, NULL, "cannot create directory %s: %s", path, strerror(errno));
+      return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot create directory %s: %s", path, strerror(errno));
     *q = c;
     if (!c) break;
   }
@@ -163,7 +166,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(p->mods[i].code, 1, p->mods[i].size, f) == p->mods[i].size;
     if (f) ok &= fclose(f) == 0;
-    if (!ok) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+    if (!ok) st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
     json_t *m = json_object();
     json_object_set_new(m, "name", json_string(p->mods[i].name));
     json_object_set_new(m, "file", json_string(file));
@@ -173,7 +176,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   char wpath[4096];
   snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
   FILE *wf = st ? NULL : fopen(wpath, "wb");
-  if (!st && !wf) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+  if (!st && !wf) st = cov_error(COV_IO_ERROR, GPU_LOC(wpath, NULL), "cannot write %s", wpath);
   uint64_t off = 0;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
@@ -193,11 +196,11 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
       off += pad;
       json_object_set_new(o, "offset", json_integer((json_int_t)off));
       off += bytes;
-      if (!ok) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+      if (!ok) st = cov_error(COV_IO_ERROR, GPU_LOC(wpath, NULL), "cannot write %s", wpath);
     }
     json_array_append_new(bufs, o);
   }
-  if (wf && fclose(wf) != 0 && !st) st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", wpath);
+  if (wf && fclose(wf) != 0 && !st) st = cov_error(COV_IO_ERROR, GPU_LOC(wpath, NULL), "cannot write %s", wpath);
   for (int i = 0; i < p->n_steps && !st; i++) {
     const gpu_mstep *s = &p->steps[i];
     json_t *o = json_object();
@@ -230,7 +233,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, NULL, "cannot write %s", path);
+      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
   }
   json_decref(man);
   if (!st && report) {

@@ -1,5 +1,8 @@
 /* backends/gpu/gpu_plan.c: checking problems and plans, and a small
- * deterministic planner that reads only ACG numbers (no target names). */
+ * deterministic planner that reads only ACG numbers (no target names).
+ *
+ * long: gpu_plan_choose enumerates and scores the tile candidates (softmax, pool and matrix cases share the scoring)
+ */
 #include "backends/gpu/gpu_plan.h"
 
 #include <stdlib.h>
@@ -12,11 +15,11 @@ cov_status gpu_caps_from_acg(const cov_acg *acg, cov_dtype in, gpu_target_caps *
   out->warp_size = (int)acg->backend.wave_size;
   out->max_threads = (int)acg->backend.max_workgroup_threads;
   if (out->warp_size != 32 && out->warp_size != 64)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "%s: backend.wave_size %d (GPU targets need 32 or 64)",
-                     acg->file, out->warp_size);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(acg->file, "$.backend.wave_size"),
+                     "backend.wave_size %d (GPU targets need 32 or 64)", out->warp_size);
   if (out->max_threads < out->warp_size)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "%s: backend.max_workgroup_threads %d is below the wave size",
-                     acg->file, out->max_threads);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(acg->file, "$.backend.max_workgroup_threads"),
+                     "backend.max_workgroup_threads %d is below the wave size", out->max_threads);
   for (int i = 0; i < acg->n_storage; i++) {
     const acg_storage *s = &acg->storage[i];
     if (s->kind == ACG_SCRATCHPAD && !out->shared_bytes) {
@@ -26,8 +29,8 @@ cov_status gpu_caps_from_acg(const cov_acg *acg, cov_dtype in, gpu_target_caps *
     if (s->kind == ACG_REGFILE && !out->regfile_bytes) out->regfile_bytes = s->capacity_bytes;
   }
   if (!out->shared_bytes)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
-                     "%s: no scratchpad storage (the GPU's shared memory / LDS) in the ACG", acg->file);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(acg->file, "$.storage"),
+                     "no scratchpad storage (the GPU's shared memory / LDS) in the ACG");
   for (int c = 0; c < acg->n_compute; c++) {
     const acg_compute *u = &acg->compute[c];
     if (u->kind != ACG_MATRIX) continue;
@@ -49,52 +52,52 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   memset(p, 0, sizeof *p);
   p->prob = *q;
   if (q->in_dtype != COV_F16 && q->in_dtype != COV_BF16 && q->in_dtype != COV_F32)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: inputs of type %s (expected f16, bf16 or f32)",
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "GPU lowering: inputs of type %s (expected f16, bf16 or f32)",
                      cov_dtype_name(q->in_dtype));
   const gpu_epilogue *e = &q->epi;
   if (e->act == GPU_ACT_CLIP && !(e->clip_lo <= e->clip_hi))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "clip range [%g, %g] is empty", e->clip_lo, e->clip_hi);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "clip range [%g, %g] is empty", e->clip_lo, e->clip_hi);
   int64_t a_elems, b_elems, c_elems;
   if (e->softmax && q->kind != GPU_OP_MATMUL)
-    return cov_error(COV_UNSUPPORTED, NULL, "a fused softmax needs a matmul layer (rows of the output)");
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
   if (q->kind == GPU_OP_MAXPOOL) {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: sizes and stride must be positive, pad >= 0");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: sizes and stride must be positive, pad >= 0");
     /* torch's rule: padding at most half the window, so no window is all padding */
     if (2 * q->pad > q->cr || 2 * q->pad > q->cs)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: pad %lld exceeds half the %lldx%lld window",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: pad %lld exceeds half the %lldx%lld window",
                        (long long)q->pad, (long long)q->cr, (long long)q->cs);
     if (q->ch + 2 * q->pad < q->cr || q->cw + 2 * q->pad < q->cs)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "maxpool: the window is larger than the padded input");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: the window is larger than the padded input");
     if (e->bias || e->act != GPU_ACT_NONE || e->maxpool2x2)
-      return cov_error(COV_UNSUPPORTED, NULL, "maxpool: no fused epilogue");
+      return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "maxpool: no fused epilogue");
     p->oh = (q->ch + 2 * q->pad - q->cr) / q->stride + 1;
     p->ow = (q->cw + 2 * q->pad - q->cs) / q->stride + 1;
     p->G = 1, p->M = q->cn * q->cc * p->oh * p->ow, p->N = 1, p->K = q->cr * q->cs;
     a_elems = q->cn * q->cc * q->ch * q->cw, b_elems = 0, c_elems = p->M;
   } else if (q->kind == GPU_OP_MATMUL) {
     if (q->batch < 1 || q->m < 1 || q->n < 1 || q->k < 1)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "matmul sizes batch %lld M %lld N %lld K %lld must be positive",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "matmul sizes batch %lld M %lld N %lld K %lld must be positive",
                        (long long)q->batch, (long long)q->m, (long long)q->n, (long long)q->k);
-    if (e->maxpool2x2) return cov_error(COV_UNSUPPORTED, NULL, "a fused max pool needs a conv2d layer");
+    if (e->maxpool2x2) return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused max pool needs a conv2d layer");
     p->G = q->batch, p->M = q->m, p->N = q->n, p->K = q->k;
     a_elems = p->G * p->M * p->K, b_elems = p->G * p->K * p->N, c_elems = p->G * p->M * p->N;
   } else {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->ck < 1 || q->cr < 1 || q->cs < 1 ||
         q->stride < 1 || q->dilation < 1 || q->pad < 0 || q->groups < 1)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "conv2d: sizes, stride, dilation and groups must be positive, pad >= 0");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "conv2d: sizes, stride, dilation and groups must be positive, pad >= 0");
     if (q->cc % q->groups || q->ck % q->groups)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "conv2d: groups %lld must divide C %lld and K %lld",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "conv2d: groups %lld must divide C %lld and K %lld",
                        (long long)q->groups, (long long)q->cc, (long long)q->ck);
     p->oh = (q->ch + 2 * q->pad - q->dilation * (q->cr - 1) - 1) / q->stride + 1;
     p->ow = (q->cw + 2 * q->pad - q->dilation * (q->cs - 1) - 1) / q->stride + 1;
     if (q->ch + 2 * q->pad < q->dilation * (q->cr - 1) + 1 || q->cw + 2 * q->pad < q->dilation * (q->cs - 1) + 1)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "conv2d: the filter is larger than the padded input");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "conv2d: the filter is larger than the padded input");
     if (e->maxpool2x2) {
       if (!(e->act == GPU_ACT_RELU || (e->act == GPU_ACT_CLIP && e->clip_lo >= 0)))
-        return cov_error(COV_UNSUPPORTED, NULL,
+        return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q),
                          "a fused 2x2 max pool needs a non-negative activation (relu or clip) before it");
-      if (p->oh < 2 || p->ow < 2) return cov_error(COV_INVALID_ARGUMENT, NULL, "conv2d output too small to pool 2x2");
+      if (p->oh < 2 || p->ow < 2) return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "conv2d output too small to pool 2x2");
     }
     p->G = q->groups, p->M = q->cn * p->oh * p->ow, p->N = q->ck / q->groups,
     p->K = q->cc / q->groups * q->cr * q->cs;
@@ -102,7 +105,7 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   }
   const int64_t lim = (int64_t)1 << 31;
   if (a_elems >= lim || b_elems >= lim || c_elems >= lim || p->M >= lim / 2 || p->N >= lim / 2 || p->K >= lim / 2)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU lowering: tensors of 2^31 elements or more are not supported");
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "GPU lowering: tensors of 2^31 elements or more are not supported");
   return NULL;
 }
 
@@ -115,7 +118,7 @@ static cov_status pool_plan_check(const gpu_plan *p, const gpu_target_caps *caps
   if (p->threads < 1 || p->threads > caps->max_threads || p->threads % p->warp_size || p->shared_bytes ||
       (int64_t)p->grid[0] * p->threads < p->M || (int64_t)(p->grid[0] - 1) * p->threads >= p->M ||
       p->grid[1] != 1 || p->grid[2] != 1)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: a pool of %lld outputs on %ux%d threads",
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: a pool of %lld outputs on %ux%d threads",
                      (long long)p->M, p->grid[0], p->threads);
   return NULL;
 }
@@ -125,18 +128,18 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   if (p->prob.kind == GPU_OP_MAXPOOL) return pool_plan_check(p, caps);
   if (p->fm < 1 || p->fn < 1 || p->fk < 1 || p->wm % p->fm || p->wn % p->fn || p->bk % p->fk ||
       p->bm % p->wm || p->bn % p->wn)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: tiles %dx%dx%d / warp %dx%d / fragment %dx%dx%d do not nest", p->bm, p->bn, p->bk,
                      p->wm, p->wn, p->fm, p->fn, p->fk);
   if (!is_pow2(p->bk * es / 16) || !is_pow2(p->bn * es / 16) || (p->bk * es) % 16 || (p->bn * es) % 16)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: tile rows (bk %d, bn %d) must be a power of two of 16-byte chunks", p->bk, p->bn);
   if (p->warp_size != caps->warp_size ||
       p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) ||
       p->threads > caps->max_threads)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %d threads do not match its warps or exceed %d",
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: %d threads do not match its warps or exceed %d",
                      p->threads, caps->max_threads);
-  if (p->stages < 2) return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: needs at least 2 stages");
+  if (p->stages < 2) return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: needs at least 2 stages");
   if (p->wgmma) {
     /* a warpgroup instruction per warpgroup tile and 16 of K; the operand
      * tiles in 128-byte swizzled rows of K (A) and 64-column slabs (B) */
@@ -145,23 +148,23 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
         p->warp_size != 32 || p->wm != 64 || p->fm != 64 || p->fn != p->wn || p->fk != 16 || p->wn % 64 ||
         p->wn > 256 || p->bk * es != 128 || p->staged || p->M % p->bm || p->N % p->bn || p->K % p->bk ||
         p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                        "GPU plan: warpgroup MMA needs a 16-bit matmul the tiles divide, warpgroup tiles 64 x "
                        "(64..256, a multiple of 64), 128-byte K tiles and 2 + (batches in flight) stages on a "
                        "target that has it");
   } else if (p->wg_inflight) {
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: batches in flight without warpgroup MMA");
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: batches in flight without warpgroup MMA");
   }
   if (p->ktable && (p->prob.kind != GPU_OP_CONV2D || p->prob.ch >= 16384 || p->prob.cw >= 16384 ||
                     (p->prob.cr - 1) * p->prob.dilation >= 16384 || (p->prob.cs - 1) * p->prob.dilation >= 16384))
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: a K-offset table is for conv2d with inputs and filters under 16384 pixels");
   if (p->nhwc) {
     const gpu_problem *q = &p->prob;
     int per = 16 / es;
     if (q->kind != GPU_OP_CONV2D || q->groups != 1 || es != 2 || p->ktable || p->bk % per || q->cc % p->bk ||
         p->N % p->bn || (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
-      return cov_error(COV_INVALID_ARGUMENT, NULL,
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                        "GPU plan: channels-last copies need an ungrouped 16-bit conv2d whose C the K tile (%d) "
                        "and whose output channels the N tile (%d) divide",
                        p->bk, p->bn);
@@ -173,17 +176,17 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
                             (q->epi.maxpool2x2 ? p->pool_order : (p->oh * p->ow) % 4 == 0)
                       : q->epi.softmax && p->cstride > p->bm;
     if (!rows_ok)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: a staged epilogue does not fit this layer");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: a staged epilogue does not fit this layer");
   }
   if (p->pool_order != (p->staged && p->prob.epi.maxpool2x2))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: pooled row order without the staged epilogue");
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: pooled row order without the staged epilogue");
   if (p->prob.epi.softmax && (!p->staged || p->grid[0] != 1))
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: a fused softmax needs one workgroup tile (%d wide) over the whole row of %lld",
                      p->bn, (long long)p->N);
   uint64_t need = gpu_plan_shared_need(p, es);
   if (need != p->shared_bytes || need > caps->shared_bytes)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: %llu bytes of shared memory (capacity %llu)",
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: %llu bytes of shared memory (capacity %llu)",
                      (unsigned long long)need, (unsigned long long)caps->shared_bytes);
   if (p->nhwc) {
     /* checked above */
@@ -191,13 +194,13 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     int per = 16 / es;
     if (p->prob.kind != GPU_OP_MATMUL || p->M % p->bm || p->N % p->bn || p->K % p->bk ||
         (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
-      return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: whole-vector copies need a matmul that the tiles divide");
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: whole-vector copies need a matmul that the tiles divide");
   } else if ((p->bm * p->bk) % p->threads || (p->bk * p->bn) % p->threads) {
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: tile elements must divide among %d threads", p->threads);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: tile elements must divide among %d threads", p->threads);
   }
   if (p->grid[0] != cdiv(p->N, p->bn) || p->grid[1] != cdiv(p->M, p->bm) || p->grid[2] != p->G ||
       p->grid[1] > 65535 || p->grid[2] > 65535)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: grid %ux%ux%u does not cover the problem",
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: grid %ux%ux%u does not cover the problem",
                      p->grid[0], p->grid[1], p->grid[2]);
   return NULL;
 }
@@ -270,7 +273,7 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
     int bn = 64;
     while (bn < p.N && bn <= 512) bn *= 2;
     if (bn > 512)
-      return cov_error(COV_UNSUPPORTED, NULL, "a fused softmax over rows of %lld (at most 512)", (long long)p.N);
+      return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "a fused softmax over rows of %lld (at most 512)", (long long)p.N);
     gpu_plan base = p;
     for (int bm = 64;; bm /= 2) { /* 32 rows where 64 do not fit (AMD's 64 KiB LDS) */
       p = base;
@@ -302,7 +305,7 @@ cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
     if (chosen < 0 || score > best * 1.05) best = score, chosen = i;
   }
   if (chosen < 0)
-    return cov_error(COV_UNSUPPORTED, NULL, "GPU planner: no workgroup tile fits a %dx%dx%d fragment in %llu bytes",
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "GPU planner: no workgroup tile fits a %dx%dx%d fragment in %llu bytes",
                      p.fm, p.fn, p.fk, (unsigned long long)caps->shared_bytes);
   p.bm = cs[chosen].bm, p.bn = cs[chosen].bn, p.wm = cs[chosen].wm, p.wn = cs[chosen].wn;
   p.stages = 0;
@@ -401,7 +404,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   /* a warpgroup instruction: 64 rows, the warpgroup tile's columns */
   if (p->wgmma) p->fm = 64, p->fn = p->wn, p->fk = 16;
   if (p->threads < 1)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: warp tile %dx%d", p->wm, p->wn);
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: warp tile %dx%d", p->wm, p->wn);
   p->vector_copy = q->kind == GPU_OP_MATMUL && p->M % p->bm == 0 && p->N % p->bn == 0 && p->K % p->bk == 0 &&
                    (p->bm * p->bk / per) % p->threads == 0 && (p->bk * p->bn / per) % p->threads == 0;
   p->nhwc = !p->keep_nchw && nhwc_fits(p, caps, es);

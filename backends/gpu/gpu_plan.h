@@ -72,7 +72,16 @@ typedef struct gpu_problem {
    * maxpool: input [cn, cc, ch, cw], window cr x cs, stride, pad */
   int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
   gpu_epilogue epi;
+  /* where the layer comes from, for diagnostics only (plan keys, kernel
+   * names and code ignore it): the model or suite file (borrowed from the
+   * caller for the compilation; may be NULL) and the ONNX node or suite
+   * layer name (a copy, cut to fit; may be empty) */
+  const char *file;
+  char node[128];
 } gpu_problem;
+
+/* The location of a diagnostic about problem q: its file and node. */
+#define GPU_PROB_LOC(q) GPU_LOC((q)->file, (q)->node[0] ? (q)->node : NULL)
 
 typedef struct gpu_plan {
   gpu_problem prob;

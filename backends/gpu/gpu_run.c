@@ -207,6 +207,6 @@ cov_status gpu_run(gpu_vendors vendors, const cov_gpu_options *opts, const char 
   gpu_device_close(&dev);
   gpu_target_close(&t);
   if (!st && failed)
-    st = cov_error(COV_INTERNAL, NULL, "%d layer(s) differ from the CPU reference by more than 1e-3", failed);
+    st = cov_error(COV_INTERNAL, GPU_LOC(opts->suite, NULL), "%d layer(s) differ from the CPU reference by more than 1e-3", failed);
   return st;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 #include "common/fileio.h"
 #include "common/fileio.h"
 #include "mapper/map_ir.h"
@@ -12,14 +13,14 @@
 
 cov_status cov_npu_program_decode(const void *data, size_t size, const char *name,
                                   cov_npu_program **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "out is NULL");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_program_decode"), "out is NULL");
   *out = NULL;
-  if (!data && size) return cov_error(COV_INVALID_ARGUMENT, NULL, "data is NULL");
+  if (!data && size) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_program_decode"), "data is NULL");
   return npu_decode(data, size, name, out);
 }
 
 cov_status cov_npu_program_load(const char *path, cov_npu_program **out) {
-  if (!out) return cov_error(COV_INVALID_ARGUMENT, NULL, "out is NULL");
+  if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_program_load"), "out is NULL");
   *out = NULL;
   char *data = NULL;
   size_t size = 0;
@@ -54,7 +55,7 @@ void cov_npu_program_free(cov_npu_program *p) { npu_prog_free(p); }
  * simulator would refuse is never written, and a model run declines the
  * layer (runs it another way, with this reason) instead of failing later. */
 cov_status cov_npu_compile(const cov_schedule *s, cov_npu_program **out) {
-  if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  if (!s || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_compile"), "NULL argument");
   *out = NULL;
   const map_schedule *ms = map_schedule_of(s);
   cov_npu_program *p = NULL;
@@ -88,7 +89,7 @@ static cov_status sim_cycles(const cov_schedule *s, const cov_acg *acg, uint64_t
 cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *acg, double max_ops,
                                         int *chosen) {
   if (chosen) *chosen = -1;
-  if (!s || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  if (!s || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_select_by_simulation"), "NULL argument");
   int n = cov_schedule_num_alternatives(s);
   if (n == 0 || cov_schedule_ops(s) > max_ops) return NULL;
   uint64_t best = 0;
@@ -157,7 +158,7 @@ static void sim_release_mem(cov_npu_sim *sim) {
 }
 
 cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out) {
-  if (!out || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "NULL argument");
+  if (!out || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_create"), "NULL argument");
   *out = NULL;
   cov_npu_sim *sim = calloc(1, sizeof *sim);
   if (!sim) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator");
@@ -229,9 +230,9 @@ cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p) {
 }
 
 static cov_status find_tensor(cov_npu_sim *sim, const char *name, const npu_tensor **out) {
-  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
+  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("find_tensor"), "no program loaded");
   int i = npu_prog_find_tensor(sim->prog, name);
-  if (i < 0) return cov_error(COV_NOT_FOUND, NULL, "the program has no tensor '%s'", name);
+  if (i < 0) return cov_error(COV_NOT_FOUND, COV_AT(NULL, name), "the program has no tensor '%s'", name);
   *out = &sim->prog->tensors[i];
   return NULL;
 }
@@ -239,7 +240,7 @@ static cov_status find_tensor(cov_npu_sim *sim, const char *name, const npu_tens
 static cov_status check_shape(const npu_tensor *t, const cov_tensor *x) {
   bool ok = cov_tensor_numel(x) * (int64_t)cov_dtype_size(t->dtype) == (int64_t)t->bytes;
   if (!ok)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, t->name),
                      "tensor '%s': %lld elements given, the program's tensor holds %llu", t->name,
                      (long long)cov_tensor_numel(x),
                      (unsigned long long)(t->bytes / cov_dtype_size(t->dtype)));
@@ -271,7 +272,7 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
                   : x->dtype == COV_U8 ? ((const uint8_t *)x->data)[i]
                                        : ((const int32_t *)x->data)[i];
       if (v > lim || v < -lim - (td == COV_I8 ? 1 : 0))
-        return cov_error(COV_INVALID_ARGUMENT, NULL,
+        return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, name),
                          "tensor '%s' is %s; element %lld of the %s data (%lld) is not exact in it",
                          name, cov_dtype_name(td), (long long)i, cov_dtype_name(x->dtype),
                          (long long)v);
@@ -284,7 +285,7 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
       }
     }
   } else {
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "tensor '%s' is %s; cannot write %s data", name,
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, name), "tensor '%s' is %s; cannot write %s data", name,
                      cov_dtype_name(t->dtype), cov_dtype_name(x->dtype));
   }
   return NULL;
@@ -299,9 +300,9 @@ cov_status cov_npu_sim_write(cov_npu_sim *sim, const char *name, const cov_tenso
 
 cov_status cov_npu_program_set_data(cov_npu_program *p, const char *name, const cov_tensor *x) {
   if (!p || !name || !x || (!x->data && cov_tensor_numel(x)))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npu_program_set_data: NULL");
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_program_set_data"), "NULL");
   int i = npu_prog_find_tensor(p, name);
-  if (i < 0) return cov_error(COV_NOT_FOUND, NULL, "the program has no tensor '%s'", name);
+  if (i < 0) return cov_error(COV_NOT_FOUND, COV_AT(NULL, name), "the program has no tensor '%s'", name);
   const npu_tensor *t = &p->tensors[i];
   COV_RETURN_IF_ERROR(check_shape(t, x));
   uint8_t *bytes = malloc(t->bytes ? (size_t)t->bytes : 1);
@@ -361,7 +362,7 @@ cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out) {
 
 cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_stats) {
   if (out_stats) *out_stats = NULL;
-  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
+  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run"), "no program loaded");
   cov_npu_stats *s = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
   npu_exec_opts o = {.dry = false, .trace = trace};

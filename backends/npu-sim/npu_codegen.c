@@ -17,10 +17,14 @@
  *     one VOP per row-block of the tile, in a SIMD-accessible buffer, and the
  *     result is stored to DRAM by DMA (pooled outputs shrink).
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
- * of their level-1 tile: f16 when the schedule narrows) and out. */
+ * of their level-1 tile: f16 when the schedule narrows) and out.
+ *
+ * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest; split after the NPU work in progress lands
+ */
 #include <string.h>
 
 #include "backends/npu-sim/npu_codegen.h"
+#include "common/loc.h"
 
 void npu_cg_emit(cg *c, const npu_insn *in) {
   if (c->err) return;
@@ -59,34 +63,12 @@ void npu_cg_tile_base(const cg *c, int o, int lv, int64_t *base) {
 }
 
 
-/* Element strides of operand o's tile at level lv: row-major over the tile
- * box, except that an array operand's tile at its deepest level keeps the
- * dimension the array reads in one cycle innermost (k of A on a
- * weight-stationary array, m of A on an output-stationary one, n of B), so
- * those elements fall in different banks. Every access to a tile goes
- * through here, so any layout is consistent by construction. */
+/* Element strides of operand o's tile at level lv: the mapper's layout
+ * (map_gemm_tile_strides: an array operand's dimension read in one cycle
+ * innermost, for distinct banks). Every access to a tile goes through here,
+ * so any layout is consistent by construction. */
 void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st) {
-  const map_operand *op = &c->p->operands[o];
-  const map_place *pl = &c->s->place[o][lv];
-  int inner = -1;
-  if (c->p->kind == MAP_MAIN_MAC && (o == c->a_op || o == c->b_op) && lv == npu_cg_deepest(c->s, o)) {
-    int sl = o == c->b_op ? c->nl : (c->t.output_stationary ? c->ml : c->kl);
-    if (sl >= 0) {
-      int l = c->s->sloops[sl].loop;
-      for (int d = 0; d < op->rank && inner < 0; d++)
-        if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) inner = d;
-    }
-  }
-  int64_t s = 1;
-  if (inner >= 0) {
-    st[inner] = 1;
-    s = pl->shape[inner];
-  }
-  for (int d = op->rank - 1; d >= 0; d--) {
-    if (d == inner) continue;
-    st[d] = s;
-    s *= pl->shape[d];
-  }
+  map_gemm_tile_strides(c->s, c->p->kind == MAP_MAIN_MAC ? &c->gp : NULL, o, lv, st);
 }
 
 uint64_t npu_cg_place_addr(const cg *c, int o, int lv) {
@@ -374,7 +356,7 @@ static void leaf(cg *c) {
     sk[k] = loop_stride(c, ops[k], lvs[k], c->kl);
     sn[k] = loop_stride(c, ops[k], lvs[k], c->nl);
   }
-  int64_t M = trips(c, c->ml), K = trips(c, c->kl), N = trips(c, c->nl);
+  int64_t M = trips(c, c->ml) * trips(c, c->ml2), K = trips(c, c->kl), N = trips(c, c->nl);
   size_t ea = cov_dtype_size(c->s->place[ops[0]][lvs[0]].dtype);
   size_t eb = cov_dtype_size(c->s->place[ops[1]][lvs[1]].dtype);
   size_t ec = cov_dtype_size(c->s->place[ops[2]][lvs[2]].dtype);
@@ -447,7 +429,9 @@ static void leaf_simd(cg *c) {
   }
 }
 
-static bool absorbed(const cg *c, int i) { return i == c->ml || i == c->kl || i == c->nl; }
+static bool absorbed(const cg *c, int i) {
+  return i == c->ml || i == c->ml2 || i == c->kl || i == c->nl;
+}
 
 static void walk(cg *c, int i) {
   if (c->err) return;
@@ -476,7 +460,9 @@ static void walk(cg *c, int i) {
 static void plan_gemm(cg *c) {
   map_gemm_plan gp;
   map_gemm_plan_make(c->s, &gp);
+  c->gp = gp;
   c->ml = gp.ml;
+  c->ml2 = gp.ml2;
   c->kl = gp.kl;
   c->nl = gp.nl;
   c->a_op = gp.a_op;
@@ -493,7 +479,7 @@ static void plan_simd(cg *c) {
   const map_schedule *s = c->s;
   const map_problem *p = c->p;
   int last = s->n_levels - 1;
-  c->ml = c->kl = c->nl = -1;
+  c->ml = c->kl = c->nl = c->ml2 = -1;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
     if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after) continue;
@@ -529,7 +515,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (unit < 0 || unit >= c.g->n_compute ||
       c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
       p->n_inputs > 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
                      "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
                      "statements run on the systolic array, maps and reductions on the SIMD unit)",
                      p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
@@ -576,7 +562,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
           }
     if (op->rank > NPU_TENSOR_MAX_RANK) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen: rank %d tensor", op->rank);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen: rank %d tensor", op->rank);
     }
     t.bytes = cov_dtype_size(t.dtype);
     for (int d = 0; d < op->rank; d++) {
@@ -598,7 +584,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   if (s->n_vops > 0) {
     if (c.simd < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: an epilogue but no SIMD unit", p->layer);
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: an epilogue but no SIMD unit", p->layer);
     }
     int sn = npu_node_of_compute(c.g, c.simd);
     /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
@@ -615,7 +601,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     }
     if (c.reg_buf < 0) {
       npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, NULL, "codegen %s: no buffer the SIMD unit can read, write "
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: no buffer the SIMD unit can read, write "
                        "and store to DRAM from", p->layer);
     }
     uint64_t lo = 0;

@@ -10,6 +10,7 @@
 #define NPU_CODEGEN_H
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 #include "mapper/map_ir.h"
 
 #define SLOTS 8
@@ -34,6 +35,8 @@ typedef struct cg {
   int array, simd; /* compute indices */
   /* GEMM plan: scheduled loops absorbed into one instruction, -1 if none */
   int ml, kl, nl;
+  int ml2; /* a second streamed loop outside ml (map_gemm_plan) */
+  map_gemm_plan gp; /* the mapper's plan (mac statements): tile layouts */
   int a_op, b_op;
   uint32_t mmax, kmax, nmax;
   int out_lv;          /* deepest level of the output */
@@ -50,7 +53,7 @@ typedef struct cg {
 
 #define CG_FAIL(c, code, ...)                                      \
   do {                                                            \
-    if (!(c)->err) (c)->err = cov_error(code, NULL, __VA_ARGS__); \
+    if (!(c)->err) (c)->err = cov_error(code, COV_AT(NULL, (c)->p->layer), __VA_ARGS__); \
   } while (0)
 /* An operand of a VOP: a buffer region with strides over a tile, or an
  * immediate. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 static const char *buf_name(const cov_acg *g, uint8_t b, char *tmp, size_t n) {
   if (b == NPU_IMM_BUF) return "imm";
@@ -118,5 +119,5 @@ cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out) {
     if (p->insns[i].op == NPU_OP_LOOP && depth < NPU_MAX_LOOP_DEPTH)
       ends[depth++] = i + 1 + p->insns[i].u.loop.body;
   }
-  return ferror(out) ? cov_error(COV_IO_ERROR, NULL, "write error") : NULL;
+  return ferror(out) ? cov_error(COV_IO_ERROR, COV_AT_CALL("npu_disasm"), "write error") : NULL;
 }

@@ -1,11 +1,15 @@
 /* backends/npu-sim/npu_encode.c: the binary program format (ISA.md) in both
  * directions. The decoder trusts nothing: every read is bounds-checked and
  * every error names the byte offset, the instruction index and the field.
- * Semantic checks against an ACG are npu_verify.c's job. */
+ * Semantic checks against an ACG are npu_verify.c's job.
+ *
+ * long: npu_decode checks a program's header, tables and instructions in file order, one located error per field (ISA.md)
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 static const struct {
   uint8_t op;
@@ -154,7 +158,7 @@ cov_status npu_encode(const npu_prog *p, uint8_t **out, size_t *out_size) {
   for (uint32_t i = 0; i < p->n_insns; i++) {
     uint32_t sz = npu_insn_size(p->insns[i].op);
     if (!sz)
-      return cov_error(COV_INTERNAL, NULL, "instruction %u: unknown opcode 0x%02x", i,
+      return cov_error(COV_INTERNAL, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x", i,
                        p->insns[i].op);
     code_bytes += sz;
   }

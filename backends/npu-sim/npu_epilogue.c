@@ -7,7 +7,10 @@
  * place the schedule put there); registers live in up to SLOTS slots, reused
  * when dead; pooling shrinks the tile before the store. When the registers do
  * not fit, the tile is processed in chunks along a dim no pool window or row
- * reduction spans. */
+ * reduction spans.
+ *
+ * long: store_chunk generates the epilogue's vector ops over one chunk of the output tile; each op kind is a case over the same chunk, operand and buffer views
+ */
 #include <string.h>
 
 #include "backends/npu-sim/npu_codegen.h"

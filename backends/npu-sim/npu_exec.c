@@ -10,12 +10,19 @@
  * array shape and capability throughput/latency, banks and bank width.
  * The dry mode computes addresses only: it is the verifier's dynamic half and
  * runs before every simulation, so the real run never touches memory out of
- * range. */
+ * range.
+ *
+ * size: the instruction semantics of ISA.md (DMA, GEMM, vector ops, control) and their timing share the executor state; each instruction is a function of its own
+ * long: run_dma is the DMA instruction: strided 2-D copies, padding, dtype conversion, bank and bandwidth timing, one field of ISA.md at a time
+ * long: run_gemm is the GEMM instruction: operand fetch, the systolic accumulation, chaining and its timing
+ * long: npu_exec is the fetch loop: the control instructions inline, every other one a call
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 typedef struct blk {
   uint64_t w_ready; /* the last write's data is visible to other units */
@@ -49,6 +56,7 @@ typedef struct chain_st {
   int64_t b_addr;
   uint16_t k, wn;
   uint8_t wcap;
+  uint64_t stream_start; /* when the last gemm began streaming (weights in place) */
 } chain_st;
 
 typedef struct ex {
@@ -356,6 +364,48 @@ static void timing(ex *x, int unit, const char *name, const range *reads, int nr
   us->busy = cyc_add(us->busy, occ);
   us->stall_bank = cyc_add(us->stall_bank, bank_extra);
   trace_event(x, unit, name, start, occ);
+}
+
+/* A weight-stationary gemm on an array with two weight registers per PE
+ * (ACG `weight_buffers` 2): its weights (reads[1], the b operand) shift into
+ * the idle register set over b's edge while the previous gemm streams, from
+ * when that gemm began streaming (the set it loaded is then active, the
+ * other free) and b is ready; its stream starts once its weights are in,
+ * the array has finished the previous stream, and a, c (and bias) are
+ * ready. wl: the weight load's cycles; rest: the stream's (the caller allows
+ * this only when b's edge is not also a's or the preload's). */
+static void timing_wload(ex *x, int unit, const range *reads, int nr, const range *w, uint64_t wl,
+                         uint64_t rest, uint64_t latency, uint64_t bank_extra) {
+  chain_st *cs = &x->chain[unit - x->g->n_edges];
+  npu_unit_stats *us = &x->st->unit[unit];
+  uint64_t busy_to = x->unit_free[unit] > x->barrier ? x->unit_free[unit] : x->barrier;
+  uint64_t ls = cs->stream_start > x->barrier ? cs->stream_start : x->barrier;
+  uint64_t rb = sb_ready(x, &reads[1], unit, false);
+  if (rb > ls) ls = rb;
+  uint64_t ss = cyc_add(ls, wl) > busy_to ? cyc_add(ls, wl) : busy_to;
+  uint64_t dep = 0;
+  for (int i = 0; i < nr; i++) {
+    uint64_t r = i == 1 ? 0 : sb_ready(x, &reads[i], unit, false);
+    if (r > dep) dep = r;
+  }
+  uint64_t r = sb_ready(x, w, unit, true);
+  if (r > dep) dep = r;
+  if (dep > ss) {
+    us->stall_dep += dep - ss;
+    ss = dep;
+  }
+  if (rb > busy_to && rb - busy_to < ss - busy_to) us->stall_dep += rb - busy_to;
+  uint64_t occ_end = cyc_add(ss, rest), ready = cyc_add(occ_end, latency);
+  for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
+  sb_mark(x, w, unit, true, occ_end, ready);
+  uint64_t from = ls > busy_to ? ls : busy_to;
+  x->unit_free[unit] = occ_end;
+  cs->stream_start = ss;
+  if (ready > x->max_end) x->max_end = ready;
+  us->insns++;
+  us->busy = cyc_add(us->busy, occ_end - from);
+  us->stall_bank = cyc_add(us->stall_bank, bank_extra);
+  trace_event(x, unit, "gemm", from, occ_end - from);
 }
 
 /* ---- element access ---- */
@@ -719,7 +769,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   uint64_t macs = M * K * N;
   uint64_t peak = cdiv(macs, cap->throughput);
   const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
-  uint64_t occ, bank_extra;
+  uint64_t occ, bank_extra, wl_occ = 0;
   /* A chained gemm finds its partial sums in the PEs: nothing to preload. */
   uint64_t pre = (acc || bias) && !chain
                      ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
@@ -736,7 +786,14 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     if (pre > body) body = pre;
     if (peak > body) body = peak;
     bank_extra = cyc_add(cyc_mul(wl, db - 1), cyc_mul(st, da - 1));
-    occ = cyc_add(cyc_add(cyc_mul(wl, db), body), cyc_mul(st, da - 1));
+    uint64_t rest = cyc_add(body, cyc_mul(st, da - 1));
+    if (acg_weights_overlap(x->g, un, ma->buf, mb->buf, acc ? mc->buf : bias ? mbias->buf : -1)) {
+      timing_wload(x, (int)(x->g->n_edges + in->unit), r, nr, &w, cyc_mul(wl, db), rest,
+                   cap->latency, bank_extra);
+      goto stats;
+    }
+    occ = cyc_add(cyc_mul(wl, db), rest);
+    wl_occ = cyc_mul(wl, db);
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
@@ -754,6 +811,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   }
   timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
          NULL);
+  if (!os) /* the stream began after the weight load */
+    x->chain[in->unit].stream_start = x->unit_free[x->g->n_edges + in->unit] - (occ - wl_occ);
+stats:;
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
   us->macs += macs;
   x->st->macs += macs;
@@ -921,7 +981,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
     }
     if (pc >= p->n_insns) break;
     if (++dyn > max_dyn) {
-      st = cov_error(COV_OUT_OF_RANGE, NULL,
+      st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
                      "instruction %u: the program runs more than %llu instructions (loop counts "
                      "too large?)",
                      pc, (unsigned long long)max_dyn);
@@ -939,7 +999,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
         int64_t v = x.reg[in->u.r.reg], d = in->u.r.imm;
         int64_t lim = (int64_t)1 << 62;
         if (d > lim || d < -lim || v + d > lim || v + d < -lim) {
-          st = cov_error(COV_OUT_OF_RANGE, NULL, "instruction %u (addr): field imm: r%u overflows",
+          st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name), "instruction %u (addr): field imm: r%u overflows",
                          pc, in->u.r.reg);
           goto done;
         }
@@ -953,21 +1013,21 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
       case NPU_OP_GEMM: st = run_gemm(&x, in); break;
       case NPU_OP_VOP: st = run_vop(&x, in); break;
       default:
-        st = cov_error(COV_INVALID_INPUT, NULL, "instruction %u: unknown opcode 0x%02x", pc, in->op);
+        st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x", pc, in->op);
     }
     if (st) goto done;
     pc++;
   }
   for (int u = 0; u < x.g->n_compute; u++)
     if (x.chain[u].held) {
-      st = cov_error(COV_INVALID_INPUT, NULL,
+      st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name),
                      "instruction %u (gemm): field flags: the program ends while it holds its tile "
                      "in '%s' (flag hold): no gemm drains it",
                      x.chain[u].held_pc, x.g->compute[u].name);
       goto done;
     }
   if (x.max_end >= NPU_CYCLE_CAP) {
-    st = cov_error(COV_OUT_OF_RANGE, NULL,
+    st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
                    "the program takes 2^62 cycles or more on ACG '%s' (are its bandwidths and "
                    "throughputs in bytes and elements per cycle?)",
                    x.g->name ? x.g->name : "");

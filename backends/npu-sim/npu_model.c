@@ -10,13 +10,17 @@
  * by call through the per-call hook, each call its own program, and its rows
  * say why the group was not fused; a call the NPU path cannot take either
  * runs on the CPU reference interpreter, reported with the reason. Layout
- * operations run in the frontend. */
+ * operations run in the frontend.
+ *
+ * long: run_layer maps, compiles, simulates and checks one layer group against the reference, each step's refusal or error reported the same way
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 #include "backends/npu-sim/npu_report.h"
 #include "covenant/tensor.h"
 #include "mapper/map_ir.h"
@@ -37,7 +41,7 @@ typedef struct hook_ctx {
 } hook_ctx;
 
 /* First line of a status message, cut to fit (a summary for the table). */
-static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
+static void first_line(char *buf, size_t n, const char *prefix, cov_status st, const char *node) {
   char msg[512];
   cov_status_format(st, msg, sizeof msg);
   char *nl = strchr(msg, '\n');
@@ -46,6 +50,13 @@ static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
    * (the node and codelet are named in the message itself). */
   const char *body = strstr(msg, "error: ");
   body = body ? body + 7 : msg;
+  /* and the node or layer the location names, where the row or the
+   * message names it already */
+  cov_loc at = cov_status_loc(st);
+  size_t pl = at.path ? strlen(at.path) : 0;
+  if (pl && (strstr(cov_status_message(st), at.path) || (node && !strcmp(node, at.path))) &&
+      !strncmp(body, at.path, pl) && !strncmp(body + pl, ": ", 2))
+    body += pl + 2;
   /* Cut to fit by hand: a summary, and snprintf's truncation is a warning. */
   size_t k = 0;
   for (const char *p = prefix; *p && k + 1 < n; p++) buf[k++] = *p;
@@ -57,10 +68,10 @@ static void first_line(char *buf, size_t n, const char *prefix, cov_status st) {
  * integer array leaves it in i32 already; a float array (the f16 array of
  * an ACG without an integer mac, taken only where that is exact) leaves it
  * in f32, every value an integer below 2^24, converted here. */
-static cov_status to_dtype(cov_tensor *t, cov_dtype want) {
+static cov_status to_dtype(cov_tensor *t, cov_dtype want, const char *node) {
   if (t->dtype == want) return NULL;
   if (t->dtype != COV_F32 || want != COV_I32)
-    return cov_error(COV_INTERNAL, NULL, "the program's result is %s, the model expects %s",
+    return cov_error(COV_INTERNAL, COV_AT(NULL, node), "the program's result is %s, the model expects %s",
                      cov_dtype_name(t->dtype), cov_dtype_name(want));
   int64_t n = cov_tensor_numel(t);
   float *f = t->data;
@@ -68,7 +79,7 @@ static cov_status to_dtype(cov_tensor *t, cov_dtype want) {
   for (int64_t i = 0; i < n; i++) {
     float v = f[i];
     if (!(v == (float)(int32_t)v) || v >= 16777216.0f || v <= -16777216.0f)
-      return cov_error(COV_INTERNAL, NULL,
+      return cov_error(COV_INTERNAL, COV_AT(NULL, node),
                        "element %lld of an integer layer's f32 result (%g) is not an exact "
                        "integer",
                        (long long)i, (double)v);
@@ -156,7 +167,7 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
         /* integer (quantized) programs round nothing: the run's own check
          * compares their outputs bit for bit */
       } else if (k != cov_tensor_numel(out)) {
-        fatal = cov_error(COV_INTERNAL, NULL, "%s: the program's output has %lld elements, the "
+        fatal = cov_error(COV_INTERNAL, COV_AT(NULL, label), "%s: the program's output has %lld elements, the "
                           "schedule's %lld", label, (long long)cov_tensor_numel(out), (long long)k);
       } else {
         const float *a = out->data, *b = ref.data;
@@ -198,7 +209,7 @@ static cov_status group_inputs(const cov_model_group_offer *o, const cov_layer *
                                cov_tensor *in, int *n) {
   *n = cov_layer_num_inputs(layer);
   if (*n > MAX_LAYER_INPUTS)
-    return cov_error(COV_UNSUPPORTED, NULL, "layer group %d: %d layer inputs (at most %d)", o->group,
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, cov_model_group_name(o->desc)), "layer group %d: %d layer inputs (at most %d)", o->group,
                      *n, MAX_LAYER_INPUTS);
   for (int i = 0; i < *n; i++) {
     const cov_model_arg *a;
@@ -207,7 +218,7 @@ static cov_status group_inputs(const cov_model_group_offer *o, const cov_layer *
     COV_RETURN_IF_ERROR(cov_layer_input(layer, i, &in[i]));
     in[i].data = a->kind == COV_MODEL_ARG_EXTERNAL ? o->in[a->input].data : a->t.data;
     if (cov_tensor_numel(&in[i]) != cov_tensor_numel(&a->t))
-      return cov_error(COV_INTERNAL, NULL, "layer group %d: layer input %d has %lld elements, "
+      return cov_error(COV_INTERNAL, COV_AT(NULL, cov_model_group_name(o->desc)), "layer group %d: layer input %d has %lld elements, "
                        "the group's argument %lld", o->group, i,
                        (long long)cov_tensor_numel(&in[i]), (long long)cov_tensor_numel(&a->t));
   }
@@ -234,7 +245,7 @@ static cov_status run_split(hook_ctx *h, const cov_model_group_offer *o, cov_ten
   if (!dec) dec = cov_layer_from_call(last->codelet, last->attrs, last->n_attrs, &last->args[0].t, 1, &post);
   npu_row rows[2] = {{.kind = NPU_ROW_CALL, .group = o->group}, {.kind = NPU_ROW_CALL, .group = o->group}};
   char why[200];
-  first_line(why, sizeof why, "", declined);
+  first_line(why, sizeof why, "", declined, cov_model_group_name(o->desc));
   for (size_t c = 0; c + 1 < nc; c++) {
     size_t k = strlen(rows[0].codelet);
     snprintf(rows[0].codelet + k, sizeof rows[0].codelet - k, "%s%s", c ? "+" : "",
@@ -250,7 +261,7 @@ static cov_status run_split(hook_ctx *h, const cov_model_group_offer *o, cov_ten
   if (!dec && !fatal) {
     /* the last call sees the result through its own view */
     if (cov_tensor_numel(&mid) != cov_tensor_numel(&last->args[0].t)) {
-      fatal = cov_error(COV_INTERNAL, NULL, "the fused part wrote %lld elements, the last call reads %lld",
+      fatal = cov_error(COV_INTERNAL, COV_AT(NULL, rows[0].node), "the fused part wrote %lld elements, the last call reads %lld",
                         (long long)cov_tensor_numel(&mid), (long long)cov_tensor_numel(&last->args[0].t));
     } else {
       mid.rank = last->args[0].t.rank;
@@ -308,7 +319,7 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
   cov_tensor in[MAX_LAYER_INPUTS];
   int n_in = 0;
   cov_status declined = n_out == 1 ? cov_layer_from_model_group(o->desc, &layer)
-                                   : cov_error(COV_UNSUPPORTED, NULL, "%zu results", n_out);
+                                   : cov_error(COV_UNSUPPORTED, COV_AT(NULL, o->desc ? cov_model_group_name(o->desc) : NULL), "%zu results", n_out);
   if (!declined) declined = group_inputs(o, layer, in, &n_in);
   cov_status fatal = NULL;
   char label[160];
@@ -334,11 +345,12 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
     }
   }
   if (declined) {
-    first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined);
+    const char *gname = o->desc ? cov_model_group_name(o->desc) : NULL;
+    first_line(h->why, sizeof h->why, "npu, call by call (group not fused: ", declined, gname);
     size_t k = strlen(h->why);
     if (k + 1 < sizeof h->why) strcpy(h->why + k, ")");
     h->single_failed = nc == 1;
-    if (h->single_failed) first_line(h->why, sizeof h->why, "cpu: ", declined);
+    if (h->single_failed) first_line(h->why, sizeof h->why, "cpu: ", declined, gname);
     cov_status_free(declined);
     return NULL;
   }
@@ -348,13 +360,13 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
   cov_model_group_output(o->desc, &want);
   if (cov_tensor_numel(&out[0]) != cov_tensor_numel(&want)) {
     cov_tensor_release(&out[0]);
-    return cov_error(COV_INTERNAL, NULL, "layer group %d (%s): the program wrote %lld elements, "
+    return cov_error(COV_INTERNAL, COV_AT(NULL, row.node), "layer group %d (%s): the program wrote %lld elements, "
                      "the group's result has %lld", o->group, row.node,
                      (long long)cov_tensor_numel(&out[0]), (long long)cov_tensor_numel(&want));
   }
   out[0].rank = want.rank;
   memcpy(out[0].shape, want.shape, sizeof want.shape);
-  cov_status cv = to_dtype(&out[0], want.dtype);
+  cov_status cv = to_dtype(&out[0], want.dtype, row.node);
   if (cv) {
     cov_tensor_release(&out[0]);
     return cov_status_annotate(cv, "layer group %d (%s): ", o->group, row.node);
@@ -396,20 +408,20 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   cov_layer *layer = NULL;
   cov_status declined = ok ? cov_layer_from_call(call->codelet, call->attrs, call->n_attrs,
                                                  call->in, call->n_in, &layer)
-                           : cov_error(COV_UNSUPPORTED, NULL,
+                           : cov_error(COV_UNSUPPORTED, COV_AT(NULL, call->node),
                                        "not a single-output call on f32, or on i8/i32 integers");
   cov_status fatal = NULL;
   if (!declined)
     fatal = run_layer(h, layer, call->in, (int)call->n_in, label, &out[0], &row, &declined);
   if (!declined && !fatal && integer) {
-    fatal = to_dtype(&out[0], COV_I32);
+    fatal = to_dtype(&out[0], COV_I32, row.node);
     if (fatal) cov_tensor_release(&out[0]);
   }
   cov_layer_free(layer);
   if (fatal)
     return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);
   if (declined) { /* the CPU runs this call, reported */
-    first_line(row.where, sizeof row.where, "cpu: ", declined);
+    first_line(row.where, sizeof row.where, "cpu: ", declined, call->node);
     cov_status_free(declined);
     if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
     return npu_report_add(h->rep, &row);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 cov_status npu_prog_create(npu_prog **out) {
   *out = NULL;
@@ -30,7 +31,7 @@ void npu_prog_set_target(npu_prog *p, const npu_target *t) {
 #define GROW(p, arr, n, cap, limit, what)                                              \
   do {                                                                                 \
     if ((n) >= (limit))                                                                \
-      return cov_error(COV_OUT_OF_RANGE, NULL, "program has more than %u %s",          \
+      return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name), "program has more than %u %s", \
                        (unsigned)(limit), what);                                       \
     if ((n) == (cap)) {                                                                \
       uint32_t nc = (cap) ? (cap) * 2 : 64;                                            \

@@ -67,6 +67,9 @@ uint64_t npu_acg_digest(const cov_acg *g) {
     fnv_u(&f, c->kind);
     fnv_u(&f, c->dims[0]);
     fnv_u(&f, c->dims[1]);
+    /* timing depends on it; hashed only when set, so the digests of ACGs
+     * that predate the field stay as they were */
+    if (c->weight_buffers > 1) fnv_u(&f, c->weight_buffers);
     fnv_u(&f, (uint64_t)c->n_caps);
     for (int k = 0; k < c->n_caps; k++) {
       const acg_capability *cap = &c->caps[k];

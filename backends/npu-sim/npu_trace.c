@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/loc.h"
 
 struct cov_npu_trace {
   FILE *f;
@@ -45,7 +46,7 @@ static void put_json(FILE *f, const char *s) {
 
 cov_status cov_npu_trace_begin(FILE *f, const cov_acg *acg, cov_npu_trace **out) {
   *out = NULL;
-  if (!f || !acg) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npu_trace_begin: NULL");
+  if (!f || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_trace_begin"), "NULL");
   cov_npu_stats *names = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(acg, &names));
   cov_npu_trace *t = calloc(1, sizeof *t);
@@ -71,10 +72,10 @@ cov_status cov_npu_trace_begin(FILE *f, const cov_acg *acg, cov_npu_trace **out)
 cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char *label,
                                   cov_npu_stats **out_stats) {
   if (out_stats) *out_stats = NULL;
-  if (!sim || !t) return cov_error(COV_INVALID_ARGUMENT, NULL, "cov_npu_sim_run_traced: NULL");
-  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, NULL, "no program loaded");
+  if (!sim || !t) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run_traced"), "NULL");
+  if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run_traced"), "no program loaded");
   if (sim->acg != t->acg && npu_acg_digest(sim->acg) != npu_acg_digest(t->acg))
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "the trace is for ACG '%s', the simulator's is '%s'",
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run_traced"), "the trace is for ACG '%s', the simulator's is '%s'",
                      t->acg->name, sim->acg->name);
   cov_npu_stats *s = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
@@ -103,7 +104,7 @@ void cov_npu_trace_note(cov_npu_trace *t, const char *label) {
 cov_status cov_npu_trace_end(cov_npu_trace *t) {
   if (!t) return NULL;
   fprintf(t->f, "\n]}\n");
-  cov_status st = ferror(t->f) ? cov_error(COV_IO_ERROR, NULL, "write error in the trace") : NULL;
+  cov_status st = ferror(t->f) ? cov_error(COV_IO_ERROR, COV_AT_CALL("cov_npu_trace_end"), "write error in the trace") : NULL;
   free(t);
   return st;
 }

@@ -14,19 +14,30 @@
 #include "covenant/gpu.h"
 #endif
 
-static cov_status run_ref(const backend_target *t, const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
-                          cov_tensor *outputs, size_t n_outputs) {
-  (void)t;
+static cov_status run_ref(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
+                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
+  (void)t, (void)name;
   return cov_model_run_ref(m, inputs, n_inputs, outputs, n_outputs);
 }
 
-static cov_status run_npu(const backend_target *t, const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
-                          cov_tensor *outputs, size_t n_outputs) {
+static cov_status run_npu(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
+                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
+  (void)name;
   cov_npu_report *r = NULL; /* where each group ran: the CLI's business */
   cov_status st = cov_npu_run_model(m, t->acg, inputs, n_inputs, outputs, n_outputs, &r);
   cov_npu_report_free(r);
   return st;
 }
+
+#ifdef COV_HAVE_GPU_BACKENDS
+static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor, NULL};
+
+static cov_status run_gpu(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
+                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
+  return gpu_run_model_on_device(k_gpu_vendors, cov_acg_file(t->acg), COV_F16, m, name, inputs, n_inputs, outputs,
+                                 n_outputs);
+}
+#endif
 
 static const backend_info k_backends[] = {
     {.name = "npu-sim",
@@ -38,11 +49,13 @@ static const backend_info k_backends[] = {
      .summary = "AMD GPUs: HSACO through LLVM, run through HIP",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
      .command = "gpu",
+     .run_model = run_gpu,
      .gpu = &amdgpu_vendor},
     {.name = "nvptx",
      .summary = "NVIDIA GPUs: PTX through LLVM, run through the CUDA driver",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
      .command = "gpu",
+     .run_model = run_gpu,
      .gpu = &nvptx_vendor},
 #endif
     {.name = BACKEND_REF,
@@ -89,8 +102,6 @@ void backend_target_close(backend_target *t) {
 }
 
 #ifdef COV_HAVE_GPU_BACKENDS
-static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor, NULL};
-
 gpu_vendors backend_gpu_vendors(void) { return k_gpu_vendors; }
 
 cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,

@@ -52,12 +52,15 @@ typedef struct backend_info {
    * ("gpu": covenant compile/run --target T hand the command line to
    * covenant gpu compile/run); NULL: the in-process commands. */
   const char *command;
-  /* Runs a loaded model on inputs (cov_model_input_name order) into
-   * outputs (allocated here, cov_model_output_name order): the model-level
-   * entry point; NULL where the backend runs models through `command`
-   * only (the GPU backends: cov_gpu_run_model). */
-  cov_status (*run_model)(const backend_target *t, const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
-                          cov_tensor *outputs, size_t n_outputs);
+  /* Runs a loaded model (read from the file `name`, which diagnostics
+   * name) on inputs (cov_model_input_name order) into outputs (allocated
+   * here, cov_model_output_name order): the model-level entry point of
+   * every backend. ref interprets it, npu-sim maps, compiles and simulates
+   * it, the GPU backends compile it whole and run it on the device through
+   * the runtime (without the vendor's driver: COV_DEVICE_ERROR, nothing
+   * run). */
+  cov_status (*run_model)(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
+                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs);
   const gpu_vendor *gpu; /* GPU vendors: their gpu_vendor; NULL otherwise */
 } backend_info;
 

@@ -9,7 +9,9 @@
  *  3. speed: simulated MACs per second of wall time, against a plain C
  *     f32 multiply-accumulate loop doing the same MACs in the same run.
  *
- * usage: bench_npu [--scale N] [--suite FILE] (default scale 1: full size) */
+ * usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models]
+ * (default scale 1: full size; default models: the real 224x224 exports in
+ * build/models when materialized, else the small exports) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,10 +200,22 @@ int main(int argc, char **argv) {
   }
   if (!suite) suite = cov_suite_default_path();
   if (n_models == 0 && !no_models) {
+    /* the real torchvision exports at 224x224 once the models_materialize
+     * fixture (or tests/models/materialize.py) has written them, else the
+     * small exports shipped with the frontend tests */
+    static const char *real[] = {BENCH_REAL_DIR "/squeezenet1_1.onnx",
+                                 BENCH_REAL_DIR "/mobilenet_v2.onnx",
+                                 BENCH_REAL_DIR "/shufflenet_v2_x1_0.onnx"};
     static const char *def[] = {BENCH_MODELS_DIR "/squeezenet1_1.onnx",
                                 BENCH_MODELS_DIR "/mobilenet_v2.onnx",
                                 BENCH_MODELS_DIR "/shufflenet_v2_x0_5.onnx"};
-    for (int i = 0; i < 3; i++) models[n_models++] = def[i];
+    bool have_real = true;
+    for (int i = 0; i < 3; i++) {
+      FILE *f = fopen(real[i], "rb");
+      have_real = have_real && f;
+      if (f) fclose(f);
+    }
+    for (int i = 0; i < 3; i++) models[n_models++] = have_real ? real[i] : def[i];
   }
   char **names = NULL;
   int n_names = 0;

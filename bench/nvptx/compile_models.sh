@@ -4,9 +4,9 @@
 #
 # Here (with LLVM): compiles the models for the H100 run into artifacts
 # (covenant compile MODEL --target nvptx-sm90 -o ...), at batch 1 and 32,
-# and packs them into parts of at most --part-mb MiB each (default 32: the
-# device tool carries 64 MiB per call, the repository's tracked files, about
-# 26 MB, included), OUTDIR/part1, part2, ...; with OUTDIR in the repository
+# and packs them into parts of at most --part-mb MiB each (default 32, at
+# most 38: the device tool carries 64 MiB per call, the repository's tracked
+# files, about 25 MiB, included), OUTDIR/part1, part2, ...; with OUTDIR in the repository
 # under an ignored name (build-h100), each part is carried to the H100 and
 # run there from the repository root by
 #     bash bench/nvptx/run_models.sh OUTDIR/partN

@@ -11,6 +11,7 @@
 #include "backends/npu-sim/npu_internal.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
+#include "mapper/map_ir.h"
 #include "tests/check.h"
 
 static const char *g_src;
@@ -784,14 +785,21 @@ static void test_chaining(void) {
   npu_prog_free(p);
   cov_acg_free(g);
 
-  /* Weight-stationary: the same weights for four row blocks. */
+  /* Weight-stationary: the same weights for four row blocks. With one
+   * weight register set (with two, reloading them would hide behind the
+   * previous stream, as test_weight_double_buffer checks). */
   g = load_target("npu-16x16");
+  g->compute[compute(g, "pe_array")].weight_buffers = 1;
   CHECK(!npu_target_init(g, &t));
   p = ws_chain_prog(g, &t);
   CHECK(!npu_chain_gemms(p, &t));
   CHECK(count_flag(p, NPU_GEMM_WKEEP) == 3 && !(p->insns[2].flags & NPU_GEMM_WKEEP));
   CHECK(!cov_npu_program_verify(p, g));
   check_chain_same(g, p, "ws 4 row blocks, one weight tile", true);
+  /* saved for the shipped npu-16x16 (two weight register sets) */
+  g->compute[compute(g, "pe_array")].weight_buffers = 2;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog_set_target(p, &t);
   save(p, "gemm_ws_wkeep");
   keep = p->insns[3];
   p->insns[3].u.gemm.b.off = 512;
@@ -860,6 +868,125 @@ static void test_chaining_codegen(void) {
     }
 }
 
+/* Double-buffered weights (ACG weight_buffers 2 on npu-16x16's array):
+ * three gemms of m=40 k=16 n=16 on different weight blocks, data ready at
+ * cycle 0. Each weight load is max(k, k*n*2/32) = 16 cycles, each stream
+ * max(m, m*k*2/32, m*n*4/64, m*k*n/256) = 40, latency 32. One weight
+ * register set: 3 * (16 + 40) + 32 = 200 cycles. Two: the second and third
+ * loads hide behind the previous streams: 16 + 3 * 40 + 32 = 168. Weights
+ * read from ibuf, the streamed operand's buffer, share its port: no
+ * overlap, 200 again. */
+static uint64_t ws_three_gemms(cov_acg *g, uint32_t wbufs, const char *wsrc) {
+  g->compute[compute(g, "pe_array")].weight_buffers = wbufs;
+  npu_target t;
+  cov_status st = npu_target_init(g, &t);
+  CHECK(!st);
+  cov_status_free(st);
+  npu_prog *p = NULL;
+  st = npu_prog_create(&p);
+  CHECK(!st);
+  npu_prog_set_target(p, &t);
+  add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 1, (uint32_t[]){16});
+  int wb = node(g, wsrc);
+  for (uint32_t i = 0; i < 3; i++) {
+    npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)compute(g, "pe_array")};
+    gm.u.gemm.cap = (uint8_t)cap_of(g, "pe_array", COV_OP_MAC, COV_F16);
+    gm.u.gemm.m = 40;
+    gm.u.gemm.k = 16;
+    gm.u.gemm.n = 16;
+    gm.u.gemm.a = (npu_mem){(uint8_t)node(g, "ibuf"), 0, 0, 16, 1};
+    gm.u.gemm.b = (npu_mem){(uint8_t)wb, 0, 4096 + i * 512, 16, 1};
+    gm.u.gemm.c = (npu_mem){(uint8_t)node(g, "obuf"), 0, i * 4096, 16, 1};
+    add(p, gm);
+  }
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *s = run(g, p, &sim, NULL, NULL, 0);
+  uint64_t cyc = s ? cov_npu_stats_cycles(s) : 0;
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+  npu_prog_free(p);
+  return cyc;
+}
+
+static void test_weight_double_buffer(void) {
+  cov_acg *g = load_target("npu-16x16");
+  CHECK(g->compute[compute(g, "pe_array")].weight_buffers == 2);
+  uint64_t two = ws_three_gemms(g, 2, "wbuf"), one = ws_three_gemms(g, 1, "wbuf");
+  uint64_t shared = ws_three_gemms(g, 2, "ibuf");
+  printf("weight double buffering: %llu cycles (one register set: %llu; weights over the "
+         "stream's port: %llu)\n", (unsigned long long)two, (unsigned long long)one,
+         (unsigned long long)shared);
+  CHECK(two == 168);
+  CHECK(one == 200);
+  CHECK(shared == 200);
+  cov_acg_free(g);
+}
+
+/* Long streams: resnet50_res5_1x1 (x 512x7x7, w 2048x512, bias) on
+ * npu-16x16. The mapper's GEMM plan streams p and q through the array in
+ * one GEMM (m = 49 rows per weight load instead of 7); every GEMM of the
+ * program streams that many rows; and the program computes the layer: its
+ * output against a naive loop over the same f16-rounded inputs. */
+static void test_long_stream(void) {
+  char suite[1024];
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
+  cov_acg *g = load_target("npu-16x16");
+  cov_layer *l = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *p = NULL;
+  CHECK(!cov_layer_from_suite(suite, "resnet50_res5_1x1", 1, &l));
+  CHECK(l && !cov_map(l, g, NULL, &s));
+  CHECK(s && !cov_npu_compile(s, &p));
+  if (!p) return;
+  const map_schedule *ms = map_schedule_of(s);
+  map_gemm_plan gp;
+  map_gemm_plan_make(ms, &gp);
+  int64_t m = map_gemm_m(ms, &gp);
+  CHECK(gp.ml2 >= 0 && m == 49);
+  uint32_t gemms = 0, long_ones = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++)
+    if (p->insns[i].op == NPU_OP_GEMM) {
+      gemms++;
+      long_ones += p->insns[i].u.gemm.m == (uint32_t)m;
+    }
+  CHECK(gemms > 0 && long_ones == gemms);
+  const int C = 512, K = 2048, HW = 49;
+  cov_tensor x = {0}, w = {0}, b = {0}, y = {0};
+  CHECK(!cov_tensor_alloc(&x, COV_F32, 4, (int64_t[]){1, C, 7, 7}));
+  CHECK(!cov_tensor_alloc(&w, COV_F32, 4, (int64_t[]){K, C, 1, 1}));
+  CHECK(!cov_tensor_alloc(&b, COV_F32, 1, (int64_t[]){K}));
+  float *fx = x.data, *fw = w.data, *fb = b.data;
+  for (int i = 0; i < C * HW; i++) fx[i] = rnd();
+  for (int i = 0; i < K * C; i++) fw[i] = rnd() / 16;
+  for (int i = 0; i < K; i++) fb[i] = rnd();
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *st = run(g, p, &sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){x, w, b}, 3);
+  CHECK(!cov_npu_sim_read(sim, "out", &y));
+  double worst = 0, top = 0;
+  for (int k = 0; k < K && y.data; k++)
+    for (int i = 0; i < HW; i++) {
+      double acc = fb[k];
+      for (int c = 0; c < C; c++) acc += (double)fx[c * HW + i] * fw[k * C + c];
+      double got = ((float *)y.data)[k * HW + i];
+      worst = fmax(worst, fabs(got - acc));
+      top = fmax(top, fabs(acc));
+    }
+  printf("long streams: resnet50_res5_1x1 on npu-16x16, %u gemms of m=%lld, %llu cycles, max "
+         "err %.3g of %.3g\n", gemms, (long long)m,
+         (unsigned long long)(st ? cov_npu_stats_cycles(st) : 0), worst, top);
+  CHECK(y.data && worst <= 1e-4 * top);
+  cov_tensor_release(&x);
+  cov_tensor_release(&w);
+  cov_tensor_release(&b);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(st);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(p);
+  cov_schedule_free(s);
+  cov_layer_free(l);
+  cov_acg_free(g);
+}
+
 int main(int argc, char **argv) {
   g_src = argc > 1 ? argv[1] : ".";
   g_out = argc > 2 ? argv[2] : NULL;
@@ -870,5 +997,7 @@ int main(int argc, char **argv) {
   test_loops_and_errors();
   test_chaining();
   test_chaining_codegen();
+  test_weight_double_buffer();
+  test_long_stream();
   return check_summary();
 }
