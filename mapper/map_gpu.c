@@ -126,7 +126,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
   t->max_regs = g->backend.max_thread_registers ? (int)g->backend.max_thread_registers : 255;
   int sp = find_kind(g, ACG_SCRATCHPAD), rf = find_kind(g, ACG_REGFILE);
   if (t->warp < 1 || t->max_threads < t->warp || sp < 0 || rf < 0)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(g->file, "$"),
                      "%s: a GPU search needs backend.wave_size, max_workgroup_threads, a scratchpad "
                      "(shared memory / LDS) and a register file",
                      g->file);
@@ -137,7 +137,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
                  cores / 4.0;
   int e_l2 = edge_from_memory(g, sp), e_sm = edge_between(g, sp, rf), e_st = edge_from_memory(g, rf);
   if (e_l2 < 0 || e_sm < 0 || e_st < 0)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(g->file, "$"),
                      "%s: a GPU search needs paths from memory to the scratchpad, from the scratchpad to the "
                      "registers and between the registers and memory",
                      g->file);
@@ -171,7 +171,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
     }
   }
   if (t->simd_rate <= 0)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "%s: a GPU search needs an f32 mac on a SIMD unit", g->file);
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(g->file, "$"), "%s: a GPU search needs an f32 mac on a SIMD unit", g->file);
   return NULL;
 }
 
@@ -370,7 +370,7 @@ cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const ma
   memset(out, 0, sizeof *out);
   out->clock_mhz = acg->clock_mhz;
   if (p->G < 1 || p->M < 1 || p->N < 1 || p->K < 1)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU search: GEMM view %lldx%lldx%lldx%lld", (long long)p->G,
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(acg->file, "$"), "GPU search: GEMM view %lldx%lldx%lldx%lld", (long long)p->G,
                      (long long)p->M, (long long)p->N, (long long)p->K);
   gtarget t;
   COV_RETURN_IF_ERROR(read_target(acg, p->in, low, &t));
@@ -381,7 +381,7 @@ cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const ma
   }
   if (out->n == 0) per_wave(&t, p, NULL, out);
   if (out->n == 0)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, MAP_LOC(acg->file, "$"),
                      "GPU search: no schedule of %lldx%lldx%lld fits %s (%llu bytes of scratchpad, %d threads)",
                      (long long)p->M, (long long)p->N, (long long)p->K, cov_acg_name(acg),
                      (unsigned long long)t.smem, t.max_threads);

@@ -29,6 +29,13 @@
 #include "covenant/status.h"
 #include "covenant/types.h"
 
+/* The input location of a diagnostic: the ACG file or the layer. */
+static inline const cov_loc *map_loc_(cov_loc *l, const char *file, const char *path) {
+  l->file = file, l->path = path;
+  return l;
+}
+#define MAP_LOC(file, path) map_loc_(&(cov_loc){0}, (file), (path))
+
 #define MAP_GPU_MAX_CANDS 1024 /* candidates kept, best first */
 #define MAP_GPU_MAX_SHAPES 8
 

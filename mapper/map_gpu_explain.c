@@ -22,7 +22,7 @@ static bool gathered(const map_operand *op, int n_loops) {
 static cov_status view_of(const map_schedule *s, cov_dtype in, map_gpu_problem *out) {
   const map_problem *p = &s->prob;
   if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2)
-    return cov_error(COV_UNSUPPORTED, NULL,
+    return cov_error(COV_UNSUPPORTED, MAP_LOC(NULL, p->layer),
                      "layer %s: '%s' is not a contraction; the GPU backend runs it as one output per thread "
                      "(no schedule to search)",
                      p->layer, p->codelet);
@@ -72,7 +72,7 @@ void map_gpu_sched_text(const map_gpu_sched *c, char *buf, size_t size) {
 
 cov_status map_gpu_explain(const cov_acg *acg, const char *layer, const map_gpu_problem *p,
                            const map_gpu_result *r, int top, FILE *out) {
-  if (r->n < 1) return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU search: no candidate to explain");
+  if (r->n < 1) return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(NULL, layer), "GPU search: no candidate to explain");
   const map_gpu_sched *c = &r->c[0];
   double mhz = r->clock_mhz > 0 ? r->clock_mhz : 1;
   char txt[192];

@@ -298,7 +298,7 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
   }
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, &layer));
   if (layer.prob.kind == GPU_OP_MAXPOOL)
-    return cov_error(COV_UNSUPPORTED, NULL, "layer %s: a pool has no schedule to search", layer.name);
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layer %s: a pool has no schedule to search", layer.name);
   map_gpu_result *r = malloc(sizeof *r);
   if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   gpu_plan chosen, base;
@@ -314,7 +314,7 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
      * alternative of a layer that fits it is not expressible */
     gpu_plan h = base;
     if (!e) h = q, h.keep_nchw = false, e = gpu_plan_derive(&h, &t->caps);
-    if (!e && h.nhwc != q.nhwc) e = cov_error(COV_UNSUPPORTED, NULL, "layout");
+    if (!e && h.nhwc != q.nhwc) e = cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layout");
     if (e) {
       cov_status_free(e);
       continue;

@@ -342,7 +342,7 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   p->keep_nchw = !c->channels_last;
   COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
   if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)
-    return cov_error(COV_INVALID_ARGUMENT, NULL, "GPU plan: the lowering derives other copies than the mapper's");
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "GPU plan"), "GPU plan: the lowering derives other copies than the mapper's");
   return NULL;
 }
 
@@ -379,7 +379,7 @@ cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_t
     *out = q;
   }
   if (!st && chosen < 0)
-    st = cov_error(COV_UNSUPPORTED, NULL, "GPU plan: none of the mapper's %d schedules of %lldx%lldx%lld fits the lowering",
+    st = cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, "GPU plan"), "GPU plan: none of the mapper's %d schedules of %lldx%lldx%lld fits the lowering",
                    r->n, (long long)p.M, (long long)p.N, (long long)p.K);
   if (r != ranked) free(r);
   return st;
