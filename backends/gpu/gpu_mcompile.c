@@ -140,8 +140,15 @@ static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_b
   return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
 }
 
+/* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
+ * unique. The copies into model outputs belong to no group (group -1, one
+ * lower_ctx per output), so they are named by their step, which is unique in
+ * the plan; "g-1" would be rejected by LLVM's NVPTX symbol check. */
 static void kname(lower_ctx *x, const char *what, char *out, size_t n) {
-  snprintf(out, n, "covenant_g%d_%d_%s", x->g->group, x->n_kernels++, what);
+  if (x->g->group < 0)
+    snprintf(out, n, "covenant_out_s%d_%s", x->p->n_steps - 1, what);
+  else
+    snprintf(out, n, "covenant_g%d_%d_%s", x->g->group, x->n_kernels++, what);
 }
 
 static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a0, int a1, int a2, int a3) {
@@ -235,7 +242,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     int src = v->runs[r].src, seen = 0;
     for (int q = 0; q < n_src && !seen; q++) seen = srcs[q] == src;
     if (seen) continue;
-    if (n_src == 64) return cov_error(COV_UNSUPPORTED, NULL, "input '%s' gathers from more than 64 buffers", in->name);
+    if (n_src == 64) return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' gathers from more than 64 buffers", in->name);
     srcs[n_src++] = src;
     gpu_ew cp[8];
     int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
