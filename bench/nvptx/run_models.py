@@ -450,7 +450,7 @@ def one(opt, name, batch, art_path, cache):
         row["torch_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
         if name in TORCHVISION:
             try:
-                row["torch_ms"] = torchvision_ms(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
+                row["torch_ms"] = torchvision_ms_fresh(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
                 row["torch"] = "torchvision.models.%s (random weights; not checked)" % name
                 row["torch_rel_err"] = float("nan")
             except Exception as e2:
@@ -459,6 +459,22 @@ def one(opt, name, batch, art_path, cache):
 
 
 TORCHVISION = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "efficientnet_b0")
+
+
+def torchvision_ms_fresh(name, shape, warmup, iters):
+    """torchvision_ms in a new process: a capture that failed above leaves
+    this process's CUDA context unusable for another capture ("Offset
+    increment outside graph capture"), which is how mobilenet_v2 lost its
+    anchor in the first runs."""
+    import json as _json
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("import sys, json; sys.path.insert(0, %r); import run_models as r; "
+            "print(json.dumps(r.torchvision_ms(%r, %r, %d, %d)))" % (here, name, list(shape), warmup, iters))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise RuntimeError(out.stderr.strip()[-300:])
+    return float(_json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def torchvision_ms(name, shape, warmup, iters):
