@@ -107,6 +107,12 @@ static cov_status shift_zp(graph *g, graph_node *n, int s) {
   return NULL;
 }
 
+/* u8[] has a flag per value that existed when it was made; shift_zp adds
+ * values (the shifted zero points, constants: never u8 activations). */
+static bool u8_at(const bool *u8, size_t nv, const graph_value *v) {
+  return v && (size_t)v->id < nv && u8[v->id];
+}
+
 static cov_status to_i8_domain(graph *g) {
   size_t nv = g->n_values ? g->n_values : 1;
   bool *u8 = calloc(nv, sizeof *u8);
@@ -116,14 +122,14 @@ static cov_status to_i8_domain(graph *g) {
     const graph_node *n = g->nodes[i];
     const graph_value *o = n->n_out ? n->out[0] : NULL;
     if (n->dead || !o || o->dtype != COV_U8 || o->kind != GV_ACTIVATION) continue;
-    bool src = zp_slot_of_output(n) >= 0 || (moves_values(n) && n->in[0] && u8[n->in[0]->id]);
+    bool src = zp_slot_of_output(n) >= 0 || (moves_values(n) && u8_at(u8, nv, n->in[0]));
     if (src) u8[o->id] = any = true;
   }
-  for (size_t i = 0; any && i < g->n_outputs; i++) ok &= !u8[g->outputs[i]->id];
+  for (size_t i = 0; any && i < g->n_outputs; i++) ok &= !u8_at(u8, nv, g->outputs[i]);
   for (size_t i = 0; any && ok && i < g->n_nodes; i++) {
     const graph_node *n = g->nodes[i];
     for (int j = 0; !n->dead && j < n->n_in; j++)
-      if (n->in[j] && u8[n->in[j]->id] && zp_slot_of_input(n, j) < 0 && !(moves_values(n) && j == 0))
+      if (u8_at(u8, nv, n->in[j]) && zp_slot_of_input(n, j) < 0 && !(moves_values(n) && j == 0))
         ok = false;
   }
   cov_status st = NULL;
@@ -131,12 +137,12 @@ static cov_status to_i8_domain(graph *g) {
     graph_node *n = g->nodes[i];
     if (n->dead) continue;
     for (int j = 0; j < n->n_in && !st; j++)
-      if (n->in[j] && u8[n->in[j]->id] && zp_slot_of_input(n, j) >= 0)
+      if (u8_at(u8, nv, n->in[j]) && zp_slot_of_input(n, j) >= 0)
         st = shift_zp(g, n, zp_slot_of_input(n, j));
-    if (!st && n->n_out && n->out[0] && u8[n->out[0]->id] && zp_slot_of_output(n) >= 0)
+    if (!st && n->n_out && u8_at(u8, nv, n->out[0]) && zp_slot_of_output(n) >= 0)
       st = shift_zp(g, n, zp_slot_of_output(n));
   }
-  for (size_t v = 0; any && ok && !st && v < g->n_values; v++)
+  for (size_t v = 0; any && ok && !st && v < g->n_values && v < nv; v++)
     if (u8[v]) g->values[v]->dtype = COV_I8;
   free(u8);
   return st;
