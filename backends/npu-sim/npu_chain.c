@@ -2,23 +2,6 @@
  * on every program npu_codegen emits. */
 #include "backends/npu-sim/npu_internal.h"
 
-typedef struct brange {
-  int buf;
-  int64_t lo, hi;
-} brange;
-
-static brange mem_bytes(const npu_mem *m, uint64_t rows, uint64_t cols, uint64_t es) {
-  int64_t lo = m->off, hi = m->off;
-  int64_t dr = (int64_t)(rows - 1) * m->row_stride * (int64_t)es;
-  int64_t dc = (int64_t)(cols - 1) * m->col_stride * (int64_t)es;
-  if (dr < 0) lo += dr; else hi += dr;
-  if (dc < 0) lo += dc; else hi += dc;
-  return (brange){m->buf, lo, hi + (int64_t)es};
-}
-static bool bover(const brange *a, const brange *b) {
-  return a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
-}
-
 /* Marks consecutive gemms that continue each other: on an
  * output-stationary array a gemm accumulating into the same c tile (same
  * address, strides, m, n, capability) as the previous gemm, with no other
@@ -42,7 +25,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
   }
   const cov_acg *g = t->acg;
   int64_t prev = -1;
-  brange pc = {-1, 0, 0}, pb = {-1, 0, 0};
+  npu_brange pc = {-1, 0, 0}, pb = {-1, 0, 0};
   bool c_touched = false, b_written = false;
   for (uint32_t i = 0; i < p->n_insns; i++) {
     npu_insn *in = &p->insns[i];
@@ -50,28 +33,28 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       const acg_edge *e = &g->edges[in->unit];
       int local = e->from == t->dram ? e->to : e->from;
       uint64_t es = cov_dtype_size(in->u.dma.dtype);
-      brange r = {local, in->u.dma.local_off, (int64_t)in->u.dma.local_off + (int64_t)es};
+      npu_brange r = {local, in->u.dma.local_off, (int64_t)in->u.dma.local_off + (int64_t)es};
       for (int d = 0; d < in->u.dma.rank; d++)
         r.hi += (int64_t)(in->u.dma.dim[d].count - 1) * in->u.dma.dim[d].local_stride * (int64_t)es;
-      if (bover(&r, &pc)) c_touched = true;
-      if (!(in->flags & NPU_DMA_STORE) && bover(&r, &pb)) b_written = true;
+      if (npu_brange_overlap(&r, &pc)) c_touched = true;
+      if (!(in->flags & NPU_DMA_STORE) && npu_brange_overlap(&r, &pb)) b_written = true;
     } else if (in->op == NPU_OP_VOP) {
       bool red = in->flags & NPU_VOP_REDUCE;
       uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
-      brange d = mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
-      brange s1 = mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
-      brange s2 = in->u.vop.src2.buf == NPU_IMM_BUF
-                      ? (brange){-1, 0, 0}
-                      : mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-      if (bover(&d, &pc) || bover(&s1, &pc) || bover(&s2, &pc)) c_touched = true;
-      if (bover(&d, &pb)) b_written = true;
+      npu_brange d = npu_mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
+      npu_brange s1 = npu_mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
+      npu_brange s2 = in->u.vop.src2.buf == NPU_IMM_BUF
+                      ? (npu_brange){-1, 0, 0}
+                      : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
+      if (npu_brange_overlap(&d, &pc) || npu_brange_overlap(&s1, &pc) || npu_brange_overlap(&s2, &pc)) c_touched = true;
+      if (npu_brange_overlap(&d, &pb)) b_written = true;
     } else if (in->op == NPU_OP_GEMM) {
       const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
       uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
       uint64_t eo = cov_dtype_size(cap->out);
-      brange ra = mem_bytes(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
-      brange rb = mem_bytes(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
-      brange rc = mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
+      npu_brange ra = npu_mem_bytes(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
+      npu_brange rb = npu_mem_bytes(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
+      npu_brange rc = npu_mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
       if (prev >= 0) {
         npu_insn *q = &p->insns[prev];
         bool same_unit = q->unit == in->unit && q->u.gemm.cap == in->u.gemm.cap;
@@ -81,7 +64,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
             (in->flags & NPU_GEMM_ACC) && !(in->flags & NPU_GEMM_BIAS) && c0->buf == c1->buf &&
             c0->off == c1->off && c0->row_stride == c1->row_stride &&
             c0->col_stride == c1->col_stride && q->u.gemm.m == in->u.gemm.m &&
-            q->u.gemm.n == in->u.gemm.n && !bover(&ra, &rc) && !bover(&rb, &rc)) {
+            q->u.gemm.n == in->u.gemm.n && !npu_brange_overlap(&ra, &rc) && !npu_brange_overlap(&rb, &rc)) {
           q->flags |= NPU_GEMM_HOLD;
           in->flags |= NPU_GEMM_CHAIN;
         }
@@ -95,7 +78,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       pc = rc;
       pb = rb;
       c_touched = false;
-      b_written = bover(&rc, &rb);
+      b_written = npu_brange_overlap(&rc, &rb);
     }
   }
   return NULL;

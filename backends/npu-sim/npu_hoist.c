@@ -23,31 +23,13 @@
  * buffer's other half is reused within a tile or two, far below this. */
 #define HOIST_WINDOW 4096
 
-typedef struct brange {
-  int buf; /* storage node; -1: none */
-  int64_t lo, hi;
-} brange;
-
-static brange mem_range(const npu_mem *m, uint64_t rows, uint64_t cols, uint64_t es) {
-  int64_t lo = m->off, hi = m->off;
-  int64_t dr = (int64_t)(rows - 1) * m->row_stride * (int64_t)es;
-  int64_t dc = (int64_t)(cols - 1) * m->col_stride * (int64_t)es;
-  if (dr < 0) lo += dr; else hi += dr;
-  if (dc < 0) lo += dc; else hi += dc;
-  return (brange){m->buf, lo, hi + (int64_t)es};
-}
-
-static bool overlap(const brange *a, const brange *b) {
-  return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
-}
-
 /* The on-chip bytes a DMA touches, and the DRAM bytes (buf = dram). */
-static void dma_ranges(const npu_insn *in, const npu_target *t, brange *local, brange *dram) {
+static void dma_ranges(const npu_insn *in, const npu_target *t, npu_brange *local, npu_brange *dram) {
   const acg_edge *e = &t->acg->edges[in->unit];
   uint64_t es = cov_dtype_size(in->u.dma.dtype);
-  *local = (brange){e->from == t->dram ? e->to : e->from, in->u.dma.local_off,
-                    (int64_t)in->u.dma.local_off + (int64_t)es};
-  *dram = (brange){t->dram, (int64_t)in->u.dma.dram_off, (int64_t)in->u.dma.dram_off + (int64_t)es};
+  *local = (npu_brange){e->from == t->dram ? e->to : e->from, in->u.dma.local_off,
+                        (int64_t)in->u.dma.local_off + (int64_t)es};
+  *dram = (npu_brange){t->dram, (int64_t)in->u.dma.dram_off, (int64_t)in->u.dma.dram_off + (int64_t)es};
   for (int d = 0; d < in->u.dma.rank; d++) {
     const npu_dma_dim *dd = &in->u.dma.dim[d];
     local->hi += (int64_t)(dd->count - 1) * dd->local_stride * (int64_t)es;
@@ -67,7 +49,7 @@ static void dma_ranges(const npu_insn *in, const npu_target *t, brange *local, b
 }
 
 /* Up to 5 ranges an instruction touches (reads and writes alike). */
-static int insn_ranges(const npu_insn *in, const npu_target *t, brange *r) {
+static int insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
   const cov_acg *g = t->acg;
   if (in->op == NPU_OP_DMA) {
     dma_ranges(in, t, &r[0], &r[1]);
@@ -77,21 +59,21 @@ static int insn_ranges(const npu_insn *in, const npu_target *t, brange *r) {
     const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
     uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
     uint64_t eo = cov_dtype_size(cap->out);
-    r[0] = mem_range(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
-    r[1] = mem_range(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
-    r[2] = mem_range(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
-    r[3] = (in->flags & NPU_GEMM_BIAS) ? mem_range(&in->u.gemm.bias, 1, in->u.gemm.n, eo)
-                                       : (brange){-1, 0, 0};
+    r[0] = npu_mem_bytes(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
+    r[1] = npu_mem_bytes(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
+    r[2] = npu_mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
+    r[3] = (in->flags & NPU_GEMM_BIAS) ? npu_mem_bytes(&in->u.gemm.bias, 1, in->u.gemm.n, eo)
+                                       : (npu_brange){-1, 0, 0};
     return 4;
   }
   if (in->op == NPU_OP_VOP) {
     bool red = in->flags & NPU_VOP_REDUCE;
     uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
-    r[0] = mem_range(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
-    r[1] = mem_range(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
+    r[0] = npu_mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
+    r[1] = npu_mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
     r[2] = in->u.vop.src2.buf == NPU_IMM_BUF
-               ? (brange){-1, 0, 0}
-               : mem_range(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
+               ? (npu_brange){-1, 0, 0}
+               : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
     return 3;
   }
   return 0;
@@ -116,15 +98,15 @@ static bool straight_line(const npu_prog *p) {
 
 /* Whether the load (its on-chip range ld, its DRAM range dr) may issue
  * before instruction q: q neither touches ld nor writes dr. */
-static bool independent(const npu_insn *q, const npu_target *t, const brange *ld, const brange *dr) {
-  brange r[5];
+static bool independent(const npu_insn *q, const npu_target *t, const npu_brange *ld, const npu_brange *dr) {
+  npu_brange r[5];
   int n = insn_ranges(q, t, r);
   for (int k = 0; k < n; k++) {
     if (q->op == NPU_OP_DMA && k == 1) { /* q's DRAM side: only its writes matter */
-      if ((q->flags & NPU_DMA_STORE) && overlap(&r[1], dr)) return false;
+      if ((q->flags & NPU_DMA_STORE) && npu_brange_overlap(&r[1], dr)) return false;
       continue;
     }
-    if (overlap(&r[k], ld)) return false;
+    if (npu_brange_overlap(&r[k], ld)) return false;
   }
   return true;
 }
@@ -144,7 +126,7 @@ cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
     const npu_insn *in = &p->insns[i];
     uint32_t at = len;
     if (in->op == NPU_OP_DMA && !(in->flags & NPU_DMA_STORE)) {
-      brange ld, dr;
+      npu_brange ld, dr;
       dma_ranges(in, t, &ld, &dr);
       uint32_t stop = len > HOIST_WINDOW ? len - HOIST_WINDOW : 0;
       while (at > stop && independent(&p->insns[order[at - 1]], t, &ld, &dr)) at--;

@@ -121,4 +121,26 @@ struct cov_npu_sim {
   size_t scratch_n;
 };
 
+/* The bytes an operand touches in one storage node, [lo, hi); buf -1: no
+ * storage (an immediate, or nothing yet). Shared by the passes that reorder
+ * or chain instructions (npu_chain.c, npu_hoist.c) to tell whether two
+ * instructions touch the same bytes. */
+typedef struct npu_brange {
+  int buf;
+  int64_t lo, hi;
+} npu_brange;
+
+static inline npu_brange npu_mem_bytes(const npu_mem *m, uint64_t rows, uint64_t cols, uint64_t es) {
+  int64_t lo = m->off, hi = m->off;
+  int64_t dr = (int64_t)(rows - 1) * m->row_stride * (int64_t)es;
+  int64_t dc = (int64_t)(cols - 1) * m->col_stride * (int64_t)es;
+  if (dr < 0) lo += dr; else hi += dr;
+  if (dc < 0) lo += dc; else hi += dc;
+  return (npu_brange){m->buf, lo, hi + (int64_t)es};
+}
+
+static inline bool npu_brange_overlap(const npu_brange *a, const npu_brange *b) {
+  return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
+}
+
 #endif
