@@ -12,8 +12,8 @@
  * changed values instead (a Cast f32 -> f16 -> f32 maps every id and index
  * to 0 and the flipped index to 0x40000000, which reads as a consistent
  * "element 0 of buffer 0") would decode as a wrong copy, silently; so the
- * frontend's list of value-changing layout groups is refused first, naming
- * the node, and every decoded pair must reproduce pass 3's hash bit for
+ * frontend's list of value-changing layout groups is refused, naming the
+ * node (gpu_capture_altering), and every decoded pair must reproduce pass 3's hash bit for
  * bit: the hash is a normal float with a fraction and its lowest mantissa
  * bit set, which no narrowing or integer cast, rounding or selection by
  * value keeps. Those pairs are compressed into runs (contiguous in both); a
@@ -282,9 +282,7 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   return NULL;
 }
 
-/* Layout groups that change run-time values (the frontend says which and
- * why) cannot be decoded as copies: every one is named, at its node. */
-static cov_status refuse_altering_layout(const cov_model *m, const char *path) {
+cov_status gpu_capture_altering(const cov_model *m, const char *path) {
   cov_status errs = NULL;
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
@@ -307,7 +305,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
   uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0}, *out_flp[GPU_CAP_MAX_IO] = {0};
-  cov_status st = refuse_altering_layout(m, path);
+  cov_status st = NULL;
   for (size_t i = 0; i < ni && !st; i++) {
     cov_dtype dt;
     int rank;
