@@ -268,9 +268,10 @@ int cli_compile_gpu_model(int argc, char **argv, int *rc) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"dtype", required_argument, NULL, 'd'},
+                                       {"tuning", required_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  cov_gpu_options o = {0};
+  cov_gpu_options o = {.notes = stderr};
   const char *out = NULL;
   optind = 1;
   opterr = 0;
@@ -279,6 +280,7 @@ int cli_compile_gpu_model(int argc, char **argv, int *rc) {
     switch (c) {
       case 't': o.target = optarg; break;
       case 'o': out = optarg; break;
+      case 'U': o.tuning = optarg; break;
       case 'd':
         o.dtype = cov_dtype_from_name(optarg);
         if (o.dtype != COV_F16 && o.dtype != COV_BF16 && o.dtype != COV_F32) {
@@ -287,17 +289,18 @@ int cli_compile_gpu_model(int argc, char **argv, int *rc) {
         }
         break;
       case 'h':
-        printf("usage: covenant compile MODEL.onnx --target T -o OUT [--dtype D]\n\n"
+        printf("usage: covenant compile MODEL.onnx --target T -o OUT [--dtype D] [--tuning FILE]\n\n"
                "Compiles the whole model for GPU target T into one artifact OUT (runtime/README.md):\n"
                "its kernels (PTX or HSACO), weights in the kernels' layout, buffers and launch\n"
                "sequence; covenant-run OUT runs it. One error lists every layer group that cannot\n"
                "be compiled. 'covenant gpu compile MODEL.onnx -o DIR' writes the kernels one file\n"
-               "each instead, for inspection.\n");
+               "each instead, for inspection. --tuning FILE takes the schedules of a tuning file\n"
+               "(covenant tune --record) for the matrix kernels whose keys it has; a note names them.\n");
         *rc = CLI_EXIT_OK;
         return 1;
       default:
         *rc = cli_usage_error("compile", "unknown option or missing argument '%s' (a model for a GPU target takes "
-                              "--target, -o and --dtype)", argv[optind - 1]);
+                              "--target, -o, --dtype and --tuning)", argv[optind - 1]);
         return 1;
     }
   }

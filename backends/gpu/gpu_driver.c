@@ -19,6 +19,7 @@
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_model.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
@@ -56,6 +57,8 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
 void gpu_target_close(gpu_target *t) {
   if (t->acg) cov_acg_free(t->acg);
   t->acg = NULL;
+  gpu_tuning_free(t->tuning);
+  t->tuning = NULL;
 }
 
 cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
@@ -128,8 +131,9 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
   return 1e6 * fmax(t_compute, t_mem);
 }
 
-/* mkdir -p */
-static cov_status mkdir_p(const char *dir) {
+/* mkdir -p (also the tuning artifact's, gpu_tune_prep.c) */
+cov_status gpu_mkdir_p(const char *dir);
+cov_status gpu_mkdir_p(const char *dir) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(dir, NULL), "output directory name too long");
@@ -221,19 +225,12 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
    * with D batches of them in flight per K step */
   char base[128];
-  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
+  gpu_sched sched;
   const char *colon = strchr(spec, ':');
   if (colon) {
-    int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
-    const char *rest = n == 6 ? colon + end : "?";
-    if (!strcmp(rest, ":wg"))
-      wg = 1;
-    else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
-      wg = 1, inflight = rest[3] - '0';
-    if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
-        stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
-                       spec);
+    if ((size_t)(colon - spec) >= sizeof base)
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': the name is too long", spec);
+    COV_RETURN_IF_ERROR(gpu_sched_parse(colon + 1, GPU_LOC(NULL, spec), &sched));
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
     spec = base;
@@ -242,8 +239,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
   else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
-  return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
-                           code_size, info);
+  return gpu_compile_layer(t, opts, layer, colon ? sched.s : NULL, plan, code, code_size, info);
 }
 
 cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
@@ -260,27 +256,18 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
   (void)dt;
-  /* a hand-fixed schedule without :wg keeps the per-warp fragments */
-  gpu_target_caps caps = t->caps;
-  if (colon && !wg) caps.has_wgmma = 0;
-  COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
   if (colon) {
-    gpu_plan *p = plan;
     if (layer->prob.kind == GPU_OP_MAXPOOL)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
-    /* the choice re-derived from the hand-fixed tile (M back to the
-     * problem's: the pooled row order recomputes it) */
-    gpu_plan fresh;
-    COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &fresh));
-    p->M = fresh.M;
-    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg;
-    p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
-    p->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
-    COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
+    gpu_sched s = {{bm, bn, bk, wm, wn, stages, wg, inflight}};
+    COV_RETURN_IF_ERROR(gpu_plan_scheduled(t, &layer->prob, &s, plan));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
              !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+  } else {
+    const gpu_tune_entry *tuned;
+    COV_RETURN_IF_ERROR(gpu_plan_pick(t, &layer->prob, plan, &tuned));
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
@@ -299,39 +286,18 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, &layer));
   if (layer.prob.kind == GPU_OP_MAXPOOL)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layer %s: a pool has no schedule to search", layer.name);
-  map_gpu_result *r = malloc(sizeof *r);
-  if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_plan chosen, base;
-  cov_status st = gpu_plan_map(&layer.prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &chosen, r);
-  if (!st) st = gpu_problem_check(&layer.prob, &base);
-  base.warp_size = t->caps.warp_size;
-  char last[192] = "";
-  for (int i = 0, shown = 0; !st && i < r->n && shown < top; i++) {
-    const map_gpu_sched *c = &r->c[i];
-    gpu_plan q = base;
-    cov_status e = gpu_plan_from_candidate(&q, c, &t->caps);
-    /* a hand-fixed schedule takes channels-last wherever it fits: the NCHW
-     * alternative of a layer that fits it is not expressible */
-    gpu_plan h = base;
-    if (!e) h = q, h.keep_nchw = false, e = gpu_plan_derive(&h, &t->caps);
-    if (!e && h.nhwc != q.nhwc) e = cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layout");
-    if (e) {
-      cov_status_free(e);
-      continue;
-    }
-    char wg[8] = "", hand[192];
-    if (c->warpgroup) snprintf(wg, sizeof wg, "wg%d", q.wg_inflight);
-    snprintf(hand, sizeof hand, "%s:%dx%dx%d:%dx%d:%d%s%s", spec, c->bm, c->bn, c->bk, c->wm, c->wn, c->stages,
-             c->warpgroup ? ":" : "", wg);
-    /* a hand-fixed spec does not name the matrix instruction: the next
-     * best with another instruction compiles to the same kernel */
-    if (!strcmp(hand, last)) continue;
-    snprintf(last, sizeof last, "%s", hand);
-    fprintf(out, "%s %s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, hand, layer.name, c->bm, c->bn, c->bk,
-            c->wm, c->wn, c->stages, wg, i, c->cycles);
-    shown++;
+  gpu_tune_cand *c = malloc(sizeof *c * (size_t)top);
+  if (!c) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int n = 0;
+  cov_status st = gpu_tune_candidates(t, &layer.prob, top, c, &n);
+  for (int i = 0; !st && i < n; i++) {
+    const int *v = c[i].sched.s;
+    char sched[64];
+    gpu_sched_format(&c[i].sched, sched, sizeof sched);
+    fprintf(out, "%s %s:%s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, spec, sched, layer.name, v[0], v[1],
+            v[2], v[3], v[4], v[5], !v[6] ? "" : v[7] ? "wg1" : "wg0", c[i].rank, c[i].cycles);
   }
-  free(r);
+  free(c);
   return st;
 }
 
@@ -354,12 +320,26 @@ static void print_report(FILE *f, const report_row *rows, int n) {
             rows[i].shared, rows[i].vg, rows[i].ag, rows[i].occ, rows[i].roofline, rows[i].plan);
 }
 
+/* A kernel whose schedule came from the tuning file says so: in its
+ * manifest entry ("tuned": the schedule) and in the notes. */
+static void note_tuned(const gpu_target *t, const cov_gpu_options *opts, const gpu_plan *plan, int hand_fixed,
+                       const char *kernel, json_t *k) {
+  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL) return;
+  char key[GPU_TUNE_KEY_MAX];
+  gpu_tune_key(&plan->prob, cov_acg_name(t->acg), key, sizeof key);
+  const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);
+  if (!e) return;
+  json_object_set_new(k, "tuned", json_string(e->schedule));
+  if (opts->notes) fprintf(opts->notes, "note: %s: schedule %s from the tuning file %s\n", kernel, e->schedule, t->tuning->file);
+}
+
 cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
                        const char *out_dir, FILE *report) {
   gpu_target t;
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
-  cov_status st = mkdir_p(out_dir);
+  cov_status st = gpu_tuning_attach(&t, opts);
+  if (!st) st = gpu_mkdir_p(out_dir);
   size_t len0 = n_specs == 1 ? strlen(specs[0]) : 0;
   if (!st && len0 > 5 && !strcmp(specs[0] + len0 - 5, ".onnx")) {
     /* a whole model: its kernels, buffers, launch sequence and manifest
@@ -398,6 +378,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     char *code = NULL;
     size_t n = 0;
     gpu_kernel_info info;
+    int hand_fixed = 0;
     if (model_i < n_model) {
       layer = model_layers[model_i++];
       st = gpu_compile_layer(&t, opts, &layer, NULL, &plan, &code, &n, &info);
@@ -411,6 +392,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
                        "a model is compiled alone (it writes its own manifest); give it without other layers");
         break;
       }
+      hand_fixed = strchr(spec, ':') != NULL;
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     }
     if (st) break;
@@ -437,6 +419,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     }
     json_object_set_new(k, "file", json_string(file));
     json_object_set_new(k, "unfused", json_string(layer.unfused));
+    note_tuned(&t, opts, &plan, hand_fixed, kname, k);
     json_array_append_new(kernels, k);
     if (report) {
       /* occupancy: workgroups per SM/CU that shared memory allows; AMD also
