@@ -228,23 +228,9 @@ void gpu_tune_note_model(const gpu_target *t, const gpu_model_plan *mp, FILE *no
 /* ---- the hook ----------------------------------------------------------- */
 
 cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const gpu_sched *s, gpu_plan *plan) {
-  if (q->kind == GPU_OP_MAXPOOL)
-    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "a pool takes no :BMxBNxBK:WMxWN:STAGES schedule");
   const int *v = s->s;
-  /* a hand-fixed schedule without :wg keeps the per-warp fragments */
-  gpu_target_caps caps = t->caps;
-  if (!v[6]) caps.has_wgmma = 0;
-  COV_RETURN_IF_ERROR(gpu_plan_choose(q, &caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
-  /* the choice re-derived from the hand-fixed tile (M back to the
-   * problem's: the pooled row order recomputes it) */
-  gpu_plan fresh;
-  COV_RETURN_IF_ERROR(gpu_problem_check(q, &fresh));
-  plan->M = fresh.M;
-  plan->bm = v[0], plan->bn = v[1], plan->bk = v[2], plan->wm = v[3], plan->wn = v[4], plan->stages = v[5];
-  plan->wgmma = v[6];
-  plan->wg_inflight = v[6] ? (v[7] >= 0 ? v[7] : GPU_WGMMA_INFLIGHT) : 0;
-  plan->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
-  return gpu_plan_derive(plan, &t->caps);
+  gpu_fixed_tile f = {v[0], v[1], v[2], v[3], v[4], v[5], v[6] != 0, v[7]};
+  return gpu_plan_fixed(q, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan);
 }
 
 cov_status gpu_plan_pick(const gpu_target *t, const gpu_problem *q, gpu_plan *plan, const gpu_tune_entry **tuned) {
@@ -267,7 +253,8 @@ cov_status gpu_plan_pick(const gpu_target *t, const gpu_problem *q, gpu_plan *pl
       return bad;
     }
   }
-  return gpu_plan_choose(q, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan);
+  /* the mapper's GPU search: its cheapest schedule that the lowering takes */
+  return gpu_plan_map(q, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan, NULL);
 }
 
 /* ---- candidates --------------------------------------------------------- */
