@@ -90,6 +90,7 @@ int cli_cmd_tune(int argc, char **argv) {
                   out, out, out);
   return cli_report(st);
 #else
+  (void)top;
   fprintf(stderr, "covenant tune: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");
   return CLI_EXIT_INPUT;
 #endif

@@ -101,7 +101,7 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
   k->kernel = name;
   k->file = get_str(k->j, "file");
   if (!k->file || strchr(k->file, '/')) return bad(man, k->j, "file", "kernel '%s': expected \"file\" in the directory", name);
-  int64_t sh;
+  int64_t sh = 0;
   COV_RETURN_IF_ERROR(get_dim3(man, k->j, "grid", k->grid));
   COV_RETURN_IF_ERROR(get_dim3(man, k->j, "block", k->block));
   COV_RETURN_IF_ERROR(get_int(man, k->j, "shared_bytes", 0, 1 << 24, &sh));
@@ -110,7 +110,7 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
   k->nhwc = layout && !strcmp(layout, "nhwc");
   if (k->nhwc) {
     const crt_json *pre = crt_json_get(k->j, "pre");
-    int64_t ws, ps;
+    int64_t ws = 0, ps = 0;
     if (!pre || !(k->pre_kernel = get_str(pre, "kernel"))) return bad(man, k->j, "pre", "expected the transform \"pre\"");
     COV_RETURN_IF_ERROR(get_dim3(man, pre, "grid", k->pgrid));
     COV_RETURN_IF_ERROR(get_dim3(man, pre, "block", k->pblock));
@@ -137,14 +137,14 @@ static cov_status problem(const jdoc *man, const kdesc *k, tprob *p) {
   p->bf16 = !strcmp(dt, "bf16");
   const int64_t M = TUNE_MAX_ELEMS;
   if (kind && !strcmp(kind, "matmul")) {
-    int64_t bt, m, n, kk;
+    int64_t bt = 0, m = 0, n = 0, kk = 0;
     COV_RETURN_IF_ERROR(get_int(man, k->j, "batch", 1, M, &bt));
     COV_RETURN_IF_ERROR(get_int(man, k->j, "M", 1, M, &m));
     COV_RETURN_IF_ERROR(get_int(man, k->j, "N", 1, M, &n));
     COV_RETURN_IF_ERROR(get_int(man, k->j, "K", 1, M, &kk));
     p->a = bt * m * kk, p->b = bt * kk * n, p->out = bt * m * n, p->bias = n;
   } else if (kind && !strcmp(kind, "conv2d")) {
-    int64_t oh, ow;
+    int64_t oh = 0, ow = 0;
     const char *keys[] = {"N", "C", "H", "W", "K", "R", "S", "groups"};
     int64_t *vals[] = {&p->n, &p->c, &p->h, &p->w, &p->k, &p->r, &p->s, &p->g};
     for (int i = 0; i < 8; i++) COV_RETURN_IF_ERROR(get_int(man, k->j, keys[i], 1, 1 << 20, vals[i]));
@@ -447,7 +447,8 @@ static void write_group(FILE *f, const crt_json *g, const tkern *ks, int n, cons
     fprintf(f, ", \"kernel\": "), jstr(f, k->k.kernel);
     fprintf(f, ", \"rank\": %lld, \"cycles\": %.17g", (long long)crt_json_get(k->cand, "rank")->i,
             crt_json_get(k->cand, "cycles")->d);
-    if (k->ran) fprintf(f, ", \"ms\": %.6g, \"err\": %.3g", k->ms, k->err);
+    if (k->ran) fprintf(f, ", \"ms\": %.6g", k->ms);
+    if (k->ran && isfinite(k->err)) fprintf(f, ", \"err\": %.3g", k->err); /* JSON has no NaN */
     fprintf(f, ", \"ok\": %s", k->ok ? "true" : "false");
     if (k->error[0]) fprintf(f, ", \"error\": "), jstr(f, k->error);
     fprintf(f, "}");
@@ -517,7 +518,10 @@ cov_status crt_tune_run(const char *dir, const crt_tune_options *o, const char *
             o->tolerance, (unsigned long long)o->seed);
     tctx x = {.cu = cu, .dir = dir, .o = o};
     uint64_t seed = o->seed;
-    for (size_t i = 0; i < groups->n; i++) run_group(&x, &tune, &man, groups->items[i], i, &seed, f, log);
+    for (size_t i = 0; i < groups->n; i++) {
+      run_group(&x, &tune, &man, groups->items[i], i, &seed, f, log);
+      fflush(f), fflush(log); /* what a run cut short measured stays readable */
+    }
     fprintf(f, "]}\n");
     if (fclose(f) != 0) st = cov_error(COV_IO_ERROR, &(cov_loc){.file = out_path}, "write error");
   }

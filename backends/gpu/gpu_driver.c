@@ -225,7 +225,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
    * with D batches of them in flight per K step */
   char base[128];
-  gpu_sched sched;
+  gpu_sched sched = {{0}};
   const char *colon = strchr(spec, ':');
   if (colon) {
     if ((size_t)(colon - spec) >= sizeof base)

@@ -32,9 +32,10 @@ static double spearman(const double *x, const double *y, int n) {
   if (n < 3) return NAN;
   double *rx = malloc(sizeof *rx * (size_t)n * 2);
   if (!rx) return NAN;
-  double *ry = rx + n, mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+  /* average ranks sum to n(n+1)/2: the mean is exact, so all-tied
+   * predictions give sxx == 0 (no correlation defined), not rounding noise */
+  double *ry = rx + n, mx = (n + 1) / 2.0, my = mx, sxy = 0, sxx = 0, syy = 0;
   ranks(x, n, rx), ranks(y, n, ry);
-  for (int i = 0; i < n; i++) mx += rx[i] / n, my += ry[i] / n;
   for (int i = 0; i < n; i++)
     sxy += (rx[i] - mx) * (ry[i] - my), sxx += (rx[i] - mx) * (rx[i] - mx), syy += (ry[i] - my) * (ry[i] - my);
   free(rx);
@@ -66,8 +67,8 @@ typedef struct rec_stats {
 
 /* One group: its tuning entry (or none) and its report line. */
 static cov_status record_group(gpu_tdoc *d, json_t *g, const char *at, json_t *entries, rec_stats *rs, FILE *report) {
-  const char *key, *pick_kernel;
-  double pick_ms;
+  const char *key = NULL, *pick_kernel = NULL;
+  double pick_ms = 0;
   if (!json_is_object(g)) return gpu_tdoc_fail(d, at, "a group is an object {\"key\", \"pick\", \"candidates\"}");
   COV_RETURN_IF_ERROR(str(d, g, at, "key", GPU_TUNE_KEY_MAX, &key));
   if (json_object_get(g, "error")) { /* the device could not run the pick: nothing measured */
@@ -90,8 +91,8 @@ static cov_status record_group(gpu_tdoc *d, json_t *g, const char *at, json_t *e
   cov_status st = NULL;
   for (size_t i = 0; !st && i < n; i++) {
     json_t *c = json_array_get(cands, i);
-    const char *ci = gpu_tdoc_index(d, cat, i), *sched, *kernel;
-    double cy, t;
+    const char *ci = gpu_tdoc_index(d, cat, i), *sched = NULL, *kernel = NULL;
+    double cy = 0, t = 0;
     gpu_sched s;
     json_t *ok = json_object_get(c, "ok");
     if (!json_is_object(c)) st = gpu_tdoc_fail(d, ci, "a candidate is an object");

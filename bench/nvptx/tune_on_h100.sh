@@ -16,7 +16,7 @@ cmake --build "$res/build-rt" -j 8 > /dev/null
 run=$res/build-rt/covenant-run
 for part in suite model; do
   if [ -d "$out/$part" ]; then
-    "$run" "$out/$part" --tune -o "$res/times_$part.json" > "$res/tune_$part.log" 2>&1 || { tail -5 "$res/tune_$part.log"; exit 1; }
+    "$run" "$out/$part" --tune --iters 20 --reps 5 -o "$res/times_$part.json" > "$res/tune_$part.log" 2>&1 || { tail -5 "$res/tune_$part.log"; exit 1; }
     tail -1 "$res/tune_$part.log"
   fi
 done
