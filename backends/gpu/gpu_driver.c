@@ -49,6 +49,7 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   }
   t->caps.has_async_copy = t->ops->async_copy16 != NULL;
   t->caps.has_wgmma = t->ops->wg_mma != NULL;
+  t->caps.has_tma = t->ops->wg_mma != NULL && t->ops->tma_load_2d != NULL && t->ops->mbar_init != NULL;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
   return NULL;
 }
@@ -193,6 +194,18 @@ json_t *gpu_plan_json(const gpu_plan *p) {
                         json_integer((json_int_t)gpu_nhwc_workspace_bytes(p, (int)cov_dtype_size(q->in_dtype))));
     json_object_set_new(o, "pre", pre);
   }
+  if (p->tma) {
+    /* the host builds two 2-D tensor maps (CUtensorMap, 128-byte swizzle,
+     * f16/bf16) and passes their device addresses as arguments 0 and 1:
+     * {rows, cols, box_rows, box_cols} of A as [G*M][K] and B as [G*K][N] */
+    json_t *tm = json_object(), *ta = json_array(), *tb = json_array();
+    int64_t av[4] = {p->G * p->M, p->K, p->bm, p->bk}, bv[4] = {p->G * p->K, p->N, p->bk, 128 / (int)cov_dtype_size(q->in_dtype)};
+    for (int i = 0; i < 4; i++) json_array_append_new(ta, json_integer(av[i])), json_array_append_new(tb, json_integer(bv[i]));
+    json_object_set_new(tm, "a", ta);
+    json_object_set_new(tm, "b", tb);
+    json_object_set_new(tm, "swizzle", json_integer(128));
+    json_object_set_new(o, "tma", tm);
+  }
   json_t *grid = json_array(), *block = json_array();
   for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
   json_array_append_new(block, json_integer(p->threads));
@@ -209,6 +222,11 @@ json_t *gpu_plan_json(const gpu_plan *p) {
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
              p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
+  if (p->tma) {
+    size_t len = strlen(plan);
+    snprintf(plan + len, sizeof plan - len, ", bulk tensor copies, warp-specialised, persistent%s",
+             p->ws_regs ? ", setmaxnreg" : "");
+  }
   json_object_set_new(o, "plan", json_string(plan));
   return o;
 }
@@ -217,9 +235,11 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
-  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]] fixes the schedule (as the mapper
+  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]] fixes the schedule (as the mapper
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
-   * with D batches of them in flight per K step */
+   * with D batches of them in flight per K step; :ws the same instructions fed
+   * by bulk tensor copies, warp-specialised and persistent (plan.tma; :ws0
+   * without setmaxnreg) */
   char base[128];
   int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
   const char *colon = strchr(spec, ':');
@@ -230,9 +250,11 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1;
     else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
       wg = 1, inflight = rest[3] - '0';
+    else if (!strcmp(rest, ":ws") || !strcmp(rest, ":ws0")) /* plan.tma, with / without setmaxnreg */
+      wg = rest[3] ? 2 : 3, inflight = 0;
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]]",
                        spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
@@ -274,13 +296,14 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     gpu_plan fresh;
     COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &fresh));
     p->M = fresh.M;
-    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg;
+    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg != 0;
     p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
+    p->tma = wg >= 2, p->ws_regs = wg == 3 ? GPU_TMA_CONSUMER_REGS : 0;
     p->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
     COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
-             !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+             !wg ? "" : wg == 3 ? "ws" : wg == 2 ? "ws0" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);

@@ -16,6 +16,8 @@ int covrun_launch2(void *mod, const char *k0, const unsigned *grid0, const unsig
                    const unsigned long long *ptrs0, const char *k1, const unsigned *grid1, const unsigned *block1,
                    unsigned smem1, const unsigned long long *ptrs1, int iters, float *ms);
 void *covrun_load(const char *ptx_path);
+int covrun_tensor_map_2d(void *out, unsigned long long base, int bf16, unsigned long long rows,
+                         unsigned long long cols, unsigned box_rows, unsigned box_cols);
 int covrun_launch(void *mod, const char *kernel, const unsigned *grid, const unsigned *block, unsigned smem,
                   const unsigned long long *ptrs, int iters, float *ms);
 
@@ -77,4 +79,11 @@ int covrun_launch2(void *mod, const char *k0, const unsigned *grid0, const unsig
 
 int covrun_info(void *mod, const char *kernel, int *regs, int *local_bytes) {
   return report(crt_cuda_func_info(g_cu, mod, kernel, regs, local_bytes));
+}
+
+/* The CUtensorMap (128 bytes into out) of a plan.tma kernel's operand,
+ * from the manifest's "tma" sizes (runtime/crt_cuda.h). */
+int covrun_tensor_map_2d(void *out, unsigned long long base, int bf16, unsigned long long rows,
+                         unsigned long long cols, unsigned box_rows, unsigned box_cols) {
+  return report(crt_cuda_tensor_map_2d(g_cu, out, base, bf16, rows, cols, box_rows, box_cols));
 }

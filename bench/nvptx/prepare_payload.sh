@@ -12,6 +12,13 @@ if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
           gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
           resnet50_stem_pool@b32 bert_base_attn_qk@b32)
+  # the warp-specialised persistent GEMMs (bulk tensor copies, :ws / :ws0
+  # without setmaxnreg) next to the planner's, on the same shapes
+  for s in gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768 gemm_4096x3072x768; do
+    layers+=("$s:128x256x64:64x256:4:ws" "$s:128x128x64:64x128:6:ws")
+  done
+  layers+=(gemm_1024x1024x1024:64x128x64:64x128:8:ws0 gemm_512x2304x768:64x128x64:64x128:8:ws0
+           gemm_4096x4096x4096:128x256x64:64x256:4:ws0)
 fi
 rm -rf "$payload/ptx" "$payload/src"
 "$cov" gpu compile "${layers[@]}" --target nvptx-sm90 -o "$payload/ptx"
@@ -30,7 +37,7 @@ json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
 for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
-         common/status.c common/fileio.c common/fileio.h include/covenant/status.h examples/convnet.onnx; do
+         common/status.c common/fileio.c common/fileio.h include/covenant/status.h include/covenant/api.h common/loc.h common/text.h common/text.c examples/convnet.onnx; do
   mkdir -p "$payload/src/$(dirname "$f")"
   cp "$root/$f" "$payload/src/$f"
 done
