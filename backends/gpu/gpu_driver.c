@@ -206,6 +206,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(tm, "swizzle", json_integer(128));
     json_object_set_new(o, "tma", tm);
   }
+  if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
   json_t *grid = json_array(), *block = json_array();
   for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
   json_array_append_new(block, json_integer(p->threads));
@@ -238,10 +239,10 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]] fixes the schedule (as the mapper
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
    * with D batches of them in flight per K step; :ws the same instructions fed
-   * by bulk tensor copies, warp-specialised and persistent (plan.tma; :ws0
-   * without setmaxnreg) */
+   * by bulk tensor copies, warp-specialised and persistent (plan.tma), with
+   * flags 0 (no setmaxnreg), d (a batch in flight), h (f16 outputs) */
   char base[128];
-  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0, out_f16 = 0;
   const char *colon = strchr(spec, ':');
   if (colon) {
     int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
@@ -250,8 +251,11 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1;
     else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
       wg = 1, inflight = rest[3] - '0';
-    else if (!strcmp(rest, ":ws") || !strcmp(rest, ":ws0")) /* plan.tma, with / without setmaxnreg */
-      wg = rest[3] ? 2 : 3, inflight = 0;
+    else if (!strncmp(rest, ":ws", 3) && strspn(rest + 3, "0dh") == strlen(rest + 3)) {
+      /* plan.tma; flags: 0 without setmaxnreg, d one batch in flight, h f16 outputs */
+      wg = strchr(rest + 3, '0') ? 2 : 3, inflight = strchr(rest + 3, 'd') ? 1 : 0;
+      out_f16 = strchr(rest + 3, 'h') != NULL;
+    }
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
       return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]]",
@@ -264,7 +268,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
   else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
-  return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[9]){bm, bn, bk, wm, wn, stages, wg, inflight, out_f16} : NULL, plan, code,
                            code_size, info);
 }
 
@@ -275,7 +279,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   int colon = schedule != NULL;
   int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
   int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
-  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1;
+  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1, out_f16 = colon ? schedule[8] : 0;
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&layer->prob),
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
@@ -298,12 +302,13 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     p->M = fresh.M;
     p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg != 0;
     p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
-    p->tma = wg >= 2, p->ws_regs = wg == 3 ? GPU_TMA_CONSUMER_REGS : 0;
+    p->tma = wg >= 2, p->ws_regs = wg == 3 ? GPU_TMA_CONSUMER_REGS : 0, p->out_f16 = out_f16 != 0;
     p->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
     COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
     size_t len = strlen(layer->name);
-    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
-             !wg ? "" : wg == 3 ? "ws" : wg == 2 ? "ws0" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s", bm, bn, bk, wm, wn, stages,
+             !wg ? "" : wg >= 2 ? "ws" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0", wg == 2 ? "0" : "",
+             wg >= 2 && inflight == 1 ? "d" : "", out_f16 ? "h" : "");
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);

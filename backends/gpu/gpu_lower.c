@@ -360,6 +360,8 @@ void gpu_k_epilogue(kernel *k) {
   const gpu_problem *q = &p->prob;
   const gpu_frag_ops *fr = k->fr;
   int guard = p->M % p->bm || p->N % p->bn;
+  /* plan.out_f16 implies this path: tma plans divide M and N, warpgroup
+   * accumulators come in pairs, wgmma tiles make N even */
   if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
     /* column pairs as one 8-byte store (N even: the pair is aligned) */
     LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
@@ -379,6 +381,11 @@ void gpu_k_epilogue(kernel *k) {
             pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
           }
           LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          if (p->out_f16) { /* rounded once, stored as 4 bytes */
+            LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");
+            LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 4);
+            continue;
+          }
           LLVMSetAlignment(LLVMBuildStore(g->b, pair, gept(g, g->f32, k->Cout, idx)), 8);
         }
     return;

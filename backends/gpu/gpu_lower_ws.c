@@ -13,7 +13,9 @@
  *   A's box and of B's 64-column slabs (the copy engine writes them in the
  *   128-byte swizzle the warpgroup instructions read);
  *   each consumer warpgroup, for the same sequence: waits until the stage
- *   is full, issues its batch of MMAs, waits for it, arrives on "empty";
+ *   is full, issues its batch of MMAs, waits for it, arrives on "empty"
+ *   (with plan.wg_inflight: waits until one batch is left and releases the
+ *   previous K tile's stage, the last one after the loop);
  *   after a tile's last K tile it stores its accumulators (the direct
  *   epilogue) while the producer already fills the next tile's stages.
  * Producer and consumers count K tiles with one running index i over all
@@ -76,6 +78,7 @@ static void producer(ws *w) {
   if (p->ws_regs) t->set_max_regs(g, GPU_TMA_PRODUCER_REGS, 0);
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, k->tid, 1), &join);
+  if (t->tma_prefetch) t->tma_prefetch(g, k->A), t->tma_prefetch(g, k->B);
   gpu_loop lt, lk;
   LLVMValueRef stage, round;
   LLVMValueRef kt = open_loops(w, &lt, &lk, 0, &stage, &round);
@@ -108,13 +111,29 @@ static void consumer(ws *w) {
   k->wcol = k->wg_col;
   gpu_loop lt, lk;
   LLVMValueRef stage, round;
-  open_loops(w, &lt, &lk, 1, &stage, &round);
+  LLVMValueRef kt = open_loops(w, &lt, &lk, 1, &stage, &round);
   t->mbar_wait(g, bar_at(w, stage, 0), round);
   LLVMValueRef acc[128];
   gpu_k_wg_issue(k, stage, acc);
-  gpu_k_wg_wait(k, acc, 0);
-  t->mbar_arrive(g, bar_at(w, stage, 1));
+  if (!p->wg_inflight) {
+    gpu_k_wg_wait(k, acc, 0);
+    t->mbar_arrive(g, bar_at(w, stage, 1));
+  } else {
+    /* one batch left in flight: the previous K tile's batch is done, its
+     * stage goes back to the producer */
+    gpu_k_wg_wait(k, acc, 1);
+    LLVMBasicBlockRef join;
+    begin_if(g, LLVMBuildICmp(g->b, LLVMIntNE, kt, C(0), ""), &join);
+    t->mbar_arrive(g, bar_at(w, urem(g, add(g, stage, C(p->stages - 1)), p->stages), 1));
+    end_if(g, join);
+  }
   loop_close(g, &lk, 0, NULL, NULL, NULL, NULL);
+  if (p->wg_inflight) { /* the tile's last batch and its stage */
+    for (int i = 0; i < p->wn / 2; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
+    gpu_k_wg_wait(k, acc, 0);
+    LLVMValueRef last = LLVMBuildSub(g->b, LLVMBuildLoad2(g->b, g->i32, w->it, ""), C(1), "");
+    t->mbar_arrive(g, bar_at(w, urem(g, last, p->stages), 1));
+  }
   gpu_k_epilogue(k);
   loop_close(g, &lt, 0, NULL, NULL, NULL, NULL);
 }

@@ -155,12 +155,13 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   } else if (p->wg_inflight) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: batches in flight without warpgroup MMA");
   }
-  if (p->tma && (!p->wgmma || !caps->has_tma || p->wg_inflight || p->stages > 16 || p->bm > 256 ||
+  if (p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: f16 outputs are for bulk-tensor-copy matmuls");
+  if (p->tma && (!p->wgmma || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: bulk tensor copies need warpgroup MMA on a target that has them, no batch in "
-                     "flight, at most 16 stages, M tiles of at most 256 rows and consumer registers a multiple "
-                     "of 8 in [%d, 256]",
+                     "GPU plan: bulk tensor copies need warpgroup MMA on a target that has them, at most 16 "
+                     "stages, M tiles of at most 256 rows and consumer registers a multiple of 8 in [%d, 256]",
                      GPU_TMA_PRODUCER_REGS);
   if (p->tma && p->ws_regs && 65536 / p->threads >= p->ws_regs)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),

@@ -17,7 +17,7 @@
  *           k = (c, r, s); A is gathered from the NCHW input (zero padding),
  *           B[k][n] = w[g*Kg + n][k] (OIHW weights), C is the NCHW output.
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
- * output (f32), bias (f32, one per output channel / column; may be null
+ * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
  * when the epilogue has no bias). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
@@ -124,6 +124,10 @@ typedef struct gpu_plan {
    * launch's. */
   bool tma;
   int ws_regs;
+  /* plan.tma only: the output is written as f16 (rounded once from the f32
+   * accumulators after bias and activation), as the vendor libraries write
+   * it; argument 2 then points to f16 */
+  bool out_f16;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */

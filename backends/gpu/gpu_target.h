@@ -124,6 +124,8 @@ typedef struct gpu_target_ops {
   void (*tma_load_2d)(gpu_gen *g, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c0, LLVMValueRef c1,
                       LLVMValueRef bar);
   void (*set_max_regs)(gpu_gen *g, int regs, int increase);
+  /* starts fetching the tensor map at `map` (global) ahead of its first use */
+  void (*tma_prefetch)(gpu_gen *g, LLVMValueRef map);
 } gpu_target_ops;
 
 /* The plain-FMA fragment every target shares (fm = warp_size / 8, fn = 8,

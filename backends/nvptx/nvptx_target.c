@@ -270,6 +270,10 @@ static void nv_tma_load_2d(gpu_gen *g, LLVMValueRef dst, LLVMValueRef map, LLVMV
          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
          "r,l,r,r,r,~{memory}", args, 5);
 }
+static void nv_tma_prefetch(gpu_gen *g, LLVMValueRef map) {
+  LLVMValueRef a = LLVMBuildPtrToInt(g->b, map, g->i64, "");
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), "prefetch.tensormap [$0];", "l,~{memory}", &a, 1);
+}
 static void nv_set_max_regs(gpu_gen *g, int regs, int increase) {
   char text[64];
   snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", increase ? "inc" : "dec", regs);
@@ -318,4 +322,5 @@ const gpu_target_ops nvptx_target_ops = {
     .mbar_expect_tx = nv_mbar_expect_tx,
     .tma_load_2d = nv_tma_load_2d,
     .set_max_regs = nv_set_max_regs,
+    .tma_prefetch = nv_tma_prefetch,
 };

@@ -118,6 +118,22 @@ print("" if ok else "FAIL ws: manifest grid/block/tma %s %s %s" % (k["grid"], k[
 sys.exit(0 if ok else 1)
 PY
 cmp -s "$f" "$work/ws2/$(basename "$f")" || wsbad "two compilations differ"
+# flags: d keeps one batch in flight (wait_group 1 in the K loop, the last
+# batch awaited after it), h stores f16 pairs as 4 bytes (manifest out_dtype)
+"$cov" gpu compile gemm_4096x4096x4096:128x256x64:64x256:4:wsdh --target nvptx-sm90 -o "$work/wsdh" >/dev/null
+f=$work/wsdh/gemm_4096x4096x4096_t128x256x64w64x256s4wsdh.ptx
+grep -q 'wgmma.wait_group.sync.aligned 1;' "$f" || wsbad "d: no batch left in flight"
+grep -q 'wgmma.wait_group.sync.aligned 0;' "$f" || wsbad "d: the last batch is not awaited"
+[ "$(grep -c 'mbarrier.arrive.shared::cta.b64' "$f")" -eq 2 ] || wsbad "d: not two stage releases (in the loop, after it)"
+grep -q 'cvt.rn.f16.f32' "$f" || wsbad "h: no f16 rounding"
+grep -q 'st.global.b32' "$f" || wsbad "h: no 4-byte f16 pair stores"
+if grep -q 'st.global.v2.f32' "$f"; then wsbad "h: f32 stores"; fi
+grep -q '"out_dtype": "f16"' "$work/wsdh/manifest.json" || wsbad "h: manifest does not say f16"
+# setmaxnreg needs a launch that could not give every thread 232 registers
+if "$cov" gpu compile gemm_1024x1024x1024:64x128x64:64x128:8:ws --target nvptx-sm90 -o "$work/wsbad" 2>"$work/wsbad.err"; then
+  wsbad "setmaxnreg accepted on 256 threads"
+fi
+grep -q 'setmaxnreg to 232 registers' "$work/wsbad.err" || wsbad "refusal does not say why: $(cat "$work/wsbad.err")"
 [ "$n" -eq 15 ] || { echo "FAIL: expected 15 kernels (the suite's 14 layers and a GEMM), got $n"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $n PTX kernels checked, deterministic"
 exit $fail
