@@ -31,7 +31,8 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   if (!cs->arena || !proto || !t) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = map_prepare(layer, acg, proto, t, cs->arena);
   if (!st) st = map_search(t, proto, opt, cs);
-  if (!st) st = map_dw_search(proto, t, opt, cs);
+  if (!st) st = map_rewrite_search(proto, t, opt, cs, map_dw_rewrite);
+  if (!st) st = map_rewrite_search(proto, t, opt, cs, map_pad_rewrite);
   if (!st) {
     st = map_verify(&cs->s);
     for (int i = 0; i < cs->n_alts && !st; i++) st = map_verify(&cs->alts[i]);

@@ -19,7 +19,7 @@
  *
  * Every access stays affine (a*q + b*s becomes a*J*qb + b*t + (a - b*st)*j),
  * so the search, the cost model, the schedule interpreter and the code
- * generator take the rewritten problem as any other; map_dw_search offers it
+ * generator take the rewritten problem as any other; map_rewrite_search offers it
  * next to the original and the cost model (ACG numbers only) decides which
  * runs. J is the largest divisor of q's extent whose window fits the array:
  * T <= rows on a weight-stationary array (the reduction is bound to the
@@ -165,8 +165,8 @@ static void merge_best(cov_schedule *cs, const cov_schedule *more) {
   free(all);
 }
 
-cov_status map_dw_search(const map_schedule *proto, const map_target *t, const cov_map_options *opt,
-                         cov_schedule *cs) {
+cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
+                              const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite) {
   map_schedule *p2 = malloc(sizeof *p2);
   map_target *t2 = malloc(sizeof *t2);
   cov_schedule *more = calloc(1, sizeof *more);
@@ -176,9 +176,10 @@ cov_status map_dw_search(const map_schedule *proto, const map_target *t, const c
     goto done;
   }
   *p2 = *proto;
-  if (!map_dw_rewrite(proto, t, &p2->prob)) goto done;
+  if (!rewrite(proto, t, &p2->prob)) goto done;
   /* The same binding must hold for the longer reduction (an integer
-   * problem on a float array is exact only for so many terms). */
+   * problem on a float array is exact only for so many terms). A padded
+   * reduction's added terms are all 0, but the check stays conservative. */
   cov_status bt = map_bind_target(&p2->prob, t->acg, t2);
   bool same = !bt && t2->node == t->node && t2->cap == t->cap && t2->narrowed == t->narrowed;
   cov_status_free(bt);
@@ -192,7 +193,7 @@ cov_status map_dw_search(const map_schedule *proto, const map_target *t, const c
     if (o2.budget <= 0) goto done;
   }
   st = map_search(t2, p2, &o2, more);
-  if (st) { /* nothing fits the window: the original stands */
+  if (st) { /* nothing fits the rewritten problem: the original stands */
     cov_status_free(st);
     st = NULL;
     goto done;

@@ -188,10 +188,17 @@ double map_lane_bank_factor(const map_schedule *s);
  * fills the array's columns and their input window its rows (a banded weight
  * block); false when the problem is not one or no J >= 2 fits the array. */
 bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_problem *out);
+/* map_pad.c: loops whose divisors leave most of the array idle (58
+ * channels on 16 rows: 2) padded to a multiple of the array's size, where
+ * the added values are reads of padding 0 (reductions) or outputs outside
+ * the tensor that no store keeps; false when no loop is. */
+bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_problem *out);
+/* A rewrite of the search's problem (the two above). */
+typedef bool (*map_rewrite_fn)(const map_schedule *proto, const map_target *t, map_problem *out);
 /* Searches the rewritten problem too, when there is one, and keeps the
  * cheapest schedules of both in cs (the cost model decides). */
-cov_status map_dw_search(const map_schedule *proto, const map_target *t, const cov_map_options *opt,
-                         cov_schedule *cs);
+cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
+                              const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite);
 cov_status map_search(const map_target *t, const map_schedule *proto,
                       const cov_map_options *opt, cov_schedule *out);
 
