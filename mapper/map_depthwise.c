@@ -101,8 +101,9 @@ static bool find_window(const map_problem *p, const map_schedule *proto, int *xi
   return false;
 }
 
-bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_problem *out) {
+bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule *outs) {
   const map_problem *p = &proto->prob;
+  map_problem *out = &outs->prob;
   int xi, q, s;
   int64_t st;
   if (p->n_loops + 1 > MAP_MAX_LOOPS || !find_window(p, proto, &xi, &q, &s, &st)) return false;
@@ -176,7 +177,7 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
     goto done;
   }
   *p2 = *proto;
-  if (!rewrite(proto, t, &p2->prob)) goto done;
+  if (!rewrite(proto, t, p2)) goto done;
   /* The same binding must hold for the longer reduction (an integer
    * problem on a float array is exact only for so many terms). A padded
    * reduction's added terms are all 0, but the check stays conservative. */
@@ -184,7 +185,13 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
   bool same = !bt && t2->node == t->node && t2->cap == t->cap && t2->narrowed == t->narrowed;
   cov_status_free(bt);
   if (!same) goto done;
-  *t2 = *t;
+  /* the rewritten problem's own paths (a preloaded bias goes to the array)
+   * and the storage of what is left of the epilogue */
+  bt = map_bind_epilogue_storage(p2, t2);
+  if (bt) {
+    cov_status_free(bt);
+    goto done;
+  }
   more->arena = cs->arena;
   /* a budget bounds both searches together */
   cov_map_options o2 = opt ? *opt : (cov_map_options){0};

@@ -27,6 +27,7 @@ typedef struct interp {
   map_walk w; /* loop iterations and buffer halves (map_walk.h) */
   int pool_dim[2]; /* output dims pooled, -1 */
   int pool_win[2];
+  int bias_dim; /* the output dimension that indexes a preloaded bias */
   cov_status err;
 } interp;
 
@@ -132,7 +133,10 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
     float v;
-    if (mode == 1) {
+    if (mode == 1 && I->p->bias_init) { /* the preloaded bias (map_bias.c) */
+      int64_t bi[1] = {idx[I->bias_dim]};
+      v = dram_read(I, I->p->bias_op, bi);
+    } else if (mode == 1) {
       v = (float)I->p->init;
     } else if (lv == 1) {
       v = dram_read(I, o, idx);
@@ -438,6 +442,10 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
             I.pool_win[w] = s->vops[v].window[w];
             shape[d] /= s->vops[v].window[w];
           }
+  I.bias_dim = s->prob.bias_init ? map_bias_out_dim(&s->prob, s->prob.bias_op) : 0;
+  if (I.bias_dim < 0)
+    return cov_error(COV_INTERNAL, COV_AT(NULL, s->prob.layer), "interp %s: the preloaded bias is not indexed "
+                     "by an output dimension", s->prob.layer);
   COV_RETURN_IF_ERROR(cov_tensor_alloc(out, COV_F32, oo->rank, shape));
   /* buffers of the ACG capacities */
   cov_status st = NULL;

@@ -57,14 +57,14 @@ static bool may_pad(const map_schedule *proto, int l) {
   return false;
 }
 
-bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_problem *out) {
+bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_schedule *outs) {
   const map_problem *p = &proto->prob;
+  map_problem *out = &outs->prob;
   const cov_acg *g = t->acg;
   if (p->kind != MAP_MAIN_MAC || t->node < g->n_storage ||
       g->compute[t->node - g->n_storage].kind != ACG_SYSTOLIC)
     return false;
   int64_t rows = (int64_t)t->dims[0], cols = (int64_t)t->dims[1];
-  *out = *p;
   bool any = false;
   for (int l = 0; l < p->n_loops; l++) {
     /* reductions go on the rows of a weight-stationary array, output loops
