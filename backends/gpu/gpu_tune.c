@@ -229,7 +229,7 @@ void gpu_tune_note_model(const gpu_target *t, const gpu_model_plan *mp, FILE *no
 
 cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const gpu_sched *s, gpu_plan *plan) {
   const int *v = s->s;
-  gpu_fixed_tile f = {v[0], v[1], v[2], v[3], v[4], v[5], v[6] != 0, v[7]};
+  gpu_fixed_tile f = {.bm = v[0], .bn = v[1], .bk = v[2], .wm = v[3], .wn = v[4], .stages = v[5], .wgmma = v[6] != 0, .inflight = v[7]};
   return gpu_plan_fixed(q, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan);
 }
 

@@ -31,9 +31,9 @@
 enum { GPU_TUNE_KEY_MAX = 256, GPU_TUNE_MAX_ENTRIES = 4096 };
 
 /* A hand-fixed schedule: bm, bn, bk, wm, wn, stages, wgmma (0/1), inflight
- * (-1 default, 0, 1): gpu_compile_layer's `schedule`. */
+ * (-1 default, 0, 1), out_f16 (0): gpu_compile_layer's `schedule`. */
 typedef struct gpu_sched {
-  int s[8];
+  int s[9]; /* [8]: out_f16, 0 (the :ws forms are not tuned yet) */
 } gpu_sched;
 
 /* The canonical key of a matrix problem on `target`: kind, dims, dtype,
