@@ -13,7 +13,8 @@
  *   largest per-edge sum of double-buffered transfer time or DRAM bytes over
  *   DRAM bandwidth, serial = the sum of the other transfers' times, fill =
  *   the longest single double-buffered transfer. Each transfer adds
- *   bytes * count / bw + latency * count / inst. Every one of these terms is
+ *   bytes * count / bw, plus latency * count / inst when it is not double-
+ *   buffered (a double-buffered one's latencies are pipelined). Every one of these terms is
  *   nondecreasing in each transfer's bytes * count, count / inst, and in
  *   the set of transfers. So replacing each term by a lower bound, and
  *   leaving out transfers that may not exist (partial-sum reloads), gives a
@@ -229,9 +230,10 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
         one = x->lat;
         lat_n = x->lat / B->inst_below[lv];
       }
-      double all = vol / x->bw + lat_n;
+      bool dbx = ch->dbuf && x->db_allowed;
+      double all = vol / x->bw + (dbx ? 0 : lat_n); /* as map_cost: pipelined latencies */
       if (x->dram) dram += vol;
-      if (ch->dbuf && x->db_allowed) {
+      if (dbx) {
         if (x->edge >= 0 && x->edge < g->n_edges && x->edge < 512) { /* as map_cost */
           int k = 0;
           while (k < n_e && edge_id[k] != x->edge) k++;

@@ -63,27 +63,6 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   return cyc;
 }
 
-/* Accesses one bank serves when n elements `stride` bytes apart are read
- * in one cycle (from address 0): the simulator's bank degree. */
-static double bank_degree(const acg_storage *st, int64_t stride, int64_t n) {
-  uint32_t banks = st->banks ? st->banks : 1, ports = st->ports ? st->ports : 1;
-  int64_t word = st->width_bits >= 8 ? st->width_bits / 8 : 1;
-  if (stride < 0) stride = -stride;
-  if (n <= 1 || stride == 0 || banks <= 1) return 1;
-  if (banks > 256) banks = 256;
-  uint32_t cnt[256] = {0}, worst = 0;
-  int64_t prev = -1;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t w = i * stride / word;
-    if (w == prev) continue;
-    prev = w;
-    uint32_t c = ++cnt[w % banks];
-    if (c > worst) worst = c;
-  }
-  worst = (worst + ports - 1) / ports;
-  return worst ? worst : 1;
-}
-
 double map_lane_bank_factor(const map_schedule *s) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -108,7 +87,9 @@ double map_lane_bank_factor(const map_schedule *s) {
       st += op->acc.coef[d][s->sloops[li].loop] * s->sloops[li].step * rm;
       rm *= pl->shape[d];
     }
-    double f = bank_degree(&g->storage[pl->node], st * (int64_t)cov_dtype_size(pl->dtype), lanes);
+    /* the simulator's count (acg_bank_degree), for a tile at a bank boundary */
+    int64_t bst = st * (int64_t)cov_dtype_size(pl->dtype);
+    double f = acg_bank_degree(&g->storage[pl->node], 0, bst < 0 ? -bst : bst, (uint32_t)lanes);
     if (f > worst) worst = f;
   }
   return worst;
@@ -183,10 +164,22 @@ void map_cost_eval(map_schedule *s) {
       dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
     }
     double one = occ + lat;
-    double all = occ * (double)x->count + lat * (double)x->count / inst;
+    bool db = s->place[x->operand][x->level].double_buffered;
+    /* A DMA engine is busy for a transfer's occupancy only; its latency
+     * delays when the data is visible (ISA.md "Timing"). Double-buffered
+     * transfers are issued ahead of the tile that uses them, so their
+     * latencies overlap the next transfers and the work: the engine's time
+     * is their occupancy, and one latency is exposed (the fill below).
+     * Other transfers wait for and are waited on: each pays its latency. */
+    bool wait = !db;
+    /* ...except a store on an engine that also loads: the engine runs in
+     * order, and each tile's store waits for the work on the tile its loads
+     * brought in, so one latency per store stays exposed on that engine */
+    for (int j = 0; j < s->n_xfers && db && x->dir == MAP_STORE && !wait; j++)
+      wait = s->xfers[j].dir == MAP_LOAD && s->xfers[j].edge == x->edge;
+    double all = occ * (double)x->count + (wait ? lat * (double)x->count / inst : 0);
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
-    bool db = s->place[x->operand][x->level].double_buffered;
     if (db) {
       if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;
       if (one > first_fill) first_fill = one;
