@@ -62,6 +62,23 @@ static cov_status conv_geom(const graph *g, const graph_node *n, graph_value *co
   return graph_geom_window(g, n, c, false, true);
 }
 
+/* Input channels = weight channels x group, output channels a multiple of
+ * group (unknown dims pass: shapes are checked again once known). */
+static cov_status check_groups(const graph *g, const graph_node *n, const graph_value *x,
+                               const graph_value *w, int64_t group) {
+  int64_t cin = x->dims[1], m = w->dims[0], wc = w->dims[1];
+  if (cin >= 0 && wc >= 0 && cin != wc * group)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input '%s' has %lld channels, but the weights '%s' expect %lld x "
+                            "group %lld",
+                            x->name, (long long)cin, w->name, (long long)wc, (long long)group);
+  if (m >= 0 && m % group)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "%lld output channels do not divide into %lld groups", (long long)m,
+                            (long long)group);
+  return NULL;
+}
+
 cov_status graph_infer_conv(const graph *g, const graph_node *n, graph_value *const *in,
                             graph_value *const *out) {
   const graph_value *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
@@ -73,16 +90,8 @@ cov_status graph_infer_conv(const graph *g, const graph_node *n, graph_value *co
   geom c;
   int64_t group;
   COV_RETURN_IF_ERROR(conv_geom(g, n, in, &c, &group));
-  int64_t cin = x->dims[1], m = w->dims[0], wc = w->dims[1];
-  if (cin >= 0 && wc >= 0 && cin != wc * group)
-    return graph_node_error(g, n, COV_INVALID_INPUT,
-                            "input '%s' has %lld channels, but the weights '%s' expect %lld x "
-                            "group %lld",
-                            x->name, (long long)cin, w->name, (long long)wc, (long long)group);
-  if (m >= 0 && m % group)
-    return graph_node_error(g, n, COV_INVALID_INPUT,
-                            "%lld output channels do not divide into %lld groups", (long long)m,
-                            (long long)group);
+  int64_t m = w->dims[0];
+  COV_RETURN_IF_ERROR(check_groups(g, n, x, w, group));
   if (b) {
     if (b->dtype != x->dtype || b->rank != 1 || (m >= 0 && b->dims[0] >= 0 && b->dims[0] != m))
       return graph_node_error(g, n, COV_INVALID_INPUT, "bias '%s' must be %s[%lld]", b->name,
@@ -359,16 +368,8 @@ cov_status graph_conv_geometry(const graph *g, const graph_node *n, const graph_
   geom c;
   int64_t group;
   COV_RETURN_IF_ERROR(conv_geom(g, n, in, &c, &group));
-  int64_t cin = x->dims[1], m = w->dims[0], wc = w->dims[1];
-  if (cin >= 0 && wc >= 0 && cin != wc * group)
-    return graph_node_error(g, n, COV_INVALID_INPUT,
-                            "input '%s' has %lld channels, but the weights '%s' expect %lld x "
-                            "group %lld",
-                            x->name, (long long)cin, w->name, (long long)wc, (long long)group);
-  if (m >= 0 && m % group)
-    return graph_node_error(g, n, COV_INVALID_INPUT,
-                            "%lld output channels do not divide into %lld groups", (long long)m,
-                            (long long)group);
+  int64_t m = w->dims[0];
+  COV_RETURN_IF_ERROR(check_groups(g, n, x, w, group));
   conv_attrs(&c, group, a);
   out_dims[0] = x->dims[0];
   out_dims[1] = m;

@@ -376,6 +376,24 @@ static cov_status qconv_io_of(const graph_node *n, graph_value *const *in, qconv
   return NULL;
 }
 
+/* The requantisation operands of QLinearConv and QLinearMatMul (inputs 1,
+ * 4, 6 and 7 of both): f32 scales and an i8/u8 output zero point, each one
+ * value per tensor except the second operand's scale, which may also hold
+ * n2 values (`per2` says what they are per). */
+static cov_status check_qlinear_scales(const graph *g, const graph_node *n, graph_value *const *in,
+                                       const char *s1, const char *s2, int64_t n2, const char *per2) {
+  const graph_value *as = in[1], *bs = in[4], *ys = in[6], *yz = in[7];
+  bool pa;
+  COV_RETURN_IF_ERROR(check_dtype(g, n, as, s1, COV_F32));
+  COV_RETURN_IF_ERROR(check_dtype(g, n, bs, s2, COV_F32));
+  COV_RETURN_IF_ERROR(check_dtype(g, n, ys, "output scale", COV_F32));
+  COV_RETURN_IF_ERROR(check_q8(g, n, yz, "output zero point"));
+  COV_RETURN_IF_ERROR(check_param(g, n, as, s1, -1, "", &pa));
+  COV_RETURN_IF_ERROR(check_param(g, n, bs, s2, n2, per2, &pa));
+  COV_RETURN_IF_ERROR(check_param(g, n, ys, "output scale", -1, "", &pa));
+  return check_param(g, n, yz, "output zero point", -1, "", &pa);
+}
+
 static cov_status qconv_check(const graph *g, const graph_node *n, graph_value *const *in,
                               const qconv_io *q, cov_attr a[9], int64_t od[4], int *sp) {
   COV_RETURN_IF_ERROR(check_q8(g, n, q->x, "input"));
@@ -389,15 +407,8 @@ static cov_status qconv_check(const graph *g, const graph_node *n, graph_value *
     COV_RETURN_IF_ERROR(check_param(g, n, q->wz, "weight zero point", m, "one per output channel",
                                     &pa));
   if (strcmp(n->op_type, "QLinearConv") == 0) {
-    const graph_value *xs = in[1], *ws = in[4], *ys = in[6], *yz = in[7];
-    COV_RETURN_IF_ERROR(check_dtype(g, n, xs, "input scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_dtype(g, n, ws, "weight scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_dtype(g, n, ys, "output scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_q8(g, n, yz, "output zero point"));
-    COV_RETURN_IF_ERROR(check_param(g, n, xs, "input scale", -1, "", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, ws, "weight scale", m, "one per output channel", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, ys, "output scale", -1, "", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, yz, "output zero point", -1, "", &pa));
+    COV_RETURN_IF_ERROR(
+        check_qlinear_scales(g, n, in, "input scale", "weight scale", m, "one per output channel"));
     if (q->bias) {
       COV_RETURN_IF_ERROR(check_dtype(g, n, q->bias, "bias", COV_I32));
       if (q->bias->rank >= 0 &&
@@ -713,17 +724,9 @@ static cov_status qmm_check(const graph *g, const graph_node *n, graph_value *co
   if (q->bz)
     COV_RETURN_IF_ERROR(check_param(g, n, q->bz, "B's zero point", N, "one per column of B", &pa));
   if (qlinear) {
-    const graph_value *as = in[1], *bs = in[4], *ys = in[6], *yz = in[7];
-    COV_RETURN_IF_ERROR(check_dtype(g, n, as, "A's scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_dtype(g, n, bs, "B's scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_dtype(g, n, ys, "output scale", COV_F32));
-    COV_RETURN_IF_ERROR(check_q8(g, n, yz, "output zero point"));
     /* per-row scales of A and of the output are refused (onnxruntime
      * refuses them too); B's may be per column */
-    COV_RETURN_IF_ERROR(check_param(g, n, as, "A's scale", -1, "", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, bs, "B's scale", N, "one per column of B", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, ys, "output scale", -1, "", &pa));
-    COV_RETURN_IF_ERROR(check_param(g, n, yz, "output zero point", -1, "", &pa));
+    COV_RETURN_IF_ERROR(check_qlinear_scales(g, n, in, "A's scale", "B's scale", N, "one per column of B"));
   }
   return mm_shape_of(g, n, q->a, q->b, s);
 }

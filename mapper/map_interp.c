@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "mapper/map_walk.h"
 #include "common/loc.h"
 
 typedef struct interp {
@@ -23,49 +24,15 @@ typedef struct interp {
   int n_inputs;
   cov_tensor *out;
   uint8_t *buf[256];
-  int64_t iter[MAP_MAX_SLOOPS];
-  int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  map_walk w; /* loop iterations and buffer halves (map_walk.h) */
   int pool_dim[2]; /* output dims pooled, -1 */
   int pool_win[2];
   cov_status err;
 } interp;
 
-static void values(const interp *I, int below_level, int64_t *v) {
-  for (int l = 0; l < I->p->n_loops; l++) v[l] = 0;
-  for (int i = 0; i < I->s->n_sloops; i++)
-    if (I->s->sloops[i].level < below_level)
-      v[I->s->sloops[i].loop] += I->iter[i] * I->s->sloops[i].step;
-}
-
-static void index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
-  for (int d = 0; d < o->rank; d++) {
-    int64_t x = o->acc.off[d];
-    for (int l = 0; l < n_loops; l++) x += o->acc.coef[d][l] * v[l];
-    idx[d] = x;
-  }
-}
-
-/* The tile box origin of operand o at level lv for the current iteration. */
-static void tile_base(const interp *I, int o, int lv, int64_t *base) {
-  const map_operand *op = &I->p->operands[o];
-  int64_t v[MAP_MAX_LOOPS];
-  values(I, lv, v);
-  const int64_t *t = I->s->place[o][lv].tile;
-  for (int d = 0; d < op->rank; d++) {
-    int64_t x = op->acc.off[d];
-    for (int l = 0; l < I->p->n_loops; l++) {
-      int64_t c = op->acc.coef[d][l];
-      x += c * v[l];
-      if (c < 0) x += c * (t[l] - 1);
-    }
-    base[d] = x;
-  }
-}
-
 static uint8_t *place_ptr(interp *I, int o, int lv) {
   const map_place *pl = &I->s->place[o][lv];
-  uint64_t half = pl->double_buffered ? (uint64_t)(I->parity[o][lv] & 1) : 0;
-  uint64_t start = pl->addr + half * pl->bytes;
+  uint64_t start = map_walk_place_addr(&I->w, o, lv);
   const acg_storage *st = &I->s->acg->storage[pl->node];
   if (start + pl->bytes > st->capacity_bytes) {
     if (!I->err)
@@ -83,7 +50,7 @@ static int64_t local_offset(interp *I, int o, int lv, const int64_t *idx) {
   const map_operand *op = &I->p->operands[o];
   const map_place *pl = &I->s->place[o][lv];
   int64_t base[COV_MAX_RANK], off = 0;
-  tile_base(I, o, lv, base);
+  map_walk_tile_base(&I->w, o, lv, base);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
@@ -157,11 +124,10 @@ static int next_idx(const int64_t *shape, int rank, int64_t *k) {
 static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
   const map_operand *op = &I->p->operands[o];
   const map_place *pl = &I->s->place[o][lv];
-  I->parity[o][lv]++;
   uint8_t *dst = place_ptr(I, o, lv);
   if (!dst) return;
   int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK];
-  tile_base(I, o, lv, base);
+  map_walk_tile_base(&I->w, o, lv, base);
   int64_t n = 0;
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
@@ -187,7 +153,7 @@ static void do_store_partial(interp *I, int o, int lv) {
   uint8_t *src = place_ptr(I, o, lv), *dst = place_ptr(I, o, lv - 1);
   if (!src || !dst) return;
   int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK];
-  tile_base(I, o, lv, base);
+  map_walk_tile_base(&I->w, o, lv, base);
   int64_t n = 0;
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
@@ -295,7 +261,7 @@ static void store_final(interp *I, int o) {
     return;
   }
   int64_t origin[MAP_MAX_LOOPS], v[MAP_MAX_LOOPS], idx[COV_MAX_RANK], k[MAP_MAX_LOOPS];
-  values(I, 1, origin);
+  map_walk_values(&I->w, 1, origin);
   /* each point's place in the output tile; register 0 is gathered from it
    * unless it is the tile itself */
   memset(k, 0, sizeof k);
@@ -304,7 +270,7 @@ static void store_final(interp *I, int o) {
     for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
     for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
     for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
-    index_of(op, v, p->n_loops, idx);
+    map_walk_index_of(op, v, p->n_loops, idx);
     E.off0[pt] = local_offset(I, o, 1, idx);
     if (E.off0[pt] < 0) break;
     if (s->n_vops && !s->epi_in_place) reg_st(I, &E, 0, pt, load_el(src, pl->dtype, E.off0[pt]));
@@ -339,7 +305,7 @@ static void store_final(interp *I, int o) {
           for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
           int vo_i = sv->index, lv = 1;
           int64_t vidx[COV_MAX_RANK];
-          index_of(&p->operands[vo_i], v, p->n_loops, vidx);
+          map_walk_index_of(&p->operands[vo_i], v, p->n_loops, vidx);
           int64_t off = local_offset(I, vo_i, lv, vidx);
           uint8_t *vp = place_ptr(I, vo_i, lv);
           if (off < 0 || !vp) break;
@@ -381,7 +347,7 @@ static void store_final(interp *I, int o) {
     for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
     for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
     for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
-    index_of(op, v, p->n_loops, idx);
+    map_walk_index_of(op, v, p->n_loops, idx);
     bool skip = false;
     for (int w = 0; w < 2; w++)
       if (I->pool_dim[w] >= 0) {
@@ -405,51 +371,29 @@ static void store_final(interp *I, int o) {
   free(E.off0);
 }
 
-static void transfers_at(interp *I, int pos, bool top) {
-  const map_schedule *s = I->s;
-  /* loads outer level first; stores inner level first */
-  for (int lv = top ? 1 : s->n_levels - 1; top ? lv < s->n_levels : lv >= 1; lv += top ? 1 : -1)
-    for (int i = 0; i < s->n_xfers && !I->err; i++) {
-      const map_xfer *x = &s->xfers[i];
-      if (x->after != pos || x->level != lv) continue;
-      bool out = I->p->operands[x->operand].role == MAP_ROLE_OUTPUT;
-      if (top && x->dir == MAP_LOAD) do_load(I, x->operand, lv, 0);
-      if (top && out && x->dir == MAP_STORE) {
-        /* an output tile starts from init unless a partial-sum load brings it */
-        bool has_load = false;
-        for (int j = 0; j < s->n_xfers; j++)
-          if (s->xfers[j].operand == x->operand && s->xfers[j].level == lv && s->xfers[j].dir == MAP_LOAD)
-            has_load = true;
-        if (!has_load) do_load(I, x->operand, lv, 1);
-      }
-      if (!top && x->dir == MAP_STORE) {
-        if (lv == 1) store_final(I, x->operand);
-        else do_store_partial(I, x->operand, lv);
-      }
-    }
-}
-
-static int deepest(const map_schedule *s, int o) {
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[o][lv].present) lv--;
-  return lv;
+/* the walk's transfers (map_walk.h): copies between the level buffers */
+static void w_load(map_walk *w, int o, int lv) { do_load(w->ctx, o, lv, 0); }
+static void w_fresh(map_walk *w, int o, int lv) { do_load(w->ctx, o, lv, 1); }
+static void w_store(map_walk *w, int o, int lv) {
+  if (lv == 1) store_final(w->ctx, o);
+  else do_store_partial(w->ctx, o, lv);
 }
 
 static void leaf(interp *I) {
   const map_problem *p = I->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  values(I, MAP_MAX_LEVELS + 1, v);
+  map_walk_values(&I->w, MAP_MAX_LEVELS + 1, v);
   float a[4] = {0};
   for (int o = 0; o < p->n_inputs; o++) {
-    int lv = deepest(I->s, o);
-    index_of(&p->operands[o], v, p->n_loops, idx);
+    int lv = map_walk_deepest(I->s, o);
+    map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
     int64_t off = local_offset(I, o, lv, idx);
     uint8_t *b = place_ptr(I, o, lv);
     if (off < 0 || !b) return;
     a[o] = load_el(b, I->s->place[o][lv].dtype, off);
   }
-  int o = p->output, lv = deepest(I->s, o);
-  index_of(&p->operands[o], v, p->n_loops, idx);
+  int o = p->output, lv = map_walk_deepest(I->s, o);
+  map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
   int64_t off = local_offset(I, o, lv, idx);
   uint8_t *b = place_ptr(I, o, lv);
   if (off < 0 || !b) return;
@@ -461,20 +405,7 @@ static void leaf(interp *I) {
   store_el(b, dt, off, r);
 }
 
-static void run(interp *I, int i) {
-  if (I->err) return;
-  if (i == I->s->n_sloops) {
-    leaf(I);
-    return;
-  }
-  for (int64_t it = 0; it < I->s->sloops[i].trips && !I->err; it++) {
-    I->iter[i] = it;
-    transfers_at(I, i, true);
-    run(I, i + 1);
-    transfers_at(I, i, false);
-  }
-  I->iter[i] = 0;
-}
+static void w_leaf(map_walk *w) { leaf(w->ctx); }
 
 cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inputs,
                       cov_tensor *out) {
@@ -527,9 +458,9 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
     if (!I.buf[n]) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
   if (!st) {
-    transfers_at(&I, -1, true);
-    run(&I, 0);
-    transfers_at(&I, -1, false);
+    static const map_walk_ops ops = {.load = w_load, .fresh = w_fresh, .store = w_store, .leaf = w_leaf};
+    map_walk_init(&I.w, s, &ops, &I, &I.err);
+    map_walk_run(&I.w);
     st = I.err;
   }
   for (int n = 0; n < 256; n++) free(I.buf[n]);

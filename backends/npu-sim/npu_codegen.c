@@ -31,38 +31,6 @@ void npu_cg_emit(cg *c, const npu_insn *in) {
   c->err = npu_prog_add(c->prog, in);
 }
 
-void npu_cg_values(const cg *c, int below_level, int64_t *v) {
-  for (int l = 0; l < c->p->n_loops; l++) v[l] = 0;
-  for (int i = 0; i < c->s->n_sloops; i++)
-    if (c->s->sloops[i].level < below_level)
-      v[c->s->sloops[i].loop] += c->iter[i] * c->s->sloops[i].step;
-}
-
-void npu_cg_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
-  for (int d = 0; d < o->rank; d++) {
-    int64_t x = o->acc.off[d];
-    for (int l = 0; l < n_loops; l++) x += o->acc.coef[d][l] * v[l];
-    idx[d] = x;
-  }
-}
-
-void npu_cg_tile_base(const cg *c, int o, int lv, int64_t *base) {
-  const map_operand *op = &c->p->operands[o];
-  int64_t v[MAP_MAX_LOOPS];
-  npu_cg_values(c, lv, v);
-  const int64_t *t = c->s->place[o][lv].tile;
-  for (int d = 0; d < op->rank; d++) {
-    int64_t x = op->acc.off[d];
-    for (int l = 0; l < c->p->n_loops; l++) {
-      int64_t k = op->acc.coef[d][l];
-      x += k * v[l];
-      if (k < 0) x += k * (t[l] - 1);
-    }
-    base[d] = x;
-  }
-}
-
-
 /* Element strides of operand o's tile at level lv: the mapper's layout
  * (map_gemm_tile_strides: an array operand's dimension read in one cycle
  * innermost, for distinct banks). Every access to a tile goes through here,
@@ -71,18 +39,12 @@ void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st) {
   map_gemm_tile_strides(c->s, c->p->kind == MAP_MAIN_MAC ? &c->gp : NULL, o, lv, st);
 }
 
-uint64_t npu_cg_place_addr(const cg *c, int o, int lv) {
-  const map_place *pl = &c->s->place[o][lv];
-  uint64_t half = pl->double_buffered ? (uint64_t)(c->parity[o][lv] & 1) : 0;
-  return pl->addr + half * pl->bytes;
-}
-
 /* Element offset of global index idx inside operand o's level-lv tile. */
 int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx) {
   const map_operand *op = &c->p->operands[o];
   const map_place *pl = &c->s->place[o][lv];
   int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
-  npu_cg_tile_base(c, o, lv, base);
+  map_walk_tile_base(&c->w, o, lv, base);
   npu_cg_layout_strides(c, o, lv, st);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
@@ -94,12 +56,6 @@ int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx) {
     off += k * st[d];
   }
   return off;
-}
-
-int npu_cg_deepest(const map_schedule *s, int o) {
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[o][lv].present) lv--;
-  return lv;
 }
 
 int npu_cg_find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out) {
@@ -265,8 +221,8 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
     return;
   }
   int64_t base[COV_MAX_RANK];
-  npu_cg_tile_base(c, o, inner, base);
-  vopnd s = {src->node, npu_cg_place_addr(c, o, from_lv), {0}, 0}, d = {dst->node, npu_cg_place_addr(c, o, to_lv), {0}, 0};
+  map_walk_tile_base(&c->w, o, inner, base);
+  vopnd s = {src->node, map_walk_place_addr(&c->w, o, from_lv), {0}, 0}, d = {dst->node, map_walk_place_addr(&c->w, o, to_lv), {0}, 0};
   int64_t so = npu_cg_local_offset(c, o, from_lv, base), dof = npu_cg_local_offset(c, o, to_lv, base);
   s.addr += (uint64_t)so * cov_dtype_size(src->dtype);
   d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
@@ -278,42 +234,30 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
 
 /* ---- transfers and the loop walk ---- */
 
-static void transfers_at(cg *c, int pos, bool top) {
-  const map_schedule *s = c->s;
-  for (int lv = top ? 1 : s->n_levels - 1; top ? lv < s->n_levels : lv >= 1; lv += top ? 1 : -1)
-    for (int i = 0; i < s->n_xfers && !c->err; i++) {
-      const map_xfer *x = &s->xfers[i];
-      if (x->after != pos || x->level != lv) continue;
-      int o = x->operand;
-      const map_operand *op = &c->p->operands[o];
-      bool out = op->role == MAP_ROLE_OUTPUT;
-      if (top && x->dir == MAP_LOAD) {
-        c->parity[o][lv]++;
-        const map_place *pl = &s->place[o][lv];
-        if (lv == 1 && !out) {
-          int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
-          npu_cg_tile_base(c, o, lv, base);
-          npu_cg_layout_strides(c, o, lv, st);
-          npu_cg_emit_dma(c, o, false, pl->node, npu_cg_place_addr(c, o, lv), pl->dtype, op->rank, base,
-                   pl->shape, st);
-        } else if (lv >= 2) {
-          onchip_copy(c, o, lv - 1, lv);
-        } else {
-          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: loading the output from DRAM", c->p->layer);
-        }
-      }
-      if (top && out && x->dir == MAP_STORE) {
-        bool has_load = false;
-        for (int j = 0; j < s->n_xfers; j++)
-          if (s->xfers[j].operand == o && s->xfers[j].level == lv && s->xfers[j].dir == MAP_LOAD)
-            has_load = true;
-        if (!has_load) c->parity[o][lv]++; /* a fresh tile: the first GEMM initialises it */
-      }
-      if (!top && x->dir == MAP_STORE) {
-        if (lv == 1) npu_cg_store_final(c, o);
-        else onchip_copy(c, o, lv, lv - 1);
-      }
-    }
+/* The walk's transfers (mapper/map_walk.h): DMAs for level 1, on-chip
+ * copies between deeper levels, the epilogue and store for the output. */
+static void w_load(map_walk *w, int o, int lv) {
+  cg *c = w->ctx;
+  const map_place *pl = &c->s->place[o][lv];
+  if (lv == 1 && c->p->operands[o].role != MAP_ROLE_OUTPUT) {
+    int64_t base[COV_MAX_RANK], st[COV_MAX_RANK];
+    map_walk_tile_base(w, o, lv, base);
+    npu_cg_layout_strides(c, o, lv, st);
+    npu_cg_emit_dma(c, o, false, pl->node, map_walk_place_addr(w, o, lv), pl->dtype, c->p->operands[o].rank,
+                    base, pl->shape, st);
+  } else if (lv >= 2) {
+    onchip_copy(c, o, lv - 1, lv);
+  } else {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: loading the output from DRAM", c->p->layer);
+  }
+}
+
+/* (a fresh output tile needs no code: the first GEMM initialises it) */
+
+static void w_store(map_walk *w, int o, int lv) {
+  cg *c = w->ctx;
+  if (lv == 1) npu_cg_store_final(c, o);
+  else onchip_copy(c, o, lv, lv - 1);
 }
 
 /* Strides (in elements of the tile) of operand o at level lv along
@@ -333,23 +277,23 @@ static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : c->s->sloops[i].tr
 static void leaf(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  npu_cg_values(c, MAP_MAX_LEVELS + 1, v);
+  map_walk_values(&c->w, MAP_MAX_LEVELS + 1, v);
   int ops[3] = {c->a_op, c->b_op, p->output};
   int64_t off[3];
   uint64_t addr[3];
   int lvs[3];
   for (int k = 0; k < 3; k++) {
-    lvs[k] = npu_cg_deepest(c->s, ops[k]);
-    npu_cg_index_of(&p->operands[ops[k]], v, p->n_loops, idx);
+    lvs[k] = map_walk_deepest(c->s, ops[k]);
+    map_walk_index_of(&p->operands[ops[k]], v, p->n_loops, idx);
     off[k] = npu_cg_local_offset(c, ops[k], lvs[k], idx);
-    addr[k] = npu_cg_place_addr(c, ops[k], lvs[k]);
+    addr[k] = map_walk_place_addr(&c->w, ops[k], lvs[k]);
   }
   if (c->err) return;
   /* First step into the output tile: no reduction loop inside its lifetime
    * has moved yet. */
   bool first = !c->out_acc_load;
   for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
-    if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
+    if (p->reduction[c->s->sloops[i].loop] && c->w.iter[i] != 0) first = false;
   int64_t sm[3], sk[3], sn[3];
   for (int k = 0; k < 3; k++) {
     sm[k] = loop_stride(c, ops[k], lvs[k], c->ml);
@@ -391,22 +335,22 @@ static void leaf(cg *c) {
 static void leaf_simd(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  npu_cg_values(c, MAP_MAX_LEVELS + 1, v);
+  map_walk_values(&c->w, MAP_MAX_LEVELS + 1, v);
   bool first = !c->out_acc_load;
   for (int i = c->out_init_after + 1; i < c->s->n_sloops && first; i++)
-    if (p->reduction[c->s->sloops[i].loop] && c->iter[i] != 0) first = false;
+    if (p->reduction[c->s->sloops[i].loop] && c->w.iter[i] != 0) first = false;
   vopnd o[3];
   int opi[3] = {p->output, 0, p->n_inputs > 1 ? 1 : -1};
   for (int k = 0; k < 3; k++) {
     memset(&o[k], 0, sizeof o[k]);
     o[k].buf = -1;
     if (opi[k] < 0) continue;
-    int lv = npu_cg_deepest(c->s, opi[k]);
+    int lv = map_walk_deepest(c->s, opi[k]);
     const map_place *pl = &c->s->place[opi[k]][lv];
-    npu_cg_index_of(&p->operands[opi[k]], v, p->n_loops, idx);
+    map_walk_index_of(&p->operands[opi[k]], v, p->n_loops, idx);
     int64_t off = npu_cg_local_offset(c, opi[k], lv, idx);
     o[k].buf = pl->node;
-    o[k].addr = npu_cg_place_addr(c, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
+    o[k].addr = map_walk_place_addr(&c->w, opi[k], lv) + (uint64_t)off * cov_dtype_size(pl->dtype);
     o[k].st[0] = loop_stride(c, opi[k], lv, c->ml);
     o[k].st[1] = loop_stride(c, opi[k], lv, c->nl);
   }
@@ -433,26 +377,13 @@ static bool absorbed(const cg *c, int i) {
   return i == c->ml || i == c->ml2 || i == c->kl || i == c->nl;
 }
 
-static void walk(cg *c, int i) {
-  if (c->err) return;
-  if (i == c->s->n_sloops) {
-    if (c->p->kind == MAP_MAIN_MAC) leaf(c);
-    else leaf_simd(c);
-    return;
-  }
-  if (absorbed(c, i)) {
-    c->iter[i] = 0;
-    walk(c, i + 1);
-    return;
-  }
-  for (int64_t it = 0; it < c->s->sloops[i].trips && !c->err; it++) {
-    c->iter[i] = it;
-    transfers_at(c, i, true);
-    walk(c, i + 1);
-    transfers_at(c, i, false);
-  }
-  c->iter[i] = 0;
+static void w_leaf(map_walk *w) {
+  cg *c = w->ctx;
+  if (c->p->kind == MAP_MAIN_MAC) leaf(c);
+  else leaf_simd(c);
 }
+
+static bool w_folded(const map_walk *w, int i) { return absorbed(w->ctx, i); }
 
 /* Which scheduled loops one GEMM covers, and which input is A (indexed by
  * m and k) and which B (by k and n): the mapper's plan (map_gemm.c), which
@@ -524,7 +455,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   c.simd = mac ? c.t.simd : unit;
   c.pool_dim[0] = c.pool_dim[1] = -1;
   /* The output's deepest tile: where it restarts, whether partial sums come back. */
-  c.out_lv = npu_cg_deepest(s, p->output);
+  c.out_lv = map_walk_deepest(s, p->output);
   c.out_init_after = -1;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -615,9 +546,9 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
     c.area_lo = lo;
     c.area_hi = c.g->storage[c.reg_buf].capacity_bytes;
   }
-  transfers_at(&c, -1, true);
-  walk(&c, 0);
-  transfers_at(&c, -1, false);
+  static const map_walk_ops ops = {.load = w_load, .store = w_store, .leaf = w_leaf, .folded = w_folded};
+  map_walk_init(&c.w, s, &ops, &c, &c.err);
+  map_walk_run(&c.w);
   if (c.err) {
     npu_prog_free(c.prog);
     return c.err;

@@ -12,6 +12,7 @@
 #include "backends/npu-sim/npu_internal.h"
 #include "common/loc.h"
 #include "mapper/map_ir.h"
+#include "mapper/map_walk.h"
 
 #define SLOTS 8
 
@@ -28,8 +29,7 @@ typedef struct cg {
   const cov_acg *g;
   npu_target t;
   npu_prog *prog;
-  int64_t iter[MAP_MAX_SLOOPS];
-  int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  map_walk w; /* the schedule walk (loop iterations, buffer halves) */
   uint64_t dram[MAP_MAX_OPERANDS];
   int64_t dshape[MAP_MAX_OPERANDS][COV_MAX_RANK];
   int array, simd; /* compute indices */
@@ -65,20 +65,10 @@ typedef struct vopnd {
 } vopnd;
 
 void npu_cg_emit(cg *c, const npu_insn *in);
-/* Problem-loop values of the scheduled loops above below_level. */
-void npu_cg_values(const cg *c, int below_level, int64_t *v);
-/* Operand o's tensor index at problem-loop values v. */
-void npu_cg_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx);
-/* Tensor coordinates of the first element of o's level-lv tile. */
-void npu_cg_tile_base(const cg *c, int o, int lv, int64_t *base);
 /* Element strides of o's level-lv tile (the one layout every access uses). */
 void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st);
-/* Byte address of o's level-lv tile (the current half when double-buffered). */
-uint64_t npu_cg_place_addr(const cg *c, int o, int lv);
 /* Element offset of global index idx inside o's level-lv tile. */
 int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx);
-/* The deepest level holding operand o. */
-int npu_cg_deepest(const map_schedule *s, int o);
 /* Capability index of unit for op in -> out, or -1. */
 int npu_cg_find_cap(const cov_acg *g, int unit, cov_op op, cov_dtype in, cov_dtype out);
 /* The DMA edge between DRAM and buf (a store when `store`), or -1. */

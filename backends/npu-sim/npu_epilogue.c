@@ -54,11 +54,11 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   int rank = op->rank;
   int64_t shape[COV_MAX_RANK], base[COV_MAX_RANK];
   for (int d = 0; d < rank; d++) shape[d] = pl->shape[d];
-  npu_cg_tile_base(c, o, 1, base);
+  map_walk_tile_base(&c->w, o, 1, base);
   rloc reg[MAP_MAX_VREGS] = {0}, row[2] = {0};
   reg[0].valid = true;
   reg[0].buf = pl->node;
-  reg[0].addr = npu_cg_place_addr(c, o, 1);
+  reg[0].addr = map_walk_place_addr(&c->w, o, 1);
   npu_cg_layout_strides(c, o, 1, reg[0].stride);
   if (d0 >= 0) {
     shape[d0] = len;
@@ -66,7 +66,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
     reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
   }
   int64_t origin[MAP_MAX_LOOPS];
-  npu_cg_values(c, 1, origin);
+  map_walk_values(&c->w, 1, origin);
   uint64_t bump = c->area_lo;
   /* Two tiles' registers fit: alternate halves, so that this tile's
    * epilogue need not wait for the previous tile's store to read them
@@ -103,10 +103,10 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
         int vo_i = sv->index;
         const map_operand *vop = &p->operands[vo_i];
         int64_t vidx[COV_MAX_RANK];
-        npu_cg_index_of(vop, origin, p->n_loops, vidx);
+        map_walk_index_of(vop, origin, p->n_loops, vidx);
         int64_t off0 = npu_cg_local_offset(c, vo_i, 1, vidx);
         x->buf = c->s->place[vo_i][1].node;
-        x->addr = npu_cg_place_addr(c, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        x->addr = map_walk_place_addr(&c->w, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
         for (int d = 0; d < rank; d++) {
           x->st[d] = 0;
           if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
@@ -120,7 +120,7 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
           int64_t v2[MAP_MAX_LOOPS];
           memcpy(v2, origin, sizeof v2);
           v2[lp] += op->acc.coef[d][lp];
-          npu_cg_index_of(vop, v2, p->n_loops, vidx);
+          map_walk_index_of(vop, v2, p->n_loops, vidx);
           bool inside = true;
           for (int e = 0; e < vop->rank; e++)
             inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
