@@ -122,12 +122,16 @@ void map_cost_eval(map_schedule *s) {
    * simulator's per-instruction cost: a weight-stationary GEMM loads its
    * weights before streaming, an output-stationary one spends its reduction
    * depth and preloads/drains unless chained; one latency for the last
-   * result. Never below the pass count above (map_bound.c bounds that). */
-  if (cn->kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC && p->n_inputs == 2) {
+   * result. Weight-stationary: never below the pass count above (its m is
+   * streamed, one issue per row, as the passes count it). Output-stationary:
+   * the GEMMs replace the pass count, which charges the loop a GEMM spreads
+   * over the array's rows (its m) one issue per trip; map_bound.c bounds
+   * them by MACs / throughput, which no GEMM beats. */
+  if (map_gemm_applies(s)) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
     double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
-    if (gc > c->compute_cycles) c->compute_cycles = gc;
+    if (gc > c->compute_cycles || gp.output_stationary) c->compute_cycles = gc;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)
@@ -138,9 +142,10 @@ void map_cost_eval(map_schedule *s) {
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   c->epilogue_cycles = map_epilogue_cycles(s, par);
   /* transfers */
-  double per_edge[512];
+  double per_edge[512], per_edge_lat[512];
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;
   memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
+  memset(per_edge_lat, 0, sizeof(double) * (size_t)(n_edges + 1));
   double exposed_serial = 0, dram_cost = 0, first_fill = 0;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -181,7 +186,10 @@ void map_cost_eval(map_schedule *s) {
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
     if (db) {
-      if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;
+      if (x->edge >= 0 && x->edge < n_edges) {
+        per_edge[x->edge] += all;
+        per_edge_lat[x->edge] += wait ? 0 : lat * (double)x->count / inst;
+      }
       if (one > first_fill) first_fill = one;
     } else {
       exposed_serial += all;
@@ -193,6 +201,14 @@ void map_cost_eval(map_schedule *s) {
   double dram_bw = acg_dram_bandwidth(g);
   if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
   double busy = c->compute_cycles + c->epilogue_cycles;
+  /* With two buffers a tile's load can start only once the work on the
+   * tile two back has released its buffer: per two tiles the engine's
+   * occupancy, its latency and the work run in series, so of an edge's
+   * latencies half stays exposed where they do not fit under the work:
+   * the body is at least (busy + occupancy + latencies) / 2 per edge. */
+  for (int e = 0; e < n_edges; e++)
+    if ((busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
+      overlapped = (busy + per_edge[e] + per_edge_lat[e]) / 2;
   double body = busy > overlapped ? busy : overlapped;
   c->cycles = body + exposed_serial + first_fill;
   c->exposed_cycles = c->cycles - busy;
