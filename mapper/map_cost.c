@@ -47,6 +47,28 @@ double map_issue_cycles(const cov_acg *g, int node, int cap_index) {
   return units / (cap->throughput > 0 ? cap->throughput : 1);
 }
 
+/* The edge between nodes a and b in either direction, -1 if none. */
+static int edge_of(const cov_acg *g, int a, int b) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if ((ed->from == a && ed->to == b) || (ed->bidirectional && ed->from == b && ed->to == a)) return e;
+  }
+  return -1;
+}
+
+/* The storage node the SIMD node `simd` keeps epilogue registers in: one
+ * it both reads and writes over a bidirectional edge (the code generator's
+ * register buffer), else `fallback`. */
+static int simd_reg_node(const cov_acg *g, int simd, int fallback) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if (!ed->bidirectional) continue;
+    if (ed->from == simd && ed->to < g->n_storage) return ed->to;
+    if (ed->to == simd && ed->from < g->n_storage) return ed->from;
+  }
+  return fallback;
+}
+
 double map_epilogue_cycles(const map_schedule *s, double par) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -54,11 +76,35 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   const map_operand *out = &p->operands[p->output];
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   double cyc = 0;
+  int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
     const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
-    cyc += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1) / par;
+    /* The simulator's vop: max(elements / throughput, operand bytes over
+     * the first operand's edge, result bytes over the result's edge)
+     * (ISA.md "Timing"). Operands in memory: registers, rows and vector
+     * operands (a scalar is an immediate); a pool's window steps read the
+     * running result and the next element. The first op reads the output
+     * tile where the main statement left it; the others, and every result,
+     * the SIMD unit's register buffer. */
+    int nsrc = vo->kind == MAP_VOP_POOL ? 2 : 0;
+    if (vo->kind != MAP_VOP_POOL)
+      for (int q = 0; q < 2; q++) {
+        map_vsrc_kind k = q ? vo->b.kind : vo->a.kind;
+        nsrc += k == MAP_VS_REG || k == MAP_VS_VEC || k == MAP_VS_ROW;
+      }
+    int reg_node = simd_reg_node(g, vo->node, out_node);
+    double ei = (double)cov_dtype_size(vc->in[0] ? vc->in[0] : COV_F32);
+    double eo = (double)cov_dtype_size(vc->out ? vc->out : COV_F32);
+    int src = v == 0 ? out_node : reg_node, ein = edge_of(g, src, vo->node);
+    int eout = edge_of(g, vo->node, reg_node);
+    double bw_in = ein >= 0 ? map_edge_bw(g, ein, src, src) : 1e30;
+    double bw_out = eout >= 0 ? map_edge_bw(g, eout, reg_node, reg_node) : 1e30;
+    double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
+    if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
+    if (vo->kind != MAP_VOP_ROW_REDUCE && bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
+    cyc += (double)out_elems * per / par;
   }
   return cyc;
 }
@@ -188,7 +234,10 @@ void map_cost_eval(map_schedule *s) {
     if (db) {
       if (x->edge >= 0 && x->edge < n_edges) {
         per_edge[x->edge] += all;
-        per_edge_lat[x->edge] += wait ? 0 : lat * (double)x->count / inst;
+        /* an engine whose stores wait (above) already pays one latency per
+         * tile: its loads' latencies hide behind that wait */
+        if (wait) per_edge_lat[x->edge] = -1e300;
+        else per_edge_lat[x->edge] += lat * (double)x->count / inst;
       }
       if (one > first_fill) first_fill = one;
     } else {
@@ -207,7 +256,7 @@ void map_cost_eval(map_schedule *s) {
    * latencies half stays exposed where they do not fit under the work:
    * the body is at least (busy + occupancy + latencies) / 2 per edge. */
   for (int e = 0; e < n_edges; e++)
-    if ((busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
+    if (per_edge_lat[e] > 0 && (busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
       overlapped = (busy + per_edge[e] + per_edge_lat[e]) / 2;
   double body = busy > overlapped ? busy : overlapped;
   c->cycles = body + exposed_serial + first_fill;
