@@ -260,27 +260,19 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
                      "compile the rest and run those separately)",
                      layer->name, layer->unfused);
   (void)dt;
-  /* a hand-fixed schedule without :wg keeps the per-warp fragments */
-  gpu_target_caps caps = t->caps;
-  if (colon && !wg) caps.has_wgmma = 0;
-  COV_RETURN_IF_ERROR(gpu_plan_choose(&layer->prob, &caps, (const int (*)[3])t->shapes, t->n_shapes, plan));
   if (colon) {
-    gpu_plan *p = plan;
     if (layer->prob.kind == GPU_OP_MAXPOOL)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
-    /* the choice re-derived from the hand-fixed tile (M back to the
-     * problem's: the pooled row order recomputes it) */
-    gpu_plan fresh;
-    COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &fresh));
-    p->M = fresh.M;
-    p->bm = bm, p->bn = bn, p->bk = bk, p->wm = wm, p->wn = wn, p->stages = stages, p->wgmma = wg;
-    p->wg_inflight = wg ? (inflight >= 0 ? inflight : GPU_WGMMA_INFLIGHT) : 0;
-    p->keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
-    COV_RETURN_IF_ERROR(gpu_plan_derive(p, &t->caps));
+    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight};
+    COV_RETURN_IF_ERROR(gpu_plan_fixed(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
              !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+  } else {
+    /* the mapper's GPU search: its cheapest schedule that the lowering takes */
+    COV_RETURN_IF_ERROR(
+        gpu_plan_map(&layer->prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan, NULL));
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);

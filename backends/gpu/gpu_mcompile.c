@@ -291,7 +291,8 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
     (void)k_caps_default;
     return gpu_problem_check(q, plan);
   }
-  return gpu_plan_choose(q, &x->t->caps, (const int (*)[3])x->t->shapes, x->t->n_shapes, plan);
+  /* the mapper's GPU search: its cheapest schedule that the lowering takes */
+  return gpu_plan_map(q, x->t->acg, &x->t->caps, (const int (*)[3])x->t->shapes, x->t->n_shapes, plan, NULL);
 }
 
 static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *what, int a, int w, int y, int bias) {

@@ -1,7 +1,7 @@
-/* backends/gpu/gpu_plan.c: checking problems and plans, and a small
- * deterministic planner that reads only ACG numbers (no target names).
+/* backends/gpu/gpu_plan.c: checking problems and plans, and the plan of a
+ * problem from the mapper's GPU search (mapper/map_gpu.h: the one planner;
+ * it reads only ACG numbers, no target names) or from a hand-fixed tile.
  *
- * long: gpu_plan_choose enumerates and scores the tile candidates (softmax, pool and matrix cases share the scoring)
  */
 #include "backends/gpu/gpu_plan.h"
 
@@ -205,111 +205,34 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   return NULL;
 }
 
-typedef struct cand {
-  int bm, bn, wm, wn;
-} cand;
-
-cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
-                           const int (*supported)[3], int n_supported, gpu_plan *out) {
-  gpu_plan p;
-  cov_status st = gpu_problem_check(prob, &p);
-  if (st) return st;
-  int es = (int)cov_dtype_size(prob->in_dtype);
-  p.warp_size = caps->warp_size;
-  if (prob->kind == GPU_OP_MAXPOOL) {
-    p.threads = POOL_THREADS < caps->max_threads ? POOL_THREADS : caps->max_threads;
-    p.grid[0] = (unsigned)cdiv(p.M, p.threads), p.grid[1] = p.grid[2] = 1;
-    if ((st = gpu_plan_check(&p, caps))) return st;
-    *out = p;
-    return NULL;
-  }
-  /* the matrix instruction: the first ACG capability tile the target's
-   * lowering implements */
-  p.matrix = false;
-  if (prob->in_dtype != COV_F32)
-    for (int i = 0; i < caps->n_tiles && !p.matrix; i++)
-      for (int j = 0; j < n_supported; j++)
+/* The matrix instruction of a hand-fixed schedule: the first ACG
+ * capability tile that the target's lowering implements (per-wave shapes;
+ * warpgroup instructions take their shape from the tile), else the FMA
+ * fragment. */
+static void first_matrix_shape(gpu_plan *p, const gpu_target_caps *caps, const int (*supported)[3], int n_supported) {
+  p->matrix = false;
+  if (p->prob.in_dtype != COV_F32)
+    for (int i = 0; i < caps->n_tiles && !p->matrix; i++)
+      for (int j = 0; j < n_supported && !p->matrix; j++)
         if (caps->tiles[i][0] == supported[j][0] && caps->tiles[i][1] == supported[j][1] &&
-            caps->tiles[i][2] == supported[j][2]) {
-          p.fm = supported[j][0], p.fn = supported[j][1], p.fk = supported[j][2];
-          p.matrix = true;
-          break;
-        }
-  if (!p.matrix) p.fm = caps->warp_size / 8, p.fn = 8, p.fk = 4;
-  /* candidate workgroup tiles, largest first (H100 measurements, see
-   * backends/gpu/README.md): whole-vector asynchronous copies do best with
-   * 64x64 warp tiles; the guarded element gathers (convolutions, ragged
-   * matmuls) are bound by their loads and want more threads per tile */
-  static const cand mat_vec[] = {{128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
-  static const cand mat_gather[] = {{128, 128, 32, 64}, {128, 64, 32, 32}, {64, 64, 32, 32}};
-  static const cand fma[] = {{64, 64, 32, 32}, {32, 32, 32, 32}};
-  /* channels-last convolutions copy whole vectors like a matmul: the same
-   * tiles, restricted to N tiles that divide the output channels */
-  static const cand mat_cl[] = {{128, 128, 64, 64}, {128, 64, 64, 32}, {64, 64, 32, 32}};
-  p.bk = p.matrix ? (64 / es > p.fk ? 64 / es : p.fk) : 64 / es;
-  int gather = prob->kind != GPU_OP_MATMUL || p.M % 64 || p.N % 64 || p.K % 64;
-  int cl = caps->has_async_copy && prob->kind == GPU_OP_CONV2D && prob->groups == 1 && es == 2 && p.matrix &&
-           prob->cc % p.bk == 0 && p.N % 64 == 0;
-  const cand *cs = !p.matrix ? fma : cl ? mat_cl : gather ? mat_gather : mat_vec;
-  /* channels-last K tiles of 128 bytes where C allows (H100: 5-15% faster
-   * than 64 bytes on the ResNet 3x3 layers, bench/nvptx/README.md) */
-  if (cl && prob->cc % (128 / es) == 0) p.bk = 128 / es;
-  int n = p.matrix ? 3 : 2;
-  /* warpgroup MMAs where the target has them, for 16-bit matmuls that the
-   * tiles divide: 128x256 (two 64x256 warpgroup tiles), 128x128, and
-   * 64x128 for small problems (H100 sweep, bench/nvptx/README.md: 63% / 61%
-   * of cuBLAS at 4096^3 against the per-warp mma's 51%) */
-  static const cand mat_wg[] = {{128, 256, 64, 256}, {128, 128, 64, 128}, {64, 128, 64, 128}};
-  int wg = caps->has_wgmma && p.matrix && prob->kind == GPU_OP_MATMUL && es == 2 && !prob->epi.softmax &&
-           p.K % (128 / es) == 0 && caps->warp_size == 32;
-  if (wg) {
-    int fits = 0;
-    for (int i = 0; i < 3; i++) fits |= p.M % mat_wg[i].bm == 0 && p.N % mat_wg[i].bn == 0;
-    if (fits) cs = mat_wg, n = 3, p.bk = 128 / es, p.wgmma = true, p.wg_inflight = GPU_WGMMA_INFLIGHT;
-  }
-  if (prob->epi.softmax) {
-    /* one workgroup holds whole rows: the narrowest power-of-two tile that
-     * covers N (at least 64), 64 rows, 32 x (up to 64) warp tiles */
-    int bn = 64;
-    while (bn < p.N && bn <= 512) bn *= 2;
-    if (bn > 512)
-      return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "a fused softmax over rows of %lld (at most 512)", (long long)p.N);
-    gpu_plan base = p;
-    for (int bm = 64;; bm /= 2) { /* 32 rows where 64 do not fit (AMD's 64 KiB LDS) */
-      p = base;
-      p.bm = bm, p.bn = bn, p.wm = 32, p.wn = p.matrix && bn > 64 ? 64 : 32;
-      p.stages = 0;
-      if (!(st = gpu_plan_derive(&p, caps))) break;
-      if (bm == 32) return st;
-      cov_status_free(st);
-    }
-    *out = p;
-    return NULL;
-  }
-  /* score = useful fraction of the tiles' work x fullness of the last wave
-   * of workgroups over the SMs/CUs; a smaller tile must beat a larger one
-   * by 5% to be chosen (larger tiles reuse more) */
-  int chosen = -1;
-  double best = -1;
-  for (int i = 0; i < n; i++) {
-    if (p.wgmma ? p.M % cs[i].bm || p.N % cs[i].bn : cs[i].wm % p.fm || cs[i].wn % p.fn || (cl && p.N % cs[i].bn))
-      continue;
-    if ((int64_t)caps->warp_size * (p.wgmma ? 4 : 1) * (cs[i].bm / cs[i].wm) * (cs[i].bn / cs[i].wn) >
-        caps->max_threads)
-      continue;
-    if ((uint64_t)2 * (uint64_t)(cs[i].bm * p.bk + p.bk * cs[i].bn) * (uint64_t)es > caps->shared_bytes) continue;
-    int64_t tm = cdiv(p.M, cs[i].bm), tn = cdiv(p.N, cs[i].bn), tiles = p.G * tm * tn;
-    int64_t cores = caps->cores > 0 ? caps->cores : 1, waves = cdiv(tiles, cores);
-    double eff = (double)p.M * (double)p.N / ((double)tm * cs[i].bm * (double)tn * cs[i].bn);
-    double score = eff * (double)tiles / (double)(waves * cores);
-    if (chosen < 0 || score > best * 1.05) best = score, chosen = i;
-  }
-  if (chosen < 0)
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "GPU planner: no workgroup tile fits a %dx%dx%d fragment in %llu bytes",
-                     p.fm, p.fn, p.fk, (unsigned long long)caps->shared_bytes);
-  p.bm = cs[chosen].bm, p.bn = cs[chosen].bn, p.wm = cs[chosen].wm, p.wn = cs[chosen].wn;
-  p.stages = 0;
-  if ((st = gpu_plan_derive(&p, caps))) return st;
+            caps->tiles[i][2] == supported[j][2])
+          p->fm = supported[j][0], p->fn = supported[j][1], p->fk = supported[j][2], p->matrix = true;
+  if (!p->matrix) p->fm = caps->warp_size / 8, p->fn = 8, p->fk = 4;
+}
+
+cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, const int (*supported)[3],
+                          int n_supported, const gpu_fixed_tile *f, gpu_plan *out) {
+  gpu_plan p;
+  COV_RETURN_IF_ERROR(gpu_problem_check(prob, &p));
+  if (prob->kind == GPU_OP_MAXPOOL)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(prob), "a pool takes no :BMxBNxBK:WMxWN:STAGES schedule");
+  p.warp_size = caps->warp_size;
+  first_matrix_shape(&p, caps, supported, n_supported);
+  p.bm = f->bm, p.bn = f->bn, p.bk = f->bk, p.wm = f->wm, p.wn = f->wn, p.stages = f->stages;
+  p.wgmma = f->wgmma;
+  p.wg_inflight = f->wgmma ? (f->inflight >= 0 ? f->inflight : GPU_WGMMA_INFLIGHT) : 0;
+  p.keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
+  COV_RETURN_IF_ERROR(gpu_plan_derive(&p, caps));
   *out = p;
   return NULL;
 }
@@ -359,6 +282,11 @@ cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_t
     *out = p;
     return NULL;
   }
+  /* the softmax epilogue holds whole rows in one workgroup tile, at most
+   * 512 columns of it (the lowering's row reduction) */
+  if (prob->epi.softmax && p.N > 512)
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "a fused softmax over rows of %lld (at most 512)",
+                     (long long)p.N);
   map_gpu_problem mp;
   map_gpu_lowering low;
   map_view(&p, caps, supported, n_supported, &mp, &low);

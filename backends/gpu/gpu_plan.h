@@ -5,10 +5,10 @@
  * schedule: the workgroup tile (the shared-memory/LDS level of the mapper's
  * GPU schedule), the warp/wave tile (its register level), the matrix
  * instruction shape (one of the ACG's capability tiles, or the plain-FMA
- * fragment), the pipeline depth and the threads per workgroup. The mapper
- * fills a plan field by field from its GPU schedule (gpu_plan_map, from
- * mapper/map_gpu.h's search); the compilers still take gpu_plan_choose's
- * plan, which measured faster on the bench kernels (bench/nvptx/README.md).
+ * fragment), the pipeline depth and the threads per workgroup. Every
+ * compiler (suite layers, model groups; AMDGPU and NVPTX) takes its plan
+ * from the mapper's GPU search (gpu_plan_map over mapper/map_gpu.h), which
+ * fills a plan field by field from its cheapest schedule the lowering takes.
  *
  * Every layer is viewed as  C[g][m][n] = sum_k A[g][m][k] * B[g][k][n]:
  *   matmul: g = batch, A = a[g] (M x K row-major), B = b[g] (K x N row-major),
@@ -210,12 +210,19 @@ cov_status gpu_caps_from_acg(const cov_acg *acg, cov_dtype in, gpu_target_caps *
  * divisible groups, supported dtype and epilogue). */
 cov_status gpu_problem_check(const gpu_problem *prob, gpu_plan *plan);
 
-/* A deterministic plan for `prob`: the largest workgroup tile from a short
- * fixed candidate list that fits the shared memory and does not leave the
- * machine underfilled for small problems; supported_fm/fn are the matrix
- * instruction shapes the target's lowering implements. */
-cov_status gpu_plan_choose(const gpu_problem *prob, const gpu_target_caps *caps,
-                           const int (*supported)[3], int n_supported, gpu_plan *out);
+/* A hand-fixed workgroup tile (`covenant gpu compile LAYER:BMxBNxBK:WMxWN:STAGES[:wg]`):
+ * inflight < 0 takes the default batches in flight. */
+typedef struct gpu_fixed_tile {
+  int bm, bn, bk, wm, wn, stages;
+  bool wgmma;
+  int inflight;
+} gpu_fixed_tile;
+
+/* The plan of `prob` with the hand-fixed tile f: the matrix instruction is
+ * the first ACG capability tile the lowering implements (supported), the
+ * rest derived (gpu_plan_derive: channels-last wherever the tile allows). */
+cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, const int (*supported)[3],
+                          int n_supported, const gpu_fixed_tile *f, gpu_plan *out);
 
 /* The plan of `prob` from the mapper's GPU search (mapper/map_gpu.h): the
  * cheapest of its ranked schedules that this lowering takes, given the

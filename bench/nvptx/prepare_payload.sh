@@ -29,8 +29,10 @@ for k in json.load(open(os.path.join(d, "fused", "manifest.json")))["kernels"]:
 json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
+# (every public and common header: status.h includes covenant/api.h)
 for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
-         common/status.c common/fileio.c common/fileio.h include/covenant/status.h examples/convnet.onnx; do
+         common/status.c common/fileio.c common/text.c $(cd "$root" && ls common/*.h include/covenant/*.h) \
+         examples/convnet.onnx; do
   mkdir -p "$payload/src/$(dirname "$f")"
   cp "$root/$f" "$payload/src/$f"
 done

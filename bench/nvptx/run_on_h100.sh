@@ -10,5 +10,5 @@ shift 2
 src=$payload/src
 mkdir -p "$out"
 cc -std=c11 -O2 -fPIC -shared -D_POSIX_C_SOURCE=200809L -I "$src/include" -I "$src" -o "$payload/covrun.so" \
-   "$src/bench/nvptx/covrun.c" "$src/runtime/crt_cuda.c" "$src/common/status.c" "$src/common/fileio.c" -ldl
+   "$src/bench/nvptx/covrun.c" "$src/runtime/crt_cuda.c" "$src/common/status.c" "$src/common/fileio.c" "$src/common/text.c" -ldl
 python3 "$src/bench/nvptx/gpu_bench.py" --payload "$payload/ptx" --lib "$payload/covrun.so" --out "$out" "$@"
