@@ -9,7 +9,9 @@
  * and target (run_load), bind files to inputs, outputs and expected
  * outputs (bind_names), read them (read_inputs), run (run_target, run_ref),
  * then report (print_header, print_outputs, write_outputs, check_outputs,
- * print_npu_report). GPU targets are handed to `covenant gpu run`. */
+ * print_npu_report). The target opens through the backend registry; every
+ * backend but the NPU (whose report this prints) runs through its
+ * registry entry point (run_model). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -20,6 +22,7 @@
 
 #include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
+#include "common/loc.h"
 #include "covenant/model.h"
 #include "covenant/npu.h"
 #include "covenant/tensor.h"
@@ -39,8 +42,10 @@ static void run_help(FILE *out) {
           "(a program per call), a call the NPU path cannot take on the CPU, each listed\n"
           "with the reason. The target 'ref' is the CPU reference: layout operations run in\n"
           "the frontend, every compute operation through the codelet interpreter (the\n"
-          "oracle all accelerator targets are checked against). A GPU target (nvptx-*,\n"
-          "amdgpu-*) runs as 'covenant gpu run'.\n"
+          "oracle all accelerator targets are checked against). On a GPU target (nvptx-*,\n"
+          "amdgpu-*) the model is compiled whole into one artifact (as covenant compile\n"
+          "writes it) and run on the device through the runtime (CUDA driver, HIP);\n"
+          "without a device that is an error naming the driver.\n"
           "\n"
           "Prints the model and target, each input and output on one line (shape, dtype,\n"
           "min/max/mean, first values), the check, and on an NPU the per-group table\n"
@@ -147,6 +152,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
   o->model = argv[optind];
   if ((o->trace || o->per_call) && strcmp(o->target, BACKEND_REF) == 0)
     return cli_usage_error("run", "--trace and --per-call are for NPU targets, not 'ref'");
+  /* (a GPU target with them is refused once the target is open: run_load) */
   return -1;
 }
 
@@ -155,7 +161,8 @@ static int run_parse(int argc, char **argv, run_opts *o) {
 typedef struct run_state {
   const run_opts *o;
   cov_model *m;
-  cov_acg *acg; /* NULL for ref */
+  backend_target bt; /* the registry's backend and the ACG of the target */
+  cov_acg *acg;      /* bt.acg: NULL for ref */
   size_t ni, no;
   cov_tensor *inputs, *outputs, *expected, *ref_out;
   const char **in_files;     /* where each input came from; NULL: random */
@@ -175,7 +182,7 @@ static double now_s(void) {
 
 static void run_state_free(run_state *s) {
   cov_npu_report_free(s->report);
-  cov_acg_free(s->acg);
+  backend_target_close(&s->bt);
   for (size_t i = 0; s->inputs && i < s->ni; i++) cov_tensor_release(&s->inputs[i]);
   for (size_t i = 0; i < s->no; i++) {
     if (s->outputs) cov_tensor_release(&s->outputs[i]);
@@ -194,9 +201,18 @@ static void run_state_free(run_state *s) {
   cov_model_free(s->m);
 }
 
+/* The NPU backend runs models with a per-group report and trace (the
+ * cov_npu_* API); every other backend through its registry entry. */
+static bool is_npu(const backend_target *t) { return t->acg && t->backend->gpu == NULL; }
+
 static cov_status run_load(run_state *s) {
   double t0 = now_s();
-  if (strcmp(s->o->target, BACKEND_REF) != 0) COV_RETURN_IF_ERROR(cov_acg_load_target(s->o->target, &s->acg));
+  COV_RETURN_IF_ERROR(backend_target_open(s->o->target, &s->bt));
+  s->acg = s->bt.acg;
+  if ((s->o->trace || s->o->per_call) && !is_npu(&s->bt))
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant run"),
+                     "--trace and --per-call are for NPU targets; %s is a %s target", s->o->target,
+                     s->bt.backend->name);
   cov_model_options mo = {.max_memory = s->o->max_memory};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
@@ -367,8 +383,10 @@ static int read_inputs(run_state *s) {
 static cov_status run_target(run_state *s) {
   const run_opts *o = s->o;
   double t0 = now_s();
-  if (!s->acg) {
-    cov_status st = cov_model_run_ref(s->m, s->inputs, s->ni, s->outputs, s->no);
+  if (!is_npu(&s->bt)) {
+    /* ref and the GPU backends: the registry's model entry point (a GPU
+     * target compiles the model whole and runs it through the runtime) */
+    cov_status st = s->bt.backend->run_model(&s->bt, s->m, s->o->model, s->inputs, s->ni, s->outputs, s->no);
     s->t_run = now_s() - t0;
     return st;
   }
@@ -629,7 +647,6 @@ static int run_report(const run_state *s) {
 
 int cli_cmd_run(int argc, char **argv) {
   int rc;
-  if (cli_route_gpu("run", argc, argv, &rc)) return rc;
   run_opts o;
   if ((rc = run_parse(argc, argv, &o)) >= 0) return rc;
   run_state s = {.o = &o};

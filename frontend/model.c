@@ -202,6 +202,58 @@ static int seen_before(graph_node *const *nodes, int k, int slot, const graph_va
   return 0;
 }
 
+/* Whether each value depends on the model's run-time inputs (not only on
+ * constants and shapes): forward over the nodes, repeated until nothing
+ * changes, so the result does not depend on the node order. */
+static unsigned char *runtime_values(const graph *g) {
+  unsigned char *rt = calloc(g->n_values ? g->n_values : 1, 1);
+  if (!rt) return NULL;
+  for (size_t i = 0; i < g->n_inputs; i++)
+    if (!g->inputs[i]->data) rt[g->inputs[i]->id] = 1;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t q = 0; q < g->n_nodes; q++) {
+      const graph_node *n = g->nodes[q];
+      if (n->dead || !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) continue;
+      int any = 0;
+      for (int s = 0; s < n->n_in && !any; s++) any = n->in[s] && rt[n->in[s]->id];
+      for (int o = 0; o < n->n_out && any; o++)
+        if (n->out[o] && !n->out[o]->data && !rt[n->out[o]->id]) rt[n->out[o]->id] = 1, changed = 1;
+    }
+  }
+  return rt;
+}
+
+/* Every value of `from` is exactly a value of `to` (and back). */
+static int exact_widening(cov_dtype from, cov_dtype to) {
+  if (from == to) return 1;
+  if (to == COV_F64) return from == COV_F32 || from == COV_F16 || from == COV_BF16;
+  return to == COV_F32 && (from == COV_F16 || from == COV_BF16);
+}
+
+/* Why layout node n does not only move run-time elements (NULL: it does). */
+static const char *node_alters(const graph_node *n, const unsigned char *rt) {
+  const graph_value *x = n->n_in > 0 ? n->in[0] : NULL;
+  int x_rt = x && rt[x->id];
+  if (!strcmp(n->op_type, "Cast") || !strcmp(n->op_type, "CastLike")) {
+    if (x_rt && n->out[0] && !exact_widening(x->dtype, n->out[0]->dtype))
+      return "it converts run-time values to another element type (not an exact widening)";
+    return NULL;
+  }
+  if (!strcmp(n->op_type, "TopK") && x_rt) return "it selects run-time values by comparing them";
+  if (!strncmp(n->op_type, "Scatter", 7)) {
+    const graph_attr *a = graph_attr_find(n, "reduction");
+    if (a && a->type == GA_STRING && a->s && strcmp(a->s, "none") != 0)
+      return "it combines run-time values (a Scatter with a reduction)";
+  }
+  for (int s = 0; s < n->n_in; s++) {
+    const graph_value *v = n->in[s];
+    if (v && rt[v->id] && !cov_dtype_is_float(v->dtype))
+      return "where it reads or writes depends on run-time integers";
+  }
+  return NULL;
+}
+
 cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_group_info *out) {
   if (!m || !out || i >= m->g->n_groups)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_get_info"), "no group %zu", i);
@@ -210,6 +262,13 @@ cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_grou
   memset(out, 0, sizeof *out);
   out->kind = grp->kind;
   out->layout = grp->layout;
+  out->node = grp->n_nodes ? grp->nodes[0]->name : "";
+  if (grp->layout) {
+    unsigned char *rt = runtime_values(g);
+    if (!rt) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_group_get_info"), "out of memory");
+    for (int k = 0; k < grp->n_nodes && !out->alters; k++) out->alters = node_alters(grp->nodes[k], rt);
+    free(rt);
+  }
   for (int k = 0; k < grp->n_nodes; k++) {
     const graph_node *n = grp->nodes[k];
     int64_t mk = graph_node_macs(n);

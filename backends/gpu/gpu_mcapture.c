@@ -1,14 +1,22 @@
 /* backends/gpu/gpu_mcapture.c: a model's compute groups and the data flow
  * between them, read through the frontend's public group hook only.
  *
- * The model runs three times on the CPU with every describable compute
+ * The model runs four times on the CPU with every describable compute
  * group handled here: its description is recorded (pass 0), and in place of
  * its result it gets 32-bit patterns — the buffer id in pass 0, the
- * element's index in pass 1, the index with bit 30 flipped in pass 2 — as
- * do the model's inputs. Layout operations run in the frontend and copy
- * elements bit for bit (memcpy), so each group input, and each model
- * output, arrives as (id, index) pairs: which element of which buffer every
- * element is. Those pairs are compressed into runs (contiguous in both); a
+ * element's index in pass 1, the index with bit 30 flipped in pass 2, a
+ * hash of (id, index) in pass 3 — as do the model's inputs. Layout
+ * operations run in the frontend and copy elements bit for bit (memcpy), so
+ * each group input, and each model output, arrives as (id, index) pairs:
+ * which element of which buffer every element is. A layout operation that
+ * changed values instead (a Cast f32 -> f16 -> f32 maps every id and index
+ * to 0 and the flipped index to 0x40000000, which reads as a consistent
+ * "element 0 of buffer 0") would decode as a wrong copy, silently; so the
+ * frontend's list of value-changing layout groups is refused, naming the
+ * node (gpu_capture_altering), and every decoded pair must reproduce pass 3's hash bit for
+ * bit: the hash is a normal float with a fraction and its lowest mantissa
+ * bit set, which no narrowing or integer cast, rounding or selection by
+ * value keeps. Those pairs are compressed into runs (contiguous in both); a
  * single run covering a whole buffer is the buffer itself. Pass 2 tells the
  * rest apart: an element equal in all three passes is a constant a layout
  * operation mixed in (ViT's class token, concatenated to the patches), kept
@@ -34,6 +42,17 @@ static char *dup_str(const char *s) {
 
 /* pass 2's flip: an element index (< 2^30) with it differs from pass 1 */
 #define CAP_FLIP 0x40000000u
+
+/* Pass 3's pattern of element ix of buffer id: sign and mantissa from a
+ * mix of both (lowest mantissa bit set), biased exponent 127..148, so
+ * |value| is in [1, 2^22) with a nonzero fraction: never NaN, Inf or
+ * denormal, never an integer, never exact in f16 or bf16. */
+static uint32_t cap_hash(uint32_t id, uint32_t ix) {
+  uint32_t h = id * 0x9E3779B1u ^ (ix + 0x7F4A7C15u);
+  h ^= h >> 16, h *= 0x85EBCA6Bu, h ^= h >> 13, h *= 0xC2B2AE35u, h ^= h >> 16;
+  uint32_t e = 127u + ((h >> 23) & 0xFFu) % 22u;
+  return (h & 0x80000000u) | e << 23 | (h & 0x007FFFFFu) | 1u;
+}
 
 typedef struct cap_ctx {
   gpu_capture *c;
@@ -127,7 +146,8 @@ static int const_id(gpu_capture *c, float *vals, int64_t n) {
   return c->n_ids++;
 }
 
-void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, gpu_cap_value *v) {
+void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                    gpu_cap_value *v) {
   v->n_runs = 0;
   v->ok = 0;
   if (t->dtype != COV_F32) {
@@ -135,13 +155,13 @@ void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, co
     return;
   }
   int64_t n = cov_tensor_numel(t), n_const = 0;
-  const uint32_t *flip = t->data;
+  const uint32_t *hash = t->data;
   float *consts = NULL;
   int cap = 0, cid = -1;
   for (int64_t j = 0; j < n; j++) {
     uint32_t id = ids[j], ix = idx[j];
     int src = (int)id;
-    if (flip[j] == ix && id == ix) {
+    if (flip[j] == ix && id == ix && hash[j] == ix) {
       /* a constant: its own buffer, elements in order */
       if (!consts && !(consts = malloc((size_t)n * sizeof *consts))) {
         cap_fail(v, "out of memory");
@@ -150,10 +170,10 @@ void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, co
       memcpy(&consts[n_const], &ix, 4);
       src = -1, ix = (uint32_t)n_const++;
     } else if (flip[j] != (ix ^ CAP_FLIP) || id >= (uint32_t)c->n_ids || (int64_t)ix >= c->id_numel[id] ||
-               gpu_cap_const(c, (int)id)) {
+               gpu_cap_const(c, (int)id) || hash[j] != cap_hash(id, ix)) {
       snprintf(v->why, sizeof v->why,
-               "element %lld is not a copy of an element computed on the GPU (a layout operation computes, "
-               "or it reads a group that cannot be compiled)",
+               "element %lld is not a bit-exact copy of an element computed on the GPU (a layout operation "
+               "computes, or it reads a group that cannot be compiled)",
                (long long)j);
       cap_fail(v, v->why);
       free(consts);
@@ -185,10 +205,14 @@ void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, co
   v->ok = 1;
 }
 
+uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
+  return pass == 0 ? id : pass == 1 ? ix : pass == 2 ? ix ^ CAP_FLIP : cap_hash(id, ix);
+}
+
 static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
   int64_t n = cov_tensor_numel(t);
   uint32_t *p = t->data;
-  for (int64_t j = 0; j < n; j++) p[j] = pass == 0 ? id : pass == 1 ? (uint32_t)j : (uint32_t)j ^ CAP_FLIP;
+  for (int64_t j = 0; j < n; j++) p[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
 }
 
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
@@ -241,13 +265,14 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
     gpu_cap_group *g = &c->groups[k];
     if (!g->described) return NULL;
     for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
-      if (x->pass == 1) {
-        COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].idx));
+      gpu_cap_input *gi = &g->in[i];
+      if (x->pass < GPU_CAP_PASSES - 1) {
+        COV_RETURN_IF_ERROR(keep_ids(&o->in[i], x->pass == 1 ? &gi->idx : &gi->flp));
         continue;
       }
-      gpu_cap_decode(c, &o->in[i], g->in[i].ids, g->in[i].idx, &g->in[i].v);
-      free(g->in[i].ids), free(g->in[i].idx);
-      g->in[i].ids = g->in[i].idx = NULL;
+      gpu_cap_decode(c, &o->in[i], gi->ids, gi->idx, gi->flp, &gi->v);
+      free(gi->ids), free(gi->idx), free(gi->flp);
+      gi->ids = gi->idx = gi->flp = NULL;
     }
   }
   gpu_cap_group *g = &c->groups[k];
@@ -255,6 +280,20 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   fill_bits(out, (uint32_t)g->buf_id, x->pass);
   *handled = 1;
   return NULL;
+}
+
+cov_status gpu_capture_altering(const cov_model *m, const char *path) {
+  cov_status errs = NULL;
+  for (size_t i = 0; i < cov_model_num_groups(m); i++) {
+    cov_model_group_info info;
+    COV_RETURN_IF_ERROR(cov_model_group_get_info(m, i, &info));
+    if (!info.layout || !info.alters) continue;
+    errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
+                                           "layer group %zu (%s, node '%s'): %s; the GPU model path runs the "
+                                           "frontend's data movement as copies of elements only",
+                                           i, info.kind, info.node, info.alters));
+  }
+  return errs;
 }
 
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
@@ -265,7 +304,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0};
+  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0}, *out_flp[GPU_CAP_MAX_IO] = {0};
   cov_status st = NULL;
   for (size_t i = 0; i < ni && !st; i++) {
     cov_dtype dt;
@@ -274,7 +313,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     st = cov_model_input_info(m, i, &dt, &rank, shape);
     if (st) break;
     if (dt != COV_F32) {
-      st = cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, cov_model_input_name(m, i)),
+      st = cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, i)),
                      "model input '%s' is %s; the GPU model path takes f32 inputs", cov_model_input_name(m, i),
                      cov_dtype_name(dt));
       break;
@@ -287,7 +326,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
   }
-  for (int pass = 0; pass < 3 && !st; pass++) {
+  for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++) {
     for (size_t i = 0; i < ni && !st; i++) {
       cov_tensor_release(&in[i]);
       st = cov_tensor_alloc(&in[i], COV_F32, c->in_shape[i].rank, c->in_shape[i].shape);
@@ -297,10 +336,10 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     cap_ctx x = {c, pass, 0, NULL};
     st = cov_model_run_groups(m, in, ni, out, no, on_group, NULL, &x);
     for (size_t o = 0; o < no && !st; o++) {
-      if (pass < 2) {
-        st = keep_ids(&out[o], pass ? &out_idx[o] : &out_ids[o]);
+      if (pass < GPU_CAP_PASSES - 1) {
+        st = keep_ids(&out[o], pass == 0 ? &out_ids[o] : pass == 1 ? &out_idx[o] : &out_flp[o]);
       } else {
-        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], &c->outputs[o]);
+        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], out_flp[o], &c->outputs[o]);
         c->out_shape[o] = out[o];
         c->out_shape[o].data = NULL;
       }
@@ -308,7 +347,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
   }
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]);
+  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]), free(out_flp[o]);
   if (st) gpu_capture_free(c);
   return st;
 }
@@ -323,7 +362,7 @@ void gpu_capture_free(gpu_capture *c) {
       for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
       free(cl->attrs), free(cl->args);
     }
-    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].v.runs);
+    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].v.runs);
     free(g->calls), free(g->in);
   }
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);

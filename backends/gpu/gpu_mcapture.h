@@ -43,7 +43,7 @@ typedef struct gpu_cap_call {
 typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
-  uint32_t *ids, *idx; /* passes 0 and 1, until decoded in pass 2 */
+  uint32_t *ids, *idx, *flp; /* passes 0, 1 and 2, until decoded in pass 3 */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -79,12 +79,26 @@ static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
   return id >= 0 && id < c->cap_const ? c->id_const[id] : NULL;
 }
 
+/* The capture's passes: the 32-bit pattern element ix of buffer id holds
+ * in pass 0 .. GPU_CAP_PASSES-1 (the last one is the hash every decoded
+ * element must reproduce). */
+enum { GPU_CAP_PASSES = 4 };
+uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix);
+
+/* The layout groups that change run-time values rather than move them
+ * (the frontend's cov_model_group_info.alters), each an error located at
+ * its node; NULL when there are none. Such a group cannot be compiled as
+ * copies of elements. */
+cov_status gpu_capture_altering(const cov_model *m, const char *path);
+
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
 void gpu_capture_free(gpu_capture *c);
-/* Decodes a value received in pass 2 (flipped indices) with its pass-0
- * ids and pass-1 indices; elements equal in all three passes are constants
- * (a new constant buffer id of c). */
-void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, gpu_cap_value *v);
+/* Decodes a value received in pass 3 (hashes) with its pass-0 ids, pass-1
+ * indices and pass-2 flipped indices; every decoded (id, index) must
+ * reproduce the hash; elements equal in all four passes are constants (a
+ * new constant buffer id of c). */
+void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                    gpu_cap_value *v);
 
 #endif

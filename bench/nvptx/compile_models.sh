@@ -15,8 +15,8 @@
 # tests/models (materialized here only to compile; the H100 script
 # materializes them again from the tracked skeletons for onnxruntime and
 # torch, so only artifacts travel). Batch 32: the NAME_b32 export where
-# tests/models has one, else the batch-1 model with its batch dimension set
-# to 32 (make_batch.py). A model that fails to compile is listed in
+# tests/models (or, for the encoder, tests/frontend/models) has one, else
+# the batch-1 model with its batch dimension set to 32 (make_batch.py). A model that fails to compile is listed in
 # OUTDIR/failed.txt with its error and left out; the rest go on.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,6 +55,8 @@ for m in "${models[@]}"; do
   b32=$out/onnx/${m}_b32.onnx
   [ $reuse = 1 ] && [ -f "$b32" ] || if [ -f "$root/tests/models/${m}_b32.skel.onnx" ]; then
     $py "$root/tests/models/materialize.py" "$out/onnx" "${m}_b32" > /dev/null 2>&1 || rm -f "$b32"
+  elif [ "$m" = encoder ] && [ -f "$root/tests/frontend/models/encoder_b32.onnx" ]; then
+    cp "$root/tests/frontend/models/encoder_b32.onnx" "$b32"
   fi
   [ -f "$b32" ] || $py "$root/bench/nvptx/make_batch.py" "$out/onnx/$m.onnx" 32 "$b32" > /dev/null 2>&1 || rm -f "$b32"
   for b in 1 32; do

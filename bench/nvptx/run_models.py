@@ -48,6 +48,9 @@ def onnx_path(name, batch, cache):
             os.path.join(ROOT, "tests", "frontend", "models", "encoder.onnx")
         if batch == 1:
             return src
+        exported = os.path.join(ROOT, "tests", "frontend", "models", "%s_b%d.onnx" % (name, batch))
+        if os.path.exists(exported):  # the encoder's batch-32 export (compile_models.sh takes it too)
+            return exported
         dst = os.path.join(cache, "%s_b%d.onnx" % (name, batch))
         if not os.path.exists(dst):
             make_batch(src, batch, dst)
@@ -448,10 +451,11 @@ def one(opt, name, batch, art_path, cache):
         row["torch_rel_err"] = max(rel_err(g, w) for g, w in zip(res, want))
     except Exception as e:  # the covenant results stand without the anchor
         row["torch_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
-        if name in TORCHVISION:
+        if name in TORCHVISION or name in MODULES:
             try:
                 row["torch_ms"] = torchvision_ms_fresh(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
-                row["torch"] = "torchvision.models.%s (random weights; not checked)" % name
+                row["torch"] = ("torchvision.models.%s" % name if name in TORCHVISION else MODULES[name]) + \
+                    " (random weights; not checked)"
                 row["torch_rel_err"] = float("nan")
             except Exception as e2:
                 row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
@@ -459,6 +463,30 @@ def one(opt, name, batch, art_path, cache):
 
 
 TORCHVISION = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "efficientnet_b0")
+# the torch modules the other exports were made from (tests/models/export_real.py,
+# tests/frontend/models/export_models.py): the anchor where the ONNX graph
+# could not be replayed as torch calls
+MODULES = {"yolo_tiny": "export_real.YoloTiny", "vit_tiny": "export_real.ViTTiny", "gpt2_tiny": "export_real.GPT2Tiny",
+           "small_cnn": "export_real.SmallCNN",
+           "encoder": "nn.TransformerEncoderLayer(64, 4, 128, relu, batch_first) as export_models builds it"}
+
+
+def module_of(name, torch):
+    """The torch module (eval, random weights) an export was made from."""
+    if name in TORCHVISION:
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None)
+    if name == "encoder":
+        return torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1,
+                                                activation="relu", batch_first=True)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    saved = sys.argv
+    sys.argv = sys.argv[:1]  # export_real reads its OUT from argv at import
+    try:
+        import export_real
+    finally:
+        sys.argv = saved
+    return export_real.MODELS[name][0]()
 
 
 def torchvision_ms_fresh(name, shape, warmup, iters):
@@ -478,12 +506,16 @@ def torchvision_ms_fresh(name, shape, warmup, iters):
 
 
 def torchvision_ms(name, shape, warmup, iters):
-    """The torchvision module itself (fp16, eval), in a CUDA graph: the
-    fallback anchor where the ONNX graph could not be replayed as torch calls."""
+    """The torch module itself (torchvision's, or the one the export was made
+    from; fp16, eval), in a CUDA graph: the fallback anchor where the ONNX
+    graph could not be replayed as torch calls. Token inputs (gpt2_tiny) are
+    random ids below its vocabulary (512)."""
     import torch
-    import torchvision
-    net = getattr(torchvision.models, name)(weights=None).eval().half().cuda()
-    x = torch.rand(*shape, device="cuda", dtype=torch.float16) * 2 - 1
+    net = module_of(name, torch).eval().half().cuda()
+    if name == "gpt2_tiny":
+        x = torch.randint(0, 512, tuple(shape), device="cuda", dtype=torch.long)
+    else:
+        x = torch.rand(*shape, device="cuda", dtype=torch.float16) * 2 - 1
     with torch.no_grad():
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

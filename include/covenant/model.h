@@ -130,6 +130,14 @@ typedef struct cov_model_group_info {
   int64_t in_elems;    /* non-constant values read from outside the group */
   int64_t const_elems; /* constants (weights, bias) read */
   int64_t out_elems;   /* values the group produces that others (or outputs) read */
+  const char *node;    /* its first node's name (owned by the model) */
+  /* Layout groups only: NULL when the group moves run-time elements bit for
+   * bit (or touches only constants and shapes), else why it does not (a
+   * static string): a Cast/CastLike of run-time values to another element
+   * type that is not an exact widening, TopK (it selects by value), a
+   * Scatter with a reduction, or element positions that depend on run-time
+   * integers. Backends that run data movement as copies refuse these. */
+  const char *alters;
 } cov_model_group_info;
 COV_API cov_status cov_model_group_get_info(const cov_model *model, size_t i, cov_model_group_info *out);
 

@@ -1,0 +1,121 @@
+/* tests/gpu/test_gpu_capture.c: the GPU capture's decoder against values
+ * moved — or changed — by hand, as a layout operation would between groups.
+ * A copy of any permutation must decode as exactly those elements; a value
+ * change must be refused even where the first three passes (id, index,
+ * flipped index) decode consistently: an f32 -> f16 -> f32 or f32 -> i32
+ * -> f32 round trip maps them to a broadcast of element 0, which the
+ * decoder took silently before the hash pass (issue 15). The reference is
+ * the transformation itself: which source element each output element is.
+ * Usage: test_gpu_capture */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_mcapture.h"
+#include "covenant/tensor.h"
+
+enum { N = 256 };
+
+static float as_f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static uint32_t as_u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+typedef uint32_t (*xform)(const uint32_t *src, int j);
+static uint32_t copy_rev(const uint32_t *s, int j) { return s[N - 1 - j]; }
+static uint32_t copy_same(const uint32_t *s, int j) { return s[j]; }
+static uint32_t via_f16(const uint32_t *s, int j) { return as_u(cov_f16_to_f32(cov_f32_to_f16(as_f(s[j])))); }
+static uint32_t via_bf16(const uint32_t *s, int j) { return as_u(cov_bf16_to_f32(cov_f32_to_bf16(as_f(s[j])))); }
+static uint32_t via_i32(const uint32_t *s, int j) {
+  float f = as_f(s[j]);
+  return as_u(fabsf(f) < 2147483520.0f ? (float)(int32_t)f : f);
+}
+static uint32_t negate(const uint32_t *s, int j) { return s[j] ^ 0x80000000u; }
+/* the j-th largest (TopK over the whole row): positions follow the values */
+static uint32_t top(const uint32_t *s, int j) {
+  static float v[N];
+  for (int i = 0; i < N; i++) v[i] = as_f(s[i]);
+  for (int r = 0;; r++) {
+    int best = -1;
+    for (int i = 0; i < N; i++)
+      if (v[i] == v[i] && (best < 0 || v[i] > v[best])) best = i;
+    if (r == j) return as_u(v[best]);
+    v[best] = NAN;
+  }
+}
+/* a constant in the first 16 elements (as a Pad or Concat mixes in) */
+static uint32_t pad16(const uint32_t *s, int j) { return j < 16 ? as_u(0.5f) : s[j - 16]; }
+
+/* Decodes xform applied to buffer 0's patterns; 1 if it decoded. */
+static int decode(xform f, gpu_cap_value *v, int *three_ok) {
+  gpu_capture c;
+  memset(&c, 0, sizeof c);
+  c.id_numel = malloc(sizeof *c.id_numel);
+  c.n_ids = c.cap_ids = 1;
+  c.id_numel[0] = N;
+  uint32_t src[N], pass[GPU_CAP_PASSES][N];
+  for (int p = 0; p < GPU_CAP_PASSES; p++) {
+    for (int i = 0; i < N; i++) src[i] = gpu_cap_pattern(p, 0, (uint32_t)i);
+    for (int j = 0; j < N; j++) pass[p][j] = f(src, j);
+  }
+  /* what the three-pass decoder checked: a valid (id, index) whose
+   * flipped index arrived in pass 2 */
+  *three_ok = 1;
+  for (int j = 0; j < N; j++)
+    *three_ok &= pass[0][j] == 0 && pass[1][j] < N && pass[2][j] == gpu_cap_pattern(2, 0, pass[1][j]);
+  int64_t shape[1] = {N};
+  cov_tensor t = {0};
+  if (cov_tensor_alloc(&t, COV_F32, 1, shape)) return -1;
+  memcpy(t.data, pass[GPU_CAP_PASSES - 1], sizeof pass[0]);
+  memset(v, 0, sizeof *v);
+  gpu_cap_decode(&c, &t, pass[0], pass[1], pass[2], v);
+  cov_tensor_release(&t);
+  int ok = v->ok;
+  gpu_capture_free(&c);
+  return ok;
+}
+
+/* Each decoded element is the source element the transformation took. */
+static int runs_match(const gpu_cap_value *v, int (*where)(int j)) {
+  int64_t seen = 0;
+  for (int r = 0; r < v->n_runs; r++)
+    for (int64_t k = 0; k < v->runs[r].n; k++, seen++) {
+      int j = (int)(v->runs[r].d0 + k), s = where(j);
+      if (s >= 0 ? (v->runs[r].src != 0 || v->runs[r].s0 + k != s) : v->runs[r].src == 0) return 0;
+    }
+  return seen == N;
+}
+static int at_rev(int j) { return N - 1 - j; }
+static int at_same(int j) { return j; }
+static int at_pad16(int j) { return j < 16 ? -1 : j - 16; }
+
+int main(void) {
+  static const struct {
+    const char *name;
+    xform f;
+    int (*where)(int j); /* NULL: must be refused */
+  } cases[] = {
+      {"copy", copy_same, at_same},           {"reverse", copy_rev, at_rev},
+      {"pad with a constant", pad16, at_pad16}, {"f32 -> f16 -> f32", via_f16, NULL},
+      {"f32 -> bf16 -> f32", via_bf16, NULL}, {"f32 -> i32 -> f32", via_i32, NULL},
+      {"negation", negate, NULL},             {"top-k by value", top, NULL},
+  };
+  int fail = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    gpu_cap_value v;
+    int three_ok = 0, ok = decode(cases[i].f, &v, &three_ok);
+    int good = cases[i].where ? ok == 1 && runs_match(&v, cases[i].where) : ok == 0;
+    printf("%s %-22s decoded %d (first three passes consistent: %d)%s%s\n", good ? "PASS" : "FAIL", cases[i].name, ok,
+           three_ok, ok ? "" : ": ", ok ? "" : v.why);
+    fail |= !good;
+    free(v.runs);
+  }
+  return fail;
+}
