@@ -75,7 +75,8 @@ float cli_rand_pm1(uint64_t *state);
  * stdout. An input without a fixed f32 shape is COV_INVALID_ARGUMENT,
  * saying to pass it with --input. */
 cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long seed, cov_tensor *t);
-int cli_route_gpu(const char *sub, int argc, char **argv, int *rc);
+/* Whether a command-line argument names an ONNX model (ends in .onnx). */
+int cli_is_onnx(const char *arg);
 
 /* Command groups (one file each). */
 int cli_cmd_acg(int argc, char **argv);

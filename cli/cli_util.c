@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
@@ -107,45 +106,9 @@ int cli_wants_help(int argc, char **argv) {
   return 0;
 }
 
-/* The value of -t/--target in argv, or NULL. Scanned before option parsing so
- * that a command can hand the whole command line to another backend's. */
-static const char *find_target(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--target")) && i + 1 < argc)
-      return argv[i + 1];
-    if (!strncmp(argv[i], "--target=", 9)) return argv[i] + 9;
-    if (!strncmp(argv[i], "-t", 2) && argv[i][2]) return argv[i] + 2;
-  }
-  return NULL;
-}
-
-int cli_route_gpu(const char *sub, int argc, char **argv, int *rc) {
-  const char *target = find_target(argc, argv);
-  if (!target) return 0;
-  backend_target t;
-  /* A target that does not open is reported by the command itself. */
-  cov_status st = backend_target_open(target, &t);
-  if (st) {
-    cov_status_free(st);
-    return 0;
-  }
-  /* the registry says which command group serves the target's backend */
-  int gpu = t.backend->command && !strcmp(t.backend->command, "gpu");
-  backend_target_close(&t);
-  if (!gpu) return 0;
-  /* covenant <sub> ARGS... becomes covenant gpu <sub> ARGS... */
-  char **av = calloc((size_t)argc + 2, sizeof *av);
-  if (!av) {
-    fprintf(stderr, "covenant %s: out of memory\n", sub);
-    *rc = CLI_EXIT_INPUT;
-    return 1;
-  }
-  av[0] = (char *)"gpu";
-  av[1] = (char *)sub;
-  for (int i = 1; i < argc; i++) av[i + 1] = argv[i];
-  *rc = cli_cmd_gpu(argc + 1, av);
-  free(av);
-  return 1;
+int cli_is_onnx(const char *arg) {
+  size_t n = strlen(arg);
+  return arg[0] != '-' && n > 5 && !strcmp(arg + n - 5, ".onnx");
 }
 
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out) {

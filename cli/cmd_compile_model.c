@@ -242,74 +242,13 @@ int cli_compile_model(const char *path, const char *target, const char *out) {
 /* `covenant compile MODEL.onnx --target <GPU> -o OUT [--dtype D]`: the
  * whole model into one artifact (cov_gpu_compile_model); `covenant gpu
  * compile MODEL.onnx -o DIR` still writes the kernels one file each for
- * inspection. Returns 1 when argv is such a command (*rc its exit code). */
-int cli_compile_gpu_model(int argc, char **argv, int *rc) {
-  const char *model = NULL, *target = NULL;
-  for (int i = 1; i < argc; i++) {
-    size_t n = strlen(argv[i]);
-    if (n > 5 && !strcmp(argv[i] + n - 5, ".onnx") && argv[i][0] != '-') model = argv[i];
-    if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--target")) && i + 1 < argc) target = argv[i + 1];
-    if (!strncmp(argv[i], "--target=", 9)) target = argv[i] + 9;
-  }
-  if (!model || !target) return 0;
-  backend_target bt;
-  cov_status st = backend_target_open(target, &bt);
-  if (st) {
-    cov_status_free(st);
-    return 0;
-  }
-  int gpu = bt.backend->command && !strcmp(bt.backend->command, "gpu");
-  backend_target_close(&bt);
-  if (!gpu) return 0;
+ * inspection. */
+int cli_gpu_compile_model(const cov_gpu_options *o, const char *model, const char *out) {
 #ifndef COV_HAVE_GPU_BACKENDS
-  *rc = cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
-  return 1;
+  (void)o, (void)model, (void)out;
+  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
 #else
-  static const struct option opts[] = {{"target", required_argument, NULL, 't'},
-                                       {"output", required_argument, NULL, 'o'},
-                                       {"dtype", required_argument, NULL, 'd'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {0, 0, 0, 0}};
-  cov_gpu_options o = {0};
-  const char *out = NULL;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
-    switch (c) {
-      case 't': o.target = optarg; break;
-      case 'o': out = optarg; break;
-      case 'd':
-        o.dtype = cov_dtype_from_name(optarg);
-        if (o.dtype != COV_F16 && o.dtype != COV_BF16 && o.dtype != COV_F32) {
-          *rc = cli_usage_error("compile", "--dtype '%s': expected f16, bf16 or f32", optarg);
-          return 1;
-        }
-        break;
-      case 'h':
-        printf("usage: covenant compile MODEL.onnx --target T -o OUT [--dtype D]\n\n"
-               "Compiles the whole model for GPU target T into one artifact OUT (runtime/README.md):\n"
-               "its kernels (PTX or HSACO), weights in the kernels' layout, buffers and launch\n"
-               "sequence; covenant-run OUT runs it. One error lists every layer group that cannot\n"
-               "be compiled. 'covenant gpu compile MODEL.onnx -o DIR' writes the kernels one file\n"
-               "each instead, for inspection.\n");
-        *rc = CLI_EXIT_OK;
-        return 1;
-      default:
-        *rc = cli_usage_error("compile", "unknown option or missing argument '%s' (a model for a GPU target takes "
-                              "--target, -o and --dtype)", argv[optind - 1]);
-        return 1;
-    }
-  }
-  if (argc - optind != 1) {
-    *rc = cli_usage_error("compile", "takes exactly one MODEL (got %d)", argc - optind);
-    return 1;
-  }
-  if (!out) {
-    *rc = cli_usage_error("compile", "-o OUT is required");
-    return 1;
-  }
-  st = cov_gpu_compile_model(&o, model, out);
+  cov_status st = cov_gpu_compile_model(o, model, out);
   if (!st) {
     crt_artifact *a = NULL;
     st = crt_artifact_load(out, &a);
@@ -322,7 +261,6 @@ int cli_compile_gpu_model(int argc, char **argv, int *rc) {
     }
     crt_artifact_free(a);
   }
-  *rc = st ? cli_report(st) : CLI_EXIT_OK;
-  return 1;
+  return st ? cli_report(st) : CLI_EXIT_OK;
 #endif
 }

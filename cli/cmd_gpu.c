@@ -1,12 +1,12 @@
-/* cli/cmd_gpu.c: `covenant gpu compile|run`: layers on GPU targets.
- *
- * long: cli_cmd_gpu is the option table of `covenant gpu` (getopt), one case each, shared by its compile and run
- */
+/* cli/cmd_gpu.c: `covenant gpu compile|run|candidates`: layers on GPU
+ * targets; `covenant compile LAYER... --target GPU` shares its layer
+ * compile (cli_gpu_compile_layers). */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_compile.h"
 #include "covenant/gpu.h"
 #include "covenant/mapper.h"
 
@@ -90,11 +90,6 @@ static cov_status suite_contractions(const char *suite, cov_dtype dt, char (*nam
 }
 #endif
 
-static int is_onnx(const char *s) {
-  size_t n = strlen(s);
-  return n > 5 && !strcmp(s + n - 5, ".onnx");
-}
-
 #ifdef COV_HAVE_GPU_BACKENDS
 /* A model run's inputs: random, exactly as `covenant run` makes them. */
 typedef struct model_inputs {
@@ -136,6 +131,66 @@ static void print_written(const char *dir) {
   printf("%s\n", n > 3 ? " ..." : "");
 }
 #endif
+
+#ifdef COV_HAVE_GPU_BACKENDS
+/* Layers for a GPU target ('all': the suite's layers the lowering takes),
+ * compiled (out_dir set) or run on the device. */
+static int gpu_layers(const cov_gpu_options *opts, char **args, int n_args, const char *out_dir, int report) {
+  cov_gpu_options o = *opts;
+  char (*suite_names)[96] = calloc(MAX_SUITE, sizeof *suite_names); /* no static state */
+  if (!suite_names) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  int n_suite = 0, n = 0;
+  for (int i = 0; i < n_args && !n_suite; i++)
+    if (!strcmp(args[i], "all")) {
+      char found[4096];
+      const char *suite = o.suite;
+      cov_status st = suite ? NULL : cov_suite_find(found, sizeof found);
+      if (!suite) suite = found;
+      if (!st) st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
+      if (st) {
+        free(suite_names);
+        return cli_report(st);
+      }
+    }
+  const char **specs = malloc(sizeof *specs * (size_t)n_args * (size_t)(n_suite + 1));
+  if (!specs) {
+    free(suite_names);
+    return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  }
+  for (int i = 0; i < n_args; i++) {
+    if (strcmp(args[i], "all")) {
+      specs[n++] = args[i];
+      continue;
+    }
+    for (int j = 0; j < n_suite; j++) specs[n++] = suite_names[j];
+    o.allow_unfused = 1;
+  }
+  cov_status st = out_dir ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)
+                          : cov_gpu_run(&o, specs, n, stdout);
+  free(specs);
+  free(suite_names);
+  if (!st && out_dir) print_written(out_dir);
+  return cli_report(st);
+}
+#endif
+
+int cli_gpu_compile_layers(const cov_gpu_options *o, char **specs, int n, const char *out_dir, int report) {
+#ifdef COV_HAVE_GPU_BACKENDS
+  return gpu_layers(o, specs, n, out_dir, report);
+#else
+  (void)o, (void)specs, (void)n, (void)out_dir, (void)report;
+  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
+#endif
+}
+
+int cli_gpu_run_layers(const cov_gpu_options *o, char **specs, int n) {
+#ifdef COV_HAVE_GPU_BACKENDS
+  return gpu_layers(o, specs, n, NULL, 0);
+#else
+  (void)o, (void)specs, (void)n;
+  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
+#endif
+}
 
 int cli_cmd_gpu(int argc, char **argv) {
   if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
@@ -212,7 +267,7 @@ int cli_cmd_gpu(int argc, char **argv) {
     return cli_usage_error("gpu", "run takes neither -o nor --report");
   /* run MODEL.onnx: the whole model, one model per run */
   int models = 0;
-  for (int i = optind; i < ac; i++) models += is_onnx(av[i]);
+  for (int i = optind; i < ac; i++) models += cli_is_onnx(av[i]);
   if (!strcmp(sub, "run") && models && ac - optind != 1)
     return cli_usage_error("gpu", "run takes one MODEL.onnx alone (not with other models or layers)");
   if (model_opts && !(models && !strcmp(sub, "run")))
@@ -223,41 +278,8 @@ int cli_cmd_gpu(int argc, char **argv) {
     model_inputs mi = {seed};
     return cli_report(cov_gpu_run_model(&o, av[optind], tol, fill_inputs, &mi, stdout));
   }
-  /* 'all' expands to the suite's layers the lowering takes */
-  char (*suite_names)[96] = calloc(MAX_SUITE, sizeof *suite_names); /* no static state */
-  if (!suite_names) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
-  int n_suite = 0, n = 0;
-  for (int i = optind; i < ac && !n_suite; i++)
-    if (!strcmp(av[i], "all")) {
-      char found[4096];
-      const char *suite = o.suite;
-      cov_status st = suite ? NULL : cov_suite_find(found, sizeof found);
-      if (!suite) suite = found;
-      if (!st) st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
-      if (st) {
-        free(suite_names);
-        return cli_report(st);
-      }
-    }
-  const char **specs = malloc(sizeof *specs * (size_t)(ac - optind) * (size_t)(n_suite + 1));
-  if (!specs) {
-    free(suite_names);
-    return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
-  }
-  for (int i = optind; i < ac; i++) {
-    if (strcmp(av[i], "all")) {
-      specs[n++] = av[i];
-      continue;
-    }
-    for (int j = 0; j < n_suite; j++) specs[n++] = suite_names[j];
-    o.allow_unfused = 1;
-  }
-  cov_status st = !strcmp(sub, "compile") ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)
-                                          : cov_gpu_run(&o, specs, n, stdout);
-  free(specs);
-  free(suite_names);
-  if (!st && !strcmp(sub, "compile")) print_written(out_dir);
-  return cli_report(st);
+  if (!strcmp(sub, "compile")) return cli_gpu_compile_layers(&o, av + optind, ac - optind, out_dir, report);
+  return cli_gpu_run_layers(&o, av + optind, ac - optind);
 #else
   fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");
   return CLI_EXIT_INPUT;

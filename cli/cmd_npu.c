@@ -14,6 +14,7 @@
 #include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
+#include "covenant/gpu.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include <sys/stat.h>
@@ -318,55 +319,128 @@ static int parse_int(const char *cmd, const char *opt, const char *s, long long 
 static void compile_help(FILE *out) {
   fprintf(out,
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
-          "       covenant compile MODEL.onnx --target T -o OUT\n"
+          "       covenant compile LAYER... --target GPU -o DIR [--report] [--dtype D] [--suite FILE]\n"
+          "       covenant compile MODEL.onnx --target T -o OUT [--dtype D]\n"
           "\n"
           "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
-          "runs: every compute layer group compiled as one program, its constants\n"
-          "(weights, biases) held by the program, the buffers between them and the\n"
-          "steps; groups not compiled are listed in it with the reason (covenant-run\n"
-          "then refuses it). The same input gives the same bytes.\n"
+          "runs. On an NPU target every compute layer group is compiled as one program,\n"
+          "its constants (weights, biases) held by the program, the buffers between them\n"
+          "and the steps; groups not compiled are listed in it with the reason\n"
+          "(covenant-run then refuses it). On a GPU target (amdgpu-*, nvptx-*) the whole\n"
+          "model: its kernels (HSACO or PTX), weights in the kernels' layout, buffers and\n"
+          "launch sequence; one error lists every layer group that cannot be compiled.\n"
+          "The same input gives the same bytes.\n"
           "\n"
-          "Maps a layer of the suite (covenant layers lists them) onto an NPU target, generates\n"
-          "its program and writes DIR/program.npu and DIR/manifest.json (target, digest,\n"
-          "tensors, instruction count, predicted cycles). Inspect it with 'covenant disasm'\n"
-          "and run it with 'covenant sim'.\n"
+          "With a layer of the suite (covenant layers lists them) and an NPU target: maps it,\n"
+          "generates its program and writes DIR/program.npu and DIR/manifest.json (target,\n"
+          "digest, tensors, instruction count, predicted cycles); inspect it with 'covenant\n"
+          "disasm', run it with 'covenant sim'. With GPU targets: one code object per layer\n"
+          "(several layers, or 'all') and DIR/manifest.json, as 'covenant gpu compile'.\n"
+          "The target's backend (its ACG's backend.name, found through the backend registry)\n"
+          "decides which; options of the other kind are refused.\n"
           "\n"
           "options:\n"
-          "  -t, --target T    NPU target (default " BACKEND_DEFAULT_TARGET ")\n"
-          "  -o, --output DIR  output directory (created)\n"
-          "      --scale N     divide the layer's sizes by N (default 1)\n"
-          "      --suite FILE  layer suite file\n"
-          "  -h, --help        show this help\n");
+          "  -t, --target T       target (default " BACKEND_DEFAULT_TARGET "; 'covenant targets' lists them)\n"
+          "  -o, --output DIR     output directory (created), or the model's artifact\n"
+          "      --suite FILE     layer suite file\n"
+          "      --scale N        NPU: divide the layer's sizes by N (default 1)\n"
+          "      --dtype D        GPU: input dtype f16 (default), bf16 or f32\n"
+          "      --report         GPU layers: per kernel LDS bytes, registers, occupancy and\n"
+          "                       a roofline time estimate from the ACG\n"
+          "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
+          "      --code-object V  AMDGPU: code object version 4 or 5 (default: the ACG's)\n"
+          "  -h, --help           show this help\n");
 }
 
-int cli_cmd_compile(int argc, char **argv) {
-  int routed_rc;
-  if (cli_compile_gpu_model(argc, argv, &routed_rc)) return routed_rc;
-  if (cli_route_gpu("compile", argc, argv, &routed_rc)) return routed_rc;
+/* The options of `covenant compile`, for either kind of backend. */
+typedef struct compile_opts {
+  cov_gpu_options gpu;
+  const char *dir;
+  long long scale;
+  int report, scale_given;
+} compile_opts;
+
+static int compile_parse(int argc, char **argv, compile_opts *o) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"scale", required_argument, NULL, 'S'},
                                        {"suite", required_argument, NULL, 'U'},
+                                       {"dtype", required_argument, NULL, 'd'},
+                                       {"report", no_argument, NULL, 'r'},
+                                       {"allow-unfused", no_argument, NULL, 'u'},
+                                       {"code-object", required_argument, NULL, 'c'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
-  const char *target = BACKEND_DEFAULT_TARGET, *dir = NULL, *suite = NULL;
-  long long scale = 1;
+  memset(o, 0, sizeof *o);
+  o->gpu.target = BACKEND_DEFAULT_TARGET;
+  o->gpu.notes = stderr; /* the library prints nothing itself */
+  o->scale = 1;
   optind = 1;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
     switch (c) {
-      case 't': target = optarg; break;
-      case 'o': dir = optarg; break;
+      case 't': o->gpu.target = optarg; break;
+      case 'o': o->dir = optarg; break;
       case 'S':
-        if (parse_int("compile", "--scale", optarg, 1, &scale)) return CLI_EXIT_USAGE;
+        if (parse_int("compile", "--scale", optarg, 1, &o->scale)) return CLI_EXIT_USAGE;
+        o->scale_given = 1;
         break;
-      case 'U': suite = optarg; break;
+      case 'U': o->gpu.suite = optarg; break;
+      case 'd':
+        o->gpu.dtype = cov_dtype_from_name(optarg);
+        if (o->gpu.dtype != COV_F16 && o->gpu.dtype != COV_BF16 && o->gpu.dtype != COV_F32)
+          return cli_usage_error("compile", "--dtype '%s': expected f16, bf16 or f32", optarg);
+        break;
+      case 'r': o->report = 1; break;
+      case 'u': o->gpu.allow_unfused = 1; break;
+      case 'c':
+        if (strcmp(optarg, "4") && strcmp(optarg, "5"))
+          return cli_usage_error("compile", "--code-object '%s': expected 4 or 5", optarg);
+        o->gpu.code_object_version = (unsigned)atoi(optarg);
+        break;
       case 'h': compile_help(stdout); return CLI_EXIT_OK;
-      default:
-        return cli_bad_option("compile", argv, "t:o:h", opts);
+      default: return cli_bad_option("compile", argv, "t:o:h", opts);
     }
   }
+  return -1;
+}
+
+/* A GPU target: the model whole into one artifact, or the layers one code
+ * object each (the same library calls as `covenant gpu compile`). */
+static int compile_for_gpu(const compile_opts *o, char **args, int n) {
+  if (o->scale_given) return cli_usage_error("compile", "--scale is for NPU targets; %s is a GPU target", o->gpu.target);
+  if (cli_is_onnx(args[0])) {
+    if (n != 1) return cli_usage_error("compile", "takes exactly one MODEL (got %d arguments)", n);
+    if (o->report || o->gpu.allow_unfused)
+      return cli_usage_error("compile", "--report and --allow-unfused are for layers, not models");
+    return cli_gpu_compile_model(&o->gpu, args[0], o->dir);
+  }
+  return cli_gpu_compile_layers(&o->gpu, args, n, o->dir, o->report);
+}
+
+int cli_cmd_compile(int argc, char **argv) {
+  compile_opts co;
+  int prc = compile_parse(argc, argv, &co);
+  if (prc >= 0) return prc;
+  if (argc - optind < 1) return cli_usage_error("compile", "needs a LAYER or a MODEL.onnx");
+  if (!co.dir) return cli_usage_error("compile", "-o DIR is required");
+  /* the registry says which backend serves the target */
+  backend_target bt;
+  cov_status ost = backend_target_open(co.gpu.target, &bt);
+  if (ost) return cli_report(ost);
+  bool gpu = bt.backend->gpu != NULL;
+  bool compiles = (bt.backend->ops & BACKEND_COMPILE) != 0;
+  backend_target_close(&bt);
+  if (!compiles)
+    return cli_usage_error("compile", "target '%s' runs models but compiles nothing (try an NPU or GPU target)",
+                           co.gpu.target);
+  if (gpu) return compile_for_gpu(&co, argv + optind, argc - optind);
+  if (co.gpu.dtype != COV_DTYPE_INVALID || co.report || co.gpu.allow_unfused || co.gpu.code_object_version)
+    return cli_usage_error("compile", "--dtype, --report, --allow-unfused and --code-object are for GPU targets; "
+                           "%s is an NPU target", co.gpu.target);
+  const char *target = co.gpu.target, *dir = co.dir, *suite = co.gpu.suite;
+  long long scale = co.scale;
   if (argc - optind != 1) return cli_usage_error("compile", "takes exactly one LAYER (got %d)", argc - optind);
   if (!dir) return cli_usage_error("compile", "-o DIR is required");
   size_t len = strlen(argv[optind]);

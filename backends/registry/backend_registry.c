@@ -48,13 +48,11 @@ static const backend_info k_backends[] = {
     {.name = "amdgpu",
      .summary = "AMD GPUs: HSACO through LLVM, run through HIP",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
-     .command = "gpu",
      .run_model = run_gpu,
      .gpu = &amdgpu_vendor},
     {.name = "nvptx",
      .summary = "NVIDIA GPUs: PTX through LLVM, run through the CUDA driver",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
-     .command = "gpu",
      .run_model = run_gpu,
      .gpu = &nvptx_vendor},
 #endif

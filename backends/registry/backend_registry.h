@@ -48,10 +48,6 @@ typedef struct backend_info {
   const char *name;    /* an ACG's backend.name, or BACKEND_REF */
   const char *summary; /* one line for listings and errors */
   unsigned ops;        /* BACKEND_* */
-  /* The CLI command group that compiles and runs for this backend
-   * ("gpu": covenant compile/run --target T hand the command line to
-   * covenant gpu compile/run); NULL: the in-process commands. */
-  const char *command;
   /* Runs a loaded model (read from the file `name`, which diagnostics
    * name) on inputs (cov_model_input_name order) into outputs (allocated
    * here, cov_model_output_name order): the model-level entry point of
@@ -61,7 +57,9 @@ typedef struct backend_info {
    * run). */
   cov_status (*run_model)(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
                           size_t n_inputs, cov_tensor *outputs, size_t n_outputs);
-  const gpu_vendor *gpu; /* GPU vendors: their gpu_vendor; NULL otherwise */
+  /* GPU vendors: their gpu_vendor (covenant compile/run then take the GPU
+   * path: models whole into one artifact); NULL otherwise */
+  const gpu_vendor *gpu;
 } backend_info;
 
 /* An opened target: its backend and (except for ref) its ACG. */
