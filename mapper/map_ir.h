@@ -147,6 +147,12 @@ typedef struct map_problem {
   int n_operands;       /* inputs, output, then epilogue vectors */
   map_operand operands[MAP_MAX_OPERANDS];
   int64_t ops;          /* main statement executions (MACs for a mac layer) */
+  /* The accumulation starts from a vector operand instead of init: a bias
+   * the array preloads into its accumulators (map_bias.c). The epilogue's
+   * add of it is gone, and bias_op's path leads to the array, not the SIMD
+   * unit. Its one dimension is read as one of the output's dimensions. */
+  bool bias_init;
+  int bias_op;
 } map_problem;
 
 /* ---- the epilogue ----------------------------------------------------- */

@@ -49,6 +49,7 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   }
   t->caps.has_async_copy = t->ops->async_copy16 != NULL;
   t->caps.has_wgmma = t->ops->wg_mma != NULL;
+  t->caps.has_tma = t->ops->wg_mma != NULL && t->ops->tma_load_2d != NULL && t->ops->mbar_init != NULL;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
   return NULL;
 }
@@ -193,6 +194,19 @@ json_t *gpu_plan_json(const gpu_plan *p) {
                         json_integer((json_int_t)gpu_nhwc_workspace_bytes(p, (int)cov_dtype_size(q->in_dtype))));
     json_object_set_new(o, "pre", pre);
   }
+  if (p->tma) {
+    /* the host builds two 2-D tensor maps (CUtensorMap, 128-byte swizzle,
+     * f16/bf16) and passes their device addresses as arguments 0 and 1:
+     * {rows, cols, box_rows, box_cols} of A as [G*M][K] and B as [G*K][N] */
+    json_t *tm = json_object(), *ta = json_array(), *tb = json_array();
+    int64_t av[4] = {p->G * p->M, p->K, p->bm, p->bk}, bv[4] = {p->G * p->K, p->N, p->bk, 128 / (int)cov_dtype_size(q->in_dtype)};
+    for (int i = 0; i < 4; i++) json_array_append_new(ta, json_integer(av[i])), json_array_append_new(tb, json_integer(bv[i]));
+    json_object_set_new(tm, "a", ta);
+    json_object_set_new(tm, "b", tb);
+    json_object_set_new(tm, "swizzle", json_integer(128));
+    json_object_set_new(o, "tma", tm);
+  }
+  if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
   json_t *grid = json_array(), *block = json_array();
   for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
   json_array_append_new(block, json_integer(p->threads));
@@ -209,6 +223,11 @@ json_t *gpu_plan_json(const gpu_plan *p) {
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
              p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
+  if (p->tma) {
+    size_t len = strlen(plan);
+    snprintf(plan + len, sizeof plan - len, ", bulk tensor copies, warp-specialised, persistent%s",
+             p->ws_regs ? ", setmaxnreg" : "");
+  }
   json_object_set_new(o, "plan", json_string(plan));
   return o;
 }
@@ -217,11 +236,13 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
-  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]] fixes the schedule (as the mapper
+  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]] fixes the schedule (as the mapper
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
-   * with D batches of them in flight per K step */
+   * with D batches of them in flight per K step; :ws the same instructions fed
+   * by bulk tensor copies, warp-specialised and persistent (plan.tma), with
+   * flags 0 (no setmaxnreg), d (a batch in flight), h (f16 outputs) */
   char base[128];
-  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0, out_f16 = 0;
   const char *colon = strchr(spec, ':');
   if (colon) {
     int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
@@ -230,9 +251,14 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1;
     else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
       wg = 1, inflight = rest[3] - '0';
+    else if (!strncmp(rest, ":ws", 3) && strspn(rest + 3, "0dh") == strlen(rest + 3)) {
+      /* plan.tma; flags: 0 without setmaxnreg, d one batch in flight, h f16 outputs */
+      wg = strchr(rest + 3, '0') ? 2 : 3, inflight = strchr(rest + 3, 'd') ? 1 : 0;
+      out_f16 = strchr(rest + 3, 'h') != NULL;
+    }
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]]",
                        spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
@@ -242,7 +268,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
   else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
-  return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[9]){bm, bn, bk, wm, wn, stages, wg, inflight, out_f16} : NULL, plan, code,
                            code_size, info);
 }
 
@@ -253,7 +279,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   int colon = schedule != NULL;
   int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
   int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
-  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1;
+  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1, out_f16 = colon ? schedule[8] : 0;
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&layer->prob),
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
@@ -264,11 +290,13 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     if (layer->prob.kind == GPU_OP_MAXPOOL)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
-    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight};
+    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight, wg >= 2, wg == 3 ? GPU_TMA_CONSUMER_REGS : 0,
+                        out_f16 != 0};
     COV_RETURN_IF_ERROR(gpu_plan_fixed(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan));
     size_t len = strlen(layer->name);
-    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
-             !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s", bm, bn, bk, wm, wn, stages,
+             !wg ? "" : wg >= 2 ? "ws" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0", wg == 2 ? "0" : "",
+             wg >= 2 && inflight == 1 ? "d" : "", out_f16 ? "h" : "");
   } else {
     /* the mapper's GPU search: its cheapest schedule that the lowering takes */
     COV_RETURN_IF_ERROR(
