@@ -165,6 +165,9 @@ typedef struct map_bound {
   const map_schedule *proto;
   int L;
   double issue, latency, dram_bw;
+  double gemm_floor; /* > 0: the main statement runs as GEMMs on an output-
+                        stationary array, which take at least MACs /
+                        throughput cycles (map_cost.c) */
   bool dep[MAP_MAX_OPERANDS][MAP_MAX_LOOPS];
   map_bound_xfer x[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
   /* per spatial binding, instances and double buffering (map_bound_config) */

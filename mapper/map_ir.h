@@ -325,6 +325,9 @@ typedef struct map_gemm_plan {
   bool output_stationary; /* the array accumulates in a register file next to it */
   uint32_t mmax, kmax, nmax; /* largest m, k, n of one GEMM */
 } map_gemm_plan;
+/* Whether the schedule's main statement runs as GEMMs (a two-input MAC on
+ * a systolic array): then the cost model charges map_gemm_cycles. */
+bool map_gemm_applies(const map_schedule *s);
 /* An array is output-stationary when it has an edge to a register file. */
 bool map_output_stationary(const cov_acg *g, int node);
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
