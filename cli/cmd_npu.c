@@ -349,6 +349,7 @@ static void compile_help(FILE *out) {
           "                       a roofline time estimate from the ACG\n"
           "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
           "      --code-object V  AMDGPU: code object version 4 or 5 (default: the ACG's)\n"
+          "      --tuning FILE    GPU: a tuning file's schedules (covenant tune --record) for its keys\n"
           "  -h, --help           show this help\n");
 }
 
@@ -438,8 +439,9 @@ int cli_cmd_compile(int argc, char **argv) {
     return cli_usage_error("compile", "target '%s' runs models but compiles nothing (try an NPU or GPU target)",
                            co.gpu.target);
   if (gpu) return compile_for_gpu(&co, argv + optind, argc - optind);
-  if (co.gpu.dtype != COV_DTYPE_INVALID || co.report || co.gpu.allow_unfused || co.gpu.code_object_version)
-    return cli_usage_error("compile", "--dtype, --report, --allow-unfused and --code-object are for GPU targets; "
+  if (co.gpu.dtype != COV_DTYPE_INVALID || co.report || co.gpu.allow_unfused || co.gpu.code_object_version ||
+      co.gpu.tuning)
+    return cli_usage_error("compile", "--dtype, --report, --allow-unfused, --code-object and --tuning are for GPU targets; "
                            "%s is an NPU target", co.gpu.target);
   const char *target = co.gpu.target, *dir = co.dir, *suite = co.gpu.suite;
   long long scale = co.scale;
