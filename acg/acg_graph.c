@@ -67,3 +67,30 @@ bool acg_weights_overlap(const cov_acg *g, int array, int a_buf, int b_buf, int 
   if (eb < 0 || eb == edge_into(g, a_buf, array)) return false;
   return pre_buf < 0 || eb != edge_into(g, pre_buf, array);
 }
+
+uint32_t acg_bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n) {
+  uint32_t banks = s->banks ? s->banks : 1;
+  uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
+  uint32_t ports = s->ports ? s->ports : 1;
+  /* Fast paths: one address (a broadcast), and runs that step by at most a
+   * word, which touch consecutive words and so spread over the banks. */
+  if (n <= 1 || stride == 0) return 1;
+  if (stride > 0 && (uint64_t)stride <= word) {
+    uint64_t w0 = addr / word, w1 = (addr + (uint64_t)stride * (n - 1)) / word;
+    uint64_t nw = w1 - w0 + 1, per_bank = (nw + banks - 1) / banks;
+    return (uint32_t)((per_bank + ports - 1) / ports);
+  }
+  /* Addresses move monotonically, so repeated words are adjacent. */
+  uint32_t cnt[256] = {0}, worst = 0;
+  if (banks > 256) banks = 256; /* more banks than that: counted modulo 256 (rarely matters) */
+  uint64_t prev = UINT64_MAX;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t w = (uint64_t)((int64_t)addr + (int64_t)i * stride) / word;
+    if (w == prev) continue;
+    prev = w;
+    uint32_t c = ++cnt[w % banks];
+    if (c > worst) worst = c;
+  }
+  worst = (worst + ports - 1) / ports;
+  return worst ? worst : 1;
+}

@@ -164,6 +164,13 @@ double acg_dram_bandwidth(const cov_acg *g);
  * different ports. The simulator and the mapper's cost model both ask this. */
 bool acg_weights_overlap(const cov_acg *g, int array, int a_buf, int b_buf, int pre_buf);
 
+/* How many accesses one bank of storage node `s` serves when `n` elements
+ * `stride` bytes apart, starting at byte `addr`, are touched in the same
+ * cycle: the bank-conflict factor (distinct `width_bits` words per bank,
+ * divided by its ports; elements in one word are one access). The
+ * simulator's timing and the mapper's cost model both count it here. */
+uint32_t acg_bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n);
+
 /* Peak MACs/cycle for multiplicands a x b accumulating in acc, as `acg show`
  * prints it (each unit's best matching mac capability x instances, summed);
  * 0 when no unit offers that combination. */

@@ -90,6 +90,7 @@ int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_explore(int argc, char **argv);
 int cli_cmd_gpu(int argc, char **argv);
+int cli_cmd_tune(int argc, char **argv);
 int cli_cmd_targets(int argc, char **argv);
 int cli_cmd_layers(int argc, char **argv);
 

@@ -49,6 +49,8 @@ static void gpu_help(FILE *out) {
           "      --allow-unfused   accept layers with post-ops the kernels do not fuse, and\n"
           "                        skip (with a note) model groups that are not contractions\n"
           "      --code-object V   AMDGPU code object version 4 or 5 (default: the ACG's)\n"
+          "      --tuning FILE     compile: the schedules of a tuning file (covenant tune --record)\n"
+          "                        for the kernels whose keys it has; the manifest marks them \"tuned\"\n"
           "      --seed N          run MODEL.onnx: seed of the random inputs (1, as covenant run)\n"
           "      --tolerance X     run MODEL.onnx: largest accepted max|gpu-ref|/max|ref|\n"
           "                        (default 1e-2: the GPU takes f16 inputs)\n"
@@ -208,7 +210,8 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"suite", required_argument, NULL, 's'},   {"allow-unfused", no_argument, NULL, 'u'},
       {"code-object", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
-      {"top", required_argument, NULL, 'N'},     {0, 0, 0, 0}};
+      {"top", required_argument, NULL, 'N'},     {"tuning", required_argument, NULL, 'U'},
+      {0, 0, 0, 0}};
   cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
   int report = 0, model_opts = 0, top = 0;
@@ -226,6 +229,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       case 'r': report = 1; break;
       case 's': o.suite = optarg; break;
       case 'u': o.allow_unfused = 1; break;
+      case 'U': o.tuning = optarg; break;
       case 'd':
         o.dtype = cov_dtype_from_name(optarg);
         if (o.dtype != COV_F16 && o.dtype != COV_BF16 && o.dtype != COV_F32)
@@ -261,6 +265,7 @@ int cli_cmd_gpu(int argc, char **argv) {
   if (!o.target) return cli_usage_error("gpu", "%s needs --target (amdgpu-gfx90a, amdgpu-gfx942, nvptx-sm90)", sub);
   if (optind >= ac) return cli_usage_error("gpu", "%s needs at least one LAYER", sub);
   if (top && strcmp(sub, "candidates")) return cli_usage_error("gpu", "--top is for candidates");
+  if (o.tuning && strcmp(sub, "compile")) return cli_usage_error("gpu", "--tuning is for compile");
   if (!strcmp(sub, "candidates") && (out_dir || report || model_opts))
     return cli_usage_error("gpu", "candidates takes neither -o, --report, --seed nor --tolerance");
   if (!strcmp(sub, "compile") && !out_dir) return cli_usage_error("gpu", "compile needs -o DIR");

@@ -349,6 +349,7 @@ static void compile_help(FILE *out) {
           "                       a roofline time estimate from the ACG\n"
           "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
           "      --code-object V  AMDGPU: code object version 4 or 5 (default: the ACG's)\n"
+          "      --tuning FILE    GPU: a tuning file's schedules (covenant tune --record) for its keys\n"
           "  -h, --help           show this help\n");
 }
 
@@ -369,6 +370,7 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
                                        {"report", no_argument, NULL, 'r'},
                                        {"allow-unfused", no_argument, NULL, 'u'},
                                        {"code-object", required_argument, NULL, 'c'},
+                                       {"tuning", required_argument, NULL, 'T'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -394,6 +396,7 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
         break;
       case 'r': o->report = 1; break;
       case 'u': o->gpu.allow_unfused = 1; break;
+      case 'T': o->gpu.tuning = optarg; break;
       case 'c':
         if (strcmp(optarg, "4") && strcmp(optarg, "5"))
           return cli_usage_error("compile", "--code-object '%s': expected 4 or 5", optarg);
@@ -436,8 +439,9 @@ int cli_cmd_compile(int argc, char **argv) {
     return cli_usage_error("compile", "target '%s' runs models but compiles nothing (try an NPU or GPU target)",
                            co.gpu.target);
   if (gpu) return compile_for_gpu(&co, argv + optind, argc - optind);
-  if (co.gpu.dtype != COV_DTYPE_INVALID || co.report || co.gpu.allow_unfused || co.gpu.code_object_version)
-    return cli_usage_error("compile", "--dtype, --report, --allow-unfused and --code-object are for GPU targets; "
+  if (co.gpu.dtype != COV_DTYPE_INVALID || co.report || co.gpu.allow_unfused || co.gpu.code_object_version ||
+      co.gpu.tuning)
+    return cli_usage_error("compile", "--dtype, --report, --allow-unfused, --code-object and --tuning are for GPU targets; "
                            "%s is an NPU target", co.gpu.target);
   const char *target = co.gpu.target, *dir = co.dir, *suite = co.gpu.suite;
   long long scale = co.scale;

@@ -271,7 +271,9 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   for (int o = 0; o < p->n_operands; o++) {
     for (int l = 0; l < MAP_MAX_LEVELS; l++) t->path[o][l] = t->edge_in[o][l] = -1;
     const map_operand *op = &p->operands[o];
-    int target = op->role == MAP_ROLE_VECTOR ? t->simd_node : t->node;
+    /* a bias the array preloads (map_bias.c) goes to the array */
+    bool on_array = op->role != MAP_ROLE_VECTOR || (p->bias_init && o == p->bias_op);
+    int target = on_array ? t->node : t->simd_node;
     if (target < 0)
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s has no SIMD unit for the epilogue's %s",
                        p->layer, g->name, op->name);

@@ -13,14 +13,19 @@
  *   largest per-edge sum of double-buffered transfer time or DRAM bytes over
  *   DRAM bandwidth, serial = the sum of the other transfers' times, fill =
  *   the longest single double-buffered transfer. Each transfer adds
- *   bytes * count / bw + latency * count / inst. Every one of these terms is
+ *   bytes * count / bw, plus latency * count / inst when it is not double-
+ *   buffered (a double-buffered one's latencies are pipelined). Every one of these terms is
  *   nondecreasing in each transfer's bytes * count, count / inst, and in
  *   the set of transfers. So replacing each term by a lower bound, and
  *   leaving out transfers that may not exist (partial-sum reloads), gives a
  *   lower bound:
  *   - busy: passes = T / prod(level L-1 factors), with T the temporal trips
  *     (extents over spatial, workgroup and wave factors): exact once level
- *     L-1 is tiled, else passes >= 1.
+ *     L-1 is tiled, else passes >= 1. Where the main statement runs as GEMMs
+ *     on an output-stationary array map_cost charges their cycles instead
+ *     (on a weight-stationary one at least the passes): each GEMM
+ *     takes at least its m * k * n / throughput (ISA.md), and they cover
+ *     every MAC, so there busy >= latency + MACs / throughput + epilogue.
  *   - a transfer at level lv >= max(F, 1): its tile and bytes are exact (they
  *     depend only on the factors of levels >= lv). Its count is the product
  *     of the trips of every scheduled loop of a level < lv up to and
@@ -102,7 +107,10 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
   const map_problem *p = &proto->prob;
   const cov_acg *g = t->acg;
   B->issue = map_issue_cycles(g, t->node, t->cap);
-  B->latency = (double)g->compute[t->node - g->n_storage].caps[t->cap].latency;
+  const acg_capability *cap = &g->compute[t->node - g->n_storage].caps[t->cap];
+  B->latency = (double)cap->latency;
+  if (map_gemm_applies(proto) && map_output_stationary(g, t->node))
+    B->gemm_floor = (double)p->ops / (cap->throughput > 0 ? cap->throughput : 1);
   B->dram_bw = acg_dram_bandwidth(g);
   for (int o = 0; o < p->n_operands; o++) {
     for (int l = 0; l < p->n_loops; l++) B->dep[o][l] = map_operand_depends(&p->operands[o], l);
@@ -205,6 +213,7 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
   }
   double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) + B->epilogue
                            : B->latency + B->trips * B->issue + B->epilogue;
+  if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor + B->epilogue;
   double per_edge[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
   int edge_id[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_e = 0;
   double serial = 0, fill = 0, dram = 0;
@@ -229,9 +238,10 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
         one = x->lat;
         lat_n = x->lat / B->inst_below[lv];
       }
-      double all = vol / x->bw + lat_n;
+      bool dbx = ch->dbuf && x->db_allowed;
+      double all = vol / x->bw + (dbx ? 0 : lat_n); /* as map_cost: pipelined latencies */
       if (x->dram) dram += vol;
-      if (ch->dbuf && x->db_allowed) {
+      if (dbx) {
         if (x->edge >= 0 && x->edge < g->n_edges && x->edge < 512) { /* as map_cost */
           int k = 0;
           while (k < n_e && edge_id[k] != x->edge) k++;

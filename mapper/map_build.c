@@ -284,6 +284,10 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }
+  if (!map_bias_fits(s)) {
+    if (why) *why = "a GEMM's streamed rows would need different preloaded biases";
+    return -1;
+  }
   map_cost_eval(s);
   return 0;
 }

@@ -47,6 +47,28 @@ double map_issue_cycles(const cov_acg *g, int node, int cap_index) {
   return units / (cap->throughput > 0 ? cap->throughput : 1);
 }
 
+/* The edge between nodes a and b in either direction, -1 if none. */
+static int edge_of(const cov_acg *g, int a, int b) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if ((ed->from == a && ed->to == b) || (ed->bidirectional && ed->from == b && ed->to == a)) return e;
+  }
+  return -1;
+}
+
+/* The storage node the SIMD node `simd` keeps epilogue registers in: one
+ * it both reads and writes over a bidirectional edge (the code generator's
+ * register buffer), else `fallback`. */
+static int simd_reg_node(const cov_acg *g, int simd, int fallback) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    if (!ed->bidirectional) continue;
+    if (ed->from == simd && ed->to < g->n_storage) return ed->to;
+    if (ed->to == simd && ed->from < g->n_storage) return ed->from;
+  }
+  return fallback;
+}
+
 double map_epilogue_cycles(const map_schedule *s, double par) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -54,34 +76,37 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   const map_operand *out = &p->operands[p->output];
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   double cyc = 0;
+  int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
     const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
-    cyc += (double)out_elems / (vc->throughput > 0 ? vc->throughput : 1) / par;
+    /* The simulator's vop: max(elements / throughput, operand bytes over
+     * the first operand's edge, result bytes over the result's edge)
+     * (ISA.md "Timing"). Operands in memory: registers, rows and vector
+     * operands (a scalar is an immediate); a pool's window steps read the
+     * running result and the next element. The first op reads the output
+     * tile where the main statement left it; the others, and every result,
+     * the SIMD unit's register buffer. */
+    int nsrc = vo->kind == MAP_VOP_POOL ? 2 : 0;
+    if (vo->kind != MAP_VOP_POOL)
+      for (int q = 0; q < 2; q++) {
+        map_vsrc_kind k = q ? vo->b.kind : vo->a.kind;
+        nsrc += k == MAP_VS_REG || k == MAP_VS_VEC || k == MAP_VS_ROW;
+      }
+    int reg_node = simd_reg_node(g, vo->node, out_node);
+    double ei = (double)cov_dtype_size(vc->in[0] ? vc->in[0] : COV_F32);
+    double eo = (double)cov_dtype_size(vc->out ? vc->out : COV_F32);
+    int src = v == 0 ? out_node : reg_node, ein = edge_of(g, src, vo->node);
+    int eout = edge_of(g, vo->node, reg_node);
+    double bw_in = ein >= 0 ? map_edge_bw(g, ein, src, src) : 1e30;
+    double bw_out = eout >= 0 ? map_edge_bw(g, eout, reg_node, reg_node) : 1e30;
+    double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
+    if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
+    if (vo->kind != MAP_VOP_ROW_REDUCE && bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
+    cyc += (double)out_elems * per / par;
   }
   return cyc;
-}
-
-/* Accesses one bank serves when n elements `stride` bytes apart are read
- * in one cycle (from address 0): the simulator's bank degree. */
-static double bank_degree(const acg_storage *st, int64_t stride, int64_t n) {
-  uint32_t banks = st->banks ? st->banks : 1, ports = st->ports ? st->ports : 1;
-  int64_t word = st->width_bits >= 8 ? st->width_bits / 8 : 1;
-  if (stride < 0) stride = -stride;
-  if (n <= 1 || stride == 0 || banks <= 1) return 1;
-  if (banks > 256) banks = 256;
-  uint32_t cnt[256] = {0}, worst = 0;
-  int64_t prev = -1;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t w = i * stride / word;
-    if (w == prev) continue;
-    prev = w;
-    uint32_t c = ++cnt[w % banks];
-    if (c > worst) worst = c;
-  }
-  worst = (worst + ports - 1) / ports;
-  return worst ? worst : 1;
 }
 
 double map_lane_bank_factor(const map_schedule *s) {
@@ -108,7 +133,9 @@ double map_lane_bank_factor(const map_schedule *s) {
       st += op->acc.coef[d][s->sloops[li].loop] * s->sloops[li].step * rm;
       rm *= pl->shape[d];
     }
-    double f = bank_degree(&g->storage[pl->node], st * (int64_t)cov_dtype_size(pl->dtype), lanes);
+    /* the simulator's count (acg_bank_degree), for a tile at a bank boundary */
+    int64_t bst = st * (int64_t)cov_dtype_size(pl->dtype);
+    double f = acg_bank_degree(&g->storage[pl->node], 0, bst < 0 ? -bst : bst, (uint32_t)lanes);
     if (f > worst) worst = f;
   }
   return worst;
@@ -141,12 +168,16 @@ void map_cost_eval(map_schedule *s) {
    * simulator's per-instruction cost: a weight-stationary GEMM loads its
    * weights before streaming, an output-stationary one spends its reduction
    * depth and preloads/drains unless chained; one latency for the last
-   * result. Never below the pass count above (map_bound.c bounds that). */
-  if (cn->kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC && p->n_inputs == 2) {
+   * result. Weight-stationary: never below the pass count above (its m is
+   * streamed, one issue per row, as the passes count it). Output-stationary:
+   * the GEMMs replace the pass count, which charges the loop a GEMM spreads
+   * over the array's rows (its m) one issue per trip; map_bound.c bounds
+   * them by MACs / throughput, which no GEMM beats. */
+  if (map_gemm_applies(s)) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
     double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
-    if (gc > c->compute_cycles) c->compute_cycles = gc;
+    if (gc > c->compute_cycles || gp.output_stationary) c->compute_cycles = gc;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)
@@ -157,9 +188,10 @@ void map_cost_eval(map_schedule *s) {
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   c->epilogue_cycles = map_epilogue_cycles(s, par);
   /* transfers */
-  double per_edge[512];
+  double per_edge[512], per_edge_lat[512];
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;
   memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
+  memset(per_edge_lat, 0, sizeof(double) * (size_t)(n_edges + 1));
   double exposed_serial = 0, dram_cost = 0, first_fill = 0;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -183,12 +215,30 @@ void map_cost_eval(map_schedule *s) {
       dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
     }
     double one = occ + lat;
-    double all = occ * (double)x->count + lat * (double)x->count / inst;
+    bool db = s->place[x->operand][x->level].double_buffered;
+    /* A DMA engine is busy for a transfer's occupancy only; its latency
+     * delays when the data is visible (ISA.md "Timing"). Double-buffered
+     * transfers are issued ahead of the tile that uses them, so their
+     * latencies overlap the next transfers and the work: the engine's time
+     * is their occupancy, and one latency is exposed (the fill below).
+     * Other transfers wait for and are waited on: each pays its latency. */
+    bool wait = !db;
+    /* ...except a store on an engine that also loads: the engine runs in
+     * order, and each tile's store waits for the work on the tile its loads
+     * brought in, so one latency per store stays exposed on that engine */
+    for (int j = 0; j < s->n_xfers && db && x->dir == MAP_STORE && !wait; j++)
+      wait = s->xfers[j].dir == MAP_LOAD && s->xfers[j].edge == x->edge;
+    double all = occ * (double)x->count + (wait ? lat * (double)x->count / inst : 0);
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
-    bool db = s->place[x->operand][x->level].double_buffered;
     if (db) {
-      if (x->edge >= 0 && x->edge < n_edges) per_edge[x->edge] += all;
+      if (x->edge >= 0 && x->edge < n_edges) {
+        per_edge[x->edge] += all;
+        /* an engine whose stores wait (above) already pays one latency per
+         * tile: its loads' latencies hide behind that wait */
+        if (wait) per_edge_lat[x->edge] = -1e300;
+        else per_edge_lat[x->edge] += lat * (double)x->count / inst;
+      }
       if (one > first_fill) first_fill = one;
     } else {
       exposed_serial += all;
@@ -200,6 +250,14 @@ void map_cost_eval(map_schedule *s) {
   double dram_bw = acg_dram_bandwidth(g);
   if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
   double busy = c->compute_cycles + c->epilogue_cycles;
+  /* With two buffers a tile's load can start only once the work on the
+   * tile two back has released its buffer: per two tiles the engine's
+   * occupancy, its latency and the work run in series, so of an edge's
+   * latencies half stays exposed where they do not fit under the work:
+   * the body is at least (busy + occupancy + latencies) / 2 per edge. */
+  for (int e = 0; e < n_edges; e++)
+    if (per_edge_lat[e] > 0 && (busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
+      overlapped = (busy + per_edge[e] + per_edge_lat[e]) / 2;
   double body = busy > overlapped ? busy : overlapped;
   c->cycles = body + exposed_serial + first_fill;
   c->exposed_cycles = c->cycles - busy;

@@ -19,7 +19,7 @@
  *
  * Every access stays affine (a*q + b*s becomes a*J*qb + b*t + (a - b*st)*j),
  * so the search, the cost model, the schedule interpreter and the code
- * generator take the rewritten problem as any other; map_dw_search offers it
+ * generator take the rewritten problem as any other; map_rewrite_search offers it
  * next to the original and the cost model (ACG numbers only) decides which
  * runs. J is the largest divisor of q's extent whose window fits the array:
  * T <= rows on a weight-stationary array (the reduction is bound to the
@@ -101,8 +101,9 @@ static bool find_window(const map_problem *p, const map_schedule *proto, int *xi
   return false;
 }
 
-bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_problem *out) {
+bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule *outs) {
   const map_problem *p = &proto->prob;
+  map_problem *out = &outs->prob;
   int xi, q, s;
   int64_t st;
   if (p->n_loops + 1 > MAP_MAX_LOOPS || !find_window(p, proto, &xi, &q, &s, &st)) return false;
@@ -165,8 +166,8 @@ static void merge_best(cov_schedule *cs, const cov_schedule *more) {
   free(all);
 }
 
-cov_status map_dw_search(const map_schedule *proto, const map_target *t, const cov_map_options *opt,
-                         cov_schedule *cs) {
+cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
+                              const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite) {
   map_schedule *p2 = malloc(sizeof *p2);
   map_target *t2 = malloc(sizeof *t2);
   cov_schedule *more = calloc(1, sizeof *more);
@@ -176,14 +177,21 @@ cov_status map_dw_search(const map_schedule *proto, const map_target *t, const c
     goto done;
   }
   *p2 = *proto;
-  if (!map_dw_rewrite(proto, t, &p2->prob)) goto done;
+  if (!rewrite(proto, t, p2)) goto done;
   /* The same binding must hold for the longer reduction (an integer
-   * problem on a float array is exact only for so many terms). */
+   * problem on a float array is exact only for so many terms). A padded
+   * reduction's added terms are all 0, but the check stays conservative. */
   cov_status bt = map_bind_target(&p2->prob, t->acg, t2);
   bool same = !bt && t2->node == t->node && t2->cap == t->cap && t2->narrowed == t->narrowed;
   cov_status_free(bt);
   if (!same) goto done;
-  *t2 = *t;
+  /* the rewritten problem's own paths (a preloaded bias goes to the array)
+   * and the storage of what is left of the epilogue */
+  bt = map_bind_epilogue_storage(p2, t2);
+  if (bt) {
+    cov_status_free(bt);
+    goto done;
+  }
   more->arena = cs->arena;
   /* a budget bounds both searches together */
   cov_map_options o2 = opt ? *opt : (cov_map_options){0};
@@ -192,7 +200,7 @@ cov_status map_dw_search(const map_schedule *proto, const map_target *t, const c
     if (o2.budget <= 0) goto done;
   }
   st = map_search(t2, p2, &o2, more);
-  if (st) { /* nothing fits the window: the original stands */
+  if (st) { /* nothing fits the rewritten problem: the original stands */
     cov_status_free(st);
     st = NULL;
     goto done;

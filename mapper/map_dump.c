@@ -70,6 +70,9 @@ void map_dump(const map_schedule *s, FILE *out) {
   fprintf(out, "  compute %s cap %d %s(%s,%s->%s)%s\n", cn->name, s->cap, common_op_name(cap->op),
           cov_dtype_name(s->mul_dtype), cov_dtype_name(s->mul_dtype), cov_dtype_name(s->acc_dtype),
           s->narrowed ? "  [narrowed: multiplicands rounded to this dtype, accumulation kept]" : "");
+  if (p->bias_init)
+    fprintf(out, "  accumulators start from %s, preloaded by %s (its add left the epilogue)\n",
+            p->operands[p->bias_op].name, cn->name);
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
     fprintf(out, "  epilogue %d (%s on %s): ", v, vo->from,

@@ -28,6 +28,12 @@ bool map_output_stationary(const cov_acg *g, int node) {
   return false;
 }
 
+bool map_gemm_applies(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  return g->compute[s->node - g->n_storage].kind == ACG_SYSTOLIC && s->prob.kind == MAP_MAIN_MAC &&
+         s->prob.n_inputs == 2;
+}
+
 static int deepest(const map_schedule *s, int o) {
   int lv = s->n_levels - 1;
   while (lv > 0 && !s->place[o][lv].present) lv--;

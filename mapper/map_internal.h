@@ -165,6 +165,9 @@ typedef struct map_bound {
   const map_schedule *proto;
   int L;
   double issue, latency, dram_bw;
+  double gemm_floor; /* > 0: the main statement runs as GEMMs on an output-
+                        stationary array, which take at least MACs /
+                        throughput cycles (map_cost.c) */
   bool dep[MAP_MAX_OPERANDS][MAP_MAX_LOOPS];
   map_bound_xfer x[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
   /* per spatial binding, instances and double buffering (map_bound_config) */
@@ -187,11 +190,33 @@ double map_lane_bank_factor(const map_schedule *s);
  * loop the input lacks) rewritten so that a window of J neighbouring outputs
  * fills the array's columns and their input window its rows (a banded weight
  * block); false when the problem is not one or no J >= 2 fits the array. */
-bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_problem *out);
+bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule *out);
+/* map_pad.c: loops whose divisors leave most of the array idle (58
+ * channels on 16 rows: 2) padded to a multiple of the array's size, where
+ * the added values are reads of padding 0 (reductions) or outputs outside
+ * the tensor that no store keeps; false when no loop is. */
+bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_schedule *out);
+/* map_bias.c: the epilogue's first op, an add of a per-channel vector to
+ * the accumulator, moved onto the array (the bias preloaded into its
+ * accumulators: map_problem.bias_init), where the ACG has a path for the
+ * vector to the array besides the operands'; false when not. */
+bool map_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedule *out);
+/* Whether schedule s can preload its bias: on a systolic array, one GEMM's
+ * streamed rows must share their bias (a row vector over the columns). */
+bool map_bias_fits(const map_schedule *s);
+/* The output dimension whose access equals vector operand v's only
+ * dimension (so the output's index there is the vector's); -1 if none. */
+int map_bias_out_dim(const map_problem *p, int v);
+/* A rewrite of the search's problem and epilogue (the three above); out
+ * starts as a copy of proto. */
+typedef bool (*map_rewrite_fn)(const map_schedule *proto, const map_target *t, map_schedule *out);
+/* The padded and the depthwise problem with their bias preloaded. */
+bool map_pad_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedule *out);
+bool map_dw_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedule *out);
 /* Searches the rewritten problem too, when there is one, and keeps the
  * cheapest schedules of both in cs (the cost model decides). */
-cov_status map_dw_search(const map_schedule *proto, const map_target *t, const cov_map_options *opt,
-                         cov_schedule *cs);
+cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
+                              const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite);
 cov_status map_search(const map_target *t, const map_schedule *proto,
                       const cov_map_options *opt, cov_schedule *out);
 

@@ -27,6 +27,7 @@ typedef struct interp {
   map_walk w; /* loop iterations and buffer halves (map_walk.h) */
   int pool_dim[2]; /* output dims pooled, -1 */
   int pool_win[2];
+  int bias_dim; /* the output dimension that indexes a preloaded bias */
   cov_status err;
 } interp;
 
@@ -132,7 +133,10 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
     float v;
-    if (mode == 1) {
+    if (mode == 1 && I->p->bias_init) { /* the preloaded bias (map_bias.c) */
+      int64_t bi[1] = {idx[I->bias_dim]};
+      v = dram_read(I, I->p->bias_op, bi);
+    } else if (mode == 1) {
       v = (float)I->p->init;
     } else if (lv == 1) {
       v = dram_read(I, o, idx);
@@ -354,18 +358,12 @@ static void store_final(interp *I, int o) {
         if (idx[I->pool_dim[w]] % I->pool_win[w]) skip = true;
         idx[I->pool_dim[w]] /= I->pool_win[w];
       }
+    /* outputs of a padded loop (map_pad.c) fall outside the tensor: the
+     * DMA store drops them, and so does this */
+    for (int d = 0; d < I->out->rank; d++) skip |= idx[d] < 0 || idx[d] >= I->out->shape[d];
     if (skip) continue;
     int64_t off = 0;
-    for (int d = 0; d < I->out->rank; d++) {
-      if (idx[d] < 0 || idx[d] >= I->out->shape[d]) {
-        if (!I->err)
-          I->err = cov_error(COV_INTERNAL, COV_AT(NULL, p->layer), "interp %s: output index outside the tensor",
-                             p->layer);
-        break;
-      }
-      off = off * I->out->shape[d] + idx[d];
-    }
-    if (I->err) break;
+    for (int d = 0; d < I->out->rank; d++) off = off * I->out->shape[d] + idx[d];
     outp[off] = s->n_vops ? reg_ld(I, &E, 0, pt) : load_el(src, pl->dtype, E.off0[pt]);
   }
   free(E.off0);
@@ -444,6 +442,10 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
             I.pool_win[w] = s->vops[v].window[w];
             shape[d] /= s->vops[v].window[w];
           }
+  I.bias_dim = s->prob.bias_init ? map_bias_out_dim(&s->prob, s->prob.bias_op) : 0;
+  if (I.bias_dim < 0)
+    return cov_error(COV_INTERNAL, COV_AT(NULL, s->prob.layer), "interp %s: the preloaded bias is not indexed "
+                     "by an output dimension", s->prob.layer);
   COV_RETURN_IF_ERROR(cov_tensor_alloc(out, COV_F32, oo->rank, shape));
   /* buffers of the ACG capacities */
   cov_status st = NULL;

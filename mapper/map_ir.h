@@ -147,6 +147,12 @@ typedef struct map_problem {
   int n_operands;       /* inputs, output, then epilogue vectors */
   map_operand operands[MAP_MAX_OPERANDS];
   int64_t ops;          /* main statement executions (MACs for a mac layer) */
+  /* The accumulation starts from a vector operand instead of init: a bias
+   * the array preloads into its accumulators (map_bias.c). The epilogue's
+   * add of it is gone, and bias_op's path leads to the array, not the SIMD
+   * unit. Its one dimension is read as one of the output's dimensions. */
+  bool bias_init;
+  int bias_op;
 } map_problem;
 
 /* ---- the epilogue ----------------------------------------------------- */
@@ -319,6 +325,9 @@ typedef struct map_gemm_plan {
   bool output_stationary; /* the array accumulates in a register file next to it */
   uint32_t mmax, kmax, nmax; /* largest m, k, n of one GEMM */
 } map_gemm_plan;
+/* Whether the schedule's main statement runs as GEMMs (a two-input MAC on
+ * a systolic array): then the cost model charges map_gemm_cycles. */
+bool map_gemm_applies(const map_schedule *s);
 /* An array is output-stationary when it has an edge to a register file. */
 bool map_output_stationary(const cov_acg *g, int node);
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);

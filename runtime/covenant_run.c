@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "runtime/crt.h"
+#include "runtime/crt_tune.h"
 #include "common/loc.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
@@ -20,6 +21,7 @@ static void usage(FILE *out) {
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
+          "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
           "\n"
           "Runs a compiled model (covenant compile MODEL --target T -o ARTIFACT) on the\n"
           "device its target names: the CUDA driver (nvptx), HIP (amdgpu), or the NPU\n"
@@ -37,6 +39,13 @@ static void usage(FILE *out) {
           "  --no-graph            time plain launches instead of the graph\n"
           "  --target T            refuse an artifact compiled for another target\n"
           "  --info                print what the artifact holds; no device needed\n"
+          "  --tune                TUNE_DIR is a tuning artifact (covenant tune ... -o TUNE_DIR):\n"
+          "                        checks every candidate kernel against the compiler's pick on\n"
+          "                        the same random inputs (--seed), times each (--iters launches\n"
+          "                        per repetition, default 20; median of --reps, default 7,\n"
+          "                        alternating) and writes -o TIMES.json (default times.json)\n"
+          "                        for covenant tune --record; CUDA only\n"
+          "  --tolerance X         --tune: largest max|x - ref| / max|ref| (default 5e-3)\n"
           "\n"
           "Exit status: 0 ok, 1 error, 2 usage, 4 no device or driver for the target.\n");
 }
@@ -184,14 +193,16 @@ static cov_status write_outputs(const crt_artifact *a, const cov_tensor *out, co
 /* The command line. */
 typedef struct run_args {
   const char *inputs[64], *out_file, *out_dir, *cases;
-  int n_in, iters, warmup, show_info;
+  int n_in, iters, warmup, show_info, tune, reps;
+  double tolerance;
   uint64_t seed;
   crt_options opts;
 } run_args;
 
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
-  enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR };
+  enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
+         OPT_REPS, OPT_TOL };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -202,6 +213,9 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"seed", required_argument, NULL, OPT_SEED},
                                         {"info", no_argument, NULL, OPT_INFO},
                                         {"cases", required_argument, NULL, OPT_CASES},
+                                        {"tune", no_argument, NULL, OPT_TUNE},
+                                        {"reps", required_argument, NULL, OPT_REPS},
+                                        {"tolerance", required_argument, NULL, OPT_TOL},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   int c;
@@ -217,16 +231,27 @@ static int parse_args(int argc, char **argv, run_args *r) {
         break;
       case 'o': r->out_file = optarg; break;
       case OPT_OUTDIR: r->out_dir = optarg; break;
+      case OPT_TUNE: r->tune = 1; break;
+      case OPT_TOL:
+        r->tolerance = strtod(optarg, &end);
+        if (*end || !*optarg || !(r->tolerance >= 0 && r->tolerance < 1e30)) {
+          fprintf(stderr, "covenant-run: --tolerance takes a number >= 0, not '%s'\n", optarg);
+          return EXIT_USAGE;
+        }
+        break;
+      case OPT_REPS:
       case OPT_ITERS:
       case OPT_WARMUP: {
         errno = 0;
         long v = strtol(optarg, &end, 10);
-        if (errno || *end || v < (c == OPT_ITERS) || v > 1000000) {
-          fprintf(stderr, "covenant-run: %s takes an integer in [%d, 1000000], not '%s'\n",
-                  c == OPT_ITERS ? "--iters" : "--warmup", c == OPT_ITERS, optarg);
+        int lo = c != OPT_WARMUP;
+        const char *name = c == OPT_ITERS ? "--iters" : c == OPT_REPS ? "--reps" : "--warmup";
+        if (errno || *end || v < lo || v > (c == OPT_REPS ? 1000 : 1000000)) {
+          fprintf(stderr, "covenant-run: %s takes an integer in [%d, %d], not '%s'\n", name, lo,
+                  c == OPT_REPS ? 1000 : 1000000, optarg);
           return EXIT_USAGE;
         }
-        *(c == OPT_ITERS ? &r->iters : &r->warmup) = (int)v;
+        *(c == OPT_ITERS ? &r->iters : c == OPT_REPS ? &r->reps : &r->warmup) = (int)v;
         break;
       }
       case OPT_SEED:
@@ -250,6 +275,14 @@ static int parse_args(int argc, char **argv, run_args *r) {
     usage(stderr);
     return EXIT_USAGE;
   }
+  if (r->tune && (r->n_in || r->out_dir || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --tune takes -o, --iters, --reps, --tolerance and --seed only\n");
+    return EXIT_USAGE;
+  }
+  if (!r->tune && (r->reps || r->tolerance >= 0)) {
+    fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
+    return EXIT_USAGE;
+  }
   if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
     fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
     return EXIT_USAGE;
@@ -258,9 +291,15 @@ static int parse_args(int argc, char **argv, run_args *r) {
 }
 
 int main(int argc, char **argv) {
-  run_args r = {.warmup = 3, .seed = 1};
+  run_args r = {.warmup = 3, .seed = 1, .tolerance = -1};
   int rc = parse_args(argc, argv, &r);
   if (rc >= 0) return rc;
+  if (r.tune) {
+    crt_tune_options to = {r.seed, r.iters ? r.iters : 20, r.reps ? r.reps : 7, r.tolerance >= 0 ? r.tolerance : 5e-3};
+    cov_status ts = crt_tune_run(argv[optind], &to, r.out_file ? r.out_file : "times.json", stdout);
+    if (!ts) printf("wrote %s\n", r.out_file ? r.out_file : "times.json");
+    return ts ? fail_with(ts) : EXIT_OK;
+  }
   const char *const *inputs = r.inputs, *out_file = r.out_file, *out_dir = r.out_dir, *cases = r.cases;
   int n_in = r.n_in, iters = r.iters, warmup = r.warmup;
   uint64_t seed = r.seed;

@@ -3,6 +3,7 @@
 #include "common/loc.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,5 +380,27 @@ cov_status crt_cuda_elapsed(crt_cuda *cu, crt_cuda_stream *s, void *start, float
   cu->EventDestroy((cu_event)start);
   if (stop) cu->EventDestroy(stop);
   if (rc != 0) return cu_fail(cu, rc, "timing events");
+  return NULL;
+}
+
+/* cuTensorMapEncodeTiled (CUDA 12): looked up on use, so that older
+ * drivers still open. Enumerations as in cuda.h: data type FLOAT16 6,
+ * BFLOAT16 9; interleave none 0; swizzle 128B 3; L2 promotion 256B 3; out
+ * of bounds fill none 0. Dimensions and strides innermost first. */
+typedef cu_result (*cu_tensor_map_encode)(void *, int, unsigned, void *, const unsigned long long *,
+                                          const unsigned long long *, const unsigned *, const unsigned *, int, int,
+                                          int, int);
+
+cov_status crt_cuda_tensor_map_2d(crt_cuda *cu, void *out, crt_devptr base, int bf16, unsigned long long rows,
+                                  unsigned long long cols, unsigned box_rows, unsigned box_cols) {
+  cu_tensor_map_encode enc;
+  *(void **)&enc = dlsym(cu->lib, "cuTensorMapEncodeTiled");
+  if (!enc)
+    return cov_error(COV_DEVICE_ERROR, COV_AT_CALL("crt_cuda_tensor_map_2d"),
+                     "libcuda.so.1 lacks cuTensorMapEncodeTiled (driver older than CUDA 12)");
+  unsigned long long dims[2] = {cols, rows}, strides[1] = {cols * 2};
+  unsigned box[2] = {box_cols, box_rows}, estr[2] = {1, 1};
+  CU_CHECK(cu, enc(out, bf16 ? 9 : 6, 2, (void *)(uintptr_t)base, dims, strides, box, estr, 0, 3, 3, 0),
+           "cuTensorMapEncodeTiled");
   return NULL;
 }

@@ -17,6 +17,16 @@ typedef struct crt_cuda_module crt_cuda_module;
 typedef unsigned long long crt_devptr;
 
 cov_status crt_cuda_open(crt_cuda **out);
+
+/* A 2-D tensor map for bulk tensor copies (the driver's CUtensorMap, 128
+ * bytes, written to `out`, which must be 64-byte aligned): a row-major
+ * [rows][cols] matrix of 2-byte elements (f16, or bf16 if `bf16`) at device
+ * address `base`, boxes of box_rows x box_cols, 128-byte swizzle (the
+ * layout a kernel compiled with plan.tma expects; its manifest's "tma"
+ * gives the sizes). COV_DEVICE_ERROR where the driver has no
+ * cuTensorMapEncodeTiled (before CUDA 12) or refuses the sizes. */
+cov_status crt_cuda_tensor_map_2d(crt_cuda *cu, void *out, crt_devptr base, int bf16, unsigned long long rows,
+                                  unsigned long long cols, unsigned box_rows, unsigned box_cols);
 void crt_cuda_close(crt_cuda *cu);
 /* "NVIDIA H100 80GB HBM3 (sm_90)" */
 const char *crt_cuda_device_name(const crt_cuda *cu);

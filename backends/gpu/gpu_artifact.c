@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/model.h"
@@ -110,9 +111,11 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   int have_plan = 0;
   uint8_t *bytes = NULL;
   size_t n = 0;
-  cov_status st = cov_model_load_file(model_path, NULL, &m);
+  cov_status st = gpu_tuning_attach(&t, opts);
+  if (!st) st = cov_model_load_file(model_path, NULL, &m);
   if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
   have_plan = !st;
+  if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
   if (!st) st = gpu_model_artifact(&mp, model_path, &bytes, &n);
   if (!st) {
     cov_loc loc = {out_path, 0, 0, NULL};

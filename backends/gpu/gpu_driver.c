@@ -19,6 +19,7 @@
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_model.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
@@ -49,6 +50,7 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   }
   t->caps.has_async_copy = t->ops->async_copy16 != NULL;
   t->caps.has_wgmma = t->ops->wg_mma != NULL;
+  t->caps.has_tma = t->ops->wg_mma != NULL && t->ops->tma_load_2d != NULL && t->ops->mbar_init != NULL;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
   return NULL;
 }
@@ -56,6 +58,8 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
 void gpu_target_close(gpu_target *t) {
   if (t->acg) cov_acg_free(t->acg);
   t->acg = NULL;
+  gpu_tuning_free(t->tuning);
+  t->tuning = NULL;
 }
 
 cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const char *kernel,
@@ -128,8 +132,9 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
   return 1e6 * fmax(t_compute, t_mem);
 }
 
-/* mkdir -p */
-static cov_status mkdir_p(const char *dir) {
+/* mkdir -p (also the tuning artifact's, gpu_tune_prep.c) */
+cov_status gpu_mkdir_p(const char *dir);
+cov_status gpu_mkdir_p(const char *dir) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(dir, NULL), "output directory name too long");
@@ -193,6 +198,19 @@ json_t *gpu_plan_json(const gpu_plan *p) {
                         json_integer((json_int_t)gpu_nhwc_workspace_bytes(p, (int)cov_dtype_size(q->in_dtype))));
     json_object_set_new(o, "pre", pre);
   }
+  if (p->tma) {
+    /* the host builds two 2-D tensor maps (CUtensorMap, 128-byte swizzle,
+     * f16/bf16) and passes their device addresses as arguments 0 and 1:
+     * {rows, cols, box_rows, box_cols} of A as [G*M][K] and B as [G*K][N] */
+    json_t *tm = json_object(), *ta = json_array(), *tb = json_array();
+    int64_t av[4] = {p->G * p->M, p->K, p->bm, p->bk}, bv[4] = {p->G * p->K, p->N, p->bk, 128 / (int)cov_dtype_size(q->in_dtype)};
+    for (int i = 0; i < 4; i++) json_array_append_new(ta, json_integer(av[i])), json_array_append_new(tb, json_integer(bv[i]));
+    json_object_set_new(tm, "a", ta);
+    json_object_set_new(tm, "b", tb);
+    json_object_set_new(tm, "swizzle", json_integer(128));
+    json_object_set_new(o, "tma", tm);
+  }
+  if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
   json_t *grid = json_array(), *block = json_array();
   for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
   json_array_append_new(block, json_integer(p->threads));
@@ -209,6 +227,11 @@ json_t *gpu_plan_json(const gpu_plan *p) {
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
              p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
+  if (p->tma) {
+    size_t len = strlen(plan);
+    snprintf(plan + len, sizeof plan - len, ", bulk tensor copies, warp-specialised, persistent%s",
+             p->ws_regs ? ", setmaxnreg" : "");
+  }
   json_object_set_new(o, "plan", json_string(plan));
   return o;
 }
@@ -217,11 +240,13 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
-  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]] fixes the schedule (as the mapper
+  /* SPEC:BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]] fixes the schedule (as the mapper
    * will); :wg makes WMxWN a warpgroup tile of warpgroup MMAs, :wg0 / :wg1
-   * with D batches of them in flight per K step */
+   * with D batches of them in flight per K step; :ws the same instructions fed
+   * by bulk tensor copies, warp-specialised and persistent (plan.tma), with
+   * flags 0 (no setmaxnreg), d (a batch in flight), h (f16 outputs) */
   char base[128];
-  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
+  int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0, out_f16 = 0;
   const char *colon = strchr(spec, ':');
   if (colon) {
     int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
@@ -230,9 +255,14 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1;
     else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
       wg = 1, inflight = rest[3] - '0';
+    else if (!strncmp(rest, ":ws", 3) && strspn(rest + 3, "0dh") == strlen(rest + 3)) {
+      /* plan.tma; flags: 0 without setmaxnreg, d one batch in flight, h f16 outputs */
+      wg = strchr(rest + 3, '0') ? 2 : 3, inflight = strchr(rest + 3, 'd') ? 1 : 0;
+      out_f16 = strchr(rest + 3, 'h') != NULL;
+    }
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]]",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]]",
                        spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
@@ -242,7 +272,7 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
   else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
-  return gpu_compile_layer(t, opts, layer, colon ? (const int[8]){bm, bn, bk, wm, wn, stages, wg, inflight} : NULL, plan, code,
+  return gpu_compile_layer(t, opts, layer, colon ? (const int[9]){bm, bn, bk, wm, wn, stages, wg, inflight, out_f16} : NULL, plan, code,
                            code_size, info);
 }
 
@@ -253,7 +283,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
   int colon = schedule != NULL;
   int bm = colon ? schedule[0] : 0, bn = colon ? schedule[1] : 0, bk = colon ? schedule[2] : 0;
   int wm = colon ? schedule[3] : 0, wn = colon ? schedule[4] : 0, stages = colon ? schedule[5] : 0;
-  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1;
+  int wg = colon ? schedule[6] : 0, inflight = colon ? schedule[7] : -1, out_f16 = colon ? schedule[8] : 0;
   if (layer->unfused[0] && !opts->allow_unfused)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&layer->prob),
                      "layer %s: post-ops '%s' are not fused into GPU kernels (pass --allow-unfused to "
@@ -264,15 +294,16 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     if (layer->prob.kind == GPU_OP_MAXPOOL)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
-    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight};
+    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight, wg >= 2, wg == 3 ? GPU_TMA_CONSUMER_REGS : 0,
+                        out_f16 != 0};
     COV_RETURN_IF_ERROR(gpu_plan_fixed(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan));
     size_t len = strlen(layer->name);
-    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s", bm, bn, bk, wm, wn, stages,
-             !wg ? "" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0");
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s", bm, bn, bk, wm, wn, stages,
+             !wg ? "" : wg >= 2 ? "ws" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0", wg == 2 ? "0" : "",
+             wg >= 2 && inflight == 1 ? "d" : "", out_f16 ? "h" : "");
   } else {
-    /* the mapper's GPU search: its cheapest schedule that the lowering takes */
-    COV_RETURN_IF_ERROR(
-        gpu_plan_map(&layer->prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, plan, NULL));
+    const gpu_tune_entry *tuned;
+    COV_RETURN_IF_ERROR(gpu_plan_pick(t, &layer->prob, plan, &tuned));
   }
   char kernel[128];
   snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
@@ -291,39 +322,18 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, &layer));
   if (layer.prob.kind == GPU_OP_MAXPOOL)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layer %s: a pool has no schedule to search", layer.name);
-  map_gpu_result *r = malloc(sizeof *r);
-  if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_plan chosen, base;
-  cov_status st = gpu_plan_map(&layer.prob, t->acg, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &chosen, r);
-  if (!st) st = gpu_problem_check(&layer.prob, &base);
-  base.warp_size = t->caps.warp_size;
-  char last[192] = "";
-  for (int i = 0, shown = 0; !st && i < r->n && shown < top; i++) {
-    const map_gpu_sched *c = &r->c[i];
-    gpu_plan q = base;
-    cov_status e = gpu_plan_from_candidate(&q, c, &t->caps);
-    /* a hand-fixed schedule takes channels-last wherever it fits: the NCHW
-     * alternative of a layer that fits it is not expressible */
-    gpu_plan h = base;
-    if (!e) h = q, h.keep_nchw = false, e = gpu_plan_derive(&h, &t->caps);
-    if (!e && h.nhwc != q.nhwc) e = cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layout");
-    if (e) {
-      cov_status_free(e);
-      continue;
-    }
-    char wg[8] = "", hand[192];
-    if (c->warpgroup) snprintf(wg, sizeof wg, "wg%d", q.wg_inflight);
-    snprintf(hand, sizeof hand, "%s:%dx%dx%d:%dx%d:%d%s%s", spec, c->bm, c->bn, c->bk, c->wm, c->wn, c->stages,
-             c->warpgroup ? ":" : "", wg);
-    /* a hand-fixed spec does not name the matrix instruction: the next
-     * best with another instruction compiles to the same kernel */
-    if (!strcmp(hand, last)) continue;
-    snprintf(last, sizeof last, "%s", hand);
-    fprintf(out, "%s %s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, hand, layer.name, c->bm, c->bn, c->bk,
-            c->wm, c->wn, c->stages, wg, i, c->cycles);
-    shown++;
+  gpu_tune_cand *c = malloc(sizeof *c * (size_t)top);
+  if (!c) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int n = 0;
+  cov_status st = gpu_tune_candidates(t, &layer.prob, top, c, &n);
+  for (int i = 0; !st && i < n; i++) {
+    const int *v = c[i].sched.s;
+    char sched[64];
+    gpu_sched_format(&c[i].sched, sched, sizeof sched);
+    fprintf(out, "%s %s:%s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, spec, sched, layer.name, v[0], v[1],
+            v[2], v[3], v[4], v[5], !v[6] ? "" : v[7] ? "wg1" : "wg0", c[i].rank, c[i].cycles);
   }
-  free(r);
+  free(c);
   return st;
 }
 
@@ -346,12 +356,26 @@ static void print_report(FILE *f, const report_row *rows, int n) {
             rows[i].shared, rows[i].vg, rows[i].ag, rows[i].occ, rows[i].roofline, rows[i].plan);
 }
 
+/* A kernel whose schedule came from the tuning file says so: in its
+ * manifest entry ("tuned": the schedule) and in the notes. */
+static void note_tuned(const gpu_target *t, const cov_gpu_options *opts, const gpu_plan *plan, int hand_fixed,
+                       const char *kernel, json_t *k) {
+  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL) return;
+  char key[GPU_TUNE_KEY_MAX];
+  gpu_tune_key(&plan->prob, cov_acg_name(t->acg), key, sizeof key);
+  const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);
+  if (!e) return;
+  json_object_set_new(k, "tuned", json_string(e->schedule));
+  if (opts->notes) fprintf(opts->notes, "note: %s: schedule %s from the tuning file %s\n", kernel, e->schedule, t->tuning->file);
+}
+
 cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,
                        const char *out_dir, FILE *report) {
   gpu_target t;
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
-  cov_status st = mkdir_p(out_dir);
+  cov_status st = gpu_tuning_attach(&t, opts);
+  if (!st) st = gpu_mkdir_p(out_dir);
   size_t len0 = n_specs == 1 ? strlen(specs[0]) : 0;
   if (!st && len0 > 5 && !strcmp(specs[0] + len0 - 5, ".onnx")) {
     /* a whole model: its kernels, buffers, launch sequence and manifest
@@ -390,6 +414,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     char *code = NULL;
     size_t n = 0;
     gpu_kernel_info info;
+    int hand_fixed = 0;
     if (model_i < n_model) {
       layer = model_layers[model_i++];
       st = gpu_compile_layer(&t, opts, &layer, NULL, &plan, &code, &n, &info);
@@ -403,6 +428,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
                        "a model is compiled alone (it writes its own manifest); give it without other layers");
         break;
       }
+      hand_fixed = strchr(spec, ':') != NULL;
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     }
     if (st) break;
@@ -429,6 +455,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     }
     json_object_set_new(k, "file", json_string(file));
     json_object_set_new(k, "unfused", json_string(layer.unfused));
+    note_tuned(&t, opts, &plan, hand_fixed, kname, k);
     json_array_append_new(kernels, k);
     if (report) {
       /* occupancy: workgroups per SM/CU that shared memory allows; AMD also

@@ -11,6 +11,7 @@
 
 typedef struct gpu_vendor gpu_vendor; /* backends/gpu/gpu_vendor.h */
 
+struct gpu_tuning;
 typedef struct gpu_target {
   cov_acg *acg;
   const gpu_vendor *vendor; /* the one whose backend is the ACG's backend.name */
@@ -18,6 +19,9 @@ typedef struct gpu_target {
   gpu_target_caps caps;
   int shapes[8][3];
   int n_shapes;
+  /* the tuning file's schedules (gpu_tune.h; NULL: none), read by
+   * gpu_plan_pick; freed by gpu_target_close */
+  struct gpu_tuning *tuning;
 } gpu_target;
 
 typedef struct gpu_kernel_info {
@@ -42,9 +46,11 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info);
 /* Plans (or takes `schedule` = {bm, bn, bk, wm, wn, stages, wgmma,
- * inflight}, may be NULL; wgmma 1: wm x wn is a warpgroup tile of warpgroup
- * MMAs, with `inflight` batches in flight, -1 for the default), lowers and
- * emits one layer. */
+ * inflight, out_f16}, may be NULL; wgmma 1: wm x wn is a warpgroup tile of
+ * warpgroup MMAs, with `inflight` batches in flight, -1 for the default;
+ * wgmma 2 / 3: the same fed by bulk tensor copies (plan.tma) without / with
+ * setmaxnreg; out_f16: f16 outputs, plan.tma only), lowers and emits one
+ * layer. */
 cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer,
                              const int *schedule, gpu_plan *plan, char **code, size_t *code_size,
                              gpu_kernel_info *info);

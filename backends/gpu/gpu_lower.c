@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_ir.h"
+#include "backends/gpu/gpu_lower.h"
 
 LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVMValueRef col) {
   int row_bytes = t->cols * t->esize, row_chunks = row_bytes / 16;
@@ -45,23 +45,13 @@ LLVMValueRef gpu_tile_addr(gpu_gen *g, const gpu_tile *t, LLVMValueRef row, LLVM
   return gep8(g, t->base, off);
 }
 
-typedef struct kernel {
-  gpu_gen *g;
-  const gpu_plan *p;
-  const gpu_frag_ops *fr;
-  LLVMValueRef A, B, Cout, bias;
-  LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
-  LLVMValueRef wg_row, wg_col; /* warpgroup MMA: the warpgroup's tile origin */
-  int esize, a_bytes, stage_bytes, nmf, nnf;
-  LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
-} kernel;
 
-static gpu_tile tile_a(kernel *k, LLVMValueRef stage) {
+gpu_tile gpu_k_tile_a(kernel *k, LLVMValueRef stage) {
   gpu_gen *g = k->g;
   gpu_tile t = {gep8(g, k->smem, mul(g, stage, C(k->stage_bytes))), k->p->bm, k->p->bk, k->esize, 0};
   return t;
 }
-static gpu_tile tile_b(kernel *k, LLVMValueRef stage) {
+gpu_tile gpu_k_tile_b(kernel *k, LLVMValueRef stage) {
   gpu_gen *g = k->g;
   LLVMValueRef off = add(g, mul(g, stage, C(k->stage_bytes)), C(k->a_bytes));
   /* warpgroup MMAs read B as 128-byte (64-column) slabs */
@@ -154,7 +144,7 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_problem *q = &p->prob;
-  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  gpu_tile ta = gpu_k_tile_a(k, stage), tb = gpu_k_tile_b(k, stage);
   LLVMValueRef k0 = mul(g, kt, C(p->bk));
   int v = 0;
   if (p->vector_copy || p->nhwc) {
@@ -281,7 +271,7 @@ static void compute_stage(kernel *k, LLVMValueRef stage) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_frag_ops *fr = k->fr;
-  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  gpu_tile ta = gpu_k_tile_a(k, stage), tb = gpu_k_tile_b(k, stage);
   int n = k->nmf * k->nnf * fr->n_acc;
   LLVMValueRef acc[n];
   for (int i = 0; i < n; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
@@ -309,17 +299,17 @@ static void compute_stage(kernel *k, LLVMValueRef stage) {
  * copies; wg_stage_wait then waits until `pending` batches are left. The
  * accumulators travel in acc[] from the issue to the wait (and through the
  * slots, which become registers, to the next step). */
-static void wg_stage_issue(kernel *k, LLVMValueRef stage, LLVMValueRef *acc) {
+void gpu_k_wg_issue(kernel *k, LLVMValueRef stage, LLVMValueRef *acc) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
-  gpu_tile ta = tile_a(k, stage), tb = tile_b(k, stage);
+  gpu_tile ta = gpu_k_tile_a(k, stage), tb = gpu_k_tile_b(k, stage);
   int n = p->wn / 2;
   for (int i = 0; i < n; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
   g->target->wg_fence(g);
   for (int kk = 0; kk < p->bk; kk += p->fk) g->target->wg_mma(g, &ta, k->wg_row, &tb, k->wg_col, kk, p->wn, acc);
   g->target->wg_commit(g);
 }
-static void wg_stage_wait(kernel *k, LLVMValueRef *acc, int pending) {
+void gpu_k_wg_wait(kernel *k, LLVMValueRef *acc, int pending) {
   gpu_gen *g = k->g;
   int n = k->p->wn / 2;
   g->target->wg_wait(g, pending, acc, n);
@@ -364,12 +354,14 @@ static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v
   return v;
 }
 
-static void epilogue(kernel *k) {
+void gpu_k_epilogue(kernel *k) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_problem *q = &p->prob;
   const gpu_frag_ops *fr = k->fr;
   int guard = p->M % p->bm || p->N % p->bn;
+  /* plan.out_f16 implies this path: tma plans divide M and N, warpgroup
+   * accumulators come in pairs, wgmma tiles make N even */
   if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
     /* column pairs as one 8-byte store (N even: the pair is aligned) */
     LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
@@ -389,6 +381,11 @@ static void epilogue(kernel *k) {
             pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
           }
           LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          if (p->out_f16) { /* rounded once, stored as 4 bytes */
+            LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");
+            LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 4);
+            continue;
+          }
           LLVMSetAlignment(LLVMBuildStore(g->b, pair, gept(g, g->f32, k->Cout, idx)), 8);
         }
     return;
@@ -633,6 +630,11 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     slots[i] = LLVMBuildAlloca(g->b, g->f32, "acc");
   }
   for (int i = 0; i < n_acc; i++) LLVMBuildStore(g->b, LLVMConstReal(g->f32, 0.0), slots[i]);
+  if (plan->tma) { /* the warp-specialised persistent kernel (gpu_lower_ws.c) */
+    cov_status st = gpu_lower_ws(k);
+    LLVMDisposeBuilder(g->b);
+    return st;
+  }
 
   k->tid = target->thread_id(g);
   g->lane = urem(g, k->tid, plan->warp_size);
@@ -711,13 +713,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
      * which every warpgroup finished with before the barrier (its wait for
      * all but D batches in the previous step) */
     LLVMValueRef acc[128];
-    wg_stage_issue(k, urem(g, kt, S), acc);
+    gpu_k_wg_issue(k, urem(g, kt, S), acc);
     LLVMBasicBlockRef join;
     begin_if(g, ult(g, next, KT), &join);
     transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
     end_if(g, join);
     target->async_commit(g);
-    wg_stage_wait(k, acc, D);
+    gpu_k_wg_wait(k, acc, D);
   } else if (async) {
     LLVMBasicBlockRef join;
     begin_if(g, ult(g, next, KT), &join);
@@ -743,7 +745,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   if (D) { /* the last batches */
     LLVMValueRef acc[128];
     for (int i = 0; i < plan->wn / 2; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
-    wg_stage_wait(k, acc, 0);
+    gpu_k_wg_wait(k, acc, 0);
   }
   if (plan->staged) {
     stage_out(k);
@@ -752,7 +754,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     else
       conv_staged_store(k);
   } else {
-    epilogue(k);
+    gpu_k_epilogue(k);
   }
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);

@@ -14,6 +14,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
 
 /* ---- plan building ------------------------------------------------------ */
@@ -104,6 +105,7 @@ typedef struct lower_ctx {
   int gi;      /* group index in the capture */
   const gpu_cap_group *g;
   int n_kernels; /* kernels of this group so far */
+  int file_error; /* the error is the tuning file's (located there), not the group's */
 } lower_ctx;
 
 /* a diagnostic's location: the model file and the group's ONNX node */
@@ -291,8 +293,10 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
     (void)k_caps_default;
     return gpu_problem_check(q, plan);
   }
-  /* the mapper's GPU search: its cheapest schedule that the lowering takes */
-  return gpu_plan_map(q, x->t->acg, &x->t->caps, (const int (*)[3])x->t->shapes, x->t->n_shapes, plan, NULL);
+  const gpu_tune_entry *e; /* a tuning file's schedule that does not plan is the file's error */
+  cov_status st = gpu_plan_pick(x->t, q, plan, &e);
+  x->file_error = st && e;
+  return st;
 }
 
 static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *what, int a, int w, int y, int bias) {
@@ -630,6 +634,7 @@ static cov_status lower_group(lower_ctx *x) {
     gpu_plan plan;
     if (take) {
       cov_status ps = matrix_plan(x, &q, &plan);
+      if (ps && x->file_error) return ps; /* not a reason to compile the group another way */
       if (ps) cov_status_free(ps), take = 0;
     }
     int depthwise = take && q.kind == GPU_OP_CONV2D && q.groups > 1 && q.cc == q.groups;
@@ -747,9 +752,10 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
                                                            "layer group %d (%s): %s", g->group, g->kind, g->why));
       continue;
     }
-    lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0};
+    lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
     cov_status gs = lower_group(&x);
-    if (gs) errs = cov_status_join(errs, located(gs, path, g));
+    if (gs && x.file_error) st = gs;
+    else if (gs) errs = cov_status_join(errs, located(gs, path, g));
   }
   for (int o = 0; o < cap.n_outputs && !st && !errs; o++) {
     const gpu_cap_value *v = &cap.outputs[o];
@@ -776,7 +782,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       snprintf(in.name, sizeof in.name, "%s", name);
       in.t = cap.out_shape[o];
       og.in = &in, og.n_in = 1;
-      lower_ctx x = {p, &cap, t, path, id_buf, -1, &og, 0};
+      lower_ctx x = {p, &cap, t, path, id_buf, -1, &og, 0, 0};
       int tmp;
       /* copies straight into the output buffer: input_buffer makes a new
        * one, so copy its steps' destination over */

@@ -135,7 +135,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: tile rows (bk %d, bn %d) must be a power of two of 16-byte chunks", p->bk, p->bn);
   if (p->warp_size != caps->warp_size ||
-      p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) ||
+      p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) + (p->tma ? 128 : 0) ||
       p->threads > caps->max_threads)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: %d threads do not match its warps or exceed %d",
                      p->threads, caps->max_threads);
@@ -155,6 +155,20 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   } else if (p->wg_inflight) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: batches in flight without warpgroup MMA");
   }
+  if (p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: f16 outputs are for bulk-tensor-copy matmuls");
+  if (p->tma && (!p->wgmma || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
+                 (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: bulk tensor copies need warpgroup MMA on a target that has them, at most 16 "
+                     "stages, M tiles of at most 256 rows and consumer registers a multiple of 8 in [%d, 256]",
+                     GPU_TMA_PRODUCER_REGS);
+  if (p->tma && p->ws_regs && 65536 / p->threads >= p->ws_regs)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: setmaxnreg to %d registers needs a workgroup that could not have them all (%d threads)",
+                     p->ws_regs, p->threads);
+  if (!p->tma && p->ws_regs)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: consumer registers without bulk tensor copies");
   if (p->ktable && (p->prob.kind != GPU_OP_CONV2D || p->prob.ch >= 16384 || p->prob.cw >= 16384 ||
                     (p->prob.cr - 1) * p->prob.dilation >= 16384 || (p->prob.cs - 1) * p->prob.dilation >= 16384))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
@@ -188,7 +202,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   if (need != p->shared_bytes || need > caps->shared_bytes)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: %llu bytes of shared memory (capacity %llu)",
                      (unsigned long long)need, (unsigned long long)caps->shared_bytes);
-  if (p->nhwc) {
+  if (p->nhwc || p->tma) {
     /* checked above */
   } else if (p->vector_copy) {
     int per = 16 / es;
@@ -198,7 +212,11 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   } else if ((p->bm * p->bk) % p->threads || (p->bk * p->bn) % p->threads) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: tile elements must divide among %d threads", p->threads);
   }
-  if (p->grid[0] != cdiv(p->N, p->bn) || p->grid[1] != cdiv(p->M, p->bm) || p->grid[2] != p->G ||
+  if (p->tma) {
+    if ((int64_t)p->grid[0] != gpu_tma_grid(p, caps) || p->grid[1] != 1 || p->grid[2] != 1)
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: a persistent grid of %u workgroups, not %lld",
+                       p->grid[0], (long long)gpu_tma_grid(p, caps));
+  } else if (p->grid[0] != cdiv(p->N, p->bn) || p->grid[1] != cdiv(p->M, p->bm) || p->grid[2] != p->G ||
       p->grid[1] > 65535 || p->grid[2] > 65535)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: grid %ux%ux%u does not cover the problem",
                      p->grid[0], p->grid[1], p->grid[2]);
@@ -231,6 +249,7 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
   p.bm = f->bm, p.bn = f->bn, p.bk = f->bk, p.wm = f->wm, p.wn = f->wn, p.stages = f->stages;
   p.wgmma = f->wgmma;
   p.wg_inflight = f->wgmma ? (f->inflight >= 0 ? f->inflight : GPU_WGMMA_INFLIGHT) : 0;
+  p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16;
   p.keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
   COV_RETURN_IF_ERROR(gpu_plan_derive(&p, caps));
   *out = p;
@@ -329,6 +348,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   const gpu_problem *q = &p->prob;
   int es = (int)cov_dtype_size(q->in_dtype), per = 16 / es;
   p->threads = p->wm > 0 && p->wn > 0 ? (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) : 0;
+  if (p->tma && p->threads) p->threads += 128; /* the producer warpgroup */
   /* a warpgroup instruction: 64 rows, the warpgroup tile's columns */
   if (p->wgmma) p->fm = 64, p->fn = p->wn, p->fk = 16;
   if (p->threads < 1)
@@ -361,8 +381,12 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
     if (p->wgmma)
       max_stages = 2 * (3 * stage + 1024) <= caps->shared_bytes ? 3 : GPU_WGMMA_STAGES;
     p->stages = 2;
-    if (caps->has_async_copy && (p->vector_copy || p->nhwc))
-      while (p->stages < max_stages && (uint64_t)(p->stages + 1) * stage + (p->wgmma ? 1024 : 0) <= caps->shared_bytes)
+    /* bulk tensor copies: as deep as fits (the producer never waits on
+     * its own copies, so every stage is a tile in flight) */
+    if (p->tma) max_stages = 8;
+    uint64_t extra = (p->wgmma ? 1024 : 0) + (p->tma ? GPU_TMA_BARRIER_BYTES : 0);
+    if (caps->has_async_copy && (p->vector_copy || p->nhwc || p->tma))
+      while (p->stages < max_stages && (uint64_t)(p->stages + 1) * stage + extra <= caps->shared_bytes)
         p->stages++;
   }
   /* conv gathers read their K offsets from a table when it fits beside the
@@ -377,5 +401,6 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   p->grid[0] = (unsigned)cdiv(p->N, p->bn);
   p->grid[1] = (unsigned)cdiv(p->M, p->bm);
   p->grid[2] = (unsigned)p->G;
+  if (p->tma) p->grid[0] = (unsigned)gpu_tma_grid(p, caps), p->grid[1] = p->grid[2] = 1;
   return gpu_plan_check(p, caps);
 }

@@ -17,7 +17,7 @@
  *           k = (c, r, s); A is gathered from the NCHW input (zero padding),
  *           B[k][n] = w[g*Kg + n][k] (OIHW weights), C is the NCHW output.
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
- * output (f32), bias (f32, one per output channel / column; may be null
+ * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
  * when the epilogue has no bias). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
@@ -109,6 +109,25 @@ typedef struct gpu_plan {
    * previous one has drained, and copies run stages - 2 tiles ahead instead
    * of stages - 1 */
   int wg_inflight;
+  /* warpgroup MMA fed by bulk tensor copies (NVPTX sm_90a
+   * cp.async.bulk.tensor with mbarriers): warpgroup 0 is the producer (one
+   * thread issues a K tile's copies into a free stage and counts its bytes
+   * on the stage's "full" barrier), warpgroups 1.. consume (wait "full",
+   * issue their batch, wait it, arrive on the stage's "empty" barrier), and
+   * the grid is persistent: min(tiles, cores) workgroups walk the output
+   * tiles (rasterised like gpu_raster) with the producer loading the next
+   * tile while the consumers store this one. The kernel's first two
+   * arguments then point to the CUtensorMaps of A ([G*M][K], box bk x bm)
+   * and B ([G*K][N], box 64 x bk), both 128-byte swizzled, built by the host
+   * (the manifest's "tma"). ws_regs: registers per consumer thread after
+   * setmaxnreg (the producer drops to GPU_TMA_PRODUCER_REGS); 0 keeps the
+   * launch's. */
+  bool tma;
+  int ws_regs;
+  /* plan.tma only: the output is written as f16 (rounded once from the f32
+   * accumulators after bias and activation), as the vendor libraries write
+   * it; argument 2 then points to f16 */
+  bool out_f16;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */
@@ -155,6 +174,7 @@ typedef struct gpu_target_caps {
   int tiles[8][3];           /* (m, n, k) */
   int has_async_copy;        /* global->shared copies that bypass registers */
   int has_wgmma;             /* warpgroup matrix instructions on shared-memory operands */
+  int has_tma;               /* bulk tensor copies with transaction barriers (plan.tma) */
 } gpu_target_caps;
 
 /* Bytes of the conv2d K-offset table (8 per k, for every K tile). */
@@ -169,13 +189,27 @@ static inline uint64_t gpu_stage_out_bytes(const gpu_plan *p) {
   return (uint64_t)p->bn * (uint64_t)p->cstride * 4u + (p->prob.epi.softmax ? (uint64_t)p->bm * 8u : 0);
 }
 
+/* plan.tma: the "full" and "empty" barriers (8 bytes each per stage, at
+ * most 16 stages) after the pipeline; the producer warpgroup's registers
+ * after setmaxnreg; the consumers' default (232 x 256 + 40 x 128 fits the
+ * 64 K registers of an SM with one workgroup of three warpgroups). */
+enum { GPU_TMA_BARRIER_BYTES = 256, GPU_TMA_PRODUCER_REGS = 40, GPU_TMA_CONSUMER_REGS = 232 };
+
+/* plan.tma: the persistent grid, one workgroup per core (SM) or one per
+ * output tile where there are fewer. */
+static inline int64_t gpu_tma_grid(const gpu_plan *p, const gpu_target_caps *caps) {
+  int64_t tiles = p->G * ((p->M + p->bm - 1) / p->bm) * ((p->N + p->bn - 1) / p->bn);
+  int64_t cores = caps->cores > 0 ? caps->cores : 1;
+  return tiles < cores ? tiles : cores;
+}
+
 /* Shared memory a plan needs: the pipeline (and K table), or the staged
  * epilogue, which reuses it after the K loop. */
 static inline uint64_t gpu_plan_shared_need(const gpu_plan *p, int esize) {
   uint64_t pipe = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)esize +
                   gpu_ktable_bytes(p);
   uint64_t out = gpu_stage_out_bytes(p);
-  return (pipe > out ? pipe : out) + (p->wgmma ? 1024u : 0u);
+  return (pipe > out ? pipe : out) + (p->wgmma ? 1024u : 0u) + (p->tma ? GPU_TMA_BARRIER_BYTES : 0u);
 }
 
 /* Pipeline depth of warpgroup-MMA plans (the H100 sweep,
@@ -216,6 +250,10 @@ typedef struct gpu_fixed_tile {
   int bm, bn, bk, wm, wn, stages;
   bool wgmma;
   int inflight;
+  /* the warp-specialised persistent kernel: plan.tma, ws_regs, out_f16 */
+  bool tma;
+  int ws_regs;
+  bool out_f16;
 } gpu_fixed_tile;
 
 /* The plan of `prob` with the hand-fixed tile f: the matrix instruction is

@@ -105,6 +105,27 @@ typedef struct gpu_target_ops {
   void (*wg_wait)(gpu_gen *g, int pending, LLVMValueRef *acc, int n_acc);
   void (*async_proxy_fence)(gpu_gen *g);
   const gpu_frag_ops *wg_acc; /* fm x fn blocks of a warp's accumulators (acc_coord, n_acc) */
+  /* Optional (NULL where absent; plan.tma): transaction barriers in shared
+   * memory (8 bytes, `bar` a shared pointer) and 2-D bulk tensor copies.
+   * mbar_init sets the arrival count (one thread, before a workgroup
+   * barrier; mbar_init_fence publishes the inits to the copy engine);
+   * mbar_wait spins until the phase of the given parity (i32 0/1) has
+   * completed; mbar_arrive arrives; mbar_expect_tx arrives and adds `bytes`
+   * (i32) of copies the phase waits for; tma_load_2d copies the box at
+   * (c0, c1) (innermost first, i32) of the tensor map at `map` (a global
+   * pointer) to `dst` (shared) and counts its bytes on `bar`; set_max_regs
+   * moves the executing warpgroup's registers per thread to `regs`
+   * (increase or decrease). */
+  void (*mbar_init)(gpu_gen *g, LLVMValueRef bar, int count);
+  void (*mbar_init_fence)(gpu_gen *g);
+  void (*mbar_wait)(gpu_gen *g, LLVMValueRef bar, LLVMValueRef parity);
+  void (*mbar_arrive)(gpu_gen *g, LLVMValueRef bar);
+  void (*mbar_expect_tx)(gpu_gen *g, LLVMValueRef bar, int bytes);
+  void (*tma_load_2d)(gpu_gen *g, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c0, LLVMValueRef c1,
+                      LLVMValueRef bar);
+  void (*set_max_regs)(gpu_gen *g, int regs, int increase);
+  /* starts fetching the tensor map at `map` (global) ahead of its first use */
+  void (*tma_prefetch)(gpu_gen *g, LLVMValueRef map);
 } gpu_target_ops;
 
 /* The plain-FMA fragment every target shares (fm = warp_size / 8, fn = 8,

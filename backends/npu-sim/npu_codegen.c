@@ -274,6 +274,26 @@ static int64_t loop_stride(const cg *c, int o, int lv, int i) {
 
 static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : c->s->sloops[i].trips; }
 
+/* A bias the array preloads (map_bias.c) at the loop values v: a row vector
+ * over n, the same for every streamed row (the mapper keeps only such
+ * schedules). *col_bytes: its byte step per column. */
+static bool bias_operand(cg *c, const int64_t *v, npu_mem *bias, int64_t *col_bytes) {
+  const map_problem *p = c->p;
+  int bo = p->bias_op, lb = map_walk_deepest(c->s, bo);
+  int64_t idx[COV_MAX_RANK];
+  map_walk_index_of(&p->operands[bo], v, p->n_loops, idx);
+  int64_t ob = npu_cg_local_offset(c, bo, lb, idx), sbn = loop_stride(c, bo, lb, c->nl);
+  if (loop_stride(c, bo, lb, c->ml) || loop_stride(c, bo, lb, c->ml2)) {
+    CG_FAIL(c, COV_INTERNAL, "codegen %s: the preloaded bias varies along a streamed loop", p->layer);
+    return false;
+  }
+  size_t eo = cov_dtype_size(c->s->place[bo][lb].dtype);
+  *bias = (npu_mem){(uint8_t)c->s->place[bo][lb].node, 0,
+                    (uint32_t)(map_walk_place_addr(&c->w, bo, lb) + (uint64_t)ob * eo), 0, (int32_t)sbn};
+  *col_bytes = sbn * (int64_t)eo;
+  return !c->err;
+}
+
 static void leaf(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
@@ -304,14 +324,18 @@ static void leaf(cg *c) {
   size_t ea = cov_dtype_size(c->s->place[ops[0]][lvs[0]].dtype);
   size_t eb = cov_dtype_size(c->s->place[ops[1]][lvs[1]].dtype);
   size_t ec = cov_dtype_size(c->s->place[ops[2]][lvs[2]].dtype);
+  npu_mem bias = {0};
+  int64_t sbn = 0; /* bytes between the biases of columns n and n+1 */
+  if (p->bias_init && !bias_operand(c, v, &bias, &sbn)) return;
   for (int64_t k0 = 0; k0 < K; k0 += c->kmax)
     for (int64_t m0 = 0; m0 < M; m0 += c->mmax)
       for (int64_t n0 = 0; n0 < N; n0 += c->nmax) {
         int64_t m = M - m0 < c->mmax ? M - m0 : c->mmax;
         int64_t kk = K - k0 < c->kmax ? K - k0 : c->kmax;
         int64_t n = N - n0 < c->nmax ? N - n0 : c->nmax;
+        bool init = first && k0 == 0;
         npu_insn in = {.op = NPU_OP_GEMM, .unit = (uint8_t)c->array,
-                       .flags = (first && k0 == 0) ? 0 : NPU_GEMM_ACC};
+                       .flags = init ? (p->bias_init ? NPU_GEMM_BIAS : 0) : NPU_GEMM_ACC};
         in.u.gemm.cap = (uint8_t)c->s->cap;
         in.u.gemm.m = (uint32_t)m;
         in.u.gemm.k = (uint16_t)kk;
@@ -325,6 +349,10 @@ static void leaf(cg *c) {
                                 (uint32_t)(addr[1] + (uint64_t)ob * eb), (int32_t)sk[1], (int32_t)sn[1]};
         in.u.gemm.c = (npu_mem){(uint8_t)c->s->place[ops[2]][lvs[2]].node, 0,
                                 (uint32_t)(addr[2] + (uint64_t)oc * ec), (int32_t)sm[2], (int32_t)sn[2]};
+        if (init && p->bias_init) {
+          in.u.gemm.bias = bias;
+          in.u.gemm.bias.off += (uint32_t)(n0 * sbn);
+        }
         npu_cg_emit(c, &in);
       }
 }

@@ -261,36 +261,6 @@ static void sb_mark(ex *x, const range *r, int unit, bool write, uint64_t occ_en
   }
 }
 
-/* How many accesses one bank serves when `n` elements `stride` bytes apart,
- * starting at `addr`, are read in the same cycle: the bank-conflict factor.
- * Elements in the same bank word are one access. */
-static uint32_t bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n) {
-  uint32_t banks = s->banks ? s->banks : 1;
-  uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
-  uint32_t ports = s->ports ? s->ports : 1;
-  /* Fast paths: one address (a broadcast), and runs that step by at most a
-   * word, which touch consecutive words and so spread over the banks. */
-  if (n <= 1 || stride == 0) return 1;
-  if (stride > 0 && (uint64_t)stride <= word) {
-    uint64_t w0 = addr / word, w1 = (addr + (uint64_t)stride * (n - 1)) / word;
-    uint64_t nw = w1 - w0 + 1, per_bank = (nw + banks - 1) / banks;
-    return (uint32_t)((per_bank + ports - 1) / ports);
-  }
-  /* Addresses move monotonically, so repeated words are adjacent. */
-  uint32_t cnt[256] = {0}, worst = 0;
-  if (banks > 256) banks = 256; /* more banks than that: counted modulo 256 (rarely matters) */
-  uint64_t prev = UINT64_MAX;
-  for (uint32_t i = 0; i < n; i++) {
-    uint64_t w = (uint64_t)((int64_t)addr + (int64_t)i * stride) / word;
-    if (w == prev) continue;
-    prev = w;
-    uint32_t c = ++cnt[w % banks];
-    if (c > worst) worst = c;
-  }
-  worst = (worst + ports - 1) / ports;
-  return worst ? worst : 1;
-}
-
 /* Cycle counts saturate at NPU_CYCLE_CAP (2^62): a slow ACG (the loader
  * bounds bandwidths and throughputs, but a derived or hand-built ACG may
  * still be extreme) then gives "too many cycles" at the end of the run
@@ -776,8 +746,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   if (!os) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
-    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
-    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+    /* bank factors: acg_bank_degree, which the mapper's cost model counts too */
+    uint32_t da = acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     /* wkeep: the PEs still hold this K x N block from the previous gemm. */
     uint64_t wl = wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
     uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
@@ -797,8 +768,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
-    uint32_t da = bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
-    uint32_t db = bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+    uint32_t da = acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
     uint64_t feed = ea_edge == eb_edge ? cyc_add(fa, fb) : (fa > fb ? fa : fb);
@@ -905,15 +876,15 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   uint64_t base = cdiv(n, cap->throughput);
   uint32_t lanes = (uint32_t)(cap->throughput >= 1 ? cap->throughput : 1);
   if (lanes > C) lanes = (uint32_t)C;
-  uint32_t deg = bank_degree(&x->g->storage[m1->buf], (uint64_t)(p1 - x->sim->buf[m1->buf]),
+  uint32_t deg = acg_bank_degree(&x->g->storage[m1->buf], (uint64_t)(p1 - x->sim->buf[m1->buf]),
                              (int64_t)m1->col_stride * (int64_t)ei, lanes);
   if (p2) {
-    uint32_t d2 = bank_degree(&x->g->storage[m2->buf], (uint64_t)(p2 - x->sim->buf[m2->buf]),
+    uint32_t d2 = acg_bank_degree(&x->g->storage[m2->buf], (uint64_t)(p2 - x->sim->buf[m2->buf]),
                               (int64_t)m2->col_stride * (int64_t)ei, lanes);
     if (d2 > deg) deg = d2;
   }
   if (!reduce) {
-    uint32_t dd = bank_degree(&x->g->storage[md->buf], (uint64_t)(pd - x->sim->buf[md->buf]),
+    uint32_t dd = acg_bank_degree(&x->g->storage[md->buf], (uint64_t)(pd - x->sim->buf[md->buf]),
                               (int64_t)md->col_stride * (int64_t)eo, lanes);
     if (dd > deg) deg = dd;
   }

@@ -24,6 +24,15 @@ static void nv_mark_kernel(gpu_gen *g, LLVMValueRef fn) {
       LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned long long)g->plan->threads, 0))};
   LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations",
                               LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, ops, 3)));
+  if (g->plan->tma && g->plan->ws_regs) {
+    /* setmaxnreg needs the launch's register count fixed: what the
+     * workgroup's threads may hold together, in multiples of 8 */
+    unsigned regs = 65536u / (unsigned)g->plan->threads / 8u * 8u;
+    LLVMMetadataRef r[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "maxnreg", 7),
+                            LLVMValueAsMetadata(LLVMConstInt(g->i32, regs > 255 ? 255 : regs, 0))};
+    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, r, 3)));
+  }
 }
 
 static LLVMValueRef nv_thread_id(gpu_gen *g) { return sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"); }
@@ -225,6 +234,52 @@ static void nv_wg_wait(gpu_gen *g, int pending, LLVMValueRef *acc, int n) {
   for (int i = 0; i < n; i++) acc[i] = LLVMBuildExtractValue(g->b, r, (unsigned)i, "");
 }
 
+/* Transaction barriers and bulk tensor copies (PTX ISA 8.0, sm_90): inline
+ * PTX too (LLVM 19 has no intrinsics for them). Shared addresses are passed
+ * as 32-bit shared-window offsets ("r"), the tensor map as its 64-bit
+ * global address, which generic addressing reads as well. Labels inside a
+ * { } block are local to it, so the wait loop may be inlined many times. */
+static LLVMValueRef shared32(gpu_gen *g, LLVMValueRef p) { return LLVMBuildPtrToInt(g->b, p, g->i32, ""); }
+
+static void nv_mbar_init(gpu_gen *g, LLVMValueRef bar, int count) {
+  LLVMValueRef args[2] = {shared32(g, bar), gpu_i32(g, count)};
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", args, 2);
+}
+static void nv_mbar_init_fence(gpu_gen *g) { nv_asm0(g, "fence.mbarrier_init.release.cluster;"); }
+
+static void nv_mbar_wait(gpu_gen *g, LLVMValueRef bar, LLVMValueRef parity) {
+  LLVMValueRef args[2] = {shared32(g, bar), parity};
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx),
+         "{\n.reg .pred p;\ncov_mbar_wait:\nmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n@!p bra cov_mbar_wait;\n}",
+         "r,r,~{memory}", args, 2);
+}
+static void nv_mbar_arrive(gpu_gen *g, LLVMValueRef bar) {
+  LLVMValueRef a = shared32(g, bar);
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}",
+         "r,~{memory}", &a, 1);
+}
+static void nv_mbar_expect_tx(gpu_gen *g, LLVMValueRef bar, int bytes) {
+  LLVMValueRef args[2] = {shared32(g, bar), gpu_i32(g, bytes)};
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx),
+         "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\n}", "r,r,~{memory}", args, 2);
+}
+static void nv_tma_load_2d(gpu_gen *g, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c0, LLVMValueRef c1,
+                           LLVMValueRef bar) {
+  LLVMValueRef args[5] = {shared32(g, dst), LLVMBuildPtrToInt(g->b, map, g->i64, ""), c0, c1, shared32(g, bar)};
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx),
+         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+         "r,l,r,r,r,~{memory}", args, 5);
+}
+static void nv_tma_prefetch(gpu_gen *g, LLVMValueRef map) {
+  LLVMValueRef a = LLVMBuildPtrToInt(g->b, map, g->i64, "");
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), "prefetch.tensormap [$0];", "l,~{memory}", &a, 1);
+}
+static void nv_set_max_regs(gpu_gen *g, int regs, int increase) {
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", increase ? "inc" : "dec", regs);
+  nv_asm0(g, text);
+}
+
 static const gpu_frag_ops *nv_matrix_frag(const gpu_plan *p) {
   if ((p->prob.in_dtype == COV_F16 || p->prob.in_dtype == COV_BF16) && p->fm == 16 && p->fn == 8 &&
       p->fk == 16)
@@ -260,4 +315,12 @@ const gpu_target_ops nvptx_target_ops = {
     .wg_wait = nv_wg_wait,
     .async_proxy_fence = nv_async_proxy_fence,
     .wg_acc = &mma_m16n8k16,
+    .mbar_init = nv_mbar_init,
+    .mbar_init_fence = nv_mbar_init_fence,
+    .mbar_wait = nv_mbar_wait,
+    .mbar_arrive = nv_mbar_arrive,
+    .mbar_expect_tx = nv_mbar_expect_tx,
+    .tma_load_2d = nv_tma_load_2d,
+    .set_max_regs = nv_set_max_regs,
+    .tma_prefetch = nv_tma_prefetch,
 };

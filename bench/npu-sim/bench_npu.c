@@ -9,7 +9,7 @@
  *  3. speed: simulated MACs per second of wall time, against a plain C
  *     f32 multiply-accumulate loop doing the same MACs in the same run.
  *
- * usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models]
+ * usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models] [--groups]
  * (default scale 1: full size; default models: the real 224x224 exports in
  * build/models when materialized, else the small exports) */
 #include <math.h>
@@ -138,7 +138,8 @@ static cov_status model_input(const cov_model *m, const char *path, cov_tensor *
 
 /* Runs a model on one target: its groups' predicted and simulated cycles
  * into `grp`; prints cycles, MACs and array utilisation. */
-static cov_status bench_model(const char *path, const cov_acg *g, const char *tname, series *grp) {
+static cov_status bench_model(const char *path, const cov_acg *g, const char *tname, series *grp,
+                              bool list_groups) {
   cov_model *m = NULL;
   COV_RETURN_IF_ERROR(cov_model_load_file(path, NULL, &m));
   cov_tensor in = {0};
@@ -161,6 +162,10 @@ static cov_status bench_model(const char *path, const cov_acg *g, const char *tn
       macs += (double)rows[i].macs;
       cyc += (double)rows[i].cycles;
       if (rows[i].predicted > 0) add(grp, rows[i].predicted, (double)rows[i].cycles);
+      if (list_groups && rows[i].predicted > 0)
+        printf("    group %-13s %-24.24s %-24.24s %10llu sim %10.0f pred %5.2f pred/sim  %s\n", tname,
+               rows[i].node, rows[i].codelet, (unsigned long long)rows[i].cycles, rows[i].predicted,
+               rows[i].predicted / (double)rows[i].cycles, rows[i].where);
     }
     double peak = 0;
     for (int c = 0; c < g->n_compute; c++)
@@ -187,14 +192,15 @@ int main(int argc, char **argv) {
   const char *suite = NULL;
   const char *models[16];
   int n_models = 0;
-  bool no_models = false;
+  bool no_models = false, list_groups = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) scale = atoi(argv[++i]);
     else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc) suite = argv[++i];
     else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc && n_models < 16) models[n_models++] = argv[++i];
     else if (strcmp(argv[i], "--no-models") == 0) no_models = true;
+    else if (strcmp(argv[i], "--groups") == 0) list_groups = true;
     else {
-      fprintf(stderr, "usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models]\n");
+      fprintf(stderr, "usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models] [--groups]\n");
       return 2;
     }
   }
@@ -320,7 +326,7 @@ int main(int argc, char **argv) {
       cov_acg *g = NULL;
       if ((st = cov_acg_load_target(targets[t], &g))) break;
       for (int k = 0; k < n_models; k++) {
-        cov_status ms = bench_model(models[k], g, tnames[t], &group_s[t]);
+        cov_status ms = bench_model(models[k], g, tnames[t], &group_s[t], list_groups);
         if (ms) {
           fprintf(stderr, "%s on %s: ", models[k], tnames[t]);
           cov_status_print(stderr, ms, 0);

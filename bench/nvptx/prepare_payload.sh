@@ -12,6 +12,21 @@ if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
           gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
           resnet50_stem_pool@b32 bert_base_attn_qk@b32)
+  # the warp-specialised persistent GEMMs (bulk tensor copies, :ws / :ws0
+  # without setmaxnreg) next to the planner's, on the same shapes
+  for s in gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768 gemm_4096x3072x768; do
+    layers+=("$s:128x256x64:64x256:4:ws" "$s:128x128x64:64x128:6:ws")
+  done
+  layers+=(gemm_1024x1024x1024:64x128x64:64x128:8:ws0 gemm_512x2304x768:64x128x64:64x128:8:ws0
+           gemm_4096x4096x4096:128x256x64:64x256:4:ws0)
+  # flags: d (a batch in flight), h (f16 outputs, as cuBLAS writes)
+  for s in gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_4096x3072x768; do
+    layers+=("$s:128x256x64:64x256:4:wsd" "$s:128x256x64:64x256:4:wsh" "$s:128x256x64:64x256:4:wsdh")
+  done
+  for s in gemm_1024x1024x1024 gemm_512x2304x768; do
+    layers+=("$s:128x128x64:64x128:6:wsh" "$s:128x128x64:64x128:6:wsdh" "$s:128x64x64:64x64:8:ws")
+  done
+  layers+=(gemm_512x2304x768:64x64x64:64x64:8:ws0)
 fi
 rm -rf "$payload/ptx" "$payload/src"
 "$cov" gpu compile "${layers[@]}" --target nvptx-sm90 -o "$payload/ptx"

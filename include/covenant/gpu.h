@@ -28,6 +28,8 @@ typedef struct cov_gpu_options {
   int allow_unfused;   /* accept layers whose post-ops (softmax) stay unfused */
   unsigned code_object_version; /* AMDGPU: 4 or 5; 0 = the ACG's */
   FILE *notes;         /* compile: where notes on model groups left to the CPU go; NULL: nowhere */
+  const char *tuning;  /* compile: a tuning file (`covenant tune --record`); its schedules replace
+                          the compiler's pick for the matrix kernels whose keys it has; NULL: none */
 } cov_gpu_options;
 
 /* Compiles every spec into out_dir (created if missing). With `report`,

@@ -82,6 +82,58 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 cmp -s "$work/a/manifest.json" "$work/b/manifest.json" || { echo "FAIL: manifests differ"; fail=1; }
+# the warp-specialised persistent GEMM (plan.tma, :ws): a producer
+# warpgroup's bulk tensor copies counted on the stage's "full" barrier after
+# it waited for "empty", consumers waiting for "full" before their wgmma
+# batch and arriving on "empty" after it, registers moved by setmaxnreg
+# under a fixed launch budget, no per-thread copies, no spills; one
+# workgroup per SM; deterministic
+ws=gemm_4096x4096x4096:128x256x64:64x256:4:ws
+"$cov" gpu compile $ws --target nvptx-sm90 -o "$work/ws" >/dev/null
+"$cov" gpu compile $ws --target nvptx-sm90 -o "$work/ws2" >/dev/null
+f=$work/ws/gemm_4096x4096x4096_t128x256x64w64x256s4ws.ptx
+wsbad() { echo "FAIL ws: $1"; fail=1; }
+[ "$(grep -c 'cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes' "$f")" -eq 5 ] ||
+  wsbad "not 5 bulk tensor copies per K tile (A and four 64-column B slabs)"
+[ "$(grep -c 'mbarrier.init.shared::cta.b64' "$f")" -eq 8 ] || wsbad "not 2 barriers per stage"
+grep -q 'fence.mbarrier_init' "$f" || wsbad "barrier inits not fenced"
+grep -q 'mbarrier.arrive.expect_tx.shared::cta.b64 st, \[%r[0-9]*\], %r[0-9]*;' "$f" || wsbad "no expect_tx"
+[ "$(grep -c 'mbarrier.try_wait.parity' "$f")" -eq 2 ] || wsbad "not one wait each in producer and consumer"
+grep -q 'mbarrier.arrive.shared::cta.b64' "$f" || wsbad "consumers do not release stages"
+grep -q 'setmaxnreg.dec.sync.aligned.u32 40;' "$f" || wsbad "producer keeps its registers"
+grep -q 'setmaxnreg.inc.sync.aligned.u32 232;' "$f" || wsbad "consumers get no registers"
+grep -q '^.maxnreg 168' "$f" || wsbad "no fixed launch register budget"
+grep -q '^.maxntid 384, 1, 1' "$f" || wsbad "not 3 warpgroups"
+grep -Eq 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$f" || wsbad "no wgmma m64n256k16"
+if grep -q 'cp.async.cg' "$f"; then wsbad "per-thread copies"; fi
+if grep -q '\.local' "$f"; then wsbad "uses local memory"; fi
+# the consumer's wait comes before its batch, its release after the batch's wait
+awk '/try_wait/{w=NR} /wgmma.mma_async/{if(!m)m=NR} /wgmma.wait_group/{g=NR} /mbarrier.arrive.shared/{a=NR}
+     END{exit !(w<m && g<a)}' "$f" || wsbad "consumer order wait -> batch -> wait -> release broken"
+python3 - "$work/ws/manifest.json" <<'PY' || fail=1
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+ok = k["grid"] == [132, 1, 1] and k["block"] == [384, 1, 1] and k["tma"] == {"a": [4096, 4096, 128, 64], "b": [4096, 4096, 64, 64], "swizzle": 128}
+print("" if ok else "FAIL ws: manifest grid/block/tma %s %s %s" % (k["grid"], k["block"], k.get("tma")), end="")
+sys.exit(0 if ok else 1)
+PY
+cmp -s "$f" "$work/ws2/$(basename "$f")" || wsbad "two compilations differ"
+# flags: d keeps one batch in flight (wait_group 1 in the K loop, the last
+# batch awaited after it), h stores f16 pairs as 4 bytes (manifest out_dtype)
+"$cov" gpu compile gemm_4096x4096x4096:128x256x64:64x256:4:wsdh --target nvptx-sm90 -o "$work/wsdh" >/dev/null
+f=$work/wsdh/gemm_4096x4096x4096_t128x256x64w64x256s4wsdh.ptx
+grep -q 'wgmma.wait_group.sync.aligned 1;' "$f" || wsbad "d: no batch left in flight"
+grep -q 'wgmma.wait_group.sync.aligned 0;' "$f" || wsbad "d: the last batch is not awaited"
+[ "$(grep -c 'mbarrier.arrive.shared::cta.b64' "$f")" -eq 2 ] || wsbad "d: not two stage releases (in the loop, after it)"
+grep -q 'cvt.rn.f16.f32' "$f" || wsbad "h: no f16 rounding"
+grep -q 'st.global.b32' "$f" || wsbad "h: no 4-byte f16 pair stores"
+if grep -q 'st.global.v2.f32' "$f"; then wsbad "h: f32 stores"; fi
+grep -q '"out_dtype": "f16"' "$work/wsdh/manifest.json" || wsbad "h: manifest does not say f16"
+# setmaxnreg needs a launch that could not give every thread 232 registers
+if "$cov" gpu compile gemm_1024x1024x1024:64x128x64:64x128:8:ws --target nvptx-sm90 -o "$work/wsbad" 2>"$work/wsbad.err"; then
+  wsbad "setmaxnreg accepted on 256 threads"
+fi
+grep -q 'setmaxnreg to 232 registers' "$work/wsbad.err" || wsbad "refusal does not say why: $(cat "$work/wsbad.err")"
 [ "$n" -eq 15 ] || { echo "FAIL: expected 15 kernels (the suite's 14 layers and a GEMM), got $n"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $n PTX kernels checked, deterministic"
 exit $fail

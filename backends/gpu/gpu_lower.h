@@ -1,0 +1,37 @@
+/* backends/gpu/gpu_lower.h: the contraction kernel's builder state and the
+ * pieces of gpu_lower.c that the warp-specialised kernel (gpu_lower_ws.c)
+ * shares: operand tiles of a pipeline stage, a warpgroup-MMA batch, and
+ * the direct epilogue. Internal to backends/gpu. */
+#ifndef COV_GPU_LOWER_H
+#define COV_GPU_LOWER_H
+
+#include "backends/gpu/gpu_ir.h"
+
+typedef struct kernel {
+  gpu_gen *g;
+  const gpu_plan *p;
+  const gpu_frag_ops *fr;
+  LLVMValueRef A, B, Cout, bias;
+  LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
+  LLVMValueRef wg_row, wg_col; /* warpgroup MMA: the warpgroup's tile origin */
+  int esize, a_bytes, stage_bytes, nmf, nnf;
+  LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
+} kernel;
+
+/* The A and B tiles of pipeline stage `stage` (i32). */
+gpu_tile gpu_k_tile_a(kernel *k, LLVMValueRef stage);
+gpu_tile gpu_k_tile_b(kernel *k, LLVMValueRef stage);
+/* A warpgroup's batch of MMAs on stage `stage`: accumulators from the slots
+ * into acc[], issued, committed; gpu_k_wg_wait waits until `pending`
+ * batches remain and stores acc[] back into the slots. */
+void gpu_k_wg_issue(kernel *k, LLVMValueRef stage, LLVMValueRef *acc);
+void gpu_k_wg_wait(kernel *k, LLVMValueRef *acc, int pending);
+/* Bias, activation and the stores of the accumulator slots at the tile
+ * (k->m0, k->n0) of batch k->gidx, from the registers (no shared memory). */
+void gpu_k_epilogue(kernel *k);
+/* The warp-specialised, persistent kernel of a plan.tma (gpu_lower_ws.c);
+ * k->fr, esize, a_bytes, stage_bytes, nmf, nnf are set, g->fn is the kernel
+ * with the builder at its entry. */
+cov_status gpu_lower_ws(kernel *k);
+
+#endif

@@ -1,0 +1,85 @@
+/* mapper/map_pad.c: loop extents padded up to the array's size.
+ *
+ * Tiling is divisor-based (map_ir.h), so a loop of 58 (2 x 29: shufflenet's
+ * channels; 116, 232 and a classifier's 1000 alike) can put at most 2 of its
+ * values on a 16-row or 16-column array. Padding the loop to 64 lets 16 of
+ * them run at once for 6 wasted values of 64: the extent grows, every access
+ * stays as it was, and the values past the tensor are the reads' padding
+ * and writes that the DMA drops (a store moves only coordinates inside the
+ * tensor, as the simulator and the schedule interpreter both do). So
+ *   - a reduction loop may grow when an input with padding 0 reads it alone
+ *     in one dimension (coefficient 1, offset 0, the dimension's size = the
+ *     extent): every added term multiplies that 0;
+ *   - an output loop may grow when the output reads it so: the added
+ *     outputs fall outside the tensor and are never stored; the other
+ *     operands' reads there only feed those outputs.
+ * Loops an epilogue reduces or pools over keep their extent (a window would
+ * mix the padding into stored values). The padded problem is searched next
+ * to the original (map_rewrite_search) and the cost model keeps the cheaper,
+ * so a layer whose extents divide well is unchanged. */
+#include "mapper/map_internal.h"
+
+/* Largest divisor of n that is <= cap. */
+static int64_t best_divisor(int64_t n, int64_t cap) {
+  for (int64_t d = cap < n ? cap : n; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+/* Whether operand o reads loop l alone in one of its dimensions, from 0 to
+ * exactly the dimension's size (only loops of more than one trip count). */
+static bool reads_alone(const map_problem *p, const map_operand *o, int l) {
+  for (int d = 0; d < o->acc.rank; d++) {
+    if (o->acc.coef[d][l] != 1 || o->acc.off[d] != 0 || o->shape[d] != p->extent[l]) continue;
+    bool alone = true;
+    for (int k = 0; k < p->n_loops; k++)
+      if (k != l && p->extent[k] > 1 && o->acc.coef[d][k]) alone = false;
+    if (alone) return true;
+  }
+  return false;
+}
+
+static bool epilogue_reads_loop(const map_schedule *proto, int l) {
+  for (int v = 0; v < proto->n_vops; v++) {
+    const map_vop *vo = &proto->vops[v];
+    if (vo->kind == MAP_VOP_ROW_REDUCE && vo->loop == l) return true;
+    if (vo->kind == MAP_VOP_POOL && (vo->pool_loop[0] == l || vo->pool_loop[1] == l)) return true;
+  }
+  return false;
+}
+
+static bool may_pad(const map_schedule *proto, int l) {
+  const map_problem *p = &proto->prob;
+  if (epilogue_reads_loop(proto, l)) return false;
+  if (!p->reduction[l]) return reads_alone(p, &p->operands[p->output], l);
+  for (int i = 0; i < p->n_inputs; i++)
+    if (p->operands[i].pad_value == 0 && reads_alone(p, &p->operands[i], l)) return true;
+  return false;
+}
+
+bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_schedule *outs) {
+  const map_problem *p = &proto->prob;
+  map_problem *out = &outs->prob;
+  const cov_acg *g = t->acg;
+  if (p->kind != MAP_MAIN_MAC || t->node < g->n_storage ||
+      g->compute[t->node - g->n_storage].kind != ACG_SYSTOLIC)
+    return false;
+  int64_t rows = (int64_t)t->dims[0], cols = (int64_t)t->dims[1];
+  bool any = false;
+  for (int l = 0; l < p->n_loops; l++) {
+    /* reductions go on the rows of a weight-stationary array, output loops
+     * on the columns (and on both of an output-stationary one): pad to the
+     * larger, which is a multiple of both on every shipped array */
+    int64_t a = rows > cols ? rows : cols, e = p->extent[l];
+    int64_t useful = e < a ? e : a;
+    /* a loop whose divisors already fill 3/4 of what it could use keeps its
+     * extent */
+    if (e < 2 || 4 * best_divisor(e, a) >= 3 * useful || !may_pad(proto, l)) continue;
+    out->extent[l] = (e + a - 1) / a * a;
+    any = true;
+  }
+  if (!any) return false;
+  out->ops = 1;
+  for (int l = 0; l < out->n_loops; l++) out->ops *= out->extent[l];
+  return true;
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# tune.sh COVENANT COVENANT_RUN WORKDIR emit|record|compile|bad|run: measured
+# tuning (`covenant tune`, backends/gpu/gpu_tune.h) for nvptx-sm90.
+#   emit     the tuning artifact: one group per distinct key (a layer given
+#            twice, or as NAME@b1, is one), the pick's and every candidate's
+#            PTX byte-identical to `covenant gpu compile LAYER[:SCHEDULE]`;
+#            a model's matrix groups
+#   record   a hand-written times.json -> the tuning file: the fastest passing
+#            candidate per key, never a failed one, nothing where the pick is
+#            fastest; Spearman checked against a direct computation
+#   compile  compiles with a tuning file: deterministic, the entry changes
+#            the kernel to the hand-fixed schedule's, the manifest and the
+#            notes name it; a model artifact likewise
+#   bad      malformed and hostile tuning files, times.json and tune.json:
+#            exit 1 naming the file, line:col and the JSON path
+#   run      covenant-run --tune on the device (77 without a CUDA driver)
+set -u
+cov=$1 run=$2 work=$3 what=$4
+root=$(cd "$(dirname "$0")/../.." && pwd)
+py=/usr/bin/python3
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work" || exit 1
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+expect() { # expect CODE PATTERN -- COMMAND ARGS...
+  local code=$1 pat=$2
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ $rc -ne "$code" ] || ! grep -qF -- "$pat" <<<"$out"; then
+    die "$* -> exit $rc, expected $code with '$pat'; got: $out"
+  fi
+}
+G=nvptx-sm90:matmul:b1:m256:n128:k64:f16:none
+C=nvptx-sm90:conv2d:n1c64h56w56:k64r3s3:s1p1d1g1:f16:bias-relu
+
+case $what in
+emit)
+  "$cov" tune gemm_256x128x64 resnet50_res2_3x3 gemm_256x128x64 resnet50_res2_3x3@b1 --target nvptx-sm90 --top 3 -o T \
+    > log.txt 2>&1 || { cat log.txt; exit 1; }
+  "$py" - "$G" "$C" <<'PY' || fail=1
+import json, os, sys
+t = json.load(open("T/tune.json"))
+man = {k["kernel"]: k for k in json.load(open("T/manifest.json"))["kernels"]}
+keys = [g["key"] for g in t["groups"]]
+assert keys == sys.argv[1:3], keys
+for g in t["groups"]:
+    assert 1 <= len(g["candidates"]) <= 3, g
+    for k in [g["pick"]] + [c["kernel"] for c in g["candidates"]]:
+        assert k in man and os.path.isfile("T/" + man[k]["file"]), k
+    ranks = [c["rank"] for c in g["candidates"]]
+    assert ranks == sorted(ranks), ranks
+print("ok: 2 keys from 4 layers, every kernel in the manifest")
+PY
+  # the same kernels as covenant gpu compile makes of the layer and of the
+  # layer with each schedule fixed
+  specs="gemm_256x128x64 resnet50_res2_3x3"
+  for l in gemm_256x128x64 resnet50_res2_3x3; do
+    for s in $("$py" -c "import json; [print(c['schedule']) for g in json.load(open('T/tune.json'))['groups'] if g['layer'] == '$l' for c in g['candidates']]"); do
+      specs="$specs $l:$s"
+    done
+  done
+  "$cov" gpu compile $specs --target nvptx-sm90 -o ref > /dev/null || exit 1
+  n=0
+  for f in ref/*.ptx; do
+    cmp -s "$f" "T/$(basename "$f")" || die "T/$(basename "$f") differs from gpu compile's"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 3 ] && [ "$(ls T/*.ptx | wc -l)" -eq "$n" ] || die "expected the same $n kernels in T"
+  "$cov" tune "$root/examples/convnet.onnx" --target nvptx-sm90 --top 2 -o M > /dev/null || exit 1
+  "$py" -c "
+import json; t = json.load(open('M/tune.json'))
+assert [g['key'] for g in t['groups']] == ['nvptx-sm90:conv2d:n1c3h32w32:k10r3s3:s1p0d1g1:f16:bias-relu-pool2',
+  'nvptx-sm90:conv2d:n1c10h15w15:k10r5s5:s1p0d1g1:f16:bias-relu'], t
+assert all(len(g['candidates']) == 2 for g in t['groups'])" || die "model groups"
+  expect 2 "needs --target" -- "$cov" tune gemm_64x64x64 -o X
+  expect 2 "-o is required" -- "$cov" tune gemm_64x64x64 --target nvptx-sm90
+  expect 2 "--top '0'" -- "$cov" tune gemm_64x64x64 --target nvptx-sm90 --top 0 -o X
+  expect 1 "a pool has no schedule" -- "$cov" tune resnet50_stem_pool --target nvptx-sm90 -o X
+  ;;
+record)
+  cat > times.json <<JSON
+{"covenant_tune_times": 1, "target": "nvptx-sm90", "device": "hand-written",
+ "groups": [
+  {"key": "$G", "pick": {"kernel": "p", "ms": 0.020},
+   "candidates": [
+    {"schedule": "64x64x64:64x64:4:wg0", "kernel": "a", "rank": 0, "cycles": 100, "ms": 0.015, "ok": true},
+    {"schedule": "64x64x64:64x64:3:wg0", "kernel": "b", "rank": 1, "cycles": 200, "ms": 0.010, "ok": false},
+    {"schedule": "64x64x64:32x32:3", "kernel": "c", "rank": 2, "cycles": 300, "ms": 0.018, "ok": true},
+    {"schedule": "64x64x32:32x32:3", "kernel": "d", "rank": 3, "cycles": 400, "ms": 0.017, "ok": true}]},
+  {"key": "$C", "pick": {"kernel": "q", "ms": 0.010},
+   "candidates": [
+    {"schedule": "64x64x64:32x32:3", "kernel": "e", "rank": 0, "cycles": 500, "ms": 0.0101, "ok": true}]},
+  {"key": "nvptx-sm90:matmul:b1:m8:n8:k8:f16:none", "layer": "x", "error": "the pick did not run"}]}
+JSON
+  "$cov" tune --record times.json -o tuning.json > report.txt || { cat report.txt; exit 1; }
+  "$py" - "$G" <<'PY' || fail=1
+import json, sys
+t = json.load(open("tuning.json"))
+assert t["covenant_tuning"] == 1 and t["target"] == "nvptx-sm90", t
+# the fastest passing candidate (b is faster but failed); the conv's pick stays
+assert [(e["key"], e["schedule"]) for e in t["entries"]] == [(sys.argv[1], "64x64x64:64x64:4:wg0")], t["entries"]
+# Spearman over the passing candidates of both keys, computed directly
+cyc = [100, 300, 400, 500]; ms = [0.015, 0.018, 0.017, 0.0101]
+def rank(v): return [sorted(v).index(x) + 1 for x in v]
+rc, rm, n = rank(cyc), rank(ms), len(cyc)
+rho = 1 - 6 * sum((a - b) ** 2 for a, b in zip(rc, rm)) / (n * (n * n - 1))
+assert abs(t["spearman_pooled"] - rho) < 1e-12, (t["spearman_pooled"], rho)
+print("ok: entries and pooled Spearman %.3f" % rho)
+PY
+  grep -qF "$G  pick 0.0200 ms  best 64x64x64:64x64:4:wg0 0.0150 ms  pick/best 1.333  rho 0.500  3 ok, 1 failed" report.txt \
+    || die "report line: $(cat report.txt)"
+  grep -qF "$C  pick 0.0100 ms  best 64x64x64:32x32:3 0.0101 ms" report.txt && grep -qF -- "-> the compiler's pick" report.txt \
+    || die "the pick stays: $(cat report.txt)"
+  ;;
+compile)
+  cat > tuning.json <<JSON
+{"covenant_tuning": 1, "target": "nvptx-sm90",
+ "entries": [{"key": "$G", "schedule": "64x64x32:32x32:3", "ms": 0.01},
+             {"key": "nvptx-sm90:conv2d:n1c3h32w32:k10r3s3:s1p0d1g1:f16:bias-relu-pool2", "schedule": "128x64x32:32x32:2"}]}
+JSON
+  echo '{"covenant_tuning": 1, "target": "nvptx-sm90", "entries": []}' > empty.json
+  "$cov" gpu compile gemm_256x128x64 resnet50_res2_3x3 --target nvptx-sm90 --tuning tuning.json -o a > out_a.txt 2>&1 \
+    || { cat out_a.txt; exit 1; }
+  "$cov" gpu compile gemm_256x128x64 resnet50_res2_3x3 --target nvptx-sm90 --tuning tuning.json -o b > /dev/null 2>&1
+  "$cov" gpu compile gemm_256x128x64 resnet50_res2_3x3 --target nvptx-sm90 -o u > /dev/null 2>&1
+  "$cov" gpu compile gemm_256x128x64 resnet50_res2_3x3 --target nvptx-sm90 --tuning empty.json -o e > /dev/null 2>&1
+  "$cov" gpu compile gemm_256x128x64:64x64x32:32x32:3 --target nvptx-sm90 -o h > /dev/null 2>&1
+  diff -r a b > /dev/null || die "two compiles with the tuning file differ"
+  diff -r u e > /dev/null || die "an empty tuning file changed the kernels"
+  cmp -s a/resnet50_res2_3x3.ptx u/resnet50_res2_3x3.ptx || die "a key the file lacks changed"
+  cmp -s a/gemm_256x128x64.ptx u/gemm_256x128x64.ptx && die "the tuning entry did not change the kernel"
+  sed 's/covenant_gemm_256x128x64_t64x64x32w32x32s3/covenant_gemm_256x128x64/g' h/gemm_256x128x64_t64x64x32w32x32s3.ptx \
+    | cmp -s - a/gemm_256x128x64.ptx || die "the tuned kernel is not the hand-fixed schedule's"
+  grep -qF '"tuned": "64x64x32:32x32:3"' a/manifest.json || die "the manifest does not mark the tuned kernel"
+  [ "$(grep -c '"tuned"' a/manifest.json)" -eq 1 ] || die "one kernel is tuned"
+  grep -qF "note: covenant_gemm_256x128x64: schedule 64x64x32:32x32:3 from the tuning file tuning.json" out_a.txt \
+    || die "the note: $(cat out_a.txt)"
+  m=$root/examples/convnet.onnx
+  "$cov" compile "$m" --target nvptx-sm90 --tuning tuning.json -o m1.covart > out_m.txt 2>&1 || { cat out_m.txt; exit 1; }
+  "$cov" compile "$m" --target nvptx-sm90 --tuning tuning.json -o m2.covart > /dev/null 2>&1
+  "$cov" compile "$m" --target nvptx-sm90 -o m0.covart > /dev/null 2>&1
+  cmp -s m1.covart m2.covart || die "two model compiles with the tuning file differ"
+  cmp -s m1.covart m0.covart && die "the tuning entry did not change the model"
+  grep -qF "note: covenant_g0_1_matrix (conv1): schedule 128x64x32:32x32:2 from the tuning file tuning.json" out_m.txt \
+    && grep -qF "note: 1 matrix kernel from the tuning file" out_m.txt || die "model notes: $(cat out_m.txt)"
+  ;;
+bad)
+  t='"covenant_tuning": 1, "target": "nvptx-sm90"'
+  badfile() { # badfile PATTERN JSON: compile refuses it with PATTERN
+    printf '%s\n' "$2" > bad.json
+    expect 1 "$1" -- "$cov" gpu compile gemm_256x128x64 --target nvptx-sm90 --tuning bad.json -o x
+  }
+  badfile "bad.json:1:1: error: \$: a tuning file is a JSON object" '[]'
+  badfile "bad.json:1:21: error: \$.covenant_tuning: expected \"covenant_tuning\": 1" '{"covenant_tuning": 2}'
+  badfile "error: \$.target: the file tunes target 'amdgpu-gfx942', not 'nvptx-sm90'" '{"covenant_tuning": 1, "target": "amdgpu-gfx942", "entries": []}'
+  badfile "error: \$.entries: expected \"entries\": an array" "{$t, \"entries\": {}}"
+  badfile "error: \$.entries[0]: an entry is an object" "{$t, \"entries\": [7]}"
+  badfile "error: \$.entries[0].key: expected \"key\"" "{$t, \"entries\": [{\"key\": 3, \"schedule\": \"64x64x32:32x32:3\"}]}"
+  badfile "error: \$.entries[0].key: key 'amdgpu-gfx942:x' is not one of target nvptx-sm90" "{$t, \"entries\": [{\"key\": \"amdgpu-gfx942:x\", \"schedule\": \"64x64x32:32x32:3\"}]}"
+  badfile "error: \$.entries[0].schedule: schedule '64x64x32:32x32:1'" "{$t, \"entries\": [{\"key\": \"$G\", \"schedule\": \"64x64x32:32x32:1\"}]}"
+  badfile "error: \$.entries[0].schedule: schedule '99999x1x1:1x1:2'" "{$t, \"entries\": [{\"key\": \"$G\", \"schedule\": \"99999x1x1:1x1:2\"}]}"
+  badfile "error: \$.entries[1].key: key '$G' again (first at \$.entries[0])" "{$t, \"entries\": [{\"key\": \"$G\", \"schedule\": \"64x64x32:32x32:3\"}, {\"key\": \"$G\", \"schedule\": \"64x64x32:32x32:2\"}]}"
+  badfile "bad.json:2:1: error: \$.entries: invalid JSON" "{$t, \"entries\": ["
+  badfile "invalid JSON: duplicate object key" "{$t, \"target\": \"nvptx-sm90\", \"entries\": []}"
+  badfile "bad.json:1:127: error: \$.entries[0].schedule: schedule 1024x1024x1024:1024x1024:16 of key '$G' (gemm_256x128x64) does not plan: GPU plan: " "{$t, \"entries\": [{\"key\": \"$G\", \"schedule\": \"1024x1024x1024:1024x1024:16\"}]}"
+  # deep nesting: an error, not a crash
+  $py -c "print('{\"covenant_tuning\": 1, \"entries\": ' + '[' * 100000 + ']' * 100000 + '}')" > bad.json
+  expect 1 "bad.json" -- "$cov" gpu compile gemm_256x128x64 --target nvptx-sm90 --tuning bad.json -o x
+  expect 1 "no.json: error" -- "$cov" gpu compile gemm_256x128x64 --target nvptx-sm90 --tuning no.json -o x
+  # a schedule that does not plan is the file's error, also in a model
+  printf '%s\n' "{$t, \"entries\": [{\"key\": \"nvptx-sm90:conv2d:n1c3h32w32:k10r3s3:s1p0d1g1:f16:bias-relu-pool2\", \"schedule\": \"1024x1024x1024:1024x1024:16\"}]}" > bad.json
+  expect 1 "bad.json:1:149: error: \$.entries[0].schedule: schedule 1024x1024x1024:1024x1024:16 of key 'nvptx-sm90:conv2d:n1c3h32w32:k10r3s3:s1p0d1g1:f16:bias-relu-pool2' (conv1) does not plan: GPU plan" -- \
+    "$cov" compile "$root/examples/convnet.onnx" --target nvptx-sm90 --tuning bad.json -o x.covart
+  # times.json for --record
+  badtimes() { printf '%s\n' "$2" > times.json; expect 1 "$1" -- "$cov" tune --record times.json -o t.json; }
+  badtimes "times.json:1:1: error: \$: times.json is a JSON object" '[7]'
+  badtimes "error: \$.covenant_tune_times: expected \"covenant_tune_times\": 1" '{"covenant_tune_times": "1"}'
+  badtimes "error: \$.groups[0].pick: expected \"pick\"" '{"covenant_tune_times": 1, "target": "nvptx-sm90", "groups": [{"key": "k", "pick": 1}]}'
+  badtimes "error: \$.groups[0].candidates[0].schedule: schedule 'x'" '{"covenant_tune_times": 1, "target": "nvptx-sm90", "groups": [{"key": "k", "pick": {"kernel": "p", "ms": 1}, "candidates": [{"schedule": "x", "kernel": "k", "ok": true}]}]}'
+  badtimes "error: \$.groups[0].candidates[0].ms: expected \"ms\": a number >= 0" '{"covenant_tune_times": 1, "target": "nvptx-sm90", "groups": [{"key": "k", "pick": {"kernel": "p", "ms": 1}, "candidates": [{"schedule": "64x64x32:32x32:3", "kernel": "k", "ok": true, "cycles": 1, "ms": -1}]}]}'
+  expect 2 "--record takes TIMES.json and -o only" -- "$cov" tune --record times.json --target nvptx-sm90 -o t.json
+  # a tuning artifact the runtime refuses before it needs a device
+  "$cov" tune gemm_256x128x64 --target nvptx-sm90 --top 2 -o T > /dev/null || exit 1
+  sed -i 's/"kernel": "covenant_gemm_256x128x64_t[^"]*"/"kernel": "nope"/' T/tune.json
+  expect 1 "T/tune.json:" -- "$run" T --tune -o times.json
+  expect 1 "error: \$.groups[0].candidates[0]: kernel 'nope' is not in T/manifest.json" -- "$run" T --tune -o times.json
+  echo '{"covenant_tune": 2}' > T/tune.json
+  expect 1 "T/tune.json:1:19: error: \$.covenant_tune: expected \"covenant_tune\": 1" -- "$run" T --tune -o times.json
+  expect 2 "--reps and --tolerance are for --tune" -- "$run" T --reps 3
+  ;;
+run)
+  "$cov" tune gemm_256x128x64 resnet50_res2_3x3 --target nvptx-sm90 --top 3 -o T > /dev/null || exit 1
+  out=$("$run" T --tune -o times.json --reps 3 --iters 5 2>&1)
+  rc=$?
+  if [ $rc -eq 4 ]; then
+    echo "skipped: no CUDA driver or GPU: $out"
+    exit 77
+  fi
+  [ $rc -eq 0 ] || { echo "FAIL: covenant-run --tune exit $rc: $out"; exit 1; }
+  "$cov" tune --record times.json -o tuning.json || fail=1
+  "$py" -c "
+import json; t = json.load(open('times.json'))
+assert len(t['groups']) == 2 and all(g['pick']['ms'] > 0 for g in t['groups'])
+assert all(c['ok'] and c['ms'] > 0 for g in t['groups'] for c in g['candidates']), t" || fail=1
+  ;;
+*)
+  echo "tune.sh: unknown mode $what"
+  exit 2
+  ;;
+esac
+[ $fail -eq 0 ] && echo "ok: tune $what"
+exit $fail
