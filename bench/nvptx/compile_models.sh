@@ -56,7 +56,7 @@ for m in "${models[@]}"; do
   [ $reuse = 1 ] && [ -f "$b32" ] || if [ -f "$root/tests/models/${m}_b32.skel.onnx" ]; then
     $py "$root/tests/models/materialize.py" "$out/onnx" "${m}_b32" > /dev/null 2>&1 || rm -f "$b32"
   elif [ "$m" = encoder ] && [ -f "$root/tests/frontend/models/encoder_b32.onnx" ]; then
-    cp "$root/tests/frontend/models/encoder_b32.onnx" "$b32"
+    cp "$root/tests/frontend/models/encoder_b32.onnx" "$root/tests/frontend/models/encoder_b32.onnx.data" "$out/onnx/"
   fi
   [ -f "$b32" ] || $py "$root/bench/nvptx/make_batch.py" "$out/onnx/$m.onnx" 32 "$b32" > /dev/null 2>&1 || rm -f "$b32"
   for b in 1 32; do
