@@ -12,30 +12,8 @@ import subprocess
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-
-
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            r[order[t]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-
-def spearman(xs, ys):
-    if len(xs) < 3:
-        return None
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+sys.path.insert(0, here)
+from spearman import spearman  # noqa: E402
 
 
 def main():

@@ -41,7 +41,7 @@ shutil.rmtree(os.path.join(d, "fused"))
 PY
 cat "$payload/candidates_fused.txt" >> "$payload/candidates.txt"
 rm "$payload/candidates_fused.txt"
-for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py bench/nvptx/rank_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
+for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py bench/nvptx/rank_bench.py bench/nvptx/spearman.py runtime/crt_cuda.c runtime/crt_cuda.h \
          common/status.c common/fileio.c common/text.c $(cd "$root" && ls common/*.h include/covenant/*.h); do
   mkdir -p "$payload/src/$(dirname "$f")"
   cp "$root/$f" "$payload/src/$f"

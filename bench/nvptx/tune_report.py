@@ -6,32 +6,10 @@ there, and the second call's untuned/tuned model latencies (RESULTS2/
 models.txt). Spearman's rho of the mapper's predicted cycles vs measured
 times is computed here directly (average ranks), per key and pooled, as a
 check on covenant tune --record's own figures."""
-import json, math, re, sys
+import json, math, os, re, sys
 
-
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-
-def spearman(x, y):
-    if len(x) < 3:
-        return None
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx)
-    syy = sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spearman import spearman  # noqa: E402
 
 
 def part(times, tuning):
