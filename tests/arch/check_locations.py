@@ -14,32 +14,9 @@ import os
 import re
 import sys
 
+from c_sources import blank, sources
+
 CALL = re.compile(r'\bcov_error\s*\(')
-
-
-def strip_comments(src):
-    # keep newlines so line numbers stay right; strings are kept as they are
-    out, i, n = [], 0, len(src)
-    while i < n:
-        if src.startswith('/*', i):
-            j = src.find('*/', i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r'[^\n]', ' ', src[i:j]))
-            i = j
-        elif src.startswith('//', i):
-            j = src.find('\n', i)
-            j = n if j < 0 else j
-            i = j
-        elif src[i] == '"' or src[i] == "'":
-            q, j = src[i], i + 1
-            while j < n and src[j] != q:
-                j += 2 if src[j] == '\\' else 1
-            out.append(src[i:j + 1])
-            i = j + 1
-        else:
-            out.append(src[i])
-            i += 1
-    return ''.join(out)
 
 
 def args_of(src, start):
@@ -74,16 +51,6 @@ def args_of(src, start):
     return args
 
 
-def library_dirs(root):
-    dirs = []
-    with open(os.path.join(root, 'cmake/modules.txt')) as f:
-        for line in f:
-            cols = line.split('#', 1)[0].split()
-            if len(cols) >= 2 and cols[0] != 'cli':
-                dirs.append(cols[1].rstrip('/'))
-    return dirs
-
-
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -102,31 +69,24 @@ def main():
                     return 1
                 allow[(cols[0], cols[1])] = [n, 0]
     errors, calls = [], 0
-    for d in library_dirs(root):
-        for dirpath, _, files in sorted(os.walk(os.path.join(root, d))):
-            for name in sorted(files):
-                if not name.endswith(('.c', '.h')):
-                    continue
-                path = os.path.join(dirpath, name)
-                rel = os.path.relpath(path, root)
-                with open(path, encoding='utf-8', errors='replace') as f:
-                    src = strip_comments(f.read())
-                for m in CALL.finditer(src):
-                    line = src.count('\n', 0, m.start()) + 1
-                    if src[:m.start()].rstrip().endswith('define'):
-                        continue  # the macro's own definition
-                    a = args_of(src, m.end() - 1)
-                    if len(a) < 2:
-                        continue
-                    calls += 1
-                    if a[1] not in ('NULL', '0', '((void *)0)'):
-                        continue
-                    if a[0] == 'COV_OUT_OF_MEMORY':
-                        continue
-                    if (rel, a[0]) in allow:
-                        allow[(rel, a[0])][1] += 1
-                        continue
-                    errors.append(f"{rel}:{line}: cov_error({a[0]}, {a[1]}, ...) has no input location")
+    for rel, text in sources(root, ('.c', '.h'), with_cli=False):
+        src = blank(text, strings=False)
+        for m in CALL.finditer(src):
+            line = src.count('\n', 0, m.start()) + 1
+            if src[:m.start()].rstrip().endswith('define'):
+                continue  # the macro's own definition
+            a = args_of(src, m.end() - 1)
+            if len(a) < 2:
+                continue
+            calls += 1
+            if a[1] not in ('NULL', '0', '((void *)0)'):
+                continue
+            if a[0] == 'COV_OUT_OF_MEMORY':
+                continue
+            if (rel, a[0]) in allow:
+                allow[(rel, a[0])][1] += 1
+                continue
+            errors.append(f"{rel}:{line}: cov_error({a[0]}, {a[1]}, ...) has no input location")
     for (rel, code), (n, used) in sorted(allow.items()):
         if not used:
             errors.append(f"{allow_file}:{n}: allow-list entry {rel} {code} matches nothing: remove it")

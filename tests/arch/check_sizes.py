@@ -13,38 +13,15 @@ is gone) fails too, so the list only shrinks. --list prints every long
 file and function with its length, reasons or not.
 Exit 0: clean; 1: problems (FILE:LINE: ...); 2: bad usage.
 """
-import os
 import re
 import sys
+
+from c_sources import blank, sources
 
 FILE_MAX = 900
 FUNC_MAX = 100
 HEAD_LINES = 60  # where reasons are looked for
 NAME = re.compile(r'([A-Za-z_]\w*)\s*\($')
-
-
-def blank(src):
-    """src with comments and string/char literals blanked (newlines kept)."""
-    out, i, n = [], 0, len(src)
-    while i < n:
-        if src.startswith('/*', i):
-            j = src.find('*/', i + 2)
-            j = n if j < 0 else j + 2
-        elif src.startswith('//', i):
-            j = src.find('\n', i)
-            j = n if j < 0 else j
-        elif src[i] in '"\'':
-            j = i + 1
-            while j < n and src[j] != src[i] and src[j] != '\n':
-                j += 2 if src[j] == '\\' else 1
-            j += 1
-        else:
-            out.append(src[i])
-            i += 1
-            continue
-        out.append(re.sub(r'[^\n]', ' ', src[i:j]))
-        i = j
-    return ''.join(out)
 
 
 def functions(src):
@@ -87,16 +64,6 @@ def functions(src):
     return [(r[0], r[1], r[3]) for r in res if len(r) == 4]
 
 
-def library_dirs(root):
-    dirs = []
-    with open(os.path.join(root, 'cmake/modules.txt')) as f:
-        for line in f:
-            cols = line.split('#', 1)[0].split()
-            if len(cols) >= 2:
-                dirs.append(cols[1].rstrip('/'))
-    return dirs
-
-
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
     if not args:
@@ -104,51 +71,43 @@ def main():
         return 2
     root, listing = args[0], '--list' in sys.argv
     errors, n_files, long_files, long_funcs = [], 0, 0, 0
-    for d in library_dirs(root):
-        for dirpath, _, files in sorted(os.walk(os.path.join(root, d))):
-            for name in sorted(files):
-                if not name.endswith('.c'):
-                    continue
-                path = os.path.join(dirpath, name)
-                rel = os.path.relpath(path, root)
-                with open(path, encoding='utf-8', errors='replace') as f:
-                    src = f.read()
-                n_files += 1
-                lines = src.count('\n')
-                head = src.split('\n')[:HEAD_LINES]
-                size_why = [k + 1 for k, l in enumerate(head) if re.search(r'\bsize:\s*\S', l)]
-                long_why = {}
-                for k, l in enumerate(head):
-                    m = re.search(r'\blong:\s*(\w+)\s+\S', l)
-                    if m:
-                        long_why[m.group(1)] = k + 1
-                if lines > FILE_MAX:
-                    long_files += 1
-                    if listing:
-                        print(f"{rel}: {lines} lines{' (reason given)' if size_why else ''}")
-                    if not size_why:
-                        errors.append(f"{rel}:1: {lines} lines (over {FILE_MAX}): split it by concept or "
-                                      f"write why at its top ('size: ...')")
-                elif size_why:
-                    errors.append(f"{rel}:{size_why[0]}: a 'size:' reason, but the file has {lines} lines "
-                                  f"(at most {FILE_MAX}): remove it")
-                seen = set()
-                for fn, first, last in functions(src):
-                    n = last - first + 1
-                    if n <= FUNC_MAX:
-                        continue
-                    long_funcs += 1
-                    seen.add(fn)
-                    if listing:
-                        print(f"{rel}:{first}: {fn} {n} lines{' (reason given)' if fn in long_why else ''}")
-                    if fn not in long_why:
-                        errors.append(f"{rel}:{first}: {fn} has {n} lines (over {FUNC_MAX}): shorten it "
-                                      f"where a concept hides inside, or write why at the file's top "
-                                      f"('long: {fn} ...')")
-                for fn, k in long_why.items():
-                    if fn not in seen:
-                        errors.append(f"{rel}:{k}: a 'long: {fn}' reason, but {fn} is not over "
-                                      f"{FUNC_MAX} lines (or is gone): remove it")
+    for rel, src in sources(root, ('.c',)):
+        n_files += 1
+        lines = src.count('\n')
+        head = src.split('\n')[:HEAD_LINES]
+        size_why = [k + 1 for k, l in enumerate(head) if re.search(r'\bsize:\s*\S', l)]
+        long_why = {}
+        for k, l in enumerate(head):
+            m = re.search(r'\blong:\s*(\w+)\s+\S', l)
+            if m:
+                long_why[m.group(1)] = k + 1
+        if lines > FILE_MAX:
+            long_files += 1
+            if listing:
+                print(f"{rel}: {lines} lines{' (reason given)' if size_why else ''}")
+            if not size_why:
+                errors.append(f"{rel}:1: {lines} lines (over {FILE_MAX}): split it by concept or "
+                              f"write why at its top ('size: ...')")
+        elif size_why:
+            errors.append(f"{rel}:{size_why[0]}: a 'size:' reason, but the file has {lines} lines "
+                          f"(at most {FILE_MAX}): remove it")
+        seen = set()
+        for fn, first, last in functions(src):
+            n = last - first + 1
+            if n <= FUNC_MAX:
+                continue
+            long_funcs += 1
+            seen.add(fn)
+            if listing:
+                print(f"{rel}:{first}: {fn} {n} lines{' (reason given)' if fn in long_why else ''}")
+            if fn not in long_why:
+                errors.append(f"{rel}:{first}: {fn} has {n} lines (over {FUNC_MAX}): shorten it "
+                              f"where a concept hides inside, or write why at the file's top "
+                              f"('long: {fn} ...')")
+        for fn, k in long_why.items():
+            if fn not in seen:
+                errors.append(f"{rel}:{k}: a 'long: {fn}' reason, but {fn} is not over "
+                              f"{FUNC_MAX} lines (or is gone): remove it")
     for e in errors:
         print(e)
     print(f"check_sizes: {n_files} files, {long_files} over {FILE_MAX} lines, "
