@@ -17,6 +17,7 @@
 #include "acg/acg_ir.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
+#include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_model.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_tune.h"
@@ -132,8 +133,6 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
   return 1e6 * fmax(t_compute, t_mem);
 }
 
-/* mkdir -p (also the tuning artifact's, gpu_tune_prep.c) */
-cov_status gpu_mkdir_p(const char *dir);
 cov_status gpu_mkdir_p(const char *dir) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
@@ -150,7 +149,6 @@ cov_status gpu_mkdir_p(const char *dir) {
   return NULL;
 }
 
-json_t *gpu_plan_json(const gpu_plan *p);
 json_t *gpu_plan_json(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   json_t *o = json_object();
@@ -234,6 +232,30 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   }
   json_object_set_new(o, "plan", json_string(plan));
   return o;
+}
+
+cov_status gpu_write_kernel(const gpu_target *t, const char *dir, const char *name, const gpu_plan *plan,
+                            const char *code, size_t n, json_t **entry, char *kernel) {
+  char file[160], path[4096], kname[128];
+  snprintf(file, sizeof file, "%s.%s", name, t->vendor->code_ext);
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "wb");
+  int ok = f && fwrite(code, 1, n, f) == n;
+  if (f) ok &= fclose(f) == 0;
+  if (!ok) return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+  snprintf(kname, sizeof kname, "covenant_%s", name);
+  if (kernel) snprintf(kernel, 128, "%s", kname);
+  json_t *k = gpu_plan_json(plan);
+  json_object_set_new(k, "name", json_string(name));
+  json_object_set_new(k, "kernel", json_string(kname));
+  if (plan->nhwc) {
+    char pre[160];
+    snprintf(pre, sizeof pre, "%s_nhwc", kname);
+    json_object_set_new(json_object_get(k, "pre"), "kernel", json_string(pre));
+  }
+  json_object_set_new(k, "file", json_string(file));
+  *entry = k;
+  return NULL;
 }
 
 cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
@@ -432,28 +454,11 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     }
     if (st) break;
-    char file[160], path[4096];
-    snprintf(file, sizeof file, "%s.%s", layer.name, t.vendor->code_ext);
-    snprintf(path, sizeof path, "%s/%s", out_dir, file);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(code, 1, n, f) == n;
-    if (f) ok &= fclose(f) == 0;
-    free(code);
-    if (!ok) {
-      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
-      break;
-    }
-    json_t *k = gpu_plan_json(&plan);
+    json_t *k = NULL;
     char kname[128];
-    snprintf(kname, sizeof kname, "covenant_%s", layer.name);
-    json_object_set_new(k, "name", json_string(layer.name));
-    json_object_set_new(k, "kernel", json_string(kname));
-    if (plan.nhwc) {
-      char pre[160];
-      snprintf(pre, sizeof pre, "%s_nhwc", kname);
-      json_object_set_new(json_object_get(k, "pre"), "kernel", json_string(pre));
-    }
-    json_object_set_new(k, "file", json_string(file));
+    st = gpu_write_kernel(&t, out_dir, layer.name, &plan, code, n, &k, kname);
+    free(code);
+    if (st) break;
     json_object_set_new(k, "unfused", json_string(layer.unfused));
     note_tuned(&t, opts, &plan, hand_fixed, kname, k);
     json_array_append_new(kernels, k);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
@@ -833,7 +834,6 @@ static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
          a->post1 == b->post1;
 }
 
-json_t *gpu_plan_json(const gpu_plan *p);
 /* the plan's description (problem, tile, copies, layout, launch): equal
  * descriptions build equal kernels */
 static char *plan_key(const gpu_plan *p) {

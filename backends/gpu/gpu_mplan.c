@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
 #include "runtime/crt.h"
@@ -141,7 +142,6 @@ static const char *kind_name(gpu_buf_kind k) {
   return n[k];
 }
 
-json_t *gpu_plan_json(const gpu_plan *p);
 static const char *ew_names[] = {"copy", "gather", "unary", "binary", "bias", "pool", "global_pool", "softmax",
                                  "layernorm", "batchnorm", "direct_conv", "direct_matmul"};
 

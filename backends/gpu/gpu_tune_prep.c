@@ -10,14 +10,13 @@
 
 #include "acg/acg_ir.h"
 #include "backends/gpu/gpu_layer.h"
+#include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_tune.h"
 #include "covenant/acg.h"
 #include "covenant/mapper.h"
 #include "covenant/model.h"
 
-json_t *gpu_plan_json(const gpu_plan *p);   /* gpu_driver.c */
-cov_status gpu_mkdir_p(const char *dir);    /* gpu_driver.c */
 
 enum { TUNE_MAX_GROUPS = 512 };
 
@@ -86,26 +85,11 @@ static cov_status emit(const gpu_target *t, const cov_gpu_options *o, gpu_layer 
   size_t n = 0;
   gpu_kernel_info info;
   COV_RETURN_IF_ERROR(gpu_compile_layer(t, o, &layer, s ? s->s : NULL, &plan, &code, &n, &info));
-  char file[160], path[4096];
-  snprintf(file, sizeof file, "%s.%s", layer.name, t->vendor->code_ext);
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  FILE *f = fopen(path, "wb");
-  int ok = f && fwrite(code, 1, n, f) == n;
-  if (f) ok &= fclose(f) == 0;
+  json_t *k = NULL;
+  cov_status st = gpu_write_kernel(t, dir, layer.name, &plan, code, n, &k, kernel);
   free(code);
-  if (!ok) return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
-  snprintf(kernel, 128, "covenant_%s", layer.name);
-  json_t *k = gpu_plan_json(&plan);
-  json_object_set_new(k, "name", json_string(layer.name));
-  json_object_set_new(k, "kernel", json_string(kernel));
-  if (plan.nhwc) {
-    char pre[160];
-    snprintf(pre, sizeof pre, "%s_nhwc", kernel);
-    json_object_set_new(json_object_get(k, "pre"), "kernel", json_string(pre));
-  }
-  json_object_set_new(k, "file", json_string(file));
-  json_array_append_new(kernels, k);
-  return NULL;
+  if (!st) json_array_append_new(kernels, k);
+  return st;
 }
 
 /* One key: the pick, then the candidates; its tune.json group. */
