@@ -111,6 +111,11 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
   B->latency = (double)cap->latency;
   if (map_gemm_applies(proto) && map_output_stationary(g, t->node))
     B->gemm_floor = (double)p->ops / (cap->throughput > 0 ? cap->throughput : 1);
+  else if (map_gemm_applies(proto)) {
+    const acg_compute *cn = &g->compute[t->node - g->n_storage];
+    B->ws_rows = (double)(cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0]);
+    if (B->ws_rows < 1) B->ws_rows = 1;
+  }
   B->dram_bw = acg_dram_bandwidth(g);
   for (int o = 0; o < p->n_operands; o++) {
     for (int l = 0; l < p->n_loops; l++) B->dep[o][l] = map_operand_depends(&p->operands[o], l);
@@ -147,6 +152,16 @@ void map_bound_config(map_bound *B, const map_choice *ch) {
     wave *= (double)ch->wave[l];
   }
   B->trips = T;
+  if (B->ws_rows > 0) {
+    /* each output (per instance, per column group) streams through the
+     * array once per k-fold of at most ws_rows reduction steps */
+    double outs = 1, red = 1;
+    for (int l = 0; l < p->n_loops; l++) {
+      if (p->reduction[l]) red *= (double)(p->extent[l] / (ch->wg[l] * ch->wave[l]));
+      else outs *= (double)(p->extent[l] / (ch->sp[l] * ch->wg[l] * ch->wave[l]));
+    }
+    B->ws_trips = outs * ceil(red / B->ws_rows);
+  }
   B->epilogue = map_epilogue_cycles(B->proto, wg * wave);
   B->inst_below[0] = 1;
   for (int lv = 1; lv < B->L; lv++) B->inst_below[lv] = wg * (lv >= 2 ? wave : 1);
@@ -214,6 +229,10 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
   double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) + B->epilogue
                            : B->latency + B->trips * B->issue + B->epilogue;
   if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor + B->epilogue;
+  /* k digits make a weight-stationary GEMM's temporal reduction loops free
+   * of issues of their own: only its streamed rows bound it */
+  double ws = B->latency + B->ws_trips * B->issue + B->epilogue;
+  if (B->ws_rows > 0 && ws < busy) busy = ws;
   double per_edge[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
   int edge_id[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_e = 0;
   double serial = 0, fill = 0, dram = 0;

@@ -120,6 +120,45 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
   return bytes;
 }
 
+/* k digits pad A's layout (map_gemm_tile_strides): its tile then spans more
+ * than its box, and the places of every buffer are laid out again in the
+ * same order (then the epilogue's temporaries), within their capacities. */
+static int pad_places(const map_target *t, map_schedule *s, const char **why) {
+  if (!map_gemm_applies(s)) return 0;
+  map_gemm_plan gp;
+  map_gemm_plan_make(s, &gp);
+  if (gp.n_kd < 2) return 0;
+  const cov_acg *g = t->acg;
+  const map_problem *p = &s->prob;
+  int lv = s->n_levels - 1;
+  while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
+  map_place *pa = &s->place[gp.a_op][lv];
+  uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
+  if (lv == 0 || span <= pa->bytes) return 0;
+  pa->bytes = span;
+  uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
+  memset(used, 0, sizeof used);
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 1; l < s->n_levels; l++) {
+      map_place *pl = &s->place[o][l];
+      if (!pl->present) continue;
+      pl->addr = used[pl->node];
+      used[pl->node] += pl->bytes * (pl->double_buffered ? 2 : 1);
+      if (used[pl->node] > g->storage[pl->node].capacity_bytes) {
+        if (why) *why = "tiles exceed a storage capacity";
+        return -1;
+      }
+    }
+  if (s->epi_node >= 0 && s->n_levels > 1) {
+    s->epi_addr = used[s->epi_node];
+    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) {
+      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
               map_schedule *s, const char **why) {
   const cov_acg *g = t->acg;
@@ -284,6 +323,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }
+  if (pad_places(t, s, why) < 0) return -1;
   if (!map_bias_fits(s)) {
     if (why) *why = "a GEMM's streamed rows would need different preloaded biases";
     return -1;

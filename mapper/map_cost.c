@@ -172,12 +172,13 @@ void map_cost_eval(map_schedule *s) {
    * streamed, one issue per row, as the passes count it). Output-stationary:
    * the GEMMs replace the pass count, which charges the loop a GEMM spreads
    * over the array's rows (its m) one issue per trip; map_bound.c bounds
-   * them by MACs / throughput, which no GEMM beats. */
+   * them by MACs / throughput, which no GEMM beats. Likewise with k digits
+   * (temporal reduction loops on the rows: no issue of their own). */
   if (map_gemm_applies(s)) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
     double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
-    if (gc > c->compute_cycles || gp.output_stationary) c->compute_cycles = gc;
+    if (gc > c->compute_cycles || gp.output_stationary || gp.n_kd > 1) c->compute_cycles = gc;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)

@@ -59,6 +59,32 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
         if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) inner = d;
     }
   }
+  /* k digits on a banked A (weight-stationary): each digit's step through
+   * the tile is padded to its weight in k modulo the banks (in elements),
+   * so the k consecutive elements of a row fall in distinct banks as in a
+   * dense row (map_build.c sizes the tile by map_gemm_tile_elems) */
+  int64_t target[COV_MAX_RANK], mod = 0;
+  bool pad[COV_MAX_RANK] = {false};
+  if (gp && gp->n_kd > 1 && !gp->output_stationary && o == gp->a_op && lv == deepest(s, o)) {
+    const acg_storage *sn = &s->acg->storage[pl->node];
+    int64_t es = (int64_t)cov_dtype_size(pl->dtype), wb = sn->width_bits >= 8 ? sn->width_bits / 8 : 1;
+    if (sn->banks > 1) mod = (int64_t)sn->banks * (wb > es ? wb / es : 1);
+    int64_t w = 1;
+    for (int k = gp->n_kd - 1; k >= 0 && mod; k--) {
+      const map_sloop *sl = &s->sloops[gp->kd[k]];
+      int dd = -1, cnt = 0;
+      for (int d = 0; d < op->rank; d++)
+        if (op->acc.coef[d][sl->loop] != 0 && pl->shape[d] > 1) {
+          dd = d;
+          cnt++;
+        }
+      if (cnt == 1 && dd != inner && !pad[dd] && op->acc.coef[dd][sl->loop] * sl->step == 1) {
+        pad[dd] = true;
+        target[dd] = w % mod;
+      }
+      w *= sl->trips;
+    }
+  }
   int64_t n = 1;
   if (inner >= 0) {
     st[inner] = 1;
@@ -67,8 +93,18 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
   for (int d = op->rank - 1; d >= 0; d--) {
     if (d == inner) continue;
     st[d] = n;
-    n *= pl->shape[d];
+    if (pad[d]) st[d] += ((target[d] - n) % mod + mod) % mod;
+    n = st[d] * pl->shape[d];
   }
+}
+
+int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int o, int lv) {
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  int64_t st[COV_MAX_RANK], e = 1;
+  map_gemm_tile_strides(s, gp, o, lv, st);
+  for (int d = 0; d < op->rank; d++) e += (pl->shape[d] - 1) * st[d];
+  return e;
 }
 
 /* Elements one iteration of scheduled loop i moves through operand o's
@@ -120,6 +156,78 @@ static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
   if (bi < 0) return;
   gp->ml = bi;
   gp->ml2 = bj;
+}
+
+/* Several reduction loops on the rows of a weight-stationary array: when
+ * kl leaves rows idle (a 3-channel stem: 3 of 16), the temporal reduction
+ * loops of the last level inside it join k as digits (ISA.md "k digits"),
+ * so one GEMM's k runs over c x r x s and the array's rows fill. Of the
+ * sets of such loops (all reduction loops inside the outermost digit
+ * absorbed, so every output keeps its reduction order; no transfer inside
+ * them; at most 3 digits) the one with the fewest GEMM k-folds per
+ * reduction step, if fewer than without. */
+static void k_digits(const map_schedule *s, map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  int cand[MAP_MAX_SLOOPS], nc = 0;
+  for (int i = gp->out_init_after + 1; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (!p->reduction[sl->loop] || sl->trips < 2 || i == gp->kl) continue;
+    if (sl->spatial || sl->level != s->n_levels - 1 || !movable(s, i) ||
+        !map_operand_depends(&p->operands[gp->a_op], sl->loop) ||
+        !map_operand_depends(&p->operands[gp->b_op], sl->loop)) {
+      /* a reduction loop a GEMM cannot take: only loops inside it may join
+       * (and none if it is inside kl), so that the order is kept */
+      if (gp->kl >= 0 && i > gp->kl) return;
+      nc = 0;
+      continue;
+    }
+    cand[nc++] = i;
+  }
+  if (nc == 0 || nc > 6) return;
+  double kl_trips = gp->kl >= 0 ? (double)s->sloops[gp->kl].trips : 1;
+  double best = ceil(kl_trips / gp->kmax);
+  int best_set = 0;
+  for (int set = 1; set < (1 << nc); set++) {
+    /* every candidate inside the outermost chosen one is chosen too */
+    int lo = 0;
+    while (!(set >> lo & 1)) lo++;
+    if (set >> lo != (1 << (nc - lo)) - 1) continue;
+    int nd = nc - lo + (gp->kl >= 0);
+    if (nd > 3) continue;
+    if (gp->kl >= 0 && gp->kl < cand[lo]) continue; /* kl outside: its order would change */
+    double k = kl_trips, prod = 1;
+    for (int j = lo; j < nc; j++) {
+      k *= (double)s->sloops[cand[j]].trips;
+      prod *= (double)s->sloops[cand[j]].trips;
+    }
+    if (k > 65535) continue;
+    double folds = ceil(k / gp->kmax) / prod;
+    if (folds < best) {
+      best = folds;
+      best_set = set;
+    }
+  }
+  if (!best_set) return;
+  for (int i = 0; i < s->n_sloops; i++) {
+    bool in = i == gp->kl;
+    for (int j = 0; j < nc; j++) in |= (best_set >> j & 1) && cand[j] == i;
+    if (in) gp->kd[gp->n_kd++] = i;
+  }
+}
+
+int64_t map_gemm_k(const map_schedule *s, const map_gemm_plan *gp) {
+  if (gp->n_kd <= 1) return gp->kl < 0 ? 1 : s->sloops[gp->kl].trips;
+  int64_t k = 1;
+  for (int d = 0; d < gp->n_kd; d++) k *= s->sloops[gp->kd[d]].trips;
+  return k;
+}
+
+bool map_gemm_absorbs(const map_gemm_plan *gp, int i) {
+  if (i < 0) return false;
+  if (i == gp->ml || i == gp->ml2 || i == gp->kl || i == gp->nl) return true;
+  for (int d = 0; d < gp->n_kd; d++)
+    if (gp->kd[d] == i) return true;
+  return false;
 }
 
 int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp) {
@@ -180,7 +288,6 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
     gp->b_op = 1;
   }
   gp->ml2 = -1;
-  if (!gp->output_stationary && gp->ml >= 0) long_stream(s, gp);
   const acg_compute *cn = &g->compute[s->node - g->n_storage];
   const acg_capability *cap = &cn->caps[s->cap];
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0];
@@ -188,6 +295,10 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
   gp->kmax = gp->output_stationary ? 65535 : rows;
   gp->mmax = gp->output_stationary ? rows : 65535;
   gp->nmax = cols;
+  /* On an output-stationary array k is the time axis, any length already.
+   * Digits first: they pad A's layout, which long streams must match. */
+  if (!gp->output_stationary && gp->ml >= 0) k_digits(s, gp);
+  if (!gp->output_stationary && gp->ml >= 0) long_stream(s, gp);
 }
 
 static double cdiv(double a, double per_cycle) { return per_cycle > 0 ? ceil(a / per_cycle) : (a > 0); }
@@ -239,13 +350,13 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
 
 double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
-  double M = (double)map_gemm_m(s, gp), K = trips_of(s, gp->kl), N = trips_of(s, gp->nl);
+  double M = (double)map_gemm_m(s, gp), K = (double)map_gemm_k(s, gp), N = trips_of(s, gp->nl);
   /* Leaves: every scheduled loop the GEMM does not absorb (instances of a
    * replicated node run in parallel). */
   double leaves = 1;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
-    if (i == gp->ml || i == gp->ml2 || i == gp->kl || i == gp->nl) continue;
+    if (map_gemm_absorbs(gp, i)) continue;
     if (sl->spatial && sl->axis > MAP_AX_LANES) continue;
     leaves *= (double)sl->trips;
   }

@@ -165,6 +165,11 @@ typedef struct map_bound {
   const map_schedule *proto;
   int L;
   double issue, latency, dram_bw;
+  double ws_rows;    /* > 0: GEMMs on a weight-stationary array of these rows,
+                        whose k may run over several reduction loops (k
+                        digits, map_gemm.c) */
+  double ws_trips;   /* their streamed rows at least: output trips x
+                        ceil(reduction per instance / rows) */
   double gemm_floor; /* > 0: the main statement runs as GEMMs on an output-
                         stationary array, which take at least MACs /
                         throughput cycles (map_cost.c) */

@@ -319,6 +319,10 @@ typedef struct map_gemm_plan {
   int ml2;                /* a second streamed loop, outside ml (m runs over
                              ml2 x ml: one stride through A's and the
                              output's tiles), -1 if none */
+  int kd[3], n_kd;        /* with kx: the reduction loops one GEMM's k runs
+                             over, outermost first (kl and the temporal loops
+                             it absorbs), as the digits of k (ISA.md "k
+                             digits"); n_kd <= 1: k is kl alone */
   int a_op, b_op;         /* A: indexed by m and k; B: by k and n */
   int out_init_after;     /* the output's deepest tile restarts at this loop */
   bool out_acc_load;      /* ... or is loaded with partial sums */
@@ -339,8 +343,16 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
  * statements). The NPU code generator lays tiles out by this, and the plan
  * merges streamed loops by it. */
 void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st);
+/* Elements operand o's level-lv tile spans in that layout (above its box
+ * where k digits pad A's strides). */
+int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int o, int lv);
 /* M of one GEMM: the trips of ml and ml2. */
 int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp);
+/* K of the GEMMs before splitting at kmax: the trips of kl, or of every
+ * k digit. */
+int64_t map_gemm_k(const map_schedule *s, const map_gemm_plan *gp);
+/* Whether one GEMM covers scheduled loop i whole (its m, k or n). */
+bool map_gemm_absorbs(const map_gemm_plan *gp, int i);
 /* Cycles the array is busy with the schedule's GEMMs (chaining included). */
 double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp);
 /* DRAM bytes one execution of a DRAM transfer costs: contiguous runs in

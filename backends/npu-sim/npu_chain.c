@@ -52,8 +52,8 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
       uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
       uint64_t eo = cov_dtype_size(cap->out);
-      npu_brange ra = npu_mem_bytes(&in->u.gemm.a, in->u.gemm.m, in->u.gemm.k, ea);
-      npu_brange rb = npu_mem_bytes(&in->u.gemm.b, in->u.gemm.k, in->u.gemm.n, eb);
+      npu_brange ra = npu_gemm_bytes(in, true, ea);
+      npu_brange rb = npu_gemm_bytes(in, false, eb);
       npu_brange rc = npu_mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
       if (prev >= 0) {
         npu_insn *q = &p->insns[prev];
@@ -71,7 +71,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
         if (!t->output_stationary && same_unit && !b_written && b0->buf == b1->buf &&
             b0->off == b1->off && b0->row_stride == b1->row_stride &&
             b0->col_stride == b1->col_stride && q->u.gemm.k == in->u.gemm.k &&
-            q->u.gemm.n == in->u.gemm.n)
+            q->u.gemm.n == in->u.gemm.n && npu_gemm_same_kdig(q, in))
           in->flags |= NPU_GEMM_WKEEP;
       }
       prev = i;

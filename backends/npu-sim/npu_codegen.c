@@ -294,6 +294,23 @@ static bool bias_operand(cg *c, const int64_t *v, npu_mem *bias, int64_t *col_by
   return !c->err;
 }
 
+/* A k-digit gemm's digit fields (ISA.md "k digits"): radices are the trips
+ * of the inner digits, strides each digit loop's step through A's and B's
+ * tiles (digit 0's are the operands' own column / row strides). */
+static void kdig_fields(cg *c, const int *lvs, uint32_t k0, npu_insn *in) {
+  const map_gemm_plan *gp = &c->gp;
+  int nd = gp->n_kd, ops[2] = {c->a_op, c->b_op};
+  in->flags |= NPU_GEMM_KDIG;
+  in->u.gemm.k0 = (uint16_t)k0;
+  in->u.gemm.krad[0] = (uint16_t)trips(c, gp->kd[nd - 1]);
+  in->u.gemm.krad[1] = (uint16_t)trips(c, gp->kd[nd - 2]);
+  for (int k = 0; k < 2; k++) {
+    int32_t *st = k == 0 ? in->u.gemm.ka : in->u.gemm.kb;
+    st[0] = (int32_t)loop_stride(c, ops[k], lvs[k], gp->kd[nd - 2]);
+    st[1] = nd > 2 ? (int32_t)loop_stride(c, ops[k], lvs[k], gp->kd[nd - 3]) : 0;
+  }
+}
+
 static void leaf(cg *c) {
   const map_problem *p = c->p;
   int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
@@ -320,7 +337,14 @@ static void leaf(cg *c) {
     sk[k] = loop_stride(c, ops[k], lvs[k], c->kl);
     sn[k] = loop_stride(c, ops[k], lvs[k], c->nl);
   }
-  int64_t M = trips(c, c->ml) * trips(c, c->ml2), K = trips(c, c->kl), N = trips(c, c->nl);
+  int64_t M = trips(c, c->ml) * trips(c, c->ml2), K = map_gemm_k(c->s, &c->gp), N = trips(c, c->nl);
+  /* k digits (map_gemm.c k_digits): k runs over several reduction loops,
+   * each operand addressed per digit; the innermost digit's stride is A's
+   * column / B's row stride, and the gemm's k0 picks the fold */
+  const map_gemm_plan *gp = &c->gp;
+  bool kdig = gp->n_kd > 1;
+  if (kdig)
+    for (int k = 0; k < 2; k++) sk[k] = loop_stride(c, ops[k], lvs[k], gp->kd[gp->n_kd - 1]);
   size_t ea = cov_dtype_size(c->s->place[ops[0]][lvs[0]].dtype);
   size_t eb = cov_dtype_size(c->s->place[ops[1]][lvs[1]].dtype);
   size_t ec = cov_dtype_size(c->s->place[ops[2]][lvs[2]].dtype);
@@ -340,8 +364,8 @@ static void leaf(cg *c) {
         in.u.gemm.m = (uint32_t)m;
         in.u.gemm.k = (uint16_t)kk;
         in.u.gemm.n = (uint16_t)n;
-        int64_t oa = off[0] + m0 * sm[0] + k0 * sk[0];
-        int64_t ob = off[1] + k0 * sk[1] + n0 * sn[1];
+        int64_t oa = off[0] + m0 * sm[0] + (kdig ? 0 : k0 * sk[0]);
+        int64_t ob = off[1] + (kdig ? 0 : k0 * sk[1]) + n0 * sn[1];
         int64_t oc = off[2] + m0 * sm[2] + n0 * sn[2];
         in.u.gemm.a = (npu_mem){(uint8_t)c->s->place[ops[0]][lvs[0]].node, 0,
                                 (uint32_t)(addr[0] + (uint64_t)oa * ea), (int32_t)sm[0], (int32_t)sk[0]};
@@ -349,6 +373,7 @@ static void leaf(cg *c) {
                                 (uint32_t)(addr[1] + (uint64_t)ob * eb), (int32_t)sk[1], (int32_t)sn[1]};
         in.u.gemm.c = (npu_mem){(uint8_t)c->s->place[ops[2]][lvs[2]].node, 0,
                                 (uint32_t)(addr[2] + (uint64_t)oc * ec), (int32_t)sm[2], (int32_t)sn[2]};
+        if (kdig) kdig_fields(c, lvs, (uint32_t)k0, &in);
         if (init && p->bias_init) {
           in.u.gemm.bias = bias;
           in.u.gemm.bias.off += (uint32_t)(n0 * sbn);
@@ -402,6 +427,7 @@ static void leaf_simd(cg *c) {
 }
 
 static bool absorbed(const cg *c, int i) {
+  if (c->p->kind == MAP_MAIN_MAC) return map_gemm_absorbs(&c->gp, i);
   return i == c->ml || i == c->ml2 || i == c->kl || i == c->nl;
 }
 

@@ -73,6 +73,9 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       mem(out, g, "b", &in->u.gemm.b, true);
       mem(out, g, "c", &in->u.gemm.c, true);
       if (in->flags & NPU_GEMM_BIAS) mem(out, g, "bias", &in->u.gemm.bias, true);
+      if (in->flags & NPU_GEMM_KDIG)
+        fprintf(out, " kdig k0=%u radix=%ux%u a.k=%d,%d b.k=%d,%d", in->u.gemm.k0, in->u.gemm.krad[1],
+                in->u.gemm.krad[0], in->u.gemm.ka[1], in->u.gemm.ka[0], in->u.gemm.kb[1], in->u.gemm.kb[0]);
       break;
     }
     case NPU_OP_VOP: {

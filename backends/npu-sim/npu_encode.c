@@ -27,6 +27,22 @@ uint32_t npu_insn_size(uint8_t op) {
   return 0;
 }
 
+uint32_t npu_insn_bytes(const npu_insn *in) {
+  uint32_t n = npu_insn_size(in->op);
+  if (in->op == NPU_OP_GEMM && (in->flags & NPU_GEMM_KDIG)) n += NPU_GEMM_KDIG_BYTES;
+  return n;
+}
+
+int64_t npu_gemm_koff(const npu_insn *in, bool a, uint32_t j) {
+  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.b;
+  int64_t s0 = a ? m->col_stride : m->row_stride;
+  if (!(in->flags & NPU_GEMM_KDIG)) return (int64_t)j * s0;
+  const int32_t *sx = a ? in->u.gemm.ka : in->u.gemm.kb;
+  uint64_t r0 = in->u.gemm.krad[0] ? in->u.gemm.krad[0] : 1, r1 = in->u.gemm.krad[1] ? in->u.gemm.krad[1] : 1;
+  uint64_t J = (uint64_t)in->u.gemm.k0 + j;
+  return (int64_t)(J % r0) * s0 + (int64_t)(J / r0 % r1) * sx[0] + (int64_t)(J / (r0 * r1)) * sx[1];
+}
+
 const char *npu_opcode_name(uint8_t op) {
   for (size_t i = 0; i < sizeof k_ops / sizeof *k_ops; i++)
     if (k_ops[i].op == op) return k_ops[i].name;
@@ -92,7 +108,7 @@ static void put_insn(wbuf *w, const npu_insn *in) {
   put_u(w, in->op, 1);
   put_u(w, in->unit, 1);
   put_u(w, in->flags, 2);
-  put_u(w, npu_insn_size(in->op), 4);
+  put_u(w, npu_insn_bytes(in), 4);
   switch (in->op) {
     case NPU_OP_SETR:
     case NPU_OP_ADDR:
@@ -133,6 +149,14 @@ static void put_insn(wbuf *w, const npu_insn *in) {
       put_mem(w, &in->u.gemm.b);
       put_mem(w, &in->u.gemm.c);
       put_mem(w, &in->u.gemm.bias);
+      if (in->flags & NPU_GEMM_KDIG) {
+        put_u(w, in->u.gemm.k0, 2);
+        put_u(w, in->u.gemm.krad[0], 2);
+        put_u(w, in->u.gemm.krad[1], 2);
+        put_zero(w, 2);
+        for (int d = 0; d < 2; d++) put_u(w, (uint32_t)in->u.gemm.ka[d], 4);
+        for (int d = 0; d < 2; d++) put_u(w, (uint32_t)in->u.gemm.kb[d], 4);
+      }
       break;
     case NPU_OP_VOP:
       put_u(w, in->u.vop.vop, 1);
@@ -156,7 +180,7 @@ cov_status npu_encode(const npu_prog *p, uint8_t **out, size_t *out_size) {
   wbuf w = {0};
   size_t code_bytes = 0;
   for (uint32_t i = 0; i < p->n_insns; i++) {
-    uint32_t sz = npu_insn_size(p->insns[i].op);
+    uint32_t sz = npu_insn_bytes(&p->insns[i]);
     if (!sz)
       return cov_error(COV_INTERNAL, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x", i,
                        p->insns[i].op);
@@ -243,7 +267,7 @@ static cov_status get_insn(rd *r, uint32_t index, npu_insn *in) {
   in->unit = (uint8_t)get_u(r, 1);
   in->flags = (uint16_t)get_u(r, 2);
   uint32_t size = (uint32_t)get_u(r, 4);
-  uint32_t want = npu_insn_size(in->op);
+  uint32_t want = npu_insn_bytes(in);
   if (!want)
     return cov_error(COV_INVALID_INPUT, &loc,
                      "instruction %u (offset %zu): field opcode: unknown opcode 0x%02x", index, at,
@@ -293,6 +317,14 @@ static cov_status get_insn(rd *r, uint32_t index, npu_insn *in) {
       get_mem(r, &in->u.gemm.b);
       get_mem(r, &in->u.gemm.c);
       get_mem(r, &in->u.gemm.bias);
+      if (in->flags & NPU_GEMM_KDIG) {
+        in->u.gemm.k0 = (uint16_t)get_u(r, 2);
+        in->u.gemm.krad[0] = (uint16_t)get_u(r, 2);
+        in->u.gemm.krad[1] = (uint16_t)get_u(r, 2);
+        r->pos += 2;
+        for (int d = 0; d < 2; d++) in->u.gemm.ka[d] = (int32_t)(uint32_t)get_u(r, 4);
+        for (int d = 0; d < 2; d++) in->u.gemm.kb[d] = (int32_t)(uint32_t)get_u(r, 4);
+      }
       break;
     case NPU_OP_VOP: {
       in->u.vop.vop = (uint8_t)get_u(r, 1);

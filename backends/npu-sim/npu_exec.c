@@ -56,6 +56,7 @@ typedef struct chain_st {
   int64_t b_addr;
   uint16_t k, wn;
   uint8_t wcap;
+  npu_insn wins;     /* that gemm (its k digits, if any) */
   uint64_t stream_start; /* when the last gemm began streaming (weights in place) */
 } chain_st;
 
@@ -153,6 +154,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
                     : in->u.gemm.k != cs->k             ? "k"
                     : in->u.gemm.n != cs->wn            ? "n"
                     : in->u.gemm.cap != cs->wcap        ? "cap"
+                    : !npu_gemm_same_kdig(in, &cs->wins) ? "k digits"
                                                         : NULL;
     if (f)
       EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose weights this gemm reuses "
@@ -175,6 +177,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
   cs->bm = b;
   cs->b_addr = ba;
   cs->k = in->u.gemm.k;
+  cs->wins = *in;
   cs->wn = in->u.gemm.n;
   cs->wcap = in->u.gemm.cap;
   return NULL;
@@ -199,6 +202,22 @@ static cov_status mem_range(ex *x, const char *opname, const char *field, const 
   if (lo < 0 || hi > (__int128)cap)
     EFAIL("instruction %u (%s): field %s: bytes [%lld, %lld) outside '%s' (%llu bytes)", x->pc,
           opname, field, (long long)lo, (long long)hi, x->g->storage[m->buf].name,
+          (unsigned long long)cap);
+  *out = (range){m->buf, (uint64_t)lo, (uint64_t)hi};
+  return NULL;
+}
+
+/* The bytes a gemm's A (a) or B reads: npu_gemm_bytes at the register's
+ * value, bounded inside the buffer like mem_range. */
+static cov_status gemm_range(ex *x, const npu_insn *in, bool a, uint64_t es, range *out) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.b;
+  npu_brange b = npu_gemm_bytes(in, a, es);
+  __int128 lo = (__int128)x->reg[m->reg] + b.lo, hi = (__int128)x->reg[m->reg] + b.hi;
+  uint64_t cap = capacity(x, m->buf);
+  if (lo < 0 || hi > (__int128)cap)
+    EFAIL("instruction %u (gemm): field %s: bytes [%lld, %lld) outside '%s' (%llu bytes)", x->pc,
+          a ? "a" : "b", (long long)lo, (long long)hi, x->g->storage[m->buf].name,
           (unsigned long long)cap);
   *out = (range){m->buf, (uint64_t)lo, (uint64_t)hi};
   return NULL;
@@ -645,6 +664,31 @@ static float *scratch(cov_npu_sim *sim, size_t n) {
   return sim->scratch;
 }
 
+#define KOFF_TABLE 256
+
+/* acg_bank_degree for a row of A read through k digits: the distinct
+ * words of its k elements, counted per bank, over the ports (the same rule
+ * for elements that are not evenly spaced). */
+static uint32_t bank_degree_at(const acg_storage *s, uint64_t addr, const npu_insn *in, uint64_t es) {
+  uint32_t banks = s->banks ? s->banks : 1, ports = s->ports ? s->ports : 1;
+  uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
+  if (banks > 256) banks = 256;
+  uint64_t seen[KOFF_TABLE];
+  uint32_t n_seen = 0, cnt[256] = {0}, worst = 0, K = in->u.gemm.k;
+  if (K > KOFF_TABLE) return 1; /* (a weight-stationary row: k <= the array rows) */
+  for (uint32_t j = 0; j < K; j++) {
+    uint64_t w = (uint64_t)((int64_t)addr + npu_gemm_koff(in, true, j) * (int64_t)es) / word;
+    bool dup = false;
+    for (uint32_t i = 0; i < n_seen && !dup; i++) dup = seen[i] == w;
+    if (dup) continue;
+    seen[n_seen++] = w;
+    uint32_t c = ++cnt[w % banks];
+    if (c > worst) worst = c;
+  }
+  worst = (worst + ports - 1) / ports;
+  return worst ? worst : 1;
+}
+
 static cov_status run_gemm(ex *x, const npu_insn *in) {
   const acg_compute *c = &x->g->compute[in->unit];
   const acg_capability *cap = &c->caps[in->u.gemm.cap];
@@ -657,8 +701,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   bool wkeep = in->flags & NPU_GEMM_WKEEP;
   range r[4], w;
   int nr = 0;
-  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "a", &in->u.gemm.a, M, K, ea, &r[nr++]));
-  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "b", &in->u.gemm.b, K, N, eb, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, true, ea, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, false, eb, &r[nr++]));
   COV_RETURN_IF_ERROR(mem_range(x, "gemm", "c", &in->u.gemm.c, M, N, eo, &w));
   if (acc) r[nr++] = w;
   if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
@@ -675,6 +719,17 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   int64_t brs = mb->row_stride * (int64_t)eb, bcs = mb->col_stride * (int64_t)eb;
   int64_t crs = mc->row_stride * (int64_t)eo, ccs = mc->col_stride * (int64_t)eo;
   int64_t bis = mbias->col_stride * (int64_t)eo;
+  /* k digits (ISA.md): byte offsets of A's columns and B's rows, tabled for
+   * the short k of a weight-stationary array, else computed per element */
+  int64_t ko_a[KOFF_TABLE], ko_b[KOFF_TABLE];
+  bool kdig = in->flags & NPU_GEMM_KDIG, ktab = kdig && K <= KOFF_TABLE;
+  for (uint64_t k = 0; ktab && k < K; k++) {
+    ko_a[k] = npu_gemm_koff(in, true, (uint32_t)k) * (int64_t)ea;
+    ko_b[k] = npu_gemm_koff(in, false, (uint32_t)k) * (int64_t)eb;
+  }
+#define KOFF(tab, isa, k, st, es)                                   \
+  (!kdig ? (int64_t)(k) * (st)                                      \
+   : ktab ? (tab)[k] : npu_gemm_koff(in, isa, (uint32_t)(k)) * (int64_t)(es))
   if (to == COV_F32) {
     /* fp16 x fp16 products are exact in fp32, so multiplying the widened
      * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
@@ -684,12 +739,12 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     const float *h = x->sim->f16;
     for (uint64_t m = 0; m < M; m++)
       for (uint64_t k = 0; k < K; k++) {
-        const uint8_t *q = pa + (int64_t)m * ars + (int64_t)k * acs;
+        const uint8_t *q = pa + (int64_t)m * ars + KOFF(ko_a, true, k, acs, ea);
         A[m * K + k] = ta == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, ta);
       }
     for (uint64_t k = 0; k < K; k++)
       for (uint64_t n = 0; n < N; n++) {
-        const uint8_t *q = pb + (int64_t)k * brs + (int64_t)n * bcs;
+        const uint8_t *q = pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs;
         B[k * N + n] = tb == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, tb);
       }
     for (uint64_t m = 0; m < M; m++) {
@@ -725,8 +780,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
         uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, to)
                          : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, to) : 0u;
         for (uint64_t k = 0; k < K; k++)
-          s += (uint32_t)(ld_i(pa + (int64_t)m * ars + (int64_t)k * acs, ta) *
-                          ld_i(pb + (int64_t)k * brs + (int64_t)n * bcs, tb));
+          s += (uint32_t)(ld_i(pa + (int64_t)m * ars + KOFF(ko_a, true, k, acs, ea), ta) *
+                          ld_i(pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs, tb));
         int32_t v = (int32_t)s;
         memcpy(crow + (int64_t)n * ccs, &v, 4);
       }
@@ -747,7 +802,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
     /* bank factors: acg_bank_degree, which the mapper's cost model counts too */
-    uint32_t da = acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
+    uint32_t da = kdig ? bank_degree_at(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), in, ea)
+                       : acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
     uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     /* wkeep: the PEs still hold this K x N block from the previous gemm. */
     uint64_t wl = wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
@@ -797,6 +853,7 @@ stats:;
   if (bias) x->st->bytes_read[in->u.gemm.bias.buf] += N * eo;
   if (!hold) x->st->bytes_written[mc->buf] += M * N * eo;
   return NULL;
+#undef KOFF
 }
 
 /* ---- SIMD ---- */

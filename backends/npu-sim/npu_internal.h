@@ -139,6 +139,35 @@ static inline npu_brange npu_mem_bytes(const npu_mem *m, uint64_t rows, uint64_t
   return (npu_brange){m->buf, lo, hi + (int64_t)es};
 }
 
+/* Bytes gemm operand a (a true) or b touches: a plain gemm's rows x cols box,
+ * or with k digits (NPU_GEMM_KDIG) the span of every column / row offset. */
+static inline npu_brange npu_gemm_bytes(const npu_insn *in, bool a, uint64_t es) {
+  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.b;
+  uint64_t k = in->u.gemm.k;
+  if (!(in->flags & NPU_GEMM_KDIG))
+    return a ? npu_mem_bytes(m, in->u.gemm.m, k, es) : npu_mem_bytes(m, k, in->u.gemm.n, es);
+  int64_t klo = 0, khi = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    int64_t o = npu_gemm_koff(in, a, j);
+    if (j == 0 || o < klo) klo = o;
+    if (j == 0 || o > khi) khi = o;
+  }
+  int64_t lo = m->off + klo * (int64_t)es, hi = m->off + khi * (int64_t)es;
+  uint64_t other = a ? in->u.gemm.m : in->u.gemm.n;
+  int64_t d = (int64_t)(other - 1) * (a ? m->row_stride : m->col_stride) * (int64_t)es;
+  if (d < 0) lo += d; else hi += d;
+  return (npu_brange){m->buf, lo, hi + (int64_t)es};
+}
+
+/* Whether two gemms read B at the same rows: same k digits, or none. */
+static inline bool npu_gemm_same_kdig(const npu_insn *p, const npu_insn *q) {
+  if ((p->flags & NPU_GEMM_KDIG) != (q->flags & NPU_GEMM_KDIG)) return false;
+  if (!(p->flags & NPU_GEMM_KDIG)) return true;
+  return p->u.gemm.k0 == q->u.gemm.k0 && p->u.gemm.krad[0] == q->u.gemm.krad[0] &&
+         p->u.gemm.krad[1] == q->u.gemm.krad[1] && p->u.gemm.kb[0] == q->u.gemm.kb[0] &&
+         p->u.gemm.kb[1] == q->u.gemm.kb[1];
+}
+
 static inline bool npu_brange_overlap(const npu_brange *a, const npu_brange *b) {
   return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
 }

@@ -57,7 +57,13 @@ typedef enum npu_opcode {
 /* Weight-stationary arrays: */
 #define NPU_GEMM_WKEEP 0x10 /* the weights are already in the PEs (the previous gemm
                              * on this array used the same b, k, n): no weight load */
-#define NPU_GEMM_FLAGS (NPU_GEMM_ACC | NPU_GEMM_BIAS | NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP)
+/* Several reduction loops in one k (ISA.md "k digits"): column j of A and
+ * row j of B are at the digits of J = k0 + j in the radices krad (the
+ * instruction carries 24 more bytes) */
+#define NPU_GEMM_KDIG 0x20
+#define NPU_GEMM_KDIG_BYTES 24
+#define NPU_GEMM_FLAGS \
+  (NPU_GEMM_ACC | NPU_GEMM_BIAS | NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP | NPU_GEMM_KDIG)
 /* VOP flags */
 #define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
 /* DMA flags */
@@ -99,6 +105,12 @@ typedef struct npu_insn {
       uint32_t m;
       uint16_t k, n;
       npu_mem a, b, c, bias; /* strides: row_stride only; elements are contiguous */
+      /* KDIG: J = k0 + j has digits d0 = J % krad[0], d1 = J / krad[0] %
+       * krad[1], d2 = J / (krad[0] krad[1]); A's column j is at d0 *
+       * a.col_stride + d1 * ka[0] + d2 * ka[1], B's row j likewise with
+       * b.row_stride and kb (elements) */
+      uint16_t k0, krad[2];
+      int32_t ka[2], kb[2];
     } gemm;
     struct {
       uint8_t vop, cap, dtype_in, dtype_out;
@@ -138,6 +150,11 @@ typedef struct cov_npu_program {
 
 /* Encoded size of an instruction with this opcode; 0 for an unknown one. */
 uint32_t npu_insn_size(uint8_t op);
+/* Encoded size of this instruction (a KDIG gemm carries its digits). */
+uint32_t npu_insn_bytes(const npu_insn *in);
+/* Element offset of column j of a KDIG gemm's A (a = true) or row j of its B
+ * (ISA.md "k digits"); a plain gemm's j * col_stride / row_stride. */
+int64_t npu_gemm_koff(const npu_insn *in, bool a, uint32_t j);
 const char *npu_opcode_name(uint8_t op);
 const char *npu_role_name(uint8_t role);
 
