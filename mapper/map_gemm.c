@@ -128,6 +128,25 @@ static bool stream_loop(const map_schedule *s, const map_gemm_plan *gp, int i) {
          !map_operand_depends(&p->operands[gp->b_op], sl->loop);
 }
 
+/* Where no second loop is one stride on (a convolution's rows: the input
+ * tile's rows are wider than the output's) and the stream is shorter than
+ * a weight load (the array waits on it), the stream loop with the most
+ * trips joins ml as a second digit of m (ISA.md "m digits"). */
+static void m_digits(const map_schedule *s, map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  int64_t tm = s->sloops[gp->ml].trips, best = 1;
+  if (tm >= (int64_t)gp->kmax) return;
+  for (int j = 0; j < s->n_sloops; j++) {
+    if (j == gp->ml || !stream_loop(s, gp, j) || s->sloops[j].trips <= best) continue;
+    if (tm * s->sloops[j].trips > 65535 || tile_step(s, gp, gp->a_op, j) == 0 ||
+        tile_step(s, gp, p->output, j) == 0)
+      continue;
+    best = s->sloops[j].trips;
+    gp->ml2 = j;
+  }
+  gp->m_dig = gp->ml2 >= 0;
+}
+
 /* Long streams on a weight-stationary array: a second streamed loop j
  * joins ml when, in A's and the output's tiles, one step of j is trips(ml)
  * steps of ml (a 1x1 convolution's q and p over whole rows), so one GEMM
@@ -153,7 +172,10 @@ static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
       bj = j;
     }
   }
-  if (bi < 0) return;
+  if (bi < 0) {
+    m_digits(s, gp);
+    return;
+  }
   gp->ml = bi;
   gp->ml2 = bj;
 }

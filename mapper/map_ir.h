@@ -319,6 +319,9 @@ typedef struct map_gemm_plan {
   int ml2;                /* a second streamed loop, outside ml (m runs over
                              ml2 x ml: one stride through A's and the
                              output's tiles), -1 if none */
+  bool m_dig;             /* ml2 joins ml as a second digit of m (ISA.md "m
+                             digits": A's and the output's rows need not be
+                             one stride apart) */
   int kd[3], n_kd;        /* with kx: the reduction loops one GEMM's k runs
                              over, outermost first (kl and the temporal loops
                              it absorbs), as the digits of k (ISA.md "k

@@ -52,9 +52,9 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
       uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
       uint64_t eo = cov_dtype_size(cap->out);
-      npu_brange ra = npu_gemm_bytes(in, true, ea);
-      npu_brange rb = npu_gemm_bytes(in, false, eb);
-      npu_brange rc = npu_mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
+      npu_brange ra = npu_gemm_bytes(in, 0, ea);
+      npu_brange rb = npu_gemm_bytes(in, 1, eb);
+      npu_brange rc = npu_gemm_bytes(in, 2, eo);
       if (prev >= 0) {
         npu_insn *q = &p->insns[prev];
         bool same_unit = q->unit == in->unit && q->u.gemm.cap == in->u.gemm.cap;
@@ -64,7 +64,8 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
             (in->flags & NPU_GEMM_ACC) && !(in->flags & NPU_GEMM_BIAS) && c0->buf == c1->buf &&
             c0->off == c1->off && c0->row_stride == c1->row_stride &&
             c0->col_stride == c1->col_stride && q->u.gemm.m == in->u.gemm.m &&
-            q->u.gemm.n == in->u.gemm.n && !npu_brange_overlap(&ra, &rc) && !npu_brange_overlap(&rb, &rc)) {
+            q->u.gemm.n == in->u.gemm.n && !((q->flags | in->flags) & NPU_GEMM_MDIG) &&
+            !npu_brange_overlap(&ra, &rc) && !npu_brange_overlap(&rb, &rc)) {
           q->flags |= NPU_GEMM_HOLD;
           in->flags |= NPU_GEMM_CHAIN;
         }

@@ -374,6 +374,12 @@ static void leaf(cg *c) {
         in.u.gemm.c = (npu_mem){(uint8_t)c->s->place[ops[2]][lvs[2]].node, 0,
                                 (uint32_t)(addr[2] + (uint64_t)oc * ec), (int32_t)sm[2], (int32_t)sn[2]};
         if (kdig) kdig_fields(c, lvs, (uint32_t)k0, &in);
+        if (gp->m_dig) { /* m digits: rows of ml inside, of ml2 outside */
+          in.flags |= NPU_GEMM_MDIG;
+          in.u.gemm.mrad = (uint16_t)trips(c, c->ml);
+          in.u.gemm.ma = (int32_t)loop_stride(c, ops[0], lvs[0], c->ml2);
+          in.u.gemm.mc = (int32_t)loop_stride(c, ops[2], lvs[2], c->ml2);
+        }
         if (init && p->bias_init) {
           in.u.gemm.bias = bias;
           in.u.gemm.bias.off += (uint32_t)(n0 * sbn);

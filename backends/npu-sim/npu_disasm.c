@@ -76,6 +76,8 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       if (in->flags & NPU_GEMM_KDIG)
         fprintf(out, " kdig k0=%u radix=%ux%u a.k=%d,%d b.k=%d,%d", in->u.gemm.k0, in->u.gemm.krad[1],
                 in->u.gemm.krad[0], in->u.gemm.ka[1], in->u.gemm.ka[0], in->u.gemm.kb[1], in->u.gemm.kb[0]);
+      if (in->flags & NPU_GEMM_MDIG)
+        fprintf(out, " mdig radix=%u a.m=%d c.m=%d", in->u.gemm.mrad, in->u.gemm.ma, in->u.gemm.mc);
       break;
     }
     case NPU_OP_VOP: {

@@ -30,7 +30,15 @@ uint32_t npu_insn_size(uint8_t op) {
 uint32_t npu_insn_bytes(const npu_insn *in) {
   uint32_t n = npu_insn_size(in->op);
   if (in->op == NPU_OP_GEMM && (in->flags & NPU_GEMM_KDIG)) n += NPU_GEMM_KDIG_BYTES;
+  if (in->op == NPU_OP_GEMM && (in->flags & NPU_GEMM_MDIG)) n += NPU_GEMM_MDIG_BYTES;
   return n;
+}
+
+int64_t npu_gemm_moff(const npu_insn *in, bool a, uint32_t i) {
+  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.c;
+  if (!(in->flags & NPU_GEMM_MDIG)) return (int64_t)i * m->row_stride;
+  uint32_t r = in->u.gemm.mrad ? in->u.gemm.mrad : 1;
+  return (int64_t)(i % r) * m->row_stride + (int64_t)(i / r) * (a ? in->u.gemm.ma : in->u.gemm.mc);
 }
 
 int64_t npu_gemm_koff(const npu_insn *in, bool a, uint32_t j) {
@@ -156,6 +164,13 @@ static void put_insn(wbuf *w, const npu_insn *in) {
         put_zero(w, 2);
         for (int d = 0; d < 2; d++) put_u(w, (uint32_t)in->u.gemm.ka[d], 4);
         for (int d = 0; d < 2; d++) put_u(w, (uint32_t)in->u.gemm.kb[d], 4);
+      }
+      if (in->flags & NPU_GEMM_MDIG) {
+        put_u(w, in->u.gemm.mrad, 2);
+        put_zero(w, 2);
+        put_u(w, (uint32_t)in->u.gemm.ma, 4);
+        put_u(w, (uint32_t)in->u.gemm.mc, 4);
+        put_zero(w, 4);
       }
       break;
     case NPU_OP_VOP:
@@ -324,6 +339,13 @@ static cov_status get_insn(rd *r, uint32_t index, npu_insn *in) {
         r->pos += 2;
         for (int d = 0; d < 2; d++) in->u.gemm.ka[d] = (int32_t)(uint32_t)get_u(r, 4);
         for (int d = 0; d < 2; d++) in->u.gemm.kb[d] = (int32_t)(uint32_t)get_u(r, 4);
+      }
+      if (in->flags & NPU_GEMM_MDIG) {
+        in->u.gemm.mrad = (uint16_t)get_u(r, 2);
+        r->pos += 2;
+        in->u.gemm.ma = (int32_t)(uint32_t)get_u(r, 4);
+        in->u.gemm.mc = (int32_t)(uint32_t)get_u(r, 4);
+        r->pos += 4;
       }
       break;
     case NPU_OP_VOP: {

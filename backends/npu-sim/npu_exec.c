@@ -209,15 +209,15 @@ static cov_status mem_range(ex *x, const char *opname, const char *field, const 
 
 /* The bytes a gemm's A (a) or B reads: npu_gemm_bytes at the register's
  * value, bounded inside the buffer like mem_range. */
-static cov_status gemm_range(ex *x, const npu_insn *in, bool a, uint64_t es, range *out) {
+static cov_status gemm_range(ex *x, const npu_insn *in, int which, uint64_t es, range *out) {
   cov_loc loc = {NULL, 0, 0, NULL};
-  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.b;
-  npu_brange b = npu_gemm_bytes(in, a, es);
+  const npu_mem *m = which == 0 ? &in->u.gemm.a : which == 1 ? &in->u.gemm.b : &in->u.gemm.c;
+  npu_brange b = npu_gemm_bytes(in, which, es);
   __int128 lo = (__int128)x->reg[m->reg] + b.lo, hi = (__int128)x->reg[m->reg] + b.hi;
   uint64_t cap = capacity(x, m->buf);
   if (lo < 0 || hi > (__int128)cap)
     EFAIL("instruction %u (gemm): field %s: bytes [%lld, %lld) outside '%s' (%llu bytes)", x->pc,
-          a ? "a" : "b", (long long)lo, (long long)hi, x->g->storage[m->buf].name,
+          which == 0 ? "a" : which == 1 ? "b" : "c", (long long)lo, (long long)hi, x->g->storage[m->buf].name,
           (unsigned long long)cap);
   *out = (range){m->buf, (uint64_t)lo, (uint64_t)hi};
   return NULL;
@@ -701,9 +701,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   bool wkeep = in->flags & NPU_GEMM_WKEEP;
   range r[4], w;
   int nr = 0;
-  COV_RETURN_IF_ERROR(gemm_range(x, in, true, ea, &r[nr++]));
-  COV_RETURN_IF_ERROR(gemm_range(x, in, false, eb, &r[nr++]));
-  COV_RETURN_IF_ERROR(mem_range(x, "gemm", "c", &in->u.gemm.c, M, N, eo, &w));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 0, ea, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 1, eb, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 2, eo, &w));
   if (acc) r[nr++] = w;
   if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
   COV_RETURN_IF_ERROR(chain_gemm(x, in, &r[0], &r[1], &w));
@@ -730,6 +730,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
 #define KOFF(tab, isa, k, st, es)                                   \
   (!kdig ? (int64_t)(k) * (st)                                      \
    : ktab ? (tab)[k] : npu_gemm_koff(in, isa, (uint32_t)(k)) * (int64_t)(es))
+  bool mdig = in->flags & NPU_GEMM_MDIG;
+#define MOFF(isa, m, st, es) \
+  (!mdig ? (int64_t)(m) * (st) : npu_gemm_moff(in, isa, (uint32_t)(m)) * (int64_t)(es))
   if (to == COV_F32) {
     /* fp16 x fp16 products are exact in fp32, so multiplying the widened
      * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
@@ -739,7 +742,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     const float *h = x->sim->f16;
     for (uint64_t m = 0; m < M; m++)
       for (uint64_t k = 0; k < K; k++) {
-        const uint8_t *q = pa + (int64_t)m * ars + KOFF(ko_a, true, k, acs, ea);
+        const uint8_t *q = pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea);
         A[m * K + k] = ta == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, ta);
       }
     for (uint64_t k = 0; k < K; k++)
@@ -748,7 +751,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
         B[k * N + n] = tb == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, tb);
       }
     for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + (int64_t)m * crs;
+      uint8_t *crow = pc + MOFF(false, m, crs, eo);
       for (uint64_t n = 0; n < N; n++)
         acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
                          : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
@@ -775,12 +778,12 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     }
   } else { /* i8 x i8 -> i32, wrapping like a 32-bit adder */
     for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + (int64_t)m * crs;
+      uint8_t *crow = pc + MOFF(false, m, crs, eo);
       for (uint64_t n = 0; n < N; n++) {
         uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, to)
                          : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, to) : 0u;
         for (uint64_t k = 0; k < K; k++)
-          s += (uint32_t)(ld_i(pa + (int64_t)m * ars + KOFF(ko_a, true, k, acs, ea), ta) *
+          s += (uint32_t)(ld_i(pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea), ta) *
                           ld_i(pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs, tb));
         int32_t v = (int32_t)s;
         memcpy(crow + (int64_t)n * ccs, &v, 4);
@@ -854,6 +857,7 @@ stats:;
   if (!hold) x->st->bytes_written[mc->buf] += M * N * eo;
   return NULL;
 #undef KOFF
+#undef MOFF
 }
 
 /* ---- SIMD ---- */

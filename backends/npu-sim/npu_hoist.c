@@ -59,9 +59,9 @@ static int insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
     const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
     uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
     uint64_t eo = cov_dtype_size(cap->out);
-    r[0] = npu_gemm_bytes(in, true, ea);
-    r[1] = npu_gemm_bytes(in, false, eb);
-    r[2] = npu_mem_bytes(&in->u.gemm.c, in->u.gemm.m, in->u.gemm.n, eo);
+    r[0] = npu_gemm_bytes(in, 0, ea);
+    r[1] = npu_gemm_bytes(in, 1, eb);
+    r[2] = npu_gemm_bytes(in, 2, eo);
     r[3] = (in->flags & NPU_GEMM_BIAS) ? npu_mem_bytes(&in->u.gemm.bias, 1, in->u.gemm.n, eo)
                                        : (npu_brange){-1, 0, 0};
     return 4;

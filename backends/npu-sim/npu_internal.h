@@ -139,23 +139,35 @@ static inline npu_brange npu_mem_bytes(const npu_mem *m, uint64_t rows, uint64_t
   return (npu_brange){m->buf, lo, hi + (int64_t)es};
 }
 
-/* Bytes gemm operand a (a true) or b touches: a plain gemm's rows x cols box,
- * or with k digits (NPU_GEMM_KDIG) the span of every column / row offset. */
-static inline npu_brange npu_gemm_bytes(const npu_insn *in, bool a, uint64_t es) {
-  const npu_mem *m = a ? &in->u.gemm.a : &in->u.gemm.b;
-  uint64_t k = in->u.gemm.k;
-  if (!(in->flags & NPU_GEMM_KDIG))
-    return a ? npu_mem_bytes(m, in->u.gemm.m, k, es) : npu_mem_bytes(m, k, in->u.gemm.n, es);
-  int64_t klo = 0, khi = 0;
-  for (uint32_t j = 0; j < k; j++) {
-    int64_t o = npu_gemm_koff(in, a, j);
-    if (j == 0 || o < klo) klo = o;
-    if (j == 0 || o > khi) khi = o;
+/* Smallest and largest of f(i) over i < n (offsets of digit rows/columns). */
+static inline void npu_span(const npu_insn *in, bool a, uint32_t n, bool krows, int64_t *lo, int64_t *hi) {
+  *lo = *hi = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t o = krows ? npu_gemm_koff(in, a, i) : npu_gemm_moff(in, a, i);
+    if (i == 0 || o < *lo) *lo = o;
+    if (i == 0 || o > *hi) *hi = o;
   }
-  int64_t lo = m->off + klo * (int64_t)es, hi = m->off + khi * (int64_t)es;
-  uint64_t other = a ? in->u.gemm.m : in->u.gemm.n;
-  int64_t d = (int64_t)(other - 1) * (a ? m->row_stride : m->col_stride) * (int64_t)es;
-  if (d < 0) lo += d; else hi += d;
+}
+
+/* Bytes gemm operand 0 (a), 1 (b) or 2 (c) touches: a plain gemm's rows x
+ * cols box, or with k / m digits (NPU_GEMM_KDIG, NPU_GEMM_MDIG) the span of
+ * every row and column offset. */
+static inline npu_brange npu_gemm_bytes(const npu_insn *in, int which, uint64_t es) {
+  const npu_mem *m = which == 0 ? &in->u.gemm.a : which == 1 ? &in->u.gemm.b : &in->u.gemm.c;
+  uint32_t M = in->u.gemm.m, K = in->u.gemm.k, N = in->u.gemm.n;
+  bool kd = in->flags & NPU_GEMM_KDIG, md = in->flags & NPU_GEMM_MDIG;
+  if (which == 2 && !md) return npu_mem_bytes(m, M, N, es);
+  if (which == 1 && !kd) return npu_mem_bytes(m, K, N, es);
+  if (which == 0 && !kd && !md) return npu_mem_bytes(m, M, K, es);
+  int64_t rlo, rhi, clo, chi; /* element offsets of rows, of columns */
+  if (which == 1) npu_span(in, false, K, true, &rlo, &rhi);
+  else npu_span(in, which == 0, M, false, &rlo, &rhi);
+  if (which == 0) npu_span(in, true, K, true, &clo, &chi);
+  else {
+    clo = chi = (int64_t)(N - 1) * m->col_stride;
+    if (clo < 0) chi = 0; else clo = 0;
+  }
+  int64_t lo = m->off + (rlo + clo) * (int64_t)es, hi = m->off + (rhi + chi) * (int64_t)es;
   return (npu_brange){m->buf, lo, hi + (int64_t)es};
 }
 

@@ -62,8 +62,13 @@ typedef enum npu_opcode {
  * instruction carries 24 more bytes) */
 #define NPU_GEMM_KDIG 0x20
 #define NPU_GEMM_KDIG_BYTES 24
-#define NPU_GEMM_FLAGS \
-  (NPU_GEMM_ACC | NPU_GEMM_BIAS | NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP | NPU_GEMM_KDIG)
+/* Two streamed loops in one m (ISA.md "m digits"): row i of A and of C at
+ * (i % mrad) row_stride + (i / mrad) ma / mc (16 more bytes) */
+#define NPU_GEMM_MDIG 0x40
+#define NPU_GEMM_MDIG_BYTES 16
+#define NPU_GEMM_FLAGS                                                                       \
+  (NPU_GEMM_ACC | NPU_GEMM_BIAS | NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP | NPU_GEMM_KDIG | \
+   NPU_GEMM_MDIG)
 /* VOP flags */
 #define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
 /* DMA flags */
@@ -111,6 +116,10 @@ typedef struct npu_insn {
        * b.row_stride and kb (elements) */
       uint16_t k0, krad[2];
       int32_t ka[2], kb[2];
+      /* MDIG: row i of A at (i % mrad) a.row_stride + (i / mrad) ma, of C
+       * likewise with c.row_stride and mc (elements; m a multiple of mrad) */
+      uint16_t mrad;
+      int32_t ma, mc;
     } gemm;
     struct {
       uint8_t vop, cap, dtype_in, dtype_out;
@@ -155,6 +164,9 @@ uint32_t npu_insn_bytes(const npu_insn *in);
 /* Element offset of column j of a KDIG gemm's A (a = true) or row j of its B
  * (ISA.md "k digits"); a plain gemm's j * col_stride / row_stride. */
 int64_t npu_gemm_koff(const npu_insn *in, bool a, uint32_t j);
+/* Element offset of row i of a gemm's A (a = true) or C (ISA.md "m
+ * digits"); without MDIG i * row_stride. */
+int64_t npu_gemm_moff(const npu_insn *in, bool a, uint32_t i);
 const char *npu_opcode_name(uint8_t op);
 const char *npu_role_name(uint8_t role);
 

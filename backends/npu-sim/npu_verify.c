@@ -131,6 +131,9 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
   if ((in->flags & NPU_GEMM_KDIG) && (in->u.gemm.krad[0] == 0 || in->u.gemm.krad[1] == 0))
     FAIL("instruction %u (gemm): field krad: k digit radices must be >= 1 (%u, %u)", i,
          in->u.gemm.krad[0], in->u.gemm.krad[1]);
+  if ((in->flags & NPU_GEMM_MDIG) && (in->u.gemm.mrad == 0 || in->u.gemm.m % in->u.gemm.mrad))
+    FAIL("instruction %u (gemm): field mrad: %u must be >= 1 and divide m (%u)", i, in->u.gemm.mrad,
+         in->u.gemm.m);
   if ((in->flags & NPU_GEMM_CHAIN) && !(in->flags & NPU_GEMM_ACC))
     FAIL("instruction %u (gemm): field flags: chain accumulates into the held tile, so it needs acc",
          i);

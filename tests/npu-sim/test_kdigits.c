@@ -8,7 +8,10 @@
  * 2. A hand-built KDIG gemm (k = c x s over a [c][x] tile, 3 x 5 digits,
  *    two folds starting mid-digit) against a naive loop, bit for bit; the
  *    program survives an encode/decode round trip byte for byte.
- * 3. The verifier refuses a zero radix, naming the field. */
+ * 3. The verifier refuses a zero radix, naming the field.
+ * 4. m digits: convnet_layer2 (10 channels, 5x5, 11x11 outputs) streams its
+ *    121 output pixels per weight load (MDIG: the input tile's rows are
+ *    wider than the output's), against a naive conv (bias, relu). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,9 +256,68 @@ static void test_hand_built(void) {
   cov_acg_free(g);
 }
 
+static void test_mdig(void) {
+  char suite[1024];
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
+  cov_acg *g = load_target("npu-16x16");
+  cov_layer *l = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *p = NULL;
+  CHECK(!cov_layer_from_suite(suite, "convnet_layer2", 1, &l));
+  CHECK(l && !cov_map(l, g, NULL, &s));
+  CHECK(s && !cov_npu_compile(s, &p));
+  if (!p) return;
+  uint32_t mdig = 0, gemms = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++)
+    if (p->insns[i].op == NPU_OP_GEMM) {
+      gemms++;
+      mdig += (p->insns[i].flags & NPU_GEMM_MDIG) && p->insns[i].u.gemm.m == 121;
+    }
+  CHECK(gemms > 0 && mdig == gemms);
+  enum { C = 10, H = 15, KO = 10, R = 5, OH = 11 };
+  cov_tensor x = {0}, w = {0}, b = {0}, y = {0};
+  CHECK(!cov_tensor_alloc(&x, COV_F32, 4, (int64_t[]){1, C, H, H}));
+  CHECK(!cov_tensor_alloc(&w, COV_F32, 4, (int64_t[]){KO, C, R, R}));
+  CHECK(!cov_tensor_alloc(&b, COV_F32, 1, (int64_t[]){KO}));
+  float *fx = x.data, *fw = w.data, *fb = b.data;
+  for (int i = 0; i < C * H * H; i++) fx[i] = rnd();
+  for (int i = 0; i < KO * C * R * R; i++) fw[i] = rnd();
+  for (int i = 0; i < KO; i++) fb[i] = rnd();
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *st = run(g, p, &sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){x, w, b}, 3);
+  CHECK(!cov_npu_sim_read(sim, "out", &y));
+  double worst = 0, top = 0;
+  for (int k = 0; k < KO && y.data; k++)
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OH; ox++) {
+        double acc = fb[k];
+        for (int c = 0; c < C; c++)
+          for (int r = 0; r < R; r++)
+            for (int q = 0; q < R; q++)
+              acc += (double)fx[(c * H + oy + r) * H + ox + q] * fw[((k * C + c) * R + r) * R + q];
+        acc = acc > 0 ? acc : 0;
+        worst = fmax(worst, fabs(((float *)y.data)[(k * OH + oy) * OH + ox] - acc));
+        top = fmax(top, fabs(acc));
+      }
+  printf("m digits: convnet_layer2 on npu-16x16, %u of %u gemms stream m = 121, %llu cycles, max err "
+         "%.3g of %.3g\n", mdig, gemms, (unsigned long long)(st ? cov_npu_stats_cycles(st) : 0), worst, top);
+  CHECK(y.data && worst <= 1e-5 * top);
+  cov_tensor_release(&x);
+  cov_tensor_release(&w);
+  cov_tensor_release(&b);
+  cov_tensor_release(&y);
+  cov_npu_stats_free(st);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(p);
+  cov_schedule_free(s);
+  cov_layer_free(l);
+  cov_acg_free(g);
+}
+
 int main(int argc, char **argv) {
   g_src = argc > 1 ? argv[1] : ".";
   test_stem();
+  test_mdig();
   test_hand_built();
   return check_summary();
 }
