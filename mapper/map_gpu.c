@@ -232,7 +232,8 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   }
   bool async = t->async && (c->vector_copy || c->channels_last || c->tma);
   if (c->stages > 2 && !async) return false;
-  if (c->warpgroup && !c->tma && (!c->vector_copy || !async || c->bk * es != 128 || c->stages < 2)) return false;
+  if (c->warpgroup && !c->tma && (!(c->vector_copy || c->channels_last) || !async || c->bk * es != 128 || c->stages < 2))
+    return false;
   if (p->rows_whole && (c->warpgroup || c->bn < p->N || c->bn > 512)) return false;
   uint64_t pipe = (uint64_t)c->stages * (uint64_t)(c->bm * c->bk + c->bk * c->bn) * (uint64_t)es;
   uint64_t staged = p->rows_whole ? (uint64_t)c->bn * (uint64_t)(c->bm + 1) * 4u + (uint64_t)c->bm * 8u
@@ -439,9 +440,12 @@ static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap
  * instruction's m x n, one 128-byte K row per step. */
 static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
   int es = (int)cov_dtype_size(p->in);
-  if (p->kind != MAP_GPU_MATMUL || p->rows_whole || cap->waves != 4 || t->warp != 32 || es != 2) return;
+  if (p->rows_whole || cap->waves != 4 || t->warp != 32 || es != 2) return;
   map_gpu_sched c = {0};
   c.matrix = c.warpgroup = true;
+  /* convolutions: channels-last only (a K tile is one tap's 128 bytes of
+   * contiguous channels, the layout the instruction reads) */
+  c.channels_last = p->kind == MAP_GPU_CONV;
   c.wm = c.fm = cap->m, c.wn = c.fn = cap->n, c.fk = cap->k, c.bk = 128 / es;
   for (int ib = 1; ib < 4; ib++)
     for (int jb = 1; jb < 4; jb++)
@@ -451,8 +455,9 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
         if (c.bm % c.wm || c.bn % c.wn) continue;
         try_cand(t, p, cap, c, r);
       }
-  if (!t->tma) return;
-  /* the warp-specialised persistent kernel: one or two consumer
+  if (!t->tma || p->kind != MAP_GPU_MATMUL) return;
+  c.channels_last = false;
+  /* the warp-specialised persistent kernel (matmuls): one or two consumer
    * warpgroups (with the producer at most 384 threads, so that setmaxnreg
    * can give every consumer thread 232 registers), rings as deep as fit,
    * the deepest first on equal cost */
