@@ -82,6 +82,10 @@ typedef struct gpu_target_ops {
   void (*async_wait)(gpu_gen *g, int pending);
   /* 2^x in f32 (the GELU epilogue's exponential) */
   LLVMValueRef (*exp2)(gpu_gen *g, LLVMValueRef x);
+  /* optional: f32 x of the lane whose id is this lane's xor `mask`
+   * (butterfly shuffle within a warp; the fused attention's row max and
+   * sum over a quad); NULL where absent */
+  LLVMValueRef (*shfl_xor)(gpu_gen *g, LLVMValueRef x, int mask);
   /* the fragment operations for the plan's matrix shape and dtype, NULL if
    * the target has no such instruction */
   const gpu_frag_ops *(*matrix_frag)(const gpu_plan *p);

@@ -140,6 +140,11 @@ static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
 }
 
+static LLVMValueRef nv_shfl_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef args[4] = {gpu_i32(g, -1), x, gpu_i32(g, mask), gpu_i32(g, 31)};
+  return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.f32", NULL, 0, args, 4);
+}
+
 static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2, 1};
 
 /* Warpgroup MMA (sm_90a). LLVM 19 has no intrinsic for wgmma.mma_async, so
@@ -307,6 +312,7 @@ const gpu_target_ops nvptx_target_ops = {
     .async_commit = nv_async_commit,
     .async_wait = nv_async_wait,
     .exp2 = nv_exp2,
+    .shfl_xor = nv_shfl_xor,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,
     .wg_mma = nv_wg_mma,
