@@ -14,9 +14,9 @@ cov=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
-"$cov" gpu compile attn_1x12x128x64 attn_32x12x512x64:64x16 attn_2x4x256x128:64x32 --target nvptx-sm90 -o "$work/a" >/dev/null ||
+"$cov" gpu compile attn_1x12x128x64:64x16 attn_32x12x512x64:64x16 attn_2x4x256x128:64x32 --target nvptx-sm90 -o "$work/a" >/dev/null ||
   bad "compile failed"
-"$cov" gpu compile attn_1x12x128x64 attn_32x12x512x64:64x16 attn_2x4x256x128:64x32 --target nvptx-sm90 -o "$work/b" >/dev/null
+"$cov" gpu compile attn_1x12x128x64:64x16 attn_32x12x512x64:64x16 attn_2x4x256x128:64x32 --target nvptx-sm90 -o "$work/b" >/dev/null
 # name, mma.sync count (S and PV: (dim/16) * (64/16) * 2 * (wm/16) each)
 for spec in "attn_1x12x128x64_q64w16 64" "attn_32x12x512x64_q64w16 64" "attn_2x4x256x128_q64w32 256"; do
   set -- $spec
@@ -55,14 +55,32 @@ for b in bad:
     print("FAIL", b)
 sys.exit(1 if bad else 0)
 PY
-# the default tile per shape (workgroups per SM): 64x16 below one per SM,
-# 64x32 below 8, 128x32 above
-"$cov" gpu compile attn_1x12x512x64 attn_32x12x128x64 attn_32x12x512x64 --target nvptx-sm90 -o "$work/d" >/dev/null
-for n in attn_1x12x512x64_q64w16 attn_32x12x128x64_q64w32 attn_32x12x512x64_q128w32; do
+# the default tile: a warpgroup of 64 rows where the head dim is 64 (the
+# fastest at the four BERT shapes), else by workgroups per SM: 64x16 below
+# one per SM, 64x32 below 8, 128x32 above
+"$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_1x12x128x32 attn_32x12x128x32 attn_32x12x512x32 \
+  --target nvptx-sm90 -o "$work/d" >/dev/null
+for n in attn_1x12x512x64_q64w64 attn_32x12x512x64_q64w64 attn_1x12x128x32_q64w16 attn_32x12x128x32_q64w32 \
+         attn_32x12x512x32_q128w32; do
   [ -f "$work/d/$n.ptx" ] || bad "default tile: no $n"
 done
+# warpgroups (64 rows each): S = Q K^T as wgmma with K read K-major
+# (transpose-b 0) from shared memory, O += P V with P from registers
+# (V N-major, transpose-b 1), each batch fenced, committed and awaited, the
+# copies fenced for the async proxy; no per-warp MMAs or ldmatrix
+"$cov" gpu compile attn_32x12x512x64:128x64 --target nvptx-sm90 -o "$work/wg" >/dev/null || bad "wg: compile failed"
+f=$work/wg/attn_32x12x512x64_q128w64.ptx
+[ "$(grep -Ec 'wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 \{[^}]*\}, %rd[0-9]+, %rd[0-9]+, p, 1, 1, 0, 0;' "$f")" -eq 4 ] ||
+  bad "wg: not 4 S = Q K^T wgmma (K-major B) per block"
+[ "$(grep -Ec 'wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 \{[^}]*\}, \{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\}, %rd[0-9]+, p, 1, 1, 1;' "$f")" -eq 4 ] ||
+  bad "wg: not 4 O += P V wgmma (A from registers) per block"
+[ "$(grep -c 'wgmma.fence.sync.aligned' "$f")" -eq 2 ] || bad "wg: batches not fenced"
+[ "$(grep -c 'wgmma.wait_group.sync.aligned 0' "$f")" -eq 2 ] || bad "wg: batches not awaited"
+grep -q 'fence.proxy.async.shared::cta' "$f" || bad "wg: copies not fenced for the async proxy"
+if grep -q 'mma.sync\|ldmatrix\|\.local' "$f"; then bad "wg: per-warp MMAs, ldmatrix or local memory"; fi
+grep -q '"shared_bytes": 50176' "$work/wg/manifest.json" || bad "wg: shared bytes not (128 + 256) x 64 x 2 + 1024"
 # bf16 inputs take the bf16 mma
-"$cov" gpu compile attn_1x12x128x64 --dtype bf16 --target nvptx-sm90 -o "$work/bf" >/dev/null || bad "bf16 compile failed"
+"$cov" gpu compile attn_1x12x128x64:64x16 --dtype bf16 --target nvptx-sm90 -o "$work/bf" >/dev/null || bad "bf16 compile failed"
 grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$work/bf/attn_1x12x128x64_q64w16.ptx" 2>/dev/null ||
   bad "bf16: no bf16 mma"
 expect() { # expect PATTERN -- ARGS...: exit 1 and the pattern in the message
@@ -78,6 +96,7 @@ expect "head dim that is a power of two from 16 to 128 .*dim 80" -- gpu compile 
 expect "with 256 threads, at least 32.*dim 16" -- gpu compile attn_1x12x128x16:128x16 --target nvptx-sm90 -o "$work/x"
 expect "16 or 32.*must divide" -- gpu compile attn_1x12x128x64:48x32 --target nvptx-sm90 -o "$work/x"
 expect "is written attn_BxHxSxD\[:BMxWM\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "head dim 64, not 128" -- gpu compile attn_1x12x128x128:64x64 --target nvptx-sm90 -o "$work/x"
 expect "takes f16 or bf16 inputs, not f32" -- gpu compile attn_1x12x128x64 --dtype f32 --target nvptx-sm90 -o "$work/x"
 expect "target amdgpu: fused attention needs" -- gpu compile attn_1x12x128x64 --target amdgpu-gfx942 -o "$work/x"
 [ $fail -eq 0 ] && echo "ok: fused attention PTX checked, deterministic, refusals located"
