@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "acg/acg_ir.h"
+#include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_manifest.h"
@@ -449,6 +450,12 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
         st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
                        "a model is compiled alone (it writes its own manifest); give it without other layers");
         break;
+      }
+      if (gpu_attn_is_spec(spec)) { /* fused attention (gpu_attn.h): its own kernel and entry */
+        json_t *e = NULL;
+        st = gpu_attn_compile(&t, opts, spec, out_dir, &e);
+        if (!st) json_array_append_new(kernels, e);
+        continue;
       }
       hand_fixed = strchr(spec, ':') != NULL;
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
