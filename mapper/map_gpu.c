@@ -61,7 +61,7 @@ enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 32, COPY_OPS_ELEM = 18, EPI_OPS = 4, 
  * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
  * lowering: backends/gpu/gpu_plan.h) */
 enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
-/* Fitted to the H100 run of bench/nvptx/results-h100.json (15 timed :ws
+/* Fitted to the H100 run of bench/nvptx/results-h100-session6.json (15 timed :ws
  * schedules of the 5 gpu_shapes GEMMs): WS_STEP_CYCLES, a consumer's K
  * step beyond its resources' demand (waiting for its batch, the stage
  * barriers); WS_SCALE, the ratio of predicted to measured cycles of the

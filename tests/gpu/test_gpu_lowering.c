@@ -563,7 +563,7 @@ static void test_wgmma_plans(void) {
   CHECK(nv.caps.has_wgmma, "nvptx-sm90 offers warpgroup MMA");
   /* the plan of each GEMM must be the warp-specialised kernel with the
    * schedule measured fastest of its kind on the H100 (the :ws rows of
-   * bench/nvptx/results-h100.json: BMxBN, warpgroup tile width, stages);
+   * bench/nvptx/results-h100-session6.json: BMxBN, warpgroup tile width, stages);
    * the last two matmuls are not divided by the tiles */
   static const struct {
     int64_t m, n, k;
