@@ -1,4 +1,4 @@
-/* backends/gpu/gpu_attn.c: `covenant gpu compile attn_BxHxSxD[:BMxWM]`: the
+/* backends/gpu/gpu_attn.c: `covenant gpu compile attn_BxHxSxD[:BMxWM[xBN]]`: the
  * fused attention kernel of gpu_lower_attn.c as a layer of the manifest
  * (kind "attention"; kernel arguments Q, K, V, O, all [B*H][S][D]). */
 #include <string.h>
@@ -9,16 +9,18 @@
 
 int gpu_attn_is_spec(const char *spec) { return !strncmp(spec, "attn_", 5); }
 
-static cov_status parse_spec(const char *spec, long long v[4], int *bm, int *wm) {
+static cov_status parse_spec(const char *spec, long long v[4], int *bm, int *wm, int *bn) {
   int end = 0;
-  *bm = *wm = 0;
+  *bm = *wm = *bn = 0;
   int n = sscanf(spec, "attn_%lldx%lldx%lldx%lld%n", &v[0], &v[1], &v[2], &v[3], &end);
   const char *rest = n == 4 ? spec + end : "?";
   int e2 = 0;
-  if (*rest && !(sscanf(rest, ":%dx%d%n", bm, wm, &e2) == 2 && !rest[e2] && *bm > 0 && *wm > 0))
+  int e3 = 0;
+  if (*rest && !(sscanf(rest, ":%dx%d%n", bm, wm, &e2) == 2 && *bm > 0 && *wm > 0 &&
+                 (!rest[e2] || (sscanf(rest + e2, "x%d%n", bn, &e3) == 1 && !rest[e2 + e3] && *bn > 0))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec),
-                     "layer '%s': fused attention is written attn_BxHxSxD[:BMxWM] (batch, heads, sequence, head dim; "
-                     "BM query rows per workgroup, WM per warp)",
+                     "layer '%s': fused attention is written attn_BxHxSxD[:BMxWM[xBN]] (batch, heads, sequence, head dim; "
+                     "BM query rows per workgroup, WM per warp, BN keys per block)",
                      spec);
   return NULL;
 }
@@ -52,13 +54,14 @@ cov_status gpu_attn_compile(const gpu_target *t, const cov_gpu_options *opts, co
                             json_t **entry) {
   *entry = NULL;
   long long v[4];
-  int bm, wm;
-  COV_RETURN_IF_ERROR(parse_spec(spec, v, &bm, &wm));
+  int bm, wm, bn;
+  COV_RETURN_IF_ERROR(parse_spec(spec, v, &bm, &wm, &bn));
   gpu_attn a;
   COV_RETURN_IF_ERROR(
-      gpu_attn_plan(v[0], v[1], v[2], v[3], opts->dtype ? opts->dtype : COV_F16, bm, wm, t->caps.cores, t->ops, spec, &a));
+      gpu_attn_plan(v[0], v[1], v[2], v[3], opts->dtype ? opts->dtype : COV_F16, bm, wm, bn, t->caps.cores, t->ops, spec, &a));
   char name[96], kernel[128];
   snprintf(name, sizeof name, "attn_%lldx%lldx%lldx%lld_q%dw%d", v[0], v[1], v[2], v[3], a.bm, a.wm);
+  if (a.bn != 64) snprintf(name + strlen(name), sizeof name - strlen(name), "k%d", a.bn);
   snprintf(kernel, sizeof kernel, "covenant_%s", name);
   gpu_plan vp;
   gpu_attn_vendor_plan(&a, &vp);

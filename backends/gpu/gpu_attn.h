@@ -30,12 +30,12 @@ typedef struct gpu_attn {
 
 /* The plan of attention over [batch][heads][seq][dim] with `bm` query rows
  * per workgroup and `wm` per warp (both 0: chosen from the workgroups per
- * core, `cores` SMs): a located error where the shape or the
+ * core, `cores` SMs) and `bn` keys per block (64 or 128; 0: 64): a located error where the shape or the
  * target does not fit (seq a multiple of the tiles, dim a multiple of 16 up
  * to 128, 16-bit inputs, matrix fragments m16n8k16, asynchronous copies, a
  * warp shuffle). */
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out);
+                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out);
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
@@ -43,7 +43,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
 /* What the vendor's build reads of a plan (threads, dtype, matrix shape). */
 void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p);
 
-/* 1 if `spec` names fused attention (attn_BxHxSxD[:BMxWM]). */
+/* 1 if `spec` names fused attention (attn_BxHxSxD[:BMxWM[xBN]]). */
 int gpu_attn_is_spec(const char *spec);
 
 /* Compiles the spec (f16 unless opts->dtype) into out_dir and returns its

@@ -24,7 +24,7 @@
 
 #include "backends/gpu/gpu_ir.h"
 
-enum { ATTN_BN = 64, ATTN_MAX_BN = 64, ATTN_MAX_DIM = 128, ATTN_STATE = ATTN_MAX_DIM / 2 + 4 };
+enum { ATTN_BN = 64, ATTN_MAX_BN = 128, ATTN_MAX_DIM = 128, ATTN_STATE = ATTN_MAX_DIM / 2 + 4 };
 
 void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
   memset(p, 0, sizeof *p);
@@ -38,12 +38,16 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
 }
 
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out) {
+                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out) {
   memset(out, 0, sizeof *out);
   if (!bm && !wm && dim == 64 && target->wg_mma_bt && target->wg_mma_ra && target->async_proxy_fence) {
     /* one warpgroup of 64 rows per workgroup: the fastest tile at all four
-     * BERT shapes on the H100 (bench/nvptx/README.md) */
+     * BERT shapes on the H100 (bench/nvptx/README.md); blocks of 128 keys
+     * where the sequence is long or the workgroups fewer than the cores,
+     * of 64 on short sequences with many workgroups (32 x 128: 1.12x vs
+     * 1.00x) */
     bm = wm = 64;
+    if (!bn) bn = seq % 128 == 0 && (seq >= 512 || batch * heads * (seq / 64) < cores) ? 128 : 64;
   } else if (!bm && !wm) {
     /* m16n8k16 fragments: as many workgroups as the cores can take at once
      * decide the tile (the H100 sweep): below one 64-row workgroup per
@@ -80,13 +84,17 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
   /* rows of 2^k 16-byte chunks keep the swizzle (gpu_tile_addr) inside the
    * row; every thread copies whole chunks of each tile */
   int threads = bm / (wm == 64 ? 16 : wm) * 32;
-  if (dim < 16 || dim > ATTN_MAX_DIM || (dim & (dim - 1)) || seq % bm || seq % ATTN_BN ||
-      (ATTN_BN * dim / 8) % threads || (bm * dim / 8) % threads)
+  if (!bn) bn = ATTN_BN;
+  if (bn != 64 && bn != ATTN_MAX_BN)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where), "fused attention: key blocks of 64 or %d, not %d",
+                     ATTN_MAX_BN, bn);
+  if (dim < 16 || dim > ATTN_MAX_DIM || (dim & (dim - 1)) || seq % bm || seq % bn ||
+      (bn * dim / 8) % threads || (bm * dim / 8) % threads)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
                      "fused attention needs a head dim that is a power of two from 16 to %d (with %d threads, at "
                      "least %d) and a sequence that is a multiple of %d and of the query tile %d (got dim %lld, "
                      "seq %lld)",
-                     ATTN_MAX_DIM, threads, threads * 8 / ATTN_BN, ATTN_BN, bm, (long long)dim, (long long)seq);
+                     ATTN_MAX_DIM, threads, threads * 8 / bn, bn, bm, (long long)dim, (long long)seq);
   gpu_plan probe = {0};
   probe.prob.in_dtype = in_dtype, probe.fm = 16, probe.fn = 8, probe.fk = 16;
   const gpu_frag_ops *fr = target->matrix_frag ? target->matrix_frag(&probe) : NULL;
@@ -97,11 +105,11 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                      target->name);
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
-  out->bm = bm, out->bn = ATTN_BN, out->wm = wm;
+  out->bm = bm, out->bn = bn, out->wm = wm;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
   /* the Q tile and two stages of K and V tiles */
-  out->shared_bytes = (unsigned)((bm + 4 * ATTN_BN) * dim * 2 + (wm == 64 ? 1024 : 0));
+  out->shared_bytes = (unsigned)((bm + 4 * bn) * dim * 2 + (wm == 64 ? 1024 : 0));
   return NULL;
 }
 

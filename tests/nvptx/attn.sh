@@ -56,12 +56,13 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 # the default tile: a warpgroup of 64 rows where the head dim is 64 (the
-# fastest at the four BERT shapes), else by workgroups per SM: 64x16 below
-# one per SM, 64x32 below 8, 128x32 above
-"$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_1x12x128x32 attn_32x12x128x32 attn_32x12x512x32 \
+# fastest at the four BERT shapes; 128-key blocks for sequence 512 or fewer
+# workgroups than SMs), else by workgroups per SM: 64x16 below one per SM,
+# 64x32 below 8, 128x32 above
+"$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_32x12x128x64 attn_1x12x128x32 attn_32x12x128x32 attn_32x12x512x32 \
   --target nvptx-sm90 -o "$work/d" >/dev/null
-for n in attn_1x12x512x64_q64w64 attn_32x12x512x64_q64w64 attn_1x12x128x32_q64w16 attn_32x12x128x32_q64w32 \
-         attn_32x12x512x32_q128w32; do
+for n in attn_1x12x512x64_q64w64k128 attn_32x12x512x64_q64w64k128 attn_1x12x128x32_q64w16 attn_32x12x128x32_q64w32 \
+         attn_32x12x512x32_q128w32 attn_32x12x128x64_q64w64; do
   [ -f "$work/d/$n.ptx" ] || bad "default tile: no $n"
 done
 # warpgroups (64 rows each): S = Q K^T as wgmma with K read K-major
@@ -78,6 +79,10 @@ f=$work/wg/attn_32x12x512x64_q128w64.ptx
 [ "$(grep -c 'wgmma.wait_group.sync.aligned 0' "$f")" -eq 2 ] || bad "wg: batches not awaited"
 grep -q 'fence.proxy.async.shared::cta' "$f" || bad "wg: copies not fenced for the async proxy"
 if grep -q 'mma.sync\|ldmatrix\|\.local' "$f"; then bad "wg: per-warp MMAs, ldmatrix or local memory"; fi
+"$cov" gpu compile attn_32x12x512x64:64x64x128 --target nvptx-sm90 -o "$work/wgk" >/dev/null || bad "wg k128: compile failed"
+f=$work/wgk/attn_32x12x512x64_q64w64k128.ptx
+[ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n128k16' "$f")" -eq 4 ] || bad "wg k128: not 4 S wgmma m64n128k16"
+[ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n64k16' "$f")" -eq 8 ] || bad "wg k128: not 8 P V wgmma m64n64k16"
 grep -q '"shared_bytes": 50176' "$work/wg/manifest.json" || bad "wg: shared bytes not (128 + 256) x 64 x 2 + 1024"
 # bf16 inputs take the bf16 mma
 "$cov" gpu compile attn_1x12x128x64:64x16 --dtype bf16 --target nvptx-sm90 -o "$work/bf" >/dev/null || bad "bf16 compile failed"
@@ -95,8 +100,9 @@ expect "a sequence that is a multiple of 64" -- gpu compile attn_1x12x100x64 --t
 expect "head dim that is a power of two from 16 to 128 .*dim 80" -- gpu compile attn_1x12x128x80 --target nvptx-sm90 -o "$work/x"
 expect "with 256 threads, at least 32.*dim 16" -- gpu compile attn_1x12x128x16:128x16 --target nvptx-sm90 -o "$work/x"
 expect "16 or 32.*must divide" -- gpu compile attn_1x12x128x64:48x32 --target nvptx-sm90 -o "$work/x"
-expect "is written attn_BxHxSxD\[:BMxWM\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
 expect "head dim 64, not 128" -- gpu compile attn_1x12x128x128:64x64 --target nvptx-sm90 -o "$work/x"
+expect "key blocks of 64 or 128, not 96" -- gpu compile attn_1x12x384x64:64x64x96 --target nvptx-sm90 -o "$work/x"
 expect "takes f16 or bf16 inputs, not f32" -- gpu compile attn_1x12x128x64 --dtype f32 --target nvptx-sm90 -o "$work/x"
 expect "target amdgpu: fused attention needs" -- gpu compile attn_1x12x128x64 --target amdgpu-gfx942 -o "$work/x"
 [ $fail -eq 0 ] && echo "ok: fused attention PTX checked, deterministic, refusals located"
