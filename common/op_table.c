@@ -75,6 +75,10 @@ float common_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_LE: return a <= b ? 1.0f : 0.0f;
     case COV_OP_MOD: return (float)cov_mod_floor(a, b);
     case COV_OP_FMOD: return fmodf(a, b);
+    case COV_OP_RELU_MIN: { /* exactly max(a, 0) then min(., b), as the two ops */
+      float t = a > 0 ? a : 0.0f;
+      return t < b ? t : b;
+    }
     default: return a; /* copy, cast */
   }
 }
