@@ -123,6 +123,26 @@ static cov_status pool_plan_check(const gpu_plan *p, const gpu_target_caps *caps
   return NULL;
 }
 
+/* Warpgroup MMA: a warpgroup instruction per warpgroup tile and 16 of K;
+ * the operand tiles in 128-byte swizzled rows of K (A) and 64-column slabs
+ * (B). Matmuls the tiles divide, and channels-last convolutions: their A
+ * rows are whole 128-byte rows of one pixel's channels, copied zero-filled
+ * into the same swizzled layout (rows past M are zeros; the staged
+ * epilogue stores only rows below M). */
+static cov_status wgmma_plan_check(const gpu_plan *p, const gpu_target_caps *caps, int es) {
+  const gpu_problem *q = &p->prob;
+  bool matmul = q->kind == GPU_OP_MATMUL;
+  if (!caps->has_wgmma || !caps->has_async_copy || !p->matrix || (!matmul && !p->nhwc) || es != 2 ||
+      p->warp_size != 32 || p->wm != 64 || p->fm != 64 || p->fn != p->wn || p->fk != 16 || p->wn % 64 ||
+      p->wn > 256 || p->bk * es != 128 || (matmul && (p->staged || p->M % p->bm)) || p->N % p->bn ||
+      p->K % p->bk || p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: warpgroup MMA needs a 16-bit matmul the tiles divide or a channels-last "
+                     "convolution, warpgroup tiles 64 x (64..256, a multiple of 64), 128-byte K tiles and 2 + "
+                     "(batches in flight) stages on a target that has it");
+  return NULL;
+}
+
 cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   int es = (int)cov_dtype_size(p->prob.in_dtype);
   if (p->prob.kind == GPU_OP_MAXPOOL) return pool_plan_check(p, caps);
@@ -141,26 +161,16 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
                      p->threads, caps->max_threads);
   if (p->stages < 2) return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: needs at least 2 stages");
   if (p->wgmma) {
-    /* a warpgroup instruction per warpgroup tile and 16 of K; the operand
-     * tiles in 128-byte swizzled rows of K (A) and 64-column slabs (B) */
-    const gpu_problem *q = &p->prob;
-    if (!caps->has_wgmma || !caps->has_async_copy || !p->matrix || q->kind != GPU_OP_MATMUL || es != 2 ||
-        p->warp_size != 32 || p->wm != 64 || p->fm != 64 || p->fn != p->wn || p->fk != 16 || p->wn % 64 ||
-        p->wn > 256 || p->bk * es != 128 || p->staged || p->M % p->bm || p->N % p->bn || p->K % p->bk ||
-        p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                       "GPU plan: warpgroup MMA needs a 16-bit matmul the tiles divide, warpgroup tiles 64 x "
-                       "(64..256, a multiple of 64), 128-byte K tiles and 2 + (batches in flight) stages on a "
-                       "target that has it");
+    COV_RETURN_IF_ERROR(wgmma_plan_check(p, caps, es));
   } else if (p->wg_inflight) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: batches in flight without warpgroup MMA");
   }
   if (p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: f16 outputs are for bulk-tensor-copy matmuls");
-  if (p->tma && (!p->wgmma || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
+  if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: bulk tensor copies need warpgroup MMA on a target that has them, at most 16 "
+                     "GPU plan: bulk tensor copies need a matmul on warpgroup MMA on a target that has them, at most 16 "
                      "stages, M tiles of at most 256 rows and consumer registers a multiple of 8 in [%d, 256]",
                      GPU_TMA_PRODUCER_REGS);
   if (p->tma && p->ws_regs && 65536 / p->threads >= p->ws_regs)

@@ -4,11 +4,14 @@
 #
 # Here (with LLVM): compiles the models for the H100 run into artifacts
 # (covenant compile MODEL --target nvptx-sm90 -o ...), at batch 1 and 32,
-# and packs them into parts of at most --part-mb MiB each (default 32, at
+# and packs them into parts of at most --part-mb MiB each (default 36, at
 # most 38: the device tool carries 64 MiB per call, the repository's tracked
-# files, about 25 MiB, included), OUTDIR/part1, part2, ...; with OUTDIR in the repository
-# under an ignored name (build-h100), each part is carried to the H100 and
-# run there from the repository root by
+# files, about 26 MiB, included), OUTDIR/part1, part2, ... (pack_artifacts.py:
+# batch-32 artifacts carried without the weights their batch-1 artifact
+# holds, resnet50's 50 MiB in chunks over two parts); with OUTDIR in the
+# repository under an ignored name (build-h100), each part is carried to the
+# H100, in order and on the same machine, and run there from the repository
+# root by
 #     bash bench/nvptx/run_models.sh OUTDIR/partN
 # Models: examples/convnet.onnx ("convnet"), the TransformerEncoderLayer
 # with external data tests/frontend/models/encoder.onnx ("encoder"), and the real exports of
@@ -20,7 +23,7 @@
 # OUTDIR/failed.txt with its error and left out; the rest go on.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cov=$root/build/covenant target=nvptx-sm90 part_mb=32 skip=" " reuse=0
+cov=$root/build/covenant target=nvptx-sm90 part_mb=36 skip=" " reuse=0
 while [ $# -gt 0 ]; do
   case $1 in
     --covenant) cov=$2; shift 2;;
@@ -81,42 +84,10 @@ for m in "${models[@]}"; do
     fi
   done
 done
-# parts of at most part_mb MiB, first fit by decreasing size (fewest device
-# calls); an artifact larger than that cannot be carried in one call and is
-# listed in failed.txt instead
-$py - "$out" "$part_mb" <<'PY'
-import os, shutil, sys
-out, limit = sys.argv[1], int(sys.argv[2]) << 20
-rows = [l.split() for l in open(os.path.join(out, "all", "models.txt")) if l.strip()]
-parts, sizes = [], []
-rows.sort(key=lambda r: -os.path.getsize(os.path.join(out, "all", r[2])))
-for name, batch, art in rows:
-    n = os.path.getsize(os.path.join(out, "all", art))
-    if n > limit:
-        msg = "%s batch %s: the artifact is %.0f MiB, more than a part (%d MiB) can carry" % (name, batch, n / 2**20, limit >> 20)
-        print(msg)
-        open(os.path.join(out, "failed.txt"), "a").write(msg + "\n")
-        continue
-    k = next((i for i, s in enumerate(sizes) if s + n <= limit), len(parts))
-    if k == len(parts):
-        parts.append([])
-        sizes.append(0)
-    parts[k].append((name, batch, art))
-    sizes[k] += n
-for d in os.listdir(out):
-    if d.startswith("part"):
-        shutil.rmtree(os.path.join(out, d))
-for i, p in enumerate(parts, 1):
-    d = os.path.join(out, "part%d" % i)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    with open(os.path.join(d, "models.txt"), "w") as f:
-        for name, batch, art in p:
-            os.link(os.path.join(out, "all", art), os.path.join(d, art))
-            f.write("%s %s %s\n" % (name, batch, art))
-    mb = sum(os.path.getsize(os.path.join(d, a)) for _, _, a in p) / 2**20
-    print("part%d: %.1f MiB: %s" % (i, mb, " ".join("%s/b%s" % (n, b) for n, b, _ in p)))
-PY
+# parts of at most part_mb MiB, carried one per device call: batch-32
+# artifacts thin (their weights come from the batch-1 artifact there), files
+# larger than a part in chunks over successive parts (pack_artifacts.py)
+$py "$root/bench/nvptx/pack_artifacts.py" pack "$out" "$part_mb" || exit 1
 if [ -s "$out/failed.txt" ]; then
   echo "not compiled (see $out/failed.txt and $out/all/*.log):"
   cat "$out/failed.txt"

@@ -117,6 +117,14 @@ class Cov:
         ws = self.ws[pre["workspace_bytes"]]
         return self.launch(pre, [a, None, ws, None], iters, graph=True)
 
+    def time_conv(self, k, b, out, bias, iters):
+        """The channels-last convolution alone, on the input its transform
+        left in the workspace: what runs when the input is already NHWC,
+        as cuDNN's channels-last calls take it."""
+        ws = self.ws[k["pre"]["workspace_bytes"]]
+        p1 = [ws.data_ptr(), b.data_ptr(), out.data_ptr(), bias.data_ptr() if bias is not None else 0]
+        return self.graph_time(k, [(k, p1)], iters)
+
     def tma_maps(self, k, a, b):
         """A plan.tma kernel takes the CUtensorMaps of A and B (built by the
         driver on the host from the manifest's "tma" sizes, copied to the
@@ -309,11 +317,13 @@ def bench(cov, k, iters, reps):
     # covenant's figure: its launches replayed from a CUDA graph like the
     # vendor's; covenant_launch_ms: the same launches issued back to back
     # from C (the figure until 24 Nov 2026)
-    cs, vs, fs, cls, ls = [], [], [], [], []
+    cs, vs, fs, cls, ls, ks = [], [], [], [], [], []
     for _ in range(reps):
         if vendor_cl is not None:
             cls.append(time_torch(vendor_cl, iters))
         cs.append(cov.run(k, a, bw, out, bias, iters, graph=True))
+        if vendor_cl is not None:
+            ks.append(cov.time_conv(k, bw, out, bias, iters))
         ls.append(cov.run(k, a, bw, out, bias, iters))
         vs.append(time_torch(vendor, iters))
         if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
@@ -326,6 +336,8 @@ def bench(cov, k, iters, reps):
     if cls:
         r["vendor_nhwc_ms"] = med(cls)
         r["ratio_vs_nhwc_vendor"] = med(cls) / cov_ms
+        r["conv_ms"] = med(ks)  # NHWC in, without the transform: like with like
+        r["ratio_conv_vs_nhwc_vendor"] = med(cls) / med(ks)
     if k.get("layout") == "nhwc":  # the transform's share of covenant's time
         r["layout"] = "nhwc"
         r["transform_ms"] = cov.time_pre(k, a, iters)
@@ -423,7 +435,8 @@ def main():
             r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
         line += " | launched, not replayed: %.3f ms %5.1f%%" % (r["covenant_launch_ms"], 100 * r["ratio_launched"])
         if "vendor_nhwc_ms" in r:
-            line += " | cuDNN channels-last %.3f ms: %5.1f%%" % (r["vendor_nhwc_ms"], 100 * r["ratio_vs_nhwc_vendor"])
+            line += " | cuDNN channels-last %.3f ms: %5.1f%%, NHWC conv alone %.3f ms: %5.1f%%" % (
+                r["vendor_nhwc_ms"], 100 * r["ratio_vs_nhwc_vendor"], r["conv_ms"], 100 * r["ratio_conv_vs_nhwc_vendor"])
         if "transform_ms" in r:
             line += " | incl. NHWC transform %.3f ms" % r["transform_ms"]
         if "ratio_vs_sequence" in r:

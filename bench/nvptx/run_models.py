@@ -12,8 +12,15 @@ For every artifact listed in PART/models.txt ("NAME BATCH FILE" per line):
     of one CUDA graph of every step), next to torch eager on the same ONNX
     graph (its nodes as torch calls, fp16 on the GPU) captured in a
     torch.cuda.CUDAGraph and replayed the same way (never a Python loop of
-    torch calls); torch's own outputs are checked against onnxruntime too,
-    so the time is of a model that computes the right thing.
+    torch calls), the two timed alternately --reps times, medians; torch's
+    own outputs are checked against onnxruntime too, so the time is of a
+    model that computes the right thing;
+  * torch.compile (--compile models): the torch module the export was made
+    from (torchvision's or tests/models/export_real.py's; fp16, random
+    weights) compiled by inductor (--compile-mode, inductor's default
+    unless told), its kernels captured in a CUDA graph and replayed like
+    eager's, timed alternately with the eager module and covenant-run in a
+    fresh process; checked against the eager module on the same input.
 One model's failure is reported on its row; the others go on.
 """
 import argparse
@@ -352,7 +359,9 @@ class TorchGraph:
         return {k: (t.from_numpy(v).to(self.dev, self.ft) if v.dtype.kind == "f" else t.from_numpy(v).to(self.dev))
                 for k, v in feeds_np.items()}
 
-    def time_graph(self, feeds_np, warmup, iters):
+    def capture(self, feeds_np):
+        """The graph captured after an eager run and three warm-up runs: (graph,
+        its outputs, the eager run's outputs)."""
         t = self.t
         feeds = self.feeds(feeds_np)
         with t.no_grad():
@@ -362,28 +371,51 @@ class TorchGraph:
                 v = self.static[k]
                 if v.device.type == "cpu" and (v.is_floating_point() or v.dtype == t.bool):
                     self.static[k] = v.to(self.dev)
-            side = t.cuda.Stream()
-            side.wait_stream(t.cuda.current_stream())
-            with t.cuda.stream(side):
-                for _ in range(3):
-                    self.run(feeds)
-            t.cuda.current_stream().wait_stream(side)
-            g = t.cuda.CUDAGraph()
-            with t.cuda.graph(g):
-                gouts = self.run(feeds)
-            for _ in range(warmup):
-                g.replay()
-            t.cuda.synchronize()
-            s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(iters):
-                g.replay()
-            e.record()
-            e.synchronize()
-            ms = s.elapsed_time(e) / iters
-            t.cuda.synchronize()
-            res = [o.float().cpu().numpy() for o in gouts]
-        return ms, res, [o.float().cpu().numpy() for o in outs]
+            g, gouts = cuda_graph(t, lambda: self.run(feeds))
+        return g, gouts, outs
+
+
+def cuda_graph(t, fn):
+    """fn's kernels captured in a torch.cuda.CUDAGraph after three warm-up
+    calls on a side stream (torch's recipe): (graph, fn's outputs in it)."""
+    side = t.cuda.Stream()
+    side.wait_stream(t.cuda.current_stream())
+    with t.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    t.cuda.current_stream().wait_stream(side)
+    g = t.cuda.CUDAGraph()
+    with t.cuda.graph(g):
+        outs = fn()
+    return g, outs
+
+
+def replay_ms(t, g, warmup, iters):
+    """Mean ms of iters replays of g (CUDA events), after warmup replays."""
+    for _ in range(warmup):
+        g.replay()
+    t.cuda.synchronize()
+    s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters):
+        g.replay()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / iters
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def covenant_ms(opt, art_path):
+    """One timing of covenant-run (--iters CUDA-graph replays): (ms, device)."""
+    out = run_covenant(opt.runtime, [art_path, "--iters", str(opt.iters), "--warmup", str(opt.warmup)], opt.timeout)
+    m = re.search(r"time: ([0-9.]+) ms per run", out)
+    dev = next((l[len("device: "):] for l in out.splitlines() if l.startswith("device: ")), "?")
+    return (float(m.group(1)) if m else None), dev
 
 
 # ---- one artifact -----------------------------------------------------------
@@ -434,31 +466,53 @@ def one(opt, name, batch, art_path, cache):
         row.update(cases=n_cases, max_rel_err=worst, worst_case=worst_case, passed=bool(worst <= opt.tol))
     finally:
         shutil.rmtree(cases, ignore_errors=True)
-    out = run_covenant(opt.runtime, [art_path, "--iters", str(opt.iters), "--warmup", str(opt.warmup)], opt.timeout)
-    m = re.search(r"time: ([0-9.]+) ms per run", out)
-    row["covenant_ms"] = float(m.group(1)) if m else None
-    row["device"] = next((l[len("device: "):] for l in out.splitlines() if l.startswith("device: ")), "?")
-    # torch eager, in a CUDA graph, on the first case's inputs
+    # latency: covenant-run and torch eager (the ONNX graph as torch calls,
+    # on the first case's inputs, in a CUDA graph) alternately, opt.reps
+    # times each; medians
+    cov_runs, torch_runs, g = [], [], None
     try:
         import torch
         if any(n.op_type.startswith("Q") or n.op_type == "DequantizeLinear" for n in model.graph.node):
             raise NotImplementedError("quantized model: no fp16 torch eager equivalent")
         tg = TorchGraph(model, torch)
-        ms, res, eager = tg.time_graph(dict(zip(names, all_in[0])), opt.warmup, opt.iters)
+        g, gouts, _ = tg.capture(dict(zip(names, all_in[0])))
+        g.replay()  # a capture computes nothing: the outputs checked are a replay's
+        torch.cuda.synchronize()
         want = sess.run([o["name"] for o in manifest["outputs"]], dict(zip(names, all_in[0])))
-        row["torch_ms"] = ms
+        res = [o.float().cpu().numpy() for o in gouts]
         row["torch"] = "the ONNX graph as torch calls"
-        row["torch_rel_err"] = max(rel_err(g, w) for g, w in zip(res, want))
+        row["torch_rel_err"] = max(rel_err(a, w) for a, w in zip(res, want))
     except Exception as e:  # the covenant results stand without the anchor
         row["torch_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
-        if name in TORCHVISION or name in MODULES:
-            try:
-                row["torch_ms"] = torchvision_ms_fresh(name, manifest["inputs"][0]["shape"], opt.warmup, opt.iters)
-                row["torch"] = ("torchvision.models.%s" % name if name in TORCHVISION else MODULES[name]) + \
-                    " (random weights; not checked)"
-                row["torch_rel_err"] = float("nan")
-            except Exception as e2:
-                row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
+    for _ in range(opt.reps):
+        ms, row["device"] = covenant_ms(opt, art_path)
+        cov_runs.append(ms)
+        if g is not None:
+            torch_runs.append(replay_ms(torch, g, opt.warmup, opt.iters))
+    row["covenant_runs_ms"] = cov_runs
+    row["covenant_ms"] = median(cov_runs) if None not in cov_runs else None
+    if torch_runs:
+        row["torch_runs_ms"] = torch_runs
+        row["torch_ms"] = median(torch_runs)
+    shape = manifest["inputs"][0]["shape"]
+    if name in (opt.compile or ()):
+        try:
+            r = module_ms_fresh(opt, name, shape, art_path)
+            row["compile"] = r
+            row["compile_ms"] = r["compiled_ms"]
+        except Exception as e3:
+            row["compile_error"] = "%s: %s" % (type(e3).__name__, str(e3)[:400])
+    if not torch_runs and (name in TORCHVISION or name in MODULES):
+        # the module itself is the anchor (timed by the torch.compile call
+        # already where there was one)
+        try:
+            row["torch_ms"] = row["compile"]["module_ms"] if "compile" in row else \
+                module_ms_fresh(opt, name, shape, None)["module_ms"]
+            row["torch"] = ("torchvision.models.%s" % name if name in TORCHVISION else MODULES[name]) + \
+                " (random weights; not checked)"
+            row["torch_rel_err"] = float("nan")
+        except Exception as e2:
+            row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
     return row
 
 
@@ -489,53 +543,73 @@ def module_of(name, torch):
     return export_real.MODELS[name][0]()
 
 
-def torchvision_ms_fresh(name, shape, warmup, iters):
-    """torchvision_ms in a new process: a capture that failed above leaves
-    this process's CUDA context unusable for another capture ("Offset
-    increment outside graph capture"), which is how mobilenet_v2 lost its
-    anchor in the first runs."""
-    import json as _json
-    import subprocess
+def module_ms_fresh(opt, name, shape, art_path):
+    """module_ms in a new process: a capture that failed in this one leaves
+    its CUDA context unusable for another capture ("Offset increment outside
+    graph capture"), which is how mobilenet_v2 lost its anchor in the first
+    runs; and each torch.compile starts from a clean dynamo state."""
     here = os.path.dirname(os.path.abspath(__file__))
     code = ("import sys, json; sys.path.insert(0, %r); import run_models as r; "
-            "print(json.dumps(r.torchvision_ms(%r, %r, %d, %d)))" % (here, name, list(shape), warmup, iters))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+            "print(json.dumps(r.module_ms(%r, %r, %r, %r, %d, %d, %d, %r)))" %
+            (here, opt.runtime, name, list(shape), art_path, opt.warmup, opt.iters, opt.reps, opt.compile_mode))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     if out.returncode:
-        raise RuntimeError(out.stderr.strip()[-300:])
-    return float(_json.loads(out.stdout.strip().splitlines()[-1]))
+        raise RuntimeError(out.stderr.strip()[-400:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def torchvision_ms(name, shape, warmup, iters):
+def module_ms(runtime, name, shape, art_path, warmup, iters, reps, mode):
     """The torch module itself (torchvision's, or the one the export was made
-    from; fp16, eval), in a CUDA graph: the fallback anchor where the ONNX
-    graph could not be replayed as torch calls. Token inputs (gpt2_tiny) are
-    random ids below its vocabulary (512)."""
+    from; fp16, eval, random weights), in a CUDA graph: the anchor where the
+    ONNX graph could not be replayed as torch calls. With an artifact, also
+    torch.compile(module, mode) (inductor; its warm-up calls compile it,
+    then its kernels are captured in a CUDA graph like eager's), timed
+    alternately with the eager module and covenant-run, medians of reps.
+    Token inputs (gpt2_tiny) are random ids below its vocabulary (512)."""
     import torch
     net = module_of(name, torch).eval().half().cuda()
     if name == "gpt2_tiny":
         x = torch.randint(0, 512, tuple(shape), device="cuda", dtype=torch.long)
     else:
         x = torch.rand(*shape, device="cuda", dtype=torch.float16) * 2 - 1
+    r = {}
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                net(x)
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            net(x)
-        for _ in range(warmup):
+        g, ref = cuda_graph(torch, lambda: net(x))
+        graphs = {"module_ms": g}
+        if art_path:
+            cnet = torch.compile(net, mode=None if mode == "default" else mode)
+            t0 = time.time()
+            cnet(x)
+            torch.cuda.synchronize()
+            r["compile_s"] = round(time.time() - t0, 1)
+            gc, outc = cuda_graph(torch, lambda: cnet(x))
+            gc.replay()
             g.replay()
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(iters):
-            g.replay()
-        e.record()
-        e.synchronize()
-        return s.elapsed_time(e) / iters
+            torch.cuda.synchronize()
+            a, b = (ref[0] if isinstance(ref, tuple) else ref), (outc[0] if isinstance(outc, tuple) else outc)
+            # the compiled module against the eager one, same weights and input
+            r["compiled_vs_eager"] = float((a.float() - b.float()).abs().max() / a.float().abs().max().clamp_min(1e-30))
+            r["mode"] = mode
+            graphs["compiled_ms"] = gc
+        runs = {k: [] for k in graphs}
+        cov = []
+        for _ in range(reps):
+            if art_path:
+                cov.append(run_covenant_ms(runtime, art_path, warmup, iters))
+            for k, gg in graphs.items():
+                runs[k].append(replay_ms(torch, gg, warmup, iters))
+    for k, v in runs.items():
+        r[k] = median(v)
+        r[k.replace("_ms", "_runs_ms")] = v
+    if cov:
+        r["covenant_ms"] = median(cov)
+        r["covenant_runs_ms"] = cov
+    return r
+
+
+def run_covenant_ms(runtime, art_path, warmup, iters):
+    out = run_covenant(runtime, [art_path, "--iters", str(iters), "--warmup", str(warmup)], 600)
+    return float(re.search(r"time: ([0-9.]+) ms per run", out).group(1))
 
 
 def main():
@@ -545,6 +619,12 @@ def main():
     ap.add_argument("--cases", type=int, default=100, help="random inputs per batch-1 model (default 100)")
     ap.add_argument("--b32-cases", type=int, default=100, help="random inputs per batch-32 model (default 100)")
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=3, help="alternating timings of each side; medians (default 3)")
+    ap.add_argument("--compile", nargs="*", default=["resnet50", "mobilenet_v2", "encoder"],
+                    help="models also timed as torch.compile(module) in a CUDA graph (default resnet50 "
+                         "mobilenet_v2 encoder)")
+    ap.add_argument("--compile-mode", default="default",
+                    help="torch.compile mode (default: inductor's default; e.g. max-autotune-no-cudagraphs)")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=1)
@@ -556,8 +636,10 @@ def main():
     cache = os.path.join(tempfile.gettempdir(), "covenant_models_onnx")
     results = []
     log("covenant artifacts on the GPU: %d artifact(s) from %s; %d/%d random inputs (batch 1/32) vs onnxruntime, "
-        "tolerance %g; latency = mean of %d CUDA-graph replays after %d" %
-        (len(rows), opt.part, opt.cases, opt.b32_cases, opt.tol, opt.iters, opt.warmup))
+        "tolerance %g; latency = median of %d alternating timings, each the mean of %d CUDA-graph replays after %d; "
+        "torch.compile (mode %s) for %s" %
+        (len(rows), opt.part, opt.cases, opt.b32_cases, opt.tol, opt.reps, opt.iters, opt.warmup, opt.compile_mode,
+         " ".join(opt.compile or []) or "none"))
     for name, batch, art in rows:
         if opt.only and name not in opt.only:
             continue
@@ -574,21 +656,31 @@ def main():
         else:
             tm = ("torch graph %.4f ms (%s; vs onnxruntime %.1e)" % (r["torch_ms"], r["torch"], r["torch_rel_err"])
                   if "torch_ms" in r else "torch: " + r.get("torch_error", "?"))
+            if "compile" in r:
+                c = r["compile"]
+                tm += "; module eager %.4f, torch.compile %.4f ms (covenant %.4f in that call; compiled in %.0f s, " \
+                      "vs eager %.1e)" % (c["module_ms"], c["compiled_ms"], c["covenant_ms"], c["compile_s"],
+                                          c["compiled_vs_eager"])
+            elif "compile_error" in r:
+                tm += "; torch.compile: " + r["compile_error"]
             log("%-20s b%-3d %s  %d cases, max rel err %.2e  covenant %.4f ms  %s  [%.0f s]" %
                 (name, int(batch), "PASS" if r["passed"] else "FAIL", r["cases"], r["max_rel_err"],
                  r["covenant_ms"] if r["covenant_ms"] is not None else float("nan"), tm, r["seconds"]))
     log("")
-    log("| model | batch | inputs | max rel err vs onnxruntime | result | covenant ms | torch eager (CUDA graph) ms | torch / covenant (>1: covenant faster) |")
-    log("|---|---|---|---|---|---|---|---|")
+    log("| model | batch | inputs | max rel err vs onnxruntime | result | covenant ms | torch eager (CUDA graph) ms | "
+        "torch / covenant (>1: covenant faster) | torch.compile (CUDA graph) ms | compile / covenant |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "error" in r:
-            log("| %s | %d | - | - | ERROR: %s | - | - | - |" % (r["model"], r["batch"], r["error"][:120].replace("|", "/")))
+            log("| %s | %d | - | - | ERROR: %s | - | - | - | - | - |" % (r["model"], r["batch"], r["error"][:120].replace("|", "/")))
             continue
         tms = r.get("torch_ms")
-        log("| %s | %d | %d | %.2e | %s | %.4f | %s | %s |" %
+        log("| %s | %d | %d | %.2e | %s | %.4f | %s | %s | %s | %s |" %
             (r["model"], r["batch"], r["cases"], r["max_rel_err"], "PASS" if r["passed"] else "FAIL",
              r["covenant_ms"] or float("nan"), "%.4f" % tms if tms else "n/a (%s)" % r.get("torch_error", "")[:60],
-             "%.2fx" % (tms / r["covenant_ms"]) if tms and r["covenant_ms"] else "-"))
+             "%.2fx" % (tms / r["covenant_ms"]) if tms and r["covenant_ms"] else "-",
+             "%.4f" % r["compile"]["compiled_ms"] if "compile" in r else "-",
+             "%.2fx" % (r["compile"]["compiled_ms"] / r["compile"]["covenant_ms"]) if "compile" in r else "-"))
     if opt.json:
         with open(opt.json, "w") as f:
             json.dump(results, f, indent=1)

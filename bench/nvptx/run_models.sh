@@ -13,6 +13,13 @@ cd "$(dirname "$0")/../.." || exit 1
 [ $# -ge 1 ] || { echo "usage: bash bench/nvptx/run_models.sh PART [--cases N] [--b32-cases N] [--iters N] [--json F]"; exit 2; }
 part=$1; shift
 [ -f "$part/models.txt" ] || { echo "run_models: $part/models.txt not found (compile_models.sh writes it)"; exit 2; }
+# artifacts carried in pieces (pack_artifacts.py) are rebuilt in a stash
+# outside the repository, which keeps the chunks of earlier parts
+if [ -f "$part/pieces.json" ]; then
+  stash=${COVENANT_STASH:-/tmp/covenant-artifacts}
+  python3 bench/nvptx/pack_artifacts.py unpack "$part" "$stash" || exit 1
+  part=$stash/$(basename "$part")
+fi
 echo "== building the runtime without LLVM (build-rt)"
 if ! { cmake -S runtime -B build-rt -DCMAKE_BUILD_TYPE=Release > build-rt.log 2>&1 &&
        cmake --build build-rt -j 8 >> build-rt.log 2>&1; }; then

@@ -81,6 +81,27 @@ static size_t tile_off(int row, int col, int cols, int es) {
   return (size_t)row * (size_t)rb + (size_t)gpu_swizzle_chunk(row, byte >> 4, rb / 16) * 16 + (size_t)(byte & 15);
 }
 
+/* A warp's share of the workgroup tile as the lowering sees it: origin
+ * (wrow, wcol) and wm/fm x wn/fn fragments of fm x fn. Warpgroup MMA
+ * (plan.wgmma): warpgroup w / 4 owns a wm x wn tile, warp w % 4 its rows
+ * 16 (w % 4) .. +16, seen as mma.m16n8 fragments (the target's wg_acc). */
+typedef struct wview {
+  gpu_plan v; /* the plan with the per-warp wm, fm, fn */
+  int wrow, wcol;
+} wview;
+static wview warp_view(const gpu_plan *p, int w) {
+  wview x = {*p, 0, 0};
+  int warps_n = p->bn / p->wn;
+  if (!p->wgmma) {
+    x.wrow = (w / warps_n) * p->wm, x.wcol = (w % warps_n) * p->wn;
+    return x;
+  }
+  int wgi = w / 4;
+  x.wrow = (wgi / warps_n) * p->wm + 16 * (w % 4), x.wcol = (wgi % warps_n) * p->wn;
+  x.v.wm = 16, x.v.fm = 16, x.v.fn = 8;
+  return x;
+}
+
 /* accumulator element i of lane -> (row, col) in the fragment */
 static void acc_coord(const gpu_plan *p, int lane, int i, int *r, int *c) {
   if (!p->matrix) {
@@ -137,18 +158,20 @@ static void emulate_pool(const gpu_plan *p, const float *A, float *out) {
 static void emulate_staged(const gpu_plan *p, const float *acc, int nacc_all, int n_acc, int64_t m0, int64_t n0,
                            unsigned gz, const float *bias, float *out) {
   const gpu_problem *q = &p->prob;
-  int warps = p->threads / p->warp_size, warps_n = p->bn / p->wn;
+  int warps = p->threads / p->warp_size;
   float *cs = calloc((size_t)p->bn * (size_t)p->cstride, sizeof(float));
   for (int w = 0; w < warps; w++)
     for (int lane = 0; lane < p->warp_size; lane++) {
-      int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+      wview x = warp_view(p, w);
+      const gpu_plan *pv = &x.v;
+      int wrow = x.wrow, wcol = x.wcol, slot = 0;
       const float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
-      for (int mf = 0; mf < p->wm / p->fm; mf++)
-        for (int nf = 0; nf < p->wn / p->fn; nf++)
+      for (int mf = 0; mf < pv->wm / pv->fm; mf++)
+        for (int nf = 0; nf < pv->wn / pv->fn; nf++)
           for (int i = 0; i < n_acc; i++, slot++) {
             int r, c;
-            acc_coord(p, lane, i, &r, &c);
-            int row = wrow + mf * p->fm + r, col = wcol + nf * p->fn + c;
+            acc_coord(pv, lane, i, &r, &c);
+            int row = wrow + mf * pv->fm + r, col = wcol + nf * pv->fn + c;
             int64_t gcol = n0 + col, ch = q->kind == GPU_OP_CONV2D ? gz * p->N + gcol : gcol;
             float v = ac[slot] + (q->epi.bias ? bias[gcol < p->N ? ch : 0] : 0);
             cs[(size_t)col * (size_t)p->cstride + (size_t)row] = act(&q->epi, v);
@@ -203,11 +226,13 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
       for (int64_t c = 0; c < q->cc; c++)
         for (int64_t r = 0; r < q->cr * q->cs; r++) Bw[(r * q->cc + c) * q->ck + o] = B[(o * q->cc + c) * q->cr * q->cs + r];
   }
-  int es = 4, n_acc = !p->matrix ? 1 : p->fm * p->fn / p->warp_size;
+  wview w0 = warp_view(p, 0); /* fragment shapes are the same for every warp */
+  const gpu_plan *v0 = &w0.v;
+  int es = 4, n_acc = !p->matrix ? 1 : v0->fm * v0->fn / p->warp_size;
   size_t a_bytes = (size_t)p->bm * (size_t)p->bk * (size_t)es, b_bytes = (size_t)p->bk * (size_t)p->bn * (size_t)es;
   unsigned char *ta = malloc(a_bytes), *tb = malloc(b_bytes);
-  int warps = p->threads / p->warp_size, warps_n = p->bn / p->wn;
-  int nacc_all = (p->wm / p->fm) * (p->wn / p->fn) * n_acc;
+  int warps = p->threads / p->warp_size;
+  int nacc_all = (v0->wm / v0->fm) * (v0->wn / v0->fn) * n_acc;
   float *acc = malloc(sizeof(float) * (size_t)(p->threads * nacc_all));
   /* the conv K-offset table, as build_ktable fills it */
   int64_t kt_n = (p->K + p->bk - 1) / p->bk * p->bk;
@@ -272,17 +297,19 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
           /* every lane's accumulators, from the staged tiles */
           for (int w = 0; w < warps; w++)
             for (int lane = 0; lane < p->warp_size; lane++) {
-              int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+              wview wv = warp_view(p, w);
+              const gpu_plan *pv = &wv.v;
+              int wrow = wv.wrow, wcol = wv.wcol, slot = 0;
               float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
-              for (int mf = 0; mf < p->wm / p->fm; mf++)
-                for (int nf = 0; nf < p->wn / p->fn; nf++)
+              for (int mf = 0; mf < pv->wm / pv->fm; mf++)
+                for (int nf = 0; nf < pv->wn / pv->fn; nf++)
                   for (int i = 0; i < n_acc; i++, slot++) {
                     int r, c;
-                    acc_coord(p, lane, i, &r, &c);
+                    acc_coord(pv, lane, i, &r, &c);
                     for (int kk = 0; kk < p->bk; kk++) {
                       float x, y;
-                      memcpy(&x, ta + tile_off(wrow + mf * p->fm + r, kk, p->bk, es), 4);
-                      memcpy(&y, tb + tile_off(kk, wcol + nf * p->fn + c, p->bn, es), 4);
+                      memcpy(&x, ta + tile_off(wrow + mf * pv->fm + r, kk, p->bk, es), 4);
+                      memcpy(&y, tb + tile_off(kk, wcol + nf * pv->fn + c, p->bn, es), 4);
                       ac[slot] += x * y;
                     }
                   }
@@ -295,14 +322,16 @@ static void emulate(const gpu_plan *p, const float *A, const float *B, const flo
         /* epilogue */
         for (int w = 0; w < warps; w++)
           for (int lane = 0; lane < p->warp_size; lane++) {
-            int wrow = (w / warps_n) * p->wm, wcol = (w % warps_n) * p->wn, slot = 0;
+            wview wv = warp_view(p, w);
+            const gpu_plan *pv = &wv.v;
+            int wrow = wv.wrow, wcol = wv.wcol, slot = 0;
             float *ac = acc + (size_t)(w * p->warp_size + lane) * (size_t)nacc_all;
-            for (int mf = 0; mf < p->wm / p->fm; mf++)
-              for (int nf = 0; nf < p->wn / p->fn; nf++)
+            for (int mf = 0; mf < pv->wm / pv->fm; mf++)
+              for (int nf = 0; nf < pv->wn / pv->fn; nf++)
                 for (int i = 0; i < n_acc; i++, slot++) {
                   int r, c;
-                  acc_coord(p, lane, i, &r, &c);
-                  int64_t row = m0 + wrow + mf * p->fm + r, col = n0 + wcol + nf * p->fn + c;
+                  acc_coord(pv, lane, i, &r, &c);
+                  int64_t row = m0 + wrow + mf * pv->fm + r, col = n0 + wcol + nf * pv->fn + c;
                   if (row >= p->M || col >= p->N) continue;
                   int64_t ch = q->kind == GPU_OP_CONV2D ? gz * p->N + col : col;
                   float v = ac[slot] + (q->epi.bias ? bias[ch] : 0);
@@ -369,7 +398,7 @@ static void random_problem(gpu_problem *q, int i) {
 static void test_emulation(const char *target) {
   /* the emulation runs on floats: plan as for f16 on this target (matrix
    * fragments), then as f32 (FMA fragments) */
-  int n_nhwc = 0, n_softmax = 0, n_pool = 0, n_pool_order = 0;
+  int n_nhwc = 0, n_softmax = 0, n_pool = 0, n_pool_order = 0, n_wg_conv = 0;
   for (int pass = 0; pass < 2; pass++) {
     gpu_target t;
     cov_status st = gpu_target_open(backend_gpu_vendors(), target, pass ? COV_F32 : COV_F16, &t);
@@ -411,17 +440,18 @@ static void test_emulation(const char *target) {
             q.kind == GPU_OP_MATMUL ? "matmul" : q.kind == GPU_OP_CONV2D ? "conv2d" : "maxpool",
             p.nhwc ? ", channels-last" : "", p.staged ? ", staged" : "", q.epi.softmax ? ", softmax" : "", err);
       n_nhwc += p.nhwc, n_softmax += q.epi.softmax, n_pool += q.kind == GPU_OP_MAXPOOL, n_pool_order += p.pool_order;
+      n_wg_conv += p.nhwc && p.wgmma;
       free(a), free(b), free(bias), free(want), free(got);
     }
     gpu_target_close(&t);
   }
   /* the random problems reach every kind of kernel: channels-last (on
    * targets with asynchronous copies) with and without pooled row order,
-   * softmax rows, the standalone pool */
+   * on warpgroup MMA (NVPTX), softmax rows, the standalone pool */
   int cl = strstr(target, "nvptx") != NULL;
-  CHECK(n_softmax > 0 && n_pool > 0 && (!cl || (n_nhwc > 0 && n_pool_order > 0)),
-        "%s: emulated %d channels-last (%d pooled order), %d softmax, %d pool kernels", target, n_nhwc, n_pool_order,
-        n_softmax, n_pool);
+  CHECK(n_softmax > 0 && n_pool > 0 && (!cl || (n_nhwc > 0 && n_pool_order > 0 && n_wg_conv > 0)),
+        "%s: emulated %d channels-last (%d pooled order, %d warpgroup MMA), %d softmax, %d pool kernels", target,
+        n_nhwc, n_pool_order, n_wg_conv, n_softmax, n_pool);
 }
 
 static void test_suite_plans(const char *target) {

@@ -2,7 +2,8 @@
 # check_layers.sh COVENANT WORKDIR: every suite layer (and a large GEMM)
 # compiled to PTX for nvptx-sm90 through the shared GPU lowering:
 # PTX 8.0 for sm_90a, the kernel entry, mma.sync fed by ldmatrix or (matmuls
-# the tiles divide) wgmma.mma_async on shared-memory descriptors, cp.async
+# the tiles divide, channels-last convolutions) wgmma.mma_async on
+# shared-memory descriptors, cp.async
 # where the tiles are copied as whole vectors, no local memory (spills), the
 # dynamic shared memory the manifest states; and byte-identical output from
 # a second compilation.
@@ -30,14 +31,16 @@ for f in "$work"/a/*.ptx; do
   if grep -q 'wgmma.mma_async' "$f"; then
     # warpgroup MMA: descriptors on 128-byte-swizzled tiles, B transposed,
     # the batch fenced, committed and awaited, the copies made visible to
-    # the async proxy; column pairs stored as 8 bytes
+    # the async proxy; matmuls store column pairs as 8 bytes (channels-last
+    # convolutions, whose modules hold the NHWC transform, store NCHW)
     grep -Eq 'wgmma.mma_async.sync.aligned.m64n(64|128|256)k16.f32.f16.f16 \{[^}]*\}, %rd[0-9]+, %rd[0-9]+, p, 1, 1, 0, 1;' "$f" ||
       bad "no wgmma m64nNk16 with B transposed"
     grep -q 'wgmma.fence.sync.aligned' "$f" || bad "no wgmma.fence"
     grep -q 'wgmma.commit_group.sync.aligned' "$f" || bad "no wgmma.commit_group"
     grep -q 'wgmma.wait_group.sync.aligned' "$f" || bad "no wgmma.wait_group"
     grep -q 'fence.proxy.async.shared::cta' "$f" || bad "no async-proxy fence"
-    grep -q 'st.global.v2.f32' "$f" || bad "no 8-byte output stores"
+    grep -q "^.visible .entry covenant_${name}_nhwc(" "$f" || grep -q 'st.global.v2.f32' "$f" ||
+      bad "no 8-byte output stores"
   else
     grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$f" || bad "no mma.sync"
     grep -q 'ldmatrix.sync.aligned.m8n8.x4.shared.b16' "$f" || bad "no ldmatrix for A"
@@ -48,6 +51,11 @@ for f in "$work"/a/*.ptx; do
 done
 # matmuls that 128x128 / 64x128 tiles divide take warpgroup MMAs
 for name in gemm_4096x4096x4096 bert_base_qkv bert_base_ffn1 dlrm_mlp_top; do
+  grep -q 'wgmma.mma_async' "$work/a/$name.ptx" || { echo "FAIL $name: no warpgroup MMA"; fail=1; }
+done
+# so do the ResNet-50 channels-last convolutions (3x3 and 1x1: the mapper's
+# warpgroup candidates for channels-last convs, bench/nvptx/README.md)
+for name in resnet50_res2_3x3 resnet50_res3_1x1 resnet50_res4_3x3 resnet50_res5_1x1; do
   grep -q 'wgmma.mma_async' "$work/a/$name.ptx" || { echo "FAIL $name: no warpgroup MMA"; fail=1; }
 done
 # tiles copied as whole vectors go through cp.async
