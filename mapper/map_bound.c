@@ -9,7 +9,8 @@
  *
  * Why the bound never exceeds the cost of any completion (proof):
  *   map_cost gives  cycles = max(busy, overlapped) + serial + fill  where
- *   busy = passes * (latency + inner * issue) + epilogue, overlapped = the
+ *   busy >= max(passes * (latency + inner * issue), epilogue) (the two
+ *   overlap where the output tile is double-buffered), overlapped = the
  *   largest per-edge sum of double-buffered transfer time or DRAM bytes over
  *   DRAM bandwidth, serial = the sum of the other transfers' times, fill =
  *   the longest single double-buffered transfer. Each transfer adds
@@ -25,7 +26,7 @@
  *     on an output-stationary array map_cost charges their cycles instead
  *     (on a weight-stationary one at least the passes): each GEMM
  *     takes at least its m * k * n / throughput (ISA.md), and they cover
- *     every MAC, so there busy >= latency + MACs / throughput + epilogue.
+ *     every MAC, so there busy >= max(latency + MACs / throughput, epilogue).
  *   - a transfer at level lv >= max(F, 1): its tile and bytes are exact (they
  *     depend only on the factors of levels >= lv). Its count is the product
  *     of the trips of every scheduled loop of a level < lv up to and
@@ -211,9 +212,11 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
     for (int l = 0; l < p->n_loops; l++) inner *= (double)ch->fac[L - 1][l];
     passes = B->trips / inner;
   }
-  double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) + B->epilogue
-                           : B->latency + B->trips * B->issue + B->epilogue;
-  if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor + B->epilogue;
+  double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) : B->latency + B->trips * B->issue;
+  if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor;
+  /* map_cost's busy is at least the longer of the main statement and the
+   * epilogue (they overlap where the output tile is double-buffered) */
+  if (B->epilogue > busy) busy = B->epilogue;
   double per_edge[MAP_MAX_OPERANDS * MAP_MAX_LEVELS];
   int edge_id[MAP_MAX_OPERANDS * MAP_MAX_LEVELS], n_e = 0;
   double serial = 0, fill = 0, dram = 0;

@@ -448,6 +448,16 @@ cov_dtype map_epi_out_dtype(const map_schedule *s) {
   return t;
 }
 
+uint64_t map_epi_half(const map_schedule *s, uint64_t have) {
+  if (s->n_vops == 0 || s->n_levels < 2) return 0;
+  const map_problem *p = &s->prob;
+  const map_place *pl = &s->place[p->output][1];
+  uint64_t elems = 1;
+  for (int d = 0; d < p->operands[p->output].rank; d++) elems *= (uint64_t)pl->shape[d];
+  uint64_t need = elems * 4 * (uint64_t)(s->n_vregs + s->n_rows + 2);
+  return 2 * (need + 64 * MAP_EPI_SLOTS) <= have ? (have / 2) / 64 * 64 : 0;
+}
+
 /* The epilogue works on the output points of the level-1 tile (one per
  * combination of its output loops): each register is one value per point,
  * a row register one value per point with its row loop fixed, the pooled

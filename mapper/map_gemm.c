@@ -208,6 +208,24 @@ static double edge_between(const cov_acg *g, int a, int b) {
 /* One GEMM's occupancy of the array (ISA.md "Timing", bank factors 1: the
  * code generator lays each array operand's tile out so that one cycle's
  * elements fall in distinct banks). */
+/* The bank factor the simulator charges a gemm operand (acg_bank_degree,
+ * the one count both use): `count` elements that one cycle reads along
+ * scheduled loop i of operand o's deepest tile, laid out as the code
+ * generator lays it (map_gemm_tile_strides), from a bank boundary. */
+static double operand_bank_degree(const map_schedule *s, const map_gemm_plan *gp, int o, int i,
+                                  double count) {
+  const cov_acg *g = s->acg;
+  const map_operand *op = &s->prob.operands[o];
+  int lv = deepest(s, o);
+  const map_place *pl = &s->place[o][lv];
+  if (i < 0 || count < 2 || lv == 0 || g->storage[pl->node].kind == ACG_DRAM) return 1;
+  int64_t strides[COV_MAX_RANK], st = 0;
+  map_gemm_tile_strides(s, gp, o, lv, strides);
+  for (int d = 0; d < op->rank; d++) st += op->acc.coef[d][s->sloops[i].loop] * s->sloops[i].step * strides[d];
+  int64_t bst = st * (int64_t)cov_dtype_size(pl->dtype);
+  return (double)acg_bank_degree(&g->storage[pl->node], 0, bst < 0 ? -bst : bst, (uint32_t)count);
+}
+
 static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m, double k, double n,
                        bool acc, bool chain, bool hold) {
   const cov_acg *g = s->acg;
@@ -223,8 +241,13 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   double bwc = edge_between(g, s->node, nc);
   double thr = cap->throughput > 0 ? cap->throughput : 1;
   if (!gp->output_stationary) {
-    double wl = fmax(k, cdiv(k * n * eb, bwb));
-    double st = fmax(fmax(m, cdiv(m * k * ea, bwa)), fmax(cdiv(m * n * eo, bwc), cdiv(m * k * n, thr)));
+    /* bank factors as the simulator charges them: a row of B (n elements)
+     * per weight-load cycle, a row of A (k elements) per stream cycle */
+    double da = operand_bank_degree(s, gp, gp->a_op, gp->kl, k);
+    double db = operand_bank_degree(s, gp, gp->b_op, gp->nl, n);
+    double wl = fmax(k, cdiv(k * n * eb, bwb)) * db;
+    double sm = fmax(m, cdiv(m * k * ea, bwa));
+    double st = fmax(sm, fmax(cdiv(m * n * eo, bwc), cdiv(m * k * n, thr))) + sm * (da - 1);
     /* Double-buffered weights (ACG weight_buffers 2): in a stream of such
      * gemms each one's load hides behind its predecessor's stream. */
     if (acg_weights_overlap(g, s->node, na, nb, acc ? nc : -1)) return fmax(wl, st);
@@ -234,6 +257,9 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   double feed = na == nb && bwa > 0 ? cdiv(k * (m * ea + n * eb), bwa)
                                     : fmax(cdiv(k * m * ea, bwa), cdiv(k * n * eb, bwb));
   double body = fmax(fmax(k, feed), cdiv(m * k * n, thr));
+  /* a column of A (m elements) and a row of B (n) per step: the worse of
+   * their bank factors, as the simulator charges it */
+  body *= fmax(operand_bank_degree(s, gp, gp->a_op, gp->ml, m), operand_bank_degree(s, gp, gp->b_op, gp->nl, n));
   return pre + body + (hold ? 0 : cdiv(m * n * eo, bwc));
 }
 

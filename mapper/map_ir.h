@@ -306,6 +306,16 @@ typedef struct map_schedule {
  * accumulator's (an integer array's i32) or f32. */
 cov_dtype map_epi_out_dtype(const map_schedule *s);
 
+/* Whether the code generator alternates the epilogue's registers between
+ * two halves of the `have` bytes it finds free in its register buffer (the
+ * epilogue of a tile then need not wait for the previous tile's store, and
+ * the array's next tile overlaps this one's epilogue and store): the offset
+ * of the second half, 0 when two tiles' registers (and MAP_EPI_SLOTS
+ * 64-byte slots each) do not fit. The code generator decides with it, the
+ * cost model predicts the overlap with it. */
+#define MAP_EPI_SLOTS 8
+uint64_t map_epi_half(const map_schedule *s, uint64_t have);
+
 /* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
  * the code generators and evaluators that read the scheduled IR. */
 const map_schedule *map_schedule_of(const cov_schedule *s);

@@ -14,7 +14,7 @@
 #include "mapper/map_ir.h"
 #include "mapper/map_walk.h"
 
-#define SLOTS 8
+#define SLOTS MAP_EPI_SLOTS /* the epilogue's register slots (map_epi_half counts them) */
 
 typedef struct rloc { /* where an epilogue register lives */
   bool valid;

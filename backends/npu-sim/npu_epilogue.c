@@ -282,7 +282,7 @@ void npu_cg_store_final(cg *c, int o) {
   for (int d = 0; d < op->rank; d++) elems *= pl->shape[d];
   uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
   uint64_t have = c->area_hi - c->area_lo;
-  c->epi_half = 2 * (need + 64 * SLOTS) <= have ? (have / 2) / 64 * 64 : 0;
+  c->epi_half = map_epi_half(c->s, have);
   if (need <= have) {
     store_chunk(c, o, -1, 0, 0);
     return;

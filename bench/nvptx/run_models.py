@@ -651,6 +651,9 @@ def main():
             traceback.print_exc(limit=2)
         r["seconds"] = round(time.time() - t0, 1)
         results.append(r)
+        if opt.json:  # after every model: a run stopped at its time limit keeps the rows it has
+            with open(opt.json, "w") as f:
+                json.dump(results, f, indent=1)
         if "error" in r:
             log("%-20s b%-3d ERROR %s" % (name, int(batch), r["error"]))
         else:
