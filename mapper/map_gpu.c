@@ -57,12 +57,25 @@
  * set raised held-out rho by more than 0.01 without a slower pick, so they
  * stay. */
 enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 32, COPY_OPS_ELEM = 18, EPI_OPS = 4, BASE_REGS = 40 };
+/* the warp-specialised kernel (map_gpu_lowering.tma): registers its
+ * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
+ * lowering: backends/gpu/gpu_plan.h) */
+enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
+/* Fitted to the H100 run of bench/nvptx/results-h100-session6.json (15 timed :ws
+ * schedules of the 5 gpu_shapes GEMMs): WS_STEP_CYCLES, a consumer's K
+ * step beyond its resources' demand (waiting for its batch, the stage
+ * barriers); WS_SCALE, the ratio of predicted to measured cycles of the
+ * other kernels' model (the mapper's picks of the same 5 shapes in the
+ * same run, geometric mean), so that both rank on one scale. */
+#define WS_STEP_CYCLES 400.0
+#define WS_SCALE 0.54
 
 typedef struct gcap {
   int m, n, k, waves;
   bool smem_ops;
   double rate;       /* MACs per cycle per unit */
   double units;      /* units per core */
+  double lat;        /* cycles from issue to result */
 } gcap;
 
 typedef struct gtarget {
@@ -72,7 +85,7 @@ typedef struct gtarget {
   double l2_bw, l2_lat, smem_bw, smem_lat, st_bw, dram_bw;
   double mem_lat; /* DRAM -> scratchpad: the latencies along the path */
   double simd_rate, simd_units; /* f32 operations per cycle per core, vector units per core */
-  bool async;
+  bool async, tma;
   gcap caps[16];
 } gtarget;
 
@@ -154,6 +167,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
   t->l2_lat = g->edges[e_l2].latency_cycles;
   t->mem_lat = path_latency(g, sp);
   t->async = g->edges[e_l2].async && (!low || low->async_copy);
+  t->tma = t->async && (!low || low->tma);
   t->smem_bw = g->edges[e_sm].bandwidth_bytes_per_cycle / cores;
   t->smem_lat = g->edges[e_sm].latency_cycles;
   t->st_bw = g->edges[e_st].bandwidth_bytes_per_cycle / cores;
@@ -176,7 +190,8 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
       if (cap->waves > 1) ok = (!low || low->warpgroup) && cap->operands_in_scratchpad;
       if (!ok) continue;
       t->caps[t->n_caps++] = (gcap){(int)cap->tile[0], (int)cap->tile[1], (int)cap->tile[2], (int)cap->waves,
-                                    cap->operands_in_scratchpad, cap->throughput, u->instances / cores};
+                                    cap->operands_in_scratchpad, cap->throughput, u->instances / cores,
+                                    (double)cap->latency};
     }
   }
   if (t->simd_rate <= 0)
@@ -193,33 +208,42 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   int es = (int)cov_dtype_size(p->in), per = 16 / es;
   if (c->bm % c->wm || c->bn % c->wn || c->wm % c->fm || c->wn % c->fn || c->bk % c->fk) return false;
   if ((c->bk * es) % 16 || (c->bn * es) % 16 || !pow2(c->bk * es / 16) || !pow2(c->bn * es / 16)) return false;
-  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn);
+  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn) + (c->tma ? 4 * t->warp : 0);
   if (c->threads > t->max_threads) return false;
   int acc = c->wm * c->wn / (t->warp * (c->warpgroup ? 4 : 1));
   int frag = c->warpgroup ? 0 : ((c->wm + c->wn) * c->fk * es / 4 + t->warp - 1) / t->warp;
   c->regs = acc + frag + BASE_REGS;
-  if (c->regs > t->max_regs || (double)c->threads * c->regs > t->regs_core) return false;
+  /* the producer warpgroup of a tma kernel keeps WS_PRODUCER_REGS, the
+   * consumers take the rest */
+  double held = c->tma ? (double)(c->threads - 4 * t->warp) * c->regs + 4.0 * t->warp * WS_PRODUCER_REGS
+                       : (double)c->threads * c->regs;
+  if (c->regs > t->max_regs || held > t->regs_core) return false;
   int64_t a_vec = (int64_t)c->bm * c->bk / per, b_vec = (int64_t)c->bk * c->bn / per;
   bool divides = a_vec % c->threads == 0 && b_vec % c->threads == 0;
   c->vector_copy = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0 &&
                    divides;
-  if (c->channels_last) {
+  /* the tma kernel's copies are bulk tensor copies of whole tiles: it
+   * needs a matmul the tiles divide, whatever the thread count */
+  bool whole = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0;
+  if (c->tma) {
+    if (!whole || !c->warpgroup || !t->tma || c->bk * es != 128 || p->rows_whole || c->stages < 2) return false;
+  } else if (c->channels_last) {
     if (p->kind != MAP_GPU_CONV || p->groups != 1 || es != 2 || !t->async || !c->matrix || c->bk % per ||
         p->conv_c % c->bk || p->N % c->bn || !divides)
       return false;
   } else if (!c->vector_copy && (((int64_t)c->bm * c->bk) % c->threads || ((int64_t)c->bk * c->bn) % c->threads)) {
     return false;
   }
-  bool async = t->async && (c->vector_copy || c->channels_last);
+  bool async = t->async && (c->vector_copy || c->channels_last || c->tma);
   if (c->stages > 2 && !async) return false;
-  if (c->warpgroup && (!(c->vector_copy || c->channels_last) || !async || c->bk * es != 128 || c->stages < 2))
+  if (c->warpgroup && !c->tma && (!(c->vector_copy || c->channels_last) || !async || c->bk * es != 128 || c->stages < 2))
     return false;
   if (p->rows_whole && (c->warpgroup || c->bn < p->N || c->bn > 512)) return false;
   uint64_t pipe = (uint64_t)c->stages * (uint64_t)(c->bm * c->bk + c->bk * c->bn) * (uint64_t)es;
   uint64_t staged = p->rows_whole ? (uint64_t)c->bn * (uint64_t)(c->bm + 1) * 4u + (uint64_t)c->bm * 8u
                     : c->channels_last && c->bm % 4 == 0 ? (uint64_t)c->bn * (uint64_t)(c->bm + 4) * 4u
                                                          : 0;
-  c->shared_bytes = (pipe > staged ? pipe : staged) + (c->warpgroup ? 1024u : 0u);
+  c->shared_bytes = (pipe > staged ? pipe : staged) + (c->warpgroup ? 1024u : 0u) + (c->tma ? WS_BARRIER_BYTES : 0u);
   if (c->shared_bytes > t->smem) return false;
   if (cdiv(p->M, c->bm) > 65535 || p->G > 65535) return false;
   return true;
@@ -302,6 +326,47 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
 }
 
+/* The warp-specialised persistent kernel (map_gpu_lowering.tma): one
+ * workgroup per core walks ceil(tiles / cores) tiles in turn; a producer
+ * warpgroup's bulk tensor copies (no vector-unit issue, no registers) keep
+ * the ring of stages full across tiles, so the DRAM latency is paid once,
+ * and per K step only when stages - 1 tiles in flight do not cover it; the
+ * consumers' epilogue stores (bm x bn f32) stop the matrix units between
+ * tiles (the producer fills the next tile's stages meanwhile). */
+static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched *c) {
+  double es = (double)cov_dtype_size(p->in);
+  int64_t nk = cdiv(p->K, c->bk);
+  c->tiles = p->G * cdiv(p->M, c->bm) * cdiv(p->N, c->bn);
+  int64_t per_core = cdiv(c->tiles, t->cores);
+  double mma = (double)c->bm * c->bn * c->bk / (cap->rate * cap->units);
+  double consumers = (double)(c->bm / c->wm) * (c->bn / c->wn);
+  double smem = consumers * (64.0 + c->wn) * c->bk * es / t->smem_bw;
+  double copy = (double)(c->bm + c->bn) * c->bk * es / t->l2_bw;
+  double d[3] = {mma, smem, copy}, res = 0, sum = 0;
+  for (int i = 0; i < 3; i++) res = fmax(res, d[i]), sum += d[i];
+  double step = res + OVERLAP * (sum - res);
+  /* a consumer's K step also waits for its batch, arrives on the stage's
+   * barrier and waits for the next stage's; a lone consumer's wait for its
+   * batch is not covered by another's batch (H100: 64x128 tiles 24% slower
+   * than 128x64 at 1024^3) */
+  step += WS_STEP_CYCLES + (consumers < 2 ? cap->lat : 0.0);
+  step = fmax(step, (LAT_MUL * t->mem_lat + copy) / (c->stages - 1));
+  double out = (double)c->bm * c->bn;
+  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  c->chain = (double)nk * step + epi;
+  c->per_core = 1;
+  c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
+  c->mma = (double)(per_core * nk) * mma;
+  c->smem = (double)(per_core * nk) * smem;
+  c->copy = (double)(per_core * nk) * copy;
+  c->issue = 0;
+  c->epilogue = (double)per_core * epi;
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
+  c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
+  c->cycles *= WS_SCALE;
+}
+
 /* Whether a ranks before b: the cheaper; on equal cost, between
  * warpgroup tiles, the one that keeps more workgroups resident per core
  * (the H100 run of bench/nvptx/rank-h100.json: 128x64 warpgroup tiles 8%
@@ -328,7 +393,8 @@ static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap
   r->enumerated++;
   if (!fits(t, p, &c)) return;
   r->feasible++;
-  cost(t, p, cap, &c);
+  if (c.tma) cost_ws(t, p, cap, &c);
+  else cost(t, p, cap, &c);
   keep(r, &c);
 }
 
@@ -391,6 +457,21 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
         int st = k_wg_stages[si];
         c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.stages = st;
         if (c.bm % c.wm || c.bn % c.wn) continue;
+        try_cand(t, p, cap, c, r);
+      }
+  if (!t->tma || p->kind != MAP_GPU_MATMUL) return;
+  c.channels_last = false;
+  /* the warp-specialised persistent kernel (matmuls): one or two consumer
+   * warpgroups (with the producer at most 384 threads, so that setmaxnreg
+   * can give every consumer thread 232 registers), rings as deep as fit,
+   * the deepest first on equal cost */
+  static const int ws_stages[] = {8, 6, 4, 3};
+  c.tma = true;
+  for (int ib = 2; ib < 4; ib++)
+    for (int jb = 1; jb < 4; jb++)
+      for (int si = 0; si < 4; si++) {
+        c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.stages = ws_stages[si];
+        if (c.bm % c.wm || c.bn % c.wn || (c.bm / c.wm) * (c.bn / c.wn) > 2) continue;
         try_cand(t, p, cap, c, r);
       }
 }

@@ -56,6 +56,12 @@ typedef struct map_gpu_lowering {
   int shapes[MAP_GPU_MAX_SHAPES][3];
   bool async_copy;         /* implements the asynchronous path's copies */
   bool warpgroup;          /* implements multi-wave (warpgroup) instructions */
+  /* implements the warp-specialised persistent kernel: warpgroup
+   * instructions fed by bulk tensor copies that one producer warpgroup
+   * issues into an mbarrier ring, one workgroup per core walking the tiles
+   * (`covenant map` without a lowering: wherever the ACG has warpgroup
+   * instructions and an asynchronous path into the scratchpad) */
+  bool tma;
 } map_gpu_lowering;
 
 typedef struct map_gpu_sched {
@@ -63,6 +69,7 @@ typedef struct map_gpu_sched {
   int wm, wn;              /* wave tile (register level); a warpgroup's with multi-wave instructions */
   int fm, fn, fk;          /* matrix instruction, or the FMA fragment */
   bool matrix, warpgroup;
+  bool tma;                /* warp-specialised persistent (map_gpu_lowering.tma): a producer warpgroup more */
   bool channels_last;      /* A as channels-last 16-byte rows (convolutions), else the NCHW gather */
   bool vector_copy;        /* whole 16-byte copies (matmuls the tiles divide) */
   int stages;              /* scratchpad pipeline depth */

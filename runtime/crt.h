@@ -22,7 +22,12 @@
 #include "covenant/status.h"
 #include "covenant/tensor.h"
 
-#define CRT_FORMAT_VERSION 1
+/* the format this runtime writes at most and reads: version 2 adds
+ * tensor-map arguments ({"tmap": ...}); an artifact without any is
+ * written as version 1, byte for byte as before */
+#define CRT_FORMAT_VERSION 2
+#define CRT_FORMAT_VERSION_MIN 1
+#define CRT_FORMAT_VERSION_TMAP 2
 #define CRT_MAGIC "\x7f" "COVART\n"
 #define CRT_HEADER_BYTES 64
 #define CRT_ALIGN 256 /* blobs, weights and arena offsets */
@@ -53,15 +58,23 @@ typedef struct crt_buffer {
   int first, last; /* intermediates: the first and last step using it */
 } crt_buffer;
 
-typedef enum crt_arg_kind { CRT_ARG_BUFFER, CRT_ARG_I32, CRT_ARG_I64, CRT_ARG_F32 } crt_arg_kind;
+typedef enum crt_arg_kind { CRT_ARG_BUFFER, CRT_ARG_I32, CRT_ARG_I64, CRT_ARG_F32, CRT_ARG_TMAP } crt_arg_kind;
 
-/* A kernel argument: a device address (buffer + byte offset) or a scalar. */
+/* A kernel argument: a device address (buffer + byte offset), a scalar, or
+ * (format version 2) the device address of a tensor map over a buffer: the
+ * runtime builds the driver's 2-D CUtensorMap of the row-major
+ * [rows][cols] matrix of 16-bit elements (the buffer's dtype, f16 or bf16)
+ * at buffer + offset, boxes of box_rows x box_cols, 128-byte swizzle (what
+ * the warp-specialised kernels' bulk tensor copies read), uploads it once
+ * when the session opens and passes its address. */
 typedef struct crt_arg {
   crt_arg_kind kind;
   int buffer;
   uint64_t offset;
   int64_t i;
   float f;
+  uint64_t rows, cols;        /* CRT_ARG_TMAP */
+  uint32_t box_rows, box_cols, swizzle;
 } crt_arg;
 
 typedef enum crt_step_op { CRT_STEP_LAUNCH, CRT_STEP_FILL, CRT_STEP_NPU } crt_step_op;
@@ -201,9 +214,20 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size);
 cov_status crt_builder_write(crt_builder *b, const char *path);
 
 static inline crt_arg crt_buf_arg(int buffer, uint64_t offset) {
-  crt_arg a = {CRT_ARG_BUFFER, buffer, offset, 0, 0.0f};
+  crt_arg a = {CRT_ARG_BUFFER, buffer, offset, 0, 0.0f, 0, 0, 0, 0, 0};
   return a;
 }
+
+/* A tensor-map argument (128-byte swizzle; crt_arg). */
+static inline crt_arg crt_tmap_arg(int buffer, uint64_t offset, uint64_t rows, uint64_t cols, uint32_t box_rows,
+                                   uint32_t box_cols) {
+  crt_arg a = {CRT_ARG_TMAP, buffer, offset, 0, 0.0f, rows, cols, box_rows, box_cols, 128};
+  return a;
+}
+
+/* The checks of a tensor-map argument over a buffer of `bytes` bytes and
+ * element size `esize`: NULL, or what is wrong (static text). */
+const char *crt_tmap_problem(const crt_arg *x, uint64_t bytes, int esize);
 
 /* ---- running artifacts ----------------------------------------------- */
 typedef struct crt_session crt_session;

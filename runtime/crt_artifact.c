@@ -375,6 +375,47 @@ static void use_buffer(crt_artifact *a, int i, int s) {
   b->last = s;
 }
 
+const char *crt_tmap_problem(const crt_arg *x, uint64_t bytes, int esize) {
+  if (esize != 2) return "a tensor map is over a 16-bit buffer (f16 or bf16)";
+  if (x->swizzle != 128) return "the swizzle is 128 (bytes)";
+  if (x->rows < 1 || x->cols < 1 || x->rows > 0xffffffffu || x->cols > 0xffffffffu)
+    return "rows and cols are in [1, 2^32)";
+  if ((x->cols * 2) % 16 || x->offset % 16) return "rows and the offset are whole 16-byte units";
+  if (x->box_rows < 1 || x->box_rows > 256 || x->box_cols < 1 || x->box_cols * 2 > x->swizzle)
+    return "a box is 1 to 256 rows of at most the swizzle's 128 bytes";
+  if (x->offset > bytes || x->rows * x->cols * 2 > bytes - x->offset) return "the matrix runs past the buffer's end";
+  return NULL;
+}
+
+/* {"tmap": {"buffer", "offset", "rows", "cols", "box_rows", "box_cols", "swizzle"}} (format version 2) */
+static void read_tmap(rd *r, const crt_json *g, crt_arg *x, int s) {
+  crt_artifact *a = r->a;
+  static const char *outer[] = {"tmap", NULL}, *keys[] = {"buffer", "offset", "rows", "cols", "box_rows",
+                                                          "box_cols", "swizzle", NULL};
+  check_keys(r, g, outer);
+  const crt_json *m = member(r, g, "tmap", CRT_JSON_OBJECT, 1);
+  if (r->err) return;
+  if (a->version < CRT_FORMAT_VERSION_TMAP)
+    return bad(r, m, "a tensor-map argument needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_TMAP,
+               a->version);
+  check_keys(r, m, keys);
+  x->kind = CRT_ARG_TMAP;
+  x->buffer = (int)int_of(r, m, "buffer", 0, a->n_buffers - 1, 1, 0);
+  x->offset = (uint64_t)int_of(r, m, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
+  x->rows = (uint64_t)int_of(r, m, "rows", 1, 0xffffffffLL, 1, 1);
+  x->cols = (uint64_t)int_of(r, m, "cols", 1, 0xffffffffLL, 1, 1);
+  x->box_rows = (uint32_t)int_of(r, m, "box_rows", 1, 256, 1, 1);
+  x->box_cols = (uint32_t)int_of(r, m, "box_cols", 1, 256, 1, 1);
+  x->swizzle = (uint32_t)int_of(r, m, "swizzle", 0, 1024, 1, 128);
+  if (r->err) return;
+  const crt_buffer *b = &a->buffers[x->buffer];
+  const char *why = crt_tmap_problem(x, b->bytes, (int)cov_dtype_size(b->dtype));
+  if (why)
+    return bad(r, m, "tensor map over buffer %d ('%s', %s, %" PRIu64 " bytes): %s", x->buffer, b->name,
+               cov_dtype_name(b->dtype), b->bytes, why);
+  use_buffer(a, x->buffer, s);
+}
+
 static void read_args(rd *r, const crt_json *o, crt_step *st, int s) {
   crt_artifact *a = r->a;
   const crt_json *arr = array_of(r, o, "args", 1);
@@ -401,12 +442,15 @@ static void read_args(rd *r, const crt_json *o, crt_step *st, int s) {
       int is32 = !strcmp(g->keys[0], "i32");
       x->kind = is32 ? CRT_ARG_I32 : CRT_ARG_I64;
       x->i = int_of(r, g, g->keys[0], is32 ? INT32_MIN : INT64_MIN, is32 ? INT32_MAX : INT64_MAX, 1, 0);
+    } else if (crt_json_get(g, "tmap")) {
+      read_tmap(r, g, x, s);
     } else if (g->n == 1 && !strcmp(g->keys[0], "f32")) {
       const crt_json *v = member(r, g, "f32", CRT_JSON_NUMBER, 1);
       x->kind = CRT_ARG_F32;
       if (v) x->f = (float)v->d;
     } else {
-      bad(r, g, "an argument is {\"buffer\": B, \"offset\": O} or one of {\"i32\": V}, {\"i64\": V}, {\"f32\": V}");
+      bad(r, g, "an argument is {\"buffer\": B, \"offset\": O}, {\"tmap\": {...}} or one of {\"i32\": V}, "
+                "{\"i64\": V}, {\"f32\": V}");
     }
   }
 }
@@ -575,11 +619,11 @@ cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, c
     return container_error(file, COV_INVALID_INPUT, "truncated: %zu bytes, the header alone is %d", size,
                            CRT_HEADER_BYTES);
   uint32_t version = crt_rd32(p + 8), hbytes = crt_rd32(p + 12);
-  if (version != CRT_FORMAT_VERSION)
+  if (version < CRT_FORMAT_VERSION_MIN || version > CRT_FORMAT_VERSION)
     return container_error(file, COV_UNSUPPORTED,
-                           "artifact format version %u; this runtime reads version %d (compile the model again "
-                           "with the covenant that matches this runtime)",
-                           version, CRT_FORMAT_VERSION);
+                           "artifact format version %u; this runtime reads versions %d to %d (compile the model "
+                           "again with the covenant that matches this runtime)",
+                           version, CRT_FORMAT_VERSION_MIN, CRT_FORMAT_VERSION);
   uint64_t fbytes = crt_rd64(p + 16), moff = crt_rd64(p + 24), mbytes = crt_rd64(p + 32), mfnv = crt_rd64(p + 40),
            doff = crt_rd64(p + 48), dbytes = crt_rd64(p + 56);
   if (hbytes != CRT_HEADER_BYTES)

@@ -33,6 +33,7 @@ struct crt_builder {
   int n_steps, cap_steps;
   char **missing;
   int n_missing, cap_missing;
+  unsigned version; /* the format the items need (tensor maps: 2), else 1 */
 };
 
 static char *dup_str(crt_builder *b, const char *s) {
@@ -90,6 +91,7 @@ cov_status crt_builder_new(const char *target, const char *backend, const char *
   b->backend = dup_str(b, backend);
   b->arch = dup_str(b, arch);
   b->model = dup_str(b, slash ? slash + 1 : model);
+  b->version = CRT_FORMAT_VERSION_MIN;
   if (b->err) {
     cov_status st = b->err;
     b->err = NULL;
@@ -286,6 +288,17 @@ int crt_add_launch(crt_builder *b, int group, const char *label, int module, con
       fail(b, "launch of '%s': argument %d does not fit i32", kernel, k);
       return -1;
     }
+    if (x->kind == CRT_ARG_TMAP) {
+      const char *why = x->buffer < 0 || x->buffer >= b->n_buffers
+                            ? "no such buffer"
+                            : crt_tmap_problem(x, b->buffers[x->buffer].bytes,
+                                               (int)cov_dtype_size(b->buffers[x->buffer].dtype));
+      if (why) {
+        fail(b, "launch of '%s': argument %d, a tensor map over buffer %d: %s", kernel, k, x->buffer, why);
+        return -1;
+      }
+      b->version = CRT_FORMAT_VERSION_TMAP;
+    }
   }
   int i = new_step(b, CRT_STEP_LAUNCH, group, label);
   if (i < 0) return -1;
@@ -372,7 +385,7 @@ static uint64_t plan_arena(crt_builder *b) {
   for (int s = 0; s < b->n_steps; s++) {
     const crt_step *st = &b->steps[s];
     for (int k = 0; k < st->n_args; k++)
-      if (st->args[k].kind == CRT_ARG_BUFFER) use(b, st->args[k].buffer, s);
+      if (st->args[k].kind == CRT_ARG_BUFFER || st->args[k].kind == CRT_ARG_TMAP) use(b, st->args[k].buffer, s);
     if (st->op == CRT_STEP_FILL) use(b, st->buffer, s);
     for (int k = 0; k < st->n_binds; k++) use(b, st->binds[k].buffer, s);
   }
@@ -474,7 +487,7 @@ static void put_head(sbuf *o, int group, const char *label, const char *op) {
 }
 
 static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, uint64_t arena, uint64_t weights) {
-  put(o, "{\n\"format\": \"covenant-artifact\",\n\"version\": %d,\n\"target\": ", CRT_FORMAT_VERSION);
+  put(o, "{\n\"format\": \"covenant-artifact\",\n\"version\": %u,\n\"target\": ", b->version);
   put_str(o, b->target);
   put(o, ",\n\"backend\": ");
   put_str(o, b->backend);
@@ -541,6 +554,11 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
         put(o, "%s", k ? ", " : "");
         if (x->kind == CRT_ARG_BUFFER)
           put(o, "{\"buffer\": %d, \"offset\": %" PRIu64 "}", x->buffer, x->offset);
+        else if (x->kind == CRT_ARG_TMAP)
+          put(o,
+              "{\"tmap\": {\"buffer\": %d, \"offset\": %" PRIu64 ", \"rows\": %" PRIu64 ", \"cols\": %" PRIu64
+              ", \"box_rows\": %u, \"box_cols\": %u, \"swizzle\": %u}}",
+              x->buffer, x->offset, x->rows, x->cols, x->box_rows, x->box_cols, x->swizzle);
         else if (x->kind == CRT_ARG_F32)
           put(o, "{\"f32\": %.9g}", (double)x->f);
         else
@@ -600,7 +618,7 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for a %" PRIu64 "-byte artifact", total);
   }
   memcpy(f, CRT_MAGIC, 8);
-  wr32(f + 8, CRT_FORMAT_VERSION);
+  wr32(f + 8, b->version);
   wr32(f + 12, CRT_HEADER_BYTES);
   wr64(f + 16, total);
   wr64(f + 24, CRT_HEADER_BYTES);

@@ -36,6 +36,7 @@ struct crt_session {
   void **fns;         /* per step (CUDA launches) */
   uint64_t *addr;     /* per buffer: device address (or host address for NPU) */
   uint64_t arena, weights, *io_mem; /* allocations; io_mem per buffer (inputs/outputs) */
+  uint64_t tmaps;       /* the tensor maps of CRT_ARG_TMAP arguments, 128 bytes each (CUDA) */
   uint64_t *argv_store; /* 8 bytes per argument of every launch */
   void **argv;          /* pointers into argv_store */
   size_t *argv_first;   /* per step: index of its first argument */
@@ -188,10 +189,43 @@ static cov_status open_npu(crt_session *s) {
   return crt_npu_open(a, &s->npu, s->device, sizeof s->device);
 }
 
+/* The tensor maps of the launches' CRT_ARG_TMAP arguments, built by the
+ * driver over the buffers' device addresses (fixed for the session) and
+ * uploaded once, 128 bytes each in argument order; *n_out counts them. */
+static cov_status build_tmaps(crt_session *s, size_t *n_out) {
+  const crt_artifact *a = s->a;
+  size_t n = 0;
+  for (int i = 0; i < a->n_steps; i++)
+    for (int j = 0; j < a->steps[i].n_args; j++) n += a->steps[i].args[j].kind == CRT_ARG_TMAP;
+  *n_out = n;
+  if (!n) return NULL;
+  if (s->dev != DEV_CUDA)
+    return loc_error(a, COV_UNSUPPORTED, "tensor-map arguments need the CUDA driver (backend nvptx), not %s",
+                     a->backend);
+  uint8_t *host = calloc(n, 128);
+  if (!host) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = NULL;
+  size_t k = 0;
+  for (int i = 0; i < a->n_steps && !st; i++)
+    for (int j = 0; j < a->steps[i].n_args && !st; j++) {
+      const crt_arg *x = &a->steps[i].args[j];
+      if (x->kind != CRT_ARG_TMAP) continue;
+      const crt_buffer *b = &a->buffers[x->buffer];
+      st = crt_cuda_tensor_map_2d(s->cu, host + 128 * k++, s->addr[x->buffer] + x->offset, b->dtype == COV_BF16,
+                                  x->rows, x->cols, x->box_rows, x->box_cols);
+      if (st) st = cov_status_annotate(st, "%s: step %d (%s), argument %d: ", a->file, i, a->steps[i].label, j);
+    }
+  if (!st) st = d_alloc(s, 128 * n, &s->tmaps);
+  if (!st) st = d_upload(s, s->tmaps, host, 128 * n);
+  free(host);
+  return st;
+}
+
 /* Launch arguments: 8 bytes of storage each, pointed to from argv. */
 static cov_status build_args(crt_session *s) {
   const crt_artifact *a = s->a;
-  size_t n = 0;
+  size_t n = 0, n_tmaps = 0, t = 0;
+  COV_RETURN_IF_ERROR(build_tmaps(s, &n_tmaps));
   for (int i = 0; i < a->n_steps; i++) n += (size_t)a->steps[i].n_args;
   s->argv_store = calloc(n + 1, sizeof *s->argv_store);
   s->argv = calloc(n + 1, sizeof *s->argv);
@@ -205,6 +239,8 @@ static cov_status build_args(crt_session *s) {
       uint64_t *slot = &s->argv_store[k];
       if (x->kind == CRT_ARG_BUFFER) {
         *slot = s->addr[x->buffer] + x->offset;
+      } else if (x->kind == CRT_ARG_TMAP) {
+        *slot = s->tmaps + 128 * t++;
       } else if (x->kind == CRT_ARG_I32) {
         int32_t v = (int32_t)x->i;
         memcpy(slot, &v, 4);
@@ -260,7 +296,7 @@ void crt_session_close(crt_session *s) {
   if (s->dev != DEV_NPU && (s->cu || s->hip)) {
     crt_cuda_graph_destroy(s->cu, s->graph);
     for (int i = 0; s->io_mem && i < a->n_buffers; i++) d_free(s, s->io_mem[i]);
-    d_free(s, s->arena), d_free(s, s->weights);
+    d_free(s, s->arena), d_free(s, s->weights), d_free(s, s->tmaps);
     for (int i = 0; s->mods && i < a->n_modules; i++)
       if (s->mods[i]) {
         if (s->dev == DEV_CUDA) crt_cuda_unload(s->cu, s->mods[i]);

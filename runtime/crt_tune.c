@@ -74,6 +74,12 @@ typedef struct kdesc {
   unsigned grid[3], block[3], shared, pgrid[3], pblock[3], pshared;
   int nhwc;
   uint64_t ws_bytes;
+  /* the warp-specialised kernel: the manifest's "tma" sizes {rows, cols,
+   * box_rows, box_cols} of A and B, and the device copy of their tensor
+   * maps (arguments 0 and 1) */
+  int tma;
+  unsigned long long tm[2][4];
+  crt_devptr maps;
 } kdesc;
 
 static cov_status get_dim3(const jdoc *d, const crt_json *o, const char *key, unsigned out[3]) {
@@ -108,6 +114,21 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
   k->shared = (unsigned)sh;
   const char *layout = get_str(k->j, "layout");
   k->nhwc = layout && !strcmp(layout, "nhwc");
+  const crt_json *tma = crt_json_get(k->j, "tma");
+  if (tma) {
+    k->tma = 1;
+    for (int i = 0; i < 2; i++) {
+      const crt_json *v = tma->kind == CRT_JSON_OBJECT ? crt_json_get(tma, i ? "b" : "a") : NULL;
+      if (!v || v->kind != CRT_JSON_ARRAY || v->n != 4)
+        return bad(man, v ? v : tma, "tma", "kernel '%s': expected \"tma\": {\"a\": [4 integers], \"b\": [...]}", name);
+      for (int d = 0; d < 4; d++) {
+        const crt_json *x = v->items[d];
+        if (x->kind != CRT_JSON_NUMBER || !x->is_int || x->i < 1 || x->i > (d < 2 ? 0xffffffffLL : 256))
+          return bad(man, x, "tma", "kernel '%s': tensor map sizes are rows, cols in [1, 2^32), a box of 1..256", name);
+        k->tm[i][d] = (unsigned long long)x->i;
+      }
+    }
+  }
   if (k->nhwc) {
     const crt_json *pre = crt_json_get(k->j, "pre");
     int64_t ws = 0, ps = 0;
@@ -209,7 +230,7 @@ static cov_status load_module(tctx *x, const kdesc *k, crt_cuda_module **m) {
 static int launches(tctx *x, const kdesc *k, crt_cuda_module *m, crt_devptr p0[4], crt_devptr p1[4], void *a0[4],
                     void *a1[4], crt_cuda_launch_desc seq[2]) {
   if (!k->nhwc) {
-    crt_devptr v[4] = {x->d.a, x->d.b, x->d.out, x->p.bias ? x->d.bias : 0};
+    crt_devptr v[4] = {k->tma ? k->maps : x->d.a, k->tma ? k->maps + 128 : x->d.b, x->d.out, x->p.bias ? x->d.bias : 0};
     memcpy(p1, v, sizeof v);
     for (int i = 0; i < 4; i++) a1[i] = &p1[i];
     seq[0] = (crt_cuda_launch_desc){m, k->kernel, {k->grid[0], k->grid[1], k->grid[2]},
@@ -355,10 +376,31 @@ static double rel_err(const float *out, const float *ref, int64_t n) {
   return num / (den > 1e-30 ? den : 1e-30);
 }
 
+/* The tensor maps of a warp-specialised kernel over the group's A and B
+ * (the sizes must fit the operands), uploaded once. */
+static cov_status tune_maps(tctx *x, kdesc *k) {
+  if (!k->tma) return NULL;
+  unsigned char host[256];
+  crt_devptr base[2] = {x->d.a, x->d.b};
+  int64_t elems[2] = {x->p.a, x->p.b};
+  for (int i = 0; i < 2; i++) {
+    if (x->p.esize != 2 || x->p.conv || k->tm[i][0] * k->tm[i][1] != (unsigned long long)elems[i]) {
+      cov_loc loc = {x->dir, 0, 0, k->kernel};
+      return cov_error(COV_INVALID_INPUT, &loc, "manifest: the tensor map of %c (%llux%llu) is not the operand's %lld elements",
+                       i ? 'B' : 'A', k->tm[i][0], k->tm[i][1], (long long)elems[i]);
+    }
+    COV_RETURN_IF_ERROR(crt_cuda_tensor_map_2d(x->cu, host + 128 * i, base[i], x->p.bf16, k->tm[i][0], k->tm[i][1],
+                                               (unsigned)k->tm[i][2], (unsigned)k->tm[i][3]));
+  }
+  COV_RETURN_IF_ERROR(crt_cuda_alloc(x->cu, sizeof host, &k->maps));
+  return crt_cuda_upload(x->cu, k->maps, host, sizeof host);
+}
+
 /* Checks and times the group's kernels (ks[0] is the pick). */
 static cov_status measure(tctx *x, tkern *ks, int n) {
   for (int i = 0; i < n; i++) {
     cov_status st = load_module(x, &ks[i].k, &ks[i].m);
+    if (!st) st = tune_maps(x, &ks[i].k);
     if (!st) st = run_once(x, &ks[i].k, ks[i].m);
     if (st) {
       if (!i) return st; /* no reference */
@@ -480,6 +522,8 @@ static void run_group(tctx *x, const jdoc *tune, const jdoc *man, const crt_json
   }
   for (int i = 0; i < n; i++)
     if (ks[i].m) crt_cuda_unload(x->cu, ks[i].m);
+  for (int i = 0; i < n; i++)
+    if (ks[i].k.maps) cov_status_free(crt_cuda_free(x->cu, ks[i].k.maps));
   group_free(x);
   free(times);
   free(ks);

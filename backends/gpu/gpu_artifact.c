@@ -25,6 +25,18 @@ static crt_buf_kind kind_of(gpu_buf_kind k) {
   }
 }
 
+void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
+  for (int k = 0; k < 4; k++) {
+    crt_arg none = {.kind = CRT_ARG_I64}; /* a null pointer */
+    args[k] = s->args[k] < 0 ? none : crt_buf_arg(map[s->args[k]], 0);
+  }
+  if (s->kkind != GPU_KERNEL_MATRIX || !s->plan.tma || s->pre) return;
+  int64_t d[2][4];
+  gpu_tma_dims(&s->plan, d[0], d[1]);
+  for (int k = 0; k < 2; k++)
+    args[k] = crt_tmap_arg(args[k].buffer, 0, (uint64_t)d[k][0], (uint64_t)d[k][1], (uint32_t)d[k][2], (uint32_t)d[k][3]);
+}
+
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
@@ -86,10 +98,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
       break;
     }
     crt_arg args[4];
-    for (int k = 0; k < 4; k++) {
-      crt_arg none = {CRT_ARG_I64, 0, 0, 0, 0.0f}; /* a null pointer */
-      args[k] = s->args[k] < 0 ? none : crt_buf_arg(map[s->args[k]], 0);
-    }
+    gpu_mstep_args(s, map, args);
     crt_add_launch(b, s->group, s->label, mods[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
   }
   free(mods), free(map), free(used);

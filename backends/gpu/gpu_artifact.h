@@ -18,6 +18,14 @@ typedef struct gpu_model_plan gpu_model_plan; /* gpu_mplan.h */
  * every launch (null arguments as a 0 pointer) and fill, in order. */
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size);
 
+/* A launch step's 4 arguments (buffer ids through `map`, the builder's
+ * index of each plan buffer; -1: a null pointer); a warp-specialised
+ * matrix kernel (plan.tma) takes tensor maps over A and B instead
+ * (gpu_tma_dims), which makes the artifact format version 2. */
+typedef struct gpu_mstep gpu_mstep; /* gpu_mplan.h */
+typedef struct crt_arg crt_arg;     /* runtime/crt.h */
+void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args);
+
 /* Loads MODEL, compiles it whole for target opts->target and writes the
  * artifact to `out_path`. */
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,

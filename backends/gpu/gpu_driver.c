@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "acg/acg_ir.h"
+#include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_manifest.h"
@@ -201,7 +202,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
      * f16/bf16) and passes their device addresses as arguments 0 and 1:
      * {rows, cols, box_rows, box_cols} of A as [G*M][K] and B as [G*K][N] */
     json_t *tm = json_object(), *ta = json_array(), *tb = json_array();
-    int64_t av[4] = {p->G * p->M, p->K, p->bm, p->bk}, bv[4] = {p->G * p->K, p->N, p->bk, 128 / (int)cov_dtype_size(q->in_dtype)};
+    int64_t av[4], bv[4];
+    gpu_tma_dims(p, av, bv);
     for (int i = 0; i < 4; i++) json_array_append_new(ta, json_integer(av[i])), json_array_append_new(tb, json_integer(bv[i]));
     json_object_set_new(tm, "a", ta);
     json_object_set_new(tm, "b", tb);
@@ -223,11 +225,11 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   else
     snprintf(plan, sizeof plan, "tile %dx%dx%d %s %dx%d %s %dx%dx%d stages %d %s copies%s", p->bm, p->bn, p->bk,
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
-             p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
+             p->tma ? "bulk tensor" : p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
   if (p->tma) {
     size_t len = strlen(plan);
-    snprintf(plan + len, sizeof plan - len, ", bulk tensor copies, warp-specialised, persistent%s",
+    snprintf(plan + len, sizeof plan - len, ", warp-specialised, persistent%s",
              p->ws_regs ? ", setmaxnreg" : "");
   }
   json_object_set_new(o, "plan", json_string(plan));
@@ -449,6 +451,12 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
         st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
                        "a model is compiled alone (it writes its own manifest); give it without other layers");
         break;
+      }
+      if (gpu_attn_is_spec(spec)) { /* fused attention (gpu_attn.h): its own kernel and entry */
+        json_t *e = NULL;
+        st = gpu_attn_compile(&t, opts, spec, out_dir, &e);
+        if (!st) json_array_append_new(kernels, e);
+        continue;
       }
       hand_fixed = strchr(spec, ':') != NULL;
       st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);

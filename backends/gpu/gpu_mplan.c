@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
@@ -305,10 +306,7 @@ cov_status gpu_model_plan_artifact(const gpu_model_plan *p, const char *model_pa
       continue;
     }
     crt_arg args[4];
-    for (int k = 0; k < 4; k++) {
-      crt_arg null = {CRT_ARG_I64, -1, 0, 0, 0.0f}; /* a null pointer */
-      args[k] = s->args[k] >= 0 ? crt_buf_arg(buf[s->args[k]], 0) : null;
-    }
+    gpu_mstep_args(s, buf, args);
     crt_add_launch(b, s->group, s->label, mod[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
   }
   free(mod), free(buf);

@@ -284,6 +284,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
     for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
   low->async_copy = caps->has_async_copy;
   low->warpgroup = caps->has_wgmma;
+  low->tma = caps->has_tma;
 }
 
 cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gpu_target_caps *caps) {
@@ -292,6 +293,8 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   p->wg_inflight = c->warpgroup ? GPU_WGMMA_INFLIGHT : 0;
   p->stages = c->stages;
   p->keep_nchw = !c->channels_last;
+  p->tma = c->tma, p->out_f16 = false;
+  p->ws_regs = c->tma ? gpu_ws_regs(c->threads) : 0;
   COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
   if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "GPU plan"), "GPU plan: the lowering derives other copies than the mapper's");

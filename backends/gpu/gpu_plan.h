@@ -195,6 +195,23 @@ static inline uint64_t gpu_stage_out_bytes(const gpu_plan *p) {
  * 64 K registers of an SM with one workgroup of three warpgroups). */
 enum { GPU_TMA_BARRIER_BYTES = 256, GPU_TMA_PRODUCER_REGS = 40, GPU_TMA_CONSUMER_REGS = 232 };
 
+/* plan.tma: the consumers' registers after setmaxnreg for a workgroup of
+ * `threads` (the producer warpgroup included): GPU_TMA_CONSUMER_REGS where
+ * the launch could not give every thread that many, else 0 (no setmaxnreg:
+ * two warpgroups have 256 registers each already). */
+static inline int gpu_ws_regs(int threads) {
+  return threads > 0 && 65536 / threads < GPU_TMA_CONSUMER_REGS ? GPU_TMA_CONSUMER_REGS : 0;
+}
+
+/* plan.tma: the two tensor maps the kernel takes as arguments 0 and 1,
+ * {rows, cols, box_rows, box_cols} of A as [G*M][K] (boxes bm x bk) and of
+ * B as [G*K][N] (boxes of bk x one 128-byte slab), 128-byte swizzled: the
+ * manifest's "tma" and an artifact's tensor-map arguments. */
+static inline void gpu_tma_dims(const gpu_plan *p, int64_t a[4], int64_t b[4]) {
+  a[0] = p->G * p->M, a[1] = p->K, a[2] = p->bm, a[3] = p->bk;
+  b[0] = p->G * p->K, b[1] = p->N, b[2] = p->bk, b[3] = 128 / (int64_t)cov_dtype_size(p->prob.in_dtype);
+}
+
 /* plan.tma: the persistent grid, one workgroup per core (SM) or one per
  * output tile where there are fewer. */
 static inline int64_t gpu_tma_grid(const gpu_plan *p, const gpu_target_caps *caps) {

@@ -82,6 +82,10 @@ typedef struct gpu_target_ops {
   void (*async_wait)(gpu_gen *g, int pending);
   /* 2^x in f32 (the GELU epilogue's exponential) */
   LLVMValueRef (*exp2)(gpu_gen *g, LLVMValueRef x);
+  /* optional: f32 x of the lane whose id is this lane's xor `mask`
+   * (butterfly shuffle within a warp; the fused attention's row max and
+   * sum over a quad); NULL where absent */
+  LLVMValueRef (*shfl_xor)(gpu_gen *g, LLVMValueRef x, int mask);
   /* the fragment operations for the plan's matrix shape and dtype, NULL if
    * the target has no such instruction */
   const gpu_frag_ops *(*matrix_frag)(const gpu_plan *p);
@@ -105,6 +109,16 @@ typedef struct gpu_target_ops {
   void (*wg_wait)(gpu_gen *g, int pending, LLVMValueRef *acc, int n_acc);
   void (*async_proxy_fence)(gpu_gen *g);
   const gpu_frag_ops *wg_acc; /* fm x fn blocks of a warp's accumulators (acc_coord, n_acc) */
+  /* Optional (NULL where absent; the fused attention's warpgroup path):
+   * wg_mma_bt issues acc[64 x n] += A[row0 .. +64][k0 .. +16] *
+   * B^T with B read K-major from b (b's rows n0 .. n0+n are B's columns,
+   * 128-byte rows like A: softmax's S = Q K^T on K's [key][dim] tile);
+   * wg_mma_ra issues acc[64 x n] += A * B[k0 .. +16][0 .. n] with A from
+   * registers (`a`: the 4 i32 registers of the lane's m16n8k16 A fragment
+   * of its warp's 16 rows, as load_a returns) and B a slab tile (P V). */
+  void (*wg_mma_bt)(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gpu_tile *b, LLVMValueRef n0, int k0,
+                    int n, LLVMValueRef *acc);
+  void (*wg_mma_ra)(gpu_gen *g, LLVMValueRef a, const gpu_tile *b, int k0, int n, LLVMValueRef *acc);
   /* Optional (NULL where absent; plan.tma): transaction barriers in shared
    * memory (8 bytes, `bar` a shared pointer) and 2-D bulk tensor copies.
    * mbar_init sets the arrival count (one thread, before a workgroup

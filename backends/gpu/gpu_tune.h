@@ -33,7 +33,10 @@ enum { GPU_TUNE_KEY_MAX = 256, GPU_TUNE_MAX_ENTRIES = 4096 };
 /* A hand-fixed schedule: bm, bn, bk, wm, wn, stages, wgmma (0/1), inflight
  * (-1 default, 0, 1), out_f16 (0): gpu_compile_layer's `schedule`. */
 typedef struct gpu_sched {
-  int s[9]; /* [8]: out_f16, 0 (the :ws forms are not tuned yet) */
+  /* bm bn bk wm wn stages; [6] 0, 1 warpgroup MMA (:wg), 2 / 3 the
+   * warp-specialised kernel without / with setmaxnreg (:ws0 / :ws); [7]
+   * batches in flight (-1 default); [8] out_f16, 0 (f32 outputs only) */
+  int s[9];
 } gpu_sched;
 
 /* The canonical key of a matrix problem on `target`: kind, dims, dtype,

@@ -140,6 +140,11 @@ static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
 }
 
+static LLVMValueRef nv_shfl_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef args[4] = {gpu_i32(g, -1), x, gpu_i32(g, mask), gpu_i32(g, 31)};
+  return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.f32", NULL, 0, args, 4);
+}
+
 static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2, 1};
 
 /* Warpgroup MMA (sm_90a). LLVM 19 has no intrinsic for wgmma.mma_async, so
@@ -220,6 +225,50 @@ static void nv_wg_mma(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gp
   for (int i = 0; i < na; i++) args[3 + i] = acc[i];
   LLVMValueRef r = nv_asm(g, acc_struct(g, na), text, cons, args, na + 3);
   for (int i = 0; i < na; i++) acc[i] = LLVMBuildExtractValue(g->b, r, (unsigned)i, "");
+}
+
+/* The fused attention's two warpgroup products (tiles of 128-byte rows,
+ * 1024-byte aligned, as above). S = Q K^T: B read K-major (b's rows are
+ * B's columns, the layout of A: SBO = 8 rows, transpose-b 0), n columns
+ * from b's row n0. O += P V: A from registers (a[4], the lane's m16n8k16
+ * A fragment of its warp's 16 rows), B a 64-column N-major slab tile. */
+static void wg_asm(gpu_gen *g, const char *head, const char *tail, int na, LLVMValueRef *in, int n_in,
+                   const char *in_cons, LLVMValueRef *acc) {
+  char text[2048], cons[2048];
+  size_t len = (size_t)snprintf(text, sizeof text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", na + n_in - 1, head);
+  for (int i = 0; i < na; i++) len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", i ? ", " : "", i);
+  snprintf(text + len, sizeof text - len, "}, %s;\n}", tail);
+  tied_constraints(cons, sizeof cons, na, in_cons);
+  LLVMValueRef args[WG_MAX_OPS];
+  for (int i = 0; i < n_in; i++) args[i] = in[i];
+  for (int i = 0; i < na; i++) args[n_in + i] = acc[i];
+  LLVMValueRef r = nv_asm(g, acc_struct(g, na), text, cons, args, na + n_in);
+  for (int i = 0; i < na; i++) acc[i] = LLVMBuildExtractValue(g->b, r, (unsigned)i, "");
+}
+
+static void nv_wg_mma_bt(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gpu_tile *b, LLVMValueRef n0, int k0,
+                         int n, LLVMValueRef *acc) {
+  int na = n / 2;
+  LLVMValueRef in[3] = {wg_desc(g, gpu_tile_addr(g, a, row0, gpu_i32(g, k0)), 16, 1024),
+                        wg_desc(g, gpu_tile_addr(g, b, n0, gpu_i32(g, k0)), 16, 1024), gpu_i32(g, 1)};
+  const char *ty = g->in_t == g->bf16 ? "bf16" : "f16";
+  char head[128], tail[64];
+  snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", n, ty, ty);
+  snprintf(tail, sizeof tail, "$%d, $%d, p, 1, 1, 0, 0", na, na + 1);
+  wg_asm(g, head, tail, na, in, 3, ",l,l,r", acc);
+}
+
+static void nv_wg_mma_ra(gpu_gen *g, LLVMValueRef a, const gpu_tile *b, int k0, int n, LLVMValueRef *acc) {
+  int na = n / 2;
+  LLVMValueRef in[6];
+  for (int i = 0; i < 4; i++) in[i] = LLVMBuildExtractValue(g->b, a, (unsigned)i, "");
+  in[4] = wg_desc(g, gpu_tile_addr(g, b, gpu_i32(g, k0), gpu_i32(g, 0)), (unsigned)b->rows * 128u, 1024);
+  in[5] = gpu_i32(g, 1);
+  const char *ty = g->in_t == g->bf16 ? "bf16" : "f16";
+  char head[128], tail[96];
+  snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", n, ty, ty);
+  snprintf(tail, sizeof tail, "{$%d, $%d, $%d, $%d}, $%d, p, 1, 1, 1", na, na + 1, na + 2, na + 3, na + 4);
+  wg_asm(g, head, tail, na, in, 6, ",r,r,r,r,l,r", acc);
 }
 
 static void nv_wg_fence(gpu_gen *g) { nv_asm0(g, "wgmma.fence.sync.aligned;"); }
@@ -307,6 +356,7 @@ const gpu_target_ops nvptx_target_ops = {
     .async_commit = nv_async_commit,
     .async_wait = nv_async_wait,
     .exp2 = nv_exp2,
+    .shfl_xor = nv_shfl_xor,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,
     .wg_mma = nv_wg_mma,
@@ -315,6 +365,8 @@ const gpu_target_ops nvptx_target_ops = {
     .wg_wait = nv_wg_wait,
     .async_proxy_fence = nv_async_proxy_fence,
     .wg_acc = &mma_m16n8k16,
+    .wg_mma_bt = nv_wg_mma_bt,
+    .wg_mma_ra = nv_wg_mma_ra,
     .mbar_init = nv_mbar_init,
     .mbar_init_fence = nv_mbar_init_fence,
     .mbar_wait = nv_mbar_wait,

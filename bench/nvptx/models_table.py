@@ -33,7 +33,7 @@ def main():
         t = r.get("torch_ms")
         anchor = "" if r.get("torch") == "the ONNX graph as torch calls" else " (module)"
         c = r.get("compile")
-        print("| %s | %d | %.1e | %s | %.3f | %s | %s | %s | %s |" % (
+        print("| %s | %d | %.2e | %s | %.3f | %s | %s | %s | %s |" % (
             r["model"], r["batch"], r["max_rel_err"], "PASS" if r["passed"] else "FAIL", r["covenant_ms"],
             "%.3f%s" % (t, anchor) if t else "-", "%.2fx" % (t / r["covenant_ms"]) if t else "-",
             "%.3f (%.3f)" % (c["compiled_ms"], c["module_ms"]) if c else "-",

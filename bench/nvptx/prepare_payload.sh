@@ -12,21 +12,17 @@ if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
           gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
           resnet50_stem_pool@b32 bert_base_attn_qk@b32)
-  # the warp-specialised persistent GEMMs (bulk tensor copies, :ws / :ws0
-  # without setmaxnreg) next to the planner's, on the same shapes
-  for s in gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768 gemm_4096x3072x768; do
-    layers+=("$s:128x256x64:64x256:4:ws" "$s:128x128x64:64x128:6:ws")
-  done
-  layers+=(gemm_1024x1024x1024:64x128x64:64x128:8:ws0 gemm_512x2304x768:64x128x64:64x128:8:ws0
-           gemm_4096x4096x4096:128x256x64:64x256:4:ws0)
-  # flags: d (a batch in flight), h (f16 outputs, as cuBLAS writes)
-  for s in gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_4096x3072x768; do
-    layers+=("$s:128x256x64:64x256:4:wsd" "$s:128x256x64:64x256:4:wsh" "$s:128x256x64:64x256:4:wsdh")
-  done
-  for s in gemm_1024x1024x1024 gemm_512x2304x768; do
-    layers+=("$s:128x128x64:64x128:6:wsh" "$s:128x128x64:64x128:6:wsdh" "$s:128x64x64:64x64:8:ws")
-  done
-  layers+=(gemm_512x2304x768:64x64x64:64x64:8:ws0)
+  # the GEMMs above are the compiler's own picks (the mapper's plan: the
+  # warp-specialised persistent kernel with bulk tensor copies where the
+  # tiles divide); next to them the same schedules with f16 outputs (h, as
+  # cuBLAS writes them: like with like) and the former picks (the cp.async
+  # warpgroup kernel the mapper chose before it proposed :ws)
+  layers+=(gemm_1024x1024x1024:128x64x64:64x64:8:wsh gemm_4096x4096x4096:128x256x64:64x256:4:wsh
+           gemm_8192x8192x8192:128x256x64:64x256:4:wsh gemm_512x2304x768:128x128x64:64x128:6:wsh
+           gemm_4096x3072x768:128x256x64:64x256:4:wsh
+           gemm_1024x1024x1024:128x64x64:64x64:3:wg0 gemm_4096x4096x4096:256x128x64:64x128:4:wg0
+           gemm_8192x8192x8192:128x256x64:64x256:4:wg0 gemm_512x2304x768:128x128x64:64x128:3:wg0
+           gemm_4096x3072x768:128x128x64:64x128:3:wg0)
 fi
 rm -rf "$payload/ptx" "$payload/src"
 "$cov" gpu compile "${layers[@]}" --target nvptx-sm90 -o "$payload/ptx"

@@ -38,7 +38,12 @@ for f in "$work"/a/*.ptx; do
     grep -q 'wgmma.fence.sync.aligned' "$f" || bad "no wgmma.fence"
     grep -q 'wgmma.commit_group.sync.aligned' "$f" || bad "no wgmma.commit_group"
     grep -q 'wgmma.wait_group.sync.aligned' "$f" || bad "no wgmma.wait_group"
-    grep -q 'fence.proxy.async.shared::cta' "$f" || bad "no async-proxy fence"
+    if grep -q 'cp.async.bulk.tensor' "$f"; then
+      # the warp-specialised kernel: stages handed over by mbarriers
+      grep -q 'mbarrier.try_wait.parity' "$f" || bad "bulk tensor copies without barrier waits"
+    else
+      grep -q 'fence.proxy.async.shared::cta' "$f" || bad "no async-proxy fence"
+    fi
     grep -q "^.visible .entry covenant_${name}_nhwc(" "$f" || grep -q 'st.global.v2.f32' "$f" ||
       bad "no 8-byte output stores"
   else
@@ -58,10 +63,14 @@ done
 for name in resnet50_res2_3x3 resnet50_res3_1x1 resnet50_res4_3x3 resnet50_res5_1x1; do
   grep -q 'wgmma.mma_async' "$work/a/$name.ptx" || { echo "FAIL $name: no warpgroup MMA"; fail=1; }
 done
-# tiles copied as whole vectors go through cp.async
-for name in gemm_4096x4096x4096 bert_base_qkv dlrm_mlp_top; do
-  grep -q 'cp.async.cg.shared.global' "$work/a/$name.ptx" || { echo "FAIL $name: no cp.async"; fail=1; }
+# the mapper's plans: the warp-specialised persistent kernel (bulk tensor
+# copies, no per-thread copies) for the matmuls whose tiles keep the SMs
+# busy; dlrm_mlp_top (16 tiles of 64x64) copies its tiles with cp.async
+for name in gemm_4096x4096x4096 bert_base_qkv bert_base_ffn1; do
+  grep -q 'cp.async.bulk.tensor.2d' "$work/a/$name.ptx" || { echo "FAIL $name: no bulk tensor copies"; fail=1; }
+  if grep -q 'cp.async.cg' "$work/a/$name.ptx"; then echo "FAIL $name: per-thread copies"; fail=1; fi
 done
+grep -q 'cp.async.cg.shared.global' "$work/a/dlrm_mlp_top.ptx" || { echo "FAIL dlrm_mlp_top: no cp.async"; fail=1; }
 # channels-last convolutions: zero-filling cp.async gathers (src-size
 # operand), the NHWC transform entry in the same module, coalesced 16-byte
 # stores from the staged epilogue

@@ -138,6 +138,12 @@ JSON
   [ "$(grep -c '"tuned"' a/manifest.json)" -eq 1 ] || die "one kernel is tuned"
   grep -qF "note: covenant_gemm_256x128x64: schedule 64x64x32:32x32:3 from the tuning file tuning.json" out_a.txt \
     || die "the note: $(cat out_a.txt)"
+  # a :ws schedule (the warp-specialised kernel): its manifest entry carries the tensor maps
+  printf '%s\n' "{\"covenant_tuning\": 1, \"target\": \"nvptx-sm90\", \"entries\": [{\"key\": \"$G\", \"schedule\": \"128x128x64:64x128:4:ws\"}]}" > ws.json
+  "$cov" gpu compile gemm_256x128x64 --target nvptx-sm90 --tuning ws.json -o w > out_w.txt 2>&1 || die ":ws entry: $(cat out_w.txt)"
+  grep -q 'cp.async.bulk.tensor.2d' w/gemm_256x128x64.ptx && grep -q 'setmaxnreg' w/gemm_256x128x64.ptx &&
+    grep -qF '"tuned": "128x128x64:64x128:4:ws"' w/manifest.json && grep -qF '"tma"' w/manifest.json ||
+    die "the :ws tuning entry is not the warp-specialised kernel"
   m=$root/examples/convnet.onnx
   "$cov" compile "$m" --target nvptx-sm90 --tuning tuning.json -o m1.covart > out_m.txt 2>&1 || { cat out_m.txt; exit 1; }
   "$cov" compile "$m" --target nvptx-sm90 --tuning tuning.json -o m2.covart > /dev/null 2>&1

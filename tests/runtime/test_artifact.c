@@ -44,11 +44,11 @@ static crt_builder *build(const char *target) {
   crt_arg a1[4] = {crt_buf_arg(x, 0), crt_buf_arg(wb, 0), crt_buf_arg(t1, 0), crt_buf_arg(bb, 0)};
   crt_add_fill(b, 0, "conv1", t1, 0, 144 * 4, 0);
   crt_add_launch(b, 0, "conv1", mod, "covenant_conv1", grid, block, 70000, a1, 4);
-  crt_arg a2[4] = {crt_buf_arg(t1, 0), {CRT_ARG_I32, 0, 0, -7, 0}, crt_buf_arg(t2, 0), {CRT_ARG_F32, 0, 0, 0, 0.25f}};
+  crt_arg a2[4] = {crt_buf_arg(t1, 0), {.kind = CRT_ARG_I32, .i = -7}, crt_buf_arg(t2, 0), {.kind = CRT_ARG_F32, .f = 0.25f}};
   crt_add_launch(b, 1, "cast", mod, "covenant_cast", grid, block, 0, a2, 4);
-  crt_arg a3[4] = {crt_buf_arg(t2, 16), crt_buf_arg(wb, 0), crt_buf_arg(t3, 0), {CRT_ARG_I64, 0, 0, 1LL << 40, 0}};
+  crt_arg a3[4] = {crt_buf_arg(t2, 16), crt_buf_arg(wb, 0), crt_buf_arg(t3, 0), {.kind = CRT_ARG_I64, .i = 1LL << 40}};
   crt_add_launch(b, 1, "conv2", mod, "covenant_conv2", grid, block, 0, a3, 4);
-  crt_arg a4[4] = {crt_buf_arg(v, 0), {CRT_ARG_I64, 0, 0, 0, 0}, crt_buf_arg(out, 0), {CRT_ARG_I64, 0, 0, 0, 0}};
+  crt_arg a4[4] = {crt_buf_arg(v, 0), {.kind = CRT_ARG_I64}, crt_buf_arg(out, 0), {.kind = CRT_ARG_I64}};
   crt_add_launch(b, 2, "copy", mod, "covenant_copy", grid, block, 0, a4, 4);
   return b;
 }
@@ -126,6 +126,77 @@ static void check_edit(const uint8_t *bytes, size_t n, const char *from, const c
   free(e);
 }
 
+/* Tensor-map arguments (format version 2): the builder checks them and
+ * writes version 2, the reader takes them back and refuses bad ones at
+ * their place; an artifact without them stays version 1. */
+static void check_tmaps(void) {
+  crt_builder *b = NULL;
+  cov_status st = crt_builder_new("nvptx-sm90", "nvptx", "sm_90a", "m.onnx", &b);
+  CHECK(!st);
+  if (st) return cov_status_free(st);
+  int64_t as[2] = {256, 128}, bs[2] = {128, 192}, os[2] = {256, 192};
+  int mod = crt_add_module(b, "mm.ptx", "ptx", k_ptx, sizeof k_ptx);
+  int x = crt_add_buffer(b, "a", CRT_BUF_INPUT, COV_F16, 2, as, 256 * 128 * 2);
+  int y = crt_add_buffer(b, "b", CRT_BUF_INPUT, COV_F16, 2, bs, 128 * 192 * 2);
+  int o = crt_add_buffer(b, "out", CRT_BUF_OUTPUT, COV_F32, 2, os, 256 * 192 * 4);
+  crt_add_input(b, "a", COV_F32, 2, as, x);
+  crt_add_input(b, "b", COV_F32, 2, bs, y);
+  crt_add_output(b, "out", COV_F32, 2, os, o);
+  uint32_t grid[3] = {6, 1, 1}, block[3] = {384, 1, 1};
+  /* a box too wide for the 128-byte swizzle, and a map over an f32 buffer */
+  crt_arg wide[4] = {crt_tmap_arg(x, 0, 256, 128, 128, 128), crt_buf_arg(y, 0), crt_buf_arg(o, 0), {.kind = CRT_ARG_I64}};
+  CHECK(crt_add_launch(b, 0, "mm", mod, "covenant_mm", grid, block, 1024, wide, 4) == -1);
+  CHECK(contains(cov_status_message(crt_builder_status(b)), "at most the swizzle's 128 bytes"));
+  crt_builder_free(b);
+  st = crt_builder_new("nvptx-sm90", "nvptx", "sm_90a", "m.onnx", &b);
+  CHECK(!st);
+  if (st) return cov_status_free(st);
+  mod = crt_add_module(b, "mm.ptx", "ptx", k_ptx, sizeof k_ptx);
+  x = crt_add_buffer(b, "a", CRT_BUF_INPUT, COV_F16, 2, as, 256 * 128 * 2);
+  y = crt_add_buffer(b, "b", CRT_BUF_INPUT, COV_F16, 2, bs, 128 * 192 * 2);
+  o = crt_add_buffer(b, "out", CRT_BUF_OUTPUT, COV_F32, 2, os, 256 * 192 * 4);
+  crt_add_input(b, "a", COV_F32, 2, as, x);
+  crt_add_input(b, "b", COV_F32, 2, bs, y);
+  crt_add_output(b, "out", COV_F32, 2, os, o);
+  crt_arg args[4] = {crt_tmap_arg(x, 0, 256, 128, 128, 64), crt_tmap_arg(y, 0, 128, 192, 64, 64), crt_buf_arg(o, 0),
+                     {.kind = CRT_ARG_I64}};
+  crt_add_launch(b, 0, "mm", mod, "covenant_mm", grid, block, 1024, args, 4);
+  size_t n = 0;
+  uint8_t *bytes = finish(b, &n);
+  CHECK(bytes && bytes[8] == CRT_FORMAT_VERSION_TMAP);
+  if (!bytes) return;
+  crt_artifact *a = NULL;
+  st = crt_artifact_read(bytes, n, "tm.cvx", &a);
+  CHECK(!st && a && a->version == CRT_FORMAT_VERSION_TMAP);
+  cov_status_free(st);
+  if (a) {
+    const crt_arg *t = a->steps[0].args;
+    CHECK(t[0].kind == CRT_ARG_TMAP && t[0].buffer == x && t[0].rows == 256 && t[0].cols == 128 &&
+          t[0].box_rows == 128 && t[0].box_cols == 64 && t[0].swizzle == 128);
+    CHECK(t[1].kind == CRT_ARG_TMAP && t[1].buffer == y && t[1].rows == 128 && t[1].cols == 192);
+    CHECK(t[2].kind == CRT_ARG_BUFFER);
+  }
+  crt_artifact_free(a);
+  const char *m0 = "{\"tmap\": {\"buffer\": 0, \"offset\": 0, \"rows\": 256, \"cols\": 128";
+  check_edit(bytes, n, m0, "{\"tmap\": {\"buffer\": 2, \"offset\": 0, \"rows\": 256, \"cols\": 128",
+             "steps[0].args[0]: manifest: tensor map over buffer 2 ('out', f32");
+  check_edit(bytes, n, m0, "{\"tmap\": {\"buffer\": 0, \"offset\": 0, \"rows\": 512, \"cols\": 128",
+             "past the buffer's end");
+  check_edit(bytes, n, "\"swizzle\": 128}", "\"swizzle\": 64}", "the swizzle is 128");
+  check_edit(bytes, n, "\"swizzle\": 128}", "\"swizzle\": 128, \"interleave\": 1}", "unknown member 'interleave'");
+  check_edit(bytes, n, ", \"box_rows\": 128", "", "missing member 'box_rows'");
+  /* a version-1 artifact has no tensor maps */
+  size_t en = 0;
+  uint8_t *e = edit_manifest(bytes, n, "\"version\": 2,", "\"version\": 1,", &en);
+  CHECK(e != NULL);
+  if (e) {
+    e[8] = 1;
+    CHECK(contains(read_error(e, en, NULL), "a tensor-map argument needs format version 2; the artifact says 1"));
+    free(e);
+  }
+  free(bytes);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   size_t n = 0, n2 = 0;
@@ -135,6 +206,7 @@ int main(int argc, char **argv) {
   /* determinism */
   CHECK(n == n2 && !memcmp(bytes, again, n));
   free(again);
+  check_tmaps();
 
   /* round trip */
   crt_artifact *a = NULL;
@@ -142,7 +214,7 @@ int main(int argc, char **argv) {
   if (st) cov_status_print(stderr, st, 1), cov_status_free(st);
   CHECK(a != NULL);
   if (!a) return check_summary();
-  CHECK(a->version == CRT_FORMAT_VERSION);
+  CHECK(a->version == CRT_FORMAT_VERSION_MIN); /* no tensor maps: written as version 1 */
   CHECK_STR(a->target, "nvptx-sm90");
   CHECK_STR(a->backend, "nvptx");
   CHECK_STR(a->arch, "sm_90a");
@@ -238,9 +310,9 @@ int main(int argc, char **argv) {
   /* wrong version */
   uint8_t *c = malloc(n);
   memcpy(c, bytes, n);
-  c[8] = 2;
+  c[8] = 3;
   cov_code code = COV_OK;
-  CHECK(contains(read_error(c, n, &code), "format version 2; this runtime reads version 1"));
+  CHECK(contains(read_error(c, n, &code), "format version 3; this runtime reads versions 1 to 2"));
   CHECK(code == COV_UNSUPPORTED);
   /* corrupt manifest byte, corrupt blob byte, bad magic */
   memcpy(c, bytes, n);

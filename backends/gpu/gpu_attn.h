@@ -1,0 +1,57 @@
+/* backends/gpu/gpu_attn.h: fused attention, O = softmax(Q K^T * scale) V, in
+ * one kernel (flash-attention 2: online softmax, S and P never leave the
+ * registers). Internal to backends/gpu.
+ *
+ * Q, K, V and O are [heads][seq][dim] row-major 16-bit tensors (heads =
+ * batch x attention heads, torch's [B][H][S][D] contiguous); O is written in
+ * the input dtype, rounded once from f32, as torch's
+ * scaled_dot_product_attention writes it. Kernel arguments (Q, K, V, O). */
+#ifndef COV_GPU_ATTN_H
+#define COV_GPU_ATTN_H
+
+#include <stdint.h>
+
+#include "backends/gpu/gpu_target.h"
+
+typedef struct gpu_attn {
+  int64_t batch, heads, seq, dim; /* the layer: [batch][heads][seq][dim] */
+  cov_dtype in_dtype;             /* f16 or bf16 */
+  float scale;                    /* 1/sqrt(dim) */
+  /* schedule: bm query rows per workgroup, wm (16 or 32) per warp, whose
+   * Q fragments stay in registers (K and V fragments are read from shared
+   * memory once for both 16-row blocks of a 32-row warp), bn keys per step
+   * (K and V tiles double-buffered in shared memory through asynchronous
+   * copies) */
+  int bm, bn, wm;
+  int threads;
+  unsigned grid[3];
+  unsigned shared_bytes;
+} gpu_attn;
+
+/* The plan of attention over [batch][heads][seq][dim] with `bm` query rows
+ * per workgroup and `wm` per warp (both 0: chosen from the workgroups per
+ * core, `cores` SMs) and `bn` keys per block (64 or 128; 0: 64): a located error where the shape or the
+ * target does not fit (seq a multiple of the tiles, dim a multiple of 16 up
+ * to 128, 16-bit inputs, matrix fragments m16n8k16, asynchronous copies, a
+ * warp shuffle). */
+cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
+                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out);
+
+/* Builds the kernel `name` for `a` into `mod`. */
+cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
+
+/* What the vendor's build reads of a plan (threads, dtype, matrix shape). */
+void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p);
+
+/* 1 if `spec` names fused attention (attn_BxHxSxD[:BMxWM[xBN]]). */
+int gpu_attn_is_spec(const char *spec);
+
+/* Compiles the spec (f16 unless opts->dtype) into out_dir and returns its
+ * manifest entry (kind "attention": B, H, S, D, scale, launch). */
+struct gpu_target;
+struct cov_gpu_options;
+struct json_t;
+cov_status gpu_attn_compile(const struct gpu_target *t, const struct cov_gpu_options *opts, const char *spec,
+                            const char *out_dir, struct json_t **entry);
+
+#endif

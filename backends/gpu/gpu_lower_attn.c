@@ -1,0 +1,383 @@
+/* backends/gpu/gpu_lower_attn.c: the fused attention kernel (gpu_attn.h).
+ *
+ *   workgroup (qb, h): query rows qb*bm .. +bm of head h; a warp owns wm
+ *   (16 or 32) of them with its Q fragments (16 x dim per row block)
+ *   loaded once into registers, or (wm = 64) a warpgroup owns 64 whose Q
+ *   tile the warpgroup MMAs read from shared memory;
+ *   for each key block j (bn keys): S = Q K_j^T (m16n8k16 with K read from
+ *   its [key][dim] tile by non-transposing ldmatrix: a K row is a B column;
+ *   or one wgmma batch with K as a K-major B), online softmax in the log2
+ *   domain (x = s * scale * log2 e: row max over the thread's values and
+ *   its quad's by shuffles, alpha = 2^(m - m'), p = 2^(x - m'), the running
+ *   sum and O scaled by alpha), P rounded to 16 bits as the A fragments of
+ *   P V_j (an m16n8 accumulator pair is exactly an m16k16 A fragment; the
+ *   register operand of wgmma has the same layout per warp), V_j read with
+ *   ldmatrix.trans or as an N-major wgmma B;
+ *   K_{j+1} and V_{j+1} are copied (cp.async) into the other stage while
+ *   block j is computed; one barrier per block;
+ *   finally the quad sums the row sums and O / sum is stored as 16-bit pairs.
+ * Every thread holds rows g and g+8 of its warp's 16-row blocks (g =
+ * lane / 4), so the softmax statistics are two values per thread and block. */
+#include "backends/gpu/gpu_attn.h"
+
+#include <math.h>
+
+#include "backends/gpu/gpu_ir.h"
+
+enum { ATTN_BN = 64, ATTN_MAX_BN = 128, ATTN_MAX_DIM = 128, ATTN_STATE = ATTN_MAX_DIM / 2 + 4 };
+
+void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->prob.in_dtype = a->in_dtype;
+  p->fm = 16, p->fn = 8, p->fk = 16;
+  p->matrix = true;
+  p->warp_size = 32;
+  p->threads = a->threads;
+  p->shared_bytes = a->shared_bytes;
+  for (int i = 0; i < 3; i++) p->grid[i] = a->grid[i];
+}
+
+cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
+                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out) {
+  memset(out, 0, sizeof *out);
+  if (!bm && !wm && dim == 64 && target->wg_mma_bt && target->wg_mma_ra && target->async_proxy_fence) {
+    /* one warpgroup of 64 rows per workgroup: the fastest tile at all four
+     * BERT shapes on the H100 (bench/nvptx/README.md); blocks of 128 keys
+     * where the sequence is long or the workgroups fewer than the cores,
+     * of 64 on short sequences with many workgroups (32 x 128: 1.12x vs
+     * 1.00x) */
+    bm = wm = 64;
+    if (!bn) bn = seq % 128 == 0 && (seq >= 512 || batch * heads * (seq / 64) < cores) ? 128 : 64;
+  } else if (!bm && !wm) {
+    /* m16n8k16 fragments: as many workgroups as the cores can take at once
+     * decide the tile (the H100 sweep): below one 64-row workgroup per
+     * core, 16 rows per warp (more warps per row block); below 8, 32 rows
+     * per warp (K/V fragments read once for two row blocks); above,
+     * 128-row workgroups (K/V tiles shared by 4 warps) */
+    int64_t rows64 = batch * heads * (seq / 64);
+    int c = cores > 0 ? cores : 1;
+    bm = rows64 < 8 * c ? 64 : 128;
+    wm = rows64 < c ? 16 : 32;
+  }
+  if (!bm) bm = 128;
+  if (!wm) wm = 32;
+  if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch * heads > 65535 || batch * heads * seq * dim >= (1ll << 31))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes out of range",
+                     (long long)batch, (long long)heads, (long long)seq, (long long)dim);
+  if (in_dtype != COV_F16 && in_dtype != COV_BF16)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where), "fused attention takes f16 or bf16 inputs, not %s",
+                     cov_dtype_name(in_dtype));
+  if ((wm != 16 && wm != 32 && wm != 64) || bm % wm || bm / (wm == 64 ? 16 : wm) > 16)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where),
+                     "fused attention: %d query rows per warp (16 or 32; 64 per warpgroup) must divide the %d of a "
+                     "workgroup into at most 16 warps",
+                     wm, bm);
+  if (wm == 64 && dim != 64)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
+                     "fused attention by warpgroups (64 rows) reads 128-byte rows of Q and K: head dim 64, not %lld",
+                     (long long)dim);
+  if (wm == 64 && (!target->wg_mma_bt || !target->wg_mma_ra || !target->async_proxy_fence))
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
+                     "target %s: fused attention by warpgroups (64 rows) needs warpgroup MMAs with K-major and "
+                     "register operands",
+                     target->name);
+  /* rows of 2^k 16-byte chunks keep the swizzle (gpu_tile_addr) inside the
+   * row; every thread copies whole chunks of each tile */
+  int threads = bm / (wm == 64 ? 16 : wm) * 32;
+  if (!bn) bn = ATTN_BN;
+  if (bn != 64 && bn != ATTN_MAX_BN)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where), "fused attention: key blocks of 64 or %d, not %d",
+                     ATTN_MAX_BN, bn);
+  if (dim < 16 || dim > ATTN_MAX_DIM || (dim & (dim - 1)) || seq % bm || seq % bn ||
+      (bn * dim / 8) % threads || (bm * dim / 8) % threads)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
+                     "fused attention needs a head dim that is a power of two from 16 to %d (with %d threads, at "
+                     "least %d) and a sequence that is a multiple of %d and of the query tile %d (got dim %lld, "
+                     "seq %lld)",
+                     ATTN_MAX_DIM, threads, threads * 8 / bn, bn, bm, (long long)dim, (long long)seq);
+  gpu_plan probe = {0};
+  probe.prob.in_dtype = in_dtype, probe.fm = 16, probe.fn = 8, probe.fk = 16;
+  const gpu_frag_ops *fr = target->matrix_frag ? target->matrix_frag(&probe) : NULL;
+  if (!fr || !fr->load_b2 || !target->async_copy16 || !target->shfl_xor)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
+                     "target %s: fused attention needs m16n8k16 matrix fragments with paired B loads, asynchronous "
+                     "copies and a warp shuffle",
+                     target->name);
+  out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
+  out->scale = (float)(1.0 / sqrt((double)dim));
+  out->bm = bm, out->bn = bn, out->wm = wm;
+  out->threads = threads;
+  out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
+  /* the Q tile and two stages of K and V tiles */
+  out->shared_bytes = (unsigned)((bm + 4 * bn) * dim * 2 + (wm == 64 ? 1024 : 0));
+  return NULL;
+}
+
+typedef struct attn_k {
+  gpu_gen *g;
+  const gpu_attn *a;
+  const gpu_frag_ops *fr;
+  LLVMValueRef tid, warp, head_off; /* head_off: element offset of this head's [seq][dim] */
+  LLVMValueRef q, k, v, o, smem;
+  LLVMTypeRef v4i32, v2h;
+} attn_k;
+
+static gpu_tile tile_at(attn_k *s, int byte_off, int rows) {
+  gpu_tile t = {gep8(s->g, s->smem, gpu_i32(s->g, byte_off)), rows, (int)s->a->dim, 2, 0};
+  return t;
+}
+static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
+  gpu_gen *g = s->g;
+  int tb = s->a->bn * (int)s->a->dim * 2;
+  LLVMValueRef off = add(g, C(s->a->bm * (int)s->a->dim * 2 + which * 2 * tb), mul(g, stage, C(tb)));
+  gpu_tile t = {gep8(g, s->smem, off), s->a->bn, (int)s->a->dim, 2, 0};
+  return t;
+}
+
+/* rows row0 .. row0+rows of src (a [seq][dim] tensor of this head) into t,
+ * as 16-byte asynchronous copies spread over the workgroup */
+static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
+  gpu_gen *g = s->g;
+  int per_row = (int)s->a->dim / 8, chunks = t->rows * per_row;
+  for (int i = 0; i < chunks / s->a->threads; i++) {
+    LLVMValueRef c = add(g, s->tid, C(i * s->a->threads));
+    LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8));
+    LLVMValueRef idx = add(g, s->head_off, add(g, mul(g, add(g, row0, row), C(s->a->dim)), col));
+    g->target->async_copy16(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx));
+  }
+}
+
+static LLVMValueRef pair_struct(attn_k *s, LLVMValueRef x, LLVMValueRef y) {
+  gpu_gen *g = s->g;
+  LLVMTypeRef f[2] = {g->i32, g->i32};
+  LLVMValueRef v = LLVMGetUndef(LLVMStructTypeInContext(g->ctx, f, 2, 0));
+  v = LLVMBuildInsertValue(g->b, v, x, 0, "");
+  return LLVMBuildInsertValue(g->b, v, y, 1, "");
+}
+static LLVMValueRef quad_struct(attn_k *s, LLVMValueRef *x) {
+  gpu_gen *g = s->g;
+  LLVMTypeRef f[4] = {g->i32, g->i32, g->i32, g->i32};
+  LLVMValueRef v = LLVMGetUndef(LLVMStructTypeInContext(g->ctx, f, 4, 0));
+  for (unsigned i = 0; i < 4; i++) v = LLVMBuildInsertValue(g->b, v, x[i], i, "");
+  return v;
+}
+/* two f32 rounded to the input dtype, as the i32 a fragment register holds */
+static LLVMValueRef pack2(attn_k *s, LLVMValueRef x, LLVMValueRef y) {
+  gpu_gen *g = s->g;
+  LLVMTypeRef v2 = LLVMVectorType(g->in_t, 2);
+  LLVMValueRef v = LLVMGetUndef(v2);
+  v = LLVMBuildInsertElement(g->b, v, LLVMBuildFPTrunc(g->b, x, g->in_t, ""), C(0), "");
+  v = LLVMBuildInsertElement(g->b, v, LLVMBuildFPTrunc(g->b, y, g->in_t, ""), C(1), "");
+  return LLVMBuildBitCast(g->b, v, g->i32, "");
+}
+
+static LLVMValueRef fconst(gpu_gen *g, double v) { return LLVMConstReal(g->f32, v); }
+
+/* max (or sum) over the 4 lanes of a quad */
+static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
+  gpu_gen *g = s->g;
+  for (int d = 1; d <= 2; d *= 2) {
+    LLVMValueRef y = g->target->shfl_xor(g, x, d);
+    x = is_max ? fmax_sel(g, x, y) : LLVMBuildFAdd(g->b, x, y, "");
+  }
+  return x;
+}
+
+/* The online softmax of one key block for one 16-row block: sacc holds S
+ * (bn/8 m16n8 fragments), st O's accumulators (dim/8 x 4), then m[2] and
+ * l[2]; P goes to pk as 16-bit pairs (pk[n][h]: rows g + 8h, columns of
+ * fragment n). */
+static void softmax_step(attn_k *s, LLVMValueRef *sacc, LLVMValueRef *st, LLVMValueRef (*pk)[2]) {
+  gpu_gen *g = s->g;
+  int nd = (int)s->a->dim / 8, nk = s->a->bn / 8;
+  double c = (double)s->a->scale * 1.4426950408889634; /* log2(e) */
+  LLVMValueRef *o = st, *m = o + 4 * nd, *l = m + 2;
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef mx = sacc[2 * h];
+    for (int n = 0; n < nk; n++)
+      for (int e = 0; e < 2; e++) mx = fmax_sel(g, mx, sacc[n * 4 + 2 * h + e]);
+    mx = LLVMBuildFMul(g->b, quad_reduce(s, mx, 1), fconst(g, c), "");
+    LLVMValueRef mn = fmax_sel(g, m[h], mx), neg = LLVMBuildFNeg(g->b, mn, "");
+    LLVMValueRef alpha = g->target->exp2(g, LLVMBuildFSub(g->b, m[h], mn, ""));
+    LLVMValueRef sum = fconst(g, 0.0), p[ATTN_MAX_BN / 8][2];
+    for (int n = 0; n < nk; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef args[3] = {sacc[n * 4 + 2 * h + e], fconst(g, c), neg};
+        LLVMTypeRef ft = g->f32;
+        p[n][e] = g->target->exp2(g, gpu_call_intrinsic(g, "llvm.fma", &ft, 1, args, 3));
+        sum = LLVMBuildFAdd(g->b, sum, p[n][e], "");
+      }
+    for (int n = 0; n < nk; n++) pk[n][h] = pack2(s, p[n][0], p[n][1]);
+    l[h] = LLVMBuildFAdd(g->b, LLVMBuildFMul(g->b, l[h], alpha, ""), sum, "");
+    m[h] = mn;
+    for (int n = 0; n < nd; n++)
+      for (int e = 0; e < 2; e++) o[n * 4 + 2 * h + e] = LLVMBuildFMul(g->b, o[n * 4 + 2 * h + e], alpha, "");
+  }
+}
+
+/* P's A fragment for keys 16kk .. +16 (two accumulator fragments) */
+static LLVMValueRef p_frag(attn_k *s, LLVMValueRef (*pk)[2], int kk) {
+  LLVMValueRef af[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
+  return quad_struct(s, af);
+}
+
+/* One key block on stage `stage` with m16n8k16 MMAs, for the warp's wm/16
+ * row blocks (st[mb]: softmax_step's state); qf the Q fragments (dim/16
+ * per row block); K and V fragments are loaded once for every row block. */
+static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MAX_DIM / 16], LLVMValueRef **st) {
+  gpu_gen *g = s->g;
+  const gpu_frag_ops *fr = s->fr;
+  int nd = (int)s->a->dim / 8, nk = s->a->bn / 8, mw = s->a->wm / 16;
+  gpu_tile kt = kv_tile(s, 0, stage), vt = kv_tile(s, 1, stage);
+  LLVMValueRef sacc[2][ATTN_MAX_BN / 8 * 4];
+  for (int mb = 0; mb < mw; mb++)
+    for (int i = 0; i < 4 * nk; i++) sacc[mb][i] = fconst(g, 0.0);
+  for (int kb = 0; kb < nk / 2; kb++)
+    for (int ks = 0; ks < (int)s->a->dim / 16; ks++) {
+      /* keys kb*16 .. +16, dims ks*16 .. +16: registers 0/2 are the B
+       * fragment of keys 0-7, 1/3 that of keys 8-15 */
+      LLVMValueRef r = fr->load_a(g, &kt, C(kb * 16), ks * 16);
+      LLVMValueRef x[4];
+      for (unsigned i = 0; i < 4; i++) x[i] = LLVMBuildExtractValue(g->b, r, i, "");
+      LLVMValueRef b0 = pair_struct(s, x[0], x[2]), b1 = pair_struct(s, x[1], x[3]);
+      for (int mb = 0; mb < mw; mb++) {
+        fr->mma(g, qf[mb][ks], b0, &sacc[mb][(2 * kb) * 4]);
+        fr->mma(g, qf[mb][ks], b1, &sacc[mb][(2 * kb + 1) * 4]);
+      }
+    }
+  LLVMValueRef pk[2][ATTN_MAX_BN / 8][2];
+  for (int mb = 0; mb < mw; mb++) softmax_step(s, sacc[mb], st[mb], pk[mb]);
+  for (int kk = 0; kk < nk / 2; kk++) {
+    LLVMValueRef a[2];
+    for (int mb = 0; mb < mw; mb++) a[mb] = p_frag(s, pk[mb], kk);
+    for (int dp = 0; dp < nd / 2; dp++) {
+      LLVMValueRef bf[2];
+      fr->load_b2(g, &vt, kk * 16, C(dp * 16), bf);
+      for (int mb = 0; mb < mw; mb++) {
+        fr->mma(g, a[mb], bf[0], &st[mb][(2 * dp) * 4]);
+        fr->mma(g, a[mb], bf[1], &st[mb][(2 * dp + 1) * 4]);
+      }
+    }
+  }
+}
+
+/* One key block with warpgroup MMAs (wm == 64: a warpgroup's 64 rows):
+ * S = Q K^T from the Q and K tiles in shared memory, the softmax on its
+ * accumulators (per warp the m16n8 fragment layout), O += P V with P from
+ * registers. Each product is one batch, awaited before its result is read. */
+static void attn_block_wg(attn_k *s, LLVMValueRef stage, const gpu_tile *qt, LLVMValueRef *st) {
+  gpu_gen *g = s->g;
+  const gpu_target_ops *t = g->target;
+  int nd = (int)s->a->dim / 8, nk = s->a->bn / 8;
+  gpu_tile kt = kv_tile(s, 0, stage), vt = kv_tile(s, 1, stage);
+  LLVMValueRef sacc[ATTN_MAX_BN / 8 * 4];
+  for (int i = 0; i < 4 * nk; i++) sacc[i] = fconst(g, 0.0);
+  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
+  t->wg_fence(g);
+  for (int ks = 0; ks < (int)s->a->dim / 16; ks++) t->wg_mma_bt(g, qt, row0, &kt, C(0), ks * 16, s->a->bn, sacc);
+  t->wg_commit(g);
+  t->wg_wait(g, 0, sacc, 4 * nk);
+  LLVMValueRef pk[ATTN_MAX_BN / 8][2];
+  softmax_step(s, sacc, st, pk);
+  t->wg_fence(g);
+  for (int kk = 0; kk < nk / 2; kk++) t->wg_mma_ra(g, p_frag(s, pk, kk), &vt, kk * 16, (int)s->a->dim, st);
+  t->wg_commit(g);
+  t->wg_wait(g, 0, st, 4 * nd);
+}
+
+/* O / l of m-block mb, rounded to the input dtype, two columns per store */
+static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
+  gpu_gen *g = s->g;
+  int nd = (int)s->a->dim / 8;
+  LLVMValueRef *o = st, *l = st + 4 * nd + 2;
+  LLVMValueRef grp = udiv(g, g->lane, 4), t2 = mul(g, urem(g, g->lane, 4), C(2));
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef inv = LLVMBuildFDiv(g->b, fconst(g, 1.0), quad_reduce(s, l[h], 0), "");
+    int rw = s->a->wm == 64 ? 16 : s->a->wm; /* a warpgroup's warps hold 16 rows each */
+    LLVMValueRef row = add(g, add(g, q0, mul(g, s->warp, C(rw))), add(g, grp, C(16 * mb + 8 * h)));
+    LLVMValueRef base = add(g, s->head_off, mul(g, row, C(s->a->dim)));
+    for (int n = 0; n < nd; n++) {
+      LLVMValueRef x = LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, "");
+      LLVMValueRef y = LLVMBuildFMul(g->b, o[n * 4 + 2 * h + 1], inv, "");
+      LLVMValueRef ptr = gept(g, g->in_t, s->o, add(g, base, add(g, C(n * 8), t2)));
+      LLVMSetAlignment(LLVMBuildStore(g->b, pack2(s, x, y), ptr), 4);
+    }
+  }
+}
+
+cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
+  gpu_plan vp;
+  gpu_attn_vendor_plan(a, &vp);
+  gpu_gen gg = {0}, *g = &gg;
+  COV_RETURN_IF_ERROR(gpu_gen_init(g, &vp, target, mod));
+  attn_k sk = {0}, *s = &sk;
+  s->g = g, s->a = a, s->fr = target->matrix_frag(&vp);
+  if (!s->fr || !s->fr->load_b2 || !target->shfl_xor || !target->async_copy16)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "target %s: no fused attention", target->name);
+  gpu_add_kernel(g, name);
+  s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
+  s->o = LLVMGetParam(g->fn, 3);
+  s->smem = target->shared_array(g, a->shared_bytes);
+  int wg = a->wm == 64;
+  if (wg) {
+    /* warpgroup MMAs read the 128-byte swizzle, whose pattern repeats
+     * every 1024 bytes: the tiles start on such a boundary (1 KiB spare) */
+    LLVMValueRef addr = LLVMBuildPtrToInt(g->b, s->smem, g->i32, "");
+    s->smem = gep8(g, s->smem, LLVMBuildAnd(g->b, LLVMBuildSub(g->b, C(0), addr, ""), C(1023), ""));
+  }
+  s->tid = target->thread_id(g);
+  g->lane = urem(g, s->tid, 32);
+  s->warp = udiv(g, s->tid, 32);
+  s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
+  LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
+  int nd = (int)a->dim / 8, nst = 4 * nd + 4, blocks = (int)(a->seq / a->bn);
+
+  gpu_tile qt = tile_at(s, 0, a->bm);
+  copy_rows(s, s->q, q0, &qt);
+  gpu_tile k0 = kv_tile(s, 0, C(0)), v0 = kv_tile(s, 1, C(0));
+  copy_rows(s, s->k, C(0), &k0);
+  copy_rows(s, s->v, C(0), &v0);
+  target->async_commit(g);
+  target->async_wait(g, 0);
+  if (wg) target->async_proxy_fence(g); /* the copies, seen by the async proxy */
+  target->barrier(g);
+  int mw = wg ? 1 : a->wm / 16, n_all = mw * nst;
+  LLVMValueRef qf[2][ATTN_MAX_DIM / 16];
+  for (int mb = 0; mb < (wg ? 0 : mw); mb++)
+    for (int ks = 0; ks < (int)a->dim / 16; ks++)
+      qf[mb][ks] = s->fr->load_a(g, &qt, add(g, mul(g, s->warp, C(a->wm)), C(16 * mb)), ks * 16);
+
+  LLVMValueRef starts[2 * ATTN_STATE], phis[2 * ATTN_STATE], st[2 * ATTN_STATE], outs[2 * ATTN_STATE];
+  for (int i = 0; i < n_all; i++) starts[i] = fconst(g, (i % nst == 4 * nd || i % nst == 4 * nd + 1) ? -INFINITY : 0.0);
+  gpu_loop lp;
+  LLVMValueRef j = loop_open(g, &lp, C(0), blocks, 1);
+  for (int i = 0; i < n_all; i++) {
+    phis[i] = LLVMBuildPhi(g->b, g->f32, "");
+    LLVMAddIncoming(phis[i], &starts[i], &lp.pre, 1);
+    st[i] = phis[i];
+  }
+  /* the next block's K and V into the other stage (free: every thread
+   * passed the barrier that ended the block that read it) */
+  LLVMValueRef nj = add(g, j, C(1));
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, nj, blocks), &join);
+  LLVMValueRef ns = LLVMBuildAnd(g->b, nj, C(1), "");
+  gpu_tile kn = kv_tile(s, 0, ns), vn = kv_tile(s, 1, ns);
+  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
+  copy_rows(s, s->v, mul(g, nj, C(a->bn)), &vn);
+  end_if(g, join);
+  target->async_commit(g);
+  LLVMValueRef *stp[2] = {st, st + nst};
+  if (wg)
+    attn_block_wg(s, LLVMBuildAnd(g->b, j, C(1), ""), &qt, st);
+  else
+    attn_block(s, LLVMBuildAnd(g->b, j, C(1), ""), qf, stp);
+  target->async_wait(g, 0);
+  if (wg) target->async_proxy_fence(g);
+  target->barrier(g);
+  loop_close(g, &lp, n_all, phis, st, starts, outs);
+  for (int mb = 0; mb < mw; mb++) attn_store(s, q0, mb, outs + mb * nst);
+  LLVMBuildRetVoid(g->b);
+  LLVMDisposeBuilder(g->b);
+  return NULL;
+}
