@@ -214,6 +214,10 @@ static double apply_f(cov_op op, const double *a) {
     case COV_OP_ERF: return erf(a[0]);
     case COV_OP_SIGMOID: return 1.0 / (1.0 + exp(-a[0]));
     case COV_OP_RELU: return a[0] < 0 ? 0.0 : a[0];
+    case COV_OP_RELU_MIN: { /* max(a, 0) then min(., b), NaN propagating as those */
+      double t = (a[0] > 0 || isnan(a[0])) ? a[0] : 0.0;
+      return (t < a[1] || isnan(t)) ? t : a[1];
+    }
     case COV_OP_SELECT: return a[0] != 0 ? a[1] : a[2];
     case COV_OP_FLOOR: return floor(a[0]);
     case COV_OP_CEIL: return ceil(a[0]);
@@ -260,6 +264,7 @@ static int apply_i(cov_op op, const int64_t *a, int64_t *r) {
     case COV_OP_NEG: *r = s64(0 - u(a[0])); return 1;
     case COV_OP_ABS: *r = a[0] < 0 ? s64(0 - u(a[0])) : a[0]; return 1;
     case COV_OP_RELU: *r = a[0] < 0 ? 0 : a[0]; return 1;
+    case COV_OP_RELU_MIN: *r = a[0] < 0 ? 0 : a[0] < a[1] ? a[0] : a[1]; return 1;
     case COV_OP_SELECT: *r = a[0] != 0 ? a[1] : a[2]; return 1;
     case COV_OP_SIGN: *r = (a[0] > 0) - (a[0] < 0); return 1;
     case COV_OP_EQ: *r = a[0] == a[1]; return 1;

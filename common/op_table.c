@@ -33,7 +33,7 @@ const char *common_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_
 const char *common_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
          "sigmoid, relu, cast, select, copy, floor, ceil, round, sign, sin, cos, tan, asin, acos, atan, "
-         "sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod";
+         "sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod, relu_min";
 }
 
 float common_op_eval_f32(cov_op op, float a, float b) {
@@ -75,6 +75,10 @@ float common_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_LE: return a <= b ? 1.0f : 0.0f;
     case COV_OP_MOD: return (float)cov_mod_floor(a, b);
     case COV_OP_FMOD: return fmodf(a, b);
+    case COV_OP_RELU_MIN: { /* exactly max(a, 0) then min(., b), as the two ops */
+      float t = a > 0 ? a : 0.0f;
+      return t < b ? t : b;
+    }
     default: return a; /* copy, cast */
   }
 }

@@ -60,6 +60,39 @@ static int dtype_fits(cov_dtype model, cov_dtype acc, const acg_capability *c, i
   return c->out == acc;
 }
 
+static bool has_edge(const cov_acg *g, int a, int b) {
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *E = &g->edges[e];
+    if ((E->from == a && E->to == b) || (E->bidirectional && E->from == b && E->to == a)) return true;
+  }
+  return false;
+}
+
+int map_onchip_mover(const cov_acg *g, int from, int to, cov_dtype din, cov_dtype dout, int *cap) {
+  for (int c = 0; c < g->n_compute; c++) {
+    const acg_compute *cn = &g->compute[c];
+    if (cn->kind != ACG_SIMD || !has_edge(g, from, g->n_storage + c) || !has_edge(g, g->n_storage + c, to))
+      continue;
+    for (int pass = 0; pass < 2; pass++) /* a copy, else a cast */
+      for (int k = 0; k < cn->n_caps; k++)
+        if (cn->caps[k].op == (pass ? COV_OP_CAST : COV_OP_COPY) && cn->caps[k].in[0] == din &&
+            cn->caps[k].out == dout) {
+          if (cap) *cap = k;
+          return c;
+        }
+  }
+  return -1;
+}
+
+/* Whether an input's tile can hop from storage `from` into storage `to` in
+ * a program (map_onchip_mover). */
+static bool hop_runs(const cov_acg *g, int from, int to, cov_dtype dt) {
+  if (!acg_is_storage(g, from) || !acg_is_storage(g, to)) return true;
+  acg_storage_kind kf = g->storage[from].kind, kt = g->storage[to].kind;
+  if (kf == ACG_DRAM || kf == ACG_CACHE || kt != ACG_SCRATCHPAD) return true;
+  return map_onchip_mover(g, from, to, dt, dt, NULL) >= 0;
+}
+
 /* Depth-first search for the simple path from `from` to `to` with the most
  * non-cache storage nodes; ties go to the lexicographically smaller node
  * sequence (deterministic). */
@@ -72,6 +105,7 @@ typedef struct pathsearch {
   int best_edges[16];
   bool on[ACG_MAX_NODES];
   bool through_compute;
+  cov_dtype dt; /* the tile's dtype on chip */
   const bool *taken;
 } pathsearch;
 
@@ -120,6 +154,7 @@ static void dfs(pathsearch *ps, int node) {
     if (next != ps->to && !acg_is_storage(ps->g, next) &&
         (!ps->through_compute || ps->g->compute[next - ps->g->n_storage].kind != ACG_SIMD))
       continue;
+    if (!ps->through_compute && !hop_runs(ps->g, node, next, ps->dt)) continue;
     ps->on[next] = true;
     ps->cur_edges[ps->n_cur - 1] = e;
     ps->cur[ps->n_cur++] = next;
@@ -132,8 +167,8 @@ static void dfs(pathsearch *ps, int node) {
 /* Fills path[] (storage per level, level 0 DRAM) and edges[] (edge into each
  * level in the direction of flow, for level >= 1; for the output the edge
  * leaving it towards DRAM). Returns the number of levels, 0 if no path. */
-static int find_path(const cov_acg *g, int compute, bool to_dram, const bool *taken, int *path,
-                     int *edges) {
+static int find_path(const cov_acg *g, int compute, bool to_dram, cov_dtype dt, const bool *taken,
+                     int *path, int *edges) {
   int best_n = 0, best_score = -1;
   int bp[16], be[16];
   for (int d = 0; d < g->n_storage; d++) {
@@ -149,6 +184,7 @@ static int find_path(const cov_acg *g, int compute, bool to_dram, const bool *ta
     ps.best_score = -1;
     ps.through_compute = to_dram;
     ps.taken = taken;
+    ps.dt = dt;
     dfs(&ps, from);
     /* inputs: the most staging levels (reuse); results: the fewest (write
      * back without detours) */
@@ -277,7 +313,8 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
     if (target < 0)
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s has no SIMD unit for the epilogue's %s",
                        p->layer, g->name, op->name);
-    int n = find_path(g, target, op->role == MAP_ROLE_OUTPUT, taken, t->path[o], t->edge_in[o]);
+    int n = find_path(g, target, op->role == MAP_ROLE_OUTPUT, map_place_dtype(t, p, o, 1), taken,
+                      t->path[o], t->edge_in[o]);
     for (int l = 1; l < n; l++) taken[t->path[o][l]] = true;
     if (n < 2)
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
@@ -299,13 +336,7 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
 }
 
 /* Whether data can move from node a to node b over one ACG edge. */
-static bool edge_between(const cov_acg *g, int a, int b) {
-  for (int e = 0; e < g->n_edges; e++) {
-    const acg_edge *E = &g->edges[e];
-    if ((E->from == a && E->to == b) || (E->bidirectional && E->from == b && E->to == a)) return true;
-  }
-  return false;
-}
+static bool edge_between(const cov_acg *g, int a, int b) { return has_edge(g, a, b); }
 
 cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t) {
   const cov_acg *g = t->acg;

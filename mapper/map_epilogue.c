@@ -334,26 +334,99 @@ static cov_status cast_accumulator(map_schedule *s, cov_dtype acc) {
   return NULL;
 }
 
+/* The SIMD capability of op on dtype dt: node and index, or -1. */
+static int simd_cap(const cov_acg *acg, cov_op op, cov_dtype din, cov_dtype dout, int *cap) {
+  for (int c = 0; c < acg->n_compute; c++) {
+    const acg_compute *cn = &acg->compute[c];
+    if (cn->kind != ACG_SIMD) continue;
+    for (int k = 0; k < cn->n_caps; k++)
+      if (cn->caps[k].op == op && cn->caps[k].in[0] == din && cn->caps[k].out == dout) {
+        *cap = k;
+        return acg->n_storage + c;
+      }
+  }
+  return -1;
+}
+
+static bool reads_reg(const map_vop *v, int r) {
+  return (v->a.kind == MAP_VS_REG && v->a.index == r) || (v->b.kind == MAP_VS_REG && v->b.index == r);
+}
+
+/* ReLU6 / Clip(0, hi) lower to max(x, 0) then min(t, hi) (or relu then
+ * min): two passes of the SIMD unit over the output tile, which bound the
+ * cycles of layers whose array work is short (a 16 -> 96 expansion at
+ * 112x112 spent 150K cycles on them). Where the ACG's SIMD unit offers
+ * relu_min in the same float dtype, the pair becomes that one op; the
+ * result is bit-identical (relu_min is defined as the composition). */
+static void fuse_relu_min(const cov_acg *acg, map_schedule *s, cov_dtype dt) {
+  int cap, fused = 0;
+  if (!cov_dtype_is_float(dt) || simd_cap(acg, COV_OP_RELU_MIN, dt, dt, &cap) < 0) return;
+  for (int i = 0; i + 1 < s->n_vops; i++) {
+    map_vop *lo = &s->vops[i], *hi = &s->vops[i + 1];
+    if (lo->kind != MAP_VOP_MAP || hi->kind != MAP_VOP_MAP) continue;
+    if (lo->din != lo->dout || hi->din != hi->dout || lo->dout != hi->din ||
+        (lo->din && !cov_dtype_is_float(lo->din)))
+      continue;
+    bool relu = lo->op == COV_OP_RELU ||
+                (lo->op == COV_OP_MAX && lo->b.kind == MAP_VS_SCALAR && lo->b.value == 0);
+    if (!relu || lo->a.kind == MAP_VS_SCALAR || hi->op != COV_OP_MIN) continue;
+    /* min(t, hi) or min(hi, t) with t lo's result and nothing else reading it */
+    map_vsrc bound = hi->b.kind == MAP_VS_REG && hi->b.index == lo->dst ? hi->a : hi->b;
+    bool t_first = hi->a.kind == MAP_VS_REG && hi->a.index == lo->dst;
+    bool t_second = hi->b.kind == MAP_VS_REG && hi->b.index == lo->dst;
+    if (t_first == t_second || bound.kind != MAP_VS_SCALAR) continue;
+    bool read_later = false;
+    if (lo->dst != hi->dst)
+      for (int j = i + 2; j < s->n_vops && !read_later; j++) {
+        if (reads_reg(&s->vops[j], lo->dst)) read_later = true;
+        if (s->vops[j].dst == lo->dst) break;
+      }
+    if (read_later) continue;
+    lo->op = COV_OP_RELU_MIN;
+    lo->b = bound;
+    lo->dst = hi->dst;
+    memmove(hi, hi + 1, sizeof(map_vop) * (size_t)(s->n_vops - i - 2));
+    s->n_vops--;
+    fused++;
+  }
+  for (int i = 0; i < s->n_vops; i++) /* row registers are numbered apart: leave those alone */
+    if (s->vops[i].kind == MAP_VOP_ROW_REDUCE || s->vops[i].a.kind == MAP_VS_ROW ||
+        s->vops[i].b.kind == MAP_VS_ROW)
+      fused = 0;
+  if (!fused) return;
+  /* registers no op uses any more take no slot (map_epi_plan sizes by
+   * n_vregs): renumber the rest densely, register 0 staying 0 */
+  int map[MAP_MAX_VREGS], n = 1;
+  for (int r = 0; r < MAP_MAX_VREGS; r++) map[r] = r == 0 ? 0 : -1;
+  for (int i = 0; i < s->n_vops; i++) {
+    map_vop *v = &s->vops[i];
+    int *rs[3] = {&v->dst, v->a.kind == MAP_VS_REG ? &v->a.index : NULL,
+                  v->b.kind == MAP_VS_REG ? &v->b.index : NULL};
+    for (int k = 0; k < 3; k++)
+      if (rs[k] && *rs[k] >= 0 && *rs[k] < MAP_MAX_VREGS && map[*rs[k]] < 0) map[*rs[k]] = n++;
+  }
+  if (n >= s->n_vregs) return;
+  for (int i = 0; i < s->n_vops; i++) {
+    map_vop *v = &s->vops[i];
+    v->dst = map[v->dst];
+    if (v->a.kind == MAP_VS_REG) v->a.index = map[v->a.index];
+    if (v->b.kind == MAP_VS_REG) v->b.index = map[v->b.index];
+  }
+  s->n_vregs = n;
+}
+
 cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
   COV_RETURN_IF_ERROR(cast_accumulator(s, dt));
+  fuse_relu_min(acg, s, dt);
   for (int i = 0; i < s->n_vops; i++) {
     map_vop *v = &s->vops[i];
     /* f32 epilogues run in the accumulator's dtype (an f32 layer on an f16
      * array accumulates in f32); integer ones in the codelet's */
     if (!v->din || (cov_dtype_is_float(dt) && cov_dtype_is_float(v->din) && v->din == v->dout))
       v->din = v->dout = dt;
-    v->node = v->cap = -1;
-    for (int c = 0; c < acg->n_compute && v->node < 0; c++) {
-      const acg_compute *cn = &acg->compute[c];
-      if (cn->kind != ACG_SIMD) continue;
-      for (int k = 0; k < cn->n_caps; k++)
-        if (cn->caps[k].op == v->op && cn->caps[k].in[0] == v->din && cn->caps[k].out == v->dout) {
-          v->node = acg->n_storage + c;
-          v->cap = k;
-          break;
-        }
-    }
+    v->cap = -1;
+    v->node = simd_cap(acg, v->op, v->din, v->dout, &v->cap);
     if (v->node < 0) {
       char ty[40];
       if (v->din == v->dout) snprintf(ty, sizeof ty, "%s", cov_dtype_name(v->din));

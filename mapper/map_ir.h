@@ -345,6 +345,15 @@ typedef struct map_gemm_plan {
 /* Whether the schedule's main statement runs as GEMMs (a two-input MAC on
  * a systolic array): then the cost model charges map_gemm_cycles. */
 bool map_gemm_applies(const map_schedule *s);
+/* How a tile moves between two on-chip storage nodes: the SIMD compute
+ * node (index into acg->compute) that reads `from`, writes `to` and copies
+ * (or casts) din -> dout, its capability in *cap (the NPU code generator's
+ * on-chip copy, a VOP), or -1. The storage path search
+ * offers an input a hop from one scratchpad into another only where this
+ * finds a mover, so every path it binds is one the code generator runs
+ * (hops from DRAM are DMAs; out of a cache or into a register file, loads
+ * of the unit reading it). */
+int map_onchip_mover(const cov_acg *acg, int from, int to, cov_dtype din, cov_dtype dout, int *cap);
 /* An array is output-stationary when it has an edge to a register file. */
 bool map_output_stationary(const cov_acg *g, int node);
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);

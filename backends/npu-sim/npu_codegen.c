@@ -206,18 +206,15 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
   const map_place *src = &c->s->place[o][from_lv], *dst = &c->s->place[o][to_lv];
   int inner = from_lv > to_lv ? from_lv : to_lv;
   const map_place *box = &c->s->place[o][inner];
-  if (c->simd < 0 || npu_find_edge(c->g, src->node, npu_node_of_compute(c->g, c->simd)) < 0 ||
-      npu_find_edge(c->g, npu_node_of_compute(c->g, c->simd), dst->node) < 0) {
-    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: no instruction moves %s from %s to %s (the SIMD unit "
-            "has no path between them)", c->p->layer, op->name, c->g->storage[src->node].name,
-            c->g->storage[dst->node].name);
-    return;
-  }
-  int cap = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, src->dtype, dst->dtype);
-  if (cap < 0) cap = npu_cg_find_cap(c->g, c->simd, COV_OP_CAST, src->dtype, dst->dtype);
-  if (cap < 0) {
-    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the SIMD unit cannot copy %s -> %s", c->p->layer,
-            cov_dtype_name(src->dtype), cov_dtype_name(dst->dtype));
+  /* the mapper's own test of the hop (map_onchip_mover), which its path
+   * search applies: one rule for what is bound and what is emitted */
+  int cap = -1;
+  int mover = map_onchip_mover(c->g, src->node, dst->node, src->dtype, dst->dtype, &cap);
+  if (mover < 0 || mover != c->simd) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: no instruction moves %s from %s to %s (no SIMD unit "
+            "reads one, writes the other and copies %s -> %s)", c->p->layer, op->name,
+            c->g->storage[src->node].name, c->g->storage[dst->node].name, cov_dtype_name(src->dtype),
+            cov_dtype_name(dst->dtype));
     return;
   }
   int64_t base[COV_MAX_RANK];

@@ -65,6 +65,11 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
     base[d0] += start;
     reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
   }
+  /* The output tile itself, where the mapper planned register 0 in place
+   * (map_epi_plan: no slot reserved for it): an op writing register 0 in
+   * the tile's dtype writes there once nothing still needed lives there. */
+  rloc home = reg[0];
+  home.valid = c->s->epi_in_place && pl->node == c->reg_buf;
   int64_t origin[MAP_MAX_LOOPS];
   map_walk_values(&c->w, 1, origin);
   uint64_t bump = c->area_lo;
@@ -158,6 +163,20 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
       /* An element-wise op may overwrite any slot whose registers are all
        * dead after it (its own sources included: each element is read
        * before it is written); otherwise it takes a new slot. */
+      if (vo->dst == 0 && home.valid && vo->dout == pl->dtype) {
+        bool free_home = true;
+        for (int r = 1; r < MAP_MAX_VREGS; r++)
+          if (reg[r].valid && reg[r].buf == home.buf && reg[r].addr == home.addr &&
+              reg_read_later(c->s, vi + 1, r))
+            free_home = false;
+        if (free_home) {
+          vopnd hv = {home.buf, home.addr, {0}, 0};
+          memcpy(hv.st, home.stride, sizeof hv.st);
+          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, shape, &hv, &ops[0], has_b ? &ops[1] : NULL);
+          reg[0] = home;
+          continue;
+        }
+      }
       int pick = -1;
       for (int k = 0; k < n_slots && pick < 0; k++) {
         if (slot_bytes[k] < (uint64_t)s * 4) continue;

@@ -873,12 +873,13 @@ static int64_t vop_i(uint8_t op, int64_t a, int64_t b) {
     case COV_OP_NEG: return -a;
     case COV_OP_ABS: return a < 0 ? -a : a;
     case COV_OP_RELU: return a > 0 ? a : 0;
+    case COV_OP_RELU_MIN: return a < 0 ? 0 : a < b ? a : b;
     default: return a;
   }
 }
 static bool is_binary(uint8_t op) {
   return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||
-         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW;
+         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW || op == COV_OP_RELU_MIN;
 }
 
 static cov_status run_vop(ex *x, const npu_insn *in) {

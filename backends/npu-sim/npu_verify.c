@@ -163,7 +163,7 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
 
 static bool vop_binary(uint8_t op) {
   return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||
-         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW;
+         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW || op == COV_OP_RELU_MIN;
 }
 static bool vop_unary(uint8_t op) {
   return op == COV_OP_EXP || op == COV_OP_LOG || op == COV_OP_SQRT || op == COV_OP_RSQRT ||
