@@ -114,4 +114,23 @@ void map_gpu_sched_text(const map_gpu_sched *c, char *buf, size_t size);
 cov_status map_gpu_explain(const cov_acg *acg, const char *layer, const map_gpu_problem *p,
                            const map_gpu_result *r, int top, FILE *out);
 
+/* Fused attention, softmax(Q K^T * scale) V over [batch][heads][seq][dim]
+ * (map_gpu_attn.c): the GPU backend's flash-attention tile. */
+typedef struct map_gpu_attn_problem {
+  int64_t batch, heads, seq, dim;
+} map_gpu_attn_problem;
+
+typedef struct map_gpu_attn_sched {
+  int bm;          /* query rows per workgroup */
+  int wm;          /* per warp (16, 32), or 64: one warpgroup */
+  int bn;          /* keys per block (64, 128) */
+  bool warpgroup;  /* both products as warpgroup MMAs */
+} map_gpu_attn_sched;
+
+/* The form and tile of fused attention for p on acg; `warpgroup`: the
+ * lowering implements the warpgroup form (head dim 64); `where` names the
+ * layer in a diagnostic. */
+cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, bool warpgroup, const char *where,
+                             map_gpu_attn_sched *out);
+
 #endif

@@ -6,6 +6,7 @@
 #include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "mapper/map_gpu.h"
 
 int gpu_attn_is_spec(const char *spec) { return !strncmp(spec, "attn_", 5); }
 
@@ -56,9 +57,17 @@ cov_status gpu_attn_compile(const gpu_target *t, const cov_gpu_options *opts, co
   long long v[4];
   int bm, wm, bn;
   COV_RETURN_IF_ERROR(parse_spec(spec, v, &bm, &wm, &bn));
+  if (!bm && !wm) { /* the mapper plans the tile; a spec's :BMxWM[xBN] fixes it */
+    const gpu_target_ops *o = t->ops;
+    map_gpu_attn_problem mp = {.batch = v[0], .heads = v[1], .seq = v[2], .dim = v[3]};
+    map_gpu_attn_sched ms;
+    cov_status st = map_gpu_attn_plan(t->acg, &mp, o->wg_mma_bt && o->wg_mma_ra && o->async_proxy_fence, spec, &ms);
+    if (st) return cov_status_annotate(st, "layer %s: ", spec);
+    bm = ms.bm, wm = ms.wm, bn = ms.bn;
+  }
   gpu_attn a;
   COV_RETURN_IF_ERROR(
-      gpu_attn_plan(v[0], v[1], v[2], v[3], opts->dtype ? opts->dtype : COV_F16, bm, wm, bn, t->caps.cores, t->ops, spec, &a));
+      gpu_attn_plan(v[0], v[1], v[2], v[3], opts->dtype ? opts->dtype : COV_F16, bm, wm, bn, t->ops, spec, &a));
   char name[96], kernel[128];
   snprintf(name, sizeof name, "attn_%lldx%lldx%lldx%lld_q%dw%d", v[0], v[1], v[2], v[3], a.bm, a.wm);
   if (a.bn != 64) snprintf(name + strlen(name), sizeof name - strlen(name), "k%d", a.bn);

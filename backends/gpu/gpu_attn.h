@@ -29,13 +29,14 @@ typedef struct gpu_attn {
 } gpu_attn;
 
 /* The plan of attention over [batch][heads][seq][dim] with `bm` query rows
- * per workgroup and `wm` per warp (both 0: chosen from the workgroups per
- * core, `cores` SMs) and `bn` keys per block (64 or 128; 0: 64): a located error where the shape or the
- * target does not fit (seq a multiple of the tiles, dim a multiple of 16 up
- * to 128, 16-bit inputs, matrix fragments m16n8k16, asynchronous copies, a
- * warp shuffle). */
+ * per workgroup, `wm` per warp (16, 32; 64: one warpgroup) and `bn` keys
+ * per block (64 or 128; 0: 64), as the mapper chose them
+ * (map_gpu_attn_plan) or a spec fixed them: a located error where the shape
+ * or the target does not fit (seq a multiple of the tiles, dim a multiple
+ * of 16 up to 128, 16-bit inputs, matrix fragments m16n8k16, asynchronous
+ * copies, a warp shuffle). */
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out);
+                         int wm, int bn, const gpu_target_ops *target, const char *where, gpu_attn *out);
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);

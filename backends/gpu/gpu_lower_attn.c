@@ -38,36 +38,15 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
 }
 
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int bn, int cores, const gpu_target_ops *target, const char *where, gpu_attn *out) {
+                         int wm, int bn, const gpu_target_ops *target, const char *where, gpu_attn *out) {
   memset(out, 0, sizeof *out);
-  if (!bm && !wm && dim == 64 && target->wg_mma_bt && target->wg_mma_ra && target->async_proxy_fence) {
-    /* one warpgroup of 64 rows per workgroup: the fastest tile at all four
-     * BERT shapes on the H100 (bench/nvptx/README.md); blocks of 128 keys
-     * where the sequence is long or the workgroups fewer than the cores,
-     * of 64 on short sequences with many workgroups (32 x 128: 1.12x vs
-     * 1.00x) */
-    bm = wm = 64;
-    if (!bn) bn = seq % 128 == 0 && (seq >= 512 || batch * heads * (seq / 64) < cores) ? 128 : 64;
-  } else if (!bm && !wm) {
-    /* m16n8k16 fragments: as many workgroups as the cores can take at once
-     * decide the tile (the H100 sweep): below one 64-row workgroup per
-     * core, 16 rows per warp (more warps per row block); below 8, 32 rows
-     * per warp (K/V fragments read once for two row blocks); above,
-     * 128-row workgroups (K/V tiles shared by 4 warps) */
-    int64_t rows64 = batch * heads * (seq / 64);
-    int c = cores > 0 ? cores : 1;
-    bm = rows64 < 8 * c ? 64 : 128;
-    wm = rows64 < c ? 16 : 32;
-  }
-  if (!bm) bm = 128;
-  if (!wm) wm = 32;
   if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch * heads > 65535 || batch * heads * seq * dim >= (1ll << 31))
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes out of range",
                      (long long)batch, (long long)heads, (long long)seq, (long long)dim);
   if (in_dtype != COV_F16 && in_dtype != COV_BF16)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where), "fused attention takes f16 or bf16 inputs, not %s",
                      cov_dtype_name(in_dtype));
-  if ((wm != 16 && wm != 32 && wm != 64) || bm % wm || bm / (wm == 64 ? 16 : wm) > 16)
+  if (bm < 1 || (wm != 16 && wm != 32 && wm != 64) || bm % wm || bm / (wm == 64 ? 16 : wm) > 16)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where),
                      "fused attention: %d query rows per warp (16 or 32; 64 per warpgroup) must divide the %d of a "
                      "workgroup into at most 16 warps",
