@@ -22,46 +22,8 @@
 #include "covenant/npu.h"
 #include "mapper/map_ir.h"
 #include "tests/check.h"
-
-static const char *g_src;
-
-static uint64_t g_rng = 0x2545f4914f6cdd1dull;
-static float rnd(void) { /* exactly representable in f16 */
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return cov_f16_to_f32(cov_f32_to_f16((float)((int)(g_rng % 2001) - 1000) / 500.0f));
-}
-
-static cov_acg *load_target(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/targets/%s.json", g_src, name);
-  cov_acg *g = NULL;
-  cov_status st = cov_acg_load_file(path, &g);
-  if (st) {
-    cov_status_print(stderr, st, 1);
-    cov_status_free(st);
-    exit(1);
-  }
-  return g;
-}
-
-static cov_npu_stats *run(const cov_acg *g, const npu_prog *p, cov_npu_sim **out, const char **names,
-                          cov_tensor *ins, int n) {
-  cov_npu_sim *sim = NULL;
-  cov_status st = cov_npu_sim_create(g, &sim);
-  if (!st) st = cov_npu_sim_load(sim, p);
-  for (int i = 0; i < n && !st; i++) st = cov_npu_sim_write(sim, names[i], &ins[i]);
-  cov_npu_stats *stats = NULL;
-  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
-  if (st) {
-    cov_status_print(stderr, st, 1);
-    cov_status_free(st);
-  }
-  CHECK(stats != NULL);
-  *out = sim;
-  return stats;
-}
+#define NPU_TEST_SEED 0x2545f4914f6cdd1dull
+#include "tests/npu-sim/npu_test.h"
 
 static void test_stem(void) {
   char suite[1024];
@@ -133,40 +95,6 @@ static void test_stem(void) {
   cov_acg_free(g);
 }
 
-static void add(npu_prog *p, npu_insn in) {
-  cov_status st = npu_prog_add(p, &in);
-  CHECK(!st);
-  cov_status_free(st);
-}
-
-static uint64_t add_tensor(npu_prog *p, const char *name, cov_dtype dt, uint8_t role, uint32_t d0,
-                           uint32_t d1) {
-  npu_tensor t = {0};
-  snprintf(t.name, sizeof t.name, "%s", name);
-  t.dtype = dt;
-  t.role = role;
-  t.rank = 2;
-  t.dims[0] = d0;
-  t.dims[1] = d1;
-  t.bytes = cov_dtype_size(dt) * d0 * d1;
-  t.addr = (p->dram_bytes + 63) / 64 * 64;
-  p->dram_bytes = t.addr + t.bytes;
-  CHECK(!npu_prog_add_tensor(p, &t));
-  return t.addr;
-}
-
-static npu_insn dma2(int e, bool store, cov_dtype dt, uint64_t tensor, uint32_t R, uint32_t C,
-                     uint32_t local) {
-  npu_insn in = {.op = NPU_OP_DMA, .unit = (uint8_t)e, .flags = store ? NPU_DMA_STORE : 0};
-  in.u.dma.dtype = dt;
-  in.u.dma.rank = 2;
-  in.u.dma.dram_off = tensor;
-  in.u.dma.local_off = local;
-  in.u.dma.dim[0] = (npu_dma_dim){R, 1, 0, R, C, C};
-  in.u.dma.dim[1] = (npu_dma_dim){C, 1, 0, C, 1, 1};
-  return in;
-}
-
 /* y[m][n] = sum over (c, s) of x[c][m + s] w[c * S + s][n]: a 1-D conv of a
  * 3-channel row, k = c x s = 15 as digits (radix 5), in two folds of 8 and
  * 7 (the second starts at c = 1, s = 3). */
@@ -178,17 +106,17 @@ static void test_hand_built(void) {
   CHECK(!npu_prog_create(&p));
   npu_prog_set_target(p, &t);
   enum { C = 3, S = 5, M = 20, X = M + S - 1, N = 16, KT = C * S };
-  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, C, X);
-  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, KT, N);
-  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, M, N);
+  uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){C, X});
+  uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){KT, N});
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){M, N});
   int ibuf = acg_find_node(g, "ibuf"), wbuf = acg_find_node(g, "wbuf"), obuf = acg_find_node(g, "obuf");
   int arr = acg_find_node(g, "pe_array") - g->n_storage;
   int cap = -1;
   for (int k = 0; k < g->compute[arr].n_caps && cap < 0; k++)
     if (g->compute[arr].caps[k].op == COV_OP_MAC && g->compute[arr].caps[k].in[0] == COV_F16) cap = k;
   CHECK(cap >= 0);
-  add(p, dma2(npu_find_edge(g, t.dram, ibuf), false, COV_F16, ax, C, X, 0));
-  add(p, dma2(npu_find_edge(g, t.dram, wbuf), false, COV_F16, aw, KT, N, 0));
+  add(p, dma2(npu_find_edge(g, t.dram, ibuf), false, COV_F16, ax, C, X, 0, 0, C, X, 0, X, 1));
+  add(p, dma2(npu_find_edge(g, t.dram, wbuf), false, COV_F16, aw, KT, N, 0, 0, KT, N, 0, N, 1));
   for (uint32_t k0 = 0; k0 < KT; k0 += 8) {
     npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)arr,
                    .flags = (uint16_t)(NPU_GEMM_KDIG | (k0 ? NPU_GEMM_ACC : 0))};
@@ -207,7 +135,7 @@ static void test_hand_built(void) {
     add(p, gm);
   }
   int ob = obuf;
-  npu_insn st = dma2(npu_find_edge(g, ob, t.dram), true, COV_F32, ay, M, N, 0);
+  npu_insn st = dma2(npu_find_edge(g, ob, t.dram), true, COV_F32, ay, M, N, 0, 0, M, N, 0, N, 1);
   add(p, st);
   /* encode -> decode -> encode: the same bytes, the digits kept */
   uint8_t *b1 = NULL, *b2 = NULL;
