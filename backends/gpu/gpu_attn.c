@@ -34,14 +34,7 @@ static json_t *attn_json(const gpu_attn *a, json_t *k) {
   for (int i = 0; i < 4; i++) json_object_set_new(k, keys[i], json_integer(vals[i]));
   json_object_set_new(k, "scale", json_real(a->scale));
   json_object_set_new(k, "out_dtype", json_string(cov_dtype_name(a->in_dtype)));
-  json_t *grid = json_array(), *block = json_array();
-  for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(a->grid[i]));
-  json_array_append_new(block, json_integer(a->threads));
-  json_array_append_new(block, json_integer(1));
-  json_array_append_new(block, json_integer(1));
-  json_object_set_new(k, "grid", grid);
-  json_object_set_new(k, "block", block);
-  json_object_set_new(k, "shared_bytes", json_integer(a->shared_bytes));
+  gpu_launch_json(k, a->grid, a->threads, a->shared_bytes);
   char plan[192];
   snprintf(plan, sizeof plan,
            "fused attention: %d query rows (%d per warp) x %d keys per step, online softmax in registers, "

@@ -150,6 +150,17 @@ cov_status gpu_mkdir_p(const char *dir) {
   return NULL;
 }
 
+void gpu_launch_json(json_t *o, const unsigned grid[3], int threads, uint64_t shared_bytes) {
+  json_t *g = json_array(), *block = json_array();
+  for (int i = 0; i < 3; i++) json_array_append_new(g, json_integer(grid[i]));
+  json_array_append_new(block, json_integer(threads));
+  json_array_append_new(block, json_integer(1));
+  json_array_append_new(block, json_integer(1));
+  json_object_set_new(o, "grid", g);
+  json_object_set_new(o, "block", block);
+  json_object_set_new(o, "shared_bytes", json_integer((json_int_t)shared_bytes));
+}
+
 json_t *gpu_plan_json(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   json_t *o = json_object();
@@ -211,14 +222,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "tma", tm);
   }
   if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
-  json_t *grid = json_array(), *block = json_array();
-  for (int i = 0; i < 3; i++) json_array_append_new(grid, json_integer(p->grid[i]));
-  json_array_append_new(block, json_integer(p->threads));
-  json_array_append_new(block, json_integer(1));
-  json_array_append_new(block, json_integer(1));
-  json_object_set_new(o, "grid", grid);
-  json_object_set_new(o, "block", block);
-  json_object_set_new(o, "shared_bytes", json_integer(p->shared_bytes));
+  gpu_launch_json(o, p->grid, p->threads, p->shared_bytes);
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)
     snprintf(plan, sizeof plan, "one output per thread, %d threads", p->threads);

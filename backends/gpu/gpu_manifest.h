@@ -15,6 +15,9 @@
 /* The plan's description (problem, tile, copies, layout, launch): equal
  * descriptions build equal kernels. */
 json_t *gpu_plan_json(const gpu_plan *p);
+/* Sets a kernel's launch in its manifest entry o: "grid" (3 workgroup
+ * counts), "block" ([threads, 1, 1]) and "shared_bytes". */
+void gpu_launch_json(json_t *o, const unsigned grid[3], int threads, uint64_t shared_bytes);
 /* mkdir -p; errors name the directory. */
 cov_status gpu_mkdir_p(const char *dir);
 /* Writes a layer's code object (n bytes) to DIR/NAME.EXT and returns its
