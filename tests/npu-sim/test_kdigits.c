@@ -25,17 +25,63 @@
 #define NPU_TEST_SEED 0x2545f4914f6cdd1dull
 #include "tests/npu-sim/npu_test.h"
 
-static void test_stem(void) {
+/* A suite conv layer mapped and compiled for npu-16x16 (open), run on
+ * random f16-exact x [1][C][H][W], w [KO][C][R][R] and b [KO] with its
+ * output read into y (run), and everything freed (close). */
+typedef struct conv_case {
+  cov_acg *g;
+  cov_layer *l;
+  cov_schedule *s;
+  cov_npu_program *p;
+  cov_tensor x, w, b, y;
+  cov_npu_sim *sim;
+  cov_npu_stats *st;
+} conv_case;
+
+static bool conv_case_open(conv_case *t, const char *layer) {
+  memset(t, 0, sizeof *t);
   char suite[1024];
   snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
-  cov_acg *g = load_target("npu-16x16");
-  cov_layer *l = NULL;
-  cov_schedule *s = NULL;
-  cov_npu_program *p = NULL;
-  CHECK(!cov_layer_from_suite(suite, "convnet_layer1", 1, &l));
-  CHECK(l && !cov_map(l, g, NULL, &s));
-  CHECK(s && !cov_npu_compile(s, &p));
-  if (!p) return;
+  t->g = load_target("npu-16x16");
+  CHECK(!cov_layer_from_suite(suite, layer, 1, &t->l));
+  CHECK(t->l && !cov_map(t->l, t->g, NULL, &t->s));
+  CHECK(t->s && !cov_npu_compile(t->s, &t->p));
+  return t->p != NULL;
+}
+
+static void conv_case_run(conv_case *t, int C, int H, int W, int KO, int R) {
+  CHECK(!cov_tensor_alloc(&t->x, COV_F32, 4, (int64_t[]){1, C, H, W}));
+  CHECK(!cov_tensor_alloc(&t->w, COV_F32, 4, (int64_t[]){KO, C, R, R}));
+  CHECK(!cov_tensor_alloc(&t->b, COV_F32, 1, (int64_t[]){KO}));
+  float *fx = t->x.data, *fw = t->w.data, *fb = t->b.data;
+  for (int i = 0; i < C * H * W; i++) fx[i] = rnd();
+  for (int i = 0; i < KO * C * R * R; i++) fw[i] = rnd();
+  for (int i = 0; i < KO; i++) fb[i] = rnd();
+  t->st = run(t->g, t->p, &t->sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){t->x, t->w, t->b}, 3);
+  CHECK(!cov_npu_sim_read(t->sim, "out", &t->y));
+}
+
+static void conv_case_close(conv_case *t) {
+  cov_tensor_release(&t->x);
+  cov_tensor_release(&t->w);
+  cov_tensor_release(&t->b);
+  cov_tensor_release(&t->y);
+  cov_npu_stats_free(t->st);
+  cov_npu_sim_free(t->sim);
+  cov_npu_program_free(t->p);
+  cov_schedule_free(t->s);
+  cov_layer_free(t->l);
+  cov_acg_free(t->g);
+}
+
+static void test_stem(void) {
+  conv_case t;
+  if (!conv_case_open(&t, "convnet_layer1")) {
+    conv_case_close(&t);
+    return;
+  }
+  cov_schedule *s = t.s;
+  cov_npu_program *p = t.p;
   map_gemm_plan gp;
   map_gemm_plan_make(map_schedule_of(s), &gp);
   int64_t K = map_gemm_k(map_schedule_of(s), &gp);
@@ -48,17 +94,10 @@ static void test_stem(void) {
     }
   CHECK(kdig > 0 && kmax > 3);
   enum { C = 3, H = 32, W = 32, KO = 10, R = 3, OH = 30, PH = 15 };
-  cov_tensor x = {0}, w = {0}, b = {0}, y = {0};
-  CHECK(!cov_tensor_alloc(&x, COV_F32, 4, (int64_t[]){1, C, H, W}));
-  CHECK(!cov_tensor_alloc(&w, COV_F32, 4, (int64_t[]){KO, C, R, R}));
-  CHECK(!cov_tensor_alloc(&b, COV_F32, 1, (int64_t[]){KO}));
-  float *fx = x.data, *fw = w.data, *fb = b.data;
-  for (int i = 0; i < C * H * W; i++) fx[i] = rnd();
-  for (int i = 0; i < KO * C * R * R; i++) fw[i] = rnd();
-  for (int i = 0; i < KO; i++) fb[i] = rnd();
-  cov_npu_sim *sim = NULL;
-  cov_npu_stats *st = run(g, p, &sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){x, w, b}, 3);
-  CHECK(!cov_npu_sim_read(sim, "out", &y));
+  conv_case_run(&t, C, H, W, KO, R);
+  const float *fx = t.x.data, *fw = t.w.data, *fb = t.b.data;
+  cov_tensor y = t.y;
+  cov_npu_stats *st = t.st;
   double worst = 0, top = 0;
   for (int k = 0; k < KO && y.data; k++)
     for (int py = 0; py < PH; py++)
@@ -83,16 +122,7 @@ static void test_stem(void) {
          "%llu cycles, max err %.3g of %.3g\n", (long long)K, gp.n_kd, kdig, kmax,
          (unsigned long long)(st ? cov_npu_stats_cycles(st) : 0), worst, top);
   CHECK(y.data && worst <= 1e-5 * top);
-  cov_tensor_release(&x);
-  cov_tensor_release(&w);
-  cov_tensor_release(&b);
-  cov_tensor_release(&y);
-  cov_npu_stats_free(st);
-  cov_npu_sim_free(sim);
-  cov_npu_program_free(p);
-  cov_schedule_free(s);
-  cov_layer_free(l);
-  cov_acg_free(g);
+  conv_case_close(&t);
 }
 
 /* y[m][n] = sum over (c, s) of x[c][m + s] w[c * S + s][n]: a 1-D conv of a
@@ -185,16 +215,12 @@ static void test_hand_built(void) {
 }
 
 static void test_mdig(void) {
-  char suite[1024];
-  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", g_src);
-  cov_acg *g = load_target("npu-16x16");
-  cov_layer *l = NULL;
-  cov_schedule *s = NULL;
-  cov_npu_program *p = NULL;
-  CHECK(!cov_layer_from_suite(suite, "convnet_layer2", 1, &l));
-  CHECK(l && !cov_map(l, g, NULL, &s));
-  CHECK(s && !cov_npu_compile(s, &p));
-  if (!p) return;
+  conv_case t;
+  if (!conv_case_open(&t, "convnet_layer2")) {
+    conv_case_close(&t);
+    return;
+  }
+  cov_npu_program *p = t.p;
   uint32_t mdig = 0, gemms = 0;
   for (uint32_t i = 0; i < p->n_insns; i++)
     if (p->insns[i].op == NPU_OP_GEMM) {
@@ -203,17 +229,10 @@ static void test_mdig(void) {
     }
   CHECK(gemms > 0 && mdig == gemms);
   enum { C = 10, H = 15, KO = 10, R = 5, OH = 11 };
-  cov_tensor x = {0}, w = {0}, b = {0}, y = {0};
-  CHECK(!cov_tensor_alloc(&x, COV_F32, 4, (int64_t[]){1, C, H, H}));
-  CHECK(!cov_tensor_alloc(&w, COV_F32, 4, (int64_t[]){KO, C, R, R}));
-  CHECK(!cov_tensor_alloc(&b, COV_F32, 1, (int64_t[]){KO}));
-  float *fx = x.data, *fw = w.data, *fb = b.data;
-  for (int i = 0; i < C * H * H; i++) fx[i] = rnd();
-  for (int i = 0; i < KO * C * R * R; i++) fw[i] = rnd();
-  for (int i = 0; i < KO; i++) fb[i] = rnd();
-  cov_npu_sim *sim = NULL;
-  cov_npu_stats *st = run(g, p, &sim, (const char *[]){"in0", "in1", "in2"}, (cov_tensor[]){x, w, b}, 3);
-  CHECK(!cov_npu_sim_read(sim, "out", &y));
+  conv_case_run(&t, C, H, H, KO, R);
+  const float *fx = t.x.data, *fw = t.w.data, *fb = t.b.data;
+  cov_tensor y = t.y;
+  cov_npu_stats *st = t.st;
   double worst = 0, top = 0;
   for (int k = 0; k < KO && y.data; k++)
     for (int oy = 0; oy < OH; oy++)
@@ -230,16 +249,7 @@ static void test_mdig(void) {
   printf("m digits: convnet_layer2 on npu-16x16, %u of %u gemms stream m = 121, %llu cycles, max err "
          "%.3g of %.3g\n", mdig, gemms, (unsigned long long)(st ? cov_npu_stats_cycles(st) : 0), worst, top);
   CHECK(y.data && worst <= 1e-5 * top);
-  cov_tensor_release(&x);
-  cov_tensor_release(&w);
-  cov_tensor_release(&b);
-  cov_tensor_release(&y);
-  cov_npu_stats_free(st);
-  cov_npu_sim_free(sim);
-  cov_npu_program_free(p);
-  cov_schedule_free(s);
-  cov_layer_free(l);
-  cov_acg_free(g);
+  conv_case_close(&t);
 }
 
 int main(int argc, char **argv) {
