@@ -27,8 +27,10 @@ static int gpu_cores(const cov_acg *acg) {
 
 cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, bool warpgroup, const char *where,
                              map_gpu_attn_sched *out) {
-  if (p->batch < 1 || p->heads < 1 || p->seq < 1 || p->dim < 1)
-    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes of at least 1 expected",
+  /* each size bounded before rows64's product, which then cannot overflow */
+  if (p->batch < 1 || p->heads < 1 || p->seq < 1 || p->dim < 1 || p->batch >= (1ll << 31) || p->heads >= (1ll << 31) ||
+      p->seq >= (1ll << 31) || p->dim >= (1ll << 31))
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes from 1 to 2^31-1 expected",
                      (long long)p->batch, (long long)p->heads, (long long)p->seq, (long long)p->dim);
   int cores = gpu_cores(acg);
   int64_t rows64 = p->batch * p->heads * (p->seq / 64); /* workgroups of 64 query rows */

@@ -40,7 +40,8 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
                          int wm, int bn, const gpu_target_ops *target, const char *where, gpu_attn *out) {
   memset(out, 0, sizeof *out);
-  if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch * heads > 65535 || batch * heads * seq * dim >= (1ll << 31))
+  if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch > 65535 || heads > 65535 || seq >= (1ll << 31) ||
+      dim >= (1ll << 31) || batch * heads > 65535 || batch * heads * seq * dim >= (1ll << 31))
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes out of range",
                      (long long)batch, (long long)heads, (long long)seq, (long long)dim);
   if (in_dtype != COV_F16 && in_dtype != COV_BF16)

@@ -104,6 +104,10 @@ expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\]" -- gpu compile attn_1x12x128x6
 expect "head dim 64, not 128" -- gpu compile attn_1x12x128x128:64x64 --target nvptx-sm90 -o "$work/x"
 expect "key blocks of 64 or 128, not 96" -- gpu compile attn_1x12x384x64:64x64x96 --target nvptx-sm90 -o "$work/x"
 expect "takes f16 or bf16 inputs, not f32" -- gpu compile attn_1x12x128x64 --dtype f32 --target nvptx-sm90 -o "$work/x"
+# sizes whose products overflow 64 bits (4 x 2^62 wrapped to 0 and compiled) or leave the grid
+expect "sizes from 1 to 2^31-1 expected" -- gpu compile attn_4611686018427387904x4x128x64 --target nvptx-sm90 -o "$work/x"
+expect "sizes out of range" -- gpu compile attn_4611686018x4x128x64:64x64 --target nvptx-sm90 -o "$work/x"
+expect "sizes out of range" -- gpu compile attn_70000x1x128x64 --target nvptx-sm90 -o "$work/x"
 expect "target amdgpu: fused attention needs" -- gpu compile attn_1x12x128x64 --target amdgpu-gfx942 -o "$work/x"
 [ $fail -eq 0 ] && echo "ok: fused attention PTX checked, deterministic, refusals located"
 exit $fail
