@@ -122,6 +122,14 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
  * number, or -1 when more than max. */
 int map_level_sloops(const map_target *t, const map_problem *p, const map_choice *ch, int lv,
                      map_sloop *out, int max);
+/* On-chip places (and each half of a double buffer) start on
+ * MAP_PLACE_ALIGN-byte boundaries: the NPU tracks read/write hazards per
+ * 64-byte block of a buffer (backends/npu-sim/ISA.md, Timing), so two tiles
+ * sharing a block would order a DMA into one behind the compute on the other
+ * (shufflenet's stem max pool: 31 of its 64 tiles waited 560 cycles each). */
+#define MAP_PLACE_ALIGN 64u
+/* bytes rounded up to a whole number of MAP_PLACE_ALIGN blocks */
+uint64_t map_place_round(uint64_t bytes);
 /* Element type of operand o's place at level lv. */
 cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv);
 /* Bytes of one transfer of operand o at level lv for a tile of elems elements. */
