@@ -8,7 +8,8 @@
  * dram -> bbuf -> pe_array, "bias, preloaded into the accumulators") can
  * start each accumulation from b instead of 0 (the ISA's gemm `bias` flag:
  * C = bias + A x B, the bias a row vector over the columns, the same for
- * every streamed row). The rewrite drops the add from the epilogue, marks
+ * every streamed row). The rewrite drops the add (first, or second after a
+ * max pool, map_bind_epilogue's pool_first) from the epilogue, marks
  * the problem (map_problem.bias_init) and gives b a path to the array; the
  * search then keeps only schedules whose GEMMs stream rows of one bias
  * (map_bias_fits, checked in map_build), and the cost model compares them
@@ -36,7 +37,11 @@ bool map_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedu
       g->compute[t->node - g->n_storage].kind != ACG_SYSTOLIC || map_output_stationary(g, t->node) ||
       !cov_dtype_is_float(t->acc_dtype))
     return false;
-  const map_vop *v0 = &proto->vops[0];
+  /* the add is first, or right after a max pool that map_bind_epilogue
+   * moved ahead of it (max(x + b) over a window is max(x) + b for b the
+   * same over the window) */
+  int bi = proto->vops[0].kind == MAP_VOP_POOL && proto->vops[0].op == COV_OP_MAX && proto->n_vops > 1;
+  const map_vop *v0 = &proto->vops[bi];
   if (v0->kind != MAP_VOP_MAP || v0->op != COV_OP_ADD || v0->dst != 0 || v0->a.kind != MAP_VS_REG ||
       v0->a.index != 0 || v0->b.kind != MAP_VS_VEC || (v0->din && v0->din != COV_F32) ||
       (v0->dout && v0->dout != COV_F32))
@@ -44,15 +49,18 @@ bool map_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedu
   int v = v0->b.index;
   if (v <= p->output || v >= p->n_operands || p->operands[v].dtype != COV_F32 || map_bias_out_dim(p, v) < 0)
     return false;
+  if (bi)
+    for (int w = 0; w < 2; w++)
+      if (map_operand_depends(&p->operands[v], proto->vops[0].pool_loop[w])) return false;
   /* no later op reads the vector: it will not be on the SIMD unit's side */
-  for (int i = 1; i < proto->n_vops; i++) {
+  for (int i = bi + 1; i < proto->n_vops; i++) {
     const map_vop *vo = &proto->vops[i];
     if ((vo->a.kind == MAP_VS_VEC && vo->a.index == v) || (vo->b.kind == MAP_VS_VEC && vo->b.index == v))
       return false;
   }
   out->prob.bias_init = true;
   out->prob.bias_op = v;
-  for (int i = 1; i < proto->n_vops; i++) out->vops[i - 1] = proto->vops[i];
+  for (int i = bi + 1; i < proto->n_vops; i++) out->vops[i - 1] = proto->vops[i];
   out->n_vops = proto->n_vops - 1;
   return true;
 }

@@ -75,7 +75,7 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   int64_t out_elems = 1;
   const map_operand *out = &p->operands[p->output];
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
-  double cyc = 0;
+  double cyc = 0, pooled = 1;
   int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
@@ -104,7 +104,10 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
     double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
     if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
     if (vo->kind != MAP_VOP_ROW_REDUCE && bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
-    cyc += (double)out_elems * per / par;
+    cyc += (double)out_elems * pooled * per / par;
+    /* ops after a pool see one element per window (map_bind_epilogue
+     * moves the pool first where the ops before it commute with it) */
+    if (vo->kind == MAP_VOP_POOL) pooled /= (double)vo->window[0] * vo->window[1];
   }
   return cyc;
 }
