@@ -97,8 +97,10 @@ int map_level_sloops(const map_target *t, const map_problem *p, const map_choice
 /* The element type of operand o's tile at level lv: the model's in DRAM; on
  * chip, the multiplicand type for mac inputs, the accumulator type for the
  * output, the model's for the rest. */
-uint64_t map_place_round(uint64_t bytes) {
-  return (bytes + MAP_PLACE_ALIGN - 1) / MAP_PLACE_ALIGN * MAP_PLACE_ALIGN;
+uint64_t map_place_round(uint64_t bytes, uint64_t capacity) {
+  uint64_t a = MAP_PLACE_ALIGN;
+  while (a > 1 && a * 64 > capacity) a /= 2;
+  return (bytes + a - 1) / a * a;
 }
 
 cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv) {
@@ -139,7 +141,7 @@ static int pad_places(const map_target *t, map_schedule *s, const char **why) {
   map_place *pa = &s->place[gp.a_op][lv];
   uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
   if (lv == 0 || span <= pa->bytes) return 0;
-  pa->bytes = map_place_round(span);
+  pa->bytes = map_place_round(span, g->storage[pa->node].capacity_bytes);
   uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
   memset(used, 0, sizeof used);
   for (int o = 0; o < p->n_operands; o++)
@@ -253,7 +255,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       for (int d = 0; d < op->rank; d++) pl->elems *= pl->shape[d];
       pl->bytes = (uint64_t)pl->elems * cov_dtype_size(pl->dtype);
       if (lv == 0) continue;
-      pl->bytes = map_place_round(pl->bytes);
+      pl->bytes = map_place_round(pl->bytes, g->storage[node].capacity_bytes);
       const acg_storage *st = &g->storage[node];
       pl->double_buffered = ch->dbuf && st->double_buffer;
       if (node >= 256) {

@@ -128,8 +128,17 @@ int map_level_sloops(const map_target *t, const map_problem *p, const map_choice
  * sharing a block would order a DMA into one behind the compute on the other
  * (shufflenet's stem max pool: 31 of its 64 tiles waited 560 cycles each). */
 #define MAP_PLACE_ALIGN 64u
-/* bytes rounded up to a whole number of MAP_PLACE_ALIGN blocks */
-uint64_t map_place_round(uint64_t bytes);
+/* bytes rounded up to a whole number of MAP_PLACE_ALIGN blocks, or of
+ * smaller powers of two in a node of under 64 such blocks (a 128-byte
+ * register file would hold one rounded tile), so a rounding never takes
+ * more than 1/64 of the node */
+uint64_t map_place_round(uint64_t bytes, uint64_t capacity);
+/* A ReLU (or max with a scalar) of register 0 right after a max pool of
+ * register 0 becomes the pool's starting value (map_vop.b, a scalar): max
+ * over the window and that value is relu of the max, one SIMD pass fewer.
+ * Run on the epilogue as bound, and again after a rewrite took the bias add
+ * from between them (map_bias_rewrite). */
+void map_fold_relu_into_pool(map_schedule *s);
 /* Element type of operand o's place at level lv. */
 cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv);
 /* Bytes of one transfer of operand o at level lv for a tile of elems elements. */
