@@ -122,9 +122,10 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
   in.u.dma.rank = (uint8_t)nd;
   in.u.dma.dram_off = c->dram[o];
   in.u.dma.local_off = (uint32_t)addr;
-  int k = 0;
   int64_t extra = 0;
   bool pad_all = false;
+  map_dma_dim md[COV_MAX_RANK];
+  int k = 0;
   for (int d = 0; d < rank; d++) {
     bool listed = false;
     for (int j = 0; j < nd; j++) listed |= dims[j] == d;
@@ -133,10 +134,15 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
       else extra += base[d] * tstride[d];
       continue;
     }
-    in.u.dma.dim[k++] = (npu_dma_dim){(uint32_t)shape[d], 1, (int32_t)base[d],
-                                      (uint32_t)c->dshape[o][d], (uint32_t)tstride[d],
-                                      (uint32_t)lst[d]};
+    md[k++] = (map_dma_dim){shape[d], base[d], c->dshape[o][d], tstride[d], lst[d]};
   }
+  /* dimensions one run on both sides become one (longer DRAM bursts) */
+  if (!pad_all) nd = map_dma_merge(md, k);
+  in.u.dma.rank = (uint8_t)nd;
+  for (int j = 0; j < nd; j++)
+    in.u.dma.dim[j] = (npu_dma_dim){(uint32_t)md[j].count, 1, (int32_t)md[j].start,
+                                    (uint32_t)md[j].extent, (uint32_t)md[j].dstride,
+                                    (uint32_t)md[j].lstride};
   if (pad_all) { /* every element is padding: an empty window */
     if (store) return;
     in.u.dma.dim[nd - 1].start = -(int32_t)in.u.dma.dim[nd - 1].count;
