@@ -111,6 +111,10 @@ static bool independent(const npu_insn *q, const npu_target *t, const npu_brange
   return true;
 }
 
+static bool is_load(const npu_insn *in) {
+  return in->op == NPU_OP_DMA && !(in->flags & NPU_DMA_STORE);
+}
+
 cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
   if (p->n_insns < 2 || !straight_line(p)) return NULL;
   uint32_t n = p->n_insns;
@@ -125,11 +129,22 @@ cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
   for (uint32_t i = 0; i < n; i++) {
     const npu_insn *in = &p->insns[i];
     uint32_t at = len;
-    if (in->op == NPU_OP_DMA && !(in->flags & NPU_DMA_STORE)) {
+    if (is_load(in)) {
       npu_brange ld, dr;
       dma_ranges(in, t, &ld, &dr);
       uint32_t stop = len > HOIST_WINDOW ? len - HOIST_WINDOW : 0;
-      while (at > stop && independent(&p->insns[order[at - 1]], t, &ld, &dr)) at--;
+      while (at > stop && independent(&p->insns[order[at - 1]], t, &ld, &dr)) {
+        /* Loads keep their order, as DRAM serves transfers in issue order
+         * (the next tile's load went ahead of this tile's: shufflenet's
+         * stem pool and convnet_layer1 started their first compute one
+         * tile's load late), unless the earlier load waits where this one
+         * need not: on a non-load instruction just above it. */
+        if (is_load(&p->insns[order[at - 1]]) &&
+            (at - 1 == stop || is_load(&p->insns[order[at - 2]]) ||
+             !independent(&p->insns[order[at - 2]], t, &ld, &dr)))
+          break;
+        at--;
+      }
     }
     memmove(order + at + 1, order + at, sizeof *order * (len - at));
     order[at] = i;
