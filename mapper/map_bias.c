@@ -62,6 +62,7 @@ bool map_bias_rewrite(const map_schedule *proto, const map_target *t, map_schedu
   out->prob.bias_op = v;
   for (int i = bi + 1; i < proto->n_vops; i++) out->vops[i - 1] = proto->vops[i];
   out->n_vops = proto->n_vops - 1;
+  map_fold_relu_into_pool(out);
   return true;
 }
 

@@ -89,6 +89,10 @@ void map_dump(const map_schedule *s, FILE *out) {
     } else {
       fprintf(out, "r%d = pool_%s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);
+      if (vo->b.kind == MAP_VS_SCALAR) {
+        fprintf(out, ", from ");
+        print_vsrc(out, p, &vo->b);
+      }
       fprintf(out, ") window %dx%d over %s,%s\n", vo->window[0], vo->window[1],
               p->loop_name[vo->pool_loop[0]], p->loop_name[vo->pool_loop[1]]);
     }

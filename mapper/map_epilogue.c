@@ -460,6 +460,24 @@ static void pool_first(map_schedule *s) {
   s->vops[0] = pv;
 }
 
+void map_fold_relu_into_pool(map_schedule *s) {
+  for (int i = 0; i + 1 < s->n_vops; i++) {
+    map_vop *pool = &s->vops[i], *r = &s->vops[i + 1];
+    if (pool->kind != MAP_VOP_POOL || pool->op != COV_OP_MAX || pool->b.kind != MAP_VS_NONE ||
+        pool->dst != 0 || r->kind != MAP_VOP_MAP || r->dst != 0 || r->a.kind != MAP_VS_REG ||
+        r->a.index != 0 || !cov_dtype_is_float(r->din) || r->din != r->dout)
+      continue;
+    bool relu = (r->op == COV_OP_RELU && r->b.kind == MAP_VS_NONE) ||
+                (r->op == COV_OP_MAX && r->b.kind == MAP_VS_SCALAR);
+    if (!relu) continue;
+    pool->b.kind = MAP_VS_SCALAR;
+    pool->b.value = r->op == COV_OP_RELU ? 0 : r->b.value;
+    memmove(r, r + 1, sizeof(map_vop) * (size_t)(s->n_vops - i - 2));
+    s->n_vops--;
+    return;
+  }
+}
+
 cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
   COV_RETURN_IF_ERROR(cast_accumulator(s, dt));
@@ -483,6 +501,7 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
     }
   }
   pool_first(s);
+  map_fold_relu_into_pool(s);
   return NULL;
 }
 

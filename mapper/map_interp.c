@@ -284,6 +284,7 @@ static void store_final(interp *I, int o) {
     const map_vop *pool = vo->kind == MAP_VOP_POOL ? vo : NULL;
     if (vo->kind == MAP_VOP_ROW_REDUCE || pool) {
       float init = vo->op == COV_OP_MAX ? -INFINITY : 0.0f;
+      if (pool && vo->b.kind == MAP_VS_SCALAR) init = (float)vo->b.value;
       int64_t base = pool ? E.lay.pool_off : E.lay.row_off[vo->dst];
       int64_t size = pool ? E.lay.pool_elems : E.lay.row_elems, at;
       for (int64_t i = 0; i < size; i++)

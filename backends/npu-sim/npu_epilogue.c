@@ -255,7 +255,10 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
           sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
           sv.st[pd[0]] *= win[0];
           sv.st[pd[1]] *= win[1];
-          if (i == 0 && j == 0) npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
+          /* the first step copies, or takes the max with the starting
+           * value (a folded ReLU: map_fold_relu_into_pool) */
+          if (i == 0 && j == 0 && has_b) npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &ops[1]);
+          else if (i == 0 && j == 0) npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
           else npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
         }
       memcpy(shape, pshape, sizeof pshape);

@@ -7,7 +7,10 @@
 #   - convnet_layer1 (conv + bias + ReLU + 2x2 pool): the pool is epilogue op
 #     0 on both shipped NPUs, and its SIMD unit is busy under 2,000 cycles on
 #     npu-16x16 (2,760 when the pool came last);
-#   - the example ConvNet, a conv + bias + ReLU6 + 2x2 pool (the pool goes
+#   - a ReLU right after the pool (a conv without bias + ReLU + pool, or
+#     after a preloaded bias) is the pool's starting value: max(0, window)
+#     (map_fold_relu_into_pool), one SIMD pass fewer;
+#   - the example ConvNet, a conv + ReLU + pool, a conv + bias + ReLU6 + 2x2 pool (the pool goes
 #     first) and a conv + bias + Sigmoid + 2x2 pool (monotone, but not one of
 #     the listed ops: the pool stays last) agree with the reference on both
 #     NPUs, with 0 calls on the CPU.
@@ -30,13 +33,16 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 rng = np.random.default_rng(7)
-def model(name, act):
+def model(name, act, bias=True):
     w = numpy_helper.from_array((rng.standard_normal((16, 8, 3, 3)) * 0.3).astype(np.float32), "w")
     b = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")
-    inits = [w, b]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv")]
+    inits = [w, b] if bias else [w]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"] if bias else ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv")]
     last = "c"
-    if act == "relu6":
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["a"], name="relu"))
+        last = "a"
+    elif act == "relu6":
         inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
         nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["a"], name="clip"))
         last = "a"
@@ -50,10 +56,11 @@ def model(name, act):
     m.ir_version = 7
     onnx.save(m, f"{sys.argv[1]}/{name}.onnx")
 model("relu6_pool", "relu6")
+model("relu_pool", "relu", bias=False)
 model("sigmoid_pool", "sigmoid")
 PY
 for t in npu-16x16 npu-32x32-os; do
-  for m in "$src/examples/convnet.onnx" "$tmp/relu6_pool.onnx" "$tmp/sigmoid_pool.onnx"; do
+  for m in "$src/examples/convnet.onnx" "$tmp/relu6_pool.onnx" "$tmp/sigmoid_pool.onnx" "$tmp/relu_pool.onnx"; do
     r=$("$cov" run "$m" --target "$t" 2>&1) || { echo "FAIL: $m on $t"; tail -5 <<<"$r"; fail=1; continue; }
     grep -qE "max rel err [0-9.e+-]+  PASS" <<<"$r" && grep -q "0 calls on the CPU" <<<"$r" &&
       grep -qE "rounded to f16 where the schedule narrows them: max rel err [0-9.e+-]+ <= [0-9.e+-]+  PASS" <<<"$r" ||
@@ -62,6 +69,10 @@ for t in npu-16x16 npu-32x32-os; do
   out=$("$cov" map "$tmp/relu6_pool.onnx" --target "$t" --group 0 --explain 2>&1)
   grep -qE "^  epilogue 0 \(maxpool on [a-z0-9_]+\)" <<<"$out" ||
     { echo "FAIL: relu6_pool on $t: the pool is not first"; grep epilogue <<<"$out"; fail=1; }
+  out=$("$cov" map "$tmp/relu_pool.onnx" --target "$t" --group 0 --explain 2>&1)
+  grep -qE "^  epilogue 0 \(maxpool on [a-z0-9_]+\): r0 = pool_max\(r0, from 0\)" <<<"$out" &&
+    ! grep -q "relu(" <<<"$out" ||
+    { echo "FAIL: relu_pool on $t: the ReLU is not the pool's starting value"; grep epilogue <<<"$out"; fail=1; }
   out=$("$cov" map "$tmp/sigmoid_pool.onnx" --target "$t" --group 0 --explain 2>&1)
   grep -qE "^  epilogue 0 \(maxpool on [a-z0-9_]+\)" <<<"$out" &&
     { echo "FAIL: sigmoid_pool on $t: the pool moved before the sigmoid"; grep epilogue <<<"$out"; fail=1; }
