@@ -200,6 +200,8 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* bytes per output element (f32 unless the problem asks for f16) */
+static double out_bytes(const map_gpu_problem *p) { return p->out_bytes == 2 ? 2.0 : 4.0; }
 static bool pow2(int64_t x) { return x > 0 && !(x & (x - 1)); }
 
 /* Checks a candidate's fit (the rules of the GPU lowering's plan check)
@@ -225,6 +227,7 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   /* the tma kernel's copies are bulk tensor copies of whole tiles: it
    * needs a matmul the tiles divide, whatever the thread count */
   bool whole = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0;
+  if (p->out_bytes == 2 && !c->tma) return false;
   if (c->tma) {
     if (!whole || !c->warpgroup || !t->tma || c->bk * es != 128 || p->rows_whole || c->stages < 2) return false;
   } else if (c->channels_last) {
@@ -281,7 +284,8 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double issue = ops / t->simd_rate;
   /* the epilogue stores only the tile's part inside the output */
   double out = (double)(c->bm < p->M ? c->bm : p->M) * (double)(c->bn < p->N ? c->bn : p->N);
-  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  double ob = out_bytes(p);
+  double epi = out * ob / t->st_bw + out * EPI_OPS / t->simd_rate;
   /* one tile alone: its waves issue a 1/simd_units share of the copies each */
   double issue_chain = issue * fmax(1.0, WAVES_PER_UNIT * t->simd_units / waves);
   double step;
@@ -308,7 +312,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   if (per_core < k) k = (int)per_core;
   /* resources overlap imperfectly: the busiest one, and a quarter of the
    * others (which also separates candidates that saturate the same one) */
-  double d[4] = {mma_demand, smem, copy + out * 4.0 / t->st_bw, issue}, res = 0, sum = 0;
+  double d[4] = {mma_demand, smem, copy + out * ob / t->st_bw, issue}, res = 0, sum = 0;
   for (int i = 0; i < 4; i++) res = fmax(res, d[i]), sum += d[i];
   res += OVERLAP * (sum - res);
   int64_t full = per_core / k, rem = per_core % k;
@@ -321,7 +325,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   c->copy = (double)per_core * copy;
   c->issue = (double)per_core * issue;
   c->epilogue = (double)per_core * epi;
-  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
   c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
 }
@@ -352,7 +356,7 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   step += WS_STEP_CYCLES + (consumers < 2 ? cap->lat : 0.0);
   step = fmax(step, (LAT_MUL * t->mem_lat + copy) / (c->stages - 1));
   double out = (double)c->bm * c->bn;
-  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  double epi = out * out_bytes(p) / t->st_bw + out * EPI_OPS / t->simd_rate;
   c->chain = (double)nk * step + epi;
   c->per_core = 1;
   c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
@@ -361,7 +365,7 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   c->copy = (double)(per_core * nk) * copy;
   c->issue = 0;
   c->epilogue = (double)per_core * epi;
-  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
   c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
   c->cycles *= WS_SCALE;

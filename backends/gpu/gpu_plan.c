@@ -60,6 +60,8 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   int64_t a_elems, b_elems, c_elems;
   if (e->softmax && q->kind != GPU_OP_MATMUL)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
+  if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "f16 outputs are for matmuls without a fused softmax");
   if (q->kind == GPU_OP_MAXPOOL) {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: sizes and stride must be positive, pad >= 0");
@@ -259,7 +261,7 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
   p.bm = f->bm, p.bn = f->bn, p.bk = f->bk, p.wm = f->wm, p.wn = f->wn, p.stages = f->stages;
   p.wgmma = f->wgmma;
   p.wg_inflight = f->wgmma ? (f->inflight >= 0 ? f->inflight : GPU_WGMMA_INFLIGHT) : 0;
-  p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16;
+  p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16 || prob->out_f16;
   p.keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
   COV_RETURN_IF_ERROR(gpu_plan_derive(&p, caps));
   *out = p;
@@ -279,6 +281,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
   mp->rows_whole = q->epi.softmax;
+  mp->out_bytes = q->out_f16 ? 2 : 4;
   memset(low, 0, sizeof *low);
   for (int i = 0; i < n_supported && i < MAP_GPU_MAX_SHAPES; i++)
     for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
@@ -293,7 +296,7 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   p->wg_inflight = c->warpgroup ? GPU_WGMMA_INFLIGHT : 0;
   p->stages = c->stages;
   p->keep_nchw = !c->channels_last;
-  p->tma = c->tma, p->out_f16 = false;
+  p->tma = c->tma, p->out_f16 = p->prob.out_f16;
   p->ws_regs = c->tma ? gpu_ws_regs(c->threads) : 0;
   COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
   if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)

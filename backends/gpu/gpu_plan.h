@@ -72,6 +72,9 @@ typedef struct gpu_problem {
    * maxpool: input [cn, cc, ch, cw], window cr x cs, stride, pad */
   int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
   gpu_epilogue epi;
+  /* f16 outputs (rounded once from the f32 result), as the vendor's GEMM
+   * writes them: matmuls on the warp-specialised kernel only (plan.tma) */
+  bool out_f16;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
    * caller for the compilation; may be NULL) and the ONNX node or suite

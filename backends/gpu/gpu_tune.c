@@ -39,8 +39,8 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
   if (n && n < sizeof epi) epi[n - 1] = '\0';
   const char *dt = cov_dtype_name(q->in_dtype), *ep = epi[0] ? epi : "none";
   if (q->kind == GPU_OP_MATMUL)
-    snprintf(out, size, "%s:matmul:b%lld:m%lld:n%lld:k%lld:%s:%s", target, (long long)q->batch, (long long)q->m,
-             (long long)q->n, (long long)q->k, dt, ep);
+    snprintf(out, size, "%s:matmul:b%lld:m%lld:n%lld:k%lld:%s:%s%s", target, (long long)q->batch, (long long)q->m,
+             (long long)q->n, (long long)q->k, dt, ep, q->out_f16 ? ":out-f16" : "");
   else if (q->kind == GPU_OP_CONV2D)
     snprintf(out, size, "%s:conv2d:n%lldc%lldh%lldw%lld:k%lldr%llds%lld:s%lldp%lldd%lldg%lld:%s:%s", target,
              (long long)q->cn, (long long)q->cc, (long long)q->ch, (long long)q->cw, (long long)q->ck,
