@@ -210,7 +210,9 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   int es = (int)cov_dtype_size(p->in), per = 16 / es;
   if (c->bm % c->wm || c->bn % c->wn || c->wm % c->fm || c->wn % c->fn || c->bk % c->fk) return false;
   if ((c->bk * es) % 16 || (c->bn * es) % 16 || !pow2(c->bk * es / 16) || !pow2(c->bn * es / 16)) return false;
-  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn) + (c->tma ? 4 * t->warp : 0);
+  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn) + (c->tma ? 4 * t->warp : 0) +
+               (c->pingpong ? 4 * t->warp : 0);
+  if (c->pingpong && (!c->tma || c->bm != c->wm || c->bn != c->wn)) return false;
   if (c->threads > t->max_threads) return false;
   int acc = c->wm * c->wn / (t->warp * (c->warpgroup ? 4 : 1));
   int frag = c->warpgroup ? 0 : ((c->wm + c->wn) * c->fk * es / 4 + t->warp - 1) / t->warp;
@@ -360,6 +362,13 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   c->chain = (double)nk * step + epi;
   c->per_core = 1;
   c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
+  if (c->pingpong) {
+    /* the K loops run back to back, each tile's epilogue under the next
+     * tile's K loop (the other warpgroup's); the last one is exposed, and
+     * an epilogue longer than a K loop delays the next */
+    double loop = (double)nk * step;
+    c->cycles = (double)per_core * loop + epi + (double)(per_core - 1) * fmax(0.0, epi - loop) + LAT_MUL * t->mem_lat;
+  }
   c->mma = (double)(per_core * nk) * mma;
   c->smem = (double)(per_core * nk) * smem;
   c->copy = (double)(per_core * nk) * copy;
@@ -478,6 +487,13 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
         if (c.bm % c.wm || c.bn % c.wn || (c.bm / c.wm) * (c.bn / c.wn) > 2) continue;
         try_cand(t, p, cap, c, r);
       }
+  /* ping-pong: two consumer warpgroups, each a whole tile of its own */
+  c.pingpong = true;
+  c.bm = c.wm, c.bn = c.wn;
+  for (int si = 0; si < 4; si++) {
+    c.stages = ws_stages[si];
+    try_cand(t, p, cap, c, r);
+  }
 }
 
 cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const map_gpu_lowering *low,

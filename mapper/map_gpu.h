@@ -72,6 +72,8 @@ typedef struct map_gpu_sched {
   int fm, fn, fk;          /* matrix instruction, or the FMA fragment */
   bool matrix, warpgroup;
   bool tma;                /* warp-specialised persistent (map_gpu_lowering.tma): a producer warpgroup more */
+  bool pingpong;           /* tma: two consumer warpgroups on alternate tiles of one warpgroup's (bm = wm,
+                            * bn = wn), one's epilogue under the other's K loop */
   bool channels_last;      /* A as channels-last 16-byte rows (convolutions), else the NCHW gather */
   bool vector_copy;        /* whole 16-byte copies (matmuls the tiles divide) */
   int stages;              /* scratchpad pipeline depth */

@@ -164,6 +164,20 @@ if "$cov" gpu compile resnet50_res2_3x3:f16 --target nvptx-sm90 -o "$work/f16bad
 fi
 grep -q 'layers.json.*resnet50_res2_3x3: f16 outputs are for matmuls' "$work/f16bad.err" ||
   wsbad ":f16 refusal not located: $(cat "$work/f16bad.err")"
+# p: ping-pong consumers, each warpgroup a whole 64 x bn tile on alternate
+# tiles; the K loops handed over in tile order through named barriers of
+# 256 threads (a wait before the K loop, an arrive after it); a stage is
+# released by one warpgroup (empty barriers of 128); 384 threads
+"$cov" gpu compile gemm_4096x3072x768:64x256x64:64x256:4:wshp --target nvptx-sm90 -o "$work/wsp" >/dev/null ||
+  wsbad "p: does not compile"
+f=$work/wsp/gemm_4096x3072x768_t64x256x64w64x256s4wshp.ptx
+grep -q 'bar.sync %r[0-9]*, 256;' "$f" && grep -q 'bar.arrive %r[0-9]*, 256;' "$f" || wsbad "p: no named-barrier hand-over"
+grep -q 'mov.b32.*, 128;' "$f" && grep -q '^.maxntid 384, 1, 1' "$f" || wsbad "p: not 2 x 128 consumers releasing per warpgroup"
+awk '/bar.sync %r/{s=NR} /wgmma.mma_async/{if(!m)m=NR} /bar.arrive %r/{a=NR} END{exit !(s<m && m<a)}' "$f" ||
+  wsbad "p: order wait -> K loop -> arrive broken"
+for bad in gemm_4096x3072x768:128x256x64:64x256:4:wsp gemm_4096x3072x768:64x256x64:64x256:4:ws0p; do
+  if "$cov" gpu compile $bad --target nvptx-sm90 -o "$work/wspbad" 2>/dev/null; then wsbad "p: $bad accepted"; fi
+done
 # setmaxnreg needs a launch that could not give every thread 232 registers
 if "$cov" gpu compile gemm_1024x1024x1024:64x128x64:64x128:8:ws --target nvptx-sm90 -o "$work/wsbad" 2>"$work/wsbad.err"; then
   wsbad "setmaxnreg accepted on 256 threads"
