@@ -48,6 +48,11 @@ def main():
     for n in ("bert_base_attn_qk", "bert_base_attn_qk_b32"):
         if n in bench:
             rows.append(("QK^T + softmax (%s) vs matmul -> softmax" % n, fmt(bench[n]["ratio"])))
+    # fused attention in gpu_bench.py's run (kind "attention": attn_bench.py's
+    # check and timing), or in attn_bench.py's own results
+    for n, b in bench.items():
+        if b.get("vendor") == "torch SDPA":
+            rows.append(("fused attention %s vs torch SDPA" % n, fmt(b["ratio"])))
     if len(sys.argv) == 3:
         att = json.load(open(sys.argv[2]))
         bad += [c["name"] for c in att["check"] if not c["ok"]]
@@ -55,7 +60,7 @@ def main():
             rows.append(("fused attention %s vs torch SDPA" % b["name"], fmt(b["ratio"])))
     fused = lambda n: n.startswith(("fused_", "convnet_layer1"))
     for n, b in bench.items():
-        if n.startswith(("gemm_", "bert_base_attn_qk")) or not n.endswith("_b32") or fused(n):
+        if n.startswith(("gemm_", "bert_base_attn_qk")) or "_b32" not in n or fused(n) or b.get("vendor") == "torch SDPA":
             continue
         if "ratio_vs_nhwc_vendor" in b:
             rows.append(("%s vs cuDNN: NCHW / channels-last / conv alone on NHWC vs channels-last" % n,
