@@ -97,12 +97,6 @@ int map_level_sloops(const map_target *t, const map_problem *p, const map_choice
 /* The element type of operand o's tile at level lv: the model's in DRAM; on
  * chip, the multiplicand type for mac inputs, the accumulator type for the
  * output, the model's for the rest. */
-uint64_t map_place_round(uint64_t bytes, uint64_t capacity) {
-  uint64_t a = MAP_PLACE_ALIGN;
-  while (a > 1 && a * 64 > capacity) a /= 2;
-  return (bytes + a - 1) / a * a;
-}
-
 cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int lv) {
   const map_operand *op = &p->operands[o];
   if (lv == 0) return op->dtype;
@@ -111,13 +105,14 @@ cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int 
 }
 
 /* Bytes one transfer of operand o into (or out of) level lv moves for a tile
- * of `elems` elements: inputs arrive in the outer level's type; the output
+ * of `elems` elements: inputs in their type at level lv (the NPU program
+ * holds a narrowed input in DRAM in its tiles' type: cov_npu_compile); the output
  * leaves level 1 for DRAM in the model's type, pooled by the epilogue, and
  * moves between on-chip levels as accumulators. */
 uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int lv, int64_t elems) {
   const map_problem *p = &s->prob;
   if (p->operands[o].role != MAP_ROLE_OUTPUT)
-    return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv - 1));
+    return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv));
   if (lv >= 2) return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv));
   uint64_t bytes = (uint64_t)elems * cov_dtype_size(p->operands[o].dtype);
   for (int v = 0; v < s->n_vops; v++)
@@ -126,43 +121,55 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
   return bytes;
 }
 
-/* k digits pad A's layout (map_gemm_tile_strides): its tile then spans more
- * than its box, and the places of every buffer are laid out again in the
- * same order (then the epilogue's temporaries), within their capacities. */
-static int pad_places(const map_target *t, map_schedule *s, const char **why) {
-  if (!map_gemm_applies(s)) return 0;
-  map_gemm_plan gp;
-  map_gemm_plan_make(s, &gp);
-  if (gp.n_kd < 2) return 0;
-  const cov_acg *g = t->acg;
+/* The on-chip places, in operand then level order (each buffer's halves
+ * together), then the epilogue's temporaries, each node from address 0:
+ * with every place and half on a multiple of `align`. */
+static bool lay_out(const cov_acg *g, map_schedule *s, uint64_t align) {
   const map_problem *p = &s->prob;
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
-  map_place *pa = &s->place[gp.a_op][lv];
-  uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
-  if (lv == 0 || span <= pa->bytes) return 0;
-  pa->bytes = map_place_round(span, g->storage[pa->node].capacity_bytes);
   uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
   memset(used, 0, sizeof used);
   for (int o = 0; o < p->n_operands; o++)
     for (int l = 1; l < s->n_levels; l++) {
       map_place *pl = &s->place[o][l];
       if (!pl->present) continue;
+      pl->bytes = (pl->bytes + align - 1) / align * align;
       pl->addr = used[pl->node];
       used[pl->node] += pl->bytes * (pl->double_buffered ? 2 : 1);
-      if (used[pl->node] > g->storage[pl->node].capacity_bytes) {
-        if (why) *why = "tiles exceed a storage capacity";
-        return -1;
-      }
+      if (used[pl->node] > g->storage[pl->node].capacity_bytes) return false;
     }
   if (s->epi_node >= 0 && s->n_levels > 1) {
     s->epi_addr = used[s->epi_node];
-    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) {
-      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
-      return -1;
+    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) return false;
+  }
+  return true;
+}
+
+/* Lays the places out on MAP_PLACE_ALIGN where the storage has room for
+ * that, else packed (a tiny test ACG's 128-byte register file). k digits
+ * pad A's layout (map_gemm_tile_strides): its tile then spans more than its
+ * box. */
+static int place_all(const map_target *t, map_schedule *s, const char **why) {
+  const map_problem *p = &s->prob;
+  if (map_gemm_applies(s)) {
+    map_gemm_plan gp;
+    map_gemm_plan_make(s, &gp);
+    int lv = s->n_levels - 1;
+    while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
+    map_place *pa = &s->place[gp.a_op][lv];
+    if (gp.n_kd > 1 && lv > 0) {
+      uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
+      if (span > pa->bytes) pa->bytes = span;
     }
   }
-  return 0;
+  uint64_t packed[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 0; l < s->n_levels; l++) packed[o][l] = s->place[o][l].bytes;
+  if (lay_out(t->acg, s, MAP_PLACE_ALIGN)) return 0;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 0; l < s->n_levels; l++) s->place[o][l].bytes = packed[o][l];
+  if (lay_out(t->acg, s, 1)) return 0;
+  if (why) *why = "tiles exceed a storage capacity";
+  return -1;
 }
 
 int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
@@ -255,14 +262,13 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       for (int d = 0; d < op->rank; d++) pl->elems *= pl->shape[d];
       pl->bytes = (uint64_t)pl->elems * cov_dtype_size(pl->dtype);
       if (lv == 0) continue;
-      pl->bytes = map_place_round(pl->bytes, g->storage[node].capacity_bytes);
       const acg_storage *st = &g->storage[node];
       pl->double_buffered = ch->dbuf && st->double_buffer;
       if (node >= 256) {
         if (why) *why = "storage node id out of range";
         return -1;
       }
-      pl->addr = used[node];
+      /* the search's cut: packed, as place_all's fallback lays them out */
       used[node] += pl->bytes * (pl->double_buffered ? 2 : 1);
       if (used[node] > st->capacity_bytes) {
         if (why) *why = "tiles exceed a storage capacity";
@@ -281,7 +287,6 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       return -1;
     }
     s->epi_bytes = map_epi_bytes(t, s, tile[1]);
-    s->epi_addr = used[node];
     used[node] += s->epi_bytes;
     if (used[node] > g->storage[node].capacity_bytes) {
       if (why) *why = "the epilogue's temporaries exceed a storage capacity";
@@ -318,8 +323,8 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
             return -1;
           }
           map_xfer *x = &s->xfers[s->n_xfers++];
-          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true,
-                          s->place[o][lv].bytes, count};
+          uint64_t pb = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv].dtype);
+          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true, pb, count};
         }
         map_xfer *x = &s->xfers[s->n_xfers++];
         uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
@@ -330,7 +335,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }
-  if (pad_places(t, s, why) < 0) return -1;
+  if (place_all(t, s, why) < 0) return -1;
   if (!map_bias_fits(s)) {
     if (why) *why = "a GEMM's streamed rows would need different preloaded biases";
     return -1;

@@ -122,17 +122,6 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
  * number, or -1 when more than max. */
 int map_level_sloops(const map_target *t, const map_problem *p, const map_choice *ch, int lv,
                      map_sloop *out, int max);
-/* On-chip places (and each half of a double buffer) start on
- * MAP_PLACE_ALIGN-byte boundaries: the NPU tracks read/write hazards per
- * 64-byte block of a buffer (backends/npu-sim/ISA.md, Timing), so two tiles
- * sharing a block would order a DMA into one behind the compute on the other
- * (shufflenet's stem max pool: 31 of its 64 tiles waited 560 cycles each). */
-#define MAP_PLACE_ALIGN 64u
-/* bytes rounded up to a whole number of MAP_PLACE_ALIGN blocks, or of
- * smaller powers of two in a node of under 64 such blocks (a 128-byte
- * register file would hold one rounded tile), so a rounding never takes
- * more than 1/64 of the node */
-uint64_t map_place_round(uint64_t bytes, uint64_t capacity);
 /* A ReLU (or max with a scalar) of register 0 right after a max pool of
  * register 0 becomes the pool's starting value (map_vop.b, a scalar): max
  * over the window and that value is relu of the max, one SIMD pass fewer.

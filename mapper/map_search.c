@@ -102,9 +102,7 @@ static bool fits_ext(const search *S, int only) {
       if (node < 0) continue;
       uint64_t e = 1;
       for (int d = 0; d < p->operands[o].rank; d++) e *= (uint64_t)S->ext[lv][o][d];
-      /* elem_bytes is x2 when double-buffered: each half is rounded */
-      uint64_t sz = cov_dtype_size(map_place_dtype(S->t, p, o, lv));
-      uint64_t b = map_place_round(e * sz, S->t->acg->storage[node].capacity_bytes) * (S->elem_bytes[o][lv] / sz);
+      uint64_t b = e * S->elem_bytes[o][lv];
       int j = 0;
       while (j < n_nodes && nodes[j] != node) j++;
       if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
