@@ -162,6 +162,20 @@ static cov_status dw_plan_check(const gpu_plan *p, const gpu_target_caps *caps) 
   return NULL;
 }
 
+/* f16 outputs: bulk-tensor-copy matmuls, and convs on channels-last
+ * tensors through the channels-last kernel's staged epilogue. */
+static cov_status out_plan_check(const gpu_plan *p) {
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
+                                     : p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: f16 outputs are for bulk-tensor-copy matmuls and channels-last convolutions");
+  if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
+                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
+  return NULL;
+}
+
 cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   int es = (int)cov_dtype_size(p->prob.in_dtype);
   if (p->prob.kind == GPU_OP_MAXPOOL) return pool_plan_check(p, caps);
@@ -190,14 +204,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: ping-pong consumers need the bulk-tensor-copy kernel with setmaxnreg and one warpgroup "
                      "tile per workgroup tile");
-  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
-                                     : p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
-    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: f16 outputs are for bulk-tensor-copy matmuls and channels-last convolutions");
-  if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
-                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
+  COV_RETURN_IF_ERROR(out_plan_check(p));
   if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
