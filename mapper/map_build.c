@@ -120,22 +120,33 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
   return bytes;
 }
 
-/* k digits pad A's layout (map_gemm_tile_strides): its tile then spans more
- * than its box, and the places of every buffer are laid out again in the
- * same order (then the epilogue's temporaries), within their capacities. */
+/* k digits pad A's layout, an output-stationary array B's
+ * (map_gemm_tile_strides): such a tile then spans more than its box, and
+ * the places of every buffer are laid out again in the same order (then the
+ * epilogue's temporaries), within their capacities. */
 static int pad_places(const map_target *t, map_schedule *s, const char **why) {
   if (!map_gemm_applies(s)) return 0;
   map_gemm_plan gp;
   map_gemm_plan_make(s, &gp);
-  if (gp.n_kd < 2) return 0;
+  if (gp.n_kd < 2 && !gp.output_stationary) return 0;
   const cov_acg *g = t->acg;
   const map_problem *p = &s->prob;
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
-  map_place *pa = &s->place[gp.a_op][lv];
-  uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
-  if (lv == 0 || span <= pa->bytes) return 0;
-  pa->bytes = span;
+  bool grew = false;
+  for (int k = 0; k < 2; k++) {
+    int o = k ? gp.b_op : gp.a_op, lv = s->n_levels - 1;
+    while (lv > 0 && !s->place[o][lv].present) lv--;
+    map_place *pa = &s->place[o][lv];
+    uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, o, lv) * cov_dtype_size(pa->dtype);
+    if (lv == 0 || span <= pa->bytes) continue;
+    /* whole rows of the banks, so that the next place starts on bank 0
+     * too (the padded strides assume it) and shares no word with this one */
+    const acg_storage *sn = &g->storage[pa->node];
+    uint64_t row = (uint64_t)(sn->banks > 1 ? sn->banks : 1) * (sn->width_bits >= 8 ? sn->width_bits / 8 : 1);
+    span = (span + row - 1) / row * row;
+    pa->bytes = span;
+    grew = true;
+  }
+  if (!grew) return 0;
   uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
   memset(used, 0, sizeof used);
   for (int o = 0; o < p->n_operands; o++)
