@@ -125,6 +125,7 @@ typedef struct map_gpu_attn_sched {
   int wm;          /* per warp (16, 32), or 64: one warpgroup */
   int bn;          /* keys per block (64, 128) */
   bool warpgroup;  /* both products as warpgroup MMAs */
+  bool pipe;       /* warpgroup form: the softmax overlapped with the previous block's P V */
 } map_gpu_attn_sched;
 
 /* The form and tile of fused attention for p on acg; `warpgroup`: the

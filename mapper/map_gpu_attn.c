@@ -43,6 +43,7 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
     out->bm = out->wm = 64;
     out->bn = p->seq % 128 == 0 && (p->seq >= 512 || rows64 < cores) ? 128 : 64;
     out->warpgroup = true;
+    out->pipe = false;
     return NULL;
   }
   /* m16n8k16 fragments: below one 64-row workgroup per core, 16 rows per
@@ -53,5 +54,6 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
   out->wm = rows64 < cores ? 16 : 32;
   out->bn = 64;
   out->warpgroup = false;
+  out->pipe = false;
   return NULL;
 }

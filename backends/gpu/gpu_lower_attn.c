@@ -38,7 +38,8 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
 }
 
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int bn, const gpu_target_ops *target, const char *where, gpu_attn *out) {
+                         int wm, int bn, bool pipe, const gpu_target_ops *target, const char *where,
+                         gpu_attn *out) {
   memset(out, 0, sizeof *out);
   if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch > 65535 || heads > 65535 || seq >= (1ll << 31) ||
       dim >= (1ll << 31) || batch * heads > 65535 || batch * heads * seq * dim >= (1ll << 31))
@@ -56,6 +57,10 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
                      "fused attention by warpgroups (64 rows) reads 128-byte rows of Q and K: head dim 64, not %lld",
                      (long long)dim);
+  if (pipe && wm != 64)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where),
+                     "fused attention: only the warpgroup form (64 rows per warp group) is pipelined, not %d rows per warp",
+                     wm);
   if (wm == 64 && (!target->wg_mma_bt || !target->wg_mma_ra || !target->async_proxy_fence))
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
                      "target %s: fused attention by warpgroups (64 rows) needs warpgroup MMAs with K-major and "
@@ -85,7 +90,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                      target->name);
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
-  out->bm = bm, out->bn = bn, out->wm = wm;
+  out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
   /* the Q tile and two stages of K and V tiles */
@@ -144,6 +149,7 @@ static LLVMValueRef quad_struct(attn_k *s, LLVMValueRef *x) {
 /* two f32 rounded to the input dtype, as the i32 a fragment register holds */
 static LLVMValueRef pack2(attn_k *s, LLVMValueRef x, LLVMValueRef y) {
   gpu_gen *g = s->g;
+  if (g->target->pack_half2) return g->target->pack_half2(g, g->in_t, x, y);
   LLVMTypeRef v2 = LLVMVectorType(g->in_t, 2);
   LLVMValueRef v = LLVMGetUndef(v2);
   v = LLVMBuildInsertElement(g->b, v, LLVMBuildFPTrunc(g->b, x, g->in_t, ""), C(0), "");
@@ -152,6 +158,22 @@ static LLVMValueRef pack2(attn_k *s, LLVMValueRef x, LLVMValueRef y) {
 }
 
 static LLVMValueRef fconst(gpu_gen *g, double v) { return LLVMConstReal(g->f32, v); }
+
+static LLVMValueRef fmax2(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef args[2] = {x, y};
+  LLVMTypeRef ft = g->f32;
+  return gpu_call_intrinsic(g, "llvm.maxnum", &ft, 1, args, 2); /* max.f32: one instruction */
+}
+
+/* max (or sum) of v[0 .. n) as a balanced tree: log2(n) dependent steps
+ * instead of n (the softmax's latency per block); v is overwritten */
+static LLVMValueRef tree_reduce(gpu_gen *g, LLVMValueRef *v, int n, int is_max) {
+  for (; n > 1; n = (n + 1) / 2)
+    for (int i = 0; i < n / 2; i++)
+      v[i] = is_max ? fmax2(g, v[2 * i], v[2 * i + 1]) : LLVMBuildFAdd(g->b, v[2 * i], v[2 * i + 1], "");
+  for (int i = 0; i < n % 2; i++) v[n / 2] = v[n - 1];
+  return v[0];
+}
 
 /* max (or sum) over the 4 lanes of a quad */
 static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
@@ -167,29 +189,36 @@ static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
  * (bn/8 m16n8 fragments), st O's accumulators (dim/8 x 4), then m[2] and
  * l[2]; P goes to pk as 16-bit pairs (pk[n][h]: rows g + 8h, columns of
  * fragment n). */
-static void softmax_step(attn_k *s, LLVMValueRef *sacc, LLVMValueRef *st, LLVMValueRef (*pk)[2]) {
+static void softmax_step(attn_k *s, LLVMValueRef *sacc, LLVMValueRef *st, LLVMValueRef (*pk)[2],
+                         LLVMValueRef *alpha_out) {
   gpu_gen *g = s->g;
   int nd = (int)s->a->dim / 8, nk = s->a->bn / 8;
   double c = (double)s->a->scale * 1.4426950408889634; /* log2(e) */
   LLVMValueRef *o = st, *m = o + 4 * nd, *l = m + 2;
+  LLVMValueRef (*ex)(gpu_gen *, LLVMValueRef) = g->target->exp2_ftz ? g->target->exp2_ftz : g->target->exp2;
   for (int h = 0; h < 2; h++) {
-    LLVMValueRef mx = sacc[2 * h];
-    for (int n = 0; n < nk; n++)
-      for (int e = 0; e < 2; e++) mx = fmax_sel(g, mx, sacc[n * 4 + 2 * h + e]);
+    LLVMValueRef v[ATTN_MAX_BN / 4], p[ATTN_MAX_BN / 8][2];
+    for (int i = 0; i < 2 * nk; i++) v[i] = sacc[i / 2 * 4 + 2 * h + i % 2];
+    LLVMValueRef mx = tree_reduce(g, v, 2 * nk, 1);
     mx = LLVMBuildFMul(g->b, quad_reduce(s, mx, 1), fconst(g, c), "");
     LLVMValueRef mn = fmax_sel(g, m[h], mx), neg = LLVMBuildFNeg(g->b, mn, "");
     LLVMValueRef alpha = g->target->exp2(g, LLVMBuildFSub(g->b, m[h], mn, ""));
-    LLVMValueRef sum = fconst(g, 0.0), p[ATTN_MAX_BN / 8][2];
     for (int n = 0; n < nk; n++)
       for (int e = 0; e < 2; e++) {
+        /* x * scale * log2 e - m' in one fma; 2^that <= 1, and values
+         * below 2^-126 count for nothing next to the row's 1 */
         LLVMValueRef args[3] = {sacc[n * 4 + 2 * h + e], fconst(g, c), neg};
         LLVMTypeRef ft = g->f32;
-        p[n][e] = g->target->exp2(g, gpu_call_intrinsic(g, "llvm.fma", &ft, 1, args, 3));
-        sum = LLVMBuildFAdd(g->b, sum, p[n][e], "");
+        p[n][e] = v[2 * n + e] = ex(g, gpu_call_intrinsic(g, "llvm.fma", &ft, 1, args, 3));
       }
+    LLVMValueRef sum = tree_reduce(g, v, 2 * nk, 0);
     for (int n = 0; n < nk; n++) pk[n][h] = pack2(s, p[n][0], p[n][1]);
     l[h] = LLVMBuildFAdd(g->b, LLVMBuildFMul(g->b, l[h], alpha, ""), sum, "");
     m[h] = mn;
+    if (alpha_out) { /* O is in flight: the caller rescales it */
+      alpha_out[h] = alpha;
+      continue;
+    }
     for (int n = 0; n < nd; n++)
       for (int e = 0; e < 2; e++) o[n * 4 + 2 * h + e] = LLVMBuildFMul(g->b, o[n * 4 + 2 * h + e], alpha, "");
   }
@@ -226,7 +255,7 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
       }
     }
   LLVMValueRef pk[2][ATTN_MAX_BN / 8][2];
-  for (int mb = 0; mb < mw; mb++) softmax_step(s, sacc[mb], st[mb], pk[mb]);
+  for (int mb = 0; mb < mw; mb++) softmax_step(s, sacc[mb], st[mb], pk[mb], NULL);
   for (int kk = 0; kk < nk / 2; kk++) {
     LLVMValueRef a[2];
     for (int mb = 0; mb < mw; mb++) a[mb] = p_frag(s, pk[mb], kk);
@@ -239,30 +268,6 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
       }
     }
   }
-}
-
-/* One key block with warpgroup MMAs (wm == 64: a warpgroup's 64 rows):
- * S = Q K^T from the Q and K tiles in shared memory, the softmax on its
- * accumulators (per warp the m16n8 fragment layout), O += P V with P from
- * registers. Each product is one batch, awaited before its result is read. */
-static void attn_block_wg(attn_k *s, LLVMValueRef stage, const gpu_tile *qt, LLVMValueRef *st) {
-  gpu_gen *g = s->g;
-  const gpu_target_ops *t = g->target;
-  int nd = (int)s->a->dim / 8, nk = s->a->bn / 8;
-  gpu_tile kt = kv_tile(s, 0, stage), vt = kv_tile(s, 1, stage);
-  LLVMValueRef sacc[ATTN_MAX_BN / 8 * 4];
-  for (int i = 0; i < 4 * nk; i++) sacc[i] = fconst(g, 0.0);
-  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
-  t->wg_fence(g);
-  for (int ks = 0; ks < (int)s->a->dim / 16; ks++) t->wg_mma_bt(g, qt, row0, &kt, C(0), ks * 16, s->a->bn, sacc);
-  t->wg_commit(g);
-  t->wg_wait(g, 0, sacc, 4 * nk);
-  LLVMValueRef pk[ATTN_MAX_BN / 8][2];
-  softmax_step(s, sacc, st, pk);
-  t->wg_fence(g);
-  for (int kk = 0; kk < nk / 2; kk++) t->wg_mma_ra(g, p_frag(s, pk, kk), &vt, kk * 16, (int)s->a->dim, st);
-  t->wg_commit(g);
-  t->wg_wait(g, 0, st, 4 * nd);
 }
 
 /* O / l of m-block mb, rounded to the input dtype, two columns per store */
@@ -283,6 +288,138 @@ static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
       LLVMSetAlignment(LLVMBuildStore(g->b, pack2(s, x, y), ptr), 4);
     }
   }
+}
+
+/* S = Q K_j^T of the warpgroup's 64 rows (K from stage kstage), issued and
+ * committed as one batch into sacc (zeroed here); not awaited. */
+static void wg_scores(attn_k *s, const gpu_tile *qt, LLVMValueRef row0, LLVMValueRef kstage, LLVMValueRef *sacc) {
+  gpu_gen *g = s->g;
+  gpu_tile kt = kv_tile(s, 0, kstage);
+  for (int i = 0; i < s->a->bn / 2; i++) sacc[i] = LLVMGetUndef(g->f32); /* the first product overwrites */
+  for (int ks = 0; ks < (int)s->a->dim / 16; ks++)
+    g->target->wg_mma_bt(g, qt, row0, &kt, C(0), ks * 16, s->a->bn, sacc);
+  g->target->wg_commit(g);
+}
+
+/* O += P V (P: softmax_step's 16-bit pairs, the A operand from registers;
+ * V from stage vstage), issued and committed as one batch; not awaited. */
+static void wg_values(attn_k *s, LLVMValueRef (*pk)[2], LLVMValueRef vstage, LLVMValueRef *o) {
+  gpu_gen *g = s->g;
+  gpu_tile vt = kv_tile(s, 1, vstage);
+  for (int kk = 0; kk < s->a->bn / 16; kk++) g->target->wg_mma_ra(g, p_frag(s, pk, kk), &vt, kk * 16, (int)s->a->dim, o);
+  g->target->wg_commit(g);
+}
+
+/* Awaits every batch; P (the A operand the tensor cores read until then)
+ * passes through the wait with O, so that nothing overwrites its registers
+ * before it (LLVM would otherwise reuse them once the MMA was issued). */
+static void wg_wait_pv(attn_k *s, LLVMValueRef *o, LLVMValueRef (*pk)[2]) {
+  gpu_gen *g = s->g;
+  int nd = (int)s->a->dim / 8, np = s->a->bn / 4;
+  LLVMValueRef v[ATTN_MAX_DIM / 2 + ATTN_MAX_BN / 4];
+  for (int i = 0; i < 4 * nd; i++) v[i] = o[i];
+  for (int i = 0; i < np; i++) v[4 * nd + i] = LLVMBuildBitCast(g->b, pk[i / 2][i % 2], g->f32, "");
+  g->target->wg_wait(g, 0, v, 4 * nd + np);
+  for (int i = 0; i < 4 * nd; i++) o[i] = v[i];
+}
+
+/* One key block with warpgroup MMAs, unpipelined: S = Q K^T, its softmax,
+ * O += P V, each product awaited before its result is read. */
+static void attn_block_wg(attn_k *s, LLVMValueRef stage, const gpu_tile *qt, LLVMValueRef *st) {
+  gpu_gen *g = s->g;
+  LLVMValueRef sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2];
+  g->target->wg_fence(g);
+  wg_scores(s, qt, mul(g, udiv(g, s->warp, 4), C(64)), stage, sacc);
+  g->target->wg_wait(g, 0, sacc, s->a->bn / 2);
+  softmax_step(s, sacc, st, pk, NULL);
+  g->target->wg_fence(g);
+  wg_values(s, pk, stage, st);
+  wg_wait_pv(s, st, pk);
+}
+
+/* the copies awaited and made visible to the async proxy and every thread */
+static void copies_done(attn_k *s) {
+  s->g->target->async_wait(s->g, 0);
+  s->g->target->async_proxy_fence(s->g);
+  s->g->target->barrier(s->g);
+}
+
+/* The warpgroup form (wm == 64), software-pipelined inside the warpgroup
+ * (flash-attention 3's intra-warpgroup overlap): block j's S_j = Q K_j^T
+ * and block j-1's O += P_{j-1} V_{j-1} are issued back to back, only S_j
+ * is awaited (wait_group 1), and the softmax of S_j runs on the ALUs while
+ * the tensor cores compute P_{j-1} V_{j-1}; O is rescaled by block j's
+ * alpha after wait_group 0. V lags K by one block: iteration j copies
+ * K_{j+1} and V_j into the stages of K_{j-1} and V_{j-2}, whose products
+ * the previous iteration awaited before its barrier. */
+static void attn_wg(attn_k *s, LLVMValueRef q0) {
+  gpu_gen *g = s->g;
+  const gpu_target_ops *t = g->target;
+  const gpu_attn *a = s->a;
+  int nd = (int)a->dim / 8, nk = a->bn / 8, blocks = (int)(a->seq / a->bn), nst = 4 * nd + 4, np = 2 * nk;
+  gpu_tile qt = tile_at(s, 0, a->bm), k0 = kv_tile(s, 0, C(0)), v0 = kv_tile(s, 1, C(0));
+  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
+  /* prologue: Q and K_0 first; V_0 and K_1 arrive behind S_0 */
+  copy_rows(s, s->q, q0, &qt);
+  copy_rows(s, s->k, C(0), &k0);
+  t->async_commit(g);
+  copy_rows(s, s->v, C(0), &v0);
+  if (blocks > 1) {
+    gpu_tile k1 = kv_tile(s, 0, C(1));
+    copy_rows(s, s->k, C(a->bn), &k1);
+  }
+  t->async_commit(g);
+  t->async_wait(g, 1);
+  t->async_proxy_fence(g);
+  t->barrier(g);
+  LLVMValueRef st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], alpha[2];
+  for (int i = 0; i < nst; i++) st[i] = fconst(g, i == 4 * nd || i == 4 * nd + 1 ? -INFINITY : 0.0);
+  t->wg_fence(g);
+  wg_scores(s, &qt, row0, C(0), sacc);
+  t->wg_wait(g, 0, sacc, 4 * nk);
+  softmax_step(s, sacc, st, pk, NULL);
+  copies_done(s);
+
+  /* loop-carried: O, m, l, then P of the previous block */
+  LLVMValueRef starts[ATTN_STATE + ATTN_MAX_BN / 4], phis[ATTN_STATE + ATTN_MAX_BN / 4];
+  LLVMValueRef nexts[ATTN_STATE + ATTN_MAX_BN / 4], outs[ATTN_STATE + ATTN_MAX_BN / 4];
+  for (int i = 0; i < nst; i++) starts[i] = st[i];
+  for (int i = 0; i < np; i++) starts[nst + i] = pk[i / 2][i % 2];
+  gpu_loop lp;
+  LLVMValueRef j = loop_open(g, &lp, C(1), blocks, 1);
+  for (int i = 0; i < nst + np; i++) {
+    phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[i]), "");
+    LLVMAddIncoming(phis[i], &starts[i], &lp.pre, 1);
+  }
+  LLVMValueRef nj = add(g, j, C(1)), pprev[ATTN_MAX_BN / 8][2];
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, nj, blocks), &join);
+  gpu_tile kn = kv_tile(s, 0, LLVMBuildAnd(g->b, nj, C(1), ""));
+  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
+  end_if(g, join);
+  gpu_tile vn = kv_tile(s, 1, LLVMBuildAnd(g->b, j, C(1), ""));
+  copy_rows(s, s->v, mul(g, j, C(a->bn)), &vn);
+  t->async_commit(g);
+  for (int i = 0; i < nst; i++) st[i] = phis[i];
+  for (int i = 0; i < np; i++) pprev[i / 2][i % 2] = phis[nst + i];
+  t->wg_fence(g);
+  wg_scores(s, &qt, row0, LLVMBuildAnd(g->b, j, C(1), ""), sacc);
+  wg_values(s, pprev, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""), st);
+  t->wg_wait(g, 1, sacc, 4 * nk);
+  softmax_step(s, sacc, st, pk, alpha);
+  wg_wait_pv(s, st, pprev);
+  for (int n = 0; n < nd; n++)
+    for (int i = 0; i < 4; i++) st[n * 4 + i] = LLVMBuildFMul(g->b, st[n * 4 + i], alpha[i / 2], "");
+  copies_done(s);
+  for (int i = 0; i < nst; i++) nexts[i] = st[i];
+  for (int i = 0; i < np; i++) nexts[nst + i] = pk[i / 2][i % 2];
+  loop_close(g, &lp, nst + np, phis, nexts, starts, outs);
+  /* epilogue: the last block's P V */
+  for (int i = 0; i < np; i++) pk[i / 2][i % 2] = outs[nst + i];
+  t->wg_fence(g);
+  wg_values(s, pk, C((blocks - 1) & 1), outs);
+  wg_wait_pv(s, outs, pk);
+  attn_store(s, q0, 0, outs);
 }
 
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
@@ -310,6 +447,12 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->warp = udiv(g, s->tid, 32);
   s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
   LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
+  if (wg && a->pipe) {
+    attn_wg(s, q0);
+    LLVMBuildRetVoid(g->b);
+    LLVMDisposeBuilder(g->b);
+    return NULL;
+  }
   int nd = (int)a->dim / 8, nst = 4 * nd + 4, blocks = (int)(a->seq / a->bn);
 
   gpu_tile qt = tile_at(s, 0, a->bm);

@@ -82,6 +82,13 @@ typedef struct gpu_target_ops {
   void (*async_wait)(gpu_gen *g, int pending);
   /* 2^x in f32 (the GELU epilogue's exponential) */
   LLVMValueRef (*exp2)(gpu_gen *g, LLVMValueRef x);
+  /* optional (NULL: exp2 and two conversions): 2^x with results below
+   * 2^-126 flushed to zero, one instruction where exp2 needs several (the
+   * fused attention's softmax numerators, next to a row maximum of 1); and
+   * two f32 rounded to the 16-bit dtype `t` (f16 or bf16) as one i32, x in
+   * the low half */
+  LLVMValueRef (*exp2_ftz)(gpu_gen *g, LLVMValueRef x);
+  LLVMValueRef (*pack_half2)(gpu_gen *g, LLVMTypeRef t, LLVMValueRef x, LLVMValueRef y);
   /* optional: f32 x of the lane whose id is this lane's xor `mask`
    * (butterfly shuffle within a warp; the fused attention's row max and
    * sum over a quad); NULL where absent */
@@ -115,7 +122,10 @@ typedef struct gpu_target_ops {
    * 128-byte rows like A: softmax's S = Q K^T on K's [key][dim] tile);
    * wg_mma_ra issues acc[64 x n] += A * B[k0 .. +16][0 .. n] with A from
    * registers (`a`: the 4 i32 registers of the lane's m16n8k16 A fragment
-   * of its warp's 16 rows, as load_a returns) and B a slab tile (P V). */
+   * of its warp's 16 rows, as load_a returns) and B a slab tile (P V).
+   * wg_mma_bt with undefined accumulators (LLVMGetUndef) overwrites them
+   * (acc = A B^T: no zeros to define inside the batch, which would
+   * serialise the warpgroup's pipeline). */
   void (*wg_mma_bt)(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const gpu_tile *b, LLVMValueRef n0, int k0,
                     int n, LLVMValueRef *acc);
   void (*wg_mma_ra)(gpu_gen *g, LLVMValueRef a, const gpu_tile *b, int k0, int n, LLVMValueRef *acc);

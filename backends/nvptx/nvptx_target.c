@@ -140,6 +140,20 @@ static LLVMValueRef nv_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &x, 1);
 }
 
+/* ex2.approx.ftz.f32: one MUFU.EX2, where the non-flushing form scales
+ * around it for subnormal results */
+static LLVMValueRef nv_exp2_ftz(gpu_gen *g, LLVMValueRef x) {
+  return gpu_call_intrinsic(g, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &x, 1);
+}
+
+/* cvt.rn.{f16,bf16}x2.f32 d, a, b puts a in the high half: one instruction
+ * for two conversions and the pack */
+static LLVMValueRef nv_pack_half2(gpu_gen *g, LLVMTypeRef t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef args[2] = {y, x};
+  const char *name = t == g->bf16 ? "llvm.nvvm.ff2bf16x2.rn" : "llvm.nvvm.ff2f16x2.rn";
+  return LLVMBuildBitCast(g->b, gpu_call_intrinsic(g, name, NULL, 0, args, 2), g->i32, "");
+}
+
 static LLVMValueRef nv_shfl_xor(gpu_gen *g, LLVMValueRef x, int mask) {
   LLVMValueRef args[4] = {gpu_i32(g, -1), x, gpu_i32(g, mask), gpu_i32(g, 31)};
   return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.f32", NULL, 0, args, 4);
@@ -250,7 +264,8 @@ static void nv_wg_mma_bt(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, const
                          int n, LLVMValueRef *acc) {
   int na = n / 2;
   LLVMValueRef in[3] = {wg_desc(g, gpu_tile_addr(g, a, row0, gpu_i32(g, k0)), 16, 1024),
-                        wg_desc(g, gpu_tile_addr(g, b, n0, gpu_i32(g, k0)), 16, 1024), gpu_i32(g, 1)};
+                        wg_desc(g, gpu_tile_addr(g, b, n0, gpu_i32(g, k0)), 16, 1024),
+                        gpu_i32(g, !LLVMIsUndef(acc[0]))};
   const char *ty = g->in_t == g->bf16 ? "bf16" : "f16";
   char head[128], tail[64];
   snprintf(head, sizeof head, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", n, ty, ty);
@@ -356,6 +371,8 @@ const gpu_target_ops nvptx_target_ops = {
     .async_commit = nv_async_commit,
     .async_wait = nv_async_wait,
     .exp2 = nv_exp2,
+    .exp2_ftz = nv_exp2_ftz,
+    .pack_half2 = nv_pack_half2,
     .shfl_xor = nv_shfl_xor,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,

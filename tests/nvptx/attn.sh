@@ -30,8 +30,10 @@ for spec in "attn_1x12x128x64_q64w16 64" "attn_32x12x512x64_q64w16 64" "attn_2x4
   grep -q 'cp.async.cg.shared.global' "$f" || bad "$name: no cp.async"
   grep -q 'cp.async.wait_group 0' "$f" || bad "$name: copies not awaited"
   grep -q 'shfl.sync.bfly.b32' "$f" || bad "$name: no quad shuffle"
-  grep -q 'ex2.approx' "$f" || bad "$name: no exp2"
-  grep -q 'cvt.rn.f16.f32' "$f" || bad "$name: no f16 rounding of P and O"
+  grep -q 'ex2.approx.ftz.f32' "$f" || bad "$name: no one-instruction exp2 (ftz)"
+  grep -q 'max.f32' "$f" || bad "$name: row max not by max.f32"
+  grep -q 'cvt.rn.f16x2.f32' "$f" || bad "$name: P and O not rounded and packed by cvt.rn.f16x2.f32"
+  if grep -q 'cvt.rn.f16.f32' "$f"; then bad "$name: single f16 conversions"; fi
   grep -q 'st.global.b32' "$f" || bad "$name: no f16 pair stores"
   grep -q 'bar.sync' "$f" || bad "$name: no barrier"
   if grep -q '\.local' "$f"; then bad "$name: uses local memory"; fi
@@ -84,6 +86,27 @@ f=$work/wgk/attn_32x12x512x64_q64w64k128.ptx
 [ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n128k16' "$f")" -eq 4 ] || bad "wg k128: not 4 S wgmma m64n128k16"
 [ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n64k16' "$f")" -eq 8 ] || bad "wg k128: not 8 P V wgmma m64n64k16"
 grep -q '"shared_bytes": 50176' "$work/wg/manifest.json" || bad "wg: shared bytes not (128 + 256) x 64 x 2 + 1024"
+# pipelined (p): S_j issued with P_{j-1} V_{j-1}, only S_j awaited (wait_group
+# 1) before the softmax; 4 S and 4 P V wgmma each in the loop, S_0 before it
+# and the last P V after it; P passes through the final wait (no register
+# reuse while the tensor cores read it), so ptxas keeps the pipeline
+# (no C7513 "wgmma serialized") where ptxas is installed
+"$cov" gpu compile attn_32x12x512x64:64x64p --target nvptx-sm90 -o "$work/wgp" >/dev/null || bad "wg p: compile failed"
+f=$work/wgp/attn_32x12x512x64_q64w64p.ptx
+[ "$(grep -Ec 'wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 \{[^}]*\}, %rd[0-9]+, %rd[0-9]+, p, 1, 1, 0, 0;' "$f")" -eq 8 ] ||
+  bad "wg p: not 8 S wgmma (prologue + loop)"
+[ "$(grep -Ec 'wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 \{[^}]*\}, \{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\}, %rd[0-9]+, p, 1, 1, 1;' "$f")" -eq 8 ] ||
+  bad "wg p: not 8 P V wgmma (loop + epilogue)"
+[ "$(grep -c 'wgmma.wait_group.sync.aligned 1' "$f")" -eq 1 ] || bad "wg p: S not awaited alone (wait_group 1)"
+grep -q 'softmax overlapped' "$work/wgp/manifest.json" || bad "wg p: plan does not say pipelined"
+ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
+if [ -n "$ptxas" ]; then
+  for k in "$work/wgp/attn_32x12x512x64_q64w64p.ptx" "$work/wgk/attn_32x12x512x64_q64w64k128.ptx"; do
+    info=$("$ptxas" -arch=sm_90a -v "$k" -o /dev/null 2>&1) || bad "ptxas failed on $k: $info"
+    if grep -q 'C7513\|serialized' <<<"$info"; then bad "ptxas serializes the wgmma of $k: $info"; fi
+    if ! grep -q ' 0 bytes spill stores' <<<"$info"; then bad "$k spills: $info"; fi
+  done
+fi
 # bf16 inputs take the bf16 mma
 "$cov" gpu compile attn_1x12x128x64:64x16 --dtype bf16 --target nvptx-sm90 -o "$work/bf" >/dev/null || bad "bf16 compile failed"
 grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$work/bf/attn_1x12x128x64_q64w16.ptx" 2>/dev/null ||
@@ -100,7 +123,8 @@ expect "a sequence that is a multiple of 64" -- gpu compile attn_1x12x100x64 --t
 expect "head dim that is a power of two from 16 to 128 .*dim 80" -- gpu compile attn_1x12x128x80 --target nvptx-sm90 -o "$work/x"
 expect "with 256 threads, at least 32.*dim 16" -- gpu compile attn_1x12x128x16:128x16 --target nvptx-sm90 -o "$work/x"
 expect "16 or 32.*must divide" -- gpu compile attn_1x12x128x64:48x32 --target nvptx-sm90 -o "$work/x"
-expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\[p\]\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "only the warpgroup form .* is pipelined, not 16 rows per warp" -- gpu compile attn_1x12x128x64:64x16p --target nvptx-sm90 -o "$work/x"
 expect "head dim 64, not 128" -- gpu compile attn_1x12x128x128:64x64 --target nvptx-sm90 -o "$work/x"
 expect "key blocks of 64 or 128, not 96" -- gpu compile attn_1x12x384x64:64x64x96 --target nvptx-sm90 -o "$work/x"
 expect "takes f16 or bf16 inputs, not f32" -- gpu compile attn_1x12x128x64 --dtype f32 --target nvptx-sm90 -o "$work/x"
