@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/nvptx/prepare_payload.sh COVENANT PAYLOAD [LAYER...]: compile the
-# layers (default: the suite, its GPU shapes, batch-32 convolutions, pool and
-# attention) to PTX
+# layers (default: the suite, its GPU shapes, batch-32 convolutions, pool,
+# attention and fused attention) to PTX
 # for nvptx-sm90 and copy the sources run_on_h100.sh builds there.
 set -eu
 cov=$1 payload=$2
@@ -12,6 +12,9 @@ if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
           gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
           resnet50_stem_pool@b32 bert_base_attn_qk@b32)
+  # fused attention at the BERT-base shapes, the mapper's tiles (attn_bench.py's
+  # check and timing against torch SDPA)
+  layers+=(attn_1x12x128x64 attn_1x12x512x64 attn_32x12x128x64 attn_32x12x512x64)
   # the GEMMs above are the compiler's own picks (the mapper's plan: the
   # warp-specialised persistent kernel with bulk tensor copies where the
   # tiles divide); next to them the same schedules with f16 outputs (h, as
@@ -41,7 +44,7 @@ json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
 # (every public and common header: status.h includes covenant/api.h)
-for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
+for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py bench/nvptx/attn_bench.py runtime/crt_cuda.c runtime/crt_cuda.h \
          common/status.c common/fileio.c common/text.c $(cd "$root" && ls common/*.h include/covenant/*.h) \
          examples/convnet.onnx; do
   mkdir -p "$payload/src/$(dirname "$f")"
