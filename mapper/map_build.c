@@ -120,43 +120,55 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
   return bytes;
 }
 
-/* k digits pad A's layout (map_gemm_tile_strides): its tile then spans more
- * than its box, and the places of every buffer are laid out again in the
- * same order (then the epilogue's temporaries), within their capacities. */
-static int pad_places(const map_target *t, map_schedule *s, const char **why) {
-  if (!map_gemm_applies(s)) return 0;
-  map_gemm_plan gp;
-  map_gemm_plan_make(s, &gp);
-  if (gp.n_kd < 2) return 0;
-  const cov_acg *g = t->acg;
+/* The on-chip places, in operand then level order (each buffer's halves
+ * together), then the epilogue's temporaries, each node from address 0:
+ * with every place and half on a multiple of `align`. */
+static bool lay_out(const cov_acg *g, map_schedule *s, uint64_t align) {
   const map_problem *p = &s->prob;
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
-  map_place *pa = &s->place[gp.a_op][lv];
-  uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
-  if (lv == 0 || span <= pa->bytes) return 0;
-  pa->bytes = span;
   uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
   memset(used, 0, sizeof used);
   for (int o = 0; o < p->n_operands; o++)
     for (int l = 1; l < s->n_levels; l++) {
       map_place *pl = &s->place[o][l];
       if (!pl->present) continue;
+      pl->bytes = (pl->bytes + align - 1) / align * align;
       pl->addr = used[pl->node];
       used[pl->node] += pl->bytes * (pl->double_buffered ? 2 : 1);
-      if (used[pl->node] > g->storage[pl->node].capacity_bytes) {
-        if (why) *why = "tiles exceed a storage capacity";
-        return -1;
-      }
+      if (used[pl->node] > g->storage[pl->node].capacity_bytes) return false;
     }
   if (s->epi_node >= 0 && s->n_levels > 1) {
     s->epi_addr = used[s->epi_node];
-    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) {
-      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
-      return -1;
+    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) return false;
+  }
+  return true;
+}
+
+/* Lays the places out on MAP_PLACE_ALIGN where the storage has room for
+ * that, else packed (a tiny test ACG's 128-byte register file). k digits
+ * pad A's layout (map_gemm_tile_strides): its tile then spans more than its
+ * box. */
+static int place_all(const map_target *t, map_schedule *s, const char **why) {
+  const map_problem *p = &s->prob;
+  if (map_gemm_applies(s)) {
+    map_gemm_plan gp;
+    map_gemm_plan_make(s, &gp);
+    int lv = s->n_levels - 1;
+    while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
+    map_place *pa = &s->place[gp.a_op][lv];
+    if (gp.n_kd > 1 && lv > 0) {
+      uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
+      if (span > pa->bytes) pa->bytes = span;
     }
   }
-  return 0;
+  uint64_t packed[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 0; l < s->n_levels; l++) packed[o][l] = s->place[o][l].bytes;
+  if (lay_out(t->acg, s, MAP_PLACE_ALIGN)) return 0;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int l = 0; l < s->n_levels; l++) s->place[o][l].bytes = packed[o][l];
+  if (lay_out(t->acg, s, 1)) return 0;
+  if (why) *why = "tiles exceed a storage capacity";
+  return -1;
 }
 
 int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
@@ -255,7 +267,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         if (why) *why = "storage node id out of range";
         return -1;
       }
-      pl->addr = used[node];
+      /* the search's cut: packed, as place_all's fallback lays them out */
       used[node] += pl->bytes * (pl->double_buffered ? 2 : 1);
       if (used[node] > st->capacity_bytes) {
         if (why) *why = "tiles exceed a storage capacity";
@@ -274,7 +286,6 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       return -1;
     }
     s->epi_bytes = map_epi_bytes(t, s, tile[1]);
-    s->epi_addr = used[node];
     used[node] += s->epi_bytes;
     if (used[node] > g->storage[node].capacity_bytes) {
       if (why) *why = "the epilogue's temporaries exceed a storage capacity";
@@ -311,8 +322,8 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
             return -1;
           }
           map_xfer *x = &s->xfers[s->n_xfers++];
-          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true,
-                          s->place[o][lv].bytes, count};
+          uint64_t pb = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv].dtype);
+          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true, pb, count};
         }
         map_xfer *x = &s->xfers[s->n_xfers++];
         uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
@@ -323,7 +334,7 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }
-  if (pad_places(t, s, why) < 0) return -1;
+  if (place_all(t, s, why) < 0) return -1;
   if (!map_bias_fits(s)) {
     if (why) *why = "a GEMM's streamed rows would need different preloaded biases";
     return -1;

@@ -200,6 +200,8 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* bytes per output element (f32 unless the problem asks for f16) */
+static double out_bytes(const map_gpu_problem *p) { return p->out_bytes == 2 ? 2.0 : 4.0; }
 static bool pow2(int64_t x) { return x > 0 && !(x & (x - 1)); }
 
 /* Checks a candidate's fit (the rules of the GPU lowering's plan check)
@@ -208,7 +210,9 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   int es = (int)cov_dtype_size(p->in), per = 16 / es;
   if (c->bm % c->wm || c->bn % c->wn || c->wm % c->fm || c->wn % c->fn || c->bk % c->fk) return false;
   if ((c->bk * es) % 16 || (c->bn * es) % 16 || !pow2(c->bk * es / 16) || !pow2(c->bn * es / 16)) return false;
-  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn) + (c->tma ? 4 * t->warp : 0);
+  c->threads = (c->warpgroup ? 4 : 1) * t->warp * (c->bm / c->wm) * (c->bn / c->wn) + (c->tma ? 4 * t->warp : 0) +
+               (c->pingpong ? 4 * t->warp : 0);
+  if (c->pingpong && (!c->tma || c->bm != c->wm || c->bn != c->wn)) return false;
   if (c->threads > t->max_threads) return false;
   int acc = c->wm * c->wn / (t->warp * (c->warpgroup ? 4 : 1));
   int frag = c->warpgroup ? 0 : ((c->wm + c->wn) * c->fk * es / 4 + t->warp - 1) / t->warp;
@@ -225,6 +229,7 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   /* the tma kernel's copies are bulk tensor copies of whole tiles: it
    * needs a matmul the tiles divide, whatever the thread count */
   bool whole = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0;
+  if (p->out_bytes == 2 && !c->tma) return false;
   if (c->tma) {
     if (!whole || !c->warpgroup || !t->tma || c->bk * es != 128 || p->rows_whole || c->stages < 2) return false;
   } else if (c->channels_last) {
@@ -281,7 +286,8 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double issue = ops / t->simd_rate;
   /* the epilogue stores only the tile's part inside the output */
   double out = (double)(c->bm < p->M ? c->bm : p->M) * (double)(c->bn < p->N ? c->bn : p->N);
-  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  double ob = out_bytes(p);
+  double epi = out * ob / t->st_bw + out * EPI_OPS / t->simd_rate;
   /* one tile alone: its waves issue a 1/simd_units share of the copies each */
   double issue_chain = issue * fmax(1.0, WAVES_PER_UNIT * t->simd_units / waves);
   double step;
@@ -308,7 +314,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   if (per_core < k) k = (int)per_core;
   /* resources overlap imperfectly: the busiest one, and a quarter of the
    * others (which also separates candidates that saturate the same one) */
-  double d[4] = {mma_demand, smem, copy + out * 4.0 / t->st_bw, issue}, res = 0, sum = 0;
+  double d[4] = {mma_demand, smem, copy + out * ob / t->st_bw, issue}, res = 0, sum = 0;
   for (int i = 0; i < 4; i++) res = fmax(res, d[i]), sum += d[i];
   res += OVERLAP * (sum - res);
   int64_t full = per_core / k, rem = per_core % k;
@@ -321,7 +327,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   c->copy = (double)per_core * copy;
   c->issue = (double)per_core * issue;
   c->epilogue = (double)per_core * epi;
-  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
   c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
 }
@@ -352,16 +358,23 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   step += WS_STEP_CYCLES + (consumers < 2 ? cap->lat : 0.0);
   step = fmax(step, (LAT_MUL * t->mem_lat + copy) / (c->stages - 1));
   double out = (double)c->bm * c->bn;
-  double epi = out * 4.0 / t->st_bw + out * EPI_OPS / t->simd_rate;
+  double epi = out * out_bytes(p) / t->st_bw + out * EPI_OPS / t->simd_rate;
   c->chain = (double)nk * step + epi;
   c->per_core = 1;
   c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
+  if (c->pingpong) {
+    /* the K loops run back to back, each tile's epilogue under the next
+     * tile's K loop (the other warpgroup's); the last one is exposed, and
+     * an epilogue longer than a K loop delays the next */
+    double loop = (double)nk * step;
+    c->cycles = (double)per_core * loop + epi + (double)(per_core - 1) * fmax(0.0, epi - loop) + LAT_MUL * t->mem_lat;
+  }
   c->mma = (double)(per_core * nk) * mma;
   c->smem = (double)(per_core * nk) * smem;
   c->copy = (double)(per_core * nk) * copy;
   c->issue = 0;
   c->epilogue = (double)per_core * epi;
-  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * 4.0);
+  double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
   c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
   c->cycles *= WS_SCALE;
@@ -474,6 +487,13 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
         if (c.bm % c.wm || c.bn % c.wn || (c.bm / c.wm) * (c.bn / c.wn) > 2) continue;
         try_cand(t, p, cap, c, r);
       }
+  /* ping-pong: two consumer warpgroups, each a whole tile of its own */
+  c.pingpong = true;
+  c.bm = c.wm, c.bn = c.wn;
+  for (int si = 0; si < 4; si++) {
+    c.stages = ws_stages[si];
+    try_cand(t, p, cap, c, r);
+  }
 }
 
 cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const map_gpu_lowering *low,

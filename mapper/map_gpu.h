@@ -47,6 +47,8 @@ typedef struct map_gpu_problem {
   int64_t G, M, N, K;      /* the GEMM view */
   int64_t conv_c, groups;  /* conv: input channels per group, groups */
   bool rows_whole;         /* a row epilogue (softmax): one workgroup holds whole rows of N */
+  int out_bytes;           /* bytes per output element: 4 (f32; 0 reads as 4) or 2 (f16, which only the
+                            * warp-specialised kernel writes: the search keeps its candidates only) */
 } map_gpu_problem;
 
 /* What the target's lowering implements beside the ACG (the backend passes
@@ -70,6 +72,8 @@ typedef struct map_gpu_sched {
   int fm, fn, fk;          /* matrix instruction, or the FMA fragment */
   bool matrix, warpgroup;
   bool tma;                /* warp-specialised persistent (map_gpu_lowering.tma): a producer warpgroup more */
+  bool pingpong;           /* tma: two consumer warpgroups on alternate tiles of one warpgroup's (bm = wm,
+                            * bn = wn), one's epilogue under the other's K loop */
   bool channels_last;      /* A as channels-last 16-byte rows (convolutions), else the NCHW gather */
   bool vector_copy;        /* whole 16-byte copies (matmuls the tiles divide) */
   int stages;              /* scratchpad pipeline depth */

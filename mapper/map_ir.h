@@ -217,6 +217,14 @@ typedef struct map_sloop {
   int64_t step;   /* added to the problem loop per iteration */
 } map_sloop;
 
+/* On-chip places (and so the two halves of a double buffer) start on
+ * multiples of this many bytes: the NPU tracks dependencies per 64-byte
+ * block of a buffer (backends/npu-sim/ISA.md "Timing"), so two tiles that
+ * shared a block would serialise, the next tile's load waiting for the one
+ * being computed (a 2,088-byte input tile: its second half's load waited
+ * 200 cycles for the first's latency). */
+#define MAP_PLACE_ALIGN 64
+
 /* Where one operand's tile lives at one level. */
 typedef struct map_place {
   bool present;         /* the operand has storage at this level */
@@ -225,7 +233,7 @@ typedef struct map_place {
   int64_t shape[COV_MAX_RANK];   /* tile box per dimension (halos included) */
   int64_t elems;
   cov_dtype dtype;      /* element type stored at this level */
-  uint64_t bytes;       /* one buffer */
+  uint64_t bytes;       /* one buffer, rounded up to MAP_PLACE_ALIGN */
   bool double_buffered; /* two buffers, alternating (only where the ACG allows) */
   uint64_t addr;        /* byte offset of the (first) buffer in the storage; the
                            second buffer, if any, follows at addr + bytes */

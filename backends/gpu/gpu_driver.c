@@ -276,6 +276,16 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   char base[128];
   int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0, out_f16 = 0;
   const char *colon = strchr(spec, ':');
+  /* SPEC:f16: the compiler's own schedule (tuning file or mapper) of the
+   * layer with f16 outputs, as the vendor's GEMM writes them */
+  bool f16_layer = colon && !strcmp(colon, ":f16");
+  if (f16_layer) {
+    if ((size_t)(colon - spec) >= sizeof base)
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': name too long", spec);
+    memcpy(base, spec, (size_t)(colon - spec));
+    base[colon - spec] = '\0';
+    spec = base, colon = NULL;
+  }
   if (colon) {
     int n = sscanf(colon, ":%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
     const char *rest = n == 6 ? colon + end : "?";
@@ -283,14 +293,16 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
       wg = 1;
     else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
       wg = 1, inflight = rest[3] - '0';
-    else if (!strncmp(rest, ":ws", 3) && strspn(rest + 3, "0dh") == strlen(rest + 3)) {
-      /* plan.tma; flags: 0 without setmaxnreg, d one batch in flight, h f16 outputs */
-      wg = strchr(rest + 3, '0') ? 2 : 3, inflight = strchr(rest + 3, 'd') ? 1 : 0;
+    else if (!strncmp(rest, ":ws", 3) && strspn(rest + 3, "0dhp") == strlen(rest + 3) &&
+             !(strchr(rest + 3, '0') && strchr(rest + 3, 'p'))) {
+      /* plan.tma; flags: 0 without setmaxnreg, d one batch in flight, h f16
+       * outputs, p ping-pong consumers (wg 4; setmaxnreg) */
+      wg = strchr(rest + 3, '0') ? 2 : strchr(rest + 3, 'p') ? 4 : 3, inflight = strchr(rest + 3, 'd') ? 1 : 0;
       out_f16 = strchr(rest + 3, 'h') != NULL;
     }
     if ((size_t)(colon - spec) >= sizeof base || (*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 ||
         stages < 2 || bm > 1024 || bn > 1024 || bk > 1024 || stages > 16)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]]",
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a schedule is written :BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0][d][h]], or :f16 alone",
                        spec);
     memcpy(base, spec, (size_t)(colon - spec));
     base[colon - spec] = '\0';
@@ -300,6 +312,11 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
   else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, layer));
+  if (f16_layer) {
+    layer->prob.out_f16 = true;
+    size_t len = strlen(layer->name);
+    snprintf(layer->name + len, sizeof layer->name - len, "_f16");
+  }
   return gpu_compile_layer(t, opts, layer, colon ? (const int[9]){bm, bn, bk, wm, wn, stages, wg, inflight, out_f16} : NULL, plan, code,
                            code_size, info);
 }
@@ -322,13 +339,13 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
     if (layer->prob.kind == GPU_OP_MAXPOOL)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
-    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight, wg >= 2, wg == 3 ? GPU_TMA_CONSUMER_REGS : 0,
-                        out_f16 != 0};
+    gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight, wg >= 2, wg >= 3 ? GPU_TMA_CONSUMER_REGS : 0,
+                        out_f16 != 0, wg == 4};
     COV_RETURN_IF_ERROR(gpu_plan_fixed(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan));
     size_t len = strlen(layer->name);
-    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s", bm, bn, bk, wm, wn, stages,
+    snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s%s", bm, bn, bk, wm, wn, stages,
              !wg ? "" : wg >= 2 ? "ws" : inflight < 0 ? "wg" : inflight ? "wg1" : "wg0", wg == 2 ? "0" : "",
-             wg >= 2 && inflight == 1 ? "d" : "", out_f16 ? "h" : "");
+             wg >= 2 && inflight == 1 ? "d" : "", out_f16 ? "h" : "", wg == 4 ? "p" : "");
   } else {
     const gpu_tune_entry *tuned;
     COV_RETURN_IF_ERROR(gpu_plan_pick(t, &layer->prob, plan, &tuned));
@@ -342,12 +359,24 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
 cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const char *spec, cov_dtype dt, int top,
                                FILE *out) {
   gpu_layer layer;
-  char found[4096];
+  char found[4096], base[128];
   if (!suite) {
     COV_RETURN_IF_ERROR(cov_suite_find(found, sizeof found));
     suite = found;
   }
+  /* SPEC:f16: the candidates of the layer with f16 outputs (hand-fixed as
+   * SPEC:...:wsh) */
+  const char *colon = strchr(spec, ':');
+  bool f16 = colon && !strcmp(colon, ":f16");
+  if (colon && (!f16 || (size_t)(colon - spec) >= sizeof base))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': candidates take NAME or NAME:f16", spec);
+  if (f16) {
+    memcpy(base, spec, (size_t)(colon - spec));
+    base[colon - spec] = '\0';
+    spec = base;
+  }
   COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, spec, dt, &layer));
+  layer.prob.out_f16 = f16;
   if (layer.prob.kind == GPU_OP_MAXPOOL)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(suite, layer.name), "layer %s: a pool has no schedule to search", layer.name);
   gpu_tune_cand *c = malloc(sizeof *c * (size_t)top);
@@ -358,8 +387,13 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
     const int *v = c[i].sched.s;
     char sched[64];
     gpu_sched_format(&c[i].sched, sched, sizeof sched);
-    fprintf(out, "%s %s:%s covenant_%s_t%dx%dx%dw%dx%ds%d%s %d %.0f\n", spec, spec, sched, layer.name, v[0], v[1],
-            v[2], v[3], v[4], v[5], !v[6] ? "" : v[7] ? "wg1" : "wg0", c[i].rank, c[i].cycles);
+    /* the kernel's name as gpu_compile_layer gives the hand-fixed spec */
+    const char *kind = !v[6] ? "" : v[6] == 2 ? "ws0" : v[6] >= 3 ? "ws" : v[7] < 0 ? "wg" : v[7] ? "wg1" : "wg0";
+    const char *h = f16 ? "h" : "", *pp = v[6] == 4 ? "p" : "";
+    /* (gpu_sched_format writes :wsp; the h flag goes before p in the name) */
+    if (v[6] == 4) sched[strlen(sched) - 1] = '\0';
+    fprintf(out, "%s%s %s:%s%s%s covenant_%s_t%dx%dx%dw%dx%ds%d%s%s%s %d %.0f\n", spec, f16 ? ":f16" : "", spec, sched,
+            h, pp, layer.name, v[0], v[1], v[2], v[3], v[4], v[5], kind, h, pp, c[i].rank, c[i].cycles);
   }
   free(c);
   return st;

@@ -354,17 +354,83 @@ static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v
   return v;
 }
 
+/* Bias and activation of the pair of accumulators i, i + 1 of fragment
+ * (mf, nf) at output column col (f32 x 2). */
+static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef col) {
+  gpu_gen *g = k->g;
+  const gpu_problem *q = &k->p->prob;
+  LLVMValueRef pair = LLVMGetUndef(LLVMVectorType(g->f32, 2));
+  for (int j = 0; j < 2; j++) {
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * k->fr->n_acc + i + j], "");
+    if (q->epi.bias)
+      v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, add(g, col, C(j))), ""), "");
+    pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
+  }
+  return pair;
+}
+
+/* f16 outputs of m16n8 accumulator fragments as 16-byte stores: the four
+ * lanes of a quad hold a row's column pairs 2t, 2t + 1 (t = lane % 4) of
+ * four consecutive 8-column fragments; a 4 x 4 transpose inside the quad
+ * (two exchanges of 4-byte values by xor shuffles) gives lane t all eight
+ * columns of fragment t, stored as one 16-byte vector, so a warp's store
+ * fills 64 contiguous bytes of each of 8 rows: whole 32-byte sectors
+ * (2-byte pairs stored directly fill half of each, and the memory system
+ * then merges partial sectors). */
+static void store_f16_quads(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_frag_ops *fr = k->fr;
+  LLVMValueRef t = urem(g, g->lane, 4);
+  LLVMValueRef hi[3] = {NULL, LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildAnd(g->b, t, C(1), ""), C(0), ""),
+                        LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildAnd(g->b, t, C(2), ""), C(0), "")};
+  LLVMTypeRef v2h = LLVMVectorType(g->f16, 2), v4 = LLVMVectorType(g->i32, 4);
+  for (int mf = 0; mf < k->nmf; mf++)
+    for (int nf0 = 0; nf0 < k->nnf; nf0 += 4)
+      for (int i = 0; i < fr->n_acc; i += 2) {
+        LLVMValueRef r, c, x[4];
+        fr->acc_coord(g, i, &r, &c);
+        LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
+        LLVMValueRef col0 = add(g, add(g, k->n0, k->wcol), C(nf0 * fr->fn));
+        for (int j = 0; j < 4; j++) {
+          LLVMValueRef pair = epi_pair(k, mf, nf0 + j, i, add(g, col0, add(g, c, C(j * fr->fn))));
+          x[j] = LLVMBuildBitCast(g->b, LLVMBuildFPTrunc(g->b, pair, v2h, ""), g->f32, "");
+        }
+        /* exchange m: element (lane t, slot j) with bit m of t != bit m of
+         * j moves to (t ^ m, j ^ m); after m = 1 and m = 2, slot j of lane
+         * t holds lane j's slot t */
+        for (int m = 1; m <= 2; m++)
+          for (int j = 0; j < 4; j++) {
+            if (j & m) continue;
+            LLVMValueRef send = LLVMBuildSelect(g->b, hi[m], x[j], x[j | m], "");
+            LLVMValueRef got = g->target->shfl_xor(g, send, m);
+            x[j] = LLVMBuildSelect(g->b, hi[m], got, x[j], "");
+            x[j | m] = LLVMBuildSelect(g->b, hi[m], x[j | m], got, "");
+          }
+        LLVMValueRef vec = LLVMGetUndef(v4);
+        for (int j = 0; j < 4; j++)
+          vec = LLVMBuildInsertElement(g->b, vec, LLVMBuildBitCast(g->b, x[j], g->i32, ""), C(j), "");
+        LLVMValueRef col = add(g, col0, mul(g, t, C(fr->fn)));
+        LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+        LLVMSetAlignment(LLVMBuildStore(g->b, vec, gept(g, g->f16, k->Cout, idx)), 16);
+      }
+}
+
 void gpu_k_epilogue(kernel *k) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_problem *q = &p->prob;
   const gpu_frag_ops *fr = k->fr;
   int guard = p->M % p->bm || p->N % p->bn;
+  if (p->out_f16 && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && fr->fn == 8 && k->nnf % 4 == 0 &&
+      p->N % 8 == 0 && g->target->shfl_xor) {
+    store_f16_quads(k);
+    return;
+  }
   /* plan.out_f16 implies this path: tma plans divide M and N, warpgroup
    * accumulators come in pairs, wgmma tiles make N even */
   if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
     /* column pairs as one 8-byte store (N even: the pair is aligned) */
-    LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
     for (int mf = 0; mf < k->nmf; mf++)
       for (int nf = 0; nf < k->nnf; nf++)
         for (int i = 0; i < fr->n_acc; i += 2) {
@@ -372,14 +438,7 @@ void gpu_k_epilogue(kernel *k) {
           fr->acc_coord(g, i, &r, &c);
           LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
           LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
-          LLVMValueRef pair = LLVMGetUndef(v2f);
-          for (int j = 0; j < 2; j++) {
-            LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * fr->n_acc + i + j], "");
-            if (q->epi.bias)
-              v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, add(g, col, C(j))), ""),
-                                "");
-            pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
-          }
+          LLVMValueRef pair = epi_pair(k, mf, nf, i, col);
           LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
           if (p->out_f16) { /* rounded once, stored as 4 bytes */
             LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");

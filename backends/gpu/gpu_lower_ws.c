@@ -21,7 +21,16 @@
  * Producer and consumers count K tiles with one running index i over all
  * tiles: stage i % S, and round i / S selects the barrier phase (the
  * producer's first round waits for the phase before the first, which the
- * hardware counts as completed). */
+ * hardware counts as completed).
+ *
+ * plan.ws_pingpong: two consumer warpgroups, each a whole 64 x bn tile;
+ * warpgroup c takes the workgroup's tiles j = c, c + 2, ... (running index
+ * j * KT + kt), so one runs a tile's K loop while the other stores the
+ * previous tile. A wait on a stage's barrier is only valid for the phase in
+ * progress or the one before (parity), so the K loops must run in tile
+ * order: after its K loop, a warpgroup arrives on the other's named barrier
+ * (when the other has a next tile), and before the K loop of any tile but
+ * the workgroup's first it waits on its own. */
 #include "backends/gpu/gpu_lower.h"
 
 /* The tile's batch and origin (k->gidx, m0, n0) from its linear index. */
@@ -43,7 +52,11 @@ typedef struct ws {
   kernel *k;
   LLVMValueRef bars, it; /* the barriers; the running K-tile index (an alloca) */
   long long tiles, KT;
+  LLVMValueRef cons;     /* ping-pong: this consumer warpgroup (0, 1) */
 } ws;
+
+/* ping-pong: the named barrier a consumer waits on before its K loop */
+enum { WS_PP_BAR = 1 };
 
 static LLVMValueRef bar_at(ws *w, LLVMValueRef stage, int empty) {
   gpu_gen *g = w->k->g;
@@ -58,7 +71,19 @@ static LLVMValueRef open_loops(ws *w, gpu_loop *lt, gpu_loop *lk, int consumer, 
   kernel *k = w->k;
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
-  LLVMValueRef t = loop_open(g, lt, g->target->block_id(g, 0), w->tiles, p->grid[0]);
+  LLVMValueRef first = g->target->block_id(g, 0), t;
+  if (consumer && p->ws_pingpong) {
+    /* tiles j = cons, cons + 2, ...: t = first + j * grid; K tiles from j * KT */
+    t = loop_open(g, lt, add(g, first, mul(g, w->cons, C(p->grid[0]))), w->tiles, 2LL * p->grid[0]);
+    LLVMValueRef j = udiv(g, LLVMBuildSub(g->b, t, first, ""), p->grid[0]);
+    LLVMBuildStore(g->b, mul(g, j, C(w->KT)), w->it);
+    LLVMBasicBlockRef join;
+    begin_if(g, LLVMBuildICmp(g->b, LLVMIntNE, j, C(0), ""), &join);
+    g->target->named_barrier(g, add(g, w->cons, C(WS_PP_BAR)), 256, 0);
+    end_if(g, join);
+  } else {
+    t = loop_open(g, lt, first, w->tiles, p->grid[0]);
+  }
   tile_origin(k, t);
   if (consumer)
     for (int i = 0; i < p->wn / 2; i++) LLVMBuildStore(g->b, LLVMConstReal(g->f32, 0.0), k->acc_slots[i]);
@@ -105,6 +130,8 @@ static void consumer(ws *w) {
   if (p->ws_regs) t->set_max_regs(g, p->ws_regs, 1);
   LLVMValueRef warp = udiv(g, k->tid, 32), c = LLVMBuildSub(g->b, udiv(g, warp, 4), C(1), "");
   int warps_n = p->bn / p->wn;
+  if (p->ws_pingpong) /* each consumer warpgroup owns whole tiles */
+    w->cons = c, c = C(0);
   k->wg_row = mul(g, udiv(g, c, warps_n), C(p->wm));
   k->wg_col = mul(g, urem(g, c, warps_n), C(p->wn));
   k->wrow = add(g, k->wg_row, mul(g, urem(g, warp, 4), C(16)));
@@ -134,6 +161,12 @@ static void consumer(ws *w) {
     LLVMValueRef last = LLVMBuildSub(g->b, LLVMBuildLoad2(g->b, g->i32, w->it, ""), C(1), "");
     t->mbar_arrive(g, bar_at(w, urem(g, last, p->stages), 1));
   }
+  if (p->ws_pingpong) { /* the other warpgroup's next tile may start its K loop */
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, add(g, lt.i, C(p->grid[0])), w->tiles), &join);
+    t->named_barrier(g, LLVMBuildSub(g->b, C(WS_PP_BAR + 1), w->cons, ""), 256, 1);
+    end_if(g, join);
+  }
   gpu_k_epilogue(k);
   loop_close(g, &lt, 0, NULL, NULL, NULL, NULL);
 }
@@ -142,10 +175,10 @@ cov_status gpu_lower_ws(kernel *k) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_target_ops *t = g->target;
-  if (!t->mbar_init || !t->tma_load_2d || !t->wg_mma)
+  if (!t->mbar_init || !t->tma_load_2d || !t->wg_mma || (p->ws_pingpong && !t->named_barrier))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob), "GPU lowering: target %s has no bulk tensor copies",
                      t->name);
-  ws w = {k, NULL, NULL, 0, p->K / p->bk};
+  ws w = {k, NULL, NULL, 0, p->K / p->bk, NULL};
   w.tiles = p->G * (p->M / p->bm) * (p->N / p->bn);
   w.it = LLVMBuildAlloca(g->b, g->i32, "it"); /* in the entry block: promoted to registers */
   LLVMBuildStore(g->b, C(0), w.it);
@@ -160,7 +193,8 @@ cov_status gpu_lower_ws(kernel *k) {
   begin_if(g, ult(g, k->tid, 1), &join);
   for (int s = 0; s < p->stages; s++) {
     t->mbar_init(g, bar_at(&w, C(s), 0), 1);
-    t->mbar_init(g, bar_at(&w, C(s), 1), p->threads - 128);
+    /* every consumer thread releases a stage; with ping-pong one warpgroup */
+    t->mbar_init(g, bar_at(&w, C(s), 1), p->ws_pingpong ? 128 : p->threads - 128);
   }
   t->mbar_init_fence(g);
   end_if(g, join);

@@ -60,6 +60,8 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   int64_t a_elems, b_elems, c_elems;
   if (e->softmax && q->kind != GPU_OP_MATMUL)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
+  if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "f16 outputs are for matmuls without a fused softmax");
   if (q->kind == GPU_OP_MAXPOOL) {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: sizes and stride must be positive, pad >= 0");
@@ -155,7 +157,8 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: tile rows (bk %d, bn %d) must be a power of two of 16-byte chunks", p->bk, p->bn);
   if (p->warp_size != caps->warp_size ||
-      p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) + (p->tma ? 128 : 0) ||
+      p->threads != (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) + (p->tma ? 128 : 0) +
+                        (p->ws_pingpong ? 128 : 0) ||
       p->threads > caps->max_threads)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: %d threads do not match its warps or exceed %d",
                      p->threads, caps->max_threads);
@@ -165,6 +168,10 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   } else if (p->wg_inflight) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: batches in flight without warpgroup MMA");
   }
+  if (p->ws_pingpong && (!p->tma || p->bm != p->wm || p->bn != p->wn || !p->ws_regs))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: ping-pong consumers need the bulk-tensor-copy kernel with setmaxnreg and one warpgroup "
+                     "tile per workgroup tile");
   if (p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: f16 outputs are for bulk-tensor-copy matmuls");
   if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
@@ -259,7 +266,7 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
   p.bm = f->bm, p.bn = f->bn, p.bk = f->bk, p.wm = f->wm, p.wn = f->wn, p.stages = f->stages;
   p.wgmma = f->wgmma;
   p.wg_inflight = f->wgmma ? (f->inflight >= 0 ? f->inflight : GPU_WGMMA_INFLIGHT) : 0;
-  p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16;
+  p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16 || prob->out_f16, p.ws_pingpong = f->pingpong;
   p.keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
   COV_RETURN_IF_ERROR(gpu_plan_derive(&p, caps));
   *out = p;
@@ -279,6 +286,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
   mp->rows_whole = q->epi.softmax;
+  mp->out_bytes = q->out_f16 ? 2 : 4;
   memset(low, 0, sizeof *low);
   for (int i = 0; i < n_supported && i < MAP_GPU_MAX_SHAPES; i++)
     for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
@@ -293,7 +301,7 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   p->wg_inflight = c->warpgroup ? GPU_WGMMA_INFLIGHT : 0;
   p->stages = c->stages;
   p->keep_nchw = !c->channels_last;
-  p->tma = c->tma, p->out_f16 = false;
+  p->tma = c->tma, p->out_f16 = p->prob.out_f16, p->ws_pingpong = c->pingpong;
   p->ws_regs = c->tma ? gpu_ws_regs(c->threads) : 0;
   COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
   if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)
@@ -362,6 +370,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   int es = (int)cov_dtype_size(q->in_dtype), per = 16 / es;
   p->threads = p->wm > 0 && p->wn > 0 ? (p->wgmma ? 4 : 1) * p->warp_size * (p->bm / p->wm) * (p->bn / p->wn) : 0;
   if (p->tma && p->threads) p->threads += 128; /* the producer warpgroup */
+  if (p->ws_pingpong && p->threads) p->threads += 128; /* the second consumer, on alternate tiles */
   /* a warpgroup instruction: 64 rows, the warpgroup tile's columns */
   if (p->wgmma) p->fm = 64, p->fn = p->wn, p->fk = 16;
   if (p->threads < 1)

@@ -72,6 +72,9 @@ typedef struct gpu_problem {
    * maxpool: input [cn, cc, ch, cw], window cr x cs, stride, pad */
   int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
   gpu_epilogue epi;
+  /* f16 outputs (rounded once from the f32 result), as the vendor's GEMM
+   * writes them: matmuls on the warp-specialised kernel only (plan.tma) */
+  bool out_f16;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
    * caller for the compilation; may be NULL) and the ONNX node or suite
@@ -124,6 +127,12 @@ typedef struct gpu_plan {
    * launch's. */
   bool tma;
   int ws_regs;
+  /* plan.tma only: two consumer warpgroups ping-pong over alternate output
+   * tiles (each owns a whole 64 x bn tile: bm = wm = 64, bn = wn): one runs
+   * its tile's K loop while the other stores the previous tile, so the
+   * epilogue overlaps the matrix work; named barriers hand the K loop from
+   * one to the other in tile order */
+  bool ws_pingpong;
   /* plan.tma only: the output is written as f16 (rounded once from the f32
    * accumulators after bias and activation), as the vendor libraries write
    * it; argument 2 then points to f16 */
@@ -267,10 +276,12 @@ typedef struct gpu_fixed_tile {
   int bm, bn, bk, wm, wn, stages;
   bool wgmma;
   int inflight;
-  /* the warp-specialised persistent kernel: plan.tma, ws_regs, out_f16 */
+  /* the warp-specialised persistent kernel: plan.tma, ws_regs, out_f16,
+   * ws_pingpong */
   bool tma;
   int ws_regs;
   bool out_f16;
+  bool pingpong;
 } gpu_fixed_tile;
 
 /* The plan of `prob` with the hand-fixed tile f: the matrix instruction is

@@ -150,6 +150,9 @@ typedef struct gpu_target_ops {
   void (*set_max_regs)(gpu_gen *g, int regs, int increase);
   /* starts fetching the tensor map at `map` (global) ahead of its first use */
   void (*tma_prefetch)(gpu_gen *g, LLVMValueRef map);
+  /* named barrier `id` (1..15) of `count` threads: arrive only (no wait),
+   * or arrive and wait until all `count` have arrived */
+  void (*named_barrier)(gpu_gen *g, LLVMValueRef id, int count, int arrive_only);
 } gpu_target_ops;
 
 /* The plain-FMA fragment every target shares (fm = warp_size / 8, fn = 8,

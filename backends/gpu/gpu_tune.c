@@ -39,8 +39,8 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
   if (n && n < sizeof epi) epi[n - 1] = '\0';
   const char *dt = cov_dtype_name(q->in_dtype), *ep = epi[0] ? epi : "none";
   if (q->kind == GPU_OP_MATMUL)
-    snprintf(out, size, "%s:matmul:b%lld:m%lld:n%lld:k%lld:%s:%s", target, (long long)q->batch, (long long)q->m,
-             (long long)q->n, (long long)q->k, dt, ep);
+    snprintf(out, size, "%s:matmul:b%lld:m%lld:n%lld:k%lld:%s:%s%s", target, (long long)q->batch, (long long)q->m,
+             (long long)q->n, (long long)q->k, dt, ep, q->out_f16 ? ":out-f16" : "");
   else if (q->kind == GPU_OP_CONV2D)
     snprintf(out, size, "%s:conv2d:n%lldc%lldh%lldw%lld:k%lldr%llds%lld:s%lldp%lldd%lldg%lld:%s:%s", target,
              (long long)q->cn, (long long)q->cc, (long long)q->ch, (long long)q->cw, (long long)q->ck,
@@ -60,11 +60,12 @@ cov_status gpu_sched_parse(const char *text, const cov_loc *where, gpu_sched *ou
     wg = 1;
   else if (!strcmp(rest, ":wg0") || !strcmp(rest, ":wg1"))
     wg = 1, inflight = rest[3] - '0';
-  else if (!strcmp(rest, ":ws") || !strcmp(rest, ":ws0")) /* plan.tma with / without setmaxnreg */
-    wg = rest[3] ? 2 : 3, inflight = 0;
+  else if (!strcmp(rest, ":ws") || !strcmp(rest, ":ws0") || !strcmp(rest, ":wsp"))
+    /* plan.tma with / without setmaxnreg, with ping-pong consumers */
+    wg = rest[3] == '0' ? 2 : rest[3] == 'p' ? 4 : 3, inflight = 0;
   if ((*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 || stages < 2 || bm > 1024 || bn > 1024 ||
       bk > 1024 || wm > bm || wn > bn || stages > 16)
-    return cov_error(COV_INVALID_ARGUMENT, where, "schedule '%s': a schedule is written BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0]] "
+    return cov_error(COV_INVALID_ARGUMENT, where, "schedule '%s': a schedule is written BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0|p]] "
                      "(tiles 1 to 1024, the warp tile within the workgroup tile, 2 to 16 stages)", text);
   *out = (gpu_sched){{bm, bn, bk, wm, wn, stages, wg, inflight}};
   return NULL;
@@ -73,7 +74,7 @@ cov_status gpu_sched_parse(const char *text, const cov_loc *where, gpu_sched *ou
 void gpu_sched_format(const gpu_sched *s, char *out, size_t size) {
   const int *v = s->s;
   snprintf(out, size, "%dx%dx%d:%dx%d:%d%s", v[0], v[1], v[2], v[3], v[4], v[5],
-           !v[6] ? "" : v[6] == 2 ? ":ws0" : v[6] == 3 ? ":ws" : v[7] < 0 ? ":wg" : v[7] ? ":wg1" : ":wg0");
+           !v[6] ? "" : v[6] == 2 ? ":ws0" : v[6] == 3 ? ":ws" : v[6] == 4 ? ":wsp" : v[7] < 0 ? ":wg" : v[7] ? ":wg1" : ":wg0");
 }
 
 /* ---- the tuning file ---------------------------------------------------- */
@@ -232,7 +233,8 @@ void gpu_tune_note_model(const gpu_target *t, const gpu_model_plan *mp, FILE *no
 cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const gpu_sched *s, gpu_plan *plan) {
   const int *v = s->s;
   gpu_fixed_tile f = {.bm = v[0], .bn = v[1], .bk = v[2], .wm = v[3], .wn = v[4], .stages = v[5], .wgmma = v[6] != 0,
-                      .inflight = v[7], .tma = v[6] >= 2, .ws_regs = v[6] == 3 ? GPU_TMA_CONSUMER_REGS : 0};
+                      .inflight = v[7], .tma = v[6] >= 2, .ws_regs = v[6] >= 3 ? GPU_TMA_CONSUMER_REGS : 0,
+                      .pingpong = v[6] == 4};
   return gpu_plan_fixed(q, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan);
 }
 
@@ -286,7 +288,7 @@ cov_status gpu_tune_candidates(const gpu_target *t, const gpu_problem *q, int to
       continue;
     }
     /* [6]: 1 warpgroup MMA, 2 / 3 the tma kernel without / with setmaxnreg */
-    int wg = c->tma ? (p.ws_regs ? 3 : 2) : c->warpgroup;
+    int wg = c->tma ? (c->pingpong ? 4 : p.ws_regs ? 3 : 2) : c->warpgroup;
     gpu_sched s = {{c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, wg, c->warpgroup ? p.wg_inflight : -1}};
     /* a hand-fixed schedule does not name the matrix instruction: the next
      * best with another instruction compiles to the same kernel */

@@ -34,7 +34,8 @@ enum { GPU_TUNE_KEY_MAX = 256, GPU_TUNE_MAX_ENTRIES = 4096 };
  * (-1 default, 0, 1), out_f16 (0): gpu_compile_layer's `schedule`. */
 typedef struct gpu_sched {
   /* bm bn bk wm wn stages; [6] 0, 1 warpgroup MMA (:wg), 2 / 3 the
-   * warp-specialised kernel without / with setmaxnreg (:ws0 / :ws); [7]
+   * warp-specialised kernel without / with setmaxnreg (:ws0 / :ws), 4 with
+   * ping-pong consumer warpgroups (:wsp); [7]
    * batches in flight (-1 default); [8] out_f16, 0 (f32 outputs only) */
   int s[9];
 } gpu_sched;

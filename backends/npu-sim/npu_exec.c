@@ -23,6 +23,7 @@
 
 #include "backends/npu-sim/npu_internal.h"
 #include "common/loc.h"
+#include "mapper/map_ir.h"
 
 typedef struct blk {
   uint64_t w_ready; /* the last write's data is visible to other units */
@@ -233,7 +234,10 @@ static cov_status sb_init(ex *x) {
   if (!x->sb || !x->sb_shift || !x->sb_n) return cov_error(COV_OUT_OF_MEMORY, NULL, "scoreboard");
   for (int s = 0; s < n; s++) {
     uint64_t cap = capacity(x, s);
-    int shift = 6; /* 64-byte blocks on chip; DRAM: at most 64Ki blocks */
+    /* 64-byte blocks on chip (the mapper aligns tiles to them); DRAM: at
+     * most 64Ki blocks */
+    int shift = 6;
+    _Static_assert(MAP_PLACE_ALIGN == 64, "the mapper's place alignment is the scoreboard's block");
     while ((cap >> shift) > 65536) shift++;
     x->sb_shift[s] = shift;
     x->sb_n[s] = (cap >> shift) + 1;

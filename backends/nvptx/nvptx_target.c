@@ -338,6 +338,11 @@ static void nv_tma_prefetch(gpu_gen *g, LLVMValueRef map) {
   LLVMValueRef a = LLVMBuildPtrToInt(g->b, map, g->i64, "");
   nv_asm(g, LLVMVoidTypeInContext(g->ctx), "prefetch.tensormap [$0];", "l,~{memory}", &a, 1);
 }
+static void nv_named_barrier(gpu_gen *g, LLVMValueRef id, int count, int arrive_only) {
+  char text[64];
+  snprintf(text, sizeof text, "bar.%s $0, %d;", arrive_only ? "arrive" : "sync", count);
+  nv_asm(g, LLVMVoidTypeInContext(g->ctx), text, "r,~{memory}", &id, 1);
+}
 static void nv_set_max_regs(gpu_gen *g, int regs, int increase) {
   char text[64];
   snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", increase ? "inc" : "dec", regs);
@@ -391,5 +396,6 @@ const gpu_target_ops nvptx_target_ops = {
     .mbar_expect_tx = nv_mbar_expect_tx,
     .tma_load_2d = nv_tma_load_2d,
     .set_max_regs = nv_set_max_regs,
+    .named_barrier = nv_named_barrier,
     .tma_prefetch = nv_tma_prefetch,
 };

@@ -584,10 +584,24 @@ static void test_wgmma_plans(void) {
       cov_status_free(st);
       continue;
     }
+    /* f16 outputs: only the warp-specialised kernel writes them, so the
+     * mapper keeps its candidates only (none where the tiles do not divide
+     * the matmul or the lowering has no bulk tensor copies) */
+    gpu_problem qh = q;
+    qh.out_f16 = true;
+    gpu_plan ph;
+    cov_status sh = gpu_plan_map(&qh, nv.acg, &nv.caps, (const int (*)[3])nv.shapes, nv.n_shapes, &ph, NULL);
     if (!want[i].ok[0][0]) {
       CHECK(!p.wgmma, "matmul %d (tiles do not divide it) takes per-warp mma", i);
+      CHECK(refused(sh), "matmul %d: f16 outputs refused where the tiles do not divide it", i);
       continue;
     }
+    /* (the H100 run of bench/nvptx/gemm-f16-h100.json: the f32 pick's
+     * schedule is the fastest with f16 outputs too) */
+    CHECK(!sh && ph.tma && ph.out_f16 && ph.bm == p.bm && ph.bn == p.bn && ph.stages == p.stages &&
+              !gpu_plan_check(&ph, &nv.caps),
+          "matmul %d: f16 outputs on the warp-specialised kernel with the f32 pick's schedule", i);
+    cov_status_free(sh);
     bool measured_fast = false;
     for (int j = 0; j < 4 && want[i].ok[j][0]; j++)
       measured_fast |= p.bm == want[i].ok[j][0] && p.bn == want[i].ok[j][1] && p.wn == want[i].ok[j][2] &&
@@ -615,6 +629,8 @@ static void test_wgmma_plans(void) {
     st = gpu_plan_map(&q, nv.acg, &no, (const int (*)[3])nv.shapes, nv.n_shapes, &q2, NULL);
     CHECK(!st && q2.wgmma && !q2.tma && q2.vector_copy && q2.threads == 128 * (q2.bm / 64) * (q2.bn / q2.wn),
           "matmul %d: without bulk tensor copies, the cp.async warpgroup kernel", i);
+    CHECK(refused(gpu_plan_map(&qh, nv.acg, &no, (const int (*)[3])nv.shapes, nv.n_shapes, &q2, NULL)),
+          "matmul %d: without bulk tensor copies, f16 outputs are refused", i);
     cov_status_free(st);
     st = NULL;
   }

@@ -136,16 +136,48 @@ sys.exit(0 if ok else 1)
 PY
 cmp -s "$f" "$work/ws2/$(basename "$f")" || wsbad "two compilations differ"
 # flags: d keeps one batch in flight (wait_group 1 in the K loop, the last
-# batch awaited after it), h stores f16 pairs as 4 bytes (manifest out_dtype)
+# batch awaited after it), h writes f16 (manifest out_dtype): each quad of
+# lanes transposes its four 8-column fragments by xor shuffles 1 and 2 and
+# stores whole 16-byte vectors (64 of a 64x256 warpgroup tile: 16 stores,
+# 4 shuffles each), no 4-byte pair stores
 "$cov" gpu compile gemm_4096x4096x4096:128x256x64:64x256:4:wsdh --target nvptx-sm90 -o "$work/wsdh" >/dev/null
 f=$work/wsdh/gemm_4096x4096x4096_t128x256x64w64x256s4wsdh.ptx
 grep -q 'wgmma.wait_group.sync.aligned 1;' "$f" || wsbad "d: no batch left in flight"
 grep -q 'wgmma.wait_group.sync.aligned 0;' "$f" || wsbad "d: the last batch is not awaited"
 [ "$(grep -c 'mbarrier.arrive.shared::cta.b64' "$f")" -eq 2 ] || wsbad "d: not two stage releases (in the loop, after it)"
 grep -q 'cvt.rn.f16.f32' "$f" || wsbad "h: no f16 rounding"
-grep -q 'st.global.b32' "$f" || wsbad "h: no 4-byte f16 pair stores"
-if grep -q 'st.global.v2.f32' "$f"; then wsbad "h: f32 stores"; fi
+[ "$(grep -c 'st.global.v4.[fb]32' "$f")" -eq 16 ] || wsbad "h: not 16 16-byte stores"
+[ "$(grep -c 'shfl.sync.bfly.b32.*, 1, 31, -1;' "$f")" -eq 32 ] || wsbad "h: not 2 xor-1 shuffles per store"
+[ "$(grep -c 'shfl.sync.bfly.b32.*, 2, 31, -1;' "$f")" -eq 32 ] || wsbad "h: not 2 xor-2 shuffles per store"
+if grep -Eq 'st.global.(b32|v2.f32|b16)' "$f"; then wsbad "h: pair or element stores"; fi
 grep -q '"out_dtype": "f16"' "$work/wsdh/manifest.json" || wsbad "h: manifest does not say f16"
+# LAYER:f16: the compiler's own schedule with f16 outputs (the mapper keeps
+# the warp-specialised kernel, the only one that writes them); refused with
+# the layer's location where the kernel cannot write f16
+"$cov" gpu compile gemm_512x2304x768:f16 --target nvptx-sm90 -o "$work/f16" >/dev/null || wsbad ":f16 does not compile"
+f=$work/f16/gemm_512x2304x768_f16.ptx
+grep -q '"out_dtype": "f16"' "$work/f16/manifest.json" && grep -q '"tma"' "$work/f16/manifest.json" ||
+  wsbad ":f16: not the warp-specialised kernel with f16 outputs"
+grep -q 'st.global.v4' "$f" || wsbad ":f16: no 16-byte stores"
+if "$cov" gpu compile resnet50_res2_3x3:f16 --target nvptx-sm90 -o "$work/f16bad" 2>"$work/f16bad.err"; then
+  wsbad ":f16 accepted on a convolution"
+fi
+grep -q 'layers.json.*resnet50_res2_3x3: f16 outputs are for matmuls' "$work/f16bad.err" ||
+  wsbad ":f16 refusal not located: $(cat "$work/f16bad.err")"
+# p: ping-pong consumers, each warpgroup a whole 64 x bn tile on alternate
+# tiles; the K loops handed over in tile order through named barriers of
+# 256 threads (a wait before the K loop, an arrive after it); a stage is
+# released by one warpgroup (empty barriers of 128); 384 threads
+"$cov" gpu compile gemm_4096x3072x768:64x256x64:64x256:4:wshp --target nvptx-sm90 -o "$work/wsp" >/dev/null ||
+  wsbad "p: does not compile"
+f=$work/wsp/gemm_4096x3072x768_t64x256x64w64x256s4wshp.ptx
+grep -q 'bar.sync %r[0-9]*, 256;' "$f" && grep -q 'bar.arrive %r[0-9]*, 256;' "$f" || wsbad "p: no named-barrier hand-over"
+grep -q 'mov.b32.*, 128;' "$f" && grep -q '^.maxntid 384, 1, 1' "$f" || wsbad "p: not 2 x 128 consumers releasing per warpgroup"
+awk '/bar.sync %r/{s=NR} /wgmma.mma_async/{if(!m)m=NR} /bar.arrive %r/{a=NR} END{exit !(s<m && m<a)}' "$f" ||
+  wsbad "p: order wait -> K loop -> arrive broken"
+for bad in gemm_4096x3072x768:128x256x64:64x256:4:wsp gemm_4096x3072x768:64x256x64:64x256:4:ws0p; do
+  if "$cov" gpu compile $bad --target nvptx-sm90 -o "$work/wspbad" 2>/dev/null; then wsbad "p: $bad accepted"; fi
+done
 # setmaxnreg needs a launch that could not give every thread 232 registers
 if "$cov" gpu compile gemm_1024x1024x1024:64x128x64:64x128:8:ws --target nvptx-sm90 -o "$work/wsbad" 2>"$work/wsbad.err"; then
   wsbad "setmaxnreg accepted on 256 threads"
