@@ -48,7 +48,8 @@ typedef struct map_gpu_problem {
   int64_t conv_c, groups;  /* conv: input channels per group, groups */
   bool rows_whole;         /* a row epilogue (softmax): one workgroup holds whole rows of N */
   int out_bytes;           /* bytes per output element: 4 (f32; 0 reads as 4) or 2 (f16, which only the
-                            * warp-specialised kernel writes: the search keeps its candidates only) */
+                            * warp-specialised matmul and the channels-last conv write: the search
+                            * keeps their candidates only) */
 } map_gpu_problem;
 
 /* What the target's lowering implements beside the ACG (the backend passes

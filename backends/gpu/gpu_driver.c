@@ -193,7 +193,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   /* channels-last: the input goes through the transform kernel first, into
    * a workspace; the weights are taken as [R][S][C][K] */
   json_object_set_new(o, "layout", json_string(p->nhwc ? "nhwc" : "nchw"));
-  if (p->nhwc) {
+  if (p->nhwc && !q->nhwc_io) {
     json_t *pre = json_object(), *pg = json_array(), *pb = json_array();
     unsigned g3[3];
     gpu_nhwc_grid(p, g3);
@@ -222,6 +222,9 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "tma", tm);
   }
   if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
+  /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
+   * "pre" transform), the output is [N][OH][OW][K] */
+  if (q->nhwc_io) json_object_set_new(o, "out_layout", json_string("nhwc"));
   gpu_launch_json(o, p->grid, p->threads, p->shared_bytes);
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)
@@ -254,7 +257,7 @@ cov_status gpu_write_kernel(const gpu_target *t, const char *dir, const char *na
   json_t *k = gpu_plan_json(plan);
   json_object_set_new(k, "name", json_string(name));
   json_object_set_new(k, "kernel", json_string(kname));
-  if (plan->nhwc) {
+  if (plan->nhwc && !plan->prob.nhwc_io) {
     char pre[160];
     snprintf(pre, sizeof pre, "%s_nhwc", kname);
     json_object_set_new(json_object_get(k, "pre"), "kernel", json_string(pre));

@@ -120,11 +120,23 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec), "layer '%s': expected NAME, NAME@bN or gemm_MxNxK", spec);
   memcpy(base, spec, len);
   base[len] = '\0';
+  /* suffixes: @bN (the batch), @cl (channels-last tensors as cuDNN takes
+   * them: NHWC input, NHWC f16 output; prob.nhwc_io), each at most once, in
+   * that order */
+  bool nhwc_io = false;
   if (at) {
     long long bn;
-    if (sscanf(at, "@b%lld%c", &bn, &tail) != 1 || bn < 1)
-      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec), "layer '%s': the batch suffix must be @bN with N >= 1", spec);
-    batch = bn;
+    int used = 0;
+    if (!strncmp(at, "@b", 2)) {
+      if (sscanf(at, "@b%lld%n", &bn, &used) != 1 || bn < 1 || (at[used] && strcmp(at + used, "@cl")))
+        return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec),
+                         "layer '%s': the batch suffix must be @bN with N >= 1, optionally followed by @cl", spec);
+      batch = bn;
+    } else if (strcmp(at, "@cl")) {
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(suite_path, spec),
+                       "layer '%s': expected the suffixes @bN (batch N >= 1) and/or @cl (channels-last tensors)", spec);
+    }
+    nhwc_io = strstr(at, "@cl") != NULL;
   }
   json_t *root;
   COV_RETURN_IF_ERROR(load_suite(suite_path, &root));
@@ -139,6 +151,7 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
       for (char *c = out->name; *c; c++)
         if (*c == '@') *c = '_';
       st = from_entry(suite_path, e, i, batch, out);
+      out->prob.nhwc_io = nhwc_io;
       break;
     }
   }

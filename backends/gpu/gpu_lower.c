@@ -559,6 +559,36 @@ static void conv_staged_store(kernel *k) {
   }
 }
 
+/* conv with channels-last f16 outputs (prob.nhwc_io): 8 channels of one
+ * pixel per thread and step, rounded once and stored as 16 bytes of NHWC
+ * (N = K channels, so row m's channels are contiguous). Neighbouring
+ * threads take neighbouring rows: a warp's reads of the column-major tile
+ * are 32 consecutive floats per channel, free of bank conflicts. */
+static void conv_staged_store_nhwc(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  int T = p->threads, groups = p->bn / 8, units = groups * p->bm;
+  LLVMTypeRef v8f = LLVMVectorType(g->f32, 8);
+  for (int i = 0; i < (units + T - 1) / T; i++) {
+    LLVMValueRef cg, row;
+    split(k, i, p->bm, &cg, &row);
+    LLVMValueRef m = add(g, k->m0, row), c0 = mul(g, cg, C(8));
+    LLVMValueRef ok = ult(g, m, p->M);
+    if (units % T) ok = and1(g, ok, ult(g, cg, groups));
+    LLVMBasicBlockRef join;
+    begin_if(g, ok, &join);
+    LLVMValueRef x = LLVMGetUndef(v8f);
+    for (int j = 0; j < 8; j++) {
+      LLVMValueRef off = add(g, mul(g, add(g, c0, C(j)), C(p->cstride)), row);
+      x = LLVMBuildInsertElement(g->b, x, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->smem, off), ""), C(j), "");
+    }
+    LLVMValueRef h = LLVMBuildFPTrunc(g->b, x, LLVMVectorType(g->f16, 8), "");
+    LLVMValueRef idx = add(g, mul(g, m, C(p->prob.ck)), add(g, mul(g, k->gidx, C(p->N)), add(g, k->n0, c0)));
+    LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 16);
+    end_if(g, join);
+  }
+}
+
 /* matmul + softmax over whole rows (grid[0] == 1, so n0 == 0): a thread per
  * row finds its max and 1/sum of exp (IR loops over the N columns), then
  * all threads write exp(v - max) / sum with neighbouring threads on
@@ -810,6 +840,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     stage_out(k);
     if (plan->prob.epi.softmax)
       softmax_rows(k);
+    else if (plan->prob.nhwc_io)
+      conv_staged_store_nhwc(k);
     else
       conv_staged_store(k);
   } else {
@@ -817,7 +849,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   }
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
-  if (plan->nhwc) {
+  if (plan->nhwc && !plan->prob.nhwc_io) {
     /* the input transform, with its own launch bounds */
     gpu_plan tp = *plan;
     tp.threads = GPU_NHWC_THREADS;

@@ -58,6 +58,8 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   if (e->act == GPU_ACT_CLIP && !(e->clip_lo <= e->clip_hi))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "clip range [%g, %g] is empty", e->clip_lo, e->clip_hi);
   int64_t a_elems, b_elems, c_elems;
+  if (q->nhwc_io && (q->kind != GPU_OP_CONV2D || e->maxpool2x2))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "channels-last outputs are for conv2d layers without a fused pool");
   if (e->softmax && q->kind != GPU_OP_MATMUL)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
   if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
@@ -172,8 +174,14 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: ping-pong consumers need the bulk-tensor-copy kernel with setmaxnreg and one warpgroup "
                      "tile per workgroup tile");
-  if (p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
-    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: f16 outputs are for bulk-tensor-copy matmuls");
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
+                                     : p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: f16 outputs are for bulk-tensor-copy matmuls and channels-last convolutions");
+  if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
+                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
   if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
@@ -204,7 +212,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     const gpu_problem *q = &p->prob;
     int rows_ok = q->kind == GPU_OP_CONV2D
                       ? p->nhwc && p->cstride >= p->bm && p->cstride % 4 == 0 && p->bm % 4 == 0 &&
-                            (q->epi.maxpool2x2 ? p->pool_order : (p->oh * p->ow) % 4 == 0)
+                            (q->epi.maxpool2x2 ? p->pool_order : q->nhwc_io || (p->oh * p->ow) % 4 == 0)
                       : q->epi.softmax && p->cstride > p->bm;
     if (!rows_ok)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: a staged epilogue does not fit this layer");
@@ -286,7 +294,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
   mp->rows_whole = q->epi.softmax;
-  mp->out_bytes = q->out_f16 ? 2 : 4;
+  mp->out_bytes = q->out_f16 || q->nhwc_io ? 2 : 4;
   memset(low, 0, sizeof *low);
   for (int i = 0; i < n_supported && i < MAP_GPU_MAX_SHAPES; i++)
     for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
@@ -379,9 +387,10 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
                    (p->bm * p->bk / per) % p->threads == 0 && (p->bk * p->bn / per) % p->threads == 0;
   p->nhwc = !p->keep_nchw && nhwc_fits(p, caps, es);
   /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
-   * atomic-free pooling) and softmax rows */
+   * NHWC f16 stores, atomic-free pooling) and softmax rows */
   p->staged = false, p->pool_order = false, p->cstride = 0;
-  if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || (p->oh * p->ow) % 4 == 0)) {
+  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io;
+  if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || q->nhwc_io || (p->oh * p->ow) % 4 == 0)) {
     p->staged = true;
     /* +4 floats: the 8 rows x 4 column pairs of an mma accumulator store
      * hit distinct banks, and columns stay 16-byte aligned for float4 reads */

@@ -72,6 +72,12 @@ typedef struct gpu_problem {
    * maxpool: input [cn, cc, ch, cw], window cr x cs, stride, pad */
   int64_t cn, cc, ch, cw, ck, cr, cs, stride, pad, dilation, groups;
   gpu_epilogue epi;
+  /* conv2d: the layer's tensors are channels-last as cuDNN takes them
+   * (spec NAME@cl, NAME@bN@cl): the channels-last kernel (plan.nhwc) reads the input
+   * as given, NHWC (no transform kernel), and writes the output NHWC in f16
+   * (rounded once from the f32 accumulators after bias and activation;
+   * plan.out_f16) through its staged epilogue. */
+  bool nhwc_io;
   /* f16 outputs (rounded once from the f32 result), as the vendor's GEMM
    * writes them: matmuls on the warp-specialised kernel only (plan.tma) */
   bool out_f16;
@@ -133,9 +139,10 @@ typedef struct gpu_plan {
    * epilogue overlaps the matrix work; named barriers hand the K loop from
    * one to the other in tile order */
   bool ws_pingpong;
-  /* plan.tma only: the output is written as f16 (rounded once from the f32
-   * accumulators after bias and activation), as the vendor libraries write
-   * it; argument 2 then points to f16 */
+  /* plan.tma matmuls, and channels-last convolutions with prob.nhwc_io:
+   * the output is written as f16 (rounded once from the f32 accumulators
+   * after bias and activation), as the vendor libraries write it; argument
+   * 2 then points to f16 */
   bool out_f16;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
@@ -152,15 +159,17 @@ typedef struct gpu_plan {
    * asynchronous copies (padding and rows past M read nothing), B like a
    * matmul's. The NCHW -> NHWC input transform is a second kernel in the
    * same module (gpu_nhwc_kernel_name), launched first into a workspace
-   * of gpu_nhwc_workspace_bytes; weights are reordered once (constants). */
+   * of gpu_nhwc_workspace_bytes (not with prob.nhwc_io: the input is NHWC
+   * already); weights are reordered once (constants). */
   bool nhwc;
   /* input to gpu_plan_derive: keep the NCHW gather even where channels-last
    * copies fit (the mapper's operand-layout choice) */
   bool keep_nchw;
   /* the epilogue goes through shared memory (reusing the pipeline's): the
    * activated tile is staged column-major (cstride floats per column), then
-   * read back for coalesced NCHW stores of 4 pixels at once, a 2x2 max pool
-   * of 4 consecutive rows, or the row softmax */
+   * read back for coalesced NCHW stores of 4 pixels at once, NHWC f16
+   * stores of 8 channels at once (prob.nhwc_io), a 2x2 max pool of 4
+   * consecutive rows, or the row softmax */
   bool staged;
   int cstride;
   /* conv2d with maxpool2x2 and a staged epilogue: m enumerates (n, py, px,

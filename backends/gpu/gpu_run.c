@@ -38,6 +38,45 @@ static void *pack(const float *v, size_t n, cov_dtype dt) {
   return p;
 }
 
+/* f16 outputs (plan.out_f16), downloaded into the first half of `out`'s
+ * no floats: widened to f32 in place from the back, and channels-last
+ * ones ([N][OH][OW][K], prob.nhwc_io) reordered to NCHW for the reference. */
+static cov_status unpack_f16_out(const gpu_plan *plan, float *out, size_t no) {
+  const uint16_t *h = (const uint16_t *)out;
+  for (size_t i = no; i-- > 0;) {
+    uint16_t x;
+    memcpy(&x, &h[i], 2);
+    out[i] = cov_f16_to_f32(x);
+  }
+  if (!plan->prob.nhwc_io) return NULL;
+  float *t = malloc(no * 4 + 4);
+  if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for the channels-last output");
+  memcpy(t, out, no * 4);
+  const gpu_problem *q = &plan->prob;
+  int64_t hw = plan->oh * plan->ow;
+  for (int64_t n = 0; n < q->cn; n++)
+    for (int64_t c = 0; c < q->ck; c++)
+      for (int64_t i = 0; i < hw; i++) out[(n * q->ck + c) * hw + i] = t[(n * hw + i) * q->ck + c];
+  free(t);
+  return NULL;
+}
+
+/* The input in the kernel's dtype: NCHW, or NHWC for channels-last
+ * tensors (prob.nhwc_io: the kernel reads it as given). */
+static void *pack_input(const gpu_plan *plan, const float *a, size_t na) {
+  const gpu_problem *q = &plan->prob;
+  if (!q->nhwc_io) return pack(a, na, q->in_dtype);
+  float *an = malloc(na * 4 + 4);
+  if (!an) return NULL;
+  int64_t hw = q->ch * q->cw;
+  for (int64_t n = 0; n < q->cn; n++)
+    for (int64_t c = 0; c < q->cc; c++)
+      for (int64_t i = 0; i < hw; i++) an[(n * hw + i) * q->cc + c] = a[(n * q->cc + c) * hw + i];
+  void *p = pack(an, na, q->in_dtype);
+  free(an);
+  return p;
+}
+
 /* The target vendor's runtime (gpu_vendor.h) behind one face. */
 cov_status gpu_device_open(const gpu_target *t, const char *target, gpu_device *dev) {
   memset(dev, 0, sizeof *dev);
@@ -94,7 +133,7 @@ cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *c
   } else {
     pb = pack(b, nb, dt);
   }
-  pa = pack(a, na, dt);
+  pa = pack_input(plan, a, na);
   if (!pa || !pb) {
     st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's buffers", kernel);
     goto done;
@@ -106,14 +145,14 @@ cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *c
   size_t nb1 = nb ? nb : 1, nbias1 = nbias ? nbias : 1;
   if ((st = dev_alloc(dev, na * es, &da)) || (st = dev_alloc(dev, nb1 * es, &db)) ||
       (st = dev_alloc(dev, no * 4, &dout)) || (st = dev_alloc(dev, nbias1 * 4, &dbias)) ||
-      (plan->nhwc && (st = dev_alloc(dev, na * es, &dws))) ||
+      (plan->nhwc && !plan->prob.nhwc_io && (st = dev_alloc(dev, na * es, &dws))) ||
       (st = dev_upload(dev, da, pa, na * es)) || (nb && (st = dev_upload(dev, db, pb, nb * es))) ||
       (nbias && (st = dev_upload(dev, dbias, bias, nbias * 4))) || (st = dev_upload(dev, dout, out, no * 4)) ||
       (st = dev_load(dev, code, &mod)))
     goto done;
   void *args[4] = {&da, &db, &dout, &dbias};
   unsigned block[3] = {(unsigned)plan->threads, 1, 1};
-  if (plan->nhwc) {
+  if (plan->nhwc && !plan->prob.nhwc_io) {
     uint64_t none = 0;
     void *pre_args[4] = {&da, &none, &dws, &none};
     unsigned pre_grid[3], pre_block[3] = {GPU_NHWC_THREADS, 1, 1};
@@ -128,9 +167,10 @@ cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *c
   }
   float conv_ms = 0;
   if ((st = dev_launch(dev, mod, kernel, plan->grid, block, plan->shared_bytes, args, &conv_ms)) ||
-      (st = dev_download(dev, out, dout, no * 4)))
+      (st = dev_download(dev, out, dout, no * (plan->out_f16 ? 2 : 4))))
     goto done;
   *ms += conv_ms;
+  if (plan->out_f16) st = unpack_f16_out(plan, out, no);
 done:
   if (mod) dev_unload(dev, mod);
   dev_free(dev, da), dev_free(dev, db), dev_free(dev, dout), dev_free(dev, dbias), dev_free(dev, dws);

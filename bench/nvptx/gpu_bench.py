@@ -89,8 +89,10 @@ class Cov:
         """A layer as covenant runs it: channels-last convolutions first
         transform the input (NCHW -> NHWC, covenant's kernel, into a
         workspace; timed with the convolution); `b` is then the weights as
-        [R][S][C][K] (weights(k, w))."""
-        if k.get("layout") != "nhwc":
+        [R][S][C][K] (weights(k, w)). Kernels of channels-last tensors
+        (`NAME@cl`, manifest "out_layout": "nhwc") have no transform: `a` is
+        then NHWC in memory (nhwc_input(k, a)), `out` NHWC f16."""
+        if k.get("layout") != "nhwc" or "pre" not in k:
             return self.launch(k, [a, b, out, bias], iters, graph)
         pre = k["pre"]
         nbytes = pre["workspace_bytes"]
@@ -181,6 +183,23 @@ def weights(k, w):
     return w.permute(2, 3, 1, 0).contiguous() if k.get("layout") == "nhwc" else w
 
 
+def channels_last_io(k):
+    """`NAME@cl` kernels: NHWC input as given, NHWC f16 output (cuDNN's
+    channels-last convention)."""
+    return k.get("out_layout") == "nhwc"
+
+
+def nhwc_input(k, a):
+    """The input as the kernel reads it: NHWC memory for channels-last
+    tensors (a channels_last torch tensor's storage), else as is."""
+    return a.contiguous(memory_format=torch.channels_last) if channels_last_io(k) else a
+
+
+def as_nchw(k, out):
+    """The output viewed NCHW for the reference."""
+    return out.permute(0, 3, 1, 2) if channels_last_io(k) else out
+
+
 def shapes(k):
     if k["kind"] == "maxpool":
         return [k["N"], k["C"], k["H"], k["W"]], None, [k["N"], k["C"], k["OH"], k["OW"]], None
@@ -188,7 +207,7 @@ def shapes(k):
         return [k["batch"], k["M"], k["K"]], [k["batch"], k["K"], k["N"]], [k["batch"], k["M"], k["N"]], k["N"]
     oh, ow = (k["OH"] // 2, k["OW"] // 2) if k["maxpool2x2"] else (k["OH"], k["OW"])
     return ([k["N"], k["C"], k["H"], k["W"]], [k["K"], k["C"] // k["groups"], k["R"], k["S"]],
-            [k["N"], k["K"], oh, ow], k["K"])
+            [k["N"], oh, ow, k["K"]] if channels_last_io(k) else [k["N"], k["K"], oh, ow], k["K"])
 
 
 def epilogue(k, y, bias):
@@ -219,7 +238,7 @@ def reference(k, a, b, bias):
 
 def out_dtype(k):
     """f32, or f16 for kernels compiled with f16 outputs (the :ws...h
-    schedules; the vendor's output type): rounded once from f32, so within
+    schedules, NAME@cl convs; the vendor's output type): rounded once from f32, so within
     2^-11 of the value, below the 1e-3 relative bound."""
     return torch.float16 if k.get("out_dtype") == "f16" else torch.float32
 
@@ -236,9 +255,9 @@ def check(cov, k, trials, gen):
         # pooled epilogue of NCHW-gather convs needs zeros)
         out = torch.zeros(so, device="cuda") if k.get("maxpool2x2") and k.get("layout") != "nhwc" else \
             torch.full(so, float("nan"), device="cuda", dtype=out_dtype(k))
-        cov.run(k, a, weights(k, b) if b is not None else None, out, bias)
+        cov.run(k, nhwc_input(k, a), weights(k, b) if b is not None else None, out, bias)
         ref = reference(k, a, b, bias)
-        err = ((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+        err = ((as_nchw(k, out).float() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
         worst = max(worst, err) if not math.isnan(err) else float("nan")
         if math.isnan(worst):
             break
@@ -281,6 +300,7 @@ def bench(cov, k, iters, reps):
     bias = torch.rand(nb, device="cuda") * 2 - 1 if nb else None
     bw = weights(k, b) if b is not None else None
     out = torch.zeros(so, device="cuda", dtype=out_dtype(k))
+    a_cov = nhwc_input(k, a)
     fused = None
     if k["kind"] == "maxpool":
         macs = k["N"] * k["C"] * k["OH"] * k["OW"] * k["R"] * k["S"]  # compares, for the record
@@ -321,10 +341,10 @@ def bench(cov, k, iters, reps):
     for _ in range(reps):
         if vendor_cl is not None:
             cls.append(time_torch(vendor_cl, iters))
-        cs.append(cov.run(k, a, bw, out, bias, iters, graph=True))
-        if vendor_cl is not None:
+        cs.append(cov.run(k, a_cov, bw, out, bias, iters, graph=True))
+        if vendor_cl is not None and not channels_last_io(k):
             ks.append(cov.time_conv(k, bw, out, bias, iters))
-        ls.append(cov.run(k, a, bw, out, bias, iters))
+        ls.append(cov.run(k, a_cov, bw, out, bias, iters))
         vs.append(time_torch(vendor, iters))
         if fused is not None and (k["act"] != "none" or k["maxpool2x2"]):
             fs.append(time_torch(fused, iters))
@@ -336,9 +356,13 @@ def bench(cov, k, iters, reps):
     if cls:
         r["vendor_nhwc_ms"] = med(cls)
         r["ratio_vs_nhwc_vendor"] = med(cls) / cov_ms
-        r["conv_ms"] = med(ks)  # NHWC in, without the transform: like with like
-        r["ratio_conv_vs_nhwc_vendor"] = med(cls) / med(ks)
-    if k.get("layout") == "nhwc":  # the transform's share of covenant's time
+        r["conv_ms"] = med(ks) if ks else cov_ms  # NHWC in, without the transform
+        r["ratio_conv_vs_nhwc_vendor"] = med(cls) / r["conv_ms"]
+    if channels_last_io(k):
+        # like with like: both read NHWC f16 and write NHWC f16 (+ bias)
+        r["io"] = "channels-last f16 in and out"
+        r["ratio_channels_last"] = med(cls) / cov_ms
+    elif k.get("layout") == "nhwc":  # the transform's share of covenant's time
         r["layout"] = "nhwc"
         r["transform_ms"] = cov.time_pre(k, a, iters)
     if fs:
@@ -466,7 +490,10 @@ def main():
         line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (
             r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"])
         line += " | launched, not replayed: %.3f ms %5.1f%%" % (r["covenant_launch_ms"], 100 * r["ratio_launched"])
-        if "vendor_nhwc_ms" in r:
+        if "ratio_channels_last" in r:
+            line += " | channels-last f16 in/out like cuDNN's: cuDNN %.3f ms, covenant/cuDNN %5.1f%%" % (
+                r["vendor_nhwc_ms"], 100 * r["ratio_channels_last"])
+        elif "vendor_nhwc_ms" in r:
             line += " | cuDNN channels-last %.3f ms: %5.1f%%, NHWC conv alone %.3f ms: %5.1f%%" % (
                 r["vendor_nhwc_ms"], 100 * r["ratio_vs_nhwc_vendor"], r["conv_ms"], 100 * r["ratio_conv_vs_nhwc_vendor"])
         if "transform_ms" in r:
