@@ -13,7 +13,9 @@
  *   overlap where the output tile is double-buffered), overlapped = the
  *   largest per-edge sum of double-buffered transfer time or DRAM bytes over
  *   DRAM bandwidth, serial = the sum of the other transfers' times, fill =
- *   the longest single double-buffered transfer. Each transfer adds
+ *   the longest single double-buffered transfer (map_cost charges the
+ *   longest load's and, as the drain, the longest store's: at least that
+ *   much; its two-buffer latency terms only raise overlapped). Each transfer adds
  *   bytes * count / bw, plus latency * count / inst when it is not double-
  *   buffered (a double-buffered one's latencies are pipelined). Every one of these terms is
  *   nondecreasing in each transfer's bytes * count, count / inst, and in

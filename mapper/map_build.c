@@ -105,13 +105,14 @@ cov_dtype map_place_dtype(const map_target *t, const map_problem *p, int o, int 
 }
 
 /* Bytes one transfer of operand o into (or out of) level lv moves for a tile
- * of `elems` elements: inputs arrive in the outer level's type; the output
+ * of `elems` elements: inputs in their type at level lv (the NPU program
+ * holds a narrowed input in DRAM in its tiles' type: cov_npu_compile); the output
  * leaves level 1 for DRAM in the model's type, pooled by the epilogue, and
  * moves between on-chip levels as accumulators. */
 uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int lv, int64_t elems) {
   const map_problem *p = &s->prob;
   if (p->operands[o].role != MAP_ROLE_OUTPUT)
-    return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv - 1));
+    return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv));
   if (lv >= 2) return (uint64_t)elems * cov_dtype_size(map_place_dtype(t, p, o, lv));
   uint64_t bytes = (uint64_t)elems * cov_dtype_size(p->operands[o].dtype);
   for (int v = 0; v < s->n_vops; v++)

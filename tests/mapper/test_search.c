@@ -182,6 +182,16 @@ static void compare(const char *suite, const char *name, const cov_acg *acg) {
     CHECK(best > 0 && isfinite(best));
     CHECK(ex == best);
     CHECK(pc >= ex);
+    /* the shipped NPUs have room to start every on-chip tile (and the second
+     * half of a double buffer) on the simulator's 64-byte dependency block */
+    if (strcmp(cov_acg_name(acg), "npu-tiny3") != 0)
+      for (int o = 0; o < x->s.prob.n_operands; o++)
+        for (int lv = 1; lv < x->s.n_levels; lv++) {
+          const map_place *pl = &x->s.place[o][lv];
+          if (!pl->present) continue;
+          CHECK(pl->addr % MAP_PLACE_ALIGN == 0);
+          CHECK(!pl->double_buffered || pl->bytes % MAP_PLACE_ALIGN == 0);
+        }
   }
   cov_schedule_free(x);
   cov_schedule_free(pr);
