@@ -139,4 +139,26 @@ typedef struct map_gpu_attn_sched {
 cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, bool warpgroup, const char *where,
                              map_gpu_attn_sched *out);
 
+/* A depthwise convolution on channels-last tensors (groups == C == K, NHWC
+ * 16-bit in and out; map_gpu_dw.c): the GPU backend's depthwise kernel
+ * (backends/gpu/gpu_lower_dw.c), one thread per `pw` consecutive output
+ * pixels of a row x 8 channels. */
+typedef struct map_gpu_dw_problem {
+  int64_t n, c, h, w, oh, ow; /* batch, channels, input and output sizes */
+  int r, s, stride, es;       /* filter, stride, bytes per element */
+} map_gpu_dw_problem;
+
+typedef struct map_gpu_dw_sched {
+  int pw;        /* output pixels per thread along the row */
+  int threads;   /* per workgroup */
+  double cycles; /* the model's time */
+} map_gpu_dw_sched;
+
+enum { MAP_GPU_DW_MAX = 4 };
+
+/* The candidates for p on acg, cheapest first (at most MAP_GPU_DW_MAX in
+ * out[], their number in *n); `where` names the layer in a diagnostic. */
+cov_status map_gpu_dw_plan(const cov_acg *acg, const map_gpu_dw_problem *p, const char *where, map_gpu_dw_sched *out,
+                           int *n);
+
 #endif

@@ -128,7 +128,7 @@ static double roofline_us(const gpu_target *t, const gpu_plan *p) {
     bytes = es * (double)p->G * (double)(p->M * p->K + p->K * p->N) + 4.0 * (double)p->G * (double)(p->M * p->N);
   else
     bytes = es * (double)(q->cn * q->cc * q->ch * q->cw + q->ck * p->K) +
-            4.0 * (double)(q->cn * q->ck * p->oh * p->ow) / (q->epi.maxpool2x2 ? 4.0 : 1.0);
+            (p->out_f16 ? 2.0 : 4.0) * (double)(q->cn * q->ck * p->oh * p->ow) / (q->epi.maxpool2x2 ? 4.0 : 1.0);
   double hz = a->clock_mhz * 1e6, bw = acg_dram_bandwidth(a);
   double t_compute = rate > 0 ? macs / (rate * hz) : INFINITY, t_mem = bw > 0 ? bytes / (bw * hz) : 0;
   return 1e6 * fmax(t_compute, t_mem);
@@ -192,7 +192,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   json_object_set_new(o, "softmax", json_boolean(q->epi.softmax));
   /* channels-last: the input goes through the transform kernel first, into
    * a workspace; the weights are taken as [R][S][C][K] */
-  json_object_set_new(o, "layout", json_string(p->nhwc ? "nhwc" : "nchw"));
+  json_object_set_new(o, "layout", json_string(p->nhwc || p->dw ? "nhwc" : "nchw"));
   if (p->nhwc && !q->nhwc_io) {
     json_t *pre = json_object(), *pg = json_array(), *pb = json_array();
     unsigned g3[3];
@@ -229,6 +229,9 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)
     snprintf(plan, sizeof plan, "one output per thread, %d threads", p->threads);
+  else if (p->dw)
+    snprintf(plan, sizeof plan, "depthwise, %d pixel%s x 8 channels per thread, %d threads", p->dw_pw,
+             p->dw_pw > 1 ? "s" : "", p->threads);
   else
     snprintf(plan, sizeof plan, "tile %dx%dx%d %s %dx%d %s %dx%dx%d stages %d %s copies%s", p->bm, p->bn, p->bk,
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
@@ -267,6 +270,26 @@ cov_status gpu_write_kernel(const gpu_target *t, const char *dir, const char *na
   return NULL;
 }
 
+/* A depthwise layer (gpu_is_dw) with the hand-fixed :dwP schedule. */
+static cov_status gpu_compile_dw_fixed(const gpu_target *t, const cov_gpu_options *opts, gpu_layer *layer, int pw,
+                                       gpu_plan *plan, char **code, size_t *code_size, gpu_kernel_info *info) {
+  if (!gpu_is_dw(&layer->prob))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob),
+                     "layer %s: :dwP is the schedule of depthwise convs on channels-last tensors (NAME@cl)", layer->name);
+  if (layer->unfused[0] && !opts->allow_unfused)
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&layer->prob), "layer %s: post-ops '%s' are not fused into GPU kernels",
+                     layer->name, layer->unfused);
+  gpu_plan checked;
+  COV_RETURN_IF_ERROR(gpu_problem_check(&layer->prob, &checked));
+  COV_RETURN_IF_ERROR(gpu_plan_dw(&checked, &t->caps, pw, plan));
+  size_t len = strlen(layer->name);
+  snprintf(layer->name + len, sizeof layer->name - len, "_dw%d", pw);
+  char kernel[128];
+  snprintf(kernel, sizeof kernel, "covenant_%s", layer->name);
+  cov_status st = gpu_build_kernel(t, plan, kernel, opts->code_object_version, code, code_size, info);
+  return st ? cov_status_annotate(st, "layer %s: ", layer->name) : NULL;
+}
+
 cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info) {
@@ -279,6 +302,20 @@ cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, con
   char base[128];
   int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0, out_f16 = 0;
   const char *colon = strchr(spec, ':');
+  int dw_pw = 0, dw_end = 0;
+  if (colon && sscanf(colon, ":dw%d%n", &dw_pw, &dw_end) == 1 && !colon[dw_end]) {
+    /* SPEC:dwP: the depthwise kernel with P pixels per thread */
+    if ((size_t)(colon - spec) >= sizeof base || dw_pw < 1 || dw_pw > 8)
+      return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, spec), "layer '%s': a depthwise schedule is written :dwP, P from 1 to 8",
+                       spec);
+    memcpy(base, spec, (size_t)(colon - spec));
+    base[colon - spec] = '\0';
+    char suite[4096];
+    if (opts->suite) snprintf(suite, sizeof suite, "%s", opts->suite);
+    else COV_RETURN_IF_ERROR(cov_suite_find(suite, sizeof suite));
+    COV_RETURN_IF_ERROR(gpu_layer_from_spec(suite, base, dt, layer));
+    return gpu_compile_dw_fixed(t, opts, layer, dw_pw, plan, code, code_size, info);
+  }
   /* SPEC:f16: the compiler's own schedule (tuning file or mapper) of the
    * layer with f16 outputs, as the vendor's GEMM writes them */
   bool f16_layer = colon && !strcmp(colon, ":f16");
@@ -425,7 +462,7 @@ static void print_report(FILE *f, const report_row *rows, int n) {
  * manifest entry ("tuned": the schedule) and in the notes. */
 static void note_tuned(const gpu_target *t, const cov_gpu_options *opts, const gpu_plan *plan, int hand_fixed,
                        const char *kernel, json_t *k) {
-  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL) return;
+  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL || plan->dw) return;
   char key[GPU_TUNE_KEY_MAX];
   gpu_tune_key(&plan->prob, cov_acg_name(t->acg), key, sizeof key);
   const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);

@@ -92,6 +92,12 @@ cov_status gpu_gen_init(gpu_gen *g, const gpu_plan *plan, const gpu_target_ops *
  * entry. */
 void gpu_add_kernel(gpu_gen *g, const char *name);
 
+/* The epilogue's activation of one f32 value (gpu_lower.c). */
+LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v);
+
+/* The depthwise kernel of a plan.dw conv (gpu_lower_dw.c), into g->fn. */
+void gpu_lower_dw(gpu_gen *g, const gpu_plan *p);
+
 /* The standalone max pool kernel (GPU_OP_MAXPOOL), into g->fn. */
 void gpu_lower_maxpool(gpu_gen *g, const gpu_plan *p);
 /* The channels-last input transform NCHW -> NHWC of a conv plan, into g->fn. */

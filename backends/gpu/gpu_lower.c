@@ -316,7 +316,7 @@ void gpu_k_wg_wait(kernel *k, LLVMValueRef *acc, int pending) {
   for (int i = 0; i < n; i++) LLVMBuildStore(g->b, acc[i], k->acc_slots[i]);
 }
 
-static LLVMValueRef activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
+LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
   LLVMValueRef zero = LLVMConstReal(g->f32, 0.0);
   switch (e->act) {
   case GPU_ACT_NONE: return v;
@@ -364,7 +364,7 @@ static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef col)
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * k->fr->n_acc + i + j], "");
     if (q->epi.bias)
       v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, add(g, col, C(j))), ""), "");
-    pair = LLVMBuildInsertElement(g->b, pair, activation(g, &q->epi, v), C(j), "");
+    pair = LLVMBuildInsertElement(g->b, pair, gpu_activation(g, &q->epi, v), C(j), "");
   }
   return pair;
 }
@@ -462,7 +462,7 @@ void gpu_k_epilogue(kernel *k) {
         LLVMValueRef ch = q->kind == GPU_OP_CONV2D ? add(g, mul(g, k->gidx, C(p->N)), col) : col;
         if (q->epi.bias)
           v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
-        v = activation(g, &q->epi, v);
+        v = gpu_activation(g, &q->epi, v);
         if (q->kind == GPU_OP_MATMUL) {
           LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
           LLVMBuildStore(g->b, v, gept(g, g->f32, k->Cout, idx));
@@ -514,7 +514,7 @@ static void stage_out(kernel *k) {
           ch = LLVMBuildSelect(g->b, ult(g, gcol, p->N), ch, C(0), "");
           v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
         }
-        v = activation(g, &q->epi, v);
+        v = gpu_activation(g, &q->epi, v);
         LLVMValueRef off = add(g, mul(g, col, C(p->cstride)), row);
         LLVMBuildStore(g->b, v, gept(g, g->f32, k->smem, off));
       }
@@ -679,9 +679,12 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
                      const char *name) {
   gpu_gen gg = {0}, *g = &gg;
   COV_RETURN_IF_ERROR(gpu_gen_init(g, plan, target, mod));
-  if (plan->prob.kind == GPU_OP_MAXPOOL) {
+  if (plan->prob.kind == GPU_OP_MAXPOOL || plan->dw) {
     gpu_add_kernel(g, name);
-    gpu_lower_maxpool(g, plan);
+    if (plan->dw)
+      gpu_lower_dw(g, plan);
+    else
+      gpu_lower_maxpool(g, plan);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
     return NULL;

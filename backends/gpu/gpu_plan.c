@@ -115,8 +115,9 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/* The standalone pool: one output element per thread, no shared memory. */
-enum { POOL_THREADS = 256 };
+/* The standalone pool: one output element per thread, no shared memory;
+ * the depthwise kernel: one pixel run x 8 channels per thread. */
+enum { POOL_THREADS = 256, DW_THREADS = 256 };
 
 static cov_status pool_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   if (p->threads < 1 || p->threads > caps->max_threads || p->threads % p->warp_size || p->shared_bytes ||
@@ -147,9 +148,38 @@ static cov_status wgmma_plan_check(const gpu_plan *p, const gpu_target_caps *cap
   return NULL;
 }
 
+/* plan.dw: a 1-D grid covering the pixel runs, 1 to 8 pixels per thread,
+ * f16 outputs, nothing of the contraction kernel's. */
+static cov_status dw_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
+  const gpu_problem *q = &p->prob;
+  if (!p->dw || !gpu_is_dw(q) || p->dw_pw < 1 || p->dw_pw > 8 || p->threads < 1 || p->threads > caps->max_threads ||
+      p->threads % p->warp_size || p->shared_bytes || !p->out_f16 || p->nhwc || p->wgmma || p->tma || p->staged ||
+      (int64_t)p->grid[0] * p->threads < gpu_dw_units(p) || (int64_t)(p->grid[0] - 1) * p->threads >= gpu_dw_units(p) ||
+      p->grid[1] != 1 || p->grid[2] != 1 || q->cr * q->cs > 64)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q),
+                     "GPU plan: the depthwise kernel needs a channels-last 16-bit depthwise conv (C a multiple of 8, "
+                     "at most 64 taps), 1 to 8 pixels per thread, whole warps and a grid of its pixel runs");
+  return NULL;
+}
+
+/* f16 outputs: bulk-tensor-copy matmuls, and convs on channels-last
+ * tensors through the channels-last kernel's staged epilogue. */
+static cov_status out_plan_check(const gpu_plan *p) {
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
+                                     : p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: f16 outputs are for bulk-tensor-copy matmuls and channels-last convolutions");
+  if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
+                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
+  return NULL;
+}
+
 cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   int es = (int)cov_dtype_size(p->prob.in_dtype);
   if (p->prob.kind == GPU_OP_MAXPOOL) return pool_plan_check(p, caps);
+  if (p->dw || gpu_is_dw(&p->prob)) return dw_plan_check(p, caps);
   if (p->fm < 1 || p->fn < 1 || p->fk < 1 || p->wm % p->fm || p->wn % p->fn || p->bk % p->fk ||
       p->bm % p->wm || p->bn % p->wn)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
@@ -174,14 +204,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: ping-pong consumers need the bulk-tensor-copy kernel with setmaxnreg and one warpgroup "
                      "tile per workgroup tile");
-  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
-                                     : p->out_f16 && (!p->tma || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
-    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: f16 outputs are for bulk-tensor-copy matmuls and channels-last convolutions");
-  if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
-                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
+  COV_RETURN_IF_ERROR(out_plan_check(p));
   if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
@@ -269,6 +292,9 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
   COV_RETURN_IF_ERROR(gpu_problem_check(prob, &p));
   if (prob->kind == GPU_OP_MAXPOOL)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(prob), "a pool takes no :BMxBNxBK:WMxWN:STAGES schedule");
+  if (gpu_is_dw(prob))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(prob),
+                     "a depthwise conv on channels-last tensors takes no :BMxBNxBK:WMxWN:STAGES schedule (:dwP: P pixels per thread)");
   p.warp_size = caps->warp_size;
   first_matrix_shape(&p, caps, supported, n_supported);
   p.bm = f->bm, p.bn = f->bn, p.bk = f->bk, p.wm = f->wm, p.wn = f->wn, p.stages = f->stages;
@@ -317,6 +343,17 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   return NULL;
 }
 
+cov_status gpu_plan_dw(const gpu_plan *checked, const gpu_target_caps *caps, int pw, gpu_plan *out) {
+  gpu_plan p = *checked;
+  p.warp_size = caps->warp_size;
+  p.dw = true, p.dw_pw = pw, p.out_f16 = true;
+  p.threads = DW_THREADS < caps->max_threads ? DW_THREADS : caps->max_threads;
+  p.grid[0] = (unsigned)cdiv(gpu_dw_units(&p), p.threads), p.grid[1] = p.grid[2] = 1;
+  COV_RETURN_IF_ERROR(gpu_plan_check(&p, caps));
+  *out = p;
+  return NULL;
+}
+
 cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_target_caps *caps,
                         const int (*supported)[3], int n_supported, gpu_plan *out, map_gpu_result *ranked) {
   gpu_plan p;
@@ -329,6 +366,16 @@ cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_t
     if ((st = gpu_plan_check(&p, caps))) return st;
     *out = p;
     return NULL;
+  }
+  if (gpu_is_dw(prob)) { /* the depthwise kernel: the mapper's pixels per thread */
+    map_gpu_dw_problem dp = {prob->cn, prob->cc, prob->ch, prob->cw, p.oh, p.ow, (int)prob->cr, (int)prob->cs,
+                             (int)prob->stride, (int)cov_dtype_size(prob->in_dtype)};
+    map_gpu_dw_sched c[MAP_GPU_DW_MAX];
+    int n;
+    if (prob->cr > 16 || prob->cs > 16 || prob->stride > 1024 || prob->dilation != 1)
+      return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(prob), "a depthwise conv with filters over 16x16, dilation or stride over 1024");
+    COV_RETURN_IF_ERROR(map_gpu_dw_plan(acg, &dp, prob->node, c, &n));
+    return gpu_plan_dw(&p, caps, c[0].pw, out);
   }
   /* the softmax epilogue holds whole rows in one workgroup tile, at most
    * 512 columns of it (the lowering's row reduction) */

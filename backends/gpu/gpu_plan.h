@@ -177,9 +177,31 @@ typedef struct gpu_plan {
    * pooling needs no atomics (M = cn * (oh/2) * (ow/2) * 4: rows the floor
    * pooling drops are not computed) */
   bool pool_order;
+  /* conv2d, depthwise on channels-last tensors (groups == C == K,
+   * prob.nhwc_io, 16-bit; gpu_lower_dw.c, the mapper's map_gpu_dw_plan):
+   * no contraction tiles. Each thread computes dw_pw consecutive output
+   * pixels of a row times 8 channels (16-byte NHWC vectors), neighbouring
+   * threads on neighbouring channel groups, then pixel runs; the taps read
+   * the input straight from global memory (the halo's re-reads hit L1),
+   * the weights are [R][S][C] 16-bit, bias and activation fused, f16 NHWC
+   * stores; `threads` per workgroup, a 1-D grid, no shared memory. */
+  bool dw;
+  int dw_pw;
   unsigned grid[3];
   unsigned shared_bytes;
 } gpu_plan;
+
+/* A depthwise conv the dedicated kernel takes (plan.dw): channels-last
+ * tensors, one channel per group, 16-bit, whole 16-byte channel vectors. */
+static inline bool gpu_is_dw(const gpu_problem *q) {
+  return q->kind == GPU_OP_CONV2D && q->nhwc_io && q->groups > 1 && q->groups == q->cc && q->groups == q->ck &&
+         (q->in_dtype == COV_F16 || q->in_dtype == COV_BF16) && q->cc % 8 == 0 && !q->epi.maxpool2x2;
+}
+
+/* plan.dw: the threads of the whole grid (one per pixel run x 8 channels). */
+static inline int64_t gpu_dw_units(const gpu_plan *p) {
+  return p->prob.cn * p->oh * ((p->ow + p->dw_pw - 1) / p->dw_pw) * (p->prob.cc / 8);
+}
 
 /* What a target offers the planner, read from its ACG. */
 typedef struct gpu_target_caps {
@@ -306,6 +328,11 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
  * per thread). ranked, when not NULL, receives the mapper's ranking. */
 cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_target_caps *caps,
                         const int (*supported)[3], int n_supported, gpu_plan *out, map_gpu_result *ranked);
+
+/* The depthwise kernel's plan (plan.dw) for a problem that gpu_is_dw
+ * takes, checked by gpu_problem_check into `checked`: pw pixels per thread
+ * (the mapper's map_gpu_dw_plan, or a hand-fixed :dwP). */
+cov_status gpu_plan_dw(const gpu_plan *checked, const gpu_target_caps *caps, int pw, gpu_plan *out);
 
 /* Plan p (its problem checked by gpu_problem_check) from the mapper's
  * candidate c; NULL when the lowering takes it as the mapper described it. */

@@ -120,7 +120,16 @@ cov_status gpu_launch_layer(gpu_device *dev, const gpu_plan *plan, const char *c
   *ms = 0;
   /* channels-last: the weights as [R][S][C][K] (reordered once, like
    * constants at load time); the input goes through the transform kernel */
-  if (plan->nhwc && nb) {
+  if (plan->dw && nb) { /* depthwise: [C][1][R][S] as [R][S][C] */
+    const gpu_problem *q = &plan->prob;
+    float *bw = malloc(nb * 4 + 4);
+    if (!bw) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's weights", kernel);
+    int64_t rs = q->cr * q->cs;
+    for (int64_t c = 0; c < q->cc; c++)
+      for (int64_t t = 0; t < rs; t++) bw[t * q->cc + c] = b[c * rs + t];
+    pb = pack(bw, nb, dt);
+    free(bw);
+  } else if (plan->nhwc && nb) {
     const gpu_problem *q = &plan->prob;
     float *bw = malloc(nb * 4 + 4);
     if (!bw) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for %s's weights", kernel);

@@ -35,6 +35,7 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
   if (e->act == GPU_ACT_CLIP) EPI("%g,%g-", (double)e->clip_lo, (double)e->clip_hi);
   if (e->maxpool2x2) EPI("pool2-");
   if (e->softmax) EPI("softmax-");
+  if (q->nhwc_io) EPI("cl-"); /* channels-last tensors: another kernel, its own entry */
 #undef EPI
   if (n && n < sizeof epi) epi[n - 1] = '\0';
   const char *dt = cov_dtype_name(q->in_dtype), *ep = epi[0] ? epi : "none";
@@ -240,7 +241,7 @@ cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const g
 
 cov_status gpu_plan_pick(const gpu_target *t, const gpu_problem *q, gpu_plan *plan, const gpu_tune_entry **tuned) {
   *tuned = NULL;
-  if (t->tuning && q->kind != GPU_OP_MAXPOOL) {
+  if (t->tuning && q->kind != GPU_OP_MAXPOOL && !gpu_is_dw(q)) {
     char key[GPU_TUNE_KEY_MAX];
     gpu_tune_key(q, cov_acg_name(t->acg), key, sizeof key);
     const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);

@@ -137,9 +137,27 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
                                       (uint32_t)c->dshape[o][d], (uint32_t)tstride[d],
                                       (uint32_t)lst[d]};
   }
+  /* Runs that continue in the next dimension out, in DRAM and in the tile
+   * alike (a filter's c x r x s in the tensor's order), become one
+   * dimension: DRAM serves the innermost dimension as one run of bursts
+   * (ISA.md "Timing"), so a contiguous region is not charged per row. */
+  while (k > 1) {
+    npu_dma_dim *in_ = &in.u.dma.dim[k - 1], *out = &in.u.dma.dim[k - 2];
+    uint64_t cnt = (uint64_t)out->count * in_->count, ext = (uint64_t)out->extent * in_->extent;
+    if (pad_all || in_->start != 0 || in_->count != in_->extent || in_->step != 1 || out->start < 0 ||
+        (uint64_t)out->start + out->count > out->extent ||
+        (uint64_t)out->dram_stride != (uint64_t)in_->dram_stride * in_->extent ||
+        (uint64_t)out->local_stride != (uint64_t)in_->local_stride * in_->count || ext > UINT32_MAX ||
+        (uint64_t)out->start * in_->count > INT32_MAX)
+      break;
+    *out = (npu_dma_dim){(uint32_t)cnt, 1, (int32_t)((uint64_t)out->start * in_->count), (uint32_t)ext,
+                         in_->dram_stride, in_->local_stride};
+    k--;
+  }
+  in.u.dma.rank = (uint8_t)k;
   if (pad_all) { /* every element is padding: an empty window */
     if (store) return;
-    in.u.dma.dim[nd - 1].start = -(int32_t)in.u.dma.dim[nd - 1].count;
+    in.u.dma.dim[k - 1].start = -(int32_t)in.u.dma.dim[k - 1].count;
   }
   in.u.dma.dram_off += (uint64_t)extra * cov_dtype_size(dt);
   npu_cg_emit(c, &in);

@@ -62,7 +62,10 @@ def main():
     for n, b in bench.items():
         if n.startswith(("gemm_", "bert_base_attn_qk")) or "_b32" not in n or fused(n) or b.get("vendor") == "torch SDPA":
             continue
-        if "ratio_vs_nhwc_vendor" in b:
+        if "ratio_channels_last" in b:  # NAME@cl: NHWC f16 in and out, as cuDNN's channels-last call
+            rows.append(("%s (channels-last f16 in and out) vs cuDNN channels-last" % n,
+                         "**%s**" % fmt(b["ratio_channels_last"])))
+        elif "ratio_vs_nhwc_vendor" in b:
             rows.append(("%s vs cuDNN: NCHW / channels-last / conv alone on NHWC vs channels-last" % n,
                          "%s / **%s** / %s" % (fmt(b["ratio"]), fmt(b["ratio_vs_nhwc_vendor"]),
                                                fmt(b["ratio_conv_vs_nhwc_vendor"]))))

@@ -45,9 +45,10 @@ grep -q '^.visible .entry covenant_resnet50_res4_3x3_b32_nhwc(' "$work/nchw/resn
   bad "resnet50_res4_3x3@b32 lost its transform"
 grep -q 'st.global.v4.f32' "$work/nchw/resnet50_res4_3x3_b32.ptx" || bad "resnet50_res4_3x3@b32: no f32 NCHW stores"
 # refusals, each located and saying why
-refuse() {
+refuse() { # SPEC WANT [compile options]
   local spec=$1 want=$2
-  if "$cov" gpu compile "$spec" --target nvptx-sm90 -o "$work/r" 2>"$work/r.err"; then
+  shift 2
+  if "$cov" gpu compile "$spec" "$@" --target nvptx-sm90 -o "$work/r" 2>"$work/r.err"; then
     bad "$spec compiled"
   elif ! grep -q "$want" "$work/r.err"; then
     bad "$spec: refusal does not say '$want': $(cat "$work/r.err")"
@@ -61,5 +62,53 @@ refuse resnet50_res4_3x3@b32@nhwc "optionally followed by @cl"
 # a hand-fixed tile the channels-last kernel cannot take (C 64 is not a
 # multiple of a 128-channel K tile) is refused, not compiled another way
 refuse "resnet50_res2_3x3@b32@cl:128x64x128:64x64:3" "channels-last f16 outputs need the channels-last kernel"
-[ $fail -eq 0 ] && echo "ok: channels-last f16 convolutions checked, deterministic"
+# depthwise convs on channels-last tensors (mobilenet_v2's shapes,
+# bench/nvptx/dw_layers.json) take the depthwise kernel, its pixels per
+# thread the mapper's (map_gpu_dw_plan) or a hand-fixed :dwP: 16-byte NHWC
+# loads of the taps and weights, f32 multiply-adds, bias and ReLU6 (clip to
+# [0, 6]) fused, f16 16-byte stores, no shared memory, no spills
+dws=$(dirname "$0")/../../bench/nvptx/dw_layers.json
+dwl="mbv2_dw_c144_56_s1@cl mbv2_dw_c96_112_s2@cl mbv2_dw_c960_7_s1@cl mbv2_dw_c144_56_s1@cl:dw4 mbv2_dw_c96_112_s2@cl:dw2"
+"$cov" gpu compile $dwl --suite "$dws" --target nvptx-sm90 -o "$work/dw" >/dev/null
+"$cov" gpu compile $dwl --suite "$dws" --target nvptx-sm90 -o "$work/dw2" >/dev/null
+for f in "$work"/dw/*.ptx; do
+  name=$(basename "$f" .ptx)
+  [ "$(grep -c '^.visible .entry' "$f")" -eq 1 ] || bad "$name: not one entry"
+  grep -q 'ld.global.\(nc.\)\?v4.\(u32\|b32\|f32\)' "$f" || bad "$name: no 16-byte loads"
+  grep -q 'st.global.v4.b32' "$f" || bad "$name: no 16-byte f16 stores"
+  grep -q 'cvt.rn.f16.f32' "$f" || bad "$name: no f16 rounding"
+  grep -q 'fma.rn.f32\|mul.rn.f32\|mul.f32' "$f" || bad "$name: no f32 multiply-adds"
+  grep -q 'max.f32\|setp.gt.f32' "$f" || bad "$name: no ReLU6 clamp"
+  if grep -q 'mma\|\.shared\|\.local' "$f"; then bad "$name: matrix unit, shared or local memory"; fi
+  cmp -s "$f" "$work/dw2/$name.ptx" || bad "$name: two compilations differ"
+done
+# pw pixels per thread share their window: 3 rows x (pw - 1) * stride + 3
+# columns of input loads, 9 weight loads, 2 bias loads
+nld() { grep -c 'ld.global.\(nc.\)\?v4' "$1"; }
+[ "$(nld "$work/dw/mbv2_dw_c144_56_s1_cl_dw4.ptx")" -eq $((3 * 6 + 9 + 2)) ] || bad "dw4: not 18 input loads for 4 pixels"
+[ "$(nld "$work/dw/mbv2_dw_c96_112_s2_cl_dw2.ptx")" -eq $((3 * 5 + 9 + 2)) ] || bad "dw2 stride 2: not 15 input loads"
+[ "$(grep -c 'st.global.v4.b32' "$work/dw/mbv2_dw_c144_56_s1_cl_dw4.ptx")" -eq 4 ] || bad "dw4: not 4 pixel stores"
+python3 - "$work/dw/manifest.json" <<'PY' || fail=1
+import json, sys
+bad = []
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    last = k["name"].rsplit("_", 1)[-1]
+    pw = int(last[2:]) if last.startswith("dw") and last[2:].isdigit() else None
+    runs = (k["OW"] + (pw or 1) - 1) // (pw or 1)
+    units = k["N"] * k["OH"] * k["C"] // 8 * runs
+    ok = (k["layout"] == "nhwc" and k.get("out_layout") == "nhwc" and k.get("out_dtype") == "f16" and
+          k["plan"].startswith("depthwise, ") and k["shared_bytes"] == 0 and k["groups"] == k["C"] and
+          k["act"] == "clip" and k["bias"] and k["block"] == [256, 1, 1])
+    if pw is not None:
+        ok = ok and k["grid"][0] == (units + 255) // 256 and k["plan"].startswith("depthwise, %d pixel" % pw)
+    if not ok:
+        bad.append("%s: %s" % (k["name"], {x: k.get(x) for x in ("layout", "out_layout", "plan", "grid", "shared_bytes")}))
+for b in bad:
+    print("FAIL", b)
+sys.exit(1 if bad else 0)
+PY
+refuse "mbv2_dw_c144_56_s1@cl:dw9" "a depthwise schedule is written :dwP" --suite "$dws"
+refuse "resnet50_res4_3x3@b32@cl:dw2" ":dwP is the schedule of depthwise convs"
+refuse "mbv2_dw_c144_56_s1@cl:128x64x64:64x64:3" "takes no :BMxBNxBK:WMxWN:STAGES schedule" --suite "$dws"
+[ $fail -eq 0 ] && echo "ok: channels-last f16 convolutions and depthwise kernels checked, deterministic"
 exit $fail
