@@ -146,19 +146,21 @@ static bool lay_out(const cov_acg *g, map_schedule *s, uint64_t align) {
 
 /* Lays the places out on MAP_PLACE_ALIGN where the storage has room for
  * that, else packed (a tiny test ACG's 128-byte register file). k digits
- * pad A's layout (map_gemm_tile_strides): its tile then spans more than its
- * box. */
+ * pad A's layout, an output-stationary array B's (map_gemm_tile_strides):
+ * such a tile then spans more than its box. */
 static int place_all(const map_target *t, map_schedule *s, const char **why) {
   const map_problem *p = &s->prob;
   if (map_gemm_applies(s)) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
-    int lv = s->n_levels - 1;
-    while (lv > 0 && !s->place[gp.a_op][lv].present) lv--;
-    map_place *pa = &s->place[gp.a_op][lv];
-    if (gp.n_kd > 1 && lv > 0) {
-      uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, gp.a_op, lv) * cov_dtype_size(pa->dtype);
-      if (span > pa->bytes) pa->bytes = span;
+    for (int k = 0; k < 2; k++) {
+      int o = k ? gp.b_op : gp.a_op, lv = s->n_levels - 1;
+      while (lv > 0 && !s->place[o][lv].present) lv--;
+      map_place *pa = &s->place[o][lv];
+      if (lv > 0 && (k ? gp.output_stationary : gp.n_kd > 1)) {
+        uint64_t span = (uint64_t)map_gemm_tile_elems(s, &gp, o, lv) * cov_dtype_size(pa->dtype);
+        if (span > pa->bytes) pa->bytes = span;
+      }
     }
   }
   uint64_t packed[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];

@@ -48,6 +48,20 @@ static bool movable(const map_schedule *s, int i) {
   return true;
 }
 
+/* The least stride >= e (elements) at which `count` elements of place pl
+ * fall in distinct banks of its buffer (acg_bank_degree 1, preferring whole
+ * words), or e where no stride within one turn of the banks does. */
+static int64_t bank_free_stride(const map_schedule *s, const map_place *pl, int64_t e, uint32_t count) {
+  const acg_storage *sn = &s->acg->storage[pl->node];
+  int64_t es = (int64_t)cov_dtype_size(pl->dtype), wb = sn->width_bits >= 8 ? sn->width_bits / 8 : 1;
+  int64_t turn = sn->banks > 1 ? (int64_t)sn->banks * (wb > es ? wb / es : 1) : 1;
+  /* whole words first: then no element straddles one, whatever the base */
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t p = e; p < e + turn; p++)
+      if ((pass || p * es % wb == 0) && acg_bank_degree(sn, 0, p * es, count) <= 1) return p;
+  return e;
+}
+
 void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
   const map_operand *op = &s->prob.operands[o];
   const map_place *pl = &s->place[o][lv];
@@ -84,6 +98,30 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
         target[dd] = w % mod;
       }
       w *= sl->trips;
+    }
+  }
+  /* Output-stationary B whose n has several dimensions inside it in DRAM
+   * that one run could join (a convolution's weights: c x r x s, all but
+   * the outermost whole): the tensor's own order, so that a filter stays
+   * one contiguous run in DRAM and in the tile (one DMA burst stream, not
+   * one burst per 3-element row of a 3x3 filter), with n's stride padded
+   * so that the n elements of one cycle still fall in distinct banks. */
+  if (inner >= 0 && gp->output_stationary && o == gp->b_op) {
+    int after = 0; /* dimensions inside n that one DRAM run could join */
+    bool whole = true;
+    for (int d = op->rank - 1; d > inner; d--) {
+      if (pl->shape[d] <= 1) continue;
+      if (after++ > 0 && !whole) after = -64;
+      whole &= pl->shape[d] == op->shape[d];
+    }
+    if (after >= 2) {
+      int64_t e = 1;
+      for (int d = op->rank - 1; d >= 0; d--) {
+        st[d] = d == inner ? bank_free_stride(s, pl, e, pl->shape[d] < gp->nmax ? pl->shape[d] : gp->nmax)
+                           : e;
+        e = st[d] * pl->shape[d];
+      }
+      return;
     }
   }
   int64_t n = 1;

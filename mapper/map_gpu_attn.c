@@ -43,7 +43,13 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
     out->bm = out->wm = 64;
     out->bn = p->seq % 128 == 0 && (p->seq >= 512 || rows64 < cores) ? 128 : 64;
     out->warpgroup = true;
-    out->pipe = false;
+    /* fewer workgroups than cores: each core holds one warpgroup and no
+     * other workgroup's MMAs fill its softmax, so the warpgroup overlaps
+     * them itself (1x12x128: 1.96-2.04x vs 1.91-2.00x torch, 1x12x512:
+     * 1.48-1.55x vs 1.42-1.52x, attn-h100-s8*.json); with several per core the
+     * pipelined form's registers (192 at 128 keys: 2 workgroups per core
+     * instead of 3) cost more than it wins (32x12x512: 0.78-0.80x vs 0.93-0.95x) */
+    out->pipe = rows64 < cores;
     return NULL;
   }
   /* m16n8k16 fragments: below one 64-row workgroup per core, 16 rows per

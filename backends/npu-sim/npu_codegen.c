@@ -122,10 +122,9 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
   in.u.dma.rank = (uint8_t)nd;
   in.u.dma.dram_off = c->dram[o];
   in.u.dma.local_off = (uint32_t)addr;
+  int k = 0;
   int64_t extra = 0;
   bool pad_all = false;
-  map_dma_dim md[COV_MAX_RANK];
-  int k = 0;
   for (int d = 0; d < rank; d++) {
     bool listed = false;
     for (int j = 0; j < nd; j++) listed |= dims[j] == d;
@@ -134,18 +133,31 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
       else extra += base[d] * tstride[d];
       continue;
     }
-    md[k++] = (map_dma_dim){shape[d], base[d], c->dshape[o][d], tstride[d], lst[d]};
+    in.u.dma.dim[k++] = (npu_dma_dim){(uint32_t)shape[d], 1, (int32_t)base[d],
+                                      (uint32_t)c->dshape[o][d], (uint32_t)tstride[d],
+                                      (uint32_t)lst[d]};
   }
-  /* dimensions one run on both sides become one (longer DRAM bursts) */
-  if (!pad_all) nd = map_dma_merge(md, k);
-  in.u.dma.rank = (uint8_t)nd;
-  for (int j = 0; j < nd; j++)
-    in.u.dma.dim[j] = (npu_dma_dim){(uint32_t)md[j].count, 1, (int32_t)md[j].start,
-                                    (uint32_t)md[j].extent, (uint32_t)md[j].dstride,
-                                    (uint32_t)md[j].lstride};
+  /* Runs that continue in the next dimension out, in DRAM and in the tile
+   * alike (a filter's c x r x s in the tensor's order), become one
+   * dimension: DRAM serves the innermost dimension as one run of bursts
+   * (ISA.md "Timing"), so a contiguous region is not charged per row. */
+  while (k > 1) {
+    npu_dma_dim *in_ = &in.u.dma.dim[k - 1], *out = &in.u.dma.dim[k - 2];
+    uint64_t cnt = (uint64_t)out->count * in_->count, ext = (uint64_t)out->extent * in_->extent;
+    if (pad_all || in_->start != 0 || in_->count != in_->extent || in_->step != 1 || out->start < 0 ||
+        (uint64_t)out->start + out->count > out->extent ||
+        (uint64_t)out->dram_stride != (uint64_t)in_->dram_stride * in_->extent ||
+        (uint64_t)out->local_stride != (uint64_t)in_->local_stride * in_->count || ext > UINT32_MAX ||
+        (uint64_t)out->start * in_->count > INT32_MAX)
+      break;
+    *out = (npu_dma_dim){(uint32_t)cnt, 1, (int32_t)((uint64_t)out->start * in_->count), (uint32_t)ext,
+                         in_->dram_stride, in_->local_stride};
+    k--;
+  }
+  in.u.dma.rank = (uint8_t)k;
   if (pad_all) { /* every element is padding: an empty window */
     if (store) return;
-    in.u.dma.dim[nd - 1].start = -(int32_t)in.u.dma.dim[nd - 1].count;
+    in.u.dma.dim[k - 1].start = -(int32_t)in.u.dma.dim[k - 1].count;
   }
   in.u.dma.dram_off += (uint64_t)extra * cov_dtype_size(dt);
   npu_cg_emit(c, &in);

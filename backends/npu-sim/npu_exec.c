@@ -708,7 +708,11 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   COV_RETURN_IF_ERROR(gemm_range(x, in, 0, ea, &r[nr++]));
   COV_RETURN_IF_ERROR(gemm_range(x, in, 1, eb, &r[nr++]));
   COV_RETURN_IF_ERROR(gemm_range(x, in, 2, eo, &w));
-  if (acc) r[nr++] = w;
+  /* In a chain the partial sums stay in the PEs: a chained gemm reads no c
+   * and a holding one writes none, so only the chain's first gemm (preload)
+   * and its last (drain) touch c's bytes in the scoreboard, and the next
+   * tile's accumulation overlaps the SIMD unit reading the drained one. */
+  if (acc && !chain) r[nr++] = w;
   if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
   COV_RETURN_IF_ERROR(chain_gemm(x, in, &r[0], &r[1], &w));
   if (x->dry) return NULL;
@@ -843,8 +847,8 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     /* hold: the sums stay in the PEs for the next (chained) gemm, no drain. */
     occ = cyc_add(cyc_add(pre, cyc_mul(st, dg)), hold ? 0 : cdiv(M * N * eo, bwc));
   }
-  timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, 1, occ, cap->latency, bank_extra,
-         NULL);
+  timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, hold ? 0 : 1, occ, cap->latency,
+         bank_extra, NULL);
   if (!os) /* the stream began after the weight load */
     x->chain[in->unit].stream_start = x->unit_free[x->g->n_edges + in->unit] - (occ - wl_occ);
 stats:;

@@ -397,6 +397,32 @@ def convnet(cov, kernels, onnx_path, trials, gen):
     return worst
 
 
+def attn_check(cov, k, args, gen):
+    """fused attention (kind "attention"): attn_bench.py's check, 1000 random
+    inputs at batch 1, 10 at batch 32 (at least --big-trials)"""
+    import attn_bench  # it imports this module: loaded only when needed
+    n = max(args.big_trials, 10) if k["B"] > 1 else args.trials
+    err, terr = attn_bench.check(cov, k, n, gen)
+    regs, local = cov.info(k)
+    ok = err <= 2e-3
+    print("check %-32s %s  max rel err %.3g (torch SDPA %.3g) over %d inputs  [%s regs, %s B local]" %
+          (k["name"], "ok  " if ok else "FAIL", err, terr, n, regs, local), flush=True)
+    return {"name": k["name"], "trials": n, "max_rel_err": err, "torch_sdpa_max_rel_err": terr, "ok": ok,
+            "registers": regs, "spill_bytes": local}
+
+
+def attn_time(cov, k, args):
+    """fused attention against torch's scaled_dot_product_attention, both
+    replayed from CUDA graphs, alternating repetitions (at least 7), medians"""
+    import attn_bench
+    r = attn_bench.bench(cov, k, max(args.iters, 50), max(args.reps, 7))
+    r.update({"vendor": "torch SDPA", "vendor_ms": r["torch_sdpa_ms"], "vendor_tflops": r["torch_tflops"]})
+    print("bench %-30s covenant %8.4f ms %7.1f TFLOP/s | torch SDPA %8.4f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" %
+          (r["name"], r["covenant_ms"], r["covenant_tflops"], r["vendor_ms"], r["vendor_tflops"], 100 * r["ratio"]),
+          flush=True)
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--payload", required=True)
@@ -420,6 +446,9 @@ def main():
     t0 = time.time()
     for k in man["kernels"]:
         if only and k["name"] not in only:
+            continue
+        if k["kind"] == "attention":  # fused attention: attn_bench.py's check against torch
+            results["check"].append(attn_check(cov, k, args, gen))
             continue
         macs = shapes(k)
         big = (k.get("M", 1) * k.get("N", 1) * k.get("K", 1) > 1e9) if k["kind"] == "matmul" else k["N"] > 1
@@ -453,6 +482,9 @@ def main():
             continue
         if any(c["name"] == k["name"] and not c["ok"] for c in results["check"]):
             continue  # only kernels that computed the right result are timed
+        if k["kind"] == "attention":
+            results["bench"].append(attn_time(cov, k, args))
+            continue
         r = bench(cov, k, args.iters, args.reps)
         results["bench"].append(r)
         line = "bench %-30s covenant %8.3f ms %7.1f TFLOP/s | vendor %8.3f ms %7.1f TFLOP/s | covenant/vendor %5.1f%%" % (

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/nvptx/prepare_payload.sh COVENANT PAYLOAD [LAYER...]: compile the
-# layers (default: the suite, its GPU shapes, batch-32 convolutions, pool and
-# attention) to PTX
+# layers (default: the suite, its GPU shapes, batch-32 convolutions, pool,
+# attention and fused attention) to PTX
 # for nvptx-sm90 and copy the sources run_on_h100.sh builds there.
 set -eu
 cov=$1 payload=$2
@@ -15,6 +15,9 @@ if [ ${#layers[@]} -eq 0 ]; then
           resnet50_res2_3x3@b32@cl resnet50_res3_1x1@b32@cl resnet50_res4_3x3@b32@cl resnet50_res5_1x1@b32@cl)
   # (@cl: the same convolutions on channels-last tensors, NHWC f16 in and
   # out, as cuDNN's channels-last call takes them: like with like)
+  # fused attention at the BERT-base shapes, the mapper's tiles (attn_bench.py's
+  # check and timing against torch SDPA)
+  layers+=(attn_1x12x128x64 attn_1x12x512x64 attn_32x12x128x64 attn_32x12x512x64)
   # the GEMMs above are the compiler's own picks (the mapper's plan: the
   # warp-specialised persistent kernel with bulk tensor copies where the
   # tiles divide), with f32 outputs; next to them the compiler's picks for
@@ -41,7 +44,8 @@ json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
 # (every public and common header: status.h includes covenant/api.h)
-for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py bench/nvptx/issue20_table.py runtime/crt_cuda.c runtime/crt_cuda.h \
+for f in bench/nvptx/covrun.c bench/nvptx/gpu_bench.py bench/nvptx/attn_bench.py bench/nvptx/issue20_table.py \
+         runtime/crt_cuda.c runtime/crt_cuda.h \
          common/status.c common/fileio.c common/text.c $(cd "$root" && ls common/*.h include/covenant/*.h) \
          examples/convnet.onnx; do
   mkdir -p "$payload/src/$(dirname "$f")"

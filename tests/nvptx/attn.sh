@@ -59,12 +59,13 @@ sys.exit(1 if bad else 0)
 PY
 # the default tile: a warpgroup of 64 rows where the head dim is 64 (the
 # fastest at the four BERT shapes; 128-key blocks for sequence 512 or fewer
-# workgroups than SMs), else by workgroups per SM: 64x16 below one per SM,
-# 64x32 below 8, 128x32 above
-"$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_32x12x128x64 attn_1x12x128x32 attn_32x12x128x32 attn_32x12x512x32 \
-  --target nvptx-sm90 -o "$work/d" >/dev/null
-for n in attn_1x12x512x64_q64w64k128 attn_32x12x512x64_q64w64k128 attn_1x12x128x32_q64w16 attn_32x12x128x32_q64w32 \
-         attn_32x12x512x32_q128w32 attn_32x12x128x64_q64w64; do
+# workgroups than SMs, pipelined where the workgroups are fewer than the
+# SMs), else by workgroups per SM: 64x16 below one per SM, 64x32 below 8,
+# 128x32 above
+"$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_32x12x128x64 attn_1x12x128x64 attn_1x12x128x32 \
+  attn_32x12x128x32 attn_32x12x512x32 --target nvptx-sm90 -o "$work/d" >/dev/null
+for n in attn_1x12x512x64_q64w64k128p attn_32x12x512x64_q64w64k128 attn_1x12x128x64_q64w64k128p attn_1x12x128x32_q64w16 \
+         attn_32x12x128x32_q64w32 attn_32x12x512x32_q128w32 attn_32x12x128x64_q64w64; do
   [ -f "$work/d/$n.ptx" ] || bad "default tile: no $n"
 done
 # warpgroups (64 rows each): S = Q K^T as wgmma with K read K-major
