@@ -12,7 +12,8 @@ if [ ${#layers[@]} -eq 0 ]; then
   layers=(all gemm_1024x1024x1024 gemm_4096x4096x4096 gemm_8192x8192x8192 gemm_512x2304x768
           gemm_4096x3072x768 resnet50_res2_3x3@b32 resnet50_res4_3x3@b32 convnet_layer1@b32
           resnet50_stem_pool@b32 bert_base_attn_qk@b32
-          resnet50_res2_3x3@b32@cl resnet50_res3_1x1@b32@cl resnet50_res4_3x3@b32@cl resnet50_res5_1x1@b32@cl)
+          resnet50_res2_3x3@b32@cl resnet50_res3_1x1@b32@cl resnet50_res4_3x3@b32@cl resnet50_res5_1x1@b32@cl
+          mobilenetv2_dw3x3@b32@cl)
   # (@cl: the same convolutions on channels-last tensors, NHWC f16 in and
   # out, as cuDNN's channels-last call takes them: like with like)
   # fused attention at the BERT-base shapes, the mapper's tiles (attn_bench.py's
