@@ -199,8 +199,13 @@ typedef struct orders {
 
 static void add_order(search *S, int lv, orders *os, const int *ord, int n) {
   sig g = order_sig(S, lv, ord, n);
-  for (int i = 0; i < os->n; i++)
-    if (!memcmp(&os->sigs[i], &g, sizeof g)) return;
+  /* Orders of one reuse signature move the same tiles as often. At the
+   * innermost level the order also lays out the on-chip tiles, which decides
+   * how many DRAM runs a load's dimensions merge into (map_dram_cost_bytes),
+   * so the exhaustive mode keeps every permutation there. */
+  if (!(S->exhaustive && lv == S->L - 1))
+    for (int i = 0; i < os->n; i++)
+      if (!memcmp(&os->sigs[i], &g, sizeof g)) return;
   if (os->n >= MAX_ORDERS) return; /* unreachable: MAX_ORDERS is 7! */
   memcpy(os->ord[os->n], ord, sizeof(int) * (size_t)n);
   os->sigs[os->n++] = g;
