@@ -54,6 +54,7 @@ static cov_status suite_or_default(const char *suite_path, char *buf, size_t siz
 }
 
 cov_status map_layer_new(const char *name, cov_layer **out) {
+  *out = NULL;
   cov_layer *l = calloc(1, sizeof *l);
   if (!l) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   l->arena = cov_arena_create();
@@ -335,7 +336,9 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
     json_decref(root);
     return st;
   }
-  cov_layer *l;
+  /* NULL, not indeterminate: map_layer_new leaves it unset when it fails
+   * (a codelet library that does not load), and *out is the caller's to free. */
+  cov_layer *l = NULL;
   cov_status st = map_layer_new(name, &l);
   if (!st) {
     char path[64];
