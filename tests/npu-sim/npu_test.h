@@ -20,9 +20,8 @@
 
 static const char *g_src; /* the source tree (argv[1]) */
 
-static cov_acg *load_target(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/targets/%s.json", g_src, name);
+/* An ACG file the test needs; a test cannot go on without it. */
+static cov_acg *load_acg_file(const char *path) {
   cov_acg *g = NULL;
   cov_status st = cov_acg_load_file(path, &g);
   if (st) {
@@ -31,6 +30,12 @@ static cov_acg *load_target(const char *name) {
     exit(1);
   }
   return g;
+}
+
+static cov_acg *load_target(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/targets/%s.json", g_src, name);
+  return load_acg_file(path);
 }
 
 /* Deterministic pseudo-random numbers (xorshift), exactly representable in f16. */

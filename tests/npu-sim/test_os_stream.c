@@ -32,14 +32,7 @@ enum { C = 256, H = 14, W = 14, KO = 256, R = 3 };
 static cov_acg *load_bench_os(void) {
   char path[1024];
   snprintf(path, sizeof path, "%s/bench/npu-sim/npu-16x16-os.json", g_src);
-  cov_acg *g = NULL;
-  cov_status st = cov_acg_load_file(path, &g);
-  if (st) {
-    cov_status_print(stderr, st, 1);
-    cov_status_free(st);
-    exit(1);
-  }
-  return g;
+  return load_acg_file(path);
 }
 
 static void check_program(const cov_acg *g, const cov_npu_program *p) {
