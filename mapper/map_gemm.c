@@ -487,37 +487,11 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   return leaves * per_leaf;
 }
 
-int map_dma_merge(map_dma_dim *d, int n) {
-  int k = 0;
-  for (int j = 0; j < n; j++) {
-    if (k > 0) {
-      map_dma_dim *o = &d[k - 1];
-      const map_dma_dim *i = &d[j];
-      if (i->start == 0 && i->count == i->extent && o->start >= 0 &&
-          o->extent <= INT32_MAX / (i->count > 0 ? i->count : 1) &&
-          o->start + o->count <= o->extent && o->dstride == i->count * i->dstride &&
-          o->lstride == i->count * i->lstride) {
-        o->start *= i->count;
-        o->extent *= i->count;
-        o->count *= i->count;
-        o->dstride = i->dstride;
-        o->lstride = i->lstride;
-        continue;
-      }
-    }
-    d[k++] = d[j];
-  }
-  return k;
-}
-
 /* DRAM bytes one execution of transfer x costs: the valid elements of its
  * tile in contiguous runs (the innermost non-unit dimension when it is
  * contiguous in DRAM, else single elements), each rounded up to whole
- * bursts of the DRAM node's width. The code generator's DMA merges
- * dimensions that are one run on both sides (map_dma_merge): those runs
- * are longer than charged here, so this over-counts such transfers (the
- * exhaustive search's exactness, tests/mapper/test_search.c, does not hold
- * with the merged count yet). */
+ * bursts of the DRAM node's width; a load's run continues into the next
+ * dimension out where the code generator merges them (npu_cg_emit_dma). */
 double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;

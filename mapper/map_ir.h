@@ -378,19 +378,6 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
 /* Elements operand o's level-lv tile spans in that layout (above its box
  * where k digits pad A's strides). */
 int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int o, int lv);
-/* One dimension of a DMA between DRAM and a tile: `count` elements from
- * tensor coordinate `start` (coordinates outside [0, extent) are padding),
- * `dstride` elements apart in DRAM and `lstride` in the tile. */
-typedef struct map_dma_dim {
-  int64_t count, start, extent, dstride, lstride;
-} map_dma_dim;
-/* Merges each pair of adjacent dimensions (d[0] outermost) that is one
- * run on both sides: the inner one whole (start 0, count = extent), the
- * outer one without padding, and both strides of the outer = count x the
- * inner's. The same bytes move; DRAM's contiguous runs get longer (a
- * 10x10x5x5 weight tile whose DRAM layout matches its tile's over c, r, s:
- * 10 runs of 250 elements, not 500 runs of 5). Returns the new count. */
-int map_dma_merge(map_dma_dim *d, int n);
 /* M of one GEMM: the trips of ml and ml2. */
 int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp);
 /* K of the GEMMs before splitting at kmax: the trips of kl, or of every
