@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "mapper/map_walk.h"
 
 double map_edge_bw(const cov_acg *g, int edge, int src, int dst) {
   double bw = 0;
@@ -145,6 +146,31 @@ double map_lane_bank_factor(const map_schedule *s) {
   return worst;
 }
 
+/* A SIMD main statement's issue as the simulator's vop times it (ISA.md
+ * "Timing"): besides `throughput` elements a cycle, its memory operands'
+ * bytes cross the edge from the first operand's buffer, and its result's
+ * bytes the edge to the result's buffer. The code generator's vop
+ * (leaf_simd) reads input 0 (a reduction: the running result and the
+ * input) and input 1 where there is one, and writes the output, each from
+ * its deepest tile; an issue covers the lanes loop's trips. */
+static double map_simd_feed_cycles(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+  double elems = 1;
+  for (int i = 0; i < s->n_sloops; i++)
+    if (s->sloops[i].spatial && s->sloops[i].axis == MAP_AX_LANES) elems *= (double)s->sloops[i].trips;
+  double nsrc = p->kind == MAP_MAIN_REDUCE ? 2 : (p->n_inputs > 1 ? 2 : 1);
+  double ei = (double)cov_dtype_size(cap->in[0] ? cap->in[0] : COV_F32);
+  double eo = (double)cov_dtype_size(cap->out ? cap->out : COV_F32);
+  int src = s->place[0][map_walk_deepest(s, 0)].node;
+  int dst = s->place[p->output][map_walk_deepest(s, p->output)].node;
+  int ein = edge_of(g, src, s->node), eout = edge_of(g, s->node, dst);
+  double feed = ein >= 0 ? elems * nsrc * ei / map_edge_bw(g, ein, src, src) : 0;
+  double drain = eout >= 0 ? elems * eo / map_edge_bw(g, eout, dst, dst) : 0;
+  return feed > drain ? feed : drain;
+}
+
 /* The main statement's and the epilogue's time together, as the simulator
  * runs them. Where the output's level-1 tile is double-buffered and the
  * epilogue runs on another unit, the array fills one half while the SIMD
@@ -243,6 +269,10 @@ void map_cost_eval(map_schedule *s) {
    * lanes loop's stride through each tile: elements that share a bank
    * serialise, as in the simulator (ISA.md "Bank factor"). */
   if (cn->kind == ACG_SIMD) per_issue *= map_lane_bank_factor(s);
+  if (cn->kind == ACG_SIMD) {
+    double feed = map_simd_feed_cycles(s);
+    if (feed > per_issue) per_issue = feed;
+  }
   /* an array also walks the reduction depth tile[2] per issue where given */
   c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
   /* On a systolic array the code generator's GEMMs (map_gemm.c) at the
@@ -317,8 +347,10 @@ void map_cost_eval(map_schedule *s) {
       if (x->edge >= 0 && x->edge < n_edges) {
         per_edge[x->edge] += all;
         /* one tile's loads on an engine are issued together: their
-         * latencies overlap, one per tile */
-        double tl = lat * (double)x->count / inst;
+         * latencies overlap, one per tile; the first two tiles' loads are
+         * issued before any work (both buffers are free), so only the
+         * later tiles' wait for a buffer the work releases (below) */
+        double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
         if (x->dir == MAP_LOAD && tl > per_edge_lat[x->edge]) per_edge_lat[x->edge] = tl;
       }
       if (x->dir == MAP_STORE && one > drain) drain = one;

@@ -524,21 +524,34 @@ double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
   int64_t below = 1;
   for (int d = inner + 1; d < op->rank; d++) below *= ten[d];
   double run = below == 1 ? (double)(tile[inner] < ten[inner] ? tile[inner] : ten[inner]) * es : es;
-  /* A load's run continues into the next tile dimension out where the
-   * inner ones are whole and the tile's layout is the tensor's there, as
-   * the code generator merges the DMA's dimensions (npu_cg_emit_dma). */
-  if (x->dir == MAP_LOAD && below == 1 && tile[inner] == ten[inner] && inner > 0) {
+  /* A run continues into the next tile dimension out where the inner ones
+   * are whole and the tile's layout is the tensor's there, as the code
+   * generator merges the DMA's dimensions (npu_cg_emit_dma), for loads and
+   * stores alike. A padded dimension (an access offset: a convolution's
+   * halo) starts its tiles off the tensor's first element, or before it,
+   * where the code generator keeps the dimensions apart. */
+  if (below == 1 && tile[inner] == ten[inner] && op->acc.off[inner] == 0 && inner > 0) {
     int64_t st[COV_MAX_RANK], len = tile[inner];
-    map_gemm_plan gp;
-    bool mac = p->kind == MAP_MAIN_MAC;
-    if (mac) map_gemm_plan_make(s, &gp);
-    map_gemm_tile_strides(s, mac ? &gp : NULL, x->operand, x->level, st);
+    if (out && x->dir == MAP_STORE) {
+      /* a store leaves from the epilogue's registers, or from the output's
+       * tile: both dense, row-major in the (pooled) tile's box */
+      int64_t e = 1;
+      for (int d = op->rank - 1; d >= 0; d--) {
+        st[d] = e;
+        e *= tile[d];
+      }
+    } else {
+      map_gemm_plan gp;
+      bool mac = p->kind == MAP_MAIN_MAC;
+      if (mac) map_gemm_plan_make(s, &gp);
+      map_gemm_tile_strides(s, mac ? &gp : NULL, x->operand, x->level, st);
+    }
     for (int d = inner - 1, whole = 1; d >= 0 && whole; d--) {
       if (tile[d] <= 1) {
         if (ten[d] != 1) break;
         continue;
       }
-      if (st[d] != st[inner] * len) break;
+      if (st[d] != st[inner] * len || op->acc.off[d] != 0) break;
       len *= tile[d];
       whole = tile[d] == ten[d];
     }
