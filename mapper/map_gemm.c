@@ -467,23 +467,39 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   double kc[2] = {gp->kmax < K ? kf : 1, gp->kmax < K && kr > 0 ? 1 : 0};
   double mc[2] = {gp->mmax < M ? mf : 1, gp->mmax < M && mr > 0 ? 1 : 0};
   double nc[2] = {gp->nmax < N ? nf : 1, gp->nmax < N && nr > 0 ? 1 : 0};
-  /* Mid-run leaves: chained on both sides; the first of a run preloads
-   * (when it accumulates), the last drains. */
-  for (int a = 0; a < 2; a++)
-    for (int b = 0; b < 2; b++)
-      for (int c = 0; c < 2; c++) {
-        double cnt = kc[a] * mc[b] * nc[c];
-        if (cnt <= 0) continue;
-        double m = mm[b], k = kk[a], n = nn[c];
-        if (!gp->output_stationary || run <= 1 || cnt != 1) {
-          per_leaf += cnt * gemm_occ(s, gp, m, k, n, true, false, false);
-        } else {
-          double mid = gemm_occ(s, gp, m, k, n, true, true, true);
-          double first = gemm_occ(s, gp, m, k, n, gp->out_acc_load, false, true);
-          double lastg = gemm_occ(s, gp, m, k, n, true, true, false);
-          per_leaf += (first + lastg + (run - 2) * mid) / run;
+  /* A leaf emits its GEMMs k piece outermost, then m, then n (the code
+   * generator's leaf): consecutive ones accumulate into the same c tile, and
+   * so chain (npu_chain_gemms), only where m and n are one piece each (and
+   * m has no digits). Then a chain runs over the leaf's k pieces and the
+   * run of leaves: its first preloads (when it accumulates), its last
+   * drains, the others neither. Otherwise every GEMM preloads and drains. */
+  double kp = kc[0] + kc[1];
+  bool one_c = mc[0] + mc[1] == 1 && nc[0] + nc[1] == 1 && !gp->m_dig;
+  if (!gp->output_stationary || !one_c || run * kp <= 1) {
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++)
+        for (int c = 0; c < 2; c++) {
+          double cnt = kc[a] * mc[b] * nc[c];
+          if (cnt > 0) per_leaf += cnt * gemm_occ(s, gp, mm[b], kk[a], nn[c], true, false, false);
         }
-      }
+    return leaves * per_leaf;
+  }
+  double m = mm[0], n = nn[0];
+  for (int a = 0; a < 2; a++)
+    if (kc[a] > 0) per_leaf += kc[a] * gemm_occ(s, gp, m, kk[a], n, true, true, true);
+  /* the first accumulates where the reduction goes on outside the run */
+  double red = 1;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (i > gp->out_init_after && p->reduction[sl->loop] && !map_gemm_absorbs(gp, i) &&
+        !(sl->spatial && sl->axis > MAP_AX_LANES))
+      red *= (double)sl->trips;
+  }
+  int la = kc[1] > 0 ? 1 : 0;
+  double first = gemm_occ(s, gp, m, kk[0], n, gp->out_acc_load || red > run, false, true) -
+                 gemm_occ(s, gp, m, kk[0], n, true, true, true);
+  double lastg = gemm_occ(s, gp, m, kk[la], n, true, true, false) - gemm_occ(s, gp, m, kk[la], n, true, true, true);
+  per_leaf += (first + lastg) / run;
   return leaves * per_leaf;
 }
 
