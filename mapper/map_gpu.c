@@ -57,14 +57,16 @@
  * set raised held-out rho by more than 0.01 without a slower pick, so they
  * stay. */
 enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 32, COPY_OPS_ELEM = 18, EPI_OPS = 4, BASE_REGS = 40 };
-/* vector-unit operations per 16-byte row of A that a channels-last
- * convolution gathers: the output pixel of the row (divisions by the
- * output's width and area), the tap and channel of the K step, two bounds,
- * the input index and the zero-fill predicate (the lowering's
- * nhwc_index); B's rows are plain vectors. H100 (conv-picks-h100.json):
- * res4 at 128x64, 2048 rows of A per SM and K step, ran 34% slower than at
- * 64x128, 1024 rows of A, the same bytes, both at 3 stages. */
-enum { COPY_OPS_NHWC_ROW = 40 };
+/* vector-unit operations (f32 ones: the H100 issues integer ones at half
+ * their rate) per 16-byte row of A that a channels-last convolution
+ * gathers: about 40 integer ones for the output pixel of the row
+ * (divisions by the output's width and area), the tap and channel of the
+ * K step, two bounds, the input index and the zero-fill predicate (the
+ * lowering's nhwc_index); B's rows are plain vectors. H100
+ * (conv-picks-h100.json): res4 at 128x64, 2048 rows of A per SM and K
+ * step, ran 34% slower than at 64x128, 1024 rows of A, the same bytes,
+ * both at 3 stages; 64x64, three on an SM, 1536 rows, 7% slower. */
+enum { COPY_OPS_NHWC_ROW = 80 };
 /* the warp-specialised kernel (map_gpu_lowering.tma): registers its
  * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
  * lowering: backends/gpu/gpu_plan.h) */
@@ -78,26 +80,21 @@ enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
 #define WS_STEP_CYCLES 400.0
 #define WS_SCALE 0.54
 /* Fitted to the H100 runs of convolutions on channels-last tensors with
- * f16 outputs (`NAME@cl`: bench/nvptx/conv-cl-h100.json, dw-h100.json and
- * conv-picks-h100.json, 40 timed schedules of res2/res3/res4/res5 at batch
- * 32; bench/nvptx/README.md): WG_STEP_CYCLES, a K step of a convolution's
- * cp.async kernel beyond its matrix work, when the workgroup is alone on
- * its core (the barrier, the proxy fence, the wait for its batch before
- * the next step's copies may land: a lone 128x128 res4 tile took 1260
- * cycles a step for 512 of MMAs, a lone 64x256 one 1327); other workgroups
- * on the core fill it. L2_EFF, the share of the L2 -> scratchpad path's
- * bandwidth that all cores' copies reach together (res4 at 64x64, 392
- * workgroups on every core, moved its copies at 0.6 of the ACG's figure and
- * ran 7% slower than at 64x128, whose 196 load 25% fewer bytes). Each of
- * the four layers picks its fastest measured tile for WG_STEP_CYCLES from
- * 560 to 620 and L2_EFF from 0.75 to 0.82 only (tests/nvptx/conv_picks.sh):
- * the model puts res4's 64x128 and 64x64 tiles, and res3's 64x128 and
- * 128x128 ones, within 2% of each other.
- * Convolutions with f32 NCHW outputs keep the former model: res4's fell the
- * other way (conv alone 23.0 us at 128x128, 25.0 at 64x128, where the f16
- * NHWC outputs took 24.6 and 21.9; conv-picks-h100.json). */
+ * f16 outputs (`NAME@cl`: the timed schedules of res2/res3/res4/res5 at
+ * batch 32 in bench/nvptx/conv-cl-h100.json, dw-h100.json and
+ * conv-picks-h100.json; bench/nvptx/README.md): WG_STEP_CYCLES, a K step
+ * of a convolution's cp.async kernel beyond its matrix work when the
+ * workgroup is alone on its core (the barrier, the proxy fence, the wait
+ * for its batch before the next step's copies may land: a lone 128x128
+ * res4 tile took 1260 cycles a step for 512 of MMAs, a lone 64x256 one
+ * 1327); other workgroups on the core fill it. With it and
+ * COPY_OPS_NHWC_ROW each of the four layers picks its fastest measured
+ * tile for WG_STEP_CYCLES from 400 to 800 and COPY_OPS_NHWC_ROW from 65 to
+ * 85 (tests/nvptx/conv_picks.sh).
+ * Convolutions with f32 NCHW outputs keep the former model: res4's fell
+ * the other way (conv alone 23.0 us at 128x128, 25.0 at 64x128, where the
+ * f16 NHWC outputs took 24.6 and 21.9; conv-picks-h100.json). */
 #define WG_STEP_CYCLES 600.0
-#define L2_EFF 0.8
 
 typedef struct gcap {
   int m, n, k, waves;
@@ -309,7 +306,11 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double smem = k_steps * frag * c->bk * es / t->smem_bw;
   double copy_bytes = k_steps * (double)(c->bm + c->bn) * c->bk * es;
   double copy = copy_bytes / t->l2_bw;
-  double ops = c->vector_copy ? copy_bytes / 16.0 * COPY_OPS_VEC
+  /* convolutions with f16 channels-last outputs: the model fitted to them
+   * (WG_STEP_CYCLES); the others keep the former one */
+  bool cl16 = p->kind == MAP_GPU_CONV && p->out_bytes == 2;
+  double ops = c->vector_copy || (c->channels_last && !cl16)
+                   ? copy_bytes / 16.0 * COPY_OPS_VEC
                : c->channels_last
                    ? k_steps * c->bk * es / 16.0 * ((double)c->bm * COPY_OPS_NHWC_ROW + (double)c->bn * COPY_OPS_VEC)
                    : k_steps * c->bk * ((double)c->bm * COPY_OPS_GATHER + (double)c->bn * COPY_OPS_ELEM);
@@ -328,7 +329,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
     step = fmax(fmax(mma_chain, smem), fmax(copy, issue_chain)) / k_steps + t->smem_lat;
     /* a tile's copy is issued stages - 1 steps before its use */
     step = fmax(step, (LAT_MUL * t->mem_lat + copy / k_steps) / (c->stages - 1));
-    if (p->kind == MAP_GPU_CONV && p->out_bytes == 2) step = fmax(step, mma_chain / k_steps + WG_STEP_CYCLES);
+    if (cl16) step = fmax(step, mma_chain / k_steps + WG_STEP_CYCLES);
   } else {
     step = fmax((mma_chain + smem) / k_steps, LAT_MUL * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
   }
@@ -357,16 +358,11 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double round_k = fmax(k * res, c->chain), round_r = fmax((double)rem * res, c->chain);
   /* (f16-output convolutions: a round bound by the tiles' chains still
    * pays a share of their demand, the A rows' index arithmetic above all:
-   * res4 at 128x64, two per SM, ran 34% slower than at 64x128, the same
-   * chain) */
-  bool cl16 = p->kind == MAP_GPU_CONV && p->out_bytes == 2;
+   * res4 at 128x64, two per SM, ran 34% slower than at 64x128, whose
+   * chains are as long) */
   if (cl16)
     round_k += OVERLAP * fmin(k * res, c->chain), round_r += OVERLAP * fmin((double)rem * res, c->chain);
   c->cycles = (double)full * round_k + (rem ? round_r : 0.0);
-  /* all cores' copies share the L2 -> scratchpad path: smaller tiles load
-   * the operands more often */
-  if (cl16)
-    c->cycles = fmax(c->cycles, (double)c->tiles * copy_bytes / (t->l2_bw * t->cores * L2_EFF));
   c->mma = (double)per_core * mma_demand;
   c->smem = (double)per_core * smem;
   c->copy = (double)per_core * copy;
