@@ -112,9 +112,16 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
   B->issue = map_issue_cycles(g, t->node, t->cap);
   const acg_capability *cap = &g->compute[t->node - g->n_storage].caps[t->cap];
   B->latency = (double)cap->latency;
-  if (map_gemm_applies(proto) && map_output_stationary(g, t->node))
+  /* the target's node, not proto->node: map_build sets that per schedule,
+   * and the prototype's is still 0 here (reading it took no node's kind, so
+   * neither floor applied and the generic passes bound, with a latency per
+   * pass that chained output-stationary GEMMs never pay, cut schedules far
+   * cheaper than the incumbent: resnet50_conv1's 16-row streams) */
+  bool gemm = g->compute[t->node - g->n_storage].kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC &&
+              p->n_inputs == 2;
+  if (gemm && map_output_stationary(g, t->node))
     B->gemm_floor = (double)p->ops / (cap->throughput > 0 ? cap->throughput : 1);
-  else if (map_gemm_applies(proto)) {
+  else if (gemm) {
     const acg_compute *cn = &g->compute[t->node - g->n_storage];
     B->ws_rows = (double)(cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0]);
     if (B->ws_rows < 1) B->ws_rows = 1;

@@ -4,7 +4,8 @@
  * every loop over the levels, every permutation of every level's loops and
  * both double-buffering settings are built with map_build and costed; the
  * exhaustive search must find exactly the cheapest, and the pruned search
- * must never beat it. Targets: the two shipped NPUs and a small three-level
+ * must never beat it, and the bound (map_bound_cuts) must cut no partial
+ * decision of any built schedule at that schedule's cost. Targets: the two shipped NPUs and a small three-level
  * ACG whose accumulator level can take partial sums back and whose
  * capacities bind the tiling.
  *
@@ -62,6 +63,8 @@ typedef struct brute {
   map_schedule s;
   double best;
   int64_t built;
+  map_bound bd;
+  int64_t inadmissible; /* built schedules the bound would have cut */
 } brute;
 
 static bool next_perm(int *a, int n) {
@@ -80,8 +83,18 @@ static bool next_perm(int *a, int n) {
 static void b_orders(brute *B, int lv) {
   if (lv == B->L) {
     B->built++;
-    if (map_build(B->t, B->proto, &B->ch, &B->s, NULL) == 0 && B->s.cost.cycles < B->best)
-      B->best = B->s.cost.cycles;
+    if (map_build(B->t, B->proto, &B->ch, &B->s, NULL) != 0) return;
+    if (B->s.cost.cycles < B->best) B->best = B->s.cost.cycles;
+    /* the bound is admissible: no partial decision this schedule completes
+     * (its factors of levels >= F, its orders of levels < K) is cut at
+     * this schedule's own cost (the search's margin, map_search.c) */
+    double lim = B->s.cost.cycles * (1 + 1e-9);
+    for (int F = 0; F < B->L; F++)
+      for (int K = 0; K <= (F == 0 ? B->L : 0); K++)
+        if (map_bound_cuts(&B->bd, &B->ch, F, K, lim)) {
+          if (B->inadmissible++ == 0)
+            fprintf(stderr, "bound cuts a schedule of %.1f cycles at F=%d K=%d\n", B->s.cost.cycles, F, K);
+        }
     return;
   }
   if (lv >= MAP_MAX_LEVELS) return; /* never (L <= MAP_MAX_LEVELS); bounds the recursion for gcc -O3 */
@@ -125,6 +138,7 @@ static double brute_force(const map_target *t, const map_schedule *proto, int64_
   B->p = &proto->prob;
   B->L = t->n_levels;
   B->best = HUGE_VAL;
+  map_bound_init(&B->bd, t, proto);
   const map_problem *p = B->p;
   for (int a = 0; a < p->n_loops; a++) {
     if (!p->reduction[a]) continue;
@@ -144,6 +158,7 @@ static double brute_force(const map_target *t, const map_schedule *proto, int64_
             B->ch.sp[b] = fb;
             B->ch.sp_axis[b] = MAP_AX_COLS;
             B->ch.dbuf = db;
+            map_bound_config(&B->bd, &B->ch);
             for (int l = 0; l < p->n_loops; l++) B->rem[l] = p->extent[l] / B->ch.sp[l];
             b_split(B, 0, B->L - 1, B->rem[0]);
           }
@@ -152,6 +167,7 @@ static double brute_force(const map_target *t, const map_schedule *proto, int64_
   }
   double best = B->best;
   *built = B->built;
+  CHECK(B->inadmissible == 0);
   free(B);
   return best;
 }

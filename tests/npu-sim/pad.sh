@@ -2,7 +2,8 @@
 # Loop extents padded to the array's size (mapper/map_pad.c): a 1x1
 # convolution of 58 channels (2 x 29: shufflenet_v2's) on npu-16x16
 #   - is mapped with both channel loops padded to 64 and 16 of them on the
-#     rows and the columns (without padding: 2 rows), and predicted at under
+#     rows and the columns (without padding: 2 rows, unless k digits fill
+#     them), chosen or kept within 1% of the choice, and predicted at under
 #     a third of the cycles the mapper finds for it unpadded (100,738 before);
 #   - the schedule interpreter agrees with the reference, on both NPUs, for
 #     that layer and a 1000-output matmul (padded to 1008 on npu-16x16);
@@ -14,8 +15,13 @@ cov=$1 tmp=$2 py=${3:-python3}
 mkdir -p "$tmp"
 fail=0
 out=$("$cov" map --codelet conv2d --shape 1x58x28x28 --shape 58x58x1x1 --target npu-16x16 --explain --check 2>&1)
-grep -q "loops n=1 g=1 kg=64 p=28 q=28 c=64(red)" <<<"$out" || { echo "FAIL: channels not padded"; echo "$out" | grep -E "loops"; fail=1; }
-grep -q "spatial rows c in 16" <<<"$out" || { echo "FAIL: not 16 channels on the rows"; echo "$out" | grep spatial; fail=1; }
+# the padded schedule is chosen or kept within 1% of the chosen one (k
+# digits fill the rows of the unpadded one too: c@2 with c:29 as digits of k)
+pad_alt=$(grep -E "^  [0-9]\. [0-9]+ cycles \(\+0\.[0-9]%\): .*c@16 kg@16" <<<"$out")
+if ! grep -q "loops n=1 g=1 kg=64 p=28 q=28 c=64(red)" <<<"$out" && [ -z "$pad_alt" ]; then
+  echo "FAIL: channels not padded (16 on the rows and the columns) in the chosen or a kept schedule"
+  echo "$out" | grep -E "loops|cycles"; fail=1
+fi
 cyc=$(awk '/^cost:/{print $2}' <<<"$out")
 if [ -z "$cyc" ] || [ "$cyc" -gt 33000 ]; then echo "FAIL: predicted $cyc cycles"; fail=1; fi
 for t in npu-16x16 npu-32x32-os; do
