@@ -80,6 +80,7 @@ typedef struct map_gpu_sched {
   int stages;              /* scratchpad pipeline depth */
   int threads;
   int per_core;            /* workgroups resident per core (scratchpad and register limits) */
+  int resident;            /* of those, how many the busiest core runs at once (at most its tiles) */
   uint64_t shared_bytes;   /* pipeline tiles (the lowering may add a K table or staging) */
   int regs;                /* estimated registers per thread */
   int64_t tiles;           /* workgroups */
@@ -131,6 +132,7 @@ typedef struct map_gpu_attn_sched {
   int bn;          /* keys per block (64, 128) */
   bool warpgroup;  /* both products as warpgroup MMAs */
   bool pipe;       /* warpgroup form: the softmax overlapped with the previous block's P V */
+  bool chain;      /* warpgroup form: block j's P V and block j+1's S issued as one batch */
 } map_gpu_attn_sched;
 
 /* The form and tile of fused attention for p on acg; `warpgroup`: the
