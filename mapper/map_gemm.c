@@ -186,11 +186,15 @@ static void m_digits(const map_schedule *s, map_gemm_plan *gp) {
   gp->m_dig = gp->ml2 >= 0;
 }
 
-/* Long streams on a weight-stationary array: a second streamed loop j
- * joins ml when, in A's and the output's tiles, one step of j is trips(ml)
- * steps of ml (a 1x1 convolution's q and p over whole rows), so one GEMM
- * streams trips(ml) x trips(j) rows per weight load. Of such pairs the one
- * with the longest stream, ml becoming the inner loop. */
+/* Long streams: a second streamed loop j joins ml when, in A's and the
+ * output's tiles, one step of j is trips(ml) steps of ml (a 1x1
+ * convolution's q and p over whole rows), so one GEMM streams trips(ml) x
+ * trips(j) rows per weight load (weight-stationary) or fills more of the
+ * rows (output-stationary, up to mmax: res5's 2 x 7 of 16, where one row
+ * of 7 left 9 idle; a plain stride, so the column of A that one cycle
+ * reads is what the simulator's bank factor sees). Of such pairs the one
+ * with the longest stream, ml becoming the inner loop. m digits (strided
+ * pairs) only on a weight-stationary array. */
 static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
   int64_t best = s->sloops[gp->ml].trips;
@@ -202,7 +206,7 @@ static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
     for (int j = 0; j < s->n_sloops; j++) {
       if (j == i || !stream_loop(s, gp, j) || s->sloops[j].trips < 2) continue;
       int64_t m = s->sloops[i].trips * s->sloops[j].trips;
-      if (m <= best || m > 65535) continue;
+      if (m <= best || m > gp->mmax) continue;
       if (tile_step(s, gp, gp->a_op, j) != s->sloops[i].trips * ai ||
           tile_step(s, gp, p->output, j) != s->sloops[i].trips * ci)
         continue;
@@ -212,7 +216,7 @@ static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
     }
   }
   if (bi < 0) {
-    m_digits(s, gp);
+    if (!gp->output_stationary) m_digits(s, gp);
     return;
   }
   gp->ml = bi;
@@ -357,9 +361,11 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
   gp->mmax = gp->output_stationary ? rows : 65535;
   gp->nmax = cols;
   /* On an output-stationary array k is the time axis, any length already.
-   * Digits first: they pad A's layout, which long streams must match. */
+   * Digits first: they pad A's layout, which long streams must match.
+   * Long streams on both dataflows (map_gemm_m <= mmax on an output-
+   * stationary one: no m fold splits a stream). */
   if (!gp->output_stationary && gp->ml >= 0) k_digits(s, gp);
-  if (!gp->output_stationary && gp->ml >= 0) long_stream(s, gp);
+  if (gp->ml >= 0) long_stream(s, gp);
 }
 
 static double cdiv(double a, double per_cycle) { return per_cycle > 0 ? ceil(a / per_cycle) : (a > 0); }

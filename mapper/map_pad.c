@@ -57,6 +57,44 @@ static bool may_pad(const map_schedule *proto, int l) {
   return false;
 }
 
+/* The most rows of an output-stationary array that m = d x e_k fills, d a
+ * divisor of e (a long stream of two loops, map_gemm.c long_stream). */
+static int64_t stream_fill(int64_t e, int64_t ek, int64_t rows) {
+  int64_t best = 0;
+  for (int64_t d = 1; d <= e && d * ek <= rows; d++)
+    if (e % d == 0 && d * ek > best) best = d * ek;
+  return best;
+}
+
+/* On an output-stationary array a GEMM streams up to `rows` output rows of
+ * two loops that the same inputs read (a 1x1 convolution's p and q). Where
+ * the inner one leaves rows idle and no divisor of the outer one fills
+ * them (res5's 7 x 7: m = 7 of 16), the outer loop grows by at most a
+ * quarter to an extent that does (7 -> 8: m = 2 x 7 = 14), as SCALE-Sim's
+ * ceil(49 / 16) folds pay for the 64 - 49 idle rows too. One loop per
+ * problem; the cost model decides against the unpadded search. */
+static bool stream_pad(const map_schedule *proto, map_problem *out, int64_t rows) {
+  const map_problem *p = &proto->prob;
+  for (int l = 0; l < p->n_loops; l++) {
+    int64_t e = p->extent[l];
+    if (p->reduction[l] || e < 2 || e >= rows || out->extent[l] != e || !may_pad(proto, l)) continue;
+    for (int k = 0; k < p->n_loops; k++) {
+      int64_t ek = p->extent[k];
+      if (k == l || p->reduction[k] || ek < 2 || ek >= rows) continue;
+      bool same = true; /* read by exactly the same operands */
+      for (int o = 0; o < p->n_operands; o++)
+        same &= map_operand_depends(&p->operands[o], l) == map_operand_depends(&p->operands[o], k);
+      if (!same || 4 * stream_fill(e, ek, rows) >= 3 * rows) continue;
+      for (int64_t e2 = e + 1; 4 * (e2 - e) <= e; e2++)
+        if (4 * stream_fill(e2, ek, rows) >= 3 * rows) {
+          out->extent[l] = e2;
+          return true;
+        }
+    }
+  }
+  return false;
+}
+
 bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_schedule *outs) {
   const map_problem *p = &proto->prob;
   map_problem *out = &outs->prob;
@@ -78,6 +116,7 @@ bool map_pad_rewrite(const map_schedule *proto, const map_target *t, map_schedul
     out->extent[l] = (e + a - 1) / a * a;
     any = true;
   }
+  if (map_output_stationary(g, t->node)) any |= stream_pad(proto, out, rows);
   if (!any) return false;
   out->ops = 1;
   for (int l = 0; l < out->n_loops; l++) out->ops *= out->extent[l];
