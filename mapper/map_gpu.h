@@ -131,6 +131,7 @@ typedef struct map_gpu_attn_sched {
   int bn;          /* keys per block (64, 128) */
   bool warpgroup;  /* both products as warpgroup MMAs */
   bool pipe;       /* warpgroup form: the softmax overlapped with the previous block's P V */
+  bool chain;      /* warpgroup form: block j's P V and block j+1's S issued as one batch */
 } map_gpu_attn_sched;
 
 /* The form and tile of fused attention for p on acg; `warpgroup`: the

@@ -50,6 +50,12 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
      * pipelined form's registers (192 at 128 keys: 2 workgroups per core
      * instead of 3) cost more than it wins (32x12x512: 0.78-0.80x vs 0.93-0.95x) */
     out->pipe = rows64 < cores;
+    /* several per core and 4 or more key blocks: each block's P V and the
+     * next block's S go to the tensor cores as one batch, one wait per
+     * block instead of two (32x12x512, 128 keys: 1.00-1.03x torch vs
+     * 0.95-0.97x unchained, attn-h100-s9-*.json); on 2 blocks (32x12x128)
+     * chaining measured no better (1.03-1.09x vs 1.04-1.11x) */
+    out->chain = !out->pipe && p->seq / out->bn >= 4;
     return NULL;
   }
   /* m16n8k16 fragments: below one 64-row workgroup per core, 16 rows per
@@ -60,6 +66,6 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
   out->wm = rows64 < cores ? 16 : 32;
   out->bn = 64;
   out->warpgroup = false;
-  out->pipe = false;
+  out->pipe = out->chain = false;
   return NULL;
 }

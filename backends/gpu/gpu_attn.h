@@ -26,6 +26,9 @@ typedef struct gpu_attn {
   /* warpgroup form only: block j's S issued with block j-1's P V, whose
    * softmax overlaps it (gpu_lower_attn.c, attn_wg) */
   bool pipe;
+  /* warpgroup form only: block j-1's P V and block j's S issued as one
+   * batch and awaited once, the softmax after it (attn_wg_chain) */
+  bool chain;
   int threads;
   unsigned grid[3];
   unsigned shared_bytes;
@@ -33,13 +36,14 @@ typedef struct gpu_attn {
 
 /* The plan of attention over [batch][heads][seq][dim] with `bm` query rows
  * per workgroup, `wm` per warp (16, 32; 64: one warpgroup) and `bn` keys
- * per block (64 or 128; 0: 64), pipelined or not (warpgroups only), as the mapper chose them
+ * per block (64 or 128; 0: 64), pipelined, chained or neither (warpgroups only), as the mapper chose them
  * (map_gpu_attn_plan) or a spec fixed them: a located error where the shape
  * or the target does not fit (seq a multiple of the tiles, dim a multiple
  * of 16 up to 128, 16-bit inputs, matrix fragments m16n8k16, asynchronous
  * copies, a warp shuffle). */
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int bn, bool pipe, const gpu_target_ops *target, const char *where, gpu_attn *out);
+                         int wm, int bn, bool pipe, bool chain, const gpu_target_ops *target, const char *where,
+                         gpu_attn *out);
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
@@ -47,7 +51,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
 /* What the vendor's build reads of a plan (threads, dtype, matrix shape). */
 void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p);
 
-/* 1 if `spec` names fused attention (attn_BxHxSxD[:BMxWM[xBN][p]]). */
+/* 1 if `spec` names fused attention (attn_BxHxSxD[:BMxWM[xBN][p|c]]). */
 int gpu_attn_is_spec(const char *spec);
 
 /* Compiles the spec (f16 unless opts->dtype) into out_dir and returns its

@@ -16,6 +16,9 @@
  *   K_{j+1} and V_{j+1} are copied (cp.async) into the other stage while
  *   block j is computed; one barrier per block;
  *   finally the quad sums the row sums and O / sum is stored as 16-bit pairs.
+ * The warpgroup form also comes pipelined (attn_wg: the softmax under the
+ * previous block's P V) and chained (attn_wg_chain: the previous block's
+ * P V and this block's S as one batch, awaited once).
  * Every thread holds rows g and g+8 of its warp's 16-row blocks (g =
  * lane / 4), so the softmax statistics are two values per thread and block. */
 #include "backends/gpu/gpu_attn.h"
@@ -38,7 +41,7 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
 }
 
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
-                         int wm, int bn, bool pipe, const gpu_target_ops *target, const char *where,
+                         int wm, int bn, bool pipe, bool chain, const gpu_target_ops *target, const char *where,
                          gpu_attn *out) {
   memset(out, 0, sizeof *out);
   if (batch < 1 || heads < 1 || seq < 1 || dim < 1 || batch > 65535 || heads > 65535 || seq >= (1ll << 31) ||
@@ -57,10 +60,13 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
                      "fused attention by warpgroups (64 rows) reads 128-byte rows of Q and K: head dim 64, not %lld",
                      (long long)dim);
-  if (pipe && wm != 64)
+  if ((pipe || chain) && wm != 64)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where),
-                     "fused attention: only the warpgroup form (64 rows per warp group) is pipelined, not %d rows per warp",
-                     wm);
+                     "fused attention: only the warpgroup form (64 rows per warp group) is %s, not %d rows per warp",
+                     pipe ? "pipelined" : "chained", wm);
+  if (pipe && chain)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, where),
+                     "fused attention: pipelined (p) or chained (c), not both");
   if (wm == 64 && (!target->wg_mma_bt || !target->wg_mma_ra || !target->async_proxy_fence))
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, where),
                      "target %s: fused attention by warpgroups (64 rows) needs warpgroup MMAs with K-major and "
@@ -90,7 +96,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                      target->name);
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
-  out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe;
+  out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
   /* the Q tile and two stages of K and V tiles */
@@ -120,12 +126,26 @@ static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
 }
 
 /* rows row0 .. row0+rows of src (a [seq][dim] tensor of this head) into t,
- * as 16-byte asynchronous copies spread over the workgroup */
+ * as 16-byte asynchronous copies spread over the workgroup. Where the
+ * workgroup covers a multiple of 8 rows per round (the swizzle's period),
+ * a thread's chunks are one shared and one global address plus constant
+ * offsets: a base register each instead of two 64-bit addresses per chunk
+ * held across the key loop (48 registers at 128 keys). */
 static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
   gpu_gen *g = s->g;
-  int per_row = (int)s->a->dim / 8, chunks = t->rows * per_row;
-  for (int i = 0; i < chunks / s->a->threads; i++) {
-    LLVMValueRef c = add(g, s->tid, C(i * s->a->threads));
+  int per_row = (int)s->a->dim / 8, chunks = t->rows * per_row, threads = s->a->threads;
+  if (threads % per_row == 0 && (threads / per_row) % 8 == 0) {
+    int rstep = threads / per_row;
+    LLVMValueRef row = udiv(g, s->tid, per_row), col = mul(g, urem(g, s->tid, per_row), C(8));
+    LLVMValueRef sp = gpu_tile_addr(g, t, row, col);
+    LLVMValueRef gp = gept(g, g->in_t, src, add(g, s->head_off, add(g, mul(g, add(g, row0, row), C(s->a->dim)), col)));
+    for (int i = 0; i < chunks / threads; i++)
+      g->target->async_copy16(g, gep8(g, sp, C((long long)i * rstep * t->cols * t->esize)),
+                              gept(g, g->in_t, gp, C((long long)i * rstep * s->a->dim)));
+    return;
+  }
+  for (int i = 0; i < chunks / threads; i++) {
+    LLVMValueRef c = add(g, s->tid, C(i * threads));
     LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8));
     LLVMValueRef idx = add(g, s->head_off, add(g, mul(g, add(g, row0, row), C(s->a->dim)), col));
     g->target->async_copy16(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx));
@@ -344,6 +364,23 @@ static void copies_done(attn_k *s) {
   s->g->target->barrier(s->g);
 }
 
+/* The first copies of a workgroup's tile, as two groups: Q and K_0, then
+ * V_0 and K_1 (which arrive behind S_0) */
+static void first_copies(attn_k *s, LLVMValueRef q0) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  gpu_tile qt = tile_at(s, 0, a->bm), k0 = kv_tile(s, 0, C(0)), v0 = kv_tile(s, 1, C(0));
+  copy_rows(s, s->q, q0, &qt);
+  copy_rows(s, s->k, C(0), &k0);
+  g->target->async_commit(g);
+  copy_rows(s, s->v, C(0), &v0);
+  if (a->seq > a->bn) {
+    gpu_tile k1 = kv_tile(s, 0, C(1));
+    copy_rows(s, s->k, C(a->bn), &k1);
+  }
+  g->target->async_commit(g);
+}
+
 /* The warpgroup form (wm == 64), software-pipelined inside the warpgroup
  * (flash-attention 3's intra-warpgroup overlap): block j's S_j = Q K_j^T
  * and block j-1's O += P_{j-1} V_{j-1} are issued back to back, only S_j
@@ -357,18 +394,9 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   const gpu_target_ops *t = g->target;
   const gpu_attn *a = s->a;
   int nd = (int)a->dim / 8, nk = a->bn / 8, blocks = (int)(a->seq / a->bn), nst = 4 * nd + 4, np = 2 * nk;
-  gpu_tile qt = tile_at(s, 0, a->bm), k0 = kv_tile(s, 0, C(0)), v0 = kv_tile(s, 1, C(0));
+  gpu_tile qt = tile_at(s, 0, a->bm);
   LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
-  /* prologue: Q and K_0 first; V_0 and K_1 arrive behind S_0 */
-  copy_rows(s, s->q, q0, &qt);
-  copy_rows(s, s->k, C(0), &k0);
-  t->async_commit(g);
-  copy_rows(s, s->v, C(0), &v0);
-  if (blocks > 1) {
-    gpu_tile k1 = kv_tile(s, 0, C(1));
-    copy_rows(s, s->k, C(a->bn), &k1);
-  }
-  t->async_commit(g);
+  first_copies(s, q0);
   t->async_wait(g, 1);
   t->async_proxy_fence(g);
   t->barrier(g);
@@ -422,6 +450,81 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   attn_store(s, q0, 0, outs);
 }
 
+/* The chained warpgroup form (wm == 64, a->chain): block j-1's O +=
+ * P_{j-1} V_{j-1} and block j's S_j = Q K_j^T are issued as one batch and
+ * awaited together, so the tensor cores run both back to back and each
+ * block waits once on them instead of twice (the unpipelined form's S and
+ * P V round trips). Nothing is in flight across the loop's back edge and
+ * the softmax runs after the wait, so no more registers are live than in
+ * the unpipelined form (S_j, P_j and O; the loop carries P, not S). One
+ * barrier per block: K_{j+1} goes to the stage of K_{j-1} and V_j to that
+ * of V_{j-2}, whose products every warp awaited in block j-1. */
+static void attn_wg_chain(attn_k *s, LLVMValueRef q0) {
+  gpu_gen *g = s->g;
+  const gpu_target_ops *t = g->target;
+  const gpu_attn *a = s->a;
+  int nd = (int)a->dim / 8, nk = a->bn / 8, blocks = (int)(a->seq / a->bn), nst = 4 * nd + 4, np = 2 * nk;
+  gpu_tile qt = tile_at(s, 0, a->bm);
+  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
+  first_copies(s, q0);
+  t->async_wait(g, 1); /* Q and K_0 */
+  t->async_proxy_fence(g);
+  t->barrier(g);
+  LLVMValueRef st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], pprev[ATTN_MAX_BN / 8][2];
+  for (int i = 0; i < nst; i++) st[i] = fconst(g, i == 4 * nd || i == 4 * nd + 1 ? -INFINITY : 0.0);
+  t->wg_fence(g);
+  wg_scores(s, &qt, row0, C(0), sacc);
+  t->wg_wait(g, 0, sacc, 4 * nk);
+  softmax_step(s, sacc, st, pk, NULL);
+
+  /* loop-carried: O, m, l, then P of the previous block */
+  LLVMValueRef starts[ATTN_STATE + ATTN_MAX_BN / 4], phis[ATTN_STATE + ATTN_MAX_BN / 4];
+  LLVMValueRef nexts[ATTN_STATE + ATTN_MAX_BN / 4], outs[ATTN_STATE + ATTN_MAX_BN / 4];
+  for (int i = 0; i < nst; i++) starts[i] = st[i];
+  for (int i = 0; i < np; i++) starts[nst + i] = pk[i / 2][i % 2];
+  gpu_loop lp;
+  LLVMValueRef j = loop_open(g, &lp, C(1), blocks, 1);
+  for (int i = 0; i < nst + np; i++) {
+    phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[i]), "");
+    LLVMAddIncoming(phis[i], &starts[i], &lp.pre, 1);
+  }
+  for (int i = 0; i < nst; i++) st[i] = phis[i];
+  for (int i = 0; i < np; i++) pprev[i / 2][i % 2] = phis[nst + i];
+  copies_done(s); /* K_j and V_{j-1} */
+  LLVMValueRef nj = add(g, j, C(1));
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, nj, blocks), &join);
+  gpu_tile kn = kv_tile(s, 0, LLVMBuildAnd(g->b, nj, C(1), ""));
+  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
+  end_if(g, join);
+  gpu_tile vn = kv_tile(s, 1, LLVMBuildAnd(g->b, j, C(1), ""));
+  copy_rows(s, s->v, mul(g, j, C(a->bn)), &vn);
+  t->async_commit(g);
+  t->wg_fence(g);
+  gpu_tile vt = kv_tile(s, 1, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""));
+  for (int kk = 0; kk < nk / 2; kk++) t->wg_mma_ra(g, p_frag(s, pprev, kk), &vt, kk * 16, (int)a->dim, st);
+  wg_scores(s, &qt, row0, LLVMBuildAnd(g->b, j, C(1), ""), sacc);
+  /* O, S_j and P_{j-1} (read by the tensor cores until then) through one wait */
+  LLVMValueRef v[ATTN_MAX_DIM / 2 + ATTN_MAX_BN / 2 + ATTN_MAX_BN / 4];
+  for (int i = 0; i < 4 * nd; i++) v[i] = st[i];
+  for (int i = 0; i < 4 * nk; i++) v[4 * nd + i] = sacc[i];
+  for (int i = 0; i < np; i++) v[4 * nd + 4 * nk + i] = LLVMBuildBitCast(g->b, pprev[i / 2][i % 2], g->f32, "");
+  t->wg_wait(g, 0, v, 4 * nd + 4 * nk + np);
+  for (int i = 0; i < 4 * nd; i++) st[i] = v[i];
+  for (int i = 0; i < 4 * nk; i++) sacc[i] = v[4 * nd + i];
+  softmax_step(s, sacc, st, pk, NULL);
+  for (int i = 0; i < nst; i++) nexts[i] = st[i];
+  for (int i = 0; i < np; i++) nexts[nst + i] = pk[i / 2][i % 2];
+  loop_close(g, &lp, nst + np, phis, nexts, starts, outs);
+  /* the last block's P V (V_last awaited) */
+  for (int i = 0; i < np; i++) pk[i / 2][i % 2] = outs[nst + i];
+  copies_done(s);
+  t->wg_fence(g);
+  wg_values(s, pk, C((blocks - 1) & 1), outs);
+  wg_wait_pv(s, outs, pk);
+  attn_store(s, q0, 0, outs);
+}
+
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
   gpu_plan vp;
   gpu_attn_vendor_plan(a, &vp);
@@ -447,8 +550,11 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->warp = udiv(g, s->tid, 32);
   s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
   LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
-  if (wg && a->pipe) {
-    attn_wg(s, q0);
+  if (wg && (a->pipe || a->chain)) {
+    if (a->chain)
+      attn_wg_chain(s, q0);
+    else
+      attn_wg(s, q0);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
     return NULL;

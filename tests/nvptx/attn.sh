@@ -60,11 +60,12 @@ PY
 # the default tile: a warpgroup of 64 rows where the head dim is 64 (the
 # fastest at the four BERT shapes; 128-key blocks for sequence 512 or fewer
 # workgroups than SMs, pipelined where the workgroups are fewer than the
-# SMs), else by workgroups per SM: 64x16 below one per SM, 64x32 below 8,
+# SMs, else chained where there are 4 key blocks or more), else by
+# workgroups per SM: 64x16 below one per SM, 64x32 below 8,
 # 128x32 above
 "$cov" gpu compile attn_1x12x512x64 attn_32x12x512x64 attn_32x12x128x64 attn_1x12x128x64 attn_1x12x128x32 \
   attn_32x12x128x32 attn_32x12x512x32 --target nvptx-sm90 -o "$work/d" >/dev/null
-for n in attn_1x12x512x64_q64w64k128p attn_32x12x512x64_q64w64k128 attn_1x12x128x64_q64w64k128p attn_1x12x128x32_q64w16 \
+for n in attn_1x12x512x64_q64w64k128p attn_32x12x512x64_q64w64k128c attn_1x12x128x64_q64w64k128p attn_1x12x128x32_q64w16 \
          attn_32x12x128x32_q64w32 attn_32x12x512x32_q128w32 attn_32x12x128x64_q64w64; do
   [ -f "$work/d/$n.ptx" ] || bad "default tile: no $n"
 done
@@ -100,9 +101,24 @@ f=$work/wgp/attn_32x12x512x64_q64w64p.ptx
   bad "wg p: not 8 P V wgmma (loop + epilogue)"
 [ "$(grep -c 'wgmma.wait_group.sync.aligned 1' "$f")" -eq 1 ] || bad "wg p: S not awaited alone (wait_group 1)"
 grep -q 'softmax overlapped' "$work/wgp/manifest.json" || bad "wg p: plan does not say pipelined"
+# chained (c): block j-1's 8 P V wgmma and block j's 4 S wgmma in one
+# commit group, awaited once (wait_group 0) in the loop; S_0 before it and
+# the last block's P V after it: 3 groups, 3 waits, 3 barriers in all.
+# K/V copies: one shared and one global base per thread plus immediate
+# offsets (8 chunks of a 128-key tile: base + 2048 * i bytes)
+"$cov" gpu compile attn_32x12x512x64:64x64x128c --target nvptx-sm90 -o "$work/wgc" >/dev/null || bad "wg c: compile failed"
+f=$work/wgc/attn_32x12x512x64_q64w64k128c.ptx
+[ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n128k16' "$f")" -eq 8 ] || bad "wg c: not 4 + 4 S wgmma"
+[ "$(grep -c 'wgmma.mma_async.sync.aligned.m64n64k16' "$f")" -eq 16 ] || bad "wg c: not 8 + 8 P V wgmma"
+[ "$(grep -c 'wgmma.commit_group' "$f")" -eq 3 ] || bad "wg c: P V and S not committed as one group"
+[ "$(grep -c 'wgmma.wait_group.sync.aligned 0' "$f")" -eq 3 ] || bad "wg c: not one wait per block"
+[ "$(grep -c 'bar.sync' "$f")" -eq 3 ] || bad "wg c: not one barrier per block"
+grep -q "P V issued with the next block's S" "$work/wgc/manifest.json" || bad "wg c: plan does not say chained"
+awk '/m64n64k16/{pv=NR} /m64n128k16/{if (pv && NR > pv) ok=1} END{exit !ok}' "$f" || bad "wg c: no S issued after a P V"
+[ "$(grep -c 'add.s64.*, 2048;' "$f")" -ge 2 ] || bad "wg c: copies not addressed from a base plus constant offsets"
 ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
 if [ -n "$ptxas" ]; then
-  for k in "$work/wgp/attn_32x12x512x64_q64w64p.ptx" "$work/wgk/attn_32x12x512x64_q64w64k128.ptx"; do
+  for k in "$work/wgp/attn_32x12x512x64_q64w64p.ptx" "$work/wgk/attn_32x12x512x64_q64w64k128.ptx" "$work/wgc/attn_32x12x512x64_q64w64k128c.ptx"; do
     info=$("$ptxas" -arch=sm_90a -v "$k" -o /dev/null 2>&1) || bad "ptxas failed on $k: $info"
     if grep -q 'C7513\|serialized' <<<"$info"; then bad "ptxas serializes the wgmma of $k: $info"; fi
     if ! grep -q ' 0 bytes spill stores' <<<"$info"; then bad "$k spills: $info"; fi
@@ -124,7 +140,9 @@ expect "a sequence that is a multiple of 64" -- gpu compile attn_1x12x100x64 --t
 expect "head dim that is a power of two from 16 to 128 .*dim 80" -- gpu compile attn_1x12x128x80 --target nvptx-sm90 -o "$work/x"
 expect "with 256 threads, at least 32.*dim 16" -- gpu compile attn_1x12x128x16:128x16 --target nvptx-sm90 -o "$work/x"
 expect "16 or 32.*must divide" -- gpu compile attn_1x12x128x64:48x32 --target nvptx-sm90 -o "$work/x"
-expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\[p\]\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "is written attn_BxHxSxD\[:BMxWM\[xBN\]\[p|c\]\]" -- gpu compile attn_1x12x128x64:64 --target nvptx-sm90 -o "$work/x"
+expect "pipelined (p) or chained (c), not both" -- gpu compile attn_1x12x128x64:64x64pc --target nvptx-sm90 -o "$work/x"
+expect "only the warpgroup form .* is chained, not 32 rows per warp" -- gpu compile attn_1x12x128x64:64x32c --target nvptx-sm90 -o "$work/x"
 expect "only the warpgroup form .* is pipelined, not 16 rows per warp" -- gpu compile attn_1x12x128x64:64x16p --target nvptx-sm90 -o "$work/x"
 expect "head dim 64, not 128" -- gpu compile attn_1x12x128x128:64x64 --target nvptx-sm90 -o "$work/x"
 expect "key blocks of 64 or 128, not 96" -- gpu compile attn_1x12x384x64:64x64x96 --target nvptx-sm90 -o "$work/x"
