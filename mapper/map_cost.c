@@ -70,6 +70,16 @@ static int simd_reg_node(const cov_acg *g, int simd, int fallback) {
   return fallback;
 }
 
+/* Cycles per element of one vop reading nsrc operands of ei bytes over
+ * bw_in and writing eo bytes over bw_out (ISA.md "Timing"). */
+static double vop_per_elem(const acg_capability *vc, int nsrc, double ei, double eo, double bw_in,
+                           double bw_out) {
+  double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
+  if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
+  if (bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
+  return per;
+}
+
 double map_epilogue_cycles(const map_schedule *s, double par) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -102,9 +112,15 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
     int eout = edge_of(g, vo->node, reg_node);
     double bw_in = ein >= 0 ? map_edge_bw(g, ein, src, src) : 1e30;
     double bw_out = eout >= 0 ? map_edge_bw(g, eout, reg_node, reg_node) : 1e30;
-    double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
-    if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
-    if (vo->kind != MAP_VOP_ROW_REDUCE && bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
+    double per = vop_per_elem(vc, nsrc, ei, eo, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
+    if (vo->kind == MAP_VOP_POOL) {
+      /* per window of W elements (npu_epilogue.c): W - 1 steps of two
+       * operands, plus one of one operand where it starts from a scalar
+       * (a folded ReLU) or the window is 1x1 */
+      double w = (double)vo->window[0] * vo->window[1];
+      double one = vop_per_elem(vc, 1, ei, eo, bw_in, bw_out);
+      per = ((w - 1) * per + (vo->b.kind != MAP_VS_NONE || w <= 1 ? one : 0)) / w;
+    }
     cyc += (double)out_elems * pooled * per / par;
     /* ops after a pool see one element per window (map_bind_epilogue
      * moves the pool first where the ops before it commute with it) */

@@ -57,6 +57,16 @@
  * set raised held-out rho by more than 0.01 without a slower pick, so they
  * stay. */
 enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 32, COPY_OPS_ELEM = 18, EPI_OPS = 4, BASE_REGS = 40 };
+/* vector-unit operations (f32 ones: the H100 issues integer ones at half
+ * their rate) per 16-byte row of A that a channels-last convolution
+ * gathers: about 40 integer ones for the output pixel of the row
+ * (divisions by the output's width and area), the tap and channel of the
+ * K step, two bounds, the input index and the zero-fill predicate (the
+ * lowering's nhwc_index); B's rows are plain vectors. H100
+ * (conv-picks-h100.json): res4 at 128x64, 2048 rows of A per SM and K
+ * step, ran 34% slower than at 64x128, 1024 rows of A, the same bytes,
+ * both at 3 stages; 64x64, three on an SM, 1536 rows, 7% slower. */
+enum { COPY_OPS_NHWC_ROW = 80 };
 /* the warp-specialised kernel (map_gpu_lowering.tma): registers its
  * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
  * lowering: backends/gpu/gpu_plan.h) */
@@ -69,6 +79,22 @@ enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
  * same run, geometric mean), so that both rank on one scale. */
 #define WS_STEP_CYCLES 400.0
 #define WS_SCALE 0.54
+/* Fitted to the H100 runs of convolutions on channels-last tensors with
+ * f16 outputs (`NAME@cl`: the timed schedules of res2/res3/res4/res5 at
+ * batch 32 in bench/nvptx/conv-cl-h100.json, dw-h100.json and
+ * conv-picks-h100.json; bench/nvptx/README.md): WG_STEP_CYCLES, a K step
+ * of a convolution's cp.async kernel beyond its matrix work when the
+ * workgroup is alone on its core (the barrier, the proxy fence, the wait
+ * for its batch before the next step's copies may land: a lone 128x128
+ * res4 tile took 1260 cycles a step for 512 of MMAs, a lone 64x256 one
+ * 1327); other workgroups on the core fill it. With it and
+ * COPY_OPS_NHWC_ROW each of the four layers picks its fastest measured
+ * tile for WG_STEP_CYCLES from 400 to 800 and COPY_OPS_NHWC_ROW from 65 to
+ * 85 (tests/nvptx/conv_picks.sh).
+ * Convolutions with f32 NCHW outputs keep the former model: res4's fell
+ * the other way (conv alone 23.0 us at 128x128, 25.0 at 64x128, where the
+ * f16 NHWC outputs took 24.6 and 21.9; conv-picks-h100.json). */
+#define WG_STEP_CYCLES 600.0
 
 typedef struct gcap {
   int m, n, k, waves;
@@ -280,8 +306,13 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double smem = k_steps * frag * c->bk * es / t->smem_bw;
   double copy_bytes = k_steps * (double)(c->bm + c->bn) * c->bk * es;
   double copy = copy_bytes / t->l2_bw;
-  double ops = c->vector_copy || c->channels_last
+  /* convolutions with f16 channels-last outputs: the model fitted to them
+   * (WG_STEP_CYCLES); the others keep the former one */
+  bool cl16 = p->kind == MAP_GPU_CONV && p->out_bytes == 2;
+  double ops = c->vector_copy || (c->channels_last && !cl16)
                    ? copy_bytes / 16.0 * COPY_OPS_VEC
+               : c->channels_last
+                   ? k_steps * c->bk * es / 16.0 * ((double)c->bm * COPY_OPS_NHWC_ROW + (double)c->bn * COPY_OPS_VEC)
                    : k_steps * c->bk * ((double)c->bm * COPY_OPS_GATHER + (double)c->bn * COPY_OPS_ELEM);
   if (p->kind == MAP_GPU_MATMUL && !c->vector_copy)
     ops = k_steps * c->bk * (double)(c->bm + c->bn) * COPY_OPS_ELEM;
@@ -298,6 +329,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
     step = fmax(fmax(mma_chain, smem), fmax(copy, issue_chain)) / k_steps + t->smem_lat;
     /* a tile's copy is issued stages - 1 steps before its use */
     step = fmax(step, (LAT_MUL * t->mem_lat + copy / k_steps) / (c->stages - 1));
+    if (cl16) step = fmax(step, mma_chain / k_steps + WG_STEP_CYCLES);
   } else {
     step = fmax((mma_chain + smem) / k_steps, LAT_MUL * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
   }
@@ -314,6 +346,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   int64_t per_core = cdiv(c->tiles, t->cores);
   c->per_core = k;
   if (per_core < k) k = (int)per_core;
+  c->resident = k;
   /* resources overlap imperfectly: the busiest one, and a quarter of the
    * others (which also separates candidates that saturate the same one) */
   double d[4] = {mma_demand, smem, copy + out * ob / t->st_bw, issue}, res = 0, sum = 0;
@@ -323,6 +356,12 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   /* k tiles of a round share the core's resources while each runs its own
    * chain */
   double round_k = fmax(k * res, c->chain), round_r = fmax((double)rem * res, c->chain);
+  /* (f16-output convolutions: a round bound by the tiles' chains still
+   * pays a share of their demand, the A rows' index arithmetic above all:
+   * res4 at 128x64, two per SM, ran 34% slower than at 64x128, whose
+   * chains are as long) */
+  if (cl16)
+    round_k += OVERLAP * fmin(k * res, c->chain), round_r += OVERLAP * fmin((double)rem * res, c->chain);
   c->cycles = (double)full * round_k + (rem ? round_r : 0.0);
   c->mma = (double)per_core * mma_demand;
   c->smem = (double)per_core * smem;
@@ -362,7 +401,7 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   double out = (double)c->bm * c->bn;
   double epi = out * out_bytes(p) / t->st_bw + out * EPI_OPS / t->simd_rate;
   c->chain = (double)nk * step + epi;
-  c->per_core = 1;
+  c->per_core = c->resident = 1;
   c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
   if (c->pingpong) {
     /* the K loops run back to back, each tile's epilogue under the next
@@ -383,14 +422,18 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
 }
 
 /* Whether a ranks before b: the cheaper; on equal cost, between
- * warpgroup tiles, the one that keeps more workgroups resident per core
+ * warpgroup tiles, the one of which the busiest core runs more at once
  * (the H100 run of bench/nvptx/rank-h100.json: 128x64 warpgroup tiles 8%
- * faster at 3 stages, 3 per SM, than at 4 stages, 2 per SM; 128x256 ones,
- * one per SM either way, 1.3-1.6% faster at 4 stages than at 3); else the
- * enumeration order. */
+ * faster at 3 stages, 3 per SM, than at 4 stages, 2 per SM); else the
+ * enumeration order. Room for more workgroups than a core gets does not
+ * count: res4 at batch 32 (196 64x128 tiles, two on the busiest SM) ran
+ * 12% faster at 3 stages (room for 3) than at 4 (room for 2), the same
+ * residency (conv-cl-h100.json, dw-h100.json), where room decided for
+ * the depth with the most room, 2 stages, which exposes the copies'
+ * latency a step ahead. */
 static bool before(const map_gpu_sched *a, const map_gpu_sched *b) {
   if (a->cycles != b->cycles) return a->cycles < b->cycles;
-  return a->warpgroup && b->warpgroup && a->per_core > b->per_core;
+  return a->warpgroup && b->warpgroup && a->resident > b->resident;
 }
 
 static void keep(map_gpu_result *r, const map_gpu_sched *c) {
@@ -417,10 +460,13 @@ static const int k_sizes[] = {512, 256, 128, 64, 32, 16};
 /* pipeline depths in order of preference on equal cost: 3 (the H100 sweeps of
  * bench/nvptx/README.md), then deeper, then double buffering */
 static const int k_stages[] = {3, 4, 2};
-/* warpgroup tiles: deeper first (at equal cost and residency; H100:
- * 128x256 tiles, one per SM, 1.3% (4096^3) and 1.6% (8192^3) faster at 4
- * stages than at 3) */
-static const int k_wg_stages[] = {4, 3, 2};
+/* warpgroup tiles at equal cost and residency: 3 stages first (H100,
+ * channels-last convolutions at batch 32: res4 64x128 tiles 12% and res2
+ * 128x64 tiles 4.5% faster at 3 stages than at 4, conv-cl-h100.json and
+ * dw-h100.json; the cp.async GEMM's 128x256 tiles, one per SM, were
+ * 1.3-1.6% faster at 4, session 6, but the warp-specialised kernel now
+ * takes those GEMMs), then 4, then double buffering */
+static const int k_wg_stages[] = {3, 4, 2};
 
 /* Per-wave instructions (and the FMA fragment when cap is NULL). */
 static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
@@ -472,6 +518,10 @@ static void warpgroup(const gtarget *t, const map_gpu_problem *p, const gcap *ca
         int st = k_wg_stages[si];
         c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.stages = st;
         if (c.bm % c.wm || c.bn % c.wn) continue;
+        /* convolutions: one warpgroup spans the tile's N (H100, res4 at
+         * batch 32: a 64x128 tile as two 64x64 warpgroups, which both read
+         * its A, ran 0.82x cuDNN, as one 64x128 warpgroup 1.03x) */
+        if (p->kind == MAP_GPU_CONV && c.wn < c.bn && c.bn <= 256) continue;
         try_cand(t, p, cap, c, r);
       }
   if (!t->tma || p->kind != MAP_GPU_MATMUL) return;

@@ -80,6 +80,7 @@ typedef struct map_gpu_sched {
   int stages;              /* scratchpad pipeline depth */
   int threads;
   int per_core;            /* workgroups resident per core (scratchpad and register limits) */
+  int resident;            /* of those, how many the busiest core runs at once (at most its tiles) */
   uint64_t shared_bytes;   /* pipeline tiles (the lowering may add a K table or staging) */
   int regs;                /* estimated registers per thread */
   int64_t tiles;           /* workgroups */

@@ -17,14 +17,24 @@
  *   cache     the input R / stride times (a workgroup spans part of one
  *             output row, so each input row is fetched again for every
  *             output row whose window holds it), the output once;
- *   L1        every tap's vector load, as above (scratchpad -> registers);
- *   fill      the threads over the threads the cores hold at once (65536
- *             registers / the thread's estimate, at most 2048, per core),
- *             capped at 1: below one resident wave the memory latency is
- *             not hidden.
+ *   L1        every tap's vector load, as above (scratchpad -> registers),
+ *             at DW_L1_EFF of the path's bytes per cycle;
+ *   fill      the threads over DW_WAVES times the threads the cores hold
+ *             at once (65536 registers / the thread's estimate, at most
+ *             2048, per core), capped at 1: with fewer the memory latency
+ *             is not hidden.
  * Larger pw re-reads less (stride 1: 9 loads per pixel at pw 1, 4.5 at pw
  * 4) but needs more registers and leaves fewer threads; pw past the row's
- * width is not offered. Ties keep the smaller pw. */
+ * width is not offered. Ties keep the smaller pw.
+ * DW_L1_EFF and DW_WAVES were fitted to the H100 run of
+ * bench/nvptx/dw-h100.json (mobilenet_v2's 10 depthwise shapes at batch
+ * 32, each at pw 1, 2 and 4): the taps' 16-byte loads reach a third of the
+ * L1's bytes per cycle, so stride-1 layers are L1-bound and gain from pw 2
+ * to 4 (10-25%), and a stride-2 layer's fewer threads need two resident
+ * waves, so larger pw loses there. With them the picks are within 6% of
+ * the fastest measured pw on 9 of the 10 shapes (13% on 576 channels at
+ * 14x14, stride 2, where pw 4 measured fastest and pw 2 slowest); with
+ * the ACG's figures alone (pw 1 everywhere) within 28%. */
 #include <math.h>
 
 #include "acg/acg_ir.h"
@@ -50,6 +60,8 @@ static int cores_of(const cov_acg *a) {
 }
 
 enum { DW_THREADS = 256, DW_CORE_THREADS = 2048, DW_CORE_REGS = 65536 };
+#define DW_L1_EFF (1.0 / 3.0)
+#define DW_WAVES 2.0
 
 static double dw_cycles(const cov_acg *a, const map_gpu_dw_problem *p, int pw) {
   double es = p->es, in = (double)(p->n * p->c * p->h * p->w), out = (double)(p->n * p->c * p->oh * p->ow);
@@ -62,14 +74,14 @@ static double dw_cycles(const cov_acg *a, const map_gpu_dw_problem *p, int pw) {
    * addressing */
   double regs = 8.0 * pw + 4.0 * cols + 4.0 * p->r * p->s + 24.0;
   double resident = fmin(DW_CORE_THREADS, floor(DW_CORE_REGS / regs)) * cores_of(a);
-  double fill = fmin(1.0, threads / resident);
+  double fill = fmin(1.0, threads / (resident * DW_WAVES));
   double dram = es * (in + out) + wb, cache = es * (in * p->r / p->stride + out);
   double l1 = threads * 16.0 * (double)(p->r * cols);
   double bw_dram = acg_dram_bandwidth(a), bw_cache = path_bw(a, ACG_CACHE, ACG_REGFILE);
   double bw_l1 = path_bw(a, ACG_SCRATCHPAD, ACG_REGFILE);
   double t = bw_dram > 0 ? dram / bw_dram : 0;
   if (bw_cache > 0) t = fmax(t, cache / bw_cache);
-  if (bw_l1 > 0) t = fmax(t, l1 / bw_l1);
+  if (bw_l1 > 0) t = fmax(t, l1 / (bw_l1 * DW_L1_EFF));
   return t / fill;
 }
 

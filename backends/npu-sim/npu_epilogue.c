@@ -47,6 +47,17 @@ static bool reg_read_later(const map_schedule *s, int from, int reg) {
   return reg == 0;
 }
 
+/* Element t (row-major over the window) of every pool window of the tile
+ * viewed by v, pooling dims pd[0], pd[1] by win[0] x win[1]. */
+static vopnd pool_elem(const vopnd *v, const int *pd, const int *win, int t) {
+  vopnd sv = *v;
+  int i = t / win[1], j = t % win[1];
+  sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
+  sv.st[pd[0]] *= win[0];
+  sv.st[pd[1]] *= win[1];
+  return sv;
+}
+
 /* The epilogue of the box [off, off + len) of the level-1 output tile (off
  * NULL: the whole tile), then, with `dma`, its store. */
 static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bool dma) {
@@ -251,18 +262,26 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       }
       vopnd dv = {r.buf, r.addr, {0}, 0};
       memcpy(dv.st, r.stride, sizeof dv.st);
-      for (int i = 0; i < win[0]; i++)
-        for (int j = 0; j < win[1]; j++) {
-          vopnd sv = ops[0];
-          sv.addr += (uint64_t)(i * sv.st[pd[0]] + j * sv.st[pd[1]]) * 4;
-          sv.st[pd[0]] *= win[0];
-          sv.st[pd[1]] *= win[1];
-          /* the first step copies, or takes the max with the starting
-           * value (a folded ReLU: map_fold_relu_into_pool) */
-          if (i == 0 && j == 0 && has_b) npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &ops[1]);
-          else if (i == 0 && j == 0) npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
-          else npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
+      /* The window's elements in order, each a strided view of the tile.
+       * The first step takes the op of the first two elements (no copy of
+       * the first: a window of W costs W - 1 two-operand steps, as
+       * map_epilogue_cycles charges), or of the first and the starting
+       * value (a folded ReLU: map_fold_relu_into_pool); a 1x1 window
+       * copies. */
+      int nw = win[0] * win[1];
+      for (int t = 0; t < nw; t++) {
+        vopnd sv = pool_elem(&ops[0], pd, win, t);
+        if (t > 0) {
+          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
+        } else if (has_b) {
+          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &ops[1]);
+        } else if (nw == 1) {
+          npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
+        } else {
+          vopnd sv1 = pool_elem(&ops[0], pd, win, ++t);
+          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &sv1);
         }
+      }
       memcpy(shape, pshape, sizeof pshape);
       for (int w = 0; w < 2; w++) base[pd[w]] /= win[w];
       reg[vo->dst] = r;
