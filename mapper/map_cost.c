@@ -204,6 +204,19 @@ static double map_busy_cycles(const map_schedule *s, double comp, double epi) {
   if (epi <= 0 || s->n_levels < 2 || s->vops[0].node < 0 || s->vops[0].node == s->node ||
       !s->place[p->output][1].double_buffered)
     return comp + epi;
+  /* Where the epilogue runs on each drained level-2 tile (map_epi_per_subtile)
+   * the SIMD unit works on one while the array accumulates the next: per
+   * level-2 tile the longer of the two (the drains stay serial transfers). */
+  if (map_epi_per_subtile(s)) {
+    double sub = 0;
+    for (int i = 0; i < s->n_xfers; i++)
+      if (s->xfers[i].operand == p->output && s->xfers[i].level == 2 && s->xfers[i].dir == MAP_STORE)
+        sub = (double)s->xfers[i].count;
+    if (sub >= 2) {
+      double hi = comp > epi ? comp : epi, lo = comp > epi ? epi : comp;
+      return hi + lo / sub;
+    }
+  }
   /* An array accumulating in a deeper place (an output-stationary one's
    * register file) drains each tile into level 1 before the epilogue, and
    * the drain waits for it: they stay in series. */

@@ -513,6 +513,19 @@ cov_dtype map_epi_out_dtype(const map_schedule *s) {
   return t;
 }
 
+bool map_epi_per_subtile(const map_schedule *s) {
+  const map_problem *p = &s->prob;
+  int o = p->output;
+  if (s->n_vops == 0 || s->n_levels < 3 || !s->place[o][1].present || !s->place[o][2].present) return false;
+  for (int lv = 3; lv < s->n_levels; lv++)
+    if (s->place[o][lv].present) return false;
+  for (int i = 0; i < s->n_xfers; i++)
+    if (s->xfers[i].operand == o && s->xfers[i].level >= 2 && s->xfers[i].dir == MAP_LOAD) return false;
+  for (int v = 0; v < s->n_vops; v++)
+    if (s->vops[v].kind != MAP_VOP_MAP || s->vops[v].node < 0 || s->vops[v].node == s->node) return false;
+  return s->epi_in_place && s->epi_node == s->place[o][1].node && map_epi_out_dtype(s) == s->place[o][1].dtype;
+}
+
 uint64_t map_epi_half(const map_schedule *s, uint64_t have) {
   if (s->n_vops == 0 || s->n_levels < 2) return 0;
   const map_problem *p = &s->prob;

@@ -432,7 +432,10 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
     return wl + st;
   }
   double pre = acc && !chain ? cdiv(m * n * eo, edge_between(g, nc, s->node)) : 0;
-  double feed = na == nb && bwa > 0 ? cdiv(k * (m * ea + n * eb), bwa)
+  /* A's and B's bytes each in whole cycles, summed on a shared edge, as the
+   * simulator counts them (7 x 16 f16 of each over 64 B/cycle: 4 + 4, not
+   * 7: resnet50_conv1's 7-step gemms) */
+  double feed = na == nb && bwa > 0 ? cdiv(k * m * ea, bwa) + cdiv(k * n * eb, bwa)
                                     : fmax(cdiv(k * m * ea, bwa), cdiv(k * n * eb, bwb));
   double body = fmax(fmax(k, feed), cdiv(m * k * n, thr));
   /* a column of A (m elements) and a row of B (n) per step: the worse of

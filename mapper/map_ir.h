@@ -326,6 +326,16 @@ cov_dtype map_epi_out_dtype(const map_schedule *s);
 #define MAP_EPI_SLOTS 8
 uint64_t map_epi_half(const map_schedule *s, uint64_t have);
 
+/* Whether the code generator runs the epilogue on each level-2 output tile
+ * as it is drained into the level-1 tile (an output-stationary array's
+ * accumulator tile, holding final sums: no partial sums loaded back), not
+ * once on the whole level-1 tile: every op element-wise on the SIMD unit,
+ * in place in the level-1 tile, which is stored as the epilogue leaves it.
+ * The SIMD unit then works on one sub-tile while the array accumulates the
+ * next, where a whole tile's epilogue held the next drain and so the array
+ * (mobilenetv2_dw3x3 on npu-16x16-os). The cost model overlaps them too. */
+bool map_epi_per_subtile(const map_schedule *s);
+
 /* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
  * the code generators and evaluators that read the scheduled IR. */
 const map_schedule *map_schedule_of(const cov_schedule *s);

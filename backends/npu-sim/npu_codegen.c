@@ -271,8 +271,12 @@ static void w_load(map_walk *w, int o, int lv) {
 
 static void w_store(map_walk *w, int o, int lv) {
   cg *c = w->ctx;
-  if (lv == 1) npu_cg_store_final(c, o);
-  else onchip_copy(c, o, lv, lv - 1);
+  if (lv == 1) {
+    npu_cg_store_final(c, o);
+  } else {
+    onchip_copy(c, o, lv, lv - 1);
+    if (lv == 2 && o == c->p->output && map_epi_per_subtile(c->s)) npu_cg_epilogue_subtile(c, o);
+  }
 }
 
 /* Strides (in elements of the tile) of operand o at level lv along

@@ -85,5 +85,6 @@ int npu_cg_out_dim_of_loop(const map_operand *out, int l);
 /* The epilogue of the level-1 output tile o and its store to DRAM
  * (npu_epilogue.c). */
 void npu_cg_store_final(cg *c, int o);
+void npu_cg_epilogue_subtile(cg *c, int o);
 
 #endif

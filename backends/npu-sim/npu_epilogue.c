@@ -7,7 +7,9 @@
  * place the schedule put there); registers live in up to SLOTS slots, reused
  * when dead; pooling shrinks the tile before the store. When the registers do
  * not fit, the tile is processed in chunks along a dim no pool window or row
- * reduction spans.
+ * reduction spans. An element-wise epilogue on an output-stationary array
+ * runs in place on each accumulator tile as it is drained into the level-1
+ * tile (map_epi_per_subtile), which is then only stored.
  *
  * long: store_chunk generates the epilogue's vector ops over one chunk of the output tile; each op kind is a case over the same chunk, operand and buffer views
  */
@@ -45,8 +47,6 @@ static bool reg_read_later(const map_schedule *s, int from, int reg) {
   return reg == 0;
 }
 
-/* The epilogue and store of elements [start, start+len) along dim d0 of the
- * level-1 output tile (the whole tile when d0 < 0). */
 /* Element t (row-major over the window) of every pool window of the tile
  * viewed by v, pooling dims pd[0], pd[1] by win[0] x win[1]. */
 static vopnd pool_elem(const vopnd *v, const int *pd, const int *win, int t) {
@@ -58,7 +58,9 @@ static vopnd pool_elem(const vopnd *v, const int *pd, const int *win, int t) {
   return sv;
 }
 
-static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
+/* The epilogue of the box [off, off + len) of the level-1 output tile (off
+ * NULL: the whole tile), then, with `dma`, its store. */
+static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bool dma) {
   const map_problem *p = c->p;
   const map_operand *op = &p->operands[o];
   const map_place *pl = &c->s->place[o][1];
@@ -71,10 +73,10 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
   reg[0].buf = pl->node;
   reg[0].addr = map_walk_place_addr(&c->w, o, 1);
   npu_cg_layout_strides(c, o, 1, reg[0].stride);
-  if (d0 >= 0) {
-    shape[d0] = len;
-    base[d0] += start;
-    reg[0].addr += (uint64_t)(start * reg[0].stride[d0]) * cov_dtype_size(pl->dtype);
+  for (int d = 0; d < rank && off; d++) {
+    shape[d] = len[d];
+    base[d] += off[d];
+    reg[0].addr += (uint64_t)(off[d] * reg[0].stride[d]) * cov_dtype_size(pl->dtype);
   }
   /* The output tile itself, where the mapper planned register 0 in place
    * (map_epi_plan: no slot reserved for it): an op writing register 0 in
@@ -142,8 +144,8 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
             inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
           x->st[d] = inside ? npu_cg_local_offset(c, vo_i, 1, vidx) - off0 : 0;
         }
-        if (d0 >= 0)
-          x->addr += (uint64_t)(start * x->st[d0]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
+        for (int d = 0; d < rank && off; d++)
+          x->addr += (uint64_t)(off[d] * x->st[d]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
         if (c->pool_dim[0] >= 0)
           for (int w = 0; w < 2; w++)
             if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
@@ -285,9 +287,24 @@ static void store_chunk(cg *c, int o, int d0, int64_t start, int64_t len) {
       reg[vo->dst] = r;
     }
   }
-  if (c->err) return;
+  if (c->err || !dma) return;
   npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, map_epi_out_dtype(c->s), rank, base, shape,
                   reg[0].stride);
+}
+
+/* The epilogue of the level-2 output tile just drained into the level-1
+ * tile, in place there (map_epi_per_subtile): its box inside that tile. */
+void npu_cg_epilogue_subtile(cg *c, int o) {
+  const map_operand *op = &c->p->operands[o];
+  int64_t b1[COV_MAX_RANK], b2[COV_MAX_RANK], off[COV_MAX_RANK], len[COV_MAX_RANK];
+  map_walk_tile_base(&c->w, o, 1, b1);
+  map_walk_tile_base(&c->w, o, 2, b2);
+  for (int d = 0; d < op->rank; d++) {
+    off[d] = b2[d] - b1[d];
+    len[d] = c->s->place[o][2].shape[d];
+  }
+  if (c->epi_tiles == 0) c->epi_half = map_epi_half(c->s, c->area_hi - c->area_lo);
+  store_chunk(c, o, off, len, false);
 }
 
 /* Splits the epilogue into chunks along the outermost non-unit dim when its
@@ -297,7 +314,16 @@ void npu_cg_store_final(cg *c, int o) {
   const map_operand *op = &p->operands[o];
   const map_place *pl = &c->s->place[o][1];
   if (c->s->n_vops == 0) {
-    store_chunk(c, o, -1, 0, 0);
+    store_chunk(c, o, NULL, NULL, true);
+    return;
+  }
+  if (map_epi_per_subtile(c->s)) { /* the sub-tiles' epilogues left it final */
+    int64_t b1[COV_MAX_RANK];
+    map_walk_tile_base(&c->w, o, 1, b1);
+    int64_t st[COV_MAX_RANK];
+    npu_cg_layout_strides(c, o, 1, st);
+    npu_cg_emit_dma(c, o, true, pl->node, map_walk_place_addr(&c->w, o, 1), map_epi_out_dtype(c->s), op->rank,
+                    b1, pl->shape, st);
     return;
   }
   int64_t elems = 1;
@@ -306,7 +332,7 @@ void npu_cg_store_final(cg *c, int o) {
   uint64_t have = c->area_hi - c->area_lo;
   c->epi_half = map_epi_half(c->s, have);
   if (need <= have) {
-    store_chunk(c, o, -1, 0, 0);
+    store_chunk(c, o, NULL, NULL, true);
     return;
   }
   /* Chunk along a dim that no pool window or row reduction spans. */
@@ -325,9 +351,14 @@ void npu_cg_store_final(cg *c, int o) {
   }
   int64_t len = d0 >= 0 ? (int64_t)((double)pl->shape[d0] * (double)have / (double)need) : 0;
   if (d0 < 0 || len < 1) {
-    store_chunk(c, o, -1, 0, 0); /* reports what does not fit */
+    store_chunk(c, o, NULL, NULL, true); /* reports what does not fit */
     return;
   }
-  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len)
-    store_chunk(c, o, d0, st, pl->shape[d0] - st < len ? pl->shape[d0] - st : len);
+  int64_t off[COV_MAX_RANK] = {0}, box[COV_MAX_RANK];
+  for (int d = 0; d < op->rank; d++) box[d] = pl->shape[d];
+  for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += len) {
+    off[d0] = st;
+    box[d0] = pl->shape[d0] - st < len ? pl->shape[d0] - st : len;
+    store_chunk(c, o, off, box, true);
+  }
 }
