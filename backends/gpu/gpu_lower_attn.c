@@ -381,6 +381,73 @@ static void first_copies(attn_k *s, LLVMValueRef q0) {
   g->target->async_commit(g);
 }
 
+/* Both warpgroup forms' first block: Q and K_0 (and V_0, K_1 in flight)
+ * copied, S_0 = Q K_0^T awaited and its softmax; st starts as O = 0,
+ * m = -inf, l = 0. */
+static void wg_first_block(attn_k *s, LLVMValueRef q0, gpu_tile *qt, LLVMValueRef *row0, LLVMValueRef *st,
+                           LLVMValueRef *sacc, LLVMValueRef (*pk)[2]) {
+  gpu_gen *g = s->g;
+  const gpu_target_ops *t = g->target;
+  int nd = (int)s->a->dim / 8, nk = s->a->bn / 8, nst = 4 * nd + 4;
+  *qt = tile_at(s, 0, s->a->bm);
+  *row0 = mul(g, udiv(g, s->warp, 4), C(64));
+  first_copies(s, q0);
+  t->async_wait(g, 1); /* Q and K_0 */
+  t->async_proxy_fence(g);
+  t->barrier(g);
+  for (int i = 0; i < nst; i++) st[i] = fconst(g, i == 4 * nd || i == 4 * nd + 1 ? -INFINITY : 0.0);
+  t->wg_fence(g);
+  wg_scores(s, qt, *row0, C(0), sacc);
+  t->wg_wait(g, 0, sacc, 4 * nk);
+  softmax_step(s, sacc, st, pk, NULL);
+}
+
+/* Opens both warpgroup forms' loop over blocks 1.. with the loop-carried
+ * values as phis: O, m, l (st), then P of the previous block (pprev).
+ * starts and phis hold ATTN_STATE + ATTN_MAX_BN / 4 values. */
+static LLVMValueRef wg_carry_open(attn_k *s, gpu_loop *lp, LLVMValueRef *st, LLVMValueRef (*pk)[2],
+                                  LLVMValueRef (*pprev)[2], LLVMValueRef *starts, LLVMValueRef *phis) {
+  gpu_gen *g = s->g;
+  int nst = 4 * ((int)s->a->dim / 8) + 4, np = 2 * (s->a->bn / 8);
+  for (int i = 0; i < nst; i++) starts[i] = st[i];
+  for (int i = 0; i < np; i++) starts[nst + i] = pk[i / 2][i % 2];
+  LLVMValueRef j = loop_open(g, lp, C(1), (int)(s->a->seq / s->a->bn), 1);
+  for (int i = 0; i < nst + np; i++) {
+    phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[i]), "");
+    LLVMAddIncoming(phis[i], &starts[i], &lp->pre, 1);
+  }
+  for (int i = 0; i < nst; i++) st[i] = phis[i];
+  for (int i = 0; i < np; i++) pprev[i / 2][i % 2] = phis[nst + i];
+  return j;
+}
+
+/* Block j's copies in both warpgroup forms: K_{j+1} (if there is one) and
+ * V_j into the stages of K_{j-1} and V_{j-2}, as one commit group. */
+static void wg_next_copies(attn_k *s, LLVMValueRef j) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  LLVMValueRef nj = add(g, j, C(1));
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, nj, (int)(a->seq / a->bn)), &join);
+  gpu_tile kn = kv_tile(s, 0, LLVMBuildAnd(g->b, nj, C(1), ""));
+  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
+  end_if(g, join);
+  gpu_tile vn = kv_tile(s, 1, LLVMBuildAnd(g->b, j, C(1), ""));
+  copy_rows(s, s->v, mul(g, j, C(a->bn)), &vn);
+  g->target->async_commit(g);
+}
+
+/* Closes that loop with this block's O, m, l and P; outs gets their values
+ * after it. */
+static void wg_carry_close(attn_k *s, gpu_loop *lp, LLVMValueRef *st, LLVMValueRef (*pk)[2], LLVMValueRef *starts,
+                           LLVMValueRef *phis, LLVMValueRef *outs) {
+  int nst = 4 * ((int)s->a->dim / 8) + 4, np = 2 * (s->a->bn / 8);
+  LLVMValueRef nexts[ATTN_STATE + ATTN_MAX_BN / 4];
+  for (int i = 0; i < nst; i++) nexts[i] = st[i];
+  for (int i = 0; i < np; i++) nexts[nst + i] = pk[i / 2][i % 2];
+  loop_close(s->g, lp, nst + np, phis, nexts, starts, outs);
+}
+
 /* The warpgroup form (wm == 64), software-pipelined inside the warpgroup
  * (flash-attention 3's intra-warpgroup overlap): block j's S_j = Q K_j^T
  * and block j-1's O += P_{j-1} V_{j-1} are issued back to back, only S_j
@@ -394,42 +461,16 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   const gpu_target_ops *t = g->target;
   const gpu_attn *a = s->a;
   int nd = (int)a->dim / 8, nk = a->bn / 8, blocks = (int)(a->seq / a->bn), nst = 4 * nd + 4, np = 2 * nk;
-  gpu_tile qt = tile_at(s, 0, a->bm);
-  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
-  first_copies(s, q0);
-  t->async_wait(g, 1);
-  t->async_proxy_fence(g);
-  t->barrier(g);
-  LLVMValueRef st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], alpha[2];
-  for (int i = 0; i < nst; i++) st[i] = fconst(g, i == 4 * nd || i == 4 * nd + 1 ? -INFINITY : 0.0);
-  t->wg_fence(g);
-  wg_scores(s, &qt, row0, C(0), sacc);
-  t->wg_wait(g, 0, sacc, 4 * nk);
-  softmax_step(s, sacc, st, pk, NULL);
+  gpu_tile qt;
+  LLVMValueRef row0, st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], alpha[2];
+  wg_first_block(s, q0, &qt, &row0, st, sacc, pk);
   copies_done(s);
 
-  /* loop-carried: O, m, l, then P of the previous block */
   LLVMValueRef starts[ATTN_STATE + ATTN_MAX_BN / 4], phis[ATTN_STATE + ATTN_MAX_BN / 4];
-  LLVMValueRef nexts[ATTN_STATE + ATTN_MAX_BN / 4], outs[ATTN_STATE + ATTN_MAX_BN / 4];
-  for (int i = 0; i < nst; i++) starts[i] = st[i];
-  for (int i = 0; i < np; i++) starts[nst + i] = pk[i / 2][i % 2];
+  LLVMValueRef outs[ATTN_STATE + ATTN_MAX_BN / 4], pprev[ATTN_MAX_BN / 8][2];
   gpu_loop lp;
-  LLVMValueRef j = loop_open(g, &lp, C(1), blocks, 1);
-  for (int i = 0; i < nst + np; i++) {
-    phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[i]), "");
-    LLVMAddIncoming(phis[i], &starts[i], &lp.pre, 1);
-  }
-  LLVMValueRef nj = add(g, j, C(1)), pprev[ATTN_MAX_BN / 8][2];
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, nj, blocks), &join);
-  gpu_tile kn = kv_tile(s, 0, LLVMBuildAnd(g->b, nj, C(1), ""));
-  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
-  end_if(g, join);
-  gpu_tile vn = kv_tile(s, 1, LLVMBuildAnd(g->b, j, C(1), ""));
-  copy_rows(s, s->v, mul(g, j, C(a->bn)), &vn);
-  t->async_commit(g);
-  for (int i = 0; i < nst; i++) st[i] = phis[i];
-  for (int i = 0; i < np; i++) pprev[i / 2][i % 2] = phis[nst + i];
+  LLVMValueRef j = wg_carry_open(s, &lp, st, pk, pprev, starts, phis);
+  wg_next_copies(s, j);
   t->wg_fence(g);
   wg_scores(s, &qt, row0, LLVMBuildAnd(g->b, j, C(1), ""), sacc);
   wg_values(s, pprev, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""), st);
@@ -439,9 +480,7 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   for (int n = 0; n < nd; n++)
     for (int i = 0; i < 4; i++) st[n * 4 + i] = LLVMBuildFMul(g->b, st[n * 4 + i], alpha[i / 2], "");
   copies_done(s);
-  for (int i = 0; i < nst; i++) nexts[i] = st[i];
-  for (int i = 0; i < np; i++) nexts[nst + i] = pk[i / 2][i % 2];
-  loop_close(g, &lp, nst + np, phis, nexts, starts, outs);
+  wg_carry_close(s, &lp, st, pk, starts, phis, outs);
   /* epilogue: the last block's P V */
   for (int i = 0; i < np; i++) pk[i / 2][i % 2] = outs[nst + i];
   t->wg_fence(g);
@@ -464,42 +503,16 @@ static void attn_wg_chain(attn_k *s, LLVMValueRef q0) {
   const gpu_target_ops *t = g->target;
   const gpu_attn *a = s->a;
   int nd = (int)a->dim / 8, nk = a->bn / 8, blocks = (int)(a->seq / a->bn), nst = 4 * nd + 4, np = 2 * nk;
-  gpu_tile qt = tile_at(s, 0, a->bm);
-  LLVMValueRef row0 = mul(g, udiv(g, s->warp, 4), C(64));
-  first_copies(s, q0);
-  t->async_wait(g, 1); /* Q and K_0 */
-  t->async_proxy_fence(g);
-  t->barrier(g);
-  LLVMValueRef st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], pprev[ATTN_MAX_BN / 8][2];
-  for (int i = 0; i < nst; i++) st[i] = fconst(g, i == 4 * nd || i == 4 * nd + 1 ? -INFINITY : 0.0);
-  t->wg_fence(g);
-  wg_scores(s, &qt, row0, C(0), sacc);
-  t->wg_wait(g, 0, sacc, 4 * nk);
-  softmax_step(s, sacc, st, pk, NULL);
+  gpu_tile qt;
+  LLVMValueRef row0, st[ATTN_STATE], sacc[ATTN_MAX_BN / 8 * 4], pk[ATTN_MAX_BN / 8][2], pprev[ATTN_MAX_BN / 8][2];
+  wg_first_block(s, q0, &qt, &row0, st, sacc, pk);
 
-  /* loop-carried: O, m, l, then P of the previous block */
   LLVMValueRef starts[ATTN_STATE + ATTN_MAX_BN / 4], phis[ATTN_STATE + ATTN_MAX_BN / 4];
-  LLVMValueRef nexts[ATTN_STATE + ATTN_MAX_BN / 4], outs[ATTN_STATE + ATTN_MAX_BN / 4];
-  for (int i = 0; i < nst; i++) starts[i] = st[i];
-  for (int i = 0; i < np; i++) starts[nst + i] = pk[i / 2][i % 2];
+  LLVMValueRef outs[ATTN_STATE + ATTN_MAX_BN / 4];
   gpu_loop lp;
-  LLVMValueRef j = loop_open(g, &lp, C(1), blocks, 1);
-  for (int i = 0; i < nst + np; i++) {
-    phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(starts[i]), "");
-    LLVMAddIncoming(phis[i], &starts[i], &lp.pre, 1);
-  }
-  for (int i = 0; i < nst; i++) st[i] = phis[i];
-  for (int i = 0; i < np; i++) pprev[i / 2][i % 2] = phis[nst + i];
+  LLVMValueRef j = wg_carry_open(s, &lp, st, pk, pprev, starts, phis);
   copies_done(s); /* K_j and V_{j-1} */
-  LLVMValueRef nj = add(g, j, C(1));
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, nj, blocks), &join);
-  gpu_tile kn = kv_tile(s, 0, LLVMBuildAnd(g->b, nj, C(1), ""));
-  copy_rows(s, s->k, mul(g, nj, C(a->bn)), &kn);
-  end_if(g, join);
-  gpu_tile vn = kv_tile(s, 1, LLVMBuildAnd(g->b, j, C(1), ""));
-  copy_rows(s, s->v, mul(g, j, C(a->bn)), &vn);
-  t->async_commit(g);
+  wg_next_copies(s, j);
   t->wg_fence(g);
   gpu_tile vt = kv_tile(s, 1, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""));
   for (int kk = 0; kk < nk / 2; kk++) t->wg_mma_ra(g, p_frag(s, pprev, kk), &vt, kk * 16, (int)a->dim, st);
@@ -513,9 +526,7 @@ static void attn_wg_chain(attn_k *s, LLVMValueRef q0) {
   for (int i = 0; i < 4 * nd; i++) st[i] = v[i];
   for (int i = 0; i < 4 * nk; i++) sacc[i] = v[4 * nd + i];
   softmax_step(s, sacc, st, pk, NULL);
-  for (int i = 0; i < nst; i++) nexts[i] = st[i];
-  for (int i = 0; i < np; i++) nexts[nst + i] = pk[i / 2][i % 2];
-  loop_close(g, &lp, nst + np, phis, nexts, starts, outs);
+  wg_carry_close(s, &lp, st, pk, starts, phis, outs);
   /* the last block's P V (V_last awaited) */
   for (int i = 0; i < np; i++) pk[i / 2][i % 2] = outs[nst + i];
   copies_done(s);
