@@ -117,8 +117,7 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
    * neither floor applied and the generic passes bound, with a latency per
    * pass that chained output-stationary GEMMs never pay, cut schedules far
    * cheaper than the incumbent: resnet50_conv1's 16-row streams) */
-  bool gemm = g->compute[t->node - g->n_storage].kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC &&
-              p->n_inputs == 2;
+  bool gemm = map_gemm_applies_on(g, t->node, p);
   if (gemm && map_output_stationary(g, t->node))
     B->gemm_floor = (double)p->ops / (cap->throughput > 0 ? cap->throughput : 1);
   else if (gemm) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mapper/map_internal.h"
+#include "mapper/map_walk.h"
 
 bool map_output_stationary(const cov_acg *g, int node) {
   for (int s = 0; s < g->n_storage; s++) {
@@ -29,17 +30,11 @@ bool map_output_stationary(const cov_acg *g, int node) {
   return false;
 }
 
-bool map_gemm_applies(const map_schedule *s) {
-  const cov_acg *g = s->acg;
-  return g->compute[s->node - g->n_storage].kind == ACG_SYSTOLIC && s->prob.kind == MAP_MAIN_MAC &&
-         s->prob.n_inputs == 2;
+bool map_gemm_applies_on(const cov_acg *g, int node, const map_problem *p) {
+  return g->compute[node - g->n_storage].kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC && p->n_inputs == 2;
 }
 
-static int deepest(const map_schedule *s, int o) {
-  int lv = s->n_levels - 1;
-  while (lv > 0 && !s->place[o][lv].present) lv--;
-  return lv;
-}
+bool map_gemm_applies(const map_schedule *s) { return map_gemm_applies_on(s->acg, s->node, &s->prob); }
 
 /* No transfer is placed inside scheduled loop i (so it may be moved). */
 static bool movable(const map_schedule *s, int i) {
@@ -66,7 +61,7 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
   const map_operand *op = &s->prob.operands[o];
   const map_place *pl = &s->place[o][lv];
   int inner = -1;
-  if (gp && (o == gp->a_op || o == gp->b_op) && lv == deepest(s, o)) {
+  if (gp && (o == gp->a_op || o == gp->b_op) && lv == map_walk_deepest(s, o)) {
     int sl = o == gp->b_op ? gp->nl : (gp->output_stationary ? gp->ml : gp->kl);
     if (sl >= 0) {
       int l = s->sloops[sl].loop;
@@ -80,7 +75,7 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
    * dense row (map_build.c sizes the tile by map_gemm_tile_elems) */
   int64_t target[COV_MAX_RANK], mod = 0;
   bool pad[COV_MAX_RANK] = {false};
-  if (gp && gp->n_kd > 1 && !gp->output_stationary && o == gp->a_op && lv == deepest(s, o)) {
+  if (gp && gp->n_kd > 1 && !gp->output_stationary && o == gp->a_op && lv == map_walk_deepest(s, o)) {
     const acg_storage *sn = &s->acg->storage[pl->node];
     int64_t es = (int64_t)cov_dtype_size(pl->dtype), wb = sn->width_bits >= 8 ? sn->width_bits / 8 : 1;
     if (sn->banks > 1) mod = (int64_t)sn->banks * (wb > es ? wb / es : 1);
@@ -150,7 +145,7 @@ int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int 
  * deepest tile. */
 static int64_t tile_step(const map_schedule *s, const map_gemm_plan *gp, int o, int i) {
   int64_t st[COV_MAX_RANK], r = 0;
-  int lv = deepest(s, o);
+  int lv = map_walk_deepest(s, o);
   map_gemm_tile_strides(s, gp, o, lv, st);
   const map_operand *op = &s->prob.operands[o];
   for (int d = 0; d < op->rank; d++) r += op->acc.coef[d][s->sloops[i].loop] * s->sloops[i].step * st[d];
@@ -305,7 +300,7 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
   memset(gp, 0, sizeof *gp);
   gp->output_stationary = map_output_stationary(g, s->node);
   /* The output's deepest tile: where it restarts, whether partial sums come back. */
-  int out_lv = deepest(s, p->output);
+  int out_lv = map_walk_deepest(s, p->output);
   gp->out_init_after = -1;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -394,7 +389,7 @@ static double operand_bank_degree(const map_schedule *s, const map_gemm_plan *gp
                                   double count) {
   const cov_acg *g = s->acg;
   const map_operand *op = &s->prob.operands[o];
-  int lv = deepest(s, o);
+  int lv = map_walk_deepest(s, o);
   const map_place *pl = &s->place[o][lv];
   if (i < 0 || count < 2 || lv == 0 || g->storage[pl->node].kind == ACG_DRAM) return 1;
   int64_t strides[COV_MAX_RANK], st = 0;
@@ -409,7 +404,7 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
-  int la = deepest(s, gp->a_op), lb = deepest(s, gp->b_op), lc = deepest(s, p->output);
+  int la = map_walk_deepest(s, gp->a_op), lb = map_walk_deepest(s, gp->b_op), lc = map_walk_deepest(s, p->output);
   int na = s->place[gp->a_op][la].node, nb = s->place[gp->b_op][lb].node;
   int nc = s->place[p->output][lc].node;
   double ea = (double)cov_dtype_size(s->place[gp->a_op][la].dtype);
