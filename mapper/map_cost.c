@@ -423,8 +423,8 @@ void map_cost_eval(map_schedule *s) {
   for (int e = 0; e < n_edges; e++)
     if (per_edge_lat[e] > 0 && (busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
       overlapped = (busy + per_edge[e] + per_edge_lat[e]) / 2;
-  /* The same holds for DRAM's interface, which every engine shares and
-   * which serves transfers in issue order: its occupancy, and the
+  /* The same holds for DRAM's interface, which every engine shares: its
+   * occupancy, and the
    * latencies, which the engines pay side by side (the longest chain),
    * against the work (resnet50_res4_3x3 on npu-16x16: DRAM busy 98% of the
    * work, 566,305 simulated, 517,390 predicted without this). */

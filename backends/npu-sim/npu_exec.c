@@ -61,6 +61,11 @@ typedef struct chain_st {
   uint64_t stream_start; /* when the last gemm began streaming (weights in place) */
 } chain_st;
 
+/* How many of its latest reservations the DRAM interface remembers: a
+ * transfer may take a gap between them; before the oldest, the interface
+ * counts as busy (bounded work per transfer). */
+#define DRAM_SLOTS 32
+
 typedef struct ex {
   cov_npu_sim *sim;
   const npu_prog *p;
@@ -73,7 +78,10 @@ typedef struct ex {
   int64_t reg[NPU_NREGS];
   uint32_t pc;
   /* timing */
-  uint64_t *unit_free, barrier, max_end, dram_free;
+  uint64_t *unit_free, barrier, max_end;
+  /* DRAM's shared interface: its latest reservations [s, e), by start */
+  uint64_t dram_s[DRAM_SLOTS], dram_e[DRAM_SLOTS], dram_floor;
+  int dram_n;
   chain_st *chain; /* per compute node */
   blk **sb;
   int *sb_shift;
@@ -322,6 +330,53 @@ static void trace_event(ex *x, int unit, const char *name, uint64_t start, uint6
 
 /* Common timing step: start after the unit, the barrier and the operands'
  * dependencies; record stalls, busy time, scoreboard and trace. */
+/* `occ` cycles of DRAM's shared interface for a transfer ready at `ready`:
+ * returns when its first burst goes, *end when its last has. The engines
+ * queue independently (each unit runs its own instructions in program
+ * order), so the interface serves a transfer's bursts whenever it is free
+ * from the transfer's ready time, between the bursts of transfers reserved
+ * before it, not after every transfer issued before it on other engines: a
+ * store that waits for its epilogue does not hold back the next tile's
+ * loads. */
+static uint64_t dram_reserve(ex *x, uint64_t ready, uint64_t occ, uint64_t *end) {
+  uint64_t at = ready > x->dram_floor ? ready : x->dram_floor;
+  *end = at;
+  if (!occ) return at;
+  uint64_t ns[2 * DRAM_SLOTS + 2], ne[2 * DRAM_SLOTS + 2], left = occ, first = 0;
+  int n = 0;
+  for (int i = 0; i <= x->dram_n; i++) { /* the reservations, this one's pieces in their gaps */
+    uint64_t gap_end = i < x->dram_n ? x->dram_s[i] : UINT64_MAX;
+    if (left && at < gap_end) {
+      uint64_t take = gap_end - at < left ? gap_end - at : left;
+      if (left == occ) first = at;
+      ns[n] = at;
+      ne[n++] = cyc_add(at, take);
+      left -= take;
+      *end = cyc_add(at, take);
+    }
+    if (i == x->dram_n) break;
+    ns[n] = x->dram_s[i];
+    ne[n++] = x->dram_e[i];
+    if (at < x->dram_e[i]) at = x->dram_e[i];
+  }
+  int m = 0; /* merge touching intervals (the list is sorted and disjoint) */
+  for (int i = 0; i < n; i++) {
+    if (m && ns[i] <= ne[m - 1]) {
+      if (ne[i] > ne[m - 1]) ne[m - 1] = ne[i];
+    } else {
+      ns[m] = ns[i];
+      ne[m++] = ne[i];
+    }
+  }
+  int drop = m > DRAM_SLOTS ? m - DRAM_SLOTS : 0; /* forget the oldest, and the gaps before them */
+  for (int i = 0; i < drop; i++)
+    if (ne[i] > x->dram_floor) x->dram_floor = ne[i];
+  x->dram_n = m - drop;
+  memcpy(x->dram_s, ns + drop, sizeof ns[0] * (size_t)x->dram_n);
+  memcpy(x->dram_e, ne + drop, sizeof ne[0] * (size_t)x->dram_n);
+  return first;
+}
+
 static void timing(ex *x, int unit, const char *name, const range *reads, int nr,
                    const range *writes, int nw, uint64_t occ, uint64_t latency,
                    uint64_t bank_extra, uint64_t *out_start) {
@@ -341,12 +396,12 @@ static void timing(ex *x, int unit, const char *name, const range *reads, int nr
     us->stall_dep += dep - start;
     start = dep;
   }
-  if (out_start) { /* DMA: wait for DRAM's shared interface */
-    if (*out_start > start) {
-      us->stall_bw += *out_start - start;
-      start = *out_start;
-    }
+  if (out_start) { /* DMA: *out_start cycles of DRAM's shared interface */
+    uint64_t dram_end, at = dram_reserve(x, start, *out_start, &dram_end);
+    us->stall_bw += at - start;
+    start = at;
     *out_start = start;
+    if (dram_end - start > occ) occ = dram_end - start; /* bursts between others' */
   }
   uint64_t occ_end = cyc_add(start, occ), ready = cyc_add(occ_end, latency);
   for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
@@ -639,11 +694,10 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   uint64_t d_occ = cdiv(dcost, dram_bw);
   uint64_t e_occ = cdiv(lbytes, e->bandwidth_bytes_per_cycle);
   uint64_t occ = e_occ > d_occ ? e_occ : d_occ;
-  uint64_t start = x->dram_free;
+  uint64_t start = d_occ;
   const range *reads = store ? &rl : &rd, *writes = store ? &rd : &rl;
   timing(x, in->unit, store ? "dma.store" : "dma.load", reads, 1, writes, 1, occ,
          e->latency_cycles, 0, &start);
-  x->dram_free = cyc_add(start, d_occ);
   npu_unit_stats *us = &x->st->unit[in->unit];
   us->bytes += lbytes;
   if (store) {

@@ -3,10 +3,11 @@
  *
  * The code generator emits a tile's loads where the schedule places them:
  * just before the tile's compute, after the previous tile's epilogue and
- * store. Units run in program order and the DRAM interface serves transfers
- * in issue order, so the next tile's input waited for the previous tile's
- * store, which waited for its epilogue, which waited for its gemms: double
- * buffering (two tiles at different addresses) bought nothing. Here every
+ * store. Units run in program order, so the next tile's input waited on
+ * its engine (and, when the DRAM interface served transfers in issue order,
+ * for the previous tile's store, which waited for its epilogue, which waited
+ * for its gemms): double buffering (two tiles at different addresses) bought
+ * nothing. Here every
  * load moves up past each earlier instruction that neither reads nor writes
  * the bytes it writes (nor, for a store, the DRAM bytes it reads), so it
  * issues as soon as the half of its double buffer is free: the overlap the
@@ -134,8 +135,10 @@ cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
       dma_ranges(in, t, &ld, &dr);
       uint32_t stop = len > HOIST_WINDOW ? len - HOIST_WINDOW : 0;
       while (at > stop && independent(&p->insns[order[at - 1]], t, &ld, &dr)) {
-        /* Loads keep their order, as DRAM serves transfers in issue order
-         * (the next tile's load went ahead of this tile's: shufflenet's
+        /* Loads keep their order, as an engine runs its transfers in
+         * issue order and DRAM serves, of transfers ready at once, the
+         * earlier issued first (the next tile's load went ahead of this
+         * tile's: shufflenet's
          * stem pool and convnet_layer1 started their first compute one
          * tile's load late), unless the earlier load waits where this one
          * need not: on a non-load instruction just above it. */

@@ -376,6 +376,54 @@ static void test_bank_conflicts(void) {
   cov_acg_free(g);
 }
 
+/* DRAM's interface serves each engine's transfer once it is ready, its
+ * bursts between those of transfers reserved before it: a store that waits
+ * for a SIMD op (64 x 16 f32 copied in 64 cycles, visible at 68) does not
+ * hold back the loads after it in program order on other engines. On
+ * npu-16x16 (DRAM 64 B/cycle, 64-byte bursts, every DRAM edge 64 B/cycle,
+ * latency 200): load 1 (4 rows of 128 B, 8 cycles) goes at 0, load 2 (8 KiB, 128
+ * cycles) at 8, pauses for the store's 64 cycles from 68 and ends at
+ * 8 + 128 + 64: 400 cycles in all with its latency, and 8 cycles of
+ * bandwidth stall (load 2 behind load 1). Served in program order the loads
+ * waited for the store: 468 cycles. */
+static void test_dram_arbitration(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, &t);
+  uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){64, 16});
+  uint64_t a1 = add_tensor(p, "x1", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){4, 64});
+  uint64_t a2 = add_tensor(p, "x2", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){64, 64});
+  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
+  v.u.vop.vop = COV_OP_COPY;
+  v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
+  v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+  v.u.vop.rows = 64;
+  v.u.vop.cols = 16;
+  v.u.vop.dst = (npu_mem){(uint8_t)node(g, "vmem"), 0, 8192, 16, 1};
+  v.u.vop.src1 = (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1};
+  add(p, v);
+  add(p, dma2(edge(g, "dram", "vmem"), true, COV_F32, ay, 64, 16, 0, 0, 64, 16, 8192, 16, 1));
+  add(p, dma2(edge(g, "dram", "ibuf"), false, COV_F16, a1, 4, 64, 0, 0, 4, 64, 0, 64, 1));
+  add(p, dma2(edge(g, "dram", "wbuf"), false, COV_F16, a2, 64, 64, 0, 0, 64, 64, 0, 64, 1));
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *s = run(g, p, &sim, NULL, NULL, 0);
+  const acg_edge *e = &g->edges[edge(g, "dram", "wbuf")];
+  double dbw = g->storage[node(g, "dram")].bandwidth_bytes_per_cycle;
+  CHECK(dbw == 64 && e->bandwidth_bytes_per_cycle == 64);
+  uint64_t want = 8 + 128 + 64 + (uint64_t)e->latency_cycles;
+  uint64_t cyc = s ? cov_npu_stats_cycles(s) : 0, bw = s ? cov_npu_stats_stalls(s, "bandwidth") : 0;
+  printf("DRAM arbitration: %llu cycles (want %llu), %llu cycles of bandwidth stall (want 8)\n",
+         (unsigned long long)cyc, (unsigned long long)want, (unsigned long long)bw);
+  CHECK(cyc == want && bw == 8);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
+  npu_prog_free(p);
+  cov_acg_free(g);
+}
+
 /* Loops with address registers: the same tile copied 4 times to successive
  * places, and malformed control (too deep, out-of-range addresses). */
 static void test_loops_and_errors(void) {
@@ -916,6 +964,7 @@ int main(int argc, char **argv) {
   test_gemm_os();
   test_dma_padding();
   test_bank_conflicts();
+  test_dram_arbitration();
   test_loops_and_errors();
   test_chaining();
   test_chaining_codegen();
