@@ -314,11 +314,10 @@ void map_cost_eval(map_schedule *s) {
    * over the array's rows (its m) one issue per trip; map_bound.c bounds
    * them by MACs / throughput, which no GEMM beats. Likewise with k digits
    * (temporal reduction loops on the rows: no issue of their own). */
-  bool chained = false;
   if (map_gemm_applies(s)) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
-    double gc = map_gemm_cycles(s, &gp, &chained) + (double)cap->latency;
+    double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
     if (gc > c->compute_cycles || gp.output_stationary || gp.n_kd > 1) c->compute_cycles = gc;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
@@ -334,8 +333,7 @@ void map_cost_eval(map_schedule *s) {
   int n_edges = g->n_edges < 512 ? g->n_edges : 512;
   memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
   memset(per_edge_lat, 0, sizeof(double) * (size_t)(n_edges + 1));
-  double exposed_serial = 0, dram_cost = 0, first_fill = 0, drain = 0, drain2 = 0;
-  bool sub_epi = map_epi_per_subtile(s);
+  double exposed_serial = 0, dram_cost = 0, first_fill = 0, drain = 0;
   double xocc[MAP_MAX_XFERS];
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -386,11 +384,6 @@ void map_cost_eval(map_schedule *s) {
       }
       if (x->dir == MAP_STORE && one > drain) drain = one;
       if (x->dir == MAP_LOAD && one > first_fill) first_fill = one;
-    } else if (chained && sub_epi && x->operand == p->output && x->level == 2 && x->dir == MAP_STORE) {
-      /* the SIMD copy out of a chained output-stationary tile: the next
-       * tile's chain writes c only at its end, so the copy and the
-       * sub-tile's epilogue run on the SIMD unit beside it */
-      drain2 += all;
     } else {
       exposed_serial += all;
     }
@@ -400,7 +393,7 @@ void map_cost_eval(map_schedule *s) {
     if (per_edge[e] > overlapped) overlapped = per_edge[e];
   double dram_bw = acg_dram_bandwidth(g);
   if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
-  double busy = map_busy_cycles(s, c->compute_cycles, c->epilogue_cycles + drain2);
+  double busy = map_busy_cycles(s, c->compute_cycles, c->epilogue_cycles);
   /* With two buffers a tile's load can start only once the work on the
    * tile two back has released its buffer: per two tiles the engine's
    * occupancy, its latency and the work run in series, so of an edge's

@@ -462,9 +462,8 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   return pre + body + (hold ? 0 : cdiv(m * n * eo, bwc));
 }
 
-double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool *chained) {
+double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
-  if (chained) *chained = false;
   double M = (double)map_gemm_m(s, gp), K = (double)map_gemm_k(s, gp), N = trips_of(s, gp->nl);
   /* Leaves: every scheduled loop the GEMM does not absorb (instances of a
    * replicated node run in parallel). */
@@ -503,7 +502,6 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool *cha
    * drains, the others neither. Otherwise every GEMM preloads and drains. */
   double kp = kc[0] + kc[1];
   bool one_c = mc[0] + mc[1] == 1 && nc[0] + nc[1] == 1;
-  if (chained) *chained = gp->output_stationary && one_c && run * kp > 1;
   if (!gp->output_stationary || !one_c || run * kp <= 1) {
     for (int a = 0; a < 2; a++)
       for (int b = 0; b < 2; b++)

@@ -398,11 +398,8 @@ int64_t map_gemm_m(const map_schedule *s, const map_gemm_plan *gp);
 int64_t map_gemm_k(const map_schedule *s, const map_gemm_plan *gp);
 /* Whether one GEMM covers scheduled loop i whole (its m, k or n). */
 bool map_gemm_absorbs(const map_gemm_plan *gp, int i);
-/* Cycles the array is busy with the schedule's GEMMs (chaining included);
- * *chained (when not NULL): whether they chain on an output-stationary
- * array (hold / chain: a tile's c is written by its chain's last GEMM
- * only). */
-double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool *chained);
+/* Cycles the array is busy with the schedule's GEMMs (chaining included). */
+double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp);
 /* DRAM bytes one execution of a DRAM transfer costs: contiguous runs in
  * whole bursts of the DRAM node's width. */
 double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x);
