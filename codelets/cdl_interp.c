@@ -525,11 +525,160 @@ static int run_assign(interp *X, const xnode *x) {
   return 1;
 }
 
+/* A nest of loops, each the only statement of the one above, around one
+ * float statement whose destination element is the same for the whole
+ * nest: a reduction (`acc[k, p, q] = mac(acc[k, p, q], x[c, p + r, q + s],
+ * w[k, c, r, s])` over c, r, s). run_nest runs it with the element in a
+ * register of the destination's dtype, read back after each step's
+ * rounding, so the result is bit for bit that of run_assign per step; the
+ * other arguments move by a precomputed step per loop (an odometer) instead
+ * of being located from every counter, and no call is made per step. A
+ * statement that reads its destination's tensor at another element, takes
+ * a loop index as an argument, or computes in integers goes the general
+ * way. */
+#define NEST_MAX 6
+
+typedef struct xnest {
+  int depth;
+  const xnode *loops[NEST_MAX];
+  const xnode *x; /* the statement */
+} xnest;
+
+static int depends_on(const xaccess *a, int loop) {
+  for (int d = 0; d < a->rank; d++)
+    for (int t = 0; t < a->dims[d].n_terms; t++)
+      if (a->dims[d].terms[t].loop == loop) return 1;
+  return 0;
+}
+
+static int nest_of(const xnode *loop, xnest *n) {
+  n->depth = 0;
+  const xnode *x = loop;
+  while (x->s->kind != CDL_ST_ASSIGN) {
+    if (n->depth == NEST_MAX || x->body.n != 1) return 0;
+    n->loops[n->depth++] = x;
+    x = &x->body.nodes[0];
+  }
+  n->x = x;
+  if (!x->float_dom || x->n_args > CDL_MAX_ARGS || x->dst.rank > COV_MAX_RANK) return 0;
+  for (int j = 0; j < n->depth; j++)
+    if (depends_on(&x->dst, n->loops[j]->loop)) return 0;
+  for (int k = 0; k < x->n_args; k++)
+    if (x->args[k].kind != CDL_ARG_ACCESS ? x->args[k].ie != NULL : x->args[k].acc.rank > COV_MAX_RANK)
+      return 0;
+  return 1;
+}
+
+/* Returns -1 when the nest is not one run_nest takes, else run_block's
+ * result. */
+static int run_nest(interp *X, const xnode *loop) {
+  xnest n;
+  if (!nest_of(loop, &n)) return -1;
+  const xnode *x = n.x;
+  int64_t *lv = X->loopval, total = 1;
+  for (int j = 0; j < n.depth; j++) {
+    lv[n.loops[j]->loop] = 0;
+    if (n.loops[j]->extent <= 0) return 1; /* as run_block: the body never runs */
+    total *= n.loops[j]->extent; /* bounded by the plan's step count */
+  }
+  int64_t doff;
+  if (!offset_of(&x->dst, lv, &doff)) return -1; /* the general path reports it */
+  /* per argument: its index now, and what it gains when loop j steps and the
+   * loops inside it wrap to 0 */
+  int self[CDL_MAX_ARGS], dims[CDL_MAX_ARGS];
+  int64_t idx[CDL_MAX_ARGS][COV_MAX_RANK], carry[CDL_MAX_ARGS][NEST_MAX][COV_MAX_RANK];
+  for (int k = 0; k < x->n_args; k++) {
+    const xaccess *a = &x->args[k].acc;
+    self[k] = 0;
+    if (x->args[k].kind != CDL_ARG_ACCESS) continue;
+    if (a->data == x->dst.data) {
+      int64_t o;
+      for (int j = 0; j < n.depth; j++)
+        if (depends_on(a, n.loops[j]->loop)) return -1;
+      if (!offset_of(a, lv, &o) || o != doff || a->dtype != x->dst.dtype) return -1;
+      self[k] = 1;
+      continue;
+    }
+    /* an access proven in bounds moves as its linear offset (one
+     * "dimension" of stride 1), a checked one per dimension */
+    dims[k] = a->checked ? a->rank : 1;
+    if (!a->checked) {
+      int64_t step[NEST_MAX] = {0}, back = 0;
+      offset_of(a, lv, &idx[k][0]);
+      for (int t = 0; t < a->n_lin; t++)
+        for (int j = 0; j < n.depth; j++)
+          if (a->lin[t].loop == n.loops[j]->loop) step[j] += a->lin[t].coef;
+      for (int j = n.depth - 1; j >= 0; j--) {
+        carry[k][j][0] = step[j] - back;
+        back += step[j] * (n.loops[j]->extent - 1);
+      }
+      continue;
+    }
+    for (int d = 0; d < a->rank; d++) {
+      const xdim *xd = &a->dims[d];
+      int64_t step[NEST_MAX] = {0};
+      idx[k][d] = xd->c0;
+      for (int t = 0; t < xd->n_terms; t++) {
+        idx[k][d] += xd->terms[t].coef * lv[xd->terms[t].loop];
+        for (int j = 0; j < n.depth; j++)
+          if (xd->terms[t].loop == n.loops[j]->loop) step[j] += xd->terms[t].coef;
+      }
+      int64_t back = 0; /* what the loops inside j have added when they wrap */
+      for (int j = n.depth - 1; j >= 0; j--) {
+        carry[k][j][d] = step[j] - back;
+        back += step[j] * (n.loops[j]->extent - 1);
+      }
+    }
+  }
+  const cov_op op = x->s->op;
+  const cov_dtype dt = x->dst.dtype;
+  unsigned char *dst = x->dst.data + doff * (int64_t)x->dst.esize, reg[8];
+  memcpy(reg, dst, x->dst.esize);
+  double fv[CDL_MAX_ARGS];
+  for (int k = 0; k < x->n_args; k++)
+    if (x->args[k].kind != CDL_ARG_ACCESS) fv[k] = x->args[k].f;
+  for (int64_t it = 0; it < total; it++) {
+    for (int k = 0; k < x->n_args; k++) {
+      const xaccess *a = &x->args[k].acc;
+      if (x->args[k].kind != CDL_ARG_ACCESS) continue;
+      if (self[k]) {
+        fv[k] = load_f(reg, dt);
+        continue;
+      }
+      int64_t o = idx[k][0];
+      int in = 1;
+      if (a->checked) {
+        o = 0;
+        for (int d = 0; d < a->rank; d++) {
+          in &= idx[k][d] >= 0 && idx[k][d] < a->dims[d].extent;
+          o += idx[k][d] * a->dims[d].stride;
+        }
+      }
+      fv[k] = in ? load_f(a->data + o * (int64_t)a->esize, a->dtype) : a->else_f;
+    }
+    store_f(reg, dt, apply_f(op, fv));
+    /* the odometer: the innermost loop that does not wrap steps */
+    int j = n.depth - 1;
+    while (j > 0 && lv[n.loops[j]->loop] == n.loops[j]->extent - 1) lv[n.loops[j--]->loop] = 0;
+    lv[n.loops[j]->loop]++;
+    for (int k = 0; k < x->n_args; k++)
+      if (x->args[k].kind == CDL_ARG_ACCESS && !self[k])
+        for (int d = 0; d < dims[k]; d++) idx[k][d] += carry[k][j][d];
+  }
+  memcpy(dst, reg, x->dst.esize);
+  return 1;
+}
+
 static int run_block(interp *X, const xblock *b) {
   for (size_t i = 0; i < b->n; i++) {
     const xnode *x = &b->nodes[i];
     if (x->s->kind == CDL_ST_ASSIGN) {
       if (!run_assign(X, x)) return 0;
+      continue;
+    }
+    int r = run_nest(X, x);
+    if (r >= 0) {
+      if (!r) return 0;
       continue;
     }
     int64_t *lv = &X->loopval[x->loop];

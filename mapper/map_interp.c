@@ -17,6 +17,35 @@
 #include "mapper/map_walk.h"
 #include "common/loc.h"
 
+/* An operand's access, reduced for leaf(): per dimension only the loops
+ * with a non-zero coefficient (a convolution's dimensions depend on one or
+ * two of its eight loops), and the tile box's flip correction at the
+ * operand's innermost level (map_walk_box_base). */
+typedef struct leaf_access {
+  int lv;
+  int n_nz[COV_MAX_RANK];
+  int loop[COV_MAX_RANK][MAP_MAX_LOOPS];
+  int64_t coef[COV_MAX_RANK][MAP_MAX_LOOPS];
+  int64_t flip[COV_MAX_RANK];
+} leaf_access;
+
+static void leaf_access_init(const map_schedule *s, int o, leaf_access *a) {
+  const map_operand *op = &s->prob.operands[o];
+  a->lv = map_walk_deepest(s, o);
+  const int64_t *t = s->place[o][a->lv].tile;
+  for (int d = 0; d < op->rank; d++) {
+    a->n_nz[d] = 0;
+    a->flip[d] = 0;
+    for (int l = 0; l < s->prob.n_loops; l++) {
+      int64_t k = op->acc.coef[d][l];
+      if (!k) continue;
+      a->loop[d][a->n_nz[d]] = l;
+      a->coef[d][a->n_nz[d]++] = k;
+      if (k < 0) a->flip[d] += k * (t[l] - 1);
+    }
+  }
+}
+
 typedef struct interp {
   const map_schedule *s;
   const map_problem *p;
@@ -28,6 +57,7 @@ typedef struct interp {
   int pool_dim[2]; /* output dims pooled, -1 */
   int pool_win[2];
   int bias_dim; /* the output dimension that indexes a preloaded bias */
+  leaf_access leaf[MAP_MAX_OPERANDS]; /* the main inputs, then the output */
   cov_status err;
 } interp;
 
@@ -46,12 +76,14 @@ static uint8_t *place_ptr(interp *I, int o, int lv) {
   return I->buf[pl->node] + start;
 }
 
-/* Flat element offset of idx in the tile box, or -1 (error recorded). */
-static int64_t local_offset(interp *I, int o, int lv, const int64_t *idx) {
+/* Flat element offset of idx in o's level-lv tile box, whose first element
+ * is base (map_walk_tile_base), or -1 (error recorded). Callers that visit a
+ * whole tile compute base once: it is the loop values above the tile, which
+ * do not change within it. */
+static int64_t tile_offset(interp *I, int o, int lv, const int64_t *base, const int64_t *idx) {
   const map_operand *op = &I->p->operands[o];
   const map_place *pl = &I->s->place[o][lv];
-  int64_t base[COV_MAX_RANK], off = 0;
-  map_walk_tile_base(&I->w, o, lv, base);
+  int64_t off = 0;
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
     if (k < 0 || k >= pl->shape[d]) {
@@ -65,6 +97,12 @@ static int64_t local_offset(interp *I, int o, int lv, const int64_t *idx) {
     off = off * pl->shape[d] + k;
   }
   return off;
+}
+
+static int64_t local_offset(interp *I, int o, int lv, const int64_t *idx) {
+  int64_t base[COV_MAX_RANK];
+  map_walk_tile_base(&I->w, o, lv, base);
+  return tile_offset(I, o, lv, base, idx);
 }
 
 static float load_el(const uint8_t *p, cov_dtype t, int64_t i) {
@@ -127,8 +165,13 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
   const map_place *pl = &I->s->place[o][lv];
   uint8_t *dst = place_ptr(I, o, lv);
   if (!dst) return;
-  int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK];
+  int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK], above[COV_MAX_RANK];
   map_walk_tile_base(&I->w, o, lv, base);
+  uint8_t *src = NULL;
+  if (mode == 0 && lv > 1) {
+    map_walk_tile_base(&I->w, o, lv - 1, above);
+    if (!(src = place_ptr(I, o, lv - 1))) return;
+  }
   int64_t n = 0;
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
@@ -141,9 +184,8 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
     } else if (lv == 1) {
       v = dram_read(I, o, idx);
     } else {
-      int64_t off = local_offset(I, o, lv - 1, idx);
-      uint8_t *src = place_ptr(I, o, lv - 1);
-      if (off < 0 || !src) return;
+      int64_t off = tile_offset(I, o, lv - 1, above, idx);
+      if (off < 0) return;
       v = load_el(src, I->s->place[o][lv - 1].dtype, off);
     }
     store_el(dst, pl->dtype, n++, v);
@@ -156,12 +198,13 @@ static void do_store_partial(interp *I, int o, int lv) {
   const map_place *pl = &I->s->place[o][lv];
   uint8_t *src = place_ptr(I, o, lv), *dst = place_ptr(I, o, lv - 1);
   if (!src || !dst) return;
-  int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK];
+  int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK], above[COV_MAX_RANK];
   map_walk_tile_base(&I->w, o, lv, base);
+  map_walk_tile_base(&I->w, o, lv - 1, above);
   int64_t n = 0;
   do {
     for (int d = 0; d < op->rank; d++) idx[d] = base[d] + k[d];
-    int64_t off = local_offset(I, o, lv - 1, idx);
+    int64_t off = tile_offset(I, o, lv - 1, above, idx);
     if (off < 0) return;
     store_el(dst, I->s->place[o][lv - 1].dtype, off, load_el(src, pl->dtype, n++));
   } while (op->rank > 0 && next_idx(pl->shape, op->rank, k));
@@ -378,30 +421,60 @@ static void w_store(map_walk *w, int o, int lv) {
   else do_store_partial(w->ctx, o, lv);
 }
 
+/* Operand o's element offset in its innermost tile at the current point,
+ * or -1 (error recorded). inner: the loop values below that tile. */
+static int64_t leaf_offset(interp *I, int o, const leaf_access *a, const int64_t *inner) {
+  const map_place *pl = &I->s->place[o][a->lv];
+  int64_t off = 0;
+  for (int d = 0; d < I->p->operands[o].rank; d++) {
+    int64_t k = -a->flip[d];
+    for (int z = 0; z < a->n_nz[d]; z++) k += a->coef[d][z] * inner[a->loop[d][z]];
+    if (k < 0 || k >= pl->shape[d]) {
+      /* outside the tile: the general path computes the index and the
+       * tile's box and records the error */
+      int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
+      map_walk_values(&I->w, MAP_MAX_LEVELS + 1, v);
+      map_walk_index_of(&I->p->operands[o], v, I->p->n_loops, idx);
+      return local_offset(I, o, a->lv, idx);
+    }
+    off = off * pl->shape[d] + k;
+  }
+  return off;
+}
+
+/* The main statement at one point. It runs once per point of the problem
+ * (per MAC of a convolution), so it takes each operand's place in its
+ * innermost tile from the loop values below that tile (one pass over the
+ * scheduled loops): what tile_offset computes as index - box base. */
 static void leaf(interp *I) {
   const map_problem *p = I->p;
-  int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
-  map_walk_values(&I->w, MAP_MAX_LEVELS + 1, v);
-  float a[4] = {0};
-  for (int o = 0; o < p->n_inputs; o++) {
-    int lv = map_walk_deepest(I->s, o);
-    map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
-    int64_t off = local_offset(I, o, lv, idx);
+  const map_schedule *s = I->s;
+  const int n_ops = p->n_inputs + 1; /* leaf[j]: the inputs, then the output */
+  int64_t inner[MAP_MAX_OPERANDS][MAP_MAX_LOOPS];
+  for (int j = 0; j < n_ops; j++)
+    for (int l = 0; l < p->n_loops; l++) inner[j][l] = 0;
+  for (int i = 0; i < s->n_sloops; i++) {
+    const int64_t add = I->w.iter[i] * s->sloops[i].step;
+    for (int j = 0; j < n_ops; j++)
+      if (s->sloops[i].level >= I->leaf[j].lv) inner[j][s->sloops[i].loop] += add;
+  }
+  float a[4] = {0}, cur = 0;
+  uint8_t *ob = NULL;
+  int64_t ooff = 0;
+  for (int j = 0; j < n_ops; j++) {
+    const int o = j < p->n_inputs ? j : p->output, lv = I->leaf[j].lv;
+    int64_t off = leaf_offset(I, o, &I->leaf[j], inner[j]);
     uint8_t *b = place_ptr(I, o, lv);
     if (off < 0 || !b) return;
-    a[o] = load_el(b, I->s->place[o][lv].dtype, off);
+    float x = load_el(b, s->place[o][lv].dtype, off);
+    if (j < p->n_inputs) a[j] = x;
+    else cur = x, ob = b, ooff = off;
   }
-  int o = p->output, lv = map_walk_deepest(I->s, o);
-  map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
-  int64_t off = local_offset(I, o, lv, idx);
-  uint8_t *b = place_ptr(I, o, lv);
-  if (off < 0 || !b) return;
-  cov_dtype dt = I->s->place[o][lv].dtype;
-  float cur = load_el(b, dt, off), r;
+  float r;
   if (p->kind == MAP_MAIN_MAC) r = cur + a[0] * a[1];
   else if (p->kind == MAP_MAIN_REDUCE) r = apply(p->op, cur, a[0]);
   else r = p->n_inputs > 1 ? apply(p->op, a[0], a[1]) : apply(p->op, a[0], 0);
-  store_el(b, dt, off, r);
+  store_el(ob, s->place[p->output][I->leaf[n_ops - 1].lv].dtype, ooff, r);
 }
 
 static void w_leaf(map_walk *w) { leaf(w->ctx); }
@@ -443,6 +516,11 @@ cov_status map_interp(const map_schedule *s, const cov_tensor *inputs, int n_inp
             I.pool_win[w] = s->vops[v].window[w];
             shape[d] /= s->vops[v].window[w];
           }
+  if (I.p->n_inputs + 1 > MAP_MAX_OPERANDS || I.p->n_inputs > 4)
+    return cov_error(COV_INTERNAL, COV_AT(NULL, s->prob.layer), "interp %s: %d main inputs",
+                     s->prob.layer, I.p->n_inputs);
+  for (int j = 0; j <= I.p->n_inputs; j++)
+    leaf_access_init(s, j < I.p->n_inputs ? j : I.p->output, &I.leaf[j]);
   I.bias_dim = s->prob.bias_init ? map_bias_out_dim(&s->prob, s->prob.bias_op) : 0;
   if (I.bias_dim < 0)
     return cov_error(COV_INTERNAL, COV_AT(NULL, s->prob.layer), "interp %s: the preloaded bias is not indexed "

@@ -352,12 +352,78 @@ static void test_search_path(void) {
   rmdir(dir);
 }
 
+/* Reduction nests (cdl_interp.c's run_nest keeps the destination element in
+ * a register): against naive loops, with per-step f16 rounding, `else`
+ * values of a checked access inside the nest, and a statement that reads
+ * its destination's tensor at another element, which must see every
+ * earlier step's store. */
+static void test_reduction_nests(void) {
+  cov_codelet_lib *lib = load(
+      "codelet rsum(x: f16[N, K]) -> (y: f16[N]) {\n"
+      "  for i in N {\n"
+      "    y[i] = 0\n"
+      "    for k in K, j in 2 {\n"
+      "      y[i] = add(y[i], x[i, k + j - 1] else 0.5)\n"
+      "    }\n"
+      "  }\n"
+      "}\n"
+      "codelet other(x: f32[N, K]) -> (y: f32[N]) {\n"
+      "  for i in N {\n"
+      "    y[i] = 1\n"
+      "    for k in K {\n"
+      "      y[i] = add(y[0], x[i, k])\n"
+      "    }\n"
+      "  }\n"
+      "}\n");
+  CHECK(lib != NULL);
+  if (!lib) return;
+  enum { N = 3, K = 40 };
+  int64_t shape[2] = {N, K};
+  cov_tensor x16, x32, y;
+  cov_tensor_alloc(&x16, COV_F16, 2, shape);
+  cov_tensor_alloc(&x32, COV_F32, 2, shape);
+  float xv[N][K];
+  for (int i = 0; i < N; i++)
+    for (int k = 0; k < K; k++) {
+      /* multiples of 1/8 up to 40: f16 sums of them round once they pass 256 */
+      xv[i][k] = (float)((i * 37 + k * 11) % 320) / 8.0f;
+      ((uint16_t *)x16.data)[i * K + k] = cov_f32_to_f16(xv[i][k]);
+      ((float *)x32.data)[i * K + k] = xv[i][k];
+    }
+  cov_code code;
+  run_msg(cov_codelet_lib_find(lib, "rsum"), NULL, 0, &x16, 1, &y, 1, &code);
+  CHECK(code == COV_OK);
+  for (int i = 0; code == COV_OK && i < N; i++) {
+    uint16_t h = cov_f32_to_f16(0);
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < 2; j++) {
+        float v = k + j - 1 < 0 || k + j - 1 >= K ? 0.5f : xv[i][k + j - 1];
+        h = cov_f32_to_f16(cov_f16_to_f32(h) + v); /* exact in f32, then rounded */
+      }
+    CHECK(((uint16_t *)y.data)[i] == h);
+  }
+  cov_tensor_release(&y);
+  run_msg(cov_codelet_lib_find(lib, "other"), NULL, 0, &x32, 1, &y, 1, &code);
+  CHECK(code == COV_OK);
+  if (code == COV_OK) {
+    float y0 = 1;
+    for (int k = 0; k < K; k++) y0 += xv[0][k];
+    const float *v = y.data;
+    CHECK(v[0] == y0 && v[1] == y0 + xv[1][K - 1] && v[2] == y0 + xv[2][K - 1]);
+  }
+  cov_tensor_release(&y);
+  cov_tensor_release(&x16);
+  cov_tensor_release(&x32);
+  cov_codelet_lib_free(lib);
+}
+
 int main(int argc, char **argv) {
   snprintf(g_src, sizeof g_src, "%s", argc > 1 ? argv[1] : ".");
   test_lookup_and_run();
   test_runtime_errors();
   test_load_errors();
   test_shipped_conv2d();
+  test_reduction_nests();
   test_print_roundtrip();
   test_search_path();
   return check_summary();
