@@ -220,8 +220,6 @@ static double map_busy_cycles(const map_schedule *s, double comp, double epi) {
   /* An array accumulating in a deeper place (an output-stationary one's
    * register file) drains each tile into level 1 before the epilogue, and
    * the drain waits for it: they stay in series. */
-  for (int lv = 2; lv < s->n_levels; lv++)
-    if (s->place[p->output][lv].present) return comp + epi;
   double tiles = 0, store = 0;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
@@ -229,6 +227,29 @@ static double map_busy_cycles(const map_schedule *s, double comp, double epi) {
     tiles = (double)x->count;
     store = s->cost.xfer_cycles[i];
   }
+  /* ... unless the code generator deals each tile's epilogue out between
+   * the next tile's drains (map_epi_spread): then the SIMD unit's epilogue
+   * runs beside the array, the last tile's after it. The drains (copies out
+   * of the register file, which map_cost_eval adds as serial transfers)
+   * then overlap too, but each drain into the register file waits for the
+   * copy of the one before: per level-2 tile the array's latency, the
+   * copy and the drain's cycle at least. The result leaves the copies for
+   * map_cost_eval to add. */
+  if (map_epi_spread(s) && tiles >= 2) {
+    double copies = 0, subs = 0;
+    for (int i = 0; i < s->n_xfers; i++)
+      if (s->xfers[i].operand == p->output && s->xfers[i].level == 2 && s->xfers[i].dir == MAP_STORE) {
+        copies = s->cost.xfer_cycles[i];
+        subs = (double)s->xfers[i].count;
+      }
+    const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+    double chain = subs * ((double)cap->latency + 1) + copies;
+    double body = comp > chain ? comp : chain;
+    if (epi + copies > body) body = epi + copies;
+    return body + epi / tiles - copies;
+  }
+  for (int lv = 2; lv < s->n_levels; lv++)
+    if (s->place[p->output][lv].present) return comp + epi;
   if (tiles < 2) return comp + epi;
   double chain = epi;
   if (s->epi_node >= 0) {

@@ -939,17 +939,13 @@ static int64_t vop_i(uint8_t op, int64_t a, int64_t b) {
     default: return a;
   }
 }
-static bool is_binary(uint8_t op) {
-  return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||
-         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW || op == COV_OP_RELU_MIN;
-}
 
 static cov_status run_vop(ex *x, const npu_insn *in) {
   const acg_compute *c = &x->g->compute[in->unit];
   const acg_capability *cap = &c->caps[in->u.vop.cap];
   uint8_t op = in->u.vop.vop;
   bool reduce = in->flags & NPU_VOP_REDUCE;
-  bool bin = is_binary(op) && !reduce;
+  bool bin = npu_vop_binary(op) && !reduce;
   bool imm = bin && in->u.vop.src2.buf == NPU_IMM_BUF;
   cov_dtype ti = in->u.vop.dtype_in, tout = in->u.vop.dtype_out;
   uint64_t ei = cov_dtype_size(ti), eo = cov_dtype_size(tout);

@@ -50,7 +50,7 @@ static void dma_ranges(const npu_insn *in, const npu_target *t, npu_brange *loca
 }
 
 /* Up to 5 ranges an instruction touches (reads and writes alike). */
-static int insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
+int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
   const cov_acg *g = t->acg;
   if (in->op == NPU_OP_DMA) {
     dma_ranges(in, t, &r[0], &r[1]);
@@ -72,15 +72,15 @@ static int insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
     uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
     r[0] = npu_mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
     r[1] = npu_mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
-    r[2] = in->u.vop.src2.buf == NPU_IMM_BUF
-               ? (npu_brange){-1, 0, 0}
+    r[2] = in->u.vop.src2.buf == NPU_IMM_BUF || red || !npu_vop_binary(in->u.vop.vop)
+               ? (npu_brange){-1, 0, 0} /* not read */
                : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
     return 3;
   }
   return 0;
 }
 
-static bool straight_line(const npu_prog *p) {
+bool npu_straight_line(const npu_prog *p) {
   for (uint32_t i = 0; i < p->n_insns; i++) {
     const npu_insn *in = &p->insns[i];
     if (in->op == NPU_OP_LOOP || in->op == NPU_OP_SETR || in->op == NPU_OP_ADDR ||
@@ -101,7 +101,7 @@ static bool straight_line(const npu_prog *p) {
  * before instruction q: q neither touches ld nor writes dr. */
 static bool independent(const npu_insn *q, const npu_target *t, const npu_brange *ld, const npu_brange *dr) {
   npu_brange r[5];
-  int n = insn_ranges(q, t, r);
+  int n = npu_insn_ranges(q, t, r);
   for (int k = 0; k < n; k++) {
     if (q->op == NPU_OP_DMA && k == 1) { /* q's DRAM side: only its writes matter */
       if ((q->flags & NPU_DMA_STORE) && npu_brange_overlap(&r[1], dr)) return false;
@@ -117,7 +117,7 @@ static bool is_load(const npu_insn *in) {
 }
 
 cov_status npu_hoist_loads(npu_prog *p, const npu_target *t) {
-  if (p->n_insns < 2 || !straight_line(p)) return NULL;
+  if (p->n_insns < 2 || !npu_straight_line(p)) return NULL;
   uint32_t n = p->n_insns;
   uint32_t *order = malloc(sizeof *order * n);
   npu_insn *out = malloc(sizeof *out * n);

@@ -180,8 +180,23 @@ static inline bool npu_gemm_same_kdig(const npu_insn *p, const npu_insn *q) {
          p->u.gemm.kb[1] == q->u.gemm.kb[1];
 }
 
+/* Whether a vop's op reads src2 (ISA.md "vop": the two-operand ops). */
+static inline bool npu_vop_binary(uint8_t op) {
+  return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||
+         op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW || op == COV_OP_RELU_MIN;
+}
+
 static inline bool npu_brange_overlap(const npu_brange *a, const npu_brange *b) {
   return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
 }
+
+/* npu_hoist.c: the byte ranges an instruction touches, reads and writes
+ * alike (a DMA: its on-chip range, then its DRAM range); how many. */
+int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r);
+/* Whether p is straight-line code over r0 only (what npu_codegen emits). */
+bool npu_straight_line(const npu_prog *p);
+/* npu_spread.c: spreads a tile's epilogue over the accumulator drains of
+ * the next tile on the SIMD unit (see there). */
+cov_status npu_spread_epilogue(npu_prog *p, const npu_target *t);
 
 #endif
