@@ -94,3 +94,27 @@ uint32_t acg_bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, ui
   worst = (worst + ports - 1) / ports;
   return worst ? worst : 1;
 }
+
+uint32_t acg_bank_degree2(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t radix,
+                          int64_t stride2, uint32_t n) {
+  if (radix == 0 || radix >= n) return acg_bank_degree(s, addr, stride, n);
+  uint32_t banks = s->banks ? s->banks : 1, ports = s->ports ? s->ports : 1;
+  uint64_t word = s->width_bits >= 8 ? s->width_bits / 8 : 1;
+  if (banks > 256) banks = 256;
+  /* the words need not move monotonically: repeats are found among the
+   * last 256 distinct words (every word when n <= 256) */
+  uint64_t seen[256];
+  uint32_t n_seen = 0, cnt[256] = {0}, worst = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t off = (int64_t)(i % radix) * stride + (int64_t)(i / radix) * stride2;
+    uint64_t w = (uint64_t)((int64_t)addr + off) / word;
+    bool dup = false;
+    for (uint32_t j = 0; j < n_seen && j < 256 && !dup; j++) dup = seen[j] == w;
+    if (dup) continue;
+    seen[n_seen++ % 256] = w;
+    uint32_t c = ++cnt[w % banks];
+    if (c > worst) worst = c;
+  }
+  worst = (worst + ports - 1) / ports;
+  return worst ? worst : 1;
+}

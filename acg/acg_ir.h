@@ -170,6 +170,11 @@ bool acg_weights_overlap(const cov_acg *g, int array, int a_buf, int b_buf, int 
  * divided by its ports; elements in one word are one access). The
  * simulator's timing and the mapper's cost model both count it here. */
 uint32_t acg_bank_degree(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t n);
+/* The same count for elements in two digits: element i at byte
+ * addr + (i % radix) * stride + (i / radix) * stride2 (a gemm operand read
+ * through m digits, npu-sim ISA.md). radix >= n is acg_bank_degree. */
+uint32_t acg_bank_degree2(const acg_storage *s, uint64_t addr, int64_t stride, uint32_t radix,
+                          int64_t stride2, uint32_t n);
 
 /* Peak MACs/cycle for multiplicands a x b accumulating in acc, as `acg show`
  * prints it (each unit's best matching mac capability x instances, summed);

@@ -165,14 +165,15 @@ static bool stream_loop(const map_schedule *s, const map_gemm_plan *gp, int i) {
 /* Where no second loop is one stride on (a convolution's rows: the input
  * tile's rows are wider than the output's) and the stream is shorter than
  * a weight load (the array waits on it), the stream loop with the most
- * trips joins ml as a second digit of m (ISA.md "m digits"). */
+ * trips joins ml as a second digit of m (ISA.md "m digits"); on an
+ * output-stationary array (kmax: any k) while m stays within its rows. */
 static void m_digits(const map_schedule *s, map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
   int64_t tm = s->sloops[gp->ml].trips, best = 1;
   if (tm >= (int64_t)gp->kmax) return;
   for (int j = 0; j < s->n_sloops; j++) {
     if (j == gp->ml || !stream_loop(s, gp, j) || s->sloops[j].trips <= best) continue;
-    if (tm * s->sloops[j].trips > 65535 || tile_step(s, gp, gp->a_op, j) == 0 ||
+    if (tm * s->sloops[j].trips > (int64_t)gp->mmax || tm * s->sloops[j].trips > 65535 || tile_step(s, gp, gp->a_op, j) == 0 ||
         tile_step(s, gp, p->output, j) == 0)
       continue;
     best = s->sloops[j].trips;
@@ -188,8 +189,9 @@ static void m_digits(const map_schedule *s, map_gemm_plan *gp) {
  * rows (output-stationary, up to mmax: res5's 2 x 7 of 16, where one row
  * of 7 left 9 idle; a plain stride, so the column of A that one cycle
  * reads is what the simulator's bank factor sees). Of such pairs the one
- * with the longest stream, ml becoming the inner loop. m digits (strided
- * pairs) only on a weight-stationary array. */
+ * with the longest stream, ml becoming the inner loop. Otherwise m digits
+ * (strided pairs; on an output-stationary array up to its rows: a 4 x 4
+ * block of a 3x3 or 5x5 convolution's pixels). */
 static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
   const map_problem *p = &s->prob;
   int64_t best = s->sloops[gp->ml].trips;
@@ -211,7 +213,7 @@ static void long_stream(const map_schedule *s, map_gemm_plan *gp) {
     }
   }
   if (bi < 0) {
-    if (!gp->output_stationary) m_digits(s, gp);
+    m_digits(s, gp);
     return;
   }
   gp->ml = bi;
@@ -386,6 +388,27 @@ static double edge_between(const cov_acg *g, int a, int b) {
  * scheduled loop i of operand o's deepest tile, laid out as the code
  * generator lays it (map_gemm_tile_strides), from a bank boundary. */
 static double operand_bank_degree(const map_schedule *s, const map_gemm_plan *gp, int o, int i,
+                                  double count);
+
+/* Loop i's step through operand o's deepest tile, in bytes. */
+static int64_t tile_step_bytes(const map_schedule *s, const map_gemm_plan *gp, int o, int i) {
+  int lv = map_walk_deepest(s, o);
+  return tile_step(s, gp, o, i) * (int64_t)cov_dtype_size(s->place[o][lv].dtype);
+}
+
+/* A column of an output-stationary A read through m digits (ml inside,
+ * ml2 outside): the simulator's count where the digits put the elements. */
+static double a_column_bank_degree(const map_schedule *s, const map_gemm_plan *gp, double m) {
+  if (!gp->m_dig || !gp->output_stationary) return operand_bank_degree(s, gp, gp->a_op, gp->ml, m);
+  int lv = map_walk_deepest(s, gp->a_op);
+  const map_place *pl = &s->place[gp->a_op][lv];
+  if (m < 2 || lv == 0 || s->acg->storage[pl->node].kind == ACG_DRAM) return 1;
+  int64_t s1 = tile_step_bytes(s, gp, gp->a_op, gp->ml), s2 = tile_step_bytes(s, gp, gp->a_op, gp->ml2);
+  return (double)acg_bank_degree2(&s->acg->storage[pl->node], 0, s1, (uint32_t)s->sloops[gp->ml].trips, s2,
+                                  (uint32_t)m);
+}
+
+static double operand_bank_degree(const map_schedule *s, const map_gemm_plan *gp, int o, int i,
                                   double count) {
   const cov_acg *g = s->acg;
   const map_operand *op = &s->prob.operands[o];
@@ -435,7 +458,7 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   double body = fmax(fmax(k, feed), cdiv(m * k * n, thr));
   /* a column of A (m elements) and a row of B (n) per step: the worse of
    * their bank factors, as the simulator charges it */
-  body *= fmax(operand_bank_degree(s, gp, gp->a_op, gp->ml, m), operand_bank_degree(s, gp, gp->b_op, gp->nl, n));
+  body *= fmax(a_column_bank_degree(s, gp, m), operand_bank_degree(s, gp, gp->b_op, gp->nl, n));
   return pre + body + (hold ? 0 : cdiv(m * n * eo, bwc));
 }
 
@@ -473,12 +496,12 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
   double nc[2] = {gp->nmax < N ? nf : 1, gp->nmax < N && nr > 0 ? 1 : 0};
   /* A leaf emits its GEMMs k piece outermost, then m, then n (the code
    * generator's leaf): consecutive ones accumulate into the same c tile, and
-   * so chain (npu_chain_gemms), only where m and n are one piece each (and
-   * m has no digits). Then a chain runs over the leaf's k pieces and the
+   * so chain (npu_chain_gemms), only where m and n are one piece each (m
+   * digits alike in every GEMM of the chain). Then a chain runs over the leaf's k pieces and the
    * run of leaves: its first preloads (when it accumulates), its last
    * drains, the others neither. Otherwise every GEMM preloads and drains. */
   double kp = kc[0] + kc[1];
-  bool one_c = mc[0] + mc[1] == 1 && nc[0] + nc[1] == 1 && !gp->m_dig;
+  bool one_c = mc[0] + mc[1] == 1 && nc[0] + nc[1] == 1;
   if (!gp->output_stationary || !one_c || run * kp <= 1) {
     for (int a = 0; a < 2; a++)
       for (int b = 0; b < 2; b++)

@@ -71,8 +71,9 @@ static int64_t stream_fill(int64_t e, int64_t ek, int64_t rows) {
  * the inner one leaves rows idle and no divisor of the outer one fills
  * them (res5's 7 x 7: m = 7 of 16), the outer loop grows by at most a
  * quarter to an extent that does (7 -> 8: m = 2 x 7 = 14), as SCALE-Sim's
- * ceil(49 / 16) folds pay for the 64 - 49 idle rows too. One loop per
- * problem; the cost model decides against the unpadded search. */
+ * ceil(49 / 16) folds pay for the 64 - 49 idle rows too; where it cannot,
+ * both loops grow (below). One loop or pair per problem; the cost model
+ * decides against the unpadded search. */
 static bool stream_pad(const map_schedule *proto, map_problem *out, int64_t rows) {
   const map_problem *p = &proto->prob;
   for (int l = 0; l < p->n_loops; l++) {
@@ -90,6 +91,19 @@ static bool stream_pad(const map_schedule *proto, map_problem *out, int64_t rows
           out->extent[l] = e2;
           return true;
         }
+      /* neither grows alone to fill them (convnet_layer2's 11 x 11: one row
+       * of 11, 2 x 11 > 16): both grow, by at most a quarter each, to
+       * extents with divisors d x rows/d (12 x 12: blocks of 4 x 4 pixels,
+       * streamed through m digits, map_gemm.c m_digits) */
+      for (int64_t e2 = e + 1; 4 * (e2 - e) <= e; e2++)
+        for (int64_t k2 = ek + 1; 4 * (k2 - ek) <= ek; k2++)
+          for (int64_t d = 2; d <= e2 && d <= rows; d++)
+            if (e2 % d == 0 && rows % d == 0 && k2 % (rows / d) == 0 && out->extent[k] == ek &&
+                may_pad(proto, k)) {
+              out->extent[l] = e2;
+              out->extent[k] = k2;
+              return true;
+            }
     }
   }
   return false;

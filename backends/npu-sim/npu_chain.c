@@ -64,7 +64,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
             (in->flags & NPU_GEMM_ACC) && !(in->flags & NPU_GEMM_BIAS) && c0->buf == c1->buf &&
             c0->off == c1->off && c0->row_stride == c1->row_stride &&
             c0->col_stride == c1->col_stride && q->u.gemm.m == in->u.gemm.m &&
-            q->u.gemm.n == in->u.gemm.n && !((q->flags | in->flags) & NPU_GEMM_MDIG) &&
+            q->u.gemm.n == in->u.gemm.n && npu_gemm_same_mdig(q, in) &&
             !npu_brange_overlap(&ra, &rc) && !npu_brange_overlap(&rb, &rc)) {
           q->flags |= NPU_GEMM_HOLD;
           in->flags |= NPU_GEMM_CHAIN;

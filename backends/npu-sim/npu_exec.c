@@ -50,6 +50,7 @@ typedef struct chain_st {
   uint32_t m;
   uint16_t n;
   uint8_t cap;
+  npu_insn cins;     /* that gemm (its m digits, if any) */
   bool wres;         /* weights of the last gemm are in the PEs, unchanged in their buffer */
   uint32_t w_pc;
   range b;
@@ -141,10 +142,11 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
                     : in->u.gemm.m != cs->m             ? "m"
                     : in->u.gemm.n != cs->n             ? "n"
                     : in->u.gemm.cap != cs->cap         ? "cap"
+                    : !npu_gemm_same_mdig(in, &cs->cins) ? "m digits"
                                                         : NULL;
     if (f)
       EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose tile this gemm continues "
-            "(flag chain: same c, m, n and cap)", x->pc, f, cs->held_pc);
+            "(flag chain: same c, m, n, m digits and cap)", x->pc, f, cs->held_pc);
     if (overlaps(ra, &cs->c) || overlaps(rb, &cs->c))
       EFAIL("instruction %u (gemm): field %s: reads the tile gemm %u holds in '%s' (flag hold)",
             x->pc, overlaps(ra, &cs->c) ? "a" : "b", cs->held_pc, un);
@@ -178,6 +180,7 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
     cs->m = in->u.gemm.m;
     cs->n = in->u.gemm.n;
     cs->cap = in->u.gemm.cap;
+    cs->cins = *in;
   }
   /* Every gemm leaves its weights in a weight-stationary array. */
   cs->wres = !x->t->output_stationary && !overlaps(rc, rb);
@@ -889,7 +892,11 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   } else {
     /* Output-stationary: K steps, each feeding one column of A (stored as a
      * row of A^T) and one row of B; then the accumulators drain. */
-    uint32_t da = acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
+    /* a column of A: M elements at its rows' offsets (m digits: where the
+     * digits put them) */
+    uint32_t da = mdig ? acg_bank_degree2(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, in->u.gemm.mrad,
+                                          (int64_t)in->u.gemm.ma * (int64_t)ea, (uint32_t)M)
+                       : acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
     uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);

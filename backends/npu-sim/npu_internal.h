@@ -180,6 +180,14 @@ static inline bool npu_gemm_same_kdig(const npu_insn *p, const npu_insn *q) {
          p->u.gemm.kb[1] == q->u.gemm.kb[1];
 }
 
+/* Whether two gemms address C's rows alike: same m digits, or none (an
+ * output-stationary chain keeps the tile where C's rows are). */
+static inline bool npu_gemm_same_mdig(const npu_insn *p, const npu_insn *q) {
+  if ((p->flags & NPU_GEMM_MDIG) != (q->flags & NPU_GEMM_MDIG)) return false;
+  if (!(p->flags & NPU_GEMM_MDIG)) return true;
+  return p->u.gemm.mrad == q->u.gemm.mrad && p->u.gemm.mc == q->u.gemm.mc;
+}
+
 /* Whether a vop's op reads src2 (ISA.md "vop": the two-operand ops). */
 static inline bool npu_vop_binary(uint8_t op) {
   return op == COV_OP_ADD || op == COV_OP_SUB || op == COV_OP_MUL || op == COV_OP_DIV ||

@@ -68,6 +68,25 @@ static double spearman(const double *a, const double *b, int n) {
  *   output-stationary (Sr = Mg, Sc = Ng, T = Kg): no weight load:
  *     (R + C + Kg - 2) * ceil(Mg/R) * ceil(Ng/C) - 1.
  * No memory stalls, no epilogue (README.md). */
+/* Loop l's extent in the layer as given: a loop the mapper padded
+ * (mapper/map_pad.c) is read alone, from 0, by an operand's dimension of
+ * the layer's size, so that size bounds it (SCALE-Sim sees the layer, not
+ * the padded problem: convnet_layer2's 11 x 11 pixels, not 12 x 12). */
+static double layer_extent(const map_problem *p, int l) {
+  int64_t e = p->extent[l];
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    for (int d = 0; d < op->acc.rank; d++) {
+      if (op->acc.coef[d][l] != 1 || op->acc.off[d] != 0 || op->shape[d] >= e) continue;
+      bool alone = true;
+      for (int k = 0; k < p->n_loops; k++)
+        if (k != l && p->extent[k] > 1 && op->acc.coef[d][k]) alone = false;
+      if (alone) e = op->shape[d];
+    }
+  }
+  return (double)e;
+}
+
 static void gemm_view(const map_schedule *s, double *Mg, double *Ng, double *Kg) {
   const map_problem *p = &s->prob;
   const map_operand *w = &p->operands[1];
@@ -75,9 +94,9 @@ static void gemm_view(const map_schedule *s, double *Mg, double *Ng, double *Kg)
   for (int l = 0; l < p->n_loops; l++) {
     bool wdep = false;
     for (int d = 0; d < w->rank; d++) wdep |= w->acc.coef[d][l] != 0;
-    if (p->reduction[l]) *Kg *= (double)p->extent[l];
-    else if (wdep) *Ng *= (double)p->extent[l];
-    else *Mg *= (double)p->extent[l];
+    if (p->reduction[l]) *Kg *= layer_extent(p, l);
+    else if (wdep) *Ng *= layer_extent(p, l);
+    else *Mg *= layer_extent(p, l);
   }
 }
 static double scalesim(const map_schedule *s, bool os, double R, double C) {

@@ -720,6 +720,14 @@ static void test_chaining(void) {
   p->insns[3].u.gemm.m = 8;
   expect_err(p, g, "instruction 3 (gemm): field m: differs from gemm 2", NULL);
   p->insns[3] = keep;
+  /* the same rows through m digits: the held tile's rows are addressed
+   * otherwise, so the chain is refused (npu_gemm_same_mdig) */
+  p->insns[3].flags |= NPU_GEMM_MDIG;
+  p->insns[3].u.gemm.mrad = 8;
+  p->insns[3].u.gemm.ma = 8 * p->insns[3].u.gemm.a.row_stride;
+  p->insns[3].u.gemm.mc = 8 * p->insns[3].u.gemm.c.row_stride;
+  expect_err(p, g, "instruction 3 (gemm): field m digits: differs from gemm 2", NULL);
+  p->insns[3] = keep;
   p->insns[2].flags = 0; /* nothing held */
   expect_err(p, g, "instruction 3 (gemm): field flags: chain, but 'pe_array' holds no tile", NULL);
   p->insns[2].flags = NPU_GEMM_HOLD;

@@ -76,6 +76,7 @@ typedef struct conv_case {
   int c, h, w, ko, r, stride, pad;
   int relu; /* 0: none, 1: relu, 6: relu6 */
   bool dw;  /* depthwise: filter ko reads channel ko only (weights [ko, 1, r, r]) */
+  double limit; /* most simulated / SCALE-Sim cycles (0: 1.15) */
 } conv_case;
 
 static void check_conv(const cov_acg *g, const char *suite, const conv_case *k,
@@ -133,7 +134,7 @@ static void check_conv(const cov_acg *g, const char *suite, const conv_case *k,
   printf("%s on npu-16x16-os: %llu cycles, SCALE-Sim OS %.0f, ratio %.3f; max err %.3g of %.3g\n", k->name,
          (unsigned long long)cyc, ss, (double)cyc / ss, worst, top);
   CHECK(y.data && worst <= 1e-5 * top);
-  CHECK(cyc > 0 && (double)cyc <= 1.15 * ss);
+  CHECK(cyc > 0 && (double)cyc <= (k->limit > 0 ? k->limit : 1.15) * ss);
   cov_tensor_release(&x);
   cov_tensor_release(&w);
   cov_tensor_release(&b);
@@ -158,6 +159,24 @@ static void check_res5(const cov_acg *g, const cov_npu_program *p) {
   }
   printf("resnet50_res5_1x1: %u gemms, %u of 14 rows\n", gemms, long_rows);
   CHECK(gemms > 0 && long_rows == gemms);
+}
+
+/* convnet_layer2 (10 -> 10 channels, 5x5, 11x11 outputs): p and q padded
+ * 11 -> 12 (map_pad.c stream_pad) so that each gemm streams a 4 x 4 block
+ * of output pixels through m digits (16 of 16 rows; one output row of 11
+ * before), chained over the 25 filter taps with the same digits. */
+static void check_layer2(const cov_acg *g, const cov_npu_program *p) {
+  (void)g;
+  uint32_t gemms = 0, full = 0, chained = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++) {
+    const npu_insn *in = &p->insns[i];
+    if (in->op != NPU_OP_GEMM) continue;
+    gemms++;
+    full += in->u.gemm.m == 16 && (in->flags & NPU_GEMM_MDIG) && in->u.gemm.mrad == 4;
+    chained += (in->flags & NPU_GEMM_CHAIN) != 0;
+  }
+  printf("convnet_layer2: %u gemms, %u of 16 rows through m digits, %u chained\n", gemms, full, chained);
+  CHECK(gemms > 0 && full == gemms && chained * 25 == gemms * 24);
 }
 
 /* convnet_layer1 (3x32x32 -> 10 filters 3x3, bias, relu, 2x2 max pool),
@@ -258,12 +277,16 @@ int main(int argc, char **argv) {
   /* res4 (1.38x before the merged weight runs and the chained c), res5
    * (1.66x before its long streams), conv1 (1.89x before the search's bound
    * stopped cutting its 16-row streams: map_bound.c) */
-  check_conv(g, suite, &(conv_case){"resnet50_res4_3x3", C, H, W, KO, R, 1, 1, 1, false}, check_program);
-  check_conv(g, suite, &(conv_case){"resnet50_res5_1x1", 512, 7, 7, 2048, 1, 1, 0, 0, false}, check_res5);
-  check_conv(g, suite, &(conv_case){"resnet50_conv1", 3, 224, 224, 64, 7, 2, 3, 1, false}, NULL);
+  check_conv(g, suite, &(conv_case){"resnet50_res4_3x3", C, H, W, KO, R, 1, 1, 1, false, 0}, check_program);
+  check_conv(g, suite, &(conv_case){"resnet50_res5_1x1", 512, 7, 7, 2048, 1, 1, 0, 0, false, 0}, check_res5);
+  check_conv(g, suite, &(conv_case){"resnet50_conv1", 3, 224, 224, 64, 7, 2, 3, 1, false, 0}, NULL);
   /* the epilogue on each drained accumulator tile (map_epi_per_subtile),
    * overlapping the array's next one: 1.66x before */
-  check_conv(g, suite, &(conv_case){"mobilenetv2_dw3x3", 144, 56, 56, 144, 3, 1, 1, 6, true}, NULL);
+  check_conv(g, suite, &(conv_case){"mobilenetv2_dw3x3", 144, 56, 56, 144, 3, 1, 1, 6, true, 0}, NULL);
+  /* 1.49x before (3,346 cycles: 11 tiles of one 11-pixel row); SCALE-Sim's
+   * 8 folds of 16 pixels need tiles across output rows, and its count has
+   * none of the ~650 cycles of DRAM latency, first loads and last epilogue */
+  check_conv(g, suite, &(conv_case){"convnet_layer2", 10, 15, 15, 10, 5, 1, 0, 1, false, 1.35}, check_layer2);
   check_convnet_layer1(g, suite);
   cov_acg_free(g);
   return check_summary();
