@@ -13,7 +13,9 @@
  * the rest (and the first fill, and the last store's drain) is exposed,
  * added serially.
  * Epilogue: every vector op touches each output element once at its
- * capability's throughput. Energy: bytes x (read + write + edge pJ/byte),
+ * capability's throughput or its operands' bandwidth (a source with stride 0
+ * along the instructions' columns read once per row), a row op once per
+ * row. Energy: bytes x (read + write + edge pJ/byte),
  * operand reads at the innermost level, and ops x pJ/op.
  *
  * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap); splitting it is left until the cost work in progress lands
@@ -71,12 +73,12 @@ static int simd_reg_node(const cov_acg *g, int simd, int fallback) {
   return fallback;
 }
 
-/* Cycles per element of one vop reading nsrc operands of ei bytes over
- * bw_in and writing eo bytes over bw_out (ISA.md "Timing"). */
-static double vop_per_elem(const acg_capability *vc, int nsrc, double ei, double eo, double bw_in,
+/* Cycles per element of one vop reading in_b bytes per element over bw_in
+ * and writing eo bytes over bw_out (ISA.md "Timing"). */
+static double vop_per_elem(const acg_capability *vc, double in_b, double eo, double bw_in,
                            double bw_out) {
   double per = 1 / (vc->throughput > 0 ? vc->throughput : 1);
-  if (bw_in < 1e29 && nsrc * ei / bw_in > per) per = nsrc * ei / bw_in;
+  if (bw_in < 1e29 && in_b / bw_in > per) per = in_b / bw_in;
   if (bw_out < 1e29 && eo / bw_out > per) per = eo / bw_out;
   return per;
 }
@@ -89,6 +91,7 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   double cyc = 0, pooled = 1;
   int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
+  const int64_t *box = map_epi_box(s);
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
@@ -96,33 +99,32 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
     /* The simulator's vop: max(elements / throughput, operand bytes over
      * the first operand's edge, result bytes over the result's edge)
      * (ISA.md "Timing"). Operands in memory: registers, rows and vector
-     * operands (a scalar is an immediate); a pool's window steps read the
-     * running result and the next element. The first op reads the output
-     * tile where the main statement left it; the others, and every result,
-     * the SIMD unit's register buffer. */
-    int nsrc = vo->kind == MAP_VOP_POOL ? 2 : 0;
-    if (vo->kind != MAP_VOP_POOL)
-      for (int q = 0; q < 2; q++) {
-        map_vsrc_kind k = q ? vo->b.kind : vo->a.kind;
-        nsrc += k == MAP_VS_REG || k == MAP_VS_VEC || k == MAP_VS_ROW;
-      }
+     * operands (a scalar is an immediate), those with stride 0 along the
+     * instructions' columns read once per row (map_vop_src_bytes); a pool's
+     * window steps read the running result and the next element. The first
+     * op reads the output tile where the main statement left it; the
+     * others, and every result, the SIMD unit's register buffer. */
     int reg_node = simd_reg_node(g, vo->node, out_node);
     double ei = (double)cov_dtype_size(vc->in[0] ? vc->in[0] : COV_F32);
     double eo = (double)cov_dtype_size(vc->out ? vc->out : COV_F32);
+    double in_b = vo->kind == MAP_VOP_POOL ? 2 * ei : map_vop_src_bytes(s, vo, box, ei);
     int src = v == 0 ? out_node : reg_node, ein = edge_of(g, src, vo->node);
     int eout = edge_of(g, vo->node, reg_node);
     double bw_in = ein >= 0 ? map_edge_bw(g, ein, src, src) : 1e30;
     double bw_out = eout >= 0 ? map_edge_bw(g, eout, reg_node, reg_node) : 1e30;
-    double per = vop_per_elem(vc, nsrc, ei, eo, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
+    double per = vop_per_elem(vc, in_b, eo, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
     if (vo->kind == MAP_VOP_POOL) {
       /* per window of W elements (npu_epilogue.c): W - 1 steps of two
        * operands, plus one of one operand where it starts from a scalar
        * (a folded ReLU) or the window is 1x1 */
       double w = (double)vo->window[0] * vo->window[1];
-      double one = vop_per_elem(vc, 1, ei, eo, bw_in, bw_out);
+      double one = vop_per_elem(vc, ei, eo, bw_in, bw_out);
       per = ((w - 1) * per + (vo->b.kind != MAP_VS_NONE || w <= 1 ? one : 0)) / w;
     }
-    cyc += (double)out_elems * pooled * per / par;
+    /* a row op works on one value per row of its loop */
+    double elems = (double)out_elems * pooled;
+    if (vo->kind == MAP_VOP_ROW_MAP) elems /= (double)p->extent[vo->loop];
+    cyc += elems * per / par;
     /* ops after a pool see one element per window (map_bind_epilogue
      * moves the pool first where the ops before it commute with it) */
     if (vo->kind == MAP_VOP_POOL) pooled /= (double)vo->window[0] * vo->window[1];

@@ -86,6 +86,11 @@ void map_dump(const map_schedule *s, FILE *out) {
       fprintf(out, "row%d = reduce_%s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);
       fprintf(out, ") over %s\n", p->loop_name[vo->loop]);
+    } else if (vo->kind == MAP_VOP_ROW_MAP) {
+      fprintf(out, "row%d = %s(", vo->dst, common_op_name(vo->op));
+      print_vsrc(out, p, &vo->a);
+      if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
+      fprintf(out, ") once per row over %s\n", p->loop_name[vo->loop]);
     } else {
       fprintf(out, "r%d = pool_%s(", vo->dst, common_op_name(vo->op));
       print_vsrc(out, p, &vo->a);

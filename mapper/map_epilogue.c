@@ -7,7 +7,9 @@
  * attributes become scalars, and another input indexed by the codelet's loops
  * (a bias) becomes a per-channel vector operand whose access is the output's
  * access in the dimension it indexes. Softmax (a row reduction) and max
- * pooling with window == stride have fixed lowerings.
+ * pooling with window == stride have fixed lowerings; softmax's divide by
+ * the row sum becomes one reciprocal per row and a multiply where the ACG
+ * makes that cheaper (softmax_reciprocal).
  *
  * long: lower_elementwise lowers a generic elementwise codelet nest to vector ops: its index map, operands and temporaries are one walk over the nest
  */
@@ -478,10 +480,57 @@ void map_fold_relu_into_pool(map_schedule *s) {
   }
 }
 
+/* Throughput (elements per cycle) of the SIMD capability running op on dt,
+ * 0 if none. */
+static double simd_rate(const cov_acg *acg, cov_op op, cov_dtype dt) {
+  int cap, node = simd_cap(acg, op, dt, dt, &cap);
+  if (node < 0) return 0;
+  double t = acg->compute[node - acg->n_storage].caps[cap].throughput;
+  return t > 0 ? t : 1;
+}
+
+/* Softmax's normalisation x / s (s the row's sum, broadcast along it) as
+ * one reciprocal per row, r = pow(s, -1), then a multiply x * r, where the
+ * ACG's SIMD unit makes that cheaper: 1/mul + 1/(pow x row length) cycles
+ * per element against 1/div (npu-16x16: 1/16 + 1/512 against 1/4). x * (1/s)
+ * differs from x / s by at most an ulp or two of f32; the rows still sum to
+ * 1 within the tolerance the epilogue's f32 arithmetic has anyway. */
+static cov_status softmax_reciprocal(const cov_acg *acg, map_schedule *s, cov_dtype dt) {
+  if (!cov_dtype_is_float(dt)) return NULL;
+  double rdiv = simd_rate(acg, COV_OP_DIV, dt), rmul = simd_rate(acg, COV_OP_MUL, dt);
+  double rpow = simd_rate(acg, COV_OP_POW, dt);
+  for (int i = 0; i < s->n_vops; i++) {
+    map_vop *v = &s->vops[i];
+    if (v->kind != MAP_VOP_MAP || v->op != COV_OP_DIV || v->a.kind != MAP_VS_REG ||
+        v->b.kind != MAP_VS_ROW || (v->din && v->din != dt) || (v->dout && v->dout != dt))
+      continue;
+    double len = (double)s->prob.extent[v->loop];
+    if (rmul <= 0 || rpow <= 0 || rdiv <= 0 || 1 / rmul + 1 / (rpow * len) >= 1 / rdiv) continue;
+    if (s->n_vops >= MAP_MAX_VOPS) return NULL; /* no room: the divide stays */
+    memmove(v + 1, v, sizeof(map_vop) * (size_t)(s->n_vops - i));
+    s->n_vops++;
+    map_vop *r = v, *m = v + 1;
+    memset(r, 0, sizeof *r);
+    r->kind = MAP_VOP_ROW_MAP;
+    r->op = COV_OP_POW;
+    r->dst = m->b.index;
+    r->a = m->b;
+    r->b.kind = MAP_VS_SCALAR;
+    r->b.value = -1;
+    r->loop = m->loop;
+    r->from = m->from;
+    r->node = r->cap = -1;
+    m->op = COV_OP_MUL;
+    i++;
+  }
+  return NULL;
+}
+
 cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
   COV_RETURN_IF_ERROR(cast_accumulator(s, dt));
   fuse_relu_min(acg, s, dt);
+  COV_RETURN_IF_ERROR(softmax_reciprocal(acg, s, dt));
   for (int i = 0; i < s->n_vops; i++) {
     map_vop *v = &s->vops[i];
     /* f32 epilogues run in the accumulator's dtype (an f32 layer on an f16
@@ -505,10 +554,42 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   return NULL;
 }
 
+int map_vop_cols_dim(int rank, const int64_t *shape) {
+  for (int d = rank - 1; d >= 0; d--)
+    if (shape[d] > 1) return d;
+  return rank > 0 ? rank - 1 : 0;
+}
+
+const int64_t *map_epi_box(const map_schedule *s) {
+  int o = s->prob.output;
+  if (s->n_levels < 2 || !s->place[o][1].present) return NULL;
+  return map_epi_per_subtile(s) ? s->place[o][2].shape : s->place[o][1].shape;
+}
+
+double map_vop_src_bytes(const map_schedule *s, const map_vop *v, const int64_t *box, double ei) {
+  const map_problem *p = &s->prob;
+  const map_operand *out = &p->operands[p->output];
+  int cd = box ? map_vop_cols_dim(out->rank, box) : 0;
+  double cols = box ? (double)box[cd] : 0, bytes = 0;
+  for (int q = 0; q < 2; q++) {
+    const map_vsrc *src = q ? &v->b : &v->a;
+    if (src->kind != MAP_VS_REG && src->kind != MAP_VS_VEC && src->kind != MAP_VS_ROW) continue;
+    /* a row op reads each row value once: counted per row by the caller */
+    bool bcast = v->kind != MAP_VOP_ROW_MAP && src->kind != MAP_VS_REG;
+    if (bcast && box && src->kind == MAP_VS_ROW) bcast = out->acc.coef[cd][v->loop] != 0;
+    if (bcast && box && src->kind == MAP_VS_VEC)
+      for (int l = 0; l < p->n_loops; l++)
+        if (out->acc.coef[cd][l] != 0 && map_operand_depends(&p->operands[src->index], l)) bcast = false;
+    bytes += !bcast ? ei : cols > 0 ? ei / cols : 0;
+  }
+  return bytes;
+}
+
 cov_dtype map_epi_out_dtype(const map_schedule *s) {
   cov_dtype t = s->acc_dtype && !cov_dtype_is_float(s->acc_dtype) ? s->acc_dtype : COV_F32;
   for (int i = 0; i < s->n_vops; i++)
-    if (s->vops[i].dst == 0 && s->vops[i].kind != MAP_VOP_ROW_REDUCE && s->vops[i].dout)
+    if (s->vops[i].dst == 0 && (s->vops[i].kind == MAP_VOP_MAP || s->vops[i].kind == MAP_VOP_POOL) &&
+        s->vops[i].dout)
       t = s->vops[i].dout;
   return t;
 }

@@ -333,6 +333,16 @@ static void store_final(interp *I, int o) {
       for (int64_t i = 0; i < size; i++)
         if (epi_slot(I, base, i, size, &E, &at)) store_el(E.area, E.dt, at, init);
     }
+    if (vo->kind == MAP_VOP_ROW_MAP) { /* once per row value, in its row register */
+      float b = vo->b.kind == MAP_VS_SCALAR ? (float)vo->b.value : 0;
+      for (int64_t i = 0; i < E.lay.row_elems && !I->err; i++) {
+        int64_t at, to;
+        if (epi_slot(I, E.lay.row_off[vo->a.index], i, E.lay.row_elems, &E, &at) &&
+            epi_slot(I, E.lay.row_off[vo->dst], i, E.lay.row_elems, &E, &to))
+          store_el(E.area, E.dt, to, apply(vo->op, load_el(E.area, E.dt, at), b));
+      }
+      continue;
+    }
     for (int64_t pt = 0; pt < npts && !I->err; pt++) {
       int64_t r = pt;
       for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];

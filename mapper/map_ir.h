@@ -174,6 +174,8 @@ typedef enum map_vop_kind {
   MAP_VOP_MAP,        /* reg[dst] = op(a[, b]) elementwise */
   MAP_VOP_ROW_REDUCE, /* row[dst] = reduce(op) of a over problem loop `loop`
                          (the whole extent of that loop is inside the tile) */
+  MAP_VOP_ROW_MAP,    /* row[dst] = op(row[a][, scalar b]) once per row of problem
+                         loop `loop` (softmax's reciprocal of each row's sum) */
   MAP_VOP_POOL,       /* reg[dst] = reduce(op) of a over non-overlapping windows
                          (window == stride) of problem loops pool_loop[0..1];
                          the result, and the stored output, shrink by window */
@@ -335,6 +337,28 @@ uint64_t map_epi_half(const map_schedule *s, uint64_t have);
  * next, where a whole tile's epilogue held the next drain and so the array
  * (mobilenetv2_dw3x3 on npu-16x16-os). The cost model overlaps them too. */
 bool map_epi_per_subtile(const map_schedule *s);
+
+/* The dimension of a box of `rank` dims with extents `shape` that one
+ * SIMD instruction runs along (its columns): the innermost one longer than
+ * 1, else the last. The code generator splits every epilogue op into
+ * instructions along it; the cost model counts what a source with stride 0
+ * along it (ISA.md "Timing": read once per row) saves with it. */
+int map_vop_cols_dim(int rank, const int64_t *shape);
+
+/* Bytes per element the epilogue op v reads from memory, at `ei` bytes per
+ * element of a source: each register, row or vector source once per element,
+ * but once per row of the SIMD instructions (`cols` elements) where its
+ * stride along their columns is 0 (a row's max or reciprocal along its own
+ * row, a per-channel bias along a row of pixels); a scalar is an immediate.
+ * cols_shape: the output tile the epilogue works on (NULL: not placed yet,
+ * such a source then counts nothing, which is a lower bound). */
+double map_vop_src_bytes(const map_schedule *s, const map_vop *v, const int64_t *cols_shape,
+                         double ei);
+
+/* The output box each instruction of the epilogue covers: the level-2 tile
+ * where map_epi_per_subtile, else the level-1 tile; NULL when the schedule
+ * has no places yet (the search's bound works on the prototype). */
+const int64_t *map_epi_box(const map_schedule *s);
 
 /* Otherwise, where the array accumulates in a level-2 tile drained into a
  * double-buffered level-1 tile at least MAP_EPI_SPREAD_DRAINS times per

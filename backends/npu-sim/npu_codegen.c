@@ -172,11 +172,7 @@ void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank
                       const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b) {
   if (c->err) return;
   const acg_capability *cp = &c->g->compute[c->simd].caps[cap];
-  int cd = cdim, rd = -1;
-  if (cd < 0)
-    for (int d = rank - 1; d >= 0 && cd < 0; d--)
-      if (shape[d] > 1) cd = d;
-  if (cd < 0) cd = rank - 1;
+  int cd = cdim >= 0 ? cdim : map_vop_cols_dim(rank, shape), rd = -1;
   for (int d = rank - 1; d >= 0 && rd < 0; d--)
     if (d != cd && shape[d] > 1) rd = d;
   int64_t idx[COV_MAX_RANK] = {0};

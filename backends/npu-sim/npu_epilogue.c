@@ -42,7 +42,8 @@ static bool reg_read_later(const map_schedule *s, int from, int reg) {
   for (int i = from; i < s->n_vops; i++) {
     if (s->vops[i].a.kind == MAP_VS_REG && s->vops[i].a.index == reg) return true;
     if (s->vops[i].b.kind == MAP_VS_REG && s->vops[i].b.index == reg) return true;
-    if (s->vops[i].dst == reg && s->vops[i].kind != MAP_VOP_ROW_REDUCE) return false;
+    if (s->vops[i].dst == reg && (s->vops[i].kind == MAP_VOP_MAP || s->vops[i].kind == MAP_VOP_POOL))
+      return false;
   }
   return reg == 0;
 }
@@ -234,6 +235,21 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       vopnd dv = {r.buf, r.addr, {0}, 0};
       memcpy(dv.st, r.stride, sizeof dv.st);
       npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
+      row[vo->dst] = r;
+    } else if (vo->kind == MAP_VOP_ROW_MAP) {
+      /* one value per row, in place in the row register it reads */
+      int rd = npu_cg_out_dim_of_loop(op, vo->loop);
+      if (rd < 0 || vo->a.kind != MAP_VS_ROW || !row[vo->a.index].valid) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row op on no row register", p->layer);
+        return;
+      }
+      int64_t rshape[COV_MAX_RANK];
+      memcpy(rshape, shape, sizeof rshape);
+      rshape[rd] = 1;
+      rloc r = row[vo->a.index];
+      vopnd dv = {r.buf, r.addr, {0}, 0};
+      memcpy(dv.st, r.stride, sizeof dv.st);
+      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, rshape, &dv, &ops[0], has_b ? &ops[1] : NULL);
       row[vo->dst] = r;
     } else { /* POOL: window == stride over two output dims */
       int pd[2], win[2] = {vo->window[0], vo->window[1]};

@@ -1015,7 +1015,12 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
                               (int64_t)md->col_stride * (int64_t)eo, lanes);
     if (dd > deg) deg = dd;
   }
-  uint64_t feed = cdiv(n * ei * (p2 ? 2 : 1), edge_bw(x, m1->buf, un));
+  /* A source whose col_stride is 0 holds one value per row (a row max, a
+   * row's reciprocal, a bias along the row): the unit reads it once per row
+   * into its broadcast register, not once per element (ISA.md "Timing"). */
+  uint64_t in_bytes = (m1->col_stride == 0 ? R : n) * ei;
+  if (p2) in_bytes += (m2->col_stride == 0 ? R : n) * ei;
+  uint64_t feed = cdiv(in_bytes, edge_bw(x, m1->buf, un));
   uint64_t drain = cdiv((reduce ? R : n) * eo, edge_bw(x, un, md->buf));
   uint64_t occ = cyc_mul(base, deg);
   if (feed > occ) occ = feed;
@@ -1023,8 +1028,8 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   timing(x, (int)(x->g->n_edges + in->unit), common_op_name((cov_op)op), r, nr, &w, 1, occ,
          cap->latency, cyc_mul(base, deg - 1), NULL);
   x->st->unit[x->g->n_edges + in->unit].elems += n;
-  x->st->bytes_read[m1->buf] += n * ei;
-  if (p2) x->st->bytes_read[m2->buf] += n * ei;
+  x->st->bytes_read[m1->buf] += (m1->col_stride == 0 ? R : n) * ei;
+  if (p2) x->st->bytes_read[m2->buf] += (m2->col_stride == 0 ? R : n) * ei;
   x->st->bytes_written[md->buf] += (reduce ? R : n) * eo;
   return NULL;
 }

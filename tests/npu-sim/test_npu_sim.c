@@ -424,6 +424,72 @@ static void test_dram_arbitration(void) {
   cov_acg_free(g);
 }
 
+/* A vop source with col_stride 0 (one value per row: softmax's row max or
+ * reciprocal) is read once per row into the SIMD unit's broadcast register
+ * (ISA.md "Timing"): y = x - r over 8 x 128 f32 in vmem (64 B/cycle to the
+ * unit, 16 lanes) moves 8 x 128 x 4 + 8 x 4 bytes, 65 cycles, not the
+ * 128 of two full operands (the old rule); the same with a full second
+ * operand still takes 128. Results against a naive loop. */
+static void test_vop_broadcast(void) {
+  cov_acg *g = load_target("npu-16x16");
+  npu_target t;
+  CHECK(!npu_target_init(g, &t));
+  uint64_t busy[2] = {0};
+  for (int full = 0; full < 2; full++) {
+    npu_prog *p = NULL;
+    CHECK(!npu_prog_create(&p));
+    npu_prog_set_target(p, &t);
+    uint64_t ax = add_tensor(p, "x", COV_F32, NPU_ROLE_INPUT, 2, (uint32_t[]){8, 128});
+    uint64_t ar = add_tensor(p, "r", COV_F32, NPU_ROLE_INPUT, 2, (uint32_t[]){8, 128});
+    uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){8, 128});
+    int ev = edge(g, "dram", "vmem"), vm = node(g, "vmem");
+    add(p, dma2(ev, false, COV_F32, ax, 8, 128, 0, 0, 8, 128, 0, 128, 1));
+    add(p, dma2(ev, false, COV_F32, ar, 8, 128, 0, 0, 8, 128, 4096, 128, 1));
+    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
+    v.u.vop.vop = COV_OP_SUB;
+    v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_SUB, COV_F32);
+    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
+    v.u.vop.rows = 8;
+    v.u.vop.cols = 128;
+    v.u.vop.dst = (npu_mem){(uint8_t)vm, 0, 8192, 128, 1};
+    v.u.vop.src1 = (npu_mem){(uint8_t)vm, 0, 0, 128, 1};
+    v.u.vop.src2 = (npu_mem){(uint8_t)vm, 0, 4096, 128, full ? 1 : 0}; /* r[i][0] or r[i][j] */
+    add(p, v);
+    add(p, dma2(ev, true, COV_F32, ay, 8, 128, 0, 0, 8, 128, 8192, 128, 1));
+    cov_tensor in[2] = {make(COV_F32, 8, 128), make(COV_F32, 8, 128)};
+    for (int i = 0; i < 8 * 128; i++) {
+      ((float *)in[0].data)[i] = (float)(i % 37) * 0.25f;
+      ((float *)in[1].data)[i] = (float)(i % 11) - 3.0f;
+    }
+    cov_npu_sim *sim = NULL;
+    cov_npu_stats *s = run(g, p, &sim, (const char *[]){"x", "r"}, in, 2);
+    cov_tensor y = {0};
+    CHECK(!cov_npu_sim_read(sim, "y", &y));
+    int bad = 0;
+    for (int i = 0; i < 8 && y.data; i++)
+      for (int j = 0; j < 128; j++) {
+        const float *x = in[0].data, *r = in[1].data;
+        float want = x[i * 128 + j] - r[i * 128 + (full ? j : 0)];
+        bad += ((float *)y.data)[i * 128 + j] != want;
+      }
+    CHECK(bad == 0);
+    busy[full] = s ? (uint64_t)(cov_npu_stats_unit_utilization(s, "simd") *
+                                    (double)cov_npu_stats_cycles(s) + 0.5)
+                   : 0;
+    cov_tensor_release(&in[0]);
+    cov_tensor_release(&in[1]);
+    cov_tensor_release(&y);
+    cov_npu_stats_free(s);
+    cov_npu_sim_free(sim);
+    npu_prog_free(p);
+  }
+  printf("vop broadcast: SIMD busy %llu cycles with a per-row operand (want 65), %llu with a full "
+         "one (want 128)\n",
+         (unsigned long long)busy[0], (unsigned long long)busy[1]);
+  CHECK(busy[0] == 65 && busy[1] == 128);
+  cov_acg_free(g);
+}
+
 /* Loops with address registers: the same tile copied 4 times to successive
  * places, and malformed control (too deep, out-of-range addresses). */
 static void test_loops_and_errors(void) {
@@ -973,6 +1039,7 @@ int main(int argc, char **argv) {
   test_dma_padding();
   test_bank_conflicts();
   test_dram_arbitration();
+  test_vop_broadcast();
   test_loops_and_errors();
   test_chaining();
   test_chaining_codegen();
