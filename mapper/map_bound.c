@@ -26,7 +26,8 @@
  *     (extents over spatial, workgroup and wave factors): exact once level
  *     L-1 is tiled, else passes >= 1. Where the main statement runs as GEMMs
  *     on an output-stationary array map_cost charges their cycles instead
- *     (on a weight-stationary one at least the passes): each GEMM
+ *     (on a weight-stationary one at least the passes' issues and one
+     latency): each GEMM
  *     takes at least its m * k * n / throughput (ISA.md), and they cover
  *     every MAC, so there busy >= max(latency + MACs / throughput, epilogue).
  *   - a transfer at level lv >= max(F, 1): its tile and bytes are exact (they
@@ -237,6 +238,9 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
   }
   double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) : B->latency + B->trips * B->issue;
   if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor;
+  /* weight-stationary GEMMs: map_cost charges the passes' issues and one
+   * latency, not one per pass */
+  if (B->ws_rows > 0) busy = B->latency + B->trips * B->issue;
   /* k digits make a weight-stationary GEMM's temporal reduction loops free
    * of issues of their own: only its streamed rows bound it */
   double ws = B->latency + B->ws_trips * B->issue;

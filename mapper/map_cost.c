@@ -331,8 +331,14 @@ void map_cost_eval(map_schedule *s) {
    * simulator's per-instruction cost: a weight-stationary GEMM loads its
    * weights before streaming, an output-stationary one spends its reduction
    * depth and preloads/drains unless chained; one latency for the last
-   * result. Weight-stationary: never below the pass count above (its m is
-   * streamed, one issue per row, as the passes count it). Output-stationary:
+   * result. Weight-stationary: never below the pass count's issues (its m
+   * is streamed, one issue per row, as the passes count it; a plan that
+   * misses a loop would otherwise look cheap) plus one latency, not one per
+   * pass: a gemm's results are visible to the array after its occupancy
+   * (in-place accumulation is pipelined, ISA.md "Timing"), so a pass's
+   * latency hides behind the next pass's gemms (a latency per pass put
+   * larger tiles ahead by 32 cycles each on the derived 16x16 designs of
+   * examples/studies, where the simulator has them level). Output-stationary:
    * the GEMMs replace the pass count, which charges the loop a GEMM spreads
    * over the array's rows (its m) one issue per trip; map_bound.c bounds
    * them by MACs / throughput, which no GEMM beats. Likewise with k digits
@@ -341,7 +347,8 @@ void map_cost_eval(map_schedule *s) {
     map_gemm_plan gp;
     map_gemm_plan_make(s, &gp);
     double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
-    if (gc > c->compute_cycles || gp.output_stationary || gp.n_kd > 1) c->compute_cycles = gc;
+    double issues = passes * inner * per_issue + (double)cap->latency;
+    c->compute_cycles = gc > issues || gp.output_stationary || gp.n_kd > 1 ? gc : issues;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)
