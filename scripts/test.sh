@@ -22,7 +22,8 @@ echo "== tests"
 # build the libraries, the CLI and covenant-run only (what users build; the
 # tests add a minute per configuration): gcc Debug and MinSizeRel, clang-19
 # RelWithDebInfo and MinSizeRel. scripts/build_configs.sh builds all eight whole.
-# (build-asan compiles the interpreters the tests run per MAC at -O1: see
+# (build-asan compiles the interpreters the tests run per MAC, and the
+# mapper's search and cost model, at -O1: see
 # CMakeLists.txt.)
 echo "== build only (gcc Release, clang-19 Release; -Werror)"
 scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
