@@ -569,6 +569,16 @@ static int nest_of(const xnode *loop, xnest *n) {
   return 1;
 }
 
+/* An index that gains step[j] per trip of nest loop j: what it gains when
+ * loop j steps and the loops inside it wrap to 0 (the odometer's carry). */
+static void nest_carries(const xnest *n, const int64_t *step, int64_t carry[][COV_MAX_RANK], int d) {
+  int64_t back = 0; /* what the loops inside j have added when they wrap */
+  for (int j = n->depth - 1; j >= 0; j--) {
+    carry[j][d] = step[j] - back;
+    back += step[j] * (n->loops[j]->extent - 1);
+  }
+}
+
 /* Returns -1 when the nest is not one run_nest takes, else run_block's
  * result. */
 static int run_nest(interp *X, const xnode *loop) {
@@ -603,15 +613,12 @@ static int run_nest(interp *X, const xnode *loop) {
      * "dimension" of stride 1), a checked one per dimension */
     dims[k] = a->checked ? a->rank : 1;
     if (!a->checked) {
-      int64_t step[NEST_MAX] = {0}, back = 0;
+      int64_t step[NEST_MAX] = {0};
       offset_of(a, lv, &idx[k][0]);
       for (int t = 0; t < a->n_lin; t++)
         for (int j = 0; j < n.depth; j++)
           if (a->lin[t].loop == n.loops[j]->loop) step[j] += a->lin[t].coef;
-      for (int j = n.depth - 1; j >= 0; j--) {
-        carry[k][j][0] = step[j] - back;
-        back += step[j] * (n.loops[j]->extent - 1);
-      }
+      nest_carries(&n, step, carry[k], 0);
       continue;
     }
     for (int d = 0; d < a->rank; d++) {
@@ -623,11 +630,7 @@ static int run_nest(interp *X, const xnode *loop) {
         for (int j = 0; j < n.depth; j++)
           if (xd->terms[t].loop == n.loops[j]->loop) step[j] += xd->terms[t].coef;
       }
-      int64_t back = 0; /* what the loops inside j have added when they wrap */
-      for (int j = n.depth - 1; j >= 0; j--) {
-        carry[k][j][d] = step[j] - back;
-        back += step[j] * (n.loops[j]->extent - 1);
-      }
+      nest_carries(&n, step, carry[k], d);
     }
   }
   const cov_op op = x->s->op;

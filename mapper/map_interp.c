@@ -20,7 +20,7 @@
 /* An operand's access, reduced for leaf(): per dimension only the loops
  * with a non-zero coefficient (a convolution's dimensions depend on one or
  * two of its eight loops), and the tile box's flip correction at the
- * operand's innermost level (map_walk_box_base). */
+ * operand's innermost level (as map_walk_tile_base starts the box). */
 typedef struct leaf_access {
   int lv;
   int n_nz[COV_MAX_RANK];

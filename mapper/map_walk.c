@@ -85,15 +85,11 @@ void map_walk_index_of(const map_operand *o, const int64_t *v, int n_loops, int6
 }
 
 void map_walk_tile_base(const map_walk *w, int o, int lv, int64_t *base) {
+  const map_problem *p = &w->s->prob;
+  const map_operand *op = &p->operands[o];
   int64_t v[MAP_MAX_LOOPS];
   map_walk_values(w, lv, v);
-  map_walk_box_base(w->s, o, lv, v, base);
-}
-
-void map_walk_box_base(const map_schedule *s, int o, int lv, const int64_t *v, int64_t *base) {
-  const map_problem *p = &s->prob;
-  const map_operand *op = &p->operands[o];
-  const int64_t *t = s->place[o][lv].tile;
+  const int64_t *t = w->s->place[o][lv].tile;
   for (int d = 0; d < op->rank; d++) {
     int64_t x = op->acc.off[d];
     for (int l = 0; l < p->n_loops; l++) {

@@ -58,9 +58,6 @@ void map_walk_values(const map_walk *w, int below_level, int64_t *v);
 void map_walk_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx);
 /* Tensor coordinates of the first element of o's level-lv tile now. */
 void map_walk_tile_base(const map_walk *w, int o, int lv, int64_t *base);
-/* The same from v, the values of the loops above level lv (map_walk_values
- * with below_level lv): for a caller that has them already. */
-void map_walk_box_base(const map_schedule *s, int o, int lv, const int64_t *v, int64_t *base);
 /* Byte address of o's level-lv tile in its buffer (the current half when
  * double-buffered). */
 uint64_t map_walk_place_addr(const map_walk *w, int o, int lv);
