@@ -272,8 +272,10 @@ static uint64_t sb_ready(const ex *x, const range *r, int unit, bool write) {
   uint64_t b0 = r->lo >> x->sb_shift[r->buf], b1 = (r->hi - 1) >> x->sb_shift[r->buf];
   for (uint64_t i = b0; i <= b1; i++) {
     /* A compute unit's pipeline forwards its own results (accumulating in
-     * place); a DMA engine's data is there only after the edge latency. */
-    uint64_t w = b[i].w_unit == unit && unit >= x->g->n_edges ? b[i].w_occ : b[i].w_ready;
+     * place); a DMA engine's data is there only after the edge latency,
+     * but its writes travel its edge in order: a write after its own
+     * earlier write waits for that one's issue, not for its arrival. */
+    uint64_t w = b[i].w_unit == unit && (unit >= x->g->n_edges || write) ? b[i].w_occ : b[i].w_ready;
     if (w > t) t = w;
     if (write && b[i].r_done > t) t = b[i].r_done;
   }
