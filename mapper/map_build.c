@@ -189,6 +189,8 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
   s->n_levels = L;
   s->n_sloops = 0;
   s->n_xfers = 0;
+  s->epi_chunk = 0;
+  s->epi_chunk_dim = -1;
   for (int lv = 0; lv < L; lv++) {
     int n = map_level_sloops(t, p, ch, lv, s->sloops + s->n_sloops, MAP_MAX_SLOOPS - s->n_sloops);
     if (n < 0) {
@@ -337,6 +339,8 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
       }
     }
+  /* before the layout: a chunked epilogue puts its dim outermost */
+  map_epi_chunk_plan(s);
   if (place_all(t, s, why) < 0) return -1;
   if (!map_bias_fits(s)) {
     if (why) *why = "a GEMM's streamed rows would need different preloaded biases";

@@ -258,8 +258,11 @@ static double map_busy_cycles(const map_schedule *s, double comp, double epi) {
     uint64_t cap = g->storage[s->epi_node].capacity_bytes;
     if (!map_epi_half(s, cap > s->epi_addr ? cap - s->epi_addr : 0)) chain += store;
   }
+  /* A chunked epilogue (map_epi_chunk_plan) starts on each chunk of a tile
+   * once the GEMMs have filled it: of the shorter side one chunk's share
+   * is exposed. */
   double hi = comp > chain ? comp : chain, lo = comp > chain ? chain : comp;
-  return hi + lo / tiles;
+  return hi + lo / (tiles * (double)map_epi_chunks(s));
 }
 
 /* A DMA engine runs its transfers in order. Where it moves a large tile
@@ -412,6 +415,9 @@ void map_cost_eval(map_schedule *s) {
         double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
         if (x->dir == MAP_LOAD && tl > per_edge_lat[x->edge]) per_edge_lat[x->edge] = tl;
       }
+      /* a chunked epilogue's last store moves the last chunk only */
+      if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1)
+        one = occ / (double)map_epi_chunks(s) + lat;
       if (x->dir == MAP_STORE && one > drain) drain = one;
       if (x->dir == MAP_LOAD && one > first_fill) first_fill = one;
     } else {

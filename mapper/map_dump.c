@@ -116,6 +116,10 @@ void map_dump(const map_schedule *s, FILE *out) {
     fprintf(out, "  epilogue temporaries %s %llu B @%llu%s\n", g->storage[s->epi_node].name,
             (unsigned long long)s->epi_bytes, (unsigned long long)s->epi_addr,
             s->epi_in_place ? " (register 0 in place)" : "");
+  if (map_epi_chunks(s) > 1)
+    fprintf(out, "  epilogue and store in %lld chunks of %lld along %s dim %d (outermost in its L1 tile)\n",
+            (long long)map_epi_chunks(s), (long long)s->epi_chunk, p->operands[p->output].name,
+            s->epi_chunk_dim);
   /* the nest, with transfers at their positions */
   int depth = 0;
   for (int i = -1; i < s->n_sloops; i++) {

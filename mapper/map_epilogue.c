@@ -699,3 +699,83 @@ uint64_t map_epi_bytes(const map_target *t, const map_schedule *s, const int64_t
   map_epi_plan(s, t->epi_in_place, tile, &lay);
   return (uint64_t)lay.elems * cov_dtype_size(t->acc_dtype);
 }
+
+/* The first loop inside the level-1 tile with more than one trip that the
+ * GEMMs do not absorb (the code generator's unrolled loop over them), or -1. */
+static int first_unrolled(const map_schedule *s, const map_gemm_plan *gp) {
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level >= 1 && sl->trips > 1 && !map_gemm_absorbs(gp, i)) return i;
+  }
+  return -1;
+}
+
+static bool same_plan(const map_gemm_plan *a, const map_gemm_plan *b) {
+  if (a->ml != b->ml || a->ml2 != b->ml2 || a->kl != b->kl || a->nl != b->nl || a->a_op != b->a_op ||
+      a->n_kd != b->n_kd || a->m_dig != b->m_dig)
+    return false;
+  for (int d = 0; d < a->n_kd; d++)
+    if (a->kd[d] != b->kd[d]) return false;
+  return true;
+}
+
+void map_epi_chunk_plan(map_schedule *s) {
+  s->epi_chunk = 0;
+  s->epi_chunk_dim = -1;
+  const map_problem *p = &s->prob;
+  int o = p->output;
+  /* one on-chip level of the output, double-buffered (the array fills one
+   * half while the SIMD unit works on the other), the epilogue on another
+   * unit than the array's */
+  if (s->n_vops == 0 || s->n_levels != 2 || !s->place[o][1].present || !s->place[o][1].double_buffered ||
+      s->vops[0].node < 0 || s->vops[0].node == s->node || !map_gemm_applies(s))
+    return;
+  for (int i = 0; i < s->n_xfers; i++)
+    if (s->xfers[i].operand == o && s->xfers[i].dir == MAP_LOAD) return;
+  const map_vop *pool = NULL;
+  for (int v = 0; v < s->n_vops; v++) {
+    if (s->vops[v].kind == MAP_VOP_ROW_REDUCE || s->vops[v].kind == MAP_VOP_ROW_MAP) return;
+    if (s->vops[v].kind == MAP_VOP_POOL) {
+      if (pool) return;
+      pool = &s->vops[v];
+    }
+  }
+  if (!pool) return;
+  map_gemm_plan gp;
+  map_gemm_plan_make(s, &gp);
+  if (gp.output_stationary) return;
+  int first = first_unrolled(s, &gp);
+  if (first < 0) return;
+  const map_sloop *sl = &s->sloops[first];
+  int w = pool->pool_loop[0] == sl->loop ? 0 : pool->pool_loop[1] == sl->loop ? 1 : -1;
+  const map_operand *out = &p->operands[o];
+  int d = -1;
+  for (int k = 0; k < out->rank && d < 0; k++)
+    if (out->acc.coef[k][sl->loop] == 1) d = k;
+  if (w < 0 || d < 0 || p->reduction[sl->loop]) return;
+  /* whole windows and whole trips of the loop, pooled elements >= lanes */
+  const map_place *pl = &s->place[o][1];
+  int64_t unit = pool->window[w], ext = pl->shape[d];
+  while (unit % sl->step) unit += pool->window[w];
+  int64_t other = pl->elems / ext, win = (int64_t)pool->window[0] * pool->window[1];
+  const acg_capability *vc = &s->acg->compute[s->vops[0].node - s->acg->n_storage].caps[s->vops[0].cap];
+  double lanes = vc->throughput > 0 ? vc->throughput : 1;
+  int64_t len = unit;
+  while (len < ext && (ext % len || (double)(other * len / win) < lanes)) len += unit;
+  if (len >= ext) return;
+  s->epi_chunk = len;
+  s->epi_chunk_dim = d;
+  /* the output's layout changes with it (map_gemm_tile_strides): keep it
+   * only where the GEMMs stay the same and the loop still comes first */
+  map_gemm_plan gp2;
+  map_gemm_plan_make(s, &gp2);
+  if (!same_plan(&gp, &gp2) || first_unrolled(s, &gp2) != first) {
+    s->epi_chunk = 0;
+    s->epi_chunk_dim = -1;
+  }
+}
+
+int64_t map_epi_chunks(const map_schedule *s) {
+  if (s->epi_chunk <= 0 || s->epi_chunk_dim < 0 || s->n_levels < 2) return 1;
+  return s->place[s->prob.output][1].shape[s->epi_chunk_dim] / s->epi_chunk;
+}

@@ -119,17 +119,24 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
       return;
     }
   }
+  /* An epilogue in chunks along a dim (map_epi_chunk_plan): that dim
+   * outermost, so that each chunk of the output tile is one range. */
+  int last = -1;
+  if (o == s->prob.output && lv == 1 && s->epi_chunk > 0 && s->epi_chunk_dim >= 0 &&
+      s->epi_chunk_dim < op->rank)
+    last = s->epi_chunk_dim;
   int64_t n = 1;
   if (inner >= 0) {
     st[inner] = 1;
     n = pl->shape[inner];
   }
   for (int d = op->rank - 1; d >= 0; d--) {
-    if (d == inner) continue;
+    if (d == inner || d == last) continue;
     st[d] = n;
     if (pad[d]) st[d] += ((target[d] - n) % mod + mod) % mod;
     n = st[d] * pl->shape[d];
   }
+  if (last >= 0) st[last] = n;
 }
 
 int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int o, int lv) {
@@ -562,6 +569,9 @@ double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
     }
   double valid = 1;
   for (int d = 0; d < op->rank; d++) valid *= (double)(tile[d] < ten[d] ? tile[d] : ten[d]);
+  /* a chunked epilogue stores each chunk on its own (map_epi_chunk_plan):
+   * a run ends at the chunk's edge */
+  if (out && x->dir == MAP_STORE && map_epi_chunks(s) > 1) tile[s->epi_chunk_dim] /= map_epi_chunks(s);
   int inner = op->rank - 1;
   while (inner > 0 && tile[inner] <= 1) inner--;
   int64_t below = 1;

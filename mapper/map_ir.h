@@ -304,6 +304,11 @@ typedef struct map_schedule {
   int epi_node;             /* ACG storage node; -1: no epilogue */
   bool epi_in_place;
   uint64_t epi_addr, epi_bytes;
+  /* The epilogue in chunks of epi_chunk elements of output dim
+   * epi_chunk_dim, as the GEMMs finish them (map_epi_chunk_plan); 0: once
+   * on the whole level-1 tile. */
+  int epi_chunk_dim;
+  int64_t epi_chunk;
   int n_levels;
   int n_sloops;
   map_sloop sloops[MAP_MAX_SLOOPS];
@@ -369,6 +374,24 @@ const int64_t *map_epi_box(const map_schedule *s);
  * the cost model overlaps them. The drains per level-1 tile, or 0. */
 #define MAP_EPI_SPREAD_DRAINS 3
 int64_t map_epi_spread(const map_schedule *s);
+
+/* Sets s->epi_chunk / epi_chunk_dim (map_build, once the transfers are
+ * known). Where a weight-stationary array's GEMMs fill a double-buffered
+ * level-1 output tile one pooling row of windows after another (the first
+ * loop of the tile the GEMMs do not absorb drives a pool window's dim), the
+ * code generator runs the epilogue and the store chunk by chunk along that
+ * dim (npu_cg_store_final), the tile laid out with that dim outermost
+ * (map_gemm_tile_strides) so that a chunk is one contiguous range, which
+ * the simulator's scoreboard sees ready once its own GEMMs are done: after
+ * the last GEMM only the last chunk's epilogue, store and latency remain
+ * (convnet_layer1 on npu-16x16). A chunk is the fewest whole windows whose
+ * pooled elements fill the SIMD unit's lanes (the capability's
+ * throughput), so no instruction runs on fewer lanes than the whole tile's
+ * would. The cost model charges the last chunk's epilogue and store. */
+void map_epi_chunk_plan(map_schedule *s);
+
+/* The chunks of the level-1 output tile's epilogue: 1 without chunking. */
+int64_t map_epi_chunks(const map_schedule *s);
 
 /* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
  * the code generators and evaluators that read the scheduled IR. */

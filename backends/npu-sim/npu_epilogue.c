@@ -347,6 +347,20 @@ void npu_cg_store_final(cg *c, int o) {
   uint64_t need = (uint64_t)elems * 4 * (uint64_t)(c->s->n_vregs + c->s->n_rows + 2);
   uint64_t have = c->area_hi - c->area_lo;
   c->epi_half = map_epi_half(c->s, have);
+  /* The mapper's chunks (map_epi_chunk_plan): each chunk's epilogue and
+   * store on its own, so that the SIMD unit starts on the first rows the
+   * GEMMs finish (the tile's layout makes each chunk one range). */
+  if (map_epi_chunks(c->s) > 1 && need <= have) {
+    int64_t off[COV_MAX_RANK] = {0}, box[COV_MAX_RANK];
+    int d0 = c->s->epi_chunk_dim;
+    for (int d = 0; d < op->rank; d++) box[d] = pl->shape[d];
+    box[d0] = c->s->epi_chunk;
+    for (int64_t st = 0; st < pl->shape[d0] && !c->err; st += c->s->epi_chunk) {
+      off[d0] = st;
+      store_chunk(c, o, off, box, true);
+    }
+    return;
+  }
   if (need <= have) {
     store_chunk(c, o, NULL, NULL, true);
     return;
