@@ -57,6 +57,52 @@ static int64_t bank_free_stride(const map_schedule *s, const map_place *pl, int6
   return e;
 }
 
+/* A weight-stationary A read through k digits, in the tensor's own order
+ * (dense, row-major over the tile: st): whether every k-fold's elements
+ * (the row the array reads in one cycle) span so few words of the buffer
+ * that they fall in distinct banks wherever the row starts (consecutive
+ * words are in consecutive banks; the simulator's count, ISA.md "Bank
+ * factor", is then 1). Then the tile keeps that order, and a DMA moves it
+ * in whole runs (convnet_layer1's 540 bytes of filters on npu-16x16: 9
+ * bursts, not 30 runs of one 3x3 window each) where the padded layout
+ * below put the rows' loop innermost. */
+static bool kdig_dense_ok(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  const acg_storage *sn = &s->acg->storage[pl->node];
+  int64_t es = (int64_t)cov_dtype_size(pl->dtype), wb = sn->width_bits >= 8 ? sn->width_bits / 8 : 1;
+  if (sn->kind == ACG_DRAM || gp->n_kd > 3 || gp->kmax == 0) return false;
+  int64_t e = 1;
+  for (int d = op->rank - 1; d >= 0; d--) {
+    st[d] = e;
+    e *= pl->shape[d];
+  }
+  int64_t dstep[3], rad[3], K = 1;
+  for (int k = 0; k < gp->n_kd; k++) { /* digit k: loop kd[n_kd - 1 - k], innermost first */
+    const map_sloop *sl = &s->sloops[gp->kd[gp->n_kd - 1 - k]];
+    dstep[k] = 0;
+    for (int d = 0; d < op->rank; d++) dstep[k] += op->acc.coef[d][sl->loop] * sl->step * st[d];
+    rad[k] = sl->trips;
+    K *= sl->trips;
+  }
+  if (K > 65535) return false;
+  for (int64_t k0 = 0; k0 < K; k0 += gp->kmax) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t J = k0; J < K && J < k0 + (int64_t)gp->kmax; J++) {
+      int64_t off = 0, r = J;
+      for (int k = 0; k < gp->n_kd; k++) {
+        off += (r % rad[k]) * dstep[k];
+        r /= rad[k];
+      }
+      if (off < lo) lo = off;
+      if (off > hi) hi = off;
+    }
+    int64_t bytes = (hi - lo + 1) * es, words = (bytes - 1) / wb + 2;
+    if (words > (int64_t)(sn->banks > 1 ? sn->banks : 1)) return false;
+  }
+  return true;
+}
+
 void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
   const map_operand *op = &s->prob.operands[o];
   const map_place *pl = &s->place[o][lv];
@@ -75,6 +121,9 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
    * dense row (map_build.c sizes the tile by map_gemm_tile_elems) */
   int64_t target[COV_MAX_RANK], mod = 0;
   bool pad[COV_MAX_RANK] = {false};
+  if (gp && gp->n_kd > 1 && !gp->output_stationary && o == gp->a_op && lv == map_walk_deepest(s, o) &&
+      kdig_dense_ok(s, gp, o, lv, st))
+    return;
   if (gp && gp->n_kd > 1 && !gp->output_stationary && o == gp->a_op && lv == map_walk_deepest(s, o)) {
     const acg_storage *sn = &s->acg->storage[pl->node];
     int64_t es = (int64_t)cov_dtype_size(pl->dtype), wb = sn->width_bits >= 8 ? sn->width_bits / 8 : 1;
