@@ -333,6 +333,60 @@ static void k_digits(const map_schedule *s, map_gemm_plan *gp) {
   }
 }
 
+/* On an output-stationary array the reduction of one output tile is one
+ * chain of GEMMs; its order decides what the first GEMM waits for. With
+ * k = kl (a convolution's channels) chained over the temporal reduction
+ * loops (its filter taps), the first GEMM reads a tap of every channel:
+ * all of the first input tile must be on chip before the array starts.
+ * Here those loops join kl as digits of k, kl outermost (ISA.md "k
+ * digits"), and the chain folds k at whole groups of kl (kmax), so the
+ * first GEMM reads only the first group and the code generator loads the
+ * first tile group by group (npu_head.c): convnet_layer2 on npu-16x16-os
+ * (k = 10 channels x 25 taps) waits for one channel of its input, not all
+ * ten (2,926 -> 2,854 cycles). The array's steps per tile are the same,
+ * with no preload or drain inside a chain. Only where the first fold reads
+ * a prefix of A's tile (kl's step beyond the other digits' reach: not a
+ * channel loop split in two with kl its inner part, where the chain
+ * gained nothing and shufflenet_v2_x1_0's 1x1 convolutions lost 4% each,
+ * 1,160,898 -> 1,174,784 cycles at 224 on npu-32x32-os), with at most MAP_OS_KFOLDS GEMMs per chain (a deep reduction
+ * stays few instructions) and folds of at least the array's rows (m's
+ * limit): where folds were shorter the simulator's re-ranked schedules
+ * came out slower (convnet_layer1, folds of 9 on 16 rows: 3,523 ->
+ * 3,813). Every reduction loop of the last level must join (each output
+ * keeps one chain), at most 3 digits. */
+#define MAP_OS_KFOLDS 16
+static void os_k_digits(const map_schedule *s, map_gemm_plan *gp) {
+  const map_problem *p = &s->prob;
+  if (gp->kl < 0) return;
+  int cand[2], nc = 0;
+  int64_t inner = 1;
+  for (int i = gp->out_init_after + 1; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (!p->reduction[sl->loop] || i == gp->kl || sl->trips < 2) continue;
+    if (sl->spatial || sl->level != s->n_levels - 1 || !movable(s, i) || nc == 2 ||
+        !map_operand_depends(&p->operands[gp->a_op], sl->loop) ||
+        !map_operand_depends(&p->operands[gp->b_op], sl->loop))
+      return;
+    cand[nc++] = i;
+    inner *= sl->trips;
+  }
+  int64_t groups = s->sloops[gp->kl].trips;
+  int64_t per = (groups + MAP_OS_KFOLDS - 1) / MAP_OS_KFOLDS;
+  if (nc == 0 || groups < 2 || groups * inner > 65535 || per * inner < (int64_t)gp->mmax) return;
+  /* the first fold must read a prefix of A's tile: kl's step through it
+   * beyond everything the other digits reach (a channel loop split in two,
+   * kl its inner part, would put the first fold all over the tile) */
+  int64_t reach = 1, ka = tile_step(s, gp, gp->a_op, gp->kl);
+  for (int j = 0; j < nc; j++) {
+    int64_t st = tile_step(s, gp, gp->a_op, cand[j]);
+    reach += (st < 0 ? -st : st) * (s->sloops[cand[j]].trips - 1);
+  }
+  if ((ka < 0 ? -ka : ka) < reach) return;
+  gp->kd[gp->n_kd++] = gp->kl;
+  for (int j = 0; j < nc; j++) gp->kd[gp->n_kd++] = cand[j];
+  gp->kmax = (uint32_t)(per * inner);
+}
+
 int64_t map_gemm_k(const map_schedule *s, const map_gemm_plan *gp) {
   if (gp->n_kd <= 1) return gp->kl < 0 ? 1 : s->sloops[gp->kl].trips;
   int64_t k = 1;
@@ -419,6 +473,7 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
    * stationary one: no m fold splits a stream). */
   if (!gp->output_stationary && gp->ml >= 0) k_digits(s, gp);
   if (gp->ml >= 0) long_stream(s, gp);
+  if (gp->output_stationary && gp->ml >= 0) os_k_digits(s, gp);
 }
 
 static double cdiv(double a, double per_cycle) { return per_cycle > 0 ? ceil(a / per_cycle) : (a > 0); }

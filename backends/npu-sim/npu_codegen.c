@@ -631,6 +631,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   npu_chain_gemms(c.prog, &c.t);
   cov_status hs = npu_hoist_loads(c.prog, &c.t);
   if (!hs && map_epi_spread(s)) hs = npu_spread_epilogue(c.prog, &c.t);
+  if (!hs) hs = npu_split_head(c.prog, &c.t);
   if (hs) {
     npu_prog_free(c.prog);
     return hs;

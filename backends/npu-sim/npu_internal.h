@@ -64,6 +64,10 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t);
  * that double-buffered tiles load while the previous tile computes (units
  * and the DRAM interface run in program order). */
 cov_status npu_hoist_loads(npu_prog *p, const npu_target *t);
+/* npu_head.c: each load the first gemm reads only a part of, issued as
+ * pieces along its outermost dimension, so that the array starts on the
+ * first piece (npu_codegen does this last, on every program it emits). */
+cov_status npu_split_head(npu_prog *p, const npu_target *t);
 
 void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g);
 cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out);
