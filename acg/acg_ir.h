@@ -80,8 +80,18 @@ typedef struct acg_capability {
   uint32_t waves;
   bool operands_in_scratchpad;
   double energy_pj_per_op; /* 0 when not given */
+  /* Fused forms a SIMD unit offers for this unary op (ACG_FUSE_*; "fused"
+   * in the JSON): the op applied to its operand plus a bias (a per-row
+   * broadcast value), and the add-reduction of the results written per row,
+   * in the same pass at the op's throughput (an activation unit's
+   * func(x + bias) with an accumulate, as AWS Trainium's ScalarEngine
+   * activation / activation_reduce) */
+  uint32_t fused;
   acg_src src;
 } acg_capability;
+
+#define ACG_FUSE_BIAS 0x1    /* "bias": op(x + b) */
+#define ACG_FUSE_ROW_SUM 0x2 /* "row_sum": also sum[r] = sum over the row of the results */
 
 typedef struct acg_compute {
   const char *name;

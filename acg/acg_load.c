@@ -370,8 +370,40 @@ static const char *const k_compute_fields[] = {"name",         "kind",          
 static const char *const k_compute_kinds[] = {"systolic", "matrix", "simd", "scalar", NULL};
 static const char *const k_cap_fields[] = {"op",         "in",      "out",
                                            "tile",       "throughput", "latency",
-                                           "energy_pj_per_op", "waves", "operands", NULL};
+                                           "energy_pj_per_op", "waves", "operands", "fused", NULL};
 static const char *const k_operand_sources[] = {"registers", "scratchpad", NULL};
+static const char *const k_fused_forms[] = {"bias", "row_sum", NULL}; /* ACG_FUSE_* bit order */
+
+/* "fused": the fused forms a SIMD unit offers for the capability's unary
+ * ops, an array of "bias" and "row_sum" (acg_capability.fused). */
+static uint32_t parse_fused(loader *L, const json_t *v, const char *path, const acg_compute *c) {
+  char *p;
+  json_t *f = get_array(L, v, path, "fused", 0, 2, &p);
+  if (!f) return 0;
+  if (c->kind != ACG_SIMD) {
+    report(L, p, 0, "fused forms are for a SIMD unit's unary ops, but '%s' is not of kind simd",
+           c->name ? c->name : "?");
+    return 0;
+  }
+  uint32_t mask = 0;
+  for (size_t i = 0; i < json_array_size(f); i++) {
+    json_t *x = json_array_get(f, i);
+    char *xp = common_jpath_index(L->arena, p, i);
+    int k = -1;
+    for (int j = 0; json_is_string(x) && k_fused_forms[j]; j++)
+      if (!strcmp(json_string_value(x), k_fused_forms[j])) k = j;
+    if (k < 0) {
+      report(L, xp, 0, "expected a fused form, \"bias\" (op(x + b)) or \"row_sum\" (also the "
+             "sum of each row's results), got %s%s%s", json_is_string(x) ? "'" : "",
+             json_is_string(x) ? json_string_value(x) : type_name(x), json_is_string(x) ? "'" : "");
+      continue;
+    }
+    if (mask & (1u << k)) report(L, xp, 0, "fused form '%s' listed twice", k_fused_forms[k]);
+    mask |= 1u << k;
+  }
+  if (json_array_size(f) == 0) report(L, p, 0, "expected \"bias\" and/or \"row_sum\", got none");
+  return mask;
+}
 
 /* Capabilities take these; i64 and bool are index/mask types, not datapaths. */
 static int cap_dtype_ok(cov_dtype t) {
@@ -505,10 +537,20 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   int src = 0;
   if (json_object_get(v, "operands") && get_enum(L, v, path, "operands", "operand source", k_operand_sources, &src))
     cap.operands_in_scratchpad = src == 1;
+  cap.fused = parse_fused(L, v, path, c);
 
   for (int i = 0; i < n_ops; i++) {
     cap.op = ops[i];
     int arity = common_op_arity(ops[i]);
+    if (cap.fused && (arity != 1 || ops[i] == COV_OP_CAST || !in_ok || !out_ok ||
+                      !cov_dtype_is_float(cap.in[0]) || cap.in[0] != cap.out)) {
+      report(L, common_jpath_key(L->arena, path, "fused"), 0,
+             "fused forms need unary float ops of one dtype (in == out), but '%s' is %s%s -> %s "
+             "(list it in a capability without \"fused\")",
+             common_op_name(ops[i]), arity != 1 ? "binary, " : "",
+             in_ok ? cov_dtype_name(cap.in[0]) : "?", out_ok ? cov_dtype_name(cap.out) : "?");
+      continue;
+    }
     if (in_ok && cap.n_in > 1 && ops[i] != COV_OP_MAC && cap.n_in != arity) {
       report(L, common_jpath_key(L->arena, path, "in"), 0,
              "'%s' takes %d operand(s) but %d dtypes are given", common_op_name(ops[i]), arity,

@@ -71,7 +71,7 @@ double acg_dram_bandwidth(const cov_acg *g) {
 static int same_but_op(const acg_capability *a, const acg_capability *b) {
   if (a->n_in != b->n_in || a->out != b->out || a->tile_rank != b->tile_rank ||
       a->throughput != b->throughput || a->latency != b->latency || a->waves != b->waves ||
-      a->operands_in_scratchpad != b->operands_in_scratchpad)
+      a->operands_in_scratchpad != b->operands_in_scratchpad || a->fused != b->fused)
     return 0;
   for (int i = 0; i < a->n_in; i++)
     if (a->in[i] != b->in[i]) return 0;
@@ -95,6 +95,9 @@ static void print_caps(FILE *out, const acg_compute *c) {
     for (int j = k; j < end; j++) fprintf(out, " %s", common_op_name(c->caps[j].op));
     if (cap->waves > 1) fprintf(out, " (issued by %u waves together)", cap->waves);
     if (cap->operands_in_scratchpad) fprintf(out, " (multiplicands read from the scratchpad)");
+    if (cap->fused)
+      fprintf(out, " (fused: op(x + bias)%s)",
+              (cap->fused & ACG_FUSE_ROW_SUM) ? " with the sum of each row" : "");
     fprintf(out, "\n");
     k = end;
   }

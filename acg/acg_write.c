@@ -54,6 +54,12 @@ static json_t *cap_json(const acg_capability *c) {
   if (c->energy_pj_per_op > 0) json_object_set_new(o, "energy_pj_per_op", num(c->energy_pj_per_op));
   if (c->waves > 1) json_object_set_new(o, "waves", json_integer(c->waves));
   if (c->operands_in_scratchpad) json_object_set_new(o, "operands", json_string("scratchpad"));
+  if (c->fused) {
+    json_t *f = json_array();
+    if (c->fused & ACG_FUSE_BIAS) json_array_append_new(f, json_string("bias"));
+    if (c->fused & ACG_FUSE_ROW_SUM) json_array_append_new(f, json_string("row_sum"));
+    json_object_set_new(o, "fused", f);
+  }
   return o;
 }
 

@@ -83,7 +83,8 @@ static double vop_per_elem(const acg_capability *vc, double in_b, double eo, dou
   return per;
 }
 
-double map_epilogue_cycles(const map_schedule *s, double par) {
+/* The cycles of the epilogue's first nv vector ops. */
+static double epi_cycles(const map_schedule *s, double par, int nv) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   int64_t out_elems = 1;
@@ -92,7 +93,7 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   double cyc = 0, pooled = 1;
   int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
   const int64_t *box = map_epi_box(s);
-  for (int v = 0; v < s->n_vops; v++) {
+  for (int v = 0; v < nv; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
     const acg_capability *vc = &g->compute[vo->node - g->n_storage].caps[vo->cap];
@@ -112,7 +113,14 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
     int eout = edge_of(g, vo->node, reg_node);
     double bw_in = ein >= 0 ? map_edge_bw(g, ein, src, src) : 1e30;
     double bw_out = eout >= 0 ? map_edge_bw(g, eout, reg_node, reg_node) : 1e30;
-    double per = vop_per_elem(vc, in_b, eo, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
+    /* a fused row sum writes one more value per row (per instruction row
+     * of the box's columns, the row: npu_epilogue.c) over the same edge */
+    double out_b = eo;
+    if (vo->row_sum && box) {
+      int cd = map_vop_cols_dim(p->operands[p->output].rank, box);
+      if (box[cd] > 0) out_b += eo / (double)box[cd];
+    }
+    double per = vop_per_elem(vc, in_b, out_b, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
     if (vo->kind == MAP_VOP_POOL) {
       /* per window of W elements (npu_epilogue.c): W - 1 steps of two
        * operands, plus one of one operand where it starts from a scalar
@@ -131,6 +139,8 @@ double map_epilogue_cycles(const map_schedule *s, double par) {
   }
   return cyc;
 }
+
+double map_epilogue_cycles(const map_schedule *s, double par) { return epi_cycles(s, par, s->n_vops); }
 
 double map_lane_bank_factor(const map_schedule *s) {
   const cov_acg *g = s->acg;
@@ -256,7 +266,20 @@ static double map_busy_cycles(const map_schedule *s, double comp, double epi) {
   double chain = epi;
   if (s->epi_node >= 0) {
     uint64_t cap = g->storage[s->epi_node].capacity_bytes;
-    if (!map_epi_half(s, cap > s->epi_addr ? cap - s->epi_addr : 0)) chain += store;
+    if (!map_epi_half(s, cap > s->epi_addr ? cap - s->epi_addr : 0)) {
+      /* The wait is for the first op that writes a tile-sized register
+       * (the store reads one of them); the row ops before it (softmax's
+       * row max and its negation: row registers, which no store reads) run
+       * while the previous tile's store reads, so only the store's excess
+       * over them is added. */
+      int lead = 0;
+      while (lead < s->n_vops &&
+             (s->vops[lead].kind == MAP_VOP_ROW_REDUCE || s->vops[lead].kind == MAP_VOP_ROW_MAP))
+        lead++;
+      double all = epi_cycles(s, 1, s->n_vops);
+      double before = lead > 0 && all > 0 ? epi * epi_cycles(s, 1, lead) / all : 0;
+      if (store > before) chain += store - before;
+    }
   }
   /* A chunked epilogue (map_epi_chunk_plan) starts on each chunk of a tile
    * once the GEMMs have filled it: of the shorter side one chunk's share

@@ -43,6 +43,45 @@ static void print_vsrc(FILE *out, const map_problem *p, const map_vsrc *v) {
   }
 }
 
+/* One epilogue op, as `covenant map --explain` shows it. */
+static void print_vop(FILE *out, const map_schedule *s, int v) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const map_vop *vo = &s->vops[v];
+  fprintf(out, "  epilogue %d (%s on %s): ", v, vo->from,
+          vo->node >= 0 ? acg_node_name(g, vo->node) : "?");
+  if (vo->kind == MAP_VOP_MAP && vo->bias) { /* a fused form: op(a + b) [and its row sum] */
+    fprintf(out, "r%d = %s(", vo->dst, common_op_name(vo->op));
+    print_vsrc(out, p, &vo->a);
+    fputs(" + ", out), print_vsrc(out, p, &vo->b);
+    if (vo->row_sum) fprintf(out, "), row%d = sum over %s (fused)\n", vo->sum_row, p->loop_name[vo->loop]);
+    else fputs(") (fused)\n", out);
+  } else if (vo->kind == MAP_VOP_MAP) {
+    fprintf(out, "r%d = %s(", vo->dst, common_op_name(vo->op));
+    print_vsrc(out, p, &vo->a);
+    if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
+    fputs(")\n", out);
+  } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
+    fprintf(out, "row%d = reduce_%s(", vo->dst, common_op_name(vo->op));
+    print_vsrc(out, p, &vo->a);
+    fprintf(out, ") over %s\n", p->loop_name[vo->loop]);
+  } else if (vo->kind == MAP_VOP_ROW_MAP) {
+    fprintf(out, "row%d = %s(", vo->dst, common_op_name(vo->op));
+    print_vsrc(out, p, &vo->a);
+    if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
+    fprintf(out, ") once per row over %s\n", p->loop_name[vo->loop]);
+  } else {
+    fprintf(out, "r%d = pool_%s(", vo->dst, common_op_name(vo->op));
+    print_vsrc(out, p, &vo->a);
+    if (vo->b.kind == MAP_VS_SCALAR) {
+      fprintf(out, ", from ");
+      print_vsrc(out, p, &vo->b);
+    }
+    fprintf(out, ") window %dx%d over %s,%s\n", vo->window[0], vo->window[1],
+            p->loop_name[vo->pool_loop[0]], p->loop_name[vo->pool_loop[1]]);
+  }
+}
+
 void map_dump(const map_schedule *s, FILE *out) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -73,35 +112,7 @@ void map_dump(const map_schedule *s, FILE *out) {
   if (p->bias_init)
     fprintf(out, "  accumulators start from %s, preloaded by %s (its add left the epilogue)\n",
             p->operands[p->bias_op].name, cn->name);
-  for (int v = 0; v < s->n_vops; v++) {
-    const map_vop *vo = &s->vops[v];
-    fprintf(out, "  epilogue %d (%s on %s): ", v, vo->from,
-            vo->node >= 0 ? acg_node_name(g, vo->node) : "?");
-    if (vo->kind == MAP_VOP_MAP) {
-      fprintf(out, "r%d = %s(", vo->dst, common_op_name(vo->op));
-      print_vsrc(out, p, &vo->a);
-      if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
-      fputs(")\n", out);
-    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-      fprintf(out, "row%d = reduce_%s(", vo->dst, common_op_name(vo->op));
-      print_vsrc(out, p, &vo->a);
-      fprintf(out, ") over %s\n", p->loop_name[vo->loop]);
-    } else if (vo->kind == MAP_VOP_ROW_MAP) {
-      fprintf(out, "row%d = %s(", vo->dst, common_op_name(vo->op));
-      print_vsrc(out, p, &vo->a);
-      if (vo->b.kind != MAP_VS_NONE) fputs(", ", out), print_vsrc(out, p, &vo->b);
-      fprintf(out, ") once per row over %s\n", p->loop_name[vo->loop]);
-    } else {
-      fprintf(out, "r%d = pool_%s(", vo->dst, common_op_name(vo->op));
-      print_vsrc(out, p, &vo->a);
-      if (vo->b.kind == MAP_VS_SCALAR) {
-        fprintf(out, ", from ");
-        print_vsrc(out, p, &vo->b);
-      }
-      fprintf(out, ") window %dx%d over %s,%s\n", vo->window[0], vo->window[1],
-              p->loop_name[vo->pool_loop[0]], p->loop_name[vo->pool_loop[1]]);
-    }
-  }
+  for (int v = 0; v < s->n_vops; v++) print_vop(out, s, v);
   for (int o = 0; o < p->n_operands; o++)
     for (int lv = 1; lv < s->n_levels; lv++) {
       const map_place *pl = &s->place[o][lv];

@@ -480,6 +480,116 @@ void map_fold_relu_into_pool(map_schedule *s) {
   }
 }
 
+/* The SIMD capability of unary op on dt offering the fused forms `need`
+ * (ACG_FUSE_*): node and index, or -1. */
+static int simd_cap_fused(const cov_acg *acg, cov_op op, cov_dtype dt, uint32_t need, int *cap) {
+  for (int c = 0; c < acg->n_compute; c++) {
+    const acg_compute *cn = &acg->compute[c];
+    if (cn->kind != ACG_SIMD) continue;
+    for (int k = 0; k < cn->n_caps; k++)
+      if (cn->caps[k].op == op && cn->caps[k].in[0] == dt && cn->caps[k].out == dt &&
+          (cn->caps[k].fused & need) == need) {
+        *cap = k;
+        return acg->n_storage + c;
+      }
+  }
+  return -1;
+}
+
+/* Whether any op from index `from` on reads row register r before one
+ * rewrites it. */
+static bool row_read_later(const map_schedule *s, int from, int r) {
+  for (int j = from; j < s->n_vops; j++) {
+    const map_vop *v = &s->vops[j];
+    if ((v->a.kind == MAP_VS_ROW && v->a.index == r) || (v->b.kind == MAP_VS_ROW && v->b.index == r))
+      return true;
+    if ((v->kind == MAP_VOP_ROW_REDUCE || v->kind == MAP_VOP_ROW_MAP) && v->dst == r) return false;
+    if (v->row_sum && v->sum_row == r) return false;
+  }
+  return false;
+}
+
+/* Softmax's x - max, exp and row sum are three passes of the SIMD unit.
+ * Where the unit offers the op fused as op(x + bias) with the row's sum of
+ * the results (acg_capability.fused "bias", "row_sum": an activation unit
+ * with its accumulator, as AWS Trainium's ScalarEngine), they are one pass
+ * at the op's throughput after a negation once per row:
+ *   row R = reduce_max(x); row R = -row R; x' = op(x + row R), row S = sum(x').
+ * x + (-m) is x - m in IEEE arithmetic and the sum adds the same stored
+ * results in the same order: the bits of the unfused ops. */
+static void fuse_bias_row_sum(const cov_acg *acg, map_schedule *s, cov_dtype dt) {
+  int ncap;
+  if (!cov_dtype_is_float(dt) || simd_cap(acg, COV_OP_NEG, dt, dt, &ncap) < 0) return;
+  for (int i = 0; i + 2 < s->n_vops; i++) {
+    map_vop *mx = &s->vops[i], *sub = &s->vops[i + 1], *f = &s->vops[i + 2];
+    if (mx->kind != MAP_VOP_ROW_REDUCE || sub->kind != MAP_VOP_MAP || sub->op != COV_OP_SUB ||
+        sub->a.kind != MAP_VS_REG || sub->b.kind != MAP_VS_ROW || sub->b.index != mx->dst ||
+        f->kind != MAP_VOP_MAP || f->b.kind != MAP_VS_NONE || f->a.kind != MAP_VS_REG ||
+        f->a.index != sub->dst || common_op_arity(f->op) != 1 || f->bias || f->row_sum)
+      continue;
+    bool floats = true;
+    for (int k = 0; k < 3; k++)
+      floats &= (!s->vops[i + k].din || s->vops[i + k].din == dt) &&
+                (!s->vops[i + k].dout || s->vops[i + k].dout == dt);
+    int cap;
+    if (!floats || simd_cap_fused(acg, f->op, dt, ACG_FUSE_BIAS, &cap) < 0) continue;
+    /* x - max is not kept: nothing after the op may read it, nor the row
+     * max itself (it is negated in place) */
+    bool dead = sub->dst == f->dst;
+    if (!dead) {
+      dead = true;
+      for (int j = i + 3; j < s->n_vops && dead; j++) {
+        if (reads_reg(&s->vops[j], sub->dst)) dead = false;
+        if (s->vops[j].kind == MAP_VOP_MAP && s->vops[j].dst == sub->dst) break;
+      }
+    }
+    if (!dead || row_read_later(s, i + 2, mx->dst)) continue;
+    /* the row sum of the op's results, when the next op is it and the unit
+     * offers it; it goes to a row register of its own (the bias row is read
+     * while it is written) */
+    map_vop *sum = i + 3 < s->n_vops ? &s->vops[i + 3] : NULL;
+    bool fuse_sum = sum && sum->kind == MAP_VOP_ROW_REDUCE && sum->op == COV_OP_ADD &&
+                    sum->a.kind == MAP_VS_REG && sum->a.index == f->dst && sum->loop == mx->loop &&
+                    (!sum->din || sum->din == dt) && s->n_rows < 2 &&
+                    simd_cap_fused(acg, f->op, dt, ACG_FUSE_BIAS | ACG_FUSE_ROW_SUM, &cap) >= 0;
+    map_vop neg = *mx;
+    neg.kind = MAP_VOP_ROW_MAP;
+    neg.op = COV_OP_NEG;
+    neg.a.kind = MAP_VS_ROW;
+    neg.a.index = mx->dst;
+    neg.b.kind = MAP_VS_NONE;
+    neg.node = neg.cap = -1;
+    map_vop fused = *f;
+    fused.a = sub->a;
+    fused.b = sub->b;
+    fused.bias = true;
+    fused.loop = mx->loop;
+    *sub = neg;
+    *f = fused;
+    if (!fuse_sum) continue;
+    int old = sum->dst, nr = s->n_rows;
+    f->row_sum = true;
+    f->sum_row = nr;
+    s->n_rows = nr + 1;
+    /* readers of the sum's row register read the new one, up to its next
+     * write */
+    for (int j = i + 4; j < s->n_vops; j++) {
+      map_vop *v = &s->vops[j];
+      if (v->a.kind == MAP_VS_ROW && v->a.index == old) v->a.index = nr;
+      if (v->b.kind == MAP_VS_ROW && v->b.index == old) v->b.index = nr;
+      if ((v->kind == MAP_VOP_ROW_REDUCE || v->kind == MAP_VOP_ROW_MAP) && v->dst == old) {
+        if (v->kind == MAP_VOP_ROW_MAP && v->a.kind == MAP_VS_ROW && v->a.index == nr) {
+          v->dst = nr; /* an in-place row op (the reciprocal) stays on the sum */
+          continue;
+        }
+        break;
+      }
+    }
+    memmove(sum, sum + 1, sizeof(map_vop) * (size_t)(s->n_vops - i - 4));
+    s->n_vops--;
+  }
+}
+
 /* Throughput (elements per cycle) of the SIMD capability running op on dt,
  * 0 if none. */
 static double simd_rate(const cov_acg *acg, cov_op op, cov_dtype dt) {
@@ -530,6 +640,7 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
   cov_dtype dt = s->acc_dtype ? s->acc_dtype : s->prob.operands[s->prob.output].dtype;
   COV_RETURN_IF_ERROR(cast_accumulator(s, dt));
   fuse_relu_min(acg, s, dt);
+  fuse_bias_row_sum(acg, s, dt);
   COV_RETURN_IF_ERROR(softmax_reciprocal(acg, s, dt));
   for (int i = 0; i < s->n_vops; i++) {
     map_vop *v = &s->vops[i];
@@ -538,7 +649,12 @@ cov_status map_bind_epilogue(const cov_acg *acg, map_schedule *s) {
     if (!v->din || (cov_dtype_is_float(dt) && cov_dtype_is_float(v->din) && v->din == v->dout))
       v->din = v->dout = dt;
     v->cap = -1;
-    v->node = simd_cap(acg, v->op, v->din, v->dout, &v->cap);
+    if (v->bias || v->row_sum)
+      v->node = simd_cap_fused(acg, v->op, v->din,
+                               (v->bias ? ACG_FUSE_BIAS : 0u) | (v->row_sum ? ACG_FUSE_ROW_SUM : 0u),
+                               &v->cap);
+    else
+      v->node = simd_cap(acg, v->op, v->din, v->dout, &v->cap);
     if (v->node < 0) {
       char ty[40];
       if (v->din == v->dout) snprintf(ty, sizeof ty, "%s", cov_dtype_name(v->din));
@@ -675,7 +791,7 @@ void map_epi_plan(const map_schedule *s, bool in_place, const int64_t *tile,
   out->row_off[0] = out->row_off[1] = -1;
   out->row_elems = 0;
   for (int v = 0; v < s->n_vops; v++)
-    if (s->vops[v].kind == MAP_VOP_ROW_REDUCE && tile[s->vops[v].loop] > 0) {
+    if ((s->vops[v].kind == MAP_VOP_ROW_REDUCE || s->vops[v].row_sum) && tile[s->vops[v].loop] > 0) {
       int64_t e = out->npts / tile[s->vops[v].loop];
       if (e > out->row_elems) out->row_elems = e;
     }

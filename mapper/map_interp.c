@@ -333,6 +333,11 @@ static void store_final(interp *I, int o) {
       for (int64_t i = 0; i < size; i++)
         if (epi_slot(I, base, i, size, &E, &at)) store_el(E.area, E.dt, at, init);
     }
+    if (vo->row_sum) { /* a fused row sum starts from 0 */
+      int64_t at;
+      for (int64_t i = 0; i < E.lay.row_elems; i++)
+        if (epi_slot(I, E.lay.row_off[vo->sum_row], i, E.lay.row_elems, &E, &at)) store_el(E.area, E.dt, at, 0.0f);
+    }
     if (vo->kind == MAP_VOP_ROW_MAP) { /* once per row value, in its row register */
       float b = vo->b.kind == MAP_VS_SCALAR ? (float)vo->b.value : 0;
       for (int64_t i = 0; i < E.lay.row_elems && !I->err; i++) {
@@ -372,7 +377,16 @@ static void store_final(interp *I, int o) {
       }
       if (I->err) break;
       int64_t at;
-      if (vo->kind == MAP_VOP_MAP) {
+      if (vo->kind == MAP_VOP_MAP && vo->bias) {
+        /* the fused form: op(a + b) rounded as the unfused add and op, and
+         * the stored result added to its row's sum */
+        float y = apply(vo->op, a + b, 0);
+        reg_st(I, &E, vo->dst, pt, y);
+        if (vo->row_sum &&
+            epi_slot(I, E.lay.row_off[vo->sum_row], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
+                     E.lay.row_elems, &E, &at))
+          store_el(E.area, E.dt, at, load_el(E.area, E.dt, at) + reg_ld(I, &E, vo->dst, pt));
+      } else if (vo->kind == MAP_VOP_MAP) {
         reg_st(I, &E, vo->dst, pt, apply(vo->op, a, b));
       } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
         if (epi_slot(I, E.lay.row_off[vo->dst], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),

@@ -188,7 +188,14 @@ typedef struct map_vop {
   map_vsrc a, b;        /* b.kind == MAP_VS_NONE for unary ops; POOL: a
                            scalar b is the window's starting value (a
                            folded ReLU: map_fold_relu_into_pool) */
-  int loop;             /* ROW_REDUCE */
+  int loop;             /* ROW_REDUCE, ROW_MAP; MAP with row_sum */
+  /* MAP of a unary op in an ACG-declared fused form (acg_capability.fused,
+   * map_epilogue.c fuse_bias_row_sum): bias: reg[dst] = op(a + b), b one
+   * value per row (a row register); row_sum: also row[sum_row] = the sum
+   * of the results along problem loop `loop` (softmax's exp(x - max) and
+   * its row sum in one pass) */
+  bool bias, row_sum;
+  int sum_row;
   int pool_loop[2];     /* POOL: the output loops pooled (h, w) */
   int window[2];        /* POOL: window == stride */
   int node, cap;        /* the ACG SIMD compute node and capability running it */

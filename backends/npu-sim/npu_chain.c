@@ -20,7 +20,8 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
     if (in->op == NPU_OP_GEMM && (in->u.gemm.a.reg || in->u.gemm.b.reg || in->u.gemm.c.reg ||
                                   in->u.gemm.bias.reg))
       return NULL;
-    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg))
+    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg ||
+                                 ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.reg)))
       return NULL;
   }
   const cov_acg *g = t->acg;
@@ -46,8 +47,13 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       npu_brange s2 = in->u.vop.src2.buf == NPU_IMM_BUF
                       ? (npu_brange){-1, 0, 0}
                       : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-      if (npu_brange_overlap(&d, &pc) || npu_brange_overlap(&s1, &pc) || npu_brange_overlap(&s2, &pc)) c_touched = true;
-      if (npu_brange_overlap(&d, &pb)) b_written = true;
+      npu_brange sm = (in->flags & NPU_VOP_RSUM)
+                      ? npu_mem_bytes(&in->u.vop.sum, in->u.vop.rows, 1, eo)
+                      : (npu_brange){-1, 0, 0};
+      if (npu_brange_overlap(&d, &pc) || npu_brange_overlap(&s1, &pc) || npu_brange_overlap(&s2, &pc) ||
+          npu_brange_overlap(&sm, &pc))
+        c_touched = true;
+      if (npu_brange_overlap(&d, &pb) || npu_brange_overlap(&sm, &pb)) b_written = true;
     } else if (in->op == NPU_OP_GEMM) {
       const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
       uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);

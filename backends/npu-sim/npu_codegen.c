@@ -170,20 +170,28 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
  * ones (or with `cdim` as the reduced column dimension). */
 void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
                       const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b) {
+  npu_cg_emit_vops_fl(c, op, cap, reduce ? NPU_VOP_REDUCE : 0, cdim, rank, shape, dst, a, b, NULL);
+}
+
+void npu_cg_emit_vops_fl(cg *c, cov_op op, int cap, uint16_t flags, int cdim, int rank,
+                         const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b,
+                         const vopnd *sum) {
   if (c->err) return;
+  bool reduce = flags & NPU_VOP_REDUCE;
   const acg_capability *cp = &c->g->compute[c->simd].caps[cap];
   int cd = cdim >= 0 ? cdim : map_vop_cols_dim(rank, shape), rd = -1;
   for (int d = rank - 1; d >= 0 && rd < 0; d--)
     if (d != cd && shape[d] > 1) rd = d;
   int64_t idx[COV_MAX_RANK] = {0};
   for (;;) {
-    int64_t oa = 0, ob = 0, od = 0;
+    int64_t oa = 0, ob = 0, od = 0, os = 0;
     for (int d = 0; d < rank; d++) {
       oa += idx[d] * a->st[d];
       if (b && b->buf >= 0) ob += idx[d] * b->st[d];
       od += idx[d] * dst->st[d];
+      if (sum) os += idx[d] * sum->st[d];
     }
-    npu_insn in = {.op = NPU_OP_VOP, .unit = (uint8_t)c->simd, .flags = reduce ? NPU_VOP_REDUCE : 0};
+    npu_insn in = {.op = NPU_OP_VOP, .unit = (uint8_t)c->simd, .flags = flags};
     in.u.vop.vop = (uint8_t)op;
     in.u.vop.cap = (uint8_t)cap;
     in.u.vop.dtype_in = (uint8_t)cp->in[0];
@@ -202,6 +210,9 @@ void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank
     }
     in.u.vop.dst = (npu_mem){(uint8_t)dst->buf, 0, (uint32_t)(dst->addr + (uint64_t)od * eo),
                              rd >= 0 ? (int32_t)dst->st[rd] : 0, reduce ? 0 : (int32_t)dst->st[cd]};
+    if (sum)
+      in.u.vop.sum = (npu_mem){(uint8_t)sum->buf, 0, (uint32_t)(sum->addr + (uint64_t)os * eo),
+                               rd >= 0 ? (int32_t)sum->st[rd] : 0, 0};
     npu_cg_emit(c, &in);
     if (c->err) return;
     int d = rank - 1;

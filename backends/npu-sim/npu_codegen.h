@@ -80,6 +80,11 @@ void npu_cg_emit_dma(cg *c, int o, bool store, int buf, uint64_t addr, cov_dtype
 /* VOPs over a tile of `shape` (see npu_codegen.c). */
 void npu_cg_emit_vops(cg *c, cov_op op, int cap, bool reduce, int cdim, int rank,
                       const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b);
+/* The same with vop flags (NPU_VOP_*: reduce, the fused bias and row sum)
+ * and, with NPU_VOP_RSUM, the row sum's operand (its stride along cdim 0). */
+void npu_cg_emit_vops_fl(cg *c, cov_op op, int cap, uint16_t flags, int cdim, int rank,
+                         const int64_t *shape, const vopnd *dst, const vopnd *a, const vopnd *b,
+                         const vopnd *sum);
 /* Output dim driven by problem loop l (coefficient +-1), or -1. */
 int npu_cg_out_dim_of_loop(const map_operand *out, int l);
 /* The epilogue of the level-1 output tile o and its store to DRAM

@@ -165,6 +165,35 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
         return;
       }
     }
+    /* a fused op (map_epilogue.c fuse_bias_row_sum): op(a + b) per row,
+     * with the row's sum written to a row register of its own; its
+     * instructions' columns are the row so that each sums whole rows */
+    uint16_t vfl = vo->bias ? NPU_VOP_BIAS : 0;
+    int vcd = -1;
+    vopnd sumv, *sump = NULL;
+    if (vo->kind == MAP_VOP_MAP && vo->row_sum) {
+      vcd = npu_cg_out_dim_of_loop(op, vo->loop);
+      if (vcd < 0 || vo->sum_row < 0 || vo->sum_row >= 2) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row sum over a loop that drives no output dim", p->layer);
+        return;
+      }
+      int64_t rshape[COV_MAX_RANK];
+      memcpy(rshape, shape, sizeof rshape);
+      rshape[vcd] = 1;
+      rloc r = {true, c->reg_buf, 0, {0}};
+      int64_t s = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        r.stride[k] = k == vcd ? 0 : s;
+        s *= rshape[k];
+      }
+      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      if (c->err) return;
+      row[vo->sum_row] = r;
+      sumv = (vopnd){r.buf, r.addr, {0}, 0};
+      memcpy(sumv.st, r.stride, sizeof sumv.st);
+      sump = &sumv;
+      vfl |= NPU_VOP_RSUM;
+    }
     if (vo->kind == MAP_VOP_MAP) {
       /* In place when the source register is dead afterwards and lives in
        * the register area; else a new slot. */
@@ -186,7 +215,8 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
         if (free_home) {
           vopnd hv = {home.buf, home.addr, {0}, 0};
           memcpy(hv.st, home.stride, sizeof hv.st);
-          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, shape, &hv, &ops[0], has_b ? &ops[1] : NULL);
+          npu_cg_emit_vops_fl(c, vo->op, cap, vfl, vcd, rank, shape, &hv, &ops[0], has_b ? &ops[1] : NULL,
+                              sump);
           reg[0] = home;
           continue;
         }
@@ -214,7 +244,8 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       d.addr = slot_addr[pick];
       vopnd dv = {d.buf, d.addr, {0}, 0};
       memcpy(dv.st, d.stride, sizeof dv.st);
-      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL);
+      npu_cg_emit_vops_fl(c, vo->op, cap, vfl, vcd, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL,
+                          sump);
       reg[vo->dst] = d;
     } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
       red_dim = npu_cg_out_dim_of_loop(op, vo->loop);

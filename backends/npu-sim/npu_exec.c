@@ -949,55 +949,17 @@ static int64_t vop_i(uint8_t op, int64_t a, int64_t b) {
   }
 }
 
-static cov_status run_vop(ex *x, const npu_insn *in) {
-  const acg_compute *c = &x->g->compute[in->unit];
-  const acg_capability *cap = &c->caps[in->u.vop.cap];
+/* A vop's timing and statistics (ISA.md "Timing"), its operands at p1, p2
+ * (NULL: not read), pd, its reads r and writes w for the scoreboard. */
+static void vop_timing(ex *x, const npu_insn *in, const uint8_t *p1, const uint8_t *p2, const uint8_t *pd,
+                       const range *r, int nr, const range *w, int nw) {
+  const acg_capability *cap = &x->g->compute[in->unit].caps[in->u.vop.cap];
   uint8_t op = in->u.vop.vop;
-  bool reduce = in->flags & NPU_VOP_REDUCE;
-  bool bin = npu_vop_binary(op) && !reduce;
-  bool imm = bin && in->u.vop.src2.buf == NPU_IMM_BUF;
-  cov_dtype ti = in->u.vop.dtype_in, tout = in->u.vop.dtype_out;
-  uint64_t ei = cov_dtype_size(ti), eo = cov_dtype_size(tout);
+  bool reduce = in->flags & NPU_VOP_REDUCE, rsum = in->flags & NPU_VOP_RSUM;
+  uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
   uint64_t R = in->u.vop.rows, C = in->u.vop.cols;
-  range r[2], w;
-  int nr = 0;
-  COV_RETURN_IF_ERROR(mem_range(x, "vop", "src1", &in->u.vop.src1, R, C, ei, &r[nr++]));
-  if (bin && !imm) COV_RETURN_IF_ERROR(mem_range(x, "vop", "src2", &in->u.vop.src2, R, C, ei, &r[nr++]));
-  COV_RETURN_IF_ERROR(mem_range(x, "vop", "dst", &in->u.vop.dst, R, reduce ? 1 : C, eo, &w));
-  COV_RETURN_IF_ERROR(chain_touch(x, "vop", r, nr, &w, 1));
-  if (x->dry) return NULL;
-
   const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
-  uint8_t *pd = x->sim->buf[md->buf] + x->reg[md->reg] + md->off;
-  const uint8_t *p1 = x->sim->buf[m1->buf] + x->reg[m1->reg] + m1->off;
-  const uint8_t *p2 = bin && !imm ? x->sim->buf[m2->buf] + x->reg[m2->reg] + m2->off : NULL;
-  bool fl = cov_dtype_is_float(ti);
-  for (uint64_t i = 0; i < R; i++) {
-    float facc = 0;
-    int64_t iacc = 0;
-    for (uint64_t j = 0; j < C; j++) {
-      const uint8_t *a = p1 + ((int64_t)i * m1->row_stride + (int64_t)j * m1->col_stride) * (int64_t)ei;
-      const uint8_t *b = p2 ? p2 + ((int64_t)i * m2->row_stride + (int64_t)j * m2->col_stride) * (int64_t)ei : NULL;
-      uint8_t *d = pd + ((int64_t)i * md->row_stride + (int64_t)j * md->col_stride) * (int64_t)eo;
-      if (fl) {
-        float va = ld_f(a, ti), vb = b ? ld_f(b, ti) : in->u.vop.imm;
-        if (reduce) facc = j == 0 ? va : vop_f(op, facc, va);
-        else if (!cov_dtype_is_float(tout)) st_f_int(d, tout, vop_f(op, va, vb));
-        else st_f(d, tout, vop_f(op, va, vb));
-      } else {
-        int64_t va = ld_i(a, ti), vb = b ? ld_i(b, ti) : (int64_t)in->u.vop.imm;
-        if (reduce) iacc = j == 0 ? va : vop_i(op, iacc, va);
-        else if (cov_dtype_is_float(tout)) st_f(d, tout, (float)vop_i(op, va, vb));
-        else st_i(d, tout, vop_i(op, va, vb));
-      }
-    }
-    if (reduce) {
-      uint8_t *d = pd + (int64_t)i * md->row_stride * (int64_t)eo;
-      if (fl) st_f(d, tout, facc);
-      else st_i(d, tout, iacc);
-    }
-  }
-
+  const npu_mem *ms = &in->u.vop.sum;
   /* Timing: `throughput` elements per cycle, slowed by the worst bank
    * conflict among the operands and by the edges' bandwidth. */
   int un = npu_node_of_compute(x->g, in->unit);
@@ -1023,16 +985,89 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   uint64_t in_bytes = (m1->col_stride == 0 ? R : n) * ei;
   if (p2) in_bytes += (m2->col_stride == 0 ? R : n) * ei;
   uint64_t feed = cdiv(in_bytes, edge_bw(x, m1->buf, un));
-  uint64_t drain = cdiv((reduce ? R : n) * eo, edge_bw(x, un, md->buf));
+  /* a row sum is one more value per row over the edge to its buffer */
+  uint64_t out_bytes = (reduce ? R : n) * eo + (rsum && ms->buf == md->buf ? R * eo : 0);
+  uint64_t drain = cdiv(out_bytes, edge_bw(x, un, md->buf));
+  if (rsum && ms->buf != md->buf) {
+    uint64_t d2 = cdiv(R * eo, edge_bw(x, un, ms->buf));
+    if (d2 > drain) drain = d2;
+  }
   uint64_t occ = cyc_mul(base, deg);
   if (feed > occ) occ = feed;
   if (drain > occ) occ = drain;
-  timing(x, (int)(x->g->n_edges + in->unit), common_op_name((cov_op)op), r, nr, &w, 1, occ,
+  timing(x, (int)(x->g->n_edges + in->unit), common_op_name((cov_op)op), r, nr, w, nw, occ,
          cap->latency, cyc_mul(base, deg - 1), NULL);
   x->st->unit[x->g->n_edges + in->unit].elems += n;
   x->st->bytes_read[m1->buf] += (m1->col_stride == 0 ? R : n) * ei;
   if (p2) x->st->bytes_read[m2->buf] += (m2->col_stride == 0 ? R : n) * ei;
   x->st->bytes_written[md->buf] += (reduce ? R : n) * eo;
+  if (rsum) x->st->bytes_written[ms->buf] += R * eo;
+}
+
+static cov_status run_vop(ex *x, const npu_insn *in) {
+  uint8_t op = in->u.vop.vop;
+  bool reduce = in->flags & NPU_VOP_REDUCE;
+  /* the fused forms of a unary op (the verifier checked the capability
+   * lists them): op(src1 + src2), and the sum of each row's results */
+  bool bias = in->flags & NPU_VOP_BIAS, rsum = in->flags & NPU_VOP_RSUM;
+  bool src2 = npu_vop_reads_src2(in);
+  cov_dtype ti = in->u.vop.dtype_in, tout = in->u.vop.dtype_out;
+  uint64_t ei = cov_dtype_size(ti), eo = cov_dtype_size(tout);
+  uint64_t R = in->u.vop.rows, C = in->u.vop.cols;
+  range r[2], w[2];
+  int nr = 0, nw = 1;
+  COV_RETURN_IF_ERROR(mem_range(x, "vop", "src1", &in->u.vop.src1, R, C, ei, &r[nr++]));
+  if (src2) COV_RETURN_IF_ERROR(mem_range(x, "vop", "src2", &in->u.vop.src2, R, C, ei, &r[nr++]));
+  COV_RETURN_IF_ERROR(mem_range(x, "vop", "dst", &in->u.vop.dst, R, reduce ? 1 : C, eo, &w[0]));
+  if (rsum) COV_RETURN_IF_ERROR(mem_range(x, "vop", "sum", &in->u.vop.sum, R, 1, eo, &w[nw++]));
+  COV_RETURN_IF_ERROR(chain_touch(x, "vop", r, nr, w, nw));
+  if (x->dry) return NULL;
+
+  const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
+  const npu_mem *ms = &in->u.vop.sum;
+  uint8_t *pd = x->sim->buf[md->buf] + x->reg[md->reg] + md->off;
+  uint8_t *ps = rsum ? x->sim->buf[ms->buf] + x->reg[ms->reg] + ms->off : NULL;
+  const uint8_t *p1 = x->sim->buf[m1->buf] + x->reg[m1->reg] + m1->off;
+  const uint8_t *p2 = src2 ? x->sim->buf[m2->buf] + x->reg[m2->reg] + m2->off : NULL;
+  bool fl = cov_dtype_is_float(ti);
+  for (uint64_t i = 0; i < R; i++) {
+    float facc = 0;
+    int64_t iacc = 0;
+    for (uint64_t j = 0; j < C; j++) {
+      const uint8_t *a = p1 + ((int64_t)i * m1->row_stride + (int64_t)j * m1->col_stride) * (int64_t)ei;
+      const uint8_t *b = p2 ? p2 + ((int64_t)i * m2->row_stride + (int64_t)j * m2->col_stride) * (int64_t)ei : NULL;
+      uint8_t *d = pd + ((int64_t)i * md->row_stride + (int64_t)j * md->col_stride) * (int64_t)eo;
+      if (fl) {
+        float va = ld_f(a, ti), vb = b ? ld_f(b, ti) : in->u.vop.imm;
+        if (bias) {
+          /* x + b rounded to f32, then the op: the bits of an add (or of
+           * x - m with b = -m) followed by the unary op */
+          va = va + vb;
+          vb = 0;
+        }
+        if (reduce) facc = j == 0 ? va : vop_f(op, facc, va);
+        else if (!cov_dtype_is_float(tout)) st_f_int(d, tout, vop_f(op, va, vb));
+        else st_f(d, tout, vop_f(op, va, vb));
+        if (rsum) { /* the stored results, summed in column order as a reduce add of them */
+          float vd = ld_f(d, tout);
+          facc = j == 0 ? vd : facc + vd;
+        }
+      } else {
+        int64_t va = ld_i(a, ti), vb = b ? ld_i(b, ti) : (int64_t)in->u.vop.imm;
+        if (reduce) iacc = j == 0 ? va : vop_i(op, iacc, va);
+        else if (cov_dtype_is_float(tout)) st_f(d, tout, (float)vop_i(op, va, vb));
+        else st_i(d, tout, vop_i(op, va, vb));
+      }
+    }
+    if (reduce) {
+      uint8_t *d = pd + (int64_t)i * md->row_stride * (int64_t)eo;
+      if (fl) st_f(d, tout, facc);
+      else st_i(d, tout, iacc);
+    }
+    if (rsum) st_f(ps + (int64_t)i * ms->row_stride * (int64_t)eo, tout, facc);
+  }
+
+  vop_timing(x, in, p1, p2, pd, r, nr, w, nw);
   return NULL;
 }
 

@@ -72,10 +72,12 @@ int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
     uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
     r[0] = npu_mem_bytes(&in->u.vop.dst, in->u.vop.rows, red ? 1 : in->u.vop.cols, eo);
     r[1] = npu_mem_bytes(&in->u.vop.src1, in->u.vop.rows, in->u.vop.cols, ei);
-    r[2] = in->u.vop.src2.buf == NPU_IMM_BUF || red || !npu_vop_binary(in->u.vop.vop)
+    r[2] = !npu_vop_reads_src2(in)
                ? (npu_brange){-1, 0, 0} /* not read */
                : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-    return 3;
+    r[3] = (in->flags & NPU_VOP_RSUM) ? npu_mem_bytes(&in->u.vop.sum, in->u.vop.rows, 1, eo)
+                                      : (npu_brange){-1, 0, 0};
+    return 4;
   }
   return 0;
 }
@@ -91,7 +93,8 @@ bool npu_straight_line(const npu_prog *p) {
     if (in->op == NPU_OP_GEMM && (in->u.gemm.a.reg || in->u.gemm.b.reg || in->u.gemm.c.reg ||
                                   in->u.gemm.bias.reg))
       return false;
-    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg))
+    if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg ||
+                                 ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.reg)))
       return false;
   }
   return true;

@@ -198,6 +198,15 @@ static inline bool npu_vop_binary(uint8_t op) {
          op == COV_OP_MAX || op == COV_OP_MIN || op == COV_OP_POW || op == COV_OP_RELU_MIN;
 }
 
+/* Whether a vop reads its src2 operand from a buffer: a two-operand op
+ * (not a reduction), or a unary op's bias (flag bias), and not the
+ * immediate. */
+static inline bool npu_vop_reads_src2(const npu_insn *in) {
+  if (in->u.vop.src2.buf == NPU_IMM_BUF) return false;
+  if (in->flags & NPU_VOP_BIAS) return true;
+  return npu_vop_binary(in->u.vop.vop) && !(in->flags & NPU_VOP_REDUCE);
+}
+
 static inline bool npu_brange_overlap(const npu_brange *a, const npu_brange *b) {
   return a->buf >= 0 && a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
 }

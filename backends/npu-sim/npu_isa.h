@@ -71,6 +71,12 @@ typedef enum npu_opcode {
    NPU_GEMM_MDIG)
 /* VOP flags */
 #define NPU_VOP_REDUCE 0x1 /* dst[r] = reduce(op, src1[r, 0..cols)) with op add or max */
+/* Fused forms of a unary op (ISA.md "vop"; only where its ACG capability
+ * lists them, acg_capability.fused): */
+#define NPU_VOP_BIAS 0x2 /* dst = op(src1 + src2): src2 (or imm) a bias, e.g. one value per row */
+#define NPU_VOP_RSUM 0x4 /* also sum[r] = sum over j of dst[r, j] (16 more bytes: operand sum) */
+#define NPU_VOP_RSUM_BYTES 16
+#define NPU_VOP_FLAGS (NPU_VOP_REDUCE | NPU_VOP_BIAS | NPU_VOP_RSUM)
 /* DMA flags */
 #define NPU_DMA_STORE 0x1 /* on a bidirectional edge: local -> DRAM */
 #define NPU_DMA_PAD_NEGINF 0x2 /* loads: padding is -infinity (float dtypes), not 0 */
@@ -125,6 +131,7 @@ typedef struct npu_insn {
       uint8_t vop, cap, dtype_in, dtype_out;
       uint32_t rows, cols;
       npu_mem dst, src1, src2;
+      npu_mem sum; /* RSUM: one value per row (its col_stride unused, must be 0) */
       float imm; /* src2 when src2.buf == NPU_IMM_BUF */
     } vop;
   } u;

@@ -79,6 +79,8 @@ uint64_t npu_acg_digest(const cov_acg *g) {
       for (int j = 0; j < cap->tile_rank; j++) fnv_u(&f, cap->tile[j]);
       fnv_d(&f, cap->throughput);
       fnv_u(&f, cap->latency);
+      /* hashed only when set, as weight_buffers */
+      if (cap->fused) fnv_u(&f, 0x10000u | cap->fused);
     }
   }
   fnv_u(&f, (uint64_t)g->n_edges);

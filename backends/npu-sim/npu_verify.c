@@ -196,8 +196,24 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
       cap->in[0] != COV_U8)
     return cov_error(COV_UNSUPPORTED, &loc, "instruction %u (vop): field dtype: %s not simulated",
                      i, cov_dtype_name(cap->in[0]));
-  if (in->flags & ~NPU_VOP_REDUCE)
-    FAIL("instruction %u (vop): field flags: unknown bits 0x%x", i, in->flags & ~NPU_VOP_REDUCE);
+  if (in->flags & ~NPU_VOP_FLAGS)
+    FAIL("instruction %u (vop): field flags: unknown bits 0x%x", i, in->flags & ~NPU_VOP_FLAGS);
+  /* the fused forms: a unary op with what its capability lists */
+  static const struct { uint16_t flag; uint32_t form; const char *name; } fused[] = {
+      {NPU_VOP_BIAS, ACG_FUSE_BIAS, "bias"}, {NPU_VOP_RSUM, ACG_FUSE_ROW_SUM, "row_sum"}};
+  for (int f = 0; f < 2; f++) {
+    if (!(in->flags & fused[f].flag)) continue;
+    if ((in->flags & NPU_VOP_REDUCE) || !vop_unary(op) || op == COV_OP_CAST)
+      FAIL("instruction %u (vop): field flags: %s needs a unary op without reduce, not %s%s", i,
+           fused[f].name, common_op_name((cov_op)op), (in->flags & NPU_VOP_REDUCE) ? ".reduce" : "");
+    if (!(cap->fused & fused[f].form))
+      FAIL("instruction %u (vop): field flags: %s, but capability %u (%s of '%s') does not list "
+           "the fused form '%s' (ACG \"fused\")",
+           i, fused[f].name, in->u.vop.cap, common_op_name((cov_op)op), c->name, fused[f].name);
+  }
+  if ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.col_stride != 0)
+    FAIL("instruction %u (vop): field sum.col_stride: %d, must be 0 (one value per row)", i,
+         in->u.vop.sum.col_stride);
   if ((in->flags & NPU_VOP_REDUCE) && op != COV_OP_ADD && op != COV_OP_MAX)
     FAIL("instruction %u (vop): field flags: reduce needs op add or max, not %s", i,
          common_op_name((cov_op)op));
@@ -205,9 +221,9 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
     FAIL("instruction %u (vop): field %s: must be >= 1", i, in->u.vop.rows ? "cols" : "rows");
   int un = npu_node_of_compute(g, in->unit);
   COV_RETURN_IF_ERROR(check_buf(t, lp, i, "src1", &in->u.vop.src1, un, true));
-  if (vop_binary(op) && !(in->flags & NPU_VOP_REDUCE) && in->u.vop.src2.buf != NPU_IMM_BUF)
-    COV_RETURN_IF_ERROR(check_buf(t, lp, i, "src2", &in->u.vop.src2, un, true));
+  if (npu_vop_reads_src2(in)) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "src2", &in->u.vop.src2, un, true));
   COV_RETURN_IF_ERROR(check_buf(t, lp, i, "dst", &in->u.vop.dst, un, false));
+  if (in->flags & NPU_VOP_RSUM) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "sum", &in->u.vop.sum, un, false));
   return NULL;
 }
 
