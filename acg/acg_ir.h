@@ -92,6 +92,7 @@ typedef struct acg_capability {
 
 #define ACG_FUSE_BIAS 0x1    /* "bias": op(x + b) */
 #define ACG_FUSE_ROW_SUM 0x2 /* "row_sum": also sum[r] = sum over the row of the results */
+#define ACG_FUSE_ROW_MAX 0x4 /* "row_max": also max[r] = max over the row of the results */
 
 typedef struct acg_compute {
   const char *name;

@@ -372,13 +372,13 @@ static const char *const k_cap_fields[] = {"op",         "in",      "out",
                                            "tile",       "throughput", "latency",
                                            "energy_pj_per_op", "waves", "operands", "fused", NULL};
 static const char *const k_operand_sources[] = {"registers", "scratchpad", NULL};
-static const char *const k_fused_forms[] = {"bias", "row_sum", NULL}; /* ACG_FUSE_* bit order */
+static const char *const k_fused_forms[] = {"bias", "row_sum", "row_max", NULL}; /* ACG_FUSE_* bit order */
 
 /* "fused": the fused forms a SIMD unit offers for the capability's unary
  * ops, an array of "bias" and "row_sum" (acg_capability.fused). */
 static uint32_t parse_fused(loader *L, const json_t *v, const char *path, const acg_compute *c) {
   char *p;
-  json_t *f = get_array(L, v, path, "fused", 0, 2, &p);
+  json_t *f = get_array(L, v, path, "fused", 0, 3, &p);
   if (!f) return 0;
   if (c->kind != ACG_SIMD) {
     report(L, p, 0, "fused forms are for a SIMD unit's unary ops, but '%s' is not of kind simd",
@@ -393,15 +393,15 @@ static uint32_t parse_fused(loader *L, const json_t *v, const char *path, const 
     for (int j = 0; json_is_string(x) && k_fused_forms[j]; j++)
       if (!strcmp(json_string_value(x), k_fused_forms[j])) k = j;
     if (k < 0) {
-      report(L, xp, 0, "expected a fused form, \"bias\" (op(x + b)) or \"row_sum\" (also the "
-             "sum of each row's results), got %s%s%s", json_is_string(x) ? "'" : "",
+      report(L, xp, 0, "expected a fused form, \"bias\" (op(x + b)), \"row_sum\" or \"row_max\" "
+             "(also the sum or the max of each row's results), got %s%s%s", json_is_string(x) ? "'" : "",
              json_is_string(x) ? json_string_value(x) : type_name(x), json_is_string(x) ? "'" : "");
       continue;
     }
     if (mask & (1u << k)) report(L, xp, 0, "fused form '%s' listed twice", k_fused_forms[k]);
     mask |= 1u << k;
   }
-  if (json_array_size(f) == 0) report(L, p, 0, "expected \"bias\" and/or \"row_sum\", got none");
+  if (json_array_size(f) == 0) report(L, p, 0, "expected \"bias\", \"row_sum\" or \"row_max\", got none");
   return mask;
 }
 

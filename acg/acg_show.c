@@ -96,8 +96,9 @@ static void print_caps(FILE *out, const acg_compute *c) {
     if (cap->waves > 1) fprintf(out, " (issued by %u waves together)", cap->waves);
     if (cap->operands_in_scratchpad) fprintf(out, " (multiplicands read from the scratchpad)");
     if (cap->fused)
-      fprintf(out, " (fused: op(x + bias)%s)",
-              (cap->fused & ACG_FUSE_ROW_SUM) ? " with the sum of each row" : "");
+      fprintf(out, " (fused:%s%s%s)", (cap->fused & ACG_FUSE_BIAS) ? " op(x + bias)" : "",
+              (cap->fused & ACG_FUSE_ROW_SUM) ? " with the sum of each row" : "",
+              (cap->fused & ACG_FUSE_ROW_MAX) ? " with the max of each row" : "");
     fprintf(out, "\n");
     k = end;
   }

@@ -58,6 +58,7 @@ static json_t *cap_json(const acg_capability *c) {
     json_t *f = json_array();
     if (c->fused & ACG_FUSE_BIAS) json_array_append_new(f, json_string("bias"));
     if (c->fused & ACG_FUSE_ROW_SUM) json_array_append_new(f, json_string("row_sum"));
+    if (c->fused & ACG_FUSE_ROW_MAX) json_array_append_new(f, json_string("row_max"));
     json_object_set_new(o, "fused", f);
   }
   return o;

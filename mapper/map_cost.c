@@ -93,6 +93,7 @@ static double epi_cycles(const map_schedule *s, double par, int nv) {
   double cyc = 0, pooled = 1;
   int out_node = s->place[p->output][s->n_levels > 1 ? 1 : 0].node;
   const int64_t *box = map_epi_box(s);
+  int64_t drain_max = nv > 0 ? map_epi_drain_max(s) : 0;
   for (int v = 0; v < nv; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->node < 0) continue;
@@ -121,6 +122,17 @@ static double epi_cycles(const map_schedule *s, double par, int nv) {
       if (box[cd] > 0) out_b += eo / (double)box[cd];
     }
     double per = vop_per_elem(vc, in_b, out_b, bw_in, vo->kind == MAP_VOP_ROW_REDUCE ? 1e30 : bw_out);
+    /* instructions of a few rows each (map_epi_vop_rows): each rounds its
+     * cycles up on its own, as the simulator times it */
+    int64_t vr = map_epi_vop_rows(s, vo);
+    if (vr > 0) {
+      int cd = map_vop_cols_dim(p->operands[p->output].rank, box);
+      double n = (double)vr * (double)box[cd], t = vc->throughput > 0 ? vc->throughput : 1;
+      double cyc1 = ceil(n / t);
+      if (bw_in < 1e29 && ceil(n * in_b / bw_in) > cyc1) cyc1 = ceil(n * in_b / bw_in);
+      if (bw_out < 1e29 && ceil(n * out_b / bw_out) > cyc1) cyc1 = ceil(n * out_b / bw_out);
+      per = cyc1 / n;
+    }
     if (vo->kind == MAP_VOP_POOL) {
       /* per window of W elements (npu_epilogue.c): W - 1 steps of two
        * operands, plus one of one operand where it starts from a scalar
@@ -132,6 +144,8 @@ static double epi_cycles(const map_schedule *s, double par, int nv) {
     /* a row op works on one value per row of its loop */
     double elems = (double)out_elems * pooled;
     if (vo->kind == MAP_VOP_ROW_MAP) elems /= (double)p->extent[vo->loop];
+    /* a row max over the drains' chunk maxes: one value per chunk */
+    if (v == 0 && drain_max > 0) elems = elems * (double)drain_max / (double)p->extent[vo->loop];
     cyc += elems * per / par;
     /* ops after a pool see one element per window (map_bind_epilogue
      * moves the pool first where the ops before it commute with it) */
@@ -402,6 +416,18 @@ void map_cost_eval(map_schedule *s) {
     for (int k = 0; k <= x->after; k++)
       if (s->sloops[k].spatial && s->sloops[k].axis > MAP_AX_LANES) inst *= (double)s->sloops[k].trips;
     double occ = (double)x->bytes / bw;
+    /* a drain that also writes each row's max (map_epi_drain_max): one
+     * more value per row over the edge into the level-1 tile's storage */
+    if (x->operand == p->output && x->level == 2 && x->dir == MAP_STORE && map_epi_drain_max(s) > 0) {
+      const map_place *p2 = &s->place[p->output][2];
+      int e2 = edge_of(g, s->vops[0].node, x->dst);
+      double rows = (double)p2->elems / (double)p2->tile[s->vops[0].loop];
+      double es = (double)cov_dtype_size(p2->dtype);
+      if (e2 >= 0) {
+        double o2 = ((double)x->bytes + rows * es) / map_edge_bw(g, e2, x->dst, x->dst);
+        if (o2 > occ) occ = o2;
+      }
+    }
     bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
     if (dram_x) {
       /* DRAM serves whole bursts per contiguous run (map_gemm.c), at its

@@ -64,7 +64,10 @@ static void print_vop(FILE *out, const map_schedule *s, int v) {
   } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
     fprintf(out, "row%d = reduce_%s(", vo->dst, common_op_name(vo->op));
     print_vsrc(out, p, &vo->a);
-    fprintf(out, ") over %s\n", p->loop_name[vo->loop]);
+    fprintf(out, ") over %s", p->loop_name[vo->loop]);
+    int64_t dm = v == 0 ? map_epi_drain_max(s) : 0;
+    if (dm > 0) fprintf(out, " (of the %lld chunk maxes the drains write)", (long long)dm);
+    fputc('\n', out);
   } else if (vo->kind == MAP_VOP_ROW_MAP) {
     fprintf(out, "row%d = %s(", vo->dst, common_op_name(vo->op));
     print_vsrc(out, p, &vo->a);

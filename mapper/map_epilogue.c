@@ -723,41 +723,6 @@ bool map_epi_per_subtile(const map_schedule *s) {
   return s->epi_in_place && s->epi_node == s->place[o][1].node && map_epi_out_dtype(s) == s->place[o][1].dtype;
 }
 
-int64_t map_epi_spread(const map_schedule *s) {
-  const map_problem *p = &s->prob;
-  int o = p->output;
-  if (s->n_vops == 0 || s->n_levels < 3 || !s->place[o][1].present || !s->place[o][2].present ||
-      !s->place[o][1].double_buffered || map_epi_per_subtile(s) || s->vops[0].node < 0 ||
-      s->vops[0].node == s->node)
-    return 0;
-  int64_t l1 = 0, l2 = 0;
-  for (int i = 0; i < s->n_xfers; i++) {
-    const map_xfer *x = &s->xfers[i];
-    if (x->operand != o || x->dir != MAP_STORE) continue;
-    if (x->level == 1) l1 = x->count;
-    if (x->level == 2) l2 = x->count;
-  }
-  int64_t per = l1 > 0 ? l2 / l1 : 0;
-  if (per < MAP_EPI_SPREAD_DRAINS || !map_gemm_applies(s)) return 0;
-  /* maps and pools only: a row reduction's rows (softmax) are timed apart */
-  for (int v = 0; v < s->n_vops; v++)
-    if (s->vops[v].kind == MAP_VOP_ROW_REDUCE) return 0;
-  /* one GEMM's output per level-2 tile (its loops over the output all in
-   * the GEMM): the next drain then waits for this one's copy only, not for
-   * several chains' (npu-32x32-os's [10, 3, 15] tiles of three chains held
-   * the array for the latency and all the copies either way) */
-  map_gemm_plan gp;
-  map_gemm_plan_make(s, &gp);
-  const map_operand *out = &p->operands[o];
-  for (int i = 0; i < s->n_sloops; i++) {
-    const map_sloop *sl = &s->sloops[i];
-    if (sl->level < 2 || p->reduction[sl->loop] || map_gemm_absorbs(&gp, i) || sl->trips <= 1) continue;
-    for (int d = 0; d < out->rank; d++)
-      if (out->acc.coef[d][sl->loop]) return 0;
-  }
-  return per;
-}
-
 uint64_t map_epi_half(const map_schedule *s, uint64_t have) {
   if (s->n_vops == 0 || s->n_levels < 2) return 0;
   const map_problem *p = &s->prob;

@@ -380,6 +380,7 @@ const int64_t *map_epi_box(const map_schedule *s);
  * whole epilogue (convnet_layer1 on npu-16x16-os: 4,007 -> 3,553 cycles);
  * the cost model overlaps them. The drains per level-1 tile, or 0. */
 #define MAP_EPI_SPREAD_DRAINS 3
+#define MAP_EPI_SPREAD_CYCLES 32 /* map_epi_vop_rows */
 int64_t map_epi_spread(const map_schedule *s);
 
 /* Sets s->epi_chunk / epi_chunk_dim (map_build, once the transfers are
@@ -399,6 +400,27 @@ void map_epi_chunk_plan(map_schedule *s);
 
 /* The chunks of the level-1 output tile's epilogue: 1 without chunking. */
 int64_t map_epi_chunks(const map_schedule *s);
+
+/* Where the epilogue starts with a row max over a loop that the level-2
+ * (accumulator) tile splits into chunks, and the SIMD unit drains each
+ * accumulator tile with a copy that also writes each row's max (ACG
+ * "fused": "row_max", ISA.md "vop" flag rmax): the drains write the row
+ * maxes of their chunks beside the level-1 tile (map_epi_pmax), and the
+ * epilogue's row max reads those, one value per chunk, instead of the whole
+ * tile (softmax on an output-stationary array: bert_base_attn_qk on
+ * npu-16x16-os, 128 scores a row in chunks of 16, the row max pass 12,288 ->
+ * 768 cycles). Bit-identical: a max of maxes is the max. The chunks per
+ * row, or 0. */
+int64_t map_epi_drain_max(const map_schedule *s);
+/* Rows per SIMD instruction of the epilogue's element-wise ops where it is
+ * spread between drains (map_epi_spread; 0: one instruction per row block
+ * of the tile): npu_spread moves whole instructions, and one of a 16 x 128
+ * exp at 4 lanes held the next drain, and so the array, for 512 cycles.
+ * The cost model charges each instruction's own rounding. */
+int64_t map_epi_vop_rows(const map_schedule *s, const map_vop *v);
+/* Its buffer of chunk maxes, in the epilogue's storage at the top of the
+ * area the code generator's registers may use: byte offset and size. */
+void map_epi_pmax(const map_schedule *s, uint64_t *addr, uint64_t *bytes);
 
 /* The chosen schedule of a cov_schedule (include/covenant/mapper.h), for
  * the code generators and evaluators that read the scheduled IR. */

@@ -21,7 +21,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
                                   in->u.gemm.bias.reg))
       return NULL;
     if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg ||
-                                 ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.reg)))
+                                 ((in->flags & NPU_VOP_ROWRED) && in->u.vop.sum.reg)))
       return NULL;
   }
   const cov_acg *g = t->acg;
@@ -47,7 +47,7 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       npu_brange s2 = in->u.vop.src2.buf == NPU_IMM_BUF
                       ? (npu_brange){-1, 0, 0}
                       : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-      npu_brange sm = (in->flags & NPU_VOP_RSUM)
+      npu_brange sm = (in->flags & NPU_VOP_ROWRED)
                       ? npu_mem_bytes(&in->u.vop.sum, in->u.vop.rows, 1, eo)
                       : (npu_brange){-1, 0, 0};
       if (npu_brange_overlap(&d, &pc) || npu_brange_overlap(&s1, &pc) || npu_brange_overlap(&s2, &pc) ||

@@ -182,6 +182,9 @@ void npu_cg_emit_vops_fl(cg *c, cov_op op, int cap, uint16_t flags, int cdim, in
   int cd = cdim >= 0 ? cdim : map_vop_cols_dim(rank, shape), rd = -1;
   for (int d = rank - 1; d >= 0 && rd < 0; d--)
     if (d != cd && shape[d] > 1) rd = d;
+  /* rows per instruction: all, or blocks of c->vop_rows (the last shorter) */
+  int64_t rblk = rd >= 0 ? shape[rd] : 1;
+  if (rd >= 0 && c->vop_rows > 0 && !reduce && rblk > c->vop_rows) rblk = c->vop_rows;
   int64_t idx[COV_MAX_RANK] = {0};
   for (;;) {
     int64_t oa = 0, ob = 0, od = 0, os = 0;
@@ -196,7 +199,7 @@ void npu_cg_emit_vops_fl(cg *c, cov_op op, int cap, uint16_t flags, int cdim, in
     in.u.vop.cap = (uint8_t)cap;
     in.u.vop.dtype_in = (uint8_t)cp->in[0];
     in.u.vop.dtype_out = (uint8_t)cp->out;
-    in.u.vop.rows = rd >= 0 ? (uint32_t)shape[rd] : 1;
+    in.u.vop.rows = rd >= 0 ? (uint32_t)(shape[rd] - idx[rd] < rblk ? shape[rd] - idx[rd] : rblk) : 1;
     in.u.vop.cols = (uint32_t)shape[cd];
     size_t ei = cov_dtype_size(cp->in[0]), eo = cov_dtype_size(cp->out);
     in.u.vop.src1 = (npu_mem){(uint8_t)a->buf, 0, (uint32_t)(a->addr + (uint64_t)oa * ei),
@@ -217,8 +220,8 @@ void npu_cg_emit_vops_fl(cg *c, cov_op op, int cap, uint16_t flags, int cdim, in
     if (c->err) return;
     int d = rank - 1;
     for (; d >= 0; d--) {
-      if (d == cd || d == rd) continue;
-      if (++idx[d] < shape[d]) break;
+      if (d == cd) continue;
+      if ((idx[d] += d == rd ? rblk : 1) < shape[d]) break;
       idx[d] = 0;
     }
     if (d < 0) break;
@@ -250,6 +253,23 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
   d.addr += (uint64_t)dof * cov_dtype_size(dst->dtype);
   npu_cg_layout_strides(c, o, from_lv, s.st);
   npu_cg_layout_strides(c, o, to_lv, d.st);
+  if (o == c->p->output && from_lv == 2 && to_lv == 1 && c->pmax_n > 0) {
+    /* a drain that also writes its rows' maxes, at its chunk of each row
+     * (map_epi_drain_max) */
+    int64_t b1[COV_MAX_RANK];
+    map_walk_tile_base(&c->w, o, 1, b1);
+    int dl = c->pmax_dim;
+    vopnd m = {c->reg_buf, c->pmax_addr, {0}, 0};
+    int64_t at = 0;
+    for (int k = 0; k < op->rank; k++) {
+      int64_t off = base[k] - b1[k];
+      at += k == dl ? off / box->shape[dl] * c->pmax_st[k] : off * c->pmax_st[k];
+      m.st[k] = k == dl ? 0 : c->pmax_st[k];
+    }
+    m.addr += (uint64_t)at * 4;
+    npu_cg_emit_vops_fl(c, COV_OP_COPY, cap, NPU_VOP_RMAX, dl, op->rank, box->shape, &d, &s, NULL, &m);
+    return;
+  }
   npu_cg_emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
             box->shape, &d, &s, NULL);
 }
@@ -631,6 +651,25 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
       }
     c.area_lo = lo;
     c.area_hi = c.g->storage[c.reg_buf].capacity_bytes;
+    c.pmax_n = map_epi_drain_max(s);
+    if (c.pmax_n > 0) { /* the chunk maxes take the area's top */
+      uint64_t bytes;
+      map_epi_pmax(s, &c.pmax_addr, &bytes);
+      const map_operand *outop = &p->operands[p->output];
+      const map_place *pl = &s->place[p->output][1];
+      c.pmax_dim = npu_cg_out_dim_of_loop(outop, s->vops[0].loop);
+      if (c.reg_buf != pl->node || c.pmax_addr < lo || c.pmax_dim < 0) {
+        npu_prog_free(c.prog);
+        return cov_error(COV_INTERNAL, COV_AT(NULL, p->layer), "codegen %s: the drains' row maxes have no "
+                         "place in %s (map_epi_drain_max)", p->layer, c.g->storage[pl->node].name);
+      }
+      c.area_hi = c.pmax_addr;
+      int64_t st = 1;
+      for (int d = outop->rank - 1; d >= 0; d--) {
+        c.pmax_st[d] = st;
+        st *= d == c.pmax_dim ? c.pmax_n : pl->shape[d];
+      }
+    }
   }
   static const map_walk_ops ops = {.load = w_load, .store = w_store, .leaf = w_leaf, .folded = w_folded};
   map_walk_init(&c.w, s, &ops, &c, &c.err);

@@ -47,6 +47,17 @@ typedef struct cg {
   uint64_t area_lo, area_hi;
   int64_t epi_tiles;  /* epilogues emitted: alternates the register area's halves */
   uint64_t epi_half;  /* offset of the second half (0: one tile's registers only) */
+  /* the drains' chunk row maxes (map_epi_drain_max): chunks per row (0:
+   * none), their buffer (in reg_buf, above area_hi), the row's output dim
+   * and the buffer's strides over the level-1 tile's dims (the row dim's
+   * the chunk's) */
+  /* rows per instruction of an element-wise op, 0: all (an epilogue the
+   * mapper spreads between drains, map_epi_spread: map_epi_vop_rows) */
+  int64_t vop_rows;
+  int64_t pmax_n;
+  uint64_t pmax_addr;
+  int pmax_dim;
+  int64_t pmax_st[COV_MAX_RANK];
   int pool_dim[2], pool_win[2];
   cov_status err;
 } cg;

@@ -84,10 +84,11 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       char ub[16];
       snprintf(ub, sizeof ub, "unit%u", in->unit);
       const char *unit = g && in->unit < g->n_compute ? g->compute[in->unit].name : ub;
-      fprintf(out, " %s %s%s%s%s cap%u %s->%s %ux%u", unit,
+      fprintf(out, " %s %s%s%s%s%s cap%u %s->%s %ux%u", unit,
               in->u.vop.vop < COV_OP_COUNT ? common_op_name((cov_op)in->u.vop.vop) : "?",
               (in->flags & NPU_VOP_REDUCE) ? ".reduce" : "", (in->flags & NPU_VOP_BIAS) ? ".bias" : "",
-              (in->flags & NPU_VOP_RSUM) ? ".rsum" : "", in->u.vop.cap, dt(in->u.vop.dtype_in),
+              (in->flags & NPU_VOP_RSUM) ? ".rsum" : "", (in->flags & NPU_VOP_RMAX) ? ".rmax" : "",
+              in->u.vop.cap, dt(in->u.vop.dtype_in),
               dt(in->u.vop.dtype_out), in->u.vop.rows, in->u.vop.cols);
       mem(out, g, "dst", &in->u.vop.dst, true);
       mem(out, g, "src1", &in->u.vop.src1, true);
@@ -95,7 +96,7 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
       else if (in->u.vop.src2.buf || in->u.vop.src2.off || in->u.vop.src2.row_stride ||
                (in->flags & NPU_VOP_BIAS))
         mem(out, g, "src2", &in->u.vop.src2, true);
-      if (in->flags & NPU_VOP_RSUM) mem(out, g, "sum", &in->u.vop.sum, true);
+      if (in->flags & NPU_VOP_ROWRED) mem(out, g, "sum", &in->u.vop.sum, true);
       break;
     }
     default: break;

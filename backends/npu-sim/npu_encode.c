@@ -31,7 +31,7 @@ uint32_t npu_insn_bytes(const npu_insn *in) {
   uint32_t n = npu_insn_size(in->op);
   if (in->op == NPU_OP_GEMM && (in->flags & NPU_GEMM_KDIG)) n += NPU_GEMM_KDIG_BYTES;
   if (in->op == NPU_OP_GEMM && (in->flags & NPU_GEMM_MDIG)) n += NPU_GEMM_MDIG_BYTES;
-  if (in->op == NPU_OP_VOP && (in->flags & NPU_VOP_RSUM)) n += NPU_VOP_RSUM_BYTES;
+  if (in->op == NPU_OP_VOP && (in->flags & NPU_VOP_ROWRED)) n += NPU_VOP_RSUM_BYTES;
   return n;
 }
 
@@ -185,7 +185,7 @@ static void put_insn(wbuf *w, const npu_insn *in) {
       put_mem(w, &in->u.vop.dst);
       put_mem(w, &in->u.vop.src1);
       put_mem(w, &in->u.vop.src2);
-      if (in->flags & NPU_VOP_RSUM) put_mem(w, &in->u.vop.sum);
+      if (in->flags & NPU_VOP_ROWRED) put_mem(w, &in->u.vop.sum);
       break;
     default: break; /* NOP, BARRIER: head only */
   }
@@ -362,7 +362,7 @@ static cov_status get_insn(rd *r, uint32_t index, npu_insn *in) {
       get_mem(r, &in->u.vop.dst);
       get_mem(r, &in->u.vop.src1);
       get_mem(r, &in->u.vop.src2);
-      if (in->flags & NPU_VOP_RSUM) get_mem(r, &in->u.vop.sum);
+      if (in->flags & NPU_VOP_ROWRED) get_mem(r, &in->u.vop.sum);
       break;
     }
     default: break;

@@ -194,6 +194,7 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       sump = &sumv;
       vfl |= NPU_VOP_RSUM;
     }
+    c->vop_rows = map_epi_vop_rows(c->s, vo);
     if (vo->kind == MAP_VOP_MAP) {
       /* In place when the source register is dead afterwards and lives in
        * the register area; else a new slot. */
@@ -265,7 +266,25 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
       vopnd dv = {r.buf, r.addr, {0}, 0};
       memcpy(dv.st, r.stride, sizeof dv.st);
-      npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
+      if (vi == 0 && c->pmax_n > 0) {
+        /* the row max over the chunk maxes the drains wrote
+         * (map_epi_drain_max): one value per chunk of each row */
+        if (red_dim != c->pmax_dim) {
+          CG_FAIL(c, COV_INTERNAL, "codegen %s: the drains' row maxes are along another dim", p->layer);
+          return;
+        }
+        vopnd mv = {c->reg_buf, c->pmax_addr, {0}, 0};
+        for (int k = 0; k < rank; k++) {
+          mv.st[k] = c->pmax_st[k];
+          if (off && k != red_dim) mv.addr += (uint64_t)(off[k] * c->pmax_st[k]) * 4;
+        }
+        int64_t mshape[COV_MAX_RANK];
+        memcpy(mshape, shape, sizeof mshape);
+        mshape[red_dim] = c->pmax_n;
+        npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, mshape, &dv, &mv, NULL);
+      } else {
+        npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
+      }
       row[vo->dst] = r;
     } else if (vo->kind == MAP_VOP_ROW_MAP) {
       /* one value per row, in place in the row register it reads */
@@ -334,6 +353,7 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
       reg[vo->dst] = r;
     }
   }
+  c->vop_rows = 0;
   if (c->err || !dma) return;
   npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, map_epi_out_dtype(c->s), rank, base, shape,
                   reg[0].stride);

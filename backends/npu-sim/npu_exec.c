@@ -955,7 +955,7 @@ static void vop_timing(ex *x, const npu_insn *in, const uint8_t *p1, const uint8
                        const range *r, int nr, const range *w, int nw) {
   const acg_capability *cap = &x->g->compute[in->unit].caps[in->u.vop.cap];
   uint8_t op = in->u.vop.vop;
-  bool reduce = in->flags & NPU_VOP_REDUCE, rsum = in->flags & NPU_VOP_RSUM;
+  bool reduce = in->flags & NPU_VOP_REDUCE, rsum = in->flags & NPU_VOP_ROWRED;
   uint64_t ei = cov_dtype_size(in->u.vop.dtype_in), eo = cov_dtype_size(in->u.vop.dtype_out);
   uint64_t R = in->u.vop.rows, C = in->u.vop.cols;
   const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
@@ -1009,7 +1009,8 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
   bool reduce = in->flags & NPU_VOP_REDUCE;
   /* the fused forms of a unary op (the verifier checked the capability
    * lists them): op(src1 + src2), and the sum of each row's results */
-  bool bias = in->flags & NPU_VOP_BIAS, rsum = in->flags & NPU_VOP_RSUM;
+  bool bias = in->flags & NPU_VOP_BIAS, rsum = in->flags & NPU_VOP_ROWRED;
+  bool rmax = in->flags & NPU_VOP_RMAX;
   bool src2 = npu_vop_reads_src2(in);
   cov_dtype ti = in->u.vop.dtype_in, tout = in->u.vop.dtype_out;
   uint64_t ei = cov_dtype_size(ti), eo = cov_dtype_size(tout);
@@ -1048,9 +1049,9 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
         if (reduce) facc = j == 0 ? va : vop_f(op, facc, va);
         else if (!cov_dtype_is_float(tout)) st_f_int(d, tout, vop_f(op, va, vb));
         else st_f(d, tout, vop_f(op, va, vb));
-        if (rsum) { /* the stored results, summed in column order as a reduce add of them */
+        if (rsum) { /* the stored results, reduced in column order as a reduce add (max) of them */
           float vd = ld_f(d, tout);
-          facc = j == 0 ? vd : facc + vd;
+          facc = j == 0 ? vd : rmax ? vop_f(COV_OP_MAX, facc, vd) : facc + vd;
         }
       } else {
         int64_t va = ld_i(a, ti), vb = b ? ld_i(b, ti) : (int64_t)in->u.vop.imm;

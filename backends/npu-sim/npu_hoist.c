@@ -75,7 +75,7 @@ int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
     r[2] = !npu_vop_reads_src2(in)
                ? (npu_brange){-1, 0, 0} /* not read */
                : npu_mem_bytes(&in->u.vop.src2, in->u.vop.rows, in->u.vop.cols, ei);
-    r[3] = (in->flags & NPU_VOP_RSUM) ? npu_mem_bytes(&in->u.vop.sum, in->u.vop.rows, 1, eo)
+    r[3] = (in->flags & NPU_VOP_ROWRED) ? npu_mem_bytes(&in->u.vop.sum, in->u.vop.rows, 1, eo)
                                       : (npu_brange){-1, 0, 0};
     return 4;
   }
@@ -94,7 +94,7 @@ bool npu_straight_line(const npu_prog *p) {
                                   in->u.gemm.bias.reg))
       return false;
     if (in->op == NPU_OP_VOP && (in->u.vop.dst.reg || in->u.vop.src1.reg || in->u.vop.src2.reg ||
-                                 ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.reg)))
+                                 ((in->flags & NPU_VOP_ROWRED) && in->u.vop.sum.reg)))
       return false;
   }
   return true;

@@ -75,8 +75,11 @@ typedef enum npu_opcode {
  * lists them, acg_capability.fused): */
 #define NPU_VOP_BIAS 0x2 /* dst = op(src1 + src2): src2 (or imm) a bias, e.g. one value per row */
 #define NPU_VOP_RSUM 0x4 /* also sum[r] = sum over j of dst[r, j] (16 more bytes: operand sum) */
+#define NPU_VOP_RMAX 0x8 /* also sum[r] = max over j of dst[r, j] (the same operand) */
 #define NPU_VOP_RSUM_BYTES 16
-#define NPU_VOP_FLAGS (NPU_VOP_REDUCE | NPU_VOP_BIAS | NPU_VOP_RSUM)
+#define NPU_VOP_FLAGS (NPU_VOP_REDUCE | NPU_VOP_BIAS | NPU_VOP_RSUM | NPU_VOP_RMAX)
+/* a row reduction of the results to the 4th operand */
+#define NPU_VOP_ROWRED (NPU_VOP_RSUM | NPU_VOP_RMAX)
 /* DMA flags */
 #define NPU_DMA_STORE 0x1 /* on a bidirectional edge: local -> DRAM */
 #define NPU_DMA_PAD_NEGINF 0x2 /* loads: padding is -infinity (float dtypes), not 0 */
@@ -131,7 +134,7 @@ typedef struct npu_insn {
       uint8_t vop, cap, dtype_in, dtype_out;
       uint32_t rows, cols;
       npu_mem dst, src1, src2;
-      npu_mem sum; /* RSUM: one value per row (its col_stride unused, must be 0) */
+      npu_mem sum; /* RSUM, RMAX: one value per row (col_stride must be 0) */
       float imm; /* src2 when src2.buf == NPU_IMM_BUF */
     } vop;
   } u;

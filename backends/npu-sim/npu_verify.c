@@ -200,8 +200,11 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
     FAIL("instruction %u (vop): field flags: unknown bits 0x%x", i, in->flags & ~NPU_VOP_FLAGS);
   /* the fused forms: a unary op with what its capability lists */
   static const struct { uint16_t flag; uint32_t form; const char *name; } fused[] = {
-      {NPU_VOP_BIAS, ACG_FUSE_BIAS, "bias"}, {NPU_VOP_RSUM, ACG_FUSE_ROW_SUM, "row_sum"}};
-  for (int f = 0; f < 2; f++) {
+      {NPU_VOP_BIAS, ACG_FUSE_BIAS, "bias"}, {NPU_VOP_RSUM, ACG_FUSE_ROW_SUM, "row_sum"},
+      {NPU_VOP_RMAX, ACG_FUSE_ROW_MAX, "row_max"}};
+  if ((in->flags & NPU_VOP_ROWRED) == NPU_VOP_ROWRED)
+    FAIL("instruction %u (vop): field flags: rsum and rmax together (one row reduction to sum)", i);
+  for (int f = 0; f < 3; f++) {
     if (!(in->flags & fused[f].flag)) continue;
     if ((in->flags & NPU_VOP_REDUCE) || !vop_unary(op) || op == COV_OP_CAST)
       FAIL("instruction %u (vop): field flags: %s needs a unary op without reduce, not %s%s", i,
@@ -211,7 +214,7 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
            "the fused form '%s' (ACG \"fused\")",
            i, fused[f].name, in->u.vop.cap, common_op_name((cov_op)op), c->name, fused[f].name);
   }
-  if ((in->flags & NPU_VOP_RSUM) && in->u.vop.sum.col_stride != 0)
+  if ((in->flags & NPU_VOP_ROWRED) && in->u.vop.sum.col_stride != 0)
     FAIL("instruction %u (vop): field sum.col_stride: %d, must be 0 (one value per row)", i,
          in->u.vop.sum.col_stride);
   if ((in->flags & NPU_VOP_REDUCE) && op != COV_OP_ADD && op != COV_OP_MAX)
@@ -223,7 +226,7 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
   COV_RETURN_IF_ERROR(check_buf(t, lp, i, "src1", &in->u.vop.src1, un, true));
   if (npu_vop_reads_src2(in)) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "src2", &in->u.vop.src2, un, true));
   COV_RETURN_IF_ERROR(check_buf(t, lp, i, "dst", &in->u.vop.dst, un, false));
-  if (in->flags & NPU_VOP_RSUM) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "sum", &in->u.vop.sum, un, false));
+  if (in->flags & NPU_VOP_ROWRED) COV_RETURN_IF_ERROR(check_buf(t, lp, i, "sum", &in->u.vop.sum, un, false));
   return NULL;
 }
 

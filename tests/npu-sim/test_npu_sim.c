@@ -490,7 +490,7 @@ static void test_vop_broadcast(void) {
   cov_acg_free(g);
 }
 
-/* The fused form of a unary op (ISA.md "vop": flags bias, rsum) on
+/* The fused forms of a unary op (ISA.md "vop": flags bias, rsum, rmax) on
  * npu-16x16's SIMD unit, whose exp lists "fused": y = exp(x + b) with b one
  * value per row (col_stride 0), and each row's sum of y written to `sum`,
  * against a naive C loop: y within an ulp of expf(x + b) rounded to f32
@@ -498,8 +498,8 @@ static void test_vop_broadcast(void) {
  * against the same order over the stored y. Timing: exp's 4 lanes, 1,024
  * elements in 256 cycles (the operand and result bytes over 64 B/cycle
  * edges are less). Encoding round trip (88 bytes with rsum); the verifier
- * refuses the flags on a capability without them, and a sum with a
- * column stride. */
+ * refuses the flags on a capability without them, a sum with a column
+ * stride, and rsum with rmax. Then the drains' copy with each row's max. */
 static void test_vop_fused(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
@@ -588,6 +588,48 @@ static void test_vop_fused(void) {
   e = cov_npu_program_verify(p, g);
   CHECK(e && strstr(cov_status_message(e), "field sum.col_stride: 1, must be 0"));
   cov_status_free(e);
+  p->insns[2].u.vop.sum.col_stride = 0;
+  p->insns[2].flags = NPU_VOP_BIAS | NPU_VOP_RSUM | NPU_VOP_RMAX;
+  e = cov_npu_program_verify(p, g);
+  CHECK(e && strstr(cov_status_message(e), "rsum and rmax together"));
+  cov_status_free(e);
+
+  /* An accumulator drain's form (row_max on the copy capability): y = x
+   * and each row's max, against a C loop; 1,024 elements at 16 lanes, the
+   * 32 bytes of maxes one more cycle over the 64 B/cycle edge: 65. */
+  p->insns[2].flags = NPU_VOP_RMAX;
+  p->insns[2].u.vop.vop = COV_OP_COPY;
+  p->insns[2].u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
+  p->insns[2].u.vop.src2 = (npu_mem){0};
+  CHECK(!cov_npu_program_verify(p, g));
+  save(p, "vop_rmax");
+  in[0] = make(COV_F32, 8, 128);
+  in[1] = make(COV_F32, 8, 0);
+  for (int i = 0; i < 8 * 128; i++) ((float *)in[0].data)[i] = (float)((i * 37) % 101) * 0.5f - 20.0f;
+  for (int i = 0; i < 8; i++) ((float *)in[1].data)[i] = 0;
+  s = run(g, p, &sim, (const char *[]){"x", "b"}, in, 2);
+  CHECK(!cov_npu_sim_read(sim, "y", &y));
+  CHECK(!cov_npu_sim_read(sim, "s", &sm));
+  bad = bad_sum = 0;
+  for (int i = 0; i < 8 && y.data && sm.data; i++) {
+    const float *xx = (const float *)in[0].data + i * 128;
+    float mx = xx[0];
+    for (int j = 0; j < 128; j++) {
+      bad += ((const float *)y.data)[i * 128 + j] != xx[j];
+      if (xx[j] > mx) mx = xx[j];
+    }
+    bad_sum += ((const float *)sm.data)[i] != mx;
+  }
+  CHECK(bad == 0 && bad_sum == 0);
+  busy = s ? (uint64_t)(cov_npu_stats_unit_utilization(s, "simd") * (double)cov_npu_stats_cycles(s) + 0.5) : 0;
+  printf("vop copy with row maxes: SIMD busy %llu cycles (want 65)\n", (unsigned long long)busy);
+  CHECK(busy == 65);
+  cov_tensor_release(&in[0]);
+  cov_tensor_release(&in[1]);
+  cov_tensor_release(&y);
+  cov_tensor_release(&sm);
+  cov_npu_stats_free(s);
+  cov_npu_sim_free(sim);
   npu_prog_free(p);
   cov_acg_free(g);
 }
