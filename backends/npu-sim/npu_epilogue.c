@@ -38,6 +38,20 @@ static uint64_t area_alloc(cg *c, uint64_t *bump, uint64_t bytes) {
   return a;
 }
 
+/* A register of one value per row along dim `dim` of the tile shape
+ * (stride 0 there, row-major over the other dims), allocated in the
+ * register area: a row reduction's result, or a fused op's row sums. */
+static rloc row_reg(cg *c, uint64_t *bump, int rank, const int64_t *shape, int dim) {
+  rloc r = {true, c->reg_buf, 0, {0}};
+  int64_t s = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    r.stride[k] = k == dim ? 0 : s;
+    s *= k == dim ? 1 : shape[k];
+  }
+  r.addr = area_alloc(c, bump, (uint64_t)s * 4);
+  return r;
+}
+
 static bool reg_read_later(const map_schedule *s, int from, int reg) {
   for (int i = from; i < s->n_vops; i++) {
     if (s->vops[i].a.kind == MAP_VS_REG && s->vops[i].a.index == reg) return true;
@@ -177,16 +191,7 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
         CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row sum over a loop that drives no output dim", p->layer);
         return;
       }
-      int64_t rshape[COV_MAX_RANK];
-      memcpy(rshape, shape, sizeof rshape);
-      rshape[vcd] = 1;
-      rloc r = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        r.stride[k] = k == vcd ? 0 : s;
-        s *= rshape[k];
-      }
-      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      rloc r = row_reg(c, &bump, rank, shape, vcd);
       if (c->err) return;
       row[vo->sum_row] = r;
       sumv = (vopnd){r.buf, r.addr, {0}, 0};
@@ -254,16 +259,7 @@ static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bo
         CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", p->layer);
         return;
       }
-      int64_t rshape[COV_MAX_RANK];
-      memcpy(rshape, shape, sizeof rshape);
-      rshape[red_dim] = 1;
-      rloc r = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        r.stride[k] = k == red_dim ? 0 : s;
-        s *= rshape[k];
-      }
-      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
+      rloc r = row_reg(c, &bump, rank, shape, red_dim);
       vopnd dv = {r.buf, r.addr, {0}, 0};
       memcpy(dv.st, r.stride, sizeof dv.st);
       if (vi == 0 && c->pmax_n > 0) {
