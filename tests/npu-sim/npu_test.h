@@ -47,6 +47,14 @@ static float rnd(void) {
   return cov_f16_to_f32(cov_f32_to_f16((float)((int)(g_rng % 2001) - 1000) / 500.0f));
 }
 
+/* An empty program for target t (inline: not every test builds one). */
+static inline npu_prog *new_prog(const npu_target *t) {
+  npu_prog *p = NULL;
+  CHECK(!npu_prog_create(&p));
+  npu_prog_set_target(p, t);
+  return p;
+}
+
 static void add(npu_prog *p, npu_insn in) {
   cov_status st = npu_prog_add(p, &in);
   CHECK(!st);

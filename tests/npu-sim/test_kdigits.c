@@ -132,9 +132,7 @@ static void test_hand_built(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   enum { C = 3, S = 5, M = 20, X = M + S - 1, N = 16, KT = C * S };
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){C, X});
   uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){KT, N});

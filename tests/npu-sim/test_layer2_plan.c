@@ -83,9 +83,7 @@ typedef struct variant {
 static uint64_t run_plan(const cov_acg *g, const variant *v) {
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 3, (uint32_t[]){C, H, H});
   uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 4, (uint32_t[]){K, C, R, R});
   uint64_t ab = add_tensor(p, "b", COV_F32, NPU_ROLE_WEIGHT, 1, (uint32_t[]){K});

@@ -212,9 +212,7 @@ static void test_gemm_os(void) {
   npu_target t;
   cov_status st = npu_target_init(g, &t);
   CHECK(!st && t.output_stationary);
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   const uint32_t M = 32, K = 40, N = 16;
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
   uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
@@ -297,9 +295,7 @@ static void test_dma_padding(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   const uint32_t H = 7, W = 9;
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){H, W});
   uint64_t ay = add_tensor(p, "y", COV_F16, NPU_ROLE_OUTPUT, 2, (uint32_t[]){5, 6});
@@ -349,9 +345,7 @@ static void test_bank_conflicts(void) {
   uint64_t cyc[2];
   uint64_t bank[2];
   for (int strided = 0; strided < 2; strided++) {
-    npu_prog *p = NULL;
-    CHECK(!npu_prog_create(&p));
-    npu_prog_set_target(p, &t);
+    npu_prog *p = new_prog(&t);
     npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
     v.u.vop.vop = COV_OP_COPY;
     v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
@@ -390,9 +384,7 @@ static void test_dram_arbitration(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){64, 16});
   uint64_t a1 = add_tensor(p, "x1", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){4, 64});
   uint64_t a2 = add_tensor(p, "x2", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){64, 64});
@@ -436,9 +428,7 @@ static void test_vop_broadcast(void) {
   CHECK(!npu_target_init(g, &t));
   uint64_t busy[2] = {0};
   for (int full = 0; full < 2; full++) {
-    npu_prog *p = NULL;
-    CHECK(!npu_prog_create(&p));
-    npu_prog_set_target(p, &t);
+    npu_prog *p = new_prog(&t);
     uint64_t ax = add_tensor(p, "x", COV_F32, NPU_ROLE_INPUT, 2, (uint32_t[]){8, 128});
     uint64_t ar = add_tensor(p, "r", COV_F32, NPU_ROLE_INPUT, 2, (uint32_t[]){8, 128});
     uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){8, 128});
@@ -504,9 +494,7 @@ static void test_vop_fused(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   uint64_t ax = add_tensor(p, "x", COV_F32, NPU_ROLE_INPUT, 2, (uint32_t[]){8, 128});
   uint64_t ab = add_tensor(p, "b", COV_F32, NPU_ROLE_INPUT, 1, (uint32_t[]){8});
   uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){8, 128});
@@ -640,9 +628,7 @@ static void test_loops_and_errors(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   uint64_t ax = add_tensor(p, "x", COV_F32, NPU_ROLE_INPUT, 1, (uint32_t[]){16});
   uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){4, 16});
   int ev = edge(g, "dram", "vmem");
@@ -693,8 +679,7 @@ static void test_loops_and_errors(void) {
   npu_prog_free(p);
 
   /* Nine nested loops. */
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  p = new_prog(&t);
   for (int d = 0; d < 9; d++) add(p, (npu_insn){.op = NPU_OP_LOOP, .u.loop = {1, (uint32_t)(9 - d)}});
   add(p, (npu_insn){.op = NPU_OP_NOP});
   v = cov_npu_program_verify(p, g);
@@ -709,8 +694,7 @@ static void test_loops_and_errors(void) {
   npu_prog_free(p);
 
   /* GEMM larger than the array; a buffer with no path to the unit. */
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  p = new_prog(&t);
   npu_insn gm = {.op = NPU_OP_GEMM, .unit = (uint8_t)compute(g, "pe_array")};
   gm.u.gemm.m = 4;
   gm.u.gemm.k = 17;
@@ -814,9 +798,7 @@ static void check_chain_same(const cov_acg *g, const npu_prog *chained, const ch
 /* OS: y = x @ w with K = 40 reduced in 5 gemms of k = 8 into one acc tile,
  * then copied out by the SIMD unit. */
 static npu_prog *os_chain_prog(const cov_acg *g, const npu_target *t) {
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, t);
+  npu_prog *p = new_prog(t);
   const uint32_t M = 16, K = 40, N = 16;
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
   uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
@@ -856,9 +838,7 @@ static npu_prog *os_chain_prog(const cov_acg *g, const npu_target *t) {
 
 /* WS: two row blocks of x through the same 16 x 16 weights. */
 static npu_prog *ws_chain_prog(const cov_acg *g, const npu_target *t) {
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, t);
+  npu_prog *p = new_prog(t);
   const uint32_t M = 64, K = 16, N = 16;
   uint64_t ax = add_tensor(p, "x", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){M, K});
   uint64_t aw = add_tensor(p, "w", COV_F16, NPU_ROLE_WEIGHT, 2, (uint32_t[]){K, N});
@@ -1186,9 +1166,7 @@ static void test_store_waw(void) {
   cov_acg *g = load_target("npu-16x16");
   npu_target t;
   CHECK(!npu_target_init(g, &t));
-  npu_prog *p = NULL;
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  npu_prog *p = new_prog(&t);
   uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){2, 15});
   int ev = edge(g, "dram", "vmem");
   add(p, dma2(ev, true, COV_F32, ay, 2, 15, 0, 0, 1, 15, 0, 15, 1));
@@ -1204,8 +1182,7 @@ static void test_store_waw(void) {
   cov_npu_sim_free(sim);
   npu_prog_free(p);
   /* the same rows read back into ibuf by another engine: after the arrival */
-  CHECK(!npu_prog_create(&p));
-  npu_prog_set_target(p, &t);
+  p = new_prog(&t);
   ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){2, 15});
   add(p, dma2(ev, true, COV_F32, ay, 2, 15, 0, 0, 1, 15, 0, 15, 1));
   add(p, dma2(edge(g, "dram", "ibuf"), false, COV_F32, ay, 2, 15, 0, 0, 1, 15, 0, 15, 1));
