@@ -103,7 +103,13 @@ static bool kdig_dense_ok(const map_schedule *s, const map_gemm_plan *gp, int o,
   return true;
 }
 
-void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
+static bool chan_major(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int inner, int *dc,
+                       int64_t *st);
+/* The most pieces the code generator loads a head tile in
+ * (backends/npu-sim/npu_head.c, NPU_HEAD_PIECES). */
+#define MAP_HEAD_PIECES 16
+
+static void tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st, bool cm) {
   const map_operand *op = &s->prob.operands[o];
   const map_place *pl = &s->place[o][lv];
   int inner = -1;
@@ -144,6 +150,9 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
       w *= sl->trips;
     }
   }
+  int dc;
+  if (cm && inner >= 0 && gp->output_stationary && o == gp->b_op && chan_major(s, gp, o, lv, inner, &dc, st))
+    return;
   /* Output-stationary B whose n has several dimensions inside it in DRAM
    * that one run could join (a convolution's weights: c x r x s, all but
    * the outermost whole): the tensor's own order, so that a filter stays
@@ -186,6 +195,10 @@ void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o
     n = st[d] * pl->shape[d];
   }
   if (last >= 0) st[last] = n;
+}
+
+void map_gemm_tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int64_t *st) {
+  tile_strides(s, gp, o, lv, st, true);
 }
 
 int64_t map_gemm_tile_elems(const map_schedule *s, const map_gemm_plan *gp, int o, int lv) {
@@ -573,7 +586,15 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   return pre + body + (hold ? 0 : cdiv(m * n * eo, bwc));
 }
 
-double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
+static double gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool one_chain);
+
+double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) { return gemm_cycles(s, gp, false); }
+
+double map_gemm_chain_cycles(const map_schedule *s, const map_gemm_plan *gp) { return gemm_cycles(s, gp, true); }
+
+/* All the schedule's GEMMs, or (one_chain) those of one leaf, or of one
+ * chain where a chain runs over several leaves. */
+static double gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool one_chain) {
   const map_problem *p = &s->prob;
   double M = (double)map_gemm_m(s, gp), K = (double)map_gemm_k(s, gp), N = trips_of(s, gp->nl);
   /* Leaves: every scheduled loop the GEMM does not absorb (instances of a
@@ -620,7 +641,7 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
           double cnt = kc[a] * mc[b] * nc[c];
           if (cnt > 0) per_leaf += cnt * gemm_occ(s, gp, mm[b], kk[a], nn[c], true, false, false);
         }
-    return leaves * per_leaf;
+    return one_chain ? per_leaf : leaves * per_leaf;
   }
   double m = mm[0], n = nn[0];
   for (int a = 0; a < 2; a++)
@@ -638,7 +659,7 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
                  gemm_occ(s, gp, m, kk[0], n, true, true, true);
   double lastg = gemm_occ(s, gp, m, kk[la], n, true, true, false) - gemm_occ(s, gp, m, kk[la], n, true, true, true);
   per_leaf += (first + lastg) / run;
-  return leaves * per_leaf;
+  return one_chain ? run * per_leaf : leaves * per_leaf;
 }
 
 /* DRAM bytes one execution of transfer x costs: the valid elements of its
@@ -646,7 +667,7 @@ double map_gemm_cycles(const map_schedule *s, const map_gemm_plan *gp) {
  * contiguous in DRAM, else single elements), each rounded up to whole
  * bursts of the DRAM node's width; a load's run continues into the next
  * dimension out where the code generator merges them (npu_cg_emit_dma). */
-double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
+static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t *lst) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   int dram = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
@@ -697,6 +718,8 @@ double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
         st[d] = e;
         e *= tile[d];
       }
+    } else if (lst) {
+      memcpy(st, lst, sizeof st[0] * (size_t)op->rank);
     } else {
       map_gemm_plan gp;
       bool mac = p->kind == MAP_MAIN_MAC;
@@ -717,4 +740,135 @@ double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
   if (run <= 0) return 0;
   double runs = valid * es / run;
   return runs * ceil(run / burst) * burst;
+}
+
+double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) { return dram_cost(s, x, NULL); }
+
+/* An output-stationary chain folded at whole groups of kl (os_k_digits)
+ * reads, in its first GEMM, only the first group of B's kl dimension (a
+ * convolution's filters at one input channel: convnet_layer2's w[:, 0] on
+ * npu-16x16-os, 10 runs of 50 bytes inside the [kg][c][r][s] tensor). In
+ * the tensor's order that group is spread over the whole tile and the
+ * first GEMM waits for all of it (5,000 bytes, 80 cycles of DRAM). Laid
+ * out channel-major, kl's dimension outermost with its step on whole
+ * 64-byte blocks (the simulator's scoreboard unit, MAP_PLACE_ALIGN), each
+ * group is a range of its own: the code generator then loads the tile
+ * group by group (npu_head.c) and the first GEMM waits for one group. The
+ * rest keeps the order of the tensor-order layout below (n's stride padded
+ * so that one cycle's n elements fall in distinct banks).
+ *
+ * The price: DRAM runs end at the group's edge (a filter's r x s: 50 bytes,
+ * one 64-byte burst, where the tensor's order joined c x r x s into 500),
+ * so every load of the tile costs more bursts. Decided from the DRAM
+ * costs (dram_cost, the bursts the simulator charges) of the two layouts:
+ * channel-major only where the extra bursts of all of the tile's loads
+ * take less of the DRAM interface than the first GEMM stops waiting for
+ * (convnet_layer2: 20 cycles against 70; a tile reloaded per output tile
+ * keeps the tensor's order). */
+static bool chan_major(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int inner, int *dc,
+                       int64_t *st) {
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  if (gp->n_kd < 2 || gp->kd[0] != gp->kl || gp->kl < 0 || (int64_t)gp->kmax >= map_gemm_k(s, gp)) return false;
+  int l = s->sloops[gp->kl].loop, d0 = -1;
+  for (int d = 0; d < op->rank; d++)
+    if (op->acc.coef[d][l] != 0 && pl->shape[d] > 1) {
+      if (d0 >= 0) return false;
+      d0 = d;
+    }
+  if (d0 < 0 || d0 == inner) return false;
+  /* B's DRAM loads at this level: their count and the DRAM node */
+  const map_xfer *ld = NULL;
+  double count = 0;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    if (x->operand != o || x->level != lv || x->dir != MAP_LOAD) continue;
+    if (s->acg->storage[x->src].kind != ACG_DRAM) return false;
+    ld = x;
+    count += (double)x->count;
+  }
+  if (!ld) return false;
+  double dbw = s->acg->storage[ld->src].bandwidth_bytes_per_cycle;
+  if (!(dbw > 0)) return false;
+  /* channel-major: kl's dimension outermost on whole blocks, the others
+   * as the tensor-order layout orders them (recomputed without d0) */
+  int64_t es = (int64_t)cov_dtype_size(pl->dtype), e = 1, blk = MAP_PLACE_ALIGN / es > 0 ? MAP_PLACE_ALIGN / es : 1;
+  int64_t cm[COV_MAX_RANK], tord[COV_MAX_RANK];
+  tile_strides(s, gp, o, lv, tord, false);
+  for (int d = op->rank - 1; d >= 0; d--) {
+    if (d == d0) continue;
+    cm[d] = d == inner ? bank_free_stride(s, pl, e, pl->shape[d] < gp->nmax ? pl->shape[d] : gp->nmax) : e;
+    e = cm[d] * pl->shape[d];
+  }
+  cm[d0] = (e + blk - 1) / blk * blk;
+  double c_t = dram_cost(s, ld, tord), c_cm = dram_cost(s, ld, cm);
+  /* the first GEMM's share: one piece of the split load (npu_head.c) */
+  int64_t n = pl->shape[d0], pieces = n < MAP_HEAD_PIECES ? n : MAP_HEAD_PIECES, per = (n + pieces - 1) / pieces;
+  double saved = (c_t - c_cm * (double)per / (double)n) / dbw, extra = (c_cm - c_t) * count / dbw;
+  if (!(extra < saved)) return false;
+  memcpy(st, cm, sizeof cm[0] * (size_t)op->rank);
+  *dc = d0;
+  return true;
+}
+
+/* Iterations of scheduled loop i the first GEMM of a leaf covers: its m,
+ * n and the first fold of its k (k digits innermost first), 1 for the
+ * loops it does not absorb. */
+static int64_t first_cover(const map_schedule *s, const map_gemm_plan *gp, int i) {
+  int64_t t = s->sloops[i].trips;
+  if (i == gp->ml || i == gp->ml2) return t;
+  if (i == gp->nl) return t < (int64_t)gp->nmax ? t : (int64_t)gp->nmax;
+  if (gp->n_kd >= 2) {
+    int64_t rem = gp->kmax;
+    for (int d = gp->n_kd - 1; d >= 0; d--) {
+      int64_t tr = s->sloops[gp->kd[d]].trips, c = rem < tr ? rem : tr;
+      if (gp->kd[d] == i) return c;
+      rem = (rem + tr - 1) / tr;
+    }
+    return 1;
+  }
+  if (i == gp->kl) return t < (int64_t)gp->kmax ? t : (int64_t)gp->kmax;
+  return 1;
+}
+
+double map_gemm_first_share(const map_schedule *s, const map_gemm_plan *gp, const map_xfer *x) {
+  int o = x->operand, lv = x->level;
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  /* only a chain folded at whole groups of kl (os_k_digits): where the
+   * pieces follow another order the GEMMs wait on them in ways the cost
+   * model does not follow (the tiles of a chain over k folds, A's k rows,
+   * feed GEMMs faster than DRAM) */
+  if ((o != gp->a_op && o != gp->b_op) || lv != map_walk_deepest(s, o) || !gp->output_stationary ||
+      gp->n_kd < 2 || gp->kd[0] != gp->kl || gp->kl < 0 || (int64_t)gp->kmax >= map_gemm_k(s, gp))
+    return 1;
+  int64_t st[COV_MAX_RANK], es = (int64_t)cov_dtype_size(pl->dtype);
+  map_gemm_tile_strides(s, gp, o, lv, st);
+  /* the dimension npu_head.c splits: the outermost on chip, each step on
+   * whole 64-byte blocks, the others within one step, not the DMA's
+   * innermost (a DRAM run), not merged into it */
+  int d0 = -1;
+  for (int d = 0; d < op->rank; d++)
+    if (pl->shape[d] > 1 && (d0 < 0 || st[d] > st[d0])) d0 = d;
+  if (d0 < 0 || st[d0] * es % MAP_PLACE_ALIGN) return 1;
+  bool merged = true, inside = false;
+  int64_t dense = 1;
+  for (int d = op->rank - 1; d >= 0; d--) {
+    if (pl->shape[d] <= 1 || d == d0) continue;
+    if (st[d] * pl->shape[d] > st[d0]) return 1;
+    inside |= d > d0;
+    merged &= d > d0 && st[d] == dense && pl->shape[d] == op->shape[d] && op->acc.off[d] == 0;
+    dense *= pl->shape[d];
+  }
+  if (!inside || (merged && st[d0] == dense)) return 1;
+  /* how far along d0 the first GEMM reads, from the tile's start */
+  int64_t e0 = 1;
+  for (int i = x->after + 1; i < s->n_sloops; i++) {
+    int64_t k = op->acc.coef[d0][s->sloops[i].loop];
+    e0 += (k < 0 ? -k : k) * s->sloops[i].step * (first_cover(s, gp, i) - 1);
+  }
+  int64_t n = pl->shape[d0], pieces = n < MAP_HEAD_PIECES ? n : MAP_HEAD_PIECES, per = (n + pieces - 1) / pieces;
+  if (e0 >= n) return 1;
+  int64_t need = (e0 + per - 1) / per * per;
+  return (double)(need < n ? need : n) / (double)n;
 }

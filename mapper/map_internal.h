@@ -34,6 +34,17 @@ struct cov_layer {
   map_call calls[MAP_MAX_CALLS];
 };
 
+/* map_gemm.c: the share of load x's tile (an operand of the GEMMs) that
+ * the first GEMM waits for: the pieces the code generator loads the tile
+ * in (backends/npu-sim/npu_head.c: along its outermost dimension on chip,
+ * at most 16) that hold what the first GEMM reads; 1 where it reads some of
+ * every piece or the load is not split. */
+double map_gemm_first_share(const map_schedule *s, const map_gemm_plan *gp, const map_xfer *x);
+/* Cycles of the GEMMs of one chain (output-stationary: the run of leaves
+ * that keeps its partial sums in the PEs), or of one leaf where they do not
+ * chain. */
+double map_gemm_chain_cycles(const map_schedule *s, const map_gemm_plan *gp);
+
 /* map_layer.c: an empty layer (its arena and codelet library), and the
  * output shape of call i (binding it); map_model.c builds on both. */
 cov_status map_layer_new(const char *name, cov_layer **out);
