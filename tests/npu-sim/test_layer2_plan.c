@@ -10,11 +10,13 @@
  * (p, q padded to 12, 4x4 blocks of pixels through m digits, one gemm per
  * channel chained over the 10 channels, the first tile's input loaded one
  * channel at a time: test_os_stream's check_layer2) runs 9 tiles of 250
- * reduction steps; its first gemm waits for the whole weight tensor (the
- * tensor's [kg][c][r s] order on chip: a channel's weights span every
- * filter) and the input's channel 0, at cycle 289; its end for the last
- * block's copy out of the accumulators, bias, relu and a 1,920-byte store:
- * 2,854 cycles (1.27x).
+ * reduction steps; its first gemm waits for channel 0 of the weights (laid
+ * out channel-major on chip since session 12, map_gemm.c chan_major; the
+ * tensor's [kg][c][r s] order before, where a channel's weights span every
+ * filter and the first gemm waited for all of them, until cycle 289) and
+ * of the input, at cycle 218; its end for the last block's copy out of the
+ * accumulators, bias, relu and a 1,920-byte store: 2,783 cycles (1.24x;
+ * 2,854, 1.27x, with the whole weight load ahead).
  *
  * The plan uses nothing the ISA lacks today:
  * 1. 8 tiles, not 9, with neither padding nor a new ISA field: the 11x11
@@ -32,10 +34,11 @@
  *    1x11 row goes last (10 DRAM runs of 44 bytes).
  * Measured here (the four variants below): 2,496 cycles (1.115x) for the
  * plan; 2,658 (1.187x) with whole loads (8 tiles alone); 2,758 (1.232x)
- * for 9 padded blocks with the short head; 2,920 (1.304x) for 9 blocks and
- * whole loads (the compiled program before its per-channel head: 2,926).
- * The 8 rectangles and the channel-major weights are what the compiler
- * still lacks; neither alone reaches 1.15x. */
+ * for 9 padded blocks with the short head (the compiled program's head
+ * since session 12; it reaches 2,783 with its longer tail); 2,920 (1.304x)
+ * for 9 blocks and whole loads (the compiled program before its
+ * per-channel head: 2,926). The 8 rectangles and the short tail are what
+ * the compiler still lacks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
