@@ -42,6 +42,7 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   if (!st && epi_heavy) st = map_rewrite_search(proto, t, opt, cs, map_bias_rewrite);
   if (!st && epi_heavy) st = map_rewrite_search(proto, t, opt, cs, map_pad_bias_rewrite);
   if (!st && epi_heavy) st = map_rewrite_search(proto, t, opt, cs, map_dw_bias_rewrite);
+  if (!st) st = map_rect_search(proto, cs);
   if (!st) {
     st = map_verify(&cs->s);
     for (int i = 0; i < cs->n_alts && !st; i++) st = map_verify(&cs->alts[i]);
@@ -103,7 +104,10 @@ static void one_line(const map_schedule *s, FILE *out) {
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
     while (lv < sl->level) fprintf(out, " | L%d", ++lv);
-    fprintf(out, " %s%s%lld", p->loop_name[sl->loop], sl->spatial ? "@" : ":", (long long)sl->trips);
+    if (s->n_rects > 0 && i == s->rect_sloop)
+      fprintf(out, " %s,%s:%d rectangles", p->loop_name[s->rect_loop[0]], p->loop_name[s->rect_loop[1]], s->n_rects);
+    else
+      fprintf(out, " %s%s%lld", p->loop_name[sl->loop], sl->spatial ? "@" : ":", (long long)sl->trips);
   }
   bool db = false;
   for (int o = 0; o < p->n_operands; o++)

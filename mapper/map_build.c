@@ -191,13 +191,22 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
   s->n_xfers = 0;
   s->epi_chunk = 0;
   s->epi_chunk_dim = -1;
+  bool rect = s->n_rects > 0; /* rectangular pixel tiles (map_ir.h, map_rect.c) */
+  if (rect && (s->rect_level < 0 || s->rect_level >= L - 1)) {
+    if (why) *why = "rectangle loop at a bad level";
+    return -1;
+  }
   for (int lv = 0; lv < L; lv++) {
     int n = map_level_sloops(t, p, ch, lv, s->sloops + s->n_sloops, MAP_MAX_SLOOPS - s->n_sloops);
-    if (n < 0) {
+    if (n < 0 || (rect && lv == s->rect_level && s->n_sloops + n >= MAP_MAX_SLOOPS)) {
       if (why) *why = "too many scheduled loops";
       return -1;
     }
     s->n_sloops += n;
+    if (rect && lv == s->rect_level) {
+      s->rect_sloop = s->n_sloops;
+      s->sloops[s->n_sloops++] = (map_sloop){s->rect_loop[0], lv, false, MAP_AX_NONE, s->n_rects, 0};
+    }
   }
   /* spatial loops: innermost, at the last level */
   for (int ax = MAP_AX_ROWS; ax <= MAP_AX_LANES; ax++)
@@ -214,11 +223,12 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
   int64_t inner[MAP_MAX_LOOPS];
   for (int l = 0; l < p->n_loops; l++) inner[l] = 1;
   for (int i = s->n_sloops - 1; i >= 0; i--) {
+    if (rect && i == s->rect_sloop) continue; /* step 0: the rectangles' origins */
     s->sloops[i].step = inner[s->sloops[i].loop];
     inner[s->sloops[i].loop] *= s->sloops[i].trips;
   }
   for (int l = 0; l < p->n_loops; l++)
-    if (inner[l] != p->extent[l]) {
+    if (inner[l] != p->extent[l] && !(rect && (l == s->rect_loop[0] || l == s->rect_loop[1]))) {
       if (why) *why = "factors do not multiply to the extents";
       return -1;
     }
@@ -227,7 +237,11 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
   for (int lv = 0; lv < L; lv++) {
     for (int l = 0; l < p->n_loops; l++) tile[lv][l] = 1;
     for (int i = 0; i < s->n_sloops; i++)
-      if (s->sloops[i].level >= lv) tile[lv][s->sloops[i].loop] *= s->sloops[i].trips;
+      if (s->sloops[i].level >= lv && !(rect && i == s->rect_sloop))
+        tile[lv][s->sloops[i].loop] *= s->sloops[i].trips;
+    /* outside the rectangles: their loops whole */
+    if (rect && lv <= s->rect_level)
+      for (int d = 0; d < 2; d++) tile[lv][s->rect_loop[d]] = p->extent[s->rect_loop[d]];
   }
   /* epilogue constraints on the level-1 output tile */
   for (int v = 0; v < s->n_vops; v++) {
@@ -253,6 +267,11 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       int node = t->path[o][lv];
       if (node < 0) continue;
       map_place *pl = &s->place[o][lv];
+      if (rect && lv > s->rect_level && op->role != MAP_ROLE_OUTPUT &&
+          (map_operand_depends(op, s->rect_loop[0]) || map_operand_depends(op, s->rect_loop[1]))) {
+        if (why) *why = "only the output may have tiles inside the rectangles";
+        return -1;
+      }
       pl->present = true;
       pl->node = node;
       for (int l = 0; l < p->n_loops; l++) pl->tile[l] = tile[lv][l];
@@ -308,7 +327,9 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
         if (s->sloops[i].level >= lv) break;
         /* a tile in replicated storage is loaded by each instance: inside
          * the spatial loops that spread over those instances */
-        if (map_operand_depends(op, s->sloops[i].loop) || s->sloops[i].spatial) after = i;
+        if (map_operand_depends(op, s->sloops[i].loop) || s->sloops[i].spatial ||
+            (rect && i == s->rect_sloop && map_operand_depends(op, s->rect_loop[1])))
+          after = i;
       }
       int64_t count = 1;
       for (int i = 0; i <= after; i++) {

@@ -469,6 +469,17 @@ void map_cost_eval(map_schedule *s) {
       /* a chunked epilogue's last store moves the last chunk only */
       if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1)
         one = occ / (double)map_epi_chunks(s) + lat;
+      /* rectangles: the last rectangle's store (map_ir.h) */
+      if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1 && s->n_rects > 0) {
+        int last = s->n_rects - 1;
+        double share = (double)(s->rects[last].ext[0] * s->rects[last].ext[1]) /
+                       (double)(p->extent[s->rect_loop[0]] * p->extent[s->rect_loop[1]]);
+        double o1 = (double)x->bytes * share / bw;
+        int dn = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
+        double dbw = g->storage[dn].bandwidth_bytes_per_cycle;
+        if (dbw > 0 && map_dram_cost_rect(s, x, last) / dbw > o1) o1 = map_dram_cost_rect(s, x, last) / dbw;
+        one = o1 + lat;
+      }
       if (x->dir == MAP_STORE && one > drain) drain = one;
       /* Where the first GEMM's operand tiles are loaded in pieces (an
        * output-stationary chain folded at groups of kl, npu_head.c), it

@@ -137,7 +137,15 @@ void map_dump(const map_schedule *s, FILE *out) {
   /* the nest, with transfers at their positions */
   int depth = 0;
   for (int i = -1; i < s->n_sloops; i++) {
-    if (i >= 0) {
+    if (i >= 0 && s->n_rects > 0 && i == s->rect_sloop) { /* map_ir.h "Rectangular pixel tiles" */
+      fprintf(out, "  %*sL%d for %s,%s in %d rectangles", 2 * depth, "", s->sloops[i].level,
+              p->loop_name[s->rect_loop[0]], p->loop_name[s->rect_loop[1]], s->n_rects);
+      for (int r = 0; r < s->n_rects; r++)
+        fprintf(out, "%s%lldx%lld@%lld,%lld", r ? " " : " ", (long long)s->rects[r].ext[0],
+                (long long)s->rects[r].ext[1], (long long)s->rects[r].org[0], (long long)s->rects[r].org[1]);
+      fputc('\n', out);
+      depth++;
+    } else if (i >= 0) {
       const map_sloop *sl = &s->sloops[i];
       fprintf(out, "  %*sL%d %s %s %s in %lld step %lld\n", 2 * depth, "", sl->level,
               sl->spatial ? "spatial" : "for", sl->spatial ? map_axis_name(sl->axis) : "",

@@ -188,10 +188,23 @@ static void tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, 
     st[inner] = 1;
     n = pl->shape[inner];
   }
+  /* An output-stationary chain folded at whole groups of channels
+   * (os_k_digits): the channel dimension of A's tile on whole 64-byte
+   * blocks, so that the code generator can load the first tile one group
+   * at a time, each on blocks of its own (npu_head.c; the simulator's
+   * scoreboard works on 64-byte blocks): a whole 15 x 15 input channel of
+   * convnet_layer2 is 450 bytes */
+  int blockd = -1;
+  if (gp && gp->output_stationary && gp->n_kd > 1 && o == gp->a_op && lv == map_walk_deepest(s, o))
+    for (int d = 0; d < op->rank && blockd < 0; d++)
+      if (op->acc.coef[d][s->sloops[gp->kd[0]].loop] != 0 && pl->shape[d] > 1 && d != inner) blockd = d;
+  int64_t blk = pl->node >= 0 ? 64 / (int64_t)cov_dtype_size(pl->dtype) : 0;
   for (int d = op->rank - 1; d >= 0; d--) {
     if (d == inner || d == last) continue;
     st[d] = n;
     if (pad[d]) st[d] += ((target[d] - n) % mod + mod) % mod;
+    if (d == blockd && blk > 0 && n % blk && (n + blk - 1) / blk * blk * 4 <= n * 5)
+      st[d] = (n + blk - 1) / blk * blk;
     n = st[d] * pl->shape[d];
   }
   if (last >= 0) st[last] = n;
@@ -667,7 +680,43 @@ static double gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool o
  * contiguous in DRAM, else single elements), each rounded up to whole
  * bursts of the DRAM node's width; a load's run continues into the next
  * dimension out where the code generator merges them (npu_cg_emit_dma). */
-static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t *lst) {
+static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst);
+
+double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
+  const map_problem *p = &s->prob;
+  if (s->n_rects > 0 && x->operand == p->output && x->dir == MAP_STORE && x->level == 1) {
+    /* each rectangle stores its own box (map_ir.h) */
+    double sum = 0;
+    for (int r = 0; r < s->n_rects; r++) sum += map_dram_cost_rect(s, x, r);
+    return sum;
+  }
+  return dram_cost(s, x, NULL, NULL);
+}
+
+void map_rect_box(const map_schedule *s, int o, int lv, int r, int64_t *box) {
+  const map_operand *op = &s->prob.operands[o];
+  const map_place *pl = &s->place[o][lv];
+  for (int d = 0; d < op->rank; d++) {
+    int64_t e = 1;
+    for (int l = 0; l < s->prob.n_loops; l++) {
+      int64_t c = op->acc.coef[d][l], t = pl->tile[l];
+      if (l == s->rect_loop[0]) t = s->rects[r].ext[0];
+      if (l == s->rect_loop[1]) t = s->rects[r].ext[1];
+      e += (c < 0 ? -c : c) * (t - 1);
+    }
+    box[d] = e;
+  }
+}
+
+double map_dram_cost_rect(const map_schedule *s, const map_xfer *x, int r) {
+  int64_t box[COV_MAX_RANK];
+  map_rect_box(s, x->operand, x->level, r, box);
+  return dram_cost(s, x, box, NULL);
+}
+
+/* box: the tile's box (NULL: its place's); lst: its layout's strides
+ * (NULL: map_gemm_tile_strides') */
+static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   int dram = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
@@ -679,7 +728,7 @@ static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t 
   double es = (double)cov_dtype_size(out ? COV_F32 : pl->dtype);
   int64_t tile[COV_MAX_RANK], ten[COV_MAX_RANK];
   for (int d = 0; d < op->rank; d++) {
-    tile[d] = pl->shape[d];
+    tile[d] = box ? box[d] : pl->shape[d];
     ten[d] = op->shape[d];
   }
   if (out) /* pooling shrinks the stored tile and tensor */
@@ -742,7 +791,6 @@ static double dram_cost(const map_schedule *s, const map_xfer *x, const int64_t 
   return runs * ceil(run / burst) * burst;
 }
 
-double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) { return dram_cost(s, x, NULL); }
 
 /* An output-stationary chain folded at whole groups of kl (os_k_digits)
  * reads, in its first GEMM, only the first group of B's kl dimension (a
@@ -801,7 +849,7 @@ static bool chan_major(const map_schedule *s, const map_gemm_plan *gp, int o, in
     e = cm[d] * pl->shape[d];
   }
   cm[d0] = (e + blk - 1) / blk * blk;
-  double c_t = dram_cost(s, ld, tord), c_cm = dram_cost(s, ld, cm);
+  double c_t = dram_cost(s, ld, NULL, tord), c_cm = dram_cost(s, ld, NULL, cm);
   /* the first GEMM's share: one piece of the split load (npu_head.c) */
   int64_t n = pl->shape[d0], pieces = n < MAP_HEAD_PIECES ? n : MAP_HEAD_PIECES, per = (n + pieces - 1) / pieces;
   double saved = (c_t - c_cm * (double)per / (double)n) / dbw, extra = (c_cm - c_t) * count / dbw;

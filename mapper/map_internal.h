@@ -241,6 +241,14 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
                               const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite);
 cov_status map_search(const map_target *t, const map_schedule *proto,
                       const cov_map_options *opt, cov_schedule *out);
+/* Keeps the cheapest of cs's schedules and of `more`'s (best first; ties
+ * keep cs's first). */
+void map_merge_best(cov_schedule *cs, const cov_schedule *more);
+/* map_rect.c: rectangular pixel tiles (map_ir.h): the variant of each of
+ * cs's schedules that streams two output loops through an output-
+ * stationary array's rows, where fewer rectangles than its tiles cover
+ * them (proto: the unpadded problem); kept by cost (map_merge_best). */
+cov_status map_rect_search(const map_schedule *proto, cov_schedule *cs);
 
 /* map_interp.c: runs a schedule on the CPU through buffers of the ACG's
  * capacities. inputs: the layer inputs in layer order (f32). */

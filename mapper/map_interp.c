@@ -82,19 +82,20 @@ static uint8_t *place_ptr(interp *I, int o, int lv) {
  * do not change within it. */
 static int64_t tile_offset(interp *I, int o, int lv, const int64_t *base, const int64_t *idx) {
   const map_operand *op = &I->p->operands[o];
-  const map_place *pl = &I->s->place[o][lv];
+  int64_t shape[COV_MAX_RANK];
+  map_walk_box(&I->w, o, lv, shape);
   int64_t off = 0;
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
-    if (k < 0 || k >= pl->shape[d]) {
+    if (k < 0 || k >= shape[d]) {
       if (!I->err)
         I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                            "interp %s: %s index %lld in dim %d is outside its L%d tile [%lld, %lld)",
                            I->p->layer, op->name, (long long)idx[d], d, lv, (long long)base[d],
-                           (long long)(base[d] + pl->shape[d]));
+                           (long long)(base[d] + shape[d]));
       return -1;
     }
-    off = off * pl->shape[d] + k;
+    off = off * shape[d] + k;
   }
   return off;
 }
@@ -166,7 +167,9 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
   uint8_t *dst = place_ptr(I, o, lv);
   if (!dst) return;
   int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK], above[COV_MAX_RANK];
+  int64_t box[COV_MAX_RANK];
   map_walk_tile_base(&I->w, o, lv, base);
+  map_walk_box(&I->w, o, lv, box);
   uint8_t *src = NULL;
   if (mode == 0 && lv > 1) {
     map_walk_tile_base(&I->w, o, lv - 1, above);
@@ -189,7 +192,7 @@ static void do_load(interp *I, int o, int lv, int mode /* 0 copy, 1 init */) {
       v = load_el(src, I->s->place[o][lv - 1].dtype, off);
     }
     store_el(dst, pl->dtype, n++, v);
-  } while (op->rank > 0 && next_idx(pl->shape, op->rank, k));
+  } while (op->rank > 0 && next_idx(box, op->rank, k));
 }
 
 /* partial sums back to the level above (lv >= 2) */
@@ -199,7 +202,9 @@ static void do_store_partial(interp *I, int o, int lv) {
   uint8_t *src = place_ptr(I, o, lv), *dst = place_ptr(I, o, lv - 1);
   if (!src || !dst) return;
   int64_t base[COV_MAX_RANK], k[COV_MAX_RANK] = {0}, idx[COV_MAX_RANK], above[COV_MAX_RANK];
+  int64_t box[COV_MAX_RANK];
   map_walk_tile_base(&I->w, o, lv, base);
+  map_walk_box(&I->w, o, lv, box);
   map_walk_tile_base(&I->w, o, lv - 1, above);
   int64_t n = 0;
   do {
@@ -207,7 +212,7 @@ static void do_store_partial(interp *I, int o, int lv) {
     int64_t off = tile_offset(I, o, lv - 1, above, idx);
     if (off < 0) return;
     store_el(dst, I->s->place[o][lv - 1].dtype, off, load_el(src, pl->dtype, n++));
-  } while (op->rank > 0 && next_idx(pl->shape, op->rank, k));
+  } while (op->rank > 0 && next_idx(box, op->rank, k));
 }
 
 static float apply(cov_op op, float a, float b) { return common_op_eval_f32((cov_op)op, a, b); }
@@ -449,11 +454,17 @@ static void w_store(map_walk *w, int o, int lv) {
  * or -1 (error recorded). inner: the loop values below that tile. */
 static int64_t leaf_offset(interp *I, int o, const leaf_access *a, const int64_t *inner) {
   const map_place *pl = &I->s->place[o][a->lv];
+  int64_t rbox[COV_MAX_RANK];
+  const int64_t *shape = pl->shape;
+  if (map_walk_in_rect(I->s, o, a->lv)) { /* the current rectangle's box */
+    map_walk_box(&I->w, o, a->lv, rbox);
+    shape = rbox;
+  }
   int64_t off = 0;
   for (int d = 0; d < I->p->operands[o].rank; d++) {
     int64_t k = -a->flip[d];
     for (int z = 0; z < a->n_nz[d]; z++) k += a->coef[d][z] * inner[a->loop[d][z]];
-    if (k < 0 || k >= pl->shape[d]) {
+    if (k < 0 || k >= shape[d]) {
       /* outside the tile: the general path computes the index and the
        * tile's box and records the error */
       int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
@@ -461,7 +472,7 @@ static int64_t leaf_offset(interp *I, int o, const leaf_access *a, const int64_t
       map_walk_index_of(&I->p->operands[o], v, I->p->n_loops, idx);
       return local_offset(I, o, a->lv, idx);
     }
-    off = off * pl->shape[d] + k;
+    off = off * shape[d] + k;
   }
   return off;
 }
@@ -478,6 +489,13 @@ static void leaf(interp *I) {
   for (int j = 0; j < n_ops; j++)
     for (int l = 0; l < p->n_loops; l++) inner[j][l] = 0;
   for (int i = 0; i < s->n_sloops; i++) {
+    if (s->n_rects > 0 && i == s->rect_sloop) { /* a rectangle's origin (map_ir.h) */
+      const map_rect *r = &s->rects[I->w.iter[i]];
+      for (int j = 0; j < n_ops; j++)
+        if (s->sloops[i].level >= I->leaf[j].lv)
+          for (int d = 0; d < 2; d++) inner[j][s->rect_loop[d]] += r->org[d];
+      continue;
+    }
     const int64_t add = I->w.iter[i] * s->sloops[i].step;
     for (int j = 0; j < n_ops; j++)
       if (s->sloops[i].level >= I->leaf[j].lv) inner[j][s->sloops[i].loop] += add;

@@ -289,6 +289,33 @@ typedef struct map_cost {
   bool has_energy;
 } map_cost;
 
+/* ---- Rectangular pixel tiles (map_rect.c) ------------------------------
+ * Where an output-stationary array streams a block of two output loops
+ * through its rows (m digits: a convolution's output rows x columns) and
+ * no divisor tiling fills the rows (convnet_layer2's 11 x 11 pixels: 4 x 4
+ * blocks of a 12 x 12 padding run 9 tiles, where ceil(121 / 16) = 8 would
+ * do), the two loops may instead be covered by a list of rectangles of up
+ * to the array's rows pixels each, of several shapes (1 x 11, five 2 x 8,
+ * two 5 x 3). The one exception to divisor-based tiling:
+ *   - scheduled loop rect_sloop (level rect_level, loop rect_loop[0],
+ *     step 0) iterates over the rectangles: at its iteration i, problem
+ *     loop rect_loop[d] adds rects[i].org[d] (map_walk_values);
+ *   - the two loops have no scheduled loops of a level <= rect_level but
+ *     it, and their tiles at those levels are the whole extents;
+ *   - inside, their scheduled loops (of the last level) have the trips of
+ *     the largest rectangle (ext of rects[rect_nominal]), which is the
+ *     tile every place and the cost model see; walks and code generators
+ *     run each rectangle's own ext (map_walk_trips, map_walk_box), and
+ *     tiles inside rect_sloop are laid out dense in the rectangle's box;
+ *   - only the output has places inside rect_sloop (the accumulators), its
+ *     epilogue runs per rectangle (map_epi_per_subtile) and each
+ *     rectangle is stored to DRAM after its epilogue.
+ * map_verify checks that the rectangles cover the extents exactly once. */
+#define MAP_MAX_RECTS 32
+typedef struct map_rect {
+  int64_t org[2], ext[2]; /* per rect_loop[d] */
+} map_rect;
+
 typedef struct map_schedule {
   const cov_acg *acg;
   map_problem prob;
@@ -322,8 +349,25 @@ typedef struct map_schedule {
   map_place place[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
   int n_xfers;
   map_xfer xfers[MAP_MAX_XFERS];
+  /* rectangular pixel tiles (above); n_rects 0: none */
+  int n_rects, rect_sloop, rect_level, rect_nominal;
+  int rect_loop[2];
+  map_rect rects[MAP_MAX_RECTS];
   map_cost cost;
 } map_schedule;
+
+/* Whether scheduled loop i runs each rectangle's own extent (a loop of a
+ * rectangle loop inside rect_sloop). */
+/* The box of operand o's level-lv tile with rectangle r's extents; the
+ * DRAM cost (map_dram_cost_bytes) of transfer x for that box alone (a
+ * rectangle's store). */
+void map_rect_box(const map_schedule *s, int o, int lv, int r, int64_t *box);
+double map_dram_cost_rect(const map_schedule *s, const map_xfer *x, int r);
+
+static inline bool map_rect_inner(const map_schedule *s, int i) {
+  return s->n_rects > 0 && i > s->rect_sloop &&
+         (s->sloops[i].loop == s->rect_loop[0] || s->sloops[i].loop == s->rect_loop[1]);
+}
 
 /* The dtype the epilogue leaves the output in, which the tile is stored to
  * DRAM as: the last op writing register 0's dtype; without one, the

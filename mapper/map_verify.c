@@ -13,6 +13,65 @@
 
 #define FAIL(...) return cov_error(COV_INTERNAL, COV_AT(NULL, ln), "schedule of %s: " __VA_ARGS__)
 
+/* Rectangular pixel tiles (map_ir.h): one loop over them at rect_level,
+ * no other tiling of their two loops outside it, the nominal tile inside,
+ * and rectangles that cover the two loops' extents exactly once, each no
+ * larger than the places inside hold. */
+static cov_status rect_check(const map_schedule *s) {
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
+  if (s->n_rects < 2 || s->n_rects > MAP_MAX_RECTS || s->rect_sloop < 0 || s->rect_sloop >= s->n_sloops ||
+      s->rect_nominal < 0 || s->rect_nominal >= s->n_rects)
+    FAIL("bad rectangle list", ln);
+  int l0 = s->rect_loop[0], l1 = s->rect_loop[1];
+  if (l0 < 0 || l0 >= p->n_loops || l1 < 0 || l1 >= p->n_loops || l0 == l1)
+    FAIL("bad rectangle loops", ln);
+  const map_sloop *rs = &s->sloops[s->rect_sloop];
+  if (rs->loop != l0 || rs->level != s->rect_level || rs->trips != s->n_rects || rs->step != 0 || rs->spatial)
+    FAIL("loop %d does not iterate the %d rectangles", ln, s->rect_sloop, s->n_rects);
+  const map_rect *nom = &s->rects[s->rect_nominal];
+  int64_t inside[2] = {1, 1};
+  for (int i = 0; i < s->n_sloops; i++) {
+    const map_sloop *sl = &s->sloops[i];
+    if (i == s->rect_sloop || (sl->loop != l0 && sl->loop != l1)) continue;
+    if (i < s->rect_sloop || sl->spatial) FAIL("loop %d tiles a rectangle loop outside the rectangles", ln, i);
+    inside[sl->loop == l0 ? 0 : 1] *= sl->trips;
+  }
+  if (inside[0] != nom->ext[0] || inside[1] != nom->ext[1])
+    FAIL("the tile inside the rectangles is not the nominal %lldx%lld", ln, (long long)nom->ext[0],
+         (long long)nom->ext[1]);
+  int64_t area = 0;
+  for (int i = 0; i < s->n_rects; i++) {
+    const map_rect *a = &s->rects[i];
+    for (int d = 0; d < 2; d++)
+      if (a->ext[d] < 1 || a->org[d] < 0 || a->org[d] + a->ext[d] > p->extent[s->rect_loop[d]])
+        FAIL("rectangle %d is outside the loops' extents", ln, i);
+    if (a->ext[0] * a->ext[1] > nom->ext[0] * nom->ext[1])
+      FAIL("rectangle %d is larger than the nominal tile", ln, i);
+    for (int j = 0; j < i; j++) {
+      const map_rect *b = &s->rects[j];
+      if (a->org[0] < b->org[0] + b->ext[0] && b->org[0] < a->org[0] + a->ext[0] &&
+          a->org[1] < b->org[1] + b->ext[1] && b->org[1] < a->org[1] + a->ext[1])
+        FAIL("rectangles %d and %d overlap", ln, j, i);
+    }
+    area += a->ext[0] * a->ext[1];
+  }
+  if (area != p->extent[l0] * p->extent[l1]) FAIL("the rectangles do not cover the loops' extents", ln);
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    for (int lv = 1; lv < s->n_levels; lv++) {
+      const map_place *pl = &s->place[o][lv];
+      if (!pl->present) continue;
+      bool dep = map_operand_depends(op, l0) || map_operand_depends(op, l1);
+      if (lv <= s->rect_level && dep && (pl->tile[l0] != p->extent[l0] || pl->tile[l1] != p->extent[l1]))
+        FAIL("%s's level-%d tile is not whole along the rectangle loops", ln, op->name, lv);
+      if (lv > s->rect_level && dep && op->role != MAP_ROLE_OUTPUT)
+        FAIL("%s has a tile inside the rectangles", ln, op->name);
+    }
+  }
+  return NULL;
+}
+
 cov_status map_verify(const map_schedule *s) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -28,10 +87,16 @@ cov_status map_verify(const map_schedule *s) {
   int last_level = 0;
   int64_t used_axis[MAP_AX_COUNT];
   for (int a = 0; a < MAP_AX_COUNT; a++) used_axis[a] = 1;
+  bool rect = s->n_rects > 0;
+  if (rect) {
+    cov_status rs = rect_check(s);
+    if (rs) return rs;
+  }
   for (int i = s->n_sloops - 1; i >= 0; i--) {
     const map_sloop *sl = &s->sloops[i];
     if (sl->loop < 0 || sl->loop >= p->n_loops) FAIL("loop %d: bad problem loop", ln, i);
     if (sl->trips < 2) FAIL("loop %d has %lld trips", ln, i, (long long)sl->trips);
+    if (rect && i == s->rect_sloop) continue; /* checked by rect_check */
     if (sl->step != prod[sl->loop])
       FAIL("loop %d (%s) has step %lld, expected %lld", ln, i, p->loop_name[sl->loop],
            (long long)sl->step, (long long)prod[sl->loop]);
@@ -48,7 +113,7 @@ cov_status map_verify(const map_schedule *s) {
   }
   (void)last_level;
   for (int l = 0; l < p->n_loops; l++)
-    if (prod[l] != p->extent[l])
+    if (prod[l] != p->extent[l] && !(rect && (l == s->rect_loop[0] || l == s->rect_loop[1])))
       FAIL("loop %s: trip counts multiply to %lld, not its extent %lld (tiling must be "
            "divisor-based)",
            ln, p->loop_name[l], (long long)prod[l], (long long)p->extent[l]);

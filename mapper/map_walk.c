@@ -54,7 +54,8 @@ static void walk(map_walk *w, int i) {
     walk(w, i + 1);
     return;
   }
-  for (int64_t it = 0; it < w->s->sloops[i].trips && !stopped(w); it++) {
+  int64_t n = map_walk_trips(w, i);
+  for (int64_t it = 0; it < n && !stopped(w); it++) {
     w->iter[i] = it;
     transfers_at(w, i, true);
     walk(w, i + 1);
@@ -72,8 +73,49 @@ void map_walk_run(map_walk *w) {
 void map_walk_values(const map_walk *w, int below_level, int64_t *v) {
   const map_schedule *s = w->s;
   for (int l = 0; l < s->prob.n_loops; l++) v[l] = 0;
-  for (int i = 0; i < s->n_sloops; i++)
-    if (s->sloops[i].level < below_level) v[s->sloops[i].loop] += w->iter[i] * s->sloops[i].step;
+  for (int i = 0; i < s->n_sloops; i++) {
+    if (s->sloops[i].level >= below_level) continue;
+    if (s->n_rects > 0 && i == s->rect_sloop) {
+      const map_rect *r = &s->rects[w->iter[i]];
+      v[s->rect_loop[0]] += r->org[0];
+      v[s->rect_loop[1]] += r->org[1];
+    } else {
+      v[s->sloops[i].loop] += w->iter[i] * s->sloops[i].step;
+    }
+  }
+}
+
+int64_t map_walk_trips(const map_walk *w, int i) {
+  const map_schedule *s = w->s;
+  if (!map_rect_inner(s, i)) return s->sloops[i].trips;
+  const map_rect *r = &s->rects[w->iter[s->rect_sloop]];
+  return r->ext[s->sloops[i].loop == s->rect_loop[0] ? 0 : 1];
+}
+
+bool map_walk_in_rect(const map_schedule *s, int o, int lv) {
+  return s->n_rects > 0 && lv > s->rect_level && s->place[o][lv].present;
+}
+
+void map_walk_box(const map_walk *w, int o, int lv, int64_t *shape) {
+  const map_schedule *s = w->s;
+  const map_place *pl = &s->place[o][lv];
+  const map_operand *op = &s->prob.operands[o];
+  if (!map_walk_in_rect(s, o, lv)) {
+    for (int d = 0; d < op->rank; d++) shape[d] = pl->shape[d];
+    return;
+  }
+  /* the place's tile with the rectangle's extents (map_tile_box) */
+  const map_rect *r = &s->rects[w->iter[s->rect_sloop]];
+  for (int d = 0; d < op->rank; d++) {
+    int64_t e = 1;
+    for (int l = 0; l < s->prob.n_loops; l++) {
+      int64_t c = op->acc.coef[d][l], t = pl->tile[l];
+      if (l == s->rect_loop[0]) t = r->ext[0];
+      if (l == s->rect_loop[1]) t = r->ext[1];
+      e += (c < 0 ? -c : c) * (t - 1);
+    }
+    shape[d] = e;
+  }
 }
 
 void map_walk_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {

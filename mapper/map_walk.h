@@ -52,6 +52,16 @@ void map_walk_init(map_walk *w, const map_schedule *s, const map_walk_ops *ops, 
 /* Walks the whole schedule, calling ops. */
 void map_walk_run(map_walk *w);
 
+/* Trips scheduled loop i runs now: its own, or inside a schedule's
+ * rect_sloop the current rectangle's extent (map_ir.h "Rectangular pixel
+ * tiles"). */
+int64_t map_walk_trips(const map_walk *w, int i);
+/* The box of operand o's level-lv tile now: its place's shape, or inside
+ * rect_sloop the current rectangle's (whose dense row-major layout the
+ * tile then has). */
+void map_walk_box(const map_walk *w, int o, int lv, int64_t *shape);
+/* Whether operand o's level-lv tile is one of the rectangles. */
+bool map_walk_in_rect(const map_schedule *s, int o, int lv);
 /* Problem-loop values of the scheduled loops above below_level. */
 void map_walk_values(const map_walk *w, int below_level, int64_t *v);
 /* Operand o's tensor index at problem-loop values v. */

@@ -36,19 +36,28 @@ void npu_cg_emit(cg *c, const npu_insn *in) {
  * innermost, for distinct banks). Every access to a tile goes through here,
  * so any layout is consistent by construction. */
 void npu_cg_layout_strides(const cg *c, int o, int lv, int64_t *st) {
+  if (map_walk_in_rect(c->s, o, lv)) { /* a rectangle's tile: dense in its own box (map_ir.h) */
+    int64_t box[COV_MAX_RANK], e = 1;
+    map_walk_box(&c->w, o, lv, box);
+    for (int d = c->p->operands[o].rank - 1; d >= 0; d--) {
+      st[d] = e;
+      e *= box[d];
+    }
+    return;
+  }
   map_gemm_tile_strides(c->s, c->p->kind == MAP_MAIN_MAC ? &c->gp : NULL, o, lv, st);
 }
 
 /* Element offset of global index idx inside operand o's level-lv tile. */
 int64_t npu_cg_local_offset(cg *c, int o, int lv, const int64_t *idx) {
   const map_operand *op = &c->p->operands[o];
-  const map_place *pl = &c->s->place[o][lv];
-  int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], off = 0;
+  int64_t base[COV_MAX_RANK], st[COV_MAX_RANK], box[COV_MAX_RANK], off = 0;
   map_walk_tile_base(&c->w, o, lv, base);
+  map_walk_box(&c->w, o, lv, box);
   npu_cg_layout_strides(c, o, lv, st);
   for (int d = 0; d < op->rank; d++) {
     int64_t k = idx[d] - base[d];
-    if (k < 0 || k >= pl->shape[d]) {
+    if (k < 0 || k >= box[d]) {
       CG_FAIL(c, COV_INTERNAL, "codegen %s: %s index %lld (dim %d) outside its L%d tile", c->p->layer,
               op->name, (long long)idx[d], d, lv);
       return 0;
@@ -233,7 +242,8 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
   const map_operand *op = &c->p->operands[o];
   const map_place *src = &c->s->place[o][from_lv], *dst = &c->s->place[o][to_lv];
   int inner = from_lv > to_lv ? from_lv : to_lv;
-  const map_place *box = &c->s->place[o][inner];
+  int64_t box[COV_MAX_RANK];
+  map_walk_box(&c->w, o, inner, box);
   /* the mapper's own test of the hop (map_onchip_mover), which its path
    * search applies: one rule for what is bound and what is emitted */
   int cap = -1;
@@ -263,15 +273,15 @@ static void onchip_copy(cg *c, int o, int from_lv, int to_lv) {
     int64_t at = 0;
     for (int k = 0; k < op->rank; k++) {
       int64_t off = base[k] - b1[k];
-      at += k == dl ? off / box->shape[dl] * c->pmax_st[k] : off * c->pmax_st[k];
+      at += k == dl ? off / box[dl] * c->pmax_st[k] : off * c->pmax_st[k];
       m.st[k] = k == dl ? 0 : c->pmax_st[k];
     }
     m.addr += (uint64_t)at * 4;
-    npu_cg_emit_vops_fl(c, COV_OP_COPY, cap, NPU_VOP_RMAX, dl, op->rank, box->shape, &d, &s, NULL, &m);
+    npu_cg_emit_vops_fl(c, COV_OP_COPY, cap, NPU_VOP_RMAX, dl, op->rank, box, &d, &s, NULL, &m);
     return;
   }
   npu_cg_emit_vops(c, src->dtype == dst->dtype ? COV_OP_COPY : COV_OP_CAST, cap, false, -1, op->rank,
-            box->shape, &d, &s, NULL);
+            box, &d, &s, NULL);
 }
 
 /* ---- transfers and the loop walk ---- */
@@ -298,11 +308,13 @@ static void w_load(map_walk *w, int o, int lv) {
 
 static void w_store(map_walk *w, int o, int lv) {
   cg *c = w->ctx;
+  bool rect = c->s->n_rects > 0 && o == c->p->output; /* map_ir.h "Rectangular pixel tiles" */
   if (lv == 1) {
-    npu_cg_store_final(c, o);
+    if (!rect) npu_cg_store_final(c, o); /* each rectangle stored its own part */
   } else {
     onchip_copy(c, o, lv, lv - 1);
     if (lv == 2 && o == c->p->output && map_epi_per_subtile(c->s)) npu_cg_epilogue_subtile(c, o);
+    if (rect && lv == 2) npu_cg_store_subtile(c, o);
   }
 }
 
@@ -318,7 +330,7 @@ static int64_t loop_stride(const cg *c, int o, int lv, int i) {
   return r;
 }
 
-static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : c->s->sloops[i].trips; }
+static int64_t trips(const cg *c, int i) { return i < 0 ? 1 : map_walk_trips(&c->w, i); }
 
 /* A bias the array preloads (map_bias.c) at the loop values v: a row vector
  * over n, the same for every streamed row (the mapper keeps only such

@@ -102,5 +102,8 @@ int npu_cg_out_dim_of_loop(const map_operand *out, int l);
  * (npu_epilogue.c). */
 void npu_cg_store_final(cg *c, int o);
 void npu_cg_epilogue_subtile(cg *c, int o);
+/* The drained level-2 output tile's box stored from the level-1 tile to
+ * DRAM (rectangular pixel tiles, map_ir.h). */
+void npu_cg_store_subtile(cg *c, int o);
 
 #endif

@@ -362,12 +362,31 @@ void npu_cg_epilogue_subtile(cg *c, int o) {
   int64_t b1[COV_MAX_RANK], b2[COV_MAX_RANK], off[COV_MAX_RANK], len[COV_MAX_RANK];
   map_walk_tile_base(&c->w, o, 1, b1);
   map_walk_tile_base(&c->w, o, 2, b2);
-  for (int d = 0; d < op->rank; d++) {
-    off[d] = b2[d] - b1[d];
-    len[d] = c->s->place[o][2].shape[d];
-  }
+  map_walk_box(&c->w, o, 2, len);
+  for (int d = 0; d < op->rank; d++) off[d] = b2[d] - b1[d];
   if (c->epi_tiles == 0) c->epi_half = map_epi_half(c->s, c->area_hi - c->area_lo);
   store_chunk(c, o, off, len, false);
+}
+
+/* The level-2 output tile just drained (and its epilogue run) stored from
+ * its box in the level-1 tile to DRAM: a rectangle's (map_ir.h), so that
+ * after the last GEMM only the last rectangle's store remains. */
+void npu_cg_store_subtile(cg *c, int o) {
+  const map_operand *op = &c->p->operands[o];
+  const map_place *pl = &c->s->place[o][1];
+  int64_t b2[COV_MAX_RANK], len[COV_MAX_RANK], st[COV_MAX_RANK];
+  map_walk_tile_base(&c->w, o, 2, b2);
+  map_walk_box(&c->w, o, 2, len);
+  npu_cg_layout_strides(c, o, 1, st);
+  int64_t at = npu_cg_local_offset(c, o, 1, b2);
+  cov_dtype dt = c->s->n_vops ? map_epi_out_dtype(c->s) : pl->dtype;
+  if (dt != pl->dtype) {
+    CG_FAIL(c, COV_INTERNAL, "codegen %s: a rectangle's store would convert %s to %s", c->p->layer,
+            cov_dtype_name(pl->dtype), cov_dtype_name(dt));
+    return;
+  }
+  npu_cg_emit_dma(c, o, true, pl->node, map_walk_place_addr(&c->w, o, 1) + (uint64_t)at * cov_dtype_size(dt), dt,
+                  op->rank, b2, len, st);
 }
 
 /* Splits the epilogue into chunks along the outermost non-unit dim when its

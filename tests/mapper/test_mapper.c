@@ -165,12 +165,27 @@ static void corrupted(const char *suite, const cov_acg *acg) {
   CHECK(st != NULL && strstr(cov_status_message(st), "outside its L1 tile"));
   cov_status_free(st);
   cov_tensor_release(&out);
-  /* 2: a trip count that breaks divisor-based tiling */
+  /* 2: a trip count that breaks divisor-based tiling (the innermost loop:
+   * the outermost may iterate rectangles, map_rect.c) */
   bad = s->s;
-  bad.sloops[0].trips += 1;
+  bad.sloops[bad.n_sloops - 1].trips += 1;
   st = map_verify(&bad);
   CHECK(st != NULL && strstr(cov_status_message(st), "divisor"));
   cov_status_free(st);
+  /* 2b: rectangles that cover a pixel twice, or miss one */
+  if (s->s.n_rects > 1) {
+    bad = s->s;
+    bad.rects[1].org[0] = bad.rects[0].org[0];
+    bad.rects[1].org[1] = bad.rects[0].org[1];
+    st = map_verify(&bad);
+    CHECK(st != NULL && strstr(cov_status_message(st), "overlap"));
+    cov_status_free(st);
+    bad = s->s;
+    bad.rects[0].ext[1] -= 1;
+    st = map_verify(&bad);
+    CHECK(st != NULL && strstr(cov_status_message(st), "do not cover"));
+    cov_status_free(st);
+  }
   /* 3: a tile placed past its storage's capacity */
   bad = s->s;
   bad.place[0][1].addr = acg->storage[bad.place[0][1].node].capacity_bytes - 2;
