@@ -143,7 +143,8 @@ bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule
   return true;
 }
 
-void map_merge_best(cov_schedule *cs, const cov_schedule *more) {
+/* Keeps the cheapest of cs's schedules and of `more`'s (best first). */
+static void merge_best(cov_schedule *cs, const cov_schedule *more) {
   map_schedule *all = malloc(sizeof *all * 2 * (MAP_MAX_ALTS + 1));
   if (!all) return; /* keep the original's: the alternative is an optimisation */
   int n = 0;
@@ -204,7 +205,7 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
     st = NULL;
     goto done;
   }
-  map_merge_best(cs, more);
+  merge_best(cs, more);
 done:
   free(p2);
   free(t2);

@@ -103,6 +103,28 @@ static bool kdig_dense_ok(const map_schedule *s, const map_gemm_plan *gp, int o,
   return true;
 }
 
+/* An output-stationary chain folded at whole groups of channels
+ * (os_k_digits) whose A tile is loaded once (all of it ahead of the first
+ * GEMM): the dimension of A's tile to put on whole 64-byte blocks, so that
+ * the code generator can load it one group at a time, each on blocks of
+ * its own (npu_head.c; the simulator's scoreboard works on 64-byte
+ * blocks): a whole 15 x 15 input channel of convnet_layer2 is 450 bytes.
+ * A tile loaded per output tile keeps its dense layout (its later loads
+ * overlap the work anyway, and padding changed which schedules fit). -1:
+ * none. */
+static int head_block_dim(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int inner) {
+  const map_operand *op = &s->prob.operands[o];
+  bool once = false;
+  for (int i = 0; i < s->n_xfers; i++)
+    if (s->xfers[i].operand == o && s->xfers[i].level == lv && s->xfers[i].dir == MAP_LOAD)
+      once = s->xfers[i].count == 1;
+  if (!once || !gp || !gp->output_stationary || gp->n_kd < 2 || o != gp->a_op || lv != map_walk_deepest(s, o))
+    return -1;
+  for (int d = 0; d < op->rank; d++)
+    if (op->acc.coef[d][s->sloops[gp->kd[0]].loop] != 0 && s->place[o][lv].shape[d] > 1 && d != inner) return d;
+  return -1;
+}
+
 static bool chan_major(const map_schedule *s, const map_gemm_plan *gp, int o, int lv, int inner, int *dc,
                        int64_t *st);
 /* The most pieces the code generator loads a head tile in
@@ -188,17 +210,8 @@ static void tile_strides(const map_schedule *s, const map_gemm_plan *gp, int o, 
     st[inner] = 1;
     n = pl->shape[inner];
   }
-  /* An output-stationary chain folded at whole groups of channels
-   * (os_k_digits): the channel dimension of A's tile on whole 64-byte
-   * blocks, so that the code generator can load the first tile one group
-   * at a time, each on blocks of its own (npu_head.c; the simulator's
-   * scoreboard works on 64-byte blocks): a whole 15 x 15 input channel of
-   * convnet_layer2 is 450 bytes */
-  int blockd = -1;
-  if (gp && gp->output_stationary && gp->n_kd > 1 && o == gp->a_op && lv == map_walk_deepest(s, o))
-    for (int d = 0; d < op->rank && blockd < 0; d++)
-      if (op->acc.coef[d][s->sloops[gp->kd[0]].loop] != 0 && pl->shape[d] > 1 && d != inner) blockd = d;
-  int64_t blk = pl->node >= 0 ? 64 / (int64_t)cov_dtype_size(pl->dtype) : 0;
+  int blockd = head_block_dim(s, gp, o, lv, inner);
+  int64_t blk = MAP_PLACE_ALIGN / (int64_t)cov_dtype_size(pl->dtype);
   for (int d = op->rank - 1; d >= 0; d--) {
     if (d == inner || d == last) continue;
     st[d] = n;

@@ -54,7 +54,7 @@ struct cov_schedule {
   cov_arena *arena;
   map_schedule s;
   int n_alts;
-  map_schedule alts[MAP_MAX_ALTS];
+  map_schedule alts[MAP_MAX_ALTS + 1]; /* + room for a rectangle variant (map_rect.c) */
   int64_t evaluations;   /* cost-model evaluations the search made */
   int64_t candidates;    /* candidates enumerated (before pruning) */
 };
@@ -241,13 +241,12 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
                               const cov_map_options *opt, cov_schedule *cs, map_rewrite_fn rewrite);
 cov_status map_search(const map_target *t, const map_schedule *proto,
                       const cov_map_options *opt, cov_schedule *out);
-/* Keeps the cheapest of cs's schedules and of `more`'s (best first; ties
- * keep cs's first). */
-void map_merge_best(cov_schedule *cs, const cov_schedule *more);
 /* map_rect.c: rectangular pixel tiles (map_ir.h): the variant of each of
  * cs's schedules that streams two output loops through an output-
  * stationary array's rows, where fewer rectangles than its tiles cover
- * them (proto: the unpadded problem); kept by cost (map_merge_best). */
+ * them (proto: the unpadded problem); the cheapest one that the cost model
+ * ranks below its source is added to cs's schedules by cost (none
+ * dropped: cs->alts has room for it). */
 cov_status map_rect_search(const map_schedule *proto, cov_schedule *cs);
 
 /* map_interp.c: runs a schedule on the CPU through buffers of the ACG's
