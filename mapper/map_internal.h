@@ -146,6 +146,10 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
 /* Tile box of operand o for tile extents tile[] (per problem loop). */
 void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64_t *shape);
 
+/* map_dram.c: DRAM bytes of one execution of transfer x for the box `box`
+ * (NULL: its place's) laid out with strides `lst` (NULL: the schedule's,
+ * map_gemm_tile_strides); map_dram_cost_bytes with both NULL. */
+double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst);
 /* map_cost.c */
 void map_cost_eval(map_schedule *s);
 /* Bandwidth of a transfer on edge (or -1) between storage nodes src and dst:
