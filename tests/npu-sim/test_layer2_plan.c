@@ -1,44 +1,36 @@
 /* tests/npu-sim/test_layer2_plan.c: a program for convnet_layer2 on the
  * bench's output-stationary 16x16 array (bench/npu-sim/npu-16x16-os.json),
  * built by hand, checked by the verifier, run in the simulator and compared
- * with a naive conv: the target for the mapper and the code generator,
- * which do not emit it yet.
+ * with a naive conv: the plan the mapper and the code generator were built
+ * to reach (session 12 compiles it: 2,494 cycles, test_os_stream's
+ * check_layer2), and a reference for what each of its parts is worth.
  *
  * convnet_layer2: 10 -> 10 channels, 5x5, 15x15 input, 11x11 output, bias,
  * relu. SCALE-Sim v2's OS count: (16 + 16 + 250 - 2) x ceil(121/16) x 1 - 1
- * = 2,239 cycles; issue 16 asks for <= 1.15x = 2,575. The compiled program
- * (p, q padded to 12, 4x4 blocks of pixels through m digits, one gemm per
- * channel chained over the 10 channels, the first tile's input loaded one
- * channel at a time: test_os_stream's check_layer2) runs 9 tiles of 250
- * reduction steps; its first gemm waits for channel 0 of the weights (laid
- * out channel-major on chip since session 12, map_gemm.c chan_major; the
- * tensor's [kg][c][r s] order before, where a channel's weights span every
- * filter and the first gemm waited for all of them, until cycle 289) and
- * of the input, at cycle 218; its end for the last block's copy out of the
- * accumulators, bias, relu and a 1,920-byte store: 2,783 cycles (1.24x;
- * 2,854, 1.27x, with the whole weight load ahead).
+ * = 2,239 cycles; issue 16 asks for <= 1.15x = 2,575.
  *
- * The plan uses nothing the ISA lacks today:
+ * The plan uses nothing the ISA lacks:
  * 1. 8 tiles, not 9, with neither padding nor a new ISA field: the 11x11
  *    pixels split into 8 rectangles of at most 16 (row 0 as 1x11, rows
  *    1-10 x columns 0-7 as five 2x8, rows 1-10 x columns 8-10 as two 5x3:
  *    121 of 128 array rows busy), each one chain of gemms with its own m
- *    digits (radix = the rectangle's width, a.m = an input row);
+ *    digits (radix = the rectangle's width, a.m = an input row); the
+ *    compiler's mapper/map_rect.c;
  * 2. a short head: the weights channel-major on chip ([c][kg][r s]) and
  *    both inputs loaded one channel at a time, interleaved (x c, w c, each
  *    channel on 64-byte blocks of its own); each tile's chain is one gemm
  *    per channel (k digits s, r, c; k0 = 25 c), so the first gemm waits
  *    for channel 0's 18 bursts only (first gemm at cycle 218, not 289);
+ *    the compiler's map_gemm.c chan_major and npu_head.c;
  * 3. a short tail: each rectangle's bias add reads the accumulators
  *    directly (no copy), relu in place, the rectangle's store at once; the
- *    1x11 row goes last (10 DRAM runs of 44 bytes).
- * Measured here (the four variants below): 2,496 cycles (1.115x) for the
- * plan; 2,658 (1.187x) with whole loads (8 tiles alone); 2,758 (1.232x)
- * for 9 padded blocks with the short head (the compiled program's head
- * since session 12; it reaches 2,783 with its longer tail); 2,920 (1.304x)
- * for 9 blocks and whole loads (the compiled program before its
- * per-channel head: 2,926). The 8 rectangles and the short tail are what
- * the compiler still lacks. */
+ *    1x11 row goes last (10 DRAM runs of 44 bytes). The compiled program
+ *    copies out of the accumulators first: 7 cycles more.
+ * Measured here (the four variants below): 2,487 cycles (1.111x) for the
+ * plan; 2,649 (1.183x) with whole loads (8 tiles alone); 2,758 (1.232x)
+ * for 9 padded blocks with the short head; 2,920 (1.304x) for 9 blocks
+ * and whole loads (the compiled program before session 12: 2,854 with
+ * its input alone loaded channel by channel). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
