@@ -142,6 +142,22 @@ static void choice_of(const map_schedule *s, map_choice *ch) {
       if (s->place[o][lv].present && s->place[o][lv].double_buffered) ch->dbuf = true;
 }
 
+/* The two output loops of s's GEMMs' pixels: the streamed one (ml) and the
+ * second digit of m (ml2), or with one streamed loop (a 13-pixel row of a
+ * 13 x 13 output: 13 tiles where ceil(169 / 16) = 11 do) the longest
+ * other output loop that A and the output read and B does not. */
+static bool pixel_loops(const map_schedule *s, const map_gemm_plan *gp, int *lo, int *li) {
+  const map_problem *p = &s->prob;
+  *li = s->sloops[gp->ml].loop;
+  *lo = gp->ml2 >= 0 ? s->sloops[gp->ml2].loop : -1;
+  for (int l = 0; l < p->n_loops && gp->ml2 < 0; l++)
+    if (l != *li && !p->reduction[l] && p->extent[l] > 1 && map_operand_depends(&p->operands[gp->a_op], l) &&
+        map_operand_depends(&p->operands[p->output], l) && !map_operand_depends(&p->operands[gp->b_op], l) &&
+        (*lo < 0 || p->extent[l] > p->extent[*lo]))
+      *lo = l;
+  return *lo >= 0 && !p->reduction[*li] && !p->reduction[*lo];
+}
+
 /* The rectangle variant of schedule s, whose problem may be proto's with
  * its two streamed loops padded; false when s does not stream two loops
  * through m digits or the rectangles need as many tiles as s. */
@@ -150,18 +166,12 @@ static bool variant(const map_schedule *s, const map_schedule *proto, map_schedu
     return false;
   map_gemm_plan gp;
   map_gemm_plan_make(s, &gp);
-  if (gp.ml < 0 || gp.ml2 < 0) return false;
+  if (gp.ml < 0) return false;
   const map_problem *p = &s->prob, *p0 = &proto->prob;
-  int L = s->n_levels, li = s->sloops[gp.ml].loop, lo = s->sloops[gp.ml2].loop;
-  if (p->n_loops != p0->n_loops || p->reduction[li] || p->reduction[lo]) return false;
+  int L = s->n_levels, li, lo;
+  if (!pixel_loops(s, &gp, &lo, &li) || p->n_loops != p0->n_loops) return false;
   for (int l = 0; l < p->n_loops; l++)
     if (l != li && l != lo && p->extent[l] != p0->extent[l]) return false;
-  /* the two loops: only their last-level tiles inside a GEMM, any tiling
-   * of them above, which the rectangles replace */
-  for (int i = 0; i < s->n_sloops; i++) {
-    const map_sloop *sl = &s->sloops[i];
-    if ((sl->loop == li || sl->loop == lo) && sl->level == L - 1 && i != gp.ml && i != gp.ml2) return false;
-  }
   /* rectangles are laid out along the loop of the output's innermost
    * dimension (its DRAM runs): rect_loop[1] */
   const map_operand *out0 = &p->operands[p->output];
@@ -174,9 +184,14 @@ static bool variant(const map_schedule *s, const map_schedule *proto, map_schedu
     if (out0->acc.coef[d][lo] || out0->acc.coef[d][li]) break;
   }
   int64_t rows = gp.mmax, A = p0->extent[lo], B = p0->extent[li];
-  int64_t tiles = (p->extent[lo] / s->sloops[gp.ml2].trips) * (p->extent[li] / s->sloops[gp.ml].trips);
-  if (s->sloops[gp.ml].loop != li) /* (the same tiles, counted the other way round) */
-    tiles = (p->extent[lo] / s->sloops[gp.ml].trips) * (p->extent[li] / s->sloops[gp.ml2].trips);
+  /* s's pixel tiles: the two loops' extents over what one GEMM streams */
+  int64_t tiles = 1;
+  for (int k = 0; k < 2; k++) {
+    int l = k ? li : lo, in = -1;
+    if (s->sloops[gp.ml].loop == l) in = gp.ml;
+    if (gp.ml2 >= 0 && s->sloops[gp.ml2].loop == l) in = gp.ml2;
+    tiles *= p->extent[l] / (in >= 0 ? s->sloops[in].trips : 1);
+  }
   map_rect r[MAP_MAX_RECTS];
   int n = partition(A, B, rows, r);
   if (n < 2 || n >= tiles) return false;
@@ -191,6 +206,14 @@ static bool variant(const map_schedule *s, const map_schedule *proto, map_schedu
   for (int lv = 0; lv < L - 1; lv++) ch.fac[lv][lo] = ch.fac[lv][li] = 1;
   ch.fac[L - 1][lo] = r[nom].ext[0];
   ch.fac[L - 1][li] = r[nom].ext[1];
+  /* the two loops next to each other, lo outside, where li was */
+  int *ord = ch.order[L - 1], m = 0, tmp[MAP_MAX_LOOPS];
+  for (int i = 0; i < p->n_loops; i++) {
+    if (ord[i] == lo) continue;
+    if (ord[i] == li) tmp[m++] = lo;
+    tmp[m++] = ord[i];
+  }
+  memcpy(ord, tmp, sizeof tmp[0] * (size_t)p->n_loops);
   map_schedule *P = malloc(sizeof *P);
   map_target *t = malloc(sizeof *t);
   bool ok = false;
@@ -218,7 +241,11 @@ static bool variant(const map_schedule *s, const map_schedule *proto, map_schedu
   map_gemm_plan g2;
   map_gemm_plan_make(out, &g2);
   if (g2.ml < 0 || g2.ml2 < 0 || !map_rect_inner(out, g2.ml) || !map_rect_inner(out, g2.ml2)) goto done;
-  if (s->prob.bias_init || (s->n_vops && !map_epi_per_subtile(out))) goto done;
+  /* each rectangle's epilogue runs as it drains, in place, and its store
+   * leaves from there (npu_cg_store_subtile) */
+  if (s->prob.bias_init || (s->n_vops && !map_epi_per_subtile(out)) ||
+      map_epi_out_dtype(out) != out->place[out->prob.output][1].dtype)
+    goto done;
   st = map_verify(out);
   ok = !st;
   cov_status_free(st);
