@@ -379,7 +379,7 @@ void npu_cg_store_subtile(cg *c, int o) {
   map_walk_box(&c->w, o, 2, len);
   npu_cg_layout_strides(c, o, 1, st);
   int64_t at = npu_cg_local_offset(c, o, 1, b2);
-  cov_dtype dt = c->s->n_vops ? map_epi_out_dtype(c->s) : pl->dtype;
+  cov_dtype dt = map_epi_out_dtype(c->s);
   if (dt != pl->dtype) {
     CG_FAIL(c, COV_INTERNAL, "codegen %s: a rectangle's store would convert %s to %s", c->p->layer,
             cov_dtype_name(pl->dtype), cov_dtype_name(dt));
