@@ -431,12 +431,12 @@ void map_cost_eval(map_schedule *s) {
       }
     }
     bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
+    double dbw = 0; /* the DRAM node's own bandwidth */
     if (dram_x) {
-      /* DRAM serves whole bursts per contiguous run (map_gemm.c), at its
+      /* DRAM serves whole bursts per contiguous run (map_dram.c), at its
        * own bandwidth, shared by every engine */
       double dc = map_dram_cost_bytes(s, x);
-      int dn = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
-      double dbw = g->storage[dn].bandwidth_bytes_per_cycle;
+      dbw = g->storage[g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst].bandwidth_bytes_per_cycle;
       if (dbw > 0 && dc / dbw > occ) occ = dc / dbw;
       dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
     }
@@ -466,19 +466,18 @@ void map_cost_eval(map_schedule *s) {
         double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
         if (x->dir == MAP_LOAD && tl > per_edge_lat[x->edge]) per_edge_lat[x->edge] = tl;
       }
-      /* a chunked epilogue's last store moves the last chunk only */
-      if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1)
-        one = occ / (double)map_epi_chunks(s) + lat;
-      /* rectangles: the last rectangle's store (map_ir.h) */
+      /* after the last GEMM only the last part of the output's store
+       * remains: a chunked epilogue's last chunk, or the last rectangle's
+       * box (map_ir.h), its bytes over the edge or its bursts */
       if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1 && s->n_rects > 0) {
-        int last = s->n_rects - 1;
-        double share = (double)(s->rects[last].ext[0] * s->rects[last].ext[1]) /
+        const map_rect *r = &s->rects[s->n_rects - 1];
+        double share = (double)(r->ext[0] * r->ext[1]) /
                        (double)(p->extent[s->rect_loop[0]] * p->extent[s->rect_loop[1]]);
         double o1 = (double)x->bytes * share / bw;
-        int dn = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
-        double dbw = g->storage[dn].bandwidth_bytes_per_cycle;
-        if (dbw > 0 && map_dram_cost_rect(s, x, last) / dbw > o1) o1 = map_dram_cost_rect(s, x, last) / dbw;
-        one = o1 + lat;
+        double d1 = dbw > 0 ? map_dram_cost_rect(s, x, s->n_rects - 1) / dbw : 0;
+        one = (d1 > o1 ? d1 : o1) + lat;
+      } else if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1) {
+        one = occ / (double)map_epi_chunks(s) + lat;
       }
       if (x->dir == MAP_STORE && one > drain) drain = one;
       /* Where the first GEMM's operand tiles are loaded in pieces (an

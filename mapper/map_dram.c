@@ -25,21 +25,6 @@ double map_dram_cost_bytes(const map_schedule *s, const map_xfer *x) {
   return map_dram_cost_layout(s, x, NULL, NULL);
 }
 
-void map_rect_box(const map_schedule *s, int o, int lv, int r, int64_t *box) {
-  const map_operand *op = &s->prob.operands[o];
-  const map_place *pl = &s->place[o][lv];
-  for (int d = 0; d < op->rank; d++) {
-    int64_t e = 1;
-    for (int l = 0; l < s->prob.n_loops; l++) {
-      int64_t c = op->acc.coef[d][l], t = pl->tile[l];
-      if (l == s->rect_loop[0]) t = s->rects[r].ext[0];
-      if (l == s->rect_loop[1]) t = s->rects[r].ext[1];
-      e += (c < 0 ? -c : c) * (t - 1);
-    }
-    box[d] = e;
-  }
-}
-
 double map_dram_cost_rect(const map_schedule *s, const map_xfer *x, int r) {
   int64_t box[COV_MAX_RANK];
   map_rect_box(s, x->operand, x->level, r, box);

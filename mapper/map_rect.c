@@ -109,6 +109,15 @@ static int partition(int64_t A, int64_t B, int64_t rows, map_rect *out) {
   return n;
 }
 
+void map_rect_box(const map_schedule *s, int o, int lv, int r, int64_t *box) {
+  const map_place *pl = &s->place[o][lv];
+  int64_t t[MAP_MAX_LOOPS];
+  for (int l = 0; l < s->prob.n_loops; l++) t[l] = pl->tile[l];
+  t[s->rect_loop[0]] = s->rects[r].ext[0];
+  t[s->rect_loop[1]] = s->rects[r].ext[1];
+  map_tile_box(&s->prob.operands[o], s->prob.n_loops, t, box);
+}
+
 /* The mapping decision schedule s was built from (map_build's inverse). */
 static void choice_of(const map_schedule *s, map_choice *ch) {
   const map_problem *p = &s->prob;

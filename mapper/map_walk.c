@@ -98,24 +98,11 @@ bool map_walk_in_rect(const map_schedule *s, int o, int lv) {
 
 void map_walk_box(const map_walk *w, int o, int lv, int64_t *shape) {
   const map_schedule *s = w->s;
-  const map_place *pl = &s->place[o][lv];
-  const map_operand *op = &s->prob.operands[o];
-  if (!map_walk_in_rect(s, o, lv)) {
-    for (int d = 0; d < op->rank; d++) shape[d] = pl->shape[d];
+  if (map_walk_in_rect(s, o, lv)) {
+    map_rect_box(s, o, lv, (int)w->iter[s->rect_sloop], shape);
     return;
   }
-  /* the place's tile with the rectangle's extents (map_tile_box) */
-  const map_rect *r = &s->rects[w->iter[s->rect_sloop]];
-  for (int d = 0; d < op->rank; d++) {
-    int64_t e = 1;
-    for (int l = 0; l < s->prob.n_loops; l++) {
-      int64_t c = op->acc.coef[d][l], t = pl->tile[l];
-      if (l == s->rect_loop[0]) t = r->ext[0];
-      if (l == s->rect_loop[1]) t = r->ext[1];
-      e += (c < 0 ? -c : c) * (t - 1);
-    }
-    shape[d] = e;
-  }
+  for (int d = 0; d < s->prob.operands[o].rank; d++) shape[d] = s->place[o][lv].shape[d];
 }
 
 void map_walk_index_of(const map_operand *o, const int64_t *v, int n_loops, int64_t *idx) {
