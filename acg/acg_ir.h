@@ -192,6 +192,37 @@ uint32_t acg_bank_degree2(const acg_storage *s, uint64_t addr, int64_t stride, u
  * 0 when no unit offers that combination. */
 double acg_peak_macs_per_cycle(const cov_acg *g, cov_dtype a, cov_dtype b, cov_dtype acc);
 
+/* How a compute unit runs a contraction (acg_mac.c): the one check the
+ * mapper's binding and the NPU code generator share. ARRAY: a systolic
+ * array (rows x cols); TILES: a matrix, SIMD or scalar unit issuing
+ * tm x tn x tk tiles (matrix: the capability's tile [M, N, K]; SIMD: vector
+ * MACs [1, lanes, 1]; scalar [1, 1, 1]), at most rows (k) x cols (n) per
+ * instruction, m any. */
+typedef enum acg_mac_kind { ACG_MAC_NONE, ACG_MAC_ARRAY, ACG_MAC_TILES } acg_mac_kind;
+typedef struct acg_mac_form {
+  acg_mac_kind kind;
+  uint32_t tm, tn, tk; /* one issue */
+  uint32_t rows, cols; /* k and n per instruction at most */
+} acg_mac_form;
+/* Whether capability `cap` of compute unit `unit` (compute index) runs a
+ * contraction, and in which form; else false and the reason in why. */
+bool acg_mac_form_of(const cov_acg *g, int unit, int cap, acg_mac_form *f, char *why, size_t nwhy);
+/* Issues of an m x k x n contraction in the TILES form (whole tiles). */
+uint64_t acg_mac_tile_issues(const acg_mac_form *f, uint64_t m, uint64_t k, uint64_t n);
+/* One TILES instruction's occupancy of its unit: its issues at the
+ * capability's throughput (tm x tn x tk MACs each), at least each edge's
+ * bytes at its bandwidth (A read once per column issue, B once per row
+ * issue, C read when c_in and written once; operands on one edge summed).
+ * The simulator charges it and the mapper's cost model predicts with it. */
+typedef struct acg_mac_operands {
+  uint64_t m, k, n;
+  int buf[4];         /* storage nodes of A, B, C written, C read */
+  uint64_t es[3];     /* element bytes of A, B, C */
+  bool c_in;          /* C read (accumulating) */
+} acg_mac_operands;
+uint64_t acg_mac_tile_cycles(const cov_acg *g, int unit, int cap, const acg_mac_form *f,
+                             const acg_mac_operands *o);
+
 /* Semantic checks on a fully built ACG (names, edges, reachability); appends
  * located errors. Called by the loader. */
 cov_status acg_validate(const cov_acg *g);

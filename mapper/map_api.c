@@ -8,20 +8,27 @@
 
 cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
                        map_target *t, cov_arena *arena) {
+  return map_prepare_on(layer, acg, -1, proto, t, arena);
+}
+
+cov_status map_prepare_on(const cov_layer *layer, const cov_acg *acg, int only, map_schedule *proto,
+                          map_target *t, cov_arena *arena) {
   int first = 1;
   COV_RETURN_IF_ERROR(map_extract(layer, proto, &first, arena));
   COV_RETURN_IF_ERROR(map_lower_epilogue(layer, first, proto, arena));
-  COV_RETURN_IF_ERROR(map_bind_target(&proto->prob, acg, t));
+  COV_RETURN_IF_ERROR(map_bind_target_on(&proto->prob, acg, only, t));
   proto->acg = acg;
   proto->acc_dtype = t->acc_dtype;
   COV_RETURN_IF_ERROR(map_bind_epilogue(acg, proto));
   return map_bind_epilogue_storage(proto, t);
 }
 
-cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
-                   cov_schedule **out) {
+/* One binding's search: the main statement on compute node `only` (-1: the
+ * default rule); *units (when not NULL) receives the compute nodes the
+ * layer's mac could bind to. */
+static cov_status map_one(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt, int only,
+                          int *units, int *n_units, cov_schedule **out) {
   *out = NULL;
-  if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_map"), "NULL layer or ACG");
   cov_schedule *cs = calloc(1, sizeof *cs);
   if (!cs) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   cs->arena = cov_arena_create();
@@ -29,7 +36,8 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   map_target *t = calloc(1, sizeof *t);
   cov_status st = NULL;
   if (!cs->arena || !proto || !t) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  if (!st) st = map_prepare(layer, acg, proto, t, cs->arena);
+  if (!st) st = map_prepare_on(layer, acg, only, proto, t, cs->arena);
+  if (!st && units) *n_units = map_mac_units(&proto->prob, acg, units, MAP_MAX_COMPUTE);
   if (!st) st = map_search(t, proto, opt, cs);
   if (!st) st = map_rewrite_search(proto, t, opt, cs, map_dw_rewrite);
   if (!st) st = map_rewrite_search(proto, t, opt, cs, map_pad_rewrite);
@@ -54,6 +62,35 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
     return st;
   }
   *out = cs;
+  return NULL;
+}
+
+/* Every compute unit whose capability runs the layer's mac (map_units.c)
+ * is searched, and the binding the cost model ranks cheapest is kept (ties:
+ * the default rule's, arrays first). */
+cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt,
+                   cov_schedule **out) {
+  *out = NULL;
+  if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_map"), "NULL layer or ACG");
+  int units[MAP_MAX_COMPUTE], n_units = 0;
+  cov_schedule *best = NULL;
+  COV_RETURN_IF_ERROR(map_one(layer, acg, opt, -1, units, &n_units, &best));
+  for (int i = 0; i < n_units; i++) {
+    if (units[i] == best->s.node) continue;
+    cov_schedule *cs = NULL;
+    cov_status st = map_one(layer, acg, opt, units[i], NULL, NULL, &cs);
+    if (st) { /* a unit whose search finds no schedule: the others stand */
+      cov_status_free(st);
+      continue;
+    }
+    if (cs->s.cost.cycles < best->s.cost.cycles) {
+      cov_schedule_free(best);
+      best = cs;
+    } else {
+      cov_schedule_free(cs);
+    }
+  }
+  *out = best;
   return NULL;
 }
 

@@ -225,6 +225,10 @@ static void cap_text(const acg_capability *c, char *buf, size_t n) {
 }
 
 cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t) {
+  return map_bind_target_on(p, g, -1, t);
+}
+
+cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, map_target *t) {
   memset(t, 0, sizeof *t);
   t->acg = g;
   t->node = t->cap = -1;
@@ -237,6 +241,7 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   for (int l = 0; l < p->n_loops; l++)
     if (p->reduction[l] && p->extent[l] > 0) red = red > INT64_MAX / p->extent[l] ? INT64_MAX : red * p->extent[l];
   /* two passes: exact dtypes, then narrowed; systolic/matrix before SIMD for mac */
+  char why[160] = "";
   for (int pref = 0; pref < 2 && t->node < 0; pref++) {
     for (int pass = 0; pass < 2 && t->node < 0; pass++) {
       double best_tp = -1;
@@ -244,11 +249,15 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
         const acg_compute *cn = &g->compute[c];
         bool array = cn->kind == ACG_SYSTOLIC || cn->kind == ACG_MATRIX;
         if (p->kind == MAP_MAIN_MAC ? (pref == 0) != array : cn->kind != ACG_SIMD) continue;
+        if (only >= 0 && g->n_storage + c != only) continue;
         for (int k = 0; k < cn->n_caps; k++) {
           const acg_capability *cp = &cn->caps[k];
           if (cp->op != p->op) continue;
           bool narrowed = false;
           if (!dtype_fits(model, acc, cp, n_in, red, &narrowed) || narrowed != (pass == 1))
+            continue;
+          /* the one check the code generator applies too (acg_mac_form_of) */
+          if (p->kind == MAP_MAIN_MAC && !map_mac_runs(g, g->n_storage + c, k, why[0] ? NULL : why, sizeof why))
             continue;
           if (cp->throughput > best_tp) {
             best_tp = cp->throughput;
@@ -281,15 +290,23 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
                " (a float mac would be exact only if its multiplicands held %d-bit values and "
                "its accumulator 2 x %d + log2(%lld terms) bits)",
                int_value_bits(model) + 1, int_value_bits(model), (long long)red);
+    if (only >= 0)
+      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s cannot run it", kind_word(p),
+                       acg_node_name(g, only));
     return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
-                     "%s needs %s(%s,%s->%s)%s; %s offers %s%s", kind_word(p), common_op_name(p->op),
+                     "%s needs %s(%s,%s->%s)%s; %s offers %s%s%s%s", kind_word(p), common_op_name(p->op),
                      tn, tn, cov_dtype_name(acc),
                      cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
-                     len ? offers : "no such capability", exact);
+                     len ? offers : "no such capability", exact, why[0] ? "; " : "", why);
   }
   const acg_compute *cn = &g->compute[t->node - g->n_storage];
   const acg_capability *cp = &cn->caps[t->cap];
-  if (cn->kind == ACG_SIMD) {
+  acg_mac_form form;
+  t->tiles = p->kind == MAP_MAIN_MAC && p->n_inputs == 2 && map_mac_tiles(g, t->node, t->cap, &form);
+  if (t->tiles) { /* k on the rows, n on the columns of one instruction */
+    t->dims[0] = form.rows;
+    t->dims[1] = form.cols;
+  } else if (cn->kind == ACG_SIMD) {
     t->dims[0] = cn->dims[0] ? cn->dims[0] : 1;
     t->dims[1] = 1;
   } else {

@@ -118,8 +118,8 @@ void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto
    * neither floor applied and the generic passes bound, with a latency per
    * pass that chained output-stationary GEMMs never pay, cut schedules far
    * cheaper than the incumbent: resnet50_conv1's 16-row streams) */
-  bool gemm = map_gemm_applies_on(g, t->node, p);
-  if (gemm && map_output_stationary(g, t->node))
+  bool gemm = map_gemm_applies_on(g, t->node, t->cap, p);
+  if (gemm && (map_output_stationary(g, t->node) || t->tiles))
     B->gemm_floor = (double)p->ops / (cap->throughput > 0 ? cap->throughput : 1);
   else if (gemm) {
     const acg_compute *cn = &g->compute[t->node - g->n_storage];

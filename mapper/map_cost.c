@@ -360,8 +360,9 @@ void map_cost_eval(map_schedule *s) {
   /* A SIMD main statement reads and writes one element per lane at the
    * lanes loop's stride through each tile: elements that share a bank
    * serialise, as in the simulator (ISA.md "Bank factor"). */
-  if (cn->kind == ACG_SIMD) per_issue *= map_lane_bank_factor(s);
-  if (cn->kind == ACG_SIMD) {
+  bool gemm = map_gemm_applies(s);
+  if (cn->kind == ACG_SIMD && !gemm) per_issue *= map_lane_bank_factor(s);
+  if (cn->kind == ACG_SIMD && !gemm) {
     double feed = map_simd_feed_cycles(s);
     if (feed > per_issue) per_issue = feed;
   }
@@ -383,13 +384,14 @@ void map_cost_eval(map_schedule *s) {
    * over the array's rows (its m) one issue per trip; map_bound.c bounds
    * them by MACs / throughput, which no GEMM beats. Likewise with k digits
    * (temporal reduction loops on the rows: no issue of their own). */
-  bool gemm = map_gemm_applies(s);
   map_gemm_plan gp;
   if (gemm) {
     map_gemm_plan_make(s, &gp);
     double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
     double issues = passes * inner * per_issue + (double)cap->latency;
-    c->compute_cycles = gc > issues || gp.output_stationary || gp.n_kd > 1 ? gc : issues;
+    /* tiles (a matrix, SIMD or scalar unit): the instructions' own count */
+    bool tiles = cn->kind != ACG_SYSTOLIC;
+    c->compute_cycles = gc > issues || gp.output_stationary || gp.n_kd > 1 || tiles ? gc : issues;
   }
   double par = 1; /* replicated instances working at once (workgroups x waves) */
   for (int i = 0; i < s->n_sloops; i++)

@@ -17,6 +17,7 @@
 #include "mapper/map_walk.h"
 
 bool map_output_stationary(const cov_acg *g, int node) {
+  if (node < g->n_storage || g->compute[node - g->n_storage].kind != ACG_SYSTOLIC) return false;
   for (int s = 0; s < g->n_storage; s++) {
     if (g->storage[s].kind != ACG_REGFILE) continue;
     for (int e = 0; e < g->n_edges; e++) {
@@ -28,11 +29,12 @@ bool map_output_stationary(const cov_acg *g, int node) {
   return false;
 }
 
-bool map_gemm_applies_on(const cov_acg *g, int node, const map_problem *p) {
-  return g->compute[node - g->n_storage].kind == ACG_SYSTOLIC && p->kind == MAP_MAIN_MAC && p->n_inputs == 2;
+bool map_gemm_applies_on(const cov_acg *g, int node, int cap, const map_problem *p) {
+  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2) return false;
+  return g->compute[node - g->n_storage].kind == ACG_SYSTOLIC || map_mac_tiles(g, node, cap, NULL);
 }
 
-bool map_gemm_applies(const map_schedule *s) { return map_gemm_applies_on(s->acg, s->node, &s->prob); }
+bool map_gemm_applies(const map_schedule *s) { return map_gemm_applies_on(s->acg, s->node, s->cap, &s->prob); }
 
 /* No transfer is placed inside scheduled loop i (so it may be moved). */
 static bool movable(const map_schedule *s, int i) {
@@ -501,6 +503,11 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp) {
   const acg_capability *cap = &cn->caps[s->cap];
   uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : cn->dims[0];
   uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : cn->dims[1];
+  acg_mac_form form;
+  if (map_mac_tiles(g, s->node, s->cap, &form)) { /* k and n per instruction (acg_mac.c) */
+    rows = form.rows;
+    cols = form.cols;
+  }
   gp->kmax = gp->output_stationary ? 65535 : rows;
   gp->mmax = gp->output_stationary ? rows : 65535;
   gp->nmax = cols;
@@ -584,6 +591,14 @@ static double gemm_occ(const map_schedule *s, const map_gemm_plan *gp, double m,
   double bwa = edge_between(g, na, s->node), bwb = edge_between(g, nb, s->node);
   double bwc = edge_between(g, s->node, nc);
   double thr = cap->throughput > 0 ? cap->throughput : 1;
+  acg_mac_form form;
+  if (map_mac_tiles(g, s->node, s->cap, &form)) { /* the simulator's own count (acg_mac.c) */
+    int unit = s->node - g->n_storage;
+    cov_dtype tb = cap->n_in > 1 ? cap->in[1] : cap->in[0];
+    acg_mac_operands mo = {(uint64_t)m, (uint64_t)k, (uint64_t)n, {na, nb, nc, nc},
+                           {cov_dtype_size(cap->in[0]), cov_dtype_size(tb), cov_dtype_size(cap->out)}, acc};
+    return (double)acg_mac_tile_cycles(g, unit, s->cap, &form, &mo);
+  }
   if (!gp->output_stationary) {
     /* bank factors as the simulator charges them: a row of B (n elements)
      * per weight-load cycle, a row of A (k elements) per stream cycle */

@@ -98,8 +98,18 @@ typedef struct map_target {
   int64_t wave_max;    /* compute instances per level-1 instance (waves per CU): 1 if one */
   int epi_node;        /* storage of the epilogue's temporaries, -1 if no epilogue */
   bool epi_in_place;   /* register 0 is the output's level-1 tile */
+  bool tiles;          /* a mac on a matrix, SIMD or scalar unit (map_mac_tiles) */
 } map_target;
 cov_status map_bind_target(const map_problem *prob, const cov_acg *acg, map_target *t);
+/* The same, on compute node `only` alone (-1: any, the default rule). */
+cov_status map_bind_target_on(const map_problem *prob, const cov_acg *acg, int only, map_target *t);
+/* map_units.c: whether capability cap of compute node `node` runs a mac
+ * as tiles (a matrix, SIMD or scalar unit; acg_mac_form_of) on an NPU
+ * ACG; whether it runs a mac at all (else the reason); the compute nodes a
+ * two-input mac problem binds to, one binding each (at most max). */
+bool map_mac_tiles(const cov_acg *g, int node, int cap, acg_mac_form *f);
+bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy);
+int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, int max);
 /* Where the epilogue's temporaries live (sets t->epi_node, t->epi_in_place):
  * storage the SIMD unit both reads and writes and from which results reach
  * DRAM; the output's level-1 storage first (register 0 then stays in place). */
@@ -108,6 +118,9 @@ cov_status map_bind_epilogue_storage(const map_schedule *proto, map_target *t);
  * search starts from). */
 cov_status map_prepare(const cov_layer *layer, const cov_acg *acg, map_schedule *proto,
                        map_target *t, cov_arena *arena);
+/* The same with the main statement on compute node `only` (-1: any). */
+cov_status map_prepare_on(const cov_layer *layer, const cov_acg *acg, int only, map_schedule *proto,
+                          map_target *t, cov_arena *arena);
 
 /* map_epilogue.c: the epilogue's temporaries for a level-1 output tile of
  * tile[] (per problem loop), in elements of the accumulator type: a slot of

@@ -493,11 +493,12 @@ typedef struct map_gemm_plan {
   uint32_t mmax, kmax, nmax; /* largest m, k, n of one GEMM */
 } map_gemm_plan;
 /* Whether the schedule's main statement runs as GEMMs (a two-input MAC on
- * a systolic array): then the cost model charges map_gemm_cycles. */
+ * a systolic array, or as tiles on a matrix, SIMD or scalar unit:
+ * map_mac_tiles): then the cost model charges map_gemm_cycles. */
 bool map_gemm_applies(const map_schedule *s);
 /* The same for problem p on compute node `node` (the search's bound asks it
  * of the target's node before any schedule is built). */
-bool map_gemm_applies_on(const cov_acg *g, int node, const map_problem *p);
+bool map_gemm_applies_on(const cov_acg *g, int node, int cap, const map_problem *p);
 /* How a tile moves between two on-chip storage nodes: the SIMD compute
  * node (index into acg->compute) that reads `from`, writes `to` and copies
  * (or casts) din -> dout, its capability in *cap (the NPU code generator's

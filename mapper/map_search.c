@@ -444,7 +444,7 @@ static int spatial_bindings(const search *S, spatial **out) {
   const map_problem *p = S->p;
   const map_target *t = S->t;
   const acg_compute *cn = &t->acg->compute[t->node - t->acg->n_storage];
-  bool array = cn->kind != ACG_SIMD;
+  bool array = cn->kind != ACG_SIMD || t->tiles; /* a mac as tiles: k x n per instruction */
   int max_sp = 256, n_sp = 0;
   spatial *sp = calloc((size_t)max_sp, sizeof *sp);
   if (!sp) return -1;

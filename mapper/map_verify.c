@@ -119,8 +119,15 @@ cov_status map_verify(const map_schedule *s) {
            ln, p->loop_name[l], (long long)prod[l], (long long)p->extent[l]);
   uint64_t rows = cn->kind == ACG_SIMD ? cn->dims[0] : cn->caps[s->cap].tile[0];
   uint64_t cols = cn->kind == ACG_SIMD ? 1 : cn->caps[s->cap].tile[1];
+  uint64_t lanes = cn->kind == ACG_SIMD ? rows : 1;
+  acg_mac_form form;
+  if (map_gemm_applies(s) && map_mac_tiles(g, s->node, s->cap, &form)) { /* k x n per instruction */
+    rows = form.rows;
+    cols = form.cols;
+    lanes = 1;
+  }
   if ((uint64_t)used_axis[MAP_AX_ROWS] > rows || (uint64_t)used_axis[MAP_AX_COLS] > cols ||
-      (uint64_t)used_axis[MAP_AX_LANES] > (cn->kind == ACG_SIMD ? rows : 1))
+      (uint64_t)used_axis[MAP_AX_LANES] > lanes)
     FAIL("spatial loops use more units than %s has", ln, cn->name);
   if (used_axis[MAP_AX_WORKGROUP] > 1) {
     int l1 = s->place[0][1].node;

@@ -349,11 +349,11 @@ cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out) {
                                        acg_node_name(g, g->edges[e].to));
   for (int c = 0; c < g->n_compute; c++) {
     s->unit_name[g->n_edges + c] = g->compute[c].name;
-    if (g->compute[c].kind == ACG_SYSTOLIC)
-      for (int k = 0; k < g->compute[c].n_caps; k++)
-        if (g->compute[c].caps[k].throughput > s->peak_macs_per_cycle &&
-            g->compute[c].caps[k].op == COV_OP_MAC)
-          s->peak_macs_per_cycle = g->compute[c].caps[k].throughput;
+    for (int k = 0; k < g->compute[c].n_caps; k++) { /* every unit that runs gemms */
+      acg_mac_form f;
+      if (g->compute[c].caps[k].throughput > s->peak_macs_per_cycle && acg_mac_form_of(g, c, k, &f, NULL, 0))
+        s->peak_macs_per_cycle = g->compute[c].caps[k].throughput;
+    }
   }
   for (int i = 0; i < g->n_storage; i++) s->storage_name[i] = g->storage[i].name;
   *out = s;

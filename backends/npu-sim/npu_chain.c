@@ -56,14 +56,16 @@ cov_status npu_chain_gemms(npu_prog *p, const npu_target *t) {
       if (npu_brange_overlap(&d, &pb) || npu_brange_overlap(&sm, &pb)) b_written = true;
     } else if (in->op == NPU_OP_GEMM) {
       const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
-      uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
+      uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->n_in > 1 ? cap->in[1] : cap->in[0]);
       uint64_t eo = cov_dtype_size(cap->out);
       npu_brange ra = npu_gemm_bytes(in, 0, ea);
       npu_brange rb = npu_gemm_bytes(in, 1, eb);
       npu_brange rc = npu_gemm_bytes(in, 2, eo);
       if (prev >= 0) {
         npu_insn *q = &p->insns[prev];
-        bool same_unit = q->unit == in->unit && q->u.gemm.cap == in->u.gemm.cap;
+        /* chaining is a systolic array's (a tile unit's accumulators live
+         * in its own registers for one instruction only) */
+        bool same_unit = q->unit == in->unit && q->u.gemm.cap == in->u.gemm.cap && in->unit == t->array;
         const npu_mem *c0 = &q->u.gemm.c, *c1 = &in->u.gemm.c;
         const npu_mem *b0 = &q->u.gemm.b, *b1 = &in->u.gemm.b;
         if (t->output_stationary && same_unit && !c_touched &&

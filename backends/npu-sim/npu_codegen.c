@@ -561,14 +561,19 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   const map_problem *p = c.p;
   int unit = s->node - c.g->n_storage;
   bool mac = p->kind == MAP_MAIN_MAC;
-  if (unit < 0 || unit >= c.g->n_compute ||
-      c.g->compute[unit].kind != (mac ? ACG_SYSTOLIC : ACG_SIMD) || (mac && p->n_inputs != 2) ||
-      p->n_inputs > 2)
+  /* a mac runs on any unit whose capability acg_mac_form_of accepts (the
+   * check the mapper's binding applies: it never binds another) */
+  acg_mac_form form;
+  char why[200] = "";
+  bool runs = unit >= 0 && unit < c.g->n_compute && p->n_inputs <= 2 &&
+              (mac ? p->n_inputs == 2 && acg_mac_form_of(c.g, unit, s->cap, &form, why, sizeof why)
+                   : c.g->compute[unit].kind == ACG_SIMD);
+  if (!runs)
     return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer),
-                     "codegen %s: a %s statement with %d inputs bound to %s is not lowered (mac "
-                     "statements run on the systolic array, maps and reductions on the SIMD unit)",
+                     "codegen %s: a %s statement with %d inputs bound to %s is not lowered (%s)",
                      p->layer, mac ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduction" : "map",
-                     p->n_inputs, acg_node_name(c.g, s->node));
+                     p->n_inputs, acg_node_name(c.g, s->node),
+                     why[0] ? why : mac ? "a mac needs two inputs" : "maps and reductions run on a SIMD unit");
   c.array = mac ? unit : c.t.array;
   c.simd = mac ? c.t.simd : unit;
   c.pool_dim[0] = c.pool_dim[1] = -1;

@@ -755,9 +755,11 @@ static uint32_t bank_degree_at(const acg_storage *s, uint64_t addr, const npu_in
 static cov_status run_gemm(ex *x, const npu_insn *in) {
   const acg_compute *c = &x->g->compute[in->unit];
   const acg_capability *cap = &c->caps[in->u.gemm.cap];
-  bool os = x->t->output_stationary;
+  acg_mac_form form;
+  bool tiles = npu_unit_tiles(x->g, in->unit, in->u.gemm.cap, &form);
+  bool os = x->t->output_stationary && !tiles;
   uint64_t M = in->u.gemm.m, K = in->u.gemm.k, N = in->u.gemm.n;
-  cov_dtype ta = cap->in[0], tb = cap->in[1], to = cap->out;
+  cov_dtype ta = cap->in[0], tb = cap->n_in > 1 ? cap->in[1] : cap->in[0], to = cap->out;
   uint64_t ea = cov_dtype_size(ta), eb = cov_dtype_size(tb), eo = cov_dtype_size(to);
   bool acc = in->flags & NPU_GEMM_ACC, bias = in->flags & NPU_GEMM_BIAS;
   bool chain = in->flags & NPU_GEMM_CHAIN, hold = in->flags & NPU_GEMM_HOLD;
@@ -868,7 +870,11 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   /* A chained gemm finds its partial sums in the PEs: nothing to preload. */
   uint64_t pre = (acc || bias) && !chain
                      ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
-  if (!os) {
+  if (tiles) { /* a matrix, SIMD or scalar unit: whole issues (acg_mac.c) */
+    acg_mac_operands mo = {M, K, N, {ma->buf, mb->buf, mc->buf, mc->buf}, {ea, eb, eo}, acc};
+    occ = acg_mac_tile_cycles(x->g, in->unit, in->u.gemm.cap, &form, &mo);
+    bank_extra = 0;
+  } else if (!os) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
     /* bank factors: acg_bank_degree, which the mapper's cost model counts too */
@@ -912,7 +918,7 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   }
   timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, hold ? 0 : 1, occ, cap->latency,
          bank_extra, NULL);
-  if (!os) /* the stream began after the weight load */
+  if (!os && !tiles) /* the stream began after the weight load */
     x->chain[in->unit].stream_start = x->unit_free[x->g->n_edges + in->unit] - (occ - wl_occ);
 stats:;
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];

@@ -58,7 +58,7 @@ int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
   }
   if (in->op == NPU_OP_GEMM) {
     const acg_capability *cap = &g->compute[in->unit].caps[in->u.gemm.cap];
-    uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->in[1]);
+    uint64_t ea = cov_dtype_size(cap->in[0]), eb = cov_dtype_size(cap->n_in > 1 ? cap->in[1] : cap->in[0]);
     uint64_t eo = cov_dtype_size(cap->out);
     r[0] = npu_gemm_bytes(in, 0, ea);
     r[1] = npu_gemm_bytes(in, 1, eb);
@@ -146,7 +146,7 @@ static void order_first_loads(npu_prog *p, const npu_target *t) {
   }
   const npu_insn *gm = &p->insns[g];
   const acg_capability *cap = &t->acg->compute[gm->unit].caps[gm->u.gemm.cap];
-  gr[0] = npu_gemm_bytes(gm, 1, cov_dtype_size(cap->in[1]));
+  gr[0] = npu_gemm_bytes(gm, 1, cov_dtype_size(cap->n_in > 1 ? cap->in[1] : cap->in[0]));
   gr[1] = npu_gemm_bytes(gm, 0, cov_dtype_size(cap->in[0]));
   gr[2] = npu_gemm_bytes(gm, 2, cov_dtype_size(cap->out));
   gr[3] = (gm->flags & NPU_GEMM_BIAS) ? npu_mem_bytes(&gm->u.gemm.bias, 1, gm->u.gemm.n, cov_dtype_size(cap->out))

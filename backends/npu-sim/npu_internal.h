@@ -21,12 +21,19 @@ typedef struct npu_target {
   int dram;               /* storage index of the (first) DRAM node */
   int array;              /* compute index of the systolic array, -1 if none */
   int simd;               /* compute index of the SIMD unit, -1 if none */
-  bool output_stationary; /* the array accumulates in a register file next to it */
+  bool output_stationary; /* the systolic array accumulates in a register file next to it */
   uint64_t digest;
 } npu_target;
+/* Whether compute unit u runs gemm instructions as tiles (a matrix, SIMD or
+ * scalar unit with a mac capability; acg_mac_form_of), not as a systolic array. */
+static inline bool npu_unit_tiles(const cov_acg *g, int u, int cap, acg_mac_form *f) {
+  acg_mac_form tmp;
+  if (!f) f = &tmp;
+  return acg_mac_form_of(g, u, cap, f, NULL, 0) && f->kind == ACG_MAC_TILES;
+}
 
 /* Derives the NPU from an ACG; COV_UNSUPPORTED when it is not one
- * (no DRAM, no systolic array). */
+ * (no DRAM, no unit that runs a mac). */
 cov_status npu_target_init(const cov_acg *g, npu_target *t);
 /* FNV-1a over every ACG parameter that code generation or timing reads. */
 uint64_t npu_acg_digest(const cov_acg *g);

@@ -1,8 +1,10 @@
 /* backends/npu-sim/npu_target.c: the NPU an ACG describes, and the digest
  * that ties a program to the ACG it was compiled for.
  *
- * The dataflow is read from the graph's shape rather than from a flag: an
- * array whose results go to a register file beside it (an edge array ->
+ * Contractions run on any unit with a mac capability acg_mac_form_of
+ * accepts (a systolic array, a matrix unit, SIMD lanes, a scalar unit; the
+ * check the mapper's binding applies too). The systolic array's dataflow is
+ * read from the graph's shape rather than from a flag: an array whose results go to a register file beside it (an edge array ->
  * regfile) keeps partial sums in the PEs (output-stationary); an array that
  * writes a scratchpad streams partial sums out (weight-stationary). */
 #include <string.h>
@@ -105,14 +107,23 @@ cov_status npu_target_init(const cov_acg *g, npu_target *t) {
     if (g->compute[i].kind == ACG_SYSTOLIC && t->array < 0) t->array = i;
     if (g->compute[i].kind == ACG_SIMD && t->simd < 0) t->simd = i;
   }
+  /* any unit with a mac capability of a form acg_mac_form_of accepts runs
+   * contractions: a systolic array, a matrix unit, SIMD lanes, a scalar unit */
+  bool mac = false;
+  for (int i = 0; i < g->n_compute && !mac; i++)
+    for (int k = 0; k < g->compute[i].n_caps && !mac; k++) {
+      acg_mac_form f;
+      mac = acg_mac_form_of(g, i, k, &f, NULL, 0);
+    }
   cov_loc loc = {g->file, 0, 0, NULL};
-  if (t->dram < 0 || t->array < 0)
+  if (t->dram < 0 || !mac)
     return cov_error(COV_UNSUPPORTED, &loc,
-                     "ACG '%s' is not an NPU: npu-sim needs a DRAM storage node and a systolic "
-                     "compute node",
+                     "ACG '%s' is not an NPU: npu-sim needs a DRAM storage node and a compute node "
+                     "with a mac capability it runs (acg_mac_form_of: f16, bf16 or f32 into f32, "
+                     "i8 into i32; a matrix unit's with a tile [M, N, K])",
                      g->name);
-  int an = npu_node_of_compute(g, t->array);
-  for (int s = 0; s < g->n_storage; s++)
+  int an = t->array >= 0 ? npu_node_of_compute(g, t->array) : -1;
+  for (int s = 0; s < g->n_storage && an >= 0; s++)
     if (g->storage[s].kind == ACG_REGFILE && npu_find_edge(g, an, s) >= 0)
       t->output_stationary = true;
   t->digest = npu_acg_digest(g);

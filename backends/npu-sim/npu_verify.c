@@ -99,22 +99,23 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
                              const npu_insn *in) {
   const cov_acg *g = t->acg;
   cov_loc loc = *lp;
-  if (in->unit >= g->n_compute || g->compute[in->unit].kind != ACG_SYSTOLIC)
-    FAIL("instruction %u (gemm): field unit: %u is not a systolic compute node", i, in->unit);
+  if (in->unit >= g->n_compute)
+    FAIL("instruction %u (gemm): field unit: %u is not a compute node", i, in->unit);
   const acg_compute *c = &g->compute[in->unit];
-  if (in->u.gemm.cap >= c->n_caps || c->caps[in->u.gemm.cap].op != COV_OP_MAC ||
-      c->caps[in->u.gemm.cap].n_in != 2)
+  if (in->u.gemm.cap >= c->n_caps || c->caps[in->u.gemm.cap].op != COV_OP_MAC)
     FAIL("instruction %u (gemm): field cap: %u is not a mac capability of '%s'", i,
          in->u.gemm.cap, c->name);
   const acg_capability *cap = &c->caps[in->u.gemm.cap];
-  cov_dtype a = cap->in[0], b = cap->in[1], o = cap->out;
-  bool fl = (a == COV_F16 || a == COV_BF16 || a == COV_F32) &&
-            (b == COV_F16 || b == COV_BF16 || b == COV_F32) && o == COV_F32;
-  bool in8 = a == COV_I8 && b == COV_I8 && o == COV_I32;
-  if (!fl && !in8)
-    return cov_error(COV_UNSUPPORTED, &loc,
-                     "instruction %u (gemm): field cap: %s x %s -> %s is not simulated", i,
-                     cov_dtype_name(a), cov_dtype_name(b), cov_dtype_name(o));
+  /* the check the mapper's binding applies too: the unit's kind, the
+   * capability's dtypes and (a matrix unit) its issue tile */
+  acg_mac_form form;
+  char why[200];
+  if (!acg_mac_form_of(g, in->unit, in->u.gemm.cap, &form, why, sizeof why))
+    return cov_error(COV_UNSUPPORTED, &loc, "instruction %u (gemm): field cap: %s", i, why);
+  bool tiles = form.kind == ACG_MAC_TILES;
+  if (tiles && (in->flags & (NPU_GEMM_HOLD | NPU_GEMM_CHAIN | NPU_GEMM_WKEEP | NPU_GEMM_BIAS)))
+    FAIL("instruction %u (gemm): field flags: hold/chain/wkeep/bias are a systolic array's; '%s' "
+         "is a %s unit", i, c->name, acg_compute_kind_name(c->kind));
   if (in->flags & ~NPU_GEMM_FLAGS)
     FAIL("instruction %u (gemm): field flags: unknown bits 0x%x", i, in->flags & ~NPU_GEMM_FLAGS);
   if ((in->flags & NPU_GEMM_ACC) && (in->flags & NPU_GEMM_BIAS))
@@ -137,13 +138,14 @@ static cov_status check_gemm(const npu_target *t, const cov_loc *lp, uint32_t i,
   if ((in->flags & NPU_GEMM_CHAIN) && !(in->flags & NPU_GEMM_ACC))
     FAIL("instruction %u (gemm): field flags: chain accumulates into the held tile, so it needs acc",
          i);
-  uint32_t rows = cap->tile_rank > 0 ? cap->tile[0] : c->dims[0];
-  uint32_t cols = cap->tile_rank > 1 ? cap->tile[1] : c->dims[1];
-  const char *df = t->output_stationary ? "output-stationary" : "weight-stationary";
+  uint32_t rows = form.rows, cols = form.cols;
+  (void)cap;
+  bool os = t->output_stationary && !tiles;
+  const char *df = tiles ? "k and n per instruction" : os ? "output-stationary" : "weight-stationary";
   if (in->u.gemm.m == 0 || in->u.gemm.k == 0 || in->u.gemm.n == 0)
     FAIL("instruction %u (gemm): field %s: must be >= 1", i,
          in->u.gemm.m == 0 ? "m" : in->u.gemm.k == 0 ? "k" : "n");
-  if (t->output_stationary) {
+  if (os) {
     if (in->u.gemm.m > rows)
       FAIL("instruction %u (gemm): field m: %u > %u array rows (%s)", i, in->u.gemm.m, rows, df);
   } else if (in->u.gemm.k > rows) {
