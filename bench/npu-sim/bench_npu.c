@@ -112,7 +112,9 @@ static double mape(const double *pred, const double *sim, int n) {
   return n ? 100 * m / n : 0;
 }
 
-#define N_TARGETS 3
+#define N_TARGETS 7
+/* the first three: systolic arrays (SCALE-Sim, the speed line); then the
+ * other unit kinds: a vector DSP and a matrix engine, shipped and test ACGs */
 #define MAX_ROWS 4096
 
 typedef struct series {
@@ -254,8 +256,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* npu-16x16-os: npu-16x16's array and DRAM, output-stationary (this directory) */
-  const char *targets[N_TARGETS] = {"npu-16x16", BENCH_DIR "/npu-16x16-os.json", "npu-32x32-os"};
-  const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os"};
+  const char *targets[N_TARGETS] = {"npu-16x16", BENCH_DIR "/npu-16x16-os.json", "npu-32x32-os", "dsp-hvx",
+                                    BENCH_TESTS_DIR "/dsp-f32-512.json", "npu-matrix",
+                                    BENCH_TESTS_DIR "/matrix-8x8x8.json"};
+  const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os", "dsp-hvx", "dsp-f32-512",
+                                   "npu-matrix", "matrix-8x8x8"};
   static series suite_s[N_TARGETS], group_s[N_TARGETS];
   /* per layer: simulated / SCALE-Sim on the two 16x16 arrays (0: none) */
   double ss_ratio[64][2];
@@ -297,7 +302,7 @@ int main(int argc, char **argv) {
         double macs = (double)cov_npu_stats_macs(stats);
         const map_schedule *ms = &sch->s;
         char ss[32] = "-", ratio[32] = "-";
-        if (ms->prob.kind == MAP_MAIN_MAC) {
+        if (ms->prob.kind == MAP_MAIN_MAC && g->compute[ms->node - g->n_storage].kind == ACG_SYSTOLIC) {
           const acg_capability *cap = &g->compute[ms->node - g->n_storage].caps[ms->cap];
           double v = scalesim(ms, nt.output_stationary, cap->tile[0], cap->tile[1]);
           snprintf(ss, sizeof ss, "%.0f", v);
@@ -308,7 +313,7 @@ int main(int argc, char **argv) {
         printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e\n", names[i], tnames[t], cyc, pc,
                pc / cyc, ss, ratio, macs ? rate : 0.0);
         add(&suite_s[t], pc, cyc);
-        if (macs >= 1e8) {
+        if (macs >= 1e8 && t < 3) {
           macs_total += macs;
           wall_total += t1 - t0;
         }
@@ -365,7 +370,7 @@ int main(int argc, char **argv) {
       double e = mape(group_s[t].pred, group_s[t].sim, group_s[t].n);
       printf("  %-13s groups %3d  Spearman %.3f  MAPE %5.1f%%\n", tnames[t], group_s[t].n, r, e);
       /* issue 16's targets, on the shipped NPUs (not the bench's 16x16-os) */
-      if (max_group_mape > 0 && t != 1 && (group_s[t].n == 0 || e > max_group_mape || r < 0.95))
+      if (max_group_mape > 0 && (t == 0 || t == 2) && (group_s[t].n == 0 || e > max_group_mape || r < 0.95))
         missed = true;
     }
     if (max_group_mape > 0) {
