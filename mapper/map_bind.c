@@ -9,7 +9,7 @@
  * deepest one: more staging levels means more reuse to exploit); caches are
  * crossed, not used as levels. Everything is read from the ACG.
  *
- * long: map_bind_target binds each operand of the problem to the ACG (capability, storage path, epilogue unit), one located refusal per missing piece
+ * long: map_bind_target_on binds each operand of the problem to the ACG (capability, storage path, epilogue unit), one located refusal per missing piece
  */
 #include <string.h>
 

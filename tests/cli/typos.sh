@@ -31,7 +31,7 @@ expect 2 "covenant codelet: unknown option '--dyr-run'; did you mean '--dry-run'
 expect 1 "no target named 'npu16x16' (did you mean 'npu-16x16'?); the targets found: .*npu-32x32-os" -- "$cov" run $m --target npu16x16
 expect 1 "no target named 'npu-32x32' (did you mean 'npu-32x32-os'?)" -- "$cov" map convnet_layer1 --target npu-32x32
 expect 1 "no target named 'nvptx-sm9' (did you mean 'nvptx-sm90'?)" -- "$cov" acg show nvptx-sm9
-expect 1 "no target named 'tpu'; the targets found: amdgpu-gfx90a, amdgpu-gfx942, npu-16x16" -- "$cov" run $m --target tpu
+expect 1 "no target named 'tpu'; the targets found: amdgpu-gfx90a, amdgpu-gfx942, dsp-hvx, npu-16x16" -- "$cov" run $m --target tpu
 # suite layers, in every command that takes them
 expect 1 "no layer named 'resnet50_res3_1x11' in the suite (did you mean 'resnet50_res3_1x1'?)" -- "$cov" map resnet50_res3_1x11 -t npu-16x16
 expect 1 "no layer named 'convnet_layr1' in the suite (did you mean 'convnet_layer1'?)" -- "$cov" verify convnet_layr1 -t npu-16x16
