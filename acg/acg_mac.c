@@ -93,7 +93,7 @@ bool acg_mac_form_of(const cov_acg *g, int unit, int cap, acg_mac_form *f, char 
   }
   f->kind = ACG_MAC_TILES;
   f->rows = span(f->tk);
-  f->cols = span(f->tn);
+  f->cols = f->tn;
   return true;
 }
 

@@ -108,7 +108,10 @@ bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule
   int64_t st;
   if (p->n_loops + 1 > MAP_MAX_LOOPS || !find_window(p, proto, &xi, &q, &s, &st)) return false;
   const cov_acg *g = t->acg;
-  if (t->node < g->n_storage || g->compute[t->node - g->n_storage].kind != ACG_SYSTOLIC) return false;
+  /* an array, or a unit running its mac as tiles (J outputs on an
+   * instruction's columns, their input window on its k) */
+  if (t->node < g->n_storage || (g->compute[t->node - g->n_storage].kind != ACG_SYSTOLIC && !t->tiles))
+    return false;
   bool os = map_output_stationary(g, t->node);
   int64_t rows = (int64_t)t->dims[0], cols = (int64_t)t->dims[1];
   int64_t Q = p->extent[q], S = p->extent[s], J = 0;
@@ -181,7 +184,7 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
   /* The same binding must hold for the longer reduction (an integer
    * problem on a float array is exact only for so many terms). A padded
    * reduction's added terms are all 0, but the check stays conservative. */
-  cov_status bt = map_bind_target(&p2->prob, t->acg, t2);
+  cov_status bt = map_bind_target_on(&p2->prob, t->acg, t->node, t2);
   bool same = !bt && t2->node == t->node && t2->cap == t->cap && t2->narrowed == t->narrowed;
   cov_status_free(bt);
   if (!same) goto done;
