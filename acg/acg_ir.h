@@ -196,8 +196,9 @@ double acg_peak_macs_per_cycle(const cov_acg *g, cov_dtype a, cov_dtype b, cov_d
  * mapper's binding and the NPU code generator share. ARRAY: a systolic
  * array (rows x cols); TILES: a matrix, SIMD or scalar unit issuing
  * tm x tn x tk tiles (matrix: the capability's tile [M, N, K]; SIMD: vector
- * MACs [1, lanes, 1]; scalar [1, 1, 1]), at most rows (k) x cols (n) per
- * instruction, m any. */
+ * MACs [1, lanes, 1], or a dot-product tile [M, N, K] where given; scalar
+ * [1, 1, 1]), at most rows (k: 64 rounded up to whole issues) x cols (n:
+ * one issue's width) per instruction, m any. */
 typedef enum acg_mac_kind { ACG_MAC_NONE, ACG_MAC_ARRAY, ACG_MAC_TILES } acg_mac_kind;
 typedef struct acg_mac_form {
   acg_mac_kind kind;

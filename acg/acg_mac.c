@@ -16,15 +16,16 @@
  *   the capability's tile [M, N, K]), a SIMD unit (vector MACs: one
  *   multiplicand broadcast, the other a vector of `lanes` columns: the tile
  *   [1, lanes, 1]) or a scalar unit ([1, 1, 1]). One instruction covers
- *   m x k x n in whole issues; its accumulators stay in the unit over its
- *   k. */
+ *   m x k x n in whole issues (k at most ACG_MAC_SPAN rounded up to whole
+ *   issues, n one issue's width); its accumulators stay in the unit over
+ *   its k. */
 #include <stdio.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
 
-/* The most k and n one TILES instruction covers: 64 rounded up to whole
- * issues (the mapper's spatial extents for the unit). */
+/* The most k one TILES instruction covers: 64 rounded up to whole issues;
+ * n: one issue's width (the mapper's spatial extents for the unit). */
 #define ACG_MAC_SPAN 64
 
 static bool dtypes_run(const acg_capability *c) {
