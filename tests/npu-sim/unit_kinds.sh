@@ -13,6 +13,8 @@
 #     "a mac statement with 2 inputs bound to vec is not lowered");
 #   - an int8-only design with no float mac at all (npu-i8-only) runs the
 #     float convolutions on the CPU, each with the mapper's one reason;
+#   - a scalar unit (dsp-hvx less its vector mac, plus a scalar ALU with a
+#     mac) runs them one MAC per issue;
 #   - a matrix unit whose mac gives no [M, N, K] tile is not bound, and the
 #     reason says why.
 set -u
@@ -45,18 +47,31 @@ run matrix-8x8x8 "$src/tests/npu-sim/matrix-8x8x8.json" "$fused" "$all"
 "$cov" compile convnet_layer1 -t npu-matrix -o "$tmp/mx" >/dev/null 2>&1 &&
   "$cov" disasm "$tmp/mx/program.npu" 2>&1 | grep -q "gemm.*cube" ||
   { echo "FAIL: npu-matrix: no gemm on cube"; fail=1; }
-"$py" - "$src/targets/npu-32x32-os.json" "$src/targets/npu-matrix.json" "$tmp" <<'PY' || { echo "FAIL: could not write the ACGs"; exit 1; }
+"$py" - "$src/targets/npu-32x32-os.json" "$src/targets/npu-matrix.json" "$tmp" "$src/targets/dsp-hvx.json" <<'PY' || { echo "FAIL: could not write the ACGs"; exit 1; }
 import json, sys
 g = json.load(open(sys.argv[1]))
 g["name"] = "i8-array-simd-mac"
 g["compute"][0]["capabilities"] = [c for c in g["compute"][0]["capabilities"] if c["in"][0] == "i8"]
 json.dump(g, open(sys.argv[3] + "/i8-array-simd-mac.json", "w"))
+h = json.load(open(sys.argv[4]))
+h["name"] = "scalar-alu"
+h["compute"][0]["capabilities"] = [c for c in h["compute"][0]["capabilities"] if c["op"] != "mac"]
+h["compute"].append({"name": "alu", "kind": "scalar", "capabilities": [
+    {"op": "mac", "in": ["f32", "f32"], "out": "f32", "throughput": 2, "latency": 3}]})
+h["edges"].append({"from": "vtcm", "to": "alu", "bandwidth_bytes_per_cycle": 16, "latency_cycles": 1,
+                   "bidirectional": True})
+json.dump(h, open(sys.argv[3] + "/scalar-alu.json", "w"))
 m = json.load(open(sys.argv[2]))
 m["name"] = "matrix-no-tile"
 for c in m["compute"][0]["capabilities"]:
     del c["tile"]
 json.dump(m, open(sys.argv[3] + "/matrix-no-tile.json", "w"))
 PY
+# a scalar unit's mac (dsp-hvx less its vector mac, plus a 2-MAC/cycle ALU)
+run scalar-alu "$tmp/scalar-alu.json" "$fused" "$all"
+"$cov" compile convnet_layer1 -t "$tmp/scalar-alu.json" -o "$tmp/alu" >/dev/null 2>&1 &&
+  "$cov" disasm "$tmp/alu/program.npu" -t "$tmp/scalar-alu.json" 2>&1 | grep -q "gemm.*alu" ||
+  { echo "FAIL: scalar-alu: no gemm on alu"; fail=1; }
 run i8-array-simd-mac "$tmp/i8-array-simd-mac.json" "$fused" "$all"
 run npu-i8-only "$src/tests/npu-sim/npu-i8-only.json" "$fused" \
   "cpu: conv2d needs mac\(f32,f32->f32\) or a narrower float; npu-i8-only offers mac\(i8,i8->i32\) on pe_array"
