@@ -34,7 +34,9 @@ int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, int max) {
   if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2 || map_acg_is_gpu(g)) return 0;
   for (int c = 0; c < g->n_compute && n < max; c++) {
     map_target t;
-    if (map_bind_target_on(p, g, g->n_storage + c, &t) == NULL) nodes[n++] = t.node;
+    cov_status st = map_bind_target_on(p, g, g->n_storage + c, &t);
+    if (st == NULL) nodes[n++] = t.node;
+    cov_status_free(st);
   }
   return n;
 }
