@@ -27,7 +27,7 @@ cov_status map_prepare_on(const cov_layer *layer, const cov_acg *acg, int only, 
  * default rule); *units (when not NULL) receives the compute nodes the
  * layer's mac could bind to. */
 static cov_status map_one(const cov_layer *layer, const cov_acg *acg, const cov_map_options *opt, int only,
-                          int *units, int *n_units, cov_schedule **out) {
+                          int *units, double *floor, int *n_units, cov_schedule **out) {
   *out = NULL;
   cov_schedule *cs = calloc(1, sizeof *cs);
   if (!cs) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -37,7 +37,7 @@ static cov_status map_one(const cov_layer *layer, const cov_acg *acg, const cov_
   cov_status st = NULL;
   if (!cs->arena || !proto || !t) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = map_prepare_on(layer, acg, only, proto, t, cs->arena);
-  if (!st && units) *n_units = map_mac_units(&proto->prob, acg, units, MAP_MAX_COMPUTE);
+  if (!st && units) *n_units = map_mac_units(&proto->prob, acg, units, floor, MAP_MAX_COMPUTE);
   if (!st) st = map_search(t, proto, opt, cs);
   if (!st) st = map_rewrite_search(proto, t, opt, cs, map_dw_rewrite);
   if (!st) st = map_rewrite_search(proto, t, opt, cs, map_pad_rewrite);
@@ -73,12 +73,15 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
   *out = NULL;
   if (!layer || !acg) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_map"), "NULL layer or ACG");
   int units[MAP_MAX_COMPUTE], n_units = 0;
+  double floor[MAP_MAX_COMPUTE];
   cov_schedule *best = NULL;
-  COV_RETURN_IF_ERROR(map_one(layer, acg, opt, -1, units, &n_units, &best));
+  COV_RETURN_IF_ERROR(map_one(layer, acg, opt, -1, units, floor, &n_units, &best));
   for (int i = 0; i < n_units; i++) {
-    if (units[i] == best->s.node) continue;
+    /* a unit whose MACs alone take longer than the best schedule's cycles
+     * cannot do better (its cost model charges at least that) */
+    if (units[i] == best->s.node || floor[i] >= best->s.cost.cycles) continue;
     cov_schedule *cs = NULL;
-    cov_status st = map_one(layer, acg, opt, units[i], NULL, NULL, &cs);
+    cov_status st = map_one(layer, acg, opt, units[i], NULL, NULL, NULL, &cs);
     if (st) { /* a unit whose search finds no schedule: the others stand */
       cov_status_free(st);
       continue;

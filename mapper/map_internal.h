@@ -106,10 +106,11 @@ cov_status map_bind_target_on(const map_problem *prob, const cov_acg *acg, int o
 /* map_units.c: whether capability cap of compute node `node` runs a mac
  * as tiles (a matrix, SIMD or scalar unit; acg_mac_form_of) on an NPU
  * ACG; whether it runs a mac at all (else the reason); the compute nodes a
- * two-input mac problem binds to, one binding each (at most max). */
+ * two-input mac problem binds to, one binding each (at most max), with
+ * floor[i] (when not NULL) a lower bound of any schedule's cycles there. */
 bool map_mac_tiles(const cov_acg *g, int node, int cap, acg_mac_form *f);
 bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy);
-int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, int max);
+int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, double *floor, int max);
 /* Where the epilogue's temporaries live (sets t->epi_node, t->epi_in_place):
  * storage the SIMD unit both reads and writes and from which results reach
  * DRAM; the output's level-1 storage first (register 0 then stays in place). */

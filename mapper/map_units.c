@@ -29,13 +29,19 @@ bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy) {
   return acg_mac_form_of(g, node - g->n_storage, cap, &f, why, nwhy);
 }
 
-int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, int max) {
+int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, double *floor, int max) {
   int n = 0;
   if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2 || map_acg_is_gpu(g)) return 0;
   for (int c = 0; c < g->n_compute && n < max; c++) {
     map_target t;
     cov_status st = map_bind_target_on(p, g, g->n_storage + c, &t);
-    if (st == NULL) nodes[n++] = t.node;
+    if (st == NULL) {
+      /* no schedule on the unit takes fewer cycles than its MACs at the
+       * capability's throughput (map_bound.c's gemm floor) */
+      double thr = g->compute[c].caps[t.cap].throughput;
+      if (floor) floor[n] = (double)p->ops / (thr > 0 ? thr : 1);
+      nodes[n++] = t.node;
+    }
     cov_status_free(st);
   }
   return n;

@@ -193,7 +193,7 @@ static void compare(const char *suite, const char *name, const cov_acg *acg) {
     /* cov_map keeps the cheapest of every unit's binding (map_units.c):
      * so does the enumeration */
     int units[MAP_MAX_COMPUTE];
-    int n_units = map_mac_units(&proto->prob, acg, units, MAP_MAX_COMPUTE);
+    int n_units = map_mac_units(&proto->prob, acg, units, NULL, MAP_MAX_COMPUTE);
     for (int u = 0; u < n_units; u++) {
       if (units[u] == t->node) continue;
       map_schedule *pu = calloc(1, sizeof *pu);
