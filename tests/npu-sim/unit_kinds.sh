@@ -13,6 +13,8 @@
 #     "a mac statement with 2 inputs bound to vec is not lowered");
 #   - an int8-only design with no float mac at all (npu-i8-only) runs the
 #     float convolutions on the CPU, each with the mapper's one reason;
+#   - where an array and a SIMD unit with a mac can both take a layer, the
+#     cost model's cheaper binding (a tiny matmul on npu-16x16's SIMD unit);
 #   - a scalar unit (dsp-hvx less its vector mac, plus a scalar ALU with a
 #     mac) runs them one MAC per issue;
 #   - a matrix unit whose mac gives no [M, N, K] tile is not bound, and the
@@ -75,6 +77,16 @@ run scalar-alu "$tmp/scalar-alu.json" "$fused" "$all"
 run i8-array-simd-mac "$tmp/i8-array-simd-mac.json" "$fused" "$all"
 run npu-i8-only "$src/tests/npu-sim/npu-i8-only.json" "$fused" \
   "cpu: conv2d needs mac\(f32,f32->f32\) or a narrower float; npu-i8-only offers mac\(i8,i8->i32\) on pe_array"
+# where an array and a SIMD unit with a mac both can take a layer, the
+# cheaper binding by the cost model: a 4 x 8 x 4 matmul on npu-16x16's SIMD
+# unit (439 predicted cycles against the array's 442), a 3x3 convolution
+# on its array
+out=$("$cov" map --codelet matmul --shape 4x8 --shape 8x4 -t npu-16x16 --explain 2>&1)
+echo "$out" | grep -q "compute simd cap .* mac(f32,f32->f32)" && echo "ok: a tiny matmul on npu-16x16's SIMD unit" ||
+  { echo "FAIL: tiny matmul not on the SIMD unit: $out"; fail=1; }
+out=$("$cov" map resnet50_res2_3x3 -t npu-16x16 --explain 2>&1)
+echo "$out" | grep -q "compute pe_array cap" && echo "ok: res2_3x3 on npu-16x16's array" ||
+  { echo "FAIL: res2_3x3 not on the array: $out"; fail=1; }
 out=$("$cov" map convnet_layer1 -t "$tmp/matrix-no-tile.json" 2>&1)
 if echo "$out" | grep -q "the mac of matrix unit 'cube' needs a tile \[M, N, K\]"; then
   echo "ok: matrix-no-tile refused with its reason"
