@@ -680,7 +680,24 @@ static double gemm_cycles(const map_schedule *s, const map_gemm_plan *gp, bool o
           double cnt = kc[a] * mc[b] * nc[c];
           if (cnt > 0) per_leaf += cnt * gemm_occ(s, gp, mm[b], kk[a], nn[c], true, false, false);
         }
-    return one_chain ? per_leaf : leaves * per_leaf;
+    if (one_chain || !map_mac_tiles(s->acg, s->node, s->cap, NULL) || gp->out_acc_load)
+      return one_chain ? per_leaf : leaves * per_leaf;
+    /* A tile unit reads C only where it accumulates: an output tile's first
+     * GEMMs (the first k piece of its first reduction leaf, every m and n
+     * piece) start it, as the code generator emits them */
+    double red = 1, first = 0;
+    for (int i = 0; i < s->n_sloops; i++) {
+      const map_sloop *sl = &s->sloops[i];
+      if (i > gp->out_init_after && p->reduction[sl->loop] && !map_gemm_absorbs(gp, i) &&
+          !(sl->spatial && sl->axis > MAP_AX_LANES))
+        red *= (double)sl->trips;
+    }
+    for (int b = 0; b < 2; b++)
+      for (int c = 0; c < 2; c++)
+        if (mc[b] * nc[c] > 0)
+          first += mc[b] * nc[c] * (gemm_occ(s, gp, mm[b], kk[0], nn[c], false, false, false) -
+                                    gemm_occ(s, gp, mm[b], kk[0], nn[c], true, false, false));
+    return leaves * per_leaf + leaves / red * first;
   }
   double m = mm[0], n = nn[0];
   for (int a = 0; a < 2; a++)
