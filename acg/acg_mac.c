@@ -19,6 +19,7 @@
  *   m x k x n in whole issues (k at most ACG_MAC_SPAN rounded up to whole
  *   issues, n one issue's width); its accumulators stay in the unit over
  *   its k. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -104,8 +105,8 @@ uint64_t acg_mac_tile_issues(const acg_mac_form *f, uint64_t m, uint64_t k, uint
   return ceil_div(m, f->tm) * ceil_div(k, f->tk) * ceil_div(n, f->tn);
 }
 
-/* Bytes over the edge between storage node buf and compute node un (either
- * direction); -1 when there is none. */
+/* The edge between nodes a and b (either direction where bidirectional),
+ * -1 when there is none. */
 static int edge_of(const cov_acg *g, int a, int b) {
   for (int e = 0; e < g->n_edges; e++) {
     const acg_edge *ed = &g->edges[e];
@@ -121,16 +122,18 @@ uint64_t acg_mac_tile_cycles(const cov_acg *g, int unit, int cap, const acg_mac_
   double thr = c->throughput > 0 ? c->throughput : 1;
   uint64_t issues = acg_mac_tile_issues(f, o->m, o->k, o->n);
   double vol = (double)f->tm * f->tn * f->tk;
-  uint64_t occ = (uint64_t)((double)issues * vol / thr + 0.999999);
-  if (occ == 0) occ = 1;
-  /* operand bytes: A once per column issue, B once per row issue, C read
-   * (accumulating or a bias) and written once: per edge, summed where
-   * operands share one, each edge at its bandwidth */
+  double occ = ceil((double)issues * vol / thr);
+  if (occ < 1) occ = 1;
+  /* operand bytes (in doubles: m x k x n may pass 2^64 bytes in a hostile
+   * program): A once per column issue, B once per row issue, C read when
+   * accumulating and written once; per edge, summed where operands share
+   * one, each edge at its bandwidth */
   int edge[4] = {edge_of(g, o->buf[0], un), edge_of(g, o->buf[1], un), o->c_in ? edge_of(g, o->buf[3], un) : -1,
                  edge_of(g, un, o->buf[2])};
-  double bytes[4] = {(double)(o->m * o->k * o->es[0] * ceil_div(o->n, f->tn)),
-                     (double)(o->k * o->n * o->es[1] * ceil_div(o->m, f->tm)),
-                     o->c_in ? (double)(o->m * o->n * o->es[2]) : 0, (double)(o->m * o->n * o->es[2])};
+  double m = (double)o->m, k = (double)o->k, n = (double)o->n;
+  double bytes[4] = {m * k * (double)o->es[0] * (double)ceil_div(o->n, f->tn),
+                     k * n * (double)o->es[1] * (double)ceil_div(o->m, f->tm),
+                     o->c_in ? m * n * (double)o->es[2] : 0, m * n * (double)o->es[2]};
   for (int i = 0; i < 4; i++) {
     if (edge[i] < 0 || bytes[i] <= 0) continue;
     double sum = 0;
@@ -141,8 +144,9 @@ uint64_t acg_mac_tile_cycles(const cov_acg *g, int unit, int cap, const acg_mac_
       sum += bytes[j];
     }
     double bw = g->edges[edge[i]].bandwidth_bytes_per_cycle;
-    uint64_t feed = first && bw > 0 ? (uint64_t)(sum / bw + 0.999999) : 0;
+    double feed = first && bw > 0 ? ceil(sum / bw) : 0;
     if (feed > occ) occ = feed;
   }
-  return occ;
+  /* at most 2^62 cycles (the simulator's cycle counts saturate there) */
+  return occ < 4.6e18 ? (uint64_t)occ : (uint64_t)1 << 62;
 }
