@@ -251,6 +251,11 @@ cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_va
 const char *graph_type_str(const graph_value *v, char *buf, size_t size);
 double graph_load_elem(const void *data, cov_dtype t, size_t i);
 void graph_store_elem(void *data, cov_dtype t, size_t i, double x);
+/* Integer dtypes (i8, u8, i32, i64, bool) element by element, exactly:
+ * int64 values beyond 2^53 do not survive a double. Stores wrap, as numpy's
+ * astype does; both return/store 0 for float dtypes. */
+int64_t graph_load_int(const void *data, cov_dtype t, size_t i);
+void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x);
 
 /* ---- passes ----------------------------------------------------------- */
 
