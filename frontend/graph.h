@@ -55,6 +55,10 @@ typedef struct graph_value {
   int64_t dims[COV_MAX_RANK];    /* -1: unknown */
   const char *sym[COV_MAX_RANK]; /* dim_param names of declared input dims */
   void *data;                    /* contents of constants; NULL otherwise */
+  /* GV_INPUT that shares an initializer's name (IR version >= 4): the
+   * initializer, its default value where the caller feeds none. A fed
+   * input overrides it, so it is never folded. NULL otherwise. */
+  const struct graph_value *default_value;
   graph_node *producer;          /* NULL for inputs and constants */
   int n_uses;                    /* node input slots that read it (graph_recount) */
   int id;                        /* index in graph.values */

@@ -115,6 +115,12 @@ const char *cov_model_output_name(const cov_model *m, size_t i) {
   return m && i < m->g->n_outputs ? m->g->output_names[i] : NULL;
 }
 
+bool cov_model_input_has_default(const cov_model *m, size_t i) {
+  if (!m || i >= m->g->n_inputs) return false;
+  const graph_value *d = m->g->inputs[i]->default_value;
+  return d && d->data;
+}
+
 int cov_model_find_input(const cov_model *m, const char *name) {
   if (!m || !name) return -1;
   for (size_t i = 0; i < m->g->n_inputs; i++)

@@ -156,28 +156,77 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   v->data = data;
 }
 
-static void read_input(reader *R, const Onnx__ValueInfoProto *vi) {
+/* An input that shares an initializer's name. Before IR version 4 every
+ * initializer was also listed as an input: it stays a constant. From IR
+ * version 4 on the initializer is the input's default (onnx/IR.md, "Graphs"):
+ * the value becomes an input whose default is a copy of the initializer,
+ * and its type is read from the input's declaration. Returns the input, or
+ * NULL where the initializer stays a constant. */
+static graph_value *input_with_default(reader *R, graph_value *prev) {
+  graph *g = R->g;
+  if (g->ir_version < 4) return NULL;
+  graph_value *d = cov_arena_alloc(g->arena, sizeof *d);
+  if (!d) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return NULL;
+  }
+  *d = *prev;
+  prev->kind = GV_INPUT;
+  prev->data = NULL;
+  prev->dtype = COV_DTYPE_INVALID;
+  prev->rank = -1;
+  prev->default_value = d;
+  return prev;
+}
+
+/* The default must be a value the input could be fed with. */
+static void check_default(reader *R, const graph_value *v) {
+  const graph_value *d = v->default_value;
+  if (!d || !d->data || v->dtype == COV_DTYPE_INVALID) return;
+  bool ok = d->dtype == v->dtype && (v->rank < 0 || v->rank == d->rank);
+  for (int i = 0; ok && v->rank >= 0 && i < v->rank; i++)
+    ok = v->dims[i] < 0 || v->dims[i] == d->dims[i];
+  if (ok) return;
+  char want[256], got[256];
+  add_error(R, graph_value_error(R->g, v, COV_INVALID_INPUT,
+                                 "is declared %s, but the initializer of its name (its default "
+                                 "value) is %s",
+                                 graph_type_str(v, want, sizeof want), graph_type_str(d, got, sizeof got)));
+}
+
+static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v);
+
+static graph_value *read_input(reader *R, const Onnx__ValueInfoProto *vi) {
   graph *g = R->g;
   const char *name = str_or_empty(vi->name);
   if (!*name || !valid_name(name)) {
     add_error(R, model_error(g, COV_INVALID_INPUT, "a graph input has an empty or invalid name"));
-    return;
+    return NULL;
   }
-  graph_value *prev = table_find(R, name);
-  if (prev) {
-    /* Before IR version 4 initializers were also listed as inputs; they
-     * stay constants (a default the caller cannot override here). */
-    if (prev->kind == GV_INITIALIZER) return;
-    add_error(R, graph_value_error(g, prev, COV_INVALID_INPUT, "graph input listed twice"));
-    return;
+  graph_value *v = table_find(R, name);
+  if (v && v->kind == GV_INITIALIZER && !v->default_value) {
+    v = input_with_default(R, v);
+    if (!v) return NULL;
+  } else if (v) {
+    add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "graph input listed twice"));
+    return NULL;
+  } else {
+    v = graph_add_value(g, name);
+    if (!v) {
+      add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+      return NULL;
+    }
+    v->kind = GV_INPUT;
+    table_put(R, v);
   }
-  graph_value *v = graph_add_value(g, name);
-  if (!v) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
-    return;
-  }
-  v->kind = GV_INPUT;
-  table_put(R, v);
+  read_input_type(R, vi, v);
+  check_default(R, v);
+  return v;
+}
+
+/* The input's declared dtype and shape. */
+static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v) {
+  graph *g = R->g;
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
     add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
@@ -737,10 +786,8 @@ cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
   }
   for (size_t i = 0; i < gp->n_input; i++) {
     if (!gp->input[i]) continue;
-    size_t before = g->n_values;
-    read_input(&R, gp->input[i]);
-    if (g->n_values > before && g->values[before]->kind == GV_INPUT)
-      g->inputs[n_inputs++] = g->values[before];
+    graph_value *v = read_input(&R, gp->input[i]);
+    if (v) g->inputs[n_inputs++] = v;
   }
   g->n_inputs = n_inputs;
   graph_node **declared = calloc(gp->n_node ? gp->n_node : 1, sizeof *declared);
