@@ -32,6 +32,11 @@
 #define GRAPH_MAX_NODE_IO 4096                  /* inputs or outputs of one node (Concat, Split) */
 #define GRAPH_MAX_ATTR_ELEMS 65536              /* ints/floats of one attribute */
 #define GRAPH_FOLD_MAX_BYTES ((size_t)64 << 20) /* one folded constant */
+/* All initializers and tensor attributes of a model together, as much as a
+ * model file may hold inline (each one is also bounded by the memory limit,
+ * --max-memory): external data lets a file of a few hundred bytes ask for
+ * any amount. Checked on the declared shapes before any tensor is read. */
+#define GRAPH_MAX_TENSOR_DATA_BYTES ((uint64_t)COV_MODEL_MAX_FILE_BYTES)
 #define GRAPH_FOLD_BUDGET_BYTES ((size_t)512 << 20) /* all folded constants */
 /* Compute ops are folded only when small: folding exists for shape
  * arithmetic and parameter preprocessing, not to run the model at load. */
