@@ -149,6 +149,11 @@ typedef struct graph {
   size_t n_groups;
   const cov_codelet_lib *lib;
   size_t folded_bytes;
+  /* Per value (by id), computed once the graph is final (model.c) so that
+   * per-group questions take time in the group's size, not the graph's:
+   * whether it depends on the run-time inputs, and whether a node of
+   * another group than its producer's (or the graph's outputs) reads it. */
+  unsigned char *runtime, *read_outside;
   bool no_fold;
   uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
 } graph;

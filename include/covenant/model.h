@@ -197,6 +197,9 @@ COV_API size_t cov_model_group_index(const cov_model_group *grp);
 /* The name of its first node, and its kind ("conv+bias+relu+maxpool"). */
 COV_API const char *cov_model_group_name(const cov_model_group *grp);
 COV_API const char *cov_model_group_kind(const cov_model_group *grp);
+/* The codelet library its calls' codelets come from (the model's, owned by
+ * it or by the caller that passed cov_model_options.codelets). */
+COV_API const cov_codelet_lib *cov_model_group_codelets(const cov_model_group *grp);
 COV_API size_t cov_model_group_num_calls(const cov_model_group *grp);
 COV_API const cov_model_group_call *cov_model_group_call_at(const cov_model_group *grp, size_t c);
 /* The group's inputs from outside it (what EXTERNAL args index), in order of
