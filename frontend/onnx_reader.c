@@ -8,7 +8,6 @@
  * loader it collects every error rather than stopping at the first, and all
  * unsupported operators go into one diagnostic.
  *
- * long: read_attr is one switch over the ONNX attribute types, a case each
  * long: sort_nodes is Kahn's topological sort with its located error for a cycle; its three passes share the pending counts
  */
 #include <stdarg.h>
