@@ -368,6 +368,33 @@ static cov_status lock_design(const explore_study *s, int i, int wait, int *fd) 
   return lock_file(path, wait ? LOCK_EX : LOCK_EX | LOCK_NB, fd);
 }
 
+/* Waits until one of the study's own workers (pids[0..n), 0 = free slot)
+ * ends; *slot and *wst say which and how. Only these pids are waited for:
+ * waitpid(-1) would also reap children the calling program started (a
+ * shell's background job, an application's helper), count them as workers
+ * and steal their exit status from their owner. POSIX has no blocking wait
+ * for "any of these pids", so the slots are polled, the pause growing from
+ * 0.1 ms to 10 ms while none has ended (short designs keep the pause short). */
+static cov_status reap_own(const pid_t *pids, int n, const char *out_dir, int *slot, int *wst) {
+  long pause_ns = 100000;
+  for (;;) {
+    for (int j = 0; j < n; j++) {
+      if (pids[j] <= 0) continue;
+      pid_t p = waitpid(pids[j], wst, WNOHANG);
+      if (p == pids[j]) {
+        *slot = j;
+        return NULL;
+      }
+      if (p < 0 && errno != EINTR)
+        return cov_error(COV_INTERNAL, COV_AT_FILE(out_dir), "waitpid(%ld): %s", (long)pids[j],
+                         strerror(errno));
+    }
+    struct timespec ts = {0, pause_ns};
+    nanosleep(&ts, NULL);
+    if (pause_ns < 10000000) pause_ns *= 2;
+  }
+}
+
 cov_status cov_explore_run(const cov_explore_options *o) {
   explore_study *s = NULL;
   COV_RETURN_IF_ERROR(explore_study_open(o, &s));
@@ -440,7 +467,12 @@ cov_status cov_explore_run(const cov_explore_options *o) {
         continue;
       }
       int slot = 0;
-      while (pids[slot]) slot++;
+      while (slot < jobs && pids[slot]) slot++;
+      if (slot == jobs) { /* cannot happen: running < jobs means a free slot */
+        unlock(&fd);
+        st = cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "explore: no free worker slot");
+        break;
+      }
       pid_t pid = fork();
       if (pid < 0) {
         unlock(&fd);
@@ -466,16 +498,11 @@ cov_status cov_explore_run(const cov_explore_options *o) {
       running++;
     }
     if (running == 0) break;
-    int wst;
-    pid_t p = waitpid(-1, &wst, 0);
-    if (p < 0) {
-      if (errno == EINTR) continue;
-      st = cov_status_join(st, cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "waitpid: %s", strerror(errno)));
-      break;
-    }
+    int wst = 0, j = 0;
+    if ((st = reap_own(pids, jobs, o->out_dir, &j, &wst))) break;
     running--;
-    for (int j = 0; j < jobs; j++)
-      if (pids[j] == p) pids[j] = 0, unlock(&fds[j]);
+    pids[j] = 0;
+    unlock(&fds[j]);
     if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) done++;
     else crashed++;
     progress(s, done, total, resumed, t0, 0);
@@ -486,10 +513,11 @@ cov_status cov_explore_run(const cov_explore_options *o) {
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
                                        crashed));
-  while (running > 0) { /* after an error: reap the workers still running */
+  for (int j = 0; pids && j < jobs; j++) { /* after an error: reap the workers still running */
     int wst;
-    if (waitpid(-1, &wst, 0) < 0 && errno != EINTR) break;
-    running--;
+    while (pids[j] > 0 && waitpid(pids[j], &wst, 0) < 0 && errno == EINTR) {
+    }
+    pids[j] = 0;
   }
   for (int j = 0; fds && j < jobs; j++) unlock(&fds[j]);
   free(later), free(pids), free(fds), free(resumed_here);
