@@ -80,22 +80,31 @@ int cli_report(cov_status st) {
   return CLI_EXIT_INPUT;
 }
 
-FILE *cli_open_output(const char *path) {
-  if (!path || strcmp(path, "-") == 0) return stdout;
-  FILE *f = fopen(path, "w");
-  if (!f) fprintf(stderr, "%s: error: cannot open for writing: %s\n", path, strerror(errno));
-  return f;
+FILE *cli_open_output(const char *path, common_out *o) {
+  memset(o, 0, sizeof *o);
+  if (!path || strcmp(path, "-") == 0) return o->f = stdout;
+  cov_status st = common_out_open(path, o);
+  if (st) {
+    cli_report(st);
+    return NULL;
+  }
+  return o->f;
 }
 
-int cli_close_output(FILE *f, const char *path) {
-  int bad = ferror(f);
-  if (f == stdout) bad |= fflush(f) != 0;
-  else bad |= fclose(f) != 0;
-  if (bad) {
-    fprintf(stderr, "%s: error: write failed: %s\n", path ? path : "<stdout>", strerror(errno));
+int cli_close_stdout(void) {
+  if (ferror(stdout) || fflush(stdout) != 0) {
+    fprintf(stderr, "<stdout>: error: write failed: %s\n", strerror(errno));
     return CLI_EXIT_INPUT;
   }
   return CLI_EXIT_OK;
+}
+
+int cli_close_output(common_out *o) {
+  if (o->f == stdout) {
+    o->f = NULL;
+    return cli_close_stdout();
+  }
+  return cli_report(common_out_commit(o));
 }
 
 int cli_wants_help(int argc, char **argv) {

@@ -166,7 +166,8 @@ static int run_print(int argc, char **argv) {
   const cov_codelet *only = NULL;
   cov_status st = load_target(argv[optind], &lib, &only);
   if (st) return cli_report(st);
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   if (!out) {
     cov_codelet_lib_free(lib);
     return CLI_EXIT_INPUT;
@@ -177,7 +178,7 @@ static int run_print(int argc, char **argv) {
     st = cov_codelet_print(only ? only : cov_codelet_lib_at(lib, i), out);
   }
   cov_codelet_lib_free(lib);
-  int rc = cli_close_output(out, output);
+  int rc = cli_close_output(&out_file);
   return st ? cli_report(st) : rc;
 }
 
@@ -193,7 +194,7 @@ static int run_list(int argc, char **argv) {
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++)
     cdl_print_signature(stdout, cov_codelet_lib_at(lib, i));
   cov_codelet_lib_free(lib);
-  return cli_close_output(stdout, NULL);
+  return cli_close_stdout();
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -323,7 +324,7 @@ static int write_outputs(const cov_codelet *c, cov_tensor *outs, const char *out
   size_t n = cov_codelet_num_outputs(c);
   if (!output) {
     for (size_t i = 0; i < n; i++) print_tensor(stdout, cov_codelet_output_name(c, i), &outs[i]);
-    return cli_close_output(stdout, NULL);
+    return cli_close_stdout();
   }
   size_t len = strlen(output);
   int want_dir = is_dir(output) || (len && output[len - 1] == '/');
@@ -358,7 +359,7 @@ static int dry_run_shapes(const cov_codelet *c, const cov_attr *attrs, size_t n_
     }
   }
   cov_arena_destroy(arena);
-  return st ? cli_report(st) : cli_close_output(stdout, NULL);
+  return st ? cli_report(st) : cli_close_stdout();
 }
 
 #define RUN_MAX_ARGS 64

@@ -1,62 +1,21 @@
-/* explore/explore_files.c: crash-safe files for studies.
+/* explore/explore_files.c: reading and creating a study's files.
  *
  * Resume trusts a file's existence to mean its content is complete, so every
- * output is written to a temporary name, flushed to disk and renamed over
- * the final name: a process killed at any instant leaves the old file or the
- * new one, and at worst a stray temporary (ignored, overwritten later). */
+ * output is written with common_write_file (a temporary beside it, renamed
+ * into place): a process killed at any instant leaves the old file or the
+ * new one, and at worst a stray temporary, which resume removes
+ * (explore_remove_temporaries). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "explore/explore.h"
-
-static cov_status fsync_dir_of(const char *path) {
-  char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = dir), "cannot open: %s", strerror(errno));
-  fsync(fd); /* best effort: some file systems refuse fsync on folders */
-  close(fd);
-  return NULL;
-}
-
-cov_status explore_write_atomic(const char *path, const char *data, size_t size) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = tmp), "cannot create: %s", strerror(errno));
-  size_t done = 0;
-  while (done < size) {
-    ssize_t w = write(fd, data + done, size - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = tmp), "write failed: %s", strerror(e));
-    }
-    done += (size_t)w;
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = tmp), "write failed: %s", strerror(e));
-  }
-  if (rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot rename into place: %s",
-                     strerror(e));
-  }
-  return fsync_dir_of(path);
-}
 
 cov_status explore_read_file(const char *path, char **out, size_t *size) {
   *out = NULL;
@@ -112,4 +71,42 @@ cov_status explore_mkdir_p(const char *path) {
   if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "not a folder");
   return NULL;
+}
+
+/* Removes the temporaries in `folder` (one of a study's) that no run can be
+ * writing: those of a design whose lock (locks/<id>) is free, or, with
+ * `all`, every one (the caller holds the folder lock that guards them). */
+static cov_status remove_in(const char *study_dir, const char *folder, int all) {
+  DIR *d = opendir(folder);
+  if (!d) return errno == ENOENT ? NULL : cov_error(COV_IO_ERROR, EXPLORE_AT(.file = folder), "cannot read: %s", strerror(errno));
+  cov_status st = NULL;
+  struct dirent *e;
+  char path[4400];
+  while (!st && (e = readdir(d))) {
+    if (!common_is_temporary(e->d_name)) continue;
+    int lock_fd = -1;
+    if (!all) { /* "<id>.<ext>" COMMON_TMP_MARK "...": the id ends at the first '.' */
+      snprintf(path, sizeof path, "%s/locks/%.*s", study_dir, (int)strcspn(e->d_name, "."), e->d_name);
+      lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) { /* in use by a running design */
+        if (lock_fd >= 0) close(lock_fd);
+        continue;
+      }
+    }
+    snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+    if (unlink(path) != 0 && errno != ENOENT)
+      st = cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot remove a stale temporary: %s", strerror(errno));
+    if (lock_fd >= 0) close(lock_fd);
+  }
+  closedir(d);
+  return st;
+}
+
+cov_status explore_remove_temporaries(const char *dir) {
+  char sub[4200];
+  COV_RETURN_IF_ERROR(remove_in(dir, dir, 1));
+  snprintf(sub, sizeof sub, "%s/rows", dir);
+  COV_RETURN_IF_ERROR(remove_in(dir, sub, 0));
+  snprintf(sub, sizeof sub, "%s/designs", dir);
+  return remove_in(dir, sub, 0);
 }

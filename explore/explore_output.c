@@ -243,11 +243,11 @@ done:
   if (sf) fclose(sf);
   if (!st) {
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    st = explore_write_atomic(path, res, res_size);
+    st = common_write_file(path, res, res_size);
   }
   if (!st) {
     snprintf(path, sizeof path, "%s/summary.csv", dir);
-    st = explore_write_atomic(path, smy, smy_size);
+    st = common_write_file(path, smy, smy_size);
   }
   if (sum)
     for (int i = 0; i < d.n_designs; i++) {
@@ -267,7 +267,7 @@ static cov_status copy_file(const char *from, const char *to) {
   size_t n = 0;
   COV_RETURN_IF_ERROR(explore_read_file(from, &text, &n));
   if (!text) return NULL;
-  cov_status st = explore_write_atomic(to, text, n);
+  cov_status st = common_write_file(to, text, n);
   free(text);
   return st;
 }
@@ -348,7 +348,7 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
   }
   if (!st) {
     snprintf(path, sizeof path, "%s/study.txt", out_dir);
-    st = explore_write_atomic(path, key, strlen(key));
+    st = common_write_file(path, key, strlen(key));
   }
   if (!st) st = explore_output_write(out_dir, key, on_event, event_user);
   free(kc);

@@ -3,7 +3,7 @@
  * progress.
  *
  * Each design is done by one forked worker that writes one file,
- * rows/<id>.txt, atomically (explore_write_atomic): it exists only when the
+ * rows/<id>.txt, atomically (common_write_file): it exists only when the
  * design is complete, so resuming skips exactly the designs that exist and
  * redoes the rest, and a kill at any moment loses at most work in progress.
  * results.csv and summary.csv are then rebuilt from the row files in design
@@ -206,7 +206,7 @@ static cov_status run_design(explore_study *s, int index) {
   if (!text) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   size_t text_len = strlen(text);
   snprintf(path, sizeof path, "%s/designs/%s.json", s->opts->out_dir, id);
-  st = explore_write_atomic(path, text, text_len);
+  st = common_write_file(path, text, text_len);
   char diag_name[64];
   snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
   cov_acg *g = NULL;
@@ -275,7 +275,7 @@ static cov_status run_design(explore_study *s, int index) {
   cov_acg_free(g);
   fclose(f);
   snprintf(path, sizeof path, "%s/rows/%s.txt", s->opts->out_dir, id);
-  st = explore_write_atomic(path, body, body_size);
+  st = common_write_file(path, body, body_size);
   free(body);
   return st;
 }
@@ -318,7 +318,7 @@ static cov_status check_or_write_key(explore_study *s) {
                        "or dtype differ); use another -o folder or remove it");
     return NULL;
   }
-  return explore_write_atomic(path, s->key, strlen(s->key));
+  return common_write_file(path, s->key, strlen(s->key));
 }
 
 /* Runs on one study folder at the same time (two shells, two jobs of a
@@ -409,6 +409,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   int folder_fd = -1;
   if (!st) st = lock_folder(s, &folder_fd);
   if (!st) st = check_or_write_key(s);
+  if (!st) st = explore_remove_temporaries(o->out_dir);
   unlock(&folder_fd);
   if (st) {
     explore_study_free(s);
