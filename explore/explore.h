@@ -26,6 +26,7 @@
 #define EXPLORE_MAX_VALUES 256
 #define EXPLORE_MAX_DESIGNS 100000
 #define EXPLORE_MAX_STORAGE 64 /* storage nodes with a bytes column */
+#define EXPLORE_MAX_FILE_BYTES (64u << 20) /* one file of a study folder */
 
 /* ---- design derivation (explore_vary.c, explore_derive.c) ---- */
 
@@ -127,8 +128,12 @@ void explore_pareto(const double *x, const double *y, int n, int *flags);
 
 /* ---- files (explore_files.c) ---- */
 
-/* Reads a whole file (NUL-terminated, malloc'd); *out NULL when missing. */
+/* Reads a whole file of a study folder (NUL-terminated, malloc'd); *out
+ * NULL when missing. Refuses a symbolic link, anything but a regular file
+ * and files over EXPLORE_MAX_FILE_BYTES, naming the file. */
 cov_status explore_read_file(const char *path, char **out, size_t *size);
+/* Refuses a study subfolder that is a symbolic link or not a folder. */
+cov_status explore_check_folder(const char *path);
 cov_status explore_mkdir_p(const char *path);
 /* Removes the temporaries (common_is_temporary) a killed run left in a study
  * folder: in the folder itself (call with its lock held) and in rows/ and

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,38 +18,64 @@
 
 #include "explore/explore.h"
 
+/* Study files are read without following a symbolic link and only when they
+ * are regular files: a shard handed to `explore merge` is input like any
+ * other, and a rows/<id>.txt that links to /etc/passwd (or a FIFO that
+ * blocks) must not be copied into the merged study. */
 cov_status explore_read_file(const char *path, char **out, size_t *size) {
   *out = NULL;
   if (size) *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     if (errno == ENOENT) return NULL;
+    if (errno == ELOOP)
+      return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
+                       "is a symbolic link; study files must be regular files (links are not followed)");
     return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
   }
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1) break;
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
+  struct stat sb;
+  cov_status st = NULL;
+  if (fstat(fd, &sb) != 0)
+    st = cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    st = cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a regular file; study files must be");
+  else if ((uint64_t)sb.st_size > EXPLORE_MAX_FILE_BYTES)
+    st = cov_error(COV_OUT_OF_RANGE, EXPLORE_AT(.file = path), "larger than the limit of %u bytes for a study file",
+                   (unsigned)EXPLORE_MAX_FILE_BYTES);
+  char *buf = st ? NULL : malloc((size_t)sb.st_size + 1);
+  if (!st && !buf) st = cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+  size_t n = 0;
+  (void)fcntl(fd, F_SETFL, 0); /* a regular file: blocking reads */
+  while (!st && n < (size_t)sb.st_size) { /* a file that shrinks meanwhile ends early */
+    ssize_t r = read(fd, buf + n, (size_t)sb.st_size - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) st = cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "read failed: %s", strerror(errno));
+    if (r <= 0) break;
+    n += (size_t)r;
   }
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory reading %s", path);
-  if (bad) {
+  close(fd);
+  if (st) {
     free(buf);
-    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "read failed");
+    return st;
   }
   buf[n] = 0;
   *out = buf;
   if (size) *size = n;
+  return NULL;
+}
+
+/* A study's subfolder (rows/, designs/) must be a real folder, not a link
+ * to some other one. Missing is fine (nothing in it). */
+cov_status explore_check_folder(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0) {
+    if (errno == ENOENT) return NULL;
+    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
+  }
+  if (S_ISLNK(sb.st_mode))
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
+                     "is a symbolic link; a study's folders must be real folders (links are not followed)");
+  if (!S_ISDIR(sb.st_mode)) return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a folder");
   return NULL;
 }
 

@@ -103,11 +103,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   if ((st = common_resolve_data_file(o->base, "targets", ".json", "COVENANT_TARGET_PATH", path, sizeof path)))
     goto fail;
   s->base_path = cov_arena_strdup(s->arena, path);
-  if ((st = explore_read_file(path, &s->base_text, &s->base_size))) goto fail;
-  if (!s->base_text) {
-    st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "cannot read the base ACG");
-    goto fail;
-  }
+  if ((st = common_read_file(path, COV_ACG_MAX_FILE_BYTES, &s->base_text, &s->base_size))) goto fail;
   if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg))) {
     st = cov_status_annotate(st, "base ACG: ");
     goto fail;
@@ -240,9 +236,12 @@ static cov_status run_design(explore_study *s, int index) {
     for (int v = 0; v < s->n_vary; v++) fprintf(r, ",%s", s->vary[v].text[which[v]]);
     fprintf(r, ",%s,%s,%s,", l->name, l->op, s->ev->name);
     explore_csv_num(r, res.cycles, 1);
-    fprintf(r, ",%.6g,", res.cycles / g->clock_mhz);
+    fprintf(r, ",");
+    explore_csv_num(r, res.cycles / g->clock_mhz, 0);
+    fprintf(r, ",");
     explore_csv_num(r, l->macs, 1);
-    fprintf(r, ",%.6f", res.utilisation);
+    fprintf(r, ",");
+    if (!isnan(res.utilisation)) fprintf(r, "%.6f", res.utilisation); /* unknown: empty, never "nan" */
     for (int i = 0; i < g->n_storage && i < EXPLORE_MAX_STORAGE; i++) {
       fprintf(r, ",");
       explore_csv_num(r, res.bytes[i], 1);
