@@ -1,5 +1,6 @@
 /* cli/cli_util.c: usage errors, diagnostics and output files for commands. */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -121,9 +122,13 @@ int cli_is_onnx(const char *arg) {
 }
 
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out) {
-  char *end = NULL;
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (!*arg || *end) return cli_usage_error(cmd, "--seed: '%s' is not a number", arg);
+  /* digits only: strtoull accepts "-1" (and " 1", "+1") and wraps a minus
+   * sign to 2^64 - 1, a seed nobody asked for */
+  if (!*arg || strspn(arg, "0123456789") != strlen(arg))
+    return cli_usage_error(cmd, "--seed: '%s' is not a non-negative integer (0 to %llu)", arg, ULLONG_MAX);
+  errno = 0;
+  unsigned long long v = strtoull(arg, NULL, 10);
+  if (errno == ERANGE) return cli_usage_error(cmd, "--seed: '%s' is larger than %llu", arg, ULLONG_MAX);
   *out = v;
   return 0;
 }

@@ -469,11 +469,8 @@ static int run_run(int argc, char **argv) {
         attr_specs[n_attrs++] = optarg;
         break;
       case 'S': {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(optarg, &end, 10);
-        if (*end || errno || end == optarg)
-          return cli_usage_error("codelet", "run: --seed takes a non-negative integer");
+        unsigned long long v = 0;
+        if (cli_parse_seed("codelet", optarg, &v)) return CLI_EXIT_USAGE;
         seed = v ? v : 0x9e3779b97f4a7c15ull; /* xorshift must not start at 0 */
         break;
       }

@@ -255,9 +255,9 @@ static int parse_args(int argc, char **argv, run_args *r) {
         break;
       }
       case OPT_SEED:
-        errno = 0;
+        errno = 0; /* digits only: strtoull would wrap "-1" to 2^64 - 1 */
         r->seed = strtoull(optarg, &end, 10);
-        if (errno || *end || !*optarg) {
+        if (errno || *end || !*optarg || strspn(optarg, "0123456789") != strlen(optarg)) {
           fprintf(stderr, "covenant-run: --seed takes a non-negative integer, not '%s'\n", optarg);
           return EXIT_USAGE;
         }
