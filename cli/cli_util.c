@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/c_locale.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
 
@@ -135,7 +136,7 @@ int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out) {
 
 int cli_parse_tolerance(const char *cmd, const char *arg, double *out) {
   char *end = NULL;
-  double v = strtod(arg, &end);
+  double v = common_strtod(arg, &end);
   if (!*arg || *end || !(v >= 0)) return cli_usage_error(cmd, "--tolerance: '%s' is not a number >= 0", arg);
   *out = v;
   return 0;

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "codelets/cdl_bind.h"
 #include "codelets/cdl_ir.h"
+#include "common/c_locale.h"
 #include "covenant/codelet.h"
 #include "covenant/tensor.h"
 
@@ -284,7 +285,7 @@ static int parse_attr(const char *spec, cov_attr *a) {
     return 1;
   }
   errno = 0;
-  double f = strtod(v, &end);
+  double f = common_strtod(v, &end);
   if (*end != '\0' || (errno && !isinf(f))) return 0;
   a->is_float = 1;
   a->f = f;

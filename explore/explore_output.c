@@ -392,8 +392,8 @@ static cov_status shard_has(const char *path, int *has) {
   return NULL;
 }
 
-cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
-                             cov_explore_event_fn on_event, void *event_user) {
+static cov_status merge(const char *const *dirs, int n_dirs, const char *out_dir, cov_explore_event_fn on_event,
+                        void *event_user) {
   if (n_dirs < 1 || !out_dir)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_explore_merge"), "explore merge: no shard folders or no -o");
   char path[4200];
@@ -485,5 +485,16 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
   free(d.layer);
   free(kc);
   free(key);
+  return st;
+}
+
+/* In the "C" locale, like cov_explore_run: figures are read and written with
+ * '.' whatever the calling program's LC_NUMERIC. */
+cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
+                             cov_explore_event_fn on_event, void *event_user) {
+  common_c_locale scope;
+  common_c_locale_enter(&scope);
+  cov_status st = merge(dirs, n_dirs, out_dir, on_event, event_user);
+  common_c_locale_leave(&scope);
   return st;
 }

@@ -11,7 +11,7 @@
  * -j, shards and interruptions. Workers are processes rather than threads so
  * that an evaluator that crashes or leaks takes only its own design down.
  *
- * long: cov_explore_run schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
+ * long: run_study schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "common/c_locale.h"
 #include "covenant/mapper.h"
 #include "explore/explore.h"
 #include "explore/explore_study.h"
@@ -394,7 +395,7 @@ static cov_status reap_own(const pid_t *pids, int n, const char *out_dir, int *s
   }
 }
 
-cov_status cov_explore_run(const cov_explore_options *o) {
+static cov_status run_study(const cov_explore_options *o) {
   explore_study *s = NULL;
   COV_RETURN_IF_ERROR(explore_study_open(o, &s));
   char dir[4200];
@@ -534,5 +535,16 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   if (!st) st = explore_output_write(o->out_dir, s->key, o->on_event, o->event_user);
   unlock(&folder_fd);
   explore_study_free(s);
+  return st;
+}
+
+/* The whole study in the "C" locale (common/c_locale.h): numbers in --vary,
+ * rows, CSVs and study.txt read and write the same whatever LC_NUMERIC the
+ * calling program set; the workers inherit it through fork. */
+cov_status cov_explore_run(const cov_explore_options *o) {
+  common_c_locale scope;
+  common_c_locale_enter(&scope);
+  cov_status st = run_study(o);
+  common_c_locale_leave(&scope);
   return st;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/c_locale.h"
 #include "runtime/crt.h"
 #include "runtime/crt_tune.h"
 #include "common/loc.h"
@@ -233,7 +234,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
       case OPT_OUTDIR: r->out_dir = optarg; break;
       case OPT_TUNE: r->tune = 1; break;
       case OPT_TOL:
-        r->tolerance = strtod(optarg, &end);
+        r->tolerance = common_strtod(optarg, &end);
         if (*end || !*optarg || !(r->tolerance >= 0 && r->tolerance < 1e30)) {
           fprintf(stderr, "covenant-run: --tolerance takes a number >= 0, not '%s'\n", optarg);
           return EXIT_USAGE;
