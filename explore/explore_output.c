@@ -169,7 +169,8 @@ static cov_status add_row(const study_desc *d, const char *id, const int *which,
                        "%s is '%s': expected a finite number or nothing", col, common_escape(f[c], shown, sizeof shown));
     }
   double cyc = v[base + 3];
-  ds->evaluator = ds->evaluator ? ds->evaluator : strdup(f[base + 2]);
+  if (!ds->evaluator && !(ds->evaluator = strdup(f[base + 2])))
+    return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
   ds->layers++;
   ds->cycles += cyc;
   ds->time_us += v[base + 4];
@@ -193,10 +194,14 @@ static cov_status read_design(const study_desc *d, int i, const char *path, char
     line++;
     next = strchr(p, '\n');
     if (next) *next++ = 0;
-    if (strncmp(p, "note ", 5) == 0) ds->note = strdup(p + 5);
-    else if (strcmp(p, "status ok") == 0) ds->ok = 1;
-    else if (strncmp(p, "error ", 6) == 0 && !ds->error) ds->error = strdup(p + 6);
-    else if (strncmp(p, "row ", 4) == 0) {
+    if (strncmp(p, "note ", 5) == 0) {
+      free(ds->note);
+      if (!(ds->note = strdup(p + 5))) return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+    } else if (strcmp(p, "status ok") == 0) {
+      ds->ok = 1;
+    } else if (strncmp(p, "error ", 6) == 0 && !ds->error) {
+      if (!(ds->error = strdup(p + 6))) return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+    } else if (strncmp(p, "row ", 4) == 0) {
       if (rf) fprintf(rf, "%s\n", p + 4);
       COV_RETURN_IF_ERROR(add_row(d, id, which, p + 4, rows++, path, line, ds));
     }
