@@ -82,6 +82,10 @@ cov_status cov_map(const cov_layer *layer, const cov_acg *acg, const cov_map_opt
     if (units[i] == best->s.node || floor[i] >= best->s.cost.cycles) continue;
     cov_schedule *cs = NULL;
     cov_status st = map_one(layer, acg, opt, units[i], NULL, NULL, NULL, &cs);
+    if (st && cov_status_code(st) != COV_MAPPING_FAILED) { /* out of memory, ... */
+      cov_schedule_free(best);
+      return st;
+    }
     if (st) { /* a unit whose search finds no schedule: the others stand */
       cov_status_free(st);
       continue;
