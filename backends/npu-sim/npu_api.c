@@ -183,10 +183,22 @@ void cov_npu_sim_free(cov_npu_sim *sim) {
   free(sim);
 }
 
-/* Static checks, then the dry run (addresses, loop trip counts). */
+void cov_npu_sim_set_max_insns(cov_npu_sim *sim, uint64_t max_insns) {
+  if (sim) sim->max_dyn = max_insns;
+}
+
+/* Static checks, the instruction count the loop nest asks for (before any
+ * of it runs: the dry run would walk every one), then the dry run
+ * (addresses, chains). */
 static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
   COV_RETURN_IF_ERROR(npu_verify_static(p, &sim->tgt, NULL));
-  npu_exec_opts o = {.dry = true};
+  uint64_t limit = sim->max_dyn ? sim->max_dyn : NPU_MAX_DYN_INSNS, n = npu_dyn_insns(p);
+  if (n > limit)
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                     "the program runs %llu%s instructions (its loop counts multiplied out), more than the "
+                     "simulator's limit of %llu (raise it with --max-insns N)",
+                     (unsigned long long)n, n == UINT64_MAX ? " or more" : "", (unsigned long long)limit);
+  npu_exec_opts o = {.dry = true, .max_dyn = sim->max_dyn};
   /* The dry run needs DRAM's size but not its contents. */
   uint64_t saved = sim->dram_bytes;
   sim->dram_bytes = p->dram_bytes;
@@ -365,7 +377,7 @@ cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_st
   if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run"), "no program loaded");
   cov_npu_stats *s = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
-  npu_exec_opts o = {.dry = false, .trace = trace};
+  npu_exec_opts o = {.dry = false, .trace = trace, .max_dyn = sim->max_dyn};
   cov_status st = npu_exec(sim, sim->prog, &o, s);
   if (st || !out_stats) cov_npu_stats_free(s);
   else *out_stats = s;

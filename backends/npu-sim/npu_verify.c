@@ -310,3 +310,27 @@ cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char 
   }
   return NULL;
 }
+
+/* The dynamic instruction count, multiplied out from the loop nest (each
+ * instruction runs the product of its enclosing loops' counts; a loop
+ * instruction runs once per entry), saturating at UINT64_MAX. Arithmetic
+ * on the static program, so a program asking for 10^15 instructions is
+ * refused at once instead of after walking them. Needs the nesting that
+ * npu_verify_static checks. */
+uint64_t npu_dyn_insns(const npu_prog *p) {
+  uint32_t end[NPU_MAX_LOOP_DEPTH];
+  uint64_t mult[NPU_MAX_LOOP_DEPTH + 1] = {1};
+  uint64_t total = 0;
+  int depth = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++) {
+    while (depth > 0 && i >= end[depth - 1]) depth--;
+    if (__builtin_add_overflow(total, mult[depth], &total)) return UINT64_MAX;
+    const npu_insn *in = &p->insns[i];
+    if (in->op != NPU_OP_LOOP || depth == NPU_MAX_LOOP_DEPTH) continue;
+    end[depth] = i + 1 + in->u.loop.body;
+    if (__builtin_mul_overflow(mult[depth], (uint64_t)in->u.loop.count, &mult[depth + 1]))
+      mult[depth + 1] = UINT64_MAX;
+    depth++;
+  }
+  return total;
+}
