@@ -595,6 +595,12 @@ static void check_plan(rd *r) {
   crt_artifact *a = r->a;
   int *named = rd_alloc(r, ((size_t)a->n_buffers + 1) * sizeof *named);
   if (!named) return bad(r, NULL, "out of memory");
+  for (int i = 0; i < a->n_steps && !r->err; i++) {
+    set_path(r, "steps[%d].binds", i);
+    if (a->steps[i].op == CRT_STEP_NPU && a->steps[i].n_binds == 0)
+      bad(r, NULL, "npu step %d ('%s') binds no buffer: its program would read and write nothing of the model", i,
+          a->steps[i].label);
+  }
   for (int k = 0; k < 2 && !r->err; k++)
     for (int i = 0; i < (k ? a->n_outputs : a->n_inputs) && !r->err; i++) {
       const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
@@ -615,12 +621,6 @@ static void check_plan(rd *r) {
     else if (b->kind == CRT_BUF_INTERMEDIATE && b->first < 0)
       bad(r, NULL, "intermediate '%s' is used by no step", b->name);
   }
-  for (int i = 0; i < a->n_steps && !r->err; i++) {
-    set_path(r, "steps[%d].binds", i);
-    if (a->steps[i].op == CRT_STEP_NPU && a->steps[i].n_binds == 0)
-      bad(r, NULL, "npu step %d ('%s') binds no buffer: its program would read and write nothing of the model", i,
-          a->steps[i].label);
-  }
 }
 
 /* The strings of the manifest's head; npu-sim: the embedded ACG. */
@@ -637,15 +637,18 @@ static void read_head(rd *r, const crt_json *root) {
   if (strcmp(a->backend, "nvptx") && strcmp(a->backend, "amdgpu") && strcmp(a->backend, "npu-sim"))
     return bad(r, crt_json_get(root, "backend"), "unknown backend '%s' (nvptx, amdgpu, npu-sim)", a->backend);
   /* an NPU artifact's programs name the ACG they were built for: its target */
+  set_path(r, "arch");
   if (!strcmp(a->backend, "npu-sim") && strcmp(a->target, a->arch))
     return bad(r, crt_json_get(root, "arch"), "an npu-sim artifact's arch is its target's ACG, '%s', not '%s'",
                a->target, a->arch);
+  set_path(r, "acg");
   const crt_json *acg = crt_json_get(root, "acg");
   if (acg && strcmp(a->backend, "npu-sim"))
     return bad(r, acg, "only npu-sim artifacts embed an ACG");
   if (acg && a->version < CRT_FORMAT_VERSION_ACG)
     return bad(r, acg, "an embedded ACG needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_ACG,
                a->version);
+  r->path[0] = '\0';
 }
 
 static void read_manifest(rd *r, const crt_json *root) {

@@ -17,6 +17,7 @@
 
 #include "runtime/crt_hip.h"
 #include "common/loc.h"
+#include "common/text.h"
 #include "runtime/crt_cuda.h"
 #include "runtime/crt.h"
 #include "runtime/crt_npu.h"
@@ -48,14 +49,15 @@ const char *crt_session_device(const crt_session *s) { return s->device; }
 
 static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One line whose names come from the artifact: escaped whole (common/text.h). */
 static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...) {
-  char msg[600];
+  char msg[1200], shown[4096];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   cov_loc loc = {a->file, 0, 0, NULL};
-  return cov_error(code, &loc, "%s", msg);
+  return cov_error(code, &loc, "%s", common_escape(msg, shown, sizeof shown));
 }
 
 /* ---- device memory behind one face ---- */
@@ -131,8 +133,11 @@ static cov_status open_gpu(crt_session *s) {
     const uint8_t *code = crt_blob_data(a, a->modules[i].blob);
     st = s->dev == DEV_CUDA ? crt_cuda_load(s->cu, (const char *)code, (crt_cuda_module **)&s->mods[i])
                             : crt_hip_load(s->hip, code, (crt_hip_module **)&s->mods[i]);
-    if (st)
-      return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file, a->modules[i].name, a->arch);
+    if (st) {
+      char e1[512], e2[512];
+      return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file,
+                                 common_escape(a->modules[i].name, e1, sizeof e1), common_escape(a->arch, e2, sizeof e2));
+    }
   }
   for (int i = 0; i < a->n_steps && s->dev == DEV_CUDA; i++) {
     const crt_step *x = &a->steps[i];
@@ -284,7 +289,8 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   if (!st) st = build_args(s);
   if (st) {
     crt_session_close(s);
-    return cov_status_annotate(st, "cannot run %s on %s: ", a->file, a->target);
+    char e1[512];
+    return cov_status_annotate(st, "cannot run %s on %s: ", a->file, common_escape(a->target, e1, sizeof e1));
   }
   *out = s;
   return NULL;
