@@ -193,7 +193,7 @@ void cov_npu_sim_set_max_insns(cov_npu_sim *sim, uint64_t max_insns) {
 static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
   COV_RETURN_IF_ERROR(npu_verify_static(p, &sim->tgt, NULL));
   uint64_t limit = sim->max_dyn ? sim->max_dyn : NPU_MAX_DYN_INSNS, n = npu_dyn_insns(p);
-  if (n > limit)
+  if (n > limit || n == UINT64_MAX) /* saturated: more than any limit */
     return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
                      "the program runs %llu%s instructions (its loop counts multiplied out), more than the "
                      "simulator's limit of %llu (raise it with --max-insns N)",
