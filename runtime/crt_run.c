@@ -19,6 +19,9 @@
 #include "common/loc.h"
 #include "common/text.h"
 #include "runtime/crt_cuda.h"
+#ifdef CRT_WITH_NPU
+#include "covenant/acg.h"
+#endif
 #include "runtime/crt.h"
 #include "runtime/crt_npu.h"
 
@@ -260,6 +263,32 @@ static cov_status build_args(crt_session *s) {
   return NULL;
 }
 
+/* A GPU artifact's target against its backend: a shipped target of that
+ * name (looked up by name only, never as a path) must be an ACG of the
+ * backend. A name that is no shipped target (a user's ACG) passes: the
+ * device check (arch against the device) still holds. The standalone
+ * runtime has no ACGs and checks the device only. NPU artifacts are
+ * checked against their ACG when it is loaded (crt_npu.c). */
+static cov_status check_target(const crt_artifact *a) {
+#ifdef CRT_WITH_NPU
+  cov_acg *g = NULL;
+  cov_status st = cov_acg_load_named(a->target, &g);
+  if (st) {
+    cov_status_free(st); /* no shipped target of that name */
+    return NULL;
+  }
+  const char *backend = cov_acg_backend(g);
+  if (!backend || strcmp(backend, a->backend))
+    st = loc_error(a, COV_INVALID_INPUT, "the artifact's target %s is an ACG of backend %s, not of its backend %s",
+                   a->target, backend ? backend : "(none)", a->backend);
+  cov_acg_free(g);
+  return st;
+#else
+  (void)a;
+  return NULL;
+#endif
+}
+
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
   *out = NULL;
   static const crt_options none;
@@ -268,6 +297,7 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   if (opts->expect_target && strcmp(opts->expect_target, a->target))
     return loc_error(a, COV_INVALID_ARGUMENT, "the artifact is for target %s, not %s", a->target,
                      opts->expect_target);
+  if (strcmp(a->backend, "npu-sim")) COV_RETURN_IF_ERROR(check_target(a));
   if (a->n_missing) {
     char list[1024] = "";
     size_t k = 0;

@@ -78,6 +78,20 @@ expect 1 "its ACG is 'nvptx-sm90' (backend nvptx)" "$work/gpu.cvx"
 edit split "m['target'] = 'npu-32x32-os'"
 expect 1 "arch: manifest: an npu-sim artifact's arch is its target's ACG, 'npu-32x32-os', not 'npu-16x16'" \
   "$work/split.cvx"
+# a GPU artifact whose target is a shipped ACG of another backend (where
+# the GPU backends are built)
+if "$cov" compile "$src/examples/convnet.onnx" --target nvptx-sm90 -o "$work/gpu-art.cvx" >/dev/null 2>&1; then
+  $py - "$src/runtime" "$work/gpu-art.cvx" "$work/gpu-wrong.cvx" <<'PY' || bad "edit gpu-wrong"
+import sys
+sys.path.insert(0, sys.argv[1])
+import artifact
+m, d = artifact.read(sys.argv[2])
+m["target"] = "amdgpu-gfx942"
+artifact.write(sys.argv[3], m, d)
+PY
+  expect 1 "the artifact's target amdgpu-gfx942 is an ACG of backend amdgpu, not of its backend nvptx" \
+    "$work/gpu-wrong.cvx"
+fi
 # an ACG file of the user's: embedded, so the artifact runs after the file is gone
 sed 's/"name": "npu-16x16"/"name": "my-npu"/' "$src/targets/npu-16x16.json" >"$work/my-npu.json"
 "$cov" compile "$src/examples/convnet.onnx" --target "$work/my-npu.json" -o "$work/mine.cvx" >/dev/null ||
