@@ -167,6 +167,9 @@ cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, c
 cov_status crt_artifact_load(const char *path, crt_artifact **out);
 void crt_artifact_free(crt_artifact *a);
 const uint8_t *crt_blob_data(const crt_artifact *a, int blob);
+/* The buffer a buffer's bytes belong to: itself, or for a view (of a
+ * view ...) the buffer at the end of the chain; computed once when read. */
+int crt_buffer_root(const crt_artifact *a, int buffer);
 /* The weight buffer's offset in the weight region. */
 uint64_t crt_weight_offset(const crt_artifact *a, int buffer);
 const char *crt_buf_kind_name(crt_buf_kind k);

@@ -39,6 +39,7 @@ typedef struct priv {
   uint8_t *bytes; /* the whole file */
   crt_json_doc *doc;
   uint64_t *weight_off;
+  int *root; /* per buffer: itself, or for a view the buffer it views at the end of its chain */
   /* every array and string the artifact points to */
   void **allocs;
   size_t n_allocs, cap_allocs;
@@ -264,7 +265,8 @@ static void read_buffers(rd *r, const crt_json *root) {
   a->n_buffers = (int)arr->n;
   a->buffers = rd_alloc(r, arr->n * sizeof *a->buffers);
   r->pv->weight_off = rd_alloc(r, arr->n * sizeof *r->pv->weight_off);
-  if (!a->buffers || !r->pv->weight_off) return bad(r, arr, "out of memory");
+  r->pv->root = rd_alloc(r, arr->n * sizeof *r->pv->root);
+  if (!a->buffers || !r->pv->weight_off || !r->pv->root) return bad(r, arr, "out of memory");
   static const char *keys[] = {"name", "kind", "dtype", "shape", "bytes", "blob", "offset", "of", NULL};
   static const char *kinds[] = {"input", "output", "weight", "intermediate", "view"};
   uint64_t woff = 0;
@@ -276,6 +278,7 @@ static void read_buffers(rd *r, const crt_json *root) {
     crt_buffer *b = &a->buffers[i];
     b->blob = b->of = -1;
     b->first = b->last = -1;
+    r->pv->root[i] = (int)i;
     b->name = str_of(r, o, "name", 1);
     const char *kind = str_of(r, o, "kind", 1);
     b->dtype = dtype_of(r, o);
@@ -322,6 +325,7 @@ static void read_buffers(rd *r, const crt_json *root) {
     } else if (b->kind == CRT_BUF_VIEW) {
       /* a view of an earlier buffer (so views never form cycles) */
       b->of = (int)int_of(r, o, "of", 0, (int64_t)i - 1, 1, -1);
+      if (b->of >= 0) r->pv->root[i] = r->pv->root[b->of]; /* one step: chains of views cost no walk */
       b->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
       if (!r->err && (b->offset > a->buffers[b->of].bytes || b->bytes > a->buffers[b->of].bytes - b->offset))
         bad(r, jo, "view '%s' (bytes %" PRIu64 "..%" PRIu64 ") lies outside buffer %d ('%s', %" PRIu64 " bytes)",
@@ -378,8 +382,7 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
 
 /* A use of buffer i by step s: intermediates' lifetimes, through views. */
 static void use_buffer(crt_artifact *a, int i, int s) {
-  while (a->buffers[i].kind == CRT_BUF_VIEW) i = a->buffers[i].of;
-  crt_buffer *b = &a->buffers[i];
+  crt_buffer *b = &a->buffers[crt_buffer_root(a, i)];
   if (b->first < 0) b->first = s;
   b->last = s;
 }
@@ -811,5 +814,7 @@ void crt_artifact_free(crt_artifact *a) {
 }
 
 const uint8_t *crt_blob_data(const crt_artifact *a, int blob) { return a->data + a->blobs[blob].offset; }
+
+int crt_buffer_root(const crt_artifact *a, int buffer) { return ((const priv *)a->priv_)->root[buffer]; }
 
 uint64_t crt_weight_offset(const crt_artifact *a, int buffer) { return ((const priv *)a->priv_)->weight_off[buffer]; }

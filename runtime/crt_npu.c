@@ -48,68 +48,100 @@ static cov_status load_acg(const crt_artifact *a, cov_acg **out) {
   return NULL;
 }
 
-/* Program tensor t's index bound by step x, or -1 (binds[] index in *k). */
-static int bound_at(const crt_step *x, const char *tensor, int *k) {
-  for (*k = 0; *k < x->n_binds; (*k)++)
-    if (!strcmp(x->binds[*k].tensor, tensor)) return x->binds[*k].buffer;
-  return -1;
+/* A name and its index, sorted by name then index: binds and program
+ * tensors are matched by binary search, so a step's checks cost
+ * n log n (a hostile manifest may bind thousands of tensors). */
+typedef struct named {
+  const char *name;
+  int i;
+} named;
+
+static int named_cmp(const void *x, const void *y) {
+  const named *a = x, *b = y;
+  int c = strcmp(a->name, b->name);
+  return c ? c : (a->i > b->i) - (a->i < b->i);
 }
 
-static int root_of(const crt_artifact *a, int b) {
-  while (a->buffers[b].kind == CRT_BUF_VIEW) b = a->buffers[b].of;
-  return b;
+static const named *find(const named *v, int n, const char *name) {
+  named key = {name, -1};
+  int lo = 0, hi = n;
+  while (lo < hi) { /* the first entry >= key: the lowest index of that name */
+    int mid = lo + (hi - lo) / 2;
+    if (named_cmp(&v[mid], &key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && !strcmp(v[lo].name, name) ? &v[lo] : NULL;
 }
 
-/* One npu step's binds against its program (decoded): each bind names a
- * program tensor, once; every input and output tensor is bound; an input
- * reads a buffer some earlier step (or the caller, or the weights) wrote;
- * an output writes no model input or weight. written[] is per root buffer. */
+/* Each bind names a tensor of the program, once. binds[] and tensors[]
+ * are filled sorted. */
+static cov_status check_names(const crt_artifact *a, int s, const cov_npu_program *p, named *binds, named *tensors) {
+  const crt_step *x = &a->steps[s];
+  int count = cov_npu_program_tensor_count(p);
+  char path[64], e1[256];
+  snprintf(path, sizeof path, "steps[%d].binds", s);
+  if (x->n_binds > count)
+    return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "step %d binds %d tensors; its program has %d", s,
+                     x->n_binds, count);
+  for (int t = 0; t < count; t++) cov_npu_program_tensor(p, t, &tensors[t].name, NULL, NULL, NULL), tensors[t].i = t;
+  for (int k = 0; k < x->n_binds; k++) binds[k] = (named){x->binds[k].tensor, k};
+  qsort(tensors, (size_t)count, sizeof *tensors, named_cmp);
+  qsort(binds, (size_t)x->n_binds, sizeof *binds, named_cmp);
+  for (int k = 0; k < x->n_binds; k++) {
+    snprintf(path, sizeof path, "steps[%d].binds[%d]", s, binds[k].i);
+    if (k > 0 && !strcmp(binds[k - 1].name, binds[k].name))
+      return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "tensor '%s' is bound twice (binds[%d])",
+                       common_escape(binds[k].name, e1, sizeof e1), binds[k - 1].i);
+    if (!find(tensors, count, binds[k].name))
+      return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path),
+                       "step %d binds tensor '%s', which the program does not have", s,
+                       common_escape(binds[k].name, e1, sizeof e1));
+  }
+  return NULL;
+}
+
+/* One npu step's binds against its program (decoded): check_names; every
+ * input and output tensor is bound; an input reads a buffer some earlier
+ * step (or the caller, or the weights) wrote; an output writes no model
+ * input or weight. written[] is per root buffer (crt_buffer_root). */
 static cov_status check_binds(const crt_artifact *a, int s, const cov_npu_program *p, char *written) {
   const crt_step *x = &a->steps[s];
-  char path[64], e1[256], e2[256];
   int count = cov_npu_program_tensor_count(p);
-  for (int k = 0; k < x->n_binds; k++) {
-    int other = 0, t = 0;
-    bound_at(x, x->binds[k].tensor, &other);
-    snprintf(path, sizeof path, "steps[%d].binds[%d]", s, k);
-    if (other != k)
-      return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "tensor '%s' is bound twice (binds[%d])",
-                       common_escape(x->binds[k].tensor, e1, sizeof e1), other);
-    for (const char *tn = NULL; t < count; t++) {
-      cov_npu_program_tensor(p, t, &tn, NULL, NULL, NULL);
-      if (!strcmp(tn, x->binds[k].tensor)) break;
-    }
-    if (t == count)
-      return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "step %d binds tensor '%s', which the program does not have",
-                       s, common_escape(x->binds[k].tensor, e1, sizeof e1));
-  }
-  for (int pass = 0; pass < 2; pass++) /* reads, then writes */
-    for (int t = 0; t < count; t++) {
+  named *binds = malloc(((size_t)x->n_binds + (size_t)count + 1) * sizeof *binds), *tensors = binds + x->n_binds;
+  if (!binds) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = check_names(a, s, p, binds, tensors);
+  char path[64], e1[256], e2[256];
+  for (int pass = 0; pass < 2 && !st; pass++) /* reads, then writes */
+    for (int t = 0; t < count && !st; t++) {
       const char *tn, *role;
       cov_npu_program_tensor(p, t, &tn, &role, NULL, NULL);
-      int is_in = !strcmp(role, "input"), is_out = !strcmp(role, "output"), k = 0;
+      int is_in = !strcmp(role, "input"), is_out = !strcmp(role, "output");
       if (!is_in && !is_out) continue;
-      int b = bound_at(x, tn, &k);
-      snprintf(path, sizeof path, b < 0 ? "steps[%d].binds" : "steps[%d].binds[%d]", s, k);
-      if (b < 0 && pass == 0)
-        return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "the program's %s tensor '%s' is bound to no buffer",
+      const named *k = find(binds, x->n_binds, tn);
+      snprintf(path, sizeof path, k ? "steps[%d].binds[%d]" : "steps[%d].binds", s, k ? k->i : 0);
+      if (!k) {
+        if (pass == 0)
+          st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "the program's %s tensor '%s' is bound to no buffer",
                          role, common_escape(tn, e1, sizeof e1));
-      if (b < 0) continue;
+        continue;
+      }
+      int b = x->binds[k->i].buffer, r = crt_buffer_root(a, b);
       const crt_buffer *buf = &a->buffers[b];
-      int r = root_of(a, b);
-      if (pass == 0 && is_in && !written[r])
-        return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path),
-                         "step %d reads buffer %d ('%s', %s) into '%s' before any step writes it", s, b,
-                         common_escape(buf->name, e1, sizeof e1), crt_buf_kind_name(buf->kind),
-                         common_escape(tn, e2, sizeof e2));
       crt_buf_kind rk = a->buffers[r].kind;
-      if (pass == 1 && is_out && (rk == CRT_BUF_INPUT || rk == CRT_BUF_WEIGHT))
-        return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "step %d writes '%s' into %s buffer %d ('%s')", s,
-                         common_escape(tn, e2, sizeof e2), crt_buf_kind_name(rk), b,
-                         common_escape(buf->name, e1, sizeof e1));
-      if (pass == 1 && is_out) written[r] = 1;
+      if (pass == 0 && is_in && !written[r])
+        st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path),
+                       "step %d reads buffer %d ('%s', %s) into '%s' before any step writes it", s, b,
+                       common_escape(buf->name, e1, sizeof e1), crt_buf_kind_name(buf->kind),
+                       common_escape(tn, e2, sizeof e2));
+      else if (pass == 1 && is_out && (rk == CRT_BUF_INPUT || rk == CRT_BUF_WEIGHT))
+        st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "step %d writes '%s' into %s buffer %d ('%s')", s,
+                       common_escape(tn, e2, sizeof e2), crt_buf_kind_name(rk), b,
+                       common_escape(buf->name, e1, sizeof e1));
+      else if (pass == 1 && is_out)
+        written[r] = 1;
     }
-  return NULL;
+  free(binds);
+  return st;
 }
 
 /* The plan's dataflow, step by step in order (runtime/README.md, "The
@@ -123,11 +155,11 @@ static cov_status check_dataflow(const crt_artifact *a, cov_npu_program *const *
   cov_status st = NULL;
   for (int s = 0; s < a->n_steps && !st; s++) {
     const crt_step *x = &a->steps[s];
-    if (x->op == CRT_STEP_FILL) written[root_of(a, x->buffer)] = 1;
+    if (x->op == CRT_STEP_FILL) written[crt_buffer_root(a, x->buffer)] = 1;
     else if (x->op == CRT_STEP_NPU) st = check_binds(a, s, progs[s], written);
   }
   for (int i = 0; i < a->n_outputs && !st; i++) {
-    int r = root_of(a, a->outputs[i].buffer);
+    int r = crt_buffer_root(a, a->outputs[i].buffer);
     char path[64], e1[256];
     snprintf(path, sizeof path, "outputs[%d]", i);
     if (!written[r])
