@@ -20,7 +20,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
-          "                    [--max-insns N]\n"
+          "                    [--max-insns N] [--max-work N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -43,6 +43,8 @@ static void usage(FILE *out) {
           "  --info                print what the artifact holds; no device needed\n"
           "  --max-insns N         npu-sim: refuse a program whose loop nest runs more than N\n"
           "                        instructions (default 2^24 = 16777216), before anything runs\n"
+          "  --max-work N          npu-sim: likewise for its element work (gemm multiply-adds,\n"
+          "                        DMA and vector elements; default 2^34 = 17179869184)\n"
           "  --tune                TUNE_DIR is a tuning artifact (covenant tune ... -o TUNE_DIR):\n"
           "                        checks every candidate kernel against the compiler's pick on\n"
           "                        the same random inputs (--seed), times each (--iters launches\n"
@@ -222,7 +224,7 @@ typedef struct run_args {
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
-         OPT_REPS, OPT_TOL, OPT_MAX_INSNS };
+         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -237,6 +239,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"reps", required_argument, NULL, OPT_REPS},
                                         {"tolerance", required_argument, NULL, OPT_TOL},
                                         {"max-insns", required_argument, NULL, OPT_MAX_INSNS},
+                                        {"max-work", required_argument, NULL, OPT_MAX_WORK},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   int c;
@@ -284,13 +287,17 @@ static int parse_args(int argc, char **argv, run_args *r) {
         }
         break;
       case OPT_MAX_INSNS:
+      case OPT_MAX_WORK: {
+        uint64_t *v = c == OPT_MAX_INSNS ? &r->opts.max_npu_insns : &r->opts.max_npu_work;
         errno = 0;
-        r->opts.max_npu_insns = strtoull(optarg, &end, 10);
-        if (errno || *end || !(*optarg >= '0' && *optarg <= '9') || !r->opts.max_npu_insns) {
-          fprintf(stderr, "covenant-run: --max-insns takes an integer >= 1, not '%s'\n", optarg);
+        *v = strtoull(optarg, &end, 10);
+        if (errno || *end || !(*optarg >= '0' && *optarg <= '9') || !*v) {
+          fprintf(stderr, "covenant-run: %s takes an integer >= 1, not '%s'\n",
+                  c == OPT_MAX_INSNS ? "--max-insns" : "--max-work", optarg);
           return EXIT_USAGE;
         }
         break;
+      }
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;
       case OPT_INFO: r->show_info = 1; break;

@@ -246,6 +246,7 @@ typedef struct crt_options {
   const char *expect_target; /* NULL, or refuse artifacts for another target */
   int no_graph;              /* time with plain launches instead of a CUDA graph */
   uint64_t max_npu_insns;    /* npu-sim: dynamic instructions a program may run (0: the simulator's default) */
+  uint64_t max_npu_work;     /* npu-sim: element work a program may do (0: the simulator's default) */
 } crt_options;
 
 /* Opens the device the artifact's backend names (CUDA driver for nvptx, HIP

@@ -185,7 +185,7 @@ static cov_status decode_step(const crt_artifact *a, int i, cov_npu_program **ou
   return NULL;
 }
 
-cov_status crt_npu_open(const crt_artifact *a, uint64_t max_insns, crt_npu **out, char *device, size_t device_size) {
+cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **out, char *device, size_t device_size) {
   *out = NULL;
   crt_npu *n = calloc(1, sizeof *n);
   if (!n) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -193,7 +193,7 @@ cov_status crt_npu_open(const crt_artifact *a, uint64_t max_insns, crt_npu **out
   n->progs = calloc((size_t)a->n_steps + 1, sizeof *n->progs);
   cov_status st = n->progs ? load_acg(a, &n->acg) : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = cov_npu_sim_create(n->acg, &n->sim);
-  if (!st) cov_npu_sim_set_max_insns(n->sim, max_insns);
+  if (!st) cov_npu_sim_set_max_insns(n->sim, o->max_npu_insns), cov_npu_sim_set_max_work(n->sim, o->max_npu_work);
   for (int i = 0; i < a->n_steps && !st; i++)
     if (a->steps[i].op == CRT_STEP_NPU) st = decode_step(a, i, &n->progs[i]);
   if (!st) st = check_dataflow(a, n->progs);
@@ -274,8 +274,8 @@ void crt_npu_close(crt_npu *n) {
 
 #else /* the standalone runtime: no simulator */
 
-cov_status crt_npu_open(const crt_artifact *a, uint64_t max_insns, crt_npu **out, char *device, size_t device_size) {
-  (void)device, (void)device_size, (void)max_insns;
+cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **out, char *device, size_t device_size) {
+  (void)device, (void)device_size, (void)o;
   *out = NULL;
   cov_loc loc = {a->file, 0, 0, NULL};
   return cov_error(COV_UNSUPPORTED, &loc,

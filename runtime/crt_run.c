@@ -194,7 +194,7 @@ static cov_status open_npu(crt_session *s) {
     }
   }
   for (int i = 0; i < a->n_buffers; i++) io_off[i] = 0; /* nothing to free on a device */
-  return crt_npu_open(a, s->opts->max_npu_insns, &s->npu, s->device, sizeof s->device);
+  return crt_npu_open(a, s->opts, &s->npu, s->device, sizeof s->device);
 }
 
 /* The tensor maps of the launches' CRT_ARG_TMAP arguments, built by the

@@ -71,6 +71,47 @@ timed 5000 1 "more than the simulator's limit of 657" "$rt" "$work/three.cvx" --
 timed 5000 0 "device: npu-sim" "$rt" "$work/three.cvx" --max-insns 658
 timed 5000 2 "--max-insns takes an integer >= 1" "$cov" sim "$work/three.npu" --max-insns -1
 timed 5000 2 "--max-insns takes an integer >= 1" "$rt" "$work/three.cvx" --max-insns 0
+# the element work (gemm multiply-adds, DMA and vector elements) likewise,
+# against an independent count: the binary's instructions parsed here,
+# each weighted by its enclosing loops (ISA.md, "Binary encoding")
+elems=$($py - "$work/three.npu" <<'PY'
+import struct, sys
+p = open(sys.argv[1], "rb").read()
+n_insns, n_tensors = struct.unpack_from("<II", p, 48)
+at, ends, mult, total = 80 + 80 * n_tensors, [], [1], 0
+for i in range(n_insns):
+    while ends and i >= ends[-1]:
+        ends.pop(); mult.pop()
+    op, size = p[at], struct.unpack_from("<I", p, at + 4)[0]
+    if op == 0x12:  # loop: u32 count, u32 body
+        count, body = struct.unpack_from("<II", p, at + 8)
+        total += mult[-1]
+        ends.append(i + 1 + body); mult.append(mult[-1] * count)
+    else:
+        w = 1
+        kind = {0x20: "dma", 0x30: "gemm", 0x40: "vop"}.get(op)
+        if kind == "gemm":
+            k, n = struct.unpack_from("<HH", p, at + 10); m = struct.unpack_from("<I", p, at + 16)[0]; w = m * n * k
+        elif kind == "vop":
+            w = struct.unpack_from("<I", p, at + 16)[0] * struct.unpack_from("<I", p, at + 20)[0]
+        elif kind == "dma":
+            rank = p[at + 9]
+            for d in range(rank):
+                w *= struct.unpack_from("<I", p, at + 24 + 24 * d)[0]
+        total += mult[-1] * w
+    at += size
+print(total)
+PY
+)
+timed 5000 1 "compute or move $elems elements" "$cov" sim "$work/three.npu" --max-work 1
+timed 5000 0 "instructions executed" "$cov" sim "$work/three.npu" --max-work "$elems"
+timed 5000 1 "more than the simulator's limit of $((elems - 1))" "$cov" sim "$work/three.npu" --max-work $((elems - 1))
+timed 5000 1 "more than the simulator's limit of $((elems - 1))" "$rt" "$work/three.cvx" --max-work $((elems - 1))
+# within the instruction limit (66,000 x 219 = 1.4e7 < 2^24), over the work
+# limit (2^34): refused at once instead of simulated for minutes
+wrap 66000 "$work/heavy"
+timed 1000 1 "more than the simulator's limit of 17179869184 (raise it with --max-work N)" "$cov" sim "$work/heavy.npu"
+timed 1000 1 "more than the simulator's limit of 17179869184" "$rt" "$work/heavy.cvx"
 # counts that overflow 64 bits saturate: nested loops of 2^32 - 1
 $py - "$work/three.npu" "$work/nested.npu" <<'PY' || bad "nested"
 import struct, sys
