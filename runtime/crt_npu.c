@@ -202,7 +202,7 @@ cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **o
     if (n->progs[i]) {
       char path[64];
       snprintf(path, sizeof path, "steps[%d]", i);
-      st = cov_npu_sim_load(n->sim, n->progs[i]);
+      st = cov_npu_sim_verify(n->sim, n->progs[i]);
       if (st) st = cov_status_annotate(st, "%s: %s: ", a->file, path);
     }
   if (st) {

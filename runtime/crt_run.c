@@ -172,6 +172,9 @@ static cov_status open_gpu(crt_session *s) {
 
 static cov_status open_npu(crt_session *s) {
   const crt_artifact *a = s->a;
+  /* the ACG, the programs and the plan first: a bad artifact is refused
+   * before its buffers are allocated */
+  COV_RETURN_IF_ERROR(crt_npu_open(a, s->opts, &s->npu, s->device, sizeof s->device));
   /* host memory laid out like the device's: arena, weights, then io */
   uint64_t total = a->arena_bytes + a->weight_bytes, *io_off = s->io_mem;
   for (int i = 0; i < a->n_buffers; i++)
@@ -194,7 +197,7 @@ static cov_status open_npu(crt_session *s) {
     }
   }
   for (int i = 0; i < a->n_buffers; i++) io_off[i] = 0; /* nothing to free on a device */
-  return crt_npu_open(a, s->opts, &s->npu, s->device, sizeof s->device);
+  return NULL;
 }
 
 /* The tensor maps of the launches' CRT_ARG_TMAP arguments, built by the

@@ -219,6 +219,8 @@ static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
   return st;
 }
 
+cov_status cov_npu_sim_verify(cov_npu_sim *sim, const cov_npu_program *p) { return verify(sim, p); }
+
 cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg) {
   cov_npu_sim *sim = NULL;
   COV_RETURN_IF_ERROR(cov_npu_sim_create(acg, &sim));
