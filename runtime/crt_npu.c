@@ -128,7 +128,18 @@ static cov_status check_binds(const crt_artifact *a, int s, const cov_npu_progra
       int b = x->binds[k->i].buffer, r = crt_buffer_root(a, b);
       const crt_buffer *buf = &a->buffers[b];
       crt_buf_kind rk = a->buffers[r].kind;
-      if (pass == 0 && is_in && !written[r])
+      cov_dtype dt = COV_DTYPE_INVALID;
+      cov_tensor shape = {0};
+      shape.rank = cov_npu_program_tensor(p, t, NULL, NULL, &dt, shape.shape);
+      int64_t numel = cov_tensor_numel(&shape);
+      /* element counts agree (the simulator converts dtypes as it copies) */
+      if (pass == 0 && (numel < 0 || (uint64_t)numel * cov_dtype_size(buf->dtype) != buf->bytes))
+        st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path),
+                       "the program's tensor '%s' (%s, %" PRId64 " elements) does not fit buffer %d ('%s', %s, %" PRIu64
+                       " bytes)",
+                       common_escape(tn, e2, sizeof e2), cov_dtype_name(dt), numel, b,
+                       common_escape(buf->name, e1, sizeof e1), cov_dtype_name(buf->dtype), buf->bytes);
+      else if (pass == 0 && is_in && !written[r])
         st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path),
                        "step %d reads buffer %d ('%s', %s) into '%s' before any step writes it", s, b,
                        common_escape(buf->name, e1, sizeof e1), crt_buf_kind_name(buf->kind),

@@ -112,10 +112,16 @@ at "steps[1].binds"
 edit twice "m['steps'][1]['binds'].append(dict(m['steps'][1]['binds'][0]))"
 expect 1 "tensor 'in0' is bound twice (binds[0])" "$work/twice.cvx"
 at "steps[1].binds[2]"
+edit misfit "m['steps'][0]['binds'][1]['buffer'] = 1"
+expect 1 "the program's tensor 'out' (f32, 2250 elements) does not fit buffer 1 ('output', f32, 4840 bytes)" \
+  "$work/misfit.cvx"
+at "steps[0].binds[1]"
 edit unnamed "m['buffers'].append({'name': 'x2', 'kind': 'input', 'dtype': 'f32', 'shape': [2], 'bytes': 8})"
 expect 1 "buffers[3]: manifest: input buffer 'x2' is named by no 'inputs' entry" "$work/unnamed.cvx"
-edit ininput "m['steps'][0]['binds'][1]['buffer'] = 0"
-expect 1 "step 0 writes 'out' into input buffer 0 ('input')" "$work/ininput.cvx"
+# (through a view of the input, of the output's size)
+edit ininput "m['buffers'].append({'name': 'iv', 'kind': 'view', 'dtype': 'f32', 'shape': [2250], 'bytes': 9000,
+                                    'of': 0, 'offset': 0}); m['steps'][0]['binds'][1]['buffer'] = 3"
+expect 1 "step 0 writes 'out' into input buffer 3 ('iv')" "$work/ininput.cvx"
 at "steps[0].binds[1]"
 
 # -- the container
