@@ -221,6 +221,18 @@ typedef struct run_args {
   crt_options opts;
 } run_args;
 
+/* An integer >= 1 (a limit); 0 after saying what is wrong. */
+static int positive(const char *opt, const char *arg, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  *out = strtoull(arg, &end, 10);
+  if (errno || *end || !(*arg >= '0' && *arg <= '9') || !*out) {
+    fprintf(stderr, "covenant-run: %s takes an integer >= 1, not '%s'\n", opt, arg);
+    return 0;
+  }
+  return 1;
+}
+
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
@@ -287,17 +299,11 @@ static int parse_args(int argc, char **argv, run_args *r) {
         }
         break;
       case OPT_MAX_INSNS:
-      case OPT_MAX_WORK: {
-        uint64_t *v = c == OPT_MAX_INSNS ? &r->opts.max_npu_insns : &r->opts.max_npu_work;
-        errno = 0;
-        *v = strtoull(optarg, &end, 10);
-        if (errno || *end || !(*optarg >= '0' && *optarg <= '9') || !*v) {
-          fprintf(stderr, "covenant-run: %s takes an integer >= 1, not '%s'\n",
-                  c == OPT_MAX_INSNS ? "--max-insns" : "--max-work", optarg);
-          return EXIT_USAGE;
-        }
+        if (!positive("--max-insns", optarg, &r->opts.max_npu_insns)) return EXIT_USAGE;
         break;
-      }
+      case OPT_MAX_WORK:
+        if (!positive("--max-work", optarg, &r->opts.max_npu_work)) return EXIT_USAGE;
+        break;
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;
       case OPT_INFO: r->show_info = 1; break;
