@@ -224,7 +224,8 @@ static cov_status embed_acg(const cov_acg *acg, crt_builder *b) {
   FILE *f = open_memstream(&json, &n);
   if (!f) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory writing the ACG");
   cov_status st = cov_acg_write_json(acg, f);
-  if (fclose(f) != 0 && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory writing the ACG");
+  int bad = ferror(f);
+  if ((fclose(f) != 0 || bad || !json) && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory writing the ACG");
   if (!st) crt_add_acg(b, json, n); /* a failure stays in the builder: crt_builder_write returns it */
   free(json);
   return st;
