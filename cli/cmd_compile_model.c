@@ -160,6 +160,11 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
     }
     group_job j;
     cov_status gs = job_build(m, i, acg, &j);
+    if (gs && cov_status_code(gs) == COV_OUT_OF_MEMORY) { /* not a group that does not fuse: an error */
+      st = gs;
+      job_free(&j);
+      break;
+    }
     if (gs) {
       char first[512];
       first_line(gs, first, sizeof first);
