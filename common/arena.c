@@ -109,3 +109,5 @@ char *cov_arena_printf(cov_arena *a, const char *fmt, ...) {
 }
 
 size_t cov_arena_used(const cov_arena *a) { return a ? a->total : 0; }
+
+void cov_free(void *p) { free(p); }

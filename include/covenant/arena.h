@@ -34,6 +34,12 @@ COV_API char *cov_arena_vprintf(cov_arena *arena, const char *fmt, va_list ap);
 /* Bytes handed out so far (for statistics and tests). */
 COV_API size_t cov_arena_used(const cov_arena *arena);
 
+/* Releases memory the API hands out as malloc'ed (the JSON texts of
+ * cov_acg_to_json, cov_schedule_json, cov_npu_report_json, ...): for
+ * callers that cannot reach the C library's free() (ctypes, other
+ * languages). NULL is ignored. */
+COV_API void cov_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif
