@@ -2,8 +2,8 @@
 
 Inputs are passed without a copy: a C-contiguous array of the model's
 dtype is handed to the library as it is (converted first where it is not,
-with numpy's 'same_kind' casting, so float64 data becomes float32 but an
-integer array is not silently read as floats). Outputs are copied out of
+within its kind only, so float64 data becomes float32 but an integer array
+is not silently read as floats). Outputs are copied out of
 the library's buffers, which are then released.
 """
 
@@ -30,7 +30,7 @@ def to_tensor(array, cov_dtype, what):
     want = numpy_dtype(cov_dtype)
     a = np.asarray(array)
     if a.dtype != want:
-        if not np.can_cast(a.dtype, want, casting="same_kind"):
+        if a.dtype.kind != want.kind or not np.can_cast(a.dtype, want, casting="same_kind"):
             raise TypeError("covenant: %s is %s; the model takes %s" % (what, a.dtype, want))
         a = a.astype(want)
     a = np.ascontiguousarray(a)
