@@ -126,6 +126,15 @@ COV_API int cov_schedule_narrowed(const cov_schedule *s);
  * (release with cov_free); *size (may be NULL) is its length. */
 COV_API cov_status cov_schedule_json(const cov_schedule *s, char **out, size_t *size);
 
+/* A representative layer of one call of `codelet` (a shipped codelet):
+ * every input dim `size` (1 to 64) except extents the codelet fixes, type
+ * parameters f32 (i8 where it takes integers only), attributes without a
+ * default 1. For asking whether a
+ * backend takes a codelet at all (`covenant ops`), not for measurements.
+ * COV_NOT_FOUND for an unknown codelet; the codelet's own errors when its
+ * rules refuse the example. */
+COV_API cov_status cov_layer_example(const char *codelet, int64_t size, cov_layer **out);
+
 #ifdef __cplusplus
 }
 #endif
