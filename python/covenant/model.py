@@ -71,7 +71,10 @@ class Model:
             self._h = ctypes.c_void_p()
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the module's globals may be gone
+            pass
 
     def __enter__(self):
         return self
