@@ -34,6 +34,7 @@ static cov_status derive(cov_arena *a, const char *base_text, size_t base_size, 
   cov_acg *g = NULL;
   COV_RETURN_IF_ERROR(cov_status_annotate(cov_acg_load_buffer(base_text, base_size, name, &g), "base ACG: "));
   cov_acg_free(g);
+  g = NULL;
   json_error_t jerr;
   json_t *base = json_loadb(base_text, base_size, JSON_REJECT_DUPLICATES, &jerr);
   if (!base) return cov_error(COV_PARSE_ERROR, EXPLORE_AT(.file = name), "%s", jerr.text);
