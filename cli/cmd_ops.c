@@ -130,7 +130,7 @@ static void header(int fmt, const ops_target *t, int nt) {
   }
 }
 
-/* One operator's row; *notes counts the cells with a reason (md: listed after). */
+/* One operator's row. */
 static void row(int fmt, const cov_onnx_op *op, const ops_target *t, int nt, char (*why)[512],
                 backend_op_where *where) {
   char os[32], cd[256];
@@ -155,36 +155,34 @@ static void row(int fmt, const cov_onnx_op *op, const ops_target *t, int nt, cha
   putchar('\n');
 }
 
+/* Asks every target about every operator first, then prints: an error
+ * (out of memory) leaves no partial table. */
 static int print_all(int fmt, ops_target *t, int nt) {
   size_t n = cov_onnx_op_count();
-  header(fmt, t, nt);
   char(*why)[512] = calloc((size_t)nt * n, sizeof *why);
   backend_op_where *where = calloc((size_t)nt * n, sizeof *where);
-  if (!why || !where) {
-    free(why);
-    free(where);
-    return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "covenant ops: out of memory"));
+  cov_onnx_op *ops = calloc(n, sizeof *ops);
+  cov_status st = why && where && ops ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "covenant ops: out of memory");
+  for (size_t i = 0; i < n && !st; i++) {
+    st = cov_onnx_op_at(i, &ops[i]);
+    for (int k = 0; k < nt && !st; k++)
+      st = backend_op_support(&t[k].bt, &ops[i], &where[i * nt + k], why[i * nt + k], 512);
   }
-  for (size_t i = 0; i < n; i++) {
-    cov_onnx_op op;
-    cov_status st = cov_onnx_op_at(i, &op);
-    if (st) return cli_report(st);
-    for (int k = 0; k < nt; k++) where[i * nt + k] = backend_op_support(&t[k].bt, &op, why[i * nt + k], 512);
-    row(fmt, &op, t, nt, &why[i * nt], &where[i * nt]);
+  if (!st) {
+    header(fmt, t, nt);
+    for (size_t i = 0; i < n; i++) row(fmt, &ops[i], t, nt, &why[i * nt], &where[i * nt]);
   }
-  if (fmt == FMT_MD) { /* why each compute operator is not on the accelerator */
+  if (!st && fmt == FMT_MD) { /* why each compute operator is not on the accelerator */
     printf("\nWhy a compute operator falls back or is refused (layout operators move data in the frontend on "
            "an NPU target and become copies on a GPU target):\n\n");
-    for (size_t i = 0; i < n; i++) {
-      cov_onnx_op op;
-      cov_onnx_op_at(i, &op);
-      for (int k = 0; k < nt && !op.layout; k++)
-        if (why[i * nt + k][0]) printf("- %s on %s: %s\n", op.op_type, t[k].name, why[i * nt + k]);
-    }
+    for (size_t i = 0; i < n; i++)
+      for (int k = 0; k < nt && !ops[i].layout; k++)
+        if (why[i * nt + k][0]) printf("- %s on %s: %s\n", ops[i].op_type, t[k].name, why[i * nt + k]);
   }
   free(why);
   free(where);
-  return CLI_EXIT_OK;
+  free(ops);
+  return st ? cli_report(st) : CLI_EXIT_OK;
 }
 
 int cli_cmd_ops(int argc, char **argv) {

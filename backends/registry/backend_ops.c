@@ -51,20 +51,27 @@ static cov_status npu_takes(const cov_acg *acg, const char *codelet) {
   return st;
 }
 
-static backend_op_where npu_support(const backend_target *t, const cov_onnx_op *op, char *why, size_t size) {
+/* A codelet the NPU path refuses falls back to the CPU; running out of
+ * memory while asking is the caller's error. */
+static cov_status npu_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                              size_t size) {
+  *where = BACKEND_OP_ACCEL;
   if (op->layout) {
     snprintf(why, size, "layout: moved by the frontend on the host");
-    return BACKEND_OP_CPU;
+    *where = BACKEND_OP_CPU;
+    return NULL;
   }
   for (int i = 0; i < op->n_codelets; i++) {
     cov_status st = npu_takes(t->acg, op->codelets[i]);
+    if (st && cov_status_code(st) == COV_OUT_OF_MEMORY) return st;
     if (st) {
       say(st, op->codelets[i], why, size);
       cov_status_free(st);
-      return BACKEND_OP_CPU;
+      *where = BACKEND_OP_CPU;
+      return NULL;
     }
   }
-  return BACKEND_OP_ACCEL;
+  return NULL;
 }
 
 static backend_op_where gpu_support(const cov_onnx_op *op, char *why, size_t size) {
@@ -86,13 +93,19 @@ static backend_op_where gpu_support(const cov_onnx_op *op, char *why, size_t siz
 #endif
 }
 
-backend_op_where backend_op_support(const backend_target *t, const cov_onnx_op *op, char *why, size_t size) {
+cov_status backend_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                              size_t size) {
   why[0] = '\0';
-  if (!t->acg) return BACKEND_OP_REF;
+  *where = BACKEND_OP_REF;
+  if (!t->acg) return NULL;
   if (!op->layout && op->n_codelets == 0) {
     snprintf(why, size, "its codelets follow the node's attributes (an equation, a mode)");
-    return BACKEND_OP_DEPENDS;
+    *where = BACKEND_OP_DEPENDS;
+    return NULL;
   }
-  if (t->backend->gpu) return gpu_support(op, why, size);
-  return npu_support(t, op, why, size);
+  if (t->backend->gpu) {
+    *where = gpu_support(op, why, size);
+    return NULL;
+  }
+  return npu_support(t, op, where, why, size);
 }

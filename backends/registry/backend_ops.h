@@ -20,9 +20,12 @@ typedef enum backend_op_where {
   BACKEND_OP_DEPENDS,   /* its codelets depend on the node's attributes (Einsum's equation) */
 } backend_op_where;
 
-/* Where operator `op` runs on the opened target t; `why` (size bytes) says
- * why it does not run on the accelerator, or "" */
-backend_op_where backend_op_support(const backend_target *t, const cov_onnx_op *op, char *why, size_t size);
+/* Where operator `op` runs on the opened target t (*where); `why` (size
+ * bytes) says why it does not run on the accelerator, or "". An error only
+ * when the question could not be answered (out of memory): a codelet the
+ * backend does not take is an answer, not an error. */
+cov_status backend_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                              size_t size);
 /* "npu", "cpu", "gpu", "ref", "refused", "depends" */
 const char *backend_op_where_name(backend_op_where w);
 
