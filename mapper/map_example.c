@@ -45,7 +45,11 @@ cov_status cov_layer_example(const char *codelet, int64_t size, cov_layer **out)
         attrs[n_attrs++] = (cov_attr){.name = c->attrs[a].name, .is_float = c->attrs[a].is_float, .i = 1, .f = 1.0};
     cov_status try = cov_layer_from_call(codelet, attrs, n_attrs, in, (size_t)c->n_inputs, out);
     if (!try) break;
-    if (k + 1 == sizeof k_params / sizeof *k_params || cov_status_code(try) == COV_OUT_OF_RANGE) st = try;
+    /* only a refused dtype tries the next one; anything else (out of
+     * memory) is the answer */
+    cov_code code = cov_status_code(try);
+    if (k + 1 == sizeof k_params / sizeof *k_params || (code != COV_INVALID_ARGUMENT && code != COV_INVALID_INPUT))
+      st = try;
     else cov_status_free(try);
   }
   cov_codelet_lib_free(lib);
