@@ -230,6 +230,6 @@ cov_status cov_onnx_op_at(size_t i, cov_onnx_op *out) {
   out->until = ms ? d->versions[0] : GRAPH_OPSET_MAX;
   for (const int *v = d->versions; ms && *v; v++) out->until = *v;
   out->layout = d->layout;
-  if (!d->layout) out->n_codelets = codelets_of(d, ms ? "com.microsoft" : "", out->codelets, COV_ONNX_OP_MAX_CODELETS);
+  if (!d->layout) out->n_codelets = codelets_of(d, ms ? "com.microsoft" : "", out->codelets, COV_ONNX_OP_CODELET_SLOTS);
   return NULL;
 }

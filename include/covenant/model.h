@@ -241,7 +241,7 @@ COV_API cov_status cov_model_run_groups(const cov_model *model, const cov_tensor
 /* ---- the operator table (appended) --------------------------------------
  * Every ONNX operator the frontend reads, in the order of its table (sorted
  * by op type within a domain): for listings such as `covenant ops`. */
-#define COV_ONNX_OP_MAX_CODELETS 8
+#define COV_ONNX_OP_CODELET_SLOTS 8
 typedef struct cov_onnx_op {
   const char *op_type;  /* "Conv" */
   const char *domain;   /* "ai.onnx" or "com.microsoft" */
@@ -250,7 +250,7 @@ typedef struct cov_onnx_op {
   int layout;           /* data movement the frontend runs itself (no codelet) */
   /* the codelets a node of this type lowers to, with every optional input
    * given and default attributes (some attributes choose others) */
-  const char *codelets[COV_ONNX_OP_MAX_CODELETS];
+  const char *codelets[COV_ONNX_OP_CODELET_SLOTS];
   int n_codelets;
 } cov_onnx_op;
 COV_API size_t cov_onnx_op_count(void);
