@@ -6,6 +6,7 @@
  * long: cli_cmd_sim is the option table of `covenant sim` (getopt), one case each
  */
 #include <errno.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_compile.h"
+#include "common/loc.h"
+#include "common/text.h"
 #include "covenant/gpu.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
@@ -86,7 +89,18 @@ static cov_status load_program(const char *path, cov_npu_program **p) {
 static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
   if (target) return cov_acg_load_target(target, g);
   cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
-  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+  if (!st || cov_status_code(st) != COV_NOT_FOUND) return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+  /* A program compiled for an ACG file given by path (--target dir/my.json):
+   * its header holds the ACG's name only, and a path is never read from
+   * it, so say which option brings the file. */
+  char shown[160];
+  common_escape(cov_npu_program_acg_name(p), shown, sizeof shown);
+  cov_status hint = cov_error(COV_NOT_FOUND, COV_AT(NULL, "--target"),
+                              "the program's ACG: %s; if it was compiled for an ACG file given by path, "
+                              "pass that file: --target PATH/TO/FILE.json (the file whose \"name\" is '%s')",
+                              cov_status_message(st), shown);
+  cov_status_free(st);
+  return hint;
 }
 
 static void disasm_help(FILE *out) {
@@ -156,7 +170,8 @@ int cli_cmd_disasm(int argc, char **argv) {
 
 static void sim_help(FILE *out) {
   fprintf(out,
-          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [-o FILE]\n"
+          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [--max-insns N]\n"
+          "                    [--max-work N] [-o FILE]\n"
           "\n"
           "Verifies an NPU program against its ACG and runs it in the cycle simulator.\n"
           "Inputs, and weights the program does not carry, get deterministic pseudo-\n"
@@ -167,6 +182,10 @@ static void sim_help(FILE *out) {
           "  -t, --target T      simulate on this ACG (default: the program's own)\n"
           "      --seed N        seed for the random inputs (default 1)\n"
           "      --trace FILE    write a Chrome/Perfetto trace (1 us = 1 cycle)\n"
+          "      --max-insns N   refuse a program whose loop nest runs more than N\n"
+          "                      instructions (default 2^24 = 16777216), before it runs\n"
+          "      --max-work N    likewise for its element work: gemm multiply-adds, DMA and\n"
+          "                      vector elements (default 2^34 = 17179869184)\n"
           "  -o, --output FILE   write the report to FILE instead of stdout\n"
           "  -h, --help          show this help\n");
 }
@@ -176,10 +195,12 @@ int cli_cmd_sim(int argc, char **argv) {
                                        {"seed", required_argument, NULL, 's'},
                                        {"trace", required_argument, NULL, 'T'},
                                        {"output", required_argument, NULL, 'o'},
+                                       {"max-insns", required_argument, NULL, 'M'},
+                                       {"max-work", required_argument, NULL, 'W'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   const char *output = NULL, *target = NULL, *trace = NULL;
-  unsigned long long seed = 1;
+  unsigned long long seed = 1, max_insns = 0, max_work = 0;
   optind = 1;
   opterr = 0;
   int c;
@@ -191,6 +212,17 @@ int cli_cmd_sim(int argc, char **argv) {
         break;
       case 'T': trace = optarg; break;
       case 'o': output = optarg; break;
+      case 'M':
+      case 'W': {
+        char *end = NULL;
+        unsigned long long *v = c == 'M' ? &max_insns : &max_work;
+        errno = 0;
+        *v = strtoull(optarg, &end, 10);
+        if (!isdigit((unsigned char)optarg[0]) || *end || errno || *v == 0)
+          return cli_usage_error("sim", "%s takes an integer >= 1, not '%s'", c == 'M' ? "--max-insns" : "--max-work",
+                                 optarg);
+        break;
+      }
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_bad_option("sim", argv, "t:o:h", opts);
@@ -209,6 +241,7 @@ int cli_cmd_sim(int argc, char **argv) {
   if (st) goto done; /* located at path already */
   st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) cov_npu_sim_set_max_insns(sim, max_insns), cov_npu_sim_set_max_work(sim, max_work);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {
     st = cov_status_annotate(st, "%s: ", path);
