@@ -15,7 +15,6 @@
  * size: the instruction semantics of ISA.md (DMA, GEMM, vector ops, control) and their timing share the executor state; each instruction is a function of its own
  * long: run_dma is the DMA instruction: strided 2-D copies, padding, dtype conversion, bank and bandwidth timing, one field of ISA.md at a time
  * long: run_gemm is the GEMM instruction: operand fetch, the systolic accumulation, chaining and its timing
- * long: npu_exec is the fetch loop: the control instructions inline, every other one a call
  */
 #include <math.h>
 #include <stdlib.h>
