@@ -1129,7 +1129,7 @@ static cov_status core_init(ex *x, cov_npu_sim *sim, const npu_prog *p, const np
   npu_core_range(p, c, &x->lo, &x->hi);
   x->pc = x->lo;
   int n_units = x->g->n_edges + x->g->n_compute;
-  x->tid0 = (int)c * n_units;
+  x->tid0 = (int)c * NPU_TRACE_CORE_TIDS;
   x->buf = sim->cbuf ? sim->cbuf + (size_t)c * (size_t)x->g->n_storage : NULL;
   x->chain = calloc((size_t)x->g->n_compute + 1, sizeof *x->chain);
   if (!x->chain) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");

@@ -112,7 +112,11 @@ struct cov_npu_stats {
 
 /* Statistics sized for the ACG (unit and storage names filled in). */
 cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out);
-/* The trace's opening: the JSON header and one thread name per unit. */
+/* Trace tracks: core c's unit u is track u + c * NPU_TRACE_CORE_TIDS (the
+ * units of an ACG and a model trace's two tracks of its own are fewer) */
+#define NPU_TRACE_CORE_TIDS (ACG_MAX_EDGES + ACG_MAX_NODES + 2)
+/* The trace's opening: the JSON header and one thread name per unit (per
+ * core's unit on an NPU of several cores). */
 void npu_trace_header(FILE *f, const cov_acg *g, const cov_npu_stats *names);
 
 /* Runs p on the simulator's memories (already loaded). stats may be NULL in

@@ -7,7 +7,7 @@
 #     core on 2 cores and 0.30x on 4;
 #   - the mapper evaluator's cycles fall with the cores too;
 #   - a layer compiled for npu-4core is one program of 4 core streams
-#     (disasm), and the derived 2-core design passes covenant verify on the
+#     (disasm) whose trace has a track per core's unit, and the derived 2-core design passes covenant verify on the
 #     whole suite at reduced sizes (npu-4core itself: npu_verify_suite_npu-4core).
 set -u
 cov=$1 tmp=$2
@@ -36,8 +36,11 @@ done
 "$cov" disasm "$tmp/prog/program.npu" > "$tmp/disasm.txt" 2>&1 || { echo "FAIL: disasm"; fail=1; }
 grep -q "^; 4 cores" "$tmp/disasm.txt" && [ "$(grep -c '^; core [0-3]:' "$tmp/disasm.txt")" = 4 ] ||
   { echo "FAIL: resnet50_res3_1x1 on npu-4core is not 4 core streams"; head -3 "$tmp/disasm.txt"; fail=1; }
-"$cov" sim "$tmp/prog/program.npu" > "$tmp/sim.txt" 2>&1 && grep -q "^cores 4" "$tmp/sim.txt" ||
+"$cov" sim "$tmp/prog/program.npu" --trace "$tmp/trace.json" > "$tmp/sim.txt" 2>&1 && grep -q "^cores 4" "$tmp/sim.txt" ||
   { echo "FAIL: sim"; head -5 "$tmp/sim.txt"; fail=1; }
+# the trace names each core's units ("core 3: simd") and has events on them
+grep -q '"name":"core 3: simd"' "$tmp/trace.json" && grep -q '"name":"core 0: pe_array"' "$tmp/trace.json" ||
+  { echo "FAIL: trace tracks per core"; fail=1; }
 out=$("$cov" verify all -t "$tmp/npusim/designs/d001.json" --scale 8 --iterations 2 2>&1)
 grep -q "14 passed, 0 failed" <<<"$out" || { echo "FAIL: verify on 2 cores"; echo "$out" | tail -5; fail=1; }
 [ $fail = 0 ] && echo "cores: all checks passed"
