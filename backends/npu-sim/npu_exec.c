@@ -1210,12 +1210,11 @@ static cov_status core_step(ex *x, uint64_t max_dyn) {
 static cov_status run_cores(ex *xs, uint32_t n, uint64_t max_dyn) {
   for (;;) {
     ex *next = NULL;
-    uint32_t waiting = 0, live = 0;
+    uint32_t live = 0;
     for (uint32_t c = 0; c < n; c++) {
       if (xs[c].ended) continue;
       live++;
-      if (xs[c].at_sync) waiting++;
-      else if (!next || xs[c].now < next->now) next = &xs[c];
+      if (!xs[c].at_sync && (!next || xs[c].now < next->now)) next = &xs[c];
     }
     if (!live) return NULL;
     if (next) {
