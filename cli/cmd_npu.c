@@ -141,11 +141,12 @@ int cli_cmd_disasm(int argc, char **argv) {
       return CLI_EXIT_INPUT;
     }
   }
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   int rc = CLI_EXIT_INPUT;
   if (out) {
     st = cov_npu_program_disasm(p, g, out);
-    rc = cli_close_output(out, output);
+    rc = cli_close_output(&out_file);
     if (st) rc = cli_report(st);
   }
   cov_acg_free(g);
@@ -229,20 +230,16 @@ int cli_cmd_sim(int argc, char **argv) {
     cov_tensor_release(&t);
   }
   if (st) goto done;
-  if (trace && !(tf = fopen(trace, "w"))) {
-    cov_loc loc = {trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "cannot create the trace file");
-    goto done;
-  }
-  if ((st = cov_npu_sim_run(sim, tf, &stats))) goto done;
-  if (tf && fclose(tf) != 0) {
-    tf = NULL;
-    cov_loc loc = {trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "write error");
-    goto done;
-  }
+  common_out trace_out = {0};
+  if (trace && (st = common_out_open(trace, &trace_out))) goto done;
+  tf = trace_out.f;
+  st = cov_npu_sim_run(sim, tf, &stats);
   tf = NULL;
-  if (!(out = cli_open_output(output))) goto done;
+  if (trace) /* kept after a failed run too: it shows what ran up to the failure */
+    st = cov_status_join(st, common_out_commit(&trace_out));
+  if (st) goto done;
+  common_out out_file;
+  if (!(out = cli_open_output(output, &out_file))) goto done;
   fprintf(out, "program %s on %s, random inputs with seed %llu\n", path, cov_acg_name(g), seed);
   cov_npu_stats_print(stats, out);
   for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
@@ -268,9 +265,8 @@ int cli_cmd_sim(int argc, char **argv) {
     fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
     cov_tensor_release(&t);
   }
-  rc = cli_close_output(out, output);
+  rc = cli_close_output(&out_file);
 done:
-  if (tf) fclose(tf);
   if (st) rc = cli_report(st);
   cov_npu_stats_free(stats);
   cov_npu_sim_free(sim);
@@ -469,11 +465,10 @@ int cli_cmd_compile(int argc, char **argv) {
   st = cov_npu_program_save(j.prog, path);
   if (!st) {
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      cov_loc loc = {path, 0, 0, NULL};
-      st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-    } else {
+    common_out mf;
+    st = common_out_open(path, &mf);
+    if (!st) {
+      FILE *f = mf.f;
       fprintf(f, "{\n  \"layer\": \"%s\",\n  \"scale\": %lld,\n  \"target\": \"%s\",\n", argv[optind],
               scale, cov_acg_name(j.acg));
       fprintf(f, "  \"program\": \"program.npu\",\n  \"predicted_cycles\": %.0f,\n  \"tensors\": [",
@@ -489,10 +484,7 @@ int cli_cmd_compile(int argc, char **argv) {
         fprintf(f, "]}");
       }
       fprintf(f, "\n  ]\n}\n");
-      if (fclose(f) != 0) {
-        cov_loc loc = {path, 0, 0, NULL};
-        st = cov_error(COV_IO_ERROR, &loc, "write error");
-      }
+      st = common_out_commit(&mf);
     }
   }
   if (!st) printf("wrote %s/program.npu and %s/manifest.json\n", dir, dir);

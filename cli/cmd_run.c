@@ -396,12 +396,10 @@ static cov_status run_target(run_state *s) {
     s->t_run = now_s() - t0;
     return st;
   }
-  FILE *trace_file = NULL;
+  common_out trace_out = {0};
   cov_npu_trace *tr = NULL;
-  if (o->trace && !(trace_file = fopen(o->trace, "w"))) {
-    cov_loc loc = {o->trace, 0, 0, NULL};
-    return cov_error(COV_IO_ERROR, &loc, "cannot create the trace file: %s", strerror(errno));
-  }
+  if (o->trace) COV_RETURN_IF_ERROR(common_out_open(o->trace, &trace_out));
+  FILE *trace_file = trace_out.f;
   cov_status st = trace_file ? cov_npu_trace_begin(trace_file, s->acg, &tr) : NULL;
   if (!st) {
     cov_npu_run_options ro = {o->per_call, tr};
@@ -412,10 +410,8 @@ static cov_status run_target(run_state *s) {
     if (!st) st = te;
     else cov_status_free(te);
   }
-  if (trace_file && fclose(trace_file) != 0 && !st) {
-    cov_loc loc = {o->trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "write error");
-  }
+  if (trace_file) /* kept after a failed run too: it shows what ran up to the failure */
+    st = cov_status_join(st, common_out_commit(&trace_out));
   s->t_run = now_s() - t0;
   return st;
 }

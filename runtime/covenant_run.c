@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/c_locale.h"
 #include "runtime/crt.h"
 #include "runtime/crt_tune.h"
 #include "common/loc.h"
@@ -233,7 +234,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
       case OPT_OUTDIR: r->out_dir = optarg; break;
       case OPT_TUNE: r->tune = 1; break;
       case OPT_TOL:
-        r->tolerance = strtod(optarg, &end);
+        r->tolerance = common_strtod(optarg, &end);
         if (*end || !*optarg || !(r->tolerance >= 0 && r->tolerance < 1e30)) {
           fprintf(stderr, "covenant-run: --tolerance takes a number >= 0, not '%s'\n", optarg);
           return EXIT_USAGE;
@@ -255,9 +256,9 @@ static int parse_args(int argc, char **argv, run_args *r) {
         break;
       }
       case OPT_SEED:
-        errno = 0;
+        errno = 0; /* digits only: strtoull would wrap "-1" to 2^64 - 1 */
         r->seed = strtoull(optarg, &end, 10);
-        if (errno || *end || !*optarg) {
+        if (errno || *end || !*optarg || strspn(optarg, "0123456789") != strlen(optarg)) {
           fprintf(stderr, "covenant-run: --seed takes a non-negative integer, not '%s'\n", optarg);
           return EXIT_USAGE;
         }

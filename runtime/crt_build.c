@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/c_locale.h"
 #include "runtime/crt.h"
 #include "common/loc.h"
 #include "common/fileio.h"
@@ -443,7 +444,8 @@ static void put(sbuf *o, const char *fmt, ...) {
   if (o->oom) return;
   va_list ap;
   va_start(ap, fmt);
-  int k = vsnprintf(o->s ? o->s + o->n : NULL, o->s ? o->cap - o->n : 0, fmt, ap);
+  /* the manifest is JSON: '.' whatever the caller's locale */
+  int k = common_vsnprintf(o->s ? o->s + o->n : NULL, o->s ? o->cap - o->n : 0, fmt, ap);
   va_end(ap);
   if (k < 0) return;
   if (o->n + (size_t)k + 1 > o->cap) {

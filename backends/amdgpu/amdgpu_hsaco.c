@@ -16,14 +16,6 @@
 
 extern char **environ;
 
-static cov_status write_file(const char *path, const char *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot create %s: %s", path, strerror(errno));
-  size_t w = fwrite(data, 1, n, f);
-  int bad = fclose(f) != 0 || w != n;
-  return bad ? cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot write %s", path) : NULL;
-}
-
 /* Runs the linker, trying the names in order; returns its exit status or -1
  * when none could be started. */
 static int run_lld(const char *obj, const char *out, char *used, size_t used_size) {
@@ -79,7 +71,7 @@ cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *
   char obj_path[64], so_path[64], used[64] = "";
   snprintf(obj_path, sizeof obj_path, "%s/k.o", dir);
   snprintf(so_path, sizeof so_path, "%s/k.hsaco", dir);
-  cov_status st = write_file(obj_path, obj, obj_size);
+  cov_status st = common_write_file(obj_path, obj, obj_size);
   free(obj);
   if (!st) {
     int rc = run_lld(obj_path, so_path, used, sizeof used);
