@@ -73,6 +73,8 @@ uint64_t npu_acg_digest(const cov_acg *g) {
     /* timing depends on it; hashed only when set, so the digests of ACGs
      * that predate the field stay as they were */
     if (c->weight_buffers > 1) fnv_u(&f, c->weight_buffers);
+    /* cores (ISA.md "Cores"), hashed only when several, as weight_buffers */
+    if (c->instances > 1) fnv_u(&f, 0x20000u | c->instances);
     fnv_u(&f, (uint64_t)c->n_caps);
     for (int k = 0; k < c->n_caps; k++) {
       const acg_capability *cap = &c->caps[k];
@@ -98,6 +100,34 @@ uint64_t npu_acg_digest(const cov_acg *g) {
   return f.h;
 }
 
+/* The cores (ISA.md "Cores"): the array's instances. Every compute node is
+ * one per core; an on-chip storage node is one per core or, with instances
+ * 1, one that the cores share. */
+static cov_status npu_target_cores(const cov_acg *g, npu_target *t, int u, const cov_loc *loc) {
+  uint32_t n = g->compute[u].instances ? g->compute[u].instances : 1;
+  t->cores = n;
+  if (n > NPU_MAX_CORES)
+    return cov_error(COV_UNSUPPORTED, loc, "ACG '%s': %s has %u instances; npu-sim runs at most %d cores",
+                     g->name, g->compute[u].name, n, NPU_MAX_CORES);
+  for (int i = 0; i < g->n_compute; i++) {
+    uint32_t k = g->compute[i].instances ? g->compute[i].instances : 1;
+    if (k != n)
+      return cov_error(COV_UNSUPPORTED, loc,
+                       "ACG '%s': %s has %u instances, %s %u: npu-sim runs cores of one array and "
+                       "one of every other unit each (give every compute node the same instances)",
+                       g->name, g->compute[i].name, k, g->compute[u].name, n);
+  }
+  for (int i = 0; i < g->n_storage; i++) {
+    uint32_t k = g->storage[i].instances ? g->storage[i].instances : 1;
+    if (g->storage[i].kind != ACG_DRAM && k != 1 && k != n)
+      return cov_error(COV_UNSUPPORTED, loc,
+                       "ACG '%s': storage %s has %u instances for %u cores: one per core (%u) or "
+                       "one shared (1)",
+                       g->name, g->storage[i].name, k, n, n);
+  }
+  return NULL;
+}
+
 cov_status npu_target_init(const cov_acg *g, npu_target *t) {
   memset(t, 0, sizeof *t);
   t->acg = g;
@@ -111,10 +141,12 @@ cov_status npu_target_init(const cov_acg *g, npu_target *t) {
   /* any unit with a mac capability of a form acg_mac_form_of accepts runs
    * contractions: a systolic array, a matrix unit, SIMD lanes, a scalar unit */
   bool mac = false;
+  int mac_unit = t->array; /* the unit whose instances are the cores */
   for (int i = 0; i < g->n_compute && !mac; i++)
     for (int k = 0; k < g->compute[i].n_caps && !mac; k++) {
       acg_mac_form f;
       mac = acg_mac_form_of(g, i, k, &f, NULL, 0);
+      if (mac && mac_unit < 0) mac_unit = i;
     }
   cov_loc loc = {g->file, 0, 0, NULL};
   if (t->dram < 0 || !mac)
@@ -123,6 +155,7 @@ cov_status npu_target_init(const cov_acg *g, npu_target *t) {
                      "with a mac capability it runs (acg_mac_form_of: f16, bf16 or f32 into f32, "
                      "i8 into i32; a matrix unit's with a tile [M, N, K])",
                      g->name);
+  COV_RETURN_IF_ERROR(npu_target_cores(g, t, mac_unit, &loc));
   int an = t->array >= 0 ? npu_node_of_compute(g, t->array) : -1;
   for (int s = 0; s < g->n_storage && an >= 0; s++)
     if (g->storage[s].kind == ACG_REGFILE && npu_find_edge(g, an, s) >= 0)
