@@ -73,6 +73,21 @@ double cov_npu_report_narrowed_error(const cov_npu_report *r) {
   return e;
 }
 
+void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n) {
+  unsigned set = 0;
+  for (int i = 0; i < r->n; i++) set |= r->rows[i].narrow_dtypes;
+  if (!n) return;
+  buf[0] = 0;
+  size_t at = 0;
+  for (int d = 1; d < COV_DTYPE_COUNT && d < 32; d++)
+    if (set & (1u << d)) {
+      int k = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", cov_dtype_name((cov_dtype)d));
+      if (k < 0 || (size_t)k >= n - at) return;
+      at += (size_t)k;
+    }
+  if (!at) snprintf(buf, n, "none");
+}
+
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
 int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }
