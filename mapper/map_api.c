@@ -66,6 +66,9 @@ void cov_schedule_free(cov_schedule *s) {
 }
 
 double cov_schedule_cycles(const cov_schedule *s) { return s->s.cost.cycles; }
+double cov_schedule_energy_pj(const cov_schedule *s) {
+  return s->s.cost.has_energy ? s->s.cost.energy_pj : -1;
+}
 int64_t cov_schedule_evaluations(const cov_schedule *s) { return s->evaluations; }
 int cov_schedule_narrowed(const cov_schedule *s) { return s->s.narrowed; }
 

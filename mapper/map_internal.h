@@ -152,6 +152,9 @@ void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64
 double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst);
 /* map_cost.c */
 void map_cost_eval(map_schedule *s);
+/* map_energy.c: the schedule's predicted energy into s->cost (energy_pj,
+ * has_energy); issues: temporal steps of the innermost level in all. */
+void map_energy_eval(map_schedule *s, double issues);
 /* Bandwidth of a transfer on edge (or -1) between storage nodes src and dst:
  * the edge's, capped by the nodes' own. */
 double map_edge_bw(const cov_acg *g, int edge, int src, int dst);

@@ -137,6 +137,11 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   row->util_array = cov_npu_stats_array_utilization(stats);
   row->predicted = cov_schedule_cycles(sched);
   {
+    cov_npu_energy en = cov_npu_stats_energy(stats);
+    row->energy_pj = en.known ? en.total_pj : -1;
+    row->energy_est_pj = cov_schedule_energy_pj(sched);
+  }
+  {
     /* The reference interpreter on the layer's inputs rounded to the dtype
      * the schedule keeps them in on chip (the bound capability's multiplicand
      * dtype, f16 or bf16, where it narrows): the same operands as the

@@ -20,6 +20,9 @@ typedef struct npu_row {
   int group;
   uint64_t cycles, macs, dram_bytes, onchip_bytes;
   double util_array, util_simd, predicted;
+  /* simulated energy (npu_energy.c) and the mapper's estimate of it, pJ;
+   * -1 where the ACG gives no energies */
+  double energy_pj, energy_est_pj;
   /* The program's output against the reference interpreter
    * (cov_layer_reference) on the same inputs rounded to the dtype the
    * schedule keeps each in (f16, bf16: cov_schedule_input_dtype) where it

@@ -111,6 +111,9 @@ COV_API const char *cov_schedule_compute_node(const cov_schedule *s);
 COV_API double cov_schedule_utilization(const cov_schedule *s);
 COV_API double cov_schedule_dram_bytes(const cov_schedule *s);
 COV_API double cov_schedule_onchip_bytes(const cov_schedule *s);
+/* The predicted energy in pJ (mapper/map_energy.c: the simulator's
+ * accounting on predicted counts); -1 when the ACG gives no energies. */
+COV_API double cov_schedule_energy_pj(const cov_schedule *s);
 /* Whether the schedule computes with multiplicands narrower than the model's. */
 COV_API int cov_schedule_narrowed(const cov_schedule *s);
 /* The dtype the schedule keeps the layer's input `input` in on chip (its

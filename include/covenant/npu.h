@@ -98,8 +98,25 @@ COV_API uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char 
 /* Stall cycles summed over units, by cause: "dependency", "bank", "bandwidth". */
 COV_API uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
 /* Table: cycles, time, per-unit instructions/busy/utilisation/stalls, bytes
- * per storage level. */
+ * per storage level, energy. */
 COV_API void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
+
+/* The run's energy in pJ from the ACG's energies and the run's counts
+ * (backends/npu-sim/README.md, "Energy"): compute = ops (MACs, vector
+ * elements) x each capability's energy_pj_per_op; storage = bytes read and
+ * written at each storage node x its read / write pJ per byte; edges =
+ * bytes over each edge x its pJ per byte. known: the ACG gives at least one
+ * energy (else every figure is 0). */
+typedef struct cov_npu_energy {
+  double total_pj, compute_pj, storage_pj, edge_pj;
+  bool known;
+} cov_npu_energy;
+COV_API cov_npu_energy cov_npu_stats_energy(const cov_npu_stats *s);
+/* One node's share: a compute or storage node by name, or an edge as
+ * "FROM->TO"; -1 for an unknown name. */
+COV_API double cov_npu_stats_node_energy_pj(const cov_npu_stats *s, const char *node);
+/* The energy lines of cov_npu_stats_print: total, its parts, per node. */
+COV_API void cov_npu_stats_print_energy(const cov_npu_stats *s, FILE *out);
 
 /* ---- traces of several programs ----
  * One Chrome/Perfetto trace for programs run one after another (a whole

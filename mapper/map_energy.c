@@ -1,0 +1,112 @@
+/* mapper/map_energy.c: the predicted energy of a schedule, from ACG numbers
+ * and the schedule's own counts.
+ *
+ * The definition is the simulator's (backends/npu-sim/npu_energy.c), with
+ * predicted counts in place of counted ones:
+ *   compute: the main statement's ops x its capability's energy_pj_per_op,
+ *            and each epilogue op's elements (the output's) x its own;
+ *   storage: bytes read x read pJ/byte + bytes written x write pJ/byte at
+ *            each node: every transfer (its bytes x its executions: read at
+ *            the source, written at the destination), the array's operand
+ *            reads at the innermost level, the epilogue's operands and
+ *            results in its buffer;
+ *   edges:   the transfers' bytes x the edge's pJ/byte.
+ * Operand reads at the innermost level: each issue (one temporal step of the
+ * last level, covering the spatial loops) reads an input's footprint over
+ * the spatial loops, and reads and writes the output's, except where the
+ * operand stays in the array: an operand the innermost temporal loops do not
+ * index is read once per run of them (a weight-stationary array's weights
+ * across the streamed m, an output-stationary array's sums across the
+ * reduction), as the code generator's gemms read it.
+ * Not modelled: the epilogue's pooling windows (each op counts the output's
+ * elements) and gemm chaining beyond that rule. */
+#include <math.h>
+
+#include "mapper/map_internal.h"
+
+/* Trips of the innermost temporal loops of the last level that do not index
+ * operand o (a run over which it stays in the array). */
+static double stationary_run(const map_schedule *s, const map_operand *op) {
+  double run = 1;
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (sl->level < s->n_levels - 1) break;
+    if (sl->spatial) continue;
+    bool indexes = false;
+    for (int d = 0; d < op->rank; d++) indexes |= op->acc.coef[d][sl->loop] != 0;
+    if (indexes) break;
+    run *= (double)sl->trips;
+  }
+  return run;
+}
+
+static double array_reads_pj(const map_schedule *s, double issues) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  int L = s->n_levels;
+  double e = 0;
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    if (op->role == MAP_ROLE_VECTOR) continue;
+    int lv = L - 1;
+    while (lv > 0 && !s->place[o][lv].present) lv--;
+    const acg_storage *st = &g->storage[s->place[o][lv].node];
+    if (!st->has_energy) continue;
+    double foot = 1;
+    for (int d = 0; d < op->rank; d++) {
+      double ext = 1;
+      for (int i = 0; i < s->n_sloops; i++)
+        if (s->sloops[i].spatial) {
+          int64_t k = op->acc.coef[d][s->sloops[i].loop];
+          ext += (double)(k < 0 ? -k : k) * (double)(s->sloops[i].trips - 1);
+        }
+      foot *= ext;
+    }
+    double per = foot * (double)cov_dtype_size(s->place[o][lv].dtype);
+    double reads = issues / stationary_run(s, op);
+    e += reads * per * (op->role == MAP_ROLE_OUTPUT ? st->read_pj_per_byte + st->write_pj_per_byte
+                                                      : st->read_pj_per_byte);
+  }
+  return e;
+}
+
+static double epilogue_pj(const map_schedule *s, bool *any) {
+  const cov_acg *g = s->acg;
+  const map_operand *out = &s->prob.operands[s->prob.output];
+  double n = 1;
+  for (int d = 0; d < out->rank; d++) n *= (double)out->shape[d];
+  const acg_storage *eb = s->epi_node >= 0 ? &g->storage[s->epi_node] : NULL;
+  double e = 0;
+  for (int i = 0; i < s->n_vops; i++) {
+    const map_vop *v = &s->vops[i];
+    if (v->node < 0) continue;
+    const acg_capability *c = &g->compute[v->node - g->n_storage].caps[v->cap];
+    if (c->energy_pj_per_op > 0) e += n * c->energy_pj_per_op, *any = true;
+    if (!eb || !eb->has_energy) continue;
+    double ei = (double)cov_dtype_size(v->din ? v->din : s->acc_dtype ? s->acc_dtype : COV_F32);
+    double eo = (double)cov_dtype_size(v->dout ? v->dout : s->acc_dtype ? s->acc_dtype : COV_F32);
+    double srcs = 1 + (v->b.kind == MAP_VS_REG || v->b.kind == MAP_VS_VEC);
+    e += n * (srcs * ei * eb->read_pj_per_byte + eo * eb->write_pj_per_byte);
+  }
+  return e;
+}
+
+void map_energy_eval(map_schedule *s, double issues) {
+  const cov_acg *g = s->acg;
+  const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+  map_cost *c = &s->cost;
+  bool any = cap->energy_pj_per_op > 0;
+  double e = (double)s->prob.ops * cap->energy_pj_per_op;
+  for (int i = 0; i < s->n_xfers; i++) {
+    const map_xfer *x = &s->xfers[i];
+    const acg_storage *a = &g->storage[x->src], *b = &g->storage[x->dst];
+    double bytes = (double)x->bytes * (double)x->count;
+    if (a->has_energy) e += bytes * a->read_pj_per_byte, any = true;
+    if (b->has_energy) e += bytes * b->write_pj_per_byte, any = true;
+    if (x->edge >= 0) e += bytes * g->edges[x->edge].pj_per_byte, any |= g->edges[x->edge].pj_per_byte > 0;
+  }
+  e += array_reads_pj(s, issues);
+  e += epilogue_pj(s, &any);
+  c->has_energy = any;
+  c->energy_pj = any && isfinite(e) ? e : 0;
+}
