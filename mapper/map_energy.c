@@ -11,18 +11,19 @@
  *            reads at the innermost level, the epilogue's operands and
  *            results in its buffer;
  *   edges:   the transfers' bytes x the edge's pJ/byte.
- * Operand reads at the innermost level: each issue (one temporal step of the
- * last level, covering the spatial loops) reads an input's footprint over
- * the spatial loops, and reads and writes the output's, except where the
- * operand stays in the array: an operand the innermost temporal loops do not
- * index is read once per run of them (a weight-stationary array's weights
- * across the streamed m, an output-stationary array's sums across the
- * reduction), as the code generator's gemms read it.
+ * Operand reads at the array: on a systolic array the code generator's GEMMs
+ * (gemm_reads_pj: map_gemm.c's plan, A, B and the sums of each GEMM, as the
+ * simulator counts them); on a SIMD main statement each issue (one temporal
+ * step of the last level, covering the spatial loops) reads an input's
+ * footprint over the spatial loops and reads and writes the output's, once
+ * per run of the innermost temporal loops that do not index the operand.
  * Not modelled: the epilogue's pooling windows (each op counts the output's
- * elements) and gemm chaining beyond that rule. */
+ * elements), a weight-stationary gemm keeping its weights (wkeep), the bias
+ * preload's reads. Measured against the simulator: bench/npu-sim. */
 #include <math.h>
 
 #include "mapper/map_internal.h"
+#include "mapper/map_walk.h"
 
 /* Trips of the innermost temporal loops of the last level that do not index
  * operand o (a run over which it stays in the array). */
@@ -40,7 +41,10 @@ static double stationary_run(const map_schedule *s, const map_operand *op) {
   return run;
 }
 
-static double array_reads_pj(const map_schedule *s, double issues) {
+/* Operand reads at the innermost level of a main statement that is not a
+ * GEMM (a SIMD unit's): per issue each operand's footprint over the spatial
+ * loops, once per run of the innermost temporal loops that do not index it. */
+static double issue_reads_pj(const map_schedule *s, double issues) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   int L = s->n_levels;
@@ -68,6 +72,65 @@ static double array_reads_pj(const map_schedule *s, double issues) {
                                                       : st->read_pj_per_byte);
   }
   return e;
+}
+
+static double trips_of(const map_schedule *s, int i) { return i < 0 ? 1 : (double)s->sloops[i].trips; }
+
+/* Pieces a GEMM dimension of extent x splits into at most mx per GEMM. */
+static double pieces(double x, double mx) { return mx > 0 && mx < x ? ceil(x / mx) : 1; }
+
+/* pJ per byte read from (or written to, write) the node holding operand o
+ * at its deepest place, plus the edge between it and the array. */
+static double at_array_pj(const map_schedule *s, int o, bool write) {
+  const cov_acg *g = s->acg;
+  int n = s->place[o][map_walk_deepest(s, o)].node;
+  const acg_storage *st = &g->storage[n];
+  double pj = st->has_energy ? (write ? st->write_pj_per_byte : st->read_pj_per_byte) : 0;
+  for (int e = 0; e < g->n_edges; e++) {
+    const acg_edge *ed = &g->edges[e];
+    bool fwd = write ? ed->from == s->node && ed->to == n : ed->from == n && ed->to == s->node;
+    bool back = write ? ed->from == n && ed->to == s->node : ed->from == s->node && ed->to == n;
+    if (fwd || (back && ed->bidirectional)) return pj + ed->pj_per_byte;
+  }
+  return pj;
+}
+
+/* The code generator's GEMMs (map_gemm.c, the plan gemm_cycles walks): per
+ * leaf, K, M and N in pieces of at most kmax, mmax, nmax; each GEMM reads
+ * its m x k of A, its k x n of B, and writes its m x n of sums, reading
+ * them first where it accumulates (not the first GEMM of an output tile's
+ * reduction unless the tile starts from loaded sums); an output-stationary
+ * chain (one m and n piece) writes once per run of GEMMs it holds. */
+static double gemm_reads_pj(const map_schedule *s) {
+  const map_problem *p = &s->prob;
+  const cov_acg *g = s->acg;
+  map_gemm_plan gp;
+  map_gemm_plan_make(s, &gp);
+  double M = (double)map_gemm_m(s, &gp), K = (double)map_gemm_k(s, &gp), N = trips_of(s, gp.nl);
+  double leaves = 1, red = 1, run = 1;
+  bool in_run = true;
+  for (int i = s->n_sloops - 1; i >= 0; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (map_gemm_absorbs(&gp, i) || (sl->spatial && sl->axis > MAP_AX_LANES)) continue;
+    leaves *= (double)sl->trips;
+    bool r = i > gp.out_init_after && p->reduction[sl->loop];
+    if (r) red *= (double)sl->trips;
+    if (in_run && r) run *= (double)sl->trips;
+    else in_run = false;
+  }
+  double kp = pieces(K, gp.kmax), mp = pieces(M, gp.mmax), np = pieces(N, gp.nmax);
+  const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+  int la = map_walk_deepest(s, gp.a_op), lb = map_walk_deepest(s, gp.b_op);
+  double ea = (double)cov_dtype_size(s->place[gp.a_op][la].dtype);
+  double eb = (double)cov_dtype_size(s->place[gp.b_op][lb].dtype);
+  double eo = (double)cov_dtype_size(cap->out);
+  double chain = gp.output_stationary && mp * np == 1 && run * kp > 1 ? run * kp : 1;
+  double wr = leaves * M * N * kp * eo / chain;
+  double chains_per_tile = red * kp / chain;
+  double rd = gp.out_acc_load || chains_per_tile <= 1 ? (gp.out_acc_load ? wr : 0) : wr * (1 - 1 / chains_per_tile);
+  return leaves * M * K * np * ea * at_array_pj(s, gp.a_op, false) +
+         leaves * K * N * mp * eb * at_array_pj(s, gp.b_op, false) +
+         wr * at_array_pj(s, p->output, true) + rd * at_array_pj(s, p->output, false);
 }
 
 static double epilogue_pj(const map_schedule *s, bool *any) {
@@ -105,7 +168,7 @@ void map_energy_eval(map_schedule *s, double issues) {
     if (b->has_energy) e += bytes * b->write_pj_per_byte, any = true;
     if (x->edge >= 0) e += bytes * g->edges[x->edge].pj_per_byte, any |= g->edges[x->edge].pj_per_byte > 0;
   }
-  e += array_reads_pj(s, issues);
+  e += map_gemm_applies(s) ? gemm_reads_pj(s) : issue_reads_pj(s, issues);
   e += epilogue_pj(s, &any);
   c->has_energy = any;
   c->energy_pj = any && isfinite(e) ? e : 0;

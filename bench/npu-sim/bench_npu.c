@@ -265,8 +265,8 @@ int main(int argc, char **argv) {
   memset(ss_ratio, 0, sizeof ss_ratio);
   double macs_total = 0, wall_total = 0;
   printf("npu-sim bench, suite layers at scale 1/%d\n", scale);
-  printf("%-22s %-13s %12s %12s %8s %12s %8s %10s\n", "layer", "target", "simulated", "predicted",
-         "pred/sim", "scale-sim", "sim/ss", "MAC/s");
+  printf("%-22s %-13s %12s %12s %8s %12s %8s %10s %10s %8s\n", "layer", "target", "simulated", "predicted",
+         "pred/sim", "scale-sim", "sim/ss", "MAC/s", "sim uJ", "E p/s");
   for (int t = 0; t < N_TARGETS && !st; t++) {
     cov_acg *g = NULL;
     if ((st = cov_acg_load_target(targets[t], &g))) break;
@@ -308,11 +308,13 @@ int main(int argc, char **argv) {
           if (t < 2) ss_ratio[i][t] = cyc / v;
         }
         double rate = macs / (t1 - t0 > 1e-9 ? t1 - t0 : 1e-9);
-        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e\n", names[i], tnames[t], cyc, pc,
-               pc / cyc, ss, ratio, macs ? rate : 0.0);
-        add(&suite_s[t], pc, cyc);
         cov_npu_energy en = cov_npu_stats_energy(stats);
-        if (en.known && cov_schedule_energy_pj(sch) >= 0) add(&suite_e[t], cov_schedule_energy_pj(sch), en.total_pj);
+        double pe = cov_schedule_energy_pj(sch);
+        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e %10.3f %8.2f\n", names[i], tnames[t], cyc, pc,
+               pc / cyc, ss, ratio, macs ? rate : 0.0, en.total_pj * 1e-6,
+               en.known && pe >= 0 && en.total_pj > 0 ? pe / en.total_pj : 0.0);
+        add(&suite_s[t], pc, cyc);
+        if (en.known && pe >= 0) add(&suite_e[t], pe, en.total_pj);
         if (macs >= 1e8) {
           macs_total += macs;
           wall_total += t1 - t0;
