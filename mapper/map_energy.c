@@ -7,7 +7,8 @@
  *            and each epilogue op's elements (the output's) x its own;
  *   storage: bytes read x read pJ/byte + bytes written x write pJ/byte at
  *            each node: every transfer (its bytes x its executions: read at
- *            the source, written at the destination), the array's operand
+ *            the source, written at the destination; at DRAM its tile's
+ *            elements inside the tensor, map_dram_valid_bytes), the array's operand
  *            reads at the innermost level, the epilogue's operands and
  *            results in its buffer;
  *   edges:   the transfers' bytes x the edge's pJ/byte.
@@ -18,8 +19,7 @@
  * footprint over the spatial loops and reads and writes the output's, once
  * per run of the innermost temporal loops that do not index the operand.
  * Not modelled: the epilogue's pooling windows (each op counts the output's
- * elements), a weight-stationary gemm keeping its weights (wkeep), the bias
- * preload's reads. Measured against the simulator: bench/npu-sim. */
+ * elements), the bias preload's reads. Measured against the simulator: bench/npu-sim. */
 #include <math.h>
 
 #include "mapper/map_internal.h"
@@ -100,7 +100,8 @@ static double at_array_pj(const map_schedule *s, int o, bool write) {
  * its m x k of A, its k x n of B, and writes its m x n of sums, reading
  * them first where it accumulates (not the first GEMM of an output tile's
  * reduction unless the tile starts from loaded sums); an output-stationary
- * chain (one m and n piece) writes once per run of GEMMs it holds. */
+ * chain (one m and n piece) writes once per run of GEMMs it holds, a
+ * weight-stationary GEMM on the previous one's weights reads none (wkeep). */
 static double gemm_reads_pj(const map_schedule *s) {
   const map_problem *p = &s->prob;
   const cov_acg *g = s->acg;
@@ -125,11 +126,24 @@ static double gemm_reads_pj(const map_schedule *s) {
   double eb = (double)cov_dtype_size(s->place[gp.b_op][lb].dtype);
   double eo = (double)cov_dtype_size(cap->out);
   double chain = gp.output_stationary && mp * np == 1 && run * kp > 1 ? run * kp : 1;
+  /* weight-stationary: consecutive GEMMs on the same weight block keep it
+   * (wkeep): one piece each, over the innermost leaf loops that do not
+   * index B and move no B tile */
+  double wrun = 1;
+  const map_operand *bo = &p->operands[gp.b_op];
+  for (int i = s->n_sloops - 1; i >= 0 && !gp.output_stationary && kp * mp * np == 1; i--) {
+    const map_sloop *sl = &s->sloops[i];
+    if (map_gemm_absorbs(&gp, i) || (sl->spatial && sl->axis > MAP_AX_LANES)) continue;
+    bool indexes = sl->level < lb;
+    for (int d = 0; d < bo->rank; d++) indexes |= bo->acc.coef[d][sl->loop] != 0;
+    if (indexes) break;
+    wrun *= (double)sl->trips;
+  }
   double wr = leaves * M * N * kp * eo / chain;
   double chains_per_tile = red * kp / chain;
   double rd = gp.out_acc_load || chains_per_tile <= 1 ? (gp.out_acc_load ? wr : 0) : wr * (1 - 1 / chains_per_tile);
   return leaves * M * K * np * ea * at_array_pj(s, gp.a_op, false) +
-         leaves * K * N * mp * eb * at_array_pj(s, gp.b_op, false) +
+         leaves * K * N * mp * eb / wrun * at_array_pj(s, gp.b_op, false) +
          wr * at_array_pj(s, p->output, true) + rd * at_array_pj(s, p->output, false);
 }
 
@@ -164,8 +178,12 @@ void map_energy_eval(map_schedule *s, double issues) {
     const map_xfer *x = &s->xfers[i];
     const acg_storage *a = &g->storage[x->src], *b = &g->storage[x->dst];
     double bytes = (double)x->bytes * (double)x->count;
-    if (a->has_energy) e += bytes * a->read_pj_per_byte, any = true;
-    if (b->has_energy) e += bytes * b->write_pj_per_byte, any = true;
+    /* DRAM reads and writes the tensor's elements only, the buffer the
+     * whole tile (a halo's padding included), as a DMA moves them */
+    double da = a->kind == ACG_DRAM ? map_dram_valid_bytes(s, x) * (double)x->count : bytes;
+    double db = b->kind == ACG_DRAM ? map_dram_valid_bytes(s, x) * (double)x->count : bytes;
+    if (a->has_energy) e += da * a->read_pj_per_byte, any = true;
+    if (b->has_energy) e += db * b->write_pj_per_byte, any = true;
     if (x->edge >= 0) e += bytes * g->edges[x->edge].pj_per_byte, any |= g->edges[x->edge].pj_per_byte > 0;
   }
   e += map_gemm_applies(s) ? gemm_reads_pj(s) : issue_reads_pj(s, issues);

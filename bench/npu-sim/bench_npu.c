@@ -185,9 +185,11 @@ static cov_status bench_model(const char *path, const cov_acg *g, const char *tn
       if (rows[i].predicted > 0) add(grp, rows[i].predicted, (double)rows[i].cycles);
       if (rows[i].energy_est_pj >= 0 && rows[i].energy_pj > 0) add(grp_e, rows[i].energy_est_pj, rows[i].energy_pj);
       if (list_groups && rows[i].predicted > 0)
-        printf("    group %-13s %-24.24s %-24.24s %10llu sim %10.0f pred %5.2f pred/sim  %s\n", tname,
-               rows[i].node, rows[i].codelet, (unsigned long long)rows[i].cycles, rows[i].predicted,
-               rows[i].predicted / (double)rows[i].cycles, rows[i].where);
+        printf("    group %-13s %-24.24s %-24.24s %10llu sim %10.0f pred %5.2f pred/sim  energy %10.3f uJ "
+               "%5.2f pred/sim  %s\n",
+               tname, rows[i].node, rows[i].codelet, (unsigned long long)rows[i].cycles, rows[i].predicted,
+               rows[i].predicted / (double)rows[i].cycles, rows[i].energy_pj * 1e-6,
+               rows[i].energy_pj > 0 ? rows[i].energy_est_pj / rows[i].energy_pj : 0.0, rows[i].where);
     }
     double peak = 0;
     for (int c = 0; c < g->n_compute; c++)
