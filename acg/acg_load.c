@@ -792,7 +792,7 @@ static void load_document(loader *L, const json_t *top) {
     if (!*nm) *nm = cov_arena_printf(L->arena, "<node %d>", i);
   }
   check_unique_names(L);
-  json_t *ed = get_array(L, top, "$", "edges", 1, 4 * ACG_MAX_NODES, &p);
+  json_t *ed = get_array(L, top, "$", "edges", 1, ACG_MAX_EDGES, &p);
   /* Without the node lists every edge would dangle; one error says enough. */
   if (ed && st && cp) {
     g->edges = cov_arena_array(L->arena, json_array_size(ed) + 1, sizeof *g->edges);
@@ -842,6 +842,8 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
   common_jpos_build(&L.pos, data, size, arena);
   load_document(&L, root);
   json_decref(root);
+  if (!L.errors && cov_arena_failed(arena))
+    L.errors = cov_error(COV_OUT_OF_MEMORY, &floc, "out of memory loading ACG");
   if (!L.errors) L.errors = acg_validate(g);
   if (L.errors) {
     cov_acg_free(g);
