@@ -4,7 +4,7 @@
  * The definition is the simulator's (backends/npu-sim/npu_energy.c), with
  * predicted counts in place of counted ones:
  *   compute: the main statement's ops x its capability's energy_pj_per_op,
- *            and each epilogue op's elements (the output's) x its own;
+ *            and each epilogue op's elements x its own;
  *   storage: bytes read x read pJ/byte + bytes written x write pJ/byte at
  *            each node: every transfer (its bytes x its executions: read at
  *            the source, written at the destination; at DRAM its tile's
@@ -18,8 +18,8 @@
  * step of the last level, covering the spatial loops) reads an input's
  * footprint over the spatial loops and reads and writes the output's, once
  * per run of the innermost temporal loops that do not index the operand.
- * Not modelled: the epilogue's pooling windows (each op counts the output's
- * elements), the bias preload's reads. Measured against the simulator: bench/npu-sim. */
+ * Not modelled: the bias preload's reads; the epilogue's first op reading
+ * the accumulators' buffer (charged at the epilogue's). Measured against the simulator: bench/npu-sim. */
 #include <math.h>
 
 #include "mapper/map_internal.h"
@@ -147,6 +147,10 @@ static double gemm_reads_pj(const map_schedule *s) {
          wr * at_array_pj(s, p->output, true) + rd * at_array_pj(s, p->output, false);
 }
 
+/* The epilogue's ops on the SIMD unit: each over the elements it produces,
+ * from the output tile's (the accumulators') down to a pool's output; a
+ * pool of a w-element window is w - 1 two-operand ops over its output, as
+ * the code generator emits it (npu_epilogue.c). */
 static double epilogue_pj(const map_schedule *s, bool *any) {
   const cov_acg *g = s->acg;
   const map_operand *out = &s->prob.operands[s->prob.output];
@@ -158,12 +162,18 @@ static double epilogue_pj(const map_schedule *s, bool *any) {
     const map_vop *v = &s->vops[i];
     if (v->node < 0) continue;
     const acg_capability *c = &g->compute[v->node - g->n_storage].caps[v->cap];
-    if (c->energy_pj_per_op > 0) e += n * c->energy_pj_per_op, *any = true;
+    double ops = n, srcs = 1 + (v->b.kind == MAP_VS_REG || v->b.kind == MAP_VS_VEC);
+    if (v->kind == MAP_VOP_POOL) {
+      double w = (double)(v->window[0] > 0 ? v->window[0] : 1) * (double)(v->window[1] > 0 ? v->window[1] : 1);
+      n /= w;
+      ops = n * (w - 1 > 0 ? w - 1 : 1);
+      srcs = 2;
+    }
+    if (c->energy_pj_per_op > 0) e += ops * c->energy_pj_per_op, *any = true;
     if (!eb || !eb->has_energy) continue;
     double ei = (double)cov_dtype_size(v->din ? v->din : s->acc_dtype ? s->acc_dtype : COV_F32);
     double eo = (double)cov_dtype_size(v->dout ? v->dout : s->acc_dtype ? s->acc_dtype : COV_F32);
-    double srcs = 1 + (v->b.kind == MAP_VS_REG || v->b.kind == MAP_VS_VEC);
-    e += n * (srcs * ei * eb->read_pj_per_byte + eo * eb->write_pj_per_byte);
+    e += ops * (srcs * ei * eb->read_pj_per_byte + eo * eb->write_pj_per_byte);
   }
   return e;
 }
