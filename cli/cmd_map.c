@@ -232,7 +232,8 @@ static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, cons
     free(r);
     return cli_report(st);
   }
-  FILE *out = cli_open_output(outp);
+  common_out out_file;
+  FILE *out = cli_open_output(outp, &out_file);
   if (!out) {
     free(r);
     return CLI_EXIT_INPUT;
@@ -246,7 +247,7 @@ static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, cons
             r->c[0].cycles, txt, (long long)r->enumerated);
   }
   if (st) rc = cli_report(st);
-  if (cli_close_output(out, outp) && !rc) rc = CLI_EXIT_INPUT;
+  if (cli_close_output(&out_file) && !rc) rc = CLI_EXIT_INPUT;
   free(r);
   return rc;
 }
@@ -278,7 +279,8 @@ static int map_layer(map_args *m) {
   if (st) {
     rc = cli_report(st);
   } else {
-    FILE *out = cli_open_output(m->outp);
+    common_out out_file;
+    FILE *out = cli_open_output(m->outp, &out_file);
     if (!out) {
       rc = CLI_EXIT_INPUT;
     } else {
@@ -289,7 +291,7 @@ static int map_layer(map_args *m) {
                 cov_acg_name(acg), cov_schedule_cycles(s), (long long)cov_schedule_evaluations(s));
       if (st) rc = cli_report(st);
       if (!rc && m->do_check) rc = check(layer, s, out);
-      if (cli_close_output(out, m->outp) && !rc) rc = CLI_EXIT_INPUT;
+      if (cli_close_output(&out_file) && !rc) rc = CLI_EXIT_INPUT;
     }
   }
   cov_schedule_free(s);

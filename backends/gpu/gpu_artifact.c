@@ -13,6 +13,7 @@
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
 #include "covenant/model.h"
 #include "runtime/crt.h"
 
@@ -126,16 +127,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
   if (!st) st = gpu_model_artifact(&mp, model_path, &bytes, &n);
-  if (!st) {
-    cov_loc loc = {out_path, 0, 0, NULL};
-    FILE *f = fopen(out_path, "wb");
-    if (!f) {
-      st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-    } else {
-      size_t w = fwrite(bytes, 1, n, f);
-      if (fclose(f) != 0 || w != n) st = cov_error(COV_IO_ERROR, &loc, "write error");
-    }
-  }
+  if (!st) st = common_write_file(out_path, bytes, n);
   free(bytes);
   if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);

@@ -23,6 +23,8 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
+#include "common/json_write.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
 #include "covenant/mapper.h"
@@ -251,10 +253,7 @@ cov_status gpu_write_kernel(const gpu_target *t, const char *dir, const char *na
   char file[160], path[4096], kname[128];
   snprintf(file, sizeof file, "%s.%s", name, t->vendor->code_ext);
   snprintf(path, sizeof path, "%s/%s", dir, file);
-  FILE *f = fopen(path, "wb");
-  int ok = f && fwrite(code, 1, n, f) == n;
-  if (f) ok &= fclose(f) == 0;
-  if (!ok) return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+  COV_RETURN_IF_ERROR(common_write_file(path, code, n));
   snprintf(kname, sizeof kname, "covenant_%s", name);
   if (kernel) snprintf(kernel, 128, "%s", kname);
   json_t *k = gpu_plan_json(plan);
@@ -588,8 +587,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-    if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+    st = common_write_json(path, man, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   }
   json_decref(man);
   gpu_target_close(&t);
