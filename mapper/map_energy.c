@@ -112,8 +112,9 @@ static double gemm_reads_pj(const map_schedule *s) {
   bool in_run = true;
   for (int i = s->n_sloops - 1; i >= 0; i--) {
     const map_sloop *sl = &s->sloops[i];
-    if (map_gemm_absorbs(&gp, i) || (sl->spatial && sl->axis > MAP_AX_LANES)) continue;
-    leaves *= (double)sl->trips;
+    if (map_gemm_absorbs(&gp, i)) continue;
+    leaves *= (double)sl->trips; /* instances (cores) each run their leaves */
+    if (sl->spatial && sl->axis > MAP_AX_LANES) continue;
     bool r = i > gp.out_init_after && p->reduction[sl->loop];
     if (r) red *= (double)sl->trips;
     if (in_run && r) run *= (double)sl->trips;
