@@ -79,8 +79,9 @@ static int check(const cov_layer *layer, const cov_schedule *s, FILE *out) {
       float *d = in[i].data;
       for (int64_t j = 0; j < k; j++) {
         float v = rnd(&seed);
-        /* the schedule's multiplicands may be narrower: give the reference the same values */
-        d[j] = cov_schedule_narrowed(s) ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
+        /* the schedule's multiplicands may be narrower (f16, bf16): give the
+         * reference the same values */
+        d[j] = cov_f32_round_to(cov_schedule_input_dtype(s, i), v);
       }
     }
   }

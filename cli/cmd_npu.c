@@ -537,8 +537,9 @@ static void verify_help(FILE *out) {
           "for the whole suite); --full is the correctness protocol (1000 inputs at full\n"
           "size: hours for 'all'). The error of one run is\n"
           "max|npu - ref| / max|ref| over the output; a layer passes when every run is\n"
-          "within --tolerance (default 1e-3). Where the schedule narrows multiplicands to\n"
-          "f16, the random inputs are f16 values (the reference sees the same numbers), so\n"
+          "within --tolerance (default 1e-3). Where the schedule narrows multiplicands (to\n"
+          "the bound capability's f16 or bf16), the random inputs are values of that dtype\n"
+          "(the reference sees the same numbers), so\n"
           "the error measures the NPU's arithmetic (fp32 accumulation order), not rounding.\n"
           "Prints per layer: iterations, max error, cycles, array utilisation, PASS/FAIL.\n"
           "\n"
@@ -574,13 +575,13 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
     st = cov_layer_input(j.layer, i, &shp);
     if (!st) st = cov_tensor_alloc(&ins[i], COV_F32, shp.rank, shp.shape);
   }
-  bool narrowed[8] = {false};
+  cov_dtype narrowed[8] = {COV_F32, COV_F32, COV_F32, COV_F32, COV_F32, COV_F32, COV_F32, COV_F32};
   for (int i = 0; !st && i < cov_npu_program_tensor_count(j.prog); i++) {
     const char *tn;
     cov_dtype dt;
     cov_npu_program_tensor(j.prog, i, &tn, NULL, &dt, NULL);
     int k;
-    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < 8) narrowed[k] = dt == COV_F16 || dt == COV_BF16;
+    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < 8) narrowed[k] = dt;
   }
   double worst = 0;
   uint64_t cycles = 0;
@@ -590,14 +591,12 @@ static cov_status verify_layer(const char *suite, const char *name, int scale, c
     cli_progress_note(pr, it == 0, "verify %s: input %lld of %lld (worst error so far %.3e)", name,
                       it + 1, iters, worst);
     for (int i = 0; i < n_in; i++) {
-      /* Where the schedule narrows multiplicands to f16 (the program's
-       * tensor is f16), the same rounded values go to the reference, so the
-       * comparison measures the NPU's arithmetic, not the narrowing. */
-      bool narrow = narrowed[i];
-      for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++) {
-        float v = cli_rand_pm1(&s);
-        ((float *)ins[i].data)[k] = narrow ? cov_f16_to_f32(cov_f32_to_f16(v)) : v;
-      }
+      /* Where the schedule narrows multiplicands (the program's tensor is
+       * f16 or bf16, the bound capability's dtype), the same rounded values
+       * go to the reference, so the comparison measures the NPU's
+       * arithmetic, not the narrowing. */
+      for (int64_t k = 0; k < cov_tensor_numel(&ins[i]); k++)
+        ((float *)ins[i].data)[k] = cov_f32_round_to(narrowed[i], cli_rand_pm1(&s));
     }
     cov_tensor ref = {0}, got = {0};
     st = cov_layer_reference(j.layer, ins, &ref);

@@ -70,9 +70,10 @@ static void run_help(FILE *out) {
           "  -e, --expect [NAME=]FILE  an expected output (.npy or .pb) to check against\n"
           "      --tolerance X         largest accepted max|out-expected|/max|expected|\n"
           "                            (default 1e-2; schedules may round multiplicands\n"
-          "                            to f16: on an NPU, once every program matches the\n"
-          "                            reference on f16-rounded operands to 1e-4, up to\n"
-          "                            10x this is reported as that rounding)\n"
+          "                            to f16 or bf16: on an NPU, once every program\n"
+          "                            matches the reference on operands rounded to the\n"
+          "                            schedule's dtypes to 1e-4, up to 10x this is\n"
+          "                            reported as that rounding)\n"
           "  -o, --output [NAME=]OUT   write outputs as .npy files. NAME=FILE writes that\n"
           "                            output; a plain OUT takes the next output in order,\n"
           "                            unless OUT is a directory: then every output goes to\n"
@@ -573,19 +574,27 @@ static void print_topk(const cov_tensor *got, const cov_tensor *want) {
 }
 
 /* An NPU run first: each program against the reference interpreter on its
- * own inputs rounded to f16 where the schedule narrows them, at a tight
- * tolerance; then each output against its expected output, else
- * (accelerators) against the reference target: how far f16 rounding moved
- * the outputs, a failure only beyond ten times the tolerance once the
- * narrowed check passed. Returns 0, or 1 when a check fails. */
+ * own inputs rounded to the dtypes the schedule multiplies them in (f16,
+ * bf16) where it narrows them, at a tight tolerance; then each output
+ * against its expected output, else (accelerators) against the reference
+ * target: how far that rounding moved the outputs, a failure only beyond
+ * ten times the tolerance once the narrowed check passed. Returns 0, or 1
+ * when a check fails. */
 static int check_outputs(const run_state *s) {
   int rc = CLI_EXIT_OK, w = 6;
   double ne = s->report ? cov_npu_report_narrowed_error(s->report) : -1;
+  char rdt[64] = "none";
+  if (s->report) cov_npu_report_narrowed_dtypes(s->report, rdt, sizeof rdt);
   if (ne >= 0 || ne != ne) {
     bool ok = ne <= COV_NPU_NARROWED_TOLERANCE;
-    printf("check of every NPU program against the reference on the same inputs, rounded to f16 "
-           "where the schedule narrows them: max rel err %.3e <= %g  %s\n",
-           ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
+    if (strcmp(rdt, "none") == 0)
+      printf("check of every NPU program against the reference on the same inputs (no schedule "
+             "narrows them): max rel err %.3e <= %g  %s\n",
+             ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
+    else
+      printf("check of every NPU program against the reference on the same inputs, rounded to %s "
+             "where the schedule narrows them: max rel err %.3e <= %g  %s\n",
+             rdt, ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
     if (!ok) rc = CLI_EXIT_INPUT;
   }
   for (size_t k = 0; k < s->no; k++) {
@@ -633,8 +642,9 @@ static int check_outputs(const run_state *s) {
        * (mobilenet_v2); with the narrowed check passed, up to ten times
        * the tolerance is that rounding, beyond it a mismatch */
       bool rounding = !ok && ne >= 0 && ne <= COV_NPU_NARROWED_TOLERANCE && e <= 10 * s->o->tol;
-      printf("  %-*s max rel err %.3e  %s\n", w, cov_model_output_name(s->m, k), e,
-             ok ? "PASS" : rounding ? "above the tolerance by f16 rounding (the narrowed check passed)" : "FAIL");
+      printf("  %-*s max rel err %.3e  %s%s%s\n", w, cov_model_output_name(s->m, k), e,
+             ok ? "PASS" : rounding ? "above the tolerance by " : "FAIL", rounding ? rdt : "",
+             rounding ? " rounding (the narrowed check passed)" : "");
       if (!ok && !rounding) rc = CLI_EXIT_INPUT;
       print_topk(&s->outputs[k], want);
     }

@@ -72,3 +72,11 @@ uint16_t cov_f32_to_bf16(float f) {
   u += 0x7fffu + lsb;
   return (uint16_t)(u >> 16);
 }
+
+float cov_f32_round_to(cov_dtype dt, float f) {
+  switch (dt) {
+    case COV_F16: return cov_f16_to_f32(cov_f32_to_f16(f));
+    case COV_BF16: return cov_bf16_to_f32(cov_f32_to_bf16(f));
+    default: return f;
+  }
+}

@@ -6,9 +6,10 @@
  * DRAM starts zeroed (cov_npu_sim_load): the simulator's timing does not
  * depend on values, and zeros keep runs deterministic. Utilisation is the
  * systolic array's (MACs / cycles x peak); bytes per storage node are the
- * simulator's bytes read plus written there; energy is left empty, since the
- * simulator reports no energy and mixing in another model's figure would
- * misattribute it. Suite layers only, like the mapper it builds on. */
+ * simulator's bytes read plus written there; energy is the simulator's
+ * (cov_npu_stats_energy: its counts x the ACG's per-op, per-access and
+ * per-edge energies), empty where the ACG gives none. Suite layers only,
+ * like the mapper it builds on. */
 #include <math.h>
 
 #include "acg/acg_ir.h"
@@ -39,7 +40,8 @@ static cov_status npusim_eval(const cov_acg *g, const explore_layer *l, const ex
     r->utilisation = cov_npu_stats_array_utilization(stats);
     for (int i = 0; i < g->n_storage && i < EXPLORE_MAX_STORAGE; i++)
       r->bytes[i] = (double)cov_npu_stats_storage_bytes(stats, g->storage[i].name);
-    r->energy_pj = NAN;
+    cov_npu_energy en = cov_npu_stats_energy(stats);
+    r->energy_pj = en.known ? en.total_pj : NAN;
   }
   cov_npu_stats_free(stats);
   cov_npu_sim_free(sim);
@@ -52,7 +54,7 @@ static cov_status npusim_eval(const cov_acg *g, const explore_layer *l, const ex
 const explore_evaluator explore_npusim = {
     .name = "npusim",
     .about = "cycles simulated by npu-sim running the program generated for the mapper's best "
-             "schedule (suite layers only; no energy)",
+             "schedule, and its energy from the ACG's energies (suite layers only)",
     .eval = npusim_eval,
     .suite_only = 1,
 };

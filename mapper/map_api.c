@@ -110,8 +110,21 @@ void cov_schedule_free(cov_schedule *s) {
 }
 
 double cov_schedule_cycles(const cov_schedule *s) { return s->s.cost.cycles; }
+double cov_schedule_energy_pj(const cov_schedule *s) {
+  return s->s.cost.has_energy ? s->s.cost.energy_pj : -1;
+}
 int64_t cov_schedule_evaluations(const cov_schedule *s) { return s->evaluations; }
 int cov_schedule_narrowed(const cov_schedule *s) { return s->s.narrowed; }
+
+cov_dtype cov_schedule_input_dtype(const cov_schedule *s, int input) {
+  const map_schedule *ms = &s->s;
+  cov_dtype dt = COV_F32;
+  for (int o = 0; o < ms->prob.n_operands; o++)
+    if (ms->prob.operands[o].role != MAP_ROLE_OUTPUT && ms->prob.operands[o].layer_input == input &&
+        ms->place[o][1].present)
+      dt = ms->place[o][1].dtype;
+  return dt;
+}
 
 const char *cov_schedule_compute_node(const cov_schedule *s) {
   const cov_acg *g = s->s.acg;

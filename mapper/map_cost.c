@@ -15,8 +15,7 @@
  * Epilogue: every vector op touches each output element once at its
  * capability's throughput or its operands' bandwidth (a source with stride 0
  * along the instructions' columns read once per row), a row op once per
- * row. Energy: bytes x (read + write + edge pJ/byte),
- * operand reads at the innermost level, and ops x pJ/op.
+ * row. Energy: map_energy.c.
  *
  * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap), each step reading the running totals of the steps before it
  */
@@ -590,42 +589,6 @@ void map_cost_eval(map_schedule *s) {
       c->util[vi] = (double)out_elems * s->n_vops / ((vc->throughput > 0 ? vc->throughput : 1) * c->cycles);
     }
   }
-  /* energy */
-  bool any = cap->energy_pj_per_op > 0;
-  double e = (double)p->ops * cap->energy_pj_per_op;
-  for (int i = 0; i < s->n_xfers; i++) {
-    const map_xfer *x = &s->xfers[i];
-    const acg_storage *a = &g->storage[x->src], *b = &g->storage[x->dst];
-    double bytes = (double)x->bytes * (double)x->count;
-    if (a->has_energy) e += bytes * a->read_pj_per_byte, any = true;
-    if (b->has_energy) e += bytes * b->write_pj_per_byte, any = true;
-    if (x->edge >= 0) e += bytes * g->edges[x->edge].pj_per_byte;
-  }
-  /* operand reads at the innermost level: each issue reads each input's
-   * footprint over the spatial loops once (the array shares it across PEs) */
-  double issues = passes * inner * par;
-  for (int o = 0; o < p->n_operands; o++) {
-    const map_operand *op = &p->operands[o];
-    if (op->role == MAP_ROLE_VECTOR) continue;
-    int lv = L - 1;
-    while (lv > 0 && !s->place[o][lv].present) lv--;
-    const acg_storage *st = &g->storage[s->place[o][lv].node];
-    if (!st->has_energy) continue;
-    double foot = 1;
-    for (int d = 0; d < op->rank; d++) {
-      double ext = 1;
-      for (int i = 0; i < s->n_sloops; i++)
-        if (s->sloops[i].spatial) {
-          int64_t k = op->acc.coef[d][s->sloops[i].loop];
-          ext += (double)(k < 0 ? -k : k) * (double)(s->sloops[i].trips - 1);
-        }
-      foot *= ext;
-    }
-    double per = foot * (double)cov_dtype_size(s->place[o][lv].dtype);
-    e += issues * per * (op->role == MAP_ROLE_OUTPUT ? st->read_pj_per_byte + st->write_pj_per_byte
-                                                      : st->read_pj_per_byte);
-  }
-  c->has_energy = any;
-  c->energy_pj = any ? e : 0;
+  map_energy_eval(s, passes * inner * par); /* map_energy.c */
   if (!isfinite(c->cycles)) c->cycles = 1e300;
 }

@@ -31,17 +31,14 @@ double map_dram_cost_rect(const map_schedule *s, const map_xfer *x, int r) {
   return map_dram_cost_layout(s, x, box, NULL);
 }
 
-double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst) {
-  const cov_acg *g = s->acg;
+/* The tile (box, or the place's shape) and tensor extents a transfer moves
+ * in DRAM, both shrunk by pooling for the output; the element size. */
+static double dram_extents(const map_schedule *s, const map_xfer *x, const int64_t *box, int64_t *tile,
+                           int64_t *ten) {
   const map_problem *p = &s->prob;
-  int dram = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
-  const acg_storage *ds = &g->storage[dram];
-  double burst = ds->width_bits >= 8 ? (double)(ds->width_bits / 8) : 1;
   const map_operand *op = &p->operands[x->operand];
   const map_place *pl = &s->place[x->operand][x->level];
   bool out = op->role == MAP_ROLE_OUTPUT;
-  double es = (double)cov_dtype_size(out ? COV_F32 : pl->dtype);
-  int64_t tile[COV_MAX_RANK], ten[COV_MAX_RANK];
   for (int d = 0; d < op->rank; d++) {
     tile[d] = box ? box[d] : pl->shape[d];
     ten[d] = op->shape[d];
@@ -56,8 +53,43 @@ double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int6
             ten[d] /= s->vops[v].window[w];
           }
     }
+  return (double)cov_dtype_size(out ? COV_F32 : pl->dtype);
+}
+
+static double valid_elems(int rank, const int64_t *tile, const int64_t *ten) {
   double valid = 1;
-  for (int d = 0; d < op->rank; d++) valid *= (double)(tile[d] < ten[d] ? tile[d] : ten[d]);
+  for (int d = 0; d < rank; d++) valid *= (double)(tile[d] < ten[d] ? tile[d] : ten[d]);
+  return valid;
+}
+
+double map_dram_valid_bytes(const map_schedule *s, const map_xfer *x) {
+  const map_problem *p = &s->prob;
+  int rank = p->operands[x->operand].rank;
+  int64_t tile[COV_MAX_RANK], ten[COV_MAX_RANK], box[COV_MAX_RANK];
+  if (s->n_rects > 0 && x->operand == p->output && x->dir == MAP_STORE && x->level == 1) {
+    double sum = 0;
+    for (int r = 0; r < s->n_rects; r++) {
+      map_rect_box(s, x->operand, x->level, r, box);
+      double es = dram_extents(s, x, box, tile, ten);
+      sum += valid_elems(rank, tile, ten) * es;
+    }
+    return sum;
+  }
+  double es = dram_extents(s, x, NULL, tile, ten);
+  return valid_elems(rank, tile, ten) * es;
+}
+
+double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  int dram = g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst;
+  const acg_storage *ds = &g->storage[dram];
+  double burst = ds->width_bits >= 8 ? (double)(ds->width_bits / 8) : 1;
+  const map_operand *op = &p->operands[x->operand];
+  bool out = op->role == MAP_ROLE_OUTPUT;
+  int64_t tile[COV_MAX_RANK], ten[COV_MAX_RANK];
+  double es = dram_extents(s, x, box, tile, ten);
+  double valid = valid_elems(op->rank, tile, ten);
   /* a chunked epilogue stores each chunk on its own (map_epi_chunk_plan):
    * a run ends at the chunk's edge */
   if (out && x->dir == MAP_STORE && map_epi_chunks(s) > 1) tile[s->epi_chunk_dim] /= map_epi_chunks(s);

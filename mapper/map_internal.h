@@ -167,8 +167,15 @@ void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64
  * (NULL: its place's) laid out with strides `lst` (NULL: the schedule's,
  * map_gemm_tile_strides); map_dram_cost_bytes with both NULL. */
 double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int64_t *box, const int64_t *lst);
+/* The DRAM bytes one execution of transfer x reads or writes: its tile's
+ * elements inside the tensor (no padding, no burst rounding), each
+ * rectangle's box for a rectangle store. */
+double map_dram_valid_bytes(const map_schedule *s, const map_xfer *x);
 /* map_cost.c */
 void map_cost_eval(map_schedule *s);
+/* map_energy.c: the schedule's predicted energy into s->cost (energy_pj,
+ * has_energy); issues: temporal steps of the innermost level in all. */
+void map_energy_eval(map_schedule *s, double issues);
 /* Bandwidth of a transfer on edge (or -1) between storage nodes src and dst:
  * the edge's, capped by the nodes' own. */
 double map_edge_bw(const cov_acg *g, int edge, int src, int dst);

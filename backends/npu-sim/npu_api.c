@@ -411,6 +411,11 @@ cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out) {
     }
   }
   for (int i = 0; i < g->n_storage; i++) s->storage_name[i] = g->storage[i].name;
+  cov_status st = npu_energy_init(&s->energy, g, a);
+  if (st) {
+    cov_arena_destroy(a);
+    return st;
+  }
   *out = s;
   return NULL;
 }
@@ -486,4 +491,5 @@ void cov_npu_stats_print(const cov_npu_stats *s, FILE *out) {
     if (s->bytes_read[i] || s->bytes_written[i])
       fprintf(out, "%-22s %14llu %14llu\n", s->storage_name[i],
               (unsigned long long)s->bytes_read[i], (unsigned long long)s->bytes_written[i]);
+  cov_npu_stats_print_energy(s, out);
 }

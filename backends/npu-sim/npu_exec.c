@@ -743,6 +743,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
          e->latency_cycles, 0, &start);
   npu_unit_stats *us = &x->st->unit[in->unit];
   us->bytes += lbytes;
+  x->st->energy.edge_bytes[in->unit] += lbytes;
   if (store) {
     x->st->bytes_read[local] += lbytes;
     x->st->bytes_written[x->t->dram] += dbytes;
@@ -970,6 +971,13 @@ stats:;
   if (acc && !chain) x->st->bytes_read[mc->buf] += M * N * eo;
   if (bias) x->st->bytes_read[in->u.gemm.bias.buf] += N * eo;
   if (!hold) x->st->bytes_written[mc->buf] += M * N * eo;
+  npu_energy_counts *en = &x->st->energy;
+  npu_energy_ops(en, in->unit, in->u.gemm.cap, macs);
+  npu_energy_move(en, x->g, ma->buf, un, M * K * ea);
+  if (!wkeep) npu_energy_move(en, x->g, mb->buf, un, K * N * eb);
+  if (acc && !chain) npu_energy_move(en, x->g, mc->buf, un, M * N * eo);
+  if (bias) npu_energy_move(en, x->g, in->u.gemm.bias.buf, un, N * eo);
+  if (!hold) npu_energy_move(en, x->g, un, mc->buf, M * N * eo);
   return NULL;
 #undef KOFF
 #undef MOFF
@@ -1046,6 +1054,12 @@ static void vop_timing(ex *x, const npu_insn *in, const uint8_t *p1, const uint8
   if (p2) x->st->bytes_read[m2->buf] += (m2->col_stride == 0 ? R : n) * ei;
   x->st->bytes_written[md->buf] += (reduce ? R : n) * eo;
   if (rsum) x->st->bytes_written[ms->buf] += R * eo;
+  npu_energy_counts *en = &x->st->energy;
+  npu_energy_ops(en, in->unit, in->u.vop.cap, n);
+  npu_energy_move(en, x->g, m1->buf, un, (m1->col_stride == 0 ? R : n) * ei);
+  if (p2) npu_energy_move(en, x->g, m2->buf, un, (m2->col_stride == 0 ? R : n) * ei);
+  npu_energy_move(en, x->g, un, md->buf, (reduce ? R : n) * eo);
+  if (rsum) npu_energy_move(en, x->g, un, ms->buf, R * eo);
 }
 
 static cov_status run_vop(ex *x, const npu_insn *in) {
@@ -1290,7 +1304,12 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
       stats->dyn_insns += xs[c].dyn;
     }
     stats->cores = sim->tgt.cores;
-    if (xs[0].trace && !o->trace_fragment) fprintf(xs[0].trace, "\n]}\n");
+    if (xs[0].trace && !o->trace_fragment) {
+      fprintf(xs[0].trace, ",\n{\"name\":\"energy\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":%llu,"
+              "\"args\":", (unsigned long long)stats->cycles);
+      npu_energy_trace_args(xs[0].trace, stats);
+      fprintf(xs[0].trace, "}\n]}\n");
+    }
   }
   for (uint32_t c = 0; c < made; c++) core_free(&xs[c]);
   free(xs);

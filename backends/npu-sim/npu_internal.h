@@ -101,6 +101,27 @@ typedef struct npu_exec_opts {
   uint64_t max_dyn;  /* dynamic instruction limit; 0 = NPU_MAX_DYN_INSNS */
 } npu_exec_opts;
 
+/* What the energy accounting (npu_energy.c) counts beyond the per-unit and
+ * per-storage statistics, with the ACG's per-access energies copied in at
+ * creation (the statistics outlive no ACG, but need none to print). */
+typedef struct npu_energy_counts {
+  int n_compute, n_caps;
+  int *cap_base;        /* per compute node: its first capability's index */
+  uint64_t *cap_ops;    /* per capability: MACs (mac) or elements (vector ops) */
+  uint64_t *edge_bytes; /* per edge: bytes moved over it, either direction */
+  double *cap_pj, *edge_pj, *read_pj, *write_pj; /* the ACG's energies, 0 where not given */
+  bool any;             /* the ACG gives at least one energy */
+} npu_energy_counts;
+
+/* npu_energy.c: sizes the counts for the ACG and copies its energies in;
+ * counts bytes moved between two nodes (the edge npu_find_edge finds; none
+ * where there is no edge) and ops run on a compute node's capability. */
+cov_status npu_energy_init(npu_energy_counts *e, const cov_acg *g, cov_arena *a);
+void npu_energy_move(npu_energy_counts *e, const cov_acg *g, int from, int to, uint64_t bytes);
+void npu_energy_ops(npu_energy_counts *e, int compute, int cap, uint64_t ops);
+/* The energy as a Chrome-trace "args" object: {"total_pj": ..., node: pJ, ...}. */
+void npu_energy_trace_args(FILE *f, const struct cov_npu_stats *s);
+
 /* Per-unit statistics; units are ACG edges (DMA engines) then compute nodes. */
 typedef struct npu_unit_stats {
   uint64_t insns, busy, stall_dep, stall_bank, stall_bw;
@@ -118,6 +139,7 @@ struct cov_npu_stats {
   int n_storage;
   uint64_t *bytes_read, *bytes_written; /* per storage node */
   const char **storage_name;
+  npu_energy_counts energy;
   cov_arena *arena;
 };
 

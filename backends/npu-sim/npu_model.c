@@ -137,26 +137,30 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
   row->util_array = cov_npu_stats_array_utilization(stats);
   row->predicted = cov_schedule_cycles(sched);
   {
+    cov_npu_energy en = cov_npu_stats_energy(stats);
+    row->energy_pj = en.known ? en.total_pj : -1;
+    row->energy_est_pj = cov_schedule_energy_pj(sched);
+  }
+  {
     /* The reference interpreter on the layer's inputs rounded to the dtype
-     * the schedule keeps them in on chip (f16 where it narrows): the same
-     * operands as the program's, accumulated in f32 in the codelet's order. */
+     * the schedule keeps them in on chip (the bound capability's multiplicand
+     * dtype, f16 or bf16, where it narrows): the same operands as the
+     * program's, accumulated in f32 in the codelet's order. */
     cov_tensor ref = {0}, rin[MAX_LAYER_INPUTS];
-    const map_schedule *ms = map_schedule_of(sched);
     int nr = 0;
     for (; nr < n && !fatal; nr++) {
       rin[nr] = in[nr];
-      cov_dtype dt = COV_F32;
-      for (int o = 0; o < ms->prob.n_operands; o++)
-        if (ms->prob.operands[o].role != MAP_ROLE_OUTPUT && ms->prob.operands[o].layer_input == nr &&
-            ms->place[o][1].present)
-          dt = ms->place[o][1].dtype;
-      if (dt != COV_F16 || in[nr].dtype != COV_F32) continue;
+      cov_dtype dt = cov_schedule_input_dtype(sched, nr);
+      if (in[nr].dtype != COV_F32 || !cov_dtype_is_float(dt) ||
+          cov_dtype_precision_bits(dt) >= cov_dtype_precision_bits(COV_F32))
+        continue;
+      row->narrow_dtypes |= 1u << dt;
       rin[nr].data = NULL;
       fatal = cov_tensor_alloc(&rin[nr], COV_F32, in[nr].rank, in[nr].shape);
       if (fatal) break;
       const float *src = in[nr].data;
       float *dst = rin[nr].data;
-      for (int64_t i = 0; i < cov_tensor_numel(&rin[nr]); i++) dst[i] = cov_f16_to_f32(cov_f32_to_f16(src[i]));
+      for (int64_t i = 0; i < cov_tensor_numel(&rin[nr]); i++) dst[i] = cov_f32_round_to(dt, src[i]);
     }
     if (!fatal) fatal = cov_layer_reference(layer, rin, &ref);
     for (int i = 0; i < nr && i < n; i++)

@@ -73,6 +73,21 @@ double cov_npu_report_narrowed_error(const cov_npu_report *r) {
   return e;
 }
 
+void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n) {
+  unsigned set = 0;
+  for (int i = 0; i < r->n; i++) set |= r->rows[i].narrow_dtypes;
+  if (!n) return;
+  buf[0] = 0;
+  size_t at = 0;
+  for (int d = 1; d < COV_DTYPE_COUNT && d < 32; d++)
+    if (set & (1u << d)) {
+      int k = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", cov_dtype_name((cov_dtype)d));
+      if (k < 0 || (size_t)k >= n - at) return;
+      at += (size_t)k;
+    }
+  if (!at) snprintf(buf, n, "none");
+}
+
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
 int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }
@@ -94,24 +109,29 @@ void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
     if (a > wn) wn = a;
     if (b > wc) wc = b;
   }
-  fprintf(out, "%-5s %-*s %-*s %10s %10s %6s %6s %6s %10s %10s  %s\n", "group", wn, "node", wc,
-          "codelets", "cycles", "mapper est", "err", "array", "simd", "DRAM B", "on-chip B", "where");
+  fprintf(out, "%-5s %-*s %-*s %10s %10s %6s %6s %6s %10s %10s %10s  %s\n", "group", wn, "node", wc,
+          "codelets", "cycles", "mapper est", "err", "array", "simd", "DRAM B", "on-chip B", "energy nJ",
+          "where");
   uint64_t tc = 0, tm = 0, td = 0, to = 0;
-  double tp = 0, abs_err = 0;
-  int n_sim = 0;
+  double tp = 0, abs_err = 0, te = 0, tee = 0;
+  int n_sim = 0, n_en = 0;
   for (int i = 0; i < r->n; i++) {
     const npu_row *w = &r->rows[i];
     if (w->kind != NPU_ROW_CPU) {
-      fprintf(out, "%-5d %-*s %-*s %10llu %10.0f %+5.0f%% %5.1f%% %5.1f%% %10llu %10llu  %s\n",
+      char en[32] = "-";
+      if (w->energy_pj >= 0) snprintf(en, sizeof en, "%.1f", w->energy_pj * 1e-3);
+      fprintf(out, "%-5d %-*s %-*s %10llu %10.0f %+5.0f%% %5.1f%% %5.1f%% %10llu %10llu %10s  %s\n",
               w->group, wn, w->node, wc, w->codelet, (unsigned long long)w->cycles, w->predicted,
               est_error(w), 100 * w->util_array, 100 * w->util_simd,
-              (unsigned long long)w->dram_bytes, (unsigned long long)w->onchip_bytes, w->where);
+              (unsigned long long)w->dram_bytes, (unsigned long long)w->onchip_bytes, en, w->where);
+      if (w->energy_pj >= 0) te += w->energy_pj, n_en++;
+      if (w->energy_pj >= 0 && w->energy_est_pj >= 0) tee += w->energy_est_pj;
       tp += w->predicted;
       abs_err += fabs(est_error(w));
       n_sim++;
     } else {
-      fprintf(out, "%-5d %-*s %-*s %10s %10s %6s %6s %6s %10s %10s  %s\n", w->group, wn, w->node,
-              wc, w->codelet, "-", "-", "-", "-", "-", "-", "-", w->where);
+      fprintf(out, "%-5d %-*s %-*s %10s %10s %6s %6s %6s %10s %10s %10s  %s\n", w->group, wn, w->node,
+              wc, w->codelet, "-", "-", "-", "-", "-", "-", "-", "-", w->where);
     }
     tc += w->cycles;
     tm += w->macs;
@@ -130,4 +150,9 @@ void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
             "mapper est: the mapper's cost model's prediction before simulation (covenant map); "
             "err = (est - cycles) / cycles: %+.0f%% in all, mean |err| %.0f%% per row\n",
             tc ? 100.0 * (tp - (double)tc) / (double)tc : 0.0, abs_err / n_sim);
+  if (n_en)
+    fprintf(out,
+            "energy: %.3f uJ simulated on the NPU rows (%.2f pJ/MAC; backends/npu-sim/README.md "
+            "\"Energy\"), the mapper's estimate %.3f uJ (%+.0f%%)\n",
+            te * 1e-6, tm ? te / (double)tm : 0.0, tee * 1e-6, te > 0 ? 100.0 * (tee - te) / te : 0.0);
 }

@@ -20,13 +20,19 @@ typedef struct npu_row {
   int group;
   uint64_t cycles, macs, dram_bytes, onchip_bytes;
   double util_array, util_simd, predicted;
+  /* simulated energy (npu_energy.c) and the mapper's estimate of it, pJ;
+   * -1 where the ACG gives no energies */
+  double energy_pj, energy_est_pj;
   /* The program's output against the reference interpreter
-   * (cov_layer_reference) on the same inputs rounded to f16 where the
-   * schedule narrows them: max|npu - ref16| / max|ref16|. Only the f32
-   * accumulation order differs, so anything beyond
-   * COV_NPU_NARROWED_TOLERANCE is a code generator or simulator bug. */
+   * (cov_layer_reference) on the same inputs rounded to the dtype the
+   * schedule keeps each in (f16, bf16: cov_schedule_input_dtype) where it
+   * narrows them: max|npu - ref_r| / max|ref_r|. Only the f32 accumulation
+   * order differs, so anything beyond COV_NPU_NARROWED_TOLERANCE is a code
+   * generator or simulator bug. narrow_dtypes: bit d set for each dtype d
+   * some input was rounded to. */
   bool narrow_checked;
   double narrow_err;
+  unsigned narrow_dtypes;
 } npu_row;
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out);

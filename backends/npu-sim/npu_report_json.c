@@ -17,11 +17,12 @@ static const char *kind_name(npu_row_kind k) {
   return k == NPU_ROW_GROUP ? "group" : k == NPU_ROW_CALL ? "call" : "cpu";
 }
 
-/* A row run on the CPU has no cycles, estimate or bytes: nulls. */
+/* A row run on the CPU has no cycles, estimate or bytes: nulls; energy
+ * (simulated, and the mapper's estimate) null too where the ACG gives none. */
 static json_t *row_json(const npu_row *w) {
   bool sim = w->kind != NPU_ROW_CPU;
   double err = sim && w->cycles ? 100.0 * (w->predicted - (double)w->cycles) / (double)w->cycles : NAN;
-  return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "kind",
+  return json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "kind",
                    kind_name(w->kind), "group", w->group, "node", w->node, "codelets", w->codelet, "cycles",
                    sim ? json_integer((json_int_t)w->cycles) : json_null(), "mapper_estimate",
                    sim ? num(w->predicted) : json_null(), "estimate_error_pct", num(err), "array_utilization",
@@ -29,7 +30,9 @@ static json_t *row_json(const npu_row *w) {
                    "macs", json_integer((json_int_t)w->macs), "dram_bytes",
                    sim ? json_integer((json_int_t)w->dram_bytes) : json_null(), "onchip_bytes",
                    sim ? json_integer((json_int_t)w->onchip_bytes) : json_null(), "narrowed_error",
-                   w->narrow_checked ? num(w->narrow_err) : json_null(), "where", w->where);
+                   w->narrow_checked ? num(w->narrow_err) : json_null(), "energy_pj",
+                   sim && w->energy_pj >= 0 ? num(w->energy_pj) : json_null(), "energy_estimate_pj",
+                   sim && w->energy_est_pj >= 0 ? num(w->energy_est_pj) : json_null(), "where", w->where);
 }
 
 cov_status cov_npu_report_json(const cov_npu_report *r, char **out, size_t *size) {

@@ -88,8 +88,10 @@ cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char
   if (!st) {
     fprintf(t->f, ",\n{\"name\":\"");
     put_json(t->f, label ? label : "program");
-    fprintf(t->f, "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%llu,\"dur\":%llu}", t->lane,
+    fprintf(t->f, "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%llu,\"dur\":%llu,\"args\":", t->lane,
             (unsigned long long)t->now, (unsigned long long)(s->cycles ? s->cycles : 1));
+    npu_energy_trace_args(t->f, s); /* the program's energy */
+    fprintf(t->f, "}");
     t->now += s->cycles;
   }
   if (st || !out_stats) cov_npu_stats_free(s);

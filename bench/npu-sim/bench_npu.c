@@ -163,7 +163,7 @@ static cov_status model_input(const cov_model *m, const char *path, cov_tensor *
 /* Runs a model on one target: its groups' predicted and simulated cycles
  * into `grp`; prints cycles, MACs and array utilisation. */
 static cov_status bench_model(const char *path, const cov_acg *g, const char *tname, series *grp,
-                              bool list_groups) {
+                              series *grp_e, bool list_groups) {
   cov_model *m = NULL;
   COV_RETURN_IF_ERROR(cov_model_load_file(path, NULL, &m));
   cov_tensor in = {0};
@@ -186,10 +186,13 @@ static cov_status bench_model(const char *path, const cov_acg *g, const char *tn
       macs += (double)rows[i].macs;
       cyc += (double)rows[i].cycles;
       if (rows[i].predicted > 0) add(grp, rows[i].predicted, (double)rows[i].cycles);
+      if (rows[i].energy_est_pj >= 0 && rows[i].energy_pj > 0) add(grp_e, rows[i].energy_est_pj, rows[i].energy_pj);
       if (list_groups && rows[i].predicted > 0)
-        printf("    group %-13s %-24.24s %-24.24s %10llu sim %10.0f pred %5.2f pred/sim  %s\n", tname,
-               rows[i].node, rows[i].codelet, (unsigned long long)rows[i].cycles, rows[i].predicted,
-               rows[i].predicted / (double)rows[i].cycles, rows[i].where);
+        printf("    group %-13s %-24.24s %-24.24s %10llu sim %10.0f pred %5.2f pred/sim  energy %10.3f uJ "
+               "%5.2f pred/sim  %s\n",
+               tname, rows[i].node, rows[i].codelet, (unsigned long long)rows[i].cycles, rows[i].predicted,
+               rows[i].predicted / (double)rows[i].cycles, rows[i].energy_pj * 1e-6,
+               rows[i].energy_pj > 0 ? rows[i].energy_est_pj / rows[i].energy_pj : 0.0, rows[i].where);
     }
     double peak = 0;
     for (int c = 0; c < g->n_compute; c++)
@@ -319,13 +322,15 @@ int main(int argc, char **argv) {
   const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os", "npu-4core", "dsp-hvx",
                                    "dsp-f32-512", "npu-matrix", "matrix-8x8x8"};
   static series suite_s[N_TARGETS], group_s[N_TARGETS];
+  /* the same for energy (pJ: the mapper's map_energy.c, the simulator's npu_energy.c) */
+  static series suite_e[N_TARGETS], group_e[N_TARGETS];
   /* per layer: simulated / SCALE-Sim on the two 16x16 arrays (0: none) */
   double ss_ratio[64][2];
   memset(ss_ratio, 0, sizeof ss_ratio);
   double macs_total = 0, wall_total = 0;
   printf("npu-sim bench, suite layers at scale 1/%d\n", scale);
-  printf("%-22s %-13s %12s %12s %8s %12s %8s %10s\n", "layer", "target", "simulated", "predicted",
-         "pred/sim", "scale-sim", "sim/ss", "MAC/s");
+  printf("%-22s %-13s %12s %12s %8s %12s %8s %10s %10s %8s\n", "layer", "target", "simulated", "predicted",
+         "pred/sim", "scale-sim", "sim/ss", "MAC/s", "sim uJ", "E p/s");
   for (int t = 0; t < N_TARGETS && !st; t++) {
     cov_acg *g = NULL;
     if ((st = cov_acg_load_target(targets[t], &g))) break;
@@ -367,9 +372,13 @@ int main(int argc, char **argv) {
           if (t < 2) ss_ratio[i][t] = cyc / v;
         }
         double rate = macs / (t1 - t0 > 1e-9 ? t1 - t0 : 1e-9);
-        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e\n", names[i], tnames[t], cyc, pc,
-               pc / cyc, ss, ratio, macs ? rate : 0.0);
+        cov_npu_energy en = cov_npu_stats_energy(stats);
+        double pe = cov_schedule_energy_pj(sch);
+        printf("%-22s %-13s %12.0f %12.0f %8.2f %12s %8s %10.2e %10.3f %8.2f\n", names[i], tnames[t], cyc, pc,
+               pc / cyc, ss, ratio, macs ? rate : 0.0, en.total_pj * 1e-6,
+               en.known && pe >= 0 && en.total_pj > 0 ? pe / en.total_pj : 0.0);
         add(&suite_s[t], pc, cyc);
+        if (en.known && pe >= 0) add(&suite_e[t], pe, en.total_pj);
         if (macs >= 1e8 && t < 4) {
           macs_total += macs;
           wall_total += t1 - t0;
@@ -409,13 +418,18 @@ int main(int argc, char **argv) {
     printf("  %-13s layers %3d  Spearman %.3f  MAPE %5.1f%%\n", tnames[t], suite_s[t].n,
            spearman(suite_s[t].pred, suite_s[t].sim, suite_s[t].n),
            mape(suite_s[t].pred, suite_s[t].sim, suite_s[t].n));
+  printf("\ncost model vs simulator over the suite layers (predicted vs simulated energy):\n");
+  for (int t = 0; t < N_TARGETS; t++)
+    printf("  %-13s layers %3d  energy Spearman %.3f  MAPE %5.1f%%\n", tnames[t], suite_e[t].n,
+           spearman(suite_e[t].pred, suite_e[t].sim, suite_e[t].n),
+           mape(suite_e[t].pred, suite_e[t].sim, suite_e[t].n));
   if (n_models > 0) {
     printf("\nwhole models (covenant run; array utilisation = MACs / (cycles x f16 peak)):\n");
     for (int t = 0; t < N_TARGETS; t++) {
       cov_acg *g = NULL;
       if ((st = cov_acg_load_target(targets[t], &g))) break;
       for (int k = 0; k < n_models; k++) {
-        cov_status ms = bench_model(models[k], g, tnames[t], &group_s[t], list_groups);
+        cov_status ms = bench_model(models[k], g, tnames[t], &group_s[t], &group_e[t], list_groups);
         if (ms) {
           fprintf(stderr, "%s on %s: ", models[k], tnames[t]);
           cov_status_print(stderr, ms, 0);
@@ -435,6 +449,11 @@ int main(int argc, char **argv) {
       if (max_group_mape > 0 && t != 1 && t < 4 && (group_s[t].n == 0 || e > max_group_mape || r < 0.95))
         missed = true;
     }
+    printf("\ncost model vs simulator over the models' layer groups (predicted vs simulated energy):\n");
+    for (int t = 0; t < N_TARGETS; t++)
+      printf("  %-13s groups %3d  energy Spearman %.3f  MAPE %5.1f%%\n", tnames[t], group_e[t].n,
+             spearman(group_e[t].pred, group_e[t].sim, group_e[t].n),
+             mape(group_e[t].pred, group_e[t].sim, group_e[t].n));
     if (max_group_mape > 0) {
       printf("groups of the shipped NPUs: MAPE <= %.1f%% and Spearman >= 0.95: %s\n", max_group_mape,
              missed ? "MISSED" : "met");

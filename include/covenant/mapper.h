@@ -113,8 +113,18 @@ COV_API const char *cov_schedule_compute_node(const cov_schedule *s);
 COV_API double cov_schedule_utilization(const cov_schedule *s);
 COV_API double cov_schedule_dram_bytes(const cov_schedule *s);
 COV_API double cov_schedule_onchip_bytes(const cov_schedule *s);
+/* The predicted energy in pJ (mapper/map_energy.c: the simulator's
+ * accounting on predicted counts); -1 when the ACG gives no energies. */
+COV_API double cov_schedule_energy_pj(const cov_schedule *s);
 /* Whether the schedule computes with multiplicands narrower than the model's. */
 COV_API int cov_schedule_narrowed(const cov_schedule *s);
+/* The dtype the schedule keeps the layer's input `input` in on chip (its
+ * level-1 tiles: the multiplicand dtype of the capability the main statement
+ * is bound to, e.g. f16 or bf16, where it narrows the operand), or the
+ * input's own dtype where nothing narrows it; COV_F32 for an input the
+ * schedule does not read. Round a reference's inputs to it
+ * (cov_f32_round_to) to give it the operands the program computes with. */
+COV_API cov_dtype cov_schedule_input_dtype(const cov_schedule *s, int input);
 
 /* The schedule as one JSON document (what cov_schedule_explain prints, as
  * data): layer, acg, ops, evaluations, candidates; "schedule": its compute

@@ -108,8 +108,25 @@ COV_API uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char 
 /* Stall cycles summed over units, by cause: "dependency", "bank", "bandwidth". */
 COV_API uint64_t cov_npu_stats_stalls(const cov_npu_stats *s, const char *cause);
 /* Table: cycles, time, per-unit instructions/busy/utilisation/stalls, bytes
- * per storage level. */
+ * per storage level, energy. */
 COV_API void cov_npu_stats_print(const cov_npu_stats *s, FILE *out);
+
+/* The run's energy in pJ from the ACG's energies and the run's counts
+ * (backends/npu-sim/README.md, "Energy"): compute = ops (MACs, vector
+ * elements) x each capability's energy_pj_per_op; storage = bytes read and
+ * written at each storage node x its read / write pJ per byte; edges =
+ * bytes over each edge x its pJ per byte. known: the ACG gives at least one
+ * energy (else every figure is 0). */
+typedef struct cov_npu_energy {
+  double total_pj, compute_pj, storage_pj, edge_pj;
+  bool known;
+} cov_npu_energy;
+COV_API cov_npu_energy cov_npu_stats_energy(const cov_npu_stats *s);
+/* One node's share: a compute or storage node by name, or an edge as
+ * "FROM->TO"; -1 for an unknown name. */
+COV_API double cov_npu_stats_node_energy_pj(const cov_npu_stats *s, const char *node);
+/* The energy lines of cov_npu_stats_print: total, its parts, per node. */
+COV_API void cov_npu_stats_print_energy(const cov_npu_stats *s, FILE *out);
 
 /* ---- traces of several programs ----
  * One Chrome/Perfetto trace for programs run one after another (a whole
@@ -171,9 +188,13 @@ COV_API int cov_npu_report_calls(const cov_npu_report *r);
 COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, double *sim_s);
 COV_API void cov_npu_report_free(cov_npu_report *r);
 /* The largest error of an NPU program's output against the reference
- * interpreter on the same inputs rounded to f16 where the schedule narrows
+ * interpreter on the same inputs rounded to the dtypes the schedule keeps
+ * them in (f16, bf16: the bound capability's multiplicands) where it narrows
  * them (npu_report.h), over every row run on the NPU; -1 when no row was. */
 COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
+/* Those dtypes' names, comma-separated in dtype order ("bf16", "f16"), into
+ * buf (NUL-terminated, truncated to n bytes); "none" where no row rounded. */
+COV_API void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n);
 /* The tolerance of that check: f32 accumulation in another order only. */
 #define COV_NPU_NARROWED_TOLERANCE 1e-4
 

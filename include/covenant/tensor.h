@@ -53,6 +53,10 @@ COV_API float cov_f16_to_f32(uint16_t h);
 COV_API uint16_t cov_f32_to_f16(float f);
 COV_API float cov_bf16_to_f32(uint16_t h);
 COV_API uint16_t cov_f32_to_bf16(float f);
+/* f rounded to the nearest value of dtype dt and widened back: what a unit
+ * computing in dt sees of an f32 operand. f16 and bf16 round (as above);
+ * every other dtype returns f unchanged. */
+COV_API float cov_f32_round_to(cov_dtype dt, float f);
 
 #ifdef __cplusplus
 }

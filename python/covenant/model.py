@@ -16,7 +16,8 @@ class RunResult:
         or call left to the CPU (kind "group" / "call" / "cpu", group, node,
         codelets, cycles, mapper_estimate, estimate_error_pct,
         array_utilization, simd_utilization, macs, dram_bytes, onchip_bytes,
-        narrowed_error, where); [] where the target keeps none (ref, GPUs).
+        narrowed_error, energy_pj, energy_estimate_pj, where); [] where the
+        target keeps none (ref, GPUs).
     cycles: simulated cycles of the whole run (None without a report).
     """
 
