@@ -115,11 +115,6 @@ typedef struct gtarget {
   gcap caps[16];
 } gtarget;
 
-bool map_acg_is_gpu(const cov_acg *acg) {
-  const char *b = acg->backend.name;
-  return b && (!strcmp(b, "amdgpu") || !strcmp(b, "nvptx"));
-}
-
 static int find_kind(const cov_acg *g, acg_storage_kind k) {
   for (int i = 0; i < g->n_storage; i++)
     if (g->storage[i].kind == k) return i;
