@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "acg/acg_ir.h"
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_layer.h"
@@ -117,7 +118,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
       /* the same plan as one artifact for covenant-run (OUT/model.covart) */
       char art[4096];
       snprintf(art, sizeof art, "%s/model.covart", out_dir);
-      if (!st) st = gpu_model_plan_artifact(&mp, specs[0], art);
+      if (!st) st = gpu_model_artifact_write(&mp, specs[0], art);
       gpu_model_plan_free(&mp);
     }
     cov_model_free(m);
@@ -133,38 +134,28 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
    * longest entry (model kernels have long names, big GEMM views). */
   report_row *rows = NULL;
   int n_rows = 0;
-  /* specs, with every MODEL.onnx expanded into its layer groups */
-  gpu_layer *model_layers = NULL;
-  int n_model = 0, model_i = 0, spec_i = 0;
-  while (!st) {
+  int spec_i = 0;
+  while (!st && spec_i < n_specs) {
     gpu_layer layer;
     gpu_plan plan;
     char *code = NULL;
     size_t n = 0;
     gpu_kernel_info info;
-    int hand_fixed = 0;
-    if (model_i < n_model) {
-      layer = model_layers[model_i++];
-      st = gpu_compile_layer(&t, opts, &layer, NULL, &plan, &code, &n, &info);
-    } else {
-      free(model_layers), model_layers = NULL, n_model = model_i = 0;
-      if (spec_i >= n_specs) break;
-      const char *spec = specs[spec_i++];
-      size_t len = strlen(spec);
-      if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
-        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
-                       "a model is compiled alone (it writes its own manifest); give it without other layers");
-        break;
-      }
-      if (gpu_attn_is_spec(spec)) { /* fused attention (gpu_attn.h): its own kernel and entry */
-        json_t *e = NULL;
-        st = gpu_attn_compile(&t, opts, spec, out_dir, &e);
-        if (!st) json_array_append_new(kernels, e);
-        continue;
-      }
-      hand_fixed = strchr(spec, ':') != NULL;
-      st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
+    const char *spec = specs[spec_i++];
+    size_t len = strlen(spec);
+    if (len > 5 && !strcmp(spec + len - 5, ".onnx")) {
+      st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(spec, NULL),
+                     "a model is compiled alone (it writes its own manifest); give it without other layers");
+      break;
     }
+    if (gpu_attn_is_spec(spec)) { /* fused attention (gpu_attn.h): its own kernel and entry */
+      json_t *e = NULL;
+      st = gpu_attn_compile(&t, opts, spec, out_dir, &e);
+      if (!st) json_array_append_new(kernels, e);
+      continue;
+    }
+    int hand_fixed = strchr(spec, ':') != NULL;
+    st = gpu_compile_one(&t, opts, spec, &layer, &plan, &code, &n, &info);
     if (st) break;
     json_t *k = NULL;
     char kname[128];
@@ -175,18 +166,11 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
     note_tuned(&t, opts, &plan, hand_fixed, kname, k);
     json_array_append_new(kernels, k);
     if (report) {
-      /* occupancy: workgroups per SM/CU that shared memory allows; AMD also
-       * waves per SIMD that the registers allow (512 per lane, granule 8) */
+      /* occupancy: by the vendor's rule, from the workgroups per core that
+       * shared memory allows */
       char occ[32];
       long wg = plan.shared_bytes ? (long)(t.caps.shared_bytes / plan.shared_bytes) : 0;
-      if (jit) {
-        snprintf(occ, sizeof occ, "%ld WG/SM", wg);
-      } else {
-        long regs = info.vgprs + (info.agprs > 0 ? info.agprs : 0);
-        long granule = (regs + 7) / 8 * 8, waves = granule > 0 ? 512 / granule : 0;
-        if (waves > 8) waves = 8;
-        snprintf(occ, sizeof occ, "%ldw/SIMD", waves);
-      }
+      t.vendor->occupancy(wg, &info, occ, sizeof occ);
       char view[32], vg[16], ag[16];
       snprintf(view, sizeof view, "%lldx%lldx%lld", (long long)plan.M, (long long)plan.N, (long long)plan.K);
       snprintf(vg, sizeof vg, "%ld", info.vgprs);
@@ -210,7 +194,6 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   }
   if (report && n_rows) print_report(report, rows, n_rows);
   free(rows);
-  free(model_layers);
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
