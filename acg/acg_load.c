@@ -874,6 +874,8 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
   common_jpos_build(&L.pos, data, size, arena);
   load_document(&L, root);
   json_decref(root);
+  if (!L.errors && cov_arena_failed(arena))
+    L.errors = cov_error(COV_OUT_OF_MEMORY, &floc, "out of memory loading ACG");
   if (!L.errors) L.errors = acg_validate(g);
   if (L.errors) {
     cov_acg_free(g);

@@ -120,6 +120,7 @@ int cli_cmd_explore(int argc, char **argv) {
   int plot = 0, rc = CLI_EXIT_OK;
   char dtype[16] = "", acc[16] = "";
   if (!vary || !models) {
+    fprintf(stderr, "covenant explore: out of memory\n");
     rc = CLI_EXIT_INPUT;
     goto done;
   }

@@ -32,7 +32,7 @@ static void usage_help(FILE *out) {
           "           takes (--top N, default 8; compile and run take the first): the layer,\n"
           "           the layer with that schedule fixed (LAYER:BMxBNxBK:WMxWN:STAGES[:wgD],\n"
           "           for compile), its kernel's name, its rank and predicted cycles\n"
-          "           (bench/nvptx/rank_prepare.sh)\n"
+          "           (bench/nvptx/scripts/rank_prepare.sh)\n"
           "  run MODEL.onnx  runs the whole model (also `covenant run MODEL.onnx --target T`):\n"
           "           each conv layer group the lowering takes is compiled and run on the\n"
           "           GPU (inputs rounded to --dtype), every other group on the CPU\n"

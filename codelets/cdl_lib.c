@@ -87,6 +87,12 @@ static cov_status load_text(cov_codelet_lib *lib, const char *data, size_t size,
     if (!st) st = add(lib, list[i], hide);
     errs = cov_status_join(errs, st);
   }
+  /* the parser and verifier stop quietly at a failed arena allocation;
+   * their errors are then about a text they did not see whole */
+  if (cov_arena_failed(lib->arena)) {
+    cov_status_free(errs);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory loading codelets from %s", file);
+  }
   return errs;
 }
 

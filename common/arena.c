@@ -1,6 +1,7 @@
 /* common/arena.c: bump allocation in chained blocks (see covenant/arena.h). */
 #include "covenant/arena.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,17 @@ typedef struct block {
 struct cov_arena {
   block *head;
   size_t total;
+  /* Sticky: an allocation from this arena has failed. Code that builds
+   * an IR in the arena may stop at a NULL quietly (a field left empty);
+   * its phase checks this once at the end and reports out of memory,
+   * so a failed allocation never yields a smaller, wrong result. */
+  bool failed;
 };
+
+static void *arena_fail(cov_arena *a) {
+  if (a) a->failed = true;
+  return NULL;
+}
 
 cov_arena *cov_arena_create(void) { return calloc(1, sizeof(cov_arena)); }
 
@@ -35,14 +46,14 @@ void cov_arena_destroy(cov_arena *a) {
 void *cov_arena_alloc(cov_arena *a, size_t size) {
   if (!a) return NULL;
   if (size == 0) size = 1;
-  if (size > SIZE_MAX - ARENA_ALIGN) return NULL;
+  if (size > SIZE_MAX - ARENA_ALIGN) return arena_fail(a);
   size_t need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
   block *b = a->head;
   if (!b || b->size - b->used < need) {
     size_t cap = need > ARENA_BLOCK ? need : ARENA_BLOCK;
-    if (cap > SIZE_MAX - sizeof(block)) return NULL;
+    if (cap > SIZE_MAX - sizeof(block)) return arena_fail(a);
     block *nb = malloc(sizeof(block) + cap);
-    if (!nb) return NULL;
+    if (!nb) return arena_fail(a);
     nb->prev = b;
     nb->size = cap;
     nb->used = 0;
@@ -66,7 +77,7 @@ void *cov_arena_alloc(cov_arena *a, size_t size) {
 
 void *cov_arena_array(cov_arena *a, size_t n, size_t size) {
   size_t bytes;
-  if (__builtin_mul_overflow(n, size, &bytes)) return NULL;
+  if (__builtin_mul_overflow(n, size, &bytes)) return arena_fail(a);
   return cov_arena_alloc(a, bytes);
 }
 
@@ -78,7 +89,7 @@ void *cov_arena_grow(cov_arena *a, void *old, size_t old_n, size_t new_n, size_t
 
 char *cov_arena_strndup(cov_arena *a, const char *s, size_t n) {
   if (!s) return NULL;
-  if (n == SIZE_MAX) return NULL;
+  if (n == SIZE_MAX) return arena_fail(a);
   char *p = cov_arena_alloc(a, n + 1);
   if (!p) return NULL;
   memcpy(p, s, n);
@@ -109,3 +120,5 @@ char *cov_arena_printf(cov_arena *a, const char *fmt, ...) {
 }
 
 size_t cov_arena_used(const cov_arena *a) { return a ? a->total : 0; }
+
+bool cov_arena_failed(const cov_arena *a) { return !a || a->failed; }

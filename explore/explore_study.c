@@ -182,6 +182,23 @@ void explore_csv_num(FILE *f, double v, int integer) {
   else fprintf(f, "%.6g", v);
 }
 
+/* A failed design's part of its row file: its errors, one per line; frees
+ * them. */
+static void write_failure(FILE *f, cov_status fail) {
+  fprintf(f, "status failed\n");
+  for (cov_status e = fail; e; e = cov_status_next(e)) {
+    char msg[1024];
+    cov_loc loc = cov_status_loc(e);
+    snprintf(msg, sizeof msg, "%s", cov_status_message(e));
+    for (char *p = msg; *p; p++)
+      if (*p == '\n') *p = ' '; /* one error per line in the row file */
+    fprintf(f, "error ");
+    if (loc.file) fprintf(f, "%s:%u:%u: ", loc.file, loc.line, loc.col);
+    fprintf(f, "%s%s%s\n", loc.path ? loc.path : "", loc.path ? ": " : "", msg);
+  }
+  cov_status_free(fail);
+}
+
 /* The worker's job: derive, validate, evaluate, write rows/<id>.txt. */
 static cov_status run_design(explore_study *s, int index) {
   char id[32], path[4200], note[1024], all_notes[4096] = "";
@@ -230,6 +247,7 @@ static cov_status run_design(explore_study *s, int index) {
   char *rows = NULL;
   size_t rows_size = 0;
   FILE *r = fail ? NULL : open_memstream(&rows, &rows_size);
+  if (!fail && !r) fail = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int li = 0; li < s->layers.n && !fail; li++) {
     const explore_layer *l = &s->layers.items[li];
     explore_result res;
@@ -254,19 +272,17 @@ static cov_status run_design(explore_study *s, int index) {
     fprintf(r, "\n");
   }
   if (r) fclose(r);
+  if (cov_status_code(fail) == COV_OUT_OF_MEMORY) {
+    /* not a property of the design: no row is written, the study fails,
+     * and a resumed run evaluates the design again */
+    free(rows);
+    cov_acg_free(g);
+    fclose(f);
+    free(body);
+    return fail;
+  }
   if (fail) {
-    fprintf(f, "status failed\n");
-    for (cov_status e = fail; e; e = cov_status_next(e)) {
-      char msg[1024];
-      cov_loc loc = cov_status_loc(e);
-      snprintf(msg, sizeof msg, "%s", cov_status_message(e));
-      for (char *p = msg; *p; p++)
-        if (*p == '\n') *p = ' '; /* one error per line in the row file */
-      fprintf(f, "error ");
-      if (loc.file) fprintf(f, "%s:%u:%u: ", loc.file, loc.line, loc.col);
-      fprintf(f, "%s%s%s\n", loc.path ? loc.path : "", loc.path ? ": " : "", msg);
-    }
-    cov_status_free(fail);
+    write_failure(f, fail);
   } else {
     fprintf(f, "status ok\n");
     fprintf(f, "%s", rows ? rows : "");

@@ -214,6 +214,9 @@ static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_
   cov_model_group *d = NULL;
   char why[512] = "";
   cov_status ds = graph_group_describe(g, gi, s->vals, &d);
+  /* A group that cannot be described runs node by node, unless what
+   * failed was memory: then the run fails rather than take another path. */
+  if (ds && cov_status_code(ds) == COV_OUT_OF_MEMORY) return ds;
   if (ds) {
     cov_status_format(ds, why, sizeof why);
     char *nl = strchr(why, '\n');

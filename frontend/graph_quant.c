@@ -28,7 +28,7 @@
  * -x) through codelets; its scale and zero point are then scalar f32
  * arithmetic as ONNX states it.
  *
- * size: the quantized operators (QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...) share their scale and zero-point rules and the integer kernels; split by operator once the int8 work in progress lands
+ * size: the quantized operators (QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...) share their scale and zero-point rules and the integer kernels, which stay beside every operator that applies them
  */
 #include <math.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
  * row. Energy: bytes x (read + write + edge pJ/byte),
  * operand reads at the innermost level, and ops x pJ/op.
  *
- * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap); splitting it is left until the cost work in progress lands
+ * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap), each step reading the running totals of the steps before it
  */
 #include <math.h>
 #include <string.h>

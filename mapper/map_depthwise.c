@@ -143,10 +143,12 @@ bool map_dw_rewrite(const map_schedule *proto, const map_target *t, map_schedule
   return true;
 }
 
-/* Keeps the cheapest of cs's schedules and of `more`'s (best first). */
-static void merge_best(cov_schedule *cs, const cov_schedule *more) {
+/* Keeps the cheapest of cs's schedules and of `more`'s (best first); false
+ * when out of memory (the caller fails: under memory pressure a mapping is
+ * the same as without, or an error, never a worse schedule). */
+static bool merge_best(cov_schedule *cs, const cov_schedule *more) {
   map_schedule *all = malloc(sizeof *all * 2 * (MAP_MAX_ALTS + 1));
-  if (!all) return; /* keep the original's: the alternative is an optimisation */
+  if (!all) return false;
   int n = 0;
   all[n++] = cs->s;
   for (int i = 0; i < cs->n_alts; i++) all[n++] = cs->alts[i];
@@ -164,6 +166,15 @@ static void merge_best(cov_schedule *cs, const cov_schedule *more) {
   cs->evaluations += more->evaluations;
   cs->candidates += more->candidates;
   free(all);
+  return true;
+}
+
+/* An error of the rewritten problem's binding or search: the original
+ * schedule stands, unless the error is running out of memory. */
+static cov_status rewrite_failed(cov_status st) {
+  if (cov_status_code(st) == COV_OUT_OF_MEMORY) return st;
+  cov_status_free(st);
+  return NULL;
 }
 
 cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
@@ -183,13 +194,16 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
    * reduction's added terms are all 0, but the check stays conservative. */
   cov_status bt = map_bind_target(&p2->prob, t->acg, t2);
   bool same = !bt && t2->node == t->node && t2->cap == t->cap && t2->narrowed == t->narrowed;
-  cov_status_free(bt);
+  if (bt) {
+    st = rewrite_failed(bt);
+    goto done;
+  }
   if (!same) goto done;
   /* the rewritten problem's own paths (a preloaded bias goes to the array)
    * and the storage of what is left of the epilogue */
   bt = map_bind_epilogue_storage(p2, t2);
   if (bt) {
-    cov_status_free(bt);
+    st = rewrite_failed(bt);
     goto done;
   }
   more->arena = cs->arena;
@@ -201,11 +215,10 @@ cov_status map_rewrite_search(const map_schedule *proto, const map_target *t,
   }
   st = map_search(t2, p2, &o2, more);
   if (st) { /* nothing fits the rewritten problem: the original stands */
-    cov_status_free(st);
-    st = NULL;
+    st = rewrite_failed(st);
     goto done;
   }
-  merge_best(cs, more);
+  if (!merge_best(cs, more)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
 done:
   free(p2);
   free(t2);

@@ -43,19 +43,21 @@
  * copy_ops_elem and copy_ops_nhwc_row, below; ws_step_cycles and ws_scale,
  * the warp-specialised kernel's (below); wg_step_cycles, a channels-last
  * convolution's (below). The shipped GPU targets carry the H100 fit
- * (bench/nvptx/README.md: rank-h100.json, 288 timed schedules of 24 shapes,
- * and the runs named below); another GPU is calibrated by editing its file. */
+ * (bench/nvptx/README.md: results/rank-h100.json, 288 timed schedules of 24
+ * shapes, and the runs named below); another GPU is calibrated by editing
+ * its file. */
 /* vector-unit operations per copied 16-byte vector (address, predicate,
  * copy), per gathered A element (index division by R*S and S, bounds,
  * load, convert, store: calibration.copy_ops_gather) and per guarded B
  * element (copy_ops_elem); per output element of the epilogue (bias,
- * activation, store). The two element counts were fitted (session 6) on half of the shapes of rank-h100.json (the 12 at
+ * activation, store). The two element counts were fitted on half of the
+ * shapes of rank-h100.json (the 12 at
  * even positions: a grid over 16..64 and 6..24, best mean per-shape rho;
  * 16 and 6 before, which ranked resnet50_conv1's gathers too cheap and
  * picked a 64x128 tile 16% slower than 128x64); on the other 12 shapes,
  * out of sample: pooled rho 0.916, mean per-shape 0.683. All eight
- * constants were searched again in session 7 on rank-h100, rank2-h100 and
- * the tuning run's 258 timed candidates (bench/nvptx/refit-h100.json): no
+ * constants were searched again on rank-h100, rank-top2-h100 and
+ * the tuning run's 258 timed candidates (bench/nvptx/results/refit-h100.json): no
  * set raised held-out rho by more than 0.01 without a slower pick, so they
  * stay. */
 enum { COPY_OPS_VEC = 4, EPI_OPS = 4, BASE_REGS = 40 };
@@ -72,7 +74,7 @@ enum { COPY_OPS_VEC = 4, EPI_OPS = 4, BASE_REGS = 40 };
  * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
  * lowering: backends/gpu/gpu_plan.h) */
 enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
-/* Fitted to the H100 run of bench/nvptx/results-h100-session6.json (15 timed :ws
+/* Fitted to the H100 run of bench/nvptx/results/kernels-h100-ws-handfixed.json (15 timed :ws
  * schedules of the 5 gpu_shapes GEMMs): calibration.ws_step_cycles, a consumer's K
  * step beyond its resources' demand (waiting for its batch, the stage
  * barriers); ws_scale, the ratio of predicted to measured cycles of the
@@ -80,7 +82,7 @@ enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
  * same run, geometric mean), so that both rank on one scale. */
 /* Fitted to the H100 runs of convolutions on channels-last tensors with
  * f16 outputs (`NAME@cl`: the timed schedules of res2/res3/res4/res5 at
- * batch 32 in bench/nvptx/conv-cl-h100.json, dw-h100.json and
+ * batch 32 in bench/nvptx/results/conv-channels-last-h100.json, depthwise-h100.json and
  * conv-picks-h100.json; bench/nvptx/README.md): calibration.wg_step_cycles, a K step
  * of a convolution's cp.async kernel beyond its matrix work when the
  * workgroup is alone on its core (the barrier, the proxy fence, the wait
@@ -421,12 +423,12 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
 
 /* Whether a ranks before b: the cheaper; on equal cost, between
  * warpgroup tiles, the one of which the busiest core runs more at once
- * (the H100 run of bench/nvptx/rank-h100.json: 128x64 warpgroup tiles 8%
+ * (the H100 run of bench/nvptx/results/rank-h100.json: 128x64 warpgroup tiles 8%
  * faster at 3 stages, 3 per SM, than at 4 stages, 2 per SM); else the
  * enumeration order. Room for more workgroups than a core gets does not
  * count: res4 at batch 32 (196 64x128 tiles, two on the busiest SM) ran
  * 12% faster at 3 stages (room for 3) than at 4 (room for 2), the same
- * residency (conv-cl-h100.json, dw-h100.json), where room decided for
+ * residency (conv-channels-last-h100.json, depthwise-h100.json), where room decided for
  * the depth with the most room, 2 stages, which exposes the copies'
  * latency a step ahead. */
 static bool before(const map_gpu_sched *a, const map_gpu_sched *b) {
@@ -460,9 +462,9 @@ static const int k_sizes[] = {512, 256, 128, 64, 32, 16};
 static const int k_stages[] = {3, 4, 2};
 /* warpgroup tiles at equal cost and residency: 3 stages first (H100,
  * channels-last convolutions at batch 32: res4 64x128 tiles 12% and res2
- * 128x64 tiles 4.5% faster at 3 stages than at 4, conv-cl-h100.json and
- * dw-h100.json; the cp.async GEMM's 128x256 tiles, one per SM, were
- * 1.3-1.6% faster at 4, session 6, but the warp-specialised kernel now
+ * 128x64 tiles 4.5% faster at 3 stages than at 4, conv-channels-last-h100.json and
+ * depthwise-h100.json; the cp.async GEMM's 128x256 tiles, one per SM, were
+ * 1.3-1.6% faster at 4 in kernels-h100-ws-handfixed.json, but the warp-specialised kernel now
  * takes those GEMMs), then 4, then double buffering */
 static const int k_wg_stages[] = {3, 4, 2};
 

@@ -10,8 +10,8 @@
  * Why a rule and not map_gpu.c's resource model: that model prices one
  * contraction per tile, while attention's time is set by how many
  * workgroups each core holds against the per-key-block softmax and barrier
- * of each; the H100 sweep of every form and tile (bench/nvptx/attn-h100.json,
- * attn-h100-k128.json: 22 variants at the BERT-base shapes) ranks them by
+ * of each; the H100 sweep of every form and tile (bench/nvptx/results/attn-forms-h100.json,
+ * attn-128keys-h100.json: 22 variants at the BERT-base shapes) ranks them by
  * workgroups per core alone, which is what the rule below reads from the
  * ACG (the scratchpad's instances are the cores). */
 #include "mapper/map_gpu.h"
@@ -46,14 +46,14 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
     /* fewer workgroups than cores: each core holds one warpgroup and no
      * other workgroup's MMAs fill its softmax, so the warpgroup overlaps
      * them itself (1x12x128: 1.96-2.04x vs 1.91-2.00x torch, 1x12x512:
-     * 1.48-1.55x vs 1.42-1.52x, attn-h100-s8*.json); with several per core the
+     * 1.48-1.55x vs 1.42-1.52x, attn-pipelined-h100.json); with several per core the
      * pipelined form's registers (192 at 128 keys: 2 workgroups per core
      * instead of 3) cost more than it wins (32x12x512: 0.78-0.80x vs 0.93-0.95x) */
     out->pipe = rows64 < cores;
     /* several per core and 4 or more key blocks: each block's P V and the
      * next block's S go to the tensor cores as one batch, one wait per
      * block instead of two (32x12x512, 128 keys: 1.00-1.03x torch vs
-     * 0.95-0.97x unchained, attn-h100-s9-*.json); on 2 blocks (32x12x128)
+     * 0.95-0.97x unchained, attn-chained-h100.json); on 2 blocks (32x12x128)
      * chaining measured no better (1.03-1.09x vs 1.04-1.11x) */
     out->chain = !out->pipe && p->seq / out->bn >= 4;
     return NULL;

@@ -27,7 +27,7 @@
  * 4) but needs more registers and leaves fewer threads; pw past the row's
  * width is not offered. Ties keep the smaller pw.
  * DW_L1_EFF and DW_WAVES were fitted to the H100 run of
- * bench/nvptx/dw-h100.json (mobilenet_v2's 10 depthwise shapes at batch
+ * bench/nvptx/results/depthwise-h100.json (mobilenet_v2's 10 depthwise shapes at batch
  * 32, each at pw 1, 2 and 4): the taps' 16-byte loads reach a third of the
  * L1's bytes per cycle, so stride-1 layers are L1-bound and gain from pw 2
  * to 4 (10-25%), and a stride-2 layer's fewer threads need two resident

@@ -48,6 +48,8 @@ double map_gemm_chain_cycles(const map_schedule *s, const map_gemm_plan *gp);
 /* map_layer.c: an empty layer (its arena and codelet library), and the
  * output shape of call i (binding it); map_model.c builds on both. */
 cov_status map_layer_new(const char *name, cov_layer **out);
+/* st, or out of memory where an allocation from l's arena failed. */
+cov_status map_layer_done(cov_layer *l, cov_status st);
 cov_status map_call_output(const cov_layer *l, int i, int *rank, int64_t *shape);
 
 struct cov_schedule {

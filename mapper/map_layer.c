@@ -73,6 +73,14 @@ cov_status map_layer_new(const char *name, cov_layer **out) {
   return NULL;
 }
 
+/* The end of every layer constructor: a layer some of whose arena
+ * allocations failed (a name, an attribute) is not returned half built. */
+cov_status map_layer_done(cov_layer *l, cov_status st) {
+  if (!st && cov_arena_failed(l->arena))
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory building a layer");
+  return st;
+}
+
 void cov_layer_free(cov_layer *layer) {
   if (!layer) return;
   cov_codelet_lib_free(layer->lib);
@@ -344,7 +352,7 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
     char path[64];
     snprintf(path, sizeof path, "$.layers[%zu]", idx);
     cov_loc loc = {suite_path, 0, 0, cov_arena_strdup(l->arena, path)};
-    st = build_from_entry(l, entry, scale, &loc);
+    st = map_layer_done(l, build_from_entry(l, entry, scale, &loc));
     if (st) cov_layer_free(l), l = NULL;
   }
   json_decref(root);
@@ -415,6 +423,7 @@ static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs,
     int64_t shape[COV_MAX_RANK];
     st = map_call_output(l, 0, &rank, shape);
   }
+  st = map_layer_done(l, st);
   if (st) {
     cov_layer_free(l);
     return st;

@@ -165,6 +165,7 @@ cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t 
     st = map_call_output(l, c, &rank, shape);
     if (st) st = cov_status_annotate(st, GROUP_FMT, GROUP_ARGS(grp, name));
   }
+  st = map_layer_done(l, st);
   if (st) {
     cov_layer_free(l);
     return st;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh: set up, build, and run every test twice: once in a normal
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
+# (there also the allocation-failure sweeps of tests/fault: every command
+# of them run with its Nth allocation failing, for a bounded range of N),
 # then each libFuzzer target for FUZZ_SECONDS (default 30) seconds, then the
 # multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
 # tree builds that one test only (no GPU backends), about a minute. The other
@@ -36,8 +38,9 @@ COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-relwithd
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
 COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-minsize -DCMAKE_BUILD_TYPE=MinSizeRel
 
-echo "== build (clang-19, ASan+UBSan, libFuzzer)"
-CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
+echo "== build (clang-19, ASan+UBSan, libFuzzer, allocation-failure injection)"
+CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCOV_FAULT_INJECT=ON \
+  -DCMAKE_BUILD_TYPE=Debug
 echo "== tests under ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -57,7 +57,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
 /* Prints the mapper's ranked GPU schedules of `spec` that the lowering
  * takes (at most `top`), one per line: the spec, the same spec with the
  * schedule hand-fixed (SPEC:BMxBNxBK:WMxWN:STAGES[:wgD]), the kernel name
- * that compiles to, the rank and the predicted cycles (bench/nvptx/rank_*). */
+ * that compiles to, the rank and the predicted cycles (bench/nvptx/scripts/rank_*). */
 cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const char *spec, cov_dtype dt, int top,
                                FILE *out);
 

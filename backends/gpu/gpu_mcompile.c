@@ -2,7 +2,7 @@
  * launch sequence (gpu_mplan.h says what and why).
  *
  * long: generic_call is one case per codelet family lowered to a generic kernel
- * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture; split with the model-compiler work in progress (issue 15)
+ * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
  */
 #include <jansson.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* backends/gpu/gpu_tune.h: measured tuning (`covenant tune`, issue 20).
+/* backends/gpu/gpu_tune.h: measured tuning (`covenant tune`).
  *
  * The mapper ranks GPU schedules by a cost model; the device decides. The
  * device has no LLVM, so tuning is three steps (backends/gpu/README.md,

@@ -19,7 +19,7 @@
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
  * of their level-1 tile: f16 when the schedule narrows) and out.
  *
- * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest; split after the NPU work in progress lands
+ * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest, one frame holding the walk's state
  */
 #include <string.h>
 

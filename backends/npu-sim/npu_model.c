@@ -326,6 +326,10 @@ static cov_status group_hook(void *user, const cov_model_group_offer *o, cov_ten
   snprintf(label, sizeof label, "group %d %s (%s)", o->group, row.node, row.codelet);
   if (!declined) fatal = run_layer(h, layer, in, n_in, label, &out[0], &row, &declined);
   cov_layer_free(layer);
+  /* a group the NPU cannot take runs another way; one that ran out of
+   * memory fails the run instead (the same result or an error, never
+   * another path chosen by memory pressure) */
+  if (!fatal && cov_status_code(declined) == COV_OUT_OF_MEMORY) fatal = declined, declined = NULL;
   if (fatal) return cov_status_annotate(fatal, "layer group %d (%s) on the NPU: ", o->group, row.node);
   if (declined && n_out == 1) {
     /* All but the last call fused, the last (a pool the epilogue does not

@@ -364,7 +364,7 @@ int main(int argc, char **argv) {
       double r = spearman(group_s[t].pred, group_s[t].sim, group_s[t].n);
       double e = mape(group_s[t].pred, group_s[t].sim, group_s[t].n);
       printf("  %-13s groups %3d  Spearman %.3f  MAPE %5.1f%%\n", tnames[t], group_s[t].n, r, e);
-      /* issue 16's targets, on the shipped NPUs (not the bench's 16x16-os) */
+      /* the cost model's targets, on the shipped NPUs (not the bench's 16x16-os) */
       if (max_group_mape > 0 && t != 1 && (group_s[t].n == 0 || e > max_group_mape || r < 0.95))
         missed = true;
     }

@@ -7,6 +7,7 @@
 #define COVENANT_ARENA_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "covenant/api.h"
@@ -33,6 +34,10 @@ COV_API char *cov_arena_printf(cov_arena *arena, const char *fmt, ...)
 COV_API char *cov_arena_vprintf(cov_arena *arena, const char *fmt, va_list ap);
 /* Bytes handed out so far (for statistics and tests). */
 COV_API size_t cov_arena_used(const cov_arena *arena);
+/* True when an allocation from the arena has failed (or arena is NULL):
+ * whatever was built in it may be incomplete, so the phase that built it
+ * reports COV_OUT_OF_MEMORY instead of using it. */
+COV_API bool cov_arena_failed(const cov_arena *arena);
 
 #ifdef __cplusplus
 }

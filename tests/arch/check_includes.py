@@ -128,7 +128,7 @@ def main():
                         errors.append(f"{rel}:{ln}: includes {inc}, {why} (cmake/modules.txt)")
     for (rel, inc), (n, issue, used) in sorted(allow.items()):
         if not used:
-            errors.append(f"{allow_file}:{n}: {rel} no longer needs {inc} (issue {issue}): remove the entry")
+            errors.append(f"{allow_file}:{n}: {rel} no longer needs {inc} (allowed until {issue}): remove the entry")
     for e in errors:
         print(e)
     print(f"{n_files} files, {n_includes} includes, {len(mods)} modules, "

@@ -9,8 +9,10 @@ top of its file, in the first comment:
     size: why this file holds more than 900 lines
     long: FUNCTION why it stays longer than 100 lines
 and a reason that no longer applies (the file or function got shorter, or
-is gone) fails too, so the list only shrinks. --list prints every long
-file and function with its length, reasons or not.
+is gone) fails too, so the list only shrinks. A reason says why the code,
+as it is, stays long; one that points to future work ("in progress",
+"until ... lands", "later", "for now", "TODO") is no reason and fails.
+--list prints every long file and function with its length, reasons or not.
 Exit 0: clean; 1: problems (FILE:LINE: ...); 2: bad usage.
 """
 import re
@@ -22,6 +24,8 @@ FILE_MAX = 900
 FUNC_MAX = 100
 HEAD_LINES = 60  # where reasons are looked for
 NAME = re.compile(r'([A-Za-z_]\w*)\s*\($')
+FUTURE = re.compile(r'in progress|\buntil\b|\blands?\b|\blater\b|for now|\btodo\b|\bfixme\b|'
+                    r'\bwill be\b|\bnext (session|step)\b', re.I)
 
 
 def functions(src):
@@ -78,9 +82,16 @@ def main():
         size_why = [k + 1 for k, l in enumerate(head) if re.search(r'\bsize:\s*\S', l)]
         long_why = {}
         for k, l in enumerate(head):
-            m = re.search(r'\blong:\s*(\w+)\s+\S', l)
-            if m:
-                long_why[m.group(1)] = k + 1
+            m = re.search(r'\b(long:\s*(\w+)|size:)\s+(\S.*)', l)
+            if not m:
+                continue
+            if m.group(2):
+                long_why[m.group(2)] = k + 1
+            f = FUTURE.search(m.group(3))
+            if f:
+                what = f"'long: {m.group(2)}'" if m.group(2) else "'size:'"
+                errors.append(f"{rel}:{k + 1}: the {what} reason points to future work "
+                              f"('{f.group(0)}'): split the code, or say why it stays long as it is")
         if lines > FILE_MAX:
             long_files += 1
             if listing:

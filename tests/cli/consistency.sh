@@ -64,5 +64,5 @@ done
 
 # the silent steps say what they do
 grep -q 'echo "main: building covenant' scripts/main.sh || { echo "FAIL: main.sh builds silently"; fail=1; }
-grep -q '^step "compressing' bench/nvptx/bundle_covenant.sh || { echo "FAIL: bundle_covenant.sh packs silently"; fail=1; }
+grep -q '^step "compressing' bench/nvptx/scripts/bundle_covenant.sh || { echo "FAIL: bundle_covenant.sh packs silently"; fail=1; }
 exit $fail

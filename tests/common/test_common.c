@@ -48,7 +48,10 @@ static void test_arena(void) {
   char *s = cov_arena_strdup(a, "hello");
   CHECK_STR(s, "hello");
   CHECK(((uintptr_t)cov_arena_alloc(a, 3) & 15) == 0);
+  CHECK(!cov_arena_failed(a));
   CHECK(cov_arena_array(a, SIZE_MAX / 2, 4) == NULL); /* overflow refused */
+  CHECK(cov_arena_failed(a)); /* and remembered: what was built may be incomplete */
+  CHECK(cov_arena_failed(NULL));
   int *big = cov_arena_array(a, 100000, sizeof(int)); /* larger than a block */
   CHECK(big != NULL && big[99999] == 0);
   int *arr = cov_arena_array(a, 4, sizeof(int));

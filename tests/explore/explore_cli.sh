@@ -42,8 +42,8 @@ grep -q "design d000 (ibuf.capacity=0, pe_array.dims=8x8) failed: designs/d000.j
 [ "$(grep -c ',ok,' "$work/inv/summary.csv")" -eq 2 ] || fail "two ok designs in summary"
 [ "$(tail -n +2 "$work/inv/results.csv" | wc -l)" -eq 2 ] || fail "rows of the ok designs only"
 # Failed designs' rows have the header's fields, the error (quoted: it holds
-# commas) in the error column and the figures empty (issue 18: one field
-# short, the error landed under 'derived').
+# commas) in the error column and the figures empty (not one field short,
+# which would put the error under 'derived').
 /usr/bin/python3 - "$work/inv/summary.csv" <<'PY' || fail "summary.csv: a failed design's row must match the header"
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline="")))

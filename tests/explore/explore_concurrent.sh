@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two `covenant explore` runs on one folder at the same time (issue 18):
+# Two `covenant explore` runs on one folder at the same time:
 # - different studies on a new folder: exactly one runs, the other is
 #   refused with a clear message, and the folder holds the winner's header
 #   and rows only (before: both exited 0, one study's header over the other

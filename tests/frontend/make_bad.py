@@ -308,7 +308,7 @@ def _(path):
                [vi("y", None), vi("nothing", None)], [t]), path)
 
 
-# ---- the operators of issue 17: one bad use each (wrong rank, unsupported
+# ---- the operators beyond the first frontend's: one bad use each (wrong rank, unsupported
 # mode, a non-constant where a constant is required, wrong dtypes) --------
 
 def one_node(op, ins, attrs=None, inits=(), inputs=None, opset=13, outs=("y",)):

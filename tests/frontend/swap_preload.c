@@ -1,5 +1,5 @@
 /* tests/frontend/swap_preload.c: an LD_PRELOAD shim for test_file_safety.py
- * that makes the external-data race of issue 18 deterministic.
+ * that makes the external-data race (a file swapped between check and read) deterministic.
  *
  * The first time the process opens a path whose last component is the last
  * component of $COV_SWAP_FILE (open or openat, any flags), the shim first

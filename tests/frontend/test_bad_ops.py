@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad input for every operator added since the first frontend (issue 17):
+"""Bad input for every operator added since the first frontend:
 a table of malformed one-node models, built here with onnx.helper, each of
 which `covenant inspect` (or `covenant run`, for what only the data shows)
 must refuse with exit status 1, an error naming the node ("node 'bad'

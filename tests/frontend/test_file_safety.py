@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile ONNX inputs (issue 18): external data, memory limits, messages.
+"""Hostile ONNX inputs: external data, memory limits, messages.
 
     /usr/bin/python3 test_file_safety.py COVENANT WORKDIR [SWAP_PRELOAD.so]
 
@@ -256,7 +256,7 @@ def memory_limit_codelet_run():
 
 
 def ext_messages():
-    """Messages about external data say what is wrong (issue 18)."""
+    """Messages about external data say what is wrong."""
     d = fresh("ext_msgs")
     with open(os.path.join(d, "w.bin"), "wb") as f:
         f.write(np.zeros((3, 4), np.float32).tobytes())

@@ -4,7 +4,7 @@
  * change must be refused even where the first three passes (id, index,
  * flipped index) decode consistently: an f32 -> f16 -> f32 or f32 -> i32
  * -> f32 round trip maps them to a broadcast of element 0, which the
- * decoder took silently before the hash pass (issue 15). The reference is
+ * decoder took silently before the hash pass. The reference is
  * the transformation itself: which source element each output element is.
  * Usage: test_gpu_capture */
 #include <math.h>

@@ -563,7 +563,7 @@ static void test_wgmma_plans(void) {
   CHECK(nv.caps.has_wgmma, "nvptx-sm90 offers warpgroup MMA");
   /* the plan of each GEMM must be the warp-specialised kernel with the
    * schedule measured fastest of its kind on the H100 (the :ws rows of
-   * bench/nvptx/results-h100-session6.json: BMxBN, warpgroup tile width, stages);
+   * bench/nvptx/results/kernels-h100-ws-handfixed.json: BMxBN, warpgroup tile width, stages);
    * the last two matmuls are not divided by the tiles */
   static const struct {
     int64_t m, n, k;
@@ -596,7 +596,7 @@ static void test_wgmma_plans(void) {
       CHECK(refused(sh), "matmul %d: f16 outputs refused where the tiles do not divide it", i);
       continue;
     }
-    /* (the H100 run of bench/nvptx/gemm-f16-h100.json: the f32 pick's
+    /* (the H100 run of bench/nvptx/results/gemm-f16-candidates-h100.json: the f32 pick's
      * schedule is the fastest with f16 outputs too) */
     CHECK(!sh && ph.tma && ph.out_f16 && ph.bm == p.bm && ph.bn == p.bn && ph.stages == p.stages &&
               !gpu_plan_check(&ph, &nv.caps),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # An NPU program's header names the ACG it was compiled for. That name is
 # input: covenant looks it up as a shipped target name only, never opens it
-# as a path (issue 18). Each case runs under `timeout`: a header naming
+# as a path. Each case runs under `timeout`: a header naming
 # /dev/stdin or a FIFO blocked sim and disasm forever; /etc/passwd was read
 # and its first token echoed. Files passed on the command line must be
 # regular files (a FIFO as the program or as --target is refused at once),

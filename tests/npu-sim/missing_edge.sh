@@ -3,7 +3,7 @@
 # mapper must not place an epilogue that reads the output tile over it, the
 # code generator must not write a program the simulator refuses, and
 # `covenant run` must run the model anyway, each group call by call with the
-# reason, checked against the reference (issue 18: compile succeeded, sim
+# reason, checked against the reference (once compile succeeded and sim
 # refused the program, run aborted the whole model).
 set -u
 cov=$1 src=$2 tmp=$3

@@ -8,7 +8,7 @@
  * changed in memory, as a derived or hand-built ACG could. The slow run must
  * report that its cycle count is out of range (at 1e-16 bytes/cycle the
  * layer's bytes need more than 2^64 cycles, so no count is right): before
- * issue 18 the simulator converted 4e301 cycles to
+ * an earlier simulator converted 4e301 cycles to
  * uint64_t (undefined behaviour; UBSan: float-cast-overflow in npu_exec.c),
  * and gcc's build reported fewer cycles than the fast ACG. */
 #include <stdio.h>

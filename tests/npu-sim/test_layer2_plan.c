@@ -2,12 +2,12 @@
  * bench's output-stationary 16x16 array (bench/npu-sim/npu-16x16-os.json),
  * built by hand, checked by the verifier, run in the simulator and compared
  * with a naive conv: the plan the mapper and the code generator were built
- * to reach (session 12 compiles it: 2,494 cycles, test_os_stream's
+ * to reach (the compiler reaches 2,494 cycles, test_os_stream's
  * check_layer2), and a reference for what each of its parts is worth.
  *
  * convnet_layer2: 10 -> 10 channels, 5x5, 15x15 input, 11x11 output, bias,
  * relu. SCALE-Sim v2's OS count: (16 + 16 + 250 - 2) x ceil(121/16) x 1 - 1
- * = 2,239 cycles; issue 16 asks for <= 1.15x = 2,575.
+ * = 2,239 cycles; the target is <= 1.15x = 2,575.
  *
  * The plan uses nothing the ISA lacks:
  * 1. 8 tiles, not 9, with neither padding nor a new ISA field: the 11x11
@@ -29,7 +29,7 @@
  * Measured here (the four variants below): 2,487 cycles (1.111x) for the
  * plan; 2,649 (1.183x) with whole loads (8 tiles alone); 2,758 (1.232x)
  * for 9 padded blocks with the short head; 2,920 (1.304x) for 9 blocks
- * and whole loads (the compiled program before session 12: 2,854 with
+ * and whole loads (a program without rectangles: 2,854 with
  * its input alone loaded channel by channel). */
 #include <math.h>
 #include <stdlib.h>
@@ -257,7 +257,7 @@ static void test_plan(void) {
   uint64_t cyc[4];
   printf("convnet_layer2 by hand on npu-16x16-os (SCALE-Sim OS %d cycles):\n", SCALESIM_OS);
   for (int i = 0; i < 4; i++) cyc[i] = run_plan(g, &vs[i]);
-  /* the plan meets issue 16's 1.15x; each half of it alone does not */
+  /* the plan meets the 1.15x target; each half of it alone does not */
   CHECK(cyc[0] > 0 && (double)cyc[0] <= 1.15 * SCALESIM_OS);
   CHECK(cyc[1] > cyc[0] && cyc[2] > cyc[0] && cyc[3] > cyc[1] && cyc[3] > cyc[2]);
   cov_acg_free(g);

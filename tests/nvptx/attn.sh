@@ -8,7 +8,7 @@
 # stored, no local memory, the manifest's launch, two compilations
 # byte-identical; and the refusals (shapes, dtypes, a target without the
 # instructions) with their reasons. Numerical checks against torch run on
-# the GPU machine (bench/nvptx/attn_bench.py).
+# the GPU machine (bench/nvptx/scripts/attn_bench.py).
 set -u
 cov=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"

@@ -6,7 +6,7 @@
 # outputs rounded once to f16 and stored as 16 bytes (8 channels of a
 # pixel), the manifest saying so; deterministic; and the located refusals of
 # layers it does not fit. Their results against torch come from the GPU
-# machine (bench/nvptx/gpu_bench.py, 10 inputs per batch-32 layer).
+# machine (bench/nvptx/scripts/gpu_bench.py, 10 inputs per batch-32 layer).
 set -eu
 cov=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -63,11 +63,11 @@ refuse resnet50_res4_3x3@b32@nhwc "optionally followed by @cl"
 # multiple of a 128-channel K tile) is refused, not compiled another way
 refuse "resnet50_res2_3x3@b32@cl:128x64x128:64x64:3" "channels-last f16 outputs need the channels-last kernel"
 # depthwise convs on channels-last tensors (mobilenet_v2's shapes,
-# bench/nvptx/dw_layers.json) take the depthwise kernel, its pixels per
+# bench/nvptx/inputs/dw_layers.json) take the depthwise kernel, its pixels per
 # thread the mapper's (map_gpu_dw_plan) or a hand-fixed :dwP: 16-byte NHWC
 # loads of the taps and weights, f32 multiply-adds, bias and ReLU6 (clip to
 # [0, 6]) fused, f16 16-byte stores, no shared memory, no spills
-dws=$(dirname "$0")/../../bench/nvptx/dw_layers.json
+dws=$(dirname "$0")/../../bench/nvptx/inputs/dw_layers.json
 dwl="mbv2_dw_c144_56_s1@cl mbv2_dw_c96_112_s2@cl mbv2_dw_c960_7_s1@cl mbv2_dw_c144_56_s1@cl:dw4 mbv2_dw_c96_112_s2@cl:dw2"
 "$cov" gpu compile $dwl --suite "$dws" --target nvptx-sm90 -o "$work/dw" >/dev/null
 "$cov" gpu compile $dwl --suite "$dws" --target nvptx-sm90 -o "$work/dw2" >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # conv_picks.sh COVENANT WORKDIR: the mapper's picks for the channels-last
 # convolutions at batch 32 and the depthwise kernel's pixels per thread
-# against the H100's own measurements (bench/nvptx/conv-picks-h100.json:
+# against the H100's own measurements (bench/nvptx/results/conv-picks-h100.json:
 # every candidate tile and pw timed in one device call, both sides replayed
 # from CUDA graphs). The pick must have been measured and be within the
 # stated share of the fastest measured schedule of its layer: 3% for the
@@ -14,7 +14,7 @@ set -eu
 cov=$1 work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
-meas=$root/bench/nvptx/conv-picks-h100.json dws=$root/bench/nvptx/dw_layers.json
+meas=$root/bench/nvptx/results/conv-picks-h100.json dws=$root/bench/nvptx/inputs/dw_layers.json
 for l in resnet50_res2_3x3 resnet50_res3_1x1 resnet50_res4_3x3 resnet50_res5_1x1; do
   "$cov" gpu candidates "$l@b32@cl" --target nvptx-sm90 --top 1 >>"$work/picks.txt"
 done

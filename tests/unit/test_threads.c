@@ -10,7 +10,7 @@
  * compared byte for byte with the same call made first on one thread alone.
  * Built in the ThreadSanitizer tree (-DCOV_TSAN=ON) too, where a race is a
  * report and a failure even when the results happen to come out right; the
- * mapper's file-scope accumulator-init walk (issue 18) made a max pool's
+ * mapper's file-scope accumulator-init walk made a max pool's
  * schedule say "init=0" (and a conv's "init=-inf") when another thread
  * mapped the other layer at the same time. */
 #include <math.h>
