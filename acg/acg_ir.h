@@ -17,6 +17,7 @@
 
 #define ACG_VERSION 1
 #define ACG_MAX_NODES 4096
+#define ACG_MAX_EDGES (4 * ACG_MAX_NODES)
 /* The smallest speeds and the largest capacity an ACG may give: below and
  * above them numbers are typos (1e-16 bytes/cycle), and cycle counts derived
  * from them would overflow. acg/README.md lists them. */

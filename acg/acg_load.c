@@ -824,7 +824,7 @@ static void load_document(loader *L, const json_t *top) {
     if (!*nm) *nm = cov_arena_printf(L->arena, "<node %d>", i);
   }
   check_unique_names(L);
-  json_t *ed = get_array(L, top, "$", "edges", 1, 4 * ACG_MAX_NODES, &p);
+  json_t *ed = get_array(L, top, "$", "edges", 1, ACG_MAX_EDGES, &p);
   /* Without the node lists every edge would dangle; one error says enough. */
   if (ed && st && cp) {
     g->edges = cov_arena_array(L->arena, json_array_size(ed) + 1, sizeof *g->edges);

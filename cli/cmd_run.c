@@ -357,6 +357,12 @@ static int read_inputs(run_state *s) {
       printf("] from %s\n", s->in_files[i]);
       continue;
     }
+    if (cov_model_input_has_default(s->m, i)) {
+      /* data NULL: the run takes the initializer of its name */
+      printf("input '%s': the model's default (the initializer of its name)\n",
+             cov_model_input_name(s->m, i));
+      continue;
+    }
     st = cli_random_input(s->m, i, s->o->seed, &s->inputs[i]);
     if (st && cov_status_code(st) == COV_INVALID_ARGUMENT) {
       fprintf(stderr, "covenant run: %s\n", cov_status_message(st));

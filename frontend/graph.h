@@ -32,6 +32,11 @@
 #define GRAPH_MAX_NODE_IO 4096                  /* inputs or outputs of one node (Concat, Split) */
 #define GRAPH_MAX_ATTR_ELEMS 65536              /* ints/floats of one attribute */
 #define GRAPH_FOLD_MAX_BYTES ((size_t)64 << 20) /* one folded constant */
+/* All initializers and tensor attributes of a model together, as much as a
+ * model file may hold inline (each one is also bounded by the memory limit,
+ * --max-memory): external data lets a file of a few hundred bytes ask for
+ * any amount. Checked on the declared shapes before any tensor is read. */
+#define GRAPH_MAX_TENSOR_DATA_BYTES ((uint64_t)COV_MODEL_MAX_FILE_BYTES)
 #define GRAPH_FOLD_BUDGET_BYTES ((size_t)512 << 20) /* all folded constants */
 /* Compute ops are folded only when small: folding exists for shape
  * arithmetic and parameter preprocessing, not to run the model at load. */
@@ -55,6 +60,10 @@ typedef struct graph_value {
   int64_t dims[COV_MAX_RANK];    /* -1: unknown */
   const char *sym[COV_MAX_RANK]; /* dim_param names of declared input dims */
   void *data;                    /* contents of constants; NULL otherwise */
+  /* GV_INPUT that shares an initializer's name (IR version >= 4): the
+   * initializer, its default value where the caller feeds none. A fed
+   * input overrides it, so it is never folded. NULL otherwise. */
+  const struct graph_value *default_value;
   graph_node *producer;          /* NULL for inputs and constants */
   int n_uses;                    /* node input slots that read it (graph_recount) */
   int id;                        /* index in graph.values */
@@ -140,6 +149,11 @@ typedef struct graph {
   size_t n_groups;
   const cov_codelet_lib *lib;
   size_t folded_bytes;
+  /* Per value (by id), computed once the graph is final (model.c) so that
+   * per-group questions take time in the group's size, not the graph's:
+   * whether it depends on the run-time inputs, and whether a node of
+   * another group than its producer's (or the graph's outputs) reads it. */
+  unsigned char *runtime, *read_outside;
   bool no_fold;
   uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
 } graph;
@@ -251,6 +265,11 @@ cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_va
 const char *graph_type_str(const graph_value *v, char *buf, size_t size);
 double graph_load_elem(const void *data, cov_dtype t, size_t i);
 void graph_store_elem(void *data, cov_dtype t, size_t i, double x);
+/* Integer dtypes (i8, u8, i32, i64, bool) element by element, exactly:
+ * int64 values beyond 2^53 do not survive a double. Stores wrap, as numpy's
+ * astype does; both return/store 0 for float dtypes. */
+int64_t graph_load_int(const void *data, cov_dtype t, size_t i);
+void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x);
 
 /* ---- passes ----------------------------------------------------------- */
 

@@ -321,11 +321,20 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
   cov_status st = NULL;
   for (size_t i = 0; i < n_inputs && !st; i++) {
     const graph_value *decl = g->inputs[i];
-    st = bind_input(g, decl, &inputs[i], sym_names, sym_values, &n_sym);
+    cov_tensor t = inputs[i];
+    /* not fed (no data): the initializer of its name, where it has one */
+    const graph_value *d = decl->default_value;
+    if (!t.data && d && d->data) {
+      t.dtype = d->dtype;
+      t.rank = d->rank;
+      for (int k = 0; k < d->rank; k++) t.shape[k] = d->dims[k];
+      t.data = d->data;
+    }
+    st = bind_input(g, decl, &t, sym_names, sym_values, &n_sym);
     if (st) break;
     graph_value *v = &s.vals[decl->id];
-    graph_set_shape(v, inputs[i].rank, inputs[i].shape);
-    v->data = inputs[i].data;
+    graph_set_shape(v, t.rank, t.shape);
+    v->data = t.data;
   }
   graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user};
   /* Groups are contiguous in node order (graph_fuse). */

@@ -33,6 +33,7 @@ struct cov_model_group {
   const char *out_name;
   cov_tensor out;
   int out_id;
+  const cov_codelet_lib *lib; /* the model's, which its calls name codelets of */
 };
 
 /* One value the trace touches: a private copy, so the graph (or the run's
@@ -289,6 +290,7 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
   d->index = gi;
   d->name = grp->nodes[0]->name;
   d->kind = grp->kind;
+  d->lib = g->lib;
   d->out_id = -1;
   recorder r = {.g = g, .d = d};
   graph_exec x = {.g = g, .lib = g->lib, .hook = record, .hook_user = &r};
@@ -333,6 +335,7 @@ void cov_model_group_free(cov_model_group *d) {
 size_t cov_model_group_index(const cov_model_group *d) { return d->index; }
 const char *cov_model_group_name(const cov_model_group *d) { return d->name; }
 const char *cov_model_group_kind(const cov_model_group *d) { return d->kind; }
+const cov_codelet_lib *cov_model_group_codelets(const cov_model_group *d) { return d->lib; }
 size_t cov_model_group_num_calls(const cov_model_group *d) { return d->n_calls; }
 const cov_model_group_call *cov_model_group_call_at(const cov_model_group *d, size_t c) {
   return c < d->n_calls ? &d->calls[c] : NULL;

@@ -394,6 +394,9 @@ cov_status graph_exec_pad(graph_exec *x, const graph_node *n, graph_value *const
   size_t es = cov_dtype_size(in[0]->dtype);
   unsigned char fill[8] = {0};
   graph_store_elem(fill, in[0]->dtype, 0, p.value);
+  /* an integer constant as given (int64 beyond 2^53 does not survive p.value) */
+  if (!cov_dtype_is_float(in[0]->dtype) && n->n_in > 2 && in[2] && graph_numel(in[2]) == 1)
+    memcpy(fill, in[2]->data, es);
   int64_t stride[COV_MAX_RANK], idx[COV_MAX_RANK] = {0}, s = 1;
   for (int i = r - 1; i >= 0; i--) {
     stride[i] = s;

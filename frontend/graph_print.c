@@ -141,6 +141,7 @@ cov_status graph_print_summary(const graph *g, FILE *out) {
   for (size_t i = 0; i < g->n_inputs; i++) {
     fprintf(out, "  ");
     print_value(out, g->inputs[i]);
+    if (g->inputs[i]->default_value) fprintf(out, " (default: the initializer of its name)");
     fprintf(out, "\n");
   }
   fprintf(out, "outputs:\n");

@@ -77,8 +77,28 @@ cov_status graph_exec_cast_like(graph_exec *x, const graph_node *n, graph_value 
 
 /* ---- Range -------------------------------------------------------------- */
 
+/* Range's operands: as doubles for float dtypes, as exact int64 for integer
+ * ones (int64 start/limit/delta beyond 2^53 do not survive a double, and
+ * limit - start may overflow int64: the count is computed in 128 bits). */
+typedef struct range_args {
+  bool integer;
+  double v[3];
+  int64_t iv[3];
+} range_args;
+
+static cov_status range_len_int(const graph *g, const graph_node *n, const int64_t *iv,
+                                int64_t *len) {
+  if (iv[2] == 0) return graph_node_error(g, n, COV_INVALID_INPUT, "delta must be non-zero");
+  __int128 diff = (__int128)iv[1] - iv[0], d = iv[2];
+  __int128 k = diff / d;
+  if (diff % d != 0 && (diff > 0) == (d > 0)) k++; /* ceil */
+  if (k > GEN_MAX) return graph_node_error(g, n, COV_INVALID_INPUT, "the range has too many elements");
+  *len = k > 0 ? (int64_t)k : 0;
+  return NULL;
+}
+
 static cov_status range_params(const graph *g, const graph_node *n, graph_value *const *in,
-                               double *v, int64_t *len) {
+                               range_args *a, int64_t *len) {
   for (int i = 0; i < 3; i++) {
     COV_RETURN_IF_ERROR(graph_check_numeric(g, n, in[i]));
     if (in[i]->dtype != in[0]->dtype)
@@ -89,7 +109,13 @@ static cov_status range_params(const graph *g, const graph_node *n, graph_value 
   *len = -1;
   if (!in[0]->data || !in[1]->data || !in[2]->data) return NULL;
   static const char *const what[] = {"start", "limit", "delta"};
-  for (int i = 0; i < 3; i++) COV_RETURN_IF_ERROR(graph_read_scalar(g, n, in[i], what[i], &v[i]));
+  for (int i = 0; i < 3; i++) COV_RETURN_IF_ERROR(graph_read_scalar(g, n, in[i], what[i], &a->v[i]));
+  a->integer = !cov_dtype_is_float(in[0]->dtype);
+  if (a->integer) {
+    for (int i = 0; i < 3; i++) a->iv[i] = graph_load_int(in[i]->data, in[i]->dtype, 0);
+    return range_len_int(g, n, a->iv, len);
+  }
+  double *v = a->v;
   if (v[2] == 0 || !isfinite(v[2]))
     return graph_node_error(g, n, COV_INVALID_INPUT, "delta must be finite and non-zero");
   double k = ceil((v[1] - v[0]) / v[2]);
@@ -101,9 +127,9 @@ static cov_status range_params(const graph *g, const graph_node *n, graph_value 
 
 cov_status graph_infer_range(const graph *g, const graph_node *n, graph_value *const *in,
                              graph_value *const *out) {
-  double v[3];
+  range_args a;
   int64_t len;
-  COV_RETURN_IF_ERROR(range_params(g, n, in, v, &len));
+  COV_RETURN_IF_ERROR(range_params(g, n, in, &a, &len));
   out[0]->dtype = in[0]->dtype;
   graph_set_shape(out[0], 1, &len);
   return NULL;
@@ -111,13 +137,16 @@ cov_status graph_infer_range(const graph *g, const graph_node *n, graph_value *c
 
 cov_status graph_exec_range(graph_exec *x, const graph_node *n, graph_value *const *in,
                             graph_value *const *out) {
-  double v[3];
+  range_args a;
   int64_t len;
-  COV_RETURN_IF_ERROR(range_params(x->g, n, in, v, &len));
+  COV_RETURN_IF_ERROR(range_params(x->g, n, in, &a, &len));
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, out[0]));
+  const double *v = a.v;
   for (int64_t i = 0; i < len; i++) {
-    if (out[0]->dtype == COV_I64) {
-      ((int64_t *)out[0]->data)[i] = (int64_t)v[0] + i * (int64_t)v[2];
+    if (a.integer) {
+      /* between start and limit, so within the dtype's range */
+      __int128 e = (__int128)a.iv[0] + (__int128)i * a.iv[2];
+      graph_store_int(out[0]->data, out[0]->dtype, (size_t)i, (int64_t)e);
     } else if (out[0]->dtype == COV_F32) {
       /* in the operands' precision, as numpy's arange for float32 */
       ((float *)out[0]->data)[i] = (float)v[0] + (float)i * (float)v[2];
@@ -366,10 +395,25 @@ static cov_status reduction_of(const graph *g, const graph_node *n, int *red) {
                           "reduction '%s' is not none, add, mul, max or min", s);
 }
 
+/* Integer reductions in integer arithmetic: add and mul wrap (as numpy's
+ * do; unsigned, so no overflow is undefined), max and min exact. */
+static void combine_int(void *dst, cov_dtype t, size_t i, const void *src, size_t j, int red) {
+  int64_t a = graph_load_int(dst, t, i), b = graph_load_int(src, t, j), r;
+  if (red == 1) r = (int64_t)((uint64_t)a + (uint64_t)b);
+  else if (red == 2) r = (int64_t)((uint64_t)a * (uint64_t)b);
+  else if (red == 3) r = a > b ? a : b;
+  else r = a < b ? a : b;
+  graph_store_int(dst, t, i, r);
+}
+
 static void combine(void *dst, cov_dtype t, size_t i, const void *src, size_t j, int red) {
   if (red == 0) {
     size_t es = cov_dtype_size(t);
     memcpy((char *)dst + i * es, (const char *)src + j * es, es);
+    return;
+  }
+  if (!cov_dtype_is_float(t)) {
+    combine_int(dst, t, i, src, j, red);
     return;
   }
   double a = graph_load_elem(dst, t, i), b = graph_load_elem(src, t, j), r;
@@ -690,9 +734,11 @@ cov_status graph_exec_one_hot(graph_exec *x, const graph_node *n, graph_value *c
 
 /* ---- TopK --------------------------------------------------------------- */
 
+/* v orders floats; iv (0 for floats) breaks the ties of integers that one
+ * double holds (int64 beyond 2^53). */
 typedef struct topk_item {
   double v;
-  int64_t i;
+  int64_t iv, i;
 } topk_item;
 
 /* NaN orders above every number (numpy's sort), so the order is total. */
@@ -705,6 +751,7 @@ static int topk_cmp(double a, double b) {
 static int topk_largest(const void *a, const void *b) {
   const topk_item *x = a, *y = b;
   int c = topk_cmp(x->v, y->v);
+  if (!c) c = (x->iv > y->iv) - (x->iv < y->iv);
   if (c) return -c;
   return x->i < y->i ? -1 : x->i > y->i; /* ties: the lower index first */
 }
@@ -712,6 +759,7 @@ static int topk_largest(const void *a, const void *b) {
 static int topk_smallest(const void *a, const void *b) {
   const topk_item *x = a, *y = b;
   int c = topk_cmp(x->v, y->v);
+  if (!c) c = (x->iv > y->iv) - (x->iv < y->iv);
   if (c) return c;
   return x->i < y->i ? -1 : x->i > y->i;
 }
@@ -780,7 +828,9 @@ cov_status graph_exec_topk(graph_exec *x, const graph_node *n, graph_value *cons
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       for (int64_t j = 0; j < dim; j++) {
-        items[j].v = graph_load_elem(v->data, v->dtype, (size_t)((o * dim + j) * inner + i));
+        size_t at = (size_t)((o * dim + j) * inner + i);
+        items[j].v = graph_load_elem(v->data, v->dtype, at);
+        items[j].iv = graph_load_int(v->data, v->dtype, at);
         items[j].i = j;
       }
       qsort(items, (size_t)dim, sizeof *items, largest ? topk_largest : topk_smallest);

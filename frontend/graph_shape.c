@@ -168,6 +168,28 @@ double graph_load_elem(const void *data, cov_dtype t, size_t i) {
   }
 }
 
+int64_t graph_load_int(const void *data, cov_dtype t, size_t i) {
+  switch (t) {
+    case COV_I8: return ((const int8_t *)data)[i];
+    case COV_U8: return ((const uint8_t *)data)[i];
+    case COV_I32: return ((const int32_t *)data)[i];
+    case COV_I64: return ((const int64_t *)data)[i];
+    case COV_BOOL: return ((const uint8_t *)data)[i] != 0;
+    default: return 0;
+  }
+}
+
+void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x) {
+  switch (t) {
+    case COV_I8: ((int8_t *)data)[i] = (int8_t)(uint8_t)(uint64_t)x; break;
+    case COV_U8: ((uint8_t *)data)[i] = (uint8_t)(uint64_t)x; break;
+    case COV_I32: ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)x; break;
+    case COV_I64: ((int64_t *)data)[i] = x; break;
+    case COV_BOOL: ((uint8_t *)data)[i] = x != 0; break;
+    default: break;
+  }
+}
+
 /* Saturating conversion for integers (NaN becomes 0), as the codelet
  * interpreter converts: no undefined behaviour on any input. */
 static int64_t sat_i64(double x, int64_t lo, int64_t hi) {

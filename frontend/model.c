@@ -19,6 +19,34 @@ struct cov_model {
   cov_codelet_lib *owned_lib;
 };
 
+static unsigned char *runtime_values(const graph *g);
+
+/* graph.runtime and graph.read_outside, in one pass over the nodes each. */
+static cov_status index_values(graph *g) {
+  unsigned char *rt = runtime_values(g);
+  size_t nv = g->n_values ? g->n_values : 1;
+  g->runtime = rt ? cov_arena_alloc(g->arena, nv) : NULL;
+  g->read_outside = g->runtime ? cov_arena_alloc(g->arena, nv) : NULL;
+  if (!g->read_outside) {
+    free(rt);
+    cov_loc loc = {.file = g->file};
+    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
+  }
+  memcpy(g->runtime, rt, nv);
+  free(rt);
+  memset(g->read_outside, 0, nv);
+  for (size_t q = 0; q < g->n_outputs; q++)
+    if (g->outputs[q]) g->read_outside[g->outputs[q]->id] = 1;
+  for (size_t q = 0; q < g->n_nodes; q++) {
+    const graph_node *r = g->nodes[q];
+    for (int s = 0; s < r->n_in; s++) {
+      const graph_value *v = r->in[s];
+      if (v && v->producer && v->producer->group != r->group) g->read_outside[v->id] = 1;
+    }
+  }
+  return NULL;
+}
+
 static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
@@ -28,7 +56,8 @@ static cov_status prepare(graph *g, const cov_model_options *opts) {
   graph_eliminate_dead(g);
   COV_RETURN_IF_ERROR(graph_fuse(g, opts && opts->no_fuse));
   cov_status st = graph_verify(g);
-  return st ? cov_status_annotate(st, "graph verifier (a bug in covenant): ") : NULL;
+  if (st) return cov_status_annotate(st, "graph verifier (a bug in covenant): ");
+  return index_values(g);
 }
 
 cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
@@ -115,6 +144,12 @@ const char *cov_model_output_name(const cov_model *m, size_t i) {
   return m && i < m->g->n_outputs ? m->g->output_names[i] : NULL;
 }
 
+bool cov_model_input_has_default(const cov_model *m, size_t i) {
+  if (!m || i >= m->g->n_inputs) return false;
+  const graph_value *d = m->g->inputs[i]->default_value;
+  return d && d->data;
+}
+
 int cov_model_find_input(const cov_model *m, const char *name) {
   if (!m || !name) return -1;
   for (size_t i = 0; i < m->g->n_inputs; i++)
@@ -194,17 +229,37 @@ int cov_model_find_node_group(const cov_model *m, const char *name) {
   return -1;
 }
 
-/* A value counts once however many nodes of the group read it. */
-static int seen_before(graph_node *const *nodes, int k, int slot, const graph_value *v) {
-  for (int j = 0; j <= k; j++)
-    for (int s = 0; s < (j == k ? slot : nodes[j]->n_in); s++)
-      if (nodes[j]->in[s] == v) return 1;
-  return 0;
+static int by_id(const void *a, const void *b) {
+  int x = (*(const graph_value *const *)a)->id, y = (*(const graph_value *const *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* The values group i reads from outside it, each once however many of its
+ * nodes read it, sorted by id (so the work is in the group's size). *n_out
+ * is their number; NULL when out of memory. */
+static const graph_value **group_inputs(const graph *g, size_t i, size_t *n_out) {
+  const graph_group *grp = &g->groups[i];
+  size_t cap = 1, n = 0;
+  for (int k = 0; k < grp->n_nodes; k++) cap += (size_t)grp->nodes[k]->n_in;
+  const graph_value **vs = malloc(cap * sizeof *vs);
+  if (!vs) return NULL;
+  for (int k = 0; k < grp->n_nodes; k++)
+    for (int s = 0; s < grp->nodes[k]->n_in; s++) {
+      const graph_value *v = grp->nodes[k]->in[s];
+      if (v && !(v->producer && v->producer->group == (int)i)) vs[n++] = v;
+    }
+  qsort(vs, n, sizeof *vs, by_id);
+  size_t u = 0;
+  for (size_t k = 0; k < n; k++)
+    if (u == 0 || vs[u - 1] != vs[k]) vs[u++] = vs[k];
+  *n_out = u;
+  return vs;
 }
 
 /* Whether each value depends on the model's run-time inputs (not only on
  * constants and shapes): forward over the nodes, repeated until nothing
- * changes, so the result does not depend on the node order. */
+ * changes, so the result does not depend on the node order (in
+ * topological order, the second pass confirms the first). */
 static unsigned char *runtime_values(const graph *g) {
   unsigned char *rt = calloc(g->n_values ? g->n_values : 1, 1);
   if (!rt) return NULL;
@@ -263,36 +318,26 @@ cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_grou
   out->kind = grp->kind;
   out->layout = grp->layout;
   out->node = grp->n_nodes ? grp->nodes[0]->name : "";
-  if (grp->layout) {
-    unsigned char *rt = runtime_values(g);
-    if (!rt) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_group_get_info"), "out of memory");
-    for (int k = 0; k < grp->n_nodes && !out->alters; k++) out->alters = node_alters(grp->nodes[k], rt);
-    free(rt);
+  if (grp->layout)
+    for (int k = 0; k < grp->n_nodes && !out->alters; k++)
+      out->alters = node_alters(grp->nodes[k], g->runtime);
+  size_t n_in;
+  const graph_value **ins = group_inputs(g, i, &n_in);
+  if (!ins) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_group_get_info"), "out of memory");
+  for (size_t k = 0; k < n_in; k++) {
+    int64_t e = graph_numel(ins[k]);
+    if (e < 0) continue;
+    if (ins[k]->data) out->const_elems += e;
+    else out->in_elems += e;
   }
+  free(ins);
   for (int k = 0; k < grp->n_nodes; k++) {
     const graph_node *n = grp->nodes[k];
     int64_t mk = graph_node_macs(n);
     out->macs = (out->macs < 0 || mk < 0) ? -1 : out->macs + mk;
-    for (int s = 0; s < n->n_in; s++) {
-      const graph_value *v = n->in[s];
-      if (!v || (v->producer && v->producer->group == (int)i) || seen_before(grp->nodes, k, s, v))
-        continue;
-      int64_t e = graph_numel(v);
-      if (e < 0) continue;
-      if (v->data) out->const_elems += e;
-      else out->in_elems += e;
-    }
     for (int o = 0; o < n->n_out; o++) {
       const graph_value *v = n->out[o];
-      if (!v) continue;
-      int used_outside = 0;
-      for (size_t q = 0; q < g->n_outputs && !used_outside; q++) used_outside = g->outputs[q] == v;
-      for (size_t q = 0; q < g->n_nodes && !used_outside; q++) {
-        const graph_node *r = g->nodes[q];
-        if (r->group == (int)i) continue;
-        for (int s = 0; s < r->n_in; s++) used_outside |= r->in[s] == v;
-      }
-      if (used_outside && graph_numel(v) > 0) out->out_elems += graph_numel(v);
+      if (v && g->read_outside[v->id] && graph_numel(v) > 0) out->out_elems += graph_numel(v);
     }
   }
   return NULL;

@@ -8,7 +8,6 @@
  * loader it collects every error rather than stopping at the first, and all
  * unsupported operators go into one diagnostic.
  *
- * long: read_attr is one switch over the ONNX attribute types, a case each
  * long: sort_nodes is Kahn's topological sort with its located error for a cycle; its three passes share the pending counts
  */
 #include <stdarg.h>
@@ -26,6 +25,7 @@ typedef struct reader {
   size_t n_slots;
   bool fatal; /* out of memory or past a limit: stop adding errors per node */
   size_t n_errors;
+  uint64_t tensor_bytes; /* initializers and tensor attributes read so far */
 } reader;
 
 /* Enough diagnostics to act on; a hostile file could otherwise ask for one
@@ -105,6 +105,71 @@ static bool valid_name(const char *s) {
   return true;
 }
 
+/* Checks a TensorProto, bounds its size before a byte of it is read (the
+ * memory limit per tensor, --max-memory, and GRAPH_MAX_TENSOR_DATA_BYTES
+ * for all of them: external data can make a tiny file ask for gigabytes),
+ * then reads it into the arena. */
+static cov_status load_tensor(reader *R, const Onnx__TensorProto *tp, const char *what,
+                              onnx_tensor_info *info, void **out) {
+  graph *g = R->g;
+  *out = NULL;
+  COV_RETURN_IF_ERROR(onnx_tensor_check(tp, g->file, what, g->dir, g->arena, info));
+  cov_loc loc = {.file = g->file};
+  cov_status st = NULL;
+  uint64_t limit = graph_memory_limit(g);
+  if ((uint64_t)info->nbytes > limit)
+    st = cov_error(COV_OUT_OF_RANGE, &loc,
+                   "%s: holds %zu bytes, more than the memory limit of %llu bytes (--max-memory; "
+                   "nothing was read)",
+                   what, info->nbytes, (unsigned long long)limit);
+  else if ((uint64_t)info->nbytes > GRAPH_MAX_TENSOR_DATA_BYTES - R->tensor_bytes)
+    st = cov_error(COV_OUT_OF_RANGE, &loc,
+                   "%s: with it the model's initializers and tensor attributes would hold more "
+                   "than %llu bytes (nothing more was read)",
+                   what, (unsigned long long)GRAPH_MAX_TENSOR_DATA_BYTES);
+  void *data = st ? NULL : cov_arena_alloc(g->arena, info->nbytes);
+  if (!st && !data) st = cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory reading %s", what);
+  if (st) {
+    onnx_tensor_info_release(info);
+    return st;
+  }
+  R->tensor_bytes += info->nbytes;
+  COV_RETURN_IF_ERROR(onnx_tensor_fill(tp, info, g->file, what, data));
+  *out = data;
+  return NULL;
+}
+
+/* The bytes a TensorProto's dims and dtype declare (0 where they are
+ * invalid: onnx_tensor_check reports that), saturating at UINT64_MAX. */
+static uint64_t declared_bytes(const Onnx__TensorProto *tp) {
+  uint64_t b = cov_dtype_size(onnx_dtype(tp->data_type));
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    if (tp->dims[i] < 0) return 0;
+    if (__builtin_mul_overflow(b, (uint64_t)tp->dims[i], &b)) return UINT64_MAX;
+  }
+  return b;
+}
+
+/* Before any initializer is read: do they all fit the bound at once? (One
+ * over the memory limit is never read: load_tensor names it.) */
+static cov_status check_initializer_total(reader *R) {
+  const Onnx__GraphProto *gp = R->gp;
+  uint64_t total = 0, limit = graph_memory_limit(R->g);
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    uint64_t b = gp->initializer[i] ? declared_bytes(gp->initializer[i]) : 0;
+    if (b > limit) continue;
+    if (b > GRAPH_MAX_TENSOR_DATA_BYTES - total) {
+      cov_loc loc = {.file = R->g->file};
+      return cov_error(COV_OUT_OF_RANGE, &loc,
+                       "the model's initializers declare more than %llu bytes in all (the limit "
+                       "for a model's parameters, external data included; nothing was read)",
+                       (unsigned long long)GRAPH_MAX_TENSOR_DATA_BYTES);
+    }
+    total += b;
+  }
+  return NULL;
+}
+
 static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t index) {
   graph *g = R->g;
   const char *name = str_or_empty(tp->name);
@@ -135,18 +200,8 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   v->kind = GV_INITIALIZER;
   table_put(R, v);
   onnx_tensor_info info;
-  cov_status st = onnx_tensor_check(tp, g->file, what, g->dir, g->arena, &info);
-  if (st) {
-    add_error(R, st);
-    return;
-  }
-  void *data = cov_arena_alloc(g->arena, info.nbytes);
-  if (!data) {
-    onnx_tensor_info_release(&info);
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory reading %s", what));
-    return;
-  }
-  st = onnx_tensor_fill(tp, &info, g->file, what, data);
+  void *data;
+  cov_status st = load_tensor(R, tp, what, &info, &data);
   if (st) {
     add_error(R, st);
     return;
@@ -156,28 +211,77 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   v->data = data;
 }
 
-static void read_input(reader *R, const Onnx__ValueInfoProto *vi) {
+/* An input that shares an initializer's name. Before IR version 4 every
+ * initializer was also listed as an input: it stays a constant. From IR
+ * version 4 on the initializer is the input's default (onnx/IR.md, "Graphs"):
+ * the value becomes an input whose default is a copy of the initializer,
+ * and its type is read from the input's declaration. Returns the input, or
+ * NULL where the initializer stays a constant. */
+static graph_value *input_with_default(reader *R, graph_value *prev) {
+  graph *g = R->g;
+  if (g->ir_version < 4) return NULL;
+  graph_value *d = cov_arena_alloc(g->arena, sizeof *d);
+  if (!d) {
+    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return NULL;
+  }
+  *d = *prev;
+  prev->kind = GV_INPUT;
+  prev->data = NULL;
+  prev->dtype = COV_DTYPE_INVALID;
+  prev->rank = -1;
+  prev->default_value = d;
+  return prev;
+}
+
+/* The default must be a value the input could be fed with. */
+static void check_default(reader *R, const graph_value *v) {
+  const graph_value *d = v->default_value;
+  if (!d || !d->data || v->dtype == COV_DTYPE_INVALID) return;
+  bool ok = d->dtype == v->dtype && (v->rank < 0 || v->rank == d->rank);
+  for (int i = 0; ok && v->rank >= 0 && i < v->rank; i++)
+    ok = v->dims[i] < 0 || v->dims[i] == d->dims[i];
+  if (ok) return;
+  char want[256], got[256];
+  add_error(R, graph_value_error(R->g, v, COV_INVALID_INPUT,
+                                 "is declared %s, but the initializer of its name (its default "
+                                 "value) is %s",
+                                 graph_type_str(v, want, sizeof want), graph_type_str(d, got, sizeof got)));
+}
+
+static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v);
+
+static graph_value *read_input(reader *R, const Onnx__ValueInfoProto *vi) {
   graph *g = R->g;
   const char *name = str_or_empty(vi->name);
   if (!*name || !valid_name(name)) {
     add_error(R, model_error(g, COV_INVALID_INPUT, "a graph input has an empty or invalid name"));
-    return;
+    return NULL;
   }
-  graph_value *prev = table_find(R, name);
-  if (prev) {
-    /* Before IR version 4 initializers were also listed as inputs; they
-     * stay constants (a default the caller cannot override here). */
-    if (prev->kind == GV_INITIALIZER) return;
-    add_error(R, graph_value_error(g, prev, COV_INVALID_INPUT, "graph input listed twice"));
-    return;
+  graph_value *v = table_find(R, name);
+  if (v && v->kind == GV_INITIALIZER && !v->default_value) {
+    v = input_with_default(R, v);
+    if (!v) return NULL;
+  } else if (v) {
+    add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "graph input listed twice"));
+    return NULL;
+  } else {
+    v = graph_add_value(g, name);
+    if (!v) {
+      add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+      return NULL;
+    }
+    v->kind = GV_INPUT;
+    table_put(R, v);
   }
-  graph_value *v = graph_add_value(g, name);
-  if (!v) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
-    return;
-  }
-  v->kind = GV_INPUT;
-  table_put(R, v);
+  read_input_type(R, vi, v);
+  check_default(R, v);
+  return v;
+}
+
+/* The input's declared dtype and shape. */
+static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v) {
+  graph *g = R->g;
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
     add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
@@ -295,21 +399,15 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       snprintf(what, sizeof what, "node '%.256s' (%.64s): attribute '%.128s'", n->name, n->op_type,
                a->name);
       onnx_tensor_info info;
-      cov_status st = onnx_tensor_check(ap->t, g->file, what, g->dir, g->arena, &info);
+      void *data;
+      cov_status st = load_tensor(R, ap->t, what, &info, &data);
       if (st) {
         add_error(R, st);
         return;
       }
       graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
-      void *data = v ? cov_arena_alloc(g->arena, info.nbytes) : NULL;
-      if (!data) {
-        onnx_tensor_info_release(&info);
+      if (!v) {
         add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
-        return;
-      }
-      st = onnx_tensor_fill(ap->t, &info, g->file, what, data);
-      if (st) {
-        add_error(R, st);
         return;
       }
       v->name = a->name;
@@ -727,6 +825,11 @@ cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
     add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
     goto out;
   }
+  cov_status too_big = check_initializer_total(&R);
+  if (too_big) {
+    add_error(&R, too_big);
+    goto out;
+  }
   for (size_t i = 0; i < gp->n_initializer; i++)
     if (gp->initializer[i]) read_initializer(&R, gp->initializer[i], i);
   size_t n_inputs = 0;
@@ -737,10 +840,8 @@ cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
   }
   for (size_t i = 0; i < gp->n_input; i++) {
     if (!gp->input[i]) continue;
-    size_t before = g->n_values;
-    read_input(&R, gp->input[i]);
-    if (g->n_values > before && g->values[before]->kind == GV_INPUT)
-      g->inputs[n_inputs++] = g->values[before];
+    graph_value *v = read_input(&R, gp->input[i]);
+    if (v) g->inputs[n_inputs++] = v;
   }
   g->n_inputs = n_inputs;
   graph_node **declared = calloc(gp->n_node ? gp->n_node : 1, sizeof *declared);

@@ -276,7 +276,7 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
       double all = vol / x->bw + (dbx ? 0 : lat_n); /* as map_cost: pipelined latencies */
       if (x->dram) dram += vol;
       if (dbx) {
-        if (x->edge >= 0 && x->edge < g->n_edges && x->edge < 512) { /* as map_cost */
+        if (x->edge >= 0 && x->edge < g->n_edges) { /* as map_cost: per edge used */
           int k = 0;
           while (k < n_e && edge_id[k] != x->edge) k++;
           if (k == n_e) edge_id[n_e] = x->edge, per_edge[n_e++] = 0;

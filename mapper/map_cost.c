@@ -400,10 +400,13 @@ void map_cost_eval(map_schedule *s) {
   for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
   c->epilogue_cycles = map_epilogue_cycles(s, par);
   /* transfers */
-  double per_edge[512], per_edge_lat[512];
-  int n_edges = g->n_edges < 512 ? g->n_edges : 512;
-  memset(per_edge, 0, sizeof(double) * (size_t)(n_edges + 1));
-  memset(per_edge_lat, 0, sizeof(double) * (size_t)(n_edges + 1));
+  /* per edge the transfers use (at most one per transfer, so bounded by
+   * MAP_MAX_XFERS whatever the ACG's edge count): its double-buffered
+   * occupancy and the latencies it leaves exposed. Indexed in the order the
+   * transfers first use them, so the cost does not depend on where the
+   * edges sit in the ACG. */
+  double per_edge[MAP_MAX_XFERS], per_edge_lat[MAP_MAX_XFERS];
+  int edge_id[MAP_MAX_XFERS], n_edges = 0;
   double exposed_serial = 0, dram_cost = 0, first_fill = 0, drain = 0, head_occ = 0, head_lat = 0,
          head_all = 0, head_feed = INFINITY, head_max = 0;
   double xocc[MAP_MAX_XFERS];
@@ -457,14 +460,17 @@ void map_cost_eval(map_schedule *s) {
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
     if (db) {
-      if (x->edge >= 0 && x->edge < n_edges) {
-        per_edge[x->edge] += all;
+      if (x->edge >= 0 && x->edge < g->n_edges) {
+        int k = 0;
+        while (k < n_edges && edge_id[k] != x->edge) k++;
+        if (k == n_edges) edge_id[n_edges++] = x->edge, per_edge[k] = 0, per_edge_lat[k] = 0;
+        per_edge[k] += all;
         /* one tile's loads on an engine are issued together: their
          * latencies overlap, one per tile; the first two tiles' loads are
          * issued before any work (both buffers are free), so only the
          * later tiles' wait for a buffer the work releases (below) */
         double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
-        if (x->dir == MAP_LOAD && tl > per_edge_lat[x->edge]) per_edge_lat[x->edge] = tl;
+        if (x->dir == MAP_LOAD && tl > per_edge_lat[k]) per_edge_lat[k] = tl;
       }
       /* after the last GEMM only the last part of the output's store
        * remains: a chunked epilogue's last chunk, or the last rectangle's
@@ -545,7 +551,7 @@ void map_cost_eval(map_schedule *s) {
    * work, 566,305 simulated, 517,390 predicted without this). */
   double dram_lat = 0;
   for (int e = 0; e < n_edges; e++) {
-    const acg_edge *ed = &g->edges[e];
+    const acg_edge *ed = &g->edges[edge_id[e]];
     bool dram_e = g->storage[ed->from].kind == ACG_DRAM || g->storage[ed->to].kind == ACG_DRAM;
     if (dram_e && per_edge_lat[e] > dram_lat) dram_lat = per_edge_lat[e];
   }

@@ -28,7 +28,8 @@ typedef struct map_call {
 
 struct cov_layer {
   cov_arena *arena;
-  cov_codelet_lib *lib;
+  const cov_codelet_lib *lib;
+  cov_codelet_lib *owned_lib; /* lib when the layer loaded it, else NULL */
   const char *name;
   int n_calls;
   map_call calls[MAP_MAX_CALLS];
@@ -47,7 +48,7 @@ double map_gemm_chain_cycles(const map_schedule *s, const map_gemm_plan *gp);
 
 /* map_layer.c: an empty layer (its arena and codelet library), and the
  * output shape of call i (binding it); map_model.c builds on both. */
-cov_status map_layer_new(const char *name, cov_layer **out);
+cov_status map_layer_new(const char *name, const cov_codelet_lib *lib, cov_layer **out);
 /* st, or out of memory where an allocation from l's arena failed. */
 cov_status map_layer_done(cov_layer *l, cov_status st);
 cov_status map_call_output(const cov_layer *l, int i, int *rank, int64_t *shape);

@@ -53,7 +53,7 @@ static cov_status suite_or_default(const char *suite_path, char *buf, size_t siz
   return NULL;
 }
 
-cov_status map_layer_new(const char *name, cov_layer **out) {
+cov_status map_layer_new(const char *name, const cov_codelet_lib *lib, cov_layer **out) {
   *out = NULL;
   cov_layer *l = calloc(1, sizeof *l);
   if (!l) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -62,11 +62,15 @@ cov_status map_layer_new(const char *name, cov_layer **out) {
     free(l);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
-  cov_status st = cov_codelet_lib_load(NULL, &l->lib);
-  if (st) {
-    cov_arena_destroy(l->arena);
-    free(l);
-    return st;
+  l->lib = lib;
+  if (!lib) {
+    cov_status st = cov_codelet_lib_load(NULL, &l->owned_lib);
+    if (st) {
+      cov_arena_destroy(l->arena);
+      free(l);
+      return st;
+    }
+    l->lib = l->owned_lib;
   }
   l->name = cov_arena_strdup(l->arena, name);
   *out = l;
@@ -83,7 +87,7 @@ cov_status map_layer_done(cov_layer *l, cov_status st) {
 
 void cov_layer_free(cov_layer *layer) {
   if (!layer) return;
-  cov_codelet_lib_free(layer->lib);
+  cov_codelet_lib_free(layer->owned_lib);
   cov_arena_destroy(layer->arena);
   free(layer);
 }
@@ -347,7 +351,7 @@ cov_status cov_layer_from_suite(const char *suite_path, const char *name, int sc
   /* NULL, not indeterminate: map_layer_new leaves it unset when it fails
    * (a codelet library that does not load), and *out is the caller's to free. */
   cov_layer *l = NULL;
-  cov_status st = map_layer_new(name, &l);
+  cov_status st = map_layer_new(name, NULL, &l);
   if (!st) {
     char path[64];
     snprintf(path, sizeof path, "$.layers[%zu]", idx);
@@ -392,7 +396,7 @@ static cov_status layer_from_codelet(const char *codelet, const cov_attr *attrs,
                                      const cov_dtype *dtypes, size_t n_inputs, cov_layer **out) {
   *out = NULL;
   cov_layer *l;
-  COV_RETURN_IF_ERROR(map_layer_new(codelet, &l));
+  COV_RETURN_IF_ERROR(map_layer_new(codelet, NULL, &l));
   map_call *mc = &l->calls[0];
   l->n_calls = 1;
   cov_status st = NULL;

@@ -61,7 +61,9 @@ COV_API cov_status cov_layer_from_call(const char *codelet, const cov_attr *attr
  * cov_map then says whether it can fuse the chain. The layer's inputs are
  * the calls' arguments in order, each later call's first one skipped;
  * cov_layer_model_input gives the argument behind layer input i (a group
- * input or a constant with its data). */
+ * input or a constant with its data). The layer uses the model's constants
+ * and codelet library (cov_model_group_codelets): free it before the
+ * model. */
 COV_API cov_status cov_layer_from_model_group(const cov_model_group *grp, cov_layer **out);
 /* The layer of the group's first n calls (a group that does not fuse whole
  * may fuse all but its last call, which then runs as a layer of its own). */

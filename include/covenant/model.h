@@ -57,11 +57,18 @@ COV_API cov_status cov_model_load_buffer(const void *data, size_t size, const ch
                                          cov_model **out);
 COV_API void cov_model_free(cov_model *model);
 
-/* Graph inputs (initializers excluded) and outputs, in the model's order. */
+/* Graph inputs (initializers excluded) and outputs, in the model's order.
+ * From ONNX IR version 4 on, an input that shares an initializer's name
+ * has that initializer as its default value: a run given a tensor with
+ * data NULL for it (dtype and shape ignored) uses the default; one given
+ * data overrides it. (Before IR version 4 such initializers are constants,
+ * not inputs.) */
 COV_API size_t cov_model_num_inputs(const cov_model *model);
 COV_API size_t cov_model_num_outputs(const cov_model *model);
 COV_API const char *cov_model_input_name(const cov_model *model, size_t i);
 COV_API const char *cov_model_output_name(const cov_model *model, size_t i);
+/* Whether input i has a default value (above). */
+COV_API bool cov_model_input_has_default(const cov_model *model, size_t i);
 /* Index of the input called `name`, or -1. */
 COV_API int cov_model_find_input(const cov_model *model, const char *name);
 /* Declared dtype and shape of input i: dims the model leaves symbolic or
@@ -190,6 +197,9 @@ COV_API size_t cov_model_group_index(const cov_model_group *grp);
 /* The name of its first node, and its kind ("conv+bias+relu+maxpool"). */
 COV_API const char *cov_model_group_name(const cov_model_group *grp);
 COV_API const char *cov_model_group_kind(const cov_model_group *grp);
+/* The codelet library its calls' codelets come from (the model's, owned by
+ * it or by the caller that passed cov_model_options.codelets). */
+COV_API const cov_codelet_lib *cov_model_group_codelets(const cov_model_group *grp);
 COV_API size_t cov_model_group_num_calls(const cov_model_group *grp);
 COV_API const cov_model_group_call *cov_model_group_call_at(const cov_model_group *grp, size_t c);
 /* The group's inputs from outside it (what EXTERNAL args index), in order of

@@ -240,6 +240,51 @@ def memory_limit_constant_of_shape():
     assert r.returncode == 2 and "--max-memory: 'lots' is not a size" in r.stderr, r.stderr
 
 
+def sparse_ext_model(name, n_tensors, rows, cols):
+    """A model of a few hundred bytes whose n_tensors initializers (f32
+    rows x cols each, summed) all read one sparse external file."""
+    d = fresh(name)
+    nbytes = rows * cols * 4
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.truncate(nbytes)
+    inits, nodes, prev = [], [], "x"
+    for i in range(n_tensors):
+        t = TensorProto(name="w%d" % i, data_type=TensorProto.FLOAT, dims=[rows, cols])
+        t.data_location = TensorProto.EXTERNAL
+        e = t.external_data.add()
+        e.key, e.value = "location", "w.bin"
+        inits.append(t)
+        nodes.append(helper.make_node("Add", [prev, t.name], ["s%d" % i]))
+        prev = "s%d" % i
+    g = helper.make_graph(nodes, "sparse",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    path = os.path.join(d, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def memory_limit_external_data():
+    """A ~300-byte model with a 3.2 GB sparse external file: --max-memory
+    bounds each initializer before it is read, and all of them together
+    may not declare more than a model file may hold (2 GiB)."""
+    path = sparse_ext_model("sparse_one", 1, 20000, 40000)
+    assert os.path.getsize(path) < 400
+    r = limited([COV, "inspect", path, "--max-memory", "1MiB"])
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "initializer 'w0': holds 3200000000 bytes, more than the memory limit of 1048576 " \
+           "bytes (--max-memory; nothing was read)" in r.stderr, r.stderr
+    # two of 1.2 GB each: each under the default 2 GiB limit, 2.4 GB in all
+    path = sparse_ext_model("sparse_two", 2, 10000, 30000)
+    r = limited([COV, "inspect", path])
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "the model's initializers declare more than 2147483648 bytes in all" in r.stderr, r.stderr
+
+
 def memory_limit_codelet_run():
     """codelet run gemm -s a=20000x20000 -s b=20000x20000: 3.2 GB of inputs
     refused before any is made."""
@@ -312,7 +357,8 @@ def main():
     PRELOAD = sys.argv[3] if len(sys.argv) > 3 else None
     os.makedirs(WORK, exist_ok=True)
     for fn in (ext_link_refused, ext_swapped_at_open, ext_swap_race,
-               memory_limit_constant_of_shape, memory_limit_codelet_run, ext_messages,
+               memory_limit_constant_of_shape, memory_limit_external_data, memory_limit_codelet_run,
+               ext_messages,
                names_escaped):
         check(fn)
     if FAILED:
