@@ -430,14 +430,21 @@ static double value_at(const cov_tensor *t, int64_t i) {
   }
 }
 
-static void print_header(run_state *s) {
+/* The compute layer groups (not layout) the header and the report count;
+ * a group that cannot be described (out of memory) is an error, not a
+ * group left out of the count. */
+static cov_status count_compute(run_state *s) {
   size_t ng = cov_model_num_groups(s->m);
   for (size_t g = 0; g < ng; g++) {
     cov_model_group_info gi;
-    cov_status st = cov_model_group_get_info(s->m, g, &gi);
-    if (!st && !gi.layout) s->n_compute++;
-    cov_status_free(st);
+    COV_RETURN_IF_ERROR(cov_model_group_get_info(s->m, g, &gi));
+    if (!gi.layout) s->n_compute++;
   }
+  return NULL;
+}
+
+static void print_header(run_state *s) {
+  size_t ng = cov_model_num_groups(s->m);
   printf("model:  %s (%zu input%s, %zu output%s, %zu layer groups, %zu of them compute)\n",
          s->o->model, s->ni, s->ni == 1 ? "" : "s", s->no, s->no == 1 ? "" : "s", ng,
          s->n_compute);
@@ -626,6 +633,10 @@ int cli_cmd_run(int argc, char **argv) {
     goto done;
   }
   if ((rc = bind_names(&s)) >= 0) goto done;
+  if ((st = count_compute(&s))) {
+    rc = cli_report(st);
+    goto done;
+  }
   print_header(&s);
   if ((rc = read_inputs(&s)) >= 0) goto done;
   if ((st = run_target(&s)) || (st = run_ref(&s))) {
