@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/fileio.h"
 #include "covenant/model.h"
 #include "covenant/status.h"
 
@@ -57,10 +58,15 @@ void cli_progress_note(cli_progress *p, int now, const char *fmt, ...)
 void cli_progress_clear(cli_progress *p);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
-/* Opens -o FILE (or stdout for NULL / "-"); NULL after printing an error. */
-FILE *cli_open_output(const char *path);
-/* Closes what cli_open_output returned; reports a write error; returns 0/1. */
-int cli_close_output(FILE *f, const char *path);
+/* Opens -o FILE (or stdout for NULL / "-") into *o and returns the stream
+ * to write; NULL after printing an error. A file is written atomically
+ * (common_out): the previous one stays until cli_close_output succeeds. */
+FILE *cli_open_output(const char *path, common_out *o);
+/* Finishes what cli_open_output opened (renames a file into place, flushes
+ * stdout); reports a write error; returns 0/1. */
+int cli_close_output(common_out *o);
+/* Flushes stdout; reports a write error; returns 0/1. */
+int cli_close_stdout(void);
 /* True when argv holds -h/--help before any "--". */
 int cli_wants_help(int argc, char **argv);
 /* When argv's -t/--target names a GPU target (ACG backend amdgpu or nvptx),

@@ -1,5 +1,6 @@
 /* cli/cli_util.c: usage errors, diagnostics and output files for commands. */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/c_locale.h"
 #include "common/edit_distance.h"
 #include "covenant/acg.h"
 
@@ -80,22 +82,31 @@ int cli_report(cov_status st) {
   return CLI_EXIT_INPUT;
 }
 
-FILE *cli_open_output(const char *path) {
-  if (!path || strcmp(path, "-") == 0) return stdout;
-  FILE *f = fopen(path, "w");
-  if (!f) fprintf(stderr, "%s: error: cannot open for writing: %s\n", path, strerror(errno));
-  return f;
+FILE *cli_open_output(const char *path, common_out *o) {
+  memset(o, 0, sizeof *o);
+  if (!path || strcmp(path, "-") == 0) return o->f = stdout;
+  cov_status st = common_out_open(path, o);
+  if (st) {
+    cli_report(st);
+    return NULL;
+  }
+  return o->f;
 }
 
-int cli_close_output(FILE *f, const char *path) {
-  int bad = ferror(f);
-  if (f == stdout) bad |= fflush(f) != 0;
-  else bad |= fclose(f) != 0;
-  if (bad) {
-    fprintf(stderr, "%s: error: write failed: %s\n", path ? path : "<stdout>", strerror(errno));
+int cli_close_stdout(void) {
+  if (ferror(stdout) || fflush(stdout) != 0) {
+    fprintf(stderr, "<stdout>: error: write failed: %s\n", strerror(errno));
     return CLI_EXIT_INPUT;
   }
   return CLI_EXIT_OK;
+}
+
+int cli_close_output(common_out *o) {
+  if (o->f == stdout) {
+    o->f = NULL;
+    return cli_close_stdout();
+  }
+  return cli_report(common_out_commit(o));
 }
 
 int cli_wants_help(int argc, char **argv) {
@@ -112,16 +123,20 @@ int cli_is_onnx(const char *arg) {
 }
 
 int cli_parse_seed(const char *cmd, const char *arg, unsigned long long *out) {
-  char *end = NULL;
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (!*arg || *end) return cli_usage_error(cmd, "--seed: '%s' is not a number", arg);
+  /* digits only: strtoull accepts "-1" (and " 1", "+1") and wraps a minus
+   * sign to 2^64 - 1, a seed nobody asked for */
+  if (!*arg || strspn(arg, "0123456789") != strlen(arg))
+    return cli_usage_error(cmd, "--seed: '%s' is not a non-negative integer (0 to %llu)", arg, ULLONG_MAX);
+  errno = 0;
+  unsigned long long v = strtoull(arg, NULL, 10);
+  if (errno == ERANGE) return cli_usage_error(cmd, "--seed: '%s' is larger than %llu", arg, ULLONG_MAX);
   *out = v;
   return 0;
 }
 
 int cli_parse_tolerance(const char *cmd, const char *arg, double *out) {
   char *end = NULL;
-  double v = strtod(arg, &end);
+  double v = common_strtod(arg, &end);
   if (!*arg || *end || !(v >= 0)) return cli_usage_error(cmd, "--tolerance: '%s' is not a number >= 0", arg);
   *out = v;
   return 0;

@@ -47,14 +47,15 @@ static int run_printer(const char *sub, int argc, char **argv, acg_printer print
   cov_acg *g = NULL;
   cov_status st = cov_acg_load_target(argv[optind], &g);
   if (st) return cli_report(st);
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   if (!out) {
     cov_acg_free(g);
     return CLI_EXIT_INPUT;
   }
   st = print(g, out);
   cov_acg_free(g);
-  int rc = cli_close_output(out, output);
+  int rc = cli_close_output(&out_file);
   return st ? cli_report(st) : rc;
 }
 

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "codelets/cdl_bind.h"
 #include "codelets/cdl_ir.h"
+#include "common/c_locale.h"
 #include "covenant/codelet.h"
 #include "covenant/tensor.h"
 
@@ -166,7 +167,8 @@ static int run_print(int argc, char **argv) {
   const cov_codelet *only = NULL;
   cov_status st = load_target(argv[optind], &lib, &only);
   if (st) return cli_report(st);
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   if (!out) {
     cov_codelet_lib_free(lib);
     return CLI_EXIT_INPUT;
@@ -177,7 +179,7 @@ static int run_print(int argc, char **argv) {
     st = cov_codelet_print(only ? only : cov_codelet_lib_at(lib, i), out);
   }
   cov_codelet_lib_free(lib);
-  int rc = cli_close_output(out, output);
+  int rc = cli_close_output(&out_file);
   return st ? cli_report(st) : rc;
 }
 
@@ -193,7 +195,7 @@ static int run_list(int argc, char **argv) {
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++)
     cdl_print_signature(stdout, cov_codelet_lib_at(lib, i));
   cov_codelet_lib_free(lib);
-  return cli_close_output(stdout, NULL);
+  return cli_close_stdout();
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -283,7 +285,7 @@ static int parse_attr(const char *spec, cov_attr *a) {
     return 1;
   }
   errno = 0;
-  double f = strtod(v, &end);
+  double f = common_strtod(v, &end);
   if (*end != '\0' || (errno && !isinf(f))) return 0;
   a->is_float = 1;
   a->f = f;
@@ -323,7 +325,7 @@ static int write_outputs(const cov_codelet *c, cov_tensor *outs, const char *out
   size_t n = cov_codelet_num_outputs(c);
   if (!output) {
     for (size_t i = 0; i < n; i++) print_tensor(stdout, cov_codelet_output_name(c, i), &outs[i]);
-    return cli_close_output(stdout, NULL);
+    return cli_close_stdout();
   }
   size_t len = strlen(output);
   int want_dir = is_dir(output) || (len && output[len - 1] == '/');
@@ -358,7 +360,7 @@ static int dry_run_shapes(const cov_codelet *c, const cov_attr *attrs, size_t n_
     }
   }
   cov_arena_destroy(arena);
-  return st ? cli_report(st) : cli_close_output(stdout, NULL);
+  return st ? cli_report(st) : cli_close_stdout();
 }
 
 #define RUN_MAX_ARGS 64
@@ -468,11 +470,8 @@ static int run_run(int argc, char **argv) {
         attr_specs[n_attrs++] = optarg;
         break;
       case 'S': {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(optarg, &end, 10);
-        if (*end || errno || end == optarg)
-          return cli_usage_error("codelet", "run: --seed takes a non-negative integer");
+        unsigned long long v = 0;
+        if (cli_parse_seed("codelet", optarg, &v)) return CLI_EXIT_USAGE;
         seed = v ? v : 0x9e3779b97f4a7c15ull; /* xorshift must not start at 0 */
         break;
       }

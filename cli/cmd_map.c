@@ -220,10 +220,11 @@ static int map_parse(int argc, char **argv, map_args *m) {
 
 /* The backend's own planner on a layer (a GPU target's search). */
 static int map_with_backend(const backend_target *t, const cov_layer *layer, int explain, const char *outp) {
-  FILE *out = cli_open_output(outp);
+  common_out out_file;
+  FILE *out = cli_open_output(outp, &out_file);
   if (!out) return CLI_EXIT_INPUT;
   int rc = cli_report(t->backend->map_layer(t, layer, explain, out));
-  if (cli_close_output(out, outp) && !rc) rc = CLI_EXIT_INPUT;
+  if (cli_close_output(&out_file) && !rc) rc = CLI_EXIT_INPUT;
   return rc;
 }
 
@@ -259,7 +260,8 @@ static int map_layer(map_args *m) {
   if (st) {
     rc = cli_report(st);
   } else {
-    FILE *out = cli_open_output(m->outp);
+    common_out out_file;
+    FILE *out = cli_open_output(m->outp, &out_file);
     if (!out) {
       rc = CLI_EXIT_INPUT;
     } else {
@@ -270,7 +272,7 @@ static int map_layer(map_args *m) {
                 cov_acg_name(acg), cov_schedule_cycles(s), (long long)cov_schedule_evaluations(s));
       if (st) rc = cli_report(st);
       if (!rc && m->do_check) rc = check(layer, s, out);
-      if (cli_close_output(out, m->outp) && !rc) rc = CLI_EXIT_INPUT;
+      if (cli_close_output(&out_file) && !rc) rc = CLI_EXIT_INPUT;
     }
   }
   cov_schedule_free(s);

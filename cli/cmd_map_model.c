@@ -84,7 +84,8 @@ int cli_map_model(const char *path, const char *target, const cli_map_model_opts
     st = cov_error(COV_NOT_FOUND, &loc, "no layer group %lld: the model has %zu (0 to %zu)", want,
                    cov_model_num_groups(m), cov_model_num_groups(m) - 1);
   }
-  FILE *out = st ? NULL : cli_open_output(outp);
+  common_out out_file;
+  FILE *out = st ? NULL : cli_open_output(outp, &out_file);
   if (st || !out) {
     cov_model_free(m);
     cov_acg_free(acg);
@@ -125,7 +126,7 @@ int cli_map_model(const char *path, const char *target, const cli_map_model_opts
                  "call by call)\n",
             total, mapped, refused);
   }
-  if (cli_close_output(out, outp) && rc == CLI_EXIT_OK) rc = CLI_EXIT_INPUT;
+  if (cli_close_output(&out_file) && rc == CLI_EXIT_OK) rc = CLI_EXIT_INPUT;
   cov_model_free(m);
   cov_acg_free(acg);
   return rc;

@@ -69,7 +69,8 @@ int cli_cmd_inspect(int argc, char **argv) {
   cov_model *m = NULL;
   cov_status st = cov_model_load_file(argv[optind], &mo, &m);
   if (st) return cli_report(st);
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   if (!out) {
     cov_model_free(m);
     return CLI_EXIT_INPUT;
@@ -80,6 +81,6 @@ int cli_cmd_inspect(int argc, char **argv) {
     st = cov_model_print_graph(m, out);
   }
   cov_model_free(m);
-  int rc = cli_close_output(out, output);
+  int rc = cli_close_output(&out_file);
   return st ? cli_report(st) : rc;
 }

@@ -6,6 +6,7 @@
  * long: cli_cmd_sim is the option table of `covenant sim` (getopt), one case each
  */
 #include <errno.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -138,11 +139,12 @@ int cli_cmd_disasm(int argc, char **argv) {
       return CLI_EXIT_INPUT;
     }
   }
-  FILE *out = cli_open_output(output);
+  common_out out_file;
+  FILE *out = cli_open_output(output, &out_file);
   int rc = CLI_EXIT_INPUT;
   if (out) {
     st = cov_npu_program_disasm(p, g, out);
-    rc = cli_close_output(out, output);
+    rc = cli_close_output(&out_file);
     if (st) rc = cli_report(st);
   }
   cov_acg_free(g);
@@ -152,7 +154,8 @@ int cli_cmd_disasm(int argc, char **argv) {
 
 static void sim_help(FILE *out) {
   fprintf(out,
-          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [-o FILE]\n"
+          "usage: covenant sim PROGRAM [--target T] [--seed N] [--trace FILE] [--max-insns N]\n"
+          "                    [--max-work N] [-o FILE]\n"
           "\n"
           "Verifies an NPU program against its ACG and runs it in the cycle simulator.\n"
           "Inputs, and weights the program does not carry, get deterministic pseudo-\n"
@@ -163,6 +166,10 @@ static void sim_help(FILE *out) {
           "  -t, --target T      simulate on this ACG (default: the program's own)\n"
           "      --seed N        seed for the random inputs (default 1)\n"
           "      --trace FILE    write a Chrome/Perfetto trace (1 us = 1 cycle)\n"
+          "      --max-insns N   refuse a program whose loop nest runs more than N\n"
+          "                      instructions (default 2^24 = 16777216), before it runs\n"
+          "      --max-work N    likewise for its element work: gemm multiply-adds, DMA and\n"
+          "                      vector elements (default 2^34 = 17179869184)\n"
           "  -o, --output FILE   write the report to FILE instead of stdout\n"
           "  -h, --help          show this help\n");
 }
@@ -172,10 +179,12 @@ int cli_cmd_sim(int argc, char **argv) {
                                        {"seed", required_argument, NULL, 's'},
                                        {"trace", required_argument, NULL, 'T'},
                                        {"output", required_argument, NULL, 'o'},
+                                       {"max-insns", required_argument, NULL, 'M'},
+                                       {"max-work", required_argument, NULL, 'W'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   const char *output = NULL, *target = NULL, *trace = NULL;
-  unsigned long long seed = 1;
+  unsigned long long seed = 1, max_insns = 0, max_work = 0;
   optind = 1;
   opterr = 0;
   int c;
@@ -187,6 +196,17 @@ int cli_cmd_sim(int argc, char **argv) {
         break;
       case 'T': trace = optarg; break;
       case 'o': output = optarg; break;
+      case 'M':
+      case 'W': {
+        char *end = NULL;
+        unsigned long long *v = c == 'M' ? &max_insns : &max_work;
+        errno = 0;
+        *v = strtoull(optarg, &end, 10);
+        if (!isdigit((unsigned char)optarg[0]) || *end || errno || *v == 0)
+          return cli_usage_error("sim", "%s takes an integer >= 1, not '%s'", c == 'M' ? "--max-insns" : "--max-work",
+                                 optarg);
+        break;
+      }
       case 'h': sim_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_bad_option("sim", argv, "t:o:h", opts);
@@ -205,6 +225,7 @@ int cli_cmd_sim(int argc, char **argv) {
   if (st) goto done; /* located at path already */
   st = load_program_acg(p, target, &g);
   if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) cov_npu_sim_set_max_insns(sim, max_insns), cov_npu_sim_set_max_work(sim, max_work);
   if (!st) st = cov_npu_sim_load(sim, p);
   if (st) {
     st = cov_status_annotate(st, "%s: ", path);
@@ -226,20 +247,16 @@ int cli_cmd_sim(int argc, char **argv) {
     cov_tensor_release(&t);
   }
   if (st) goto done;
-  if (trace && !(tf = fopen(trace, "w"))) {
-    cov_loc loc = {trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "cannot create the trace file");
-    goto done;
-  }
-  if ((st = cov_npu_sim_run(sim, tf, &stats))) goto done;
-  if (tf && fclose(tf) != 0) {
-    tf = NULL;
-    cov_loc loc = {trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "write error");
-    goto done;
-  }
+  common_out trace_out = {0};
+  if (trace && (st = common_out_open(trace, &trace_out))) goto done;
+  tf = trace_out.f;
+  st = cov_npu_sim_run(sim, tf, &stats);
   tf = NULL;
-  if (!(out = cli_open_output(output))) goto done;
+  if (trace) /* kept after a failed run too: it shows what ran up to the failure */
+    st = cov_status_join(st, common_out_commit(&trace_out));
+  if (st) goto done;
+  common_out out_file;
+  if (!(out = cli_open_output(output, &out_file))) goto done;
   fprintf(out, "program %s on %s, random inputs with seed %llu\n", path, cov_acg_name(g), seed);
   cov_npu_stats_print(stats, out);
   for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
@@ -265,9 +282,8 @@ int cli_cmd_sim(int argc, char **argv) {
     fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
     cov_tensor_release(&t);
   }
-  rc = cli_close_output(out, output);
+  rc = cli_close_output(&out_file);
 done:
-  if (tf) fclose(tf);
   if (st) rc = cli_report(st);
   cov_npu_stats_free(stats);
   cov_npu_sim_free(sim);

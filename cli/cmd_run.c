@@ -24,6 +24,7 @@
 #include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "common/loc.h"
+#include "common/text.h"
 #include "covenant/model.h"
 #include "covenant/tensor.h"
 
@@ -274,18 +275,48 @@ static int find_output(const cov_model *m, const char *name) {
   return -1;
 }
 
+/* "NAME=FILE" whose NAME is not one of the model's: a usage error naming
+ * the values there are (and the closest), unless the whole argument is a
+ * file (a path with '=' in it) or NAME holds a '/' (a directory). Checked
+ * before any file is opened, so "--input output=x.npy" says there is no
+ * input 'output' rather than that x.npy cannot be opened. */
+static int unknown_name(const char *arg, const char *name, const cov_model *m, size_t n,
+                        const char *(*name_of)(const cov_model *, size_t), const char *kind) {
+  if (is_file(arg) || strchr(name, '/')) return -1;
+  const char *names[65];
+  char list[1024] = "", shown[256];
+  size_t k = 0, len = 0;
+  for (; k < n && k < 64; k++) {
+    names[k] = name_of(m, k);
+    len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s'%s'", k ? ", " : "",
+                            common_escape(names[k], shown, sizeof shown));
+    if (len >= sizeof list) len = sizeof list;
+  }
+  names[k] = NULL;
+  const char *near = cli_closest(name, names, -1);
+  char hint[300] = "";
+  if (near) snprintf(hint, sizeof hint, "; did you mean '%s'?", common_escape(near, shown, sizeof shown));
+  return cli_usage_error("run", "%s: the model has no %.*s named '%s' (its %s: %s)%s", arg, (int)strlen(kind) - 1,
+                         kind, common_escape(name, (char[256]){0}, 256), kind, list, hint);
+}
+
 /* Binds [NAME=]ARG options to slots[0..n): by name when NAME is one of the
- * model's (find), else to the next free slot in order. Returns -1 to go on,
- * else the exit code (a usage error printed); `what` names the options and
- * `kind` the model's values in it. */
+ * model's (find; name_of lists them), else to the next free slot in order.
+ * Returns -1 to go on, else the exit code (a usage error printed); `what`
+ * names the options and `kind` the model's values in it. */
 static int bind_args(const char *const *args, int n_args, const cov_model *m,
-                     int (*find)(const cov_model *, const char *), const char **slots, size_t n,
+                     int (*find)(const cov_model *, const char *),
+                     const char *(*name_of)(const cov_model *, size_t), const char **slots, size_t n,
                      const char *what, const char *kind) {
   size_t next = 0;
   for (int i = 0; i < n_args; i++) {
     char name[1024];
     const char *file = split_name(args[i], name, sizeof name);
     int idx = file ? find(m, name) : -1;
+    if (file && idx < 0) {
+      int rc = unknown_name(args[i], name, m, n, name_of, kind);
+      if (rc >= 0) return rc;
+    }
     if (idx < 0) {
       file = args[i];
       while (next < n && slots[next]) next++;
@@ -307,7 +338,7 @@ static int bind_args(const char *const *args, int n_args, const cov_model *m,
  * convention of examples/, for a one-input one-output model). Reads nothing. */
 static int bind_names(run_state *s) {
   const run_opts *o = s->o;
-  int rc = bind_args(o->in_args, o->n_in, s->m, cov_model_find_input, s->in_files, s->ni,
+  int rc = bind_args(o->in_args, o->n_in, s->m, cov_model_find_input, cov_model_input_name, s->in_files, s->ni,
                      "inputs", "inputs");
   if (rc >= 0) return rc;
   const char *plain[MAX_ARGS];
@@ -326,9 +357,10 @@ static int bind_names(run_state *s) {
       s->out_paths[k] = p;
     }
   }
-  rc = bind_args(plain, n_plain, s->m, find_output, s->out_paths, s->no, "-o options", "outputs");
+  rc = bind_args(plain, n_plain, s->m, find_output, cov_model_output_name, s->out_paths, s->no, "-o options",
+                 "outputs");
   if (rc >= 0) return rc;
-  rc = bind_args(o->expect_args, o->n_expect, s->m, find_output, s->expect_files, s->no,
+  rc = bind_args(o->expect_args, o->n_expect, s->m, find_output, cov_model_output_name, s->expect_files, s->no,
                  "--expect options", "outputs");
   if (rc >= 0) return rc;
   if (o->n_expect == 0 && s->no == 1 && s->ni == 1 && s->in_files[0] &&
@@ -386,18 +418,13 @@ static int read_inputs(run_state *s) {
 static cov_status run_target(run_state *s) {
   const run_opts *o = s->o;
   double t0 = now_s();
-  FILE *trace_file = NULL;
-  if (o->trace && !(trace_file = fopen(o->trace, "w"))) {
-    cov_loc loc = {o->trace, 0, 0, NULL};
-    return cov_error(COV_IO_ERROR, &loc, "cannot create the trace file: %s", strerror(errno));
-  }
-  backend_options bo = {.target = o->target, .per_call = o->per_call, .trace = trace_file, .notes = stderr};
+  common_out trace_out = {0};
+  if (o->trace) COV_RETURN_IF_ERROR(common_out_open(o->trace, &trace_out));
+  backend_options bo = {.target = o->target, .per_call = o->per_call, .trace = trace_out.f, .notes = stderr};
   cov_status st = s->bt.backend->run_model(&s->bt, &bo, s->m, o->model, s->inputs, s->ni, s->outputs, s->no,
                                            &s->report);
-  if (trace_file && fclose(trace_file) != 0 && !st) {
-    cov_loc loc = {o->trace, 0, 0, NULL};
-    st = cov_error(COV_IO_ERROR, &loc, "write error");
-  }
+  if (trace_out.f) /* kept after a failed run too: it shows what ran up to the failure */
+    st = cov_status_join(st, common_out_commit(&trace_out));
   s->t_run = now_s() - t0;
   return st;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codelets/cdl_ir.h"
+#include "common/c_locale.h"
 
 static const struct {
   const char *word;
@@ -100,7 +101,7 @@ static cdl_token lex_number(cdl_lexer *lx) {
   memcpy(buf, start, len);
   buf[len] = '\0';
   errno = 0;
-  double v = strtod(buf, NULL);
+  double v = common_strtod(buf, NULL); /* '.' whatever the caller's locale */
   if (isinf(v)) return error_tok(lx, start, "float literal out of range");
   cdl_token t = make(lx, CDL_TK_FLOAT, start);
   t.fval = v;

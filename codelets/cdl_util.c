@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codelets/cdl_ir.h"
+#include "common/c_locale.h"
 #include "common/edit_distance.h"
 
 cov_dtype cdl_acc_dtype(cov_dtype d) {
@@ -97,8 +98,8 @@ void cdl_format_double(double v, char *buf, size_t size) {
   }
   char tmp[40];
   for (int prec = 1; prec <= 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-    if (strtod(tmp, NULL) == v) break;
+    common_snprintf(tmp, sizeof tmp, "%.*g", prec, v); /* '.' in every locale */
+    if (common_strtod(tmp, NULL) == v) break;
   }
   /* Drop the exponent's '+' and leading zeros (1e-05 -> 1e-5) and make sure
    * an integral value still reads as a float (2 -> 2.0). */

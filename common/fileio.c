@@ -1,4 +1,5 @@
-/* common/fileio.c: whole-file reads with a size limit. */
+/* common/fileio.c: whole-file reads with a size limit. Atomic writes are in
+ * common/atomic_write.c. */
 #include "common/fileio.h"
 
 #include <errno.h>
@@ -88,11 +89,3 @@ cov_status common_read_file(const char *path, size_t max_bytes, char **out_data,
   return NULL;
 }
 
-cov_status common_write_file(const char *path, const void *data, size_t n) {
-  cov_loc loc = {path, 0, 0, NULL};
-  FILE *f = fopen(path, "wb");
-  if (!f) return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  size_t w = fwrite(data, 1, n, f);
-  if (fclose(f) != 0 || w != n) return cov_error(COV_IO_ERROR, &loc, "write error");
-  return NULL;
-}

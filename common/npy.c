@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "covenant/tensor.h"
+#include "common/fileio.h"
 #include "common/loc.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -297,14 +298,18 @@ cov_status cov_npy_write(const char *path, const cov_tensor *t) {
   pre[8] = (unsigned char)(hlen & 0xff);
   pre[9] = (unsigned char)(hlen >> 8);
 
-  FILE *f = fopen(path, "wb");
-  if (!f) return cov_error(COV_IO_ERROR, &loc, "cannot open for writing: %s", strerror(errno));
+  common_out o;
+  COV_RETURN_IF_ERROR(common_out_open(path, &o));
+  FILE *f = o.f;
   int bad = fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)len, f) != (size_t)len;
   for (size_t i = 0; i < pad && !bad; i++) bad = fputc(' ', f) == EOF;
   if (!bad) bad = fputc('\n', f) == EOF;
   size_t bytes = (size_t)n * esize;
   if (!bad && bytes) bad = fwrite(t->data, 1, bytes, f) != bytes;
-  bad |= fclose(f) != 0;
-  if (bad) return cov_error(COV_IO_ERROR, &loc, "write failed: %s", strerror(errno));
-  return NULL;
+  if (bad) {
+    cov_status st = cov_error(COV_IO_ERROR, &loc, "write failed: %s", strerror(errno));
+    common_out_abort(&o);
+    return st;
+  }
+  return common_out_commit(&o);
 }

@@ -15,6 +15,7 @@
 #include "covenant/arena.h"
 #include "covenant/explore.h"
 #include "covenant/types.h"
+#include "common/fileio.h"
 #include "common/loc.h"
 
 /* A diagnostic location; a macro so that it can sit inside cov_error()'s
@@ -25,6 +26,7 @@
 #define EXPLORE_MAX_VALUES 256
 #define EXPLORE_MAX_DESIGNS 100000
 #define EXPLORE_MAX_STORAGE 64 /* storage nodes with a bytes column */
+#define EXPLORE_MAX_FILE_BYTES (64u << 20) /* one file of a study folder */
 
 /* ---- design derivation (explore_vary.c, explore_derive.c) ---- */
 
@@ -126,12 +128,16 @@ void explore_pareto(const double *x, const double *y, int n, int *flags);
 
 /* ---- files (explore_files.c) ---- */
 
-/* Writes data to path atomically: a temporary file in the same folder,
- * fsync, rename, fsync of the folder. A reader sees the old file or the whole
- * new one, never a part. */
-cov_status explore_write_atomic(const char *path, const char *data, size_t size);
-/* Reads a whole file (NUL-terminated, malloc'd); *out NULL when missing. */
+/* Reads a whole file of a study folder (NUL-terminated, malloc'd); *out
+ * NULL when missing. Refuses a symbolic link, anything but a regular file
+ * and files over EXPLORE_MAX_FILE_BYTES, naming the file. */
 cov_status explore_read_file(const char *path, char **out, size_t *size);
+/* Refuses a study subfolder that is a symbolic link or not a folder. */
+cov_status explore_check_folder(const char *path);
 cov_status explore_mkdir_p(const char *path);
+/* Removes the temporaries (common_is_temporary) a killed run left in a study
+ * folder: in the folder itself (call with its lock held) and in rows/ and
+ * designs/ for the designs no run holds now. */
+cov_status explore_remove_temporaries(const char *dir);
 
 #endif

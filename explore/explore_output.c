@@ -7,12 +7,16 @@
  *
  * long: explore_output_write merges the rows into results.csv, the Pareto fronts and the summary in one pass over the designs
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/c_locale.h"
+#include "common/text.h"
 #include "explore/explore_study.h"
 
 #define MAX_DESIGN_FIELDS 128
@@ -24,8 +28,22 @@ typedef struct study_desc {
   int n_vary;
   const char *storage[EXPLORE_MAX_STORAGE];
   int n_storage;
+  const char **layer; /* n_layers names, in study order (malloc'd array) */
+  int n_layers;
   int n_designs;
 } study_desc;
+
+/* "layer NAME OP macs=..." -> NAME (split in place; names may hold spaces,
+ * so the op is the word before " macs=" and the name what precedes it). */
+static const char *key_layer_name(char *rest) {
+  char *macs = strstr(rest, " macs=");
+  if (!macs) return NULL;
+  *macs = 0;
+  char *sp = strrchr(rest, ' ');
+  if (!sp) return NULL;
+  *sp = 0;
+  return rest;
+}
 
 /* study.txt -> the parts the writers need. Splits `text` in place. */
 static cov_status parse_key(char *text, const char *file, study_desc *d) {
@@ -49,11 +67,18 @@ static cov_status parse_key(char *text, const char *file, study_desc *d) {
       }
     } else if (strncmp(line, "storage ", 8) == 0 && d->n_storage < EXPLORE_MAX_STORAGE) {
       d->storage[d->n_storage++] = line + 8;
+    } else if (strncmp(line, "layer ", 6) == 0) {
+      const char *name = key_layer_name(line + 6);
+      const char **grown = realloc(d->layer, (size_t)(d->n_layers + 1) * sizeof *grown);
+      if (!grown) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+      d->layer = grown;
+      if (!name) return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file), "malformed layer line");
+      d->layer[d->n_layers++] = name;
     } else if (strncmp(line, "designs ", 8) == 0) {
       d->n_designs = atoi(line + 8);
     }
   }
-  if (d->n_designs < 1 || d->n_designs > EXPLORE_MAX_DESIGNS)
+  if (d->n_designs < 1 || d->n_designs > EXPLORE_MAX_DESIGNS || d->n_layers < 1)
     return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = file), "not a study description");
   return NULL;
 }
@@ -92,7 +117,100 @@ static int split(char *s, char **out, int max) {
   }
 }
 
-static double cell(const char *s) { return *s ? strtod(s, NULL) : NAN; }
+/* A figure cell: empty (unknown: NaN) or a finite number, nothing else. */
+static int cell(const char *s, double *out) {
+  *out = NAN;
+  if (!*s) return 1;
+  char *end = NULL;
+  double v = common_strtod(s, &end);
+  if (end == s || *end || !isfinite(v)) return 0;
+  *out = v;
+  return 1;
+}
+
+static const char *const k_figure[] = {"cycles", "time_us", "macs", "utilisation"};
+
+/* Checks one row of design `id` (row k of its file, at path:line) against
+ * the study and adds it to ds. Rows come from shard folders, which are
+ * input: a duplicated or foreign row, a value that is not a finite number
+ * (NaN, inf, text) would silently change the study's figures. */
+static cov_status add_row(const study_desc *d, const char *id, const int *which, char *row, int k,
+                          const char *path, unsigned line, design_sum *ds) {
+  char *f[MAX_DESIGN_FIELDS], shown[96];
+  int n = split(row, f, MAX_DESIGN_FIELDS);
+  int base = 1 + d->n_vary; /* layer */
+  if (n != base + 7 + d->n_storage + 2)
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line), "malformed row (%d fields, expected %d)",
+                     n, base + 7 + d->n_storage + 2);
+  if (strcmp(f[0], id) != 0)
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line), "a row of design '%s' in %s's file",
+                     common_escape(f[0], shown, sizeof shown), id);
+  for (int v = 0; v < d->n_vary; v++)
+    if (strcmp(f[1 + v], d->values[v][which[v]]) != 0)
+      return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line), "%s is '%s', but design %s has '%s'",
+                       d->param[v], common_escape(f[1 + v], shown, sizeof shown), id, d->values[v][which[v]]);
+  if (k >= d->n_layers || strcmp(f[base], d->layer[k]) != 0) {
+    for (int j = 0; j < k && j < d->n_layers; j++)
+      if (strcmp(f[base], d->layer[j]) == 0)
+        return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line),
+                         "layer '%s' a second time (duplicated row); refusing it", d->layer[j]);
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line), "layer '%s' where the study has %s",
+                     common_escape(f[base], shown, sizeof shown), k < d->n_layers ? d->layer[k] : "no more layers");
+  }
+  double v[MAX_DESIGN_FIELDS];
+  for (int c = base + 3; c < n; c++)
+    if (!cell(f[c], &v[c])) {
+      int fig = c - base - 3;
+      char col[80];
+      if (fig < 4) snprintf(col, sizeof col, "%s", k_figure[fig]);
+      else if (fig < 4 + d->n_storage) snprintf(col, sizeof col, "bytes_%s", d->storage[fig - 4]);
+      else snprintf(col, sizeof col, "%s", fig == 4 + d->n_storage ? "energy_pj" : "area_mm2");
+      return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path, .line = line),
+                       "%s is '%s': expected a finite number or nothing", col, common_escape(f[c], shown, sizeof shown));
+    }
+  double cyc = v[base + 3];
+  if (!ds->evaluator && !(ds->evaluator = strdup(f[base + 2])))
+    return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+  ds->layers++;
+  ds->cycles += cyc;
+  ds->time_us += v[base + 4];
+  ds->log_cycles += log(cyc);
+  ds->util_cycles += v[base + 6] * cyc;
+  ds->energy += v[base + 7 + d->n_storage]; /* NaN if any layer lacks it */
+  ds->area = v[base + 8 + d->n_storage];
+  return NULL;
+}
+
+/* rows/<id>.txt of design i -> ds, its rows appended to rf (if not NULL). */
+static cov_status read_design(const study_desc *d, int i, const char *path, char *text, design_sum *ds, FILE *rf) {
+  char id[32];
+  explore_design_id(d->n_designs, i, id, sizeof id);
+  int which[EXPLORE_MAX_VARY];
+  explore_design_values(d->n_values, d->n_vary, i, which);
+  ds->present = 1;
+  int rows = 0;
+  unsigned line = 0;
+  for (char *p = text, *next; p && *p; p = next) {
+    line++;
+    next = strchr(p, '\n');
+    if (next) *next++ = 0;
+    if (strncmp(p, "note ", 5) == 0) {
+      free(ds->note);
+      if (!(ds->note = strdup(p + 5))) return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+    } else if (strcmp(p, "status ok") == 0) {
+      ds->ok = 1;
+    } else if (strncmp(p, "error ", 6) == 0 && !ds->error) {
+      if (!(ds->error = strdup(p + 6))) return cov_error(COV_OUT_OF_MEMORY, EXPLORE_AT(.file = path), "out of memory");
+    } else if (strncmp(p, "row ", 4) == 0) {
+      if (rf) fprintf(rf, "%s\n", p + 4);
+      COV_RETURN_IF_ERROR(add_row(d, id, which, p + 4, rows++, path, line, ds));
+    }
+  }
+  if (rows != (ds->ok ? d->n_layers : 0))
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "%d row(s) for a %s design of %d layer(s)", rows,
+                     ds->ok ? "complete" : "failed", ds->ok ? d->n_layers : 0);
+  return NULL;
+}
 
 void explore_notify(cov_explore_event_fn on_event, void *user, cov_explore_event_kind kind, const char *fmt, ...) {
   if (!on_event) return;
@@ -113,6 +231,7 @@ cov_status explore_output_write(const char *dir, const char *key, cov_explore_ev
   study_desc d;
   cov_status st = parse_key(keycopy, path, &d);
   if (st) {
+    free(d.layer);
     free(keycopy);
     return st;
   }
@@ -140,34 +259,9 @@ cov_status explore_output_write(const char *dir, const char *key, cov_explore_ev
     if ((st = explore_read_file(path, &text, NULL))) break;
     if (!text) continue; /* another shard's design, or not run yet */
     design_sum *ds = &sum[i];
-    ds->present = 1;
-    ds->energy = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-      if (strncmp(line, "note ", 5) == 0) ds->note = strdup(line + 5);
-      else if (strcmp(line, "status ok") == 0) ds->ok = 1;
-      else if (strncmp(line, "error ", 6) == 0 && !ds->error) ds->error = strdup(line + 6);
-      else if (strncmp(line, "row ", 4) == 0) {
-        fprintf(rf, "%s\n", line + 4);
-        char *f[MAX_DESIGN_FIELDS];
-        int n = split(line + 4, f, MAX_DESIGN_FIELDS);
-        int base = 1 + d.n_vary; /* layer */
-        if (n != base + 7 + d.n_storage + 2) {
-          st = cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "malformed row");
-          break;
-        }
-        double cyc = cell(f[base + 3]);
-        ds->evaluator = ds->evaluator ? ds->evaluator : strdup(f[base + 2]);
-        ds->layers++;
-        ds->cycles += cyc;
-        ds->time_us += cell(f[base + 4]);
-        ds->log_cycles += log(cyc);
-        ds->util_cycles += cell(f[base + 6]) * cyc;
-        ds->energy += cell(f[base + 7 + d.n_storage]); /* NaN if any layer lacks it */
-        ds->area = cell(f[base + 8 + d.n_storage]);
-      }
-    }
+    st = read_design(&d, i, path, text, ds, rf);
     free(text);
+    if (st) break;
     if (!ds->ok) {
       n_failed++;
       if (on_event) {
@@ -243,11 +337,11 @@ done:
   if (sf) fclose(sf);
   if (!st) {
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    st = explore_write_atomic(path, res, res_size);
+    st = common_write_file(path, res, res_size);
   }
   if (!st) {
     snprintf(path, sizeof path, "%s/summary.csv", dir);
-    st = explore_write_atomic(path, smy, smy_size);
+    st = common_write_file(path, smy, smy_size);
   }
   if (sum)
     for (int i = 0; i < d.n_designs; i++) {
@@ -258,6 +352,7 @@ done:
   free(sum);
   free(res);
   free(smy);
+  free(d.layer);
   free(keycopy);
   return st;
 }
@@ -267,13 +362,43 @@ static cov_status copy_file(const char *from, const char *to) {
   size_t n = 0;
   COV_RETURN_IF_ERROR(explore_read_file(from, &text, &n));
   if (!text) return NULL;
-  cov_status st = explore_write_atomic(to, text, n);
+  cov_status st = common_write_file(to, text, n);
   free(text);
   return st;
 }
 
-cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
-                             cov_explore_event_fn on_event, void *event_user) {
+/* Checks a shard's rows/<id>.txt before anything is written, so that an
+ * error names the shard's file and the merged folder is not begun. */
+static cov_status check_shard_rows(const study_desc *d, int i, const char *path) {
+  char *text = NULL;
+  COV_RETURN_IF_ERROR(explore_read_file(path, &text, NULL));
+  if (!text) return cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "vanished while merging");
+  design_sum ds = {0};
+  cov_status st = read_design(d, i, path, text, &ds, NULL);
+  free(ds.note), free(ds.error), free((char *)ds.evaluator), free(text);
+  return st;
+}
+
+/* Whether a shard holds `path`: a regular file (a link or anything else is
+ * refused, naming it; explore_read_file refuses the same when it is read). */
+static cov_status shard_has(const char *path, int *has) {
+  struct stat sb;
+  *has = 0;
+  if (lstat(path, &sb) != 0) {
+    if (errno == ENOENT) return NULL;
+    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
+  }
+  if (S_ISLNK(sb.st_mode))
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
+                     "is a symbolic link; study files must be regular files (links are not followed)");
+  if (!S_ISREG(sb.st_mode))
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a regular file; study files must be");
+  *has = 1;
+  return NULL;
+}
+
+static cov_status merge(const char *const *dirs, int n_dirs, const char *out_dir, cov_explore_event_fn on_event,
+                        void *event_user) {
   if (n_dirs < 1 || !out_dir)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_explore_merge"), "explore merge: no shard folders or no -o");
   char path[4200];
@@ -292,7 +417,13 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
     if (!key) key = k;
     else free(k);
   }
-  study_desc d;
+  for (int i = 0; i < n_dirs && !st; i++) {
+    snprintf(path, sizeof path, "%s/rows", dirs[i]);
+    st = explore_check_folder(path);
+    snprintf(path, sizeof path, "%s/designs", dirs[i]);
+    if (!st) st = explore_check_folder(path);
+  }
+  study_desc d = {0};
   char *kc = key ? strdup(key) : NULL;
   if (!st && !kc) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = parse_key(kc, path, &d);
@@ -304,14 +435,20 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
     int owner = -1;
     for (int k = 0; k < n_dirs && !st; k++) {
       snprintf(path, sizeof path, "%s/rows/%s.txt", dirs[k], id);
-      FILE *f = fopen(path, "r");
-      if (!f) continue;
-      fclose(f);
+      int has = 0;
+      if ((st = shard_has(path, &has)) || !has) continue;
       if (owner >= 0)
         st = cov_error(COV_INVALID_INPUT, COV_AT(dirs[k], id),
                        "design %s is in both %s and %s; refusing to merge duplicated rows", id,
                        dirs[owner], dirs[k]);
       owner = k;
+    }
+    if (owner >= 0 && !st) {
+      snprintf(path, sizeof path, "%s/rows/%s.txt", dirs[owner], id);
+      st = check_shard_rows(&d, i, path);
+      int has = 0;
+      snprintf(path, sizeof path, "%s/designs/%s.json", dirs[owner], id);
+      if (!st) st = shard_has(path, &has);
     }
     if (owner < 0) {
       if (missing++ < 8) {
@@ -336,9 +473,8 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
     explore_design_id(d.n_designs, i, id, sizeof id);
     for (int k = 0; k < n_dirs && !st; k++) {
       snprintf(path, sizeof path, "%s/rows/%s.txt", dirs[k], id);
-      FILE *f = fopen(path, "r");
-      if (!f) continue;
-      fclose(f);
+      int has = 0;
+      if ((st = shard_has(path, &has)) || !has) continue;
       snprintf(to, sizeof to, "%s/rows/%s.txt", out_dir, id);
       if (strcmp(path, to) != 0) st = copy_file(path, to);
       snprintf(path, sizeof path, "%s/designs/%s.json", dirs[k], id);
@@ -348,10 +484,22 @@ cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *ou
   }
   if (!st) {
     snprintf(path, sizeof path, "%s/study.txt", out_dir);
-    st = explore_write_atomic(path, key, strlen(key));
+    st = common_write_file(path, key, strlen(key));
   }
   if (!st) st = explore_output_write(out_dir, key, on_event, event_user);
+  free(d.layer);
   free(kc);
   free(key);
+  return st;
+}
+
+/* In the "C" locale, like cov_explore_run: figures are read and written with
+ * '.' whatever the calling program's LC_NUMERIC. */
+cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const char *out_dir,
+                             cov_explore_event_fn on_event, void *event_user) {
+  common_c_locale scope;
+  common_c_locale_enter(&scope);
+  cov_status st = merge(dirs, n_dirs, out_dir, on_event, event_user);
+  common_c_locale_leave(&scope);
   return st;
 }

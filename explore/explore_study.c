@@ -3,7 +3,7 @@
  * progress.
  *
  * Each design is done by one forked worker that writes one file,
- * rows/<id>.txt, atomically (explore_write_atomic): it exists only when the
+ * rows/<id>.txt, atomically (common_write_file): it exists only when the
  * design is complete, so resuming skips exactly the designs that exist and
  * redoes the rest, and a kill at any moment loses at most work in progress.
  * results.csv and summary.csv are then rebuilt from the row files in design
@@ -11,7 +11,7 @@
  * -j, shards and interruptions. Workers are processes rather than threads so
  * that an evaluator that crashes or leaks takes only its own design down.
  *
- * long: cov_explore_run schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
+ * long: run_study schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "common/c_locale.h"
 #include "covenant/mapper.h"
 #include "explore/explore.h"
 #include "explore/explore_study.h"
@@ -103,11 +104,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   if ((st = common_resolve_data_file(o->base, "targets", ".json", "COVENANT_TARGET_PATH", path, sizeof path)))
     goto fail;
   s->base_path = cov_arena_strdup(s->arena, path);
-  if ((st = explore_read_file(path, &s->base_text, &s->base_size))) goto fail;
-  if (!s->base_text) {
-    st = cov_error(COV_NOT_FOUND, EXPLORE_AT(.file = path), "cannot read the base ACG");
-    goto fail;
-  }
+  if ((st = common_read_file(path, COV_ACG_MAX_FILE_BYTES, &s->base_text, &s->base_size))) goto fail;
   if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg))) {
     st = cov_status_annotate(st, "base ACG: ");
     goto fail;
@@ -223,7 +220,7 @@ static cov_status run_design(explore_study *s, int index) {
   if (!text) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   size_t text_len = strlen(text);
   snprintf(path, sizeof path, "%s/designs/%s.json", s->opts->out_dir, id);
-  st = explore_write_atomic(path, text, text_len);
+  st = common_write_file(path, text, text_len);
   char diag_name[64];
   snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
   cov_acg *g = NULL;
@@ -258,9 +255,12 @@ static cov_status run_design(explore_study *s, int index) {
     for (int v = 0; v < s->n_vary; v++) fprintf(r, ",%s", s->vary[v].text[which[v]]);
     fprintf(r, ",%s,%s,%s,", l->name, l->op, s->ev->name);
     explore_csv_num(r, res.cycles, 1);
-    fprintf(r, ",%.6g,", res.cycles / g->clock_mhz);
+    fprintf(r, ",");
+    explore_csv_num(r, res.cycles / g->clock_mhz, 0);
+    fprintf(r, ",");
     explore_csv_num(r, l->macs, 1);
-    fprintf(r, ",%.6f", res.utilisation);
+    fprintf(r, ",");
+    if (!isnan(res.utilisation)) fprintf(r, "%.6f", res.utilisation); /* unknown: empty, never "nan" */
     for (int i = 0; i < g->n_storage && i < EXPLORE_MAX_STORAGE; i++) {
       fprintf(r, ",");
       explore_csv_num(r, res.bytes[i], 1);
@@ -291,7 +291,7 @@ static cov_status run_design(explore_study *s, int index) {
   cov_acg_free(g);
   fclose(f);
   snprintf(path, sizeof path, "%s/rows/%s.txt", s->opts->out_dir, id);
-  st = explore_write_atomic(path, body, body_size);
+  st = common_write_file(path, body, body_size);
   free(body);
   return st;
 }
@@ -334,7 +334,7 @@ static cov_status check_or_write_key(explore_study *s) {
                        "or dtype differ); use another -o folder or remove it");
     return NULL;
   }
-  return explore_write_atomic(path, s->key, strlen(s->key));
+  return common_write_file(path, s->key, strlen(s->key));
 }
 
 /* Runs on one study folder at the same time (two shells, two jobs of a
@@ -384,7 +384,34 @@ static cov_status lock_design(const explore_study *s, int i, int wait, int *fd) 
   return lock_file(path, wait ? LOCK_EX : LOCK_EX | LOCK_NB, fd);
 }
 
-cov_status cov_explore_run(const cov_explore_options *o) {
+/* Waits until one of the study's own workers (pids[0..n), 0 = free slot)
+ * ends; *slot and *wst say which and how. Only these pids are waited for:
+ * waitpid(-1) would also reap children the calling program started (a
+ * shell's background job, an application's helper), count them as workers
+ * and steal their exit status from their owner. POSIX has no blocking wait
+ * for "any of these pids", so the slots are polled, the pause growing from
+ * 0.1 ms to 10 ms while none has ended (short designs keep the pause short). */
+static cov_status reap_own(const pid_t *pids, int n, const char *out_dir, int *slot, int *wst) {
+  long pause_ns = 100000;
+  for (;;) {
+    for (int j = 0; j < n; j++) {
+      if (pids[j] <= 0) continue;
+      pid_t p = waitpid(pids[j], wst, WNOHANG);
+      if (p == pids[j]) {
+        *slot = j;
+        return NULL;
+      }
+      if (p < 0 && errno != EINTR)
+        return cov_error(COV_INTERNAL, COV_AT_FILE(out_dir), "waitpid(%ld): %s", (long)pids[j],
+                         strerror(errno));
+    }
+    struct timespec ts = {0, pause_ns};
+    nanosleep(&ts, NULL);
+    if (pause_ns < 10000000) pause_ns *= 2;
+  }
+}
+
+static cov_status run_study(const cov_explore_options *o) {
   explore_study *s = NULL;
   COV_RETURN_IF_ERROR(explore_study_open(o, &s));
   char dir[4200];
@@ -398,6 +425,7 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   int folder_fd = -1;
   if (!st) st = lock_folder(s, &folder_fd);
   if (!st) st = check_or_write_key(s);
+  if (!st) st = explore_remove_temporaries(o->out_dir);
   unlock(&folder_fd);
   if (st) {
     explore_study_free(s);
@@ -456,7 +484,12 @@ cov_status cov_explore_run(const cov_explore_options *o) {
         continue;
       }
       int slot = 0;
-      while (pids[slot]) slot++;
+      while (slot < jobs && pids[slot]) slot++;
+      if (slot == jobs) { /* cannot happen: running < jobs means a free slot */
+        unlock(&fd);
+        st = cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "explore: no free worker slot");
+        break;
+      }
       pid_t pid = fork();
       if (pid < 0) {
         unlock(&fd);
@@ -482,16 +515,11 @@ cov_status cov_explore_run(const cov_explore_options *o) {
       running++;
     }
     if (running == 0) break;
-    int wst;
-    pid_t p = waitpid(-1, &wst, 0);
-    if (p < 0) {
-      if (errno == EINTR) continue;
-      st = cov_status_join(st, cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "waitpid: %s", strerror(errno)));
-      break;
-    }
+    int wst = 0, j = 0;
+    if ((st = reap_own(pids, jobs, o->out_dir, &j, &wst))) break;
     running--;
-    for (int j = 0; j < jobs; j++)
-      if (pids[j] == p) pids[j] = 0, unlock(&fds[j]);
+    pids[j] = 0;
+    unlock(&fds[j]);
     if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) done++;
     else crashed++;
     progress(s, done, total, resumed, t0, 0);
@@ -502,10 +530,11 @@ cov_status cov_explore_run(const cov_explore_options *o) {
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
                                        crashed));
-  while (running > 0) { /* after an error: reap the workers still running */
+  for (int j = 0; pids && j < jobs; j++) { /* after an error: reap the workers still running */
     int wst;
-    if (waitpid(-1, &wst, 0) < 0 && errno != EINTR) break;
-    running--;
+    while (pids[j] > 0 && waitpid(pids[j], &wst, 0) < 0 && errno == EINTR) {
+    }
+    pids[j] = 0;
   }
   for (int j = 0; fds && j < jobs; j++) unlock(&fds[j]);
   free(later), free(pids), free(fds), free(resumed_here);
@@ -522,5 +551,16 @@ cov_status cov_explore_run(const cov_explore_options *o) {
   if (!st) st = explore_output_write(o->out_dir, s->key, o->on_event, o->event_user);
   unlock(&folder_fd);
   explore_study_free(s);
+  return st;
+}
+
+/* The whole study in the "C" locale (common/c_locale.h): numbers in --vary,
+ * rows, CSVs and study.txt read and write the same whatever LC_NUMERIC the
+ * calling program set; the workers inherit it through fork. */
+cov_status cov_explore_run(const cov_explore_options *o) {
+  common_c_locale scope;
+  common_c_locale_enter(&scope);
+  cov_status st = run_study(o);
+  common_c_locale_leave(&scope);
   return st;
 }

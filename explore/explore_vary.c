@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/c_locale.h"
 #include "explore/explore.h"
 
 /* Fields the ACG schema (acg/README.md) allows, so a field that the base
@@ -226,7 +227,7 @@ static json_t *parse_value(const char *s, const char *leaf) {
   long long i = strtoll(s, &end, 10);
   if (!*end && !errno) return json_integer(i);
   errno = 0;
-  double d = strtod(s, &end);
+  double d = common_strtod(s, &end); /* '.' whatever the caller's locale */
   if (!*end && !errno && end != s) return json_real(d);
   uint64_t bytes;
   if (acg_parse_size(s, &bytes) == 0) return json_string(s);

@@ -3,11 +3,17 @@
  * static allocation per storage node, and the transfers with their positions
  * and counts. Tiles that do not fit make the choice invalid (return -1).
  *
- * long: map_build turns one choice into a schedule in stages (levels, spatial loops, steps, tiles, places, temporaries, transfers) that share the loop and tile tables
+ * map_build turns one choice into a schedule in stages (scheduled loops,
+ * steps, tiles, places, the epilogue's temporaries, transfers), each its
+ * own function over the loop and tile tables.
  */
 #include <string.h>
 
 #include "mapper/map_internal.h"
+
+/* Bytes are counted per storage node id below this (the search's capacity
+ * cut and the layout). */
+#define USED_NODES (ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES)
 
 void map_tile_box(const map_operand *op, int n_loops, const int64_t *tile, int64_t *shape) {
   for (int d = 0; d < op->acc.rank; d++) {
@@ -126,7 +132,7 @@ uint64_t map_xfer_bytes(const map_target *t, const map_schedule *s, int o, int l
  * with every place and half on a multiple of `align`. */
 static bool lay_out(const cov_acg *g, map_schedule *s, uint64_t align) {
   const map_problem *p = &s->prob;
-  uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
+  uint64_t used[USED_NODES];
   memset(used, 0, sizeof used);
   for (int o = 0; o < p->n_operands; o++)
     for (int l = 1; l < s->n_levels; l++) {
@@ -174,28 +180,12 @@ static int place_all(const map_target *t, map_schedule *s, const char **why) {
   return -1;
 }
 
-int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
-              map_schedule *s, const char **why) {
-  const cov_acg *g = t->acg;
-  *s = *proto;
+/* The scheduled loops: each level's temporal loops (and the rectangles'
+ * loop where the schedule has them), then the spatial ones innermost at
+ * the last level. */
+static int build_sloops(const map_target *t, const map_choice *ch, map_schedule *s, bool rect, const char **why) {
   const map_problem *p = &s->prob;
   int L = t->n_levels;
-  s->acg = g;
-  s->node = t->node;
-  s->cap = t->cap;
-  s->mul_dtype = t->mul_dtype;
-  s->acc_dtype = t->acc_dtype;
-  s->narrowed = t->narrowed;
-  s->n_levels = L;
-  s->n_sloops = 0;
-  s->n_xfers = 0;
-  s->epi_chunk = 0;
-  s->epi_chunk_dim = -1;
-  bool rect = s->n_rects > 0; /* rectangular pixel tiles (map_ir.h, map_rect.c) */
-  if (rect && (s->rect_level < 0 || s->rect_level >= L - 1)) {
-    if (why) *why = "rectangle loop at a bad level";
-    return -1;
-  }
   for (int lv = 0; lv < L; lv++) {
     int n = map_level_sloops(t, p, ch, lv, s->sloops + s->n_sloops, MAP_MAX_SLOOPS - s->n_sloops);
     if (n < 0 || (rect && lv == s->rect_level && s->n_sloops + n >= MAP_MAX_SLOOPS)) {
@@ -208,7 +198,6 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       s->sloops[s->n_sloops++] = (map_sloop){s->rect_loop[0], lv, false, MAP_AX_NONE, s->n_rects, 0};
     }
   }
-  /* spatial loops: innermost, at the last level */
   for (int ax = MAP_AX_ROWS; ax <= MAP_AX_LANES; ax++)
     for (int l = 0; l < p->n_loops; l++) {
       if (ch->sp[l] <= 1 || ch->sp_axis[l] != (map_axis)ax) continue;
@@ -219,7 +208,13 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       sl->axis = (map_axis)ax;
       sl->trips = ch->sp[l];
     }
-  /* steps, from the inside out */
+  return 0;
+}
+
+/* Each scheduled loop's step, from the inside out; the factors of a loop
+ * must multiply to its extent. */
+static int build_steps(map_schedule *s, bool rect, const char **why) {
+  const map_problem *p = &s->prob;
   int64_t inner[MAP_MAX_LOOPS];
   for (int l = 0; l < p->n_loops; l++) inner[l] = 1;
   for (int i = s->n_sloops - 1; i >= 0; i--) {
@@ -232,8 +227,13 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       if (why) *why = "factors do not multiply to the extents";
       return -1;
     }
-  /* tiles per level */
-  int64_t tile[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
+  return 0;
+}
+
+/* The tile of every loop at each level, and the epilogue's demands on the
+ * level-1 output tile (whole rows for a row reduction, whole windows). */
+static int build_tiles(const map_schedule *s, int L, bool rect, int64_t tile[][MAP_MAX_LOOPS], const char **why) {
+  const map_problem *p = &s->prob;
   for (int lv = 0; lv < L; lv++) {
     for (int l = 0; l < p->n_loops; l++) tile[lv][l] = 1;
     for (int i = 0; i < s->n_sloops; i++)
@@ -243,7 +243,6 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
     if (rect && lv <= s->rect_level)
       for (int d = 0; d < 2; d++) tile[lv][s->rect_loop[d]] = p->extent[s->rect_loop[d]];
   }
-  /* epilogue constraints on the level-1 output tile */
   for (int v = 0; v < s->n_vops; v++) {
     const map_vop *vo = &s->vops[v];
     if (vo->kind == MAP_VOP_ROW_REDUCE && L > 1 && tile[1][vo->loop] != p->extent[vo->loop]) {
@@ -257,13 +256,17 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
           return -1;
         }
   }
-  /* places */
-  uint64_t used[ACG_MAX_NODES > 256 ? 256 : ACG_MAX_NODES];
-  memset(used, 0, sizeof used);
-  memset(s->place, 0, sizeof s->place);
+  return 0;
+}
+
+/* Every operand's place at every level of its path, and the search's
+ * capacity cut: the places packed, as place_all's fallback lays them out. */
+static int build_places(const map_target *t, const map_choice *ch, map_schedule *s, bool rect,
+                        int64_t tile[][MAP_MAX_LOOPS], uint64_t *used, const char **why) {
+  const map_problem *p = &s->prob;
   for (int o = 0; o < p->n_operands; o++) {
     const map_operand *op = &p->operands[o];
-    for (int lv = 0; lv < L; lv++) {
+    for (int lv = 0; lv < t->n_levels; lv++) {
       int node = t->path[o][lv];
       if (node < 0) continue;
       map_place *pl = &s->place[o][lv];
@@ -285,13 +288,12 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       for (int d = 0; d < op->rank; d++) pl->elems *= pl->shape[d];
       pl->bytes = (uint64_t)pl->elems * cov_dtype_size(pl->dtype);
       if (lv == 0) continue;
-      const acg_storage *st = &g->storage[node];
+      const acg_storage *st = &t->acg->storage[node];
       pl->double_buffered = ch->dbuf && st->double_buffer;
-      if (node >= 256) {
+      if (node >= USED_NODES) {
         if (why) *why = "storage node id out of range";
         return -1;
       }
-      /* the search's cut: packed, as place_all's fallback lays them out */
       used[node] += pl->bytes * (pl->double_buffered ? 2 : 1);
       if (used[node] > st->capacity_bytes) {
         if (why) *why = "tiles exceed a storage capacity";
@@ -299,67 +301,104 @@ int map_build(const map_target *t, const map_schedule *proto, const map_choice *
       }
     }
   }
-  /* the epilogue's temporaries, after the places of their storage */
+  return 0;
+}
+
+/* The epilogue's temporaries, after the places of their storage. */
+static int build_epi_temps(const map_target *t, map_schedule *s, const int64_t *tile1, uint64_t *used,
+                           const char **why) {
   s->epi_node = t->epi_node;
   s->epi_in_place = t->epi_in_place;
   s->epi_addr = s->epi_bytes = 0;
-  if (t->epi_node >= 0 && L > 1) {
-    int node = t->epi_node;
-    if (node >= 256) {
-      if (why) *why = "storage node id out of range";
-      return -1;
-    }
-    s->epi_bytes = map_epi_bytes(t, s, tile[1]);
-    used[node] += s->epi_bytes;
-    if (used[node] > g->storage[node].capacity_bytes) {
-      if (why) *why = "the epilogue's temporaries exceed a storage capacity";
-      return -1;
-    }
+  if (t->epi_node < 0 || t->n_levels <= 1) return 0;
+  int node = t->epi_node;
+  if (node >= USED_NODES) {
+    if (why) *why = "storage node id out of range";
+    return -1;
   }
-  /* transfers */
-  for (int lv = 1; lv < L; lv++)
-    for (int o = 0; o < p->n_operands; o++) {
-      const map_operand *op = &p->operands[o];
-      if (!s->place[o][lv].present) continue;
-      int after = -1;
-      bool red_outside = false;
-      for (int i = 0; i < s->n_sloops; i++) {
-        if (s->sloops[i].level >= lv) break;
-        /* a tile in replicated storage is loaded by each instance: inside
-         * the spatial loops that spread over those instances */
-        if (map_operand_depends(op, s->sloops[i].loop) || s->sloops[i].spatial ||
-            (rect && i == s->rect_sloop && map_operand_depends(op, s->rect_loop[1])))
-          after = i;
-      }
-      int64_t count = 1;
-      for (int i = 0; i <= after; i++) {
-        count *= s->sloops[i].trips;
-        if (p->reduction[s->sloops[i].loop]) red_outside = true;
-      }
-      if (s->n_xfers + 2 > MAP_MAX_XFERS) {
-        if (why) *why = "too many transfers";
-        return -1;
-      }
-      int outer = s->place[o][lv - 1].node, here = s->place[o][lv].node;
-      if (op->role == MAP_ROLE_OUTPUT) {
-        if (lv >= 2 && red_outside) {
-          if (!flows(g, outer, here)) {
-            if (why) *why = "partial sums would have to return to an accumulator level no ACG path reaches";
-            return -1;
-          }
-          map_xfer *x = &s->xfers[s->n_xfers++];
-          uint64_t pb = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv].dtype);
-          *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true, pb, count};
-        }
-        map_xfer *x = &s->xfers[s->n_xfers++];
-        uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
-        *x = (map_xfer){o, MAP_STORE, lv, here, outer, t->edge_in[o][lv], after, false, bytes, count};
-      } else {
-        map_xfer *x = &s->xfers[s->n_xfers++];
-        uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
-        *x = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
-      }
+  s->epi_bytes = map_epi_bytes(t, s, tile1);
+  used[node] += s->epi_bytes;
+  if (used[node] > t->acg->storage[node].capacity_bytes) {
+    if (why) *why = "the epilogue's temporaries exceed a storage capacity";
+    return -1;
+  }
+  return 0;
+}
+
+/* The transfers of operand o into level lv: after the outermost scheduled
+ * loop it depends on (a tile in replicated storage is loaded by each
+ * instance: inside the spatial loops that spread over those instances);
+ * an output stores, and reloads its partial sums where a reduction loop
+ * runs outside. */
+static int build_xfer(const map_target *t, map_schedule *s, bool rect, int o, int lv, const char **why) {
+  const map_problem *p = &s->prob;
+  const map_operand *op = &p->operands[o];
+  int after = -1;
+  bool red_outside = false;
+  for (int i = 0; i < s->n_sloops; i++) {
+    if (s->sloops[i].level >= lv) break;
+    if (map_operand_depends(op, s->sloops[i].loop) || s->sloops[i].spatial ||
+        (rect && i == s->rect_sloop && map_operand_depends(op, s->rect_loop[1])))
+      after = i;
+  }
+  int64_t count = 1;
+  for (int i = 0; i <= after; i++) {
+    count *= s->sloops[i].trips;
+    if (p->reduction[s->sloops[i].loop]) red_outside = true;
+  }
+  if (s->n_xfers + 2 > MAP_MAX_XFERS) {
+    if (why) *why = "too many transfers";
+    return -1;
+  }
+  int outer = s->place[o][lv - 1].node, here = s->place[o][lv].node;
+  uint64_t bytes = map_xfer_bytes(t, s, o, lv, s->place[o][lv].elems);
+  if (op->role != MAP_ROLE_OUTPUT) {
+    s->xfers[s->n_xfers++] = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, false, bytes, count};
+    return 0;
+  }
+  if (lv >= 2 && red_outside) {
+    if (!flows(t->acg, outer, here)) {
+      if (why) *why = "partial sums would have to return to an accumulator level no ACG path reaches";
+      return -1;
     }
+    uint64_t pb = (uint64_t)s->place[o][lv].elems * cov_dtype_size(s->place[o][lv].dtype);
+    s->xfers[s->n_xfers++] = (map_xfer){o, MAP_LOAD, lv, outer, here, t->edge_in[o][lv], after, true, pb, count};
+  }
+  s->xfers[s->n_xfers++] = (map_xfer){o, MAP_STORE, lv, here, outer, t->edge_in[o][lv], after, false, bytes, count};
+  return 0;
+}
+
+int map_build(const map_target *t, const map_schedule *proto, const map_choice *ch,
+              map_schedule *s, const char **why) {
+  *s = *proto;
+  int L = t->n_levels;
+  s->acg = t->acg;
+  s->node = t->node;
+  s->cap = t->cap;
+  s->mul_dtype = t->mul_dtype;
+  s->acc_dtype = t->acc_dtype;
+  s->narrowed = t->narrowed;
+  s->n_levels = L;
+  s->n_sloops = 0;
+  s->n_xfers = 0;
+  s->epi_chunk = 0;
+  s->epi_chunk_dim = -1;
+  bool rect = s->n_rects > 0; /* rectangular pixel tiles (map_ir.h, map_rect.c) */
+  if (rect && (s->rect_level < 0 || s->rect_level >= L - 1)) {
+    if (why) *why = "rectangle loop at a bad level";
+    return -1;
+  }
+  int64_t tile[MAP_MAX_LEVELS][MAP_MAX_LOOPS];
+  uint64_t used[USED_NODES];
+  memset(used, 0, sizeof used);
+  memset(s->place, 0, sizeof s->place);
+  if (build_sloops(t, ch, s, rect, why) < 0 || build_steps(s, rect, why) < 0 ||
+      build_tiles(s, L, rect, tile, why) < 0 || build_places(t, ch, s, rect, tile, used, why) < 0 ||
+      build_epi_temps(t, s, tile[1], used, why) < 0)
+    return -1;
+  for (int lv = 1; lv < L; lv++)
+    for (int o = 0; o < s->prob.n_operands; o++)
+      if (s->place[o][lv].present && build_xfer(t, s, rect, o, lv, why) < 0) return -1;
   /* before the layout: a chunked epilogue puts its dim outermost */
   map_epi_chunk_plan(s);
   if (place_all(t, s, why) < 0) return -1;

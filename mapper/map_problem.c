@@ -9,8 +9,6 @@
  * affine form with its coefficients evaluated under the binding. A codelet
  * that the epilogue lowering handles whole (softmax, relu, ... as a layer of
  * its own) becomes a copy of its input followed by that epilogue.
- *
- * long: map_extract reads the main codelet's loop nest into a problem (loops, operands, index maps, reductions) in one walk of its statements
  */
 #include <math.h>
 #include <string.h>
@@ -129,6 +127,156 @@ static void find_init(const cdl_block *b, struct init_walk *w) {
 
 int map_epilogue_whole(const char *codelet); /* map_epilogue.c */
 
+/* A layer that is all epilogue: copy the input tile, then the epilogue
+ * (including call 0) runs on it. */
+static cov_status extract_copy(ctx *x, const cov_layer *layer, map_problem *p, cov_arena *arena) {
+  const cdl_operand *in = &x->c->operands[0];
+  if (in->rank > MAP_MAX_LOOPS)
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, layer->name), "codelet %s: rank %d input", x->c->name, in->rank);
+  p->kind = MAP_MAIN_MAP;
+  p->op = COV_OP_COPY;
+  p->n_loops = in->rank;
+  for (int d = 0; d < in->rank; d++) {
+    p->loop_name[d] = cov_arena_printf(arena, "i%d", d);
+    p->extent[d] = x->b.shape[0][d];
+  }
+  p->n_inputs = 1;
+  fill_operand(x, 0, MAP_ROLE_INPUT, &p->operands[0]);
+  p->operands[0].acc.rank = in->rank;
+  for (int d = 0; d < in->rank; d++) p->operands[0].acc.coef[d][d] = 1;
+  p->output = 1;
+  p->operands[1] = p->operands[0];
+  p->operands[1].name = x->c->operands[x->c->n_inputs].name;
+  p->operands[1].role = MAP_ROLE_OUTPUT;
+  p->operands[1].layer_input = -1;
+  p->n_operands = 2;
+  return NULL;
+}
+
+/* The main statement (the first mac, else the first reduction, else the
+ * output's store), its kind in p->kind, and its enclosing loops as the
+ * problem's loops with their extents. */
+static cov_status extract_loops(ctx *x, map_problem *p, const cdl_stmt **main) {
+  walk w = {.pred = pred_mac};
+  walk_block(x->c, &x->c->body, &w);
+  p->kind = MAP_MAIN_MAC;
+  if (!w.found) {
+    w.pred = pred_reduce;
+    walk_block(x->c, &x->c->body, &w);
+    p->kind = MAP_MAIN_REDUCE;
+  }
+  if (!w.found) {
+    w.pred = pred_output;
+    walk_block(x->c, &x->c->body, &w);
+    p->kind = MAP_MAIN_MAP;
+  }
+  if (!w.found) return cov_error(COV_UNSUPPORTED, &x->c->loc, "codelet %s: no statement to map", x->c->name);
+  const cdl_stmt *m = *main = w.found;
+  if (w.n_loops > MAP_MAX_LOOPS)
+    return cov_error(COV_UNSUPPORTED, &m->loc, "codelet %s: %d nested loops (at most %d)", x->c->name, w.n_loops,
+                     MAP_MAX_LOOPS);
+  p->op = m->op;
+  p->n_loops = w.n_loops;
+  for (int i = 0; i < w.n_loops; i++) {
+    const cdl_loop *lp = x->c->loops[w.loops[i]];
+    x->pos_of_loop[w.loops[i]] = i;
+    p->loop_name[i] = lp->var;
+    int64_t e;
+    COV_RETURN_IF_ERROR(cdl_eval(lp->extent, &x->env, &e));
+    if (e < 1)
+      return cov_error(COV_INVALID_INPUT, &lp->loc, "codelet %s: loop %s has extent %lld", x->c->name, lp->var,
+                       (long long)e);
+    p->extent[i] = e;
+  }
+  return NULL;
+}
+
+/* The inputs the main statement m reads, as the problem's input operands. */
+static cov_status extract_inputs(ctx *x, map_problem *p, const cdl_stmt *m) {
+  int first_arg = p->kind == MAP_MAIN_MAP ? 0 : 1;
+  for (int a = first_arg; a < m->n_args; a++) {
+    if (m->args[a].kind != CDL_ARG_ACCESS) continue;
+    const cdl_access *ac = &m->args[a].access;
+    if (x->c->operands[ac->operand].role != CDL_INPUT)
+      return cov_error(COV_UNSUPPORTED, &ac->loc, "codelet %s: the main statement reads %s, which is not an input",
+                       x->c->name, ac->name);
+    map_operand *o = &p->operands[p->n_inputs++];
+    fill_operand(x, ac->operand, MAP_ROLE_INPUT, o);
+    COV_RETURN_IF_ERROR(access_of(x, ac, p->n_loops, &o->acc));
+    o->pad_value = ac->has_else ? ac->else_value : 0.0;
+  }
+  return NULL;
+}
+
+/* The statement after a reduction m that stores it (*store), its init
+ * value, and the codelet's own op between them (gemm's alpha) as an
+ * epilogue op: only `y = acc` and `y = op(acc, scalar)` are accepted. */
+static cov_status extract_store(ctx *x, map_schedule *s, const cdl_stmt *m, const cdl_stmt **out) {
+  map_problem *p = &s->prob;
+  walk ws = {.pred = pred_output};
+  walk_block(x->c, &x->c->body, &ws);
+  if (!ws.found) return cov_error(COV_UNSUPPORTED, &x->c->loc, "codelet %s: no output store", x->c->name);
+  const cdl_stmt *store = *out = ws.found;
+  struct init_walk iw = {m, NULL, 0};
+  find_init(&x->c->body, &iw);
+  p->init = iw.found ? iw.found->args[0].f : 0.0;
+  if (store->op == COV_OP_COPY && store->n_args == 1 && store->args[0].kind == CDL_ARG_ACCESS &&
+      store->args[0].access.operand == m->dst.operand)
+    return NULL; /* plain store */
+  bool scalar = store->n_args == 2 && store->args[0].kind == CDL_ARG_ACCESS &&
+                store->args[0].access.operand == m->dst.operand &&
+                (store->args[1].kind == CDL_ARG_FLOAT || store->args[1].kind == CDL_ARG_FATTR ||
+                 (store->args[1].kind == CDL_ARG_INDEX && !cdl_iexpr_has_loop(store->args[1].ie)));
+  if (!scalar)
+    return cov_error(COV_UNSUPPORTED, &store->loc,
+                     "codelet %s: the statements after the reduction are not a plain store "
+                     "or one scalar op (not mapped yet)",
+                     x->c->name);
+  /* a scalar: a literal, a float attribute, or a loop-free integer
+   * expression of the shapes (global average pool's H * W) */
+  double v = 0;
+  if (store->args[1].kind == CDL_ARG_INDEX) {
+    int64_t iv;
+    COV_RETURN_IF_ERROR(cdl_eval(store->args[1].ie, &x->env, &iv));
+    v = (double)iv;
+  } else {
+    v = store->args[1].kind == CDL_ARG_FLOAT ? store->args[1].f : x->b.attr_f[store->args[1].attr];
+  }
+  bool identity = (store->op == COV_OP_MUL && v == 1.0) ||
+                  ((store->op == COV_OP_ADD || store->op == COV_OP_SUB) && v == 0.0);
+  if (identity) return NULL;
+  map_vop *vo = &s->vops[s->n_vops++];
+  memset(vo, 0, sizeof *vo);
+  vo->kind = MAP_VOP_MAP;
+  vo->op = store->op;
+  vo->a.kind = MAP_VS_REG;
+  vo->b.kind = MAP_VS_SCALAR;
+  vo->b.value = v;
+  vo->from = x->c->name;
+  return NULL;
+}
+
+/* The output operand the store writes, and the reduction loops: those the
+ * output does not depend on (a map has none). */
+static cov_status extract_output(ctx *x, map_problem *p, const cdl_stmt *m, const cdl_stmt *store) {
+  p->output = p->n_inputs;
+  map_operand *o = &p->operands[p->output];
+  fill_operand(x, store->dst.operand, MAP_ROLE_OUTPUT, o);
+  COV_RETURN_IF_ERROR(access_of(x, &store->dst, p->n_loops, &o->acc));
+  p->n_operands = p->n_inputs + 1;
+  for (int l = 0; l < p->n_loops; l++) {
+    bool used = false;
+    for (int d = 0; d < o->rank; d++) used |= o->acc.coef[d][l] != 0;
+    p->reduction[l] = !used;
+  }
+  if (p->kind == MAP_MAIN_MAP)
+    for (int l = 0; l < p->n_loops; l++)
+      if (p->reduction[l])
+        return cov_error(COV_UNSUPPORTED, &m->loc, "codelet %s: loop %s does not index the output", x->c->name,
+                         p->loop_name[l]);
+  return NULL;
+}
+
 cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, cov_arena *arena) {
   map_problem *p = &s->prob;
   memset(p, 0, sizeof *p);
@@ -146,147 +294,16 @@ cov_status map_extract(const cov_layer *layer, map_schedule *s, int *first_epi, 
   p->layer = layer->name;
   p->codelet = x.c->name;
   *first_epi = 1;
-
   if (map_epilogue_whole(x.c->name)) {
-    /* A layer that is all epilogue: copy the input tile, then the epilogue
-     * (including call 0) runs on it. */
     *first_epi = 0;
-    const cdl_operand *in = &x.c->operands[0];
-    if (in->rank > MAP_MAX_LOOPS)
-      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, layer->name), "codelet %s: rank %d input", x.c->name, in->rank);
-    p->kind = MAP_MAIN_MAP;
-    p->op = COV_OP_COPY;
-    p->n_loops = in->rank;
-    for (int d = 0; d < in->rank; d++) {
-      p->loop_name[d] = cov_arena_printf(arena, "i%d", d);
-      p->extent[d] = x.b.shape[0][d];
-    }
-    p->n_inputs = 1;
-    fill_operand(&x, 0, MAP_ROLE_INPUT, &p->operands[0]);
-    p->operands[0].acc.rank = in->rank;
-    for (int d = 0; d < in->rank; d++) p->operands[0].acc.coef[d][d] = 1;
-    p->output = 1;
-    p->operands[1] = p->operands[0];
-    p->operands[1].name = x.c->operands[x.c->n_inputs].name;
-    p->operands[1].role = MAP_ROLE_OUTPUT;
-    p->operands[1].layer_input = -1;
-    p->n_operands = 2;
+    COV_RETURN_IF_ERROR(extract_copy(&x, layer, p, arena));
   } else {
-    walk w = {.pred = pred_mac};
-    walk_block(x.c, &x.c->body, &w);
-    p->kind = MAP_MAIN_MAC;
-    if (!w.found) {
-      w.pred = pred_reduce;
-      walk_block(x.c, &x.c->body, &w);
-      p->kind = MAP_MAIN_REDUCE;
-    }
-    if (!w.found) {
-      w.pred = pred_output;
-      walk_block(x.c, &x.c->body, &w);
-      p->kind = MAP_MAIN_MAP;
-    }
-    if (!w.found)
-      return cov_error(COV_UNSUPPORTED, &x.c->loc, "codelet %s: no statement to map", x.c->name);
-    const cdl_stmt *m = w.found;
-    if (w.n_loops > MAP_MAX_LOOPS)
-      return cov_error(COV_UNSUPPORTED, &m->loc, "codelet %s: %d nested loops (at most %d)",
-                       x.c->name, w.n_loops, MAP_MAX_LOOPS);
-    p->op = m->op;
-    p->n_loops = w.n_loops;
-    for (int i = 0; i < w.n_loops; i++) {
-      const cdl_loop *lp = x.c->loops[w.loops[i]];
-      x.pos_of_loop[w.loops[i]] = i;
-      p->loop_name[i] = lp->var;
-      int64_t e;
-      COV_RETURN_IF_ERROR(cdl_eval(lp->extent, &x.env, &e));
-      if (e < 1)
-        return cov_error(COV_INVALID_INPUT, &lp->loc, "codelet %s: loop %s has extent %lld",
-                         x.c->name, lp->var, (long long)e);
-      p->extent[i] = e;
-    }
-    /* inputs of the main statement */
-    int first_arg = p->kind == MAP_MAIN_MAP ? 0 : 1;
-    for (int a = first_arg; a < m->n_args; a++) {
-      if (m->args[a].kind != CDL_ARG_ACCESS) continue;
-      const cdl_access *ac = &m->args[a].access;
-      if (x.c->operands[ac->operand].role != CDL_INPUT)
-        return cov_error(COV_UNSUPPORTED, &ac->loc,
-                         "codelet %s: the main statement reads %s, which is not an input",
-                         x.c->name, ac->name);
-      map_operand *o = &p->operands[p->n_inputs++];
-      fill_operand(&x, ac->operand, MAP_ROLE_INPUT, o);
-      COV_RETURN_IF_ERROR(access_of(&x, ac, p->n_loops, &o->acc));
-      o->pad_value = ac->has_else ? ac->else_value : 0.0;
-    }
-    /* the output store: the statement writing an output (the main statement
-     * itself for a map) */
-    const cdl_stmt *store = m;
-    if (p->kind != MAP_MAIN_MAP) {
-      walk ws = {.pred = pred_output};
-      walk_block(x.c, &x.c->body, &ws);
-      if (!ws.found)
-        return cov_error(COV_UNSUPPORTED, &x.c->loc, "codelet %s: no output store", x.c->name);
-      store = ws.found;
-      /* the init value */
-      struct init_walk iw = {m, NULL, 0};
-      find_init(&x.c->body, &iw);
-      p->init = iw.found ? iw.found->args[0].f : 0.0;
-      /* the codelet's own statements between the reduction and the store
-       * (gemm's alpha) become epilogue ops: only `y = op(acc, scalar)` and
-       * `y = acc` are accepted */
-      if (store->op == COV_OP_COPY && store->n_args == 1 && store->args[0].kind == CDL_ARG_ACCESS &&
-          store->args[0].access.operand == m->dst.operand) {
-        /* plain store */
-      } else if (store->n_args == 2 && store->args[0].kind == CDL_ARG_ACCESS &&
-                 store->args[0].access.operand == m->dst.operand &&
-                 (store->args[1].kind == CDL_ARG_FLOAT || store->args[1].kind == CDL_ARG_FATTR ||
-                  (store->args[1].kind == CDL_ARG_INDEX && !cdl_iexpr_has_loop(store->args[1].ie)))) {
-        /* a scalar: a literal, a float attribute, or a loop-free integer
-         * expression of the shapes (global average pool's H * W) */
-        double v = 0;
-        if (store->args[1].kind == CDL_ARG_INDEX) {
-          int64_t iv;
-          COV_RETURN_IF_ERROR(cdl_eval(store->args[1].ie, &x.env, &iv));
-          v = (double)iv;
-        } else {
-          v = store->args[1].kind == CDL_ARG_FLOAT ? store->args[1].f : x.b.attr_f[store->args[1].attr];
-        }
-        bool identity = (store->op == COV_OP_MUL && v == 1.0) ||
-                        ((store->op == COV_OP_ADD || store->op == COV_OP_SUB) && v == 0.0);
-        if (!identity) {
-          map_vop *vo = &s->vops[s->n_vops++];
-          memset(vo, 0, sizeof *vo);
-          vo->kind = MAP_VOP_MAP;
-          vo->op = store->op;
-          vo->a.kind = MAP_VS_REG;
-          vo->b.kind = MAP_VS_SCALAR;
-          vo->b.value = v;
-          vo->from = x.c->name;
-        }
-      } else {
-        return cov_error(COV_UNSUPPORTED, &store->loc,
-                         "codelet %s: the statements after the reduction are not a plain store "
-                         "or one scalar op (not mapped yet)",
-                         x.c->name);
-      }
-    }
-    p->output = p->n_inputs;
-    map_operand *o = &p->operands[p->output];
-    fill_operand(&x, store->dst.operand, MAP_ROLE_OUTPUT, o);
-    COV_RETURN_IF_ERROR(access_of(&x, &store->dst, p->n_loops, &o->acc));
-    p->n_operands = p->n_inputs + 1;
-    /* a reduction loop is one the output does not depend on */
-    for (int l = 0; l < p->n_loops; l++) {
-      bool used = false;
-      for (int d = 0; d < o->rank; d++) used |= o->acc.coef[d][l] != 0;
-      p->reduction[l] = !used;
-    }
-    if (p->kind == MAP_MAIN_MAP)
-      for (int l = 0; l < p->n_loops; l++)
-        if (p->reduction[l])
-          return cov_error(COV_UNSUPPORTED, &m->loc,
-                           "codelet %s: loop %s does not index the output", x.c->name,
-                           p->loop_name[l]);
+    const cdl_stmt *m = NULL, *store = NULL;
+    COV_RETURN_IF_ERROR(extract_loops(&x, p, &m));
+    COV_RETURN_IF_ERROR(extract_inputs(&x, p, m));
+    store = m; /* a map stores itself */
+    if (p->kind != MAP_MAIN_MAP) COV_RETURN_IF_ERROR(extract_store(&x, s, m, &store));
+    COV_RETURN_IF_ERROR(extract_output(&x, p, m, store));
   }
   p->ops = 1;
   for (int l = 0; l < p->n_loops; l++) p->ops *= p->extent[l];

@@ -5,6 +5,9 @@
     python3 runtime/artifact.py ART --blob NAME OUT # writes one blob's bytes
     python3 runtime/artifact.py ART --zero-seed OUT # the manifest with every blob's
                                                     # checksum that of zero bytes (a fuzz seed)
+As a module: read(path) -> (manifest, data), write(path, manifest, data)
+(the container laid out again, every checksum recomputed: what a hand edit
+that keeps the file consistent looks like; tests/runtime/hostile_artifact.sh).
 Uses the standard library only (it runs on the GPU machine too)."""
 import json
 import struct
@@ -29,6 +32,19 @@ def read(path):
         raise ValueError("%s: truncated or padded (%d bytes, header says %d)" % (path, len(raw), fbytes))
     manifest = json.loads(raw[moff:moff + mbytes].decode("utf-8"))
     return manifest, raw[doff:doff + dbytes]
+
+
+def write(path, manifest, data, version=None, checksums=True):
+    """Writes manifest and data section as an artifact: header sizes, the
+    manifest's checksum and (with checksums) every blob's recomputed."""
+    if checksums:
+        for b in manifest["blobs"]:
+            b["fnv1a64"] = "%016x" % fnv1a64(data[b["offset"]:b["offset"] + b["bytes"]])
+    text = json.dumps(manifest, indent=1).encode("utf-8")
+    doff = (64 + len(text) + 255) // 256 * 256
+    head = MAGIC + struct.pack("<IIQQQQQQ", version or manifest.get("version", 1), 64, doff + len(data), 64,
+                               len(text), fnv1a64(text), doff, len(data))
+    open(path, "wb").write(head + text + bytes(doff - 64 - len(text)) + bytes(data))
 
 
 def blob(manifest, data, name):

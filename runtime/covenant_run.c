@@ -9,9 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/c_locale.h"
 #include "runtime/crt.h"
 #include "runtime/crt_tune.h"
 #include "common/loc.h"
+#include "common/text.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
 
@@ -19,6 +21,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
+          "                    [--max-insns N] [--max-work N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -39,6 +42,10 @@ static void usage(FILE *out) {
           "  --no-graph            time plain launches instead of the graph\n"
           "  --target T            refuse an artifact compiled for another target\n"
           "  --info                print what the artifact holds; no device needed\n"
+          "  --max-insns N         npu-sim: refuse a program whose loop nest runs more than N\n"
+          "                        instructions (default 2^24 = 16777216), before anything runs\n"
+          "  --max-work N          npu-sim: likewise for its element work (gemm multiply-adds,\n"
+          "                        DMA and vector elements; default 2^34 = 17179869184)\n"
           "  --tune                TUNE_DIR is a tuning artifact (covenant tune ... -o TUNE_DIR):\n"
           "                        checks every candidate kernel against the compiler's pick on\n"
           "                        the same random inputs (--seed), times each (--iters launches\n"
@@ -58,9 +65,35 @@ static int fail_with(cov_status st) {
   return dev ? EXIT_NO_DEVICE : EXIT_FAIL;
 }
 
+/* A manifest string as it may be printed: control bytes escaped
+ * (common/text.h), so an artifact cannot clear the screen, ring the bell or
+ * forge a line of this listing. */
+#define SHOW(s, buf) common_escape((s), (buf), sizeof(buf))
+
+static void info_steps(const crt_artifact *a) {
+  char e1[512], e2[512], e3[512];
+  for (int i = 0; i < a->n_steps; i++) {
+    const crt_step *s = &a->steps[i];
+    if (s->op == CRT_STEP_LAUNCH)
+      printf("step %d: launch %s grid [%u, %u, %u] block [%u, %u, %u] shared %u (group %d, %s)\n", i,
+             SHOW(s->kernel, e1), s->grid[0], s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2],
+             s->shared_bytes, s->group, SHOW(s->label, e2));
+    else if (s->op == CRT_STEP_FILL)
+      printf("step %d: fill %" PRIu64 " bytes of '%s' with %u (group %d, %s)\n", i, s->bytes,
+             SHOW(a->buffers[s->buffer].name, e1), s->value, s->group, SHOW(s->label, e2));
+    else
+      printf("step %d: npu program '%s' (group %d, %s)\n", i, SHOW(a->blobs[s->blob].name, e1), s->group,
+             SHOW(s->label, e2));
+  }
+  for (int i = 0; i < a->n_missing; i++) printf("not compiled: %s\n", SHOW(a->missing[i], e3));
+}
+
 static void info(const crt_artifact *a) {
-  printf("artifact %s: format version %u, target %s (backend %s, arch %s), model %s, by %s\n", a->file, a->version,
-         a->target, a->backend, a->arch, a->model, a->producer);
+  char f[1024], t[512], b[512], ar[512], m[512], p[512];
+  printf("artifact %s: format version %u, target %s (backend %s, arch %s), model %s, by %s\n", SHOW(a->file, f),
+         a->version, SHOW(a->target, t), SHOW(a->backend, b), SHOW(a->arch, ar), SHOW(a->model, m),
+         SHOW(a->producer, p));
+  if (a->acg_blob >= 0) printf("embeds its ACG (blob '%s')\n", SHOW(a->blobs[a->acg_blob].name, t));
   uint64_t inter = 0;
   for (int i = 0; i < a->n_buffers; i++)
     if (a->buffers[i].kind == CRT_BUF_INTERMEDIATE) inter += a->buffers[i].bytes;
@@ -70,23 +103,11 @@ static void info(const crt_artifact *a) {
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < (k ? a->n_outputs : a->n_inputs); i++) {
       const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
-      printf("%s %d '%s': %s[", k ? "output" : "input", i, io->name, cov_dtype_name(io->dtype));
+      printf("%s %d '%s': %s[", k ? "output" : "input", i, SHOW(io->name, m), cov_dtype_name(io->dtype));
       for (int d = 0; d < io->rank; d++) printf("%s%" PRId64, d ? ", " : "", io->shape[d]);
       printf("] (buffer %s)\n", cov_dtype_name(a->buffers[io->buffer].dtype));
     }
-  for (int i = 0; i < a->n_steps; i++) {
-    const crt_step *s = &a->steps[i];
-    if (s->op == CRT_STEP_LAUNCH)
-      printf("step %d: launch %s grid [%u, %u, %u] block [%u, %u, %u] shared %u (group %d, %s)\n", i, s->kernel,
-             s->grid[0], s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2], s->shared_bytes, s->group,
-             s->label);
-    else if (s->op == CRT_STEP_FILL)
-      printf("step %d: fill %" PRIu64 " bytes of '%s' with %u (group %d, %s)\n", i, s->bytes,
-             a->buffers[s->buffer].name, s->value, s->group, s->label);
-    else
-      printf("step %d: npu program '%s' (group %d, %s)\n", i, a->blobs[s->blob].name, s->group, s->label);
-  }
-  for (int i = 0; i < a->n_missing; i++) printf("not compiled: %s\n", a->missing[i]);
+  info_steps(a);
 }
 
 static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) {
@@ -99,8 +120,8 @@ static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) 
     else if (io->dtype == COV_F16) ((uint16_t *)t->data)[i] = cov_f32_to_f16(v);
     else if (io->dtype == COV_BF16) ((uint16_t *)t->data)[i] = cov_f32_to_bf16(v);
     else
-      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s' is %s: give it with --input", io->name,
-                       cov_dtype_name(io->dtype));
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s' is %s: give it with --input",
+                       common_escape(io->name, (char[512]){0}, 512), cov_dtype_name(io->dtype));
   }
   return NULL;
 }
@@ -163,7 +184,8 @@ static cov_status read_inputs(const crt_artifact *a, const char *const *inputs, 
                      a->n_inputs);
     }
     if (!st && in[k].data)
-      st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "input '%s' given twice", a->inputs[k].name);
+      st = cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, "--input"), "input '%s' given twice",
+                     common_escape(a->inputs[k].name, (char[512]){0}, 512));
     if (!st) st = cov_npy_read(path, &in[k]);
   }
   for (int k = 0; k < a->n_inputs && !st; k++)
@@ -177,7 +199,8 @@ static cov_status write_outputs(const crt_artifact *a, const cov_tensor *out, co
   cov_status st = NULL;
   for (int k = 0; k < a->n_outputs && !st; k++) {
     int64_t n = cov_tensor_numel(&out[k]);
-    printf("output '%s': %s, %" PRId64 " values:", a->outputs[k].name, cov_dtype_name(out[k].dtype), n);
+    char shown[512];
+    printf("output '%s': %s, %" PRId64 " values:", SHOW(a->outputs[k].name, shown), cov_dtype_name(out[k].dtype), n);
     for (int64_t i = 0; i < n && i < 6 && out[k].dtype == COV_F32; i++) printf(" %.6g", ((float *)out[k].data)[i]);
     printf("%s\n", n > 6 ? " ..." : "");
     if (out_file) st = cov_npy_write(out_file, &out[k]);
@@ -199,10 +222,22 @@ typedef struct run_args {
   crt_options opts;
 } run_args;
 
+/* An integer >= 1 (a limit); 0 after saying what is wrong. */
+static int positive(const char *opt, const char *arg, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  *out = strtoull(arg, &end, 10);
+  if (errno || *end || !(*arg >= '0' && *arg <= '9') || !*out) {
+    fprintf(stderr, "covenant-run: %s takes an integer >= 1, not '%s'\n", opt, arg);
+    return 0;
+  }
+  return 1;
+}
+
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
-         OPT_REPS, OPT_TOL };
+         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -216,6 +251,8 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"tune", no_argument, NULL, OPT_TUNE},
                                         {"reps", required_argument, NULL, OPT_REPS},
                                         {"tolerance", required_argument, NULL, OPT_TOL},
+                                        {"max-insns", required_argument, NULL, OPT_MAX_INSNS},
+                                        {"max-work", required_argument, NULL, OPT_MAX_WORK},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   int c;
@@ -233,7 +270,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
       case OPT_OUTDIR: r->out_dir = optarg; break;
       case OPT_TUNE: r->tune = 1; break;
       case OPT_TOL:
-        r->tolerance = strtod(optarg, &end);
+        r->tolerance = common_strtod(optarg, &end);
         if (*end || !*optarg || !(r->tolerance >= 0 && r->tolerance < 1e30)) {
           fprintf(stderr, "covenant-run: --tolerance takes a number >= 0, not '%s'\n", optarg);
           return EXIT_USAGE;
@@ -255,12 +292,18 @@ static int parse_args(int argc, char **argv, run_args *r) {
         break;
       }
       case OPT_SEED:
-        errno = 0;
+        errno = 0; /* digits only: strtoull would wrap "-1" to 2^64 - 1 */
         r->seed = strtoull(optarg, &end, 10);
-        if (errno || *end || !*optarg) {
+        if (errno || *end || !*optarg || strspn(optarg, "0123456789") != strlen(optarg)) {
           fprintf(stderr, "covenant-run: --seed takes a non-negative integer, not '%s'\n", optarg);
           return EXIT_USAGE;
         }
+        break;
+      case OPT_MAX_INSNS:
+        if (!positive("--max-insns", optarg, &r->opts.max_npu_insns)) return EXIT_USAGE;
+        break;
+      case OPT_MAX_WORK:
+        if (!positive("--max-work", optarg, &r->opts.max_npu_work)) return EXIT_USAGE;
         break;
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;

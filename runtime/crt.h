@@ -23,11 +23,13 @@
 #include "covenant/tensor.h"
 
 /* the format this runtime writes at most and reads: version 2 adds
- * tensor-map arguments ({"tmap": ...}); an artifact without any is
- * written as version 1, byte for byte as before */
-#define CRT_FORMAT_VERSION 2
+ * tensor-map arguments ({"tmap": ...}), version 3 the embedded ACG of an
+ * npu-sim artifact ("acg": blob); an artifact needing neither is written
+ * as version 1, byte for byte as before */
+#define CRT_FORMAT_VERSION 3
 #define CRT_FORMAT_VERSION_MIN 1
 #define CRT_FORMAT_VERSION_TMAP 2
+#define CRT_FORMAT_VERSION_ACG 3
 #define CRT_MAGIC "\x7f" "COVART\n"
 #define CRT_HEADER_BYTES 64
 #define CRT_ALIGN 256 /* blobs, weights and arena offsets */
@@ -135,6 +137,7 @@ typedef struct crt_artifact {
   const char *arch;     /* sm_90a, gfx942, or the NPU ACG's name */
   const char *model;    /* the source model's file name (no directories) */
   const char *producer; /* "covenant 0.1.0" */
+  int acg_blob;         /* npu-sim: the blob holding the ACG the programs were compiled for, or -1 */
   /* groups the producer could not compile (the runtime refuses to run) */
   const char **missing;
   int n_missing;
@@ -164,6 +167,9 @@ cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, c
 cov_status crt_artifact_load(const char *path, crt_artifact **out);
 void crt_artifact_free(crt_artifact *a);
 const uint8_t *crt_blob_data(const crt_artifact *a, int blob);
+/* The buffer a buffer's bytes belong to: itself, or for a view (of a
+ * view ...) the buffer at the end of the chain; computed once when read. */
+int crt_buffer_root(const crt_artifact *a, int buffer);
 /* The weight buffer's offset in the weight region. */
 uint64_t crt_weight_offset(const crt_artifact *a, int buffer);
 const char *crt_buf_kind_name(crt_buf_kind k);
@@ -199,6 +205,10 @@ int crt_add_launch(crt_builder *b, int group, const char *label, int module, con
 int crt_add_fill(crt_builder *b, int group, const char *label, int buffer, uint64_t offset, uint64_t bytes,
                  unsigned value);
 int crt_add_npu(crt_builder *b, int group, const char *label, int blob, const crt_bind *binds, int n_binds);
+/* Embeds the ACG (its canonical JSON, cov_acg_write_json) an npu-sim
+ * artifact's programs were compiled for, so the runtime never resolves the
+ * manifest's arch as a file name; returns the blob's index. */
+int crt_add_acg(crt_builder *b, const char *json, size_t bytes);
 /* A group the producer could not compile; the artifact is written (for
  * inspection) but the runtime refuses to run it, listing these. */
 void crt_add_missing(crt_builder *b, const char *why);
@@ -235,6 +245,8 @@ typedef struct crt_session crt_session;
 typedef struct crt_options {
   const char *expect_target; /* NULL, or refuse artifacts for another target */
   int no_graph;              /* time with plain launches instead of a CUDA graph */
+  uint64_t max_npu_insns;    /* npu-sim: dynamic instructions a program may run (0: the simulator's default) */
+  uint64_t max_npu_work;     /* npu-sim: element work a program may do (0: the simulator's default) */
 } crt_options;
 
 /* Opens the device the artifact's backend names (CUDA driver for nvptx, HIP

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
+#include "common/text.h"
 #include "runtime/crt.h"
 #include "runtime/crt_internal.h"
 #include "runtime/crt_json.h"
@@ -37,6 +39,7 @@ typedef struct priv {
   uint8_t *bytes; /* the whole file */
   crt_json_doc *doc;
   uint64_t *weight_off;
+  int *root; /* per buffer: itself, or for a view the buffer it views at the end of its chain */
   /* every array and string the artifact points to */
   void **allocs;
   size_t n_allocs, cap_allocs;
@@ -63,17 +66,19 @@ static void *rd_alloc(rd *r, size_t n) {
   return p;
 }
 
-/* An error at node `at` (line:col) with the JSON path of the item. */
+/* An error at node `at` (line:col) with the JSON path of the item. The
+ * message is one line whose names come from the file: escaped whole
+ * (common/text.h), so a name cannot break the line or drive a terminal. */
 static void bad(rd *r, const crt_json *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void bad(rd *r, const crt_json *at, const char *fmt, ...) {
   if (r->err) return;
-  char msg[512];
+  char msg[512], shown[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   cov_loc loc = {r->file, at ? at->line : 0, at ? at->col : 0, r->path[0] ? r->path : NULL};
-  r->err = cov_error(COV_INVALID_INPUT, &loc, "manifest: %s", msg);
+  r->err = cov_error(COV_INVALID_INPUT, &loc, "manifest: %s", common_escape(msg, shown, sizeof shown));
 }
 
 static void set_path(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -260,7 +265,8 @@ static void read_buffers(rd *r, const crt_json *root) {
   a->n_buffers = (int)arr->n;
   a->buffers = rd_alloc(r, arr->n * sizeof *a->buffers);
   r->pv->weight_off = rd_alloc(r, arr->n * sizeof *r->pv->weight_off);
-  if (!a->buffers || !r->pv->weight_off) return bad(r, arr, "out of memory");
+  r->pv->root = rd_alloc(r, arr->n * sizeof *r->pv->root);
+  if (!a->buffers || !r->pv->weight_off || !r->pv->root) return bad(r, arr, "out of memory");
   static const char *keys[] = {"name", "kind", "dtype", "shape", "bytes", "blob", "offset", "of", NULL};
   static const char *kinds[] = {"input", "output", "weight", "intermediate", "view"};
   uint64_t woff = 0;
@@ -272,6 +278,7 @@ static void read_buffers(rd *r, const crt_json *root) {
     crt_buffer *b = &a->buffers[i];
     b->blob = b->of = -1;
     b->first = b->last = -1;
+    r->pv->root[i] = (int)i;
     b->name = str_of(r, o, "name", 1);
     const char *kind = str_of(r, o, "kind", 1);
     b->dtype = dtype_of(r, o);
@@ -285,9 +292,10 @@ static void read_buffers(rd *r, const crt_json *root) {
       break;
     }
     b->kind = (crt_buf_kind)k;
-    if ((uint64_t)numel * cov_dtype_size(b->dtype) != b->bytes) {
+    uint64_t need = 0;
+    if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)cov_dtype_size(b->dtype), &need) || need != b->bytes) {
       bad(r, o, "buffer '%s': %" PRId64 " %s elements are %" PRIu64 " bytes, not %" PRIu64, b->name, numel,
-          cov_dtype_name(b->dtype), (uint64_t)numel * cov_dtype_size(b->dtype), b->bytes);
+          cov_dtype_name(b->dtype), need, b->bytes);
       break;
     }
     const crt_json *jb = crt_json_get(o, "blob"), *jo = crt_json_get(o, "offset"), *jf = crt_json_get(o, "of");
@@ -300,7 +308,11 @@ static void read_buffers(rd *r, const crt_json *root) {
         break;
       }
       r->pv->weight_off[i] = woff;
-      woff += (b->bytes + CRT_ALIGN - 1) / CRT_ALIGN * CRT_ALIGN;
+      if (__builtin_add_overflow(woff, (b->bytes + CRT_ALIGN - 1) / CRT_ALIGN * CRT_ALIGN, &woff) ||
+          woff > CRT_MAX_BYTES) {
+        bad(r, o, "the weights take more than 2^40 bytes");
+        break;
+      }
     } else if (jb) {
       bad(r, jb, "only weights have a blob");
     }
@@ -313,6 +325,7 @@ static void read_buffers(rd *r, const crt_json *root) {
     } else if (b->kind == CRT_BUF_VIEW) {
       /* a view of an earlier buffer (so views never form cycles) */
       b->of = (int)int_of(r, o, "of", 0, (int64_t)i - 1, 1, -1);
+      if (b->of >= 0) r->pv->root[i] = r->pv->root[b->of]; /* one step: chains of views cost no walk */
       b->offset = (uint64_t)int_of(r, o, "offset", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
       if (!r->err && (b->offset > a->buffers[b->of].bytes || b->bytes > a->buffers[b->of].bytes - b->offset))
         bad(r, jo, "view '%s' (bytes %" PRIu64 "..%" PRIu64 ") lies outside buffer %d ('%s', %" PRIu64 " bytes)",
@@ -369,8 +382,7 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
 
 /* A use of buffer i by step s: intermediates' lifetimes, through views. */
 static void use_buffer(crt_artifact *a, int i, int s) {
-  while (a->buffers[i].kind == CRT_BUF_VIEW) i = a->buffers[i].of;
-  crt_buffer *b = &a->buffers[i];
+  crt_buffer *b = &a->buffers[crt_buffer_root(a, i)];
   if (b->first < 0) b->first = s;
   b->last = s;
 }
@@ -383,7 +395,10 @@ const char *crt_tmap_problem(const crt_arg *x, uint64_t bytes, int esize) {
   if ((x->cols * 2) % 16 || x->offset % 16) return "rows and the offset are whole 16-byte units";
   if (x->box_rows < 1 || x->box_rows > 256 || x->box_cols < 1 || x->box_cols * 2 > x->swizzle)
     return "a box is 1 to 256 rows of at most the swizzle's 128 bytes";
-  if (x->offset > bytes || x->rows * x->cols * 2 > bytes - x->offset) return "the matrix runs past the buffer's end";
+  uint64_t matrix = 0;
+  if (x->offset > bytes || __builtin_mul_overflow(x->rows, x->cols, &matrix) ||
+      __builtin_mul_overflow(matrix, (uint64_t)esize, &matrix) || matrix > bytes - x->offset)
+    return "the matrix runs past the buffer's end";
   return NULL;
 }
 
@@ -542,19 +557,78 @@ static void read_steps(rd *r, const crt_json *root) {
   }
 }
 
-static void read_manifest(rd *r, const crt_json *root) {
+/* The data section's bytes outside every blob (the 256-byte alignment
+ * padding) are zero: no checksum covers them, so a nonzero byte there is
+ * an edit or corruption the blob checksums would not catch. */
+static int blob_start_cmp(const void *x, const void *y) {
+  const uint64_t *a = x, *b = y;
+  return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+static void check_padding(rd *r) {
   crt_artifact *a = r->a;
-  if (root->kind != CRT_JSON_OBJECT) return bad(r, root, "the manifest must be an object");
-  static const char *keys[] = {"format", "version", "target", "backend", "arch", "model", "producer", "missing",
-                               "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs", "outputs",
-                               "steps", NULL};
-  const char *format = str_of(r, root, "format", 1);
-  if (format && strcmp(format, "covenant-artifact"))
-    return bad(r, crt_json_get(root, "format"), "format is '%s', not 'covenant-artifact'", format);
-  int64_t v = int_of(r, root, "version", 0, INT32_MAX, 1, 0);
-  if (!r->err && v != a->version)
-    return bad(r, crt_json_get(root, "version"), "version %" PRId64 " differs from the header's %u", v, a->version);
-  check_keys(r, root, keys);
+  uint64_t *ranges = rd_alloc(r, ((size_t)a->n_blobs + 1) * 2 * sizeof *ranges);
+  if (!ranges) return bad(r, NULL, "out of memory");
+  for (int i = 0; i < a->n_blobs; i++)
+    ranges[2 * i] = a->blobs[i].offset, ranges[2 * i + 1] = a->blobs[i].offset + a->blobs[i].bytes;
+  ranges[2 * a->n_blobs] = ranges[2 * a->n_blobs + 1] = a->data_bytes; /* the end of the data section */
+  qsort(ranges, (size_t)a->n_blobs + 1, 2 * sizeof *ranges, blob_start_cmp);
+  uint64_t at = 0;
+  for (int i = 0; i <= a->n_blobs; i++) {
+    for (uint64_t k = at; k < ranges[2 * i]; k++)
+      if (a->data[k]) {
+        set_path(r, "blobs");
+        return bad(r, NULL,
+                   "byte %" PRIu64 " of the data section, padding outside every blob, is 0x%02x, not zero (the "
+                   "file is corrupt or was edited)",
+                   k, a->data[k]);
+      }
+    if (ranges[2 * i + 1] > at) at = ranges[2 * i + 1];
+  }
+}
+
+/* The plan's dataflow that needs no program: every input buffer is named
+ * by exactly one `inputs` entry and every output buffer by one `outputs`
+ * entry (a buffer no entry names is never filled or never returned), an
+ * output is written by some step, and an npu step binds its program to
+ * buffers. What each step reads and writes is checked where the programs
+ * are decoded (crt_npu.c): reads come after writes, every program tensor
+ * is bound. */
+static void check_plan(rd *r) {
+  crt_artifact *a = r->a;
+  int *named = rd_alloc(r, ((size_t)a->n_buffers + 1) * sizeof *named);
+  if (!named) return bad(r, NULL, "out of memory");
+  for (int i = 0; i < a->n_steps && !r->err; i++) {
+    set_path(r, "steps[%d].binds", i);
+    if (a->steps[i].op == CRT_STEP_NPU && a->steps[i].n_binds == 0)
+      bad(r, NULL, "npu step %d ('%s') binds no buffer: its program would read and write nothing of the model", i,
+          a->steps[i].label);
+  }
+  for (int k = 0; k < 2 && !r->err; k++)
+    for (int i = 0; i < (k ? a->n_outputs : a->n_inputs) && !r->err; i++) {
+      const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
+      set_path(r, "%s[%d]", k ? "outputs" : "inputs", i);
+      if (named[io->buffer]++)
+        bad(r, NULL, "%s '%s' names buffer %d ('%s'), which another entry names too", k ? "output" : "input",
+            io->name, io->buffer, a->buffers[io->buffer].name);
+    }
+  for (int i = 0; i < a->n_buffers && !r->err; i++) {
+    const crt_buffer *b = &a->buffers[i];
+    set_path(r, "buffers[%d]", i);
+    if (b->kind == CRT_BUF_INPUT && !named[i])
+      bad(r, NULL, "input buffer '%s' is named by no 'inputs' entry, so no run would fill it", b->name);
+    else if (b->kind == CRT_BUF_OUTPUT && !named[i])
+      bad(r, NULL, "output buffer '%s' is named by no 'outputs' entry", b->name);
+    else if (b->kind == CRT_BUF_OUTPUT && b->first < 0)
+      bad(r, NULL, "output '%s' is written by no step", b->name);
+    else if (b->kind == CRT_BUF_INTERMEDIATE && b->first < 0)
+      bad(r, NULL, "intermediate '%s' is used by no step", b->name);
+  }
+}
+
+/* The strings of the manifest's head; npu-sim: the embedded ACG. */
+static void read_head(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
   a->target = str_of(r, root, "target", 1);
   a->backend = str_of(r, root, "backend", 1);
   a->arch = str_of(r, root, "arch", 1);
@@ -565,6 +639,36 @@ static void read_manifest(rd *r, const crt_json *root) {
   if (r->err) return;
   if (strcmp(a->backend, "nvptx") && strcmp(a->backend, "amdgpu") && strcmp(a->backend, "npu-sim"))
     return bad(r, crt_json_get(root, "backend"), "unknown backend '%s' (nvptx, amdgpu, npu-sim)", a->backend);
+  /* an NPU artifact's programs name the ACG they were built for: its target */
+  set_path(r, "arch");
+  if (!strcmp(a->backend, "npu-sim") && strcmp(a->target, a->arch))
+    return bad(r, crt_json_get(root, "arch"), "an npu-sim artifact's arch is its target's ACG, '%s', not '%s'",
+               a->target, a->arch);
+  set_path(r, "acg");
+  const crt_json *acg = crt_json_get(root, "acg");
+  if (acg && strcmp(a->backend, "npu-sim"))
+    return bad(r, acg, "only npu-sim artifacts embed an ACG");
+  if (acg && a->version < CRT_FORMAT_VERSION_ACG)
+    return bad(r, acg, "an embedded ACG needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_ACG,
+               a->version);
+  r->path[0] = '\0';
+}
+
+static void read_manifest(rd *r, const crt_json *root) {
+  crt_artifact *a = r->a;
+  if (root->kind != CRT_JSON_OBJECT) return bad(r, root, "the manifest must be an object");
+  static const char *keys[] = {"format", "version", "target", "backend", "arch", "model", "producer", "acg",
+                               "missing", "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs",
+                               "outputs", "steps", NULL};
+  const char *format = str_of(r, root, "format", 1);
+  if (format && strcmp(format, "covenant-artifact"))
+    return bad(r, crt_json_get(root, "format"), "format is '%s', not 'covenant-artifact'", format);
+  int64_t v = int_of(r, root, "version", 0, INT32_MAX, 1, 0);
+  if (!r->err && v != a->version)
+    return bad(r, crt_json_get(root, "version"), "version %" PRId64 " differs from the header's %u", v, a->version);
+  check_keys(r, root, keys);
+  read_head(r, root);
+  if (r->err) return;
   const crt_json *miss = array_of(r, root, "missing", 1);
   if (!miss) return;
   a->missing = rd_alloc(r, miss->n * sizeof *a->missing);
@@ -577,21 +681,19 @@ static void read_manifest(rd *r, const crt_json *root) {
     }
     a->missing[i] = miss->items[i]->str;
   }
-  read_blobs(r, root);
-  if (!r->err) read_modules(r, root);
-  if (!r->err) read_buffers(r, root);
-  if (!r->err) read_ios(r, root, 0);
-  if (!r->err) read_ios(r, root, 1);
-  if (!r->err) read_steps(r, root);
-  if (r->err) return;
+  /* a section's path while its own member is looked up: a missing one is
+   * reported at the root, not at the last item of the section before */
   r->path[0] = '\0';
-  for (int i = 0; i < a->n_buffers; i++) {
-    const crt_buffer *b = &a->buffers[i];
-    if (b->kind == CRT_BUF_INTERMEDIATE && b->first < 0) {
-      set_path(r, "buffers[%d]", i);
-      return bad(r, NULL, "intermediate '%s' is used by no step", b->name);
-    }
-  }
+  read_blobs(r, root);
+  if (!r->err) check_padding(r);
+  set_path(r, "acg");
+  a->acg_blob = crt_json_get(root, "acg") ? blob_ref(r, root, "acg", 1) : -1;
+  if (!r->err) r->path[0] = '\0', read_modules(r, root);
+  if (!r->err) r->path[0] = '\0', read_buffers(r, root);
+  if (!r->err) r->path[0] = '\0', read_ios(r, root, 0);
+  if (!r->err) r->path[0] = '\0', read_ios(r, root, 1);
+  if (!r->err) r->path[0] = '\0', read_steps(r, root);
+  if (!r->err) check_plan(r);
 }
 
 /* ---- the container -------------------------------------------------------- */
@@ -640,6 +742,12 @@ cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, c
                            moff, mbytes, doff, dbytes, size);
   if (crt_fnv1a64(p + moff, (size_t)mbytes) != mfnv)
     return container_error(file, COV_INVALID_INPUT, "corrupt: the manifest's checksum does not match the header's");
+  for (uint64_t k = moff + mbytes; k < doff; k++)
+    if (p[k])
+      return container_error(file, COV_INVALID_INPUT,
+                             "corrupt: byte %" PRIu64 ", padding between the manifest and the data section, is not "
+                             "zero",
+                             k);
   crt_artifact *a = calloc(1, sizeof *a);
   priv *pv = calloc(1, sizeof *pv);
   uint8_t *copy = malloc(size + 1);
@@ -680,33 +788,14 @@ cov_status crt_artifact_read(const void *bytes, size_t size, const char *name, c
   return NULL;
 }
 
+/* Regular files only (common_read_file): a FIFO or a device named as the
+ * artifact is refused at once instead of blocking or never ending. */
 cov_status crt_artifact_load(const char *path, crt_artifact **out) {
   *out = NULL;
-  cov_loc loc = {path, 0, 0, NULL};
-  FILE *f = fopen(path, "rb");
-  if (!f) return cov_error(errno == ENOENT ? COV_NOT_FOUND : COV_IO_ERROR, &loc, "cannot open: %s", strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return cov_error(COV_IO_ERROR, &loc, "cannot seek (a directory or a pipe?)");
-  }
-  long n = ftell(f);
-  if (n < 0 || (uint64_t)n > CRT_MAX_BYTES) {
-    fclose(f);
-    return cov_error(COV_IO_ERROR, &loc, "cannot size the file");
-  }
-  rewind(f);
-  uint8_t *buf = malloc((size_t)n + 1);
-  if (!buf) {
-    fclose(f);
-    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory (%ld bytes)", n);
-  }
-  size_t got = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  if (got != (size_t)n) {
-    free(buf);
-    return cov_error(COV_IO_ERROR, &loc, "read error");
-  }
-  cov_status st = crt_artifact_read(buf, got, path, out);
+  char *buf = NULL;
+  size_t n = 0;
+  COV_RETURN_IF_ERROR(common_read_file(path, (size_t)CRT_MAX_BYTES, &buf, &n));
+  cov_status st = crt_artifact_read(buf, n, path, out);
   free(buf);
   return st;
 }
@@ -725,5 +814,7 @@ void crt_artifact_free(crt_artifact *a) {
 }
 
 const uint8_t *crt_blob_data(const crt_artifact *a, int blob) { return a->data + a->blobs[blob].offset; }
+
+int crt_buffer_root(const crt_artifact *a, int buffer) { return ((const priv *)a->priv_)->root[buffer]; }
 
 uint64_t crt_weight_offset(const crt_artifact *a, int buffer) { return ((const priv *)a->priv_)->weight_off[buffer]; }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/c_locale.h"
 #include "runtime/crt.h"
 #include "common/loc.h"
 #include "common/fileio.h"
@@ -33,7 +34,8 @@ struct crt_builder {
   int n_steps, cap_steps;
   char **missing;
   int n_missing, cap_missing;
-  unsigned version; /* the format the items need (tensor maps: 2), else 1 */
+  unsigned version; /* the format the items need (tensor maps: 2, an ACG: 3), else 1 */
+  int acg_blob;     /* the embedded ACG's blob, or -1 */
 };
 
 static char *dup_str(crt_builder *b, const char *s) {
@@ -92,6 +94,7 @@ cov_status crt_builder_new(const char *target, const char *backend, const char *
   b->arch = dup_str(b, arch);
   b->model = dup_str(b, slash ? slash + 1 : model);
   b->version = CRT_FORMAT_VERSION_MIN;
+  b->acg_blob = -1;
   if (b->err) {
     cov_status st = b->err;
     b->err = NULL;
@@ -297,7 +300,7 @@ int crt_add_launch(crt_builder *b, int group, const char *label, int module, con
         fail(b, "launch of '%s': argument %d, a tensor map over buffer %d: %s", kernel, k, x->buffer, why);
         return -1;
       }
-      b->version = CRT_FORMAT_VERSION_TMAP;
+      if (b->version < CRT_FORMAT_VERSION_TMAP) b->version = CRT_FORMAT_VERSION_TMAP;
     }
   }
   int i = new_step(b, CRT_STEP_LAUNCH, group, label);
@@ -331,6 +334,19 @@ int crt_add_fill(crt_builder *b, int group, const char *label, int buffer, uint6
   crt_step *s = &b->steps[i];
   s->buffer = buffer, s->offset = offset, s->bytes = bytes, s->value = value;
   return i;
+}
+
+int crt_add_acg(crt_builder *b, const char *json, size_t bytes) {
+  if (b->err) return -1;
+  if (b->acg_blob >= 0) {
+    fail(b, "an artifact embeds one ACG");
+    return -1;
+  }
+  int blob = crt_add_blob(b, "acg.json", json, bytes);
+  if (blob < 0) return -1;
+  b->acg_blob = blob;
+  if (b->version < CRT_FORMAT_VERSION_ACG) b->version = CRT_FORMAT_VERSION_ACG;
+  return blob;
 }
 
 int crt_add_npu(crt_builder *b, int group, const char *label, int blob, const crt_bind *binds, int n_binds) {
@@ -443,7 +459,8 @@ static void put(sbuf *o, const char *fmt, ...) {
   if (o->oom) return;
   va_list ap;
   va_start(ap, fmt);
-  int k = vsnprintf(o->s ? o->s + o->n : NULL, o->s ? o->cap - o->n : 0, fmt, ap);
+  /* the manifest is JSON: '.' whatever the caller's locale */
+  int k = common_vsnprintf(o->s ? o->s + o->n : NULL, o->s ? o->cap - o->n : 0, fmt, ap);
   va_end(ap);
   if (k < 0) return;
   if (o->n + (size_t)k + 1 > o->cap) {
@@ -495,6 +512,7 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
   put_str(o, b->arch);
   put(o, ",\n\"model\": ");
   put_str(o, b->model);
+  if (b->acg_blob >= 0) put(o, ",\n\"acg\": %d", b->acg_blob);
   put(o, ",\n\"producer\": \"covenant %s\",\n\"missing\": [", COV_VERSION);
   for (int i = 0; i < b->n_missing; i++) {
     put(o, "%s\n  ", i ? "," : "");

@@ -1,6 +1,7 @@
 /* runtime/crt_cuda.c: CUDA driver API through dlopen. */
 #include "runtime/crt_cuda.h"
 #include "common/loc.h"
+#include "common/text.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -302,7 +303,10 @@ cov_status crt_cuda_function(crt_cuda *cu, crt_cuda_module *m, const char *kerne
                                void **fn) {
   cu_function f;
   cu_result rc = cu->ModuleGetFunction(&f, m->mod, kernel);
-  if (rc != 0) return cov_status_annotate(cu_fail(cu, rc, "kernel lookup"), "kernel %s: ", kernel);
+  if (rc != 0) {
+    char shown[512];
+    return cov_status_annotate(cu_fail(cu, rc, "kernel lookup"), "kernel %s: ", common_escape(kernel, shown, sizeof shown));
+  }
   if (shared_bytes > 48 * 1024) /* opt in to large dynamic shared memory */
     CU_CHECK(cu, cu->FuncSetAttribute(f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared_bytes),
              "shared memory opt-in");

@@ -2,6 +2,7 @@
  * crt_json.h). Recursive descent; every allocation comes from one chunked
  * arena that crt_json_free releases at once. */
 #include "runtime/crt_json.h"
+#include "common/c_locale.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -233,7 +234,7 @@ static crt_json *parse_number(parser *p) {
   }
   memcpy(buf, start, len);
   buf[len] = '\0';
-  n->d = strtod(buf, NULL);
+  n->d = common_strtod(buf, NULL); /* '.' whatever the caller's locale */
   if (is_int) {
     errno = 0;
     long long v = strtoll(buf, NULL, 10);

@@ -12,8 +12,11 @@
 
 typedef struct crt_npu crt_npu;
 
-/* Loads the ACG the artifact names (arch) and decodes every program. */
-cov_status crt_npu_open(const crt_artifact *a, crt_npu **out, char *device, size_t device_size);
+/* Loads the artifact's ACG (embedded, or a shipped target named by arch),
+ * decodes every program, checks the plan's dataflow against the programs'
+ * tensor roles and verifies every program (within the options' NPU
+ * limits; 0: the simulator's defaults), all before any runs. */
+cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **out, char *device, size_t device_size);
 /* Runs step `step` (an npu step): bound buffers at host addresses addr[]. */
 cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint64_t *addr);
 void crt_npu_close(crt_npu *n);

@@ -17,7 +17,11 @@
 
 #include "runtime/crt_hip.h"
 #include "common/loc.h"
+#include "common/text.h"
 #include "runtime/crt_cuda.h"
+#ifdef CRT_WITH_NPU
+#include "covenant/acg.h"
+#endif
 #include "runtime/crt.h"
 #include "runtime/crt_npu.h"
 
@@ -48,14 +52,15 @@ const char *crt_session_device(const crt_session *s) { return s->device; }
 
 static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One line whose names come from the artifact: escaped whole (common/text.h). */
 static cov_status loc_error(const crt_artifact *a, cov_code code, const char *fmt, ...) {
-  char msg[600];
+  char msg[1200], shown[4096];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   cov_loc loc = {a->file, 0, 0, NULL};
-  return cov_error(code, &loc, "%s", msg);
+  return cov_error(code, &loc, "%s", common_escape(msg, shown, sizeof shown));
 }
 
 /* ---- device memory behind one face ---- */
@@ -131,8 +136,11 @@ static cov_status open_gpu(crt_session *s) {
     const uint8_t *code = crt_blob_data(a, a->modules[i].blob);
     st = s->dev == DEV_CUDA ? crt_cuda_load(s->cu, (const char *)code, (crt_cuda_module **)&s->mods[i])
                             : crt_hip_load(s->hip, code, (crt_hip_module **)&s->mods[i]);
-    if (st)
-      return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file, a->modules[i].name, a->arch);
+    if (st) {
+      char e1[512], e2[512];
+      return cov_status_annotate(st, "%s: module '%s' (compiled for %s): ", a->file,
+                                 common_escape(a->modules[i].name, e1, sizeof e1), common_escape(a->arch, e2, sizeof e2));
+    }
   }
   for (int i = 0; i < a->n_steps && s->dev == DEV_CUDA; i++) {
     const crt_step *x = &a->steps[i];
@@ -164,6 +172,9 @@ static cov_status open_gpu(crt_session *s) {
 
 static cov_status open_npu(crt_session *s) {
   const crt_artifact *a = s->a;
+  /* the ACG, the programs and the plan first: a bad artifact is refused
+   * before its buffers are allocated */
+  COV_RETURN_IF_ERROR(crt_npu_open(a, s->opts, &s->npu, s->device, sizeof s->device));
   /* host memory laid out like the device's: arena, weights, then io */
   uint64_t total = a->arena_bytes + a->weight_bytes, *io_off = s->io_mem;
   for (int i = 0; i < a->n_buffers; i++)
@@ -186,7 +197,7 @@ static cov_status open_npu(crt_session *s) {
     }
   }
   for (int i = 0; i < a->n_buffers; i++) io_off[i] = 0; /* nothing to free on a device */
-  return crt_npu_open(a, &s->npu, s->device, sizeof s->device);
+  return NULL;
 }
 
 /* The tensor maps of the launches' CRT_ARG_TMAP arguments, built by the
@@ -255,6 +266,32 @@ static cov_status build_args(crt_session *s) {
   return NULL;
 }
 
+/* A GPU artifact's target against its backend: a shipped target of that
+ * name (looked up by name only, never as a path) must be an ACG of the
+ * backend. A name that is no shipped target (a user's ACG) passes: the
+ * device check (arch against the device) still holds. The standalone
+ * runtime has no ACGs and checks the device only. NPU artifacts are
+ * checked against their ACG when it is loaded (crt_npu.c). */
+static cov_status check_target(const crt_artifact *a) {
+#ifdef CRT_WITH_NPU
+  cov_acg *g = NULL;
+  cov_status st = cov_acg_load_named(a->target, &g);
+  if (st) {
+    cov_status_free(st); /* no shipped target of that name */
+    return NULL;
+  }
+  const char *backend = cov_acg_backend(g);
+  if (!backend || strcmp(backend, a->backend))
+    st = loc_error(a, COV_INVALID_INPUT, "the artifact's target %s is an ACG of backend %s, not of its backend %s",
+                   a->target, backend ? backend : "(none)", a->backend);
+  cov_acg_free(g);
+  return st;
+#else
+  (void)a;
+  return NULL;
+#endif
+}
+
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
   *out = NULL;
   static const crt_options none;
@@ -263,6 +300,7 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   if (opts->expect_target && strcmp(opts->expect_target, a->target))
     return loc_error(a, COV_INVALID_ARGUMENT, "the artifact is for target %s, not %s", a->target,
                      opts->expect_target);
+  if (strcmp(a->backend, "npu-sim")) COV_RETURN_IF_ERROR(check_target(a));
   if (a->n_missing) {
     char list[1024] = "";
     size_t k = 0;
@@ -284,7 +322,8 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   if (!st) st = build_args(s);
   if (st) {
     crt_session_close(s);
-    return cov_status_annotate(st, "cannot run %s on %s: ", a->file, a->target);
+    char e1[512];
+    return cov_status_annotate(st, "cannot run %s on %s: ", a->file, common_escape(a->target, e1, sizeof e1));
   }
   *out = s;
   return NULL;

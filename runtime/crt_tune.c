@@ -550,9 +550,11 @@ cov_status crt_tune_run(const char *dir, const crt_tune_options *o, const char *
   }
   crt_cuda *cu = NULL;
   if (!st) st = crt_cuda_open(&cu);
-  FILE *f = NULL;
-  if (!st && !(f = fopen(out_path, "w")))
-    st = cov_error(COV_IO_ERROR, &(cov_loc){.file = out_path}, "cannot create the file");
+  /* written atomically: a run cut short leaves the previous times.json, and
+   * what it measured stays readable in the temporary beside it */
+  common_out out = {0};
+  if (!st) st = common_out_open(out_path, &out);
+  FILE *f = out.f;
   if (!st) {
     if (log) fprintf(log, "device: %s\n", crt_cuda_device_name(cu));
     fprintf(f, "{\"covenant_tune_times\": 1, \"target\": ");
@@ -564,10 +566,10 @@ cov_status crt_tune_run(const char *dir, const crt_tune_options *o, const char *
     uint64_t seed = o->seed;
     for (size_t i = 0; i < groups->n; i++) {
       run_group(&x, &tune, &man, groups->items[i], i, &seed, f, log);
-      fflush(f), fflush(log); /* what a run cut short measured stays readable */
+      fflush(f), fflush(log);
     }
     fprintf(f, "]}\n");
-    if (fclose(f) != 0) st = cov_error(COV_IO_ERROR, &(cov_loc){.file = out_path}, "write error");
+    st = common_out_commit(&out);
   }
   if (cu) crt_cuda_close(cu);
   jclose(&tune), jclose(&man);

@@ -13,7 +13,17 @@ PACKAGES=(
   graphviz                                # renders `covenant acg dot`
   python3-matplotlib parallel             # explore: study plots, GNU parallel shard route
   libamdhip64-5                           # HIP runtime (dlopen'ed; reports "no device" here)
+  locales                                 # a decimal-comma locale for the locale tests
 )
+
+# de_DE.UTF-8 (decimal comma): tests check that library output and parsing
+# do not follow the caller's LC_NUMERIC. Generating one locale takes seconds.
+need_locale() { ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$'; }
+make_locale() {
+  local s=""
+  [ "$(id -u)" -ne 0 ] && s="sudo"
+  $s localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "setup: could not generate de_DE.UTF-8 (locale tests skip)" >&2
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -21,7 +31,10 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  if need_locale; then make_locale; fi
+  exit 0
+fi
 
 echo "setup: installing ${missing[*]}" >&2
 sudo=""
@@ -32,3 +45,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+if need_locale; then make_locale; fi

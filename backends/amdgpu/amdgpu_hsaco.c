@@ -3,6 +3,7 @@
 #include "common/loc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,35 +14,57 @@
 
 #include "backends/gpu/gpu_llvm.h"
 #include "common/fileio.h"
+#include "common/text.h"
 
 extern char **environ;
 
-static cov_status write_file(const char *path, const char *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot create %s: %s", path, strerror(errno));
-  size_t w = fwrite(data, 1, n, f);
-  int bad = fclose(f) != 0 || w != n;
-  return bad ? cov_error(COV_IO_ERROR, COV_AT_FILE(path), "cannot write %s", path) : NULL;
-}
-
-/* Runs the linker, trying the names in order; returns its exit status or -1
- * when none could be started. */
-static int run_lld(const char *obj, const char *out, char *used, size_t used_size) {
+/* Runs the linker, trying the names in order, its stdout and stderr into
+ * `log` (so what it prints, an LLVM crash dump under a memory limit
+ * included, never reaches the user raw: the error is covenant's own, with
+ * lld's first line of diagnosis); returns its exit status, 128 + the signal
+ * that killed it, or -1 when none could be started. */
+static int run_lld(const char *obj, const char *out, const char *log, char *used, size_t used_size) {
   const char *env = getenv("COVENANT_LD_LLD");
   const char *candidates[] = {env, "ld.lld-19", "ld.lld", NULL};
   for (int i = 0; i < 3; i++) {
     if (!candidates[i] || !*candidates[i]) continue;
-    char *argv[] = {(char *)candidates[i], "-shared", "--no-undefined", "-o", (char *)out,
+    char *argv[] = {(char *)candidates[i], "-shared", "--no-undefined", "--threads=1", "-o", (char *)out,
                     (char *)obj, NULL};
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0) return -1;
+    int ok = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600) == 0 &&
+             posix_spawn_file_actions_adddup2(&fa, 1, 2) == 0;
     pid_t pid;
-    if (posix_spawnp(&pid, candidates[i], NULL, NULL, argv, environ) != 0) continue;
+    int spawned = ok && posix_spawnp(&pid, candidates[i], &fa, NULL, argv, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    if (!spawned) continue;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     snprintf(used, used_size, "%s", candidates[i]);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 128;
   }
   return -1;
+}
+
+/* lld's first line that says what went wrong (not the crash handler's
+ * banner or stack dump), escaped, into out; "" when there is none. */
+static void lld_first_line(const char *log, char *out, size_t size) {
+  out[0] = '\0';
+  char *text = NULL;
+  size_t n = 0;
+  cov_status st = common_read_file(log, 1 << 20, &text, &n);
+  cov_status_free(st);
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    if (!*line || strstr(line, "PLEASE submit") || strstr(line, "Stack dump") || line[0] == ' ' ||
+        line[0] == '#' || (line[0] >= '0' && line[0] <= '9'))
+      continue;
+    common_escape(line, out, size);
+    break;
+  }
+  free(text);
 }
 
 /* the location of a diagnostic: the kernel module (named after its layer) */
@@ -76,24 +99,34 @@ cov_status amdgpu_hsaco_build(LLVMModuleRef module, const amdgpu_hsaco_options *
     return cov_error(COV_IO_ERROR, COV_AT_FILE(dir), "cannot create a temporary directory: %s",
                      strerror(errno));
   }
-  char obj_path[64], so_path[64], used[64] = "";
+  char obj_path[64], so_path[64], log_path[64], used[64] = "";
   snprintf(obj_path, sizeof obj_path, "%s/k.o", dir);
   snprintf(so_path, sizeof so_path, "%s/k.hsaco", dir);
-  cov_status st = write_file(obj_path, obj, obj_size);
+  snprintf(log_path, sizeof log_path, "%s/lld.log", dir);
+  cov_status st = common_write_file(obj_path, obj, obj_size);
   free(obj);
   if (!st) {
-    int rc = run_lld(obj_path, so_path, used, sizeof used);
+    int rc = run_lld(obj_path, so_path, log_path, used, sizeof used);
+    char said[400];
+    if (rc > 0) lld_first_line(log_path, said, sizeof said);
     if (rc == -1)
       st = cov_error(COV_NOT_FOUND, COV_AT(NULL, module_name(module)),
                      "cannot run ld.lld to link the HSACO (install lld-19 or set "
                      "COVENANT_LD_LLD)");
+    else if (rc > 128)
+      st = cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)),
+                     "%s crashed linking the HSACO (signal %d; out of memory under a memory limit such as "
+                     "ulimit -v?)%s%s",
+                     used, rc - 128, said[0] ? ": " : "", said);
     else if (rc != 0)
-      st = cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)), "%s failed to link the HSACO (exit status %d)", used, rc);
+      st = cov_error(COV_INTERNAL, COV_AT(NULL, module_name(module)), "%s failed to link the HSACO (exit status %d)%s%s",
+                     used, rc, said[0] ? ": " : "", said);
     else
       st = common_read_file(so_path, (size_t)1 << 30, out_hsaco, out_size);
   }
   unlink(obj_path);
   unlink(so_path);
+  unlink(log_path);
   rmdir(dir);
   return st;
 }

@@ -13,6 +13,7 @@
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
 #include "covenant/model.h"
 #include "runtime/crt.h"
 
@@ -119,15 +120,7 @@ cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_p
   uint8_t *bytes = NULL;
   size_t n = 0;
   COV_RETURN_IF_ERROR(gpu_model_artifact(p, model_path, &bytes, &n));
-  cov_loc loc = {out_path, 0, 0, NULL};
-  cov_status st = NULL;
-  FILE *f = fopen(out_path, "wb");
-  if (!f) {
-    st = cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  } else {
-    size_t w = fwrite(bytes, 1, n, f);
-    if (fclose(f) != 0 || w != n) st = cov_error(COV_IO_ERROR, &loc, "write error");
-  }
+  cov_status st = common_write_file(out_path, bytes, n);
   free(bytes);
   return st;
 }

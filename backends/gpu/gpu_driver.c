@@ -24,6 +24,8 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
+#include "common/json_write.h"
 #include "covenant/acg.h"
 #include "covenant/gpu.h"
 #include "covenant/mapper.h"
@@ -197,8 +199,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-    if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+    st = common_write_json(path, man, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   }
   json_decref(man);
   gpu_target_close(&t);

@@ -8,6 +8,7 @@
 
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
 
 cov_status gpu_mkdir_p(const char *dir) {
   char path[4096];
@@ -126,10 +127,7 @@ cov_status gpu_write_kernel(const gpu_target *t, const char *dir, const char *na
   char file[160], path[4096], kname[128];
   snprintf(file, sizeof file, "%s.%s", name, t->vendor->code_ext);
   snprintf(path, sizeof path, "%s/%s", dir, file);
-  FILE *f = fopen(path, "wb");
-  int ok = f && fwrite(code, 1, n, f) == n;
-  if (f) ok &= fclose(f) == 0;
-  if (!ok) return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+  COV_RETURN_IF_ERROR(common_write_file(path, code, n));
   snprintf(kname, sizeof kname, "covenant_%s", name);
   if (kernel) snprintf(kernel, 128, "%s", kname);
   json_t *k = gpu_plan_json(plan);

@@ -15,6 +15,8 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/fileio.h"
+#include "common/json_write.h"
 
 static float to_f16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
@@ -163,10 +165,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
     char file[200], path[4096];
     snprintf(file, sizeof file, "%s.%s", p->mods[i].name, p->vendor->code_ext);
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(p->mods[i].code, 1, p->mods[i].size, f) == p->mods[i].size;
-    if (f) ok &= fclose(f) == 0;
-    if (!ok) st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+    st = common_write_file(path, p->mods[i].code, p->mods[i].size);
     json_t *m = json_object();
     json_object_set_new(m, "name", json_string(p->mods[i].name));
     json_object_set_new(m, "file", json_string(file));
@@ -175,8 +174,9 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   /* weights: one file, each at a 256-byte aligned offset in buffer order */
   char wpath[4096];
   snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
-  FILE *wf = st ? NULL : fopen(wpath, "wb");
-  if (!st && !wf) st = cov_error(COV_IO_ERROR, GPU_LOC(wpath, NULL), "cannot write %s", wpath);
+  common_out wout = {0};
+  if (!st) st = common_out_open(wpath, &wout);
+  FILE *wf = wout.f;
   uint64_t off = 0;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
@@ -200,7 +200,8 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
     }
     json_array_append_new(bufs, o);
   }
-  if (wf && fclose(wf) != 0 && !st) st = cov_error(COV_IO_ERROR, GPU_LOC(wpath, NULL), "cannot write %s", wpath);
+  if (wf && st) common_out_abort(&wout);
+  else if (wf) st = common_out_commit(&wout);
   for (int i = 0; i < p->n_steps && !st; i++) {
     const gpu_mstep *s = &p->steps[i];
     json_t *o = json_object();
@@ -232,8 +233,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
+    st = common_write_json(path, man, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   }
   json_decref(man);
   if (!st && report) {

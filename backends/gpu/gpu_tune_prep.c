@@ -13,6 +13,7 @@
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_tune.h"
+#include "common/json_write.h"
 #include "covenant/acg.h"
 #include "covenant/mapper.h"
 #include "covenant/model.h"
@@ -128,9 +129,7 @@ static cov_status emit_group(const gpu_target *t, const cov_gpu_options *o, cons
 static cov_status write_json(json_t *j, const char *dir, const char *name) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (json_dump_file(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-    return cov_error(COV_IO_ERROR, GPU_LOC(path, NULL), "cannot write %s", path);
-  return NULL;
+  return common_write_json(path, j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 }
 
 cov_status gpu_tune_prepare(gpu_vendors vendors, const cov_gpu_options *opts, const char *const *specs, int n_specs,

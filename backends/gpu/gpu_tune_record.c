@@ -15,6 +15,7 @@
 
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_tune_json.h"
+#include "common/json_write.h"
 
 enum { REC_MAX_CANDS = 4096 };
 
@@ -169,8 +170,7 @@ cov_status gpu_tune_record(const char *times_path, const char *out_path, FILE *r
     if (report)
       fprintf(report, "%zu of %zu keys tuned; pooled Spearman (mapper cycles vs measured ms, %d kernels) %.3f; "
               "geomean pick/tuned %.3f\n", json_array_size(entries), json_array_size(groups), rs.n, rho, gain);
-    if (json_dump_file(out, out_path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-      st = cov_error(COV_IO_ERROR, GPU_LOC(out_path, NULL), "cannot write %s", out_path);
+    st = common_write_json(out_path, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   }
   json_decref(out);
   free(rs.cyc);

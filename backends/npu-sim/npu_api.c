@@ -183,10 +183,34 @@ void cov_npu_sim_free(cov_npu_sim *sim) {
   free(sim);
 }
 
-/* Static checks, then the dry run (addresses, loop trip counts). */
+void cov_npu_sim_set_max_insns(cov_npu_sim *sim, uint64_t max_insns) {
+  if (sim) sim->max_dyn = max_insns;
+}
+
+void cov_npu_sim_set_max_work(cov_npu_sim *sim, uint64_t max_work) {
+  if (sim) sim->max_work = max_work;
+}
+
+/* Static checks, the instruction count the loop nest asks for (before any
+ * of it runs: the dry run would walk every one), then the dry run
+ * (addresses, chains). */
 static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
   COV_RETURN_IF_ERROR(npu_verify_static(p, &sim->tgt, NULL));
-  npu_exec_opts o = {.dry = true};
+  uint64_t limit = sim->max_dyn ? sim->max_dyn : NPU_MAX_DYN_INSNS, n = 0, work = 0;
+  npu_dyn_count(p, &n, &work);
+  if (n > limit || n == UINT64_MAX) /* saturated: more than any limit */
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                     "the program runs %llu%s instructions (its loop counts multiplied out), more than the "
+                     "simulator's limit of %llu (raise it with --max-insns N)",
+                     (unsigned long long)n, n == UINT64_MAX ? " or more" : "", (unsigned long long)limit);
+  uint64_t wlimit = sim->max_work ? sim->max_work : NPU_MAX_DYN_WORK;
+  if (work > wlimit || work == UINT64_MAX)
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                     "the program's instructions compute or move %llu%s elements (multiply-adds, DMA and vector "
+                     "elements, its loop counts multiplied out), more than the simulator's limit of %llu (raise it "
+                     "with --max-work N)",
+                     (unsigned long long)work, work == UINT64_MAX ? " or more" : "", (unsigned long long)wlimit);
+  npu_exec_opts o = {.dry = true, .max_dyn = sim->max_dyn};
   /* The dry run needs DRAM's size but not its contents. */
   uint64_t saved = sim->dram_bytes;
   sim->dram_bytes = p->dram_bytes;
@@ -194,6 +218,8 @@ static cov_status verify(cov_npu_sim *sim, const npu_prog *p) {
   sim->dram_bytes = saved;
   return st;
 }
+
+cov_status cov_npu_sim_verify(cov_npu_sim *sim, const cov_npu_program *p) { return verify(sim, p); }
 
 cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg) {
   cov_npu_sim *sim = NULL;
@@ -365,7 +391,7 @@ cov_status cov_npu_sim_run(cov_npu_sim *sim, FILE *trace, cov_npu_stats **out_st
   if (!sim->prog) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_sim_run"), "no program loaded");
   cov_npu_stats *s = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
-  npu_exec_opts o = {.dry = false, .trace = trace};
+  npu_exec_opts o = {.dry = false, .trace = trace, .max_dyn = sim->max_dyn};
   cov_status st = npu_exec(sim, sim->prog, &o, s);
   if (st || !out_stats) cov_npu_stats_free(s);
   else *out_stats = s;

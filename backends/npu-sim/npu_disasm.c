@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/c_locale.h"
 #include "common/loc.h"
 
 static const char *buf_name(const cov_acg *g, uint8_t b, char *tmp, size_t n) {
@@ -92,7 +93,7 @@ void npu_disasm_insn(FILE *out, const npu_insn *in, const cov_acg *g) {
               dt(in->u.vop.dtype_out), in->u.vop.rows, in->u.vop.cols);
       mem(out, g, "dst", &in->u.vop.dst, true);
       mem(out, g, "src1", &in->u.vop.src1, true);
-      if (in->u.vop.src2.buf == NPU_IMM_BUF) fprintf(out, " src2=%.9g", (double)in->u.vop.imm);
+      if (in->u.vop.src2.buf == NPU_IMM_BUF) common_fprintf(out, " src2=%.9g", (double)in->u.vop.imm);
       else if (in->u.vop.src2.buf || in->u.vop.src2.off || in->u.vop.src2.row_stride ||
                (in->flags & NPU_VOP_BIAS))
         mem(out, g, "src2", &in->u.vop.src2, true);

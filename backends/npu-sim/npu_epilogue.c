@@ -10,8 +10,6 @@
  * reduction spans. An element-wise epilogue on an output-stationary array
  * runs in place on each accumulator tile as it is drained into the level-1
  * tile (map_epi_per_subtile), which is then only stored.
- *
- * long: store_chunk generates the epilogue's vector ops over one chunk of the output tile; each op kind is a case over the same chunk, operand and buffer views
  */
 #include <string.h>
 
@@ -73,286 +71,333 @@ static vopnd pool_elem(const vopnd *v, const int *pd, const int *win, int t) {
   return sv;
 }
 
-/* The epilogue of the box [off, off + len) of the level-1 output tile (off
- * NULL: the whole tile), then, with `dma`, its store. */
-static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bool dma) {
-  const map_problem *p = c->p;
-  const map_operand *op = &p->operands[o];
-  const map_place *pl = &c->s->place[o][1];
-  int rank = op->rank;
+/* One chunk's epilogue in progress: the chunk's box of the level-1 output
+ * tile and where each register and row register lives. */
+typedef struct epi_chunk {
+  int o, rank;
+  const int64_t *off;
+  const map_operand *op;
+  const map_place *pl;
   int64_t shape[COV_MAX_RANK], base[COV_MAX_RANK];
-  for (int d = 0; d < rank; d++) shape[d] = pl->shape[d];
-  map_walk_tile_base(&c->w, o, 1, base);
-  rloc reg[MAP_MAX_VREGS] = {0}, row[2] = {0};
-  reg[0].valid = true;
-  reg[0].buf = pl->node;
-  reg[0].addr = map_walk_place_addr(&c->w, o, 1);
-  npu_cg_layout_strides(c, o, 1, reg[0].stride);
-  for (int d = 0; d < rank && off; d++) {
-    shape[d] = len[d];
-    base[d] += off[d];
-    reg[0].addr += (uint64_t)(off[d] * reg[0].stride[d]) * cov_dtype_size(pl->dtype);
+  int64_t origin[MAP_MAX_LOOPS];
+  rloc reg[MAP_MAX_VREGS], row[2];
+  rloc home; /* the output tile itself, where register 0 is planned in place */
+  uint64_t bump; /* the register area's next free byte */
+  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
+  int n_slots;
+} epi_chunk;
+
+/* The chunk [off, off + len) of the level-1 output tile (off NULL: the
+ * whole tile): its box, register 0 on the tile, the area's first byte. */
+static void chunk_init(cg *c, int o, const int64_t *off, const int64_t *len, epi_chunk *E) {
+  memset(E, 0, sizeof *E);
+  E->o = o;
+  E->off = off;
+  E->op = &c->p->operands[o];
+  E->pl = &c->s->place[o][1];
+  E->rank = E->op->rank;
+  for (int d = 0; d < E->rank; d++) E->shape[d] = E->pl->shape[d];
+  map_walk_tile_base(&c->w, o, 1, E->base);
+  E->reg[0].valid = true;
+  E->reg[0].buf = E->pl->node;
+  E->reg[0].addr = map_walk_place_addr(&c->w, o, 1);
+  npu_cg_layout_strides(c, o, 1, E->reg[0].stride);
+  for (int d = 0; d < E->rank && off; d++) {
+    E->shape[d] = len[d];
+    E->base[d] += off[d];
+    E->reg[0].addr += (uint64_t)(off[d] * E->reg[0].stride[d]) * cov_dtype_size(E->pl->dtype);
   }
   /* The output tile itself, where the mapper planned register 0 in place
    * (map_epi_plan: no slot reserved for it): an op writing register 0 in
    * the tile's dtype writes there once nothing still needed lives there. */
-  rloc home = reg[0];
-  home.valid = c->s->epi_in_place && pl->node == c->reg_buf;
-  int64_t origin[MAP_MAX_LOOPS];
-  map_walk_values(&c->w, 1, origin);
-  uint64_t bump = c->area_lo;
+  E->home = E->reg[0];
+  E->home.valid = c->s->epi_in_place && E->pl->node == c->reg_buf;
+  map_walk_values(&c->w, 1, E->origin);
+  E->bump = c->area_lo;
   /* Two tiles' registers fit: alternate halves, so that this tile's
    * epilogue need not wait for the previous tile's store to read them
    * (the array's next tile then overlaps this one's epilogue and store). */
-  if (c->epi_half && (c->epi_tiles++ & 1)) bump = c->area_lo + c->epi_half;
-  uint64_t slot_addr[SLOTS], slot_bytes[SLOTS];
-  int n_slots = 0;
-  int red_dim = -1;
+  if (c->epi_half && (c->epi_tiles++ & 1)) E->bump = c->area_lo + c->epi_half;
+}
+
+/* The vector operand vo_i as strides over the output tile's dims: its
+ * offset changes along out dim d as the loop driving d moves. */
+static void vec_operand(cg *c, const epi_chunk *E, int vo_i, vopnd *x) {
+  const map_problem *p = c->p;
+  const map_operand *vop = &p->operands[vo_i];
+  int64_t vidx[COV_MAX_RANK];
+  map_walk_index_of(vop, E->origin, p->n_loops, vidx);
+  int64_t off0 = npu_cg_local_offset(c, vo_i, 1, vidx);
+  x->buf = c->s->place[vo_i][1].node;
+  x->addr = map_walk_place_addr(&c->w, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
+  for (int d = 0; d < E->rank; d++) {
+    x->st[d] = 0;
+    if (E->pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
+    int lp = -1;
+    for (int l = 0; l < p->n_loops; l++)
+      if (!p->reduction[l] && E->op->acc.coef[d][l] && E->pl->tile[l] > 1) lp = l;
+    if (lp < 0 || (E->op->acc.coef[d][lp] != 1 && E->op->acc.coef[d][lp] != -1)) {
+      CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: output dim %d is not driven by one loop", p->layer, d);
+      break;
+    }
+    int64_t v2[MAP_MAX_LOOPS];
+    memcpy(v2, E->origin, sizeof v2);
+    v2[lp] += E->op->acc.coef[d][lp];
+    map_walk_index_of(vop, v2, p->n_loops, vidx);
+    bool inside = true;
+    for (int e = 0; e < vop->rank; e++) inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
+    x->st[d] = inside ? npu_cg_local_offset(c, vo_i, 1, vidx) - off0 : 0;
+  }
+  for (int d = 0; d < E->rank && E->off; d++)
+    x->addr += (uint64_t)(E->off[d] * x->st[d]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
+  if (c->pool_dim[0] >= 0)
+    for (int w = 0; w < 2; w++)
+      if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a vector operand after pooling", p->layer);
+}
+
+/* A vector op's source as an instruction operand (buf -1: an immediate). */
+static void src_operand(cg *c, const epi_chunk *E, const map_vsrc *sv, vopnd *x) {
+  memset(x, 0, sizeof *x);
+  x->buf = -1;
+  const rloc *r = sv->kind == MAP_VS_REG ? &E->reg[sv->index] : sv->kind == MAP_VS_ROW ? &E->row[sv->index] : NULL;
+  if (sv->kind == MAP_VS_REG && !r->valid) CG_FAIL(c, COV_INTERNAL, "codegen: register %d unset", sv->index);
+  if (r) {
+    x->buf = r->buf;
+    x->addr = r->addr;
+    memcpy(x->st, r->stride, sizeof x->st);
+  } else if (sv->kind == MAP_VS_SCALAR) {
+    x->imm = (float)sv->value;
+  } else if (sv->kind == MAP_VS_VEC) {
+    vec_operand(c, E, sv->index, x);
+  }
+}
+
+/* The register slot an element-wise op vi of s elements writes: one whose
+ * registers are all dead after it (its own sources included: each element
+ * is read before it is written), else a new one; -1 when none is left. */
+static int pick_slot(cg *c, epi_chunk *E, int vi, int64_t s) {
+  const map_vop *vo = &c->s->vops[vi];
+  int pick = -1;
+  for (int k = 0; k < E->n_slots && pick < 0; k++) {
+    if (E->slot_bytes[k] < (uint64_t)s * 4) continue;
+    bool free_slot = true;
+    for (int r = 0; r < MAP_MAX_VREGS; r++)
+      if (E->reg[r].valid && E->reg[r].buf == c->reg_buf && E->reg[r].addr == E->slot_addr[k] &&
+          r != vo->dst && reg_read_later(c->s, vi + 1, r))
+        free_slot = false;
+    if (free_slot) pick = k;
+  }
+  if (pick < 0 && E->n_slots < SLOTS) {
+    pick = E->n_slots++;
+    E->slot_bytes[pick] = (uint64_t)s * 4;
+    E->slot_addr[pick] = area_alloc(c, &E->bump, E->slot_bytes[pick]);
+  }
+  return pick;
+}
+
+/* An element-wise op (MAP_VOP_MAP): into the output tile itself where
+ * register 0 is planned there and free, else into a register slot. */
+static void emit_map(cg *c, epi_chunk *E, int vi, const vopnd *ops, bool has_b, uint16_t vfl, int vcd,
+                     const vopnd *sump) {
+  const map_vop *vo = &c->s->vops[vi];
+  rloc d = {true, c->reg_buf, 0, {0}};
+  int64_t s = 1;
+  for (int k = E->rank - 1; k >= 0; k--) {
+    d.stride[k] = s;
+    s *= E->shape[k];
+  }
+  if (vo->dst == 0 && E->home.valid && vo->dout == E->pl->dtype) {
+    bool free_home = true;
+    for (int r = 1; r < MAP_MAX_VREGS; r++)
+      if (E->reg[r].valid && E->reg[r].buf == E->home.buf && E->reg[r].addr == E->home.addr &&
+          reg_read_later(c->s, vi + 1, r))
+        free_home = false;
+    if (free_home) {
+      vopnd hv = {E->home.buf, E->home.addr, {0}, 0};
+      memcpy(hv.st, E->home.stride, sizeof hv.st);
+      npu_cg_emit_vops_fl(c, vo->op, vo->cap, vfl, vcd, E->rank, E->shape, &hv, &ops[0], has_b ? &ops[1] : NULL,
+                          sump);
+      E->reg[0] = E->home;
+      return;
+    }
+  }
+  int pick = pick_slot(c, E, vi, s);
+  if (pick < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers", c->p->layer, SLOTS);
+    return;
+  }
+  d.addr = E->slot_addr[pick];
+  vopnd dv = {d.buf, d.addr, {0}, 0};
+  memcpy(dv.st, d.stride, sizeof dv.st);
+  npu_cg_emit_vops_fl(c, vo->op, vo->cap, vfl, vcd, E->rank, E->shape, &dv, &ops[0], has_b ? &ops[1] : NULL, sump);
+  E->reg[vo->dst] = d;
+}
+
+/* A row reduction (MAP_VOP_ROW_REDUCE) into a row register; the first
+ * op of a softmax whose drains wrote chunk maxes reduces those instead. */
+static void emit_row_reduce(cg *c, epi_chunk *E, int vi, const vopnd *ops) {
+  const map_vop *vo = &c->s->vops[vi];
+  int red_dim = npu_cg_out_dim_of_loop(E->op, vo->loop);
+  if (red_dim < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", c->p->layer);
+    return;
+  }
+  rloc r = row_reg(c, &E->bump, E->rank, E->shape, red_dim);
+  vopnd dv = {r.buf, r.addr, {0}, 0};
+  memcpy(dv.st, r.stride, sizeof dv.st);
+  if (vi == 0 && c->pmax_n > 0) {
+    /* the row max over the chunk maxes the drains wrote
+     * (map_epi_drain_max): one value per chunk of each row */
+    if (red_dim != c->pmax_dim) {
+      CG_FAIL(c, COV_INTERNAL, "codegen %s: the drains' row maxes are along another dim", c->p->layer);
+      return;
+    }
+    vopnd mv = {c->reg_buf, c->pmax_addr, {0}, 0};
+    for (int k = 0; k < E->rank; k++) {
+      mv.st[k] = c->pmax_st[k];
+      if (E->off && k != red_dim) mv.addr += (uint64_t)(E->off[k] * c->pmax_st[k]) * 4;
+    }
+    int64_t mshape[COV_MAX_RANK];
+    memcpy(mshape, E->shape, sizeof mshape);
+    mshape[red_dim] = c->pmax_n;
+    npu_cg_emit_vops(c, vo->op, vo->cap, true, red_dim, E->rank, mshape, &dv, &mv, NULL);
+  } else {
+    npu_cg_emit_vops(c, vo->op, vo->cap, true, red_dim, E->rank, E->shape, &dv, &ops[0], NULL);
+  }
+  E->row[vo->dst] = r;
+}
+
+/* A per-row op (MAP_VOP_ROW_MAP): one value per row, in place in the row
+ * register it reads. */
+static void emit_row_map(cg *c, epi_chunk *E, const map_vop *vo, const vopnd *ops, bool has_b) {
+  int rd = npu_cg_out_dim_of_loop(E->op, vo->loop);
+  if (rd < 0 || vo->a.kind != MAP_VS_ROW || !E->row[vo->a.index].valid) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row op on no row register", c->p->layer);
+    return;
+  }
+  int64_t rshape[COV_MAX_RANK];
+  memcpy(rshape, E->shape, sizeof rshape);
+  rshape[rd] = 1;
+  rloc r = E->row[vo->a.index];
+  vopnd dv = {r.buf, r.addr, {0}, 0};
+  memcpy(dv.st, r.stride, sizeof dv.st);
+  npu_cg_emit_vops(c, vo->op, vo->cap, false, -1, E->rank, rshape, &dv, &ops[0], has_b ? &ops[1] : NULL);
+  E->row[vo->dst] = r;
+}
+
+/* Pooling (MAP_VOP_POOL: window == stride over two output dims) into a
+ * register of the pooled shape, which the chunk then has. */
+static void emit_pool(cg *c, epi_chunk *E, const map_vop *vo, const vopnd *ops, bool has_b) {
+  int pd[2], win[2] = {vo->window[0], vo->window[1]}, cap = vo->cap;
+  for (int w = 0; w < 2; w++) {
+    pd[w] = npu_cg_out_dim_of_loop(E->op, vo->pool_loop[w]);
+    if (pd[w] < 0 || E->shape[pd[w]] % win[w] || E->base[pd[w]] % win[w]) {
+      CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: pooling window not aligned with the tile", c->p->layer);
+      return;
+    }
+  }
+  int rank = E->rank;
+  int64_t pshape[COV_MAX_RANK];
+  memcpy(pshape, E->shape, sizeof pshape);
+  pshape[pd[0]] /= win[0];
+  pshape[pd[1]] /= win[1];
+  rloc r = {true, c->reg_buf, 0, {0}};
+  int64_t s = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    r.stride[k] = s;
+    s *= pshape[k];
+  }
+  r.addr = area_alloc(c, &E->bump, (uint64_t)s * 4);
+  int copy = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, COV_F32, COV_F32);
+  if (copy < 0) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen: the SIMD unit has no f32 copy");
+    return;
+  }
+  vopnd dv = {r.buf, r.addr, {0}, 0};
+  memcpy(dv.st, r.stride, sizeof dv.st);
+  /* The window's elements in order, each a strided view of the tile.
+   * The first step takes the op of the first two elements (no copy of
+   * the first: a window of W costs W - 1 two-operand steps, as
+   * map_epilogue_cycles charges), or of the first and the starting
+   * value (a folded ReLU: map_fold_relu_into_pool); a 1x1 window
+   * copies. */
+  int nw = win[0] * win[1];
+  for (int t = 0; t < nw; t++) {
+    vopnd sv = pool_elem(&ops[0], pd, win, t);
+    if (t > 0) {
+      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
+    } else if (has_b) {
+      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &ops[1]);
+    } else if (nw == 1) {
+      npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
+    } else {
+      vopnd sv1 = pool_elem(&ops[0], pd, win, ++t);
+      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &sv1);
+    }
+  }
+  memcpy(E->shape, pshape, sizeof pshape);
+  for (int w = 0; w < 2; w++) E->base[pd[w]] /= win[w];
+  E->reg[vo->dst] = r;
+}
+
+/* A fused op (map_epilogue.c fuse_bias_row_sum): op(a + b) per row, with
+ * the row's sum written to a row register of its own; its instructions'
+ * columns are the row so that each sums whole rows. Sets *vcd, *sum. */
+static bool fused_row_sum(cg *c, epi_chunk *E, const map_vop *vo, int *vcd, vopnd *sum) {
+  *vcd = npu_cg_out_dim_of_loop(E->op, vo->loop);
+  if (*vcd < 0 || vo->sum_row < 0 || vo->sum_row >= 2) {
+    CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row sum over a loop that drives no output dim", c->p->layer);
+    return false;
+  }
+  rloc r = row_reg(c, &E->bump, E->rank, E->shape, *vcd);
+  if (c->err) return false;
+  E->row[vo->sum_row] = r;
+  *sum = (vopnd){r.buf, r.addr, {0}, 0};
+  memcpy(sum->st, r.stride, sizeof sum->st);
+  return true;
+}
+
+/* The epilogue of the box [off, off + len) of the level-1 output tile (off
+ * NULL: the whole tile), then, with `dma`, its store. */
+static void store_chunk(cg *c, int o, const int64_t *off, const int64_t *len, bool dma) {
+  epi_chunk E;
+  chunk_init(c, o, off, len, &E);
   for (int vi = 0; vi < c->s->n_vops && !c->err; vi++) {
     const map_vop *vo = &c->s->vops[vi];
-    int cap = vo->cap;
-    const map_vsrc *srcs[2] = {&vo->a, &vo->b};
     vopnd ops[2];
     bool has_b = vo->b.kind != MAP_VS_NONE;
-    for (int q = 0; q < 2; q++) {
-      const map_vsrc *sv = srcs[q];
-      vopnd *x = &ops[q];
-      memset(x, 0, sizeof *x);
-      x->buf = -1;
-      if (sv->kind == MAP_VS_REG) {
-        if (!reg[sv->index].valid) CG_FAIL(c, COV_INTERNAL, "codegen: register %d unset", sv->index);
-        x->buf = reg[sv->index].buf;
-        x->addr = reg[sv->index].addr;
-        memcpy(x->st, reg[sv->index].stride, sizeof x->st);
-      } else if (sv->kind == MAP_VS_ROW) {
-        x->buf = row[sv->index].buf;
-        x->addr = row[sv->index].addr;
-        memcpy(x->st, row[sv->index].stride, sizeof x->st);
-      } else if (sv->kind == MAP_VS_SCALAR) {
-        x->imm = (float)sv->value;
-      } else if (sv->kind == MAP_VS_VEC) {
-        /* The vector operand as strides over the output tile's dims: its
-         * offset changes along out dim d as the loop driving d moves. */
-        int vo_i = sv->index;
-        const map_operand *vop = &p->operands[vo_i];
-        int64_t vidx[COV_MAX_RANK];
-        map_walk_index_of(vop, origin, p->n_loops, vidx);
-        int64_t off0 = npu_cg_local_offset(c, vo_i, 1, vidx);
-        x->buf = c->s->place[vo_i][1].node;
-        x->addr = map_walk_place_addr(&c->w, vo_i, 1) + (uint64_t)off0 * cov_dtype_size(c->s->place[vo_i][1].dtype);
-        for (int d = 0; d < rank; d++) {
-          x->st[d] = 0;
-          if (pl->shape[d] <= 1) continue; /* the full tile: chunks shift by these strides */
-          int lp = -1;
-          for (int l = 0; l < p->n_loops; l++)
-            if (!p->reduction[l] && op->acc.coef[d][l] && pl->tile[l] > 1) lp = l;
-          if (lp < 0 || (op->acc.coef[d][lp] != 1 && op->acc.coef[d][lp] != -1)) {
-            CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: output dim %d is not driven by one loop", p->layer, d);
-            break;
-          }
-          int64_t v2[MAP_MAX_LOOPS];
-          memcpy(v2, origin, sizeof v2);
-          v2[lp] += op->acc.coef[d][lp];
-          map_walk_index_of(vop, v2, p->n_loops, vidx);
-          bool inside = true;
-          for (int e = 0; e < vop->rank; e++)
-            inside &= vidx[e] >= 0 && vidx[e] < vop->shape[e];
-          x->st[d] = inside ? npu_cg_local_offset(c, vo_i, 1, vidx) - off0 : 0;
-        }
-        for (int d = 0; d < rank && off; d++)
-          x->addr += (uint64_t)(off[d] * x->st[d]) * cov_dtype_size(c->s->place[vo_i][1].dtype);
-        if (c->pool_dim[0] >= 0)
-          for (int w = 0; w < 2; w++)
-            if (c->pool_dim[w] >= 0 && x->st[c->pool_dim[w]])
-              CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a vector operand after pooling", p->layer);
-      }
-    }
+    src_operand(c, &E, &vo->a, &ops[0]);
+    src_operand(c, &E, &vo->b, &ops[1]);
     if (c->err) return;
     if (ops[0].buf < 0) { /* scalar first: swap when the op commutes */
-      if (vo->op == COV_OP_ADD || vo->op == COV_OP_MUL || vo->op == COV_OP_MAX || vo->op == COV_OP_MIN) {
-        vopnd tmp = ops[0];
-        ops[0] = ops[1];
-        ops[1] = tmp;
-      } else {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", p->layer,
+      if (vo->op != COV_OP_ADD && vo->op != COV_OP_MUL && vo->op != COV_OP_MAX && vo->op != COV_OP_MIN) {
+        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: %s with a scalar first operand", c->p->layer,
                 common_op_name(vo->op));
         return;
       }
+      vopnd tmp = ops[0];
+      ops[0] = ops[1];
+      ops[1] = tmp;
     }
-    /* a fused op (map_epilogue.c fuse_bias_row_sum): op(a + b) per row,
-     * with the row's sum written to a row register of its own; its
-     * instructions' columns are the row so that each sums whole rows */
     uint16_t vfl = vo->bias ? NPU_VOP_BIAS : 0;
     int vcd = -1;
     vopnd sumv, *sump = NULL;
     if (vo->kind == MAP_VOP_MAP && vo->row_sum) {
-      vcd = npu_cg_out_dim_of_loop(op, vo->loop);
-      if (vcd < 0 || vo->sum_row < 0 || vo->sum_row >= 2) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row sum over a loop that drives no output dim", p->layer);
-        return;
-      }
-      rloc r = row_reg(c, &bump, rank, shape, vcd);
-      if (c->err) return;
-      row[vo->sum_row] = r;
-      sumv = (vopnd){r.buf, r.addr, {0}, 0};
-      memcpy(sumv.st, r.stride, sizeof sumv.st);
+      if (!fused_row_sum(c, &E, vo, &vcd, &sumv)) return;
       sump = &sumv;
       vfl |= NPU_VOP_RSUM;
     }
     c->vop_rows = map_epi_vop_rows(c->s, vo);
-    if (vo->kind == MAP_VOP_MAP) {
-      /* In place when the source register is dead afterwards and lives in
-       * the register area; else a new slot. */
-      rloc d = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        d.stride[k] = s;
-        s *= shape[k];
-      }
-      /* An element-wise op may overwrite any slot whose registers are all
-       * dead after it (its own sources included: each element is read
-       * before it is written); otherwise it takes a new slot. */
-      if (vo->dst == 0 && home.valid && vo->dout == pl->dtype) {
-        bool free_home = true;
-        for (int r = 1; r < MAP_MAX_VREGS; r++)
-          if (reg[r].valid && reg[r].buf == home.buf && reg[r].addr == home.addr &&
-              reg_read_later(c->s, vi + 1, r))
-            free_home = false;
-        if (free_home) {
-          vopnd hv = {home.buf, home.addr, {0}, 0};
-          memcpy(hv.st, home.stride, sizeof hv.st);
-          npu_cg_emit_vops_fl(c, vo->op, cap, vfl, vcd, rank, shape, &hv, &ops[0], has_b ? &ops[1] : NULL,
-                              sump);
-          reg[0] = home;
-          continue;
-        }
-      }
-      int pick = -1;
-      for (int k = 0; k < n_slots && pick < 0; k++) {
-        if (slot_bytes[k] < (uint64_t)s * 4) continue;
-        bool free_slot = true;
-        for (int r = 0; r < MAP_MAX_VREGS; r++)
-          if (reg[r].valid && reg[r].buf == c->reg_buf && reg[r].addr == slot_addr[k] &&
-              r != vo->dst && reg_read_later(c->s, vi + 1, r))
-            free_slot = false;
-        if (free_slot) pick = k;
-      }
-      if (pick < 0 && n_slots < SLOTS) {
-        pick = n_slots++;
-        slot_bytes[pick] = (uint64_t)s * 4;
-        slot_addr[pick] = area_alloc(c, &bump, slot_bytes[pick]);
-      }
-      if (pick < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: the epilogue needs more than %d registers",
-                p->layer, SLOTS);
-        return;
-      }
-      d.addr = slot_addr[pick];
-      vopnd dv = {d.buf, d.addr, {0}, 0};
-      memcpy(dv.st, d.stride, sizeof dv.st);
-      npu_cg_emit_vops_fl(c, vo->op, cap, vfl, vcd, rank, shape, &dv, &ops[0], has_b ? &ops[1] : NULL,
-                          sump);
-      reg[vo->dst] = d;
-    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-      red_dim = npu_cg_out_dim_of_loop(op, vo->loop);
-      if (red_dim < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: reduction over a loop that drives no output dim", p->layer);
-        return;
-      }
-      rloc r = row_reg(c, &bump, rank, shape, red_dim);
-      vopnd dv = {r.buf, r.addr, {0}, 0};
-      memcpy(dv.st, r.stride, sizeof dv.st);
-      if (vi == 0 && c->pmax_n > 0) {
-        /* the row max over the chunk maxes the drains wrote
-         * (map_epi_drain_max): one value per chunk of each row */
-        if (red_dim != c->pmax_dim) {
-          CG_FAIL(c, COV_INTERNAL, "codegen %s: the drains' row maxes are along another dim", p->layer);
-          return;
-        }
-        vopnd mv = {c->reg_buf, c->pmax_addr, {0}, 0};
-        for (int k = 0; k < rank; k++) {
-          mv.st[k] = c->pmax_st[k];
-          if (off && k != red_dim) mv.addr += (uint64_t)(off[k] * c->pmax_st[k]) * 4;
-        }
-        int64_t mshape[COV_MAX_RANK];
-        memcpy(mshape, shape, sizeof mshape);
-        mshape[red_dim] = c->pmax_n;
-        npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, mshape, &dv, &mv, NULL);
-      } else {
-        npu_cg_emit_vops(c, vo->op, cap, true, red_dim, rank, shape, &dv, &ops[0], NULL);
-      }
-      row[vo->dst] = r;
-    } else if (vo->kind == MAP_VOP_ROW_MAP) {
-      /* one value per row, in place in the row register it reads */
-      int rd = npu_cg_out_dim_of_loop(op, vo->loop);
-      if (rd < 0 || vo->a.kind != MAP_VS_ROW || !row[vo->a.index].valid) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: a row op on no row register", p->layer);
-        return;
-      }
-      int64_t rshape[COV_MAX_RANK];
-      memcpy(rshape, shape, sizeof rshape);
-      rshape[rd] = 1;
-      rloc r = row[vo->a.index];
-      vopnd dv = {r.buf, r.addr, {0}, 0};
-      memcpy(dv.st, r.stride, sizeof dv.st);
-      npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, rshape, &dv, &ops[0], has_b ? &ops[1] : NULL);
-      row[vo->dst] = r;
-    } else { /* POOL: window == stride over two output dims */
-      int pd[2], win[2] = {vo->window[0], vo->window[1]};
-      for (int w = 0; w < 2; w++) {
-        pd[w] = npu_cg_out_dim_of_loop(op, vo->pool_loop[w]);
-        if (pd[w] < 0 || shape[pd[w]] % win[w] || base[pd[w]] % win[w]) {
-          CG_FAIL(c, COV_UNSUPPORTED, "codegen %s: pooling window not aligned with the tile", p->layer);
-          return;
-        }
-      }
-      int64_t pshape[COV_MAX_RANK];
-      memcpy(pshape, shape, sizeof pshape);
-      pshape[pd[0]] /= win[0];
-      pshape[pd[1]] /= win[1];
-      rloc r = {true, c->reg_buf, 0, {0}};
-      int64_t s = 1;
-      for (int k = rank - 1; k >= 0; k--) {
-        r.stride[k] = s;
-        s *= pshape[k];
-      }
-      r.addr = area_alloc(c, &bump, (uint64_t)s * 4);
-      int copy = npu_cg_find_cap(c->g, c->simd, COV_OP_COPY, COV_F32, COV_F32);
-      if (copy < 0) {
-        CG_FAIL(c, COV_UNSUPPORTED, "codegen: the SIMD unit has no f32 copy");
-        return;
-      }
-      vopnd dv = {r.buf, r.addr, {0}, 0};
-      memcpy(dv.st, r.stride, sizeof dv.st);
-      /* The window's elements in order, each a strided view of the tile.
-       * The first step takes the op of the first two elements (no copy of
-       * the first: a window of W costs W - 1 two-operand steps, as
-       * map_epilogue_cycles charges), or of the first and the starting
-       * value (a folded ReLU: map_fold_relu_into_pool); a 1x1 window
-       * copies. */
-      int nw = win[0] * win[1];
-      for (int t = 0; t < nw; t++) {
-        vopnd sv = pool_elem(&ops[0], pd, win, t);
-        if (t > 0) {
-          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &dv, &sv);
-        } else if (has_b) {
-          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &ops[1]);
-        } else if (nw == 1) {
-          npu_cg_emit_vops(c, COV_OP_COPY, copy, false, -1, rank, pshape, &dv, &sv, NULL);
-        } else {
-          vopnd sv1 = pool_elem(&ops[0], pd, win, ++t);
-          npu_cg_emit_vops(c, vo->op, cap, false, -1, rank, pshape, &dv, &sv, &sv1);
-        }
-      }
-      memcpy(shape, pshape, sizeof pshape);
-      for (int w = 0; w < 2; w++) base[pd[w]] /= win[w];
-      reg[vo->dst] = r;
-    }
+    if (vo->kind == MAP_VOP_MAP) emit_map(c, &E, vi, ops, has_b, vfl, vcd, sump);
+    else if (vo->kind == MAP_VOP_ROW_REDUCE) emit_row_reduce(c, &E, vi, ops);
+    else if (vo->kind == MAP_VOP_ROW_MAP) emit_row_map(c, &E, vo, ops, has_b);
+    else emit_pool(c, &E, vo, ops, has_b);
   }
   c->vop_rows = 0;
   if (c->err || !dma) return;
-  npu_cg_emit_dma(c, o, true, reg[0].buf, reg[0].addr, map_epi_out_dtype(c->s), rank, base, shape,
-                  reg[0].stride);
+  npu_cg_emit_dma(c, o, true, E.reg[0].buf, E.reg[0].addr, map_epi_out_dtype(c->s), E.rank, E.base, E.shape,
+                  E.reg[0].stride);
 }
 
 /* The epilogue of the level-2 output tile just drained into the level-1

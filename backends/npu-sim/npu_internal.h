@@ -51,6 +51,10 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
 /* Structural checks that need no execution: opcodes' fields, units and
  * buffers against the ACG, loop nesting, the tensor table and segments. */
 cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char *file);
+/* The instructions p runs and their element work (a gemm's multiply-adds,
+ * a dma's or vop's elements), from its loop nest (saturating; after
+ * npu_verify_static). */
+void npu_dyn_count(const npu_prog *p, uint64_t *insns, uint64_t *work);
 
 /* Scheduled IR -> program (npu_codegen.c). */
 struct map_schedule;
@@ -123,6 +127,8 @@ struct cov_npu_sim {
   float *scratch;       /* GEMM operand staging, grown as needed */
   float *f16;           /* f16 bit pattern -> value, 65536 entries */
   size_t scratch_n;
+  uint64_t max_dyn;  /* dynamic instructions a program may run (cov_npu_sim_set_max_insns) */
+  uint64_t max_work; /* element work a program may do (cov_npu_sim_set_max_work) */
 };
 
 /* The bytes an operand touches in one storage node, [lo, hi); buf -1: no

@@ -28,9 +28,19 @@
 #define NPU_MAX_TENSORS 4096
 #define NPU_MAX_SEGMENTS 4096
 #define NPU_MAX_DRAM_BYTES ((uint64_t)1 << 32)
-/* Dynamic instruction count above which the verifier's dry run gives up
- * (guards against loop nests that would run for hours). */
-#define NPU_MAX_DYN_INSNS ((uint64_t)1 << 30)
+/* Default limit on the dynamic instructions a program may run, checked
+ * arithmetically from its loop nest before the dry run (a loop nest asking
+ * for 10^9 gemms would simulate for hours). Compiled programs run far
+ * fewer: the largest of mobilenet_v2 on npu-16x16 runs 3,421. Raised per
+ * simulator with cov_npu_sim_set_max_insns (--max-insns). */
+#define NPU_MAX_DYN_INSNS ((uint64_t)1 << 24)
+/* Default limit on a program's element work, likewise from its loop nest:
+ * a gemm's m x n x k multiply-adds, a dma's or vop's elements, summed over
+ * the dynamic instructions (one gemm of 2^32 rows is one instruction). The
+ * simulator does about 10^8..10^9 of them a second; the largest program of
+ * mobilenet_v2 on npu-16x16 does 1.0e6. Raised with
+ * cov_npu_sim_set_max_work (--max-work). */
+#define NPU_MAX_DYN_WORK ((uint64_t)1 << 34)
 #define NPU_IMM_BUF 0xFF /* VOP src2 buffer value meaning "immediate scalar" */
 
 typedef enum npu_opcode {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/npu_internal.h"
+#include "common/c_locale.h"
 
 int npu_find_edge(const cov_acg *g, int from, int to) {
   for (int e = 0; e < g->n_edges; e++) {
@@ -41,7 +42,7 @@ static void fnv_u(fnv *f, uint64_t v) {
  * float layout. */
 static void fnv_d(fnv *f, double d) {
   char buf[40];
-  snprintf(buf, sizeof buf, "%.17g", d);
+  common_snprintf(buf, sizeof buf, "%.17g", d); /* the same digest in every locale */
   fnv_str(f, buf);
 }
 

@@ -79,7 +79,7 @@ cov_status cov_npu_sim_run_traced(cov_npu_sim *sim, cov_npu_trace *t, const char
                      t->acg->name, sim->acg->name);
   cov_npu_stats *s = NULL;
   COV_RETURN_IF_ERROR(npu_stats_create(sim->acg, &s));
-  npu_exec_opts o = {.trace = t->f, .trace_fragment = true, .trace_offset = t->now};
+  npu_exec_opts o = {.trace = t->f, .trace_fragment = true, .trace_offset = t->now, .max_dyn = sim->max_dyn};
   cov_status st = npu_exec(sim, sim->prog, &o, s);
   if (!st) {
     fprintf(t->f, ",\n{\"name\":\"");

@@ -310,3 +310,49 @@ cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char 
   }
   return NULL;
 }
+
+/* saturating a * b */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* The elements one instruction moves or computes: a gemm's m x n x k
+ * multiply-adds, a dma's tile, a vop's rows x cols; 1 for the rest. What a
+ * simulation of it costs, whatever its cycles. */
+static uint64_t insn_work(const npu_insn *in) {
+  switch (in->op) {
+    case NPU_OP_GEMM: return sat_mul(sat_mul(in->u.gemm.m, in->u.gemm.n), in->u.gemm.k);
+    case NPU_OP_VOP: return sat_mul(in->u.vop.rows, in->u.vop.cols);
+    case NPU_OP_DMA: {
+      uint64_t w = 1;
+      for (int d = 0; d < in->u.dma.rank && d < NPU_DMA_MAX_RANK; d++) w = sat_mul(w, in->u.dma.dim[d].count);
+      return w;
+    }
+    default: return 1;
+  }
+}
+
+/* The dynamic instruction count and element work (npu_insn_work summed),
+ * multiplied out from the loop nest: each instruction runs the product of
+ * its enclosing loops' counts, a loop instruction once per entry;
+ * saturating at UINT64_MAX. Arithmetic on the static program, so a program
+ * asking for 10^15 instructions, or one gemm of 2^32 rows, is refused at
+ * once instead of after walking it. Needs the nesting that
+ * npu_verify_static checks. */
+void npu_dyn_count(const npu_prog *p, uint64_t *insns, uint64_t *work) {
+  uint32_t end[NPU_MAX_LOOP_DEPTH];
+  uint64_t mult[NPU_MAX_LOOP_DEPTH + 1] = {1};
+  int depth = 0;
+  *insns = *work = 0;
+  for (uint32_t i = 0; i < p->n_insns; i++) {
+    while (depth > 0 && i >= end[depth - 1]) depth--;
+    const npu_insn *in = &p->insns[i];
+    if (__builtin_add_overflow(*insns, mult[depth], insns)) *insns = UINT64_MAX;
+    if (__builtin_add_overflow(*work, sat_mul(mult[depth], insn_work(in)), work)) *work = UINT64_MAX;
+    if (in->op != NPU_OP_LOOP || depth == NPU_MAX_LOOP_DEPTH) continue;
+    end[depth] = i + 1 + in->u.loop.body;
+    mult[depth + 1] = sat_mul(mult[depth], in->u.loop.count);
+    depth++;
+  }
+}

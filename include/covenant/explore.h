@@ -59,7 +59,11 @@ typedef struct cov_explore_options {
  * reported to on_event and in summary.csv, and the others still run; such a
  * study returns NULL. Errors: bad options or sweep specs (naming the
  * parameter and value), unreadable inputs, an output folder holding a
- * different study. */
+ * different study. Numbers are read and written with '.' whatever
+ * LC_NUMERIC the caller set: the call runs in the "C" locale on the calling
+ * thread (on_event included) and restores the caller's on return. Only the
+ * study's own worker processes are waited for; the caller's children are
+ * left to it. */
 COV_API cov_status cov_explore_run(const cov_explore_options *opts);
 
 /* Combines shard folders into out_dir; refuses folders of different studies,

@@ -73,6 +73,16 @@ COV_API cov_status cov_npu_select_by_simulation(cov_schedule *s, const cov_acg *
 /* The simulator keeps a pointer to acg, which must outlive it. */
 COV_API cov_status cov_npu_sim_create(const cov_acg *acg, cov_npu_sim **out);
 COV_API void cov_npu_sim_free(cov_npu_sim *sim);
+/* The dynamic instructions a loaded program may run (0: the default,
+ * 2^24). Checked arithmetically from the loop nest when a program is loaded,
+ * before anything runs: a program over the limit is refused at once. */
+COV_API void cov_npu_sim_set_max_insns(cov_npu_sim *sim, uint64_t max_insns);
+/* Likewise the element work (a gemm's m x n x k multiply-adds, a dma's or
+ * vop's elements, over the dynamic instructions; 0: the default, 2^34). */
+COV_API void cov_npu_sim_set_max_work(cov_npu_sim *sim, uint64_t max_work);
+/* Verifies p as cov_npu_sim_load does (the ACG, the limits above, the dry
+ * run) without allocating or loading anything. */
+COV_API cov_status cov_npu_sim_verify(cov_npu_sim *sim, const cov_npu_program *p);
 /* Verifies p, (re)allocates DRAM and on-chip memories, zeroes them and writes
  * the program's initial DRAM contents. p must outlive the runs. */
 COV_API cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p);

@@ -69,6 +69,15 @@ out=$("$cov" run $m --input $x --print-values 2>&1)
 expect 0 "^wrote $tmp/y.npy (output 'output')" -- "$cov" run $m --target ref --input $x -o "$tmp/y.npy"
 expect 0 "^target: ref (the CPU reference interpreter)" -- "$cov" run $m --target ref --input $x
 
+# NAME=FILE with a NAME that is not the model's: the name is refused (with
+# the names there are and the closest) before FILE is opened.
+expect 2 "output=x.npy: the model has no input named 'output' (its inputs: 'input')" -- \
+  "$cov" run $m --input output=x.npy
+expect 2 "the model has no input named 'inptu' (its inputs: 'input'); did you mean 'input'?" -- \
+  "$cov" run $m --input inptu=x.npy
+expect 2 "the model has no output named 'outptu' (its outputs: 'output'); did you mean 'output'?" -- \
+  "$cov" run $m --input $x --expect outptu=examples/convnet_output.npy
+expect 0 "PASS" -- "$cov" run $m --input input=$x --expect output=examples/convnet_output.npy
 # mobilenet_v2's long node names: every table row has its cycles column
 # ending at the same position as the header's.
 out=$("$cov" run tests/frontend/models/mobilenet_v2.onnx --input tests/frontend/models/mobilenet_v2_input.npy 2>&1)

@@ -58,4 +58,13 @@ expect 2 "unknown command 'rnu'; did you mean 'run'?" -- "$cov" help rnu
 expect 0 "^usage: covenant <command>" -- "$cov" help
 expect 0 "^covenant [0-9]*\.[0-9]*\.[0-9]*$" -- "$cov" -V
 expect 0 "^covenant [0-9]*\.[0-9]*\.[0-9]*$" -- "$cov" --version
+# --seed is a non-negative integer: "-1" is refused, not wrapped to 2^64 - 1
+for c in run sim; do
+  expect 2 "covenant $c: --seed: '-1' is not a non-negative integer" -- "$cov" $c $m --seed -1
+done
+expect 2 "covenant codelet: --seed: '-1' is not a non-negative integer" -- "$cov" codelet run relu -s x=4 --seed -1
+expect 2 "covenant run: --seed: ' 5' is not a non-negative integer" -- "$cov" run $m --seed " 5"
+expect 2 "covenant run: --seed: '18446744073709551616' is larger than 18446744073709551615" -- \
+  "$cov" run $m --seed 18446744073709551616
+expect 0 "check against" -- "$cov" run $m --seed 18446744073709551615
 exit $fail

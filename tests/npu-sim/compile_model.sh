@@ -37,7 +37,9 @@ ok = (m["target"] == t and m["backend"] == "npu-sim" and m["arch"] == t and m["m
       and [(o["name"], o["dtype"], o["shape"]) for o in m["outputs"]] == [("output", "f32", [1, 10, 11, 11])]
       and [s["op"] for s in steps] == ["npu", "npu"]
       and [s["label"] for s in steps] == ["conv1", "conv2"]
-      and [b["name"] for b in m["blobs"]] == ["group_0.npu", "group_1.npu"]
+      # the ACG the programs were compiled for, embedded (runtime/README.md)
+      and [b["name"] for b in m["blobs"]] == ["group_0.npu", "group_1.npu", "acg.json"] and m["acg"] == 2
+      and m["version"] == 3
       and [b["tensor"] for b in steps[0]["binds"]] == ["in0", "out"]
       # conv1's result is conv2's input: one intermediate between the programs
       and steps[0]["binds"][1]["buffer"] == steps[1]["binds"][0]["buffer"]
@@ -90,7 +92,7 @@ m, _ = artifact.read(sys.argv[2])
 miss = m["missing"]
 ok = (len(miss) == 1 and miss[0].startswith("group 0 (") and "maxpool after conv2d" in miss[0]
       and [s["group"] for s in m["steps"]] == [1, 2, 3]
-      and [b["name"] for b in m["blobs"]] == ["group_1.npu", "group_2.npu", "group_3.npu"])
+      and [b["name"] for b in m["blobs"]] == ["group_1.npu", "group_2.npu", "group_3.npu", "acg.json"])
 if not ok:
     print("FAIL: mixed artifact", m["missing"], [s["group"] for s in m["steps"]])
 sys.exit(0 if ok else 1)
@@ -102,7 +104,7 @@ out=$("$rt" "$a" 2>&1)
 out=$("$cov" compile "$work/none.onnx" --target npu-16x16 -o "$work/x.cvx" 2>&1)
 [ $? = 1 ] && grep -q "none.onnx" <<<"$out" || bad "missing model: $out"
 out=$("$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o /proc/nope/x.cvx 2>&1)
-[ $? = 1 ] && grep -q "/proc/nope/x.cvx.*cannot create the file" <<<"$out" || bad "bad output path: $out"
+[ $? = 1 ] && grep -q "/proc/nope/x.cvx.*cannot open for writing" <<<"$out" || bad "bad output path: $out"
 out=$("$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o "$work/x" --scale 2 2>&1)
 [ $? = 2 ] || bad "--scale with a model: $out"
 [ $fail = 0 ] && echo "all checks passed"

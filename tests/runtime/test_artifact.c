@@ -182,6 +182,11 @@ static void check_tmaps(void) {
              "steps[0].args[0]: manifest: tensor map over buffer 2 ('out', f32");
   check_edit(bytes, n, m0, "{\"tmap\": {\"buffer\": 0, \"offset\": 0, \"rows\": 512, \"cols\": 128",
              "past the buffer's end");
+  /* rows x cols x 2 bytes wraps around 2^64 to 64 bytes: refused by checked arithmetic */
+  check_edit(bytes, n, m0, "{\"tmap\": {\"buffer\": 0, \"offset\": 0, \"rows\": 2147614724, \"cols\": 4294705160",
+             "past the buffer's end");
+  crt_arg huge = crt_tmap_arg(0, 0, 2147614724u, 4294705160u, 64, 64);
+  CHECK(contains(crt_tmap_problem(&huge, 540, 2), "past the buffer's end"));
   check_edit(bytes, n, "\"swizzle\": 128}", "\"swizzle\": 64}", "the swizzle is 128");
   check_edit(bytes, n, "\"swizzle\": 128}", "\"swizzle\": 128, \"interleave\": 1}", "unknown member 'interleave'");
   check_edit(bytes, n, ", \"box_rows\": 128", "", "missing member 'box_rows'");
@@ -310,9 +315,12 @@ int main(int argc, char **argv) {
   /* wrong version */
   uint8_t *c = malloc(n);
   memcpy(c, bytes, n);
-  c[8] = 3;
+  c[8] = CRT_FORMAT_VERSION + 1;
   cov_code code = COV_OK;
-  CHECK(contains(read_error(c, n, &code), "format version 3; this runtime reads versions 1 to 2"));
+  char want[96];
+  snprintf(want, sizeof want, "format version %d; this runtime reads versions 1 to %d", CRT_FORMAT_VERSION + 1,
+           CRT_FORMAT_VERSION);
+  CHECK(contains(read_error(c, n, &code), want));
   CHECK(code == COV_UNSUPPORTED);
   /* corrupt manifest byte, corrupt blob byte, bad magic */
   memcpy(c, bytes, n);

@@ -158,6 +158,11 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
     }
     group_job j;
     cov_status gs = job_build(m, i, acg, &j);
+    if (gs && cov_status_code(gs) == COV_OUT_OF_MEMORY) { /* not a group that does not fuse: an error */
+      st = gs;
+      job_free(&j);
+      break;
+    }
     if (gs) {
       char first[512];
       first_line(gs, first, sizeof first);
@@ -214,6 +219,23 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
   return st;
 }
 
+/* The ACG the programs were compiled for, in the artifact (its canonical
+ * JSON): the runtime takes it from there, so an artifact compiled for an
+ * ACG file of the user's runs anywhere, and the manifest's arch is never
+ * looked up as a file (runtime/README.md). */
+static cov_status embed_acg(const cov_acg *acg, crt_builder *b) {
+  char *json = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&json, &n);
+  if (!f) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory writing the ACG");
+  cov_status st = cov_acg_write_json(acg, f);
+  int bad = ferror(f);
+  if ((fclose(f) != 0 || bad || !json) && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory writing the ACG");
+  if (!st) crt_add_acg(b, json, n); /* a failure stays in the builder: crt_builder_write returns it */
+  free(json);
+  return st;
+}
+
 cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg) {
   cov_model *m = NULL;
   crt_builder *b = NULL;
@@ -221,6 +243,7 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
   cov_status st = cov_model_load_file(path, NULL, &m);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
   if (!st) st = build_artifact(m, acg, path, b, &compiled);
+  if (!st) st = embed_acg(acg, b);
   if (!st) st = crt_builder_write(b, out);
   if (!st) {
     size_t n = cov_model_num_groups(m);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fileio.h"
+
 cov_status npu_layer_build(npu_layer_job *j, const cov_acg *acg, const char *suite, const char *name, int scale) {
   memset(j, 0, sizeof *j);
   COV_RETURN_IF_ERROR(cov_layer_from_suite(suite, name, scale, &j->layer));
@@ -27,11 +29,9 @@ void npu_layer_job_free(npu_layer_job *j) {
 /* DIR/manifest.json: the layer, its target, predicted cycles, tensors. */
 static cov_status write_manifest(const npu_layer_job *j, const cov_acg *acg, const char *name, int scale,
                                  const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    cov_loc loc = {path, 0, 0, NULL};
-    return cov_error(COV_IO_ERROR, &loc, "cannot create the file");
-  }
+  common_out mf;
+  COV_RETURN_IF_ERROR(common_out_open(path, &mf));
+  FILE *f = mf.f;
   fprintf(f, "{\n  \"layer\": \"%s\",\n  \"scale\": %lld,\n  \"target\": \"%s\",\n", name, (long long)scale,
           cov_acg_name(acg));
   fprintf(f, "  \"program\": \"program.npu\",\n  \"predicted_cycles\": %.0f,\n  \"tensors\": [",
@@ -47,11 +47,7 @@ static cov_status write_manifest(const npu_layer_job *j, const cov_acg *acg, con
     fprintf(f, "]}");
   }
   fprintf(f, "\n  ]\n}\n");
-  if (fclose(f) != 0) {
-    cov_loc loc = {path, 0, 0, NULL};
-    return cov_error(COV_IO_ERROR, &loc, "write error");
-  }
-  return NULL;
+  return common_out_commit(&mf);
 }
 
 cov_status npu_compile_layer_dir(const cov_acg *acg, const char *suite, const char *name, int scale,
