@@ -469,6 +469,17 @@ static int parse_ops(loader *L, const json_t *cap, const char *path, cov_op *ops
   return count;
 }
 
+/* A systolic array's mac capability follows the array: without "tile" it
+ * covers the whole array, [rows, columns, 1] (one reduction step per
+ * issue), and without "throughput" it does one MAC per PE of its tile
+ * (acg_validate refuses a tile or throughput the array cannot have). */
+static void systolic_mac_defaults(const json_t *v, const acg_compute *c, acg_capability *cap) {
+  if (c->kind != ACG_SYSTOLIC) return;
+  if (!json_object_get(v, "tile") && cap->tile_rank == 2) cap->tile[cap->tile_rank++] = 1;
+  if (!json_object_get(v, "throughput"))
+    cap->throughput = (double)cap->tile[0] * (cap->tile_rank > 1 ? cap->tile[1] : 1);
+}
+
 static void load_capability(loader *L, const json_t *v, const char *path, const acg_compute *c,
                             acg_capability *out_caps, int *n_caps) {
   if (!check_object(L, v, path, "a capability")) return;
@@ -532,6 +543,11 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
     for (int i = 0; i < c->n_dims; i++) t *= c->dims[i];
     cap.throughput = t;
   }
+  for (int i = 0; i < n_ops; i++)
+    if (ops[i] == COV_OP_MAC) {
+      systolic_mac_defaults(v, c, &cap);
+      break;
+    }
   get_uint(L, v, path, "latency", 0, 0, 1u << 20, &cap.latency);
   get_number(L, v, path, "energy_pj_per_op", 0, 1, 1e6, &cap.energy_pj_per_op);
   get_uint(L, v, path, "waves", 0, 1, 64, &cap.waves);
@@ -883,32 +899,6 @@ cov_status cov_acg_load_buffer(const char *data, size_t size, const char *name, 
   }
   *out = g;
   return NULL;
-}
-
-cov_status cov_acg_load_file(const char *path, cov_acg **out) {
-  *out = NULL;
-  char *data;
-  size_t size;
-  COV_RETURN_IF_ERROR(common_read_file(path, COV_ACG_MAX_FILE_BYTES, &data, &size));
-  cov_status st = cov_acg_load_buffer(data, size, path, out);
-  free(data);
-  return st;
-}
-
-cov_status cov_acg_load_target(const char *name_or_path, cov_acg **out) {
-  *out = NULL;
-  char path[4096];
-  COV_RETURN_IF_ERROR(common_resolve_data_file(name_or_path, "targets", ".json",
-                                            "COVENANT_TARGET_PATH", path, sizeof path));
-  return cov_acg_load_file(path, out);
-}
-
-cov_status cov_acg_load_named(const char *name, cov_acg **out) {
-  *out = NULL;
-  char path[4096];
-  COV_RETURN_IF_ERROR(common_resolve_data_name(name, "targets", ".json", "COVENANT_TARGET_PATH",
-                                            path, sizeof path));
-  return cov_acg_load_file(path, out);
 }
 
 void cov_acg_free(cov_acg *g) {

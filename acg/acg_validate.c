@@ -4,6 +4,7 @@
  * the whole graph: a DRAM to start from, sane edges, and every unit reachable,
  * because the mapper can only place data where some path can bring it. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
@@ -39,6 +40,45 @@ static void reaches_dram(const cov_acg *g, int *out) {
   }
 }
 
+/* A systolic array's capability covers at most the array: its tile's rows
+ * and columns within the dims, and at most one MAC per cycle per PE of the
+ * tile. (Left out, both follow the dims: acg_load.c.) A copy of a target
+ * whose dims were edited while its tile or throughput still spell out the
+ * old array would otherwise run on PEs that are not there. A matrix unit's
+ * instructions may cover several of its basic blocks (MFMA 32x32 on a
+ * 16x16 unit, wgmma 64xN), so its tile is not bounded by its dims. */
+static void check_array_fit(checker *C, const acg_compute *c) {
+  if (c->kind != ACG_SYSTOLIC) return;
+  for (int k = 0; k < c->n_caps; k++) {
+    const acg_capability *cap = &c->caps[k];
+    if (k > 0 && cap->src.path && c->caps[k - 1].src.path && !strcmp(cap->src.path, c->caps[k - 1].src.path))
+      continue; /* one object listing several ops: checked once */
+    char shape[64] = "", path[512];
+    double pes = 1;
+    for (int i = 0; i < cap->tile_rank; i++) {
+      size_t u = strlen(shape);
+      snprintf(shape + u, sizeof shape - u, "%s%u", i ? "x" : "", cap->tile[i]);
+      if (i < 2) pes *= cap->tile[i];
+    }
+    acg_src at = {cap->src.line, cap->src.col, path};
+    int fits = 1;
+    for (int i = 0; i < c->n_dims && i < 2 && i < cap->tile_rank; i++)
+      if (cap->tile[i] > c->dims[i]) {
+        snprintf(path, sizeof path, "%s.tile", cap->src.path ? cap->src.path : "$");
+        fail(C, &at, "tile %s does not fit the array's dims %ux%u of '%s' (%u %s > %u); leave \"tile\" out "
+             "to cover the whole array", shape, c->dims[0], c->n_dims > 1 ? c->dims[1] : 1, c->name,
+             cap->tile[i], i ? "columns" : "rows", c->dims[i]);
+        fits = 0;
+        break;
+      }
+    if (fits && cap->throughput > pes) {
+      snprintf(path, sizeof path, "%s.throughput", cap->src.path ? cap->src.path : "$");
+      fail(C, &at, "throughput %g is more MACs per cycle than the %g PEs of tile %s; leave \"throughput\" "
+           "out to take one per PE", cap->throughput, pes, shape);
+    }
+  }
+}
+
 cov_status acg_validate(const cov_acg *g) {
   checker C = {g, NULL};
   int n = acg_n_nodes(g);
@@ -59,6 +99,7 @@ cov_status acg_validate(const cov_acg *g) {
          "start and end)");
   }
 
+  for (int k = 0; k < g->n_compute; k++) check_array_fit(&C, &g->compute[k]);
   for (int e = 0; e < g->n_edges; e++) {
     const acg_edge *ed = &g->edges[e];
     if (ed->from == ed->to)

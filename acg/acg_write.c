@@ -5,6 +5,7 @@
  * covenant understood. Sweeps (covenant explore) derive designs from it. */
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "acg/acg_ir.h"
 #include "common/loc.h"
@@ -146,5 +147,24 @@ cov_status cov_acg_write_json(const cov_acg *g, FILE *out) {
   json_decref(o);
   if (rc != 0 || fputc('\n', out) == EOF || ferror(out))
     return cov_error(COV_IO_ERROR, COV_AT_CALL("cov_acg_write_json"), "write error while writing JSON");
+  return NULL;
+}
+
+cov_status cov_acg_to_json(const cov_acg *g, char **out, size_t *size) {
+  if (out) *out = NULL;
+  if (size) *size = 0;
+  if (!g || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_acg_to_json"), "NULL ACG or out");
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  if (!f) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_acg_to_json"), "out of memory");
+  cov_status st = cov_acg_write_json(g, f);
+  if (fclose(f) != 0 && !st) st = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_acg_to_json"), "out of memory");
+  if (st) {
+    free(text);
+    return st;
+  }
+  *out = text;
+  if (size) *size = n;
   return NULL;
 }

@@ -99,5 +99,6 @@ int cli_cmd_gpu(int argc, char **argv);
 int cli_cmd_tune(int argc, char **argv);
 int cli_cmd_targets(int argc, char **argv);
 int cli_cmd_layers(int argc, char **argv);
+int cli_cmd_ops(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/loc.h"
+#include "common/text.h"
 #include "covenant/mapper.h"
 #include "covenant/npu.h"
 #include <sys/stat.h>
@@ -84,7 +86,18 @@ static cov_status load_program(const char *path, cov_npu_program **p) {
 static cov_status load_program_acg(const cov_npu_program *p, const char *target, cov_acg **g) {
   if (target) return cov_acg_load_target(target, g);
   cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p), g);
-  return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+  if (!st || cov_status_code(st) != COV_NOT_FOUND) return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
+  /* A program compiled for an ACG file given by path (--target dir/my.json):
+   * its header holds the ACG's name only, and a path is never read from
+   * it, so say which option brings the file. */
+  char shown[160];
+  common_escape(cov_npu_program_acg_name(p), shown, sizeof shown);
+  cov_status hint = cov_error(COV_NOT_FOUND, COV_AT(NULL, "--target"),
+                              "the program's ACG: %s; if it was compiled for an ACG file given by path, "
+                              "pass that file: --target PATH/TO/FILE.json (the file whose \"name\" is '%s')",
+                              cov_status_message(st), shown);
+  cov_status_free(st);
+  return hint;
 }
 
 static void disasm_help(FILE *out) {

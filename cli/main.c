@@ -22,6 +22,7 @@ static const cli_command k_commands[] = {
     {"gpu", "compile layers for GPU targets (AMDGPU, NVPTX) and run them (CUDA, HIP)", cli_cmd_gpu},
     {"tune", "measure the mapper's top GPU schedules on the device; a tuning file for compile", cli_cmd_tune},
     {"targets", "list the targets --target accepts by name", cli_cmd_targets},
+    {"ops", "the ONNX operators covenant reads and where each runs on each target", cli_cmd_ops},
     {"layers", "list the layer suite's layers (the LAYER names map, verify, gpu accept)",
      cli_cmd_layers},
 };

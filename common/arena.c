@@ -122,3 +122,5 @@ char *cov_arena_printf(cov_arena *a, const char *fmt, ...) {
 size_t cov_arena_used(const cov_arena *a) { return a ? a->total : 0; }
 
 bool cov_arena_failed(const cov_arena *a) { return !a || a->failed; }
+
+void cov_free(void *p) { free(p); }

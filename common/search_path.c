@@ -159,10 +159,16 @@ static cov_status lookup_name(const char *name, const char *subdir, const char *
   snprintf(what, sizeof what, "%.*s", (int)(strlen(subdir) > 1 ? strlen(subdir) - 1 : strlen(subdir)), subdir);
   char hint[128] = "";
   if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+  /* A file of that name here was meant as a path (notjson.txt): say how
+   * to pass it as one rather than opening what was given as a name. */
+  char file_hint[400] = "";
+  if (path_ok && access(name_or_path, F_OK) == 0)
+    snprintf(file_hint, sizeof file_hint, "; a file '%s' exists: write ./%s to use it", name_or_path,
+             name_or_path);
   return cov_error(COV_NOT_FOUND, COV_AT(NULL, name),
-                   "no %s named '%s'%s; the %s found: %s (in $%s, share/covenant/%s beside the "
+                   "no %s named '%s'%s%s; the %s found: %s (in $%s, share/covenant/%s beside the "
                    "library and the program, %s/%s, %s/%s); pass a path to use another file",
-                   what, name_or_path, hint, subdir, names.n ? list : "none", env_var ? env_var : "-",
+                   what, name_or_path, hint, file_hint, subdir, names.n ? list : "none", env_var ? env_var : "-",
                    subdir, COV_DATADIR, subdir, COV_SOURCEDIR, subdir);
 }
 

@@ -1,6 +1,11 @@
 /* examples/acg_summary.c: the smallest program using libcovenant's public
  * API: load an accelerator description and print its summary.
- *   cc acg_summary.c $(pkg-config --cflags --libs --static covenant) */
+ * Built against the shared library (which the program then finds where it
+ * is installed) or the static one:
+ *   cc acg_summary.c $(pkg-config --cflags --libs covenant) -o acg_summary
+ *   cc acg_summary.c $(pkg-config --cflags --libs --static covenant-static) -o acg_summary
+ * with PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does
+ * not search (README.md, "Installing"). */
 #include <covenant/acg.h>
 #include <stdio.h>
 

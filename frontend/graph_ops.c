@@ -7,6 +7,8 @@
  * bisection. */
 #include <string.h>
 
+#include "common/loc.h"
+
 #include "frontend/graph.h"
 #include "frontend/graph_opfns.h"
 
@@ -192,4 +194,42 @@ int graph_op_version(const graph_opdef *d, int opset) {
   for (const int *p = d->versions; *p; p++)
     if (*p <= opset) v = *p;
   return v;
+}
+
+/* ---- the public table (cov_onnx_op_at) ---- */
+
+enum { N_OPS = sizeof k_ops / sizeof *k_ops, N_MS_OPS = sizeof k_ms_ops / sizeof *k_ms_ops };
+
+size_t cov_onnx_op_count(void) { return N_OPS + N_MS_OPS; }
+
+/* The codelets of a node of d's type with every input and output present
+ * (values with no type: the codelet lists read only presence, the op type
+ * and attributes, of which it has none). */
+static int codelets_of(const graph_opdef *d, const char *domain, const char **names, int max) {
+  enum { IO = 16 };
+  graph_value vals[IO];
+  graph_value *in[IO], *out[IO];
+  memset(vals, 0, sizeof vals);
+  for (int i = 0; i < IO; i++) in[i] = out[i] = &vals[i];
+  graph_node n = {.name = d->op_type, .op_type = d->op_type, .domain = domain, .def = d,
+                  .opset = GRAPH_OPSET_MAX, .in = in, .n_in = d->max_in < IO ? d->max_in : IO,
+                  .out = out, .n_out = d->max_out < IO ? d->max_out : IO, .group = -1};
+  return d->codelets ? d->codelets(&n, names, max) : 0;
+}
+
+cov_status cov_onnx_op_at(size_t i, cov_onnx_op *out) {
+  memset(out, 0, sizeof *out);
+  if (i >= cov_onnx_op_count())
+    return cov_error(COV_OUT_OF_RANGE, COV_AT_CALL("cov_onnx_op_at"), "operator %zu of %zu", i, cov_onnx_op_count());
+  int ms = i >= N_OPS;
+  const graph_opdef *d = ms ? &k_ms_ops[i - N_OPS] : &k_ops[i];
+  out->op_type = d->op_type;
+  out->domain = ms ? "com.microsoft" : "ai.onnx";
+  out->versions = d->versions;
+  out->since = ms || d->versions[0] > GRAPH_OPSET_MIN ? d->versions[0] : GRAPH_OPSET_MIN;
+  out->until = ms ? d->versions[0] : GRAPH_OPSET_MAX;
+  for (const int *v = d->versions; ms && *v; v++) out->until = *v;
+  out->layout = d->layout;
+  if (!d->layout) out->n_codelets = codelets_of(d, ms ? "com.microsoft" : "", out->codelets, COV_ONNX_OP_CODELET_SLOTS);
+  return NULL;
 }

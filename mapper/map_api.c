@@ -97,7 +97,7 @@ cov_status cov_schedule_dump(const cov_schedule *s, FILE *out) {
   return ferror(out) ? cov_error(COV_IO_ERROR, COV_AT_CALL("cov_schedule_dump"), "write error") : NULL;
 }
 
-static void one_line(const map_schedule *s, FILE *out) {
+void map_schedule_line(const map_schedule *s, FILE *out) {
   const map_problem *p = &s->prob;
   fputs("L0", out);
   int lv = 0;
@@ -130,11 +130,11 @@ cov_status cov_schedule_explain(const cov_schedule *s, FILE *out) {
   for (int i = 0; i < s->n_alts; i++) {
     fprintf(out, "  %d. %.0f cycles (+%.1f%%): ", i + 1, s->alts[i].cost.cycles,
             100.0 * (s->alts[i].cost.cycles / m->cost.cycles - 1));
-    one_line(&s->alts[i], out);
+    map_schedule_line(&s->alts[i], out);
     fputc('\n', out);
   }
   fprintf(out, "chosen: ");
-  one_line(m, out);
+  map_schedule_line(m, out);
   fputc('\n', out);
   return ferror(out) ? cov_error(COV_IO_ERROR, COV_AT_CALL("cov_schedule_explain"), "write error") : NULL;
 }

@@ -169,6 +169,9 @@ cov_status map_verify(const map_schedule *s);
 /* map_dump.c */
 void map_dump(const map_schedule *s, FILE *out);
 void map_dump_cost(const map_schedule *s, FILE *out);
+/* map_api.c: the schedule's loops on one line ("L0 k:4 | L1 c@16 ..."),
+ * as --explain lists the chosen schedule and its alternatives. */
+void map_schedule_line(const map_schedule *s, FILE *out);
 const char *map_axis_name(map_axis a);
 
 /* map_search.c: the divisors of n in increasing order, at most max of them

@@ -10,6 +10,7 @@ PACKAGES=(
   libjansson-dev                          # ACG and suite JSON
   libprotobuf-c-dev protobuf-c-compiler   # ONNX reader (bindings generated at build time)
   python3 python3-numpy python3-onnx      # independent references in tests
+  python3-pandas                          # the Python package's study tables (records without it)
   graphviz                                # renders `covenant acg dot`
   python3-matplotlib parallel             # explore: study plots, GNU parallel shard route
   libamdhip64-5                           # HIP runtime (dlopen'ed; reports "no device" here)

@@ -7,15 +7,58 @@
 # multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
 # tree builds that one test only (no GPU backends), about a minute. The other
 # build types with gcc and clang-19 are built (not tested) in between.
+# At the end (also after a failure) it prints what it cost: the time of
+# each stage and in all, the disk each build tree takes, and every test
+# that was skipped (exit 77: a tool or a device this machine lacks) with
+# the reason the test gave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
-echo "== build (gcc, -Werror)"
+start=$SECONDS stage_start=$SECONDS stage_name="" stages=()
+trees=(build build-release build-clang-release build-gcc-debug build-gcc-minsize build-clang-relwithdebinfo
+       build-clang-minsize build-asan build-tsan)
+stage() { # stage NAME: closes the stage running, opens NAME
+  [ -n "$stage_name" ] && stages+=("$(printf '%5ds  %s' $((SECONDS - stage_start)) "$stage_name")")
+  stage_name=$1 stage_start=$SECONDS
+  echo "== $1"
+}
+# ctest in DIR, its log kept for the summary's list of skipped tests
+run_ctest() {
+  (cd "$1" && ctest -j"$jobs" --output-on-failure | tee ctest-summary.log)
+}
+skipped_in() { # the tests ctest reported as skipped in DIR, with the reason each printed
+  local log=$1/ctest-summary.log name
+  [ -f "$log" ] || return 0
+  sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log" | while read -r name; do
+    reason=$(ctest --test-dir "$1" -R "^${name}\$" -V 2>/dev/null | grep -m1 -i 'skip' | sed 's/^ *//')
+    printf '  %s: %s  %s\n' "$1" "$name" "${reason:-(no reason printed)}"
+  done
+}
+summary() {
+  local rc=$?
+  stage "summary"
+  echo "time per stage:"; printf '  %s\n' "${stages[@]}"
+  printf 'time in all: %dm%02ds\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60))
+  echo "disk per build tree:"
+  local t total=0 kb
+  for t in "${trees[@]}"; do
+    [ -d "$t" ] || continue
+    kb=$(du -sk "$t" | cut -f1); total=$((total + kb))
+    printf '  %6d MiB  %s\n' $((kb / 1024)) "$t"
+  done
+  printf '  %6d MiB  in all\n' $((total / 1024))
+  echo "skipped tests (exit 77):"
+  skipped_in build; skipped_in build-asan
+  [ "$rc" -eq 0 ] && echo "all tests passed" || echo "FAILED (exit $rc)"
+}
+trap summary EXIT
+
+stage "build (gcc, -Werror)"
 scripts/build.sh build
-echo "== tests"
-(cd build && ctest -j"$jobs" --output-on-failure)
+stage "tests"
+run_ctest build
 
 # Optimizers see different code paths (gcc -O3's maybe-uninitialized and
 # array-bounds, -Os's inlining): every build type with both compilers builds
@@ -27,10 +70,10 @@ echo "== tests"
 # (build-asan compiles the interpreters the tests run per MAC, and the
 # mapper's search and cost model, at -O1: see
 # CMakeLists.txt.)
-echo "== build only (gcc Release, clang-19 Release; -Werror)"
+stage "build only (gcc Release, clang-19 Release; -Werror)"
 scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
 CC=clang-19 scripts/build.sh build-clang-release -DCMAKE_BUILD_TYPE=Release
-echo "== build only, libraries and programs (gcc Debug, MinSizeRel; clang-19 RelWithDebInfo, MinSizeRel; -Werror)"
+stage "build only, libraries and programs (gcc Debug, MinSizeRel; clang-19 RelWithDebInfo, MinSizeRel; -Werror)"
 lib_targets="covenant covenant_shared covenant-cli covenant-run"
 COV_BUILD_TARGETS=$lib_targets scripts/build.sh build-gcc-debug -DCMAKE_BUILD_TYPE=Debug
 COV_BUILD_TARGETS=$lib_targets scripts/build.sh build-gcc-minsize -DCMAKE_BUILD_TYPE=MinSizeRel
@@ -38,15 +81,15 @@ COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-relwithd
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
 COV_BUILD_TARGETS=$lib_targets CC=clang-19 scripts/build.sh build-clang-minsize -DCMAKE_BUILD_TYPE=MinSizeRel
 
-echo "== build (clang-19, ASan+UBSan, libFuzzer, allocation-failure injection)"
+stage "build (clang-19, ASan+UBSan, libFuzzer, allocation-failure injection)"
 CC=clang-19 scripts/build.sh build-asan -DCOV_SANITIZE=ON -DCOV_FUZZ=ON -DCOV_FAULT_INJECT=ON \
   -DCMAKE_BUILD_TYPE=Debug
-echo "== tests under ASan+UBSan"
+stage "tests under ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-asan && ctest -j"$jobs" --output-on-failure)
+run_ctest build-asan
 
-echo "== fuzzing (${FUZZ_SECONDS:-30}s per target)"
+stage "fuzzing (${FUZZ_SECONDS:-30}s per target)"
 while read -r name seeds; do
   case "$name" in ''|'#'*) continue ;; esac
   corpus="build-asan/fuzz-corpus/$name"
@@ -57,9 +100,8 @@ while read -r name seeds; do
       tail -50 "build-asan/fuzz-$name.log"; echo "fuzz_$name: FAILED"; exit 1; }
   echo "fuzz_$name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-$name.log" | grep -o '[0-9]*$') runs, no crash, leak or sanitizer report"
 done < fuzz/seeds.txt
-echo "== ThreadSanitizer (clang-19): tests/unit/test_threads only"
+stage "ThreadSanitizer (clang-19): tests/unit/test_threads only"
 CC=clang-19 cmake -S . -B build-tsan -G Ninja -DCOV_TSAN=ON -DCOV_WITH_LLVM=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 ninja -C build-tsan test_threads > build-tsan.log 2>&1 || { cat build-tsan.log >&2; exit 1; }
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/unit/test_threads . 4 3
-echo "all tests passed"

@@ -340,24 +340,6 @@ static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *wh
   return NULL;
 }
 
-static gpu_ew_fn unary_fn(const char *name) {
-  static const struct {
-    const char *n;
-    gpu_ew_fn f;
-  } t[] = {{"relu", GPU_FN_RELU},   {"relu6", GPU_FN_CLIP},         {"clip", GPU_FN_CLIP}, {"sigmoid", GPU_FN_SIGMOID},
-           {"tanh", GPU_FN_TANH},   {"gelu", GPU_FN_GELU},          {"gelu_tanh", GPU_FN_GELU_TANH},
-           {"exp", GPU_FN_EXP},     {"sqrt", GPU_FN_SQRT},          {"abs", GPU_FN_ABS},   {"neg", GPU_FN_NEG},
-           {"leaky_relu", GPU_FN_LEAKY}, {"erf", GPU_FN_ERF}};
-  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-    if (!strcmp(name, t[i].n)) return t[i].f;
-  return GPU_FN_NONE;
-}
-static gpu_ew_fn binary_fn(const char *name) {
-  static const char *n[] = {"add", "sub", "mul", "div", "max", "min"};
-  for (int i = 0; i < 6; i++)
-    if (!strcmp(name, n[i])) return (gpu_ew_fn)(GPU_FN_ADD + i);
-  return GPU_FN_NONE;
-}
 static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p1) {
   *p0 = 0, *p1 = 0;
   if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
@@ -378,12 +360,12 @@ static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   if (st) return st;
   gpu_ew e = {.out_dtype = COV_F32, .n = cov_tensor_numel(&c->out)};
   gpu_ew_fn f;
-  if ((f = unary_fn(cd)) != GPU_FN_NONE && c->n_args == 1) {
+  if ((f = gpu_unary_fn(cd)) != GPU_FN_NONE && c->n_args == 1) {
     e.kind = GPU_EW_UNARY, e.fn = f;
     unary_params(c, f, &e.p0, &e.p1);
     return ew_step(x, &e, cd, a0, -1, y, -1);
   }
-  if ((f = binary_fn(cd)) != GPU_FN_NONE && c->n_args == 2) {
+  if ((f = gpu_binary_fn(cd)) != GPU_FN_NONE && c->n_args == 2) {
     int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
     if (st) return st;
     e.kind = GPU_EW_BINARY, e.fn = f;
@@ -534,7 +516,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   }
   if (i < g->n_calls && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV) {
     const gpu_cap_call *n = &g->calls[i];
-    gpu_ew_fn f = n->n_args == 1 ? unary_fn(n->codelet) : GPU_FN_NONE;
+    gpu_ew_fn f = n->n_args == 1 ? gpu_unary_fn(n->codelet) : GPU_FN_NONE;
     if (f == GPU_FN_RELU) q->epi.act = GPU_ACT_RELU, i++;
     else if (f == GPU_FN_CLIP) {
       float lo, hi;

@@ -76,6 +76,11 @@ typedef enum gpu_ew_fn {
   GPU_FN_ADD, GPU_FN_SUB, GPU_FN_MUL, GPU_FN_DIV, GPU_FN_MAX, GPU_FN_MIN,
 } gpu_ew_fn;
 
+/* The element-wise function of a unary / binary codelet; GPU_FN_NONE when
+ * the generic kernels have none (gpu_kernels.c). */
+gpu_ew_fn gpu_unary_fn(const char *codelet);
+gpu_ew_fn gpu_binary_fn(const char *codelet);
+
 enum { GPU_COPY_LEVELS = 3 };
 
 typedef struct gpu_ew {

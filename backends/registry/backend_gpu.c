@@ -195,3 +195,24 @@ cov_status backend_gpu_tune_prepare(const backend_target *t, const backend_optio
           out_dir, out_dir, out_dir);
   return NULL;
 }
+
+/* A compute operator compiles when the model compiler has a kernel for
+ * each of its codelets; layout becomes copies; anything else refuses the
+ * model (a GPU model runs whole on the device). */
+cov_status backend_gpu_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                                  size_t size) {
+  (void)t;
+  if (op->layout) {
+    snprintf(why, size, "layout: copies (refused where the group changes values: cov_model_group_info.alters)");
+    *where = BACKEND_OP_GPU;
+    return NULL;
+  }
+  for (int i = 0; i < op->n_codelets; i++)
+    if (!gpu_codelet_has_kernel(op->codelets[i])) {
+      snprintf(why, size, "%s: no GPU kernel", op->codelets[i]);
+      *where = BACKEND_OP_REFUSED;
+      return NULL;
+    }
+  *where = BACKEND_OP_GPU;
+  return NULL;
+}

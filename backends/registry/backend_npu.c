@@ -9,6 +9,7 @@
 #include "backends/registry/backend_rows.h"
 #include "common/loc.h"
 #include "covenant/npu.h"
+#include "covenant/mapper.h"
 
 cov_status backend_npu_compile_layers(const backend_target *t, const backend_options *o, const char *const *layers,
                                       int n, const char *out_dir, FILE *out) {
@@ -113,4 +114,51 @@ void backend_npu_close_layer(backend_layer *l) {
   if (l->impl) npu_layer_job_free(l->impl);
   free(l->impl);
   memset(l, 0, sizeof *l);
+}
+
+/* The first line of an error's message, into why. */
+static void say(cov_status st, const char *codelet, char *why, size_t size) {
+  const char *m = cov_status_message(st);
+  snprintf(why, size, "%s: %.*s", codelet, (int)strcspn(m, "\n"), m);
+}
+
+static cov_status npu_takes(const cov_acg *acg, const char *codelet) {
+  cov_layer *layer = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *p = NULL;
+  cov_map_options o = {.budget = 2000};
+  cov_status st = cov_layer_example(codelet, 8, &layer);
+  if (!st) st = cov_map(layer, acg, &o, &s);
+  if (!st) st = cov_npu_compile(s, &p);
+  cov_npu_program_free(p);
+  cov_schedule_free(s);
+  cov_layer_free(layer);
+  return st;
+}
+
+/* A codelet the NPU path refuses falls back to the CPU; running out of
+ * memory while asking is the caller's error. */
+cov_status backend_npu_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                              size_t size) {
+  *where = BACKEND_OP_ACCEL;
+  if (op->layout) {
+    snprintf(why, size, "layout: moved by the frontend on the host");
+    *where = BACKEND_OP_CPU;
+    return NULL;
+  }
+  for (int i = 0; i < op->n_codelets; i++) {
+    cov_status st = npu_takes(t->acg, op->codelets[i]);
+    if (st && cov_status_code(st) == COV_OUT_OF_MEMORY) return st;
+    if (st) {
+      say(st, op->codelets[i], why, size);
+      cov_status_free(st);
+      *where = BACKEND_OP_CPU;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+cov_status backend_npu_report_json(const backend_report *r, char **json) {
+  return cov_npu_report_json(r->r, json, NULL);
 }

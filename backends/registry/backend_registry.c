@@ -29,7 +29,7 @@ static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor,
   .compile_model = backend_gpu_compile_model, .run_model = backend_gpu_run_model,                              \
   .run_layers = backend_gpu_run_layers, .check_model = backend_gpu_check_model,                                \
   .map_layer = backend_gpu_map_layer, .map_candidates = backend_gpu_map_candidates,                            \
-  .tune_prepare = backend_gpu_tune_prepare
+  .tune_prepare = backend_gpu_tune_prepare, .op_support = backend_gpu_op_support
 #endif
 
 static const backend_info k_backends[] = {
@@ -47,6 +47,8 @@ static const backend_info k_backends[] = {
      .report_details = backend_npu_report_details,
      .report_times = backend_npu_report_times,
      .report_free = backend_npu_report_free,
+     .report_json = backend_npu_report_json,
+     .op_support = backend_npu_op_support,
      .open_layer = backend_npu_open_layer,
      .run_layer = backend_npu_run_layer,
      .close_layer = backend_npu_close_layer},

@@ -97,6 +97,17 @@ typedef struct backend_layer_stats {
   double array_util; /* the compute array's utilisation, [0, 1] */
 } backend_layer_stats;
 
+/* Where an ONNX operator runs on a target (backend_op_support,
+ * backend_ops.h; `covenant ops`). */
+typedef enum backend_op_where {
+  BACKEND_OP_ACCEL = 1, /* runs on the accelerator (NPU programs) */
+  BACKEND_OP_CPU,       /* falls back to the CPU: layout work in the frontend, calls in the interpreter */
+  BACKEND_OP_GPU,       /* compiles to GPU kernels (compute) or copies (layout) */
+  BACKEND_OP_REF,       /* the CPU reference interpreter (the ref target) */
+  BACKEND_OP_REFUSED,   /* a model with it is refused */
+  BACKEND_OP_DEPENDS,   /* its codelets depend on the node's attributes (Einsum's equation) */
+} backend_op_where;
+
 typedef struct backend_info {
   const char *name;    /* an ACG's backend.name, or BACKEND_REF */
   const char *summary; /* one line for listings and errors */
@@ -164,6 +175,17 @@ typedef struct backend_info {
    * model (specs) compiled into the tuning artifact directory out_dir. */
   cov_status (*tune_prepare)(const backend_target *t, const backend_options *o, const char *const *specs, int n,
                              int top, const char *out_dir, FILE *out);
+
+  /* Where operator op runs on this backend's target, once
+   * backend_op_support (backend_ops.h) has answered what every target
+   * shares (the reference runs everything; an operator whose codelets
+   * follow its attributes depends on them): *where and, when not on the
+   * accelerator, why (size bytes). An error only when the question could
+   * not be answered (out of memory). */
+  cov_status (*op_support)(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                           size_t size);
+  /* A run's report as JSON (*json malloc'ed; cov_run_model). */
+  cov_status (*report_json)(const backend_report *r, char **json);
 
   /* GPU vendors: their gpu_vendor (the shared GPU code's view of them);
    * NULL otherwise. Read inside backends/ only. */

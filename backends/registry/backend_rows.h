@@ -24,6 +24,9 @@ int backend_npu_report_check(const backend_report *r, FILE *out);
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out);
 void backend_npu_report_times(const backend_report *r, double run_s, FILE *out);
 void backend_npu_report_free(backend_report *r);
+cov_status backend_npu_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                                  size_t size);
+cov_status backend_npu_report_json(const backend_report *r, char **json);
 cov_status backend_npu_open_layer(const backend_target *t, const backend_options *o, const char *name,
                                   backend_layer *out);
 cov_status backend_npu_run_layer(backend_layer *l, const cov_tensor *inputs, int n_inputs, cov_tensor *output,
@@ -46,6 +49,8 @@ cov_status backend_gpu_check_model(const backend_target *t, const backend_option
 cov_status backend_gpu_map_layer(const backend_target *t, const cov_layer *layer, int explain, FILE *out);
 cov_status backend_gpu_map_candidates(const backend_target *t, const backend_options *o, const char *const *layers,
                                       int n, int top, FILE *out);
+cov_status backend_gpu_op_support(const backend_target *t, const cov_onnx_op *op, backend_op_where *where, char *why,
+                                  size_t size);
 cov_status backend_gpu_tune_prepare(const backend_target *t, const backend_options *o, const char *const *specs,
                                     int n, int top, const char *out_dir, FILE *out);
 #endif

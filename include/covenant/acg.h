@@ -51,6 +51,10 @@ COV_API cov_status cov_acg_print_summary(const cov_acg *acg, FILE *out);
 /* Graphviz DOT of units and data paths. */
 COV_API cov_status cov_acg_print_dot(const cov_acg *acg, FILE *out);
 
+/* The canonical JSON of cov_acg_write_json as a NUL-terminated string
+ * (*out malloc'ed, released with cov_free; *size may be NULL). */
+COV_API cov_status cov_acg_to_json(const cov_acg *acg, char **out, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,12 @@ COV_API size_t cov_arena_used(const cov_arena *arena);
  * reports COV_OUT_OF_MEMORY instead of using it. */
 COV_API bool cov_arena_failed(const cov_arena *arena);
 
+/* Releases memory the API hands out as malloc'ed (the JSON texts of
+ * cov_acg_to_json, cov_schedule_json, cov_npu_report_json, ...): for
+ * callers that cannot reach the C library's free() (ctypes, other
+ * languages). NULL is ignored. */
+COV_API void cov_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,17 @@ COV_API cov_status cov_explore_merge(const char *const *dirs, int n_dirs, const 
  * <dir>/plots/. `script` NULL finds the shipped explore_plot.py. */
 COV_API cov_status cov_explore_plot(const char *dir, const char *script);
 
+/* Derives one design from an ACG document (JSON text of `size` bytes;
+ * `name` labels diagnostics) as a study derives it: each of the n_assign
+ * "PATH=VALUE" assignments (the --vary syntax with one value:
+ * "pe_array.dims=8x8", "ibuf.capacity=64KiB") applied in order with the
+ * derived-parameter rules of explore/README.md. The design is validated
+ * like any ACG file (errors located in `name`) and *out receives its
+ * canonical JSON (cov_acg_to_json); *notes (may be NULL) what the rules
+ * changed ("" when nothing). Both malloc'ed: release with cov_free. */
+COV_API cov_status cov_explore_derive(const char *base_json, size_t size, const char *name,
+                                      const char *const *assign, int n_assign, char **out, char **notes);
+
 #ifdef __cplusplus
 }
 #endif

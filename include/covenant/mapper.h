@@ -116,6 +116,27 @@ COV_API double cov_schedule_onchip_bytes(const cov_schedule *s);
 /* Whether the schedule computes with multiplicands narrower than the model's. */
 COV_API int cov_schedule_narrowed(const cov_schedule *s);
 
+/* The schedule as one JSON document (what cov_schedule_explain prints, as
+ * data): layer, acg, ops, evaluations, candidates; "schedule": its compute
+ * node, one-line form ("line"), scheduled loops (level, loop, trips,
+ * spatial), transfers (direction, operand, level, from, to, bytes, count,
+ * cycles, overlapped), cost (cycles, time_us, compute_cycles,
+ * epilogue_cycles, exposed_transfer_cycles, bytes_per_level from level 1,
+ * utilization per compute node, energy_pj or null), multiply and accumulate
+ * dtypes; "dump": the textual scheduled IR; "alternatives": the next best
+ * candidates in the form of "schedule". Deterministic. *out is malloc'ed
+ * (release with cov_free); *size (may be NULL) is its length. */
+COV_API cov_status cov_schedule_json(const cov_schedule *s, char **out, size_t *size);
+
+/* A representative layer of one call of `codelet` (a shipped codelet):
+ * every input dim `size` (1 to 64) except extents the codelet fixes, type
+ * parameters f32 (i8 where it takes integers only), attributes without a
+ * default 1. For asking whether a
+ * backend takes a codelet at all (`covenant ops`), not for measurements.
+ * COV_NOT_FOUND for an unknown codelet; the codelet's own errors when its
+ * rules refuse the example. */
+COV_API cov_status cov_layer_example(const char *codelet, int64_t size, cov_layer **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -238,6 +238,25 @@ COV_API cov_status cov_model_run_groups(const cov_model *model, const cov_tensor
                                         cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                                         cov_model_call_fn call, void *user);
 
+/* ---- the operator table (appended) --------------------------------------
+ * Every ONNX operator the frontend reads, in the order of its table (sorted
+ * by op type within a domain): for listings such as `covenant ops`. */
+#define COV_ONNX_OP_CODELET_SLOTS 8
+typedef struct cov_onnx_op {
+  const char *op_type;  /* "Conv" */
+  const char *domain;   /* "ai.onnx" or "com.microsoft" */
+  int since, until;     /* the opsets of its domain covenant reads it at */
+  const int *versions;  /* opsets where its definition changed, 0-terminated */
+  int layout;           /* data movement the frontend runs itself (no codelet) */
+  /* the codelets a node of this type lowers to, with every optional input
+   * given and default attributes (some attributes choose others) */
+  const char *codelets[COV_ONNX_OP_CODELET_SLOTS];
+  int n_codelets;
+} cov_onnx_op;
+COV_API size_t cov_onnx_op_count(void);
+/* Fills *out with operator i (static strings); COV_OUT_OF_RANGE past the end. */
+COV_API cov_status cov_onnx_op_at(size_t i, cov_onnx_op *out);
+
 #ifdef __cplusplus
 }
 #endif

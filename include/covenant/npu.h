@@ -177,6 +177,19 @@ COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
 /* The tolerance of that check: f32 accumulation in another order only. */
 #define COV_NPU_NARROWED_TOLERANCE 1e-4
 
+/* The report as one JSON document (the rows of cov_npu_report_print as
+ * data): cycles, fused_groups, calls, cpu_calls, and "rows" in execution
+ * order, each with kind ("group": a whole layer group in one program,
+ * "call": one call of a group run call by call, "cpu": a call run by the
+ * reference interpreter), group, node, codelets, cycles, mapper_estimate,
+ * estimate_error_pct ((estimate - cycles) / cycles, in %),
+ * array_utilization and simd_utilization (0..1), macs, dram_bytes,
+ * onchip_bytes, narrowed_error and where (where it ran, and why not
+ * fused); figures a CPU row does not have are null. No wall times, so the
+ * text is deterministic. *out is malloc'ed (release with cov_free); *size
+ * (may be NULL) is its length. */
+COV_API cov_status cov_npu_report_json(const cov_npu_report *r, char **out, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,7 +55,9 @@ static void test_load(void) {
   /* defaults */
   CHECK(g->storage[1].banks == 1 && g->storage[1].width_bits == 64 && !g->storage[1].double_buffer);
   CHECK(g->compute[0].caps[0].throughput == 32);                    /* 8x4 PEs */
-  CHECK(g->compute[0].caps[0].tile_rank == 2 && g->compute[0].caps[0].tile[0] == 8);
+  /* a systolic mac's tile: the whole array, one reduction step per issue */
+  CHECK(g->compute[0].caps[0].tile_rank == 3 && g->compute[0].caps[0].tile[0] == 8 &&
+        g->compute[0].caps[0].tile[1] == 4 && g->compute[0].caps[0].tile[2] == 1);
   CHECK(g->compute[1].n_caps == 2 && g->compute[1].caps[1].op == COV_OP_EXP);
   CHECK(g->compute[1].caps[1].out == COV_F32 && g->compute[1].caps[1].throughput == 8);
   /* 32 B/cycle of paths out of d, capped by its 24 B/cycle interface */

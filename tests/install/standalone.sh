@@ -7,7 +7,10 @@
 # `covenant` must still find its targets, codelets and layer suite (map,
 # verify, compile, layers, targets, run), and a small C program built with
 # the README's `pkg-config --cflags --libs covenant` must link against the
-# shared library and find the same data relative to libcovenant.so.
+# shared library and find the same data relative to libcovenant.so, and the
+# Python package installed under lib/python3/site-packages must load that
+# library from its own place and pass tests/python/test_api.py and
+# examples/python_tutorial.py.
 set -eu
 src=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -32,6 +35,11 @@ cmake --install "$work/build" > /dev/null
 # what the checks below need, copied before the sources go
 mkdir -p "$work/need"
 cp "$src/examples/convnet.onnx" "$src/examples/convnet_input.npy" "$src/examples/convnet_output.npy" "$work/need/"
+mkdir -p "$work/need/py/examples" "$work/need/py/targets" "$work/need/py/tests/python"
+cp "$src/examples/convnet.onnx" "$src/examples/convnet_input.npy" "$src/examples/convnet_output.npy" \
+   "$src/examples/python_tutorial.py" "$work/need/py/examples/"
+cp "$src/targets/npu-16x16.json" "$work/need/py/targets/"
+cp "$src/tests/python/test_api.py" "$work/need/py/tests/python/"
 rm -rf "$work/src" "$work/build"
 mv "$work/prefix" "$work/moved"
 p=$work/moved
@@ -88,5 +96,14 @@ else
 fi
 readelf -d "$work/prog" | grep -q 'NEEDED.*\[libcovenant\.so\.0\]' || { echo "FAIL: prog does not use libcovenant.so"; fail=1; }
 check "prog finds data beside libcovenant.so" "^suite $p/share/covenant/suite/layers.json" -- env LD_LIBRARY_PATH="$p/lib" "$work/prog"
+# the Python package, installed beside the library, finds it relative to itself
+python=${COV_PYTHON:-/usr/bin/python3}
+pyenv=(env PYTHONPATH="$p/lib/python3/site-packages" COVENANT_SOURCE_DIR="$work/need/py")
+check "python: the installed package loads the moved prefix's library" "^$p/lib/libcovenant.so.0$" -- \
+  "${pyenv[@]}" "$python" -c 'import covenant, covenant._lib as l; print(l._find_library())'
+check "python: tests/python/test_api.py on the installed package" "^OK" -- \
+  "${pyenv[@]}" "$python" "$work/need/py/tests/python/test_api.py"
+check "python: examples/python_tutorial.py on the installed package" "^tutorial: ok" -- \
+  "${pyenv[@]}" "$python" "$work/need/py/examples/python_tutorial.py"
 check "prog maps a suite layer" "convnet_layer1 on npu-16x16: [0-9]* cycles predicted" -- env LD_LIBRARY_PATH="$p/lib" "$work/prog"
 exit $fail
