@@ -399,6 +399,30 @@ static void rule_lanes(json_t *node, double o, double n, char *note, size_t size
   scale_area(node, n / o, name, note, size);
 }
 
+/* instances of a systolic array (its cores, backends/npu-sim ISA.md
+ * "Cores"): every other compute node and every on-chip scratchpad or
+ * register file that had the array's instances keeps one per core, with
+ * area scaled by new/old; nodes of other counts (DRAM, a shared buffer)
+ * stay. */
+static void rule_cores(json_t *doc, const json_t *array, double o, double n, char *note, size_t size) {
+  static const char *const sections[] = {"compute", "storage"};
+  for (int k = 0; k < 2; k++) {
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(doc, sections[k]), i, node) {
+      if (node == array) continue;
+      const char *kind = json_string_value(json_object_get(node, "kind"));
+      if (k == 1 && (!kind || (strcmp(kind, "scratchpad") != 0 && strcmp(kind, "regfile") != 0))) continue;
+      const json_t *in = json_object_get(node, "instances");
+      if ((in ? num(in) : 1) != o) continue;
+      const char *name = json_string_value(json_object_get(node, "name"));
+      json_object_set_new(node, "instances", json_integer((json_int_t)n));
+      notef(note, size, "%s.instances %g->%g", name ? name : "?", o, n);
+      scale_area(node, n / o, name, note, size);
+    }
+  }
+}
+
 static double size_of(const json_t *j) {
   if (json_is_number(j)) return json_number_value(j);
   uint64_t b;
@@ -437,6 +461,8 @@ cov_status explore_vary_apply(const explore_vary *v, int which, json_t *doc, cha
     } else if (strcmp(t.key, "instances") == 0) {
       double o = old ? num(old) : 1, n = num(val);
       if (o > 0 && n > 0) scale_area(t.node, n / o, name, note, note_size);
+      if (o > 0 && n > 0 && o != n && strcmp(t.section, "compute") == 0 && kind && strcmp(kind, "systolic") == 0)
+        rule_cores(doc, t.node, o, n, note, note_size);
     }
   }
   json_decref(old);

@@ -127,6 +127,9 @@ typedef struct graph_group {
   const char **codelets; /* bound codelet names, in call order; empty for layout */
   int n_codelets;
   bool layout; /* data movement run by the frontend itself */
+  /* cov_model_group_info's numbers, set by graph_summarize_groups */
+  int64_t macs, in_elems, const_elems, out_elems;
+  const char *alters;
 } graph_group;
 
 typedef struct graph {
@@ -149,11 +152,6 @@ typedef struct graph {
   size_t n_groups;
   const cov_codelet_lib *lib;
   size_t folded_bytes;
-  /* Per value (by id), computed once the graph is final (model.c) so that
-   * per-group questions take time in the group's size, not the graph's:
-   * whether it depends on the run-time inputs, and whether a node of
-   * another group than its producer's (or the graph's outputs) reads it. */
-  unsigned char *runtime, *read_outside;
   bool no_fold;
   uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
 } graph;
@@ -280,6 +278,9 @@ cov_status graph_infer(graph *g);
  * *folded. Declines quietly when the result would be too large. */
 cov_status graph_fold_node(graph *g, graph_node *n, bool *folded);
 cov_status graph_eliminate_identities(graph *g);
+/* Each group's MACs, boundary elements and (layout groups) why it alters
+ * values, in passes linear in the graph (graph_summary.c); run last. */
+cov_status graph_summarize_groups(graph *g);
 /* QDQ patterns (DQ -> Conv/Gemm/MatMul -> Q, DQ -> MaxPool/Flatten/... -> Q
  * with one scale) become integer operators, as onnxruntime fuses them
  * (graph_qdq.c). Runs before inference, on the graph as read. */

@@ -19,34 +19,6 @@ struct cov_model {
   cov_codelet_lib *owned_lib;
 };
 
-static unsigned char *runtime_values(const graph *g);
-
-/* graph.runtime and graph.read_outside, in one pass over the nodes each. */
-static cov_status index_values(graph *g) {
-  unsigned char *rt = runtime_values(g);
-  size_t nv = g->n_values ? g->n_values : 1;
-  g->runtime = rt ? cov_arena_alloc(g->arena, nv) : NULL;
-  g->read_outside = g->runtime ? cov_arena_alloc(g->arena, nv) : NULL;
-  if (!g->read_outside) {
-    free(rt);
-    cov_loc loc = {.file = g->file};
-    return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
-  }
-  memcpy(g->runtime, rt, nv);
-  free(rt);
-  memset(g->read_outside, 0, nv);
-  for (size_t q = 0; q < g->n_outputs; q++)
-    if (g->outputs[q]) g->read_outside[g->outputs[q]->id] = 1;
-  for (size_t q = 0; q < g->n_nodes; q++) {
-    const graph_node *r = g->nodes[q];
-    for (int s = 0; s < r->n_in; s++) {
-      const graph_value *v = r->in[s];
-      if (v && v->producer && v->producer->group != r->group) g->read_outside[v->id] = 1;
-    }
-  }
-  return NULL;
-}
-
 static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
@@ -57,7 +29,7 @@ static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse(g, opts && opts->no_fuse));
   cov_status st = graph_verify(g);
   if (st) return cov_status_annotate(st, "graph verifier (a bug in covenant): ");
-  return index_values(g);
+  return graph_summarize_groups(g);
 }
 
 cov_status cov_model_load_buffer(const void *data, size_t size, const char *name,
@@ -229,116 +201,18 @@ int cov_model_find_node_group(const cov_model *m, const char *name) {
   return -1;
 }
 
-static int by_id(const void *a, const void *b) {
-  int x = (*(const graph_value *const *)a)->id, y = (*(const graph_value *const *)b)->id;
-  return (x > y) - (x < y);
-}
-
-/* The values group i reads from outside it, each once however many of its
- * nodes read it, sorted by id (so the work is in the group's size). *n_out
- * is their number; NULL when out of memory. */
-static const graph_value **group_inputs(const graph *g, size_t i, size_t *n_out) {
-  const graph_group *grp = &g->groups[i];
-  size_t cap = 1, n = 0;
-  for (int k = 0; k < grp->n_nodes; k++) cap += (size_t)grp->nodes[k]->n_in;
-  const graph_value **vs = malloc(cap * sizeof *vs);
-  if (!vs) return NULL;
-  for (int k = 0; k < grp->n_nodes; k++)
-    for (int s = 0; s < grp->nodes[k]->n_in; s++) {
-      const graph_value *v = grp->nodes[k]->in[s];
-      if (v && !(v->producer && v->producer->group == (int)i)) vs[n++] = v;
-    }
-  qsort(vs, n, sizeof *vs, by_id);
-  size_t u = 0;
-  for (size_t k = 0; k < n; k++)
-    if (u == 0 || vs[u - 1] != vs[k]) vs[u++] = vs[k];
-  *n_out = u;
-  return vs;
-}
-
-/* Whether each value depends on the model's run-time inputs (not only on
- * constants and shapes): forward over the nodes, repeated until nothing
- * changes, so the result does not depend on the node order (in
- * topological order, the second pass confirms the first). */
-static unsigned char *runtime_values(const graph *g) {
-  unsigned char *rt = calloc(g->n_values ? g->n_values : 1, 1);
-  if (!rt) return NULL;
-  for (size_t i = 0; i < g->n_inputs; i++)
-    if (!g->inputs[i]->data) rt[g->inputs[i]->id] = 1;
-  for (int changed = 1; changed;) {
-    changed = 0;
-    for (size_t q = 0; q < g->n_nodes; q++) {
-      const graph_node *n = g->nodes[q];
-      if (n->dead || !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) continue;
-      int any = 0;
-      for (int s = 0; s < n->n_in && !any; s++) any = n->in[s] && rt[n->in[s]->id];
-      for (int o = 0; o < n->n_out && any; o++)
-        if (n->out[o] && !n->out[o]->data && !rt[n->out[o]->id]) rt[n->out[o]->id] = 1, changed = 1;
-    }
-  }
-  return rt;
-}
-
-/* Every value of `from` is exactly a value of `to` (and back). */
-static int exact_widening(cov_dtype from, cov_dtype to) {
-  if (from == to) return 1;
-  if (to == COV_F64) return from == COV_F32 || from == COV_F16 || from == COV_BF16;
-  return to == COV_F32 && (from == COV_F16 || from == COV_BF16);
-}
-
-/* Why layout node n does not only move run-time elements (NULL: it does). */
-static const char *node_alters(const graph_node *n, const unsigned char *rt) {
-  const graph_value *x = n->n_in > 0 ? n->in[0] : NULL;
-  int x_rt = x && rt[x->id];
-  if (!strcmp(n->op_type, "Cast") || !strcmp(n->op_type, "CastLike")) {
-    if (x_rt && n->out[0] && !exact_widening(x->dtype, n->out[0]->dtype))
-      return "it converts run-time values to another element type (not an exact widening)";
-    return NULL;
-  }
-  if (!strcmp(n->op_type, "TopK") && x_rt) return "it selects run-time values by comparing them";
-  if (!strncmp(n->op_type, "Scatter", 7)) {
-    const graph_attr *a = graph_attr_find(n, "reduction");
-    if (a && a->type == GA_STRING && a->s && strcmp(a->s, "none") != 0)
-      return "it combines run-time values (a Scatter with a reduction)";
-  }
-  for (int s = 0; s < n->n_in; s++) {
-    const graph_value *v = n->in[s];
-    if (v && rt[v->id] && !cov_dtype_is_float(v->dtype))
-      return "where it reads or writes depends on run-time integers";
-  }
-  return NULL;
-}
-
 cov_status cov_model_group_get_info(const cov_model *m, size_t i, cov_model_group_info *out) {
   if (!m || !out || i >= m->g->n_groups)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_get_info"), "no group %zu", i);
-  const graph *g = m->g;
-  const graph_group *grp = &g->groups[i];
+  const graph_group *grp = &m->g->groups[i];
   memset(out, 0, sizeof *out);
   out->kind = grp->kind;
   out->layout = grp->layout;
   out->node = grp->n_nodes ? grp->nodes[0]->name : "";
-  if (grp->layout)
-    for (int k = 0; k < grp->n_nodes && !out->alters; k++)
-      out->alters = node_alters(grp->nodes[k], g->runtime);
-  size_t n_in;
-  const graph_value **ins = group_inputs(g, i, &n_in);
-  if (!ins) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_group_get_info"), "out of memory");
-  for (size_t k = 0; k < n_in; k++) {
-    int64_t e = graph_numel(ins[k]);
-    if (e < 0) continue;
-    if (ins[k]->data) out->const_elems += e;
-    else out->in_elems += e;
-  }
-  free(ins);
-  for (int k = 0; k < grp->n_nodes; k++) {
-    const graph_node *n = grp->nodes[k];
-    int64_t mk = graph_node_macs(n);
-    out->macs = (out->macs < 0 || mk < 0) ? -1 : out->macs + mk;
-    for (int o = 0; o < n->n_out; o++) {
-      const graph_value *v = n->out[o];
-      if (v && g->read_outside[v->id] && graph_numel(v) > 0) out->out_elems += graph_numel(v);
-    }
-  }
+  out->macs = grp->macs;
+  out->in_elems = grp->in_elems;
+  out->const_elems = grp->const_elems;
+  out->out_elems = grp->out_elems;
+  out->alters = grp->alters;
   return NULL;
 }

@@ -229,7 +229,7 @@ static graph_value *input_with_default(reader *R, graph_value *prev) {
   prev->kind = GV_INPUT;
   prev->data = NULL;
   prev->dtype = COV_DTYPE_INVALID;
-  prev->rank = -1;
+  graph_set_shape(prev, -1, NULL);
   prev->default_value = d;
   return prev;
 }

@@ -328,6 +328,15 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   int l1 = t->path[0][1];
   if (l1 >= 0 && g->storage[l1].instances > 1) {
     t->wg_max = g->storage[l1].instances;
+    /* a workgroup needs its own copy of every operand's on-chip tiles: no
+     * more of them than any storage on a path has instances (an NPU's
+     * buffer that its cores share) */
+    for (int o = 0; o < p->n_operands; o++)
+      for (int l = 1; l < MAP_MAX_LEVELS; l++) {
+        int nd = t->path[o][l];
+        if (nd >= 0 && g->storage[nd].instances >= 1 && g->storage[nd].instances < t->wg_max)
+          t->wg_max = g->storage[nd].instances;
+      }
     uint32_t ci = g->compute[t->node - g->n_storage].instances;
     if (t->n_levels >= 3 && ci > g->storage[l1].instances && ci % g->storage[l1].instances == 0)
       t->wave_max = ci / g->storage[l1].instances;

@@ -340,6 +340,21 @@ static double engine_hold(const map_schedule *s, const double *xocc, double busy
   return worst;
 }
 
+/* How many engines carry transfer x's copies of `inst` workgroups at once:
+ * on the cores of an NPU (a systolic array's instances, each core with its
+ * own DMA engine on every edge: backends/npu-sim/ISA.md "Cores") one per
+ * core where the edge's on-chip end is one per core, so each engine moves
+ * its core's share at the edge's bandwidth (DRAM's interface stays shared:
+ * dram_cost below); elsewhere (a GPU's workgroups) the ACG's edge figure is
+ * the total of all of them. */
+static double map_edge_copies(const map_schedule *s, const map_xfer *x, double inst) {
+  const cov_acg *g = s->acg;
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  if (inst <= 1 || cn->kind != ACG_SYSTOLIC || cn->instances < inst) return 1;
+  int local = g->storage[x->src].kind == ACG_DRAM ? x->dst : x->src;
+  return g->storage[local].instances >= inst ? inst : 1;
+}
+
 void map_cost_eval(map_schedule *s) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
@@ -456,7 +471,7 @@ void map_cost_eval(map_schedule *s) {
      * (the drain below): the next write of its buffer waits for the store's
      * read only. Other transfers wait for and are waited on: each pays its
      * latency. */
-    double all = occ * (double)x->count + (!db ? lat * (double)x->count / inst : 0);
+    double all = occ * (double)x->count / map_edge_copies(s, x, inst) + (!db ? lat * (double)x->count / inst : 0);
     c->xfer_cycles[i] = all;
     c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
     if (db) {

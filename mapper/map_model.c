@@ -95,8 +95,8 @@ cov_status cov_layer_from_model_group_prefix(const cov_model_group *grp, size_t 
                      GROUP_ARGS(grp, name), n, MAP_MAX_CALLS);
   cov_layer *l;
   /* the model's library, loaded once with it: loading the shipped one per
-   * layer cost about 2.5 ms a group (most of compile's time on a chain of
-   * small groups) */
+   * layer would take about 2.5 ms a group (most of compile's time on a
+   * model of many small groups) */
   COV_RETURN_IF_ERROR(map_layer_new(name, cov_model_group_codelets(grp), &l));
   l->n_calls = 0;
   cov_status st = NULL;

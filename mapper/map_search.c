@@ -381,35 +381,41 @@ static void tile_rec(search *S, int lv, int l) {
 
 /* Spreading output loops over replicated instances (GPU workgroups, then
  * waves): the best single loops and pairs by instances used, a few kept. */
+#define MAP_MAX_SPREADS (MAP_MAX_LOOPS * MAP_MAX_LOOPS * 4 + 1)
 typedef struct spread {
   int64_t f[MAP_MAX_LOOPS];
   int64_t used;
 } spread;
 
 static int spreads(const map_problem *p, const int64_t *rem, const int64_t *granule, int64_t max,
-                   spread *out, int keep) {
+                   spread *out, int keep, bool diverse) {
   int n = 0;
-  spread cand[MAP_MAX_LOOPS * MAP_MAX_LOOPS + 1];
+  spread cand[MAP_MAX_SPREADS];
   memset(cand, 0, sizeof cand);
   for (int l = 0; l < MAP_MAX_LOOPS; l++) cand[0].f[l] = 1;
   cand[0].used = 1;
   n = 1;
-  if (max > 1)
+  /* on an NPU's cores also the best spread of each pair of loops over at
+   * most half, a quarter, ... of them (diverse, below) */
+  for (int64_t cap = max; cap > 1; cap = diverse ? cap / 2 : 1)
     for (int a = 0; a < p->n_loops; a++)
       for (int b = a; b < p->n_loops; b++) {
         if (p->reduction[a] || p->reduction[b]) continue;
         int64_t best = 1, ba = 1, bb = 1;
-        for (int64_t da = 1; da <= rem[a] && da <= max; da++) {
+        for (int64_t da = 1; da <= rem[a] && da <= cap; da++) {
           if (rem[a] % da || (rem[a] / da) % granule[a]) continue;
           if (a == b) {
             if (da > best) best = da, ba = da, bb = 1;
             continue;
           }
-          for (int64_t db = 1; db <= rem[b] && da * db <= max; db++)
+          for (int64_t db = 1; db <= rem[b] && da * db <= cap; db++)
             if (rem[b] % db == 0 && (rem[b] / db) % granule[b] == 0 && da * db > best)
               best = da * db, ba = da, bb = db;
         }
-        if (best <= 1) continue;
+        bool dup = false; /* the same spread at a larger cap, or of another pair */
+        for (int i = 1; diverse && i < n && !dup; i++)
+          dup = cand[i].used == best && cand[i].f[a] == ba && (a == b || cand[i].f[b] == bb);
+        if (best <= 1 || dup || n >= MAP_MAX_SPREADS) continue;
         spread *c = &cand[n++];
         for (int l = 0; l < MAP_MAX_LOOPS; l++) c->f[l] = 1;
         c->f[a] *= ba;
@@ -422,6 +428,26 @@ static int spreads(const map_problem *p, const int64_t *rem, const int64_t *gran
     int j = i - 1;
     while (j >= 0 && cand[j].used < x.used) cand[j + 1] = cand[j], j--;
     cand[j + 1] = x;
+  }
+  /* An NPU's cores share DRAM: a layer whose slices each reload what the
+   * others load (a 1x1 convolution's weights over pixel slices) may run
+   * faster on fewer of them, so the best spread of each count, halving
+   * from the most, comes first (4, 2, 1 cores), then the rest */
+  if (diverse && n > 1) {
+    spread pick[MAP_MAX_SPREADS];
+    bool taken[MAP_MAX_SPREADS] = {0};
+    int k = 0;
+    for (int64_t want = cand[0].used; k < keep; want = want / 2 > 1 ? want / 2 : 1) {
+      int best = -1;
+      for (int i = 0; i < n && best < 0; i++)
+        if (!taken[i] && cand[i].used <= want) best = i;
+      if (best >= 0) pick[k++] = cand[best], taken[best] = true;
+      if (want == 1) break;
+    }
+    for (int i = 0; i < n && k < keep; i++)
+      if (!taken[i]) pick[k++] = cand[i];
+    memcpy(cand, pick, sizeof(spread) * (size_t)k);
+    n = k;
   }
   if (n > keep) n = keep;
   memcpy(out, cand, sizeof(spread) * (size_t)n);
@@ -511,6 +537,8 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
   int n_sp = 0;
   for (int i = 0; i < n_all; i++)
     if (S->exhaustive || all_sp[i].largest) sp[n_sp++] = all_sp[i];
+  /* workgroups on a systolic array are an NPU's cores (map_cost.c) */
+  bool cores = t->acg->compute[t->node - t->acg->n_storage].kind == ACG_SYSTOLIC;
   int beam = S->opt && S->opt->beam > 0 ? S->opt->beam : 4;
   if (!S->exhaustive) {
     /* the beam: at most `beam` bindings, none using under half the units
@@ -519,7 +547,7 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
     while (k < n_sp && k < beam && 2 * sp[k].units >= sp[0].units) k++;
     n_sp = k;
   }
-  spread wgs[3], waves[2];
+  spread wgs[6], waves[2];
   for (int c = 0; c < n_sp && !S->stop; c++) {
     int64_t rem0[MAP_MAX_LOOPS];
     for (int l = 0; l < MAP_MAX_LOOPS; l++) rem0[l] = l < p->n_loops ? p->extent[l] : 1;
@@ -535,11 +563,11 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
       if (vo->kind == MAP_VOP_POOL)
         for (int k = 0; k < 2; k++) gran[vo->pool_loop[k]] = vo->window[k];
     }
-    int n_wg = spreads(p, rem0, gran, t->wg_max, wgs, 3);
+    int n_wg = spreads(p, rem0, gran, t->wg_max, wgs, cores ? 6 : 3, cores);
     for (int w = 0; w < n_wg && !S->stop; w++) {
       int64_t rem1[MAP_MAX_LOOPS];
       for (int l = 0; l < p->n_loops; l++) rem1[l] = rem0[l] / wgs[w].f[l];
-      int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2);
+      int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2, false);
       for (int v = 0; v < n_wv && !S->stop; v++)
         for (int db = 1; db >= 0 && !S->stop; db--) {
           memset(&S->ch, 0, sizeof S->ch);

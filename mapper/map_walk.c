@@ -54,14 +54,35 @@ static void walk(map_walk *w, int i) {
     walk(w, i + 1);
     return;
   }
-  int64_t n = map_walk_trips(w, i);
-  for (int64_t it = 0; it < n && !stopped(w); it++) {
+  int64_t n = map_walk_trips(w, i), it0 = 0;
+  if (w->one_core && w->s->sloops[i].axis == MAP_AX_WORKGROUP) {
+    it0 = w->core_iter[i];
+    n = it0 + 1;
+  }
+  for (int64_t it = it0; it < n && !stopped(w); it++) {
     w->iter[i] = it;
     transfers_at(w, i, true);
     walk(w, i + 1);
     transfers_at(w, i, false);
   }
   w->iter[i] = 0;
+}
+
+int64_t map_walk_cores(const map_schedule *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->n_sloops; i++)
+    if (s->sloops[i].axis == MAP_AX_WORKGROUP) n *= s->sloops[i].trips;
+  return n;
+}
+
+void map_walk_set_core(map_walk *w, int64_t core) {
+  w->one_core = true;
+  for (int i = w->s->n_sloops - 1; i >= 0; i--) {
+    w->core_iter[i] = 0;
+    if (w->s->sloops[i].axis != MAP_AX_WORKGROUP) continue;
+    w->core_iter[i] = core % w->s->sloops[i].trips;
+    core /= w->s->sloops[i].trips;
+  }
 }
 
 void map_walk_run(map_walk *w) {

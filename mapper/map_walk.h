@@ -44,11 +44,24 @@ struct map_walk {
   int64_t iter[MAP_MAX_SLOOPS]; /* current iteration of each scheduled loop */
   /* tiles filled per operand and level: selects a double-buffered tile's half */
   int64_t parity[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
+  /* One core's share (map_walk_set_core): each workgroup loop runs only
+   * iteration core_iter[i] */
+  bool one_core;
+  int64_t core_iter[MAP_MAX_SLOOPS];
 };
 
 /* Initialises w (iterations and parities zero). */
 void map_walk_init(map_walk *w, const map_schedule *s, const map_walk_ops *ops, void *ctx,
                    const cov_status *err);
+/* The cores a schedule's workgroup loops spread it over (MAP_AX_WORKGROUP:
+ * one level-1 tile per instance of the level-1 storage, each instance a
+ * core of an NPU): the product of their trips, 1 without any. */
+int64_t map_walk_cores(const map_schedule *s);
+/* Restricts the walk to core `core` (< map_walk_cores) of them: each
+ * workgroup loop runs one iteration, the digits of `core` in the loops'
+ * trips (the outermost loop the most significant); parities then count
+ * that core's tiles only, as its own buffers alternate. */
+void map_walk_set_core(map_walk *w, int64_t core);
 /* Walks the whole schedule, calling ops. */
 void map_walk_run(map_walk *w);
 

@@ -148,8 +148,15 @@ int cov_npu_program_tensor_has_data(const cov_npu_program *p, int i) {
 /* ---- simulator ---- */
 
 static void sim_release_mem(cov_npu_sim *sim) {
+  int ns = sim->acg->n_storage;
+  if (sim->cbuf) /* cores 1.. own the memories of the nodes they do not share */
+    for (uint32_t c = 1; c < sim->tgt.cores; c++)
+      for (int s = 0; s < ns; s++)
+        if (sim->cbuf[(size_t)c * (size_t)ns + (size_t)s] != sim->buf[s]) free(sim->cbuf[(size_t)c * (size_t)ns + (size_t)s]);
+  free(sim->cbuf);
+  sim->cbuf = NULL;
   if (sim->buf)
-    for (int s = 0; s < sim->acg->n_storage; s++) free(sim->buf[s]);
+    for (int s = 0; s < ns; s++) free(sim->buf[s]);
   free(sim->buf);
   sim->buf = NULL;
   free(sim->dram);
@@ -229,6 +236,27 @@ cov_status cov_npu_program_verify(const cov_npu_program *p, const cov_acg *acg) 
   return st;
 }
 
+/* Every core's memories (ISA.md "Cores"): core 0's are sim->buf; the
+ * others have their own of each on-chip node of one instance per core,
+ * and core 0's of the nodes the cores share. */
+static cov_status sim_core_mem(cov_npu_sim *sim) {
+  const cov_acg *g = sim->acg;
+  size_t ns = (size_t)g->n_storage, n = sim->tgt.cores ? sim->tgt.cores : 1;
+  sim->cbuf = calloc(n * ns, sizeof *sim->cbuf);
+  if (!sim->cbuf) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator memories");
+  for (size_t c = 0; c < n; c++)
+    for (size_t s = 0; s < ns; s++) {
+      uint8_t **b = &sim->cbuf[c * ns + s];
+      *b = sim->buf[s];
+      if (c == 0 || !sim->buf[s] || g->storage[s].instances <= 1) continue;
+      *b = calloc(1, (size_t)g->storage[s].capacity_bytes);
+      if (!*b)
+        return cov_error(COV_OUT_OF_MEMORY, NULL, "buffer '%s' of core %zu (%llu bytes)", g->storage[s].name, c,
+                         (unsigned long long)g->storage[s].capacity_bytes);
+    }
+  return NULL;
+}
+
 cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p) {
   sim->prog = NULL;
   COV_RETURN_IF_ERROR(verify(sim, p));
@@ -244,6 +272,7 @@ cov_status cov_npu_sim_load(cov_npu_sim *sim, const cov_npu_program *p) {
       return cov_error(COV_OUT_OF_MEMORY, NULL, "buffer '%s' (%llu bytes)", g->storage[s].name,
                        (unsigned long long)g->storage[s].capacity_bytes);
   }
+  COV_RETURN_IF_ERROR(sim_core_mem(sim));
   sim->dram = calloc(1, p->dram_bytes ? (size_t)p->dram_bytes : 1);
   if (!sim->dram)
     return cov_error(COV_OUT_OF_MEMORY, NULL, "DRAM image of %llu bytes",
@@ -406,12 +435,14 @@ uint64_t cov_npu_stats_macs(const cov_npu_stats *s) { return s->macs; }
 double cov_npu_stats_array_utilization(const cov_npu_stats *s) {
   /* against the peak of the capabilities the gemms used */
   if (!s->cycles || s->ideal_cycles <= 0) return 0;
-  return s->ideal_cycles / (double)s->cycles;
+  return s->ideal_cycles / ((double)s->cycles * (s->cores > 1 ? s->cores : 1));
 }
 double cov_npu_stats_unit_utilization(const cov_npu_stats *s, const char *unit) {
   for (int u = 0; u < s->n_units; u++)
     if (strcmp(s->unit_name[u], unit) == 0)
-      return s->cycles && s->unit[u].insns ? (double)s->unit[u].busy / (double)s->cycles : -1;
+      return s->cycles && s->unit[u].insns
+                 ? (double)s->unit[u].busy / ((double)s->cycles * (s->cores > 1 ? s->cores : 1))
+                 : -1;
   return -1;
 }
 uint64_t cov_npu_stats_storage_bytes(const cov_npu_stats *s, const char *storage) {
@@ -433,6 +464,9 @@ void cov_npu_stats_print(const cov_npu_stats *s, FILE *out) {
   fprintf(out, "cycles %llu (%.3f us at %.0f MHz), %llu instructions executed\n",
           (unsigned long long)s->cycles, (double)s->cycles / s->clock_mhz, s->clock_mhz,
           (unsigned long long)s->dyn_insns);
+  double cores = s->cores > 1 ? s->cores : 1;
+  if (s->cores > 1)
+    fprintf(out, "cores %u (units' figures summed over the cores, utilisation of all of them)\n", s->cores);
   fprintf(out, "MACs %llu, array utilisation %.1f%% of %.0f MACs/cycle\n",
           (unsigned long long)s->macs, 100 * cov_npu_stats_array_utilization(s),
           s->ideal_cycles > 0 ? (double)s->macs / s->ideal_cycles : s->peak_macs_per_cycle);
@@ -443,7 +477,7 @@ void cov_npu_stats_print(const cov_npu_stats *s, FILE *out) {
     if (!us->insns) continue;
     fprintf(out, "%-22s %8llu %12llu %5.1f%% %12llu %12llu %12llu\n", s->unit_name[u],
             (unsigned long long)us->insns, (unsigned long long)us->busy,
-            s->cycles ? 100.0 * (double)us->busy / (double)s->cycles : 0.0,
+            s->cycles ? 100.0 * (double)us->busy / ((double)s->cycles * cores) : 0.0,
             (unsigned long long)us->stall_dep, (unsigned long long)us->stall_bank,
             (unsigned long long)us->stall_bw);
   }

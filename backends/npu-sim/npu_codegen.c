@@ -19,7 +19,7 @@
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
  * of their level-1 tile: f16 when the schedule narrows) and out.
  *
- * long: npu_codegen sets up the generator (target, tensors, DRAM layout) and walks the loop nest, one frame holding the walk's state
+ * long: codegen_core sets up the generator (target, tensors, DRAM layout) and walks one core's loop nest, one frame holding the walk's state
  */
 #include <string.h>
 
@@ -550,7 +550,9 @@ static void plan_simd(cg *c) {
     if (s->xfers[x].after > c->ml) c->ml = -1;
 }
 
-cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
+/* Core `core` of `cores` (the schedule's workgroup loops, map_walk_cores):
+ * the program of that core's share of the schedule, as one stream. */
+static cov_status codegen_core(const map_schedule *s, int64_t core, int64_t cores, npu_prog **out) {
   *out = NULL;
   cg c;
   memset(&c, 0, sizeof c);
@@ -685,6 +687,7 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   }
   static const map_walk_ops ops = {.load = w_load, .store = w_store, .leaf = w_leaf, .folded = w_folded};
   map_walk_init(&c.w, s, &ops, &c, &c.err);
+  if (cores > 1) map_walk_set_core(&c.w, core);
   map_walk_run(&c.w);
   if (c.err) {
     npu_prog_free(c.prog);
@@ -700,4 +703,26 @@ cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
   }
   *out = c.prog;
   return NULL;
+}
+
+cov_status npu_codegen(const map_schedule *s, npu_prog **out) {
+  *out = NULL;
+  int64_t cores = map_walk_cores(s);
+  if (cores <= 1) return codegen_core(s, 0, 1, out);
+  if (cores > NPU_MAX_CORES)
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, s->prob.layer),
+                     "codegen %s: the schedule spreads over %lld workgroups; npu-sim runs at most %d cores",
+                     s->prob.layer, (long long)cores, NPU_MAX_CORES);
+  npu_target t;
+  COV_RETURN_IF_ERROR(npu_target_init(s->acg, &t));
+  if ((uint64_t)cores > t.cores)
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, s->prob.layer),
+                     "codegen %s: the schedule spreads over %lld workgroups, %s has %u cores",
+                     s->prob.layer, (long long)cores, s->acg->name, t.cores);
+  npu_prog *part[NPU_MAX_CORES] = {0};
+  cov_status st = NULL;
+  for (int64_t c = 0; c < cores && !st; c++) st = codegen_core(s, c, cores, &part[c]);
+  if (!st) st = npu_cores_join(part, (uint32_t)cores, &t, out);
+  for (int64_t c = 0; c < cores; c++) npu_prog_free(part[c]);
+  return st;
 }

@@ -109,6 +109,7 @@ cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out) {
   fprintf(out, "; npu program for ACG '%s' (digest %016llx), %u instructions, DRAM %llu bytes\n",
           p->acg_name, (unsigned long long)p->acg_digest, p->n_insns,
           (unsigned long long)p->dram_bytes);
+  if (npu_prog_cores(p) > 1) fprintf(out, "; %u cores\n", npu_prog_cores(p));
   for (uint32_t i = 0; i < p->n_tensors; i++) {
     const npu_tensor *t = &p->tensors[i];
     fprintf(out, "; tensor %-8s %-24s %s[", npu_role_name(t->role), t->name, dt(t->dtype));
@@ -122,8 +123,14 @@ cov_status npu_disasm(const npu_prog *p, const cov_acg *g, FILE *out) {
             (unsigned long long)p->segs[i].addr);
   int depth = 0;
   uint32_t ends[NPU_MAX_LOOP_DEPTH + 1];
+  uint32_t cores = npu_prog_cores(p), core = 0;
   for (uint32_t i = 0; i < p->n_insns; i++) {
     while (depth > 0 && i >= ends[depth - 1]) depth--;
+    for (; cores > 1 && core < cores && p->core_first[core] == i; core++) {
+      uint32_t lo, hi;
+      npu_core_range(p, core, &lo, &hi);
+      fprintf(out, "; core %u: %u instructions\n", core, hi - lo);
+    }
     fprintf(out, "%6u  %*s", i, 2 * depth, "");
     npu_disasm_insn(out, &p->insns[i], g);
     if (p->insns[i].op == NPU_OP_LOOP && depth < NPU_MAX_LOOP_DEPTH)

@@ -16,7 +16,8 @@ static const struct {
   const char *name;
   uint32_t size;
 } k_ops[] = {
-    {NPU_OP_NOP, "nop", 8},      {NPU_OP_BARRIER, "barrier", 8}, {NPU_OP_SETR, "setr", 24},
+    {NPU_OP_NOP, "nop", 8},      {NPU_OP_BARRIER, "barrier", 8}, {NPU_OP_SYNC, "sync", 8},
+    {NPU_OP_SETR, "setr", 24},
     {NPU_OP_ADDR, "addr", 24},   {NPU_OP_LOOP, "loop", 16},      {NPU_OP_DMA, "dma", 120},
     {NPU_OP_GEMM, "gemm", 88},   {NPU_OP_VOP, "vop", 72},
 };
@@ -203,9 +204,10 @@ cov_status npu_encode(const npu_prog *p, uint8_t **out, size_t *out_size) {
                        p->insns[i].op);
     code_bytes += sz;
   }
+  uint32_t cores = npu_prog_cores(p);
   put(&w, NPU_MAGIC, 4);
-  put_u(&w, NPU_VERSION, 2);
-  put_zero(&w, 2);
+  put_u(&w, cores > 1 ? NPU_VERSION_CORES : NPU_VERSION, 2);
+  put_u(&w, cores > 1 ? cores : 0, 2);
   put_u(&w, p->acg_digest, 8);
   put(&w, p->acg_name, NPU_NAME_MAX);
   put_u(&w, p->n_insns, 4);
@@ -224,6 +226,10 @@ cov_status npu_encode(const npu_prog *p, uint8_t **out, size_t *out_size) {
     put_u(&w, t->rank, 1);
     put_zero(&w, 5);
     for (int d = 0; d < NPU_TENSOR_MAX_RANK; d++) put_u(&w, t->dims[d], 4);
+  }
+  for (uint32_t c = 0; cores > 1 && c < cores; c++) {
+    put_u(&w, p->core_first[c + 1] - p->core_first[c], 4);
+    put_zero(&w, 4);
   }
   for (uint32_t i = 0; i < p->n_insns; i++) put_insn(&w, &p->insns[i]);
   for (uint32_t i = 0; i < p->n_segs; i++) {
@@ -370,6 +376,37 @@ static cov_status get_insn(rd *r, uint32_t index, npu_insn *in) {
   return NULL;
 }
 
+/* The core table (format NPU_VERSION_CORES): each core's instruction
+ * count, which must add up to the header's. */
+static cov_status decode_cores(rd *r, npu_prog *p, uint32_t n_cores, uint32_t n_insns) {
+  cov_loc loc = {r->file, 0, 0, NULL};
+  if (n_cores < 2) return NULL;
+  COV_RETURN_IF_ERROR(rd_need(r, (size_t)n_cores * NPU_CORE_BYTES, "the core table"));
+  uint64_t sum = 0;
+  p->n_cores = n_cores;
+  for (uint32_t c = 0; c < n_cores; c++) {
+    size_t at = r->pos;
+    uint32_t n = (uint32_t)get_u(r, 4);
+    uint32_t pad = (uint32_t)get_u(r, 4);
+    if (pad)
+      return cov_error(COV_INVALID_INPUT, &loc, "core %u (offset %zu): field reserved: %u, must be 0",
+                       c, at + 4, pad);
+    p->core_first[c] = (uint32_t)sum;
+    sum += n;
+    if (sum > n_insns)
+      return cov_error(COV_INVALID_INPUT, &loc,
+                       "core %u (offset %zu): field n_insns: the cores' instructions pass the "
+                       "header's %u",
+                       c, at, n_insns);
+  }
+  if (sum != n_insns)
+    return cov_error(COV_INVALID_INPUT, &loc,
+                     "core table: the cores' instructions add up to %llu, the header says %u",
+                     (unsigned long long)sum, n_insns);
+  p->core_first[n_cores] = n_insns;
+  return NULL;
+}
+
 cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_prog **out) {
   *out = NULL;
   rd r = {data, size, 0, file};
@@ -380,10 +417,15 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
                      "not an NPU program: field magic: expected \"CNPU\" at offset 0");
   r.pos = 4;
   uint32_t version = (uint32_t)get_u(&r, 2);
-  if (version != NPU_VERSION)
-    return cov_error(COV_UNSUPPORTED, &loc, "field version: program format %u, expected %u",
-                     version, NPU_VERSION);
-  r.pos += 2;
+  if (version != NPU_VERSION && version != NPU_VERSION_CORES)
+    return cov_error(COV_UNSUPPORTED, &loc, "field version: program format %u, expected %u or %u",
+                     version, NPU_VERSION, NPU_VERSION_CORES);
+  uint32_t n_cores = (uint32_t)get_u(&r, 2);
+  if (version == NPU_VERSION_CORES && (n_cores < 2 || n_cores > NPU_MAX_CORES))
+    return cov_error(COV_INVALID_INPUT, &loc,
+                     "field n_cores (offset 6): %u cores, a program of format %u has 2 to %d",
+                     n_cores, NPU_VERSION_CORES, NPU_MAX_CORES);
+  if (version == NPU_VERSION) n_cores = 1;
   npu_prog *p = NULL;
   COV_RETURN_IF_ERROR(npu_prog_create(&p));
   p->acg_digest = get_u(&r, 8);
@@ -431,6 +473,7 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
     }
     if ((st = npu_prog_add_tensor(p, &t))) goto fail;
   }
+  if ((st = decode_cores(&r, p, n_cores, n_insns))) goto fail;
   if (code_bytes > r.n - r.pos) {
     st = cov_error(COV_PARSE_ERROR, &loc,
                    "truncated program: field code_bytes says %llu bytes of instructions at "

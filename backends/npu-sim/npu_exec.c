@@ -15,7 +15,6 @@
  * size: the instruction semantics of ISA.md (DMA, GEMM, vector ops, control) and their timing share the executor state; each instruction is a function of its own
  * long: run_dma is the DMA instruction: strided 2-D copies, padding, dtype conversion, bank and bandwidth timing, one field of ISA.md at a time
  * long: run_gemm is the GEMM instruction: operand fetch, the systolic accumulation, chaining and its timing
- * long: npu_exec is the fetch loop: the control instructions inline, every other one a call
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,24 +66,45 @@ typedef struct chain_st {
  * counts as busy (bounded work per transfer). */
 #define DRAM_SLOTS 32
 
+/* What the cores of a program share (ISA.md "Cores"): DRAM's interface and
+ * the trace. */
+typedef struct ex_shared {
+  /* DRAM's shared interface: its latest reservations [s, e), by start */
+  uint64_t dram_s[DRAM_SLOTS], dram_e[DRAM_SLOTS], dram_floor;
+  int dram_n;
+  bool trace_any;
+} ex_shared;
+
+typedef struct loop_frame {
+  uint32_t start, end, left;
+} loop_frame;
+
+/* One core's executor; the cores of a program run side by side (npu_exec). */
 typedef struct ex {
   cov_npu_sim *sim;
+  ex_shared *sh;
+  uint8_t **buf;   /* this core's on-chip memories, per storage node */
+  int tid0;        /* its units' first trace track */
+  uint32_t core, lo, hi; /* its instructions [lo, hi) */
+  loop_frame stack[NPU_MAX_LOOP_DEPTH];
+  int depth;
+  uint64_t dyn;    /* instructions it executed */
+  uint64_t now;    /* when its latest unit instruction started */
+  uint32_t syncs;  /* sync instructions it passed */
+  bool ended, at_sync;
   const npu_prog *p;
   const npu_target *t;
   const cov_acg *g;
   bool dry;
   FILE *trace;
-  bool trace_any;
   uint64_t trace_offset;
   int64_t reg[NPU_NREGS];
   uint32_t pc;
   /* timing */
   uint64_t *unit_free, barrier, max_end;
-  /* DRAM's shared interface: its latest reservations [s, e), by start */
-  uint64_t dram_s[DRAM_SLOTS], dram_e[DRAM_SLOTS], dram_floor;
-  int dram_n;
   chain_st *chain; /* per compute node */
-  blk **sb;
+  blk **sb;       /* a storage node the cores share: core 0's (sb_own false) */
+  bool *sb_own;
   int *sb_shift;
   uint64_t *sb_n;
   cov_npu_stats *st;
@@ -237,13 +257,27 @@ static cov_status gemm_range(ex *x, const npu_insn *in, int which, uint64_t es, 
 
 /* ---- scoreboard ---- */
 
-static cov_status sb_init(ex *x) {
+/* Whether the cores share storage node s: DRAM, or one instance on chip. */
+static bool shared_node(const ex *x, int s) {
+  return s == x->t->dram || x->g->storage[s].kind == ACG_DRAM || x->g->storage[s].instances <= 1;
+}
+
+/* first: core 0's executor, whose blocks of shared nodes this core uses */
+static cov_status sb_init(ex *x, const ex *first) {
   int n = x->g->n_storage;
   x->sb = calloc((size_t)n, sizeof *x->sb);
+  x->sb_own = calloc((size_t)n, sizeof *x->sb_own);
   x->sb_shift = calloc((size_t)n, sizeof *x->sb_shift);
   x->sb_n = calloc((size_t)n, sizeof *x->sb_n);
-  if (!x->sb || !x->sb_shift || !x->sb_n) return cov_error(COV_OUT_OF_MEMORY, NULL, "scoreboard");
+  if (!x->sb || !x->sb_own || !x->sb_shift || !x->sb_n) return cov_error(COV_OUT_OF_MEMORY, NULL, "scoreboard");
   for (int s = 0; s < n; s++) {
+    if (first && shared_node(x, s)) {
+      x->sb[s] = first->sb[s];
+      x->sb_shift[s] = first->sb_shift[s];
+      x->sb_n[s] = first->sb_n[s];
+      continue;
+    }
+    x->sb_own[s] = true;
     uint64_t cap = capacity(x, s);
     /* 64-byte blocks on chip (the mapper aligns tiles to them); DRAM: at
      * most 64Ki blocks */
@@ -259,9 +293,11 @@ static cov_status sb_init(ex *x) {
   return NULL;
 }
 static void sb_free(ex *x) {
-  if (x->sb)
-    for (int s = 0; s < x->g->n_storage; s++) free(x->sb[s]);
+  if (x->sb && x->sb_own)
+    for (int s = 0; s < x->g->n_storage; s++)
+      if (x->sb_own[s]) free(x->sb[s]);
   free(x->sb);
+  free(x->sb_own);
   free(x->sb_shift);
   free(x->sb_n);
 }
@@ -328,9 +364,9 @@ static void trace_event(ex *x, int unit, const char *name, uint64_t start, uint6
   fprintf(x->trace,
           "%s\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%llu,\"dur\":%llu,"
           "\"args\":{\"insn\":%u}}",
-          x->trace_any ? "," : "", name, unit, (unsigned long long)(start + x->trace_offset),
+          x->sh->trace_any ? "," : "", name, unit + x->tid0, (unsigned long long)(start + x->trace_offset),
           (unsigned long long)(dur ? dur : 1), x->pc);
-  x->trace_any = true;
+  x->sh->trace_any = true;
 }
 
 /* Common timing step: start after the unit, the barrier and the operands'
@@ -344,13 +380,13 @@ static void trace_event(ex *x, int unit, const char *name, uint64_t start, uint6
  * store that waits for its epilogue does not hold back the next tile's
  * loads. */
 static uint64_t dram_reserve(ex *x, uint64_t ready, uint64_t occ, uint64_t *end) {
-  uint64_t at = ready > x->dram_floor ? ready : x->dram_floor;
+  uint64_t at = ready > x->sh->dram_floor ? ready : x->sh->dram_floor;
   *end = at;
   if (!occ) return at;
   uint64_t ns[2 * DRAM_SLOTS + 2], ne[2 * DRAM_SLOTS + 2], left = occ, first = 0;
   int n = 0;
-  for (int i = 0; i <= x->dram_n; i++) { /* the reservations, this one's pieces in their gaps */
-    uint64_t gap_end = i < x->dram_n ? x->dram_s[i] : UINT64_MAX;
+  for (int i = 0; i <= x->sh->dram_n; i++) { /* the reservations, this one's pieces in their gaps */
+    uint64_t gap_end = i < x->sh->dram_n ? x->sh->dram_s[i] : UINT64_MAX;
     if (left && at < gap_end) {
       uint64_t take = gap_end - at < left ? gap_end - at : left;
       if (left == occ) first = at;
@@ -359,10 +395,10 @@ static uint64_t dram_reserve(ex *x, uint64_t ready, uint64_t occ, uint64_t *end)
       left -= take;
       *end = cyc_add(at, take);
     }
-    if (i == x->dram_n) break;
-    ns[n] = x->dram_s[i];
-    ne[n++] = x->dram_e[i];
-    if (at < x->dram_e[i]) at = x->dram_e[i];
+    if (i == x->sh->dram_n) break;
+    ns[n] = x->sh->dram_s[i];
+    ne[n++] = x->sh->dram_e[i];
+    if (at < x->sh->dram_e[i]) at = x->sh->dram_e[i];
   }
   int m = 0; /* merge touching intervals (the list is sorted and disjoint) */
   for (int i = 0; i < n; i++) {
@@ -375,10 +411,10 @@ static uint64_t dram_reserve(ex *x, uint64_t ready, uint64_t occ, uint64_t *end)
   }
   int drop = m > DRAM_SLOTS ? m - DRAM_SLOTS : 0; /* forget the oldest, and the gaps before them */
   for (int i = 0; i < drop; i++)
-    if (ne[i] > x->dram_floor) x->dram_floor = ne[i];
-  x->dram_n = m - drop;
-  memcpy(x->dram_s, ns + drop, sizeof ns[0] * (size_t)x->dram_n);
-  memcpy(x->dram_e, ne + drop, sizeof ne[0] * (size_t)x->dram_n);
+    if (ne[i] > x->sh->dram_floor) x->sh->dram_floor = ne[i];
+  x->sh->dram_n = m - drop;
+  memcpy(x->sh->dram_s, ns + drop, sizeof ns[0] * (size_t)x->sh->dram_n);
+  memcpy(x->sh->dram_e, ne + drop, sizeof ne[0] * (size_t)x->sh->dram_n);
   return first;
 }
 
@@ -411,6 +447,7 @@ static void timing(ex *x, int unit, const char *name, const range *reads, int nr
   uint64_t occ_end = cyc_add(start, occ), ready = cyc_add(occ_end, latency);
   for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
   for (int i = 0; i < nw; i++) sb_mark(x, &writes[i], unit, true, occ_end, ready);
+  x->now = start;
   x->unit_free[unit] = occ_end;
   if (ready > x->max_end) x->max_end = ready;
   us->insns++;
@@ -452,6 +489,7 @@ static void timing_wload(ex *x, int unit, const range *reads, int nr, const rang
   for (int i = 0; i < nr; i++) sb_mark(x, &reads[i], unit, false, occ_end, ready);
   sb_mark(x, w, unit, true, occ_end, ready);
   uint64_t from = ls > busy_to ? ls : busy_to;
+  x->now = from;
   x->unit_free[unit] = occ_end;
   cs->stream_start = ss;
   if (ready > x->max_end) x->max_end = ready;
@@ -630,7 +668,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   if (x->dry) return NULL;
 
   /* Functional: walk the tile; the innermost dimension is a run. */
-  uint8_t *dram = x->sim->dram, *lm = x->sim->buf[local];
+  uint8_t *dram = x->sim->dram, *lm = x->buf[local];
   uint32_t idx[NPU_DMA_MAX_RANK] = {0};
   const npu_dma_dim *in_d = &in->u.dma.dim[rank - 1];
   bool contiguous = in_d->step == 1 && in_d->dram_stride == 1 && in_d->local_stride == 1;
@@ -777,10 +815,10 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   if (x->dry) return NULL;
 
   const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c, *mbias = &in->u.gemm.bias;
-  const uint8_t *pa = x->sim->buf[ma->buf] + x->reg[ma->reg] + ma->off;
-  const uint8_t *pb = x->sim->buf[mb->buf] + x->reg[mb->reg] + mb->off;
-  uint8_t *pc = x->sim->buf[mc->buf] + x->reg[mc->reg] + mc->off;
-  const uint8_t *pbias = bias ? x->sim->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
+  const uint8_t *pa = x->buf[ma->buf] + x->reg[ma->reg] + ma->off;
+  const uint8_t *pb = x->buf[mb->buf] + x->reg[mb->reg] + mb->off;
+  uint8_t *pc = x->buf[mc->buf] + x->reg[mc->reg] + mc->off;
+  const uint8_t *pbias = bias ? x->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
   /* Element offsets in bytes (strides are in elements and may be 0). */
   int64_t ars = ma->row_stride * (int64_t)ea, acs = ma->col_stride * (int64_t)ea;
   int64_t brs = mb->row_stride * (int64_t)eb, bcs = mb->col_stride * (int64_t)eb;
@@ -872,9 +910,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
     /* bank factors: acg_bank_degree, which the mapper's cost model counts too */
-    uint32_t da = kdig ? bank_degree_at(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), in, ea)
-                       : acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), acs, (uint32_t)K);
-    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+    uint32_t da = kdig ? bank_degree_at(sa, (uint64_t)(pa - x->buf[ma->buf]), in, ea)
+                       : acg_bank_degree(sa, (uint64_t)(pa - x->buf[ma->buf]), acs, (uint32_t)K);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->buf[mb->buf]), bcs, (uint32_t)N);
     /* wkeep: the PEs still hold this K x N block from the previous gemm. */
     uint64_t wl = wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
     uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
@@ -896,10 +934,10 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
      * row of A^T) and one row of B; then the accumulators drain. */
     /* a column of A: M elements at its rows' offsets (m digits: where the
      * digits put them) */
-    uint32_t da = mdig ? acg_bank_degree2(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, in->u.gemm.mrad,
+    uint32_t da = mdig ? acg_bank_degree2(sa, (uint64_t)(pa - x->buf[ma->buf]), ars, in->u.gemm.mrad,
                                           (int64_t)in->u.gemm.ma * (int64_t)ea, (uint32_t)M)
-                       : acg_bank_degree(sa, (uint64_t)(pa - x->sim->buf[ma->buf]), ars, (uint32_t)M);
-    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->sim->buf[mb->buf]), bcs, (uint32_t)N);
+                       : acg_bank_degree(sa, (uint64_t)(pa - x->buf[ma->buf]), ars, (uint32_t)M);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->buf[mb->buf]), bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
     uint64_t feed = ea_edge == eb_edge ? cyc_add(fa, fb) : (fa > fb ? fa : fb);
@@ -967,15 +1005,15 @@ static void vop_timing(ex *x, const npu_insn *in, const uint8_t *p1, const uint8
   uint64_t base = cdiv(n, cap->throughput);
   uint32_t lanes = (uint32_t)(cap->throughput >= 1 ? cap->throughput : 1);
   if (lanes > C) lanes = (uint32_t)C;
-  uint32_t deg = acg_bank_degree(&x->g->storage[m1->buf], (uint64_t)(p1 - x->sim->buf[m1->buf]),
+  uint32_t deg = acg_bank_degree(&x->g->storage[m1->buf], (uint64_t)(p1 - x->buf[m1->buf]),
                              (int64_t)m1->col_stride * (int64_t)ei, lanes);
   if (p2) {
-    uint32_t d2 = acg_bank_degree(&x->g->storage[m2->buf], (uint64_t)(p2 - x->sim->buf[m2->buf]),
+    uint32_t d2 = acg_bank_degree(&x->g->storage[m2->buf], (uint64_t)(p2 - x->buf[m2->buf]),
                               (int64_t)m2->col_stride * (int64_t)ei, lanes);
     if (d2 > deg) deg = d2;
   }
   if (!reduce) {
-    uint32_t dd = acg_bank_degree(&x->g->storage[md->buf], (uint64_t)(pd - x->sim->buf[md->buf]),
+    uint32_t dd = acg_bank_degree(&x->g->storage[md->buf], (uint64_t)(pd - x->buf[md->buf]),
                               (int64_t)md->col_stride * (int64_t)eo, lanes);
     if (dd > deg) deg = dd;
   }
@@ -1026,10 +1064,10 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
 
   const npu_mem *md = &in->u.vop.dst, *m1 = &in->u.vop.src1, *m2 = &in->u.vop.src2;
   const npu_mem *ms = &in->u.vop.sum;
-  uint8_t *pd = x->sim->buf[md->buf] + x->reg[md->reg] + md->off;
-  uint8_t *ps = rsum ? x->sim->buf[ms->buf] + x->reg[ms->reg] + ms->off : NULL;
-  const uint8_t *p1 = x->sim->buf[m1->buf] + x->reg[m1->reg] + m1->off;
-  const uint8_t *p2 = src2 ? x->sim->buf[m2->buf] + x->reg[m2->reg] + m2->off : NULL;
+  uint8_t *pd = x->buf[md->buf] + x->reg[md->reg] + md->off;
+  uint8_t *ps = rsum ? x->buf[ms->buf] + x->reg[ms->reg] + ms->off : NULL;
+  const uint8_t *p1 = x->buf[m1->buf] + x->reg[m1->reg] + m1->off;
+  const uint8_t *p2 = src2 ? x->buf[m2->buf] + x->reg[m2->reg] + m2->off : NULL;
   bool fl = cov_dtype_is_float(ti);
   for (uint64_t i = 0; i < R; i++) {
     float facc = 0;
@@ -1074,114 +1112,181 @@ static cov_status run_vop(ex *x, const npu_insn *in) {
 
 /* ---- driver ---- */
 
-typedef struct loop_frame {
-  uint32_t start, end, left;
-} loop_frame;
+/* Core c's executor: its registers, loops, units, arrays' chains and
+ * scoreboard (shared nodes' blocks from first), its memories. */
+static cov_status core_init(ex *x, cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
+                            cov_npu_stats *stats, ex_shared *sh, uint32_t c, const ex *first) {
+  memset(x, 0, sizeof *x);
+  x->sim = sim;
+  x->sh = sh;
+  x->p = p;
+  x->t = &sim->tgt;
+  x->g = sim->acg;
+  x->dry = o->dry;
+  x->trace = o->dry ? NULL : o->trace;
+  x->st = stats;
+  x->core = c;
+  npu_core_range(p, c, &x->lo, &x->hi);
+  x->pc = x->lo;
+  int n_units = x->g->n_edges + x->g->n_compute;
+  x->tid0 = (int)c * NPU_TRACE_CORE_TIDS;
+  x->buf = sim->cbuf ? sim->cbuf + (size_t)c * (size_t)x->g->n_storage : NULL;
+  x->chain = calloc((size_t)x->g->n_compute + 1, sizeof *x->chain);
+  if (!x->chain) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+  if (x->dry) return NULL;
+  x->unit_free = calloc((size_t)n_units, sizeof *x->unit_free);
+  if (!x->unit_free) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+  x->trace_offset = o->trace_offset;
+  return sb_init(x, first);
+}
 
-cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
-                    cov_npu_stats *stats) {
-  ex x = {0};
-  x.sim = sim;
-  x.p = p;
-  x.t = &sim->tgt;
-  x.g = sim->acg;
-  x.dry = o->dry;
-  x.trace = o->dry ? NULL : o->trace;
-  x.st = stats;
-  uint64_t max_dyn = o->max_dyn ? o->max_dyn : NPU_MAX_DYN_INSNS;
-  int n_units = x.g->n_edges + x.g->n_compute;
-  cov_status st = NULL;
-  x.chain = calloc((size_t)x.g->n_compute + 1, sizeof *x.chain);
-  if (!x.chain) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
-  if (!x.dry) {
-    x.unit_free = calloc((size_t)n_units, sizeof *x.unit_free);
-    if (!x.unit_free) {
-      free(x.chain);
-      return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
-    }
-    if ((st = sb_init(&x))) goto done;
-    x.trace_offset = o->trace_offset;
-    if (x.trace && o->trace_fragment) {
-      x.trace_any = true;
-    } else if (x.trace) {
-      npu_trace_header(x.trace, x.g, stats);
-      x.trace_any = n_units > 0;
-    }
-  }
-  loop_frame stack[NPU_MAX_LOOP_DEPTH];
-  int depth = 0;
-  uint64_t dyn = 0;
-  uint32_t pc = 0;
+static void core_free(ex *x) {
+  free(x->chain);
+  free(x->unit_free);
+  sb_free(x);
+}
+
+/* Runs core x's control instructions up to and including its next unit
+ * instruction or sync, or to its end (x->ended). */
+static cov_status core_step(ex *x, uint64_t max_dyn) {
+  const npu_prog *p = x->p;
   for (;;) {
-    while (depth > 0 && pc == stack[depth - 1].end) {
-      if (--stack[depth - 1].left > 0) {
-        pc = stack[depth - 1].start;
+    while (x->depth > 0 && x->pc == x->stack[x->depth - 1].end) {
+      if (--x->stack[x->depth - 1].left > 0) {
+        x->pc = x->stack[x->depth - 1].start;
         break;
       }
-      depth--;
+      x->depth--;
     }
-    if (pc >= p->n_insns) break;
-    if (++dyn > max_dyn) {
-      st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
-                     "instruction %u: the program runs more than %llu instructions (loop counts "
-                     "too large?)",
-                     pc, (unsigned long long)max_dyn);
-      goto done;
+    if (x->pc >= x->hi) {
+      x->ended = true;
+      return NULL;
     }
-    const npu_insn *in = &p->insns[pc];
-    x.pc = pc;
+    if (++x->dyn > max_dyn)
+      return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                       "instruction %u: the program runs more than %llu instructions (loop counts "
+                       "too large?)",
+                       x->pc, (unsigned long long)max_dyn);
+    const npu_insn *in = &p->insns[x->pc];
+    cov_status st = NULL;
+    bool unit = false;
     switch (in->op) {
       case NPU_OP_NOP: break;
-      case NPU_OP_BARRIER: x.barrier = x.max_end; break;
-      case NPU_OP_SETR: x.reg[in->u.r.reg] = in->u.r.imm; break;
+      case NPU_OP_BARRIER: x->barrier = x->max_end; break;
+      case NPU_OP_SYNC: x->at_sync = true; x->syncs++; break;
+      case NPU_OP_SETR: x->reg[in->u.r.reg] = in->u.r.imm; break;
       case NPU_OP_ADDR: {
         /* Registers hold byte addresses; keep them inside +-2^62 so address
          * arithmetic cannot overflow. */
-        int64_t v = x.reg[in->u.r.reg], d = in->u.r.imm;
+        int64_t v = x->reg[in->u.r.reg], d = in->u.r.imm;
         int64_t lim = (int64_t)1 << 62;
-        if (d > lim || d < -lim || v + d > lim || v + d < -lim) {
-          st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name), "instruction %u (addr): field imm: r%u overflows",
-                         pc, in->u.r.reg);
-          goto done;
-        }
-        x.reg[in->u.r.reg] = v + d;
+        if (d > lim || d < -lim || v + d > lim || v + d < -lim)
+          return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                           "instruction %u (addr): field imm: r%u overflows", x->pc, in->u.r.reg);
+        x->reg[in->u.r.reg] = v + d;
         break;
       }
       case NPU_OP_LOOP:
-        stack[depth++] = (loop_frame){pc + 1, pc + 1 + in->u.loop.body, in->u.loop.count};
+        x->stack[x->depth++] = (loop_frame){x->pc + 1, x->pc + 1 + in->u.loop.body, in->u.loop.count};
         break;
-      case NPU_OP_DMA: st = run_dma(&x, in); break;
-      case NPU_OP_GEMM: st = run_gemm(&x, in); break;
-      case NPU_OP_VOP: st = run_vop(&x, in); break;
+      case NPU_OP_DMA: st = run_dma(x, in), unit = true; break;
+      case NPU_OP_GEMM: st = run_gemm(x, in), unit = true; break;
+      case NPU_OP_VOP: st = run_vop(x, in), unit = true; break;
       default:
-        st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x", pc, in->op);
+        st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name), "instruction %u: unknown opcode 0x%02x",
+                       x->pc, in->op);
     }
-    if (st) goto done;
-    pc++;
+    if (st) return st;
+    x->pc++;
+    if (unit || x->at_sync) return NULL;
   }
-  for (int u = 0; u < x.g->n_compute; u++)
-    if (x.chain[u].held) {
-      st = cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name),
-                     "instruction %u (gemm): field flags: the program ends while it holds its tile "
-                     "in '%s' (flag hold): no gemm drains it",
-                     x.chain[u].held_pc, x.g->compute[u].name);
-      goto done;
+}
+
+/* The cores of the program side by side: the core whose latest unit
+ * instruction started earliest issues next, so DRAM's interface sees the
+ * cores' transfers about in the order of time; a core at a sync waits
+ * until every core that has not ended is at one, then all go on after
+ * everything before has finished. In a dry run each core runs alone. */
+static cov_status run_cores(ex *xs, uint32_t n, uint64_t max_dyn) {
+  for (;;) {
+    ex *next = NULL;
+    uint32_t live = 0;
+    for (uint32_t c = 0; c < n; c++) {
+      if (xs[c].ended) continue;
+      live++;
+      if (!xs[c].at_sync && (!next || xs[c].now < next->now)) next = &xs[c];
     }
-  if (x.max_end >= NPU_CYCLE_CAP) {
-    st = cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
-                   "the program takes 2^62 cycles or more on ACG '%s' (are its bandwidths and "
-                   "throughputs in bytes and elements per cycle?)",
-                   x.g->name ? x.g->name : "");
-    goto done;
+    if (!live) return NULL;
+    if (next) {
+      COV_RETURN_IF_ERROR(core_step(next, max_dyn));
+      continue;
+    }
+    uint64_t all = 0; /* every live core at a sync: release them */
+    for (uint32_t c = 0; c < n; c++)
+      if (xs[c].max_end > all) all = xs[c].max_end;
+    for (uint32_t c = 0; c < n; c++)
+      if (!xs[c].ended) xs[c].barrier = all, xs[c].at_sync = false;
   }
-  if (!x.dry) {
-    stats->cycles = x.max_end;
-    stats->dyn_insns = dyn;
-    if (x.trace && !o->trace_fragment) fprintf(x.trace, "\n]}\n");
+}
+
+/* After the run: no core may end holding a tile in its array, and the cores
+ * must pass the same number of syncs (ISA.md "Cores"). */
+static cov_status cores_check_end(const ex *xs, uint32_t n) {
+  const npu_prog *p = xs[0].p;
+  for (uint32_t c = 0; c < n; c++) {
+    for (int u = 0; u < xs[c].g->n_compute; u++)
+      if (xs[c].chain[u].held)
+        return cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name),
+                         "instruction %u (gemm): field flags: the program ends while it holds its tile "
+                         "in '%s' (flag hold): no gemm drains it",
+                         xs[c].chain[u].held_pc, xs[c].g->compute[u].name);
+    if (xs[c].syncs != xs[0].syncs)
+      return cov_error(COV_INVALID_INPUT, COV_AT(NULL, p->acg_name),
+                       "core %u passes %u sync instructions, core 0 %u: every core must reach each "
+                       "sync",
+                       c, xs[c].syncs, xs[0].syncs);
+    if (xs[c].max_end >= NPU_CYCLE_CAP)
+      return cov_error(COV_OUT_OF_RANGE, COV_AT(NULL, p->acg_name),
+                       "the program takes 2^62 cycles or more on ACG '%s' (are its bandwidths and "
+                       "throughputs in bytes and elements per cycle?)",
+                       xs[c].g->name ? xs[c].g->name : "");
   }
-done:
-  free(x.chain);
-  free(x.unit_free);
-  sb_free(&x);
+  return NULL;
+}
+
+cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
+                    cov_npu_stats *stats) {
+  uint32_t n = npu_prog_cores(p);
+  uint64_t max_dyn = o->max_dyn ? o->max_dyn : NPU_MAX_DYN_INSNS;
+  ex_shared sh = {0};
+  ex *xs = calloc(n, sizeof *xs);
+  if (!xs) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+  cov_status st = NULL;
+  uint32_t made = 0;
+  for (; made < n && !st; made++) st = core_init(&xs[made], sim, p, o, stats, &sh, made, made ? &xs[0] : NULL);
+  int n_units = sim->acg->n_edges + sim->acg->n_compute;
+  if (!st && !o->dry && xs[0].trace) {
+    if (o->trace_fragment) sh.trace_any = true;
+    else {
+      npu_trace_header(xs[0].trace, sim->acg, stats);
+      sh.trace_any = n_units > 0;
+    }
+  }
+  if (!st && o->dry)
+    for (uint32_t c = 0; c < n && !st; c++) st = run_cores(&xs[c], 1, max_dyn);
+  else if (!st)
+    st = run_cores(xs, n, max_dyn);
+  if (!st) st = cores_check_end(xs, n);
+  if (!st && !o->dry) {
+    stats->cycles = stats->dyn_insns = 0;
+    for (uint32_t c = 0; c < n; c++) {
+      if (xs[c].max_end > stats->cycles) stats->cycles = xs[c].max_end;
+      stats->dyn_insns += xs[c].dyn;
+    }
+    stats->cores = sim->tgt.cores;
+    if (xs[0].trace && !o->trace_fragment) fprintf(xs[0].trace, "\n]}\n");
+  }
+  for (uint32_t c = 0; c < made; c++) core_free(&xs[c]);
+  free(xs);
   return st;
 }

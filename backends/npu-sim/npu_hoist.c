@@ -83,10 +83,11 @@ int npu_insn_ranges(const npu_insn *in, const npu_target *t, npu_brange *r) {
 }
 
 bool npu_straight_line(const npu_prog *p) {
+  if (npu_prog_cores(p) > 1) return false; /* the passes reorder one stream */
   for (uint32_t i = 0; i < p->n_insns; i++) {
     const npu_insn *in = &p->insns[i];
     if (in->op == NPU_OP_LOOP || in->op == NPU_OP_SETR || in->op == NPU_OP_ADDR ||
-        in->op == NPU_OP_BARRIER)
+        in->op == NPU_OP_BARRIER || in->op == NPU_OP_SYNC)
       return false;
     if (in->op == NPU_OP_DMA && in->u.dma.local_reg != 0) return false;
     if (in->op == NPU_OP_DMA && in->u.dma.dram_reg != 0) return false;

@@ -22,6 +22,7 @@ typedef struct npu_target {
   int array;              /* compute index of the systolic array, -1 if none */
   int simd;               /* compute index of the SIMD unit, -1 if none */
   bool output_stationary; /* the array accumulates in a register file next to it */
+  uint32_t cores;         /* the array's instances (ISA.md "Cores") */
   uint64_t digest;
 } npu_target;
 
@@ -59,6 +60,11 @@ void npu_dyn_count(const npu_prog *p, uint64_t *insns, uint64_t *work);
 /* Scheduled IR -> program (npu_codegen.c). */
 struct map_schedule;
 cov_status npu_codegen(const struct map_schedule *s, npu_prog **out);
+/* npu_cores.c: one program of n cores from n single-core programs of the
+ * same tensors (core c runs part[c]'s instructions); refuses a part that
+ * uses an on-chip buffer the cores share (instances 1), whose addresses
+ * the parts do not divide among them. */
+cov_status npu_cores_join(npu_prog *const *part, uint32_t n, const npu_target *t, npu_prog **out);
 /* Sets the gemm chaining flags (hold/chain, wkeep) where consecutive gemms
  * continue the same output tile or reuse the same weights (npu_codegen does
  * this on every program it emits). */
@@ -96,6 +102,7 @@ typedef struct npu_unit_stats {
 
 struct cov_npu_stats {
   uint64_t cycles, dyn_insns, macs;
+  uint32_t cores; /* the target's (ISA.md "Cores"): units' figures are summed over them */
   double clock_mhz, peak_macs_per_cycle;
   double ideal_cycles; /* sum over gemms of MACs / their capability's throughput */
   int n_units, n_edges;
@@ -109,7 +116,11 @@ struct cov_npu_stats {
 
 /* Statistics sized for the ACG (unit and storage names filled in). */
 cov_status npu_stats_create(const cov_acg *g, cov_npu_stats **out);
-/* The trace's opening: the JSON header and one thread name per unit. */
+/* Trace tracks: core c's unit u is track u + c * NPU_TRACE_CORE_TIDS (the
+ * units of an ACG and a model trace's two tracks of its own are fewer) */
+#define NPU_TRACE_CORE_TIDS (ACG_MAX_EDGES + ACG_MAX_NODES + 2)
+/* The trace's opening: the JSON header and one thread name per unit (per
+ * core's unit on an NPU of several cores). */
 void npu_trace_header(FILE *f, const cov_acg *g, const cov_npu_stats *names);
 
 /* Runs p on the simulator's memories (already loaded). stats may be NULL in
@@ -121,6 +132,9 @@ struct cov_npu_sim {
   const cov_acg *acg;
   npu_target tgt;
   uint8_t **buf;     /* per storage node: on-chip memory (NULL for DRAM) */
+  /* per core c, per storage node s: cbuf[c * n_storage + s], core 0's the
+   * buf above, a node the cores share (instances 1) core 0's for all */
+  uint8_t **cbuf;
   uint8_t *dram;
   uint64_t dram_bytes;
   const npu_prog *prog; /* loaded program (not owned) */

@@ -16,6 +16,11 @@
 
 #define NPU_MAGIC "CNPU"
 #define NPU_VERSION 1
+/* A program of several cores (ISA.md "Cores"): the header's version, and
+ * after the tensor table a core table of n_cores x NPU_CORE_BYTES */
+#define NPU_VERSION_CORES 2
+#define NPU_CORE_BYTES 8
+#define NPU_MAX_CORES 16
 #define NPU_HEADER_BYTES 80
 #define NPU_TENSOR_BYTES 80
 #define NPU_INSN_HEAD_BYTES 8
@@ -46,6 +51,7 @@
 typedef enum npu_opcode {
   NPU_OP_NOP = 0x01,
   NPU_OP_BARRIER = 0x02, /* later instructions start after all earlier ones end */
+  NPU_OP_SYNC = 0x03,    /* a barrier across every core of the program */
   NPU_OP_SETR = 0x10,    /* r[reg] = imm */
   NPU_OP_ADDR = 0x11,    /* r[reg] += imm (signed) */
   NPU_OP_LOOP = 0x12,    /* run the next `body` instructions `count` times */
@@ -175,7 +181,18 @@ typedef struct cov_npu_program {
   uint32_t n_tensors, cap_tensors;
   npu_segment *segs;
   uint32_t n_segs, cap_segs;
+  /* Cores (ISA.md "Cores"): core c runs instructions [core_first[c],
+   * core_first[c + 1]); n_cores 0 or 1: one core runs them all */
+  uint32_t n_cores;
+  uint32_t core_first[NPU_MAX_CORES + 1];
 } npu_prog;
+
+/* The program's cores (at least 1) and core c's instructions [*lo, *hi). */
+static inline uint32_t npu_prog_cores(const npu_prog *p) { return p->n_cores > 1 ? p->n_cores : 1; }
+static inline void npu_core_range(const npu_prog *p, uint32_t c, uint32_t *lo, uint32_t *hi) {
+  *lo = p->n_cores > 1 ? p->core_first[c] : 0;
+  *hi = p->n_cores > 1 ? p->core_first[c + 1] : p->n_insns;
+}
 
 /* Encoded size of an instruction with this opcode; 0 for an unknown one. */
 uint32_t npu_insn_size(uint8_t op);

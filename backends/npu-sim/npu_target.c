@@ -71,6 +71,8 @@ uint64_t npu_acg_digest(const cov_acg *g) {
     /* timing depends on it; hashed only when set, so the digests of ACGs
      * that predate the field stay as they were */
     if (c->weight_buffers > 1) fnv_u(&f, c->weight_buffers);
+    /* cores (ISA.md "Cores"), hashed only when several, as weight_buffers */
+    if (c->instances > 1) fnv_u(&f, 0x20000u | c->instances);
     fnv_u(&f, (uint64_t)c->n_caps);
     for (int k = 0; k < c->n_caps; k++) {
       const acg_capability *cap = &c->caps[k];
@@ -96,6 +98,34 @@ uint64_t npu_acg_digest(const cov_acg *g) {
   return f.h;
 }
 
+/* The cores (ISA.md "Cores"): the array's instances. Every compute node is
+ * one per core; an on-chip storage node is one per core or, with instances
+ * 1, one that the cores share. */
+static cov_status npu_target_cores(const cov_acg *g, npu_target *t, const cov_loc *loc) {
+  uint32_t n = g->compute[t->array].instances ? g->compute[t->array].instances : 1;
+  t->cores = n;
+  if (n > NPU_MAX_CORES)
+    return cov_error(COV_UNSUPPORTED, loc, "ACG '%s': %s has %u instances; npu-sim runs at most %d cores",
+                     g->name, g->compute[t->array].name, n, NPU_MAX_CORES);
+  for (int i = 0; i < g->n_compute; i++) {
+    uint32_t k = g->compute[i].instances ? g->compute[i].instances : 1;
+    if (k != n)
+      return cov_error(COV_UNSUPPORTED, loc,
+                       "ACG '%s': %s has %u instances, %s %u: npu-sim runs cores of one array and "
+                       "one of every other unit each (give every compute node the same instances)",
+                       g->name, g->compute[i].name, k, g->compute[t->array].name, n);
+  }
+  for (int i = 0; i < g->n_storage; i++) {
+    uint32_t k = g->storage[i].instances ? g->storage[i].instances : 1;
+    if (g->storage[i].kind != ACG_DRAM && k != 1 && k != n)
+      return cov_error(COV_UNSUPPORTED, loc,
+                       "ACG '%s': storage %s has %u instances for %u cores: one per core (%u) or "
+                       "one shared (1)",
+                       g->name, g->storage[i].name, k, n, n);
+  }
+  return NULL;
+}
+
 cov_status npu_target_init(const cov_acg *g, npu_target *t) {
   memset(t, 0, sizeof *t);
   t->acg = g;
@@ -112,6 +142,7 @@ cov_status npu_target_init(const cov_acg *g, npu_target *t) {
                      "ACG '%s' is not an NPU: npu-sim needs a DRAM storage node and a systolic "
                      "compute node",
                      g->name);
+  COV_RETURN_IF_ERROR(npu_target_cores(g, t, &loc));
   int an = npu_node_of_compute(g, t->array);
   for (int s = 0; s < g->n_storage; s++)
     if (g->storage[s].kind == ACG_REGFILE && npu_find_edge(g, an, s) >= 0)

@@ -27,11 +27,15 @@ void npu_trace_header(FILE *f, const cov_acg *g, const cov_npu_stats *names) {
           "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"time_unit\":\"1 us = 1 cycle\","
           "\"acg\":\"%s\"},\"traceEvents\":[",
           g->name);
-  for (int u = 0; u < names->n_units; u++)
-    fprintf(f,
-            "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":"
-            "\"%s\"}}",
-            u ? "," : "", u, names->unit_name[u]);
+  npu_target t;
+  uint32_t cores = npu_target_init(g, &t) ? 1 : t.cores; /* (a refused ACG: no cores to name) */
+  for (uint32_t c = 0; c < cores; c++)
+    for (int u = 0; u < names->n_units; u++) {
+      fprintf(f, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"",
+              u || c ? "," : "", u + (int)c * NPU_TRACE_CORE_TIDS);
+      if (cores > 1) fprintf(f, "core %u: ", c);
+      fprintf(f, "%s\"}}", names->unit_name[u]);
+    }
 }
 
 /* A label as a JSON string's contents (node names are the model's). */

@@ -230,6 +230,50 @@ static cov_status check_vop(const npu_target *t, const cov_loc *lp, uint32_t i,
   return NULL;
 }
 
+/* One core's instructions [lo, hi): fields, and loops whose bodies stay
+ * inside the core's stream. */
+static cov_status verify_stream(const npu_prog *p, const npu_target *t, const cov_loc *lp, uint32_t lo,
+                                uint32_t hi) {
+  cov_loc loc = *lp;
+  uint32_t loop_end[NPU_MAX_LOOP_DEPTH];
+  int depth = 0;
+  for (uint32_t i = lo; i < hi; i++) {
+    while (depth > 0 && i >= loop_end[depth - 1]) depth--;
+    const npu_insn *in = &p->insns[i];
+    switch (in->op) {
+      case NPU_OP_NOP:
+      case NPU_OP_BARRIER:
+      case NPU_OP_SYNC: break;
+      case NPU_OP_SETR:
+      case NPU_OP_ADDR:
+        if (in->u.r.reg == 0 || in->u.r.reg >= NPU_NREGS)
+          FAIL("instruction %u (%s): field reg: r%u, writable registers are r1..r%d", i,
+               npu_opcode_name(in->op), in->u.r.reg, NPU_NREGS - 1);
+        break;
+      case NPU_OP_LOOP: {
+        if (in->u.loop.count == 0) FAIL("instruction %u (loop): field count: must be >= 1", i);
+        if (in->u.loop.body == 0) FAIL("instruction %u (loop): field body: must be >= 1", i);
+        uint64_t end = (uint64_t)i + 1 + in->u.loop.body;
+        if (end > hi)
+          FAIL("instruction %u (loop): field body: %u instructions, only %u follow%s", i,
+               in->u.loop.body, hi - i - 1, hi < p->n_insns ? " in its core's stream" : "");
+        if (depth > 0 && end > loop_end[depth - 1])
+          FAIL("instruction %u (loop): field body: ends at %llu, after its enclosing loop (%u)", i,
+               (unsigned long long)end, loop_end[depth - 1]);
+        if (depth == NPU_MAX_LOOP_DEPTH)
+          FAIL("instruction %u (loop): loops nested deeper than %d", i, NPU_MAX_LOOP_DEPTH);
+        loop_end[depth++] = (uint32_t)end;
+        break;
+      }
+      case NPU_OP_DMA: COV_RETURN_IF_ERROR(check_dma(t, &loc, i, in)); break;
+      case NPU_OP_GEMM: COV_RETURN_IF_ERROR(check_gemm(t, &loc, i, in)); break;
+      case NPU_OP_VOP: COV_RETURN_IF_ERROR(check_vop(t, &loc, i, in)); break;
+      default: FAIL("instruction %u: field opcode: unknown opcode 0x%02x", i, in->op);
+    }
+  }
+  return NULL;
+}
+
 cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char *file) {
   const cov_acg *g = t->acg;
   cov_loc loc = {file, 0, 0, NULL};
@@ -273,40 +317,16 @@ cov_status npu_verify_static(const npu_prog *p, const npu_target *t, const char 
       FAIL("segment %u: field addr: [%llu, +%llu) outside DRAM of %llu bytes", i,
            (unsigned long long)p->segs[i].addr, (unsigned long long)p->segs[i].bytes,
            (unsigned long long)p->dram_bytes);
-  uint32_t loop_end[NPU_MAX_LOOP_DEPTH];
-  int depth = 0;
-  for (uint32_t i = 0; i < p->n_insns; i++) {
-    while (depth > 0 && i >= loop_end[depth - 1]) depth--;
-    const npu_insn *in = &p->insns[i];
-    switch (in->op) {
-      case NPU_OP_NOP:
-      case NPU_OP_BARRIER: break;
-      case NPU_OP_SETR:
-      case NPU_OP_ADDR:
-        if (in->u.r.reg == 0 || in->u.r.reg >= NPU_NREGS)
-          FAIL("instruction %u (%s): field reg: r%u, writable registers are r1..r%d", i,
-               npu_opcode_name(in->op), in->u.r.reg, NPU_NREGS - 1);
-        break;
-      case NPU_OP_LOOP: {
-        if (in->u.loop.count == 0) FAIL("instruction %u (loop): field count: must be >= 1", i);
-        if (in->u.loop.body == 0) FAIL("instruction %u (loop): field body: must be >= 1", i);
-        uint64_t end = (uint64_t)i + 1 + in->u.loop.body;
-        if (end > p->n_insns)
-          FAIL("instruction %u (loop): field body: %u instructions, only %u follow", i,
-               in->u.loop.body, p->n_insns - i - 1);
-        if (depth > 0 && end > loop_end[depth - 1])
-          FAIL("instruction %u (loop): field body: ends at %llu, after its enclosing loop (%u)", i,
-               (unsigned long long)end, loop_end[depth - 1]);
-        if (depth == NPU_MAX_LOOP_DEPTH)
-          FAIL("instruction %u (loop): loops nested deeper than %d", i, NPU_MAX_LOOP_DEPTH);
-        loop_end[depth++] = (uint32_t)end;
-        break;
-      }
-      case NPU_OP_DMA: COV_RETURN_IF_ERROR(check_dma(t, &loc, i, in)); break;
-      case NPU_OP_GEMM: COV_RETURN_IF_ERROR(check_gemm(t, &loc, i, in)); break;
-      case NPU_OP_VOP: COV_RETURN_IF_ERROR(check_vop(t, &loc, i, in)); break;
-      default: FAIL("instruction %u: field opcode: unknown opcode 0x%02x", i, in->op);
-    }
+  uint32_t cores = npu_prog_cores(p);
+  if (cores > t->cores)
+    FAIL("field n_cores: the program runs on %u cores, '%s' has %u (the instances of its array)",
+         cores, g->name, t->cores);
+  for (uint32_t c = 0; c < cores; c++) {
+    uint32_t lo, hi;
+    npu_core_range(p, c, &lo, &hi);
+    if (lo > hi || hi > p->n_insns)
+      FAIL("core %u: its instructions [%u, %u) are not within the program's %u", c, lo, hi, p->n_insns);
+    COV_RETURN_IF_ERROR(verify_stream(p, t, &loc, lo, hi));
   }
   return NULL;
 }

@@ -1,12 +1,13 @@
 /* bench/npu-sim/bench_npu.c: the NPU simulator against its references, on
- * every layer of the suite and both shipped NPU targets, in one run:
+ * every layer of the suite and the shipped NPU targets, in one run:
  *
  *  1. cost model vs simulator: the mapper's predicted cycles against the
  *     simulated cycles of the generated program; Spearman rank correlation
  *     and mean absolute percent error, per target and overall;
  *  2. anchor: simulated cycles against SCALE-Sim's analytical runtime for the
  *     same dataflow and array size (README.md gives the formula), as a ratio;
- *  3. speed: simulated MACs per second of wall time, against a plain C
+ *  3. cores: npu-4core's speed-ups on 1, 2 and 4 of its cores;
+ *  4. speed: simulated MACs per second of wall time, against a plain C
  *     f32 multiply-accumulate loop doing the same MACs in the same run.
  *
  * usage: bench_npu [--scale N] [--suite FILE] [--model FILE.onnx]... [--no-models] [--groups]
@@ -112,7 +113,7 @@ static double mape(const double *pred, const double *sim, int n) {
   return n ? 100 * m / n : 0;
 }
 
-#define N_TARGETS 3
+#define N_TARGETS 4
 #define MAX_ROWS 4096
 
 typedef struct series {
@@ -208,6 +209,62 @@ static cov_status bench_model(const char *path, const cov_acg *g, const char *tn
   return st;
 }
 
+/* Simulated cycles of a suite layer on g (the mapper's best schedule,
+ * re-ranked by simulation, as covenant compile); 0 where it fails. */
+static double layer_cycles(const char *suite, const char *name, int scale, const cov_acg *g) {
+  cov_layer *layer = NULL;
+  cov_schedule *sch = NULL;
+  cov_npu_program *prog = NULL;
+  cov_npu_sim *sm = NULL;
+  cov_npu_stats *stats = NULL;
+  cov_status st = cov_layer_from_suite(suite, name, scale, &layer);
+  if (!st) st = cov_map(layer, g, NULL, &sch);
+  if (!st) st = cov_npu_select_by_simulation(sch, g, COV_NPU_SELECT_MAX_OPS, NULL);
+  if (!st) st = cov_npu_compile(sch, &prog);
+  if (!st) st = cov_npu_sim_create(g, &sm);
+  if (!st) st = cov_npu_sim_load(sm, prog);
+  if (!st) st = cov_npu_sim_run(sm, NULL, &stats);
+  double cyc = st ? 0 : (double)cov_npu_stats_cycles(stats);
+  cov_status_free(st);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sm);
+  cov_npu_program_free(prog);
+  cov_schedule_free(sch);
+  cov_layer_free(layer);
+  return cyc;
+}
+
+/* The speed-ups of npu-4core's cores: each suite layer on the target with
+ * 1, 2 and 4 cores (every compute node and on-chip buffer at that many
+ * instances, as explore's --vary pe_array.instances derives them). */
+static cov_status cores_speedups(const char *suite, char **names, int n, int scale) {
+  cov_acg *g = NULL;
+  COV_RETURN_IF_ERROR(cov_acg_load_target("npu-4core", &g));
+  static const uint32_t cores[3] = {1, 2, 4};
+  double cyc[64][3];
+  for (int k = 0; k < 3; k++) {
+    for (int s = 0; s < g->n_storage; s++)
+      if (g->storage[s].kind != ACG_DRAM) g->storage[s].instances = cores[k];
+    for (int c = 0; c < g->n_compute; c++) g->compute[c].instances = cores[k];
+    for (int i = 0; i < n && i < 64; i++) cyc[i][k] = layer_cycles(suite, names[i], scale, g);
+  }
+  printf("\nnpu-4core's cores: simulated cycles of each suite layer on 1, 2 and 4 cores (one DRAM):\n");
+  printf("%-22s %12s %12s %12s %8s %8s\n", "layer", "1 core", "2 cores", "4 cores", "2/1", "4/1");
+  double l2 = 0, l4 = 0;
+  int m = 0;
+  for (int i = 0; i < n && i < 64; i++) {
+    if (cyc[i][0] <= 0 || cyc[i][1] <= 0 || cyc[i][2] <= 0) continue;
+    printf("%-22s %12.0f %12.0f %12.0f %8.3f %8.3f\n", names[i], cyc[i][0], cyc[i][1], cyc[i][2],
+           cyc[i][1] / cyc[i][0], cyc[i][2] / cyc[i][0]);
+    l2 += log(cyc[i][1] / cyc[i][0]);
+    l4 += log(cyc[i][2] / cyc[i][0]);
+    m++;
+  }
+  if (m) printf("%-22s %12s %12s %12s %8.3f %8.3f\n", "geomean", "", "", "", exp(l2 / m), exp(l4 / m));
+  cov_acg_free(g);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   int scale = 1;
   const char *suite = NULL;
@@ -254,8 +311,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* npu-16x16-os: npu-16x16's array and DRAM, output-stationary (this directory) */
-  const char *targets[N_TARGETS] = {"npu-16x16", BENCH_DIR "/npu-16x16-os.json", "npu-32x32-os"};
-  const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os"};
+  const char *targets[N_TARGETS] = {"npu-16x16", BENCH_DIR "/npu-16x16-os.json", "npu-32x32-os", "npu-4core"};
+  const char *tnames[N_TARGETS] = {"npu-16x16", "npu-16x16-os", "npu-32x32-os", "npu-4core"};
   static series suite_s[N_TARGETS], group_s[N_TARGETS];
   /* per layer: simulated / SCALE-Sim on the two 16x16 arrays (0: none) */
   double ss_ratio[64][2];
@@ -336,6 +393,10 @@ int main(int argc, char **argv) {
       if (ss_ratio[i][k] > worst[k]) worst[k] = ss_ratio[i][k];
   }
   printf("%-22s %8.2f %8.2f\n", "worst", worst[0], worst[1]);
+  if ((st = cores_speedups(suite, names, n_names, scale))) {
+    cov_status_print(stderr, st, 0);
+    return 1;
+  }
   for (int i = 0; i < n_names; i++) free(names[i]);
   free(names);
   printf("\ncost model vs simulator over the suite layers (predicted vs simulated cycles):\n");
