@@ -6,8 +6,6 @@
  * on the outermost on-chip output tile before its store to DRAM. Any element
  * access outside its tile, or any tile outside its buffer, is an error: a
  * schedule's correctness is tested, not assumed.
- *
- * long: store_final interprets the epilogue ops over the output tile and its store to DRAM, each op a case of one loop, with the checks the verifier relies on
  */
 #include <math.h>
 #include <stdlib.h>
@@ -274,171 +272,215 @@ static int64_t pt_key(const int64_t *k, const int *ol, int n_ol, const int64_t *
   return key;
 }
 
-/* The epilogue and the store of the level-1 output tile into DRAM. */
-static void store_final(interp *I, int o) {
+/* The points of the level-1 output tile: its output loops (ol), their
+ * count, and the walk's loop values at the tile's origin. */
+typedef struct tile_points {
+  const map_place *pl;
+  int ol[MAP_MAX_LOOPS], n_ol;
+  int64_t npts;
+  int64_t origin[MAP_MAX_LOOPS];
+} tile_points;
+
+/* Point pt's position along each output loop (k) and, with v, the loop
+ * values there. */
+static void point_at(const interp *I, const tile_points *P, int64_t pt, int64_t *k, int64_t *v) {
+  int64_t r = pt;
+  for (int j = P->n_ol - 1; j >= 0; j--) k[j] = r % P->pl->tile[P->ol[j]], r /= P->pl->tile[P->ol[j]];
+  if (!v) return;
+  for (int l = 0; l < I->p->n_loops; l++) v[l] = P->origin[l];
+  for (int j = 0; j < P->n_ol; j++) v[P->ol[j]] += k[j];
+}
+
+/* The epilogue's view: its temporaries (checked against what the
+ * schedule reserves), register 0 on the tile, each point's offset in the
+ * tile (gathered into register 0 unless that is the tile itself). */
+static bool epi_setup(interp *I, int o, const tile_points *P, uint8_t *src, epi_view *E) {
   const map_problem *p = I->p;
   const map_schedule *s = I->s;
-  const map_operand *op = &p->operands[o];
-  const map_place *pl = &s->place[o][1];
-  uint8_t *src = place_ptr(I, o, 1);
-  if (!src) return;
-  /* points: the output loops of the tile */
-  int ol[MAP_MAX_LOOPS], n_ol = 0;
-  int64_t npts = 1;
-  for (int l = 0; l < p->n_loops; l++)
-    if (!p->reduction[l]) ol[n_ol++] = l, npts *= pl->tile[l];
-  epi_view E;
-  memset(&E, 0, sizeof E);
-  map_epi_plan(s, s->epi_in_place, pl->tile, &E.lay);
-  E.dt = s->acc_dtype;
-  E.reg0 = src;
-  E.reg0_dt = pl->dtype;
+  memset(E, 0, sizeof *E);
+  map_epi_plan(s, s->epi_in_place, P->pl->tile, &E->lay);
+  E->dt = s->acc_dtype;
+  E->reg0 = src;
+  E->reg0_dt = P->pl->dtype;
   if (s->n_vops) {
     const acg_storage *st = s->epi_node >= 0 ? &s->acg->storage[s->epi_node] : NULL;
-    uint64_t need = (uint64_t)E.lay.elems * cov_dtype_size(E.dt);
-    if (!st || !I->buf[s->epi_node] || need > s->epi_bytes ||
-        s->epi_addr + s->epi_bytes > st->capacity_bytes) {
+    uint64_t need = (uint64_t)E->lay.elems * cov_dtype_size(E->dt);
+    if (!st || !I->buf[s->epi_node] || need > s->epi_bytes || s->epi_addr + s->epi_bytes > st->capacity_bytes) {
       I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                          "interp %s: the epilogue needs %llu bytes of temporaries; the schedule "
                          "reserves %llu in %s",
                          p->layer, (unsigned long long)need, (unsigned long long)s->epi_bytes,
                          st ? st->name : "no storage");
-      return;
+      return false;
     }
-    E.area = I->buf[s->epi_node] + s->epi_addr;
+    E->area = I->buf[s->epi_node] + s->epi_addr;
   }
-  E.off0 = malloc(sizeof(int64_t) * (size_t)npts);
-  if (!E.off0) {
+  E->off0 = malloc(sizeof(int64_t) * (size_t)P->npts);
+  if (!E->off0) {
     I->err = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    return;
+    return false;
   }
-  int64_t origin[MAP_MAX_LOOPS], v[MAP_MAX_LOOPS], idx[COV_MAX_RANK], k[MAP_MAX_LOOPS];
-  map_walk_values(&I->w, 1, origin);
-  /* each point's place in the output tile; register 0 is gathered from it
-   * unless it is the tile itself */
-  memset(k, 0, sizeof k);
-  for (int64_t pt = 0; pt < npts && !I->err; pt++) {
-    int64_t r = pt;
-    for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
-    for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
-    for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
-    map_walk_index_of(op, v, p->n_loops, idx);
-    E.off0[pt] = local_offset(I, o, 1, idx);
-    if (E.off0[pt] < 0) break;
-    if (s->n_vops && !s->epi_in_place) reg_st(I, &E, 0, pt, load_el(src, pl->dtype, E.off0[pt]));
+  int64_t v[MAP_MAX_LOOPS], idx[COV_MAX_RANK], k[MAP_MAX_LOOPS] = {0};
+  for (int64_t pt = 0; pt < P->npts && !I->err; pt++) {
+    point_at(I, P, pt, k, v);
+    map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
+    E->off0[pt] = local_offset(I, o, 1, idx);
+    if (E->off0[pt] < 0) break;
+    if (s->n_vops && !s->epi_in_place) reg_st(I, E, 0, pt, load_el(src, P->pl->dtype, E->off0[pt]));
   }
-  for (int vi = 0; vi < s->n_vops && !I->err; vi++) {
-    const map_vop *vo = &s->vops[vi];
-    const map_vop *pool = vo->kind == MAP_VOP_POOL ? vo : NULL;
-    if (vo->kind == MAP_VOP_ROW_REDUCE || pool) {
-      float init = vo->op == COV_OP_MAX ? -INFINITY : 0.0f;
-      if (pool && vo->b.kind == MAP_VS_SCALAR) init = (float)vo->b.value;
-      int64_t base = pool ? E.lay.pool_off : E.lay.row_off[vo->dst];
-      int64_t size = pool ? E.lay.pool_elems : E.lay.row_elems, at;
-      for (int64_t i = 0; i < size; i++)
-        if (epi_slot(I, base, i, size, &E, &at)) store_el(E.area, E.dt, at, init);
-    }
-    if (vo->row_sum) { /* a fused row sum starts from 0 */
-      int64_t at;
-      for (int64_t i = 0; i < E.lay.row_elems; i++)
-        if (epi_slot(I, E.lay.row_off[vo->sum_row], i, E.lay.row_elems, &E, &at)) store_el(E.area, E.dt, at, 0.0f);
-    }
-    if (vo->kind == MAP_VOP_ROW_MAP) { /* once per row value, in its row register */
-      float b = vo->b.kind == MAP_VS_SCALAR ? (float)vo->b.value : 0;
-      for (int64_t i = 0; i < E.lay.row_elems && !I->err; i++) {
-        int64_t at, to;
-        if (epi_slot(I, E.lay.row_off[vo->a.index], i, E.lay.row_elems, &E, &at) &&
-            epi_slot(I, E.lay.row_off[vo->dst], i, E.lay.row_elems, &E, &to))
-          store_el(E.area, E.dt, to, apply(vo->op, load_el(E.area, E.dt, at), b));
-      }
-      continue;
-    }
-    for (int64_t pt = 0; pt < npts && !I->err; pt++) {
-      int64_t r = pt;
-      for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
-      float a = 0, b = 0;
-      const map_vsrc *srcs[2] = {&vo->a, &vo->b};
-      float *vals[2] = {&a, &b};
-      for (int q = 0; q < 2; q++) {
-        const map_vsrc *sv = srcs[q];
-        int64_t at;
-        if (sv->kind == MAP_VS_REG) *vals[q] = reg_ld(I, &E, sv->index, pt);
-        else if (sv->kind == MAP_VS_SCALAR) *vals[q] = (float)sv->value;
-        else if (sv->kind == MAP_VS_ROW) {
-          if (epi_slot(I, E.lay.row_off[sv->index], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
-                       E.lay.row_elems, &E, &at))
-            *vals[q] = load_el(E.area, E.dt, at);
-        } else if (sv->kind == MAP_VS_VEC) {
-          for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
-          for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
-          int vo_i = sv->index, lv = 1;
-          int64_t vidx[COV_MAX_RANK];
-          map_walk_index_of(&p->operands[vo_i], v, p->n_loops, vidx);
-          int64_t off = local_offset(I, vo_i, lv, vidx);
-          uint8_t *vp = place_ptr(I, vo_i, lv);
-          if (off < 0 || !vp) break;
-          *vals[q] = load_el(vp, s->place[vo_i][lv].dtype, off);
-        }
-      }
-      if (I->err) break;
-      int64_t at;
-      if (vo->kind == MAP_VOP_MAP && vo->bias) {
-        /* the fused form: op(a + b) rounded as the unfused add and op, and
-         * the stored result added to its row's sum */
-        float y = apply(vo->op, a + b, 0);
-        reg_st(I, &E, vo->dst, pt, y);
-        if (vo->row_sum &&
-            epi_slot(I, E.lay.row_off[vo->sum_row], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
-                     E.lay.row_elems, &E, &at))
-          store_el(E.area, E.dt, at, load_el(E.area, E.dt, at) + reg_ld(I, &E, vo->dst, pt));
-      } else if (vo->kind == MAP_VOP_MAP) {
-        reg_st(I, &E, vo->dst, pt, apply(vo->op, a, b));
-      } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
-        if (epi_slot(I, E.lay.row_off[vo->dst], pt_key(k, ol, n_ol, pl->tile, vo->loop, NULL),
-                     E.lay.row_elems, &E, &at))
-          store_el(E.area, E.dt, at, apply(vo->op, load_el(E.area, E.dt, at), a));
-      } else if (epi_slot(I, E.lay.pool_off, pt_key(k, ol, n_ol, pl->tile, -1, pool),
-                          E.lay.pool_elems, &E, &at)) {
-        store_el(E.area, E.dt, at, apply(vo->op, load_el(E.area, E.dt, at), a));
-      }
-    }
-    /* the pooled values go to the destination register at each window's
-     * first point (where the store reads them) */
-    for (int64_t pt = 0; pool && pt < npts && !I->err; pt++) {
-      int64_t r = pt, at;
-      bool first = true;
-      for (int j = n_ol - 1; j >= 0; j--) {
-        k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
-        for (int w = 0; w < 2; w++)
-          if (ol[j] == pool->pool_loop[w] && k[j] % pool->window[w]) first = false;
-      }
-      if (first && epi_slot(I, E.lay.pool_off, pt_key(k, ol, n_ol, pl->tile, -1, pool),
-                            E.lay.pool_elems, &E, &at))
-        reg_st(I, &E, vo->dst, pt, load_el(E.area, E.dt, at));
+  return true;
+}
+
+/* A row reduction's or a pool's starting values, and a fused row sum's 0. */
+static void epi_vop_init(interp *I, epi_view *E, const map_vop *vo) {
+  const map_vop *pool = vo->kind == MAP_VOP_POOL ? vo : NULL;
+  int64_t at;
+  if (vo->kind == MAP_VOP_ROW_REDUCE || pool) {
+    float init = vo->op == COV_OP_MAX ? -INFINITY : 0.0f;
+    if (pool && vo->b.kind == MAP_VS_SCALAR) init = (float)vo->b.value;
+    int64_t base = pool ? E->lay.pool_off : E->lay.row_off[vo->dst];
+    int64_t size = pool ? E->lay.pool_elems : E->lay.row_elems;
+    for (int64_t i = 0; i < size; i++)
+      if (epi_slot(I, base, i, size, E, &at)) store_el(E->area, E->dt, at, init);
+  }
+  if (vo->row_sum)
+    for (int64_t i = 0; i < E->lay.row_elems; i++)
+      if (epi_slot(I, E->lay.row_off[vo->sum_row], i, E->lay.row_elems, E, &at)) store_el(E->area, E->dt, at, 0.0f);
+}
+
+/* A per-row op: once per row value, in its row register. */
+static void epi_row_map(interp *I, epi_view *E, const map_vop *vo) {
+  float b = vo->b.kind == MAP_VS_SCALAR ? (float)vo->b.value : 0;
+  for (int64_t i = 0; i < E->lay.row_elems && !I->err; i++) {
+    int64_t at, to;
+    if (epi_slot(I, E->lay.row_off[vo->a.index], i, E->lay.row_elems, E, &at) &&
+        epi_slot(I, E->lay.row_off[vo->dst], i, E->lay.row_elems, E, &to))
+      store_el(E->area, E->dt, to, apply(vo->op, load_el(E->area, E->dt, at), b));
+  }
+}
+
+/* The value of source sv at point pt (position k): false when a vector
+ * operand falls outside its place (then the op's later sources are not
+ * read). */
+static bool epi_src(interp *I, epi_view *E, const tile_points *P, const map_vop *vo, const map_vsrc *sv, int64_t pt,
+                    const int64_t *k, float *val) {
+  const map_problem *p = I->p;
+  int64_t at;
+  if (sv->kind == MAP_VS_REG) *val = reg_ld(I, E, sv->index, pt);
+  else if (sv->kind == MAP_VS_SCALAR) *val = (float)sv->value;
+  else if (sv->kind == MAP_VS_ROW) {
+    if (epi_slot(I, E->lay.row_off[sv->index], pt_key(k, P->ol, P->n_ol, P->pl->tile, vo->loop, NULL),
+                 E->lay.row_elems, E, &at))
+      *val = load_el(E->area, E->dt, at);
+  } else if (sv->kind == MAP_VS_VEC) {
+    int64_t v[MAP_MAX_LOOPS], kk[MAP_MAX_LOOPS], vidx[COV_MAX_RANK];
+    point_at(I, P, pt, kk, v);
+    int vo_i = sv->index, lv = 1;
+    map_walk_index_of(&p->operands[vo_i], v, p->n_loops, vidx);
+    int64_t off = local_offset(I, vo_i, lv, vidx);
+    uint8_t *vp = place_ptr(I, vo_i, lv);
+    if (off < 0 || !vp) return false;
+    *val = load_el(vp, I->s->place[vo_i][lv].dtype, off);
+  }
+  return true;
+}
+
+/* One vector op at every point: an element-wise op into its register (the
+ * fused form adding to its row's sum), a row reduction or a pool into its
+ * accumulators. */
+static void epi_vop_points(interp *I, epi_view *E, const tile_points *P, const map_vop *vo) {
+  const map_vop *pool = vo->kind == MAP_VOP_POOL ? vo : NULL;
+  int64_t k[MAP_MAX_LOOPS] = {0};
+  for (int64_t pt = 0; pt < P->npts && !I->err; pt++) {
+    point_at(I, P, pt, k, NULL);
+    float a = 0, b = 0;
+    if (epi_src(I, E, P, vo, &vo->a, pt, k, &a)) epi_src(I, E, P, vo, &vo->b, pt, k, &b);
+    if (I->err) break;
+    int64_t at;
+    if (vo->kind == MAP_VOP_MAP && vo->bias) {
+      /* the fused form: op(a + b) rounded as the unfused add and op, and
+       * the stored result added to its row's sum */
+      float y = apply(vo->op, a + b, 0);
+      reg_st(I, E, vo->dst, pt, y);
+      if (vo->row_sum && epi_slot(I, E->lay.row_off[vo->sum_row], pt_key(k, P->ol, P->n_ol, P->pl->tile, vo->loop, NULL),
+                                  E->lay.row_elems, E, &at))
+        store_el(E->area, E->dt, at, load_el(E->area, E->dt, at) + reg_ld(I, E, vo->dst, pt));
+    } else if (vo->kind == MAP_VOP_MAP) {
+      reg_st(I, E, vo->dst, pt, apply(vo->op, a, b));
+    } else if (vo->kind == MAP_VOP_ROW_REDUCE) {
+      if (epi_slot(I, E->lay.row_off[vo->dst], pt_key(k, P->ol, P->n_ol, P->pl->tile, vo->loop, NULL),
+                   E->lay.row_elems, E, &at))
+        store_el(E->area, E->dt, at, apply(vo->op, load_el(E->area, E->dt, at), a));
+    } else if (epi_slot(I, E->lay.pool_off, pt_key(k, P->ol, P->n_ol, P->pl->tile, -1, pool), E->lay.pool_elems, E,
+                        &at)) {
+      store_el(E->area, E->dt, at, apply(vo->op, load_el(E->area, E->dt, at), a));
     }
   }
-  /* store to DRAM */
+}
+
+/* The pooled values go to the destination register at each window's
+ * first point (where the store reads them). */
+static void epi_pool_out(interp *I, epi_view *E, const tile_points *P, const map_vop *pool) {
+  int64_t k[MAP_MAX_LOOPS] = {0};
+  for (int64_t pt = 0; pt < P->npts && !I->err; pt++) {
+    point_at(I, P, pt, k, NULL);
+    bool first = true;
+    for (int j = 0; j < P->n_ol; j++)
+      for (int w = 0; w < 2; w++)
+        if (P->ol[j] == pool->pool_loop[w] && k[j] % pool->window[w]) first = false;
+    int64_t at;
+    if (first && epi_slot(I, E->lay.pool_off, pt_key(k, P->ol, P->n_ol, P->pl->tile, -1, pool), E->lay.pool_elems, E, &at))
+      reg_st(I, E, pool->dst, pt, load_el(E->area, E->dt, at));
+  }
+}
+
+/* Every point of the tile into the DRAM output: register 0 after an
+ * epilogue, else the tile itself; pooled points once per window, and the
+ * outputs of a padded loop (map_pad.c) dropped as the DMA store drops them. */
+static void store_points(interp *I, int o, epi_view *E, const tile_points *P, const uint8_t *src) {
+  const map_problem *p = I->p;
   float *outp = I->out->data;
-  for (int64_t pt = 0; pt < npts && !I->err; pt++) {
-    int64_t r = pt;
-    for (int j = n_ol - 1; j >= 0; j--) k[j] = r % pl->tile[ol[j]], r /= pl->tile[ol[j]];
-    for (int l = 0; l < p->n_loops; l++) v[l] = origin[l];
-    for (int j = 0; j < n_ol; j++) v[ol[j]] += k[j];
-    map_walk_index_of(op, v, p->n_loops, idx);
+  int64_t k[MAP_MAX_LOOPS] = {0}, v[MAP_MAX_LOOPS], idx[COV_MAX_RANK];
+  for (int64_t pt = 0; pt < P->npts && !I->err; pt++) {
+    point_at(I, P, pt, k, v);
+    map_walk_index_of(&p->operands[o], v, p->n_loops, idx);
     bool skip = false;
     for (int w = 0; w < 2; w++)
       if (I->pool_dim[w] >= 0) {
         if (idx[I->pool_dim[w]] % I->pool_win[w]) skip = true;
         idx[I->pool_dim[w]] /= I->pool_win[w];
       }
-    /* outputs of a padded loop (map_pad.c) fall outside the tensor: the
-     * DMA store drops them, and so does this */
     for (int d = 0; d < I->out->rank; d++) skip |= idx[d] < 0 || idx[d] >= I->out->shape[d];
     if (skip) continue;
     int64_t off = 0;
     for (int d = 0; d < I->out->rank; d++) off = off * I->out->shape[d] + idx[d];
-    outp[off] = s->n_vops ? reg_ld(I, &E, 0, pt) : load_el(src, pl->dtype, E.off0[pt]);
+    outp[off] = I->s->n_vops ? reg_ld(I, E, 0, pt) : load_el(src, P->pl->dtype, E->off0[pt]);
   }
+}
+
+/* The epilogue and the store of the level-1 output tile into DRAM. */
+static void store_final(interp *I, int o) {
+  const map_problem *p = I->p;
+  const map_schedule *s = I->s;
+  uint8_t *src = place_ptr(I, o, 1);
+  if (!src) return;
+  tile_points P = {.pl = &s->place[o][1], .npts = 1};
+  for (int l = 0; l < p->n_loops; l++)
+    if (!p->reduction[l]) P.ol[P.n_ol++] = l, P.npts *= P.pl->tile[l];
+  map_walk_values(&I->w, 1, P.origin);
+  epi_view E;
+  if (!epi_setup(I, o, &P, src, &E)) return;
+  for (int vi = 0; vi < s->n_vops && !I->err; vi++) {
+    const map_vop *vo = &s->vops[vi];
+    epi_vop_init(I, &E, vo);
+    if (vo->kind == MAP_VOP_ROW_MAP) {
+      epi_row_map(I, &E, vo);
+      continue;
+    }
+    epi_vop_points(I, &E, &P, vo);
+    if (vo->kind == MAP_VOP_POOL) epi_pool_out(I, &E, &P, vo);
+  }
+  store_points(I, o, &E, &P, src);
   free(E.off0);
 }
 
