@@ -133,6 +133,25 @@ typedef struct acg_backend {
   uint32_t max_thread_registers; /* GPU: 4-byte registers one thread may use; 0 = not given */
 } acg_backend;
 
+/* The GPU cost model's fitted constants (acg/README.md, "calibration"):
+ * what the mapper's GPU search (mapper/map_gpu.c) cannot derive from the
+ * rest of the ACG, fitted per GPU to measured kernel times. Required for
+ * GPU backends, refused for npu-sim. */
+typedef struct acg_calibration {
+  bool given;
+  double overlap;          /* share of the non-binding resources' demand added to the binding one's */
+  double reg_eff;          /* matrix rate of per-wave instructions fed through registers */
+  double lat_mul;          /* share of the DRAM -> scratchpad latency a K step waits for */
+  double waves_per_unit;   /* waves a unit needs to issue back to back */
+  double copy_ops_gather;  /* vector ops per gathered A element (NCHW convolution) */
+  double copy_ops_elem;    /* vector ops per guarded B element */
+  double copy_ops_nhwc_row; /* vector ops per 16-byte row a channels-last convolution gathers */
+  double ws_step_cycles;   /* warp-specialised kernel: a consumer's K step beyond its demand */
+  double ws_scale;         /* warp-specialised kernel: predicted / measured of the other kernels */
+  double wg_step_cycles;   /* a channels-last convolution's K step alone on its core, beyond its MMAs */
+  const char *about;       /* where the fit comes from */
+} acg_calibration;
+
 struct cov_acg {
   cov_arena *arena;
   const char *file;
@@ -140,6 +159,7 @@ struct cov_acg {
   const char *about;
   double clock_mhz;
   acg_backend backend;
+  acg_calibration calibration;
   acg_storage *storage;
   int n_storage;
   acg_compute *compute;

@@ -6,6 +6,7 @@
  * shows everything wrong with a file in one run. Graph-level rules (dangling
  * edges, reachability) live in acg_validate.c.
  *
+ * size: one reader per section of the schema (backend, calibration, storage, compute, edges), all through this file's typed getters, which keep every error located; a section elsewhere would need them exported
  * long: load_capability reads one capability object field by field in the schema's order (acg/README.md), each check next to its read
  */
 #include <jansson.h>
@@ -753,6 +754,36 @@ static void load_backend(loader *L, const json_t *top) {
            "'code_object_version' applies to the amdgpu backend only");
 }
 
+/* The GPU cost model's constants: every one given, fitted together. */
+static const char *const k_calibration_fields[] = {
+    "about",         "overlap",           "reg_eff",        "lat_mul",  "waves_per_unit", "copy_ops_gather",
+    "copy_ops_elem", "copy_ops_nhwc_row", "ws_step_cycles", "ws_scale", "wg_step_cycles", NULL};
+
+static void load_calibration(loader *L, const json_t *top) {
+  acg_calibration *c = &L->g->calibration;
+  int gpu = L->g->backend.name && strcmp(L->g->backend.name, "npu-sim") != 0;
+  char *p;
+  json_t *v = member(L, top, "$", "calibration", gpu, "the GPU cost model's fitted constants", &p);
+  if (!v || !check_object(L, v, p, "the calibration")) return;
+  if (!gpu) {
+    report(L, p, 1, "'calibration' applies to GPU backends only");
+    return;
+  }
+  check_fields(L, v, p, k_calibration_fields);
+  c->given = true;
+  get_string(L, v, p, "about", 0, &c->about);
+  get_number(L, v, p, "overlap", 1, 1, 1, &c->overlap);
+  get_number(L, v, p, "reg_eff", 1, 0, 1, &c->reg_eff);
+  get_number(L, v, p, "lat_mul", 1, 1, 16, &c->lat_mul);
+  get_number_in(L, v, p, "waves_per_unit", 1, 0, 1, 64, &c->waves_per_unit);
+  get_number(L, v, p, "copy_ops_gather", 1, 1, 1e4, &c->copy_ops_gather);
+  get_number(L, v, p, "copy_ops_elem", 1, 1, 1e4, &c->copy_ops_elem);
+  get_number(L, v, p, "copy_ops_nhwc_row", 1, 1, 1e4, &c->copy_ops_nhwc_row);
+  get_number(L, v, p, "ws_step_cycles", 1, 1, 1e6, &c->ws_step_cycles);
+  get_number(L, v, p, "ws_scale", 1, 0, 100, &c->ws_scale);
+  get_number(L, v, p, "wg_step_cycles", 1, 1, 1e6, &c->wg_step_cycles);
+}
+
 static void check_unique_names(loader *L) {
   const cov_acg *g = L->g;
   for (int i = 0; i < acg_n_nodes(g); i++)
@@ -767,8 +798,8 @@ static void check_unique_names(loader *L) {
       }
 }
 
-static const char *const k_top_fields[] = {"acg_version", "name",    "about",   "clock_mhz", "backend",
-                                           "storage",     "compute", "edges", NULL};
+static const char *const k_top_fields[] = {"acg_version", "name",    "about", "clock_mhz", "backend",
+                                           "calibration", "storage", "compute", "edges", NULL};
 
 static void load_document(loader *L, const json_t *top) {
   cov_acg *g = L->g;
@@ -782,6 +813,7 @@ static void load_document(loader *L, const json_t *top) {
   get_string(L, top, "$", "about", 0, &g->about);
   get_number_in(L, top, "$", "clock_mhz", 1, 0, ACG_MIN_CLOCK_MHZ, 1e6, &g->clock_mhz);
   load_backend(L, top);
+  load_calibration(L, top);
 
   json_t *st = get_array(L, top, "$", "storage", 1, ACG_MAX_NODES / 2, &p);
   if (st) {

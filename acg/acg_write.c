@@ -116,6 +116,26 @@ cov_status cov_acg_write_json(const cov_acg *g, FILE *out) {
   if (g->backend.max_thread_registers)
     json_object_set_new(be, "max_thread_registers", json_integer(g->backend.max_thread_registers));
   json_object_set_new(o, "backend", be);
+  const acg_calibration *c = &g->calibration;
+  if (c->given) {
+    json_t *cal = json_object();
+    if (c->about) json_object_set_new(cal, "about", json_string(c->about));
+    const struct {
+      const char *key;
+      double v;
+    } f[] = {{"overlap", c->overlap},
+             {"reg_eff", c->reg_eff},
+             {"lat_mul", c->lat_mul},
+             {"waves_per_unit", c->waves_per_unit},
+             {"copy_ops_gather", c->copy_ops_gather},
+             {"copy_ops_elem", c->copy_ops_elem},
+             {"copy_ops_nhwc_row", c->copy_ops_nhwc_row},
+             {"ws_step_cycles", c->ws_step_cycles},
+             {"ws_scale", c->ws_scale},
+             {"wg_step_cycles", c->wg_step_cycles}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) json_object_set_new(cal, f[i].key, num(f[i].v));
+    json_object_set_new(o, "calibration", cal);
+  }
   json_t *st = json_array(), *cp = json_array(), *ed = json_array();
   for (int i = 0; i < g->n_storage; i++) json_array_append_new(st, storage_json(&g->storage[i]));
   for (int i = 0; i < g->n_compute; i++) json_array_append_new(cp, compute_json(&g->compute[i]));

@@ -1,16 +1,16 @@
-/* cli/cmd_gpu.c: `covenant gpu compile|run|candidates`: layers on GPU
- * targets; `covenant compile LAYER... --target GPU` shares its layer
- * compile (cli_gpu_compile_layers). */
+/* cli/cmd_gpu.c: `covenant gpu compile|run|candidates`: kernels of suite
+ * layers (and whole models) on GPU targets, through the target's backend
+ * row (compile_layers, as `covenant compile LAYER...`; run_layers;
+ * check_model; map_candidates). */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_compile.h"
-#include "covenant/gpu.h"
+#include "backends/registry/backend_registry.h"
 #include "covenant/mapper.h"
 
-static void gpu_help(FILE *out) {
+static void usage_help(FILE *out) {
   fprintf(out,
           "usage: covenant gpu compile LAYER... --target T -o DIR [--report]\n"
           "       covenant gpu run LAYER... --target T\n"
@@ -58,43 +58,6 @@ static void gpu_help(FILE *out) {
           "  -h, --help            show this help\n");
 }
 
-#ifdef COV_HAVE_GPU_BACKENDS
-#include "backends/gpu/gpu_driver.h"
-#include "backends/gpu/gpu_layer.h"
-#include "backends/registry/backend_registry.h"
-
-/* covenant gpu candidates LAYER... --target T [--top N] [--dtype D] [--suite F] */
-static int gpu_candidates(const cov_gpu_options *o, char **specs, int n, int top) {
-  gpu_target t;
-  cov_dtype dt = o->dtype != COV_DTYPE_INVALID ? o->dtype : COV_F16;
-  cov_status st = gpu_target_open(backend_gpu_vendors(), o->target, dt, &t);
-  for (int i = 0; i < n && !st; i++) st = gpu_spec_candidates(&t, o->suite, specs[i], dt, top, stdout);
-  if (t.acg) gpu_target_close(&t);
-  return cli_report(st);
-}
-
-#define MAX_SUITE 256
-/* The suite's layers the GPU lowering takes (contractions and max pools),
- * in file order; any others are left out of 'all'. */
-static cov_status suite_contractions(const char *suite, cov_dtype dt, char (*names)[96], int *n) {
-  int count = 0;
-  COV_RETURN_IF_ERROR(gpu_layer_suite_names(suite, names, MAX_SUITE, &count));
-  *n = 0;
-  for (int i = 0; i < count; i++) {
-    gpu_layer l;
-    cov_status st = gpu_layer_from_spec(suite, names[i], dt, &l);
-    if (st) {
-      cov_status_free(st);
-      continue;
-    }
-    if (*n != i) memcpy(names[*n], names[i], sizeof names[i]);
-    (*n)++;
-  }
-  return NULL;
-}
-#endif
-
-#ifdef COV_HAVE_GPU_BACKENDS
 /* A model run's inputs: random, exactly as `covenant run` makes them. */
 typedef struct model_inputs {
   unsigned long long seed;
@@ -104,102 +67,44 @@ static cov_status fill_inputs(void *user, const cov_model *m, cov_tensor *inputs
   const model_inputs *mi = user;
   for (size_t i = 0; i < n; i++) {
     cov_status st = cli_random_input(m, i, mi->seed, &inputs[i]);
-    /* its advice (--input) is an NPU-run option: say so */
-    if (st) return cov_status_annotate(st, "a GPU run makes random inputs only (no --input yet): ");
+    /* its advice (--input) is an option of covenant run: say so */
+    if (st) return cov_status_annotate(st, "a device run makes random inputs only (no --input yet): ");
   }
   return NULL;
 }
-#endif
 
-#ifdef COV_HAVE_GPU_BACKENDS
-/* What compile wrote, as the NPU compile says it: the code objects the
- * manifest lists ("file": "NAME") and the manifest. */
-static void print_written(const char *dir) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) return;
-  static const char key[] = "\"file\": \"";
-  char line[4096], first[3][256];
-  int n = 0;
-  while (fgets(line, sizeof line, f)) {
-    const char *q = strstr(line, key);
-    if (!q) continue;
-    q += strlen(key);
-    if (n < 3) snprintf(first[n], sizeof first[n], "%.*s", (int)strcspn(q, "\""), q);
-    n++;
+/* What the subcommand asks of the target's backend, through its row. */
+typedef struct sub_args {
+  const char *sub, *out_dir;
+  const char *const *specs;
+  int n, models, top;
+  unsigned long long seed;
+  double tol;
+} sub_args;
+
+static cov_status dispatch(const backend_target *t, const backend_options *o, const sub_args *a) {
+  const backend_info *b = t->backend;
+  if (!strcmp(a->sub, "candidates")) {
+    if (!b->map_candidates) return backend_lacks(t, "covenant gpu candidates", "rank kernel schedules");
+    return b->map_candidates(t, o, a->specs, a->n, a->top ? a->top : 8, stdout);
   }
-  fclose(f);
-  printf("wrote %d code object%s and %s:", n, n == 1 ? "" : "s", path);
-  for (int i = 0; i < n && i < 3; i++) printf(" %s/%s", dir, first[i]);
-  printf("%s\n", n > 3 ? " ..." : "");
-}
-#endif
-
-#ifdef COV_HAVE_GPU_BACKENDS
-/* Layers for a GPU target ('all': the suite's layers the lowering takes),
- * compiled (out_dir set) or run on the device. */
-static int gpu_layers(const cov_gpu_options *opts, char **args, int n_args, const char *out_dir, int report) {
-  cov_gpu_options o = *opts;
-  char (*suite_names)[96] = calloc(MAX_SUITE, sizeof *suite_names); /* no static state */
-  if (!suite_names) return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
-  int n_suite = 0, n = 0;
-  for (int i = 0; i < n_args && !n_suite; i++)
-    if (!strcmp(args[i], "all")) {
-      char found[4096];
-      const char *suite = o.suite;
-      cov_status st = suite ? NULL : cov_suite_find(found, sizeof found);
-      if (!suite) suite = found;
-      if (!st) st = suite_contractions(suite, o.dtype != COV_DTYPE_INVALID ? o.dtype : COV_F16, suite_names, &n_suite);
-      if (st) {
-        free(suite_names);
-        return cli_report(st);
-      }
-    }
-  const char **specs = malloc(sizeof *specs * (size_t)n_args * (size_t)(n_suite + 1));
-  if (!specs) {
-    free(suite_names);
-    return cli_report(cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"));
+  if (a->models && !strcmp(a->sub, "run")) {
+    if (!b->check_model) return backend_lacks(t, "covenant gpu run", "run models on a device");
+    model_inputs mi = {a->seed};
+    return b->check_model(t, o, a->specs[0], a->tol, fill_inputs, &mi, stdout);
   }
-  for (int i = 0; i < n_args; i++) {
-    if (strcmp(args[i], "all")) {
-      specs[n++] = args[i];
-      continue;
-    }
-    for (int j = 0; j < n_suite; j++) specs[n++] = suite_names[j];
-    o.allow_unfused = 1;
+  if (!strcmp(a->sub, "compile")) {
+    if (!b->compile_layers || b->max_layers) return backend_lacks(t, "covenant gpu compile", "compile kernels");
+    return b->compile_layers(t, o, a->specs, a->n, a->out_dir, stdout);
   }
-  cov_status st = out_dir ? cov_gpu_compile(&o, specs, n, out_dir, report ? stdout : NULL)
-                          : cov_gpu_run(&o, specs, n, stdout);
-  free(specs);
-  free(suite_names);
-  if (!st && out_dir) print_written(out_dir);
-  return cli_report(st);
-}
-#endif
-
-int cli_gpu_compile_layers(const cov_gpu_options *o, char **specs, int n, const char *out_dir, int report) {
-#ifdef COV_HAVE_GPU_BACKENDS
-  return gpu_layers(o, specs, n, out_dir, report);
-#else
-  (void)o, (void)specs, (void)n, (void)out_dir, (void)report;
-  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
-#endif
-}
-
-int cli_gpu_run_layers(const cov_gpu_options *o, char **specs, int n) {
-#ifdef COV_HAVE_GPU_BACKENDS
-  return gpu_layers(o, specs, n, NULL, 0);
-#else
-  (void)o, (void)specs, (void)n;
-  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
-#endif
+  if (!b->run_layers) return backend_lacks(t, "covenant gpu run", "run kernels on a device");
+  return b->run_layers(t, o, a->specs, a->n, stdout);
 }
 
 int cli_cmd_gpu(int argc, char **argv) {
   if (argc < 2) return cli_usage_error("gpu", "expected a subcommand: compile or run");
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    gpu_help(stdout);
+    usage_help(stdout);
     return CLI_EXIT_OK;
   }
   const char *sub = argv[1];
@@ -213,7 +118,7 @@ int cli_cmd_gpu(int argc, char **argv) {
       {"seed", required_argument, NULL, 'S'},    {"tolerance", required_argument, NULL, 'T'},
       {"top", required_argument, NULL, 'N'},     {"tuning", required_argument, NULL, 'U'},
       {0, 0, 0, 0}};
-  cov_gpu_options o = {.notes = stderr}; /* the library prints nothing itself */
+  backend_options o = {.notes = stderr}; /* the library prints nothing itself */
   const char *out_dir = NULL;
   int report = 0, model_opts = 0, top = 0;
   unsigned long long seed = 1;
@@ -227,7 +132,7 @@ int cli_cmd_gpu(int argc, char **argv) {
     switch (c) {
       case 't': o.target = optarg; break;
       case 'o': out_dir = optarg; break;
-      case 'r': report = 1; break;
+      case 'r': report = o.report = 1; break;
       case 's': o.suite = optarg; break;
       case 'u': o.allow_unfused = 1; break;
       case 'U': o.tuning = optarg; break;
@@ -258,7 +163,7 @@ int cli_cmd_gpu(int argc, char **argv) {
         top = (int)v;
         break;
       }
-      case 'h': gpu_help(stdout); return CLI_EXIT_OK;
+      case 'h': usage_help(stdout); return CLI_EXIT_OK;
       default:
         return cli_bad_option("gpu", av, "t:o:h", opts);
     }
@@ -279,16 +184,10 @@ int cli_cmd_gpu(int argc, char **argv) {
     return cli_usage_error("gpu", "run takes one MODEL.onnx alone (not with other models or layers)");
   if (model_opts && !(models && !strcmp(sub, "run")))
     return cli_usage_error("gpu", "--seed and --tolerance are for run MODEL.onnx");
-#ifdef COV_HAVE_GPU_BACKENDS
-  if (!strcmp(sub, "candidates")) return gpu_candidates(&o, av + optind, ac - optind, top ? top : 8);
-  if (models && !strcmp(sub, "run")) {
-    model_inputs mi = {seed};
-    return cli_report(cov_gpu_run_model(&o, av[optind], tol, fill_inputs, &mi, stdout));
-  }
-  if (!strcmp(sub, "compile")) return cli_gpu_compile_layers(&o, av + optind, ac - optind, out_dir, report);
-  return cli_gpu_run_layers(&o, av + optind, ac - optind);
-#else
-  fprintf(stderr, "covenant gpu: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");
-  return CLI_EXIT_INPUT;
-#endif
+  sub_args ga = {sub, out_dir, (const char *const *)av + optind, ac - optind, models, top, seed, tol};
+  backend_target bt;
+  cov_status st = backend_target_open(o.target, &bt);
+  if (!st) st = dispatch(&bt, &o, &ga);
+  if (bt.backend) backend_target_close(&bt);
+  return cli_report(st);
 }

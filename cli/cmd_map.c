@@ -6,8 +6,9 @@
 
 #include "cli/cli.h"
 #include "cli/cli_map.h"
+#include "common/loc.h"
 #include "covenant/mapper.h"
-#include "mapper/map_gpu.h"
+#include "backends/registry/backend_registry.h"
 
 
 static void help(FILE *out) {
@@ -218,46 +219,26 @@ static int map_parse(int argc, char **argv, map_args *m) {
   return -1;
 }
 
-/* A suite layer or a codelet call mapped, reported (and checked). */
-/* The GPU search's schedule of a layer (f16 multiplicands, as the GPU
- * backend compiles suite layers). */
-static int map_gpu(const cov_layer *layer, const cov_acg *acg, int explain, const char *outp) {
-  map_gpu_problem p;
-  map_gpu_result *r = calloc(1, sizeof *r);
-  cov_status st = r ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  if (!st) st = map_gpu_problem_of_layer(layer, acg, COV_F16, &p);
-  if (!st) st = map_gpu_search(acg, &p, NULL, r);
-  int rc = CLI_EXIT_OK;
-  if (st) {
-    free(r);
-    return cli_report(st);
-  }
+/* The backend's own planner on a layer (a GPU target's search). */
+static int map_with_backend(const backend_target *t, const cov_layer *layer, int explain, const char *outp) {
   common_out out_file;
   FILE *out = cli_open_output(outp, &out_file);
-  if (!out) {
-    free(r);
-    return CLI_EXIT_INPUT;
-  }
-  if (explain) {
-    st = map_gpu_explain(acg, cov_layer_name(layer), &p, r, 8, out);
-  } else {
-    char txt[192];
-    map_gpu_sched_text(&r->c[0], txt, sizeof txt);
-    fprintf(out, "%s on %s: %.0f cycles (%s; %lld candidates)\n", cov_layer_name(layer), cov_acg_name(acg),
-            r->c[0].cycles, txt, (long long)r->enumerated);
-  }
-  if (st) rc = cli_report(st);
+  if (!out) return CLI_EXIT_INPUT;
+  int rc = cli_report(t->backend->map_layer(t, layer, explain, out));
   if (cli_close_output(&out_file) && !rc) rc = CLI_EXIT_INPUT;
-  free(r);
   return rc;
 }
 
+/* A suite layer or a codelet call mapped, reported (and checked). */
 static int map_layer(map_args *m) {
   int rc = CLI_EXIT_OK;
-  cov_acg *acg = NULL;
+  backend_target bt = {0};
   cov_layer *layer = NULL;
   cov_schedule *s = NULL;
-  cov_status st = cov_acg_load_target(m->target, &acg);
+  cov_status st = backend_target_open(m->target, &bt);
+  const cov_acg *acg = bt.acg;
+  if (!st && !acg) st = cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant map"),
+                                  "'%s' has no ACG to map onto (covenant targets lists them)", m->target);
   if (!st) {
     if (m->layer_name) st = cov_layer_from_suite(m->suite, m->layer_name, m->scale, &layer);
     else {
@@ -267,12 +248,13 @@ static int map_layer(map_args *m) {
     }
   }
   map_args_free(m);
-  /* GPU targets: the GPU search plans the kernel (--dump and --check keep
-   * the generic schedule, which the CPU interpreter runs) */
-  if (!st && map_acg_is_gpu(acg) && !m->dump && !m->do_check) {
-    rc = map_gpu(layer, acg, m->explain, m->outp);
+  /* A backend with its own planner (GPU targets: the GPU search) plans
+   * the layer; --dump and --check keep the generic schedule, which the CPU
+   * interpreter runs. */
+  if (!st && bt.backend->map_layer && !m->dump && !m->do_check) {
+    rc = map_with_backend(&bt, layer, m->explain, m->outp);
     cov_layer_free(layer);
-    cov_acg_free(acg);
+    backend_target_close(&bt);
     return rc;
   }
   if (!st) st = cov_map(layer, acg, &m->opt, &s);
@@ -296,7 +278,7 @@ static int map_layer(map_args *m) {
   }
   cov_schedule_free(s);
   cov_layer_free(layer);
-  cov_acg_free(acg);
+  backend_target_close(&bt);
   return rc;
 }
 

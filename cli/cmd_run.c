@@ -2,16 +2,17 @@
  * like iree-run-module or `tvmc run`: a header (model, target), the inputs,
  * each output as one line (shape, dtype, min/max/mean, the first values),
  * the check (against an expected output when one is given or shipped next
- * to the input, else against the reference target), the per-group table of
- * an NPU run, and wall times.
+ * to the input, else against the reference target), what the backend's
+ * report adds (an NPU run: its own check and the per-group table), and wall
+ * times.
  *
  * Steps, one function each: parse the options (run_parse), load the model
  * and target (run_load), bind files to inputs, outputs and expected
  * outputs (bind_names), read them (read_inputs), run (run_target, run_ref),
  * then report (print_header, print_outputs, write_outputs, check_outputs,
- * print_npu_report). The target opens through the backend registry; every
- * backend but the NPU (whose report this prints) runs through its
- * registry entry point (run_model). */
+ * and the report entries of the target's backend). The target opens
+ * through the backend registry, and every backend runs through its row's
+ * run_model. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -25,7 +26,6 @@
 #include "common/loc.h"
 #include "common/text.h"
 #include "covenant/model.h"
-#include "covenant/npu.h"
 #include "covenant/tensor.h"
 
 #define MAX_ARGS 256
@@ -152,9 +152,8 @@ static int run_parse(int argc, char **argv, run_opts *o) {
   if (argc - optind != 1)
     return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
   o->model = argv[optind];
-  if ((o->trace || o->per_call) && strcmp(o->target, BACKEND_REF) == 0)
-    return cli_usage_error("run", "--trace and --per-call are for NPU targets, not 'ref'");
-  /* (a GPU target with them is refused once the target is open: run_load) */
+  /* (a target whose backend does not trace refuses them once it is open:
+   * run_load) */
   return -1;
 }
 
@@ -171,7 +170,7 @@ typedef struct run_state {
   const char **out_paths;    /* -o per output, or NULL */
   const char **expect_files; /* expected output per output, or NULL */
   char **owned;              /* strings made here (2 per output, freed at the end) */
-  cov_npu_report *report;
+  backend_report *report; /* what the run told beyond its outputs, or NULL */
   size_t n_compute; /* compute layer groups (not layout) */
   double t_load, t_run, t_ref;
 } run_state;
@@ -183,7 +182,7 @@ static double now_s(void) {
 }
 
 static void run_state_free(run_state *s) {
-  cov_npu_report_free(s->report);
+  if (s->report) s->bt.backend->report_free(s->report);
   backend_target_close(&s->bt);
   for (size_t i = 0; s->inputs && i < s->ni; i++) cov_tensor_release(&s->inputs[i]);
   for (size_t i = 0; i < s->no; i++) {
@@ -203,18 +202,14 @@ static void run_state_free(run_state *s) {
   cov_model_free(s->m);
 }
 
-/* The NPU backend runs models with a per-group report and trace (the
- * cov_npu_* API); every other backend through its registry entry. */
-static bool is_npu(const backend_target *t) { return t->acg && t->backend->gpu == NULL; }
-
 static cov_status run_load(run_state *s) {
   double t0 = now_s();
   COV_RETURN_IF_ERROR(backend_target_open(s->o->target, &s->bt));
   s->acg = s->bt.acg;
-  if ((s->o->trace || s->o->per_call) && !is_npu(&s->bt))
+  if ((s->o->trace || s->o->per_call) && !(s->bt.backend->options & BACKEND_OPT_TRACE))
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant run"),
-                     "--trace and --per-call are for NPU targets; %s is a %s target", s->o->target,
-                     s->bt.backend->name);
+                     "--trace and --per-call are for targets whose backend traces its programs; %s is a %s "
+                     "target (backend %s)", s->o->target, s->bt.backend->kind, s->bt.backend->name);
   cov_model_options mo = {.max_memory = s->o->max_memory};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
@@ -419,31 +414,17 @@ static int read_inputs(run_state *s) {
 
 /* ---- running ---------------------------------------------------------- */
 
+/* The target's backend runs the model (with --trace, into the trace
+ * file, which is opened and closed here). */
 static cov_status run_target(run_state *s) {
   const run_opts *o = s->o;
   double t0 = now_s();
-  if (!is_npu(&s->bt)) {
-    /* ref and the GPU backends: the registry's model entry point (a GPU
-     * target compiles the model whole and runs it through the runtime) */
-    cov_status st = s->bt.backend->run_model(&s->bt, s->m, s->o->model, s->inputs, s->ni, s->outputs, s->no);
-    s->t_run = now_s() - t0;
-    return st;
-  }
   common_out trace_out = {0};
-  cov_npu_trace *tr = NULL;
   if (o->trace) COV_RETURN_IF_ERROR(common_out_open(o->trace, &trace_out));
-  FILE *trace_file = trace_out.f;
-  cov_status st = trace_file ? cov_npu_trace_begin(trace_file, s->acg, &tr) : NULL;
-  if (!st) {
-    cov_npu_run_options ro = {o->per_call, tr};
-    st = cov_npu_run_model_with(s->m, s->acg, s->inputs, s->ni, s->outputs, s->no, &ro, &s->report);
-  }
-  if (tr) {
-    cov_status te = cov_npu_trace_end(tr);
-    if (!st) st = te;
-    else cov_status_free(te);
-  }
-  if (trace_file) /* kept after a failed run too: it shows what ran up to the failure */
+  backend_options bo = {.target = o->target, .per_call = o->per_call, .trace = trace_out.f, .notes = stderr};
+  cov_status st = s->bt.backend->run_model(&s->bt, &bo, s->m, o->model, s->inputs, s->ni, s->outputs, s->no,
+                                           &s->report);
+  if (trace_out.f) /* kept after a failed run too: it shows what ran up to the failure */
     st = cov_status_join(st, common_out_commit(&trace_out));
   s->t_run = now_s() - t0;
   return st;
@@ -454,7 +435,7 @@ static cov_status run_target(run_state *s) {
 static cov_status run_ref(run_state *s) {
   bool need = false;
   for (size_t k = 0; k < s->no; k++) need |= !s->expect_files[k];
-  if (!s->acg || !need) return NULL;
+  if ((s->bt.backend->ops & BACKEND_ORACLE) || !need) return NULL;
   double t0 = now_s();
   cov_status st = cov_model_run_ref(s->m, s->inputs, s->ni, s->ref_out, s->no);
   s->t_ref = now_s() - t0;
@@ -477,14 +458,21 @@ static double value_at(const cov_tensor *t, int64_t i) {
   }
 }
 
-static void print_header(run_state *s) {
+/* The compute layer groups (not layout) the header and the report count;
+ * a group that cannot be described (out of memory) is an error, not a
+ * group left out of the count. */
+static cov_status count_compute(run_state *s) {
   size_t ng = cov_model_num_groups(s->m);
   for (size_t g = 0; g < ng; g++) {
     cov_model_group_info gi;
-    cov_status st = cov_model_group_get_info(s->m, g, &gi);
-    if (!st && !gi.layout) s->n_compute++;
-    cov_status_free(st);
+    COV_RETURN_IF_ERROR(cov_model_group_get_info(s->m, g, &gi));
+    if (!gi.layout) s->n_compute++;
   }
+  return NULL;
+}
+
+static void print_header(run_state *s) {
+  size_t ng = cov_model_num_groups(s->m);
   printf("model:  %s (%zu input%s, %zu output%s, %zu layer groups, %zu of them compute)\n",
          s->o->model, s->ni, s->ni == 1 ? "" : "s", s->no, s->no == 1 ? "" : "s", ng,
          s->n_compute);
@@ -573,41 +561,30 @@ static void print_topk(const cov_tensor *got, const cov_tensor *want) {
          (long long)top1, (long long)rows, (long long)in5, (long long)(5 * rows));
 }
 
-/* An NPU run first: each program against the reference interpreter on its
- * own inputs rounded to the dtypes the schedule multiplies them in (f16,
- * bf16) where it narrows them, at a tight tolerance; then each output
- * against its expected output, else (accelerators) against the reference
- * target: how far that rounding moved the outputs, a failure only beyond
- * ten times the tolerance once the narrowed check passed. Returns 0, or 1
- * when a check fails. */
+/* The backend's own check first (an NPU run: each program against the
+ * reference interpreter on its own inputs rounded to the dtypes the
+ * schedule multiplies them in, f16 or bf16, at a tight tolerance); then
+ * each output against its expected output, else (accelerators) against the
+ * reference target: how far that rounding moved the outputs, a failure only
+ * beyond ten times the tolerance once the narrowed check passed. Returns 0,
+ * or 1 when a check fails. */
 static int check_outputs(const run_state *s) {
   int rc = CLI_EXIT_OK, w = 6;
-  double ne = s->report ? cov_npu_report_narrowed_error(s->report) : -1;
-  char rdt[64] = "none";
-  if (s->report) cov_npu_report_narrowed_dtypes(s->report, rdt, sizeof rdt);
-  if (ne >= 0 || ne != ne) {
-    bool ok = ne <= COV_NPU_NARROWED_TOLERANCE;
-    if (strcmp(rdt, "none") == 0)
-      printf("check of every NPU program against the reference on the same inputs (no schedule "
-             "narrows them): max rel err %.3e <= %g  %s\n",
-             ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
-    else
-      printf("check of every NPU program against the reference on the same inputs, rounded to %s "
-             "where the schedule narrows them: max rel err %.3e <= %g  %s\n",
-             rdt, ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
-    if (!ok) rc = CLI_EXIT_INPUT;
-  }
+  /* the backend's own check of its code: 1 passed, 0 failed, -1 none */
+  int own = s->report ? s->bt.backend->report_check(s->report, stdout) : -1;
+  if (own == 0) rc = CLI_EXIT_INPUT;
   for (size_t k = 0; k < s->no; k++) {
     int n = (int)strlen(cov_model_output_name(s->m, k));
     w = n > w ? n : w;
   }
-  const char *tname = s->acg ? cov_acg_name(s->acg) : "ref";
+  const char *tname = s->bt.name;
+  bool oracle = (s->bt.backend->ops & BACKEND_ORACLE) != 0;
   for (int pass = 0; pass < 2; pass++) {
     /* pass 0: expected outputs from files; pass 1: the reference target */
     bool header = false;
     for (size_t k = 0; k < s->no; k++) {
       bool from_file = s->expect_files[k] != NULL;
-      if (pass == 0 ? !from_file : (from_file || !s->acg)) continue;
+      if (pass == 0 ? !from_file : (from_file || oracle)) continue;
       if (!header) {
         if (pass == 0)
           printf("check against %s%s: max|%s - expected| / max|expected| <= %g\n",
@@ -641,10 +618,9 @@ static int check_outputs(const run_state *s) {
       /* f16 multiplicands move a deep network's outputs by up to ~1.5e-2
        * (mobilenet_v2); with the narrowed check passed, up to ten times
        * the tolerance is that rounding, beyond it a mismatch */
-      bool rounding = !ok && ne >= 0 && ne <= COV_NPU_NARROWED_TOLERANCE && e <= 10 * s->o->tol;
-      printf("  %-*s max rel err %.3e  %s%s%s\n", w, cov_model_output_name(s->m, k), e,
-             ok ? "PASS" : rounding ? "above the tolerance by " : "FAIL", rounding ? rdt : "",
-             rounding ? " rounding (the narrowed check passed)" : "");
+      bool rounding = !ok && own == 1 && e <= 10 * s->o->tol;
+      printf("  %-*s max rel err %.3e  %s\n", w, cov_model_output_name(s->m, k), e,
+             ok ? "PASS" : rounding ? "above the tolerance by the datapath's rounding (the narrowed check passed)" : "FAIL");
       if (!ok && !rounding) rc = CLI_EXIT_INPUT;
       print_topk(&s->outputs[k], want);
     }
@@ -652,19 +628,10 @@ static int check_outputs(const run_state *s) {
   return rc;
 }
 
-static void print_npu_report(const run_state *s) {
-  printf("per group on %s (cycles simulated; 'mapper est' is the mapper's cost model):\n",
-         cov_acg_name(s->acg));
-  cov_npu_report_print(s->report, stdout);
-}
-
 static void print_times(const run_state *s) {
   printf("wall time: load %.1f ms", 1e3 * s->t_load);
   if (s->report) {
-    double c, sim;
-    cov_npu_report_times(s->report, &c, &sim);
-    printf(", compile (map + codegen) %.1f ms, simulation %.1f ms, run in all %.1f ms", 1e3 * c,
-           1e3 * sim, 1e3 * s->t_run);
+    s->bt.backend->report_times(s->report, s->t_run, stdout);
   } else {
     printf(", run %.1f ms", 1e3 * s->t_run);
   }
@@ -673,18 +640,13 @@ static void print_times(const run_state *s) {
 }
 
 static int run_report(const run_state *s) {
-  const char *tname = s->acg ? cov_acg_name(s->acg) : "ref";
-  if (s->report)
-    printf("ran on %s: %d of %zu compute groups fused (one program each), %d calls one by one on "
-           "the NPU, %d on the CPU\n",
-           tname, cov_npu_report_fused_groups(s->report), s->n_compute,
-           cov_npu_report_calls(s->report), cov_npu_report_cpu_calls(s->report));
+  if (s->report) s->bt.backend->report_summary(s->report, &s->bt, s->n_compute, stdout);
   for (size_t k = 0; k < s->no; k++)
     print_output(cov_model_output_name(s->m, k), &s->outputs[k], s->o->print_values);
   int rc = write_outputs(s);
   if (rc) return rc;
   rc = check_outputs(s);
-  if (s->report) print_npu_report(s);
+  if (s->report) s->bt.backend->report_details(s->report, &s->bt, stdout);
   print_times(s);
   return rc;
 }
@@ -700,6 +662,10 @@ int cli_cmd_run(int argc, char **argv) {
     goto done;
   }
   if ((rc = bind_names(&s)) >= 0) goto done;
+  if ((st = count_compute(&s))) {
+    rc = cli_report(st);
+    goto done;
+  }
   print_header(&s);
   if ((rc = read_inputs(&s)) >= 0) goto done;
   if ((st = run_target(&s)) || (st = run_ref(&s))) {

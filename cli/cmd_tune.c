@@ -7,13 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "covenant/gpu.h"
-
-#ifdef COV_HAVE_GPU_BACKENDS
-#include "backends/gpu/gpu_tune.h"
 #include "backends/registry/backend_registry.h"
-#endif
+#include "cli/cli.h"
 
 static void tune_help(FILE *out) {
   fprintf(out,
@@ -49,7 +44,7 @@ int cli_cmd_tune(int argc, char **argv) {
                                        {"top", required_argument, NULL, 'N'},    {"record", required_argument, NULL, 'R'},
                                        {"dtype", required_argument, NULL, 'd'},  {"suite", required_argument, NULL, 's'},
                                        {"help", no_argument, NULL, 'h'},         {0, 0, 0, 0}};
-  cov_gpu_options o = {.notes = stderr};
+  backend_options o = {.notes = stderr};
   const char *out = NULL, *record = NULL;
   int top = 8;
   optind = 1;
@@ -82,16 +77,11 @@ int cli_cmd_tune(int argc, char **argv) {
     return cli_usage_error("tune", "--record takes TIMES.json and -o only (the target is in the times)");
   if (!record && !o.target) return cli_usage_error("tune", "needs --target (nvptx-sm90, amdgpu-gfx90a, amdgpu-gfx942)");
   if (!record && optind >= argc) return cli_usage_error("tune", "needs at least one LAYER or a MODEL.onnx");
-#ifdef COV_HAVE_GPU_BACKENDS
-  if (record) return cli_report(gpu_tune_record(record, out, stdout));
-  cov_status st = gpu_tune_prepare(backend_gpu_vendors(), &o, (const char *const *)argv + optind, argc - optind, top,
-                                   out, stdout);
-  if (!st) printf("wrote %s/tune.json, %s/manifest.json and the kernels; on the device: covenant-run %s --tune -o times.json\n",
-                  out, out, out);
+  if (record) return cli_report(backend_tune_record(record, out, stdout));
+  backend_target bt;
+  cov_status st = backend_target_open(o.target, &bt);
+  if (!st && !bt.backend->tune_prepare) st = backend_lacks(&bt, "covenant tune", "tune kernels on a device");
+  if (!st) st = bt.backend->tune_prepare(&bt, &o, (const char *const *)argv + optind, argc - optind, top, out, stdout);
+  backend_target_close(&bt);
   return cli_report(st);
-#else
-  (void)top;
-  fprintf(stderr, "covenant tune: this covenant was built without LLVM (COV_WITH_LLVM=OFF): no GPU backends\n");
-  return CLI_EXIT_INPUT;
-#endif
 }

@@ -13,7 +13,7 @@ static const cli_command k_commands[] = {
      cli_cmd_inspect},
     {"run", "run an ONNX model on a target (default " BACKEND_DEFAULT_TARGET "; ref; GPU targets via gpu run)", cli_cmd_run},
     {"map", "map a layer onto a target: schedule, cost, search (--explain)", cli_cmd_map},
-    {"disasm", "print an NPU program (npu-sim ISA) as text", cli_cmd_disasm},
+    {"disasm", "print an NPU program (its ISA: backends/npu-sim/ISA.md) as text", cli_cmd_disasm},
     {"sim", "verify and run an NPU program in the ACG-driven cycle simulator", cli_cmd_sim},
     {"compile", "compile a layer for a target: NPU program + manifest, or GPU code objects", cli_cmd_compile},
     {"verify", "check NPU programs against the reference on random inputs", cli_cmd_verify},

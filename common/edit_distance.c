@@ -24,3 +24,13 @@ size_t common_edit_distance(const char *a, const char *b) {
 }
 
 int common_is_near_miss(size_t len, size_t d) { return d > 0 && d < len && (d <= 2 || 3 * d <= len); }
+
+const char *common_nearest(const char *name, const char *const *cands, size_t n) {
+  const char *best = NULL;
+  size_t bd = COV_EDIT_FAR;
+  for (size_t i = 0; i < n; i++) {
+    size_t d = cands[i] ? common_edit_distance(name, cands[i]) : COV_EDIT_FAR;
+    if (d < bd) bd = d, best = cands[i];
+  }
+  return best && common_is_near_miss(strlen(name), bd) ? best : NULL;
+}

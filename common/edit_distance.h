@@ -20,4 +20,8 @@ size_t common_edit_distance(const char *a, const char *b);
  * npu-32x32-os), not most of the word. */
 int common_is_near_miss(size_t len, size_t d);
 
+/* The one of cands[0..n) closest to name when it is a near miss
+ * (common_is_near_miss), else NULL: the "did you mean" of a user-typed name. */
+const char *common_nearest(const char *name, const char *const *cands, size_t n);
+
 #endif

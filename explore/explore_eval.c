@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/edit_distance.h"
 #include "explore/explore.h"
 
 static const explore_evaluator *const k_evaluators[] = {&explore_npusim, &explore_mapper,
@@ -30,10 +31,16 @@ cov_status explore_evaluator_find(const char *name, int has_models, const explor
     return NULL;
   }
   char have[128] = "";
+  const char *names[N_EVALUATORS];
   for (size_t i = 0; i < N_EVALUATORS; i++) {
+    names[i] = k_evaluators[i]->name;
     strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);
     strncat(have, k_evaluators[i]->name, sizeof have - strlen(have) - 1);
   }
+  const char *near = common_nearest(name, names, N_EVALUATORS);
+  if (near)
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--eval", name), "unknown evaluator (did you mean '%s'?)",
+                     near);
   return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--eval", name), "unknown evaluator (available: %s)", have);
 }
 

@@ -17,6 +17,7 @@
 
 #include "acg/acg_ir.h"
 #include "common/c_locale.h"
+#include "common/edit_distance.h"
 #include "explore/explore.h"
 
 /* Fields the ACG schema (acg/README.md) allows, so a field that the base
@@ -91,6 +92,25 @@ static json_t *find_node(const json_t *doc, const char *name, const char **secti
   return NULL;
 }
 
+/* The storage or compute node whose name is closest to `name` when it
+ * looks like a typo of it, else NULL. */
+static const char *near_node(const json_t *doc, const char *name) {
+  static const char *const k_sections[] = {"storage", "compute"};
+  const char *best = NULL;
+  size_t bd = COV_EDIT_FAR;
+  for (int s = 0; s < 2; s++) {
+    json_t *arr = json_object_get(doc, k_sections[s]);
+    size_t i;
+    json_t *nd;
+    json_array_foreach(arr, i, nd) {
+      const char *nm = json_string_value(json_object_get(nd, "name"));
+      size_t d = nm ? common_edit_distance(name, nm) : COV_EDIT_FAR;
+      if (d < bd) bd = d, best = nm;
+    }
+  }
+  return best && common_is_near_miss(strlen(name), bd) ? best : NULL;
+}
+
 static json_t *find_edge(const json_t *doc, const char *from, const char *to) {
   json_t *arr = json_object_get(doc, "edges");
   size_t i;
@@ -163,6 +183,10 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
     allowed = k_top_fields;
   } else {
     obj = find_node(doc, v->node, &t->section);
+    const char *near = obj ? NULL : near_node(doc, v->node);
+    if (!obj && near)
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
+                       "the base ACG has no storage or compute node '%s' (did you mean '%s'?)", v->node, near);
     if (!obj)
       return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
                        "the base ACG has no storage or compute node '%s'",
@@ -174,14 +198,21 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
   const char *f = v->field;
   const char *dot = strchr(f, '.');
   size_t n0 = dot ? (size_t)(dot - f) : strlen(f);
-  if (!json_object_getn(obj, f, n0) && !in_list(allowed, f, n0))
+  if (!json_object_getn(obj, f, n0) && !in_list(allowed, f, n0)) {
+    char fname[COV_EDIT_MAX_NAME + 1];
+    snprintf(fname, sizeof fname, "%.*s", (int)(n0 < COV_EDIT_MAX_NAME ? n0 : COV_EDIT_MAX_NAME), f);
+    size_t n_allowed = 0;
+    while (allowed[n_allowed]) n_allowed++;
+    const char *near = n0 <= COV_EDIT_MAX_NAME ? common_nearest(fname, allowed, n_allowed) : NULL;
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
-                     "'%.*s' is not a field of %s (see acg/README.md)",
+                     "'%.*s' is not a field of %s%s%s%s (see acg/README.md)",
                      (int)n0, f,
                      v->kind == EXPLORE_PATH_EDGE ? "an edge"
                      : t->node ? (strcmp(t->section, "storage") == 0 ? "a storage node"
                                                                      : "a compute node")
-                               : "the ACG top level");
+                               : "the ACG top level",
+                     near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+  }
   t->field = cov_arena_strndup(a, f, n0);
   while (dot) {
     json_t *next = json_object_getn(obj, f, n0);

@@ -16,8 +16,6 @@
  * tf_crop_and_resize writes extrapolation_value wherever a coordinate falls
  * outside the input. Scales and sizes must be known when the node runs
  * (constants, or values computed from shapes); antialias is refused.
- *
- * long: resize_params_of takes Resize's inputs (roi, scales or sizes) and attributes (coordinate transformation, nearest mode, antialias, axes, keep_aspect_ratio_policy) in the order ONNX defines them, each a few checked lines
  */
 #include <math.h>
 #include <stdlib.h>
@@ -73,6 +71,112 @@ static cov_status read_floats(const graph *g, const graph_node *n, const graph_v
   return NULL;
 }
 
+/* Resize-18's attributes that covenant takes only at their defaults. */
+static cov_status resize18_attrs(const graph *g, const graph_node *n) {
+  int64_t anti;
+  const int64_t *axes;
+  size_t naxes;
+  const char *policy;
+  COV_RETURN_IF_ERROR(graph_attr_int(g, n, "antialias", 0, &anti));
+  COV_RETURN_IF_ERROR(graph_attr_ints(g, n, "axes", &axes, &naxes));
+  COV_RETURN_IF_ERROR(graph_attr_string(g, n, "keep_aspect_ratio_policy", "stretch", &policy));
+  if (anti) return graph_node_error(g, n, COV_UNSUPPORTED, "antialias=1 is not supported");
+  if (axes) return graph_node_error(g, n, COV_UNSUPPORTED, "the 'axes' attribute is not supported (give every axis)");
+  if (strcmp(policy, "stretch") != 0)
+    return graph_node_error(g, n, COV_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported (only stretch)",
+                            policy);
+  return NULL;
+}
+
+/* Resize-11 and later: the coordinate transformation, nearest rounding,
+ * cubic coefficient, extrapolation value and exclude_outside. */
+static cov_status resize11_attrs(const graph *g, const graph_node *n, resize_params *p) {
+  static const char *const ctms[] = {
+      "half_pixel", "half_pixel_symmetric",      "pytorch_half_pixel", "align_corners",
+      "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
+  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const char *s;
+  COV_RETURN_IF_ERROR(graph_attr_string(g, n, "coordinate_transformation_mode", "half_pixel", &s));
+  p->ctm = find_name(s, ctms, 7);
+  if (p->ctm < 0 || (p->ctm == C_HALF_PIXEL_SYMMETRIC && n->opset < 19) ||
+      (p->ctm == C_TF_HALF_PIXEL_FOR_NEAREST && n->opset >= 13))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "coordinate_transformation_mode '%s' is not defined in opset %d",
+                            s, n->opset);
+  COV_RETURN_IF_ERROR(graph_attr_string(g, n, "nearest_mode", "round_prefer_floor", &s));
+  p->nearest = find_name(s, nms, 4);
+  if (p->nearest < 0)
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "nearest_mode '%s' is not round_prefer_floor, round_prefer_ceil, "
+                            "floor or ceil",
+                            s);
+  float a, e;
+  int64_t excl;
+  COV_RETURN_IF_ERROR(graph_attr_float(g, n, "cubic_coeff_a", -0.75f, &a));
+  COV_RETURN_IF_ERROR(graph_attr_float(g, n, "extrapolation_value", 0.0f, &e));
+  COV_RETURN_IF_ERROR(graph_attr_int(g, n, "exclude_outside", 0, &excl));
+  p->cubic_a = a;
+  p->extrapolation = e;
+  p->exclude_outside = excl != 0;
+  return n->opset >= 18 ? resize18_attrs(g, n) : NULL;
+}
+
+/* Where the scales, sizes and region of interest are: Upsample-7's
+ * attribute (read into sc), Upsample's and Resize-10's scales input, or
+ * Resize-11's roi, scales and sizes inputs (exactly one of the last two). */
+static cov_status resize_inputs(const graph *g, const graph_node *n, graph_value *const *in, bool upsample,
+                                const graph_value **roi, const graph_value **scales, const graph_value **sizes,
+                                double *sc, int *nsc) {
+  int rank = in[0]->rank;
+  if (upsample && n->opset < 9) {
+    const float *f;
+    size_t nf;
+    COV_RETURN_IF_ERROR(graph_attr_floats(g, n, "scales", &f, &nf));
+    if (!f) return graph_node_error(g, n, COV_INVALID_INPUT, "needs the 'scales' attribute");
+    if ((int)nf != rank)
+      return graph_node_error(g, n, COV_INVALID_INPUT, "'scales' has %zu values for rank %d", nf, rank);
+    for (size_t i = 0; i < nf; i++) sc[i] = f[i];
+    *nsc = (int)nf;
+  } else if (upsample || n->opset < 11) {
+    if (n->n_in < 2 || !in[1]) return graph_node_error(g, n, COV_INVALID_INPUT, "needs the 'scales' input");
+    *scales = in[1];
+  } else {
+    *roi = n->n_in > 1 ? in[1] : NULL;
+    *scales = n->n_in > 2 ? in[2] : NULL;
+    *sizes = n->n_in > 3 ? in[3] : NULL;
+    if (*scales && (*scales)->rank == 1 && (*scales)->dims[0] == 0) *scales = NULL;
+    if (*roi && (*roi)->rank == 1 && (*roi)->dims[0] == 0) *roi = NULL;
+    if (!!*scales == !!*sizes)
+      return graph_node_error(g, n, COV_INVALID_INPUT, "needs exactly one of 'scales' and 'sizes' (got %s)",
+                              *scales ? "both" : "neither");
+  }
+  return NULL;
+}
+
+/* Axis i's output size and scale, from sizes (sz) or scales (sc). */
+static cov_status resize_axis(const graph *g, const graph_node *n, int64_t d, int i, int rank, const int64_t *sz,
+                              const double *sc, resize_params *p) {
+  if (sz) {
+    if (sz[i] < 1 || sz[i] > RESIZE_MAX_DIM)
+      return graph_node_error(g, n, COV_INVALID_INPUT, "size %lld of axis %d is out of range", (long long)sz[i], i);
+    p->out[i] = sz[i];
+    p->scale[i] = d > 0 ? (double)sz[i] / (double)d : 1.0;
+    return NULL;
+  }
+  if (!(sc[i] > 0) || !isfinite(sc[i]))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "scale %g of axis %d is not positive", sc[i], i);
+  p->scale[i] = sc[i];
+  if (d < 0) {
+    p->out[i] = -1;
+    return NULL;
+  }
+  double o = floor((double)d * (p->roi[rank + i] - p->roi[i]) * sc[i]);
+  if (!(o >= 1 && o <= (double)RESIZE_MAX_DIM))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "axis %d: %lld x scale %g gives %g elements (1 to %lld allowed)",
+                            i, (long long)d, sc[i], o, (long long)RESIZE_MAX_DIM);
+  p->out[i] = (int64_t)o;
+  return NULL;
+}
+
 static cov_status resize_params_of(const graph *g, const graph_node *n, graph_value *const *in,
                                    resize_params *p) {
   const graph_value *x = in[0];
@@ -86,93 +190,19 @@ static cov_status resize_params_of(const graph *g, const graph_node *n, graph_va
   p->mode = find_name(mode, modes, upsample || n->opset < 11 ? 2 : 3);
   if (strcmp(mode, "bilinear") == 0 && upsample) p->mode = M_LINEAR; /* Upsample-7's old name */
   if (p->mode < 0)
-    return graph_node_error(
-        g, n, COV_INVALID_INPUT, "mode '%s' is not %s", mode,
-        upsample || n->opset < 11 ? "nearest or linear" : "nearest, linear or cubic");
+    return graph_node_error(g, n, COV_INVALID_INPUT, "mode '%s' is not %s", mode,
+                            upsample || n->opset < 11 ? "nearest or linear" : "nearest, linear or cubic");
   p->ctm = C_ASYMMETRIC;
   p->nearest = N_SIMPLE;
   p->cubic_a = -0.75;
-  if (!upsample && n->opset >= 11) {
-    static const char *const ctms[] = {
-        "half_pixel", "half_pixel_symmetric",      "pytorch_half_pixel", "align_corners",
-        "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
-    static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-    const char *s;
-    COV_RETURN_IF_ERROR(
-        graph_attr_string(g, n, "coordinate_transformation_mode", "half_pixel", &s));
-    p->ctm = find_name(s, ctms, 7);
-    if (p->ctm < 0 || (p->ctm == C_HALF_PIXEL_SYMMETRIC && n->opset < 19) ||
-        (p->ctm == C_TF_HALF_PIXEL_FOR_NEAREST && n->opset >= 13))
-      return graph_node_error(g, n, COV_INVALID_INPUT,
-                              "coordinate_transformation_mode '%s' is not defined in opset %d", s,
-                              n->opset);
-    COV_RETURN_IF_ERROR(graph_attr_string(g, n, "nearest_mode", "round_prefer_floor", &s));
-    p->nearest = find_name(s, nms, 4);
-    if (p->nearest < 0)
-      return graph_node_error(g, n, COV_INVALID_INPUT,
-                              "nearest_mode '%s' is not round_prefer_floor, round_prefer_ceil, "
-                              "floor or ceil",
-                              s);
-    float a, e;
-    int64_t excl;
-    COV_RETURN_IF_ERROR(graph_attr_float(g, n, "cubic_coeff_a", -0.75f, &a));
-    COV_RETURN_IF_ERROR(graph_attr_float(g, n, "extrapolation_value", 0.0f, &e));
-    COV_RETURN_IF_ERROR(graph_attr_int(g, n, "exclude_outside", 0, &excl));
-    p->cubic_a = a;
-    p->extrapolation = e;
-    p->exclude_outside = excl != 0;
-    if (n->opset >= 18) {
-      int64_t anti;
-      const int64_t *axes;
-      size_t naxes;
-      const char *policy;
-      COV_RETURN_IF_ERROR(graph_attr_int(g, n, "antialias", 0, &anti));
-      COV_RETURN_IF_ERROR(graph_attr_ints(g, n, "axes", &axes, &naxes));
-      COV_RETURN_IF_ERROR(graph_attr_string(g, n, "keep_aspect_ratio_policy", "stretch", &policy));
-      if (anti) return graph_node_error(g, n, COV_UNSUPPORTED, "antialias=1 is not supported");
-      if (axes)
-        return graph_node_error(g, n, COV_UNSUPPORTED,
-                                "the 'axes' attribute is not supported (give every axis)");
-      if (strcmp(policy, "stretch") != 0)
-        return graph_node_error(g, n, COV_UNSUPPORTED,
-                                "keep_aspect_ratio_policy '%s' is not supported (only stretch)",
-                                policy);
-    }
-  }
+  if (!upsample && n->opset >= 11) COV_RETURN_IF_ERROR(resize11_attrs(g, n, p));
   if (x->rank < 1)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has rank %d; expected >= 1",
-                            x->name, x->rank);
-  /* Where the scales and sizes are. */
+    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has rank %d; expected >= 1", x->name, x->rank);
   const graph_value *scales = NULL, *sizes = NULL, *roi = NULL;
   double sc[COV_MAX_RANK];
   int nsc = 0;
-  if (upsample && n->opset < 9) {
-    const float *f;
-    size_t nf;
-    COV_RETURN_IF_ERROR(graph_attr_floats(g, n, "scales", &f, &nf));
-    if (!f) return graph_node_error(g, n, COV_INVALID_INPUT, "needs the 'scales' attribute");
-    if ((int)nf != x->rank)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "'scales' has %zu values for rank %d", nf,
-                              x->rank);
-    for (size_t i = 0; i < nf; i++) sc[i] = f[i];
-    nsc = (int)nf;
-  } else if (upsample || n->opset < 11) {
-    if (n->n_in < 2 || !in[1])
-      return graph_node_error(g, n, COV_INVALID_INPUT, "needs the 'scales' input");
-    scales = in[1];
-  } else {
-    roi = n->n_in > 1 ? in[1] : NULL;
-    scales = n->n_in > 2 ? in[2] : NULL;
-    sizes = n->n_in > 3 ? in[3] : NULL;
-    if (scales && scales->rank == 1 && scales->dims[0] == 0) scales = NULL;
-    if (roi && roi->rank == 1 && roi->dims[0] == 0) roi = NULL;
-    if (!!scales == !!sizes)
-      return graph_node_error(g, n, COV_INVALID_INPUT,
-                              "needs exactly one of 'scales' and 'sizes' (got %s)",
-                              scales ? "both" : "neither");
-  }
-  if ((scales && !scales->data) || (sizes && !sizes->data) ||
-      (roi && !roi->data && p->ctm == C_TF_CROP_AND_RESIZE)) {
+  COV_RETURN_IF_ERROR(resize_inputs(g, n, in, upsample, &roi, &scales, &sizes, sc, &nsc));
+  if ((scales && !scales->data) || (sizes && !sizes->data) || (roi && !roi->data && p->ctm == C_TF_CROP_AND_RESIZE)) {
     p->known = false;
     return NULL;
   }
@@ -181,54 +211,27 @@ static cov_status resize_params_of(const graph *g, const graph_node *n, graph_va
     int nr;
     COV_RETURN_IF_ERROR(read_floats(g, n, roi, "roi", p->roi, 2 * COV_MAX_RANK, &nr));
     if (nr != 2 * x->rank)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "roi has %d values; expected %d", nr,
-                              2 * x->rank);
+      return graph_node_error(g, n, COV_INVALID_INPUT, "roi has %d values; expected %d", nr, 2 * x->rank);
   }
   if (scales) {
     COV_RETURN_IF_ERROR(read_floats(g, n, scales, "scales", sc, COV_MAX_RANK, &nsc));
     if (nsc != x->rank)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "scales has %d values for rank %d", nsc,
-                              x->rank);
+      return graph_node_error(g, n, COV_INVALID_INPUT, "scales has %d values for rank %d", nsc, x->rank);
   }
   /* Upsample only enlarges (onnxruntime refuses a scale below 1 too). */
   for (int i = 0; upsample && i < nsc; i++)
     if (!(sc[i] >= 1))
-      return graph_node_error(g, n, COV_INVALID_INPUT,
-                              "scale %g of axis %d is below 1; Upsample's scales must be >= 1",
+      return graph_node_error(g, n, COV_INVALID_INPUT, "scale %g of axis %d is below 1; Upsample's scales must be >= 1",
                               sc[i], i);
   int64_t sz[COV_MAX_RANK];
   size_t nsz = 0;
   if (sizes) {
     COV_RETURN_IF_ERROR(graph_read_ints(g, n, sizes, "sizes", sz, COV_MAX_RANK, &nsz));
     if ((int)nsz != x->rank)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "sizes has %zu values for rank %d", nsz,
-                              x->rank);
+      return graph_node_error(g, n, COV_INVALID_INPUT, "sizes has %zu values for rank %d", nsz, x->rank);
   }
-  for (int i = 0; i < x->rank; i++) {
-    int64_t d = x->dims[i];
-    if (sizes) {
-      if (sz[i] < 1 || sz[i] > RESIZE_MAX_DIM)
-        return graph_node_error(g, n, COV_INVALID_INPUT, "size %lld of axis %d is out of range",
-                                (long long)sz[i], i);
-      p->out[i] = sz[i];
-      p->scale[i] = d > 0 ? (double)sz[i] / (double)d : 1.0;
-    } else {
-      if (!(sc[i] > 0) || !isfinite(sc[i]))
-        return graph_node_error(g, n, COV_INVALID_INPUT, "scale %g of axis %d is not positive",
-                                sc[i], i);
-      p->scale[i] = sc[i];
-      if (d < 0) {
-        p->out[i] = -1;
-        continue;
-      }
-      double o = floor((double)d * (p->roi[x->rank + i] - p->roi[i]) * sc[i]);
-      if (!(o >= 1 && o <= (double)RESIZE_MAX_DIM))
-        return graph_node_error(g, n, COV_INVALID_INPUT,
-                                "axis %d: %lld x scale %g gives %g elements (1 to %lld allowed)", i,
-                                (long long)d, sc[i], o, (long long)RESIZE_MAX_DIM);
-      p->out[i] = (int64_t)o;
-    }
-  }
+  for (int i = 0; i < x->rank; i++)
+    COV_RETURN_IF_ERROR(resize_axis(g, n, x->dims[i], i, x->rank, sizes ? sz : NULL, sc, p));
   return NULL;
 }
 

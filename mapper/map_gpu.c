@@ -19,10 +19,11 @@
  *   the resources: a round of k tiles takes max(k x demand, chain), and the
  *   busiest core runs ceil(tiles / cores) tiles in rounds of k; the DRAM
  *   time of the compulsory bytes is a floor; non-binding demands add a
- *   small share (OVERLAP) to the binding one, which also separates
+ *   small share (calibration.overlap) to the binding one, which also separates
  *   candidates that saturate the same resource.
  * Every figure comes from the ACG except the instruction counts of
- * covenant's own copy code (COPY_OPS_*), which describe the lowering. */
+ * covenant's own copy code (COPY_OPS_VEC, EPI_OPS), which describe the
+ * lowering, and the constants fitted to measured times (the calibration). */
 #include "mapper/map_gpu.h"
 
 #include <math.h>
@@ -31,23 +32,26 @@
 #include "acg/acg_ir.h"
 #include "mapper/map_internal.h"
 
-/* Fitted to the H100 run of bench/nvptx/results/rank-h100.json (288 timed
- * schedules of 24 shapes; bench/nvptx/README.md): OVERLAP, the share of the
- * non-binding resources' demand that adds to the binding one's; REG_EFF,
- * the matrix rate per-wave instructions reach with multiplicands staged
- * through registers (warpgroup instructions reading the scratchpad: 1);
- * LAT_MUL, the share of the DRAM -> scratchpad latency a K step waits for;
- * WAVES_PER_UNIT, waves a matrix or vector unit needs to issue back to back
- * (one wave's dependent instructions wait for each other). */
-#define OVERLAP 0.05
-#define REG_EFF 0.6
-#define LAT_MUL 0.5
-#define WAVES_PER_UNIT 2.0
+/* The fitted constants come from the ACG's calibration section
+ * (acg/README.md; acg_calibration): overlap, the share of the non-binding
+ * resources' demand that adds to the binding one's; reg_eff, the matrix
+ * rate per-wave instructions reach with multiplicands staged through
+ * registers (warpgroup instructions reading the scratchpad: 1); lat_mul,
+ * the share of the DRAM -> scratchpad latency a K step waits for;
+ * waves_per_unit, waves a matrix or vector unit needs to issue back to back
+ * (one wave's dependent instructions wait for each other); copy_ops_gather,
+ * copy_ops_elem and copy_ops_nhwc_row, below; ws_step_cycles and ws_scale,
+ * the warp-specialised kernel's (below); wg_step_cycles, a channels-last
+ * convolution's (below). The shipped GPU targets carry the H100 fit
+ * (bench/nvptx/README.md: results/rank-h100.json, 288 timed schedules of 24
+ * shapes, and the runs named below); another GPU is calibrated by editing
+ * its file. */
 /* vector-unit operations per copied 16-byte vector (address, predicate,
  * copy), per gathered A element (index division by R*S and S, bounds,
- * load, convert, store) and per guarded B element; per output element of
- * the epilogue (bias, activation, store). The two element counts were
- * fitted on half of the shapes of rank-h100.json (the 12 at
+ * load, convert, store: calibration.copy_ops_gather) and per guarded B
+ * element (copy_ops_elem); per output element of the epilogue (bias,
+ * activation, store). The two element counts were fitted on half of the
+ * shapes of rank-h100.json (the 12 at
  * even positions: a grid over 16..64 and 6..24, best mean per-shape rho;
  * 16 and 6 before, which ranked resnet50_conv1's gathers too cheap and
  * picked a 64x128 tile 16% slower than 128x64); on the other 12 shapes,
@@ -56,45 +60,41 @@
  * the tuning run's 258 timed candidates (bench/nvptx/results/refit-h100.json): no
  * set raised held-out rho by more than 0.01 without a slower pick, so they
  * stay. */
-enum { COPY_OPS_VEC = 4, COPY_OPS_GATHER = 32, COPY_OPS_ELEM = 18, EPI_OPS = 4, BASE_REGS = 40 };
-/* vector-unit operations (f32 ones: the H100 issues integer ones at half
- * their rate) per 16-byte row of A that a channels-last convolution
- * gathers: about 40 integer ones for the output pixel of the row
+enum { COPY_OPS_VEC = 4, EPI_OPS = 4, BASE_REGS = 40 };
+/* calibration.copy_ops_nhwc_row: vector-unit operations (f32 ones: the
+ * H100 issues integer ones at half their rate) per 16-byte row of A that a
+ * channels-last convolution gathers: about 40 integer ones for the output pixel of the row
  * (divisions by the output's width and area), the tap and channel of the
  * K step, two bounds, the input index and the zero-fill predicate (the
  * lowering's nhwc_index); B's rows are plain vectors. H100
  * (conv-picks-h100.json): res4 at 128x64, 2048 rows of A per SM and K
  * step, ran 34% slower than at 64x128, 1024 rows of A, the same bytes,
  * both at 3 stages; 64x64, three on an SM, 1536 rows, 7% slower. */
-enum { COPY_OPS_NHWC_ROW = 80 };
 /* the warp-specialised kernel (map_gpu_lowering.tma): registers its
  * producer warpgroup keeps, bytes of its stages' barriers (as the NVPTX
  * lowering: backends/gpu/gpu_plan.h) */
 enum { WS_PRODUCER_REGS = 40, WS_BARRIER_BYTES = 256 };
 /* Fitted to the H100 run of bench/nvptx/results/kernels-h100-ws-handfixed.json (15 timed :ws
- * schedules of the 5 gpu_shapes GEMMs): WS_STEP_CYCLES, a consumer's K
+ * schedules of the 5 gpu_shapes GEMMs): calibration.ws_step_cycles, a consumer's K
  * step beyond its resources' demand (waiting for its batch, the stage
- * barriers); WS_SCALE, the ratio of predicted to measured cycles of the
+ * barriers); ws_scale, the ratio of predicted to measured cycles of the
  * other kernels' model (the mapper's picks of the same 5 shapes in the
  * same run, geometric mean), so that both rank on one scale. */
-#define WS_STEP_CYCLES 400.0
-#define WS_SCALE 0.54
 /* Fitted to the H100 runs of convolutions on channels-last tensors with
  * f16 outputs (`NAME@cl`: the timed schedules of res2/res3/res4/res5 at
  * batch 32 in bench/nvptx/results/conv-channels-last-h100.json, depthwise-h100.json and
- * conv-picks-h100.json; bench/nvptx/README.md): WG_STEP_CYCLES, a K step
+ * conv-picks-h100.json; bench/nvptx/README.md): calibration.wg_step_cycles, a K step
  * of a convolution's cp.async kernel beyond its matrix work when the
  * workgroup is alone on its core (the barrier, the proxy fence, the wait
  * for its batch before the next step's copies may land: a lone 128x128
  * res4 tile took 1260 cycles a step for 512 of MMAs, a lone 64x256 one
  * 1327); other workgroups on the core fill it. With it and
- * COPY_OPS_NHWC_ROW each of the four layers picks its fastest measured
- * tile for WG_STEP_CYCLES from 400 to 800 and COPY_OPS_NHWC_ROW from 65 to
+ * copy_ops_nhwc_row each of the four layers picks its fastest measured
+ * tile for wg_step_cycles from 400 to 800 and copy_ops_nhwc_row from 65 to
  * 85 (tests/nvptx/conv_picks.sh).
  * Convolutions with f32 NCHW outputs keep the former model: res4's fell
  * the other way (conv alone 23.0 us at 128x128, 25.0 at 64x128, where the
  * f16 NHWC outputs took 24.6 and 21.9; conv-picks-h100.json). */
-#define WG_STEP_CYCLES 600.0
 
 typedef struct gcap {
   int m, n, k, waves;
@@ -112,13 +112,9 @@ typedef struct gtarget {
   double mem_lat; /* DRAM -> scratchpad: the latencies along the path */
   double simd_rate, simd_units; /* f32 operations per cycle per core, vector units per core */
   bool async, tma;
+  acg_calibration cal; /* the ACG's fitted constants */
   gcap caps[16];
 } gtarget;
-
-bool map_acg_is_gpu(const cov_acg *acg) {
-  const char *b = acg->backend.name;
-  return b && (!strcmp(b, "amdgpu") || !strcmp(b, "nvptx"));
-}
 
 static int find_kind(const cov_acg *g, acg_storage_kind k) {
   for (int i = 0; i < g->n_storage; i++)
@@ -172,6 +168,10 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
   t->warp = (int)g->backend.wave_size;
   t->max_threads = (int)g->backend.max_workgroup_threads;
   t->max_regs = g->backend.max_thread_registers ? (int)g->backend.max_thread_registers : 255;
+  t->cal = g->calibration;
+  if (!t->cal.given)
+    return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(g->file, "$.calibration"),
+                     "%s: a GPU search needs the cost model's calibration (acg/README.md)", g->file);
   int sp = find_kind(g, ACG_SCRATCHPAD), rf = find_kind(g, ACG_REGFILE);
   if (t->warp < 1 || t->max_threads < t->warp || sp < 0 || rf < 0)
     return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(g->file, "$"),
@@ -291,10 +291,10 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double macs = (double)c->bm * c->bn * c->bk * k_steps;
   double mma_demand, mma_chain;
   if (cap) {
-    /* a unit issues back to back only from WAVES_PER_UNIT waves (one
+    /* a unit issues back to back only from waves_per_unit waves (one
      * wave's dependent instructions wait for each other) */
-    double used = c->warpgroup ? cap->units : fmin(waves / WAVES_PER_UNIT, cap->units);
-    double rate = cap->rate * (cap->smem_ops ? 1.0 : REG_EFF);
+    double used = c->warpgroup ? cap->units : fmin(waves / t->cal.waves_per_unit, cap->units);
+    double rate = cap->rate * (cap->smem_ops ? 1.0 : t->cal.reg_eff);
     mma_demand = macs / (rate * cap->units);
     mma_chain = macs / (rate * used);
   } else {
@@ -307,33 +307,33 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   double copy_bytes = k_steps * (double)(c->bm + c->bn) * c->bk * es;
   double copy = copy_bytes / t->l2_bw;
   /* convolutions with f16 channels-last outputs: the model fitted to them
-   * (WG_STEP_CYCLES); the others keep the former one */
+   * (wg_step_cycles); the others keep the former one */
   bool cl16 = p->kind == MAP_GPU_CONV && p->out_bytes == 2;
   double ops = c->vector_copy || (c->channels_last && !cl16)
                    ? copy_bytes / 16.0 * COPY_OPS_VEC
                : c->channels_last
-                   ? k_steps * c->bk * es / 16.0 * ((double)c->bm * COPY_OPS_NHWC_ROW + (double)c->bn * COPY_OPS_VEC)
-                   : k_steps * c->bk * ((double)c->bm * COPY_OPS_GATHER + (double)c->bn * COPY_OPS_ELEM);
+                   ? k_steps * c->bk * es / 16.0 * ((double)c->bm * t->cal.copy_ops_nhwc_row + (double)c->bn * COPY_OPS_VEC)
+                   : k_steps * c->bk * ((double)c->bm * t->cal.copy_ops_gather + (double)c->bn * t->cal.copy_ops_elem);
   if (p->kind == MAP_GPU_MATMUL && !c->vector_copy)
-    ops = k_steps * c->bk * (double)(c->bm + c->bn) * COPY_OPS_ELEM;
+    ops = k_steps * c->bk * (double)(c->bm + c->bn) * t->cal.copy_ops_elem;
   double issue = ops / t->simd_rate;
   /* the epilogue stores only the tile's part inside the output */
   double out = (double)(c->bm < p->M ? c->bm : p->M) * (double)(c->bn < p->N ? c->bn : p->N);
   double ob = out_bytes(p);
   double epi = out * ob / t->st_bw + out * EPI_OPS / t->simd_rate;
   /* one tile alone: its waves issue a 1/simd_units share of the copies each */
-  double issue_chain = issue * fmax(1.0, WAVES_PER_UNIT * t->simd_units / waves);
+  double issue_chain = issue * fmax(1.0, t->cal.waves_per_unit * t->simd_units / waves);
   double step;
   bool async = t->async && (c->vector_copy || c->channels_last);
   if (async) {
     step = fmax(fmax(mma_chain, smem), fmax(copy, issue_chain)) / k_steps + t->smem_lat;
     /* a tile's copy is issued stages - 1 steps before its use */
-    step = fmax(step, (LAT_MUL * t->mem_lat + copy / k_steps) / (c->stages - 1));
-    if (cl16) step = fmax(step, mma_chain / k_steps + WG_STEP_CYCLES);
+    step = fmax(step, (t->cal.lat_mul * t->mem_lat + copy / k_steps) / (c->stages - 1));
+    if (cl16) step = fmax(step, mma_chain / k_steps + t->cal.wg_step_cycles);
   } else {
-    step = fmax((mma_chain + smem) / k_steps, LAT_MUL * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
+    step = fmax((mma_chain + smem) / k_steps, t->cal.lat_mul * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
   }
-  c->chain = k_steps * step + LAT_MUL * t->mem_lat + epi;
+  c->chain = k_steps * step + t->cal.lat_mul * t->mem_lat + epi;
   /* residency: scratchpad, registers, threads (a core holds at most as many
    * threads as it has registers for 32 each) */
   int k = (int)(t->smem / (c->shared_bytes ? c->shared_bytes : 1));
@@ -351,7 +351,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
    * others (which also separates candidates that saturate the same one) */
   double d[4] = {mma_demand, smem, copy + out * ob / t->st_bw, issue}, res = 0, sum = 0;
   for (int i = 0; i < 4; i++) res = fmax(res, d[i]), sum += d[i];
-  res += OVERLAP * (sum - res);
+  res += t->cal.overlap * (sum - res);
   int64_t full = per_core / k, rem = per_core % k;
   /* k tiles of a round share the core's resources while each runs its own
    * chain */
@@ -361,7 +361,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
    * res4 at 128x64, two per SM, ran 34% slower than at 64x128, whose
    * chains are as long) */
   if (cl16)
-    round_k += OVERLAP * fmin(k * res, c->chain), round_r += OVERLAP * fmin((double)rem * res, c->chain);
+    round_k += t->cal.overlap * fmin(k * res, c->chain), round_r += t->cal.overlap * fmin((double)rem * res, c->chain);
   c->cycles = (double)full * round_k + (rem ? round_r : 0.0);
   c->mma = (double)per_core * mma_demand;
   c->smem = (double)per_core * smem;
@@ -370,7 +370,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   c->epilogue = (double)per_core * epi;
   double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
-  c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
+  c->cycles = fmax(c->cycles, c->dram) + t->cal.overlap * fmin(c->cycles, c->dram);
 }
 
 /* The warp-specialised persistent kernel (map_gpu_lowering.tma): one
@@ -391,24 +391,24 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   double copy = (double)(c->bm + c->bn) * c->bk * es / t->l2_bw;
   double d[3] = {mma, smem, copy}, res = 0, sum = 0;
   for (int i = 0; i < 3; i++) res = fmax(res, d[i]), sum += d[i];
-  double step = res + OVERLAP * (sum - res);
+  double step = res + t->cal.overlap * (sum - res);
   /* a consumer's K step also waits for its batch, arrives on the stage's
    * barrier and waits for the next stage's; a lone consumer's wait for its
    * batch is not covered by another's batch (H100: 64x128 tiles 24% slower
    * than 128x64 at 1024^3) */
-  step += WS_STEP_CYCLES + (consumers < 2 ? cap->lat : 0.0);
-  step = fmax(step, (LAT_MUL * t->mem_lat + copy) / (c->stages - 1));
+  step += t->cal.ws_step_cycles + (consumers < 2 ? cap->lat : 0.0);
+  step = fmax(step, (t->cal.lat_mul * t->mem_lat + copy) / (c->stages - 1));
   double out = (double)c->bm * c->bn;
   double epi = out * out_bytes(p) / t->st_bw + out * EPI_OPS / t->simd_rate;
   c->chain = (double)nk * step + epi;
   c->per_core = c->resident = 1;
-  c->cycles = (double)per_core * c->chain + LAT_MUL * t->mem_lat;
+  c->cycles = (double)per_core * c->chain + t->cal.lat_mul * t->mem_lat;
   if (c->pingpong) {
     /* the K loops run back to back, each tile's epilogue under the next
      * tile's K loop (the other warpgroup's); the last one is exposed, and
      * an epilogue longer than a K loop delays the next */
     double loop = (double)nk * step;
-    c->cycles = (double)per_core * loop + epi + (double)(per_core - 1) * fmax(0.0, epi - loop) + LAT_MUL * t->mem_lat;
+    c->cycles = (double)per_core * loop + epi + (double)(per_core - 1) * fmax(0.0, epi - loop) + t->cal.lat_mul * t->mem_lat;
   }
   c->mma = (double)(per_core * nk) * mma;
   c->smem = (double)(per_core * nk) * smem;
@@ -417,8 +417,8 @@ static void cost_ws(const gtarget *t, const map_gpu_problem *p, const gcap *cap,
   c->epilogue = (double)per_core * epi;
   double bytes = (double)p->G * ((double)(p->M * p->K + p->K * p->N) * es + (double)(p->M * p->N) * out_bytes(p));
   c->dram = t->dram_bw > 0 ? bytes / t->dram_bw : 0;
-  c->cycles = fmax(c->cycles, c->dram) + OVERLAP * fmin(c->cycles, c->dram);
-  c->cycles *= WS_SCALE;
+  c->cycles = fmax(c->cycles, c->dram) + t->cal.overlap * fmin(c->cycles, c->dram);
+  c->cycles *= t->cal.ws_scale;
 }
 
 /* Whether a ranks before b: the cheaper; on equal cost, between

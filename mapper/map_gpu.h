@@ -96,9 +96,6 @@ typedef struct map_gpu_result {
   double clock_mhz;
 } map_gpu_result;
 
-/* Whether the ACG is served by a GPU backend (amdgpu, nvptx). */
-bool map_acg_is_gpu(const cov_acg *acg);
-
 /* Enumerates, checks and ranks GPU schedules of p on acg (the cheapest
  * first; ties keep the enumeration order: the ACG's capability order,
  * larger tiles first). low NULL: every ACG capability. COV_UNSUPPORTED when

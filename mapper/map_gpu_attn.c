@@ -18,7 +18,7 @@
 
 #include "acg/acg_ir.h"
 
-static int gpu_cores(const cov_acg *acg) {
+static int attn_cores(const cov_acg *acg) {
   for (int i = 0; i < acg->n_storage; i++)
     if (acg->storage[i].kind == ACG_SCRATCHPAD)
       return acg->storage[i].instances ? (int)acg->storage[i].instances : 1;
@@ -32,7 +32,7 @@ cov_status map_gpu_attn_plan(const cov_acg *acg, const map_gpu_attn_problem *p, 
       p->seq >= (1ll << 31) || p->dim >= (1ll << 31))
     return cov_error(COV_INVALID_ARGUMENT, MAP_LOC(NULL, where), "attention %lldx%lldx%lldx%lld: sizes from 1 to 2^31-1 expected",
                      (long long)p->batch, (long long)p->heads, (long long)p->seq, (long long)p->dim);
-  int cores = gpu_cores(acg);
+  int cores = attn_cores(acg);
   int64_t rows64 = p->batch * p->heads * (p->seq / 64); /* workgroups of 64 query rows */
   if (warpgroup && p->dim == 64) {
     /* one warpgroup of 64 rows per workgroup, the fastest form at all four

@@ -9,29 +9,25 @@
  * as vector MACs, a scalar unit one MAC per issue (the TILES form). Where
  * several units can take a layer, cov_map searches each binding and keeps
  * the one its cost model ranks cheapest (map_api.c).
- *
- * GPU ACGs keep their matrix units to the GPU search (map_gpu.c): there the
- * generic search treats a matrix unit as before, and this form is not used. */
-#include "mapper/map_gpu.h"
+ */
 #include "mapper/map_internal.h"
 
 bool map_mac_tiles(const cov_acg *g, int node, int cap, acg_mac_form *f) {
   acg_mac_form tmp;
   if (!f) f = &tmp;
   int u = node - g->n_storage;
-  if (u < 0 || u >= g->n_compute || map_acg_is_gpu(g)) return false;
+  if (u < 0 || u >= g->n_compute) return false;
   return acg_mac_form_of(g, u, cap, f, NULL, 0) && f->kind == ACG_MAC_TILES;
 }
 
 bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy) {
-  if (map_acg_is_gpu(g)) return true;
   acg_mac_form f;
   return acg_mac_form_of(g, node - g->n_storage, cap, &f, why, nwhy);
 }
 
 int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, double *floor, int max) {
   int n = 0;
-  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2 || map_acg_is_gpu(g)) return 0;
+  if (p->kind != MAP_MAIN_MAC || p->n_inputs != 2) return 0;
   for (int c = 0; c < g->n_compute && n < max; c++) {
     map_target t;
     cov_status st = map_bind_target_on(p, g, g->n_storage + c, &t);

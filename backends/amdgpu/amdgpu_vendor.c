@@ -79,11 +79,23 @@ static cov_status launch(void *rt, void *mod, const char *kernel, const unsigned
   return crt_hip_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
 }
 
+/* Waves per SIMD that the registers allow: 512 per lane, allocated in
+ * granules of 8 (VGPRs and AGPRs together), at most 8. */
+static void occupancy(long workgroups, const gpu_kernel_info *info, char *buf, size_t n) {
+  (void)workgroups;
+  long regs = info->vgprs + (info->agprs > 0 ? info->agprs : 0);
+  long granule = (regs + 7) / 8 * 8, waves = granule > 0 ? 512 / granule : 0;
+  if (waves > 8) waves = 8;
+  snprintf(buf, n, "%ldw/SIMD", waves);
+}
+
 const gpu_vendor amdgpu_vendor = {
     .backend = "amdgpu",
     .ops = &amdgpu_target_ops,
     .code_ext = "hsaco",
+    .code_text = 0,
     .jit_registers = 0,
+    .occupancy = occupancy,
     .build = build,
     .open = open_rt,
     .close = close_rt,

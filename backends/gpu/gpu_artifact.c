@@ -26,7 +26,11 @@ static crt_buf_kind kind_of(gpu_buf_kind k) {
   }
 }
 
-void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
+/* A launch step's 4 arguments (buffer ids through `map`, the builder's
+ * index of each plan buffer; -1: a null pointer); a warp-specialised
+ * matrix kernel (plan.tma) takes tensor maps over A and B instead
+ * (gpu_tma_dims), which makes the artifact format version 2. */
+static void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
   for (int k = 0; k < 4; k++) {
     crt_arg none = {.kind = CRT_ARG_I64}; /* a null pointer */
     args[k] = s->args[k] < 0 ? none : crt_buf_arg(map[s->args[k]], 0);
@@ -41,9 +45,9 @@ void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
-  int nv = !strcmp(p->backend, "nvptx");
-  if (!nv && strcmp(p->backend, "amdgpu"))
-    return cov_error(COV_INTERNAL, GPU_LOC(model_path, NULL), "artifact of a plan for backend '%s'", p->backend);
+  if (!p->vendor)
+    return cov_error(COV_INTERNAL, GPU_LOC(model_path, NULL), "artifact of a plan compiled for no target");
+  int text = p->vendor->code_text;
   crt_builder *b = NULL;
   COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, model_path, &b));
   int *map = malloc((size_t)(p->n_bufs + 1) * sizeof *map);
@@ -84,8 +88,8 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   if (!mods && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int i = 0; i < p->n_mods && !st; i++) {
     const gpu_mmodule *md = &p->mods[i];
-    /* PTX is text the driver reads to its NUL, which the emitter keeps */
-    mods[i] = crt_add_module(b, md->name, nv ? "ptx" : "hsaco", md->code, nv ? md->size + 1 : md->size);
+    /* a text code object (PTX) is read to its NUL, which the emitter keeps */
+    mods[i] = crt_add_module(b, md->name, p->vendor->code_ext, md->code, text ? md->size + 1 : md->size);
   }
   for (int i = 0; i < p->n_steps && !st; i++) {
     const gpu_mstep *s = &p->steps[i];
@@ -112,6 +116,15 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   return st ? cov_status_annotate(st, "%s: ", model_path) : NULL;
 }
 
+cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_path, const char *out_path) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  COV_RETURN_IF_ERROR(gpu_model_artifact(p, model_path, &bytes, &n));
+  cov_status st = common_write_file(out_path, bytes, n);
+  free(bytes);
+  return st;
+}
+
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path) {
   gpu_target t;
@@ -119,16 +132,12 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   cov_model *m = NULL;
   gpu_model_plan mp;
   int have_plan = 0;
-  uint8_t *bytes = NULL;
-  size_t n = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
   if (!st) st = cov_model_load_file(model_path, NULL, &m);
   if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
-  if (!st) st = gpu_model_artifact(&mp, model_path, &bytes, &n);
-  if (!st) st = common_write_file(out_path, bytes, n);
-  free(bytes);
+  if (!st) st = gpu_model_artifact_write(&mp, model_path, out_path);
   if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);
   gpu_target_close(&t);

@@ -14,18 +14,14 @@
 typedef struct gpu_model_plan gpu_model_plan; /* gpu_mplan.h */
 
 /* The artifact's bytes (*out malloc'ed): every buffer the steps use
- * (inputs and outputs f32, weights with their data, intermediates placed
- * in the arena by the builder), every module (PTX with its NUL, or HSACO),
+ * (inputs and outputs with their buffers' dtypes, weights with their
+ * data, intermediates placed in the arena by the builder), every module
+ * (with the vendor's extension; a text code object, PTX, with its NUL),
  * every launch (null arguments as a 0 pointer) and fill, in order. */
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size);
-
-/* A launch step's 4 arguments (buffer ids through `map`, the builder's
- * index of each plan buffer; -1: a null pointer); a warp-specialised
- * matrix kernel (plan.tma) takes tensor maps over A and B instead
- * (gpu_tma_dims), which makes the artifact format version 2. */
-typedef struct gpu_mstep gpu_mstep; /* gpu_mplan.h */
-typedef struct crt_arg crt_arg;     /* runtime/crt.h */
-void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args);
+/* The same bytes written to the file out_path: the one writer of a GPU
+ * model's artifact (covenant compile, covenant gpu compile MODEL). */
+cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_path, const char *out_path);
 
 /* Loads MODEL, compiles it whole for target opts->target and writes the
  * artifact to `out_path`. */

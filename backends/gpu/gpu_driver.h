@@ -28,7 +28,6 @@ typedef struct gpu_kernel_info {
   long vgprs, agprs, lds_bytes, scratch_bytes; /* -1 where unknown */
 } gpu_kernel_info;
 
-const char *gpu_default_suite(void);
 /* Loads target `name` and picks, from the NULL-terminated `vendors`, the
  * one that serves its backend.name. */
 cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, cov_dtype dtype, gpu_target *t);

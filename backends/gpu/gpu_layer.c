@@ -174,3 +174,6 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
   json_decref(root);
   return st;
 }
+
+/* One default for every command: $COVENANT_SUITE, else the shipped suite. */
+const char *gpu_default_suite(void) { return cov_suite_default_path(); }

@@ -33,4 +33,8 @@ cov_status gpu_layer_from_spec(const char *suite_path, const char *spec, cov_dty
  * written to names (each up to 95 characters). */
 cov_status gpu_layer_suite_names(const char *suite_path, char (*names)[96], int max, int *count);
 
+/* The suite every command reads by default: $COVENANT_SUITE, else the
+ * shipped one. */
+const char *gpu_default_suite(void);
+
 #endif

@@ -1,7 +1,9 @@
 /* backends/gpu/gpu_lower.h: the contraction kernel's builder state and the
- * pieces of gpu_lower.c that the warp-specialised kernel (gpu_lower_ws.c)
- * shares: operand tiles of a pipeline stage, a warpgroup-MMA batch, and
- * the direct epilogue. Internal to backends/gpu. */
+ * pieces the tiled kernel (gpu_lower.c), the warp-specialised kernel
+ * (gpu_lower_ws.c), the FMA fragment and the depthwise kernel share:
+ * operand tiles of a pipeline stage and a warpgroup-MMA batch
+ * (gpu_lower_tile.c), the epilogues (gpu_lower_epi.c). Internal to
+ * backends/gpu. */
 #ifndef COV_GPU_LOWER_H
 #define COV_GPU_LOWER_H
 
@@ -18,6 +20,9 @@ typedef struct kernel {
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
 
+/* Element/chunk e = tid + i*threads of a cooperative copy, split as
+ * (e / width, e % width) (gpu_lower_tile.c). */
+void gpu_k_split(kernel *k, int i, int width, LLVMValueRef *major, LLVMValueRef *minor);
 /* The A and B tiles of pipeline stage `stage` (i32). */
 gpu_tile gpu_k_tile_a(kernel *k, LLVMValueRef stage);
 gpu_tile gpu_k_tile_b(kernel *k, LLVMValueRef stage);
@@ -29,6 +34,13 @@ void gpu_k_wg_wait(kernel *k, LLVMValueRef *acc, int pending);
 /* Bias, activation and the stores of the accumulator slots at the tile
  * (k->m0, k->n0) of batch k->gidx, from the registers (no shared memory). */
 void gpu_k_epilogue(kernel *k);
+/* The epilogue through shared memory (gpu_lower_epi.c): the tile staged
+ * there, then stored into a convolution's NCHW or NHWC output, or a row
+ * softmax of it. */
+void gpu_k_stage_out(kernel *k);
+void gpu_k_conv_staged_store(kernel *k);
+void gpu_k_conv_staged_store_nhwc(kernel *k);
+void gpu_k_softmax_rows(kernel *k);
 /* The warp-specialised, persistent kernel of a plan.tma (gpu_lower_ws.c);
  * k->fr, esize, a_bytes, stage_bytes, nmf, nnf are set, g->fn is the kernel
  * with the builder at its entry. */

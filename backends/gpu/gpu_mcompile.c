@@ -702,6 +702,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   if (t) {
     snprintf(p->target, sizeof p->target, "%s", cov_acg_name(t->acg));
     snprintf(p->backend, sizeof p->backend, "%s", t->vendor->backend);
+    p->vendor = t->vendor;
     snprintf(p->mcpu, sizeof p->mcpu, "%s", t->acg->backend.mcpu ? t->acg->backend.mcpu : "");
   }
   p->n_inputs = cap.n_inputs, p->n_outputs = cap.n_outputs;

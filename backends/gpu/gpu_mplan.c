@@ -11,13 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
+#include "backends/gpu/gpu_vendor.h"
 #include "common/fileio.h"
 #include "common/json_write.h"
-#include "runtime/crt.h"
 
 static float to_f16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
@@ -150,7 +149,7 @@ static const char *ew_names[] = {"copy", "gather", "unary", "binary", "bias", "p
 
 cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report) {
   COV_RETURN_IF_ERROR(mkdir_p(dir));
-  int nv = !strcmp(p->backend, "nvptx");
+  if (!p->vendor) return cov_error(COV_INTERNAL, GPU_LOC(dir, NULL), "modules of a plan compiled for no target");
   cov_status st = NULL;
   json_t *man = json_object(), *mods = json_array(), *bufs = json_array(), *steps = json_array();
   const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
@@ -164,7 +163,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   json_object_set_new(man, "steps", steps);
   for (int i = 0; i < p->n_mods && !st; i++) {
     char file[200], path[4096];
-    snprintf(file, sizeof file, "%s.%s", p->mods[i].name, nv ? "ptx" : "hsaco");
+    snprintf(file, sizeof file, "%s.%s", p->mods[i].name, p->vendor->code_ext);
     snprintf(path, sizeof path, "%s/%s", dir, file);
     st = common_write_file(path, p->mods[i].code, p->mods[i].size);
     json_t *m = json_object();
@@ -253,68 +252,5 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
               md->vgprs, md->agprs, md->scratch_bytes, what);
     }
   }
-  return st;
-}
-
-/* ---- the artifact (runtime/README.md) ----------------------------------- */
-
-cov_status gpu_model_plan_artifact(const gpu_model_plan *p, const char *model_path, const char *out_path) {
-  crt_builder *b = NULL;
-  const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
-  COV_RETURN_IF_ERROR(crt_builder_new(p->target, p->backend, p->mcpu, base, &b));
-  int nv = !strcmp(p->backend, "nvptx");
-  int *mod = calloc((size_t)p->n_mods + 1, sizeof *mod), *buf = calloc((size_t)p->n_bufs + 1, sizeof *buf);
-  cov_status st = mod && buf ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  for (int i = 0; i < p->n_mods && !st; i++) {
-    /* PTX goes in NUL-terminated */
-    size_t n = p->mods[i].size;
-    char *code = malloc(n + 1);
-    if (!code) {
-      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-      break;
-    }
-    memcpy(code, p->mods[i].code, n);
-    code[n] = '\0';
-    mod[i] = crt_add_module(b, p->mods[i].name, nv ? "ptx" : "hsaco", code, nv ? strnlen(code, n) + 1 : n);
-    free(code);
-  }
-  for (int i = 0; i < p->n_bufs && !st; i++) {
-    const gpu_mbuf *m = &p->bufs[i];
-    uint64_t bytes = (uint64_t)m->numel * cov_dtype_size(m->dtype);
-    if (m->kind == GPU_BUF_WEIGHT) {
-      buf[i] = crt_add_weight(b, m->name, m->dtype, m->rank, m->shape, m->data, bytes);
-    } else {
-      crt_buf_kind k = m->kind == GPU_BUF_INPUT    ? CRT_BUF_INPUT
-                       : m->kind == GPU_BUF_OUTPUT ? CRT_BUF_OUTPUT
-                                                   : CRT_BUF_INTERMEDIATE;
-      buf[i] = crt_add_buffer(b, m->name, k, m->dtype, m->rank, m->shape, bytes);
-    }
-  }
-  for (int i = 0; i < p->n_inputs && !st; i++) {
-    const gpu_mbuf *m = &p->bufs[p->input_buf[i]];
-    crt_add_input(b, m->name, COV_F32, m->rank, m->shape, buf[p->input_buf[i]]);
-  }
-  for (int i = 0; i < p->n_outputs && !st; i++) {
-    const gpu_mbuf *m = &p->bufs[p->output_buf[i]];
-    crt_add_output(b, m->name, COV_F32, m->rank, m->shape, buf[p->output_buf[i]]);
-  }
-  for (int i = 0; i < p->n_steps && !st; i++) {
-    const gpu_mstep *s = &p->steps[i];
-    if (s->op == GPU_STEP_FILL) {
-      const gpu_mbuf *m = &p->bufs[s->fill_buf];
-      crt_add_fill(b, s->group, s->label, buf[s->fill_buf], 0, (uint64_t)m->numel * cov_dtype_size(m->dtype), 0);
-      continue;
-    }
-    crt_arg args[4];
-    gpu_mstep_args(s, buf, args);
-    crt_add_launch(b, s->group, s->label, mod[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
-  }
-  free(mod), free(buf);
-  if (st) {
-    crt_builder_free(b);
-    return st;
-  }
-  st = crt_builder_write(b, out_path);
-  crt_builder_free(b);
   return st;
 }

@@ -155,6 +155,7 @@ typedef struct gpu_mmodule {
 
 typedef struct gpu_model_plan {
   char target[64], backend[16], mcpu[32];
+  const struct gpu_vendor *vendor; /* the target's (code objects' form and extension) */
   gpu_mbuf *bufs;
   int n_bufs, cap_bufs;
   gpu_mstep *steps;
@@ -184,10 +185,6 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
  * allocated here (f32). */
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs);
-
-/* Writes the plan as one compiled-model artifact (runtime/README.md) that
- * covenant-run runs without LLVM. */
-cov_status gpu_model_plan_artifact(const gpu_model_plan *p, const char *model_path, const char *out_path);
 
 /* Writes every module and manifest.json (buffers, steps) into `dir`. */
 cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report);

@@ -23,7 +23,12 @@ typedef struct gpu_vendor {
   const char *backend;       /* the ACG backend.name it serves: "amdgpu", "nvptx" */
   const gpu_target_ops *ops; /* the lowering's target questions (gpu_target.h) */
   const char *code_ext;      /* file extension of a code object: "hsaco", "ptx" */
+  int code_text;             /* 1: a code object is text the driver reads to its NUL, which artifacts keep */
   int jit_registers;         /* 1: registers are assigned when the driver loads the code */
+  /* The report's occupancy of a kernel (covenant compile --report) into
+   * buf: `workgroups` is how many its shared memory lets a core hold; the
+   * vendor's own rule adds what the registers allow. */
+  void (*occupancy)(long workgroups, const gpu_kernel_info *info, char *buf, size_t n);
   /* Emits `mod` (one lowered kernel) as a code object for acg's mcpu;
    * code_object_version 0 is the ACG's. Fills what it knows of info
    * (gpu_kernel_info: -1 where unknown). */

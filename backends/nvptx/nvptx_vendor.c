@@ -43,11 +43,20 @@ static cov_status launch(void *rt, void *mod, const char *kernel, const unsigned
   return crt_cuda_launch(rt, mod, kernel, grid, block, shared_bytes, args, out_ms);
 }
 
+/* Workgroups per SM that shared memory allows (the registers are the
+ * driver's, assigned when it loads the PTX). */
+static void occupancy(long workgroups, const gpu_kernel_info *info, char *buf, size_t n) {
+  (void)info;
+  snprintf(buf, n, "%ld WG/SM", workgroups);
+}
+
 const gpu_vendor nvptx_vendor = {
     .backend = "nvptx",
     .ops = &nvptx_target_ops,
     .code_ext = "ptx",
+    .code_text = 1,
     .jit_registers = 1,
+    .occupancy = occupancy,
     .build = build,
     .open = open_rt,
     .close = close_rt,

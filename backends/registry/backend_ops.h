@@ -11,15 +11,6 @@
 #include "backends/registry/backend_registry.h"
 #include "covenant/model.h"
 
-typedef enum backend_op_where {
-  BACKEND_OP_ACCEL = 1, /* runs on the accelerator (NPU programs) */
-  BACKEND_OP_CPU,       /* falls back to the CPU: layout work in the frontend, calls in the interpreter */
-  BACKEND_OP_GPU,       /* compiles to GPU kernels (compute) or copies (layout) */
-  BACKEND_OP_REF,       /* the CPU reference interpreter (the ref target) */
-  BACKEND_OP_REFUSED,   /* a model with it is refused */
-  BACKEND_OP_DEPENDS,   /* its codelets depend on the node's attributes (Einsum's equation) */
-} backend_op_where;
-
 /* Where operator `op` runs on the opened target t (*where); `why` (size
  * bytes) says why it does not run on the accelerator, or "". An error only
  * when the question could not be answered (out of memory): a codelet the

@@ -1,65 +1,69 @@
-/* backends/registry/backend_registry.c: the table of backends and the
- * public cov_gpu_* entry points, which hand the shared GPU code its vendors
+/* backends/registry/backend_registry.c: the table of backends (one row of
+ * entry points each, backend_registry.h), opening targets, and the public
+ * cov_gpu_* entry points, which hand the shared GPU code its vendors
  * (backends/gpu/gpu_vendor.h). */
 #include "backends/registry/backend_registry.h"
+#include "backends/registry/backend_rows.h"
+#include "common/loc.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "covenant/npu.h"
 #ifdef COV_HAVE_GPU_BACKENDS
 #include "backends/amdgpu/amdgpu_vendor.h"
 #include "backends/nvptx/nvptx_vendor.h"
 #include "backends/gpu/gpu_artifact.h"
+#include "backends/gpu/gpu_tune.h"
 #include "covenant/gpu.h"
 #endif
-
-static cov_status run_ref(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
-                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
-  (void)t, (void)name;
-  return cov_model_run_ref(m, inputs, n_inputs, outputs, n_outputs);
-}
-
-static cov_status run_npu(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
-                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
-  (void)name;
-  cov_npu_report *r = NULL; /* where each group ran: the CLI's business */
-  cov_status st = cov_npu_run_model(m, t->acg, inputs, n_inputs, outputs, n_outputs, &r);
-  cov_npu_report_free(r);
-  return st;
-}
 
 #ifdef COV_HAVE_GPU_BACKENDS
 static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor, NULL};
 
-static cov_status run_gpu(const backend_target *t, const cov_model *m, const char *name, const cov_tensor *inputs,
-                          size_t n_inputs, cov_tensor *outputs, size_t n_outputs) {
-  return gpu_run_model_on_device(k_gpu_vendors, cov_acg_file(t->acg), COV_F16, m, name, inputs, n_inputs, outputs,
-                                 n_outputs);
-}
+/* The entries the two GPU rows share: everything but the vendor. */
+#define GPU_ROW                                                                                                \
+  .kind = "GPU", .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,                                          \
+  .options = BACKEND_OPT_DTYPE | BACKEND_OPT_REPORT | BACKEND_OPT_UNFUSED | BACKEND_OPT_CODE_OBJECT |          \
+             BACKEND_OPT_TUNING,                                                                               \
+  .check_with = "gpu run", .compile_layers = backend_gpu_compile_layers,                                       \
+  .compile_model = backend_gpu_compile_model, .run_model = backend_gpu_run_model,                              \
+  .run_layers = backend_gpu_run_layers, .check_model = backend_gpu_check_model,                                \
+  .map_layer = backend_gpu_map_layer, .map_candidates = backend_gpu_map_candidates,                            \
+  .tune_prepare = backend_gpu_tune_prepare, .op_support = backend_gpu_op_support
 #endif
 
 static const backend_info k_backends[] = {
     {.name = "npu-sim",
      .summary = "the NPU instruction set (backends/npu-sim/ISA.md), simulated cycle by cycle",
+     .kind = "NPU",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN | BACKEND_VERIFY,
-     .run_model = run_npu},
+     .options = BACKEND_OPT_SCALE | BACKEND_OPT_TRACE,
+     .max_layers = 1,
+     .compile_layers = backend_npu_compile_layers,
+     .compile_model = backend_npu_compile_model,
+     .run_model = backend_npu_run_model,
+     .report_summary = backend_npu_report_summary,
+     .report_check = backend_npu_report_check,
+     .report_details = backend_npu_report_details,
+     .report_times = backend_npu_report_times,
+     .report_free = backend_npu_report_free,
+     .report_json = backend_npu_report_json,
+     .op_support = backend_npu_op_support,
+     .open_layer = backend_npu_open_layer,
+     .run_layer = backend_npu_run_layer,
+     .close_layer = backend_npu_close_layer},
 #ifdef COV_HAVE_GPU_BACKENDS
-    {.name = "amdgpu",
-     .summary = "AMD GPUs: HSACO through LLVM, run through HIP",
-     .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
-     .run_model = run_gpu,
-     .gpu = &amdgpu_vendor},
+    {.name = "amdgpu", .summary = "AMD GPUs: HSACO through LLVM, run through HIP", GPU_ROW, .gpu = &amdgpu_vendor},
     {.name = "nvptx",
      .summary = "NVIDIA GPUs: PTX through LLVM, run through the CUDA driver",
-     .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,
-     .run_model = run_gpu,
+     GPU_ROW,
      .gpu = &nvptx_vendor},
 #endif
     {.name = BACKEND_REF,
      .summary = "the CPU reference interpreter (codelets), the oracle of every backend",
-     .ops = BACKEND_RUN,
-     .run_model = run_ref},
+     .kind = "CPU",
+     .ops = BACKEND_RUN | BACKEND_ORACLE,
+     .run_model = backend_ref_run_model},
 };
 enum { N_BACKENDS = (int)(sizeof k_backends / sizeof k_backends[0]) };
 
@@ -77,9 +81,12 @@ cov_status backend_target_open(const char *name, backend_target *out) {
   if (!name) name = BACKEND_DEFAULT_TARGET;
   if (!strcmp(name, BACKEND_REF)) {
     out->backend = backend_find(BACKEND_REF);
+    out->name = BACKEND_REF;
     return NULL;
   }
+  out->name = BACKEND_REF;
   COV_RETURN_IF_ERROR(cov_acg_load_target(name, &out->acg));
+  out->name = cov_acg_name(out->acg);
   const char *be = cov_acg_backend(out->acg);
   out->backend = be && strcmp(be, BACKEND_REF) ? backend_find(be) : NULL;
   if (out->backend) return NULL;
@@ -97,6 +104,44 @@ void backend_target_close(backend_target *t) {
   if (t->acg) cov_acg_free(t->acg);
   t->acg = NULL;
   t->backend = NULL;
+  t->name = NULL;
+}
+
+cov_status backend_lacks(const backend_target *t, const char *what, const char *entry) {
+  const backend_info *b = t->backend;
+  const char *a = strchr("AEFHILMNORSX", b->kind[0]) ? "an" : "a"; /* as the letter is spoken */
+  if (b->check_with)
+    return cov_error(COV_UNSUPPORTED, COV_AT_CALL(what), "%s is %s %s target (backend %s), which does not %s; "
+                     "'covenant %s' checks its code", t->name, a, b->kind, b->name, entry, b->check_with);
+  return cov_error(COV_UNSUPPORTED, COV_AT_CALL(what), "%s is %s %s target (backend %s), which does not %s", t->name, a,
+                   b->kind, b->name, entry);
+}
+
+const char *backend_option_names(unsigned bits, char *buf, size_t n) {
+  static const char *const names[] = {"--scale",       "--dtype",  "--report",           "--allow-unfused",
+                                      "--code-object", "--tuning", "--trace and --per-call"};
+  int count = 0, total = 0;
+  for (unsigned b = bits; b; b &= b - 1) total++;
+  if (n) buf[0] = '\0';
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+    if (!(bits & (1u << i))) continue;
+    size_t len = strlen(buf);
+    const char *sep = !count ? "" : count == total - 1 ? " and " : ", ";
+    snprintf(buf + len, n - len, "%s%s", sep, names[i]);
+    count++;
+  }
+  return buf;
+}
+
+cov_status backend_tune_record(const char *times, const char *out, FILE *msg) {
+#ifdef COV_HAVE_GPU_BACKENDS
+  return gpu_tune_record(times, out, msg);
+#else
+  (void)out, (void)msg;
+  cov_loc loc = {times, 0, 0, NULL};
+  return cov_error(COV_UNSUPPORTED, &loc, "this covenant was built without the GPU backends (LLVM), "
+                   "whose kernels tuning times");
+#endif
 }
 
 #ifdef COV_HAVE_GPU_BACKENDS

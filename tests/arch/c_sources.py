@@ -8,10 +8,11 @@ import os
 import re
 
 
-def module_dirs(root, with_cli=True):
-    """The directory of each module of ROOT/cmake/modules.txt, in its order."""
+def module_dirs(root, with_cli=True, modules=None):
+    """The directory of each module of ROOT/cmake/modules.txt (or the file
+    `modules`), in its order."""
     dirs = []
-    with open(os.path.join(root, 'cmake/modules.txt')) as f:
+    with open(modules or os.path.join(root, 'cmake/modules.txt')) as f:
         for line in f:
             cols = line.split('#', 1)[0].split()
             if len(cols) >= 2 and (with_cli or cols[0] != 'cli'):
@@ -19,11 +20,17 @@ def module_dirs(root, with_cli=True):
     return dirs
 
 
-def sources(root, exts, with_cli=True):
+def sources(root, exts, with_cli=True, dirs=None, modules=None):
     """(path relative to ROOT, text) of every file ending in one of exts under
-    the module directories, directories and names sorted."""
-    for d in module_dirs(root, with_cli):
-        for dirpath, _, files in sorted(os.walk(os.path.join(root, d))):
+    the module directories (of `modules`, a modules.txt; or `dirs`), directories and names sorted; a
+    subdirectory that is another module's is that module's (read once)."""
+    owned = set(module_dirs(root, modules=modules))
+    for d in dirs if dirs is not None else module_dirs(root, with_cli, modules):
+        walked = []
+        for dirpath, subdirs, files in os.walk(os.path.join(root, d)):
+            subdirs[:] = [s for s in subdirs if os.path.relpath(os.path.join(dirpath, s), root) not in owned]
+            walked.append((dirpath, files))
+        for dirpath, files in sorted(walked):
             for name in sorted(files):
                 if name.endswith(exts):
                     path = os.path.join(dirpath, name)

@@ -4,13 +4,16 @@
 Reads the graph block under "## Modules as the build declares them" in
 ARCHITECTURE.md (lines "module ──► dep, dep, ...", two to a line at most)
 and cmake/modules.txt, and fails unless every module with dependencies is
-drawn once with exactly its direct dependencies (order free).
+drawn once with exactly its direct dependencies (order free), and unless
+ARCHITECTURE.md stays short (at most 200 lines: detail belongs in the
+modules' own documents).
 Exit 0: they agree; 1: differences, one line each.
 """
 import os
 import re
 import sys
 
+MAX_LINES = 200
 ARROW = re.compile(r'([\w-]+)\s*─*►\s*([\w-]+(?:,\s*[\w-]+)*)')
 
 
@@ -23,6 +26,10 @@ def main():
             if len(cols) >= 3 and cols[2] != '-':
                 declared[cols[0]] = set(cols[2].split(','))
     text = open(os.path.join(root, 'ARCHITECTURE.md')).read()
+    n_lines = text.count('\n')
+    if n_lines > MAX_LINES:
+        print(f'ARCHITECTURE.md: {n_lines} lines (at most {MAX_LINES}): move detail to the modules\' documents')
+        return 1
     sec = text.split('## Modules as the build declares them', 1)
     if len(sec) < 2 or '```' not in sec[1]:
         print('ARCHITECTURE.md: no graph block under "## Modules as the build declares them"')

@@ -42,7 +42,15 @@ static void check_run(const char *target, const char *src, double tol) {
   if (!st) st = cov_npy_read(path, &in);
   snprintf(path, sizeof path, "%s/examples/convnet_output.npy", src);
   if (!st) st = cov_npy_read(path, &want);
-  if (!st) st = t.backend->run_model(&t, m, "convnet.onnx", &in, 1, &got, 1);
+  backend_report *rep = NULL;
+  if (!st) st = t.backend->run_model(&t, NULL, m, "convnet.onnx", &in, 1, &got, 1, &rep);
+  /* a report comes with the entries that read it; an NPU run's own check
+   * of its programs passes */
+  CHECK(!rep || (t.backend->report_check && t.backend->report_free));
+  if (rep) {
+    CHECK(t.backend->report_check(rep, stdout) == 1);
+    t.backend->report_free(rep);
+  }
   if (st && t.backend->gpu && cov_status_code(st) == COV_DEVICE_ERROR) {
     /* no GPU here: the runtime's clear refusal, nothing run (never an
      * emulation standing in for the device) */
@@ -90,8 +98,20 @@ int main(int argc, char **argv) {
   /* every row is found by its name, names are unique */
   for (int i = 0; i < backend_count(); i++) {
     CHECK(backend_find(backend_at(i)->name) == backend_at(i));
-    CHECK(backend_at(i)->run_model != NULL); /* every backend runs models */
+    const backend_info *b = backend_at(i);
+    CHECK(b->run_model != NULL); /* every backend runs models */
+    CHECK(b->name && b->summary && b->kind);
+    /* what a row says it does, it has the entries for */
+    CHECK(!(b->ops & BACKEND_COMPILE) || (b->compile_layers && b->compile_model));
+    CHECK(!(b->ops & BACKEND_VERIFY) || (b->open_layer && b->run_layer && b->close_layer));
+    /* the report entries come all together or not at all */
+    int nrep = !!b->report_summary + !!b->report_check + !!b->report_details + !!b->report_times + !!b->report_free;
+    CHECK(nrep == 0 || nrep == 5);
   }
+  char names[160];
+  CHECK_STR(backend_option_names(BACKEND_OPT_SCALE, names, sizeof names), "--scale");
+  CHECK_STR(backend_option_names(BACKEND_OPT_DTYPE | BACKEND_OPT_REPORT | BACKEND_OPT_TUNING, names, sizeof names),
+            "--dtype, --report and --tuning");
   CHECK(backend_find("tpu") == NULL);
   CHECK(backend_at(backend_count()) == NULL);
 
@@ -103,6 +123,7 @@ int main(int argc, char **argv) {
     CHECK_STR(t.backend->name, gpus[i][1]);
     CHECK(t.backend->gpu && !strcmp(t.backend->gpu->backend, gpus[i][1]));
     CHECK((t.backend->ops & BACKEND_COMPILE) && (t.backend->ops & BACKEND_RUN));
+    CHECK(t.backend->map_layer && t.backend->run_layers && t.backend->tune_prepare);
     int listed = 0;
     for (gpu_vendors v = backend_gpu_vendors(); *v; v++) listed += *v == t.backend->gpu;
     CHECK(listed == 1);

@@ -25,6 +25,10 @@ expect 2 "covenant sim: unknown option '--trce'; did you mean '--trace'?" -- "$c
 expect 2 "covenant map: unknown option '--explian'; did you mean '--explain'?" -- "$cov" map convnet_layer1 -t npu-16x16 --explian
 expect 2 "covenant map: option '-t' needs an argument" -- "$cov" map convnet_layer1 -t
 expect 2 "covenant explore: unknown option '--vray'; did you mean '--vary'?" -- "$cov" explore --base npu-16x16 --vray x=1
+# a --vary path's node and field, and an evaluator's name
+expect 1 "no storage or compute node 'pe_aray' (did you mean 'pe_array'?)" -- "$cov" explore --base npu-16x16 --vary pe_aray.dims=8x8 --suite convnet_layer1 -o "$tmp/s1"
+expect 1 "'dimz' is not a field of a compute node (did you mean 'dims'?)" -- "$cov" explore --base npu-16x16 --vary pe_array.dimz=8x8 --suite convnet_layer1 -o "$tmp/s2"
+expect 1 "unknown evaluator (did you mean 'npusim'?)" -- "$cov" explore --base npu-16x16 --vary pe_array.dims=8x8 --eval npusm --suite convnet_layer1 -o "$tmp/s3"
 expect 2 "covenant inspect: unknown option '--grpah'; did you mean '--graph'?" -- "$cov" inspect --grpah $m
 expect 2 "covenant codelet: unknown option '--dyr-run'; did you mean '--dry-run'?" -- "$cov" codelet run conv2d --dyr-run
 # targets: the closest shipped one, and the list

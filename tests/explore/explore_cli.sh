@@ -18,7 +18,7 @@
 [ $? -eq 1 ] || fail "bad specs: want exit 1"
 cat > "$work/bad.want" <<'W'
 error: --vary nosuch.dims: the base ACG has no storage or compute node 'nosuch'
-error: --vary pe_array.dimz: 'dimz' is not a field of a compute node (see acg/README.md)
+error: --vary pe_array.dimz: 'dimz' is not a field of a compute node (did you mean 'dims'?) (see acg/README.md)
 error: --vary pe_array.dims: cannot parse value 'huge' (expected a number, NxM dims, a size such as 64KiB, or true/false)
 error: --vary dram->nowhere.bandwidth_bytes_per_cycle: the base ACG has no edge from 'dram' to 'nowhere'
 error: --vary /storage/99/capacity: JSON pointer /storage/99/capacity names nothing in the base ACG

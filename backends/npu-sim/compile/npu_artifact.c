@@ -1,4 +1,6 @@
-/* cli/cmd_compile_model.c: `covenant compile MODEL.onnx --target npu-* -o OUT`.
+/* backends/npu-sim/compile/npu_artifact.c: a model compiled for an NPU
+ * target into one artifact (the npu-sim row's compile_model,
+ * backends/registry/backend_npu.c).
  *
  * Each compute layer group of the model is described by the frontend, built
  * into one mapper layer, mapped and compiled into one NPU program with the
@@ -12,20 +14,15 @@
  * `missing` with the reason: the file is still written, for inspection,
  * and the runtime refuses to run it. Output is deterministic: the same
  * model and target give byte-identical files. */
-#include <errno.h>
+#include "backends/npu-sim/compile/npu_compile.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "cli/cli.h"
-#include "cli/cli_compile.h"
 #include "covenant/mapper.h"
 #include "covenant/model.h"
 #include "covenant/npu.h"
 #include "runtime/crt.h"
-#include "backends/registry/backend_registry.h"
-#include "covenant/gpu.h"
-#include <getopt.h>
 
 static void first_line(cov_status st, char *buf, size_t n) {
   cov_status_format(st, buf, n);
@@ -136,7 +133,8 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
                     : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
         break;
       if (t.rank < 0) {
-        st = cov_error(COV_UNSUPPORTED, NULL, "%s: %s '%s' has no fixed shape", path, out ? "output" : "input", name);
+        cov_loc loc = {path, 0, 0, name};
+        st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
         break;
       }
       int buf = value_find(&vals, name);
@@ -191,12 +189,14 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
       cov_tensor shape = {0};
       const char *value = a->kind == COV_MODEL_ARG_EXTERNAL ? cov_model_group_input(d, (size_t)a->input, &shape) : NULL;
       if (!value) {
-        st = cov_error(COV_INTERNAL, NULL, "%s: group %zu: layer input %d is neither a constant nor a group input", path, i, k);
+        cov_loc loc = {path, 0, 0, cov_model_group_name(d)};
+        st = cov_error(COV_INTERNAL, &loc, "group %zu: layer input %d is neither a constant nor a group input", i, k);
         break;
       }
       static const char *tensors[] = {"in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7"};
       if (k >= 8) {
-        st = cov_error(COV_UNSUPPORTED, NULL, "%s: group %zu: more than 8 program inputs", path, i);
+        cov_loc loc = {path, 0, 0, cov_model_group_name(d)};
+        st = cov_error(COV_UNSUPPORTED, &loc, "group %zu: more than 8 program inputs", i);
         break;
       }
       binds[nb].tensor = tensors[k];
@@ -236,54 +236,25 @@ static cov_status embed_acg(const cov_acg *acg, crt_builder *b) {
   return st;
 }
 
-int cli_compile_model(const char *path, const char *target, const char *out) {
-  cov_acg *acg = NULL;
+cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg) {
   cov_model *m = NULL;
   crt_builder *b = NULL;
   size_t compiled = 0;
-  cov_status st = cov_acg_load_target(target, &acg);
-  if (!st) st = cov_model_load_file(path, NULL, &m);
-  if (!st) st = crt_builder_new(cov_acg_name(acg), "npu-sim", cov_acg_name(acg), path, &b);
+  cov_status st = cov_model_load_file(path, NULL, &m);
+  if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
   if (!st) st = build_artifact(m, acg, path, b, &compiled);
   if (!st) st = embed_acg(acg, b);
   if (!st) st = crt_builder_write(b, out);
   if (!st) {
     size_t n = cov_model_num_groups(m);
-    printf("wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
+    fprintf(msg, "wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
     if (compiled < n)
-      printf("; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
-             "'missing': covenant-run refuses it, 'covenant run' runs such models",
-             n - compiled);
-    printf("\n");
+      fprintf(msg, "; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
+              "'missing': covenant-run refuses it, 'covenant run' runs such models",
+              n - compiled);
+    fprintf(msg, "\n");
   }
   crt_builder_free(b);
   cov_model_free(m);
-  cov_acg_free(acg);
-  return st ? cli_report(st) : CLI_EXIT_OK;
-}
-
-/* `covenant compile MODEL.onnx --target <GPU> -o OUT [--dtype D]`: the
- * whole model into one artifact (cov_gpu_compile_model); `covenant gpu
- * compile MODEL.onnx -o DIR` still writes the kernels one file each for
- * inspection. */
-int cli_gpu_compile_model(const cov_gpu_options *o, const char *model, const char *out) {
-#ifndef COV_HAVE_GPU_BACKENDS
-  (void)o, (void)model, (void)out;
-  return cli_report(cov_error(COV_UNSUPPORTED, NULL, "this covenant was built without the GPU backends (LLVM)"));
-#else
-  cov_status st = cov_gpu_compile_model(o, model, out);
-  if (!st) {
-    crt_artifact *a = NULL;
-    st = crt_artifact_load(out, &a);
-    if (!st) {
-      int launches = 0;
-      for (int i = 0; i < a->n_steps; i++) launches += a->steps[i].op == CRT_STEP_LAUNCH;
-      printf("wrote %s: %s for %s, %d kernel launches (%d modules), %d steps; weights %llu bytes, arena %llu bytes\n",
-             out, a->model, a->target, launches, a->n_modules, a->n_steps, (unsigned long long)a->weight_bytes,
-             (unsigned long long)a->arena_bytes);
-    }
-    crt_artifact_free(a);
-  }
-  return st ? cli_report(st) : CLI_EXIT_OK;
-#endif
+  return st;
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""tests/arch/check_backend_names.py ROOT [MODULES [ALLOW]]: nothing outside
+backends/ knows a backend (ARCHITECTURE.md, "The compiler knows no target by
+name"; backends/registry/backend_registry.h).
+
+Every C file of every module of MODULES (cmake/modules.txt) whose directory
+is not under backends/, the CLI included, is read with its comments blanked
+(tests/arch/c_sources.py). A line is a violation when it
+  - includes a backend's header: anything under backends/ but the
+    registry's interface (backends/registry/: backend_registry.h and the
+    interfaces built on it, backend_ops.h) (header);
+  - calls a backend's public API, cov_npu_* or cov_gpu_* (api);
+  - names a backend: npu-sim, nvptx or amdgpu as a word of its code or of a
+    string (a target's name, nvptx-sm90, or a path, backends/npu-sim/, is
+    not one) (name);
+  - names a backend's internal symbol: npu_*, gpu_*, amdgpu_*, nvptx_*
+    (symbol);
+  - branches on a backend's kind: a row's GPU vendor (.gpu, ->gpu), a
+    comparison of a backend's name (strcmp with cov_acg_backend(), a row's
+    name or BACKEND_REF), an is_gpu / is_npu test (kind).
+ALLOW (default cmake/backend_names_allow.txt) lists the lines still allowed,
+as `FILE RULE REASON`: every violation of RULE in FILE is allowed; an entry
+that matches nothing is itself a violation, so the list only shrinks. Exits
+1 on a violation, naming file, line, rule and the code."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import c_sources  # noqa: E402
+
+REGISTRY_DIR = 'backends/registry/'
+RULES = [
+    ('header', re.compile(r'#\s*include\s*"(backends/[^"]*)"'), 'includes a backend\'s header'),
+    ('api', re.compile(r'\bcov_(?:npu|gpu)_\w+'), 'calls a backend\'s API directly'),
+    ('name', re.compile(r'(?<![\w/.-])(?:npu-sim|nvptx|amdgpu)(?![\w/-])'), 'names a backend'),
+    ('symbol', re.compile(r'(?<![\w])(?:npu|gpu|amdgpu|nvptx)_\w+'), 'names a backend\'s internal symbol'),
+    ('kind', re.compile(r'(?:\.|->)gpu\b|\bstrn?cmp\s*\([^;]*(?:cov_acg_backend\s*\(|backend->name|BACKEND_REF)'
+                        r'|\b\w*is_(?:gpu|npu)\b'), 'branches on a backend\'s kind'),
+]
+
+
+def read_allow(path):
+    allow = {}
+    if not os.path.exists(path):
+        return allow
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            cols = line.split('#', 1)[0].split(None, 2)
+            if len(cols) >= 2:
+                allow[(cols[0], cols[1])] = [n, False]
+    return allow
+
+
+def file_violations(rel, src):
+    code = c_sources.blank(src, strings=False)  # comments out, strings kept
+    bare = c_sources.blank(src, strings=True)   # strings out as well
+    found = []
+    for n, (line, bare_line) in enumerate(zip(code.split('\n'), bare.split('\n')), 1):
+        for rule, rx, what in RULES:
+            # includes and names are read with their strings, symbols and
+            # branches on the code alone
+            text = line if rule in ('header', 'name', 'kind') else bare_line
+            for m in rx.finditer(text):
+                if rule == 'header' and m.group(1).startswith(REGISTRY_DIR):
+                    continue
+                found.append((n, rule, what, m.group(0)))
+                break
+    return found
+
+
+def main():
+    root = sys.argv[1]
+    modules = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, 'cmake/modules.txt')
+    allow_file = sys.argv[3] if len(sys.argv) > 3 else os.path.join(root, 'cmake/backend_names_allow.txt')
+    allow = read_allow(allow_file)
+    dirs = [d for d in c_sources.module_dirs(root, modules=modules) if not (d + '/').startswith('backends/')]
+    errors, files = [], 0
+    for d in dirs:
+        for rel, src in c_sources.sources(root, ('.c', '.h'), dirs=[d], modules=modules):
+            files += 1
+            for n, rule, what, text in file_violations(rel, src):
+                a = allow.get((rel, rule))
+                if a:
+                    a[1] = True
+                    continue
+                errors.append(f'{rel}:{n}: {rule}: {what}: {text}')
+    for (rel, rule), (n, used) in sorted(allow.items()):
+        if not used:
+            errors.append(f'{os.path.relpath(allow_file, root)}:{n}: {rel} no longer breaks {rule}: remove the entry')
+    for e in errors:
+        print(e)
+    print(f'{files} files in {len(dirs)} modules outside backends/, {len(allow)} allowed: {len(errors)} violation(s)')
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
