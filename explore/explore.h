@@ -134,6 +134,10 @@ void explore_pareto(const double *x, const double *y, int n, int *flags);
 cov_status explore_read_file(const char *path, char **out, size_t *size);
 /* Refuses a study subfolder that is a symbolic link or not a folder. */
 cov_status explore_check_folder(const char *path);
+/* A study's entry at path, not followed if it is a link: missing (*exists
+ * 0), or a real folder (folder) or a regular file (*exists 1); a link or
+ * anything else is refused, naming it. exists may be NULL. */
+cov_status explore_check_entry(const char *path, bool folder, int *exists);
 cov_status explore_mkdir_p(const char *path);
 /* Removes the temporaries (common_is_temporary) a killed run left in a study
  * folder: in the folder itself (call with its lock held) and in rows/ and

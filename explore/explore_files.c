@@ -64,20 +64,25 @@ cov_status explore_read_file(const char *path, char **out, size_t *size) {
   return NULL;
 }
 
-/* A study's subfolder (rows/, designs/) must be a real folder, not a link
- * to some other one. Missing is fine (nothing in it). */
-cov_status explore_check_folder(const char *path) {
+cov_status explore_check_entry(const char *path, bool folder, int *exists) {
   struct stat sb;
+  if (exists) *exists = 0;
   if (lstat(path, &sb) != 0) {
     if (errno == ENOENT) return NULL;
     return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
   }
   if (S_ISLNK(sb.st_mode))
     return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
-                     "is a symbolic link; a study's folders must be real folders (links are not followed)");
-  if (!S_ISDIR(sb.st_mode)) return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a folder");
+                     folder ? "is a symbolic link; a study's folders must be real folders (links are not followed)"
+                            : "is a symbolic link; study files must be regular files (links are not followed)");
+  if (folder && !S_ISDIR(sb.st_mode)) return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a folder");
+  if (!folder && !S_ISREG(sb.st_mode))
+    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a regular file; study files must be");
+  if (exists) *exists = 1;
   return NULL;
 }
+
+cov_status explore_check_folder(const char *path) { return explore_check_entry(path, true, NULL); }
 
 cov_status explore_mkdir_p(const char *path) {
   char buf[4096];

@@ -381,21 +381,7 @@ static cov_status check_shard_rows(const study_desc *d, int i, const char *path)
 
 /* Whether a shard holds `path`: a regular file (a link or anything else is
  * refused, naming it; explore_read_file refuses the same when it is read). */
-static cov_status shard_has(const char *path, int *has) {
-  struct stat sb;
-  *has = 0;
-  if (lstat(path, &sb) != 0) {
-    if (errno == ENOENT) return NULL;
-    return cov_error(COV_IO_ERROR, EXPLORE_AT(.file = path), "cannot open: %s", strerror(errno));
-  }
-  if (S_ISLNK(sb.st_mode))
-    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path),
-                     "is a symbolic link; study files must be regular files (links are not followed)");
-  if (!S_ISREG(sb.st_mode))
-    return cov_error(COV_INVALID_INPUT, EXPLORE_AT(.file = path), "is not a regular file; study files must be");
-  *has = 1;
-  return NULL;
-}
+static cov_status shard_has(const char *path, int *has) { return explore_check_entry(path, false, has); }
 
 static cov_status merge(const char *const *dirs, int n_dirs, const char *out_dir, cov_explore_event_fn on_event,
                         void *event_user) {
