@@ -86,7 +86,7 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
   optind = 1;
   opterr = 0;
   int c;
-  long long scale;
+  long long scale = 1;
   while ((c = getopt_long(argc, argv, "t:o:h", opts, NULL)) != -1) {
     switch (c) {
       case 't': o->b.target = optarg; break;
