@@ -74,9 +74,13 @@ json_t *explore_json_pointer(json_t *doc, const char *pointer) {
   }
 }
 
-/* The storage or compute node object called `name`, and which array. */
-static json_t *find_node(const json_t *doc, const char *name, const char **section) {
+/* The storage or compute node object called `name`, and which array;
+ * where there is none and `near` is given, the node name closest to it
+ * when that looks like a typo of it (else NULL). */
+static json_t *find_node(const json_t *doc, const char *name, const char **section, const char **near) {
   static const char *const k_sections[] = {"storage", "compute"};
+  size_t bd = COV_EDIT_FAR;
+  if (near) *near = NULL;
   for (int s = 0; s < 2; s++) {
     json_t *arr = json_object_get(doc, k_sections[s]);
     size_t i;
@@ -85,30 +89,15 @@ static json_t *find_node(const json_t *doc, const char *name, const char **secti
       const char *nm = json_string_value(json_object_get(n, "name"));
       if (nm && strcmp(nm, name) == 0) {
         if (section) *section = k_sections[s];
+        if (near) *near = NULL;
         return n;
       }
+      size_t d = nm && near ? common_edit_distance(name, nm) : COV_EDIT_FAR;
+      if (d < bd) bd = d, *near = nm;
     }
   }
+  if (near && *near && !common_is_near_miss(strlen(name), bd)) *near = NULL;
   return NULL;
-}
-
-/* The storage or compute node whose name is closest to `name` when it
- * looks like a typo of it, else NULL. */
-static const char *near_node(const json_t *doc, const char *name) {
-  static const char *const k_sections[] = {"storage", "compute"};
-  const char *best = NULL;
-  size_t bd = COV_EDIT_FAR;
-  for (int s = 0; s < 2; s++) {
-    json_t *arr = json_object_get(doc, k_sections[s]);
-    size_t i;
-    json_t *nd;
-    json_array_foreach(arr, i, nd) {
-      const char *nm = json_string_value(json_object_get(nd, "name"));
-      size_t d = nm ? common_edit_distance(name, nm) : COV_EDIT_FAR;
-      if (d < bd) bd = d, best = nm;
-    }
-  }
-  return best && common_is_near_miss(strlen(name), bd) ? best : NULL;
 }
 
 static json_t *find_edge(const json_t *doc, const char *from, const char *to) {
@@ -178,12 +167,12 @@ static cov_status resolve(const explore_vary *v, json_t *doc, vary_target *t, co
                        "the base ACG has no edge from '%s' to '%s'", v->node,
                        v->node2);
     allowed = k_edge_fields;
-  } else if (strcmp(v->node, "acg") == 0 && !find_node(doc, "acg", NULL)) {
+  } else if (strcmp(v->node, "acg") == 0 && !find_node(doc, "acg", NULL, NULL)) {
     obj = doc; /* "acg.clock_mhz": the top level */
     allowed = k_top_fields;
   } else {
-    obj = find_node(doc, v->node, &t->section);
-    const char *near = obj ? NULL : near_node(doc, v->node);
+    const char *near;
+    obj = find_node(doc, v->node, &t->section, &near);
     if (!obj && near)
       return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--vary", v->param),
                        "the base ACG has no storage or compute node '%s' (did you mean '%s'?)", v->node, near);

@@ -15,17 +15,21 @@
 /* A real, or null where it is not finite (JSON has no NaN). */
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-static json_t *line_of(const map_schedule *s) {
+/* What a printer of schedules writes for s, as a JSON string (NULL when
+ * out of memory). */
+static json_t *printed(void (*print)(const map_schedule *, FILE *), const map_schedule *s) {
   char *text = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&text, &size);
   if (!f) return NULL;
-  map_schedule_line(s, f);
+  print(s, f);
   fclose(f);
   json_t *j = text ? json_string(text) : NULL;
   free(text);
   return j;
 }
+
+static json_t *line_of(const map_schedule *s) { return printed(map_schedule_line, s); }
 
 static json_t *loops_of(const map_schedule *s) {
   json_t *a = json_array();
@@ -79,19 +83,14 @@ static json_t *schedule_of(const map_schedule *s) {
 
 static json_t *document_of(const cov_schedule *cs) {
   const map_schedule *m = &cs->s;
-  char *dump = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&dump, &size);
-  if (!f) return NULL;
-  map_dump(m, f);
-  fclose(f);
+  json_t *dump = printed(map_dump, m);
+  if (!dump) return NULL;
   json_t *alts = json_array();
   for (int i = 0; alts && i < cs->n_alts; i++) json_array_append_new(alts, schedule_of(&cs->alts[i]));
-  json_t *doc = json_pack("{s:s, s:s, s:f, s:I, s:I, s:o, s:s, s:o}", "layer", m->prob.layer ? m->prob.layer : "", "acg",
+  json_t *doc = json_pack("{s:s, s:s, s:f, s:I, s:I, s:o, s:o, s:o}", "layer", m->prob.layer ? m->prob.layer : "", "acg",
                           m->acg->name, "ops", (double)m->prob.ops, "evaluations", (json_int_t)cs->evaluations,
                           "candidates", (json_int_t)cs->candidates, "schedule", schedule_of(m), "dump",
-                          dump ? dump : "", "alternatives", alts ? alts : json_null());
-  free(dump);
+                          dump, "alternatives", alts ? alts : json_null());
   return doc;
 }
 
