@@ -33,6 +33,7 @@
 static void run_help(FILE *out) {
   fprintf(out,
           "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "       covenant run MODEL.onnx MODEL.onnx... [--target T] [--seed N] [--tolerance X]\n"
           "                               [--expect [NAME=]FILE]... [--print-values]\n"
           "                               [--trace FILE] [--per-call]\n"
           "\n"
@@ -56,9 +57,17 @@ static void run_help(FILE *out) {
           "by numpy); without expected outputs, an NPU run is checked against --target\n"
           "ref on the same inputs.\n"
           "\n"
+          "Several models are co-scheduled (an NPU of several cores, e.g. npu-4core): each runs\n"
+          "on cores of its own, divided by the mapper's estimate of each model on each core\n"
+          "count, all at once sharing DRAM, on random inputs (--seed); each is checked like\n"
+          "one model (its programs, then its outputs against --target ref), and the report\n"
+          "gives each model's latency, the combined throughput and the same against running\n"
+          "them one after the other on all the cores (backends/npu-sim/README.md).\n"
+          "\n"
           "examples:\n"
           "  covenant run examples/convnet.onnx --input examples/convnet_input.npy\n"
           "  covenant run examples/convnet.onnx --target ref -o /tmp/y.npy\n"
+          "  covenant run examples/convnet.onnx resnet18_64.onnx --target npu-4core\n"
           "\n"
           "options:\n"
           "  -t, --target T            " BACKEND_DEFAULT_TARGET " (default), another NPU ACG, ref, or a GPU\n"
@@ -98,6 +107,8 @@ typedef struct run_opts {
   double tol;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS], *expect_args[MAX_ARGS];
   int n_in, n_out, n_expect;
+  const char *models[CLI_MAX_CORUN]; /* several: co-scheduled (cmd_run_models.c) */
+  int n_models;
 } run_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code. */
@@ -149,9 +160,15 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
   }
-  if (argc - optind != 1)
-    return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
+  if (argc - optind < 1) return cli_usage_error("run", "takes a MODEL (got none)");
+  if (argc - optind > CLI_MAX_CORUN)
+    return cli_usage_error("run", "takes at most %d models to co-schedule (got %d)", CLI_MAX_CORUN, argc - optind);
   o->model = argv[optind];
+  o->n_models = argc - optind;
+  for (int i = 0; i < o->n_models; i++) o->models[i] = argv[optind + i];
+  if (o->n_models > 1 && (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
+    return cli_usage_error("run", "--input, -o, --expect, --trace, --per-call and --print-values take one model; "
+                                  "co-scheduled models run on random inputs (--seed)");
   /* (a target whose backend does not trace refuses them once it is open:
    * run_load) */
   return -1;
@@ -655,6 +672,12 @@ int cli_cmd_run(int argc, char **argv) {
   int rc;
   run_opts o;
   if ((rc = run_parse(argc, argv, &o)) >= 0) return rc;
+  if (o.n_models > 1) {
+    cli_corun_opts co = {.target = o.target, .seed = o.seed, .max_memory = o.max_memory, .tol = o.tol,
+                         .n_models = o.n_models};
+    memcpy(co.models, o.models, sizeof co.models);
+    return cli_run_models(&co);
+  }
   run_state s = {.o = &o};
   cov_status st = run_load(&s);
   if (st) {
@@ -681,3 +704,6 @@ done:
   run_state_free(&s);
   return rc;
 }
+
+double cli_rel_err(const cov_tensor *got, const cov_tensor *want) { return rel_err(got, want); }
+void cli_print_output(const char *name, const cov_tensor *t) { print_output(name, t, 0); }
