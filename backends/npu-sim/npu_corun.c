@@ -119,8 +119,10 @@ static void divide(corun_model *m, size_t n, size_t i, uint32_t left, uint32_t *
   }
 }
 
-/* Step 1 for model i: alone on all cores, estimates on acgs[1..kmax]. */
-static cov_status run_all_cores(const cov_model *m, const cov_acg *acg, const cov_acg *const *acgs, uint32_t kmax,
+/* Step 1 for model i: alone on all C cores (the mapper's estimate of the
+ * layers it ran there: est[C]), estimates on acgs[1..kmax]. */
+static cov_status run_all_cores(const cov_model *m, const cov_acg *acg, const cov_acg *const *acgs, uint32_t C,
+                                uint32_t kmax,
                                 const cov_tensor *in, size_t ni, size_t no, corun_model *cm) {
   cov_tensor *out = calloc(no ? no : 1, sizeof *out);
   if (!out) return cov_error(COV_OUT_OF_MEMORY, NULL, "outputs");
@@ -129,7 +131,14 @@ static cov_status run_all_cores(const cov_model *m, const cov_acg *acg, const co
   npu_model_rec rec = {.est = acgs + 1, .n_est = (int)kmax, .est_cycles = cm->est + 1};
   cov_npu_report *rep = NULL;
   cov_status st = npu_run_model_rec(m, acg, in, ni, out, no, NULL, &rec, &rep);
-  if (!st) cm->all_cores = cov_npu_report_cycles(rep);
+  if (!st) {
+    cm->all_cores = cov_npu_report_cycles(rep);
+    int nr = 0;
+    const npu_row *rows = npu_report_rows(rep, &nr);
+    cm->est[C] = 0;
+    for (int i = 0; i < nr; i++)
+      if (rows[i].kind != NPU_ROW_CPU) cm->est[C] += rows[i].predicted;
+  }
   if (!st && cov_npu_report_narrowed_error(rep) > COV_NPU_NARROWED_TOLERANCE)
     st = cov_error(COV_INTERNAL, COV_AT(NULL, cm->name), "a program on all the cores does not match the reference");
   cov_npu_report_free(rep);
@@ -142,7 +151,7 @@ static cov_status corun_steps(cov_npu_corun *r, const cov_model *const *models, 
                               const cov_npu_corun_io *io, npu_tape *tapes) {
   uint32_t C = r->cores, kmax = C - (uint32_t)r->n + 1;
   for (size_t i = 0; i < r->n; i++)
-    COV_RETURN_IF_ERROR(run_all_cores(models[i], acgs[C], acgs, kmax, io[i].inputs, io[i].n_inputs,
+    COV_RETURN_IF_ERROR(run_all_cores(models[i], acgs[C], acgs, C, kmax, io[i].inputs, io[i].n_inputs,
                                       io[i].n_outputs, &r->m[i]));
   uint32_t cur[NPU_MAX_CORES], best[NPU_MAX_CORES];
   double bm = -1, bs = -1;
@@ -236,6 +245,12 @@ uint64_t cov_npu_corun_makespan(const cov_npu_corun *r) { return r->makespan; }
 uint64_t cov_npu_corun_sequential_cycles(const cov_npu_corun *r) { return r->sequential; }
 double cov_npu_corun_throughput(const cov_npu_corun *r) {
   return r->makespan ? 1e6 * (double)r->n / (double)r->makespan : 0;
+}
+double cov_npu_corun_weighted_speedup(const cov_npu_corun *r) {
+  double w = 0;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->m[i].latency) w += (double)r->m[i].all_cores / (double)r->m[i].latency;
+  return w;
 }
 double cov_npu_corun_sequential_throughput(const cov_npu_corun *r) {
   return r->sequential ? 1e6 * (double)r->n / (double)r->sequential : 0;

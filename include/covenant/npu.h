@@ -253,11 +253,17 @@ COV_API uint64_t cov_npu_corun_makespan(const cov_npu_corun *r);
 COV_API uint64_t cov_npu_corun_sequential_cycles(const cov_npu_corun *r);
 COV_API double cov_npu_corun_throughput(const cov_npu_corun *r);
 COV_API double cov_npu_corun_sequential_throughput(const cov_npu_corun *r);
+/* The sum over the models of (cycles alone on all cores / latency here):
+ * the work done per cycle where every model serves a stream of its own
+ * inputs on its cores, against one model at a time on all of them (1);
+ * the weighted speed-up of multi-program studies. */
+COV_API double cov_npu_corun_weighted_speedup(const cov_npu_corun *r);
 /* The table of the figures above, and the same as one JSON document
  * (*out malloc'ed, release with cov_free): target, cores, models (name,
  * cores, estimates per core count, alone_cycles, latency_cycles,
  * all_cores_cycles, programs), makespan_cycles, throughput_per_mcycle,
- * sequential_cycles, sequential_throughput_per_mcycle, speedup. */
+ * sequential_cycles, sequential_throughput_per_mcycle, speedup (of the
+ * throughput), weighted_speedup. */
 COV_API void cov_npu_corun_print(const cov_npu_corun *r, FILE *out);
 COV_API cov_status cov_npu_corun_json(const cov_npu_corun *r, char **out, size_t *size);
 COV_API void cov_npu_corun_free(cov_npu_corun *r);
