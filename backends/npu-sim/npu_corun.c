@@ -78,8 +78,8 @@ static cov_status derive_cores(const cov_acg *g, uint32_t C, uint32_t k, cov_acg
 static cov_status check_target(const cov_acg *g, const npu_target *t, size_t n) {
   if (n < 2 || n > t->cores)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, g->name),
-                     "%zu models on %u cores: co-scheduling takes 2 models or more, at most one per core", n,
-                     t->cores);
+                     "%zu models on %u core%s: co-scheduling takes 2 models or more, at most one per core", n,
+                     t->cores, t->cores == 1 ? "" : "s");
   for (int s = 0; s < g->n_storage; s++)
     if (s != t->dram && g->storage[s].kind != ACG_DRAM && g->storage[s].instances != t->cores)
       return cov_error(COV_UNSUPPORTED, COV_AT(NULL, g->storage[s].name),

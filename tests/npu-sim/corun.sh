@@ -1,0 +1,38 @@
+#!/bin/bash
+# Co-scheduled models (README "Co-scheduled models") from the command line:
+#   - squeezenet1_1_64 and shufflenet_v2_x1_0_64 on npu-4core: `covenant
+#     run A B` exits 0 (each model's programs and outputs checked against
+#     the reference there), the cores are divided among them, and the
+#     concurrent run takes fewer cycles than the two one after the other on
+#     all four cores (its throughput ratio above 1);
+#   - refusals: two models on a single-core NPU, on the reference target,
+#     and --input with two models.
+set -u
+cov=$1 models=$2 tmp=$3
+rm -rf "$tmp"
+mkdir -p "$tmp"
+fail=0
+a=$models/squeezenet1_1_64.onnx b=$models/shufflenet_v2_x1_0_64.onnx
+"$cov" run "$a" "$b" --target npu-4core > "$tmp/run.txt" 2>&1 || { echo "FAIL: covenant run A B"; tail -20 "$tmp/run.txt"; fail=1; }
+[ "$(grep -c '^  output max rel err .*PASS' "$tmp/run.txt")" = 2 ] || { echo "FAIL: outputs against ref"; fail=1; }
+[ "$(grep -c '^check of every NPU program .*PASS' "$tmp/run.txt")" = 2 ] || { echo "FAIL: programs' check"; fail=1; }
+awk '
+  /^  .*\.onnx / { n++; cores += $2 }
+  /^concurrent: / { co = $2 }
+  /^one after the other, each on all 4 cores: / { seq = $9 }
+  END {
+    printf "cores %d in %d models; concurrent %d cycles, one after the other %d (%.3fx)\n", cores, n, co, seq, seq / co
+    if (n != 2 || cores != 4) { print "FAIL: the cores are not divided between the two models"; exit 1 }
+    if (!(co > 0) || !(co < seq)) { print "FAIL: the concurrent run is no faster than one after the other"; exit 1 }
+  }' "$tmp/run.txt" || { grep -A12 '^co-scheduled' "$tmp/run.txt"; fail=1; }
+refuse() { # expected message, then the arguments
+  local want=$1
+  shift
+  if "$cov" run "$@" > "$tmp/refuse.txt" 2>&1; then echo "FAIL: accepted: $*"; fail=1; return; fi
+  grep -q "$want" "$tmp/refuse.txt" || { echo "FAIL: $*: no '$want'"; cat "$tmp/refuse.txt"; fail=1; }
+}
+refuse "2 models on 1 core:" "$a" "$b" --target npu-16x16
+refuse "run_models\|several models\|co-schedul" "$a" "$b" --target ref
+refuse "take one model" "$a" "$b" --input x.npy
+[ $fail = 0 ] && echo PASS
+exit $fail
