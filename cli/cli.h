@@ -98,6 +98,7 @@ typedef struct cli_corun_opts {
   double tol;
   const char *models[CLI_MAX_CORUN];
   int n_models;
+  unsigned pipeline; /* one model, pipelined for a stream of this many inputs */
 } cli_corun_opts;
 int cli_run_models(const cli_corun_opts *o);
 /* cmd_run.c's: max|got - want| / max|want| (infinity when the shapes

@@ -34,6 +34,7 @@ static void run_help(FILE *out) {
   fprintf(out,
           "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
           "       covenant run MODEL.onnx MODEL.onnx... [--target T] [--seed N] [--tolerance X]\n"
+          "       covenant run MODEL.onnx --pipeline N [--target T] [--seed N] [--tolerance X]\n"
           "                               [--expect [NAME=]FILE]... [--print-values]\n"
           "                               [--trace FILE] [--per-call]\n"
           "\n"
@@ -92,6 +93,9 @@ static void run_help(FILE *out) {
           "                            every unit's activity, the programs back to back\n"
           "                            (1 us = 1 cycle), a 'layers' track naming each\n"
           "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
+          "      --pipeline N          (an NPU of several cores) the model's programs cut into stages of\n"
+          "                            consecutive programs, one core each, run for a stream of N inputs\n"
+          "                            (random, --seed), against layer by layer on all the cores\n"
           "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
           "                            most 4GiB); checked before anything is allocated\n"
           "  -h, --help                show this help\n");
@@ -109,6 +113,7 @@ typedef struct run_opts {
   int n_in, n_out, n_expect;
   const char *models[CLI_MAX_CORUN]; /* several: co-scheduled (cmd_run_models.c) */
   int n_models;
+  unsigned pipeline; /* --pipeline N (cmd_run_models.c) */
 } run_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code. */
@@ -123,6 +128,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"trace", required_argument, NULL, 'R'},
                                        {"per-call", no_argument, NULL, 'P'},
                                        {"max-memory", required_argument, NULL, 'M'},
+                                       {"pipeline", required_argument, NULL, 'L'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -156,6 +162,14 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'M':
         if (cli_parse_memory("run", optarg, &o->max_memory)) return CLI_EXIT_USAGE;
         break;
+      case 'L': {
+        char *end = NULL;
+        unsigned long v = strtoul(optarg, &end, 10);
+        if (!*optarg || *end || v < 1 || v > 1024)
+          return cli_usage_error("run", "--pipeline %s: a stream of 1 to 1024 inputs", optarg);
+        o->pipeline = (unsigned)v;
+        break;
+      }
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
@@ -166,9 +180,10 @@ static int run_parse(int argc, char **argv, run_opts *o) {
   o->model = argv[optind];
   o->n_models = argc - optind;
   for (int i = 0; i < o->n_models; i++) o->models[i] = argv[optind + i];
-  if (o->n_models > 1 && (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
-    return cli_usage_error("run", "--input, -o, --expect, --trace, --per-call and --print-values take one model; "
-                                  "co-scheduled models run on random inputs (--seed)");
+  if (o->pipeline && o->n_models > 1) return cli_usage_error("run", "--pipeline takes one model");
+  if ((o->n_models > 1 || o->pipeline) && (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
+    return cli_usage_error("run", "--input, -o, --expect, --trace, --per-call and --print-values take one model run "
+                                  "alone; co-scheduled and pipelined models run on random inputs (--seed)");
   /* (a target whose backend does not trace refuses them once it is open:
    * run_load) */
   return -1;
@@ -672,9 +687,9 @@ int cli_cmd_run(int argc, char **argv) {
   int rc;
   run_opts o;
   if ((rc = run_parse(argc, argv, &o)) >= 0) return rc;
-  if (o.n_models > 1) {
+  if (o.n_models > 1 || o.pipeline) {
     cli_corun_opts co = {.target = o.target, .seed = o.seed, .max_memory = o.max_memory, .tol = o.tol,
-                         .n_models = o.n_models};
+                         .n_models = o.n_models, .pipeline = o.pipeline};
     memcpy(co.models, o.models, sizeof co.models);
     return cli_run_models(&co);
   }

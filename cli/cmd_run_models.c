@@ -109,7 +109,7 @@ static int corun(const cli_corun_opts *o, backend_target *bt, one_model *ms) {
   for (int i = 0; i < n; i++)
     io[i] = (backend_model_io){ms[i].m, o->models[i], ms[i].in, ms[i].ni, ms[i].out, ms[i].no};
   backend_report *each[CLI_MAX_CORUN] = {0}, *joint = NULL;
-  cov_status st = b->run_models(bt, io, (size_t)n, each, &joint);
+  cov_status st = b->run_models(bt, io, (size_t)n, o->pipeline, each, &joint);
   for (int i = 0; !st && i < n; i++) st = cov_model_run_ref(ms[i].m, ms[i].in, ms[i].ni, ms[i].ref, ms[i].no);
   int rc = st ? cli_report(st) : CLI_EXIT_OK;
   for (int i = 0; !st && i < n; i++) {

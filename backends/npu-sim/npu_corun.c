@@ -47,7 +47,7 @@ struct cov_npu_corun {
 /* The ACG of k cores: every compute node and on-chip buffer of the
  * target's C instances gets k (the nodes of one core, as explore's
  * instances rule brings them along). */
-static cov_status derive_cores(const cov_acg *g, uint32_t C, uint32_t k, cov_acg **out) {
+cov_status npu_acg_with_cores(const cov_acg *g, uint32_t C, uint32_t k, cov_acg **out) {
   *out = NULL;
   char *text = NULL;
   COV_RETURN_IF_ERROR(cov_acg_to_json(g, &text, NULL));
@@ -204,7 +204,7 @@ cov_status cov_npu_corun_models(const cov_model *const *models, const char *cons
   }
   for (size_t i = 0; !st && i < n; i++)
     snprintf(r->m[i].name, sizeof r->m[i].name, "%s", names && names[i] ? names[i] : "model");
-  for (uint32_t k = 1; !st && k < t.cores; k++) st = derive_cores(acg, t.cores, k, &acgs[k]);
+  for (uint32_t k = 1; !st && k < t.cores; k++) st = npu_acg_with_cores(acg, t.cores, k, &acgs[k]);
   if (!st) {
     const cov_acg *use[NPU_MAX_CORES + 1] = {0};
     for (uint32_t k = 1; k < t.cores; k++) use[k] = acgs[k];

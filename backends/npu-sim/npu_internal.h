@@ -211,6 +211,25 @@ cov_status npu_run_model_rec(const cov_model *m, const cov_acg *acg, const cov_t
  * its cores), all on one DRAM interface; latency[i]: when tenant i's last
  * program ended. */
 cov_status npu_cosim(const npu_tape *const *tapes, const cov_acg *const *acgs, size_t n, uint64_t *latency);
+/* The general form: tenant i runs its jobs (recorded programs) in order
+ * on ACG acg, a job with dep_tenant >= 0 not before that tenant's job
+ * dep_job has ended (a pipeline's stage waits for the stage before);
+ * done_at[j]: when job j ended. */
+typedef struct npu_cojob {
+  const npu_tape_entry *e;
+  int dep_tenant;
+  size_t dep_job;
+} npu_cojob;
+typedef struct npu_cotenant {
+  const cov_acg *acg;
+  const npu_cojob *jobs;
+  size_t n;
+  uint64_t *done_at;
+} npu_cotenant;
+cov_status npu_cosim_jobs(const npu_cotenant *ts, size_t n);
+/* npu_corun.c: the ACG of k of g's C cores (every compute node and
+ * on-chip buffer of C instances gets k; named NAME-kc). */
+cov_status npu_acg_with_cores(const cov_acg *g, uint32_t C, uint32_t k, cov_acg **out);
 
 struct cov_npu_sim {
   const cov_acg *acg;

@@ -28,6 +28,7 @@ cov_status backend_npu_compile_model(const backend_target *t, const backend_opti
 struct backend_report {
   cov_npu_report *r;
   cov_npu_corun *co;
+  cov_npu_pipeline *pipe;
   bool borrowed;
 };
 
@@ -58,10 +59,36 @@ cov_status backend_npu_run_model(const backend_target *t, const backend_options 
   return !st && r && report ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory") : st;
 }
 
-cov_status backend_npu_run_models(const backend_target *t, const backend_model_io *io, size_t n,
+/* One model pipelined over the cores (run_models with a stream). */
+static cov_status run_pipeline(const backend_target *t, const backend_model_io *io, unsigned stream,
+                               backend_report **each, backend_report **joint) {
+  cov_npu_corun_io cio = {io->inputs, io->n_inputs, io->outputs, io->n_outputs};
+  cov_npu_pipeline *p = NULL;
+  COV_RETURN_IF_ERROR(cov_npu_pipeline_model(io->model, t->acg, &cio, stream, &p));
+  *joint = calloc(1, sizeof **joint);
+  each[0] = calloc(1, sizeof *each[0]);
+  if (*joint && each[0]) {
+    (*joint)->pipe = p;
+    each[0]->r = (cov_npu_report *)cov_npu_pipeline_report(p);
+    each[0]->borrowed = true;
+    return NULL;
+  }
+  free(*joint), free(each[0]);
+  *joint = each[0] = NULL;
+  cov_npu_pipeline_free(p);
+  for (size_t k = 0; k < io->n_outputs; k++) cov_tensor_release(&io->outputs[k]);
+  return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+}
+
+cov_status backend_npu_run_models(const backend_target *t, const backend_model_io *io, size_t n, unsigned stream,
                                   backend_report **each, backend_report **joint) {
   *joint = NULL;
   for (size_t i = 0; i < n; i++) each[i] = NULL;
+  if (stream) {
+    if (n != 1)
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("backend_npu_run_models"), "a pipeline takes one model");
+    return run_pipeline(t, io, stream, each, joint);
+  }
   const cov_model **models = calloc(n ? n : 1, sizeof *models);
   const char **names = calloc(n ? n : 1, sizeof *names);
   cov_npu_corun_io *cio = calloc(n ? n : 1, sizeof *cio);
@@ -126,8 +153,9 @@ int backend_npu_report_check(const backend_report *r, FILE *out) {
 }
 
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out) {
-  if (r->co) {
-    cov_npu_corun_print(r->co, out);
+  if (r->co || r->pipe) {
+    if (r->co) cov_npu_corun_print(r->co, out);
+    else cov_npu_pipeline_print(r->pipe, out);
     return;
   }
   fprintf(out, "per group on %s (cycles simulated; 'mapper est' is the mapper's cost model):\n", t->name);
@@ -146,6 +174,7 @@ void backend_npu_report_free(backend_report *r) {
   if (!r) return;
   if (!r->borrowed) cov_npu_report_free(r->r);
   cov_npu_corun_free(r->co);
+  cov_npu_pipeline_free(r->pipe);
   free(r);
 }
 
@@ -217,5 +246,6 @@ cov_status backend_npu_op_support(const backend_target *t, const cov_onnx_op *op
 
 cov_status backend_npu_report_json(const backend_report *r, char **json) {
   if (r->co) return cov_npu_corun_json(r->co, json, NULL);
+  if (!r->r) return cov_error(COV_UNSUPPORTED, COV_AT_CALL("backend_npu_report_json"), "a pipeline's report as JSON");
   return cov_npu_report_json(r->r, json, NULL);
 }

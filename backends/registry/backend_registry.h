@@ -154,10 +154,11 @@ typedef struct backend_info {
    * of its own of a multi-core NPU, cov_npu_corun_models): io[i] as
    * run_model's arguments; each[i] (n of them) the report of model i's run
    * as run_model gives it, *joint the run's own (report_details prints
-   * its table, report_json gives it as data). NULL: runs one model at a
-   * time. */
-  cov_status (*run_models)(const backend_target *t, const backend_model_io *io, size_t n, backend_report **each,
-                           backend_report **joint);
+   * its table, report_json gives it as data). stream > 0 (n 1): the model
+   * pipelined over the cores for a stream of that many inputs instead
+   * (npu-sim: cov_npu_pipeline_model). NULL: runs one model at a time. */
+  cov_status (*run_models)(const backend_target *t, const backend_model_io *io, size_t n, unsigned stream,
+                           backend_report **each, backend_report **joint);
   /* A run's report: the line after the header (where each group ran), the
    * backend's own check of its code (prints its line; 1 passed, 0 failed,
    * -1 none made), the details after the checks, the times inside the run

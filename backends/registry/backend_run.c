@@ -63,7 +63,7 @@ cov_status cov_run_models(const char *target, const cov_model *const *models, co
   backend_report *each[16] = {0}, *joint = NULL;
   for (size_t i = 0; i < n; i++)
     io[i] = (backend_model_io){models[i], names ? names[i] : NULL, inputs[i], n_inputs[i], outputs[i], n_outputs[i]};
-  cov_status st = b->run_models ? b->run_models(&bt, io, n, each, &joint)
+  cov_status st = b->run_models ? b->run_models(&bt, io, n, 0, each, &joint)
                                 : backend_lacks(&bt, "cov_run_models", "run_models");
   if (!st && report && b->report_json && joint) st = joint_json(b, joint, each, n, report);
   if (st && b->run_models)

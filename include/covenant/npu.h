@@ -268,6 +268,27 @@ COV_API void cov_npu_corun_print(const cov_npu_corun *r, FILE *out);
 COV_API cov_status cov_npu_corun_json(const cov_npu_corun *r, char **out, size_t *size);
 COV_API void cov_npu_corun_free(cov_npu_corun *r);
 
+/* Layer pipelining (backends/npu-sim/README.md "Layer pipelining"): one
+ * model's programs cut into stages of consecutive programs, one core each,
+ * for a stream of n_stream inputs (1 .. 1024; the input in io, that many
+ * times), against the model layer by layer with every layer on all cores.
+ * io->outputs: from its run on one core (checked as cov_npu_run_model
+ * checks it: cov_npu_pipeline_report). */
+typedef struct cov_npu_pipeline cov_npu_pipeline;
+COV_API cov_status cov_npu_pipeline_model(const cov_model *m, const cov_acg *acg, const cov_npu_corun_io *io,
+                                          uint32_t n_stream, cov_npu_pipeline **out);
+COV_API const cov_npu_report *cov_npu_pipeline_report(const cov_npu_pipeline *r);
+/* The stream's cycles pipelined; one input's layer by layer on all cores;
+ * inferences per million cycles of each. */
+COV_API uint64_t cov_npu_pipeline_makespan(const cov_npu_pipeline *r);
+COV_API uint64_t cov_npu_pipeline_layer_by_layer(const cov_npu_pipeline *r);
+COV_API double cov_npu_pipeline_throughput(const cov_npu_pipeline *r);
+COV_API double cov_npu_pipeline_layer_by_layer_throughput(const cov_npu_pipeline *r);
+/* The stages, the stream's cycles and the first input's latency, the
+ * throughputs and their ratio. */
+COV_API void cov_npu_pipeline_print(const cov_npu_pipeline *r, FILE *out);
+COV_API void cov_npu_pipeline_free(cov_npu_pipeline *r);
+
 #ifdef __cplusplus
 }
 #endif
