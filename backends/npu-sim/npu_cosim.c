@@ -102,7 +102,8 @@ static cov_status pick(tenant *ts, size_t n, npu_dram_if *d, tenant **out) {
       uint64_t at;
       if (!ts[i].run && ts[i].next < ts[i].d->n && job_ready(ts, &ts[i], &at)) return pick(ts, n, d, out);
     }
-  if (!*out && left) return cov_error(COV_INTERNAL, NULL, "co-scheduled jobs wait for each other");
+  if (!*out && left)
+    return cov_error(COV_INTERNAL, COV_AT(NULL, ts[0].d->acg->name), "co-scheduled jobs wait for each other");
   return NULL;
 }
 
