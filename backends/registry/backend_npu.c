@@ -49,7 +49,7 @@ cov_status backend_npu_run_model(const backend_target *t, const backend_options 
     if (!st) st = te;
     else cov_status_free(te);
   }
-  backend_report *br = r && report ? malloc(sizeof *br) : NULL;
+  backend_report *br = r && report ? calloc(1, sizeof *br) : NULL;
   if (br) {
     br->r = r;
     *report = br;
