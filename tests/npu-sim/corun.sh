@@ -7,10 +7,11 @@
 #     all four cores (its throughput ratio above 1);
 #   - squeezenet1_1_64 pipelined (--pipeline 8): 4 stages, checked against
 #     the reference, fewer cycles for 8 inputs than 8 layer by layer;
+#   - convnet pipelined for one input: the cycles of the model on one core;
 #   - refusals: two models on a single-core NPU, on the reference target,
 #     --input with two models, --pipeline with two models or one core.
 set -u
-cov=$1 models=$2 tmp=$3
+cov=$1 models=$2 tmp=$3 src=$4
 rm -rf "$tmp"
 mkdir -p "$tmp"
 fail=0
@@ -41,6 +42,15 @@ awk '
     if (n != 4) { print "FAIL: not 4 stages"; exit 1 }
     if (!(pipe > 0) || !(pipe < 8 * one)) { print "FAIL: pipelining is no faster than layer by layer"; exit 1 }
   }' "$tmp/pipe.txt" || { grep -A12 '^pipelined on' "$tmp/pipe.txt"; fail=1; }
+# One input through the stages runs them one after the other: the same
+# cycles as the model on one core (the stages' sum), nothing overlapped.
+"$cov" run "$src/examples/convnet.onnx" --pipeline 1 --target npu-4core > "$tmp/pipe1.txt" 2>&1 ||
+  { echo "FAIL: --pipeline 1"; tail -5 "$tmp/pipe1.txt"; fail=1; }
+awk '/cycles in all\)/ { for (i = 1; i <= NF; i++) if ($i == "cycles" && $(i + 1) == "in") all = $(i - 1) + 0 }
+     /^pipelined: / { pipe = $5 + 0 }
+     END { printf "convnet, one input pipelined: %d cycles, on one core %d\n", pipe, all
+           if (!(pipe > 0) || pipe != all) { print "FAIL: one input pipelined is not the run on one core"; exit 1 } }' \
+  "$tmp/pipe1.txt" || fail=1
 refuse() { # expected message, then the arguments
   local want=$1
   shift
