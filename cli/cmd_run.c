@@ -165,8 +165,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'L': {
         char *end = NULL;
         unsigned long v = strtoul(optarg, &end, 10);
-        if (!*optarg || *end || v < 1 || v > 1024)
-          return cli_usage_error("run", "--pipeline %s: a stream of 1 to 1024 inputs", optarg);
+        /* (the backend bounds the stream: cov_npu_pipeline_model) */
+        if (!*optarg || *end || v < 1 || v > UINT32_MAX)
+          return cli_usage_error("run", "--pipeline %s: a stream of 1 input or more", optarg);
         o->pipeline = (unsigned)v;
         break;
       }

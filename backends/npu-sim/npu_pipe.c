@@ -116,9 +116,10 @@ static cov_status pipeline_steps(cov_npu_pipeline *r, const cov_model *m, const 
 cov_status cov_npu_pipeline_model(const cov_model *m, const cov_acg *acg, const cov_npu_corun_io *io,
                                   uint32_t n_stream, cov_npu_pipeline **out) {
   *out = NULL;
-  if (!m || !acg || !io || n_stream < 1 || n_stream > 1024)
+  if (!m || !acg || !io || n_stream < 1 || n_stream > COV_NPU_PIPELINE_MAX_STREAM)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_npu_pipeline_model"),
-                     "a model, an ACG, its inputs and a stream of 1 to 1024 inputs (got %u)", n_stream);
+                     "a model, an ACG, its inputs and a stream of 1 to %d inputs (got %u)",
+                     COV_NPU_PIPELINE_MAX_STREAM, n_stream);
   npu_target t;
   COV_RETURN_IF_ERROR(npu_target_init(acg, &t));
   if (t.cores < 2)

@@ -270,11 +270,12 @@ COV_API void cov_npu_corun_free(cov_npu_corun *r);
 
 /* Layer pipelining (backends/npu-sim/README.md "Layer pipelining"): one
  * model's programs cut into stages of consecutive programs, one core each,
- * for a stream of n_stream inputs (1 .. 1024; the input in io, that many
+ * for a stream of n_stream inputs (1 .. COV_NPU_PIPELINE_MAX_STREAM; the input in io, that many
  * times), against the model layer by layer with every layer on all cores.
  * io->outputs: from its run on one core (checked as cov_npu_run_model
  * checks it: cov_npu_pipeline_report). */
 typedef struct cov_npu_pipeline cov_npu_pipeline;
+#define COV_NPU_PIPELINE_MAX_STREAM 1024
 COV_API cov_status cov_npu_pipeline_model(const cov_model *m, const cov_acg *acg, const cov_npu_corun_io *io,
                                           uint32_t n_stream, cov_npu_pipeline **out);
 COV_API const cov_npu_report *cov_npu_pipeline_report(const cov_npu_pipeline *r);
