@@ -10,7 +10,10 @@
  * by call through the per-call hook, each call its own program, and its rows
  * say why the group was not fused; a call the NPU path cannot take either
  * runs on the CPU reference interpreter, reported with the reason. Layout
- * operations run in the frontend.
+ * operations run in the frontend. For co-scheduled and pipelined runs
+ * (npu_corun.c, npu_pipe.c) a run also records each program with the DRAM
+ * image it started on, and maps each layer on other ACGs for the mapper's
+ * estimates (npu_model_rec).
  *
  * long: run_layer maps, compiles, simulates and checks one layer group against the reference, each step's refusal or error reported the same way
  */
@@ -164,15 +167,15 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
     fatal = cov_npu_sim_write(sim, nm, &in[i]);
   }
   if (!fatal) fatal = estimate_on(h->rec, layer);
-  npu_tape_entry *rec = NULL;
+  npu_tape_entry *taped = NULL; /* this program's record, where the run keeps one */
   if (!fatal && h->rec && h->rec->tape && !(fatal = tape_push(h->rec, &prog, sim)))
-    rec = &h->rec->tape->e[h->rec->tape->n - 1];
+    taped = &h->rec->tape->e[h->rec->tape->n - 1];
   if (fatal) goto done;
   if (h->opt->trace) fatal = cov_npu_sim_run_traced(sim, h->opt->trace, label, &stats);
   else fatal = cov_npu_sim_run(sim, NULL, &stats);
-  if (!fatal && rec) {
-    rec->digest = npu_fnv1a(sim->dram, sim->dram_bytes);
-    rec->cycles = cov_npu_stats_cycles(stats);
+  if (!fatal && taped) {
+    taped->digest = npu_fnv1a(sim->dram, sim->dram_bytes);
+    taped->cycles = cov_npu_stats_cycles(stats);
   }
   if (!fatal) fatal = cov_npu_sim_read(sim, "out", out);
   npu_report_add_time(h->rep, 0, now_s() - t1);
