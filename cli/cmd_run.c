@@ -182,7 +182,8 @@ static int run_parse(int argc, char **argv, run_opts *o) {
   o->n_models = argc - optind;
   for (int i = 0; i < o->n_models; i++) o->models[i] = argv[optind + i];
   if (o->pipeline && o->n_models > 1) return cli_usage_error("run", "--pipeline takes one model");
-  if ((o->n_models > 1 || o->pipeline) && (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
+  if ((o->n_models > 1 || o->pipeline) &&
+      (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
     return cli_usage_error("run", "--input, -o, --expect, --trace, --per-call and --print-values take one model run "
                                   "alone; co-scheduled and pipelined models run on random inputs (--seed)");
   /* (a target whose backend does not trace refuses them once it is open:

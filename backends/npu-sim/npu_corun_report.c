@@ -27,7 +27,8 @@ void cov_npu_corun_print(const cov_npu_corun *r, FILE *out) {
     est_co = e > est_co ? e : est_co;
     est_seq += cov_npu_corun_estimate(r, i, C);
   }
-  fprintf(out, "co-scheduled on %s: %zu models on %u cores, each on cores of its own, one DRAM interface\n", cov_npu_corun_target(r), n, C);
+  fprintf(out, "co-scheduled on %s: %zu models on %u cores, each on cores of its own, one DRAM interface\n",
+          cov_npu_corun_target(r), n, C);
   fprintf(out, "  %-*s %5s", w, "model", "cores");
   for (uint32_t k = 1; k <= kmax; k++) fprintf(out, " %10s%-2u", "est. on ", k);
   fprintf(out, " %10s%-2u", "est. on ", C);

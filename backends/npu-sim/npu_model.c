@@ -129,7 +129,8 @@ static cov_status tape_push(npu_model_rec *rec, cov_npu_program **prog, const co
   npu_tape_entry *e = &t->e[t->n];
   *e = (npu_tape_entry){.prog = *prog};
   e->dram = malloc(sim->dram_bytes ? (size_t)sim->dram_bytes : 1);
-  if (!e->dram) return cov_error(COV_OUT_OF_MEMORY, NULL, "a DRAM image of %llu bytes", (unsigned long long)sim->dram_bytes);
+  if (!e->dram)
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "a DRAM image of %llu bytes", (unsigned long long)sim->dram_bytes);
   memcpy(e->dram, sim->dram, (size_t)sim->dram_bytes);
   *prog = NULL;
   t->n++;

@@ -180,5 +180,6 @@ void cov_npu_pipeline_print(const cov_npu_pipeline *r, FILE *out) {
   fprintf(out, "layer by layer, every layer on all %u cores: %llu cycles per input, %.3f inferences per Mcycle\n",
           r->cores, (unsigned long long)r->layer_by_layer, cov_npu_pipeline_layer_by_layer_throughput(r));
   double a = cov_npu_pipeline_layer_by_layer_throughput(r);
-  fprintf(out, "throughput ratio (pipelined / layer by layer): %.3fx\n", a > 0 ? cov_npu_pipeline_throughput(r) / a : 0);
+  fprintf(out, "throughput ratio (pipelined / layer by layer): %.3fx\n",
+          a > 0 ? cov_npu_pipeline_throughput(r) / a : 0);
 }
