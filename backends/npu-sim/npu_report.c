@@ -88,6 +88,16 @@ void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n
   if (!at) snprintf(buf, n, "none");
 }
 
+int cov_npu_report_narrowed_bits(const cov_npu_report *r) {
+  unsigned set = 0;
+  for (int i = 0; i < r->n; i++) set |= r->rows[i].narrow_dtypes;
+  int bits = 0;
+  for (int d = 1; d < COV_DTYPE_COUNT && d < 32; d++)
+    if ((set & (1u << d)) && (!bits || cov_dtype_precision_bits((cov_dtype)d) < bits))
+      bits = cov_dtype_precision_bits((cov_dtype)d);
+  return bits;
+}
+
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
 int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }

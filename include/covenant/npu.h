@@ -189,12 +189,16 @@ COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, do
 COV_API void cov_npu_report_free(cov_npu_report *r);
 /* The largest error of an NPU program's output against the reference
  * interpreter on the same inputs rounded to the dtypes the schedule keeps
- * them in (f16, bf16: the bound capability's multiplicands) where it narrows
- * them (npu_report.h), over every row run on the NPU; -1 when no row was. */
+ * them in (f16, bf16, e4m3, e5m2: the bound capability's multiplicands)
+ * where it narrows them (npu_report.h), over every row run on the NPU; -1
+ * when no row was. */
 COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
 /* Those dtypes' names, comma-separated in dtype order ("bf16", "f16"), into
  * buf (NUL-terminated, truncated to n bytes); "none" where no row rounded. */
 COV_API void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n);
+/* The fewest significand bits (cov_dtype_precision_bits) among those
+ * dtypes: 11 for f16, 8 bf16, 4 e4m3, 3 e5m2; 0 where no row rounded. */
+COV_API int cov_npu_report_narrowed_bits(const cov_npu_report *r);
 /* The tolerance of that check: f32 accumulation in another order only. */
 #define COV_NPU_NARROWED_TOLERANCE 1e-4
 
