@@ -199,6 +199,12 @@ COV_API void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, 
 /* The fewest significand bits (cov_dtype_precision_bits) among those
  * dtypes: 11 for f16, 8 bf16, 4 e4m3, 3 e5m2; 0 where no row rounded. */
 COV_API int cov_npu_report_narrowed_bits(const cov_npu_report *r);
+/* The share of the model's multiply-accumulates (the frontend's count over
+ * its layer groups, useful MACs: no padding) that ran on the NPU, 0..1; the
+ * rest are those of the calls the CPU ran. npu_macs and model_macs (either
+ * may be NULL) receive the counts. -1 where the model's count is unknown
+ * or 0. */
+COV_API double cov_npu_report_npu_mac_fraction(const cov_npu_report *r, int64_t *npu_macs, int64_t *model_macs);
 /* The tolerance of that check: f32 accumulation in another order only. */
 #define COV_NPU_NARROWED_TOLERANCE 1e-4
 
