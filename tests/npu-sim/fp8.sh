@@ -6,8 +6,9 @@
 #     (tests/npu-sim/targets/npu-16x16-e4m3.json) and on the same array with
 #     E5M2 exits 0: every program matches the reference on operands rounded
 #     to e4m3 (e5m2) to 1e-4, and the output is within the datapath's
-#     rounding allowance of the f32 reference (2^(1-p): 0.125 for e4m3's 4
-#     significand bits, 0.25 for e5m2's 3; cli/cmd_run.c);
+#     rounding allowance of the f32 reference (2^(2-p): 0.25 for e4m3's 4
+#     significand bits, 0.5 for e5m2's 3; cli/cmd_run.c; measured 7.0e-2
+#     and 1.4e-1);
 #   - the mapper binds mac(e4m3,e4m3->f32) and places x's tile as e4m3, one
 #     byte per element (its DRAM load is 10 x 15 x 15 bytes), and predicts
 #     fewer cycles than npu-16x16's f16 (half the bytes moved);
@@ -20,8 +21,8 @@ fail=0
 e4=$src/tests/npu-sim/targets/npu-16x16-e4m3.json
 sed 's/"e4m3"/"e5m2"/g; s/"name": "npu-16x16-e4m3"/"name": "npu-16x16-e5m2"/' "$e4" >"$tmp/npu-16x16-e5m2.json"
 for dt in e4m3 e5m2; do
-  t=$e4 allow=0.125
-  [ $dt = e5m2 ] && t=$tmp/npu-16x16-e5m2.json allow=0.25
+  t=$e4 allow=0.25
+  [ $dt = e5m2 ] && t=$tmp/npu-16x16-e5m2.json allow=0.5
   out=$("$cov" run "$src/examples/convnet.onnx" --target "$t" --input "$src/examples/convnet_input.npy" 2>&1)
   rc=$?
   [ $rc -eq 0 ] || { echo "FAIL: covenant run on $t exits $rc"; echo "$out" | grep -i -E "check|err"; fail=1; }
