@@ -193,12 +193,13 @@ double map_lane_bank_factor(const map_schedule *s) {
  * bytes the edge to the result's buffer. The code generator's vop
  * (leaf_simd) reads input 0 (a reduction: the running result and the
  * input) and input 1 where there is one, and writes the output, each from
- * its deepest tile; one VOP covers `elems` elements. */
-static double map_simd_feed_cycles(const map_schedule *s, double elems) {
+ * its deepest tile; one VOP covers `elems` elements; `copy`: a reduction's
+ * first step, which copies its input. */
+static double map_simd_feed_cycles(const map_schedule *s, double elems, bool copy) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
-  double nsrc = p->kind == MAP_MAIN_REDUCE ? 2 : (p->n_inputs > 1 ? 2 : 1);
+  double nsrc = p->kind == MAP_MAIN_REDUCE && !copy ? 2 : (p->n_inputs > 1 ? 2 : 1);
   double ei = (double)cov_dtype_size(cap->in[0] ? cap->in[0] : COV_F32);
   double eo = (double)cov_dtype_size(cap->out ? cap->out : COV_F32);
   int src = s->place[0][map_walk_deepest(s, 0)].node;
@@ -215,8 +216,10 @@ static double map_simd_feed_cycles(const map_schedule *s, double elems) {
  * columns elements: ceil(elements / throughput) cycles, times the worst
  * bank factor at the columns' stride (elements that share a bank
  * serialise, ISA.md "Bank factor"), or its operands' bytes over the edges
- * where those take longer. inner: the last level's trips; *vops: the VOPs
- * among them, *per_issue: each VOP's cycles. */
+ * where those take longer; a reduction's first step in each output tile
+ * is a copy reading one operand, not two (npu_codegen.c leaf_simd). inner:
+ * the last level's trips; *vops: the VOPs among them, *per_issue: each
+ * VOP's cycles on average. */
 static void map_simd_issues(const map_schedule *s, double inner, double *vops, double *per_issue) {
   const cov_acg *g = s->acg;
   const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
@@ -228,8 +231,13 @@ static void map_simd_issues(const map_schedule *s, double inner, double *vops, d
   *vops = absorbed > 1 && inner >= absorbed ? inner / absorbed : inner;
   double thr = cap->throughput > 0 ? (double)cap->throughput : 1;
   double vop = ceil(rows * cols / thr) * map_lane_bank_factor(s);
-  double feed = map_simd_feed_cycles(s, rows * cols);
+  double feed = map_simd_feed_cycles(s, rows * cols, false);
   *per_issue = feed > vop ? feed : vop;
+  double steps = map_simd_reduce_steps(s);
+  if (steps > 0) {
+    double cf = map_simd_feed_cycles(s, rows * cols, true), copy = cf > vop ? cf : vop;
+    *per_issue = (copy + (steps - 1) * *per_issue) / steps;
+  }
 }
 
 /* The main statement's and the epilogue's time together, as the simulator

@@ -515,6 +515,10 @@ void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
  * as rows and as columns (lanes), -1 where none; the code generator emits
  * one VOP per iteration of the others, the cost model charges each. */
 void map_simd_vop_loops(const map_schedule *s, int *rows, int *cols);
+/* A SIMD reduction's steps per output tile (the reduction trips inside the
+ * tile's lifetime), the first a copy; 0 for a map, or where the tile's
+ * partial results are loaded back. */
+double map_simd_reduce_steps(const map_schedule *s);
 /* Element strides of operand o's tile at level lv: row-major over the tile
  * box, except that an array operand's tile at its deepest level keeps the
  * dimension the array reads in one cycle innermost (k of A on a

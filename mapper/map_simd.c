@@ -41,3 +41,19 @@ void map_simd_vop_loops(const map_schedule *s, int *rows, int *cols) {
   *rows = ml;
   *cols = nl;
 }
+
+double map_simd_reduce_steps(const map_schedule *s) {
+  const map_problem *p = &s->prob;
+  if (p->kind != MAP_MAIN_REDUCE) return 0;
+  int lv = map_walk_deepest(s, p->output), init_after = -1;
+  for (int x = 0; x < s->n_xfers; x++) {
+    const map_xfer *xf = &s->xfers[x];
+    if (xf->operand != p->output || xf->level != lv) continue;
+    if (xf->dir == MAP_LOAD) return 0; /* partial results come back: no first step */
+    if (xf->dir == MAP_STORE) init_after = xf->after;
+  }
+  double steps = 1;
+  for (int i = init_after + 1; i < s->n_sloops; i++)
+    if (p->reduction[s->sloops[i].loop]) steps *= (double)s->sloops[i].trips;
+  return steps;
+}
