@@ -45,6 +45,7 @@ static const backend_info k_backends[] = {
      .run_models = backend_npu_run_models,
      .report_summary = backend_npu_report_summary,
      .report_check = backend_npu_report_check,
+     .report_narrowed_bits = backend_npu_report_narrowed_bits,
      .report_details = backend_npu_report_details,
      .report_times = backend_npu_report_times,
      .report_free = backend_npu_report_free,

@@ -165,6 +165,10 @@ typedef struct backend_info {
    * (appended to the wall-time line, whose run took run_s), release. */
   void (*report_summary)(const backend_report *r, const backend_target *t, size_t n_compute, FILE *out);
   int (*report_check)(const backend_report *r, FILE *out);
+  /* The fewest significand bits (cov_dtype_precision_bits) of the dtypes
+   * that check rounded operands to (the datapath's narrowest float); 0 where
+   * it rounded none. NULL: the backend rounds nothing. */
+  int (*report_narrowed_bits)(const backend_report *r);
   void (*report_details)(const backend_report *r, const backend_target *t, FILE *out);
   void (*report_times)(const backend_report *r, double run_s, FILE *out);
   void (*report_free)(backend_report *r);
