@@ -7,13 +7,14 @@
  * Concat), so that every target runs it through the operators it already
  * has. Its kernel here therefore only reports that a node reached execution
  * without being unrolled, which the load pipeline never lets happen. */
+#include "frontend/graph_rnn.h"
+
 #include <math.h>
 #include <string.h>
 
 #include "frontend/graph.h"
 #include "frontend/graph_lower.h"
 #include "frontend/graph_opfns.h"
-#include "frontend/graph_rnn.h"
 
 /* ---- activations ------------------------------------------------------ */
 
@@ -111,7 +112,8 @@ static cov_status read_attrs(const graph *g, const graph_node *n, rnn_params *p)
   int64_t layout = 0, hidden = -1, flag = 0;
   if (n->opset >= 14) COV_RETURN_IF_ERROR(graph_attr_int(g, n, "layout", 0, &layout));
   if (layout != 0 && layout != 1)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "layout %lld is not 0 or 1", (long long)layout);
+    return graph_node_error(g, n, COV_INVALID_INPUT, "layout %lld is not 0 or 1",
+                            (long long)layout);
   p->layout = (int)layout;
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "hidden_size", -1, &hidden));
   if (graph_attr_find(n, "hidden_size") && (hidden < 1 || hidden > RNN_MAX_HIDDEN))
@@ -126,7 +128,8 @@ static cov_status read_attrs(const graph *g, const graph_node *n, rnn_params *p)
   if (p->kind == RNN_LSTM) COV_RETURN_IF_ERROR(graph_attr_int(g, n, "input_forget", 0, &flag));
   p->input_forget = flag != 0;
   flag = 0;
-  if (p->kind == RNN_GRU) COV_RETURN_IF_ERROR(graph_attr_int(g, n, "linear_before_reset", 0, &flag));
+  if (p->kind == RNN_GRU)
+    COV_RETURN_IF_ERROR(graph_attr_int(g, n, "linear_before_reset", 0, &flag));
   p->linear_before_reset = flag != 0;
   return read_acts(g, n, p);
 }
@@ -186,7 +189,8 @@ static cov_status read_inputs(const graph *g, const graph_node *n, graph_value *
   COV_RETURN_IF_ERROR(graph_check_float(g, n, x));
   if (x->rank >= 0 && x->rank != 3)
     return graph_node_error(g, n, COV_INVALID_INPUT, "input X '%s' has rank %d; %s takes rank 3",
-                            x->name, x->rank, p->layout ? "[batch, seq, input]" : "[seq, batch, input]");
+                            x->name, x->rank,
+                            p->layout ? "[batch, seq, input]" : "[seq, batch, input]");
   learn(&p->seq, x, 3, p->layout ? 1 : 0);
   learn(&p->batch, x, 3, p->layout ? 0 : 1);
   learn(&p->input, x, 3, 2);
@@ -197,15 +201,22 @@ static cov_status read_inputs(const graph *g, const graph_node *n, graph_value *
   learn(&p->input, in[RNN_W], 3, 2);
   int64_t d = p->dirs, h = p->hidden, gh = h < 0 ? -1 : p->gates * h, b = p->batch;
   cov_dtype t = x->dtype;
-  const int64_t w_dims[3] = {d, gh, p->input}, r_dims[3] = {d, gh, h}, b_dims[2] = {d, gh < 0 ? -1 : 2 * gh};
-  const int64_t s_dims[3] = {p->layout ? b : d, p->layout ? d : b, h}, p_dims[2] = {d, h < 0 ? -1 : 3 * h};
-  const char *s_form = p->layout ? "[batch, num_directions, hidden]" : "[num_directions, batch, hidden]";
-  COV_RETURN_IF_ERROR(check_input(g, n, in[RNN_W], "W", t, 3, w_dims, "[num_directions, gates*hidden, input]"));
-  COV_RETURN_IF_ERROR(check_input(g, n, in[RNN_R], "R", t, 3, r_dims, "[num_directions, gates*hidden, hidden]"));
-  COV_RETURN_IF_ERROR(check_input(g, n, rnn_in(n, RNN_B), "B", t, 2, b_dims, "[num_directions, 2*gates*hidden]"));
+  const int64_t w_dims[3] = {d, gh, p->input}, r_dims[3] = {d, gh, h},
+                b_dims[2] = {d, gh < 0 ? -1 : 2 * gh};
+  const int64_t s_dims[3] = {p->layout ? b : d, p->layout ? d : b, h},
+                p_dims[2] = {d, h < 0 ? -1 : 3 * h};
+  const char *s_form =
+      p->layout ? "[batch, num_directions, hidden]" : "[num_directions, batch, hidden]";
+  COV_RETURN_IF_ERROR(
+      check_input(g, n, in[RNN_W], "W", t, 3, w_dims, "[num_directions, gates*hidden, input]"));
+  COV_RETURN_IF_ERROR(
+      check_input(g, n, in[RNN_R], "R", t, 3, r_dims, "[num_directions, gates*hidden, hidden]"));
+  COV_RETURN_IF_ERROR(
+      check_input(g, n, rnn_in(n, RNN_B), "B", t, 2, b_dims, "[num_directions, 2*gates*hidden]"));
   if (sl && sl->dtype != COV_I32 && sl->dtype != COV_I64)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input sequence_lens '%s' is %s; it must be i32",
-                            sl->name, cov_dtype_name(sl->dtype));
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input sequence_lens '%s' is %s; it must be i32", sl->name,
+                            cov_dtype_name(sl->dtype));
   COV_RETURN_IF_ERROR(check_input(g, n, sl, "sequence_lens", sl ? sl->dtype : t, 1, &b, "[batch]"));
   COV_RETURN_IF_ERROR(check_input(g, n, rnn_in(n, RNN_INIT_H), "initial_h", t, 3, s_dims, s_form));
   if (p->kind != RNN_LSTM) return NULL;
@@ -216,7 +227,9 @@ static cov_status read_inputs(const graph *g, const graph_node *n, graph_value *
 cov_status graph_rnn_params(const graph *g, const graph_node *n, graph_value *const *in,
                             rnn_params *p) {
   memset(p, 0, sizeof *p);
-  p->kind = strcmp(n->op_type, "LSTM") == 0 ? RNN_LSTM : strcmp(n->op_type, "GRU") == 0 ? RNN_GRU : RNN_SIMPLE;
+  p->kind = strcmp(n->op_type, "LSTM") == 0  ? RNN_LSTM
+            : strcmp(n->op_type, "GRU") == 0 ? RNN_GRU
+                                             : RNN_SIMPLE;
   p->gates = p->kind == RNN_LSTM ? 4 : p->kind == RNN_GRU ? 3 : 1;
   p->seq = p->batch = p->input = -1;
   COV_RETURN_IF_ERROR(read_attrs(g, n, p));
@@ -257,7 +270,9 @@ int graph_codelets_rnn(const graph_node *n, const char **names, int max) {
   static const char *const lstm[] = {"matmul", "add", "sigmoid", "tanh", "mul"};
   static const char *const gru[] = {"matmul", "add", "sigmoid", "tanh", "mul", "sub"};
   static const char *const rnn[] = {"matmul", "add", "tanh"};
-  const char *const *l = strcmp(n->op_type, "LSTM") == 0 ? lstm : strcmp(n->op_type, "GRU") == 0 ? gru : rnn;
+  const char *const *l = strcmp(n->op_type, "LSTM") == 0  ? lstm
+                         : strcmp(n->op_type, "GRU") == 0 ? gru
+                                                          : rnn;
   int c = l == lstm ? 5 : l == gru ? 6 : 3;
   for (int i = 0; i < c && i < max; i++) names[i] = l[i];
   return c < max ? c : max;

@@ -23,12 +23,12 @@ typedef enum rnn_act_kind {
   RNN_ACT_RELU,
   RNN_ACT_TANH,
   RNN_ACT_SIGMOID,
-  RNN_ACT_AFFINE,          /* alpha * x + beta */
-  RNN_ACT_LEAKY_RELU,      /* alpha */
+  RNN_ACT_AFFINE,           /* alpha * x + beta */
+  RNN_ACT_LEAKY_RELU,       /* alpha */
   RNN_ACT_THRESHOLDED_RELU, /* alpha */
-  RNN_ACT_SCALED_TANH,     /* alpha * tanh(beta * x) */
-  RNN_ACT_HARD_SIGMOID,    /* alpha, beta */
-  RNN_ACT_ELU,             /* alpha */
+  RNN_ACT_SCALED_TANH,      /* alpha * tanh(beta * x) */
+  RNN_ACT_HARD_SIGMOID,     /* alpha, beta */
+  RNN_ACT_ELU,              /* alpha */
   RNN_ACT_SOFTSIGN,
   RNN_ACT_SOFTPLUS,
 } rnn_act_kind;

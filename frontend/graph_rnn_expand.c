@@ -85,8 +85,10 @@ static graph_value *settle(rx *e, graph_node *n) {
     st = push(e->g, e->list, n);
   }
   if (st) {
-    if (!e->err) e->err = st;
-    else cov_status_free(st);
+    if (!e->err)
+      e->err = st;
+    else
+      cov_status_free(st);
     return NULL;
   }
   return n->out[0];
@@ -128,13 +130,16 @@ static graph_value *emit(rx *e, const char *op, int n_in, graph_value *const *in
 
 static graph_value *constant(rx *e, cov_dtype t, int rank, const int64_t *dims) {
   if (e->err) return NULL;
-  graph_value *v = graph_add_value(e->g, cov_arena_printf(e->g->arena, "%s/c%d", e->rnn->name, e->serial++));
+  graph_value *v =
+      graph_add_value(e->g, cov_arena_printf(e->g->arena, "%s/c%d", e->rnn->name, e->serial++));
   if (!v) return fail(e, COV_OUT_OF_MEMORY, "out of memory unrolling");
   v->kind = GV_CONSTANT;
   v->dtype = t;
   graph_set_shape(v, rank, dims);
   int64_t numel = graph_numel(v);
-  v->data = numel < 0 ? NULL : cov_arena_alloc(e->g->arena, (size_t)(numel ? numel : 1) * cov_dtype_size(t));
+  v->data = numel < 0
+                ? NULL
+                : cov_arena_alloc(e->g->arena, (size_t)(numel ? numel : 1) * cov_dtype_size(t));
   return v->data ? v : fail(e, COV_OUT_OF_MEMORY, "out of memory unrolling");
 }
 
@@ -160,7 +165,9 @@ static graph_attr attr_f(const char *name, float f) {
   return a;
 }
 
-static graph_value *op1(rx *e, const char *op, graph_value *x) { return emit(e, op, 1, &x, NULL, 0, NULL); }
+static graph_value *op1(rx *e, const char *op, graph_value *x) {
+  return emit(e, op, 1, &x, NULL, 0, NULL);
+}
 
 static graph_value *op2(rx *e, const char *op, graph_value *a, graph_value *b) {
   graph_value *in[2] = {a, b};
@@ -168,7 +175,9 @@ static graph_value *op2(rx *e, const char *op, graph_value *a, graph_value *b) {
 }
 
 /* a + b where b may be absent (a zero term). */
-static graph_value *add_opt(rx *e, graph_value *a, graph_value *b) { return b ? op2(e, "Add", a, b) : a; }
+static graph_value *add_opt(rx *e, graph_value *a, graph_value *b) {
+  return b ? op2(e, "Add", a, b) : a;
+}
 
 static graph_value *gather(rx *e, graph_value *x, int64_t index, int64_t axis) {
   graph_value *in[2] = {x, const_ints(e, COV_I64, 0, &index, 1)};
@@ -204,19 +213,28 @@ static graph_value *concat(rx *e, graph_value **xs, int n, int64_t axis) {
 /* ---- activations ------------------------------------------------------ */
 
 static graph_value *activate(rx *e, const rnn_act *a, graph_value *x) {
-  static const char *const plain[] = {
-      [RNN_ACT_RELU] = "Relu", [RNN_ACT_TANH] = "Tanh", [RNN_ACT_SIGMOID] = "Sigmoid",
-      [RNN_ACT_SOFTSIGN] = "Softsign", [RNN_ACT_SOFTPLUS] = "Softplus"};
+  static const char *const plain[] = {[RNN_ACT_RELU] = "Relu",
+                                      [RNN_ACT_TANH] = "Tanh",
+                                      [RNN_ACT_SIGMOID] = "Sigmoid",
+                                      [RNN_ACT_SOFTSIGN] = "Softsign",
+                                      [RNN_ACT_SOFTPLUS] = "Softplus"};
   graph_attr at[2] = {attr_f("alpha", a->alpha), attr_f("beta", a->beta)};
   switch (a->kind) {
-    case RNN_ACT_AFFINE: return op2(e, "Add", op2(e, "Mul", x, scalar(e, a->alpha)), scalar(e, a->beta));
+    case RNN_ACT_AFFINE:
+      return op2(e, "Add", op2(e, "Mul", x, scalar(e, a->alpha)), scalar(e, a->beta));
     case RNN_ACT_SCALED_TANH:
-      return op2(e, "Mul", op1(e, "Tanh", op2(e, "Mul", x, scalar(e, a->beta))), scalar(e, a->alpha));
-    case RNN_ACT_LEAKY_RELU: return emit(e, "LeakyRelu", 1, &x, at, 1, NULL);
-    case RNN_ACT_THRESHOLDED_RELU: return emit(e, "ThresholdedRelu", 1, &x, at, 1, NULL);
-    case RNN_ACT_ELU: return emit(e, "Elu", 1, &x, at, 1, NULL);
-    case RNN_ACT_HARD_SIGMOID: return emit(e, "HardSigmoid", 1, &x, at, 2, NULL);
-    default: return op1(e, plain[a->kind], x);
+      return op2(e, "Mul", op1(e, "Tanh", op2(e, "Mul", x, scalar(e, a->beta))),
+                 scalar(e, a->alpha));
+    case RNN_ACT_LEAKY_RELU:
+      return emit(e, "LeakyRelu", 1, &x, at, 1, NULL);
+    case RNN_ACT_THRESHOLDED_RELU:
+      return emit(e, "ThresholdedRelu", 1, &x, at, 1, NULL);
+    case RNN_ACT_ELU:
+      return emit(e, "Elu", 1, &x, at, 1, NULL);
+    case RNN_ACT_HARD_SIGMOID:
+      return emit(e, "HardSigmoid", 1, &x, at, 2, NULL);
+    default:
+      return op1(e, plain[a->kind], x);
   }
 }
 
@@ -241,7 +259,9 @@ typedef struct rnn_dir {
   const rnn_act *act;   /* f, g, h */
 } rnn_dir;
 
-static graph_value *in_at(const graph_node *n, int slot) { return slot < n->n_in ? n->in[slot] : NULL; }
+static graph_value *in_at(const graph_node *n, int slot) {
+  return slot < n->n_in ? n->in[slot] : NULL;
+}
 
 /* X·W_dᵀ of every step as one [T*B, I] x [I, G*H] product. */
 static graph_value *project(rx *e, int d, graph_value *xs) {
@@ -283,8 +303,10 @@ static void setup_dir(rx *e, int d, graph_value *xs, rnn_dir *s) {
   s->rt = split ? slice(e, rt, 1, 0, 2 * h) : rt;
   if (split) s->rt_h = slice(e, rt, 1, 2 * h, gh);
   graph_value *pp = p->kind == RNN_LSTM ? in_at(e->rnn, RNN_P) : NULL;
-  for (int k = 0; pp && k < 3; k++) s->peep[k] = slice(e, gather(e, pp, d, 0), 0, k * h, (k + 1) * h);
-  graph_value *h0 = in_at(e->rnn, RNN_INIT_H), *c0 = p->kind == RNN_LSTM ? in_at(e->rnn, RNN_INIT_C) : NULL;
+  for (int k = 0; pp && k < 3; k++)
+    s->peep[k] = slice(e, gather(e, pp, d, 0), 0, k * h, (k + 1) * h);
+  graph_value *h0 = in_at(e->rnn, RNN_INIT_H),
+              *c0 = p->kind == RNN_LSTM ? in_at(e->rnn, RNN_INIT_C) : NULL;
   if (h0) s->h = gather(e, h0, d, p->layout ? 1 : 0);
   if (c0) s->c = gather(e, c0, d, p->layout ? 1 : 0);
 }
@@ -292,7 +314,9 @@ static void setup_dir(rx *e, int d, graph_value *xs, rnn_dir *s) {
 /* ---- the cells -------------------------------------------------------- */
 
 /* H·Rᵀ, or NULL while H is zero. */
-static graph_value *recur(rx *e, const rnn_dir *s) { return s->h ? op2(e, "MatMul", s->h, s->rt) : NULL; }
+static graph_value *recur(rx *e, const rnn_dir *s) {
+  return s->h ? op2(e, "MatMul", s->h, s->rt) : NULL;
+}
 
 static void lstm_step(rx *e, const rnn_dir *s, graph_value *xw_t, graph_value **h_out,
                       graph_value **c_out) {
@@ -306,7 +330,8 @@ static void lstm_step(rx *e, const rnn_dir *s, graph_value *xw_t, graph_value **
   graph_value *i = gate(e, &s->act[0], pre[0]);
   graph_value *c = op2(e, "Mul", i, gate(e, &s->act[1], pre[3]));
   if (s->c) {
-    graph_value *f = e->p->input_forget ? op2(e, "Sub", scalar(e, 1), i) : gate(e, &s->act[0], pre[2]);
+    graph_value *f =
+        e->p->input_forget ? op2(e, "Sub", scalar(e, 1), i) : gate(e, &s->act[0], pre[2]);
     c = op2(e, "Add", op2(e, "Mul", f, s->c), c);
   }
   if (s->peep[1]) pre[1] = op2(e, "Add", pre[1], op2(e, "Mul", s->peep[1], c));
@@ -319,7 +344,8 @@ static graph_value *gru_step(rx *e, const rnn_dir *s, graph_value *xw_t) {
   int64_t h = e->p->hidden;
   bool lbr = e->p->linear_before_reset;
   graph_value *hr = recur(e, s); /* [B, 3H] with linear_before_reset, else [B, 2H] */
-  graph_value *zr = add_opt(e, slice(e, xw_t, 1, 0, 2 * h), hr && lbr ? slice(e, hr, 1, 0, 2 * h) : hr);
+  graph_value *zr =
+      add_opt(e, slice(e, xw_t, 1, 0, 2 * h), hr && lbr ? slice(e, hr, 1, 0, 2 * h) : hr);
   graph_value *z = gate(e, &s->act[0], slice(e, zr, 1, 0, h));
   graph_value *r = gate(e, &s->act[0], slice(e, zr, 1, h, 2 * h));
   graph_value *rec = NULL; /* the candidate's recurrent term */
@@ -399,7 +425,8 @@ static void write_outputs(rx *e, graph_value **ys, graph_value **hs, graph_value
   }
   for (int k = RNN_Y_H; k <= RNN_Y_C && k < e->rnn->n_out; k++) {
     graph_value *o = e->rnn->out[k], *u[2];
-    for (int d = 0; o && d < p->dirs; d++) u[d] = unsqueeze(e, (k == RNN_Y_H ? hs : cs)[d], 1, &lay);
+    for (int d = 0; o && d < p->dirs; d++)
+      u[d] = unsqueeze(e, (k == RNN_Y_H ? hs : cs)[d], 1, &lay);
     if (o) {
       graph_value *all = concat(e, u, p->dirs, lay);
       emit(e, "Identity", 1, &all, NULL, 0, o);
@@ -415,12 +442,13 @@ static cov_status check_static(const graph *g, const graph_node *n, const rnn_pa
   const graph_value *x = n->in[RNN_X];
   int ax = p->layout ? 1 : 0;
   if (p->seq < 0)
-    return graph_node_error(g, n, COV_UNSUPPORTED,
-                            "the sequence length (dim %d of X '%s') is %s%s%s; covenant unrolls "
-                            "the recurrence over a sequence length known at load (export the "
-                            "model with a fixed sequence length)",
-                            ax, x->name, x->rank > ax && x->sym[ax] ? "symbolic ('" : "not known at load",
-                            x->rank > ax && x->sym[ax] ? x->sym[ax] : "", x->rank > ax && x->sym[ax] ? "')" : "");
+    return graph_node_error(
+        g, n, COV_UNSUPPORTED,
+        "the sequence length (dim %d of X '%s') is %s%s%s; covenant unrolls "
+        "the recurrence over a sequence length known at load (export the "
+        "model with a fixed sequence length)",
+        ax, x->name, x->rank > ax && x->sym[ax] ? "symbolic ('" : "not known at load",
+        x->rank > ax && x->sym[ax] ? x->sym[ax] : "", x->rank > ax && x->sym[ax] ? "')" : "");
   if (p->seq == 0) return graph_node_error(g, n, COV_INVALID_INPUT, "the sequence length is 0");
   if (p->seq > RNN_MAX_STEPS / p->dirs)
     return graph_node_error(g, n, COV_OUT_OF_RANGE,
@@ -467,7 +495,8 @@ static cov_status expand_node(graph *g, graph_node *n, node_list *l) {
   COV_RETURN_IF_ERROR(needs_masks(g, n, &p, &masked));
   rx e = {.g = g, .rnn = n, .p = &p, .list = l, .dt = n->in[RNN_X]->dtype};
   size_t steps = (size_t)(p.seq * p.dirs);
-  graph_value **ys = n->n_out > RNN_Y && n->out[RNN_Y] ? cov_arena_array(g->arena, steps, sizeof *ys) : NULL;
+  graph_value **ys =
+      n->n_out > RNN_Y && n->out[RNN_Y] ? cov_arena_array(g->arena, steps, sizeof *ys) : NULL;
   e.masks = masked ? cov_arena_array(g->arena, (size_t)p.seq, sizeof *e.masks) : NULL;
   if ((n->n_out > RNN_Y && n->out[RNN_Y] && !ys) || (masked && !e.masks))
     return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory unrolling");
@@ -479,7 +508,9 @@ static cov_status expand_node(graph *g, graph_node *n, node_list *l) {
   return e.err;
 }
 
-static bool is_rnn(const graph_node *n) { return !n->dead && n->def && n->def->infer == graph_infer_rnn; }
+static bool is_rnn(const graph_node *n) {
+  return !n->dead && n->def && n->def->infer == graph_infer_rnn;
+}
 
 cov_status graph_expand_rnn(graph *g) {
   bool any = false;
