@@ -54,14 +54,17 @@ typedef struct rx { /* the unrolling of one node */
 } rx;
 
 static graph_value *fail(rx *e, cov_code code, const char *what) {
+  if (!e->err && e->g->n_values >= GRAPH_MAX_VALUES)
+    e->err = graph_node_error(e->g, e->rnn, COV_OUT_OF_RANGE,
+                              "unrolled, the graph would have more than %d values", GRAPH_MAX_VALUES);
   if (!e->err) e->err = graph_node_error(e->g, e->rnn, code, "%s", what);
   return NULL;
 }
 
 static cov_status push(graph *g, node_list *l, graph_node *n) {
   if (l->n >= GRAPH_MAX_NODES)
-    return graph_node_error(g, n, COV_OUT_OF_RANGE, "the graph would have more than %d nodes",
-                            GRAPH_MAX_NODES);
+    return graph_node_error(g, n, COV_OUT_OF_RANGE,
+                            "unrolled, the graph would have more than %d nodes", GRAPH_MAX_NODES);
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 256;
     graph_node **v = cov_arena_grow(g->arena, l->v, l->n, cap, sizeof *v);
