@@ -96,7 +96,8 @@ typedef struct graph_attr {
   const char *s; /* NUL-terminated copy (strings with a NUL are refused) */
   int64_t *ints;
   float *floats;
-  size_t n;       /* elements of ints/floats */
+  const char **strs; /* GA_STRINGS: NUL-terminated copies */
+  size_t n;          /* elements of ints/floats/strs */
   graph_value *t; /* a tensor attribute, decoded (not in graph.values) */
 } graph_attr;
 
@@ -228,6 +229,9 @@ cov_status graph_attr_floats(const graph *g, const graph_node *n, const char *na
                              const float **out, size_t *count);
 cov_status graph_attr_string(const graph *g, const graph_node *n, const char *name, const char *def,
                              const char **out);
+/* *out NULL and *count 0 when absent. */
+cov_status graph_attr_strings(const graph *g, const graph_node *n, const char *name,
+                              const char *const **out, size_t *count);
 
 /* ---- shapes (graph_shape.c) ------------------------------------------- */
 
@@ -293,6 +297,10 @@ cov_status graph_prepare_quant(graph *g);
 /* Drops nodes whose outputs reach no graph output, then compacts. */
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);
+/* LSTM, GRU and RNN nodes become their recurrence unrolled over the static
+ * sequence length into ordinary nodes, each inferred and folded as it is
+ * made (graph_rnn_expand.c). Runs after inference. */
+cov_status graph_expand_rnn(graph *g);
 cov_status graph_fuse(graph *g, bool no_fuse);
 cov_status graph_print_summary(const graph *g, FILE *out);
 cov_status graph_print(const graph *g, FILE *out);

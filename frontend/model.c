@@ -22,6 +22,7 @@ struct cov_model {
 static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
+  COV_RETURN_IF_ERROR(graph_expand_rnn(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
   if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
   COV_RETURN_IF_ERROR(graph_prepare_quant(g));
