@@ -217,3 +217,19 @@ void cli_progress_clear(cli_progress *p) {
   p->shown = 0;
   fflush(stderr);
 }
+
+int cli_parse_shape(const char *cmd, char *arg, cov_model_shape *shapes, size_t *n, size_t max) {
+  if (*n == max) return cli_usage_error(cmd, "--shape: at most %zu of them", max);
+  cov_status st = cov_model_shape_parse(arg, "--shape", &shapes[*n]);
+  if (st) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", cov_status_message(st));
+    cov_status_free(st);
+    return cli_usage_error(cmd, "--shape %s", msg);
+  }
+  for (size_t k = 0; k < *n; k++)
+    if (!strcmp(shapes[k].name, shapes[*n].name))
+      return cli_usage_error(cmd, "--shape: two shapes for input '%s'", shapes[*n].name);
+  (*n)++;
+  return 0;
+}

@@ -83,6 +83,10 @@ static void run_help(FILE *out) {
           "                            every unit's activity, the programs back to back\n"
           "                            (1 us = 1 cycle), a 'layers' track naming each\n"
           "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
+          "      --shape NAME=DIMS     input NAME's shape (e.g. input=3x3x32x32), binding the\n"
+          "                            dims the model leaves symbolic; repeatable. Random\n"
+          "                            inputs take it; on a GPU target the model is compiled\n"
+          "                            for it\n"
           "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
           "                            most 4GiB); checked before anything is allocated\n"
           "  -h, --help                show this help\n");
@@ -98,6 +102,8 @@ typedef struct run_opts {
   double tol;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS], *expect_args[MAX_ARGS];
   int n_in, n_out, n_expect;
+  cov_model_shape shapes[16];
+  size_t n_shapes;
 } run_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code. */
@@ -112,6 +118,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"trace", required_argument, NULL, 'R'},
                                        {"per-call", no_argument, NULL, 'P'},
                                        {"max-memory", required_argument, NULL, 'M'},
+                                       {"shape", required_argument, NULL, 'H'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -144,6 +151,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'P': o->per_call = 1; break;
       case 'M':
         if (cli_parse_memory("run", optarg, &o->max_memory)) return CLI_EXIT_USAGE;
+        break;
+      case 'H':
+        if (cli_parse_shape("run", optarg, o->shapes, &o->n_shapes, 16)) return CLI_EXIT_USAGE;
         break;
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
@@ -210,7 +220,7 @@ static cov_status run_load(run_state *s) {
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant run"),
                      "--trace and --per-call are for targets whose backend traces its programs; %s is a %s "
                      "target (backend %s)", s->o->target, s->bt.backend->kind, s->bt.backend->name);
-  cov_model_options mo = {.max_memory = s->o->max_memory};
+  cov_model_options mo = {.max_memory = s->o->max_memory, .shapes = s->o->shapes, .n_shapes = s->o->n_shapes};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
   s->no = cov_model_num_outputs(s->m);

@@ -59,6 +59,7 @@ typedef struct graph_value {
   int rank;                      /* -1: unknown */
   int64_t dims[COV_MAX_RANK];    /* -1: unknown */
   const char *sym[COV_MAX_RANK]; /* dim_param names of declared input dims */
+  unsigned symbolic;             /* inputs: bit d when the model leaves dim d symbolic or unknown */
   void *data;                    /* contents of constants; NULL otherwise */
   /* GV_INPUT that shares an initializer's name (IR version >= 4): the
    * initializer, its default value where the caller feeds none. A fed
@@ -285,6 +286,8 @@ cov_status graph_summarize_groups(graph *g);
  * with one scale) become integer operators, as onnxruntime fuses them
  * (graph_qdq.c). Runs before inference, on the graph as read. */
 cov_status graph_fuse_qdq(graph *g);
+/* Binds input shapes before inference (graph_bind.c, cov_model_options.shapes). */
+cov_status graph_bind_shapes(graph *g, const cov_model_shape *s, size_t n);
 /* Quantized operators whose parameters are constants become integer layers
  * with every derived operand a constant (u8 activations moved to i8), so
  * that a backend can compile each as one program (graph_qprep.c). Runs

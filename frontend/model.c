@@ -62,6 +62,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
     g->lib = m->owned_lib;
   }
   if (!st) st = onnx_read_graph(data, size, g);
+  if (!st && opts && opts->n_shapes) st = graph_bind_shapes(g, opts->shapes, opts->n_shapes);
   if (!st) st = prepare(g, opts);
   if (st) {
     cov_model_free(m);
@@ -143,6 +144,37 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   if (!m || i >= m->g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_input_info"), "no input %zu", i);
   return value_info(m->g->inputs[i], dtype, rank, shape);
+}
+
+unsigned cov_model_input_symbolic(const cov_model *m, size_t i) {
+  return m && i < m->g->n_inputs ? m->g->inputs[i]->symbolic : 0;
+}
+
+cov_status cov_model_shape_parse(char *text, const char *what, cov_model_shape *out) {
+  memset(out, 0, sizeof *out);
+  cov_loc loc = {.path = what};
+  char *eq = text ? strchr(text, '=') : NULL;
+  if (!eq || eq == text)
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s' is not NAME=DIMS (e.g. input=1x3x224x224)", text ? text : "");
+  *eq = '\0';
+  out->name = text;
+  const char *p = eq + 1;
+  while (*p) {
+    if (out->rank == COV_MAX_RANK)
+      return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': more than %d dims", eq + 1, COV_MAX_RANK);
+    int64_t v = 0;
+    const char *d0 = p;
+    while (*p >= '0' && *p <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': a dim is too large", eq + 1);
+      v = v * 10 + (*p++ - '0');
+    }
+    if (p == d0 || v < 1 || (*p && *p != 'x' && *p != ',') || ((*p == 'x' || *p == ',') && !p[1]))
+      return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': dims are integers >= 1 separated by 'x' or ',' (e.g. 3x224x224)",
+                       eq + 1);
+    out->dims[out->rank++] = v;
+    if (*p) p++;
+  }
+  return NULL;
 }
 
 cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,

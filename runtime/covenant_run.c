@@ -105,7 +105,10 @@ static void info(const crt_artifact *a) {
       const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
       printf("%s %d '%s': %s[", k ? "output" : "input", i, SHOW(io->name, m), cov_dtype_name(io->dtype));
       for (int d = 0; d < io->rank; d++) printf("%s%" PRId64, d ? ", " : "", io->shape[d]);
-      printf("] (buffer %s)\n", cov_dtype_name(a->buffers[io->buffer].dtype));
+      printf("] (buffer %s)", cov_dtype_name(a->buffers[io->buffer].dtype));
+      for (int d = 0, n = 0; d < io->rank; d++)
+        if (io->symbolic >> d & 1u) printf("%s%d", n++ ? ", " : "; symbolic in the model: dim ", d);
+      printf("\n");
     }
   info_steps(a);
 }
@@ -364,6 +367,7 @@ int main(int argc, char **argv) {
   crt_session *s = NULL;
   if (!in || !out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = read_inputs(a, inputs, n_in, &seed, in);
+  if (!st && !cases) st = crt_check_inputs(a, in, (size_t)a->n_inputs); /* before opening a device */
   if (!st) st = crt_session_open(a, &opts, &s);
   if (!st) printf("device: %s\n", crt_session_device(s));
   if (!st && cases) {

@@ -342,6 +342,27 @@ static void read_buffers(rd *r, const crt_json *root) {
   }
 }
 
+/* An input's "symbolic": the dims the model left symbolic, ascending and
+ * below its rank (format version 4). */
+static unsigned symbolic_of(rd *r, const crt_json *o, int rank) {
+  const crt_json *s = array_of(r, o, "symbolic", 0);
+  if (!s) return 0;
+  if (r->a->version < CRT_FORMAT_VERSION_SYMBOLIC) {
+    bad(r, s, "'symbolic' needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_SYMBOLIC, r->a->version);
+    return 0;
+  }
+  unsigned mask = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const crt_json *d = s->items[i];
+    if (d->kind != CRT_JSON_NUMBER || !d->is_int || d->i < 0 || d->i >= rank || (mask >> d->i) != 0) {
+      bad(r, d, "'symbolic' lists dims of the shape (rank %d), ascending, each once", rank);
+      return 0;
+    }
+    mask |= 1u << d->i;
+  }
+  return mask;
+}
+
 static void read_ios(rd *r, const crt_json *root, int outputs) {
   crt_artifact *a = r->a;
   const char *key = outputs ? "outputs" : "inputs";
@@ -354,15 +375,17 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
   else
     a->inputs = ios, a->n_inputs = (int)arr->n;
   static const char *keys[] = {"name", "dtype", "shape", "buffer", NULL};
+  static const char *in_keys[] = {"name", "dtype", "shape", "symbolic", "buffer", NULL};
   for (size_t i = 0; i < arr->n && !r->err; i++) {
     const crt_json *o;
     set_path(r, "%s[%zu]", key, i);
     if (!obj_item(r, arr, i, &o)) break;
-    check_keys(r, o, keys);
+    check_keys(r, o, outputs ? keys : in_keys);
     crt_io *io = &ios[i];
     io->name = str_of(r, o, "name", 1);
     io->dtype = dtype_of(r, o);
     int64_t numel = shape_of(r, o, &io->rank, io->shape);
+    if (!outputs && !r->err) io->symbolic = symbolic_of(r, o, io->rank);
     io->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, -1);
     if (r->err) break;
     const crt_buffer *b = &a->buffers[io->buffer];

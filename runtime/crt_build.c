@@ -249,6 +249,12 @@ static int add_io(crt_builder *b, int out, const char *name, cov_dtype dtype, in
 int crt_add_input(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer) {
   return add_io(b, 0, name, dtype, rank, shape, buffer);
 }
+void crt_set_symbolic(crt_builder *b, int input, unsigned mask) {
+  if (b->err || input < 0 || input >= b->n_ios[0]) return;
+  mask &= (1u << b->ios[0][input].rank) - 1u;
+  b->ios[0][input].symbolic = mask;
+  if (mask && b->version < CRT_FORMAT_VERSION_SYMBOLIC) b->version = CRT_FORMAT_VERSION_SYMBOLIC;
+}
 int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer) {
   return add_io(b, 1, name, dtype, rank, shape, buffer);
 }
@@ -554,6 +560,12 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
       put_str(o, x->name);
       put(o, ", \"dtype\": \"%s\", \"shape\": ", cov_dtype_name(x->dtype));
       put_shape(o, x->rank, x->shape);
+      if (x->symbolic) {
+        put(o, ", \"symbolic\": [");
+        for (int d = 0, first = 1; d < x->rank; d++)
+          if (x->symbolic >> d & 1u) put(o, "%s%d", first ? "" : ", ", d), first = 0;
+        put(o, "]");
+      }
       put(o, ", \"buffer\": %d}", x->buffer);
     }
   }

@@ -78,7 +78,8 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   }
   for (int k = 0; k < p->n_inputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->input_buf[k]];
-    crt_add_input(b, x->name, x->dtype, x->rank, x->shape, map[p->input_buf[k]]);
+    int io = crt_add_input(b, x->name, x->dtype, x->rank, x->shape, map[p->input_buf[k]]);
+    crt_set_symbolic(b, io, p->in_symbolic[k]);
   }
   for (int k = 0; k < p->n_outputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->output_buf[k]];
@@ -133,7 +134,8 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_model_plan mp;
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
-  if (!st) st = cov_model_load_file(model_path, NULL, &m);
+  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
+  if (!st) st = cov_model_load_file(model_path, &mo, &m);
   if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);

@@ -164,6 +164,7 @@ typedef struct gpu_model_plan {
   int n_mods, cap_mods;
   int n_inputs, n_outputs;
   int input_buf[16], output_buf[16];
+  unsigned in_symbolic[16]; /* per input: the dims the model leaves symbolic (cov_model_input_symbolic) */
 } gpu_model_plan;
 
 void gpu_model_plan_free(gpu_model_plan *p);

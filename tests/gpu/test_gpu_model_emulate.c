@@ -11,7 +11,10 @@
  * fails too. With -e TEXT the model must be refused with an error whose
  * message contains TEXT (a located refusal, e.g. "node 'c1'"); if it
  * compiles, it is still emulated against the reference and reported, and
- * fails. Usage: test_gpu_model_emulate [-t] [-e TEXT] TARGET TOL MODEL.onnx... */
+ * fails. With -s NAME=DIMS (repeatable) the models are loaded with those
+ * input shapes bound (cov_model_options.shapes: a symbolic batch compiled
+ * at 3). Usage: test_gpu_model_emulate [-t] [-e TEXT] [-s NAME=DIMS]...
+ * TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +31,16 @@ static float next(void) {
   return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+static cov_model_shape g_shapes[8];
+static size_t g_n_shapes;
+
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
   cov_model *m = NULL;
   gpu_model_plan p;
   cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
-  if (!st) st = cov_model_load_file(path, NULL, &m);
+  cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
+  if (!st) st = cov_model_load_file(path, &mo, &m);
   if (!st) st = gpu_model_compile_with(m, path, &t, 0, &p);
   if (st) {
     int refused = 0;
@@ -101,8 +108,17 @@ int main(int argc, char **argv) {
   argv += no_tables, argc -= no_tables;
   const char *expect = NULL;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
+  while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
+    cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
+    if (st) {
+      cov_status_print(stderr, st, 0);
+      cov_status_free(st);
+      return 2;
+    }
+    argv += 2, argc -= 2;
+  }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-e TEXT] TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

@@ -137,12 +137,20 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
         st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
         break;
       }
+      for (int d = 0; d < t.rank && !st; d++)
+        if (t.shape[d] < 0) {
+          cov_loc loc = {path, 0, 0, name};
+          st = cov_error(COV_UNSUPPORTED, &loc, "dim %d of %s '%s' is symbolic%s", d, out ? "output" : "input", name,
+                         out ? "" : "; give the input's shape with --shape NAME=DIMS");
+        }
+      if (st) break;
       int buf = value_find(&vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
         if (buf >= 0) st = value_add(&vals, name, buf);
       }
-      if (!st) (out ? crt_add_output : crt_add_input)(b, name, t.dtype, t.rank, t.shape, buf);
+      if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
+      if (!st && !out) crt_set_symbolic(b, crt_add_input(b, name, t.dtype, t.rank, t.shape, buf), cov_model_input_symbolic(m, i));
     }
   }
   size_t n = cov_model_num_groups(m);
@@ -236,11 +244,12 @@ static cov_status embed_acg(const cov_acg *acg, crt_builder *b) {
   return st;
 }
 
-cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg) {
+cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const cov_model_options *mo,
+                                      const char *out, FILE *msg) {
   cov_model *m = NULL;
   crt_builder *b = NULL;
   size_t compiled = 0;
-  cov_status st = cov_model_load_file(path, NULL, &m);
+  cov_status st = cov_model_load_file(path, mo, &m);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
   if (!st) st = build_artifact(m, acg, path, b, &compiled);
   if (!st) st = embed_acg(acg, b);
