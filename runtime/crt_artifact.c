@@ -391,8 +391,10 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
     const crt_buffer *b = &a->buffers[io->buffer];
     crt_buf_kind want = outputs ? CRT_BUF_OUTPUT : CRT_BUF_INPUT;
     int64_t bnumel = (int64_t)(b->bytes / cov_dtype_size(b->dtype));
-    int conv = io->dtype == b->dtype ||
-               (io->dtype == COV_F32 && (b->dtype == COV_F16 || b->dtype == COV_BF16));
+    /* the host converts f32 <-> f16 / bf16 either way: f32 values into
+     * 16-bit kernel operands, or a 16-bit model's values computed in f32 */
+    int half_io = io->dtype == COV_F16 || io->dtype == COV_BF16, half_buf = b->dtype == COV_F16 || b->dtype == COV_BF16;
+    int conv = io->dtype == b->dtype || (io->dtype == COV_F32 && half_buf) || (half_io && b->dtype == COV_F32);
     if (b->kind != want)
       bad(r, crt_json_get(o, "buffer"), "%s '%s' names buffer %d ('%s'), a %s buffer", outputs ? "output" : "input",
           io->name, io->buffer, b->name, crt_buf_kind_name(b->kind));
