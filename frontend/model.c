@@ -22,6 +22,7 @@ struct cov_model {
 static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
+  if (opts && opts->compute_f32) COV_RETURN_IF_ERROR(graph_widen_16(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
   if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
   COV_RETURN_IF_ERROR(graph_prepare_quant(g));
@@ -144,6 +145,13 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   if (!m || i >= m->g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_input_info"), "no input %zu", i);
   return value_info(m->g->inputs[i], dtype, rank, shape);
+}
+
+cov_dtype cov_model_io_dtype(const cov_model *m, int output, size_t i) {
+  if (!m || i >= (output ? m->g->n_outputs : m->g->n_inputs)) return COV_DTYPE_INVALID;
+  if (output) return m->g->output_io_dtypes ? m->g->output_io_dtypes[i] : m->g->outputs[i]->dtype;
+  const graph_value *v = m->g->inputs[i];
+  return v->io_dtype != COV_DTYPE_INVALID ? v->io_dtype : v->dtype;
 }
 
 unsigned cov_model_input_symbolic(const cov_model *m, size_t i) {

@@ -78,12 +78,14 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   }
   for (int k = 0; k < p->n_inputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->input_buf[k]];
-    int io = crt_add_input(b, x->name, x->dtype, x->rank, x->shape, map[p->input_buf[k]]);
+    cov_dtype dt = p->in_io[k] != COV_DTYPE_INVALID ? p->in_io[k] : x->dtype;
+    int io = crt_add_input(b, x->name, dt, x->rank, x->shape, map[p->input_buf[k]]);
     crt_set_symbolic(b, io, p->in_symbolic[k]);
   }
   for (int k = 0; k < p->n_outputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->output_buf[k]];
-    crt_add_output(b, x->name, x->dtype, x->rank, x->shape, map[p->output_buf[k]]);
+    crt_add_output(b, x->name, p->out_io[k] != COV_DTYPE_INVALID ? p->out_io[k] : x->dtype, x->rank, x->shape,
+                   map[p->output_buf[k]]);
   }
   int *mods = malloc((size_t)(p->n_mods + 1) * sizeof *mods);
   if (!mods && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -134,7 +136,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_model_plan mp;
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
-  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
+  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes, .compute_f32 = 1};
   if (!st) st = cov_model_load_file(model_path, &mo, &m);
   if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
   have_plan = !st;
@@ -144,6 +146,29 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   cov_model_free(m);
   gpu_target_close(&t);
   return st;
+}
+
+static int is16(cov_dtype d) { return d == COV_F16 || d == COV_BF16; }
+
+cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out) {
+  *out = NULL;
+  size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
+  int need = 0;
+  cov_model_shape shapes[16];
+  size_t n = 0;
+  for (size_t i = 0; i < ni + no; i++) {
+    cov_model_shape s = {.name = i < ni ? cov_model_input_name(m, i) : NULL};
+    cov_dtype dt;
+    COV_RETURN_IF_ERROR(i < ni ? cov_model_input_info(m, i, &dt, &s.rank, s.dims)
+                               : cov_model_output_info(m, i - ni, &dt, &s.rank, s.dims));
+    need |= is16(dt);
+    int bound = i < ni && cov_model_input_symbolic(m, i) && n < 16;
+    for (int d = 0; d < s.rank && bound; d++) bound = s.dims[d] >= 1;
+    if (bound) shapes[n++] = s; /* the shapes m was loaded with */
+  }
+  if (!need) return NULL;
+  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = 1};
+  return cov_model_load_file(path, &mo, out);
 }
 
 cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
@@ -156,7 +181,10 @@ cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_
   size_t n = 0;
   crt_artifact *a = NULL;
   crt_session *s = NULL;
-  cov_status st = gpu_model_compile_with(m, name, &t, 1, &mp);
+  cov_model *wide = NULL;
+  cov_status st = gpu_widened(m, name, &wide);
+  if (!st) st = gpu_model_compile_with(wide ? wide : m, name, &t, 1, &mp);
+  cov_model_free(wide);
   if (!st) {
     st = gpu_model_artifact(&mp, name, &bytes, &n);
     gpu_model_plan_free(&mp);

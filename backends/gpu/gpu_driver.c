@@ -113,7 +113,8 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
      * (gpu_mplan.h) */
     cov_model *m = NULL;
     gpu_model_plan mp;
-    st = cov_model_load_file(specs[0], NULL, &m);
+    cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes, .compute_f32 = 1};
+    st = cov_model_load_file(specs[0], &mo, &m);
     if (!st) st = gpu_model_compile_with(m, specs[0], &t, 1, &mp);
     if (!st) {
       st = gpu_model_plan_write(&mp, specs[0], out_dir, report);

@@ -42,7 +42,8 @@ static void add_group(tune_group *g, int *n, const gpu_layer *layer, const char 
 static cov_status model_groups(const gpu_target *t, const char *path, tune_group *g, int *n) {
   cov_model *m = NULL;
   gpu_model_plan mp;
-  COV_RETURN_IF_ERROR(cov_model_load_file(path, NULL, &m));
+  cov_model_options mo = {.compute_f32 = 1}; /* the kernels a 16-bit model compiles to */
+  COV_RETURN_IF_ERROR(cov_model_load_file(path, &mo, &m));
   cov_status st = gpu_model_compile_with(m, path, t, 0, &mp);
   cov_model_free(m);
   if (st) return st;

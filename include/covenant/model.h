@@ -60,6 +60,11 @@ typedef struct cov_model_options {
    * model gives it. */
   const cov_model_shape *shapes;
   size_t n_shapes;
+  /* Compute a 16-bit model in f32: after shape inference every f16 / bf16
+   * value (inputs, weights, activations, outputs; casts to them) is f32,
+   * so runs take and give f32 and every group binds f32 codelets;
+   * cov_model_io_dtype still says what the model declares. */
+  int compute_f32;
 } cov_model_options;
 
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
@@ -93,6 +98,10 @@ COV_API cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dt
                                         int64_t shape[COV_MAX_RANK]);
 /* The same for output i, as shape inference left it at load time (rank -1
  * when unknown). */
+/* The dtype input i (output: nonzero) is declared with in the model: that of
+ * cov_model_input_info / cov_model_output_info, except where compute_f32
+ * widened it (f16 or bf16 there, f32 here). INVALID for no such one. */
+COV_API cov_dtype cov_model_io_dtype(const cov_model *model, int output, size_t i);
 /* Which dims of input i the model itself leaves symbolic or unknown (bit d
  * for dim d), whether or not cov_model_options.shapes bound them since. */
 COV_API unsigned cov_model_input_symbolic(const cov_model *model, size_t i);
