@@ -154,6 +154,11 @@ cov_dtype cov_model_io_dtype(const cov_model *m, int output, size_t i) {
   return v->io_dtype != COV_DTYPE_INVALID ? v->io_dtype : v->dtype;
 }
 
+int cov_model_input_range(const cov_model *m, size_t i, int64_t *lo, int64_t *hi) {
+  if (!m || i >= m->g->n_inputs || !lo || !hi) return 0;
+  return graph_input_range(m->g, m->g->inputs[i], lo, hi);
+}
+
 unsigned cov_model_input_symbolic(const cov_model *m, size_t i) {
   return m && i < m->g->n_inputs ? m->g->inputs[i]->symbolic : 0;
 }

@@ -30,7 +30,7 @@
 #define CRT_FORMAT_VERSION_MIN 1
 #define CRT_FORMAT_VERSION_TMAP 2
 #define CRT_FORMAT_VERSION_ACG 3
-#define CRT_FORMAT_VERSION_SYMBOLIC 4 /* an input says which of its dims the model left symbolic */
+#define CRT_FORMAT_VERSION_SYMBOLIC 4 /* an input's symbolic dims or value range */
 #define CRT_MAGIC "\x7f" "COVART\n"
 #define CRT_HEADER_BYTES 64
 #define CRT_ALIGN 256 /* blobs, weights and arena offsets */
@@ -129,6 +129,8 @@ typedef struct crt_io {
   int64_t shape[COV_MAX_RANK];
   int buffer;
   unsigned symbolic; /* inputs: bit d when the model left dim d symbolic (compiled at shape[d]) */
+  int has_range;     /* integer inputs: the values the model takes, [lo, hi] (random inputs use it) */
+  int64_t lo, hi;
 } crt_io;
 
 typedef struct crt_artifact {
@@ -204,6 +206,10 @@ int crt_add_input(crt_builder *b, const char *name, cov_dtype dtype, int rank, c
  * symbolic (bit d), compiled at the shape given; nonzero makes the format
  * version 4. */
 void crt_set_symbolic(crt_builder *b, int input, unsigned mask);
+/* Integer input `input`: the values the model takes, [lo, hi] (token ids:
+ * the rows of the table they index; cov_model_input_range); format
+ * version 4. */
+void crt_set_range(crt_builder *b, int input, int64_t lo, int64_t hi);
 int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer);
 int crt_add_launch(crt_builder *b, int group, const char *label, int module, const char *kernel,
                    const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, const crt_arg *args,

@@ -363,6 +363,21 @@ static unsigned symbolic_of(rd *r, const crt_json *o, int rank) {
   return mask;
 }
 
+/* An integer input's "range": [lo, hi], lo <= hi (format version 4). */
+static void range_of(rd *r, const crt_json *o, crt_io *io) {
+  const crt_json *s = array_of(r, o, "range", 0);
+  if (!s) return;
+  if (r->a->version < CRT_FORMAT_VERSION_SYMBOLIC)
+    return bad(r, s, "'range' needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_SYMBOLIC,
+               r->a->version);
+  if (cov_dtype_is_float(io->dtype)) return bad(r, s, "'range' is for integer inputs; '%s' is %s", io->name,
+                                                cov_dtype_name(io->dtype));
+  const crt_json *lo = s->n == 2 ? s->items[0] : NULL, *hi = s->n == 2 ? s->items[1] : NULL;
+  if (!lo || lo->kind != CRT_JSON_NUMBER || !lo->is_int || hi->kind != CRT_JSON_NUMBER || !hi->is_int || lo->i > hi->i)
+    return bad(r, s, "'range' is [lo, hi], two integers with lo <= hi");
+  io->has_range = 1, io->lo = lo->i, io->hi = hi->i;
+}
+
 static void read_ios(rd *r, const crt_json *root, int outputs) {
   crt_artifact *a = r->a;
   const char *key = outputs ? "outputs" : "inputs";
@@ -375,7 +390,7 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
   else
     a->inputs = ios, a->n_inputs = (int)arr->n;
   static const char *keys[] = {"name", "dtype", "shape", "buffer", NULL};
-  static const char *in_keys[] = {"name", "dtype", "shape", "symbolic", "buffer", NULL};
+  static const char *in_keys[] = {"name", "dtype", "shape", "symbolic", "range", "buffer", NULL};
   for (size_t i = 0; i < arr->n && !r->err; i++) {
     const crt_json *o;
     set_path(r, "%s[%zu]", key, i);
@@ -386,6 +401,7 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
     io->dtype = dtype_of(r, o);
     int64_t numel = shape_of(r, o, &io->rank, io->shape);
     if (!outputs && !r->err) io->symbolic = symbolic_of(r, o, io->rank);
+    if (!outputs && !r->err) range_of(r, o, io);
     io->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, -1);
     if (r->err) break;
     const crt_buffer *b = &a->buffers[io->buffer];

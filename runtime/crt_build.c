@@ -255,6 +255,17 @@ void crt_set_symbolic(crt_builder *b, int input, unsigned mask) {
   b->ios[0][input].symbolic = mask;
   if (mask && b->version < CRT_FORMAT_VERSION_SYMBOLIC) b->version = CRT_FORMAT_VERSION_SYMBOLIC;
 }
+void crt_set_range(crt_builder *b, int input, int64_t lo, int64_t hi) {
+  if (b->err || input < 0 || input >= b->n_ios[0]) return;
+  crt_io *x = &b->ios[0][input];
+  if (lo > hi || cov_dtype_is_float(x->dtype)) {
+    b->err = cov_error(COV_INTERNAL, NULL, "input '%s': range [%lld, %lld] of a %s input", x->name, (long long)lo,
+                       (long long)hi, cov_dtype_name(x->dtype));
+    return;
+  }
+  x->has_range = 1, x->lo = lo, x->hi = hi;
+  if (b->version < CRT_FORMAT_VERSION_SYMBOLIC) b->version = CRT_FORMAT_VERSION_SYMBOLIC;
+}
 int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer) {
   return add_io(b, 1, name, dtype, rank, shape, buffer);
 }
@@ -566,6 +577,7 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
           if (x->symbolic >> d & 1u) put(o, "%s%d", first ? "" : ", ", d), first = 0;
         put(o, "]");
       }
+      if (x->has_range) put(o, ", \"range\": [%" PRId64 ", %" PRId64 "]", x->lo, x->hi);
       put(o, ", \"buffer\": %d}", x->buffer);
     }
   }

@@ -102,6 +102,13 @@ COV_API cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dt
  * cov_model_input_info / cov_model_output_info, except where compute_f32
  * widened it (f16 or bf16 there, f32 here). INVALID for no such one. */
 COV_API cov_dtype cov_model_io_dtype(const cov_model *model, int output, size_t i);
+/* The values integer input i may take, [*lo, *hi], for random inputs that
+ * are valid ones: 1 where the model tells (bool {0, 1}; i8 / u8 their
+ * range; an i32 / i64 read as a Gather's indices, directly or through
+ * value-keeping data movement: the rows of the smallest table it indexes),
+ * 2 for an i32 / i64 it does not ({0, 1}, a mask's values), 0 for a
+ * floating-point input. */
+COV_API int cov_model_input_range(const cov_model *model, size_t i, int64_t *lo, int64_t *hi);
 /* Which dims of input i the model itself leaves symbolic or unknown (bit d
  * for dim d), whether or not cov_model_options.shapes bound them since. */
 COV_API unsigned cov_model_input_symbolic(const cov_model *model, size_t i);

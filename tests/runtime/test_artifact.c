@@ -222,8 +222,10 @@ static void check_dtypes(void) {
   int q = crt_add_buffer(b, "q", CRT_BUF_INPUT, COV_U8, 1, qs, 4);
   int r = crt_add_buffer(b, "r", CRT_BUF_OUTPUT, COV_I8, 1, qs, 4);
   int y = crt_add_buffer(b, "y", CRT_BUF_OUTPUT, COV_F32, 2, xs, 6 * 4);
-  crt_set_symbolic(b, crt_add_input(b, "input_ids", COV_I64, 2, is, ids), 1u);
-  crt_add_input(b, "attention_mask", COV_BOOL, 2, is, mask);
+  int ids_io = crt_add_input(b, "input_ids", COV_I64, 2, is, ids);
+  crt_set_symbolic(b, ids_io, 1u);
+  crt_set_range(b, ids_io, 0, 29999);
+  crt_set_range(b, crt_add_input(b, "attention_mask", COV_BOOL, 2, is, mask), 0, 1);
   crt_add_input(b, "x", COV_F16, 2, xs, x);
   crt_add_input(b, "q", COV_U8, 1, qs, q);
   crt_add_output(b, "r", COV_I8, 1, qs, r);
@@ -244,6 +246,8 @@ static void check_dtypes(void) {
   if (a) {
     CHECK(a->n_inputs == 4 && a->inputs[0].dtype == COV_I64 && a->buffers[a->inputs[0].buffer].bytes == 64);
     CHECK(a->inputs[0].symbolic == 1u && a->inputs[1].symbolic == 0);
+    CHECK(a->inputs[0].has_range && a->inputs[0].lo == 0 && a->inputs[0].hi == 29999);
+    CHECK(a->inputs[1].has_range && a->inputs[1].hi == 1 && !a->inputs[2].has_range);
     CHECK(a->inputs[1].dtype == COV_BOOL && a->inputs[3].dtype == COV_U8 && a->outputs[0].dtype == COV_I8);
     CHECK(a->inputs[2].dtype == COV_F16 && a->buffers[a->inputs[2].buffer].dtype == COV_F32);
     CHECK(a->outputs[1].dtype == COV_F16 && a->buffers[a->outputs[1].buffer].dtype == COV_F32);
@@ -279,14 +283,20 @@ static void check_dtypes(void) {
              "buffer 'input_ids': 8 i32 elements are 32 bytes, not 64");
   check_edit(bytes, n, "\"dtype\": \"i64\", \"shape\": [2, 4], \"symbolic\"", "\"dtype\": \"i32\", \"shape\": [2, 4], \"symbolic\"",
              "input 'input_ids' (i32, 8 elements) does not match its buffer 'input_ids' (i64, 8 elements)");
-  check_edit(bytes, n, "{\"name\": \"attention_mask\", \"dtype\": \"bool\", \"shape\": [2, 4], \"buffer\"",
-             "{\"name\": \"attention_mask\", \"dtype\": \"f32\", \"shape\": [2, 4], \"buffer\"",
-             "input 'attention_mask' (f32, 8 elements) does not match its buffer 'attention_mask' (bool, 8 elements)");
+  check_edit(bytes, n, "{\"name\": \"attention_mask\", \"dtype\": \"bool\", \"shape\": [2, 4], \"range\": [0, 1]",
+             "{\"name\": \"attention_mask\", \"dtype\": \"i32\", \"shape\": [2, 4], \"range\": [0, 1]",
+             "input 'attention_mask' (i32, 8 elements) does not match its buffer 'attention_mask' (bool, 8 elements)");
   check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i16\"", "unknown dtype 'i16'");
   check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i8\"",
              "input 'x' (i8, 6 elements) does not match its buffer 'x' (f32, 6 elements)");
   check_edit(bytes, n, "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [4]", "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [8]",
              "input 'q' (u8, 8 elements) does not match its buffer 'q' (u8, 4 elements)");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [5, 4]", "'range' is [lo, hi], two integers with lo <= hi");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [0]", "'range' is [lo, hi]");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [0, 1.5]", "'range' is [lo, hi]");
+  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\", \"shape\": [2, 3]",
+             "{\"name\": \"x\", \"dtype\": \"f16\", \"shape\": [2, 3], \"range\": [0, 1]",
+             "'range' is for integer inputs; 'x' is f16");
   check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": [2]", "'symbolic' lists dims of the shape (rank 2)");
   check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": [0, 0]", "ascending, each once");
   check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": 0", "'symbolic' must be an array");

@@ -150,7 +150,12 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
         if (buf >= 0) st = value_add(&vals, name, buf);
       }
       if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
-      if (!st && !out) crt_set_symbolic(b, crt_add_input(b, name, t.dtype, t.rank, t.shape, buf), cov_model_input_symbolic(m, i));
+      if (!st && !out) {
+        int io = crt_add_input(b, name, t.dtype, t.rank, t.shape, buf);
+        int64_t lo, hi;
+        crt_set_symbolic(b, io, cov_model_input_symbolic(m, i));
+        if (cov_model_input_range(m, i, &lo, &hi)) crt_set_range(b, io, lo, hi); /* random inputs take it */
+      }
     }
   }
   size_t n = cov_model_num_groups(m);
