@@ -118,11 +118,9 @@ static int value_buffer(crt_builder *b, value_map *v, const char *name, const co
   return buf;
 }
 
-/* The model's inputs and outputs as buffers, then one npu step per
- * compiled group. */
-static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
-                                 size_t *compiled) {
-  value_map vals = {0};
+/* The model's inputs and outputs as buffers (an input's symbolic dims and
+ * integer range recorded), each a value of `vals`. */
+static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, value_map *vals) {
   cov_status st = NULL;
   for (int out = 0; out < 2 && !st; out++) {
     size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
@@ -144,10 +142,10 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
                          out ? "" : "; give the input's shape with --shape NAME=DIMS");
         }
       if (st) break;
-      int buf = value_find(&vals, name);
+      int buf = value_find(vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
-        if (buf >= 0) st = value_add(&vals, name, buf);
+        if (buf >= 0) st = value_add(vals, name, buf);
       }
       if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
       if (!st && !out) {
@@ -158,6 +156,15 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
       }
     }
   }
+  return st;
+}
+
+/* The model's inputs and outputs as buffers, then one npu step per
+ * compiled group. */
+static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
+                                 size_t *compiled) {
+  value_map vals = {0};
+  cov_status st = add_ios(m, path, b, &vals);
   size_t n = cov_model_num_groups(m);
   for (size_t i = 0; i < n && !st; i++) {
     cov_model_group_info info;
