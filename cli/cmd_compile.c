@@ -56,7 +56,7 @@ static void compile_help(FILE *out) {
           "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
           "      --code-object V  AMDGPU: code object version 4 or 5 (default: the ACG's)\n"
           "      --tuning FILE    GPU: a tuning file's schedules (covenant tune --record) for its keys\n"
-          "      --shape NAME=DIMS  models: input NAME's shape (e.g. input=3x3x32x32), binding the\n"
+          "      --shape N=DIMS   models: input N's shape (e.g. input=3x3x32x32), binding the\n"
           "                       dims the model leaves symbolic (a dynamic batch; GPU targets\n"
           "                       otherwise compile them as 1); repeatable. The artifact records\n"
           "                       the shapes and which dims were symbolic: it runs at those only\n"
