@@ -136,9 +136,12 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_model_plan mp;
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
-  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes, .compute_f32 = 1};
+  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
+  cov_model *wide = NULL;
   if (!st) st = cov_model_load_file(model_path, &mo, &m);
-  if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
+  if (!st) st = gpu_widened(m, model_path, &wide);
+  if (!st) st = gpu_model_compile_with(wide ? wide : m, model_path, &t, 1, &mp);
+  cov_model_free(wide);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
   if (!st) st = gpu_model_artifact_write(&mp, model_path, out_path);

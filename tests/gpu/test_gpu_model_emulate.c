@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/registry/backend_registry.h"
@@ -73,16 +74,11 @@ static int check(const char *target, double tol, const char *path, int no_tables
   cov_model *m = NULL;
   gpu_model_plan p;
   cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
-  cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes, .compute_f32 = 1};
-  cov_model *ref = NULL; /* the 16-bit model as exported, else m */
-  if (!st) st = cov_model_load_file(path, &mo, &m);
-  int narrow = 0;
-  for (size_t i = 0; m && i < cov_model_num_inputs(m) + cov_model_num_outputs(m); i++) {
-    size_t ni = cov_model_num_inputs(m);
-    narrow |= i < ni ? cov_model_io_dtype(m, 0, i) != COV_F32 : cov_model_io_dtype(m, 1, i - ni) != COV_F32;
-  }
-  mo.compute_f32 = 0;
-  if (!st && narrow) st = cov_model_load_file(path, &mo, &ref);
+  cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
+  cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
+  if (!st) st = cov_model_load_file(path, &mo, &ref);
+  if (!st) st = gpu_widened(ref, path, &m);
+  if (!st && !m) m = ref, ref = NULL; /* no 16-bit input or output: compiled as it is */
   if (!st) st = gpu_model_compile_with(m, path, &t, 0, &p);
   if (st) {
     int refused = 0;
