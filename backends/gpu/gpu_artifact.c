@@ -128,6 +128,26 @@ cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_p
   return st;
 }
 
+/* Says which symbolic input dims no --shape bound (compiled as 1). */
+static void note_unbound(const cov_model *m, FILE *notes) {
+  for (size_t i = 0; notes && i < cov_model_num_inputs(m); i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    if (cov_model_input_info(m, i, &dt, &rank, shape)) continue;
+    char dims[160] = "";
+    size_t k = 0;
+    int unbound = 0;
+    for (int d = 0; d < rank && k < sizeof dims; d++) {
+      unbound |= shape[d] < 0;
+      k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", d ? "x" : "", (long long)(shape[d] < 0 ? 1 : shape[d]));
+    }
+    if (unbound)
+      fprintf(notes, "note: input '%s' has symbolic dims, compiled as 1 (%s); --shape %s=DIMS compiles another shape\n",
+              cov_model_input_name(m, i), dims, cov_model_input_name(m, i));
+  }
+}
+
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path) {
   gpu_target t;
@@ -144,6 +164,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   cov_model_free(wide);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
+  if (!st) note_unbound(m, opts->notes);
   if (!st) st = gpu_model_artifact_write(&mp, model_path, out_path);
   if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);
