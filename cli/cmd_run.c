@@ -97,6 +97,10 @@ static void run_help(FILE *out) {
           "      --pipeline N          (an NPU of several cores) the model's programs cut into stages of\n"
           "                            consecutive programs, one core each, run for a stream of N inputs\n"
           "                            (random, --seed), against layer by layer on all the cores\n"
+          "      --shape NAME=DIMS     input NAME's shape (e.g. input=3x3x32x32), binding the\n"
+          "                            dims the model leaves symbolic; repeatable. Random\n"
+          "                            inputs take it; on a GPU target the model is compiled\n"
+          "                            for it\n"
           "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
           "                            most 4GiB); checked before anything is allocated\n"
           "  -h, --help                show this help\n");
@@ -115,6 +119,8 @@ typedef struct run_opts {
   const char *models[CLI_MAX_CORUN]; /* several: co-scheduled (cmd_run_models.c) */
   int n_models;
   unsigned pipeline; /* --pipeline N (cmd_run_models.c) */
+  cov_model_shape shapes[16];
+  size_t n_shapes;
 } run_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code. */
@@ -130,6 +136,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"per-call", no_argument, NULL, 'P'},
                                        {"max-memory", required_argument, NULL, 'M'},
                                        {"pipeline", required_argument, NULL, 'L'},
+                                       {"shape", required_argument, NULL, 'H'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -172,6 +179,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
         o->pipeline = (unsigned)v;
         break;
       }
+      case 'H':
+        if (cli_parse_shape("run", optarg, o->shapes, &o->n_shapes, 16)) return CLI_EXIT_USAGE;
+        break;
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
@@ -245,7 +255,7 @@ static cov_status run_load(run_state *s) {
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant run"),
                      "--trace and --per-call are for targets whose backend traces its programs; %s is a %s "
                      "target (backend %s)", s->o->target, s->bt.backend->kind, s->bt.backend->name);
-  cov_model_options mo = {.max_memory = s->o->max_memory};
+  cov_model_options mo = {.max_memory = s->o->max_memory, .shapes = s->o->shapes, .n_shapes = s->o->n_shapes};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
   s->no = cov_model_num_outputs(s->m);

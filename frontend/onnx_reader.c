@@ -310,6 +310,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   for (int i = 0; i < v->rank; i++) {
     const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
     v->dims[i] = -1;
+    v->symbolic |= 1u << i;
     if (!d) continue;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
       if (d->dim_value <= 0) {
@@ -319,6 +320,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
         continue;
       }
       v->dims[i] = d->dim_value;
+      v->symbolic &= ~(1u << i);
     } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                d->dim_param && *d->dim_param && valid_name(d->dim_param)) {
       v->sym[i] = cov_arena_strdup(g->arena, d->dim_param);

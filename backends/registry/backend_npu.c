@@ -19,8 +19,8 @@ cov_status backend_npu_compile_layers(const backend_target *t, const backend_opt
 
 cov_status backend_npu_compile_model(const backend_target *t, const backend_options *o, const char *model,
                                      const char *out_path, FILE *out) {
-  (void)o;
-  return npu_compile_model_artifact(t->acg, model, out_path, out);
+  cov_model_options mo = {.shapes = o->shapes, .n_shapes = o->n_shapes};
+  return npu_compile_model_artifact(t->acg, model, &mo, out_path, out);
 }
 
 /* A model run's report (r, owned unless a co-scheduled run's co owns

@@ -62,6 +62,7 @@ enum {
   BACKEND_OPT_CODE_OBJECT = 16, /* code_object_version */
   BACKEND_OPT_TUNING = 32,      /* tuning */
   BACKEND_OPT_TRACE = 64,       /* run: trace and per_call */
+  BACKEND_OPT_SHAPE = 128,      /* compile_model: shapes */
 };
 
 typedef struct backend_options {
@@ -76,6 +77,9 @@ typedef struct backend_options {
   int per_call;         /* BACKEND_OPT_TRACE: every call one by one */
   FILE *trace;          /* BACKEND_OPT_TRACE: where a run's trace goes (the caller opens it) */
   FILE *notes;          /* where notes on what was left out go; NULL: nowhere */
+  /* BACKEND_OPT_SHAPE: model input shapes bound at load (cov_model_options.shapes) */
+  const cov_model_shape *shapes;
+  size_t n_shapes;
 } backend_options;
 
 /* Fills a model's n_inputs inputs (cov_model_input_name order). */

@@ -42,7 +42,10 @@ void npu_layer_in_dtypes(const npu_layer_job *j, cov_dtype *dt, int n);
 
 /* The model in the file `path` compiled for acg into one artifact `out`
  * (runtime/README.md): one program per compute group that fuses, the rest
- * listed as missing; says what it wrote on msg. */
-cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg);
+ * listed as missing; says what it wrote on msg. `mo` (may be NULL) loads
+ * the model (its input shapes bound: the artifact says which dims the
+ * model left symbolic). */
+cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const cov_model_options *mo,
+                                      const char *out, FILE *msg);
 
 #endif
