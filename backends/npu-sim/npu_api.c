@@ -314,7 +314,7 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
       uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
       memcpy(d + 2 * i, &h, 2);
     }
-  } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
+  } else if ((x->dtype == COV_I8 || x->dtype == COV_U8 || x->dtype == COV_I32) &&
              (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
               t->dtype == COV_I8 || t->dtype == COV_I32)) {
     /* integers into a float array's operand (or a wider integer): only

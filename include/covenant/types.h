@@ -15,6 +15,7 @@ typedef enum cov_dtype {
   COV_DTYPE_INVALID = 0,
   COV_F32, COV_F16, COV_BF16, COV_I8, COV_U8, COV_I32, COV_I64, COV_BOOL,
   COV_F64, /* ONNX DOUBLE: the reference target only */
+  COV_I16, COV_U16, COV_U32, COV_U64,
   COV_DTYPE_COUNT
 } cov_dtype;
 
