@@ -38,6 +38,7 @@ static const uop k_unary[] = {
     {"Atan", "atan", IN_FLOAT, false, {{0}}},
     {"Atanh", "atanh", IN_FLOAT, false, {{0}}},
     {"Ceil", "ceil", IN_FLOAT, false, {{0}}},
+    {"Celu", "celu", IN_FLOAT, false, {{"alpha", "alpha", 1.0f, false}}},
     {"Cos", "cos", IN_FLOAT, false, {{0}}},
     {"Cosh", "cosh", IN_FLOAT, false, {{0}}},
     {"Elu", "elu", IN_FLOAT, false, {{"alpha", "alpha", 1.0f, false}}},
@@ -108,6 +109,9 @@ static cov_status unary_attrs(const graph *g, const graph_node *n, const uop *u,
       float v;
       COV_RETURN_IF_ERROR(graph_attr_float(g, n, d->onnx, d->def, &v));
       a[(*na)++] = lower_attr_f(d->codelet, v);
+      if (strcmp(u->op, "Celu") == 0 && !(v != 0))
+        return graph_node_error(g, n, COV_INVALID_INPUT, "alpha %g must not be 0 (x / alpha)",
+                                (double)v);
       if (strcmp(u->op, "Shrink") == 0 && strcmp(d->onnx, "lambd") == 0) {
         if (v < 0)
           return graph_node_error(g, n, COV_INVALID_INPUT, "lambd %g must not be negative",

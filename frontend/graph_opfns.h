@@ -86,6 +86,9 @@ GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
+/* graph_localnorm.c */
+GRAPH_DECLARE_COMPUTE(lrn);
+GRAPH_DECLARE_COMPUTE(mvn);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 
