@@ -297,6 +297,8 @@ static int apply_i(cov_op op, const int64_t *a, int64_t *r) {
       *r = a[0] % a[1]; /* truncated, as C fmod */
       if (op == COV_OP_MOD && *r != 0 && ((*r < 0) != (a[1] < 0))) *r += a[1];
       return 1;
+    case COV_OP_SHL: *r = a[1] < 0 || a[1] > 63 ? 0 : s64(u(a[0]) << a[1]); return 1;
+    case COV_OP_SHR: *r = a[1] < 0 || a[1] > 63 ? 0 : s64(u(a[0]) >> a[1]); return 1;
     default: *r = a[0]; return 1; /* cast, copy */
   }
 }

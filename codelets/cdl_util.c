@@ -48,6 +48,8 @@ const char *cdl_tclass_name(cdl_tclass tc) {
   return "?";
 }
 
+int cdl_op_is_int_only(cov_op op) { return op == COV_OP_SHL || op == COV_OP_SHR; }
+
 int cdl_op_is_float_only(cov_op op) {
   switch (op) {
     case COV_OP_POW:

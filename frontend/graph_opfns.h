@@ -89,6 +89,8 @@ GRAPH_DECLARE_COMPUTE(qgemm);
 /* graph_localnorm.c */
 GRAPH_DECLARE_COMPUTE(lrn);
 GRAPH_DECLARE_COMPUTE(mvn);
+/* graph_reverse.c */
+GRAPH_DECLARE_OP(reverse_sequence);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 
