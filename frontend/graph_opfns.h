@@ -91,6 +91,10 @@ GRAPH_DECLARE_COMPUTE(lrn);
 GRAPH_DECLARE_COMPUTE(mvn);
 /* graph_reverse.c */
 GRAPH_DECLARE_OP(reverse_sequence);
+/* graph_signal.c */
+GRAPH_DECLARE_COMPUTE(window);
+GRAPH_DECLARE_COMPUTE(dft);
+GRAPH_DECLARE_COMPUTE(stft);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 
