@@ -95,6 +95,8 @@ GRAPH_DECLARE_OP(reverse_sequence);
 GRAPH_DECLARE_COMPUTE(window);
 GRAPH_DECLARE_COMPUTE(dft);
 GRAPH_DECLARE_COMPUTE(stft);
+/* graph_melweight.c */
+GRAPH_DECLARE_COMPUTE(mel_weight);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

@@ -99,6 +99,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("MaxPool", maxpool, 1, 1, 1, 2, V(1, 8, 10, 11, 12)),
     COMPUTE("Mean", sum, 1, MANY, 1, 1, V(1, 6, 8, 13)),
     COMPUTE("MeanVarianceNormalization", mvn, 1, 1, 1, 1, V(9, 13)),
+    COMPUTE("MelWeightMatrix", mel_weight, 5, 5, 1, 1, V(17)),
     COMPUTE("Min", variadic, 1, MANY, 1, 1, V(1, 6, 8, 12, 13)),
     COMPUTE("Mod", binary_ext, 2, 2, 1, 1, V(10, 13)),
     COMPUTE("Mul", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
