@@ -97,6 +97,8 @@ GRAPH_DECLARE_COMPUTE(dft);
 GRAPH_DECLARE_COMPUTE(stft);
 /* graph_melweight.c */
 GRAPH_DECLARE_COMPUTE(mel_weight);
+/* graph_unpool.c */
+GRAPH_DECLARE_OP(max_unpool);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

@@ -97,6 +97,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("MatMulInteger", qmatmul, 2, 4, 1, 1, V(10)),
     COMPUTE("Max", variadic, 1, MANY, 1, 1, V(1, 6, 8, 12, 13)),
     COMPUTE("MaxPool", maxpool, 1, 1, 1, 2, V(1, 8, 10, 11, 12)),
+    LAYOUT("MaxUnpool", max_unpool, 2, 3, 1, 1, V(9, 11)),
     COMPUTE("Mean", sum, 1, MANY, 1, 1, V(1, 6, 8, 13)),
     COMPUTE("MeanVarianceNormalization", mvn, 1, 1, 1, 1, V(9, 13)),
     COMPUTE("MelWeightMatrix", mel_weight, 5, 5, 1, 1, V(17)),

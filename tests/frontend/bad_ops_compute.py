@@ -1,6 +1,6 @@
 """Bad input for the computation and data-movement operators LRN, Celu,
 MeanVarianceNormalization, BitShift, ReverseSequence, the window functions,
-DFT, STFT and MelWeightMatrix: cases for test_bad_ops.py (its `case`
+DFT, STFT, MelWeightMatrix and MaxUnpool: cases for test_bad_ops.py (its `case`
 helper adds each). Sizes read from inputs (window size, dft_length,
 frame_step, num_mel_bins) are refused past their bound before anything is
 allocated."""
@@ -133,3 +133,26 @@ def compute_op_cases(case):
     norm_cases(case)
     bits_cases(case)
     signal_cases(case)
+    unpool_cases(case)
+
+
+def unpool_cases(case):
+    x, i = ("x", F, [1, 1, 2, 2]), ("i", I64, [1, 1, 2, 2])
+    case("maxunpool_no_kernel", "MaxUnpool", [x, i], "attribute 'kernel_shape' is required",
+         opset=11)
+    case("maxunpool_kernel_len", "MaxUnpool", [x, i], "must have 2, 2 and 4 values",
+         attrs={"kernel_shape": [2]}, opset=11)
+    case("maxunpool_stride", "MaxUnpool", [x, i], "must be positive",
+         attrs={"kernel_shape": [2, 2], "strides": [0, 2]}, opset=11)
+    case("maxunpool_huge_kernel", "MaxUnpool", [x, i], "each at most 2^20",
+         attrs={"kernel_shape": [1 << 40, 2]}, opset=11)
+    case("maxunpool_index_dtype", "MaxUnpool", [x, ("i", I32, [1, 1, 2, 2])], "must be int64",
+         attrs={"kernel_shape": [2, 2]}, opset=11)
+    case("maxunpool_index_shape", "MaxUnpool", [x, ("i", I64, [1, 1, 4])],
+         "must have the shape of 'x'", attrs={"kernel_shape": [2, 2]}, opset=11)
+    case("maxunpool_output_shape", "MaxUnpool", [x, i, const("s", np.array([1, 1, 2, 2]))],
+         "output_shape dim 2 is 2; expected at least 3", attrs={"kernel_shape": [2, 2]}, opset=11)
+    case("maxunpool_index_range", "MaxUnpool", [x, i],
+         "index 9 (element 3 of 'i') is outside the 9 elements", attrs={"kernel_shape": [2, 2]},
+         opset=11, feed=[np.ones((1, 1, 2, 2), np.float32),
+                         np.array([0, 1, 2, 9], np.int64).reshape(1, 1, 2, 2)])
