@@ -99,6 +99,8 @@ GRAPH_DECLARE_COMPUTE(stft);
 GRAPH_DECLARE_COMPUTE(mel_weight);
 /* graph_unpool.c */
 GRAPH_DECLARE_OP(max_unpool);
+/* graph_gridsample.c */
+GRAPH_DECLARE_COMPUTE(grid_sample);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

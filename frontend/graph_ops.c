@@ -75,6 +75,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("GlobalMaxPool", global_maxpool, 1, 1, 1, 1, V(1)),
     COMPUTE("Greater", binary_ext, 2, 2, 1, 1, V(1, 7, 9, 13)),
     COMPUTE("GreaterOrEqual", binary_ext, 2, 2, 1, 1, V(12, 16)),
+    COMPUTE("GridSample", grid_sample, 2, 2, 1, 1, V(16, 20)),
     COMPUTE("GroupNormalization", instance_norm, 3, 3, 1, 1, V(18, 21)),
     COMPUTE("HammingWindow", window, 1, 1, 1, 1, V(17)),
     COMPUTE("HannWindow", window, 1, 1, 1, 1, V(17)),
