@@ -173,7 +173,7 @@ cov_status graph_exec_grid_sample(graph_exec *x, const graph_node *n, graph_valu
       double gy = graph_load_elem(grid->data, grid->dtype, e + 1);
       point_taps(&p, gx, gy, h, wd, &t.off[(b * np + i) * k], &t.w[(b * np + i) * k]);
     }
-  cov_status st = graph_taps_run(x, n, src, &t, out[0]);
+  cov_status st = graph_taps_run(x, n, "tap_sum", src, &t, out[0]);
   graph_taps_free(&t);
   return st;
 }

@@ -101,6 +101,8 @@ GRAPH_DECLARE_COMPUTE(mel_weight);
 GRAPH_DECLARE_OP(max_unpool);
 /* graph_gridsample.c */
 GRAPH_DECLARE_COMPUTE(grid_sample);
+/* graph_roialign.c */
+GRAPH_DECLARE_COMPUTE(roi_align);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

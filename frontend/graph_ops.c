@@ -132,6 +132,7 @@ static const graph_opdef k_ops[] = {
     LAYOUT("Reshape", reshape, 2, 2, 1, 1, V(1, 5, 13, 14, 19, 21)),
     COMPUTE("Resize", resize, 1, 4, 1, 1, V(10, 11, 13, 18, 19)),
     LAYOUT("ReverseSequence", reverse_sequence, 2, 2, 1, 1, V(10)),
+    COMPUTE("RoiAlign", roi_align, 3, 3, 1, 1, V(10, 16)),
     COMPUTE("Round", unary_ext, 1, 1, 1, 1, V(11)),
     COMPUTE("STFT", stft, 2, 4, 1, 1, V(17)),
     LAYOUT("Scatter", scatter_elements, 3, 3, 1, 1, V(9)),

@@ -46,8 +46,8 @@ void graph_taps_free(graph_taps *t) {
   memset(t, 0, sizeof *t);
 }
 
-cov_status graph_taps_run(graph_exec *x, const graph_node *n, const graph_value *src,
-                          const graph_taps *t, graph_value *out) {
+cov_status graph_taps_run(graph_exec *x, const graph_node *n, const char *codelet,
+                          const graph_value *src, const graph_taps *t, graph_value *out) {
   int64_t c = src->dims[1], plane = src->dims[2] * src->dims[3];
   size_t es = cov_dtype_size(src->dtype);
   uint64_t bytes;
@@ -76,7 +76,7 @@ cov_status graph_taps_run(graph_exec *x, const graph_node *n, const graph_value 
     }
   }
   cov_tensor in[2] = {graph_view(&v), graph_view(&w)}, y;
-  st = graph_call_codelet(x, n, "tap_sum", NULL, 0, in, 2, &y, 1);
+  st = graph_call_codelet(x, n, codelet, NULL, 0, in, 2, &y, 1);
   free(v.data);
   free(w.data);
   COV_RETURN_IF_ERROR(st);

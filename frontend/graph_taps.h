@@ -2,7 +2,7 @@
  * data-dependent positions (GridSample, RoiAlign) describe each output point
  * as K taps, a source offset and a weight each; graph_taps.c gathers the
  * tapped elements (data movement) and the tap_sum codelet (pool.cdl) sums
- * them weighted. */
+ * them weighted (tap_max: their largest weighted value). */
 #ifndef COV_FRONTEND_GRAPH_TAPS_H
 #define COV_FRONTEND_GRAPH_TAPS_H
 
@@ -23,9 +23,10 @@ typedef struct graph_taps {
 cov_status graph_taps_alloc(const graph *g, const graph_node *n, graph_taps *t, int64_t nb,
                             int64_t np, int64_t k);
 void graph_taps_free(graph_taps *t);
-/* out[nb, C, np] (already shaped by inference) = sum of the taps of x
- * ([N, C, H, W]) through tap_sum. */
-cov_status graph_taps_run(graph_exec *x, const graph_node *n, const graph_value *src,
-                          const graph_taps *t, graph_value *out);
+/* out[nb, C, np] (already shaped by inference) = the taps of src
+ * ([N, C, H, W]) through `codelet` (tap_sum, or tap_max: the largest
+ * weighted tap). */
+cov_status graph_taps_run(graph_exec *x, const graph_node *n, const char *codelet,
+                          const graph_value *src, const graph_taps *t, graph_value *out);
 
 #endif
