@@ -103,6 +103,8 @@ GRAPH_DECLARE_OP(max_unpool);
 GRAPH_DECLARE_COMPUTE(grid_sample);
 /* graph_roialign.c */
 GRAPH_DECLARE_COMPUTE(roi_align);
+/* graph_det.c */
+GRAPH_DECLARE_COMPUTE(det);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

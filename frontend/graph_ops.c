@@ -54,6 +54,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("DFT", dft, 1, 3, 1, 1, V(17, 20)),
     LAYOUT("DepthToSpace", depth_space, 1, 1, 1, 1, V(1, 11, 13)),
     COMPUTE("DequantizeLinear", dequantize_linear, 2, 3, 1, 1, V(10, 13, 19, 21)),
+    COMPUTE("Det", det, 1, 1, 1, 1, V(11)),
     COMPUTE("Div", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
     LAYOUT("Dropout", dropout, 1, 3, 1, 2, V(1, 6, 7, 10, 12, 13)),
     COMPUTE("DynamicQuantizeLinear", dynamic_quantize_linear, 1, 1, 1, 3, V(11)),
