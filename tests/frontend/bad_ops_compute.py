@@ -1,6 +1,7 @@
 """Bad input for the computation and data-movement operators LRN, Celu,
 MeanVarianceNormalization, BitShift, ReverseSequence, the window functions,
-DFT, STFT, MelWeightMatrix and MaxUnpool: cases for test_bad_ops.py (its `case`
+DFT, STFT, MelWeightMatrix, MaxUnpool, GridSample, RoiAlign, Det and
+MaxPool's Indices: cases for test_bad_ops.py (its `case`
 helper adds each). Sizes read from inputs (window size, dft_length,
 frame_step, num_mel_bins) are refused past their bound before anything is
 allocated."""
@@ -134,6 +135,7 @@ def compute_op_cases(case):
     bits_cases(case)
     signal_cases(case)
     unpool_cases(case)
+    sampling_cases(case)
 
 
 def unpool_cases(case):
@@ -156,3 +158,55 @@ def unpool_cases(case):
          "index 9 (element 3 of 'i') is outside the 9 elements", attrs={"kernel_shape": [2, 2]},
          opset=11, feed=[np.ones((1, 1, 2, 2), np.float32),
                          np.array([0, 1, 2, 9], np.int64).reshape(1, 1, 2, 2)])
+
+
+def sampling_cases(case):
+    x, grid = ("x", F, [1, 1, 4, 4]), ("g", F, [1, 3, 3, 2])
+    case("gridsample_mode", "GridSample", [x, grid], "mode 'area' is not one of nearest, bilinear",
+         attrs={"mode": "area"}, opset=16)
+    case("gridsample_linear_16", "GridSample", [x, grid], "mode 'linear' is not one of",
+         attrs={"mode": "linear"}, opset=16)
+    case("gridsample_padding", "GridSample", [x, grid], "padding_mode 'wrap' is not zeros",
+         attrs={"padding_mode": "wrap"}, opset=16)
+    case("gridsample_align", "GridSample", [x, grid], "align_corners 2 is not 0 or 1",
+         attrs={"align_corners": 2}, opset=16)
+    case("gridsample_3d", "GridSample", [("x", F, [1, 1, 2, 4, 4]), ("g", F, [1, 2, 3, 3, 3])],
+         "covenant samples 2-D images", opset=20)
+    case("gridsample_grid_last", "GridSample", [x, ("g", F, [1, 3, 3, 3])],
+         "must be [N, H_out, W_out, 2]", opset=16)
+    case("gridsample_batch", "GridSample", [x, ("g", F, [2, 3, 3, 2])], "has batch 2, the input 1",
+         opset=16)
+    case("gridsample_grid_dtype", "GridSample", [x, ("g", TensorProto.DOUBLE, [1, 3, 3, 2])],
+         "is f64 but the input is f32", opset=16)
+    case("gridsample_int", "GridSample", [("x", I32, [1, 1, 4, 4]), ("g", I32, [1, 3, 3, 2])],
+         "f32, f16, bf16 or f64", opset=16)
+    r, b = ("r", F, [2, 4]), ("b", I64, [2])
+    case("roialign_mode", "RoiAlign", [x, r, b], "mode 'sum' is not avg or max",
+         attrs={"mode": "sum"}, opset=16)
+    case("roialign_ctm", "RoiAlign", [x, r, b], "coordinate_transformation_mode 'x' is not",
+         attrs={"coordinate_transformation_mode": "x"}, opset=16)
+    case("roialign_output", "RoiAlign", [x, r, b], "must be in 1..65536",
+         attrs={"output_height": 0}, opset=16)
+    case("roialign_huge_output", "RoiAlign", [x, r, b], "must be in 1..65536",
+         attrs={"output_width": 1 << 40}, opset=16)
+    case("roialign_rois_shape", "RoiAlign", [x, ("r", F, [2, 5]), b], "must be [num_rois, 4]",
+         opset=16)
+    case("roialign_count", "RoiAlign", [x, r, ("b", I64, [3])], "one per row of 'r'", opset=16)
+    case("roialign_index_dtype", "RoiAlign", [x, r, ("b", I32, [2])], "must be int64", opset=16)
+    case("roialign_batch_index", "RoiAlign", [x, r, b], "batch index 3 (element 1 of 'b') is outside 0..0",
+         opset=16, feed=[np.zeros((1, 1, 4, 4), np.float32), np.zeros((2, 4), np.float32),
+                         np.array([0, 3], np.int64)])
+    case("roialign_nan", "RoiAlign", [x, r, b], "region 0 of 'r' is not finite", opset=16,
+         feed=[np.zeros((1, 1, 4, 4), np.float32),
+               np.array([[0, 0, np.nan, 1], [0, 0, 1, 1]], np.float32), np.zeros(2, np.int64)])
+    case("roialign_adaptive_huge", "RoiAlign", [x, r, b], "sampling grid per bin; at most 1024",
+         opset=16, feed=[np.zeros((1, 1, 4, 4), np.float32),
+                         np.array([[0, 0, 1e9, 1e9], [0, 0, 1, 1]], np.float32),
+                         np.zeros(2, np.int64)])
+    case("det_square", "Det", [("x", F, [2, 3])], "ends in 2 x 3 matrices", opset=11)
+    case("det_rank", "Det", [("x", F, [3])], "expected [..., M, M]", opset=11)
+    case("det_int", "Det", [("x", I64, [2, 2])], "f32, f16, bf16 or f64", opset=11)
+    case("maxpool_storage_order", "MaxPool", [("x", F, [1, 1, 4, 4])], "storage_order 2 is not 0 or 1",
+         attrs={"kernel_shape": [2, 2], "storage_order": 2}, opset=12, n_out=2)
+    case("maxpool_indices_3d", "MaxPool", [("x", F, [1, 1, 4, 4, 4])],
+         "Indices output of a 3-D MaxPool", attrs={"kernel_shape": [2, 2, 2]}, opset=12, n_out=2)
