@@ -122,19 +122,19 @@ typedef struct dft_params {
   int64_t onesided, inverse;
 } dft_params;
 
+/* The signal axis; *axis = -1 while an axis input's value is not known. */
 static cov_status dft_axis(const graph *g, const graph_node *n, graph_value *const *in, int r,
                            int *axis) {
   int64_t a = n->opset >= 20 ? -2 : 1;
   if (n->opset >= 20 && n->n_in > 2 && in[2]) {
-    bool known;
-    if (in[2]->dtype != COV_I32 && in[2]->dtype != COV_I64)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "axis '%s' must be int32 or int64",
-                              in[2]->name);
-    known = in[2]->data != NULL && graph_numel(in[2]) == 1;
-    if (!known)
-      return graph_node_error(g, n, COV_UNSUPPORTED, "axis '%s' must be a constant scalar",
-                              in[2]->name);
-    a = graph_load_int(in[2]->data, in[2]->dtype, 0);
+    const graph_value *v = in[2];
+    if ((v->dtype != COV_I32 && v->dtype != COV_I64) || v->rank > 1 ||
+        (v->rank == 1 && v->dims[0] >= 0 && v->dims[0] != 1))
+      return graph_node_error(g, n, COV_INVALID_INPUT, "axis '%s' must be an int32 or int64 scalar",
+                              v->name);
+    *axis = -1;
+    if (!v->data) return NULL;
+    a = graph_load_int(v->data, v->dtype, 0);
   } else if (n->opset < 20) {
     COV_RETURN_IF_ERROR(graph_attr_int(g, n, "axis", 1, &a));
   }
@@ -169,11 +169,13 @@ static cov_status dft_params_of(const graph *g, const graph_node *n, graph_value
     return graph_node_error(g, n, COV_UNSUPPORTED,
                             "onesided=1 needs a real input and a forward transform");
   COV_RETURN_IF_ERROR(dft_axis(g, n, in, x->rank, &p->axis));
-  p->length = x->dims[p->axis];
+  p->length = p->axis >= 0 ? x->dims[p->axis] : -1;
   if (n->n_in > 1 && in[1]) {
     bool known;
     COV_RETURN_IF_ERROR(read_size(g, n, in[1], "dft_length", 1, &p->length, &known));
     if (!known) p->length = -1;
+  } else if (p->axis < 0) {
+    return NULL;
   } else if (p->length > SIGNAL_MAX_LEN) {
     return graph_node_error(g, n, COV_INVALID_INPUT, "the signal axis has %lld points; at most %lld",
                             (long long)p->length, (long long)SIGNAL_MAX_LEN);
@@ -195,7 +197,10 @@ cov_status graph_infer_dft(const graph *g, const graph_node *n, graph_value *con
   int64_t d[COV_MAX_RANK];
   int r = in[0]->rank;
   memcpy(d, in[0]->dims, (size_t)r * sizeof *d);
-  d[p.axis] = p.length < 0 ? -1 : p.onesided ? p.length / 2 + 1 : p.length;
+  if (p.axis >= 0)
+    d[p.axis] = p.length < 0 ? -1 : p.onesided ? p.length / 2 + 1 : p.length;
+  else
+    for (int i = 0; i < r - 1; i++) d[i] = -1; /* which axis changes is not known yet */
   d[r - 1] = 2;
   graph_set_shape(out[0], r, d);
   return NULL;

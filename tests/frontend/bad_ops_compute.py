@@ -88,8 +88,11 @@ def signal_cases(case):
          attrs={"onesided": 1, "inverse": 1}, opset=17)
     case("dft_int", "DFT", [("x", I32, [1, 8, 1])], "f32, f16, bf16 or f64", opset=17)
     case("dft_rank", "DFT", [("x", F, [8])], "expected [..., signal, 1 or 2]", opset=17)
-    case("dft_axis_input", "DFT", [x, const("n", np.array(8)), ("a", I64, [])],
-         "must be a constant scalar", opset=20)
+    case("dft_axis_input", "DFT", [x, const("n", np.array(8)), ("a", I64, [2])],
+         "must be an int32 or int64 scalar", opset=20)
+    case("dft_axis_input_last", "DFT", [x, const("n", np.array(8)), ("a", I64, [])],
+         "the signal axis must come before it", opset=20, feed=[np.zeros((1, 8, 1), np.float32),
+                                                              np.array(-1, np.int64)])
     s = ("s", F, [1, 64, 1])
     case("stft_no_frame", "STFT", [s, const("step", np.array(4))],
          "needs a window or a frame_length", opset=17)
