@@ -27,17 +27,18 @@ RNG = np.random.RandomState(7)
 CASES = []
 
 
-def case(name, op, inputs, want, attrs=None, opset=17, n_out=None):
-    """inputs: name -> array (graph inputs); want: list of expected arrays."""
+def case(name, op, inputs, want, attrs=None, opset=17, decl=None):
+    """inputs: name -> array (graph inputs, declared with the array's type
+    unless decl names another); want: list of expected arrays."""
     CASES.append((name, op, inputs, want if isinstance(want, list) else [want], attrs or {},
-                  opset))
+                  opset, decl or {}))
 
 
-def run_case(cov, work, target, name, op, inputs, want, attrs, opset):
+def run_case(cov, work, target, name, op, inputs, want, attrs, opset, decl):
     outs = ["y%d" % i for i in range(len(want))]
     node = helper.make_node(op, list(inputs), outs, **attrs)
     g = helper.make_graph([node], name,
-                          [helper.make_tensor_value_info(k, T[v.dtype], v.shape)
+                          [helper.make_tensor_value_info(k, decl.get(k, T[v.dtype]), v.shape)
                            for k, v in inputs.items()],
                           [helper.make_tensor_value_info(o, 0, None) for o in outs])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -212,15 +213,51 @@ def pool_cases():
          {"kernel_shape": [2, 2], "strides": [2, 2]}, 11)
 
 
+def convt3d_reference(x, w, b, stride, pads, group):
+    """ConvTranspose as its definition: each input element scatters its
+    weighted kernel into the output, then the pads are cropped."""
+    n, c, d, h, wd = x.shape
+    mg, k = w.shape[1], w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * stride[i] + k[i] for i in range(3)]
+    y = np.zeros((n, mg * group) + tuple(full))
+    cg = c // group
+    for ni in range(n):
+        for ci in range(c):
+            g = ci // cg
+            for i in range(d):
+                for j in range(h):
+                    for q in range(wd):
+                        o = (i * stride[0], j * stride[1], q * stride[2])
+                        y[ni, g * mg:(g + 1) * mg, o[0]:o[0] + k[0], o[1]:o[1] + k[1],
+                          o[2]:o[2] + k[2]] += x[ni, ci, i, j, q] * w[ci]
+    y = y[:, :, pads[0]:full[0] - pads[3], pads[1]:full[1] - pads[4], pads[2]:full[2] - pads[5]]
+    return (y + b.reshape(1, -1, 1, 1, 1)).astype(np.float32)
+
+
+def misc_cases():
+    x = RNG.randn(1, 4, 2, 3, 2).astype(np.float32)
+    w = RNG.randn(4, 3, 2, 3, 2).astype(np.float32)
+    b = RNG.randn(6).astype(np.float32)
+    stride, pads = (2, 1, 2), (1, 0, 0, 0, 1, 1)
+    case("convtranspose_3d_groups", "ConvTranspose", {"x": x, "w": w, "b": b},
+         convt3d_reference(x, w, b, stride, pads, 2),
+         {"strides": list(stride), "pads": list(pads), "group": 2}, 11)
+    f = RNG.randn(3, 4).astype(np.float32)
+    bits = (f.view(np.uint32) >> 16).astype(np.uint16)  # bf16 values, as their bits
+    case("bf16_input_as_u16", "Cast", {"x": bits},
+         (bits.astype(np.uint32) << 16).view(np.float32), {"to": TensorProto.FLOAT}, 13,
+         decl={"x": TensorProto.BFLOAT16})
+
+
 def main():
     cov, work, targets = sys.argv[1], sys.argv[2], sys.argv[3:] or ["ref"]
     os.makedirs(work, exist_ok=True)
-    for make in (int_dtype_cases, norm_cases, signal_cases, pool_cases):
+    for make in (int_dtype_cases, norm_cases, signal_cases, pool_cases, misc_cases):
         make()
     fails = 0
     for target in targets:
-        for name, op, inputs, want, attrs, opset in CASES:
-            why = run_case(cov, work, target, name, op, inputs, want, attrs, opset)
+        for name, op, inputs, want, attrs, opset, decl in CASES:
+            why = run_case(cov, work, target, name, op, inputs, want, attrs, opset, decl)
             if why:
                 print("FAIL %s on %s: %s" % (name, target, why))
                 fails += 1
