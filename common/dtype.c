@@ -46,4 +46,6 @@ int cov_dtype_precision_bits(cov_dtype t) {
   return (t > 0 && t < COV_DTYPE_COUNT) ? k_dtypes[t].precision : 0;
 }
 
-const char *cov_dtype_names(void) { return "f32, f16, bf16, i8, u8, i32, i64, bool, f64, i16, u16, u32, u64"; }
+const char *cov_dtype_names(void) {
+  return "f32, f16, bf16, i8, u8, i32, i64, bool, f64, i16, u16, u32, u64";
+}

@@ -289,13 +289,15 @@ static cov_status exec_convt3d(graph_exec *x, const graph_node *n, graph_value *
     int64_t span = c->d[a] * (c->k[a] - 1);
     lo[a] = span - c->pb[a];
     hp[a] = (c->in[a] - 1) * c->s[a] + 1 + lo[a] + span - c->pe[a] + t->op[a];
-    if (hp[a] <= 0) return graph_node_error(x->g, n, COV_INVALID_INPUT, "the padding leaves no input");
+    if (hp[a] <= 0)
+      return graph_node_error(x->g, n, COV_INVALID_INPUT, "the padding leaves no input");
   }
   graph_value xp = {.name = "zero-inserted input", .dtype = v->dtype, .rank = 5,
                     .dims = {v->dims[0], v->dims[1], hp[0], hp[1], hp[2]}};
   graph_value wf = {.name = "flipped weights", .dtype = w->dtype, .rank = 5,
                     .dims = {t->m, w->dims[0] / t->group, c->k[0], c->k[1], c->k[2]}};
-  if (graph_numel(&xp) < 0) return graph_node_error(x->g, n, COV_OUT_OF_RANGE, "the zero-inserted input is too large");
+  if (graph_numel(&xp) < 0)
+    return graph_node_error(x->g, n, COV_OUT_OF_RANGE, "the zero-inserted input is too large");
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, &xp));
   cov_status st = graph_alloc_data(x->g, n, &wf);
   if (st) {

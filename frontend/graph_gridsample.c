@@ -29,7 +29,8 @@ static cov_status gs_params_of(const graph *g, const graph_node *n, graph_value 
                                gs_params *p) {
   const char *mode, *pad;
   int64_t align;
-  COV_RETURN_IF_ERROR(graph_attr_string(g, n, "mode", n->opset >= 20 ? "linear" : "bilinear", &mode));
+  const char *def_mode = n->opset >= 20 ? "linear" : "bilinear";
+  COV_RETURN_IF_ERROR(graph_attr_string(g, n, "mode", def_mode, &mode));
   COV_RETURN_IF_ERROR(graph_attr_string(g, n, "padding_mode", "zeros", &pad));
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "align_corners", 0, &align));
   if (strcmp(mode, "nearest") == 0)

@@ -130,7 +130,8 @@ cov_status graph_exec_mvn(graph_exec *x, const graph_node *n, graph_value *const
   void *tdata = NULL;
   if (!in_order)
     COV_RETURN_IF_ERROR(graph_transpose_data(x->g, n, v->data, v->dtype, r, v->dims, perm, &tdata));
-  cov_tensor t = {.dtype = v->dtype, .rank = 2, .shape = {kept, red}, .data = tdata ? tdata : v->data},
+  cov_tensor t = {.dtype = v->dtype, .rank = 2, .shape = {kept, red},
+                  .data = tdata ? tdata : v->data},
              y;
   cov_status st = graph_call_codelet(x, n, "mvn", NULL, 0, &t, 1, &y, 1);
   free(tdata);

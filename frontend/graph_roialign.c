@@ -30,7 +30,8 @@ static cov_status roi_params_of(const graph *g, const graph_node *n, graph_value
   const char *mode, *ctm = "output_half_pixel";
   COV_RETURN_IF_ERROR(graph_attr_string(g, n, "mode", "avg", &mode));
   if (n->opset >= 16)
-    COV_RETURN_IF_ERROR(graph_attr_string(g, n, "coordinate_transformation_mode", "half_pixel", &ctm));
+    COV_RETURN_IF_ERROR(
+        graph_attr_string(g, n, "coordinate_transformation_mode", "half_pixel", &ctm));
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "output_height", 1, &p->oh));
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "output_width", 1, &p->ow));
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "sampling_ratio", 0, &p->ratio));
@@ -59,7 +60,8 @@ static cov_status roi_params_of(const graph *g, const graph_node *n, graph_value
     return graph_node_error(g, n, COV_INVALID_INPUT, "batch_indices '%s' must be int64, not %s",
                             bi->name, cov_dtype_name(bi->dtype));
   if (x->rank >= 0 && x->rank != 4)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has rank %d; expected [N, C, H, W]",
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input '%s' has rank %d; expected [N, C, H, W]",
                             x->name, x->rank);
   if (rois->rank >= 0 && (rois->rank != 2 || (rois->dims[1] >= 0 && rois->dims[1] != 4)))
     return graph_node_error(g, n, COV_INVALID_INPUT, "rois '%s' must be [num_rois, 4]", rois->name);
@@ -175,7 +177,8 @@ cov_status graph_exec_roi_align(graph_exec *x, const graph_node *n, graph_value 
     }
     t.src[r] = bi[r];
     for (int64_t i = 0; i < np; i++)
-      bin_taps(&p, &b, i / p.ow, i % p.ow, h, w, k, &t.off[(r * np + i) * k], &t.w[(r * np + i) * k]);
+      bin_taps(&p, &b, i / p.ow, i % p.ow, h, w, k, &t.off[(r * np + i) * k],
+               &t.w[(r * np + i) * k]);
   }
   cov_status st = graph_taps_run(x, n, p.max ? "tap_max" : "tap_sum", src, &t, out[0]);
   graph_taps_free(&t);

@@ -177,7 +177,8 @@ static cov_status dft_params_of(const graph *g, const graph_node *n, graph_value
   } else if (p->axis < 0) {
     return NULL;
   } else if (p->length > SIGNAL_MAX_LEN) {
-    return graph_node_error(g, n, COV_INVALID_INPUT, "the signal axis has %lld points; at most %lld",
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "the signal axis has %lld points; at most %lld",
                             (long long)p->length, (long long)SIGNAL_MAX_LEN);
   } else if (p->length == 0) {
     return graph_node_error(g, n, COV_INVALID_INPUT, "the signal axis of '%s' is empty", x->name);

@@ -52,8 +52,10 @@ cov_status graph_taps_run(graph_exec *x, const graph_node *n, const char *codele
   size_t es = cov_dtype_size(src->dtype);
   uint64_t bytes;
   COV_RETURN_IF_ERROR(taps_bytes(x->g, n, t->nb, t->np, t->k, es, c, &bytes));
-  graph_value v = {.name = out->name, .dtype = src->dtype, .rank = 4, .dims = {t->nb, c, t->np, t->k}};
-  graph_value w = {.name = out->name, .dtype = src->dtype, .rank = 3, .dims = {t->nb, t->np, t->k}};
+  graph_value v = {.name = out->name, .dtype = src->dtype, .rank = 4,
+                   .dims = {t->nb, c, t->np, t->k}};
+  graph_value w = {.name = out->name, .dtype = src->dtype, .rank = 3,
+                   .dims = {t->nb, t->np, t->k}};
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, &v));
   cov_status st = graph_alloc_data(x->g, n, &w);
   if (st) {

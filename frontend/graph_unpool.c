@@ -12,7 +12,8 @@
 #include "frontend/graph.h"
 #include "frontend/graph_opfns.h"
 
-#define UNPOOL_MAX_SPATIAL (COV_MAX_RANK - 2)
+/* The largest kernel or stride per axis. */
+#define UNPOOL_MAX_WINDOW ((int64_t)1 << 20)
 
 /* d: the unpooled dims; o: the output's (output_shape, else d). */
 static cov_status unpool_dims(const graph *g, const graph_node *n, graph_value *const *in,
@@ -20,7 +21,8 @@ static cov_status unpool_dims(const graph *g, const graph_node *n, graph_value *
   const graph_value *x = in[0], *idx = in[1];
   *known = false;
   if (x->dtype == COV_DTYPE_INVALID || x->dtype == COV_BOOL)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has dtype %s; MaxUnpool takes numbers",
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input '%s' has dtype %s; MaxUnpool takes numbers",
                             x->name, cov_dtype_name(x->dtype));
   if (idx->dtype != COV_I64)
     return graph_node_error(g, n, COV_INVALID_INPUT, "indices '%s' must be int64, not %s",
@@ -48,8 +50,8 @@ static cov_status unpool_dims(const graph *g, const graph_node *n, graph_value *
   d[1] = x->dims[1];
   for (int i = 0; i < sp; i++) {
     int64_t st = ns ? s[i] : 1, pb = np ? p[i] : 0, pe = np ? p[sp + i] : 0;
-    if (k[i] < 1 || k[i] > (1 << 20) || st < 1 || st > (1 << 20) || pb < 0 || pe < 0 ||
-        pb >= k[i] || pe >= k[i])
+    if (k[i] < 1 || k[i] > UNPOOL_MAX_WINDOW || st < 1 || st > UNPOOL_MAX_WINDOW || pb < 0 ||
+        pe < 0 || pb >= k[i] || pe >= k[i])
       return graph_node_error(g, n, COV_INVALID_INPUT,
                               "axis %d: kernel %lld, stride %lld and pads %lld, %lld must be "
                               "positive (pads >= 0 and below the kernel, each at most 2^20)",
