@@ -84,6 +84,8 @@ def signal_cases(case):
          "dft_length 1099511627776 is outside 1..1048576", opset=17)
     case("dft_length_run", "DFT", [x, ("n", I64, [])], "dft_length 0 is outside 1..", opset=17,
          feed=[np.zeros((1, 8, 1), np.float32), np.array(0, np.int64)])
+    case("dft_work_bound", "DFT", [x, const("n", np.array(1 << 20))], "would execute more than",
+         opset=17, feed=[np.ones((1, 8, 1), np.float32)])
     case("dft_onesided_inverse", "DFT", [x], "onesided=1 needs a real input and a forward",
          attrs={"onesided": 1, "inverse": 1}, opset=17)
     case("dft_int", "DFT", [("x", I32, [1, 8, 1])], "f32, f16, bf16 or f64", opset=17)

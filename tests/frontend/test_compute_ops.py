@@ -234,7 +234,68 @@ def convt3d_reference(x, w, b, stride, pads, group):
     return (y + b.reshape(1, -1, 1, 1, 1)).astype(np.float32)
 
 
+def roi_align_reference(x, rois, bidx, oh, ow, ratio, scale, half, mode):
+    """onnxruntime's RoiAlign (roialign.cc), written as plain loops."""
+    n_r, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    y = np.zeros((n_r, c, oh, ow), np.float64)
+    for r in range(n_r):
+        off = 0.5 if half else 0.0
+        x1, y1, x2, y2 = [float(v) * scale for v in rois[r]]
+        sw, sh = x1 - off, y1 - off
+        rw, rh = x2 - off - sw, y2 - off - sh
+        if not half:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = ratio if ratio > 0 else int(np.ceil(rh / oh))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / ow))
+        cnt = max(gh * gw, 1)
+        for ph in range(oh):
+            for pw in range(ow):
+                vals = []
+                for iy in range(gh):
+                    yy = sh + ph * bh + (iy + 0.5) * bh / gh
+                    for ix in range(gw):
+                        xx = sw + pw * bw + (ix + 0.5) * bw / gw
+                        if yy < -1.0 or yy > h or xx < -1.0 or xx > w:
+                            vals.append(np.zeros((4, c)))
+                            continue
+                        yy2, xx2 = max(yy, 0.0), max(xx, 0.0)
+                        yl, xl = int(yy2), int(xx2)
+                        if yl >= h - 1:
+                            yl = yh = h - 1
+                            yy2 = float(yl)
+                        else:
+                            yh = yl + 1
+                        if xl >= w - 1:
+                            xl = xh = w - 1
+                            xx2 = float(xl)
+                        else:
+                            xh = xl + 1
+                        ly, lx = yy2 - yl, xx2 - xl
+                        hy, hx = 1 - ly, 1 - lx
+                        img = x[bidx[r]]
+                        vals.append(np.stack([hy * hx * img[:, yl, xl], hy * lx * img[:, yl, xh],
+                                              ly * hx * img[:, yh, xl], ly * lx * img[:, yh, xh]]))
+                v = np.stack(vals)  # [points, 4, C]
+                y[r, :, ph, pw] = v.max(axis=(0, 1)) if mode == "max" else v.sum(axis=(0, 1)) / cnt
+    return y.astype(np.float32)
+
+
 def misc_cases():
+    x = RNG.randn(2, 3, 9, 11).astype(np.float32)
+    rois = np.array([[0.5, 1.0, 7.0, 6.5], [-2.0, -1.0, 4.0, 12.0], [3.0, 2.0, 3.4, 2.2]],
+                    np.float32)
+    bidx = np.array([1, 0, 1], np.int64)
+    for mode in ("avg", "max"):
+        for ratio, half in ((0, True), (2, False)):
+            case("roialign_%s_ratio%d_%s" % (mode, ratio, "half" if half else "output_half"),
+                 "RoiAlign", {"x": x, "r": rois, "b": bidx},
+                 roi_align_reference(x, rois, bidx, 3, 4, ratio, 0.75, half, mode),
+                 {"mode": mode, "output_height": 3, "output_width": 4, "sampling_ratio": ratio,
+                  "spatial_scale": 0.75,
+                  "coordinate_transformation_mode": "half_pixel" if half else "output_half_pixel"},
+                 16)
     x = RNG.randn(1, 4, 2, 3, 2).astype(np.float32)
     w = RNG.randn(4, 3, 2, 3, 2).astype(np.float32)
     b = RNG.randn(6).astype(np.float32)
