@@ -264,6 +264,10 @@ static int parse_shape_spec(const char *spec, cov_tensor *t, uint64_t *seed, int
       case COV_U8: d[i] = (unsigned char)(k + 8); break;
       case COV_I32: { int32_t v = (int32_t)k; memcpy(d + 4 * i, &v, 4); break; }
       case COV_I64: memcpy(d + 8 * i, &k, 8); break;
+      case COV_I16: { int16_t v = (int16_t)k; memcpy(d + 2 * i, &v, 2); break; }
+      case COV_U16: { uint16_t v = (uint16_t)(k + 8); memcpy(d + 2 * i, &v, 2); break; }
+      case COV_U32: { uint32_t v = (uint32_t)(k + 8); memcpy(d + 4 * i, &v, 4); break; }
+      case COV_U64: { uint64_t v = (uint64_t)(k + 8); memcpy(d + 8 * i, &v, 8); break; }
       default: break;
     }
   }
@@ -313,6 +317,10 @@ static void print_tensor(FILE *out, const char *name, const cov_tensor *t) {
       case COV_BOOL: v = d[i]; break;
       case COV_I32: { int32_t k; memcpy(&k, d + es * (size_t)i, 4); v = k; break; }
       case COV_I64: { int64_t k; memcpy(&k, d + es * (size_t)i, 8); v = (double)k; break; }
+      case COV_I16: { int16_t k; memcpy(&k, d + es * (size_t)i, 2); v = k; break; }
+      case COV_U16: { uint16_t k; memcpy(&k, d + es * (size_t)i, 2); v = k; break; }
+      case COV_U32: { uint32_t k; memcpy(&k, d + es * (size_t)i, 4); v = k; break; }
+      case COV_U64: { uint64_t k; memcpy(&k, d + es * (size_t)i, 8); v = (double)k; break; }
       default: break;
     }
     fprintf(out, "%s%.9g", (row && i % row) ? " " : "  ", v);

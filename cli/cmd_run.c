@@ -499,6 +499,10 @@ static double value_at(const cov_tensor *t, int64_t i) {
     case COV_U8: return ((const uint8_t *)t->data)[i];
     case COV_I32: return ((const int32_t *)t->data)[i];
     case COV_I64: return (double)((const int64_t *)t->data)[i];
+    case COV_I16: return ((const int16_t *)t->data)[i];
+    case COV_U16: return ((const uint16_t *)t->data)[i];
+    case COV_U32: return ((const uint32_t *)t->data)[i];
+    case COV_U64: return (double)((const uint64_t *)t->data)[i];
     default: return ((const uint8_t *)t->data)[i];
   }
 }

@@ -75,6 +75,7 @@ struct xnode {
   xblock body;
   /* assignments */
   int float_dom;
+  int u64_dom; /* an operand or the destination is u64: unsigned order */
   xaccess dst;
   int n_args;
   xarg *args;
@@ -123,6 +124,10 @@ static int64_t sat_to(cov_dtype d, int64_t v) {
     case COV_I8: lo = -128, hi = 127; break;
     case COV_U8: lo = 0, hi = 255; break;
     case COV_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case COV_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case COV_U16: lo = 0, hi = UINT16_MAX; break;
+    case COV_U32: lo = 0, hi = UINT32_MAX; break;
+    case COV_U64: lo = 0; break;
     case COV_BOOL: return v != 0;
     default: break;
   }
@@ -154,6 +159,10 @@ static double load_f(const unsigned char *p, cov_dtype d) {
     case COV_BOOL: return *p != 0;
     case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
     case COV_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case COV_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case COV_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case COV_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case COV_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
     default: return 0;
   }
 }
@@ -165,6 +174,10 @@ static int64_t load_i(const unsigned char *p, cov_dtype d) {
     case COV_BOOL: return *p != 0;
     case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
     case COV_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case COV_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case COV_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case COV_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case COV_U64: { uint64_t v; memcpy(&v, p, 8); return (int64_t)v; } /* bits; see apply_u */
     default: return sat_i64(load_f(p, d));
   }
 }
@@ -186,7 +199,11 @@ static void store_i(unsigned char *p, cov_dtype d, int64_t v) {
     case COV_U8: *p = (unsigned char)(uint64_t)v; return;
     case COV_BOOL: *p = v != 0; return;
     case COV_I32: { uint32_t u = (uint32_t)(uint64_t)v; memcpy(p, &u, 4); return; }
-    case COV_I64: memcpy(p, &v, 8); return;
+    case COV_I64:
+    case COV_U64: memcpy(p, &v, 8); return;
+    case COV_I16:
+    case COV_U16: { uint16_t u = (uint16_t)(uint64_t)v; memcpy(p, &u, 2); return; }
+    case COV_U32: { uint32_t u = (uint32_t)(uint64_t)v; memcpy(p, &u, 4); return; }
     default: return;
   }
 }
@@ -280,7 +297,35 @@ static int apply_i(cov_op op, const int64_t *a, int64_t *r) {
       *r = a[0] % a[1]; /* truncated, as C fmod */
       if (op == COV_OP_MOD && *r != 0 && ((*r < 0) != (a[1] < 0))) *r += a[1];
       return 1;
+    case COV_OP_SHL: *r = a[1] < 0 || a[1] > 63 ? 0 : s64(u(a[0]) << a[1]); return 1;
+    case COV_OP_SHR: *r = a[1] < 0 || a[1] > 63 ? 0 : s64(u(a[0]) >> a[1]); return 1;
     default: *r = a[0]; return 1; /* cast, copy */
+  }
+}
+
+/* u64 statements: the int64 bits read as unsigned where the sign matters
+ * (order, division, remainder); the rest is apply_i's wrapping arithmetic. */
+static int apply_u(cov_op op, const int64_t *a, int64_t *r) {
+  uint64_t x = u(a[0]), y = u(a[1]);
+  switch (op) {
+    case COV_OP_DIV:
+      if (y == 0) return 0;
+      *r = s64(x / y);
+      return 1;
+    case COV_OP_MOD:
+    case COV_OP_FMOD:
+      if (y == 0) return 0;
+      *r = s64(x % y);
+      return 1;
+    case COV_OP_MAX: *r = s64(x > y ? x : y); return 1;
+    case COV_OP_MIN: *r = s64(x < y ? x : y); return 1;
+    case COV_OP_LT: *r = x < y; return 1;
+    case COV_OP_LE: *r = x <= y; return 1;
+    case COV_OP_ABS:
+    case COV_OP_RELU: *r = a[0]; return 1;
+    case COV_OP_RELU_MIN: *r = s64(x < y ? x : y); return 1;
+    case COV_OP_SIGN: *r = x != 0; return 1;
+    default: return apply_i(op, a, r);
   }
 }
 
@@ -363,6 +408,7 @@ static cov_status plan_assign(interp *X, const cdl_stmt *s, xnode *x, int live) 
   x->s = s;
   cov_dtype dt = X->b->dtype[s->dst.operand];
   x->float_dom = cov_dtype_is_float(dt);
+  x->u64_dom = dt == COV_U64;
   COV_RETURN_IF_ERROR(plan_access(X, &s->dst, &x->dst, live, dt));
   x->n_args = s->n_args;
   x->args = cov_arena_array(X->arena, (size_t)s->n_args, sizeof *x->args);
@@ -374,6 +420,7 @@ static cov_status plan_assign(interp *X, const cdl_stmt *s, xnode *x, int live) 
     switch (a->kind) {
       case CDL_ARG_ACCESS:
         COV_RETURN_IF_ERROR(plan_access(X, &a->access, &xa->acc, live, dt));
+        x->u64_dom |= xa->acc.dtype == COV_U64;
         break;
       case CDL_ARG_FLOAT:
         xa->f = a->f;
@@ -516,7 +563,7 @@ static int run_assign(interp *X, const xnode *x) {
     store_i(dst, dt, sat_to(dt, sat_i64(apply_f(s->op, fv))));
   } else {
     int64_t r;
-    if (!apply_i(s->op, iv, &r)) {
+    if (!(x->u64_dom ? apply_u : apply_i)(s->op, iv, &r)) {
       X->err = fail_at(X, s->op_loc, COV_INVALID_ARGUMENT, "integer division by zero");
       return 0;
     }

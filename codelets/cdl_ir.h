@@ -232,6 +232,8 @@ int cdl_tclass_admits(cdl_tclass tc, cov_dtype d);
 const char *cdl_tclass_name(cdl_tclass tc);
 /* Ops whose result is a float whatever their inputs (exp, sqrt, tanh...). */
 int cdl_op_is_float_only(cov_op op);
+/* 1 for the bit operations (shl, shr), which take integer destinations only. */
+int cdl_op_is_int_only(cov_op op);
 /* The candidate closest to `word` by edit distance (at most 2), or NULL. */
 const char *cdl_closest(const char *word, const char *const *candidates, size_t n);
 /* Shortest decimal that reads back as exactly v, always with a '.' or an

@@ -16,8 +16,12 @@ cov_dtype cdl_acc_dtype(cov_dtype d) {
     case COV_F16:
     case COV_BF16: return COV_F32;
     case COV_F64: return COV_F64;
-    case COV_I64: return COV_I64;
+    case COV_I64:
+    case COV_U32: return COV_I64;
+    case COV_U64: return COV_U64;
     case COV_I8:
+    case COV_I16:
+    case COV_U16:
     case COV_U8:
     case COV_I32:
     case COV_BOOL: return COV_I32;
@@ -43,6 +47,8 @@ const char *cdl_tclass_name(cdl_tclass tc) {
   }
   return "?";
 }
+
+int cdl_op_is_int_only(cov_op op) { return op == COV_OP_SHL || op == COV_OP_SHR; }
 
 int cdl_op_is_float_only(cov_op op) {
   switch (op) {

@@ -433,6 +433,9 @@ static void check_types(verifier *V, cdl_stmt *s) {
   if (cdl_op_is_float_only(s->op) && type_is_int(c, &dst->type))
     error_at(V, s->op_loc, "'%s' computes a float but '%s' has an integer type", s->op_name,
              dst->name);
+  if (cdl_op_is_int_only(s->op) && !type_is_int(c, &dst->type))
+    error_at(V, s->op_loc, "'%s' computes on integers but '%s' may be a float", s->op_name,
+             dst->name);
   if (s->op == COV_OP_MAC && s->n_args == 3) {
     cov_dtype acc = type_fixed(&dst->type);
     for (int i = 1; i < 3 && acc; i++) {

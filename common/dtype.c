@@ -21,6 +21,10 @@ static const struct {
     [COV_F64] = {"f64", 8, true, 53},
     [COV_E4M3] = {"e4m3", 1, true, 4},
     [COV_E5M2] = {"e5m2", 1, true, 3},
+    [COV_I16] = {"i16", 2, false, 15},
+    [COV_U16] = {"u16", 2, false, 16},
+    [COV_U32] = {"u32", 4, false, 32},
+    [COV_U64] = {"u64", 8, false, 64},
 };
 
 cov_dtype cov_dtype_from_name(const char *name) {
@@ -44,4 +48,6 @@ int cov_dtype_precision_bits(cov_dtype t) {
   return (t > 0 && t < COV_DTYPE_COUNT) ? k_dtypes[t].precision : 0;
 }
 
-const char *cov_dtype_names(void) { return "f32, f16, bf16, i8, u8, i32, i64, bool, f64"; }
+const char *cov_dtype_names(void) {
+  return "f32, f16, bf16, i8, u8, i32, i64, bool, f64, i16, u16, u32, u64";
+}

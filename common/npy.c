@@ -31,9 +31,11 @@ static const struct {
 } k_npy_types[] = {
     {{"<f4", NULL}, COV_F32}, {{"<f2", NULL}, COV_F16},  {{"|i1", "<i1"}, COV_I8},
     {{"|u1", "<u1"}, COV_U8}, {{"<i4", NULL}, COV_I32},  {{"<i8", NULL}, COV_I64},
-    {{"|b1", "<b1"}, COV_BOOL}, {{"<f8", NULL}, COV_F64},
+    {{"|b1", "<b1"}, COV_BOOL}, {{"<f8", NULL}, COV_F64},   {{"<i2", NULL}, COV_I16},
+    {{"<u2", NULL}, COV_U16}, {{"<u4", NULL}, COV_U32},  {{"<u8", NULL}, COV_U64},
 };
-#define NPY_SUPPORTED "<f4, <f2, |i1, |u1, <i4, <i8, |b1, <f8, and <u2 marked " NPY_BF16_NOTE
+#define NPY_SUPPORTED \
+  "<f4, <f2, |i1, |u1, <i4, <i8, |b1, <f8, <i2, <u2, <u4, <u8, and <u2 marked " NPY_BF16_NOTE
 
 /* ---- header dict parser ----------------------------------------------- */
 
@@ -210,12 +212,12 @@ static cov_status npy_read_stream(FILE *f, const char *path, long long file_size
     return npy_fail(path, COV_UNSUPPORTED,
                     "Fortran-order arrays are not supported (save with np.ascontiguousarray)",
                     NULL);
-  cov_dtype dt = COV_DTYPE_INVALID;
+  /* bf16 travels as '<u2' with the note; without it '<u2' is u16. */
+  cov_dtype dt = strcmp(h.descr, "<u2") == 0 && bf16_note ? COV_BF16 : COV_DTYPE_INVALID;
   for (size_t i = 0; i < sizeof k_npy_types / sizeof *k_npy_types && !dt; i++)
     for (int j = 0; j < 2; j++)
       if (k_npy_types[i].descr[j] && strcmp(k_npy_types[i].descr[j], h.descr) == 0)
         dt = k_npy_types[i].dtype;
-  if (!dt && strcmp(h.descr, "<u2") == 0 && bf16_note) dt = COV_BF16;
   if (!dt) {
     cov_loc loc = {.file = path};
     return cov_error(COV_UNSUPPORTED, &loc, "unsupported .npy dtype '%s' (expected %s)", h.descr,

@@ -33,7 +33,7 @@ const char *common_op_doc(cov_op op) { return (op > 0 && op < COV_OP_COUNT) ? k_
 const char *common_op_names(void) {
   return "mac, add, sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
          "sigmoid, relu, cast, select, copy, floor, ceil, round, sign, sin, cos, tan, asin, acos, atan, "
-         "sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod, relu_min";
+         "sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod, relu_min, shl, shr";
 }
 
 float common_op_eval_f32(cov_op op, float a, float b) {

@@ -34,7 +34,7 @@ static cov_status conv_geom(const graph *g, const graph_node *n, graph_value *co
   if (w->dtype != x->dtype)
     return graph_node_error(g, n, COV_INVALID_INPUT, "weights '%s' are %s but the input is %s",
                             w->name, cov_dtype_name(w->dtype), cov_dtype_name(x->dtype));
-  COV_RETURN_IF_ERROR(graph_geom_spatial_rank(g, n, x, 2, &c->sp));
+  COV_RETURN_IF_ERROR(graph_geom_spatial_rank(g, n, x, 3, &c->sp));
   if (w->rank != x->rank)
     return graph_node_error(g, n, COV_INVALID_INPUT,
                             "weights '%s' have rank %d but the input has rank %d", w->name, w->rank,
@@ -43,10 +43,10 @@ static cov_status conv_geom(const graph *g, const graph_node *n, graph_value *co
   if (*group < 1 || *group > GEOM_MAX)
     return graph_node_error(g, n, COV_INVALID_INPUT, "group %lld must be positive",
                             (long long)*group);
-  c->k[0] = 1;
-  c->k[1] = c->sp == 2 ? w->dims[2] : 1;
+  c->k[0] = c->sp == 3 ? w->dims[2] : 1;
+  c->k[1] = c->sp >= 2 ? w->dims[w->rank - 2] : 1;
   c->k[2] = w->dims[w->rank - 1];
-  if (c->k[1] <= 0 || c->k[2] <= 0)
+  if (c->k[0] <= 0 || c->k[1] <= 0 || c->k[2] <= 0)
     return graph_node_error(g, n, COV_INVALID_INPUT, "weights '%s' have an empty kernel", w->name);
   int64_t ks[3];
   const int64_t *kattr;
@@ -172,7 +172,7 @@ static cov_status convt_geom(const graph *g, const graph_node *n, graph_value *c
   if (w->dtype != x->dtype)
     return graph_node_error(g, n, COV_INVALID_INPUT, "weights '%s' are %s but the input is %s",
                             w->name, cov_dtype_name(w->dtype), cov_dtype_name(x->dtype));
-  COV_RETURN_IF_ERROR(graph_geom_spatial_rank(g, n, x, 2, &c->sp));
+  COV_RETURN_IF_ERROR(graph_geom_spatial_rank(g, n, x, 3, &c->sp));
   if (w->rank != x->rank)
     return graph_node_error(g, n, COV_INVALID_INPUT, "weights '%s' have rank %d, the input %d",
                             w->name, w->rank, x->rank);
@@ -187,10 +187,10 @@ static cov_status convt_geom(const graph *g, const graph_node *n, graph_value *c
   if (w->dims[0] >= 0 && w->dims[0] % t->group)
     return graph_node_error(g, n, COV_INVALID_INPUT, "channels do not divide into groups");
   t->m = w->dims[1] >= 0 ? w->dims[1] * t->group : -1;
-  c->k[0] = 1;
-  c->k[1] = c->sp == 2 ? w->dims[2] : 1;
+  c->k[0] = c->sp == 3 ? w->dims[2] : 1;
+  c->k[1] = c->sp >= 2 ? w->dims[w->rank - 2] : 1;
   c->k[2] = w->dims[w->rank - 1];
-  if (c->k[1] <= 0 || c->k[2] <= 0)
+  if (c->k[0] <= 0 || c->k[1] <= 0 || c->k[2] <= 0)
     return graph_node_error(g, n, COV_INVALID_INPUT, "weights '%s' have an empty kernel", w->name);
   graph_geom_set_in(c, x);
   COV_RETURN_IF_ERROR(graph_geom_read_spatial(g, n, "strides", c->sp, 1, 1, c->s));
@@ -270,10 +270,77 @@ cov_status graph_infer_conv_transpose(const graph *g, const graph_node *n, graph
       (b->dtype != x->dtype || b->rank != 1 || (t.m >= 0 && b->dims[0] >= 0 && b->dims[0] != t.m)))
     return graph_node_error(g, n, COV_INVALID_INPUT, "bias '%s' must be %s[%lld]", b->name,
                             cov_dtype_name(x->dtype), (long long)t.m);
-  int64_t d[4] = {x->dims[0], t.m, t.c.out[1], t.c.out[2]};
-  if (t.c.sp == 1) d[2] = t.c.out[2];
+  int64_t d[5] = {x->dims[0], t.m};
+  for (int i = 0; i < t.c.sp; i++) d[2 + i] = t.c.out[3 - t.c.sp + i];
   graph_set_shape(out[0], t.c.sp + 2, d);
   return NULL;
+}
+
+/* The 3-D form: the zero-inserted, padded input (as the 2-D form builds
+ * it, over three axes) through conv3d with the weights flipped in every
+ * spatial axis, then bias_add over [N, M, D, H * W]. */
+static cov_status exec_convt3d(graph_exec *x, const graph_node *n, graph_value *const *in,
+                               graph_value *const *out, const tgeom *t) {
+  const geom *c = &t->c;
+  const graph_value *v = in[0], *w = in[1];
+  size_t es = cov_dtype_size(v->dtype);
+  int64_t lo[3], hp[3];
+  for (int a = 0; a < 3; a++) {
+    int64_t span = c->d[a] * (c->k[a] - 1);
+    lo[a] = span - c->pb[a];
+    hp[a] = (c->in[a] - 1) * c->s[a] + 1 + lo[a] + span - c->pe[a] + t->op[a];
+    if (hp[a] <= 0)
+      return graph_node_error(x->g, n, COV_INVALID_INPUT, "the padding leaves no input");
+  }
+  graph_value xp = {.name = "zero-inserted input", .dtype = v->dtype, .rank = 5,
+                    .dims = {v->dims[0], v->dims[1], hp[0], hp[1], hp[2]}};
+  graph_value wf = {.name = "flipped weights", .dtype = w->dtype, .rank = 5,
+                    .dims = {t->m, w->dims[0] / t->group, c->k[0], c->k[1], c->k[2]}};
+  if (graph_numel(&xp) < 0)
+    return graph_node_error(x->g, n, COV_OUT_OF_RANGE, "the zero-inserted input is too large");
+  COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, &xp));
+  cov_status st = graph_alloc_data(x->g, n, &wf);
+  if (st) {
+    free(xp.data);
+    return st;
+  }
+  const char *src = v->data, *ws = w->data;
+  for (int64_t nc = 0; nc < v->dims[0] * v->dims[1]; nc++)
+    for (int64_t i = 0; i < c->in[0]; i++)
+      for (int64_t j = 0; j < c->in[1]; j++)
+        for (int64_t k = 0; k < c->in[2]; k++) {
+          int64_t pi = i * c->s[0] + lo[0], pj = j * c->s[1] + lo[1], pk = k * c->s[2] + lo[2];
+          if (pi < 0 || pi >= hp[0] || pj < 0 || pj >= hp[1] || pk < 0 || pk >= hp[2]) continue;
+          memcpy((char *)xp.data + (size_t)(((nc * hp[0] + pi) * hp[1] + pj) * hp[2] + pk) * es,
+                 src + (size_t)(((nc * c->in[0] + i) * c->in[1] + j) * c->in[2] + k) * es, es);
+        }
+  int64_t cg = wf.dims[1], mg = w->dims[1], ka = c->k[0], kr = c->k[1], ks = c->k[2];
+  for (int64_t gi = 0; gi < t->group; gi++)
+    for (int64_t m = 0; m < mg; m++)
+      for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t e = 0; e < ka * kr * ks; e++) {
+          int64_t dst = ((gi * mg + m) * cg + ci) * ka * kr * ks + e;
+          int64_t from = ((gi * cg + ci) * mg + m) * ka * kr * ks + (ka * kr * ks - 1 - e);
+          memcpy((char *)wf.data + (size_t)dst * es, ws + (size_t)from * es, es);
+        }
+  cov_attr a[4] = {lower_attr_i("dilation_d", c->d[0]), lower_attr_i("dilation_h", c->d[1]),
+                   lower_attr_i("dilation_w", c->d[2]), lower_attr_i("groups", t->group)};
+  cov_tensor in2[2] = {graph_view(&xp), graph_view(&wf)}, y;
+  st = graph_call_codelet(x, n, "conv3d", a, 4, in2, 2, &y, 1);
+  free(xp.data);
+  free(wf.data);
+  COV_RETURN_IF_ERROR(st);
+  if (n->n_in > 2 && in[2]) {
+    cov_tensor yv = y, yb;
+    yv.rank = 4;
+    yv.shape[3] = y.shape[3] * y.shape[4];
+    cov_tensor bin[2] = {yv, graph_view(in[2])};
+    st = graph_call_codelet(x, n, "bias_add", NULL, 0, bin, 2, &yb, 1);
+    cov_tensor_release(&y);
+    COV_RETURN_IF_ERROR(st);
+    y = yb;
+  }
+  return lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_value *const *in,
@@ -281,6 +348,7 @@ cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_v
   const graph *g = x->g;
   tgeom t;
   COV_RETURN_IF_ERROR(convt_geom(g, n, in, &t));
+  if (t.c.sp == 3) return exec_convt3d(x, n, in, out, &t);
   geom *c = &t.c;
   int64_t xd[4], wd[4];
   dims4(in[0], xd);
@@ -351,7 +419,9 @@ cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_v
 }
 
 int graph_codelets_conv_transpose(const graph_node *n, const char **names, int max) {
-  return graph_codelets_conv(n, names, max);
+  int k = graph_codelets_conv(n, names, max);
+  if (k > 0 && n->in[0] && n->in[0]->rank == 5) names[0] = "conv3d";
+  return k;
 }
 
 /* ---- geometry for the integer convolutions (graph_quant.c) ------------- */

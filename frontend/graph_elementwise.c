@@ -15,7 +15,7 @@
 
 /* ---- unary math and parametric activations ----------------------------- */
 
-enum { IN_FLOAT, IN_NUMERIC, IN_BOOL };
+enum { IN_FLOAT, IN_NUMERIC, IN_BOOL, IN_UNSIGNED };
 
 typedef struct uattr {
   const char *onnx, *codelet; /* attribute names */
@@ -38,6 +38,7 @@ static const uop k_unary[] = {
     {"Atan", "atan", IN_FLOAT, false, {{0}}},
     {"Atanh", "atanh", IN_FLOAT, false, {{0}}},
     {"Ceil", "ceil", IN_FLOAT, false, {{0}}},
+    {"Celu", "celu", IN_FLOAT, false, {{"alpha", "alpha", 1.0f, false}}},
     {"Cos", "cos", IN_FLOAT, false, {{0}}},
     {"Cosh", "cosh", IN_FLOAT, false, {{0}}},
     {"Elu", "elu", IN_FLOAT, false, {{"alpha", "alpha", 1.0f, false}}},
@@ -87,6 +88,13 @@ static const uop *find_unary(const char *op) {
 static cov_status check_kind(const graph *g, const graph_node *n, const graph_value *v, int kind) {
   if (kind == IN_FLOAT) return graph_check_float(g, n, v);
   if (kind == IN_NUMERIC) return graph_check_numeric(g, n, v);
+  if (kind == IN_UNSIGNED) {
+    if (v->dtype == COV_U8 || v->dtype == COV_U16 || v->dtype == COV_U32 || v->dtype == COV_U64)
+      return NULL;
+    return graph_node_error(g, n, COV_INVALID_INPUT,
+                            "input '%s' has dtype %s; %s takes u8, u16, u32 or u64", v->name,
+                            cov_dtype_name(v->dtype), n->op_type);
+  }
   if (v->dtype != COV_BOOL)
     return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has dtype %s; %s takes bool",
                             v->name, cov_dtype_name(v->dtype), n->op_type);
@@ -108,6 +116,9 @@ static cov_status unary_attrs(const graph *g, const graph_node *n, const uop *u,
       float v;
       COV_RETURN_IF_ERROR(graph_attr_float(g, n, d->onnx, d->def, &v));
       a[(*na)++] = lower_attr_f(d->codelet, v);
+      if (strcmp(u->op, "Celu") == 0 && !(v != 0))
+        return graph_node_error(g, n, COV_INVALID_INPUT, "alpha %g must not be 0 (x / alpha)",
+                                (double)v);
       if (strcmp(u->op, "Shrink") == 0 && strcmp(d->onnx, "lambd") == 0) {
         if (v < 0)
           return graph_node_error(g, n, COV_INVALID_INPUT, "lambd %g must not be negative",
@@ -156,6 +167,7 @@ typedef struct bop {
 
 static const bop k_binary[] = {
     {"And", "logical_and", IN_BOOL, true, false},
+    {"BitShift", "shift_left", IN_UNSIGNED, false, false}, /* or shift_right: direction */
     {"Equal", "equal", -1, true, false}, /* numbers or bool */
     {"Greater", "less", IN_NUMERIC, true, true},
     {"GreaterOrEqual", "less_equal", IN_NUMERIC, true, true},
@@ -182,6 +194,16 @@ static cov_status binary_codelet_of(const graph *g, const graph_node *n, const b
     if (fmod != 0 && fmod != 1)
       return graph_node_error(g, n, COV_INVALID_INPUT, "fmod %lld is not 0 or 1", (long long)fmod);
     if (fmod) *name = "fmod";
+  }
+  if (strcmp(b->op, "BitShift") == 0) {
+    const char *dir;
+    if (!graph_attr_find(n, "direction"))
+      return graph_node_error(g, n, COV_INVALID_INPUT, "attribute 'direction' is required");
+    COV_RETURN_IF_ERROR(graph_attr_string(g, n, "direction", "", &dir));
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+      return graph_node_error(g, n, COV_INVALID_INPUT,
+                              "direction '%s' is not LEFT or RIGHT", dir);
+    if (strcmp(dir, "RIGHT") == 0) *name = "shift_right";
   }
   return NULL;
 }
@@ -237,6 +259,10 @@ int graph_codelets_binary_ext(const graph_node *n, const char **names, int max) 
   const char *name = b->codelet;
   const graph_attr *a = graph_attr_find(n, "fmod");
   if (strcmp(b->op, "Mod") == 0 && a && a->type == GA_INT && a->i) name = "fmod";
+  const graph_attr *d = graph_attr_find(n, "direction");
+  if (strcmp(b->op, "BitShift") == 0 && d && d->type == GA_STRING && d->s &&
+      strcmp(d->s, "RIGHT") == 0)
+    name = "shift_right";
   return lower_single(name, names, max);
 }
 

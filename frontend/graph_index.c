@@ -491,17 +491,13 @@ cov_status graph_exec_cast(graph_exec *x, const graph_node *n, graph_value *cons
     if (numel > 0) memcpy(out[0]->data, in[0]->data, (size_t)numel * cov_dtype_size(to));
     return NULL;
   }
+  bool ints = !cov_dtype_is_float(from) && !cov_dtype_is_float(to) && from != COV_BOOL &&
+              to != COV_BOOL;
   for (int64_t i = 0; i < numel; i++) {
-    /* int64 goes through double only where that is exact; past 2^53 the
-     * integer path keeps every bit (int64 -> int32 etc. wrap like numpy). */
-    if (from == COV_I64 && !cov_dtype_is_float(to) && to != COV_BOOL) {
-      int64_t v = ((const int64_t *)in[0]->data)[i];
-      switch (to) {
-        case COV_I32: ((int32_t *)out[0]->data)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
-        case COV_I8: ((int8_t *)out[0]->data)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
-        case COV_U8: ((uint8_t *)out[0]->data)[i] = (uint8_t)(uint64_t)v; break;
-        default: break;
-      }
+    /* Integers convert in integer arithmetic (a double is not exact past
+     * 2^53), narrowing by wrapping as numpy's astype does. */
+    if (ints) {
+      graph_store_int(out[0]->data, to, (size_t)i, graph_load_int(in[0]->data, from, (size_t)i));
       continue;
     }
     if (from == COV_I64 && to == COV_F32) {
@@ -509,19 +505,6 @@ cov_status graph_exec_cast(graph_exec *x, const graph_node *n, graph_value *cons
       continue;
     }
     double v = graph_load_elem(in[0]->data, from, (size_t)i);
-    if (!cov_dtype_is_float(from) && !cov_dtype_is_float(to) && to != COV_BOOL &&
-        from != COV_BOOL) {
-      /* integer narrowing wraps, as numpy's astype does */
-      int64_t iv = (int64_t)v;
-      switch (to) {
-        case COV_I32: ((int32_t *)out[0]->data)[i] = (int32_t)(uint32_t)(uint64_t)iv; break;
-        case COV_I8: ((int8_t *)out[0]->data)[i] = (int8_t)(uint8_t)(uint64_t)iv; break;
-        case COV_U8: ((uint8_t *)out[0]->data)[i] = (uint8_t)(uint64_t)iv; break;
-        case COV_I64: ((int64_t *)out[0]->data)[i] = iv; break;
-        default: break;
-      }
-      continue;
-    }
     graph_store_elem(out[0]->data, to, (size_t)i, v);
   }
   return NULL;

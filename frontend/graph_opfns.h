@@ -86,6 +86,25 @@ GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
+/* graph_localnorm.c */
+GRAPH_DECLARE_COMPUTE(lrn);
+GRAPH_DECLARE_COMPUTE(mvn);
+/* graph_reverse.c */
+GRAPH_DECLARE_OP(reverse_sequence);
+/* graph_signal.c */
+GRAPH_DECLARE_COMPUTE(window);
+GRAPH_DECLARE_COMPUTE(dft);
+GRAPH_DECLARE_COMPUTE(stft);
+/* graph_melweight.c */
+GRAPH_DECLARE_COMPUTE(mel_weight);
+/* graph_unpool.c */
+GRAPH_DECLARE_OP(max_unpool);
+/* graph_gridsample.c */
+GRAPH_DECLARE_COMPUTE(grid_sample);
+/* graph_roialign.c */
+GRAPH_DECLARE_COMPUTE(roi_align);
+/* graph_det.c */
+GRAPH_DECLARE_COMPUTE(det);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 /* graph_rnn.c */

@@ -43,16 +43,26 @@ static cov_status infer_pool(const graph *g, const graph_node *n, graph_value *c
                              graph_value *const *out, bool is_max) {
   const graph_value *x = in[0];
   out[0]->dtype = x->dtype;
-  if (is_max && n->n_out > 1 && out[1])
-    return graph_node_error(g, n, COV_UNSUPPORTED,
-                            "the Indices output is not supported (the maxpool codelet returns "
-                            "values only)");
+  bool indices = is_max && n->n_out > 1 && out[1];
+  if (indices) {
+    int64_t so;
+    COV_RETURN_IF_ERROR(graph_attr_int(g, n, "storage_order", 0, &so));
+    if (so != 0 && so != 1)
+      return graph_node_error(g, n, COV_INVALID_INPUT, "storage_order %lld is not 0 or 1",
+                              (long long)so);
+    out[1]->dtype = COV_I64;
+  }
   if (x->rank < 0) {
     graph_set_shape(out[0], -1, NULL);
+    if (indices) graph_set_shape(out[1], -1, NULL);
     return NULL;
   }
   geom c;
   COV_RETURN_IF_ERROR(pool_geom(g, n, x, &c, is_max));
+  if (indices && c.sp == 3)
+    return graph_node_error(g, n, COV_UNSUPPORTED,
+                            "the Indices output of a 3-D MaxPool is not supported (it pools in "
+                            "two separable calls)");
   if (!is_max) {
     int64_t cip = 0;
     COV_RETURN_IF_ERROR(graph_attr_int(g, n, "count_include_pad", 0, &cip));
@@ -64,6 +74,7 @@ static cov_status infer_pool(const graph *g, const graph_node *n, graph_value *c
   int64_t d[5] = {x->dims[0], x->dims[1]};
   for (int i = 0; i < c.sp; i++) d[2 + i] = c.out[3 - c.sp + i];
   graph_set_shape(out[0], c.sp + 2, d);
+  if (indices) graph_set_shape(out[1], c.sp + 2, d);
   return NULL;
 }
 
@@ -71,7 +82,7 @@ static cov_status infer_pool(const graph *g, const graph_node *n, graph_value *c
  * dims a (height) and b (width). */
 static cov_status pool_call(graph_exec *x, const graph_node *n, const geom *c, int a, int b,
                             bool is_max, int64_t cip, cov_tensor xt, cov_tensor *y) {
-  cov_attr at[11];
+  cov_attr at[12];
   int na = 0;
   at[na++] = lower_attr_i("kernel_h", c->k[a]);
   at[na++] = lower_attr_i("kernel_w", c->k[b]);
@@ -87,7 +98,12 @@ static cov_status pool_call(graph_exec *x, const graph_node *n, const geom *c, i
   } else {
     at[na++] = lower_attr_i("count_include_pad", cip != 0);
   }
-  return graph_call_codelet(x, n, is_max ? "maxpool" : "avgpool", at, (size_t)na, &xt, 1, y, 1);
+  const char *name = is_max ? "maxpool" : "avgpool";
+  if (is_max && cip >= 0) { /* MaxPool's Indices: cip carries storage_order */
+    at[na++] = lower_attr_i("storage_order", cip);
+    name = "maxpool_index";
+  }
+  return graph_call_codelet(x, n, name, at, (size_t)na, &xt, 1, y, 1);
 }
 
 /* 1-D and 2-D pools are one codelet call. A 3-D pool is separable: pool
@@ -99,10 +115,16 @@ static cov_status exec_pool(graph_exec *x, const graph_node *n, graph_value *con
   geom c;
   const graph_value *v = in[0];
   COV_RETURN_IF_ERROR(pool_geom(x->g, n, v, &c, is_max));
-  int64_t cip = 0;
+  int64_t cip = is_max ? -1 : 0;
   if (!is_max) COV_RETURN_IF_ERROR(graph_attr_int(x->g, n, "count_include_pad", 0, &cip));
   int64_t xd[4] = {v->dims[0], v->dims[1] * c.in[0], c.in[1], c.in[2]};
   cov_tensor y;
+  if (is_max && n->n_out > 1 && out[1]) { /* 1-D or 2-D (infer refuses 3-D) */
+    int64_t so;
+    COV_RETURN_IF_ERROR(graph_attr_int(x->g, n, "storage_order", 0, &so));
+    COV_RETURN_IF_ERROR(pool_call(x, n, &c, 1, 2, true, so, graph_view_as(v, 4, xd), &y));
+    COV_RETURN_IF_ERROR(lower_adopt(x, n, &y, out[1]));
+  }
   COV_RETURN_IF_ERROR(pool_call(x, n, &c, 1, 2, is_max, cip, graph_view_as(v, 4, xd), &y));
   if (c.sp == 3) {
     geom d = c;
@@ -137,6 +159,11 @@ static int pool_codelets(const graph_node *n, const char *name, const char **nam
   return k;
 }
 int graph_codelets_maxpool(const graph_node *n, const char **names, int max) {
+  if (n->n_out > 1 && n->out[1] && max >= 2) {
+    names[0] = "maxpool_index";
+    names[1] = "maxpool";
+    return 2;
+  }
   return pool_codelets(n, "maxpool", names, max);
 }
 cov_status graph_infer_avgpool(const graph *g, const graph_node *n, graph_value *const *in,

@@ -163,6 +163,10 @@ double graph_load_elem(const void *data, cov_dtype t, size_t i) {
     case COV_U8: return ((const uint8_t *)data)[i];
     case COV_I32: return ((const int32_t *)data)[i];
     case COV_I64: return (double)((const int64_t *)data)[i];
+    case COV_I16: return ((const int16_t *)data)[i];
+    case COV_U16: return ((const uint16_t *)data)[i];
+    case COV_U32: return ((const uint32_t *)data)[i];
+    case COV_U64: return (double)((const uint64_t *)data)[i];
     case COV_BOOL: return ((const uint8_t *)data)[i] != 0;
     default: return 0;
   }
@@ -174,6 +178,10 @@ int64_t graph_load_int(const void *data, cov_dtype t, size_t i) {
     case COV_U8: return ((const uint8_t *)data)[i];
     case COV_I32: return ((const int32_t *)data)[i];
     case COV_I64: return ((const int64_t *)data)[i];
+    case COV_I16: return ((const int16_t *)data)[i];
+    case COV_U16: return ((const uint16_t *)data)[i];
+    case COV_U32: return ((const uint32_t *)data)[i];
+    case COV_U64: return (int64_t)((const uint64_t *)data)[i]; /* the bits: wraps past 2^63 */
     case COV_BOOL: return ((const uint8_t *)data)[i] != 0;
     default: return 0;
   }
@@ -185,6 +193,10 @@ void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x) {
     case COV_U8: ((uint8_t *)data)[i] = (uint8_t)(uint64_t)x; break;
     case COV_I32: ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)x; break;
     case COV_I64: ((int64_t *)data)[i] = x; break;
+    case COV_I16: ((int16_t *)data)[i] = (int16_t)(uint16_t)(uint64_t)x; break;
+    case COV_U16: ((uint16_t *)data)[i] = (uint16_t)(uint64_t)x; break;
+    case COV_U32: ((uint32_t *)data)[i] = (uint32_t)(uint64_t)x; break;
+    case COV_U64: ((uint64_t *)data)[i] = (uint64_t)x; break;
     case COV_BOOL: ((uint8_t *)data)[i] = x != 0; break;
     default: break;
   }
@@ -226,6 +238,15 @@ void graph_store_elem(void *data, cov_dtype t, size_t i, double x) {
       /* 2^63 is exactly representable; anything from it up saturates. */
       ((int64_t *)data)[i] =
           x >= 9223372036854775808.0 ? INT64_MAX : sat_i64(x, INT64_MIN, INT64_MAX);
+      break;
+    case COV_I16: ((int16_t *)data)[i] = (int16_t)sat_i64(x, INT16_MIN, INT16_MAX); break;
+    case COV_U16: ((uint16_t *)data)[i] = (uint16_t)sat_i64(x, 0, UINT16_MAX); break;
+    case COV_U32: ((uint32_t *)data)[i] = (uint32_t)sat_i64(x, 0, UINT32_MAX); break;
+    case COV_U64:
+      /* 2^64 is exactly representable; anything from it up saturates. */
+      ((uint64_t *)data)[i] = isnan(x) || x <= 0                  ? 0
+                              : x >= 18446744073709551616.0 ? UINT64_MAX
+                                                            : (uint64_t)x;
       break;
     case COV_BOOL: ((uint8_t *)data)[i] = x != 0; break;
     default: break;

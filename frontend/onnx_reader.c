@@ -295,7 +295,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
     add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
                                    "has ONNX type %s, which covenant does not support (it "
                                    "supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, "
-                                   "INT32, INT64 and BOOL)",
+                                   "INT16, UINT16, INT32, UINT32, INT64, UINT64 and BOOL)",
                                    onnx_dtype_name(tt->elem_type)));
     return;
   }

@@ -40,6 +40,10 @@ cov_dtype onnx_dtype(int32_t t) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return COV_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return COV_BOOL;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return COV_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return COV_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return COV_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return COV_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return COV_U64;
     default: return COV_DTYPE_INVALID;
   }
 }
@@ -257,16 +261,20 @@ static size_t typed_count(const Onnx__TensorProto *tp, cov_dtype t) {
     case COV_F32: return tp->n_float_data;
     case COV_F64: return tp->n_double_data;
     case COV_I64: return tp->n_int64_data;
+    case COV_U32:
+    case COV_U64: return tp->n_uint64_data;
     default: return tp->n_int32_data;
   }
 }
 
 static size_t other_typed_count(const Onnx__TensorProto *tp, cov_dtype t) {
-  size_t n = tp->n_uint64_data + tp->n_string_data;
+  bool wide_u = t == COV_U32 || t == COV_U64;
+  size_t n = tp->n_string_data;
+  if (!wide_u) n += tp->n_uint64_data;
   if (t != COV_F64) n += tp->n_double_data;
   if (t != COV_F32) n += tp->n_float_data;
   if (t != COV_I64) n += tp->n_int64_data;
-  if (t == COV_F32 || t == COV_I64) n += tp->n_int32_data;
+  if (t == COV_F32 || t == COV_I64 || wide_u) n += tp->n_int32_data;
   return n;
 }
 
@@ -280,7 +288,8 @@ cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, cons
   if (info->dtype == COV_DTYPE_INVALID)
     return terr(file, what, COV_UNSUPPORTED,
                 "tensor has ONNX type %s (%d), which covenant does not support (it supports "
-                "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)",
+                "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT16, UINT16, INT32, UINT32, "
+                "INT64, UINT64 and BOOL)",
                 onnx_dtype_name(tp->data_type), (int)tp->data_type);
   if (tp->segment) return terr(file, what, COV_UNSUPPORTED, "segmented tensors are not supported");
   if (tp->n_dims > COV_MAX_RANK)
@@ -371,6 +380,18 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
     case COV_I32:
       if (n) memcpy(dst, tp->int32_data, n * sizeof(int32_t));
       return NULL;
+    case COV_U64:
+      if (n) memcpy(dst, tp->uint64_data, n * sizeof(uint64_t));
+      return NULL;
+    case COV_U32:
+      for (size_t i = 0; i < n; i++) {
+        if (tp->uint64_data[i] > UINT32_MAX)
+          return terr(file, what, COV_INVALID_INPUT,
+                      "element %zu of uint64_data is %llu, outside the range of UINT32", i,
+                      (unsigned long long)tp->uint64_data[i]);
+        ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
+      }
+      return NULL;
     default: break;
   }
   /* 8- and 16-bit types travel widened to int32; each value must fit. */
@@ -379,6 +400,8 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
     case COV_I8: lo = -128, hi = 127; break;
     case COV_U8: lo = 0, hi = 255; break;
     case COV_BOOL: lo = 0, hi = 1; break;
+    case COV_I16: lo = -32768, hi = 32767; break;
+    case COV_U16:
     case COV_F16:
     case COV_BF16: lo = 0, hi = 65535; break;
     default: return terr(file, what, COV_INTERNAL, "no typed-field decoder for this dtype");
@@ -389,7 +412,7 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
       return terr(file, what, COV_INVALID_INPUT,
                   "element %zu of int32_data is %d, outside the range of %s", i, (int)x,
                   onnx_dtype_name(tp->data_type));
-    if (info->dtype == COV_F16 || info->dtype == COV_BF16)
+    if (cov_dtype_size(info->dtype) == 2)
       ((uint16_t *)dst)[i] = (uint16_t)x;
     else
       ((uint8_t *)dst)[i] = (uint8_t)(int8_t)x;

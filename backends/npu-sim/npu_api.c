@@ -329,7 +329,7 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
     const float *f = x->data;
     size_t es = cov_dtype_size((cov_dtype)t->dtype);
     for (int64_t i = 0; i < n; i++) store_narrow(d + es * (size_t)i, (cov_dtype)t->dtype, f[i]);
-  } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
+  } else if ((x->dtype == COV_I8 || x->dtype == COV_U8 || x->dtype == COV_I32) &&
              (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
               t->dtype == COV_I8 || t->dtype == COV_I32)) {
     /* integers into a float array's operand (or a wider integer): only

@@ -16,6 +16,7 @@ typedef enum cov_dtype {
   COV_F32, COV_F16, COV_BF16, COV_I8, COV_U8, COV_I32, COV_I64, COV_BOOL,
   COV_F64, /* ONNX DOUBLE: the reference target only */
   COV_E4M3, COV_E5M2, /* OCP FP8 (E4M3 "fn": no infinities; E5M2): datapath dtypes of an ACG */
+  COV_I16, COV_U16, COV_U32, COV_U64,
   COV_DTYPE_COUNT
 } cov_dtype;
 

@@ -21,13 +21,13 @@ expect 2 "has no input named 'z'" -- "$cov" codelet run relu -s z=4
 expect 2 "expected --attr NAME=VALUE" -- "$cov" codelet run relu -s x=4 -a stride
 expect 2 "bad --shape" -- "$cov" codelet run relu -s x=4xq
 expect 2 "choose one with -n NAME" -- "$cov" codelet run codelets/pool.cdl -s x=1x1x2x2
-expect 1 "no shipped codelet named 'conv3d' (did you mean 'conv2d'?)" -- "$cov" codelet run conv3d -s x=1
+expect 1 "no shipped codelet named 'conv2e' (did you mean 'conv2d'?)" -- "$cov" codelet run conv2e -s x=1
 expect 1 "no such file\|cannot open" -- "$cov" codelet check does/not/exist.cdl
 expect 1 "no such file\|cannot open" -- "$cov" codelet run relu -i x=does/not/exist.npy
 expect 1 "cannot open for writing" -- "$cov" codelet print conv2d -o /nonexistent/dir/x.cdl
 expect 1 "conv.cdl:[0-9]*:[0-9]*: error: conv2d: input channels C must equal" -- \
   "$cov" codelet run conv2d -s x=1x4x5x5 -s w=2x3x3x3
-expect 0 "codelets/conv.cdl: ok (1 codelet)" -- "$cov" codelet check codelets/conv.cdl
+expect 0 "codelets/conv.cdl: ok (2 codelets)" -- "$cov" codelet check codelets/conv.cdl
 expect 0 "codelets: ok" -- "$cov" codelet check codelets
 expect 0 "skipped 1 argument that is not" -- "$cov" codelet check codelets/conv.cdl codelets/README.md
 expect 0 "conv2d<T>(x: T\[N, C, H, W\], w: T\[K, CG, R, S\]) -> (y: T\[N, K, P, Q\])" -- \

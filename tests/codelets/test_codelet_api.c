@@ -208,7 +208,7 @@ static void test_load_errors(void) {
   CHECK_STR(buf, "e.cdl:3:12: error: a: unknown operation 'foo' (expected one of: mac, add, "
                  "sub, mul, div, max, min, pow, exp, log, sqrt, rsqrt, neg, abs, tanh, erf, "
                  "sigmoid, relu, cast, select, copy, floor, ceil, round, sign, sin, cos, tan, "
-                 "asin, acos, atan, sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod, relu_min)");
+                 "asin, acos, atan, sinh, cosh, asinh, acosh, atanh, eq, lt, le, mod, fmod, relu_min, shl, shr)");
   cov_status_free(st);
   /* NUL bytes and binary garbage are errors, not crashes */
   const char bin[] = "codelet \0\x93\xff(";

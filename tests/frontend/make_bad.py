@@ -118,11 +118,12 @@ def _(path):
     save(m, path)
 
 
-@case("uint32_input", "uint32_input.onnx: error: input 'x': has ONNX type UINT32, which covenant does not "
-      "support (it supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64 and BOOL)")
+@case("complex64_input", "complex64_input.onnx: error: input 'x': has ONNX type COMPLEX64, which covenant "
+      "does not support (it supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT16, UINT16, INT32, "
+      "UINT32, INT64, UINT64 and BOOL)")
 def _(path):
-    save(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2], TensorProto.UINT32)],
-               [vi("y", None, TensorProto.UINT32)]), path)
+    save(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2], TensorProto.COMPLEX64)],
+               [vi("y", None, TensorProto.COMPLEX64)]), path)
 
 
 @case("wrong_dtype", "wrong_dtype.onnx: error: node 'conv1' (Conv): input 'x' has dtype i64; Conv takes "

@@ -15,6 +15,10 @@ import sys
 
 import numpy as np
 import onnx
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bad_ops_compute  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper
 
 F, D, I32, I64, B = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64,
@@ -38,11 +42,12 @@ def case(name, op, inputs, text, attrs=None, inits=(), opset=13, n_out=1, feed=N
     node is called 'bad'. feed: None to check `covenant inspect`, else the
     graph inputs' values for `covenant run` (errors only the data shows)."""
     ins = list(inputs) + list(inits)
-    names = [i.name if isinstance(i, onnx.TensorProto) else i[0] for i in ins]
+    names = ["" if isinstance(i, str) else i.name if isinstance(i, onnx.TensorProto) else i[0]
+             for i in ins]  # "" is an absent optional input
     node = helper.make_node(op, names, ["y%d" % k for k in range(n_out)], name="bad",
                             domain=domain or None, **(attrs or {}))
     g = helper.make_graph([node], name,
-                          [vi(*i) for i in ins if not isinstance(i, onnx.TensorProto)],
+                          [vi(*i) for i in ins if isinstance(i, tuple)],
                           [helper.make_tensor_value_info("y%d" % k, 0, None) for k in range(n_out)],
                           initializer=[i for i in ins if isinstance(i, onnx.TensorProto)])
     ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
@@ -375,6 +380,7 @@ def main():
     for make in (unary_cases, binary_cases, reduce_cases, resize_cases, layout_cases, index_cases,
                  loss_cases, int8_cases, new_op_cases, rnn_cases):
         make()
+    bad_ops_compute.compute_op_cases(case)
     fails = 0
     ops = set()
     for name, op, m, text, feed in CASES:
