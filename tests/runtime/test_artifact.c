@@ -286,7 +286,7 @@ static void check_dtypes(void) {
   check_edit(bytes, n, "{\"name\": \"attention_mask\", \"dtype\": \"bool\", \"shape\": [2, 4], \"range\": [0, 1]",
              "{\"name\": \"attention_mask\", \"dtype\": \"i32\", \"shape\": [2, 4], \"range\": [0, 1]",
              "input 'attention_mask' (i32, 8 elements) does not match its buffer 'attention_mask' (bool, 8 elements)");
-  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i16\"", "unknown dtype 'i16'");
+  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"c64\"", "unknown dtype 'c64'");
   check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i8\"",
              "input 'x' (i8, 6 elements) does not match its buffer 'x' (f32, 6 elements)");
   check_edit(bytes, n, "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [4]", "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [8]",
