@@ -292,6 +292,7 @@ void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
 }
 
 cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
+  if (e->kind == GPU_EW_CODELET) return gpu_lower_cdl(&e->cdl, target, mod, name);
   gpu_gen gg = {0}, *g = &gg;
   gpu_plan plan = {0};
   plan.prob.in_dtype = COV_F32;

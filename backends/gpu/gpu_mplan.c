@@ -29,6 +29,31 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
 }
 
+/* A codelet step through the reference interpreter, on the f32 views of
+ * its buffers (the compile admits f32 operands only). */
+static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
+  const gpu_cdl_call *k = &s->ew.cdl;
+  cov_tensor in[GPU_CDL_MAX_IO], out;
+  memset(in, 0, sizeof in);
+  for (int i = 0; i < k->n_in; i++) {
+    in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
+    memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
+    if (k->in_dtype[i] != COV_F32 || p->bufs[s->args[i]].dtype != COV_F32)
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32", s->kernel, i);
+  }
+  memset(&out, 0, sizeof out);
+  COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
+  const gpu_mbuf *y = &p->bufs[s->args[k->n_in]];
+  cov_status st = NULL;
+  if (out.dtype != COV_F32 || cov_tensor_numel(&out) != y->numel)
+    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not f32[%lld]", s->kernel,
+                   (long long)y->numel);
+  else
+    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * 4);
+  cov_tensor_release(&out);
+  return st;
+}
+
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs) {
   if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
@@ -68,6 +93,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
       memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * 4);
+      continue;
+    }
+    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) {
+      st = emulate_codelet(p, s, v);
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW) {
@@ -215,7 +244,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
       json_t *grid = json_array(), *block = json_array(), *args = json_array();
       for (int d = 0; d < 3; d++) json_array_append_new(grid, json_integer(s->grid[d]));
       for (int d = 0; d < 3; d++) json_array_append_new(block, json_integer(s->block[d]));
-      for (int k = 0; k < 4; k++) json_array_append_new(args, s->args[k] >= 0 ? json_integer(s->args[k]) : json_null());
+      for (int k = 0; k < s->n_args; k++) json_array_append_new(args, s->args[k] >= 0 ? json_integer(s->args[k]) : json_null());
       json_object_set_new(o, "module", json_integer(s->module));
       json_object_set_new(o, "kernel", json_string(s->kernel));
       json_object_set_new(o, "grid", grid);

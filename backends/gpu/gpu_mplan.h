@@ -22,15 +22,17 @@
  * kernel does not take — the generic kernels of gpu_lower_ew.c (one
  * thread per output element or row, f32). Nothing is refused for its shape.
  *
- * Kernel ABI (every kernel): four global pointers, launched with `grid`,
- * `block`, `shared_bytes` dynamic shared memory; each argument is a buffer
- * (plus a byte offset) or null (-1). */
+ * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
+ * output and workspace), launched with `grid`, `block`, `shared_bytes`
+ * dynamic shared memory; each argument is a buffer (plus a byte offset) or
+ * null (-1). */
 #ifndef COV_GPU_MPLAN_H
 #define COV_GPU_MPLAN_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backends/gpu/gpu_cdl.h"
 #include "backends/gpu/gpu_plan.h"
 #include "covenant/model.h"
 
@@ -67,6 +69,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_BATCHNORM, /* y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]; params packed [4][C] */
   GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element */
   GPU_EW_MATMUL,    /* y[g][m][n] = sum_k a[ga][m][k] b[gb][k][n], thread per output element */
+  GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
 } gpu_ew_kind;
 
 typedef enum gpu_ew_fn {
@@ -108,6 +111,7 @@ typedef struct gpu_ew {
   int bias;
   gpu_ew_fn post;
   float post0, post1;
+  gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
@@ -138,7 +142,8 @@ typedef struct gpu_mstep {
   int module;       /* index in modules */
   char kernel[160];
   unsigned grid[3], block[3], shared_bytes;
-  int args[4];      /* buffer ids, -1: null */
+  int args[GPU_CDL_MAX_ARGS]; /* buffer ids, -1: null */
+  int n_args;       /* 4, or a codelet kernel's inputs + outputs + workspaces */
   /* a channels-last MATRIX plan runs its NHWC transform first into the
    * workspace buffer args... (pre_kernel with pre_grid etc.) */
   int pre;          /* 1: this launch is the transform of the next one */
@@ -180,9 +185,11 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
                                   gpu_model_plan *out);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
- * (matrix kernels through gpu_reference on f16-rounded operands, generic
+ * (matrix kernels through gpu_reference on f16-rounded operands, codelet
+ * kernels through the reference interpreter, the layout and depthwise
  * kernels through gpu_ew_emulate), inputs f32 in model order, outputs
- * allocated here (f32). */
+ * allocated here (f32). The model the plan was compiled from must still
+ * be loaded: codelet steps name codelets of its library. */
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs);
 
