@@ -7,7 +7,10 @@
  * When the body is one loop nest whose outer loops write disjoint
  * elements (every write and every read of a written tensor indexes the
  * same injective combination of those loops' variables, and every scalar
- * local is assigned before it is read in an iteration), those loops are
+ * local is assigned before it is read in an iteration; a shaped local
+ * that no grid loop indexes is private to an iteration when each of its
+ * reads follows a write of the same element in the iteration, or a loop
+ * nest that wrote all of it), those loops are
  * the grid: one thread per iteration, the rest of the nest (reductions
  * included) a loop per thread; otherwise one thread runs the whole body
  * in program order. Locals with a shape live in global workspaces.
@@ -73,6 +76,9 @@ typedef struct gpu_cdl_bound {
   int64_t *extent;         /* per loop id */
   int par[CDL_MAX_LOOP_DEPTH]; /* loop ids on the grid, outermost first */
   const cdl_block *body;   /* what one work item runs */
+  /* per operand: a shaped local each work item writes before it reads it
+   * (a row's scratch): one copy per work item, at item * its size */
+  unsigned char priv[CDL_MAX_OPERANDS * 3];
   gpu_cdl_info info;
 } gpu_cdl_bound;
 cov_status gpu_cdl_bind(const gpu_cdl_call *k, gpu_cdl_bound *out);

@@ -81,7 +81,17 @@ typedef struct walk {
   int sig_has[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
   int64_t covers[CDL_MAX_OPERANDS * 3]; /* a write's grid part covers every element */
   int reads[CDL_MAX_OPERANDS * 3];      /* a written tensor is read too (from its zeros) */
+  unsigned char priv[CDL_MAX_OPERANDS * 3];    /* shaped locals private to a work item */
+  unsigned char full[CDL_MAX_OPERANDS * 3];    /* ... wholly written by an earlier nest */
+  unsigned char pending[CDL_MAX_OPERANDS * 3]; /* ... wholly written in the nest being walked */
 } walk;
+
+/* The innermost blocks being walked, each with the last write of every
+ * operand in it. */
+typedef struct blk {
+  const cdl_access *last[CDL_MAX_OPERANDS * 3];
+  const struct blk *up;
+} blk;
 
 static int written_tensor(const cdl_codelet *c, int op) {
   return c->operands[op].role == CDL_OUTPUT || (c->operands[op].role == CDL_LOCAL && c->operands[op].rank > 0);
@@ -103,10 +113,75 @@ static int covers(const gpu_cdl_bound *k, int op, const dimform *sig, const int 
   return 1;
 }
 
-static void check_tensor(walk *w, const cdl_access *a, int is_write) {
+static int no_grid_terms(walk *w, const cdl_access *a) {
+  for (int d = 0; d < w->k->c->operands[a->operand].rank; d++) {
+    dimform f;
+    if (!form_of(w->k, a, d, &f)) return 0;
+    for (int t = 0; t < f.n; t++)
+      if (is_par(w->k, w->n_par, f.loop[t])) return 0;
+  }
+  return 1;
+}
+
+static int same_element(const gpu_cdl_bound *k, const cdl_access *a, const cdl_access *b) {
+  for (int d = 0; d < k->c->operands[a->operand].rank; d++) {
+    dimform fa, fb;
+    if (!form_of(k, a, d, &fa) || !form_of(k, b, d, &fb) || fa.c0 != fb.c0 || fa.n != fb.n) return 0;
+    for (int t = 0; t < fa.n; t++)
+      if (fa.loop[t] != fb.loop[t] || fa.coef[t] != fb.coef[t]) return 0;
+  }
+  return 1;
+}
+
+/* A write whose loops enumerate every element of its tensor once. */
+static int writes_all(const gpu_cdl_bound *k, const cdl_access *a) {
+  dimform sig[COV_MAX_RANK];
+  int has[COV_MAX_RANK];
+  int rank = k->c->operands[a->operand].rank;
+  for (int d = 0; d < rank; d++) {
+    if (!form_of(k, a, d, &sig[d])) return 0;
+    dimform *f = &sig[d];
+    for (int t = 1; t < f->n; t++)
+      for (int u = t; u > 0 && f->coef[u - 1] > f->coef[u]; u--) {
+        int64_t c = f->coef[u];
+        int l = f->loop[u];
+        f->coef[u] = f->coef[u - 1], f->loop[u] = f->loop[u - 1], f->coef[u - 1] = c, f->loop[u - 1] = l;
+      }
+    has[d] = 1;
+  }
+  return covers(k, a->operand, sig, has);
+}
+
+/* A shaped local no grid loop indexes: private to the work item if read
+ * only where it was written before in the item. */
+static void check_private(walk *w, const blk *bk, const cdl_access *a, int is_write) {
+  int op = a->operand;
+  w->priv[op] = 1;
+  if (is_write) {
+    if (writes_all(w->k, a)) w->pending[op] = 1;
+    return;
+  }
+  if (w->full[op]) return;
+  for (const blk *b = bk; b; b = b->up)
+    if (b->last[op]) {
+      if (!same_element(w->k, b->last[op], a)) w->ok = 0;
+      return;
+    }
+  w->ok = 0;
+}
+
+static void check_tensor(walk *w, const blk *bk, const cdl_access *a, int is_write) {
   const cdl_codelet *c = w->k->c;
   int op = a->operand;
   if (!written_tensor(c, op)) return;
+  if (c->operands[op].role == CDL_LOCAL && no_grid_terms(w, a) && !w->have[op]) {
+    check_private(w, bk, a, is_write);
+    return;
+  }
+  if (w->priv[op]) {
+    w->ok = 0;
+    return;
+  }
   dimform sig[COV_MAX_RANK];
   int has[COV_MAX_RANK] = {0};
   if (!grid_sig(w->k, w->n_par, a, sig, has)) {
@@ -136,23 +211,34 @@ static int scalar_local(const cdl_codelet *c, int op) {
 
 /* Program order over a work item's statements: scalar locals read before
  * they are assigned make iterations depend on each other. `runs`: every
- * enclosing inner loop runs at least once. */
-static void walk_block(walk *w, const cdl_block *b, int runs) {
+ * enclosing inner loop runs at least once; `up`: the enclosing blocks
+ * (NULL: the work item's body, whose nests complete private writes). */
+static void walk_block(walk *w, const cdl_block *b, int runs, const blk *up, int top) {
+  blk *bk = calloc(1, sizeof *bk);
+  if (!bk) {
+    w->ok = 0;
+    return;
+  }
+  bk->up = up;
   for (size_t i = 0; i < b->n && w->ok; i++) {
     const cdl_stmt *s = b->stmts[i];
     if (s->kind == CDL_ST_LOOP) {
-      walk_block(w, &s->loop.body, runs && w->k->extent[s->loop.id] >= 1);
-      continue;
+      walk_block(w, &s->loop.body, runs && w->k->extent[s->loop.id] >= 1, bk, 0);
+    } else {
+      for (int j = 0; j < s->n_args; j++) {
+        if (s->args[j].kind != CDL_ARG_ACCESS) continue;
+        const cdl_access *a = &s->args[j].access;
+        if (scalar_local(w->k->c, a->operand) && !w->defined[a->operand]) w->ok = 0;
+        check_tensor(w, bk, a, 0);
+      }
+      if (scalar_local(w->k->c, s->dst.operand) && runs) w->defined[s->dst.operand] = 1;
+      check_tensor(w, bk, &s->dst, 1);
+      bk->last[s->dst.operand] = &s->dst;
     }
-    for (int j = 0; j < s->n_args; j++) {
-      if (s->args[j].kind != CDL_ARG_ACCESS) continue;
-      const cdl_access *a = &s->args[j].access;
-      if (scalar_local(w->k->c, a->operand) && !w->defined[a->operand]) w->ok = 0;
-      check_tensor(w, a, 0);
-    }
-    if (scalar_local(w->k->c, s->dst.operand) && runs) w->defined[s->dst.operand] = 1;
-    check_tensor(w, &s->dst, 1);
+    if (top && runs)
+      for (int op = 0; op < CDL_MAX_OPERANDS * 3; op++) w->full[op] |= w->pending[op];
   }
+  free(bk);
 }
 
 /* Tries the first n_par loops of the nest as the grid. */
@@ -160,9 +246,12 @@ static int try_grid(gpu_cdl_bound *k, int n_par, const cdl_block *body, int64_t 
   walk *w = calloc(1, sizeof *w);
   if (!w) return 0;
   w->k = k, w->n_par = n_par, w->ok = 1;
-  walk_block(w, body, 1);
+  walk_block(w, body, 1, NULL, 1);
   int ok = w->ok;
-  for (int op = 0; ok && op < k->c->n_inputs + k->c->n_outputs + k->c->n_locals; op++) covered[op] = w->covers[op] && !w->reads[op];
+  for (int op = 0; ok && op < k->c->n_inputs + k->c->n_outputs + k->c->n_locals; op++) {
+    covered[op] = w->covers[op] && !w->reads[op];
+    k->priv[op] = n_par > 0 && w->priv[op];
+  }
   free(w);
   return ok;
 }
@@ -199,6 +288,11 @@ static cov_status fill_info(gpu_cdl_bound *k, const int64_t *covered) {
   const cdl_codelet *c = k->c;
   gpu_cdl_info *in = &k->info;
   int n = 0;
+  in->threads = 1;
+  for (int j = 0; j < in->n_par; j++) in->threads *= k->extent[k->par[j]] > 0 ? k->extent[k->par[j]] : 0;
+  if (in->threads / GPU_EW_THREADS >= INT32_MAX)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->file, c->name), "codelet '%s': %lld work items", c->name,
+                     (long long)in->threads);
   for (int op = 0; op < c->n_inputs + c->n_outputs + c->n_locals; op++) {
     const cdl_operand *o = &c->operands[op];
     if (o->role == CDL_LOCAL && o->rank == 0) continue;
@@ -212,17 +306,16 @@ static cov_status fill_info(gpu_cdl_bound *k, const int64_t *covered) {
         return cov_error(COV_OUT_OF_RANGE, GPU_LOC(c->file, c->name), "codelet '%s': operand '%s' is too large", c->name,
                          o->name);
     }
-    in->zero[n] = o->role != CDL_INPUT && !(in->n_par && covered[op]);
+    if (k->priv[op] && __builtin_mul_overflow(in->numel[n], in->threads, &in->numel[n]))
+      return cov_error(COV_OUT_OF_RANGE, GPU_LOC(c->file, c->name), "codelet '%s': local '%s' is too large", c->name,
+                       o->name);
+    if (k->priv[op]) in->rank[n] = 1, in->shape[n][0] = in->numel[n];
+    in->zero[n] = o->role != CDL_INPUT && !(in->n_par && covered[op]) && !k->priv[op];
     if (o->role == CDL_OUTPUT) in->n_out++;
     if (o->role == CDL_LOCAL) in->n_ws++;
     n++;
   }
   in->n_args = n;
-  in->threads = 1;
-  for (int j = 0; j < in->n_par; j++) in->threads *= k->extent[k->par[j]] > 0 ? k->extent[k->par[j]] : 0;
-  if (in->threads / GPU_EW_THREADS >= INT32_MAX)
-    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->file, c->name), "codelet '%s': %lld work items", c->name,
-                     (long long)in->threads);
   return NULL;
 }
 

@@ -19,6 +19,7 @@ typedef struct cg {
   const gpu_cdl_bound *k;
   LLVMValueRef ptr[CDL_MAX_OPERANDS * 3]; /* tensors: global pointers; scalar locals: allocas */
   LLVMValueRef *lv;                       /* per loop id: the counter (i64) */
+  LLVMValueRef item;                      /* the work item (i64) */
 } cg;
 
 #define I64(v) LLVMConstInt(x->g->i64, (unsigned long long)(int64_t)(v), 1)
@@ -140,6 +141,11 @@ static LLVMValueRef address(cg *x, const cdl_access *a, LLVMValueRef *ok) {
     flat = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, I64(ext), ""), i, "");
   }
   if (*ok) flat = LLVMBuildSelect(g->b, *ok, flat, I64(0), "");
+  if (x->k->priv[op]) { /* the work item's copy */
+    int64_t size = 1;
+    for (int d = 0; d < rank; d++) size *= x->k->b.shape[op][d];
+    flat = LLVMBuildAdd(g->b, flat, LLVMBuildMul(g->b, x->item, I64(size), ""), "");
+  }
   return LLVMBuildInBoundsGEP2(g->b, elem_type(g, x->k->b.dtype[op]), x->ptr[op], &flat, 1, "");
 }
 
@@ -424,6 +430,7 @@ cov_status gpu_lower_cdl(const gpu_cdl_call *kc, const gpu_target_ops *target, L
     LLVMValueRef tid = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, target->block_id(g, 0), C(GPU_EW_THREADS), ""),
                                     target->thread_id(g), "");
     LLVMValueRef i = LLVMBuildZExt(g->b, tid, g->i64, "");
+    x.item = i;
     LLVMBasicBlockRef join;
     begin_if(g, LLVMBuildICmp(g->b, LLVMIntULT, i, LLVMConstInt(g->i64, (unsigned long long)k.info.threads, 0), ""), &join);
     for (int j = k.info.n_par - 1; j >= 0; j--) { /* the last grid loop varies fastest */

@@ -10,7 +10,8 @@
  * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
  * cannot be bound to the generated shapes are listed and counted, and
  * fewer than MIN_RUN run codelets fail the test.
- * Usage: test_gpu_cdl_jit [-t TARGET]... [FILE.cdl]... */
+ * -d DIM: the dims' size (default 3; larger ones span many workgroups).
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-n MIN_RUN] [FILE.cdl]... */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -54,6 +55,7 @@ static const gpu_target_ops k_host = {
 /* ---- inputs ------------------------------------------------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static int64_t base_dim = 3; /* -d: the smallest dim tried */
 static double next(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return (double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
@@ -203,7 +205,7 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg) {
   cov_status st = NULL;
   int bound = 0;
   for (int tp = 0; tp < 4 && !bound; tp++)
-    for (int64_t dim = 3; dim <= 6 && !bound; dim++) {
+    for (int64_t dim = base_dim; dim <= base_dim + 3 && !bound; dim++) {
       if (!make_call(c, dim, tp, &k)) break;
       st = gpu_cdl_analyse(&k, &in);
       bound = !st;
@@ -289,6 +291,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-t") && i + 1 < argc && n_tg < MAX_TARGETS) {
       st = gpu_target_open(backend_gpu_vendors(), argv[++i], COV_F16, &tg[n_tg]);
       if (!st) n_tg++;
+      continue;
+    }
+    if (!strcmp(argv[i], "-d") && i + 1 < argc) {
+      base_dim = atoi(argv[++i]);
       continue;
     }
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
