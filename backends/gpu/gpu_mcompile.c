@@ -344,7 +344,6 @@ static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p
   *p0 = 0, *p1 = 0;
   if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
   else if (f == GPU_FN_CLIP) *p0 = (float)attr_f(c, "lo", -INFINITY), *p1 = (float)attr_f(c, "hi", INFINITY);
-  else if (f == GPU_FN_LEAKY) *p0 = (float)attr_f(c, "alpha", 0.01);
 }
 
 /* The call's attributes, named by the codelet's own strings (the
@@ -759,20 +758,17 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
 }
 
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
-  const int64_t va[] = {a->kind, a->fn, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
-                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->a[0], a->a[1], a->a[2], a->a[3],
-                        a->b[0], a->b[1], a->b[2], a->b[3], a->y[0], a->y[1], a->y[2], a->y[3], a->N, a->C, a->H,
-                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->count_include_pad, a->G, a->M, a->cols, a->Kd, a->ga, a->gb, a->bias, a->post};
-  const int64_t vb[] = {b->kind, b->fn, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
-                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->a[0], b->a[1], b->a[2], b->a[3],
-                        b->b[0], b->b[1], b->b[2], b->b[3], b->y[0], b->y[1], b->y[2], b->y[3], b->N, b->C, b->H,
-                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->count_include_pad, b->G, b->M, b->cols, b->Kd, b->ga, b->gb, b->bias, b->post};
   if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
     return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
-  return !memcmp(va, vb, sizeof va) && a->p0 == b->p0 && a->p1 == b->p1 && a->post0 == b->post0 &&
-         a->post1 == b->post1;
+  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
+                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
+                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
+                        a->bias, a->post};
+  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
+                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
+                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
+                        b->bias, b->post};
+  return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
 }
 
 /* the plan's description (problem, tile, copies, layout, launch): equal
