@@ -4,7 +4,7 @@
  * bound to small shapes, lowered to LLVM IR with a host table of target
  * operations (work-item ids from two globals, 2^x from llvm.exp2),
  * verified (LLVMVerifyModule), optimised at O2 and run on this CPU through
- * LLVM's JIT, every work item of the grid in turn; its outputs are
+ * LLVM's JIT, every work item of the grid in a scrambled order; its outputs are
  * compared with the reference interpreter's on the same random inputs.
  * Each call is also built for the GPU targets named with -t (PTX or HSACO
  * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
@@ -178,14 +178,16 @@ static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
   }
   kfn f = (kfn)(uintptr_t)fa;
   int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
-  int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS;
+  int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
   void *a[8] = {0};
   for (int i = 0; i < in->n_args; i++) a[i] = args[i];
-  for (int64_t b = 0; b < blocks; b++)
-    for (int t = 0; t < GPU_EW_THREADS; t++) {
-      *bid = (int32_t)b, *tid = t;
-      f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-    }
+  /* work items in a scrambled order (a prime step above their count): a
+   * kernel must not depend on the order its items run in */
+  for (int64_t i = 0; i < total; i++) {
+    int64_t item = i * 1000003 % total;
+    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
+    f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  }
   LLVMOrcDisposeLLJIT(J);
   return 0;
 }
