@@ -16,11 +16,9 @@
  * Every compute group then becomes kernels: convolutions, Gemm, MatMul and
  * batched MatMul the tiled matrix kernel of gpu_lower.c (f16 operands,
  * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
- * softmax fused where the plan allows), everything else — the rest of a
- * chain, element-wise and broadcasting operations, pooling of any window,
- * global pools, softmax, layer norm, convolutions and matmuls the matrix
- * kernel does not take — the generic kernels of gpu_lower_ew.c (one
- * thread per output element or row, f32). Nothing is refused for its shape.
+ * softmax fused where the plan allows), depthwise convolutions the direct
+ * kernel of gpu_lower_ew.c, every other call its codelet's kernel lowered
+ * from the loop nest (gpu_cdl.h). Nothing is refused for its shape.
  *
  * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
  * output and workspace), launched with `grid`, `block`, `shared_bytes`
