@@ -10,8 +10,9 @@
  * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
  * cannot be bound to the generated shapes are listed and counted, and
  * fewer than MIN_RUN run codelets fail the test.
- * -d DIM: the dims' size (default 3; larger ones span many workgroups).
- * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-n MIN_RUN] [FILE.cdl]... */
+ * -d DIM: the dims' size (default 3; larger ones span many workgroups);
+ * -f DTYPE: what float type parameters bind (default f32; f16, bf16, f64).
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [FILE.cdl]... */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -56,6 +57,7 @@ static const gpu_target_ops k_host = {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static int64_t base_dim = 3; /* -d: the smallest dim tried */
+static cov_dtype float_pick = COV_F32; /* -f: what float type parameters bind */
 static double next(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return (double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
@@ -69,6 +71,8 @@ static void fill(cov_tensor *t) {
     switch (t->dtype) {
     case COV_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
     case COV_F16: { uint16_t h = cov_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+    case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+    case COV_F64: memcpy(p, &v, 8); break;
     case COV_I8: case COV_U8: *p = (unsigned char)(int)(v * 3 + 4); break;
     case COV_BOOL: *p = v > 0; break;
     case COV_I32: { int32_t x = (int32_t)(v * 5); memcpy(p, &x, 4); break; }
@@ -83,6 +87,8 @@ static double elem(const cov_tensor *t, int64_t i) {
   switch (t->dtype) {
   case COV_F32: { float f; memcpy(&f, p, 4); return f; }
   case COV_F16: { uint16_t h; memcpy(&h, p, 2); return cov_f16_to_f32(h); }
+  case COV_BF16: { uint16_t h; memcpy(&h, p, 2); return cov_bf16_to_f32(h); }
+  case COV_F64: { double v; memcpy(&v, p, 8); return v; }
   case COV_I8: return (int8_t)*p;
   case COV_U8: case COV_BOOL: return *p;
   case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
@@ -95,7 +101,7 @@ static double elem(const cov_tensor *t, int64_t i) {
  * admitted of f32 / i32 / i8 / u8 (`tp` picks per attempt), required
  * attributes 1 (int) or 0.5 (float). */
 static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k) {
-  static const cov_dtype pick[] = {COV_F32, COV_I32, COV_I8, COV_U8, COV_BOOL};
+  const cov_dtype pick[] = {float_pick, COV_I32, COV_I8, COV_U8, COV_BOOL};
   memset(k, 0, sizeof *k);
   k->c = c;
   cov_dtype tpd[CDL_MAX_TPARAMS];
@@ -192,11 +198,14 @@ static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
   return 0;
 }
 
-static int close_enough(double g, double r, int is_float) {
-  if (!is_float) return g == r;
+/* f32 arithmetic against the interpreter's double: a few f32 ulps, or
+ * one rounding of the 16-bit type apart (computed in f32, then rounded) */
+static int close_enough(double g, double r, cov_dtype d) {
+  if (!cov_dtype_is_float(d)) return g == r;
   if (isnan(g) || isnan(r)) return isnan(g) && isnan(r);
-  if (isinf(r) || isinf(g)) return g == r || fabs(r) > 1e30;
-  return fabs(g - r) <= 2e-4 * fmax(1.0, fabs(r));
+  if (isinf(r) || isinf(g)) return g == r || fabs(r) > 1e30 || (d != COV_F32 && d != COV_F64 && fabs(g) > 6e4);
+  double tol = d == COV_F16 ? 2e-3 : d == COV_BF16 ? 1.6e-2 : 2e-4;
+  return fabs(g - r) <= tol * fmax(1.0, fabs(r));
 }
 
 /* One codelet: bound, run both ways, compared. Returns 0 pass, 1 fail,
@@ -235,7 +244,7 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg) {
     const cov_tensor *g = &t[k.n_in + o];
     int64_t bad = -1, n = cov_tensor_numel(g);
     for (int64_t i = 0; i < n && bad < 0; i++)
-      if (!close_enough(elem(g, i), elem(&ref[o], i), cov_dtype_is_float(g->dtype))) bad = i;
+      if (!close_enough(elem(g, i), elem(&ref[o], i), g->dtype)) bad = i;
     if (bad >= 0) {
       fprintf(stderr, "FAIL %s: output %d element %lld: %.9g, the interpreter %.9g\n", c->name, o, (long long)bad,
               elem(g, bad), elem(&ref[o], bad));
@@ -297,6 +306,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "-d") && i + 1 < argc) {
       base_dim = atoi(argv[++i]);
+      continue;
+    }
+    if (!strcmp(argv[i], "-f") && i + 1 < argc) {
+      float_pick = cov_dtype_from_name(argv[++i]);
       continue;
     }
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
