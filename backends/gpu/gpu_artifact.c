@@ -31,7 +31,7 @@ static crt_buf_kind kind_of(gpu_buf_kind k) {
  * matrix kernel (plan.tma) takes tensor maps over A and B instead
  * (gpu_tma_dims), which makes the artifact format version 2. */
 static void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < s->n_args; k++) {
     crt_arg none = {.kind = CRT_ARG_I64}; /* a null pointer */
     args[k] = s->args[k] < 0 ? none : crt_buf_arg(map[s->args[k]], 0);
   }
@@ -60,7 +60,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   for (int i = 0; i < p->n_steps; i++) {
     const gpu_mstep *s = &p->steps[i];
     if (s->op == GPU_STEP_FILL && s->fill_buf >= 0 && s->fill_buf < p->n_bufs) used[s->fill_buf] = 1;
-    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < 4; k++)
+    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++)
       if (s->args[k] >= 0 && s->args[k] < p->n_bufs) used[s->args[k]] = 1;
   }
   cov_status st = NULL;
@@ -105,9 +105,10 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
       st = cov_error(COV_INTERNAL, GPU_LOC(model_path, s->kernel), "step %d (%s) has no code module", i, s->kernel);
       break;
     }
-    crt_arg args[4];
+    crt_arg args[GPU_CDL_MAX_ARGS];
     gpu_mstep_args(s, map, args);
-    crt_add_launch(b, s->group, s->label, mods[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args, 4);
+    crt_add_launch(b, s->group, s->label, mods[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args,
+                   s->n_args);
   }
   free(mods), free(map), free(used);
   if (st) {

@@ -26,8 +26,8 @@ cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_p
 /* Loads MODEL, compiles it whole for target opts->target and writes the
  * artifact to `out_path`. */
 /* Whether the model compiler has a GPU kernel for calls of `codelet`
- * (gpu_kernels.c): a group whose calls all have one compiles; others are
- * refused (a GPU model runs whole on the device). */
+ * (gpu_kernels.c): every codelet does (lowered from its loop nest); a call
+ * can still be refused when the model is compiled (its dtypes). */
 bool gpu_codelet_has_kernel(const char *codelet);
 
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,

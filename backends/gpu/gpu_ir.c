@@ -38,12 +38,14 @@ cov_status gpu_gen_init(gpu_gen *g, const gpu_plan *plan, const gpu_target_ops *
   return NULL;
 }
 
-/* Adds kernel `name` (4 noalias pointer arguments) and a builder at its
- * entry. */
-void gpu_add_kernel(gpu_gen *g, const char *name) {
-  LLVMTypeRef params[4] = {g->gptr, g->gptr, g->gptr, g->gptr};
-  g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0));
-  for (unsigned i = 0; i < 4; i++) {
+void gpu_add_kernel(gpu_gen *g, const char *name) { gpu_add_kernel_n(g, name, 4); }
+
+void gpu_add_kernel_n(gpu_gen *g, const char *name, int n) {
+  LLVMTypeRef params[GPU_KERNEL_MAX_PARAMS];
+  if (n > GPU_KERNEL_MAX_PARAMS) n = GPU_KERNEL_MAX_PARAMS;
+  for (int i = 0; i < n; i++) params[i] = g->gptr;
+  g->fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)n, 0));
+  for (unsigned i = 0; i < (unsigned)n; i++) {
     const char *attr = "noalias";
     LLVMAddAttributeAtIndex(g->fn, i + 1, LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attr, strlen(attr)), 0));
   }

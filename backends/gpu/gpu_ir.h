@@ -91,6 +91,9 @@ cov_status gpu_gen_init(gpu_gen *g, const gpu_plan *plan, const gpu_target_ops *
 /* Adds kernel `name` (4 noalias pointer arguments) and a builder at its
  * entry. */
 void gpu_add_kernel(gpu_gen *g, const char *name);
+/* The same with n pointer arguments (at most GPU_KERNEL_MAX_PARAMS). */
+enum { GPU_KERNEL_MAX_PARAMS = 64 };
+void gpu_add_kernel_n(gpu_gen *g, const char *name, int n);
 
 /* The epilogue's activation of one f32 value (gpu_lower.c). */
 LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v);

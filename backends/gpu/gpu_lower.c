@@ -15,7 +15,6 @@
  * check bounds every tensor below 2^31 elements.
  *
  * long: transfer emits one tile's global-to-shared copy in its three forms (whole vectors, guarded elements, asynchronous) over the same index math
- * long: gpu_lower emits the kernel in the order it runs (prologue, pipelined K loop, epilogue); its LLVM values are shared across the stages
  */
 #include <math.h>
 #include <stdio.h>
@@ -276,30 +275,18 @@ static void build_ktable(kernel *k, long long entries) {
   g->target->barrier(g);
 }
 
-cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
-                     const char *name) {
-  gpu_gen gg = {0}, *g = &gg;
-  COV_RETURN_IF_ERROR(gpu_gen_init(g, plan, target, mod));
-  if (plan->prob.kind == GPU_OP_MAXPOOL || plan->dw) {
-    gpu_add_kernel(g, name);
-    if (plan->dw)
-      gpu_lower_dw(g, plan);
-    else
-      gpu_lower_maxpool(g, plan);
-    LLVMBuildRetVoid(g->b);
-    LLVMDisposeBuilder(g->b);
-    return NULL;
-  }
-  kernel kk = {0}, *k = &kk;
-  k->g = g;
-  k->p = plan;
-  /* warpgroup MMA: the epilogue sees a warp's accumulators as fragments */
+/* The fragments the plan's warps accumulate with (the target's matrix
+ * instruction, warpgroup MMA or the shared FMA fragment) and the tile
+ * sizes derived from them. */
+static cov_status pick_fragments(kernel *k) {
+  const gpu_plan *plan = k->p;
+  const gpu_target_ops *target = k->g->target;
   if (plan->wgmma && !target->wg_mma)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: target %s has no warpgroup MMA", target->name);
   k->fr = plan->wgmma ? target->wg_acc : plan->matrix ? target->matrix_frag(plan) : gpu_fma_frag(plan->warp_size);
-  if (plan->wgmma) {
-    /* 16 rows of each warp, wn / 8 column blocks */
-  } else if (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk)
+  /* warpgroup MMA: the epilogue sees a warp's accumulators as fragments
+   * (16 rows of each warp, wn / 8 column blocks) */
+  if (!plan->wgmma && (!k->fr || k->fr->fm != plan->fm || k->fr->fn != plan->fn || k->fr->fk != plan->fk))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob),
                      "GPU lowering: target %s has no %s fragment %dx%dx%d for %s inputs", target->name,
                      plan->matrix ? "matrix" : "FMA", plan->fm, plan->fn, plan->fk,
@@ -309,27 +296,14 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->stage_bytes = k->a_bytes + plan->bk * plan->bn * k->esize;
   k->nmf = plan->wgmma ? 1 : plan->wm / plan->fm;
   k->nnf = plan->wgmma ? plan->wn / k->fr->fn : plan->wn / plan->fn;
+  return NULL;
+}
 
-  gpu_add_kernel(g, name);
-  k->A = LLVMGetParam(g->fn, 0);
-  k->B = LLVMGetParam(g->fn, 1);
-  k->Cout = LLVMGetParam(g->fn, 2);
-  k->bias = LLVMGetParam(g->fn, 3);
-
-  int n_acc = k->nmf * k->nnf * k->fr->n_acc;
-  LLVMValueRef slots[n_acc];
-  k->acc_slots = slots;
-  for (int i = 0; i < n_acc; i++) {
-    slots[i] = LLVMBuildAlloca(g->b, g->f32, "acc");
-  }
-  for (int i = 0; i < n_acc; i++) LLVMBuildStore(g->b, LLVMConstReal(g->f32, 0.0), slots[i]);
-  if (plan->tma) { /* the warp-specialised persistent kernel (gpu_lower_ws.c) */
-    cov_status st = gpu_lower_ws(k);
-    LLVMDisposeBuilder(g->b);
-    return st;
-  }
-
-  k->tid = target->thread_id(g);
+/* This thread's warp sub-tile origin (wrow, wcol) and lane. */
+static void warp_origin(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *plan = k->p;
+  k->tid = g->target->thread_id(g);
   g->lane = urem(g, k->tid, plan->warp_size);
   LLVMValueRef warp = udiv(g, k->tid, plan->warp_size);
   int warps_n = plan->bn / plan->wn;
@@ -345,8 +319,14 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     k->wrow = mul(g, udiv(g, warp, warps_n), C(plan->wm));
     k->wcol = mul(g, urem(g, warp, warps_n), C(plan->wn));
   }
-  /* gpu_raster, in IR */
-  LLVMValueRef bx = target->block_id(g, 0), by = target->block_id(g, 1);
+}
+
+/* The workgroup's output tile (m0, n0, gidx: gpu_raster, in IR) and its
+ * shared memory. */
+static void tile_origin(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *plan = k->p;
+  LLVMValueRef bx = g->target->block_id(g, 0), by = g->target->block_id(g, 1);
   long long gx = plan->grid[0], gy = plan->grid[1], grp = 8, per = grp * gx;
   LLVMValueRef pid = add(g, mul(g, by, C(gx)), bx);
   LLVMValueRef first = mul(g, udiv(g, pid, per), C(grp));
@@ -357,8 +337,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   LLVMValueRef tx = LLVMBuildUDiv(g->b, in, rows, "");
   k->n0 = mul(g, tx, C(plan->bn));
   k->m0 = mul(g, ty, C(plan->bm));
-  k->gidx = target->block_id(g, 2);
-  k->smem = target->shared_array(g, plan->shared_bytes);
+  k->gidx = g->target->block_id(g, 2);
+  k->smem = g->target->shared_array(g, plan->shared_bytes);
   if (plan->wgmma) {
     /* the swizzle pattern the instructions apply repeats every 1024 bytes
      * of address: tiles start on such a boundary (the plan has 1 KiB spare) */
@@ -366,32 +346,15 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     LLVMValueRef pad = LLVMBuildAnd(g->b, LLVMBuildSub(g->b, C(0), a, ""), C(1023), "");
     k->smem = gep8(g, k->smem, pad);
   }
+}
 
-  int S = plan->stages;
-  long long KT = (plan->K + plan->bk - 1) / plan->bk;
-  if (plan->ktable) build_ktable(k, KT * plan->bk);
-  int async = target->async_copy16 != NULL && (plan->vector_copy || plan->nhwc);
-  LLVMValueRef staged[MAX_STAGED];
-  if (n_staged(plan, k->esize) > MAX_STAGED) {
-    LLVMDisposeBuilder(g->b);
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: %d copies per thread and tile (at most %d)",
-                     n_staged(plan, k->esize), MAX_STAGED);
-  }
-  /* prologue: the first S-1 tiles in flight (one commit group each, even
-   * when empty, so that the wait count below is uniform); S-2 when a
-   * warpgroup-MMA batch stays in flight across a step and holds one more
-   * stage */
-  int D = plan->wgmma ? plan->wg_inflight : 0, ahead = S - 1 - D;
-  for (int s = 0; s < ahead; s++) {
-    if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
-    if (async) target->async_commit(g);
-  }
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
-  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kloop");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kdone");
-  LLVMBuildBr(g->b, loop);
-  LLVMPositionBuilderAtEnd(g->b, loop);
-  LLVMValueRef kt = LLVMBuildPhi(g->b, g->i32, "kt");
+/* One step of the K loop at tile kt: wait for it, issue the copies of tile
+ * kt + ahead, and the matrix work on tile kt. */
+static void k_step(kernel *k, LLVMValueRef kt, long long KT, int ahead, int async, LLVMValueRef *staged) {
+  gpu_gen *g = k->g;
+  const gpu_plan *plan = k->p;
+  const gpu_target_ops *target = g->target;
+  int S = plan->stages, D = plan->wgmma ? plan->wg_inflight : 0;
   /* tile kt has landed once at most ahead-1 groups are pending; the
    * barrier also tells every warp that stage (kt-1-D) % S, refilled next,
    * is free */
@@ -428,6 +391,37 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     compute_stage(k, urem(g, kt, S));
     transfer(k, next, urem(g, next, S), NULL, STORE, staged);
   }
+}
+
+/* The pipeline: the prologue's copies, then the K loop (an IR loop). */
+static cov_status k_loop(kernel *k) {
+  gpu_gen *g = k->g;
+  const gpu_plan *plan = k->p;
+  const gpu_target_ops *target = g->target;
+  int S = plan->stages;
+  long long KT = (plan->K + plan->bk - 1) / plan->bk;
+  if (plan->ktable) build_ktable(k, KT * plan->bk);
+  int async = target->async_copy16 != NULL && (plan->vector_copy || plan->nhwc);
+  LLVMValueRef staged[MAX_STAGED];
+  if (n_staged(plan, k->esize) > MAX_STAGED)
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&plan->prob), "GPU lowering: %d copies per thread and tile (at most %d)",
+                     n_staged(plan, k->esize), MAX_STAGED);
+  /* prologue: the first S-1 tiles in flight (one commit group each, even
+   * when empty, so that the wait count below is uniform); S-2 when a
+   * warpgroup-MMA batch stays in flight across a step and holds one more
+   * stage */
+  int D = plan->wgmma ? plan->wg_inflight : 0, ahead = S - 1 - D;
+  for (int s = 0; s < ahead; s++) {
+    if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
+    if (async) target->async_commit(g);
+  }
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kloop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "kdone");
+  LLVMBuildBr(g->b, loop);
+  LLVMPositionBuilderAtEnd(g->b, loop);
+  LLVMValueRef kt = LLVMBuildPhi(g->b, g->i32, "kt");
+  k_step(k, kt, KT, ahead, async, staged);
   LLVMValueRef kt1 = add(g, kt, C(1));
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
   LLVMBuildCondBr(g->b, ult(g, kt1, KT), loop, done);
@@ -440,31 +434,82 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     for (int i = 0; i < plan->wn / 2; i++) acc[i] = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[i], "");
     gpu_k_wg_wait(k, acc, 0);
   }
-  if (plan->staged) {
-    gpu_k_stage_out(k);
-    if (plan->prob.epi.softmax)
-      gpu_k_softmax_rows(k);
-    else if (plan->prob.nhwc_io)
-      gpu_k_conv_staged_store_nhwc(k);
-    else
-      gpu_k_conv_staged_store(k);
-  } else {
+  return NULL;
+}
+
+static void epilogue(kernel *k) {
+  const gpu_plan *plan = k->p;
+  if (!plan->staged) {
     gpu_k_epilogue(k);
+    return;
   }
+  gpu_k_stage_out(k);
+  if (plan->prob.epi.softmax)
+    gpu_k_softmax_rows(k);
+  else if (plan->prob.nhwc_io)
+    gpu_k_conv_staged_store_nhwc(k);
+  else
+    gpu_k_conv_staged_store(k);
+}
+
+/* The channels-last input transform, a second kernel with its own launch
+ * bounds. */
+static void nhwc_kernel(gpu_gen *g, const gpu_plan *plan, const char *name) {
+  gpu_plan tp = *plan;
+  tp.threads = GPU_NHWC_THREADS;
+  g->plan = &tp;
+  char pre_name[160];
+  snprintf(pre_name, sizeof pre_name, "%s_nhwc", name);
+  gpu_add_kernel(g, pre_name);
+  gpu_lower_nhwc(g, &tp);
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
-  if (plan->nhwc && !plan->prob.nhwc_io) {
-    /* the input transform, with its own launch bounds */
-    gpu_plan tp = *plan;
-    tp.threads = GPU_NHWC_THREADS;
-    g->plan = &tp;
-    char pre_name[160];
-    snprintf(pre_name, sizeof pre_name, "%s_nhwc", name);
-    gpu_add_kernel(g, pre_name);
-    gpu_lower_nhwc(g, &tp);
+  g->plan = plan;
+}
+
+cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMModuleRef mod,
+                     const char *name) {
+  gpu_gen gg = {0}, *g = &gg;
+  COV_RETURN_IF_ERROR(gpu_gen_init(g, plan, target, mod));
+  if (plan->prob.kind == GPU_OP_MAXPOOL || plan->dw) {
+    gpu_add_kernel(g, name);
+    if (plan->dw)
+      gpu_lower_dw(g, plan);
+    else
+      gpu_lower_maxpool(g, plan);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
-    g->plan = plan;
+    return NULL;
   }
+  kernel kk = {0}, *k = &kk;
+  k->g = g;
+  k->p = plan;
+  COV_RETURN_IF_ERROR(pick_fragments(k));
+  gpu_add_kernel(g, name);
+  k->A = LLVMGetParam(g->fn, 0);
+  k->B = LLVMGetParam(g->fn, 1);
+  k->Cout = LLVMGetParam(g->fn, 2);
+  k->bias = LLVMGetParam(g->fn, 3);
+  int n_acc = k->nmf * k->nnf * k->fr->n_acc;
+  LLVMValueRef slots[n_acc];
+  k->acc_slots = slots;
+  for (int i = 0; i < n_acc; i++) slots[i] = LLVMBuildAlloca(g->b, g->f32, "acc");
+  for (int i = 0; i < n_acc; i++) LLVMBuildStore(g->b, LLVMConstReal(g->f32, 0.0), slots[i]);
+  if (plan->tma) { /* the warp-specialised persistent kernel (gpu_lower_ws.c) */
+    cov_status st = gpu_lower_ws(k);
+    LLVMDisposeBuilder(g->b);
+    return st;
+  }
+  warp_origin(k);
+  tile_origin(k);
+  cov_status st = k_loop(k);
+  if (st) {
+    LLVMDisposeBuilder(g->b);
+    return st;
+  }
+  epilogue(k);
+  LLVMBuildRetVoid(g->b);
+  LLVMDisposeBuilder(g->b);
+  if (plan->nhwc && !plan->prob.nhwc_io) nhwc_kernel(g, plan, name);
   return NULL;
 }

@@ -81,6 +81,7 @@ static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
     gpu_cap_call *dst = &g->calls[c];
     dst->node = dup_str(src->node);
     dst->codelet = dup_str(src->codelet);
+    dst->cdl = cov_codelet_lib_find(cov_model_group_codelets(d), src->codelet);
     dst->n_attrs = src->n_attrs;
     dst->attrs = calloc(src->n_attrs ? src->n_attrs : 1, sizeof *dst->attrs);
     dst->n_args = src->n_args;

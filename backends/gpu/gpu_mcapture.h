@@ -33,6 +33,7 @@ typedef struct gpu_cap_arg {
 
 typedef struct gpu_cap_call {
   char *node, *codelet;
+  const cov_codelet *cdl; /* the codelet (the model's library's) */
   cov_attr *attrs;
   size_t n_attrs;
   gpu_cap_arg *args;

@@ -1,7 +1,6 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
  * launch sequence (gpu_mplan.h says what and why).
  *
- * long: generic_call is one case per codelet family lowered to a generic kernel
  * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
  */
 #include <jansson.h>
@@ -82,7 +81,8 @@ static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_
   snprintf(s->label, sizeof s->label, "%s", label);
   s->module = -1;
   s->fill_buf = -1;
-  for (int i = 0; i < 4; i++) s->args[i] = -1;
+  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
+  s->n_args = 4;
   s->block[0] = 1, s->block[1] = 1, s->block[2] = 1;
   s->grid[0] = s->grid[1] = s->grid[2] = 1;
   return s;
@@ -344,118 +344,73 @@ static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p
   *p0 = 0, *p1 = 0;
   if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
   else if (f == GPU_FN_CLIP) *p0 = (float)attr_f(c, "lo", -INFINITY), *p1 = (float)attr_f(c, "hi", INFINITY);
-  else if (f == GPU_FN_LEAKY) *p0 = (float)attr_f(c, "alpha", 0.01);
 }
 
-static void shape4(const cov_tensor *t, int64_t s[4]) {
-  for (int d = 0; d < 4; d++) s[d] = 1;
-  for (int d = 0; d < t->rank && d < 4; d++) s[4 - t->rank + d] = t->shape[d];
+/* The call's attributes, named by the codelet's own strings (the
+ * capture's die with it; the plan keeps the call). */
+static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *k) {
+  const cdl_codelet *cd = c->cdl;
+  if (c->n_attrs > GPU_CDL_MAX_ATTRS)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "%zu attributes (%d at most)", c->n_attrs, GPU_CDL_MAX_ATTRS);
+  for (size_t i = 0; i < c->n_attrs; i++) {
+    int j = 0;
+    while (j < cd->n_attrs && strcmp(cd->attrs[j].name, c->attrs[i].name)) j++;
+    if (j == cd->n_attrs)
+      return cov_error(COV_INVALID_ARGUMENT, XLOC(x), "codelet '%s' has no attribute '%s'", cd->name, c->attrs[i].name);
+    k->attrs[k->n_attrs] = c->attrs[i];
+    k->attrs[k->n_attrs++].name = cd->attrs[j].name;
+  }
+  return NULL;
 }
 
-/* One call as a generic kernel writing `y`; `prev` is the chain's value. */
-static cov_status generic_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
+/* One call as its codelet's kernel (gpu_cdl.h) writing `y`; `prev` is the
+ * chain's value. Outputs and workspaces its writes do not cover are
+ * zeroed first, as the interpreter starts them. */
+static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
+  if (!c->cdl) return cov_error(COV_UNSUPPORTED, XLOC(x), "codelet '%s' is not in the model's library", c->codelet);
+  if (c->n_args > GPU_CDL_MAX_IO)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "%zu inputs (%d at most)", c->n_args, GPU_CDL_MAX_IO);
+  gpu_ew e;
+  memset(&e, 0, sizeof e); /* calls compare bytewise */
+  e.kind = GPU_EW_CODELET, e.out_dtype = COV_F32;
+  gpu_cdl_call *k = &e.cdl;
+  k->c = c->cdl;
+  COV_RETURN_IF_ERROR(call_attrs(x, c, k));
+  int args[GPU_CDL_MAX_ARGS];
   cov_status st = NULL;
-  const char *cd = c->codelet;
-  int a0 = c->n_args > 0 ? arg_buf(x, &c->args[0], prev, in_buf, &st) : -1;
-  if (st) return st;
-  gpu_ew e = {.out_dtype = COV_F32, .n = cov_tensor_numel(&c->out)};
-  gpu_ew_fn f;
-  if ((f = gpu_unary_fn(cd)) != GPU_FN_NONE && c->n_args == 1) {
-    e.kind = GPU_EW_UNARY, e.fn = f;
-    unary_params(c, f, &e.p0, &e.p1);
-    return ew_step(x, &e, cd, a0, -1, y, -1);
+  for (size_t a = 0; a < c->n_args; a++) {
+    const cov_tensor *t = &c->args[a].t;
+    if ((args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
+    if (x->p->bufs[args[a]].dtype != t->dtype)
+      return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
+                       c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));
+    k->in_dtype[a] = t->dtype, k->in_rank[a] = t->rank;
+    memcpy(k->in_shape[a], t->shape, sizeof k->in_shape[a]);
   }
-  if ((f = gpu_binary_fn(cd)) != GPU_FN_NONE && c->n_args == 2) {
-    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
-    if (st) return st;
-    e.kind = GPU_EW_BINARY, e.fn = f;
-    shape4(&c->args[0].t, e.a), shape4(&c->args[1].t, e.b), shape4(&c->out, e.y);
-    if (c->out.rank > 4) return cov_error(COV_UNSUPPORTED, XLOC(x), "%s of rank %d (4 at most)", cd, c->out.rank);
-    return ew_step(x, &e, cd, a0, a1, y, -1);
-  }
-  if ((!strcmp(cd, "bias_add") || !strcmp(cd, "bias_add_2d")) && c->n_args == 2) {
-    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
-    if (st) return st;
-    const cov_tensor *t = &c->args[0].t;
-    e.kind = GPU_EW_BIAS;
-    if (!strcmp(cd, "bias_add")) e.C = t->shape[1], e.H = t->shape[2] * t->shape[3];
-    else e.C = t->shape[1], e.H = 1;
-    return ew_step(x, &e, cd, a0, a1, y, -1);
-  }
-  if ((!strcmp(cd, "maxpool") || !strcmp(cd, "avgpool")) && c->n_args == 1) {
-    const cov_tensor *t = &c->args[0].t;
-    e.kind = GPU_EW_POOL, e.fn = cd[0] == 'm' ? GPU_FN_MAX : GPU_FN_ADD;
-    e.N = t->shape[0], e.C = t->shape[1], e.H = t->shape[2], e.W = t->shape[3];
-    e.P = c->out.shape[2], e.Q = c->out.shape[3];
-    e.R = attr_i(c, "kernel_h", 1), e.S = attr_i(c, "kernel_w", 1);
-    e.sh = attr_i(c, "stride_h", 1), e.sw = attr_i(c, "stride_w", 1);
-    e.pt = attr_i(c, "pad_top", 0), e.pl = attr_i(c, "pad_left", 0);
-    e.dh = attr_i(c, "dilation_h", 1), e.dw = attr_i(c, "dilation_w", 1);
-    e.count_include_pad = (int)attr_i(c, "count_include_pad", 0);
-    return ew_step(x, &e, cd, a0, -1, y, -1);
-  }
-  if ((!strcmp(cd, "global_avgpool") || !strcmp(cd, "global_maxpool")) && c->n_args == 1) {
-    const cov_tensor *t = &c->args[0].t;
-    e.kind = GPU_EW_GPOOL, e.fn = cd[7] == 'm' ? GPU_FN_MAX : GPU_FN_ADD;
-    e.H = t->shape[2], e.W = t->shape[3], e.n = t->shape[0] * t->shape[1];
-    return ew_step(x, &e, cd, a0, -1, y, -1);
-  }
-  if (!strcmp(cd, "softmax") && c->n_args == 1) {
-    e.kind = GPU_EW_SOFTMAX, e.n = c->out.shape[0], e.cols = c->out.shape[1];
-    return ew_step(x, &e, cd, a0, -1, y, -1);
-  }
-  if (!strcmp(cd, "layernorm") && c->n_args == 3) {
-    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
-    int a2 = st ? -1 : arg_buf(x, &c->args[2], prev, in_buf, &st);
-    if (st) return st;
-    e.kind = GPU_EW_LAYERNORM, e.n = c->out.shape[0], e.cols = c->out.shape[1], e.p0 = (float)attr_f(c, "epsilon", 1e-5);
-    return ew_step(x, &e, cd, a0, a1, y, a2);
-  }
-  if (!strcmp(cd, "batchnorm") && c->n_args == 5) {
-    int64_t C = c->args[0].t.shape[1];
-    float *pk = malloc((size_t)(4 * C) * sizeof *pk);
-    if (!pk) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    static const int order[4] = {1, 2, 3, 4}; /* scale, bias, mean, var */
-    for (int j = 0; j < 4; j++) {
-      const float *v = const_f32(&c->args[order[j]]);
-      if (!v) {
-        free(pk);
-        return cov_error(COV_UNSUPPORTED, XLOC(x), "batchnorm with non-constant parameters");
-      }
-      memcpy(pk + j * C, v, (size_t)C * sizeof *pk);
-    }
+  k->n_in = (int)c->n_args;
+  gpu_cdl_info in;
+  COV_RETURN_IF_ERROR(gpu_cdl_analyse(k, &in));
+  if (in.n_out != 1 || in.numel[k->n_in] != cov_tensor_numel(&c->out) || in.dtype[k->n_in] != x->p->bufs[y].dtype)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "codelet '%s': %d outputs, the first %s (one %s output is lowered)",
+                     c->codelet, in.n_out, cov_dtype_name(in.dtype[k->n_in]), cov_dtype_name(x->p->bufs[y].dtype));
+  args[k->n_in] = y;
+  for (int w = k->n_in + 1; w < in.n_args; w++) {
     char nm[160];
-    snprintf(nm, sizeof nm, "%.140s.bn", c->node);
-    int wb = add_weight(x->p, nm, COV_F32, 4 * C, pk, &st);
-    free(pk);
-    if (wb < 0) return st;
-    const cov_tensor *t = &c->args[0].t;
-    e.kind = GPU_EW_BATCHNORM, e.C = C, e.H = t->shape[2] * t->shape[3], e.p0 = (float)attr_f(c, "epsilon", 1e-5);
-    return ew_step(x, &e, cd, a0, wb, y, -1);
+    snprintf(nm, sizeof nm, "%.120s.ws%d", c->node, w);
+    if ((args[w] = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, in.dtype[w], in.rank[w], in.shape[w], &st)) < 0) return st;
   }
-  if (!strcmp(cd, "conv2d") && c->n_args == 2) {
-    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
-    if (st) return st;
-    const cov_tensor *t = &c->args[0].t, *w = &c->args[1].t;
-    e.kind = GPU_EW_CONV;
-    e.N = t->shape[0], e.C = t->shape[1], e.H = t->shape[2], e.W = t->shape[3];
-    e.K = w->shape[0], e.R = w->shape[2], e.S = w->shape[3], e.P = c->out.shape[2], e.Q = c->out.shape[3];
-    e.sh = attr_i(c, "stride_h", 1), e.sw = attr_i(c, "stride_w", 1);
-    e.pt = attr_i(c, "pad_top", 0), e.pl = attr_i(c, "pad_left", 0);
-    e.dh = attr_i(c, "dilation_h", 1), e.dw = attr_i(c, "dilation_w", 1), e.groups = attr_i(c, "groups", 1);
-    return ew_step(x, &e, "conv", a0, a1, y, -1);
+  for (int w = k->n_in; w < in.n_args; w++) {
+    if (!in.zero[w]) continue;
+    gpu_mstep *f = add_step(x->p, x->g->group, x->g->node, &st);
+    if (!f) return st;
+    f->op = GPU_STEP_FILL, f->fill_buf = args[w];
   }
-  if ((!strcmp(cd, "matmul") || !strcmp(cd, "batch_matmul")) && c->n_args == 2) {
-    int a1 = arg_buf(x, &c->args[1], prev, in_buf, &st);
-    if (st) return st;
-    const cov_tensor *a = &c->args[0].t, *b = &c->args[1].t;
-    int r = a->rank;
-    e.kind = GPU_EW_MATMUL, e.M = a->shape[r - 2], e.Kd = a->shape[r - 1], e.cols = b->shape[b->rank - 1];
-    e.G = r == 3 ? c->out.shape[0] : 1;
-    e.ga = r == 3 && a->shape[0] > 1, e.gb = b->rank == 3 && b->shape[0] > 1;
-    return ew_step(x, &e, "matmul", a0, a1, y, -1);
-  }
-  return cov_error(COV_UNSUPPORTED, XLOC(x), "codelet '%s' has no GPU kernel", cd);
+  e.n = in.threads;
+  COV_RETURN_IF_ERROR(ew_step(x, &e, c->codelet, -1, -1, -1, -1));
+  gpu_mstep *s = &x->p->steps[x->p->n_steps - 1];
+  s->n_args = in.n_args;
+  memcpy(s->args, args, (size_t)in.n_args * sizeof *args);
+  return NULL;
 }
 
 /* ---- matrix chains ------------------------------------------------------ */
@@ -642,7 +597,7 @@ static cov_status lower_group(lower_ctx *x) {
       continue;
     }
     if (!take) {
-      st = generic_call(x, call, prev, in_buf, y);
+      st = codelet_call(x, call, prev, in_buf, y);
       if (st) return cov_status_annotate(st, "call %zu (%s, node '%s'): ", c, call->codelet, call->node);
       prev = y, c++;
       continue;
@@ -806,18 +761,17 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
 }
 
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
-  const int64_t va[] = {a->kind, a->fn, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
-                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->a[0], a->a[1], a->a[2], a->a[3],
-                        a->b[0], a->b[1], a->b[2], a->b[3], a->y[0], a->y[1], a->y[2], a->y[3], a->N, a->C, a->H,
+  if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
+    return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
+  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
+                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
                         a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->count_include_pad, a->G, a->M, a->cols, a->Kd, a->ga, a->gb, a->bias, a->post};
-  const int64_t vb[] = {b->kind, b->fn, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
-                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->a[0], b->a[1], b->a[2], b->a[3],
-                        b->b[0], b->b[1], b->b[2], b->b[3], b->y[0], b->y[1], b->y[2], b->y[3], b->N, b->C, b->H,
+                        a->bias, a->post};
+  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
+                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
                         b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->count_include_pad, b->G, b->M, b->cols, b->Kd, b->ga, b->gb, b->bias, b->post};
-  return !memcmp(va, vb, sizeof va) && a->p0 == b->p0 && a->p1 == b->p1 && a->post0 == b->post0 &&
-         a->post1 == b->post1;
+                        b->bias, b->post};
+  return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
 }
 
 /* the plan's description (problem, tile, copies, layout, launch): equal

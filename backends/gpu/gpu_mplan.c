@@ -1,9 +1,6 @@
 /* backends/gpu/gpu_mplan.c: a compiled model's plan run on the CPU (the
  * emulation the tests check against the reference interpreter) and
- * written out (code objects, weights, manifest.json).
- *
- * long: gpu_model_plan_write writes the manifest, the weights file and the code modules of one plan in the order the manifest lists them
- */
+ * written out (code objects, weights, manifest.json). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -27,6 +24,31 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
   for (int64_t o = 0; o < q->ck; o++)
     for (int64_t c = 0; c < q->cc; c++)
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
+}
+
+/* A codelet step through the reference interpreter, on the f32 views of
+ * its buffers (the compile admits f32 operands only). */
+static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
+  const gpu_cdl_call *k = &s->ew.cdl;
+  cov_tensor in[GPU_CDL_MAX_IO], out;
+  memset(in, 0, sizeof in);
+  for (int i = 0; i < k->n_in; i++) {
+    in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
+    memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
+    if (k->in_dtype[i] != COV_F32 || p->bufs[s->args[i]].dtype != COV_F32)
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32", s->kernel, i);
+  }
+  memset(&out, 0, sizeof out);
+  COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
+  const gpu_mbuf *y = &p->bufs[s->args[k->n_in]];
+  cov_status st = NULL;
+  if (out.dtype != COV_F32 || cov_tensor_numel(&out) != y->numel)
+    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not f32[%lld]", s->kernel,
+                   (long long)y->numel);
+  else
+    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * 4);
+  cov_tensor_release(&out);
+  return st;
 }
 
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
@@ -68,6 +90,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
       memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * 4);
+      continue;
+    }
+    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) {
+      st = emulate_codelet(p, s, v);
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW) {
@@ -144,23 +170,15 @@ static const char *kind_name(gpu_buf_kind k) {
   return n[k];
 }
 
-static const char *ew_names[] = {"copy", "gather", "unary", "binary", "bias", "pool", "global_pool", "softmax",
-                                 "layernorm", "batchnorm", "direct_conv", "direct_matmul"};
+/* What a generic launch computes: its kind, or the codelet's name. */
+static void ew_what(const gpu_ew *e, char *out, size_t n) {
+  static const char *names[] = {"copy", "gather", "direct_conv", "codelet"};
+  if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
+  else snprintf(out, n, "%s", names[e->kind]);
+}
 
-cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report) {
-  COV_RETURN_IF_ERROR(mkdir_p(dir));
-  if (!p->vendor) return cov_error(COV_INTERNAL, GPU_LOC(dir, NULL), "modules of a plan compiled for no target");
+static cov_status write_modules(const gpu_model_plan *p, const char *dir, json_t *mods) {
   cov_status st = NULL;
-  json_t *man = json_object(), *mods = json_array(), *bufs = json_array(), *steps = json_array();
-  const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
-  json_object_set_new(man, "format", json_string("covenant-gpu-model"));
-  json_object_set_new(man, "target", json_string(p->target));
-  json_object_set_new(man, "backend", json_string(p->backend));
-  json_object_set_new(man, "mcpu", json_string(p->mcpu));
-  json_object_set_new(man, "model", json_string(base));
-  json_object_set_new(man, "modules", mods);
-  json_object_set_new(man, "buffers", bufs);
-  json_object_set_new(man, "steps", steps);
   for (int i = 0; i < p->n_mods && !st; i++) {
     char file[200], path[4096];
     snprintf(file, sizeof file, "%s.%s", p->mods[i].name, p->vendor->code_ext);
@@ -171,11 +189,15 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
     json_object_set_new(m, "file", json_string(file));
     json_array_append_new(mods, m);
   }
-  /* weights: one file, each at a 256-byte aligned offset in buffer order */
+  return st;
+}
+
+/* weights: one file, each at a 256-byte aligned offset in buffer order */
+static cov_status write_buffers(const gpu_model_plan *p, const char *dir, json_t *bufs) {
   char wpath[4096];
   snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
   common_out wout = {0};
-  if (!st) st = common_out_open(wpath, &wout);
+  cov_status st = common_out_open(wpath, &wout);
   FILE *wf = wout.f;
   uint64_t off = 0;
   for (int i = 0; i < p->n_bufs && !st; i++) {
@@ -202,55 +224,78 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   }
   if (wf && st) common_out_abort(&wout);
   else if (wf) st = common_out_commit(&wout);
-  for (int i = 0; i < p->n_steps && !st; i++) {
-    const gpu_mstep *s = &p->steps[i];
-    json_t *o = json_object();
-    json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
-    json_object_set_new(o, "group", json_integer(s->group));
-    json_object_set_new(o, "label", json_string(s->label));
-    if (s->op == GPU_STEP_FILL) {
-      json_object_set_new(o, "buffer", json_integer(s->fill_buf));
-      json_object_set_new(o, "value", json_integer(0));
-    } else {
-      json_t *grid = json_array(), *block = json_array(), *args = json_array();
-      for (int d = 0; d < 3; d++) json_array_append_new(grid, json_integer(s->grid[d]));
-      for (int d = 0; d < 3; d++) json_array_append_new(block, json_integer(s->block[d]));
-      for (int k = 0; k < 4; k++) json_array_append_new(args, s->args[k] >= 0 ? json_integer(s->args[k]) : json_null());
-      json_object_set_new(o, "module", json_integer(s->module));
-      json_object_set_new(o, "kernel", json_string(s->kernel));
-      json_object_set_new(o, "grid", grid);
-      json_object_set_new(o, "block", block);
-      json_object_set_new(o, "shared_bytes", json_integer(s->shared_bytes));
-      json_object_set_new(o, "args", args);
-      if (s->kkind == GPU_KERNEL_MATRIX) {
-        json_object_set_new(o, "what", s->pre ? json_string("nhwc transform") : gpu_plan_json(&s->plan));
-      } else {
-        json_object_set_new(o, "what", json_string(ew_names[s->ew.kind]));
-      }
-    }
-    json_array_append_new(steps, o);
+  return st;
+}
+
+static json_t *step_json(const gpu_mstep *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
+  json_object_set_new(o, "group", json_integer(s->group));
+  json_object_set_new(o, "label", json_string(s->label));
+  if (s->op == GPU_STEP_FILL) {
+    json_object_set_new(o, "buffer", json_integer(s->fill_buf));
+    json_object_set_new(o, "value", json_integer(0));
+    return o;
   }
+  json_t *grid = json_array(), *block = json_array(), *args = json_array();
+  for (int d = 0; d < 3; d++) json_array_append_new(grid, json_integer(s->grid[d]));
+  for (int d = 0; d < 3; d++) json_array_append_new(block, json_integer(s->block[d]));
+  for (int k = 0; k < s->n_args; k++) json_array_append_new(args, s->args[k] >= 0 ? json_integer(s->args[k]) : json_null());
+  json_object_set_new(o, "module", json_integer(s->module));
+  json_object_set_new(o, "kernel", json_string(s->kernel));
+  json_object_set_new(o, "grid", grid);
+  json_object_set_new(o, "block", block);
+  json_object_set_new(o, "shared_bytes", json_integer(s->shared_bytes));
+  json_object_set_new(o, "args", args);
+  char what[160];
+  if (s->kkind == GPU_KERNEL_MATRIX) {
+    json_object_set_new(o, "what", s->pre ? json_string("nhwc transform") : gpu_plan_json(&s->plan));
+  } else {
+    ew_what(&s->ew, what, sizeof what);
+    json_object_set_new(o, "what", json_string(what));
+  }
+  return o;
+}
+
+static void write_report(const gpu_model_plan *p, FILE *report) {
+  fprintf(report, "%-44s %-13s %8s %6s %6s %8s  %s\n", "kernel", "kind", "shared B", "VGPR", "AGPR", "scratch",
+          "what");
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH || s->module < 0) continue;
+    const gpu_mmodule *md = &p->mods[s->module];
+    char what[160];
+    if (s->kkind == GPU_KERNEL_EW) ew_what(&s->ew, what, sizeof what);
+    else if (s->pre) snprintf(what, sizeof what, "nhwc transform");
+    else snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)s->plan.M, (long long)s->plan.N, (long long)s->plan.K);
+    fprintf(report, "%-44s %-13s %8u %6ld %6ld %8ld  %s\n", s->kernel,
+            s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma") : "generic", s->shared_bytes,
+            md->vgprs, md->agprs, md->scratch_bytes, what);
+  }
+}
+
+cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report) {
+  COV_RETURN_IF_ERROR(mkdir_p(dir));
+  if (!p->vendor) return cov_error(COV_INTERNAL, GPU_LOC(dir, NULL), "modules of a plan compiled for no target");
+  json_t *man = json_object(), *mods = json_array(), *bufs = json_array(), *steps = json_array();
+  const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
+  json_object_set_new(man, "format", json_string("covenant-gpu-model"));
+  json_object_set_new(man, "target", json_string(p->target));
+  json_object_set_new(man, "backend", json_string(p->backend));
+  json_object_set_new(man, "mcpu", json_string(p->mcpu));
+  json_object_set_new(man, "model", json_string(base));
+  json_object_set_new(man, "modules", mods);
+  json_object_set_new(man, "buffers", bufs);
+  json_object_set_new(man, "steps", steps);
+  cov_status st = write_modules(p, dir, mods);
+  if (!st) st = write_buffers(p, dir, bufs);
+  for (int i = 0; i < p->n_steps && !st; i++) json_array_append_new(steps, step_json(&p->steps[i]));
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     st = common_write_json(path, man, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   }
   json_decref(man);
-  if (!st && report) {
-    fprintf(report, "%-44s %-13s %8s %6s %6s %8s  %s\n", "kernel", "kind", "shared B", "VGPR", "AGPR", "scratch",
-            "what");
-    for (int i = 0; i < p->n_steps; i++) {
-      const gpu_mstep *s = &p->steps[i];
-      if (s->op != GPU_STEP_LAUNCH || s->module < 0) continue;
-      const gpu_mmodule *md = &p->mods[s->module];
-      char what[64];
-      if (s->kkind == GPU_KERNEL_EW) snprintf(what, sizeof what, "%s", ew_names[s->ew.kind]);
-      else if (s->pre) snprintf(what, sizeof what, "nhwc transform");
-      else snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)s->plan.M, (long long)s->plan.N, (long long)s->plan.K);
-      fprintf(report, "%-44s %-13s %8u %6ld %6ld %8ld  %s\n", s->kernel,
-              s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma") : "generic", s->shared_bytes,
-              md->vgprs, md->agprs, md->scratch_bytes, what);
-    }
-  }
+  if (!st && report) write_report(p, report);
   return st;
 }

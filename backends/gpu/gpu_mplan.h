@@ -16,21 +16,21 @@
  * Every compute group then becomes kernels: convolutions, Gemm, MatMul and
  * batched MatMul the tiled matrix kernel of gpu_lower.c (f16 operands,
  * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
- * softmax fused where the plan allows), everything else — the rest of a
- * chain, element-wise and broadcasting operations, pooling of any window,
- * global pools, softmax, layer norm, convolutions and matmuls the matrix
- * kernel does not take — the generic kernels of gpu_lower_ew.c (one
- * thread per output element or row, f32). Nothing is refused for its shape.
+ * softmax fused where the plan allows), depthwise convolutions the direct
+ * kernel of gpu_lower_ew.c, every other call its codelet's kernel lowered
+ * from the loop nest (gpu_cdl.h). Nothing is refused for its shape.
  *
- * Kernel ABI (every kernel): four global pointers, launched with `grid`,
- * `block`, `shared_bytes` dynamic shared memory; each argument is a buffer
- * (plus a byte offset) or null (-1). */
+ * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
+ * output and workspace), launched with `grid`, `block`, `shared_bytes`
+ * dynamic shared memory; each argument is a buffer (plus a byte offset) or
+ * null (-1). */
 #ifndef COV_GPU_MPLAN_H
 #define COV_GPU_MPLAN_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backends/gpu/gpu_cdl.h"
 #include "backends/gpu/gpu_plan.h"
 #include "covenant/model.h"
 
@@ -52,41 +52,27 @@ typedef struct gpu_mbuf {
   int io;     /* inputs / outputs: the model's index */
 } gpu_mbuf;
 
-/* ---- generic kernels (gpu_lower_ew.c) ---------------------------------- */
+/* ---- generic kernels (gpu_lower_ew.c, gpu_lower_cdl.c) ------------------ */
 
 typedef enum gpu_ew_kind {
   GPU_EW_COPY,      /* strided runs: y[dst(i)] = x[src(i)], i < n (gpu_ew_copy_at; dtype conversion to y's) */
   GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
-  GPU_EW_UNARY,     /* y[i] = f(x[i]) */
-  GPU_EW_BINARY,    /* y[d] = a[bcast(d)] op b[bcast(d)], rank-4 numpy broadcasting */
-  GPU_EW_BIAS,      /* y[n,c,h,w] = x[n,c,h,w] + b[c] (shape [A, C, B]: A = N, B = H*W) */
-  GPU_EW_POOL,      /* max / average pooling, NCHW, any window, stride, pads, dilation */
-  GPU_EW_GPOOL,     /* global average / max pool over H*W, thread per (n, c) */
-  GPU_EW_SOFTMAX,   /* rows of [M, N], thread per row */
-  GPU_EW_LAYERNORM, /* rows of [M, N] with scale and bias, thread per row */
-  GPU_EW_BATCHNORM, /* y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]; params packed [4][C] */
-  GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element */
-  GPU_EW_MATMUL,    /* y[g][m][n] = sum_k a[ga][m][k] b[gb][k][n], thread per output element */
+  GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
+  GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
 } gpu_ew_kind;
 
-typedef enum gpu_ew_fn {
-  GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_SIGMOID, GPU_FN_TANH, GPU_FN_GELU, GPU_FN_GELU_TANH,
-  GPU_FN_EXP, GPU_FN_SQRT, GPU_FN_ABS, GPU_FN_NEG, GPU_FN_LEAKY, GPU_FN_ERF,
-  /* binary */
-  GPU_FN_ADD, GPU_FN_SUB, GPU_FN_MUL, GPU_FN_DIV, GPU_FN_MAX, GPU_FN_MIN,
-} gpu_ew_fn;
+/* An activation fused into a direct convolution's store; the codelets the
+ * fusing paths recognise (gpu_kernels.c). */
+typedef enum gpu_ew_fn { GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_GELU } gpu_ew_fn;
 
-/* The element-wise function of a unary / binary codelet; GPU_FN_NONE when
- * the generic kernels have none (gpu_kernels.c). */
+/* The activation of a unary codelet the matrix kernels' epilogues and the
+ * depthwise kernel fuse; GPU_FN_NONE for any other. */
 gpu_ew_fn gpu_unary_fn(const char *codelet);
-gpu_ew_fn gpu_binary_fn(const char *codelet);
 
 enum { GPU_COPY_LEVELS = 3 };
 
 typedef struct gpu_ew {
   gpu_ew_kind kind;
-  gpu_ew_fn fn;         /* unary / binary function; POOL and GPOOL: GPU_FN_MAX or GPU_FN_ADD (average) */
-  float p0, p1;         /* clip lo / hi, leaky alpha, epsilon */
   cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
   int64_t n;            /* threads that do work (output elements, rows) */
   int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
@@ -97,17 +83,14 @@ typedef struct gpu_ew {
    * shuffles and transposes of up to 4 axes, at any batch, are a few such
    * copies per source. */
   int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
-  int64_t a[4], b[4], y[4]; /* BINARY: the operands' and the result's rank-4 shapes */
-  /* POOL: x [N, C, H, W] -> [N, C, P, Q]; CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
+  /* CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
-  int count_include_pad;
-  /* MATMUL: G batches (ga, gb: 0 when the operand broadcasts), M, N (cols), K; rows: M x cols */
-  int64_t G, M, cols, Kd, ga, gb;
-  /* post-ops applied before the store (bias along the last axis or the
-   * channel for CONV / MATMUL: argument 3 non-null) */
+  /* CONV: post-ops applied before the store (bias per channel: argument 3
+   * non-null; the activation) */
   int bias;
   gpu_ew_fn post;
   float post0, post1;
+  gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
@@ -115,10 +98,9 @@ enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel 
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
 /* COPY: the source and destination elements of work item i. */
 void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst);
-/* The CPU meaning of a generic kernel, on f32 views of its arguments (f16
- * buffers converted by the caller); the emulation's oracle-independent
- * half: tests compare a whole compiled model run this way against
- * cov_model_run_ref. */
+/* The CPU meaning of a copy, table or direct-conv kernel, on f32 views of
+ * its arguments (f16 buffers converted by the caller); codelet kernels
+ * are emulated by the reference interpreter (gpu_model_emulate). */
 void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, const float *bias,
                     const int32_t *table);
 
@@ -138,7 +120,8 @@ typedef struct gpu_mstep {
   int module;       /* index in modules */
   char kernel[160];
   unsigned grid[3], block[3], shared_bytes;
-  int args[4];      /* buffer ids, -1: null */
+  int args[GPU_CDL_MAX_ARGS]; /* buffer ids, -1: null */
+  int n_args;       /* 4, or a codelet kernel's inputs + outputs + workspaces */
   /* a channels-last MATRIX plan runs its NHWC transform first into the
    * workspace buffer args... (pre_kernel with pre_grid etc.) */
   int pre;          /* 1: this launch is the transform of the next one */
@@ -187,9 +170,11 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
                                   gpu_model_plan *out);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
- * (matrix kernels through gpu_reference on f16-rounded operands, generic
+ * (matrix kernels through gpu_reference on f16-rounded operands, codelet
+ * kernels through the reference interpreter, the layout and depthwise
  * kernels through gpu_ew_emulate), inputs f32 in model order, outputs
- * allocated here (f32). */
+ * allocated here (f32). The model the plan was compiled from must still
+ * be loaded: codelet steps name codelets of its library. */
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs);
 

@@ -1,0 +1,344 @@
+/* tests/gpu/test_gpu_cdl_jit.c: the generic codelet lowering (gpu_cdl.h)
+ * run for real. Every codelet of the shipped library and of the files
+ * given (tests/gpu/codelets/extra.cdl: codelets no GPU code knows) is
+ * bound to small shapes, lowered to LLVM IR with a host table of target
+ * operations (work-item ids from two globals, 2^x from llvm.exp2),
+ * verified (LLVMVerifyModule), optimised at O2 and run on this CPU through
+ * LLVM's JIT, every work item of the grid in a scrambled order; its outputs are
+ * compared with the reference interpreter's on the same random inputs.
+ * Each call is also built for the GPU targets named with -t (PTX or HSACO
+ * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
+ * cannot be bound to the generated shapes are listed and counted, and
+ * fewer than MIN_RUN run codelets fail the test.
+ * -d DIM: the dims' size (default 3; larger ones span many workgroups);
+ * -f DTYPE: what float type parameters bind (default f32; f16, bf16, f64).
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [FILE.cdl]... */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_cdl.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/registry/backend_registry.h"
+#include "codelets/cdl_ir.h"
+
+enum { MIN_RUN = 90, MAX_TARGETS = 4 };
+
+/* ---- the host's target operations ------------------------------------------ */
+
+static LLVMValueRef host_global(gpu_gen *g, const char *name) {
+  LLVMValueRef v = LLVMGetNamedGlobal(g->mod, name);
+  if (!v) {
+    v = LLVMAddGlobal(g->mod, g->i32, name);
+    LLVMSetInitializer(v, LLVMConstInt(g->i32, 0, 0));
+  }
+  return LLVMBuildLoad2(g->b, g->i32, v, "");
+}
+static LLVMValueRef host_tid(gpu_gen *g) { return host_global(g, "cov_tid"); }
+static LLVMValueRef host_bid(gpu_gen *g, int d) {
+  (void)d;
+  return host_global(g, "cov_bid");
+}
+static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
+static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
+static const gpu_target_ops k_host = {
+    .name = "host", .mark_kernel = host_mark, .thread_id = host_tid, .block_id = host_bid, .exp2 = host_exp2};
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static int64_t base_dim = 3; /* -d: the smallest dim tried */
+static cov_dtype float_pick = COV_F32; /* -f: what float type parameters bind */
+static double next(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+static void fill(cov_tensor *t) {
+  int64_t n = cov_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    double v = next() * 2.0;
+    unsigned char *p = (unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case COV_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case COV_F16: { uint16_t h = cov_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+    case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+    case COV_F64: memcpy(p, &v, 8); break;
+    case COV_I8: case COV_U8: *p = (unsigned char)(int)(v * 3 + 4); break;
+    case COV_BOOL: *p = v > 0; break;
+    case COV_I32: { int32_t x = (int32_t)(v * 5); memcpy(p, &x, 4); break; }
+    case COV_I64: { int64_t x = (int64_t)(v * 5); memcpy(p, &x, 8); break; }
+    default: memset(p, 0, cov_dtype_size(t->dtype));
+    }
+  }
+}
+
+static double elem(const cov_tensor *t, int64_t i) {
+  const unsigned char *p = (const unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case COV_F32: { float f; memcpy(&f, p, 4); return f; }
+  case COV_F16: { uint16_t h; memcpy(&h, p, 2); return cov_f16_to_f32(h); }
+  case COV_BF16: { uint16_t h; memcpy(&h, p, 2); return cov_bf16_to_f32(h); }
+  case COV_F64: { double v; memcpy(&v, p, 8); return v; }
+  case COV_I8: return (int8_t)*p;
+  case COV_U8: case COV_BOOL: return *p;
+  case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case COV_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+  default: return 0;
+  }
+}
+
+/* A call of c on small shapes: every dim `dim`, type parameters the first
+ * admitted of f32 / i32 / i8 / u8 (`tp` picks per attempt), required
+ * attributes 1 (int) or 0.5 (float). */
+static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k) {
+  const cov_dtype pick[] = {float_pick, COV_I32, COV_I8, COV_U8, COV_BOOL};
+  memset(k, 0, sizeof *k);
+  k->c = c;
+  cov_dtype tpd[CDL_MAX_TPARAMS];
+  for (int t = 0; t < c->n_tparams; t++) {
+    int j = 0, skip = t == 0 ? tp : 0;
+    for (; j < 5; j++)
+      if (cdl_tclass_admits(c->tparams[t].tclass, pick[j]) && skip-- <= 0) break;
+    if (j == 5) return 0;
+    tpd[t] = pick[j];
+  }
+  for (int a = 0; a < c->n_attrs && k->n_attrs < GPU_CDL_MAX_ATTRS; a++)
+    if (!c->attrs[a].has_default)
+      k->attrs[k->n_attrs++] = (cov_attr){.name = c->attrs[a].name, .is_float = c->attrs[a].is_float, .i = 1, .f = 0.5};
+  if (c->n_inputs > GPU_CDL_MAX_IO) return 0;
+  k->n_in = c->n_inputs;
+  for (int i = 0; i < c->n_inputs; i++) {
+    const cdl_operand *o = &c->operands[i];
+    const cdl_type *ty = &o->type;
+    k->in_dtype[i] = ty->kind == CDL_TY_DTYPE ? ty->dtype : ty->kind == CDL_TY_PARAM ? tpd[ty->tparam] : COV_F32;
+    k->in_rank[i] = o->rank;
+    for (int d = 0; d < o->rank; d++) k->in_shape[i][d] = o->shape[d]->kind == CDL_IE_INT ? o->shape[d]->value : dim;
+  }
+  return 1;
+}
+
+/* ---- the JIT ----------------------------------------------------------------- */
+
+typedef void (*kfn)(void *, void *, void *, void *, void *, void *, void *, void *);
+
+static int fail_llvm(const char *what, const char *name, LLVMErrorRef e) {
+  char *m = LLVMGetErrorMessage(e);
+  fprintf(stderr, "FAIL %s: %s: %s\n", name, what, m);
+  LLVMDisposeErrorMessage(m);
+  return 1;
+}
+
+/* Lowers, verifies, optimises and runs every work item of the call on
+ * args (inputs, outputs, workspaces). */
+static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
+  const char *name = cov_codelet_name(k->c);
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cdl", LLVMOrcThreadSafeContextGetContext(tsc));
+  cov_status st = gpu_lower_cdl(k, &k_host, mod, "kern");
+  char *msg = NULL;
+  int bad = st != NULL;
+  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
+  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    fprintf(stderr, "FAIL %s: the IR does not verify: %s\n", name, msg);
+    bad = 1;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMOrcLLJITRef J = NULL;
+  LLVMErrorRef e = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
+  if (e) bad = fail_llvm("JIT", name, e);
+  if (bad) {
+    LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return 1;
+  }
+  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
+  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  e = LLVMRunPasses(mod, "default<O2>", NULL, po);
+  LLVMDisposePassBuilderOptions(po);
+  LLVMOrcDefinitionGeneratorRef gen;
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
+  if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
+  if (!e) LLVMOrcJITDylibAddGenerator(jd, gen);
+  if (!e) e = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
+  else LLVMDisposeModule(mod);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
+  if (!e) e = LLVMOrcLLJITLookup(J, &fa, "kern");
+  if (!e) e = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
+  if (!e) e = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
+  if (e) {
+    fail_llvm("JIT build", name, e);
+    LLVMOrcDisposeLLJIT(J);
+    return 1;
+  }
+  kfn f = (kfn)(uintptr_t)fa;
+  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
+  int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
+  void *a[8] = {0};
+  for (int i = 0; i < in->n_args; i++) a[i] = args[i];
+  /* work items in a scrambled order (a prime step above their count): a
+   * kernel must not depend on the order its items run in */
+  for (int64_t i = 0; i < total; i++) {
+    int64_t item = i * 1000003 % total;
+    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
+    f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  }
+  LLVMOrcDisposeLLJIT(J);
+  return 0;
+}
+
+/* f32 arithmetic against the interpreter's double: a few f32 ulps, or
+ * one rounding of the 16-bit type apart (computed in f32, then rounded) */
+static int close_enough(double g, double r, cov_dtype d) {
+  if (!cov_dtype_is_float(d)) return g == r;
+  if (isnan(g) || isnan(r)) return isnan(g) && isnan(r);
+  if (isinf(r) || isinf(g)) return g == r || fabs(r) > 1e30 || (d != COV_F32 && d != COV_F64 && fabs(g) > 6e4);
+  double tol = d == COV_F16 ? 2e-3 : d == COV_BF16 ? 1.6e-2 : 2e-4;
+  return fabs(g - r) <= tol * fmax(1.0, fabs(r));
+}
+
+/* One codelet: bound, run both ways, compared. Returns 0 pass, 1 fail,
+ * 2 not bound to the generated shapes. */
+static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg) {
+  gpu_cdl_call k;
+  gpu_cdl_info in;
+  cov_status st = NULL;
+  int bound = 0;
+  for (int tp = 0; tp < 4 && !bound; tp++)
+    for (int64_t dim = base_dim; dim <= base_dim + 3 && !bound; dim++) {
+      if (!make_call(c, dim, tp, &k)) break;
+      st = gpu_cdl_analyse(&k, &in);
+      bound = !st;
+      cov_status_free(st);
+    }
+  if (!bound || in.n_args > 8) return 2;
+  cov_tensor t[GPU_CDL_MAX_ARGS], ref[GPU_CDL_MAX_IO];
+  memset(t, 0, sizeof t), memset(ref, 0, sizeof ref);
+  void *args[GPU_CDL_MAX_ARGS];
+  int fail = 0;
+  for (int i = 0; i < in.n_args && !fail; i++) {
+    if ((st = cov_tensor_alloc(&t[i], in.dtype[i], in.rank[i], in.shape[i]))) fail = 1;
+    else if (i < k.n_in) fill(&t[i]);
+    else memset(t[i].data, in.zero[i] ? 0 : 0x7f, (size_t)in.numel[i] * cov_dtype_size(in.dtype[i]));
+    args[i] = t[i].data;
+  }
+  cov_status rs = fail ? NULL : cov_codelet_run(c, k.attrs, (size_t)k.n_attrs, t, (size_t)k.n_in, ref, (size_t)in.n_out);
+  if (rs) { /* e.g. an integer division by zero on these inputs: not a lowering question */
+    cov_status_free(rs);
+    for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
+    return 2;
+  }
+  fail = fail || run_jit(&k, &in, args);
+  for (int o = 0; o < in.n_out && !fail; o++) {
+    const cov_tensor *g = &t[k.n_in + o];
+    int64_t bad = -1, n = cov_tensor_numel(g);
+    for (int64_t i = 0; i < n && bad < 0; i++)
+      if (!close_enough(elem(g, i), elem(&ref[o], i), g->dtype)) bad = i;
+    if (bad >= 0) {
+      fprintf(stderr, "FAIL %s: output %d element %lld: %.9g, the interpreter %.9g\n", c->name, o, (long long)bad,
+              elem(g, bad), elem(&ref[o], bad));
+      fail = 1;
+    }
+  }
+  for (int j = 0; j < n_tg && !fail; j++) {
+    gpu_ew e;
+    memset(&e, 0, sizeof e);
+    e.kind = GPU_EW_CODELET, e.cdl = k;
+    char *code = NULL;
+    size_t size = 0;
+    gpu_kernel_info info;
+    st = gpu_build_ew_kernel(&tg[j], &e, "covenant_kern", &code, &size, &info);
+    if (st || size == 0 || (tg[j].vendor->code_text && !strstr(code, ".entry covenant_kern"))) {
+      fprintf(stderr, "FAIL %s: no code object for %s\n", c->name, cov_acg_name(tg[j].acg));
+      if (st) cov_status_print(stderr, st, 0);
+      fail = 1;
+    }
+    cov_status_free(st);
+    free(code);
+  }
+  printf("%s %-22s grid loops %d, %lld work items%s\n", fail ? "FAIL" : "ok  ", c->name, in.n_par,
+         (long long)in.threads, in.n_par ? "" : " (one thread)");
+  for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
+  for (int o = 0; o < in.n_out; o++) cov_tensor_release(&ref[o]);
+  return fail;
+}
+
+static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *n_run, int *n_skip) {
+  int fail = 0;
+  for (size_t i = 0; i < cov_codelet_lib_count(lib); i++) {
+    const cdl_codelet *c = cov_codelet_lib_at(lib, i);
+    int r = check_codelet(c, tg, n_tg);
+    if (r == 2) {
+      printf("skip %-22s (not bound to the generated shapes)\n", c->name);
+      ++*n_skip;
+      continue;
+    }
+    fail |= r;
+    ++*n_run;
+  }
+  return fail;
+}
+
+int main(int argc, char **argv) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  gpu_target tg[MAX_TARGETS];
+  int n_tg = 0, fail = 0, n_run = 0, n_skip = 0, min_run = MIN_RUN;
+  memset(tg, 0, sizeof tg);
+  cov_codelet_lib *lib = NULL;
+  cov_status st = NULL;
+  for (int i = 1; i < argc && !st; i++) {
+    if (!strcmp(argv[i], "-t") && i + 1 < argc && n_tg < MAX_TARGETS) {
+      st = gpu_target_open(backend_gpu_vendors(), argv[++i], COV_F16, &tg[n_tg]);
+      if (!st) n_tg++;
+      continue;
+    }
+    if (!strcmp(argv[i], "-d") && i + 1 < argc) {
+      base_dim = atoi(argv[++i]);
+      continue;
+    }
+    if (!strcmp(argv[i], "-f") && i + 1 < argc) {
+      float_pick = cov_dtype_from_name(argv[++i]);
+      continue;
+    }
+    if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+      min_run = atoi(argv[++i]);
+      continue;
+    }
+    cov_codelet_lib *extra = NULL;
+    if ((st = cov_codelet_lib_load_file(argv[i], &extra))) break;
+    int before = n_run;
+    fail |= check_lib(extra, tg, n_tg, &n_run, &n_skip);
+    if (n_run - before != (int)cov_codelet_lib_count(extra)) {
+      fprintf(stderr, "FAIL %s: every codelet of a test file must run\n", argv[i]);
+      fail = 1;
+    }
+    cov_codelet_lib_free(extra);
+  }
+  if (!st) st = cov_codelet_lib_load(NULL, &lib);
+  if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip);
+  if (st) {
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    fail = 1;
+  }
+  cov_codelet_lib_free(lib);
+  for (int j = 0; j < n_tg; j++) gpu_target_close(&tg[j]);
+  printf("%d codelets run, %d not bound\n", n_run, n_skip);
+  if (n_run < min_run) {
+    fprintf(stderr, "FAIL: %d codelets run (at least %d expected)\n", n_run, min_run);
+    fail = 1;
+  }
+  return fail;
+}
