@@ -86,6 +86,10 @@ GRAPH_DECLARE_COMPUTE(dynamic_quantize_linear);
 GRAPH_DECLARE_COMPUTE(qconv);
 GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
+/* graph_control.c, graph_loop.c */
+GRAPH_DECLARE_OP(if);
+GRAPH_DECLARE_OP(loop);
+GRAPH_DECLARE_OP(scan);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

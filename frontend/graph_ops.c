@@ -16,9 +16,12 @@
  * ONNX operator changelog), 0-terminated. */
 #define V(...) ((const int[]){__VA_ARGS__, 0})
 #define LAYOUT(op, fn, i0, i1, o0, o1, versions) \
-  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions }
+  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions, false }
 #define COMPUTE(op, fn, i0, i1, o0, o1, versions) \
-  { op, i0, i1, o0, o1, false, graph_infer_##fn, graph_exec_##fn, graph_codelets_##fn, versions }
+  { op, i0, i1, o0, o1, false, graph_infer_##fn, graph_exec_##fn, graph_codelets_##fn, versions, false }
+/* Output shapes set by the kernel (graph_opdef.dynamic), run by the frontend. */
+#define DYNAMIC(op, fn, i0, i1, o0, o1, versions) \
+  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions, true }
 #define MANY GRAPH_MAX_NODE_IO
 
 static const graph_opdef k_ops[] = {
@@ -76,6 +79,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("HardSwish", unary_ext, 1, 1, 1, 1, V(14)),
     COMPUTE("Hardmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
     LAYOUT("Identity", identity, 1, 1, 1, 1, V(1, 13, 14, 16, 19, 21)),
+    DYNAMIC("If", if, 1, 1, 1, MANY, V(1, 11, 13, 16, 19, 21)),
     COMPUTE("InstanceNormalization", instance_norm, 3, 3, 1, 1, V(1, 6)),
     COMPUTE("IsInf", unary_ext, 1, 1, 1, 1, V(10, 20)),
     COMPUTE("IsNaN", unary_ext, 1, 1, 1, 1, V(9, 13, 20)),
@@ -85,6 +89,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("LessOrEqual", binary_ext, 2, 2, 1, 1, V(12, 16)),
     COMPUTE("Log", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("LogSoftmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
+    DYNAMIC("Loop", loop, 2, MANY, 1, MANY, V(1, 11, 13, 16, 19, 21)),
     COMPUTE("LpNormalization", lp_norm, 1, 1, 1, 1, V(1)),
     COMPUTE("MatMul", matmul, 2, 2, 1, 1, V(1, 9, 13)),
     COMPUTE("MatMulInteger", qmatmul, 2, 4, 1, 1, V(10)),
@@ -121,6 +126,7 @@ static const graph_opdef k_ops[] = {
     LAYOUT("Reshape", reshape, 2, 2, 1, 1, V(1, 5, 13, 14, 19, 21)),
     COMPUTE("Resize", resize, 1, 4, 1, 1, V(10, 11, 13, 18, 19)),
     COMPUTE("Round", unary_ext, 1, 1, 1, 1, V(11)),
+    DYNAMIC("Scan", scan, 1, MANY, 1, MANY, V(8, 9, 11, 16, 19, 21)),
     LAYOUT("Scatter", scatter_elements, 3, 3, 1, 1, V(9)),
     LAYOUT("ScatterElements", scatter_elements, 3, 3, 1, 1, V(11, 13, 16, 18)),
     LAYOUT("ScatterND", scatter_nd, 3, 3, 1, 1, V(11, 13, 16, 18)),
