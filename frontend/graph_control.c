@@ -69,19 +69,19 @@ static cov_status type_loop_body(const graph *g, const graph_node *n, const grap
                             "the body's first two inputs must be the int64 iteration number and "
                             "the bool condition, one element each");
   for (int i = 2; i < nf; i++)
+    if (!n->in[i]) return graph_node_error(g, n, COV_INVALID_INPUT, "input %d has no name", i);
+  for (int i = 2; i < nf; i++)
     COV_RETURN_IF_ERROR(
         type_formal(g, n, sub, (size_t)i, n->in[i], n->in[i]->dtype, n->in[i]->rank, false));
   return NULL;
 }
 
-/* Scan's body (opset 9 on): the states, then one slice of each scanned
- * input (the scan axis removed; its other dims are fixed). */
+/* Scan's body: the states, then one slice of each scanned input (the scan
+ * axis removed; its other dims are fixed). Opset 8 is batched: its first
+ * input is sequence_lens, and axis 0 of the others the batch, not seen by
+ * the body, whose slices are along axis 1. */
 static cov_status type_scan_body(const graph *g, const graph_node *n, const graph *sub) {
-  int nf = n->n_in - n->n_implicit;
-  if (n->opset < 9)
-    return graph_node_error(g, n, COV_UNSUPPORTED,
-                            "the opset-8 Scan (batched, with sequence_lens) is not supported; "
-                            "re-export the model with opset 9 or later");
+  int first = n->opset < 9 ? 1 : 0, nf = n->n_in - n->n_implicit - first;
   int64_t m = 0;
   COV_RETURN_IF_ERROR(graph_attr_int(g, n, "num_scan_inputs", 0, &m));
   if (m < 1 || m > nf)
@@ -91,22 +91,25 @@ static cov_status type_scan_body(const graph *g, const graph_node *n, const grap
   if (sub->n_inputs != (size_t)nf) return arity_error(g, n, sub, (size_t)nf, "the node");
   const int64_t *axes = NULL;
   size_t n_axes = 0;
-  COV_RETURN_IF_ERROR(graph_attr_ints(g, n, "scan_input_axes", &axes, &n_axes));
+  if (!first) COV_RETURN_IF_ERROR(graph_attr_ints(g, n, "scan_input_axes", &axes, &n_axes));
   for (int i = 0; i < nf; i++) {
-    const graph_value *src = n->in[i];
+    const graph_value *src = n->in[first + i];
+    if (!src) return graph_node_error(g, n, COV_INVALID_INPUT, "input %d has no name", first + i);
     bool scanned = i >= nf - m;
+    int drop = first + (scanned ? 1 : 0), ax = first; /* dims the body does not see */
+    if (src->rank >= 0 && src->rank < drop)
+      return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' has rank %d", src->name,
+                              src->rank);
     if (!scanned) {
-      COV_RETURN_IF_ERROR(type_formal(g, n, sub, (size_t)i, src, src->dtype, src->rank, false));
+      COV_RETURN_IF_ERROR(type_formal(g, n, sub, (size_t)i, src, src->dtype,
+                                      src->rank < 0 ? -1 : src->rank - first, false));
       continue;
     }
-    int k = i - (int)(nf - m), ax = 0;
-    if (src->rank < 1)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "scanned input '%s' has rank %d",
-                              src->name, src->rank);
-    if (axes && (size_t)k < n_axes)
+    int k = i - (int)(nf - m);
+    if (axes && (size_t)k < n_axes && src->rank >= 0)
       COV_RETURN_IF_ERROR(graph_axis(g, n, axes[k], src->rank, "scan_input_axes", &ax));
-    graph_value slice = {.dtype = src->dtype, .rank = src->rank - 1};
-    for (int d = 0, o = 0; d < src->rank; d++)
+    graph_value slice = {.dtype = src->dtype, .rank = src->rank < 0 ? -1 : src->rank - drop};
+    for (int d = first, o = 0; d < src->rank; d++)
       if (d != ax) slice.dims[o++] = src->dims[d];
     COV_RETURN_IF_ERROR(type_formal(g, n, sub, (size_t)i, &slice, src->dtype, slice.rank, true));
   }
