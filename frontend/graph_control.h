@@ -23,6 +23,25 @@
 /* Iterations of one Loop or Scan run. */
 #define GRAPH_MAX_LOOP_ITERATIONS 100000
 
+/* Elements of one output of an operator whose output size depends on the
+ * data (NonZero, Compress, Unique, NonMaxSuppression: graph_dynamic.c,
+ * graph_nms.c), checked before it is allocated. Each is also bounded by
+ * its input (NonZero: rank x elements; Compress, Unique: the input's
+ * elements; NonMaxSuppression: batches x classes x boxes x 3) and by the
+ * memory limit. */
+#define GRAPH_MAX_DYNAMIC_ELEMS ((int64_t)1 << 28)
+/* Boxes per batch NonMaxSuppression compares (its work grows with their
+ * square per class). */
+#define GRAPH_MAX_NMS_BOXES 65536
+/* Box pairs NonMaxSuppression may compare in one run: batches x classes x
+ * boxes x min(boxes, max_output_boxes_per_class). */
+#define GRAPH_MAX_NMS_PAIRS ((int64_t)1 << 32)
+
+/* Sets v's shape (an operator's data-dependent result) and allocates it,
+ * within GRAPH_MAX_DYNAMIC_ELEMS and the memory limit (graph_dynamic.c). */
+cov_status graph_dynamic_alloc(const graph *g, const graph_node *n, graph_value *v, int rank,
+                               const int64_t *dims);
+
 /* A subgraph of `parent`, allocated in its arena (freed with it). */
 graph *graph_create_sub(graph *parent);
 /* Types n's subgraphs' inputs (formal inputs from n's inputs, captures

@@ -90,6 +90,11 @@ GRAPH_DECLARE_COMPUTE(qgemm);
 GRAPH_DECLARE_OP(if);
 GRAPH_DECLARE_OP(loop);
 GRAPH_DECLARE_OP(scan);
+/* graph_dynamic.c, graph_unique.c, graph_nms.c */
+GRAPH_DECLARE_OP(nonzero);
+GRAPH_DECLARE_OP(compress);
+GRAPH_DECLARE_OP(unique);
+GRAPH_DECLARE_OP(nms);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 
