@@ -50,6 +50,13 @@ graph_value *onnx_capture(reader *R, const char *name) {
   if (!o) o = onnx_capture(R->parent, name);
   if (!o) return NULL;
   graph *g = R->g;
+  for (const reader *r = R; r->parent; r = r->parent)
+    if (o->producer && o->producer == r->owner) {
+      onnx_add_error(R, graph_node_error(r->parent->g, r->owner, COV_INVALID_INPUT,
+                                         "its subgraph reads '%s', an output of its own node",
+                                         name));
+      return NULL;
+    }
   size_t k = g->n_captures;
   graph_value *v = graph_add_value(g, name);
   graph_value **caps = cov_arena_grow(g->arena, g->captures, k, k + 1, sizeof *caps);

@@ -17,6 +17,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bad_control  # noqa: E402
+
 F, D, I32, I64, B = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64,
                      TensorProto.BOOL)
 NP = {F: np.float32, D: np.float64, I32: np.int32, I64: np.int64, B: np.bool_}
@@ -318,6 +322,7 @@ def main():
     for make in (unary_cases, binary_cases, reduce_cases, resize_cases, layout_cases, index_cases,
                  loss_cases, int8_cases, new_op_cases):
         make()
+    bad_control.add_cases(CASES)  # control flow and data-dependent sizes
     fails = 0
     ops = set()
     for name, op, m, text, feed in CASES:
