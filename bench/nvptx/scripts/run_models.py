@@ -75,7 +75,7 @@ def onnx_path(name, batch, cache):
 
 
 def make_batch(src, n, dst):
-    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "nvptx", "make_batch.py"), src, str(n), dst],
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "nvptx", "scripts", "make_batch.py"), src, str(n), dst],
                    check=True)
 
 
