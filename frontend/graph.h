@@ -64,6 +64,9 @@ typedef struct graph_value {
    * initializer, its default value where the caller feeds none. A fed
    * input overrides it, so it is never folded. NULL otherwise. */
   const struct graph_value *default_value;
+  /* A sequence of tensors of dtype (an optional: of at most one), its data
+   * a graph_seq block (graph_sequence.h); rank -1. */
+  bool seq, opt;
   graph_node *producer;          /* NULL for inputs and constants */
   int n_uses;                    /* node input slots that read it (graph_recount) */
   int id;                        /* index in graph.values */

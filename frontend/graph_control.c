@@ -34,6 +34,12 @@ static cov_status type_formal(const graph *g, const graph_node *n, const graph *
                             graph_type_str(&w, want, sizeof want));
   }
   v->dtype = dtype;
+  if (src && src->seq) { /* a sequence (graph_sequence.h): no shape */
+    v->seq = true;
+    v->opt = src->opt;
+    graph_set_shape(v, -1, NULL);
+    return NULL;
+  }
   if (v->rank >= 0 && rank >= 0 && v->rank != rank)
     return graph_node_error(g, n, COV_INVALID_INPUT,
                             "subgraph '%s' declares its input %zu ('%s') of rank %d, but it "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
+#include "frontend/graph_sequence.h"
 
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v) {
   int64_t numel = graph_numel(v);
@@ -75,7 +76,7 @@ static cov_status check_dynamic_outputs(const graph *g, const graph_node *n,
   for (int i = 0; i < n->n_out; i++) {
     if (!out[i]) continue;
     COV_RETURN_IF_ERROR(graph_check_shape(g, n, out[i]));
-    if (graph_numel(out[i]) < 0 || !out[i]->data)
+    if ((!out[i]->seq && graph_numel(out[i]) < 0) || !out[i]->data)
       return graph_node_error(g, n, COV_INTERNAL, "produced no data for output '%s'",
                               out[i]->name);
   }
@@ -87,6 +88,9 @@ cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *cons
   const graph *g = x->g;
   for (int i = 0; i < n->n_out; i++)
     if (out[i]) out[i]->data = NULL;
+  /* an Identity the simplifier kept, of a sequence (graph_sequence.h) */
+  if (n->n_in == 1 && in[0] && in[0]->seq && n->n_out == 1 && !strcmp(n->op_type, "Identity"))
+    return graph_seq_copy(g, n, in[0], out[0]);
   COV_RETURN_IF_ERROR(n->def->infer(g, n, in, out));
   bool all_empty = !n->def->dynamic;
   for (int i = 0; i < n->n_out && !n->def->dynamic; i++) {
@@ -388,6 +392,11 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
   if (!st) st = run_nodes(&x, &s);
   for (size_t i = 0; i < g->n_outputs && !st; i++) {
     const graph_value *v = &s.vals[g->outputs[i]->id];
+    if (v->seq) {
+      st = graph_value_error(g, g->outputs[i], COV_UNSUPPORTED,
+                             "is a sequence or an optional; a model's outputs are tensors");
+      break;
+    }
     st = cov_tensor_alloc(&outputs[i], v->dtype, v->rank, v->dims);
     int64_t numel = graph_numel(v);
     if (!st && numel > 0)
@@ -403,7 +412,7 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
 static cov_status take_output(const graph *sub, run_state *s, const graph_value *decl,
                               graph_value *out) {
   graph_value *v = &s->vals[decl->id];
-  int64_t numel = graph_numel(v);
+  int64_t numel = v->seq ? 1 : graph_numel(v);
   if (numel < 0 || (!v->data && numel > 0))
     return graph_value_error(sub, decl, COV_INTERNAL, "subgraph output has no data");
   graph_copy_type(out, v);
@@ -412,7 +421,7 @@ static cov_status take_output(const graph *sub, run_state *s, const graph_value 
     s->owned[decl->id] = false;
     return NULL;
   }
-  size_t bytes = (size_t)numel * cov_dtype_size(v->dtype);
+  size_t bytes = graph_value_bytes(v);
   out->data = malloc(bytes ? bytes : 1);
   if (!out->data) return graph_value_error(sub, decl, COV_OUT_OF_MEMORY, "out of memory");
   if (bytes) memcpy(out->data, v->data, bytes);

@@ -13,6 +13,7 @@
 
 #include "frontend/graph_control.h"
 #include "frontend/graph_iter.h"
+#include "frontend/graph_sequence.h"
 #include "frontend/graph_opfns.h"
 
 cov_status graph_acc_append(const graph *g, const graph_node *n, stack_acc *a, int j,
@@ -132,8 +133,12 @@ cov_status graph_state_out(const graph *g, const graph_node *n, loop_state *s,
       s->owned[k] = false;
       continue;
     }
+    if (s->v[k].seq) {
+      COV_RETURN_IF_ERROR(graph_seq_copy(g, n, &s->v[k], out[k]));
+      continue;
+    }
     COV_RETURN_IF_ERROR(graph_alloc_data(g, n, out[k]));
-    size_t b = (size_t)graph_numel(&s->v[k]) * cov_dtype_size(s->v[k].dtype);
+    size_t b = graph_value_bytes(&s->v[k]);
     if (b) memcpy(out[k]->data, s->v[k].data, b);
   }
   return NULL;
@@ -195,10 +200,11 @@ cov_status graph_infer_loop(const graph *g, const graph_node *n, graph_value *co
                             cov_dtype_name(b->outputs[0]->dtype));
   for (int k = 0; k < ls.carried; k++) {
     const graph_value *init = in[2 + k], *res = b->outputs[1 + k];
-    if (res->dtype != init->dtype)
+    if (res->dtype != init->dtype || res->seq != init->seq)
       return graph_node_error(g, n, COV_INVALID_INPUT,
-                              "loop-carried value %d is %s, but the body makes %s", k,
-                              cov_dtype_name(init->dtype), cov_dtype_name(res->dtype));
+                              "loop-carried value %d is %s, but the body makes %s%s", k,
+                              cov_dtype_name(init->dtype), res->seq != init->seq ? "a sequence of " : "",
+                              cov_dtype_name(res->dtype));
     if (out[k]) graph_merge_type(out[k], init, res);
   }
   for (int j = 0; j < ls.scans; j++) {

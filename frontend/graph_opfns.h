@@ -95,6 +95,8 @@ GRAPH_DECLARE_OP(nonzero);
 GRAPH_DECLARE_OP(compress);
 GRAPH_DECLARE_OP(unique);
 GRAPH_DECLARE_OP(nms);
+/* graph_sequence.c */
+GRAPH_DECLARE_OP(sequence);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

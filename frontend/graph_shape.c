@@ -66,6 +66,8 @@ void graph_set_shape(graph_value *v, int rank, const int64_t *dims) {
 
 void graph_copy_type(graph_value *dst, const graph_value *src) {
   dst->dtype = src->dtype;
+  dst->seq = src->seq;
+  dst->opt = src->opt;
   graph_set_shape(dst, src->rank, src->dims);
 }
 

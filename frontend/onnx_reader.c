@@ -276,6 +276,17 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   if (R->parent && (!tp || (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                             tp->tensor_type && tp->tensor_type->elem_type == 0)))
     return;
+  /* A subgraph's sequence or optional of tensors (graph_sequence.h). */
+  const Onnx__TypeProto *elem = !R->parent || !tp ? NULL
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type ? tp->sequence_type->elem_type
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type ? tp->optional_type->elem_type
+      : NULL;
+  if (elem && elem->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && elem->tensor_type) {
+    v->seq = true;
+    v->opt = tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    v->dtype = onnx_dtype(elem->tensor_type->elem_type);
+    return;
+  }
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
     onnx_add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
                                    "only tensor inputs are supported (this one is a sequence, "

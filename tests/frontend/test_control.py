@@ -11,7 +11,11 @@ NPUs, and compared with numpy written out from the ONNX definitions.
 - a Loop with a constant trip count and an If in its body (nested
   subgraphs: the If's branches read the Loop's state and the outer input);
 - Scan (opset 9 and 16) with a reversed input, a reversed output and an
-  output stacked on axis 1, and opset 8's batched Scan.
+  output stacked on axis 1, and opset 8's batched Scan;
+- sequences as exported loops keep lists: a Loop appending to a sequence
+  (SequenceInsert) stacked after it (ConcatFromSequence with new_axis),
+  SplitToSequence, SequenceAt, SequenceErase, SequenceLength, and an
+  optional (Optional, OptionalHasElement, OptionalGetElement).
 
     /usr/bin/python3 test_control.py COVENANT WORKDIR [TARGET...]
 """
@@ -171,11 +175,55 @@ def scan8(work):
     return path, [s0, x], [s, o]
 
 
+def sequences(work):
+    """ys = []; for i in range(4): x = x * 2 - 1; ys.append(x)
+    out0 = stack(ys); parts = split(x0, [1, 2], axis=1): out1 = parts[-1] + len(erase(parts, 0));
+    out2 = optional(x0) has element ? get(optional(x0)) : x0 (x0 itself)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x_in", "two"], ["m"]), helper.make_node("Sub", ["m", "one"], ["x_out"]),
+         helper.make_node("SequenceInsert", ["seq_in", "x_out"], ["seq_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("x_in", F, None),
+                 helper.make_tensor_sequence_value_info("seq_in", F, None)],
+        [vi("cond_out", TensorProto.BOOL, []), vi("x_out", F, None),
+         helper.make_tensor_sequence_value_info("seq_out", F, None)])
+    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             helper.make_node("Loop", ["M", "", "x", "empty"], ["xl", "ys"], body=body),
+             helper.make_node("ConcatFromSequence", ["ys"], ["stacked"], axis=0, new_axis=1),
+             helper.make_node("SplitToSequence", ["x", "splits"], ["parts"], axis=1),
+             helper.make_node("SequenceAt", ["parts", "minus1"], ["last"]),
+             helper.make_node("SequenceErase", ["parts", "zero"], ["rest"]),
+             helper.make_node("SequenceLength", ["rest"], ["len"]),
+             helper.make_node("Cast", ["len"], ["lenf"], to=F),
+             helper.make_node("Add", ["last", "lenf"], ["out1"]),
+             helper.make_node("Optional", ["x"], ["opt"]),
+             helper.make_node("OptionalHasElement", ["opt"], ["has"]),
+             helper.make_node("OptionalGetElement", ["opt"], ["got"]),
+             helper.make_node("Cast", ["has"], ["hasf"], to=F),
+             helper.make_node("Mul", ["got", "hasf"], ["out2"])]
+    inits = [numpy_helper.from_array(np.array(4, np.int64), "M"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "splits"),
+             numpy_helper.from_array(np.array(-1, np.int64), "minus1"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero")]
+    path = os.path.join(work, "sequences.onnx")
+    save(path, nodes, [vi("x", F, [2, 3])], [vi("stacked", F, None), vi("out1", F, None), vi("out2", F, None)],
+         inits, opset=18)
+    ys, y = [], x.astype(np.float64)
+    for _ in range(4):
+        y = y * 2 - 1
+        ys.append(y)
+    return path, [x], [np.stack(ys), x[:, 1:] + 1, x]
+
+
 def main():
     cov, work = sys.argv[1:3]
     targets = sys.argv[3:] or ["ref", "npu-16x16", "npu-32x32-os"]
     os.makedirs(work, exist_ok=True)
-    cases = [while_loop(work), loop_if(work), scan(work, 9), scan(work, 16), scan8(work)]
+    cases = [while_loop(work), loop_if(work), scan(work, 9), scan(work, 16), scan8(work),
+             sequences(work)]
     failed = False
     for path, xs, wants in cases:
         for t in targets:
