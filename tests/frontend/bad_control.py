@@ -47,13 +47,16 @@ def make_case(cases):
     node 'bad' reads `inputs` (graph inputs (name, type, shape),
     initializers, or "" for an omitted one); `outer` are further graph
     inputs and `inits` initializers that only its subgraphs read."""
-    def case(name, op, inputs, text, attrs=None, inits=(), outer=(), opset=16, n_out=1, feed=None):
+    def case(name, op, inputs, text, attrs=None, inits=(), outer=(), opset=16, n_out=1, feed=None,
+             pre=(), post=()):
         names = [i.name if isinstance(i, onnx.TensorProto) else (i[0] if i else "") for i in inputs]
+        names = [p.output[0] for p in pre] + names  # the sequence first
         node = helper.make_node(op, names, ["y%d" % k for k in range(n_out)], name="bad", **(attrs or {}))
         g_in = [vi(*i) for i in list(inputs) + list(outer) if i and not isinstance(i, onnx.TensorProto)]
         g_init = [i for i in list(inputs) + list(inits) if isinstance(i, onnx.TensorProto)]
-        g = helper.make_graph([node], name, g_in,
-                              [helper.make_tensor_value_info("y%d" % k, 0, None) for k in range(n_out)],
+        outs = [p.output[0] for p in post] or ["y%d" % k for k in range(n_out)]
+        g = helper.make_graph(list(pre) + [node] + list(post), name, g_in,
+                              [helper.make_tensor_value_info(o, 0, None) for o in outs],
                               initializer=g_init)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = 8
@@ -141,3 +144,39 @@ def add_cases(cases):
     case("nms_box_bomb", "NonMaxSuppression", [("boxes", F, [1, many, 4]), ("scores", F, [1, 1, many])],
          "65537 boxes per batch, more than the limit of 65536",
          feed=[np.zeros((1, many, 4), np.float32), np.zeros((1, 1, many), np.float32)])
+
+
+def add_sequence_cases(cases):
+    """Sequence and optional operators: each node 'bad' reads a sequence a
+    node before it makes (`pre`, appended to its inputs) and, where it
+    makes one, a node after it stacks it into a tensor output (`post`)."""
+    case = make_case(cases)
+    x = ("x", F, [2, 3])
+    mk = lambda *names: helper.make_node("SequenceConstruct", list(names), ["s"])  # noqa: E731
+    stack = [helper.make_node("ConcatFromSequence", ["y0"], ["out"], axis=0)]
+    z = np.zeros((2, 3), np.float32)
+    case("seq_at_range", "SequenceAt", [const("p", np.int64(5))], "position 5 is outside a sequence of 1",
+         outer=[x], pre=[mk("x")], feed=[z])
+    case("seq_insert_dtype", "SequenceInsert", [("i", I64, [2])], "inserts a i64 tensor into a sequence of f32",
+         outer=[x], pre=[mk("x")], post=stack)
+    case("seq_construct_dtypes", "SequenceConstruct", [x, ("i", I64, [2])], "takes tensors of one dtype",
+         post=stack)
+    case("seq_erase_range", "SequenceErase", [const("p", np.int64(-3))], "position -3 is outside a sequence of 1",
+         outer=[x], pre=[mk("x")], post=stack, feed=[z])
+    case("seq_length_tensor", "SequenceLength", [x], "input 'x' is not a sequence")
+    case("seq_empty_dtype", "SequenceEmpty", [], "dtype 8 is not supported", attrs={"dtype": 8}, post=stack)
+    case("split_to_seq_sum", "SplitToSequence", [x, const("sp", np.array([1, 1], np.int64))],
+         "splits sum to 2, not the axis' 3", attrs={"axis": 1}, post=stack, feed=[z])
+    case("split_to_seq_bomb", "SplitToSequence", [("big", F, [70000])], "more than 65536 pieces", post=stack,
+         feed=[np.zeros(70000, np.float32)])
+    case("concat_seq_shapes", "ConcatFromSequence", [], outer=[("a", F, [2, 3]), ("b", F, [3, 3])], text=(
+         "element 1's shape does not match element 0's"), attrs={"axis": 1},
+         pre=[helper.make_node("SequenceConstruct", ["a", "b"], ["s"])],
+         feed=[z, np.zeros((3, 3), np.float32)])
+    case("optional_empty", "Optional", [], "an empty Optional (no input) is not supported",
+         attrs={"type": helper.make_tensor_type_proto(F, None)},
+         post=[helper.make_node("OptionalGetElement", ["y0"], ["out"])])
+    case("optional_get_seq", "OptionalGetElement", [], "reads an optional or a tensor, not a sequence",
+         outer=[x], pre=[mk("x")])
+    case("optional_has_arity", "OptionalHasElement", [x, ("x2", F, [2])],
+         "has 2 inputs; OptionalHasElement takes 0 to 1")

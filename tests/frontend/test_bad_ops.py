@@ -323,6 +323,7 @@ def main():
                  loss_cases, int8_cases, new_op_cases):
         make()
     bad_control.add_cases(CASES)  # control flow and data-dependent sizes
+    bad_control.add_sequence_cases(CASES)
     fails = 0
     ops = set()
     for name, op, m, text, feed in CASES:
