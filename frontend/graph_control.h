@@ -20,6 +20,11 @@
 #define GRAPH_MAX_SUBGRAPH_DEPTH 8
 /* Nodes in all subgraphs of a model together. */
 #define GRAPH_MAX_SUBGRAPH_NODES 100000
+/* A Loop is unrolled when read (onnx_unroll.c) when its constant trip
+ * count is at most GRAPH_UNROLL_MAX_TRIPS and its copies hold at most
+ * GRAPH_UNROLL_MAX_NODES nodes; else it runs driven from the host. */
+#define GRAPH_UNROLL_MAX_TRIPS 16
+#define GRAPH_UNROLL_MAX_NODES 4096
 /* Iterations of one Loop or Scan run. */
 #define GRAPH_MAX_LOOP_ITERATIONS 100000
 

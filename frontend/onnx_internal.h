@@ -81,6 +81,10 @@ graph_value *onnx_capture(reader *R, const char *name);
 /* Reads the graph attributes of node n (declared from np) into subgraphs. */
 void onnx_read_subgraphs(reader *R, graph_node *n, const Onnx__NodeProto *np);
 
+/* onnx_unroll.c: replaces each Loop with a small constant trip count by
+ * copies of its body (its conditions in the file's comment). */
+void onnx_unroll_loops(reader *R);
+
 /* Reads a whole model into a graph: values, nodes (topologically sorted),
  * attributes, inputs and outputs. No inference happens here. */
 cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g);

@@ -841,6 +841,7 @@ void onnx_read_body(reader *R) {
   for (size_t i = 0; i < gp->n_node && !R->fatal; i++)
     if (declared[i]) onnx_read_subgraphs(R, declared[i], gp->node[i]);
   free(declared);
+  if (!R->errors) onnx_unroll_loops(R);
   read_outputs(R);
   report_unsupported(R, R->mp);
   check_nodes(R);

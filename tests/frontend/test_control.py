@@ -175,6 +175,31 @@ def scan8(work):
     return path, [s0, x], [s, o]
 
 
+def for_loop(work):
+    """for i in range(3): y = relu(y @ W + i)  (a constant trip count: the
+    Loop is unrolled when read, its three copies of MatMul layers fused and
+    compiled like any other; `covenant inspect` must show no Loop)."""
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((8, 8)) * 0.5).astype(np.float32)
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["y_in", "W"], ["mm"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Add", ["mm", "fi"], ["a"]),
+         helper.make_node("Relu", ["a"], ["y_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("y_in", F, None)],
+        [vi("cond_out", TensorProto.BOOL, []), vi("y_out", F, None)])
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array(3, np.int64), "M")]
+    path = os.path.join(work, "for_loop.onnx")
+    save(path, [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)], [vi("x", F, [2, 8])],
+         [vi("y", F, None)], inits)
+    y = x.astype(np.float64)
+    for i in range(3):
+        y = np.maximum(y @ w + i, 0)
+    return path, [x], [y]
+
+
 def sequences(work):
     """ys = []; for i in range(4): x = x * 2 - 1; ys.append(x)
     out0 = stack(ys); parts = split(x0, [1, 2], axis=1): out1 = parts[-1] + len(erase(parts, 0));
@@ -223,8 +248,12 @@ def main():
     targets = sys.argv[3:] or ["ref", "npu-16x16", "npu-32x32-os"]
     os.makedirs(work, exist_ok=True)
     cases = [while_loop(work), loop_if(work), scan(work, 9), scan(work, 16), scan8(work),
-             sequences(work)]
-    failed = False
+             sequences(work), for_loop(work)]
+    r = subprocess.run([cov, "inspect", cases[-1][0]], capture_output=True, text=True)
+    ops = [ln for ln in r.stdout.splitlines() if ln.startswith("operators:")]
+    unrolled = r.returncode == 0 and ops and "Loop" not in ops[0] and "MatMul x3" in ops[0]
+    print("%s for_loop.onnx unrolled when read (no Loop left, three MatMuls)" % ("ok  " if unrolled else "FAIL"))
+    failed = not unrolled
     for path, xs, wants in cases:
         for t in targets:
             r, gots = run(cov, path, xs, work, t)
