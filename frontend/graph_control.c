@@ -122,6 +122,21 @@ static cov_status type_scan_body(const graph *g, const graph_node *n, const grap
   return NULL;
 }
 
+/* SequenceMap's body: one element of each sequence input (its dims left
+ * to the run), the tensor inputs whole. */
+static cov_status type_seqmap_body(const graph *g, const graph_node *n, const graph *sub) {
+  int nf = n->n_in - n->n_implicit;
+  if (sub->n_inputs != (size_t)nf) return arity_error(g, n, sub, (size_t)nf, "the node");
+  for (int i = 0; i < nf; i++) {
+    const graph_value *src = n->in[i];
+    if (!src) return graph_node_error(g, n, COV_INVALID_INPUT, "input %d has no name", i);
+    graph_value elem = {.dtype = src->dtype, .rank = -1};
+    COV_RETURN_IF_ERROR(type_formal(g, n, sub, (size_t)i, src->seq ? &elem : src, src->dtype,
+                                    src->seq ? -1 : src->rank, !src->seq));
+  }
+  return NULL;
+}
+
 /* Captured outer constants become constants of the subgraph (so that its
  * layers see their weights); the rest stay inputs bound at run time. */
 static void type_captures(const graph_node *n, graph *sub) {
@@ -151,6 +166,8 @@ cov_status graph_control_prepare(graph *g, graph_node *n) {
       st = type_loop_body(g, n, sub);
     else if (!strcmp(n->op_type, "Scan"))
       st = type_scan_body(g, n, sub);
+    else if (!strcmp(n->op_type, "SequenceMap"))
+      st = type_seqmap_body(g, n, sub);
     else if (sub->n_inputs)
       st = arity_error(g, n, sub, 0, "a branch of If");
     if (st) return st;

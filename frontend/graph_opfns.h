@@ -97,6 +97,7 @@ GRAPH_DECLARE_OP(unique);
 GRAPH_DECLARE_OP(nms);
 /* graph_sequence.c */
 GRAPH_DECLARE_OP(sequence);
+GRAPH_DECLARE_OP(seqmap);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 

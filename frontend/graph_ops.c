@@ -144,6 +144,7 @@ static const graph_opdef k_ops[] = {
     DYNAMIC("SequenceErase", sequence, 1, 2, 1, 1, V(11)),
     DYNAMIC("SequenceInsert", sequence, 2, 3, 1, 1, V(11)),
     DYNAMIC("SequenceLength", sequence, 1, 1, 1, 1, V(11)),
+    DYNAMIC("SequenceMap", seqmap, 1, MANY, 1, MANY, V(17)),
     LAYOUT("Shape", shape, 1, 1, 1, 1, V(1, 13, 15, 19, 21)),
     COMPUTE("Shrink", unary_ext, 1, 1, 1, 1, V(9)),
     COMPUTE("Sigmoid", unary, 1, 1, 1, 1, V(1, 6, 13)),

@@ -180,3 +180,15 @@ def add_sequence_cases(cases):
          outer=[x], pre=[mk("x")])
     case("optional_has_arity", "OptionalHasElement", [x, ("x2", F, [2])],
          "has 2 inputs; OptionalHasElement takes 0 to 1")
+    ident = graph([helper.make_node("Identity", ["e"], ["f"])], [vi("e", F, None), vi("e2", F, None)],
+                  [vi("f", F, None)], "map")
+    case("seqmap_arity", "SequenceMap", [], "takes 2 inputs; the node takes 1", attrs={"body": ident},
+         outer=[x], pre=[mk("x")], post=stack, opset=17)
+    one_in = graph([helper.make_node("Identity", ["e"], ["f"])], [vi("e", F, None)], [vi("f", F, None)], "map")
+    case("seqmap_tensor", "SequenceMap", [x], "input 'x' is not a sequence", attrs={"body": one_in},
+         post=stack, opset=17)
+    case("seqmap_lengths", "SequenceMap", [], "input 1 has 2 elements, input 0 1: they must agree",
+         attrs={"body": graph([helper.make_node("Add", ["e", "e2"], ["f"])], [vi("e", F, None), vi("e2", F, None)],
+                              [vi("f", F, None)], "map")},
+         outer=[x], pre=[mk("x"), helper.make_node("SequenceConstruct", ["x", "x"], ["s2"])], post=stack,
+         feed=[z], opset=17)

@@ -15,7 +15,8 @@ NPUs, and compared with numpy written out from the ONNX definitions.
 - sequences as exported loops keep lists: a Loop appending to a sequence
   (SequenceInsert) stacked after it (ConcatFromSequence with new_axis),
   SplitToSequence, SequenceAt, SequenceErase, SequenceLength, and an
-  optional (Optional, OptionalHasElement, OptionalGetElement).
+  optional (Optional, OptionalHasElement, OptionalGetElement), SequenceMap
+  over a split with a tensor input.
 
     /usr/bin/python3 test_control.py COVENANT WORKDIR [TARGET...]
 """
@@ -213,6 +214,14 @@ def sequences(work):
                  helper.make_tensor_sequence_value_info("seq_in", F, None)],
         [vi("cond_out", TensorProto.BOOL, []), vi("x_out", F, None),
          helper.make_tensor_sequence_value_info("seq_out", F, None)])
+    # SequenceMap: each piece of x (split along axis 1) times x's first column
+    map_body = helper.make_graph(
+        [helper.make_node("Slice", ["t", "s0", "s1", "ax1"], ["col"]),
+         helper.make_node("Mul", ["p", "col"], ["q"])],
+        "map", [vi("p", F, None), vi("t", F, [2, 3])], [vi("q", F, None)],
+        [numpy_helper.from_array(np.array([0], np.int64), "s0"),
+         numpy_helper.from_array(np.array([1], np.int64), "s1"),
+         numpy_helper.from_array(np.array([1], np.int64), "ax1")])
     nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
              helper.make_node("Loop", ["M", "", "x", "empty"], ["xl", "ys"], body=body),
              helper.make_node("ConcatFromSequence", ["ys"], ["stacked"], axis=0, new_axis=1),
@@ -226,7 +235,9 @@ def sequences(work):
              helper.make_node("OptionalHasElement", ["opt"], ["has"]),
              helper.make_node("OptionalGetElement", ["opt"], ["got"]),
              helper.make_node("Cast", ["has"], ["hasf"], to=F),
-             helper.make_node("Mul", ["got", "hasf"], ["out2"])]
+             helper.make_node("Mul", ["got", "hasf"], ["out2"]),
+             helper.make_node("SequenceMap", ["parts", "x"], ["mapped"], body=map_body),
+             helper.make_node("ConcatFromSequence", ["mapped"], ["out3"], axis=1)]
     inits = [numpy_helper.from_array(np.array(4, np.int64), "M"),
              numpy_helper.from_array(np.array(2.0, np.float32), "two"),
              numpy_helper.from_array(np.array(1.0, np.float32), "one"),
@@ -234,13 +245,13 @@ def sequences(work):
              numpy_helper.from_array(np.array(-1, np.int64), "minus1"),
              numpy_helper.from_array(np.array(0, np.int64), "zero")]
     path = os.path.join(work, "sequences.onnx")
-    save(path, nodes, [vi("x", F, [2, 3])], [vi("stacked", F, None), vi("out1", F, None), vi("out2", F, None)],
-         inits, opset=18)
+    save(path, nodes, [vi("x", F, [2, 3])], [vi("stacked", F, None), vi("out1", F, None), vi("out2", F, None),
+                                             vi("out3", F, None)], inits, opset=18)
     ys, y = [], x.astype(np.float64)
     for _ in range(4):
         y = y * 2 - 1
         ys.append(y)
-    return path, [x], [np.stack(ys), x[:, 1:] + 1, x]
+    return path, [x], [np.stack(ys), x[:, 1:] + 1, x, x * x[:, :1]]
 
 
 def main():
