@@ -421,6 +421,18 @@ def _(path):
     save(one_node("ScatterND", ["x", "i", "u"], {}, [i64("i", [[0]]), f32("u", [1, 2, 3])]), path)
 
 
+@case("loop_body_name", "loop_body_name.onnx: error: node 'add' (Add): in subgraph 'body' of node "
+      "'loop' (Loop): input 'nowhere' is not produced by any node, nor a graph input or initializer "
+      "(a missing initializer?)")
+def _(path):
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["v", "nowhere"], ["v_out"], name="add")],
+        "body", [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("v", [1, 4])],
+        [vi("c_out", [], TensorProto.BOOL), vi("v_out", None)])
+    n = helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=body)
+    save(model([n], [vi("x", [1, 4])], [vi("y", None)], [i64("m", 3)], 13), path)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     # The valid external data file the ext_* cases point into (216 bytes).
