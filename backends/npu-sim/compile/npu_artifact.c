@@ -132,9 +132,14 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
       if ((st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape)
                     : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
         break;
-      if (t.rank < 0) {
+      int unknown = -1; /* a dim only a run decides (data-dependent, symbolic) */
+      for (int d = 0; d < t.rank && unknown < 0; d++)
+        if (t.shape[d] < 0) unknown = d;
+      if (t.rank < 0 || unknown >= 0) {
         cov_loc loc = {path, 0, 0, name};
-        st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
+        st = t.rank < 0 ? cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name)
+                        : cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape (dim %d is known only when the "
+                                    "model runs)", out ? "output" : "input", name, unknown);
         break;
       }
       int buf = value_find(&vals, name);
