@@ -118,6 +118,18 @@ static int value_buffer(crt_builder *b, value_map *v, const char *name, const co
   return buf;
 }
 
+/* A model input's or output's shape must be fixed: a dim only a run
+ * decides (data-dependent, symbolic) has no buffer size. */
+static cov_status fixed_shape(const char *path, const char *name, const char *what, const cov_tensor *t) {
+  cov_loc loc = {path, 0, 0, name};
+  if (t->rank < 0) return cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", what, name);
+  for (int d = 0; d < t->rank; d++)
+    if (t->shape[d] < 0)
+      return cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape (dim %d is known only when the model runs)",
+                       what, name, d);
+  return NULL;
+}
+
 /* The model's inputs and outputs as buffers, then one npu step per
  * compiled group. */
 static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
@@ -132,16 +144,7 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
       if ((st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape)
                     : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
         break;
-      int unknown = -1; /* a dim only a run decides (data-dependent, symbolic) */
-      for (int d = 0; d < t.rank && unknown < 0; d++)
-        if (t.shape[d] < 0) unknown = d;
-      if (t.rank < 0 || unknown >= 0) {
-        cov_loc loc = {path, 0, 0, name};
-        st = t.rank < 0 ? cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name)
-                        : cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape (dim %d is known only when the "
-                                    "model runs)", out ? "output" : "input", name, unknown);
-        break;
-      }
+      if ((st = fixed_shape(path, name, out ? "output" : "input", &t))) break;
       int buf = value_find(&vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
