@@ -6,7 +6,8 @@
  * iteration to the next without copies; scan outputs are stacked as the
  * iterations make them. Bounds: GRAPH_MAX_LOOP_ITERATIONS iterations per
  * run (a constant trip count past it is refused before the first
- * iteration, a condition that never turns false when it is reached), and
+ * iteration, a condition that never turns false when it is reached; the
+ * body's condition counts only where the node has a condition input), and
  * the stacked outputs the memory limit, checked before they grow. */
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,9 @@ static cov_status loop_run(graph_exec *x, const graph_node *n, graph_value *cons
                                n->name);
     else
       st = loop_collect(g, n, ls, res, s, acc, &cond);
+    /* Without a condition input the body's condition is ignored (ONNX's
+     * Loop: "input (trip_count, \"\")" is a for loop). */
+    if (!in[1]) cond = true;
   }
   free(bin);
   return st;

@@ -201,6 +201,23 @@ def for_loop(work):
     return path, [x], [y]
 
 
+def for_cond_ignored(work):
+    """Loop(M=3, no condition input) whose body's condition turns false:
+    ONNX's for loop ignores it, so y = x + 3 (run driven from the host: the
+    body does not pass its condition through, so it is not unrolled)."""
+    x = np.arange(4, dtype=np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "one"], ["y_out"]), helper.make_node("Not", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("y_in", F, None)],
+        [vi("cond_out", TensorProto.BOOL, []), vi("y_out", F, None)])
+    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(3, np.int64), "M")]
+    path = os.path.join(work, "for_cond_ignored.onnx")
+    save(path, [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)], [vi("x", F, [4])],
+         [vi("y", F, None)], inits)
+    return path, [x], [x + 3.0]
+
+
 def sequences(work):
     """ys = []; for i in range(4): x = x * 2 - 1; ys.append(x)
     out0 = stack(ys); parts = split(x0, [1, 2], axis=1): out1 = parts[-1] + len(erase(parts, 0));
@@ -259,7 +276,7 @@ def main():
     targets = sys.argv[3:] or ["ref", "npu-16x16", "npu-32x32-os"]
     os.makedirs(work, exist_ok=True)
     cases = [while_loop(work), loop_if(work), scan(work, 9), scan(work, 16), scan8(work),
-             sequences(work), for_loop(work)]
+             sequences(work), for_cond_ignored(work), for_loop(work)]
     r = subprocess.run([cov, "inspect", cases[-1][0]], capture_output=True, text=True)
     ops = [ln for ln in r.stdout.splitlines() if ln.startswith("operators:")]
     unrolled = r.returncode == 0 and ops and "Loop" not in ops[0] and "MatMul x3" in ops[0]
