@@ -66,6 +66,9 @@ typedef struct graph_value {
    * initializer, its default value where the caller feeds none. A fed
    * input overrides it, so it is never folded. NULL otherwise. */
   const struct graph_value *default_value;
+  /* A sequence of tensors of dtype (an optional: of at most one), its data
+   * a graph_seq block (graph_sequence.h); rank -1. */
+  bool seq, opt;
   graph_node *producer;          /* NULL for inputs and constants */
   int n_uses;                    /* node input slots that read it (graph_recount) */
   int id;                        /* index in graph.values */
@@ -101,6 +104,7 @@ typedef struct graph_attr {
   const char **strs; /* GA_STRINGS: NUL-terminated copies */
   size_t n;          /* elements of ints/floats/strs */
   graph_value *t; /* a tensor attribute, decoded (not in graph.values) */
+  struct graph *sub; /* a graph attribute (If's branches, Loop's and Scan's body) */
 } graph_attr;
 
 typedef struct graph_opdef graph_opdef;
@@ -120,6 +124,9 @@ struct graph_node {
   int n_attrs;
   int group; /* layer group, -1 before fusion */
   bool dead;
+  /* Inputs appended after the operator's own: the outer-scope values its
+   * subgraphs read (graph_control.h), in[n_in - n_implicit .. n_in). */
+  int n_implicit;
 };
 
 /* A layer group: what the mapper will schedule as one unit. */
@@ -157,7 +164,16 @@ typedef struct graph {
   const cov_codelet_lib *lib;
   size_t folded_bytes;
   bool no_fold;
+  bool compute_f32; /* cov_model_options.compute_f32: 16-bit values widened (graph_widen.c) */
   uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
+  /* A subgraph (graph_control.h): its owner's graph and its nesting depth
+   * (0 for a model's graph); the values it reads from outer scopes, each
+   * read at run time from owner->in[capture_slot[k]]. */
+  const struct graph *parent;
+  int depth;
+  graph_value **captures;
+  int *capture_slot;
+  size_t n_captures;
 } graph;
 
 /* ---- operation table (graph_ops.c) ------------------------------------ */
@@ -183,6 +199,9 @@ struct graph_opdef {
   graph_exec_fn exec;
   graph_codelets_fn codelets;
   const int *versions; /* opsets where the definition changed, 0-terminated */
+  /* Output shapes depend on run-time values (control flow, NonZero, ...):
+   * the kernel sets them; never folded. */
+  bool dynamic;
 };
 
 /* The ONNX (ai.onnx) operator, or NULL when covenant does not support it. */
@@ -278,6 +297,10 @@ void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x);
 
 /* ---- passes ----------------------------------------------------------- */
 
+/* The load pipeline after reading (model.c): inference with folding,
+ * simplification, fusion into layer groups, the verifier, summaries. */
+cov_status graph_prepare(graph *g, bool no_fold, bool no_fuse);
+
 /* Shape/dtype inference for every node, folding constants as it goes. */
 cov_status graph_infer(graph *g);
 /* Evaluates a node whose inputs are all constant (or whose result is
@@ -334,7 +357,15 @@ struct graph_exec {
   const cov_codelet_lib *lib;
   cov_model_call_fn hook; /* backend hook (cov_model_run_with), or NULL */
   void *hook_user;
+  cov_model_group_fn group; /* group hook (cov_model_run_groups), or NULL; user is hook_user */
 };
+
+/* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values
+ * (data borrowed), captures read from owner_in (the owner node's inputs);
+ * fills out[] (n_out = sub->n_outputs) with malloc'ed data. Each compute
+ * group is offered to x's hooks as in a model's run. */
+cov_status graph_run_sub(graph_exec *x, const graph *sub, graph_value *const *in, size_t n_in,
+                         graph_value *const *owner_in, graph_value *out);
 
 /* Runs one node on concrete values: infers output shapes, then computes. */
 cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *const *in,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
+#include "frontend/graph_sequence.h"
 
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v) {
   int64_t numel = graph_numel(v);
@@ -68,14 +69,31 @@ cov_status graph_call_codelet(graph_exec *x, const graph_node *n, const char *na
   return graph_node_error(x->g, n, code, "codelet '%s': %s", name, msg);
 }
 
+/* A dynamic operator (graph_opdef.dynamic) sets its outputs' shapes itself:
+ * whatever it made is checked as a shaped operator's result would be. */
+static cov_status check_dynamic_outputs(const graph *g, const graph_node *n,
+                                        graph_value *const *out) {
+  for (int i = 0; i < n->n_out; i++) {
+    if (!out[i]) continue;
+    COV_RETURN_IF_ERROR(graph_check_shape(g, n, out[i]));
+    if ((!out[i]->seq && graph_numel(out[i]) < 0) || !out[i]->data)
+      return graph_node_error(g, n, COV_INTERNAL, "produced no data for output '%s'",
+                              out[i]->name);
+  }
+  return NULL;
+}
+
 cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *const *in,
                            graph_value *const *out) {
   const graph *g = x->g;
   for (int i = 0; i < n->n_out; i++)
     if (out[i]) out[i]->data = NULL;
+  /* an Identity the simplifier kept, of a sequence (graph_sequence.h) */
+  if (n->n_in == 1 && in[0] && in[0]->seq && n->n_out == 1 && !strcmp(n->op_type, "Identity"))
+    return graph_seq_copy(g, n, in[0], out[0]);
   COV_RETURN_IF_ERROR(n->def->infer(g, n, in, out));
-  bool all_empty = true;
-  for (int i = 0; i < n->n_out; i++) {
+  bool all_empty = !n->def->dynamic;
+  for (int i = 0; i < n->n_out && !n->def->dynamic; i++) {
     if (!out[i]) continue;
     COV_RETURN_IF_ERROR(graph_check_shape(g, n, out[i]));
     int64_t numel = graph_numel(out[i]);
@@ -96,6 +114,7 @@ cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *cons
   } else {
     st = n->def->exec(x, n, in, out);
   }
+  if (!st && n->def->dynamic) st = check_dynamic_outputs(g, n, out);
   for (int i = 0; i < n->n_out && !st; i++)
     if (out[i] && !out[i]->data)
       st = graph_node_error(g, n, COV_INTERNAL, "produced no data for output '%s'", out[i]->name);
@@ -271,19 +290,8 @@ cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_i
   return graph_run_groups(g, inputs, n_inputs, outputs, n_outputs, NULL, hook, user);
 }
 
-cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
-                            cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
-                            cov_model_call_fn hook, void *user) {
-  cov_loc loc = {.file = g->file};
-  if (n_inputs != g->n_inputs)
-    return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
-                     g->n_inputs, n_inputs);
-  if (n_outputs != g->n_outputs)
-    return cov_error(COV_INVALID_ARGUMENT, &loc,
-                     "the model has %zu outputs, room for %zu was given", g->n_outputs, n_outputs);
-  if (n_inputs && !inputs) return cov_error(COV_INVALID_ARGUMENT, &loc, "inputs is NULL");
-  for (size_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
-  /* Every codelet a group needs must exist before anything runs. */
+/* Every codelet the graph's compute nodes need, checked before anything runs. */
+static cov_status check_codelets(const graph *g) {
   cov_status missing = NULL;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const graph_node *n = g->nodes[i];
@@ -300,24 +308,68 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
                                                             names[j]));
     }
   }
-  if (missing) return missing;
+  return missing;
+}
 
-  run_state s = {0};
+/* The run's value table: copies of g's values, activations without data. */
+static cov_status init_state(const graph *g, run_state *s) {
+  memset(s, 0, sizeof *s);
   size_t nv = g->n_values ? g->n_values : 1;
-  s.vals = calloc(nv, sizeof *s.vals);
-  s.owned = calloc(nv, sizeof *s.owned);
-  s.left = calloc(nv, sizeof *s.left);
-  if (!s.vals || !s.owned || !s.left) {
-    free_state(g, &s);
+  s->vals = calloc(nv, sizeof *s->vals);
+  s->owned = calloc(nv, sizeof *s->owned);
+  s->left = calloc(nv, sizeof *s->left);
+  if (!s->vals || !s->owned || !s->left) {
+    free_state(g, s);
+    cov_loc loc = {.file = g->file};
     return cov_error(COV_OUT_OF_MEMORY, &loc, "out of memory");
   }
   for (size_t i = 0; i < g->n_values; i++) {
-    s.vals[i] = *g->values[i];
-    s.left[i] = g->values[i]->n_uses;
-    if (g->values[i]->kind == GV_ACTIVATION) s.vals[i].data = NULL;
+    s->vals[i] = *g->values[i];
+    s->left[i] = g->values[i]->n_uses;
+    if (g->values[i]->kind == GV_ACTIVATION) s->vals[i].data = NULL;
   }
   /* Graph outputs are never freed early. */
-  for (size_t i = 0; i < g->n_outputs; i++) s.left[g->outputs[i]->id] = -1;
+  for (size_t i = 0; i < g->n_outputs; i++) s->left[g->outputs[i]->id] = -1;
+  return NULL;
+}
+
+/* Runs g's nodes group by group, each compute group offered to x->group first. */
+static cov_status run_nodes(graph_exec *x, run_state *s) {
+  const graph *g = x->g;
+  cov_status st = NULL;
+  /* Groups are contiguous in node order (graph_fuse). */
+  for (size_t i = 0; i < g->n_nodes && !st;) {
+    int gi = g->nodes[i]->group;
+    size_t end = i + 1;
+    while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
+    if (x->group && gi >= 0 && !g->groups[gi].layout) {
+      bool handled = false;
+      st = offer_group(x, s, (size_t)gi, x->group, x->hook_user, &handled);
+      if (st || handled) {
+        i = end;
+        continue;
+      }
+    }
+    for (; i < end && !st; i++) st = run_node(x, s, g->nodes[i]);
+  }
+  return st;
+}
+
+cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
+                            cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                            cov_model_call_fn hook, void *user) {
+  cov_loc loc = {.file = g->file};
+  if (n_inputs != g->n_inputs)
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
+                     g->n_inputs, n_inputs);
+  if (n_outputs != g->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, &loc,
+                     "the model has %zu outputs, room for %zu was given", g->n_outputs, n_outputs);
+  if (n_inputs && !inputs) return cov_error(COV_INVALID_ARGUMENT, &loc, "inputs is NULL");
+  for (size_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  COV_RETURN_IF_ERROR(check_codelets(g));
+  run_state s;
+  COV_RETURN_IF_ERROR(init_state(g, &s));
   const char *sym_names[64];
   int64_t sym_values[64];
   int n_sym = 0;
@@ -339,24 +391,15 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
     graph_set_shape(v, t.rank, t.shape);
     v->data = t.data;
   }
-  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user};
-  /* Groups are contiguous in node order (graph_fuse). */
-  for (size_t i = 0; i < g->n_nodes && !st;) {
-    int gi = g->nodes[i]->group;
-    size_t end = i + 1;
-    while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
-    if (group && gi >= 0 && !g->groups[gi].layout) {
-      bool handled = false;
-      st = offer_group(&x, &s, (size_t)gi, group, user, &handled);
-      if (st || handled) {
-        i = end;
-        continue;
-      }
-    }
-    for (; i < end && !st; i++) st = run_node(&x, &s, g->nodes[i]);
-  }
+  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group};
+  if (!st) st = run_nodes(&x, &s);
   for (size_t i = 0; i < g->n_outputs && !st; i++) {
     const graph_value *v = &s.vals[g->outputs[i]->id];
+    if (v->seq) {
+      st = graph_value_error(g, g->outputs[i], COV_UNSUPPORTED,
+                             "is a sequence or an optional; a model's outputs are tensors");
+      break;
+    }
     st = cov_tensor_alloc(&outputs[i], v->dtype, v->rank, v->dims);
     int64_t numel = graph_numel(v);
     if (!st && numel > 0)
@@ -365,5 +408,58 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
   if (st)
     for (size_t i = 0; i < n_outputs; i++) cov_tensor_release(&outputs[i]);
   free_state(g, &s);
+  return st;
+}
+
+/* Moves (or, when the run does not own it, copies) a subgraph's output. */
+static cov_status take_output(const graph *sub, run_state *s, const graph_value *decl,
+                              graph_value *out) {
+  graph_value *v = &s->vals[decl->id];
+  int64_t numel = v->seq ? 1 : graph_numel(v);
+  if (numel < 0 || (!v->data && numel > 0))
+    return graph_value_error(sub, decl, COV_INTERNAL, "subgraph output has no data");
+  graph_copy_type(out, v);
+  if (s->owned[decl->id] && v->data) {
+    out->data = v->data;
+    s->owned[decl->id] = false;
+    return NULL;
+  }
+  size_t bytes = graph_value_bytes(v);
+  out->data = malloc(bytes ? bytes : 1);
+  if (!out->data) return graph_value_error(sub, decl, COV_OUT_OF_MEMORY, "out of memory");
+  if (bytes) memcpy(out->data, v->data, bytes);
+  return NULL;
+}
+
+cov_status graph_run_sub(graph_exec *x, const graph *sub, graph_value *const *in, size_t n_in,
+                         graph_value *const *owner_in, graph_value *out) {
+  if (n_in != sub->n_inputs)
+    return graph_node_error(sub, NULL, COV_INTERNAL, "subgraph takes %zu inputs, %zu given",
+                            sub->n_inputs, n_in);
+  run_state s;
+  COV_RETURN_IF_ERROR(init_state(sub, &s));
+  for (size_t i = 0; i < n_in; i++) {
+    graph_value *v = &s.vals[sub->inputs[i]->id];
+    graph_copy_type(v, in[i]);
+    v->data = in[i]->data;
+  }
+  for (size_t k = 0; k < sub->n_captures; k++) {
+    graph_value *v = &s.vals[sub->captures[k]->id];
+    const graph_value *o = owner_in[sub->capture_slot[k]];
+    graph_copy_type(v, o);
+    v->data = o->data;
+  }
+  graph_exec sx = *x;
+  sx.g = sub;
+  cov_status st = run_nodes(&sx, &s);
+  size_t done = 0;
+  for (; done < sub->n_outputs && !st; done++)
+    st = take_output(sub, &s, sub->outputs[done], &out[done]);
+  if (st)
+    for (size_t k = 0; k < done; k++) {
+      free(out[k].data);
+      out[k].data = NULL;
+    }
+  free_state(sub, &s);
   return st;
 }

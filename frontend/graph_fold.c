@@ -35,6 +35,7 @@ static int64_t fold_cost(const graph_node *n) {
 }
 
 static bool foldable(const graph *g, const graph_node *n) {
+  if (n->def->dynamic) return false; /* its result's size is known only by running it */
   bool shape_only = strcmp(n->op_type, "Shape") == 0;
   for (int i = 0; i < n->n_in; i++) {
     const graph_value *v = n->in[i];

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "frontend/graph.h"
+#include "frontend/graph_control.h"
 
 cov_status graph_infer(graph *g) {
   cov_status errs = NULL;
@@ -28,7 +29,8 @@ cov_status graph_infer(graph *g) {
     for (int j = 0; j < n->n_in; j++)
       if (n->in[j] && (poisoned[n->in[j]->id] || n->in[j]->dtype == COV_DTYPE_INVALID)) skip = true;
     cov_status st = NULL;
-    if (!skip) st = n->def->infer(g, n, n->in, n->out);
+    if (!skip && graph_has_subgraphs(n)) st = graph_control_prepare(g, n);
+    if (!skip && !st) st = n->def->infer(g, n, n->in, n->out);
     for (int j = 0; j < n->n_out && !st && !skip; j++)
       if (n->out[j]) st = graph_check_shape(g, n, n->out[j]);
     if (skip || st) {

@@ -105,6 +105,18 @@ GRAPH_DECLARE_COMPUTE(grid_sample);
 GRAPH_DECLARE_COMPUTE(roi_align);
 /* graph_det.c */
 GRAPH_DECLARE_COMPUTE(det);
+/* graph_control.c, graph_loop.c */
+GRAPH_DECLARE_OP(if);
+GRAPH_DECLARE_OP(loop);
+GRAPH_DECLARE_OP(scan);
+/* graph_dynamic.c, graph_unique.c, graph_nms.c */
+GRAPH_DECLARE_OP(nonzero);
+GRAPH_DECLARE_OP(compress);
+GRAPH_DECLARE_OP(unique);
+GRAPH_DECLARE_OP(nms);
+/* graph_sequence.c */
+GRAPH_DECLARE_OP(sequence);
+GRAPH_DECLARE_OP(seqmap);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
 /* graph_rnn.c */

@@ -16,9 +16,12 @@
  * ONNX operator changelog), 0-terminated. */
 #define V(...) ((const int[]){__VA_ARGS__, 0})
 #define LAYOUT(op, fn, i0, i1, o0, o1, versions) \
-  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions }
+  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions, false }
 #define COMPUTE(op, fn, i0, i1, o0, o1, versions) \
-  { op, i0, i1, o0, o1, false, graph_infer_##fn, graph_exec_##fn, graph_codelets_##fn, versions }
+  { op, i0, i1, o0, o1, false, graph_infer_##fn, graph_exec_##fn, graph_codelets_##fn, versions, false }
+/* Output shapes set by the kernel (graph_opdef.dynamic), run by the frontend. */
+#define DYNAMIC(op, fn, i0, i1, o0, o1, versions) \
+  { op, i0, i1, o0, o1, true, graph_infer_##fn, graph_exec_##fn, NULL, versions, true }
 #define MANY GRAPH_MAX_NODE_IO
 
 static const graph_opdef k_ops[] = {
@@ -42,7 +45,9 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Ceil", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("Celu", unary_ext, 1, 1, 1, 1, V(12)),
     COMPUTE("Clip", clip, 1, 3, 1, 1, V(1, 6, 11, 12, 13)),
+    DYNAMIC("Compress", compress, 2, 2, 1, 1, V(9, 11)),
     LAYOUT("Concat", concat, 1, MANY, 1, 1, V(1, 4, 11, 13)),
+    DYNAMIC("ConcatFromSequence", sequence, 1, 1, 1, 1, V(11)),
     LAYOUT("Constant", constant, 0, 0, 1, 1, V(1, 9, 11, 12, 13, 19, 21)),
     LAYOUT("ConstantOfShape", constant_of_shape, 1, 1, 1, 1, V(9, 20, 21)),
     COMPUTE("Conv", conv, 2, 3, 1, 1, V(1, 11)),
@@ -85,6 +90,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("HardSwish", unary_ext, 1, 1, 1, 1, V(14)),
     COMPUTE("Hardmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
     LAYOUT("Identity", identity, 1, 1, 1, 1, V(1, 13, 14, 16, 19, 21)),
+    DYNAMIC("If", if, 1, 1, 1, MANY, V(1, 11, 13, 16, 19, 21)),
     COMPUTE("InstanceNormalization", instance_norm, 3, 3, 1, 1, V(1, 6)),
     COMPUTE("IsInf", unary_ext, 1, 1, 1, 1, V(10, 20)),
     COMPUTE("IsNaN", unary_ext, 1, 1, 1, 1, V(9, 13, 20)),
@@ -96,6 +102,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("LessOrEqual", binary_ext, 2, 2, 1, 1, V(12, 16)),
     COMPUTE("Log", unary_ext, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("LogSoftmax", softmax, 1, 1, 1, 1, V(1, 11, 13)),
+    DYNAMIC("Loop", loop, 0, MANY, 1, MANY, V(1, 11, 13, 16, 19, 21)),
     COMPUTE("LpNormalization", lp_norm, 1, 1, 1, 1, V(1)),
     COMPUTE("MatMul", matmul, 2, 2, 1, 1, V(1, 9, 13)),
     COMPUTE("MatMulInteger", qmatmul, 2, 4, 1, 1, V(10)),
@@ -110,8 +117,13 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Mul", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
     COMPUTE("Neg", unary, 1, 1, 1, 1, V(1, 6, 13)),
     COMPUTE("NegativeLogLikelihoodLoss", loss, 2, 3, 1, 1, V(12, 13)),
+    DYNAMIC("NonMaxSuppression", nms, 2, 5, 1, 1, V(10, 11)),
+    DYNAMIC("NonZero", nonzero, 1, 1, 1, 1, V(9, 13)),
     COMPUTE("Not", unary_ext, 1, 1, 1, 1, V(1)),
     LAYOUT("OneHot", one_hot, 3, 3, 1, 1, V(9, 11)),
+    DYNAMIC("Optional", sequence, 0, 1, 1, 1, V(15)),
+    DYNAMIC("OptionalGetElement", sequence, 1, 1, 1, 1, V(15, 18)),
+    DYNAMIC("OptionalHasElement", sequence, 0, 1, 1, 1, V(15, 18)),
     COMPUTE("Or", binary_ext, 2, 2, 1, 1, V(1, 7)),
     COMPUTE("PRelu", binary_ext, 2, 2, 1, 1, V(1, 6, 7, 9, 16)),
     LAYOUT("Pad", pad, 1, 4, 1, 1, V(1, 2, 11, 13, 18, 19, 21)),
@@ -139,10 +151,18 @@ static const graph_opdef k_ops[] = {
     COMPUTE("RoiAlign", roi_align, 3, 3, 1, 1, V(10, 16)),
     COMPUTE("Round", unary_ext, 1, 1, 1, 1, V(11)),
     COMPUTE("STFT", stft, 2, 4, 1, 1, V(17)),
+    DYNAMIC("Scan", scan, 0, MANY, 1, MANY, V(8, 9, 11, 16, 19, 21)),
     LAYOUT("Scatter", scatter_elements, 3, 3, 1, 1, V(9)),
     LAYOUT("ScatterElements", scatter_elements, 3, 3, 1, 1, V(11, 13, 16, 18)),
     LAYOUT("ScatterND", scatter_nd, 3, 3, 1, 1, V(11, 13, 16, 18)),
     COMPUTE("Selu", unary_ext, 1, 1, 1, 1, V(1, 6)),
+    DYNAMIC("SequenceAt", sequence, 2, 2, 1, 1, V(11)),
+    DYNAMIC("SequenceConstruct", sequence, 1, MANY, 1, 1, V(11)),
+    DYNAMIC("SequenceEmpty", sequence, 0, 0, 1, 1, V(11)),
+    DYNAMIC("SequenceErase", sequence, 1, 2, 1, 1, V(11)),
+    DYNAMIC("SequenceInsert", sequence, 2, 3, 1, 1, V(11)),
+    DYNAMIC("SequenceLength", sequence, 1, 1, 1, 1, V(11)),
+    DYNAMIC("SequenceMap", seqmap, 1, MANY, 1, MANY, V(17)),
     LAYOUT("Shape", shape, 1, 1, 1, 1, V(1, 13, 15, 19, 21)),
     COMPUTE("Shrink", unary_ext, 1, 1, 1, 1, V(9)),
     COMPUTE("Sigmoid", unary, 1, 1, 1, 1, V(1, 6, 13)),
@@ -157,6 +177,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Softsign", unary_ext, 1, 1, 1, 1, V(1)),
     LAYOUT("SpaceToDepth", depth_space, 1, 1, 1, 1, V(1, 13)),
     LAYOUT("Split", split, 1, 2, 1, MANY, V(1, 2, 11, 13, 18)),
+    DYNAMIC("SplitToSequence", sequence, 1, 2, 1, 1, V(11)),
     COMPUTE("Sqrt", unary, 1, 1, 1, 1, V(1, 6, 13)),
     LAYOUT("Squeeze", squeeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
     COMPUTE("Sub", binary, 2, 2, 1, 1, V(1, 6, 7, 13, 14)),
@@ -168,6 +189,7 @@ static const graph_opdef k_ops[] = {
     LAYOUT("TopK", topk, 1, 2, 2, 2, V(1, 10, 11)),
     LAYOUT("Transpose", transpose, 1, 1, 1, 1, V(1, 13, 21)),
     LAYOUT("Trilu", trilu, 1, 2, 1, 1, V(14)),
+    DYNAMIC("Unique", unique, 1, 1, 1, 4, V(11)),
     LAYOUT("Unsqueeze", unsqueeze, 1, 2, 1, 1, V(1, 11, 13, 21)),
     COMPUTE("Upsample", resize, 1, 2, 1, 1, V(7, 9)),
     COMPUTE("Where", where, 3, 3, 1, 1, V(9, 16)),

@@ -240,6 +240,14 @@ static void print_attr(FILE *out, const graph_attr *a) {
       fprintf(out, "tensor %s", a->t ? graph_type_str(a->t, t, sizeof t) : "?");
       break;
     }
+    case GA_GRAPH:
+      if (a->sub) {
+        fprintf(out, "subgraph '%s' (%zu nodes, %zu layer groups; printed after the graph)",
+                a->sub->name, a->sub->n_nodes, a->sub->n_groups);
+        break;
+      }
+      fprintf(out, "<%d>", (int)a->type);
+      break;
     default: fprintf(out, "<%d>", (int)a->type); break;
   }
 }
@@ -272,5 +280,12 @@ cov_status graph_print(const graph *g, FILE *out) {
   for (size_t i = 0; i < g->n_outputs; i++) {
     fprintf(out, "output %s = %s\n", g->output_names[i], g->outputs[i]->name);
   }
+  /* subgraphs (If, Loop, Scan: graph_control.h), each after its graph */
+  for (size_t i = 0; i < g->n_nodes; i++)
+    for (int j = 0; j < g->nodes[i]->n_attrs; j++)
+      if (g->nodes[i]->attrs[j].type == GA_GRAPH && g->nodes[i]->attrs[j].sub) {
+        fprintf(out, "\n");
+        COV_RETURN_IF_ERROR(graph_print(g->nodes[i]->attrs[j].sub, out));
+      }
   return ferror(out) ? graph_node_error(g, NULL, COV_IO_ERROR, "write error") : NULL;
 }

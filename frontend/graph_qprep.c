@@ -239,9 +239,9 @@ static int codelets_int_matmul(const graph_node *n, const char **names, int max)
 
 static const int k_versions[] = {1, 0};
 static const graph_opdef k_int_conv = {"IntegerConv", 2, 6, 1, 1, false, infer_int_conv,
-                                       exec_int_conv, codelets_int_conv, k_versions};
+                                       exec_int_conv, codelets_int_conv, k_versions, false};
 static const graph_opdef k_int_matmul = {"IntegerMatMul", 2, 6, 1, 1, false, infer_int_matmul,
-                                         exec_int_matmul, codelets_int_matmul, k_versions};
+                                         exec_int_matmul, codelets_int_matmul, k_versions, false};
 
 /* ---- preparing the nodes ------------------------------------------------ */
 

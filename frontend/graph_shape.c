@@ -66,6 +66,8 @@ void graph_set_shape(graph_value *v, int rank, const int64_t *dims) {
 
 void graph_copy_type(graph_value *dst, const graph_value *src) {
   dst->dtype = src->dtype;
+  dst->seq = src->seq;
+  dst->opt = src->opt;
   graph_set_shape(dst, src->rank, src->dims);
 }
 
@@ -264,6 +266,11 @@ cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_va
 
 const char *graph_type_str(const graph_value *v, char *buf, size_t size) {
   size_t k = (size_t)snprintf(buf, size, "%s", v->dtype ? cov_dtype_name(v->dtype) : "?");
+  if (v->seq) { /* graph_sequence.h */
+    snprintf(buf, size, "%s<%s>", v->opt ? "optional" : "sequence",
+             v->dtype ? cov_dtype_name(v->dtype) : "?");
+    return buf;
+  }
   if (v->rank < 0) {
     if (k < size) snprintf(buf + k, size - k, "[...]");
     return buf;

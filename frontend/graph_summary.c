@@ -67,6 +67,7 @@ static const char *node_alters(const graph_node *n, const unsigned char *rt) {
     return NULL;
   }
   if (!strcmp(n->op_type, "TopK") && x_rt) return "it selects run-time values by comparing them";
+  if (n->def && n->def->dynamic) return "the size or the values it makes depend on run-time values";
   if (!strncmp(n->op_type, "Scatter", 7)) {
     const graph_attr *a = graph_attr_find(n, "reduction");
     if (a && a->type == GA_STRING && a->s && strcmp(a->s, "none") != 0)

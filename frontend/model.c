@@ -19,16 +19,16 @@ struct cov_model {
   cov_codelet_lib *owned_lib;
 };
 
-static cov_status prepare(graph *g, const cov_model_options *opts) {
+cov_status graph_prepare(graph *g, bool no_fold, bool no_fuse) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
   COV_RETURN_IF_ERROR(graph_expand_rnn(g));
-  if (opts && opts->compute_f32) COV_RETURN_IF_ERROR(graph_widen_16(g));
+  if (g->compute_f32) COV_RETURN_IF_ERROR(graph_widen_16(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
-  if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
+  if (!no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
   COV_RETURN_IF_ERROR(graph_prepare_quant(g));
   graph_eliminate_dead(g);
-  COV_RETURN_IF_ERROR(graph_fuse(g, opts && opts->no_fuse));
+  COV_RETURN_IF_ERROR(graph_fuse(g, no_fuse));
   cov_status st = graph_verify(g);
   if (st) return cov_status_annotate(st, "graph verifier (a bug in covenant): ");
   return graph_summarize_groups(g);
@@ -53,6 +53,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
   }
   m->g = g;
   g->no_fold = opts && opts->no_fold;
+  g->compute_f32 = opts && opts->compute_f32;
   g->max_memory = opts && opts->max_memory ? opts->max_memory : COV_DEFAULT_MAX_MEMORY;
   if (g->max_memory > COV_TENSOR_MAX_BYTES) g->max_memory = COV_TENSOR_MAX_BYTES;
   cov_status st = NULL;
@@ -65,7 +66,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
   }
   if (!st) st = onnx_read_graph(data, size, g);
   if (!st && opts && opts->n_shapes) st = graph_bind_shapes(g, opts->shapes, opts->n_shapes);
-  if (!st) st = prepare(g, opts);
+  if (!st) st = graph_prepare(g, opts && opts->no_fold, opts && opts->no_fuse);
   if (st) {
     cov_model_free(m);
     return st;

@@ -48,6 +48,43 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
  * after a successful onnx_tensor_check. */
 void onnx_tensor_info_release(onnx_tensor_info *info);
 
+/* The reader's state for one graph: the model's, or a subgraph's
+ * (onnx_subgraph.c), whose names not defined in it resolve in its parents. */
+typedef struct reader {
+  graph *g;
+  const Onnx__GraphProto *gp;
+  const Onnx__ModelProto *mp;
+  cov_status errors;
+  /* name -> value, open addressing (names are unique by construction) */
+  graph_value **slots;
+  size_t n_slots;
+  bool fatal; /* out of memory or past a limit: stop adding errors per node */
+  size_t n_errors;
+  uint64_t tensor_bytes; /* initializers and tensor attributes read so far */
+  struct reader *parent; /* a subgraph's: its owner node's graph */
+  graph_node *owner;     /* the node whose attribute the subgraph is */
+  size_t *sub_nodes;     /* nodes in the model's subgraphs so far (the root's counter) */
+} reader;
+
+void onnx_add_error(reader *R, cov_status st);
+int onnx_table_init(reader *R, size_t expected);
+graph_value *onnx_table_find(const reader *R, const char *name);
+void onnx_table_put(reader *R, graph_value *v);
+/* Reads R->gp into R->g: initializers, inputs, nodes (and their subgraphs),
+ * outputs; checks and sorts the nodes. Errors go to R->errors. */
+void onnx_read_body(reader *R);
+
+/* onnx_subgraph.c: the value `name` of an enclosing scope, captured into
+ * R's graph (and every graph between) as an implicit input of the owner
+ * node; NULL when no scope defines it. */
+graph_value *onnx_capture(reader *R, const char *name);
+/* Reads the graph attributes of node n (declared from np) into subgraphs. */
+void onnx_read_subgraphs(reader *R, graph_node *n, const Onnx__NodeProto *np);
+
+/* onnx_unroll.c: replaces each Loop with a small constant trip count by
+ * copies of its body (its conditions in the file's comment). */
+void onnx_unroll_loops(reader *R);
+
 /* Reads a whole model into a graph: values, nodes (topologically sorted),
  * attributes, inputs and outputs. No inference happens here. */
 cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g);

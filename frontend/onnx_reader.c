@@ -16,23 +16,12 @@
 
 #include "frontend/onnx_internal.h"
 
-typedef struct reader {
-  graph *g;
-  const Onnx__GraphProto *gp;
-  cov_status errors;
-  /* name -> value, open addressing (names are unique by construction) */
-  graph_value **slots;
-  size_t n_slots;
-  bool fatal; /* out of memory or past a limit: stop adding errors per node */
-  size_t n_errors;
-  uint64_t tensor_bytes; /* initializers and tensor attributes read so far */
-} reader;
 
 /* Enough diagnostics to act on; a hostile file could otherwise ask for one
  * per node of a million-node graph. */
 #define READER_MAX_ERRORS 100
 
-static void add_error(reader *R, cov_status st) {
+void onnx_add_error(reader *R, cov_status st) {
   if (!st) return;
   if (R->n_errors >= READER_MAX_ERRORS) {
     cov_status_free(st);
@@ -69,7 +58,7 @@ static uint64_t hash_name(const char *s) {
   return h;
 }
 
-static int table_init(reader *R, size_t expected) {
+int onnx_table_init(reader *R, size_t expected) {
   size_t n = 64;
   while (n < expected * 2 + 16) n *= 2;
   R->slots = calloc(n, sizeof *R->slots);
@@ -77,7 +66,7 @@ static int table_init(reader *R, size_t expected) {
   return R->slots != NULL;
 }
 
-static graph_value *table_find(const reader *R, const char *name) {
+graph_value *onnx_table_find(const reader *R, const char *name) {
   size_t mask = R->n_slots - 1;
   for (size_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
     graph_value *v = R->slots[i];
@@ -86,7 +75,7 @@ static graph_value *table_find(const reader *R, const char *name) {
   }
 }
 
-static void table_put(reader *R, graph_value *v) {
+void onnx_table_put(reader *R, graph_value *v) {
   size_t mask = R->n_slots - 1;
   size_t i = hash_name(v->name) & mask;
   while (R->slots[i]) i = (i + 1) & mask;
@@ -176,16 +165,16 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
   char what[600];
   snprintf(what, sizeof what, "initializer '%.512s'", name);
   if (!*name) {
-    add_error(R, model_error(g, COV_INVALID_INPUT, "initializer #%zu has no name", index));
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT, "initializer #%zu has no name", index));
     return;
   }
   if (!valid_name(name)) {
-    add_error(R, model_error(g, COV_INVALID_INPUT,
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT,
                              "initializer #%zu has a name with control characters", index));
     return;
   }
-  if (table_find(R, name)) {
-    add_error(R, graph_value_error(g, table_find(R, name), COV_INVALID_INPUT,
+  if (onnx_table_find(R, name)) {
+    onnx_add_error(R, graph_value_error(g, onnx_table_find(R, name), COV_INVALID_INPUT,
                                    "defined twice (two initializers share the name)"));
     return;
   }
@@ -193,17 +182,17 @@ static void read_initializer(reader *R, const Onnx__TensorProto *tp, size_t inde
    * reading it do not add a second, misleading "not produced" error. */
   graph_value *v = graph_add_value(g, name);
   if (!v) {
-    add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
+    onnx_add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
                              GRAPH_MAX_VALUES));
     return;
   }
   v->kind = GV_INITIALIZER;
-  table_put(R, v);
+  onnx_table_put(R, v);
   onnx_tensor_info info;
   void *data;
   cov_status st = load_tensor(R, tp, what, &info, &data);
   if (st) {
-    add_error(R, st);
+    onnx_add_error(R, st);
     return;
   }
   v->dtype = info.dtype;
@@ -222,7 +211,7 @@ static graph_value *input_with_default(reader *R, graph_value *prev) {
   if (g->ir_version < 4) return NULL;
   graph_value *d = cov_arena_alloc(g->arena, sizeof *d);
   if (!d) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
     return NULL;
   }
   *d = *prev;
@@ -243,7 +232,7 @@ static void check_default(reader *R, const graph_value *v) {
     ok = v->dims[i] < 0 || v->dims[i] == d->dims[i];
   if (ok) return;
   char want[256], got[256];
-  add_error(R, graph_value_error(R->g, v, COV_INVALID_INPUT,
+  onnx_add_error(R, graph_value_error(R->g, v, COV_INVALID_INPUT,
                                  "is declared %s, but the initializer of its name (its default "
                                  "value) is %s",
                                  graph_type_str(v, want, sizeof want), graph_type_str(d, got, sizeof got)));
@@ -255,24 +244,24 @@ static graph_value *read_input(reader *R, const Onnx__ValueInfoProto *vi) {
   graph *g = R->g;
   const char *name = str_or_empty(vi->name);
   if (!*name || !valid_name(name)) {
-    add_error(R, model_error(g, COV_INVALID_INPUT, "a graph input has an empty or invalid name"));
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT, "a graph input has an empty or invalid name"));
     return NULL;
   }
-  graph_value *v = table_find(R, name);
+  graph_value *v = onnx_table_find(R, name);
   if (v && v->kind == GV_INITIALIZER && !v->default_value) {
     v = input_with_default(R, v);
     if (!v) return NULL;
   } else if (v) {
-    add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "graph input listed twice"));
+    onnx_add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "graph input listed twice"));
     return NULL;
   } else {
     v = graph_add_value(g, name);
     if (!v) {
-      add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+      onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
       return NULL;
     }
     v->kind = GV_INPUT;
-    table_put(R, v);
+    onnx_table_put(R, v);
   }
   read_input_type(R, vi, v);
   check_default(R, v);
@@ -283,8 +272,23 @@ static graph_value *read_input(reader *R, const Onnx__ValueInfoProto *vi) {
 static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v) {
   graph *g = R->g;
   const Onnx__TypeProto *tp = vi->type;
+  /* A subgraph's input may leave its type to its owner (graph_control.c). */
+  if (R->parent && (!tp || (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                            tp->tensor_type && tp->tensor_type->elem_type == 0)))
+    return;
+  /* A subgraph's sequence or optional of tensors (graph_sequence.h). */
+  const Onnx__TypeProto *elem = !R->parent || !tp ? NULL
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type ? tp->sequence_type->elem_type
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type ? tp->optional_type->elem_type
+      : NULL;
+  if (elem && elem->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && elem->tensor_type) {
+    v->seq = true;
+    v->opt = tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    v->dtype = onnx_dtype(elem->tensor_type->elem_type);
+    return;
+  }
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-    add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
+    onnx_add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
                                    "only tensor inputs are supported (this one is a sequence, "
                                    "map, optional or has no type)"));
     return;
@@ -292,7 +296,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   v->dtype = onnx_dtype(tt->elem_type);
   if (v->dtype == COV_DTYPE_INVALID) {
-    add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
+    onnx_add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
                                    "has ONNX type %s, which covenant does not support (it "
                                    "supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, "
                                    "INT16, UINT16, INT32, UINT32, INT64, UINT64 and BOOL)",
@@ -301,7 +305,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   }
   if (!tt->shape) return; /* rank unknown until the caller feeds it */
   if (tt->shape->n_dim > COV_MAX_RANK) {
-    add_error(R,
+    onnx_add_error(R,
               graph_value_error(g, v, COV_UNSUPPORTED, "has rank %zu; covenant supports up to %d",
                                 tt->shape->n_dim, COV_MAX_RANK));
     return;
@@ -314,7 +318,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
     if (!d) continue;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
       if (d->dim_value <= 0) {
-        add_error(R, graph_value_error(g, v, COV_INVALID_INPUT,
+        onnx_add_error(R, graph_value_error(g, v, COV_INVALID_INPUT,
                                        "dim %d is %lld; input dims must be positive", i,
                                        (long long)d->dim_value));
         continue;
@@ -327,7 +331,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
     }
   }
   if (graph_shape_known(v) && graph_numel(v) < 0)
-    add_error(R, graph_value_error(g, v, COV_OUT_OF_RANGE,
+    onnx_add_error(R, graph_value_error(g, v, COV_OUT_OF_RANGE,
                                    "its shape has more elements than covenant can hold (the "
                                    "product of the dims overflows or exceeds %llu bytes)",
                                    (unsigned long long)COV_TENSOR_MAX_BYTES));
@@ -363,7 +367,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
   graph *g = R->g;
   a->name = cov_arena_strdup(g->arena, str_or_empty(ap->name));
   if (ap->ref_attr_name) {
-    add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+    onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                   "attribute '%s' refers to a function attribute outside a "
                                   "function",
                                   a->name));
@@ -395,7 +399,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
     case GA_INT: a->i = ap->i; break;
     case GA_STRING:
       if (ap->s.len && memchr(ap->s.data, 0, ap->s.len)) {
-        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+        onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                       "attribute '%s' holds a string with a NUL byte", a->name));
         return;
       }
@@ -415,7 +419,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       break;
     case GA_TENSOR: {
       if (!ap->t) {
-        add_error(
+        onnx_add_error(
             R, graph_node_error(g, n, COV_INVALID_INPUT, "attribute '%s' has no tensor", a->name));
         return;
       }
@@ -426,12 +430,12 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       void *data;
       cov_status st = load_tensor(R, ap->t, what, &info, &data);
       if (st) {
-        add_error(R, st);
+        onnx_add_error(R, st);
         return;
       }
       graph_value *v = cov_arena_alloc(g->arena, sizeof *v);
       if (!v) {
-        add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
+        onnx_add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
         return;
       }
       v->name = a->name;
@@ -455,7 +459,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
   }
   return;
 too_many:
-  add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "attribute '%s' has more than %d elements",
+  onnx_add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "attribute '%s' has more than %d elements",
                                 a->name, GRAPH_MAX_ATTR_ELEMS));
 }
 
@@ -478,7 +482,7 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
   graph *g = R->g;
   graph_node *n = graph_add_node(g);
   if (!n) {
-    add_error(
+    onnx_add_error(
         R, model_error(g, COV_OUT_OF_RANGE, "too many nodes (the limit is %d)", GRAPH_MAX_NODES));
     R->fatal = true;
     return NULL;
@@ -497,12 +501,12 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
     n->name = cov_arena_printf(g->arena, "%s_%zu", op_ok ? n->op_type : "node", index);
   n->opset = g->opset;
   if (!n->op_type || !n->domain || !n->name) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
     return NULL;
   }
-  if (!op_ok) add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "node has no valid op_type"));
+  if (!op_ok) onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "node has no valid op_type"));
   if (np->n_input > GRAPH_MAX_NODE_IO || np->n_output > GRAPH_MAX_NODE_IO) {
-    add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "more than %d inputs or outputs",
+    onnx_add_error(R, graph_node_error(g, n, COV_OUT_OF_RANGE, "more than %d inputs or outputs",
                                   GRAPH_MAX_NODE_IO));
     return NULL;
   }
@@ -514,35 +518,35 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
     const char *oname = str_or_empty(np->output[i]);
     if (!*oname) continue; /* an omitted optional output */
     if (!valid_name(oname)) {
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                     "output %zu has a name with control characters", i));
       n->out[i] = standin(g);
       continue;
     }
-    graph_value *prev = table_find(R, oname);
+    graph_value *prev = onnx_table_find(R, oname);
     if (prev) {
       n->out[i] = standin(g); /* keeps later checks from calling it omitted */
       if (prev->producer)
-        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+        onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                       "output '%s' is also produced by node '%s' (%s); every "
                                       "tensor must have one producer",
                                       oname, prev->producer->name, prev->producer->op_type));
       else
-        add_error(
+        onnx_add_error(
             R, graph_node_error(g, n, COV_INVALID_INPUT,
                                 "output '%s' has the name of a graph input or initializer", oname));
       continue;
     }
     graph_value *v = graph_add_value(g, oname);
     if (!v) {
-      add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
+      onnx_add_error(R, model_error(g, COV_OUT_OF_RANGE, "too many tensors (the limit is %d)",
                                GRAPH_MAX_VALUES));
       R->fatal = true;
       return NULL;
     }
     v->producer = n;
     n->out[i] = v;
-    table_put(R, v);
+    onnx_table_put(R, v);
   }
   n->n_attrs = (int)np->n_attribute;
   n->attrs = cov_arena_array(g->arena, np->n_attribute ? np->n_attribute : 1, sizeof *n->attrs);
@@ -553,7 +557,7 @@ static graph_node *declare_node(reader *R, const Onnx__NodeProto *np, size_t ind
     if (!n->attrs[i].name) n->attrs[i].name = "";
     for (size_t j = 0; j < i; j++)
       if (strcmp(n->attrs[j].name, n->attrs[i].name) == 0)
-        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "attribute '%s' is given twice",
+        onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "attribute '%s' is given twice",
                                       n->attrs[i].name));
   }
   return n;
@@ -564,16 +568,17 @@ static void resolve_inputs(reader *R, graph_node *n, const Onnx__NodeProto *np) 
   n->n_in = (int)np->n_input;
   n->in = cov_arena_array(g->arena, np->n_input ? np->n_input : 1, sizeof *n->in);
   if (!n->in) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
     n->n_in = 0;
     return;
   }
   for (size_t i = 0; i < np->n_input; i++) {
     const char *iname = str_or_empty(np->input[i]);
     if (!*iname) continue; /* an omitted optional input */
-    graph_value *v = table_find(R, iname);
+    graph_value *v = onnx_table_find(R, iname);
+    if (!v && R->parent) v = onnx_capture(R, iname);
     if (!v) {
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                     "input '%s' is not produced by any node, nor a graph input "
                                     "or initializer (a missing initializer?)",
                                     valid_name(iname) ? iname : "?"));
@@ -598,7 +603,7 @@ static void sort_nodes(reader *R) {
   size_t *adj = malloc((edges ? edges : 1) * sizeof *adj);
   size_t *heap = malloc(nn * sizeof *heap);
   if (!pending || !order || !count || !adj || !heap) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
     goto done;
   }
   for (size_t i = 0; i < nn; i++) g->nodes[i]->index = (int)i; /* temporarily the slot */
@@ -610,7 +615,7 @@ static void sort_nodes(reader *R) {
   for (size_t i = 0; i < nn; i++) count[i + 1] += count[i];
   size_t *fill = calloc(nn, sizeof *fill);
   if (!fill) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
     goto done;
   }
   for (size_t i = 0; i < nn; i++) {
@@ -671,14 +676,14 @@ static void sort_nodes(reader *R) {
                               n->name, n->op_type);
       shown++;
     }
-    add_error(R, model_error(g, COV_INVALID_INPUT,
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT,
                              "the graph has a cycle: %zu nodes depend on their own outputs: %s",
                              nn - no, list ? list : "?"));
     goto done;
   }
   graph_node **sorted = cov_arena_array(g->arena, nn, sizeof *sorted);
   if (!sorted) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory sorting the graph"));
     goto done;
   }
   for (size_t i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
@@ -702,13 +707,13 @@ static void read_opsets(reader *R, const Onnx__ModelProto *mp) {
     if (o && is_default_domain(o->domain)) version = o->has_version ? o->version : 1;
   }
   if (version < 0) {
-    add_error(R, model_error(g, COV_INVALID_INPUT,
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT,
                              "the model imports no ai.onnx opset (opset_import is missing)"));
     return;
   }
   /* Older opsets are checked per node (see GRAPH_OPSET_MIN). */
   if (version < 1 || version > GRAPH_OPSET_MAX) {
-    add_error(R, model_error(g, COV_UNSUPPORTED,
+    onnx_add_error(R, model_error(g, COV_UNSUPPORTED,
                              "ai.onnx opset %lld is not supported (covenant reads opsets %d to "
                              "%d)",
                              (long long)version, GRAPH_OPSET_MIN, GRAPH_OPSET_MAX));
@@ -745,7 +750,7 @@ static void report_unsupported(reader *R, const Onnx__ModelProto *mp) {
                             n->op_type, dom, opset);
   }
   if (count)
-    add_error(R, model_error(g, COV_UNSUPPORTED,
+    onnx_add_error(R, model_error(g, COV_UNSUPPORTED,
                              "%zu node%s use%s operators covenant does not support:%s", count,
                              count == 1 ? "" : "s", count == 1 ? "s" : "", list ? list : ""));
 }
@@ -759,14 +764,14 @@ static void check_nodes(reader *R) {
     if (!d) continue;
     int v = graph_op_version(d, g->opset);
     if (v == 0) {
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                     "%s does not exist in opset %d (it was introduced in opset "
                                     "%d)",
                                     n->op_type, g->opset, d->versions[0]));
       continue;
     }
     if (g->opset < GRAPH_OPSET_MIN && v != graph_op_version(d, GRAPH_OPSET_MIN)) {
-      add_error(R, graph_node_error(g, n, COV_UNSUPPORTED,
+      onnx_add_error(R, graph_node_error(g, n, COV_UNSUPPORTED,
                                     "the opset-%d version of %s is not supported (covenant "
                                     "implements opsets %d to %d; re-export the model with a "
                                     "newer opset)",
@@ -774,20 +779,21 @@ static void check_nodes(reader *R) {
       continue;
     }
     n->opset = g->opset < GRAPH_OPSET_MIN ? GRAPH_OPSET_MIN : g->opset;
-    if (n->n_in < d->min_in || n->n_in > d->max_in)
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d inputs; %s takes %d to %d",
-                                    n->n_in, n->op_type, d->min_in, d->max_in));
+    int n_in = n->n_in - n->n_implicit;
+    if (n_in < d->min_in || n_in > d->max_in)
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d inputs; %s takes %d to %d",
+                                    n_in, n->op_type, d->min_in, d->max_in));
     if (n->n_out < d->min_out || n->n_out > d->max_out)
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d outputs; %s produces %d to %d",
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d outputs; %s produces %d to %d",
                                     n->n_out, n->op_type, d->min_out, d->max_out));
     /* Leading inputs up to min_in and the first output are never optional
      * (an empty name there is not an omission, it is a broken node), but
      * for operators whose outputs all are (LSTM, GRU, RNN: min_out 0). */
     for (int j = 0; j < d->min_in && j < n->n_in; j++)
       if (!n->in[j])
-        add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "required input %d has no name", j));
+        onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "required input %d has no name", j));
     if (n->n_out > 0 && !n->out[0] && d->min_out > 0)
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "output 0 has no name"));
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "output 0 has no name"));
   }
 }
 
@@ -798,17 +804,18 @@ static void read_outputs(reader *R) {
   g->output_names =
       cov_arena_array(g->arena, gp->n_output ? gp->n_output : 1, sizeof *g->output_names);
   if (!g->outputs || !g->output_names) {
-    add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
     return;
   }
   if (gp->n_output == 0)
-    add_error(R, model_error(g, COV_INVALID_INPUT, "the graph has no outputs"));
+    onnx_add_error(R, model_error(g, COV_INVALID_INPUT, "the graph has no outputs"));
   for (size_t i = 0; i < gp->n_output; i++) {
     const Onnx__ValueInfoProto *vi = gp->output[i];
     const char *name = vi ? str_or_empty(vi->name) : "";
-    graph_value *v = *name ? table_find(R, name) : NULL;
+    graph_value *v = *name ? onnx_table_find(R, name) : NULL;
+    if (!v && *name && R->parent) v = onnx_capture(R, name);
     if (!v) {
-      add_error(R, model_error(g, COV_INVALID_INPUT,
+      onnx_add_error(R, model_error(g, COV_INVALID_INPUT,
                                "graph output '%s' is not produced by any node, input or "
                                "initializer",
                                valid_name(name) ? name : "?"));
@@ -816,10 +823,59 @@ static void read_outputs(reader *R) {
     }
     for (size_t j = 0; j < g->n_outputs; j++)
       if (g->outputs[j] == v)
-        add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "listed twice as a graph output"));
+        onnx_add_error(R, graph_value_error(g, v, COV_INVALID_INPUT, "listed twice as a graph output"));
     g->output_names[g->n_outputs] = v->name;
     g->outputs[g->n_outputs++] = v;
   }
+}
+
+void onnx_read_body(reader *R) {
+  graph *g = R->g;
+  const Onnx__GraphProto *gp = R->gp;
+  if (gp->n_sparse_initializer)
+    onnx_add_error(R, model_error(g, COV_UNSUPPORTED, "sparse initializers are not supported"));
+  size_t expected = gp->n_initializer + gp->n_input + gp->n_node * 2;
+  if (!onnx_table_init(R, expected)) {
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  cov_status too_big = check_initializer_total(R);
+  if (too_big) {
+    onnx_add_error(R, too_big);
+    return;
+  }
+  for (size_t i = 0; i < gp->n_initializer; i++)
+    if (gp->initializer[i]) read_initializer(R, gp->initializer[i], i);
+  size_t n_inputs = 0;
+  g->inputs = cov_arena_array(g->arena, gp->n_input ? gp->n_input : 1, sizeof *g->inputs);
+  if (!g->inputs) {
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  for (size_t i = 0; i < gp->n_input; i++) {
+    if (!gp->input[i]) continue;
+    graph_value *v = read_input(R, gp->input[i]);
+    if (v) g->inputs[n_inputs++] = v;
+  }
+  g->n_inputs = n_inputs;
+  graph_node **declared = calloc(gp->n_node ? gp->n_node : 1, sizeof *declared);
+  if (!declared) {
+    onnx_add_error(R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  for (size_t i = 0; i < gp->n_node && !R->fatal; i++)
+    if (gp->node[i]) declared[i] = declare_node(R, gp->node[i], i);
+  for (size_t i = 0; i < gp->n_node && !R->fatal; i++)
+    if (declared[i]) resolve_inputs(R, declared[i], gp->node[i]);
+  for (size_t i = 0; i < gp->n_node && !R->fatal; i++)
+    if (declared[i]) onnx_read_subgraphs(R, declared[i], gp->node[i]);
+  free(declared);
+  if (!R->errors) onnx_unroll_loops(R);
+  read_outputs(R);
+  report_unsupported(R, R->mp);
+  check_nodes(R);
+  if (!R->errors) sort_nodes(R);
+  for (size_t i = 0; !R->errors && i < g->n_nodes; i++) g->nodes[i]->index = (int)i;
 }
 
 cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
@@ -829,65 +885,27 @@ cov_status onnx_read_graph(const uint8_t *data, size_t size, graph *g) {
     return model_error(g, COV_PARSE_ERROR,
                        "not a valid ONNX model (protobuf decoding failed: a truncated or corrupt "
                        "file, or not an .onnx file)");
-  reader R = {.g = g};
+  size_t sub_nodes = 0;
+  reader R = {.g = g, .sub_nodes = &sub_nodes};
   g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
   g->producer = cov_arena_strdup(g->arena, str_or_empty(mp->producer_name));
   g->producer_version = cov_arena_strdup(g->arena, str_or_empty(mp->producer_version));
   const Onnx__GraphProto *gp = mp->graph;
   R.gp = gp;
   if (!gp) {
-    add_error(&R, model_error(g, COV_INVALID_INPUT, "the model has no graph"));
+    onnx_add_error(&R, model_error(g, COV_INVALID_INPUT, "the model has no graph"));
     goto out;
   }
   if (g->ir_version < 3)
-    add_error(&R, model_error(g, COV_UNSUPPORTED,
+    onnx_add_error(&R, model_error(g, COV_UNSUPPORTED,
                               "ONNX IR version %lld is not supported (covenant reads 3 and later)",
                               (long long)g->ir_version));
   read_opsets(&R, mp);
   if (R.errors) goto out;
   g->name =
       cov_arena_strdup(g->arena, valid_name(str_or_empty(gp->name)) ? str_or_empty(gp->name) : "");
-  if (gp->n_sparse_initializer)
-    add_error(&R, model_error(g, COV_UNSUPPORTED, "sparse initializers are not supported"));
-  size_t expected = gp->n_initializer + gp->n_input + gp->n_node * 2;
-  if (!table_init(&R, expected)) {
-    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
-    goto out;
-  }
-  cov_status too_big = check_initializer_total(&R);
-  if (too_big) {
-    add_error(&R, too_big);
-    goto out;
-  }
-  for (size_t i = 0; i < gp->n_initializer; i++)
-    if (gp->initializer[i]) read_initializer(&R, gp->initializer[i], i);
-  size_t n_inputs = 0;
-  g->inputs = cov_arena_array(g->arena, gp->n_input ? gp->n_input : 1, sizeof *g->inputs);
-  if (!g->inputs) {
-    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
-    goto out;
-  }
-  for (size_t i = 0; i < gp->n_input; i++) {
-    if (!gp->input[i]) continue;
-    graph_value *v = read_input(&R, gp->input[i]);
-    if (v) g->inputs[n_inputs++] = v;
-  }
-  g->n_inputs = n_inputs;
-  graph_node **declared = calloc(gp->n_node ? gp->n_node : 1, sizeof *declared);
-  if (!declared) {
-    add_error(&R, model_error(g, COV_OUT_OF_MEMORY, "out of memory"));
-    goto out;
-  }
-  for (size_t i = 0; i < gp->n_node && !R.fatal; i++)
-    if (gp->node[i]) declared[i] = declare_node(&R, gp->node[i], i);
-  for (size_t i = 0; i < gp->n_node && !R.fatal; i++)
-    if (declared[i]) resolve_inputs(&R, declared[i], gp->node[i]);
-  free(declared);
-  read_outputs(&R);
-  report_unsupported(&R, mp);
-  check_nodes(&R);
-  if (!R.errors) sort_nodes(&R);
-  for (size_t i = 0; !R.errors && i < g->n_nodes; i++) g->nodes[i]->index = (int)i;
+  R.mp = mp;
+  onnx_read_body(&R);
 out:
   free(R.slots);
   onnx__model_proto__free_unpacked(mp, NULL);

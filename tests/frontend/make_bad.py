@@ -102,13 +102,13 @@ def varint(v):
 
 
 @case("unsupported_ops", """unsupported_ops.onnx: error: 3 nodes use operators covenant does not support:
-  node 'nms' (NonMaxSuppression, opset 13)
-  node 'Unique_2' (Unique, opset 13)
+  node 'rnd' (RandomNormalLike, opset 13)
+  node 'TfIdfVectorizer_2' (TfIdfVectorizer, opset 13)
   node 'custom' (FancyOp, domain 'com.example', opset 1)""")
 def _(path):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
-             helper.make_node("NonMaxSuppression", ["a", "a"], ["b"], name="nms"),
-             helper.make_node("Unique", ["a"], ["c"]),
+             helper.make_node("RandomNormalLike", ["a"], ["b"], name="rnd"),
+             helper.make_node("TfIdfVectorizer", ["a"], ["c"]),
              helper.make_node("FancyOp", ["a"], ["e"], name="custom", domain="com.example")]
     k = numpy_helper.from_array(np.array([1], np.int64), "k")
     g = helper.make_graph(nodes, "bad", [vi("x", [1, 4, 4])], [vi("b", None), vi("c", None), vi("e", None)],
@@ -440,6 +440,18 @@ def _(path):
 def _(path):
     save(one_node("GRU", ["x", "w", "r"], {"hidden_size": 2, "activations": ["Sigmoid", "Gelu"]},
                   lstm_weights(gates=3), inputs=[vi("x", [4, 1, 3])], opset=14), path)
+
+
+@case("loop_body_name", "loop_body_name.onnx: error: node 'add' (Add): in subgraph 'body' of node "
+      "'loop' (Loop): input 'nowhere' is not produced by any node, nor a graph input or initializer "
+      "(a missing initializer?)")
+def _(path):
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["v", "nowhere"], ["v_out"], name="add")],
+        "body", [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("v", [1, 4])],
+        [vi("c_out", [], TensorProto.BOOL), vi("v_out", None)])
+    n = helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=body)
+    save(model([n], [vi("x", [1, 4])], [vi("y", None)], [i64("m", 3)], 13), path)
 
 
 def main():

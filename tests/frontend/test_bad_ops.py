@@ -21,6 +21,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bad_ops_compute  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper
 
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bad_control  # noqa: E402
+
 F, D, I32, I64, B = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64,
                      TensorProto.BOOL)
 NP = {F: np.float32, D: np.float64, I32: np.int32, I64: np.int64, B: np.bool_}
@@ -381,6 +385,8 @@ def main():
                  loss_cases, int8_cases, new_op_cases, rnn_cases):
         make()
     bad_ops_compute.compute_op_cases(case)
+    bad_control.add_cases(CASES)  # control flow and data-dependent sizes
+    bad_control.add_sequence_cases(CASES)
     fails = 0
     ops = set()
     for name, op, m, text, feed in CASES:

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Runs a detector with `covenant run --target TARGET` and compares its
+detections (boxes [n, 4], scores [n], labels [n], the outputs of a
+torchvision detector's post-processing) with a reference computed
+elsewhere (onnxruntime), as a set: detections whose scores differ by less
+than the arithmetic's error (an NPU's f16 multiplicands) may come out of
+TopK and NonMaxSuppression in another order, so each expected detection is
+matched with the got one of the same label whose box overlaps it most.
+
+    /usr/bin/python3 check_detect.py COVENANT MODEL INPUT.npy BOXES.npy SCORES.npy LABELS.npy TOL TARGET
+
+Passes when the counts agree, every expected detection is matched (no got
+detection matched twice), and the matched boxes and scores differ by at
+most TOL relative to the largest expected box coordinate and score.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def iou(a, b):
+    ih = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iw = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ih * iw
+    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / ua if ua > 0 else 0.0
+
+
+def main():
+    cov, model, inp, wb, ws, wl, tol, target = sys.argv[1:9]
+    tol = float(tol)
+    want = [np.load(wb), np.load(ws), np.load(wl)]
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [cov, "run", model, "--target", target, "--input", inp, "-o", tmp]
+        if target != "ref":
+            cmd += ["--tolerance", "1"]  # its own check is order-sensitive; this one is not
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("FAIL: covenant run exited %d:\n%s" % (r.returncode, r.stderr))
+        got = [np.load(os.path.join(tmp, "output_%d.npy" % i)) for i in range(3)]
+    for g, w, what in zip(got, want, ("boxes", "scores", "labels")):
+        if g.dtype != w.dtype or g.shape[1:] != w.shape[1:]:
+            sys.exit("FAIL: %s: got %s%s, expected %s%s" % (what, g.dtype, g.shape, w.dtype, w.shape))
+    if len(got[0]) != len(want[0]):
+        sys.exit("FAIL: %d detections, expected %d" % (len(got[0]), len(want[0])))
+    box_scale = float(np.abs(want[0]).max()) or 1.0
+    score_scale = float(np.abs(want[1]).max()) or 1.0
+    used, box_err, score_err, moved = set(), 0.0, 0.0, 0
+    for i in range(len(want[0])):
+        cands = [j for j in range(len(got[0])) if j not in used and got[2][j] == want[2][i]]
+        if not cands:
+            sys.exit("FAIL: expected detection %d (label %d) has no match" % (i, want[2][i]))
+        j = max(cands, key=lambda j: iou(got[0][j], want[0][i]))
+        used.add(j)
+        moved += j != i
+        box_err = max(box_err, float(np.abs(got[0][j] - want[0][i]).max()) / box_scale)
+        score_err = max(score_err, abs(float(got[1][j]) - float(want[1][i])) / score_scale)
+    print("%s on %s: %d detections matched (%d in another order), max box error %.3g relative to "
+          "%.4g, max score error %.3g relative to %.4g (tolerance %g)" %
+          (os.path.basename(model), target, len(want[0]), moved, box_err, box_scale, score_err,
+           score_scale, tol))
+    if box_err > tol or score_err > tol:
+        sys.exit("FAIL: error above tolerance")
+
+
+if __name__ == "__main__":
+    main()
