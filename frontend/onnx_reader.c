@@ -349,7 +349,7 @@ static void read_strings(reader *R, graph_node *n, const Onnx__AttributeProto *a
   for (size_t k = 0; a->strs && k < a->n; k++) {
     const ProtobufCBinaryData *b = &ap->strings[k];
     if (b->len && memchr(b->data, 0, b->len)) {
-      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+      onnx_add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
                                     "attribute '%s' holds a string with a NUL byte", a->name));
       a->n = 0;
       return;
@@ -359,7 +359,7 @@ static void read_strings(reader *R, graph_node *n, const Onnx__AttributeProto *a
   }
   if (!a->strs) {
     a->n = 0;
-    add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
+    onnx_add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
   }
 }
 
