@@ -2,7 +2,8 @@
 # golden.sh BUILD OUT: every compiler output a refactor must keep byte for byte.
 #
 # Compiles the suite layers and the models on the shipped NPU and DSP
-# targets, two nvptx-sm90 artifacts and a small explore study into OUT,
+# targets (simulating each layer's program and running the ConvNet's
+# artifact), two nvptx-sm90 artifacts and a small explore study into OUT,
 # with the covenant binary of BUILD. Run it before and after a change and
 # compare with `cmp`/`diff -r` (scripts/golden.sh build /tmp/a; ...;
 # diff -r /tmp/a /tmp/b). Models: examples/convnet.onnx and those of
@@ -15,6 +16,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 suite="$root/bench/suite/layers.json"
 models_dir=${GOLDEN_MODELS:-$out/models}
 mkdir -p "$out" "$models_dir"
+# the codelets from one fixed folder: a model's artifact names the file of a
+# codelet's error, which would otherwise differ between two checkouts
+codelets=${GOLDEN_CODELETS:-/tmp/golden-codelets}
+mkdir -p "$codelets" && cp "$root"/codelets/*.cdl "$codelets"/
+export COVENANT_CODELET_PATH=$codelets
 names="resnet18_64 mobilenet_v2_64 vit_tiny int8_qdq_cnn"
 for m in $names; do
   [ -f "$models_dir/$m.onnx" ] ||
@@ -37,11 +43,14 @@ for t in npu-16x16 npu-32x32-os npu-4core dsp-hvx npu-matrix; do
   mkdir -p "$out/$t/layers" "$out/$t/models"
   for l in $layers; do
     run "$t.$l" "$cov" compile "$l" --target "$t" --suite "$suite" -o "$out/$t/layers/$l"
+    run "$t.$l.sim" "$cov" sim "$out/$t/layers/$l/program.npu"
   done
   for m in $models; do
     b=$(basename "$m" .onnx)
     run "$t.$b" "$cov" compile "$m" --target "$t" -o "$out/$t/models/$b.art"
   done
+  run "$t.convnet.run" "$build/covenant-run" "$out/$t/models/convnet.art" \
+    --input "$root/examples/convnet_input.npy" -o "$out/$t/models/convnet.npy"
 done
 mkdir -p "$out/nvptx-sm90"
 run nvptx.layers "$cov" compile all --target nvptx-sm90 --suite "$suite" --report \
