@@ -145,7 +145,7 @@ cov_status map_verify(const map_schedule *s) {
       if (!a->present) continue;
       const acg_storage *st = &g->storage[a->node];
       uint64_t end = a->addr + a->bytes * (a->double_buffered ? 2 : 1);
-      if (end > st->capacity_bytes)
+      if (!map_fits(g, a->node, end))
         FAIL("%s's tile at level %d ends at byte %llu of %s (capacity %llu)", ln,
              p->operands[o].name, lv, (unsigned long long)end, st->name,
              (unsigned long long)st->capacity_bytes);
@@ -181,7 +181,7 @@ cov_status map_verify(const map_schedule *s) {
       FAIL("epilogue register 0 is in place, but the output's level-1 tile is not in %s", ln,
            st->name);
     uint64_t end = s->epi_addr + s->epi_bytes;
-    if (end > st->capacity_bytes)
+    if (!map_fits(g, s->epi_node, end))
       FAIL("the epilogue's temporaries end at byte %llu of %s (capacity %llu)", ln,
            (unsigned long long)end, st->name, (unsigned long long)st->capacity_bytes);
     for (int o = 0; o < p->n_operands && s->epi_bytes; o++)
