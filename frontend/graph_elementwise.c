@@ -103,16 +103,16 @@ static cov_status unary_attrs(const graph *g, const graph_node *n, const uop *u,
     if (d->is_int) {
       int64_t v;
       COV_RETURN_IF_ERROR(graph_attr_int(g, n, d->onnx, (int64_t)d->def, &v));
-      a[(*na)++] = lower_attr_i(d->codelet, v != 0);
+      a[(*na)++] = graph_lower_attr_i(d->codelet, v != 0);
     } else {
       float v;
       COV_RETURN_IF_ERROR(graph_attr_float(g, n, d->onnx, d->def, &v));
-      a[(*na)++] = lower_attr_f(d->codelet, v);
+      a[(*na)++] = graph_lower_attr_f(d->codelet, v);
       if (strcmp(u->op, "Shrink") == 0 && strcmp(d->onnx, "lambd") == 0) {
         if (v < 0)
           return graph_node_error(g, n, COV_INVALID_INPUT, "lambd %g must not be negative",
                                   (double)v);
-        a[(*na)++] = lower_attr_f("nlambd", -(double)v);
+        a[(*na)++] = graph_lower_attr_f("nlambd", -(double)v);
       }
     }
   }
@@ -138,12 +138,12 @@ cov_status graph_exec_unary_ext(graph_exec *x, const graph_node *n, graph_value 
   cov_attr a[4];
   size_t na;
   COV_RETURN_IF_ERROR(unary_attrs(x->g, n, u, a, &na));
-  return lower_unary(x, n, u->codelet, a, na, in[0], out[0]);
+  return graph_lower_unary(x, n, u->codelet, a, na, in[0], out[0]);
 }
 
 int graph_codelets_unary_ext(const graph_node *n, const char **names, int max) {
   const uop *u = find_unary(n->op_type);
-  return u ? lower_single(u->codelet, names, max) : 0;
+  return u ? graph_lower_single(u->codelet, names, max) : 0;
 }
 
 /* ---- comparisons, logic, Mod, PRelu ------------------------------------ */
@@ -226,9 +226,9 @@ cov_status graph_exec_binary_ext(graph_exec *x, const graph_node *n, graph_value
   graph_value a0 = *in[0], a1 = *in[1];
   if (b->in_kind != IN_BOOL) a0 = as_u8(in[0]), a1 = as_u8(in[1]);
   cov_tensor y;
-  COV_RETURN_IF_ERROR(lower_binary(x, n, name, b->swap ? &a1 : &a0, b->swap ? &a0 : &a1,
+  COV_RETURN_IF_ERROR(graph_lower_binary(x, n, name, b->swap ? &a1 : &a0, b->swap ? &a0 : &a1,
                                    out[0]->rank, out[0]->dims, &y));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_binary_ext(const graph_node *n, const char **names, int max) {
@@ -237,7 +237,7 @@ int graph_codelets_binary_ext(const graph_node *n, const char **names, int max) 
   const char *name = b->codelet;
   const graph_attr *a = graph_attr_find(n, "fmod");
   if (strcmp(b->op, "Mod") == 0 && a && a->type == GA_INT && a->i) name = "fmod";
-  return lower_single(name, names, max);
+  return graph_lower_single(name, names, max);
 }
 
 /* ---- Where -------------------------------------------------------------- */
@@ -281,12 +281,12 @@ cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *con
   for (int i = 0; i < 3; i++) free(own[i]);
   COV_RETURN_IF_ERROR(st);
   if (y.dtype == COV_U8 && out[0]->dtype == COV_BOOL) y.dtype = COV_BOOL;
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_where(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("where", names, max);
+  return graph_lower_single("where", names, max);
 }
 
 /* ---- Sum, Mean ---------------------------------------------------------- */
@@ -308,7 +308,7 @@ cov_status graph_exec_sum(graph_exec *x, const graph_node *n, graph_value *const
     int64_t d[COV_MAX_RANK];
     cov_status st = graph_broadcast(x->g, n, &acc, in[i], &r, d);
     cov_tensor y = {0};
-    if (!st) st = lower_binary(x, n, "add", &acc, in[i], r, d, &y);
+    if (!st) st = graph_lower_binary(x, n, "add", &acc, in[i], r, d, &y);
     free(owned);
     COV_RETURN_IF_ERROR(st);
     owned = y.data;
@@ -320,7 +320,7 @@ cov_status graph_exec_sum(graph_exec *x, const graph_node *n, graph_value *const
     graph_store_elem(cnt, acc.dtype, 0, (double)n->n_in);
     graph_value c = {.name = "count", .dtype = acc.dtype, .rank = 0, .data = cnt};
     cov_tensor y = {0};
-    cov_status st = lower_binary(x, n, "div", &acc, &c, acc.rank, acc.dims, &y);
+    cov_status st = graph_lower_binary(x, n, "div", &acc, &c, acc.rank, acc.dims, &y);
     free(owned);
     COV_RETURN_IF_ERROR(st);
     owned = y.data;

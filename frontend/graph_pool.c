@@ -73,19 +73,19 @@ static cov_status pool_call(graph_exec *x, const graph_node *n, const geom *c, i
                             bool is_max, int64_t cip, cov_tensor xt, cov_tensor *y) {
   cov_attr at[11];
   int na = 0;
-  at[na++] = lower_attr_i("kernel_h", c->k[a]);
-  at[na++] = lower_attr_i("kernel_w", c->k[b]);
-  at[na++] = lower_attr_i("stride_h", c->s[a]);
-  at[na++] = lower_attr_i("stride_w", c->s[b]);
-  at[na++] = lower_attr_i("pad_top", c->pb[a]);
-  at[na++] = lower_attr_i("pad_left", c->pb[b]);
-  at[na++] = lower_attr_i("pad_bottom", c->pe[a] + c->extra[a]);
-  at[na++] = lower_attr_i("pad_right", c->pe[b] + c->extra[b]);
+  at[na++] = graph_lower_attr_i("kernel_h", c->k[a]);
+  at[na++] = graph_lower_attr_i("kernel_w", c->k[b]);
+  at[na++] = graph_lower_attr_i("stride_h", c->s[a]);
+  at[na++] = graph_lower_attr_i("stride_w", c->s[b]);
+  at[na++] = graph_lower_attr_i("pad_top", c->pb[a]);
+  at[na++] = graph_lower_attr_i("pad_left", c->pb[b]);
+  at[na++] = graph_lower_attr_i("pad_bottom", c->pe[a] + c->extra[a]);
+  at[na++] = graph_lower_attr_i("pad_right", c->pe[b] + c->extra[b]);
   if (is_max) {
-    at[na++] = lower_attr_i("dilation_h", c->d[a]);
-    at[na++] = lower_attr_i("dilation_w", c->d[b]);
+    at[na++] = graph_lower_attr_i("dilation_h", c->d[a]);
+    at[na++] = graph_lower_attr_i("dilation_w", c->d[b]);
   } else {
-    at[na++] = lower_attr_i("count_include_pad", cip != 0);
+    at[na++] = graph_lower_attr_i("count_include_pad", cip != 0);
   }
   return graph_call_codelet(x, n, is_max ? "maxpool" : "avgpool", at, (size_t)na, &xt, 1, y, 1);
 }
@@ -118,7 +118,7 @@ static cov_status exec_pool(graph_exec *x, const graph_node *n, graph_value *con
     COV_RETURN_IF_ERROR(st);
     y = y2;
   }
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_infer_maxpool(const graph *g, const graph_node *n, graph_value *const *in,
@@ -181,7 +181,7 @@ static cov_status exec_global(graph_exec *x, const graph_node *n, graph_value *c
   int64_t d[4] = {v->dims[0], v->dims[1], sp, 1};
   cov_tensor xt = graph_view_as(v, 4, d), y;
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, codelet, NULL, 0, &xt, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_infer_global_avgpool(const graph *g, const graph_node *n, graph_value *const *in,

@@ -567,7 +567,7 @@ static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
  * what onnxruntime's requantisation ends with (_mm_cvtps_epi32 under the
  * default rounding mode, clamped). */
 static inline void st_f_int(uint8_t *p, cov_dtype t, float v) {
-  double r = isnan(v) ? 0.0 : cov_round_even((double)v);
+  double r = isnan(v) ? 0.0 : common_round_even((double)v);
   if (r > 2147483647.0) r = 2147483647.0;
   if (r < -2147483648.0) r = -2147483648.0;
   st_i(p, t, (int64_t)r);
