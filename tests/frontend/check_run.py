@@ -8,7 +8,8 @@ onnxruntime).
 Passes when the dtype and shape match and max|got - want| <= TOL * max|want|
 (the error relative to the output's largest magnitude). Prints the error.
 EXPECTED NAME_0.npy (or NAME_ort0.npy) means several outputs: NAME_1.npy ...
-are compared with the model's further outputs too. On an NPU target TOL is
+are compared with the model's further outputs too; likewise INPUT NAME0.npy
+(NAME_input0.npy) means several inputs, in the model's order. On an NPU target TOL is
 also covenant run's own --tolerance (its check against the f32 reference).
 """
 import subprocess
@@ -33,10 +34,13 @@ def expected_files(expected):
 
 def main():
     cov, model, inp, expected, tol = sys.argv[1:6]
+    inputs = expected_files(inp)
     target = sys.argv[6] if len(sys.argv) > 6 else "ref"
     wants = [np.load(f) for f in expected_files(expected)]
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [cov, "run", model, "--target", target, "--input", inp]
+        cmd = [cov, "run", model, "--target", target]
+        for f in inputs:
+            cmd += ["--input", f]
         if target != "ref":
             cmd += ["--tolerance", tol]
         if len(wants) == 1:

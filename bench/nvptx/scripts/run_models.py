@@ -75,7 +75,7 @@ def onnx_path(name, batch, cache):
 
 
 def make_batch(src, n, dst):
-    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "nvptx", "make_batch.py"), src, str(n), dst],
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "nvptx", "scripts", "make_batch.py"), src, str(n), dst],
                    check=True)
 
 
@@ -94,10 +94,13 @@ def random_inputs(manifest, model, rng):
     for io in manifest["inputs"]:
         shape = io["shape"]
         if io["dtype"] in ("f32", "f16"):
-            out.append(rng.uniform(-1, 1, size=shape).astype(np.float32))
+            out.append(rng.uniform(-1, 1, size=shape).astype(np.float32 if io["dtype"] == "f32" else np.float16))
+        elif io["dtype"] == "bool":
+            out.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         else:
             hi = vocab.get(io["name"], 2)
-            out.append(rng.integers(0, hi, size=shape).astype({"i64": np.int64, "i32": np.int32}[io["dtype"]]))
+            types = {"i64": np.int64, "i32": np.int32, "i8": np.int8, "u8": np.uint8}
+            out.append(rng.integers(0, hi, size=shape).astype(types[io["dtype"]]))
     return out
 
 
