@@ -89,6 +89,22 @@ int cli_cmd_acg(int argc, char **argv);
 int cli_cmd_codelet(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+/* `covenant run A.onnx B.onnx ...`: models co-scheduled (cmd_run_models.c). */
+#define CLI_MAX_CORUN 16
+typedef struct cli_corun_opts {
+  const char *target;
+  unsigned long long seed;
+  uint64_t max_memory;
+  double tol;
+  const char *models[CLI_MAX_CORUN];
+  int n_models;
+  unsigned pipeline; /* one model, pipelined for a stream of this many inputs */
+} cli_corun_opts;
+int cli_run_models(const cli_corun_opts *o);
+/* cmd_run.c's: max|got - want| / max|want| (infinity when the shapes
+ * differ); one output's line. */
+double cli_rel_err(const cov_tensor *got, const cov_tensor *want);
+void cli_print_output(const char *name, const cov_tensor *t);
 int cli_cmd_map(int argc, char **argv);
 int cli_cmd_disasm(int argc, char **argv);
 int cli_cmd_sim(int argc, char **argv);

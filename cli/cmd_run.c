@@ -33,6 +33,8 @@
 static void run_help(FILE *out) {
   fprintf(out,
           "usage: covenant run MODEL.onnx [--target T] [--input [NAME=]FILE]... [-o OUT]...\n"
+          "       covenant run MODEL.onnx MODEL.onnx... [--target T] [--seed N] [--tolerance X]\n"
+          "       covenant run MODEL.onnx --pipeline N [--target T] [--seed N] [--tolerance X]\n"
           "                               [--expect [NAME=]FILE]... [--print-values]\n"
           "                               [--trace FILE] [--per-call]\n"
           "\n"
@@ -56,9 +58,17 @@ static void run_help(FILE *out) {
           "by numpy); without expected outputs, an NPU run is checked against --target\n"
           "ref on the same inputs.\n"
           "\n"
+          "Several models are co-scheduled (an NPU of several cores, e.g. npu-4core): each runs\n"
+          "on cores of its own, divided by the mapper's estimate of each model on each core\n"
+          "count, all at once sharing DRAM, on random inputs (--seed); each is checked like\n"
+          "one model (its programs, then its outputs against --target ref), and the report\n"
+          "gives each model's latency, the combined throughput and the same against running\n"
+          "them one after the other on all the cores (backends/npu-sim/README.md).\n"
+          "\n"
           "examples:\n"
           "  covenant run examples/convnet.onnx --input examples/convnet_input.npy\n"
           "  covenant run examples/convnet.onnx --target ref -o /tmp/y.npy\n"
+          "  covenant run examples/convnet.onnx resnet18_64.onnx --target npu-4core\n"
           "\n"
           "options:\n"
           "  -t, --target T            " BACKEND_DEFAULT_TARGET " (default), another NPU ACG, ref, or a GPU\n"
@@ -83,6 +93,9 @@ static void run_help(FILE *out) {
           "                            every unit's activity, the programs back to back\n"
           "                            (1 us = 1 cycle), a 'layers' track naming each\n"
           "      --per-call            (NPU) do not fuse groups: one program per codelet call\n"
+          "      --pipeline N          (an NPU of several cores) the model's programs cut into stages of\n"
+          "                            consecutive programs, one core each, run for a stream of N inputs\n"
+          "                            (random, --seed), against layer by layer on all the cores\n"
           "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
           "                            most 4GiB); checked before anything is allocated\n"
           "  -h, --help                show this help\n");
@@ -98,6 +111,9 @@ typedef struct run_opts {
   double tol;
   const char *in_args[MAX_ARGS], *out_args[MAX_ARGS], *expect_args[MAX_ARGS];
   int n_in, n_out, n_expect;
+  const char *models[CLI_MAX_CORUN]; /* several: co-scheduled (cmd_run_models.c) */
+  int n_models;
+  unsigned pipeline; /* --pipeline N (cmd_run_models.c) */
 } run_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code. */
@@ -112,6 +128,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"trace", required_argument, NULL, 'R'},
                                        {"per-call", no_argument, NULL, 'P'},
                                        {"max-memory", required_argument, NULL, 'M'},
+                                       {"pipeline", required_argument, NULL, 'L'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -145,13 +162,30 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'M':
         if (cli_parse_memory("run", optarg, &o->max_memory)) return CLI_EXIT_USAGE;
         break;
+      case 'L': {
+        char *end = NULL;
+        unsigned long v = strtoul(optarg, &end, 10);
+        /* (the backend bounds the stream: cov_npu_pipeline_model) */
+        if (!*optarg || *end || v < 1 || v > UINT32_MAX)
+          return cli_usage_error("run", "--pipeline %s: a stream of 1 input or more", optarg);
+        o->pipeline = (unsigned)v;
+        break;
+      }
       case 'h': run_help(stdout); return CLI_EXIT_OK;
       default: return cli_bad_option("run", argv, "t:i:o:e:ph", opts);
     }
   }
-  if (argc - optind != 1)
-    return cli_usage_error("run", "takes exactly one MODEL (got %d)", argc - optind);
+  if (argc - optind < 1) return cli_usage_error("run", "takes a MODEL (got none)");
+  if (argc - optind > CLI_MAX_CORUN)
+    return cli_usage_error("run", "takes at most %d models to co-schedule (got %d)", CLI_MAX_CORUN, argc - optind);
   o->model = argv[optind];
+  o->n_models = argc - optind;
+  for (int i = 0; i < o->n_models; i++) o->models[i] = argv[optind + i];
+  if (o->pipeline && o->n_models > 1) return cli_usage_error("run", "--pipeline takes one model");
+  if ((o->n_models > 1 || o->pipeline) &&
+      (o->n_in || o->n_out || o->n_expect || o->trace || o->per_call || o->print_values))
+    return cli_usage_error("run", "--input, -o, --expect, --trace, --per-call and --print-values take one model run "
+                                  "alone; co-scheduled and pipelined models run on random inputs (--seed)");
   /* (a target whose backend does not trace refuses them once it is open:
    * run_load) */
   return -1;
@@ -655,6 +689,12 @@ int cli_cmd_run(int argc, char **argv) {
   int rc;
   run_opts o;
   if ((rc = run_parse(argc, argv, &o)) >= 0) return rc;
+  if (o.n_models > 1 || o.pipeline) {
+    cli_corun_opts co = {.target = o.target, .seed = o.seed, .max_memory = o.max_memory, .tol = o.tol,
+                         .n_models = o.n_models, .pipeline = o.pipeline};
+    memcpy(co.models, o.models, sizeof co.models);
+    return cli_run_models(&co);
+  }
   run_state s = {.o = &o};
   cov_status st = run_load(&s);
   if (st) {
@@ -681,3 +721,6 @@ done:
   run_state_free(&s);
   return rc;
 }
+
+double cli_rel_err(const cov_tensor *got, const cov_tensor *want) { return rel_err(got, want); }
+void cli_print_output(const char *name, const cov_tensor *t) { print_output(name, t, 0); }

@@ -1260,6 +1260,7 @@ static cov_status core_init(ex *x, cov_npu_sim *sim, const npu_prog *p, const np
   x->unit_free = calloc((size_t)n_units, sizeof *x->unit_free);
   if (!x->unit_free) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
   x->trace_offset = o->trace_offset;
+  x->barrier = x->now = x->max_end = o->start; /* a run that starts later (npu_run_begin) */
   return sb_init(x, first);
 }
 
@@ -1326,11 +1327,11 @@ static cov_status core_step(ex *x, uint64_t max_dyn) {
 }
 
 /* The cores of the program side by side: the core whose latest unit
- * instruction started earliest issues next, so DRAM's interface sees the
- * cores' transfers about in the order of time; a core at a sync waits
- * until every core that has not ended is at one, then all go on after
- * everything before has finished. In a dry run each core runs alone. */
-static cov_status run_cores(ex *xs, uint32_t n, uint64_t max_dyn) {
+ * instruction started earliest issues next (returned; NULL when every core
+ * has ended), so DRAM's interface sees the cores' transfers about in the
+ * order of time; a core at a sync waits until every core that has not
+ * ended is at one, then all go on after everything before has finished. */
+static ex *next_core(ex *xs, uint32_t n) {
   for (;;) {
     ex *next = NULL;
     uint32_t live = 0;
@@ -1339,17 +1340,19 @@ static cov_status run_cores(ex *xs, uint32_t n, uint64_t max_dyn) {
       live++;
       if (!xs[c].at_sync && (!next || xs[c].now < next->now)) next = &xs[c];
     }
-    if (!live) return NULL;
-    if (next) {
-      COV_RETURN_IF_ERROR(core_step(next, max_dyn));
-      continue;
-    }
+    if (next || !live) return next;
     uint64_t all = 0; /* every live core at a sync: release them */
     for (uint32_t c = 0; c < n; c++)
       if (xs[c].max_end > all) all = xs[c].max_end;
     for (uint32_t c = 0; c < n; c++)
       if (!xs[c].ended) xs[c].barrier = all, xs[c].at_sync = false;
   }
+}
+
+/* In a dry run each core runs alone (n 1). */
+static cov_status run_cores(ex *xs, uint32_t n, uint64_t max_dyn) {
+  for (ex *c; (c = next_core(xs, n));) COV_RETURN_IF_ERROR(core_step(c, max_dyn));
+  return NULL;
 }
 
 /* After the run: no core may end holding a tile in its array, and the cores
@@ -1377,6 +1380,19 @@ static cov_status cores_check_end(const ex *xs, uint32_t n) {
   return NULL;
 }
 
+/* A run's cycles (from `start` to its last result) and instructions. */
+static uint64_t stats_end(const ex *xs, uint32_t n, cov_npu_stats *stats, uint64_t start) {
+  uint64_t end = start;
+  stats->dyn_insns = 0;
+  for (uint32_t c = 0; c < n; c++) {
+    if (xs[c].max_end > end) end = xs[c].max_end;
+    stats->dyn_insns += xs[c].dyn;
+  }
+  stats->cycles = end - start;
+  stats->cores = xs[0].t->cores;
+  return end;
+}
+
 cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
                     cov_npu_stats *stats) {
   uint32_t n = npu_prog_cores(p);
@@ -1401,12 +1417,7 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
     st = run_cores(xs, n, max_dyn);
   if (!st) st = cores_check_end(xs, n);
   if (!st && !o->dry) {
-    stats->cycles = stats->dyn_insns = 0;
-    for (uint32_t c = 0; c < n; c++) {
-      if (xs[c].max_end > stats->cycles) stats->cycles = xs[c].max_end;
-      stats->dyn_insns += xs[c].dyn;
-    }
-    stats->cores = sim->tgt.cores;
+    stats_end(xs, n, stats, 0);
     if (xs[0].trace && !o->trace_fragment) {
       fprintf(xs[0].trace, ",\n{\"name\":\"energy\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":%llu,"
               "\"args\":", (unsigned long long)stats->cycles);
@@ -1416,5 +1427,73 @@ cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
   }
   for (uint32_t c = 0; c < made; c++) core_free(&xs[c]);
   free(xs);
+  return st;
+}
+
+/* ---- runs of several tenants on one DRAM interface (npu_internal.h) ---- */
+
+struct npu_dram_if {
+  ex_shared sh;
+};
+
+struct npu_run {
+  ex *xs;
+  uint32_t n, made;
+  uint64_t max_dyn, start;
+  cov_npu_stats *st;
+};
+
+cov_status npu_dram_if_create(npu_dram_if **out) {
+  *out = calloc(1, sizeof **out);
+  return *out ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "DRAM interface state");
+}
+
+void npu_dram_if_free(npu_dram_if *d) { free(d); }
+
+void npu_run_free(npu_run *r) {
+  if (!r) return;
+  for (uint32_t c = 0; c < r->made; c++) core_free(&r->xs[c]);
+  free(r->xs);
+  free(r);
+}
+
+cov_status npu_run_begin(cov_npu_sim *sim, const npu_exec_opts *o, cov_npu_stats *stats, npu_dram_if *d,
+                         npu_run **out) {
+  *out = NULL;
+  const npu_prog *p = sim->prog;
+  if (!p || o->dry || o->trace || !stats)
+    return cov_error(COV_INTERNAL, COV_AT_CALL("npu_run_begin"), "a loaded program, timed, untraced, with statistics");
+  npu_run *r = calloc(1, sizeof *r);
+  if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+  r->n = npu_prog_cores(p);
+  r->max_dyn = o->max_dyn ? o->max_dyn : NPU_MAX_DYN_INSNS;
+  r->start = o->start;
+  r->st = stats;
+  r->xs = calloc(r->n, sizeof *r->xs);
+  cov_status st = r->xs ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "simulator state");
+  for (; !st && r->made < r->n; r->made++)
+    st = core_init(&r->xs[r->made], sim, p, o, stats, &d->sh, r->made, r->made ? &r->xs[0] : NULL);
+  if (st) {
+    npu_run_free(r);
+    return st;
+  }
+  *out = r;
+  return NULL;
+}
+
+uint64_t npu_run_next(npu_run *r) {
+  ex *c = next_core(r->xs, r->n);
+  return c ? c->now : UINT64_MAX;
+}
+
+cov_status npu_run_step(npu_run *r) {
+  ex *c = next_core(r->xs, r->n);
+  return c ? core_step(c, r->max_dyn) : NULL;
+}
+
+cov_status npu_run_finish(npu_run *r, uint64_t *end) {
+  cov_status st = cores_check_end(r->xs, r->n);
+  if (!st) *end = stats_end(r->xs, r->n, r->st, r->start);
+  npu_run_free(r);
   return st;
 }

@@ -99,6 +99,7 @@ typedef struct npu_exec_opts {
   bool trace_fragment;
   uint64_t trace_offset;
   uint64_t max_dyn;  /* dynamic instruction limit; 0 = NPU_MAX_DYN_INSNS */
+  uint64_t start;    /* the cycle its cores start at (npu_run_begin; 0 otherwise) */
 } npu_exec_opts;
 
 /* What the energy accounting (npu_energy.c) counts beyond the per-unit and
@@ -156,6 +157,79 @@ void npu_trace_header(FILE *f, const cov_acg *g, const cov_npu_stats *names);
  * dry mode. */
 cov_status npu_exec(cov_npu_sim *sim, const npu_prog *p, const npu_exec_opts *o,
                     cov_npu_stats *stats);
+
+/* Programs of several tenants at once (npu_exec.c; npu_cosim.c drives
+ * it): each run is one program on its own simulator (memories, cores), and
+ * every run draws on one DRAM interface (npu_dram_if), so that two models
+ * co-scheduled on disjoint cores of one NPU contend for DRAM's bandwidth as
+ * the cores of one program do (ISA.md "Cores", "Co-scheduled models"). */
+typedef struct npu_dram_if npu_dram_if;
+typedef struct npu_run npu_run;
+cov_status npu_dram_if_create(npu_dram_if **out);
+void npu_dram_if_free(npu_dram_if *d);
+/* Starts sim's loaded (and verified) program at cycle o->start on the
+ * interface d; stats (sized for sim's ACG) receives its figures, its
+ * cycles from o->start to its end. */
+cov_status npu_run_begin(cov_npu_sim *sim, const npu_exec_opts *o, cov_npu_stats *stats, npu_dram_if *d,
+                         npu_run **out);
+/* When the run's next unit instruction issues (its earliest core's latest
+ * start), UINT64_MAX once every core has ended. */
+uint64_t npu_run_next(npu_run *r);
+/* Runs that core's next instruction. */
+cov_status npu_run_step(npu_run *r);
+/* After the last step: the end checks, the statistics; *end: the cycle the
+ * program's last result is ready. Frees r (also after a failed step). */
+cov_status npu_run_finish(npu_run *r, uint64_t *end);
+void npu_run_free(npu_run *r);
+
+/* What a model run records beyond its report for the co-scheduler
+ * (npu_corun.c; npu_model.c fills it). */
+typedef struct npu_tape_entry {
+  npu_prog *prog;      /* owned */
+  uint8_t *dram;       /* the DRAM image it started on (inputs written): prog->dram_bytes */
+  uint64_t digest;     /* FNV-1a of its DRAM image after the run */
+  uint64_t cycles;     /* alone */
+} npu_tape_entry;
+typedef struct npu_tape {
+  npu_tape_entry *e;   /* every NPU program the run ran, in order */
+  size_t n, cap;
+} npu_tape;
+void npu_tape_clear(npu_tape *t);
+uint64_t npu_fnv1a(const uint8_t *p, uint64_t n);
+typedef struct npu_model_rec {
+  npu_tape *tape;               /* NULL, or where to record */
+  const cov_acg *const *est;    /* ACGs every layer run on the NPU is also mapped on */
+  int n_est;
+  double *est_cycles;           /* per est ACG: the mapper's estimates summed; -1 once a layer did not map */
+} npu_model_rec;
+/* cov_npu_run_model_with, recording into rec (may be NULL). */
+cov_status npu_run_model_rec(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs, const cov_npu_run_options *opts,
+                             npu_model_rec *rec, cov_npu_report **out_report);
+
+/* npu_cosim.c: the tapes run at once, tenant i on acgs[i] (the design of
+ * its cores), all on one DRAM interface; latency[i]: when tenant i's last
+ * program ended. */
+cov_status npu_cosim(const npu_tape *const *tapes, const cov_acg *const *acgs, size_t n, uint64_t *latency);
+/* The general form: tenant i runs its jobs (recorded programs) in order
+ * on ACG acg, a job with dep_tenant >= 0 not before that tenant's job
+ * dep_job has ended (a pipeline's stage waits for the stage before);
+ * done_at[j]: when job j ended. */
+typedef struct npu_cojob {
+  const npu_tape_entry *e;
+  int dep_tenant;
+  size_t dep_job;
+} npu_cojob;
+typedef struct npu_cotenant {
+  const cov_acg *acg;
+  const npu_cojob *jobs;
+  size_t n;
+  uint64_t *done_at;
+} npu_cotenant;
+cov_status npu_cosim_jobs(const npu_cotenant *ts, size_t n);
+/* npu_corun.c: the ACG of k of g's C cores (every compute node and
+ * on-chip buffer of C instances gets k; named NAME-kc). */
+cov_status npu_acg_with_cores(const cov_acg *g, uint32_t C, uint32_t k, cov_acg **out);
 
 struct cov_npu_sim {
   const cov_acg *acg;

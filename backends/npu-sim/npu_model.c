@@ -10,7 +10,10 @@
  * by call through the per-call hook, each call its own program, and its rows
  * say why the group was not fused; a call the NPU path cannot take either
  * runs on the CPU reference interpreter, reported with the reason. Layout
- * operations run in the frontend.
+ * operations run in the frontend. For co-scheduled and pipelined runs
+ * (npu_corun.c, npu_pipe.c) a run also records each program with the DRAM
+ * image it started on, and maps each layer on other ACGs for the mapper's
+ * estimates (npu_model_rec).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ typedef struct hook_ctx {
   const cov_acg *acg;
   cov_npu_report *rep;
   const cov_npu_run_options *opt;
+  npu_model_rec *rec; /* NULL, or what the co-scheduler asks for */
   /* The group being run call by call: why it was not fused, and whether
    * its one call already failed as a layer (then the CPU runs it). */
   int group;
@@ -145,6 +149,43 @@ static cov_status check_reference(const cov_layer *layer, const cov_schedule *sc
   return fatal;
 }
 
+/* The mapper's estimate of the layer on each of rec's other ACGs. */
+static cov_status estimate_on(npu_model_rec *rec, const cov_layer *layer) {
+  for (int i = 0; rec && i < rec->n_est; i++) {
+    if (rec->est_cycles[i] < 0) continue;
+    cov_schedule *s = NULL;
+    cov_status st = cov_map(layer, rec->est[i], NULL, &s);
+    if (cov_status_code(st) == COV_OUT_OF_MEMORY) return st;
+    rec->est_cycles[i] = st ? -1 : rec->est_cycles[i] + cov_schedule_cycles(s);
+    cov_status_free(st);
+    cov_schedule_free(s);
+  }
+  return NULL;
+}
+
+/* The program with the DRAM image it starts on, onto rec's tape (which
+ * takes *prog). */
+static cov_status tape_push(npu_model_rec *rec, cov_npu_program **prog, const cov_npu_sim *sim) {
+  npu_tape *t = rec ? rec->tape : NULL;
+  if (!t) return NULL;
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 16;
+    npu_tape_entry *e = realloc(t->e, cap * sizeof *e);
+    if (!e) return cov_error(COV_OUT_OF_MEMORY, NULL, "the co-scheduler's record of programs");
+    t->e = e;
+    t->cap = cap;
+  }
+  npu_tape_entry *e = &t->e[t->n];
+  *e = (npu_tape_entry){.prog = *prog};
+  e->dram = malloc(sim->dram_bytes ? (size_t)sim->dram_bytes : 1);
+  if (!e->dram)
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "a DRAM image of %llu bytes", (unsigned long long)sim->dram_bytes);
+  memcpy(e->dram, sim->dram, (size_t)sim->dram_bytes);
+  *prog = NULL;
+  t->n++;
+  return NULL;
+}
+
 /* Maps, compiles and simulates one layer; its inputs in[0..n) in layer
  * order (cov_layer_input), its result into *out. A status in *declined is
  * the NPU path not taking the layer (the caller falls back); the returned
@@ -175,9 +216,17 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
     snprintf(nm, sizeof nm, "in%d", i);
     fatal = cov_npu_sim_write(sim, nm, &in[i]);
   }
+  if (!fatal) fatal = estimate_on(h->rec, layer);
+  npu_tape_entry *taped = NULL; /* this program's record, where the run keeps one */
+  if (!fatal && h->rec && h->rec->tape && !(fatal = tape_push(h->rec, &prog, sim)))
+    taped = &h->rec->tape->e[h->rec->tape->n - 1];
   if (fatal) goto done;
   if (h->opt->trace) fatal = cov_npu_sim_run_traced(sim, h->opt->trace, label, &stats);
   else fatal = cov_npu_sim_run(sim, NULL, &stats);
+  if (!fatal && taped) {
+    taped->digest = npu_fnv1a(sim->dram, sim->dram_bytes);
+    taped->cycles = cov_npu_stats_cycles(stats);
+  }
   if (!fatal) fatal = cov_npu_sim_read(sim, "out", out);
   npu_report_add_time(h->rep, 0, now_s() - t1);
   if (fatal) goto done;
@@ -444,17 +493,37 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   return npu_report_add(h->rep, &row);
 }
 
+void npu_tape_clear(npu_tape *t) {
+  for (size_t i = 0; t && i < t->n; i++) {
+    cov_npu_program_free(t->e[i].prog);
+    free(t->e[i].dram);
+  }
+  if (t) free(t->e), *t = (npu_tape){0};
+}
+
+uint64_t npu_fnv1a(const uint8_t *p, uint64_t n) {
+  uint64_t h = UINT64_C(1469598103934665603);
+  for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * UINT64_C(1099511628211);
+  return h;
+}
+
 cov_status cov_npu_run_model_with(const cov_model *m, const cov_acg *acg,
                                   const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                                   size_t n_outputs, const cov_npu_run_options *opts,
                                   cov_npu_report **out_report) {
+  return npu_run_model_rec(m, acg, inputs, n_inputs, outputs, n_outputs, opts, NULL, out_report);
+}
+
+cov_status npu_run_model_rec(const cov_model *m, const cov_acg *acg, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs, const cov_npu_run_options *opts,
+                             npu_model_rec *rec, cov_npu_report **out_report) {
   *out_report = NULL;
   npu_target t;
   COV_RETURN_IF_ERROR(npu_target_init(acg, &t));
   cov_npu_report *rep = NULL;
   COV_RETURN_IF_ERROR(npu_report_create(acg->clock_mhz, &rep));
   cov_npu_run_options defaults = {0};
-  hook_ctx h = {.acg = acg, .rep = rep, .opt = opts ? opts : &defaults, .group = -1};
+  hook_ctx h = {.acg = acg, .rep = rep, .opt = opts ? opts : &defaults, .group = -1, .rec = rec};
   cov_status st =
       cov_model_run_groups(m, inputs, n_inputs, outputs, n_outputs, group_hook, call_hook, &h);
   if (st) {

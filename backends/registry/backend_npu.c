@@ -23,8 +23,13 @@ cov_status backend_npu_compile_model(const backend_target *t, const backend_opti
   return npu_compile_model_artifact(t->acg, model, out_path, out);
 }
 
+/* A model run's report (r, owned unless a co-scheduled run's co owns
+ * it), or a co-scheduled run's (co). */
 struct backend_report {
   cov_npu_report *r;
+  cov_npu_corun *co;
+  cov_npu_pipeline *pipe;
+  bool borrowed;
 };
 
 cov_status backend_npu_run_model(const backend_target *t, const backend_options *o, const cov_model *m,
@@ -44,7 +49,7 @@ cov_status backend_npu_run_model(const backend_target *t, const backend_options 
     if (!st) st = te;
     else cov_status_free(te);
   }
-  backend_report *br = r && report ? malloc(sizeof *br) : NULL;
+  backend_report *br = r && report ? calloc(1, sizeof *br) : NULL;
   if (br) {
     br->r = r;
     *report = br;
@@ -54,7 +59,69 @@ cov_status backend_npu_run_model(const backend_target *t, const backend_options 
   return !st && r && report ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory") : st;
 }
 
+/* One model pipelined over the cores (run_models with a stream). */
+static cov_status run_pipeline(const backend_target *t, const backend_model_io *io, unsigned stream,
+                               backend_report **each, backend_report **joint) {
+  cov_npu_corun_io cio = {io->inputs, io->n_inputs, io->outputs, io->n_outputs};
+  cov_npu_pipeline *p = NULL;
+  COV_RETURN_IF_ERROR(cov_npu_pipeline_model(io->model, t->acg, &cio, stream, &p));
+  *joint = calloc(1, sizeof **joint);
+  each[0] = calloc(1, sizeof *each[0]);
+  if (*joint && each[0]) {
+    (*joint)->pipe = p;
+    each[0]->r = (cov_npu_report *)cov_npu_pipeline_report(p);
+    each[0]->borrowed = true;
+    return NULL;
+  }
+  free(*joint), free(each[0]);
+  *joint = each[0] = NULL;
+  cov_npu_pipeline_free(p);
+  for (size_t k = 0; k < io->n_outputs; k++) cov_tensor_release(&io->outputs[k]);
+  return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+}
+
+cov_status backend_npu_run_models(const backend_target *t, const backend_model_io *io, size_t n, unsigned stream,
+                                  backend_report **each, backend_report **joint) {
+  *joint = NULL;
+  for (size_t i = 0; i < n; i++) each[i] = NULL;
+  if (stream) {
+    if (n != 1)
+      return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("backend_npu_run_models"), "a pipeline takes one model");
+    return run_pipeline(t, io, stream, each, joint);
+  }
+  const cov_model **models = calloc(n ? n : 1, sizeof *models);
+  const char **names = calloc(n ? n : 1, sizeof *names);
+  cov_npu_corun_io *cio = calloc(n ? n : 1, sizeof *cio);
+  cov_npu_corun *co = NULL;
+  cov_status st = models && names && cio ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (size_t i = 0; !st && i < n; i++) {
+    models[i] = io[i].model, names[i] = io[i].name;
+    cio[i] = (cov_npu_corun_io){io[i].inputs, io[i].n_inputs, io[i].outputs, io[i].n_outputs};
+  }
+  if (!st) st = cov_npu_corun_models(models, names, n, t->acg, cio, &co);
+  free(models);
+  free(names);
+  free(cio);
+  if (st) return st;
+  *joint = calloc(1, sizeof **joint);
+  for (size_t i = 0; *joint && i < n; i++) {
+    each[i] = calloc(1, sizeof *each[i]);
+    if (!each[i]) break;
+    each[i]->r = (cov_npu_report *)cov_npu_corun_report(co, i);
+    each[i]->borrowed = true;
+  }
+  if (*joint) (*joint)->co = co;
+  if (*joint && (!n || each[n - 1])) return NULL;
+  for (size_t i = 0; i < n; i++) free(each[i]), each[i] = NULL;
+  if (!*joint) cov_npu_corun_free(co);
+  else backend_npu_report_free(*joint), *joint = NULL;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < io[i].n_outputs; k++) cov_tensor_release(&io[i].outputs[k]);
+  return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+}
+
 void backend_npu_report_summary(const backend_report *r, const backend_target *t, size_t n_compute, FILE *out) {
+  if (!r->r) return;
   fprintf(out,
           "ran on %s: %d of %zu compute groups fused (one program each), %d calls one by one on "
           "the NPU, %d on the CPU\n",
@@ -66,6 +133,7 @@ void backend_npu_report_summary(const backend_report *r, const backend_target *t
  * rounded to the dtypes the schedule multiplies them in (f16, bf16) where
  * it narrows them, at a tight tolerance. */
 int backend_npu_report_check(const backend_report *r, FILE *out) {
+  if (!r->r) return -1;
   double ne = cov_npu_report_narrowed_error(r->r);
   if (!(ne >= 0 || ne != ne)) return -1;
   bool ok = ne <= COV_NPU_NARROWED_TOLERANCE;
@@ -85,11 +153,17 @@ int backend_npu_report_check(const backend_report *r, FILE *out) {
 }
 
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out) {
+  if (r->co || r->pipe) {
+    if (r->co) cov_npu_corun_print(r->co, out);
+    else cov_npu_pipeline_print(r->pipe, out);
+    return;
+  }
   fprintf(out, "per group on %s (cycles simulated; 'mapper est' is the mapper's cost model):\n", t->name);
   cov_npu_report_print(r->r, out);
 }
 
 void backend_npu_report_times(const backend_report *r, double run_s, FILE *out) {
+  if (!r->r) return;
   double c, sim;
   cov_npu_report_times(r->r, &c, &sim);
   fprintf(out, ", compile (map + codegen) %.1f ms, simulation %.1f ms, run in all %.1f ms", 1e3 * c, 1e3 * sim,
@@ -98,7 +172,9 @@ void backend_npu_report_times(const backend_report *r, double run_s, FILE *out) 
 
 void backend_npu_report_free(backend_report *r) {
   if (!r) return;
-  cov_npu_report_free(r->r);
+  if (!r->borrowed) cov_npu_report_free(r->r);
+  cov_npu_corun_free(r->co);
+  cov_npu_pipeline_free(r->pipe);
   free(r);
 }
 
@@ -169,5 +245,7 @@ cov_status backend_npu_op_support(const backend_target *t, const cov_onnx_op *op
 }
 
 cov_status backend_npu_report_json(const backend_report *r, char **json) {
+  if (r->co) return cov_npu_corun_json(r->co, json, NULL);
+  if (!r->r) return cov_error(COV_UNSUPPORTED, COV_AT_CALL("backend_npu_report_json"), "a pipeline's report as JSON");
   return cov_npu_report_json(r->r, json, NULL);
 }

@@ -42,6 +42,7 @@ static const backend_info k_backends[] = {
      .compile_layers = backend_npu_compile_layers,
      .compile_model = backend_npu_compile_model,
      .run_model = backend_npu_run_model,
+     .run_models = backend_npu_run_models,
      .report_summary = backend_npu_report_summary,
      .report_check = backend_npu_report_check,
      .report_details = backend_npu_report_details,

@@ -82,6 +82,15 @@ typedef struct backend_options {
 typedef cov_status (*backend_inputs_fn)(void *user, const cov_model *model, cov_tensor *inputs, size_t n_inputs);
 
 typedef struct backend_target backend_target;
+/* One model of several run at once (run_models): as run_model's arguments. */
+typedef struct backend_model_io {
+  const cov_model *model;
+  const char *name;
+  const cov_tensor *inputs;
+  size_t n_inputs;
+  cov_tensor *outputs;
+  size_t n_outputs;
+} backend_model_io;
 /* What a model run tells beyond its outputs (the row's report_* read it). */
 typedef struct backend_report backend_report;
 
@@ -141,6 +150,15 @@ typedef struct backend_info {
   cov_status (*run_model)(const backend_target *t, const backend_options *o, const cov_model *m, const char *name,
                           const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs, size_t n_outputs,
                           backend_report **report);
+  /* Co-schedules n models on the target at once (npu-sim: each on cores
+   * of its own of a multi-core NPU, cov_npu_corun_models): io[i] as
+   * run_model's arguments; each[i] (n of them) the report of model i's run
+   * as run_model gives it, *joint the run's own (report_details prints
+   * its table, report_json gives it as data). stream > 0 (n 1): the model
+   * pipelined over the cores for a stream of that many inputs instead
+   * (npu-sim: cov_npu_pipeline_model). NULL: runs one model at a time. */
+  cov_status (*run_models)(const backend_target *t, const backend_model_io *io, size_t n, unsigned stream,
+                           backend_report **each, backend_report **joint);
   /* A run's report: the line after the header (where each group ran), the
    * backend's own check of its code (prints its line; 1 passed, 0 failed,
    * -1 none made), the details after the checks, the times inside the run

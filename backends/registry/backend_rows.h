@@ -19,6 +19,8 @@ cov_status backend_npu_compile_model(const backend_target *t, const backend_opti
 cov_status backend_npu_run_model(const backend_target *t, const backend_options *o, const cov_model *m,
                                  const char *name, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                                  size_t n_outputs, backend_report **report);
+cov_status backend_npu_run_models(const backend_target *t, const backend_model_io *io, size_t n, unsigned stream,
+                                  backend_report **each, backend_report **joint);
 void backend_npu_report_summary(const backend_report *r, const backend_target *t, size_t n_compute, FILE *out);
 int backend_npu_report_check(const backend_report *r, FILE *out);
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out);

@@ -211,6 +211,85 @@ COV_API void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, 
  * (may be NULL) is its length. */
 COV_API cov_status cov_npu_report_json(const cov_npu_report *r, char **out, size_t *size);
 
+/* Co-scheduled models (backends/npu-sim/README.md "Co-scheduled models"):
+ * n models (2 .. the cores) on one NPU of several cores, each on cores of
+ * its own, run at once sharing DRAM's interface. Each model first runs
+ * alone on all the cores (the one-after-the-other baseline), which also
+ * gives the mapper's estimate of it on every smaller core count; the cores
+ * are divided so that the largest estimate is least; each model then runs
+ * on its cores' design, checked against the reference as
+ * cov_npu_run_model checks it (cov_npu_corun_report), and the programs of
+ * all run concurrently in the simulator. Every compute node and on-chip
+ * buffer of the ACG must have one instance per core. io[i]: model i's
+ * inputs and its outputs (allocated here, from its run on its cores);
+ * names[i] labels it (NULL: "model"). */
+typedef struct cov_npu_corun cov_npu_corun;
+typedef struct cov_npu_corun_io {
+  const cov_tensor *inputs;
+  size_t n_inputs;
+  cov_tensor *outputs;
+  size_t n_outputs;
+} cov_npu_corun_io;
+COV_API cov_status cov_npu_corun_models(const cov_model *const *models, const char *const *names, size_t n,
+                                        const cov_acg *acg, const cov_npu_corun_io *io, cov_npu_corun **out);
+COV_API size_t cov_npu_corun_num_models(const cov_npu_corun *r);
+/* The ACG's name; model i's label. */
+COV_API const char *cov_npu_corun_target(const cov_npu_corun *r);
+COV_API const char *cov_npu_corun_name(const cov_npu_corun *r, size_t i);
+/* Model i's cores, its cycles alone on them, concurrently with the others
+ * (its latency: from the start to its last result), alone on all cores;
+ * the mapper's estimate of it on k cores (-1: not estimated). */
+COV_API uint32_t cov_npu_corun_cores(const cov_npu_corun *r, size_t i);
+COV_API uint64_t cov_npu_corun_alone_cycles(const cov_npu_corun *r, size_t i);
+COV_API uint64_t cov_npu_corun_latency(const cov_npu_corun *r, size_t i);
+COV_API uint64_t cov_npu_corun_all_cores_cycles(const cov_npu_corun *r, size_t i);
+COV_API double cov_npu_corun_estimate(const cov_npu_corun *r, size_t i, uint32_t k);
+/* Model i's run on its cores (its per-group table and own check). */
+COV_API const cov_npu_report *cov_npu_corun_report(const cov_npu_corun *r, size_t i);
+/* The concurrent run's cycles (the largest latency) and the models' cycles
+ * one after the other, each on all cores; inferences per million cycles
+ * of each. */
+COV_API uint64_t cov_npu_corun_makespan(const cov_npu_corun *r);
+COV_API uint64_t cov_npu_corun_sequential_cycles(const cov_npu_corun *r);
+COV_API double cov_npu_corun_throughput(const cov_npu_corun *r);
+COV_API double cov_npu_corun_sequential_throughput(const cov_npu_corun *r);
+/* The sum over the models of (cycles alone on all cores / latency here):
+ * the work done per cycle where every model serves a stream of its own
+ * inputs on its cores, against one model at a time on all of them (1);
+ * the weighted speed-up of multi-program studies. */
+COV_API double cov_npu_corun_weighted_speedup(const cov_npu_corun *r);
+/* The table of the figures above, and the same as one JSON document
+ * (*out malloc'ed, release with cov_free): target, cores, models (name,
+ * cores, estimates per core count, alone_cycles, latency_cycles,
+ * all_cores_cycles, programs), makespan_cycles, throughput_per_mcycle,
+ * sequential_cycles, sequential_throughput_per_mcycle, speedup (of the
+ * throughput), weighted_speedup. */
+COV_API void cov_npu_corun_print(const cov_npu_corun *r, FILE *out);
+COV_API cov_status cov_npu_corun_json(const cov_npu_corun *r, char **out, size_t *size);
+COV_API void cov_npu_corun_free(cov_npu_corun *r);
+
+/* Layer pipelining (backends/npu-sim/README.md "Layer pipelining"): one
+ * model's programs cut into stages of consecutive programs, one core each,
+ * for a stream of n_stream inputs (1 .. COV_NPU_PIPELINE_MAX_STREAM; the input in io, that many
+ * times), against the model layer by layer with every layer on all cores.
+ * io->outputs: from its run on one core (checked as cov_npu_run_model
+ * checks it: cov_npu_pipeline_report). */
+typedef struct cov_npu_pipeline cov_npu_pipeline;
+#define COV_NPU_PIPELINE_MAX_STREAM 1024
+COV_API cov_status cov_npu_pipeline_model(const cov_model *m, const cov_acg *acg, const cov_npu_corun_io *io,
+                                          uint32_t n_stream, cov_npu_pipeline **out);
+COV_API const cov_npu_report *cov_npu_pipeline_report(const cov_npu_pipeline *r);
+/* The stream's cycles pipelined; one input's layer by layer on all cores;
+ * inferences per million cycles of each. */
+COV_API uint64_t cov_npu_pipeline_makespan(const cov_npu_pipeline *r);
+COV_API uint64_t cov_npu_pipeline_layer_by_layer(const cov_npu_pipeline *r);
+COV_API double cov_npu_pipeline_throughput(const cov_npu_pipeline *r);
+COV_API double cov_npu_pipeline_layer_by_layer_throughput(const cov_npu_pipeline *r);
+/* The stages, the stream's cycles and the first input's latency, the
+ * throughputs and their ratio. */
+COV_API void cov_npu_pipeline_print(const cov_npu_pipeline *r, FILE *out);
+COV_API void cov_npu_pipeline_free(cov_npu_pipeline *r);
+
 #ifdef __cplusplus
 }
 #endif

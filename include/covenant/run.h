@@ -30,6 +30,18 @@ COV_API cov_status cov_run_model(const char *target, const cov_model *m, const c
                                  const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                                  size_t n_outputs, char **report);
 
+/* Runs n models at once on `target`, whose backend co-schedules them
+ * (an NPU of several cores: each model on cores of its own, all sharing
+ * DRAM, cov_npu_corun_models; another target: COV_UNSUPPORTED). Model i
+ * (labelled names[i], may be NULL) takes inputs[i][0..n_inputs[i]) and
+ * gets outputs[i][0..n_outputs[i]) (allocated here; release each with
+ * cov_tensor_release). `report` (may be NULL): {"coscheduled": the
+ * co-scheduled run (cov_npu_corun_json's document), "models": each
+ * model's run as cov_run_model reports it}; release it with cov_free. */
+COV_API cov_status cov_run_models(const char *target, const cov_model *const *models, const char *const *names,
+                                  size_t n, const cov_tensor *const *inputs, const size_t *n_inputs,
+                                  cov_tensor *const *outputs, const size_t *n_outputs, char **report);
+
 #ifdef __cplusplus
 }
 #endif

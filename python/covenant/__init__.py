@@ -21,7 +21,7 @@ from ._lib import Error
 from .acg import acg_name, check_acg, derive, load_acg
 from .explore import explore, read_study
 from .mapper import map_layer
-from .model import Model, RunResult, run
+from .model import Model, RunResult, run, run_models
 
 __all__ = ["Error", "Model", "RunResult", "acg_name", "check_acg", "derive", "explore", "load_acg", "map_layer",
-           "read_study", "run"]
+           "read_study", "run", "run_models"]

@@ -136,3 +136,43 @@ def run(model_path, target="npu-16x16", inputs=()):
     inputs={"input": x}).outputs["output"]. See Model.run."""
     with Model(model_path) as m:
         return m.run(target, inputs)
+
+
+def run_models(models, target="npu-4core", inputs=None):
+    """Co-schedules several models on one multi-core NPU (each on cores of
+    its own, all at once sharing DRAM; backends/npu-sim/README.md
+    "Co-scheduled models"): `models` are Model objects or paths, `inputs`
+    one input set per model as Model.run takes it. Returns (results, report):
+    one RunResult per model (its outputs and its per-group report) and the
+    co-scheduled run's figures (cores, estimates, latency_cycles per model,
+    makespan_cycles, throughput_per_mcycle, sequential_cycles, speedup)."""
+    owned = [Model(m) for m in models if not isinstance(m, Model)]
+    it = iter(owned)
+    ms = [m if isinstance(m, Model) else next(it) for m in models]
+    try:
+        n = len(ms)
+        inputs = list(inputs) if inputs is not None else [()] * n
+        if len(inputs) != n:
+            raise ValueError("covenant: %d models, %d input sets" % (n, len(inputs)))
+        bound = [m._bind_inputs(x) for m, x in zip(ms, inputs)]
+        outs = [(_lib.Tensor * max(1, len(m.outputs)))() for m in ms]
+        handles = (_lib._ptr * n)(*[m._h for m in ms])
+        names = (ctypes.c_char_p * n)(*[encode(m.path) for m in ms])
+        in_ptrs = (ctypes.POINTER(_lib.Tensor) * n)(*[ctypes.cast(t, ctypes.POINTER(_lib.Tensor)) for t, _ in bound])
+        n_in = (ctypes.c_size_t * n)(*[len(k) for _, k in bound])
+        out_ptrs = (ctypes.POINTER(_lib.Tensor) * n)(*[ctypes.cast(o, ctypes.POINTER(_lib.Tensor)) for o in outs])
+        n_out = (ctypes.c_size_t * n)(*[len(m.outputs) for m in ms])
+        report = ctypes.c_void_p()
+        check(lib.cov_run_models(encode(os.fspath(target)), handles, names, n, in_ptrs, n_in, out_ptrs, n_out,
+                                 ctypes.byref(report)))
+        del bound
+        text = take_string(report)
+        doc = json.loads(text) if text else {"coscheduled": None, "models": [None] * n}
+        results = []
+        for i, m in enumerate(ms):
+            arrays = {name: _tensor.from_tensor(outs[i][k]) for k, (name, _, _) in enumerate(m.outputs)}
+            results.append(RunResult(arrays, doc["models"][i]))
+        return results, doc["coscheduled"]
+    finally:
+        for m in owned:
+            m.close()
