@@ -407,27 +407,27 @@ static uint32_t parse_fused(loader *L, const json_t *v, const char *path, const 
 }
 
 /* Capabilities take these; i64 and bool are index/mask types, not datapaths. */
+#define ACG_CAP_DTYPES "f32, f16, bf16, e4m3, e5m2, i8, u8, i32"
 static int cap_dtype_ok(cov_dtype t) {
-  return t == COV_F32 || t == COV_F16 || t == COV_BF16 || t == COV_I8 || t == COV_U8 ||
-         t == COV_I32;
+  return t == COV_F32 || t == COV_F16 || t == COV_BF16 || t == COV_E4M3 || t == COV_E5M2 ||
+         t == COV_I8 || t == COV_U8 || t == COV_I32;
 }
 
 static int parse_cap_dtype(loader *L, const json_t *v, const char *path, cov_dtype *out) {
   if (!json_is_string(v)) {
-    report(L, path, 0, "expected a dtype name (f32, f16, bf16, i8, u8, i32), got %s",
+    report(L, path, 0, "expected a dtype name (" ACG_CAP_DTYPES "), got %s",
            type_name(v));
     return 0;
   }
   const char *s = json_string_value(v);
   cov_dtype t = cov_dtype_from_name(s);
   if (t == COV_DTYPE_INVALID) {
-    report(L, path, 0, "unknown dtype '%s' (expected one of: f32, f16, bf16, i8, u8, i32)", s);
+    report(L, path, 0, "unknown dtype '%s' (expected one of: " ACG_CAP_DTYPES ")", s);
     return 0;
   }
   if (!cap_dtype_ok(t)) {
     report(L, path, 0,
-           "unsupported dtype '%s' for a capability (expected one of: f32, f16, bf16, i8, u8, "
-           "i32)",
+           "unsupported dtype '%s' for a capability (expected one of: " ACG_CAP_DTYPES ")",
            s);
     return 0;
   }

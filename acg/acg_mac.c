@@ -29,10 +29,13 @@
  * n: one issue's width (the mapper's spatial extents for the unit). */
 #define ACG_MAC_SPAN 64
 
+static bool float_multiplicand(cov_dtype t) {
+  return t == COV_F16 || t == COV_BF16 || t == COV_F32 || t == COV_E4M3 || t == COV_E5M2;
+}
+
 static bool dtypes_run(const acg_capability *c) {
   cov_dtype a = c->in[0], b = c->n_in > 1 ? c->in[1] : c->in[0], o = c->out;
-  bool fl = (a == COV_F16 || a == COV_BF16 || a == COV_F32) &&
-            (b == COV_F16 || b == COV_BF16 || b == COV_F32) && o == COV_F32;
+  bool fl = float_multiplicand(a) && float_multiplicand(b) && o == COV_F32;
   return fl || (a == COV_I8 && b == COV_I8 && o == COV_I32);
 }
 
@@ -57,7 +60,7 @@ bool acg_mac_form_of(const cov_acg *g, int unit, int cap, acg_mac_form *f, char 
   if (!dtypes_run(c)) {
     if (why)
       snprintf(why, nwhy, "mac(%s,%s->%s) on '%s' is not one the instruction set multiplies "
-               "(f16, bf16 or f32 into f32; i8 into i32)", cov_dtype_name(c->in[0]),
+               "(f16, bf16, e4m3, e5m2 or f32 into f32; i8 into i32)", cov_dtype_name(c->in[0]),
                cov_dtype_name(c->n_in > 1 ? c->in[1] : c->in[0]), cov_dtype_name(c->out), cn->name);
     return false;
   }

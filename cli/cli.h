@@ -58,6 +58,9 @@ void cli_progress_note(cli_progress *p, int now, const char *fmt, ...)
 void cli_progress_clear(cli_progress *p);
 /* Prints every diagnostic of st to stderr, frees it, returns 1 (0 if st is NULL). */
 int cli_report(cov_status st);
+/* --shape NAME=DIMS (arg is edited in place) into shapes[*n] (max of them):
+ * 0, or the usage error's exit code naming cmd and the option. */
+int cli_parse_shape(const char *cmd, char *arg, cov_model_shape *shapes, size_t *n, size_t max);
 /* Opens -o FILE (or stdout for NULL / "-") into *o and returns the stream
  * to write; NULL after printing an error. A file is written atomically
  * (common_out): the previous one stays until cli_close_output succeeds. */

@@ -169,22 +169,50 @@ float cli_rand_pm1(uint64_t *state) {
   return (float)((*state >> 11) % 2000000) / 1000000.0f - 1.0f;
 }
 
+/* An integer uniform in [lo, hi] from the state (hi - lo < 2^62). */
+static int64_t rand_in(uint64_t *r, int64_t lo, int64_t hi) {
+  *r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17;
+  return lo + (int64_t)((*r >> 2) % (uint64_t)(hi - lo + 1));
+}
+
 cov_status cli_random_input(const cov_model *m, size_t i, unsigned long long seed, cov_tensor *t) {
   cov_dtype dt;
   int rank;
   int64_t shape[COV_MAX_RANK];
   COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
-  bool fixed = dt == COV_F32;
+  int64_t lo = 0, hi = 0;
+  int ints = cov_model_input_range(m, i, &lo, &hi);
+  bool fixed = dt == COV_F32 || dt == COV_F16 || dt == COV_BF16 || ints;
   for (int d = 0; d < rank; d++) fixed &= shape[d] >= 0;
+  const char *name = cov_model_input_name(m, i);
   if (!fixed)
-    return cov_error(COV_INVALID_ARGUMENT, NULL,
-                     "input '%s' (%s, rank %d) is not given and has no fixed f32 shape; use --input %s=FILE",
-                     cov_model_input_name(m, i), cov_dtype_name(dt), rank, cov_model_input_name(m, i));
-  COV_RETURN_IF_ERROR(cov_tensor_alloc(t, COV_F32, rank, shape));
-  /* Deterministic random values in [-1, 1) from the seed (printed). */
+    return cov_error(COV_INVALID_ARGUMENT, NULL, "input '%s' (%s, rank %d) is not given and has no fixed shape; use "
+                     "--input %s=FILE or --shape %s=DIMS", name, cov_dtype_name(dt), rank, name, name);
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(t, dt, rank, shape));
+  /* Deterministic random values from the seed (printed). */
   uint64_t r = (seed + i) * 0x9e3779b97f4a7c15ull + 1;
-  for (int64_t k = 0; k < cov_tensor_numel(t); k++) ((float *)t->data)[k] = cli_rand_pm1(&r);
-  printf("input '%s': random values in [-1, 1), seed %llu\n", cov_model_input_name(m, i), seed);
+  int64_t n = cov_tensor_numel(t);
+  for (int64_t k = 0; k < n; k++) {
+    if (ints) {
+      int64_t v = rand_in(&r, lo, hi);
+      switch (dt) {
+        case COV_I64: ((int64_t *)t->data)[k] = v; break;
+        case COV_I32: ((int32_t *)t->data)[k] = (int32_t)v; break;
+        case COV_I8: ((int8_t *)t->data)[k] = (int8_t)v; break;
+        default: ((uint8_t *)t->data)[k] = (uint8_t)v; break; /* u8, bool */
+      }
+      continue;
+    }
+    float v = cli_rand_pm1(&r);
+    if (dt == COV_F32) ((float *)t->data)[k] = v;
+    else ((uint16_t *)t->data)[k] = dt == COV_F16 ? cov_f32_to_f16(v) : cov_f32_to_bf16(v);
+  }
+  if (!ints)
+    printf("input '%s': random values in [-1, 1), seed %llu\n", name, seed);
+  else
+    printf("input '%s': random %s in [%lld, %lld]%s, seed %llu\n", name, cov_dtype_name(dt), (long long)lo,
+           (long long)hi, ints == 2 ? " (the model does not say its range: a mask's; --input to give others)"
+           : hi > 1 && (dt == COV_I64 || dt == COV_I32) ? " (the rows of the table it indexes)" : "", seed);
   return NULL;
 }
 
@@ -216,4 +244,20 @@ void cli_progress_clear(cli_progress *p) {
   if (p->on && p->tty && p->shown) fputs("\r\033[K", stderr);
   p->shown = 0;
   fflush(stderr);
+}
+
+int cli_parse_shape(const char *cmd, char *arg, cov_model_shape *shapes, size_t *n, size_t max) {
+  if (*n == max) return cli_usage_error(cmd, "--shape: at most %zu of them", max);
+  cov_status st = cov_model_shape_parse(arg, "--shape", &shapes[*n]);
+  if (st) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", cov_status_message(st));
+    cov_status_free(st);
+    return cli_usage_error(cmd, "--shape %s", msg);
+  }
+  for (size_t k = 0; k < *n; k++)
+    if (!strcmp(shapes[k].name, shapes[*n].name))
+      return cli_usage_error(cmd, "--shape: two shapes for input '%s'", shapes[*n].name);
+  (*n)++;
+  return 0;
 }

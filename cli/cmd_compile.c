@@ -26,7 +26,7 @@ static void compile_help(FILE *out) {
   fprintf(out,
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
           "       covenant compile LAYER... --target GPU -o DIR [--report] [--dtype D] [--suite FILE]\n"
-          "       covenant compile MODEL.onnx --target T -o OUT [--dtype D]\n"
+          "       covenant compile MODEL.onnx --target T -o OUT [--dtype D] [--shape NAME=DIMS]...\n"
           "\n"
           "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
           "runs. On an NPU target every compute layer group is compiled as one program,\n"
@@ -56,6 +56,10 @@ static void compile_help(FILE *out) {
           "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
           "      --code-object V  AMDGPU: code object version 4 or 5 (default: the ACG's)\n"
           "      --tuning FILE    GPU: a tuning file's schedules (covenant tune --record) for its keys\n"
+          "      --shape N=DIMS   models: input N's shape (e.g. input=3x3x32x32), binding the\n"
+          "                       dims the model leaves symbolic (a dynamic batch; GPU targets\n"
+          "                       otherwise compile them as 1); repeatable. The artifact records\n"
+          "                       the shapes and which dims were symbolic: it runs at those only\n"
           "  -h, --help           show this help\n");
 }
 
@@ -65,6 +69,7 @@ typedef struct compile_opts {
   backend_options b;
   const char *dir;
   unsigned given; /* BACKEND_OPT_* given on the command line */
+  cov_model_shape shapes[16];
 } compile_opts;
 
 static int compile_parse(int argc, char **argv, compile_opts *o) {
@@ -77,6 +82,7 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
                                        {"allow-unfused", no_argument, NULL, 'u'},
                                        {"code-object", required_argument, NULL, 'c'},
                                        {"tuning", required_argument, NULL, 'T'},
+                                       {"shape", required_argument, NULL, 'H'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -107,6 +113,10 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
       case 'r': o->b.report = 1, o->given |= BACKEND_OPT_REPORT; break;
       case 'u': o->b.allow_unfused = 1, o->given |= BACKEND_OPT_UNFUSED; break;
       case 'T': o->b.tuning = optarg, o->given |= BACKEND_OPT_TUNING; break;
+      case 'H':
+        if (cli_parse_shape("compile", optarg, o->shapes, &o->b.n_shapes, 16)) return CLI_EXIT_USAGE;
+        o->b.shapes = o->shapes, o->given |= BACKEND_OPT_SHAPE;
+        break;
       case 'c':
         if (strcmp(optarg, "4") && strcmp(optarg, "5"))
           return cli_usage_error("compile", "--code-object '%s': expected 4 or 5", optarg);
@@ -170,6 +180,8 @@ int cli_cmd_compile(int argc, char **argv) {
                            *names && co.b.suite ? ", " : "", names);
     }
   }
+  if (rc < 0 && !cli_is_onnx(args[0]) && (co.given & BACKEND_OPT_SHAPE))
+    rc = cli_usage_error("compile", "--shape: for models, not layers");
   if (rc < 0 && bt.backend->max_layers && n > bt.backend->max_layers)
     rc = cli_usage_error("compile", "takes exactly %d LAYER on %s (got %d)", bt.backend->max_layers, co.b.target, n);
   if (rc < 0) rc = cli_report(compile_with(&bt, &co, args, n));

@@ -331,6 +331,9 @@ static cdl_type parse_type(parser *P) {
   }
   ty.name = expect_name(P, acc ? "a dtype or type parameter" : "a type");
   ty.dtype = cov_dtype_from_name(ty.name);
+  /* the FP8 formats are datapath dtypes of an ACG, not element types of a
+   * codelet's tensors */
+  if (ty.dtype == COV_E4M3 || ty.dtype == COV_E5M2) ty.dtype = COV_DTYPE_INVALID;
   if (ty.dtype) ty.kind = acc ? CDL_TY_ACC_DTYPE : CDL_TY_DTYPE;
   else ty.kind = acc ? CDL_TY_ACC_PARAM : CDL_TY_PARAM;
   ty.tparam = -1;

@@ -19,6 +19,8 @@ static const struct {
     [COV_I64] = {"i64", 8, false, 63},
     [COV_BOOL] = {"bool", 1, false, 1},
     [COV_F64] = {"f64", 8, true, 53},
+    [COV_E4M3] = {"e4m3", 1, true, 4},
+    [COV_E5M2] = {"e5m2", 1, true, 3},
 };
 
 cov_dtype cov_dtype_from_name(const char *name) {

@@ -77,6 +77,8 @@ float cov_f32_round_to(cov_dtype dt, float f) {
   switch (dt) {
     case COV_F16: return cov_f16_to_f32(cov_f32_to_f16(f));
     case COV_BF16: return cov_bf16_to_f32(cov_f32_to_bf16(f));
+    case COV_E4M3: return cov_e4m3_to_f32(cov_f32_to_e4m3(f));
+    case COV_E5M2: return cov_e5m2_to_f32(cov_f32_to_e5m2(f));
     default: return f;
   }
 }

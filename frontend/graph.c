@@ -216,6 +216,18 @@ cov_status graph_attr_string(const graph *g, const graph_node *n, const char *na
   return NULL;
 }
 
+cov_status graph_attr_strings(const graph *g, const graph_node *n, const char *name,
+                              const char *const **out, size_t *count) {
+  const graph_attr *a = graph_attr_find(n, name);
+  *out = NULL;
+  *count = 0;
+  if (!a) return NULL;
+  if (a->type != GA_STRINGS) return wrong_type(g, n, a, "a list of strings");
+  *out = a->strs;
+  *count = a->n;
+  return NULL;
+}
+
 /* ---- verifier --------------------------------------------------------- */
 
 cov_status graph_verify(const graph *g) {

@@ -59,6 +59,8 @@ typedef struct graph_value {
   int rank;                      /* -1: unknown */
   int64_t dims[COV_MAX_RANK];    /* -1: unknown */
   const char *sym[COV_MAX_RANK]; /* dim_param names of declared input dims */
+  unsigned symbolic;             /* inputs: bit d when the model leaves dim d symbolic or unknown */
+  cov_dtype io_dtype;            /* inputs of a widened model: the dtype it declares (else INVALID) */
   void *data;                    /* contents of constants; NULL otherwise */
   /* GV_INPUT that shares an initializer's name (IR version >= 4): the
    * initializer, its default value where the caller feeds none. A fed
@@ -96,7 +98,8 @@ typedef struct graph_attr {
   const char *s; /* NUL-terminated copy (strings with a NUL are refused) */
   int64_t *ints;
   float *floats;
-  size_t n;       /* elements of ints/floats */
+  const char **strs; /* GA_STRINGS: NUL-terminated copies */
+  size_t n;          /* elements of ints/floats/strs */
   graph_value *t; /* a tensor attribute, decoded (not in graph.values) */
 } graph_attr;
 
@@ -147,6 +150,7 @@ typedef struct graph {
   size_t n_inputs;
   graph_value **outputs;     /* may change as passes rewrite producers */
   const char **output_names; /* the names the model gave its outputs */
+  cov_dtype *output_io_dtypes; /* a widened model's outputs: the dtypes it declares (else NULL) */
   size_t n_outputs;
   graph_group *groups;
   size_t n_groups;
@@ -228,6 +232,9 @@ cov_status graph_attr_floats(const graph *g, const graph_node *n, const char *na
                              const float **out, size_t *count);
 cov_status graph_attr_string(const graph *g, const graph_node *n, const char *name, const char *def,
                              const char **out);
+/* *out NULL and *count 0 when absent. */
+cov_status graph_attr_strings(const graph *g, const graph_node *n, const char *name,
+                              const char *const **out, size_t *count);
 
 /* ---- shapes (graph_shape.c) ------------------------------------------- */
 
@@ -285,6 +292,12 @@ cov_status graph_summarize_groups(graph *g);
  * with one scale) become integer operators, as onnxruntime fuses them
  * (graph_qdq.c). Runs before inference, on the graph as read. */
 cov_status graph_fuse_qdq(graph *g);
+/* Binds input shapes before inference (graph_bind.c, cov_model_options.shapes). */
+cov_status graph_bind_shapes(graph *g, const cov_model_shape *s, size_t n);
+/* The values integer input v may take (graph_range.c, cov_model_input_range). */
+int graph_input_range(const graph *g, const graph_value *v, int64_t *lo, int64_t *hi);
+/* Every f16 / bf16 value widened to f32 after inference (graph_widen.c). */
+cov_status graph_widen_16(graph *g);
 /* Quantized operators whose parameters are constants become integer layers
  * with every derived operand a constant (u8 activations moved to i8), so
  * that a backend can compile each as one program (graph_qprep.c). Runs
@@ -293,6 +306,10 @@ cov_status graph_prepare_quant(graph *g);
 /* Drops nodes whose outputs reach no graph output, then compacts. */
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);
+/* LSTM, GRU and RNN nodes become their recurrence unrolled over the static
+ * sequence length into ordinary nodes, each inferred and folded as it is
+ * made (graph_rnn_expand.c). Runs after inference. */
+cov_status graph_expand_rnn(graph *g);
 cov_status graph_fuse(graph *g, bool no_fuse);
 cov_status graph_print_summary(const graph *g, FILE *out);
 cov_status graph_print(const graph *g, FILE *out);

@@ -88,5 +88,7 @@ GRAPH_DECLARE_COMPUTE(qmatmul);
 GRAPH_DECLARE_COMPUTE(qgemm);
 /* graph_loss.c */
 GRAPH_DECLARE_COMPUTE(loss);
+/* graph_rnn.c */
+GRAPH_DECLARE_COMPUTE(rnn);
 
 #endif

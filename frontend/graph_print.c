@@ -50,6 +50,10 @@ static int64_t tail_product(const graph_value *v, int from) {
 int64_t graph_node_macs(const graph_node *n) {
   const graph_value *o = n->out[0];
   int64_t out = o ? graph_numel(o) : -1;
+  /* LSTM, GRU, RNN: unknown here; they are unrolled into nodes that count */
+  if (strcmp(n->op_type, "LSTM") == 0 || strcmp(n->op_type, "GRU") == 0 ||
+      strcmp(n->op_type, "RNN") == 0)
+    return -1;
   if (strcmp(n->op_type, "Conv") == 0) {
     int64_t per = tail_product(n->in[1], 1);
     return out < 0 || per < 0 ? -1 : out * per;

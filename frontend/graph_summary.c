@@ -43,6 +43,20 @@ static int exact_widening(cov_dtype from, cov_dtype to) {
   return to == COV_F32 && (from == COV_F16 || from == COV_BF16);
 }
 
+/* Whether input slot s of layout node n is data the node moves, never a
+ * position, count or shape: the first input of the operators that only
+ * rearrange their data (every input of a Concat). Run-time integers there
+ * (i8 activations flattened before an integer matmul) are moved like any
+ * element; anywhere else they say where to read or write. */
+static int moved_data(const graph_node *n, int s) {
+  static const char *const ops[] = {"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Split",
+                                    "Slice", "Expand", "Tile", "DepthToSpace", "SpaceToDepth", NULL};
+  if (!strcmp(n->op_type, "Concat")) return 1;
+  for (const char *const *o = ops; *o; o++)
+    if (!strcmp(n->op_type, *o)) return s == 0;
+  return 0;
+}
+
 /* Why layout node n does not only move run-time elements (NULL: it does). */
 static const char *node_alters(const graph_node *n, const unsigned char *rt) {
   const graph_value *x = n->n_in > 0 ? n->in[0] : NULL;
@@ -60,7 +74,7 @@ static const char *node_alters(const graph_node *n, const unsigned char *rt) {
   }
   for (int s = 0; s < n->n_in; s++) {
     const graph_value *v = n->in[s];
-    if (v && rt[v->id] && !cov_dtype_is_float(v->dtype))
+    if (v && rt[v->id] && !cov_dtype_is_float(v->dtype) && !moved_data(n, s))
       return "where it reads or writes depends on run-time integers";
   }
   return NULL;

@@ -22,6 +22,8 @@ struct cov_model {
 static cov_status prepare(graph *g, const cov_model_options *opts) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
+  COV_RETURN_IF_ERROR(graph_expand_rnn(g));
+  if (opts && opts->compute_f32) COV_RETURN_IF_ERROR(graph_widen_16(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
   if (!opts || !opts->no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
   COV_RETURN_IF_ERROR(graph_prepare_quant(g));
@@ -62,6 +64,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
     g->lib = m->owned_lib;
   }
   if (!st) st = onnx_read_graph(data, size, g);
+  if (!st && opts && opts->n_shapes) st = graph_bind_shapes(g, opts->shapes, opts->n_shapes);
   if (!st) st = prepare(g, opts);
   if (st) {
     cov_model_free(m);
@@ -143,6 +146,49 @@ cov_status cov_model_input_info(const cov_model *m, size_t i, cov_dtype *dtype, 
   if (!m || i >= m->g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_input_info"), "no input %zu", i);
   return value_info(m->g->inputs[i], dtype, rank, shape);
+}
+
+cov_dtype cov_model_io_dtype(const cov_model *m, int output, size_t i) {
+  if (!m || i >= (output ? m->g->n_outputs : m->g->n_inputs)) return COV_DTYPE_INVALID;
+  if (output) return m->g->output_io_dtypes ? m->g->output_io_dtypes[i] : m->g->outputs[i]->dtype;
+  const graph_value *v = m->g->inputs[i];
+  return v->io_dtype != COV_DTYPE_INVALID ? v->io_dtype : v->dtype;
+}
+
+int cov_model_input_range(const cov_model *m, size_t i, int64_t *lo, int64_t *hi) {
+  if (!m || i >= m->g->n_inputs || !lo || !hi) return 0;
+  return graph_input_range(m->g, m->g->inputs[i], lo, hi);
+}
+
+unsigned cov_model_input_symbolic(const cov_model *m, size_t i) {
+  return m && i < m->g->n_inputs ? m->g->inputs[i]->symbolic : 0;
+}
+
+cov_status cov_model_shape_parse(char *text, const char *what, cov_model_shape *out) {
+  memset(out, 0, sizeof *out);
+  cov_loc loc = {.path = what};
+  char *eq = text ? strchr(text, '=') : NULL;
+  if (!eq || eq == text)
+    return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s' is not NAME=DIMS (e.g. input=1x3x224x224)", text ? text : "");
+  *eq = '\0';
+  out->name = text;
+  const char *p = eq + 1;
+  while (*p) {
+    if (out->rank == COV_MAX_RANK)
+      return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': more than %d dims", eq + 1, COV_MAX_RANK);
+    int64_t v = 0;
+    const char *d0 = p;
+    while (*p >= '0' && *p <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': a dim is too large", eq + 1);
+      v = v * 10 + (*p++ - '0');
+    }
+    if (p == d0 || v < 1 || (*p && *p != 'x' && *p != ',') || ((*p == 'x' || *p == ',') && !p[1]))
+      return cov_error(COV_INVALID_ARGUMENT, &loc, "'%s': dims are integers >= 1 separated by 'x' or ',' (e.g. 3x224x224)",
+                       eq + 1);
+    out->dims[out->rank++] = v;
+    if (*p) p++;
+  }
+  return NULL;
 }
 
 cov_status cov_model_output_info(const cov_model *m, size_t i, cov_dtype *dtype, int *rank,

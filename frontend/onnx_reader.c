@@ -308,6 +308,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   for (int i = 0; i < v->rank; i++) {
     const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
     v->dims[i] = -1;
+    v->symbolic |= 1u << i;
     if (!d) continue;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
       if (d->dim_value <= 0) {
@@ -317,6 +318,7 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
         continue;
       }
       v->dims[i] = d->dim_value;
+      v->symbolic &= ~(1u << i);
     } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                d->dim_param && *d->dim_param && valid_name(d->dim_param)) {
       v->sym[i] = cov_arena_strdup(g->arena, d->dim_param);
@@ -332,6 +334,28 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
 /* ---- nodes ------------------------------------------------------------ */
 
 static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+/* A list of strings (LSTM's activations): each copied, none with a NUL. */
+static void read_strings(reader *R, graph_node *n, const Onnx__AttributeProto *ap, graph_attr *a) {
+  graph *g = R->g;
+  a->n = ap->n_strings;
+  a->strs = cov_arena_array(g->arena, a->n ? a->n : 1, sizeof *a->strs);
+  for (size_t k = 0; a->strs && k < a->n; k++) {
+    const ProtobufCBinaryData *b = &ap->strings[k];
+    if (b->len && memchr(b->data, 0, b->len)) {
+      add_error(R, graph_node_error(g, n, COV_INVALID_INPUT,
+                                    "attribute '%s' holds a string with a NUL byte", a->name));
+      a->n = 0;
+      return;
+    }
+    a->strs[k] = cov_arena_strndup(g->arena, b->len ? (const char *)b->data : "", b->len);
+    if (!a->strs[k]) a->strs = NULL;
+  }
+  if (!a->strs) {
+    a->n = 0;
+    add_error(R, graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory"));
+  }
+}
 
 static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, graph_attr *a) {
   graph *g = R->g;
@@ -417,10 +441,14 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
       a->t = v;
       break;
     }
+    case GA_STRINGS:
+      if (ap->n_strings > GRAPH_MAX_ATTR_ELEMS) goto too_many;
+      read_strings(R, n, ap, a);
+      break;
     default:
-      /* Graphs, strings lists, sparse tensors: no supported operator takes
-       * them, so they are kept by name only; an operator that needed one is
-       * unsupported anyway. */
+      /* Graphs, sparse tensors: no supported operator takes them, so they
+       * are kept by name only; an operator that needed one is unsupported
+       * anyway. */
       break;
   }
   return;
@@ -762,11 +790,12 @@ static void check_nodes(reader *R) {
       add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "has %d outputs; %s produces %d to %d",
                                     n->n_out, n->op_type, d->min_out, d->max_out));
     /* Leading inputs up to min_in and the first output are never optional
-     * (an empty name there is not an omission, it is a broken node). */
+     * (an empty name there is not an omission, it is a broken node), but
+     * for operators whose outputs all are (LSTM, GRU, RNN: min_out 0). */
     for (int j = 0; j < d->min_in && j < n->n_in; j++)
       if (!n->in[j])
         add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "required input %d has no name", j));
-    if (n->n_out > 0 && !n->out[0])
+    if (n->n_out > 0 && !n->out[0] && d->min_out > 0)
       add_error(R, graph_node_error(g, n, COV_INVALID_INPUT, "output 0 has no name"));
   }
 }

@@ -23,6 +23,19 @@ cov_status map_prepare_on(const cov_layer *layer, const cov_acg *acg, int only, 
   return map_bind_epilogue_storage(proto, t);
 }
 
+int64_t cov_layer_macs(const cov_layer *layer) {
+  if (!layer || layer->n_calls < 1) return -1;
+  cov_arena *a = cov_arena_create();
+  map_schedule *s = a ? cov_arena_alloc(a, sizeof *s) : NULL;
+  int64_t macs = -1;
+  int first = 1;
+  cov_status st = s ? map_extract(layer, s, &first, a) : NULL;
+  if (s && !st) macs = s->prob.kind == MAP_MAIN_MAC && s->prob.op == COV_OP_MAC ? s->prob.ops : 0;
+  cov_status_free(st);
+  cov_arena_destroy(a);
+  return macs;
+}
+
 /* One binding's search: the main statement on compute node `only` (-1: the
  * default rule); *units (when not NULL) receives the compute nodes the
  * layer's mac could bind to. */

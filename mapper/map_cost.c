@@ -191,15 +191,13 @@ double map_lane_bank_factor(const map_schedule *s) {
  * bytes the edge to the result's buffer. The code generator's vop
  * (leaf_simd) reads input 0 (a reduction: the running result and the
  * input) and input 1 where there is one, and writes the output, each from
- * its deepest tile; an issue covers the lanes loop's trips. */
-static double map_simd_feed_cycles(const map_schedule *s) {
+ * its deepest tile; one VOP covers `elems` elements; `copy`: a reduction's
+ * first step, which copies its input. */
+static double map_simd_feed_cycles(const map_schedule *s, double elems, bool copy) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
-  double elems = 1;
-  for (int i = 0; i < s->n_sloops; i++)
-    if (s->sloops[i].spatial && s->sloops[i].axis == MAP_AX_LANES) elems *= (double)s->sloops[i].trips;
-  double nsrc = p->kind == MAP_MAIN_REDUCE ? 2 : (p->n_inputs > 1 ? 2 : 1);
+  double nsrc = p->kind == MAP_MAIN_REDUCE && !copy ? 2 : (p->n_inputs > 1 ? 2 : 1);
   double ei = (double)cov_dtype_size(cap->in[0] ? cap->in[0] : COV_F32);
   double eo = (double)cov_dtype_size(cap->out ? cap->out : COV_F32);
   int src = s->place[0][map_walk_deepest(s, 0)].node;
@@ -208,6 +206,36 @@ static double map_simd_feed_cycles(const map_schedule *s) {
   double feed = ein >= 0 ? elems * nsrc * ei / map_edge_bw(g, ein, src, src) : 0;
   double drain = eout >= 0 ? elems * eo / map_edge_bw(g, eout, dst, dst) : 0;
   return feed > drain ? feed : drain;
+}
+
+/* A SIMD main statement as the code generator emits it: one VOP per trip
+ * of the last level's loops but its rows and columns loops
+ * (map_simd_vop_loops), each taking the simulator's time for rows x
+ * columns elements: ceil(elements / throughput) cycles, times the worst
+ * bank factor at the columns' stride (elements that share a bank
+ * serialise, ISA.md "Bank factor"), or its operands' bytes over the edges
+ * where those take longer; a reduction's first step in each output tile
+ * is a copy reading one operand, not two (npu_codegen.c leaf_simd). inner:
+ * the last level's trips; *vops: the VOPs among them, *per_issue: each
+ * VOP's cycles on average. */
+static void map_simd_issues(const map_schedule *s, double inner, double *vops, double *per_issue) {
+  const cov_acg *g = s->acg;
+  const acg_capability *cap = &g->compute[s->node - g->n_storage].caps[s->cap];
+  int ml, nl;
+  map_simd_vop_loops(s, &ml, &nl);
+  double rows = ml >= 0 ? (double)s->sloops[ml].trips : 1, cols = nl >= 0 ? (double)s->sloops[nl].trips : 1;
+  /* the temporal loops among them are inner trips the VOP absorbs */
+  double absorbed = rows * (nl >= 0 && !s->sloops[nl].spatial ? cols : 1);
+  *vops = absorbed > 1 && inner >= absorbed ? inner / absorbed : inner;
+  double thr = cap->throughput > 0 ? (double)cap->throughput : 1;
+  double vop = ceil(rows * cols / thr) * map_lane_bank_factor(s);
+  double feed = map_simd_feed_cycles(s, rows * cols, false);
+  *per_issue = feed > vop ? feed : vop;
+  double steps = map_simd_reduce_steps(s);
+  if (steps > 0) {
+    double cf = map_simd_feed_cycles(s, rows * cols, true), copy = cf > vop ? cf : vop;
+    *per_issue = (copy + (steps - 1) * *per_issue) / steps;
+  }
 }
 
 /* The main statement's and the epilogue's time together, as the simulator
@@ -370,17 +398,11 @@ static void compute_cost(map_schedule *s, double *passes_out, double *inner_out,
     else if (!sl->spatial) inner *= (double)sl->trips;
   }
   double per_issue = map_issue_cycles(g, s->node, s->cap);
-  /* A SIMD main statement reads and writes one element per lane at the
-   * lanes loop's stride through each tile: elements that share a bank
-   * serialise, as in the simulator (ISA.md "Bank factor"). */
   bool gemm = map_gemm_applies(s);
-  if (cn->kind == ACG_SIMD && !gemm) per_issue *= map_lane_bank_factor(s);
-  if (cn->kind == ACG_SIMD && !gemm) {
-    double feed = map_simd_feed_cycles(s);
-    if (feed > per_issue) per_issue = feed;
-  }
+  double vops = inner; /* issues per pass; a SIMD main statement's are VOPs */
+  if (cn->kind == ACG_SIMD && !gemm) map_simd_issues(s, inner, &vops, &per_issue);
   /* an array also walks the reduction depth tile[2] per issue where given */
-  c->compute_cycles = passes * ((double)cap->latency + inner * per_issue);
+  c->compute_cycles = passes * ((double)cap->latency + vops * per_issue);
   /* On a systolic array the code generator's GEMMs (map_gemm.c) at the
    * simulator's per-instruction cost: a weight-stationary GEMM loads its
    * weights before streaming, an output-stationary one spends its reduction

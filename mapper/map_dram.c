@@ -103,7 +103,9 @@ double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int6
    * generator merges the DMA's dimensions (npu_cg_emit_dma), for loads and
    * stores alike. A padded dimension (an access offset: a convolution's
    * halo) starts its tiles off the tensor's first element, or before it,
-   * where the code generator keeps the dimensions apart. */
+   * and a tile larger than the tensor in a dimension (a banded depthwise
+   * weight's rows, map_depthwise.c) reaches past it: the code generator
+   * keeps those dimensions apart. */
   if (below == 1 && tile[inner] == ten[inner] && op->acc.off[inner] == 0 && inner > 0) {
     int64_t st[COV_MAX_RANK], len = tile[inner];
     if (out && x->dir == MAP_STORE) {
@@ -127,7 +129,7 @@ double map_dram_cost_layout(const map_schedule *s, const map_xfer *x, const int6
         if (ten[d] != 1) break;
         continue;
       }
-      if (st[d] != st[inner] * len || op->acc.off[d] != 0) break;
+      if (st[d] != st[inner] * len || op->acc.off[d] != 0 || tile[d] > ten[d]) break;
       len *= tile[d];
       whole = tile[d] == ten[d];
     }

@@ -115,6 +115,8 @@ static float load_el(const uint8_t *p, cov_dtype t, int64_t i) {
     memcpy(&h, p + 2 * i, 2);
     return cov_bf16_to_f32(h);
   }
+  if (t == COV_E4M3) return cov_e4m3_to_f32(p[i]);
+  if (t == COV_E5M2) return cov_e5m2_to_f32(p[i]);
   float f;
   memcpy(&f, p + 4 * i, 4);
   return f;
@@ -127,6 +129,10 @@ static void store_el(uint8_t *p, cov_dtype t, int64_t i, float v) {
   } else if (t == COV_BF16) {
     uint16_t h = cov_f32_to_bf16(v);
     memcpy(p + 2 * i, &h, 2);
+  } else if (t == COV_E4M3) {
+    p[i] = cov_f32_to_e4m3(v);
+  } else if (t == COV_E5M2) {
+    p[i] = cov_f32_to_e5m2(v);
   } else {
     memcpy(p + 4 * i, &v, 4);
   }

@@ -518,6 +518,14 @@ int map_onchip_mover(const cov_acg *acg, int from, int to, cov_dtype din, cov_dt
 /* An array is output-stationary when it has an edge to a register file. */
 bool map_output_stationary(const cov_acg *g, int node);
 void map_gemm_plan_make(const map_schedule *s, map_gemm_plan *gp);
+/* A SIMD main statement's VOP (map_simd.c): the scheduled loops it spans
+ * as rows and as columns (lanes), -1 where none; the code generator emits
+ * one VOP per iteration of the others, the cost model charges each. */
+void map_simd_vop_loops(const map_schedule *s, int *rows, int *cols);
+/* A SIMD reduction's steps per output tile (the reduction trips inside the
+ * tile's lifetime), the first a copy; 0 for a map, or where the tile's
+ * partial results are loaded back. */
+double map_simd_reduce_steps(const map_schedule *s);
 /* Element strides of operand o's tile at level lv: row-major over the tile
  * box, except that an array operand's tile at its deepest level keeps the
  * dimension the array reads in one cycle innermost (k of A on a

@@ -32,7 +32,9 @@ static void usage(FILE *out) {
           "intermediates stay there.\n"
           "\n"
           "  --input [NAME=]X.npy  a model input (in the model's order without NAME=);\n"
-          "                        inputs not given are random in [-1, 1) (--seed)\n"
+          "                        inputs not given are random (--seed): floats in [-1, 1),\n"
+          "                        i8/u8 over their range, bool 0/1, i32/i64 in the range the\n"
+          "                        artifact records (token ids: the rows of their table)\n"
           "  -o Y.npy              write the (single) output\n"
           "  --output-dir DIR      write every output as DIR/<index>.npy\n"
           "  --cases DIR           run DIR/0, DIR/1, ... each holding in<k>.npy (input k),\n"
@@ -105,21 +107,37 @@ static void info(const crt_artifact *a) {
       const crt_io *io = k ? &a->outputs[i] : &a->inputs[i];
       printf("%s %d '%s': %s[", k ? "output" : "input", i, SHOW(io->name, m), cov_dtype_name(io->dtype));
       for (int d = 0; d < io->rank; d++) printf("%s%" PRId64, d ? ", " : "", io->shape[d]);
-      printf("] (buffer %s)\n", cov_dtype_name(a->buffers[io->buffer].dtype));
+      printf("] (buffer %s)", cov_dtype_name(a->buffers[io->buffer].dtype));
+      for (int d = 0, n = 0; d < io->rank; d++)
+        if (io->symbolic >> d & 1u) printf("%s%d", n++ ? ", " : "; symbolic in the model: dim ", d);
+      if (io->has_range) printf("; values in [%" PRId64 ", %" PRId64 "]", io->lo, io->hi);
+      printf("\n");
     }
   info_steps(a);
 }
 
 static cov_status random_input(const crt_io *io, uint64_t *seed, cov_tensor *t) {
   COV_RETURN_IF_ERROR(cov_tensor_alloc(t, io->dtype, io->rank, io->shape));
+  if (io->has_range && (io->lo < -(INT64_C(1) << 62) || io->hi > (INT64_C(1) << 62)))
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s': range wider than 2^63: give it with --input",
+                     common_escape(io->name, (char[512]){0}, 512));
   int64_t n = cov_tensor_numel(t);
   for (int64_t i = 0; i < n; i++) {
     *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
     float v = (float)((double)(*seed >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+    uint8_t byte = (uint8_t)(*seed >> 56); /* i8 / u8: the whole range; bool: 0 or 1 */
     if (io->dtype == COV_F32) ((float *)t->data)[i] = v;
     else if (io->dtype == COV_F16) ((uint16_t *)t->data)[i] = cov_f32_to_f16(v);
     else if (io->dtype == COV_BF16) ((uint16_t *)t->data)[i] = cov_f32_to_bf16(v);
-    else
+    else if (io->dtype == COV_I8 || io->dtype == COV_U8) ((uint8_t *)t->data)[i] = byte;
+    else if (io->dtype == COV_BOOL) ((uint8_t *)t->data)[i] = byte >> 7;
+    else if (io->has_range && (io->dtype == COV_I32 || io->dtype == COV_I64)) {
+      /* the range the compiler recorded (token ids: the rows of their table) */
+      uint64_t span = (uint64_t)io->hi - (uint64_t)io->lo + 1u;
+      int64_t x = (int64_t)((uint64_t)io->lo + (span ? (*seed >> 11) % span : *seed >> 11));
+      if (io->dtype == COV_I64) ((int64_t *)t->data)[i] = x;
+      else ((int32_t *)t->data)[i] = (int32_t)x;
+    } else /* i32 / i64 without a range: token ids and the like have ranges only the model knows */
       return cov_error(COV_UNSUPPORTED, COV_AT(NULL, io->name), "input '%s' is %s: give it with --input",
                        common_escape(io->name, (char[512]){0}, 512), cov_dtype_name(io->dtype));
   }
@@ -364,6 +382,7 @@ int main(int argc, char **argv) {
   crt_session *s = NULL;
   if (!in || !out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = read_inputs(a, inputs, n_in, &seed, in);
+  if (!st && !cases) st = crt_check_inputs(a, in, (size_t)a->n_inputs); /* before opening a device */
   if (!st) st = crt_session_open(a, &opts, &s);
   if (!st) printf("device: %s\n", crt_session_device(s));
   if (!st && cases) {

@@ -26,10 +26,11 @@
  * tensor-map arguments ({"tmap": ...}), version 3 the embedded ACG of an
  * npu-sim artifact ("acg": blob); an artifact needing neither is written
  * as version 1, byte for byte as before */
-#define CRT_FORMAT_VERSION 3
+#define CRT_FORMAT_VERSION 4
 #define CRT_FORMAT_VERSION_MIN 1
 #define CRT_FORMAT_VERSION_TMAP 2
 #define CRT_FORMAT_VERSION_ACG 3
+#define CRT_FORMAT_VERSION_SYMBOLIC 4 /* an input's symbolic dims or value range */
 #define CRT_MAGIC "\x7f" "COVART\n"
 #define CRT_HEADER_BYTES 64
 #define CRT_ALIGN 256 /* blobs, weights and arena offsets */
@@ -127,6 +128,9 @@ typedef struct crt_io {
   int rank;
   int64_t shape[COV_MAX_RANK];
   int buffer;
+  unsigned symbolic; /* inputs: bit d when the model left dim d symbolic (compiled at shape[d]) */
+  int has_range;     /* integer inputs: the values the model takes, [lo, hi] (random inputs use it) */
+  int64_t lo, hi;
 } crt_io;
 
 typedef struct crt_artifact {
@@ -198,6 +202,14 @@ int crt_add_weight(crt_builder *b, const char *name, cov_dtype dtype, int rank, 
 int crt_add_view(crt_builder *b, const char *name, int of, uint64_t offset, cov_dtype dtype, int rank,
                  const int64_t *shape, uint64_t bytes);
 int crt_add_input(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer);
+/* Input `input` (crt_add_input's index): which of its dims the model left
+ * symbolic (bit d), compiled at the shape given; nonzero makes the format
+ * version 4. */
+void crt_set_symbolic(crt_builder *b, int input, unsigned mask);
+/* Integer input `input`: the values the model takes, [lo, hi] (token ids:
+ * the rows of the table they index; cov_model_input_range); format
+ * version 4. */
+void crt_set_range(crt_builder *b, int input, int64_t lo, int64_t hi);
 int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer);
 int crt_add_launch(crt_builder *b, int group, const char *label, int module, const char *kernel,
                    const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, const crt_arg *args,
@@ -260,6 +272,10 @@ const char *crt_session_device(const crt_session *s);
 /* One run: inputs (in the artifact's input order, host dtype and shape)
  * uploaded, every step run on the device (intermediates stay there),
  * outputs (allocated here, f32 or the output's dtype) downloaded. */
+/* Whether inputs (the artifact's order) have the dtypes and shapes it was
+ * compiled for; an input whose differing dims the model left symbolic is
+ * told how to compile for it (--shape). crt_session_run checks this first. */
+cov_status crt_check_inputs(const crt_artifact *a, const cov_tensor *inputs, size_t n_inputs);
 cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                            size_t n_outputs);
 /* Times the steps alone on the inputs of the last run: `warmup` runs, then

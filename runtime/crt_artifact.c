@@ -342,6 +342,42 @@ static void read_buffers(rd *r, const crt_json *root) {
   }
 }
 
+/* An input's "symbolic": the dims the model left symbolic, ascending and
+ * below its rank (format version 4). */
+static unsigned symbolic_of(rd *r, const crt_json *o, int rank) {
+  const crt_json *s = array_of(r, o, "symbolic", 0);
+  if (!s) return 0;
+  if (r->a->version < CRT_FORMAT_VERSION_SYMBOLIC) {
+    bad(r, s, "'symbolic' needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_SYMBOLIC, r->a->version);
+    return 0;
+  }
+  unsigned mask = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const crt_json *d = s->items[i];
+    if (d->kind != CRT_JSON_NUMBER || !d->is_int || d->i < 0 || d->i >= rank || (mask >> d->i) != 0) {
+      bad(r, d, "'symbolic' lists dims of the shape (rank %d), ascending, each once", rank);
+      return 0;
+    }
+    mask |= 1u << d->i;
+  }
+  return mask;
+}
+
+/* An integer input's "range": [lo, hi], lo <= hi (format version 4). */
+static void range_of(rd *r, const crt_json *o, crt_io *io) {
+  const crt_json *s = array_of(r, o, "range", 0);
+  if (!s) return;
+  if (r->a->version < CRT_FORMAT_VERSION_SYMBOLIC)
+    return bad(r, s, "'range' needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_SYMBOLIC,
+               r->a->version);
+  if (cov_dtype_is_float(io->dtype)) return bad(r, s, "'range' is for integer inputs; '%s' is %s", io->name,
+                                                cov_dtype_name(io->dtype));
+  const crt_json *lo = s->n == 2 ? s->items[0] : NULL, *hi = s->n == 2 ? s->items[1] : NULL;
+  if (!lo || lo->kind != CRT_JSON_NUMBER || !lo->is_int || hi->kind != CRT_JSON_NUMBER || !hi->is_int || lo->i > hi->i)
+    return bad(r, s, "'range' is [lo, hi], two integers with lo <= hi");
+  io->has_range = 1, io->lo = lo->i, io->hi = hi->i;
+}
+
 static void read_ios(rd *r, const crt_json *root, int outputs) {
   crt_artifact *a = r->a;
   const char *key = outputs ? "outputs" : "inputs";
@@ -354,22 +390,27 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
   else
     a->inputs = ios, a->n_inputs = (int)arr->n;
   static const char *keys[] = {"name", "dtype", "shape", "buffer", NULL};
+  static const char *in_keys[] = {"name", "dtype", "shape", "symbolic", "range", "buffer", NULL};
   for (size_t i = 0; i < arr->n && !r->err; i++) {
     const crt_json *o;
     set_path(r, "%s[%zu]", key, i);
     if (!obj_item(r, arr, i, &o)) break;
-    check_keys(r, o, keys);
+    check_keys(r, o, outputs ? keys : in_keys);
     crt_io *io = &ios[i];
     io->name = str_of(r, o, "name", 1);
     io->dtype = dtype_of(r, o);
     int64_t numel = shape_of(r, o, &io->rank, io->shape);
+    if (!outputs && !r->err) io->symbolic = symbolic_of(r, o, io->rank);
+    if (!outputs && !r->err) range_of(r, o, io);
     io->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, -1);
     if (r->err) break;
     const crt_buffer *b = &a->buffers[io->buffer];
     crt_buf_kind want = outputs ? CRT_BUF_OUTPUT : CRT_BUF_INPUT;
     int64_t bnumel = (int64_t)(b->bytes / cov_dtype_size(b->dtype));
-    int conv = io->dtype == b->dtype ||
-               (io->dtype == COV_F32 && (b->dtype == COV_F16 || b->dtype == COV_BF16));
+    /* the host converts f32 <-> f16 / bf16 either way: f32 values into
+     * 16-bit kernel operands, or a 16-bit model's values computed in f32 */
+    int half_io = io->dtype == COV_F16 || io->dtype == COV_BF16, half_buf = b->dtype == COV_F16 || b->dtype == COV_BF16;
+    int conv = io->dtype == b->dtype || (io->dtype == COV_F32 && half_buf) || (half_io && b->dtype == COV_F32);
     if (b->kind != want)
       bad(r, crt_json_get(o, "buffer"), "%s '%s' names buffer %d ('%s'), a %s buffer", outputs ? "output" : "input",
           io->name, io->buffer, b->name, crt_buf_kind_name(b->kind));

@@ -249,6 +249,23 @@ static int add_io(crt_builder *b, int out, const char *name, cov_dtype dtype, in
 int crt_add_input(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer) {
   return add_io(b, 0, name, dtype, rank, shape, buffer);
 }
+void crt_set_symbolic(crt_builder *b, int input, unsigned mask) {
+  if (b->err || input < 0 || input >= b->n_ios[0]) return;
+  mask &= (1u << b->ios[0][input].rank) - 1u;
+  b->ios[0][input].symbolic = mask;
+  if (mask && b->version < CRT_FORMAT_VERSION_SYMBOLIC) b->version = CRT_FORMAT_VERSION_SYMBOLIC;
+}
+void crt_set_range(crt_builder *b, int input, int64_t lo, int64_t hi) {
+  if (b->err || input < 0 || input >= b->n_ios[0]) return;
+  crt_io *x = &b->ios[0][input];
+  if (lo > hi || cov_dtype_is_float(x->dtype)) {
+    b->err = cov_error(COV_INTERNAL, COV_AT_FILE(b->model), "input '%s': range [%lld, %lld] of a %s input", x->name, (long long)lo,
+                       (long long)hi, cov_dtype_name(x->dtype));
+    return;
+  }
+  x->has_range = 1, x->lo = lo, x->hi = hi;
+  if (b->version < CRT_FORMAT_VERSION_SYMBOLIC) b->version = CRT_FORMAT_VERSION_SYMBOLIC;
+}
 int crt_add_output(crt_builder *b, const char *name, cov_dtype dtype, int rank, const int64_t *shape, int buffer) {
   return add_io(b, 1, name, dtype, rank, shape, buffer);
 }
@@ -503,6 +520,29 @@ static void put_head(sbuf *o, int group, const char *label, const char *op) {
   put_str(o, label);
 }
 
+/* The inputs and outputs: name, dtype, shape, an input's symbolic dims and
+ * value range (version 4), buffer. */
+static void put_ios(sbuf *o, const crt_builder *b) {
+  for (int k = 0; k < 2; k++) {
+    put(o, "],\n\"%s\": [", k ? "outputs" : "inputs");
+    for (int i = 0; i < b->n_ios[k]; i++) {
+      const crt_io *x = &b->ios[k][i];
+      put(o, "%s\n  {\"name\": ", i ? "," : "");
+      put_str(o, x->name);
+      put(o, ", \"dtype\": \"%s\", \"shape\": ", cov_dtype_name(x->dtype));
+      put_shape(o, x->rank, x->shape);
+      if (x->symbolic) {
+        put(o, ", \"symbolic\": [");
+        for (int d = 0, first = 1; d < x->rank; d++)
+          if (x->symbolic >> d & 1u) put(o, "%s%d", first ? "" : ", ", d), first = 0;
+        put(o, "]");
+      }
+      if (x->has_range) put(o, ", \"range\": [%" PRId64 ", %" PRId64 "]", x->lo, x->hi);
+      put(o, ", \"buffer\": %d}", x->buffer);
+    }
+  }
+}
+
 static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, uint64_t arena, uint64_t weights) {
   put(o, "{\n\"format\": \"covenant-artifact\",\n\"version\": %u,\n\"target\": ", b->version);
   put_str(o, b->target);
@@ -546,17 +586,7 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
     if (x->kind == CRT_BUF_VIEW) put(o, ", \"of\": %d, \"offset\": %" PRIu64, x->of, x->offset);
     put(o, "}");
   }
-  for (int k = 0; k < 2; k++) {
-    put(o, "],\n\"%s\": [", k ? "outputs" : "inputs");
-    for (int i = 0; i < b->n_ios[k]; i++) {
-      const crt_io *x = &b->ios[k][i];
-      put(o, "%s\n  {\"name\": ", i ? "," : "");
-      put_str(o, x->name);
-      put(o, ", \"dtype\": \"%s\", \"shape\": ", cov_dtype_name(x->dtype));
-      put_shape(o, x->rank, x->shape);
-      put(o, ", \"buffer\": %d}", x->buffer);
-    }
-  }
+  put_ios(o, b);
   put(o, "],\n\"steps\": [");
   for (int i = 0; i < b->n_steps; i++) {
     const crt_step *s = &b->steps[i];

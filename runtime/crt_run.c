@@ -414,23 +414,58 @@ static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
+/* An input of another dtype or shape than compiled; where the model left
+ * the differing dims symbolic, how to compile for the shape given. */
+static cov_status shape_error(const crt_artifact *a, const crt_io *io, const cov_tensor *t) {
+  char want[128], got[128], dims[128] = "", hint[512] = "";
+  shape_str(io->rank, io->shape, want, sizeof want);
+  shape_str(t->rank, t->shape, got, sizeof got);
+  int only_symbolic = t->dtype == io->dtype && t->rank == io->rank && io->symbolic;
+  size_t k = 0;
+  for (int d = 0; d < io->rank && only_symbolic; d++) {
+    if (t->shape[d] == io->shape[d]) continue;
+    only_symbolic = (io->symbolic >> d & 1u) != 0;
+    k += (size_t)snprintf(dims + k, k < sizeof dims ? sizeof dims - k : 0, "%s%d", k ? ", " : "", d);
+  }
+  if (only_symbolic) {
+    char at[128] = "";
+    size_t h = 0;
+    for (int d = 0; d < io->rank; d++)
+      if (t->shape[d] != io->shape[d])
+        h += (size_t)snprintf(at + h, h < sizeof at ? sizeof at - h : 0, "%s%" PRId64, h ? ", " : "", io->shape[d]);
+    int many = strchr(dims, ',') != NULL;
+    h = (size_t)snprintf(hint, sizeof hint,
+                         "; the model leaves dim%s %s symbolic and this artifact was compiled at %s (covenant "
+                         "compile --shape %s=",
+                         many ? "s" : "", dims, at, io->name);
+    for (int d = 0; d < t->rank && h < sizeof hint; d++)
+      h += (size_t)snprintf(hint + h, sizeof hint - h, "%s%" PRId64, d ? "x" : "", t->shape[d]);
+    if (h < sizeof hint) snprintf(hint + h, sizeof hint - h, " compiles it for this shape)");
+  }
+  return loc_error(a, COV_INVALID_ARGUMENT, "input '%s' must be %s%s, not %s%s%s", io->name, cov_dtype_name(io->dtype),
+                   want, cov_dtype_name(t->dtype), got, hint);
+}
+
+cov_status crt_check_inputs(const crt_artifact *a, const cov_tensor *inputs, size_t n_inputs) {
+  if (n_inputs != (size_t)a->n_inputs)
+    return loc_error(a, COV_INVALID_ARGUMENT, "the model takes %d input(s), not %zu", a->n_inputs, n_inputs);
+  for (int k = 0; k < a->n_inputs; k++)
+    if (inputs[k].dtype != a->inputs[k].dtype || !same_shape(&inputs[k], &a->inputs[k]))
+      return shape_error(a, &a->inputs[k], &inputs[k]);
+  return NULL;
+}
+
 cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                            size_t n_outputs) {
   const crt_artifact *a = s->a;
   if (n_inputs != (size_t)a->n_inputs || n_outputs != (size_t)a->n_outputs)
     return loc_error(a, COV_INVALID_ARGUMENT, "the model takes %d input(s) and gives %d output(s), not %zu and %zu",
                      a->n_inputs, a->n_outputs, n_inputs, n_outputs);
+  COV_RETURN_IF_ERROR(crt_check_inputs(a, inputs, n_inputs));
   cov_status st = NULL;
   for (int k = 0; k < a->n_inputs && !st; k++) {
     const crt_io *io = &a->inputs[k];
     const crt_buffer *b = &a->buffers[io->buffer];
-    if (inputs[k].dtype != io->dtype || !same_shape(&inputs[k], io)) {
-      char want[128], got[128];
-      shape_str(io->rank, io->shape, want, sizeof want);
-      shape_str(inputs[k].rank, inputs[k].shape, got, sizeof got);
-      return loc_error(a, COV_INVALID_ARGUMENT, "input '%s' must be %s%s, not %s%s", io->name,
-                       cov_dtype_name(io->dtype), want, cov_dtype_name(inputs[k].dtype), got);
-    }
     size_t n = (size_t)(b->bytes / cov_dtype_size(b->dtype));
     void *tmp = malloc((size_t)b->bytes + 1);
     if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");

@@ -78,11 +78,14 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   }
   for (int k = 0; k < p->n_inputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->input_buf[k]];
-    crt_add_input(b, x->name, x->dtype, x->rank, x->shape, map[p->input_buf[k]]);
+    cov_dtype dt = p->in_io[k] != COV_DTYPE_INVALID ? p->in_io[k] : x->dtype;
+    int io = crt_add_input(b, x->name, dt, x->rank, x->shape, map[p->input_buf[k]]);
+    crt_set_symbolic(b, io, p->in_symbolic[k]);
   }
   for (int k = 0; k < p->n_outputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->output_buf[k]];
-    crt_add_output(b, x->name, x->dtype, x->rank, x->shape, map[p->output_buf[k]]);
+    crt_add_output(b, x->name, p->out_io[k] != COV_DTYPE_INVALID ? p->out_io[k] : x->dtype, x->rank, x->shape,
+                   map[p->output_buf[k]]);
   }
   int *mods = malloc((size_t)(p->n_mods + 1) * sizeof *mods);
   if (!mods && !st) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -125,6 +128,26 @@ cov_status gpu_model_artifact_write(const gpu_model_plan *p, const char *model_p
   return st;
 }
 
+/* Says which symbolic input dims no --shape bound (compiled as 1). */
+static void note_unbound(const cov_model *m, FILE *notes) {
+  for (size_t i = 0; notes && i < cov_model_num_inputs(m); i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    if (cov_model_input_info(m, i, &dt, &rank, shape)) continue;
+    char dims[160] = "";
+    size_t k = 0;
+    int unbound = 0;
+    for (int d = 0; d < rank && k < sizeof dims; d++) {
+      unbound |= shape[d] < 0;
+      k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", d ? "x" : "", (long long)(shape[d] < 0 ? 1 : shape[d]));
+    }
+    if (unbound)
+      fprintf(notes, "note: input '%s' has symbolic dims, compiled as 1 (%s); --shape %s=DIMS compiles another shape\n",
+              cov_model_input_name(m, i), dims, cov_model_input_name(m, i));
+  }
+}
+
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path) {
   gpu_target t;
@@ -133,15 +156,43 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_model_plan mp;
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
-  if (!st) st = cov_model_load_file(model_path, NULL, &m);
-  if (!st) st = gpu_model_compile_with(m, model_path, &t, 1, &mp);
+  cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
+  cov_model *wide = NULL;
+  if (!st) st = cov_model_load_file(model_path, &mo, &m);
+  if (!st) st = gpu_widened(m, model_path, &wide);
+  if (!st) st = gpu_model_compile_with(wide ? wide : m, model_path, &t, 1, &mp);
+  cov_model_free(wide);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
+  if (!st) note_unbound(m, opts->notes);
   if (!st) st = gpu_model_artifact_write(&mp, model_path, out_path);
   if (have_plan) gpu_model_plan_free(&mp);
   cov_model_free(m);
   gpu_target_close(&t);
   return st;
+}
+
+static int is16(cov_dtype d) { return d == COV_F16 || d == COV_BF16; }
+
+cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out) {
+  *out = NULL;
+  size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
+  int need = 0;
+  cov_model_shape shapes[16];
+  size_t n = 0;
+  for (size_t i = 0; i < ni + no; i++) {
+    cov_model_shape s = {.name = i < ni ? cov_model_input_name(m, i) : NULL};
+    cov_dtype dt;
+    COV_RETURN_IF_ERROR(i < ni ? cov_model_input_info(m, i, &dt, &s.rank, s.dims)
+                               : cov_model_output_info(m, i - ni, &dt, &s.rank, s.dims));
+    need |= is16(dt);
+    int bound = i < ni && cov_model_input_symbolic(m, i) && n < 16;
+    for (int d = 0; d < s.rank && bound; d++) bound = s.dims[d] >= 1;
+    if (bound) shapes[n++] = s; /* the shapes m was loaded with */
+  }
+  if (!need) return NULL;
+  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = 1};
+  return cov_model_load_file(path, &mo, out);
 }
 
 cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
@@ -154,7 +205,10 @@ cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_
   size_t n = 0;
   crt_artifact *a = NULL;
   crt_session *s = NULL;
-  cov_status st = gpu_model_compile_with(m, name, &t, 1, &mp);
+  cov_model *wide = NULL;
+  cov_status st = gpu_widened(m, name, &wide);
+  if (!st) st = gpu_model_compile_with(wide ? wide : m, name, &t, 1, &mp);
+  cov_model_free(wide);
   if (!st) {
     st = gpu_model_artifact(&mp, name, &bytes, &n);
     gpu_model_plan_free(&mp);

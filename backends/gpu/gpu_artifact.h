@@ -33,11 +33,17 @@ bool gpu_codelet_has_kernel(const char *codelet);
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path);
 
+/* A 16-bit model (an input or output f16 / bf16) as the GPU compiles it:
+ * loaded again from `path` with compute_f32 and the input shapes m was
+ * loaded with, into *out; *out NULL when m has no 16-bit input or output
+ * (compile m itself). */
+cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out);
+
 /* Compiles the loaded model m whole for `target` (an ACG name or path) with
  * inputs of `dtype` (0: f16) and runs it once on the device through the
  * runtime, the artifact kept in memory: inputs in cov_model_input_name
  * order, outputs allocated here. `name` (the model's file) names it in
- * diagnostics. Without the vendor's driver or device: COV_DEVICE_ERROR
+ * diagnostics (a 16-bit model is read from it again: gpu_widened). Without the vendor's driver or device: COV_DEVICE_ERROR
  * from crt_session_open ("no NVIDIA driver: ..."), nothing run. */
 cov_status gpu_run_model_on_device(gpu_vendors vendors, const char *target, cov_dtype dtype, const cov_model *m,
                                    const char *name, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,

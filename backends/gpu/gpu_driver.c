@@ -113,8 +113,12 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
      * (gpu_mplan.h) */
     cov_model *m = NULL;
     gpu_model_plan mp;
-    st = cov_model_load_file(specs[0], NULL, &m);
-    if (!st) st = gpu_model_compile_with(m, specs[0], &t, 1, &mp);
+    cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
+    cov_model *wide = NULL;
+    st = cov_model_load_file(specs[0], &mo, &m);
+    if (!st) st = gpu_widened(m, specs[0], &wide);
+    if (!st) st = gpu_model_compile_with(wide ? wide : m, specs[0], &t, 1, &mp);
+    cov_model_free(wide);
     if (!st) {
       st = gpu_model_plan_write(&mp, specs[0], out_dir, report);
       /* the same plan as one artifact for covenant-run (OUT/model.covart) */

@@ -710,6 +710,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     id_buf[i] = add_buf(p, cov_model_input_name(m, (size_t)i), GPU_BUF_INPUT, COV_F32, cap.in_shape[i].rank,
                         cap.in_shape[i].shape, &st);
     if (!st) p->bufs[id_buf[i]].io = i, p->input_buf[i] = id_buf[i];
+    p->in_symbolic[i] = cov_model_input_symbolic(m, (size_t)i);
+    p->in_io[i] = cov_model_io_dtype(m, 0, (size_t)i);
   }
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
@@ -782,6 +784,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     }
     p->bufs[b].kind = GPU_BUF_OUTPUT;
     p->bufs[b].io = o;
+    p->out_io[o] = cov_model_io_dtype(m, 1, (size_t)o);
     p->output_buf[o] = b;
   }
   free(id_buf);

@@ -164,6 +164,10 @@ typedef struct gpu_model_plan {
   int n_mods, cap_mods;
   int n_inputs, n_outputs;
   int input_buf[16], output_buf[16];
+  unsigned in_symbolic[16]; /* per input: the dims the model leaves symbolic (cov_model_input_symbolic) */
+  /* the dtypes callers give and get (cov_model_io_dtype): a 16-bit model
+   * loaded with compute_f32 has f32 buffers, the runtime converts */
+  cov_dtype in_io[16], out_io[16];
 } gpu_model_plan;
 
 void gpu_model_plan_free(gpu_model_plan *p);
@@ -172,7 +176,10 @@ void gpu_model_plan_free(gpu_model_plan *p);
  * `t` (gpu_driver.h): every compute group into kernels, layout work into
  * copies, each kernel emitted as a module. On failure the one error lists
  * every group that cannot be compiled, each located at its first node.
- * Symbolic input dims are taken as 1. emit == 0 plans every kernel
+ * Symbolic input dims are taken as 1 (bind them at load:
+ * cov_model_options.shapes); a 16-bit model compiles when loaded with
+ * compute_f32 (f32 buffers, its inputs and outputs in their declared
+ * dtypes: in_io / out_io). emit == 0 plans every kernel
  * without generating code (the CPU emulation's tests); t == NULL also
  * leaves the matrix problems unplanned (checked only). */
 struct gpu_target;

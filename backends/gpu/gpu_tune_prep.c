@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_layer.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
@@ -42,8 +43,11 @@ static void add_group(tune_group *g, int *n, const gpu_layer *layer, const char 
 static cov_status model_groups(const gpu_target *t, const char *path, tune_group *g, int *n) {
   cov_model *m = NULL;
   gpu_model_plan mp;
+  cov_model *wide = NULL; /* a 16-bit model: the kernels it compiles to in f32 */
   COV_RETURN_IF_ERROR(cov_model_load_file(path, NULL, &m));
-  cov_status st = gpu_model_compile_with(m, path, t, 0, &mp);
+  cov_status st = gpu_widened(m, path, &wide);
+  if (!st) st = gpu_model_compile_with(wide ? wide : m, path, t, 0, &mp);
+  cov_model_free(wide);
   cov_model_free(m);
   if (st) return st;
   for (int i = 0; i < mp.n_steps; i++) {

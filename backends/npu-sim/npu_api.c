@@ -302,18 +302,33 @@ static cov_status check_shape(const npu_tensor *t, const cov_tensor *x) {
   return NULL;
 }
 
-/* x's data in t's dtype at d: f32 converts to the 16-bit float dtypes
+/* One f32 as a narrower float dtype (f16, bf16, e4m3, e5m2) at d: rounded
+ * to nearest even (common/half.c, common/fp8.c). */
+static void store_narrow(uint8_t *d, cov_dtype t, float f) {
+  uint16_t h;
+  switch (t) {
+    case COV_E4M3: d[0] = cov_f32_to_e4m3(f); return;
+    case COV_E5M2: d[0] = cov_f32_to_e5m2(f); return;
+    case COV_BF16: h = cov_f32_to_bf16(f); break;
+    default: h = cov_f32_to_f16(f); break;
+  }
+  memcpy(d, &h, 2);
+}
+
+static bool narrow_float(cov_dtype t) {
+  return t == COV_F16 || t == COV_BF16 || t == COV_E4M3 || t == COV_E5M2;
+}
+
+/* x's data in t's dtype at d: f32 converts to the narrower float dtypes
  * (round to nearest even), so callers can hand over the model's f32 tensors. */
 static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d, const char *name) {
   int64_t n = cov_tensor_numel(x);
   if (x->dtype == (cov_dtype)t->dtype) {
     memcpy(d, x->data, (size_t)t->bytes);
-  } else if (x->dtype == COV_F32 && (t->dtype == COV_F16 || t->dtype == COV_BF16)) {
+  } else if (x->dtype == COV_F32 && narrow_float((cov_dtype)t->dtype)) {
     const float *f = x->data;
-    for (int64_t i = 0; i < n; i++) {
-      uint16_t h = t->dtype == COV_F16 ? cov_f32_to_f16(f[i]) : cov_f32_to_bf16(f[i]);
-      memcpy(d + 2 * i, &h, 2);
-    }
+    size_t es = cov_dtype_size((cov_dtype)t->dtype);
+    for (int64_t i = 0; i < n; i++) store_narrow(d + es * (size_t)i, (cov_dtype)t->dtype, f[i]);
   } else if (!cov_dtype_is_float(x->dtype) && x->dtype != COV_I64 && x->dtype != COV_BOOL &&
              (t->dtype == COV_F32 || t->dtype == COV_F16 || t->dtype == COV_BF16 ||
               t->dtype == COV_I8 || t->dtype == COV_I32)) {
@@ -334,10 +349,8 @@ static cov_status store_as(const npu_tensor *t, const cov_tensor *x, uint8_t *d,
       if (td == COV_I8) d[i] = (uint8_t)(int8_t)v;
       else if (td == COV_I32) memcpy(d + 4 * i, &(int32_t){(int32_t)v}, 4);
       else if (td == COV_F32) memcpy(d + 4 * i, &(float){(float)v}, 4);
-      else {
-        uint16_t h = td == COV_F16 ? cov_f32_to_f16((float)v) : cov_f32_to_bf16((float)v);
-        memcpy(d + 2 * i, &h, 2);
-      }
+      else
+        store_narrow(d + 2 * i, td, (float)v);
     }
   } else {
     return cov_error(COV_INVALID_ARGUMENT, COV_AT(NULL, name), "tensor '%s' is %s; cannot write %s data", name,

@@ -519,33 +519,11 @@ static void plan_gemm(cg *c) {
   c->nmax = gp.nmax;
 }
 
-/* SIMD main statement: columns = the lanes loop (or the innermost output
- * loop), rows = the next output loop of the last level. Moving a rows loop
- * inside the reduction loops keeps each element's reduction order. */
+/* SIMD main statement: the VOP's rows and columns loops (map_simd.c, the
+ * cost model's too). */
 static void plan_simd(cg *c) {
-  const map_schedule *s = c->s;
-  const map_problem *p = c->p;
-  int last = s->n_levels - 1;
-  c->ml = c->kl = c->nl = c->ml2 = -1;
-  for (int i = 0; i < s->n_sloops; i++) {
-    const map_sloop *sl = &s->sloops[i];
-    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after) continue;
-    if (sl->spatial && sl->axis == MAP_AX_LANES) c->nl = i;
-  }
-  for (int i = s->n_sloops - 1; i >= 0; i--) {
-    const map_sloop *sl = &s->sloops[i];
-    if (sl->level != last || p->reduction[sl->loop] || i <= c->out_init_after || i == c->nl) continue;
-    if (c->nl < 0) c->nl = i;
-    else if (c->ml < 0) c->ml = i;
-  }
-  for (int x = 0; x < s->n_xfers; x++) {
-    int a = s->xfers[x].after;
-    if (a >= 0 && a == c->ml) c->ml = -1;
-    if (a >= 0 && a == c->nl) c->nl = -1;
-  }
-  /* Transfers between the rows loop and the statement would be reordered. */
-  for (int x = 0; x < s->n_xfers && c->ml >= 0; x++)
-    if (s->xfers[x].after > c->ml) c->ml = -1;
+  c->kl = c->ml2 = -1;
+  map_simd_vop_loops(c->s, &c->ml, &c->nl);
 }
 
 /* The program's DRAM tensors: the operands in order (the output as the

@@ -516,6 +516,8 @@ static inline float ld_f(const uint8_t *p, cov_dtype t) {
       memcpy(&h, p, 2);
       return cov_bf16_to_f32(h);
     }
+    case COV_E4M3: return cov_e4m3_to_f32(p[0]);
+    case COV_E5M2: return cov_e5m2_to_f32(p[0]);
     case COV_I8: return (float)(int8_t)p[0];
     case COV_U8: return (float)p[0];
     case COV_I32: {
@@ -539,6 +541,8 @@ static inline void st_f(uint8_t *p, cov_dtype t, float v) {
       memcpy(p, &h, 2);
       break;
     }
+    case COV_E4M3: p[0] = cov_f32_to_e4m3(v); break;
+    case COV_E5M2: p[0] = cov_f32_to_e5m2(v); break;
     default: break;
   }
 }

@@ -40,7 +40,34 @@ typedef struct hook_ctx {
   int group;
   char why[256];
   bool single_failed;
+  const cov_model *model;
+  int cpu_group; /* the last group whose MACs a CPU row counted whole */
 } hook_ctx;
+
+/* The MACs of a call the CPU runs: its layer's, else (no layer formed) its
+ * whole group's, once per group. */
+static int64_t cpu_call_macs(hook_ctx *h, int group, int64_t layer_macs) {
+  if (layer_macs >= 0) return layer_macs;
+  cov_model_group_info gi;
+  if (group == h->cpu_group || cov_model_group_get_info(h->model, (size_t)group, &gi) != NULL) return 0;
+  h->cpu_group = group;
+  return gi.macs > 0 ? gi.macs : 0;
+}
+
+/* The model's MACs: its groups' sum, -1 where one is unknown. */
+static int64_t model_macs(const cov_model *m) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < cov_model_num_groups(m); i++) {
+    cov_model_group_info gi;
+    cov_status st = cov_model_group_get_info(m, i, &gi);
+    if (st || gi.macs < 0) {
+      cov_status_free(st);
+      return -1;
+    }
+    sum += gi.macs;
+  }
+  return sum;
+}
 
 /* First line of a status message, cut to fit (a summary for the table). */
 static void first_line(char *buf, size_t n, const char *prefix, cov_status st, const char *node) {
@@ -448,6 +475,7 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
   if (call->group == h->group && h->single_failed) {
     /* The group was this one call, and it did not go as a layer. */
     snprintf(row.where, sizeof row.where, "%s", h->why);
+    row.cpu_macs = cpu_call_macs(h, call->group, -1);
     if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
     return npu_report_add(h->rep, &row);
   }
@@ -477,10 +505,12 @@ static cov_status call_hook(void *user, const cov_model_call *call, cov_tensor *
     fatal = to_dtype(&out[0], COV_I32, row.node);
     if (fatal) cov_tensor_release(&out[0]);
   }
+  int64_t layer_macs = layer ? cov_layer_macs(layer) : -1;
   cov_layer_free(layer);
   if (fatal)
     return cov_status_annotate(fatal, "node %s (%s) on the NPU: ", call->node, call->codelet);
   if (declined) { /* the CPU runs this call, reported */
+    row.cpu_macs = cpu_call_macs(h, call->group, layer_macs);
     first_line(row.where, sizeof row.where, "cpu: ", declined, call->node);
     cov_status_free(declined);
     if (h->opt->trace) cov_npu_trace_note(h->opt->trace, label);
@@ -523,7 +553,9 @@ cov_status npu_run_model_rec(const cov_model *m, const cov_acg *acg, const cov_t
   cov_npu_report *rep = NULL;
   COV_RETURN_IF_ERROR(npu_report_create(acg->clock_mhz, &rep));
   cov_npu_run_options defaults = {0};
-  hook_ctx h = {.acg = acg, .rep = rep, .opt = opts ? opts : &defaults, .group = -1, .rec = rec};
+  hook_ctx h = {.acg = acg, .rep = rep, .opt = opts ? opts : &defaults, .group = -1, .rec = rec, .model = m,
+                .cpu_group = -1};
+  npu_report_set_model_macs(rep, model_macs(m));
   cov_status st =
       cov_model_run_groups(m, inputs, n_inputs, outputs, n_outputs, group_hook, call_hook, &h);
   if (st) {

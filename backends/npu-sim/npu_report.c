@@ -12,12 +12,53 @@ struct cov_npu_report {
   int n, cap;
   double clock_mhz;
   double compile_s, sim_s; /* wall time, not printed by the table (not deterministic) */
+  int64_t model_macs;      /* -1: unknown */
 };
+
+void npu_report_set_model_macs(cov_npu_report *r, int64_t macs) { r->model_macs = macs; }
+
+/* The share of the model's MACs the NPU ran and, where the CPU ran some,
+ * why: the first CPU row with MACs gives the reason, with how many other
+ * reasons the table lists. */
+static void print_mac_share(const cov_npu_report *r, FILE *out) {
+  int64_t on = 0, all = 0;
+  double frac = cov_npu_report_npu_mac_fraction(r, &on, &all);
+  if (frac < 0) return;
+  fprintf(out, "MACs on the NPU: %lld of the model's %lld (%.1f%%), %lld on the CPU", (long long)on, (long long)all,
+          100 * frac, (long long)(all - on));
+  const char *first = NULL;
+  int others = 0, calls = 0;
+  for (int i = 0; i < r->n; i++) {
+    const npu_row *w = &r->rows[i];
+    if (w->kind != NPU_ROW_CPU || w->cpu_macs <= 0) continue;
+    calls++;
+    bool seen = first && strcmp(first, w->where) == 0;
+    for (int j = 0; j < i && !seen && first; j++)
+      seen = r->rows[j].kind == NPU_ROW_CPU && r->rows[j].cpu_macs > 0 && strcmp(r->rows[j].where, w->where) == 0;
+    if (!first) first = w->where;
+    else if (!seen) others++;
+  }
+  if (first) {
+    fprintf(out, " in %d call%s, %s", calls, calls == 1 ? "" : "s", first);
+    if (others) fprintf(out, " (and %d other reason%s, in the table)", others, others == 1 ? "" : "s");
+  }
+  fprintf(out, "\n");
+}
+
+double cov_npu_report_npu_mac_fraction(const cov_npu_report *r, int64_t *npu_macs, int64_t *model_macs) {
+  int64_t cpu = 0;
+  for (int i = 0; i < r->n; i++) cpu += r->rows[i].kind == NPU_ROW_CPU ? r->rows[i].cpu_macs : 0;
+  if (npu_macs) *npu_macs = r->model_macs > cpu ? r->model_macs - cpu : 0;
+  if (model_macs) *model_macs = r->model_macs;
+  if (r->model_macs <= 0) return -1;
+  return cpu >= r->model_macs ? 0 : 1 - (double)cpu / (double)r->model_macs;
+}
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out) {
   *out = calloc(1, sizeof **out);
   if (!*out) return cov_error(COV_OUT_OF_MEMORY, NULL, "report");
   (*out)->clock_mhz = clock_mhz;
+  (*out)->model_macs = -1;
   return NULL;
 }
 
@@ -88,6 +129,16 @@ void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n
   if (!at) snprintf(buf, n, "none");
 }
 
+int cov_npu_report_narrowed_bits(const cov_npu_report *r) {
+  unsigned set = 0;
+  for (int i = 0; i < r->n; i++) set |= r->rows[i].narrow_dtypes;
+  int bits = 0;
+  for (int d = 1; d < COV_DTYPE_COUNT && d < 32; d++)
+    if ((set & (1u << d)) && (!bits || cov_dtype_precision_bits((cov_dtype)d) < bits))
+      bits = cov_dtype_precision_bits((cov_dtype)d);
+  return bits;
+}
+
 int cov_npu_report_cpu_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CPU); }
 int cov_npu_report_fused_groups(const cov_npu_report *r) { return count(r, NPU_ROW_GROUP); }
 int cov_npu_report_calls(const cov_npu_report *r) { return count(r, NPU_ROW_CALL); }
@@ -145,6 +196,7 @@ void cov_npu_report_print(const cov_npu_report *r, FILE *out) {
           (unsigned long long)tc, (double)tc / r->clock_mhz, r->clock_mhz, (unsigned long long)tm,
           (unsigned long long)td, (unsigned long long)to, r->n, count(r, NPU_ROW_GROUP),
           count(r, NPU_ROW_CALL), count(r, NPU_ROW_CPU));
+  print_mac_share(r, out);
   if (n_sim)
     fprintf(out,
             "mapper est: the mapper's cost model's prediction before simulation (covenant map); "

@@ -33,6 +33,9 @@ typedef struct npu_row {
   bool narrow_checked;
   double narrow_err;
   unsigned narrow_dtypes;
+  /* A call the CPU ran: its multiply-accumulates (cov_layer_macs; where no
+   * layer forms, its group's, counted once) */
+  int64_t cpu_macs;
 } npu_row;
 
 cov_status npu_report_create(double clock_mhz, cov_npu_report **out);
@@ -40,6 +43,8 @@ cov_status npu_report_add(cov_npu_report *r, const npu_row *row);
 /* Adds wall time spent mapping + generating code and simulating (seconds),
  * including layers the NPU path then declined. */
 void npu_report_add_time(cov_npu_report *r, double compile_s, double sim_s);
+/* The model's multiply-accumulates (its groups' sum; -1 unknown). */
+void npu_report_set_model_macs(cov_npu_report *r, int64_t macs);
 /* The rows in execution order (bench/npu-sim reads them). */
 const npu_row *npu_report_rows(const cov_npu_report *r, int *n);
 

@@ -152,7 +152,7 @@ cov_status npu_target_init(const cov_acg *g, npu_target *t) {
   if (t->dram < 0 || !mac)
     return cov_error(COV_UNSUPPORTED, &loc,
                      "ACG '%s' is not an NPU: npu-sim needs a DRAM storage node and a compute node "
-                     "with a mac capability it runs (acg_mac_form_of: f16, bf16 or f32 into f32, "
+                     "with a mac capability it runs (acg_mac_form_of: f16, bf16, e4m3, e5m2 or f32 into f32, "
                      "i8 into i32; a matrix unit's with a tile [M, N, K])",
                      g->name);
   COV_RETURN_IF_ERROR(npu_target_cores(g, t, mac_unit, &loc));

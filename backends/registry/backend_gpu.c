@@ -24,7 +24,9 @@ static cov_gpu_options gpu_options(const backend_options *o) {
                            .allow_unfused = o->allow_unfused,
                            .code_object_version = o->code_object_version,
                            .notes = o->notes,
-                           .tuning = o->tuning};
+                           .tuning = o->tuning,
+                           .shapes = o->shapes,
+                           .n_shapes = o->n_shapes};
 }
 
 static cov_dtype dtype_of(const backend_options *o) { return o->dtype != COV_DTYPE_INVALID ? o->dtype : COV_F16; }

@@ -19,8 +19,8 @@ cov_status backend_npu_compile_layers(const backend_target *t, const backend_opt
 
 cov_status backend_npu_compile_model(const backend_target *t, const backend_options *o, const char *model,
                                      const char *out_path, FILE *out) {
-  (void)o;
-  return npu_compile_model_artifact(t->acg, model, out_path, out);
+  cov_model_options mo = {.shapes = o->shapes, .n_shapes = o->n_shapes};
+  return npu_compile_model_artifact(t->acg, model, &mo, out_path, out);
 }
 
 /* A model run's report (r, owned unless a co-scheduled run's co owns
@@ -130,7 +130,8 @@ void backend_npu_report_summary(const backend_report *r, const backend_target *t
 }
 
 /* Each program against the reference interpreter on its own inputs
- * rounded to the dtypes the schedule multiplies them in (f16, bf16) where
+ * rounded to the dtypes the schedule multiplies them in (f16, bf16, e4m3,
+ * e5m2) where
  * it narrows them, at a tight tolerance. */
 int backend_npu_report_check(const backend_report *r, FILE *out) {
   if (!r->r) return -1;
@@ -150,6 +151,10 @@ int backend_npu_report_check(const backend_report *r, FILE *out) {
             "where the schedule narrows them: max rel err %.3e <= %g  %s\n",
             rdt, ne, COV_NPU_NARROWED_TOLERANCE, ok ? "PASS" : "FAIL");
   return ok;
+}
+
+int backend_npu_report_narrowed_bits(const backend_report *r) {
+  return cov_npu_report_narrowed_bits(r->r);
 }
 
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out) {

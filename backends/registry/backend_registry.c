@@ -24,7 +24,7 @@ static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor,
 #define GPU_ROW                                                                                                \
   .kind = "GPU", .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,                                          \
   .options = BACKEND_OPT_DTYPE | BACKEND_OPT_REPORT | BACKEND_OPT_UNFUSED | BACKEND_OPT_CODE_OBJECT |          \
-             BACKEND_OPT_TUNING,                                                                               \
+             BACKEND_OPT_TUNING | BACKEND_OPT_SHAPE,                                                           \
   .check_with = "gpu run", .compile_layers = backend_gpu_compile_layers,                                       \
   .compile_model = backend_gpu_compile_model, .run_model = backend_gpu_run_model,                              \
   .run_layers = backend_gpu_run_layers, .check_model = backend_gpu_check_model,                                \
@@ -37,7 +37,7 @@ static const backend_info k_backends[] = {
      .summary = "the NPU instruction set (backends/npu-sim/ISA.md), simulated cycle by cycle",
      .kind = "NPU",
      .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN | BACKEND_VERIFY,
-     .options = BACKEND_OPT_SCALE | BACKEND_OPT_TRACE,
+     .options = BACKEND_OPT_SCALE | BACKEND_OPT_TRACE | BACKEND_OPT_SHAPE,
      .max_layers = 1,
      .compile_layers = backend_npu_compile_layers,
      .compile_model = backend_npu_compile_model,
@@ -45,6 +45,7 @@ static const backend_info k_backends[] = {
      .run_models = backend_npu_run_models,
      .report_summary = backend_npu_report_summary,
      .report_check = backend_npu_report_check,
+     .report_narrowed_bits = backend_npu_report_narrowed_bits,
      .report_details = backend_npu_report_details,
      .report_times = backend_npu_report_times,
      .report_free = backend_npu_report_free,
@@ -120,7 +121,7 @@ cov_status backend_lacks(const backend_target *t, const char *what, const char *
 
 const char *backend_option_names(unsigned bits, char *buf, size_t n) {
   static const char *const names[] = {"--scale",       "--dtype",  "--report",           "--allow-unfused",
-                                      "--code-object", "--tuning", "--trace and --per-call"};
+                                      "--code-object", "--tuning", "--trace and --per-call", "--shape"};
   int count = 0, total = 0;
   for (unsigned b = bits; b; b &= b - 1) total++;
   if (n) buf[0] = '\0';

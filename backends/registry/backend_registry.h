@@ -62,6 +62,7 @@ enum {
   BACKEND_OPT_CODE_OBJECT = 16, /* code_object_version */
   BACKEND_OPT_TUNING = 32,      /* tuning */
   BACKEND_OPT_TRACE = 64,       /* run: trace and per_call */
+  BACKEND_OPT_SHAPE = 128,      /* compile_model: shapes */
 };
 
 typedef struct backend_options {
@@ -76,6 +77,9 @@ typedef struct backend_options {
   int per_call;         /* BACKEND_OPT_TRACE: every call one by one */
   FILE *trace;          /* BACKEND_OPT_TRACE: where a run's trace goes (the caller opens it) */
   FILE *notes;          /* where notes on what was left out go; NULL: nowhere */
+  /* BACKEND_OPT_SHAPE: model input shapes bound at load (cov_model_options.shapes) */
+  const cov_model_shape *shapes;
+  size_t n_shapes;
 } backend_options;
 
 /* Fills a model's n_inputs inputs (cov_model_input_name order). */
@@ -165,6 +169,10 @@ typedef struct backend_info {
    * (appended to the wall-time line, whose run took run_s), release. */
   void (*report_summary)(const backend_report *r, const backend_target *t, size_t n_compute, FILE *out);
   int (*report_check)(const backend_report *r, FILE *out);
+  /* The fewest significand bits (cov_dtype_precision_bits) of the dtypes
+   * that check rounded operands to (the datapath's narrowest float); 0 where
+   * it rounded none. NULL: the backend rounds nothing. */
+  int (*report_narrowed_bits)(const backend_report *r);
   void (*report_details)(const backend_report *r, const backend_target *t, FILE *out);
   void (*report_times)(const backend_report *r, double run_s, FILE *out);
   void (*report_free)(backend_report *r);

@@ -23,6 +23,7 @@ cov_status backend_npu_run_models(const backend_target *t, const backend_model_i
                                   backend_report **each, backend_report **joint);
 void backend_npu_report_summary(const backend_report *r, const backend_target *t, size_t n_compute, FILE *out);
 int backend_npu_report_check(const backend_report *r, FILE *out);
+int backend_npu_report_narrowed_bits(const backend_report *r);
 void backend_npu_report_details(const backend_report *r, const backend_target *t, FILE *out);
 void backend_npu_report_times(const backend_report *r, double run_s, FILE *out);
 void backend_npu_report_free(backend_report *r);

@@ -30,6 +30,8 @@ typedef struct cov_gpu_options {
   FILE *notes;         /* compile: where notes on model groups left to the CPU go; NULL: nowhere */
   const char *tuning;  /* compile: a tuning file (`covenant tune --record`); its schedules replace
                           the compiler's pick for the matrix kernels whose keys it has; NULL: none */
+  const cov_model_shape *shapes; /* models: input shapes bound at load (cov_model_options.shapes) */
+  size_t n_shapes;
 } cov_gpu_options;
 
 /* Compiles every spec into out_dir (created if missing). With `report`,

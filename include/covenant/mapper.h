@@ -78,6 +78,10 @@ COV_API int cov_layer_num_inputs(const cov_layer *layer);
 COV_API cov_status cov_layer_input(const cov_layer *layer, int i, cov_tensor *shape_only);
 /* The layer's result by the reference interpreter, call after call. */
 COV_API cov_status cov_layer_reference(const cov_layer *layer, const cov_tensor *inputs, cov_tensor *out);
+/* The multiply-accumulates of the layer's main statement (its loop nest's
+ * size where that is a mac; 0 for a layer without one); -1 where the
+ * problem cannot be extracted (what cov_map would refuse first). */
+COV_API int64_t cov_layer_macs(const cov_layer *layer);
 
 typedef struct cov_map_options {
   int exhaustive;  /* 1: enumerate every candidate (the optimum under the cost model) */

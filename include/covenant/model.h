@@ -32,6 +32,16 @@ typedef struct cov_model cov_model;
  * COV_TENSOR_MAX_BYTES. */
 #define COV_MODEL_MAX_FILE_BYTES ((size_t)2 << 30)
 
+/* A concrete shape for a model input (cov_model_options.shapes): binds the
+ * dims the model leaves symbolic or unknown; the model's static dims must
+ * be given as they are. A symbolic dim's name (ONNX dim_param) takes the
+ * value in every input that shares it and is not bound itself. */
+typedef struct cov_model_shape {
+  const char *name; /* the input's name */
+  int rank;
+  int64_t dims[COV_MAX_RANK]; /* each >= 1 */
+} cov_model_shape;
+
 typedef struct cov_model_options {
   /* Codelets the layer groups are bound to and run with; NULL loads the
    * shipped library (cov_codelet_lib_load(NULL, ...)), owned by the model.
@@ -44,6 +54,17 @@ typedef struct cov_model_options {
    * is allocated; 0: COV_DEFAULT_MAX_MEMORY (2 GiB). At most
    * COV_TENSOR_MAX_BYTES. */
   uint64_t max_memory;
+  /* Input shapes bound before shape inference (n_shapes of them, one per
+   * input at most): the loaded model then has those inputs static, and
+   * every shape inferred from them. An input not named keeps the dims the
+   * model gives it. */
+  const cov_model_shape *shapes;
+  size_t n_shapes;
+  /* Compute a 16-bit model in f32: after shape inference every f16 / bf16
+   * value (inputs, weights, activations, outputs; casts to them) is f32,
+   * so runs take and give f32 and every group binds f32 codelets;
+   * cov_model_io_dtype still says what the model declares. */
+  int compute_f32;
 } cov_model_options;
 
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
@@ -77,6 +98,25 @@ COV_API cov_status cov_model_input_info(const cov_model *model, size_t i, cov_dt
                                         int64_t shape[COV_MAX_RANK]);
 /* The same for output i, as shape inference left it at load time (rank -1
  * when unknown). */
+/* The dtype input i (output: nonzero) is declared with in the model: that of
+ * cov_model_input_info / cov_model_output_info, except where compute_f32
+ * widened it (f16 or bf16 there, f32 here). INVALID for no such one. */
+COV_API cov_dtype cov_model_io_dtype(const cov_model *model, int output, size_t i);
+/* The values integer input i may take, [*lo, *hi], for random inputs that
+ * are valid ones: 1 where the model tells (bool {0, 1}; i8 / u8 their
+ * range; an i32 / i64 read as a Gather's indices, directly or through
+ * value-keeping data movement: the rows of the smallest table it indexes),
+ * 2 for an i32 / i64 it does not ({0, 1}, a mask's values), 0 for a
+ * floating-point input. */
+COV_API int cov_model_input_range(const cov_model *model, size_t i, int64_t *lo, int64_t *hi);
+/* Which dims of input i the model itself leaves symbolic or unknown (bit d
+ * for dim d), whether or not cov_model_options.shapes bound them since. */
+COV_API unsigned cov_model_input_symbolic(const cov_model *model, size_t i);
+/* Parses "NAME=DIMS" (DIMS: positive integers separated by 'x' or ',', e.g.
+ * "input=3x3x32x32"; "NAME=" with no dims is a scalar) into *out; out->name
+ * points into text, whose '=' becomes a NUL, so text must be writable and
+ * outlive *out. `what` names the text in errors (an option). */
+COV_API cov_status cov_model_shape_parse(char *text, const char *what, cov_model_shape *out);
 COV_API cov_status cov_model_output_info(const cov_model *model, size_t i, cov_dtype *dtype, int *rank,
                                          int64_t shape[COV_MAX_RANK]);
 COV_API size_t cov_model_num_groups(const cov_model *model);

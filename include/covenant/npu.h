@@ -189,12 +189,22 @@ COV_API void cov_npu_report_times(const cov_npu_report *r, double *compile_s, do
 COV_API void cov_npu_report_free(cov_npu_report *r);
 /* The largest error of an NPU program's output against the reference
  * interpreter on the same inputs rounded to the dtypes the schedule keeps
- * them in (f16, bf16: the bound capability's multiplicands) where it narrows
- * them (npu_report.h), over every row run on the NPU; -1 when no row was. */
+ * them in (f16, bf16, e4m3, e5m2: the bound capability's multiplicands)
+ * where it narrows them (npu_report.h), over every row run on the NPU; -1
+ * when no row was. */
 COV_API double cov_npu_report_narrowed_error(const cov_npu_report *r);
 /* Those dtypes' names, comma-separated in dtype order ("bf16", "f16"), into
  * buf (NUL-terminated, truncated to n bytes); "none" where no row rounded. */
 COV_API void cov_npu_report_narrowed_dtypes(const cov_npu_report *r, char *buf, size_t n);
+/* The fewest significand bits (cov_dtype_precision_bits) among those
+ * dtypes: 11 for f16, 8 bf16, 4 e4m3, 3 e5m2; 0 where no row rounded. */
+COV_API int cov_npu_report_narrowed_bits(const cov_npu_report *r);
+/* The share of the model's multiply-accumulates (the frontend's count over
+ * its layer groups, useful MACs: no padding) that ran on the NPU, 0..1; the
+ * rest are those of the calls the CPU ran. npu_macs and model_macs (either
+ * may be NULL) receive the counts. -1 where the model's count is unknown
+ * or 0. */
+COV_API double cov_npu_report_npu_mac_fraction(const cov_npu_report *r, int64_t *npu_macs, int64_t *model_macs);
 /* The tolerance of that check: f32 accumulation in another order only. */
 #define COV_NPU_NARROWED_TOLERANCE 1e-4
 

@@ -53,9 +53,20 @@ COV_API float cov_f16_to_f32(uint16_t h);
 COV_API uint16_t cov_f32_to_f16(float f);
 COV_API float cov_bf16_to_f32(uint16_t h);
 COV_API uint16_t cov_f32_to_bf16(float f);
+/* The OCP FP8 formats (OCP 8-bit Floating Point Specification, OFP8 rev.
+ * 1.0): E4M3 (bias 7, no infinities, NaN S.1111.111, largest 448) and
+ * E5M2 (bias 15, IEEE-like: infinities S.11111.00, largest 57344). Narrowing
+ * rounds to nearest, ties to even, in the specification's saturation mode:
+ * a value beyond the largest finite one (an infinity included) gives the
+ * largest finite value of its sign; NaN gives 0x7f with its sign (a NaN in
+ * both formats). Widening is exact (common/fp8.c). */
+COV_API float cov_e4m3_to_f32(uint8_t c);
+COV_API uint8_t cov_f32_to_e4m3(float f);
+COV_API float cov_e5m2_to_f32(uint8_t c);
+COV_API uint8_t cov_f32_to_e5m2(float f);
 /* f rounded to the nearest value of dtype dt and widened back: what a unit
- * computing in dt sees of an f32 operand. f16 and bf16 round (as above);
- * every other dtype returns f unchanged. */
+ * computing in dt sees of an f32 operand. f16, bf16, e4m3 and e5m2 round
+ * (as above); every other dtype returns f unchanged. */
 COV_API float cov_f32_round_to(cov_dtype dt, float f);
 
 #ifdef __cplusplus

@@ -13,10 +13,10 @@ import numpy as np
 
 from . import _lib
 
-# cov_dtype (include/covenant/types.h) -> numpy; bf16 has no numpy type
-# and travels as its 16-bit patterns (uint16).
+# cov_dtype (include/covenant/types.h) -> numpy; bf16 and the FP8 formats
+# have no numpy type and travel as their bit patterns (uint16, uint8).
 _DTYPES = {1: np.float32, 2: np.float16, 3: np.uint16, 4: np.int8, 5: np.uint8, 6: np.int32, 7: np.int64,
-           8: np.bool_, 9: np.float64}
+           8: np.bool_, 9: np.float64, 10: np.uint8, 11: np.uint8}
 
 
 def numpy_dtype(cov_dtype):

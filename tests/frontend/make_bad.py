@@ -421,6 +421,26 @@ def _(path):
     save(one_node("ScatterND", ["x", "i", "u"], {}, [i64("i", [[0]]), f32("u", [1, 2, 3])]), path)
 
 
+def lstm_weights(hidden=2, inp=3, gates=4):
+    return [f32("w", np.zeros((1, gates * hidden, inp))), f32("r", np.zeros((1, gates * hidden, hidden)))]
+
+
+@case("lstm_symbolic_seq", "lstm_symbolic_seq.onnx: error: node 'n' (LSTM): the sequence length "
+      "(dim 0 of X 'x') is symbolic ('T'); covenant unrolls the recurrence over a sequence length "
+      "known at load (export the model with a fixed sequence length)")
+def _(path):
+    save(one_node("LSTM", ["x", "w", "r"], {"hidden_size": 2}, lstm_weights(),
+                  inputs=[vi("x", ["T", 1, 3])], opset=14, outs=("y", "y_h")), path)
+
+
+@case("gru_activation", "gru_activation.onnx: error: node 'n' (GRU): activation 'Gelu' is not one "
+      "the recurrent operators define (Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+      "ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)")
+def _(path):
+    save(one_node("GRU", ["x", "w", "r"], {"hidden_size": 2, "activations": ["Sigmoid", "Gelu"]},
+                  lstm_weights(gates=3), inputs=[vi("x", [4, 1, 3])], opset=14), path)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     # The valid external data file the ext_* cases point into (216 bytes).

@@ -290,6 +290,63 @@ def new_op_cases():
     case("lpnorm_int", "LpNormalization", [("x", I64, [2, 3])], "f32, f16, bf16 or f64")
 
 
+def rnn_cases():
+    """LSTM, GRU, RNN: shapes, attributes, activations, hostile sizes."""
+    f = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
+    x = ("x", F, [5, 2, 3])
+
+    def lstm(name, text, w=(1, 16, 3), r=(1, 16, 4), attrs=None, extra=(), xin=x, op="LSTM",
+             n_out=3, **kw):
+        a = {"hidden_size": 4}
+        a.update(attrs or {})
+        case(name, op, [xin, const("w", f(*w)), const("r", f(*r))] + list(extra), text,
+             attrs=a, n_out=n_out, opset=14, **kw)
+
+    lstm("lstm_w_shape", "LSTM takes [num_directions, gates*hidden, input] = [1, 16, 3]",
+         w=(1, 12, 3))
+    lstm("lstm_w_input_size", "= [1, 16, 3]", w=(1, 16, 4))
+    lstm("lstm_w_directions", "= [2, 16, 3]", attrs={"direction": "bidirectional"})
+    lstm("gru_r_shape", "GRU takes [num_directions, gates*hidden, hidden] = [1, 12, 4]",
+         op="GRU", w=(1, 12, 3), r=(1, 12, 5), n_out=2)
+    lstm("lstm_b_shape", "[num_directions, 2*gates*hidden] = [1, 32]",
+         extra=[const("b", f(1, 16))])
+    lstm("lstm_p_shape", "[num_directions, 3*hidden] = [1, 12]",
+         extra=[const("b", f(1, 32)), const("sl", np.full(2, 5, np.int32)), const("h0", f(1, 2, 4)),
+                const("c0", f(1, 2, 4)), const("p", f(1, 16))])
+    lstm("lstm_initial_h_shape", "[num_directions, batch, hidden] = [1, 2, 4]",
+         extra=[const("b", f(1, 32)), const("sl", np.full(2, 5, np.int32)), const("h0", f(1, 3, 4))])
+    case("lstm_w_dtype", "LSTM", [x, const("w", np.zeros((1, 16, 3))), const("r", f(1, 16, 4))],
+         "input W 'w' is f64[1, 16, 3]; it must be f32", attrs={"hidden_size": 4}, opset=14)
+    lstm("lstm_x_int", "f32, f16, bf16 or f64", xin=("x", I32, [5, 2, 3]))
+    lstm("lstm_x_rank", "has rank 2", xin=("x", F, [5, 3]))
+    lstm("lstm_unknown_activation", "activation 'Swish' is not one the recurrent operators define",
+         attrs={"activations": ["Sigmoid", "Tanh", "Swish"]})
+    lstm("lstm_activation_count", "lists 2 functions; LSTM with 1 direction takes 3",
+         attrs={"activations": ["Sigmoid", "Tanh"]})
+    lstm("lstm_activation_alpha_extra", "activation_alpha has 2 values",
+         attrs={"activations": ["Sigmoid", "Tanh", "LeakyRelu"], "activation_alpha": [0.1, 0.2]})
+    lstm("rnn_direction", "direction 'sideways' is not forward, reverse or bidirectional",
+         op="RNN", w=(1, 4, 3), r=(1, 4, 4), n_out=2, attrs={"direction": "sideways"})
+    lstm("lstm_layout", "layout 2 is not 0 or 1", attrs={"layout": 2})
+    lstm("lstm_hidden_huge", "hidden_size 1099511627776 is not in [1, 16777216]",
+         attrs={"hidden_size": 1 << 40})
+    lstm("lstm_hidden_zero", "hidden_size 0 is not in", attrs={"hidden_size": 0})
+    lstm("gru_clip", "clip -1 is not a positive number", op="GRU", w=(1, 12, 3), r=(1, 12, 4),
+         n_out=2, attrs={"clip": -1.0})
+    lstm("lstm_seq_symbolic", "sequence length (dim 0 of X 'x') is symbolic ('T')",
+         xin=("x", F, ["T", 2, 3]))
+    lstm("lstm_seq_too_long", "sequence length 5000 x 1 direction is more than the 4096 steps",
+         xin=("x", F, [5000, 1, 3]))
+    lstm("lstm_seq_lens_dtype", "sequence_lens 'sl' is f32; it must be i32",
+         extra=[const("b", f(1, 32)), const("sl", f(2))])
+    lstm("lstm_seq_lens_range", "sequence_lens[1] = 7 is outside [0, 5]",
+         extra=[const("b", f(1, 32)), const("sl", np.array([5, 7], np.int32))])
+    case("lstm_w_hostile", "LSTM", [x, ("w", F, [1, 1 << 27, 3]), const("r", f(1, 16, 4))],
+         "past", opset=14, n_out=3)
+    case("lstm_w_unknown", "LSTM", [x, ("w", F, [1, "G", 3]), ("r", F, [1, "G", "H"])],
+         "not known at load", opset=14, n_out=3)
+
+
 def check(cov, work, name, op, m, text, feed):
     path = os.path.join(work, name + ".onnx")
     onnx.save(m, path)
@@ -316,7 +373,7 @@ def main():
     cov, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
     for make in (unary_cases, binary_cases, reduce_cases, resize_cases, layout_cases, index_cases,
-                 loss_cases, int8_cases, new_op_cases):
+                 loss_cases, int8_cases, new_op_cases, rnn_cases):
         make()
     fails = 0
     ops = set()

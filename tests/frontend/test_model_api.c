@@ -212,6 +212,41 @@ static void test_tensor_pb(void) {
   (void)path;
 }
 
+/* cov_model_shape_parse: NAME=DIMS with 'x' or ',' between dims; refused
+ * with the text named: no '=', no name, empty or zero dims, trailing
+ * separators, too many dims, a dim past int64. Binding convnet's static
+ * input to its own shape is accepted, to another one refused at the input;
+ * a static input has no symbolic dims. */
+static void test_shapes(void) {
+  cov_model_shape s;
+  char t1[] = "input=3x3x224x224", t2[] = "ids=2,128", t3[] = "scalar=";
+  CHECK(!cov_model_shape_parse(t1, "--shape", &s) && !strcmp(s.name, "input") && s.rank == 4 && s.dims[0] == 3 &&
+        s.dims[3] == 224);
+  CHECK(!cov_model_shape_parse(t2, "--shape", &s) && s.rank == 2 && s.dims[1] == 128);
+  CHECK(!cov_model_shape_parse(t3, "--shape", &s) && s.rank == 0);
+  const char *bad[] = {"input", "=3x3", "a=3xx3", "a=0x3", "a=3x", "a=x3", "a=-1", "a=3y4", "a=1x2x3x4x5x6x7x8x9",
+                       "a=99999999999999999999", NULL};
+  for (int i = 0; bad[i]; i++) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", bad[i]);
+    cov_status st = cov_model_shape_parse(buf, "--shape", &s);
+    CHECK(st && cov_status_code(st) == COV_INVALID_ARGUMENT);
+    if (!st) fprintf(stderr, "accepted '%s'\n", bad[i]);
+    cov_status_free(st);
+  }
+  cov_model_shape same = {"input", 4, {1, 3, 32, 32}}, other = {"input", 4, {2, 3, 32, 32}};
+  cov_model_options o = {.shapes = &same, .n_shapes = 1};
+  cov_model *m = NULL;
+  cov_status st = cov_model_load_file(g_model, &o, &m);
+  CHECK(!st && m && cov_model_input_symbolic(m, 0) == 0 && cov_model_io_dtype(m, 0, 0) == COV_F32);
+  cov_status_free(st);
+  cov_model_free(m);
+  o.shapes = &other;
+  st = cov_model_load_file(g_model, &o, &m);
+  CHECK(st && !m && strstr(cov_status_message(st), "dim 0 is 1 in the model, not symbolic; the shape given says 2"));
+  cov_status_free(st);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   snprintf(g_model, sizeof g_model, "%s/examples/convnet.onnx", src);
@@ -222,5 +257,6 @@ int main(int argc, char **argv) {
   test_load_buffer();
   test_supported_ops_sorted();
   test_tensor_pb();
+  test_shapes();
   return check_summary();
 }

@@ -11,12 +11,19 @@
  * fails too. With -e TEXT the model must be refused with an error whose
  * message contains TEXT (a located refusal, e.g. "node 'c1'"); if it
  * compiles, it is still emulated against the reference and reported, and
- * fails. Usage: test_gpu_model_emulate [-t] [-e TEXT] TARGET TOL MODEL.onnx... */
+ * fails. With -s NAME=DIMS (repeatable) the models are loaded with those
+ * input shapes bound (cov_model_options.shapes: a symbolic batch compiled
+ * at 3). A 16-bit model (exported in float16) compiles loaded with
+ * compute_f32; its reference is the model as exported, on the same inputs
+ * (values exact in f16), its 16-bit outputs widened for the comparison.
+ * Usage: test_gpu_model_emulate [-t] [-e TEXT] [-s NAME=DIMS]...
+ * TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/registry/backend_registry.h"
@@ -28,12 +35,50 @@ static float next(void) {
   return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+/* The reference of a 16-bit model: its inputs converted to their declared
+ * dtypes, its outputs back to f32 (want[] f32). */
+static cov_status run_narrow(const cov_model *ref, const cov_tensor *in, int ni, cov_tensor *want, int no) {
+  cov_tensor rin[16] = {{0}}, rout[16] = {{0}};
+  cov_status st = NULL;
+  for (int i = 0; i < ni && !st; i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    st = cov_model_input_info(ref, (size_t)i, &dt, &rank, shape);
+    if (!st) st = cov_tensor_alloc(&rin[i], dt, in[i].rank, in[i].shape);
+    for (int64_t j = 0; !st && j < cov_tensor_numel(&in[i]); j++) {
+      float v = ((const float *)in[i].data)[j];
+      if (dt == COV_F32) ((float *)rin[i].data)[j] = v;
+      else ((uint16_t *)rin[i].data)[j] = dt == COV_F16 ? cov_f32_to_f16(v) : cov_f32_to_bf16(v);
+    }
+  }
+  if (!st) st = cov_model_run_ref(ref, rin, (size_t)ni, rout, (size_t)no);
+  for (int o = 0; o < no && !st; o++) {
+    st = cov_tensor_alloc(&want[o], COV_F32, rout[o].rank, rout[o].shape);
+    for (int64_t j = 0; !st && j < cov_tensor_numel(&rout[o]); j++) {
+      uint16_t h = rout[o].dtype == COV_F32 ? 0 : ((const uint16_t *)rout[o].data)[j];
+      ((float *)want[o].data)[j] = rout[o].dtype == COV_F32 ? ((const float *)rout[o].data)[j]
+                                   : rout[o].dtype == COV_F16 ? cov_f16_to_f32(h) : cov_bf16_to_f32(h);
+    }
+  }
+  for (int i = 0; i < ni; i++) cov_tensor_release(&rin[i]);
+  for (int o = 0; o < no; o++) cov_tensor_release(&rout[o]);
+  return st;
+}
+
+static cov_model_shape g_shapes[8];
+static size_t g_n_shapes;
+
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
   cov_model *m = NULL;
   gpu_model_plan p;
   cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
-  if (!st) st = cov_model_load_file(path, NULL, &m);
+  cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
+  cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
+  if (!st) st = cov_model_load_file(path, &mo, &ref);
+  if (!st) st = gpu_widened(ref, path, &m);
+  if (!st && !m) m = ref, ref = NULL; /* no 16-bit input or output: compiled as it is */
   if (!st) st = gpu_model_compile_with(m, path, &t, 0, &p);
   if (st) {
     int refused = 0;
@@ -43,6 +88,7 @@ static int check(const char *target, double tol, const char *path, int no_tables
     cov_status_free(st);
     if (refused) printf("PASS   %s %s: refused, naming \"%s\"\n", target, path, expect);
     if (m) cov_model_free(m);
+    cov_model_free(ref);
     if (t.acg) gpu_target_close(&t);
     return !refused;
   }
@@ -52,6 +98,12 @@ static int check(const char *target, double tol, const char *path, int no_tables
     const gpu_mbuf *b = &p.bufs[p.input_buf[i]];
     cov_tensor_alloc(&in[i], COV_F32, b->rank, b->shape);
     for (int64_t j = 0; j < b->numel; j++) ((float *)in[i].data)[j] = next();
+    cov_dtype io = cov_model_io_dtype(m, 0, (size_t)i);
+    if (ref && io != COV_F32) /* values exact in the model's dtype; its reference takes them as they are */
+      for (int64_t j = 0; j < b->numel; j++) {
+        float *v = &((float *)in[i].data)[j];
+        *v = io == COV_F16 ? cov_f16_to_f32(cov_f32_to_f16(*v)) : cov_bf16_to_f32(cov_f32_to_bf16(*v));
+      }
   }
   int launches = 0, tables = 0;
   for (int s = 0; s < p.n_steps; s++) {
@@ -61,7 +113,8 @@ static int check(const char *target, double tol, const char *path, int no_tables
   int table_fail = no_tables && tables;
   if (table_fail) fprintf(stderr, "FAIL   %s %s: %d index-table gathers (strided copies expected)\n", target, path, tables);
   st = gpu_model_emulate(&p, in, (size_t)ni, got, (size_t)no);
-  if (!st) st = cov_model_run_ref(m, in, (size_t)ni, want, (size_t)no);
+  if (!st && ref) st = run_narrow(ref, in, ni, want, no);
+  else if (!st) st = cov_model_run_ref(m, in, (size_t)ni, want, (size_t)no);
   if (st) {
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
@@ -91,6 +144,7 @@ static int check(const char *target, double tol, const char *path, int no_tables
   for (int o = 0; o < no; o++) cov_tensor_release(&got[o]), cov_tensor_release(&want[o]);
   gpu_model_plan_free(&p);
   cov_model_free(m);
+  cov_model_free(ref);
   gpu_target_close(&t);
   if (expect) printf("FAIL   %s %s: compiled; a refusal naming \"%s\" was expected\n", target, path, expect);
   return fail || table_fail || expect;
@@ -101,8 +155,17 @@ int main(int argc, char **argv) {
   argv += no_tables, argc -= no_tables;
   const char *expect = NULL;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
+  while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
+    cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
+    if (st) {
+      cov_status_print(stderr, st, 0);
+      cov_status_free(st);
+      return 2;
+    }
+    argv += 2, argc -= 2;
+  }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-e TEXT] TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

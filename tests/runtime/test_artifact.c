@@ -202,6 +202,117 @@ static void check_tmaps(void) {
   free(bytes);
 }
 
+/* Inputs and outputs of every dtype the frontend has: i64 token ids, a
+ * bool mask, u8 / i8 values kept as they are, an f16 input and output
+ * held in f32 buffers (the host converts); each buffer's bytes checked
+ * against its dtype, and an input's dtype against its buffer's. An input
+ * with a symbolic dim (format version 4): "symbolic" written and read
+ * back, refused when malformed or under version 4, and an input of another
+ * batch refused before any device, naming --shape. */
+static void check_dtypes(void) {
+  crt_builder *b = NULL;
+  cov_status st = crt_builder_new("nvptx-sm90", "nvptx", "sm_90a", "bert.onnx", &b);
+  CHECK(!st);
+  if (st) return cov_status_free(st);
+  int64_t is[2] = {2, 4}, xs[2] = {2, 3}, qs[1] = {4};
+  int mod = crt_add_module(b, "k.ptx", "ptx", k_ptx, sizeof k_ptx);
+  int ids = crt_add_buffer(b, "input_ids", CRT_BUF_INPUT, COV_I64, 2, is, 8 * 8);
+  int mask = crt_add_buffer(b, "attention_mask", CRT_BUF_INPUT, COV_BOOL, 2, is, 8);
+  int x = crt_add_buffer(b, "x", CRT_BUF_INPUT, COV_F32, 2, xs, 6 * 4);
+  int q = crt_add_buffer(b, "q", CRT_BUF_INPUT, COV_U8, 1, qs, 4);
+  int r = crt_add_buffer(b, "r", CRT_BUF_OUTPUT, COV_I8, 1, qs, 4);
+  int y = crt_add_buffer(b, "y", CRT_BUF_OUTPUT, COV_F32, 2, xs, 6 * 4);
+  int ids_io = crt_add_input(b, "input_ids", COV_I64, 2, is, ids);
+  crt_set_symbolic(b, ids_io, 1u);
+  crt_set_range(b, ids_io, 0, 29999);
+  crt_set_range(b, crt_add_input(b, "attention_mask", COV_BOOL, 2, is, mask), 0, 1);
+  crt_add_input(b, "x", COV_F16, 2, xs, x);
+  crt_add_input(b, "q", COV_U8, 1, qs, q);
+  crt_add_output(b, "r", COV_I8, 1, qs, r);
+  crt_add_output(b, "y", COV_F16, 2, xs, y);
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  crt_arg a1[4] = {crt_buf_arg(ids, 0), crt_buf_arg(mask, 0), crt_buf_arg(x, 0), crt_buf_arg(y, 0)};
+  crt_add_launch(b, 0, "embed", mod, "covenant_embed", grid, block, 0, a1, 4);
+  crt_arg a2[4] = {crt_buf_arg(q, 0), {.kind = CRT_ARG_I64}, crt_buf_arg(r, 0), {.kind = CRT_ARG_I64}};
+  crt_add_launch(b, 1, "requant", mod, "covenant_requant", grid, block, 0, a2, 4);
+  size_t n = 0;
+  uint8_t *bytes = finish(b, &n);
+  CHECK(bytes && bytes[8] == CRT_FORMAT_VERSION_SYMBOLIC);
+  if (!bytes) return;
+  crt_artifact *a = NULL;
+  st = crt_artifact_read(bytes, n, "bert.cvx", &a);
+  CHECK(!st && a);
+  cov_status_free(st);
+  if (a) {
+    CHECK(a->n_inputs == 4 && a->inputs[0].dtype == COV_I64 && a->buffers[a->inputs[0].buffer].bytes == 64);
+    CHECK(a->inputs[0].symbolic == 1u && a->inputs[1].symbolic == 0);
+    CHECK(a->inputs[0].has_range && a->inputs[0].lo == 0 && a->inputs[0].hi == 29999);
+    CHECK(a->inputs[1].has_range && a->inputs[1].hi == 1 && !a->inputs[2].has_range);
+    CHECK(a->inputs[1].dtype == COV_BOOL && a->inputs[3].dtype == COV_U8 && a->outputs[0].dtype == COV_I8);
+    CHECK(a->inputs[2].dtype == COV_F16 && a->buffers[a->inputs[2].buffer].dtype == COV_F32);
+    CHECK(a->outputs[1].dtype == COV_F16 && a->buffers[a->outputs[1].buffer].dtype == COV_F32);
+    /* inputs checked before a device is looked for */
+    cov_tensor in[4] = {{0}};
+    cov_tensor_alloc(&in[0], COV_F32, 2, is);
+    cov_tensor_alloc(&in[1], COV_BOOL, 2, is);
+    cov_tensor_alloc(&in[2], COV_F16, 2, xs);
+    cov_tensor_alloc(&in[3], COV_U8, 1, qs);
+    char buf[1024] = "";
+    st = crt_check_inputs(a, in, 4);
+    if (st) cov_status_format(st, buf, sizeof buf);
+    CHECK(st && contains(buf, "input 'input_ids' must be i64[2, 4], not f32[2, 4]"));
+    cov_status_free(st);
+    cov_tensor_release(&in[0]);
+    int64_t is3[2] = {3, 4};
+    cov_tensor_alloc(&in[0], COV_I64, 2, is3);
+    st = crt_check_inputs(a, in, 4);
+    if (st) cov_status_format(st, buf, sizeof buf);
+    CHECK(st && contains(buf, "the model leaves dim 0 symbolic and this artifact was compiled at 2 (covenant compile "
+                              "--shape input_ids=3x4 compiles it for this shape)"));
+    cov_status_free(st);
+    cov_tensor_release(&in[0]);
+    cov_tensor_alloc(&in[0], COV_I64, 2, is);
+    st = crt_check_inputs(a, in, 4);
+    CHECK(!st);
+    cov_status_free(st);
+    for (int k = 0; k < 4; k++) cov_tensor_release(&in[k]);
+  }
+  crt_artifact_free(a);
+  /* hostile manifests: sizes against dtypes, dtypes against buffers */
+  check_edit(bytes, n, "\"kind\": \"input\", \"dtype\": \"i64\"", "\"kind\": \"input\", \"dtype\": \"i32\"",
+             "buffer 'input_ids': 8 i32 elements are 32 bytes, not 64");
+  check_edit(bytes, n, "\"dtype\": \"i64\", \"shape\": [2, 4], \"symbolic\"", "\"dtype\": \"i32\", \"shape\": [2, 4], \"symbolic\"",
+             "input 'input_ids' (i32, 8 elements) does not match its buffer 'input_ids' (i64, 8 elements)");
+  check_edit(bytes, n, "{\"name\": \"attention_mask\", \"dtype\": \"bool\", \"shape\": [2, 4], \"range\": [0, 1]",
+             "{\"name\": \"attention_mask\", \"dtype\": \"i32\", \"shape\": [2, 4], \"range\": [0, 1]",
+             "input 'attention_mask' (i32, 8 elements) does not match its buffer 'attention_mask' (bool, 8 elements)");
+  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i16\"", "unknown dtype 'i16'");
+  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\"", "{\"name\": \"x\", \"dtype\": \"i8\"",
+             "input 'x' (i8, 6 elements) does not match its buffer 'x' (f32, 6 elements)");
+  check_edit(bytes, n, "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [4]", "{\"name\": \"q\", \"dtype\": \"u8\", \"shape\": [8]",
+             "input 'q' (u8, 8 elements) does not match its buffer 'q' (u8, 4 elements)");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [5, 4]", "'range' is [lo, hi], two integers with lo <= hi");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [0]", "'range' is [lo, hi]");
+  check_edit(bytes, n, "\"range\": [0, 29999]", "\"range\": [0, 1.5]", "'range' is [lo, hi]");
+  check_edit(bytes, n, "{\"name\": \"x\", \"dtype\": \"f16\", \"shape\": [2, 3]",
+             "{\"name\": \"x\", \"dtype\": \"f16\", \"shape\": [2, 3], \"range\": [0, 1]",
+             "'range' is for integer inputs; 'x' is f16");
+  check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": [2]", "'symbolic' lists dims of the shape (rank 2)");
+  check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": [0, 0]", "ascending, each once");
+  check_edit(bytes, n, "\"symbolic\": [0]", "\"symbolic\": 0", "'symbolic' must be an array");
+  check_edit(bytes, n, "{\"name\": \"r\", \"dtype\": \"i8\", \"shape\": [4]",
+             "{\"name\": \"r\", \"dtype\": \"i8\", \"shape\": [4], \"symbolic\": [0]", "unknown member 'symbolic'");
+  size_t en = 0;
+  uint8_t *e = edit_manifest(bytes, n, "\"version\": 4,", "\"version\": 3,", &en);
+  CHECK(e != NULL);
+  if (e) {
+    e[8] = 3;
+    CHECK(contains(read_error(e, en, NULL), "'symbolic' needs format version 4; the artifact says 3"));
+    free(e);
+  }
+  free(bytes);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   size_t n = 0, n2 = 0;
@@ -212,6 +323,7 @@ int main(int argc, char **argv) {
   CHECK(n == n2 && !memcmp(bytes, again, n));
   free(again);
   check_tmaps();
+  check_dtypes();
 
   /* round trip */
   crt_artifact *a = NULL;

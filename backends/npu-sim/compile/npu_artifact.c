@@ -118,11 +118,9 @@ static int value_buffer(crt_builder *b, value_map *v, const char *name, const co
   return buf;
 }
 
-/* The model's inputs and outputs as buffers, then one npu step per
- * compiled group. */
-static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
-                                 size_t *compiled) {
-  value_map vals = {0};
+/* The model's inputs and outputs as buffers (an input's symbolic dims and
+ * integer range recorded), each a value of `vals`. */
+static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, value_map *vals) {
   cov_status st = NULL;
   for (int out = 0; out < 2 && !st; out++) {
     size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
@@ -137,14 +135,36 @@ static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const c
         st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
         break;
       }
-      int buf = value_find(&vals, name);
+      for (int d = 0; d < t.rank && !st; d++)
+        if (t.shape[d] < 0) {
+          cov_loc loc = {path, 0, 0, name};
+          st = cov_error(COV_UNSUPPORTED, &loc, "dim %d of %s '%s' is symbolic%s", d, out ? "output" : "input", name,
+                         out ? "" : "; give the input's shape with --shape NAME=DIMS");
+        }
+      if (st) break;
+      int buf = value_find(vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
-        if (buf >= 0) st = value_add(&vals, name, buf);
+        if (buf >= 0) st = value_add(vals, name, buf);
       }
-      if (!st) (out ? crt_add_output : crt_add_input)(b, name, t.dtype, t.rank, t.shape, buf);
+      if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
+      if (!st && !out) {
+        int io = crt_add_input(b, name, t.dtype, t.rank, t.shape, buf);
+        int64_t lo, hi;
+        crt_set_symbolic(b, io, cov_model_input_symbolic(m, i));
+        if (cov_model_input_range(m, i, &lo, &hi)) crt_set_range(b, io, lo, hi); /* random inputs take it */
+      }
     }
   }
+  return st;
+}
+
+/* The model's inputs and outputs as buffers, then one npu step per
+ * compiled group. */
+static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
+                                 size_t *compiled) {
+  value_map vals = {0};
+  cov_status st = add_ios(m, path, b, &vals);
   size_t n = cov_model_num_groups(m);
   for (size_t i = 0; i < n && !st; i++) {
     cov_model_group_info info;
@@ -236,11 +256,12 @@ static cov_status embed_acg(const cov_acg *acg, crt_builder *b) {
   return st;
 }
 
-cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg) {
+cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const cov_model_options *mo,
+                                      const char *out, FILE *msg) {
   cov_model *m = NULL;
   crt_builder *b = NULL;
   size_t compiled = 0;
-  cov_status st = cov_model_load_file(path, NULL, &m);
+  cov_status st = cov_model_load_file(path, mo, &m);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
   if (!st) st = build_artifact(m, acg, path, b, &compiled);
   if (!st) st = embed_acg(acg, b);

@@ -36,12 +36,16 @@ cov_status npu_compile_layer_dir(const cov_acg *acg, const char *suite, const ch
 cov_status npu_layer_load(npu_layer_job *j, const cov_acg *acg);
 cov_status npu_layer_run(npu_layer_job *j, const cov_tensor *inputs, int n_inputs, cov_tensor *output,
                          uint64_t *cycles, double *array_util);
-/* Bit i: the program rounds input i (in<i>) to f16 or bf16. */
+/* dt[i]: the dtype the program keeps input i (in<i>) in: a narrower float
+ * (f16, bf16, e4m3, e5m2) where it rounds it, else f32. */
 void npu_layer_in_dtypes(const npu_layer_job *j, cov_dtype *dt, int n);
 
 /* The model in the file `path` compiled for acg into one artifact `out`
  * (runtime/README.md): one program per compute group that fuses, the rest
- * listed as missing; says what it wrote on msg. */
-cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const char *out, FILE *msg);
+ * listed as missing; says what it wrote on msg. `mo` (may be NULL) loads
+ * the model (its input shapes bound: the artifact says which dims the
+ * model left symbolic). */
+cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, const cov_model_options *mo,
+                                      const char *out, FILE *msg);
 
 #endif

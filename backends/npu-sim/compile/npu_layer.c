@@ -80,7 +80,9 @@ void npu_layer_in_dtypes(const npu_layer_job *j, cov_dtype *dt, int n) {
     cov_dtype d;
     cov_npu_program_tensor(j->prog, i, &tn, NULL, &d, NULL);
     int k;
-    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < n && (d == COV_F16 || d == COV_BF16)) dt[k] = d;
+    if (sscanf(tn, "in%d", &k) == 1 && k >= 0 && k < n && cov_dtype_is_float(d) &&
+        cov_dtype_precision_bits(d) < cov_dtype_precision_bits(COV_F32))
+      dt[k] = d;
   }
 }
 
