@@ -582,13 +582,13 @@ static void resolve_inputs(reader *R, graph_node *n, const Onnx__NodeProto *np) 
 }
 
 /* A min-heap of node slots (sort_nodes): push x; pop the smallest. */
+static void swap_slots(size_t *a, size_t *b) { size_t t = *a; *a = *b, *b = t; }
+
 static void heap_push(size_t *heap, size_t *nh, size_t x) {
   size_t c = (*nh)++;
   heap[c] = x;
   while (c && heap[(c - 1) / 2] > heap[c]) {
-    size_t t = heap[c];
-    heap[c] = heap[(c - 1) / 2];
-    heap[(c - 1) / 2] = t;
+    swap_slots(&heap[c], &heap[(c - 1) / 2]);
     c = (c - 1) / 2;
   }
 }
@@ -601,9 +601,7 @@ static size_t heap_pop(size_t *heap, size_t *nh) {
     if (l < *nh && heap[l] < heap[m]) m = l;
     if (r < *nh && heap[r] < heap[m]) m = r;
     if (m == c) break;
-    size_t t = heap[c];
-    heap[c] = heap[m];
-    heap[m] = t;
+    swap_slots(&heap[c], &heap[m]);
     c = m;
   }
   return top;
@@ -622,12 +620,10 @@ static void cycle_error(reader *R, const size_t *pending, size_t n_left) {
       list = cov_arena_printf(g->arena, "%s, ...", list);
       break;
     }
-    list = cov_arena_printf(g->arena, "%s%s'%s' (%s)", list ? list : "", list ? ", " : "",
-                            n->name, n->op_type);
+    list = cov_arena_printf(g->arena, "%s%s'%s' (%s)", list ? list : "", list ? ", " : "", n->name, n->op_type);
     shown++;
   }
-  add_error(R, model_error(g, COV_INVALID_INPUT,
-                           "the graph has a cycle: %zu nodes depend on their own outputs: %s",
+  add_error(R, model_error(g, COV_INVALID_INPUT, "the graph has a cycle: %zu nodes depend on their own outputs: %s",
                            n_left, list ? list : "?"));
 }
 
