@@ -7,7 +7,6 @@
  * edges, reachability) live in acg_validate.c.
  *
  * size: one reader per section of the schema (backend, calibration, storage, compute, edges), all through this file's typed getters, which keep every error located; a section elsewhere would need them exported
- * long: load_capability reads one capability object field by field in the schema's order (acg/README.md), each check next to its read
  */
 #include <jansson.h>
 #include <math.h>
@@ -480,6 +479,82 @@ static void systolic_mac_defaults(const json_t *v, const acg_compute *c, acg_cap
     cap->throughput = (double)cap->tile[0] * (cap->tile_rank > 1 ? cap->tile[1] : 1);
 }
 
+/* A capability's tile shape: "tile", else the unit's own shape, else 1. */
+static void load_cap_tile(loader *L, const json_t *v, const char *path, const acg_compute *c,
+                          acg_capability *cap) {
+  char *p;
+  json_t *tile = get_array(L, v, path, "tile", 0, ACG_MAX_TILE_RANK, &p);
+  if (tile) {
+    if (json_array_size(tile) == 0) report(L, p, 0, "expected 1 to 3 extents, got none");
+    for (size_t i = 0; i < json_array_size(tile); i++) {
+      json_t *x = json_array_get(tile, i);
+      if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65536) {
+        if (json_is_integer(x))
+          report(L, common_jpath_index(L->arena, p, i), 0,
+                 "tile extent %lld is out of range (expected 1 to 65536)",
+                 (long long)json_integer_value(x));
+        else
+          report(L, common_jpath_index(L->arena, p, i), 0,
+                 "expected a tile extent from 1 to 65536, got %s", type_name(x));
+        continue;
+      }
+      cap->tile[cap->tile_rank++] = (uint32_t)json_integer_value(x);
+    }
+  } else if (c->n_dims) { /* defaults: the unit's own shape */
+    for (int i = 0; i < c->n_dims; i++) cap->tile[cap->tile_rank++] = c->dims[i];
+  }
+  if (cap->tile_rank == 0) cap->tile[cap->tile_rank++] = 1;
+}
+
+/* Whether capability cap's dtypes suit its op (cap->op): fused forms on
+ * unary float ops of one dtype, one dtype per operand, a mac's two
+ * multiplicands and an accumulator that holds their products; else
+ * reported. in_ok, out_ok: the dtypes parsed; has_out: "out" given. */
+static bool cap_op_ok(loader *L, const char *path, const acg_capability *cap, int in_ok, int out_ok,
+                      bool has_out) {
+  cov_op op = cap->op;
+  int arity = common_op_arity(op);
+  if (cap->fused && (arity != 1 || op == COV_OP_CAST || !in_ok || !out_ok ||
+                    !cov_dtype_is_float(cap->in[0]) || cap->in[0] != cap->out)) {
+    report(L, common_jpath_key(L->arena, path, "fused"), 0,
+           "fused forms need unary float ops of one dtype (in == out), but '%s' is %s%s -> %s "
+           "(list it in a capability without \"fused\")",
+           common_op_name(op), arity != 1 ? "binary, " : "",
+           in_ok ? cov_dtype_name(cap->in[0]) : "?", out_ok ? cov_dtype_name(cap->out) : "?");
+    return false;
+  }
+  if (in_ok && cap->n_in > 1 && op != COV_OP_MAC && cap->n_in != arity) {
+    report(L, common_jpath_key(L->arena, path, "in"), 0,
+           "'%s' takes %d operand(s) but %d dtypes are given", common_op_name(op), arity,
+           cap->n_in);
+    return false;
+  }
+  if (op == COV_OP_MAC && in_ok && out_ok) {
+    if (cap->n_in > 2) {
+      report(L, common_jpath_key(L->arena, path, "in"), 0,
+             "'mac' takes the dtypes of its two multiplicands, got %d", cap->n_in);
+      return false;
+    }
+    if (!has_out) {
+      report_missing(L, path, "out", "the accumulator dtype of 'mac'");
+      return false;
+    }
+    int narrow = 0;
+    for (int k = 0; k < cap->n_in; k++)
+      narrow |= cov_dtype_precision_bits(cap->out) < cov_dtype_precision_bits(cap->in[k]) ||
+                cov_dtype_is_float(cap->out) != cov_dtype_is_float(cap->in[k]);
+    if (narrow) {
+      report(L, common_jpath_key(L->arena, path, "out"), 0,
+             "accumulator dtype '%s' cannot hold products of '%s' (expected %s type at "
+             "least as precise)",
+             cov_dtype_name(cap->out), cov_dtype_name(cap->in[0]),
+             cov_dtype_is_float(cap->in[0]) ? "a float" : "an integer");
+      return false;
+    }
+  }
+  return true;
+}
+
 static void load_capability(loader *L, const json_t *v, const char *path, const acg_compute *c,
                             acg_capability *out_caps, int *n_caps) {
   if (!check_object(L, v, path, "a capability")) return;
@@ -513,28 +588,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
   if (outv) out_ok = parse_cap_dtype(L, outv, p, &cap.out);
   else if (in_ok) cap.out = cap.in[0], out_ok = 1;
 
-  /* tile shape */
-  json_t *tile = get_array(L, v, path, "tile", 0, ACG_MAX_TILE_RANK, &p);
-  if (tile) {
-    if (json_array_size(tile) == 0) report(L, p, 0, "expected 1 to 3 extents, got none");
-    for (size_t i = 0; i < json_array_size(tile); i++) {
-      json_t *x = json_array_get(tile, i);
-      if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65536) {
-        if (json_is_integer(x))
-          report(L, common_jpath_index(L->arena, p, i), 0,
-                 "tile extent %lld is out of range (expected 1 to 65536)",
-                 (long long)json_integer_value(x));
-        else
-          report(L, common_jpath_index(L->arena, p, i), 0,
-                 "expected a tile extent from 1 to 65536, got %s", type_name(x));
-        continue;
-      }
-      cap.tile[cap.tile_rank++] = (uint32_t)json_integer_value(x);
-    }
-  } else if (c->n_dims) { /* defaults: the unit's own shape */
-    for (int i = 0; i < c->n_dims; i++) cap.tile[cap.tile_rank++] = c->dims[i];
-  }
-  if (cap.tile_rank == 0) cap.tile[cap.tile_rank++] = 1;
+  load_cap_tile(L, v, path, c, &cap);
 
   /* throughput defaults to one op per PE (systolic), per lane (simd), or 1 */
   if (!get_number_in(L, v, path, "throughput", c->kind == ACG_MATRIX, 0, ACG_MIN_THROUGHPUT, 1e9,
@@ -558,45 +612,7 @@ static void load_capability(loader *L, const json_t *v, const char *path, const 
 
   for (int i = 0; i < n_ops; i++) {
     cap.op = ops[i];
-    int arity = common_op_arity(ops[i]);
-    if (cap.fused && (arity != 1 || ops[i] == COV_OP_CAST || !in_ok || !out_ok ||
-                      !cov_dtype_is_float(cap.in[0]) || cap.in[0] != cap.out)) {
-      report(L, common_jpath_key(L->arena, path, "fused"), 0,
-             "fused forms need unary float ops of one dtype (in == out), but '%s' is %s%s -> %s "
-             "(list it in a capability without \"fused\")",
-             common_op_name(ops[i]), arity != 1 ? "binary, " : "",
-             in_ok ? cov_dtype_name(cap.in[0]) : "?", out_ok ? cov_dtype_name(cap.out) : "?");
-      continue;
-    }
-    if (in_ok && cap.n_in > 1 && ops[i] != COV_OP_MAC && cap.n_in != arity) {
-      report(L, common_jpath_key(L->arena, path, "in"), 0,
-             "'%s' takes %d operand(s) but %d dtypes are given", common_op_name(ops[i]), arity,
-             cap.n_in);
-      continue;
-    }
-    if (ops[i] == COV_OP_MAC && in_ok && out_ok) {
-      if (cap.n_in > 2) {
-        report(L, common_jpath_key(L->arena, path, "in"), 0,
-               "'mac' takes the dtypes of its two multiplicands, got %d", cap.n_in);
-        continue;
-      }
-      if (!outv) {
-        report_missing(L, path, "out", "the accumulator dtype of 'mac'");
-        continue;
-      }
-      int narrow = 0;
-      for (int k = 0; k < cap.n_in; k++)
-        narrow |= cov_dtype_precision_bits(cap.out) < cov_dtype_precision_bits(cap.in[k]) ||
-                  cov_dtype_is_float(cap.out) != cov_dtype_is_float(cap.in[k]);
-      if (narrow) {
-        report(L, common_jpath_key(L->arena, path, "out"), 0,
-               "accumulator dtype '%s' cannot hold products of '%s' (expected %s type at "
-               "least as precise)",
-               cov_dtype_name(cap.out), cov_dtype_name(cap.in[0]),
-               cov_dtype_is_float(cap.in[0]) ? "a float" : "an integer");
-        continue;
-      }
-    }
+    if (!cap_op_ok(L, path, &cap, in_ok, out_ok, outv != NULL)) continue;
     if (*n_caps >= ACG_MAX_CAPS) {
       report(L, path, 0, "too many capabilities on one unit (the limit is %d)", ACG_MAX_CAPS);
       return;

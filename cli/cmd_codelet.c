@@ -3,8 +3,6 @@
  * run is the command-line face of the reference interpreter: inputs come
  * from .npy files or are generated (deterministic pseudo-random values of a
  * given shape), outputs go to .npy files or, as text, to stdout.
- *
- * long: run_run is `covenant codelet run`'s options, inputs, run and output, in the order the help lists them
  */
 #include <errno.h>
 #include <getopt.h>
@@ -432,6 +430,62 @@ static int check_memory(const cov_codelet *c, const run_input *ins, int n_ins,
                               (unsigned long long)max_memory));
 }
 
+/* The codelet of a file of several: the one -n names, or its only one. */
+static int choose_codelet(const cov_codelet_lib *lib, const char *path, const char *which,
+                          const cov_codelet **out) {
+  const cov_codelet *c = NULL;
+  int rc = CLI_EXIT_OK;
+  if (which) {
+    c = cov_codelet_lib_find(lib, which);
+    if (!c) {
+      fprintf(stderr, "%s: error: no codelet named '%s' in this file\n", path, which);
+      rc = CLI_EXIT_INPUT;
+    }
+  } else if (cov_codelet_lib_count(lib) == 1) {
+    c = cov_codelet_lib_at(lib, 0);
+  } else {
+    fprintf(stderr, "%s: error: the file defines %zu codelets; choose one with -n NAME\n",
+            path, cov_codelet_lib_count(lib));
+    rc = CLI_EXIT_USAGE;
+  }
+  *out = c;
+  return rc;
+}
+
+/* The codelet's inputs from --input (.npy) and --shape (random, or shapes
+ * only for a dry run), each named once, none missing. */
+static int read_inputs(const cov_codelet *c, const run_input *ins, int n_ins, cov_tensor *inputs,
+                       uint64_t *seed, int dry_run) {
+  size_t n_in = cov_codelet_num_inputs(c);
+  int rc = CLI_EXIT_OK;
+  for (int k = 0; k < n_ins && !rc; k++) {
+    size_t i = 0;
+    while (i < n_in && strcmp(cov_codelet_input_name(c, i), ins[k].name) != 0) i++;
+    if (i == n_in) {
+      rc = cli_usage_error("codelet", "run: '%s' has no input named '%s'", cov_codelet_name(c),
+                           ins[k].name);
+    } else if (inputs[i].data) {
+      rc = cli_usage_error("codelet", "run: input '%s' is given twice", ins[k].name);
+    } else if (ins[k].path) {
+      rc = cli_report(cov_npy_read(ins[k].path, &inputs[i]));
+    } else {
+      int ok = parse_shape_spec(ins[k].shape, &inputs[i], seed, !dry_run, 1);
+      if (ok == 0)
+        rc = cli_usage_error("codelet", "run: bad --shape '%s' (expected e.g. 2x3x8x8 or "
+                             "2x3:f16)", ins[k].shape);
+      else if (ok < 0)
+        rc = cli_report(cov_error(COV_OUT_OF_RANGE, NULL, "--shape %s=%s: tensor too large",
+                                  ins[k].name, ins[k].shape));
+    }
+  }
+  for (size_t i = 0; i < n_in && !rc; i++)
+    if (!inputs[i].data)
+      rc = cli_usage_error("codelet", "run: missing --input or --shape for '%s' (%s takes %zu "
+                           "input%s)", cov_codelet_input_name(c, i), cov_codelet_name(c), n_in,
+                           n_in == 1 ? "" : "s");
+  return rc;
+}
+
 static int run_run(int argc, char **argv) {
   static const struct option opts[] = {{"codelet", required_argument, NULL, 'n'},
                                        {"input", required_argument, NULL, 'i'},
@@ -502,50 +556,13 @@ static int run_run(int argc, char **argv) {
   const cov_codelet *c = NULL;
   cov_status st = load_target(argv[optind], &lib, &c);
   if (st) return cli_report(st);
-  int rc = CLI_EXIT_OK;
-  if (!c && which) {
-    c = cov_codelet_lib_find(lib, which);
-    if (!c) {
-      fprintf(stderr, "%s: error: no codelet named '%s' in this file\n", argv[optind], which);
-      rc = CLI_EXIT_INPUT;
-    }
-  } else if (!c && cov_codelet_lib_count(lib) == 1) {
-    c = cov_codelet_lib_at(lib, 0);
-  } else if (!c) {
-    fprintf(stderr, "%s: error: the file defines %zu codelets; choose one with -n NAME\n",
-            argv[optind], cov_codelet_lib_count(lib));
-    rc = CLI_EXIT_USAGE;
-  }
+  int rc = c ? CLI_EXIT_OK : choose_codelet(lib, argv[optind], which, &c);
   size_t n_in = c ? cov_codelet_num_inputs(c) : 0, n_out = c ? cov_codelet_num_outputs(c) : 0;
   cov_tensor inputs[CDL_MAX_OPERANDS], outputs[CDL_MAX_OPERANDS];
   memset(inputs, 0, sizeof inputs);
   memset(outputs, 0, sizeof outputs);
   if (!rc && c && !dry_run) rc = check_memory(c, ins, n_ins, attrs, (size_t)n_attrs, max_memory);
-  for (int k = 0; k < n_ins && !rc; k++) {
-    size_t i = 0;
-    while (i < n_in && strcmp(cov_codelet_input_name(c, i), ins[k].name) != 0) i++;
-    if (i == n_in) {
-      rc = cli_usage_error("codelet", "run: '%s' has no input named '%s'", cov_codelet_name(c),
-                           ins[k].name);
-    } else if (inputs[i].data) {
-      rc = cli_usage_error("codelet", "run: input '%s' is given twice", ins[k].name);
-    } else if (ins[k].path) {
-      rc = cli_report(cov_npy_read(ins[k].path, &inputs[i]));
-    } else {
-      int ok = parse_shape_spec(ins[k].shape, &inputs[i], &seed, !dry_run, 1);
-      if (ok == 0)
-        rc = cli_usage_error("codelet", "run: bad --shape '%s' (expected e.g. 2x3x8x8 or "
-                             "2x3:f16)", ins[k].shape);
-      else if (ok < 0)
-        rc = cli_report(cov_error(COV_OUT_OF_RANGE, NULL, "--shape %s=%s: tensor too large",
-                                  ins[k].name, ins[k].shape));
-    }
-  }
-  for (size_t i = 0; i < n_in && !rc; i++)
-    if (!inputs[i].data)
-      rc = cli_usage_error("codelet", "run: missing --input or --shape for '%s' (%s takes %zu "
-                           "input%s)", cov_codelet_input_name(c, i), cov_codelet_name(c), n_in,
-                           n_in == 1 ? "" : "s");
+  if (!rc) rc = read_inputs(c, ins, n_ins, inputs, &seed, dry_run);
   if (!rc && dry_run) {
     rc = dry_run_shapes(c, attrs, (size_t)n_attrs, inputs, n_in);
   } else if (!rc) {

@@ -2,8 +2,6 @@
  * npu-sim program tools. A program records the name of the ACG it was
  * compiled for, so the target is found by that name unless --target names
  * another (which the simulator then refuses if its digest differs).
- *
- * long: cli_cmd_sim is the option table of `covenant sim` (getopt), one case each
  */
 #include <errno.h>
 #include <ctype.h>
@@ -187,6 +185,57 @@ static void sim_help(FILE *out) {
           "  -h, --help          show this help\n");
 }
 
+/* The program's float inputs, and weights it does not carry, filled with
+ * pseudo-random values in [-1, 1) from seed. */
+static cov_status fill_inputs(const cov_npu_program *p, cov_npu_sim *sim, unsigned long long seed) {
+  cov_status st = NULL;
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    bool fill = strcmp(role, "input") == 0 ||
+                (strcmp(role, "weight") == 0 && !cov_npu_program_tensor_has_data(p, i));
+    if (!fill || !cov_dtype_is_float(dt)) continue;
+    cov_tensor t = {0};
+    st = cov_tensor_alloc(&t, COV_F32, rank, shape);
+    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = cli_rand_pm1(&s);
+    if (!st) st = cov_npu_sim_write(sim, name, &t);
+    cov_tensor_release(&t);
+  }
+  return st;
+}
+
+/* Each output's shape, first values and sum. */
+static cov_status print_outputs(FILE *out, const cov_npu_program *p, cov_npu_sim *sim) {
+  cov_status st = NULL;
+  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
+    const char *name, *role;
+    cov_dtype dt;
+    int64_t shape[COV_MAX_RANK];
+    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
+    if (strcmp(role, "output") != 0) continue;
+    cov_tensor t = {0};
+    if ((st = cov_npu_sim_read(sim, name, &t))) break;
+    double sum = 0;
+    int64_t n = cov_tensor_numel(&t);
+    fprintf(out, "output %s %s[", name, cov_dtype_name(dt));
+    for (int d = 0; d < rank; d++) fprintf(out, "%s%lld", d ? "," : "", (long long)shape[d]);
+    fprintf(out, "]:");
+    for (int64_t k = 0; k < n; k++) {
+      double v = dt == COV_F32   ? ((float *)t.data)[k]
+                 : dt == COV_F16 ? cov_f16_to_f32(((uint16_t *)t.data)[k])
+                                 : 0;
+      sum += v;
+      if (k < 8) fprintf(out, " %.6g", v);
+    }
+    fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
+    cov_tensor_release(&t);
+  }
+  return st;
+}
+
 int cli_cmd_sim(int argc, char **argv) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"seed", required_argument, NULL, 's'},
@@ -244,21 +293,7 @@ int cli_cmd_sim(int argc, char **argv) {
     st = cov_status_annotate(st, "%s: ", path);
     goto done;
   }
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
-    const char *name, *role;
-    cov_dtype dt;
-    int64_t shape[COV_MAX_RANK];
-    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
-    bool fill = strcmp(role, "input") == 0 ||
-                (strcmp(role, "weight") == 0 && !cov_npu_program_tensor_has_data(p, i));
-    if (!fill || !cov_dtype_is_float(dt)) continue;
-    cov_tensor t = {0};
-    st = cov_tensor_alloc(&t, COV_F32, rank, shape);
-    for (int64_t k = 0; !st && k < cov_tensor_numel(&t); k++) ((float *)t.data)[k] = cli_rand_pm1(&s);
-    if (!st) st = cov_npu_sim_write(sim, name, &t);
-    cov_tensor_release(&t);
-  }
+  st = fill_inputs(p, sim, seed);
   if (st) goto done;
   common_out trace_out = {0};
   if (trace && (st = common_out_open(trace, &trace_out))) goto done;
@@ -272,29 +307,7 @@ int cli_cmd_sim(int argc, char **argv) {
   if (!(out = cli_open_output(output, &out_file))) goto done;
   fprintf(out, "program %s on %s, random inputs with seed %llu\n", path, cov_acg_name(g), seed);
   cov_npu_stats_print(stats, out);
-  for (int i = 0; i < cov_npu_program_tensor_count(p) && !st; i++) {
-    const char *name, *role;
-    cov_dtype dt;
-    int64_t shape[COV_MAX_RANK];
-    int rank = cov_npu_program_tensor(p, i, &name, &role, &dt, shape);
-    if (strcmp(role, "output") != 0) continue;
-    cov_tensor t = {0};
-    if ((st = cov_npu_sim_read(sim, name, &t))) break;
-    double sum = 0;
-    int64_t n = cov_tensor_numel(&t);
-    fprintf(out, "output %s %s[", name, cov_dtype_name(dt));
-    for (int d = 0; d < rank; d++) fprintf(out, "%s%lld", d ? "," : "", (long long)shape[d]);
-    fprintf(out, "]:");
-    for (int64_t k = 0; k < n; k++) {
-      double v = dt == COV_F32   ? ((float *)t.data)[k]
-                 : dt == COV_F16 ? cov_f16_to_f32(((uint16_t *)t.data)[k])
-                                 : 0;
-      sum += v;
-      if (k < 8) fprintf(out, " %.6g", v);
-    }
-    fprintf(out, "%s  (sum %.6g)\n", n > 8 ? " ..." : "", sum);
-    cov_tensor_release(&t);
-  }
+  st = print_outputs(out, p, sim);
   rc = cli_close_output(&out_file);
 done:
   if (st) rc = cli_report(st);

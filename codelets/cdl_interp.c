@@ -238,7 +238,7 @@ static double apply_f(cov_op op, const double *a) {
     case COV_OP_SELECT: return a[0] != 0 ? a[1] : a[2];
     case COV_OP_FLOOR: return floor(a[0]);
     case COV_OP_CEIL: return ceil(a[0]);
-    case COV_OP_ROUND: return cov_round_even(a[0]);
+    case COV_OP_ROUND: return common_round_even(a[0]);
     case COV_OP_SIGN: return a[0] > 0 ? 1.0 : a[0] < 0 ? -1.0 : a[0];
     case COV_OP_SIN: return sin(a[0]);
     case COV_OP_COS: return cos(a[0]);
@@ -254,7 +254,7 @@ static double apply_f(cov_op op, const double *a) {
     case COV_OP_EQ: return a[0] == a[1];
     case COV_OP_LT: return a[0] < a[1];
     case COV_OP_LE: return a[0] <= a[1];
-    case COV_OP_MOD: return cov_mod_floor(a[0], a[1]);
+    case COV_OP_MOD: return common_mod_floor(a[0], a[1]);
     case COV_OP_FMOD: return fmod(a[0], a[1]);
     case COV_OP_CAST:
     case COV_OP_COPY: return a[0];

@@ -24,12 +24,12 @@
 
 /* a command-line option and its value ("--vary pe_array.dims"), formatted
  * into buf (the statement's compound literal in COV_AT_OPTION) */
-static inline const cov_loc *cov_at_option_(cov_loc *l, char *buf, size_t size, const char *opt,
+static inline const cov_loc *common_at_option_(cov_loc *l, char *buf, size_t size, const char *opt,
                                             const char *value) {
   snprintf(buf, size, "%s %s", opt, value);
   l->path = buf;
   return l;
 }
-#define COV_AT_OPTION(opt, value) cov_at_option_(&(cov_loc){0}, (char[512]){0}, 512, (opt), (value))
+#define COV_AT_OPTION(opt, value) common_at_option_(&(cov_loc){0}, (char[512]){0}, 512, (opt), (value))
 
 #endif

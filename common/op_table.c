@@ -57,7 +57,7 @@ float common_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_RELU: return a > 0 ? a : 0.0f;
     case COV_OP_FLOOR: return floorf(a);
     case COV_OP_CEIL: return ceilf(a);
-    case COV_OP_ROUND: return (float)cov_round_even(a);
+    case COV_OP_ROUND: return (float)common_round_even(a);
     case COV_OP_SIGN: return a > 0 ? 1.0f : a < 0 ? -1.0f : a;
     case COV_OP_SIN: return sinf(a);
     case COV_OP_COS: return cosf(a);
@@ -73,7 +73,7 @@ float common_op_eval_f32(cov_op op, float a, float b) {
     case COV_OP_EQ: return a == b ? 1.0f : 0.0f;
     case COV_OP_LT: return a < b ? 1.0f : 0.0f;
     case COV_OP_LE: return a <= b ? 1.0f : 0.0f;
-    case COV_OP_MOD: return (float)cov_mod_floor(a, b);
+    case COV_OP_MOD: return (float)common_mod_floor(a, b);
     case COV_OP_FMOD: return fmodf(a, b);
     case COV_OP_RELU_MIN: { /* exactly max(a, 0) then min(., b), as the two ops */
       float t = a > 0 ? a : 0.0f;
@@ -83,7 +83,7 @@ float common_op_eval_f32(cov_op op, float a, float b) {
   }
 }
 
-double cov_round_even(double a) {
+double common_round_even(double a) {
   /* Not rint/nearbyint: their result depends on the caller's rounding mode. */
   if (!isfinite(a)) return a;
   double r = floor(a), d = a - r; /* exact */
@@ -91,7 +91,7 @@ double cov_round_even(double a) {
   return r;
 }
 
-double cov_mod_floor(double a, double b) {
+double common_mod_floor(double a, double b) {
   double r = fmod(a, b);
   if (r != 0.0 && ((r < 0) != (b < 0))) r += b;
   return r;

@@ -37,8 +37,8 @@ float common_round_half_even_f32(float v);
 
 /* Round half to even (ONNX Round, numpy's round), independent of the
  * floating-point environment's rounding mode. */
-double cov_round_even(double a);
+double common_round_even(double a);
 /* a mod b with the sign of b (Python's %, ONNX Mod with fmod=0). */
-double cov_mod_floor(double a, double b);
+double common_mod_floor(double a, double b);
 
 #endif

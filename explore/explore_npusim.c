@@ -53,7 +53,7 @@ static cov_status npusim_eval(const cov_acg *g, const explore_layer *l, const ex
 
 const explore_evaluator explore_npusim = {
     .name = "npusim",
-    .about = "cycles simulated by npu-sim running the program generated for the mapper's best "
+    .about = "cycles simulated by the NPU simulator running the program generated for the mapper's best "
              "schedule, and its energy from the ACG's energies (suite layers only)",
     .eval = npusim_eval,
     .suite_only = 1,

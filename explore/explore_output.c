@@ -4,8 +4,6 @@
  * Both CSVs are rebuilt whole, in design-index order, from rows/<id>.txt and
  * study.txt alone, and written atomically. So a run, a resumed run, a run
  * with any -j and a merge of shards all produce the same bytes.
- *
- * long: explore_output_write merges the rows into results.csv, the Pareto fronts and the summary in one pass over the designs
  */
 #include <errno.h>
 #include <math.h>
@@ -223,6 +221,106 @@ void explore_notify(cov_explore_event_fn on_event, void *user, cov_explore_event
   on_event(user, &ev);
 }
 
+/* A failed design's warning: its id, values and message. */
+static void warn_failed(const study_desc *d, int i, const char *id, const design_sum *ds,
+                        cov_explore_event_fn on_event, void *user) {
+  char vals[512] = "";
+  int which[EXPLORE_MAX_VARY];
+  explore_design_values(d->n_values, d->n_vary, i, which);
+  for (int v = 0; v < d->n_vary; v++)
+    snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s=%s", v ? ", " : "", d->param[v],
+             d->values[v][which[v]]);
+  explore_notify(on_event, user, COV_EXPLORE_WARNING, "design %s (%s) failed: %s", id, vals,
+                 ds->error ? ds->error : "(no message)");
+}
+
+/* results.csv into rf: its header, then every design's rows (those in this
+ * folder) in index order, each design's figures into sum[i]. */
+static cov_status read_designs(const char *dir, const study_desc *d, design_sum *sum, FILE *rf,
+                               int *n_failed, cov_explore_event_fn on_event, void *user) {
+  char path[4200];
+  fprintf(rf, "design");
+  for (int v = 0; v < d->n_vary; v++) fprintf(rf, ","), csv_field(rf, d->param[v]);
+  fprintf(rf, ",layer,op,evaluator,cycles,time_us,macs,utilisation");
+  for (int i = 0; i < d->n_storage; i++) fprintf(rf, ",bytes_%s", d->storage[i]);
+  fprintf(rf, ",energy_pj,area_mm2\n");
+  for (int i = 0; i < d->n_designs; i++) {
+    char id[32];
+    explore_design_id(d->n_designs, i, id, sizeof id);
+    snprintf(path, sizeof path, "%s/rows/%s.txt", dir, id);
+    char *text = NULL;
+    COV_RETURN_IF_ERROR(explore_read_file(path, &text, NULL));
+    if (!text) continue; /* another shard's design, or not run yet */
+    design_sum *ds = &sum[i];
+    cov_status st = read_design(d, i, path, text, ds, rf);
+    free(text);
+    if (st) return st;
+    if (!ds->ok) {
+      (*n_failed)++;
+      if (on_event) warn_failed(d, i, id, ds, on_event, user);
+    }
+  }
+  return NULL;
+}
+
+/* Design i's line of summary.csv; pa, pe: the Pareto flags. */
+static void summary_row(FILE *sf, const study_desc *d, int i, const design_sum *ds, const int *pa,
+                        const int *pe) {
+  char id[32];
+  explore_design_id(d->n_designs, i, id, sizeof id);
+  int which[EXPLORE_MAX_VARY];
+  explore_design_values(d->n_values, d->n_vary, i, which);
+  fprintf(sf, "%s", id);
+  for (int v = 0; v < d->n_vary; v++) fprintf(sf, ","), csv_field(sf, d->values[v][which[v]]);
+  fprintf(sf, ",%s,%s,%d,", ds->ok ? "ok" : "failed", ds->evaluator ? ds->evaluator : "", ds->layers);
+  if (ds->ok && ds->layers) {
+    explore_csv_num(sf, ds->cycles, 1);
+    fprintf(sf, ",%.6g,%.6g,%.6f,", ds->time_us, exp(ds->log_cycles / ds->layers),
+            ds->util_cycles / ds->cycles);
+    explore_csv_num(sf, ds->energy, 0);
+    fprintf(sf, ",");
+    explore_csv_num(sf, ds->area, 0);
+    fprintf(sf, ",%d,%d,", pa[i], pe[i]);
+  } else {
+    /* the 8 empty figures, total_cycles to pareto_cycles_energy */
+    fprintf(sf, ",,,,,,,,");
+  }
+  csv_field(sf, ds->note ? ds->note : "");
+  fprintf(sf, ",");
+  csv_field(sf, ds->error ? ds->error : "");
+  fprintf(sf, "\n");
+}
+
+/* summary.csv into sf: the Pareto fronts over the designs that ran (in
+ * this folder), then a line per design. */
+static cov_status write_summary(FILE *sf, const study_desc *d, const design_sum *sum) {
+  cov_status st = NULL;
+  double *cyc = calloc((size_t)d->n_designs, sizeof *cyc);
+  double *area = calloc((size_t)d->n_designs, sizeof *area);
+  double *en = calloc((size_t)d->n_designs, sizeof *en);
+  int *pa = calloc((size_t)d->n_designs, sizeof *pa), *pe = calloc((size_t)d->n_designs, sizeof *pe);
+  if (!cyc || !area || !en || !pa || !pe) {
+    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  } else {
+    for (int i = 0; i < d->n_designs; i++) {
+      int use = sum[i].present && sum[i].ok;
+      cyc[i] = use ? sum[i].cycles : NAN;
+      area[i] = use ? sum[i].area : NAN;
+      en[i] = use ? sum[i].energy : NAN;
+    }
+    explore_pareto(cyc, area, d->n_designs, pa);
+    explore_pareto(cyc, en, d->n_designs, pe);
+    fprintf(sf, "design");
+    for (int v = 0; v < d->n_vary; v++) fprintf(sf, ","), csv_field(sf, d->param[v]);
+    fprintf(sf, ",status,evaluator,layers,total_cycles,total_time_us,geomean_cycles,utilisation,"
+                "energy_pj,area_mm2,pareto_cycles_area,pareto_cycles_energy,derived,error\n");
+    for (int i = 0; i < d->n_designs; i++)
+      if (sum[i].present) summary_row(sf, d, i, &sum[i], pa, pe);
+  }
+  free(cyc), free(area), free(en), free(pa), free(pe);
+  return st;
+}
+
 cov_status explore_output_write(const char *dir, const char *key, cov_explore_event_fn on_event, void *user) {
   char path[4200];
   snprintf(path, sizeof path, "%s/study.txt", dir);
@@ -240,99 +338,13 @@ cov_status explore_output_write(const char *dir, const char *key, cov_explore_ev
   size_t res_size = 0, smy_size = 0;
   FILE *rf = open_memstream(&res, &res_size);
   FILE *sf = open_memstream(&smy, &smy_size);
-  if (!sum || !rf || !sf) {
-    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    goto done;
-  }
-  fprintf(rf, "design");
-  for (int v = 0; v < d.n_vary; v++) fprintf(rf, ","), csv_field(rf, d.param[v]);
-  fprintf(rf, ",layer,op,evaluator,cycles,time_us,macs,utilisation");
-  for (int i = 0; i < d.n_storage; i++) fprintf(rf, ",bytes_%s", d.storage[i]);
-  fprintf(rf, ",energy_pj,area_mm2\n");
-
   int n_failed = 0;
-  for (int i = 0; i < d.n_designs && !st; i++) {
-    char id[32];
-    explore_design_id(d.n_designs, i, id, sizeof id);
-    snprintf(path, sizeof path, "%s/rows/%s.txt", dir, id);
-    char *text = NULL;
-    if ((st = explore_read_file(path, &text, NULL))) break;
-    if (!text) continue; /* another shard's design, or not run yet */
-    design_sum *ds = &sum[i];
-    st = read_design(&d, i, path, text, ds, rf);
-    free(text);
-    if (st) break;
-    if (!ds->ok) {
-      n_failed++;
-      if (on_event) {
-        char vals[512] = "";
-        int which[EXPLORE_MAX_VARY];
-        explore_design_values(d.n_values, d.n_vary, i, which);
-        for (int v = 0; v < d.n_vary; v++)
-          snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s=%s", v ? ", " : "", d.param[v],
-                   d.values[v][which[v]]);
-        explore_notify(on_event, user, COV_EXPLORE_WARNING, "design %s (%s) failed: %s", id, vals,
-                       ds->error ? ds->error : "(no message)");
-      }
-    }
-  }
-  if (st) goto done;
-
-  /* Pareto fronts over the designs that ran (in this folder). */
-  double *cyc = calloc((size_t)d.n_designs, sizeof *cyc);
-  double *area = calloc((size_t)d.n_designs, sizeof *area);
-  double *en = calloc((size_t)d.n_designs, sizeof *en);
-  int *pa = calloc((size_t)d.n_designs, sizeof *pa), *pe = calloc((size_t)d.n_designs, sizeof *pe);
-  if (!cyc || !area || !en || !pa || !pe) {
-    st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  } else {
-    for (int i = 0; i < d.n_designs; i++) {
-      int use = sum[i].present && sum[i].ok;
-      cyc[i] = use ? sum[i].cycles : NAN;
-      area[i] = use ? sum[i].area : NAN;
-      en[i] = use ? sum[i].energy : NAN;
-    }
-    explore_pareto(cyc, area, d.n_designs, pa);
-    explore_pareto(cyc, en, d.n_designs, pe);
-    fprintf(sf, "design");
-    for (int v = 0; v < d.n_vary; v++) fprintf(sf, ","), csv_field(sf, d.param[v]);
-    fprintf(sf, ",status,evaluator,layers,total_cycles,total_time_us,geomean_cycles,utilisation,"
-                "energy_pj,area_mm2,pareto_cycles_area,pareto_cycles_energy,derived,error\n");
-    for (int i = 0; i < d.n_designs; i++) {
-      design_sum *ds = &sum[i];
-      if (!ds->present) continue;
-      char id[32];
-      explore_design_id(d.n_designs, i, id, sizeof id);
-      int which[EXPLORE_MAX_VARY];
-      explore_design_values(d.n_values, d.n_vary, i, which);
-      fprintf(sf, "%s", id);
-      for (int v = 0; v < d.n_vary; v++) fprintf(sf, ","), csv_field(sf, d.values[v][which[v]]);
-      fprintf(sf, ",%s,%s,%d,", ds->ok ? "ok" : "failed", ds->evaluator ? ds->evaluator : "",
-              ds->layers);
-      if (ds->ok && ds->layers) {
-        explore_csv_num(sf, ds->cycles, 1);
-        fprintf(sf, ",%.6g,%.6g,%.6f,", ds->time_us, exp(ds->log_cycles / ds->layers),
-                ds->util_cycles / ds->cycles);
-        explore_csv_num(sf, ds->energy, 0);
-        fprintf(sf, ",");
-        explore_csv_num(sf, ds->area, 0);
-        fprintf(sf, ",%d,%d,", pa[i], pe[i]);
-      } else {
-        /* the 8 empty figures, total_cycles to pareto_cycles_energy */
-        fprintf(sf, ",,,,,,,,");
-      }
-      csv_field(sf, ds->note ? ds->note : "");
-      fprintf(sf, ",");
-      csv_field(sf, ds->error ? ds->error : "");
-      fprintf(sf, "\n");
-    }
-  }
-  free(cyc), free(area), free(en), free(pa), free(pe);
+  if (!sum || !rf || !sf) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  if (!st) st = read_designs(dir, &d, sum, rf, &n_failed, on_event, user);
+  if (!st) st = write_summary(sf, &d, sum);
   if (!st && n_failed)
     explore_notify(on_event, user, COV_EXPLORE_WARNING, "%d design(s) failed; the others ran (see summary.csv)",
                    n_failed);
-
-done:
   if (rf) fclose(rf);
   if (sf) fclose(sf);
   if (!st) {

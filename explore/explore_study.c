@@ -10,8 +10,6 @@
  * order (explore_output.c), which is what makes the output independent of
  * -j, shards and interruptions. Workers are processes rather than threads so
  * that an evaluator that crashes or leaks takes only its own design down.
- *
- * long: run_study schedules the designs over worker processes (fork, lock, reap, resume), one loop over their states
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -411,9 +409,10 @@ static cov_status reap_own(const pid_t *pids, int n, const char *out_dir, int *s
   }
 }
 
-static cov_status run_study(const cov_explore_options *o) {
-  explore_study *s = NULL;
-  COV_RETURN_IF_ERROR(explore_study_open(o, &s));
+/* The study's folder: its subfolders, its key (study.txt, checked or
+ * written under the folder's lock) and no temporaries left by a killed
+ * run. */
+static cov_status prepare_folder(explore_study *s, const cov_explore_options *o) {
   char dir[4200];
   cov_status st = explore_mkdir_p(o->out_dir);
   snprintf(dir, sizeof dir, "%s/rows", o->out_dir);
@@ -427,126 +426,178 @@ static cov_status run_study(const cov_explore_options *o) {
   if (!st) st = check_or_write_key(s);
   if (!st) st = explore_remove_temporaries(o->out_dir);
   unlock(&folder_fd);
-  if (st) {
-    explore_study_free(s);
-    return st;
-  }
-  int n_shards = o->n_shards > 0 ? o->n_shards : 1, shard = o->n_shards > 0 ? o->shard : 0;
-  int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (jobs < 1) jobs = 1;
+  return st;
+}
 
-  int total = 0, done = 0, resumed = 0;
-  char *resumed_here = calloc((size_t)s->n_designs, 1); /* done before this run began */
-  if (!resumed_here) {
-    explore_study_free(s);
-    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+/* The designs of this run over its worker slots: which comes next, which
+ * another run held (waited for at the end), each slot's worker and design
+ * lock, and the counts the progress and the closing note report. */
+typedef struct sched {
+  explore_study *s;
+  const cov_explore_options *o;
+  int n_shards, jobs;
+  int next, running, total, done, resumed, crashed;
+  char *resumed_here; /* done before this run began */
+  int *later;         /* designs another run held when we came to them */
+  int n_later, waiting, shared, evaluated;
+  pid_t *pids;
+  int *fds;
+} sched;
+
+/* A forked worker: evaluates design i, reports a failure, exits. */
+static _Noreturn void worker(const sched *q, int i) {
+  /* the other designs' locks are the parent's to release */
+  for (int j = 0; j < q->jobs; j++)
+    if (q->fds[j] >= 0) close(q->fds[j]);
+  cov_status cs = run_design(q->s, i);
+  if (cs && q->o->on_event) {
+    cov_explore_event ev = {.kind = COV_EXPLORE_WARNING, .status = cs};
+    q->o->on_event(q->o->event_user, &ev);
   }
-  for (int i = shard; i < s->n_designs; i += n_shards) {
-    total++;
-    if (design_done(s, i)) done++, resumed++, resumed_here[i] = 1;
+  int code = cs ? 1 : 0;
+  cov_status_free(cs);
+  fflush(stderr);
+  _exit(code);
+}
+
+/* Takes the next design (or one another run held, once the others are
+ * started) and starts a worker on it where it is not done and its lock is
+ * free. */
+static cov_status start_one(sched *q) {
+  explore_study *s = q->s;
+  int i, wait = q->next >= s->n_designs;
+  if (!wait) {
+    i = q->next;
+    q->next += q->n_shards;
+  } else {
+    i = q->later[q->waiting++]; /* another run had it: wait for its lock */
   }
-  double t0 = now_s();
-  if (resumed)
-    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "resuming, %d of %d designs already done", resumed,
-                   total);
-  int running = 0, crashed = 0, next = shard;
-  /* designs another run held when we came to them: waited for at the end */
-  int *later = calloc((size_t)s->n_designs, sizeof *later);
-  pid_t *pids = calloc((size_t)jobs, sizeof *pids);
-  int *fds = calloc((size_t)jobs, sizeof *fds);
-  int n_later = 0, waiting = 0, shared = 0, evaluated = 0;
-  if (!later || !pids || !fds) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  for (int j = 0; fds && j < jobs; j++) fds[j] = -1;
+  if (design_done(s, i)) {
+    if (!q->resumed_here[i]) q->done++, q->shared++; /* another run finished it meanwhile */
+    return NULL;
+  }
+  int fd = -1;
+  COV_RETURN_IF_ERROR(lock_design(s, i, wait, &fd));
+  if (fd < 0) {
+    q->later[q->n_later++] = i;
+    return NULL;
+  }
+  if (design_done(s, i)) { /* finished by the run that held it */
+    q->done++, q->shared++;
+    unlock(&fd);
+    return NULL;
+  }
+  int slot = 0;
+  while (slot < q->jobs && q->pids[slot]) slot++;
+  if (slot == q->jobs) { /* cannot happen: running < jobs means a free slot */
+    unlock(&fd);
+    return cov_error(COV_INTERNAL, COV_AT_FILE(q->o->out_dir), "explore: no free worker slot");
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    unlock(&fd);
+    q->next = s->n_designs;
+    return cov_error(COV_IO_ERROR, COV_AT_FILE(q->o->out_dir), "fork failed: %s", strerror(errno));
+  }
+  if (pid == 0) worker(q, i);
+  q->pids[slot] = pid, q->fds[slot] = fd, q->evaluated++;
+  q->running++;
+  return NULL;
+}
+
+/* Keeps the slots busy until every design of this run is done or an
+ * error (st, or one on the way) stops it; each ended worker is counted
+ * done or crashed. */
+static cov_status run_designs(sched *q, double t0, cov_status st) {
+  explore_study *s = q->s;
   fflush(stdout);
   fflush(stderr);
-  while (!st && (next < s->n_designs || running > 0 || waiting < n_later)) {
-    while (running < jobs && (next < s->n_designs || (running == 0 && waiting < n_later))) {
-      int i, wait = next >= s->n_designs;
-      if (!wait) {
-        i = next;
-        next += n_shards;
-      } else {
-        i = later[waiting++]; /* another run had it: wait for its lock */
-      }
-      if (design_done(s, i)) {
-        if (!resumed_here[i]) done++, shared++; /* another run finished it meanwhile */
-        continue;
-      }
-      int fd = -1;
-      if ((st = lock_design(s, i, wait, &fd))) break;
-      if (fd < 0) {
-        later[n_later++] = i;
-        continue;
-      }
-      if (design_done(s, i)) { /* finished by the run that held it */
-        done++, shared++;
-        unlock(&fd);
-        continue;
-      }
-      int slot = 0;
-      while (slot < jobs && pids[slot]) slot++;
-      if (slot == jobs) { /* cannot happen: running < jobs means a free slot */
-        unlock(&fd);
-        st = cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir), "explore: no free worker slot");
-        break;
-      }
-      pid_t pid = fork();
-      if (pid < 0) {
-        unlock(&fd);
-        st = cov_error(COV_IO_ERROR, COV_AT_FILE(o->out_dir), "fork failed: %s", strerror(errno));
-        next = s->n_designs;
-        break;
-      }
-      if (pid > 0) pids[slot] = pid, fds[slot] = fd, evaluated++;
-      if (pid == 0) {
-        /* the other designs' locks are the parent's to release */
-        for (int j = 0; j < jobs; j++)
-          if (fds[j] >= 0) close(fds[j]);
-        cov_status cs = run_design(s, i);
-        if (cs && o->on_event) {
-          cov_explore_event ev = {.kind = COV_EXPLORE_WARNING, .status = cs};
-          o->on_event(o->event_user, &ev);
-        }
-        int code = cs ? 1 : 0;
-        cov_status_free(cs);
-        fflush(stderr);
-        _exit(code);
-      }
-      running++;
-    }
-    if (running == 0) break;
+  while (!st && (q->next < s->n_designs || q->running > 0 || q->waiting < q->n_later)) {
+    while (q->running < q->jobs &&
+           (q->next < s->n_designs || (q->running == 0 && q->waiting < q->n_later)))
+      if ((st = start_one(q))) break;
+    if (q->running == 0) break;
     int wst = 0, j = 0;
-    if ((st = reap_own(pids, jobs, o->out_dir, &j, &wst))) break;
-    running--;
-    pids[j] = 0;
-    unlock(&fds[j]);
-    if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) done++;
-    else crashed++;
-    progress(s, done, total, resumed, t0, 0);
+    cov_status rs = reap_own(q->pids, q->jobs, q->o->out_dir, &j, &wst);
+    if (rs) {
+      st = cov_status_join(st, rs);
+      break;
+    }
+    q->running--;
+    q->pids[j] = 0;
+    unlock(&q->fds[j]);
+    if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) q->done++;
+    else q->crashed++;
+    progress(s, q->done, q->total, q->resumed, t0, 0);
   }
-  progress(s, done, total, resumed, t0, 1);
-  if (crashed)
+  progress(s, q->done, q->total, q->resumed, t0, 1);
+  return st;
+}
+
+/* After the designs: the crashed ones' error, the workers still running
+ * (after an error) reaped, the locks released, the closing note. */
+static cov_status finish_designs(sched *q, cov_status st) {
+  const cov_explore_options *o = q->o;
+  if (q->crashed)
     st = cov_status_join(st, cov_error(COV_INTERNAL, COV_AT_FILE(o->out_dir),
                                        "explore: %d design(s) did not complete (worker failed); "
                                        "run the same command again to retry them",
-                                       crashed));
-  for (int j = 0; pids && j < jobs; j++) { /* after an error: reap the workers still running */
+                                       q->crashed));
+  for (int j = 0; q->pids && j < q->jobs; j++) { /* after an error: reap the workers still running */
     int wst;
-    while (pids[j] > 0 && waitpid(pids[j], &wst, 0) < 0 && errno == EINTR) {
+    while (q->pids[j] > 0 && waitpid(q->pids[j], &wst, 0) < 0 && errno == EINTR) {
     }
-    pids[j] = 0;
+    q->pids[j] = 0;
   }
-  for (int j = 0; fds && j < jobs; j++) unlock(&fds[j]);
-  free(later), free(pids), free(fds), free(resumed_here);
+  for (int j = 0; q->fds && j < q->jobs; j++) unlock(&q->fds[j]);
   if (o->on_event) {
     char text[200];
     snprintf(text, sizeof text,
              "%d design(s) evaluated here, %d by another run of this study at the same time, %d "
              "done before",
-             evaluated, shared, resumed);
+             q->evaluated, q->shared, q->resumed);
     cov_explore_event ev = {.kind = COV_EXPLORE_NOTE, .text = text};
     o->on_event(o->event_user, &ev);
   }
+  return st;
+}
+
+static cov_status run_study(const cov_explore_options *o) {
+  explore_study *s = NULL;
+  COV_RETURN_IF_ERROR(explore_study_open(o, &s));
+  cov_status st = prepare_folder(s, o);
+  if (st) {
+    explore_study_free(s);
+    return st;
+  }
+  sched q = {.s = s, .o = o};
+  q.n_shards = o->n_shards > 0 ? o->n_shards : 1;
+  int shard = o->n_shards > 0 ? o->shard : 0;
+  q.jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (q.jobs < 1) q.jobs = 1;
+  q.resumed_here = calloc((size_t)s->n_designs, 1);
+  if (!q.resumed_here) {
+    explore_study_free(s);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  for (int i = shard; i < s->n_designs; i += q.n_shards) {
+    q.total++;
+    if (design_done(s, i)) q.done++, q.resumed++, q.resumed_here[i] = 1;
+  }
+  double t0 = now_s();
+  if (q.resumed)
+    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "resuming, %d of %d designs already done",
+                   q.resumed, q.total);
+  q.next = shard;
+  q.later = calloc((size_t)s->n_designs, sizeof *q.later);
+  q.pids = calloc((size_t)q.jobs, sizeof *q.pids);
+  q.fds = calloc((size_t)q.jobs, sizeof *q.fds);
+  if (!q.later || !q.pids || !q.fds) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int j = 0; q.fds && j < q.jobs; j++) q.fds[j] = -1;
+  st = run_designs(&q, t0, st);
+  st = finish_designs(&q, st);
+  free(q.later), free(q.pids), free(q.fds), free(q.resumed_here);
+  int folder_fd = -1;
   if (!st) st = lock_folder(s, &folder_fd);
   if (!st) st = explore_output_write(o->out_dir, s->key, o->on_event, o->event_user);
   unlock(&folder_fd);

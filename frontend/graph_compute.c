@@ -32,7 +32,7 @@ cov_status graph_check_numeric(const graph *g, const graph_node *n, const graph_
                           v->name, cov_dtype_name(v->dtype), n->op_type);
 }
 
-cov_status lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, graph_value *out) {
+cov_status graph_lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, graph_value *out) {
   int64_t got = cov_tensor_numel(y), want = graph_numel(out);
   if (y->dtype != out->dtype || got != want) {
     char buf[128];
@@ -48,7 +48,7 @@ cov_status lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, graph_
 }
 
 /* A converted copy of v (f32 for the int Pow path, param dtypes for BN). */
-cov_status lower_cast_copy(const graph *g, const graph_node *n, const graph_value *v, cov_dtype to,
+cov_status graph_lower_cast_copy(const graph *g, const graph_node *n, const graph_value *v, cov_dtype to,
                             graph_value *tmp) {
   *tmp = *v;
   tmp->dtype = to;
@@ -61,7 +61,7 @@ cov_status lower_cast_copy(const graph *g, const graph_node *n, const graph_valu
   return NULL;
 }
 
-int lower_single(const char *name, const char **names, int max) {
+int graph_lower_single(const char *name, const char **names, int max) {
   if (max < 1) return 0;
   names[0] = name;
   return 1;
@@ -79,7 +79,7 @@ static const char *binary_codelet(const char *op) {
 }
 
 /* y = codelet(a, b) broadcast to odims (which the caller inferred). */
-cov_status lower_binary(graph_exec *x, const graph_node *n, const char *codelet,
+cov_status graph_lower_binary(graph_exec *x, const graph_node *n, const char *codelet,
                              const graph_value *a, const graph_value *b, int r,
                              const int64_t *odims, cov_tensor *y) {
   int64_t ga[COV_MAX_RANK], gb[COV_MAX_RANK];
@@ -147,12 +147,12 @@ cov_status graph_exec_binary(graph_exec *x, const graph_node *n, graph_value *co
                              graph_value *const *out) {
   cov_tensor y;
   COV_RETURN_IF_ERROR(
-      lower_binary(x, n, binary_codelet(n->op_type), in[0], in[1], out[0]->rank, out[0]->dims, &y));
-  return lower_adopt(x, n, &y, out[0]);
+      graph_lower_binary(x, n, binary_codelet(n->op_type), in[0], in[1], out[0]->rank, out[0]->dims, &y));
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_binary(const graph_node *n, const char **names, int max) {
-  return lower_single(binary_codelet(n->op_type), names, max);
+  return graph_lower_single(binary_codelet(n->op_type), names, max);
 }
 
 /* Pow: from opset 12 the exponent may have another dtype than the base. A
@@ -181,15 +181,15 @@ cov_status graph_exec_pow(graph_exec *x, const graph_node *n, graph_value *const
   graph_value tb = {0}, te = {0};
   cov_status st = NULL;
   if (base.dtype != work) {
-    st = lower_cast_copy(x->g, n, in[0], work, &tb);
+    st = graph_lower_cast_copy(x->g, n, in[0], work, &tb);
     base = tb;
   }
   if (!st && expo.dtype != work) {
-    st = lower_cast_copy(x->g, n, in[1], work, &te);
+    st = graph_lower_cast_copy(x->g, n, in[1], work, &te);
     expo = te;
   }
   cov_tensor y = {0};
-  if (!st) st = lower_binary(x, n, "pow", &base, &expo, out[0]->rank, out[0]->dims, &y);
+  if (!st) st = graph_lower_binary(x, n, "pow", &base, &expo, out[0]->rank, out[0]->dims, &y);
   free(tb.data);
   free(te.data);
   COV_RETURN_IF_ERROR(st);
@@ -197,18 +197,18 @@ cov_status graph_exec_pow(graph_exec *x, const graph_node *n, graph_value *const
     graph_value yv = {.name = out[0]->name, .dtype = work, .rank = y.rank, .data = y.data};
     memcpy(yv.dims, y.shape, sizeof y.shape);
     graph_value conv;
-    st = lower_cast_copy(x->g, n, &yv, out[0]->dtype, &conv);
+    st = graph_lower_cast_copy(x->g, n, &yv, out[0]->dtype, &conv);
     cov_tensor_release(&y);
     COV_RETURN_IF_ERROR(st);
     out[0]->data = conv.data;
     return NULL;
   }
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_pow(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("pow", names, max);
+  return graph_lower_single("pow", names, max);
 }
 
 /* Max and Min take one or more inputs, reduced pairwise with broadcasting. */
@@ -243,7 +243,7 @@ cov_status graph_exec_variadic(graph_exec *x, const graph_node *n, graph_value *
     int64_t d[COV_MAX_RANK];
     cov_status st = graph_broadcast(x->g, n, &acc, in[i], &r, d);
     cov_tensor y = {0};
-    if (!st) st = lower_binary(x, n, binary_codelet(n->op_type), &acc, in[i], r, d, &y);
+    if (!st) st = graph_lower_binary(x, n, binary_codelet(n->op_type), &acc, in[i], r, d, &y);
     free(owned);
     COV_RETURN_IF_ERROR(st);
     owned = y.data;
@@ -276,13 +276,13 @@ static bool float_only(const char *op) {
 }
 
 /* y = codelet(x) on the flattened tensor. */
-cov_status lower_unary(graph_exec *x, const graph_node *n, const char *codelet,
+cov_status graph_lower_unary(graph_exec *x, const graph_node *n, const char *codelet,
                             const cov_attr *attrs, size_t na, const graph_value *v,
                             graph_value *out) {
   int64_t l = graph_numel(v);
   cov_tensor t = graph_view_as(v, 1, &l), y;
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, codelet, attrs, na, &t, 1, &y, 1));
-  return lower_adopt(x, n, &y, out);
+  return graph_lower_adopt(x, n, &y, out);
 }
 
 cov_status graph_infer_unary(const graph *g, const graph_node *n, graph_value *const *in,
@@ -297,11 +297,11 @@ cov_status graph_infer_unary(const graph *g, const graph_node *n, graph_value *c
 
 cov_status graph_exec_unary(graph_exec *x, const graph_node *n, graph_value *const *in,
                             graph_value *const *out) {
-  return lower_unary(x, n, unary_codelet(n->op_type), NULL, 0, in[0], out[0]);
+  return graph_lower_unary(x, n, unary_codelet(n->op_type), NULL, 0, in[0], out[0]);
 }
 
 int graph_codelets_unary(const graph_node *n, const char **names, int max) {
-  return lower_single(unary_codelet(n->op_type), names, max);
+  return graph_lower_single(unary_codelet(n->op_type), names, max);
 }
 
 /* Clip: min/max attributes before opset 11, optional scalar inputs after. */
@@ -355,13 +355,13 @@ cov_status graph_exec_clip(graph_exec *x, const graph_node *n, graph_value *cons
   double lo, hi;
   bool known;
   COV_RETURN_IF_ERROR(clip_bounds(x->g, n, in, &lo, &hi, &known));
-  cov_attr a[2] = {lower_attr_f("lo", lo), lower_attr_f("hi", hi)};
-  return lower_unary(x, n, "clip", a, 2, in[0], out[0]);
+  cov_attr a[2] = {graph_lower_attr_f("lo", lo), graph_lower_attr_f("hi", hi)};
+  return graph_lower_unary(x, n, "clip", a, 2, in[0], out[0]);
 }
 
 int graph_codelets_clip(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("clip", names, max);
+  return graph_lower_single("clip", names, max);
 }
 
 cov_status graph_infer_leaky_relu(const graph *g, const graph_node *n, graph_value *const *in,
@@ -377,13 +377,13 @@ cov_status graph_exec_leaky_relu(graph_exec *x, const graph_node *n, graph_value
                                  graph_value *const *out) {
   float alpha;
   COV_RETURN_IF_ERROR(graph_attr_float(x->g, n, "alpha", 0.01f, &alpha));
-  cov_attr a = lower_attr_f("alpha", alpha);
-  return lower_unary(x, n, "leaky_relu", &a, 1, in[0], out[0]);
+  cov_attr a = graph_lower_attr_f("alpha", alpha);
+  return graph_lower_unary(x, n, "leaky_relu", &a, 1, in[0], out[0]);
 }
 
 int graph_codelets_leaky_relu(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("leaky_relu", names, max);
+  return graph_lower_single("leaky_relu", names, max);
 }
 
 static cov_status gelu_codelet(const graph *g, const graph_node *n, const char **name) {
@@ -415,12 +415,12 @@ cov_status graph_exec_gelu(graph_exec *x, const graph_node *n, graph_value *cons
                            graph_value *const *out) {
   const char *name = NULL; /* set on success (gcc -O3 cannot see it) */
   COV_RETURN_IF_ERROR(gelu_codelet(x->g, n, &name));
-  return lower_unary(x, n, name, NULL, 0, in[0], out[0]);
+  return graph_lower_unary(x, n, name, NULL, 0, in[0], out[0]);
 }
 
 int graph_codelets_gelu(const graph_node *n, const char **names, int max) {
   const graph_attr *a = graph_attr_find(n, "approximate");
-  return lower_single(
+  return graph_lower_single(
       a && a->type == GA_STRING && a->s && strcmp(a->s, "tanh") == 0 ? "gelu_tanh" : "gelu", names,
       max);
 }
@@ -462,7 +462,7 @@ cov_status graph_exec_softmax(graph_exec *x, const graph_node *n, graph_value *c
     int64_t d[2] = {rows, cols};
     cov_tensor t = graph_view_as(v, 2, d), y;
     COV_RETURN_IF_ERROR(graph_call_codelet(x, n, softmax_codelet(n->op_type), NULL, 0, &t, 1, &y, 1));
-    return lower_adopt(x, n, &y, out[0]);
+    return graph_lower_adopt(x, n, &y, out[0]);
   }
   /* Move the axis last, softmax the rows, move it back. */
   int perm[COV_MAX_RANK], inv[COV_MAX_RANK];
@@ -490,7 +490,7 @@ cov_status graph_exec_softmax(graph_exec *x, const graph_node *n, graph_value *c
 }
 
 int graph_codelets_softmax(const graph_node *n, const char **names, int max) {
-  return lower_single(softmax_codelet(n->op_type), names, max);
+  return graph_lower_single(softmax_codelet(n->op_type), names, max);
 }
 
 /* ---- LayerNormalization ----------------------------------------------- */
@@ -598,7 +598,7 @@ static cov_status ln_stats(graph_exec *x, const graph_node *n, const graph_value
   graph_value xf = *xv;
   graph_value cast = {0};
   if (xv->dtype != COV_F32) {
-    COV_RETURN_IF_ERROR(lower_cast_copy(x->g, n, xv, COV_F32, &cast));
+    COV_RETURN_IF_ERROR(graph_lower_cast_copy(x->g, n, xv, COV_F32, &cast));
     xf = cast;
   }
   int64_t rows = p->rows, cols = p->cols;
@@ -644,9 +644,9 @@ static cov_status ln_stats(graph_exec *x, const graph_node *n, const graph_value
     s.shape[0] = 1, s.shape[1] = 1, s.shape[2] = 1, s.shape[3] = rows;
     cov_tensor os[2] = {o, s};
     st = graph_call_codelet(x, n, "div", NULL, 0, os, 2, &inv, 1);
-    if (!st) st = lower_adopt(x, n, &inv, inv_out);
+    if (!st) st = graph_lower_adopt(x, n, &inv, inv_out);
   }
-  if (!st && mean_out) st = lower_adopt(x, n, &mean, mean_out);
+  if (!st && mean_out) st = graph_lower_adopt(x, n, &mean, mean_out);
   free(cast.data);
   cov_tensor_release(&mean);
   cov_tensor_release(&diff);
@@ -670,12 +670,12 @@ cov_status graph_exec_layernorm(graph_exec *x, const graph_node *n, graph_value 
   cov_status st = ln_operand(x, n, in[1], xv, p.axis, p.cols, &ops[1], &own_s);
   if (!st) st = ln_operand(x, n, n->n_in > 2 ? in[2] : NULL, xv, p.axis, p.cols, &ops[2], &own_b);
   cov_tensor y = {0};
-  cov_attr a = lower_attr_f("epsilon", p.eps);
+  cov_attr a = graph_lower_attr_f("epsilon", p.eps);
   if (!st) st = graph_call_codelet(x, n, "layernorm", &a, 1, ops, 3, &y, 1);
   free(own_s);
   free(own_b);
   COV_RETURN_IF_ERROR(st);
-  COV_RETURN_IF_ERROR(lower_adopt(x, n, &y, out[0]));
+  COV_RETURN_IF_ERROR(graph_lower_adopt(x, n, &y, out[0]));
   graph_value *mean = n->n_out > 1 ? out[1] : NULL, *inv = n->n_out > 2 ? out[2] : NULL;
   if (mean || inv) return ln_stats(x, n, xv, &p, mean, inv);
   return NULL;
@@ -684,7 +684,7 @@ cov_status graph_exec_layernorm(graph_exec *x, const graph_node *n, graph_value 
 int graph_codelets_layernorm(const graph_node *n, const char **names, int max) {
   static const char *const stats[] = {"global_avgpool", "sub", "mul", "global_avgpool", "add",
                                       "sqrt",           "div"};
-  int k = lower_single("layernorm", names, max);
+  int k = graph_lower_single("layernorm", names, max);
   bool want = (n->n_out > 1 && n->out[1]) || (n->n_out > 2 && n->out[2]);
   for (size_t i = 0; want && i < sizeof stats / sizeof *stats && k < max; i++) {
     if (i == 6 && !(n->n_out > 2 && n->out[2])) break;
@@ -746,7 +746,7 @@ cov_status graph_exec_batchnorm(graph_exec *x, const graph_node *n, graph_value 
   /* Opset 15 lets the statistics have another float type than X. */
   for (int i = 1; i < 5 && !st; i++) {
     if (in[i]->dtype != v->dtype) {
-      st = lower_cast_copy(x->g, n, in[i], v->dtype, &casts[i]);
+      st = graph_lower_cast_copy(x->g, n, in[i], v->dtype, &casts[i]);
       t[i] = graph_view(&casts[i]);
     } else {
       t[i] = graph_view(in[i]);
@@ -755,14 +755,14 @@ cov_status graph_exec_batchnorm(graph_exec *x, const graph_node *n, graph_value 
   float eps = 1e-5f;
   if (!st) st = graph_attr_float(x->g, n, "epsilon", 1e-5f, &eps);
   cov_tensor y = {0};
-  cov_attr a = lower_attr_f("epsilon", eps);
+  cov_attr a = graph_lower_attr_f("epsilon", eps);
   if (!st) st = graph_call_codelet(x, n, "batchnorm", &a, 1, t, 5, &y, 1);
   for (int i = 1; i < 5; i++) free(casts[i].data);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_batchnorm(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("batchnorm", names, max);
+  return graph_lower_single("batchnorm", names, max);
 }

@@ -109,15 +109,15 @@ cov_status graph_infer_conv(const graph *g, const graph_node *n, graph_value *co
 }
 
 static void conv_attrs(const geom *c, int64_t group, cov_attr *a) {
-  a[0] = lower_attr_i("stride_h", c->s[1]);
-  a[1] = lower_attr_i("stride_w", c->s[2]);
-  a[2] = lower_attr_i("pad_top", c->pb[1]);
-  a[3] = lower_attr_i("pad_left", c->pb[2]);
-  a[4] = lower_attr_i("pad_bottom", c->pe[1] + c->extra[1]);
-  a[5] = lower_attr_i("pad_right", c->pe[2] + c->extra[2]);
-  a[6] = lower_attr_i("dilation_h", c->d[1]);
-  a[7] = lower_attr_i("dilation_w", c->d[2]);
-  a[8] = lower_attr_i("groups", group);
+  a[0] = graph_lower_attr_i("stride_h", c->s[1]);
+  a[1] = graph_lower_attr_i("stride_w", c->s[2]);
+  a[2] = graph_lower_attr_i("pad_top", c->pb[1]);
+  a[3] = graph_lower_attr_i("pad_left", c->pb[2]);
+  a[4] = graph_lower_attr_i("pad_bottom", c->pe[1] + c->extra[1]);
+  a[5] = graph_lower_attr_i("pad_right", c->pe[2] + c->extra[2]);
+  a[6] = graph_lower_attr_i("dilation_h", c->d[1]);
+  a[7] = graph_lower_attr_i("dilation_w", c->d[2]);
+  a[8] = graph_lower_attr_i("groups", group);
 }
 
 /* y = conv2d(x, w) [+ bias], written into out (whose shape is inferred). */
@@ -136,7 +136,7 @@ static cov_status run_conv2d(graph_exec *x, const graph_node *n, const graph_val
     COV_RETURN_IF_ERROR(st);
     y = yb;
   }
-  return lower_adopt(x, n, &y, out);
+  return graph_lower_adopt(x, n, &y, out);
 }
 
 cov_status graph_exec_conv(graph_exec *x, const graph_node *n, graph_value *const *in,
@@ -323,8 +323,8 @@ static cov_status exec_convt3d(graph_exec *x, const graph_node *n, graph_value *
           int64_t from = ((gi * cg + ci) * mg + m) * ka * kr * ks + (ka * kr * ks - 1 - e);
           memcpy((char *)wf.data + (size_t)dst * es, ws + (size_t)from * es, es);
         }
-  cov_attr a[4] = {lower_attr_i("dilation_d", c->d[0]), lower_attr_i("dilation_h", c->d[1]),
-                   lower_attr_i("dilation_w", c->d[2]), lower_attr_i("groups", t->group)};
+  cov_attr a[4] = {graph_lower_attr_i("dilation_d", c->d[0]), graph_lower_attr_i("dilation_h", c->d[1]),
+                   graph_lower_attr_i("dilation_w", c->d[2]), graph_lower_attr_i("groups", t->group)};
   cov_tensor in2[2] = {graph_view(&xp), graph_view(&wf)}, y;
   st = graph_call_codelet(x, n, "conv3d", a, 4, in2, 2, &y, 1);
   free(xp.data);
@@ -340,7 +340,7 @@ static cov_status exec_convt3d(graph_exec *x, const graph_node *n, graph_value *
     COV_RETURN_IF_ERROR(st);
     y = yb;
   }
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_value *const *in,

@@ -34,10 +34,10 @@ cov_status graph_exec_det(graph_exec *x, const graph_node *n, graph_value *const
   int64_t m = v->dims[v->rank - 1], d3[3] = {graph_numel(out[0]), m, m};
   cov_tensor t = graph_view_as(v, 3, d3), y;
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "det", NULL, 0, &t, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_det(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("det", names, max);
+  return graph_lower_single("det", names, max);
 }

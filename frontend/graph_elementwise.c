@@ -111,11 +111,11 @@ static cov_status unary_attrs(const graph *g, const graph_node *n, const uop *u,
     if (d->is_int) {
       int64_t v;
       COV_RETURN_IF_ERROR(graph_attr_int(g, n, d->onnx, (int64_t)d->def, &v));
-      a[(*na)++] = lower_attr_i(d->codelet, v != 0);
+      a[(*na)++] = graph_lower_attr_i(d->codelet, v != 0);
     } else {
       float v;
       COV_RETURN_IF_ERROR(graph_attr_float(g, n, d->onnx, d->def, &v));
-      a[(*na)++] = lower_attr_f(d->codelet, v);
+      a[(*na)++] = graph_lower_attr_f(d->codelet, v);
       if (strcmp(u->op, "Celu") == 0 && !(v != 0))
         return graph_node_error(g, n, COV_INVALID_INPUT, "alpha %g must not be 0 (x / alpha)",
                                 (double)v);
@@ -123,7 +123,7 @@ static cov_status unary_attrs(const graph *g, const graph_node *n, const uop *u,
         if (v < 0)
           return graph_node_error(g, n, COV_INVALID_INPUT, "lambd %g must not be negative",
                                   (double)v);
-        a[(*na)++] = lower_attr_f("nlambd", -(double)v);
+        a[(*na)++] = graph_lower_attr_f("nlambd", -(double)v);
       }
     }
   }
@@ -149,12 +149,12 @@ cov_status graph_exec_unary_ext(graph_exec *x, const graph_node *n, graph_value 
   cov_attr a[4];
   size_t na;
   COV_RETURN_IF_ERROR(unary_attrs(x->g, n, u, a, &na));
-  return lower_unary(x, n, u->codelet, a, na, in[0], out[0]);
+  return graph_lower_unary(x, n, u->codelet, a, na, in[0], out[0]);
 }
 
 int graph_codelets_unary_ext(const graph_node *n, const char **names, int max) {
   const uop *u = find_unary(n->op_type);
-  return u ? lower_single(u->codelet, names, max) : 0;
+  return u ? graph_lower_single(u->codelet, names, max) : 0;
 }
 
 /* ---- comparisons, logic, Mod, PRelu ------------------------------------ */
@@ -248,9 +248,9 @@ cov_status graph_exec_binary_ext(graph_exec *x, const graph_node *n, graph_value
   graph_value a0 = *in[0], a1 = *in[1];
   if (b->in_kind != IN_BOOL) a0 = as_u8(in[0]), a1 = as_u8(in[1]);
   cov_tensor y;
-  COV_RETURN_IF_ERROR(lower_binary(x, n, name, b->swap ? &a1 : &a0, b->swap ? &a0 : &a1,
+  COV_RETURN_IF_ERROR(graph_lower_binary(x, n, name, b->swap ? &a1 : &a0, b->swap ? &a0 : &a1,
                                    out[0]->rank, out[0]->dims, &y));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_binary_ext(const graph_node *n, const char **names, int max) {
@@ -263,7 +263,7 @@ int graph_codelets_binary_ext(const graph_node *n, const char **names, int max) 
   if (strcmp(b->op, "BitShift") == 0 && d && d->type == GA_STRING && d->s &&
       strcmp(d->s, "RIGHT") == 0)
     name = "shift_right";
-  return lower_single(name, names, max);
+  return graph_lower_single(name, names, max);
 }
 
 /* ---- Where -------------------------------------------------------------- */
@@ -307,12 +307,12 @@ cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *con
   for (int i = 0; i < 3; i++) free(own[i]);
   COV_RETURN_IF_ERROR(st);
   if (y.dtype == COV_U8 && out[0]->dtype == COV_BOOL) y.dtype = COV_BOOL;
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_where(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("where", names, max);
+  return graph_lower_single("where", names, max);
 }
 
 /* ---- Sum, Mean ---------------------------------------------------------- */
@@ -334,7 +334,7 @@ cov_status graph_exec_sum(graph_exec *x, const graph_node *n, graph_value *const
     int64_t d[COV_MAX_RANK];
     cov_status st = graph_broadcast(x->g, n, &acc, in[i], &r, d);
     cov_tensor y = {0};
-    if (!st) st = lower_binary(x, n, "add", &acc, in[i], r, d, &y);
+    if (!st) st = graph_lower_binary(x, n, "add", &acc, in[i], r, d, &y);
     free(owned);
     COV_RETURN_IF_ERROR(st);
     owned = y.data;
@@ -346,7 +346,7 @@ cov_status graph_exec_sum(graph_exec *x, const graph_node *n, graph_value *const
     graph_store_elem(cnt, acc.dtype, 0, (double)n->n_in);
     graph_value c = {.name = "count", .dtype = acc.dtype, .rank = 0, .data = cnt};
     cov_tensor y = {0};
-    cov_status st = lower_binary(x, n, "div", &acc, &c, acc.rank, acc.dims, &y);
+    cov_status st = graph_lower_binary(x, n, "div", &acc, &c, acc.rank, acc.dims, &y);
     free(owned);
     COV_RETURN_IF_ERROR(st);
     owned = y.data;

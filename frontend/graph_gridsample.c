@@ -181,5 +181,5 @@ cov_status graph_exec_grid_sample(graph_exec *x, const graph_node *n, graph_valu
 
 int graph_codelets_grid_sample(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("tap_sum", names, max);
+  return graph_lower_single("tap_sum", names, max);
 }

@@ -60,16 +60,16 @@ cov_status graph_exec_lrn(graph_exec *x, const graph_node *n, graph_value *const
   int64_t sp = 1;
   for (int i = 2; i < v->rank; i++) sp *= v->dims[i];
   int64_t d3[3] = {v->dims[0], v->dims[1], sp};
-  cov_attr a[4] = {lower_attr_i("size", p.size), lower_attr_f("alpha", p.alpha),
-                   lower_attr_f("beta", p.beta), lower_attr_f("bias", p.bias)};
+  cov_attr a[4] = {graph_lower_attr_i("size", p.size), graph_lower_attr_f("alpha", p.alpha),
+                   graph_lower_attr_f("beta", p.beta), graph_lower_attr_f("bias", p.bias)};
   cov_tensor t = graph_view_as(v, 3, d3), y;
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "lrn", a, 4, &t, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_lrn(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("lrn", names, max);
+  return graph_lower_single("lrn", names, max);
 }
 
 /* ---- MeanVarianceNormalization ---------------------------------------------- */
@@ -136,7 +136,7 @@ cov_status graph_exec_mvn(graph_exec *x, const graph_node *n, graph_value *const
   cov_status st = graph_call_codelet(x, n, "mvn", NULL, 0, &t, 1, &y, 1);
   free(tdata);
   COV_RETURN_IF_ERROR(st);
-  if (in_order) return lower_adopt(x, n, &y, out[0]);
+  if (in_order) return graph_lower_adopt(x, n, &y, out[0]);
   void *back = NULL;
   st = graph_transpose_data(x->g, n, y.data, y.dtype, r, tdims, inv, &back);
   cov_tensor_release(&y);
@@ -147,5 +147,5 @@ cov_status graph_exec_mvn(graph_exec *x, const graph_node *n, graph_value *const
 
 int graph_codelets_mvn(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("mvn", names, max);
+  return graph_lower_single("mvn", names, max);
 }

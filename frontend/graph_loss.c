@@ -139,7 +139,7 @@ cov_status graph_exec_loss(graph_exec *x, const graph_node *n, graph_value *cons
   }
   free(gd);
   free(wd);
-  if (!st) st = lower_adopt(x, n, &y, out[0]);
+  if (!st) st = graph_lower_adopt(x, n, &y, out[0]);
   if (!st && sce && n->n_out > 1 && out[1]) {
     out[1]->data = logp;
     logp = NULL;

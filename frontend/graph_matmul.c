@@ -80,8 +80,8 @@ cov_status graph_exec_gemm(graph_exec *x, const graph_node *n, graph_value *cons
                            graph_value *const *out) {
   gemm_params p;
   COV_RETURN_IF_ERROR(gemm_params_of(x->g, n, in, &p));
-  cov_attr a[4] = {lower_attr_i("transA", p.ta != 0), lower_attr_i("transB", p.tb != 0),
-                   lower_attr_f("alpha", p.alpha), lower_attr_f("beta", p.beta)};
+  cov_attr a[4] = {graph_lower_attr_i("transA", p.ta != 0), graph_lower_attr_i("transB", p.tb != 0),
+                   graph_lower_attr_f("alpha", p.alpha), graph_lower_attr_f("beta", p.beta)};
   cov_tensor t[3] = {graph_view(in[0]), graph_view(in[1])}, y;
   if (p.has_c) {
     int64_t cd[2] = {p.cm, p.cn};
@@ -90,7 +90,7 @@ cov_status graph_exec_gemm(graph_exec *x, const graph_node *n, graph_value *cons
   } else {
     COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "gemm", a, 3, t, 2, &y, 1));
   }
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_gemm(const graph_node *n, const char **names, int max) {
@@ -175,7 +175,7 @@ cov_status graph_exec_matmul(graph_exec *x, const graph_node *n, graph_value *co
     int64_t ad[2] = {p.m, p.k}, bd[2] = {p.k, p.n};
     cov_tensor t[2] = {graph_view_as(a, 2, ad), graph_view_as(b, 2, bd)};
     COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "matmul", NULL, 0, t, 2, &y, 1));
-    return lower_adopt(x, n, &y, out[0]);
+    return graph_lower_adopt(x, n, &y, out[0]);
   }
   /* The codelet broadcasts a batch of 1; any other broadcast is expanded
    * here first (a copy, which is layout work). */
@@ -207,7 +207,7 @@ cov_status graph_exec_matmul(graph_exec *x, const graph_node *n, graph_value *co
   free(ea);
   free(eb);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_matmul(const graph_node *n, const char **names, int max) {

@@ -100,16 +100,16 @@ cov_status graph_exec_mel_weight(graph_exec *x, const graph_node *n, graph_value
   graph_value e = {.name = out[0]->name, .dtype = COV_I64, .rank = 1, .dims = {p.bins + 2}};
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, &e));
   mel_edges(&p, e.data);
-  cov_attr a = lower_attr_i("spectrogram_bins", p.dft / 2 + 1);
+  cov_attr a = graph_lower_attr_i("spectrogram_bins", p.dft / 2 + 1);
   cov_tensor t = graph_view(&e), y;
   cov_status st = graph_call_codelet(x, n, "mel_weights", &a, 1, &t, 1, &y, 1);
   free(e.data);
   COV_RETURN_IF_ERROR(st);
-  if (p.dtype == COV_F32) return lower_adopt(x, n, &y, out[0]);
+  if (p.dtype == COV_F32) return graph_lower_adopt(x, n, &y, out[0]);
   graph_value yv = {.name = out[0]->name, .dtype = COV_F32, .rank = 2, .data = y.data,
                     .dims = {y.shape[0], y.shape[1]}};
   graph_value conv;
-  st = lower_cast_copy(x->g, n, &yv, p.dtype, &conv);
+  st = graph_lower_cast_copy(x->g, n, &yv, p.dtype, &conv);
   cov_tensor_release(&y);
   COV_RETURN_IF_ERROR(st);
   out[0]->data = conv.data;
@@ -118,5 +118,5 @@ cov_status graph_exec_mel_weight(graph_exec *x, const graph_node *n, graph_value
 
 int graph_codelets_mel_weight(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("mel_weights", names, max);
+  return graph_lower_single("mel_weights", names, max);
 }

@@ -127,7 +127,7 @@ cov_status graph_exec_instance_norm(graph_exec *x, const graph_node *n, graph_va
     cov_tensor ops[3] = {graph_view_as(xv, 2, (int64_t[]){rows, cols}),
                          {.dtype = xv->dtype, .rank = 1, .shape = {cols}, .data = ones},
                          {.dtype = xv->dtype, .rank = 1, .shape = {cols}, .data = zeros}};
-    cov_attr a = lower_attr_f("epsilon", p.eps);
+    cov_attr a = graph_lower_attr_f("epsilon", p.eps);
     st = graph_call_codelet(x, n, "layernorm", &a, 1, ops, 3, &y, 1);
   }
   if (!st) st = channel_param(x->g, n, in[1], &p, &own_s, &s);
@@ -143,7 +143,7 @@ cov_status graph_exec_instance_norm(graph_exec *x, const graph_node *n, graph_va
     cov_tensor yv[2] = {ys, b};
     st = graph_call_codelet(x, n, "add", NULL, 0, yv, 2, &yb, 1);
   }
-  if (!st) st = lower_adopt(x, n, &yb, out[0]);
+  if (!st) st = graph_lower_adopt(x, n, &yb, out[0]);
   free(ones);
   free(zeros);
   free(own_s);
@@ -222,14 +222,14 @@ cov_status graph_exec_lp_norm(graph_exec *x, const graph_node *n, graph_value *c
   }
   cov_tensor_release(&norm);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_lp_norm(const graph_node *n, const char **names, int max) {
   int64_t p = 2;
   const graph_attr *a = graph_attr_find(n, "p");
   if (a && a->type == GA_INT) p = a->i;
-  int c = lower_single(p == 1 ? "reduce_l1" : "reduce_l2", names, max);
+  int c = graph_lower_single(p == 1 ? "reduce_l1" : "reduce_l2", names, max);
   if (c < max) names[c++] = "div";
   return c;
 }

@@ -84,23 +84,23 @@ static cov_status pool_call(graph_exec *x, const graph_node *n, const geom *c, i
                             bool is_max, int64_t cip, cov_tensor xt, cov_tensor *y) {
   cov_attr at[12];
   int na = 0;
-  at[na++] = lower_attr_i("kernel_h", c->k[a]);
-  at[na++] = lower_attr_i("kernel_w", c->k[b]);
-  at[na++] = lower_attr_i("stride_h", c->s[a]);
-  at[na++] = lower_attr_i("stride_w", c->s[b]);
-  at[na++] = lower_attr_i("pad_top", c->pb[a]);
-  at[na++] = lower_attr_i("pad_left", c->pb[b]);
-  at[na++] = lower_attr_i("pad_bottom", c->pe[a] + c->extra[a]);
-  at[na++] = lower_attr_i("pad_right", c->pe[b] + c->extra[b]);
+  at[na++] = graph_lower_attr_i("kernel_h", c->k[a]);
+  at[na++] = graph_lower_attr_i("kernel_w", c->k[b]);
+  at[na++] = graph_lower_attr_i("stride_h", c->s[a]);
+  at[na++] = graph_lower_attr_i("stride_w", c->s[b]);
+  at[na++] = graph_lower_attr_i("pad_top", c->pb[a]);
+  at[na++] = graph_lower_attr_i("pad_left", c->pb[b]);
+  at[na++] = graph_lower_attr_i("pad_bottom", c->pe[a] + c->extra[a]);
+  at[na++] = graph_lower_attr_i("pad_right", c->pe[b] + c->extra[b]);
   if (is_max) {
-    at[na++] = lower_attr_i("dilation_h", c->d[a]);
-    at[na++] = lower_attr_i("dilation_w", c->d[b]);
+    at[na++] = graph_lower_attr_i("dilation_h", c->d[a]);
+    at[na++] = graph_lower_attr_i("dilation_w", c->d[b]);
   } else {
-    at[na++] = lower_attr_i("count_include_pad", cip != 0);
+    at[na++] = graph_lower_attr_i("count_include_pad", cip != 0);
   }
   const char *name = is_max ? "maxpool" : "avgpool";
   if (is_max && cip >= 0) { /* MaxPool's Indices: cip carries storage_order */
-    at[na++] = lower_attr_i("storage_order", cip);
+    at[na++] = graph_lower_attr_i("storage_order", cip);
     name = "maxpool_index";
   }
   return graph_call_codelet(x, n, name, at, (size_t)na, &xt, 1, y, 1);
@@ -123,7 +123,7 @@ static cov_status exec_pool(graph_exec *x, const graph_node *n, graph_value *con
     int64_t so;
     COV_RETURN_IF_ERROR(graph_attr_int(x->g, n, "storage_order", 0, &so));
     COV_RETURN_IF_ERROR(pool_call(x, n, &c, 1, 2, true, so, graph_view_as(v, 4, xd), &y));
-    COV_RETURN_IF_ERROR(lower_adopt(x, n, &y, out[1]));
+    COV_RETURN_IF_ERROR(graph_lower_adopt(x, n, &y, out[1]));
   }
   COV_RETURN_IF_ERROR(pool_call(x, n, &c, 1, 2, is_max, cip, graph_view_as(v, 4, xd), &y));
   if (c.sp == 3) {
@@ -140,7 +140,7 @@ static cov_status exec_pool(graph_exec *x, const graph_node *n, graph_value *con
     COV_RETURN_IF_ERROR(st);
     y = y2;
   }
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_infer_maxpool(const graph *g, const graph_node *n, graph_value *const *in,
@@ -208,7 +208,7 @@ static cov_status exec_global(graph_exec *x, const graph_node *n, graph_value *c
   int64_t d[4] = {v->dims[0], v->dims[1], sp, 1};
   cov_tensor xt = graph_view_as(v, 4, d), y;
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, codelet, NULL, 0, &xt, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 cov_status graph_infer_global_avgpool(const graph *g, const graph_node *n, graph_value *const *in,

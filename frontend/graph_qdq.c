@@ -179,7 +179,7 @@ static bool act_bounds(const graph *g, const graph_node *n, double *lo, double *
 /* QuantizeLinear's value of x in f32 as the codelet computes it, unsaturated. */
 static double q_of(double x, float s, double zp) {
   if (isinf(x)) return x;
-  return cov_round_even((double)((float)x / s)) + zp;
+  return common_round_even((double)((float)x / s)) + zp;
 }
 
 /* Relu or Clip between an integer-fusable op and its QuantizeLinear is

@@ -201,7 +201,7 @@ static cov_status finish(graph_exec *x, const graph_node *n, graph_value *const 
     if (st) return st;
     *y = yr;
   }
-  return lower_adopt(x, n, y, out);
+  return graph_lower_adopt(x, n, y, out);
 }
 
 static cov_status exec_int_conv(graph_exec *x, const graph_node *n, graph_value *const *in,

@@ -218,7 +218,7 @@ cov_status graph_exec_quantize_linear(graph_exec *x, const graph_node *n, graph_
   cov_status st = graph_call_codelet(x, n, "quantize", NULL, 0, args, 3, &y, 1);
   if (own_zp) cov_tensor_release(&zt);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_quantize_linear(const graph_node *n, const char **names, int max) {
@@ -260,7 +260,7 @@ cov_status graph_exec_dequantize_linear(graph_exec *x, const graph_node *n,
   cov_status st = graph_call_codelet(x, n, "dequantize", NULL, 0, args, 3, &y, 1);
   if (!zp) cov_tensor_release(&zt);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_dequantize_linear(const graph_node *n, const char **names, int max) {
@@ -319,7 +319,7 @@ cov_status graph_exec_dynamic_quantize_linear(graph_exec *x, const graph_node *n
   float scale = (hi - lo) / 255.0f;
   float zpf = 0.0f - lo / scale;
   zpf = zpf < 0.0f ? 0.0f : zpf > 255.0f ? 255.0f : zpf;
-  uint8_t zp = (uint8_t)cov_round_even(zpf);
+  uint8_t zp = (uint8_t)common_round_even(zpf);
   int64_t one = 1, view[3] = {1, 1, L};
   cov_tensor st1, zt1;
   COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, COV_F32, 1, &one, &st1));
@@ -335,7 +335,7 @@ cov_status graph_exec_dynamic_quantize_linear(graph_exec *x, const graph_node *n
   cov_tensor_release(&st1);
   cov_tensor_release(&zt1);
   COV_RETURN_IF_ERROR(st);
-  COV_RETURN_IF_ERROR(lower_adopt(x, n, &y, out[0]));
+  COV_RETURN_IF_ERROR(graph_lower_adopt(x, n, &y, out[0]));
   for (int i = 1; i < 3 && i < n->n_out; i++) {
     if (!out[i]) continue;
     COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, out[i]));
@@ -611,7 +611,7 @@ static cov_status requantize(graph_exec *x, const graph_node *n, cov_tensor *acc
     y.rank = acc->rank;
     memcpy(y.shape, acc->shape, sizeof y.shape);
   }
-  return lower_adopt(x, n, &y, out);
+  return graph_lower_adopt(x, n, &y, out);
 }
 
 /* The 8-bit dtype a quantized node's output has (u8 when not yet known:
@@ -630,7 +630,7 @@ cov_status graph_exec_qconv(graph_exec *x, const graph_node *n, graph_value *con
   COV_RETURN_IF_ERROR(qconv_check(x->g, n, in, &q, a, od, &sp));
   cov_tensor acc;
   COV_RETURN_IF_ERROR(run_qconv_acc(x, n, &q, a, &acc));
-  if (strcmp(n->op_type, "QLinearConv") != 0) return lower_adopt(x, n, &acc, out[0]);
+  if (strcmp(n->op_type, "QLinearConv") != 0) return graph_lower_adopt(x, n, &acc, out[0]);
   /* acc is [N, M, P, Q]: channel axis 1 as requant expects */
   cov_status st = requantize(x, n, &acc, acc.shape[1], 1.0f, in[1], in[4], in[6], in[7], out[0]);
   cov_tensor_release(&acc);
@@ -874,7 +874,7 @@ cov_status graph_exec_qmatmul(graph_exec *x, const graph_node *n, graph_value *c
     return graph_node_error(x->g, n, COV_UNSUPPORTED, "empty matrices are not supported");
   cov_tensor acc;
   COV_RETURN_IF_ERROR(run_qmm_acc(x, n, &q, &s, NULL, &acc));
-  if (strcmp(n->op_type, "QLinearMatMul") != 0) return lower_adopt(x, n, &acc, out[0]);
+  if (strcmp(n->op_type, "QLinearMatMul") != 0) return graph_lower_adopt(x, n, &acc, out[0]);
   /* per column of B: acc [rows, N] viewed [rows, N, 1, 1] */
   cov_status st = requantize(x, n, &acc, s.N, 1.0f, in[1], in[4], in[6], in[7], out[0]);
   cov_tensor_release(&acc);
@@ -1036,7 +1036,7 @@ cov_status graph_exec_qgemm(graph_exec *x, const graph_node *n, graph_value *con
     memcpy(a3.shape, view, sizeof view);
     cov_tensor args[3] = {a3, sc, zt};
     st = graph_call_codelet(x, n, "dequantize", NULL, 0, args, 3, &y, 1);
-    if (!st) st = lower_adopt(x, n, &y, out[0]);
+    if (!st) st = graph_lower_adopt(x, n, &y, out[0]);
   }
   cov_tensor_release(&sc);
   cov_tensor_release(&zt);

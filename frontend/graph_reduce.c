@@ -150,11 +150,11 @@ cov_status graph_exec_reduce(graph_exec *x, const graph_node *n, graph_value *co
   cov_status st = graph_call_codelet(x, n, name, NULL, 0, &t, 1, &y, 1);
   free(tdata);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_reduce(const graph_node *n, const char **names, int max) {
-  return lower_single(reduce_codelet(n->op_type), names, max);
+  return graph_lower_single(reduce_codelet(n->op_type), names, max);
 }
 
 /* ---- ArgMax, ArgMin ------------------------------------------------------ */
@@ -220,14 +220,14 @@ cov_status graph_exec_argmax(graph_exec *x, const graph_node *n, graph_value *co
   graph_value u = *v;
   if (u.dtype == COV_BOOL) u.dtype = COV_U8;
   cov_tensor t = graph_view_as(&u, 3, d), y;
-  cov_attr a = lower_attr_i("last", p.last);
+  cov_attr a = graph_lower_attr_i("last", p.last);
   COV_RETURN_IF_ERROR(graph_call_codelet(
       x, n, strcmp(n->op_type, "ArgMin") == 0 ? "argmin" : "argmax", &a, 1, &t, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_argmax(const graph_node *n, const char **names, int max) {
-  return lower_single(strcmp(n->op_type, "ArgMin") == 0 ? "argmin" : "argmax", names, max);
+  return graph_lower_single(strcmp(n->op_type, "ArgMin") == 0 ? "argmin" : "argmax", names, max);
 }
 
 /* ---- CumSum --------------------------------------------------------------- */
@@ -271,12 +271,12 @@ cov_status graph_exec_cumsum(graph_exec *x, const graph_node *n, graph_value *co
   for (int i = 0; i < v->rank; i++)
     if (i != ax) d[i < ax ? 0 : 2] *= v->dims[i];
   cov_tensor t = graph_view_as(v, 3, d), y;
-  cov_attr a[2] = {lower_attr_i("exclusive", excl), lower_attr_i("reverse", rev)};
+  cov_attr a[2] = {graph_lower_attr_i("exclusive", excl), graph_lower_attr_i("reverse", rev)};
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "cumsum", a, 2, &t, 1, &y, 1));
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_cumsum(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("cumsum", names, max);
+  return graph_lower_single("cumsum", names, max);
 }

@@ -188,5 +188,5 @@ cov_status graph_exec_roi_align(graph_exec *x, const graph_node *n, graph_value 
 int graph_codelets_roi_align(const graph_node *n, const char **names, int max) {
   const graph_attr *a = graph_attr_find(n, "mode");
   bool is_max = a && a->type == GA_STRING && a->s && strcmp(a->s, "max") == 0;
-  return lower_single(is_max ? "tap_max" : "tap_sum", names, max);
+  return graph_lower_single(is_max ? "tap_max" : "tap_sum", names, max);
 }

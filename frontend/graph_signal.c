@@ -100,18 +100,18 @@ cov_status graph_exec_window(graph_exec *x, const graph_node *n, graph_value *co
   graph_value pts = {.name = out[0]->name, .dtype = p.dtype, .rank = 1, .dims = {p.size}};
   COV_RETURN_IF_ERROR(graph_alloc_data(x->g, n, &pts));
   for (int64_t i = 0; i < p.size; i++) graph_store_elem(pts.data, p.dtype, (size_t)i, (double)i);
-  cov_attr a[4] = {lower_attr_i("period", p.period), lower_attr_f("a0", p.a0),
-                   lower_attr_f("a1", p.a1), lower_attr_f("a2", p.a2)};
+  cov_attr a[4] = {graph_lower_attr_i("period", p.period), graph_lower_attr_f("a0", p.a0),
+                   graph_lower_attr_f("a1", p.a1), graph_lower_attr_f("a2", p.a2)};
   cov_tensor t = graph_view(&pts), y;
   cov_status st = graph_call_codelet(x, n, "cosine_window", a, 4, &t, 1, &y, 1);
   free(pts.data);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_window(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("cosine_window", names, max);
+  return graph_lower_single("cosine_window", names, max);
 }
 
 /* ---- DFT -------------------------------------------------------------------- */
@@ -231,12 +231,12 @@ cov_status graph_exec_dft(graph_exec *x, const graph_node *n, graph_value *const
   cov_tensor t = {.dtype = v->dtype, .rank = 3, .shape = {b, v->dims[p.axis], v->dims[r - 1]},
                   .data = tdata ? tdata : v->data},
              y;
-  cov_attr a[3] = {lower_attr_i("length", p.length), lower_attr_i("onesided", p.onesided),
-                   lower_attr_i("inverse", p.inverse)};
+  cov_attr a[3] = {graph_lower_attr_i("length", p.length), graph_lower_attr_i("onesided", p.onesided),
+                   graph_lower_attr_i("inverse", p.inverse)};
   cov_status st = graph_call_codelet(x, n, "dft", a, 3, &t, 1, &y, 1);
   free(tdata);
   COV_RETURN_IF_ERROR(st);
-  if (in_order) return lower_adopt(x, n, &y, out[0]);
+  if (in_order) return graph_lower_adopt(x, n, &y, out[0]);
   void *back = NULL;
   st = graph_transpose_data(x->g, n, y.data, y.dtype, r, tout, inv, &back);
   cov_tensor_release(&y);
@@ -247,7 +247,7 @@ cov_status graph_exec_dft(graph_exec *x, const graph_node *n, graph_value *const
 
 int graph_codelets_dft(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("dft", names, max);
+  return graph_lower_single("dft", names, max);
 }
 
 /* ---- STFT ------------------------------------------------------------------- */
@@ -322,14 +322,14 @@ cov_status graph_exec_stft(graph_exec *x, const graph_node *n, graph_value *cons
     for (int64_t i = 0; i < p.length; i++) graph_store_elem(ones.data, v->dtype, (size_t)i, 1.0);
   }
   cov_tensor t[2] = {graph_view(v), graph_view(w ? w : &ones)}, y;
-  cov_attr a[2] = {lower_attr_i("step", p.step), lower_attr_i("onesided", p.onesided)};
+  cov_attr a[2] = {graph_lower_attr_i("step", p.step), graph_lower_attr_i("onesided", p.onesided)};
   cov_status st = graph_call_codelet(x, n, "stft", a, 2, t, 2, &y, 1);
   free(ones.data);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 int graph_codelets_stft(const graph_node *n, const char **names, int max) {
   (void)n;
-  return lower_single("stft", names, max);
+  return graph_lower_single("stft", names, max);
 }

@@ -82,5 +82,5 @@ cov_status graph_taps_run(graph_exec *x, const graph_node *n, const char *codele
   free(v.data);
   free(w.data);
   COV_RETURN_IF_ERROR(st);
-  return lower_adopt(x, n, &y, out);
+  return graph_lower_adopt(x, n, &y, out);
 }

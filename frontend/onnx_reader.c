@@ -7,8 +7,6 @@
  * nodes form an acyclic graph, which it sorts topologically. Like the ACG
  * loader it collects every error rather than stopping at the first, and all
  * unsupported operators go into one diagnostic.
- *
- * long: sort_nodes is Kahn's topological sort with its located error for a cycle; its three passes share the pending counts
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -588,6 +586,52 @@ static void resolve_inputs(reader *R, graph_node *n, const Onnx__NodeProto *np) 
   }
 }
 
+/* A min-heap of node slots (sort_nodes): push x; pop the smallest. */
+static void swap_slots(size_t *a, size_t *b) { size_t t = *a; *a = *b, *b = t; }
+
+static void heap_push(size_t *heap, size_t *nh, size_t x) {
+  size_t c = (*nh)++;
+  heap[c] = x;
+  while (c && heap[(c - 1) / 2] > heap[c]) {
+    swap_slots(&heap[c], &heap[(c - 1) / 2]);
+    c = (c - 1) / 2;
+  }
+}
+
+static size_t heap_pop(size_t *heap, size_t *nh) {
+  size_t top = heap[0];
+  heap[0] = heap[--*nh];
+  for (size_t c = 0;;) {
+    size_t l = 2 * c + 1, r = l + 1, m = c;
+    if (l < *nh && heap[l] < heap[m]) m = l;
+    if (r < *nh && heap[r] < heap[m]) m = r;
+    if (m == c) break;
+    swap_slots(&heap[c], &heap[m]);
+    c = m;
+  }
+  return top;
+}
+
+/* The error for a graph with a cycle: every node left over (pending
+ * inputs) lies on or behind one; name them all (the first 20). */
+static void cycle_error(reader *R, const size_t *pending, size_t n_left) {
+  graph *g = R->g;
+  char *list = NULL;
+  size_t shown = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    if (!pending[i]) continue;
+    graph_node *n = g->nodes[i];
+    if (shown == 20) {
+      list = cov_arena_printf(g->arena, "%s, ...", list);
+      break;
+    }
+    list = cov_arena_printf(g->arena, "%s%s'%s' (%s)", list ? list : "", list ? ", " : "", n->name, n->op_type);
+    shown++;
+  }
+  onnx_add_error(R, model_error(g, COV_INVALID_INPUT, "the graph has a cycle: %zu nodes depend on their own outputs: %s",
+                           n_left, list ? list : "?"));
+}
+
 /* Kahn's algorithm, stable (ties keep the file's order), so the printed
  * graph and every diagnostic come out the same on every run. */
 static void sort_nodes(reader *R) {
@@ -630,55 +674,16 @@ static void sort_nodes(reader *R) {
   free(fill);
   /* A min-heap on the original position keeps the order stable. */
   size_t nh = 0, no = 0;
-#define HEAP_PUSH(x)                              \
-  do {                                            \
-    size_t c_ = nh++;                             \
-    heap[c_] = (x);                               \
-    while (c_ && heap[(c_ - 1) / 2] > heap[c_]) { \
-      size_t t_ = heap[c_];                       \
-      heap[c_] = heap[(c_ - 1) / 2];              \
-      heap[(c_ - 1) / 2] = t_;                    \
-      c_ = (c_ - 1) / 2;                          \
-    }                                             \
-  } while (0)
   for (size_t i = 0; i < nn; i++)
-    if (!pending[i]) HEAP_PUSH(i);
+    if (!pending[i]) heap_push(heap, &nh, i);
   while (nh) {
-    size_t top = heap[0];
-    heap[0] = heap[--nh];
-    for (size_t c = 0;;) {
-      size_t l = 2 * c + 1, r = l + 1, m = c;
-      if (l < nh && heap[l] < heap[m]) m = l;
-      if (r < nh && heap[r] < heap[m]) m = r;
-      if (m == c) break;
-      size_t t = heap[c];
-      heap[c] = heap[m];
-      heap[m] = t;
-      c = m;
-    }
+    size_t top = heap_pop(heap, &nh);
     order[no++] = top;
     for (size_t e = count[top]; e < count[top + 1]; e++)
-      if (--pending[adj[e]] == 0) HEAP_PUSH(adj[e]);
+      if (--pending[adj[e]] == 0) heap_push(heap, &nh, adj[e]);
   }
-#undef HEAP_PUSH
   if (no < nn) {
-    /* Every node left over lies on or behind a cycle; name them all. */
-    char *list = NULL;
-    size_t shown = 0;
-    for (size_t i = 0; i < nn; i++) {
-      if (!pending[i]) continue;
-      graph_node *n = g->nodes[i];
-      if (shown == 20) {
-        list = cov_arena_printf(g->arena, "%s, ...", list);
-        break;
-      }
-      list = cov_arena_printf(g->arena, "%s%s'%s' (%s)", list ? list : "", list ? ", " : "",
-                              n->name, n->op_type);
-      shown++;
-    }
-    onnx_add_error(R, model_error(g, COV_INVALID_INPUT,
-                             "the graph has a cycle: %zu nodes depend on their own outputs: %s",
-                             nn - no, list ? list : "?"));
+    cycle_error(R, pending, nn - no);
     goto done;
   }
   graph_node **sorted = cov_arena_array(g->arena, nn, sizeof *sorted);

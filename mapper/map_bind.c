@@ -8,8 +8,6 @@
  * software-managed storage along ACG edges between DRAM and that node (the
  * deepest one: more staging levels means more reuse to exploit); caches are
  * crossed, not used as levels. Everything is read from the ACG.
- *
- * long: map_bind_target_on binds each operand of the problem to the ACG (capability, storage path, epilogue unit), one located refusal per missing piece
  */
 #include <string.h>
 
@@ -228,20 +226,13 @@ cov_status map_bind_target(const map_problem *p, const cov_acg *g, map_target *t
   return map_bind_target_on(p, g, -1, t);
 }
 
-cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, map_target *t) {
-  memset(t, 0, sizeof *t);
-  t->acg = g;
-  t->node = t->cap = -1;
-  t->simd_node = -1;
-  cov_dtype model = p->operands[0].dtype;
-  cov_dtype acc = cdl_acc_dtype(model);
+/* The compute node and capability for the main statement: two passes
+ * (exact dtypes, then narrowed), systolic/matrix before SIMD for a mac,
+ * the highest throughput of each; t->node stays -1 where none runs it
+ * (why: the first reason a mac unit gave). */
+static void pick_capability(const map_problem *p, const cov_acg *g, int only, cov_dtype model,
+                            cov_dtype acc, int64_t red, map_target *t, char *why, size_t why_size) {
   int n_in = p->kind == MAP_MAIN_MAC ? 2 : p->n_inputs;
-  if (p->kind != MAP_MAIN_MAC) acc = model;
-  int64_t red = 1; /* terms summed into one output: the reduction loops' trips */
-  for (int l = 0; l < p->n_loops; l++)
-    if (p->reduction[l] && p->extent[l] > 0) red = red > INT64_MAX / p->extent[l] ? INT64_MAX : red * p->extent[l];
-  /* two passes: exact dtypes, then narrowed; systolic/matrix before SIMD for mac */
-  char why[160] = "";
   for (int pref = 0; pref < 2 && t->node < 0; pref++) {
     for (int pass = 0; pass < 2 && t->node < 0; pass++) {
       double best_tp = -1;
@@ -257,7 +248,7 @@ cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, 
           if (!dtype_fits(model, acc, cp, n_in, red, &narrowed) || narrowed != (pass == 1))
             continue;
           /* the one check the code generator applies too (acg_mac_form_of) */
-          if (p->kind == MAP_MAIN_MAC && !map_mac_runs(g, g->n_storage + c, k, why[0] ? NULL : why, sizeof why))
+          if (p->kind == MAP_MAIN_MAC && !map_mac_runs(g, g->n_storage + c, k, why[0] ? NULL : why, why_size))
             continue;
           if (cp->throughput > best_tp) {
             best_tp = cp->throughput;
@@ -271,34 +262,43 @@ cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, 
       }
     }
   }
-  if (t->node < 0) {
-    char offers[512] = "";
-    size_t len = 0;
-    for (int c = 0; c < g->n_compute; c++)
-      for (int k = 0; k < g->compute[c].n_caps; k++) {
-        if (g->compute[c].caps[k].op != p->op) continue;
-        char b[96];
-        cap_text(&g->compute[c].caps[k], b, sizeof b);
-        len += (size_t)snprintf(offers + len, len < sizeof offers ? sizeof offers - len : 0,
-                                "%s%s on %s", len ? ", " : "", b, g->compute[c].name);
-        if (len >= sizeof offers) len = sizeof offers - 1;
-      }
-    const char *tn = cov_dtype_name(model);
-    char exact[192] = "";
-    if (int_value_bits(model) && p->kind == MAP_MAIN_MAC)
-      snprintf(exact, sizeof exact,
-               " (a float mac would be exact only if its multiplicands held %d-bit values and "
-               "its accumulator 2 x %d + log2(%lld terms) bits)",
-               int_value_bits(model) + 1, int_value_bits(model), (long long)red);
-    if (only >= 0)
-      return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s cannot run it", kind_word(p),
-                       acg_node_name(g, only));
-    return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
-                     "%s needs %s(%s,%s->%s)%s; %s offers %s%s%s%s", kind_word(p), common_op_name(p->op),
-                     tn, tn, cov_dtype_name(acc),
-                     cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
-                     len ? offers : "no such capability", exact, why[0] ? "; " : "", why);
-  }
+}
+
+/* The refusal where no capability runs the main statement: what it needs,
+ * what the ACG offers, and why a mac unit could not. */
+static cov_status no_capability(const map_problem *p, const cov_acg *g, int only, cov_dtype model,
+                                cov_dtype acc, int64_t red, const char *why) {
+  char offers[512] = "";
+  size_t len = 0;
+  for (int c = 0; c < g->n_compute; c++)
+    for (int k = 0; k < g->compute[c].n_caps; k++) {
+      if (g->compute[c].caps[k].op != p->op) continue;
+      char b[96];
+      cap_text(&g->compute[c].caps[k], b, sizeof b);
+      len += (size_t)snprintf(offers + len, len < sizeof offers ? sizeof offers - len : 0,
+                              "%s%s on %s", len ? ", " : "", b, g->compute[c].name);
+      if (len >= sizeof offers) len = sizeof offers - 1;
+    }
+  const char *tn = cov_dtype_name(model);
+  char exact[192] = "";
+  if (int_value_bits(model) && p->kind == MAP_MAIN_MAC)
+    snprintf(exact, sizeof exact,
+             " (a float mac would be exact only if its multiplicands held %d-bit values and "
+             "its accumulator 2 x %d + log2(%lld terms) bits)",
+             int_value_bits(model) + 1, int_value_bits(model), (long long)red);
+  if (only >= 0)
+    return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer), "%s: %s cannot run it", kind_word(p),
+                     acg_node_name(g, only));
+  return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
+                   "%s needs %s(%s,%s->%s)%s; %s offers %s%s%s%s", kind_word(p), common_op_name(p->op),
+                   tn, tn, cov_dtype_name(acc),
+                   cov_dtype_is_float(model) ? " or a narrower float" : "", g->name,
+                   len ? offers : "no such capability", exact, why[0] ? "; " : "", why);
+}
+
+/* The bound unit's shape (t->dims, t->tiles) and the SIMD unit for the
+ * epilogue. */
+static void unit_shape(const map_problem *p, const cov_acg *g, map_target *t) {
   const acg_compute *cn = &g->compute[t->node - g->n_storage];
   const acg_capability *cp = &cn->caps[t->cap];
   acg_mac_form form;
@@ -318,7 +318,11 @@ cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, 
       t->simd_node = g->n_storage + c;
       break;
     }
-  /* paths */
+}
+
+/* Each operand's storage path from DRAM to its unit (t->path, edge_in),
+ * and the number of levels. */
+static cov_status bind_paths(const map_problem *p, const cov_acg *g, map_target *t) {
   t->n_levels = 0;
   bool taken[ACG_MAX_NODES] = {0};
   for (int o = 0; o < p->n_operands; o++) {
@@ -339,8 +343,12 @@ cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, 
                        p->layer, acg_node_name(g, target), op->name, g->name);
     if (n > t->n_levels) t->n_levels = n;
   }
-  /* replicated storage and compute (a GPU's LDS per CU, matrix units per
-   * wave): schedules spread tiles over them with spatial loops */
+  return NULL;
+}
+
+/* Replicated storage and compute (a GPU's LDS per CU, matrix units per
+ * wave): schedules spread tiles over them with spatial loops. */
+static void bind_replicas(const map_problem *p, const cov_acg *g, map_target *t) {
   t->wg_max = t->wave_max = 1;
   int l1 = t->path[0][1];
   if (l1 >= 0 && g->storage[l1].instances > 1) {
@@ -358,6 +366,25 @@ cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, 
     if (t->n_levels >= 3 && ci > g->storage[l1].instances && ci % g->storage[l1].instances == 0)
       t->wave_max = ci / g->storage[l1].instances;
   }
+}
+
+cov_status map_bind_target_on(const map_problem *p, const cov_acg *g, int only, map_target *t) {
+  memset(t, 0, sizeof *t);
+  t->acg = g;
+  t->node = t->cap = -1;
+  t->simd_node = -1;
+  cov_dtype model = p->operands[0].dtype;
+  cov_dtype acc = cdl_acc_dtype(model);
+  if (p->kind != MAP_MAIN_MAC) acc = model;
+  int64_t red = 1; /* terms summed into one output: the reduction loops' trips */
+  for (int l = 0; l < p->n_loops; l++)
+    if (p->reduction[l] && p->extent[l] > 0) red = red > INT64_MAX / p->extent[l] ? INT64_MAX : red * p->extent[l];
+  char why[160] = "";
+  pick_capability(p, g, only, model, acc, red, t, why, sizeof why);
+  if (t->node < 0) return no_capability(p, g, only, model, acc, red, why);
+  unit_shape(p, g, t);
+  COV_RETURN_IF_ERROR(bind_paths(p, g, t));
+  bind_replicas(p, g, t);
   return NULL;
 }
 

@@ -141,11 +141,11 @@ static bool lay_out(const cov_acg *g, map_schedule *s, uint64_t align) {
       pl->bytes = (pl->bytes + align - 1) / align * align;
       pl->addr = used[pl->node];
       used[pl->node] += pl->bytes * (pl->double_buffered ? 2 : 1);
-      if (used[pl->node] > g->storage[pl->node].capacity_bytes) return false;
+      if (!map_fits(g, pl->node, used[pl->node])) return false;
     }
   if (s->epi_node >= 0 && s->n_levels > 1) {
     s->epi_addr = used[s->epi_node];
-    if (used[s->epi_node] + s->epi_bytes > g->storage[s->epi_node].capacity_bytes) return false;
+    if (!map_fits(g, s->epi_node, used[s->epi_node] + s->epi_bytes)) return false;
   }
   return true;
 }
@@ -295,7 +295,7 @@ static int build_places(const map_target *t, const map_choice *ch, map_schedule 
         return -1;
       }
       used[node] += pl->bytes * (pl->double_buffered ? 2 : 1);
-      if (used[node] > st->capacity_bytes) {
+      if (!map_fits(t->acg, node, used[node])) {
         if (why) *why = "tiles exceed a storage capacity";
         return -1;
       }
@@ -318,7 +318,7 @@ static int build_epi_temps(const map_target *t, map_schedule *s, const int64_t *
   }
   s->epi_bytes = map_epi_bytes(t, s, tile1);
   used[node] += s->epi_bytes;
-  if (used[node] > t->acg->storage[node].capacity_bytes) {
+  if (!map_fits(t->acg, node, used[node])) {
     if (why) *why = "the epilogue's temporaries exceed a storage capacity";
     return -1;
   }

@@ -16,8 +16,6 @@
  * capability's throughput or its operands' bandwidth (a source with stride 0
  * along the instructions' columns read once per row), a row op once per
  * row. Energy: map_energy.c.
- *
- * long: map_cost_eval is the cost model's one pass over the levels (traffic, compute, overlap), each step reading the running totals of the steps before it
  */
 #include <math.h>
 #include <string.h>
@@ -382,15 +380,16 @@ static double map_edge_copies(const map_schedule *s, const map_xfer *x, double i
   return g->storage[local].instances >= inst ? inst : 1;
 }
 
-void map_cost_eval(map_schedule *s) {
+/* The main statement's cycles: passes of issues, or on a unit with GEMMs
+ * the code generator's GEMMs. passes, inner: the issue counts (energy);
+ * gp: the GEMM plan where *gemm. */
+static void compute_cost(map_schedule *s, double *passes_out, double *inner_out, bool *gemm_out,
+                         map_gemm_plan *gp) {
   const cov_acg *g = s->acg;
-  const map_problem *p = &s->prob;
   map_cost *c = &s->cost;
-  memset(c, 0, sizeof *c);
   const acg_compute *cn = &g->compute[s->node - g->n_storage];
   const acg_capability *cap = &cn->caps[s->cap];
   int L = s->n_levels;
-  /* compute */
   double passes = 1, inner = 1;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
@@ -420,186 +419,209 @@ void map_cost_eval(map_schedule *s) {
    * over the array's rows (its m) one issue per trip; map_bound.c bounds
    * them by MACs / throughput, which no GEMM beats. Likewise with k digits
    * (temporal reduction loops on the rows: no issue of their own). */
-  map_gemm_plan gp;
   if (gemm) {
-    map_gemm_plan_make(s, &gp);
-    double gc = map_gemm_cycles(s, &gp) + (double)cap->latency;
+    map_gemm_plan_make(s, gp);
+    double gc = map_gemm_cycles(s, gp) + (double)cap->latency;
     double issues = passes * inner * per_issue + (double)cap->latency;
     /* tiles (a matrix, SIMD or scalar unit): the instructions' own count */
     bool tiles = cn->kind != ACG_SYSTOLIC;
-    c->compute_cycles = gc > issues || gp.output_stationary || gp.n_kd > 1 || tiles ? gc : issues;
+    c->compute_cycles = gc > issues || gp->output_stationary || gp->n_kd > 1 || tiles ? gc : issues;
   }
-  double par = 1; /* replicated instances working at once (workgroups x waves) */
-  for (int i = 0; i < s->n_sloops; i++)
-    if (s->sloops[i].spatial && s->sloops[i].axis > MAP_AX_LANES) par *= (double)s->sloops[i].trips;
-  /* epilogue */
-  int64_t out_elems = 1;
-  const map_operand *out = &p->operands[p->output];
-  for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
-  c->epilogue_cycles = map_epilogue_cycles(s, par);
-  /* transfers */
-  /* per edge the transfers use (at most one per transfer, so bounded by
-   * MAP_MAX_XFERS whatever the ACG's edge count): its double-buffered
-   * occupancy and the latencies it leaves exposed. Indexed in the order the
-   * transfers first use them, so the cost does not depend on where the
-   * edges sit in the ACG. */
+  *passes_out = passes;
+  *inner_out = inner;
+  *gemm_out = gemm;
+}
+
+/* The transfers' running totals, one pass over them (xfer_cost). Per edge
+ * the transfers use (at most one per transfer, so bounded by
+ * MAP_MAX_XFERS whatever the ACG's edge count): its double-buffered
+ * occupancy and the latencies it leaves exposed. Indexed in the order the
+ * transfers first use them, so the cost does not depend on where the
+ * edges sit in the ACG. */
+typedef struct {
   double per_edge[MAP_MAX_XFERS], per_edge_lat[MAP_MAX_XFERS];
-  int edge_id[MAP_MAX_XFERS], n_edges = 0;
-  double exposed_serial = 0, dram_cost = 0, first_fill = 0, drain = 0, head_occ = 0, head_lat = 0,
-         head_all = 0, head_feed = INFINITY, head_max = 0;
+  int edge_id[MAP_MAX_XFERS], n_edges;
+  double exposed_serial, dram_cost, first_fill, drain, head_occ, head_lat, head_all, head_feed, head_max;
   double xocc[MAP_MAX_XFERS];
-  for (int i = 0; i < s->n_xfers; i++) {
-    const map_xfer *x = &s->xfers[i];
-    double bw = edge_bw(g, x);
-    double lat = x->edge >= 0 ? g->edges[x->edge].latency_cycles : 0;
-    /* replicated instances (workgroups, waves) issue their copies at once:
-     * bandwidth is shared (the ACG's edge figure is the total), latency is
-     * paid once per round */
-    double inst = 1;
-    for (int k = 0; k <= x->after; k++)
-      if (s->sloops[k].spatial && s->sloops[k].axis > MAP_AX_LANES) inst *= (double)s->sloops[k].trips;
-    double occ = (double)x->bytes / bw;
-    /* a drain that also writes each row's max (map_epi_drain_max): one
-     * more value per row over the edge into the level-1 tile's storage */
-    if (x->operand == p->output && x->level == 2 && x->dir == MAP_STORE && map_epi_drain_max(s) > 0) {
-      const map_place *p2 = &s->place[p->output][2];
-      int e2 = edge_of(g, s->vops[0].node, x->dst);
-      double rows = (double)p2->elems / (double)p2->tile[s->vops[0].loop];
-      double es = (double)cov_dtype_size(p2->dtype);
-      if (e2 >= 0) {
-        double o2 = ((double)x->bytes + rows * es) / map_edge_bw(g, e2, x->dst, x->dst);
-        if (o2 > occ) occ = o2;
-      }
-    }
-    bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
-    double dbw = 0; /* the DRAM node's own bandwidth */
-    if (dram_x) {
-      /* DRAM serves whole bursts per contiguous run (map_dram.c), at its
-       * own bandwidth, shared by every engine */
-      double dc = map_dram_cost_bytes(s, x);
-      dbw = g->storage[g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst].bandwidth_bytes_per_cycle;
-      if (dbw > 0 && dc / dbw > occ) occ = dc / dbw;
-      dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
-    }
-    double one = occ + lat;
-    xocc[i] = occ;
-    bool db = s->place[x->operand][x->level].double_buffered;
-    /* A DMA engine is busy for a transfer's occupancy only; its latency
-     * delays when the data is visible (ISA.md "Timing"). Double-buffered
-     * loads are issued ahead of the tile that uses them, so their latencies
-     * overlap the next transfers and the work: the engine's time is their
-     * occupancy, one latency is exposed (the fill below) and, with two
-     * buffers, half of the others where they do not fit under the work
-     * (below). A store's latency delays nothing but the end of the program
-     * (the drain below): the next write of its buffer waits for the store's
-     * read only. Other transfers wait for and are waited on: each pays its
-     * latency. */
-    double all = occ * (double)x->count / map_edge_copies(s, x, inst) + (!db ? lat * (double)x->count / inst : 0);
-    c->xfer_cycles[i] = all;
-    c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
-    if (db) {
-      if (x->edge >= 0 && x->edge < g->n_edges) {
-        int k = 0;
-        while (k < n_edges && edge_id[k] != x->edge) k++;
-        if (k == n_edges) edge_id[n_edges++] = x->edge, per_edge[k] = 0, per_edge_lat[k] = 0;
-        per_edge[k] += all;
-        /* one tile's loads on an engine are issued together: their
-         * latencies overlap, one per tile; the first two tiles' loads are
-         * issued before any work (both buffers are free), so only the
-         * later tiles' wait for a buffer the work releases (below) */
-        double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
-        if (x->dir == MAP_LOAD && tl > per_edge_lat[k]) per_edge_lat[k] = tl;
-      }
-      /* after the last GEMM only the last part of the output's store
-       * remains: a chunked epilogue's last chunk, or the last rectangle's
-       * box (map_ir.h), its bytes over the edge or its bursts */
-      if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1 && s->n_rects > 0) {
-        const map_rect *r = &s->rects[s->n_rects - 1];
-        double share = (double)(r->ext[0] * r->ext[1]) /
-                       (double)(p->extent[s->rect_loop[0]] * p->extent[s->rect_loop[1]]);
-        double o1 = (double)x->bytes * share / bw;
-        double d1 = dbw > 0 ? map_dram_cost_rect(s, x, s->n_rects - 1) / dbw : 0;
-        one = (d1 > o1 ? d1 : o1) + lat;
-      } else if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1) {
-        one = occ / (double)map_epi_chunks(s) + lat;
-      }
-      if (x->dir == MAP_STORE && one > drain) drain = one;
-      /* Where the first GEMM's operand tiles are loaded in pieces (an
-       * output-stationary chain folded at groups of kl, npu_head.c), it
-       * waits for its operands' loads from DRAM one after another on the
-       * engine (issued in the order the GEMMs read them), of each the
-       * first piece (map_gemm_first_share), and one latency. Other loads
-       * (the epilogue's operands, on-chip copies) only where longer.
-       * Whole first loads keep the charge of the longest one: their sum
-       * (what one engine serves) ranked schedules whose body the model
-       * under-predicts ahead of better ones (convnet_layer1 on
-       * npu-16x16-os: 3,378 -> 3,506 simulated after the re-ranking). */
-      bool head = gemm && gp.output_stationary && dram_x && x->dir == MAP_LOAD &&
-                  (x->operand == gp.a_op || x->operand == gp.b_op);
-      if (head) {
-        double sh = map_gemm_first_share(s, &gp, x);
-        head_occ += occ * sh;
-        head_all += occ;
-        if (lat > head_lat) head_lat = lat;
-        if (one > head_max) head_max = one;
-        /* the work the rest of the pieces feed: at most one chain's
-         * GEMMs (they read the tile in order), at most the work per load */
-        if (sh < 1) {
-          double feed = map_gemm_chain_cycles(s, &gp) * (1 - sh), per = c->compute_cycles / (double)x->count;
-          if (per * (1 - sh) < feed) feed = per * (1 - sh);
-          if (feed < head_feed) head_feed = feed;
-        }
-      } else if (x->dir == MAP_LOAD && one > first_fill) {
-        first_fill = one;
-      }
-    } else {
-      exposed_serial += all;
+} xfer_totals;
+
+/* Transfer x's occupancy of its edge (bytes over bandwidth, or DRAM's
+ * bursts); dbw: the DRAM node's own bandwidth where x touches DRAM, 0 if
+ * not; adds x's DRAM bytes to t->dram_cost. */
+static double xfer_occupancy(const map_schedule *s, const map_xfer *x, double bw, double *dbw_out,
+                             xfer_totals *t) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  double occ = (double)x->bytes / bw;
+  /* a drain that also writes each row's max (map_epi_drain_max): one
+   * more value per row over the edge into the level-1 tile's storage */
+  if (x->operand == p->output && x->level == 2 && x->dir == MAP_STORE && map_epi_drain_max(s) > 0) {
+    const map_place *p2 = &s->place[p->output][2];
+    int e2 = edge_of(g, s->vops[0].node, x->dst);
+    double rows = (double)p2->elems / (double)p2->tile[s->vops[0].loop];
+    double es = (double)cov_dtype_size(p2->dtype);
+    if (e2 >= 0) {
+      double o2 = ((double)x->bytes + rows * es) / map_edge_bw(g, e2, x->dst, x->dst);
+      if (o2 > occ) occ = o2;
     }
   }
-  /* ... and the chain cannot run ahead of the pieces: the last piece
-   * arrives after all of them, and only the GEMMs that do not read it can
-   * run before (convnet_layer2 on npu-16x16-os: pieces of 10 + 8 cycles
-   * of DRAM per channel feed GEMMs of 25, so the first GEMM's wait, 218
-   * cycles, is the head; a chain faster than its pieces waits for the
-   * last of them) */
-  if (head_feed < INFINITY) {
-    if (head_all - head_feed > head_occ) head_occ = head_all - head_feed;
-    if (head_occ + head_lat > first_fill) first_fill = head_occ + head_lat;
-  } else if (head_max > first_fill) {
-    first_fill = head_max;
+  bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
+  double dbw = 0; /* the DRAM node's own bandwidth */
+  if (dram_x) {
+    /* DRAM serves whole bursts per contiguous run (map_dram.c), at its
+     * own bandwidth, shared by every engine */
+    double dc = map_dram_cost_bytes(s, x);
+    dbw = g->storage[g->storage[x->src].kind == ACG_DRAM ? x->src : x->dst].bandwidth_bytes_per_cycle;
+    if (dbw > 0 && dc / dbw > occ) occ = dc / dbw;
+    t->dram_cost += (dc > (double)x->bytes ? dc : (double)x->bytes) * (double)x->count;
   }
+  *dbw_out = dbw;
+  return occ;
+}
+
+/* A double-buffered transfer x (occupancy occ, latency lat, all: its
+ * engine time, one: one execution's time) into the totals: its edge's
+ * occupancy and latencies, the drain, the first fill or the head of an
+ * output-stationary chain. */
+static void buffered_xfer(const map_schedule *s, const map_gemm_plan *gp, bool gemm, const map_xfer *x,
+                          double occ, double lat, double all, double one, double bw, double dbw,
+                          double inst, xfer_totals *t) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  bool dram_x = g->storage[x->src].kind == ACG_DRAM || g->storage[x->dst].kind == ACG_DRAM;
+  if (x->edge >= 0 && x->edge < g->n_edges) {
+    int k = 0;
+    while (k < t->n_edges && t->edge_id[k] != x->edge) k++;
+    if (k == t->n_edges) t->edge_id[t->n_edges++] = x->edge, t->per_edge[k] = 0, t->per_edge_lat[k] = 0;
+    t->per_edge[k] += all;
+    /* one tile's loads on an engine are issued together: their
+     * latencies overlap, one per tile; the first two tiles' loads are
+     * issued before any work (both buffers are free), so only the
+     * later tiles' wait for a buffer the work releases (below) */
+    double tl = lat * (double)(x->count > 2 ? x->count - 2 : 0) / inst;
+    if (x->dir == MAP_LOAD && tl > t->per_edge_lat[k]) t->per_edge_lat[k] = tl;
+  }
+  /* after the last GEMM only the last part of the output's store
+   * remains: a chunked epilogue's last chunk, or the last rectangle's
+   * box (map_ir.h), its bytes over the edge or its bursts */
+  if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1 && s->n_rects > 0) {
+    const map_rect *r = &s->rects[s->n_rects - 1];
+    double share = (double)(r->ext[0] * r->ext[1]) /
+                   (double)(p->extent[s->rect_loop[0]] * p->extent[s->rect_loop[1]]);
+    double o1 = (double)x->bytes * share / bw;
+    double d1 = dbw > 0 ? map_dram_cost_rect(s, x, s->n_rects - 1) / dbw : 0;
+    one = (d1 > o1 ? d1 : o1) + lat;
+  } else if (x->dir == MAP_STORE && x->operand == p->output && x->level == 1) {
+    one = occ / (double)map_epi_chunks(s) + lat;
+  }
+  if (x->dir == MAP_STORE && one > t->drain) t->drain = one;
+  /* Where the first GEMM's operand tiles are loaded in pieces (an
+   * output-stationary chain folded at groups of kl, npu_head.c), it
+   * waits for its operands' loads from DRAM one after another on the
+   * engine (issued in the order the GEMMs read them), of each the
+   * first piece (map_gemm_first_share), and one latency. Other loads
+   * (the epilogue's operands, on-chip copies) only where longer.
+   * Whole first loads keep the charge of the longest one: their sum
+   * (what one engine serves) ranked schedules whose body the model
+   * under-predicts ahead of better ones (convnet_layer1 on
+   * npu-16x16-os: 3,378 -> 3,506 simulated after the re-ranking). */
+  bool head = gemm && gp->output_stationary && dram_x && x->dir == MAP_LOAD &&
+              (x->operand == gp->a_op || x->operand == gp->b_op);
+  if (head) {
+    double sh = map_gemm_first_share(s, gp, x);
+    t->head_occ += occ * sh;
+    t->head_all += occ;
+    if (lat > t->head_lat) t->head_lat = lat;
+    if (one > t->head_max) t->head_max = one;
+    /* the work the rest of the pieces feed: at most one chain's
+     * GEMMs (they read the tile in order), at most the work per load */
+    if (sh < 1) {
+      double feed = map_gemm_chain_cycles(s, gp) * (1 - sh), per = s->cost.compute_cycles / (double)x->count;
+      if (per * (1 - sh) < feed) feed = per * (1 - sh);
+      if (feed < t->head_feed) t->head_feed = feed;
+    }
+  } else if (x->dir == MAP_LOAD && one > t->first_fill) {
+    t->first_fill = one;
+  }
+}
+
+/* Transfer i's cycles (c->xfer_cycles, bytes per level) and its share of
+ * the totals. */
+static void xfer_cost(map_schedule *s, const map_gemm_plan *gp, bool gemm, int i, xfer_totals *t) {
+  const cov_acg *g = s->acg;
+  map_cost *c = &s->cost;
+  const map_xfer *x = &s->xfers[i];
+  double bw = edge_bw(g, x);
+  double lat = x->edge >= 0 ? g->edges[x->edge].latency_cycles : 0;
+  /* replicated instances (workgroups, waves) issue their copies at once:
+   * bandwidth is shared (the ACG's edge figure is the total), latency is
+   * paid once per round */
+  double inst = 1;
+  for (int k = 0; k <= x->after; k++)
+    if (s->sloops[k].spatial && s->sloops[k].axis > MAP_AX_LANES) inst *= (double)s->sloops[k].trips;
+  double dbw;
+  double occ = xfer_occupancy(s, x, bw, &dbw, t);
+  double one = occ + lat;
+  t->xocc[i] = occ;
+  bool db = s->place[x->operand][x->level].double_buffered;
+  /* A DMA engine is busy for a transfer's occupancy only; its latency
+   * delays when the data is visible (ISA.md "Timing"). Double-buffered
+   * loads are issued ahead of the tile that uses them, so their latencies
+   * overlap the next transfers and the work: the engine's time is their
+   * occupancy, one latency is exposed (the fill below) and, with two
+   * buffers, half of the others where they do not fit under the work
+   * (below). A store's latency delays nothing but the end of the program
+   * (the drain below): the next write of its buffer waits for the store's
+   * read only. Other transfers wait for and are waited on: each pays its
+   * latency. */
+  double all = occ * (double)x->count / map_edge_copies(s, x, inst) + (!db ? lat * (double)x->count / inst : 0);
+  c->xfer_cycles[i] = all;
+  c->bytes_level[x->level] += (double)x->bytes * (double)x->count;
+  if (db) buffered_xfer(s, gp, gemm, x, occ, lat, all, one, bw, dbw, inst, t);
+  else t->exposed_serial += all;
+}
+
+/* The transfers' time that overlaps the work (busy): the busiest edge,
+ * DRAM's bandwidth, and with two buffers half the latencies that do not
+ * fit under the work. */
+static double overlapped_cycles(const map_schedule *s, const xfer_totals *t, double busy) {
+  const cov_acg *g = s->acg;
   double overlapped = 0;
-  for (int e = 0; e < n_edges; e++)
-    if (per_edge[e] > overlapped) overlapped = per_edge[e];
+  for (int e = 0; e < t->n_edges; e++)
+    if (t->per_edge[e] > overlapped) overlapped = t->per_edge[e];
   double dram_bw = acg_dram_bandwidth(g);
-  if (dram_bw > 0 && dram_cost / dram_bw > overlapped) overlapped = dram_cost / dram_bw;
-  double busy = map_busy_cycles(s, c->compute_cycles, c->epilogue_cycles);
+  if (dram_bw > 0 && t->dram_cost / dram_bw > overlapped) overlapped = t->dram_cost / dram_bw;
   /* With two buffers a tile's load can start only once the work on the
    * tile two back has released its buffer: per two tiles the engine's
    * occupancy, its latency and the work run in series, so of an edge's
    * latencies half stays exposed where they do not fit under the work:
    * the body is at least (busy + occupancy + latencies) / 2 per edge. */
-  for (int e = 0; e < n_edges; e++)
-    if (per_edge_lat[e] > 0 && (busy + per_edge[e] + per_edge_lat[e]) / 2 > overlapped)
-      overlapped = (busy + per_edge[e] + per_edge_lat[e]) / 2;
+  for (int e = 0; e < t->n_edges; e++)
+    if (t->per_edge_lat[e] > 0 && (busy + t->per_edge[e] + t->per_edge_lat[e]) / 2 > overlapped)
+      overlapped = (busy + t->per_edge[e] + t->per_edge_lat[e]) / 2;
   /* The same holds for DRAM's interface, which every engine shares: its
    * occupancy, and the
    * latencies, which the engines pay side by side (the longest chain),
    * against the work (resnet50_res4_3x3 on npu-16x16: DRAM busy 98% of the
    * work, 566,305 simulated, 517,390 predicted without this). */
   double dram_lat = 0;
-  for (int e = 0; e < n_edges; e++) {
-    const acg_edge *ed = &g->edges[edge_id[e]];
+  for (int e = 0; e < t->n_edges; e++) {
+    const acg_edge *ed = &g->edges[t->edge_id[e]];
     bool dram_e = g->storage[ed->from].kind == ACG_DRAM || g->storage[ed->to].kind == ACG_DRAM;
-    if (dram_e && per_edge_lat[e] > dram_lat) dram_lat = per_edge_lat[e];
+    if (dram_e && t->per_edge_lat[e] > dram_lat) dram_lat = t->per_edge_lat[e];
   }
-  if (dram_bw > 0 && dram_lat > 0 && (busy + dram_cost / dram_bw + dram_lat) / 2 > overlapped)
-    overlapped = (busy + dram_cost / dram_bw + dram_lat) / 2;
-  busy += engine_hold(s, xocc, busy);
-  double body = busy > overlapped ? busy : overlapped;
-  c->cycles = body + exposed_serial + first_fill + drain;
-  c->exposed_cycles = c->cycles - busy;
-  /* utilisation of the main node */
+  if (dram_bw > 0 && dram_lat > 0 && (busy + t->dram_cost / dram_bw + dram_lat) / 2 > overlapped)
+    overlapped = (busy + t->dram_cost / dram_bw + dram_lat) / 2;
+  return overlapped;
+}
+
+/* Utilisation of the main node and of the epilogue's unit. */
+static void utilisation(map_schedule *s, int64_t out_elems) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  map_cost *c = &s->cost;
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  const acg_capability *cap = &cn->caps[s->cap];
   int ci = s->node - g->n_storage;
   if (ci < MAP_MAX_COMPUTE && c->cycles > 0)
     c->util[ci] = (double)p->ops / ((cap->throughput > 0 ? cap->throughput : 1) *
@@ -611,6 +633,46 @@ void map_cost_eval(map_schedule *s) {
       c->util[vi] = (double)out_elems * s->n_vops / ((vc->throughput > 0 ? vc->throughput : 1) * c->cycles);
     }
   }
+}
+
+void map_cost_eval(map_schedule *s) {
+  const map_problem *p = &s->prob;
+  map_cost *c = &s->cost;
+  memset(c, 0, sizeof *c);
+  double passes, inner;
+  bool gemm;
+  map_gemm_plan gp;
+  compute_cost(s, &passes, &inner, &gemm, &gp);
+  double par = 1; /* replicated instances working at once (workgroups x waves) */
+  for (int i = 0; i < s->n_sloops; i++)
+    if (s->sloops[i].spatial && s->sloops[i].axis > MAP_AX_LANES) par *= (double)s->sloops[i].trips;
+  /* epilogue */
+  int64_t out_elems = 1;
+  const map_operand *out = &p->operands[p->output];
+  for (int d = 0; d < out->rank; d++) out_elems *= out->shape[d];
+  c->epilogue_cycles = map_epilogue_cycles(s, par);
+  /* transfers */
+  xfer_totals t = {.head_feed = INFINITY};
+  for (int i = 0; i < s->n_xfers; i++) xfer_cost(s, &gp, gemm, i, &t);
+  /* ... and the chain cannot run ahead of the pieces: the last piece
+   * arrives after all of them, and only the GEMMs that do not read it can
+   * run before (convnet_layer2 on npu-16x16-os: pieces of 10 + 8 cycles
+   * of DRAM per channel feed GEMMs of 25, so the first GEMM's wait, 218
+   * cycles, is the head; a chain faster than its pieces waits for the
+   * last of them) */
+  if (t.head_feed < INFINITY) {
+    if (t.head_all - t.head_feed > t.head_occ) t.head_occ = t.head_all - t.head_feed;
+    if (t.head_occ + t.head_lat > t.first_fill) t.first_fill = t.head_occ + t.head_lat;
+  } else if (t.head_max > t.first_fill) {
+    t.first_fill = t.head_max;
+  }
+  double busy = map_busy_cycles(s, c->compute_cycles, c->epilogue_cycles);
+  double overlapped = overlapped_cycles(s, &t, busy);
+  busy += engine_hold(s, t.xocc, busy);
+  double body = busy > overlapped ? busy : overlapped;
+  c->cycles = body + t.exposed_serial + t.first_fill + t.drain;
+  c->exposed_cycles = c->cycles - busy;
+  utilisation(s, out_elems);
   map_energy_eval(s, passes * inner * par); /* map_energy.c */
   if (!isfinite(c->cycles)) c->cycles = 1e300;
 }

@@ -85,11 +85,7 @@ static void print_vop(FILE *out, const map_schedule *s, int v) {
   }
 }
 
-void map_dump(const map_schedule *s, FILE *out) {
-  const cov_acg *g = s->acg;
-  const map_problem *p = &s->prob;
-  const acg_compute *cn = &g->compute[s->node - g->n_storage];
-  fprintf(out, "schedule %s on %s\n", p->layer, g->name);
+void map_dump_problem(const map_problem *p, FILE *out) {
   fprintf(out, "  problem %s: %s", p->codelet,
           p->kind == MAP_MAIN_MAC ? "mac" : p->kind == MAP_MAIN_REDUCE ? "reduce" : "map");
   fprintf(out, " op=%s init=%g ops=%lld\n", common_op_name(p->op), p->init, (long long)p->ops);
@@ -108,6 +104,18 @@ void map_dump(const map_schedule *s, FILE *out) {
     if (op->pad_value != 0) fprintf(out, " else %g", op->pad_value);
     fputc('\n', out);
   }
+}
+
+void map_dump_epilogue(const map_schedule *s, FILE *out) {
+  for (int v = 0; v < s->n_vops; v++) print_vop(out, s, v);
+}
+
+void map_dump(const map_schedule *s, FILE *out) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  fprintf(out, "schedule %s on %s\n", p->layer, g->name);
+  map_dump_problem(p, out);
   const acg_capability *cap = &cn->caps[s->cap];
   fprintf(out, "  compute %s cap %d %s(%s,%s->%s)%s\n", cn->name, s->cap, common_op_name(cap->op),
           cov_dtype_name(s->mul_dtype), cov_dtype_name(s->mul_dtype), cov_dtype_name(s->acc_dtype),
@@ -115,7 +123,7 @@ void map_dump(const map_schedule *s, FILE *out) {
   if (p->bias_init)
     fprintf(out, "  accumulators start from %s, preloaded by %s (its add left the epilogue)\n",
             p->operands[p->bias_op].name, cn->name);
-  for (int v = 0; v < s->n_vops; v++) print_vop(out, s, v);
+  map_dump_epilogue(s, out);
   for (int o = 0; o < p->n_operands; o++)
     for (int lv = 1; lv < s->n_levels; lv++) {
       const map_place *pl = &s->place[o][lv];

@@ -112,8 +112,7 @@ int64_t map_epi_drain_max(const map_schedule *s) {
   map_epi_layout lay;
   map_epi_plan(s, s->epi_in_place, p1->tile, &lay);
   uint64_t used = s->epi_addr + (uint64_t)lay.elems * cov_dtype_size(s->acc_dtype ? s->acc_dtype : COV_F32);
-  uint64_t cap_b = g->storage[p1->node].capacity_bytes;
-  if (used + pmax_bytes(s, n, l) + MAP_PLACE_ALIGN > cap_b) return 0;
+  if (!map_fits(g, p1->node, used + pmax_bytes(s, n, l) + MAP_PLACE_ALIGN)) return 0;
   return n;
 }
 

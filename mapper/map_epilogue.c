@@ -10,8 +10,6 @@
  * pooling with window == stride have fixed lowerings; softmax's divide by
  * the row sum becomes one reciprocal per row and a multiply where the ACG
  * makes that cheaper (softmax_reciprocal).
- *
- * long: lower_elementwise lowers a generic elementwise codelet nest to vector ops: its index map, operands and temporaries are one walk over the nest
  */
 #include <math.h>
 #include <string.h>
@@ -142,24 +140,147 @@ static cov_status stmt_dtypes(const cdl_codelet *c, const cdl_binding *b, const 
   return NULL;
 }
 
+/* A generic elementwise codelet being lowered: its loops (outermost
+ * first), the register of each scalar local, the vector operand of each
+ * constant input, the registers in use. */
+typedef struct ew_state {
+  const map_call *mc;
+  const cdl_binding *b;
+  map_schedule *s;
+  cov_arena *arena;
+  int loop_ids[CDL_MAX_LOOP_DEPTH], n_l;
+  int reg_of[CDL_MAX_OPERANDS * 3];
+  int vec_of[CDL_MAX_OPERANDS * 3];
+  int n_regs;
+} ew_state;
+
+/* Input opi read by arg as a constant vector: each of its indices must be
+ * one loop that indexes the input x in some dimension; it inherits the
+ * output's access in that dimension. Adds it to the problem's operands
+ * once. */
+static cov_status vector_operand(ew_state *e, const cdl_arg *arg, int opi) {
+  const cdl_codelet *c = e->mc->c;
+  map_problem *p = &e->s->prob;
+  const cdl_operand *co = &c->operands[opi];
+  const map_operand *out = &p->operands[p->output];
+  if (e->vec_of[opi] >= 0) return NULL;
+  /* call 0 of a layer that is all epilogue sees the input itself */
+  int vr = e->mc->view_rank ? e->mc->view_rank : e->mc->in[0].rank;
+  if (p->n_operands >= MAP_MAX_OPERANDS || vr != out->rank)
+    return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: input %s cannot be fused", c->name,
+                     co->name);
+  map_operand *vo = &p->operands[p->n_operands];
+  memset(vo, 0, sizeof *vo);
+  vo->name = cov_arena_printf(e->arena, "%s.%s", c->name, co->name);
+  vo->role = MAP_ROLE_VECTOR;
+  vo->dtype = vo->compute_dtype = e->b->dtype[opi];
+  vo->rank = co->rank;
+  vo->acc.rank = co->rank;
+  for (int d = 0; d < co->rank; d++) {
+    vo->shape[d] = e->b->shape[opi][d];
+    const cdl_affine *af = &arg->access.aff[d];
+    int xd = -1;
+    if (af->n_terms == 1) {
+      /* find the dim of x indexed by this loop (x is accessed as
+       * x[l0, l1, ...] in these codelets) */
+      for (int k = 0; k < e->n_l; k++)
+        if (e->loop_ids[k] == af->loops[0]) xd = k;
+    }
+    if (xd < 0 || xd >= out->rank)
+      return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: %s's index %d is not one loop of x",
+                       c->name, co->name, d + 1);
+    vo->acc.off[d] = out->acc.off[xd];
+    for (int l = 0; l < p->n_loops; l++) vo->acc.coef[d][l] = out->acc.coef[xd][l];
+  }
+  vo->layer_input = -2; /* set by the caller */
+  e->vec_of[opi] = p->n_operands++;
+  return NULL;
+}
+
+/* One argument of a statement as a vector op's source: a scalar (literal,
+ * float attribute, integer constant), register 0 (the input), a local's
+ * register, or a constant vector. */
+static cov_status lower_arg(ew_state *e, const cdl_arg *arg, map_vsrc *src) {
+  const cdl_codelet *c = e->mc->c;
+  const cdl_binding *b = e->b;
+  if (arg->kind == CDL_ARG_FLOAT) {
+    src->kind = MAP_VS_SCALAR;
+    src->value = arg->f;
+  } else if (arg->kind == CDL_ARG_FATTR) {
+    src->kind = MAP_VS_SCALAR;
+    src->value = b->attr_f[arg->attr];
+  } else if (arg->kind == CDL_ARG_ACCESS) {
+    int opi = arg->access.operand;
+    const cdl_operand *co = &c->operands[opi];
+    if (opi == 0) {
+      src->kind = MAP_VS_REG;
+      src->index = 0;
+    } else if (co->role == CDL_LOCAL && co->rank == 0) {
+      if (e->reg_of[opi] < 0)
+        return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: %s read before written", c->name,
+                         co->name);
+      src->kind = MAP_VS_REG;
+      src->index = e->reg_of[opi];
+    } else if (co->role == CDL_INPUT) {
+      COV_RETURN_IF_ERROR(vector_operand(e, arg, opi));
+      src->kind = MAP_VS_VEC;
+      src->index = e->vec_of[opi];
+    } else {
+      return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: cannot fuse a read of %s", c->name,
+                       co->name);
+    }
+  } else if (!cdl_iexpr_has_loop(arg->ie)) {
+    /* an integer constant such as relu6's 0 and 6 */
+    cdl_env env = {c, b->dims, b->attr_i, b->lets, NULL};
+    int64_t iv;
+    COV_RETURN_IF_ERROR(cdl_eval(arg->ie, &env, &iv));
+    src->kind = MAP_VS_SCALAR;
+    src->value = (double)iv;
+  } else {
+    return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: index argument", c->name);
+  }
+  return NULL;
+}
+
+/* Statement st's destination (the last statement writes the output,
+ * register 0; the others a local's register). */
+static cov_status lower_dst(ew_state *e, const cdl_stmt *st, bool last, map_vop *v) {
+  const cdl_codelet *c = e->mc->c;
+  int d = st->dst.operand;
+  const cdl_operand *dop = &c->operands[d];
+  if (dop->role == CDL_OUTPUT) {
+    if (!last)
+      return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: output written before the end",
+                       c->name);
+    v->dst = 0;
+  } else if (dop->role == CDL_LOCAL && dop->rank == 0) {
+    if (e->reg_of[d] < 0) {
+      if (e->n_regs >= MAP_MAX_VREGS)
+        return cov_error(COV_OUT_OF_RANGE, &st->loc, "epilogue codelet %s: more than %d registers", c->name,
+                         MAP_MAX_VREGS);
+      e->reg_of[d] = e->n_regs++;
+    }
+    v->dst = e->reg_of[d];
+  } else {
+    return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: writes %s", c->name, dop->name);
+  }
+  return NULL;
+}
+
 /* Generic single-nest elementwise codelet. */
 static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, map_schedule *s,
                                     cov_arena *arena) {
   const cdl_codelet *c = mc->c;
-  map_problem *p = &s->prob;
   const cdl_block *blk = &c->body;
-  int loop_ids[CDL_MAX_LOOP_DEPTH], n_l = 0;
+  ew_state e = {.mc = mc, .b = b, .s = s, .arena = arena};
   /* descend through the loops: `for a in A, b in B {...}` is nested loops */
-  while (blk->n == 1 && blk->stmts[0]->kind == CDL_ST_LOOP && n_l < CDL_MAX_LOOP_DEPTH) {
-    loop_ids[n_l++] = blk->stmts[0]->loop.id;
+  while (blk->n == 1 && blk->stmts[0]->kind == CDL_ST_LOOP && e.n_l < CDL_MAX_LOOP_DEPTH) {
+    e.loop_ids[e.n_l++] = blk->stmts[0]->loop.id;
     blk = &blk->stmts[0]->loop.body;
   }
-  const map_operand *out = &p->operands[p->output];
-  int reg_of[CDL_MAX_OPERANDS * 3];
-  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) reg_of[i] = -1;
-  int n_regs = s->n_vregs > 1 ? s->n_vregs : 1;
-  int vec_of[CDL_MAX_OPERANDS * 3];
-  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) vec_of[i] = -1;
+  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) e.reg_of[i] = -1;
+  e.n_regs = s->n_vregs > 1 ? s->n_vregs : 1;
+  for (int i = 0; i < CDL_MAX_OPERANDS * 3; i++) e.vec_of[i] = -1;
   for (size_t i = 0; i < blk->n; i++) {
     const cdl_stmt *st = blk->stmts[i];
     if (st->kind != CDL_ST_ASSIGN)
@@ -173,104 +294,10 @@ static cov_status lower_elementwise(const map_call *mc, const cdl_binding *b, ma
     if (st->n_args > 2)
       return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: %d-argument op", c->name,
                        st->n_args);
-    for (int a = 0; a < st->n_args; a++) {
-      const cdl_arg *arg = &st->args[a];
-      map_vsrc *src = a == 0 ? &v->a : &v->b;
-      if (arg->kind == CDL_ARG_FLOAT) {
-        src->kind = MAP_VS_SCALAR;
-        src->value = arg->f;
-      } else if (arg->kind == CDL_ARG_FATTR) {
-        src->kind = MAP_VS_SCALAR;
-        src->value = b->attr_f[arg->attr];
-      } else if (arg->kind == CDL_ARG_ACCESS) {
-        int opi = arg->access.operand;
-        const cdl_operand *co = &c->operands[opi];
-        if (opi == 0) {
-          src->kind = MAP_VS_REG;
-          src->index = 0;
-        } else if (co->role == CDL_LOCAL && co->rank == 0) {
-          if (reg_of[opi] < 0)
-            return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: %s read before written",
-                             c->name, co->name);
-          src->kind = MAP_VS_REG;
-          src->index = reg_of[opi];
-        } else if (co->role == CDL_INPUT) {
-          /* a constant vector: each of its indices must be one loop that
-           * indexes the input x in some dimension; it inherits the output's
-           * access in that dimension */
-          if (vec_of[opi] < 0) {
-            /* call 0 of a layer that is all epilogue sees the input itself */
-            int vr = mc->view_rank ? mc->view_rank : mc->in[0].rank;
-            if (p->n_operands >= MAP_MAX_OPERANDS || vr != out->rank)
-              return cov_error(COV_UNSUPPORTED, &arg->loc,
-                               "epilogue codelet %s: input %s cannot be fused", c->name, co->name);
-            map_operand *vo = &p->operands[p->n_operands];
-            memset(vo, 0, sizeof *vo);
-            vo->name = cov_arena_printf(arena, "%s.%s", c->name, co->name);
-            vo->role = MAP_ROLE_VECTOR;
-            vo->dtype = vo->compute_dtype = b->dtype[opi];
-            vo->rank = co->rank;
-            vo->acc.rank = co->rank;
-            for (int d = 0; d < co->rank; d++) {
-              vo->shape[d] = b->shape[opi][d];
-              const cdl_affine *af = &arg->access.aff[d];
-              int xd = -1;
-              if (af->n_terms == 1) {
-                /* find the dim of x indexed by this loop (x is accessed as
-                 * x[l0, l1, ...] in these codelets) */
-                for (int k = 0; k < n_l; k++)
-                  if (loop_ids[k] == af->loops[0]) xd = k;
-              }
-              if (xd < 0 || xd >= out->rank)
-                return cov_error(COV_UNSUPPORTED, &arg->loc,
-                                 "epilogue codelet %s: %s's index %d is not one loop of x", c->name,
-                                 co->name, d + 1);
-              vo->acc.off[d] = out->acc.off[xd];
-              for (int l = 0; l < p->n_loops; l++) vo->acc.coef[d][l] = out->acc.coef[xd][l];
-            }
-            vo->layer_input = -2; /* set by the caller */
-            vec_of[opi] = p->n_operands++;
-          }
-          src->kind = MAP_VS_VEC;
-          src->index = vec_of[opi];
-        } else {
-          return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: cannot fuse a read of %s",
-                           c->name, co->name);
-        }
-      } else if (!cdl_iexpr_has_loop(arg->ie)) {
-        /* an integer constant such as relu6's 0 and 6 */
-        cdl_env env = {c, b->dims, b->attr_i, b->lets, NULL};
-        int64_t iv;
-        COV_RETURN_IF_ERROR(cdl_eval(arg->ie, &env, &iv));
-        src->kind = MAP_VS_SCALAR;
-        src->value = (double)iv;
-      } else {
-        return cov_error(COV_UNSUPPORTED, &arg->loc, "epilogue codelet %s: index argument",
-                         c->name);
-      }
-    }
-    /* destination */
-    int d = st->dst.operand;
-    const cdl_operand *dop = &c->operands[d];
-    if (dop->role == CDL_OUTPUT) {
-      if (i + 1 != blk->n)
-        return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: output written before the end",
-                         c->name);
-      v->dst = 0;
-    } else if (dop->role == CDL_LOCAL && dop->rank == 0) {
-      if (reg_of[d] < 0) {
-        if (n_regs >= MAP_MAX_VREGS)
-          return cov_error(COV_OUT_OF_RANGE, &st->loc, "epilogue codelet %s: more than %d registers",
-                           c->name, MAP_MAX_VREGS);
-        reg_of[d] = n_regs++;
-      }
-      v->dst = reg_of[d];
-    } else {
-      return cov_error(COV_UNSUPPORTED, &st->loc, "epilogue codelet %s: writes %s", c->name,
-                       dop->name);
-    }
+    for (int a = 0; a < st->n_args; a++) COV_RETURN_IF_ERROR(lower_arg(&e, &st->args[a], a == 0 ? &v->a : &v->b));
+    COV_RETURN_IF_ERROR(lower_dst(&e, st, i + 1 == blk->n, v));
   }
-  if (n_regs > s->n_vregs) s->n_vregs = n_regs;
+  if (e.n_regs > s->n_vregs) s->n_vregs = e.n_regs;
   return NULL;
 }
 

@@ -187,8 +187,12 @@ double map_epilogue_cycles(const map_schedule *s, double par);
 /* map_verify.c */
 cov_status map_verify(const map_schedule *s);
 
-/* map_dump.c */
+/* map_dump.c: the schedule (map_dump), and its parts for a schedule still
+ * being made (tests/mapper/test_steps.c): the problem's loops and operands,
+ * the epilogue's vector ops (their units once bound, else "?"). */
 void map_dump(const map_schedule *s, FILE *out);
+void map_dump_problem(const map_problem *p, FILE *out);
+void map_dump_epilogue(const map_schedule *s, FILE *out);
 void map_dump_cost(const map_schedule *s, FILE *out);
 /* map_api.c: the schedule's loops on one line ("L0 k:4 | L1 c@16 ..."),
  * as --explain lists the chosen schedule and its alternatives. */

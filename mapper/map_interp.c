@@ -63,7 +63,7 @@ static uint8_t *place_ptr(interp *I, int o, int lv) {
   const map_place *pl = &I->s->place[o][lv];
   uint64_t start = map_walk_place_addr(&I->w, o, lv);
   const acg_storage *st = &I->s->acg->storage[pl->node];
-  if (start + pl->bytes > st->capacity_bytes) {
+  if (!map_fits(I->s->acg, pl->node, start + pl->bytes)) {
     if (!I->err)
       I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer), "interp %s: %s's tile [%llu, %llu) is outside %s (%llu B)",
                          I->p->layer, I->p->operands[o].name, (unsigned long long)start,
@@ -311,7 +311,8 @@ static bool epi_setup(interp *I, int o, const tile_points *P, uint8_t *src, epi_
   if (s->n_vops) {
     const acg_storage *st = s->epi_node >= 0 ? &s->acg->storage[s->epi_node] : NULL;
     uint64_t need = (uint64_t)E->lay.elems * cov_dtype_size(E->dt);
-    if (!st || !I->buf[s->epi_node] || need > s->epi_bytes || s->epi_addr + s->epi_bytes > st->capacity_bytes) {
+    if (!st || !I->buf[s->epi_node] || need > s->epi_bytes ||
+        !map_fits(s->acg, s->epi_node, s->epi_addr + s->epi_bytes)) {
       I->err = cov_error(COV_INTERNAL, COV_AT(NULL, I->p->layer),
                          "interp %s: the epilogue needs %llu bytes of temporaries; the schedule "
                          "reserves %llu in %s",

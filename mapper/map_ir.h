@@ -236,6 +236,13 @@ typedef struct map_sloop {
  * 200 cycles for the first's latency). */
 #define MAP_PLACE_ALIGN 64
 
+/* Whether `bytes` from the start of storage node `node` fit its capacity:
+ * the one fit check of places, epilogue temporaries and partial tiles
+ * (the search, the builder, the verifier, the interpreter). */
+static inline bool map_fits(const cov_acg *g, int node, uint64_t bytes) {
+  return bytes <= g->storage[node].capacity_bytes;
+}
+
 /* Where one operand's tile lives at one level. */
 typedef struct map_place {
   bool present;         /* the operand has storage at this level */

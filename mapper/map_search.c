@@ -107,7 +107,7 @@ static bool fits_ext(const search *S, int only) {
       while (j < n_nodes && nodes[j] != node) j++;
       if (j == n_nodes) nodes[n_nodes] = node, used[n_nodes++] = 0;
       used[j] += b;
-      if (used[j] > S->t->acg->storage[node].capacity_bytes) return false;
+      if (!map_fits(S->t->acg, node, used[j])) return false;
     }
     /* the epilogue's temporaries grow with the level-1 output tile; they
      * share their node with whatever level-1 places it holds */
@@ -117,8 +117,7 @@ static bool fits_ext(const search *S, int only) {
       uint64_t e = map_epi_bytes(S->t, S->proto, tl);
       int j = 0;
       while (j < n_nodes && nodes[j] != S->t->epi_node) j++;
-      if ((j < n_nodes ? used[j] : 0) + e > S->t->acg->storage[S->t->epi_node].capacity_bytes)
-        return false;
+      if (!map_fits(S->t->acg, S->t->epi_node, (j < n_nodes ? used[j] : 0) + e)) return false;
     }
   }
   return true;
@@ -620,7 +619,7 @@ static cov_status no_fit(const search *S) {
     }
     uint64_t need = map_epi_bytes(t, S->proto, tl);
     const acg_storage *st = &t->acg->storage[t->epi_node];
-    if (need > st->capacity_bytes)
+    if (!map_fits(t->acg, t->epi_node, need))
       return cov_error(COV_MAPPING_FAILED, COV_AT(NULL, p->layer),
                        "%s on %s: the epilogue's temporaries need at least %llu bytes of %s even "
                        "for the smallest output tile, and %s holds %llu",

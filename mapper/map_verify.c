@@ -3,8 +3,6 @@
  * within the unit counts, places within capacities and not overlapping,
  * the epilogue's temporaries within their storage's capacity, transfers
  * along ACG edges and placed where their tile changes.
- *
- * long: map_verify is the list of the schedule IR's invariants (mapper/README.md), one check and message each
  */
 #include <string.h>
 
@@ -72,19 +70,14 @@ static cov_status rect_check(const map_schedule *s) {
   return NULL;
 }
 
-cov_status map_verify(const map_schedule *s) {
+/* Divisor-based tiling and steps, loop order, and spatial loops within the
+ * unit counts of compute node cn. */
+static cov_status check_loops(const map_schedule *s, const acg_compute *cn) {
   const cov_acg *g = s->acg;
   const map_problem *p = &s->prob;
   const char *ln = p->layer;
-  if (s->n_levels < 2 || s->n_levels > MAP_MAX_LEVELS) FAIL("%d levels", ln, s->n_levels);
-  if (s->node < g->n_storage || s->node >= acg_n_nodes(g)) FAIL("bad compute node", ln);
-  const acg_compute *cn = &g->compute[s->node - g->n_storage];
-  if (s->cap < 0 || s->cap >= cn->n_caps || cn->caps[s->cap].op != p->op)
-    FAIL("capability %d of %s does not run %s", ln, s->cap, cn->name, common_op_name(p->op));
-  /* divisor-based tiling and steps */
   int64_t prod[MAP_MAX_LOOPS];
   for (int l = 0; l < p->n_loops; l++) prod[l] = 1;
-  int last_level = 0;
   int64_t used_axis[MAP_AX_COUNT];
   for (int a = 0; a < MAP_AX_COUNT; a++) used_axis[a] = 1;
   bool rect = s->n_rects > 0;
@@ -109,9 +102,7 @@ cov_status map_verify(const map_schedule *s) {
     if (s->sloops[i - 1].spatial && !s->sloops[i].spatial && s->sloops[i].level == s->n_levels - 1 &&
         s->sloops[i - 1].level == s->n_levels - 1 && s->sloops[i - 1].axis <= MAP_AX_LANES)
       FAIL("loop %d: temporal inside an array/lane loop", ln, i);
-    last_level = s->sloops[i].level;
   }
-  (void)last_level;
   for (int l = 0; l < p->n_loops; l++)
     if (prod[l] != p->extent[l] && !(rect && (l == s->rect_loop[0] || l == s->rect_loop[1])))
       FAIL("loop %s: trip counts multiply to %lld, not its extent %lld (tiling must be "
@@ -136,7 +127,15 @@ cov_status map_verify(const map_schedule *s) {
     if ((uint64_t)(used_axis[MAP_AX_WORKGROUP] * used_axis[MAP_AX_WAVE]) > cn->instances)
       FAIL("more waves than instances of %s", ln, cn->name);
   }
-  /* places: capacities and disjoint allocations */
+  return NULL;
+}
+
+/* Places: in DRAM at level 0, within capacities, allowed double buffers,
+ * shapes that agree with the accesses, disjoint allocations. */
+static cov_status check_places(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
   for (int o = 0; o < p->n_operands; o++) {
     if (!s->place[o][0].present || g->storage[s->place[o][0].node].kind != ACG_DRAM)
       FAIL("operand %s is not in DRAM at level 0", ln, p->operands[o].name);
@@ -145,7 +144,7 @@ cov_status map_verify(const map_schedule *s) {
       if (!a->present) continue;
       const acg_storage *st = &g->storage[a->node];
       uint64_t end = a->addr + a->bytes * (a->double_buffered ? 2 : 1);
-      if (end > st->capacity_bytes)
+      if (!map_fits(g, a->node, end))
         FAIL("%s's tile at level %d ends at byte %llu of %s (capacity %llu)", ln,
              p->operands[o].name, lv, (unsigned long long)end, st->name,
              (unsigned long long)st->capacity_bytes);
@@ -165,35 +164,47 @@ cov_status map_verify(const map_schedule *s) {
         }
     }
   }
-  /* the epilogue's temporaries: as large as its layout needs for the
-   * level-1 output tile, inside their storage, clear of every place there */
-  if (s->n_vops > 0 && s->n_levels > 1) {
-    if (s->epi_node < 0 || s->epi_node >= g->n_storage || g->storage[s->epi_node].kind == ACG_DRAM)
-      FAIL("the epilogue has no on-chip storage for its temporaries", ln);
-    const acg_storage *st = &g->storage[s->epi_node];
-    map_epi_layout lay;
-    map_epi_plan(s, s->epi_in_place, s->place[p->output][1].tile, &lay);
-    uint64_t need = (uint64_t)lay.elems * cov_dtype_size(s->acc_dtype);
-    if (s->epi_bytes < need)
-      FAIL("the epilogue's temporaries need %llu bytes of %s, the schedule reserves %llu", ln,
-           (unsigned long long)need, st->name, (unsigned long long)s->epi_bytes);
-    if (s->epi_in_place && s->place[p->output][1].node != s->epi_node)
-      FAIL("epilogue register 0 is in place, but the output's level-1 tile is not in %s", ln,
-           st->name);
-    uint64_t end = s->epi_addr + s->epi_bytes;
-    if (end > st->capacity_bytes)
-      FAIL("the epilogue's temporaries end at byte %llu of %s (capacity %llu)", ln,
-           (unsigned long long)end, st->name, (unsigned long long)st->capacity_bytes);
-    for (int o = 0; o < p->n_operands && s->epi_bytes; o++)
-      for (int lv = 1; lv < s->n_levels; lv++) {
-        const map_place *b = &s->place[o][lv];
-        if (!b->present || b->node != s->epi_node) continue;
-        uint64_t bend = b->addr + b->bytes * (b->double_buffered ? 2 : 1);
-        if (s->epi_addr < bend && b->addr < end)
-          FAIL("the epilogue's temporaries overlap %s in %s", ln, p->operands[o].name, st->name);
-      }
-  }
-  /* transfers: edges exist between the two storage nodes' path, positions */
+  return NULL;
+}
+
+/* The epilogue's temporaries: as large as its layout needs for the
+ * level-1 output tile, inside their storage, clear of every place there. */
+static cov_status check_epilogue(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
+  if (s->epi_node < 0 || s->epi_node >= g->n_storage || g->storage[s->epi_node].kind == ACG_DRAM)
+    FAIL("the epilogue has no on-chip storage for its temporaries", ln);
+  const acg_storage *st = &g->storage[s->epi_node];
+  map_epi_layout lay;
+  map_epi_plan(s, s->epi_in_place, s->place[p->output][1].tile, &lay);
+  uint64_t need = (uint64_t)lay.elems * cov_dtype_size(s->acc_dtype);
+  if (s->epi_bytes < need)
+    FAIL("the epilogue's temporaries need %llu bytes of %s, the schedule reserves %llu", ln,
+         (unsigned long long)need, st->name, (unsigned long long)s->epi_bytes);
+  if (s->epi_in_place && s->place[p->output][1].node != s->epi_node)
+    FAIL("epilogue register 0 is in place, but the output's level-1 tile is not in %s", ln,
+         st->name);
+  uint64_t end = s->epi_addr + s->epi_bytes;
+  if (!map_fits(g, s->epi_node, end))
+    FAIL("the epilogue's temporaries end at byte %llu of %s (capacity %llu)", ln,
+         (unsigned long long)end, st->name, (unsigned long long)st->capacity_bytes);
+  for (int o = 0; o < p->n_operands && s->epi_bytes; o++)
+    for (int lv = 1; lv < s->n_levels; lv++) {
+      const map_place *b = &s->place[o][lv];
+      if (!b->present || b->node != s->epi_node) continue;
+      uint64_t bend = b->addr + b->bytes * (b->double_buffered ? 2 : 1);
+      if (s->epi_addr < bend && b->addr < end)
+        FAIL("the epilogue's temporaries overlap %s in %s", ln, p->operands[o].name, st->name);
+    }
+  return NULL;
+}
+
+/* Transfers: operands, levels, edges, positions and counts. */
+static cov_status check_xfers(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
   for (int i = 0; i < s->n_xfers; i++) {
     const map_xfer *x = &s->xfers[i];
     if (x->operand < 0 || x->operand >= p->n_operands || x->level < 1 || x->level >= s->n_levels)
@@ -207,4 +218,19 @@ cov_status map_verify(const map_schedule *s) {
                                 (long long)x->count, (long long)count);
   }
   return NULL;
+}
+
+cov_status map_verify(const map_schedule *s) {
+  const cov_acg *g = s->acg;
+  const map_problem *p = &s->prob;
+  const char *ln = p->layer;
+  if (s->n_levels < 2 || s->n_levels > MAP_MAX_LEVELS) FAIL("%d levels", ln, s->n_levels);
+  if (s->node < g->n_storage || s->node >= acg_n_nodes(g)) FAIL("bad compute node", ln);
+  const acg_compute *cn = &g->compute[s->node - g->n_storage];
+  if (s->cap < 0 || s->cap >= cn->n_caps || cn->caps[s->cap].op != p->op)
+    FAIL("capability %d of %s does not run %s", ln, s->cap, cn->name, common_op_name(p->op));
+  COV_RETURN_IF_ERROR(check_loops(s, cn));
+  COV_RETURN_IF_ERROR(check_places(s));
+  if (s->n_vops > 0 && s->n_levels > 1) COV_RETURN_IF_ERROR(check_epilogue(s));
+  return check_xfers(s);
 }

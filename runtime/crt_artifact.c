@@ -237,7 +237,7 @@ static void read_modules(rd *r, const crt_json *root) {
   a->modules = rd_alloc(r, arr->n * sizeof *a->modules);
   if (!a->modules) return bad(r, arr, "out of memory");
   static const char *keys[] = {"name", "format", "blob", NULL};
-  const char *want = !strcmp(a->backend, "nvptx") ? "ptx" : !strcmp(a->backend, "amdgpu") ? "hsaco" : NULL;
+  const char *want = crt_device_code_format(crt_device_of(a->backend));
   for (size_t i = 0; i < arr->n && !r->err; i++) {
     const crt_json *o;
     set_path(r, "modules[%zu]", i);
@@ -518,11 +518,11 @@ static void read_steps(rd *r, const crt_json *root) {
   a->n_steps = (int)arr->n;
   a->steps = rd_alloc(r, arr->n * sizeof *a->steps);
   if (!a->steps) return bad(r, arr, "out of memory");
-  int npu = !strcmp(a->backend, "npu-sim");
+  int npu = crt_device_of(a->backend) == CRT_DEV_NPU;
   static const char *launch_keys[] = {"op", "group", "label", "module", "kernel", "grid", "block", "shared_bytes",
                                       "args", NULL};
   static const char *fill_keys[] = {"op", "group", "label", "buffer", "offset", "bytes", "value", NULL};
-  static const char *npu_keys[] = {"op", "group", "label", "blob", "binds", NULL};
+  static const char *program_keys[] = {"op", "group", "label", "blob", "binds", NULL};
   for (size_t i = 0; i < arr->n && !r->err; i++) {
     const crt_json *o;
     int s = (int)i;
@@ -538,7 +538,7 @@ static void read_steps(rd *r, const crt_json *root) {
     if (!strcmp(op, "launch")) {
       st->op = CRT_STEP_LAUNCH;
       check_keys(r, o, launch_keys);
-      if (npu) bad(r, o, "an npu-sim artifact has no kernel launches");
+      if (npu) bad(r, o, "an %s artifact has no kernel launches", a->backend);
       st->module = (int)int_of(r, o, "module", 0, a->n_modules - 1, 1, 0);
       st->kernel = str_of(r, o, "kernel", 1);
       const char *dims[2] = {"grid", "block"};
@@ -574,8 +574,8 @@ static void read_steps(rd *r, const crt_json *root) {
       }
     } else if (!strcmp(op, "npu")) {
       st->op = CRT_STEP_NPU;
-      check_keys(r, o, npu_keys);
-      if (!npu) bad(r, o, "only npu-sim artifacts run NPU programs");
+      check_keys(r, o, program_keys);
+      if (!npu) bad(r, o, "only %s artifacts run NPU programs", crt_device_backend(CRT_DEV_NPU));
       st->blob = blob_ref(r, o, "blob", 1);
       const crt_json *bs = array_of(r, o, "binds", 1);
       if (r->err) break;
@@ -678,17 +678,18 @@ static void read_head(rd *r, const crt_json *root) {
   a->arena_bytes = (uint64_t)int_of(r, root, "arena_bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
   a->weight_bytes = (uint64_t)int_of(r, root, "weight_bytes", 0, (int64_t)CRT_MAX_BYTES, 1, 0);
   if (r->err) return;
-  if (strcmp(a->backend, "nvptx") && strcmp(a->backend, "amdgpu") && strcmp(a->backend, "npu-sim"))
-    return bad(r, crt_json_get(root, "backend"), "unknown backend '%s' (nvptx, amdgpu, npu-sim)", a->backend);
+  crt_device dev = crt_device_of(a->backend);
+  if (dev == CRT_DEV_NONE)
+    return bad(r, crt_json_get(root, "backend"), "unknown backend '%s' (%s)", a->backend, crt_device_backends());
   /* an NPU artifact's programs name the ACG they were built for: its target */
   set_path(r, "arch");
-  if (!strcmp(a->backend, "npu-sim") && strcmp(a->target, a->arch))
-    return bad(r, crt_json_get(root, "arch"), "an npu-sim artifact's arch is its target's ACG, '%s', not '%s'",
-               a->target, a->arch);
+  if (dev == CRT_DEV_NPU && strcmp(a->target, a->arch))
+    return bad(r, crt_json_get(root, "arch"), "an %s artifact's arch is its target's ACG, '%s', not '%s'",
+               a->backend, a->target, a->arch);
   set_path(r, "acg");
   const crt_json *acg = crt_json_get(root, "acg");
-  if (acg && strcmp(a->backend, "npu-sim"))
-    return bad(r, acg, "only npu-sim artifacts embed an ACG");
+  if (acg && dev != CRT_DEV_NPU)
+    return bad(r, acg, "only %s artifacts embed an ACG", crt_device_backend(CRT_DEV_NPU));
   if (acg && a->version < CRT_FORMAT_VERSION_ACG)
     return bad(r, acg, "an embedded ACG needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_ACG,
                a->version);

@@ -3,6 +3,7 @@
  * writes the bound input buffers into the program's DRAM tensors, runs,
  * and reads its outputs back into their buffers. */
 #include "runtime/crt_npu.h"
+#include "runtime/crt_internal.h"
 #include "common/loc.h"
 #include "common/text.h"
 
@@ -36,10 +37,11 @@ static cov_status load_acg(const crt_artifact *a, cov_acg **out) {
     COV_RETURN_IF_ERROR(cov_status_annotate(cov_acg_load_named(a->arch, out), "%s: arch: ", a->file));
   }
   const char *name = cov_acg_name(*out), *backend = cov_acg_backend(*out);
-  if (strcmp(name ? name : "", a->target) || strcmp(backend ? backend : "", "npu-sim")) {
+  const char *npu = crt_device_backend(CRT_DEV_NPU);
+  if (strcmp(name ? name : "", a->target) || strcmp(backend ? backend : "", npu)) {
     cov_status st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, "target"),
-                              "the artifact's target is '%s' (npu-sim), its ACG is '%s' (backend %s)",
-                              common_escape(a->target, e1, sizeof e1), common_escape(name, e2, sizeof e2),
+                              "the artifact's target is '%s' (%s), its ACG is '%s' (backend %s)",
+                              common_escape(a->target, e1, sizeof e1), npu, common_escape(name, e2, sizeof e2),
                               backend ? backend : "none");
     cov_acg_free(*out);
     *out = NULL;
@@ -221,7 +223,8 @@ cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **o
     return st;
   }
   char e1[256];
-  snprintf(device, device_size, "npu-sim simulator of %s", common_escape(a->arch, e1, sizeof e1));
+  snprintf(device, device_size, "%s simulator of %s", crt_device_backend(CRT_DEV_NPU),
+           common_escape(a->arch, e1, sizeof e1));
   *out = n;
   return NULL;
 }
@@ -290,9 +293,9 @@ cov_status crt_npu_open(const crt_artifact *a, const crt_options *o, crt_npu **o
   *out = NULL;
   cov_loc loc = {a->file, 0, 0, NULL};
   return cov_error(COV_UNSUPPORTED, &loc,
-                   "an npu-sim artifact (%s) runs in the NPU simulator, which this standalone runtime does not "
+                   "an %s artifact (%s) runs in the NPU simulator, which this standalone runtime does not "
                    "have; run it with the full build's covenant-run",
-                   a->arch);
+                   crt_device_backend(CRT_DEV_NPU), a->arch);
 }
 cov_status crt_npu_step(crt_npu *n, const crt_artifact *a, int step, const uint64_t *addr) {
   (void)n, (void)a, (void)step, (void)addr;

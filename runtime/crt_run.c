@@ -23,9 +23,10 @@
 #include "covenant/acg.h"
 #endif
 #include "runtime/crt.h"
+#include "runtime/crt_internal.h"
 #include "runtime/crt_npu.h"
 
-enum { DEV_CUDA, DEV_HIP, DEV_NPU };
+enum { DEV_CUDA = CRT_DEV_CUDA, DEV_HIP = CRT_DEV_HIP, DEV_NPU = CRT_DEV_NPU };
 
 struct crt_session {
   const crt_artifact *a;
@@ -211,8 +212,8 @@ static cov_status build_tmaps(crt_session *s, size_t *n_out) {
   *n_out = n;
   if (!n) return NULL;
   if (s->dev != DEV_CUDA)
-    return loc_error(a, COV_UNSUPPORTED, "tensor-map arguments need the CUDA driver (backend nvptx), not %s",
-                     a->backend);
+    return loc_error(a, COV_UNSUPPORTED, "tensor-map arguments need the CUDA driver (backend %s), not %s",
+                     crt_device_backend(CRT_DEV_CUDA), a->backend);
   uint8_t *host = calloc(n, 128);
   if (!host) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   cov_status st = NULL;
@@ -300,7 +301,7 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   if (opts->expect_target && strcmp(opts->expect_target, a->target))
     return loc_error(a, COV_INVALID_ARGUMENT, "the artifact is for target %s, not %s", a->target,
                      opts->expect_target);
-  if (strcmp(a->backend, "npu-sim")) COV_RETURN_IF_ERROR(check_target(a));
+  if (crt_device_of(a->backend) != CRT_DEV_NPU) COV_RETURN_IF_ERROR(check_target(a));
   if (a->n_missing) {
     char list[1024] = "";
     size_t k = 0;
@@ -313,7 +314,8 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   crt_session *s = calloc(1, sizeof *s);
   if (!s) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   s->a = a, s->opts = opts;
-  s->dev = !strcmp(a->backend, "nvptx") ? DEV_CUDA : !strcmp(a->backend, "amdgpu") ? DEV_HIP : DEV_NPU;
+  crt_device dev = crt_device_of(a->backend); /* one the reader accepted */
+  s->dev = dev == CRT_DEV_NONE ? DEV_NPU : (int)dev;
   s->addr = calloc((size_t)a->n_buffers + 1, sizeof *s->addr);
   s->io_mem = calloc((size_t)a->n_buffers + 1, sizeof *s->io_mem);
   cov_status st = !s->addr || !s->io_mem ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory")

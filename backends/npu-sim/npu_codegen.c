@@ -18,8 +18,6 @@
  *     result is stored to DRAM by DMA (pooled outputs shrink).
  * Program tensors are named in0, in1, ... (the layer's inputs, in the dtype
  * of their level-1 tile: f16 when the schedule narrows) and out.
- *
- * long: codegen_core sets up the generator (target, tensors, DRAM layout) and walks one core's loop nest, one frame holding the walk's state
  */
 #include <string.h>
 
@@ -528,6 +526,104 @@ static void plan_simd(cg *c) {
   map_simd_vop_loops(c->s, &c->ml, &c->nl);
 }
 
+/* The program's DRAM tensors: the operands in order (the output as the
+ * epilogue leaves it, pooled), each on a 64-byte boundary; c->dram. */
+static cov_status dram_tensors(cg *c) {
+  const map_schedule *s = c->s;
+  const map_problem *p = c->p;
+  uint64_t addr = 0;
+  const map_operand *oo = &p->operands[p->output];
+  for (int o = 0; o < p->n_operands; o++) {
+    const map_operand *op = &p->operands[o];
+    npu_tensor t = {0};
+    if (op->role == MAP_ROLE_OUTPUT) snprintf(t.name, sizeof t.name, "out");
+    else snprintf(t.name, sizeof t.name, "in%d", op->layer_input);
+    /* the result leaves as the epilogue leaves it: f32, i32 from an integer
+     * array (i8 x i8 -> i32), i8/u8 after requantisation */
+    cov_dtype out_dt = map_epi_out_dtype(s);
+    t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? out_dt : s->place[o][1].dtype);
+    t.role = op->role == MAP_ROLE_OUTPUT ? NPU_ROLE_OUTPUT
+             : op->layer_input == 0      ? NPU_ROLE_INPUT
+                                         : NPU_ROLE_WEIGHT;
+    t.rank = (uint8_t)op->rank;
+    for (int d = 0; d < op->rank; d++) c->dshape[o][d] = op->shape[d];
+    if (op->role == MAP_ROLE_OUTPUT)
+      for (int v = 0; v < s->n_vops; v++)
+        if (s->vops[v].kind == MAP_VOP_POOL)
+          for (int w = 0; w < 2; w++) {
+            int d = npu_cg_out_dim_of_loop(oo, s->vops[v].pool_loop[w]);
+            if (d >= 0) c->dshape[o][d] /= s->vops[v].window[w];
+          }
+    if (op->rank > NPU_TENSOR_MAX_RANK)
+      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen: rank %d tensor", op->rank);
+    t.bytes = cov_dtype_size(t.dtype);
+    for (int d = 0; d < op->rank; d++) {
+      t.dims[d] = (uint32_t)c->dshape[o][d];
+      t.bytes *= (uint64_t)c->dshape[o][d];
+    }
+    t.addr = (addr + 63) / 64 * 64;
+    addr = t.addr + t.bytes;
+    c->dram[o] = t.addr;
+    COV_RETURN_IF_ERROR(npu_prog_add_tensor(c->prog, &t));
+  }
+  c->prog->dram_bytes = addr;
+  return NULL;
+}
+
+/* The epilogue's buffer (c->reg_buf): one the SIMD unit reads and writes
+ * and DMA stores to DRAM from, where the mapper reserved the temporaries
+ * first; its free area above the places, below the drains' row maxima. */
+static cov_status epilogue_buffer(cg *c) {
+  const map_schedule *s = c->s;
+  const map_problem *p = c->p;
+  if (c->simd < 0)
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: an epilogue but no SIMD unit", p->layer);
+  int sn = npu_node_of_compute(c->g, c->simd);
+  /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
+  int cand[2] = {s->epi_node >= 0 ? s->epi_node : s->place[p->output][1].node, -1};
+  for (int b = 0; b < c->g->n_storage; b++)
+    if (c->g->storage[b].kind == ACG_SCRATCHPAD && cand[1] < 0 && b != cand[0] &&
+        npu_find_edge(c->g, sn, b) >= 0 && npu_find_edge(c->g, b, sn) >= 0 && npu_cg_dram_edge(c, b, true) >= 0)
+      cand[1] = b;
+  for (int k = 0; k < 2 && c->reg_buf < 0; k++) {
+    int b = cand[k];
+    if (b >= 0 && npu_find_edge(c->g, sn, b) >= 0 && npu_find_edge(c->g, b, sn) >= 0 &&
+        npu_cg_dram_edge(c, b, true) >= 0)
+      c->reg_buf = b;
+  }
+  if (c->reg_buf < 0)
+    return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: no buffer the SIMD unit can read, write "
+                     "and store to DRAM from", p->layer);
+  uint64_t lo = 0;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int lv = 1; lv < s->n_levels; lv++) {
+      const map_place *pl = &s->place[o][lv];
+      if (!pl->present || pl->node != c->reg_buf) continue;
+      uint64_t end = pl->addr + pl->bytes * (pl->double_buffered ? 2 : 1);
+      if (end > lo) lo = end;
+    }
+  c->area_lo = lo;
+  c->area_hi = c->g->storage[c->reg_buf].capacity_bytes;
+  c->pmax_n = map_epi_drain_max(s);
+  if (c->pmax_n > 0) { /* the chunk maxes take the area's top */
+    uint64_t bytes;
+    map_epi_pmax(s, &c->pmax_addr, &bytes);
+    const map_operand *outop = &p->operands[p->output];
+    const map_place *pl = &s->place[p->output][1];
+    c->pmax_dim = npu_cg_out_dim_of_loop(outop, s->vops[0].loop);
+    if (c->reg_buf != pl->node || c->pmax_addr < lo || c->pmax_dim < 0)
+      return cov_error(COV_INTERNAL, COV_AT(NULL, p->layer), "codegen %s: the drains' row maxes have no "
+                       "place in %s (map_epi_drain_max)", p->layer, c->g->storage[pl->node].name);
+    c->area_hi = c->pmax_addr;
+    int64_t st = 1;
+    for (int d = outop->rank - 1; d >= 0; d--) {
+      c->pmax_st[d] = st;
+      st *= d == c->pmax_dim ? c->pmax_n : pl->shape[d];
+    }
+  }
+  return NULL;
+}
+
 /* Core `core` of `cores` (the schedule's workgroup loops, map_walk_cores):
  * the program of that core's share of the schedule, as one stream. */
 static cov_status codegen_core(const map_schedule *s, int64_t core, int64_t cores, npu_prog **out) {
@@ -571,102 +667,13 @@ static cov_status codegen_core(const map_schedule *s, int64_t core, int64_t core
   /* DRAM tensors. */
   COV_RETURN_IF_ERROR(npu_prog_create(&c.prog));
   npu_prog_set_target(c.prog, &c.t);
-  uint64_t addr = 0;
-  const map_operand *oo = &p->operands[p->output];
-  for (int o = 0; o < p->n_operands; o++) {
-    const map_operand *op = &p->operands[o];
-    npu_tensor t = {0};
-    if (op->role == MAP_ROLE_OUTPUT) snprintf(t.name, sizeof t.name, "out");
-    else snprintf(t.name, sizeof t.name, "in%d", op->layer_input);
-    /* the result leaves as the epilogue leaves it: f32, i32 from an integer
-     * array (i8 x i8 -> i32), i8/u8 after requantisation */
-    cov_dtype out_dt = map_epi_out_dtype(s);
-    t.dtype = (uint8_t)(op->role == MAP_ROLE_OUTPUT ? out_dt : s->place[o][1].dtype);
-    t.role = op->role == MAP_ROLE_OUTPUT ? NPU_ROLE_OUTPUT
-             : op->layer_input == 0      ? NPU_ROLE_INPUT
-                                         : NPU_ROLE_WEIGHT;
-    t.rank = (uint8_t)op->rank;
-    for (int d = 0; d < op->rank; d++) c.dshape[o][d] = op->shape[d];
-    if (op->role == MAP_ROLE_OUTPUT)
-      for (int v = 0; v < s->n_vops; v++)
-        if (s->vops[v].kind == MAP_VOP_POOL)
-          for (int w = 0; w < 2; w++) {
-            int d = npu_cg_out_dim_of_loop(oo, s->vops[v].pool_loop[w]);
-            if (d >= 0) c.dshape[o][d] /= s->vops[v].window[w];
-          }
-    if (op->rank > NPU_TENSOR_MAX_RANK) {
-      npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen: rank %d tensor", op->rank);
-    }
-    t.bytes = cov_dtype_size(t.dtype);
-    for (int d = 0; d < op->rank; d++) {
-      t.dims[d] = (uint32_t)c.dshape[o][d];
-      t.bytes *= (uint64_t)c.dshape[o][d];
-    }
-    t.addr = (addr + 63) / 64 * 64;
-    addr = t.addr + t.bytes;
-    c.dram[o] = t.addr;
-    cov_status st = npu_prog_add_tensor(c.prog, &t);
-    if (st) {
-      npu_prog_free(c.prog);
-      return st;
-    }
-  }
-  c.prog->dram_bytes = addr;
+  cov_status ds = dram_tensors(&c);
   /* The epilogue's buffer: SIMD reads and writes it and DMA stores from it. */
   c.reg_buf = -1;
-  if (s->n_vops > 0) {
-    if (c.simd < 0) {
-      npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: an epilogue but no SIMD unit", p->layer);
-    }
-    int sn = npu_node_of_compute(c.g, c.simd);
-    /* where the mapper reserved the epilogue's temporaries (map_ir.h) */
-    int cand[2] = {s->epi_node >= 0 ? s->epi_node : s->place[p->output][1].node, -1};
-    for (int b = 0; b < c.g->n_storage; b++)
-      if (c.g->storage[b].kind == ACG_SCRATCHPAD && cand[1] < 0 && b != cand[0] &&
-          npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 && npu_cg_dram_edge(&c, b, true) >= 0)
-        cand[1] = b;
-    for (int k = 0; k < 2 && c.reg_buf < 0; k++) {
-      int b = cand[k];
-      if (b >= 0 && npu_find_edge(c.g, sn, b) >= 0 && npu_find_edge(c.g, b, sn) >= 0 &&
-          npu_cg_dram_edge(&c, b, true) >= 0)
-        c.reg_buf = b;
-    }
-    if (c.reg_buf < 0) {
-      npu_prog_free(c.prog);
-      return cov_error(COV_UNSUPPORTED, COV_AT(NULL, p->layer), "codegen %s: no buffer the SIMD unit can read, write "
-                       "and store to DRAM from", p->layer);
-    }
-    uint64_t lo = 0;
-    for (int o = 0; o < p->n_operands; o++)
-      for (int lv = 1; lv < s->n_levels; lv++) {
-        const map_place *pl = &s->place[o][lv];
-        if (!pl->present || pl->node != c.reg_buf) continue;
-        uint64_t end = pl->addr + pl->bytes * (pl->double_buffered ? 2 : 1);
-        if (end > lo) lo = end;
-      }
-    c.area_lo = lo;
-    c.area_hi = c.g->storage[c.reg_buf].capacity_bytes;
-    c.pmax_n = map_epi_drain_max(s);
-    if (c.pmax_n > 0) { /* the chunk maxes take the area's top */
-      uint64_t bytes;
-      map_epi_pmax(s, &c.pmax_addr, &bytes);
-      const map_operand *outop = &p->operands[p->output];
-      const map_place *pl = &s->place[p->output][1];
-      c.pmax_dim = npu_cg_out_dim_of_loop(outop, s->vops[0].loop);
-      if (c.reg_buf != pl->node || c.pmax_addr < lo || c.pmax_dim < 0) {
-        npu_prog_free(c.prog);
-        return cov_error(COV_INTERNAL, COV_AT(NULL, p->layer), "codegen %s: the drains' row maxes have no "
-                         "place in %s (map_epi_drain_max)", p->layer, c.g->storage[pl->node].name);
-      }
-      c.area_hi = c.pmax_addr;
-      int64_t st = 1;
-      for (int d = outop->rank - 1; d >= 0; d--) {
-        c.pmax_st[d] = st;
-        st *= d == c.pmax_dim ? c.pmax_n : pl->shape[d];
-      }
-    }
+  if (!ds && s->n_vops > 0) ds = epilogue_buffer(&c);
+  if (ds) {
+    npu_prog_free(c.prog);
+    return ds;
   }
   static const map_walk_ops ops = {.load = w_load, .store = w_store, .leaf = w_leaf, .folded = w_folded};
   map_walk_init(&c.w, s, &ops, &c, &c.err);

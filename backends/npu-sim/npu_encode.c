@@ -2,8 +2,6 @@
  * directions. The decoder trusts nothing: every read is bounds-checked and
  * every error names the byte offset, the instruction index and the field.
  * Semantic checks against an ACG are npu_verify.c's job.
- *
- * long: npu_decode checks a program's header, tables and instructions in file order, one located error per field (ISA.md)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +405,67 @@ static cov_status decode_cores(rd *r, npu_prog *p, uint32_t n_cores, uint32_t n_
   return NULL;
 }
 
+/* The tensor table: n entries, their size checked against what is left
+ * before anything is allocated. */
+static cov_status decode_tensors(rd *r, npu_prog *p, uint32_t n_tensors) {
+  cov_loc loc = {r->file, 0, 0, NULL};
+  COV_RETURN_IF_ERROR(rd_need(r, (size_t)n_tensors * NPU_TENSOR_BYTES, "the tensor table"));
+  for (uint32_t i = 0; i < n_tensors; i++) {
+    npu_tensor t = {0};
+    memcpy(t.name, r->p + r->pos, NPU_NAME_MAX);
+    r->pos += NPU_NAME_MAX;
+    t.addr = get_u(r, 8);
+    t.bytes = get_u(r, 8);
+    t.dtype = (uint8_t)get_u(r, 1);
+    t.role = (uint8_t)get_u(r, 1);
+    t.rank = (uint8_t)get_u(r, 1);
+    r->pos += 5;
+    for (int d = 0; d < NPU_TENSOR_MAX_RANK; d++) t.dims[d] = (uint32_t)get_u(r, 4);
+    if (t.name[NPU_NAME_MAX - 1] != '\0')
+      return cov_error(COV_INVALID_INPUT, &loc, "tensor %u: field name: not NUL-terminated", i);
+    COV_RETURN_IF_ERROR(npu_prog_add_tensor(p, &t));
+  }
+  return NULL;
+}
+
+/* The n_insns instructions, which take exactly code_bytes bytes (checked
+ * against what is left by the caller). */
+static cov_status decode_code(rd *r, npu_prog *p, uint32_t n_insns, uint64_t code_bytes) {
+  cov_loc loc = {r->file, 0, 0, NULL};
+  size_t code_end = r->pos + (size_t)code_bytes;
+  for (uint32_t i = 0; i < n_insns; i++) {
+    npu_insn in;
+    rd sub = {r->p, code_end, r->pos, r->file}; /* instructions may not run past code_bytes */
+    COV_RETURN_IF_ERROR(get_insn(&sub, i, &in));
+    r->pos = sub.pos;
+    COV_RETURN_IF_ERROR(npu_prog_add(p, &in));
+  }
+  if (r->pos != code_end)
+    return cov_error(COV_INVALID_INPUT, &loc, "field code_bytes: %llu, but the %u instructions take %zu bytes",
+                     (unsigned long long)code_bytes, n_insns, r->pos - (code_end - code_bytes));
+  return NULL;
+}
+
+/* The n_segs DRAM segments: address, size and bytes padded to 8. */
+static cov_status decode_segments(rd *r, npu_prog *p, uint32_t n_segs) {
+  cov_loc loc = {r->file, 0, 0, NULL};
+  for (uint32_t i = 0; i < n_segs; i++) {
+    char what[48];
+    snprintf(what, sizeof what, "segment %u", i);
+    COV_RETURN_IF_ERROR(rd_need(r, 16, what));
+    uint64_t addr = get_u(r, 8), bytes = get_u(r, 8);
+    uint64_t padded = bytes + (8 - bytes % 8) % 8;
+    if (bytes > r->n - r->pos || padded > r->n - r->pos)
+      return cov_error(COV_PARSE_ERROR, &loc,
+                       "truncated program: segment %u: field bytes says %llu at offset %zu, only "
+                       "%zu left",
+                       i, (unsigned long long)bytes, r->pos, r->n - r->pos);
+    COV_RETURN_IF_ERROR(npu_prog_add_segment(p, addr, r->p + r->pos, bytes));
+    r->pos += (size_t)padded;
+  }
+  return NULL;
+}
+
 cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_prog **out) {
   *out = NULL;
   rd r = {data, size, 0, file};
@@ -454,25 +513,7 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
                    (unsigned long long)p->dram_bytes, (unsigned long long)NPU_MAX_DRAM_BYTES);
     goto fail;
   }
-  /* Sizes checked against what is left before allocating anything. */
-  if ((st = rd_need(&r, (size_t)n_tensors * NPU_TENSOR_BYTES, "the tensor table"))) goto fail;
-  for (uint32_t i = 0; i < n_tensors; i++) {
-    npu_tensor t = {0};
-    memcpy(t.name, data + r.pos, NPU_NAME_MAX);
-    r.pos += NPU_NAME_MAX;
-    t.addr = get_u(&r, 8);
-    t.bytes = get_u(&r, 8);
-    t.dtype = (uint8_t)get_u(&r, 1);
-    t.role = (uint8_t)get_u(&r, 1);
-    t.rank = (uint8_t)get_u(&r, 1);
-    r.pos += 5;
-    for (int d = 0; d < NPU_TENSOR_MAX_RANK; d++) t.dims[d] = (uint32_t)get_u(&r, 4);
-    if (t.name[NPU_NAME_MAX - 1] != '\0') {
-      st = cov_error(COV_INVALID_INPUT, &loc, "tensor %u: field name: not NUL-terminated", i);
-      goto fail;
-    }
-    if ((st = npu_prog_add_tensor(p, &t))) goto fail;
-  }
+  if ((st = decode_tensors(&r, p, n_tensors))) goto fail;
   if ((st = decode_cores(&r, p, n_cores, n_insns))) goto fail;
   if (code_bytes > r.n - r.pos) {
     st = cov_error(COV_PARSE_ERROR, &loc,
@@ -481,36 +522,8 @@ cov_status npu_decode(const uint8_t *data, size_t size, const char *file, npu_pr
                    (unsigned long long)code_bytes, r.pos, r.n - r.pos);
     goto fail;
   }
-  size_t code_end = r.pos + (size_t)code_bytes;
-  for (uint32_t i = 0; i < n_insns; i++) {
-    npu_insn in;
-    rd sub = {data, code_end, r.pos, file}; /* instructions may not run past code_bytes */
-    if ((st = get_insn(&sub, i, &in))) goto fail;
-    r.pos = sub.pos;
-    if ((st = npu_prog_add(p, &in))) goto fail;
-  }
-  if (r.pos != code_end) {
-    st = cov_error(COV_INVALID_INPUT, &loc,
-                   "field code_bytes: %llu, but the %u instructions take %zu bytes",
-                   (unsigned long long)code_bytes, n_insns, r.pos - (code_end - code_bytes));
-    goto fail;
-  }
-  for (uint32_t i = 0; i < n_segs; i++) {
-    char what[48];
-    snprintf(what, sizeof what, "segment %u", i);
-    if ((st = rd_need(&r, 16, what))) goto fail;
-    uint64_t addr = get_u(&r, 8), bytes = get_u(&r, 8);
-    uint64_t padded = bytes + (8 - bytes % 8) % 8;
-    if (bytes > r.n - r.pos || padded > r.n - r.pos) {
-      st = cov_error(COV_PARSE_ERROR, &loc,
-                     "truncated program: segment %u: field bytes says %llu at offset %zu, only "
-                     "%zu left",
-                     i, (unsigned long long)bytes, r.pos, r.n - r.pos);
-      goto fail;
-    }
-    if ((st = npu_prog_add_segment(p, addr, data + r.pos, bytes))) goto fail;
-    r.pos += (size_t)padded;
-  }
+  if ((st = decode_code(&r, p, n_insns, code_bytes))) goto fail;
+  if ((st = decode_segments(&r, p, n_segs))) goto fail;
   if (r.pos != r.n) {
     st = cov_error(COV_INVALID_INPUT, &loc, "%zu unexpected bytes after the last segment",
                    r.n - r.pos);

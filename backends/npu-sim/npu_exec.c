@@ -13,8 +13,6 @@
  * range.
  *
  * size: the instruction semantics of ISA.md (DMA, GEMM, vector ops, control) and their timing share the executor state; each instruction is a function of its own
- * long: run_dma is the DMA instruction: strided 2-D copies, padding, dtype conversion, bank and bandwidth timing, one field of ISA.md at a time
- * long: run_gemm is the GEMM instruction: operand fetch, the systolic accumulation, chaining and its timing
  */
 #include <math.h>
 #include <stdlib.h>
@@ -573,7 +571,7 @@ static inline void st_i(uint8_t *p, cov_dtype t, int64_t v) {
  * what onnxruntime's requantisation ends with (_mm_cvtps_epi32 under the
  * default rounding mode, clamped). */
 static inline void st_f_int(uint8_t *p, cov_dtype t, float v) {
-  double r = isnan(v) ? 0.0 : cov_round_even((double)v);
+  double r = isnan(v) ? 0.0 : common_round_even((double)v);
   if (r > 2147483647.0) r = 2147483647.0;
   if (r < -2147483648.0) r = -2147483648.0;
   st_i(p, t, (int64_t)r);
@@ -601,17 +599,16 @@ static void pad_fill(uint8_t *p, uint64_t n, uint64_t es, cov_dtype dt, bool neg
   for (uint64_t i = 0; i < n; i++) memcpy(p + i * es, pat, (size_t)es);
 }
 
-static cov_status run_dma(ex *x, const npu_insn *in) {
-  cov_loc loc = {NULL, 0, 0, NULL};
-  const acg_edge *e = &x->g->edges[in->unit];
-  bool store = in->flags & NPU_DMA_STORE;
-  bool neginf = in->flags & NPU_DMA_PAD_NEGINF;
-  int local = e->from == x->t->dram ? e->to : e->from;
-  cov_dtype dt = in->u.dma.dtype;
-  uint64_t es = cov_dtype_size(dt);
-  int rank = in->u.dma.rank;
-  /* Valid index range per dimension: coordinates inside [0, extent). */
+/* A DMA's elements in range: per dimension the valid index range
+ * (coordinates inside [0, extent); lo > hi: none), the local element count
+ * and the valid one. */
+typedef struct dma_span {
   int64_t vlo[NPU_DMA_MAX_RANK], vhi[NPU_DMA_MAX_RANK]; /* inclusive; vlo > vhi = none */
+  uint64_t n_local, n_valid;
+} dma_span;
+
+static void dma_span_of(const npu_insn *in, dma_span *sp) {
+  int rank = in->u.dma.rank;
   bool any = true;
   uint64_t n_local = 1, n_valid = 1;
   for (int d = 0; d < rank; d++) {
@@ -635,50 +632,35 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
       if (ilo > lo) lo = ilo;
       if (ihi < hi) hi = ihi;
     }
-    vlo[d] = lo;
-    vhi[d] = hi;
+    sp->vlo[d] = lo;
+    sp->vhi[d] = hi;
     if (lo > hi) any = false;
     n_local *= dd->count;
     n_valid *= any ? (uint64_t)(hi - lo + 1) : 0;
   }
   if (!any) n_valid = 0;
-  /* Address ranges: the local tile, and the DRAM bytes of valid elements. */
-  __int128 lbase = (__int128)x->reg[in->u.dma.local_reg] + in->u.dma.local_off;
-  __int128 lhi = lbase + es;
-  for (int d = 0; d < rank; d++)
-    lhi += (__int128)(in->u.dma.dim[d].count - 1) * in->u.dma.dim[d].local_stride * es;
-  if (lbase < 0 || lhi > (__int128)capacity(x, local))
-    EFAIL("instruction %u (dma): field local_off: bytes [%lld, %lld) outside '%s' (%llu bytes)",
-          x->pc, (long long)lbase, (long long)lhi, x->g->storage[local].name,
-          (unsigned long long)capacity(x, local));
-  __int128 dbase = (__int128)x->reg[in->u.dma.dram_reg] + in->u.dma.dram_off;
-  __int128 dlo = dbase, dhi = dbase + es;
-  if (n_valid) {
-    for (int d = 0; d < rank; d++) {
-      const npu_dma_dim *dd = &in->u.dma.dim[d];
-      __int128 c0 = (__int128)dd->start + (__int128)vlo[d] * dd->step;
-      __int128 c1 = (__int128)dd->start + (__int128)vhi[d] * dd->step;
-      __int128 cmin = c0 < c1 ? c0 : c1, cmax = c0 < c1 ? c1 : c0;
-      dlo += cmin * dd->dram_stride * es;
-      dhi += cmax * dd->dram_stride * es;
-    }
-    if (dlo < 0 || dhi > (__int128)x->sim->dram_bytes)
-      EFAIL("instruction %u (dma): field dram_off: bytes [%lld, %lld) outside DRAM (%llu bytes)",
-            x->pc, (long long)dlo, (long long)dhi, (unsigned long long)x->sim->dram_bytes);
-  }
-  range rl = {local, (uint64_t)lbase, (uint64_t)lhi};
-  range rd = {x->t->dram, n_valid ? (uint64_t)dlo : 0, n_valid ? (uint64_t)dhi : 0};
-  COV_RETURN_IF_ERROR(chain_touch(x, "dma", &rl, store ? 1 : 0, &rl, store ? 0 : 1));
-  if (x->dry) return NULL;
+  sp->n_local = n_local;
+  sp->n_valid = n_valid;
+}
 
-  /* Functional: walk the tile; the innermost dimension is a run. */
+/* Functional: walk the tile; the innermost dimension is a run. dbase,
+ * lbase: the DRAM and local byte addresses (checked by the caller). */
+static void dma_copy(ex *x, const npu_insn *in, int local, const dma_span *sp, int64_t dbase,
+                     int64_t lbase) {
+  bool store = in->flags & NPU_DMA_STORE;
+  bool neginf = in->flags & NPU_DMA_PAD_NEGINF;
+  cov_dtype dt = in->u.dma.dtype;
+  uint64_t es = cov_dtype_size(dt);
+  int rank = in->u.dma.rank;
+  uint64_t n_valid = sp->n_valid;
+  const int64_t *vlo = sp->vlo, *vhi = sp->vhi;
   uint8_t *dram = x->sim->dram, *lm = x->buf[local];
   uint32_t idx[NPU_DMA_MAX_RANK] = {0};
   const npu_dma_dim *in_d = &in->u.dma.dim[rank - 1];
   bool contiguous = in_d->step == 1 && in_d->dram_stride == 1 && in_d->local_stride == 1;
   for (;;) {
     bool row_valid = n_valid > 0;
-    int64_t doff = (int64_t)dbase, loff = (int64_t)lbase;
+    int64_t doff = dbase, loff = lbase;
     for (int d = 0; d < rank - 1; d++)
       if ((int64_t)idx[d] < vlo[d] || (int64_t)idx[d] > vhi[d]) row_valid = false;
     /* DRAM offsets are formed for in-range coordinates only (those the dry
@@ -726,15 +708,25 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
     while (d >= 0 && ++idx[d] == in->u.dma.dim[d].count) idx[d--] = 0;
     if (d < 0) break;
   }
+}
 
-  /* Timing: the engine moves every local byte (padding zeros included) at
-   * the edge's bandwidth; DRAM serves whole bursts of its interface width for
-   * each contiguous run, at its own bandwidth shared by all engines. */
-  uint64_t lbytes = n_local * es, dbytes = n_valid * es;
+/* Timing: the engine moves every local byte (padding zeros included) at
+ * the edge's bandwidth; DRAM serves whole bursts of its interface width for
+ * each contiguous run, at its own bandwidth shared by all engines. rl, rd:
+ * the local and DRAM byte ranges. */
+static void dma_timing(ex *x, const npu_insn *in, int local, const dma_span *sp, const range *rl,
+                       const range *rd) {
+  const acg_edge *e = &x->g->edges[in->unit];
+  bool store = in->flags & NPU_DMA_STORE;
+  uint64_t es = cov_dtype_size(in->u.dma.dtype);
+  int rank = in->u.dma.rank;
+  const npu_dma_dim *in_d = &in->u.dma.dim[rank - 1];
+  uint64_t n_valid = sp->n_valid;
+  uint64_t lbytes = sp->n_local * es, dbytes = n_valid * es;
   const acg_storage *ds = &x->g->storage[x->t->dram];
   uint64_t burst = ds->width_bits >= 8 ? ds->width_bits / 8 : 1;
   bool dram_contig = in_d->step == 1 && in_d->dram_stride == 1;
-  uint64_t run = dram_contig ? (uint64_t)(vhi[rank - 1] - vlo[rank - 1] + 1) * es : es;
+  uint64_t run = dram_contig ? (uint64_t)(sp->vhi[rank - 1] - sp->vlo[rank - 1] + 1) * es : es;
   uint64_t runs = n_valid && run ? dbytes / run : 0;
   uint64_t dcost = runs * ((run + burst - 1) / burst) * burst;
   double dram_bw = ds->bandwidth_bytes_per_cycle;
@@ -742,7 +734,7 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
   uint64_t e_occ = cdiv(lbytes, e->bandwidth_bytes_per_cycle);
   uint64_t occ = e_occ > d_occ ? e_occ : d_occ;
   uint64_t start = d_occ;
-  const range *reads = store ? &rl : &rd, *writes = store ? &rd : &rl;
+  const range *reads = store ? rl : rd, *writes = store ? rd : rl;
   timing(x, in->unit, store ? "dma.store" : "dma.load", reads, 1, writes, 1, occ,
          e->latency_cycles, 0, &start);
   npu_unit_stats *us = &x->st->unit[in->unit];
@@ -755,6 +747,48 @@ static cov_status run_dma(ex *x, const npu_insn *in) {
     x->st->bytes_read[x->t->dram] += dbytes;
     x->st->bytes_written[local] += lbytes;
   }
+}
+
+static cov_status run_dma(ex *x, const npu_insn *in) {
+  cov_loc loc = {NULL, 0, 0, NULL};
+  const acg_edge *e = &x->g->edges[in->unit];
+  bool store = in->flags & NPU_DMA_STORE;
+  int local = e->from == x->t->dram ? e->to : e->from;
+  uint64_t es = cov_dtype_size(in->u.dma.dtype);
+  int rank = in->u.dma.rank;
+  dma_span sp;
+  dma_span_of(in, &sp);
+  uint64_t n_valid = sp.n_valid;
+  /* Address ranges: the local tile, and the DRAM bytes of valid elements. */
+  __int128 lbase = (__int128)x->reg[in->u.dma.local_reg] + in->u.dma.local_off;
+  __int128 lhi = lbase + es;
+  for (int d = 0; d < rank; d++)
+    lhi += (__int128)(in->u.dma.dim[d].count - 1) * in->u.dma.dim[d].local_stride * es;
+  if (lbase < 0 || lhi > (__int128)capacity(x, local))
+    EFAIL("instruction %u (dma): field local_off: bytes [%lld, %lld) outside '%s' (%llu bytes)",
+          x->pc, (long long)lbase, (long long)lhi, x->g->storage[local].name,
+          (unsigned long long)capacity(x, local));
+  __int128 dbase = (__int128)x->reg[in->u.dma.dram_reg] + in->u.dma.dram_off;
+  __int128 dlo = dbase, dhi = dbase + es;
+  if (n_valid) {
+    for (int d = 0; d < rank; d++) {
+      const npu_dma_dim *dd = &in->u.dma.dim[d];
+      __int128 c0 = (__int128)dd->start + (__int128)sp.vlo[d] * dd->step;
+      __int128 c1 = (__int128)dd->start + (__int128)sp.vhi[d] * dd->step;
+      __int128 cmin = c0 < c1 ? c0 : c1, cmax = c0 < c1 ? c1 : c0;
+      dlo += cmin * dd->dram_stride * es;
+      dhi += cmax * dd->dram_stride * es;
+    }
+    if (dlo < 0 || dhi > (__int128)x->sim->dram_bytes)
+      EFAIL("instruction %u (dma): field dram_off: bytes [%lld, %lld) outside DRAM (%llu bytes)",
+            x->pc, (long long)dlo, (long long)dhi, (unsigned long long)x->sim->dram_bytes);
+  }
+  range rl = {local, (uint64_t)lbase, (uint64_t)lhi};
+  range rd = {x->t->dram, n_valid ? (uint64_t)dlo : 0, n_valid ? (uint64_t)dhi : 0};
+  COV_RETURN_IF_ERROR(chain_touch(x, "dma", &rl, store ? 1 : 0, &rl, store ? 0 : 1));
+  if (x->dry) return NULL;
+  dma_copy(x, in, local, &sp, (int64_t)dbase, (int64_t)lbase);
+  dma_timing(x, in, local, &sp, &rl, &rd);
   return NULL;
 }
 
@@ -795,115 +829,155 @@ static uint32_t bank_degree_at(const acg_storage *s, uint64_t addr, const npu_in
   return worst ? worst : 1;
 }
 
-static cov_status run_gemm(ex *x, const npu_insn *in) {
-  const acg_compute *c = &x->g->compute[in->unit];
-  const acg_capability *cap = &c->caps[in->u.gemm.cap];
+/* A GEMM's operands as the functional and timing halves read them: the
+ * capability's dtypes, its flags, the operands' bytes and their strides in
+ * bytes (strides are in elements and may be 0), and the k digits' offsets. */
+typedef struct gemm_view {
+  const acg_capability *cap;
   acg_mac_form form;
-  bool tiles = npu_unit_tiles(x->g, in->unit, in->u.gemm.cap, &form);
-  bool os = x->t->output_stationary && !tiles;
-  uint64_t M = in->u.gemm.m, K = in->u.gemm.k, N = in->u.gemm.n;
-  cov_dtype ta = cap->in[0], tb = cap->n_in > 1 ? cap->in[1] : cap->in[0], to = cap->out;
-  uint64_t ea = cov_dtype_size(ta), eb = cov_dtype_size(tb), eo = cov_dtype_size(to);
-  bool acc = in->flags & NPU_GEMM_ACC, bias = in->flags & NPU_GEMM_BIAS;
-  bool chain = in->flags & NPU_GEMM_CHAIN, hold = in->flags & NPU_GEMM_HOLD;
-  bool wkeep = in->flags & NPU_GEMM_WKEEP;
-  range r[4], w;
-  int nr = 0;
-  COV_RETURN_IF_ERROR(gemm_range(x, in, 0, ea, &r[nr++]));
-  COV_RETURN_IF_ERROR(gemm_range(x, in, 1, eb, &r[nr++]));
-  COV_RETURN_IF_ERROR(gemm_range(x, in, 2, eo, &w));
-  /* In a chain the partial sums stay in the PEs: a chained gemm reads no c
-   * and a holding one writes none, so only the chain's first gemm (preload)
-   * and its last (drain) touch c's bytes in the scoreboard, and the next
-   * tile's accumulation overlaps the SIMD unit reading the drained one. */
-  if (acc && !chain) r[nr++] = w;
-  if (bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, N, eo, &r[nr++]));
-  COV_RETURN_IF_ERROR(chain_gemm(x, in, &r[0], &r[1], &w));
-  if (x->dry) return NULL;
-
-  const npu_mem *ma = &in->u.gemm.a, *mb = &in->u.gemm.b, *mc = &in->u.gemm.c, *mbias = &in->u.gemm.bias;
-  const uint8_t *pa = x->buf[ma->buf] + x->reg[ma->reg] + ma->off;
-  const uint8_t *pb = x->buf[mb->buf] + x->reg[mb->reg] + mb->off;
-  uint8_t *pc = x->buf[mc->buf] + x->reg[mc->reg] + mc->off;
-  const uint8_t *pbias = bias ? x->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
-  /* Element offsets in bytes (strides are in elements and may be 0). */
-  int64_t ars = ma->row_stride * (int64_t)ea, acs = ma->col_stride * (int64_t)ea;
-  int64_t brs = mb->row_stride * (int64_t)eb, bcs = mb->col_stride * (int64_t)eb;
-  int64_t crs = mc->row_stride * (int64_t)eo, ccs = mc->col_stride * (int64_t)eo;
-  int64_t bis = mbias->col_stride * (int64_t)eo;
+  bool tiles, os;
+  uint64_t M, K, N;
+  cov_dtype ta, tb, to;
+  uint64_t ea, eb, eo;
+  bool acc, bias, chain, hold, wkeep, kdig, ktab, mdig;
+  const npu_mem *ma, *mb, *mc, *mbias;
+  const uint8_t *pa, *pb, *pbias;
+  uint8_t *pc;
+  int64_t ars, acs, brs, bcs, crs, ccs, bis;
   /* k digits (ISA.md): byte offsets of A's columns and B's rows, tabled for
    * the short k of a weight-stationary array, else computed per element */
   int64_t ko_a[KOFF_TABLE], ko_b[KOFF_TABLE];
-  bool kdig = in->flags & NPU_GEMM_KDIG, ktab = kdig && K <= KOFF_TABLE;
-  for (uint64_t k = 0; ktab && k < K; k++) {
-    ko_a[k] = npu_gemm_koff(in, true, (uint32_t)k) * (int64_t)ea;
-    ko_b[k] = npu_gemm_koff(in, false, (uint32_t)k) * (int64_t)eb;
+} gemm_view;
+
+/* The instruction's fields and flags; where !bytes (a dry run) none of
+ * its addresses. */
+static void gemm_view_of(const ex *x, const npu_insn *in, bool bytes, gemm_view *v) {
+  const acg_compute *c = &x->g->compute[in->unit];
+  const acg_capability *cap = &c->caps[in->u.gemm.cap];
+  v->cap = cap;
+  v->tiles = npu_unit_tiles(x->g, in->unit, in->u.gemm.cap, &v->form);
+  v->os = x->t->output_stationary && !v->tiles;
+  v->M = in->u.gemm.m, v->K = in->u.gemm.k, v->N = in->u.gemm.n;
+  v->ta = cap->in[0], v->tb = cap->n_in > 1 ? cap->in[1] : cap->in[0], v->to = cap->out;
+  v->ea = cov_dtype_size(v->ta), v->eb = cov_dtype_size(v->tb), v->eo = cov_dtype_size(v->to);
+  v->acc = in->flags & NPU_GEMM_ACC, v->bias = in->flags & NPU_GEMM_BIAS;
+  v->chain = in->flags & NPU_GEMM_CHAIN, v->hold = in->flags & NPU_GEMM_HOLD;
+  v->wkeep = in->flags & NPU_GEMM_WKEEP;
+  v->ma = &in->u.gemm.a, v->mb = &in->u.gemm.b, v->mc = &in->u.gemm.c, v->mbias = &in->u.gemm.bias;
+  if (!bytes) return;
+  const npu_mem *ma = v->ma, *mb = v->mb, *mc = v->mc, *mbias = v->mbias;
+  uint64_t ea = v->ea, eb = v->eb, eo = v->eo;
+  v->pa = x->buf[ma->buf] + x->reg[ma->reg] + ma->off;
+  v->pb = x->buf[mb->buf] + x->reg[mb->reg] + mb->off;
+  v->pc = x->buf[mc->buf] + x->reg[mc->reg] + mc->off;
+  v->pbias = v->bias ? x->buf[mbias->buf] + x->reg[mbias->reg] + mbias->off : NULL;
+  v->ars = ma->row_stride * (int64_t)ea, v->acs = ma->col_stride * (int64_t)ea;
+  v->brs = mb->row_stride * (int64_t)eb, v->bcs = mb->col_stride * (int64_t)eb;
+  v->crs = mc->row_stride * (int64_t)eo, v->ccs = mc->col_stride * (int64_t)eo;
+  v->bis = mbias->col_stride * (int64_t)eo;
+  v->kdig = in->flags & NPU_GEMM_KDIG, v->ktab = v->kdig && v->K <= KOFF_TABLE;
+  for (uint64_t k = 0; v->ktab && k < v->K; k++) {
+    v->ko_a[k] = npu_gemm_koff(in, true, (uint32_t)k) * (int64_t)ea;
+    v->ko_b[k] = npu_gemm_koff(in, false, (uint32_t)k) * (int64_t)eb;
   }
+  v->mdig = in->flags & NPU_GEMM_MDIG;
+}
+
 #define KOFF(tab, isa, k, st, es)                                   \
   (!kdig ? (int64_t)(k) * (st)                                      \
    : ktab ? (tab)[k] : npu_gemm_koff(in, isa, (uint32_t)(k)) * (int64_t)(es))
-  bool mdig = in->flags & NPU_GEMM_MDIG;
 #define MOFF(isa, m, st, es) \
   (!mdig ? (int64_t)(m) * (st) : npu_gemm_moff(in, isa, (uint32_t)(m)) * (int64_t)(es))
-  if (to == COV_F32) {
-    /* fp16 x fp16 products are exact in fp32, so multiplying the widened
-     * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
-    float *A = scratch(x->sim, M * K + K * N + N);
-    if (!A) return cov_error(COV_OUT_OF_MEMORY, NULL, "gemm staging");
-    float *B = A + M * K, *acc_row = B + K * N;
-    const float *h = x->sim->f16;
-    for (uint64_t m = 0; m < M; m++)
-      for (uint64_t k = 0; k < K; k++) {
-        const uint8_t *q = pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea);
-        A[m * K + k] = ta == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, ta);
-      }
-    for (uint64_t k = 0; k < K; k++)
-      for (uint64_t n = 0; n < N; n++) {
-        const uint8_t *q = pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs;
-        B[k * N + n] = tb == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, tb);
-      }
-    for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + MOFF(false, m, crs, eo);
-      for (uint64_t n = 0; n < N; n++)
-        acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
-                         : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
-      if (N == 16) { /* the common array width: a fixed trip count in a local
-                        * array (no aliasing) vectorises fully */
-        float av[16];
-        memcpy(av, acc_row, sizeof av);
-        for (uint64_t k = 0; k < K; k++) {
-          float a = A[m * K + k];
-          const float *brow = B + k * 16;
-          for (int n = 0; n < 16; n++) av[n] += a * brow[n];
-        }
-        memcpy(acc_row, av, sizeof av);
-      } else {
-        for (uint64_t k = 0; k < K; k++) {
-          float a = A[m * K + k];
-          const float *brow = B + k * N;
-          for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
-        }
-      }
-      if (ccs == 4) memcpy(crow, acc_row, N * sizeof(float));
-      else
-        for (uint64_t n = 0; n < N; n++) memcpy(crow + (int64_t)n * ccs, &acc_row[n], 4);
+
+/* fp16 x fp16 products are exact in fp32, so multiplying the widened
+ * values and adding in fp32 is exactly "fp16 multiply, fp32 accumulate". */
+static cov_status gemm_f32(ex *x, const npu_insn *in, const gemm_view *v) {
+  uint64_t M = v->M, K = v->K, N = v->N, ea = v->ea, eb = v->eb, eo = v->eo;
+  cov_dtype ta = v->ta, tb = v->tb, to = v->to;
+  int64_t ars = v->ars, acs = v->acs, brs = v->brs, bcs = v->bcs, crs = v->crs, ccs = v->ccs;
+  const int64_t *ko_a = v->ko_a, *ko_b = v->ko_b;
+  bool kdig = v->kdig, ktab = v->ktab, mdig = v->mdig;
+  const uint8_t *pa = v->pa, *pb = v->pb, *pbias = v->pbias;
+  uint8_t *pc = v->pc;
+  int64_t bis = v->bis;
+  bool acc = v->acc, bias = v->bias;
+  float *A = scratch(x->sim, M * K + K * N + N);
+  if (!A) return cov_error(COV_OUT_OF_MEMORY, NULL, "gemm staging");
+  float *B = A + M * K, *acc_row = B + K * N;
+  const float *h = x->sim->f16;
+  for (uint64_t m = 0; m < M; m++)
+    for (uint64_t k = 0; k < K; k++) {
+      const uint8_t *q = pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea);
+      A[m * K + k] = ta == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, ta);
     }
-  } else { /* i8 x i8 -> i32, wrapping like a 32-bit adder */
-    for (uint64_t m = 0; m < M; m++) {
-      uint8_t *crow = pc + MOFF(false, m, crs, eo);
-      for (uint64_t n = 0; n < N; n++) {
-        uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, to)
-                         : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, to) : 0u;
-        for (uint64_t k = 0; k < K; k++)
-          s += (uint32_t)(ld_i(pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea), ta) *
-                          ld_i(pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs, tb));
-        int32_t v = (int32_t)s;
-        memcpy(crow + (int64_t)n * ccs, &v, 4);
+  for (uint64_t k = 0; k < K; k++)
+    for (uint64_t n = 0; n < N; n++) {
+      const uint8_t *q = pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs;
+      B[k * N + n] = tb == COV_F16 ? h[(uint16_t)(q[0] | q[1] << 8)] : ld_f(q, tb);
+    }
+  for (uint64_t m = 0; m < M; m++) {
+    uint8_t *crow = pc + MOFF(false, m, crs, eo);
+    for (uint64_t n = 0; n < N; n++)
+      acc_row[n] = acc ? ld_f(crow + (int64_t)n * ccs, to)
+                          : bias ? ld_f(pbias + (int64_t)n * bis, to) : 0.0f;
+    if (N == 16) { /* the common array width: a fixed trip count in a local
+                    * array (no aliasing) vectorises fully */
+      float av[16];
+      memcpy(av, acc_row, sizeof av);
+      for (uint64_t k = 0; k < K; k++) {
+        float a = A[m * K + k];
+        const float *brow = B + k * 16;
+        for (int n = 0; n < 16; n++) av[n] += a * brow[n];
       }
+      memcpy(acc_row, av, sizeof av);
+    } else {
+      for (uint64_t k = 0; k < K; k++) {
+        float a = A[m * K + k];
+        const float *brow = B + k * N;
+        for (uint64_t n = 0; n < N; n++) acc_row[n] += a * brow[n];
+      }
+    }
+    if (ccs == 4) memcpy(crow, acc_row, N * sizeof(float));
+    else
+      for (uint64_t n = 0; n < N; n++) memcpy(crow + (int64_t)n * ccs, &acc_row[n], 4);
+  }
+  return NULL;
+}
+
+/* i8 x i8 -> i32, wrapping like a 32-bit adder */
+static void gemm_i32(const npu_insn *in, const gemm_view *v) {
+  uint64_t M = v->M, K = v->K, N = v->N, ea = v->ea, eb = v->eb, eo = v->eo;
+  int64_t ars = v->ars, acs = v->acs, brs = v->brs, bcs = v->bcs, crs = v->crs, ccs = v->ccs;
+  const int64_t *ko_a = v->ko_a, *ko_b = v->ko_b;
+  bool kdig = v->kdig, ktab = v->ktab, mdig = v->mdig;
+  const uint8_t *pa = v->pa, *pb = v->pb, *pbias = v->pbias;
+  uint8_t *pc = v->pc;
+  int64_t bis = v->bis;
+  bool acc = v->acc, bias = v->bias;
+  for (uint64_t m = 0; m < M; m++) {
+    uint8_t *crow = pc + MOFF(false, m, crs, eo);
+    for (uint64_t n = 0; n < N; n++) {
+      uint32_t s = acc ? (uint32_t)ld_i(crow + (int64_t)n * ccs, v->to)
+                          : bias ? (uint32_t)ld_i(pbias + (int64_t)n * bis, v->to) : 0u;
+      for (uint64_t k = 0; k < K; k++)
+        s += (uint32_t)(ld_i(pa + MOFF(true, m, ars, ea) + KOFF(ko_a, true, k, acs, ea), v->ta) *
+                        ld_i(pb + KOFF(ko_b, false, k, brs, eb) + (int64_t)n * bcs, v->tb));
+      int32_t r = (int32_t)s;
+      memcpy(crow + (int64_t)n * ccs, &r, 4);
     }
   }
+}
+#undef KOFF
+#undef MOFF
 
-  /* Timing from the array's dataflow, shape, capability and edges. */
+/* Timing from the array's dataflow, shape, capability and edges. r, nr:
+ * the ranges it reads; w: the one it writes. */
+static void gemm_timing(ex *x, const npu_insn *in, const gemm_view *v, const range *r, int nr,
+                        const range *w) {
+  const acg_capability *cap = v->cap;
+  const npu_mem *ma = v->ma, *mb = v->mb, *mc = v->mc, *mbias = v->mbias;
+  uint64_t M = v->M, K = v->K, N = v->N, ea = v->ea, eb = v->eb, eo = v->eo;
+  bool acc = v->acc, bias = v->bias;
   int un = npu_node_of_compute(x->g, in->unit);
   double bwa = edge_bw(x, ma->buf, un), bwb = edge_bw(x, mb->buf, un), bwc = edge_bw(x, un, mc->buf);
   uint64_t macs = M * K * N;
@@ -911,21 +985,21 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
   const acg_storage *sa = &x->g->storage[ma->buf], *sbf = &x->g->storage[mb->buf];
   uint64_t occ, bank_extra, wl_occ = 0;
   /* A chained gemm finds its partial sums in the PEs: nothing to preload. */
-  uint64_t pre = (acc || bias) && !chain
+  uint64_t pre = (acc || bias) && !v->chain
                      ? cdiv(M * N * eo, edge_bw(x, acc ? mc->buf : mbias->buf, un)) : 0;
-  if (tiles) { /* a matrix, SIMD or scalar unit: whole issues (acg_mac.c) */
+  if (v->tiles) { /* a matrix, SIMD or scalar unit: whole issues (acg_mac.c) */
     acg_mac_operands mo = {M, K, N, {ma->buf, mb->buf, mc->buf, mc->buf}, {ea, eb, eo}, acc};
-    occ = acg_mac_tile_cycles(x->g, in->unit, in->u.gemm.cap, &form, &mo);
+    occ = acg_mac_tile_cycles(x->g, in->unit, in->u.gemm.cap, &v->form, &mo);
     bank_extra = 0;
-  } else if (!os) {
+  } else if (!v->os) {
     /* Weight-stationary: load K x N weights into the PEs, then stream M rows
      * of A (K elements per cycle); results leave the bottom row. */
     /* bank factors: acg_bank_degree, which the mapper's cost model counts too */
-    uint32_t da = kdig ? bank_degree_at(sa, (uint64_t)(pa - x->buf[ma->buf]), in, ea)
-                       : acg_bank_degree(sa, (uint64_t)(pa - x->buf[ma->buf]), acs, (uint32_t)K);
-    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->buf[mb->buf]), bcs, (uint32_t)N);
+    uint32_t da = v->kdig ? bank_degree_at(sa, (uint64_t)(v->pa - x->buf[ma->buf]), in, ea)
+                          : acg_bank_degree(sa, (uint64_t)(v->pa - x->buf[ma->buf]), v->acs, (uint32_t)K);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(v->pb - x->buf[mb->buf]), v->bcs, (uint32_t)N);
     /* wkeep: the PEs still hold this K x N block from the previous gemm. */
-    uint64_t wl = wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
+    uint64_t wl = v->wkeep ? 0 : (K > cdiv(K * N * eb, bwb) ? K : cdiv(K * N * eb, bwb));
     uint64_t st = M > cdiv(M * K * ea, bwa) ? M : cdiv(M * K * ea, bwa);
     uint64_t out = cdiv(M * N * eo, bwc);
     uint64_t body = st > out ? st : out;
@@ -934,9 +1008,9 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     bank_extra = cyc_add(cyc_mul(wl, db - 1), cyc_mul(st, da - 1));
     uint64_t rest = cyc_add(body, cyc_mul(st, da - 1));
     if (acg_weights_overlap(x->g, un, ma->buf, mb->buf, acc ? mc->buf : bias ? mbias->buf : -1)) {
-      timing_wload(x, (int)(x->g->n_edges + in->unit), r, nr, &w, cyc_mul(wl, db), rest,
+      timing_wload(x, (int)(x->g->n_edges + in->unit), r, nr, w, cyc_mul(wl, db), rest,
                    cap->latency, bank_extra);
-      goto stats;
+      return;
     }
     occ = cyc_add(cyc_mul(wl, db), rest);
     wl_occ = cyc_mul(wl, db);
@@ -945,10 +1019,10 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
      * row of A^T) and one row of B; then the accumulators drain. */
     /* a column of A: M elements at its rows' offsets (m digits: where the
      * digits put them) */
-    uint32_t da = mdig ? acg_bank_degree2(sa, (uint64_t)(pa - x->buf[ma->buf]), ars, in->u.gemm.mrad,
-                                          (int64_t)in->u.gemm.ma * (int64_t)ea, (uint32_t)M)
-                       : acg_bank_degree(sa, (uint64_t)(pa - x->buf[ma->buf]), ars, (uint32_t)M);
-    uint32_t db = acg_bank_degree(sbf, (uint64_t)(pb - x->buf[mb->buf]), bcs, (uint32_t)N);
+    uint32_t da = v->mdig ? acg_bank_degree2(sa, (uint64_t)(v->pa - x->buf[ma->buf]), v->ars, in->u.gemm.mrad,
+                                             (int64_t)in->u.gemm.ma * (int64_t)ea, (uint32_t)M)
+                          : acg_bank_degree(sa, (uint64_t)(v->pa - x->buf[ma->buf]), v->ars, (uint32_t)M);
+    uint32_t db = acg_bank_degree(sbf, (uint64_t)(v->pb - x->buf[mb->buf]), v->bcs, (uint32_t)N);
     uint64_t fa = cdiv(K * M * ea, bwa), fb = cdiv(K * N * eb, bwb);
     int ea_edge = npu_find_edge(x->g, ma->buf, un), eb_edge = npu_find_edge(x->g, mb->buf, un);
     uint64_t feed = ea_edge == eb_edge ? cyc_add(fa, fb) : (fa > fb ? fa : fb);
@@ -957,19 +1031,27 @@ static cov_status run_gemm(ex *x, const npu_insn *in) {
     uint32_t dg = da > db ? da : db;
     bank_extra = cyc_mul(st, dg - 1);
     /* hold: the sums stay in the PEs for the next (chained) gemm, no drain. */
-    occ = cyc_add(cyc_add(pre, cyc_mul(st, dg)), hold ? 0 : cdiv(M * N * eo, bwc));
+    occ = cyc_add(cyc_add(pre, cyc_mul(st, dg)), v->hold ? 0 : cdiv(M * N * eo, bwc));
   }
-  timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, &w, hold ? 0 : 1, occ, cap->latency,
+  timing(x, (int)(x->g->n_edges + in->unit), "gemm", r, nr, w, v->hold ? 0 : 1, occ, cap->latency,
          bank_extra, NULL);
-  if (!os && !tiles) /* the stream began after the weight load */
+  if (!v->os && !v->tiles) /* the stream began after the weight load */
     x->chain[in->unit].stream_start = x->unit_free[x->g->n_edges + in->unit] - (occ - wl_occ);
-stats:;
+}
+
+/* The GEMM's MACs, bytes and energy in the statistics. */
+static void gemm_stats(ex *x, const npu_insn *in, const gemm_view *v) {
+  const npu_mem *ma = v->ma, *mb = v->mb, *mc = v->mc;
+  uint64_t M = v->M, K = v->K, N = v->N, ea = v->ea, eb = v->eb, eo = v->eo;
+  bool acc = v->acc, bias = v->bias, chain = v->chain, hold = v->hold, wkeep = v->wkeep;
+  int un = npu_node_of_compute(x->g, in->unit);
+  uint64_t macs = M * K * N;
   npu_unit_stats *us = &x->st->unit[x->g->n_edges + in->unit];
   us->macs += macs;
   x->st->macs += macs;
   /* at the rate of the capability used (npu-32x32-os: f16 at 256/cycle,
    * int8 at 1024): utilisation is against the peak of what ran */
-  x->st->ideal_cycles += (double)macs / (cap->throughput > 0 ? cap->throughput : 1);
+  x->st->ideal_cycles += (double)macs / (v->cap->throughput > 0 ? v->cap->throughput : 1);
   x->st->bytes_read[ma->buf] += M * K * ea;
   if (!wkeep) x->st->bytes_read[mb->buf] += K * N * eb;
   if (acc && !chain) x->st->bytes_read[mc->buf] += M * N * eo;
@@ -982,9 +1064,30 @@ stats:;
   if (acc && !chain) npu_energy_move(en, x->g, mc->buf, un, M * N * eo);
   if (bias) npu_energy_move(en, x->g, in->u.gemm.bias.buf, un, N * eo);
   if (!hold) npu_energy_move(en, x->g, un, mc->buf, M * N * eo);
+}
+
+static cov_status run_gemm(ex *x, const npu_insn *in) {
+  gemm_view v;
+  gemm_view_of(x, in, false, &v);
+  range r[4], w;
+  int nr = 0;
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 0, v.ea, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 1, v.eb, &r[nr++]));
+  COV_RETURN_IF_ERROR(gemm_range(x, in, 2, v.eo, &w));
+  /* In a chain the partial sums stay in the PEs: a chained gemm reads no c
+   * and a holding one writes none, so only the chain's first gemm (preload)
+   * and its last (drain) touch c's bytes in the scoreboard, and the next
+   * tile's accumulation overlaps the SIMD unit reading the drained one. */
+  if (v.acc && !v.chain) r[nr++] = w;
+  if (v.bias) COV_RETURN_IF_ERROR(mem_range(x, "gemm", "bias", &in->u.gemm.bias, 1, v.N, v.eo, &r[nr++]));
+  COV_RETURN_IF_ERROR(chain_gemm(x, in, &r[0], &r[1], &w));
+  if (x->dry) return NULL;
+  gemm_view_of(x, in, true, &v);
+  if (v.to == COV_F32) COV_RETURN_IF_ERROR(gemm_f32(x, in, &v));
+  else gemm_i32(in, &v);
+  gemm_timing(x, in, &v, r, nr, &w);
+  gemm_stats(x, in, &v);
   return NULL;
-#undef KOFF
-#undef MOFF
 }
 
 /* ---- SIMD ---- */

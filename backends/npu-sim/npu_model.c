@@ -14,8 +14,6 @@
  * (npu_corun.c, npu_pipe.c) a run also records each program with the DRAM
  * image it started on, and maps each layer on other ACGs for the mapper's
  * estimates (npu_model_rec).
- *
- * long: run_layer maps, compiles, simulates and checks one layer group against the reference, each step's refusal or error reported the same way
  */
 #include <math.h>
 #include <stdlib.h>
@@ -127,6 +125,57 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The reference interpreter on the layer's inputs rounded to the dtype
+ * the schedule keeps them in on chip (the bound capability's multiplicand
+ * dtype, f16 or bf16, where it narrows): the same operands as the
+ * program's, accumulated in f32 in the codelet's order; the program's
+ * output against it into row (narrow_checked, narrow_err). */
+static cov_status check_reference(const cov_layer *layer, const cov_schedule *sched, const cov_tensor *in,
+                                  int n, const char *label, const cov_tensor *out, npu_row *row) {
+  cov_status fatal = NULL;
+  cov_tensor ref = {0}, rin[MAX_LAYER_INPUTS];
+  int nr = 0;
+  for (; nr < n && !fatal; nr++) {
+    rin[nr] = in[nr];
+    cov_dtype dt = cov_schedule_input_dtype(sched, nr);
+    if (in[nr].dtype != COV_F32 || !cov_dtype_is_float(dt) ||
+        cov_dtype_precision_bits(dt) >= cov_dtype_precision_bits(COV_F32))
+      continue;
+    row->narrow_dtypes |= 1u << dt;
+    rin[nr].data = NULL;
+    fatal = cov_tensor_alloc(&rin[nr], COV_F32, in[nr].rank, in[nr].shape);
+    if (fatal) break;
+    const float *src = in[nr].data;
+    float *dst = rin[nr].data;
+    for (int64_t i = 0; i < cov_tensor_numel(&rin[nr]); i++) dst[i] = cov_f32_round_to(dt, src[i]);
+  }
+  if (!fatal) fatal = cov_layer_reference(layer, rin, &ref);
+  for (int i = 0; i < nr && i < n; i++)
+    if (rin[i].data != in[i].data) cov_tensor_release(&rin[i]);
+  if (!fatal) {
+    int64_t k = cov_tensor_numel(&ref);
+    if (out->dtype != COV_F32 || ref.dtype != COV_F32) {
+      /* integer (quantized) programs round nothing: the run's own check
+       * compares their outputs bit for bit */
+    } else if (k != cov_tensor_numel(out)) {
+      fatal = cov_error(COV_INTERNAL, COV_AT(NULL, label), "%s: the program's output has %lld elements, the "
+                        "schedule's %lld", label, (long long)cov_tensor_numel(out), (long long)k);
+    } else {
+      const float *a = out->data, *b = ref.data;
+      double md = 0, mr = 0;
+      for (int64_t i = 0; i < k; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= md)) md = d; /* NaN counts as a difference */
+        if (fabs((double)b[i]) > mr) mr = fabs((double)b[i]);
+      }
+      row->narrow_checked = true;
+      row->narrow_err = md / (mr > 1e-30 ? mr : 1e-30);
+    }
+  }
+  cov_tensor_release(&ref);
+  return fatal;
+}
+
 /* The mapper's estimate of the layer on each of rec's other ACGs. */
 static cov_status estimate_on(npu_model_rec *rec, const cov_layer *layer) {
   for (int i = 0; rec && i < rec->n_est; i++) {
@@ -217,53 +266,7 @@ static cov_status run_layer(hook_ctx *h, const cov_layer *layer, const cov_tenso
     row->energy_pj = en.known ? en.total_pj : -1;
     row->energy_est_pj = cov_schedule_energy_pj(sched);
   }
-  {
-    /* The reference interpreter on the layer's inputs rounded to the dtype
-     * the schedule keeps them in on chip (the bound capability's multiplicand
-     * dtype, f16 or bf16, where it narrows): the same operands as the
-     * program's, accumulated in f32 in the codelet's order. */
-    cov_tensor ref = {0}, rin[MAX_LAYER_INPUTS];
-    int nr = 0;
-    for (; nr < n && !fatal; nr++) {
-      rin[nr] = in[nr];
-      cov_dtype dt = cov_schedule_input_dtype(sched, nr);
-      if (in[nr].dtype != COV_F32 || !cov_dtype_is_float(dt) ||
-          cov_dtype_precision_bits(dt) >= cov_dtype_precision_bits(COV_F32))
-        continue;
-      row->narrow_dtypes |= 1u << dt;
-      rin[nr].data = NULL;
-      fatal = cov_tensor_alloc(&rin[nr], COV_F32, in[nr].rank, in[nr].shape);
-      if (fatal) break;
-      const float *src = in[nr].data;
-      float *dst = rin[nr].data;
-      for (int64_t i = 0; i < cov_tensor_numel(&rin[nr]); i++) dst[i] = cov_f32_round_to(dt, src[i]);
-    }
-    if (!fatal) fatal = cov_layer_reference(layer, rin, &ref);
-    for (int i = 0; i < nr && i < n; i++)
-      if (rin[i].data != in[i].data) cov_tensor_release(&rin[i]);
-    if (!fatal) {
-      int64_t k = cov_tensor_numel(&ref);
-      if (out->dtype != COV_F32 || ref.dtype != COV_F32) {
-        /* integer (quantized) programs round nothing: the run's own check
-         * compares their outputs bit for bit */
-      } else if (k != cov_tensor_numel(out)) {
-        fatal = cov_error(COV_INTERNAL, COV_AT(NULL, label), "%s: the program's output has %lld elements, the "
-                          "schedule's %lld", label, (long long)cov_tensor_numel(out), (long long)k);
-      } else {
-        const float *a = out->data, *b = ref.data;
-        double md = 0, mr = 0;
-        for (int64_t i = 0; i < k; i++) {
-          double d = fabs((double)a[i] - (double)b[i]);
-          if (!(d <= md)) md = d; /* NaN counts as a difference */
-          if (fabs((double)b[i]) > mr) mr = fabs((double)b[i]);
-        }
-        row->narrow_checked = true;
-        row->narrow_err = md / (mr > 1e-30 ? mr : 1e-30);
-      }
-    }
-    cov_tensor_release(&ref);
-    if (fatal) goto done;
-  }
+  if ((fatal = check_reference(layer, sched, in, n, label, out, row))) goto done;
   const cov_acg *g = h->acg;
   for (int s = 0; s < g->n_storage; s++) {
     uint64_t b = cov_npu_stats_storage_bytes(stats, g->storage[s].name);

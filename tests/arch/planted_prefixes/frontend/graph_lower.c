@@ -1,0 +1,1 @@
+/* graph_ names and a stray unprefixed one */

@@ -1,0 +1,2 @@
+/* the public API of the planted tree */
+int cov_public_call(void);

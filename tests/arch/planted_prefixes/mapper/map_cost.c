@@ -1,0 +1,1 @@
+/* a map_ name and one of another module */
