@@ -147,7 +147,7 @@ static void point_taps(const gs_params *p, double gx, double gy, int64_t h, int6
   }
   x = pad_coord(p, x, wd), y = pad_coord(p, y, h);
   if (p->mode == GS_NEAREST) {
-    put_tap(off, w, cov_round_even(x), cov_round_even(y), 1, h, wd);
+    put_tap(off, w, common_round_even(x), common_round_even(y), 1, h, wd);
     return;
   }
   double x0 = floor(x), y0 = floor(y), fx = x - x0, fy = y - y0;

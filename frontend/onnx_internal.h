@@ -67,6 +67,8 @@ typedef struct reader {
 } reader;
 
 void onnx_add_error(reader *R, cov_status st);
+/* Sorts g->nodes topologically, stable; a cycle is one error (onnx_order.c). */
+void onnx_sort_nodes(reader *R);
 int onnx_table_init(reader *R, size_t expected);
 graph_value *onnx_table_find(const reader *R, const char *name);
 void onnx_table_put(reader *R, graph_value *v);
