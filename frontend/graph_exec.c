@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "frontend/graph.h"
-#include "frontend/graph_sequence.h"
+#include "frontend/ops/graph_sequence.h"
 
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v) {
   int64_t numel = graph_numel(v);

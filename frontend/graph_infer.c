@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "frontend/graph.h"
-#include "frontend/graph_control.h"
+#include "frontend/ops/graph_control.h"
 
 cov_status graph_infer(graph *g) {
   cov_status errs = NULL;

@@ -4,7 +4,7 @@
 #ifndef COV_FRONTEND_GRAPH_ITER_H
 #define COV_FRONTEND_GRAPH_ITER_H
 
-#include "frontend/graph_control.h"
+#include "frontend/ops/graph_control.h"
 
 /* One stacked output: the slices so far, [count, slice dims]. */
 typedef struct stack_acc {

@@ -12,7 +12,7 @@
 #include "common/loc.h"
 #include "covenant/model.h"
 #include "frontend/graph.h"
-#include "frontend/onnx_internal.h"
+#include "frontend/onnx/onnx_internal.h"
 
 struct cov_model {
   graph *g;

@@ -1,0 +1,352 @@
+/* frontend/passes/graph_group.c: a layer group's codelet calls, described for a
+ * backend that compiles the whole group as one layer (cov_model_group,
+ * covenant/model.h).
+ *
+ * The calls a group makes are decided by each node's lowering
+ * (graph_conv.c, graph_pool.c, graph_matmul.c, graph_compute.c): which
+ * codelet, which attributes, which views of which values. Rather than
+ * restate those rules here (and let them drift), the group's nodes are run
+ * through the same lowering with a recorder in place of the codelets: it
+ * notes every call and answers it with a zero tensor of the shape the
+ * codelet would produce. Each input a call receives is then identified by
+ * its data pointer: the previous call's result, a model constant, or one of
+ * the group's external inputs (given placeholder buffers, or the run's real
+ * ones). Anything else was made inside a node (an expanded or transposed
+ * copy) and the group is not a plain chain: that is reported, naming the
+ * node, and a backend falls back to running the calls one by one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/graph.h"
+#include "common/loc.h"
+
+struct cov_model_group {
+  cov_arena *arena;
+  size_t index;
+  const char *name, *kind;
+  cov_model_group_call *calls;
+  size_t n_calls, cap_calls;
+  const char **in_names;
+  cov_tensor *in_shapes;
+  int *in_ids; /* graph value ids of the inputs */
+  size_t n_in;
+  const char *out_name;
+  cov_tensor out;
+  int out_id;
+  const cov_codelet_lib *lib; /* the model's, which its calls name codelets of */
+};
+
+/* One value the trace touches: a private copy, so the graph (or the run's
+ * value table) is never written. */
+typedef struct slot {
+  int id;
+  graph_value v;
+  int input;        /* index in the group's inputs, or -1 */
+  bool constant;    /* a model constant (data is the model's) */
+  bool placeholder; /* v.data allocated here */
+} slot;
+
+typedef struct recorder {
+  const graph *g;
+  cov_model_group *d;
+  slot *slots;
+  int n_slots;
+  const graph_node *node; /* the node being traced, for messages */
+  const void **outs;      /* every call's result, in call order (identity only) */
+  size_t n_outs, cap_outs;
+} recorder;
+
+static slot *find_slot(recorder *r, int id) {
+  for (int i = 0; i < r->n_slots; i++)
+    if (r->slots[i].id == id) return &r->slots[i];
+  return NULL;
+}
+
+static cov_status oom(const graph *g, const graph_node *n) {
+  return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory describing the layer group");
+}
+
+/* The kind of input `t` of the call being recorded. */
+static cov_status classify(recorder *r, size_t call, size_t k, const cov_tensor *t,
+                           cov_model_arg *a) {
+  const graph *g = r->g;
+  memset(a, 0, sizeof *a);
+  a->input = -1;
+  a->t = *t;
+  a->t.data = NULL;
+  if (call > 0 && t->data && t->data == r->outs[call - 1]) {
+    a->kind = COV_MODEL_ARG_PREV;
+    return NULL;
+  }
+  for (int i = 0; t->data && i < r->n_slots; i++) {
+    const slot *s = &r->slots[i];
+    if (s->v.data != t->data || (!s->constant && s->input < 0)) continue;
+    a->value = s->v.name;
+    if (s->constant) {
+      a->kind = COV_MODEL_ARG_CONST;
+      a->t.data = s->v.data;
+    } else {
+      a->kind = COV_MODEL_ARG_EXTERNAL;
+      a->input = s->input;
+    }
+    return NULL;
+  }
+  for (size_t c = 0; t->data && call > 0 && c + 1 < call; c++)
+    if (r->outs[c] == t->data)
+      return graph_node_error(g, r->node, COV_UNSUPPORTED,
+                              "call %zu (%s) reads the result of call %zu, not the previous one: "
+                              "the group is not a chain",
+                              call, r->d->calls[call].codelet, c);
+  return graph_node_error(g, r->node, COV_UNSUPPORTED,
+                          "input %zu of call %zu (%s) is computed inside the node (a copy or "
+                          "rearrangement), not a model value or the previous call's result",
+                          k, call, r->d->calls[call].codelet);
+}
+
+/* The recorder standing in for the codelets (a cov_model_call_fn). */
+static cov_status record(void *user, const cov_model_call *call, cov_tensor *out, size_t n_out,
+                         int *handled) {
+  recorder *r = user;
+  const graph *g = r->g;
+  cov_model_group *d = r->d;
+  *handled = 0;
+  if (n_out != 1)
+    return graph_node_error(g, r->node, COV_UNSUPPORTED,
+                            "codelet '%s' has %zu results; a fused layer chains single results",
+                            call->codelet, n_out);
+  const cov_codelet *c = g->lib ? cov_codelet_lib_find(g->lib, call->codelet) : NULL;
+  if (!c)
+    return graph_node_error(g, r->node, COV_NOT_FOUND,
+                            "needs codelet '%s', which the codelet library does not have",
+                            call->codelet);
+  if (d->n_calls == d->cap_calls || r->n_outs == r->cap_outs) {
+    size_t cap = d->cap_calls ? 2 * d->cap_calls : 8;
+    cov_model_group_call *nc = cov_arena_array(d->arena, cap, sizeof *nc);
+    const void **no = realloc(r->outs, cap * sizeof *no);
+    if (!nc || !no) {
+      if (no) r->outs = no;
+      return oom(g, r->node);
+    }
+    if (d->n_calls) memcpy(nc, d->calls, d->n_calls * sizeof *nc);
+    d->calls = nc;
+    d->cap_calls = r->cap_outs = cap;
+    r->outs = no;
+  }
+  size_t ci = d->n_calls;
+  cov_model_group_call *mc = &d->calls[ci];
+  memset(mc, 0, sizeof *mc);
+  mc->node = cov_arena_strdup(d->arena, call->node);
+  mc->codelet = cov_arena_strdup(d->arena, call->codelet);
+  cov_attr *attrs = cov_arena_array(d->arena, call->n_attrs ? call->n_attrs : 1, sizeof *attrs);
+  cov_model_arg *args = cov_arena_array(d->arena, call->n_in ? call->n_in : 1, sizeof *args);
+  if (!mc->node || !mc->codelet || !attrs || !args) return oom(g, r->node);
+  for (size_t i = 0; i < call->n_attrs; i++) {
+    attrs[i] = call->attrs[i];
+    if (!(attrs[i].name = cov_arena_strdup(d->arena, call->attrs[i].name))) return oom(g, r->node);
+  }
+  mc->attrs = attrs;
+  mc->n_attrs = call->n_attrs;
+  d->n_calls++; /* visible to classify's messages */
+  for (size_t k = 0; k < call->n_in; k++) COV_RETURN_IF_ERROR(classify(r, ci, k, &call->in[k], &args[k]));
+  mc->args = args;
+  mc->n_args = call->n_in;
+  cov_tensor shape;
+  cov_status st = cov_codelet_output_shapes(c, call->attrs, call->n_attrs, call->in, call->n_in,
+                                            &shape, 1);
+  if (st) {
+    char msg[512];
+    cov_status_format(st, msg, sizeof msg);
+    cov_code code = cov_status_code(st);
+    cov_status_free(st);
+    return graph_node_error(g, r->node, code, "codelet '%s': %s", call->codelet, msg);
+  }
+  mc->out = shape;
+  /* A zero result of the right shape lets the node's lowering go on. */
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(&out[0], shape.dtype, shape.rank, shape.shape));
+  r->outs[r->n_outs++] = out[0].data;
+  *handled = 1;
+  return NULL;
+}
+
+static bool in_group(const graph_value *v, size_t gi) {
+  return v->producer && v->producer->group == (int)gi;
+}
+
+/* Creates the slots: every value the group's nodes read or write. */
+static cov_status make_slots(recorder *r, const graph_group *grp, size_t gi,
+                             const graph_value *run_vals) {
+  const graph *g = r->g;
+  cov_model_group *d = r->d;
+  int cap = 0;
+  for (int k = 0; k < grp->n_nodes; k++) cap += grp->nodes[k]->n_in + grp->nodes[k]->n_out;
+  r->slots = calloc((size_t)(cap ? cap : 1), sizeof *r->slots);
+  d->in_names = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_ids);
+  if (!r->slots || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, grp->nodes[0]);
+  for (int k = 0; k < grp->n_nodes; k++) {
+    const graph_node *n = grp->nodes[k];
+    for (int j = 0; j < n->n_in + n->n_out; j++) {
+      const graph_value *v = j < n->n_in ? n->in[j] : n->out[j - n->n_in];
+      if (!v || find_slot(r, v->id)) continue;
+      slot *s = &r->slots[r->n_slots++];
+      s->id = v->id;
+      s->input = -1;
+      const graph_value *src = run_vals ? &run_vals[v->id] : v;
+      s->v = *src;
+      if (in_group(v, gi)) {
+        s->v.data = NULL; /* written by the trace */
+      } else if (g->values[v->id]->data) {
+        s->constant = true;
+        s->v.data = g->values[v->id]->data;
+      } else {
+        int64_t numel = graph_numel(src);
+        if (numel < 0)
+          return graph_node_error(g, n, COV_UNSUPPORTED,
+                                  "input '%s' has no static shape; the group can only be "
+                                  "described at run time",
+                                  v->name);
+        if (!s->v.data) {
+          size_t bytes = (size_t)numel * cov_dtype_size(src->dtype);
+          if (!(s->v.data = calloc(bytes ? bytes : 1, 1))) return oom(g, n);
+          s->placeholder = true;
+        }
+        s->input = (int)d->n_in;
+        d->in_names[d->n_in] = v->name;
+        d->in_ids[d->n_in] = v->id;
+        cov_tensor *t = &d->in_shapes[d->n_in];
+        memset(t, 0, sizeof *t);
+        t->dtype = src->dtype;
+        t->rank = src->rank;
+        for (int i = 0; i < src->rank; i++) t->shape[i] = src->dims[i];
+        d->n_in++;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* The group's one result read outside it, which must be the last call's. */
+static cov_status find_output(recorder *r, const graph_group *grp, size_t gi) {
+  const graph *g = r->g;
+  cov_model_group *d = r->d;
+  const graph_node *last = grp->nodes[grp->n_nodes - 1];
+  const graph_value *res = NULL;
+  int n_res = 0;
+  for (int k = 0; k < grp->n_nodes; k++) {
+    const graph_node *n = grp->nodes[k];
+    for (int o = 0; o < n->n_out; o++) {
+      const graph_value *v = n->out[o];
+      if (!v) continue;
+      int inside = 0;
+      for (int q = 0; q < grp->n_nodes; q++)
+        for (int j = 0; j < grp->nodes[q]->n_in; j++) inside += grp->nodes[q]->in[j] == v;
+      bool outside = inside < v->n_uses;
+      for (size_t q = 0; q < g->n_outputs && !outside; q++) outside = g->outputs[q] == v;
+      if (outside) res = v, n_res++;
+    }
+  }
+  (void)gi;
+  if (n_res != 1)
+    return graph_node_error(g, last, COV_UNSUPPORTED,
+                            "the group has %d results read outside it; a fused layer has one",
+                            n_res);
+  const slot *s = find_slot(r, res->id);
+  if (d->n_calls == 0)
+    return graph_node_error(g, last, COV_UNSUPPORTED, "the group makes no codelet call");
+  if (!s || !s->v.data || s->v.data != r->outs[d->n_calls - 1])
+    return graph_node_error(g, res->producer, COV_UNSUPPORTED,
+                            "the group's result '%s' is not its last call's result (the node "
+                            "rearranges it after the call)",
+                            res->name);
+  d->out_name = res->name;
+  d->out_id = res->id;
+  memset(&d->out, 0, sizeof d->out);
+  d->out.dtype = s->v.dtype;
+  d->out.rank = s->v.rank;
+  for (int i = 0; i < s->v.rank; i++) d->out.shape[i] = s->v.dims[i];
+  return NULL;
+}
+
+cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
+                                cov_model_group **out) {
+  *out = NULL;
+  if (gi >= g->n_groups)
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "no layer group %zu (the model has %zu)", gi,
+                     g->n_groups);
+  const graph_group *grp = &g->groups[gi];
+  if (grp->layout || grp->n_nodes == 0)
+    return graph_node_error(g, grp->n_nodes ? grp->nodes[0] : NULL, COV_UNSUPPORTED,
+                            "group %zu (%s) is layout work, which the frontend runs itself", gi,
+                            grp->kind);
+  cov_model_group *d = calloc(1, sizeof *d);
+  cov_arena *a = cov_arena_create();
+  if (!d || !a) {
+    free(d);
+    cov_arena_destroy(a);
+    return oom(g, grp->nodes[0]);
+  }
+  d->arena = a;
+  d->index = gi;
+  d->name = grp->nodes[0]->name;
+  d->kind = grp->kind;
+  d->lib = g->lib;
+  d->out_id = -1;
+  recorder r = {.g = g, .d = d};
+  graph_exec x = {.g = g, .lib = g->lib, .hook = record, .hook_user = &r};
+  cov_status st = make_slots(&r, grp, gi, run_vals);
+  for (int k = 0; k < grp->n_nodes && !st; k++) {
+    const graph_node *n = grp->nodes[k];
+    graph_value *in[16], *o[16];
+    if (n->n_in > 16 || n->n_out > 16) {
+      st = graph_node_error(g, n, COV_UNSUPPORTED, "more than 16 inputs or outputs in a fused group");
+      break;
+    }
+    for (int j = 0; j < n->n_in; j++) in[j] = n->in[j] ? &find_slot(&r, n->in[j]->id)->v : NULL;
+    for (int j = 0; j < n->n_out; j++) o[j] = n->out[j] ? &find_slot(&r, n->out[j]->id)->v : NULL;
+    r.node = n;
+    st = graph_exec_node(&x, n, in, o);
+  }
+  if (!st) st = find_output(&r, grp, gi);
+  for (int i = 0; i < r.n_slots; i++)
+    if (r.slots[i].placeholder || (!r.slots[i].constant && r.slots[i].input < 0))
+      free(r.slots[i].v.data);
+  free(r.slots);
+  free(r.outs);
+  if (st) {
+    cov_model_group_free(d);
+    return cov_status_annotate(st, "layer group %zu (%s): ", gi, grp->kind);
+  }
+  *out = d;
+  return NULL;
+}
+
+int graph_group_input_id(const cov_model_group *d, size_t k) {
+  return k < d->n_in ? d->in_ids[k] : -1;
+}
+int graph_group_output_id(const cov_model_group *d) { return d->out_id; }
+
+void cov_model_group_free(cov_model_group *d) {
+  if (!d) return;
+  cov_arena_destroy(d->arena);
+  free(d);
+}
+
+size_t cov_model_group_index(const cov_model_group *d) { return d->index; }
+const char *cov_model_group_name(const cov_model_group *d) { return d->name; }
+const char *cov_model_group_kind(const cov_model_group *d) { return d->kind; }
+const cov_codelet_lib *cov_model_group_codelets(const cov_model_group *d) { return d->lib; }
+size_t cov_model_group_num_calls(const cov_model_group *d) { return d->n_calls; }
+const cov_model_group_call *cov_model_group_call_at(const cov_model_group *d, size_t c) {
+  return c < d->n_calls ? &d->calls[c] : NULL;
+}
+size_t cov_model_group_num_inputs(const cov_model_group *d) { return d->n_in; }
+const char *cov_model_group_input(const cov_model_group *d, size_t k, cov_tensor *shape_only) {
+  if (k >= d->n_in) return NULL;
+  if (shape_only) *shape_only = d->in_shapes[k];
+  return d->in_names[k];
+}
+const char *cov_model_group_output(const cov_model_group *d, cov_tensor *shape_only) {
+  if (shape_only) *shape_only = d->out;
+  return d->out_name;
+}
