@@ -15,7 +15,7 @@
  *
  * Adding a backend: a module under backends/ (cmake/modules.txt, with
  * registry depending on it), its row in backend_registry.c (the entries
- * it has; the glue of the shipped ones is backend_ref.c, backend_npu.c,
+ * it has; the glue of the shipped ones is backend_ref.c, backend_npu*.c,
  * backend_gpu.c), and the name in acg/acg_load.c's list of backend.name
  * values. A GPU vendor also fills a gpu_vendor (backends/gpu/gpu_vendor.h),
  * which gpu_target_open finds through backend_gpu_vendors. */

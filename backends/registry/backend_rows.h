@@ -1,6 +1,6 @@
 /* backends/registry/backend_rows.h: the entries of the shipped backends'
- * rows, defined by their glue files (backend_ref.c, backend_npu.c,
- * backend_gpu.c) and listed in backend_registry.c's table. */
+ * rows, defined by their glue files (backend_ref.c, backend_npu.c and
+ * backend_npu_program.c, backend_npu_simulate.c, backend_gpu.c) and listed in backend_registry.c's table. */
 #ifndef COV_BACKEND_ROWS_H
 #define COV_BACKEND_ROWS_H
 

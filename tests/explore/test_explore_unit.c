@@ -1,13 +1,17 @@
 /* tests/explore/test_explore_unit.c: design derivation (each path kind, the
  * derived-parameter rules, errors for bad specs), suite layer counts against
  * hand-computed figures, the roofline evaluator against the formula worked
- * by hand for a tiny ACG, and Pareto fronts on hand-made point sets. */
+ * by hand for a tiny ACG, the simulator evaluator (a backend's, reached
+ * through the registry) against the simulator's API called directly, and
+ * Pareto fronts on hand-made point sets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "covenant/mapper.h"
 #include "covenant/model.h"
+#include "covenant/npu.h"
 #include "explore/explore.h"
 #include "tests/check.h"
 
@@ -288,6 +292,59 @@ static void test_roofline(void) {
   cov_status_free(st);
 }
 
+/* The npusim evaluator against the map -> compile -> simulate chain run by
+ * hand on the simulator's API; a design of a backend it does not simulate
+ * is refused, naming the design's backend. */
+static void test_simulator(void) {
+  char path[4096], suite[4096];
+  snprintf(path, sizeof path, "%s/targets/npu-16x16.json", COV_TEST_SOURCE_DIR);
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", COV_TEST_SOURCE_DIR);
+  explore_evaluator ev;
+  cov_acg *g = NULL;
+  cov_layer *layer = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *prog = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  cov_status st = explore_evaluator_find("npusim", 0, &ev);
+  if (!st) st = cov_acg_load_file(path, &g);
+  if (!st) st = cov_layer_from_suite(suite, "convnet_layer2", 1, &layer);
+  if (!st) st = cov_map(layer, g, NULL, &s);
+  if (!st) st = cov_npu_select_by_simulation(s, g, COV_NPU_SELECT_MAX_OPS, NULL);
+  if (!st) st = cov_npu_compile(s, &prog);
+  if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, prog);
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  CHECK(st == NULL);
+  if (!st) {
+    explore_eval_ctx ctx = {COV_F16, COV_F32};
+    explore_layer l = {.name = "convnet_layer2", .op = "conv2d", .suite_file = suite, .suite_name = "convnet_layer2"};
+    explore_result r;
+    st = ev.eval(&ev, g, &l, &ctx, &r);
+    CHECK(st == NULL);
+    CHECK(r.cycles == (double)cov_npu_stats_cycles(stats) && r.cycles > 0);
+    CHECK(r.utilisation == cov_npu_stats_array_utilization(stats));
+    for (int i = 0; i < g->n_storage; i++)
+      CHECK(r.bytes[i] == (double)cov_npu_stats_storage_bytes(stats, g->storage[i].name));
+    cov_npu_energy en = cov_npu_stats_energy(stats);
+    CHECK(en.known ? r.energy_pj == en.total_pj : isnan(r.energy_pj));
+    /* a GPU design: refused at its backend.name, not half-simulated */
+    cov_acg *gpu = NULL;
+    snprintf(path, sizeof path, "%s/targets/nvptx-sm90.json", COV_TEST_SOURCE_DIR);
+    CHECK(cov_acg_load_file(path, &gpu) == NULL);
+    st = gpu ? ev.eval(&ev, gpu, &l, &ctx, &r) : NULL;
+    CHECK(st && cov_status_code(st) == COV_UNSUPPORTED && strstr(cov_status_message(st), "backend 'nvptx'"));
+    cov_acg_free(gpu);
+  }
+  cov_status_free(st);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(prog);
+  cov_schedule_free(s);
+  cov_layer_free(layer);
+  cov_acg_free(g);
+}
+
 static void test_pareto(void) {
   /* (cycles, area): b dominates c; a and b trade off; d ties a; e has no area. */
   double x[] = {10, 20, 25, 10, 5, 40};
@@ -313,6 +370,7 @@ int main(void) {
   test_suite();
   test_model();
   test_roofline();
+  test_simulator();
   test_pareto();
   return check_summary();
 }
