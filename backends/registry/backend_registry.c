@@ -146,21 +146,24 @@ cov_status backend_program_open(const char *path, const char *target, const char
                                 backend_program **out) {
   *row = NULL;
   *out = NULL;
-  if (target) {
-    backend_target t;
-    COV_RETURN_IF_ERROR(backend_target_open(target, &t));
-    cov_status st = t.backend->program_open ? NULL : backend_lacks(&t, what, "read program files");
+  backend_target t;
+  cov_status st = target ? backend_target_open(target, &t) : NULL;
+  if (target && !st) {
+    st = t.backend->program_open ? NULL : backend_lacks(&t, what, "read program files");
     const backend_info *b = t.backend;
     backend_target_close(&t);
     if (st) return st;
     *row = b;
     return b->program_open(path, out);
   }
+  /* a target that does not open is the row's to report, when it loads the
+   * program's ACG (program_acg), after the program itself */
+  cov_status_free(st);
   cov_status first = NULL;
   for (int i = 0; i < N_BACKENDS; i++) {
     const backend_info *b = &k_backends[i];
     if (!b->program_open) continue;
-    cov_status st = b->program_open(path, out);
+    st = b->program_open(path, out);
     if (!st) {
       cov_status_free(first);
       *row = b;

@@ -296,8 +296,10 @@ const char *backend_option_names(unsigned bits, char *buf, size_t n);
 
 /* Opens the program file at path for `what` (a command: "covenant sim"):
  * with a target, by the row of its backend (backend_lacks when that row
- * reads no program files); without, by the rows that read program files in
- * table order, the first that reads it (else the first one's error). */
+ * reads no program files); without one, or with one that does not open
+ * (the row's program_acg then reports it, as it loads the ACG), by the
+ * rows that read program files in table order, the first that reads it
+ * (else the first one's error). */
 cov_status backend_program_open(const char *path, const char *target, const char *what, const backend_info **row,
                                 backend_program **out);
 
