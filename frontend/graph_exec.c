@@ -165,9 +165,8 @@ static cov_status bind_input(const graph *g, const graph_value *decl, const cov_
     return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s (rank %d)", want,
                              got, t->rank);
   for (int i = 0; i < t->rank; i++) {
-    if (t->shape[i] <= 0)
-      return graph_value_error(g, decl, COV_INVALID_ARGUMENT,
-                               "dim %d is %lld; covenant runs models on non-empty inputs only", i,
+    if (t->shape[i] < 0)
+      return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "dim %d is %lld; dims must not be negative", i,
                                (long long)t->shape[i]);
     if (decl->rank >= 0 && decl->dims[i] >= 0 && decl->dims[i] != t->shape[i])
       return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s", want, got);
@@ -187,7 +186,8 @@ static cov_status bind_input(const graph *g, const graph_value *decl, const cov_
   }
   if (graph_numel(&gv) < 0)
     return graph_value_error(g, decl, COV_OUT_OF_RANGE, "input is larger than covenant can hold");
-  if (!t->data) return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor has no data");
+  if (!t->data && graph_numel(&gv) > 0)
+    return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor has no data");
   return NULL;
 }
 

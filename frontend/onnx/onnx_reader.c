@@ -315,9 +315,9 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
     v->symbolic |= 1u << i;
     if (!d) continue;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-      if (d->dim_value <= 0) {
+      if (d->dim_value < 0) {
         onnx_add_error(R, graph_value_error(g, v, COV_INVALID_INPUT,
-                                       "dim %d is %lld; input dims must be positive", i,
+                                       "dim %d is %lld; input dims must not be negative", i,
                                        (long long)d->dim_value));
         continue;
       }
