@@ -50,10 +50,20 @@ static cov_status read_folder(const char *dir, cov_sequence *seq) {
   cov_status st = NULL;
   for (size_t k = 0; k < n && !st; k++) {
     snprintf(p, room, "%s/%zu.npy", dir, k);
+    struct stat sb;
+    if (stat(p, &sb) != 0) {
+      cov_loc loc = {.file = dir};
+      st = cov_error(COV_INVALID_INPUT, &loc,
+                     "element %zu (%zu.npy) is missing; the folder holds %zu element files, which must "
+                     "be numbered from 0 without gaps", k, k, n);
+      break;
+    }
     cov_tensor t;
-    st = cov_npy_read(p, &t); /* a gap in the numbering: this file is missing */
-    if (!st) st = cov_sequence_append(seq, &t);
-    if (!st) cov_tensor_release(&t);
+    st = cov_npy_read(p, &t);
+    if (!st) {
+      st = cov_sequence_append(seq, &t);
+      cov_tensor_release(&t);
+    }
   }
   free(p);
   return st;

@@ -109,6 +109,10 @@ static cov_status scan(const uint8_t *p, size_t size, const char *path, const ch
   return NULL;
 }
 
+static const char *optional_word(const cov_sequence *seq) {
+  return cov_sequence_is_optional(seq) ? "optional" : "sequence";
+}
+
 /* Second pass: each tensor decoded and appended, their bytes bounded. */
 static cov_status decode_all(const uint8_t *p, size_t size, const char *path, const char *kind,
                              cov_sequence *seq) {
@@ -123,12 +127,17 @@ static cov_status decode_all(const uint8_t *p, size_t size, const char *path, co
     cov_tensor t;
     COV_RETURN_IF_ERROR(onnx_tensor_decode(f.bytes, f.len, path, what, &t, NULL, 0));
     total += (uint64_t)cov_tensor_numel(&t) * cov_dtype_size(t.dtype);
-    cov_status st = total > COV_TENSOR_MAX_BYTES
-        ? cov_error(COV_OUT_OF_RANGE, &loc, "the %s's tensors hold more than %llu bytes together", kind,
-                    (unsigned long long)COV_TENSOR_MAX_BYTES)
-        : cov_sequence_append(seq, &t);
+    cov_status st = NULL;
+    if (t.dtype != cov_sequence_dtype(seq))
+      st = cov_error(COV_INVALID_INPUT, &loc, "%s is a %s tensor; the %s holds %s", what,
+                     cov_dtype_name(t.dtype), optional_word(seq), cov_dtype_name(cov_sequence_dtype(seq)));
+    else if (total > COV_TENSOR_MAX_BYTES)
+      st = cov_error(COV_OUT_OF_RANGE, &loc, "the %s's tensors hold more than %llu bytes together", kind,
+                     (unsigned long long)COV_TENSOR_MAX_BYTES);
+    else
+      st = cov_sequence_append(seq, &t);
     cov_tensor_release(&t);
-    if (st) return cov_status_join(cov_error(cov_status_code(st), &loc, "%s", what), st);
+    if (st) return st;
   }
   return NULL;
 }
