@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model inputs with a zero-sized dim (empty tensors) on --target ref.
 
-    /usr/bin/python3 test_empty_inputs.py COVENANT WORKDIR
+    /usr/bin/python3 test_empty_inputs.py COVENANT WORKDIR [TARGET...]
 
 ONNX allows a dim of 0 in a graph input (its conformance data has empty
 axes lists and 0-row matrices). Each case runs one operator on an empty
@@ -9,7 +9,8 @@ input and compares the result with numpy: an empty result where the op
 maps elements, the op's identity where it reduces over an empty axis (a
 sum of nothing is 0, so MatMul with K = 0 is all zeros), padding around
 nothing. An op with no answer on an empty input (ArgMax over an empty
-axis) must be refused with an error naming its node.
+axis) must be refused with an error naming its node. Each TARGET (default: ref) runs
+every case; an NPU's outputs must match numpy as the reference's do.
 """
 import os
 import subprocess
@@ -21,6 +22,7 @@ from onnx import TensorProto, helper
 
 COV = None
 WORK = None
+TARGET = "ref"
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
 
@@ -41,7 +43,7 @@ def run(path, inputs, n_out=1):
     os.makedirs(outdir, exist_ok=True)
     for f in os.listdir(outdir):
         os.remove(os.path.join(outdir, f))
-    args = [COV, "run", path, "--target", "ref", "-o", outdir]
+    args = [COV, "run", path, "--target", TARGET, "-o", outdir]
     for k, a in inputs.items():
         p = os.path.join(WORK, k + ".npy")
         np.save(p, a)
@@ -154,14 +156,17 @@ def check_refused(name, nodes, inputs, where):
 
 
 def main():
-    global COV, WORK
+    global COV, WORK, TARGET
     COV, WORK = sys.argv[1], sys.argv[2]
     os.makedirs(WORK, exist_ok=True)
-    problems = [p for c in CASES if (p := check_case(*c))]
-    problems += [p for c in REFUSED if (p := check_refused(*c))]
+    problems = []
+    for TARGET in sys.argv[3:] or ["ref"]:
+        problems += ["%s: %s" % (TARGET, p) for c in CASES if (p := check_case(*c))]
+        problems += ["%s: %s" % (TARGET, p) for c in REFUSED if (p := check_refused(*c))]
     for p in problems:
         print(p)
-    print("empty inputs: %d cases, %d problems" % (len(CASES) + len(REFUSED), len(problems)))
+    print("empty inputs: %d cases on %s, %d problems" % (len(CASES) + len(REFUSED), ", ".join(sys.argv[3:] or ["ref"]),
+                                                       len(problems)))
     sys.exit(1 if problems else 0)
 
 
