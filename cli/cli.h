@@ -108,6 +108,11 @@ int cli_run_models(const cli_corun_opts *o);
  * differ); one output's line. */
 double cli_rel_err(const cov_tensor *got, const cov_tensor *want);
 void cli_print_output(const char *name, const cov_tensor *t);
+/* run_sequence.c: sequence and optional inputs and outputs of `covenant run`
+ * (a SequenceProto / OptionalProto .pb, or a folder of 0.npy, 1.npy, ...). */
+cov_status cli_read_sequence(const cov_model *m, size_t i, const char *path, cov_sequence **out);
+cov_status cli_write_sequence(const char *dir, const cov_sequence *seq);
+void cli_print_sequence(const char *name, const cov_sequence *seq);
 int cli_cmd_map(int argc, char **argv);
 int cli_cmd_disasm(int argc, char **argv);
 int cli_cmd_sim(int argc, char **argv);

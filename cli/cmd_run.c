@@ -76,6 +76,9 @@ static void run_help(FILE *out) {
           "  -i, --input [NAME=]FILE   an input, from a .npy file or an ONNX TensorProto\n"
           "                            (.pb). Without NAME=, inputs are taken in the\n"
           "                            model's order. Inputs not given are random.\n"
+          "                            A sequence or optional input (--target ref only):\n"
+          "                            an ONNX SequenceProto / OptionalProto (.pb) or a\n"
+          "                            folder of 0.npy, 1.npy, ... in element order.\n"
           "      --seed N              seed of the random values for inputs not given (1)\n"
           "  -e, --expect [NAME=]FILE  an expected output (.npy or .pb) to check against\n"
           "      --tolerance X         largest accepted max|out-expected|/max|expected|\n"
@@ -89,6 +92,8 @@ static void run_help(FILE *out) {
           "                            output; a plain OUT takes the next output in order,\n"
           "                            unless OUT is a directory: then every output goes to\n"
           "                            OUT/output_<i>.npy (the ONNX test-data numbering).\n"
+          "                            A sequence or optional output is written as a folder\n"
+          "                            (OUT/output_<i>/) of 0.npy, 1.npy, ... (none: empty).\n"
           "  -p, --print-values        print every value of each output (as text)\n"
           "      --trace FILE          (NPU) write a Chrome/Perfetto trace of the whole run:\n"
           "                            every unit's activity, the programs back to back\n"
@@ -215,6 +220,8 @@ typedef struct run_state {
   const char **out_paths;    /* -o per output, or NULL */
   const char **expect_files; /* expected output per output, or NULL */
   char **owned;              /* strings made here (2 per output, freed at the end) */
+  cov_sequence **seq_in, **seq_out; /* sequence / optional inputs and outputs */
+  bool has_seq;                     /* the model has any (it runs on ref only) */
   backend_report *report; /* what the run told beyond its outputs, or NULL */
   size_t n_compute; /* compute layer groups (not layout) */
   double t_load, t_run, t_ref;
@@ -235,6 +242,10 @@ static void run_state_free(run_state *s) {
     if (s->expected) cov_tensor_release(&s->expected[i]);
     if (s->ref_out) cov_tensor_release(&s->ref_out[i]);
   }
+  for (size_t i = 0; s->seq_in && i < s->ni; i++) cov_sequence_free(s->seq_in[i]);
+  for (size_t i = 0; s->seq_out && i < s->no; i++) cov_sequence_free(s->seq_out[i]);
+  free(s->seq_in);
+  free(s->seq_out);
   for (size_t i = 0; s->owned && i < 2 * s->no; i++) free(s->owned[i]);
   free(s->inputs);
   free(s->outputs);
@@ -268,10 +279,18 @@ static cov_status run_load(run_state *s) {
   s->out_paths = calloc(no, sizeof *s->out_paths);
   s->expect_files = calloc(no, sizeof *s->expect_files);
   s->owned = calloc(2 * no, sizeof *s->owned);
+  s->seq_in = calloc(ni, sizeof *s->seq_in);
+  s->seq_out = calloc(no, sizeof *s->seq_out);
   if (!s->inputs || !s->in_files || !s->outputs || !s->expected || !s->ref_out ||
-      !s->out_paths || !s->expect_files || !s->owned)
+      !s->out_paths || !s->expect_files || !s->owned || !s->seq_in || !s->seq_out)
     return cov_error(COV_OUT_OF_MEMORY, NULL, "covenant run: buffers for %zu inputs, %zu outputs",
                      s->ni, s->no);
+  for (size_t i = 0; i < s->ni; i++) s->has_seq |= cov_model_io_kind(s->m, 0, i) != COV_VALUE_TENSOR;
+  for (size_t k = 0; k < s->no; k++) s->has_seq |= cov_model_io_kind(s->m, 1, k) != COV_VALUE_TENSOR;
+  if (s->has_seq && s->acg)
+    return cov_error(COV_UNSUPPORTED, COV_AT_CALL("covenant run"),
+                     "%s has sequence or optional inputs or outputs, which run on --target ref only",
+                     s->o->model);
   s->t_load = now_s() - t0;
   return NULL;
 }
@@ -427,6 +446,17 @@ static int bind_names(run_state *s) {
 static int read_inputs(run_state *s) {
   for (size_t i = 0; i < s->ni; i++) {
     cov_status st;
+    if (cov_model_io_kind(s->m, 0, i) != COV_VALUE_TENSOR) {
+      if (!s->in_files[i])
+        return cli_usage_error("run", "input '%s' is a sequence or an optional: give it with --input "
+                               "(a SequenceProto / OptionalProto .pb, or a folder of 0.npy, 1.npy, ...)",
+                               cov_model_input_name(s->m, i));
+      if ((st = cli_read_sequence(s->m, i, s->in_files[i], &s->seq_in[i]))) return cli_report(st);
+      printf("input '%s': %zu tensor%s from %s\n", cov_model_input_name(s->m, i),
+             cov_sequence_length(s->seq_in[i]), cov_sequence_length(s->seq_in[i]) == 1 ? "" : "s",
+             s->in_files[i]);
+      continue;
+    }
     if (s->in_files[i]) {
       if ((st = read_tensor(s->in_files[i], &s->inputs[i]))) return cli_report(st);
       const cov_tensor *t = &s->inputs[i];
@@ -451,6 +481,9 @@ static int read_inputs(run_state *s) {
   }
   for (size_t k = 0; k < s->no; k++) {
     if (!s->expect_files[k]) continue;
+    if (cov_model_io_kind(s->m, 1, k) != COV_VALUE_TENSOR)
+      return cli_usage_error("run", "output '%s' is a sequence or an optional; --expect checks tensors only",
+                             cov_model_output_name(s->m, k));
     cov_status st = read_tensor(s->expect_files[k], &s->expected[k]);
     if (st) return cli_report(st);
   }
@@ -463,6 +496,13 @@ static int read_inputs(run_state *s) {
  * file, which is opened and closed here). */
 static cov_status run_target(run_state *s) {
   const run_opts *o = s->o;
+  if (s->has_seq) { /* the reference target (run_load refused others) */
+    double t0 = now_s();
+    cov_status st = cov_model_run_ref_values(s->m, s->inputs, (const cov_sequence *const *)s->seq_in, s->ni,
+                                             s->outputs, s->seq_out, s->no);
+    s->t_run = now_s() - t0;
+    return st;
+  }
   double t0 = now_s();
   common_out trace_out = {0};
   if (o->trace) COV_RETURN_IF_ERROR(common_out_open(o->trace, &trace_out));
@@ -560,9 +600,29 @@ static void print_output(const char *name, const cov_tensor *t, int all) {
   printf("%s]\n", shown < n ? ", ..." : "");
 }
 
+/* A sequence output into a folder: PATH, or PATH less ".npy" (-o DIR
+ * names outputs DIR/output_<i>.npy; a sequence's is DIR/output_<i>/). */
+static cov_status write_sequence(const char *path, const cov_sequence *seq) {
+  size_t n = strlen(path);
+  if (!ends_with(path, ".npy")) return cli_write_sequence(path, seq);
+  char *dir = malloc(n);
+  if (!dir) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  memcpy(dir, path, n - 4);
+  dir[n - 4] = '\0';
+  cov_status st = cli_write_sequence(dir, seq);
+  free(dir);
+  return st;
+}
+
 static int write_outputs(const run_state *s) {
   for (size_t k = 0; k < s->no; k++) {
     if (!s->out_paths[k]) continue;
+    if (s->seq_out[k]) {
+      cov_status st = write_sequence(s->out_paths[k], s->seq_out[k]);
+      if (st) return cli_report(st);
+      printf("wrote %s (output '%s', one .npy per element)\n", s->out_paths[k], cov_model_output_name(s->m, k));
+      continue;
+    }
     cov_status st = cov_npy_write(s->out_paths[k], &s->outputs[k]);
     if (st) return cli_report(st);
     printf("wrote %s (output '%s')\n", s->out_paths[k], cov_model_output_name(s->m, k));
@@ -579,8 +639,9 @@ static double rel_err(const cov_tensor *got, const cov_tensor *want) {
   double md = 0, mr = 0;
   for (int64_t i = 0; i < n; i++) {
     double a = value_at(got, i), b = value_at(want, i);
+    if (isfinite(b) && fabs(b) > mr) mr = fabs(b);
+    if (a == b) continue; /* equal infinities (a max over nothing is -inf) differ by 0, not NaN */
     if (!(fabs(a - b) <= md)) md = fabs(a - b);
-    if (fabs(b) > mr) mr = fabs(b);
   }
   return md / (mr > 1e-30 ? mr : 1e-30);
 }
@@ -706,8 +767,12 @@ static void print_times(const run_state *s) {
 
 static int run_report(const run_state *s) {
   if (s->report) s->bt.backend->report_summary(s->report, &s->bt, s->n_compute, stdout);
-  for (size_t k = 0; k < s->no; k++)
-    print_output(cov_model_output_name(s->m, k), &s->outputs[k], s->o->print_values);
+  for (size_t k = 0; k < s->no; k++) {
+    if (s->seq_out[k])
+      cli_print_sequence(cov_model_output_name(s->m, k), s->seq_out[k]);
+    else
+      print_output(cov_model_output_name(s->m, k), &s->outputs[k], s->o->print_values);
+  }
   int rc = write_outputs(s);
   if (rc) return rc;
   rc = check_outputs(s);

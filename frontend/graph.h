@@ -372,6 +372,20 @@ cov_status graph_exec_node(graph_exec *x, const graph_node *n, graph_value *cons
                            graph_value *const *out);
 cov_status graph_run(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                      size_t n_outputs);
+/* A run's inputs and outputs; seq_in[i] / seq_out[k] for those that are
+ * sequences or optionals (graph_value.seq), either array NULL when the
+ * caller has none (a sequence output is then an error). */
+typedef struct graph_run_io {
+  const cov_tensor *inputs;
+  const cov_sequence *const *seq_in;
+  size_t n_inputs;
+  cov_tensor *outputs;
+  cov_sequence **seq_out;
+  size_t n_outputs;
+} graph_run_io;
+/* graph_run_groups with sequences. */
+cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_group_fn group,
+                            cov_model_call_fn hook, void *user);
 /* graph_run with a backend hook called before each codelet call. */
 cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_call_fn hook,

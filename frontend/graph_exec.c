@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/ops/graph_sequence.h"
 #include "frontend/graph.h"
 #include "frontend/ops/graph_sequence.h"
 
@@ -165,9 +166,8 @@ static cov_status bind_input(const graph *g, const graph_value *decl, const cov_
     return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s (rank %d)", want,
                              got, t->rank);
   for (int i = 0; i < t->rank; i++) {
-    if (t->shape[i] <= 0)
-      return graph_value_error(g, decl, COV_INVALID_ARGUMENT,
-                               "dim %d is %lld; covenant runs models on non-empty inputs only", i,
+    if (t->shape[i] < 0)
+      return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "dim %d is %lld; dims must not be negative", i,
                                (long long)t->shape[i]);
     if (decl->rank >= 0 && decl->dims[i] >= 0 && decl->dims[i] != t->shape[i])
       return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s, got %s", want, got);
@@ -187,7 +187,8 @@ static cov_status bind_input(const graph *g, const graph_value *decl, const cov_
   }
   if (graph_numel(&gv) < 0)
     return graph_value_error(g, decl, COV_OUT_OF_RANGE, "input is larger than covenant can hold");
-  if (!t->data) return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor has no data");
+  if (!t->data && graph_numel(&gv) > 0)
+    return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "tensor has no data");
   return NULL;
 }
 
@@ -358,6 +359,66 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs};
+  return graph_run_values(g, &io, group, hook, user);
+}
+
+/* Binds the caller's inputs to the run's values: tensors checked against
+ * their declarations (symbolic dims agreeing), sequences copied in. */
+static cov_status bind_inputs(const graph *g, const graph_run_io *io, run_state *s) {
+  const char *sym_names[64];
+  int64_t sym_values[64];
+  int n_sym = 0;
+  for (size_t i = 0; i < io->n_inputs; i++) {
+    const graph_value *decl = g->inputs[i];
+    if (decl->seq) {
+      COV_RETURN_IF_ERROR(graph_seq_bind_input(g, decl, io->seq_in ? io->seq_in[i] : NULL,
+                                               &s->vals[decl->id]));
+      s->owned[decl->id] = true;
+      continue;
+    }
+    cov_tensor t = io->inputs[i];
+    /* not fed (no data): the initializer of its name, where it has one */
+    const graph_value *d = decl->default_value;
+    if (!t.data && d && d->data) {
+      t.dtype = d->dtype;
+      t.rank = d->rank;
+      for (int k = 0; k < d->rank; k++) t.shape[k] = d->dims[k];
+      t.data = d->data;
+    }
+    COV_RETURN_IF_ERROR(bind_input(g, decl, &t, sym_names, sym_values, &n_sym));
+    graph_value *v = &s->vals[decl->id];
+    graph_set_shape(v, t.rank, t.shape);
+    v->data = t.data;
+  }
+  return NULL;
+}
+
+/* Hands the run's outputs to the caller: tensors copied out, sequences
+ * (where the caller takes them) as cov_sequences. */
+static cov_status take_outputs(const graph *g, const graph_run_io *io, run_state *s) {
+  for (size_t i = 0; i < g->n_outputs; i++) {
+    const graph_value *v = &s->vals[g->outputs[i]->id];
+    if (v->seq) {
+      if (!io->seq_out)
+        return graph_value_error(g, g->outputs[i], COV_UNSUPPORTED,
+                                 "is a sequence or an optional; this run returns tensors only "
+                                 "(cov_model_run_ref_values returns both)");
+      COV_RETURN_IF_ERROR(graph_seq_take_output(g, g->outputs[i], v, &io->seq_out[i]));
+      continue;
+    }
+    COV_RETURN_IF_ERROR(cov_tensor_alloc(&io->outputs[i], v->dtype, v->rank, v->dims));
+    int64_t numel = graph_numel(v);
+    if (numel > 0) memcpy(io->outputs[i].data, v->data, (size_t)numel * cov_dtype_size(v->dtype));
+  }
+  return NULL;
+}
+
+cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_group_fn group,
+                            cov_model_call_fn hook, void *user) {
+  size_t n_inputs = io->n_inputs, n_outputs = io->n_outputs;
+  const cov_tensor *inputs = io->inputs;
+  cov_tensor *outputs = io->outputs;
   cov_loc loc = {.file = g->file};
   if (n_inputs != g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
@@ -368,45 +429,19 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
   if (n_inputs && !inputs) return cov_error(COV_INVALID_ARGUMENT, &loc, "inputs is NULL");
   for (size_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   COV_RETURN_IF_ERROR(check_codelets(g));
+  if (io->seq_out)
+    for (size_t i = 0; i < n_outputs; i++) io->seq_out[i] = NULL;
   run_state s;
   COV_RETURN_IF_ERROR(init_state(g, &s));
-  const char *sym_names[64];
-  int64_t sym_values[64];
-  int n_sym = 0;
-  cov_status st = NULL;
-  for (size_t i = 0; i < n_inputs && !st; i++) {
-    const graph_value *decl = g->inputs[i];
-    cov_tensor t = inputs[i];
-    /* not fed (no data): the initializer of its name, where it has one */
-    const graph_value *d = decl->default_value;
-    if (!t.data && d && d->data) {
-      t.dtype = d->dtype;
-      t.rank = d->rank;
-      for (int k = 0; k < d->rank; k++) t.shape[k] = d->dims[k];
-      t.data = d->data;
-    }
-    st = bind_input(g, decl, &t, sym_names, sym_values, &n_sym);
-    if (st) break;
-    graph_value *v = &s.vals[decl->id];
-    graph_set_shape(v, t.rank, t.shape);
-    v->data = t.data;
-  }
+  cov_status st = bind_inputs(g, io, &s);
   graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group};
   if (!st) st = run_nodes(&x, &s);
-  for (size_t i = 0; i < g->n_outputs && !st; i++) {
-    const graph_value *v = &s.vals[g->outputs[i]->id];
-    if (v->seq) {
-      st = graph_value_error(g, g->outputs[i], COV_UNSUPPORTED,
-                             "is a sequence or an optional; a model's outputs are tensors");
-      break;
-    }
-    st = cov_tensor_alloc(&outputs[i], v->dtype, v->rank, v->dims);
-    int64_t numel = graph_numel(v);
-    if (!st && numel > 0)
-      memcpy(outputs[i].data, v->data, (size_t)numel * cov_dtype_size(v->dtype));
-  }
+  if (!st) st = take_outputs(g, io, &s);
   if (st)
-    for (size_t i = 0; i < n_outputs; i++) cov_tensor_release(&outputs[i]);
+    for (size_t i = 0; i < n_outputs; i++) {
+      cov_tensor_release(&outputs[i]);
+      if (io->seq_out) cov_sequence_free(io->seq_out[i]), io->seq_out[i] = NULL;
+    }
   free_state(g, &s);
   return st;
 }

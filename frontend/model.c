@@ -216,6 +216,21 @@ cov_status cov_model_run_ref(const cov_model *m, const cov_tensor *inputs, size_
   return graph_run(m->g, inputs, n_inputs, outputs, n_outputs);
 }
 
+cov_status cov_model_run_ref_values(const cov_model *m, const cov_tensor *inputs,
+                                    const cov_sequence *const *seq_inputs, size_t n_inputs,
+                                    cov_tensor *outputs, cov_sequence **seq_outputs, size_t n_outputs) {
+  if (!m || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_ref_values"), "NULL");
+  graph_run_io io = {inputs, seq_inputs, n_inputs, outputs, seq_outputs, n_outputs};
+  return graph_run_values(m->g, &io, NULL, NULL, NULL);
+}
+
+cov_value_kind cov_model_io_kind(const cov_model *m, int output, size_t i) {
+  if (!m || i >= (output ? m->g->n_outputs : m->g->n_inputs)) return COV_VALUE_TENSOR;
+  const graph_value *v = output ? m->g->outputs[i] : m->g->inputs[i];
+  return !v->seq ? COV_VALUE_TENSOR : v->opt ? COV_VALUE_OPTIONAL : COV_VALUE_SEQUENCE;
+}
+
 void cov_model_print_supported_ops(FILE *out) { graph_print_supported_ops(out); }
 
 cov_status cov_model_run_with(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,

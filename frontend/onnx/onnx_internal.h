@@ -44,6 +44,11 @@ cov_status onnx_tensor_check(const Onnx__TensorProto *tp, const char *file, cons
  * data's descriptor. */
 cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
                             const char *file, const char *what, void *dst);
+/* A serialized TensorProto (a file's bytes, or a field of one) into *out;
+ * external data resolves next to `path`. `what` names it in errors (NULL:
+ * "tensor 'NAME'"). */
+cov_status onnx_tensor_decode(const uint8_t *data, size_t size, const char *path, const char *what,
+                              cov_tensor *out, char *out_name, size_t name_size);
 /* Closes the external data's descriptor when onnx_tensor_fill is not called
  * after a successful onnx_tensor_check. */
 void onnx_tensor_info_release(onnx_tensor_info *info);

@@ -274,8 +274,8 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   if (R->parent && (!tp || (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                             tp->tensor_type && tp->tensor_type->elem_type == 0)))
     return;
-  /* A subgraph's sequence or optional of tensors (graph_sequence.h). */
-  const Onnx__TypeProto *elem = !R->parent || !tp ? NULL
+  /* A sequence or optional of tensors (graph_sequence.h). */
+  const Onnx__TypeProto *elem = !tp ? NULL
       : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type ? tp->sequence_type->elem_type
       : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type ? tp->optional_type->elem_type
       : NULL;
@@ -287,8 +287,9 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   }
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
     onnx_add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
-                                   "only tensor inputs are supported (this one is a sequence, "
-                                   "map, optional or has no type)"));
+                                   "only tensors, sequences of tensors and optional tensors are "
+                                   "supported as inputs (this one is a map, a nested sequence or "
+                                   "optional, or has no type)"));
     return;
   }
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -315,9 +316,9 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
     v->symbolic |= 1u << i;
     if (!d) continue;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-      if (d->dim_value <= 0) {
+      if (d->dim_value < 0) {
         onnx_add_error(R, graph_value_error(g, v, COV_INVALID_INPUT,
-                                       "dim %d is %lld; input dims must be positive", i,
+                                       "dim %d is %lld; input dims must not be negative", i,
                                        (long long)d->dim_value));
         continue;
       }

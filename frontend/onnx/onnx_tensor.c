@@ -422,26 +422,16 @@ cov_status onnx_tensor_fill(const Onnx__TensorProto *tp, onnx_tensor_info *info,
 
 /* ---- standalone TensorProto files (public API) ------------------------- */
 
-cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
-                                size_t name_size) {
-  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_onnx_tensor_read"), "NULL");
+cov_status onnx_tensor_decode(const uint8_t *data, size_t size, const char *path, const char *what_in,
+                              cov_tensor *out, char *out_name, size_t name_size) {
   memset(out, 0, sizeof *out);
-  if (out_name && name_size) out_name[0] = '\0';
-  char *data = NULL;
-  size_t size = 0;
-  COV_RETURN_IF_ERROR(common_read_file(path, (size_t)COV_TENSOR_MAX_BYTES + (1u << 20), &data, &size));
-  cov_status st =
-      onnx_wire_check((const uint8_t *)data, size, &onnx__tensor_proto__descriptor, path);
-  if (st) {
-    free(data);
-    return st;
-  }
-  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, (const uint8_t *)data);
-  free(data);
+  cov_status st = onnx_wire_check(data, size, &onnx__tensor_proto__descriptor, path);
+  if (st) return st;
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
   cov_loc loc = {.file = path};
   if (!tp)
-    return cov_error(COV_PARSE_ERROR, &loc,
-                     "not a valid ONNX TensorProto (truncated or corrupt protobuf)");
+    return cov_error(COV_PARSE_ERROR, &loc, "%s%snot a valid ONNX TensorProto (truncated or corrupt protobuf)",
+                     what_in ? what_in : "", what_in ? ": " : "");
   cov_arena *arena = cov_arena_create();
   char *dir = arena ? cov_arena_strdup(arena, path) : NULL;
   if (!dir) {
@@ -455,7 +445,10 @@ cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_nam
   else
     strcpy(dir, ".");
   char what[300];
-  snprintf(what, sizeof what, "tensor '%.256s'", tp->name ? tp->name : "");
+  if (what_in)
+    snprintf(what, sizeof what, "%.256s", what_in);
+  else
+    snprintf(what, sizeof what, "tensor '%.256s'", tp->name ? tp->name : "");
   onnx_tensor_info info;
   st = onnx_tensor_check(tp, path, what, slash == dir ? "/" : dir, arena, &info);
   if (!st) {
@@ -469,5 +462,18 @@ cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_nam
   if (!st && out_name && name_size) snprintf(out_name, name_size, "%s", tp->name ? tp->name : "");
   onnx__tensor_proto__free_unpacked(tp, NULL);
   cov_arena_destroy(arena);
+  return st;
+}
+
+cov_status cov_onnx_tensor_read(const char *path, cov_tensor *out, char *out_name,
+                                size_t name_size) {
+  if (!path || !out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_onnx_tensor_read"), "NULL");
+  memset(out, 0, sizeof *out);
+  if (out_name && name_size) out_name[0] = '\0';
+  char *data = NULL;
+  size_t size = 0;
+  COV_RETURN_IF_ERROR(common_read_file(path, (size_t)COV_TENSOR_MAX_BYTES + (1u << 20), &data, &size));
+  cov_status st = onnx_tensor_decode((const uint8_t *)data, size, path, NULL, out, out_name, name_size);
+  free(data);
   return st;
 }

@@ -11,7 +11,7 @@
 #include "frontend/graph.h"
 
 /* Elements of one sequence. */
-#define GRAPH_MAX_SEQUENCE_LENGTH 65536
+#define GRAPH_MAX_SEQUENCE_LENGTH COV_SEQUENCE_MAX_LENGTH
 
 typedef struct graph_seq_item {
   cov_dtype dtype;
@@ -37,5 +37,13 @@ cov_status graph_seq_copy(const graph *g, const graph_node *n, const graph_value
                           graph_value *dst);
 /* The bytes a value's data holds: a tensor's numel x size, a sequence's block. */
 size_t graph_value_bytes(const graph_value *v);
+
+/* A model input's sequence or optional (model_sequence.c): `in` checked
+ * against the declaration decl and copied into a block in v->data. */
+cov_status graph_seq_bind_input(const graph *g, const graph_value *decl, const cov_sequence *in,
+                                graph_value *v);
+/* A model output's block v as a new cov_sequence. */
+cov_status graph_seq_take_output(const graph *g, const graph_value *decl, const graph_value *v,
+                                 cov_sequence **out);
 
 #endif

@@ -297,6 +297,56 @@ COV_API size_t cov_onnx_op_count(void);
 /* Fills *out with operator i (static strings); COV_OUT_OF_RANGE past the end. */
 COV_API cov_status cov_onnx_op_at(size_t i, cov_onnx_op *out);
 
+/* ---- sequences and optionals as model inputs and outputs ---------------
+ * An ONNX model's inputs and outputs may be sequences of tensors or
+ * optionals (ONNX's seq(tensor(T)) and optional(tensor(T))); covenant runs
+ * those on the reference target. A cov_sequence holds one such value: a
+ * list of tensors of one dtype (each with its own shape), at most
+ * COV_SEQUENCE_MAX_LENGTH of them; an optional is a sequence of at most one
+ * tensor (empty: the optional has no value). Optionals of sequences, and
+ * sequences of sequences, are not supported. */
+typedef struct cov_sequence cov_sequence;
+#define COV_SEQUENCE_MAX_LENGTH 65536
+
+typedef enum cov_value_kind {
+  COV_VALUE_TENSOR = 0,
+  COV_VALUE_SEQUENCE = 1, /* seq(tensor(T)) */
+  COV_VALUE_OPTIONAL = 2, /* optional(tensor(T)) */
+} cov_value_kind;
+
+/* What input i (output: nonzero) is; COV_VALUE_TENSOR for no such one. */
+COV_API cov_value_kind cov_model_io_kind(const cov_model *model, int output, size_t i);
+
+/* An empty sequence (optional: an optional with no value) of dtype. */
+COV_API cov_status cov_sequence_create(cov_dtype dtype, bool optional, cov_sequence **out);
+/* Appends a copy of t, which must have the sequence's dtype; an optional
+ * takes one tensor, a sequence up to COV_SEQUENCE_MAX_LENGTH. */
+COV_API cov_status cov_sequence_append(cov_sequence *seq, const cov_tensor *t);
+COV_API size_t cov_sequence_length(const cov_sequence *seq);
+/* Element k (NULL past the end), owned by the sequence. */
+COV_API const cov_tensor *cov_sequence_at(const cov_sequence *seq, size_t k);
+COV_API cov_dtype cov_sequence_dtype(const cov_sequence *seq);
+COV_API bool cov_sequence_is_optional(const cov_sequence *seq);
+COV_API void cov_sequence_free(cov_sequence *seq);
+
+/* cov_model_run_ref for models with sequence or optional inputs and
+ * outputs: input i is seq_inputs[i] where cov_model_io_kind says it is not
+ * a tensor (inputs[i] is then ignored), inputs[i] otherwise; output k goes
+ * to seq_outputs[k] (allocated here; free with cov_sequence_free) or to
+ * outputs[k]. seq_inputs and seq_outputs may be NULL for a model with only
+ * tensors there. */
+COV_API cov_status cov_model_run_ref_values(const cov_model *model, const cov_tensor *inputs,
+                                            const cov_sequence *const *seq_inputs, size_t n_inputs,
+                                            cov_tensor *outputs, cov_sequence **seq_outputs,
+                                            size_t n_outputs);
+
+/* Reads an ONNX SequenceProto (optional: OptionalProto) file of tensors,
+ * as the conformance suite ships a sequence's or an optional's data, into
+ * a new sequence; `dtype` is the one an empty sequence or optional gets.
+ * Nested sequences, maps and sparse tensors are refused. */
+COV_API cov_status cov_onnx_sequence_read(const char *path, cov_dtype dtype, bool optional,
+                                          cov_sequence **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,13 +113,40 @@ def run_case(cov, case_dir, ops):
                 return "refused", msg
             return "fail", "exit %d: %s" % (r.returncode, msg)
         for i, f in enumerate(outputs):
-            path = os.path.join(tmp, "output_%d.npy" % i)
-            if not os.path.exists(path):
-                return "fail", "output %d was not written" % i
-            why = compare(np.load(path), read_pb(os.path.join(data, f)))
+            kind = model.graph.output[i].type.WhichOneof("value")
+            if kind in ("sequence_type", "optional_type"):
+                why = compare_sequence(os.path.join(tmp, "output_%d" % i), os.path.join(data, f),
+                                       kind == "optional_type")
+            else:
+                path = os.path.join(tmp, "output_%d.npy" % i)
+                if not os.path.exists(path):
+                    return "fail", "output %d was not written" % i
+                why = compare(np.load(path), read_pb(os.path.join(data, f)))
             if why:
                 return "fail", "output %d: %s" % (i, why)
     return "pass", ""
+
+
+def compare_sequence(folder, pb, optional):
+    """A sequence (optional) output, written as folder/0.npy, 1.npy, ...,
+    against the SequenceProto (OptionalProto) the test data holds."""
+    if not os.path.isdir(folder):
+        return "was not written (expected a folder of .npy files)"
+    p = onnx.OptionalProto() if optional else onnx.SequenceProto()
+    with open(pb, "rb") as f:
+        p.ParseFromString(f.read())
+    if optional:
+        want = [p.tensor_value] if p.HasField("tensor_value") else []
+    else:
+        want = list(p.tensor_values)
+    got = sorted((f for f in os.listdir(folder) if f.endswith(".npy")), key=lambda f: int(f[:-4]))
+    if len(got) != len(want):
+        return "%d elements, expected %d" % (len(got), len(want))
+    for k, (g, w) in enumerate(zip(got, want)):
+        why = compare(np.load(os.path.join(folder, g)), w)
+        if why:
+            return "element %d: %s" % (k, why)
+    return None
 
 
 def load_skips(path):

@@ -24,6 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bad_control  # noqa: E402
+import bad_sequence_io  # noqa: E402
 
 F, D, I32, I64, B = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64,
                      TensorProto.BOOL)
@@ -397,7 +398,15 @@ def main():
             fails += 1
         elif "-v" in sys.argv:
             print("ok   %s" % name)
-    print("%d cases over %d operators, %d failures" % (len(CASES), len(ops), fails))
+    seq_io = bad_sequence_io.run_all(cov, work)  # hostile sequence / optional inputs
+    for name, why in seq_io:
+        if why:
+            print("FAIL %s: %s" % (name, why))
+            fails += 1
+        elif "-v" in sys.argv:
+            print("ok   %s" % name)
+    print("%d cases over %d operators and %d sequence inputs, %d failures" % (len(CASES), len(ops),
+                                                                             len(seq_io), fails))
     return 1 if fails else 0
 
 

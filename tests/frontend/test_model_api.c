@@ -247,6 +247,53 @@ static void test_shapes(void) {
   cov_status_free(st);
 }
 
+/* cov_sequence: copies in, dtype and length checked, an optional holds at
+ * most one; a tensor-only model runs the same through
+ * cov_model_run_ref_values as through cov_model_run_ref. */
+static void test_sequence_api(void) {
+  cov_sequence *seq = NULL, *opt = NULL;
+  CHECK(cov_sequence_create(COV_F32, false, &seq) == NULL && seq);
+  CHECK(cov_sequence_create(COV_F32, true, &opt) == NULL && opt);
+  int64_t shape[2] = {2, 3}, none[1] = {0};
+  cov_tensor a, e, i;
+  CHECK(cov_tensor_alloc(&a, COV_F32, 2, shape) == NULL);
+  CHECK(cov_tensor_alloc(&e, COV_F32, 1, none) == NULL);
+  CHECK(cov_tensor_alloc(&i, COV_I64, 2, shape) == NULL);
+  ((float *)a.data)[5] = 7.0f;
+  CHECK(cov_sequence_append(seq, &a) == NULL && cov_sequence_append(seq, &e) == NULL);
+  ((float *)a.data)[5] = 1.0f; /* the sequence kept its own copy */
+  CHECK(cov_sequence_length(seq) == 2 && ((const float *)cov_sequence_at(seq, 0)->data)[5] == 7.0f);
+  CHECK(cov_sequence_at(seq, 1)->rank == 1 && cov_sequence_at(seq, 1)->shape[0] == 0);
+  CHECK(cov_sequence_at(seq, 2) == NULL);
+  cov_status st = cov_sequence_append(seq, &i);
+  CHECK(st && strstr(cov_status_message(st), "a i64 tensor in a sequence of f32"));
+  cov_status_free(st);
+  CHECK(cov_sequence_append(opt, &a) == NULL);
+  st = cov_sequence_append(opt, &a);
+  CHECK(st && cov_status_code(st) == COV_OUT_OF_RANGE && cov_sequence_length(opt) == 1);
+  cov_status_free(st);
+  CHECK(cov_sequence_is_optional(opt) && !cov_sequence_is_optional(seq) && cov_sequence_dtype(seq) == COV_F32);
+  cov_sequence_free(seq);
+  cov_sequence_free(opt);
+  cov_tensor_release(&a);
+  cov_tensor_release(&e);
+  cov_tensor_release(&i);
+
+  cov_model *m = NULL;
+  CHECK(cov_model_load_file(g_model, NULL, &m) == NULL);
+  cov_tensor in, out1, out2;
+  CHECK(cov_npy_read(g_input, &in) == NULL);
+  CHECK(cov_model_io_kind(m, 0, 0) == COV_VALUE_TENSOR && cov_model_io_kind(m, 1, 0) == COV_VALUE_TENSOR);
+  cov_sequence *seq_out[1] = {NULL};
+  CHECK(cov_model_run_ref(m, &in, 1, &out1, 1) == NULL);
+  CHECK(cov_model_run_ref_values(m, &in, NULL, 1, &out2, seq_out, 1) == NULL && !seq_out[0]);
+  CHECK(memcmp(out1.data, out2.data, (size_t)cov_tensor_numel(&out1) * sizeof(float)) == 0);
+  cov_tensor_release(&in);
+  cov_tensor_release(&out1);
+  cov_tensor_release(&out2);
+  cov_model_free(m);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   snprintf(g_model, sizeof g_model, "%s/examples/convnet.onnx", src);
@@ -258,5 +305,6 @@ int main(int argc, char **argv) {
   test_supported_ops_sorted();
   test_tensor_pb();
   test_shapes();
+  test_sequence_api();
   return check_summary();
 }
