@@ -417,7 +417,8 @@ static void fill_outside(const resize_params *p, const graph_value *v, graph_val
 }
 
 /* Axis i of cur ([A, in, B]) through W: matmul when B is 1, else
- * batch_matmul with W as a batch of one. */
+ * batch_matmul with W as a batch of one. W depends only on the scales and
+ * sizes, so a layer group sees it as a constant. */
 static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_params *p,
                               graph_value *cur, int i, cov_tensor *y) {
   int64_t lin = cur->dims[i], lo = p->out[i], a = 1, b = 1;
@@ -436,13 +437,13 @@ static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_p
       int64_t xd[2] = {a, lin};
       cov_tensor t[2] = {graph_view_as(cur, 2, xd),
                          {.dtype = cur->dtype, .rank = 2, .shape = {lin, lo}, .data = wt}};
-      st = graph_call_codelet(x, n, "matmul", NULL, 0, t, 2, y, 1);
+      st = graph_lower_call_const(x, n, "matmul", NULL, 0, t, 2, y, 1u << 1);
     } else { /* y[A, out, B] = W[1, out, in] @ x[A, in, B] */
       for (int64_t k = 0; k < lo * lin; k++) graph_store_elem(wt, cur->dtype, (size_t)k, w[k]);
       int64_t xd[3] = {a, lin, b};
       cov_tensor t[2] = {{.dtype = cur->dtype, .rank = 3, .shape = {1, lo, lin}, .data = wt},
                          graph_view_as(cur, 3, xd)};
-      st = graph_call_codelet(x, n, "batch_matmul", NULL, 0, t, 2, y, 1);
+      st = graph_lower_call_const(x, n, "batch_matmul", NULL, 0, t, 2, y, 1u << 0);
     }
   }
   free(w);
