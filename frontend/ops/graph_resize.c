@@ -14,7 +14,8 @@
  *   with exclude_outside drop out and the rest are renormalised.
  *
  * tf_crop_and_resize writes extrapolation_value wherever a coordinate falls
- * outside the input. Scales and sizes must be known when the node runs
+ * outside the input (nearest: in the gather; linear and cubic: the
+ * matrices have zero rows there and the add codelet adds the value). Scales and sizes must be known when the node runs
  * (constants, or values computed from shapes); antialias is refused.
  */
 #include <math.h>
@@ -394,26 +395,40 @@ static cov_status gather_nearest(graph_exec *x, const graph_node *n, const resiz
   return st;
 }
 
-/* Sets to the extrapolation value every output element with a coordinate
- * outside the input (tf_crop_and_resize). */
-static void fill_outside(const resize_params *p, const graph_value *v, graph_value *out) {
+/* tf_crop_and_resize: every output element with a coordinate outside the
+ * input takes the extrapolation value. The interpolation matrices have
+ * zero rows there, so those elements are 0; adding a constant E (the
+ * value there, 0 elsewhere) through the add codelet keeps the node's work
+ * a chain of codelet calls. out->data is the last call's result. */
+static cov_status add_outside(graph_exec *x, const graph_node *n, const resize_params *p,
+                              const graph_value *v, graph_value *out) {
   int r = v->rank;
   bool any = false;
   for (int i = 0; i < r; i++)
     for (int64_t o = 0; o < p->out[i]; o++)
       any |= outside(p, source_coord(p, i, o, v->dims[i]), v->dims[i]);
-  if (!any) return;
+  if (!any || p->extrapolation == 0) return NULL;
   int64_t total = graph_numel(out), idx[COV_MAX_RANK] = {0};
-  for (int64_t e = 0; e < total; e++) {
+  void *e = calloc(total > 0 ? (size_t)total : 1, cov_dtype_size(out->dtype));
+  if (!e) return graph_node_error(x->g, n, COV_OUT_OF_MEMORY, "out of memory");
+  for (int64_t k = 0; k < total; k++) {
     bool ext = false;
     for (int i = 0; i < r && !ext; i++)
       ext = outside(p, source_coord(p, i, idx[i], v->dims[i]), v->dims[i]);
-    if (ext) graph_store_elem(out->data, out->dtype, (size_t)e, p->extrapolation);
+    if (ext) graph_store_elem(e, out->dtype, (size_t)k, p->extrapolation);
     for (int i = r - 1; i >= 0; i--) {
       if (++idx[i] < p->out[i]) break;
       idx[i] = 0;
     }
   }
+  cov_tensor t[2] = {{.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = out->data},
+                     {.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = e}}, y;
+  cov_status st = graph_lower_call_const(x, n, "add", NULL, 0, t, 2, &y, 1u << 1);
+  free(e);
+  if (st) return st;
+  free(out->data);
+  out->data = NULL;
+  return graph_lower_adopt(x, n, &y, out);
 }
 
 /* Axis i of cur ([A, in, B]) through W: matmul when B is 1, else
@@ -484,8 +499,7 @@ cov_status graph_exec_resize(graph_exec *x, const graph_node *n, graph_value *co
   } else {
     out[0]->data = owned;
   }
-  fill_outside(&p, v, out[0]);
-  return NULL;
+  return add_outside(x, n, &p, v, out[0]);
 }
 
 /* The calls depend on which axes change; at load time the shapes may not be
@@ -496,5 +510,6 @@ int graph_codelets_resize(const graph_node *n, const char **names, int max) {
   int k = 0;
   if (k < max) names[k++] = "matmul";
   if (k < max) names[k++] = "batch_matmul";
+  if (k < max) names[k++] = "add"; /* tf_crop_and_resize's extrapolation value */
   return k;
 }
