@@ -395,6 +395,16 @@ static cov_status gather_nearest(graph_exec *x, const graph_node *n, const resiz
   return st;
 }
 
+/* 1 when the node's roi, scales and sizes are model constants: then the
+ * matrices and the extrapolation tensor, which depend on nothing else
+ * than them and the shapes, are constants of a layer group; else 0 (made
+ * from run-time integers, a group refuses them). */
+static unsigned params_const(const graph_exec *x, const graph_node *n) {
+  for (int i = 1; i < n->n_in; i++)
+    if (n->in[i] && !x->g->values[n->in[i]->id]->data) return 0;
+  return 1;
+}
+
 /* tf_crop_and_resize: every output element with a coordinate outside the
  * input takes the extrapolation value. The interpolation matrices have
  * zero rows there, so those elements are 0; adding a constant E (the
@@ -423,7 +433,7 @@ static cov_status add_outside(graph_exec *x, const graph_node *n, const resize_p
   }
   cov_tensor t[2] = {{.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = out->data},
                      {.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = e}}, y;
-  cov_status st = graph_lower_call_const(x, n, "add", NULL, 0, t, 2, &y, 1u << 1);
+  cov_status st = graph_lower_call_const(x, n, "add", NULL, 0, t, 2, &y, params_const(x, n) << 1);
   free(e);
   if (st) return st;
   free(out->data);
@@ -432,8 +442,8 @@ static cov_status add_outside(graph_exec *x, const graph_node *n, const resize_p
 }
 
 /* Axis i of cur ([A, in, B]) through W: matmul when B is 1, else
- * batch_matmul with W as a batch of one. W depends only on the scales and
- * sizes, so a layer group sees it as a constant. */
+ * batch_matmul with W as a batch of one. W depends only on the scales,
+ * sizes and roi, so a layer group sees it as a constant when they are. */
 static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_params *p,
                               graph_value *cur, int i, cov_tensor *y) {
   int64_t lin = cur->dims[i], lo = p->out[i], a = 1, b = 1;
@@ -452,13 +462,13 @@ static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_p
       int64_t xd[2] = {a, lin};
       cov_tensor t[2] = {graph_view_as(cur, 2, xd),
                          {.dtype = cur->dtype, .rank = 2, .shape = {lin, lo}, .data = wt}};
-      st = graph_lower_call_const(x, n, "matmul", NULL, 0, t, 2, y, 1u << 1);
+      st = graph_lower_call_const(x, n, "matmul", NULL, 0, t, 2, y, params_const(x, n) << 1);
     } else { /* y[A, out, B] = W[1, out, in] @ x[A, in, B] */
       for (int64_t k = 0; k < lo * lin; k++) graph_store_elem(wt, cur->dtype, (size_t)k, w[k]);
       int64_t xd[3] = {a, lin, b};
       cov_tensor t[2] = {{.dtype = cur->dtype, .rank = 3, .shape = {1, lo, lin}, .data = wt},
                          graph_view_as(cur, 3, xd)};
-      st = graph_lower_call_const(x, n, "batch_matmul", NULL, 0, t, 2, y, 1u << 0);
+      st = graph_lower_call_const(x, n, "batch_matmul", NULL, 0, t, 2, y, params_const(x, n));
     }
   }
   free(w);

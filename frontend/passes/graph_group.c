@@ -11,7 +11,9 @@
  * codelet would produce. Each input a call receives is then identified by
  * its data pointer: the previous call's result, a model constant, or one of
  * the group's external inputs (given placeholder buffers, or the run's real
- * ones). Anything else was made inside a node (an expanded or transposed
+ * ones); a tensor the lowering marked as computed from constants alone
+ * (graph_lower_call_const) is described as a constant, its data copied.
+ * Anything else was made inside a node (an expanded or transposed
  * copy) and the group is not a plain chain: that is reported, naming the
  * node, and a backend falls back to running the calls one by one. */
 #include <stdio.h>
