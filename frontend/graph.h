@@ -358,6 +358,10 @@ struct graph_exec {
   cov_model_call_fn hook; /* backend hook (cov_model_run_with), or NULL */
   void *hook_user;
   cov_model_group_fn group; /* group hook (cov_model_run_groups), or NULL; user is hook_user */
+  /* During one codelet call: bit k set when input k was computed by the
+   * node from model constants alone (an interpolation matrix, flipped
+   * weights), so a layer group may describe it as a constant. */
+  unsigned const_inputs;
 };
 
 /* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values

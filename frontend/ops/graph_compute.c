@@ -47,6 +47,16 @@ cov_status graph_lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, 
   return NULL;
 }
 
+cov_status graph_lower_call_const(graph_exec *x, const graph_node *n, const char *name,
+                                  const cov_attr *attrs, size_t n_attrs, const cov_tensor *in,
+                                  size_t n_in, cov_tensor *out, unsigned const_mask) {
+  unsigned saved = x->const_inputs;
+  x->const_inputs = const_mask;
+  cov_status st = graph_call_codelet(x, n, name, attrs, n_attrs, in, n_in, out, 1);
+  x->const_inputs = saved;
+  return st;
+}
+
 /* A converted copy of v (f32 for the int Pow path, param dtypes for BN). */
 cov_status graph_lower_cast_copy(const graph *g, const graph_node *n, const graph_value *v, cov_dtype to,
                             graph_value *tmp) {

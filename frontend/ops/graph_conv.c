@@ -7,8 +7,11 @@
  * run as 2-D ones with a height of 1; 3-D pools as two 2-D pool calls; 3-D
  * convolutions have no codelet and are refused. ConvTranspose runs as conv2d over the
  * input with zeros inserted between its elements and the kernel flipped:
- * the zero insertion and flip are index arithmetic (done here), the
- * multiply-accumulates go through the conv2d codelet. */
+ * the flip is index arithmetic on the weights (done here); the zero
+ * insertion is two matrix products with constant 0/1 placement matrices
+ * (batch_matmul, matmul), so that every step that touches run-time data is
+ * a codelet call and a layer group is a plain chain of calls. The 3-D form
+ * builds its zero-inserted input here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,14 +124,14 @@ static void conv_attrs(const geom *c, int64_t group, cov_attr *a) {
 }
 
 /* y = conv2d(x, w) [+ bias], written into out (whose shape is inferred). */
-static cov_status run_conv2d(graph_exec *x, const graph_node *n, const graph_value *xv,
-                             cov_tensor xt, cov_tensor wt, const geom *c, int64_t group,
-                             const graph_value *bias, graph_value *out) {
-  (void)xv;
+/* const_mask: as graph_lower_call_const's, for conv2d's inputs. */
+static cov_status run_conv2d(graph_exec *x, const graph_node *n, cov_tensor xt, cov_tensor wt,
+                             const geom *c, int64_t group, const graph_value *bias,
+                             graph_value *out, unsigned const_mask) {
   cov_attr a[9];
   conv_attrs(c, group, a);
   cov_tensor in2[2] = {xt, wt}, y;
-  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "conv2d", a, 9, in2, 2, &y, 1));
+  COV_RETURN_IF_ERROR(graph_lower_call_const(x, n, "conv2d", a, 9, in2, 2, &y, const_mask));
   if (bias) {
     cov_tensor bin[2] = {y, graph_view(bias)}, yb;
     cov_status st = graph_call_codelet(x, n, "bias_add", NULL, 0, bin, 2, &yb, 1);
@@ -146,8 +149,8 @@ cov_status graph_exec_conv(graph_exec *x, const graph_node *n, graph_value *cons
   COV_RETURN_IF_ERROR(conv_geom(x->g, n, in, &c, &group));
   dims4(in[0], xd);
   dims4(in[1], wd);
-  return run_conv2d(x, n, in[0], graph_view_as(in[0], 4, xd), graph_view_as(in[1], 4, wd), &c,
-                    group, n->n_in > 2 ? in[2] : NULL, out[0]);
+  return run_conv2d(x, n, graph_view_as(in[0], 4, xd), graph_view_as(in[1], 4, wd), &c, group,
+                    n->n_in > 2 ? in[2] : NULL, out[0], 0);
 }
 
 int graph_codelets_conv(const graph_node *n, const char **names, int max) {
@@ -343,6 +346,63 @@ static cov_status exec_convt3d(graph_exec *x, const graph_node *n, graph_value *
   return graph_lower_adopt(x, n, &y, out[0]);
 }
 
+/* A 0/1 matrix placing input element i of an axis at position i*s + lo of
+ * a length-hp axis (positions outside are dropped): [hp, len] when
+ * transposed is false, else [len, hp]. NULL when out of memory. */
+static void *placement(cov_dtype dt, int64_t len, int64_t s, int64_t lo, int64_t hp,
+                       bool transposed) {
+  size_t count = (size_t)len * (size_t)hp;
+  void *m = calloc(count ? count : 1, cov_dtype_size(dt));
+  if (!m) return NULL;
+  for (int64_t i = 0; i < len; i++) {
+    int64_t p = i * s + lo;
+    if (p >= 0 && p < hp) graph_store_elem(m, dt, (size_t)(transposed ? i * hp + p : p * len + i), 1.0);
+  }
+  return m;
+}
+
+/* ConvTranspose's zero-inserted, padded (or cropped) input [N, C, hp0, hp1]
+ * as two codelet calls with constant 0/1 placement matrices, so that a
+ * layer group sees a chain of calls rather than a copy made in the node:
+ * batch_matmul places the rows ([1, hp0, H] @ [N*C, H, W]), matmul the
+ * columns ([N*C*hp0, W] @ [W, hp1]). Every output element is one input
+ * element times 1 plus zeros, or 0: the copy is exact for finite inputs
+ * (a non-finite input also reaches its zero neighbours as NaN, 0 * inf). */
+static cov_status zero_insert(graph_exec *x, const graph_node *n, const graph_value *v,
+                              const int64_t *xd, const int64_t *s, const int64_t *lo,
+                              const int64_t *hp, cov_tensor *y) {
+  cov_dtype dt = v->dtype;
+  void *zh = placement(dt, xd[2], s[0], lo[0], hp[0], false);
+  void *zw = placement(dt, xd[3], s[1], lo[1], hp[1], true);
+  cov_status st = NULL;
+  cov_tensor rows = {0};
+  if (!zh || !zw) st = graph_node_error(x->g, n, COV_OUT_OF_MEMORY, "out of memory");
+  if (!st) {
+    int64_t d3[3] = {xd[0] * xd[1], xd[2], xd[3]};
+    cov_tensor t[2] = {{.dtype = dt, .rank = 3, .shape = {1, hp[0], xd[2]}, .data = zh},
+                       graph_view_as(v, 3, d3)};
+    st = graph_lower_call_const(x, n, "batch_matmul", NULL, 0, t, 2, &rows, 1u << 0);
+  }
+  if (!st) {
+    cov_tensor a = rows;
+    a.rank = 2;
+    a.shape[0] = xd[0] * xd[1] * hp[0];
+    a.shape[1] = xd[3];
+    cov_tensor t[2] = {a, {.dtype = dt, .rank = 2, .shape = {xd[3], hp[1]}, .data = zw}};
+    st = graph_lower_call_const(x, n, "matmul", NULL, 0, t, 2, y, 1u << 1);
+    cov_tensor_release(&rows);
+  }
+  free(zh);
+  free(zw);
+  if (st) return st;
+  y->rank = 4;
+  y->shape[0] = xd[0];
+  y->shape[1] = xd[1];
+  y->shape[2] = hp[0];
+  y->shape[3] = hp[1];
+  return NULL;
+}
+
 cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_value *const *in,
                                      graph_value *const *out) {
   const graph *g = x->g;
@@ -368,29 +428,22 @@ cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_v
    * output; its size is checked like any tensor's. */
   graph_value padded = {.name = "zero-inserted input", .dtype = in[0]->dtype, .rank = 4};
   memcpy(padded.dims, pd, sizeof pd);
-  if (hp[0] <= 0 || hp[1] <= 0 || graph_numel(&padded) < 0)
+  /* So are the placement matrices, [hp0, H] and [W, hp1]. */
+  graph_value zh = {.dtype = in[0]->dtype, .rank = 2, .dims = {hp[0], xd[2]}};
+  graph_value zw = {.dtype = in[0]->dtype, .rank = 2, .dims = {xd[3], hp[1]}};
+  if (hp[0] <= 0 || hp[1] <= 0 || graph_numel(&padded) < 0 || graph_numel(&zh) < 0 ||
+      graph_numel(&zw) < 0)
     return graph_node_error(g, n, COV_OUT_OF_RANGE,
                             "the zero-inserted input would be larger than %llu bytes",
                             (unsigned long long)COV_TENSOR_MAX_BYTES);
-  int64_t plane = hp[0] * hp[1];
-  size_t bytes = (size_t)graph_numel(&padded) * es;
-  char *xp = calloc(bytes ? bytes : 1, 1);
-  if (!xp) return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory");
-  const char *src = in[0]->data;
-  for (int64_t nc = 0; nc < xd[0] * xd[1]; nc++)
-    for (int64_t h = 0; h < xd[2]; h++)
-      for (int64_t w = 0; w < xd[3]; w++) {
-        int64_t ph = h * c->s[1] + lo[0], pw = w * c->s[2] + lo[1];
-        if (ph < 0 || ph >= hp[0] || pw < 0 || pw >= hp[1]) continue;
-        memcpy(xp + (size_t)(nc * plane + ph * hp[1] + pw) * es,
-               src + (size_t)((nc * xd[2] + h) * xd[3] + w) * es, es);
-      }
+  cov_tensor xt;
+  COV_RETURN_IF_ERROR(zero_insert(x, n, in[0], xd, c->s + 1, lo, hp, &xt));
   /* Weights [C, M/g, R, S] -> [M, C/g, R, S], flipped in both spatial dims. */
   int64_t cg = wd[0] / t.group, mg = wd[1], kr = wd[2], ks = wd[3];
   int64_t fd[4] = {t.m, cg, kr, ks};
   char *wf = malloc((size_t)(t.m * cg * kr * ks) * es + 1);
   if (!wf) {
-    free(xp);
+    cov_tensor_release(&xt);
     return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory");
   }
   const char *wsrc = in[1]->data;
@@ -408,20 +461,28 @@ cov_status graph_exec_conv_transpose(graph_exec *x, const graph_node *n, graph_v
     cc.s[i] = 1;
     cc.d[i] = c->d[i];
   }
-  cov_tensor xt = {.dtype = in[0]->dtype, .rank = 4, .data = xp};
   cov_tensor wt = {.dtype = in[1]->dtype, .rank = 4, .data = wf};
-  memcpy(xt.shape, pd, sizeof pd);
   memcpy(wt.shape, fd, sizeof fd);
-  cov_status st = run_conv2d(x, n, in[0], xt, wt, &cc, t.group, n->n_in > 2 ? in[2] : NULL, out[0]);
-  free(xp);
+  /* The flipped weights are a constant when the weights are. */
+  bool wconst = n->in[1] && x->g->values[n->in[1]->id]->data != NULL;
+  cov_status st = run_conv2d(x, n, xt, wt, &cc, t.group, n->n_in > 2 ? in[2] : NULL, out[0],
+                             wconst ? 1u << 1 : 0);
+  cov_tensor_release(&xt);
   free(wf);
   return st;
 }
 
 int graph_codelets_conv_transpose(const graph_node *n, const char **names, int max) {
-  int k = graph_codelets_conv(n, names, max);
-  if (k > 0 && n->in[0] && n->in[0]->rank == 5) names[0] = "conv3d";
-  return k;
+  if (n->in[0] && n->in[0]->rank == 5) {
+    int k = graph_codelets_conv(n, names, max);
+    if (k > 0) names[0] = "conv3d";
+    return k;
+  }
+  /* The zero insertion's two placements, then Conv's calls. */
+  int k = 0;
+  if (k < max) names[k++] = "batch_matmul";
+  if (k < max) names[k++] = "matmul";
+  return k + graph_codelets_conv(n, names + k, max - k);
 }
 
 /* ---- geometry for the integer convolutions (graph_quant.c) ------------- */

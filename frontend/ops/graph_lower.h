@@ -21,6 +21,15 @@ static inline cov_attr graph_lower_attr_f(const char *name, double v) {
  * covenant, reported rather than trusted). Releases *y on failure. */
 cov_status graph_lower_adopt(graph_exec *x, const graph_node *n, cov_tensor *y, graph_value *out);
 
+/* graph_call_codelet for a call whose inputs named by const_mask (bit k:
+ * input k) the node computed from model constants alone: a layer group
+ * then describes them as constants instead of refusing them as values made
+ * inside the node. The caller guarantees that no run-time value reaches
+ * them. */
+cov_status graph_lower_call_const(graph_exec *x, const graph_node *n, const char *name,
+                                  const cov_attr *attrs, size_t n_attrs, const cov_tensor *in,
+                                  size_t n_in, cov_tensor *out, unsigned const_mask);
+
 /* A converted copy of v into tmp (tmp->data malloc'd, the caller frees). */
 cov_status graph_lower_cast_copy(const graph *g, const graph_node *n, const graph_value *v, cov_dtype to,
                            graph_value *tmp);

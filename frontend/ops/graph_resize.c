@@ -14,7 +14,8 @@
  *   with exclude_outside drop out and the rest are renormalised.
  *
  * tf_crop_and_resize writes extrapolation_value wherever a coordinate falls
- * outside the input. Scales and sizes must be known when the node runs
+ * outside the input (nearest: in the gather; linear and cubic: the
+ * matrices have zero rows there and the add codelet adds the value). Scales and sizes must be known when the node runs
  * (constants, or values computed from shapes); antialias is refused.
  */
 #include <math.h>
@@ -394,30 +395,55 @@ static cov_status gather_nearest(graph_exec *x, const graph_node *n, const resiz
   return st;
 }
 
-/* Sets to the extrapolation value every output element with a coordinate
- * outside the input (tf_crop_and_resize). */
-static void fill_outside(const resize_params *p, const graph_value *v, graph_value *out) {
+/* 1 when the node's roi, scales and sizes are model constants: then the
+ * matrices and the extrapolation tensor, which depend on nothing else
+ * than them and the shapes, are constants of a layer group; else 0 (made
+ * from run-time integers, a group refuses them). */
+static unsigned params_const(const graph_exec *x, const graph_node *n) {
+  for (int i = 1; i < n->n_in; i++)
+    if (n->in[i] && !x->g->values[n->in[i]->id]->data) return 0;
+  return 1;
+}
+
+/* tf_crop_and_resize: every output element with a coordinate outside the
+ * input takes the extrapolation value. The interpolation matrices have
+ * zero rows there, so those elements are 0; adding a constant E (the
+ * value there, 0 elsewhere) through the add codelet keeps the node's work
+ * a chain of codelet calls. out->data is the last call's result. */
+static cov_status add_outside(graph_exec *x, const graph_node *n, const resize_params *p,
+                              const graph_value *v, graph_value *out) {
   int r = v->rank;
   bool any = false;
   for (int i = 0; i < r; i++)
     for (int64_t o = 0; o < p->out[i]; o++)
       any |= outside(p, source_coord(p, i, o, v->dims[i]), v->dims[i]);
-  if (!any) return;
+  if (!any || p->extrapolation == 0) return NULL;
   int64_t total = graph_numel(out), idx[COV_MAX_RANK] = {0};
-  for (int64_t e = 0; e < total; e++) {
+  void *e = calloc(total > 0 ? (size_t)total : 1, cov_dtype_size(out->dtype));
+  if (!e) return graph_node_error(x->g, n, COV_OUT_OF_MEMORY, "out of memory");
+  for (int64_t k = 0; k < total; k++) {
     bool ext = false;
     for (int i = 0; i < r && !ext; i++)
       ext = outside(p, source_coord(p, i, idx[i], v->dims[i]), v->dims[i]);
-    if (ext) graph_store_elem(out->data, out->dtype, (size_t)e, p->extrapolation);
+    if (ext) graph_store_elem(e, out->dtype, (size_t)k, p->extrapolation);
     for (int i = r - 1; i >= 0; i--) {
       if (++idx[i] < p->out[i]) break;
       idx[i] = 0;
     }
   }
+  cov_tensor t[2] = {{.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = out->data},
+                     {.dtype = out->dtype, .rank = 4, .shape = {1, 1, 1, total}, .data = e}}, y;
+  cov_status st = graph_lower_call_const(x, n, "add", NULL, 0, t, 2, &y, params_const(x, n) << 1);
+  free(e);
+  if (st) return st;
+  free(out->data);
+  out->data = NULL;
+  return graph_lower_adopt(x, n, &y, out);
 }
 
 /* Axis i of cur ([A, in, B]) through W: matmul when B is 1, else
- * batch_matmul with W as a batch of one. */
+ * batch_matmul with W as a batch of one. W depends only on the scales,
+ * sizes and roi, so a layer group sees it as a constant when they are. */
 static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_params *p,
                               graph_value *cur, int i, cov_tensor *y) {
   int64_t lin = cur->dims[i], lo = p->out[i], a = 1, b = 1;
@@ -436,13 +462,13 @@ static cov_status interp_axis(graph_exec *x, const graph_node *n, const resize_p
       int64_t xd[2] = {a, lin};
       cov_tensor t[2] = {graph_view_as(cur, 2, xd),
                          {.dtype = cur->dtype, .rank = 2, .shape = {lin, lo}, .data = wt}};
-      st = graph_call_codelet(x, n, "matmul", NULL, 0, t, 2, y, 1);
+      st = graph_lower_call_const(x, n, "matmul", NULL, 0, t, 2, y, params_const(x, n) << 1);
     } else { /* y[A, out, B] = W[1, out, in] @ x[A, in, B] */
       for (int64_t k = 0; k < lo * lin; k++) graph_store_elem(wt, cur->dtype, (size_t)k, w[k]);
       int64_t xd[3] = {a, lin, b};
       cov_tensor t[2] = {{.dtype = cur->dtype, .rank = 3, .shape = {1, lo, lin}, .data = wt},
                          graph_view_as(cur, 3, xd)};
-      st = graph_call_codelet(x, n, "batch_matmul", NULL, 0, t, 2, y, 1);
+      st = graph_lower_call_const(x, n, "batch_matmul", NULL, 0, t, 2, y, params_const(x, n));
     }
   }
   free(w);
@@ -483,8 +509,7 @@ cov_status graph_exec_resize(graph_exec *x, const graph_node *n, graph_value *co
   } else {
     out[0]->data = owned;
   }
-  fill_outside(&p, v, out[0]);
-  return NULL;
+  return add_outside(x, n, &p, v, out[0]);
 }
 
 /* The calls depend on which axes change; at load time the shapes may not be
@@ -495,5 +520,6 @@ int graph_codelets_resize(const graph_node *n, const char **names, int max) {
   int k = 0;
   if (k < max) names[k++] = "matmul";
   if (k < max) names[k++] = "batch_matmul";
+  if (k < max) names[k++] = "add"; /* tf_crop_and_resize's extrapolation value */
   return k;
 }

@@ -11,9 +11,12 @@
  * codelet would produce. Each input a call receives is then identified by
  * its data pointer: the previous call's result, a model constant, or one of
  * the group's external inputs (given placeholder buffers, or the run's real
- * ones). Anything else was made inside a node (an expanded or transposed
+ * ones); a tensor the lowering marked as computed from constants alone
+ * (graph_lower_call_const) is described as a constant, its data copied.
+ * Anything else was made inside a node (an expanded or transposed
  * copy) and the group is not a plain chain: that is reported, naming the
  * node, and a backend falls back to running the calls one by one. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +51,7 @@ typedef struct slot {
 
 typedef struct recorder {
   const graph *g;
+  const graph_exec *x; /* the trace's executor (its const_inputs) */
   cov_model_group *d;
   slot *slots;
   int n_slots;
@@ -64,6 +68,30 @@ static slot *find_slot(recorder *r, int id) {
 
 static cov_status oom(const graph *g, const graph_node *n) {
   return graph_node_error(g, n, COV_OUT_OF_MEMORY, "out of memory describing the layer group");
+}
+
+/* Input k of call `call`, which the node computed from model constants
+ * alone (graph_lower_call_const): a constant of the description, its data
+ * copied (the node frees its own), named after the node and the call. */
+static cov_status derived_const(recorder *r, size_t call, size_t k, const cov_tensor *t,
+                                cov_model_arg *a) {
+  cov_model_group *d = r->d;
+  int64_t numel = cov_tensor_numel(t);
+  size_t es = cov_dtype_size(t->dtype);
+  if (numel < 0 || es == 0 || (uint64_t)numel > COV_TENSOR_MAX_BYTES / es)
+    return graph_node_error(r->g, r->node, COV_OUT_OF_RANGE,
+                            "input %zu of call %zu (%s) is too large for a constant", k, call,
+                            d->calls[call].codelet);
+  size_t bytes = (size_t)numel * es;
+  void *copy = cov_arena_alloc(d->arena, bytes ? bytes : 1);
+  char name[256];
+  snprintf(name, sizeof name, "%s:call%zu.in%zu", d->calls[call].node, call, k);
+  a->value = cov_arena_strdup(d->arena, name);
+  if (!copy || !a->value) return oom(r->g, r->node);
+  if (bytes) memcpy(copy, t->data, bytes);
+  a->kind = COV_MODEL_ARG_CONST;
+  a->t.data = copy;
+  return NULL;
 }
 
 /* The kind of input `t` of the call being recorded. */
@@ -91,6 +119,7 @@ static cov_status classify(recorder *r, size_t call, size_t k, const cov_tensor 
     }
     return NULL;
   }
+  if (t->data && k < 32 && (r->x->const_inputs >> k & 1u)) return derived_const(r, call, k, t, a);
   for (size_t c = 0; t->data && call > 0 && c + 1 < call; c++)
     if (r->outs[c] == t->data)
       return graph_node_error(g, r->node, COV_UNSUPPORTED,
@@ -294,6 +323,7 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
   d->out_id = -1;
   recorder r = {.g = g, .d = d};
   graph_exec x = {.g = g, .lib = g->lib, .hook = record, .hook_user = &r};
+  r.x = &x;
   cov_status st = make_slots(&r, grp, gi, run_vals);
   for (int k = 0; k < grp->n_nodes && !st; k++) {
     const graph_node *n = grp->nodes[k];
