@@ -346,6 +346,12 @@ int64_t graph_node_macs(const graph_node *n);
  * indexed by value id), or NULL for the load-time shapes. */
 cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
                                 cov_model_group **out);
+/* Layout group gi as one call of codelet gather_rows when it is an
+ * embedding lookup: a lone Gather on axis 0 of a constant float [V, D]
+ * table at run-time integer indices (COV_UNSUPPORTED saying why not). */
+bool graph_group_is_gather(const graph *g, size_t gi);
+cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
+                                       cov_model_group **out);
 /* Graph value ids of a description's k-th input and of its output. */
 int graph_group_input_id(const cov_model_group *d, size_t k);
 int graph_group_output_id(const cov_model_group *d);
@@ -358,6 +364,7 @@ struct graph_exec {
   cov_model_call_fn hook; /* backend hook (cov_model_run_with), or NULL */
   void *hook_user;
   cov_model_group_fn group; /* group hook (cov_model_run_groups), or NULL; user is hook_user */
+  bool offer_gathers;       /* embedding gathers offered to `group` too (cov_model_run_groups_gathering) */
 };
 
 /* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values
@@ -382,6 +389,10 @@ cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_i
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user);
+/* graph_run_groups with the embedding gathers offered as well. */
+cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                              size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
+                              bool offer_gathers);
 /* Allocates out->data for its (known) shape. */
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v);
 /* Runs codelet `name` with tensors viewing the given values' data. */

@@ -235,7 +235,7 @@ static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_
   *handled = false;
   cov_model_group *d = NULL;
   char why[512] = "";
-  cov_status ds = graph_group_describe(g, gi, s->vals, &d);
+  cov_status ds = grp->layout ? graph_group_describe_gather(g, gi, s->vals, &d) : graph_group_describe(g, gi, s->vals, &d);
   /* A group that cannot be described runs node by node, unless what
    * failed was memory: then the run fails rather than take another path. */
   if (ds && cov_status_code(ds) == COV_OUT_OF_MEMORY) return ds;
@@ -342,7 +342,7 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
     int gi = g->nodes[i]->group;
     size_t end = i + 1;
     while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
-    if (x->group && gi >= 0 && !g->groups[gi].layout) {
+    if (x->group && gi >= 0 && (!g->groups[gi].layout || (x->offer_gathers && graph_group_is_gather(g, (size_t)gi)))) {
       bool handled = false;
       st = offer_group(x, s, (size_t)gi, x->group, x->hook_user, &handled);
       if (st || handled) {
@@ -358,6 +358,12 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
+  return graph_run_groups_x(g, inputs, n_inputs, outputs, n_outputs, group, hook, user, false);
+}
+
+cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                              size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
+                              bool offer_gathers) {
   cov_loc loc = {.file = g->file};
   if (n_inputs != g->n_inputs)
     return cov_error(COV_INVALID_ARGUMENT, &loc, "the model takes %zu inputs, %zu were given",
@@ -391,7 +397,8 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
     graph_set_shape(v, t.rank, t.shape);
     v->data = t.data;
   }
-  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group};
+  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group,
+                  .offer_gathers = offer_gathers};
   if (!st) st = run_nodes(&x, &s);
   for (size_t i = 0; i < g->n_outputs && !st; i++) {
     const graph_value *v = &s.vals[g->outputs[i]->id];

@@ -89,8 +89,8 @@ uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix);
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
  * its node; NULL when there are none. Such a group cannot be compiled as
- * copies of elements. */
-cov_status gpu_capture_altering(const cov_model *m, const char *path);
+ * copies of elements; the embedding gathers c described are kernels. */
+cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_capture *c);
 
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
