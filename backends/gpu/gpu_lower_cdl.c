@@ -337,6 +337,15 @@ static LLVMValueRef apply_i(cg *x, cov_op op, LLVMValueRef *a) {
   case COV_OP_EQ: return cmp64(x, LLVMIntEQ, a[0], a[1]);
   case COV_OP_LT: return cmp64(x, LLVMIntSLT, a[0], a[1]);
   case COV_OP_LE: return cmp64(x, LLVMIntSLE, a[0], a[1]);
+  case COV_OP_SHL:
+  case COV_OP_SHR: {
+    /* the interpreter's meaning: 0 for a shift outside 0..63 (LLVM's shift
+     * is poison there, so the amount is made 0 first), logical right shift */
+    LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULE, a[1], I64(63), "");
+    LLVMValueRef n = LLVMBuildSelect(B, in, a[1], z, "");
+    LLVMValueRef r = op == COV_OP_SHL ? LLVMBuildShl(B, a[0], n, "") : LLVMBuildLShr(B, a[0], n, "");
+    return LLVMBuildSelect(B, in, r, z, "");
+  }
   default: return a[0]; /* cast, copy */
   }
 }
