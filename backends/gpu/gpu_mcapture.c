@@ -132,7 +132,7 @@ static uint32_t cap_high(uint32_t lo) { return ~lo ^ 0x2545F491u; }
  * i64 element's low word when its high word matches (else CAP_BAD, which
  * decodes as no element). */
 #define CAP_BAD 0xFFFFFFFFu
-static void cap_words(const cov_tensor *t, uint32_t *w) {
+void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
   int64_t n = cov_tensor_numel(t);
   if (!t->data) return;
   if (t->dtype == COV_F32 || t->dtype == COV_I32) {
@@ -151,7 +151,7 @@ static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
   int64_t n = cov_tensor_numel(t);
   *ids = calloc((size_t)(n > 0 ? n : 1), 4);
   if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  cap_words(t, *ids);
+  gpu_cap_words(t, *ids);
   return NULL;
 }
 
@@ -189,7 +189,7 @@ void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, co
     cap_fail(v, "out of memory");
     return;
   }
-  cap_words(t, hash);
+  gpu_cap_words(t, hash);
   decode_words(c, n, integer, ids, idx, flip, hash, v, &n_const);
   free(hash);
 }
@@ -253,12 +253,16 @@ uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
   return pass == 0 ? id : pass == 1 ? ix : pass == 2 ? ix ^ CAP_FLIP : cap_hash(id, ix);
 }
 
+uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
+  uint32_t w = gpu_cap_pattern(pass, id, ix);
+  return (uint64_t)cap_high(w) << 32 | w;
+}
+
 static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t j = 0; j < n; j++) {
-    uint32_t w = gpu_cap_pattern(pass, id, (uint32_t)j);
-    if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = (uint64_t)cap_high(w) << 32 | w;
-    else ((uint32_t *)t->data)[j] = w;
+    if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
+    else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
   }
 }
 
