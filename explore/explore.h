@@ -102,19 +102,25 @@ typedef struct explore_eval_ctx {
   cov_dtype in_dtype, acc_dtype; /* datapath precision layers are evaluated at */
 } explore_eval_ctx;
 
-typedef struct explore_evaluator {
+typedef struct explore_evaluator explore_evaluator;
+struct explore_evaluator {
   const char *name;  /* written in every CSV row */
   const char *about; /* one line for --help and the summary */
-  cov_status (*eval)(const cov_acg *acg, const explore_layer *layer, const explore_eval_ctx *ctx,
-                     explore_result *out);
+  cov_status (*eval)(const explore_evaluator *self, const cov_acg *acg, const explore_layer *layer,
+                     const explore_eval_ctx *ctx, explore_result *out);
   int suite_only; /* evaluates suite layers only (not ONNX layer groups) */
-} explore_evaluator;
+  /* a backend's layer simulator (explore_simulate.c); NULL for the others */
+  const struct backend_simulator *simulator;
+};
 
 /* NULL name: the best evaluator this build has that can evaluate every
  * layer (has_models: some layers come from ONNX models). Unknown or
  * unavailable names give an error listing the available ones. */
-cov_status explore_evaluator_find(const char *name, int has_models, const explore_evaluator **out);
-extern const explore_evaluator explore_roofline, explore_mapper, explore_npusim;
+cov_status explore_evaluator_find(const char *name, int has_models, explore_evaluator *out);
+extern const explore_evaluator explore_roofline, explore_mapper;
+/* The evaluators of the backends' layer simulators, registry order, into
+ * out (at most max); returns how many. */
+int explore_simulators(explore_evaluator *out, int max);
 
 /* Sum of area_mm2 over nodes (NaN when no node gives one). */
 double explore_area_mm2(const cov_acg *acg);

@@ -3,10 +3,10 @@
  * An evaluator turns (design ACG, layer) into cycles, utilisation, bytes per
  * storage node and energy. Each CSV row names the evaluator that produced it,
  * so figures of different evaluators are never mixed up. The registry lists
- * what this build has, best first: `npusim` (simulated cycles of the
- * generated program), `mapper` (the mapper's predicted cost of its best
- * schedule), both for suite layers only, and `roofline` (analytical bound,
- * any layer). */
+ * what this build has, best first: the backends' layer simulators
+ * (explore_simulate.c: simulated cycles of the generated program), `mapper`
+ * (the mapper's predicted cost of its best schedule), both for suite layers
+ * only, and `roofline` (analytical bound, any layer). */
 #include <math.h>
 #include <string.h>
 
@@ -14,30 +14,39 @@
 #include "common/edit_distance.h"
 #include "explore/explore.h"
 
-static const explore_evaluator *const k_evaluators[] = {&explore_npusim, &explore_mapper,
-                                                        &explore_roofline};
-#define N_EVALUATORS (sizeof k_evaluators / sizeof *k_evaluators)
+enum { MAX_EVALUATORS = 16 };
 
-cov_status explore_evaluator_find(const char *name, int has_models, const explore_evaluator **out) {
-  *out = NULL;
-  for (size_t i = 0; i < N_EVALUATORS; i++) {
-    const explore_evaluator *ev = k_evaluators[i];
+/* The evaluators this build has, best first: the backends' simulators, then
+ * the mapper and the roofline. */
+static int evaluators(explore_evaluator *all) {
+  int n = explore_simulators(all, MAX_EVALUATORS - 2);
+  all[n++] = explore_mapper;
+  all[n++] = explore_roofline;
+  return n;
+}
+
+cov_status explore_evaluator_find(const char *name, int has_models, explore_evaluator *out) {
+  *out = (explore_evaluator){0};
+  explore_evaluator all[MAX_EVALUATORS];
+  int n = evaluators(all);
+  for (int i = 0; i < n; i++) {
+    const explore_evaluator *ev = &all[i];
     if (name ? strcmp(ev->name, name) != 0 : (has_models && ev->suite_only)) continue;
     if (has_models && ev->suite_only)
       return cov_error(COV_UNSUPPORTED, COV_AT_OPTION("--eval", name),
                        "this evaluator takes suite layers only, not --model layer "
                        "groups (use --eval roofline for models)");
-    *out = ev;
+    *out = *ev;
     return NULL;
   }
   char have[128] = "";
-  const char *names[N_EVALUATORS];
-  for (size_t i = 0; i < N_EVALUATORS; i++) {
-    names[i] = k_evaluators[i]->name;
+  const char *names[MAX_EVALUATORS];
+  for (int i = 0; i < n; i++) {
+    names[i] = all[i].name;
     strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);
-    strncat(have, k_evaluators[i]->name, sizeof have - strlen(have) - 1);
+    strncat(have, all[i].name, sizeof have - strlen(have) - 1);
   }
-  const char *near = common_nearest(name, names, N_EVALUATORS);
+  const char *near = common_nearest(name, names, (size_t)n);
   if (near)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("--eval", name), "unknown evaluator (did you mean '%s'?)",
                      near);

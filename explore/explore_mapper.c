@@ -19,8 +19,9 @@
 #include "explore/explore.h"
 #include "mapper/map_ir.h"
 
-static cov_status mapper_eval(const cov_acg *g, const explore_layer *l, const explore_eval_ctx *ctx,
-                              explore_result *r) {
+static cov_status mapper_eval(const explore_evaluator *self, const cov_acg *g, const explore_layer *l,
+                              const explore_eval_ctx *ctx, explore_result *r) {
+  (void)self;
   (void)ctx; /* the mapper chooses the multiplicand dtype from the ACG */
   if (!l->suite_file)
     return cov_error(COV_UNSUPPORTED, EXPLORE_AT(.path = l->name),

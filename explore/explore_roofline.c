@@ -31,8 +31,9 @@ static double mac_energy(const cov_acg *g, cov_dtype in, cov_dtype acc) {
   return pj;
 }
 
-static cov_status roofline_eval(const cov_acg *g, const explore_layer *l, const explore_eval_ctx *ctx,
-                                explore_result *r) {
+static cov_status roofline_eval(const explore_evaluator *self, const cov_acg *g, const explore_layer *l,
+                                const explore_eval_ctx *ctx, explore_result *r) {
+  (void)self;
   double peak = acg_peak_macs_per_cycle(g, ctx->in_dtype, ctx->in_dtype, ctx->acc_dtype);
   if (l->macs > 0 && peak <= 0)
     return cov_error(COV_MAPPING_FAILED, EXPLORE_AT(.file = cov_acg_file(g), .path = l->name),

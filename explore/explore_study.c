@@ -70,7 +70,7 @@ static char *study_key(explore_study *s) {
   fprintf(f, "base %s fnv1a64=%016llx\n", cov_acg_name(s->base_acg),
           (unsigned long long)fnv1a(s->base_text, s->base_size));
   for (int i = 0; i < s->n_vary; i++) fprintf(f, "vary %s\n", s->vary[i].spec);
-  fprintf(f, "evaluator %s\n", s->ev->name);
+  fprintf(f, "evaluator %s\n", s->ev.name);
   fprintf(f, "dtype %s %s\n", cov_dtype_name(s->ctx.in_dtype), cov_dtype_name(s->ctx.acc_dtype));
   for (int i = 0; i < s->base_acg->n_storage && i < EXPLORE_MAX_STORAGE; i++)
     fprintf(f, "storage %s\n", s->base_acg->storage[i].name);
@@ -133,7 +133,7 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
   if (st) goto fail;
   if ((st = explore_evaluator_find(o->evaluator, o->n_models > 0, &s->ev))) goto fail;
   if (!o->evaluator)
-    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "evaluator %s (%s)", s->ev->name, s->ev->about);
+    explore_notify(o->on_event, o->event_user, COV_EXPLORE_NOTE, "evaluator %s (%s)", s->ev.name, s->ev.about);
   s->ctx.in_dtype = cov_dtype_from_name(o->dtype ? o->dtype : "f16");
   s->ctx.acc_dtype = cov_dtype_from_name(o->acc_dtype ? o->acc_dtype : "f32");
   if (s->ctx.in_dtype == COV_DTYPE_INVALID || s->ctx.acc_dtype == COV_DTYPE_INVALID) {
@@ -247,11 +247,11 @@ static cov_status run_design(explore_study *s, int index) {
     const explore_layer *l = &s->layers.items[li];
     explore_result res;
     memset(&res, 0, sizeof res);
-    fail = s->ev->eval(g, l, &s->ctx, &res);
+    fail = s->ev.eval(&s->ev, g, l, &s->ctx, &res);
     if (fail) break;
     fprintf(r, "row %s", id);
     for (int v = 0; v < s->n_vary; v++) fprintf(r, ",%s", s->vary[v].text[which[v]]);
-    fprintf(r, ",%s,%s,%s,", l->name, l->op, s->ev->name);
+    fprintf(r, ",%s,%s,%s,", l->name, l->op, s->ev.name);
     explore_csv_num(r, res.cycles, 1);
     fprintf(r, ",");
     explore_csv_num(r, res.cycles / g->clock_mhz, 0);

@@ -19,7 +19,7 @@ typedef struct explore_study {
   explore_vary vary[EXPLORE_MAX_VARY];
   int n_vary;
   explore_layers layers;
-  const explore_evaluator *ev;
+  explore_evaluator ev;
   explore_eval_ctx ctx;
   int n_designs;
   char *key; /* study.txt (malloc'd by open_memstream, freed with the study) */

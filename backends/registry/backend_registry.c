@@ -53,7 +53,14 @@ static const backend_info k_backends[] = {
      .op_support = backend_npu_op_support,
      .open_layer = backend_npu_open_layer,
      .run_layer = backend_npu_run_layer,
-     .close_layer = backend_npu_close_layer},
+     .close_layer = backend_npu_close_layer,
+     .program_open = backend_npu_program_open,
+     .program_acg = backend_npu_program_acg,
+     .program_disasm = backend_npu_program_disasm,
+     .program_sim = backend_npu_program_sim,
+     .program_sim_report = backend_npu_program_sim_report,
+     .program_close = backend_npu_program_close,
+     .simulator = &backend_npu_simulator},
 #ifdef COV_HAVE_GPU_BACKENDS
     {.name = "amdgpu", .summary = "AMD GPUs: HSACO through LLVM, run through HIP", GPU_ROW, .gpu = &amdgpu_vendor},
     {.name = "nvptx",
@@ -133,6 +140,40 @@ const char *backend_option_names(unsigned bits, char *buf, size_t n) {
     count++;
   }
   return buf;
+}
+
+cov_status backend_program_open(const char *path, const char *target, const char *what, const backend_info **row,
+                                backend_program **out) {
+  *row = NULL;
+  *out = NULL;
+  backend_target t;
+  cov_status st = target ? backend_target_open(target, &t) : NULL;
+  if (target && !st) {
+    st = t.backend->program_open ? NULL : backend_lacks(&t, what, "read program files");
+    const backend_info *b = t.backend;
+    backend_target_close(&t);
+    if (st) return st;
+    *row = b;
+    return b->program_open(path, out);
+  }
+  /* a target that does not open is the row's to report, when it loads the
+   * program's ACG (program_acg), after the program itself */
+  cov_status_free(st);
+  cov_status first = NULL;
+  for (int i = 0; i < N_BACKENDS; i++) {
+    const backend_info *b = &k_backends[i];
+    if (!b->program_open) continue;
+    st = b->program_open(path, out);
+    if (!st) {
+      cov_status_free(first);
+      *row = b;
+      return NULL;
+    }
+    if (first) cov_status_free(st);
+    else first = st;
+  }
+  if (first) return first;
+  return cov_error(COV_UNSUPPORTED, COV_AT_CALL(what), "this covenant has no backend that reads program files");
 }
 
 cov_status backend_tune_record(const char *times, const char *out, FILE *msg) {

@@ -15,7 +15,7 @@
  *
  * Adding a backend: a module under backends/ (cmake/modules.txt, with
  * registry depending on it), its row in backend_registry.c (the entries
- * it has; the glue of the shipped ones is backend_ref.c, backend_npu.c,
+ * it has; the glue of the shipped ones is backend_ref.c, backend_npu*.c,
  * backend_gpu.c), and the name in acg/acg_load.c's list of backend.name
  * values. A GPU vendor also fills a gpu_vendor (backends/gpu/gpu_vendor.h),
  * which gpu_target_open finds through backend_gpu_vendors. */
@@ -123,6 +123,39 @@ typedef enum backend_op_where {
   BACKEND_OP_DEPENDS,   /* its codelets depend on the node's attributes (Einsum's equation) */
 } backend_op_where;
 
+/* A program file of the backend's own (program.npu), opened for the
+ * program tools (covenant disasm, covenant sim): the row's. */
+typedef struct backend_program backend_program;
+
+/* How program_sim runs a program. */
+typedef struct backend_sim_options {
+  unsigned long long seed;      /* the pseudo-random inputs' seed */
+  unsigned long long max_insns; /* refuse a program running more instructions; 0: the simulator's default */
+  unsigned long long max_work;  /* likewise for its element work; 0: the default */
+  const char *trace;            /* a Chrome/Perfetto trace file to write; NULL: none */
+} backend_sim_options;
+
+/* What simulating one layer on an ACG gives (simulate_layer): unknown
+ * figures NaN. */
+typedef struct backend_layer_figures {
+  double cycles;
+  double utilisation; /* of the compute array, [0, 1] */
+  double energy_pj;
+  double *bytes;      /* the caller's: bytes read plus written per storage node, ACG order */
+  int n_bytes;        /* entries of bytes filled (the first n_bytes storage nodes) */
+} backend_layer_figures;
+
+/* A layer simulator of a backend, as explore's evaluators see it: a study's
+ * CSV rows name it. */
+typedef struct backend_simulator {
+  const char *name;  /* the evaluator's name (--eval) */
+  const char *about; /* one line */
+  /* Maps the suite layer `layer` with the generic mapper on g (any ACG of
+   * this backend, a derived design included, which has no target name to
+   * open), generates its code and simulates it into *out. */
+  cov_status (*simulate_layer)(const cov_acg *g, const cov_layer *layer, backend_layer_figures *out);
+} backend_simulator;
+
 typedef struct backend_info {
   const char *name;    /* an ACG's backend.name, or BACKEND_REF */
   const char *summary; /* one line for listings and errors */
@@ -215,6 +248,24 @@ typedef struct backend_info {
   /* A run's report as JSON (*json malloc'ed; cov_run_model). */
   cov_status (*report_json)(const backend_report *r, char **json);
 
+  /* Program files (covenant disasm, covenant sim). program_open reads the
+   * file at path (errors located there, saying what to pass instead of a
+   * file that is not a program); program_acg loads the ACG it runs on:
+   * `target` (a path or shipped name), or with NULL the one its header
+   * names, looked up as a shipped target only; program_disasm prints it
+   * (without an ACG loaded: units and buffers by number); program_sim runs
+   * it on pseudo-random inputs, and program_sim_report prints what the run
+   * gave; program_close releases it. NULL: no program files. */
+  cov_status (*program_open)(const char *path, backend_program **out);
+  cov_status (*program_acg)(backend_program *p, const char *target);
+  cov_status (*program_disasm)(const backend_program *p, FILE *out);
+  cov_status (*program_sim)(backend_program *p, const backend_sim_options *o);
+  cov_status (*program_sim_report)(const backend_program *p, FILE *out);
+  void (*program_close)(backend_program *p);
+  /* The layer simulator explore evaluates designs of this backend with;
+   * NULL: none. */
+  const backend_simulator *simulator;
+
   /* GPU vendors: their gpu_vendor (the shared GPU code's view of them);
    * NULL otherwise. Read inside backends/ only. */
   const gpu_vendor *gpu;
@@ -242,6 +293,15 @@ cov_status backend_lacks(const backend_target *t, const char *what, const char *
 /* The option names of BACKEND_OPT_* bits, as the command line spells
  * them ("--dtype, --report and --tuning"), into buf. */
 const char *backend_option_names(unsigned bits, char *buf, size_t n);
+
+/* Opens the program file at path for `what` (a command: "covenant sim"):
+ * with a target, by the row of its backend (backend_lacks when that row
+ * reads no program files); without one, or with one that does not open
+ * (the row's program_acg then reports it, as it loads the ACG), by the
+ * rows that read program files in table order, the first that reads it
+ * (else the first one's error). */
+cov_status backend_program_open(const char *path, const char *target, const char *what, const backend_info **row,
+                                backend_program **out);
 
 /* Measured tuning, step 3: the times a device measured (covenant-run
  * --tune) into the tuning file `out` that compiles read (--tuning). The

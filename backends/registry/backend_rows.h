@@ -1,6 +1,6 @@
 /* backends/registry/backend_rows.h: the entries of the shipped backends'
- * rows, defined by their glue files (backend_ref.c, backend_npu.c,
- * backend_gpu.c) and listed in backend_registry.c's table. */
+ * rows, defined by their glue files (backend_ref.c, backend_npu.c and
+ * backend_npu_program.c, backend_npu_simulate.c, backend_gpu.c) and listed in backend_registry.c's table. */
 #ifndef COV_BACKEND_ROWS_H
 #define COV_BACKEND_ROWS_H
 
@@ -35,6 +35,13 @@ cov_status backend_npu_open_layer(const backend_target *t, const backend_options
 cov_status backend_npu_run_layer(backend_layer *l, const cov_tensor *inputs, int n_inputs, cov_tensor *output,
                                  backend_layer_stats *stats);
 void backend_npu_close_layer(backend_layer *l);
+cov_status backend_npu_program_open(const char *path, backend_program **out);
+cov_status backend_npu_program_acg(backend_program *p, const char *target);
+cov_status backend_npu_program_disasm(const backend_program *p, FILE *out);
+cov_status backend_npu_program_sim(backend_program *p, const backend_sim_options *o);
+cov_status backend_npu_program_sim_report(const backend_program *p, FILE *out);
+void backend_npu_program_close(backend_program *p);
+extern const backend_simulator backend_npu_simulator;
 
 #ifdef COV_HAVE_GPU_BACKENDS
 /* amdgpu and nvptx: the shared GPU code with the table's vendors */

@@ -45,6 +45,17 @@ expect 1 "^$tmp/cn: error: this is a compiled-model artifact, not an NPU program
 expect 1 "^$tmp/out/manifest.json: error: this is a compile manifest, not an NPU program; pass the program it names: $tmp/out/program.npu$" -- "$cov" sim "$tmp/out/manifest.json"
 expect 1 "pass the program it names: $tmp/out/program.npu" -- "$cov" disasm "$tmp/out/manifest.json"
 expect 0 "^program $tmp/out/program.npu on npu-16x16" -- "$cov" sim "$tmp/out/program.npu"
+# a program runs through the backend interface: a target whose backend reads
+# no program files gets the interface's refusal, not a half-run
+expect 1 "^error: covenant sim: ref is a CPU target (backend ref), which does not read program files$" -- \
+  "$cov" sim "$tmp/out/program.npu" --target ref
+expect 1 "^error: covenant disasm: ref is a CPU target (backend ref), which does not read program files$" -- \
+  "$cov" disasm "$tmp/out/program.npu" --target ref
+if [ "$gpu" = ON ]; then
+  expect 1 "^error: covenant disasm: nvptx-sm90 is a GPU target (backend nvptx), which does not read program files" -- \
+    "$cov" disasm "$tmp/out/program.npu" --target nvptx-sm90
+fi
+expect 0 "^; npu program for ACG 'npu-16x16'" -- "$cov" disasm "$tmp/out/program.npu" --raw --target ref
 [ "$("$cov" sim examples/convnet.onnx 2>&1 | grep -o examples/convnet.onnx | wc -l)" -eq 1 ] ||
   { echo "FAIL: sim names the file twice"; "$cov" sim examples/convnet.onnx; fail=1; }
 

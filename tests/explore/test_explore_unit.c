@@ -1,13 +1,17 @@
 /* tests/explore/test_explore_unit.c: design derivation (each path kind, the
  * derived-parameter rules, errors for bad specs), suite layer counts against
  * hand-computed figures, the roofline evaluator against the formula worked
- * by hand for a tiny ACG, and Pareto fronts on hand-made point sets. */
+ * by hand for a tiny ACG, the simulator evaluator (a backend's, reached
+ * through the registry) against the simulator's API called directly, and
+ * Pareto fronts on hand-made point sets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "covenant/mapper.h"
 #include "covenant/model.h"
+#include "covenant/npu.h"
 #include "explore/explore.h"
 #include "tests/check.h"
 
@@ -249,7 +253,7 @@ static void test_roofline(void) {
   /* Compute-bound: 32 MACs/cycle peak; DRAM 32 B/cycle (interface cap). */
   explore_layer big = {.name = "big", .op = "gemm", .macs = 64.0 * 64 * 64,
                        .in_elems = 64 * 64, .w_elems = 64 * 64, .out_elems = 64 * 64};
-  st = explore_roofline.eval(g, &big, &ctx, &r);
+  st = explore_roofline.eval(&explore_roofline, g, &big, &ctx, &r);
   CHECK(st == NULL);
   CHECK(r.cycles == 8192);                                /* 262144 / 32 */
   CHECK(fabs(r.utilisation - 1.0) < 1e-12);
@@ -259,23 +263,24 @@ static void test_roofline(void) {
   /* Memory-bound: 1000 MACs, 6000 bytes -> 188 cycles (ceil 187.5). */
   explore_layer small = {.name = "small", .op = "gemm", .macs = 1000,
                          .in_elems = 1000, .w_elems = 1000, .out_elems = 1000};
-  st = explore_roofline.eval(g, &small, &ctx, &r);
+  st = explore_roofline.eval(&explore_roofline, g, &small, &ctx, &r);
   CHECK(st == NULL && r.cycles == 188);
   CHECK(fabs(r.utilisation - 1000.0 / (188 * 32)) < 1e-12);
   /* No datapath for i8: a located error, not a number. */
   explore_eval_ctx i8 = {COV_I8, COV_I32};
-  st = explore_roofline.eval(g, &big, &i8, &r);
+  st = explore_roofline.eval(&explore_roofline, g, &big, &i8, &r);
   CHECK(st != NULL && cov_status_code(st) == COV_MAPPING_FAILED);
   cov_status_free(st);
   CHECK(fabs(explore_area_mm2(g) - 3.0) < 1e-12);
   cov_acg_free(g);
 
-  const explore_evaluator *ev = NULL;
-  /* the best available: the simulator, unless ONNX layers need the roofline */
-  CHECK(explore_evaluator_find(NULL, 0, &ev) == NULL && ev == &explore_npusim);
-  CHECK(explore_evaluator_find("mapper", 0, &ev) == NULL && ev == &explore_mapper);
-  CHECK(explore_evaluator_find(NULL, 1, &ev) == NULL && ev == &explore_roofline);
-  CHECK(explore_evaluator_find("roofline", 0, &ev) == NULL && ev == &explore_roofline);
+  explore_evaluator ev;
+  /* the best available: a backend's simulator (reached through the
+   * registry), unless ONNX layers need the roofline */
+  CHECK(explore_evaluator_find(NULL, 0, &ev) == NULL && !strcmp(ev.name, "npusim") && ev.simulator);
+  CHECK(explore_evaluator_find("mapper", 0, &ev) == NULL && ev.eval == explore_mapper.eval);
+  CHECK(explore_evaluator_find(NULL, 1, &ev) == NULL && ev.eval == explore_roofline.eval);
+  CHECK(explore_evaluator_find("roofline", 0, &ev) == NULL && ev.eval == explore_roofline.eval);
   st = explore_evaluator_find("mapper", 1, &ev);
   CHECK(st && cov_status_code(st) == COV_UNSUPPORTED);
   cov_status_free(st);
@@ -285,6 +290,59 @@ static void test_roofline(void) {
   st = explore_evaluator_find("magic", 0, &ev);
   CHECK(st && cov_status_code(st) == COV_INVALID_ARGUMENT);
   cov_status_free(st);
+}
+
+/* The npusim evaluator against the map -> compile -> simulate chain run by
+ * hand on the simulator's API; a design of a backend it does not simulate
+ * is refused, naming the design's backend. */
+static void test_simulator(void) {
+  char path[4096], suite[4096];
+  snprintf(path, sizeof path, "%s/targets/npu-16x16.json", COV_TEST_SOURCE_DIR);
+  snprintf(suite, sizeof suite, "%s/bench/suite/layers.json", COV_TEST_SOURCE_DIR);
+  explore_evaluator ev;
+  cov_acg *g = NULL;
+  cov_layer *layer = NULL;
+  cov_schedule *s = NULL;
+  cov_npu_program *prog = NULL;
+  cov_npu_sim *sim = NULL;
+  cov_npu_stats *stats = NULL;
+  cov_status st = explore_evaluator_find("npusim", 0, &ev);
+  if (!st) st = cov_acg_load_file(path, &g);
+  if (!st) st = cov_layer_from_suite(suite, "convnet_layer2", 1, &layer);
+  if (!st) st = cov_map(layer, g, NULL, &s);
+  if (!st) st = cov_npu_select_by_simulation(s, g, COV_NPU_SELECT_MAX_OPS, NULL);
+  if (!st) st = cov_npu_compile(s, &prog);
+  if (!st) st = cov_npu_sim_create(g, &sim);
+  if (!st) st = cov_npu_sim_load(sim, prog);
+  if (!st) st = cov_npu_sim_run(sim, NULL, &stats);
+  CHECK(st == NULL);
+  if (!st) {
+    explore_eval_ctx ctx = {COV_F16, COV_F32};
+    explore_layer l = {.name = "convnet_layer2", .op = "conv2d", .suite_file = suite, .suite_name = "convnet_layer2"};
+    explore_result r;
+    st = ev.eval(&ev, g, &l, &ctx, &r);
+    CHECK(st == NULL);
+    CHECK(r.cycles == (double)cov_npu_stats_cycles(stats) && r.cycles > 0);
+    CHECK(r.utilisation == cov_npu_stats_array_utilization(stats));
+    for (int i = 0; i < g->n_storage; i++)
+      CHECK(r.bytes[i] == (double)cov_npu_stats_storage_bytes(stats, g->storage[i].name));
+    cov_npu_energy en = cov_npu_stats_energy(stats);
+    CHECK(en.known ? r.energy_pj == en.total_pj : isnan(r.energy_pj));
+    /* a GPU design: refused at its backend.name, not half-simulated */
+    cov_acg *gpu = NULL;
+    snprintf(path, sizeof path, "%s/targets/nvptx-sm90.json", COV_TEST_SOURCE_DIR);
+    CHECK(cov_acg_load_file(path, &gpu) == NULL);
+    st = gpu ? ev.eval(&ev, gpu, &l, &ctx, &r) : NULL;
+    CHECK(st && cov_status_code(st) == COV_UNSUPPORTED && strstr(cov_status_message(st), "backend 'nvptx'"));
+    cov_acg_free(gpu);
+  }
+  cov_status_free(st);
+  cov_npu_stats_free(stats);
+  cov_npu_sim_free(sim);
+  cov_npu_program_free(prog);
+  cov_schedule_free(s);
+  cov_layer_free(layer);
+  cov_acg_free(g);
 }
 
 static void test_pareto(void) {
@@ -312,6 +370,7 @@ int main(void) {
   test_suite();
   test_model();
   test_roofline();
+  test_simulator();
   test_pareto();
   return check_summary();
 }
