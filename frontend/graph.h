@@ -346,6 +346,12 @@ int64_t graph_node_macs(const graph_node *n);
  * indexed by value id), or NULL for the load-time shapes. */
 cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
                                 cov_model_group **out);
+/* Layout group gi as one call of codelet gather_rows when it is an
+ * embedding lookup: a lone Gather on axis 0 of a constant float [V, D]
+ * table at run-time integer indices (COV_UNSUPPORTED saying why not). */
+bool graph_group_is_gather(const graph *g, size_t gi);
+cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
+                                       cov_model_group **out);
 /* Graph value ids of a description's k-th input and of its output. */
 int graph_group_input_id(const cov_model_group *d, size_t k);
 int graph_group_output_id(const cov_model_group *d);
@@ -362,6 +368,7 @@ struct graph_exec {
    * node from model constants alone (an interpolation matrix, flipped
    * weights), so a layer group may describe it as a constant. */
   unsigned const_inputs;
+  bool offer_gathers;       /* embedding gathers offered to `group` too (cov_model_run_groups_gathering) */
 };
 
 /* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values
@@ -386,6 +393,7 @@ typedef struct graph_run_io {
   cov_tensor *outputs;
   cov_sequence **seq_out;
   size_t n_outputs;
+  bool offer_gathers; /* embedding gathers offered to the group hook too */
 } graph_run_io;
 /* graph_run_groups with sequences. */
 cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_group_fn group,
@@ -400,6 +408,10 @@ cov_status graph_run_hooked(const graph *g, const cov_tensor *inputs, size_t n_i
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user);
+/* graph_run_groups with the embedding gathers offered as well. */
+cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                              size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
+                              bool offer_gathers);
 /* Allocates out->data for its (known) shape. */
 cov_status graph_alloc_data(const graph *g, const graph_node *n, graph_value *v);
 /* Runs codelet `name` with tensors viewing the given values' data. */

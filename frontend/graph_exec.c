@@ -236,7 +236,7 @@ static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_
   *handled = false;
   cov_model_group *d = NULL;
   char why[512] = "";
-  cov_status ds = graph_group_describe(g, gi, s->vals, &d);
+  cov_status ds = grp->layout ? graph_group_describe_gather(g, gi, s->vals, &d) : graph_group_describe(g, gi, s->vals, &d);
   /* A group that cannot be described runs node by node, unless what
    * failed was memory: then the run fails rather than take another path. */
   if (ds && cov_status_code(ds) == COV_OUT_OF_MEMORY) return ds;
@@ -343,7 +343,7 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
     int gi = g->nodes[i]->group;
     size_t end = i + 1;
     while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
-    if (x->group && gi >= 0 && !g->groups[gi].layout) {
+    if (x->group && gi >= 0 && (!g->groups[gi].layout || (x->offer_gathers && graph_group_is_gather(g, (size_t)gi)))) {
       bool handled = false;
       st = offer_group(x, s, (size_t)gi, x->group, x->hook_user, &handled);
       if (st || handled) {
@@ -360,6 +360,13 @@ cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_i
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
   graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs};
+  return graph_run_values(g, &io, group, hook, user);
+}
+
+cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
+                              size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
+                              bool offer_gathers) {
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, offer_gathers};
   return graph_run_values(g, &io, group, hook, user);
 }
 
@@ -434,7 +441,8 @@ cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_gr
   run_state s;
   COV_RETURN_IF_ERROR(init_state(g, &s));
   cov_status st = bind_inputs(g, io, &s);
-  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group};
+  graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group,
+                  .offer_gathers = io->offer_gathers};
   if (!st) st = run_nodes(&x, &s);
   if (!st) st = take_outputs(g, io, &s);
   if (st)

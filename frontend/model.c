@@ -249,6 +249,14 @@ cov_status cov_model_run_groups(const cov_model *m, const cov_tensor *inputs, si
   return graph_run_groups(m->g, inputs, n_inputs, outputs, n_outputs, group, call, user);
 }
 
+cov_status cov_model_run_groups_gathering(const cov_model *m, const cov_tensor *inputs, size_t n_inputs,
+                                          cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                                          cov_model_call_fn call, void *user) {
+  if (!m || (n_outputs && !outputs))
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_groups_gathering"), "NULL");
+  return graph_run_groups_x(m->g, inputs, n_inputs, outputs, n_outputs, group, call, user, true);
+}
+
 cov_status cov_model_group_describe(const cov_model *m, size_t i, cov_model_group **out) {
   if (!out) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "NULL");
   *out = NULL;

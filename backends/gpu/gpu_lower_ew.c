@@ -1,6 +1,7 @@
 /* backends/gpu/gpu_lower_ew.c: the model compiler's own kernels (gpu_ew,
  * gpu_mplan.h): strided copies and index-table gathers (the layout work
- * between groups, dtype conversion to the destination's), and the direct
+ * between groups, dtype conversion to the destination's), the row gather
+ * at run-time indices (gpu_lower_gather.c), and the direct
  * depthwise convolution with its fused bias and activation; every other
  * compute call is its codelet's kernel (gpu_lower_cdl.c, dispatched here).
  *
@@ -12,6 +13,7 @@
  */
 #include <math.h>
 
+#include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_ir.h"
 #include "backends/gpu/gpu_mplan.h"
 
@@ -139,6 +141,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     return;
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
+  case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
   default: return;
   }
 }

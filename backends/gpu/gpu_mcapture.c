@@ -123,12 +123,35 @@ static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
   return NULL;
 }
 
+/* The high word an i64 element's pattern carries beside its 32-bit
+ * pattern (low word): an element whose high word is not this was not
+ * moved bit for bit (a narrowing, an arithmetic result, a constant). */
+static uint32_t cap_high(uint32_t lo) { return ~lo ^ 0x2545F491u; }
+
+/* The 32-bit patterns of t's elements: f32 and i32 bits as they are, an
+ * i64 element's low word when its high word matches (else CAP_BAD, which
+ * decodes as no element). */
+#define CAP_BAD 0xFFFFFFFFu
+void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
+  int64_t n = cov_tensor_numel(t);
+  if (!t->data) return;
+  if (t->dtype == COV_F32 || t->dtype == COV_I32) {
+    memcpy(w, t->data, (size_t)n * 4);
+  } else if (t->dtype == COV_I64) {
+    const uint64_t *p = t->data;
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t lo = (uint32_t)p[j], hi = (uint32_t)(p[j] >> 32);
+      w[j] = hi == cap_high(lo) ? lo : CAP_BAD;
+    }
+  }
+}
+
 /* pass 0 keeps the ids, pass 1 decodes them with the indices */
 static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
   int64_t n = cov_tensor_numel(t);
-  *ids = malloc((size_t)(n > 0 ? n : 1) * 4);
+  *ids = calloc((size_t)(n > 0 ? n : 1), 4);
   if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  if (t->dtype == COV_F32 && t->data) memcpy(*ids, t->data, (size_t)n * 4);
+  gpu_cap_words(t, *ids);
   return NULL;
 }
 
@@ -147,22 +170,41 @@ static int const_id(gpu_capture *c, float *vals, int64_t n) {
   return c->n_ids++;
 }
 
+static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
+                         const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp);
+
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v) {
   v->n_runs = 0;
   v->ok = 0;
-  if (t->dtype != COV_F32) {
-    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32 values)", cov_dtype_name(t->dtype));
+  int integer = t->dtype == COV_I64 || t->dtype == COV_I32;
+  if (t->dtype != COV_F32 && !integer) {
+    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32 and i64 values)",
+             cov_dtype_name(t->dtype));
     return;
   }
   int64_t n = cov_tensor_numel(t), n_const = 0;
-  const uint32_t *hash = t->data;
+  uint32_t *hash = malloc((size_t)(n > 0 ? n : 1) * 4);
+  if (!hash) {
+    cap_fail(v, "out of memory");
+    return;
+  }
+  gpu_cap_words(t, hash);
+  decode_words(c, n, integer, ids, idx, flip, hash, v, &n_const);
+  free(hash);
+}
+
+/* gpu_cap_decode on the elements' 32-bit patterns (integer values hold no
+ * constants: only copies of integer model inputs). */
+static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
+                         const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp) {
+  int64_t n_const = 0;
   float *consts = NULL;
   int cap = 0, cid = -1;
   for (int64_t j = 0; j < n; j++) {
     uint32_t id = ids[j], ix = idx[j];
     int src = (int)id;
-    if (flip[j] == ix && id == ix && hash[j] == ix) {
+    if (!integer && flip[j] == ix && id == ix && hash[j] == ix) {
       /* a constant: its own buffer, elements in order */
       if (!consts && !(consts = malloc((size_t)n * sizeof *consts))) {
         cap_fail(v, "out of memory");
@@ -202,6 +244,7 @@ void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, co
     for (int r = 0; r < v->n_runs; r++)
       if (v->runs[r].src < 0) v->runs[r].src = cid;
   }
+  *n_constp = n_const;
   v->numel = n;
   v->ok = 1;
 }
@@ -210,10 +253,29 @@ uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
   return pass == 0 ? id : pass == 1 ? ix : pass == 2 ? ix ^ CAP_FLIP : cap_hash(id, ix);
 }
 
+uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
+  uint32_t w = gpu_cap_pattern(pass, id, ix);
+  return (uint64_t)cap_high(w) << 32 | w;
+}
+
 static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
   int64_t n = cov_tensor_numel(t);
-  uint32_t *p = t->data;
-  for (int64_t j = 0; j < n; j++) p[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
+  for (int64_t j = 0; j < n; j++) {
+    if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
+    else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
+  }
+}
+
+/* Whether a group reads elements of the i64 model inputs (their patterns
+ * carry cap_high in the high word, which no shape or count does). */
+static int reads_runtime_ints(const cov_model_group_offer *o) {
+  for (size_t i = 0; i < o->n_in; i++) {
+    if (o->in[i].dtype != COV_I64 || !o->in[i].data) continue;
+    const uint64_t *p = o->in[i].data;
+    for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
+      if ((uint32_t)(p[j] >> 32) == cap_high((uint32_t)p[j])) return 1;
+  }
+  return 0;
 }
 
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
@@ -243,6 +305,10 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
       int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
       for (size_t i = 0; i < o->n_in; i++)
         from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
+      if (!from_f32 && reads_runtime_ints(o)) {
+        snprintf(g->why, sizeof g->why, "it computes on run-time integers (the GPU model path moves them only)");
+        return NULL;
+      }
       if (!from_f32) {
         g->constant = 1;
         return NULL;
@@ -283,12 +349,19 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   return NULL;
 }
 
-cov_status gpu_capture_altering(const cov_model *m, const char *path) {
+/* Whether layout group i was offered and described (an embedding gather). */
+static int cap_described(const gpu_capture *c, size_t i) {
+  for (int k = 0; k < c->n_groups; k++)
+    if (c->groups[k].group == (int)i) return c->groups[k].described;
+  return 0;
+}
+
+cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_capture *c) {
   cov_status errs = NULL;
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
     COV_RETURN_IF_ERROR(cov_model_group_get_info(m, i, &info));
-    if (!info.layout || !info.alters) continue;
+    if (!info.layout || !info.alters || cap_described(c, i)) continue;
     errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
                                            "layer group %zu (%s, node '%s'): %s; the GPU model path runs the "
                                            "frontend's data movement as copies of elements only",
@@ -313,16 +386,16 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     int64_t shape[COV_MAX_RANK];
     st = cov_model_input_info(m, i, &dt, &rank, shape);
     if (st) break;
-    if (dt != COV_F32) {
+    if (dt != COV_F32 && dt != COV_I64) {
       st = cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, i)),
-                     "model input '%s' is %s; the GPU model path takes f32 inputs", cov_model_input_name(m, i),
-                     cov_dtype_name(dt));
+                     "model input '%s' is %s; the GPU model path takes f32 and i64 inputs",
+                     cov_model_input_name(m, i), cov_dtype_name(dt));
       break;
     }
     /* symbolic dims (a dynamic batch) are compiled as 1 */
     for (int d = 0; d < rank; d++)
       if (shape[d] < 1) shape[d] = 1;
-    c->in_shape[i].dtype = COV_F32, c->in_shape[i].rank = rank;
+    c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
     memcpy(c->in_shape[i].shape, shape, sizeof shape);
     st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
@@ -330,12 +403,12 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++) {
     for (size_t i = 0; i < ni && !st; i++) {
       cov_tensor_release(&in[i]);
-      st = cov_tensor_alloc(&in[i], COV_F32, c->in_shape[i].rank, c->in_shape[i].shape);
+      st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
       if (!st) fill_bits(&in[i], (uint32_t)i, pass);
     }
     if (st) break;
     cap_ctx x = {c, pass, 0, NULL};
-    st = cov_model_run_groups(m, in, ni, out, no, on_group, NULL, &x);
+    st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
     for (size_t o = 0; o < no && !st; o++) {
       if (pass < GPU_CAP_PASSES - 1) {
         st = keep_ids(&out[o], pass == 0 ? &out_ids[o] : pass == 1 ? &out_idx[o] : &out_flp[o]);

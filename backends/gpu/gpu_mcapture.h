@@ -85,12 +85,19 @@ static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
  * element must reproduce). */
 enum { GPU_CAP_PASSES = 4 };
 uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix);
+/* The same for an i64 element: the pattern in the low word, a check word
+ * derived from it in the high one. */
+uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix);
+/* The 32-bit patterns of t's elements (what gpu_cap_decode takes for
+ * passes 0-2): f32 and i32 bits as they are, an i64 element's low word
+ * when its high word is its check word, else 0xFFFFFFFF (no element). */
+void gpu_cap_words(const cov_tensor *t, uint32_t *w);
 
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
  * its node; NULL when there are none. Such a group cannot be compiled as
- * copies of elements. */
-cov_status gpu_capture_altering(const cov_model *m, const char *path);
+ * copies of elements; the embedding gathers c described are kernels. */
+cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_capture *c);
 
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);

@@ -233,6 +233,9 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     *out = x->id_buf[v->runs[0].src];
     return NULL;
   }
+  if (in->t.dtype != COV_F32)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer values are "
+                     "read where they are, whole", in->name, cov_dtype_name(in->t.dtype));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);
@@ -366,7 +369,27 @@ static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *
 /* One call as its codelet's kernel (gpu_cdl.h) writing `y`; `prev` is the
  * chain's value. Outputs and workspaces its writes do not cover are
  * zeroed first, as the interpreter starts them. */
+/* gather_rows of an f32 [V, D] table at i64 ids as the row gather kernel
+ * (gpu_lower_gather.c) rather than its loop nest (a comparison with every
+ * row); 0: not such a call. */
+static int rows_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y, cov_status *st) {
+  if (strcmp(c->codelet, "gather_rows") != 0 || c->n_args != 2) return 0;
+  const cov_tensor *t = &c->args[0].t, *ids = &c->args[1].t;
+  if (t->dtype != COV_F32 || t->rank != 2 || ids->dtype != COV_I64 || ids->rank != 1) return 0;
+  int tb = arg_buf(x, &c->args[0], prev, in_buf, st), ib = tb < 0 ? -1 : arg_buf(x, &c->args[1], prev, in_buf, st);
+  if (ib < 0) return 1;
+  if (x->p->bufs[ib].dtype != COV_I64 || x->p->bufs[y].dtype != COV_F32) return 0;
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[0], e.D = t->shape[1];
+  e.n = ids->shape[0] * t->shape[1];
+  *st = ew_step(x, &e, "rows", tb, ib, y, -1);
+  return 1;
+}
+
 static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
+  cov_status rst = NULL;
+  if (rows_call(x, c, prev, in_buf, y, &rst)) return rst;
   if (!c->cdl) return cov_error(COV_UNSUPPORTED, XLOC(x), "codelet '%s' is not in the model's library", c->codelet);
   if (c->n_args > GPU_CDL_MAX_IO)
     return cov_error(COV_UNSUPPORTED, XLOC(x), "%zu inputs (%d at most)", c->n_args, GPU_CDL_MAX_IO);
@@ -651,7 +674,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
   /* value-changing layout work: listed with every other group that cannot
    * be compiled (the capture's hash check also fails what reads it) */
-  cov_status st = NULL, errs = gpu_capture_altering(m, path);
+  cov_status st = NULL, errs = gpu_capture_altering(m, path, &cap);
   int *id_buf = calloc((size_t)cap.n_ids + 1, sizeof *id_buf);
   if (!id_buf) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (t) {
@@ -662,7 +685,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   }
   p->n_inputs = cap.n_inputs, p->n_outputs = cap.n_outputs;
   for (int i = 0; i < cap.n_inputs && !st; i++) {
-    id_buf[i] = add_buf(p, cov_model_input_name(m, (size_t)i), GPU_BUF_INPUT, COV_F32, cap.in_shape[i].rank,
+    id_buf[i] = add_buf(p, cov_model_input_name(m, (size_t)i), GPU_BUF_INPUT, cap.in_shape[i].dtype, cap.in_shape[i].rank,
                         cap.in_shape[i].shape, &st);
     if (!st) p->bufs[id_buf[i]].io = i, p->input_buf[i] = id_buf[i];
     p->in_symbolic[i] = cov_model_input_symbolic(m, (size_t)i);
@@ -766,11 +789,11 @@ static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
   const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
                         a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
                         a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->bias, a->post};
+                        a->bias, a->post, a->V, a->D};
   const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
                         b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
                         b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->bias, b->post};
+                        b->bias, b->post, b->V, b->D};
   return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_ref.h"
@@ -26,8 +27,8 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
 }
 
-/* A codelet step through the reference interpreter, on the f32 views of
- * its buffers (the compile admits f32 operands only). */
+/* A codelet step through the reference interpreter, on its buffers (f32
+ * operands, and the i64 model inputs that gathers index with). */
 static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   const gpu_cdl_call *k = &s->ew.cdl;
   cov_tensor in[GPU_CDL_MAX_IO], out;
@@ -35,8 +36,10 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
   for (int i = 0; i < k->n_in; i++) {
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
-    if (k->in_dtype[i] != COV_F32 || p->bufs[s->args[i]].dtype != COV_F32)
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32", s->kernel, i);
+    cov_dtype bd = p->bufs[s->args[i]].dtype;
+    if (k->in_dtype[i] != bd || (bd != COV_F32 && bd != COV_I64))
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32 or i64",
+                       s->kernel, i);
   }
   memset(&out, 0, sizeof out);
   COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
@@ -51,6 +54,22 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
   return st;
 }
 
+/* A model compiler's kernel (gpu_lower_ew.c, gpu_lower_gather.c) through
+ * its C meaning; f16 results rounded as the kernel stores them. */
+static void emulate_ew(const gpu_ew *e, float **a) {
+  if (e->kind == GPU_EW_ROWS) {
+    gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2]);
+    return;
+  }
+  gpu_ew_emulate(e, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
+  if (e->out_dtype == COV_F16)
+    for (int64_t j = 0; j < e->n; j++) {
+      int64_t src = j, dst = j;
+      if (e->kind == GPU_EW_COPY) gpu_ew_copy_at(e, j, &src, &dst);
+      a[2][dst] = to_f16(a[2][dst]);
+    }
+}
+
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs) {
   if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
@@ -61,7 +80,8 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   cov_status st = NULL;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
-    v[i] = calloc((size_t)b->numel + 1, sizeof **v);
+    size_t es = b->kind == GPU_BUF_WEIGHT ? 4 : cov_dtype_size(b->dtype); /* weights as f32 (or i32 bits) */
+    v[i] = calloc((size_t)b->numel * (es > 4 ? es : 4) / 4 + 1, sizeof **v);
     if (!v[i]) {
       st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
       break;
@@ -78,10 +98,11 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       }
     } else if (b->kind == GPU_BUF_INPUT) {
       const cov_tensor *t = &inputs[b->io];
-      if (t->dtype != COV_F32 || cov_tensor_numel(t) != b->numel)
-        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, b->name), "input %d: %lld f32 values expected", b->io, (long long)b->numel);
+      if (t->dtype != b->dtype || cov_tensor_numel(t) != b->numel)
+        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, b->name), "input %d: %lld %s values expected", b->io,
+                       (long long)b->numel, cov_dtype_name(b->dtype));
       else
-        memcpy(v[i], t->data, (size_t)b->numel * 4);
+        memcpy(v[i], t->data, (size_t)b->numel * cov_dtype_size(b->dtype));
     }
   }
   for (int i = 0; i < p->n_steps && !st; i++) {
@@ -97,13 +118,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW) {
-      gpu_ew_emulate(&s->ew, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
-      if (s->ew.out_dtype == COV_F16)
-        for (int64_t j = 0; j < s->ew.n; j++) {
-          int64_t src = j, dst = j;
-          if (s->ew.kind == GPU_EW_COPY) gpu_ew_copy_at(&s->ew, j, &src, &dst);
-          a[2][dst] = to_f16(a[2][dst]);
-        }
+      emulate_ew(&s->ew, a);
       continue;
     }
     const gpu_plan *pl = &s->plan;

@@ -59,6 +59,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
   GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
+  GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -90,6 +91,7 @@ typedef struct gpu_ew {
   int bias;
   gpu_ew_fn post;
   float post0, post1;
+  int64_t V, D;     /* ROWS: the table's rows and their length */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 

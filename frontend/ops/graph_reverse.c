@@ -57,7 +57,7 @@ static cov_status rev_params_of(const graph *g, const graph_node *n, graph_value
 
 cov_status graph_infer_reverse_sequence(const graph *g, const graph_node *n,
                                         graph_value *const *in, graph_value *const *out) {
-  rev_params p;
+  rev_params p = {0};
   COV_RETURN_IF_ERROR(rev_params_of(g, n, in, &p));
   graph_copy_type(out[0], in[0]);
   return NULL;
@@ -65,7 +65,7 @@ cov_status graph_infer_reverse_sequence(const graph *g, const graph_node *n,
 
 cov_status graph_exec_reverse_sequence(graph_exec *x, const graph_node *n,
                                        graph_value *const *in, graph_value *const *out) {
-  rev_params p;
+  rev_params p = {0};
   COV_RETURN_IF_ERROR(rev_params_of(x->g, n, in, &p));
   const graph_value *v = in[0];
   const int64_t *lens = in[1]->data;

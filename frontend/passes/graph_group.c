@@ -351,6 +351,90 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
   return NULL;
 }
 
+/* The embedding lookup's Gather node of layout group gi, or NULL. */
+static const graph_node *gather_node(const graph *g, size_t gi) {
+  if (gi >= g->n_groups) return NULL;
+  const graph_group *grp = &g->groups[gi];
+  if (!grp->layout || grp->n_nodes != 1) return NULL;
+  const graph_node *n = grp->nodes[0];
+  if (strcmp(n->op_type, "Gather") != 0 || n->n_in != 2 || n->n_out != 1 || !n->in[0] || !n->in[1] || !n->out[0])
+    return NULL;
+  const graph_attr *a = graph_attr_find(n, "axis");
+  const graph_value *x = n->in[0], *ids = n->in[1];
+  if (a && (a->type != GA_INT || a->i != 0)) return NULL;
+  if (!x->data || x->rank != 2 || !cov_dtype_is_float(x->dtype)) return NULL;
+  if (ids->data || (ids->dtype != COV_I64 && ids->dtype != COV_I32)) return NULL;
+  return n;
+}
+
+bool graph_group_is_gather(const graph *g, size_t gi) { return gather_node(g, gi) != NULL; }
+
+/* The gather's one call: gather_rows(x: the table [V, D], ids flattened to
+ * [N]) -> [N, D], the node's output [ids dims..., D]. */
+static cov_status gather_call(const graph *g, const graph_node *n, const graph_value *ids, cov_model_group *d) {
+  const graph_value *x = n->in[0];
+  int64_t nids = graph_numel(ids);
+  if (nids < 0 || ids->rank + 1 > COV_MAX_RANK)
+    return graph_node_error(g, n, COV_UNSUPPORTED, "indices '%s' have no static shape", ids->name);
+  cov_model_group_call *c = cov_arena_array(d->arena, 1, sizeof *c);
+  cov_model_arg *args = cov_arena_array(d->arena, 2, sizeof *args);
+  d->in_names = cov_arena_array(d->arena, 1, sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, 1, sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, 1, sizeof *d->in_ids);
+  if (!c || !args || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, n);
+  memset(c, 0, sizeof *c);
+  memset(args, 0, 2 * sizeof *args);
+  c->node = n->name;
+  c->codelet = "gather_rows";
+  args[0] = (cov_model_arg){COV_MODEL_ARG_CONST, -1, x->name, {.dtype = x->dtype, .rank = 2, .data = x->data}};
+  args[0].t.shape[0] = x->dims[0], args[0].t.shape[1] = x->dims[1];
+  args[1] = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, 0, ids->name, {.dtype = ids->dtype, .rank = 1}};
+  args[1].t.shape[0] = nids;
+  c->args = args, c->n_args = 2;
+  c->out = (cov_tensor){.dtype = x->dtype, .rank = 2};
+  c->out.shape[0] = nids, c->out.shape[1] = x->dims[1];
+  d->calls = c, d->n_calls = d->cap_calls = 1;
+  d->in_names[0] = ids->name, d->in_ids[0] = ids->id, d->n_in = 1;
+  d->in_shapes[0] = (cov_tensor){.dtype = ids->dtype, .rank = ids->rank};
+  for (int i = 0; i < ids->rank; i++) d->in_shapes[0].shape[i] = ids->dims[i];
+  d->out_name = n->out[0]->name, d->out_id = n->out[0]->id;
+  d->out = (cov_tensor){.dtype = x->dtype, .rank = ids->rank + 1};
+  for (int i = 0; i < ids->rank; i++) d->out.shape[i] = ids->dims[i];
+  d->out.shape[ids->rank] = x->dims[1];
+  return NULL;
+}
+
+cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
+                                       cov_model_group **out) {
+  *out = NULL;
+  const graph_node *n = gather_node(g, gi);
+  if (!n)
+    return cov_error(COV_UNSUPPORTED, COV_AT_CALL("graph_group_describe_gather"),
+                     "layer group %zu is not a Gather of a constant [V, D] table on axis 0", gi);
+  cov_model_group *d = calloc(1, sizeof *d);
+  cov_arena *a = cov_arena_create();
+  if (!d || !a) {
+    free(d);
+    cov_arena_destroy(a);
+    return oom(g, n);
+  }
+  d->arena = a;
+  d->index = gi;
+  d->name = n->name;
+  d->kind = g->groups[gi].kind;
+  d->lib = g->lib;
+  const graph_value *ids = run_vals ? &run_vals[n->in[1]->id] : n->in[1];
+  cov_status st = g->lib && cov_codelet_lib_find(g->lib, "gather_rows")
+                      ? gather_call(g, n, ids, d)
+                      : graph_node_error(g, n, COV_NOT_FOUND, "needs codelet 'gather_rows', which the codelet library does not have");
+  if (st) {
+    cov_model_group_free(d);
+    return st;
+  }
+  *out = d;
+  return NULL;
+}
+
 int graph_group_input_id(const cov_model_group *d, size_t k) {
   return k < d->n_in ? d->in_ids[k] : -1;
 }

@@ -277,6 +277,15 @@ typedef cov_status (*cov_model_group_fn)(void *user, const cov_model_group_offer
 COV_API cov_status cov_model_run_groups(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
                                         cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                                         cov_model_call_fn call, void *user);
+/* As cov_model_run_groups, and the layout groups that are embedding
+ * lookups (a lone Gather on axis 0 of a constant float [V, D] table at
+ * run-time integer indices) are offered too, described as one call of
+ * codelet gather_rows (x: the table, ids: the indices flattened to [N]);
+ * the group's output is the Gather's [ids dims..., D]. Other layout groups
+ * run in the frontend as always. */
+COV_API cov_status cov_model_run_groups_gathering(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
+                                                  cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
+                                                  cov_model_call_fn call, void *user);
 
 /* ---- the operator table (appended) --------------------------------------
  * Every ONNX operator the frontend reads, in the order of its table (sorted

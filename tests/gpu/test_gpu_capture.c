@@ -6,6 +6,8 @@
  * -> f32 round trip maps them to a broadcast of element 0, which the
  * decoder took silently before the hash pass. The reference is
  * the transformation itself: which source element each output element is.
+ * i64 values (token ids) likewise: copies decode, arithmetic, a narrowing
+ * and a constant mixed in are refused (integer values hold no constants).
  * Usage: test_gpu_capture */
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +84,39 @@ static int decode(xform f, gpu_cap_value *v, int *three_ok) {
   return ok;
 }
 
+/* i64 values (token ids) moved or changed: source element j of pass p is
+ * gpu_cap_pattern64; the decoder sees the words gpu_cap_words gives. */
+typedef uint64_t (*xform64)(const uint64_t *src, int j);
+static uint64_t c64_same(const uint64_t *s, int j) { return s[j]; }
+static uint64_t c64_rev(const uint64_t *s, int j) { return s[N - 1 - j]; }
+static uint64_t c64_plus1(const uint64_t *s, int j) { return s[j] + 1; }
+static uint64_t c64_via_i32(const uint64_t *s, int j) { return (uint64_t)(int64_t)(int32_t)(uint32_t)s[j]; }
+static uint64_t c64_pad(const uint64_t *s, int j) { return j < 16 ? 7 : s[j - 16]; }
+
+static int decode64(xform64 f, gpu_cap_value *v) {
+  gpu_capture c;
+  memset(&c, 0, sizeof c);
+  c.id_numel = malloc(sizeof *c.id_numel);
+  c.n_ids = c.cap_ids = 1;
+  c.id_numel[0] = N;
+  int64_t shape[1] = {N};
+  cov_tensor t[GPU_CAP_PASSES] = {{0}};
+  static uint32_t words[GPU_CAP_PASSES][N];
+  uint64_t src[N];
+  for (int p = 0; p < GPU_CAP_PASSES; p++) {
+    if (cov_tensor_alloc(&t[p], COV_I64, 1, shape)) return -1;
+    for (int i = 0; i < N; i++) src[i] = gpu_cap_pattern64(p, 0, (uint32_t)i);
+    for (int j = 0; j < N; j++) ((uint64_t *)t[p].data)[j] = f(src, j);
+    gpu_cap_words(&t[p], words[p]);
+  }
+  memset(v, 0, sizeof *v);
+  gpu_cap_decode(&c, &t[GPU_CAP_PASSES - 1], words[0], words[1], words[2], v);
+  for (int p = 0; p < GPU_CAP_PASSES; p++) cov_tensor_release(&t[p]);
+  int ok = v->ok;
+  gpu_capture_free(&c);
+  return ok;
+}
+
 /* Each decoded element is the source element the transformation took. */
 static int runs_match(const gpu_cap_value *v, int (*where)(int j)) {
   int64_t seen = 0;
@@ -114,6 +149,23 @@ int main(void) {
     int good = cases[i].where ? ok == 1 && runs_match(&v, cases[i].where) : ok == 0;
     printf("%s %-22s decoded %d (first three passes consistent: %d)%s%s\n", good ? "PASS" : "FAIL", cases[i].name, ok,
            three_ok, ok ? "" : ": ", ok ? "" : v.why);
+    fail |= !good;
+    free(v.runs);
+  }
+  static const struct {
+    const char *name;
+    xform64 f;
+    int (*where)(int j); /* NULL: must be refused */
+  } cases64[] = {
+      {"i64 copy", c64_same, at_same},     {"i64 reverse", c64_rev, at_rev},
+      {"i64 plus one", c64_plus1, NULL},   {"i64 -> i32 -> i64", c64_via_i32, NULL},
+      {"i64 constant mixed in", c64_pad, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases64 / sizeof cases64[0]; i++) {
+    gpu_cap_value v;
+    int ok = decode64(cases64[i].f, &v);
+    int good = cases64[i].where ? ok == 1 && runs_match(&v, cases64[i].where) : ok == 0;
+    printf("%s %-22s decoded %d%s%s\n", good ? "PASS" : "FAIL", cases64[i].name, ok, ok ? "" : ": ", ok ? "" : v.why);
     fail |= !good;
     free(v.runs);
   }

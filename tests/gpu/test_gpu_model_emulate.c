@@ -16,6 +16,8 @@
  * at 3). A 16-bit model (exported in float16) compiles loaded with
  * compute_f32; its reference is the model as exported, on the same inputs
  * (values exact in f16), its 16-bit outputs widened for the comparison.
+ * Integer (i64) inputs are random valid values: token ids within the
+ * rows of the table a Gather reads them as (cov_model_input_range).
  * Usage: test_gpu_model_emulate [-t] [-e TEXT] [-s NAME=DIMS]...
  * TARGET TOL MODEL.onnx... */
 #include <math.h>
@@ -66,6 +68,18 @@ static cov_status run_narrow(const cov_model *ref, const cov_tensor *in, int ni,
   return st;
 }
 
+/* Random valid values of integer input i: ids within the rows of the table
+ * a Gather reads them as (cov_model_input_range), else {0, 1}. */
+static void random_ints(const cov_model *m, size_t i, cov_tensor *t) {
+  int64_t lo = 0, hi = 1;
+  if (!cov_model_input_range(m, i, &lo, &hi) || hi < lo) lo = 0, hi = 1;
+  for (int64_t j = 0; j < cov_tensor_numel(t); j++) {
+    double u = (next() + 1.0) * 0.5; /* [0, 1] */
+    int64_t v = lo + (int64_t)(u * (double)(hi - lo + 1));
+    ((int64_t *)t->data)[j] = v > hi ? hi : v;
+  }
+}
+
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
 
@@ -96,7 +110,11 @@ static int check(const char *target, double tol, const char *path, int no_tables
   cov_tensor in[16] = {{0}}, got[16] = {{0}}, want[16] = {{0}};
   for (int i = 0; i < ni; i++) {
     const gpu_mbuf *b = &p.bufs[p.input_buf[i]];
-    cov_tensor_alloc(&in[i], COV_F32, b->rank, b->shape);
+    cov_tensor_alloc(&in[i], b->dtype, b->rank, b->shape);
+    if (b->dtype == COV_I64) {
+      random_ints(m, (size_t)i, &in[i]);
+      continue;
+    }
     for (int64_t j = 0; j < b->numel; j++) ((float *)in[i].data)[j] = next();
     cov_dtype io = cov_model_io_dtype(m, 0, (size_t)i);
     if (ref && io != COV_F32) /* values exact in the model's dtype; its reference takes them as they are */

@@ -1,0 +1,16 @@
+/* backends/gpu/gpu_gather.h: the row gather kernel (gpu_lower_gather.c):
+ * y[n*D + d] = x[ids[n]*D + d] for a [V, D] f32 table x and i64 ids. */
+#ifndef COV_GPU_GATHER_H
+#define COV_GPU_GATHER_H
+
+#include <stdint.h>
+
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_target.h"
+
+/* Work item i's element (the caller bounds i below e->n = N*D). */
+void gpu_lower_rows(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef ids, LLVMValueRef y);
+/* The same in C, every work item. */
+void gpu_gather_emulate(const gpu_ew *e, const float *x, const int64_t *ids, float *y);
+
+#endif

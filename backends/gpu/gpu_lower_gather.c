@@ -1,0 +1,32 @@
+/* backends/gpu/gpu_lower_gather.c: the row gather kernel (GPU_EW_ROWS): an
+ * embedding lookup, rows of a [V, D] f32 table at run-time i64 indices
+ * (the codelet gather_rows, codelets/gather.cdl, whose loop nest compares
+ * every index with every row: O(V) per element, where this kernel loads the
+ * one row). One thread per output element i = n*D + d: the index ids[n],
+ * plus V when negative (ONNX Gather), picks row r; an index out of range
+ * stores 0, as the codelet's comparisons pick no row. gpu_gather_emulate
+ * is the same meaning in C for the CPU emulation of a compiled model. */
+#include "backends/gpu/gpu_gather.h"
+#include "backends/gpu/gpu_ir.h"
+
+void gpu_lower_rows(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef ids, LLVMValueRef y) {
+  LLVMTypeRef i64 = g->i64;
+  LLVMValueRef n = udiv(g, i, e->D), d = urem(g, i, e->D);
+  LLVMValueRef id = LLVMBuildLoad2(g->b, i64, gept(g, i64, ids, n), "id");
+  LLVMValueRef V = LLVMConstInt(i64, (unsigned long long)e->V, 0), zero = LLVMConstInt(i64, 0, 0);
+  LLVMValueRef neg = LLVMBuildICmp(g->b, LLVMIntSLT, id, zero, "");
+  LLVMValueRef r = LLVMBuildSelect(g->b, neg, LLVMBuildAdd(g->b, id, V, ""), id, "");
+  /* unsigned r < V: 0 <= r < V */
+  LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntULT, r, V, "");
+  LLVMValueRef row = LLVMBuildTrunc(g->b, LLVMBuildSelect(g->b, ok, r, zero, ""), g->i32, "");
+  LLVMValueRef src = add(g, mul(g, row, C(e->D)), d);
+  LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, x, src), "");
+  LLVMBuildStore(g->b, LLVMBuildSelect(g->b, ok, v, LLVMConstReal(g->f32, 0.0), ""), gept(g, g->f32, y, i));
+}
+
+void gpu_gather_emulate(const gpu_ew *e, const float *x, const int64_t *ids, float *y) {
+  for (int64_t i = 0; i < e->n; i++) {
+    int64_t id = ids[i / e->D], r = id < 0 ? id + e->V : id;
+    y[i] = r >= 0 && r < e->V ? x[r * e->D + i % e->D] : 0.0f;
+  }
+}
