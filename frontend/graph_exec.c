@@ -359,7 +359,7 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
-  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs};
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, false};
   return graph_run_values(g, &io, group, hook, user);
 }
 

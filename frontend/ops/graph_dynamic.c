@@ -108,7 +108,7 @@ cov_status graph_infer_compress(const graph *g, const graph_node *n, graph_value
 cov_status graph_exec_compress(graph_exec *x, const graph_node *n, graph_value *const *in,
                                graph_value *const *out) {
   int axis;
-  int64_t len;
+  int64_t len = 0;
   COV_RETURN_IF_ERROR(compress_axis(x->g, n, in, &axis, &len));
   const uint8_t *c = in[1]->data;
   int64_t nc = in[1]->dims[0], count = 0;
