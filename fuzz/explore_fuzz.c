@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            .w_elems = 1e3, .out_elems = 1e3};
         explore_eval_ctx ctx = {COV_F16, COV_F32};
         explore_result r;
-        cov_status_free(explore_roofline.eval(g, &l, &ctx, &r));
+        cov_status_free(explore_roofline.eval(&explore_roofline, g, &l, &ctx, &r));
         cov_acg_free(g);
       }
       free(text);
