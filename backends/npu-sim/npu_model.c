@@ -48,8 +48,15 @@ typedef struct hook_ctx {
  * whole group's, once per group. */
 static int64_t cpu_call_macs(hook_ctx *h, int group, int64_t layer_macs) {
   if (layer_macs >= 0) return layer_macs;
+  if (group == h->cpu_group) return 0;
+  /* a call inside a Loop's or If's body names a group of its subgraph,
+   * which the model's group table does not have: counted per layer only */
   cov_model_group_info gi;
-  if (group == h->cpu_group || cov_model_group_get_info(h->model, (size_t)group, &gi) != NULL) return 0;
+  cov_status st = cov_model_group_get_info(h->model, (size_t)group, &gi);
+  if (st) {
+    cov_status_free(st);
+    return 0;
+  }
   h->cpu_group = group;
   return gi.macs > 0 ? gi.macs : 0;
 }
