@@ -187,9 +187,11 @@ static const char *kind_name(gpu_buf_kind k) {
 
 /* What a generic launch computes: its kind, or the codelet's name. */
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
-  static const char *names[] = {"copy", "gather", "direct_conv", "codelet"};
+  static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
+                                 [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
-  else snprintf(out, n, "%s", names[e->kind]);
+  else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
+  else snprintf(out, n, "kind %d", (int)e->kind);
 }
 
 static cov_status write_modules(const gpu_model_plan *p, const char *dir, json_t *mods) {
