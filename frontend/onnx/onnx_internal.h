@@ -12,6 +12,9 @@
 
 /* Walks the protobuf framing of `data` (a `root` message) and refuses nesting
  * deeper than protobuf-c can safely recurse, or a decoded size past a limit. */
+/* One protobuf varint at *pos (advanced past it); 0 when it runs past size
+ * or is longer than 10 bytes (onnx_wire.c). */
+int onnx_read_varint(const uint8_t *p, size_t size, size_t *pos, uint64_t *out);
 cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *root,
                            const char *file);
 

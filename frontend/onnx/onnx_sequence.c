@@ -32,29 +32,15 @@ typedef struct wire_field {
   size_t len;
 } wire_field;
 
-static int get_varint(const uint8_t *p, size_t size, size_t *pos, uint64_t *out) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (*pos >= size) return 0;
-    uint8_t b = p[(*pos)++];
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *out = v;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 /* The next field at *pos; 0 on malformed framing (or a group). */
 static int next_field(const uint8_t *p, size_t size, size_t *pos, wire_field *f) {
   uint64_t key;
-  if (!get_varint(p, size, pos, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return 0;
+  if (!onnx_read_varint(p, size, pos, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return 0;
   memset(f, 0, sizeof *f);
   f->number = (uint32_t)(key >> 3);
   f->type = (uint32_t)(key & 7);
   switch (f->type) {
-    case 0: return get_varint(p, size, pos, &f->varint);
+    case 0: return onnx_read_varint(p, size, pos, &f->varint);
     case 1:
     case 5: {
       size_t w = f->type == 1 ? 8 : 4;
@@ -64,7 +50,7 @@ static int next_field(const uint8_t *p, size_t size, size_t *pos, wire_field *f)
     }
     case 2: {
       uint64_t len;
-      if (!get_varint(p, size, pos, &len) || len > size - *pos) return 0;
+      if (!onnx_read_varint(p, size, pos, &len) || len > size - *pos) return 0;
       f->bytes = p + *pos;
       f->len = (size_t)len;
       *pos += (size_t)len;

@@ -24,7 +24,7 @@ typedef struct frame {
   size_t end;
 } frame;
 
-static int read_varint(const uint8_t *p, size_t size, size_t *pos, uint64_t *out) {
+int onnx_read_varint(const uint8_t *p, size_t size, size_t *pos, uint64_t *out) {
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (*pos >= size) return 0;
@@ -53,7 +53,7 @@ cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMess
     size_t end = stack[depth].end;
     size_t at = pos;
     uint64_t key;
-    if (!read_varint(data, end, &pos, &key))
+    if (!onnx_read_varint(data, end, &pos, &key))
       return cov_error(COV_PARSE_ERROR, &loc,
                        "not a valid ONNX %s: truncated or corrupt protobuf at byte %zu", what, at);
     uint32_t field = (uint32_t)(key >> 3);
@@ -66,7 +66,7 @@ cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMess
     uint64_t len = 0;
     switch (wire) {
       case 0: /* varint */
-        if (!read_varint(data, end, &pos, &len))
+        if (!onnx_read_varint(data, end, &pos, &len))
           return cov_error(COV_PARSE_ERROR, &loc,
                            "not a valid ONNX %s: truncated or corrupt protobuf at byte %zu", what,
                            at);
@@ -87,7 +87,7 @@ cov_status onnx_wire_check(const uint8_t *data, size_t size, const ProtobufCMess
         decoded += 8;
         break;
       case 2: /* length-delimited: bytes, string, packed array or message */
-        if (!read_varint(data, end, &pos, &len) || len > end - pos)
+        if (!onnx_read_varint(data, end, &pos, &len) || len > end - pos)
           return cov_error(COV_PARSE_ERROR, &loc,
                            "not a valid ONNX %s: truncated or corrupt protobuf at byte %zu "
                            "(a field claims more bytes than remain)",
