@@ -300,6 +300,8 @@ void graph_store_int(void *data, cov_dtype t, size_t i, int64_t x);
 /* The load pipeline after reading (model.c): inference with folding,
  * simplification, fusion into layer groups, the verifier, summaries. */
 cov_status graph_prepare(graph *g, bool no_fold, bool no_fuse);
+/* The graph of a loaded model (model.c). */
+const graph *graph_of_model(const cov_model *m);
 
 /* Shape/dtype inference for every node, folding constants as it goes. */
 cov_status graph_infer(graph *g);
@@ -369,6 +371,8 @@ struct graph_exec {
    * weights), so a layer group may describe it as a constant. */
   unsigned const_inputs;
   bool offer_gathers;       /* embedding gathers offered to `group` too (cov_model_run_groups_gathering) */
+  void (*trace)(void *user, const graph *g, const graph_value *vals); /* graph_run_io.trace */
+  void *trace_user;
 };
 
 /* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values
@@ -394,6 +398,11 @@ typedef struct graph_run_io {
   cov_sequence **seq_out;
   size_t n_outputs;
   bool offer_gathers; /* embedding gathers offered to the group hook too */
+  /* Called when a graph (the model's or a subgraph) finished a run, with
+   * that run's values (indexed by value id, shapes concrete; data may be
+   * freed): how a compiler learns the shapes a run gives each value. */
+  void (*trace)(void *user, const graph *g, const graph_value *vals);
+  void *trace_user;
 } graph_run_io;
 /* graph_run_groups with sequences. */
 cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_group_fn group,

@@ -359,14 +359,14 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
-  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, false};
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, false, NULL, NULL};
   return graph_run_values(g, &io, group, hook, user);
 }
 
 cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                               size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
                               bool offer_gathers) {
-  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, offer_gathers};
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, offer_gathers, NULL, NULL};
   return graph_run_values(g, &io, group, hook, user);
 }
 
@@ -442,8 +442,9 @@ cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_gr
   COV_RETURN_IF_ERROR(init_state(g, &s));
   cov_status st = bind_inputs(g, io, &s);
   graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group,
-                  .offer_gathers = io->offer_gathers};
+                  .offer_gathers = io->offer_gathers, .trace = io->trace, .trace_user = io->trace_user};
   if (!st) st = run_nodes(&x, &s);
+  if (!st && x.trace) x.trace(x.trace_user, g, s.vals);
   if (!st) st = take_outputs(g, io, &s);
   if (st)
     for (size_t i = 0; i < n_outputs; i++) {
@@ -495,6 +496,7 @@ cov_status graph_run_sub(graph_exec *x, const graph *sub, graph_value *const *in
   graph_exec sx = *x;
   sx.g = sub;
   cov_status st = run_nodes(&sx, &s);
+  if (!st && sx.trace) sx.trace(sx.trace_user, sub, s.vals);
   size_t done = 0;
   for (; done < sub->n_outputs && !st; done++)
     st = take_output(sub, &s, sub->outputs[done], &out[done]);

@@ -19,6 +19,8 @@ struct cov_model {
   cov_codelet_lib *owned_lib;
 };
 
+const graph *graph_of_model(const cov_model *m) { return m ? m->g : NULL; }
+
 cov_status graph_prepare(graph *g, bool no_fold, bool no_fuse) {
   COV_RETURN_IF_ERROR(graph_fuse_qdq(g));
   COV_RETURN_IF_ERROR(graph_infer(g));
@@ -221,7 +223,7 @@ cov_status cov_model_run_ref_values(const cov_model *m, const cov_tensor *inputs
                                     cov_tensor *outputs, cov_sequence **seq_outputs, size_t n_outputs) {
   if (!m || (n_outputs && !outputs))
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_ref_values"), "NULL");
-  graph_run_io io = {inputs, seq_inputs, n_inputs, outputs, seq_outputs, n_outputs, false};
+  graph_run_io io = {inputs, seq_inputs, n_inputs, outputs, seq_outputs, n_outputs, false, NULL, NULL};
   return graph_run_values(m->g, &io, NULL, NULL, NULL);
 }
 

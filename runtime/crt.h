@@ -26,11 +26,12 @@
  * tensor-map arguments ({"tmap": ...}), version 3 the embedded ACG of an
  * npu-sim artifact ("acg": blob); an artifact needing neither is written
  * as version 1, byte for byte as before */
-#define CRT_FORMAT_VERSION 4
+#define CRT_FORMAT_VERSION 5
 #define CRT_FORMAT_VERSION_MIN 1
 #define CRT_FORMAT_VERSION_TMAP 2
 #define CRT_FORMAT_VERSION_ACG 3
 #define CRT_FORMAT_VERSION_SYMBOLIC 4 /* an input's symbolic dims or value range */
+#define CRT_FORMAT_VERSION_CONTROL 5  /* host steps (copy, codelet calls) and control (loop, if) */
 #define CRT_MAGIC "\x7f" "COVART\n"
 #define CRT_HEADER_BYTES 64
 #define CRT_ALIGN 256 /* blobs, weights and arena offsets */
@@ -39,6 +40,10 @@
 #define CRT_MAX_MANIFEST_BYTES (64u << 20)
 #define CRT_MAX_ITEMS 100000 /* blobs, modules, buffers, steps, args of one step */
 #define CRT_MAX_BYTES (1ull << 40)
+/* Iterations of one loop step per run (as the frontend's
+ * GRAPH_MAX_LOOP_ITERATIONS), and steps one run may execute in all. */
+#define CRT_MAX_LOOP_ITERATIONS 100000
+#define CRT_MAX_RUN_STEPS ((int64_t)1 << 26)
 
 typedef enum crt_buf_kind {
   CRT_BUF_INPUT,        /* a model input: written by the caller before each run */
@@ -80,7 +85,34 @@ typedef struct crt_arg {
   uint32_t box_rows, box_cols, swizzle;
 } crt_arg;
 
-typedef enum crt_step_op { CRT_STEP_LAUNCH, CRT_STEP_FILL, CRT_STEP_NPU } crt_step_op;
+typedef enum crt_step_op {
+  CRT_STEP_LAUNCH,
+  CRT_STEP_FILL,
+  CRT_STEP_NPU,
+  /* format version 5 (runtime/README.md, "Host steps and control") */
+  CRT_STEP_COPY, /* refs: from, to (the same bytes) */
+  CRT_STEP_HOST, /* a codelet call on the host: views = its arguments, then its result */
+  CRT_STEP_LOOP, /* refs: trip count, condition, iteration number, body condition (-1: none); target: its next */
+  CRT_STEP_NEXT, /* refs: the body's condition (-1: none), then (from, to) pairs; target: its loop */
+  CRT_STEP_IF,   /* refs: the condition; target: the first step of the else branch */
+  CRT_STEP_JUMP, /* target: the step after the If */
+} crt_step_op;
+
+/* A buffer as a host step's codelet sees it (its bytes, another shape). */
+typedef struct crt_view {
+  int buffer;
+  cov_dtype dtype;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+} crt_view;
+
+/* A host step's attribute (as cov_attr). */
+typedef struct crt_attr {
+  const char *name;
+  int is_float;
+  int64_t i;
+  double f;
+} crt_attr;
 
 /* An NPU program tensor bound to a buffer. */
 typedef struct crt_bind {
@@ -106,6 +138,15 @@ typedef struct crt_step {
   int blob;
   crt_bind *binds;
   int n_binds;
+  /* copy, host and control steps (format version 5) */
+  int *refs;
+  int n_refs;
+  int target;
+  const char *codelet;
+  crt_attr *attrs;
+  int n_attrs;
+  crt_view *views;
+  int n_views;
 } crt_step;
 
 typedef struct crt_blob {
@@ -142,6 +183,7 @@ typedef struct crt_artifact {
   const char *model;    /* the source model's file name (no directories) */
   const char *producer; /* "covenant 0.1.0" */
   int acg_blob;         /* npu-sim: the blob holding the ACG the programs were compiled for, or -1 */
+  int codelets_blob;    /* version 5: the blob holding the codelets host steps call, or -1 */
   /* groups the producer could not compile (the runtime refuses to run) */
   const char **missing;
   int n_missing;
@@ -221,6 +263,16 @@ int crt_add_npu(crt_builder *b, int group, const char *label, int blob, const cr
  * artifact's programs were compiled for, so the runtime never resolves the
  * manifest's arch as a file name; returns the blob's index. */
 int crt_add_acg(crt_builder *b, const char *json, size_t bytes);
+/* Format version 5: the codelets' source (host steps call them by name),
+ * a copy, a codelet call on the host, and control steps; a loop's and an
+ * if's target is set once its end is known. */
+int crt_add_codelets(crt_builder *b, const char *text, size_t bytes);
+int crt_add_copy(crt_builder *b, int group, const char *label, int from, int to);
+int crt_add_host(crt_builder *b, int group, const char *label, const char *codelet, const crt_attr *attrs,
+                 int n_attrs, const crt_view *views, int n_views);
+int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label, const int *refs, int n_refs);
+void crt_set_target(crt_builder *b, int step, int target);
+int crt_builder_num_steps(const crt_builder *b);
 /* A group the producer could not compile; the artifact is written (for
  * inspection) but the runtime refuses to run it, listing these. */
 void crt_add_missing(crt_builder *b, const char *why);

@@ -511,6 +511,159 @@ static void read_args(rd *r, const crt_json *o, crt_step *st, int s) {
   }
 }
 
+/* A buffer reference of a control step: -1 (none, where `optional`) or a
+ * buffer; `dtype`/`bytes` (when set) what it must hold; `written`: a step
+ * writes it, so it is no model input or weight. */
+static int ref_of(rd *r, const crt_json *o, const char *key, int optional, cov_dtype dtype, uint64_t bytes,
+                  int written, int s) {
+  crt_artifact *a = r->a;
+  int b = (int)int_of(r, o, key, optional ? -1 : 0, a->n_buffers - 1, 1, -1);
+  if (r->err || b < 0) return -1;
+  const crt_buffer *x = &a->buffers[b];
+  crt_buf_kind root = a->buffers[crt_buffer_root(a, b)].kind;
+  if (dtype != COV_DTYPE_INVALID && (x->dtype != dtype || x->bytes != bytes))
+    bad(r, crt_json_get(o, key), "'%s' is buffer %d ('%s', %s, %" PRIu64 " bytes); it must be one %s", key, b, x->name,
+        cov_dtype_name(x->dtype), x->bytes, cov_dtype_name(dtype));
+  else if (written && (root == CRT_BUF_INPUT || root == CRT_BUF_WEIGHT))
+    bad(r, crt_json_get(o, key), "'%s' writes %s buffer %d ('%s')", key, crt_buf_kind_name(root), b, x->name);
+  else
+    use_buffer(a, b, s);
+  return b;
+}
+
+static int *refs_alloc(rd *r, crt_step *st, size_t n) {
+  st->refs = rd_alloc(r, (n ? n : 1) * sizeof *st->refs);
+  if (!st->refs) bad(r, NULL, "out of memory");
+  st->n_refs = st->refs ? (int)n : 0;
+  return st->refs;
+}
+
+/* A host step's attributes and operands (views of buffers). */
+static void read_host(rd *r, const crt_json *o, crt_step *st, int s) {
+  crt_artifact *a = r->a;
+  st->codelet = str_of(r, o, "codelet", 1);
+  const crt_json *at = array_of(r, o, "attrs", 1), *ops = array_of(r, o, "operands", 1);
+  if (r->err) return;
+  if (at->n > 64 || ops->n < 1 || ops->n > 64) return bad(r, o, "a host step has 1 to 64 operands and at most 64 attributes");
+  st->attrs = rd_alloc(r, at->n * sizeof *st->attrs);
+  st->views = rd_alloc(r, ops->n * sizeof *st->views);
+  if (!st->attrs || !st->views) return bad(r, o, "out of memory");
+  st->n_attrs = (int)at->n, st->n_views = (int)ops->n;
+  static const char *akeys[] = {"name", "i", "f", NULL}, *vkeys[] = {"buffer", "dtype", "shape", NULL};
+  for (size_t k = 0; k < at->n && !r->err; k++) {
+    const crt_json *g;
+    set_path(r, "steps[%d].attrs[%zu]", s, k);
+    if (!obj_item(r, at, k, &g)) break;
+    check_keys(r, g, akeys);
+    st->attrs[k].name = str_of(r, g, "name", 1);
+    const crt_json *f = member(r, g, "f", CRT_JSON_NUMBER, 0);
+    if (f) st->attrs[k].is_float = 1, st->attrs[k].f = f->d;
+    else st->attrs[k].i = int_of(r, g, "i", INT64_MIN, INT64_MAX, 1, 0);
+  }
+  for (size_t k = 0; k < ops->n && !r->err; k++) {
+    const crt_json *g;
+    set_path(r, "steps[%d].operands[%zu]", s, k);
+    if (!obj_item(r, ops, k, &g)) break;
+    check_keys(r, g, vkeys);
+    crt_view *v = &st->views[k];
+    v->dtype = dtype_of(r, g);
+    int64_t numel = shape_of(r, g, &v->rank, v->shape);
+    v->buffer = ref_of(r, g, "buffer", 0, COV_DTYPE_INVALID, 0, k + 1 == ops->n, s);
+    if (r->err) break;
+    const crt_buffer *b = &a->buffers[v->buffer];
+    uint64_t bytes = 0;
+    if (v->dtype != b->dtype || numel < 0 || __builtin_mul_overflow((uint64_t)numel, cov_dtype_size(v->dtype), &bytes) ||
+        bytes != b->bytes)
+      bad(r, g, "operand %s[%" PRId64 " elements] does not fit buffer %d ('%s', %s, %" PRIu64 " bytes)",
+          cov_dtype_name(v->dtype), numel, v->buffer, b->name, cov_dtype_name(b->dtype), b->bytes);
+  }
+}
+
+/* copy, host, loop, next, if, jump (format version 5). */
+static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const char *op) {
+  crt_artifact *a = r->a;
+  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump", NULL};
+  static const char *const keys[][9] = {
+      {"op", "group", "label", "from", "to", NULL},
+      {"op", "group", "label", "codelet", "attrs", "operands", NULL},
+      {"op", "group", "label", "trip", "cond", "iter", "cond_in", "target", NULL},
+      {"op", "group", "label", "cond", "carry", "target", NULL},
+      {"op", "group", "label", "cond", "target", NULL},
+      {"op", "group", "label", "target", NULL}};
+  int k = 0;
+  while (names[k] && strcmp(names[k], op)) k++;
+  if (!names[k]) return bad(r, crt_json_get(o, "op"), "unknown step op '%s' (launch, fill, npu, copy, host, loop, next, if, jump)", op);
+  if (a->version < CRT_FORMAT_VERSION_CONTROL)
+    return bad(r, crt_json_get(o, "op"), "a '%s' step needs format version %d; the artifact says %u", op,
+               CRT_FORMAT_VERSION_CONTROL, a->version);
+  check_keys(r, o, keys[k]);
+  st->op = (crt_step_op)(CRT_STEP_COPY + k);
+  st->target = st->op >= CRT_STEP_LOOP ? (int)int_of(r, o, "target", 0, a->n_steps, 1, 0) : -1;
+  if (st->op == CRT_STEP_COPY) {
+    int *x = refs_alloc(r, st, 2);
+    if (!x) return;
+    x[0] = ref_of(r, o, "from", 0, COV_DTYPE_INVALID, 0, 0, s);
+    x[1] = ref_of(r, o, "to", 0, COV_DTYPE_INVALID, 0, 1, s);
+    if (!r->err && a->buffers[x[0]].bytes != a->buffers[x[1]].bytes)
+      bad(r, o, "a copy from %" PRIu64 " bytes to %" PRIu64, a->buffers[x[0]].bytes, a->buffers[x[1]].bytes);
+  } else if (st->op == CRT_STEP_HOST) {
+    read_host(r, o, st, s);
+  } else if (st->op == CRT_STEP_LOOP) {
+    int *x = refs_alloc(r, st, 4);
+    if (!x) return;
+    x[0] = ref_of(r, o, "trip", 1, COV_I64, 8, 0, s);
+    x[1] = ref_of(r, o, "cond", 1, COV_BOOL, 1, 0, s);
+    x[2] = ref_of(r, o, "iter", 1, COV_I64, 8, 1, s);
+    x[3] = ref_of(r, o, "cond_in", 1, COV_BOOL, 1, 1, s);
+  } else if (st->op == CRT_STEP_NEXT) {
+    const crt_json *c = array_of(r, o, "carry", 1);
+    int *x = c ? refs_alloc(r, st, 1 + 2 * c->n) : NULL;
+    if (!x) return;
+    x[0] = ref_of(r, o, "cond", 1, COV_BOOL, 1, 0, s);
+    for (size_t j = 0; j < c->n && !r->err; j++) {
+      const crt_json *pr = c->items[j];
+      set_path(r, "steps[%d].carry[%zu]", s, j);
+      if (pr->kind != CRT_JSON_ARRAY || pr->n != 2 || pr->items[0]->kind != CRT_JSON_NUMBER ||
+          pr->items[1]->kind != CRT_JSON_NUMBER || !pr->items[0]->is_int || !pr->items[1]->is_int ||
+          pr->items[0]->i < 0 || pr->items[1]->i < 0 || pr->items[0]->i >= a->n_buffers ||
+          pr->items[1]->i >= a->n_buffers)
+        return bad(r, pr, "a carried value is [from, to], two buffer indices");
+      int f = (int)pr->items[0]->i, t = (int)pr->items[1]->i;
+      crt_buf_kind root = a->buffers[crt_buffer_root(a, t)].kind;
+      if (a->buffers[f].bytes != a->buffers[t].bytes || root == CRT_BUF_INPUT || root == CRT_BUF_WEIGHT)
+        return bad(r, pr, "buffer %d cannot carry into buffer %d (sizes differ or it is not writable)", f, t);
+      x[1 + 2 * j] = f, x[2 + 2 * j] = t;
+      use_buffer(a, f, s), use_buffer(a, t, s);
+    }
+  } else if (st->op == CRT_STEP_IF) {
+    int *x = refs_alloc(r, st, 1);
+    if (x) x[0] = ref_of(r, o, "cond", 0, COV_BOOL, 1, 0, s);
+  }
+  if (!r->err && st->op >= CRT_STEP_LOOP && st->op != CRT_STEP_NEXT && st->target <= s)
+    bad(r, crt_json_get(o, "target"), "step %d's target %d is not after it", s, st->target);
+}
+
+/* Loops pair with their next steps both ways; a next jumps back to its
+ * loop only, every other jump goes forward: a run ends (and
+ * CRT_MAX_RUN_STEPS bounds how long). */
+static void check_control(rd *r) {
+  crt_artifact *a = r->a;
+  for (int s = 0; s < a->n_steps && !r->err; s++) {
+    const crt_step *x = &a->steps[s];
+    set_path(r, "steps[%d].target", s);
+    if (x->op == CRT_STEP_LOOP && (x->target >= a->n_steps || a->steps[x->target].op != CRT_STEP_NEXT ||
+                                   a->steps[x->target].target != s))
+      bad(r, NULL, "loop step %d's target %d is not its next step", s, x->target);
+    if (x->op == CRT_STEP_NEXT && (x->target >= s || a->steps[x->target].op != CRT_STEP_LOOP ||
+                                   a->steps[x->target].target != s))
+      bad(r, NULL, "next step %d's target %d is not its loop step", s, x->target);
+  }
+  r->path[0] = '\0';
+  int host = 0;
+  for (int s = 0; s < a->n_steps; s++) host |= a->steps[s].op == CRT_STEP_HOST;
+  if (!r->err && host && a->codelets_blob < 0) bad(r, NULL, "host steps call codelets; the artifact has no 'codelets'");
+}
+
 static void read_steps(rd *r, const crt_json *root) {
   crt_artifact *a = r->a;
   const crt_json *arr = array_of(r, root, "steps", 1);
@@ -593,9 +746,10 @@ static void read_steps(rd *r, const crt_json *root) {
         if (!r->err) use_buffer(a, st->binds[k].buffer, s);
       }
     } else {
-      bad(r, crt_json_get(o, "op"), "unknown step op '%s' (launch, fill, npu)", op);
+      read_control(r, o, st, s, op);
     }
   }
+  if (!r->err) check_control(r);
 }
 
 /* The data section's bytes outside every blob (the 256-byte alignment
@@ -700,7 +854,7 @@ static void read_manifest(rd *r, const crt_json *root) {
   crt_artifact *a = r->a;
   if (root->kind != CRT_JSON_OBJECT) return bad(r, root, "the manifest must be an object");
   static const char *keys[] = {"format", "version", "target", "backend", "arch", "model", "producer", "acg",
-                               "missing", "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs",
+                               "codelets", "missing", "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs",
                                "outputs", "steps", NULL};
   const char *format = str_of(r, root, "format", 1);
   if (format && strcmp(format, "covenant-artifact"))
@@ -730,6 +884,11 @@ static void read_manifest(rd *r, const crt_json *root) {
   if (!r->err) check_padding(r);
   set_path(r, "acg");
   a->acg_blob = crt_json_get(root, "acg") ? blob_ref(r, root, "acg", 1) : -1;
+  set_path(r, "codelets");
+  a->codelets_blob = crt_json_get(root, "codelets") ? blob_ref(r, root, "codelets", 1) : -1;
+  if (!r->err && a->codelets_blob >= 0 && a->version < CRT_FORMAT_VERSION_CONTROL)
+    return bad(r, crt_json_get(root, "codelets"), "codelets need format version %d; the artifact says %u",
+               CRT_FORMAT_VERSION_CONTROL, a->version);
   if (!r->err) r->path[0] = '\0', read_modules(r, root);
   if (!r->err) r->path[0] = '\0', read_buffers(r, root);
   if (!r->err) r->path[0] = '\0', read_ios(r, root, 0);

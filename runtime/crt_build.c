@@ -36,6 +36,7 @@ struct crt_builder {
   int n_missing, cap_missing;
   unsigned version; /* the format the items need (tensor maps: 2, an ACG: 3), else 1 */
   int acg_blob;     /* the embedded ACG's blob, or -1 */
+  int codelets_blob; /* the codelets host steps call (version 5), or -1 */
 };
 
 static char *dup_str(crt_builder *b, const char *s) {
@@ -95,6 +96,7 @@ cov_status crt_builder_new(const char *target, const char *backend, const char *
   b->model = dup_str(b, slash ? slash + 1 : model);
   b->version = CRT_FORMAT_VERSION_MIN;
   b->acg_blob = -1;
+  b->codelets_blob = -1;
   if (b->err) {
     cov_status st = b->err;
     b->err = NULL;
@@ -119,6 +121,8 @@ void crt_builder_free(crt_builder *b) {
     free((char *)s->label), free((char *)s->kernel), free(s->args);
     for (int k = 0; k < s->n_binds; k++) free((char *)s->binds[k].tensor);
     free(s->binds);
+    for (int k = 0; k < s->n_attrs; k++) free((char *)s->attrs[k].name);
+    free(s->attrs), free(s->refs), free(s->views), free((char *)s->codelet);
   }
   for (int i = 0; i < b->n_missing; i++) free(b->missing[i]);
   free(b->blobs), free(b->modules), free(b->buffers), free(b->steps), free(b->missing);
@@ -366,6 +370,101 @@ int crt_add_acg(crt_builder *b, const char *json, size_t bytes) {
   return blob;
 }
 
+static void need_control(crt_builder *b) {
+  if (b->version < CRT_FORMAT_VERSION_CONTROL) b->version = CRT_FORMAT_VERSION_CONTROL;
+}
+
+int crt_add_codelets(crt_builder *b, const char *text, size_t bytes) {
+  if (b->err) return -1;
+  if (b->codelets_blob >= 0) {
+    fail(b, "the codelets are added once");
+    return -1;
+  }
+  int blob = crt_add_blob(b, "codelets.cdl", text, bytes);
+  if (blob < 0) return -1;
+  b->codelets_blob = blob;
+  need_control(b);
+  return blob;
+}
+
+static int buffer_ok(const crt_builder *b, int buf) { return buf >= 0 && buf < b->n_buffers; }
+
+int crt_add_copy(crt_builder *b, int group, const char *label, int from, int to) {
+  if (b->err) return -1;
+  if (!buffer_ok(b, from) || !buffer_ok(b, to) || b->buffers[from].bytes != b->buffers[to].bytes ||
+      b->buffers[to].kind == CRT_BUF_WEIGHT || b->buffers[to].kind == CRT_BUF_INPUT) {
+    fail(b, "copy '%s': buffers %d and %d differ in size or cannot be written", label, from, to);
+    return -1;
+  }
+  int refs[2] = {from, to};
+  return crt_add_control(b, CRT_STEP_COPY, group, label, refs, 2);
+}
+
+int crt_add_host(crt_builder *b, int group, const char *label, const char *codelet, const crt_attr *attrs,
+                 int n_attrs, const crt_view *views, int n_views) {
+  if (b->err) return -1;
+  if (n_views < 1 || n_views > 64 || n_attrs < 0 || n_attrs > 64) {
+    fail(b, "host step '%s': %d operands, %d attributes", label, n_views, n_attrs);
+    return -1;
+  }
+  for (int k = 0; k < n_views; k++) {
+    cov_tensor t = {.dtype = views[k].dtype, .rank = views[k].rank};
+    memcpy(t.shape, views[k].shape, sizeof t.shape);
+    int64_t n = cov_tensor_numel(&t);
+    if (!buffer_ok(b, views[k].buffer) || n < 0 || views[k].dtype != b->buffers[views[k].buffer].dtype ||
+        (uint64_t)n * cov_dtype_size(views[k].dtype) != b->buffers[views[k].buffer].bytes) {
+      fail(b, "host step '%s': operand %d does not fit buffer %d", label, k, views[k].buffer);
+      return -1;
+    }
+  }
+  int i = new_step(b, CRT_STEP_HOST, group, label);
+  if (i < 0) return -1;
+  crt_step *s = &b->steps[i];
+  s->codelet = dup_str(b, codelet);
+  s->views = malloc((size_t)n_views * sizeof *s->views);
+  s->attrs = calloc((size_t)(n_attrs ? n_attrs : 1), sizeof *s->attrs);
+  if (!s->views || !s->attrs) {
+    fail(b, "out of memory");
+    return -1;
+  }
+  memcpy(s->views, views, (size_t)n_views * sizeof *s->views);
+  s->n_views = n_views;
+  for (int k = 0; k < n_attrs; k++) s->attrs[k] = attrs[k], s->attrs[k].name = dup_str(b, attrs[k].name);
+  s->n_attrs = n_attrs;
+  need_control(b);
+  return b->err ? -1 : i;
+}
+
+int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label, const int *refs, int n_refs) {
+  if (b->err) return -1;
+  for (int k = 0; k < n_refs; k++)
+    if (refs[k] < -1 || refs[k] >= b->n_buffers) {
+      fail(b, "step '%s': buffer %d", label, refs[k]);
+      return -1;
+    }
+  int i = new_step(b, op, group, label);
+  if (i < 0) return -1;
+  crt_step *s = &b->steps[i];
+  s->target = -1;
+  s->refs = malloc((size_t)(n_refs ? n_refs : 1) * sizeof *s->refs);
+  if (!s->refs) {
+    fail(b, "out of memory");
+    return -1;
+  }
+  if (n_refs) memcpy(s->refs, refs, (size_t)n_refs * sizeof *refs);
+  s->n_refs = n_refs;
+  need_control(b);
+  return i;
+}
+
+void crt_set_target(crt_builder *b, int step, int target) {
+  if (b->err) return;
+  if (step < 0 || step >= b->n_steps || target < 0 || target > b->n_steps) return fail(b, "step %d: target %d", step, target);
+  b->steps[step].target = target;
+}
+
+int crt_builder_num_steps(const crt_builder *b) { return b->n_steps; }
+
 int crt_add_npu(crt_builder *b, int group, const char *label, int blob, const crt_bind *binds, int n_binds) {
   if (b->err) return -1;
   if (blob < 0 || blob >= b->n_blobs || n_binds < 0 || n_binds > 4096) {
@@ -421,6 +520,24 @@ static uint64_t plan_arena(crt_builder *b) {
       if (st->args[k].kind == CRT_ARG_BUFFER || st->args[k].kind == CRT_ARG_TMAP) use(b, st->args[k].buffer, s);
     if (st->op == CRT_STEP_FILL) use(b, st->buffer, s);
     for (int k = 0; k < st->n_binds; k++) use(b, st->binds[k].buffer, s);
+    for (int k = 0; k < st->n_refs; k++)
+      if (st->refs[k] >= 0) use(b, st->refs[k], s);
+    for (int k = 0; k < st->n_views; k++) use(b, st->views[k].buffer, s);
+  }
+  /* a buffer alive when a loop begins stays alive to its last iteration's
+   * end: the next iteration reads it again (inner loops first: ascending
+   * next steps would miss an outer loop's extension, so repeat to a fixed
+   * point, at most the nesting depth) */
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (int s = 0; s < b->n_steps; s++) {
+      const crt_step *st = &b->steps[s];
+      if (st->op != CRT_STEP_LOOP || st->target <= s) continue;
+      for (int i = 0; i < b->n_buffers; i++) {
+        crt_buffer *x = &b->buffers[i];
+        if (x->first >= 0 && x->first <= s && x->last >= s && x->last < st->target) x->last = st->target, changed = 1;
+      }
+    }
   }
   int n = 0;
   int *order = malloc((size_t)(b->n_buffers ? b->n_buffers : 1) * sizeof *order);
@@ -543,6 +660,47 @@ static void put_ios(sbuf *o, const crt_builder *b) {
   }
 }
 
+static const char *const control_names[] = {"copy", "host", "loop", "next", "if", "jump"};
+
+static void put_refs(sbuf *o, const crt_step *s, const char *const *keys, int n_keys) {
+  for (int k = 0; k < n_keys && k < s->n_refs; k++) put(o, ", \"%s\": %d", keys[k], s->refs[k]);
+}
+
+/* copy, host and control steps (format version 5) */
+static void put_control(sbuf *o, const crt_step *s) {
+  put_head(o, s->group, s->label, control_names[s->op - CRT_STEP_COPY]);
+  static const char *const copy_keys[] = {"from", "to"}, *const loop_keys[] = {"trip", "cond", "iter", "cond_in"};
+  if (s->op == CRT_STEP_COPY) put_refs(o, s, copy_keys, 2);
+  if (s->op == CRT_STEP_LOOP) put_refs(o, s, loop_keys, 4);
+  if (s->op == CRT_STEP_IF) put_refs(o, s, loop_keys + 1, 1);
+  if (s->op == CRT_STEP_NEXT) {
+    put(o, ", \"cond\": %d, \"carry\": [", s->refs[0]);
+    for (int k = 1; k + 1 < s->n_refs; k += 2) put(o, "%s[%d, %d]", k > 1 ? ", " : "", s->refs[k], s->refs[k + 1]);
+    put(o, "]");
+  }
+  if (s->op >= CRT_STEP_LOOP) put(o, ", \"target\": %d", s->target);
+  if (s->op == CRT_STEP_HOST) {
+    put(o, ", \"codelet\": ");
+    put_str(o, s->codelet);
+    put(o, ", \"attrs\": [");
+    for (int k = 0; k < s->n_attrs; k++) {
+      put(o, "%s{\"name\": ", k ? ", " : "");
+      put_str(o, s->attrs[k].name);
+      if (s->attrs[k].is_float) put(o, ", \"f\": %.17g}", s->attrs[k].f);
+      else put(o, ", \"i\": %" PRId64 "}", s->attrs[k].i);
+    }
+    put(o, "], \"operands\": [");
+    for (int k = 0; k < s->n_views; k++) {
+      put(o, "%s{\"buffer\": %d, \"dtype\": \"%s\", \"shape\": ", k ? ", " : "", s->views[k].buffer,
+          cov_dtype_name(s->views[k].dtype));
+      put_shape(o, s->views[k].rank, s->views[k].shape);
+      put(o, "}");
+    }
+    put(o, "]");
+  }
+  put(o, "}");
+}
+
 static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, uint64_t arena, uint64_t weights) {
   put(o, "{\n\"format\": \"covenant-artifact\",\n\"version\": %u,\n\"target\": ", b->version);
   put_str(o, b->target);
@@ -553,6 +711,7 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
   put(o, ",\n\"model\": ");
   put_str(o, b->model);
   if (b->acg_blob >= 0) put(o, ",\n\"acg\": %d", b->acg_blob);
+  if (b->codelets_blob >= 0) put(o, ",\n\"codelets\": %d", b->codelets_blob);
   put(o, ",\n\"producer\": \"covenant %s\",\n\"missing\": [", COV_VERSION);
   for (int i = 0; i < b->n_missing; i++) {
     put(o, "%s\n  ", i ? "," : "");
@@ -617,6 +776,8 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
       put_head(o, s->group, s->label, "fill");
       put(o, ", \"buffer\": %d, \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"value\": %u}", s->buffer, s->offset,
           s->bytes, s->value);
+    } else if (s->op >= CRT_STEP_COPY) {
+      put_control(o, s);
     } else {
       put_head(o, s->group, s->label, "npu");
       put(o, ", \"blob\": %d, \"binds\": [", s->blob);

@@ -157,6 +157,31 @@ static cov_status check_binds(const crt_artifact *a, int s, const cov_npu_progra
   return st;
 }
 
+/* A host or control step's reads come after writes; what it writes is
+ * written from then on (in step order: a loop body's reads of carried
+ * values follow the copies that set them up). */
+static cov_status check_host_flow(const crt_artifact *a, int s, char *written) {
+  const crt_step *x = &a->steps[s];
+  int reads[4] = {-1, -1, -1, -1}, writes[2] = {-1, -1}, n_views_read = 0;
+  if (x->op == CRT_STEP_COPY) reads[0] = x->refs[0], writes[0] = x->refs[1];
+  if (x->op == CRT_STEP_LOOP) reads[0] = x->refs[0], reads[1] = x->refs[1], writes[0] = x->refs[2], writes[1] = x->refs[3];
+  if (x->op == CRT_STEP_IF || x->op == CRT_STEP_NEXT) reads[0] = x->refs[0];
+  if (x->op == CRT_STEP_HOST) n_views_read = x->n_views - 1;
+  for (int k = 0; k < 4 + n_views_read; k++) {
+    int b = k < 4 ? reads[k] : x->views[k - 4].buffer;
+    if (b < 0 || written[crt_buffer_root(a, b)]) continue;
+    char path[64], e1[256];
+    snprintf(path, sizeof path, "steps[%d]", s);
+    return cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "step %d reads buffer %d ('%s', %s) before any step writes it",
+                     s, b, common_escape(a->buffers[b].name, e1, sizeof e1), crt_buf_kind_name(a->buffers[b].kind));
+  }
+  for (int k = 0; k < 2; k++)
+    if (writes[k] >= 0) written[crt_buffer_root(a, writes[k])] = 1;
+  if (x->op == CRT_STEP_HOST) written[crt_buffer_root(a, x->views[x->n_views - 1].buffer)] = 1;
+  for (int k = 1; x->op == CRT_STEP_NEXT && k + 1 < x->n_refs; k += 2) written[crt_buffer_root(a, x->refs[k + 1])] = 1;
+  return NULL;
+}
+
 /* The plan's dataflow, step by step in order (runtime/README.md, "The
  * plan's dataflow"): what the reader could not check without the programs'
  * tensor roles. Then every output has been written. */
@@ -170,6 +195,7 @@ static cov_status check_dataflow(const crt_artifact *a, cov_npu_program *const *
     const crt_step *x = &a->steps[s];
     if (x->op == CRT_STEP_FILL) written[crt_buffer_root(a, x->buffer)] = 1;
     else if (x->op == CRT_STEP_NPU) st = check_binds(a, s, progs[s], written);
+    else if (x->op >= CRT_STEP_COPY) st = check_host_flow(a, s, written);
   }
   for (int i = 0; i < a->n_outputs && !st; i++) {
     int r = crt_buffer_root(a, a->outputs[i].buffer);

@@ -25,6 +25,7 @@
 #include "runtime/crt.h"
 #include "runtime/crt_internal.h"
 #include "runtime/crt_npu.h"
+#include "runtime/crt_host.h"
 
 enum { DEV_CUDA = CRT_DEV_CUDA, DEV_HIP = CRT_DEV_HIP, DEV_NPU = CRT_DEV_NPU };
 
@@ -35,6 +36,7 @@ struct crt_session {
   crt_cuda *cu;
   crt_hip *hip;
   crt_npu *npu;
+  crt_host *hs;       /* host steps and control (format version 5) */
   crt_cuda_stream *stream;
   crt_cuda_graph *graph;
   void **mods;        /* per module */
@@ -293,6 +295,22 @@ static cov_status check_target(const crt_artifact *a) {
 #endif
 }
 
+/* Host steps and control read and write buffers in host memory: the
+ * npu-sim device's. On a GPU they would need the device to wait for the
+ * host at every branch, which this runtime does not do yet: refused. */
+static cov_status open_host(crt_session *s) {
+  const crt_artifact *a = s->a;
+  for (int i = 0; i < a->n_steps && s->dev != DEV_NPU; i++)
+    if (a->steps[i].op >= CRT_STEP_COPY) {
+      char path[64];
+      snprintf(path, sizeof path, "steps[%d]", i);
+      return cov_error(COV_UNSUPPORTED, COV_AT(a->file, path),
+                       "host steps and control (format version %d) run on the %s device only", CRT_FORMAT_VERSION_CONTROL,
+                       crt_device_backend(CRT_DEV_NPU));
+    }
+  return crt_host_open(a, &s->hs);
+}
+
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
   *out = NULL;
   static const crt_options none;
@@ -321,6 +339,7 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
   cov_status st = !s->addr || !s->io_mem ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory")
                   : s->dev == DEV_NPU    ? open_npu(s)
                                          : open_gpu(s);
+  if (!st && a->version >= CRT_FORMAT_VERSION_CONTROL) st = open_host(s);
   if (!st) st = build_args(s);
   if (st) {
     crt_session_close(s);
@@ -346,6 +365,7 @@ void crt_session_close(crt_session *s) {
     if (s->stream) crt_cuda_stream_destroy(s->cu, s->stream);
   }
   crt_npu_close(s->npu);
+  crt_host_close(s->hs);
   crt_cuda_close(s->cu);
   crt_hip_close(s->hip);
   free(s->mods), free(s->fns), free(s->addr), free(s->io_mem), free(s->argv_store), free(s->argv);
@@ -357,9 +377,16 @@ void crt_session_close(crt_session *s) {
 static cov_status issue(crt_session *s) {
   const crt_artifact *a = s->a;
   cov_status st = NULL;
-  for (int i = 0; i < a->n_steps && !st; i++) {
+  int64_t budget = CRT_MAX_RUN_STEPS;
+  for (int i = 0, next = 1; i < a->n_steps && !st; i = next) {
     const crt_step *x = &a->steps[i];
-    if (x->op == CRT_STEP_LAUNCH) {
+    next = i + 1;
+    if (--budget < 0)
+      return loc_error(a, COV_OUT_OF_RANGE, "a run would execute more than %" PRId64 " steps (loops)",
+                       (int64_t)CRT_MAX_RUN_STEPS);
+    if (x->op >= CRT_STEP_COPY) {
+      st = crt_host_step(s->hs, a, i, s->addr, &next);
+    } else if (x->op == CRT_STEP_LAUNCH) {
       void **args = &s->argv[s->argv_first[i]];
       st = s->dev == DEV_CUDA
                ? crt_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)

@@ -356,6 +356,51 @@ COV_API cov_status cov_model_run_ref_values(const cov_model *model, const cov_te
 COV_API cov_status cov_onnx_sequence_read(const char *path, cov_dtype dtype, bool optional,
                                           cov_sequence **out);
 
+/* ---- the model as a program (appended) ----------------------------------
+ * For compilers of artifacts whose control runs on the host (runtime/
+ * README.md, "Host steps and control"): the model's layer groups in
+ * execution order, a Loop or If node opened into its subgraphs' groups
+ * between markers, each data movement the program can hold a copy, and
+ * every value at one shape. Shapes are the load-time ones where static;
+ * inside subgraphs (whose loop-carried values have no static shape at
+ * load) they are the ones a run on `probe` gives, which must be the same
+ * in every iteration and branch run; a value whose shape changes, or that
+ * an operator makes with a data-dependent size, has none, and the steps
+ * that need it are COV_PSTEP_MISSING saying so. */
+typedef enum cov_model_pstep_kind {
+  COV_PSTEP_GROUP = 1, /* a compute group: desc */
+  COV_PSTEP_COPY,      /* vals[0]'s bytes into vals[1] (Identity, reshapes, loop state) */
+  COV_PSTEP_LOOP,      /* a loop begins: vals = trip count, condition, the body's iteration
+                          number and condition inputs (each NULL when absent or unused) */
+  COV_PSTEP_NEXT,      /* the body ends: vals = the body's condition result (or NULL), then
+                          pairs (body result, body input) copied before the next iteration */
+  COV_PSTEP_IF,        /* vals[0]: the condition; the then branch follows */
+  COV_PSTEP_ELSE,      /* the else branch follows */
+  COV_PSTEP_END,       /* the If ends */
+  COV_PSTEP_MISSING,   /* work the program cannot hold: why */
+} cov_model_pstep_kind;
+typedef struct cov_model_pstep {
+  cov_model_pstep_kind kind;
+  size_t group;                /* the group's index in its graph */
+  const char *node;            /* its first node */
+  const char *kind_name;       /* "gemm+bias", "layout", "loop" */
+  const cov_model_group *desc; /* GROUP */
+  const char *const *vals;
+  size_t n_vals;
+  const char *why;             /* MISSING */
+} cov_model_pstep;
+typedef struct cov_model_program cov_model_program;
+/* probe: one tensor per model input (the run that gives subgraphs their
+ * shapes; not run when the model has no subgraph). */
+COV_API cov_status cov_model_program_build(const cov_model *model, const cov_tensor *probe, size_t n_probe,
+                                           cov_model_program **out);
+COV_API size_t cov_model_program_count(const cov_model_program *p);
+COV_API const cov_model_pstep *cov_model_program_step(const cov_model_program *p, size_t i);
+/* A value a step names: its dtype and shape (rank -1: none), data for a
+ * constant (owned by the model), else NULL; false when no step names it. */
+COV_API bool cov_model_program_value(const cov_model_program *p, const char *name, cov_tensor *out);
+COV_API void cov_model_program_free(cov_model_program *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,8 @@
 #include "covenant/model.h"
 #include "covenant/npu.h"
 #include "runtime/crt.h"
+#include "backends/npu-sim/compile/npu_control.h"
+#include "common/loc.h"
 
 static void first_line(cov_status st, char *buf, size_t n) {
   cov_status_format(st, buf, n);
@@ -42,13 +44,12 @@ static void job_free(group_job *j) {
   cov_npu_program_free(j->prog);
   cov_schedule_free(j->sched);
   cov_layer_free(j->layer);
-  cov_model_group_free(j->desc);
-  memset(j, 0, sizeof *j);
+  memset(j, 0, sizeof *j); /* the description is the program's */
 }
 
-static cov_status job_build(const cov_model *m, size_t i, const cov_acg *acg, group_job *j) {
+static cov_status job_build(const cov_model_group *desc, const cov_acg *acg, group_job *j) {
   memset(j, 0, sizeof *j);
-  COV_RETURN_IF_ERROR(cov_model_group_describe(m, i, &j->desc));
+  j->desc = (cov_model_group *)desc;
   COV_RETURN_IF_ERROR(cov_layer_from_model_group(j->desc, &j->layer));
   COV_RETURN_IF_ERROR(cov_map(j->layer, acg, NULL, &j->sched));
   /* the same choice as covenant run makes (npu_model.c) */
@@ -69,58 +70,15 @@ static cov_status job_build(const cov_model *m, size_t i, const cov_acg *acg, gr
   return NULL;
 }
 
-/* Model values and the buffers that hold them. */
-typedef struct value_map {
-  char **names;
-  int *buffers;
-  size_t n, cap;
-} value_map;
-
-static int value_find(const value_map *v, const char *name) {
-  for (size_t i = 0; i < v->n; i++)
-    if (!strcmp(v->names[i], name)) return v->buffers[i];
-  return -1;
-}
-
-static cov_status value_add(value_map *v, const char *name, int buffer) {
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? v->cap * 2 : 32;
-    char **nn = realloc(v->names, cap * sizeof *nn);
-    if (!nn) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    v->names = nn;
-    int *nb = realloc(v->buffers, cap * sizeof *nb);
-    if (!nb) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    v->buffers = nb, v->cap = cap;
-  }
-  v->names[v->n] = strdup(name);
-  if (!v->names[v->n]) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  v->buffers[v->n++] = buffer;
-  return NULL;
-}
-
-static void value_free(value_map *v) {
-  for (size_t i = 0; i < v->n; i++) free(v->names[i]);
-  free(v->names), free(v->buffers);
-}
-
 static uint64_t tensor_bytes(const cov_tensor *t) {
   int64_t n = cov_tensor_numel(t);
   return n < 0 ? 0 : (uint64_t)n * cov_dtype_size(t->dtype);
 }
 
-/* The buffer of a value a group reads or writes: known, or a new
- * intermediate with the value's dtype and shape. */
-static int value_buffer(crt_builder *b, value_map *v, const char *name, const cov_tensor *shape, cov_status *st) {
-  int buf = value_find(v, name);
-  if (buf >= 0) return buf;
-  buf = crt_add_buffer(b, name, CRT_BUF_INTERMEDIATE, shape->dtype, shape->rank, shape->shape, tensor_bytes(shape));
-  if (buf >= 0 && (*st = value_add(v, name, buf))) return -1;
-  return buf;
-}
-
 /* The model's inputs and outputs as buffers (an input's symbolic dims and
  * integer range recorded), each a value of `vals`. */
-static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, value_map *vals) {
+static cov_status add_ios(const cov_model *m, const cov_model_program *prog, const char *path, crt_builder *b,
+                          npu_values *vals) {
   cov_status st = NULL;
   for (int out = 0; out < 2 && !st; out++) {
     size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
@@ -130,6 +88,8 @@ static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, 
       if ((st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape)
                     : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
         break;
+      cov_tensor pt = {0}; /* an output a Loop or an If makes: the program's shape */
+      if (out && cov_model_program_value(prog, name, &pt) && pt.rank >= 0) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
       if (t.rank < 0) {
         cov_loc loc = {path, 0, 0, name};
         st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
@@ -142,10 +102,10 @@ static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, 
                          out ? "" : "; give the input's shape with --shape NAME=DIMS");
         }
       if (st) break;
-      int buf = value_find(vals, name);
+      int buf = npu_value_find(vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
-        if (buf >= 0) st = value_add(vals, name, buf);
+        if (buf >= 0) st = npu_value_add(vals, name, buf);
       }
       if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
       if (!st && !out) {
@@ -159,84 +119,117 @@ static cov_status add_ios(const cov_model *m, const char *path, crt_builder *b, 
   return st;
 }
 
-/* The model's inputs and outputs as buffers, then one npu step per
- * compiled group. */
-static cov_status build_artifact(const cov_model *m, const cov_acg *acg, const char *path, crt_builder *b,
-                                 size_t *compiled) {
-  value_map vals = {0};
-  cov_status st = add_ios(m, path, b, &vals);
-  size_t n = cov_model_num_groups(m);
-  for (size_t i = 0; i < n && !st; i++) {
-    cov_model_group_info info;
-    if ((st = cov_model_group_get_info(m, i, &info))) break;
-    char why[700];
-    if (info.layout) {
-      snprintf(why, sizeof why, "group %zu (%s): layout work the frontend does; NPU artifacts hold compute groups only",
-               i, info.kind);
-      crt_add_missing(b, why);
-      continue;
-    }
-    group_job j;
-    cov_status gs = job_build(m, i, acg, &j);
-    if (gs && cov_status_code(gs) == COV_OUT_OF_MEMORY) { /* not a group that does not fuse: an error */
-      st = gs;
-      job_free(&j);
+/* One compute group as an NPU program bound to its values' buffers;
+ * false (and *why) when it does not compile. */
+static bool group_npu(npu_ctl *c, const cov_acg *acg, const cov_model_pstep *p, size_t *compiled, char *why,
+                      size_t why_n) {
+  group_job j;
+  cov_status gs = job_build(p->desc, acg, &j);
+  if (gs) {
+    if (cov_status_code(gs) == COV_OUT_OF_MEMORY) c->st = gs; /* not a group that does not fuse: an error */
+    else first_line(gs, why, why_n), cov_status_free(gs);
+    job_free(&j);
+    return false;
+  }
+  void *bytes = NULL;
+  size_t size = 0;
+  char name[64];
+  snprintf(name, sizeof name, "group_%zu.npu", *compiled);
+  c->st = cov_npu_program_encode(j.prog, &bytes, &size);
+  int blob = c->st ? -1 : crt_add_blob(c->b, name, bytes, size);
+  free(bytes);
+  crt_bind binds[9];
+  static const char *tensors[] = {"in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7"};
+  int nb = 0;
+  for (int k = 0; k < cov_layer_num_inputs(j.layer) && !c->st; k++) {
+    const cov_model_arg *a = NULL;
+    if ((c->st = cov_layer_model_input(p->desc, k, &a))) break;
+    if (a->kind == COV_MODEL_ARG_CONST) continue; /* in the program */
+    cov_tensor shape = {0};
+    const char *value = a->kind == COV_MODEL_ARG_EXTERNAL ? cov_model_group_input(p->desc, (size_t)a->input, &shape) : NULL;
+    if (!value || k >= 8) {
+      c->st = cov_error(value ? COV_UNSUPPORTED : COV_INTERNAL, COV_AT(c->path, p->node),
+                        value ? "more than 8 program inputs" : "layer input %d is neither a constant nor a group input", k);
       break;
     }
-    if (gs) {
-      char first[512];
-      first_line(gs, first, sizeof first);
-      cov_status_free(gs);
-      snprintf(why, sizeof why, "group %zu (%s): not one NPU program: %s", i, info.kind, first);
-      crt_add_missing(b, why);
-      job_free(&j);
-      continue;
-    }
-    void *bytes = NULL;
-    size_t size = 0;
-    char name[64];
-    snprintf(name, sizeof name, "group_%zu.npu", i);
-    st = cov_npu_program_encode(j.prog, &bytes, &size);
-    int blob = st ? -1 : crt_add_blob(b, name, bytes, size);
-    free(bytes);
-    crt_bind binds[COV_MAX_RANK + 64];
-    int nb = 0;
-    const cov_model_group *d = j.desc;
-    for (int k = 0; k < cov_layer_num_inputs(j.layer) && !st && nb < 63; k++) {
-      const cov_model_arg *a = NULL;
-      if ((st = cov_layer_model_input(d, k, &a))) break;
-      if (a->kind == COV_MODEL_ARG_CONST) continue; /* in the program */
-      cov_tensor shape = {0};
-      const char *value = a->kind == COV_MODEL_ARG_EXTERNAL ? cov_model_group_input(d, (size_t)a->input, &shape) : NULL;
-      if (!value) {
-        cov_loc loc = {path, 0, 0, cov_model_group_name(d)};
-        st = cov_error(COV_INTERNAL, &loc, "group %zu: layer input %d is neither a constant nor a group input", i, k);
-        break;
-      }
-      static const char *tensors[] = {"in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7"};
-      if (k >= 8) {
-        cov_loc loc = {path, 0, 0, cov_model_group_name(d)};
-        st = cov_error(COV_UNSUPPORTED, &loc, "group %zu: more than 8 program inputs", i);
-        break;
-      }
-      binds[nb].tensor = tensors[k];
-      binds[nb].buffer = value_buffer(b, &vals, value, &shape, &st);
-      nb++;
-    }
-    if (!st) {
-      cov_tensor shape = {0};
-      const char *value = cov_model_group_output(d, &shape);
-      binds[nb].tensor = "out";
-      binds[nb].buffer = value_buffer(b, &vals, value, &shape, &st);
-      nb++;
-    }
-    if (!st) crt_add_npu(b, (int)i, cov_model_group_name(d), blob, binds, nb);
-    (*compiled)++;
-    job_free(&j);
-    if (!st && crt_builder_status(b)) break;
+    binds[nb].tensor = tensors[k];
+    binds[nb++].buffer = npu_value_buffer(c, value, &shape);
   }
-  value_free(&vals);
+  if (!c->st) {
+    cov_tensor shape = {0};
+    const char *value = cov_model_group_output(p->desc, &shape);
+    binds[nb].tensor = "out";
+    binds[nb++].buffer = npu_value_buffer(c, value, &shape);
+  }
+  if (!c->st) crt_add_npu(c->b, (int)p->group, p->node, blob, binds, nb);
+  (*compiled)++;
+  job_free(&j);
+  return true;
+}
+
+/* The model's inputs and outputs as buffers, then its program's steps:
+ * an npu step per group that compiles, host steps for the rest, copies
+ * and control. */
+static cov_status build_artifact(const cov_model *m, const cov_model_program *prog, const cov_acg *acg,
+                                 const char *path, crt_builder *b, size_t *compiled, size_t *on_host) {
+  npu_values vals = {0};
+  npu_ctl c = {.path = path, .b = b, .prog = prog, .vals = &vals};
+  c.st = add_ios(m, prog, path, b, &vals);
+  size_t n = cov_model_program_count(prog);
+  for (size_t i = 0; i < n && !c.st; i++) {
+    const cov_model_pstep *p = cov_model_program_step(prog, i);
+    char why[700];
+    if (p->kind == COV_PSTEP_MISSING) {
+      snprintf(why, sizeof why, "group %zu (node '%s'): %s", p->group, p->node, p->why);
+      crt_add_missing(b, why);
+    } else if (p->kind == COV_PSTEP_GROUP) {
+      if (!group_npu(&c, acg, p, compiled, why, sizeof why) && !c.st) npu_group_on_host(&c, p->desc, (int)p->group), (*on_host)++;
+    } else {
+      npu_control_step(&c, p);
+    }
+    if (!c.st && crt_builder_status(b)) break;
+  }
+  cov_status st = npu_ctl_finish(&c);
+  npu_ctl_free(&c);
+  npu_values_free(&vals);
   return st;
+}
+
+static void store(cov_tensor *t, int64_t k, double v) {
+  unsigned char *p = (unsigned char *)t->data + (size_t)k * cov_dtype_size(t->dtype);
+  switch (t->dtype) {
+    case COV_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case COV_F64: memcpy(p, &v, 8); break;
+    case COV_F16: { uint16_t h = cov_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+    case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+    case COV_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
+    case COV_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
+    case COV_I8: case COV_U8: case COV_BOOL: *p = (unsigned char)(int)v; break;
+    default: memset(p, 0, cov_dtype_size(t->dtype)); break;
+  }
+}
+
+/* Inputs for the run that gives subgraphs their shapes: deterministic
+ * (the artifact's bytes must not depend on anything else), floats
+ * uniform in [-1, 1), integers in the model's range or 0, bools true. */
+static cov_status probe_inputs(const cov_model *m, cov_tensor *t, size_t n) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < n; i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK], lo = 0, hi = 0;
+    COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
+    COV_RETURN_IF_ERROR(cov_tensor_alloc(&t[i], dt, rank < 0 ? 0 : rank, shape));
+    int ranged = cov_model_input_range(m, i, &lo, &hi);
+    int64_t numel = cov_tensor_numel(&t[i]);
+    for (int64_t k = 0; k < numel; k++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      double u = (double)(x >> 11) / 9007199254740992.0;
+      double v = cov_dtype_is_float(dt) ? 2.0 * u - 1.0 : dt == COV_BOOL ? 1.0 : ranged ? (double)lo + (double)(int64_t)(u * (double)(hi - lo + 1)) : 0.0;
+      store(&t[i], k, v);
+    }
+  }
+  return NULL;
 }
 
 /* The ACG the programs were compiled for, in the artifact (its canonical
@@ -260,21 +253,30 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
                                       const char *out, FILE *msg) {
   cov_model *m = NULL;
   crt_builder *b = NULL;
-  size_t compiled = 0;
+  cov_model_program *prog = NULL;
+  size_t compiled = 0, on_host = 0, n_in = 0;
+  cov_tensor probe[64] = {{0}};
   cov_status st = cov_model_load_file(path, mo, &m);
+  if (!st && (n_in = cov_model_num_inputs(m)) > 64)
+    st = cov_error(COV_UNSUPPORTED, COV_AT_FILE(path), "%zu model inputs (at most 64)", n_in);
+  if (!st) st = probe_inputs(m, probe, n_in);
+  if (!st) st = cov_model_program_build(m, probe, n_in, &prog);
+  for (size_t i = 0; i < n_in && i < 64; i++) cov_tensor_release(&probe[i]);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
-  if (!st) st = build_artifact(m, acg, path, b, &compiled);
+  if (!st) st = build_artifact(m, prog, acg, path, b, &compiled, &on_host);
   if (!st) st = embed_acg(acg, b);
   if (!st) st = crt_builder_write(b, out);
   if (!st) {
     size_t n = cov_model_num_groups(m);
     fprintf(msg, "wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
-    if (compiled < n)
+    if (on_host) fprintf(msg, ", %zu group(s) run on the host as codelet calls", on_host);
+    if (compiled + on_host < n)
       fprintf(msg, "; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
               "'missing': covenant-run refuses it, 'covenant run' runs such models",
-              n - compiled);
+              n - compiled - on_host);
     fprintf(msg, "\n");
   }
+  cov_model_program_free(prog);
   crt_builder_free(b);
   cov_model_free(m);
   return st;

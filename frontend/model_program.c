@@ -1,0 +1,400 @@
+/* frontend/model_program.c: a model as a program of steps for artifacts
+ * whose control runs on the host (cov_model_program_build, covenant/model.h).
+ *
+ * The model's graph is walked group by group in execution order. A compute
+ * group is described (graph_group_describe) at the shapes its values have;
+ * a layout node that only moves bytes unchanged (Identity, Reshape,
+ * Flatten, Squeeze, Unsqueeze, a Cast to its own dtype) is a copy; a Loop
+ * is its loop-carried values copied into the body's inputs, a LOOP marker,
+ * the body's steps and a NEXT marker naming what the next iteration
+ * takes, then the final state copied into the node's outputs; an If is
+ * its condition, the then branch's steps and copies into the node's
+ * outputs, ELSE, the same for the else branch, END. Anything else is a
+ * MISSING step with the reason.
+ *
+ * Shapes: a subgraph's loop-carried values have no static dims at load
+ * (graph_control.c), so the program runs the model once on the caller's
+ * probe inputs and records, per graph, the shape each value had at the end
+ * of each run of it. A value seen with two shapes (one per iteration) or
+ * made by an operator whose output size depends on data (NonZero, NMS, a
+ * Loop's scan outputs) has no shape, and the steps that need it are
+ * MISSING: the artifact holds fixed-size buffers only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/loc.h"
+#include "frontend/graph.h"
+#include "frontend/ops/graph_control.h"
+
+typedef struct seen {
+  const graph *g;
+  graph_value *vals; /* per value id: the shape of the runs (rank -1: it varied) */
+} seen;
+
+struct cov_model_program {
+  const graph *root;
+  cov_arena *arena;
+  cov_model_pstep *steps;
+  size_t n, cap;
+  seen *seen;
+  size_t n_seen, cap_seen;
+  const graph_value **vals; /* every value a step names, and the graph it is read in */
+  const graph **val_graph;
+  size_t n_vals, cap_vals, cap_vgraph;
+  cov_status err;
+};
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return p;
+  size_t c = *cap ? *cap * 2 : 32;
+  void *q = realloc(p, c * size);
+  if (q) *cap = c;
+  return q;
+}
+
+/* ---- the probe run's shapes ---------------------------------------------- */
+
+static seen *seen_of(const cov_model_program *p, const graph *g) {
+  for (size_t i = 0; i < p->n_seen; i++)
+    if (p->seen[i].g == g) return &p->seen[i];
+  return NULL;
+}
+
+static bool same_type(const graph_value *a, const graph_value *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank || a->seq != b->seq) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+static void on_trace(void *user, const graph *g, const graph_value *vals) {
+  cov_model_program *p = user;
+  if (p->err) return;
+  seen *s = seen_of(p, g);
+  if (!s) {
+    seen *ns = grow(p->seen, &p->cap_seen, p->n_seen, sizeof *ns);
+    graph_value *copy = calloc(g->n_values + 1, sizeof *copy);
+    if (!ns || !copy) {
+      free(copy);
+      if (ns) p->seen = ns;
+      p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+      return;
+    }
+    p->seen = ns;
+    s = &p->seen[p->n_seen++];
+    s->g = g;
+    s->vals = copy;
+    for (size_t i = 0; i < g->n_values; i++) {
+      graph_copy_type(&copy[i], &vals[i]);
+      copy[i].data = NULL;
+    }
+    return;
+  }
+  for (size_t i = 0; i < g->n_values; i++)
+    if (!same_type(&s->vals[i], &vals[i])) graph_set_shape(&s->vals[i], -1, NULL);
+}
+
+static bool has_subgraphs(const graph *g) {
+  for (size_t i = 0; i < g->n_nodes; i++)
+    if (graph_has_subgraphs(g->nodes[i])) return true;
+  return false;
+}
+
+/* Whether v's size is the same in every run: static at load, a constant,
+ * or the one the probe run gave every time it ran, where nothing that
+ * makes v depends on a size chosen by the data: its producer is no
+ * operator with a data-dependent output size (NonZero, NMS...; a Loop or
+ * an If is, through its inputs and its subgraphs' steps, each checked on
+ * its own) and every input of its producer is fixed too (depth bounds the
+ * walk back; past it, not fixed). Fills *out (data: constants). */
+static bool value_fixed(const cov_model_program *p, const graph *g, const graph_value *v, graph_value *out,
+                        int depth) {
+  graph_copy_type(out, v);
+  out->data = v->data;
+  if (v->seq || v->dtype == COV_DTYPE_INVALID) return false;
+  bool fixed = v->rank >= 0;
+  for (int d = 0; fixed && d < v->rank; d++) fixed = v->dims[d] >= 0;
+  if (fixed || v->data) return true;
+  const seen *s = seen_of(p, g);
+  if (!s || depth > 64 || s->vals[v->id].rank < 0 || s->vals[v->id].dtype != v->dtype) return false;
+  const graph_node *pr = v->producer;
+  if (pr && pr->def && pr->def->dynamic && strcmp(pr->op_type, "Loop") && strcmp(pr->op_type, "If")) return false;
+  graph_value t;
+  for (int k = 0; pr && k < pr->n_in; k++)
+    if (pr->in[k] && !value_fixed(p, g, pr->in[k], &t, depth + 1)) return false;
+  graph_copy_type(out, &s->vals[v->id]);
+  out->data = NULL;
+  return true;
+}
+
+static bool value_type(const cov_model_program *p, const graph *g, const graph_value *v, graph_value *out) {
+  return value_fixed(p, g, v, out, 0);
+}
+
+/* ---- steps ------------------------------------------------------------------ */
+
+static cov_model_pstep *add(cov_model_program *p, cov_model_pstep_kind kind, const graph_node *n, size_t group,
+                            const char *kind_name) {
+  if (p->err) return NULL;
+  cov_model_pstep *ns = grow(p->steps, &p->cap, p->n, sizeof *ns);
+  if (!ns) {
+    p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    return NULL;
+  }
+  p->steps = ns;
+  cov_model_pstep *s = &p->steps[p->n++];
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->group = group;
+  s->node = n ? n->name : "";
+  s->kind_name = kind_name;
+  return s;
+}
+
+static void missing(cov_model_program *p, const graph_node *n, size_t group, const char *fmt, const char *a1,
+                    const char *a2) {
+  cov_model_pstep *s = add(p, COV_PSTEP_MISSING, n, group, "layout");
+  if (!s) return;
+  size_t len = strlen(fmt) + (a1 ? strlen(a1) : 0) + (a2 ? strlen(a2) : 0) + 1;
+  char *why = cov_arena_alloc(p->arena, len);
+  if (!why) {
+    p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    return;
+  }
+  snprintf(why, len, fmt, a1 ? a1 : "", a2 ? a2 : "");
+  s->why = why;
+}
+
+/* Records that a step names v (read in graph g); false when v has no
+ * fixed shape (a MISSING step is added naming it). */
+static bool name_value(cov_model_program *p, const graph *g, const graph_node *n, size_t group,
+                       const graph_value *v) {
+  graph_value t;
+  if (!value_type(p, g, v, &t)) {
+    missing(p, n, group, "value '%s' has no fixed shape (it changes between iterations, or its size depends on "
+            "the data)%s", v->name, "");
+    return false;
+  }
+  for (size_t i = 0; i < p->n_vals; i++)
+    if (!strcmp(p->vals[i]->name, v->name)) return true;
+  const graph_value **nv = grow(p->vals, &p->cap_vals, p->n_vals, sizeof *nv);
+  if (nv) p->vals = nv;
+  const graph **ng = nv ? grow(p->val_graph, &p->cap_vgraph, p->n_vals, sizeof *ng) : NULL;
+  if (!nv || !ng) {
+    p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    return false;
+  }
+  p->val_graph = ng;
+  p->vals[p->n_vals] = v;
+  p->val_graph[p->n_vals++] = g;
+  return true;
+}
+
+/* A step naming values vs[0..n) (NULL entries allowed). */
+static cov_model_pstep *add_vals(cov_model_program *p, cov_model_pstep_kind kind, const graph *g,
+                                 const graph_node *n, size_t group, const graph_value *const *vs, size_t nv) {
+  for (size_t k = 0; k < nv; k++)
+    if (vs[k] && !name_value(p, g, n, group, vs[k])) return NULL;
+  const char **names = cov_arena_array(p->arena, nv + 1, sizeof *names);
+  if (!names) {
+    p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    return NULL;
+  }
+  for (size_t k = 0; k < nv; k++) names[k] = vs[k] ? vs[k]->name : NULL;
+  cov_model_pstep *s = add(p, kind, n, group, kind == COV_PSTEP_COPY ? "copy" : n ? n->op_type : "");
+  if (s) s->vals = names, s->n_vals = nv;
+  return s;
+}
+
+static void copy_value(cov_model_program *p, const graph *from_g, const graph_value *from, const graph *to_g,
+                       const graph_value *to, const graph_node *n, size_t group) {
+  if (!name_value(p, from_g, n, group, from)) return;
+  const graph_value *vs[2] = {from, to};
+  add_vals(p, COV_PSTEP_COPY, to_g, n, group, vs, 2);
+}
+
+static void walk(cov_model_program *p, const graph *g);
+
+static void walk_loop(cov_model_program *p, const graph *g, const graph_node *n, size_t gi) {
+  cov_status st = NULL;
+  const graph *b = graph_subgraph(g, n, "body", &st);
+  if (!b) {
+    p->err = st;
+    return;
+  }
+  int nf = n->n_in - n->n_implicit, carried = nf - 2;
+  if (carried < 0 || (int)b->n_outputs != 1 + carried)
+    return missing(p, n, gi, "Loop '%s' has scan outputs (stacked per iteration, a size that depends on the trip "
+                   "count)%s", n->name, "");
+  for (int k = 0; k < carried; k++) copy_value(p, g, n->in[2 + k], b, b->inputs[2 + k], n, gi);
+  const graph_value *head[4] = {n->in[0], n->in[1], b->inputs[0], b->inputs[1]};
+  if (!add_vals(p, COV_PSTEP_LOOP, b, n, gi, head, 4)) return;
+  walk(p, b);
+  const graph_value **tail = calloc((size_t)(1 + 2 * carried), sizeof *tail);
+  if (!tail) {
+    p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    return;
+  }
+  tail[0] = n->in[1] ? b->outputs[0] : NULL;
+  for (int k = 0; k < carried; k++) tail[1 + 2 * k] = b->outputs[1 + k], tail[2 + 2 * k] = b->inputs[2 + k];
+  add_vals(p, COV_PSTEP_NEXT, b, n, gi, tail, (size_t)(1 + 2 * carried));
+  free(tail);
+  for (int k = 0; k < carried; k++)
+    if (n->out[k]) copy_value(p, b, b->inputs[2 + k], g, n->out[k], n, gi);
+}
+
+static void walk_branch(cov_model_program *p, const graph *g, const graph_node *n, size_t gi, const char *name) {
+  cov_status st = NULL;
+  const graph *br = graph_subgraph(g, n, name, &st);
+  if (!br) {
+    p->err = st;
+    return;
+  }
+  if ((int)br->n_outputs != n->n_out)
+    return missing(p, n, gi, "If '%s': its %s branch makes another number of outputs", n->name, name);
+  walk(p, br);
+  for (int k = 0; k < n->n_out; k++)
+    if (n->out[k]) copy_value(p, br, br->outputs[k], g, n->out[k], n, gi);
+}
+
+static void walk_if(cov_model_program *p, const graph *g, const graph_node *n, size_t gi) {
+  const graph_value *c = n->in[0];
+  if (!add_vals(p, COV_PSTEP_IF, g, n, gi, &c, 1)) return;
+  walk_branch(p, g, n, gi, "then_branch");
+  add(p, COV_PSTEP_ELSE, n, gi, "If");
+  walk_branch(p, g, n, gi, "else_branch");
+  add(p, COV_PSTEP_END, n, gi, "If");
+}
+
+static bool is_move(const graph_node *n) {
+  static const char *ops[] = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", NULL};
+  if (n->n_out < 1 || !n->out[0] || n->n_in < 1 || !n->in[0]) return false;
+  for (const char **o = ops; *o; o++)
+    if (!strcmp(n->op_type, *o)) return true;
+  return !strcmp(n->op_type, "Cast") && n->in[0]->dtype == n->out[0]->dtype;
+}
+
+static void walk_layout(cov_model_program *p, const graph *g, const graph_node *n, size_t gi) {
+  if (!strcmp(n->op_type, "Loop")) return walk_loop(p, g, n, gi);
+  if (!strcmp(n->op_type, "If")) return walk_if(p, g, n, gi);
+  if (is_move(n)) return copy_value(p, g, n->in[0], g, n->out[0], n, gi);
+  missing(p, n, gi, "node '%s' (%s): layout work the frontend does", n->name, n->op_type);
+}
+
+static void walk_compute(cov_model_program *p, const graph *g, size_t gi) {
+  const graph_group *grp = &g->groups[gi];
+  const seen *s = seen_of(p, g);
+  graph_value *vals = NULL;
+  if (s) { /* the probe's shapes, where fixed; constants as loaded */
+    vals = calloc(g->n_values + 1, sizeof *vals);
+    if (!vals) {
+      p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+      return;
+    }
+    for (size_t i = 0; i < g->n_values; i++)
+      if (!value_type(p, g, g->values[i], &vals[i])) graph_set_shape(&vals[i], -1, NULL), vals[i].data = NULL;
+  }
+  cov_model_group *d = NULL;
+  cov_status st = graph_group_describe(g, gi, vals, &d);
+  free(vals);
+  if (st) {
+    char msg[512];
+    cov_status_format(st, msg, sizeof msg);
+    cov_status_free(st);
+    char *nl = strchr(msg, '\n');
+    if (nl) *nl = '\0';
+    return missing(p, grp->nodes[0], gi, "%s%s", msg, "");
+  }
+  for (size_t k = 0; k < cov_model_group_num_inputs(d); k++) {
+    int id = graph_group_input_id(d, k);
+    if (id >= 0) name_value(p, g, grp->nodes[0], gi, g->values[id]);
+  }
+  int out = graph_group_output_id(d);
+  if (out >= 0) name_value(p, g, grp->nodes[0], gi, g->values[out]);
+  cov_model_pstep *ps = add(p, COV_PSTEP_GROUP, grp->nodes[0], gi, grp->kind);
+  if (!ps) {
+    cov_model_group_free(d);
+    return;
+  }
+  ps->desc = d;
+}
+
+/* The steps of graph g: its groups in node order (groups are contiguous). */
+static void walk(cov_model_program *p, const graph *g) {
+  for (size_t i = 0; i < g->n_nodes && !p->err;) {
+    int gi = g->nodes[i]->group;
+    size_t end = i + 1;
+    while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
+    if (gi >= 0 && !g->groups[gi].layout)
+      walk_compute(p, g, (size_t)gi);
+    else
+      for (size_t k = i; k < end && !p->err; k++)
+        if (!g->nodes[k]->dead) walk_layout(p, g, g->nodes[k], gi < 0 ? 0 : (size_t)gi);
+    i = end;
+  }
+}
+
+cov_status cov_model_program_build(const cov_model *m, const cov_tensor *probe, size_t n_probe,
+                                   cov_model_program **out) {
+  if (!out || !m) return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_program_build"), "NULL");
+  *out = NULL;
+  cov_model_program *p = calloc(1, sizeof *p);
+  if (!p || !(p->arena = cov_arena_create())) {
+    free(p);
+    return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+  }
+  p->root = graph_of_model(m);
+  cov_status st = NULL;
+  if (has_subgraphs(p->root)) {
+    cov_tensor *outs = calloc(p->root->n_outputs + 1, sizeof *outs);
+    graph_run_io io = {probe, NULL, n_probe, outs, NULL, p->root->n_outputs, false, on_trace, p};
+    st = outs ? graph_run_values(p->root, &io, NULL, NULL, NULL)
+              : cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+    for (size_t i = 0; outs && i < p->root->n_outputs; i++) cov_tensor_release(&outs[i]);
+    free(outs);
+    if (st) st = cov_status_annotate(st, "running the model on its probe inputs (the shapes of its subgraphs): ");
+  }
+  if (!st) walk(p, p->root);
+  if (!st) st = p->err, p->err = NULL;
+  if (st) {
+    cov_model_program_free(p);
+    return st;
+  }
+  *out = p;
+  return NULL;
+}
+
+size_t cov_model_program_count(const cov_model_program *p) { return p ? p->n : 0; }
+
+const cov_model_pstep *cov_model_program_step(const cov_model_program *p, size_t i) {
+  return p && i < p->n ? &p->steps[i] : NULL;
+}
+
+bool cov_model_program_value(const cov_model_program *p, const char *name, cov_tensor *out) {
+  if (!p || !name || !out) return false;
+  for (size_t i = 0; i < p->n_vals; i++) {
+    if (strcmp(p->vals[i]->name, name)) continue;
+    graph_value t;
+    memset(out, 0, sizeof *out);
+    out->rank = -1;
+    if (!value_type(p, p->val_graph[i], p->vals[i], &t)) return true;
+    out->dtype = t.dtype;
+    out->rank = t.rank;
+    for (int d = 0; d < t.rank; d++) out->shape[d] = t.dims[d];
+    out->data = t.data;
+    return true;
+  }
+  return false;
+}
+
+void cov_model_program_free(cov_model_program *p) {
+  if (!p) return;
+  for (size_t i = 0; i < p->n; i++) cov_model_group_free((cov_model_group *)p->steps[i].desc);
+  for (size_t i = 0; i < p->n_seen; i++) free(p->seen[i].vals);
+  free(p->seen);
+  free(p->steps);
+  free(p->vals);
+  free(p->val_graph);
+  cov_arena_destroy(p->arena);
+  free(p);
+}
