@@ -72,6 +72,23 @@ static int fail_with(cov_status st) {
  * forge a line of this listing. */
 #define SHOW(s, buf) common_escape((s), (buf), sizeof(buf))
 
+/* A host or control step (format version 5). */
+static void info_control(const crt_artifact *a, int i) {
+  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump"};
+  const crt_step *s = &a->steps[i];
+  char e1[512], e2[512];
+  printf("step %d: %s", i, names[s->op - CRT_STEP_COPY]);
+  if (s->op == CRT_STEP_COPY)
+    printf(" '%s' -> '%s'", SHOW(a->buffers[s->refs[0]].name, e1), SHOW(a->buffers[s->refs[1]].name, e2));
+  if (s->op == CRT_STEP_HOST)
+    printf(" codelet %s -> '%s'", SHOW(s->codelet, e1), SHOW(a->buffers[s->views[s->n_views - 1].buffer].name, e2));
+  if (s->op == CRT_STEP_LOOP) printf(" to step %d", s->target);
+  if (s->op == CRT_STEP_NEXT) printf(" back to step %d, %d carried value(s)", s->target, (s->n_refs - 1) / 2);
+  if (s->op == CRT_STEP_IF) printf(" '%s', else step %d", SHOW(a->buffers[s->refs[0]].name, e1), s->target);
+  if (s->op == CRT_STEP_JUMP) printf(" to step %d", s->target);
+  printf(" (group %d, %s)\n", s->group, SHOW(s->label, e1));
+}
+
 static void info_steps(const crt_artifact *a) {
   char e1[512], e2[512], e3[512];
   for (int i = 0; i < a->n_steps; i++) {
@@ -83,9 +100,11 @@ static void info_steps(const crt_artifact *a) {
     else if (s->op == CRT_STEP_FILL)
       printf("step %d: fill %" PRIu64 " bytes of '%s' with %u (group %d, %s)\n", i, s->bytes,
              SHOW(a->buffers[s->buffer].name, e1), s->value, s->group, SHOW(s->label, e2));
-    else
+    else if (s->op == CRT_STEP_NPU)
       printf("step %d: npu program '%s' (group %d, %s)\n", i, SHOW(a->blobs[s->blob].name, e1), s->group,
              SHOW(s->label, e2));
+    else
+      info_control(a, i);
   }
   for (int i = 0; i < a->n_missing; i++) printf("not compiled: %s\n", SHOW(a->missing[i], e3));
 }

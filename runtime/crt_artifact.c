@@ -1,7 +1,11 @@
 /* runtime/crt_artifact.c: reading and validating artifacts (see crt.h and
  * runtime/README.md for the format). Everything the manifest says is
  * checked before anything is run: references between items, sizes against
- * shapes, ranges against their regions, blob checksums. */
+ * shapes, ranges against their regions, blob checksums.
+ * size: one reader for the whole manifest: every section (and each kind of
+ * step, host steps and control included) goes through the same located
+ * error state and checked accessors (rd, member, int_of, ref_of), which a
+ * split would have to export from the runtime's one hostile-input parser */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -13,7 +13,12 @@
 
 #include "common/loc.h"
 #include "common/text.h"
+#ifdef CRT_WITH_NPU
 #include "covenant/codelet.h"
+#else /* the standalone runtime runs no host steps (they are npu-sim's): no interpreter */
+typedef struct cov_codelet cov_codelet;
+typedef struct cov_codelet_lib cov_codelet_lib;
+#endif
 
 struct crt_host {
   cov_codelet_lib *lib;
@@ -38,6 +43,11 @@ static cov_status step_error(const crt_artifact *a, int s, cov_code code, const 
  * step's codelet with its operand count. */
 static cov_status load_codelets(crt_host *h, const crt_artifact *a) {
   if (a->codelets_blob < 0) return NULL;
+#ifndef CRT_WITH_NPU
+  (void)h;
+  return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "codelets"),
+                   "host steps run codelets in the reference interpreter, which this standalone runtime does not have");
+#else
   char name[600], e1[256];
   snprintf(name, sizeof name, "%s: blob '%s'", a->file, common_escape(a->blobs[a->codelets_blob].name, e1, sizeof e1));
   COV_RETURN_IF_ERROR(cov_codelet_lib_load_buffer((const char *)crt_blob_data(a, a->codelets_blob),
@@ -56,6 +66,7 @@ static cov_status load_codelets(crt_host *h, const crt_artifact *a) {
     h->fns[s] = c;
   }
   return NULL;
+#endif
 }
 
 cov_status crt_host_open(const crt_artifact *a, crt_host **out) {
@@ -84,7 +95,9 @@ cov_status crt_host_open(const crt_artifact *a, crt_host **out) {
 
 void crt_host_close(crt_host *h) {
   if (!h) return;
+#ifdef CRT_WITH_NPU
   cov_codelet_lib_free(h->lib);
+#endif
   free(h->fns), free(h->count), free(h->trip), free(h->scratch);
   free(h);
 }
@@ -92,6 +105,10 @@ void crt_host_close(crt_host *h) {
 static void *at(const uint64_t *addr, int buffer) { return (void *)(uintptr_t)addr[buffer]; }
 
 static cov_status run_host(crt_host *h, const crt_artifact *a, int s, const uint64_t *addr) {
+#ifndef CRT_WITH_NPU
+  (void)h, (void)addr;
+  return step_error(a, s, COV_UNSUPPORTED, "no codelet interpreter in this runtime");
+#else
   const crt_step *x = &a->steps[s];
   cov_tensor in[64], res = {0};
   cov_attr attrs[64];
@@ -117,6 +134,7 @@ static cov_status run_host(crt_host *h, const crt_artifact *a, int s, const uint
     memcpy(res.data, got.data, (size_t)bytes);
   cov_tensor_release(&got);
   return st;
+#endif
 }
 
 static int64_t rd_i64(const uint64_t *addr, int b) {
