@@ -169,14 +169,14 @@ static void missing(cov_model_program *p, const graph_node *n, size_t group, con
  * fixed shape (a MISSING step is added naming it). */
 static bool name_value(cov_model_program *p, const graph *g, const graph_node *n, size_t group,
                        const graph_value *v) {
+  for (size_t i = 0; i < p->n_vals; i++) /* named before, in the graph that makes it */
+    if (!strcmp(p->vals[i]->name, v->name)) return true;
   graph_value t;
   if (!value_type(p, g, v, &t)) {
     missing(p, n, group, "value '%s' has no fixed shape (it changes between iterations, or its size depends on "
             "the data)%s", v->name, "");
     return false;
   }
-  for (size_t i = 0; i < p->n_vals; i++)
-    if (!strcmp(p->vals[i]->name, v->name)) return true;
   const graph_value **nv = grow(p->vals, &p->cap_vals, p->n_vals, sizeof *nv);
   if (nv) p->vals = nv;
   const graph **ng = nv ? grow(p->val_graph, &p->cap_vgraph, p->n_vals, sizeof *ng) : NULL;
@@ -190,7 +190,8 @@ static bool name_value(cov_model_program *p, const graph *g, const graph_node *n
   return true;
 }
 
-/* A step naming values vs[0..n) (NULL entries allowed). */
+/* A step naming values vs[0..n) (NULL entries allowed), each read in
+ * graph g unless named before. */
 static cov_model_pstep *add_vals(cov_model_program *p, cov_model_pstep_kind kind, const graph *g,
                                  const graph_node *n, size_t group, const graph_value *const *vs, size_t nv) {
   for (size_t k = 0; k < nv; k++)
@@ -227,6 +228,8 @@ static void walk_loop(cov_model_program *p, const graph *g, const graph_node *n,
     return missing(p, n, gi, "Loop '%s' has scan outputs (stacked per iteration, a size that depends on the trip "
                    "count)%s", n->name, "");
   for (int k = 0; k < carried; k++) copy_value(p, g, n->in[2 + k], b, b->inputs[2 + k], n, gi);
+  for (int k = 0; k < 2; k++) /* the trip count and condition are the outer graph's */
+    if (n->in[k] && !name_value(p, g, n, gi, n->in[k])) return;
   const graph_value *head[4] = {n->in[0], n->in[1], b->inputs[0], b->inputs[1]};
   if (!add_vals(p, COV_PSTEP_LOOP, b, n, gi, head, 4)) return;
   walk(p, b);

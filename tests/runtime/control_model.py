@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Writes the while-loop models of the control-flow artifact tests
+(hostile_control.sh): `count` (inputs n: i64, x: f32[4]) runs its body
+until the counter i reaches n (a trip count that depends on the data, no
+constant one), carrying i and s <- s * x (a group the NPU compiles); with
+--host-only the body has only the counter (host steps), so that a run to the
+iteration limit is quick.
+
+    /usr/bin/python3 control_model.py OUT.onnx [--host-only]
+"""
+import sys
+
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import save
+
+
+def main():
+    out, host_only = sys.argv[1], "--host-only" in sys.argv[2:]
+    nodes = [h.make_node("Constant", [], ["one"], value=h.make_tensor("one", T.INT64, [], [1])),
+             h.make_node("Add", ["i", "one"], ["i1"], name="inc"),
+             h.make_node("Less", ["i1", "n"], ["c"], name="more")]
+    ins = [h.make_tensor_value_info("k", T.INT64, []), h.make_tensor_value_info("cin", T.BOOL, []),
+           h.make_tensor_value_info("i", T.INT64, [])]
+    outs = [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("i1", T.INT64, [])]
+    carried, results = ["zero"], [h.make_tensor_value_info("count", T.INT64, [])]
+    if not host_only:
+        nodes.append(h.make_node("Mul", ["s", "x"], ["s1"], name="scale"))
+        ins.append(h.make_tensor_value_info("s", T.FLOAT, [4]))
+        outs.append(h.make_tensor_value_info("s1", T.FLOAT, [4]))
+        carried.append("x")
+        results.append(h.make_tensor_value_info("y", T.FLOAT, [4]))
+    body = h.make_graph(nodes, "body", ins, outs)
+    g = h.make_graph([
+        h.make_node("Constant", [], ["t"], value=h.make_tensor("t", T.BOOL, [], [1])),
+        h.make_node("Constant", [], ["zero"], value=h.make_tensor("zero", T.INT64, [], [0])),
+        h.make_node("Loop", ["", "t"] + carried, [r.name for r in results], name="while", body=body),
+    ], "count", [h.make_tensor_value_info("n", T.INT64, []), h.make_tensor_value_info("x", T.FLOAT, [4])], results)
+    save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), out)
+
+
+if __name__ == "__main__":
+    main()

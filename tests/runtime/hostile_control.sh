@@ -1,0 +1,102 @@
+#!/bin/bash
+# Artifacts with host steps and control (format version 5, runtime/README.md
+# "Host steps and control"): a while loop whose trip count is a run-time
+# value (control_model.py) compiled for npu-16x16 runs as --target ref does,
+# for several counts, and byte-identical when compiled again; then the
+# artifact hand-edited with every checksum valid again (artifact.py write),
+# each edit refused at once, located at its JSON path: control steps in a
+# version-4 file, a next that is not its loop's, a loop whose target is no
+# next, a forward step jumping back, a condition that is no bool, a copy
+# between buffers of two sizes, a host step calling a codelet the artifact
+# does not carry or an operand that does not fit its buffer, host steps
+# without codelets, a codelet text that does not parse; a loop that never
+# ends stops at the iteration limit with an error.
+set -u
+cov=$1 rt=$2 src=$3 work=$4
+py=/usr/bin/python3
+rm -rf "$work"
+mkdir -p "$work"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+$py "$src/tests/runtime/control_model.py" "$work/count.onnx" || exit 1
+$py "$src/tests/runtime/control_model.py" "$work/spin.onnx" --host-only || exit 1
+art=$work/count.cvx
+"$cov" compile "$work/count.onnx" --target npu-16x16 -o "$art" >/dev/null || { bad "compile"; exit 1; }
+"$cov" compile "$work/count.onnx" --target npu-16x16 -o "$work/again.cvx" >/dev/null || bad "recompile"
+cmp -s "$art" "$work/again.cvx" || bad "two compilations differ"
+$py -c "import numpy as np; np.save('$work/x.npy', np.array([0.5, -1.5, 1.0, 2.0], np.float32))"
+for n in 0 1 5 40; do
+  $py -c "import numpy as np; np.save('$work/n$n.npy', np.array($n, np.int64))"
+  mkdir -p "$work/out$n"
+  out=$("$rt" "$art" --input "$work/n$n.npy" --input "$work/x.npy" --output-dir "$work/out$n" 2>&1) ||
+    bad "n=$n: covenant-run: $out"
+  "$cov" run "$work/count.onnx" --target ref --input "$work/n$n.npy" --input "$work/x.npy" \
+    --expect "$work/out$n/0.npy" --expect "$work/out$n/1.npy" > "$work/ref$n.log" 2>&1 ||
+    bad "n=$n: not what --target ref gives: $(tail -3 "$work/ref$n.log")"
+done
+
+# expect RC PATTERN ART [ARGS...]: covenant-run's exit status and message
+expect() {
+  local rc=$1 pat=$2 a=$3
+  shift 3
+  out=$(timeout 20 "$rt" "$a" "$@" 2>&1 </dev/null)
+  got=$?
+  if [ "$got" != "$rc" ] || ! grep -qF -- "$pat" <<<"$out"; then
+    bad "$(basename "$a") $* (exit $got, want $rc, pattern '$pat')"
+    echo "$out" | head -5
+  fi
+}
+at() { grep -qF -- "error: $1: " <<<"$out" || bad "not located at $1: $out"; }
+
+# edit NAME PYTHON: the artifact's manifest `m` (data `d`) changed by
+# PYTHON (s(op): the index of the first step of that op), checksums
+# recomputed, written to $work/NAME.cvx (format version `version`)
+edit() {
+  $py - "$src/runtime" "$art" "$work/$1.cvx" "$2" <<'PY' || bad "edit $1"
+import sys
+sys.path.insert(0, sys.argv[1])
+import artifact
+m, d = artifact.read(sys.argv[2])
+d = bytearray(d)
+version = None
+def s(op):
+    return [i for i, x in enumerate(m["steps"]) if x["op"] == op][0]
+exec(sys.argv[4])
+artifact.write(sys.argv[3], m, d, version=version)
+PY
+}
+run=(--input "$work/n5.npy" --input "$work/x.npy")
+edit v4 'version = 4; m["version"] = 4'
+expect 1 "format version 5; the artifact says 4" "$work/v4.cvx" "${run[@]}"
+edit next_target 'm["steps"][s("next")]["target"] = 0'
+expect 1 "is not its next step" "$work/next_target.cvx" "${run[@]}"  # the loop's check sees it first
+at "steps[2].target"
+edit next_fwd 'm["steps"][s("next")]["target"] = s("next") + 1'
+expect 1 "is not its" "$work/next_fwd.cvx" "${run[@]}"
+edit loop_target 'm["steps"][s("loop")]["target"] = s("loop") + 1'
+expect 1 "is not its next step" "$work/loop_target.cvx" "${run[@]}"
+edit loop_back 'm["steps"][s("loop")]["target"] = 0'
+expect 1 "is not after it" "$work/loop_back.cvx" "${run[@]}"
+edit cond_f32 'm["steps"][s("loop")]["cond"] = [i for i, b in enumerate(m["buffers"]) if b["dtype"] == "f32"][0]'
+expect 1 "it must be one bool" "$work/cond_f32.cvx" "${run[@]}"
+edit copy_size 'm["steps"][s("copy")]["to"] = [i for i, b in enumerate(m["buffers"]) if b["kind"] == "intermediate" and b["bytes"] != m["buffers"][m["steps"][s("copy")]["from"]]["bytes"]][0]'
+expect 1 "a copy from" "$work/copy_size.cvx" "${run[@]}"
+edit copy_input 'm["steps"][s("copy")]["to"] = [i for i, b in enumerate(m["buffers"]) if b["kind"] == "input"][0]'
+expect 1 "writes input buffer" "$work/copy_input.cvx" "${run[@]}"
+edit codelet 'm["steps"][s("host")]["codelet"] = "no_such_codelet"'
+expect 1 "codelet 'no_such_codelet' is not in the artifact's codelets" "$work/codelet.cvx" "${run[@]}"
+edit operand 'm["steps"][s("host")]["operands"][0]["shape"] = [1, 1, 1, 2]'
+expect 1 "does not fit buffer" "$work/operand.cvx" "${run[@]}"
+edit no_codelets 'del m["codelets"]'
+expect 1 "host steps call codelets; the artifact has no 'codelets'" "$work/no_codelets.cvx" "${run[@]}"
+edit bad_text 'b = m["blobs"][m["codelets"]]; d[b["offset"]:b["offset"] + 8] = b"codelet("'
+expect 1 "codelets.cdl" "$work/bad_text.cvx" "${run[@]}"
+edit read_first 'm["steps"][s("host")], m["steps"][0] = m["steps"][0], m["steps"][s("host")]'
+expect 1 "before any step writes it" "$work/read_first.cvx" "${run[@]}"
+# a loop whose condition stays true: the iteration limit, with an error
+"$cov" compile "$work/spin.onnx" --target npu-16x16 -o "$work/spin.cvx" >/dev/null || bad "compile spin"
+$py -c "import numpy as np; np.save('$work/nbig.npy', np.array(10**12, np.int64))"
+expect 1 "ran 100000 iterations and would run another: the limit is 100000" "$work/spin.cvx" \
+  --input "$work/nbig.npy" --input "$work/x.npy"
+[ $fail = 0 ] && echo "all checks passed"
+exit $fail
