@@ -370,9 +370,30 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
   return errs;
 }
 
+/* Control flow (a Loop, If or Scan the frontend drives, its subgraphs'
+ * groups offered once per iteration or branch taken) is refused by name:
+ * a GPU artifact is one straight line of launches, and the runtime's host
+ * loop and if steps (runtime/README.md, "Host steps and control") run on
+ * the npu-sim device only. */
+static cov_status refuse_control(const cov_model *m, const char *path) {
+  static const char *const kinds[] = {"loop", "if", "scan", NULL};
+  for (size_t i = 0; i < cov_model_num_groups(m); i++) {
+    cov_model_group_info info;
+    COV_RETURN_IF_ERROR(cov_model_group_get_info(m, i, &info));
+    for (const char *const *k = kinds; info.layout && *k; k++)
+      if (!strcmp(info.kind, *k))
+        return cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
+                         "layer group %zu (%s, node '%s') is control flow; a GPU artifact is one straight line of "
+                         "kernel launches (NPU targets compile it, the runtime driving its loops and branches)",
+                         i, info.kind, info.node);
+  }
+  return NULL;
+}
+
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
   memset(c, 0, sizeof *c);
   c->path = path;
+  COV_RETURN_IF_ERROR(refuse_control(m, path));
   size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
   if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
