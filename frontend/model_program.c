@@ -207,9 +207,26 @@ static cov_model_pstep *add_vals(cov_model_program *p, cov_model_pstep_kind kind
   return s;
 }
 
+/* Whether a (read in ga) and b (in gb) have one dtype and shape: what
+ * flows between them (a copy, a carried value) is the same bytes. A probe
+ * run whose loop ran once sees a carried value that grows at one shape
+ * only; this is where its change shows. */
+static bool same_shape(cov_model_program *p, const graph *ga, const graph_value *a, const graph *gb,
+                       const graph_value *b, const graph_node *n, size_t group) {
+  graph_value ta, tb;
+  if (!value_type(p, ga, a, &ta) || !value_type(p, gb, b, &tb)) return true; /* said where named */
+  if (ta.dtype == tb.dtype && ta.rank == tb.rank && !memcmp(ta.dims, tb.dims, (size_t)ta.rank * sizeof ta.dims[0]))
+    return true;
+  char sa[128], sb[128], msg[700];
+  snprintf(msg, sizeof msg, "'%s' is %s and '%s' %s: a loop-carried value that changes shape, or branches that make "
+           "two shapes", a->name, graph_type_str(&ta, sa, sizeof sa), b->name, graph_type_str(&tb, sb, sizeof sb));
+  missing(p, n, group, "%s%s", msg, "");
+  return false;
+}
+
 static void copy_value(cov_model_program *p, const graph *from_g, const graph_value *from, const graph *to_g,
                        const graph_value *to, const graph_node *n, size_t group) {
-  if (!name_value(p, from_g, n, group, from)) return;
+  if (!name_value(p, from_g, n, group, from) || !same_shape(p, from_g, from, to_g, to, n, group)) return;
   const graph_value *vs[2] = {from, to};
   add_vals(p, COV_PSTEP_COPY, to_g, n, group, vs, 2);
 }
@@ -239,8 +256,12 @@ static void walk_loop(cov_model_program *p, const graph *g, const graph_node *n,
     return;
   }
   tail[0] = n->in[1] ? b->outputs[0] : NULL;
-  for (int k = 0; k < carried; k++) tail[1 + 2 * k] = b->outputs[1 + k], tail[2 + 2 * k] = b->inputs[2 + k];
-  add_vals(p, COV_PSTEP_NEXT, b, n, gi, tail, (size_t)(1 + 2 * carried));
+  bool same = true;
+  for (int k = 0; k < carried; k++) {
+    tail[1 + 2 * k] = b->outputs[1 + k], tail[2 + 2 * k] = b->inputs[2 + k];
+    same = same && same_shape(p, b, b->outputs[1 + k], b, b->inputs[2 + k], n, gi);
+  }
+  if (same) add_vals(p, COV_PSTEP_NEXT, b, n, gi, tail, (size_t)(1 + 2 * carried));
   free(tail);
   for (int k = 0; k < carried; k++)
     if (n->out[k]) copy_value(p, b, b->inputs[2 + k], g, n->out[k], n, gi);

@@ -393,7 +393,12 @@ int crt_add_copy(crt_builder *b, int group, const char *label, int from, int to)
   if (b->err) return -1;
   if (!buffer_ok(b, from) || !buffer_ok(b, to) || b->buffers[from].bytes != b->buffers[to].bytes ||
       b->buffers[to].kind == CRT_BUF_WEIGHT || b->buffers[to].kind == CRT_BUF_INPUT) {
-    fail(b, "copy '%s': buffers %d and %d differ in size or cannot be written", label, from, to);
+    if (buffer_ok(b, from) && buffer_ok(b, to))
+      fail(b, "copy '%s': buffer %d ('%s', %" PRIu64 " bytes) into buffer %d ('%s', %s, %" PRIu64 " bytes)", label,
+           from, b->buffers[from].name, b->buffers[from].bytes, to, b->buffers[to].name,
+           crt_buf_kind_name(b->buffers[to].kind), b->buffers[to].bytes);
+    else
+      fail(b, "copy '%s': buffer %d into buffer %d", label, from, to);
     return -1;
   }
   int refs[2] = {from, to};

@@ -4,9 +4,10 @@
 until the counter i reaches n (a trip count that depends on the data, no
 constant one), carrying i and s <- s * x (a group the NPU compiles); with
 --host-only the body has only the counter (host steps), so that a run to the
-iteration limit is quick.
+iteration limit is quick; with --grow it carries s <- Concat(s, x) instead, a
+value whose shape changes from one iteration to the next.
 
-    /usr/bin/python3 control_model.py OUT.onnx [--host-only]
+    /usr/bin/python3 control_model.py OUT.onnx [--host-only | --grow]
 """
 import sys
 
@@ -16,7 +17,7 @@ from onnx import save
 
 
 def main():
-    out, host_only = sys.argv[1], "--host-only" in sys.argv[2:]
+    out, host_only, grow = sys.argv[1], "--host-only" in sys.argv[2:], "--grow" in sys.argv[2:]
     nodes = [h.make_node("Constant", [], ["one"], value=h.make_tensor("one", T.INT64, [], [1])),
              h.make_node("Add", ["i", "one"], ["i1"], name="inc"),
              h.make_node("Less", ["i1", "n"], ["c"], name="more")]
@@ -25,11 +26,12 @@ def main():
     outs = [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("i1", T.INT64, [])]
     carried, results = ["zero"], [h.make_tensor_value_info("count", T.INT64, [])]
     if not host_only:
-        nodes.append(h.make_node("Mul", ["s", "x"], ["s1"], name="scale"))
-        ins.append(h.make_tensor_value_info("s", T.FLOAT, [4]))
-        outs.append(h.make_tensor_value_info("s1", T.FLOAT, [4]))
+        nodes.append(h.make_node("Concat", ["s", "x"], ["s1"], name="grow", axis=0) if grow else
+                     h.make_node("Mul", ["s", "x"], ["s1"], name="scale"))
+        ins.append(h.make_tensor_value_info("s", T.FLOAT, [None] if grow else [4]))
+        outs.append(h.make_tensor_value_info("s1", T.FLOAT, [None] if grow else [4]))
         carried.append("x")
-        results.append(h.make_tensor_value_info("y", T.FLOAT, [4]))
+        results.append(h.make_tensor_value_info("y", T.FLOAT, [None] if grow else [4]))
     body = h.make_graph(nodes, "body", ins, outs)
     g = h.make_graph([
         h.make_node("Constant", [], ["t"], value=h.make_tensor("t", T.BOOL, [], [1])),

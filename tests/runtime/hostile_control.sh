@@ -10,7 +10,8 @@
 # between buffers of two sizes, a host step calling a codelet the artifact
 # does not carry or an operand that does not fit its buffer, host steps
 # without codelets, a codelet text that does not parse; a loop that never
-# ends stops at the iteration limit with an error.
+# ends stops at the iteration limit with an error; a loop-carried value that
+# grows is not compiled.
 set -u
 cov=$1 rt=$2 src=$3 work=$4
 py=/usr/bin/python3
@@ -98,5 +99,11 @@ expect 1 "before any step writes it" "$work/read_first.cvx" "${run[@]}"
 $py -c "import numpy as np; np.save('$work/nbig.npy', np.array(10**12, np.int64))"
 expect 1 "ran 100000 iterations and would run another: the limit is 100000" "$work/spin.cvx" \
   --input "$work/nbig.npy" --input "$work/x.npy"
+# a loop-carried value that grows (Concat) has no fixed size: not compiled,
+# saying why, even where the probe run went round once only
+$py "$src/tests/runtime/control_model.py" "$work/grow.onnx" --grow || exit 1
+out=$("$cov" compile "$work/grow.onnx" --target npu-16x16 -o "$work/grow.cvx" 2>&1)
+[ $? = 1 ] && grep -qF "dim 0 of output 'y' is symbolic: its size depends on the data" <<<"$out" ||
+  bad "grow: compile must refuse the growing output: $out"
 [ $fail = 0 ] && echo "all checks passed"
 exit $fail

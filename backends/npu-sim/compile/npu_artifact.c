@@ -99,7 +99,9 @@ static cov_status add_ios(const cov_model *m, const cov_model_program *prog, con
         if (t.shape[d] < 0) {
           cov_loc loc = {path, 0, 0, name};
           st = cov_error(COV_UNSUPPORTED, &loc, "dim %d of %s '%s' is symbolic%s", d, out ? "output" : "input", name,
-                         out ? "" : "; give the input's shape with --shape NAME=DIMS");
+                         out ? ": its size depends on the data (an operator whose output size does, a loop-carried "
+                               "value that changes shape); an NPU artifact holds fixed-size buffers"
+                             : "; give the input's shape with --shape NAME=DIMS");
         }
       if (st) break;
       int buf = npu_value_find(vals, name);
