@@ -240,17 +240,21 @@ static void walk_loop(cov_model_program *p, const graph *g, const graph_node *n,
     p->err = st;
     return;
   }
-  int nf = n->n_in - n->n_implicit, carried = nf - 2;
-  if (carried < 0 || (int)b->n_outputs != 1 + carried)
-    return missing(p, n, gi, "Loop '%s' has scan outputs (stacked per iteration, a size that depends on the trip "
-                   "count)%s", n->name, "");
+  int nf = n->n_in - n->n_implicit, carried = nf - 2, scans = (int)b->n_outputs - 1 - carried;
+  if (carried < 0 || scans < 0)
+    return missing(p, n, gi, "Loop '%s': its body makes another number of outputs%s", n->name, "");
+  /* stacked outputs have a row per iteration: a fixed count only with a
+   * constant trip count and no condition */
+  if (scans > 0 && (n->in[1] || !n->in[0] || !n->in[0]->data))
+    return missing(p, n, gi, "Loop '%s' has scan outputs and %s: how many rows they stack depends on the data",
+                   n->name, n->in[1] ? "a condition" : "a trip count known at run time only");
   for (int k = 0; k < carried; k++) copy_value(p, g, n->in[2 + k], b, b->inputs[2 + k], n, gi);
   for (int k = 0; k < 2; k++) /* the trip count and condition are the outer graph's */
     if (n->in[k] && !name_value(p, g, n, gi, n->in[k])) return;
   const graph_value *head[4] = {n->in[0], n->in[1], b->inputs[0], b->inputs[1]};
   if (!add_vals(p, COV_PSTEP_LOOP, b, n, gi, head, 4)) return;
   walk(p, b);
-  const graph_value **tail = calloc((size_t)(1 + 2 * carried), sizeof *tail);
+  const graph_value **tail = calloc((size_t)(1 + 2 * (carried + scans)), sizeof *tail);
   if (!tail) {
     p->err = cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
     return;
@@ -261,7 +265,14 @@ static void walk_loop(cov_model_program *p, const graph *g, const graph_node *n,
     tail[1 + 2 * k] = b->outputs[1 + k], tail[2 + 2 * k] = b->inputs[2 + k];
     same = same && same_shape(p, b, b->outputs[1 + k], b, b->inputs[2 + k], n, gi);
   }
-  if (same) add_vals(p, COV_PSTEP_NEXT, b, n, gi, tail, (size_t)(1 + 2 * carried));
+  for (int j = 0; j < scans; j++) {
+    tail[1 + 2 * (carried + j)] = b->outputs[1 + carried + j];
+    tail[2 + 2 * (carried + j)] = n->out[carried + j];
+    if (!n->out[carried + j]) same = false, missing(p, n, gi, "Loop '%s': scan output %s has no name", n->name, "");
+    else if (same && !name_value(p, g, n, gi, n->out[carried + j])) same = false; /* the outer graph's */
+  }
+  cov_model_pstep *next = same ? add_vals(p, COV_PSTEP_NEXT, b, n, gi, tail, (size_t)(1 + 2 * (carried + scans))) : NULL;
+  if (next) next->n_carried = (size_t)carried;
   free(tail);
   for (int k = 0; k < carried; k++)
     if (n->out[k]) copy_value(p, b, b->inputs[2 + k], g, n->out[k], n, gi);

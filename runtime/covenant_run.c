@@ -83,7 +83,9 @@ static void info_control(const crt_artifact *a, int i) {
   if (s->op == CRT_STEP_HOST)
     printf(" codelet %s -> '%s'", SHOW(s->codelet, e1), SHOW(a->buffers[s->views[s->n_views - 1].buffer].name, e2));
   if (s->op == CRT_STEP_LOOP) printf(" to step %d", s->target);
-  if (s->op == CRT_STEP_NEXT) printf(" back to step %d, %d carried value(s)", s->target, (s->n_refs - 1) / 2);
+  if (s->op == CRT_STEP_NEXT)
+    printf(" back to step %d, %d carried value(s), %d scan output(s)", s->target, s->n_carry,
+           (s->n_refs - 1) / 2 - s->n_carry);
   if (s->op == CRT_STEP_IF) printf(" '%s', else step %d", SHOW(a->buffers[s->refs[0]].name, e1), s->target);
   if (s->op == CRT_STEP_JUMP) printf(" to step %d", s->target);
   printf(" (group %d, %s)\n", s->group, SHOW(s->label, e1));

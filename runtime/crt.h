@@ -93,7 +93,9 @@ typedef enum crt_step_op {
   CRT_STEP_COPY, /* refs: from, to (the same bytes) */
   CRT_STEP_HOST, /* a codelet call on the host: views = its arguments, then its result */
   CRT_STEP_LOOP, /* refs: trip count, condition, iteration number, body condition (-1: none); target: its next */
-  CRT_STEP_NEXT, /* refs: the body's condition (-1: none), then (from, to) pairs; target: its loop */
+  CRT_STEP_NEXT, /* refs: the body's condition (-1: none), then n_carry (from, to) pairs carried, then
+                    (slice, stacked) pairs of scan outputs (row k of stacked <- slice in iteration k);
+                    target: its loop */
   CRT_STEP_IF,   /* refs: the condition; target: the first step of the else branch */
   CRT_STEP_JUMP, /* target: the step after the If */
 } crt_step_op;
@@ -141,6 +143,7 @@ typedef struct crt_step {
   /* copy, host and control steps (format version 5) */
   int *refs;
   int n_refs;
+  int n_carry; /* next: the carried pairs among refs */
   int target;
   const char *codelet;
   crt_attr *attrs;
@@ -272,6 +275,9 @@ int crt_add_host(crt_builder *b, int group, const char *label, const char *codel
                  int n_attrs, const crt_view *views, int n_views);
 int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label, const int *refs, int n_refs);
 void crt_set_target(crt_builder *b, int step, int target);
+/* A next step's first n_carry pairs are carried values, the rest scan
+ * outputs (by default all are carried). */
+void crt_set_carried(crt_builder *b, int step, int n_carry);
 int crt_builder_num_steps(const crt_builder *b);
 /* A group the producer could not compile; the artifact is written (for
  * inspection) but the runtime refuses to run it, listing these. */

@@ -583,6 +583,29 @@ static void read_host(rd *r, const crt_json *o, crt_step *st, int s) {
   }
 }
 
+/* A next step's [from, to] pairs: carried values (the same size) or scan
+ * outputs (`to` stacks whole slices of `from`'s size). */
+static void read_pairs(rd *r, const crt_json *c, int *x, int s, const char *key, int scan) {
+  crt_artifact *a = r->a;
+  for (size_t j = 0; j < c->n && !r->err; j++) {
+    const crt_json *pr = c->items[j];
+    set_path(r, "steps[%d].%s[%zu]", s, key, j);
+    if (pr->kind != CRT_JSON_ARRAY || pr->n != 2 || pr->items[0]->kind != CRT_JSON_NUMBER ||
+        pr->items[1]->kind != CRT_JSON_NUMBER || !pr->items[0]->is_int || !pr->items[1]->is_int ||
+        pr->items[0]->i < 0 || pr->items[1]->i < 0 || pr->items[0]->i >= a->n_buffers ||
+        pr->items[1]->i >= a->n_buffers)
+      return bad(r, pr, "a pair is [from, to], two buffer indices");
+    int f = (int)pr->items[0]->i, t = (int)pr->items[1]->i;
+    uint64_t fb = a->buffers[f].bytes, tb = a->buffers[t].bytes;
+    crt_buf_kind root = a->buffers[crt_buffer_root(a, t)].kind;
+    if ((scan ? !fb || tb % fb : fb != tb) || root == CRT_BUF_INPUT || root == CRT_BUF_WEIGHT)
+      return bad(r, pr, "buffer %d (%" PRIu64 " bytes) cannot %s buffer %d (%s, %" PRIu64 " bytes)", f, fb,
+                 scan ? "stack into" : "carry into", t, crt_buf_kind_name(root), tb);
+    x[2 * j] = f, x[2 * j + 1] = t;
+    use_buffer(a, f, s), use_buffer(a, t, s);
+  }
+}
+
 /* copy, host, loop, next, if, jump (format version 5). */
 static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const char *op) {
   crt_artifact *a = r->a;
@@ -591,7 +614,7 @@ static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const ch
       {"op", "group", "label", "from", "to", NULL},
       {"op", "group", "label", "codelet", "attrs", "operands", NULL},
       {"op", "group", "label", "trip", "cond", "iter", "cond_in", "target", NULL},
-      {"op", "group", "label", "cond", "carry", "target", NULL},
+      {"op", "group", "label", "cond", "carry", "scan", "target", NULL},
       {"op", "group", "label", "cond", "target", NULL},
       {"op", "group", "label", "target", NULL}};
   int k = 0;
@@ -620,25 +643,14 @@ static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const ch
     x[2] = ref_of(r, o, "iter", 1, COV_I64, 8, 1, s);
     x[3] = ref_of(r, o, "cond_in", 1, COV_BOOL, 1, 1, s);
   } else if (st->op == CRT_STEP_NEXT) {
-    const crt_json *c = array_of(r, o, "carry", 1);
-    int *x = c ? refs_alloc(r, st, 1 + 2 * c->n) : NULL;
+    const crt_json *c = array_of(r, o, "carry", 1), *sc = crt_json_get(o, "scan") ? array_of(r, o, "scan", 1) : NULL;
+    size_t n = c ? c->n + (sc ? sc->n : 0) : 0;
+    int *x = c && !r->err ? refs_alloc(r, st, 1 + 2 * n) : NULL;
     if (!x) return;
     x[0] = ref_of(r, o, "cond", 1, COV_BOOL, 1, 0, s);
-    for (size_t j = 0; j < c->n && !r->err; j++) {
-      const crt_json *pr = c->items[j];
-      set_path(r, "steps[%d].carry[%zu]", s, j);
-      if (pr->kind != CRT_JSON_ARRAY || pr->n != 2 || pr->items[0]->kind != CRT_JSON_NUMBER ||
-          pr->items[1]->kind != CRT_JSON_NUMBER || !pr->items[0]->is_int || !pr->items[1]->is_int ||
-          pr->items[0]->i < 0 || pr->items[1]->i < 0 || pr->items[0]->i >= a->n_buffers ||
-          pr->items[1]->i >= a->n_buffers)
-        return bad(r, pr, "a carried value is [from, to], two buffer indices");
-      int f = (int)pr->items[0]->i, t = (int)pr->items[1]->i;
-      crt_buf_kind root = a->buffers[crt_buffer_root(a, t)].kind;
-      if (a->buffers[f].bytes != a->buffers[t].bytes || root == CRT_BUF_INPUT || root == CRT_BUF_WEIGHT)
-        return bad(r, pr, "buffer %d cannot carry into buffer %d (sizes differ or it is not writable)", f, t);
-      x[1 + 2 * j] = f, x[2 + 2 * j] = t;
-      use_buffer(a, f, s), use_buffer(a, t, s);
-    }
+    st->n_carry = (int)c->n;
+    read_pairs(r, c, x + 1, s, "carry", 0);
+    if (sc) read_pairs(r, sc, x + 1 + 2 * c->n, s, "scan", 1);
   } else if (st->op == CRT_STEP_IF) {
     int *x = refs_alloc(r, st, 1);
     if (x) x[0] = ref_of(r, o, "cond", 0, COV_BOOL, 1, 0, s);

@@ -458,6 +458,7 @@ int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label
   }
   if (n_refs) memcpy(s->refs, refs, (size_t)n_refs * sizeof *refs);
   s->n_refs = n_refs;
+  s->n_carry = op == CRT_STEP_NEXT ? (n_refs - 1) / 2 : 0;
   need_control(b);
   return i;
 }
@@ -466,6 +467,18 @@ void crt_set_target(crt_builder *b, int step, int target) {
   if (b->err) return;
   if (step < 0 || step >= b->n_steps || target < 0 || target > b->n_steps) return fail(b, "step %d: target %d", step, target);
   b->steps[step].target = target;
+}
+
+void crt_set_carried(crt_builder *b, int step, int n_carry) {
+  if (b->err) return;
+  if (step < 0 || step >= b->n_steps || b->steps[step].op != CRT_STEP_NEXT || n_carry < 0 ||
+      1 + 2 * n_carry > b->steps[step].n_refs)
+    return fail(b, "step %d: %d carried values", step, n_carry);
+  for (int k = 1 + 2 * n_carry; k + 1 < b->steps[step].n_refs; k += 2) {
+    uint64_t slice = b->buffers[b->steps[step].refs[k]].bytes, all = b->buffers[b->steps[step].refs[k + 1]].bytes;
+    if (!slice || all % slice) return fail(b, "step %d: a scan output of %" PRIu64 " bytes stacks slices of %" PRIu64, step, all, slice);
+  }
+  b->steps[step].n_carry = n_carry;
 }
 
 int crt_builder_num_steps(const crt_builder *b) { return b->n_steps; }
@@ -537,6 +550,12 @@ static uint64_t plan_arena(crt_builder *b) {
     changed = 0;
     for (int s = 0; s < b->n_steps; s++) {
       const crt_step *st = &b->steps[s];
+      /* a scan output is written row by row, one per iteration: alive from the loop's start */
+      for (int k = 1 + 2 * st->n_carry; st->op == CRT_STEP_NEXT && k + 1 < st->n_refs; k += 2) {
+        int r = st->refs[k + 1];
+        while (b->buffers[r].kind == CRT_BUF_VIEW) r = b->buffers[r].of;
+        if (b->buffers[r].first > st->target) b->buffers[r].first = st->target, changed = 1;
+      }
       if (st->op != CRT_STEP_LOOP || st->target <= s) continue;
       for (int i = 0; i < b->n_buffers; i++) {
         crt_buffer *x = &b->buffers[i];
@@ -680,7 +699,10 @@ static void put_control(sbuf *o, const crt_step *s) {
   if (s->op == CRT_STEP_IF) put_refs(o, s, loop_keys + 1, 1);
   if (s->op == CRT_STEP_NEXT) {
     put(o, ", \"cond\": %d, \"carry\": [", s->refs[0]);
-    for (int k = 1; k + 1 < s->n_refs; k += 2) put(o, "%s[%d, %d]", k > 1 ? ", " : "", s->refs[k], s->refs[k + 1]);
+    for (int k = 1; k + 1 < s->n_refs; k += 2) {
+      if (k == 1 + 2 * s->n_carry) put(o, "], \"scan\": [");
+      put(o, "%s[%d, %d]", k > 1 && k != 1 + 2 * s->n_carry ? ", " : "", s->refs[k], s->refs[k + 1]);
+    }
     put(o, "]");
   }
   if (s->op >= CRT_STEP_LOOP) put(o, ", \"target\": %d", s->target);

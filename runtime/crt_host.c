@@ -77,7 +77,7 @@ cov_status crt_host_open(const crt_artifact *a, crt_host **out) {
   for (int s = 0; s < a->n_steps; s++)
     if (a->steps[s].op == CRT_STEP_NEXT) {
       uint64_t sum = 0;
-      for (int k = 1; k + 1 < a->steps[s].n_refs; k += 2) sum += a->buffers[a->steps[s].refs[k]].bytes;
+          for (int k = 1; k + 1 < 1 + 2 * a->steps[s].n_carry; k += 2) sum += a->buffers[a->steps[s].refs[k]].bytes;
       if (sum > carry) carry = sum; /* at most CRT_MAX_ITEMS buffers of 2^40 bytes each: no wrap */
     }
   if (h) h->fns = calloc(n, sizeof *h->fns), h->count = calloc(n, sizeof *h->count), h->trip = calloc(n, sizeof *h->trip);
@@ -167,14 +167,22 @@ static cov_status loop_next(crt_host *h, const crt_artifact *a, int s, const uin
   const crt_step *x = &a->steps[s];
   int l = x->target, go = 0;
   uint64_t off = 0;
-  for (int k = 1; k + 1 < x->n_refs; k += 2) {
+  int end = 1 + 2 * x->n_carry;
+  for (int k = 1; k + 1 < end; k += 2) {
     uint64_t n = a->buffers[x->refs[k]].bytes;
     memcpy(h->scratch + off, at(addr, x->refs[k]), (size_t)n), off += n;
   }
   off = 0;
-  for (int k = 1; k + 1 < x->n_refs; k += 2) {
+  for (int k = 1; k + 1 < end; k += 2) {
     uint64_t n = a->buffers[x->refs[k + 1]].bytes;
     memcpy(at(addr, x->refs[k + 1]), h->scratch + off, (size_t)n), off += n;
+  }
+  for (int k = end; k + 1 < x->n_refs; k += 2) { /* this iteration's row of each scan output */
+    uint64_t n = a->buffers[x->refs[k]].bytes, all = a->buffers[x->refs[k + 1]].bytes;
+    if ((uint64_t)h->count[l] >= all / n)
+      return step_error(a, s, COV_OUT_OF_RANGE, "scan output '%s' holds %" PRIu64 " rows; the loop runs more iterations",
+                        a->buffers[x->refs[k + 1]].name, all / n);
+    memcpy((unsigned char *)at(addr, x->refs[k + 1]) + (size_t)h->count[l] * n, at(addr, x->refs[k]), (size_t)n);
   }
   h->count[l]++;
   COV_RETURN_IF_ERROR(loop_enter(h, a, l, rd_bool(addr, x->refs[0], 1), addr, &go));

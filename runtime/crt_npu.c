@@ -179,6 +179,7 @@ static cov_status check_host_flow(const crt_artifact *a, int s, char *written) {
     if (writes[k] >= 0) written[crt_buffer_root(a, writes[k])] = 1;
   if (x->op == CRT_STEP_HOST) written[crt_buffer_root(a, x->views[x->n_views - 1].buffer)] = 1;
   for (int k = 1; x->op == CRT_STEP_NEXT && k + 1 < x->n_refs; k += 2) written[crt_buffer_root(a, x->refs[k + 1])] = 1;
+  /* (a scan output is written row by row: by the loop's end, whole) */
   return NULL;
 }
 

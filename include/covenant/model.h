@@ -388,6 +388,7 @@ typedef struct cov_model_pstep {
   const char *const *vals;
   size_t n_vals;
   const char *why;             /* MISSING */
+  size_t n_carried;            /* NEXT: the carried pairs (the rest of vals are scan pairs) */
 } cov_model_pstep;
 typedef struct cov_model_program cov_model_program;
 /* probe: one tensor per model input (the run that gives subgraphs their

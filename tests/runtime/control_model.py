@@ -5,9 +5,11 @@ until the counter i reaches n (a trip count that depends on the data, no
 constant one), carrying i and s <- s * x (a group the NPU compiles); with
 --host-only the body has only the counter (host steps), so that a run to the
 iteration limit is quick; with --grow it carries s <- Concat(s, x) instead, a
-value whose shape changes from one iteration to the next.
+value whose shape changes from one iteration to the next. With --scan: a
+for loop (a constant trip count of 20, no condition) carrying s <- s * x + x
+and stacking each iteration's relu(s) (a scan output, [20, 4]); its input n is unused.
 
-    /usr/bin/python3 control_model.py OUT.onnx [--host-only | --grow]
+    /usr/bin/python3 control_model.py OUT.onnx [--host-only | --grow | --scan]
 """
 import sys
 
@@ -16,7 +18,26 @@ from onnx import helper as h
 from onnx import save
 
 
+def scan_model(out):
+    body = h.make_graph([h.make_node("Mul", ["s", "x"], ["sx"], name="scale"),
+                         h.make_node("Add", ["sx", "x"], ["s1"], name="shift"),
+                         h.make_node("Relu", ["s1"], ["r"], name="relu"),
+                         h.make_node("Identity", ["cin"], ["c"], name="same")], "body",
+                        [h.make_tensor_value_info("k", T.INT64, []), h.make_tensor_value_info("cin", T.BOOL, []),
+                         h.make_tensor_value_info("s", T.FLOAT, [4])],
+                        [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("s1", T.FLOAT, [4]),
+                         h.make_tensor_value_info("r", T.FLOAT, [4])])
+    g = h.make_graph([
+        h.make_node("Constant", [], ["m"], value=h.make_tensor("m", T.INT64, [], [20])),
+        h.make_node("Loop", ["m", "", "x"], ["y", "rows"], name="for", body=body),
+    ], "scan", [h.make_tensor_value_info("n", T.INT64, []), h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4]), h.make_tensor_value_info("rows", T.FLOAT, [20, 4])])
+    save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), out)
+
+
 def main():
+    if "--scan" in sys.argv[2:]:
+        return scan_model(sys.argv[1])
     out, host_only, grow = sys.argv[1], "--host-only" in sys.argv[2:], "--grow" in sys.argv[2:]
     nodes = [h.make_node("Constant", [], ["one"], value=h.make_tensor("one", T.INT64, [], [1])),
              h.make_node("Add", ["i", "one"], ["i1"], name="inc"),

@@ -11,7 +11,8 @@
 # does not carry or an operand that does not fit its buffer, host steps
 # without codelets, a codelet text that does not parse; a loop that never
 # ends stops at the iteration limit with an error; a loop-carried value that
-# grows is not compiled.
+# grows is not compiled; a for loop's scan output (rows stacked by the
+# runtime) matches ref, and one whose buffer holds no whole rows is refused.
 set -u
 cov=$1 rt=$2 src=$3 work=$4
 py=/usr/bin/python3
@@ -105,5 +106,17 @@ $py "$src/tests/runtime/control_model.py" "$work/grow.onnx" --grow || exit 1
 out=$("$cov" compile "$work/grow.onnx" --target npu-16x16 -o "$work/grow.cvx" 2>&1)
 [ $? = 1 ] && grep -qF "dim 0 of output 'y' is symbolic: its size depends on the data" <<<"$out" ||
   bad "grow: compile must refuse the growing output: $out"
+# a for loop's scan output (a row per iteration, a constant trip count)
+$py "$src/tests/runtime/control_model.py" "$work/scan.onnx" --scan || exit 1
+"$cov" compile "$work/scan.onnx" --target npu-16x16 -o "$work/scan.cvx" >/dev/null || bad "compile scan"
+mkdir -p "$work/scan_out"
+out=$("$rt" "$work/scan.cvx" --input "$work/n5.npy" --input "$work/x.npy" --output-dir "$work/scan_out" 2>&1) ||
+  bad "scan: covenant-run: $out"
+"$cov" run "$work/scan.onnx" --target ref --input "$work/n5.npy" --input "$work/x.npy" \
+  --expect "$work/scan_out/0.npy" --expect "$work/scan_out/1.npy" > "$work/scan_ref.log" 2>&1 ||
+  bad "scan: not what --target ref gives: $(tail -3 "$work/scan_ref.log")"
+art=$work/scan.cvx
+edit scan_rows 'x = m["steps"][s("next")]; x["scan"][0][1] = [i for i, b in enumerate(m["buffers"]) if b["kind"] == "intermediate" and b["bytes"] % m["buffers"][x["scan"][0][0]]["bytes"]][0]'
+expect 1 "cannot stack into" "$work/scan_rows.cvx" "${run[@]}"
 [ $fail = 0 ] && echo "all checks passed"
 exit $fail

@@ -183,6 +183,7 @@ void npu_control_step(npu_ctl *c, const cov_model_pstep *p) {
       break;
     case COV_PSTEP_NEXT:
       s = crt_add_control(c->b, CRT_STEP_NEXT, g, p->node, refs, (int)p->n_vals);
+      if (s >= 0) crt_set_carried(c->b, s, (int)p->n_carried);
       if (c->depth > 0 && s >= 0) crt_set_target(c->b, s, c->open[c->depth - 1]);
       if (c->depth > 0 && s >= 0) crt_set_target(c->b, c->open[--c->depth], s);
       break;
