@@ -211,17 +211,26 @@ static void store(cov_tensor *t, int64_t k, double v) {
   }
 }
 
-/* Inputs for the run that gives subgraphs their shapes: deterministic
+/* Inputs for the run that gives subgraphs their shapes (an input with
+ * symbolic dims is refused first, naming the option that binds them):
+ * deterministic
  * (the artifact's bytes must not depend on anything else), floats
  * uniform in [-1, 1), integers in the model's range or 0, bools true. */
-static cov_status probe_inputs(const cov_model *m, cov_tensor *t, size_t n) {
+static cov_status probe_inputs(const cov_model *m, const char *path, cov_tensor *t, size_t n) {
   uint64_t x = 0x9e3779b97f4a7c15ull;
   for (size_t i = 0; i < n; i++) {
     cov_dtype dt;
     int rank;
     int64_t shape[COV_MAX_RANK], lo = 0, hi = 0;
     COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
-    COV_RETURN_IF_ERROR(cov_tensor_alloc(&t[i], dt, rank < 0 ? 0 : rank, shape));
+    const char *name = cov_model_input_name(m, i);
+    cov_loc loc = {path, 0, 0, name};
+    if (rank < 0) return cov_error(COV_UNSUPPORTED, &loc, "input '%s' has no fixed shape", name);
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 0)
+        return cov_error(COV_UNSUPPORTED, &loc, "dim %d of input '%s' is symbolic; give the input's shape with "
+                         "--shape NAME=DIMS", d, name);
+    COV_RETURN_IF_ERROR(cov_tensor_alloc(&t[i], dt, rank, shape));
     int ranged = cov_model_input_range(m, i, &lo, &hi);
     int64_t numel = cov_tensor_numel(&t[i]);
     for (int64_t k = 0; k < numel; k++) {
@@ -261,7 +270,7 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
   cov_status st = cov_model_load_file(path, mo, &m);
   if (!st && (n_in = cov_model_num_inputs(m)) > 64)
     st = cov_error(COV_UNSUPPORTED, COV_AT_FILE(path), "%zu model inputs (at most 64)", n_in);
-  if (!st) st = probe_inputs(m, probe, n_in);
+  if (!st) st = probe_inputs(m, path, probe, n_in);
   if (!st) st = cov_model_program_build(m, probe, n_in, &prog);
   for (size_t i = 0; i < n_in && i < 64; i++) cov_tensor_release(&probe[i]);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
