@@ -384,7 +384,7 @@ static cov_status refuse_control(const cov_model *m, const char *path) {
       if (!strcmp(info.kind, *k))
         return cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
                          "layer group %zu (%s, node '%s') is control flow; a GPU artifact is one straight line of "
-                         "kernel launches (NPU targets compile it, the runtime driving its loops and branches)",
+                         "kernel launches (NPU artifacts hold control: their runtime drives loops and branches)",
                          i, info.kind, info.node);
   }
   return NULL;
