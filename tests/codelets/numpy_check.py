@@ -281,6 +281,24 @@ def group_norm(ck):
         * g.reshape(sh) + b.reshape(sh)
     out = ck.run("batchnorm", [("x", x), ("scale", g), ("bias", b), ("mean", mu), ("var", var)])
     ck.close("batchnorm", out and out["y"], ref, rtol=1e-5, atol=1e-5)
+    # Training mode's pieces: the batch's per-channel statistics over N and
+    # the spatial axis, and the running statistics' update.
+    for shape in [(2, 3, 20), (1, 1, 1), (4, 5, 1)]:
+        x = rand(*shape) * 2 + 0.5
+        mu = x.astype(np.float64).mean(axis=(0, 2))
+        out = ck.run("channel_mean", [("x", x)])
+        ck.close("channel_mean %s" % (shape,), out and out["y"], mu, rtol=1e-5, atol=1e-6)
+        m32 = mu.astype(np.float32)
+        var = x.astype(np.float64).var(axis=(0, 2))
+        out = ck.run("channel_var", [("x", x), ("mean", m32)])
+        ck.close("channel_var %s" % (shape,), out and out["y"], var, rtol=1e-5, atol=1e-6)
+    run, cur = rand(6), rand(6)
+    for mom in (0.9, 0.0, 1.0, 0.25):
+        out = ck.run("momentum_update", [("running", run), ("current", cur)], dict(momentum=mom))
+        ck.close("momentum_update %g" % mom, out and out["y"],
+                 run.astype(np.float64) * np.float32(mom) + cur * (1 - np.float64(np.float32(mom))),
+                 rtol=1e-6, atol=1e-7)
+    ck.run_fail("channel_mean", [("x", rand(0, 3, 4))], None, "empty batch")
 
 
 def group_f16(ck):
