@@ -173,11 +173,13 @@ cov_status graph_exec_batchnorm(graph_exec *x, const graph_node *n, graph_value 
   return st;
 }
 
+/* Training mode's chain where training_mode is set or the running
+ * statistics are asked for (only training mode gives them). */
 int graph_codelets_batchnorm(const graph_node *n, const char **names, int max) {
-  int64_t training = 0;
+  bool training = (n->n_out > 1 && n->out[1]) || (n->n_out > 2 && n->out[2]);
   for (int i = 0; i < n->n_attrs; i++)
-    if (strcmp(n->attrs[i].name, "training_mode") == 0) training = n->attrs[i].i;
-  if (!training || n->opset < 14) return graph_lower_single("batchnorm", names, max);
+    if (strcmp(n->attrs[i].name, "training_mode") == 0) training |= n->attrs[i].i != 0;
+  if (!training) return graph_lower_single("batchnorm", names, max);
   static const char *const chain[] = {"channel_mean", "channel_var", "batchnorm",
                                       "momentum_update", "momentum_update"};
   int k = 0, want = 3 + (n->n_out > 1 && n->out[1]) + (n->n_out > 2 && n->out[2]);

@@ -48,9 +48,6 @@ cov_status graph_exec_identity(graph_exec *x, const graph_node *n, graph_value *
  * training_mode or ratio fed at run time is decided then (the run re-checks
  * this rule with the fed values). */
 static cov_status dropout_mode(const graph *g, const graph_node *n, graph_value *const *in) {
-  if (n->n_in <= 2 || !in[2]) return NULL;
-  if (in[2]->dtype != COV_BOOL)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must be bool");
   const graph_value *r = n->n_in > 1 ? in[1] : NULL;
   if (r && !cov_dtype_is_float(r->dtype))
     return graph_node_error(g, n, COV_INVALID_INPUT, "ratio must be a float scalar");
@@ -60,6 +57,9 @@ static cov_status dropout_mode(const graph *g, const graph_node *n, graph_value 
     if (!(ratio >= 0 && ratio < 1))
       return graph_node_error(g, n, COV_INVALID_INPUT, "ratio is %g; it must be in [0, 1)", ratio);
   }
+  if (n->n_in <= 2 || !in[2]) return NULL;
+  if (in[2]->dtype != COV_BOOL)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must be bool");
   if (!in[2]->data) return NULL; /* decided when the caller feeds it */
   if (graph_numel(in[2]) != 1)
     return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must hold exactly one element");
