@@ -6,14 +6,16 @@
  *
  * Training mode (opset 14 on, training_mode 1) is deterministic: the
  * statistics are the batch's own, over N and the spatial dims of an
- * [N, C, spatial] view,
- *   mean = channel_mean(x)            var = channel_var(x, mean) (biased)
- *   y = batchnorm(x, scale, B, mean, var)
- * and the optional outputs running_mean and running_var are
- *   momentum_update(input_mean, mean) = input_mean * momentum + mean * (1 - momentum)
- * and the same for the variance. Opset 15 lets scale and B (T1) and the
- * statistics (T2) have another float type than X (T): they are converted
- * to T for the calls, and the running statistics back to T2.
+ * [N, C, spatial] view:
+ *   y = batchnorm_train(x, scale, B)
+ * and the optional outputs
+ *   running_mean = running_mean(x, input_mean) = input_mean * momentum + mean * (1 - momentum)
+ *   running_var = running_var(x, input_var) (the biased variance, likewise).
+ * Each codelet computes the batch's statistics itself, so every call reads
+ * only the node's inputs (a Y-only node is one call, as in inference).
+ * Opset 15 lets scale and B (T1) and the statistics (T2) have another float
+ * type than X (T): they are converted to T for the calls, and the running
+ * statistics back to T2.
  *
  * The outputs mean, var, saved_mean and saved_var of opsets before 14
  * (training mode chosen by asking for them) are refused. */
@@ -107,12 +109,14 @@ static cov_status bn_params_as(graph_exec *x, const graph_node *n, graph_value *
   return NULL;
 }
 
-/* out = momentum_update(run, cur) in run's dtype t, stored as out's dtype. */
-static cov_status bn_running(graph_exec *x, const graph_node *n, float momentum,
-                             const cov_tensor *run, const cov_tensor *cur, graph_value *out) {
-  cov_tensor ab[2] = {*run, *cur}, y = {0};
+/* out = codelet(x3, run) (running_mean or running_var) in X's dtype,
+ * stored as out's dtype. */
+static cov_status bn_running(graph_exec *x, const graph_node *n, const char *codelet,
+                             float momentum, const cov_tensor *x3, const cov_tensor *run,
+                             graph_value *out) {
+  cov_tensor in[2] = {*x3, *run}, y = {0};
   cov_attr a = graph_lower_attr_f("momentum", momentum);
-  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "momentum_update", &a, 1, ab, 2, &y, 1));
+  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, codelet, &a, 1, in, 2, &y, 1));
   if (y.dtype == out->dtype) return graph_lower_adopt(x, n, &y, out);
   graph_value tmp = {.name = out->name, .dtype = y.dtype, .rank = 1, .dims = {y.shape[0]},
                      .data = y.data};
@@ -123,31 +127,22 @@ static cov_status bn_running(graph_exec *x, const graph_node *n, float momentum,
   return st;
 }
 
-/* Training mode: the batch's statistics, y from them, the running ones. */
+/* Training mode: y from the batch's statistics, then the running ones. */
 static cov_status bn_train(graph_exec *x, const graph_node *n, graph_value *const *in,
                            graph_value *const *out, const bn_params *bp, cov_tensor p[5]) {
   const graph_value *v = in[0];
   int64_t sp = 1;
   for (int i = 2; i < v->rank; i++) sp *= v->dims[i];
   cov_tensor x3 = graph_view_as(v, 3, (int64_t[]){v->dims[0], v->dims[1], sp});
-  cov_tensor mean = {0}, var = {0}, y = {0};
-  cov_status st = graph_call_codelet(x, n, "channel_mean", NULL, 0, &x3, 1, &mean, 1);
-  if (!st) {
-    cov_tensor xm[2] = {x3, mean};
-    st = graph_call_codelet(x, n, "channel_var", NULL, 0, xm, 2, &var, 1);
-  }
-  if (!st) {
-    cov_tensor t[5] = {graph_view_as(v, 4, (int64_t[]){v->dims[0], v->dims[1], sp, 1}), p[1],
-                       p[2], mean, var};
-    cov_attr a = graph_lower_attr_f("epsilon", bp->eps);
-    st = graph_call_codelet(x, n, "batchnorm", &a, 1, t, 5, &y, 1);
-  }
-  if (!st) st = graph_lower_adopt(x, n, &y, out[0]);
-  if (!st && n->n_out > 1 && out[1]) st = bn_running(x, n, bp->momentum, &p[3], &mean, out[1]);
-  if (!st && n->n_out > 2 && out[2]) st = bn_running(x, n, bp->momentum, &p[4], &var, out[2]);
-  cov_tensor_release(&mean);
-  cov_tensor_release(&var);
-  return st;
+  cov_tensor t[3] = {x3, p[1], p[2]}, y = {0};
+  cov_attr a = graph_lower_attr_f("epsilon", bp->eps);
+  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "batchnorm_train", &a, 1, t, 3, &y, 1));
+  COV_RETURN_IF_ERROR(graph_lower_adopt(x, n, &y, out[0]));
+  if (n->n_out > 1 && out[1])
+    COV_RETURN_IF_ERROR(bn_running(x, n, "running_mean", bp->momentum, &x3, &p[3], out[1]));
+  if (n->n_out > 2 && out[2])
+    COV_RETURN_IF_ERROR(bn_running(x, n, "running_var", bp->momentum, &x3, &p[4], out[2]));
+  return NULL;
 }
 
 cov_status graph_exec_batchnorm(graph_exec *x, const graph_node *n, graph_value *const *in,
@@ -180,9 +175,9 @@ int graph_codelets_batchnorm(const graph_node *n, const char **names, int max) {
   for (int i = 0; i < n->n_attrs; i++)
     if (strcmp(n->attrs[i].name, "training_mode") == 0) training |= n->attrs[i].i != 0;
   if (!training) return graph_lower_single("batchnorm", names, max);
-  static const char *const chain[] = {"channel_mean", "channel_var", "batchnorm",
-                                      "momentum_update", "momentum_update"};
-  int k = 0, want = 3 + (n->n_out > 1 && n->out[1]) + (n->n_out > 2 && n->out[2]);
-  for (int i = 0; i < want && k < max; i++) names[k++] = i < 3 ? chain[i] : chain[3];
+  static const char *const chain[] = {"batchnorm_train", "running_mean", "running_var"};
+  int k = 0;
+  for (int i = 0; i < 3 && k < max; i++)
+    if (i == 0 || (n->n_out > i && n->out[i])) names[k++] = chain[i];
   return k;
 }
