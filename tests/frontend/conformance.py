@@ -173,10 +173,18 @@ def compare_sequence(folder, pb, optional):
     p = onnx.OptionalProto() if optional else onnx.SequenceProto()
     with open(pb, "rb") as f:
         p.ParseFromString(f.read())
-    if optional:
+    none = os.path.exists(os.path.join(folder, "NONE"))  # an optional sequence holding none
+    if optional and p.HasField("sequence_value"):  # an optional of a sequence
+        if none:
+            return "holds none, expected a sequence"
+        want = list(p.sequence_value.tensor_values)
+    elif optional:
         want = [p.tensor_value] if p.HasField("tensor_value") else []
     else:
         want = list(p.tensor_values)
+    if none and not (optional and p.elem_type == onnx.OptionalProto.SEQUENCE
+                     and not p.HasField("sequence_value")):
+        return "holds none, expected %s" % ("a value" if optional else "a sequence")
     got = sorted((f for f in os.listdir(folder) if f.endswith(".npy")), key=lambda f: int(f[:-4]))
     if len(got) != len(want):
         return "%d elements, expected %d" % (len(got), len(want))
