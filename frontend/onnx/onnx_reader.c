@@ -399,6 +399,20 @@ static void read_type_attr(reader *R, const graph_node *n, const Onnx__Attribute
   }
 }
 
+/* Models from before IR version 3 may leave an attribute's `type` out:
+ * it is the one field that is set, as onnx's own checker infers it. */
+static graph_attr_type untyped_attr_type(const Onnx__AttributeProto *ap) {
+  if (ap->has_f) return GA_FLOAT;
+  if (ap->has_i) return GA_INT;
+  if (ap->has_s) return GA_STRING;
+  if (ap->t) return GA_TENSOR;
+  if (ap->g) return GA_GRAPH;
+  if (ap->n_floats) return GA_FLOATS;
+  if (ap->n_ints) return GA_INTS;
+  if (ap->n_strings) return GA_STRINGS;
+  return GA_UNDEFINED;
+}
+
 static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, graph_attr *a) {
   graph *g = R->g;
   a->name = cov_arena_strdup(g->arena, str_or_empty(ap->name));
@@ -409,27 +423,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
                                   a->name));
     return;
   }
-  a->type = ap->has_type ? (graph_attr_type)ap->type : GA_UNDEFINED;
-  /* Models from before IR version 3 may leave `type` out; infer it from the
-   * one field that is set, as onnx's own checker does. */
-  if (a->type == GA_UNDEFINED) {
-    if (ap->has_f)
-      a->type = GA_FLOAT;
-    else if (ap->has_i)
-      a->type = GA_INT;
-    else if (ap->has_s)
-      a->type = GA_STRING;
-    else if (ap->t)
-      a->type = GA_TENSOR;
-    else if (ap->g)
-      a->type = GA_GRAPH;
-    else if (ap->n_floats)
-      a->type = GA_FLOATS;
-    else if (ap->n_ints)
-      a->type = GA_INTS;
-    else if (ap->n_strings)
-      a->type = GA_STRINGS;
-  }
+  a->type = ap->has_type ? (graph_attr_type)ap->type : untyped_attr_type(ap);
   switch (a->type) {
     case GA_FLOAT: a->f = ap->f; break;
     case GA_INT: a->i = ap->i; break;

@@ -7,9 +7,10 @@
  * They run in the frontend (layout operators whose kernels set their
  * outputs' shapes, graph_opdef.dynamic), where an exported loop keeps a
  * list it appends to (SequenceInsert in a Loop's body, ConcatFromSequence
- * after it) or a detector its per-image results. A model's own inputs and
- * outputs stay tensors (covenant/model.h); inside it, and as a Loop's
- * carried values or an If's results, sequences pass like tensors. */
+ * after it) or a detector its per-image results. A model's inputs and
+ * outputs may be sequences and optionals too (model_sequence.c); inside
+ * it, and as a Loop's carried values or an If's results, they pass like
+ * tensors. */
 #include <stdlib.h>
 #include <string.h>
 
