@@ -1,8 +1,8 @@
 """Bad input for the computation and data-movement operators LRN, Celu,
 MeanVarianceNormalization, BitShift, ReverseSequence, the window functions,
 DFT, STFT, MelWeightMatrix, MaxUnpool, GridSample, RoiAlign, Det,
-MaxPool's Indices, and the training modes of BatchNormalization and
-Dropout: cases for test_bad_ops.py (its `case`
+MaxPool's Indices, TfIdfVectorizer, and the training modes of
+BatchNormalization and Dropout: cases for test_bad_ops.py (its `case`
 helper adds each). Sizes read from inputs (window size, dft_length,
 frame_step, num_mel_bins) are refused past their bound before anything is
 allocated."""
@@ -85,6 +85,38 @@ def training_mode_cases(case):
                         np.array(True)])
     case("dropout_ratio_fed", "Dropout", [x, r, t], "ratio is 1.5; it must be in [0, 1)",
          feed=[np.ones((2, 3, 4), np.float32), np.array(1.5, np.float32), np.array(False)])
+
+
+def tfidf_cases(case):
+    x = ("x", I64, [2, 6])
+    ok = dict(mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,
+              ngram_counts=[0, 2], ngram_indexes=[0, 1, 2], pool_int64s=[5, 6, 5, 6])
+
+    def tf(name, text, inputs=(x,), feed=None, drop=(), **over):
+        attrs = {k: v for k, v in dict(ok, **over).items() if k not in drop}
+        case("tfidf_" + name, "TfIdfVectorizer", list(inputs), text, attrs=attrs, opset=9, feed=feed)
+    tf("no_mode", "attribute 'mode' is required", drop=("mode",))
+    tf("mode", "mode 'BM25' is not TF, IDF or TFIDF", mode="BM25")
+    tf("strings", "pool_strings (string n-grams) is not supported", drop=("pool_int64s",),
+       pool_strings=["a", "b"])
+    tf("no_pool", "attribute 'pool_int64s' is required", drop=("pool_int64s",))
+    tf("min_max", "must be given with 1 <= min <= max", min_gram_length=3)
+    tf("skip", "must be given with 1 <= min <= max and skip >= 0", max_skip_count=-1)
+    tf("gram_huge", "max_gram_length 65 is more than 64", max_gram_length=65)
+    tf("counts_short", "ngram_counts has 1 entries; max_gram_length 2 needs", ngram_counts=[0])
+    tf("counts_split", "ngram_counts[1] = 1 does not start a whole number of 2-grams",
+       ngram_counts=[0, 1])
+    tf("counts_past", "within the pool of 4 tokens", ngram_counts=[0, 9])
+    tf("index_count", "the pool holds 3 n-grams but ngram_indexes has 2", ngram_indexes=[0, 1])
+    tf("index_negative", "ngram_indexes[1] is -1; it must be in [0, 268435456)",
+       ngram_indexes=[0, -1, 2])
+    tf("index_huge", "ngram_indexes[2] is 1099511627776", ngram_indexes=[0, 1, 1 << 40])
+    tf("weights", "weights has 1 entries; there are 3 n-grams", weights=[1.0])
+    tf("float_x", "it must be int32 or int64 tokens", inputs=[("x", F, [2, 6])])
+    tf("rank3", "X has rank 3; it must be [C] or [N, C]", inputs=[("x", I64, [1, 2, 6])])
+    big = ("x", I32, [1, 70000])
+    tf("work_bomb", "would take more than 4294967296 lookups", inputs=[big],
+       feed=[np.zeros((1, 70000), np.int32)], max_skip_count=70000, max_gram_length=2)
 
 
 def bits_cases(case):
@@ -190,6 +222,7 @@ def signal_cases(case):
 def compute_op_cases(case):
     norm_cases(case)
     training_mode_cases(case)
+    tfidf_cases(case)
     bits_cases(case)
     signal_cases(case)
     unpool_cases(case)
