@@ -6,7 +6,8 @@ elements, a folder holding NONE), passed through Identity and checked by
 OptionalHasElement; made by Optional in an If's branches (none of its
 `type` attribute in one, a SequenceConstruct's in the other); and carried
 by a Loop that starts from none and inserts into the sequence each
-iteration (its first iteration takes the If's default). Each output is
+iteration (its first iteration takes the If's default). Also an optional
+tensor holding none made by Optional from its `type` attribute. Each output is
 compared with what the ONNX definitions give, written out here.
 
     /usr/bin/python3 test_optional_sequence.py COVENANT WORKDIR
@@ -131,6 +132,32 @@ def if_cases(cov, work):
         yield "if cond=%s" % cond, why
 
 
+def empty_optional_tensor_cases(cov, work):
+    """Optional with no input makes an optional tensor holding none of its
+    `type` attribute's type too (an empty folder, no NONE: an optional
+    tensor's none is having no element)."""
+    opt_t = helper.make_optional_type_proto(helper.make_tensor_type_proto(F, None))
+    then_g = helper.make_graph([helper.make_node("Optional", [], ["t"],
+                                                 type=helper.make_tensor_type_proto(F, None))],
+                               "then", [], [helper.make_value_info("t", opt_t)])
+    else_g = helper.make_graph([helper.make_node("Optional", ["x"], ["e"])], "else", [],
+                               [helper.make_value_info("e", opt_t)])
+    m = save(os.path.join(work, "if_tensor.onnx"),
+             [helper.make_node("If", ["cond"], ["o"], then_branch=then_g, else_branch=else_g),
+              helper.make_node("OptionalHasElement", ["o"], ["has"])],
+             [helper.make_tensor_value_info("cond", B, []), helper.make_tensor_value_info("x", F, [3])],
+             [helper.make_value_info("o", opt_t), helper.make_tensor_value_info("has", B, [])])
+    xv = np.array([0.5, 1.5, -3.0], np.float32)
+    px = os.path.join(work, "x3.npy")
+    np.save(px, xv)
+    for cond, want in [(True, []), (False, [xv])]:
+        p = os.path.join(work, "tcond_%d.npy" % cond)
+        np.save(p, np.array(cond))
+        out = os.path.join(work, "if_tensor_%d" % cond)
+        why = run(cov, m, [p, px], out) or check_seq(out, 0, want) or check_bool(out, 1, bool(want))
+        yield "optional tensor from If, cond=%s" % cond, why
+
+
 def loop_cases(cov, work, trips=4):
     """A Loop carrying an optional sequence that starts as none: each
     iteration takes [0] when it holds none, else its sequence, and appends
@@ -177,7 +204,7 @@ def main():
     cov, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
     fails = n = 0
-    for cases in (identity_cases, if_cases, loop_cases):
+    for cases in (identity_cases, if_cases, empty_optional_tensor_cases, loop_cases):
         for name, why in cases(cov, work):
             n += 1
             fails += bool(why)
