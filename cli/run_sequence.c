@@ -5,7 +5,9 @@
  * SequenceProto / OptionalProto file (.pb, as the ONNX test data ships
  * them) or a folder of .npy files named 0.npy, 1.npy, ... in element
  * order (an empty folder: an empty sequence, an optional with no value).
- * Outputs are written as such a folder. */
+ * An optional of a sequence is an OptionalProto file, or a folder: of the
+ * sequence's elements, or holding only a file named NONE when the optional
+ * holds none. Outputs are written as such a folder. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -69,18 +71,46 @@ static cov_status read_folder(const char *dir, cov_sequence *seq) {
   return st;
 }
 
+/* Whether the folder holds the file NONE (an optional sequence holding
+ * none), and then no element files. */
+static cov_status none_marker(const char *dir, bool *none) {
+  size_t room = strlen(dir) + 8, n = 0;
+  char *p = malloc(room);
+  if (!p) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  snprintf(p, room, "%s/NONE", dir);
+  struct stat sb;
+  *none = stat(p, &sb) == 0;
+  free(p);
+  COV_RETURN_IF_ERROR(count_elements(dir, &n));
+  if (*none && n) {
+    cov_loc loc = {.file = dir};
+    return cov_error(COV_INVALID_INPUT, &loc,
+                     "holds NONE (an optional holding no sequence) and %zu element files", n);
+  }
+  return NULL;
+}
+
 cov_status cli_read_sequence(const cov_model *m, size_t i, const char *path, cov_sequence **out) {
   *out = NULL;
   cov_dtype dt = COV_DTYPE_INVALID;
   int rank;
   int64_t shape[COV_MAX_RANK];
   COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
-  bool opt = cov_model_io_kind(m, 0, i) == COV_VALUE_OPTIONAL;
+  cov_value_kind kind = cov_model_io_kind(m, 0, i);
+  bool opt = kind == COV_VALUE_OPTIONAL;
   struct stat sb;
-  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return cov_onnx_sequence_read(path, dt, opt, out);
+  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return kind == COV_VALUE_OPTIONAL_SEQUENCE ? cov_onnx_optional_sequence_read(path, dt, out)
+                                               : cov_onnx_sequence_read(path, dt, opt, out);
   cov_sequence *seq;
-  COV_RETURN_IF_ERROR(cov_sequence_create(dt, opt, &seq));
-  cov_status st = read_folder(path, seq);
+  bool none = false;
+  if (kind == COV_VALUE_OPTIONAL_SEQUENCE) {
+    COV_RETURN_IF_ERROR(none_marker(path, &none));
+    COV_RETURN_IF_ERROR(cov_sequence_create_optional_sequence(dt, none, &seq));
+  } else {
+    COV_RETURN_IF_ERROR(cov_sequence_create(dt, opt, &seq));
+  }
+  cov_status st = none ? NULL : read_folder(path, seq);
   if (st) {
     cov_sequence_free(seq);
     return st;
@@ -97,6 +127,11 @@ cov_status cli_write_sequence(const char *dir, const cov_sequence *seq) {
   char *p = malloc(room);
   if (!p) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   cov_status st = NULL;
+  if (cov_sequence_is_none(seq)) {
+    snprintf(p, room, "%s/NONE", dir);
+    FILE *f = fopen(p, "wb");
+    if (!f || fclose(f) != 0) st = cov_error(COV_IO_ERROR, &loc, "cannot write NONE: %s", strerror(errno));
+  }
   for (size_t k = 0; k < cov_sequence_length(seq) && !st; k++) {
     snprintf(p, room, "%s/%zu.npy", dir, k);
     st = cov_npy_write(p, cov_sequence_at(seq, k));
@@ -107,7 +142,13 @@ cov_status cli_write_sequence(const char *dir, const cov_sequence *seq) {
 
 void cli_print_sequence(const char *name, const cov_sequence *seq) {
   size_t n = cov_sequence_length(seq);
-  if (cov_sequence_is_optional(seq)) {
+  if (cov_sequence_kind(seq) == COV_VALUE_OPTIONAL_SEQUENCE) {
+    if (cov_sequence_is_none(seq))
+      printf("output '%s': optional sequence of %s: none\n", name, cov_dtype_name(cov_sequence_dtype(seq)));
+    else
+      printf("output '%s': optional sequence of %zu %s tensor%s\n", name, n,
+             cov_dtype_name(cov_sequence_dtype(seq)), n == 1 ? "" : "s");
+  } else if (cov_sequence_is_optional(seq)) {
     printf("output '%s': optional %s: %s\n", name, cov_dtype_name(cov_sequence_dtype(seq)),
            n ? "has a value" : "none");
   } else {

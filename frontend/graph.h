@@ -67,8 +67,9 @@ typedef struct graph_value {
    * input overrides it, so it is never folded. NULL otherwise. */
   const struct graph_value *default_value;
   /* A sequence of tensors of dtype (an optional: of at most one), its data
-   * a graph_seq block (graph_sequence.h); rank -1. */
-  bool seq, opt;
+   * a graph_seq block (graph_sequence.h); rank -1. opt_seq (with seq): an
+   * optional of a sequence, its block's `none` saying it holds none. */
+  bool seq, opt, opt_seq;
   graph_node *producer;          /* NULL for inputs and constants */
   int n_uses;                    /* node input slots that read it (graph_recount) */
   int id;                        /* index in graph.values */

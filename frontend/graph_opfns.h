@@ -114,6 +114,8 @@ GRAPH_DECLARE_OP(nonzero);
 GRAPH_DECLARE_OP(compress);
 GRAPH_DECLARE_OP(unique);
 GRAPH_DECLARE_OP(nms);
+/* graph_tfidf.c */
+GRAPH_DECLARE_OP(tfidf);
 /* graph_sequence.c */
 GRAPH_DECLARE_OP(sequence);
 GRAPH_DECLARE_OP(seqmap);

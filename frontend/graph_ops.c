@@ -184,6 +184,7 @@ static const graph_opdef k_ops[] = {
     COMPUTE("Sum", sum, 1, MANY, 1, 1, V(1, 6, 8, 13)),
     COMPUTE("Tan", unary_ext, 1, 1, 1, 1, V(7)),
     COMPUTE("Tanh", unary, 1, 1, 1, 1, V(1, 6, 13)),
+    LAYOUT("TfIdfVectorizer", tfidf, 1, 1, 1, 1, V(9)),
     COMPUTE("ThresholdedRelu", unary_ext, 1, 1, 1, 1, V(10)),
     LAYOUT("Tile", tile, 2, 2, 1, 1, V(1, 6, 13)),
     LAYOUT("TopK", topk, 1, 2, 2, 2, V(1, 10, 11)),

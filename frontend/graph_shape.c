@@ -68,6 +68,7 @@ void graph_copy_type(graph_value *dst, const graph_value *src) {
   dst->dtype = src->dtype;
   dst->seq = src->seq;
   dst->opt = src->opt;
+  dst->opt_seq = src->opt_seq;
   graph_set_shape(dst, src->rank, src->dims);
 }
 
@@ -267,8 +268,8 @@ cov_status graph_read_scalar(const graph *g, const graph_node *n, const graph_va
 const char *graph_type_str(const graph_value *v, char *buf, size_t size) {
   size_t k = (size_t)snprintf(buf, size, "%s", v->dtype ? cov_dtype_name(v->dtype) : "?");
   if (v->seq) { /* graph_sequence.h */
-    snprintf(buf, size, "%s<%s>", v->opt ? "optional" : "sequence",
-             v->dtype ? cov_dtype_name(v->dtype) : "?");
+    snprintf(buf, size, "%s<%s>%s", v->opt_seq ? "optional<sequence" : v->opt ? "optional" : "sequence",
+             v->dtype ? cov_dtype_name(v->dtype) : "?", v->opt_seq ? ">" : "");
     return buf;
   }
   if (v->rank < 0) {

@@ -230,7 +230,10 @@ cov_status cov_model_run_ref_values(const cov_model *m, const cov_tensor *inputs
 cov_value_kind cov_model_io_kind(const cov_model *m, int output, size_t i) {
   if (!m || i >= (output ? m->g->n_outputs : m->g->n_inputs)) return COV_VALUE_TENSOR;
   const graph_value *v = output ? m->g->outputs[i] : m->g->inputs[i];
-  return !v->seq ? COV_VALUE_TENSOR : v->opt ? COV_VALUE_OPTIONAL : COV_VALUE_SEQUENCE;
+  return !v->seq       ? COV_VALUE_TENSOR
+         : v->opt_seq ? COV_VALUE_OPTIONAL_SEQUENCE
+         : v->opt     ? COV_VALUE_OPTIONAL
+                      : COV_VALUE_SEQUENCE;
 }
 
 void cov_model_print_supported_ops(FILE *out) { graph_print_supported_ops(out); }

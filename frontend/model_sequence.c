@@ -15,7 +15,8 @@
 
 struct cov_sequence {
   cov_dtype dtype;
-  bool optional;
+  bool optional;     /* optional(tensor(T)) */
+  bool opt_seq, none; /* optional(seq(tensor(T))), and holding none */
   size_t n, cap;
   cov_tensor *items;
 };
@@ -33,10 +34,32 @@ cov_status cov_sequence_create(cov_dtype dtype, bool optional, cov_sequence **ou
   return NULL;
 }
 
+cov_status cov_sequence_create_optional_sequence(cov_dtype dtype, bool none, cov_sequence **out) {
+  cov_status st = cov_sequence_create(dtype, false, out);
+  if (st) {
+    cov_status_free(st);
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_sequence_create_optional_sequence"),
+                     out ? "invalid dtype" : "NULL");
+  }
+  (*out)->opt_seq = true;
+  (*out)->none = none;
+  return NULL;
+}
+
+cov_value_kind cov_sequence_kind(const cov_sequence *s) {
+  return !s ? COV_VALUE_TENSOR
+         : s->opt_seq ? COV_VALUE_OPTIONAL_SEQUENCE
+         : s->optional ? COV_VALUE_OPTIONAL
+                       : COV_VALUE_SEQUENCE;
+}
+
+bool cov_sequence_is_none(const cov_sequence *s) { return s && s->opt_seq && s->none; }
+
 cov_status cov_sequence_append(cov_sequence *s, const cov_tensor *t) {
   const cov_loc *at = COV_AT_CALL("cov_sequence_append");
   if (!s || !t || (!t->data && cov_tensor_numel(t) > 0))
     return cov_error(COV_INVALID_ARGUMENT, at, "NULL");
+  if (s->none) return cov_error(COV_INVALID_ARGUMENT, at, "the optional holds no sequence");
   size_t max = s->optional ? 1 : COV_SEQUENCE_MAX_LENGTH;
   if (s->n >= max)
     return cov_error(COV_OUT_OF_RANGE, at, "%s holds at most %zu tensor%s",
@@ -75,17 +98,26 @@ void cov_sequence_free(cov_sequence *s) {
 
 /* ---- the run's side ----------------------------------------------------- */
 
-static const char *kind_word(bool opt) { return opt ? "an optional" : "a sequence"; }
+static const char *kind_word(cov_value_kind k) {
+  return k == COV_VALUE_OPTIONAL_SEQUENCE ? "an optional sequence"
+         : k == COV_VALUE_OPTIONAL        ? "an optional"
+                                          : "a sequence";
+}
+
+static cov_value_kind decl_kind(const graph_value *v) {
+  return v->opt_seq ? COV_VALUE_OPTIONAL_SEQUENCE : v->opt ? COV_VALUE_OPTIONAL : COV_VALUE_SEQUENCE;
+}
 
 cov_status graph_seq_bind_input(const graph *g, const graph_value *decl, const cov_sequence *in,
                                 graph_value *v) {
+  cov_value_kind want = decl_kind(decl);
   if (!in)
     return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "is %s of %s tensors; none was given",
-                             kind_word(decl->opt), cov_dtype_name(decl->dtype));
-  if (in->optional != decl->opt || in->dtype != decl->dtype)
+                             kind_word(want), cov_dtype_name(decl->dtype));
+  if (cov_sequence_kind(in) != want || in->dtype != decl->dtype)
     return graph_value_error(g, decl, COV_INVALID_ARGUMENT, "expected %s of %s tensors, got %s of %s",
-                             kind_word(decl->opt), cov_dtype_name(decl->dtype), kind_word(in->optional),
-                             cov_dtype_name(in->dtype));
+                             kind_word(want), cov_dtype_name(decl->dtype),
+                             kind_word(cov_sequence_kind(in)), cov_dtype_name(in->dtype));
   graph_value *items = calloc(in->n ? in->n : 1, sizeof *items);
   const graph_value **ptrs = calloc(in->n ? in->n : 1, sizeof *ptrs);
   cov_status st = NULL;
@@ -98,7 +130,11 @@ cov_status graph_seq_bind_input(const graph *g, const graph_value *decl, const c
   }
   v->data = NULL; /* an input's slot holds no data of its own yet */
   if (!st) st = graph_seq_make(g, NULL, ptrs, in->n, v);
-  if (!st) v->opt = decl->opt;
+  if (!st) {
+    v->opt = decl->opt;
+    v->opt_seq = decl->opt_seq;
+    ((graph_seq *)v->data)->none = in->none;
+  }
   free(items);
   free(ptrs);
   return st;
@@ -108,7 +144,9 @@ cov_status graph_seq_take_output(const graph *g, const graph_value *decl, const 
                                  cov_sequence **out) {
   *out = NULL;
   cov_sequence *s = NULL;
-  cov_status st = cov_sequence_create(v->dtype, v->opt, &s);
+  bool none = v->opt_seq && v->data && ((const graph_seq *)v->data)->none;
+  cov_status st = v->opt_seq ? cov_sequence_create_optional_sequence(v->dtype, none, &s)
+                             : cov_sequence_create(v->dtype, v->opt, &s);
   size_t n = graph_seq_length(v);
   for (size_t k = 0; k < n && !st; k++) {
     graph_value e = graph_seq_at(v, k);

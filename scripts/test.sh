@@ -8,7 +8,8 @@
 # tree builds that one test only (no GPU backends), about a minute. The other
 # build types with gcc and clang-19 are built (not tested) in between.
 # At the end (also after a failure) it prints what it cost: the time of
-# each stage and in all, the disk each build tree takes, and every test
+# each stage and in all, the disk each build tree takes, the ONNX
+# conformance count (passed, failed, skipped by class), and every test
 # that was skipped (exit 77: a tool or a device this machine lacks) with
 # the reason the test gave.
 set -euo pipefail
@@ -53,6 +54,11 @@ summary() {
     printf '  %6d MiB  %s\n' $((kb / 1024)) "$t"
   done
   printf '  %6d MiB  in all\n' $((total / 1024))
+  # before skipped_in, whose ctest runs rewrite LastTest.log
+  echo "ONNX backend conformance (frontend_onnx_conformance):"
+  for t in build build-asan; do
+    grep -h '^conformance: ' "$t/Testing/Temporary/LastTest.log" 2>/dev/null | sed "s|^|  $t: |"
+  done
   echo "skipped tests (exit 77):"
   skipped_in build; skipped_in build-asan
   if [ "$rc" -eq 0 ]; then echo "all tests passed"; else echo "FAILED (exit $rc)"; fi

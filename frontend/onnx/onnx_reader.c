@@ -266,6 +266,30 @@ static graph_value *read_input(reader *R, const Onnx__ValueInfoProto *vi) {
   return v;
 }
 
+/* A sequence, an optional or an optional of a sequence of tensors
+ * (graph_sequence.h): its flags and dtype set in v, true; else false. */
+static bool container_type(const Onnx__TypeProto *tp, graph_value *v) {
+  const Onnx__TypeProto *elem = !tp ? NULL
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type ? tp->sequence_type->elem_type
+      : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type ? tp->optional_type->elem_type
+      : NULL;
+  bool opt = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+  if (opt && elem && elem->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && elem->sequence_type) {
+    elem = elem->sequence_type->elem_type; /* optional(seq(tensor)) */
+    if (!elem || elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !elem->tensor_type) return false;
+    v->seq = v->opt_seq = true;
+    v->opt = false;
+    v->dtype = onnx_dtype(elem->tensor_type->elem_type);
+    return true;
+  }
+  if (!elem || elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !elem->tensor_type) return false;
+  v->seq = true;
+  v->opt = opt;
+  v->opt_seq = false;
+  v->dtype = onnx_dtype(elem->tensor_type->elem_type);
+  return true;
+}
+
 /* The input's declared dtype and shape. */
 static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_value *v) {
   graph *g = R->g;
@@ -274,21 +298,12 @@ static void read_input_type(reader *R, const Onnx__ValueInfoProto *vi, graph_val
   if (R->parent && (!tp || (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                             tp->tensor_type && tp->tensor_type->elem_type == 0)))
     return;
-  /* A sequence or optional of tensors (graph_sequence.h). */
-  const Onnx__TypeProto *elem = !tp ? NULL
-      : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type ? tp->sequence_type->elem_type
-      : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type ? tp->optional_type->elem_type
-      : NULL;
-  if (elem && elem->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && elem->tensor_type) {
-    v->seq = true;
-    v->opt = tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
-    v->dtype = onnx_dtype(elem->tensor_type->elem_type);
-    return;
-  }
+  if (container_type(tp, v)) return;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
     onnx_add_error(R, graph_value_error(g, v, COV_UNSUPPORTED,
-                                   "only tensors, sequences of tensors and optional tensors are "
-                                   "supported as inputs (this one is a map, a nested sequence or "
+                                   "only tensors, sequences of tensors, optional tensors and "
+                                   "optional sequences of tensors are supported as inputs (this "
+                                   "one is a map, a sequence of sequences, an optional of an "
                                    "optional, or has no type)"));
     return;
   }
@@ -362,6 +377,42 @@ static void read_strings(reader *R, graph_node *n, const Onnx__AttributeProto *a
   }
 }
 
+/* A type attribute as a value outside the graph that has its type and no
+ * data (a->t), or NULL where the type is none covenant has (a map, a
+ * sparse tensor): the operator that reads it says so. */
+static void read_type_attr(reader *R, const graph_node *n, const Onnx__AttributeProto *ap,
+                           graph_attr *a) {
+  graph_value *v = cov_arena_alloc(R->g->arena, sizeof *v);
+  if (!v) {
+    onnx_add_error(R, graph_node_error(R->g, n, COV_OUT_OF_MEMORY, "out of memory"));
+    return;
+  }
+  v->name = a->name;
+  v->id = -1;
+  graph_set_shape(v, -1, NULL);
+  const Onnx__TypeProto *tp = ap->tp;
+  if (container_type(tp, v)) {
+    a->t = v;
+  } else if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type) {
+    v->dtype = onnx_dtype(tp->tensor_type->elem_type);
+    a->t = v;
+  }
+}
+
+/* Models from before IR version 3 may leave an attribute's `type` out:
+ * it is the one field that is set, as onnx's own checker infers it. */
+static graph_attr_type untyped_attr_type(const Onnx__AttributeProto *ap) {
+  if (ap->has_f) return GA_FLOAT;
+  if (ap->has_i) return GA_INT;
+  if (ap->has_s) return GA_STRING;
+  if (ap->t) return GA_TENSOR;
+  if (ap->g) return GA_GRAPH;
+  if (ap->n_floats) return GA_FLOATS;
+  if (ap->n_ints) return GA_INTS;
+  if (ap->n_strings) return GA_STRINGS;
+  return GA_UNDEFINED;
+}
+
 static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, graph_attr *a) {
   graph *g = R->g;
   a->name = cov_arena_strdup(g->arena, str_or_empty(ap->name));
@@ -372,27 +423,7 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
                                   a->name));
     return;
   }
-  a->type = ap->has_type ? (graph_attr_type)ap->type : GA_UNDEFINED;
-  /* Models from before IR version 3 may leave `type` out; infer it from the
-   * one field that is set, as onnx's own checker does. */
-  if (a->type == GA_UNDEFINED) {
-    if (ap->has_f)
-      a->type = GA_FLOAT;
-    else if (ap->has_i)
-      a->type = GA_INT;
-    else if (ap->has_s)
-      a->type = GA_STRING;
-    else if (ap->t)
-      a->type = GA_TENSOR;
-    else if (ap->g)
-      a->type = GA_GRAPH;
-    else if (ap->n_floats)
-      a->type = GA_FLOATS;
-    else if (ap->n_ints)
-      a->type = GA_INTS;
-    else if (ap->n_strings)
-      a->type = GA_STRINGS;
-  }
+  a->type = ap->has_type ? (graph_attr_type)ap->type : untyped_attr_type(ap);
   switch (a->type) {
     case GA_FLOAT: a->f = ap->f; break;
     case GA_INT: a->i = ap->i; break;
@@ -449,6 +480,9 @@ static void read_attr(reader *R, graph_node *n, const Onnx__AttributeProto *ap, 
     case GA_STRINGS:
       if (ap->n_strings > GRAPH_MAX_ATTR_ELEMS) goto too_many;
       read_strings(R, n, ap, a);
+      break;
+    case GA_TYPE_PROTO: /* Optional's `type`: a value typed, no data */
+      read_type_attr(R, n, ap, a);
       break;
     default:
       /* Graphs, sparse tensors: no supported operator takes them, so they

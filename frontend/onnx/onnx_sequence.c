@@ -1,6 +1,8 @@
 /* frontend/onnx/onnx_sequence.c: SequenceProto and OptionalProto files
  * (onnx-data.proto), the form the ONNX test data gives a sequence's or an
- * optional's value, read into a cov_sequence (covenant/model.h).
+ * optional's value, read into a cov_sequence (covenant/model.h). An
+ * optional of a sequence is an OptionalProto holding one SequenceProto
+ * (or nothing: none), whose tensors are read as a sequence's are.
  *
  * The bindings are generated from onnx.proto alone, which does not define
  * these two messages, so their outer framing is walked here by hand: one
@@ -143,6 +145,63 @@ cov_status cov_onnx_sequence_read(const char *path, cov_dtype dtype, bool option
   }
   if (!st) st = cov_sequence_create(dtype, optional, &seq);
   if (!st) st = decode_all((const uint8_t *)data, size, path, kind, seq);
+  free(data);
+  if (st) {
+    cov_sequence_free(seq);
+    return st;
+  }
+  *out = seq;
+  return NULL;
+}
+
+/* OptionalProto's elem_type values (onnx-data.proto). */
+enum { OPT_TENSOR = 1, OPT_SEQUENCE = 3 };
+
+/* The outer OptionalProto of an optional sequence: its SequenceProto's
+ * bytes (*seq NULL: it holds none); anything else it holds is refused. */
+static cov_status optional_outer(const uint8_t *p, size_t size, const char *path,
+                                 const uint8_t **seq, size_t *seq_len) {
+  cov_loc loc = {.file = path};
+  size_t pos = 0;
+  wire_field f;
+  *seq = NULL;
+  *seq_len = 0;
+  while (pos < size) {
+    if (!next_field(p, size, &pos, &f))
+      return cov_error(COV_PARSE_ERROR, &loc, "not a valid ONNX OptionalProto (truncated or corrupt protobuf)");
+    if (f.number == F_ELEM_TYPE && f.type == 0 && f.varint != ELEM_UNDEFINED && f.varint != OPT_SEQUENCE)
+      return cov_error(COV_INVALID_INPUT, &loc,
+                       "the OptionalProto holds elements of type %llu; the input is an optional of "
+                       "a sequence of tensors",
+                       (unsigned long long)f.varint);
+    if (f.type != 2 || f.number < F_TENSOR || f.number > F_OPTIONAL) continue;
+    if (f.number != F_SEQUENCE)
+      return cov_error(COV_INVALID_INPUT, &loc,
+                       "the OptionalProto holds %s; the input is an optional of a sequence of "
+                       "tensors",
+                       f.number == F_TENSOR ? "a tensor" : field_what(f.number));
+    if (*seq)
+      return cov_error(COV_INVALID_INPUT, &loc, "the OptionalProto holds more than one sequence");
+    *seq = f.bytes;
+    *seq_len = f.len;
+  }
+  return NULL;
+}
+
+cov_status cov_onnx_optional_sequence_read(const char *path, cov_dtype dtype, cov_sequence **out) {
+  if (!path || !out)
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_onnx_optional_sequence_read"), "NULL");
+  *out = NULL;
+  char *data = NULL;
+  size_t size = 0, n = 0, len = 0;
+  const uint8_t *inner = NULL;
+  COV_RETURN_IF_ERROR(common_read_file(path, (size_t)COV_TENSOR_MAX_BYTES + (1u << 20), &data, &size));
+  const char *kind = "OptionalProto's SequenceProto";
+  cov_sequence *seq = NULL;
+  cov_status st = optional_outer((const uint8_t *)data, size, path, &inner, &len);
+  if (!st && inner) st = scan(inner, len, path, kind, &n);
+  if (!st) st = cov_sequence_create_optional_sequence(dtype, inner == NULL, &seq);
+  if (!st && inner) st = decode_all(inner, len, path, kind, seq);
   free(data);
   if (st) {
     cov_sequence_free(seq);

@@ -37,6 +37,7 @@ static cov_status type_formal(const graph *g, const graph_node *n, const graph *
   if (src && src->seq) { /* a sequence (graph_sequence.h): no shape */
     v->seq = true;
     v->opt = src->opt;
+    v->opt_seq = src->opt_seq;
     graph_set_shape(v, -1, NULL);
     return NULL;
   }

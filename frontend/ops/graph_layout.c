@@ -41,23 +41,44 @@ cov_status graph_exec_identity(graph_exec *x, const graph_node *n, graph_value *
   return copy_through(x, n, in, out);
 }
 
-/* Inference mode: the output is the input and the mask is all true. A
- * training_mode input that is true asks for random dropout, which a
- * reference target cannot reproduce. */
+/* Inference mode: the output is the input and the mask is all true. So is
+ * training mode with ratio 0: no element is dropped and the scale
+ * 1 / (1 - ratio) is 1. Training mode with a ratio above 0 draws a random
+ * mask, which a deterministic compiler does not reproduce: refused. A
+ * training_mode or ratio fed at run time is decided then (the run re-checks
+ * this rule with the fed values). */
+static cov_status dropout_mode(const graph *g, const graph_node *n, graph_value *const *in) {
+  const graph_value *r = n->n_in > 1 ? in[1] : NULL;
+  if (r && !cov_dtype_is_float(r->dtype))
+    return graph_node_error(g, n, COV_INVALID_INPUT, "ratio must be a float scalar");
+  if (r && r->data) {
+    double ratio;
+    COV_RETURN_IF_ERROR(graph_read_scalar(g, n, r, "ratio", &ratio));
+    if (!(ratio >= 0 && ratio < 1))
+      return graph_node_error(g, n, COV_INVALID_INPUT, "ratio is %g; it must be in [0, 1)", ratio);
+  }
+  if (n->n_in <= 2 || !in[2]) return NULL;
+  if (in[2]->dtype != COV_BOOL)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must be bool");
+  if (!in[2]->data) return NULL; /* decided when the caller feeds it */
+  if (graph_numel(in[2]) != 1)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must hold exactly one element");
+  if (!((const uint8_t *)in[2]->data)[0]) return NULL;
+  if (r && !r->data) return NULL; /* training: decided when the ratio is fed */
+  double ratio = 0.5;
+  if (r) COV_RETURN_IF_ERROR(graph_read_scalar(g, n, r, "ratio", &ratio));
+  if (ratio != 0)
+    return graph_node_error(g, n, COV_UNSUPPORTED,
+                            "training_mode is true and ratio is %g: the output and mask depend on "
+                            "a random draw (random-number generation is not supported; only ratio "
+                            "0 is deterministic)",
+                            ratio);
+  return NULL;
+}
+
 cov_status graph_infer_dropout(const graph *g, const graph_node *n, graph_value *const *in,
                                graph_value *const *out) {
-  if (n->n_in > 2 && in[2]) {
-    if (in[2]->dtype != COV_BOOL)
-      return graph_node_error(g, n, COV_INVALID_INPUT, "training_mode must be bool");
-    if (!in[2]->data) {
-      if (n->opset >= 12 && in[2]->kind == GV_INPUT)
-        return NULL; /* decided when the caller feeds it */
-    } else if (graph_numel(in[2]) == 1 && ((const uint8_t *)in[2]->data)[0]) {
-      return graph_node_error(g, n, COV_UNSUPPORTED,
-                              "training_mode is true: random dropout is not supported (only "
-                              "inference)");
-    }
-  }
+  COV_RETURN_IF_ERROR(dropout_mode(g, n, in));
   graph_copy_type(out[0], in[0]);
   if (n->n_out > 1 && out[1]) {
     graph_copy_type(out[1], in[0]);

@@ -1,14 +1,16 @@
 /* frontend/ops/graph_sequence.c: sequences and optionals of tensors
  * (graph_sequence.h): SequenceEmpty, SequenceConstruct, SequenceAt,
  * SequenceInsert, SequenceErase, SequenceLength, SplitToSequence,
- * ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement.
+ * ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement;
+ * optionals of tensors and of sequences.
  *
  * They run in the frontend (layout operators whose kernels set their
  * outputs' shapes, graph_opdef.dynamic), where an exported loop keeps a
  * list it appends to (SequenceInsert in a Loop's body, ConcatFromSequence
- * after it) or a detector its per-image results. A model's own inputs and
- * outputs stay tensors (covenant/model.h); inside it, and as a Loop's
- * carried values or an If's results, sequences pass like tensors. */
+ * after it) or a detector its per-image results. A model's inputs and
+ * outputs may be sequences and optionals too (model_sequence.c); inside
+ * it, and as a Loop's carried values or an If's results, they pass like
+ * tensors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +85,12 @@ cov_status graph_seq_copy(const graph *g, const graph_node *n, const graph_value
 /* ---- shape rules ------------------------------------------------------- */
 
 static cov_status need_seq(const graph *g, const graph_node *n, const graph_value *v) {
-  if (!v || !v->seq)
-    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' is not a sequence",
-                            v ? v->name : "");
+  if (!v || !v->seq || v->opt_seq)
+    return graph_node_error(g, n, COV_INVALID_INPUT, "input '%s' is not a sequence%s",
+                            v ? v->name : "",
+                            v && v->opt_seq ? " (it is an optional sequence: OptionalGetElement "
+                                              "gives its sequence)"
+                                            : "");
   return NULL;
 }
 
@@ -93,13 +98,39 @@ static void set_seq(graph_value *o, cov_dtype dt, bool opt) {
   o->dtype = dt;
   o->seq = true;
   o->opt = opt;
+  o->opt_seq = false;
   graph_set_shape(o, -1, NULL);
 }
 
 static void set_tensor(graph_value *o, cov_dtype dt, int rank) {
   o->dtype = dt;
-  o->seq = o->opt = false;
+  o->seq = o->opt = o->opt_seq = false;
   graph_set_shape(o, rank, NULL);
+}
+
+/* Optional's output: of its input (a tensor or a sequence), or of the
+ * type its `type` attribute gives when it has none (an optional holding
+ * none). An optional of an optional is refused. */
+static cov_status infer_optional(const graph *g, const graph_node *n, graph_value *const *in,
+                                 graph_value *o) {
+  const graph_value *src = n->n_in > 0 && in[0] ? in[0] : NULL;
+  if (!src) {
+    const graph_attr *a = graph_attr_find(n, "type");
+    if (!a)
+      return graph_node_error(g, n, COV_INVALID_INPUT,
+                              "has no input and no 'type' attribute (the type of the empty "
+                              "optional)");
+    if (!a->t || a->t->dtype == COV_DTYPE_INVALID)
+      return graph_node_error(g, n, COV_UNSUPPORTED,
+                              "attribute 'type' is not a tensor or a sequence of tensors of a "
+                              "dtype covenant supports");
+    src = a->t;
+  }
+  if (src->opt || src->opt_seq)
+    return graph_node_error(g, n, COV_UNSUPPORTED, "an optional of an optional is not supported");
+  set_seq(o, src->dtype, !src->seq);
+  o->opt_seq = src->seq;
+  return NULL;
 }
 
 static bool op_is(const graph_node *n, const char *op) { return strcmp(n->op_type, op) == 0; }
@@ -128,23 +159,20 @@ cov_status graph_infer_sequence(const graph *g, const graph_node *n, graph_value
     set_seq(out[0], in[0]->dtype, false);
     return NULL;
   }
-  if (op_is(n, "Optional")) {
-    if (n->n_in == 0 || !in[0])
-      return graph_node_error(g, n, COV_UNSUPPORTED, "an empty Optional (no input) is not supported");
-    if (in[0]->seq) return graph_node_error(g, n, COV_UNSUPPORTED, "an optional sequence is not supported");
-    set_seq(out[0], in[0]->dtype, true);
-    return NULL;
-  }
+  if (op_is(n, "Optional")) return infer_optional(g, n, in, out[0]);
   if (op_is(n, "OptionalHasElement")) {
     set_tensor(out[0], COV_BOOL, 0);
     out[0]->dims[0] = -1;
     return NULL;
   }
+  /* A tensor or a sequence passes through, as opset 18 defines it for
+   * every opset: a Loop carries the sequence its body makes into a formal
+   * declared an optional sequence (the next iteration reads it so). */
   if (op_is(n, "OptionalGetElement")) {
-    if (in[0]->seq && !in[0]->opt)
-      return graph_node_error(g, n, COV_UNSUPPORTED, "reads an optional or a tensor, not a sequence");
     if (in[0]->opt)
       set_tensor(out[0], in[0]->dtype, -1);
+    else if (in[0]->opt_seq)
+      set_seq(out[0], in[0]->dtype, false);
     else
       graph_copy_type(out[0], in[0]);
     return NULL;
@@ -339,17 +367,42 @@ static cov_status take_element(const graph *g, const graph_node *n, const graph_
   return NULL;
 }
 
+/* Whether an optional (of a tensor or of a sequence) holds none. A plain
+ * tensor or sequence (a value an optional input was given) holds one. */
+static bool holds_none(const graph_value *v) {
+  if (v->opt) return graph_seq_length(v) == 0;
+  return v->opt_seq && (!v->data || ((const graph_seq *)v->data)->none);
+}
+
+/* Optional: its input wrapped, or none of the `type` attribute's type. */
+static cov_status exec_optional(const graph *g, const graph_node *n, graph_value *const *in,
+                                graph_value *o) {
+  const graph_value *src = n->n_in > 0 && in[0] ? in[0] : NULL;
+  bool as_seq = src ? src->seq : graph_attr_find(n, "type")->t->seq; /* checked by the rule */
+  if (!as_seq) {
+    cov_status st = graph_seq_make(g, n, src ? &src : NULL, src ? 1 : 0, o);
+    o->opt = true;
+    return st;
+  }
+  if (src) {
+    COV_RETURN_IF_ERROR(graph_seq_copy(g, n, src, o));
+  } else {
+    COV_RETURN_IF_ERROR(graph_seq_make(g, n, NULL, 0, o));
+    ((graph_seq *)o->data)->none = true;
+  }
+  o->opt = false;
+  o->opt_seq = true;
+  return NULL;
+}
+
 cov_status graph_exec_sequence(graph_exec *x, const graph_node *n, graph_value *const *in,
                                graph_value *const *out) {
   const graph *g = x->g;
   graph_value *o = out[0];
   size_t len = n->n_in && in[0] && in[0]->seq ? graph_seq_length(in[0]) : 0, k = 0;
   if (op_is(n, "SequenceEmpty")) return graph_seq_make(g, n, NULL, 0, o);
-  if (op_is(n, "SequenceConstruct") || op_is(n, "Optional")) {
-    cov_status st = graph_seq_make(g, n, (const graph_value *const *)in, (size_t)n->n_in, o);
-    o->opt = op_is(n, "Optional");
-    return st;
-  }
+  if (op_is(n, "Optional")) return exec_optional(g, n, in, o);
+  if (op_is(n, "SequenceConstruct")) return graph_seq_make(g, n, (const graph_value *const *)in, (size_t)n->n_in, o);
   if (op_is(n, "SplitToSequence")) return exec_split(x, n, in, o);
   if (op_is(n, "ConcatFromSequence")) return exec_concat(x, n, in[0], o);
   if (op_is(n, "SequenceLength")) {
@@ -361,13 +414,17 @@ cov_status graph_exec_sequence(graph_exec *x, const graph_node *n, graph_value *
   if (op_is(n, "OptionalHasElement")) {
     int64_t zero = 0;
     COV_RETURN_IF_ERROR(graph_dynamic_alloc(g, n, o, 0, &zero));
-    *(uint8_t *)o->data = n->n_in > 0 && in[0] && (!in[0]->opt || len > 0);
+    *(uint8_t *)o->data = n->n_in > 0 && in[0] && !holds_none(in[0]);
     return NULL;
   }
   if (op_is(n, "OptionalGetElement")) {
-    if (!in[0]->opt) return graph_seq_copy(g, n, in[0], o);
-    if (len == 0) return graph_node_error(g, n, COV_INVALID_INPUT, "the optional is empty");
-    return take_element(g, n, in[0], 0, o);
+    if (holds_none(in[0])) return graph_node_error(g, n, COV_INVALID_INPUT, "the optional is empty");
+    if (in[0]->opt) return take_element(g, n, in[0], 0, o);
+    if (!in[0]->seq) return graph_seq_copy(g, n, in[0], o); /* a tensor passes through */
+    COV_RETURN_IF_ERROR(graph_seq_copy(g, n, in[0], o));
+    o->opt_seq = false; /* the sequence an optional of one holds */
+    ((graph_seq *)o->data)->none = false;
+    return NULL;
   }
   const graph_value *p = n->n_in > 1 ? in[n->n_in - 1] : NULL;
   if (op_is(n, "SequenceInsert")) {

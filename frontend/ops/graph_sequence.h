@@ -4,7 +4,9 @@
  * (rank -1: each element has its own shape). Its data is one malloc'ed
  * block (so that it is freed, moved and copied like a tensor's): a header,
  * one entry per element (dtype, shape, offset), then the elements' bytes.
- * An optional is a sequence of at most one element (graph_value.opt). */
+ * An optional is a sequence of at most one element (graph_value.opt). An
+ * optional of a sequence (graph_value.opt_seq) is a sequence's block whose
+ * header says whether the optional holds none. */
 #ifndef COV_FRONTEND_GRAPH_SEQUENCE_H
 #define COV_FRONTEND_GRAPH_SEQUENCE_H
 
@@ -22,6 +24,7 @@ typedef struct graph_seq_item {
 
 typedef struct graph_seq {
   size_t n, total; /* elements; bytes of the whole block */
+  bool none;       /* an optional of a sequence (graph_value.opt_seq) holding none */
   graph_seq_item items[];
 } graph_seq;
 

@@ -1,6 +1,6 @@
 /* frontend/passes/graph_bnfold.c: BatchNormalization folded into the Conv before it.
  *
- * In inference BatchNormalization is a per-channel affine map, so when it
+ * In inference mode BatchNormalization is a per-channel affine map, so when it
  * reads a Conv's output (and nothing else does) and every parameter is a
  * constant, it disappears into the Conv's weights and bias:
  *   s = scale / sqrt(var + epsilon)
@@ -23,6 +23,9 @@ static cov_status fold_one(graph *g, graph_node *conv, graph_node *bn, bool *don
     if (!is_const(bn->in[i]) || !cov_dtype_is_float(bn->in[i]->dtype)) return NULL;
   for (int i = 1; i < bn->n_out; i++)
     if (bn->out[i]) return NULL;
+  int64_t training = 0; /* training mode normalizes with the batch's statistics */
+  if (bn->opset >= 14) COV_RETURN_IF_ERROR(graph_attr_int(g, bn, "training_mode", 0, &training));
+  if (training) return NULL;
   int64_t k = w->dims[0];
   if (w->rank < 3 || k <= 0 || !cov_dtype_is_float(w->dtype)) return NULL;
   for (int i = 1; i < 5; i++)

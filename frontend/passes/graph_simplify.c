@@ -34,11 +34,14 @@ cov_status graph_eliminate_identities(graph *g) {
     if (n->dead || !n->out[0] || !n->in[0]) continue;
     bool identity = strcmp(n->op_type, "Identity") == 0;
     if (strcmp(n->op_type, "Dropout") == 0) {
-      /* The mask must be unread, and training_mode (if given) a known false
-       * (shape inference refused a known true). */
+      /* The mask must be unread, and training_mode and ratio (if given)
+       * known at load: shape inference refused the pairs that are not a
+       * copy (training with a ratio above 0), and a value fed at run time
+       * is checked by the run's own inference. */
       bool mask_used =
           n->n_out > 1 && n->out[1] && (n->out[1]->n_uses > 0 || is_graph_output(g, n->out[1]));
-      bool mode_known = !(n->n_in > 2 && n->in[2] && !n->in[2]->data);
+      bool mode_known = !(n->n_in > 2 && n->in[2] && !n->in[2]->data) &&
+                        !(n->n_in > 1 && n->in[1] && !n->in[1]->data);
       identity = !mask_used && mode_known;
     }
     if (!identity) continue;

@@ -312,8 +312,9 @@ COV_API cov_status cov_onnx_op_at(size_t i, cov_onnx_op *out);
  * those on the reference target. A cov_sequence holds one such value: a
  * list of tensors of one dtype (each with its own shape), at most
  * COV_SEQUENCE_MAX_LENGTH of them; an optional is a sequence of at most one
- * tensor (empty: the optional has no value). Optionals of sequences, and
- * sequences of sequences, are not supported. */
+ * tensor (empty: the optional has no value); an optional of a sequence
+ * (optional(seq(tensor(T)))) holds a sequence or none. Sequences of
+ * sequences, and optionals of optionals, are not supported. */
 typedef struct cov_sequence cov_sequence;
 #define COV_SEQUENCE_MAX_LENGTH 65536
 
@@ -321,6 +322,7 @@ typedef enum cov_value_kind {
   COV_VALUE_TENSOR = 0,
   COV_VALUE_SEQUENCE = 1, /* seq(tensor(T)) */
   COV_VALUE_OPTIONAL = 2, /* optional(tensor(T)) */
+  COV_VALUE_OPTIONAL_SEQUENCE = 3, /* optional(seq(tensor(T))) */
 } cov_value_kind;
 
 /* What input i (output: nonzero) is; COV_VALUE_TENSOR for no such one. */
@@ -328,6 +330,14 @@ COV_API cov_value_kind cov_model_io_kind(const cov_model *model, int output, siz
 
 /* An empty sequence (optional: an optional with no value) of dtype. */
 COV_API cov_status cov_sequence_create(cov_dtype dtype, bool optional, cov_sequence **out);
+/* An optional of a sequence of dtype: none (holding no sequence; nothing
+ * may be appended), or holding an empty sequence that takes appends. */
+COV_API cov_status cov_sequence_create_optional_sequence(cov_dtype dtype, bool none,
+                                                         cov_sequence **out);
+/* COV_VALUE_SEQUENCE, COV_VALUE_OPTIONAL or COV_VALUE_OPTIONAL_SEQUENCE. */
+COV_API cov_value_kind cov_sequence_kind(const cov_sequence *seq);
+/* An optional of a sequence that holds none. */
+COV_API bool cov_sequence_is_none(const cov_sequence *seq);
 /* Appends a copy of t, which must have the sequence's dtype; an optional
  * takes one tensor, a sequence up to COV_SEQUENCE_MAX_LENGTH. */
 COV_API cov_status cov_sequence_append(cov_sequence *seq, const cov_tensor *t);
@@ -355,6 +365,10 @@ COV_API cov_status cov_model_run_ref_values(const cov_model *model, const cov_te
  * Nested sequences, maps and sparse tensors are refused. */
 COV_API cov_status cov_onnx_sequence_read(const char *path, cov_dtype dtype, bool optional,
                                           cov_sequence **out);
+/* Reads an ONNX OptionalProto file that holds a SequenceProto of tensors,
+ * or nothing (none), into a new optional of a sequence of dtype. */
+COV_API cov_status cov_onnx_optional_sequence_read(const char *path, cov_dtype dtype,
+                                                   cov_sequence **out);
 
 /* ---- the model as a program (appended) ----------------------------------
  * For compilers of artifacts whose control runs on the host (runtime/

@@ -281,6 +281,28 @@ def group_norm(ck):
         * g.reshape(sh) + b.reshape(sh)
     out = ck.run("batchnorm", [("x", x), ("scale", g), ("bias", b), ("mean", mu), ("var", var)])
     ck.close("batchnorm", out and out["y"], ref, rtol=1e-5, atol=1e-5)
+    # Training mode: the batch's per-channel statistics over N and the
+    # spatial axis, and the running statistics' update.
+    for shape, eps, mom in [((2, 3, 20), 1e-5, 0.9), ((1, 1, 1), 1e-3, 0.0), ((4, 5, 1), 0.1, 1.0),
+                            ((3, 2, 7), 1e-5, 0.25)]:
+        x = rand(*shape) * 2 + 0.5
+        g, b, rm, rv = rand(shape[1]), rand(shape[1]), rand(shape[1]), rand(shape[1], lo=0.1)
+        x64 = x.astype(np.float64)
+        mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
+        sh = (1, -1, 1)
+        ref = (x64 - mu.reshape(sh)) / np.sqrt(var.reshape(sh) + np.float32(eps)) \
+            * g.reshape(sh) + b.reshape(sh)
+        out = ck.run("batchnorm_train", [("x", x), ("scale", g), ("bias", b)], dict(epsilon=eps))
+        ck.close("batchnorm_train %s" % (shape,), out and out["y"], ref, rtol=1e-5, atol=1e-5)
+        m = np.float64(np.float32(mom))
+        for name, run, stat in (("running_mean", rm, mu), ("running_var", rv, var)):
+            out = ck.run(name, [("x", x), ("running", run)], dict(momentum=mom))
+            ck.close("%s %s momentum %g" % (name, shape, mom), out and out["y"],
+                     run * m + stat * (1 - m), rtol=1e-5, atol=1e-6)
+    for name, extra in (("batchnorm_train", [("scale", rand(3)), ("bias", rand(3))]),
+                        ("running_mean", [("running", rand(3))]),
+                        ("running_var", [("running", rand(3))])):
+        ck.run_fail(name, [("x", rand(0, 3, 4))] + extra, None, "empty batch")
 
 
 def group_f16(ck):

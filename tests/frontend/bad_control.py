@@ -42,6 +42,14 @@ def nested_loops(depth):
     return body
 
 
+def map_type():
+    """map(int64, tensor(float)) (onnx 1.12's helper has no maker for it)."""
+    t = onnx.TypeProto()
+    t.map_type.key_type = TensorProto.INT64
+    t.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(F, None))
+    return t
+
+
 def make_case(cases):
     """case(name, op, inputs, text, ...) for test_bad_ops.py's table: the
     node 'bad' reads `inputs` (graph inputs (name, type, shape),
@@ -173,11 +181,23 @@ def add_sequence_cases(cases):
          "element 1's shape does not match element 0's"), attrs={"axis": 1},
          pre=[helper.make_node("SequenceConstruct", ["a", "b"], ["s"])],
          feed=[z, np.zeros((3, 3), np.float32)])
-    case("optional_empty", "Optional", [], "an empty Optional (no input) is not supported",
-         attrs={"type": helper.make_tensor_type_proto(F, None)},
+    case("optional_no_type", "Optional", [], "has no input and no 'type' attribute",
          post=[helper.make_node("OptionalGetElement", ["y0"], ["out"])])
-    case("optional_get_seq", "OptionalGetElement", [], "reads an optional or a tensor, not a sequence",
-         outer=[x], pre=[mk("x")])
+    case("optional_type_map", "Optional", [], "attribute 'type' is not a tensor or a sequence",
+         attrs={"type": map_type()},
+         post=[helper.make_node("OptionalGetElement", ["y0"], ["out"])])
+    case("optional_type_nested", "Optional", [], "attribute 'type' is not a tensor or a sequence",
+         attrs={"type": helper.make_sequence_type_proto(
+             helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None)))},
+         post=[helper.make_node("OptionalGetElement", ["y0"], ["out"])])
+    case("optional_of_optional", "Optional", [], "an optional of an optional is not supported",
+         outer=[x], pre=[helper.make_node("Optional", ["x"], ["s"])],
+         post=[helper.make_node("OptionalGetElement", ["y0"], ["out"])])
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None))
+    case("optional_seq_insert", "SequenceInsert", [x], "it is an optional sequence",
+         pre=[helper.make_node("Optional", [], ["os"], type=seq_t)], post=stack)
+    case("optional_seq_get_none", "OptionalGetElement", [], "the optional is empty",
+         pre=[helper.make_node("Optional", [], ["os"], type=seq_t)], post=stack, feed=[])
     case("optional_has_arity", "OptionalHasElement", [x, ("x2", F, [2])],
          "has 2 inputs; OptionalHasElement takes 0 to 1")
     ident = graph([helper.make_node("Identity", ["e"], ["f"])], [vi("e", F, None), vi("e2", F, None)],

@@ -1,14 +1,15 @@
 """Bad input for the computation and data-movement operators LRN, Celu,
 MeanVarianceNormalization, BitShift, ReverseSequence, the window functions,
-DFT, STFT, MelWeightMatrix, MaxUnpool, GridSample, RoiAlign, Det and
-MaxPool's Indices: cases for test_bad_ops.py (its `case`
+DFT, STFT, MelWeightMatrix, MaxUnpool, GridSample, RoiAlign, Det,
+MaxPool's Indices, TfIdfVectorizer, and the training modes of
+BatchNormalization and Dropout: cases for test_bad_ops.py (its `case`
 helper adds each). Sizes read from inputs (window size, dft_length,
 frame_step, num_mel_bins) are refused past their bound before anything is
 allocated."""
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
-F, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
+F, I32, I64, B = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
 U8, U16 = TensorProto.UINT8, TensorProto.UINT16
 
 
@@ -33,6 +34,89 @@ def norm_cases(case):
          "axis 1 is given twice", attrs={"axes": [1, -2]})
     case("mvn_int", "MeanVarianceNormalization", [("x", I64, [1, 3, 2, 2])], "f32, f16, bf16 or f64")
     case("mvn_default_rank", "MeanVarianceNormalization", [("x", F, [3, 2])], "3 axes")
+
+
+def training_mode_cases(case):
+    """BatchNormalization's training mode (opset 14 on) and Dropout's
+    (ratio 0 only: above it the output is a random draw)."""
+    x = ("x", F, [2, 3, 4])
+    stats = [const(k, np.ones(3, np.float32)) for k in ("s", "b", "m", "v")]
+    case("batchnorm_training_mode_2", "BatchNormalization", [x] + stats,
+         "training_mode is 2; it must be 0 or 1", attrs={"training_mode": 2}, opset=15)
+    case("batchnorm_running_outputs_inference", "BatchNormalization", [x] + stats,
+         "output 1 (running_mean) exists only in training mode", n_out=3, opset=15)
+    case("batchnorm_four_outputs", "BatchNormalization", [x] + stats, "at most 3",
+         attrs={"training_mode": 1}, n_out=4, opset=15)
+    case("batchnorm_old_training_outputs", "BatchNormalization", [x] + stats,
+         "opsets before 14 (training mode) are not supported", n_out=3, opset=9)
+    case("batchnorm_training_int", "BatchNormalization", [("x", I32, [2, 3, 4])] + stats,
+         "f32, f16, bf16 or f64", attrs={"training_mode": 1}, n_out=3, opset=15)
+    case("batchnorm_training_stats_shape", "BatchNormalization",
+         [x] + stats[:2] + [const("m", np.ones(4, np.float32)), stats[3]],
+         "must be 1-D with one value per channel", attrs={"training_mode": 1}, n_out=3, opset=15)
+    case("batchnorm_training_empty_batch", "BatchNormalization", [("x", F, [0, 3, 4])] + stats,
+         "cannot average over an empty batch", attrs={"training_mode": 1}, n_out=3, opset=15,
+         feed=[np.zeros((0, 3, 4), np.float32)])
+    r, t = ("r", F, []), ("t", B, [])
+    true = const("t", np.array(True))
+    case("dropout_training_random", "Dropout", [x, const("r", np.array(0.5, np.float32)), true],
+         "training_mode is true and ratio is 0.5: the output and mask depend on a random draw",
+         n_out=2)
+    case("dropout_training_default_ratio", "Dropout", [x, "", true], "ratio is 0.5", n_out=2)
+    case("dropout_ratio_one", "Dropout", [x, const("r", np.array(1.0, np.float32)), true],
+         "ratio is 1; it must be in [0, 1)")
+    case("dropout_ratio_negative", "Dropout", [x, const("r", np.array(-0.25, np.float32))],
+         "ratio is -0.25; it must be in [0, 1)")
+    case("dropout_ratio_nan", "Dropout", [x, const("r", np.array(np.nan, np.float32))],
+         "must be in [0, 1)")
+    case("dropout_ratio_int", "Dropout", [x, const("r", np.array(0, np.int64)), true],
+         "ratio must be a float scalar")
+    case("dropout_ratio_two", "Dropout", [x, const("r", np.zeros(2, np.float32)), true],
+         "ratio 'r' must hold exactly one element")
+    case("dropout_training_two", "Dropout", [x, const("r", np.array(0, np.float32)),
+                                             const("t", np.array([True, False]))],
+         "training_mode must hold exactly one element")
+    case("dropout_training_float", "Dropout", [x, const("r", np.array(0, np.float32)),
+                                               const("t", np.array(1.0, np.float32))],
+         "training_mode must be bool")
+    # Fed at run time: decided by the run's own check of the values.
+    case("dropout_training_fed", "Dropout", [x, r, t], "ratio is 0.25: the output and mask",
+         n_out=2, feed=[np.ones((2, 3, 4), np.float32), np.array(0.25, np.float32),
+                        np.array(True)])
+    case("dropout_ratio_fed", "Dropout", [x, r, t], "ratio is 1.5; it must be in [0, 1)",
+         feed=[np.ones((2, 3, 4), np.float32), np.array(1.5, np.float32), np.array(False)])
+
+
+def tfidf_cases(case):
+    x = ("x", I64, [2, 6])
+    ok = dict(mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,
+              ngram_counts=[0, 2], ngram_indexes=[0, 1, 2], pool_int64s=[5, 6, 5, 6])
+
+    def tf(name, text, inputs=(x,), feed=None, drop=(), **over):
+        attrs = {k: v for k, v in dict(ok, **over).items() if k not in drop}
+        case("tfidf_" + name, "TfIdfVectorizer", list(inputs), text, attrs=attrs, opset=9, feed=feed)
+    tf("no_mode", "attribute 'mode' is required", drop=("mode",))
+    tf("mode", "mode 'BM25' is not TF, IDF or TFIDF", mode="BM25")
+    tf("strings", "pool_strings (string n-grams) is not supported", drop=("pool_int64s",),
+       pool_strings=["a", "b"])
+    tf("no_pool", "attribute 'pool_int64s' is required", drop=("pool_int64s",))
+    tf("min_max", "must be given with 1 <= min <= max", min_gram_length=3)
+    tf("skip", "must be given with 1 <= min <= max and skip >= 0", max_skip_count=-1)
+    tf("gram_huge", "max_gram_length 65 is more than 64", max_gram_length=65)
+    tf("counts_short", "ngram_counts has 1 entries; max_gram_length 2 needs", ngram_counts=[0])
+    tf("counts_split", "ngram_counts[1] = 1 does not start a whole number of 2-grams",
+       ngram_counts=[0, 1])
+    tf("counts_past", "within the pool of 4 tokens", ngram_counts=[0, 9])
+    tf("index_count", "the pool holds 3 n-grams but ngram_indexes has 2", ngram_indexes=[0, 1])
+    tf("index_negative", "ngram_indexes[1] is -1; it must be in [0, 268435456)",
+       ngram_indexes=[0, -1, 2])
+    tf("index_huge", "ngram_indexes[2] is 1099511627776", ngram_indexes=[0, 1, 1 << 40])
+    tf("weights", "weights has 1 entries; there are 3 n-grams", weights=[1.0])
+    tf("float_x", "it must be int32 or int64 tokens", inputs=[("x", F, [2, 6])])
+    tf("rank3", "X has rank 3; it must be [C] or [N, C]", inputs=[("x", I64, [1, 2, 6])])
+    big = ("x", I32, [1, 70000])
+    tf("work_bomb", "would take more than 4294967296 lookups", inputs=[big],
+       feed=[np.zeros((1, 70000), np.int32)], max_skip_count=70000, max_gram_length=2)
 
 
 def bits_cases(case):
@@ -137,6 +221,8 @@ def signal_cases(case):
 
 def compute_op_cases(case):
     norm_cases(case)
+    training_mode_cases(case)
+    tfidf_cases(case)
     bits_cases(case)
     signal_cases(case)
     unpool_cases(case)

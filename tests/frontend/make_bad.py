@@ -103,12 +103,12 @@ def varint(v):
 
 @case("unsupported_ops", """unsupported_ops.onnx: error: 3 nodes use operators covenant does not support:
   node 'rnd' (RandomNormalLike, opset 13)
-  node 'TfIdfVectorizer_2' (TfIdfVectorizer, opset 13)
+  node 'StringNormalizer_2' (StringNormalizer, opset 13)
   node 'custom' (FancyOp, domain 'com.example', opset 1)""")
 def _(path):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
              helper.make_node("RandomNormalLike", ["a"], ["b"], name="rnd"),
-             helper.make_node("TfIdfVectorizer", ["a"], ["c"]),
+             helper.make_node("StringNormalizer", ["a"], ["c"]),
              helper.make_node("FancyOp", ["a"], ["e"], name="custom", domain="com.example")]
     k = numpy_helper.from_array(np.array([1], np.int64), "k")
     g = helper.make_graph(nodes, "bad", [vi("x", [1, 4, 4])], [vi("b", None), vi("c", None), vi("e", None)],

@@ -273,6 +273,23 @@ static void test_sequence_api(void) {
   CHECK(st && cov_status_code(st) == COV_OUT_OF_RANGE && cov_sequence_length(opt) == 1);
   cov_status_free(st);
   CHECK(cov_sequence_is_optional(opt) && !cov_sequence_is_optional(seq) && cov_sequence_dtype(seq) == COV_F32);
+  /* optionals of sequences: none takes no element, a held one any number */
+  cov_sequence *os_none = NULL, *os = NULL;
+  CHECK(cov_sequence_create_optional_sequence(COV_F32, true, &os_none) == NULL);
+  CHECK(cov_sequence_create_optional_sequence(COV_F32, false, &os) == NULL);
+  CHECK(cov_sequence_kind(os) == COV_VALUE_OPTIONAL_SEQUENCE && cov_sequence_kind(seq) == COV_VALUE_SEQUENCE &&
+        cov_sequence_kind(opt) == COV_VALUE_OPTIONAL);
+  CHECK(cov_sequence_is_none(os_none) && !cov_sequence_is_none(os) && !cov_sequence_is_none(opt));
+  st = cov_sequence_append(os_none, &a);
+  CHECK(st && strstr(cov_status_message(st), "holds no sequence") && cov_sequence_length(os_none) == 0);
+  cov_status_free(st);
+  CHECK(cov_sequence_append(os, &a) == NULL && cov_sequence_append(os, &e) == NULL &&
+        cov_sequence_length(os) == 2 && !cov_sequence_is_optional(os));
+  cov_sequence_free(os_none);
+  st = cov_sequence_create_optional_sequence(COV_DTYPE_INVALID, false, &os_none);
+  CHECK(st && cov_status_code(st) == COV_INVALID_ARGUMENT && !os_none);
+  cov_status_free(st);
+  cov_sequence_free(os);
   cov_sequence_free(seq);
   cov_sequence_free(opt);
   cov_tensor_release(&a);
