@@ -94,7 +94,7 @@ cov_status backend_target_open(const char *name, backend_target *out) {
     return NULL;
   }
   out->name = BACKEND_REF;
-  COV_RETURN_IF_ERROR(cov_acg_load_target(name, &out->acg));
+  COV_RETURN_IF_ERROR(backend_acg_load(name, &out->acg));
   out->name = cov_acg_name(out->acg);
   const char *be = cov_acg_backend(out->acg);
   out->backend = be && strcmp(be, BACKEND_REF) ? backend_find(be) : NULL;
