@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "backends/registry/backend_registry.h"
 #include "common/c_locale.h"
 #include "covenant/mapper.h"
 #include "explore/explore.h"
@@ -103,7 +104,8 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
     goto fail;
   s->base_path = cov_arena_strdup(s->arena, path);
   if ((st = common_read_file(path, COV_ACG_MAX_FILE_BYTES, &s->base_text, &s->base_size))) goto fail;
-  if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg))) {
+  if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg)) ||
+      (st = backend_check_acg(s->base_acg))) {
     st = cov_status_annotate(st, "base ACG: ");
     goto fail;
   }
@@ -223,6 +225,10 @@ static cov_status run_design(explore_study *s, int index) {
   snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
   cov_acg *g = NULL;
   cov_status load = st ? NULL : cov_acg_load_buffer(text, text_len, diag_name, &g);
+  if (!st && !load && (load = backend_check_acg(g))) { /* a backend field the design's backend does not take */
+    cov_acg_free(g);
+    g = NULL;
+  }
   free(text);
   if (st) return st;
 
