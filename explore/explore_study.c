@@ -196,6 +196,17 @@ static void write_failure(FILE *f, cov_status fail) {
   cov_status_free(fail);
 }
 
+/* A design's ACG: loaded, and its backend section checked against its
+ * backend (backend_check_acg), as a target's is when it opens. */
+static cov_status load_design(const char *text, size_t len, const char *diag_name, cov_acg **g) {
+  cov_status st = cov_acg_load_buffer(text, len, diag_name, g);
+  if (!st && (st = backend_check_acg(*g))) {
+    cov_acg_free(*g);
+    *g = NULL;
+  }
+  return st;
+}
+
 /* The worker's job: derive, validate, evaluate, write rows/<id>.txt. */
 static cov_status run_design(explore_study *s, int index) {
   char id[32], path[4200], note[1024], all_notes[4096] = "";
@@ -224,11 +235,7 @@ static cov_status run_design(explore_study *s, int index) {
   char diag_name[64];
   snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
   cov_acg *g = NULL;
-  cov_status load = st ? NULL : cov_acg_load_buffer(text, text_len, diag_name, &g);
-  if (!st && !load && (load = backend_check_acg(g))) { /* a backend field the design's backend does not take */
-    cov_acg_free(g);
-    g = NULL;
-  }
+  cov_status load = st ? NULL : load_design(text, text_len, diag_name, &g);
   free(text);
   if (st) return st;
 
