@@ -124,19 +124,28 @@ typedef struct acg_edge {
   acg_src src;
 } acg_edge;
 
+/* The backend section. The loader checks its fields' types and ranges;
+ * which backends exist and which fields each takes (mcpu and calibration
+ * for a GPU, code_object_version for amdgpu) the backend registry checks,
+ * located by the positions below (backends/registry/backend_acg.c), so
+ * the ACG module names no backend. */
 typedef struct acg_backend {
-  const char *name;  /* "npu-sim", "amdgpu", "nvptx" */
+  const char *name;  /* the backend serving the target: a registry row's name */
   const char *mcpu;  /* GPU: "gfx90a", "sm_90a"; NULL otherwise */
   uint32_t wave_size;
   uint32_t max_workgroup_threads;
-  uint32_t code_object_version; /* amdgpu only; 0 = backend default */
+  uint32_t code_object_version; /* 0 = not given (the backend's default) */
   uint32_t max_thread_registers; /* GPU: 4-byte registers one thread may use; 0 = not given */
+  acg_src src;      /* the backend object */
+  acg_src name_src; /* its name's value */
+  acg_src mcpu_src, code_object_src; /* those fields' keys, when given */
+  acg_src doc_src;  /* the document (where a missing calibration is reported) */
 } acg_backend;
 
 /* The GPU cost model's fitted constants (acg/README.md, "calibration"):
  * what the mapper's GPU search (mapper/map_gpu.c) cannot derive from the
  * rest of the ACG, fitted per GPU to measured kernel times. Required for
- * GPU backends, refused for npu-sim. */
+ * GPU backends, refused for the others (the registry checks which). */
 typedef struct acg_calibration {
   bool given;
   double overlap;          /* share of the non-binding resources' demand added to the binding one's */
@@ -150,6 +159,7 @@ typedef struct acg_calibration {
   double ws_scale;         /* warp-specialised kernel: predicted / measured of the other kernels */
   double wg_step_cycles;   /* a channels-last convolution's K step alone on its core, beyond its MMAs */
   const char *about;       /* where the fit comes from */
+  acg_src src;             /* the calibration key, when given */
 } acg_calibration;
 
 struct cov_acg {

@@ -745,29 +745,39 @@ static int load_edge(loader *L, const json_t *v, const char *path, acg_edge *ed)
 
 static const char *const k_backend_fields[] = {"name", "mcpu", "wave_size", "max_workgroup_threads",
                                                "code_object_version", "max_thread_registers", NULL};
-static const char *const k_backends[] = {"npu-sim", "amdgpu", "nvptx", NULL};
 
+/* The position of path's value (its key's with at_key), for checks made
+ * after loading (acg_backend). */
+static acg_src src_at(loader *L, const char *path, int at_key) {
+  const cov_jpos_entry *e = common_jpos_find(&L->pos, path);
+  acg_src s = {0, 0, path};
+  if (e) {
+    s.line = at_key && e->key_line ? e->key_line : e->line;
+    s.col = at_key && e->key_line ? e->key_col : e->col;
+  }
+  return s;
+}
+
+/* The fields every backend section may hold, typed and in range. Which
+ * backend the name is and which fields it takes is the registry's
+ * question (acg_backend). */
 static void load_backend(loader *L, const json_t *top) {
   char *p;
+  acg_backend *be = &L->g->backend;
+  be->doc_src = src_at(L, "$", 0);
   json_t *b = member(L, top, "$", "backend", 1, "an object naming the backend", &p);
   if (!b || !check_object(L, b, p, "the backend")) return;
+  be->src = src_at(L, p, 0);
   check_fields(L, b, p, k_backend_fields);
-  acg_backend *be = &L->g->backend;
-  int which = 0;
-  if (get_enum(L, b, p, "name", "backend", k_backends, &which)) be->name = k_backends[which];
-  int gpu = be->name && strcmp(be->name, "npu-sim") != 0;
-  if (gpu) {
-    get_string(L, b, p, "mcpu", 1, &be->mcpu);
-  } else if (json_object_get(b, "mcpu")) {
-    report(L, common_jpath_key(L->arena, p, "mcpu"), 1, "'mcpu' applies to GPU backends only");
-  }
+  if (get_name(L, b, p, &be->name))
+    be->name_src = src_at(L, common_jpath_key(L->arena, p, "name"), 0);
+  if (get_string(L, b, p, "mcpu", 0, &be->mcpu))
+    be->mcpu_src = src_at(L, common_jpath_key(L->arena, p, "mcpu"), 1);
   get_uint(L, b, p, "wave_size", 0, 1, 1024, &be->wave_size);
   get_uint(L, b, p, "max_workgroup_threads", 0, 1, 65536, &be->max_workgroup_threads);
   get_uint(L, b, p, "max_thread_registers", 0, 1, 65536, &be->max_thread_registers);
-  if (get_uint(L, b, p, "code_object_version", 0, 4, 5, &be->code_object_version) && be->name &&
-      strcmp(be->name, "amdgpu") != 0)
-    report(L, common_jpath_key(L->arena, p, "code_object_version"), 1,
-           "'code_object_version' applies to the amdgpu backend only");
+  if (get_uint(L, b, p, "code_object_version", 0, 4, 5, &be->code_object_version))
+    be->code_object_src = src_at(L, common_jpath_key(L->arena, p, "code_object_version"), 1);
 }
 
 /* The GPU cost model's constants: every one given, fitted together. */
@@ -777,16 +787,12 @@ static const char *const k_calibration_fields[] = {
 
 static void load_calibration(loader *L, const json_t *top) {
   acg_calibration *c = &L->g->calibration;
-  int gpu = L->g->backend.name && strcmp(L->g->backend.name, "npu-sim") != 0;
   char *p;
-  json_t *v = member(L, top, "$", "calibration", gpu, "the GPU cost model's fitted constants", &p);
+  json_t *v = member(L, top, "$", "calibration", 0, "the GPU cost model's fitted constants", &p);
   if (!v || !check_object(L, v, p, "the calibration")) return;
-  if (!gpu) {
-    report(L, p, 1, "'calibration' applies to GPU backends only");
-    return;
-  }
   check_fields(L, v, p, k_calibration_fields);
   c->given = true;
+  c->src = src_at(L, p, 1);
   get_string(L, v, p, "about", 0, &c->about);
   get_number(L, v, p, "overlap", 1, 1, 1, &c->overlap);
   get_number(L, v, p, "reg_eff", 1, 0, 1, &c->reg_eff);

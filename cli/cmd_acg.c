@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "covenant/acg.h"
 
@@ -45,7 +46,7 @@ static int run_printer(const char *sub, int argc, char **argv, acg_printer print
   if (argc - optind != 1)
     return cli_usage_error("acg", "%s takes exactly one TARGET (got %d)", sub, argc - optind);
   cov_acg *g = NULL;
-  cov_status st = cov_acg_load_target(argv[optind], &g);
+  cov_status st = backend_acg_load(argv[optind], &g);
   if (st) return cli_report(st);
   common_out out_file;
   FILE *out = cli_open_output(output, &out_file);
@@ -70,7 +71,7 @@ static int run_check(int argc, char **argv) {
   }
   for (int i = 1; i < argc; i++) {
     cov_acg *g = NULL;
-    cov_status st = cov_acg_load_target(argv[i], &g);
+    cov_status st = backend_acg_load(argv[i], &g);
     if (st) {
       cli_report(st);
       bad = 1;

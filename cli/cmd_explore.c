@@ -1,8 +1,5 @@
 /* cli/cmd_explore.c: `covenant explore` (run or resume a study), `explore
- * merge` (combine shards) and `explore plot` (render a study's plots).
- *
- * long: cli_cmd_explore is the option loop of `covenant explore`, one case per option, then the run
- */
+ * merge` (combine shards) and `explore plot` (render a study's plots). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +48,37 @@ static int parse_int(const char *s, int *out) {
   if (!*s || *end || v < 0 || v > 1000000) return -1;
   *out = (int)v;
   return 0;
+}
+
+/* --dtype T[:ACC] into dtype and acc (16 bytes each), set in *o; -1 when
+ * malformed. */
+static int parse_dtype(const char *val, char *dtype, char *acc, cov_explore_options *o) {
+  const char *colon = strchr(val, ':');
+  if (strlen(val) >= 16 || (colon && strlen(colon + 1) >= 16)) return -1;
+  snprintf(dtype, 16, "%.*s", colon ? (int)(colon - val) : (int)strlen(val), val);
+  if (colon) snprintf(acc, 16, "%s", colon + 1);
+  o->dtype = dtype;
+  o->acc_dtype = colon ? acc : NULL;
+  return 0;
+}
+
+/* --shard I/N into *o; -1 unless 0 <= I < N. */
+static int parse_shard(const char *val, cov_explore_options *o) {
+  char i_s[16], n_s[16];
+  const char *slash = strchr(val, '/');
+  if (!slash || slash - val >= (long)sizeof i_s || strlen(slash + 1) >= sizeof n_s) return -1;
+  snprintf(i_s, sizeof i_s, "%.*s", (int)(slash - val), val);
+  snprintf(n_s, sizeof n_s, "%s", slash + 1);
+  if (parse_int(i_s, &o->shard) || parse_int(n_s, &o->n_shards)) return -1;
+  return o->n_shards < 1 || o->shard >= o->n_shards ? -1 : 0;
+}
+
+/* What a study's options lack, or NULL. */
+static const char *missing(const cov_explore_options *o) {
+  if (!o->base) return "--base ACG is required";
+  if (!o->out_dir) return "-o DIR is required";
+  if (!o->use_suite && o->n_models == 0) return "no layers: give --suite and/or --model";
+  return NULL;
 }
 
 /* Renders a study's events on stderr: warnings always; notes and progress
@@ -161,15 +189,10 @@ int cli_cmd_explore(int argc, char **argv) {
       if (val && val[0] != '-') o.suite_names = val, i++;
     } else if (strcmp(a, "--dtype") == 0) {
       NEED_VALUE();
-      const char *colon = strchr(val, ':');
-      if (strlen(val) >= sizeof dtype || (colon && strlen(colon + 1) >= sizeof acc)) {
+      if (parse_dtype(val, dtype, acc, &o)) {
         rc = cli_usage_error("explore", "--dtype '%s': expected T or T:ACC (f16:f32)", val);
         goto done;
       }
-      snprintf(dtype, sizeof dtype, "%.*s", colon ? (int)(colon - val) : (int)strlen(val), val);
-      if (colon) snprintf(acc, sizeof acc, "%s", colon + 1);
-      o.dtype = dtype;
-      o.acc_dtype = colon ? acc : NULL;
     } else if (strncmp(a, "-j", 2) == 0) {
       if (a[2]) val = a + 2; /* -j4 as well as -j 4 */
       else NEED_VALUE();
@@ -179,12 +202,7 @@ int cli_cmd_explore(int argc, char **argv) {
       }
     } else if (strcmp(a, "--shard") == 0) {
       NEED_VALUE();
-      char i_s[16], n_s[16];
-      const char *slash = strchr(val, '/');
-      if (!slash || slash - val >= (long)sizeof i_s || strlen(slash + 1) >= sizeof n_s ||
-          (snprintf(i_s, sizeof i_s, "%.*s", (int)(slash - val), val), parse_int(i_s, &o.shard)) ||
-          (snprintf(n_s, sizeof n_s, "%s", slash + 1), parse_int(n_s, &o.n_shards)) ||
-          o.n_shards < 1 || o.shard >= o.n_shards) {
+      if (parse_shard(val, &o)) {
         rc = cli_usage_error("explore", "--shard '%s': expected I/N with 0 <= I < N", val);
         goto done;
       }
@@ -198,16 +216,9 @@ int cli_cmd_explore(int argc, char **argv) {
     }
 #undef NEED_VALUE
   }
-  if (!o.base) {
-    rc = cli_usage_error("explore", "--base ACG is required");
-    goto done;
-  }
-  if (!o.out_dir) {
-    rc = cli_usage_error("explore", "-o DIR is required");
-    goto done;
-  }
-  if (!o.use_suite && o.n_models == 0) {
-    rc = cli_usage_error("explore", "no layers: give --suite and/or --model");
+  const char *lacking = missing(&o);
+  if (lacking) {
+    rc = cli_usage_error("explore", "%s", lacking);
     goto done;
   }
   rc = cli_report(cov_explore_run(&o));

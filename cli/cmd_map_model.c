@@ -12,6 +12,7 @@
  * by name or number (exit 1). */
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "cli/cli.h"
 #include "cli/cli_map.h"
 #include "covenant/mapper.h"
@@ -68,7 +69,7 @@ int cli_map_model(const char *path, const char *target, const cli_map_model_opts
                   const char *outp) {
   cov_model *m = NULL;
   cov_acg *acg = NULL;
-  cov_status st = cov_acg_load_target(target, &acg);
+  cov_status st = backend_acg_load(target, &acg);
   if (!st) st = cov_model_load_file(path, NULL, &m);
   long long want = o->group;
   if (!st && o->node) {

@@ -17,12 +17,13 @@
 #include "covenant/model.h"
 
 #define OPS_MAX_TARGETS 32
+#define OPS_MAX_SELECTED 64
 
 enum { FMT_TABLE, FMT_MD, FMT_CSV };
 
 static void ops_help(FILE *out) {
   fprintf(out,
-          "usage: covenant ops [--format table|md|csv] [-t TARGET]...\n"
+          "usage: covenant ops [--format table|md|csv] [-t TARGET]... [--op OP]...\n"
           "\n"
           "Lists every ONNX operator the frontend reads, with the opsets it reads it at,\n"
           "whether it is layout work (data movement the frontend runs) or compute (lowered\n"
@@ -40,6 +41,7 @@ static void ops_help(FILE *out) {
           "\n"
           "options:\n"
           "  -t, --target T      a target column (repeatable; a name or an ACG path)\n"
+          "      --op OP         this operator's row only (repeatable; an ONNX op type, Conv)\n"
           "      --format F      table (default), md (Markdown, as docs/OPS.md), csv (with\n"
           "                      a reason column per target)\n"
           "  -h, --help          show this help\n");
@@ -50,9 +52,16 @@ typedef struct ops_target {
   backend_target bt;
 } ops_target;
 
-static int parse(int argc, char **argv, int *fmt, const char **names, int *n) {
+/* The rows --op asks for (n 0: every operator). */
+typedef struct ops_selection {
+  const char *op[OPS_MAX_SELECTED];
+  int n;
+} ops_selection;
+
+static int parse(int argc, char **argv, int *fmt, const char **names, int *n, ops_selection *sel) {
   static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                        {"format", required_argument, NULL, 'f'},
+                                       {"op", required_argument, NULL, 'o'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   optind = 1;
@@ -63,6 +72,10 @@ static int parse(int argc, char **argv, int *fmt, const char **names, int *n) {
       case 't':
         if (*n == OPS_MAX_TARGETS) return cli_usage_error("ops", "at most %d targets", OPS_MAX_TARGETS);
         names[(*n)++] = optarg;
+        break;
+      case 'o':
+        if (sel->n == OPS_MAX_SELECTED) return cli_usage_error("ops", "at most %d --op", OPS_MAX_SELECTED);
+        sel->op[sel->n++] = optarg;
         break;
       case 'f':
         if (!strcmp(optarg, "table")) *fmt = FMT_TABLE;
@@ -157,26 +170,48 @@ static void row(int fmt, const cov_onnx_op *op, const ops_target *t, int nt, cha
 
 /* Asks every target about every operator first, then prints: an error
  * (out of memory) leaves no partial table. */
-static int print_all(int fmt, ops_target *t, int nt) {
+/* Whether sel asks for op (every operator when it names none). */
+static int selected(const ops_selection *sel, const cov_onnx_op *op) {
+  for (int j = 0; j < sel->n; j++)
+    if (!strcmp(sel->op[j], op->op_type)) return 1;
+  return sel->n == 0;
+}
+
+/* The first --op that names no operator, or NULL. */
+static const char *unknown_op(const ops_selection *sel, const cov_onnx_op *ops, size_t n) {
+  for (int j = 0; j < sel->n; j++) {
+    size_t i = 0;
+    while (i < n && strcmp(sel->op[j], ops[i].op_type)) i++;
+    if (i == n) return sel->op[j];
+  }
+  return NULL;
+}
+
+static int print_all(int fmt, ops_target *t, int nt, const ops_selection *sel) {
   size_t n = cov_onnx_op_count();
   char(*why)[512] = calloc((size_t)nt * n, sizeof *why);
   backend_op_where *where = calloc((size_t)nt * n, sizeof *where);
   cov_onnx_op *ops = calloc(n, sizeof *ops);
   cov_status st = why && where && ops ? NULL : cov_error(COV_OUT_OF_MEMORY, NULL, "covenant ops: out of memory");
-  for (size_t i = 0; i < n && !st; i++) {
-    st = cov_onnx_op_at(i, &ops[i]);
-    for (int k = 0; k < nt && !st; k++)
-      st = backend_op_support(&t[k].bt, &ops[i], &where[i * nt + k], why[i * nt + k], 512);
+  for (size_t i = 0; i < n && !st; i++) st = cov_onnx_op_at(i, &ops[i]);
+  const char *unknown = st ? NULL : unknown_op(sel, ops, n);
+  if (unknown) {
+    free(why), free(where), free(ops);
+    return cli_usage_error("ops", "--op '%s': no such operator ('covenant ops' lists them)", unknown);
   }
+  for (size_t i = 0; i < n && !st; i++)
+    for (int k = 0; k < nt && !st && selected(sel, &ops[i]); k++)
+      st = backend_op_support(&t[k].bt, &ops[i], &where[i * nt + k], why[i * nt + k], 512);
   if (!st) {
     header(fmt, t, nt);
-    for (size_t i = 0; i < n; i++) row(fmt, &ops[i], t, nt, &why[i * nt], &where[i * nt]);
+    for (size_t i = 0; i < n; i++)
+      if (selected(sel, &ops[i])) row(fmt, &ops[i], t, nt, &why[i * nt], &where[i * nt]);
   }
   if (!st && fmt == FMT_MD) { /* why each compute operator is not on the accelerator */
     printf("\nWhy a compute operator falls back or is refused (layout operators move data in the frontend on "
            "an NPU target and become copies on a GPU target):\n\n");
     for (size_t i = 0; i < n; i++)
-      for (int k = 0; k < nt && !ops[i].layout; k++)
+      for (int k = 0; k < nt && !ops[i].layout && selected(sel, &ops[i]); k++)
         if (why[i * nt + k][0]) printf("- %s on %s: %s\n", ops[i].op_type, t[k].name, why[i * nt + k]);
   }
   free(why);
@@ -188,7 +223,8 @@ static int print_all(int fmt, ops_target *t, int nt) {
 int cli_cmd_ops(int argc, char **argv) {
   int fmt = FMT_TABLE, nt = 0;
   const char *names[OPS_MAX_TARGETS];
-  int rc = parse(argc, argv, &fmt, names, &nt);
+  ops_selection sel = {.n = 0};
+  int rc = parse(argc, argv, &fmt, names, &nt, &sel);
   if (rc >= 0) return rc;
   common_data_names found;
   if (nt == 0) nt = default_targets(names, &found);
@@ -202,7 +238,7 @@ int cli_cmd_ops(int argc, char **argv) {
       return cli_report(st);
     }
   }
-  rc = print_all(fmt, t, nt);
+  rc = print_all(fmt, t, nt, &sel);
   for (int i = 0; i < nt; i++) backend_target_close(&t[i].bt);
   return rc;
 }

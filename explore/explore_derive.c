@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry/backend_registry.h"
 #include "explore/explore.h"
 
 static cov_status apply_all(cov_arena *a, const json_t *base, const char *const *assign, int n, json_t *doc,
@@ -32,20 +33,23 @@ static cov_status apply_all(cov_arena *a, const json_t *base, const char *const 
 static cov_status derive(cov_arena *a, const char *base_text, size_t base_size, const char *name,
                          const char *const *assign, int n, char **out, char *notes, size_t notes_size) {
   cov_acg *g = NULL;
-  COV_RETURN_IF_ERROR(cov_status_annotate(cov_acg_load_buffer(base_text, base_size, name, &g), "base ACG: "));
+  cov_status st = cov_acg_load_buffer(base_text, base_size, name, &g);
+  if (!st) st = backend_check_acg(g);
   cov_acg_free(g);
+  COV_RETURN_IF_ERROR(cov_status_annotate(st, "base ACG: "));
   g = NULL;
   json_error_t jerr;
   json_t *base = json_loadb(base_text, base_size, JSON_REJECT_DUPLICATES, &jerr);
   if (!base) return cov_error(COV_PARSE_ERROR, EXPLORE_AT(.file = name), "%s", jerr.text);
   json_t *doc = json_deep_copy(base);
-  cov_status st = doc ? apply_all(a, base, assign, n, doc, notes, notes_size)
-                      : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  st = doc ? apply_all(a, base, assign, n, doc, notes, notes_size)
+           : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   char *text = st ? NULL : json_dumps(doc, JSON_INDENT(2));
   json_decref(doc);
   json_decref(base);
   if (!st && !text) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = cov_acg_load_buffer(text, strlen(text), name, &g);
+  if (!st) st = backend_check_acg(g);
   free(text);
   if (!st) st = cov_acg_to_json(g, out, NULL);
   cov_acg_free(g);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "acg/acg_ir.h"
+#include "backends/registry/backend_registry.h"
 #include "common/c_locale.h"
 #include "covenant/mapper.h"
 #include "explore/explore.h"
@@ -103,7 +104,8 @@ cov_status explore_study_open(const cov_explore_options *o, explore_study **out)
     goto fail;
   s->base_path = cov_arena_strdup(s->arena, path);
   if ((st = common_read_file(path, COV_ACG_MAX_FILE_BYTES, &s->base_text, &s->base_size))) goto fail;
-  if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg))) {
+  if ((st = cov_acg_load_buffer(s->base_text, s->base_size, path, &s->base_acg)) ||
+      (st = backend_check_acg(s->base_acg))) {
     st = cov_status_annotate(st, "base ACG: ");
     goto fail;
   }
@@ -194,6 +196,17 @@ static void write_failure(FILE *f, cov_status fail) {
   cov_status_free(fail);
 }
 
+/* A design's ACG: loaded, and its backend section checked against its
+ * backend (backend_check_acg), as a target's is when it opens. */
+static cov_status load_design(const char *text, size_t len, const char *diag_name, cov_acg **g) {
+  cov_status st = cov_acg_load_buffer(text, len, diag_name, g);
+  if (!st && (st = backend_check_acg(*g))) {
+    cov_acg_free(*g);
+    *g = NULL;
+  }
+  return st;
+}
+
 /* The worker's job: derive, validate, evaluate, write rows/<id>.txt. */
 static cov_status run_design(explore_study *s, int index) {
   char id[32], path[4200], note[1024], all_notes[4096] = "";
@@ -222,7 +235,7 @@ static cov_status run_design(explore_study *s, int index) {
   char diag_name[64];
   snprintf(diag_name, sizeof diag_name, "designs/%s.json", id);
   cov_acg *g = NULL;
-  cov_status load = st ? NULL : cov_acg_load_buffer(text, text_len, diag_name, &g);
+  cov_status load = st ? NULL : load_design(text, text_len, diag_name, &g);
   free(text);
   if (st) return st;
 

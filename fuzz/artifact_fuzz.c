@@ -1,6 +1,6 @@
 /* fuzz/artifact_fuzz.c: libFuzzer target for the artifact reader
  * (runtime/crt_artifact.c), its JSON reader (runtime/crt_json.c) and the
- * checks an NPU session makes before anything runs (runtime/crt_npu.c: the
+ * checks an NPU session makes before anything runs (runtime/devices/crt_npu.c: the
  * ACG, the programs, the plan's dataflow). Each input is tried two ways:
  *   1. as a whole artifact file, as it is;
  *   2. with every checksum the reader checks made right again (the

@@ -8,7 +8,7 @@
 uint64_t crt_rd64(const uint8_t *p);
 uint32_t crt_rd32(const uint8_t *p);
 
-/* crt_device.c: the devices artifacts run on, one per backend name. */
+/* devices/crt_device.c: the devices artifacts run on, one per backend name. */
 typedef enum crt_device { CRT_DEV_NONE = -1, CRT_DEV_CUDA, CRT_DEV_HIP, CRT_DEV_NPU, CRT_DEV_COUNT } crt_device;
 /* The device an artifact's backend field names; CRT_DEV_NONE if none. */
 crt_device crt_device_of(const char *backend);

@@ -1,4 +1,5 @@
-/* runtime/crt_npu.h: NPU programs of an artifact in the simulator. Built
+/* runtime/crt_npu.h: NPU programs of an artifact in the simulator
+ * (runtime/devices/crt_npu.c, the simulator's device). Built
  * with the simulator (CRT_WITH_NPU) in the full tree; the standalone
  * runtime (runtime/CMakeLists.txt on a GPU machine) has no simulator and
  * says so when given an NPU artifact. */

@@ -140,6 +140,22 @@ static cov_status chain_touch(ex *x, const char *opname, const range *rr, int nr
 /* Effective byte address of an operand (mem_range bounded it inside its buffer). */
 static int64_t eff(const ex *x, const npu_mem *m) { return x->reg[m->reg] + (int64_t)m->off; }
 
+/* The first field in which a gemm's operand m (at byte address addr)
+ * differs from the one an earlier gemm left in the array (held, at
+ * held_addr), named from names (buffer, address, row and column strides),
+ * or NULL when it is the same operand. */
+static const char *const k_c_fields[4] = {"c.buf", "c (address)", "c.row_stride", "c.col_stride"};
+static const char *const k_b_fields[4] = {"b.buf", "b (address)", "b.row_stride", "b.col_stride"};
+
+static const char *operand_differs(const npu_mem *m, int64_t addr, const npu_mem *held, int64_t held_addr,
+                                   const char *const names[4]) {
+  return m->buf != held->buf                 ? names[0]
+         : addr != held_addr                 ? names[1]
+         : m->row_stride != held->row_stride ? names[2]
+         : m->col_stride != held->col_stride ? names[3]
+                                             : NULL;
+}
+
 /* The chaining rules of one gemm (flags hold, chain, wkeep), then what the
  * array keeps after it. */
 static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const range *rb,
@@ -153,15 +169,13 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
     if (!cs->held)
       EFAIL("instruction %u (gemm): field flags: chain, but '%s' holds no tile (the previous gemm "
             "on it did not set hold)", x->pc, un);
-    const char *f = c.buf != cs->cm.buf                 ? "c.buf"
-                    : ca != cs->c_addr                  ? "c (address)"
-                    : c.row_stride != cs->cm.row_stride ? "c.row_stride"
-                    : c.col_stride != cs->cm.col_stride ? "c.col_stride"
-                    : in->u.gemm.m != cs->m             ? "m"
-                    : in->u.gemm.n != cs->n             ? "n"
-                    : in->u.gemm.cap != cs->cap         ? "cap"
-                    : !npu_gemm_same_mdig(in, &cs->cins) ? "m digits"
-                                                        : NULL;
+    const char *f = operand_differs(&c, ca, &cs->cm, cs->c_addr, k_c_fields);
+    if (!f)
+      f = in->u.gemm.m != cs->m                ? "m"
+          : in->u.gemm.n != cs->n              ? "n"
+          : in->u.gemm.cap != cs->cap          ? "cap"
+          : !npu_gemm_same_mdig(in, &cs->cins) ? "m digits"
+                                               : NULL;
     if (f)
       EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose tile this gemm continues "
             "(flag chain: same c, m, n, m digits and cap)", x->pc, f, cs->held_pc);
@@ -176,15 +190,13 @@ static cov_status chain_gemm(ex *x, const npu_insn *in, const range *ra, const r
     if (!cs->wres)
       EFAIL("instruction %u (gemm): field flags: wkeep, but '%s' holds no weights (no gemm before "
             "it, or the weights' bytes were written since)", x->pc, un);
-    const char *f = b.buf != cs->bm.buf                 ? "b.buf"
-                    : ba != cs->b_addr                  ? "b (address)"
-                    : b.row_stride != cs->bm.row_stride ? "b.row_stride"
-                    : b.col_stride != cs->bm.col_stride ? "b.col_stride"
-                    : in->u.gemm.k != cs->k             ? "k"
-                    : in->u.gemm.n != cs->wn            ? "n"
-                    : in->u.gemm.cap != cs->wcap        ? "cap"
-                    : !npu_gemm_same_kdig(in, &cs->wins) ? "k digits"
-                                                        : NULL;
+    const char *f = operand_differs(&b, ba, &cs->bm, cs->b_addr, k_b_fields);
+    if (!f)
+      f = in->u.gemm.k != cs->k                ? "k"
+          : in->u.gemm.n != cs->wn             ? "n"
+          : in->u.gemm.cap != cs->wcap         ? "cap"
+          : !npu_gemm_same_kdig(in, &cs->wins) ? "k digits"
+                                               : NULL;
     if (f)
       EFAIL("instruction %u (gemm): field %s: differs from gemm %u, whose weights this gemm reuses "
             "(flag wkeep: same b, k, n and cap)", x->pc, f, cs->w_pc);

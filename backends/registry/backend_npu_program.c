@@ -96,7 +96,7 @@ cov_status backend_npu_program_open(const char *path, backend_program **out) {
  * shipped target: a header is input, and must not make covenant open a
  * path it names (a device, a FIFO, a file of someone else's). */
 cov_status backend_npu_program_acg(backend_program *p, const char *target) {
-  if (target) return cov_acg_load_target(target, &p->acg);
+  if (target) return backend_acg_load(target, &p->acg);
   cov_status st = cov_acg_load_named(cov_npu_program_acg_name(p->prog), &p->acg);
   if (!st || cov_status_code(st) != COV_NOT_FOUND) return st ? cov_status_annotate(st, "the program's ACG: ") : NULL;
   /* A program compiled for an ACG file given by path (--target dir/my.json):

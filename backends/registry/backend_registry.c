@@ -94,7 +94,7 @@ cov_status backend_target_open(const char *name, backend_target *out) {
     return NULL;
   }
   out->name = BACKEND_REF;
-  COV_RETURN_IF_ERROR(cov_acg_load_target(name, &out->acg));
+  COV_RETURN_IF_ERROR(backend_acg_load(name, &out->acg));
   out->name = cov_acg_name(out->acg);
   const char *be = cov_acg_backend(out->acg);
   out->backend = be && strcmp(be, BACKEND_REF) ? backend_find(be) : NULL;
@@ -190,21 +190,36 @@ cov_status backend_tune_record(const char *times, const char *out, FILE *msg) {
 #ifdef COV_HAVE_GPU_BACKENDS
 gpu_vendors backend_gpu_vendors(void) { return k_gpu_vendors; }
 
+/* The public GPU entry points open their target by name in the shared GPU
+ * code; its backend section is checked here first, as backend_target_open
+ * does (a missing target is the GPU code's to report). */
+static cov_status check_gpu_target(const cov_gpu_options *opts) {
+  if (!opts || !opts->target) return NULL;
+  cov_acg *g = NULL;
+  cov_status st = backend_acg_load(opts->target, &g);
+  cov_acg_free(g);
+  return st;
+}
+
 cov_status cov_gpu_compile(const cov_gpu_options *opts, const char *const *specs, int n_specs,
                            const char *out_dir, FILE *report) {
+  COV_RETURN_IF_ERROR(check_gpu_target(opts));
   return gpu_compile(k_gpu_vendors, opts, specs, n_specs, out_dir, report);
 }
 
 cov_status cov_gpu_compile_model(const cov_gpu_options *opts, const char *model_path, const char *out_path) {
+  COV_RETURN_IF_ERROR(check_gpu_target(opts));
   return gpu_compile_artifact(k_gpu_vendors, opts, model_path, out_path);
 }
 
 cov_status cov_gpu_run(const cov_gpu_options *opts, const char *const *specs, int n_specs, FILE *out) {
+  COV_RETURN_IF_ERROR(check_gpu_target(opts));
   return gpu_run(k_gpu_vendors, opts, specs, n_specs, out);
 }
 
 cov_status cov_gpu_run_model(const cov_gpu_options *opts, const char *path, double tolerance,
                              cov_gpu_inputs_fn inputs, void *user, FILE *out) {
+  COV_RETURN_IF_ERROR(check_gpu_target(opts));
   return gpu_run_model(k_gpu_vendors, opts, path, tolerance, inputs, user, out);
 }
 #endif

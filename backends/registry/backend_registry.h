@@ -283,6 +283,15 @@ struct backend_target {
  * no built-in backend serves (a GPU target in a build without LLVM, or no
  * backend.name) is COV_UNSUPPORTED, naming the backends there are. */
 cov_status backend_target_open(const char *name, backend_target *out);
+
+/* An ACG's backend section against covenant's backends, built in this
+ * build or not (backend_acg.c): a known backend.name, and the fields that
+ * backend takes (mcpu and calibration for a GPU, code_object_version for
+ * amdgpu), each error at its line:col. The ACG loader checks types and
+ * ranges only, and names no backend. */
+cov_status backend_check_acg(const cov_acg *g);
+/* cov_acg_load_target, then backend_check_acg (*out NULL on an error). */
+cov_status backend_acg_load(const char *name, cov_acg **out);
 void backend_target_close(backend_target *t);
 
 /* The refusal of an entry the target's backend lacks: COV_UNSUPPORTED,

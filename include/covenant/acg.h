@@ -39,7 +39,10 @@ COV_API void cov_acg_free(cov_acg *acg);
 COV_API const char *cov_acg_name(const cov_acg *acg);
 COV_API const char *cov_acg_file(const cov_acg *acg);
 /* The backend that generates code for this target: "npu-sim", "amdgpu",
- * "nvptx" (the ACG's backend.name), or NULL when the ACG names none. */
+ * "nvptx" (the ACG's backend.name), or NULL when the ACG names none. The
+ * loader checks it is a name; which names are backends, and which backend
+ * fields each takes, the backend registry checks where a target opens
+ * (covenant acg check, --target). */
 COV_API const char *cov_acg_backend(const cov_acg *acg);
 
 /* Canonical JSON: fixed member order, every default spelled out. Loading the

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""tests/arch/check_backend_names.py ROOT [MODULES [ALLOW]]: nothing outside
+"""tests/arch/check_backend_names.py ROOT [MODULES]: nothing outside
 backends/ knows a backend (ARCHITECTURE.md, "The compiler knows no target by
 name"; backends/registry/backend_registry.h).
 
-Every C file of every module of MODULES (cmake/modules.txt) whose directory
-is not under backends/, the CLI included, is read with its comments blanked
-(tests/arch/c_sources.py). A line is a violation when it
+Every C file of every module of MODULES (cmake/modules.txt), the CLI
+included, is read with its comments blanked (tests/arch/c_sources.py),
+except backend code: backends/, and runtime/devices/, the runtime's part of
+the backends (the table pairing backend names with devices, and the
+simulator's device), which the LLVM-free runtime compiles with the rest of
+it. A line is a violation when it
   - includes a backend's header: anything under backends/ but the
     registry's interface (backends/registry/: backend_registry.h and the
     interfaces built on it, backend_ops.h) (header);
@@ -18,10 +21,8 @@ is not under backends/, the CLI included, is read with its comments blanked
   - branches on a backend's kind: a row's GPU vendor (.gpu, ->gpu), a
     comparison of a backend's name (strcmp with cov_acg_backend(), a row's
     name or BACKEND_REF), an is_gpu / is_npu test (kind).
-ALLOW (default cmake/backend_names_allow.txt) lists the lines still allowed,
-as `FILE RULE REASON`: every violation of RULE in FILE is allowed; an entry
-that matches nothing is itself a violation, so the list only shrinks. Exits
-1 on a violation, naming file, line, rule and the code."""
+There is no allow-list: code that must know a backend lives in backend
+code. Exits 1 on a violation, naming file, line, rule and the code."""
 import os
 import re
 import sys
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import c_sources  # noqa: E402
 
 REGISTRY_DIR = 'backends/registry/'
+BACKEND_CODE = ('backends/', 'runtime/devices/')
 RULES = [
     ('header', re.compile(r'#\s*include\s*"(backends/[^"]*)"'), 'includes a backend\'s header'),
     ('api', re.compile(r'\bcov_(?:npu|gpu)_\w+'), 'calls a backend\'s API directly'),
@@ -38,18 +40,6 @@ RULES = [
     ('kind', re.compile(r'(?:\.|->)gpu\b|\bstrn?cmp\s*\([^;]*(?:cov_acg_backend\s*\(|backend->name|BACKEND_REF)'
                         r'|\b\w*is_(?:gpu|npu)\b'), 'branches on a backend\'s kind'),
 ]
-
-
-def read_allow(path):
-    allow = {}
-    if not os.path.exists(path):
-        return allow
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            cols = line.split('#', 1)[0].split(None, 2)
-            if len(cols) >= 2:
-                allow[(cols[0], cols[1])] = [n, False]
-    return allow
 
 
 def file_violations(rel, src):
@@ -72,25 +62,18 @@ def file_violations(rel, src):
 def main():
     root = sys.argv[1]
     modules = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, 'cmake/modules.txt')
-    allow_file = sys.argv[3] if len(sys.argv) > 3 else os.path.join(root, 'cmake/backend_names_allow.txt')
-    allow = read_allow(allow_file)
-    dirs = [d for d in c_sources.module_dirs(root, modules=modules) if not (d + '/').startswith('backends/')]
+    dirs = [d for d in c_sources.module_dirs(root, modules=modules) if not (d + '/').startswith(BACKEND_CODE)]
     errors, files = [], 0
     for d in dirs:
         for rel, src in c_sources.sources(root, ('.c', '.h'), dirs=[d], modules=modules):
+            if rel.startswith(BACKEND_CODE):
+                continue
             files += 1
             for n, rule, what, text in file_violations(rel, src):
-                a = allow.get((rel, rule))
-                if a:
-                    a[1] = True
-                    continue
                 errors.append(f'{rel}:{n}: {rule}: {what}: {text}')
-    for (rel, rule), (n, used) in sorted(allow.items()):
-        if not used:
-            errors.append(f'{os.path.relpath(allow_file, root)}:{n}: {rel} no longer breaks {rule}: remove the entry')
     for e in errors:
         print(e)
-    print(f'{files} files in {len(dirs)} modules outside backends/, {len(allow)} allowed: {len(errors)} violation(s)')
+    print(f'{files} files in {len(dirs)} modules outside backend code: {len(errors)} violation(s)')
     return 1 if errors else 0
 
 

@@ -10,9 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/registry/backend_registry.h"
+#include "covenant/acg.h"
 #include "covenant/tensor.h"
+#ifdef COV_HAVE_GPU_BACKENDS
+#include "covenant/gpu.h"
+#endif
 #include "tests/check.h"
 
 /* max |a - b| / max |b| over f32 tensors of the same size; INFINITY otherwise */
@@ -73,6 +78,37 @@ static void check_run(const char *target, const char *src, double tol) {
   cov_model_free(m);
   backend_target_close(&t);
 }
+
+#ifdef COV_HAVE_GPU_BACKENDS
+/* The public cov_gpu_* entry points check their target's backend section
+ * as the registry's targets are (the loader does not): nvptx-sm90 with an
+ * amdgpu-only field is refused at that field's line. */
+static void check_public_gpu_refusal(const char *src) {
+  char in[1024], path[] = "/tmp/cov_registry_acg_XXXXXX";
+  snprintf(in, sizeof in, "%s/targets/nvptx-sm90.json", src);
+  FILE *f = fopen(in, "rb");
+  static char text[1 << 20];
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = '\0';
+  char *be = strstr(text, "\"backend\": {");
+  CHECK(be != NULL);
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (!be || fd < 0) return;
+  FILE *out = fdopen(fd, "wb");
+  be += strlen("\"backend\": {");
+  fprintf(out, "%.*s\"code_object_version\": 5, %s", (int)(be - text), text, be);
+  fclose(out);
+  const char *specs[] = {"convnet_layer1"};
+  cov_status st = cov_gpu_compile(&(cov_gpu_options){.target = path}, specs, 1, "/tmp/cov_registry_unused", NULL);
+  CHECK(st && strstr(cov_status_message(st), "applies to the amdgpu backend only"));
+  CHECK(st && cov_status_loc(st).line > 0 && cov_status_loc(st).path &&
+        !strcmp(cov_status_loc(st).path, "$.backend.code_object_version"));
+  cov_status_free(st);
+  unlink(path);
+}
+#endif
 
 int main(int argc, char **argv) {
   if (argc != 2) {
@@ -139,6 +175,20 @@ int main(int argc, char **argv) {
   CHECK(st && strstr(cov_status_message(st), "npu-sim") != NULL); /* names the backends there are */
   cov_status_free(st);
   CHECK(t.acg == NULL && t.backend == NULL);
+#endif
+  /* every shipped target's backend section passes the registry's check,
+   * GPU ones in a build without the GPU backends too */
+  static const char *const shipped[] = {"npu-16x16", "npu-32x32-os", "dsp-hvx", "npu-matrix",
+                                        "nvptx-sm90", "amdgpu-gfx90a", "amdgpu-gfx942"};
+  for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+    cov_acg *g = NULL;
+    cov_status cs = backend_acg_load(shipped[i], &g);
+    CHECK(!cs && g);
+    if (cs) cov_status_print(stderr, cs, 0), cov_status_free(cs);
+    cov_acg_free(g);
+  }
+#ifdef COV_HAVE_GPU_BACKENDS
+  check_public_gpu_refusal(src);
 #endif
   /* a target that does not load: its loader's error */
   cov_status bad = backend_target_open("no-such-target", &t);

@@ -64,6 +64,14 @@ both=$(comm -12 "$tmp/unsupported" "$tmp/table")
   { echo "FAIL: listed by ops but unsupported in the conformance run: $both"; fail=1; }
 [ "$("$cov" ops -t ref | tail -n +2 | awk '{print $1}')" = "$(tail -n +2 "$tmp/ops.csv" | cut -d, -f1)" ] ||
   { echo "FAIL: table and csv list different operators"; fail=1; }
+# --op: those operators' rows of the whole table, in its order; an unknown one is a usage error
+"$cov" ops --format csv -t npu-16x16 -t ref > "$tmp/all.csv" || { echo "FAIL: covenant ops -t npu-16x16"; exit 1; }
+"$cov" ops --format csv -t npu-16x16 -t ref --op Gemm --op Acos --op Concat --op Conv > "$tmp/some.csv" ||
+  { echo "FAIL: covenant ops --op"; exit 1; }
+{ head -1 "$tmp/all.csv"; grep -E '^(Acos|Concat|Conv|Gemm),' "$tmp/all.csv"; } > "$tmp/want.csv"
+diff "$tmp/want.csv" "$tmp/some.csv" > /dev/null || { echo "FAIL: --op rows differ from the table's:"; diff "$tmp/want.csv" "$tmp/some.csv"; fail=1; }
+[ "$(wc -l < "$tmp/some.csv")" = 5 ] || { echo "FAIL: --op: want a header and 4 rows"; fail=1; }
+expect 2 "--op 'Cnv': no such operator" -- "$cov" ops --op Cnv
 expect 2 "takes table, md or csv" -- "$cov" ops --format xml
 expect 1 "no target named 'npu16x16'" -- "$cov" ops -t npu16x16
 exit $fail

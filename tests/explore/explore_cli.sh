@@ -56,6 +56,15 @@ for r in rows[1:]:
         assert d["total_cycles"] == "" and d["pareto_cycles_energy"] == "", r
 PY
 
+# A design whose backend section its backend does not take (the registry's
+# check, backends/registry/backend_acg.c) fails as one the loader refuses.
+"$cov" explore --base npu-16x16 --suite convnet_layer1 --eval roofline -q -o "$work/be" \
+  --vary /backend/name=npu-sim,nvptx > /dev/null 2> "$work/be.err"
+[ $? -eq 0 ] || fail "design of another backend: want exit 0"
+grep -q "design d001 (/backend/name=nvptx) failed: designs/d001.json:[0-9]*:[0-9]*: \$.backend.mcpu: missing required field" \
+  "$work/be.err" || { fail "a GPU design without mcpu must fail, located"; cat "$work/be.err" >&2; }
+[ "$(grep -c ',failed,' "$work/be/summary.csv")" -eq 1 ] || fail "one failed design of another backend"
+
 # -j 1 and -j 4 give the same bytes; so do the derived designs.
 "$cov" explore "${study_args[@]}" -j 1 -q -o "$work/j1" > /dev/null || fail "run -j1"
 "$cov" explore "${study_args[@]}" -j 4 -q -o "$work/j4" > /dev/null || fail "run -j4"

@@ -7,5 +7,5 @@ cd "$(dirname "$0")/../../.."
 ptx=${1:-build-gpu/probe.ptx}
 mkdir -p build-gpu
 cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I include -I . -o build-gpu/run_probe \
-   tests/nvptx/run_probe.c runtime/crt_cuda.c common/status.c common/fileio.c -ldl -lm
+   tests/nvptx/run_probe.c runtime/crt_cuda.c common/status.c common/fileio.c common/text.c -ldl -lm
 build-gpu/run_probe "$ptx"

@@ -1,4 +1,4 @@
-/* runtime/crt_npu.c: an artifact's NPU programs in the simulator (see
+/* runtime/devices/crt_npu.c: an artifact's NPU programs in the simulator (see
  * crt_npu.h). Each npu step loads its program (decoded once at open),
  * writes the bound input buffers into the program's DRAM tensors, runs,
  * and reads its outputs back into their buffers. */

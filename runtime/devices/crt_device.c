@@ -1,8 +1,8 @@
-/* runtime/crt_device.c: the devices the runtime runs artifacts on, and the
- * backend name an artifact gives for each: the one table of them, so the
- * reader, the session and the NPU device ask it instead of comparing names
- * (tests/arch/check_backend_names.py: nothing else outside backends/
- * spells a backend). */
+/* runtime/devices/crt_device.c: the devices the runtime runs artifacts on,
+ * and the backend name an artifact gives for each: the one table of them.
+ * The reader and the session ask it for a device kind and its code format
+ * and never compare names; runtime/devices/ is the runtime's backend code
+ * (tests/arch/check_backend_names.py reads it as it reads backends/). */
 #include <string.h>
 
 #include "runtime/crt_internal.h"
