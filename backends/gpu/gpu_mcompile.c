@@ -127,20 +127,40 @@ static const float *const_f32(const gpu_cap_arg *a) {
   return a->kind == COV_MODEL_ARG_CONST && a->t.dtype == COV_F32 ? a->t.data : NULL;
 }
 
+/* A weight holding a constant's elements as they are (bool, integer). */
+static int add_raw_weight(gpu_model_plan *p, const char *name, const cov_tensor *t, cov_status *st) {
+  int64_t n = cov_tensor_numel(t);
+  int b = add_buf1(p, name, GPU_BUF_WEIGHT, t->dtype, n, st);
+  if (b < 0) return -1;
+  size_t bytes = (size_t)n * cov_dtype_size(t->dtype);
+  unsigned char *d = malloc(bytes + 1);
+  if (!d) {
+    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
+    return -1;
+  }
+  if (bytes) memcpy(d, t->data, bytes);
+  p->bufs[b].data = d;
+  return b;
+}
+
 /* The plan buffer holding argument a of a call: the previous call's result
- * (prev), a group input (its copy), or a constant made a weight. */
+ * (prev), a group input (its copy), or a constant made a weight (f32, or
+ * bool and integer constants as they are). */
 static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_buf, cov_status *st) {
   if (a->kind == COV_MODEL_ARG_PREV) return prev;
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
   const float *v = const_f32(a);
-  if (!v) {
-    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32 constants are lowered)", a->value,
-                    cov_dtype_name(a->t.dtype));
+  cov_dtype dt = a->t.dtype;
+  int raw = a->kind == COV_MODEL_ARG_CONST && a->t.data &&
+            (dt == COV_BOOL || dt == COV_I64 || dt == COV_I32 || dt == COV_U8 || dt == COV_I8);
+  if (!v && !raw) {
+    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, bool and integer constants are lowered)",
+                    a->value, cov_dtype_name(dt));
     return -1;
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", a->value);
-  return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
+  return raw ? add_raw_weight(x->p, nm, &a->t, st) : add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
 }
 
 /* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
@@ -608,7 +628,7 @@ static cov_status lower_group(lower_ctx *x) {
       char nm[160];
       snprintf(nm, sizeof nm, "%.120s.%zu", g->node, last);
       const cov_tensor *o = &g->calls[last].out;
-      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, o->rank, o->shape, &st);
+      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, o->dtype, o->rank, o->shape, &st);
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
@@ -694,7 +714,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
     if (!g->described) continue;
-    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, COV_F32, g->out.rank, g->out.shape, &st);
+    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, g->out.dtype, g->out.rank, g->out.shape, &st);
   }
   /* constants that layout operations mix into group inputs or outputs */
   for (int i = 0; i < cap.n_ids && !st; i++) {

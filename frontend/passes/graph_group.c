@@ -367,7 +367,65 @@ static const graph_node *gather_node(const graph *g, size_t gi) {
   return n;
 }
 
-bool graph_group_is_gather(const graph *g, size_t gi) { return gather_node(g, gi) != NULL; }
+/* The codelet of codelets/cast.cdl that converts to dtype t, or NULL. */
+static const char *cast_codelet(cov_dtype t) {
+  switch (t) {
+    case COV_F32: return "cast_f32";
+    case COV_F16: return "cast_f16";
+    case COV_BF16: return "cast_bf16";
+    case COV_F64: return "cast_f64";
+    case COV_I64: return "cast_i64";
+    case COV_I32: return "cast_i32";
+    case COV_I8: return "cast_i8";
+    case COV_U8: return "cast_u8";
+    case COV_BOOL: return "cast_bool";
+    default: return NULL;
+  }
+}
+
+/* The Cast node of layout group gi when it converts run-time values to
+ * another element type (the group's `alters`: not an exact widening)
+ * between dtypes cast.cdl has codelets for, or NULL. */
+static const graph_node *cast_node(const graph *g, size_t gi) {
+  if (gi >= g->n_groups) return NULL;
+  const graph_group *grp = &g->groups[gi];
+  if (!grp->layout || grp->n_nodes != 1 || !grp->alters) return NULL;
+  const graph_node *n = grp->nodes[0];
+  if (strcmp(n->op_type, "Cast") != 0 || n->n_in != 1 || n->n_out != 1 || !n->in[0] || !n->out[0]) return NULL;
+  if (!cast_codelet(n->in[0]->dtype) || !cast_codelet(n->out[0]->dtype)) return NULL;
+  return n;
+}
+
+bool graph_group_is_gather(const graph *g, size_t gi) { return gather_node(g, gi) != NULL || cast_node(g, gi) != NULL; }
+
+/* The Cast's one call: cast_<to>(x flattened to [N]) -> [N], the node's
+ * output of x's shape. */
+static cov_status cast_call(const graph *g, const graph_node *n, const graph_value *x, cov_model_group *d) {
+  int64_t numel = graph_numel(x);
+  if (numel < 0) return graph_node_error(g, n, COV_UNSUPPORTED, "input '%s' has no static shape", x->name);
+  cov_dtype to = n->out[0]->dtype;
+  cov_model_group_call *c = cov_arena_array(d->arena, 1, sizeof *c);
+  cov_model_arg *arg = cov_arena_array(d->arena, 1, sizeof *arg);
+  d->in_names = cov_arena_array(d->arena, 1, sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, 1, sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, 1, sizeof *d->in_ids);
+  if (!c || !arg || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, n);
+  memset(c, 0, sizeof *c);
+  c->node = n->name;
+  c->codelet = cast_codelet(to);
+  *arg = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, 0, x->name, {.dtype = x->dtype, .rank = 1}};
+  arg->t.shape[0] = numel;
+  c->args = arg, c->n_args = 1;
+  c->out = (cov_tensor){.dtype = to, .rank = 1};
+  c->out.shape[0] = numel;
+  d->calls = c, d->n_calls = d->cap_calls = 1;
+  d->in_names[0] = x->name, d->in_ids[0] = x->id, d->n_in = 1;
+  d->in_shapes[0] = (cov_tensor){.dtype = x->dtype, .rank = x->rank};
+  d->out_name = n->out[0]->name, d->out_id = n->out[0]->id;
+  d->out = (cov_tensor){.dtype = to, .rank = x->rank};
+  for (int i = 0; i < x->rank; i++) d->in_shapes[0].shape[i] = d->out.shape[i] = x->dims[i];
+  return NULL;
+}
 
 /* The gather's one call: gather_rows(x: the table [V, D], ids flattened to
  * [N]) -> [N, D], the node's output [ids dims..., D]. */
@@ -407,10 +465,12 @@ static cov_status gather_call(const graph *g, const graph_node *n, const graph_v
 cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
                                        cov_model_group **out) {
   *out = NULL;
-  const graph_node *n = gather_node(g, gi);
-  if (!n)
+  const graph_node *n = gather_node(g, gi), *cast = n ? NULL : cast_node(g, gi);
+  if (!n && !cast)
     return cov_error(COV_UNSUPPORTED, COV_AT_CALL("graph_group_describe_gather"),
-                     "layer group %zu is not a Gather of a constant [V, D] table on axis 0", gi);
+                     "layer group %zu is neither a Gather of a constant [V, D] table on axis 0 nor a Cast of "
+                     "run-time values", gi);
+  if (!n) n = cast;
   cov_model_group *d = calloc(1, sizeof *d);
   cov_arena *a = cov_arena_create();
   if (!d || !a) {
@@ -423,10 +483,12 @@ cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_va
   d->name = n->name;
   d->kind = g->groups[gi].kind;
   d->lib = g->lib;
-  const graph_value *ids = run_vals ? &run_vals[n->in[1]->id] : n->in[1];
-  cov_status st = g->lib && cov_codelet_lib_find(g->lib, "gather_rows")
-                      ? gather_call(g, n, ids, d)
-                      : graph_node_error(g, n, COV_NOT_FOUND, "needs codelet 'gather_rows', which the codelet library does not have");
+  const graph_value *v = run_vals ? &run_vals[n->in[cast ? 0 : 1]->id] : n->in[cast ? 0 : 1];
+  const char *need = cast ? cast_codelet(n->out[0]->dtype) : "gather_rows";
+  cov_status st = !g->lib || !cov_codelet_lib_find(g->lib, need)
+                      ? graph_node_error(g, n, COV_NOT_FOUND, "needs codelet '%s', which the codelet library does not have", need)
+                  : cast ? cast_call(g, n, v, d)
+                         : gather_call(g, n, v, d);
   if (st) {
     cov_model_group_free(d);
     return st;
