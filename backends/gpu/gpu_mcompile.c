@@ -407,6 +407,10 @@ static int rows_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *i
   return 1;
 }
 
+/* Whether a buffer of dtype b holds what a codelet reads as dtype t (a
+ * bool mask read as u8 by the codelets whose types admit numbers only). */
+static int same_bytes(cov_dtype b, cov_dtype t) { return b == t || (b == COV_BOOL && t == COV_U8); }
+
 static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
   cov_status rst = NULL;
   if (rows_call(x, c, prev, in_buf, y, &rst)) return rst;
@@ -424,7 +428,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   for (size_t a = 0; a < c->n_args; a++) {
     const cov_tensor *t = &c->args[a].t;
     if ((args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
-    if (x->p->bufs[args[a]].dtype != t->dtype)
+    if (!same_bytes(x->p->bufs[args[a]].dtype, t->dtype))
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
                        c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));
     k->in_dtype[a] = t->dtype, k->in_rank[a] = t->rank;

@@ -37,7 +37,7 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
     cov_dtype bd = p->bufs[s->args[i]].dtype;
-    if (k->in_dtype[i] != bd)
+    if (k->in_dtype[i] != bd && !(bd == COV_BOOL && k->in_dtype[i] == COV_U8)) /* a mask read as u8 */
       return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s, its buffer %s",
                        s->kernel, i, cov_dtype_name(k->in_dtype[i]), cov_dtype_name(bd));
   }

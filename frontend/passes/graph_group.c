@@ -398,8 +398,8 @@ static const graph_node *cast_node(const graph *g, size_t gi) {
 
 bool graph_group_is_gather(const graph *g, size_t gi) { return gather_node(g, gi) != NULL || cast_node(g, gi) != NULL; }
 
-/* The Cast's one call: cast_<to>(x flattened to [N]) -> [N], the node's
- * output of x's shape. */
+/* The Cast's one call: cast_<to>(x flattened to [N]; bool read as u8) ->
+ * [N], the node's output of x's shape. */
 static cov_status cast_call(const graph *g, const graph_node *n, const graph_value *x, cov_model_group *d) {
   int64_t numel = graph_numel(x);
   if (numel < 0) return graph_node_error(g, n, COV_UNSUPPORTED, "input '%s' has no static shape", x->name);
@@ -413,7 +413,9 @@ static cov_status cast_call(const graph *g, const graph_node *n, const graph_val
   memset(c, 0, sizeof *c);
   c->node = n->name;
   c->codelet = cast_codelet(to);
-  *arg = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, 0, x->name, {.dtype = x->dtype, .rank = 1}};
+  /* bool as u8 (the same bytes): the codelets' type parameter admits numbers only */
+  cov_dtype from = x->dtype == COV_BOOL ? COV_U8 : x->dtype;
+  *arg = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, 0, x->name, {.dtype = from, .rank = 1}};
   arg->t.shape[0] = numel;
   c->args = arg, c->n_args = 1;
   c->out = (cov_tensor){.dtype = to, .rank = 1};
