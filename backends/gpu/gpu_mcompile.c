@@ -389,20 +389,22 @@ static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *
 /* One call as its codelet's kernel (gpu_cdl.h) writing `y`; `prev` is the
  * chain's value. Outputs and workspaces its writes do not cover are
  * zeroed first, as the interpreter starts them. */
-/* gather_rows of an f32 [V, D] table at i64 ids as the row gather kernel
- * (gpu_lower_gather.c) rather than its loop nest (a comparison with every
- * row); 0: not such a call. */
+/* gather_rows of an f32 [V, D] table, or gather_axis of an f32 [A, V, D]
+ * value, at i64 ids as the row gather kernel (gpu_lower_gather.c) rather
+ * than its loop nest (a comparison with every row); 0: not such a call. */
 static int rows_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y, cov_status *st) {
-  if (strcmp(c->codelet, "gather_rows") != 0 || c->n_args != 2) return 0;
+  int axis = !strcmp(c->codelet, "gather_axis");
+  if ((!axis && strcmp(c->codelet, "gather_rows") != 0) || c->n_args != 2) return 0;
   const cov_tensor *t = &c->args[0].t, *ids = &c->args[1].t;
-  if (t->dtype != COV_F32 || t->rank != 2 || ids->dtype != COV_I64 || ids->rank != 1) return 0;
+  if (t->dtype != COV_F32 || t->rank != 2 + axis || ids->dtype != COV_I64 || ids->rank != 1) return 0;
   int tb = arg_buf(x, &c->args[0], prev, in_buf, st), ib = tb < 0 ? -1 : arg_buf(x, &c->args[1], prev, in_buf, st);
   if (ib < 0) return 1;
   if (x->p->bufs[ib].dtype != COV_I64 || x->p->bufs[y].dtype != COV_F32) return 0;
   gpu_ew e;
   memset(&e, 0, sizeof e);
-  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[0], e.D = t->shape[1];
-  e.n = ids->shape[0] * t->shape[1];
+  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[axis], e.D = t->shape[axis + 1];
+  e.n = ids->shape[0] * e.D * (axis ? t->shape[0] : 1);
+  e.N = axis ? ids->shape[0] : 0;
   *st = ew_step(x, &e, "rows", tb, ib, y, -1);
   return 1;
 }

@@ -91,7 +91,7 @@ typedef struct gpu_ew {
   int bias;
   gpu_ew_fn post;
   float post0, post1;
-  int64_t V, D;     /* ROWS: the table's rows and their length */
+  int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
