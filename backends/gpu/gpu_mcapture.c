@@ -24,7 +24,15 @@
  * described group. Groups the frontend cannot describe run in the frontend
  * on the patterns: where they only move elements (a nearest Resize) their
  * results decode as copies like any layout operation's, and where they
- * compute, whatever reads them fails to decode and says so. */
+ * compute, whatever reads them fails to decode and says so.
+ *
+ * Group results of dtype i64, i32 and bool are buffers of their own: i32
+ * carries the 32-bit patterns, i64 the patterns with a check word in the
+ * high half; a bool byte cannot hold a pattern, so where some group's
+ * result is bool every pass runs the model CAP_LANES times, a bool element
+ * holding 7 bits of its pattern per run with the top bit set (a marker no
+ * bool the frontend computes from shapes has), and bool group inputs are
+ * decoded from the words their lanes assemble. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,7 +452,8 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0}, *out_flp[GPU_CAP_MAX_IO] = {0};
+  gpu_cap_input outs[GPU_CAP_MAX_IO]; /* the outputs' words, decoded as a group input's */
+  memset(outs, 0, sizeof outs);
   cov_status st = NULL;
   for (size_t i = 0; i < ni && !st; i++) {
     cov_dtype dt;
@@ -479,19 +488,19 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
     /* bool results carry their patterns 7 bits per run of the model */
     if (run == 0 && c->has_bool) n_lanes = CAP_LANES;
-    for (size_t o = 0; o < no && !st && lane == 0; o++) {
-      if (pass < GPU_CAP_PASSES - 1) {
-        st = keep_ids(&out[o], pass == 0 ? &out_ids[o] : pass == 1 ? &out_idx[o] : &out_flp[o]);
-      } else {
-        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], out_flp[o], &c->outputs[o]);
-        c->out_shape[o] = out[o];
-        c->out_shape[o].data = NULL;
-      }
+    x.n_lanes = n_lanes;
+    for (size_t o = 0; o < no && !st; o++) {
+      st = take_input(&x, &outs[o], &out[o]);
+      c->out_shape[o] = out[o];
+      c->out_shape[o].data = NULL;
     }
     for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
   }
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]), free(out_flp[o]);
+  for (size_t o = 0; o < no; o++) {
+    c->outputs[o] = outs[o].v;
+    free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
+  }
   if (st) gpu_capture_free(c);
   return st;
 }

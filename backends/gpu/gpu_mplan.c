@@ -150,10 +150,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     gpu_reference(pl, x, w, a[3], a[2]);
     free(tx), free(tw);
   }
-  for (int o = 0; o < p->n_outputs && !st; o++) {
+  for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
-    st = cov_tensor_alloc(&outputs[o], COV_F32, b->rank, b->shape);
-    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * 4);
+    st = cov_tensor_alloc(&outputs[o], b->dtype, b->rank, b->shape);
+    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * cov_dtype_size(b->dtype));
   }
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);

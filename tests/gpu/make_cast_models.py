@@ -92,3 +92,10 @@ save("cast_kernels", [h.make_node("Mul", ["x", "c3e9"], ["a0"], name="m1"),
          .astype(np.float32) * np.float32(1e-9),
          np.trunc(x * np.float32(7.5)).astype(np.int64).astype(np.float32),
          (np.maximum(x, 0) != 0).astype(np.float32)]))
+# integer and bool results as model outputs: ArgMax's i64 indices, a
+# comparison's bool mask (buffers of their dtype, not f32)
+save("int_outputs", [h.make_node("Relu", ["x"], ["r"], name="r1"),
+                     h.make_node("ArgMax", ["r"], ["y"], axis=1, keepdims=0, name="am"),
+                     h.make_node("Less", ["x", "r"], ["m"], name="lt")],
+     [X], [h.make_tensor_value_info("y", T.INT64, [2]), h.make_tensor_value_info("m", T.BOOL, [2, 8])],
+     ref=lambda x: np.argmax(np.maximum(x, 0), axis=1))
