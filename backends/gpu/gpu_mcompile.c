@@ -254,8 +254,8 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     return NULL;
   }
   if (in->t.dtype != COV_F32)
-    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer values are "
-                     "read where they are, whole", in->name, cov_dtype_name(in->t.dtype));
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer and bool "
+                     "values are read where they are, whole (copies move f32 elements)", in->name, cov_dtype_name(in->t.dtype));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);

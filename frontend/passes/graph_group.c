@@ -383,15 +383,17 @@ static const char *cast_codelet(cov_dtype t) {
   }
 }
 
-/* The Cast node of layout group gi when it converts run-time values to
- * another element type (the group's `alters`: not an exact widening)
+/* The Cast (or CastLike) node of layout group gi when it converts run-time
+ * values to another element type (the group's `alters`: not an exact widening)
  * between dtypes cast.cdl has codelets for, or NULL. */
 static const graph_node *cast_node(const graph *g, size_t gi) {
   if (gi >= g->n_groups) return NULL;
   const graph_group *grp = &g->groups[gi];
   if (!grp->layout || grp->n_nodes != 1 || !grp->alters) return NULL;
   const graph_node *n = grp->nodes[0];
-  if (strcmp(n->op_type, "Cast") != 0 || n->n_in != 1 || n->n_out != 1 || !n->in[0] || !n->out[0]) return NULL;
+  int like = !strcmp(n->op_type, "CastLike"); /* its second input only names the type */
+  if ((strcmp(n->op_type, "Cast") != 0 && !like) || n->n_in != 1 + like || n->n_out != 1 || !n->in[0] || !n->out[0])
+    return NULL;
   if (!cast_codelet(n->in[0]->dtype) || !cast_codelet(n->out[0]->dtype)) return NULL;
   return n;
 }

@@ -99,3 +99,9 @@ save("int_outputs", [h.make_node("Relu", ["x"], ["r"], name="r1"),
                      h.make_node("Less", ["x", "r"], ["m"], name="lt")],
      [X], [h.make_tensor_value_info("y", T.INT64, [2]), h.make_tensor_value_info("m", T.BOOL, [2, 8])],
      ref=lambda x: np.argmax(np.maximum(x, 0), axis=1))
+# CastLike to i32 (the type of a constant) and back: a cast kernel too
+like_i32 = h.make_tensor("like_i32", T.INT32, [1], [0])
+save("castlike_i32", [h.make_node("Mul", ["x", "c7"], ["s"], name="m1"),
+                      h.make_node("CastLike", ["s", "like_i32"], ["i"], name="c1"),
+                      h.make_node("Cast", ["i"], ["y"], to=T.FLOAT, name="c2")],
+     [X], [Y], [c7, like_i32], ref=lambda x: np.trunc(x * np.float32(7.5)).astype(np.int32).astype(np.float32))
