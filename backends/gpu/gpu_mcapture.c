@@ -423,10 +423,11 @@ static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tenso
   return NULL;
 }
 
-/* Whether layout group i was offered and described (an embedding gather). */
-static int cap_described(const gpu_capture *c, size_t i) {
+/* Whether layout group i was offered as a kernel (a gather or a cast):
+ * described, or refused with its own reason among the groups. */
+static int cap_offered(const gpu_capture *c, size_t i) {
   for (int k = 0; k < c->n_groups; k++)
-    if (c->groups[k].group == (int)i) return c->groups[k].described;
+    if (c->groups[k].group == (int)i) return 1;
   return 0;
 }
 
@@ -435,7 +436,7 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
     COV_RETURN_IF_ERROR(cov_model_group_get_info(m, i, &info));
-    if (!info.layout || !info.alters || cap_described(c, i)) continue;
+    if (!info.layout || !info.alters || cap_offered(c, i)) continue;
     errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
                                            "layer group %zu (%s, node '%s'): %s; the GPU model path runs the "
                                            "frontend's data movement as copies of elements only",

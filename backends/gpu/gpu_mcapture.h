@@ -98,7 +98,8 @@ void gpu_cap_words(const cov_tensor *t, uint32_t *w);
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
  * its node; NULL when there are none. Such a group cannot be compiled as
- * copies of elements; the embedding gathers c described are kernels. */
+ * copies of elements; the gathers and casts c was offered are kernels
+ * (or refused with their own reason, among c's groups). */
 cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_capture *c);
 
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */

@@ -253,13 +253,14 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     *out = x->id_buf[v->runs[0].src];
     return NULL;
   }
-  if (in->t.dtype != COV_F32)
-    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer and bool "
-                     "values are read where they are, whole (copies move f32 elements)", in->name, cov_dtype_name(in->t.dtype));
+  cov_dtype dt = in->t.dtype; /* f32, or integer / bool elements moved as they are */
+  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source (copies move f32, "
+                     "i64, i32 and bool elements)", in->name, cov_dtype_name(dt));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);
-  int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, in->t.rank, in->t.shape, &st);
+  int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, dt, in->t.rank, in->t.shape, &st);
   if (b < 0) return st;
   /* the sources in order of first use (few; runs can be millions: a
    * nearest upsampling at batch 32 is one run per element) */
@@ -272,7 +273,10 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     srcs[n_src++] = src;
     gpu_ew cp[8];
     int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
-    for (int q = 0; q < nc; q++) COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
+    for (int q = 0; q < nc; q++) {
+      cp[q].out_dtype = dt;
+      COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
+    }
     if (nc >= 0) continue;
     float *tab = malloc((size_t)v->numel * sizeof *tab);
     if (!tab) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -287,7 +291,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
       return st;
     }
     x->p->bufs[tb].data = tab; /* i32 bit patterns */
-    gpu_ew e = {.kind = GPU_EW_TABLE, .out_dtype = COV_F32, .n = v->numel};
+    gpu_ew e = {.kind = GPU_EW_TABLE, .out_dtype = dt, .n = v->numel};
     COV_RETURN_IF_ERROR(ew_step(x, &e, "gather", x->id_buf[src], tb, b, -1));
   }
   *out = b;
@@ -739,8 +743,11 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     const gpu_cap_group *g = &cap.groups[k];
     if (g->constant) continue;
     if (!g->described) {
-      undescribed = cov_status_join(undescribed, cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
-                                                           "layer group %d (%s): %s", g->group, g->kind, g->why));
+      cov_status e = g->node[0] ? cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node), "layer group %d (%s, node '%s'): %s",
+                                            g->group, g->kind, g->node, g->why)
+                                : cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "layer group %d (%s): %s", g->group,
+                                            g->kind, g->why);
+      undescribed = cov_status_join(undescribed, e);
       continue;
     }
     lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
@@ -765,7 +772,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       p->bufs[b].rank = cap.out_shape[o].rank;
       memcpy(p->bufs[b].shape, cap.out_shape[o].shape, sizeof p->bufs[b].shape);
     } else {
-      b = add_buf(p, name, GPU_BUF_OUTPUT, COV_F32, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
+      cov_dtype odt = cap.out_shape[o].dtype == COV_F32 ? COV_F32 : cap.out_shape[o].dtype; /* integer / bool: moved */
+      b = add_buf(p, name, GPU_BUF_OUTPUT, odt, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
       if (b < 0) break;
       gpu_cap_group og = {.group = -1};
       snprintf(og.node, sizeof og.node, "%s", name);
@@ -783,7 +791,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
         for (int s = first_step; s < p->n_steps; s++)
           if (p->steps[s].args[2] == tmp) p->steps[s].args[2] = b;
       } else if (!st) {
-        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .n = v->numel};
+        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = odt, .n = v->numel};
         st = ew_step(&x, &e, "copy", tmp, -1, b, -1);
       }
     }
