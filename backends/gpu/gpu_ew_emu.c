@@ -7,6 +7,7 @@
  * (cov_model_run_ref), an independent implementation. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backends/gpu/gpu_mplan.h"
 
@@ -62,8 +63,30 @@ static float conv(const gpu_ew *e, int64_t i, const float *x, const float *w, co
   return apply(e->post, e->post0, e->post1, sum);
 }
 
+size_t gpu_ew_raw(const gpu_ew *e) {
+  if (e->kind != GPU_EW_COPY && e->kind != GPU_EW_TABLE) return 0;
+  switch (e->out_dtype) {
+  case COV_I64: case COV_I32: case COV_BOOL: case COV_U8: case COV_I8: return cov_dtype_size(e->out_dtype);
+  default: return 0;
+  }
+}
+
+/* A copy or table gather of integer or bool elements, each moved whole. */
+static void emulate_raw(const gpu_ew *e, size_t es, const void *x, void *y, const int32_t *table) {
+  for (int64_t i = 0; i < e->n; i++) {
+    int64_t s = e->kind == GPU_EW_TABLE ? table[i] : 0, d = i;
+    if (e->kind == GPU_EW_COPY) gpu_ew_copy_at(e, i, &s, &d);
+    if (s >= 0) memcpy((char *)y + (size_t)d * es, (const char *)x + (size_t)s * es, es);
+  }
+}
+
 void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, const float *bias,
                     const int32_t *table) {
+  size_t es = gpu_ew_raw(e);
+  if (es) {
+    emulate_raw(e, es, x, y, table);
+    return;
+  }
   for (int64_t i = 0; i < e->n; i++) {
     switch (e->kind) {
     case GPU_EW_COPY: {

@@ -9,7 +9,8 @@
  * convolution's reduction an IR loop in f32. gpu_ew_emulate (gpu_ew_emu.c)
  * is the same meaning in C for the CPU emulation of a compiled model.
  * Arguments: (x, w, y, bias), global pointers; x, w, bias f32; y f32 or
- * f16 (operand copies for the matrix kernels).
+ * f16 (operand copies for the matrix kernels); copies of integer or bool
+ * values move their elements as they are (x and y of that dtype).
  */
 #include <math.h>
 
@@ -89,6 +90,17 @@ static LLVMValueRef acc_close(gpu_gen *g, acc_loop *a, LLVMValueRef next) {
   return out;
 }
 
+/* y[d] = x[s]: f32 converted to y's dtype, or a whole element moved as it
+ * is where the copy's dtype is an integer or bool one (gpu_ew_raw) */
+static void move(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef s, LLVMValueRef y, LLVMValueRef d) {
+  size_t es = gpu_ew_raw(e);
+  if (!es) {
+    store_out(g, e, y, d, ld(g, x, s));
+    return;
+  }
+  LLVMTypeRef t = es == 8 ? g->i64 : es == 4 ? g->i32 : LLVMInt8TypeInContext(LLVMGetModuleContext(g->mod));
+  LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, t, gept(g, t, x, s), ""), gept(g, t, y, d));
+}
 /* gpu_ew_copy_at */
 static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef y) {
   LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
@@ -102,7 +114,7 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
       if (l < GPU_COPY_LEVELS - 1) t = udiv(g, t, e->rep[l]);
     }
   }
-  store_out(g, e, y, d, ld(g, x, s));
+  move(g, e, x, s, y, d);
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -136,7 +148,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, i), "");
     LLVMBasicBlockRef join;
     begin_if(g, LLVMBuildICmp(g->b, LLVMIntSGE, t, C(0), ""), &join);
-    store_out(g, e, y, i, ld(g, x, t));
+    move(g, e, x, t, y, i);
     end_if(g, join);
     return;
   }

@@ -24,7 +24,15 @@
  * described group. Groups the frontend cannot describe run in the frontend
  * on the patterns: where they only move elements (a nearest Resize) their
  * results decode as copies like any layout operation's, and where they
- * compute, whatever reads them fails to decode and says so. */
+ * compute, whatever reads them fails to decode and says so.
+ *
+ * Group results of dtype i64, i32 and bool are buffers of their own: i32
+ * carries the 32-bit patterns, i64 the patterns with a check word in the
+ * high half; a bool byte cannot hold a pattern, so where some group's
+ * result is bool every pass runs the model CAP_LANES times, a bool element
+ * holding 7 bits of its pattern per run with the top bit set (a marker no
+ * bool the frontend computes from shapes has), and bool group inputs are
+ * decoded from the words their lanes assemble. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +62,17 @@ static uint32_t cap_hash(uint32_t id, uint32_t ix) {
   return (h & 0x80000000u) | e << 23 | (h & 0x007FFFFFu) | 1u;
 }
 
+/* A run is GPU_CAP_PASSES word passes; where bool values carry patterns
+ * (cap_lane_bits below), each word pass is CAP_LANES runs of the model,
+ * one per 7-bit lane of the pattern (ceil(32 / 7) = 5). */
+enum { CAP_LANES = 5, CAP_LANE_BITS = 7 };
+
 typedef struct cap_ctx {
   gpu_capture *c;
-  int pass;
-  int gi; /* groups offered so far this pass */
+  int pass; /* the word pass: 0 ids, 1 indices, 2 flipped indices, 3 hashes */
+  int lane; /* the byte lane of this run of the model (0 where there are no bool values) */
+  int n_lanes;
+  int gi; /* groups offered so far this run */
   cov_status err;
 } cap_ctx;
 
@@ -173,6 +188,14 @@ static int const_id(gpu_capture *c, float *vals, int64_t n) {
 static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp);
 
+void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                          const uint32_t *hash, gpu_cap_value *v) {
+  int64_t n_const = 0;
+  v->n_runs = 0;
+  v->ok = 0;
+  decode_words(c, n, 1, ids, idx, flip, hash, v, &n_const);
+}
+
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v) {
   v->n_runs = 0;
@@ -258,11 +281,30 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
   return (uint64_t)cap_high(w) << 32 | w;
 }
 
-static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
+/* A bool element's byte in lane `lane`: the marker bit (no bool the
+ * frontend computes from shapes has it) and 7 bits of the pattern. */
+static uint8_t cap_lane_byte(uint32_t w, int lane) {
+  return (uint8_t)(0x80u | ((w >> (CAP_LANE_BITS * lane)) & 0x7Fu));
+}
+
+static void fill_bits(cov_tensor *t, uint32_t id, int pass, int lane) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t j = 0; j < n; j++) {
     if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
+    else if (t->dtype == COV_BOOL) ((uint8_t *)t->data)[j] = cap_lane_byte(gpu_cap_pattern(pass, id, (uint32_t)j), lane);
     else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
+  }
+}
+
+/* Lane `lane` of a bool value's bytes into its words (CAP_BAD where a
+ * byte lacks the marker: not a copy of a bool a group computed). */
+static void add_lane(const cov_tensor *t, int lane, uint32_t *w) {
+  int64_t n = cov_tensor_numel(t);
+  const uint8_t *b = t->data;
+  for (int64_t j = 0; j < n; j++) {
+    if (lane == 0) w[j] = 0;
+    if (w[j] == CAP_BAD) continue;
+    w[j] = b[j] & 0x80u ? w[j] | (uint32_t)(b[j] & 0x7Fu) << (CAP_LANE_BITS * lane) : CAP_BAD;
   }
 }
 
@@ -270,6 +312,12 @@ static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
  * carry cap_high in the high word, which no shape or count does). */
 static int reads_runtime_ints(const cov_model_group_offer *o) {
   for (size_t i = 0; i < o->n_in; i++) {
+    if (o->in[i].dtype == COV_BOOL && o->in[i].data) {
+      const uint8_t *b = o->in[i].data;
+      for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
+        if (b[j] & 0x80u) return 1;
+      continue;
+    }
     if (o->in[i].dtype != COV_I64 || !o->in[i].data) continue;
     const uint64_t *p = o->in[i].data;
     for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
@@ -278,81 +326,108 @@ static int reads_runtime_ints(const cov_model_group_offer *o) {
   return 0;
 }
 
+/* Whether a group's non-f32 result is data the GPU computes (from f32
+ * values or run-time integers and bools) rather than shape arithmetic. */
+static int computes_data(const gpu_cap_group *g, const cov_model_group_offer *o) {
+  int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
+  for (size_t i = 0; i < o->n_in; i++) from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
+  return from_f32 || reads_runtime_ints(o);
+}
+
+/* Pass 0, first run: group k recorded; described where the GPU computes
+ * it (its result a buffer of its own), else why not. */
+static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer *o) {
+  gpu_capture *c = x->c;
+  COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
+  c->n_groups = k + 1;
+  gpu_cap_group *g = &c->groups[k];
+  g->group = o->group;
+  snprintf(g->kind, sizeof g->kind, "%s", o->kind ? o->kind : "");
+  g->buf_id = -1;
+  if (!o->desc) {
+    snprintf(g->why, sizeof g->why, "%s", o->why_not ? o->why_not : "it cannot be described");
+    return NULL;
+  }
+  snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
+  COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
+  cov_dtype dt = g->out.dtype;
+  if (dt != COV_F32) {
+    int data = computes_data(g, o);
+    if (!data && dt != COV_F64) {
+      /* integer work on integers only (shape arithmetic of a dynamic
+       * model): constant once the input shapes are fixed, so the frontend
+       * computes it here, on true values, for the layout operations that
+       * read it */
+      g->constant = 1;
+      return NULL;
+    }
+    if (dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL) {
+      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i64, i32 and bool values)",
+               cov_dtype_name(dt));
+      return NULL;
+    }
+    c->has_bool |= dt == COV_BOOL;
+  }
+  g->described = 1;
+  g->buf_id = c->n_ids;
+  COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+  c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
+  if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
+                     (long long)c->id_numel[c->n_ids - 1]);
+  return NULL;
+}
+
+/* Group input `gi` as this run delivers it (t): words kept in passes 0-2,
+ * decoded in pass 3; a bool input's words are assembled lane by lane,
+ * every other input's are read in lane 0. */
+static cov_status take_input(cap_ctx *x, gpu_cap_input *gi, const cov_tensor *t) {
+  if (t->dtype == COV_BOOL) {
+    int64_t n = cov_tensor_numel(t);
+    uint32_t **w = x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : x->pass == 2 ? &gi->flp : &gi->hsh;
+    if (!*w && !(*w = calloc((size_t)(n > 0 ? n : 1), 4)))
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    if (t->data) add_lane(t, x->lane, *w);
+    if (x->pass < GPU_CAP_PASSES - 1 || x->lane < x->n_lanes - 1) return NULL;
+    gpu_cap_decode_words(x->c, n, gi->ids, gi->idx, gi->flp, gi->hsh, &gi->v);
+  } else if (x->lane > 0) {
+    return NULL;
+  } else if (x->pass < GPU_CAP_PASSES - 1) {
+    return keep_ids(t, x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : &gi->flp);
+  } else {
+    gpu_cap_decode(x->c, t, gi->ids, gi->idx, gi->flp, &gi->v);
+  }
+  free(gi->ids), free(gi->idx), free(gi->flp), free(gi->hsh);
+  gi->ids = gi->idx = gi->flp = gi->hsh = NULL;
+  return NULL;
+}
+
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
   cap_ctx *x = user;
   gpu_capture *c = x->c;
   *handled = 0;
   (void)n_out;
   int k = x->gi++;
-  if (x->pass == 0) {
-    COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
-    c->n_groups = k + 1;
-    gpu_cap_group *g = &c->groups[k];
-    g->group = o->group;
-    snprintf(g->kind, sizeof g->kind, "%s", o->kind ? o->kind : "");
-    g->buf_id = -1;
-    if (!o->desc) {
-      snprintf(g->why, sizeof g->why, "%s", o->why_not ? o->why_not : "it cannot be described");
-      return NULL;
-    }
-    snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
-    COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
-    if (g->out.dtype != COV_F32) {
-      /* integer work on integers only (shape arithmetic of a dynamic
-       * model): constant once the input shapes are fixed, so the frontend
-       * computes it here, on true values, for the layout operations that
-       * read it */
-      int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
-      for (size_t i = 0; i < o->n_in; i++)
-        from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
-      if (!from_f32 && reads_runtime_ints(o)) {
-        snprintf(g->why, sizeof g->why, "it computes on run-time integers (the GPU model path moves them only)");
-        return NULL;
-      }
-      if (!from_f32) {
-        g->constant = 1;
-        return NULL;
-      }
-      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32 values)",
-               cov_dtype_name(g->out.dtype));
-      return NULL;
-    }
-    g->described = 1;
-    g->buf_id = c->n_ids;
-    COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
-    c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
-    if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
-                       (long long)c->id_numel[c->n_ids - 1]);
-    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
-  } else {
-    if (k >= c->n_groups || c->groups[k].group != o->group)
-      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
-                       "group %d was offered in another order on a later pass", o->group);
-    gpu_cap_group *g = &c->groups[k];
-    if (!g->described) return NULL;
-    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
-      gpu_cap_input *gi = &g->in[i];
-      if (x->pass < GPU_CAP_PASSES - 1) {
-        COV_RETURN_IF_ERROR(keep_ids(&o->in[i], x->pass == 1 ? &gi->idx : &gi->flp));
-        continue;
-      }
-      gpu_cap_decode(c, &o->in[i], gi->ids, gi->idx, gi->flp, &gi->v);
-      free(gi->ids), free(gi->idx), free(gi->flp);
-      gi->ids = gi->idx = gi->flp = NULL;
-    }
+  if (x->pass == 0 && x->lane == 0) {
+    COV_RETURN_IF_ERROR(register_group(x, k, o));
+  } else if (k >= c->n_groups || c->groups[k].group != o->group) {
+    return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
+                     "group %d was offered in another order on a later pass", o->group);
   }
   gpu_cap_group *g = &c->groups[k];
-  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, COV_F32, g->out.rank, g->out.shape));
-  fill_bits(out, (uint32_t)g->buf_id, x->pass);
+  if (!g->described) return NULL;
+  for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(take_input(x, &g->in[i], &o->in[i]));
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, g->out.dtype, g->out.rank, g->out.shape));
+  fill_bits(out, (uint32_t)g->buf_id, x->pass, x->lane);
   *handled = 1;
   return NULL;
 }
 
-/* Whether layout group i was offered and described (an embedding gather). */
-static int cap_described(const gpu_capture *c, size_t i) {
+/* Whether layout group i was offered as a kernel (a gather or a cast):
+ * described, or refused with its own reason among the groups. */
+static int cap_offered(const gpu_capture *c, size_t i) {
   for (int k = 0; k < c->n_groups; k++)
-    if (c->groups[k].group == (int)i) return c->groups[k].described;
+    if (c->groups[k].group == (int)i) return 1;
   return 0;
 }
 
@@ -361,7 +436,7 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
     COV_RETURN_IF_ERROR(cov_model_group_get_info(m, i, &info));
-    if (!info.layout || !info.alters || cap_described(c, i)) continue;
+    if (!info.layout || !info.alters || cap_offered(c, i)) continue;
     errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
                                            "layer group %zu (%s, node '%s'): %s; the GPU model path runs the "
                                            "frontend's data movement as copies of elements only",
@@ -399,7 +474,8 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
   cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0}, *out_flp[GPU_CAP_MAX_IO] = {0};
+  gpu_cap_input outs[GPU_CAP_MAX_IO]; /* the outputs' words, decoded as a group input's */
+  memset(outs, 0, sizeof outs);
   cov_status st = NULL;
   for (size_t i = 0; i < ni && !st; i++) {
     cov_dtype dt;
@@ -421,28 +497,32 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
   }
-  for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++) {
+  int n_lanes = 1;
+  for (int run = 0; run < GPU_CAP_PASSES * n_lanes && !st; run++) {
+    int pass = run / n_lanes, lane = run % n_lanes;
     for (size_t i = 0; i < ni && !st; i++) {
       cov_tensor_release(&in[i]);
       st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
-      if (!st) fill_bits(&in[i], (uint32_t)i, pass);
+      if (!st) fill_bits(&in[i], (uint32_t)i, pass, lane);
     }
     if (st) break;
-    cap_ctx x = {c, pass, 0, NULL};
+    cap_ctx x = {c, pass, lane, n_lanes, 0, NULL};
     st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
+    /* bool results carry their patterns 7 bits per run of the model */
+    if (run == 0 && c->has_bool) n_lanes = CAP_LANES;
+    x.n_lanes = n_lanes;
     for (size_t o = 0; o < no && !st; o++) {
-      if (pass < GPU_CAP_PASSES - 1) {
-        st = keep_ids(&out[o], pass == 0 ? &out_ids[o] : pass == 1 ? &out_idx[o] : &out_flp[o]);
-      } else {
-        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], out_flp[o], &c->outputs[o]);
-        c->out_shape[o] = out[o];
-        c->out_shape[o].data = NULL;
-      }
+      st = take_input(&x, &outs[o], &out[o]);
+      c->out_shape[o] = out[o];
+      c->out_shape[o].data = NULL;
     }
     for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
   }
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]), free(out_flp[o]);
+  for (size_t o = 0; o < no; o++) {
+    c->outputs[o] = outs[o].v;
+    free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
+  }
   if (st) gpu_capture_free(c);
   return st;
 }
@@ -457,7 +537,8 @@ void gpu_capture_free(gpu_capture *c) {
       for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
       free(cl->attrs), free(cl->args);
     }
-    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].v.runs);
+    for (size_t i = 0; i < g->n_in; i++)
+      free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
     free(g->calls), free(g->in);
   }
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);

@@ -45,6 +45,7 @@ typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
   uint32_t *ids, *idx, *flp; /* passes 0, 1 and 2, until decoded in pass 3 */
+  uint32_t *hsh;             /* a bool input's pass 3, assembled lane by lane */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -73,6 +74,7 @@ typedef struct gpu_capture {
   float **id_const;  /* buffer id -> its values, for the constants layout operations mix in (else NULL) */
   int n_ids, cap_ids, cap_const;
   const char *path; /* the model file, for diagnostics (borrowed) */
+  int has_bool;     /* a described group's result is bool (its patterns take lanes) */
 } gpu_capture;
 
 /* The values of a constant buffer id (NULL: a model input or group result). */
@@ -96,7 +98,8 @@ void gpu_cap_words(const cov_tensor *t, uint32_t *w);
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
  * its node; NULL when there are none. Such a group cannot be compiled as
- * copies of elements; the embedding gathers c described are kernels. */
+ * copies of elements; the gathers and casts c was offered are kernels
+ * (or refused with their own reason, among c's groups). */
 cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_capture *c);
 
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
@@ -108,5 +111,9 @@ void gpu_capture_free(gpu_capture *c);
  * new constant buffer id of c). */
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v);
+/* The same on an integer value's words of passes 0-3 (a bool value's,
+ * assembled from its lanes: CAP_BAD, 0xFFFFFFFF, for no element). */
+void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                          const uint32_t *hash, gpu_cap_value *v);
 
 #endif

@@ -127,20 +127,40 @@ static const float *const_f32(const gpu_cap_arg *a) {
   return a->kind == COV_MODEL_ARG_CONST && a->t.dtype == COV_F32 ? a->t.data : NULL;
 }
 
+/* A weight holding a constant's elements as they are (bool, integer). */
+static int add_raw_weight(gpu_model_plan *p, const char *name, const cov_tensor *t, cov_status *st) {
+  int64_t n = cov_tensor_numel(t);
+  int b = add_buf1(p, name, GPU_BUF_WEIGHT, t->dtype, n, st);
+  if (b < 0) return -1;
+  size_t bytes = (size_t)n * cov_dtype_size(t->dtype);
+  unsigned char *d = malloc(bytes + 1);
+  if (!d) {
+    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
+    return -1;
+  }
+  if (bytes) memcpy(d, t->data, bytes);
+  p->bufs[b].data = d;
+  return b;
+}
+
 /* The plan buffer holding argument a of a call: the previous call's result
- * (prev), a group input (its copy), or a constant made a weight. */
+ * (prev), a group input (its copy), or a constant made a weight (f32, or
+ * bool and integer constants as they are). */
 static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_buf, cov_status *st) {
   if (a->kind == COV_MODEL_ARG_PREV) return prev;
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
   const float *v = const_f32(a);
-  if (!v) {
-    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32 constants are lowered)", a->value,
-                    cov_dtype_name(a->t.dtype));
+  cov_dtype dt = a->t.dtype;
+  int raw = a->kind == COV_MODEL_ARG_CONST && a->t.data &&
+            (dt == COV_BOOL || dt == COV_I64 || dt == COV_I32 || dt == COV_U8 || dt == COV_I8);
+  if (!v && !raw) {
+    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, bool and integer constants are lowered)",
+                    a->value, cov_dtype_name(dt));
     return -1;
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", a->value);
-  return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
+  return raw ? add_raw_weight(x->p, nm, &a->t, st) : add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
 }
 
 /* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
@@ -233,13 +253,14 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     *out = x->id_buf[v->runs[0].src];
     return NULL;
   }
-  if (in->t.dtype != COV_F32)
-    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer values are "
-                     "read where they are, whole", in->name, cov_dtype_name(in->t.dtype));
+  cov_dtype dt = in->t.dtype; /* f32, or integer / bool elements moved as they are */
+  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL)
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source (copies move f32, "
+                     "i64, i32 and bool elements)", in->name, cov_dtype_name(dt));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);
-  int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, in->t.rank, in->t.shape, &st);
+  int b = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, dt, in->t.rank, in->t.shape, &st);
   if (b < 0) return st;
   /* the sources in order of first use (few; runs can be millions: a
    * nearest upsampling at batch 32 is one run per element) */
@@ -252,7 +273,10 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     srcs[n_src++] = src;
     gpu_ew cp[8];
     int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
-    for (int q = 0; q < nc; q++) COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
+    for (int q = 0; q < nc; q++) {
+      cp[q].out_dtype = dt;
+      COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
+    }
     if (nc >= 0) continue;
     float *tab = malloc((size_t)v->numel * sizeof *tab);
     if (!tab) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -267,7 +291,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
       return st;
     }
     x->p->bufs[tb].data = tab; /* i32 bit patterns */
-    gpu_ew e = {.kind = GPU_EW_TABLE, .out_dtype = COV_F32, .n = v->numel};
+    gpu_ew e = {.kind = GPU_EW_TABLE, .out_dtype = dt, .n = v->numel};
     COV_RETURN_IF_ERROR(ew_step(x, &e, "gather", x->id_buf[src], tb, b, -1));
   }
   *out = b;
@@ -369,23 +393,29 @@ static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *
 /* One call as its codelet's kernel (gpu_cdl.h) writing `y`; `prev` is the
  * chain's value. Outputs and workspaces its writes do not cover are
  * zeroed first, as the interpreter starts them. */
-/* gather_rows of an f32 [V, D] table at i64 ids as the row gather kernel
- * (gpu_lower_gather.c) rather than its loop nest (a comparison with every
- * row); 0: not such a call. */
+/* gather_rows of an f32 [V, D] table, or gather_axis of an f32 [A, V, D]
+ * value, at i64 ids as the row gather kernel (gpu_lower_gather.c) rather
+ * than its loop nest (a comparison with every row); 0: not such a call. */
 static int rows_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y, cov_status *st) {
-  if (strcmp(c->codelet, "gather_rows") != 0 || c->n_args != 2) return 0;
+  int axis = !strcmp(c->codelet, "gather_axis");
+  if ((!axis && strcmp(c->codelet, "gather_rows") != 0) || c->n_args != 2) return 0;
   const cov_tensor *t = &c->args[0].t, *ids = &c->args[1].t;
-  if (t->dtype != COV_F32 || t->rank != 2 || ids->dtype != COV_I64 || ids->rank != 1) return 0;
+  if (t->dtype != COV_F32 || t->rank != 2 + axis || ids->dtype != COV_I64 || ids->rank != 1) return 0;
   int tb = arg_buf(x, &c->args[0], prev, in_buf, st), ib = tb < 0 ? -1 : arg_buf(x, &c->args[1], prev, in_buf, st);
   if (ib < 0) return 1;
   if (x->p->bufs[ib].dtype != COV_I64 || x->p->bufs[y].dtype != COV_F32) return 0;
   gpu_ew e;
   memset(&e, 0, sizeof e);
-  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[0], e.D = t->shape[1];
-  e.n = ids->shape[0] * t->shape[1];
+  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[axis], e.D = t->shape[axis + 1];
+  e.n = ids->shape[0] * e.D * (axis ? t->shape[0] : 1);
+  e.N = axis ? ids->shape[0] : 0;
   *st = ew_step(x, &e, "rows", tb, ib, y, -1);
   return 1;
 }
+
+/* Whether a buffer of dtype b holds what a codelet reads as dtype t (a
+ * bool mask read as u8 by the codelets whose types admit numbers only). */
+static int same_bytes(cov_dtype b, cov_dtype t) { return b == t || (b == COV_BOOL && t == COV_U8); }
 
 static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
   cov_status rst = NULL;
@@ -404,7 +434,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   for (size_t a = 0; a < c->n_args; a++) {
     const cov_tensor *t = &c->args[a].t;
     if ((args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
-    if (x->p->bufs[args[a]].dtype != t->dtype)
+    if (!same_bytes(x->p->bufs[args[a]].dtype, t->dtype))
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
                        c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));
     k->in_dtype[a] = t->dtype, k->in_rank[a] = t->rank;
@@ -608,7 +638,7 @@ static cov_status lower_group(lower_ctx *x) {
       char nm[160];
       snprintf(nm, sizeof nm, "%.120s.%zu", g->node, last);
       const cov_tensor *o = &g->calls[last].out;
-      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, o->rank, o->shape, &st);
+      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, o->dtype, o->rank, o->shape, &st);
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
@@ -695,7 +725,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
     if (!g->described) continue;
-    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, COV_F32, g->out.rank, g->out.shape, &st);
+    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, g->out.dtype, g->out.rank, g->out.shape, &st);
   }
   /* constants that layout operations mix into group inputs or outputs */
   for (int i = 0; i < cap.n_ids && !st; i++) {
@@ -713,8 +743,11 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     const gpu_cap_group *g = &cap.groups[k];
     if (g->constant) continue;
     if (!g->described) {
-      undescribed = cov_status_join(undescribed, cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node[0] ? g->node : NULL),
-                                                           "layer group %d (%s): %s", g->group, g->kind, g->why));
+      cov_status e = g->node[0] ? cov_error(COV_UNSUPPORTED, GPU_LOC(path, g->node), "layer group %d (%s, node '%s'): %s",
+                                            g->group, g->kind, g->node, g->why)
+                                : cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "layer group %d (%s): %s", g->group,
+                                            g->kind, g->why);
+      undescribed = cov_status_join(undescribed, e);
       continue;
     }
     lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
@@ -739,7 +772,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       p->bufs[b].rank = cap.out_shape[o].rank;
       memcpy(p->bufs[b].shape, cap.out_shape[o].shape, sizeof p->bufs[b].shape);
     } else {
-      b = add_buf(p, name, GPU_BUF_OUTPUT, COV_F32, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
+      cov_dtype odt = cap.out_shape[o].dtype == COV_F32 ? COV_F32 : cap.out_shape[o].dtype; /* integer / bool: moved */
+      b = add_buf(p, name, GPU_BUF_OUTPUT, odt, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
       if (b < 0) break;
       gpu_cap_group og = {.group = -1};
       snprintf(og.node, sizeof og.node, "%s", name);
@@ -757,7 +791,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
         for (int s = first_step; s < p->n_steps; s++)
           if (p->steps[s].args[2] == tmp) p->steps[s].args[2] = b;
       } else if (!st) {
-        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .n = v->numel};
+        gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = odt, .n = v->numel};
         st = ew_step(&x, &e, "copy", tmp, -1, b, -1);
       }
     }

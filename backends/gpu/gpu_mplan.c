@@ -27,8 +27,8 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
 }
 
-/* A codelet step through the reference interpreter, on its buffers (f32
- * operands, and the i64 model inputs that gathers index with). */
+/* A codelet step through the reference interpreter, on its buffers (each
+ * in its own dtype: f32 activations, i64 ids, bool masks). */
 static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   const gpu_cdl_call *k = &s->ew.cdl;
   cov_tensor in[GPU_CDL_MAX_IO], out;
@@ -37,19 +37,19 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
     cov_dtype bd = p->bufs[s->args[i]].dtype;
-    if (k->in_dtype[i] != bd || (bd != COV_F32 && bd != COV_I64))
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32 or i64",
-                       s->kernel, i);
+    if (k->in_dtype[i] != bd && !(bd == COV_BOOL && k->in_dtype[i] == COV_U8)) /* a mask read as u8 */
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s, its buffer %s",
+                       s->kernel, i, cov_dtype_name(k->in_dtype[i]), cov_dtype_name(bd));
   }
   memset(&out, 0, sizeof out);
   COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
   const gpu_mbuf *y = &p->bufs[s->args[k->n_in]];
   cov_status st = NULL;
-  if (out.dtype != COV_F32 || cov_tensor_numel(&out) != y->numel)
-    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not f32[%lld]", s->kernel,
-                   (long long)y->numel);
+  if (out.dtype != y->dtype || cov_tensor_numel(&out) != y->numel)
+    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not %s[%lld]", s->kernel,
+                   cov_dtype_name(y->dtype), (long long)y->numel);
   else
-    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * 4);
+    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * cov_dtype_size(y->dtype));
   cov_tensor_release(&out);
   return st;
 }
@@ -80,7 +80,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   cov_status st = NULL;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
-    size_t es = b->kind == GPU_BUF_WEIGHT ? 4 : cov_dtype_size(b->dtype); /* weights as f32 (or i32 bits) */
+    size_t es = b->dtype == COV_F16 && b->kind == GPU_BUF_WEIGHT ? 4 : cov_dtype_size(b->dtype); /* f16 weights as f32 */
     v[i] = calloc((size_t)b->numel * (es > 4 ? es : 4) / 4 + 1, sizeof **v);
     if (!v[i]) {
       st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
@@ -93,7 +93,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
           memcpy(&h, (const char *)b->data + 2 * j, 2);
           v[i][j] = cov_f16_to_f32(h);
         } else {
-          memcpy(&v[i][j], (const char *)b->data + 4 * j, 4); /* f32, or i32 bits */
+          memcpy((char *)v[i] + es * (size_t)j, (const char *)b->data + es * (size_t)j, es); /* as stored */
         }
       }
     } else if (b->kind == GPU_BUF_INPUT) {
@@ -150,10 +150,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     gpu_reference(pl, x, w, a[3], a[2]);
     free(tx), free(tw);
   }
-  for (int o = 0; o < p->n_outputs && !st; o++) {
+  for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
-    st = cov_tensor_alloc(&outputs[o], COV_F32, b->rank, b->shape);
-    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * 4);
+    st = cov_tensor_alloc(&outputs[o], b->dtype, b->rank, b->shape);
+    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * cov_dtype_size(b->dtype));
   }
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);

@@ -27,6 +27,7 @@
 #ifndef COV_GPU_MPLAN_H
 #define COV_GPU_MPLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -55,7 +56,8 @@ typedef struct gpu_mbuf {
 /* ---- generic kernels (gpu_lower_ew.c, gpu_lower_cdl.c) ------------------ */
 
 typedef enum gpu_ew_kind {
-  GPU_EW_COPY,      /* strided runs: y[dst(i)] = x[src(i)], i < n (gpu_ew_copy_at; dtype conversion to y's) */
+  GPU_EW_COPY,      /* strided runs: y[dst(i)] = x[src(i)], i < n (gpu_ew_copy_at; dtype conversion to y's;
+                       integer and bool elements moved as they are, gpu_ew_raw) */
   GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
   GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
@@ -91,7 +93,7 @@ typedef struct gpu_ew {
   int bias;
   gpu_ew_fn post;
   float post0, post1;
-  int64_t V, D;     /* ROWS: the table's rows and their length */
+  int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
@@ -100,9 +102,13 @@ enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel 
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
 /* COPY: the source and destination elements of work item i. */
 void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst);
+/* The bytes of each element a COPY or TABLE moves as it is (an integer or
+ * bool copy's dtype: 8, 4 or 1), 0 for f32 / f16 copies and other kernels. */
+size_t gpu_ew_raw(const gpu_ew *e);
 /* The CPU meaning of a copy, table or direct-conv kernel, on f32 views of
- * its arguments (f16 buffers converted by the caller); codelet kernels
- * are emulated by the reference interpreter (gpu_model_emulate). */
+ * its arguments (f16 buffers converted by the caller; an integer or bool
+ * copy's x and y are its elements as they are); codelet kernels are
+ * emulated by the reference interpreter (gpu_model_emulate). */
 void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, const float *bias,
                     const int32_t *table);
 
