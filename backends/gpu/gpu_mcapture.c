@@ -57,7 +57,8 @@ static uint32_t cap_hash(uint32_t id, uint32_t ix) {
 typedef struct cap_ctx {
   gpu_capture *c;
   int pass;
-  int gi; /* groups offered so far this pass */
+  int sub, n_sub; /* sub-pass of the pass (8-bit values: a byte of the pattern each) */
+  int gi;         /* groups offered so far this run */
   cov_status err;
 } cap_ctx;
 
@@ -146,12 +147,26 @@ void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
   }
 }
 
-/* pass 0 keeps the ids, pass 1 decodes them with the indices */
-static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
+int gpu_cap_is8(cov_dtype d) { return d == COV_I8 || d == COV_U8; }
+
+void gpu_cap_gather(const cov_tensor *t, uint32_t *w, int sub) {
   int64_t n = cov_tensor_numel(t);
-  *ids = calloc((size_t)(n > 0 ? n : 1), 4);
+  if (!t->data) return;
+  if (gpu_cap_is8(t->dtype)) {
+    const uint8_t *b = t->data;
+    for (int64_t j = 0; j < n; j++) w[j] = (sub ? w[j] : 0) | (uint32_t)b[j] << (8 * sub);
+  } else if (sub == 0) {
+    gpu_cap_words(t, w);
+  }
+}
+
+/* One sub-pass's view of a value into its words for the pattern pass
+ * (allocated on the first sub-pass). */
+static cov_status keep_ids(const cov_tensor *t, uint32_t **ids, int sub) {
+  int64_t n = cov_tensor_numel(t);
+  if (!*ids) *ids = calloc((size_t)(n > 0 ? n : 1), 4);
   if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_cap_words(t, *ids);
+  gpu_cap_gather(t, *ids, sub);
   return NULL;
 }
 
@@ -173,24 +188,31 @@ static int const_id(gpu_capture *c, float *vals, int64_t n) {
 static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp);
 
-void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
-                    gpu_cap_value *v) {
+void gpu_cap_decode_words(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx,
+                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v) {
   v->n_runs = 0;
   v->ok = 0;
-  int integer = t->dtype == COV_I64 || t->dtype == COV_I32;
+  int integer = t->dtype == COV_I64 || t->dtype == COV_I32 || gpu_cap_is8(t->dtype);
   if (t->dtype != COV_F32 && !integer) {
-    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32 and i64 values)",
+    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32, i64, i8 and u8 values)",
              cov_dtype_name(t->dtype));
     return;
   }
-  int64_t n = cov_tensor_numel(t), n_const = 0;
+  int64_t n_const = 0;
+  decode_words(c, cov_tensor_numel(t), integer, ids, idx, flip, hash, v, &n_const);
+}
+
+void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                    gpu_cap_value *v) {
+  int64_t n = cov_tensor_numel(t);
   uint32_t *hash = malloc((size_t)(n > 0 ? n : 1) * 4);
   if (!hash) {
+    v->n_runs = 0, v->ok = 0;
     cap_fail(v, "out of memory");
     return;
   }
   gpu_cap_words(t, hash);
-  decode_words(c, n, integer, ids, idx, flip, hash, v, &n_const);
+  gpu_cap_decode_words(c, t, ids, idx, flip, hash, v);
   free(hash);
 }
 
@@ -258,10 +280,13 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
   return (uint64_t)cap_high(w) << 32 | w;
 }
 
-static void fill_bits(cov_tensor *t, uint32_t id, int pass) {
+/* A value's patterns for pattern pass `pass`, sub-pass `sub`: an 8-bit
+ * element holds byte `sub` of its 32-bit pattern, wider ones the whole. */
+static void fill_bits(cov_tensor *t, uint32_t id, int pass, int sub) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t j = 0; j < n; j++) {
     if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
+    else if (gpu_cap_is8(t->dtype)) ((uint8_t *)t->data)[j] = (uint8_t)(gpu_cap_pattern(pass, id, (uint32_t)j) >> (8 * sub));
     else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
   }
 }
@@ -278,73 +303,81 @@ static int reads_runtime_ints(const cov_model_group_offer *o) {
   return 0;
 }
 
+/* Whether the capture carries a group result of dtype d (the patterns of
+ * 8-bit values a byte per sub-pass). */
+static int cap_carries(cov_dtype d) { return d == COV_F32 || d == COV_I32 || gpu_cap_is8(d); }
+
+/* Pass 0's first run: the group's description, or why it has none. */
+static cov_status describe_group(cap_ctx *x, const cov_model_group_offer *o, int k) {
+  gpu_capture *c = x->c;
+  COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
+  c->n_groups = k + 1;
+  gpu_cap_group *g = &c->groups[k];
+  g->group = o->group;
+  snprintf(g->kind, sizeof g->kind, "%s", o->kind ? o->kind : "");
+  g->buf_id = -1;
+  if (!o->desc) {
+    snprintf(g->why, sizeof g->why, "%s", o->why_not ? o->why_not : "it cannot be described");
+    return NULL;
+  }
+  snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
+  COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
+  if (g->out.dtype != COV_F32) {
+    /* integer work on integers only (shape arithmetic of a dynamic
+     * model): constant once the input shapes are fixed, so the frontend
+     * computes it here, on true values, for the layout operations that
+     * read it; 8-bit values are quantized data, never shapes */
+    int from_data = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
+    for (size_t i = 0; i < o->n_in; i++)
+      from_data |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64 || gpu_cap_is8(o->in[i].dtype);
+    if (!from_data && reads_runtime_ints(o)) {
+      snprintf(g->why, sizeof g->why, "it computes on run-time integers (the GPU model path moves them only)");
+      return NULL;
+    }
+    if (!from_data) {
+      g->constant = 1;
+      return NULL;
+    }
+    if (!cap_carries(g->out.dtype)) {
+      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i32, i8 and u8 results)",
+               cov_dtype_name(g->out.dtype));
+      return NULL;
+    }
+  }
+  g->described = 1;
+  g->buf_id = c->n_ids;
+  COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+  c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
+  if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
+                     (long long)c->id_numel[c->n_ids - 1]);
+  return NULL;
+}
+
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
   cap_ctx *x = user;
   gpu_capture *c = x->c;
   *handled = 0;
   (void)n_out;
   int k = x->gi++;
-  if (x->pass == 0) {
-    COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
-    c->n_groups = k + 1;
-    gpu_cap_group *g = &c->groups[k];
-    g->group = o->group;
-    snprintf(g->kind, sizeof g->kind, "%s", o->kind ? o->kind : "");
-    g->buf_id = -1;
-    if (!o->desc) {
-      snprintf(g->why, sizeof g->why, "%s", o->why_not ? o->why_not : "it cannot be described");
-      return NULL;
-    }
-    snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
-    COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
-    if (g->out.dtype != COV_F32) {
-      /* integer work on integers only (shape arithmetic of a dynamic
-       * model): constant once the input shapes are fixed, so the frontend
-       * computes it here, on true values, for the layout operations that
-       * read it */
-      int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
-      for (size_t i = 0; i < o->n_in; i++)
-        from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
-      if (!from_f32 && reads_runtime_ints(o)) {
-        snprintf(g->why, sizeof g->why, "it computes on run-time integers (the GPU model path moves them only)");
-        return NULL;
-      }
-      if (!from_f32) {
-        g->constant = 1;
-        return NULL;
-      }
-      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32 values)",
-               cov_dtype_name(g->out.dtype));
-      return NULL;
-    }
-    g->described = 1;
-    g->buf_id = c->n_ids;
-    COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
-    c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
-    if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
-                       (long long)c->id_numel[c->n_ids - 1]);
-    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &g->in[i].ids));
-  } else {
-    if (k >= c->n_groups || c->groups[k].group != o->group)
-      return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
-                       "group %d was offered in another order on a later pass", o->group);
-    gpu_cap_group *g = &c->groups[k];
-    if (!g->described) return NULL;
-    for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
-      gpu_cap_input *gi = &g->in[i];
-      if (x->pass < GPU_CAP_PASSES - 1) {
-        COV_RETURN_IF_ERROR(keep_ids(&o->in[i], x->pass == 1 ? &gi->idx : &gi->flp));
-        continue;
-      }
-      gpu_cap_decode(c, &o->in[i], gi->ids, gi->idx, gi->flp, &gi->v);
-      free(gi->ids), free(gi->idx), free(gi->flp);
-      gi->ids = gi->idx = gi->flp = NULL;
-    }
+  if (x->pass == 0 && x->sub == 0) {
+    COV_RETURN_IF_ERROR(describe_group(x, o, k));
+  } else if (k >= c->n_groups || c->groups[k].group != o->group) {
+    return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
+                     "group %d was offered in another order on a later pass", o->group);
   }
   gpu_cap_group *g = &c->groups[k];
-  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, COV_F32, g->out.rank, g->out.shape));
-  fill_bits(out, (uint32_t)g->buf_id, x->pass);
+  if (!g->described) return NULL;
+  int last = x->pass == GPU_CAP_PASSES - 1 && x->sub == x->n_sub - 1;
+  for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
+    gpu_cap_input *gi = &g->in[i];
+    COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &gi->w[x->pass], x->sub));
+    if (!last) continue;
+    gpu_cap_decode_words(c, &o->in[i], gi->w[0], gi->w[1], gi->w[2], gi->w[3], &gi->v);
+    for (int p = 0; p < GPU_CAP_PASSES; p++) free(gi->w[p]), gi->w[p] = NULL;
+  }
+  COV_RETURN_IF_ERROR(cov_tensor_alloc(out, g->out.dtype, g->out.rank, g->out.shape));
+  fill_bits(out, (uint32_t)g->buf_id, x->pass, x->sub);
   *handled = 1;
   return NULL;
 }
@@ -370,6 +403,62 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
   return errs;
 }
 
+/* Whether a described group's result is 8 bits wide: then every pass
+ * runs in 4 sub-passes, a byte of the patterns each. */
+static int cap_needs_bytes(const gpu_capture *c) {
+  for (int k = 0; k < c->n_groups; k++)
+    if (c->groups[k].described && gpu_cap_is8(c->groups[k].out.dtype)) return 1;
+  return 0;
+}
+
+/* The model's inputs: their dtypes and shapes (symbolic dims as 1), a buffer id each. */
+static cov_status cap_inputs(const cov_model *m, const char *path, gpu_capture *c) {
+  for (int i = 0; i < c->n_inputs; i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    COV_RETURN_IF_ERROR(cov_model_input_info(m, (size_t)i, &dt, &rank, shape));
+    if (dt != COV_F32 && dt != COV_I64)
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, (size_t)i)),
+                       "model input '%s' is %s; the GPU model path takes f32 and i64 inputs",
+                       cov_model_input_name(m, (size_t)i), cov_dtype_name(dt));
+    /* symbolic dims (a dynamic batch) are compiled as 1 */
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 1) shape[d] = 1;
+    c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
+    memcpy(c->in_shape[i].shape, shape, sizeof shape);
+    COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+    c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
+  }
+  return NULL;
+}
+
+/* One run of the model: pattern pass `pass`, sub-pass `sub`; the outputs'
+ * words kept in ow[o][pass], decoded after the last run. */
+static cov_status cap_run(const cov_model *m, gpu_capture *c, int pass, int sub, int n_sub,
+                          uint32_t *ow[][GPU_CAP_PASSES]) {
+  size_t ni = (size_t)c->n_inputs, no = (size_t)c->n_outputs;
+  cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
+  cov_status st = NULL;
+  for (size_t i = 0; i < ni && !st; i++) {
+    st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
+    if (!st) fill_bits(&in[i], (uint32_t)i, pass, sub);
+  }
+  cap_ctx x = {c, pass, sub, n_sub, 0, NULL};
+  if (!st) st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
+  int last = pass == GPU_CAP_PASSES - 1 && sub == n_sub - 1;
+  for (size_t o = 0; o < no && !st; o++) {
+    st = keep_ids(&out[o], &ow[o][pass], sub);
+    if (st || !last) continue;
+    gpu_cap_decode_words(c, &out[o], ow[o][0], ow[o][1], ow[o][2], ow[o][3], &c->outputs[o]);
+    c->out_shape[o] = out[o];
+    c->out_shape[o].data = NULL;
+  }
+  for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
+  for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
+  return st;
+}
+
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
   memset(c, 0, sizeof *c);
   c->path = path;
@@ -377,51 +466,16 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
-  cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  uint32_t *out_ids[GPU_CAP_MAX_IO] = {0}, *out_idx[GPU_CAP_MAX_IO] = {0}, *out_flp[GPU_CAP_MAX_IO] = {0};
-  cov_status st = NULL;
-  for (size_t i = 0; i < ni && !st; i++) {
-    cov_dtype dt;
-    int rank;
-    int64_t shape[COV_MAX_RANK];
-    st = cov_model_input_info(m, i, &dt, &rank, shape);
-    if (st) break;
-    if (dt != COV_F32 && dt != COV_I64) {
-      st = cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, i)),
-                     "model input '%s' is %s; the GPU model path takes f32 and i64 inputs",
-                     cov_model_input_name(m, i), cov_dtype_name(dt));
-      break;
+  uint32_t *ow[GPU_CAP_MAX_IO][GPU_CAP_PASSES] = {{0}};
+  cov_status st = cap_inputs(m, path, c);
+  int n_sub = 1;
+  for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++)
+    for (int sub = 0; sub < n_sub && !st; sub++) {
+      st = cap_run(m, c, pass, sub, n_sub, ow);
+      if (!st && pass == 0 && sub == 0 && cap_needs_bytes(c)) n_sub = 4;
     }
-    /* symbolic dims (a dynamic batch) are compiled as 1 */
-    for (int d = 0; d < rank; d++)
-      if (shape[d] < 1) shape[d] = 1;
-    c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
-    memcpy(c->in_shape[i].shape, shape, sizeof shape);
-    st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
-    if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
-  }
-  for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++) {
-    for (size_t i = 0; i < ni && !st; i++) {
-      cov_tensor_release(&in[i]);
-      st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
-      if (!st) fill_bits(&in[i], (uint32_t)i, pass);
-    }
-    if (st) break;
-    cap_ctx x = {c, pass, 0, NULL};
-    st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
-    for (size_t o = 0; o < no && !st; o++) {
-      if (pass < GPU_CAP_PASSES - 1) {
-        st = keep_ids(&out[o], pass == 0 ? &out_ids[o] : pass == 1 ? &out_idx[o] : &out_flp[o]);
-      } else {
-        gpu_cap_decode(c, &out[o], out_ids[o], out_idx[o], out_flp[o], &c->outputs[o]);
-        c->out_shape[o] = out[o];
-        c->out_shape[o].data = NULL;
-      }
-    }
-    for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
-  }
-  for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) free(out_ids[o]), free(out_idx[o]), free(out_flp[o]);
+  for (size_t o = 0; o < no; o++)
+    for (int p = 0; p < GPU_CAP_PASSES; p++) free(ow[o][p]);
   if (st) gpu_capture_free(c);
   return st;
 }
@@ -436,7 +490,10 @@ void gpu_capture_free(gpu_capture *c) {
       for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
       free(cl->attrs), free(cl->args);
     }
-    for (size_t i = 0; i < g->n_in; i++) free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].v.runs);
+    for (size_t i = 0; i < g->n_in; i++) {
+      for (int p = 0; p < GPU_CAP_PASSES; p++) free(g->in[i].w[p]);
+      free(g->in[i].v.runs);
+    }
     free(g->calls), free(g->in);
   }
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);

@@ -9,6 +9,9 @@
 #include "covenant/model.h"
 
 enum { GPU_CAP_MAX_IO = 16 };
+/* The capture's passes (the last one is the hash every decoded element
+ * must reproduce). */
+enum { GPU_CAP_PASSES = 4 };
 
 /* dst[d0 .. d0+n) = buffer src [s0 .. s0+n) */
 typedef struct gpu_cap_run {
@@ -44,7 +47,7 @@ typedef struct gpu_cap_call {
 typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
-  uint32_t *ids, *idx, *flp; /* passes 0, 1 and 2, until decoded in pass 3 */
+  uint32_t *w[GPU_CAP_PASSES]; /* its 32-bit patterns of each pass, until decoded after the last */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -80,10 +83,8 @@ static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
   return id >= 0 && id < c->cap_const ? c->id_const[id] : NULL;
 }
 
-/* The capture's passes: the 32-bit pattern element ix of buffer id holds
- * in pass 0 .. GPU_CAP_PASSES-1 (the last one is the hash every decoded
- * element must reproduce). */
-enum { GPU_CAP_PASSES = 4 };
+/* The 32-bit pattern element ix of buffer id holds in pass 0 ..
+ * GPU_CAP_PASSES-1. */
 uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix);
 /* The same for an i64 element: the pattern in the low word, a check word
  * derived from it in the high one. */
@@ -92,6 +93,15 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix);
  * passes 0-2): f32 and i32 bits as they are, an i64 element's low word
  * when its high word is its check word, else 0xFFFFFFFF (no element). */
 void gpu_cap_words(const cov_tensor *t, uint32_t *w);
+
+/* Whether values of dtype d are 8 bits wide: the capture gives them their
+ * 32-bit patterns a byte at a time, over 4 sub-passes of each pass (a
+ * byte moved bit for bit by a layout operation reassembles its word). */
+int gpu_cap_is8(cov_dtype d);
+/* Sub-pass `sub` of value t into its words w: an 8-bit element's byte
+ * into byte `sub` of its word (the others kept, cleared on sub-pass 0),
+ * wider elements as gpu_cap_words on sub-pass 0. */
+void gpu_cap_gather(const cov_tensor *t, uint32_t *w, int sub);
 
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
@@ -108,5 +118,9 @@ void gpu_capture_free(gpu_capture *c);
  * new constant buffer id of c). */
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v);
+/* The same with pass 3's words given (t: the value's dtype and shape; 8-bit
+ * values, whose words the sub-passes assembled, hold no constants). */
+void gpu_cap_decode_words(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx,
+                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v);
 
 #endif

@@ -73,6 +73,26 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
   return b;
 }
 
+/* Whether constants of dtype d are weights as they are (their bytes copied):
+ * the integer operands of quantized layers. */
+static int gpu_weight_dtype(cov_dtype d) { return d == COV_I32 || d == COV_I8 || d == COV_U8; }
+
+/* a weight of n elements of dt, its bytes copied (owned copy) */
+static int add_weight_bytes(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const void *vals,
+                            cov_status *st) {
+  int b = add_buf1(p, name, GPU_BUF_WEIGHT, dt, n, st);
+  if (b < 0) return -1;
+  size_t bytes = (size_t)n * cov_dtype_size(dt);
+  void *d = malloc(bytes + 1);
+  if (!d) {
+    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
+    return -1;
+  }
+  memcpy(d, vals, bytes);
+  p->bufs[b].data = d;
+  return b;
+}
+
 static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
   if ((*st = grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps))) return NULL;
   gpu_mstep *s = &p->steps[p->n_steps++];
@@ -133,14 +153,15 @@ static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_b
   if (a->kind == COV_MODEL_ARG_PREV) return prev;
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
   const float *v = const_f32(a);
-  if (!v) {
-    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32 constants are lowered)", a->value,
-                    cov_dtype_name(a->t.dtype));
-    return -1;
-  }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", a->value);
-  return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
+  if (v) return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
+  if (a->kind != COV_MODEL_ARG_CONST || !a->t.data || !gpu_weight_dtype(a->t.dtype)) {
+    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, i32, i8 and u8 constants are lowered)",
+                    a->value, cov_dtype_name(a->t.dtype));
+    return -1;
+  }
+  return add_weight_bytes(x->p, nm, a->t.dtype, cov_tensor_numel(&a->t), a->t.data, st);
 }
 
 /* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
@@ -608,7 +629,7 @@ static cov_status lower_group(lower_ctx *x) {
       char nm[160];
       snprintf(nm, sizeof nm, "%.120s.%zu", g->node, last);
       const cov_tensor *o = &g->calls[last].out;
-      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, COV_F32, o->rank, o->shape, &st);
+      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, take ? COV_F32 : o->dtype, o->rank, o->shape, &st);
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
@@ -694,7 +715,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
     if (!g->described) continue;
-    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, COV_F32, g->out.rank, g->out.shape, &st);
+    id_buf[g->buf_id] = add_buf(p, g->out_name, GPU_BUF_INTERMEDIATE, g->out.dtype, g->out.rank, g->out.shape, &st);
   }
   /* constants that layout operations mix into group inputs or outputs */
   for (int i = 0; i < cap.n_ids && !st; i++) {

@@ -27,8 +27,13 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
 }
 
-/* A codelet step through the reference interpreter, on its buffers (f32
- * operands, and the i64 model inputs that gathers index with). */
+/* Bytes per element of a buffer in the emulation: 16-bit floats as f32
+ * (rounded as the kernels store them), every other dtype as it is. */
+static size_t emu_size(cov_dtype d) { return d == COV_F16 || d == COV_BF16 ? 4 : cov_dtype_size(d); }
+
+/* A codelet step through the reference interpreter, on its buffers (in
+ * their dtypes: f32, the integers of quantized layers, the i64 model
+ * inputs that gathers index with). */
 static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   const gpu_cdl_call *k = &s->ew.cdl;
   cov_tensor in[GPU_CDL_MAX_IO], out;
@@ -37,19 +42,19 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
     cov_dtype bd = p->bufs[s->args[i]].dtype;
-    if (k->in_dtype[i] != bd || (bd != COV_F32 && bd != COV_I64))
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is not f32 or i64",
-                       s->kernel, i);
+    if (k->in_dtype[i] != bd || emu_size(bd) != cov_dtype_size(bd))
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s in a %s buffer",
+                       s->kernel, i, cov_dtype_name(k->in_dtype[i]), cov_dtype_name(bd));
   }
   memset(&out, 0, sizeof out);
   COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
   const gpu_mbuf *y = &p->bufs[s->args[k->n_in]];
   cov_status st = NULL;
-  if (out.dtype != COV_F32 || cov_tensor_numel(&out) != y->numel)
-    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not f32[%lld]", s->kernel,
-                   (long long)y->numel);
+  if (out.dtype != y->dtype || cov_tensor_numel(&out) != y->numel || emu_size(y->dtype) != cov_dtype_size(y->dtype))
+    st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not %s[%lld]", s->kernel,
+                   cov_dtype_name(y->dtype), (long long)y->numel);
   else
-    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * 4);
+    memcpy(v[s->args[k->n_in]], out.data, (size_t)y->numel * cov_dtype_size(y->dtype));
   cov_tensor_release(&out);
   return st;
 }
@@ -80,7 +85,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   cov_status st = NULL;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
-    size_t es = b->kind == GPU_BUF_WEIGHT ? 4 : cov_dtype_size(b->dtype); /* weights as f32 (or i32 bits) */
+    size_t es = emu_size(b->dtype);
     v[i] = calloc((size_t)b->numel * (es > 4 ? es : 4) / 4 + 1, sizeof **v);
     if (!v[i]) {
       st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
@@ -93,7 +98,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
           memcpy(&h, (const char *)b->data + 2 * j, 2);
           v[i][j] = cov_f16_to_f32(h);
         } else {
-          memcpy(&v[i][j], (const char *)b->data + 4 * j, 4); /* f32, or i32 bits */
+          memcpy((char *)v[i] + es * j, (const char *)b->data + es * j, es); /* f32, or integer bits */
         }
       }
     } else if (b->kind == GPU_BUF_INPUT) {
@@ -110,7 +115,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     float *a[4];
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
-      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * 4);
+      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) {
