@@ -14,6 +14,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
 
@@ -599,6 +600,37 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
   return *st ? 0 : take;
 }
 
+/* An integer conv / matmul chain as the dot-product kernel (gpu_qdot.h):
+ * the weights packed four channels to a word, bias and requantisation
+ * operands as they are. */
+static cov_status qdot_step(lower_ctx *x, const gpu_ew *e, const gpu_qdot_src *src, int prev, const int *in_buf,
+                            int y) {
+  cov_status st = NULL;
+  int a = arg_buf(x, &x->g->calls[src->x_call].args[0], prev, in_buf, &st);
+  if (a < 0) return st;
+  if (x->p->bufs[a].dtype != COV_I8 || x->p->bufs[y].dtype != e->out_dtype)
+    return cov_error(COV_INTERNAL, XLOC(x), "integer layer: operand %s, result %s", cov_dtype_name(x->p->bufs[a].dtype),
+                     cov_dtype_name(x->p->bufs[y].dtype));
+  int64_t nw = gpu_qdot_words(e);
+  int32_t *packed = malloc((size_t)nw * 4 + 4);
+  if (!packed) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  gpu_qdot_pack(e, src->w->t.data, src->kn, packed);
+  char nm[160];
+  snprintf(nm, sizeof nm, "%.150s.dot4", src->w->value);
+  int wb = add_weight_bytes(x->p, nm, COV_I32, nw, packed, &st);
+  free(packed);
+  if (wb < 0) return st;
+  int bias = -1, m = -1, zp = -1;
+  if (src->bias && (bias = arg_buf(x, src->bias, prev, in_buf, &st)) < 0) return st;
+  if (src->m && ((m = arg_buf(x, src->m, prev, in_buf, &st)) < 0 || (zp = arg_buf(x, src->zp, prev, in_buf, &st)) < 0))
+    return st;
+  COV_RETURN_IF_ERROR(ew_step(x, e, "int8_dot", a, wb, y, bias));
+  gpu_mstep *s = &x->p->steps[x->p->n_steps - 1];
+  s->n_args = GPU_QDOT_ARGS;
+  s->args[4] = m, s->args[5] = zp;
+  return NULL;
+}
+
 static cov_status lower_group(lower_ctx *x) {
   const gpu_cap_group *g = x->g;
   cov_status st = NULL;
@@ -611,8 +643,10 @@ static cov_status lower_group(lower_ctx *x) {
   int result = x->id_buf[g->buf_id], prev = -1;
   for (size_t c = 0; c < g->n_calls;) {
     gpu_problem q;
-    int bias_arg;
-    size_t take = matrix_chain(x, c, &q, &bias_arg);
+    int bias_arg = -1;
+    gpu_ew qe;
+    gpu_qdot_src qs;
+    size_t qtake = gpu_qdot_chain(g, c, &qe, &qs), take = qtake ? 0 : matrix_chain(x, c, &q, &bias_arg);
     gpu_plan plan;
     if (take) {
       cov_status ps = matrix_plan(x, &q, &plan);
@@ -621,7 +655,7 @@ static cov_status lower_group(lower_ctx *x) {
     }
     int depthwise = take && q.kind == GPU_OP_CONV2D && q.groups > 1 && q.cc == q.groups;
     if (depthwise && q.epi.maxpool2x2) take--;
-    size_t last = c + (take ? take : 1) - 1;
+    size_t last = c + (qtake ? qtake : take ? take : 1) - 1;
     int y;
     if (last == g->n_calls - 1) {
       y = result;
@@ -633,6 +667,12 @@ static cov_status lower_group(lower_ctx *x) {
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
+    if (qtake) {
+      if ((st = qdot_step(x, &qe, &qs, prev, in_buf, y)))
+        return cov_status_annotate(st, "call %zu (%s, node '%s'): ", c, call->codelet, call->node);
+      prev = y, c += qtake;
+      continue;
+    }
     if (depthwise) {
       q.epi.maxpool2x2 = false;
       take = direct_depthwise(x, c, &q, take, bias_arg, in_buf, prev, y, &st);

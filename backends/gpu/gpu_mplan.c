@@ -11,6 +11,7 @@
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "common/fileio.h"
@@ -122,6 +123,11 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       st = emulate_codelet(p, s, v);
       continue;
     }
+    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_QDOT) {
+      float *m = s->args[4] >= 0 ? v[s->args[4]] : NULL, *zp = s->args[5] >= 0 ? v[s->args[5]] : NULL;
+      gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
+      continue;
+    }
     if (s->kkind == GPU_KERNEL_EW) {
       emulate_ew(&s->ew, a);
       continue;
@@ -193,7 +199,8 @@ static const char *kind_name(gpu_buf_kind k) {
 /* What a generic launch computes: its kind, or the codelet's name. */
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
-                                 [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows"};
+                                 [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
+                                 [GPU_EW_QDOT] = "int8_dot"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

@@ -60,6 +60,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
+  GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
