@@ -798,6 +798,12 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       snprintf(p->bufs[b].name, sizeof p->bufs[b].name, "%s", name);
       p->bufs[b].rank = cap.out_shape[o].rank;
       memcpy(p->bufs[b].shape, cap.out_shape[o].shape, sizeof p->bufs[b].shape);
+    } else if (gpu_cap_is8(cap.out_shape[o].dtype)) {
+      errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, name),
+                                             "model output '%s' is %s, not a group's result as it is (8-bit values "
+                                             "are read where they are, whole)", name,
+                                             cov_dtype_name(cap.out_shape[o].dtype)));
+      continue;
     } else {
       b = add_buf(p, name, GPU_BUF_OUTPUT, COV_F32, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
       if (b < 0) break;

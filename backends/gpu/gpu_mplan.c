@@ -163,8 +163,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   }
   for (int o = 0; o < p->n_outputs && !st; o++) {
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
-    st = cov_tensor_alloc(&outputs[o], COV_F32, b->rank, b->shape);
-    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * 4);
+    /* f32 (16-bit outputs are f32 buffers the runtime converts), or the
+     * 8-bit result of a quantized group as it is */
+    st = cov_tensor_alloc(&outputs[o], b->dtype, b->rank, b->shape);
+    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * cov_dtype_size(b->dtype));
   }
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);

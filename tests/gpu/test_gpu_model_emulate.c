@@ -83,6 +83,13 @@ static void random_ints(const cov_model *m, size_t i, cov_tensor *t) {
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
 
+/* element j of an f32 or 8-bit output */
+static double out_at(const cov_tensor *t, int64_t j) {
+  if (t->dtype == COV_I8) return ((const int8_t *)t->data)[j];
+  if (t->dtype == COV_U8) return ((const uint8_t *)t->data)[j];
+  return ((const float *)t->data)[j];
+}
+
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
   cov_model *m = NULL;
@@ -140,16 +147,16 @@ static int check(const char *target, double tol, const char *path, int no_tables
   }
   for (int o = 0; o < no && !fail; o++) {
     int64_t n = cov_tensor_numel(&want[o]);
-    if (cov_tensor_numel(&got[o]) != n) {
-      fprintf(stderr, "%s: output %d has %lld elements, ref %lld\n", path, o, (long long)cov_tensor_numel(&got[o]),
-              (long long)n);
+    if (cov_tensor_numel(&got[o]) != n || got[o].dtype != want[o].dtype) {
+      fprintf(stderr, "%s: output %d has %lld %s elements, ref %lld %s\n", path, o, (long long)cov_tensor_numel(&got[o]),
+              cov_dtype_name(got[o].dtype), (long long)n, cov_dtype_name(want[o].dtype));
       fail = 1;
       break;
     }
     double scale = 0, err = 0;
-    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(((float *)want[o].data)[j]));
+    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(out_at(&want[o], j)));
     for (int64_t j = 0; j < n; j++) {
-      double d = fabs((double)((float *)got[o].data)[j] - ((float *)want[o].data)[j]);
+      double d = fabs(out_at(&got[o], j) - out_at(&want[o], j));
       if (!(d <= err)) err = d;
     }
     double rel = err / (scale > 0 ? scale : 1);
