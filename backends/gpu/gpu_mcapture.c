@@ -450,7 +450,13 @@ static cov_status cap_run(const cov_model *m, gpu_capture *c, int pass, int sub,
   for (size_t o = 0; o < no && !st; o++) {
     st = keep_ids(&out[o], &ow[o][pass], sub);
     if (st || !last) continue;
-    gpu_cap_decode_words(c, &out[o], ow[o][0], ow[o][1], ow[o][2], ow[o][3], &c->outputs[o]);
+    gpu_cap_value *v = &c->outputs[o];
+    gpu_cap_decode_words(c, &out[o], ow[o][0], ow[o][1], ow[o][2], ow[o][3], v);
+    if (v->ok && gpu_cap_is8(out[o].dtype) &&
+        (v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].n != c->id_numel[v->runs[0].src])) {
+      v->ok = 0;
+      cap_fail(v, "it is 8-bit and not a group's result as it is (8-bit values are read where they are, whole)");
+    }
     c->out_shape[o] = out[o];
     c->out_shape[o].data = NULL;
   }

@@ -52,8 +52,9 @@ static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_d
 static int add_buf1(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int64_t n, cov_status *st) {
   return add_buf(p, name, kind, dt, 1, &n, st);
 }
-/* a weight from f32 values, stored as dt (owned copy) */
-static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const float *vals, cov_status *st) {
+/* a weight of n elements stored as dt (owned copy): f16 rounded from f32
+ * values, any other dtype copied from values of that dtype */
+static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const void *vals, cov_status *st) {
   int b = add_buf1(p, name, GPU_BUF_WEIGHT, dt, n, st);
   if (b < 0) return -1;
   size_t es = cov_dtype_size(dt);
@@ -64,32 +65,12 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
   }
   for (int64_t i = 0; i < n; i++) {
     if (dt == COV_F16) {
-      uint16_t h = cov_f32_to_f16(vals[i]);
+      uint16_t h = cov_f32_to_f16(((const float *)vals)[i]);
       memcpy(d + 2 * i, &h, 2);
     } else {
-      memcpy(d + 4 * i, &vals[i], 4);
+      memcpy(d + es * i, (const char *)vals + es * i, es);
     }
   }
-  p->bufs[b].data = d;
-  return b;
-}
-
-/* Whether constants of dtype d are weights as they are (their bytes copied):
- * the integer operands of quantized layers. */
-static int gpu_weight_dtype(cov_dtype d) { return d == COV_I32 || d == COV_I8 || d == COV_U8; }
-
-/* a weight of n elements of dt, its bytes copied (owned copy) */
-static int add_weight_bytes(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const void *vals,
-                            cov_status *st) {
-  int b = add_buf1(p, name, GPU_BUF_WEIGHT, dt, n, st);
-  if (b < 0) return -1;
-  size_t bytes = (size_t)n * cov_dtype_size(dt);
-  void *d = malloc(bytes + 1);
-  if (!d) {
-    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
-    return -1;
-  }
-  memcpy(d, vals, bytes);
   p->bufs[b].data = d;
   return b;
 }
@@ -153,16 +134,16 @@ static const float *const_f32(const gpu_cap_arg *a) {
 static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_buf, cov_status *st) {
   if (a->kind == COV_MODEL_ARG_PREV) return prev;
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
-  const float *v = const_f32(a);
-  char nm[160];
-  snprintf(nm, sizeof nm, "%s", a->value);
-  if (v) return add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
-  if (a->kind != COV_MODEL_ARG_CONST || !a->t.data || !gpu_weight_dtype(a->t.dtype)) {
+  /* f32, and the integer operands of quantized layers, as they are */
+  cov_dtype dt = a->t.dtype;
+  if (a->kind != COV_MODEL_ARG_CONST || !a->t.data || (dt != COV_F32 && dt != COV_I32 && !gpu_cap_is8(dt))) {
     *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, i32, i8 and u8 constants are lowered)",
-                    a->value, cov_dtype_name(a->t.dtype));
+                    a->value, cov_dtype_name(dt));
     return -1;
   }
-  return add_weight_bytes(x->p, nm, a->t.dtype, cov_tensor_numel(&a->t), a->t.data, st);
+  char nm[160];
+  snprintf(nm, sizeof nm, "%s", a->value);
+  return add_weight(x->p, nm, dt, cov_tensor_numel(&a->t), a->t.data, st);
 }
 
 /* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
@@ -609,22 +590,18 @@ static cov_status qdot_step(lower_ctx *x, const gpu_ew *e, const gpu_qdot_src *s
   int a = arg_buf(x, &x->g->calls[src->x_call].args[0], prev, in_buf, &st);
   if (a < 0) return st;
   if (x->p->bufs[a].dtype != COV_I8 || x->p->bufs[y].dtype != e->out_dtype)
-    return cov_error(COV_INTERNAL, XLOC(x), "integer layer: operand %s, result %s", cov_dtype_name(x->p->bufs[a].dtype),
-                     cov_dtype_name(x->p->bufs[y].dtype));
-  int64_t nw = gpu_qdot_words(e);
-  int32_t *packed = malloc((size_t)nw * 4 + 4);
-  if (!packed) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_qdot_pack(e, src->w->t.data, src->kn, packed);
+    return cov_error(COV_INTERNAL, XLOC(x), "integer layer: an operand or result buffer of another dtype");
   char nm[160];
   snprintf(nm, sizeof nm, "%.150s.dot4", src->w->value);
-  int wb = add_weight_bytes(x->p, nm, COV_I32, nw, packed, &st);
+  int32_t *packed = gpu_qdot_packed(e, src);
+  int wb = packed ? add_weight(x->p, nm, COV_I32, gpu_qdot_words(e), packed, &st) : -1;
   free(packed);
-  if (wb < 0) return st;
+  if (wb < 0) return st ? st : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int bias = -1, m = -1, zp = -1;
   if (src->bias && (bias = arg_buf(x, src->bias, prev, in_buf, &st)) < 0) return st;
   if (src->m && ((m = arg_buf(x, src->m, prev, in_buf, &st)) < 0 || (zp = arg_buf(x, src->zp, prev, in_buf, &st)) < 0))
     return st;
-  COV_RETURN_IF_ERROR(ew_step(x, e, "int8_dot", a, wb, y, bias));
+  if ((st = ew_step(x, e, "int8_dot", a, wb, y, bias))) return st;
   gpu_mstep *s = &x->p->steps[x->p->n_steps - 1];
   s->n_args = GPU_QDOT_ARGS;
   s->args[4] = m, s->args[5] = zp;
@@ -798,12 +775,6 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       snprintf(p->bufs[b].name, sizeof p->bufs[b].name, "%s", name);
       p->bufs[b].rank = cap.out_shape[o].rank;
       memcpy(p->bufs[b].shape, cap.out_shape[o].shape, sizeof p->bufs[b].shape);
-    } else if (gpu_cap_is8(cap.out_shape[o].dtype)) {
-      errs = cov_status_join(errs, cov_error(COV_UNSUPPORTED, GPU_LOC(path, name),
-                                             "model output '%s' is %s, not a group's result as it is (8-bit values "
-                                             "are read where they are, whole)", name,
-                                             cov_dtype_name(cap.out_shape[o].dtype)));
-      continue;
     } else {
       b = add_buf(p, name, GPU_BUF_OUTPUT, COV_F32, cap.out_shape[o].rank, cap.out_shape[o].shape, &st);
       if (b < 0) break;

@@ -6,6 +6,7 @@
  * that chain on constant operands and fills the kernel's description. A
  * chain it does not take (u8 operands, run-time weights, a bias or scale
  * computed at run time) stays codelet kernels, which compute the same. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_qdot.h"
@@ -75,4 +76,10 @@ size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src
     src->m = src->zp = NULL;
   e->n = cov_tensor_numel(&g->calls[i - 1].out);
   return i - c0;
+}
+
+int32_t *gpu_qdot_packed(const gpu_ew *e, const gpu_qdot_src *src) {
+  int32_t *w = malloc((size_t)gpu_qdot_words(e) * 4 + 4);
+  if (w) gpu_qdot_pack(e, src->w->t.data, src->kn, w);
+  return w;
 }

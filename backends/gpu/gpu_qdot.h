@@ -52,5 +52,8 @@ typedef struct gpu_qdot_src {
  * and requantisation (requant_i8 / _u8, requant_2d_i8 / _u8) with
  * constant f32 scales and zero points; e is the kernel. */
 size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src *src);
+/* The chain's weights packed (gpu_qdot_pack; gpu_qdot_words of them,
+ * malloc'd: the caller frees; NULL: out of memory). */
+int32_t *gpu_qdot_packed(const gpu_ew *e, const gpu_qdot_src *src);
 
 #endif

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""make_int8_edges.py DIR: two small quantized models at the edges of the
+"""make_int8_edges.py DIR: three small quantized models at the edges of the
 GPU model path's 8-bit values. q_out.onnx: 8-bit model outputs, a
 QLinearConv's i8 result (a padded 3x3 conv of an i8 input, i32 bias) and
 the input quantized to u8 (zero point 128) and reshaped. q_transpose.onnx: an i8 tensor transposed between
-QuantizeLinear and DequantizeLinear (a rearranged 8-bit value, which the
-GPU path refuses, naming it). Fixed seed."""
+QuantizeLinear and DequantizeLinear, and q_transpose_out.onnx the same
+as the model's output (rearranged 8-bit values, which the GPU path
+refuses, naming them). Fixed seed."""
 import os
 import sys
 
@@ -51,3 +52,7 @@ save("q_transpose", [
     h.make_node("Transpose", ["q"], ["qt"], name="move", perm=[0, 2, 3, 1]),
     h.make_node("DequantizeLinear", ["qt", "xs", "xz"], ["output"], name="dequant"),
 ], inits, [x], [h.make_tensor_value_info("output", T.FLOAT, [1, 6, 6, 4])])
+save("q_transpose_out", [
+    h.make_node("QuantizeLinear", ["input", "xs", "xz"], ["q"], name="quant"),
+    h.make_node("Transpose", ["q"], ["qt"], name="move", perm=[0, 2, 3, 1]),
+], inits, [x], [h.make_tensor_value_info("qt", T.INT8, [1, 6, 6, 4])])
