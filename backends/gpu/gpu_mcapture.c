@@ -5,7 +5,12 @@
  * group handled here: its description is recorded (pass 0), and in place of
  * its result it gets 32-bit patterns — the buffer id in pass 0, the
  * element's index in pass 1, the index with bit 30 flipped in pass 2, a
- * hash of (id, index) in pass 3 — as do the model's inputs. Layout
+ * hash of (id, index) in pass 3 — as do the model's inputs. An 8-bit
+ * result (a quantized group's i8 / u8) cannot hold a 32-bit pattern: in
+ * a model with such results each pass runs 4 times, an 8-bit element
+ * holding byte b of its pattern in sub-pass b, and the words are
+ * reassembled before decoding (wider values carry the whole pattern in
+ * every sub-pass; 8-bit values hold no constants). Layout
  * operations run in the frontend and copy elements bit for bit (memcpy), so
  * each group input, and each model output, arrives as (id, index) pairs:
  * which element of which buffer every element is. A layout operation that
