@@ -1,8 +1,10 @@
 /* backends/gpu/gpu_lower_qdot.c: the integer dot-product kernel of
- * quantized layers (gpu_qdot.h): one work item per output element, the
- * reduction over (r, s, four channels) as an IR loop of 32-bit dot
- * products of four i8 pairs accumulated in i32, then the bias and the
- * requantisation, each step as the reference interpreter computes it:
+ * quantized layers (gpu_qdot.h): one work item per output pixel and kb
+ * output channels (4, 2 or 1: what divides the group's channels), the
+ * reduction over (r, s, four input channels) as an IR loop of 32-bit dot
+ * products of four i8 pairs accumulated in i32 (each packed input word
+ * feeds kb of them), then the bias and the requantisation, each step as
+ * the reference interpreter computes it:
  *
  *   acc  = Σ x·w, wrapping in i32 (the codelet's i32 accumulator wraps
  *          when stored, as dp4a and v_dot4_i32_i8 without clamp do)
@@ -25,6 +27,11 @@
 
 int64_t gpu_qdot_c4(const gpu_ew *e) { return (e->C / e->groups + 3) / 4; }
 int64_t gpu_qdot_words(const gpu_ew *e) { return e->K * e->R * e->S * gpu_qdot_c4(e); }
+
+int gpu_qdot_kb(const gpu_ew *e) {
+  int64_t kg = e->K / e->groups;
+  return kg % 4 == 0 ? 4 : kg % 2 == 0 ? 2 : 1;
+}
 
 void gpu_qdot_pack(const gpu_ew *e, const int8_t *w, int kn, int32_t *out) {
   int64_t cg = e->C / e->groups, c4 = gpu_qdot_c4(e), rs = e->R * e->S;
@@ -78,7 +85,7 @@ static int32_t emu_acc(const gpu_ew *e, int64_t i, const int8_t *x, const int32_
 
 void gpu_qdot_emulate(const gpu_ew *e, const int8_t *x, const int32_t *w, void *y, const int32_t *bias,
                       const float *m, const float *zp) {
-  for (int64_t i = 0; i < e->n; i++) {
+  for (int64_t i = 0; i < e->N * e->K * e->P * e->Q; i++) {
     int64_t k = i / (e->P * e->Q) % e->K;
     uint32_t acc = (uint32_t)emu_acc(e, i, x, w);
     if (e->bias == 1) acc += (uint32_t)bias[k];
@@ -131,27 +138,34 @@ static LLVMValueRef input_word(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVM
   return word;
 }
 
-/* Σ over taps and channel words of output i = ((n·K + k)·P + p)·Q + q */
-static LLVMValueRef lower_acc(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w,
-                              LLVMValueRef k) {
-  LLVMValueRef q = urem(g, i, e->Q), t = udiv(g, i, e->Q), p = urem(g, t, e->P), n = udiv(g, udiv(g, t, e->P), e->K);
+/* Σ over taps and channel words for output channels k0 .. k0+kb-1 at
+ * (n, p, q): each packed input word feeds kb dot products */
+static void lower_acc(gpu_gen *g, const gpu_ew *e, const LLVMValueRef at[4], LLVMValueRef x, LLVMValueRef w,
+                      LLVMValueRef *out) {
+  LLVMValueRef n = at[0], k0 = at[1], p = at[2], q = at[3];
   int64_t cg = e->C / e->groups, kg = e->K / e->groups, c4 = gpu_qdot_c4(e), rs = e->R * e->S;
-  LLVMValueRef c0 = mul(g, udiv(g, k, kg), C(cg));
+  int kb = gpu_qdot_kb(e);
+  LLVMValueRef c0 = mul(g, udiv(g, k0, kg), C(cg));
   LLVMValueRef ih0 = sub(g, mul(g, p, C(e->sh)), C(e->pt)), iw0 = sub(g, mul(g, q, C(e->sw)), C(e->pl));
   gpu_loop l;
   LLVMValueRef jj = loop_open(g, &l, C(0), rs * c4, 1);
-  LLVMValueRef acc = LLVMBuildPhi(g->b, g->i32, "acc"), zero = C(0);
-  LLVMAddIncoming(acc, &zero, &l.pre, 1);
+  LLVMValueRef acc[GPU_QDOT_KB], next[GPU_QDOT_KB], zero[GPU_QDOT_KB];
+  for (int b = 0; b < kb; b++) {
+    zero[b] = C(0);
+    acc[b] = LLVMBuildPhi(g->b, g->i32, "acc");
+    LLVMAddIncoming(acc[b], &zero[b], &l.pre, 1);
+  }
   LLVMValueRef j = urem(g, jj, c4), tap = udiv(g, jj, c4), r = udiv(g, tap, e->S), s = urem(g, tap, e->S);
   LLVMValueRef ih = add(g, ih0, mul(g, r, C(e->dh))), iw = add(g, iw0, mul(g, s, C(e->dw)));
   LLVMValueRef ok = and1(g, ult(g, ih, e->H), ult(g, iw, e->W));
   LLVMValueRef base = add(g, mul(g, add(g, mul(g, n, C(e->C)), c0), C(e->H * e->W)), add(g, mul(g, ih, C(e->W)), iw));
   LLVMValueRef xw = input_word(g, e, x, base, j, ok);
-  LLVMValueRef ww = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, add(g, mul(g, k, C(rs * c4)), jj)), "");
-  LLVMValueRef next = g->target->dot4_i8 ? g->target->dot4_i8(g, xw, ww, acc) : dot4_ir(g, xw, ww, acc);
-  LLVMValueRef out;
-  loop_close(g, &l, 1, &acc, &next, &zero, &out);
-  return out;
+  for (int b = 0; b < kb; b++) {
+    LLVMValueRef wi = add(g, mul(g, add(g, k0, C(b)), C(rs * c4)), jj);
+    LLVMValueRef ww = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, wi), "");
+    next[b] = g->target->dot4_i8 ? g->target->dot4_i8(g, xw, ww, acc[b]) : dot4_ir(g, xw, ww, acc[b]);
+  }
+  loop_close(g, &l, kb, acc, next, zero, out);
 }
 
 static LLVMValueRef intr_f32(gpu_gen *g, const char *name, LLVMValueRef v) {
@@ -160,7 +174,7 @@ static LLVMValueRef intr_f32(gpu_gen *g, const char *name, LLVMValueRef v) {
 
 /* the bias and the requantisation of output i's accumulator, stored */
 static void lower_epilogue(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef k, LLVMValueRef acc,
-                           LLVMValueRef *arg) {
+                           const LLVMValueRef *arg) {
   if (e->bias) {
     LLVMValueRef bi = e->bias == 1 ? k : urem(g, i, e->K * e->P * e->Q);
     acc = add(g, acc, LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, arg[3], bi), ""));
@@ -187,17 +201,27 @@ cov_status gpu_lower_qdot(const gpu_ew *e, const gpu_target_ops *target, LLVMMod
   plan.prob.in_dtype = COV_F32;
   plan.threads = GPU_EW_THREADS;
   COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, target, mod));
-  if (e->n < 1 || e->n > INT32_MAX || gpu_qdot_words(e) > INT32_MAX || e->N * e->C * e->H * e->W > INT32_MAX)
+  int kb = gpu_qdot_kb(e);
+  if (e->n < 1 || e->n * kb > INT32_MAX || gpu_qdot_words(e) > INT32_MAX || e->N * e->C * e->H * e->W > INT32_MAX)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "GPU lowering: an integer layer of %lld outputs "
-                     "(tensors below 2^31 elements are lowered)", (long long)e->n);
+                     "(tensors below 2^31 elements are lowered)", (long long)e->n * kb);
   gpu_add_kernel_n(g, name, GPU_QDOT_ARGS);
   LLVMValueRef arg[GPU_QDOT_ARGS];
   for (int a = 0; a < GPU_QDOT_ARGS; a++) arg[a] = LLVMGetParam(g->fn, (unsigned)a);
-  LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
+  /* work item t = ((n·K/kb + k0/kb)·P + p)·Q + q: neighbouring items on
+   * neighbouring pixels of kb channels */
+  LLVMValueRef t = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
   LLVMBasicBlockRef join;
-  begin_if(g, ult(g, i, e->n), &join);
-  LLVMValueRef k = urem(g, udiv(g, i, e->P * e->Q), e->K);
-  lower_epilogue(g, e, i, k, lower_acc(g, e, i, arg[0], arg[1], k), arg);
+  begin_if(g, ult(g, t, e->n), &join);
+  LLVMValueRef q = urem(g, t, e->Q), t1 = udiv(g, t, e->Q), p = urem(g, t1, e->P), t2 = udiv(g, t1, e->P);
+  LLVMValueRef at[4] = {udiv(g, t2, e->K / kb), mul(g, urem(g, t2, e->K / kb), C(kb)), p, q};
+  LLVMValueRef acc[GPU_QDOT_KB];
+  lower_acc(g, e, at, arg[0], arg[1], acc);
+  for (int b = 0; b < kb; b++) {
+    LLVMValueRef k = add(g, at[1], C(b));
+    LLVMValueRef i = add(g, mul(g, add(g, mul(g, add(g, mul(g, at[0], C(e->K)), k), C(e->P)), p), C(e->Q)), q);
+    lower_epilogue(g, e, i, k, acc[b], arg);
+  }
   end_if(g, join);
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);

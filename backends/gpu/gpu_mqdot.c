@@ -74,7 +74,7 @@ size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src
     e->out_dtype = i8 ? COV_I8 : COV_U8, i++;
   else
     src->m = src->zp = NULL;
-  e->n = cov_tensor_numel(&g->calls[i - 1].out);
+  e->n = cov_tensor_numel(&g->calls[i - 1].out) / gpu_qdot_kb(e);
   return i - c0;
 }
 

@@ -6,7 +6,7 @@
  * matmul_acc, bias_add / bias_add_chw / bias_add_2d and requant_* compute
  * them (codelets/quant.cdl), bit for bit.
  *
- * gpu_ew kind GPU_EW_QDOT, the conv fields (a matmul [M, Kr] x [Kr, N] is
+ * gpu_ew kind GPU_EW_QDOT, n its work items (gpu_qdot_kb), the conv fields (a matmul [M, Kr] x [Kr, N] is
  * the conv N = M, C = Kr, K = N, every spatial size 1); out_dtype i8 / u8
  * (requantised) or i32 (the accumulator); bias 0 (none), 1 (per output
  * channel, [K]) or 2 (per output position, [K, P, Q]). Arguments: x (i8,
@@ -21,8 +21,11 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_target.h"
 
-enum { GPU_QDOT_ARGS = 6 };
+enum { GPU_QDOT_ARGS = 6, GPU_QDOT_KB = 4 };
 
+/* Output channels per work item: 4, 2 or 1, what divides K / groups;
+ * the kernel's work items (gpu_ew.n) are N * K / kb * P * Q. */
+int gpu_qdot_kb(const gpu_ew *e);
 /* Words of four input channels per filter tap: ceil(C / groups / 4). */
 int64_t gpu_qdot_c4(const gpu_ew *e);
 /* i32 words of the packed weights: K * R * S * gpu_qdot_c4. */

@@ -7,9 +7,10 @@
  * CPU through LLVM's JIT, every work item in a scrambled order; its C
  * meaning (gpu_qdot_emulate, what the model emulation runs) is compared
  * too. Cases: strides, pads, dilations, groups, channel counts that are
- * not multiples of 4, per-channel and per-position biases, biases near
- * the i32 limits (the accumulator wraps), small operands with scales
- * 1/2 and 1/4 that put many results on a rounding tie, i8 and u8 results, the bare i32
+ * not multiples of 4, 4, 2 and 1 output channels per work item,
+ * per-channel and per-position biases, biases near the i32 limits (the
+ * accumulator wraps), small operands with scales 1/2 and 1/4 that put
+ * many results on a rounding tie, i8 and u8 results, the bare i32
  * accumulator, and matmuls. With -t TARGET each is also built as the
  * target's code object (PTX: its dp4a.s32.s32).
  * Usage: test_gpu_qdot_jit [-t TARGET]... */
@@ -68,6 +69,8 @@ static const qcase k_cases[] = {
     {"conv_stride2_asym", 0, 1, 6, 11, 9, 4, 3, 2, 2, 2, 1, 0, 0, 1, 1, 1, 1, 1, COV_U8, 1, 0},
     {"conv_dilated", 0, 1, 5, 10, 10, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, COV_I8, 0, 0},
     {"conv_groups", 0, 2, 8, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, COV_I8, 1, 0},
+    {"conv_groups_kb4", 0, 1, 10, 5, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, COV_U8, 1, 0},
+    {"conv_groups_kb2", 0, 1, 6, 7, 5, 4, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, COV_I8, 0, 0},
     {"conv_depthwise", 0, 1, 7, 6, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7, 1, COV_U8, 0, 0},
     {"conv1x1_nobias", 0, 1, 12, 4, 4, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, COV_I8, 1, 0},
     {"conv_acc_i32", 0, 1, 5, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, COV_I32, 0, 1},
@@ -131,7 +134,7 @@ static void describe(const qcase *q, gpu_ew *e) {
   e->sh = q->sh, e->sw = q->sw, e->pt = q->pt, e->pl = q->pl, e->dh = q->dh, e->dw = q->dw, e->groups = q->groups;
   e->P = (q->H + q->pt + q->pb - q->dh * (q->R - 1) - 1) / q->sh + 1;
   e->Q = (q->W + q->pl + q->pr - q->dw * (q->S - 1) - 1) / q->sw + 1;
-  e->n = e->N * e->K * e->P * e->Q;
+  e->n = e->N * e->K * e->P * e->Q / gpu_qdot_kb(e);
 }
 
 /* x, w, bias, m, zp: full-range i8 operands, biases and scales as the case asks */
@@ -257,11 +260,12 @@ static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_targ
   describe(q, &e);
   cov_tensor in[5] = {{0}}, ref = {0};
   int32_t *packed = malloc((size_t)gpu_qdot_words(&e) * 4 + 4);
-  size_t ybytes = (size_t)e.n * cov_dtype_size(q->out);
+  int64_t n_out = e.N * e.K * e.P * e.Q;
+  size_t ybytes = (size_t)n_out * cov_dtype_size(q->out);
   void *y_jit = malloc(ybytes + 1), *y_emu = malloc(ybytes + 1);
   cov_status st = packed && y_jit && y_emu ? inputs(q, &e, in) : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   if (!st) st = reference(lib, q, &e, in, &ref);
-  int ok = !st && cov_tensor_numel(&ref) == e.n;
+  int ok = !st && cov_tensor_numel(&ref) == n_out;
   if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
   if (ok) {
     gpu_qdot_pack(&e, in[1].data, q->matmul, packed);
@@ -272,7 +276,8 @@ static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_targ
     ok &= same(q->name, "C meaning", y_emu, &ref);
   }
   for (int j = 0; j < n_tg && ok; j++) ok = build_for(q->name, &e, &tg[j]);
-  printf("%s %-20s %lld outputs\n", ok ? "ok  " : "FAIL", q->name, (long long)e.n);
+  printf("%s %-20s %lld outputs, %d channels per work item\n", ok ? "ok  " : "FAIL", q->name, (long long)n_out,
+         gpu_qdot_kb(&e));
   for (int i = 0; i < 5; i++) cov_tensor_release(&in[i]);
   cov_tensor_release(&ref);
   free(packed), free(y_jit), free(y_emu);
