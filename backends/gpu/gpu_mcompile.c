@@ -584,8 +584,8 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
 /* An integer conv / matmul chain as the dot-product kernel (gpu_qdot.h):
  * the weights packed four channels to a word, bias and requantisation
  * operands as they are. */
-static cov_status qdot_step(lower_ctx *x, const gpu_ew *e, const gpu_qdot_src *src, int prev, const int *in_buf,
-                            int y) {
+static cov_status qdot_step(lower_ctx *x, const gpu_qdot_layer *src, int prev, const int *in_buf, int y) {
+  const gpu_ew *e = &src->e;
   cov_status st = NULL;
   int a = arg_buf(x, &x->g->calls[src->x_call].args[0], prev, in_buf, &st);
   if (a < 0) return st;
@@ -593,7 +593,7 @@ static cov_status qdot_step(lower_ctx *x, const gpu_ew *e, const gpu_qdot_src *s
     return cov_error(COV_INTERNAL, XLOC(x), "integer layer: an operand or result buffer of another dtype");
   char nm[160];
   snprintf(nm, sizeof nm, "%.150s.dot4", src->w->value);
-  int32_t *packed = gpu_qdot_packed(e, src);
+  int32_t *packed = gpu_qdot_packed(src);
   int wb = packed ? add_weight(x->p, nm, COV_I32, gpu_qdot_words(e), packed, &st) : -1;
   free(packed);
   if (wb < 0) return st ? st : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -621,9 +621,8 @@ static cov_status lower_group(lower_ctx *x) {
   for (size_t c = 0; c < g->n_calls;) {
     gpu_problem q;
     int bias_arg = -1;
-    gpu_ew qe;
-    gpu_qdot_src qs;
-    size_t qtake = gpu_qdot_chain(g, c, &qe, &qs), take = qtake ? 0 : matrix_chain(x, c, &q, &bias_arg);
+    gpu_qdot_layer ql;
+    size_t qtake = gpu_qdot_chain(g, c, &ql), take = qtake ? 0 : matrix_chain(x, c, &q, &bias_arg);
     gpu_plan plan;
     if (take) {
       cov_status ps = matrix_plan(x, &q, &plan);
@@ -645,7 +644,7 @@ static cov_status lower_group(lower_ctx *x) {
     }
     const gpu_cap_call *call = &g->calls[c];
     if (qtake) {
-      if ((st = qdot_step(x, &qe, &qs, prev, in_buf, y)))
+      if ((st = qdot_step(x, &ql, prev, in_buf, y)))
         return cov_status_annotate(st, "call %zu (%s, node '%s'): ", c, call->codelet, call->node);
       prev = y, c += qtake;
       continue;

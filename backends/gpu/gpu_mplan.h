@@ -36,7 +36,7 @@
 
 typedef enum gpu_buf_kind {
   GPU_BUF_INPUT,        /* a model input (f32, as the caller gives it) */
-  GPU_BUF_OUTPUT,       /* a model output (f32, or a quantized group's i8 / u8 result) */
+  GPU_BUF_OUTPUT,       /* a model output (f32, or a quantized group's i8 / u8 / i32 result) */
   GPU_BUF_WEIGHT,       /* a constant in the layout and dtype its kernel reads (data set) */
   GPU_BUF_INTERMEDIATE, /* everything else: group results, f16 operand copies, workspaces */
 } gpu_buf_kind;

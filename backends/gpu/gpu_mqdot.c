@@ -26,7 +26,7 @@ static const gpu_cap_arg *const_of(const gpu_cap_call *c, size_t a, cov_dtype dt
 }
 
 /* the accumulating call: conv2d_acc or matmul_acc of a run-time i8 value */
-static int acc_call(const gpu_cap_call *c, gpu_ew *e, gpu_qdot_src *src) {
+static int acc_call(const gpu_cap_call *c, gpu_ew *e, gpu_qdot_layer *src) {
   if (c->n_args != 2 || c->args[0].kind == COV_MODEL_ARG_CONST || c->args[0].t.dtype != COV_I8 ||
       c->out.dtype != COV_I32)
     return 0;
@@ -54,9 +54,9 @@ static int acc_call(const gpu_cap_call *c, gpu_ew *e, gpu_qdot_src *src) {
   return 0;
 }
 
-size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src *src) {
-  memset(e, 0, sizeof *e); /* kernels compare bytewise */
-  memset(src, 0, sizeof *src);
+size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_qdot_layer *src) {
+  memset(src, 0, sizeof *src); /* kernels compare bytewise */
+  gpu_ew *e = &src->e;
   if (!acc_call(&g->calls[c0], e, src)) return 0;
   e->kind = GPU_EW_QDOT, e->out_dtype = COV_I32;
   src->x_call = (int)c0;
@@ -78,8 +78,8 @@ size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src
   return i - c0;
 }
 
-int32_t *gpu_qdot_packed(const gpu_ew *e, const gpu_qdot_src *src) {
-  int32_t *w = malloc((size_t)gpu_qdot_words(e) * 4 + 4);
-  if (w) gpu_qdot_pack(e, src->w->t.data, src->kn, w);
+int32_t *gpu_qdot_packed(const gpu_qdot_layer *l) {
+  int32_t *w = malloc((size_t)gpu_qdot_words(&l->e) * 4 + 4);
+  if (w) gpu_qdot_pack(&l->e, l->w->t.data, l->kn, w);
   return w;
 }

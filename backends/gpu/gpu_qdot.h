@@ -41,22 +41,24 @@ cov_status gpu_lower_qdot(const gpu_ew *e, const gpu_target_ops *target, LLVMMod
 void gpu_qdot_emulate(const gpu_ew *e, const int8_t *x, const int32_t *w, void *y, const int32_t *bias,
                       const float *m, const float *zp);
 
-/* The constant operands of a chain the kernel takes (gpu_mqdot.c). */
-typedef struct gpu_qdot_src {
+/* A chain of a model group's calls the kernel takes (gpu_mqdot.c): the
+ * kernel and the constant operands it reads. */
+typedef struct gpu_qdot_layer {
+  gpu_ew e;                     /* the kernel (kind GPU_EW_QDOT) */
   const gpu_cap_arg *w;         /* i8 weights: OIHW, or a matmul's [C][K] (kn) */
   const gpu_cap_arg *bias;      /* i32, or NULL */
   const gpu_cap_arg *m, *zp;    /* f32 [K], or NULL (an i32 result) */
   int x_call;                   /* the call whose argument 0 is x */
   int kn;
-} gpu_qdot_src;
+} gpu_qdot_layer;
 /* How many calls of group g from c0 the kernel takes (0: none): conv2d_acc
  * or matmul_acc of a run-time i8 value and constant i8 weights, then
  * optionally its constant i32 bias (bias_add, bias_add_chw, bias_add_2d)
  * and requantisation (requant_i8 / _u8, requant_2d_i8 / _u8) with
- * constant f32 scales and zero points; e is the kernel. */
-size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_ew *e, gpu_qdot_src *src);
-/* The chain's weights packed (gpu_qdot_pack; gpu_qdot_words of them,
+ * constant f32 scales and zero points. */
+size_t gpu_qdot_chain(const gpu_cap_group *g, size_t c0, gpu_qdot_layer *l);
+/* The layer's weights packed (gpu_qdot_pack; gpu_qdot_words of them,
  * malloc'd: the caller frees; NULL: out of memory). */
-int32_t *gpu_qdot_packed(const gpu_ew *e, const gpu_qdot_src *src);
+int32_t *gpu_qdot_packed(const gpu_qdot_layer *l);
 
 #endif

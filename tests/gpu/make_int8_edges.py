@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""make_int8_edges.py DIR: three small quantized models at the edges of the
+"""make_int8_edges.py DIR: four small quantized models at the edges of the
 GPU model path's 8-bit values. q_out.onnx: 8-bit model outputs, a
 QLinearConv's i8 result (a padded 3x3 conv of an i8 input, i32 bias) and
 the input quantized to u8 (zero point 128) and reshaped. q_transpose.onnx: an i8 tensor transposed between
 QuantizeLinear and DequantizeLinear, and q_transpose_out.onnx the same
 as the model's output (rearranged 8-bit values, which the GPU path
-refuses, naming them). Fixed seed."""
+refuses, naming them). q_int32.onnx: MatMulInteger and ConvInteger with
+an input zero point, their i32 accumulators the model's outputs. Fixed seed."""
 import os
 import sys
 
@@ -56,3 +57,17 @@ save("q_transpose_out", [
     h.make_node("QuantizeLinear", ["input", "xs", "xz"], ["q"], name="quant"),
     h.make_node("Transpose", ["q"], ["qt"], name="move", perm=[0, 2, 3, 1]),
 ], inits, [x], [h.make_tensor_value_info("qt", T.INT8, [1, 6, 6, 4])])
+
+x2 = h.make_tensor_value_info("input", T.FLOAT, [2, 5])
+inits = [nh.from_array(np.array(0.02, np.float32), "xs"), nh.from_array(np.array(2, np.int8), "xz"),
+         nh.from_array(rng.integers(-128, 128, (3, 5, 3, 3)).astype(np.int8), "cw"),
+         nh.from_array(rng.integers(-128, 128, (5, 7)).astype(np.int8), "mw"),
+         nh.from_array(np.array([2, 5, 1, 1], np.int64), "img")]
+save("q_int32", [
+    h.make_node("QuantizeLinear", ["input", "xs", "xz"], ["q"], name="quant"),
+    h.make_node("MatMulInteger", ["q", "mw", "xz"], ["mm"], name="mmi"),
+    h.make_node("Reshape", ["q", "img"], ["qi"], name="as_image"),
+    h.make_node("ConvInteger", ["qi", "cw", "xz"], ["cv"], name="convi", pads=[1, 1, 1, 1]),
+], inits, [x2], [h.make_tensor_value_info("mm", T.INT32, [2, 7]),
+                 h.make_tensor_value_info("cv", T.INT32, [2, 3, 1, 1])])
+

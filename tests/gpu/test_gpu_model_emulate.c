@@ -83,8 +83,9 @@ static void random_ints(const cov_model *m, size_t i, cov_tensor *t) {
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
 
-/* element j of an f32 or 8-bit output */
+/* element j of an f32 or integer (a quantized model's) output */
 static double out_at(const cov_tensor *t, int64_t j) {
+  if (t->dtype == COV_I32) return ((const int32_t *)t->data)[j];
   if (t->dtype == COV_I8) return ((const int8_t *)t->data)[j];
   if (t->dtype == COV_U8) return ((const uint8_t *)t->data)[j];
   return ((const float *)t->data)[j];
