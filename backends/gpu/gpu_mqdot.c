@@ -44,7 +44,8 @@ static int acc_call(const gpu_cap_call *c, gpu_ew *e, gpu_qdot_layer *src) {
     e->dh = attr_i(c, "dilation_h", 1), e->dw = attr_i(c, "dilation_w", 1);
     e->pt = attr_i(c, "pad_top", 0), e->pl = attr_i(c, "pad_left", 0);
     e->groups = attr_i(c, "groups", 1);
-    return e->groups >= 1 && e->C % e->groups == 0 && e->K % e->groups == 0 && w->shape[1] * e->groups == e->C;
+    return e->sh >= 1 && e->sw >= 1 && e->dh >= 1 && e->dw >= 1 && e->pt >= 0 && e->pl >= 0 && e->groups >= 1 &&
+           e->C % e->groups == 0 && e->K % e->groups == 0 && w->shape[1] * e->groups == e->C;
   }
   if (!strcmp(c->codelet, "matmul_acc") && x->rank == 2 && w->rank == 2 && w->shape[0] == x->shape[1]) {
     e->N = x->shape[0], e->C = x->shape[1], e->K = w->shape[1];
