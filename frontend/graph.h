@@ -346,9 +346,11 @@ int64_t graph_node_macs(const graph_node *n);
  * indexed by value id), or NULL for the load-time shapes. */
 cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
                                 cov_model_group **out);
-/* Layout group gi as one call of codelet gather_rows when it is an
- * embedding lookup: a lone Gather on axis 0 of a constant float [V, D]
- * table at run-time integer indices (COV_UNSUPPORTED saying why not). */
+/* Layout group gi as one codelet call when it is an embedding lookup (a
+ * lone Gather on axis 0 of a constant float [V, D] table at run-time
+ * integer indices: gather_rows) or a lone Cast of run-time values that is
+ * not an exact widening (cast_<dtype>, codelets/cast.cdl, on the flattened
+ * tensor); COV_UNSUPPORTED saying why not. */
 bool graph_group_is_gather(const graph *g, size_t gi);
 cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
                                        cov_model_group **out);

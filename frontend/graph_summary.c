@@ -45,12 +45,14 @@ static int exact_widening(cov_dtype from, cov_dtype to) {
 
 /* Whether input slot s of layout node n is data the node moves, never a
  * position, count or shape: the first input of the operators that only
- * rearrange their data (every input of a Concat). Run-time integers there
+ * rearrange their data or pick its elements (a Gather's data; its indices
+ * are positions), every input of a Concat. Run-time integers there
  * (i8 activations flattened before an integer matmul) are moved like any
  * element; anywhere else they say where to read or write. */
 static int moved_data(const graph_node *n, int s) {
-  static const char *const ops[] = {"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Split",
-                                    "Slice", "Expand", "Tile", "DepthToSpace", "SpaceToDepth", NULL};
+  static const char *const ops[] = {"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity",
+                                    "Split", "Slice", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
+                                    "Gather", "GatherElements", "GatherND", NULL};
   if (!strcmp(n->op_type, "Concat")) return 1;
   for (const char *const *o = ops; *o; o++)
     if (!strcmp(n->op_type, *o)) return s == 0;

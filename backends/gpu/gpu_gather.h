@@ -1,5 +1,7 @@
 /* backends/gpu/gpu_gather.h: the row gather kernel (gpu_lower_gather.c):
- * y[n*D + d] = x[ids[n]*D + d] for a [V, D] f32 table x and i64 ids. */
+ * y[n*D + d] = x[ids[n]*D + d] for a [V, D] f32 table x and i64 ids; with
+ * e->N indices, y[(a*N + n)*D + d] = x[(a*V + ids[n])*D + d] (a Gather on
+ * any axis of an f32 value). */
 #ifndef COV_GPU_GATHER_H
 #define COV_GPU_GATHER_H
 

@@ -5,12 +5,7 @@
  * group handled here: its description is recorded (pass 0), and in place of
  * its result it gets 32-bit patterns — the buffer id in pass 0, the
  * element's index in pass 1, the index with bit 30 flipped in pass 2, a
- * hash of (id, index) in pass 3 — as do the model's inputs. An 8-bit
- * result (a quantized group's i8 / u8) cannot hold a 32-bit pattern: in
- * a model with such results each pass runs 4 times, an 8-bit element
- * holding byte b of its pattern in sub-pass b, and the words are
- * reassembled before decoding (wider values carry the whole pattern in
- * every sub-pass; 8-bit values hold no constants). Layout
+ * hash of (id, index) in pass 3 — as do the model's inputs. Layout
  * operations run in the frontend and copy elements bit for bit (memcpy), so
  * each group input, and each model output, arrives as (id, index) pairs:
  * which element of which buffer every element is. A layout operation that
@@ -29,7 +24,17 @@
  * described group. Groups the frontend cannot describe run in the frontend
  * on the patterns: where they only move elements (a nearest Resize) their
  * results decode as copies like any layout operation's, and where they
- * compute, whatever reads them fails to decode and says so. */
+ * compute, whatever reads them fails to decode and says so.
+ *
+ * Group results of dtype i64, i32, i8, u8 and bool are buffers of their
+ * own: i32 carries the 32-bit patterns, i64 the patterns with a check word
+ * in the high half; a byte (bool, or a quantized group's i8 / u8) cannot
+ * hold a pattern, so where some group's result is one every pass runs the
+ * model CAP_LANES times, a byte element holding 7 bits of its pattern per
+ * run with the top bit set (a marker no bool the frontend computes from
+ * shapes has), and byte group inputs are decoded from the words their
+ * lanes assemble. An 8-bit value is read where it is, whole: a model
+ * output that rearranges one is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +64,17 @@ static uint32_t cap_hash(uint32_t id, uint32_t ix) {
   return (h & 0x80000000u) | e << 23 | (h & 0x007FFFFFu) | 1u;
 }
 
+/* A run is GPU_CAP_PASSES word passes; where bool values carry patterns
+ * (cap_lane_bits below), each word pass is CAP_LANES runs of the model,
+ * one per 7-bit lane of the pattern (ceil(32 / 7) = 5). */
+enum { CAP_LANES = 5, CAP_LANE_BITS = 7 };
+
 typedef struct cap_ctx {
   gpu_capture *c;
-  int pass;
-  int sub, n_sub; /* sub-pass of the pass (8-bit values: a byte of the pattern each) */
-  int gi;         /* groups offered so far this run */
+  int pass; /* the word pass: 0 ids, 1 indices, 2 flipped indices, 3 hashes */
+  int lane; /* the byte lane of this run of the model (0 where there are no bool values) */
+  int n_lanes;
+  int gi; /* groups offered so far this run */
   cov_status err;
 } cap_ctx;
 
@@ -152,26 +163,12 @@ void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
   }
 }
 
-int gpu_cap_is8(cov_dtype d) { return d == COV_I8 || d == COV_U8; }
-
-void gpu_cap_gather(const cov_tensor *t, uint32_t *w, int sub) {
+/* pass 0 keeps the ids, pass 1 decodes them with the indices */
+static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
   int64_t n = cov_tensor_numel(t);
-  if (!t->data) return;
-  if (gpu_cap_is8(t->dtype)) {
-    const uint8_t *b = t->data;
-    for (int64_t j = 0; j < n; j++) w[j] = (sub ? w[j] : 0) | (uint32_t)b[j] << (8 * sub);
-  } else if (sub == 0) {
-    gpu_cap_words(t, w);
-  }
-}
-
-/* One sub-pass's view of a value into its words for the pattern pass
- * (allocated on the first sub-pass). */
-static cov_status keep_ids(const cov_tensor *t, uint32_t **ids, int sub) {
-  int64_t n = cov_tensor_numel(t);
-  if (!*ids) *ids = calloc((size_t)(n > 0 ? n : 1), 4);
+  *ids = calloc((size_t)(n > 0 ? n : 1), 4);
   if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_cap_gather(t, *ids, sub);
+  gpu_cap_words(t, *ids);
   return NULL;
 }
 
@@ -193,31 +190,32 @@ static int const_id(gpu_capture *c, float *vals, int64_t n) {
 static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp);
 
-void gpu_cap_decode_words(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx,
-                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v) {
+void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                          const uint32_t *hash, gpu_cap_value *v) {
+  int64_t n_const = 0;
   v->n_runs = 0;
   v->ok = 0;
-  int integer = t->dtype == COV_I64 || t->dtype == COV_I32 || gpu_cap_is8(t->dtype);
-  if (t->dtype != COV_F32 && !integer) {
-    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32, i64, i8 and u8 values)",
-             cov_dtype_name(t->dtype));
-    return;
-  }
-  int64_t n_const = 0;
-  decode_words(c, cov_tensor_numel(t), integer, ids, idx, flip, hash, v, &n_const);
+  decode_words(c, n, 1, ids, idx, flip, hash, v, &n_const);
 }
 
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v) {
-  int64_t n = cov_tensor_numel(t);
+  v->n_runs = 0;
+  v->ok = 0;
+  int integer = t->dtype == COV_I64 || t->dtype == COV_I32;
+  if (t->dtype != COV_F32 && !integer) {
+    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32 and i64 values)",
+             cov_dtype_name(t->dtype));
+    return;
+  }
+  int64_t n = cov_tensor_numel(t), n_const = 0;
   uint32_t *hash = malloc((size_t)(n > 0 ? n : 1) * 4);
   if (!hash) {
-    v->n_runs = 0, v->ok = 0;
     cap_fail(v, "out of memory");
     return;
   }
   gpu_cap_words(t, hash);
-  gpu_cap_decode_words(c, t, ids, idx, flip, hash, v);
+  decode_words(c, n, integer, ids, idx, flip, hash, v, &n_const);
   free(hash);
 }
 
@@ -285,14 +283,31 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
   return (uint64_t)cap_high(w) << 32 | w;
 }
 
-/* A value's patterns for pattern pass `pass`, sub-pass `sub`: an 8-bit
- * element holds byte `sub` of its 32-bit pattern, wider ones the whole. */
-static void fill_bits(cov_tensor *t, uint32_t id, int pass, int sub) {
+int gpu_cap_is8(cov_dtype d) { return d == COV_I8 || d == COV_U8; }
+
+/* Whether values of dtype d carry their patterns in lanes (a byte each). */
+static int cap_laned(cov_dtype d) { return d == COV_BOOL || gpu_cap_is8(d); }
+
+uint8_t gpu_cap_lane_byte(uint32_t w, int lane) {
+  return (uint8_t)(0x80u | ((w >> (CAP_LANE_BITS * lane)) & 0x7Fu));
+}
+
+static void fill_bits(cov_tensor *t, uint32_t id, int pass, int lane) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t j = 0; j < n; j++) {
     if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
-    else if (gpu_cap_is8(t->dtype)) ((uint8_t *)t->data)[j] = (uint8_t)(gpu_cap_pattern(pass, id, (uint32_t)j) >> (8 * sub));
+    else if (cap_laned(t->dtype)) ((uint8_t *)t->data)[j] = gpu_cap_lane_byte(gpu_cap_pattern(pass, id, (uint32_t)j), lane);
     else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
+  }
+}
+
+void gpu_cap_add_lane(const cov_tensor *t, int lane, uint32_t *w) {
+  int64_t n = cov_tensor_numel(t);
+  const uint8_t *b = t->data;
+  for (int64_t j = 0; j < n; j++) {
+    if (lane == 0) w[j] = 0;
+    if (w[j] == CAP_BAD) continue;
+    w[j] = b[j] & 0x80u ? w[j] | (uint32_t)(b[j] & 0x7Fu) << (CAP_LANE_BITS * lane) : CAP_BAD;
   }
 }
 
@@ -300,6 +315,12 @@ static void fill_bits(cov_tensor *t, uint32_t id, int pass, int sub) {
  * carry cap_high in the high word, which no shape or count does). */
 static int reads_runtime_ints(const cov_model_group_offer *o) {
   for (size_t i = 0; i < o->n_in; i++) {
+    if (cap_laned(o->in[i].dtype) && o->in[i].data) {
+      const uint8_t *b = o->in[i].data;
+      for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
+        if (b[j] & 0x80u) return 1;
+      continue;
+    }
     if (o->in[i].dtype != COV_I64 || !o->in[i].data) continue;
     const uint64_t *p = o->in[i].data;
     for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
@@ -308,12 +329,17 @@ static int reads_runtime_ints(const cov_model_group_offer *o) {
   return 0;
 }
 
-/* Whether the capture carries a group result of dtype d (the patterns of
- * 8-bit values a byte per sub-pass). */
-static int cap_carries(cov_dtype d) { return d == COV_F32 || d == COV_I32 || gpu_cap_is8(d); }
+/* Whether a group's non-f32 result is data the GPU computes (from f32
+ * values or run-time integers and bools) rather than shape arithmetic. */
+static int computes_data(const gpu_cap_group *g, const cov_model_group_offer *o) {
+  int from_f32 = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
+  for (size_t i = 0; i < o->n_in; i++) from_f32 |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64;
+  return from_f32 || reads_runtime_ints(o);
+}
 
-/* Pass 0's first run: the group's description, or why it has none. */
-static cov_status describe_group(cap_ctx *x, const cov_model_group_offer *o, int k) {
+/* Pass 0, first run: group k recorded; described where the GPU computes
+ * it (its result a buffer of its own), else why not. */
+static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer *o) {
   gpu_capture *c = x->c;
   COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
   c->n_groups = k + 1;
@@ -327,27 +353,23 @@ static cov_status describe_group(cap_ctx *x, const cov_model_group_offer *o, int
   }
   snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
   COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
-  if (g->out.dtype != COV_F32) {
-    /* integer work on integers only (shape arithmetic of a dynamic
-     * model): constant once the input shapes are fixed, so the frontend
-     * computes it here, on true values, for the layout operations that
-     * read it; 8-bit values are quantized data, never shapes */
-    int from_data = g->out.dtype == COV_F64; /* f64 (ONNX DOUBLE) is data, not shapes */
-    for (size_t i = 0; i < o->n_in; i++)
-      from_data |= o->in[i].dtype == COV_F32 || o->in[i].dtype == COV_F64 || gpu_cap_is8(o->in[i].dtype);
-    if (!from_data && reads_runtime_ints(o)) {
-      snprintf(g->why, sizeof g->why, "it computes on run-time integers (the GPU model path moves them only)");
-      return NULL;
-    }
-    if (!from_data) {
+  cov_dtype dt = g->out.dtype;
+  if (dt != COV_F32) {
+    int data = computes_data(g, o);
+    if (!data && dt != COV_F64) {
+      /* integer work on integers only (shape arithmetic of a dynamic
+       * model): constant once the input shapes are fixed, so the frontend
+       * computes it here, on true values, for the layout operations that
+       * read it */
       g->constant = 1;
       return NULL;
     }
-    if (!cap_carries(g->out.dtype)) {
-      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i32, i8 and u8 results)",
-               cov_dtype_name(g->out.dtype));
+    if (dt != COV_I64 && dt != COV_I32 && !cap_laned(dt)) {
+      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i64, i32, i8, u8 and bool "
+               "values)", cov_dtype_name(dt));
       return NULL;
     }
+    c->has_bool |= cap_laned(dt);
   }
   g->described = 1;
   g->buf_id = c->n_ids;
@@ -359,30 +381,47 @@ static cov_status describe_group(cap_ctx *x, const cov_model_group_offer *o, int
   return NULL;
 }
 
+/* Group input `gi` as this run delivers it (t): words kept in passes 0-2,
+ * decoded in pass 3; a bool input's words are assembled lane by lane,
+ * every other input's are read in lane 0. */
+static cov_status take_input(cap_ctx *x, gpu_cap_input *gi, const cov_tensor *t) {
+  if (cap_laned(t->dtype)) {
+    int64_t n = cov_tensor_numel(t);
+    uint32_t **w = x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : x->pass == 2 ? &gi->flp : &gi->hsh;
+    if (!*w && !(*w = calloc((size_t)(n > 0 ? n : 1), 4)))
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    if (t->data) gpu_cap_add_lane(t, x->lane, *w);
+    if (x->pass < GPU_CAP_PASSES - 1 || x->lane < x->n_lanes - 1) return NULL;
+    gpu_cap_decode_words(x->c, n, gi->ids, gi->idx, gi->flp, gi->hsh, &gi->v);
+  } else if (x->lane > 0) {
+    return NULL;
+  } else if (x->pass < GPU_CAP_PASSES - 1) {
+    return keep_ids(t, x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : &gi->flp);
+  } else {
+    gpu_cap_decode(x->c, t, gi->ids, gi->idx, gi->flp, &gi->v);
+  }
+  free(gi->ids), free(gi->idx), free(gi->flp), free(gi->hsh);
+  gi->ids = gi->idx = gi->flp = gi->hsh = NULL;
+  return NULL;
+}
+
 static cov_status on_group(void *user, const cov_model_group_offer *o, cov_tensor *out, size_t n_out, int *handled) {
   cap_ctx *x = user;
   gpu_capture *c = x->c;
   *handled = 0;
   (void)n_out;
   int k = x->gi++;
-  if (x->pass == 0 && x->sub == 0) {
-    COV_RETURN_IF_ERROR(describe_group(x, o, k));
+  if (x->pass == 0 && x->lane == 0) {
+    COV_RETURN_IF_ERROR(register_group(x, k, o));
   } else if (k >= c->n_groups || c->groups[k].group != o->group) {
     return cov_error(COV_INTERNAL, GPU_LOC(c->path, o->desc ? cov_model_group_name(o->desc) : NULL),
                      "group %d was offered in another order on a later pass", o->group);
   }
   gpu_cap_group *g = &c->groups[k];
   if (!g->described) return NULL;
-  int last = x->pass == GPU_CAP_PASSES - 1 && x->sub == x->n_sub - 1;
-  for (size_t i = 0; i < g->n_in && i < o->n_in; i++) {
-    gpu_cap_input *gi = &g->in[i];
-    COV_RETURN_IF_ERROR(keep_ids(&o->in[i], &gi->w[x->pass], x->sub));
-    if (!last) continue;
-    gpu_cap_decode_words(c, &o->in[i], gi->w[0], gi->w[1], gi->w[2], gi->w[3], &gi->v);
-    for (int p = 0; p < GPU_CAP_PASSES; p++) free(gi->w[p]), gi->w[p] = NULL;
-  }
+  for (size_t i = 0; i < g->n_in && i < o->n_in; i++) COV_RETURN_IF_ERROR(take_input(x, &g->in[i], &o->in[i]));
   COV_RETURN_IF_ERROR(cov_tensor_alloc(out, g->out.dtype, g->out.rank, g->out.shape));
-  fill_bits(out, (uint32_t)g->buf_id, x->pass, x->sub);
+  fill_bits(out, (uint32_t)g->buf_id, x->pass, x->lane);
   *handled = 1;
   return NULL;
 }
@@ -408,68 +447,6 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
   return errs;
 }
 
-/* Whether a described group's result is 8 bits wide: then every pass
- * runs in 4 sub-passes, a byte of the patterns each. */
-static int cap_needs_bytes(const gpu_capture *c) {
-  for (int k = 0; k < c->n_groups; k++)
-    if (c->groups[k].described && gpu_cap_is8(c->groups[k].out.dtype)) return 1;
-  return 0;
-}
-
-/* The model's inputs: their dtypes and shapes (symbolic dims as 1), a buffer id each. */
-static cov_status cap_inputs(const cov_model *m, const char *path, gpu_capture *c) {
-  for (int i = 0; i < c->n_inputs; i++) {
-    cov_dtype dt;
-    int rank;
-    int64_t shape[COV_MAX_RANK];
-    COV_RETURN_IF_ERROR(cov_model_input_info(m, (size_t)i, &dt, &rank, shape));
-    if (dt != COV_F32 && dt != COV_I64)
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, (size_t)i)),
-                       "model input '%s' is %s; the GPU model path takes f32 and i64 inputs",
-                       cov_model_input_name(m, (size_t)i), cov_dtype_name(dt));
-    /* symbolic dims (a dynamic batch) are compiled as 1 */
-    for (int d = 0; d < rank; d++)
-      if (shape[d] < 1) shape[d] = 1;
-    c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
-    memcpy(c->in_shape[i].shape, shape, sizeof shape);
-    COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
-    c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
-  }
-  return NULL;
-}
-
-/* One run of the model: pattern pass `pass`, sub-pass `sub`; the outputs'
- * words kept in ow[o][pass], decoded after the last run. */
-static cov_status cap_run(const cov_model *m, gpu_capture *c, int pass, int sub, int n_sub,
-                          uint32_t *ow[][GPU_CAP_PASSES]) {
-  size_t ni = (size_t)c->n_inputs, no = (size_t)c->n_outputs;
-  cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
-  cov_status st = NULL;
-  for (size_t i = 0; i < ni && !st; i++) {
-    st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
-    if (!st) fill_bits(&in[i], (uint32_t)i, pass, sub);
-  }
-  cap_ctx x = {c, pass, sub, n_sub, 0, NULL};
-  if (!st) st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
-  int last = pass == GPU_CAP_PASSES - 1 && sub == n_sub - 1;
-  for (size_t o = 0; o < no && !st; o++) {
-    st = keep_ids(&out[o], &ow[o][pass], sub);
-    if (st || !last) continue;
-    gpu_cap_value *v = &c->outputs[o];
-    gpu_cap_decode_words(c, &out[o], ow[o][0], ow[o][1], ow[o][2], ow[o][3], v);
-    if (v->ok && gpu_cap_is8(out[o].dtype) &&
-        (v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].n != c->id_numel[v->runs[0].src])) {
-      v->ok = 0;
-      cap_fail(v, "it is 8-bit and not a group's result as it is (8-bit values are read where they are, whole)");
-    }
-    c->out_shape[o] = out[o];
-    c->out_shape[o].data = NULL;
-  }
-  for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
-  for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
-  return st;
-}
-
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c) {
   memset(c, 0, sizeof *c);
   c->path = path;
@@ -477,16 +454,62 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   if (ni > GPU_CAP_MAX_IO || no > GPU_CAP_MAX_IO)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most %d inputs and outputs", GPU_CAP_MAX_IO);
   c->n_inputs = (int)ni, c->n_outputs = (int)no;
-  uint32_t *ow[GPU_CAP_MAX_IO][GPU_CAP_PASSES] = {{0}};
-  cov_status st = cap_inputs(m, path, c);
-  int n_sub = 1;
-  for (int pass = 0; pass < GPU_CAP_PASSES && !st; pass++)
-    for (int sub = 0; sub < n_sub && !st; sub++) {
-      st = cap_run(m, c, pass, sub, n_sub, ow);
-      if (!st && pass == 0 && sub == 0 && cap_needs_bytes(c)) n_sub = 4;
+  cov_tensor in[GPU_CAP_MAX_IO] = {{0}}, out[GPU_CAP_MAX_IO] = {{0}};
+  gpu_cap_input outs[GPU_CAP_MAX_IO]; /* the outputs' words, decoded as a group input's */
+  memset(outs, 0, sizeof outs);
+  cov_status st = NULL;
+  for (size_t i = 0; i < ni && !st; i++) {
+    cov_dtype dt;
+    int rank;
+    int64_t shape[COV_MAX_RANK];
+    st = cov_model_input_info(m, i, &dt, &rank, shape);
+    if (st) break;
+    if (dt != COV_F32 && dt != COV_I64) {
+      st = cov_error(COV_UNSUPPORTED, GPU_LOC(path, cov_model_input_name(m, i)),
+                     "model input '%s' is %s; the GPU model path takes f32 and i64 inputs",
+                     cov_model_input_name(m, i), cov_dtype_name(dt));
+      break;
     }
-  for (size_t o = 0; o < no; o++)
-    for (int p = 0; p < GPU_CAP_PASSES; p++) free(ow[o][p]);
+    /* symbolic dims (a dynamic batch) are compiled as 1 */
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 1) shape[d] = 1;
+    c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
+    memcpy(c->in_shape[i].shape, shape, sizeof shape);
+    st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
+    if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
+  }
+  int n_lanes = 1;
+  for (int run = 0; run < GPU_CAP_PASSES * n_lanes && !st; run++) {
+    int pass = run / n_lanes, lane = run % n_lanes;
+    for (size_t i = 0; i < ni && !st; i++) {
+      cov_tensor_release(&in[i]);
+      st = cov_tensor_alloc(&in[i], c->in_shape[i].dtype, c->in_shape[i].rank, c->in_shape[i].shape);
+      if (!st) fill_bits(&in[i], (uint32_t)i, pass, lane);
+    }
+    if (st) break;
+    cap_ctx x = {c, pass, lane, n_lanes, 0, NULL};
+    st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
+    /* bool and 8-bit results carry their patterns 7 bits per run of the model */
+    if (run == 0 && c->has_bool) n_lanes = CAP_LANES;
+    x.n_lanes = n_lanes;
+    for (size_t o = 0; o < no && !st; o++) {
+      st = take_input(&x, &outs[o], &out[o]);
+      c->out_shape[o] = out[o];
+      c->out_shape[o].data = NULL;
+    }
+    for (size_t o = 0; o < no; o++) cov_tensor_release(&out[o]);
+  }
+  for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
+  for (size_t o = 0; o < no; o++) {
+    c->outputs[o] = outs[o].v;
+    gpu_cap_value *v = &c->outputs[o];
+    if (!st && v->ok && gpu_cap_is8(c->out_shape[o].dtype) &&
+        (v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].n != c->id_numel[v->runs[0].src])) {
+      v->ok = 0;
+      cap_fail(v, "it is 8-bit and not a group's result as it is (8-bit values are read where they are, whole)");
+    }
+    free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
+  }
   if (st) gpu_capture_free(c);
   return st;
 }
@@ -501,10 +524,8 @@ void gpu_capture_free(gpu_capture *c) {
       for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
       free(cl->attrs), free(cl->args);
     }
-    for (size_t i = 0; i < g->n_in; i++) {
-      for (int p = 0; p < GPU_CAP_PASSES; p++) free(g->in[i].w[p]);
-      free(g->in[i].v.runs);
-    }
+    for (size_t i = 0; i < g->n_in; i++)
+      free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
     free(g->calls), free(g->in);
   }
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);

@@ -9,9 +9,6 @@
 #include "covenant/model.h"
 
 enum { GPU_CAP_MAX_IO = 16 };
-/* The capture's passes (the last one is the hash every decoded element
- * must reproduce). */
-enum { GPU_CAP_PASSES = 4 };
 
 /* dst[d0 .. d0+n) = buffer src [s0 .. s0+n) */
 typedef struct gpu_cap_run {
@@ -47,7 +44,8 @@ typedef struct gpu_cap_call {
 typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
-  uint32_t *w[GPU_CAP_PASSES]; /* its 32-bit patterns of each pass, until decoded after the last */
+  uint32_t *ids, *idx, *flp; /* passes 0, 1 and 2, until decoded in pass 3 */
+  uint32_t *hsh;             /* a bool input's pass 3, assembled lane by lane */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -76,6 +74,7 @@ typedef struct gpu_capture {
   float **id_const;  /* buffer id -> its values, for the constants layout operations mix in (else NULL) */
   int n_ids, cap_ids, cap_const;
   const char *path; /* the model file, for diagnostics (borrowed) */
+  int has_bool;     /* a described group's result is bool or 8-bit (its patterns take lanes) */
 } gpu_capture;
 
 /* The values of a constant buffer id (NULL: a model input or group result). */
@@ -83,8 +82,10 @@ static inline const float *gpu_cap_const(const gpu_capture *c, int id) {
   return id >= 0 && id < c->cap_const ? c->id_const[id] : NULL;
 }
 
-/* The 32-bit pattern element ix of buffer id holds in pass 0 ..
- * GPU_CAP_PASSES-1. */
+/* The capture's passes: the 32-bit pattern element ix of buffer id holds
+ * in pass 0 .. GPU_CAP_PASSES-1 (the last one is the hash every decoded
+ * element must reproduce). */
+enum { GPU_CAP_PASSES = 4 };
 uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix);
 /* The same for an i64 element: the pattern in the low word, a check word
  * derived from it in the high one. */
@@ -93,15 +94,6 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix);
  * passes 0-2): f32 and i32 bits as they are, an i64 element's low word
  * when its high word is its check word, else 0xFFFFFFFF (no element). */
 void gpu_cap_words(const cov_tensor *t, uint32_t *w);
-
-/* Whether values of dtype d are 8 bits wide: the capture gives them their
- * 32-bit patterns a byte at a time, over 4 sub-passes of each pass (a
- * byte moved bit for bit by a layout operation reassembles its word). */
-int gpu_cap_is8(cov_dtype d);
-/* Sub-pass `sub` of value t into its words w: an 8-bit element's byte
- * into byte `sub` of its word (the others kept, cleared on sub-pass 0),
- * wider elements as gpu_cap_words on sub-pass 0. */
-void gpu_cap_gather(const cov_tensor *t, uint32_t *w, int sub);
 
 /* The layout groups that change run-time values rather than move them
  * (the frontend's cov_model_group_info.alters), each an error located at
@@ -118,9 +110,20 @@ void gpu_capture_free(gpu_capture *c);
  * new constant buffer id of c). */
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v);
-/* The same with pass 3's words given (t: the value's dtype and shape; 8-bit
- * values, whose words the sub-passes assembled, hold no constants). */
-void gpu_cap_decode_words(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx,
-                          const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v);
+/* Whether values of dtype d are 8 bits wide (i8, u8: quantized tensors);
+ * like bool values they carry their patterns in lanes. */
+int gpu_cap_is8(cov_dtype d);
+/* A bool or 8-bit element's byte in lane `lane` of its 32-bit pattern w:
+ * the marker bit (no bool the frontend computes from shapes has it) and
+ * 7 bits of w. */
+uint8_t gpu_cap_lane_byte(uint32_t w, int lane);
+/* Lane `lane` of a bool or 8-bit value's bytes into its words (cleared in
+ * lane 0; CAP_BAD, 0xFFFFFFFF, where a byte lacks the marker: not a copy
+ * of a value a group computed). */
+void gpu_cap_add_lane(const cov_tensor *t, int lane, uint32_t *w);
+/* The same on an integer value's words of passes 0-3 (a bool value's,
+ * assembled from its lanes: CAP_BAD, 0xFFFFFFFF, for no element). */
+void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
+                          const uint32_t *hash, gpu_cap_value *v);
 
 #endif

@@ -129,21 +129,40 @@ static const float *const_f32(const gpu_cap_arg *a) {
   return a->kind == COV_MODEL_ARG_CONST && a->t.dtype == COV_F32 ? a->t.data : NULL;
 }
 
+/* A weight holding a constant's elements as they are (bool, integer). */
+static int add_raw_weight(gpu_model_plan *p, const char *name, const cov_tensor *t, cov_status *st) {
+  int64_t n = cov_tensor_numel(t);
+  int b = add_buf1(p, name, GPU_BUF_WEIGHT, t->dtype, n, st);
+  if (b < 0) return -1;
+  size_t bytes = (size_t)n * cov_dtype_size(t->dtype);
+  unsigned char *d = malloc(bytes + 1);
+  if (!d) {
+    *st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for weight %s", name);
+    return -1;
+  }
+  if (bytes) memcpy(d, t->data, bytes);
+  p->bufs[b].data = d;
+  return b;
+}
+
 /* The plan buffer holding argument a of a call: the previous call's result
- * (prev), a group input (its copy), or a constant made a weight. */
+ * (prev), a group input (its copy), or a constant made a weight (f32, or
+ * bool and integer constants as they are). */
 static int arg_buf(lower_ctx *x, const gpu_cap_arg *a, int prev, const int *in_buf, cov_status *st) {
   if (a->kind == COV_MODEL_ARG_PREV) return prev;
   if (a->kind == COV_MODEL_ARG_EXTERNAL) return in_buf[a->input];
-  /* f32, and the integer operands of quantized layers, as they are */
+  const float *v = const_f32(a);
   cov_dtype dt = a->t.dtype;
-  if (a->kind != COV_MODEL_ARG_CONST || !a->t.data || (dt != COV_F32 && dt != COV_I32 && !gpu_cap_is8(dt))) {
-    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, i32, i8 and u8 constants are lowered)",
+  int raw = a->kind == COV_MODEL_ARG_CONST && a->t.data &&
+            (dt == COV_BOOL || dt == COV_I64 || dt == COV_I32 || dt == COV_U8 || dt == COV_I8);
+  if (!v && !raw) {
+    *st = cov_error(COV_UNSUPPORTED, XLOC(x), "constant '%s' is %s (f32, bool and integer constants are lowered)",
                     a->value, cov_dtype_name(dt));
     return -1;
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", a->value);
-  return add_weight(x->p, nm, dt, cov_tensor_numel(&a->t), a->t.data, st);
+  return raw ? add_raw_weight(x->p, nm, &a->t, st) : add_weight(x->p, nm, COV_F32, cov_tensor_numel(&a->t), v, st);
 }
 
 /* Kernel names are symbols in one PTX/HSACO module: only [A-Za-z0-9_], and
@@ -237,8 +256,8 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     return NULL;
   }
   if (in->t.dtype != COV_F32)
-    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer values are "
-                     "read where they are, whole", in->name, cov_dtype_name(in->t.dtype));
+    return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source; integer and bool "
+                     "values are read where they are, whole (copies move f32 elements)", in->name, cov_dtype_name(in->t.dtype));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);
@@ -372,23 +391,29 @@ static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *
 /* One call as its codelet's kernel (gpu_cdl.h) writing `y`; `prev` is the
  * chain's value. Outputs and workspaces its writes do not cover are
  * zeroed first, as the interpreter starts them. */
-/* gather_rows of an f32 [V, D] table at i64 ids as the row gather kernel
- * (gpu_lower_gather.c) rather than its loop nest (a comparison with every
- * row); 0: not such a call. */
+/* gather_rows of an f32 [V, D] table, or gather_axis of an f32 [A, V, D]
+ * value, at i64 ids as the row gather kernel (gpu_lower_gather.c) rather
+ * than its loop nest (a comparison with every row); 0: not such a call. */
 static int rows_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y, cov_status *st) {
-  if (strcmp(c->codelet, "gather_rows") != 0 || c->n_args != 2) return 0;
+  int axis = !strcmp(c->codelet, "gather_axis");
+  if ((!axis && strcmp(c->codelet, "gather_rows") != 0) || c->n_args != 2) return 0;
   const cov_tensor *t = &c->args[0].t, *ids = &c->args[1].t;
-  if (t->dtype != COV_F32 || t->rank != 2 || ids->dtype != COV_I64 || ids->rank != 1) return 0;
+  if (t->dtype != COV_F32 || t->rank != 2 + axis || ids->dtype != COV_I64 || ids->rank != 1) return 0;
   int tb = arg_buf(x, &c->args[0], prev, in_buf, st), ib = tb < 0 ? -1 : arg_buf(x, &c->args[1], prev, in_buf, st);
   if (ib < 0) return 1;
   if (x->p->bufs[ib].dtype != COV_I64 || x->p->bufs[y].dtype != COV_F32) return 0;
   gpu_ew e;
   memset(&e, 0, sizeof e);
-  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[0], e.D = t->shape[1];
-  e.n = ids->shape[0] * t->shape[1];
+  e.kind = GPU_EW_ROWS, e.out_dtype = COV_F32, e.V = t->shape[axis], e.D = t->shape[axis + 1];
+  e.n = ids->shape[0] * e.D * (axis ? t->shape[0] : 1);
+  e.N = axis ? ids->shape[0] : 0;
   *st = ew_step(x, &e, "rows", tb, ib, y, -1);
   return 1;
 }
+
+/* Whether a buffer of dtype b holds what a codelet reads as dtype t (a
+ * bool mask read as u8 by the codelets whose types admit numbers only). */
+static int same_bytes(cov_dtype b, cov_dtype t) { return b == t || (b == COV_BOOL && t == COV_U8); }
 
 static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, const int *in_buf, int y) {
   cov_status rst = NULL;
@@ -407,7 +432,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   for (size_t a = 0; a < c->n_args; a++) {
     const cov_tensor *t = &c->args[a].t;
     if ((args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
-    if (x->p->bufs[args[a]].dtype != t->dtype)
+    if (!same_bytes(x->p->bufs[args[a]].dtype, t->dtype))
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
                        c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));
     k->in_dtype[a] = t->dtype, k->in_rank[a] = t->rank;
@@ -639,7 +664,7 @@ static cov_status lower_group(lower_ctx *x) {
       char nm[160];
       snprintf(nm, sizeof nm, "%.120s.%zu", g->node, last);
       const cov_tensor *o = &g->calls[last].out;
-      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, take ? COV_F32 : o->dtype, o->rank, o->shape, &st);
+      y = add_buf(x->p, nm, GPU_BUF_INTERMEDIATE, o->dtype, o->rank, o->shape, &st);
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
@@ -702,7 +727,6 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
                    "layer group %d (%s, node '%s'): %s", g->group, g->kind, g->node, msg);
 }
 
-static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path);
 
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
                                   gpu_model_plan *p) {
@@ -816,85 +840,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     errs = NULL;
   }
   cov_status_free(errs);
-  if (!st && t && emit) st = build_modules(p, t, path);
+  if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
-  return st;
-}
-
-static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
-  if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
-    return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
-  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
-                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
-                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->bias, a->post, a->V, a->D};
-  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
-                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
-                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->bias, b->post, b->V, b->D};
-  return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
-}
-
-/* the plan's description (problem, tile, copies, layout, launch): equal
- * descriptions build equal kernels */
-static char *plan_key(const gpu_plan *p) {
-  json_t *j = gpu_plan_json(p);
-  char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-  json_decref(j);
-  return s;
-}
-
-/* Every launch's code: matrix kernels through gpu_build_kernel (their
- * NHWC transform in the same module), generic ones through
- * gpu_build_ew_kernel, one module each; launches of an equal kernel share
- * its module and name (repeated blocks of a network). */
-static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path) {
-  (void)path;
-  char **keys = calloc((size_t)p->n_steps + 1, sizeof *keys);
-  if (!keys) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  cov_status st = NULL;
-  for (int i = 0; i < p->n_steps && !st; i++) {
-    gpu_mstep *s = &p->steps[i];
-    if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
-    int same = -1;
-    if (s->kkind == GPU_KERNEL_MATRIX) {
-      keys[i] = plan_key(&s->plan);
-      if (!keys[i]) {
-        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-        break;
-      }
-    }
-    for (int j = 0; j < i && same < 0; j++) {
-      const gpu_mstep *o = &p->steps[j];
-      if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
-      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
-    }
-    if (same >= 0) {
-      s->module = p->steps[same].module;
-      memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
-      if (s->plan.nhwc && s->kkind == GPU_KERNEL_MATRIX) {
-        s[-1].module = s->module;
-        memcpy(s[-1].kernel, p->steps[same - 1].kernel, sizeof s->kernel);
-      }
-      continue;
-    }
-    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
-    gpu_mmodule *md = &p->mods[p->n_mods];
-    snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
-    gpu_kernel_info info = {-1, -1, -1, -1};
-    if (s->kkind == GPU_KERNEL_MATRIX)
-      st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
-    else
-      st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
-    if (st) {
-      st = cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
-      break;
-    }
-    md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
-    s->module = p->n_mods++;
-    if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) s[-1].module = s->module;
-  }
-  for (int i = 0; i < p->n_steps; i++) free(keys[i]);
-  free(keys);
   return st;
 }

@@ -32,9 +32,9 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
  * (rounded as the kernels store them), every other dtype as it is. */
 static size_t emu_size(cov_dtype d) { return d == COV_F16 || d == COV_BF16 ? 4 : cov_dtype_size(d); }
 
-/* A codelet step through the reference interpreter, on its buffers (in
- * their dtypes: f32, the integers of quantized layers, the i64 model
- * inputs that gathers index with). */
+/* A codelet step through the reference interpreter, on its buffers (each
+ * in its own dtype: f32 activations, i64 ids, bool masks, the integers of
+ * quantized layers). */
 static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   const gpu_cdl_call *k = &s->ew.cdl;
   cov_tensor in[GPU_CDL_MAX_IO], out;
@@ -43,7 +43,8 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
     cov_dtype bd = p->bufs[s->args[i]].dtype;
-    if (k->in_dtype[i] != bd || emu_size(bd) != cov_dtype_size(bd))
+    if ((k->in_dtype[i] != bd && !(bd == COV_BOOL && k->in_dtype[i] == COV_U8)) /* a mask read as u8 */ ||
+        emu_size(bd) != cov_dtype_size(bd))
       return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s in a %s buffer",
                        s->kernel, i, cov_dtype_name(k->in_dtype[i]), cov_dtype_name(bd));
   }
@@ -51,7 +52,7 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
   COV_RETURN_IF_ERROR(cov_codelet_run(k->c, k->attrs, (size_t)k->n_attrs, in, (size_t)k->n_in, &out, 1));
   const gpu_mbuf *y = &p->bufs[s->args[k->n_in]];
   cov_status st = NULL;
-  if (out.dtype != y->dtype || cov_tensor_numel(&out) != y->numel || emu_size(y->dtype) != cov_dtype_size(y->dtype))
+  if (out.dtype != y->dtype || cov_tensor_numel(&out) != y->numel)
     st = cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: the output is not %s[%lld]", s->kernel,
                    cov_dtype_name(y->dtype), (long long)y->numel);
   else
@@ -99,7 +100,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
           memcpy(&h, (const char *)b->data + 2 * j, 2);
           v[i][j] = cov_f16_to_f32(h);
         } else {
-          memcpy((char *)v[i] + es * j, (const char *)b->data + es * j, es); /* f32, or integer bits */
+          memcpy((char *)v[i] + es * (size_t)j, (const char *)b->data + es * (size_t)j, es); /* as stored */
         }
       }
     } else if (b->kind == GPU_BUF_INPUT) {
@@ -161,7 +162,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     gpu_reference(pl, x, w, a[3], a[2]);
     free(tx), free(tw);
   }
-  for (int o = 0; o < p->n_outputs && !st; o++) {
+  for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
     /* f32 (16-bit outputs are f32 buffers the runtime converts), or the
      * 8-bit result of a quantized group as it is */

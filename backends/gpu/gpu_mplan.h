@@ -92,7 +92,7 @@ typedef struct gpu_ew {
   int bias;
   gpu_ew_fn post;
   float post0, post1;
-  int64_t V, D;     /* ROWS: the table's rows and their length */
+  int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
@@ -175,6 +175,10 @@ void gpu_model_plan_free(gpu_model_plan *p);
 struct gpu_target;
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* Every launch's code for `t` (gpu_mmodules.c): matrix kernels through
+ * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module
+ * each; launches of an equal kernel share its module and name. */
+cov_status gpu_model_build_modules(gpu_model_plan *p, const struct gpu_target *t);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
  * (matrix kernels through gpu_reference on f16-rounded operands, codelet

@@ -287,13 +287,16 @@ cov_status graph_infer_where(const graph *g, const graph_node *n, graph_value *c
 }
 
 /* Each operand expanded to the output's shape (a copy, when its shape
- * differs), then one flat select. */
+ * differs), then one flat select. An operand expanded from a model
+ * constant (a scalar fill value) is a constant of the call
+ * (graph_lower_call_const), so a group description keeps it. */
 cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *const *in,
                             graph_value *const *out) {
   int64_t l = graph_numel(out[0]);
   void *own[3] = {NULL, NULL, NULL};
   cov_tensor t[3];
   cov_status st = NULL;
+  unsigned const_mask = 0;
   for (int i = 0; i < 3 && !st; i++) {
     graph_value v = *in[i];
     if (v.dtype == COV_BOOL && i > 0) v.dtype = COV_U8;
@@ -301,9 +304,10 @@ cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *con
       st = graph_expand_to(x->g, n, &v, out[0]->rank, out[0]->dims, &own[i]);
     t[i] = graph_view_as(&v, 1, &l);
     if (own[i]) t[i].data = own[i];
+    if (own[i] && x->g->values[in[i]->id]->data) const_mask |= 1u << i;
   }
   cov_tensor y = {0};
-  if (!st) st = graph_call_codelet(x, n, "where", NULL, 0, t, 3, &y, 1);
+  if (!st) st = graph_lower_call_const(x, n, "where", NULL, 0, t, 3, &y, const_mask);
   for (int i = 0; i < 3; i++) free(own[i]);
   COV_RETURN_IF_ERROR(st);
   if (y.dtype == COV_U8 && out[0]->dtype == COV_BOOL) y.dtype = COV_BOOL;

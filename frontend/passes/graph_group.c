@@ -367,7 +367,140 @@ static const graph_node *gather_node(const graph *g, size_t gi) {
   return n;
 }
 
-bool graph_group_is_gather(const graph *g, size_t gi) { return gather_node(g, gi) != NULL; }
+/* The codelet of codelets/cast.cdl that converts to dtype t, or NULL. */
+static const char *cast_codelet(cov_dtype t) {
+  switch (t) {
+    case COV_F32: return "cast_f32";
+    case COV_F16: return "cast_f16";
+    case COV_BF16: return "cast_bf16";
+    case COV_F64: return "cast_f64";
+    case COV_I64: return "cast_i64";
+    case COV_I32: return "cast_i32";
+    case COV_I8: return "cast_i8";
+    case COV_U8: return "cast_u8";
+    case COV_BOOL: return "cast_bool";
+    default: return NULL;
+  }
+}
+
+/* The Cast (or CastLike) node of layout group gi when it converts run-time
+ * values to another element type (the group's `alters`: not an exact widening)
+ * between dtypes cast.cdl has codelets for, or NULL. */
+static const graph_node *cast_node(const graph *g, size_t gi) {
+  if (gi >= g->n_groups) return NULL;
+  const graph_group *grp = &g->groups[gi];
+  if (!grp->layout || grp->n_nodes != 1 || !grp->alters) return NULL;
+  const graph_node *n = grp->nodes[0];
+  int like = !strcmp(n->op_type, "CastLike"); /* its second input only names the type */
+  if ((strcmp(n->op_type, "Cast") != 0 && !like) || n->n_in != 1 + like || n->n_out != 1 || !n->in[0] || !n->out[0])
+    return NULL;
+  if (!cast_codelet(n->in[0]->dtype) || !cast_codelet(n->out[0]->dtype)) return NULL;
+  return n;
+}
+
+/* Any other lone Gather of layout group gi at run-time indices (the
+ * group's `alters`), on a constant or run-time value of a numeric type, or
+ * NULL: one call of gather_axis. */
+static const graph_node *axis_gather_node(const graph *g, size_t gi) {
+  if (gi >= g->n_groups || gather_node(g, gi)) return NULL;
+  const graph_group *grp = &g->groups[gi];
+  if (!grp->layout || grp->n_nodes != 1 || !grp->alters) return NULL;
+  const graph_node *n = grp->nodes[0];
+  if (strcmp(n->op_type, "Gather") != 0 || n->n_in != 2 || n->n_out != 1 || !n->in[0] || !n->in[1] || !n->out[0])
+    return NULL;
+  const graph_value *x = n->in[0], *ids = n->in[1];
+  if (ids->data || (ids->dtype != COV_I64 && ids->dtype != COV_I32) || x->rank < 1) return NULL;
+  if (x->dtype == COV_BOOL || !cast_codelet(x->dtype)) return NULL;
+  return n;
+}
+
+bool graph_group_is_gather(const graph *g, size_t gi) {
+  return gather_node(g, gi) != NULL || cast_node(g, gi) != NULL || axis_gather_node(g, gi) != NULL;
+}
+
+/* The general Gather's one call: gather_axis(x as [A, V, B], ids as [N])
+ * -> [A, N, B], the node's output x dims before the axis, ids dims, x
+ * dims after it. x is a constant of the call or the group's input 0 (ids
+ * then input 1). */
+static cov_status axis_gather_call(const graph *g, const graph_node *n, const graph_value *x, const graph_value *ids,
+                                   cov_model_group *d) {
+  int konst = n->in[0]->data != NULL; /* a model constant (x is the run's copy of the value) */
+  int64_t axis;
+  COV_RETURN_IF_ERROR(graph_attr_int(g, n, "axis", 0, &axis));
+  int r = x->rank, ax = (int)(axis < 0 ? axis + r : axis);
+  int64_t nids = graph_numel(ids), A = 1, B = 1;
+  if (ax < 0 || ax >= r) return graph_node_error(g, n, COV_INVALID_INPUT, "axis %lld is out of range", (long long)axis);
+  if (nids < 0 || graph_numel(x) < 0 || r - 1 + ids->rank > COV_MAX_RANK)
+    return graph_node_error(g, n, COV_UNSUPPORTED, "its inputs have no static shape");
+  for (int i = 0; i < ax; i++) A *= x->dims[i];
+  for (int i = ax + 1; i < r; i++) B *= x->dims[i];
+  int n_in = konst ? 1 : 2;
+  cov_model_group_call *c = cov_arena_array(d->arena, 1, sizeof *c);
+  cov_model_arg *args = cov_arena_array(d->arena, 2, sizeof *args);
+  d->in_names = cov_arena_array(d->arena, 2, sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, 2, sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, 2, sizeof *d->in_ids);
+  if (!c || !args || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, n);
+  memset(c, 0, sizeof *c);
+  memset(args, 0, 2 * sizeof *args);
+  c->node = n->name;
+  c->codelet = "gather_axis";
+  args[0] = (cov_model_arg){konst ? COV_MODEL_ARG_CONST : COV_MODEL_ARG_EXTERNAL, konst ? -1 : 0, x->name,
+                            {.dtype = x->dtype, .rank = 3, .data = konst ? n->in[0]->data : NULL}};
+  args[0].t.shape[0] = A, args[0].t.shape[1] = x->dims[ax], args[0].t.shape[2] = B;
+  args[1] = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, n_in - 1, ids->name, {.dtype = ids->dtype, .rank = 1}};
+  args[1].t.shape[0] = nids;
+  c->args = args, c->n_args = 2;
+  c->out = (cov_tensor){.dtype = x->dtype, .rank = 3};
+  c->out.shape[0] = A, c->out.shape[1] = nids, c->out.shape[2] = B;
+  d->calls = c, d->n_calls = d->cap_calls = 1;
+  const graph_value *ins[2] = {x, ids};
+  for (int k = 0; k < n_in; k++) {
+    const graph_value *v = ins[konst ? 1 : k];
+    d->in_names[k] = v->name, d->in_ids[k] = v->id;
+    d->in_shapes[k] = (cov_tensor){.dtype = v->dtype, .rank = v->rank};
+    for (int i = 0; i < v->rank; i++) d->in_shapes[k].shape[i] = v->dims[i];
+  }
+  d->n_in = (size_t)n_in;
+  d->out_name = n->out[0]->name, d->out_id = n->out[0]->id;
+  d->out = (cov_tensor){.dtype = x->dtype, .rank = r - 1 + ids->rank};
+  int o = 0;
+  for (int i = 0; i < ax; i++) d->out.shape[o++] = x->dims[i];
+  for (int i = 0; i < ids->rank; i++) d->out.shape[o++] = ids->dims[i];
+  for (int i = ax + 1; i < r; i++) d->out.shape[o++] = x->dims[i];
+  return NULL;
+}
+
+/* The Cast's one call: cast_<to>(x flattened to [N]; bool read as u8) ->
+ * [N], the node's output of x's shape. */
+static cov_status cast_call(const graph *g, const graph_node *n, const graph_value *x, cov_model_group *d) {
+  int64_t numel = graph_numel(x);
+  if (numel < 0) return graph_node_error(g, n, COV_UNSUPPORTED, "input '%s' has no static shape", x->name);
+  cov_dtype to = n->out[0]->dtype;
+  cov_model_group_call *c = cov_arena_array(d->arena, 1, sizeof *c);
+  cov_model_arg *arg = cov_arena_array(d->arena, 1, sizeof *arg);
+  d->in_names = cov_arena_array(d->arena, 1, sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, 1, sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, 1, sizeof *d->in_ids);
+  if (!c || !arg || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, n);
+  memset(c, 0, sizeof *c);
+  c->node = n->name;
+  c->codelet = cast_codelet(to);
+  /* bool as u8 (the same bytes): the codelets' type parameter admits numbers only */
+  cov_dtype from = x->dtype == COV_BOOL ? COV_U8 : x->dtype;
+  *arg = (cov_model_arg){COV_MODEL_ARG_EXTERNAL, 0, x->name, {.dtype = from, .rank = 1}};
+  arg->t.shape[0] = numel;
+  c->args = arg, c->n_args = 1;
+  c->out = (cov_tensor){.dtype = to, .rank = 1};
+  c->out.shape[0] = numel;
+  d->calls = c, d->n_calls = d->cap_calls = 1;
+  d->in_names[0] = x->name, d->in_ids[0] = x->id, d->n_in = 1;
+  d->in_shapes[0] = (cov_tensor){.dtype = x->dtype, .rank = x->rank};
+  d->out_name = n->out[0]->name, d->out_id = n->out[0]->id;
+  d->out = (cov_tensor){.dtype = to, .rank = x->rank};
+  for (int i = 0; i < x->rank; i++) d->in_shapes[0].shape[i] = d->out.shape[i] = x->dims[i];
+  return NULL;
+}
 
 /* The gather's one call: gather_rows(x: the table [V, D], ids flattened to
  * [N]) -> [N, D], the node's output [ids dims..., D]. */
@@ -407,10 +540,12 @@ static cov_status gather_call(const graph *g, const graph_node *n, const graph_v
 cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_value *run_vals,
                                        cov_model_group **out) {
   *out = NULL;
-  const graph_node *n = gather_node(g, gi);
-  if (!n)
+  const graph_node *n = gather_node(g, gi), *cast = n ? NULL : cast_node(g, gi);
+  const graph_node *axg = n || cast ? NULL : axis_gather_node(g, gi);
+  if (!n && !cast && !axg)
     return cov_error(COV_UNSUPPORTED, COV_AT_CALL("graph_group_describe_gather"),
-                     "layer group %zu is not a Gather of a constant [V, D] table on axis 0", gi);
+                     "layer group %zu is neither a Gather at run-time indices nor a Cast of run-time values", gi);
+  if (!n) n = cast ? cast : axg;
   cov_model_group *d = calloc(1, sizeof *d);
   cov_arena *a = cov_arena_create();
   if (!d || !a) {
@@ -423,10 +558,14 @@ cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_va
   d->name = n->name;
   d->kind = g->groups[gi].kind;
   d->lib = g->lib;
-  const graph_value *ids = run_vals ? &run_vals[n->in[1]->id] : n->in[1];
-  cov_status st = g->lib && cov_codelet_lib_find(g->lib, "gather_rows")
-                      ? gather_call(g, n, ids, d)
-                      : graph_node_error(g, n, COV_NOT_FOUND, "needs codelet 'gather_rows', which the codelet library does not have");
+  const graph_value *v0 = run_vals ? &run_vals[n->in[0]->id] : n->in[0];
+  const graph_value *v1 = n->n_in < 2 ? NULL : run_vals ? &run_vals[n->in[1]->id] : n->in[1];
+  const char *need = cast ? cast_codelet(n->out[0]->dtype) : axg ? "gather_axis" : "gather_rows";
+  cov_status st = !g->lib || !cov_codelet_lib_find(g->lib, need)
+                      ? graph_node_error(g, n, COV_NOT_FOUND, "needs codelet '%s', which the codelet library does not have", need)
+                  : cast ? cast_call(g, n, v0, d)
+                  : axg  ? axis_gather_call(g, n, v0, v1, d)
+                         : gather_call(g, n, v1, d);
   if (st) {
     cov_model_group_free(d);
     return st;

@@ -281,8 +281,13 @@ COV_API cov_status cov_model_run_groups(const cov_model *model, const cov_tensor
  * lookups (a lone Gather on axis 0 of a constant float [V, D] table at
  * run-time integer indices) are offered too, described as one call of
  * codelet gather_rows (x: the table, ids: the indices flattened to [N]);
- * the group's output is the Gather's [ids dims..., D]. Other layout groups
- * run in the frontend as always. */
+ * the group's output is the Gather's [ids dims..., D]. So are the other
+ * lone Gathers at run-time indices (any axis; codelet gather_axis, the
+ * data as [A, V, B] around the axis) and the lone Casts and CastLikes of
+ * run-time values that are not exact widenings, described as one
+ * call of codelet cast_<to> (codelets/cast.cdl: cast_f32, cast_i64,
+ * cast_bool, ...) on the input flattened to [N]; the output is the Cast's.
+ * Other layout groups run in the frontend as always. */
 COV_API cov_status cov_model_run_groups_gathering(const cov_model *model, const cov_tensor *inputs, size_t n_inputs,
                                                   cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                                                   cov_model_call_fn call, void *user);

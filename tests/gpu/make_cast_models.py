@@ -69,3 +69,39 @@ save("cast_same_type", [h.make_node("Relu", ["x"], ["r"], name="r1"),
                         h.make_node("Cast", ["d"], ["f"], to=T.FLOAT, name="c2"),
                         h.make_node("Sigmoid", ["f"], ["y"], name="s1")], [X], [Y],
      ref=lambda x: sigmoid(np.maximum(x, 0)))
+# run-time casts as kernels (codelets/cast.cdl): f32 -> i32 saturating
+# (|x| * 3e9 passes 2^31), f32 -> i64 truncating toward zero, f32 -> bool
+# (relu's zeros false), each cast back to f32 and concatenated
+c3e9 = h.make_tensor("c3e9", T.FLOAT, [], [3e9])
+c1e9 = h.make_tensor("c1e9", T.FLOAT, [], [1e-9])
+c7 = h.make_tensor("c7", T.FLOAT, [], [7.5])
+save("cast_kernels", [h.make_node("Mul", ["x", "c3e9"], ["a0"], name="m1"),
+                      h.make_node("Cast", ["a0"], ["a1"], to=T.INT32, name="ci32"),
+                      h.make_node("Cast", ["a1"], ["a2"], to=T.FLOAT, name="cf1"),
+                      h.make_node("Mul", ["a2", "c1e9"], ["a"], name="m2"),
+                      h.make_node("Mul", ["x", "c7"], ["b0"], name="m3"),
+                      h.make_node("Cast", ["b0"], ["b1"], to=T.INT64, name="ci64"),
+                      h.make_node("Cast", ["b1"], ["b"], to=T.FLOAT, name="cf2"),
+                      h.make_node("Relu", ["x"], ["c0"], name="r1"),
+                      h.make_node("Cast", ["c0"], ["c1"], to=T.BOOL, name="cb"),
+                      h.make_node("Cast", ["c1"], ["c"], to=T.FLOAT, name="cf3"),
+                      h.make_node("Concat", ["a", "b", "c"], ["y"], axis=0, name="cat")],
+     [X], [h.make_tensor_value_info("y", T.FLOAT, [6, 8])], [c3e9, c1e9, c7],
+     ref=lambda x: np.concatenate([
+         np.clip(np.trunc((x * np.float32(3e9)).astype(np.float64)), -2**31, 2**31 - 1).astype(np.int32)
+         .astype(np.float32) * np.float32(1e-9),
+         np.trunc(x * np.float32(7.5)).astype(np.int64).astype(np.float32),
+         (np.maximum(x, 0) != 0).astype(np.float32)]))
+# integer and bool results as model outputs: ArgMax's i64 indices, a
+# comparison's bool mask (buffers of their dtype, not f32)
+save("int_outputs", [h.make_node("Relu", ["x"], ["r"], name="r1"),
+                     h.make_node("ArgMax", ["r"], ["y"], axis=1, keepdims=0, name="am"),
+                     h.make_node("Less", ["x", "r"], ["m"], name="lt")],
+     [X], [h.make_tensor_value_info("y", T.INT64, [2]), h.make_tensor_value_info("m", T.BOOL, [2, 8])],
+     ref=lambda x: np.argmax(np.maximum(x, 0), axis=1))
+# CastLike to i32 (the type of a constant) and back: a cast kernel too
+like_i32 = h.make_tensor("like_i32", T.INT32, [1], [0])
+save("castlike_i32", [h.make_node("Mul", ["x", "c7"], ["s"], name="m1"),
+                      h.make_node("CastLike", ["s", "like_i32"], ["i"], name="c1"),
+                      h.make_node("Cast", ["i"], ["y"], to=T.FLOAT, name="c2")],
+     [X], [Y], [c7, like_i32], ref=lambda x: np.trunc(x * np.float32(7.5)).astype(np.int32).astype(np.float32))

@@ -8,9 +8,9 @@
  * the transformation itself: which source element each output element is.
  * i64 values (token ids) likewise: copies decode, arithmetic, a narrowing
  * and a constant mixed in are refused (integer values hold no constants).
- * i8 / u8 values (quantized tensors) carry their patterns a byte per
- * sub-pass: copies decode, arithmetic, a selection by value and a
- * constant mixed in are refused.
+ * i8 / u8 values (quantized tensors) carry their patterns 7 bits per lane
+ * with a marker bit: copies decode, arithmetic, a selection by value and
+ * a constant mixed in are refused.
  * Usage: test_gpu_capture */
 #include <math.h>
 #include <stdio.h>
@@ -120,9 +120,10 @@ static int decode64(xform64 f, gpu_cap_value *v) {
   return ok;
 }
 
-/* 8-bit values (quantized tensors): in sub-pass b of each pass an
- * element holds byte b of its pattern; the decoder sees the words
- * gpu_cap_gather assembles from the 4 sub-passes. */
+/* 8-bit values (quantized tensors): in lane l of each pass an element
+ * holds 7 bits of its pattern and the marker bit (gpu_cap_lane_byte); the
+ * decoder sees the words gpu_cap_add_lane assembles from the lanes. */
+enum { LANES = 5 };
 typedef uint8_t (*xform8)(const uint8_t *src, int j);
 static uint8_t c8_same(const uint8_t *s, int j) { return s[j]; }
 static uint8_t c8_rev(const uint8_t *s, int j) { return s[N - 1 - j]; }
@@ -142,13 +143,13 @@ static int decode8(xform8 f, cov_dtype dt, gpu_cap_value *v) {
   uint8_t src[N];
   if (cov_tensor_alloc(&t, dt, 1, shape)) return -1;
   for (int p = 0; p < GPU_CAP_PASSES; p++)
-    for (int b = 0; b < 4; b++) {
-      for (int i = 0; i < N; i++) src[i] = (uint8_t)(gpu_cap_pattern(p, 0, (uint32_t)i) >> (8 * b));
+    for (int l = 0; l < LANES; l++) {
+      for (int i = 0; i < N; i++) src[i] = gpu_cap_lane_byte(gpu_cap_pattern(p, 0, (uint32_t)i), l);
       for (int j = 0; j < N; j++) ((uint8_t *)t.data)[j] = f(src, j);
-      gpu_cap_gather(&t, words[p], b);
+      gpu_cap_add_lane(&t, l, words[p]);
     }
   memset(v, 0, sizeof *v);
-  gpu_cap_decode_words(&c, &t, words[0], words[1], words[2], words[3], v);
+  gpu_cap_decode_words(&c, N, words[0], words[1], words[2], words[3], v);
   cov_tensor_release(&t);
   int ok = v->ok;
   gpu_capture_free(&c);

@@ -12,7 +12,11 @@
  * fewer than MIN_RUN run codelets fail the test.
  * -d DIM: the dims' size (default 3; larger ones span many workgroups);
  * -f DTYPE: what float type parameters bind (default f32; f16, bf16, f64).
- * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [FILE.cdl]... */
+ * -x PREFIX: only the codelets whose name starts with PREFIX, each bound
+ * with every admitted type of f32 / i32 / i8 / u8 / i64 in turn, on
+ * extreme inputs (NaN, infinities, values past every integer type's
+ * range, -0, halves; the integer types' limits).
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [FILE.cdl]... */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -63,10 +67,34 @@ static double next(void) {
   return (double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
 }
 
+static const char *extreme_prefix; /* -x */
+
+/* Element i of an input on extreme values (-x): floats and integers past
+ * every range, NaN, infinities, -0, halves (truncation), each dtype's
+ * limits. Returns 0 where the dtype takes none of them (random then). */
+static int extreme(cov_dtype d, int64_t i, unsigned char *p) {
+  static const double fv[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 2.5, -2.5, -0.0, 1e20, 300.7, -129.5, 7e4, 0.0, 1.0};
+  static const int64_t iv[] = {INT64_MIN, INT64_MAX, 2147483648LL, -2147483649LL, 300, -129, -1, 0, 1, 255, 65536};
+  double f = fv[i % (int64_t)(sizeof fv / sizeof fv[0])];
+  int64_t v = iv[i % (int64_t)(sizeof iv / sizeof iv[0])];
+  switch (d) {
+  case COV_F32: { float x = (float)f; memcpy(p, &x, 4); return 1; }
+  case COV_F64: memcpy(p, &f, 8); return 1;
+  case COV_F16: { uint16_t h = cov_f32_to_f16((float)f); memcpy(p, &h, 2); return 1; }
+  case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)f); memcpy(p, &h, 2); return 1; }
+  case COV_I64: memcpy(p, &v, 8); return 1;
+  case COV_I32: { int32_t x = (int32_t)(uint32_t)v; memcpy(p, &x, 4); return 1; }
+  case COV_I8: case COV_U8: *p = (unsigned char)v; return 1;
+  default: return 0;
+  }
+}
+
 static void fill(cov_tensor *t) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t i = 0; i < n; i++) {
     double v = next() * 2.0;
+    if (extreme_prefix && extreme(t->dtype, i, (unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype)))
+      continue;
     unsigned char *p = (unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype);
     switch (t->dtype) {
     case COV_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
@@ -101,15 +129,15 @@ static double elem(const cov_tensor *t, int64_t i) {
  * admitted of f32 / i32 / i8 / u8 (`tp` picks per attempt), required
  * attributes 1 (int) or 0.5 (float). */
 static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k) {
-  const cov_dtype pick[] = {float_pick, COV_I32, COV_I8, COV_U8, COV_BOOL};
+  const cov_dtype pick[] = {float_pick, COV_I32, COV_I8, COV_U8, COV_I64, COV_BOOL};
   memset(k, 0, sizeof *k);
   k->c = c;
   cov_dtype tpd[CDL_MAX_TPARAMS];
   for (int t = 0; t < c->n_tparams; t++) {
     int j = 0, skip = t == 0 ? tp : 0;
-    for (; j < 5; j++)
+    for (; j < 6; j++)
       if (cdl_tclass_admits(c->tparams[t].tclass, pick[j]) && skip-- <= 0) break;
-    if (j == 5) return 0;
+    if (j == 6) return 0;
     tpd[t] = pick[j];
   }
   for (int a = 0; a < c->n_attrs && k->n_attrs < GPU_CDL_MAX_ATTRS; a++)
@@ -208,14 +236,15 @@ static int close_enough(double g, double r, cov_dtype d) {
   return fabs(g - r) <= tol * fmax(1.0, fabs(r));
 }
 
-/* One codelet: bound, run both ways, compared. Returns 0 pass, 1 fail,
- * 2 not bound to the generated shapes. */
-static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg) {
+/* One codelet: bound (the first type parameter's tp-th admitted pick,
+ * or the first that binds for tp < 0), run both ways, compared. Returns 0
+ * pass, 1 fail, 2 not bound to the generated shapes. */
+static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0) {
   gpu_cdl_call k;
   gpu_cdl_info in;
   cov_status st = NULL;
   int bound = 0;
-  for (int tp = 0; tp < 4 && !bound; tp++)
+  for (int tp = tp0 < 0 ? 0 : tp0; tp < (tp0 < 0 ? 4 : tp0 + 1) && !bound; tp++)
     for (int64_t dim = base_dim; dim <= base_dim + 3 && !bound; dim++) {
       if (!make_call(c, dim, tp, &k)) break;
       st = gpu_cdl_analyse(&k, &in);
@@ -267,8 +296,9 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg) {
     cov_status_free(st);
     free(code);
   }
-  printf("%s %-22s grid loops %d, %lld work items%s\n", fail ? "FAIL" : "ok  ", c->name, in.n_par,
-         (long long)in.threads, in.n_par ? "" : " (one thread)");
+  printf("%s %-22s grid loops %d, %lld work items%s%s%s\n", fail ? "FAIL" : "ok  ", c->name, in.n_par,
+         (long long)in.threads, in.n_par ? "" : " (one thread)", tp0 >= 0 ? ", x " : "",
+         tp0 >= 0 ? cov_dtype_name(k.in_dtype[0]) : "");
   for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
   for (int o = 0; o < in.n_out; o++) cov_tensor_release(&ref[o]);
   return fail;
@@ -278,7 +308,16 @@ static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *
   int fail = 0;
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++) {
     const cdl_codelet *c = cov_codelet_lib_at(lib, i);
-    int r = check_codelet(c, tg, n_tg);
+    if (extreme_prefix) { /* every admitted type of the first parameter, on extreme inputs */
+      if (strncmp(c->name, extreme_prefix, strlen(extreme_prefix)) != 0) continue;
+      for (int tp = 0; tp < 5; tp++) {
+        int r = check_codelet(c, tg, n_tg, tp);
+        fail |= r == 1;
+        *n_run += r != 2;
+      }
+      continue;
+    }
+    int r = check_codelet(c, tg, n_tg, -1);
     if (r == 2) {
       printf("skip %-22s (not bound to the generated shapes)\n", c->name);
       ++*n_skip;
@@ -314,6 +353,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
       min_run = atoi(argv[++i]);
+      continue;
+    }
+    if (!strcmp(argv[i], "-x") && i + 1 < argc) {
+      extreme_prefix = argv[++i];
       continue;
     }
     cov_codelet_lib *extra = NULL;

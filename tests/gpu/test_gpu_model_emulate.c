@@ -80,16 +80,20 @@ static void random_ints(const cov_model *m, size_t i, cov_tensor *t) {
   }
 }
 
+/* Element j of an output (f32, or an integer or bool result) as a double. */
+static double elem(const cov_tensor *t, int64_t j) {
+  switch (t->dtype) {
+    case COV_I64: return (double)((const int64_t *)t->data)[j];
+    case COV_I32: return (double)((const int32_t *)t->data)[j];
+    case COV_I8: return (double)((const int8_t *)t->data)[j];
+    case COV_BOOL:
+    case COV_U8: return (double)((const uint8_t *)t->data)[j];
+    default: return (double)((const float *)t->data)[j];
+  }
+}
+
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
-
-/* element j of an f32 or integer (a quantized model's) output */
-static double out_at(const cov_tensor *t, int64_t j) {
-  if (t->dtype == COV_I32) return ((const int32_t *)t->data)[j];
-  if (t->dtype == COV_I8) return ((const int8_t *)t->data)[j];
-  if (t->dtype == COV_U8) return ((const uint8_t *)t->data)[j];
-  return ((const float *)t->data)[j];
-}
 
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
@@ -154,10 +158,16 @@ static int check(const char *target, double tol, const char *path, int no_tables
       fail = 1;
       break;
     }
+    if (got[o].dtype != want[o].dtype) {
+      fprintf(stderr, "%s: output %d is %s, ref %s\n", path, o, cov_dtype_name(got[o].dtype),
+              cov_dtype_name(want[o].dtype));
+      fail = 1;
+      break;
+    }
     double scale = 0, err = 0;
-    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(out_at(&want[o], j)));
+    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(elem(&want[o], j)));
     for (int64_t j = 0; j < n; j++) {
-      double d = fabs(out_at(&got[o], j) - out_at(&want[o], j));
+      double d = fabs(elem(&got[o], j) - elem(&want[o], j));
       if (!(d <= err)) err = d;
     }
     double rel = err / (scale > 0 ? scale : 1);

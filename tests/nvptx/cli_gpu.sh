@@ -60,9 +60,9 @@ fi
 # or one error lists every group that cannot, each at its node
 expect 1 "2 layer groups cannot be compiled for nvptx-sm90" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
   --target nvptx-sm90 -o "$work/x"
-expect 1 "where_1: layer group 0 (where.*constant 'c1' is bool" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
+expect 1 "where_1: layer group 3 (where.*input 'c1' is bool rearranged" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
   --target nvptx-sm90 -o "$work/x"
-expect 1 "where_2: layer group 2 (where.*constant 'c2' is bool" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
+expect 1 "where_2: layer group 9 (where.*input 'c2' is bool rearranged" -- gpu compile "$(dirname "$0")/../gpu/gpu_unsupported.onnx" \
   --target nvptx-sm90 -o "$work/x"
 expect 1 "no_such.onnx" -- gpu compile no_such.onnx --target nvptx-sm90 -o "$work/x"
 expect 2 "run takes one MODEL.onnx alone" -- gpu run examples/convnet.onnx gemm_64x64x64 --target nvptx-sm90
