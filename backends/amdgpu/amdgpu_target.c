@@ -108,6 +108,12 @@ static void mfma_acc_coord(gpu_gen *g, int i, LLVMValueRef *row, LLVMValueRef *c
   *col = LLVMBuildURem(g->b, g->lane, gpu_i32(g, w), "");
 }
 
+/* v_dot4_i32_i8 (gfx90a, gfx942: dot1 instructions), no clamp: wraps */
+static LLVMValueRef amd_dot4_i8(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMValueRef args[4] = {a, b, c, LLVMConstInt(g->i1, 0, 0)};
+  return gpu_call_intrinsic(g, "llvm.amdgcn.sdot4", NULL, 0, args, 4);
+}
+
 static LLVMValueRef amd_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); /* v_exp_f32 */
 }
@@ -142,6 +148,7 @@ const gpu_target_ops amdgpu_target_ops = {
     .async_commit = NULL,
     .async_wait = NULL,
     .exp2 = amd_exp2,
+    .dot4_i8 = amd_dot4_i8,
     .matrix_frag = amd_matrix_frag,
     .matrix_shapes = amd_matrix_shapes,
 };

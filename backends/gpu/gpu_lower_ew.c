@@ -17,6 +17,7 @@
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_ir.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_qdot.h"
 
 #define F(v) LLVMConstReal(g->f32, (v))
 
@@ -165,6 +166,7 @@ void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
 
 cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
   if (e->kind == GPU_EW_CODELET) return gpu_lower_cdl(&e->cdl, target, mod, name);
+  if (e->kind == GPU_EW_QDOT) return gpu_lower_qdot(e, target, mod, name);
   gpu_gen gg = {0}, *g = &gg;
   gpu_plan plan = {0};
   plan.prob.in_dtype = COV_F32;

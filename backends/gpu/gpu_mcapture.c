@@ -26,13 +26,15 @@
  * results decode as copies like any layout operation's, and where they
  * compute, whatever reads them fails to decode and says so.
  *
- * Group results of dtype i64, i32 and bool are buffers of their own: i32
- * carries the 32-bit patterns, i64 the patterns with a check word in the
- * high half; a bool byte cannot hold a pattern, so where some group's
- * result is bool every pass runs the model CAP_LANES times, a bool element
- * holding 7 bits of its pattern per run with the top bit set (a marker no
- * bool the frontend computes from shapes has), and bool group inputs are
- * decoded from the words their lanes assemble. */
+ * Group results of dtype i64, i32, i8, u8 and bool are buffers of their
+ * own: i32 carries the 32-bit patterns, i64 the patterns with a check word
+ * in the high half; a byte (bool, or a quantized group's i8 / u8) cannot
+ * hold a pattern, so where some group's result is one every pass runs the
+ * model CAP_LANES times, a byte element holding 7 bits of its pattern per
+ * run with the top bit set (a marker no bool the frontend computes from
+ * shapes has), and byte group inputs are decoded from the words their
+ * lanes assemble. An 8-bit value is read where it is, whole: a model
+ * output that rearranges one is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,9 +283,12 @@ uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
   return (uint64_t)cap_high(w) << 32 | w;
 }
 
-/* A bool element's byte in lane `lane`: the marker bit (no bool the
- * frontend computes from shapes has it) and 7 bits of the pattern. */
-static uint8_t cap_lane_byte(uint32_t w, int lane) {
+int gpu_cap_is8(cov_dtype d) { return d == COV_I8 || d == COV_U8; }
+
+/* Whether values of dtype d carry their patterns in lanes (a byte each). */
+static int cap_laned(cov_dtype d) { return d == COV_BOOL || gpu_cap_is8(d); }
+
+uint8_t gpu_cap_lane_byte(uint32_t w, int lane) {
   return (uint8_t)(0x80u | ((w >> (CAP_LANE_BITS * lane)) & 0x7Fu));
 }
 
@@ -291,14 +296,12 @@ static void fill_bits(cov_tensor *t, uint32_t id, int pass, int lane) {
   int64_t n = cov_tensor_numel(t);
   for (int64_t j = 0; j < n; j++) {
     if (t->dtype == COV_I64) ((uint64_t *)t->data)[j] = gpu_cap_pattern64(pass, id, (uint32_t)j);
-    else if (t->dtype == COV_BOOL) ((uint8_t *)t->data)[j] = cap_lane_byte(gpu_cap_pattern(pass, id, (uint32_t)j), lane);
+    else if (cap_laned(t->dtype)) ((uint8_t *)t->data)[j] = gpu_cap_lane_byte(gpu_cap_pattern(pass, id, (uint32_t)j), lane);
     else ((uint32_t *)t->data)[j] = gpu_cap_pattern(pass, id, (uint32_t)j);
   }
 }
 
-/* Lane `lane` of a bool value's bytes into its words (CAP_BAD where a
- * byte lacks the marker: not a copy of a bool a group computed). */
-static void add_lane(const cov_tensor *t, int lane, uint32_t *w) {
+void gpu_cap_add_lane(const cov_tensor *t, int lane, uint32_t *w) {
   int64_t n = cov_tensor_numel(t);
   const uint8_t *b = t->data;
   for (int64_t j = 0; j < n; j++) {
@@ -312,7 +315,7 @@ static void add_lane(const cov_tensor *t, int lane, uint32_t *w) {
  * carry cap_high in the high word, which no shape or count does). */
 static int reads_runtime_ints(const cov_model_group_offer *o) {
   for (size_t i = 0; i < o->n_in; i++) {
-    if (o->in[i].dtype == COV_BOOL && o->in[i].data) {
+    if (cap_laned(o->in[i].dtype) && o->in[i].data) {
       const uint8_t *b = o->in[i].data;
       for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
         if (b[j] & 0x80u) return 1;
@@ -361,12 +364,12 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
       g->constant = 1;
       return NULL;
     }
-    if (dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL) {
-      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i64, i32 and bool values)",
-               cov_dtype_name(dt));
+    if (dt != COV_I64 && dt != COV_I32 && !cap_laned(dt)) {
+      snprintf(g->why, sizeof g->why, "its result is %s (the GPU model path takes f32, i64, i32, i8, u8 and bool "
+               "values)", cov_dtype_name(dt));
       return NULL;
     }
-    c->has_bool |= dt == COV_BOOL;
+    c->has_bool |= cap_laned(dt);
   }
   g->described = 1;
   g->buf_id = c->n_ids;
@@ -382,12 +385,12 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
  * decoded in pass 3; a bool input's words are assembled lane by lane,
  * every other input's are read in lane 0. */
 static cov_status take_input(cap_ctx *x, gpu_cap_input *gi, const cov_tensor *t) {
-  if (t->dtype == COV_BOOL) {
+  if (cap_laned(t->dtype)) {
     int64_t n = cov_tensor_numel(t);
     uint32_t **w = x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : x->pass == 2 ? &gi->flp : &gi->hsh;
     if (!*w && !(*w = calloc((size_t)(n > 0 ? n : 1), 4)))
       return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    if (t->data) add_lane(t, x->lane, *w);
+    if (t->data) gpu_cap_add_lane(t, x->lane, *w);
     if (x->pass < GPU_CAP_PASSES - 1 || x->lane < x->n_lanes - 1) return NULL;
     gpu_cap_decode_words(x->c, n, gi->ids, gi->idx, gi->flp, gi->hsh, &gi->v);
   } else if (x->lane > 0) {
@@ -508,7 +511,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
     if (st) break;
     cap_ctx x = {c, pass, lane, n_lanes, 0, NULL};
     st = cov_model_run_groups_gathering(m, in, ni, out, no, on_group, NULL, &x);
-    /* bool results carry their patterns 7 bits per run of the model */
+    /* bool and 8-bit results carry their patterns 7 bits per run of the model */
     if (run == 0 && c->has_bool) n_lanes = CAP_LANES;
     x.n_lanes = n_lanes;
     for (size_t o = 0; o < no && !st; o++) {
@@ -521,6 +524,12 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
   for (size_t o = 0; o < no; o++) {
     c->outputs[o] = outs[o].v;
+    gpu_cap_value *v = &c->outputs[o];
+    if (!st && v->ok && gpu_cap_is8(c->out_shape[o].dtype) &&
+        (v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].n != c->id_numel[v->runs[0].src])) {
+      v->ok = 0;
+      cap_fail(v, "it is 8-bit and not a group's result as it is (8-bit values are read where they are, whole)");
+    }
     free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
   }
   if (st) gpu_capture_free(c);

@@ -74,7 +74,7 @@ typedef struct gpu_capture {
   float **id_const;  /* buffer id -> its values, for the constants layout operations mix in (else NULL) */
   int n_ids, cap_ids, cap_const;
   const char *path; /* the model file, for diagnostics (borrowed) */
-  int has_bool;     /* a described group's result is bool (its patterns take lanes) */
+  int has_bool;     /* a described group's result is bool or 8-bit (its patterns take lanes) */
 } gpu_capture;
 
 /* The values of a constant buffer id (NULL: a model input or group result). */
@@ -111,6 +111,17 @@ void gpu_capture_free(gpu_capture *c);
  * new constant buffer id of c). */
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v);
+/* Whether values of dtype d are 8 bits wide (i8, u8: quantized tensors);
+ * like bool values they carry their patterns in lanes. */
+int gpu_cap_is8(cov_dtype d);
+/* A bool or 8-bit element's byte in lane `lane` of its 32-bit pattern w:
+ * the marker bit (no bool the frontend computes from shapes has it) and
+ * 7 bits of w. */
+uint8_t gpu_cap_lane_byte(uint32_t w, int lane);
+/* Lane `lane` of a bool or 8-bit value's bytes into its words (cleared in
+ * lane 0; CAP_BAD, 0xFFFFFFFF, where a byte lacks the marker: not a copy
+ * of a value a group computed). */
+void gpu_cap_add_lane(const cov_tensor *t, int lane, uint32_t *w);
 /* The same on an integer value's words of passes 0-3 (a bool value's,
  * assembled from its lanes: CAP_BAD, 0xFFFFFFFF, for no element). */
 void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,

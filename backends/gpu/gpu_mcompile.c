@@ -14,6 +14,7 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
 
@@ -51,8 +52,9 @@ static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_d
 static int add_buf1(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int64_t n, cov_status *st) {
   return add_buf(p, name, kind, dt, 1, &n, st);
 }
-/* a weight from f32 values, stored as dt (owned copy) */
-static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const float *vals, cov_status *st) {
+/* a weight of n elements stored as dt (owned copy): f16 rounded from f32
+ * values, any other dtype copied from values of that dtype */
+static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t n, const void *vals, cov_status *st) {
   int b = add_buf1(p, name, GPU_BUF_WEIGHT, dt, n, st);
   if (b < 0) return -1;
   size_t es = cov_dtype_size(dt);
@@ -63,10 +65,10 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
   }
   for (int64_t i = 0; i < n; i++) {
     if (dt == COV_F16) {
-      uint16_t h = cov_f32_to_f16(vals[i]);
+      uint16_t h = cov_f32_to_f16(((const float *)vals)[i]);
       memcpy(d + 2 * i, &h, 2);
     } else {
-      memcpy(d + 4 * i, &vals[i], 4);
+      memcpy(d + es * i, (const char *)vals + es * i, es);
     }
   }
   p->bufs[b].data = d;
@@ -608,6 +610,33 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
   return *st ? 0 : take;
 }
 
+/* An integer conv / matmul chain as the dot-product kernel (gpu_qdot.h):
+ * the weights packed four channels to a word, bias and requantisation
+ * operands as they are. */
+static cov_status qdot_step(lower_ctx *x, const gpu_qdot_layer *src, int prev, const int *in_buf, int y) {
+  const gpu_ew *e = &src->e;
+  cov_status st = NULL;
+  int a = arg_buf(x, &x->g->calls[src->x_call].args[0], prev, in_buf, &st);
+  if (a < 0) return st;
+  if (x->p->bufs[a].dtype != COV_I8 || x->p->bufs[y].dtype != e->out_dtype)
+    return cov_error(COV_INTERNAL, XLOC(x), "integer layer: an operand or result buffer of another dtype");
+  char nm[160];
+  snprintf(nm, sizeof nm, "%.150s.dot4", src->w->value);
+  int32_t *packed = gpu_qdot_packed(src);
+  int wb = packed ? add_weight(x->p, nm, COV_I32, gpu_qdot_words(e), packed, &st) : -1;
+  free(packed);
+  if (wb < 0) return st ? st : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int bias = -1, m = -1, zp = -1;
+  if (src->bias && (bias = arg_buf(x, src->bias, prev, in_buf, &st)) < 0) return st;
+  if (src->m && ((m = arg_buf(x, src->m, prev, in_buf, &st)) < 0 || (zp = arg_buf(x, src->zp, prev, in_buf, &st)) < 0))
+    return st;
+  if ((st = ew_step(x, e, "int8_dot", a, wb, y, bias))) return st;
+  gpu_mstep *s = &x->p->steps[x->p->n_steps - 1];
+  s->n_args = GPU_QDOT_ARGS;
+  s->args[4] = m, s->args[5] = zp;
+  return NULL;
+}
+
 static cov_status lower_group(lower_ctx *x) {
   const gpu_cap_group *g = x->g;
   cov_status st = NULL;
@@ -620,8 +649,9 @@ static cov_status lower_group(lower_ctx *x) {
   int result = x->id_buf[g->buf_id], prev = -1;
   for (size_t c = 0; c < g->n_calls;) {
     gpu_problem q;
-    int bias_arg;
-    size_t take = matrix_chain(x, c, &q, &bias_arg);
+    int bias_arg = -1;
+    gpu_qdot_layer ql;
+    size_t qtake = gpu_qdot_chain(g, c, &ql), take = qtake ? 0 : matrix_chain(x, c, &q, &bias_arg);
     gpu_plan plan;
     if (take) {
       cov_status ps = matrix_plan(x, &q, &plan);
@@ -630,7 +660,7 @@ static cov_status lower_group(lower_ctx *x) {
     }
     int depthwise = take && q.kind == GPU_OP_CONV2D && q.groups > 1 && q.cc == q.groups;
     if (depthwise && q.epi.maxpool2x2) take--;
-    size_t last = c + (take ? take : 1) - 1;
+    size_t last = c + (qtake ? qtake : take ? take : 1) - 1;
     int y;
     if (last == g->n_calls - 1) {
       y = result;
@@ -642,6 +672,12 @@ static cov_status lower_group(lower_ctx *x) {
       if (y < 0) return st;
     }
     const gpu_cap_call *call = &g->calls[c];
+    if (qtake) {
+      if ((st = qdot_step(x, &ql, prev, in_buf, y)))
+        return cov_status_annotate(st, "call %zu (%s, node '%s'): ", c, call->codelet, call->node);
+      prev = y, c += qtake;
+      continue;
+    }
     if (depthwise) {
       q.epi.maxpool2x2 = false;
       take = direct_depthwise(x, c, &q, take, bias_arg, in_buf, prev, y, &st);
@@ -695,7 +731,6 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
                    "layer group %d (%s, node '%s'): %s", g->group, g->kind, g->node, msg);
 }
 
-static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path);
 
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
                                   gpu_model_plan *p) {
@@ -813,85 +848,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     errs = NULL;
   }
   cov_status_free(errs);
-  if (!st && t && emit) st = build_modules(p, t, path);
+  if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
-  return st;
-}
-
-static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
-  if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
-    return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
-  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
-                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
-                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->bias, a->post, a->V, a->D};
-  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
-                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
-                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->bias, b->post, b->V, b->D};
-  return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
-}
-
-/* the plan's description (problem, tile, copies, layout, launch): equal
- * descriptions build equal kernels */
-static char *plan_key(const gpu_plan *p) {
-  json_t *j = gpu_plan_json(p);
-  char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-  json_decref(j);
-  return s;
-}
-
-/* Every launch's code: matrix kernels through gpu_build_kernel (their
- * NHWC transform in the same module), generic ones through
- * gpu_build_ew_kernel, one module each; launches of an equal kernel share
- * its module and name (repeated blocks of a network). */
-static cov_status build_modules(gpu_model_plan *p, const gpu_target *t, const char *path) {
-  (void)path;
-  char **keys = calloc((size_t)p->n_steps + 1, sizeof *keys);
-  if (!keys) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  cov_status st = NULL;
-  for (int i = 0; i < p->n_steps && !st; i++) {
-    gpu_mstep *s = &p->steps[i];
-    if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
-    int same = -1;
-    if (s->kkind == GPU_KERNEL_MATRIX) {
-      keys[i] = plan_key(&s->plan);
-      if (!keys[i]) {
-        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-        break;
-      }
-    }
-    for (int j = 0; j < i && same < 0; j++) {
-      const gpu_mstep *o = &p->steps[j];
-      if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
-      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
-    }
-    if (same >= 0) {
-      s->module = p->steps[same].module;
-      memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
-      if (s->plan.nhwc && s->kkind == GPU_KERNEL_MATRIX) {
-        s[-1].module = s->module;
-        memcpy(s[-1].kernel, p->steps[same - 1].kernel, sizeof s->kernel);
-      }
-      continue;
-    }
-    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
-    gpu_mmodule *md = &p->mods[p->n_mods];
-    snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
-    gpu_kernel_info info = {-1, -1, -1, -1};
-    if (s->kkind == GPU_KERNEL_MATRIX)
-      st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
-    else
-      st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
-    if (st) {
-      st = cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
-      break;
-    }
-    md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
-    s->module = p->n_mods++;
-    if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) s[-1].module = s->module;
-  }
-  for (int i = 0; i < p->n_steps; i++) free(keys[i]);
-  free(keys);
   return st;
 }

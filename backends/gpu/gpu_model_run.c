@@ -114,6 +114,14 @@ cov_status gpu_bind_group(const char *path, const gpu_layer *layer, const cov_mo
   return NULL;
 }
 
+/* element i of an f32 or integer (a quantized model's) output */
+static double out_value(const cov_tensor *t, int64_t i) {
+  if (t->dtype == COV_I32) return ((const int32_t *)t->data)[i];
+  if (t->dtype == COV_I8) return ((const int8_t *)t->data)[i];
+  if (t->dtype == COV_U8) return ((const uint8_t *)t->data)[i];
+  return ((const float *)t->data)[i];
+}
+
 static void print_values(FILE *out, const char *name, const cov_tensor *t) {
   char shape[96];
   shape_str(t, shape, sizeof shape);
@@ -190,10 +198,11 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
   int failed = 0;
   for (size_t k = 0; k < no; k++) {
     double md = 0, mr = 0;
-    int same = outputs[k].dtype == COV_F32 && ref[k].dtype == COV_F32 &&
+    cov_dtype od = outputs[k].dtype;
+    int same = od == ref[k].dtype && (od == COV_F32 || od == COV_I32 || od == COV_I8 || od == COV_U8) &&
                cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref[k]);
     for (int64_t i = 0; same && i < cov_tensor_numel(&ref[k]); i++) {
-      double x = ((const float *)outputs[k].data)[i], y = ((const float *)ref[k].data)[i];
+      double x = out_value(&outputs[k], i), y = out_value(&ref[k], i);
       if (!(fabs(x - y) <= md)) md = fabs(x - y); /* NaN propagates */
       if (fabs(y) > mr) mr = fabs(y);
     }

@@ -11,6 +11,7 @@
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_vendor.h"
 #include "common/fileio.h"
@@ -27,8 +28,13 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
       for (int64_t t = 0; t < rs; t++) out[(o * q->cc + c) * rs + t] = w[(t * q->cc + c) * q->ck + o];
 }
 
+/* Bytes per element of a buffer in the emulation: 16-bit floats as f32
+ * (rounded as the kernels store them), every other dtype as it is. */
+static size_t emu_size(cov_dtype d) { return d == COV_F16 || d == COV_BF16 ? 4 : cov_dtype_size(d); }
+
 /* A codelet step through the reference interpreter, on its buffers (each
- * in its own dtype: f32 activations, i64 ids, bool masks). */
+ * in its own dtype: f32 activations, i64 ids, bool masks, the integers of
+ * quantized layers). */
 static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   const gpu_cdl_call *k = &s->ew.cdl;
   cov_tensor in[GPU_CDL_MAX_IO], out;
@@ -37,8 +43,9 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
     in[i].dtype = k->in_dtype[i], in[i].rank = k->in_rank[i], in[i].data = v[s->args[i]];
     memcpy(in[i].shape, k->in_shape[i], sizeof in[i].shape);
     cov_dtype bd = p->bufs[s->args[i]].dtype;
-    if (k->in_dtype[i] != bd && !(bd == COV_BOOL && k->in_dtype[i] == COV_U8)) /* a mask read as u8 */
-      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s, its buffer %s",
+    if ((k->in_dtype[i] != bd && !(bd == COV_BOOL && k->in_dtype[i] == COV_U8)) /* a mask read as u8 */ ||
+        emu_size(bd) != cov_dtype_size(bd))
+      return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, s->label), "emulation of %s: input %d is %s in a %s buffer",
                        s->kernel, i, cov_dtype_name(k->in_dtype[i]), cov_dtype_name(bd));
   }
   memset(&out, 0, sizeof out);
@@ -80,7 +87,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   cov_status st = NULL;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *b = &p->bufs[i];
-    size_t es = b->dtype == COV_F16 && b->kind == GPU_BUF_WEIGHT ? 4 : cov_dtype_size(b->dtype); /* f16 weights as f32 */
+    size_t es = emu_size(b->dtype);
     v[i] = calloc((size_t)b->numel * (es > 4 ? es : 4) / 4 + 1, sizeof **v);
     if (!v[i]) {
       st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
@@ -110,11 +117,16 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     float *a[4];
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
-      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * 4);
+      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) {
       st = emulate_codelet(p, s, v);
+      continue;
+    }
+    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_QDOT) {
+      float *m = s->args[4] >= 0 ? v[s->args[4]] : NULL, *zp = s->args[5] >= 0 ? v[s->args[5]] : NULL;
+      gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW) {
@@ -152,6 +164,8 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   }
   for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
+    /* f32 (16-bit outputs are f32 buffers the runtime converts), or the
+     * 8-bit result of a quantized group as it is */
     st = cov_tensor_alloc(&outputs[o], b->dtype, b->rank, b->shape);
     if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * cov_dtype_size(b->dtype));
   }
@@ -188,7 +202,8 @@ static const char *kind_name(gpu_buf_kind k) {
 /* What a generic launch computes: its kind, or the codelet's name. */
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
-                                 [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows"};
+                                 [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
+                                 [GPU_EW_QDOT] = "int8_dot"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

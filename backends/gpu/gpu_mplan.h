@@ -37,7 +37,7 @@
 
 typedef enum gpu_buf_kind {
   GPU_BUF_INPUT,        /* a model input (f32, as the caller gives it) */
-  GPU_BUF_OUTPUT,       /* a model output (f32) */
+  GPU_BUF_OUTPUT,       /* a model output (f32, or a quantized group's i8 / u8 / i32 result) */
   GPU_BUF_WEIGHT,       /* a constant in the layout and dtype its kernel reads (data set) */
   GPU_BUF_INTERMEDIATE, /* everything else: group results, f16 operand copies, workspaces */
 } gpu_buf_kind;
@@ -62,6 +62,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
+  GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -180,6 +181,10 @@ void gpu_model_plan_free(gpu_model_plan *p);
 struct gpu_target;
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* Every launch's code for `t` (gpu_mmodules.c): matrix kernels through
+ * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module
+ * each; launches of an equal kernel share its module and name. */
+cov_status gpu_model_build_modules(gpu_model_plan *p, const struct gpu_target *t);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
  * (matrix kernels through gpu_reference on f16-rounded operands, codelet

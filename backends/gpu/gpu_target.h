@@ -93,6 +93,10 @@ typedef struct gpu_target_ops {
    * (butterfly shuffle within a warp; the fused attention's row max and
    * sum over a quad); NULL where absent */
   LLVMValueRef (*shfl_xor)(gpu_gen *g, LLVMValueRef x, int mask);
+  /* optional: c + the sum of the products of the four signed bytes of a
+   * and b (i32 each), wrapping, as one instruction (the integer kernel of
+   * quantized layers, gpu_lower_qdot.c); NULL: plain IR */
+  LLVMValueRef (*dot4_i8)(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
   /* the fragment operations for the plan's matrix shape and dtype, NULL if
    * the target has no such instruction */
   const gpu_frag_ops *(*matrix_frag)(const gpu_plan *p);

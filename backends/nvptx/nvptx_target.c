@@ -154,6 +154,18 @@ static LLVMValueRef nv_pack_half2(gpu_gen *g, LLVMTypeRef t, LLVMValueRef x, LLV
   return LLVMBuildBitCast(g->b, gpu_call_intrinsic(g, name, NULL, 0, args, 2), g->i32, "");
 }
 
+/* dp4a.s32.s32 (sm_61 and later): c + four signed byte products, wrapping;
+ * LLVM 19 has no NVVM intrinsic for it. A pure instruction: no side
+ * effects, free to move or merge. */
+static LLVMValueRef nv_dot4_i8(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMTypeRef at[3] = {g->i32, g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, 3, 0);
+  static const char text[] = "dp4a.s32.s32 $0, $1, $2, $3;", cons[] = "=r,r,r,r";
+  LLVMValueRef f = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[3] = {a, b, c};
+  return LLVMBuildCall2(g->b, ft, f, args, 3, "");
+}
+
 static LLVMValueRef nv_shfl_xor(gpu_gen *g, LLVMValueRef x, int mask) {
   LLVMValueRef args[4] = {gpu_i32(g, -1), x, gpu_i32(g, mask), gpu_i32(g, 31)};
   return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.f32", NULL, 0, args, 4);
@@ -379,6 +391,7 @@ const gpu_target_ops nvptx_target_ops = {
     .exp2_ftz = nv_exp2_ftz,
     .pack_half2 = nv_pack_half2,
     .shfl_xor = nv_shfl_xor,
+    .dot4_i8 = nv_dot4_i8,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,
     .wg_mma = nv_wg_mma,

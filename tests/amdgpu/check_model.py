@@ -8,7 +8,8 @@ machines: a valid HSA code object for the target's processor holding the
 launched kernel, LDS within 64 KiB and equal to the launch's shared bytes, no
 scratch (no spills), VGPR+AGPR counts that leave at least two waves per SIMD
 (512 registers per lane per SIMD on gfx90a/gfx942), v_mfma in every matrix
-kernel (convolutions, Gemm, MatMul); the first model is compiled again and
+kernel (convolutions, Gemm, MatMul), v_dot4_i32_i8 in every integer
+dot-product kernel (quantized layers); the first model is compiled again and
 every file of it (code objects, weights, manifest) must be byte-identical."""
 import json
 import os
@@ -79,6 +80,8 @@ for model in models:
                 bad("no v_mfma instruction in a matrix kernel")
         else:
             n_generic += 1
+        if s.get("what") == "int8_dot" and not re.search(r"\bv_dot4c?_i32_i8", dis):
+            bad("no v_dot4_i32_i8 instruction in an integer dot-product kernel")
         worst_regs = max(worst_regs, (vgpr or 0) + agpr)
         max_lds = max(max_lds, lds or 0)
     total += len(seen)

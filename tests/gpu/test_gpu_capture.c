@@ -8,6 +8,9 @@
  * the transformation itself: which source element each output element is.
  * i64 values (token ids) likewise: copies decode, arithmetic, a narrowing
  * and a constant mixed in are refused (integer values hold no constants).
+ * i8 / u8 values (quantized tensors) carry their patterns 7 bits per lane
+ * with a marker bit: copies decode, arithmetic, a selection by value and
+ * a constant mixed in are refused.
  * Usage: test_gpu_capture */
 #include <math.h>
 #include <stdio.h>
@@ -117,6 +120,42 @@ static int decode64(xform64 f, gpu_cap_value *v) {
   return ok;
 }
 
+/* 8-bit values (quantized tensors): in lane l of each pass an element
+ * holds 7 bits of its pattern and the marker bit (gpu_cap_lane_byte); the
+ * decoder sees the words gpu_cap_add_lane assembles from the lanes. */
+enum { LANES = 5 };
+typedef uint8_t (*xform8)(const uint8_t *src, int j);
+static uint8_t c8_same(const uint8_t *s, int j) { return s[j]; }
+static uint8_t c8_rev(const uint8_t *s, int j) { return s[N - 1 - j]; }
+static uint8_t c8_plus1(const uint8_t *s, int j) { return (uint8_t)(s[j] + 1); }
+static uint8_t c8_relu(const uint8_t *s, int j) { return (int8_t)s[j] < 0 ? 0 : s[j]; }
+static uint8_t c8_pad(const uint8_t *s, int j) { return j < 16 ? 5 : s[j - 16]; }
+
+static int decode8(xform8 f, cov_dtype dt, gpu_cap_value *v) {
+  gpu_capture c;
+  memset(&c, 0, sizeof c);
+  c.id_numel = malloc(sizeof *c.id_numel);
+  c.n_ids = c.cap_ids = 1;
+  c.id_numel[0] = N;
+  int64_t shape[1] = {N};
+  cov_tensor t = {0};
+  static uint32_t words[GPU_CAP_PASSES][N];
+  uint8_t src[N];
+  if (cov_tensor_alloc(&t, dt, 1, shape)) return -1;
+  for (int p = 0; p < GPU_CAP_PASSES; p++)
+    for (int l = 0; l < LANES; l++) {
+      for (int i = 0; i < N; i++) src[i] = gpu_cap_lane_byte(gpu_cap_pattern(p, 0, (uint32_t)i), l);
+      for (int j = 0; j < N; j++) ((uint8_t *)t.data)[j] = f(src, j);
+      gpu_cap_add_lane(&t, l, words[p]);
+    }
+  memset(v, 0, sizeof *v);
+  gpu_cap_decode_words(&c, N, words[0], words[1], words[2], words[3], v);
+  cov_tensor_release(&t);
+  int ok = v->ok;
+  gpu_capture_free(&c);
+  return ok;
+}
+
 /* Each decoded element is the source element the transformation took. */
 static int runs_match(const gpu_cap_value *v, int (*where)(int j)) {
   int64_t seen = 0;
@@ -166,6 +205,24 @@ int main(void) {
     int ok = decode64(cases64[i].f, &v);
     int good = cases64[i].where ? ok == 1 && runs_match(&v, cases64[i].where) : ok == 0;
     printf("%s %-22s decoded %d%s%s\n", good ? "PASS" : "FAIL", cases64[i].name, ok, ok ? "" : ": ", ok ? "" : v.why);
+    fail |= !good;
+    free(v.runs);
+  }
+  static const struct {
+    const char *name;
+    xform8 f;
+    cov_dtype dt;
+    int (*where)(int j); /* NULL: must be refused */
+  } cases8[] = {
+      {"i8 copy", c8_same, COV_I8, at_same},          {"u8 reverse", c8_rev, COV_U8, at_rev},
+      {"i8 plus one", c8_plus1, COV_I8, NULL},        {"i8 relu", c8_relu, COV_I8, NULL},
+      {"i8 constant mixed in", c8_pad, COV_I8, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases8 / sizeof cases8[0]; i++) {
+    gpu_cap_value v;
+    int ok = decode8(cases8[i].f, cases8[i].dt, &v);
+    int good = cases8[i].where ? ok == 1 && runs_match(&v, cases8[i].where) : ok == 0;
+    printf("%s %-22s decoded %d%s%s\n", good ? "PASS" : "FAIL", cases8[i].name, ok, ok ? "" : ": ", ok ? "" : v.why);
     fail |= !good;
     free(v.runs);
   }

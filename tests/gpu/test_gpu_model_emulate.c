@@ -85,6 +85,7 @@ static double elem(const cov_tensor *t, int64_t j) {
   switch (t->dtype) {
     case COV_I64: return (double)((const int64_t *)t->data)[j];
     case COV_I32: return (double)((const int32_t *)t->data)[j];
+    case COV_I8: return (double)((const int8_t *)t->data)[j];
     case COV_BOOL:
     case COV_U8: return (double)((const uint8_t *)t->data)[j];
     default: return (double)((const float *)t->data)[j];
@@ -151,9 +152,9 @@ static int check(const char *target, double tol, const char *path, int no_tables
   }
   for (int o = 0; o < no && !fail; o++) {
     int64_t n = cov_tensor_numel(&want[o]);
-    if (cov_tensor_numel(&got[o]) != n) {
-      fprintf(stderr, "%s: output %d has %lld elements, ref %lld\n", path, o, (long long)cov_tensor_numel(&got[o]),
-              (long long)n);
+    if (cov_tensor_numel(&got[o]) != n || got[o].dtype != want[o].dtype) {
+      fprintf(stderr, "%s: output %d has %lld %s elements, ref %lld %s\n", path, o, (long long)cov_tensor_numel(&got[o]),
+              cov_dtype_name(got[o].dtype), (long long)n, cov_dtype_name(want[o].dtype));
       fail = 1;
       break;
     }

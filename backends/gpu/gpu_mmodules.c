@@ -1,0 +1,99 @@
+/* backends/gpu/gpu_mmodules.c: a compiled model's code (gpu_mplan.h):
+ * every launch's kernel built once, launches of equal kernels (repeated
+ * blocks of a network) sharing its module and name. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_manifest.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_vendor.h"
+
+static cov_status grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return NULL;
+  int nc = *cap ? *cap * 2 : 8;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, (size_t)nc * elem);
+  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory building the model's kernels");
+  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+  *p = q, *cap = nc;
+  return NULL;
+}
+
+static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
+  if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
+    return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
+  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
+                        a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
+                        a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
+                        a->bias, a->post, a->V, a->D};
+  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
+                        b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
+                        b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
+                        b->bias, b->post, b->V, b->D};
+  return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
+}
+
+/* the plan's description (problem, tile, copies, layout, launch): equal
+ * descriptions build equal kernels */
+static char *plan_key(const gpu_plan *p) {
+  json_t *j = gpu_plan_json(p);
+  char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(j);
+  return s;
+}
+
+/* Every launch's code: matrix kernels through gpu_build_kernel (their
+ * NHWC transform in the same module), generic ones through
+ * gpu_build_ew_kernel, one module each; launches of an equal kernel share
+ * its module and name (repeated blocks of a network). */
+cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
+  char **keys = calloc((size_t)p->n_steps + 1, sizeof *keys);
+  if (!keys) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = NULL;
+  for (int i = 0; i < p->n_steps && !st; i++) {
+    gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
+    int same = -1;
+    if (s->kkind == GPU_KERNEL_MATRIX) {
+      keys[i] = plan_key(&s->plan);
+      if (!keys[i]) {
+        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+        break;
+      }
+    }
+    for (int j = 0; j < i && same < 0; j++) {
+      const gpu_mstep *o = &p->steps[j];
+      if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
+      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
+    }
+    if (same >= 0) {
+      s->module = p->steps[same].module;
+      memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
+      if (s->plan.nhwc && s->kkind == GPU_KERNEL_MATRIX) {
+        s[-1].module = s->module;
+        memcpy(s[-1].kernel, p->steps[same - 1].kernel, sizeof s->kernel);
+      }
+      continue;
+    }
+    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
+    gpu_mmodule *md = &p->mods[p->n_mods];
+    snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
+    gpu_kernel_info info = {-1, -1, -1, -1};
+    if (s->kkind == GPU_KERNEL_MATRIX)
+      st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
+    else
+      st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
+    if (st) {
+      st = cov_status_annotate(st, "layer group %d (node '%s'), kernel %s: ", s->group, s->label, s->kernel);
+      break;
+    }
+    md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
+    s->module = p->n_mods++;
+    if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) s[-1].module = s->module;
+  }
+  for (int i = 0; i < p->n_steps; i++) free(keys[i]);
+  free(keys);
+  return st;
+}
