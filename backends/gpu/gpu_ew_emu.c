@@ -69,7 +69,7 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
     case GPU_EW_COPY: {
       int64_t s, d;
       gpu_ew_copy_at(e, i, &s, &d);
-      y[d] = x[s];
+      y[d] = e->bias ? apply(e->post, e->post0, e->post1, x[s] + bias[d]) : apply(e->post, e->post0, e->post1, x[s]);
       break;
     }
     case GPU_EW_TABLE:

@@ -75,6 +75,7 @@ enum { GPU_COPY_LEVELS = 3 };
 typedef struct gpu_ew {
   gpu_ew_kind kind;
   cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
+  cov_dtype in_dtype;   /* COPY: the source's, f32 (0), or f16 (channels-last activations back to f32) */
   int64_t n;            /* threads that do work (output elements, rows) */
   int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
   /* COPY: n = run * rep[0] * rep[1] * rep[2] elements in runs of `run`
@@ -82,13 +83,20 @@ typedef struct gpu_ew {
    * / ds[0] (destination), that block rep[1] times with ss[1] / ds[1], that
    * rep[2] times; run 0: one run of n. Concat, Split, Slice, channel
    * shuffles and transposes of up to 4 axes, at any batch, are a few such
-   * copies per source. */
+   * copies per source. With `bias`, argument 3 (f32, laid out as y) is
+   * added at the destination, then `post` applied: y[dst] = post(x[src] +
+   * a3[dst]), a residual add and its activation fused into the copy that
+   * turns a channels-last result back to NCHW (gpu_mfuse.c); with `also`
+   * the value is stored a second time, as f16 at argument 1 in NHWC order
+   * (y seen as [N][C][H][W] by the CONV fields N, C, H, W): the next
+   * convolution's channels-last input, written by the same launch. */
   int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
   /* CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
   /* CONV: post-ops applied before the store (bias per channel: argument 3
-   * non-null; the activation) */
+   * non-null; the activation); COPY: the addend and activation above */
   int bias;
+  int also; /* COPY: the NHWC f16 second store above */
   gpu_ew_fn post;
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length */
@@ -170,6 +178,18 @@ void gpu_model_plan_free(gpu_model_plan *p);
 struct gpu_target;
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+
+/* Rewrites the convolutions of a compiled plan that the channels-last
+ * kernels take (the conv kernel with prob.nhwc_io, the depthwise kernel)
+ * to pass NHWC f16 activations from one to the next, conversions only
+ * where other kernels or the caller read them (gpu_mlayout.c says how).
+ * Nothing on targets without asynchronous copies. */
+cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t);
+
+/* Fuses each residual add reading a channels-last conv's result (and the
+ * activation after it) into the copy that turns that result back to NCHW
+ * (gpu_mfuse.c says when). */
+cov_status gpu_model_fuse_residual(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
  * (matrix kernels through gpu_reference on f16-rounded operands, codelet

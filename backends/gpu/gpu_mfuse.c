@@ -1,0 +1,143 @@
+/* backends/gpu/gpu_mfuse.c: residual adds and their activations fused into
+ * the copy that turns a channels-last result back to NCHW
+ * (gpu_model_fuse_residual, gpu_mplan.h).
+ *
+ * After gpu_mlayout.c a residual block ends in three launches and a fill:
+ * the conversion of the last conv's NHWC f16 output to f32 NCHW, the fill
+ * zeroing the add's output (the codelet kernel's start), the add with the
+ * shortcut, and the activation (relu, relu6, clip, gelu) as a group of its
+ * own. When the converted buffer is read by the add alone and the add's
+ * result by the activation alone (or by anything, without an activation),
+ * they are one copy kernel: y[dst] = post(x[src] + shortcut[dst]) (gpu_ew
+ * COPY with `bias` and `post`), launched where the add was, writing every
+ * element of the result (so the fill goes). The add must take both inputs
+ * whole (no broadcast). Where the result is also converted to NHWC f16 for
+ * the next convolution, that store is made by the same launch (`also`). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_mplan.h"
+
+/* The steps other than `skip` that use buffer b (launch arguments, fills):
+ * how many, the last one in *who. */
+static int users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
+  int n = 0;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    if (j == skip || del[j]) continue;
+    int use = s->op == GPU_STEP_FILL && s->fill_buf == b;
+    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) use |= s->args[k] == b;
+    if (use) n++, *who = j;
+  }
+  return n;
+}
+
+static int is_codelet(const gpu_mstep *s, const char *name) {
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET &&
+         !strcmp(cov_codelet_name(s->ew.cdl.c), name);
+}
+
+/* Drops the fills of buffer b (the fused copy writes all of it). */
+static void drop_fills(const gpu_model_plan *p, char *del, int b) {
+  for (int j = 0; j < p->n_steps; j++)
+    if (p->steps[j].op == GPU_STEP_FILL && p->steps[j].fill_buf == b) del[j] = 1;
+}
+
+/* The activation of a unary codelet step with its parameters; 0: none. */
+static int activation(const gpu_mstep *s, gpu_ew *e) {
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET || s->ew.cdl.n_in != 1 ||
+      s->n_args != 2)
+    return 0;
+  const char *name = cov_codelet_name(s->ew.cdl.c);
+  gpu_ew_fn f = gpu_unary_fn(name);
+  if (f == GPU_FN_NONE) return 0;
+  e->post = f, e->post0 = 0, e->post1 = 0;
+  if (!strcmp(name, "relu6")) e->post1 = 6;
+  else if (f == GPU_FN_CLIP) {
+    e->post0 = -INFINITY, e->post1 = INFINITY;
+    for (int a = 0; a < s->ew.cdl.n_attrs; a++) {
+      const cov_attr *t = &s->ew.cdl.attrs[a];
+      float v = t->is_float ? (float)t->f : (float)t->i;
+      if (!strcmp(t->name, "lo")) e->post0 = v;
+      else if (!strcmp(t->name, "hi")) e->post1 = v;
+    }
+  }
+  return 1;
+}
+
+/* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
+ * (gpu_mlayout.c's), which the fused copy can store as well. */
+static int to_nhwc_of(const gpu_model_plan *p, const gpu_mstep *s, int b) {
+  const gpu_mbuf *x = &p->bufs[b];
+  const gpu_ew *e = &s->ew;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
+      e->in_dtype != COV_F32 || e->out_dtype != COV_F16 || e->bias || e->also || e->post != GPU_FN_NONE || x->rank != 4 ||
+      e->n != x->numel || e->run != 1 || e->s0 || e->d0)
+    return 0;
+  int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
+  const int64_t rep[3] = {c, hw, x->shape[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
+  return 1;
+}
+
+/* Step a (a conversion back to NCHW) fused with the add reading it and
+ * the activation after; returns whether it did. */
+static int fuse_at(gpu_model_plan *p, char *del, int a) {
+  const gpu_mstep *s = &p->steps[a];
+  int y = s->args[2], b = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_COPY ||
+      s->ew.in_dtype != COV_F16 || s->ew.out_dtype != COV_F32 || s->ew.bias || s->ew.post != GPU_FN_NONE || y < 0 ||
+      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || s->ew.n != p->bufs[y].numel || users(p, del, y, a, &b) != 1)
+    return 0;
+  gpu_mstep *add = &p->steps[b];
+  const gpu_cdl_call *k = &add->ew.cdl;
+  if (!is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+      memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) || (add->args[0] == y) == (add->args[1] == y))
+    return 0;
+  int other = add->args[0] == y ? add->args[1] : add->args[0], z = add->args[2];
+  if (p->bufs[other].dtype != COV_F32 || p->bufs[other].numel != p->bufs[y].numel ||
+      p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[y].numel)
+    return 0;
+  gpu_mstep f = *s;
+  f.group = add->group;
+  memcpy(f.label, add->label, sizeof f.label);
+  snprintf(f.kernel, sizeof f.kernel, "%.150s_add", s->kernel);
+  f.ew.bias = 1, f.args[3] = other, f.args[2] = z;
+  drop_fills(p, del, z);
+  int c = -1;
+  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && users(p, del, z, b, &c) == 1 && p->steps[c].args[0] == z &&
+      activation(&p->steps[c], &f.ew) && p->bufs[p->steps[c].args[1]].dtype == COV_F32) {
+    f.args[2] = p->steps[c].args[1];
+    drop_fills(p, del, f.args[2]);
+    del[c] = 1;
+  }
+  /* the result's conversion to NHWC for the next convolution: the same
+   * launch stores it */
+  int out = f.args[2], d = -1;
+  for (int j = b + 1; j < p->n_steps && d < 0; j++)
+    if (!del[j] && to_nhwc_of(p, &p->steps[j], out)) d = j;
+  if (d >= 0 && p->bufs[out].rank == 4) {
+    f.ew.also = 1, f.args[1] = p->steps[d].args[2];
+    f.ew.N = p->bufs[out].shape[0], f.ew.C = p->bufs[out].shape[1];
+    f.ew.H = p->bufs[out].shape[2], f.ew.W = p->bufs[out].shape[3];
+    del[d] = 1;
+  }
+  del[a] = 1;
+  *add = f;
+  return 1;
+}
+
+cov_status gpu_model_fuse_residual(gpu_model_plan *p) {
+  char *del = calloc((size_t)p->n_steps + 1, 1);
+  if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int any = 0;
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_at(p, del, a);
+  int n = 0;
+  for (int i = 0; i < p->n_steps && any; i++)
+    if (!del[i]) p->steps[n++] = p->steps[i];
+  if (any) p->n_steps = n;
+  free(del);
+  return NULL;
+}
