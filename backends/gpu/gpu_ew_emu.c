@@ -29,6 +29,7 @@ static float apply(gpu_ew_fn fn, float p0, float p1, float x) {
     return v > p1 ? p1 : v;
   }
   case GPU_FN_GELU: return x * 0.5f * (1.0f + ferf(x * 0.70710678f));
+  case GPU_FN_SILU: return x / (1.0f + expf(-x));
   }
   return x;
 }

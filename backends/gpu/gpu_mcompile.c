@@ -780,7 +780,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   }
   cov_status_free(errs);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
-  if (!st && t && !t->f32_activations) st = gpu_model_fuse_residual(p);
+  if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = build_modules(p, t, path);
   if (st) gpu_model_plan_free(p);
   return st;

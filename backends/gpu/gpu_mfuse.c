@@ -1,31 +1,37 @@
-/* backends/gpu/gpu_mfuse.c: residual adds and their activations fused into
- * the copy that turns a channels-last result back to NCHW
- * (gpu_model_fuse_residual, gpu_mplan.h).
+/* backends/gpu/gpu_mfuse.c: element-wise work fused across layer groups at
+ * the plan level (gpu_model_fuse, gpu_mplan.h).
  *
- * After gpu_mlayout.c a residual block ends in three launches and a fill:
- * the conversion of the last conv's NHWC f16 output to f32 NCHW, the fill
- * zeroing the add's output (the codelet kernel's start), the add with the
- * shortcut, and the activation (relu, relu6, clip, gelu) as a group of its
- * own. When the converted buffer is read by the add alone and the add's
- * result by the activation alone (or by anything, without an activation),
- * they are one copy kernel: y[dst] = post(x[src] + shortcut[dst]) (gpu_ew
- * COPY with `bias` and `post`), launched where the add was, writing every
- * element of the result (so the fill goes). The add must take both inputs
- * whole (no broadcast). Where the result is also converted to NHWC f16 for
- * the next convolution, that store is made by the same launch (`also`). */
+ * Residual adds: after gpu_mlayout.c a residual block ends in three
+ * launches and a fill: the conversion of the last conv's NHWC f16 output
+ * to f32 NCHW, the fill zeroing the add's output (the codelet kernel's
+ * start), the add with the shortcut, and the activation (relu, relu6,
+ * clip, gelu) as a group of its own. When the converted buffer is read by
+ * the add alone and the add's result by the activation alone (or by
+ * anything, without an activation), they are one copy kernel: y[dst] =
+ * post(x[src] + shortcut[dst]) (gpu_ew COPY with `bias` and `post`),
+ * launched where the add was, writing every element of the result (so the
+ * fill goes). The add must take both inputs whole (no broadcast). Where
+ * the result is also converted to NHWC f16 for the next convolution, that
+ * store is made by the same launch (`also`).
+ *
+ * SiLU: exported as a Sigmoid group and a Mul group (x * sigmoid(x), a
+ * fill between), it becomes one copy applying GPU_FN_SILU, which writes
+ * the f16 operand copy of the next matrix kernel instead where that copy
+ * is the result's only reader. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_mplan.h"
 
-/* The steps other than `skip` that use buffer b (launch arguments, fills):
- * how many, the last one in *who. */
+/* The steps other than `skip` that use buffer b (launch arguments, fills;
+ * with skip = -1 - k, launches other than k only): how many, the last one
+ * in *who. */
 static int users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
   int n = 0;
   for (int j = 0; j < p->n_steps; j++) {
     const gpu_mstep *s = &p->steps[j];
-    if (j == skip || del[j]) continue;
+    if (j == skip || j == -1 - skip || del[j] || (skip < 0 && s->op == GPU_STEP_FILL)) continue;
     int use = s->op == GPU_STEP_FILL && s->fill_buf == b;
     for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) use |= s->args[k] == b;
     if (use) n++, *who = j;
@@ -129,11 +135,63 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   return 1;
 }
 
-cov_status gpu_model_fuse_residual(gpu_model_plan *p) {
+/* The whole-buffer f16 copy of buffer b (a matrix kernel's operand copy),
+ * -1 if none. */
+static int f16_copy_from(const gpu_model_plan *p, const char *del, int b, int after) {
+  for (int j = after + 1; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    const gpu_ew *e = &s->ew;
+    if (del[j] || s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[0] != b) continue;
+    if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype == COV_F32 && !e->run && !e->s0 && !e->d0 &&
+        !e->bias && !e->also && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
+      return j;
+  }
+  return -1;
+}
+
+/* Step i, a sigmoid, with the mul of its input by its result (SiLU, as
+ * exported: two groups, a fill between) as one copy applying x *
+ * sigmoid(x); where the result is read only by its f16 operand copy, the
+ * copy writes that instead. Returns whether it did. */
+static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  int x = s->args[0], sg = s->args[1], m = -1;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  gpu_mstep *mul = &p->steps[m];
+  const gpu_cdl_call *k = &mul->ew.cdl;
+  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+      memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) ||
+      !((mul->args[0] == x && mul->args[1] == sg) || (mul->args[0] == sg && mul->args[1] == x)))
+    return 0;
+  int z = mul->args[2];
+  if (p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[x].numel) return 0;
+  drop_fills(p, del, sg);
+  gpu_mstep f = *mul;
+  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
+  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel, f.ew.post = GPU_FN_SILU;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
+  snprintf(f.kernel, sizeof f.kernel, "%.150s_silu", mul->kernel);
+  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
+  f.n_args = 4, f.args[0] = x, f.args[2] = z;
+  gpu_ew_grid(&f.ew, f.grid);
+  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
+  drop_fills(p, del, z);
+  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
+  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
+    f.ew.out_dtype = COV_F16, f.args[2] = p->steps[h].args[2];
+    del[h] = 1;
+  }
+  del[i] = 1;
+  *mul = f;
+  return 1;
+}
+
+cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
-  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_at(p, del, a);
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a));
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

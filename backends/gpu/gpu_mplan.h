@@ -64,7 +64,13 @@ typedef enum gpu_ew_kind {
 
 /* An activation fused into a direct convolution's store; the codelets the
  * fusing paths recognise (gpu_kernels.c). */
-typedef enum gpu_ew_fn { GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_GELU } gpu_ew_fn;
+typedef enum gpu_ew_fn {
+  GPU_FN_NONE,
+  GPU_FN_RELU,
+  GPU_FN_CLIP,
+  GPU_FN_GELU,
+  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse.c), copies only */
+} gpu_ew_fn;
 
 /* The activation of a unary codelet the matrix kernels' epilogues and the
  * depthwise kernel fuse; GPU_FN_NONE for any other. */
@@ -186,10 +192,11 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
  * Nothing on targets without asynchronous copies. */
 cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t);
 
-/* Fuses each residual add reading a channels-last conv's result (and the
- * activation after it) into the copy that turns that result back to NCHW
- * (gpu_mfuse.c says when). */
-cov_status gpu_model_fuse_residual(gpu_model_plan *p);
+/* Fuses element-wise work across groups (gpu_mfuse.c says when): each
+ * residual add reading a channels-last conv's result, and the activation
+ * after it, into the copy that turns that result back to NCHW; each SiLU
+ * (a Sigmoid and the Mul of its input by it) into one copy. */
+cov_status gpu_model_fuse(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
  * (matrix kernels through gpu_reference on f16-rounded operands, codelet
