@@ -70,7 +70,9 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
     case GPU_EW_COPY: {
       int64_t s, d;
       gpu_ew_copy_at(e, i, &s, &d);
-      y[d] = e->bias ? apply(e->post, e->post0, e->post1, x[s] + bias[d]) : apply(e->post, e->post0, e->post1, x[s]);
+      float v = e->bias ? x[s] + bias[d] : x[s];
+      if (e->scale_hw > 0) v = v / (1.0f + expf(-bias[d / e->scale_hw]));
+      y[d] = apply(e->post, e->post0, e->post1, v);
       break;
     }
     case GPU_EW_TABLE:

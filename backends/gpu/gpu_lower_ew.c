@@ -116,6 +116,10 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
                        ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
                        : ld(g, x, s);
   if (e->bias) v = fadd(g, v, ld(g, addend, d));
+  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
+    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
+    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
+  }
   v = apply(g, e->post, e->post0, e->post1, v);
   store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));

@@ -17,7 +17,9 @@
  * SiLU: exported as a Sigmoid group and a Mul group (x * sigmoid(x), a
  * fill between), it becomes one copy applying GPU_FN_SILU, which writes
  * the f16 operand copy of the next matrix kernel instead where that copy
- * is the result's only reader. */
+ * is the result's only reader. A squeeze-excite gate (a Sigmoid of one
+ * value per channel, then the Mul broadcasting it over the pixels) is one
+ * copy the same way: x * sigmoid(gate[dst / hw]) (scale_hw). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +80,7 @@ static int to_nhwc_of(const gpu_model_plan *p, const gpu_mstep *s, int b) {
   const gpu_mbuf *x = &p->bufs[b];
   const gpu_ew *e = &s->ew;
   if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
-      e->in_dtype != COV_F32 || e->out_dtype != COV_F16 || e->bias || e->also || e->post != GPU_FN_NONE || x->rank != 4 ||
+      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->post != GPU_FN_NONE || x->rank != 4 ||
       e->n != x->numel || e->run != 1 || e->s0 || e->d0)
     return 0;
   int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
@@ -142,7 +144,7 @@ static int f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
     const gpu_mstep *s = &p->steps[j];
     const gpu_ew *e = &s->ew;
     if (del[j] || s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[0] != b) continue;
-    if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype == COV_F32 && !e->run && !e->s0 && !e->d0 &&
+    if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 &&
         !e->bias && !e->also && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
       return j;
   }
@@ -187,11 +189,62 @@ static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* Step i, a sigmoid of a squeeze-excite's gate (one value per channel),
+ * with the mul scaling the activation by it (a broadcast over the
+ * pixels), as one copy: x * sigmoid(gate) per channel (scale_hw); its f16
+ * operand copy folded in as for SiLU. Returns whether it did. */
+static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  int gate = s->args[0], sg = s->args[1], m = -1;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  gpu_mstep *mul = &p->steps[m];
+  const gpu_cdl_call *k = &mul->ew.cdl;
+  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != 4 || k->in_rank[1] != 4 ||
+      (mul->args[0] == sg) == (mul->args[1] == sg))
+    return 0;
+  int gi = mul->args[0] == sg ? 0 : 1, x = mul->args[1 - gi], z = mul->args[2];
+  /* the gate equals x's shape up to an axis and is 1 after it: constant
+   * over x's innermost `hw` elements (the frontend's rank-4 forms put the
+   * pixels last: [1, 1, C, H*W] by [1, 1, C, 1]) */
+  const int64_t *gs = k->in_shape[gi], *xs = k->in_shape[1 - gi];
+  int lead = 4;
+  while (lead > 0 && gs[lead - 1] == 1) lead--;
+  int64_t outer = 1, hw = 1;
+  for (int d = 0; d < 4; d++) {
+    if (d < lead && gs[d] != xs[d]) return 0;
+    if (d < lead) outer *= xs[d];
+    else hw *= xs[d];
+  }
+  if (hw < 2 || p->bufs[x].dtype != COV_F32 || p->bufs[gate].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
+      p->bufs[x].numel != outer * hw || p->bufs[z].numel != p->bufs[x].numel || p->bufs[gate].numel != outer)
+    return 0;
+  drop_fills(p, del, sg);
+  gpu_mstep f = *mul;
+  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
+  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel, f.ew.scale_hw = hw;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
+  snprintf(f.kernel, sizeof f.kernel, "%.150s_gate", mul->kernel);
+  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
+  f.n_args = 4, f.args[0] = x, f.args[2] = z, f.args[3] = gate;
+  gpu_ew_grid(&f.ew, f.grid);
+  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
+  drop_fills(p, del, z);
+  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
+  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
+    f.ew.out_dtype = COV_F16, f.args[2] = p->steps[h].args[2];
+    del[h] = 1;
+  }
+  del[i] = 1;
+  *mul = f;
+  return 1;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
-  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a));
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a));
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

@@ -164,7 +164,7 @@ static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc) {
   gpu_ew e;
   memset(&e, 0, sizeof e); /* kernels compare bytewise */
   e.kind = GPU_EW_COPY, e.n = p->bufs[nchw].numel, e.run = 1;
-  e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_F32 : COV_F16;
+  e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_DTYPE_INVALID : COV_F16; /* f32, f16 */
   int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
   if (!to_nhwc) rep[0] = hw, rep[1] = c, ss[0] = c, ss[1] = 1, ds[0] = 1, ds[1] = hw;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = ss[l], e.ds[l] = ds[l];

@@ -81,7 +81,7 @@ enum { GPU_COPY_LEVELS = 3 };
 typedef struct gpu_ew {
   gpu_ew_kind kind;
   cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
-  cov_dtype in_dtype;   /* COPY: the source's, f32 (0), or f16 (channels-last activations back to f32) */
+  cov_dtype in_dtype;   /* COPY: COV_F16, an f16 source (channels-last activations back to f32); else f32 */
   int64_t n;            /* threads that do work (output elements, rows) */
   int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
   /* COPY: n = run * rep[0] * rep[1] * rep[2] elements in runs of `run`
@@ -103,6 +103,9 @@ typedef struct gpu_ew {
    * non-null; the activation); COPY: the addend and activation above */
   int bias;
   int also; /* COPY: the NHWC f16 second store above */
+  /* COPY: > 0: y[dst] = x[src] * sigmoid(a3[dst / scale_hw]), argument 3
+   * f32 (a squeeze-excite's per-channel gate, before its sigmoid) */
+  int64_t scale_hw;
   gpu_ew_fn post;
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length */
@@ -195,7 +198,8 @@ cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t
 /* Fuses element-wise work across groups (gpu_mfuse.c says when): each
  * residual add reading a channels-last conv's result, and the activation
  * after it, into the copy that turns that result back to NCHW; each SiLU
- * (a Sigmoid and the Mul of its input by it) into one copy. */
+ * (a Sigmoid and the Mul of its input by it) and each squeeze-excite gate
+ * (a Sigmoid and the Mul broadcasting it) into one copy. */
 cov_status gpu_model_fuse(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning

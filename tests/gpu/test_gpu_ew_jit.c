@@ -1,7 +1,7 @@
 /* tests/gpu/test_gpu_ew_jit.c: the model compiler's layout copies between
  * channels-last and NCHW activations (gpu_lower_ew.c: a COPY with an f16
  * source or destination, the residual add and activation fused into it,
- * the second NHWC f16 store, SiLU) lowered with a host table of target
+ * the second NHWC f16 store, SiLU, a squeeze-excite's gate) lowered with a host table of target
  * operations, verified, optimised at O2 and run on this CPU through LLVM's
  * JIT, every work item in a scrambled order; the results are compared
  * with naive loops written here (the transposes, the add, relu / relu6,
@@ -117,7 +117,7 @@ static gpu_ew layout_copy(int to_nhwc) {
   gpu_ew e;
   memset(&e, 0, sizeof e);
   e.kind = GPU_EW_COPY, e.n = NUM, e.run = 1;
-  e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_F32 : COV_F16;
+  e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_DTYPE_INVALID : COV_F16; /* f32, f16 */
   int64_t rep[3] = {CH, HW, N}, ss[3] = {HW, 1, CH * HW}, ds[3] = {1, CH, CH * HW};
   if (!to_nhwc) rep[0] = HW, rep[1] = CH, ss[0] = CH, ss[1] = 1, ds[0] = 1, ds[1] = HW;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = ss[l], e.ds[l] = ds[l];
@@ -176,6 +176,33 @@ static int check(const char *what, int to_nhwc, int add, gpu_ew_fn post, float h
   return bad;
 }
 
+/* A squeeze-excite's gate: y = x * sigmoid(gate[channel]) on NCHW f32,
+ * written f32 or as the next matrix kernel's f16 operand. */
+static int check_gate(const char *what, cov_dtype out) {
+  static float x[NUM], gate[N * CH], want[NUM], got[NUM], y32[NUM];
+  static uint16_t y16[NUM];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_COPY, e.n = NUM, e.out_dtype = out, e.scale_hw = HW;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
+  for (int i = 0; i < NUM; i++) x[i] = next();
+  for (int i = 0; i < N * CH; i++) gate[i] = next();
+  for (int i = 0; i < NUM; i++) {
+    double v = x[i] / (1.0 + exp(-(double)gate[i / HW]));
+    want[i] = out == COV_F16 ? h16((float)v) : (float)v;
+  }
+  void *a[4] = {x, NULL, out == COV_F16 ? (void *)y16 : (void *)y32, gate};
+  if (run_jit(&e, a)) return 1;
+  if (out == COV_F16) widen(y16, got, NUM);
+  else memcpy(got, y32, sizeof got);
+  int bad = compare(what, got, want, NUM);
+  gpu_ew_emulate(&e, x, NULL, got, gate, NULL);
+  for (int i = 0; out == COV_F16 && i < NUM; i++) got[i] = h16(got[i]);
+  bad |= compare(what, got, want, NUM);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
 int main(void) {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
@@ -185,5 +212,7 @@ int main(void) {
   fail |= check("NHWC f16 + shortcut, relu -> NCHW f32 and NHWC f16", 0, 1, GPU_FN_RELU, 0, 1);
   fail |= check("NHWC f16 + shortcut, relu6 -> NCHW f32", 0, 1, GPU_FN_CLIP, 6, 0);
   fail |= check("NHWC f16, x * sigmoid(x) -> NCHW f32", 0, 0, GPU_FN_SILU, 0, 0);
+  fail |= check_gate("x * sigmoid(gate per channel) -> f32", COV_F32);
+  fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);
   return fail;
 }
