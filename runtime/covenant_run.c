@@ -386,7 +386,8 @@ int main(int argc, char **argv) {
   cov_tensor *in = calloc((size_t)a->n_inputs + 1, sizeof *in), *out = calloc((size_t)a->n_outputs + 1, sizeof *out);
   crt_session *s = NULL;
   if (!in || !out) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  if (!st) st = read_inputs(a, inputs, n_in, &seed, in);
+  /* --cases reads every case's inputs from its folder: none made up here */
+  if (!st && !cases) st = read_inputs(a, inputs, n_in, &seed, in);
   if (!st && !cases) st = crt_check_inputs(a, in, (size_t)a->n_inputs); /* before opening a device */
   if (!st) st = crt_session_open(a, &opts, &s);
   if (!st) printf("device: %s\n", crt_session_device(s));

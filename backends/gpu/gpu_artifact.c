@@ -81,6 +81,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
     cov_dtype dt = p->in_io[k] != COV_DTYPE_INVALID ? p->in_io[k] : x->dtype;
     int io = crt_add_input(b, x->name, dt, x->rank, x->shape, map[p->input_buf[k]]);
     crt_set_symbolic(b, io, p->in_symbolic[k]);
+    if (p->in_has_range[k]) crt_set_range(b, io, p->in_lo[k], p->in_hi[k]); /* random inputs take it */
   }
   for (int k = 0; k < p->n_outputs && !st; k++) {
     const gpu_mbuf *x = &p->bufs[p->output_buf[k]];

@@ -690,6 +690,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
                         cap.in_shape[i].shape, &st);
     if (!st) p->bufs[id_buf[i]].io = i, p->input_buf[i] = id_buf[i];
     p->in_symbolic[i] = cov_model_input_symbolic(m, (size_t)i);
+    p->in_has_range[i] = cov_model_input_range(m, (size_t)i, &p->in_lo[i], &p->in_hi[i]);
     p->in_io[i] = cov_model_io_dtype(m, 0, (size_t)i);
   }
   for (int k = 0; k < cap.n_groups && !st; k++) {

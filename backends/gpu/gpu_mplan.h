@@ -167,6 +167,10 @@ typedef struct gpu_model_plan {
   int n_inputs, n_outputs;
   int input_buf[16], output_buf[16];
   unsigned in_symbolic[16]; /* per input: the dims the model leaves symbolic (cov_model_input_symbolic) */
+  /* per integer input: the values it may take (cov_model_input_range: token
+   * ids index their table's rows), so random inputs are valid ones */
+  int in_has_range[16];
+  int64_t in_lo[16], in_hi[16];
   /* the dtypes callers give and get (cov_model_io_dtype): a 16-bit model
    * loaded with compute_f32 has f32 buffers, the runtime converts */
   cov_dtype in_io[16], out_io[16];

@@ -519,12 +519,19 @@ def one(opt, name, batch, art_path, cache):
     return row
 
 
+# the coverage exports' modules (tests/models/export_coverage.py), anchors
+# where the ONNX graph holds ops the torch replay above does not have
+COVERAGE = {"unet_tiny": "UNetTiny", "deeplab_tiny": "DeepLabTiny", "lstm_kws": "KWS"}
+TIMM = {"convnext_atto": "convnext_atto", "vit_tiny_dynamo": "vit_tiny_patch16_224"}
 TORCHVISION = ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "resnet18", "resnet50", "efficientnet_b0")
 # the torch modules the other exports were made from (tests/models/export_real.py,
 # tests/frontend/models/export_models.py): the anchor where the ONNX graph
 # could not be replayed as torch calls
 MODULES = {"yolo_tiny": "export_real.YoloTiny", "vit_tiny": "export_real.ViTTiny", "gpt2_tiny": "export_real.GPT2Tiny",
-           "small_cnn": "export_real.SmallCNN",
+           "small_cnn": "export_real.SmallCNN", "unet_tiny": "export_coverage.UNetTiny",
+           "deeplab_tiny": "export_coverage.DeepLabTiny", "lstm_kws": "export_coverage.KWS",
+           "mobilenet_v3_small_64": "torchvision.models.mobilenet_v3_small",
+           "convnext_atto": "timm convnext_atto", "vit_tiny_dynamo": "timm vit_tiny_patch16_224",
            "encoder": "nn.TransformerEncoderLayer(64, 4, 128, relu, batch_first) as export_models builds it"}
 
 
@@ -537,12 +544,20 @@ def module_of(name, torch):
         return torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1,
                                                 activation="relu", batch_first=True)
     sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    if name in TIMM:  # tests/models/export_coverage.py's timm exports
+        import timm
+        return timm.create_model(TIMM[name], pretrained=False)
     saved = sys.argv
-    sys.argv = sys.argv[:1]  # export_real reads its OUT from argv at import
+    sys.argv = sys.argv[:1]  # export_real / export_coverage read their OUT from argv at import
     try:
         import export_real
+        if name in COVERAGE:
+            import export_coverage
+            return getattr(export_coverage, COVERAGE[name])()
     finally:
         sys.argv = saved
+    if name == "mobilenet_v3_small_64":
+        return export_real.tv("mobilenet_v3_small")
     return export_real.MODELS[name][0]()
 
 
