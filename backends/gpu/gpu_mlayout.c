@@ -90,35 +90,56 @@ static int needs_back(const gpu_model_plan *p, const cl_step *cs, int i) {
 /* Launches the rewrite saves with the convs marked now (negative: adds):
  * each rewritten conv's f16 copy and NHWC transform, less one conversion
  * per NCHW input no rewritten conv produces and one per output read as
- * NCHW. */
-static int saved(const gpu_model_plan *p, const cl_step *cs) {
+ * NCHW. prod (per buffer: the rewritten conv writing it, else -1) and
+ * mark are scratch of n_bufs each: one pass over the steps. */
+static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *mark) {
+  enum { BACK = 1, CONVERTED = 2 };
   int n = 0;
+  for (int b = 0; b < p->n_bufs; b++) prod[b] = -1, mark[b] = 0;
+  for (int i = 0; i < p->n_steps; i++)
+    if (cs[i].conv) prod[cs[i].y] = i;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    int nb = s->op == GPU_STEP_FILL ? 1 : s->op == GPU_STEP_LAUNCH ? s->n_args : 0;
+    for (int k = 0; k < nb; k++) {
+      int b = s->op == GPU_STEP_FILL ? s->fill_buf : s->args[k];
+      if (b >= 0 && prod[b] >= 0 && prod[b] != j && !(mark[b] & BACK) && reads_nchw(p, cs, j, b)) mark[b] |= BACK;
+    }
+  }
   for (int i = 0; i < p->n_steps; i++) {
     if (!cs[i].conv) continue;
-    n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - needs_back(p, cs, i);
-    int from_conv = 0, first = 1;
-    for (int j = 0; j < p->n_steps && !from_conv; j++) from_conv = cs[j].conv && cs[j].y == cs[i].x;
-    for (int j = 0; j < i && first; j++) first = !(cs[j].conv && cs[j].x == cs[i].x);
-    n -= !from_conv && first;
+    int y = cs[i].y, x = cs[i].x;
+    n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
+    if (prod[x] < 0 && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
   }
   return n;
 }
 
 /* Drops rewritten convs, one at a time in step order, while that saves
  * launches (a depthwise conv between two kernels that read and write NCHW
- * would add two conversions); a tie keeps the channels-last kernel. */
-static void prune(const gpu_model_plan *p, cl_step *cs) {
-  int best = saved(p, cs);
-  for (int changed = 1; changed;) {
+ * would add two conversions); a tie keeps the channels-last kernel. At
+ * most PRUNE_ROUNDS passes over the convs: bounded work on any model. */
+enum { PRUNE_ROUNDS = 4 };
+static cov_status prune(const gpu_model_plan *p, cl_step *cs) {
+  int *prod = malloc(((size_t)p->n_bufs + 1) * sizeof *prod);
+  char *mark = malloc((size_t)p->n_bufs + 1);
+  if (!prod || !mark) {
+    free(prod), free(mark);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  int best = saved(p, cs, prod, mark);
+  for (int changed = 1, round = 0; changed && round < PRUNE_ROUNDS; round++) {
     changed = 0;
     for (int i = 0; i < p->n_steps; i++) {
       if (!cs[i].conv) continue;
       cs[i].conv = 0;
-      int n = saved(p, cs);
+      int n = saved(p, cs, prod, mark);
       if (n > best) best = n, changed = 1;
       else cs[i].conv = 1;
     }
   }
+  free(prod), free(mark);
+  return NULL;
 }
 
 /* Whether step i is a convolution the channels-last kernels take; fills
@@ -261,13 +282,13 @@ cov_status gpu_model_channels_last(gpu_model_plan *p, const gpu_target *t) {
   int any = 0;
   for (int i = 0; i < n0; i++) cs[i].copy = cs[i].pre = cs[i].owner = -1;
   for (int i = 0; i < n0; i++) consider(t, p, cs, i);
-  prune(p, cs);
-  for (int i = 0; i < n0; i++) {
+  cov_status st = prune(p, cs);
+  for (int i = 0; i < n0 && !st; i++) {
     any |= cs[i].conv;
     cs[i].del = cs[i].owner >= 0 && cs[cs[i].owner].conv;
   }
   int n = 0;
-  cov_status st = any ? rewrite(p, cs, nhwc, out, &n) : NULL;
+  if (!st && any) st = rewrite(p, cs, nhwc, out, &n);
   if (!st && any) {
     free(p->steps);
     p->steps = out, p->n_steps = n, p->cap_steps = 3 * n0;
