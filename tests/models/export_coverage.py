@@ -374,14 +374,14 @@ def small_cnn_dyn():
 
 
 def timm_net(name):
-    """A timm architecture with random weights (the ConvNeXt and ViT families
-    the GPU speed tables need; run_models.py builds the same module)."""
+    """A timm architecture with random weights (a ConvNeXt for the GPU speed
+    tables; run_models.py builds the same module)."""
     import timm
     return timm.create_model(TIMM[name], pretrained=False)
 
 
 # the speed-table models from timm: export name -> timm architecture
-TIMM = {"convnext_atto": "convnext_atto", "vit_tiny_dynamo": "vit_tiny_patch16_224"}
+TIMM = {"convnext_atto": "convnext_atto"}
 
 
 def convnext_atto():
@@ -390,24 +390,8 @@ def convnext_atto():
     image("convnext_atto", lambda: timm_net("convnext_atto"), (1, 3, 224, 224))
 
 
-def vit_tiny_dynamo():
-    """ViT-Tiny/16 at 224x224 exported with torch's dynamo exporter."""
-    torch.manual_seed(regen.seed_of("vit_tiny_dynamo"))
-    model = timm_net("vit_tiny_dynamo")
-    used = er.regen_params(model)
-    model.eval()
-    x = rs_for("vit_tiny_dynamo").standard_normal((1, 3, 224, 224)).astype(np.float32)
-    path = os.path.join(TMP, "vit_tiny_dynamo.export.onnx")
-    prog = torch.onnx.export(model, (torch.from_numpy(x),), dynamo=True, input_names=["input"],
-                             output_names=["output"], external_data=False)
-    prog.save(path, external_data=False)
-    er.skeletonize(path, "vit_tiny_dynamo", used)
-    save_reference("vit_tiny_dynamo", None, [x])
-
-
 JOBS = {
     "convnext_atto": convnext_atto,
-    "vit_tiny_dynamo": vit_tiny_dynamo,
     "bert_enc": bert_enc,
     "gpt2_dynamo": gpt2_dynamo,
     "mobilenet_v3_small_64": mobilenet_v3_small_64,
