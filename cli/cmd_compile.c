@@ -27,6 +27,7 @@ static void compile_help(FILE *out) {
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
           "       covenant compile LAYER... --target GPU -o DIR [--report] [--dtype D] [--suite FILE]\n"
           "       covenant compile MODEL.onnx --target T -o OUT [--dtype D] [--shape NAME=DIMS]...\n"
+          "                        [--precision f16|f32]\n"
           "\n"
           "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
           "runs. On an NPU target every compute layer group is compiled as one program,\n"
@@ -60,6 +61,10 @@ static void compile_help(FILE *out) {
           "                       dims the model leaves symbolic (a dynamic batch; GPU targets\n"
           "                       otherwise compile them as 1); repeatable. The artifact records\n"
           "                       the shapes and which dims were symbolic: it runs at those only\n"
+          "      --precision P    GPU models: how activations pass between kernels. f16 (default):\n"
+          "                       convolutions the channels-last kernels take read and write NHWC\n"
+          "                       f16, conversions only at the edges; f32: f32 NCHW between every\n"
+          "                       kernel (the matrix kernels still read f16 copies)\n"
           "  -h, --help           show this help\n");
 }
 
@@ -83,6 +88,7 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
                                        {"code-object", required_argument, NULL, 'c'},
                                        {"tuning", required_argument, NULL, 'T'},
                                        {"shape", required_argument, NULL, 'H'},
+                                       {"precision", required_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -116,6 +122,11 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
       case 'H':
         if (cli_parse_shape("compile", optarg, o->shapes, &o->b.n_shapes, 16)) return CLI_EXIT_USAGE;
         o->b.shapes = o->shapes, o->given |= BACKEND_OPT_SHAPE;
+        break;
+      case 'P':
+        if (strcmp(optarg, "f16") && strcmp(optarg, "f32"))
+          return cli_usage_error("compile", "--precision '%s': expected f16 or f32", optarg);
+        o->b.f32_activations = !strcmp(optarg, "f32"), o->given |= BACKEND_OPT_PRECISION;
         break;
       case 'c':
         if (strcmp(optarg, "4") && strcmp(optarg, "5"))
@@ -182,6 +193,8 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   if (rc < 0 && !cli_is_onnx(args[0]) && (co.given & BACKEND_OPT_SHAPE))
     rc = cli_usage_error("compile", "--shape: for models, not layers");
+  if (rc < 0 && !cli_is_onnx(args[0]) && (co.given & BACKEND_OPT_PRECISION))
+    rc = cli_usage_error("compile", "--precision: for models, not layers");
   if (rc < 0 && bt.backend->max_layers && n > bt.backend->max_layers)
     rc = cli_usage_error("compile", "takes exactly %d LAYER on %s (got %d)", bt.backend->max_layers, co.b.target, n);
   if (rc < 0) rc = cli_report(compile_with(&bt, &co, args, n));

@@ -134,6 +134,11 @@ static void info(const crt_artifact *a) {
       if (io->has_range) printf("; values in [%" PRId64 ", %" PRId64 "]", io->lo, io->hi);
       printf("\n");
     }
+  crt_traffic tr;
+  crt_artifact_traffic(a, &tr);
+  printf("per inference: %d kernel launches, %d fills, %d npu programs; %" PRIu64
+         " bytes of activations moved between kernels (%" PRIu64 " f32, %" PRIu64 " 16-bit, %" PRIu64 " zeroed by fills)\n",
+         tr.launches, tr.fills, tr.npu, tr.act_bytes, tr.f32_bytes, tr.half_bytes, tr.fill_bytes);
   info_steps(a);
 }
 

@@ -222,6 +222,21 @@ int crt_buffer_root(const crt_artifact *a, int buffer);
 /* The weight buffer's offset in the weight region. */
 uint64_t crt_weight_offset(const crt_artifact *a, int buffer);
 const char *crt_buf_kind_name(crt_buf_kind k);
+/* What one inference launches and moves between kernels (crt_traffic.c):
+ * kernel launches, fills and NPU programs, and the activation bytes: for
+ * every launch each distinct non-weight buffer argument (input, output,
+ * intermediate, view) at its full size, read or written, plus the bytes
+ * fills zero. An upper bound of the traffic (a kernel may touch part of a
+ * buffer) computed the same way for every plan, so plans of one model
+ * compare; `covenant compile` and `covenant-run --info` print it. */
+typedef struct crt_traffic {
+  int launches, fills, npu;
+  uint64_t act_bytes;  /* all of the above */
+  uint64_t f32_bytes;  /* of which in f32 buffers */
+  uint64_t half_bytes; /* of which in 16-bit buffers */
+  uint64_t fill_bytes; /* of which zeroed by fills */
+} crt_traffic;
+void crt_artifact_traffic(const crt_artifact *a, crt_traffic *t);
 /* FNV-1a, 64-bit: the artifact's checksum. */
 uint64_t crt_fnv1a64(const void *data, size_t n);
 

@@ -158,6 +158,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   gpu_model_plan mp;
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
+  t.f32_activations = opts->f32_activations;
   cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
   cov_model *wide = NULL;
   if (!st) st = cov_model_load_file(model_path, &mo, &m);

@@ -22,6 +22,9 @@ typedef struct gpu_target {
   /* the tuning file's schedules (gpu_tune.h; NULL: none), read by
    * gpu_plan_pick; freed by gpu_target_close */
   struct gpu_tuning *tuning;
+  /* models: activations stay f32 NCHW between kernels (no channels-last
+   * pass, gpu_model_channels_last); cov_gpu_options.f32_activations */
+  int f32_activations;
 } gpu_target;
 
 typedef struct gpu_kernel_info {

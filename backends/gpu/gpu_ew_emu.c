@@ -30,6 +30,7 @@ static float apply(gpu_ew_fn fn, float p0, float p1, float x) {
     return v > p1 ? p1 : v;
   }
   case GPU_FN_GELU: return x * 0.5f * (1.0f + ferf(x * 0.70710678f));
+  case GPU_FN_SILU: return x / (1.0f + expf(-x));
   }
   return x;
 }
@@ -92,7 +93,9 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
     case GPU_EW_COPY: {
       int64_t s, d;
       gpu_ew_copy_at(e, i, &s, &d);
-      y[d] = x[s];
+      float v = e->bias ? x[s] + bias[d] : x[s];
+      if (e->scale_hw > 0) v = v / (1.0f + expf(-bias[d / e->scale_hw]));
+      y[d] = apply(e->post, e->post0, e->post1, v);
       break;
     }
     case GPU_EW_TABLE:

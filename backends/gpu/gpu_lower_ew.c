@@ -8,9 +8,10 @@
  * One thread per output element, every size a compile-time constant, the
  * convolution's reduction an IR loop in f32. gpu_ew_emulate (gpu_ew_emu.c)
  * is the same meaning in C for the CPU emulation of a compiled model.
- * Arguments: (x, w, y, bias), global pointers; x, w, bias f32; y f32 or
- * f16 (operand copies for the matrix kernels); copies of integer or bool
- * values move their elements as they are (x and y of that dtype).
+ * Arguments: (x, w, y, bias), global pointers; x, w, bias f32 (a copy's x
+ * f16 with in_dtype f16); y f32 or f16 (operand copies for the matrix
+ * kernels, channels-last activations); copies of integer or bool values
+ * move their elements as they are (x and y of that dtype).
  */
 #include <math.h>
 
@@ -60,6 +61,7 @@ static LLVMValueRef apply(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValu
     return sel(g, fgt(g, v, F(p1)), F(p1), v);
   }
   case GPU_FN_GELU: return fmul(g, fmul(g, x, F(0.5)), fadd(g, F(1.0), ferf(g, fmul(g, x, F(0.7071067811865476)))));
+  case GPU_FN_SILU: return fdiv(g, x, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, x, ""))));
   }
   return x;
 }
@@ -103,7 +105,15 @@ static void move(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef s, LL
   LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, t, gept(g, t, x, s), ""), gept(g, t, y, d));
 }
 /* gpu_ew_copy_at */
-static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef y) {
+/* NCHW element d of [N][C][H][W] at its NHWC index */
+static LLVMValueRef nhwc_index(gpu_gen *g, const gpu_ew *e, LLVMValueRef d) {
+  long long hw = e->H * e->W;
+  LLVMValueRef p = urem(g, d, hw), t = udiv(g, d, hw), c = urem(g, t, e->C), n = udiv(g, t, e->C);
+  return add(g, mul(g, add(g, mul(g, n, C(hw)), p), C(e->C)), c);
+}
+
+static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
+                       LLVMValueRef addend) {
   LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
   if (e->run) {
     LLVMValueRef j = urem(g, i, e->run), t = udiv(g, i, e->run);
@@ -115,7 +125,21 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
       if (l < GPU_COPY_LEVELS - 1) t = udiv(g, t, e->rep[l]);
     }
   }
-  move(g, e, x, s, y, d);
+  if (gpu_ew_raw(e)) { /* integer or bool elements, moved whole */
+    move(g, e, x, s, y, d);
+    return;
+  }
+  LLVMValueRef v = e->in_dtype == COV_F16
+                       ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
+                       : ld(g, x, s);
+  if (e->bias) v = fadd(g, v, ld(g, addend, d));
+  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
+    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
+    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
+  }
+  v = apply(g, e->post, e->post0, e->post1, v);
+  store_out(g, e, y, d, v);
+  if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -144,7 +168,7 @@ static void lower_conv(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
 static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef bias) {
   switch (e->kind) {
-  case GPU_EW_COPY: lower_copy(g, e, i, x, y); return;
+  case GPU_EW_COPY: lower_copy(g, e, i, x, w, y, bias); return;
   case GPU_EW_TABLE: {
     LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, gept(g, g->i32, w, i), "");
     LLVMBasicBlockRef join;

@@ -386,8 +386,14 @@ static cov_status call_attrs(lower_ctx *x, const gpu_cap_call *c, gpu_cdl_call *
     while (j < cd->n_attrs && strcmp(cd->attrs[j].name, c->attrs[i].name)) j++;
     if (j == cd->n_attrs)
       return cov_error(COV_INVALID_ARGUMENT, XLOC(x), "codelet '%s' has no attribute '%s'", cd->name, c->attrs[i].name);
-    k->attrs[k->n_attrs] = c->attrs[i];
-    k->attrs[k->n_attrs++].name = cd->attrs[j].name;
+    /* field by field into zeroed bytes: calls compare bytewise (equal
+     * calls share a kernel), so padding and the unused value must not carry
+     * whatever the capture's memory held */
+    cov_attr *a = &k->attrs[k->n_attrs++];
+    memset(a, 0, sizeof *a);
+    a->name = cd->attrs[j].name, a->is_float = c->attrs[i].is_float;
+    if (a->is_float) a->f = c->attrs[i].f;
+    else a->i = c->attrs[i].i;
   }
   return NULL;
 }
@@ -440,7 +446,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
                        c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));
     k->in_dtype[a] = t->dtype, k->in_rank[a] = t->rank;
-    memcpy(k->in_shape[a], t->shape, sizeof k->in_shape[a]);
+    for (int d = 0; d < t->rank && d < COV_MAX_RANK; d++) k->in_shape[a][d] = t->shape[d]; /* the rest stays 0 */
   }
   k->n_in = (int)c->n_args;
   gpu_cdl_info in;
@@ -607,6 +613,7 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
     bias = arg_buf(x, &g->calls[bias_arg].args[1], prev, in_buf, st);
   }
   if (!*st) *st = ew_step(x, &e, "dwconv", a, wb, y, bias);
+  if (!*st) x->p->steps[x->p->n_steps - 1].plan.prob = *q; /* for the channels-last pass (gpu_mlayout.c) */
   return *st ? 0 : take;
 }
 
@@ -848,6 +855,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     errs = NULL;
   }
   cov_status_free(errs);
+  if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
+  if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
   return st;

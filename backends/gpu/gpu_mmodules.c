@@ -24,14 +24,14 @@ static cov_status grow(void **p, int *cap, int need, size_t elem) {
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
   if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
     return a->kind == b->kind && !memcmp(&a->cdl, &b->cdl, sizeof a->cdl);
-  const int64_t va[] = {a->kind, a->out_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
+  const int64_t va[] = {a->kind, a->out_dtype, a->in_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
                         a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
                         a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->bias, a->post, a->V, a->D};
-  const int64_t vb[] = {b->kind, b->out_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
+                        a->bias, a->also, a->scale_hw, a->post, a->V, a->D};
+  const int64_t vb[] = {b->kind, b->out_dtype, b->in_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
                         b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
                         b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->bias, b->post, b->V, b->D};
+                        b->bias, b->also, b->scale_hw, b->post, b->V, b->D};
   return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1;
 }
 
@@ -71,7 +71,7 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
     if (same >= 0) {
       s->module = p->steps[same].module;
       memcpy(s->kernel, p->steps[same].kernel, sizeof s->kernel);
-      if (s->plan.nhwc && s->kkind == GPU_KERNEL_MATRIX) {
+      if (i > 0 && s[-1].pre) {
         s[-1].module = s->module;
         memcpy(s[-1].kernel, p->steps[same - 1].kernel, sizeof s->kernel);
       }
@@ -91,7 +91,7 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
     }
     md->vgprs = info.vgprs, md->agprs = info.agprs, md->lds_bytes = info.lds_bytes, md->scratch_bytes = info.scratch_bytes;
     s->module = p->n_mods++;
-    if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) s[-1].module = s->module;
+    if (i > 0 && s[-1].pre) s[-1].module = s->module; /* its NHWC transform, in the same module */
   }
   for (int i = 0; i < p->n_steps; i++) free(keys[i]);
   free(keys);

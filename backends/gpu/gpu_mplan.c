@@ -32,6 +32,52 @@ static void weights_oihw(const gpu_plan *pl, const float *w, float *out) {
  * (rounded as the kernels store them), every other dtype as it is. */
 static size_t emu_size(cov_dtype d) { return d == COV_F16 || d == COV_BF16 ? 4 : cov_dtype_size(d); }
 
+/* NHWC <-> NCHW of [n][c][hw] values (to_nchw: from NHWC) */
+static void transpose_cl(const float *in, float *out, int64_t n, int64_t c, int64_t hw, int to_nchw) {
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t k = 0; k < c; k++)
+      for (int64_t j = 0; j < hw; j++) {
+        int64_t nchw = (b * c + k) * hw + j, nhwc = (b * hw + j) * c + k;
+        if (to_nchw) out[nchw] = in[nhwc];
+        else out[nhwc] = in[nchw];
+      }
+}
+
+/* A matrix kernel through the reference loop nest on its f16 operands:
+ * channels-last inputs and weights ([R][S][C][K], depthwise [R][S][C])
+ * turned back to NCHW / OIHW, channels-last outputs (prob.nhwc_io, the
+ * depthwise kernel) turned to NHWC and rounded to f16 as stored. */
+static cov_status emulate_matrix(const gpu_plan *pl, float **a) {
+  const gpu_problem *q = &pl->prob;
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+  float *x = a[0], *w = a[1], *y = a[2], *tx = NULL, *tw = NULL, *ty = NULL;
+  int cl_out = q->nhwc_io || pl->dw;
+  if (pl->nhwc || pl->dw) {
+    tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
+    if (cl_out) ty = malloc(no * 4 + 4);
+    if (!tx || !tw || (cl_out && !ty)) {
+      free(tx), free(tw), free(ty);
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    transpose_cl(x, tx, q->cn, q->cc, q->ch * q->cw, 1);
+    if (pl->dw) /* [R][S][C] -> [C][1][R][S] */
+      for (int64_t c = 0; c < q->cc; c++)
+        for (int64_t t = 0; t < q->cr * q->cs; t++) tw[c * q->cr * q->cs + t] = w[t * q->cc + c];
+    else
+      weights_oihw(pl, w, tw);
+    x = tx, w = tw;
+    if (cl_out) y = ty;
+  }
+  gpu_reference(pl, x, w, a[3], y);
+  if (cl_out) {
+    transpose_cl(ty, a[2], q->cn, q->ck, (int64_t)no / (q->cn * q->ck), 0);
+    for (size_t j = 0; j < no; j++) a[2][j] = to_f16(a[2][j]);
+  }
+  free(tx), free(tw), free(ty);
+  return NULL;
+}
+
 /* A codelet step through the reference interpreter, on its buffers (each
  * in its own dtype: f32 activations, i64 ids, bool masks, the integers of
  * quantized layers). */
@@ -69,6 +115,13 @@ static void emulate_ew(const gpu_ew *e, float **a) {
     return;
   }
   gpu_ew_emulate(e, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
+  if (e->kind == GPU_EW_COPY && e->also) /* the NHWC f16 second store */
+    for (int64_t j = 0; j < e->n; j++) {
+      int64_t src, dst, hw = e->H * e->W;
+      gpu_ew_copy_at(e, j, &src, &dst);
+      int64_t p = dst % hw, c = dst / hw % e->C, n = dst / hw / e->C;
+      a[1][(n * hw + p) * e->C + c] = to_f16(a[2][dst]);
+    }
   if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;
@@ -142,25 +195,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
           for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
       continue;
     }
-    size_t na, nb, no, nbias;
-    gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
-    float *x = a[0], *w = a[1], *tx = NULL, *tw = NULL;
-    if (pl->nhwc) { /* the kernel reads NHWC and [R][S][C][K]: back to the reference's layouts */
-      int64_t hw = q->ch * q->cw;
-      tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
-      if (!tx || !tw) {
-        free(tx), free(tw);
-        st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-        break;
-      }
-      for (int64_t n = 0; n < q->cn; n++)
-        for (int64_t c = 0; c < q->cc; c++)
-          for (int64_t j = 0; j < hw; j++) tx[(n * q->cc + c) * hw + j] = x[(n * hw + j) * q->cc + c];
-      weights_oihw(pl, w, tw);
-      x = tx, w = tw;
-    }
-    gpu_reference(pl, x, w, a[3], a[2]);
-    free(tx), free(tw);
+    st = emulate_matrix(pl, a);
   }
   for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
     const gpu_mbuf *b = &p->bufs[p->output_buf[o]];

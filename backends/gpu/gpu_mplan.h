@@ -67,7 +67,13 @@ typedef enum gpu_ew_kind {
 
 /* An activation fused into a direct convolution's store; the codelets the
  * fusing paths recognise (gpu_kernels.c). */
-typedef enum gpu_ew_fn { GPU_FN_NONE, GPU_FN_RELU, GPU_FN_CLIP, GPU_FN_GELU } gpu_ew_fn;
+typedef enum gpu_ew_fn {
+  GPU_FN_NONE,
+  GPU_FN_RELU,
+  GPU_FN_CLIP,
+  GPU_FN_GELU,
+  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse.c), copies only */
+} gpu_ew_fn;
 
 /* The activation of a unary codelet the matrix kernels' epilogues and the
  * depthwise kernel fuse; GPU_FN_NONE for any other. */
@@ -78,6 +84,7 @@ enum { GPU_COPY_LEVELS = 3 };
 typedef struct gpu_ew {
   gpu_ew_kind kind;
   cov_dtype out_dtype;  /* f32, or f16 for operand copies of the matrix kernels */
+  cov_dtype in_dtype;   /* COPY: COV_F16, an f16 source (channels-last activations back to f32); else f32 */
   int64_t n;            /* threads that do work (output elements, rows) */
   int64_t s0, d0;       /* COPY: source and destination offsets (elements) */
   /* COPY: n = run * rep[0] * rep[1] * rep[2] elements in runs of `run`
@@ -85,13 +92,23 @@ typedef struct gpu_ew {
    * / ds[0] (destination), that block rep[1] times with ss[1] / ds[1], that
    * rep[2] times; run 0: one run of n. Concat, Split, Slice, channel
    * shuffles and transposes of up to 4 axes, at any batch, are a few such
-   * copies per source. */
+   * copies per source. With `bias`, argument 3 (f32, laid out as y) is
+   * added at the destination, then `post` applied: y[dst] = post(x[src] +
+   * a3[dst]), a residual add and its activation fused into the copy that
+   * turns a channels-last result back to NCHW (gpu_mfuse.c); with `also`
+   * the value is stored a second time, as f16 at argument 1 in NHWC order
+   * (y seen as [N][C][H][W] by the CONV fields N, C, H, W): the next
+   * convolution's channels-last input, written by the same launch. */
   int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
   /* CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
   /* CONV: post-ops applied before the store (bias per channel: argument 3
-   * non-null; the activation) */
+   * non-null; the activation); COPY: the addend and activation above */
   int bias;
+  int also; /* COPY: the NHWC f16 second store above */
+  /* COPY: > 0: y[dst] = x[src] * sigmoid(a3[dst / scale_hw]), argument 3
+   * f32 (a squeeze-excite's per-channel gate, before its sigmoid) */
+  int64_t scale_hw;
   gpu_ew_fn post;
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
@@ -185,6 +202,20 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
  * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module
  * each; launches of an equal kernel share its module and name. */
 cov_status gpu_model_build_modules(gpu_model_plan *p, const struct gpu_target *t);
+
+/* Rewrites the convolutions of a compiled plan that the channels-last
+ * kernels take (the conv kernel with prob.nhwc_io, the depthwise kernel)
+ * to pass NHWC f16 activations from one to the next, conversions only
+ * where other kernels or the caller read them (gpu_mlayout.c says how).
+ * Nothing on targets without asynchronous copies. */
+cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t);
+
+/* Fuses element-wise work across groups (gpu_mfuse.c says when): each
+ * residual add reading a channels-last conv's result, and the activation
+ * after it, into the copy that turns that result back to NCHW; each SiLU
+ * (a Sigmoid and the Mul of its input by it) and each squeeze-excite gate
+ * (a Sigmoid and the Mul broadcasting it) into one copy. */
+cov_status gpu_model_fuse(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning
  * (matrix kernels through gpu_reference on f16-rounded operands, codelet

@@ -26,7 +26,8 @@ static cov_gpu_options gpu_options(const backend_options *o) {
                            .notes = o->notes,
                            .tuning = o->tuning,
                            .shapes = o->shapes,
-                           .n_shapes = o->n_shapes};
+                           .n_shapes = o->n_shapes,
+                           .f32_activations = o->f32_activations};
 }
 
 static cov_dtype dtype_of(const backend_options *o) { return o->dtype != COV_DTYPE_INVALID ? o->dtype : COV_F16; }
@@ -130,11 +131,13 @@ cov_status backend_gpu_compile_model(const backend_target *t, const backend_opti
   crt_artifact *a = NULL;
   cov_status st = crt_artifact_load(out_path, &a);
   if (!st) {
-    int launches = 0;
-    for (int i = 0; i < a->n_steps; i++) launches += a->steps[i].op == CRT_STEP_LAUNCH;
-    fprintf(out, "wrote %s: %s for %s, %d kernel launches (%d modules), %d steps; weights %llu bytes, arena %llu bytes\n",
-            out_path, a->model, a->target, launches, a->n_modules, a->n_steps, (unsigned long long)a->weight_bytes,
-            (unsigned long long)a->arena_bytes);
+    crt_traffic tr;
+    crt_artifact_traffic(a, &tr);
+    fprintf(out, "wrote %s: %s for %s, %d kernel launches (%d modules), %d steps; weights %llu bytes, arena %llu bytes; "
+            "%llu bytes of activations moved between kernels per inference (%llu f32, %llu 16-bit)\n",
+            out_path, a->model, a->target, tr.launches, a->n_modules, a->n_steps, (unsigned long long)a->weight_bytes,
+            (unsigned long long)a->arena_bytes, (unsigned long long)tr.act_bytes, (unsigned long long)tr.f32_bytes,
+            (unsigned long long)tr.half_bytes);
   }
   crt_artifact_free(a);
   return st;

@@ -24,7 +24,7 @@ static const gpu_vendor *const k_gpu_vendors[] = {&amdgpu_vendor, &nvptx_vendor,
 #define GPU_ROW                                                                                                \
   .kind = "GPU", .ops = BACKEND_MAP | BACKEND_COMPILE | BACKEND_RUN,                                          \
   .options = BACKEND_OPT_DTYPE | BACKEND_OPT_REPORT | BACKEND_OPT_UNFUSED | BACKEND_OPT_CODE_OBJECT |          \
-             BACKEND_OPT_TUNING | BACKEND_OPT_SHAPE,                                                           \
+             BACKEND_OPT_TUNING | BACKEND_OPT_SHAPE | BACKEND_OPT_PRECISION,                                                           \
   .check_with = "gpu run", .compile_layers = backend_gpu_compile_layers,                                       \
   .compile_model = backend_gpu_compile_model, .run_model = backend_gpu_run_model,                              \
   .run_layers = backend_gpu_run_layers, .check_model = backend_gpu_check_model,                                \
@@ -128,7 +128,8 @@ cov_status backend_lacks(const backend_target *t, const char *what, const char *
 
 const char *backend_option_names(unsigned bits, char *buf, size_t n) {
   static const char *const names[] = {"--scale",       "--dtype",  "--report",           "--allow-unfused",
-                                      "--code-object", "--tuning", "--trace and --per-call", "--shape"};
+                                      "--code-object", "--tuning", "--trace and --per-call", "--shape",
+                                      "--precision"};
   int count = 0, total = 0;
   for (unsigned b = bits; b; b &= b - 1) total++;
   if (n) buf[0] = '\0';

@@ -32,6 +32,8 @@ typedef struct cov_gpu_options {
                           the compiler's pick for the matrix kernels whose keys it has; NULL: none */
   const cov_model_shape *shapes; /* models: input shapes bound at load (cov_model_options.shapes) */
   size_t n_shapes;
+  int f32_activations; /* models: 1 passes activations between kernels as f32 NCHW (the matrix kernels
+                          still read f16 copies); 0: convolutions pass NHWC f16 to each other */
 } cov_gpu_options;
 
 /* Compiles every spec into out_dir (created if missing). With `report`,

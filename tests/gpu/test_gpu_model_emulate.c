@@ -18,7 +18,13 @@
  * (values exact in f16), its 16-bit outputs widened for the comparison.
  * Integer (i64) inputs are random valid values: token ids within the
  * rows of the table a Gather reads them as (cov_model_input_range).
- * Usage: test_gpu_model_emulate [-t] [-e TEXT] [-s NAME=DIMS]...
+ * With -l N a model compiled to more than N launches fails (the launch
+ * count a plan reaches: channels-last convolutions passing f16 NHWC
+ * activations without conversions between them). Every launch's buffers
+ * must have the dtypes its kernel reads and writes (a matrix kernel's
+ * 16-bit operands, f16 outputs where it writes f16, a copy's source):
+ * the emulation sees every buffer as f32 values and would not notice.
+ * Usage: test_gpu_model_emulate [-t] [-l N] [-e TEXT] [-s NAME=DIMS]...
  * TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +38,33 @@
 #include "covenant/model.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static int g_max_launches = -1;
+
+/* The buffers of every launch in the dtypes its kernel takes; prints and
+ * counts the mismatches. */
+static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
+  int bad = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH) continue;
+    if (s->kkind == GPU_KERNEL_EW ? s->ew.kind != GPU_EW_COPY : s->pre) continue;
+    cov_dtype in, out;
+    if (s->kkind == GPU_KERNEL_EW) {
+      in = s->ew.in_dtype == COV_F16 ? COV_F16 : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
+      out = s->ew.out_dtype;
+    } else {
+      in = s->plan.prob.in_dtype;
+      out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
+    }
+    if (p->bufs[s->args[0]].dtype != in || (s->args[2] >= 0 && p->bufs[s->args[2]].dtype != out)) {
+      fprintf(stderr, "%s: step %d (%s) takes %s and writes %s, its buffers are %s and %s\n", path, i, s->kernel,
+              cov_dtype_name(in), cov_dtype_name(out), cov_dtype_name(p->bufs[s->args[0]].dtype),
+              s->args[2] >= 0 ? cov_dtype_name(p->bufs[s->args[2]].dtype) : "-");
+      bad++;
+    }
+  }
+  return bad;
+}
 static float next(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
@@ -141,6 +174,11 @@ static int check(const char *target, double tol, const char *path, int no_tables
     tables += p.steps[s].op == GPU_STEP_LAUNCH && p.steps[s].kkind == GPU_KERNEL_EW && p.steps[s].ew.kind == GPU_EW_TABLE;
   }
   int table_fail = no_tables && tables;
+  int plan_fail = dtype_mismatches(&p, path) > 0;
+  if (g_max_launches >= 0 && launches > g_max_launches) {
+    fprintf(stderr, "FAIL   %s %s: %d launches (at most %d expected)\n", target, path, launches, g_max_launches);
+    plan_fail = 1;
+  }
   if (table_fail) fprintf(stderr, "FAIL   %s %s: %d index-table gathers (strided copies expected)\n", target, path, tables);
   st = gpu_model_emulate(&p, in, (size_t)ni, got, (size_t)no);
   if (!st && ref) st = run_narrow(ref, in, ni, want, no);
@@ -183,13 +221,14 @@ static int check(const char *target, double tol, const char *path, int no_tables
   cov_model_free(ref);
   gpu_target_close(&t);
   if (expect) printf("FAIL   %s %s: compiled; a refusal naming \"%s\" was expected\n", target, path, expect);
-  return fail || table_fail || expect;
+  return fail || table_fail || plan_fail || expect;
 }
 
 int main(int argc, char **argv) {
   int no_tables = argc > 1 && !strcmp(argv[1], "-t");
   argv += no_tables, argc -= no_tables;
   const char *expect = NULL;
+  if (argc > 2 && !strcmp(argv[1], "-l")) g_max_launches = atoi(argv[2]), argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
   while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
     cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
@@ -201,7 +240,7 @@ int main(int argc, char **argv) {
     argv += 2, argc -= 2;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

@@ -17,6 +17,12 @@ py=/usr/bin/python3
 cmp -s "$work/a.cvx" "$work/b.cvx" || bad "two compilations differ"
 info=$("$rt" "$work/a.cvx" --info 2>&1) || bad "--info: $info"
 grep -q "target $target" <<<"$info" && grep -q "launch covenant_" <<<"$info" || bad "--info: $info"
+# the launch count and activation bytes: the same in --info and covenant compile's line
+launches=$(grep -c "^step [0-9]*: launch " <<<"$info")
+grep -q "per inference: $launches kernel launches" <<<"$info" || bad "--info: launches per inference: $info"
+moved=$(sed -n 's/^per inference: .* \([0-9]*\) bytes of activations moved.*/\1/p' <<<"$info")
+grep -q "$launches kernel launches .* $moved bytes of activations moved between kernels per inference" \
+  "$work/compile.log" || bad "covenant compile's line disagrees with --info ($launches, $moved): $(cat "$work/compile.log")"
 $py - "$(dirname "$0")/../../runtime" "$work/a.cvx" "$model" "$work/x.npy" <<'PY' || exit 1
 import sys
 import numpy as np

@@ -374,6 +374,13 @@ int main(int argc, char **argv) {
   /* t1 (steps 0-2) and t3 (steps 3-4) do not live at once: they share */
   CHECK(a->buffers[3].offset == a->buffers[5].offset && shared == 1);
   CHECK(a->arena_bytes == 1280); /* t1 = t3 at 0 (576 -> 768 aligned), t2 at 768 (288 -> 512) */
+  /* per inference: 4 launches and a fill; activation bytes by hand: the
+   * fill 576, conv1 x 384 (f16) + t1 576, cast t1 576 + t2 288, conv2 t2
+   * 288 + t3 576, copy the view 576 + output 576; weights not counted */
+  crt_traffic tr;
+  crt_artifact_traffic(a, &tr);
+  CHECK(tr.launches == 4 && tr.fills == 1 && tr.npu == 0);
+  CHECK(tr.act_bytes == 4416 && tr.f32_bytes == 2880 && tr.half_bytes == 960 && tr.fill_bytes == 576);
   /* wrong target, before any device is looked for */
   crt_options o = {.expect_target = "amdgpu-gfx942"};
   crt_session *s = NULL;

@@ -1,0 +1,299 @@
+/* backends/gpu/gpu_mlayout.c: channels-last f16 activations between the
+ * convolutions of a compiled model (gpu_model_channels_last, gpu_mplan.h).
+ *
+ * As lowered group by group, a convolution reads an f16 copy of its f32
+ * NCHW input (a conversion launch), the channels-last kernel transforms
+ * that to NHWC first (a second launch), and writes f32 NCHW; a depthwise
+ * convolution is the direct f32 kernel. This pass rewrites, over the whole
+ * plan, every convolution the channels-last kernel takes with channels-last
+ * tensors (prob.nhwc_io: NHWC f16 in and out, staged epilogue) and every
+ * depthwise convolution the depthwise kernel takes (plan.dw) to read and
+ * write NHWC f16 buffers. Where one such convolution feeds another the
+ * activation passes as it is, with no launch between them; a conversion
+ * copy (gpu_ew COPY, 3-level strides, dtype converted) is launched only at
+ * the edges: once per f32 NCHW buffer such convolutions read (in place of
+ * each reader's f16 copy and NHWC transform) and once per output some
+ * other kernel or the caller reads (NHWC f16 back to f32 NCHW). Weights
+ * are reordered once ([R][S][C][K] f16, depthwise [R][S][C] f16). Every
+ * step keeps its group and order, so the launch sequence stays the
+ * topological order it was. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_tune.h"
+
+typedef struct cl_step {
+  int conv;       /* 1: this step becomes a channels-last convolution */
+  int del;        /* 1: dropped (an f16 copy or NHWC transform a rewritten conv no longer reads) */
+  int x, y;       /* the conv's f32 NCHW input (before its f16 copy) and output */
+  int copy, pre;  /* its f16 copy and NHWC transform steps (-1: none) */
+  int owner;      /* of an f16 copy or transform: the conv reading it (-1: none) */
+  gpu_plan plan;  /* the rewritten conv's plan */
+} cl_step;
+
+static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
+
+static int add_buffer(gpu_model_plan *p, const char *name, cov_dtype dt, int rank, const int64_t *shape) {
+  if (p->n_bufs == p->cap_bufs) {
+    int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
+    gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
+    if (!b) return -1;
+    p->bufs = b, p->cap_bufs = nc;
+  }
+  gpu_mbuf *b = &p->bufs[p->n_bufs];
+  memset(b, 0, sizeof *b);
+  snprintf(b->name, sizeof b->name, "%.120s.nhwc", name);
+  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
+  for (int d = 0; d < rank; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  return p->n_bufs++;
+}
+
+/* The step writing buffer b as the whole-buffer f16 copy of an f32 buffer
+ * (an operand copy of the matrix kernels), -1 if none. */
+static int f16_copy_of(const gpu_model_plan *p, int b, int before) {
+  for (int j = before - 1; j >= 0; j--) {
+    const gpu_mstep *s = &p->steps[j];
+    if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[2] != b) continue;
+    const gpu_ew *e = &s->ew;
+    int whole = e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && !e->run && !e->s0 && !e->d0 &&
+                e->n == p->bufs[b].numel && s->args[0] >= 0 && p->bufs[s->args[0]].dtype == COV_F32 &&
+                p->bufs[s->args[0]].numel == e->n;
+    return whole ? j : -1;
+  }
+  return -1;
+}
+
+/* Whether step j reads buffer b as something other than a rewritten
+ * conv's NCHW input (that conv, or its dropped f16 copy, reads the NHWC
+ * form instead). */
+static int reads_nchw(const gpu_model_plan *p, const cl_step *cs, int j, int b) {
+  const gpu_mstep *s = &p->steps[j];
+  int refs = s->op == GPU_STEP_FILL && s->fill_buf == b;
+  for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) refs |= s->args[k] == b;
+  if (!refs) return 0;
+  if (cs[j].conv && cs[j].x == b) return 0;
+  return !(cs[j].owner >= 0 && cs[cs[j].owner].conv && cs[cs[j].owner].x == b);
+}
+
+/* Whether rewritten conv i's output is read as f32 NCHW (by the caller or
+ * another kernel): then it is converted back once. */
+static int needs_back(const gpu_model_plan *p, const cl_step *cs, int i) {
+  int y = cs[i].y;
+  if (p->bufs[y].kind == GPU_BUF_OUTPUT) return 1;
+  for (int j = 0; j < p->n_steps; j++)
+    if (j != i && reads_nchw(p, cs, j, y)) return 1;
+  return 0;
+}
+
+/* Launches the rewrite saves with the convs marked now (negative: adds):
+ * each rewritten conv's f16 copy and NHWC transform, less one conversion
+ * per NCHW input no rewritten conv produces and one per output read as
+ * NCHW. prod (per buffer: the rewritten conv writing it, else -1) and
+ * mark are scratch of n_bufs each: one pass over the steps. */
+static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *mark) {
+  enum { BACK = 1, CONVERTED = 2 };
+  int n = 0;
+  for (int b = 0; b < p->n_bufs; b++) prod[b] = -1, mark[b] = 0;
+  for (int i = 0; i < p->n_steps; i++)
+    if (cs[i].conv) prod[cs[i].y] = i;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    int nb = s->op == GPU_STEP_FILL ? 1 : s->op == GPU_STEP_LAUNCH ? s->n_args : 0;
+    for (int k = 0; k < nb; k++) {
+      int b = s->op == GPU_STEP_FILL ? s->fill_buf : s->args[k];
+      if (b >= 0 && prod[b] >= 0 && prod[b] != j && !(mark[b] & BACK) && reads_nchw(p, cs, j, b)) mark[b] |= BACK;
+    }
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    if (!cs[i].conv) continue;
+    int y = cs[i].y, x = cs[i].x;
+    n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
+    if (prod[x] < 0 && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
+  }
+  return n;
+}
+
+/* Drops rewritten convs, one at a time in step order, while that saves
+ * launches (a depthwise conv between two kernels that read and write NCHW
+ * would add two conversions); a tie keeps the channels-last kernel. At
+ * most PRUNE_ROUNDS passes over the convs: bounded work on any model. */
+enum { PRUNE_ROUNDS = 4 };
+static cov_status prune(const gpu_model_plan *p, cl_step *cs) {
+  int *prod = malloc(((size_t)p->n_bufs + 1) * sizeof *prod);
+  char *mark = malloc((size_t)p->n_bufs + 1);
+  if (!prod || !mark) {
+    free(prod), free(mark);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  int best = saved(p, cs, prod, mark);
+  for (int changed = 1, round = 0; changed && round < PRUNE_ROUNDS; round++) {
+    changed = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+      if (!cs[i].conv) continue;
+      cs[i].conv = 0;
+      int n = saved(p, cs, prod, mark);
+      if (n > best) best = n, changed = 1;
+      else cs[i].conv = 1;
+    }
+  }
+  free(prod), free(mark);
+  return NULL;
+}
+
+/* Whether step i is a convolution the channels-last kernels take; fills
+ * cs[i] and marks its f16 copy and NHWC transform dropped. */
+static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  if (s->op != GPU_STEP_LAUNCH || s->pre) return;
+  gpu_problem q = s->plan.prob;
+  int dw = s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CONV && s->ew.groups > 1 && s->ew.groups == s->ew.C &&
+           s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
+  int conv = s->kkind == GPU_KERNEL_MATRIX && q.kind == GPU_OP_CONV2D && q.groups == 1 && !q.nhwc_io &&
+             !q.epi.maxpool2x2 && q.in_dtype == COV_F16;
+  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || q.cc % 8 || q.ck % 8) return;
+  int y = s->args[2], pre = conv && i > 0 && s[-1].pre ? i - 1 : -1, copy = -1, x = s->args[0];
+  if (conv) {
+    int h = pre >= 0 ? p->steps[pre].args[0] : s->args[0];
+    copy = f16_copy_of(p, h, pre >= 0 ? pre : i);
+    if (copy < 0 || cs[copy].owner >= 0) return;
+    for (int j = 0; j < p->n_steps; j++) /* the copy is this conv's alone */
+      for (int k = 0; j != copy && j != pre && j != i && p->steps[j].op == GPU_STEP_LAUNCH && k < p->steps[j].n_args; k++)
+        if (p->steps[j].args[k] == h) return;
+    x = p->steps[copy].args[0];
+  }
+  if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || p->bufs[y].dtype != COV_F32) return;
+  q.nhwc_io = true, q.in_dtype = COV_F16;
+  const gpu_tune_entry *e;
+  cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);
+  if (st || (dw && !cs[i].plan.dw) || (conv && (!cs[i].plan.nhwc || !cs[i].plan.prob.nhwc_io))) {
+    cov_status_free(st);
+    return;
+  }
+  cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre;
+  if (copy >= 0) cs[copy].owner = i;
+  if (pre >= 0) cs[pre].owner = i;
+}
+
+/* The conversion copy between NCHW f32 buffer `nchw` [N][C][H][W] and its
+ * NHWC f16 form `nhwc`: to_nhwc, consecutive work items on consecutive
+ * destination channels; back, on consecutive destination pixels. */
+static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc) {
+  const int64_t *d = p->bufs[nchw].shape;
+  int64_t c = d[1], hw = d[2] * d[3];
+  gpu_ew e;
+  memset(&e, 0, sizeof e); /* kernels compare bytewise */
+  e.kind = GPU_EW_COPY, e.n = p->bufs[nchw].numel, e.run = 1;
+  e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_DTYPE_INVALID : COV_F16; /* f32, f16 */
+  int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
+  if (!to_nhwc) rep[0] = hw, rep[1] = c, ss[0] = c, ss[1] = 1, ds[0] = 1, ds[1] = hw;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = ss[l], e.ds[l] = ds[l];
+  return e;
+}
+
+static gpu_mstep convert_step(const gpu_model_plan *p, const gpu_mstep *at, int from, int to, int nchw, int to_nhwc) {
+  gpu_mstep s;
+  memset(&s, 0, sizeof s);
+  s.op = GPU_STEP_LAUNCH, s.kkind = GPU_KERNEL_EW, s.group = at->group, s.module = -1, s.fill_buf = -1;
+  memcpy(s.label, at->label, sizeof s.label);
+  s.ew = convert(p, nchw, to_nhwc);
+  /* unique: named after the step it serves, which has a unique name */
+  snprintf(s.kernel, sizeof s.kernel, "%.140s_%s", at->kernel, to_nhwc ? "to_nhwc" : "to_nchw");
+  gpu_ew_grid(&s.ew, s.grid);
+  s.block[0] = GPU_EW_THREADS, s.block[1] = s.block[2] = 1;
+  for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) s.args[k] = -1;
+  s.n_args = 4, s.args[0] = from, s.args[2] = to;
+  return s;
+}
+
+/* The weights of a rewritten conv in its kernel's layout, f16: [R][S][C][K]
+ * from OIHW (unless the plan read them so already), depthwise [R][S][C]. */
+static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const gpu_plan *np) {
+  gpu_mbuf *w = &p->bufs[s->args[1]];
+  const gpu_problem *q = &np->prob;
+  if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) return NULL; /* [R][S][C][K] already */
+  int64_t rs = q->cr * q->cs, cg = q->cc / q->groups, n = w->numel;
+  if (n != q->ck * cg * rs) return cov_error(COV_INTERNAL, GPU_LOC(NULL, w->name), "weight '%s': %lld values", w->name, (long long)n);
+  uint16_t *v = malloc((size_t)n * 2 + 2);
+  if (!v) return oom();
+  for (int64_t o = 0; o < q->ck; o++)
+    for (int64_t c = 0; c < cg; c++)
+      for (int64_t r = 0; r < rs; r++) {
+        int64_t from = (o * cg + c) * rs + r, to = np->dw ? r * q->ck + o : (r * q->cc + c) * q->ck + o;
+        float f;
+        uint16_t h;
+        if (w->dtype == COV_F32) memcpy(&f, (const char *)w->data + 4 * from, 4), h = cov_f32_to_f16(f);
+        else memcpy(&h, (const char *)w->data + 2 * from, 2);
+        v[to] = h;
+      }
+  free(w->data);
+  w->data = v, w->dtype = COV_F16;
+  return NULL;
+}
+
+/* The rewritten step list: conversions at the edges, the convs on NHWC f16
+ * buffers (nhwc[b]: buffer b's NHWC f16 form, -1 none yet). */
+static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *out, int *n_out) {
+  int n = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep s = p->steps[i];
+    if (cs[i].del) continue;
+    if (!cs[i].conv) {
+      out[n++] = s;
+      continue;
+    }
+    int x = cs[i].x, y = cs[i].y;
+    const int64_t *d = p->bufs[x].shape, *e = p->bufs[y].shape;
+    if (nhwc[x] < 0) { /* an f32 NCHW activation: converted once, before its first such reader */
+      int64_t sh[4] = {d[0], d[2], d[3], d[1]};
+      if ((nhwc[x] = add_buffer(p, p->bufs[x].name, COV_F16, 4, sh)) < 0) return oom();
+      out[n++] = convert_step(p, &s, x, nhwc[x], x, 1);
+    }
+    int64_t sh[4] = {e[0], e[2], e[3], e[1]};
+    if ((nhwc[y] = add_buffer(p, p->bufs[y].name, COV_F16, 4, sh)) < 0) return oom();
+    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan));
+    s.kkind = GPU_KERNEL_MATRIX, s.plan = cs[i].plan;
+    memcpy(s.grid, s.plan.grid, sizeof s.grid);
+    s.block[0] = (unsigned)s.plan.threads, s.block[1] = s.block[2] = 1;
+    s.shared_bytes = s.plan.shared_bytes;
+    s.args[0] = nhwc[x], s.args[2] = nhwc[y];
+    out[n++] = s;
+    /* read as f32 NCHW by anything else (a kernel other than a rewritten
+     * conv's dropped copy, the caller): converted back once */
+    if (needs_back(p, cs, i))
+      out[n++] = convert_step(p, &s, nhwc[y], y, y, 0);
+  }
+  *n_out = n;
+  return NULL;
+}
+
+cov_status gpu_model_channels_last(gpu_model_plan *p, const gpu_target *t) {
+  if (!t || !t->caps.has_async_copy || p->n_steps == 0) return NULL; /* no channels-last kernel without async copies */
+  int n0 = p->n_steps;
+  cl_step *cs = calloc((size_t)n0, sizeof *cs);
+  int *nhwc = malloc(((size_t)p->n_bufs + (size_t)2 * n0 + 1) * sizeof *nhwc);
+  gpu_mstep *out = malloc((size_t)3 * n0 * sizeof *out);
+  if (!cs || !nhwc || !out) {
+    free(cs), free(nhwc), free(out);
+    return oom();
+  }
+  for (int b = 0; b < p->n_bufs + 2 * n0 + 1; b++) nhwc[b] = -1;
+  int any = 0;
+  for (int i = 0; i < n0; i++) cs[i].copy = cs[i].pre = cs[i].owner = -1;
+  for (int i = 0; i < n0; i++) consider(t, p, cs, i);
+  cov_status st = prune(p, cs);
+  for (int i = 0; i < n0 && !st; i++) {
+    any |= cs[i].conv;
+    cs[i].del = cs[i].owner >= 0 && cs[cs[i].owner].conv;
+  }
+  int n = 0;
+  if (!st && any) st = rewrite(p, cs, nhwc, out, &n);
+  if (!st && any) {
+    free(p->steps);
+    p->steps = out, p->n_steps = n, p->cap_steps = 3 * n0;
+    out = NULL;
+  }
+  free(cs), free(nhwc), free(out);
+  return st;
+}
