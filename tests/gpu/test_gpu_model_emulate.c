@@ -50,8 +50,11 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
     if (s->kkind == GPU_KERNEL_EW ? s->ew.kind != GPU_EW_COPY : s->pre) continue;
     cov_dtype in, out;
     if (s->kkind == GPU_KERNEL_EW) {
-      in = s->ew.in_dtype == COV_F16 ? COV_F16 : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
       out = s->ew.out_dtype;
+      /* integer and bool elements are moved whole: read in their own dtype */
+      in = gpu_ew_raw(&s->ew) ? out
+           : s->ew.in_dtype == COV_F16 ? COV_F16
+           : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
     } else {
       in = s->plan.prob.in_dtype;
       out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
