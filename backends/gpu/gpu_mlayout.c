@@ -35,7 +35,13 @@ typedef struct cl_step {
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
+/* name and shape may point into p->bufs, which growing moves: both are
+ * copied before it grows */
 static int add_buffer(gpu_model_plan *p, const char *name, cov_dtype dt, int rank, const int64_t *shape) {
+  char nm[sizeof p->bufs[0].name];
+  int64_t sh[COV_MAX_RANK];
+  snprintf(nm, sizeof nm, "%.120s.nhwc", name);
+  for (int d = 0; d < rank && d < COV_MAX_RANK; d++) sh[d] = shape[d];
   if (p->n_bufs == p->cap_bufs) {
     int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
     gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
@@ -44,9 +50,9 @@ static int add_buffer(gpu_model_plan *p, const char *name, cov_dtype dt, int ran
   }
   gpu_mbuf *b = &p->bufs[p->n_bufs];
   memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%.120s.nhwc", name);
+  memcpy(b->name, nm, sizeof b->name);
   b->kind = GPU_BUF_INTERMEDIATE, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
-  for (int d = 0; d < rank; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  for (int d = 0; d < rank && d < COV_MAX_RANK; d++) b->shape[d] = sh[d], b->numel *= sh[d];
   return p->n_bufs++;
 }
 
@@ -244,7 +250,8 @@ static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *
       continue;
     }
     int x = cs[i].x, y = cs[i].y;
-    const int64_t *d = p->bufs[x].shape, *e = p->bufs[y].shape;
+    int64_t d[4], e[4]; /* copies: add_buffer moves p->bufs */
+    memcpy(d, p->bufs[x].shape, sizeof d), memcpy(e, p->bufs[y].shape, sizeof e);
     if (nhwc[x] < 0) { /* an f32 NCHW activation: converted once, before its first such reader */
       int64_t sh[4] = {d[0], d[2], d[3], d[1]};
       if ((nhwc[x] = add_buffer(p, p->bufs[x].name, COV_F16, 4, sh)) < 0) return oom();
