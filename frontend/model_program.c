@@ -332,6 +332,10 @@ static void walk_compute(cov_model_program *p, const graph *g, size_t gi) {
   cov_model_group *d = NULL;
   cov_status st = graph_group_describe(g, gi, vals, &d);
   free(vals);
+  if (st && cov_status_code(st) == COV_OUT_OF_MEMORY) { /* an error, not a group left out */
+    p->err = st;
+    return;
+  }
   if (st) {
     char msg[512];
     cov_status_format(st, msg, sizeof msg);
