@@ -151,6 +151,36 @@ static int f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
   return -1;
 }
 
+/* The copy kernel that replaces step mul: z = x over x's elements, f32
+ * out; the caller sets what it applies (a post function, a gate). */
+static gpu_mstep fused_copy(const gpu_model_plan *p, const gpu_mstep *mul, int x, int z, const char *suffix) {
+  gpu_mstep f = *mul;
+  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
+  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
+  snprintf(f.kernel, sizeof f.kernel, "%.150s%s", mul->kernel, suffix);
+  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
+  f.n_args = 4, f.args[0] = x, f.args[2] = z;
+  gpu_ew_grid(&f.ew, f.grid);
+  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
+  return f;
+}
+
+/* Puts f (fused_copy's) in place of step m and deletes step i (the
+ * sigmoid it absorbed); where z's only reader is its f16 operand copy,
+ * f writes that copy's buffer instead and the copy goes too. */
+static void replace_mul(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f) {
+  int z = f->args[2];
+  drop_fills(p, del, z);
+  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
+  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
+    f->ew.out_dtype = COV_F16, f->args[2] = p->steps[h].args[2];
+    del[h] = 1;
+  }
+  del[i] = 1;
+  p->steps[m] = *f;
+}
+
 /* Step i, a sigmoid, with the mul of its input by its result (SiLU, as
  * exported: two groups, a fill between) as one copy applying x *
  * sigmoid(x); where the result is read only by its f16 operand copy, the
@@ -169,23 +199,9 @@ static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
   int z = mul->args[2];
   if (p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[x].numel) return 0;
   drop_fills(p, del, sg);
-  gpu_mstep f = *mul;
-  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel, f.ew.post = GPU_FN_SILU;
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
-  snprintf(f.kernel, sizeof f.kernel, "%.150s_silu", mul->kernel);
-  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
-  f.n_args = 4, f.args[0] = x, f.args[2] = z;
-  gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
-  drop_fills(p, del, z);
-  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
-  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
-    f.ew.out_dtype = COV_F16, f.args[2] = p->steps[h].args[2];
-    del[h] = 1;
-  }
-  del[i] = 1;
-  *mul = f;
+  gpu_mstep f = fused_copy(p, mul, x, z, "_silu");
+  f.ew.post = GPU_FN_SILU;
+  replace_mul(p, del, i, m, &f);
   return 1;
 }
 
@@ -220,23 +236,9 @@ static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
       p->bufs[x].numel != outer * hw || p->bufs[z].numel != p->bufs[x].numel || p->bufs[gate].numel != outer)
     return 0;
   drop_fills(p, del, sg);
-  gpu_mstep f = *mul;
-  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel, f.ew.scale_hw = hw;
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
-  snprintf(f.kernel, sizeof f.kernel, "%.150s_gate", mul->kernel);
-  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
-  f.n_args = 4, f.args[0] = x, f.args[2] = z, f.args[3] = gate;
-  gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
-  drop_fills(p, del, z);
-  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
-  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
-    f.ew.out_dtype = COV_F16, f.args[2] = p->steps[h].args[2];
-    del[h] = 1;
-  }
-  del[i] = 1;
-  *mul = f;
+  gpu_mstep f = fused_copy(p, mul, x, z, "_gate");
+  f.ew.scale_hw = hw, f.args[3] = gate;
+  replace_mul(p, del, i, m, &f);
   return 1;
 }
 
