@@ -18,7 +18,7 @@ static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef 
 }
 
 /* Lowers e, verifies, optimises and runs every work item on a[0..3]. */
-static int run_jit(const char *what, const gpu_ew *e, void **a) { return gpu_jit_run(what, lower, e, e->n, a, 4); }
+static int run_jit(const gpu_ew *e, void **a) { return gpu_jit_run("ew", lower, e, e->n, a, 4); }
 
 enum { N = 2, CH = 24, H = 3, W = 5, HW = H * W, NUM = N * CH * HW };
 
@@ -49,8 +49,8 @@ static int near(double got, double want, cov_dtype d) {
   (void)d;
   return fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want));
 }
-static int compare(const char *what, const char *who, const float *got, const float *want, int64_t n) {
-  return gpu_jit_compare(what, who, COV_F32, got, want, n, near);
+static int compare(const char *what, const float *got, const float *want, int64_t n) {
+  return gpu_jit_compare(what, "result", COV_F32, got, want, n, near);
 }
 
 static void widen(const uint16_t *h, float *f, int64_t n) {
@@ -81,17 +81,17 @@ static int check(const char *what, int to_nhwc, int add, gpu_ew_fn post, float h
         want[nchw(n, c, p)] = v, want2[nhwc(n, c, p)] = h16(v);
       }
   void *a[4] = {to_nhwc ? (void *)x32 : (void *)x16, w16, to_nhwc ? (void *)y16 : (void *)y32, sc};
-  if (run_jit(what, &e, a)) return 1;
+  if (run_jit(&e, a)) return 1;
   if (to_nhwc) widen(y16, got, NUM);
   else memcpy(got, y32, sizeof got);
-  int bad = compare(what, "JIT", got, want, NUM);
-  if (also) widen(w16, got, NUM), bad |= compare(what, "JIT second store", got, want2, NUM);
+  int bad = compare(what, got, want, NUM);
+  if (also) widen(w16, got, NUM), bad |= compare(what, got, want2, NUM);
   /* the emulation: f32 views, f16 values rounded as stored */
   float xv[NUM];
   widen(x16, xv, NUM);
   gpu_ew_emulate(&e, to_nhwc ? x32 : xv, NULL, emu, sc, NULL);
   for (int i = 0; to_nhwc && i < NUM; i++) emu[i] = h16(emu[i]);
-  bad |= compare(what, "C meaning", emu, want, NUM);
+  bad |= compare(what, emu, want, NUM);
   if (!bad) printf("ok: %s\n", what);
   return bad;
 }
@@ -112,13 +112,13 @@ static int check_gate(const char *what, cov_dtype out) {
     want[i] = out == COV_F16 ? h16((float)v) : (float)v;
   }
   void *a[4] = {x, NULL, out == COV_F16 ? (void *)y16 : (void *)y32, gate};
-  if (run_jit(what, &e, a)) return 1;
+  if (run_jit(&e, a)) return 1;
   if (out == COV_F16) widen(y16, got, NUM);
   else memcpy(got, y32, sizeof got);
-  int bad = compare(what, "JIT", got, want, NUM);
+  int bad = compare(what, got, want, NUM);
   gpu_ew_emulate(&e, x, NULL, got, gate, NULL);
   for (int i = 0; out == COV_F16 && i < NUM; i++) got[i] = h16(got[i]);
-  bad |= compare(what, "C meaning", got, want, NUM);
+  bad |= compare(what, got, want, NUM);
   if (!bad) printf("ok: %s\n", what);
   return bad;
 }
