@@ -52,7 +52,7 @@ static int fail_llvm(const char *name, const char *what, LLVMErrorRef e) {
 /* The kernel's module lowered and verified into a new JIT (*out_jit), or 1
  * after saying why; mod and tsc are consumed either way. */
 static int jit_module(const char *name, LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef mod, cov_status lowered,
-                      LLVMOrcLLJITRef *out_jit) {
+                      gpu_jit_define_fn define, LLVMOrcLLJITRef *out_jit) {
   char *msg = NULL;
   int bad = lowered != NULL;
   if (lowered) cov_status_print(stderr, lowered, 0), cov_status_free(lowered);
@@ -79,6 +79,7 @@ static int jit_module(const char *name, LLVMOrcThreadSafeContextRef tsc, LLVMMod
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
   if (!err) err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
   if (!err) LLVMOrcJITDylibAddGenerator(jd, gen);
+  if (!err && define) err = define(J, jd);
   if (!err) err = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
   else LLVMDisposeModule(mod);
   LLVMOrcDisposeThreadSafeContext(tsc);
@@ -91,10 +92,33 @@ static int jit_module(const char *name, LLVMOrcThreadSafeContextRef tsc, LLVMMod
   return 0;
 }
 
-/* Every kernel takes pointers only; it is called with GPU_JIT_MAX_ARGS of
- * them, those past its own count NULL (ignored by the C calling
- * conventions of the hosts LLVM's JIT runs on). */
-typedef void (*kernel_fn)(void *, void *, void *, void *, void *, void *, void *, void *);
+int gpu_jit_compile(const char *name, gpu_jit_lower_fn lower, const void *what, const gpu_target_ops *ops,
+                    gpu_jit_define_fn define, gpu_jit_kernel *out) {
+  memset(out, 0, sizeof *out);
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("kern", LLVMOrcThreadSafeContextGetContext(tsc));
+  cov_status st = lower(what, ops, mod, "kern");
+  LLVMOrcLLJITRef J = NULL;
+  if (jit_module(name, tsc, mod, st, define, &J)) return 1;
+  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
+  LLVMErrorRef err = LLVMOrcLLJITLookup(J, &fa, "kern");
+  if (!err && ops == &gpu_jit_host) err = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
+  if (!err && ops == &gpu_jit_host) err = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
+  if (err) {
+    fail_llvm(name, "JIT lookup", err);
+    LLVMOrcDisposeLLJIT(J);
+    return 1;
+  }
+  out->jit = J;
+  out->fn = (gpu_jit_fn)(uintptr_t)fa;
+  out->tid = (int32_t *)(uintptr_t)ta, out->bid = (int32_t *)(uintptr_t)ba;
+  return 0;
+}
+
+void gpu_jit_kernel_free(gpu_jit_kernel *k) {
+  if (k->jit) LLVMOrcDisposeLLJIT(k->jit);
+  memset(k, 0, sizeof *k);
+}
 
 int gpu_jit_run(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t threads, void *const *args,
                 int n_args) {
@@ -102,32 +126,18 @@ int gpu_jit_run(const char *name, gpu_jit_lower_fn lower, const void *what, int6
     fprintf(stderr, "FAIL %s: %d kernel arguments, at most %d\n", name, n_args, GPU_JIT_MAX_ARGS);
     return 1;
   }
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("kern", LLVMOrcThreadSafeContextGetContext(tsc));
-  cov_status st = lower(what, &gpu_jit_host, mod, "kern");
-  LLVMOrcLLJITRef J = NULL;
-  if (jit_module(name, tsc, mod, st, &J)) return 1;
-  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
-  LLVMErrorRef err = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
-  if (err) {
-    fail_llvm(name, "JIT lookup", err);
-    LLVMOrcDisposeLLJIT(J);
-    return 1;
-  }
-  kernel_fn f = (kernel_fn)(uintptr_t)fa;
-  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
+  gpu_jit_kernel k;
+  if (gpu_jit_compile(name, lower, what, &gpu_jit_host, NULL, &k)) return 1;
   void *a[GPU_JIT_MAX_ARGS] = {0};
   for (int i = 0; i < n_args; i++) a[i] = args[i];
   int64_t total = (threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS * GPU_EW_THREADS;
   /* a prime step above the count: no item may depend on another */
   for (int64_t i = 0; i < total; i++) {
     int64_t item = i * 1000003 % total;
-    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
-    f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+    *k.bid = (int32_t)(item / GPU_EW_THREADS), *k.tid = (int32_t)(item % GPU_EW_THREADS);
+    k.fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
   }
-  LLVMOrcDisposeLLJIT(J);
+  gpu_jit_kernel_free(&k);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #define TESTS_GPU_JIT_HARNESS_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/LLJIT.h>
 #include <stdint.h>
 
 #include "backends/gpu/gpu_driver.h"
@@ -30,12 +31,35 @@ void gpu_jit_init(void);
  * gpu_lower_cdl, each behind a cast of `what`). */
 typedef cov_status (*gpu_jit_lower_fn)(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn);
 
-/* Lowers `what`, verifies and optimises the module and runs `threads` work
- * items, rounded up to whole workgroups of GPU_EW_THREADS, in a scrambled
- * order, each on args[0 .. n_args) (n_args <= GPU_JIT_MAX_ARGS). Returns 0,
- * or 1 after printing "FAIL name: ..." to stderr. */
+/* Lowers `what` with gpu_jit_host, verifies and optimises the module and
+ * runs `threads` work items, rounded up to whole workgroups of
+ * GPU_EW_THREADS, in a scrambled order, each on args[0 .. n_args) (n_args
+ * <= GPU_JIT_MAX_ARGS). Returns 0, or 1 after printing "FAIL name: ..."
+ * to stderr. */
 int gpu_jit_run(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t threads, void *const *args,
                 int n_args);
+
+/* The steps of gpu_jit_run, for a test with a host table of its own (work
+ * items run as threads, say): a kernel compiled for this CPU. Every kernel
+ * takes pointers only and is called with GPU_JIT_MAX_ARGS of them, those
+ * past its own count ignored. */
+typedef void (*gpu_jit_fn)(void *, void *, void *, void *, void *, void *, void *, void *);
+typedef struct gpu_jit_kernel {
+  LLVMOrcLLJITRef jit;
+  gpu_jit_fn fn;
+  int32_t *tid, *bid; /* with gpu_jit_host, the globals the ids are read from; else NULL */
+} gpu_jit_kernel;
+
+/* Symbols the JIT's main library gets before the kernel's module (host
+ * functions that a test's target operations call). */
+typedef LLVMErrorRef (*gpu_jit_define_fn)(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef lib);
+
+/* Lowers `what` for target operations `ops` into a module, verifies,
+ * optimises at O2 and compiles it (define, where not NULL, adding its
+ * symbols first). Returns 0, or 1 after printing "FAIL name: ...". */
+int gpu_jit_compile(const char *name, gpu_jit_lower_fn lower, const void *what, const gpu_target_ops *ops,
+                    gpu_jit_define_fn define, gpu_jit_kernel *out);
+void gpu_jit_kernel_free(gpu_jit_kernel *k);
 
 /* Element i of an array of dtype d, as a double (every float dtype and
  * integers up to 2^53 exactly; bool as 0 / 1). */
