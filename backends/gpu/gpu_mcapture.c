@@ -41,6 +41,7 @@
 
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_plan.h"
+#include "common/grow.h"
 
 static char *dup_str(const char *s) {
   if (!s) return NULL;
@@ -78,16 +79,8 @@ typedef struct cap_ctx {
   cov_status err;
 } cap_ctx;
 
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 16;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory capturing the model's groups");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
+/* what runs out of memory when an array here cannot grow */
+static const char k_oom[] = "capturing the model's groups";
 
 static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
   g->n_calls = cov_model_group_num_calls(d);
@@ -180,8 +173,12 @@ static void cap_fail(gpu_cap_value *v, const char *why) {
 
 /* A new buffer id for the n constant elements of a value (values owned). */
 static int const_id(gpu_capture *c, float *vals, int64_t n) {
-  if (grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel)) return -1;
-  if (grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const)) return -1;
+  cov_status st = common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom);
+  if (!st) st = common_grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const, 16, k_oom);
+  if (st) { /* the caller says why: out of memory */
+    cov_status_free(st);
+    return -1;
+  }
   c->id_numel[c->n_ids] = n;
   c->id_const[c->n_ids] = vals;
   return c->n_ids++;
@@ -252,7 +249,9 @@ static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t 
       last->n++;
       continue;
     }
-    if (grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs)) {
+    cov_status st = common_grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs, 16, k_oom);
+    if (st) {
+      cov_status_free(st);
       cap_fail(v, "out of memory");
       free(consts);
       return;
@@ -341,7 +340,7 @@ static int computes_data(const gpu_cap_group *g, const cov_model_group_offer *o)
  * it (its result a buffer of its own), else why not. */
 static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer *o) {
   gpu_capture *c = x->c;
-  COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
+  COV_RETURN_IF_ERROR(common_grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups, 16, k_oom));
   c->n_groups = k + 1;
   gpu_cap_group *g = &c->groups[k];
   g->group = o->group;
@@ -373,7 +372,7 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
   }
   g->described = 1;
   g->buf_id = c->n_ids;
-  COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+  COV_RETURN_IF_ERROR(common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom));
   c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
   if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
@@ -497,7 +496,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
       if (shape[d] < 1) shape[d] = 1;
     c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
     memcpy(c->in_shape[i].shape, shape, sizeof shape);
-    st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
+    st = common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
   }
   int n_lanes = 1;

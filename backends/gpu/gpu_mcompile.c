@@ -17,31 +17,22 @@
 #include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/grow.h"
 
 /* ---- plan building ------------------------------------------------------ */
-
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 32;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory compiling the model");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
 
 static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
                    cov_status *st) {
   /* shape may point into p->bufs (a copy of another buffer's shape), which
-   * grow() may move: take it before growing */
+   * common_grow may move: take it before growing */
   int64_t dims[COV_MAX_RANK];
   if (rank < 0 || rank > COV_MAX_RANK) {
     *st = cov_error(COV_INTERNAL, GPU_LOC(NULL, name), "buffer '%s' has rank %d", name, rank);
     return -1;
   }
   for (int d = 0; d < rank; d++) dims[d] = shape[d];
-  if ((*st = grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs))) return -1;
+  *st = common_grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs, 32, "compiling the model");
+  if (*st) return -1;
   gpu_mbuf *b = &p->bufs[p->n_bufs];
   memset(b, 0, sizeof *b);
   snprintf(b->name, sizeof b->name, "%s", name);
@@ -76,7 +67,8 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
 }
 
 static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
-  if ((*st = grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps))) return NULL;
+  *st = common_grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps, 32, "compiling the model");
+  if (*st) return NULL;
   gpu_mstep *s = &p->steps[p->n_steps++];
   memset(s, 0, sizeof *s);
   s->group = group;

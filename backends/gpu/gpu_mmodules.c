@@ -9,17 +9,7 @@
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
-
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 8;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory building the model's kernels");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
+#include "common/grow.h"
 
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
   if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
@@ -77,7 +67,8 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
       }
       continue;
     }
-    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
+    st = common_grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods, 8, "building the model's kernels");
+    if (st) break;
     gpu_mmodule *md = &p->mods[p->n_mods];
     snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
     gpu_kernel_info info = {-1, -1, -1, -1};

@@ -7,98 +7,18 @@
  * with naive loops written here (the transposes, the add, relu / relu6,
  * x * sigmoid(x), f16 rounding) and with gpu_ew_emulate, the C meaning the CPU emulation
  * of a compiled model uses. Usage: test_gpu_ew_jit */
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_target.h"
-#include "backends/gpu/gpu_mplan.h"
+#include "gpu_jit_harness.h"
 
-static LLVMValueRef host_global(gpu_gen *g, const char *name) {
-  LLVMValueRef v = LLVMGetNamedGlobal(g->mod, name);
-  if (!v) {
-    v = LLVMAddGlobal(g->mod, g->i32, name);
-    LLVMSetInitializer(v, LLVMConstInt(g->i32, 0, 0));
-  }
-  return LLVMBuildLoad2(g->b, g->i32, v, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_global(g, "cov_tid"); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  (void)d;
-  return host_global(g, "cov_bid");
-}
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {
-    .name = "host", .mark_kernel = host_mark, .thread_id = host_tid, .block_id = host_bid, .exp2 = host_exp2};
-
-typedef void (*kfn)(void *, void *, void *, void *);
-
-static int fail_llvm(const char *what, LLVMErrorRef e) {
-  char *m = LLVMGetErrorMessage(e);
-  fprintf(stderr, "FAIL %s: %s\n", what, m);
-  LLVMDisposeErrorMessage(m);
-  return 1;
+static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  return gpu_lower_ew(e, ops, mod, fn);
 }
 
 /* Lowers e, verifies, optimises and runs every work item on a[0..3]. */
-static int run_jit(const gpu_ew *e, void **a) {
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("ew", LLVMOrcThreadSafeContextGetContext(tsc));
-  cov_status st = gpu_lower_ew(e, &k_host, mod, "kern");
-  char *msg = NULL;
-  int bad = st != NULL;
-  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
-  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) fprintf(stderr, "FAIL: IR: %s\n", msg), bad = 1;
-  LLVMDisposeMessage(msg);
-  LLVMOrcLLJITRef J = NULL;
-  LLVMErrorRef err = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
-  if (err) bad = fail_llvm("JIT", err);
-  if (bad) {
-    LLVMDisposeModule(mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return 1;
-  }
-  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
-  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  err = LLVMRunPasses(mod, "default<O2>", NULL, po);
-  LLVMDisposePassBuilderOptions(po);
-  LLVMOrcDefinitionGeneratorRef gen;
-  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
-  if (!err) err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
-  if (!err) LLVMOrcJITDylibAddGenerator(jd, gen);
-  if (!err) err = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
-  else LLVMDisposeModule(mod);
-  LLVMOrcDisposeThreadSafeContext(tsc);
-  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
-  if (!err) err = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
-  if (err) {
-    fail_llvm("JIT build", err);
-    LLVMOrcDisposeLLJIT(J);
-    return 1;
-  }
-  kfn f = (kfn)(uintptr_t)fa;
-  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
-  int64_t total = (e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS * GPU_EW_THREADS;
-  for (int64_t i = 0; i < total; i++) { /* a scrambled order: no item may depend on another */
-    int64_t item = i * 1000003 % total;
-    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
-    f(a[0], a[1], a[2], a[3]);
-  }
-  LLVMOrcDisposeLLJIT(J);
-  return 0;
-}
+static int run_jit(const gpu_ew *e, void **a) { return gpu_jit_run("ew", lower, e, e->n, a, 4); }
 
 enum { N = 2, CH = 24, H = 3, W = 5, HW = H * W, NUM = N * CH * HW };
 
@@ -124,13 +44,13 @@ static gpu_ew layout_copy(int to_nhwc) {
   return e;
 }
 
+/* relative 1e-5: exp goes through 2^x */
+static int near(double got, double want, cov_dtype d) {
+  (void)d;
+  return fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want));
+}
 static int compare(const char *what, const float *got, const float *want, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (!(fabsf(got[i] - want[i]) <= 1e-5f * fmaxf(1.0f, fabsf(want[i])))) { /* exp through 2^x */
-      fprintf(stderr, "FAIL %s: element %lld is %g, %g expected\n", what, (long long)i, got[i], want[i]);
-      return 1;
-    }
-  return 0;
+  return gpu_jit_compare(what, "result", COV_F32, got, want, n, near);
 }
 
 static void widen(const uint16_t *h, float *f, int64_t n) {
@@ -204,8 +124,7 @@ static int check_gate(const char *what, cov_dtype out) {
 }
 
 int main(void) {
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
+  gpu_jit_init();
   int fail = 0;
   fail |= check("NCHW f32 -> NHWC f16", 1, 0, GPU_FN_NONE, 0, 0);
   fail |= check("NHWC f16 -> NCHW f32", 0, 0, GPU_FN_NONE, 0, 0);

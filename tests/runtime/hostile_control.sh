@@ -15,14 +15,13 @@
 # runtime) matches ref, and one whose buffer holds no whole rows is refused.
 set -u
 cov=$1 rt=$2 src=$3 work=$4
-py=/usr/bin/python3
 rm -rf "$work"
 mkdir -p "$work"
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+art=$work/count.cvx
+TMO=20
+. "$src/tests/runtime/artifact_edit.sh"
 $py "$src/tests/runtime/control_model.py" "$work/count.onnx" || exit 1
 $py "$src/tests/runtime/control_model.py" "$work/spin.onnx" --host-only || exit 1
-art=$work/count.cvx
 "$cov" compile "$work/count.onnx" --target npu-16x16 -o "$art" >/dev/null || { bad "compile"; exit 1; }
 "$cov" compile "$work/count.onnx" --target npu-16x16 -o "$work/again.cvx" >/dev/null || bad "recompile"
 cmp -s "$art" "$work/again.cvx" || bad "two compilations differ"
@@ -37,36 +36,6 @@ for n in 0 1 5 40; do
     bad "n=$n: not what --target ref gives: $(tail -3 "$work/ref$n.log")"
 done
 
-# expect RC PATTERN ART [ARGS...]: covenant-run's exit status and message
-expect() {
-  local rc=$1 pat=$2 a=$3
-  shift 3
-  out=$(timeout "${TMO:-20}" "$rt" "$a" "$@" 2>&1 </dev/null)
-  got=$?
-  if [ "$got" != "$rc" ] || ! grep -qF -- "$pat" <<<"$out"; then
-    bad "$(basename "$a") $* (exit $got, want $rc, pattern '$pat')"
-    echo "$out" | head -5
-  fi
-}
-at() { grep -qF -- "error: $1: " <<<"$out" || bad "not located at $1: $out"; }
-
-# edit NAME PYTHON: the artifact's manifest `m` (data `d`) changed by
-# PYTHON (s(op): the index of the first step of that op), checksums
-# recomputed, written to $work/NAME.cvx (format version `version`)
-edit() {
-  $py - "$src/runtime" "$art" "$work/$1.cvx" "$2" <<'PY' || bad "edit $1"
-import sys
-sys.path.insert(0, sys.argv[1])
-import artifact
-m, d = artifact.read(sys.argv[2])
-d = bytearray(d)
-version = None
-def s(op):
-    return [i for i, x in enumerate(m["steps"]) if x["op"] == op][0]
-exec(sys.argv[4])
-artifact.write(sys.argv[3], m, d, version=version)
-PY
-}
 run=(--input "$work/n5.npy" --input "$work/x.npy")
 edit v4 'version = 4; m["version"] = 4'
 expect 1 "format version 5; the artifact says 4" "$work/v4.cvx" "${run[@]}"
