@@ -41,8 +41,11 @@
 #include "covenant/codelet.h"
 
 enum { GPU_CDL_MAX_ATTRS = 24, GPU_CDL_MAX_IO = 16, GPU_CDL_MAX_ARGS = 48 };
-/* lanes of a team; the shortest loop nest worth a team (its iterations) */
-enum { GPU_CDL_LANES = 32, GPU_CDL_TEAM_MIN = 32 };
+/* lanes of a team; the shortest loop nest worth a team (its iterations);
+ * from how many work items a team needs a nest of GPU_CDL_TEAM_LONG
+ * iterations (so many items fill the GPU as single threads, neighbouring
+ * ones reading neighbouring elements) */
+enum { GPU_CDL_LANES = 32, GPU_CDL_TEAM_MIN = 32, GPU_CDL_TEAM_ITEMS = 16384, GPU_CDL_TEAM_LONG = 256 };
 
 /* One codelet call, self-contained apart from the codelet (borrowed from
  * the model's library). Zero-initialise before filling: calls are

@@ -6,7 +6,10 @@
  * the outermost of a perfect nest the team splits (flat iteration f, in
  * row-major order of the nest's loops, runs on lane f mod GPU_CDL_LANES),
  * and a team is taken when one such nest has at least GPU_CDL_TEAM_MIN
- * iterations; then one warp owns one output element and the reduction's
+ * iterations (GPU_CDL_TEAM_LONG from GPU_CDL_TEAM_ITEMS work items on:
+ * that many single threads fill the GPU, neighbouring ones reading
+ * neighbouring elements, and a short reduction is not worth its
+ * exchanges); then one warp owns one output element and the reduction's
  * trip count per thread drops by up to GPU_CDL_LANES. It is correct when
  *  - a scalar local a nest writes is an accumulator (every statement of
  *    the nest naming it is s = add / mac / max / min(s, ...), one kind of
@@ -287,7 +290,8 @@ void gpu_cdl_plan_team(gpu_cdl_bound *k) {
     }
     for (int op = 0; op < N_OPS && t->ok; op++)
       if ((t->top_w[op] && t->top_r[op]) || (t->lane_t[op] && (t->top_w[op] || t->top_r[op]))) t->ok = 0;
-    if (t->ok && t->max_nest >= GPU_CDL_TEAM_MIN) k->info.lanes = GPU_CDL_LANES;
+    int64_t need = k->info.items < GPU_CDL_TEAM_ITEMS ? GPU_CDL_TEAM_MIN : GPU_CDL_TEAM_LONG;
+    if (t->ok && t->max_nest >= need) k->info.lanes = GPU_CDL_LANES;
     free(t);
   }
   k->info.serial = stmts_of(k, k->body, k->info.lanes);
