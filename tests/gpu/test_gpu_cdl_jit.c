@@ -17,10 +17,11 @@
  * extreme inputs (NaN, infinities, values past every integer type's
  * range, -0, halves; the integer types' limits).
  * -p P1,P2,...: of the shipped codelets only those whose name starts with
- * one of the prefixes. -w: every codelet of the files given after it must
- * run as teams of lanes (gpu_cdl.h); a team's lanes run as concurrent
+ * one of the prefixes. -w N: every codelet of the files given after it
+ * must run with N threads per work item (32: as teams of lanes,
+ * gpu_cdl.h; 1: single threads); a team's lanes run as concurrent
  * threads meeting at a barrier for each exchange of values.
- * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w]
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w N]
  * [FILE.cdl]... */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -103,7 +104,7 @@ static double next(void) {
 
 static const char *extreme_prefix; /* -x */
 static const char *only_prefixes;  /* -p: comma-separated name prefixes of the library's codelets to run */
-static int want_team;              /* -w: the files' codelets must run as teams */
+static int want_lanes;             /* -w N: the files' codelets must run with N threads per work item */
 
 static int picked(const char *name) {
   if (!only_prefixes) return 1;
@@ -399,8 +400,8 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0
     cov_status_free(st);
     free(code);
   }
-  if (!fail && want_team && in.lanes == 1) {
-    fprintf(stderr, "FAIL %s: its work items are single threads, not teams\n", c->name);
+  if (!fail && want_lanes && in.lanes != want_lanes) {
+    fprintf(stderr, "FAIL %s: %d threads per work item (%d expected)\n", c->name, in.lanes, want_lanes);
     fail = 1;
   }
   printf("%s %-22s grid loops %d, %lld work items of %d thread%s, %lld statements per thread%s%s%s\n",
@@ -468,8 +469,8 @@ int main(int argc, char **argv) {
       only_prefixes = argv[++i];
       continue;
     }
-    if (!strcmp(argv[i], "-w")) {
-      want_team = 1;
+    if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+      want_lanes = atoi(argv[++i]);
       continue;
     }
     if (!strcmp(argv[i], "-x") && i + 1 < argc) {
@@ -486,7 +487,7 @@ int main(int argc, char **argv) {
     }
     cov_codelet_lib_free(extra);
   }
-  want_team = 0; /* the shipped codelets run as they plan */
+  want_lanes = 0; /* the shipped codelets run as they plan */
   if (!st) st = cov_codelet_lib_load(NULL, &lib);
   if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip, 1);
   if (st) {
