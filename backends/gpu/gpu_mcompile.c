@@ -247,10 +247,10 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     *out = x->id_buf[v->runs[0].src];
     return NULL;
   }
-  cov_dtype dt = in->t.dtype; /* f32, or integer / bool elements moved as they are */
-  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL)
+  cov_dtype dt = in->t.dtype; /* f32, or integer / bool / 8-bit elements moved as they are */
+  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL && !gpu_cap_is8(dt))
     return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source (copies move f32, "
-                     "i64, i32 and bool elements)", in->name, cov_dtype_name(dt));
+                     "i64, i32, bool, i8 and u8 elements)", in->name, cov_dtype_name(dt));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);

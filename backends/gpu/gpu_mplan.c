@@ -294,6 +294,21 @@ static cov_status write_buffers(const gpu_model_plan *p, const char *dir, json_t
   return st;
 }
 
+/* A codelet launch's threads per work item (1, or a team's lanes: the
+ * rule of gpu_cdl_team.c) and statements per thread. */
+static void cdl_figures(const gpu_mstep *s, json_t *o) {
+  gpu_cdl_info in;
+  if (s->ew.kind != GPU_EW_CODELET) return;
+  cov_status st = gpu_cdl_analyse(&s->ew.cdl, &in);
+  if (st) { /* the call was analysed when it was planned */
+    cov_status_free(st);
+    return;
+  }
+  json_object_set_new(o, "items", json_integer((json_int_t)in.items));
+  json_object_set_new(o, "lanes", json_integer(in.lanes));
+  json_object_set_new(o, "serial", json_integer((json_int_t)in.serial));
+}
+
 static json_t *step_json(const gpu_mstep *s) {
   json_t *o = json_object();
   json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
@@ -320,6 +335,7 @@ static json_t *step_json(const gpu_mstep *s) {
   } else {
     ew_what(&s->ew, what, sizeof what);
     json_object_set_new(o, "what", json_string(what));
+    cdl_figures(s, o);
   }
   return o;
 }

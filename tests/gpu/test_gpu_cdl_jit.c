@@ -16,17 +16,81 @@
  * with every admitted type of f32 / i32 / i8 / u8 / i64 in turn, on
  * extreme inputs (NaN, infinities, values past every integer type's
  * range, -0, halves; the integer types' limits).
- * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [FILE.cdl]... */
+ * -p P1,P2,...: of the shipped codelets only those whose name starts with
+ * one of the prefixes. -w N: every codelet of the files given after it
+ * must run with N threads per work item (32: as teams of lanes,
+ * gpu_cdl.h; 1: single threads); a team's lanes run as concurrent
+ * threads meeting at a barrier for each exchange of values.
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w N]
+ * [FILE.cdl]... */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_cdl.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mplan.h"
+#include "backends/registry/backend_registry.h"
 #include "codelets/cdl_ir.h"
-#include "gpu_jit_harness.h"
 
-enum { MIN_RUN = 90 };
+enum { MIN_RUN = 90, MAX_TARGETS = 4 };
+
+/* ---- the host's target operations ------------------------------------------ */
+
+/* Work-item ids and lane exchanges are calls into this program (defined
+ * in the JIT as absolute symbols): the ids are thread-local, and a team's
+ * lanes run as threads of their own that meet at a barrier per exchange. */
+static _Thread_local int32_t t_tid, t_bid;
+typedef struct host_team {
+  pthread_barrier_t bar;
+  int32_t slot[GPU_CDL_LANES];
+} host_team;
+static host_team *g_team; /* the team running (one at a time) */
+
+static int32_t host_get_tid(void) { return t_tid; }
+static int32_t host_get_bid(void) { return t_bid; }
+static int32_t host_exchange(int32_t v, int32_t mask) {
+  int lane = t_tid % GPU_CDL_LANES;
+  g_team->slot[lane] = v;
+  pthread_barrier_wait(&g_team->bar);
+  int32_t r = g_team->slot[lane ^ mask];
+  pthread_barrier_wait(&g_team->bar);
+  return r;
+}
+
+static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
+  LLVMTypeRef at[2] = {g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f) f = LLVMAddFunction(g->mod, name, ft);
+  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", NULL, 0); }
+static LLVMValueRef host_bid(gpu_gen *g, int d) {
+  (void)d;
+  return host_call(g, "cov_host_bid", NULL, 0);
+}
+static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
+  return host_call(g, "cov_host_xor", a, 2);
+}
+static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
+static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
+static const gpu_target_ops k_host = {.name = "host",
+                                      .mark_kernel = host_mark,
+                                      .thread_id = host_tid,
+                                      .block_id = host_bid,
+                                      .exp2 = host_exp2,
+                                      .lane_xor = host_lane_xor};
 
 /* ---- inputs ------------------------------------------------------------------ */
 
@@ -39,6 +103,18 @@ static double next(void) {
 }
 
 static const char *extreme_prefix; /* -x */
+static const char *only_prefixes;  /* -p: comma-separated name prefixes of the library's codelets to run */
+static int want_lanes;             /* -w N: the files' codelets must run with N threads per work item */
+
+static int picked(const char *name) {
+  if (!only_prefixes) return 1;
+  for (const char *p = only_prefixes; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n && !strncmp(name, p, n)) return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
 
 /* Element i of an input on extreme values (-x): floats and integers past
  * every range, NaN, infinities, -0, halves (truncation), each dtype's
@@ -81,6 +157,21 @@ static void fill(cov_tensor *t) {
   }
 }
 
+static double elem(const cov_tensor *t, int64_t i) {
+  const unsigned char *p = (const unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case COV_F32: { float f; memcpy(&f, p, 4); return f; }
+  case COV_F16: { uint16_t h; memcpy(&h, p, 2); return cov_f16_to_f32(h); }
+  case COV_BF16: { uint16_t h; memcpy(&h, p, 2); return cov_bf16_to_f32(h); }
+  case COV_F64: { double v; memcpy(&v, p, 8); return v; }
+  case COV_I8: return (int8_t)*p;
+  case COV_U8: case COV_BOOL: return *p;
+  case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case COV_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+  default: return 0;
+  }
+}
+
 /* A call of c on small shapes: every dim `dim`, type parameters the first
  * admitted of f32 / i32 / i8 / u8 (`tp` picks per attempt), required
  * attributes 1 (int) or 0.5 (float). */
@@ -106,15 +197,137 @@ static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k)
     const cdl_type *ty = &o->type;
     k->in_dtype[i] = ty->kind == CDL_TY_DTYPE ? ty->dtype : ty->kind == CDL_TY_PARAM ? tpd[ty->tparam] : COV_F32;
     k->in_rank[i] = o->rank;
-    for (int d = 0; d < o->rank; d++) k->in_shape[i][d] = o->shape[d]->kind == CDL_IE_INT ? o->shape[d]->value : dim;
+    /* operands of rank 6 and up (where_b8's views) at 3 per dim at most: 9^8 elements would not fit a test */
+    int64_t dr = o->rank > 5 && dim > 3 ? 3 : dim;
+    for (int d = 0; d < o->rank; d++) k->in_shape[i][d] = o->shape[d]->kind == CDL_IE_INT ? o->shape[d]->value : dr;
   }
   return 1;
 }
 
-/* ---- the kernel ---------------------------------------------------------------- */
+/* ---- the JIT ----------------------------------------------------------------- */
 
-static cov_status lower(const void *k, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
-  return gpu_lower_cdl(k, ops, mod, fn);
+typedef void (*kfn)(void *, void *, void *, void *, void *, void *, void *, void *);
+
+typedef struct lane_run {
+  kfn f;
+  void **a;
+  int32_t tid, bid;
+} lane_run;
+
+static void *run_lane(void *p) {
+  lane_run *r = p;
+  t_tid = r->tid, t_bid = r->bid;
+  r->f(r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5], r->a[6], r->a[7]);
+  return NULL;
+}
+
+/* Every team (GPU_CDL_LANES consecutive threads), in a scrambled order,
+ * its lanes as concurrent threads. */
+static int run_teams(kfn f, void **a, int64_t total) {
+  host_team team;
+  if (pthread_barrier_init(&team.bar, NULL, GPU_CDL_LANES)) return 1;
+  g_team = &team;
+  int64_t teams = total / GPU_CDL_LANES;
+  int bad = 0;
+  for (int64_t i = 0; i < teams && !bad; i++) {
+    int64_t t = i * 1000003 % teams;
+    pthread_t th[GPU_CDL_LANES];
+    lane_run r[GPU_CDL_LANES];
+    int n = 0;
+    for (; n < GPU_CDL_LANES; n++) {
+      int64_t item = t * GPU_CDL_LANES + n;
+      r[n] = (lane_run){f, a, (int32_t)(item % GPU_EW_THREADS), (int32_t)(item / GPU_EW_THREADS)};
+      if (pthread_create(&th[n], NULL, run_lane, &r[n])) break;
+    }
+    bad = n < GPU_CDL_LANES; /* a team short of lanes would wait forever: fail before it can */
+    for (int j = 0; j < n; j++) pthread_join(th[j], NULL);
+  }
+  pthread_barrier_destroy(&team.bar);
+  if (bad) fprintf(stderr, "FAIL: cannot start the threads of a team\n");
+  return bad;
+}
+
+/* The host operations as symbols of the JIT's main library. */
+static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
+  static const char *names[3] = {"cov_host_tid", "cov_host_bid", "cov_host_xor"};
+  LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
+  LLVMOrcCSymbolMapPair pairs[3];
+  for (int i = 0; i < 3; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
+    pairs[i].Sym.Address = addr[i];
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
+}
+
+static int fail_llvm(const char *what, const char *name, LLVMErrorRef e) {
+  char *m = LLVMGetErrorMessage(e);
+  fprintf(stderr, "FAIL %s: %s: %s\n", name, what, m);
+  LLVMDisposeErrorMessage(m);
+  return 1;
+}
+
+/* Lowers, verifies, optimises and runs every work item of the call on
+ * args (inputs, outputs, workspaces). */
+static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
+  const char *name = cov_codelet_name(k->c);
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cdl", LLVMOrcThreadSafeContextGetContext(tsc));
+  cov_status st = gpu_lower_cdl(k, &k_host, mod, "kern");
+  char *msg = NULL;
+  int bad = st != NULL;
+  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
+  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    fprintf(stderr, "FAIL %s: the IR does not verify: %s\n", name, msg);
+    bad = 1;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMOrcLLJITRef J = NULL;
+  LLVMErrorRef e = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
+  if (e) bad = fail_llvm("JIT", name, e);
+  if (bad) {
+    LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return 1;
+  }
+  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
+  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  e = LLVMRunPasses(mod, "default<O2>", NULL, po);
+  LLVMDisposePassBuilderOptions(po);
+  LLVMOrcDefinitionGeneratorRef gen;
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
+  if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
+  if (!e) LLVMOrcJITDylibAddGenerator(jd, gen);
+  if (!e) e = define_host(J, jd);
+  if (!e) e = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
+  else LLVMDisposeModule(mod);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMOrcExecutorAddress fa = 0;
+  if (!e) e = LLVMOrcLLJITLookup(J, &fa, "kern");
+  if (e) {
+    fail_llvm("JIT build", name, e);
+    LLVMOrcDisposeLLJIT(J);
+    return 1;
+  }
+  kfn f = (kfn)(uintptr_t)fa;
+  int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
+  void *a[8] = {0};
+  for (int i = 0; i < in->n_args; i++) a[i] = args[i];
+  int fail = 0;
+  if (in->lanes > 1) fail = run_teams(f, a, total);
+  /* work items in a scrambled order (a prime step above their count): a
+   * kernel must not depend on the order its items run in */
+  for (int64_t i = 0; i < total && in->lanes == 1; i++) {
+    int64_t item = i * 1000003 % total;
+    t_bid = (int32_t)(item / GPU_EW_THREADS), t_tid = (int32_t)(item % GPU_EW_THREADS);
+    f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  }
+  LLVMOrcDisposeLLJIT(J);
+  return fail;
 }
 
 /* f32 arithmetic against the interpreter's double: a few f32 ulps, or
@@ -130,7 +343,7 @@ static int close_enough(double g, double r, cov_dtype d) {
 /* One codelet: bound (the first type parameter's tp-th admitted pick,
  * or the first that binds for tp < 0), run both ways, compared. Returns 0
  * pass, 1 fail, 2 not bound to the generated shapes. */
-static int check_codelet(const cdl_codelet *c, const gpu_jit_targets *tg, int tp0) {
+static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0) {
   gpu_cdl_call k;
   gpu_cdl_info in;
   cov_status st = NULL;
@@ -142,7 +355,7 @@ static int check_codelet(const cdl_codelet *c, const gpu_jit_targets *tg, int tp
       bound = !st;
       cov_status_free(st);
     }
-  if (!bound || in.n_args > GPU_JIT_MAX_ARGS) return 2;
+  if (!bound || in.n_args > 8) return 2;
   cov_tensor t[GPU_CDL_MAX_ARGS], ref[GPU_CDL_MAX_IO];
   memset(t, 0, sizeof t), memset(ref, 0, sizeof ref);
   void *args[GPU_CDL_MAX_ARGS];
@@ -159,47 +372,62 @@ static int check_codelet(const cdl_codelet *c, const gpu_jit_targets *tg, int tp
     for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
     return 2;
   }
-  fail = fail || gpu_jit_run(c->name, lower, &k, in.threads, args, in.n_args);
+  fail = fail || run_jit(&k, &in, args);
   for (int o = 0; o < in.n_out && !fail; o++) {
     const cov_tensor *g = &t[k.n_in + o];
-    char who[32];
-    snprintf(who, sizeof who, "output %d", o);
-    if (ref[o].dtype != g->dtype || cov_tensor_numel(&ref[o]) != cov_tensor_numel(g)) {
-      fprintf(stderr, "FAIL %s: %s is %s x %lld, the interpreter's %s x %lld\n", c->name, who, cov_dtype_name(g->dtype),
-              (long long)cov_tensor_numel(g), cov_dtype_name(ref[o].dtype), (long long)cov_tensor_numel(&ref[o]));
+    int64_t bad = -1, n = cov_tensor_numel(g);
+    for (int64_t i = 0; i < n && bad < 0; i++)
+      if (!close_enough(elem(g, i), elem(&ref[o], i), g->dtype)) bad = i;
+    if (bad >= 0) {
+      fprintf(stderr, "FAIL %s: output %d element %lld: %.9g, the interpreter %.9g\n", c->name, o, (long long)bad,
+              elem(g, bad), elem(&ref[o], bad));
       fail = 1;
-      break;
     }
-    fail = gpu_jit_compare(c->name, who, g->dtype, g->data, ref[o].data, cov_tensor_numel(g), close_enough);
   }
-  for (int j = 0; j < tg->n && !fail; j++) {
+  for (int j = 0; j < n_tg && !fail; j++) {
     gpu_ew e;
     memset(&e, 0, sizeof e);
     e.kind = GPU_EW_CODELET, e.cdl = k;
-    fail = gpu_jit_build(c->name, &e, &tg->t[j], ".entry covenant_kern");
+    char *code = NULL;
+    size_t size = 0;
+    gpu_kernel_info info;
+    st = gpu_build_ew_kernel(&tg[j], &e, "covenant_kern", &code, &size, &info);
+    if (st || size == 0 || (tg[j].vendor->code_text && !strstr(code, ".entry covenant_kern"))) {
+      fprintf(stderr, "FAIL %s: no code object for %s\n", c->name, cov_acg_name(tg[j].acg));
+      if (st) cov_status_print(stderr, st, 0);
+      fail = 1;
+    }
+    cov_status_free(st);
+    free(code);
   }
-  printf("%s %-22s grid loops %d, %lld work items%s%s%s\n", fail ? "FAIL" : "ok  ", c->name, in.n_par,
-         (long long)in.threads, in.n_par ? "" : " (one thread)", tp0 >= 0 ? ", x " : "",
+  if (!fail && want_lanes && in.lanes != want_lanes) {
+    fprintf(stderr, "FAIL %s: %d threads per work item (%d expected)\n", c->name, in.lanes, want_lanes);
+    fail = 1;
+  }
+  printf("%s %-22s grid loops %d, %lld work items of %d thread%s, %lld statements per thread%s%s%s\n",
+         fail ? "FAIL" : "ok  ", c->name, in.n_par, (long long)in.items, in.lanes, in.lanes > 1 ? "s" : "",
+         (long long)in.serial, in.n_par ? "" : " (one item)", tp0 >= 0 ? ", x " : "",
          tp0 >= 0 ? cov_dtype_name(k.in_dtype[0]) : "");
   for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
   for (int o = 0; o < in.n_out; o++) cov_tensor_release(&ref[o]);
   return fail;
 }
 
-static int check_lib(const cov_codelet_lib *lib, const gpu_jit_targets *tg, int *n_run, int *n_skip) {
+static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *n_run, int *n_skip, int shipped) {
   int fail = 0;
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++) {
     const cdl_codelet *c = cov_codelet_lib_at(lib, i);
+    if (shipped && !picked(c->name)) continue;
     if (extreme_prefix) { /* every admitted type of the first parameter, on extreme inputs */
       if (strncmp(c->name, extreme_prefix, strlen(extreme_prefix)) != 0) continue;
       for (int tp = 0; tp < 5; tp++) {
-        int r = check_codelet(c, tg, tp);
+        int r = check_codelet(c, tg, n_tg, tp);
         fail |= r == 1;
         *n_run += r != 2;
       }
       continue;
     }
-    int r = check_codelet(c, tg, -1);
+    int r = check_codelet(c, tg, n_tg, -1);
     if (r == 2) {
       printf("skip %-22s (not bound to the generated shapes)\n", c->name);
       ++*n_skip;
@@ -212,14 +440,17 @@ static int check_lib(const cov_codelet_lib *lib, const gpu_jit_targets *tg, int 
 }
 
 int main(int argc, char **argv) {
-  gpu_jit_init();
-  gpu_jit_targets tg = {0};
-  int fail = 0, n_run = 0, n_skip = 0, min_run = MIN_RUN;
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  gpu_target tg[MAX_TARGETS];
+  int n_tg = 0, fail = 0, n_run = 0, n_skip = 0, min_run = MIN_RUN;
+  memset(tg, 0, sizeof tg);
   cov_codelet_lib *lib = NULL;
   cov_status st = NULL;
   for (int i = 1; i < argc && !st; i++) {
-    if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-      st = gpu_jit_target_add(&tg, argv[++i]);
+    if (!strcmp(argv[i], "-t") && i + 1 < argc && n_tg < MAX_TARGETS) {
+      st = gpu_target_open(backend_gpu_vendors(), argv[++i], COV_F16, &tg[n_tg]);
+      if (!st) n_tg++;
       continue;
     }
     if (!strcmp(argv[i], "-d") && i + 1 < argc) {
@@ -234,6 +465,14 @@ int main(int argc, char **argv) {
       min_run = atoi(argv[++i]);
       continue;
     }
+    if (!strcmp(argv[i], "-p") && i + 1 < argc) {
+      only_prefixes = argv[++i];
+      continue;
+    }
+    if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+      want_lanes = atoi(argv[++i]);
+      continue;
+    }
     if (!strcmp(argv[i], "-x") && i + 1 < argc) {
       extreme_prefix = argv[++i];
       continue;
@@ -241,22 +480,23 @@ int main(int argc, char **argv) {
     cov_codelet_lib *extra = NULL;
     if ((st = cov_codelet_lib_load_file(argv[i], &extra))) break;
     int before = n_run;
-    fail |= check_lib(extra, &tg, &n_run, &n_skip);
+    fail |= check_lib(extra, tg, n_tg, &n_run, &n_skip, 0);
     if (n_run - before != (int)cov_codelet_lib_count(extra)) {
       fprintf(stderr, "FAIL %s: every codelet of a test file must run\n", argv[i]);
       fail = 1;
     }
     cov_codelet_lib_free(extra);
   }
+  want_lanes = 0; /* the shipped codelets run as they plan */
   if (!st) st = cov_codelet_lib_load(NULL, &lib);
-  if (!st) fail |= check_lib(lib, &tg, &n_run, &n_skip);
+  if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip, 1);
   if (st) {
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
     fail = 1;
   }
   cov_codelet_lib_free(lib);
-  gpu_jit_targets_close(&tg);
+  for (int j = 0; j < n_tg; j++) gpu_target_close(&tg[j]);
   printf("%d codelets run, %d not bound\n", n_run, n_skip);
   if (n_run < min_run) {
     fprintf(stderr, "FAIL: %d codelets run (at least %d expected)\n", n_run, min_run);
