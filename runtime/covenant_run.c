@@ -74,7 +74,7 @@ static int fail_with(cov_status st) {
 
 /* A host or control step (format version 5). */
 static void info_control(const crt_artifact *a, int i) {
-  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump"};
+  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump", "part"};
   const crt_step *s = &a->steps[i];
   char e1[512], e2[512];
   printf("step %d: %s", i, names[s->op - CRT_STEP_COPY]);
@@ -88,6 +88,9 @@ static void info_control(const crt_artifact *a, int i) {
            (s->n_refs - 1) / 2 - s->n_carry);
   if (s->op == CRT_STEP_IF) printf(" '%s', else step %d", SHOW(a->buffers[s->refs[0]].name, e1), s->target);
   if (s->op == CRT_STEP_JUMP) printf(" to step %d", s->target);
+  if (s->op == CRT_STEP_PART)
+    printf(" of the model: %d value(s) in, %d out, first '%s'", s->n_in, s->n_refs - s->n_in,
+           SHOW(s->values[s->n_in], e1));
   printf(" (group %d, %s)\n", s->group, SHOW(s->label, e1));
 }
 
