@@ -9,8 +9,12 @@
  * the body's steps and a NEXT marker naming what the next iteration
  * takes, then the final state copied into the node's outputs; an If is
  * its condition, the then branch's steps and copies into the node's
- * outputs, ELSE, the same for the else branch, END. Anything else is a
- * MISSING step with the reason.
+ * outputs, ELSE, the same for the else branch, END. Other layout nodes
+ * and groups no codelet call describes are PART steps of one node (the
+ * reference interpreter runs them on the host); the top-level part whose
+ * sizes depend on the data is one PART step after everything else, its
+ * outputs with capacities (model_region.c). Anything else is a MISSING
+ * step with the reason.
  *
  * Shapes: a subgraph's loop-carried values have no static dims at load
  * (graph_control.c), so the program runs the model once on the caller's
@@ -42,7 +46,7 @@ struct cov_model_program {
   const graph_value **vals; /* every value a step names, and the graph it is read in */
   const graph **val_graph;
   size_t n_vals, cap_vals, cap_vgraph;
-  model_region region; /* the top-level graph's part whose sizes depend on the data */
+  graph_region region; /* the top-level graph's part whose sizes depend on the data */
   cov_status err;
 };
 
@@ -401,7 +405,7 @@ static void walk(cov_model_program *p, const graph *g) {
     while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
     const bool *part = g == p->root ? p->region.node : NULL; /* run as the PART step */
     if (part && part[i] && gi >= 0)
-      ; /* the whole group is (model_region_find) */
+      ; /* the whole group is (graph_region_find) */
     else if (gi >= 0 && !g->groups[gi].layout)
       walk_compute(p, g, (size_t)gi);
     else
@@ -435,9 +439,9 @@ static cov_status check_capacities(const cov_model_program *p) {
 /* The PART step after everything else: the region reads only what the
  * rest makes, and nothing else reads what it makes. */
 static cov_status add_part(cov_model_program *p, const cov_tensor *probe, size_t n_probe) {
-  const model_region *r = &p->region;
+  const graph_region *r = &p->region;
   if (!r->n_outputs) return NULL;
-  COV_RETURN_IF_ERROR(model_region_bound(p->root, probe, n_probe, &p->region));
+  COV_RETURN_IF_ERROR(graph_region_bound(p->root, probe, n_probe, &p->region));
   COV_RETURN_IF_ERROR(check_capacities(p));
   for (size_t k = 0; k < r->n_inputs; k++)
     if (!name_value(p, p->root, r->inputs[k]->producer, 0, r->inputs[k])) return p->err;
@@ -473,7 +477,7 @@ cov_status cov_model_program_build(const cov_model *m, const cov_tensor *probe, 
     free(outs);
     if (st) st = cov_status_annotate(st, "running the model on its probe inputs (the shapes of its subgraphs): ");
   }
-  if (!st) st = model_region_find(p->root, fixed_cb, p, &p->region);
+  if (!st) st = graph_region_find(p->root, fixed_cb, p, &p->region);
   if (!st) walk(p, p->root);
   if (!st) st = p->err, p->err = NULL;
   if (!st) st = add_part(p, probe, n_probe);
@@ -527,7 +531,7 @@ bool cov_model_program_capacity(const cov_model_program *p, const char *name, co
 
 void cov_model_program_free(cov_model_program *p) {
   if (!p) return;
-  model_region_free(&p->region);
+  graph_region_free(&p->region);
   for (size_t i = 0; i < p->n; i++) cov_model_group_free((cov_model_group *)p->steps[i].desc);
   for (size_t i = 0; i < p->n_seen; i++) free(p->seen[i].vals);
   free(p->seen);

@@ -50,7 +50,7 @@ static bool sub_dynamic(const graph *g, const graph_node *n, int depth) {
   return false;
 }
 
-static bool seed(const graph *g, const graph_node *n, model_fixed_fn fixed, void *user) {
+static bool seed(const graph *g, const graph_node *n, graph_fixed_fn fixed, void *user) {
   for (int k = 0; k < n->n_out; k++)
     if (n->out[k] && !fixed(user, g, n->out[k])) return true;
   return sub_dynamic(g, n, 0);
@@ -75,7 +75,7 @@ static bool spread(const graph *g, bool *node, bool *made) {
 
 /* The region's inputs (read by it, made elsewhere, not constants) and
  * outputs (graph outputs it makes), each once. */
-static cov_status edges(const graph *g, const bool *made, model_region *r) {
+static cov_status edges(const graph *g, const bool *made, graph_region *r) {
   bool *listed = calloc(g->n_values + 1, sizeof *listed);
   r->inputs = calloc(g->n_values + 1, sizeof *r->inputs);
   r->outputs = calloc(g->n_outputs + 1, sizeof *r->outputs);
@@ -102,7 +102,7 @@ static cov_status edges(const graph *g, const bool *made, model_region *r) {
   return NULL;
 }
 
-cov_status model_region_find(const graph *g, model_fixed_fn fixed, void *user, model_region *r) {
+cov_status graph_region_find(const graph *g, graph_fixed_fn fixed, void *user, graph_region *r) {
   memset(r, 0, sizeof *r);
   r->node = calloc(g->n_nodes + 1, sizeof *r->node);
   bool *made = calloc(g->n_values + 1, sizeof *made);
@@ -116,18 +116,24 @@ cov_status model_region_find(const graph *g, model_fixed_fn fixed, void *user, m
   if (any)
     while (spread(g, r->node, made)) {
     }
+  /* A Loop or Scan runs as often as the data says: no run bounds what it
+   * makes, so the region has no capacities; left to the program (a value
+   * without a fixed shape, said where it is named). */
+  for (size_t i = 0; any && i < g->n_nodes; i++)
+    if (r->node[i] && (!strcmp(g->nodes[i]->op_type, "Loop") || !strcmp(g->nodes[i]->op_type, "Scan")))
+      any = false, memset(r->node, 0, g->n_nodes * sizeof *r->node);
   cov_status st = any ? edges(g, made, r) : NULL;
   free(made);
   return st;
 }
 
 static void on_bound(void *user, const graph *g, const graph_value *vals) {
-  model_region *r = user;
+  graph_region *r = user;
   if (g->parent) return; /* the top-level graph's run only */
   for (size_t i = 0; i < g->n_values; i++) graph_copy_type(&r->bound[i], &vals[i]), r->bound[i].data = NULL;
 }
 
-cov_status model_region_bound(const graph *g, const cov_tensor *probe, size_t n_probe, model_region *r) {
+cov_status graph_region_bound(const graph *g, const cov_tensor *probe, size_t n_probe, graph_region *r) {
   r->bound = calloc(g->n_values + 1, sizeof *r->bound);
   cov_tensor *outs = calloc(g->n_outputs + 1, sizeof *outs);
   if (!r->bound || !outs) {
@@ -144,7 +150,7 @@ cov_status model_region_bound(const graph *g, const cov_tensor *probe, size_t n_
   return NULL;
 }
 
-void model_region_free(model_region *r) {
+void graph_region_free(graph_region *r) {
   free(r->node), free(r->inputs), free(r->outputs), free(r->bound);
   memset(r, 0, sizeof *r);
 }

@@ -1,6 +1,8 @@
 /* runtime/crt_build.c: building artifacts (crt_builder, see crt.h): items
  * are collected in order, intermediates are placed in the arena by their
- * lifetimes, and the file is written as header + manifest + data. */
+ * lifetimes, and the file is written as header + manifest + data.
+ * size: one builder for every item of the format, with the manifest writer
+ * that must write each as the reader (crt_artifact.c) reads it. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <math.h>
