@@ -21,7 +21,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
-          "                    [--max-insns N] [--max-work N]\n"
+          "                    [--max-insns N] [--max-work N] [--max-dynamic N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -48,6 +48,9 @@ static void usage(FILE *out) {
           "                        instructions (default 2^24 = 16777216), before anything runs\n"
           "  --max-work N          NPU: likewise for its element work (gemm multiply-adds,\n"
           "                        DMA and vector elements; default 2^34 = 17179869184)\n"
+          "  --max-dynamic N       a value whose size is set at run time (a part step's\n"
+          "                        output) may hold at most N elements in a run (default:\n"
+          "                        its capacity); more is an error naming the value\n"
           "  --tune                TUNE_DIR is a tuning artifact (covenant tune ... -o TUNE_DIR):\n"
           "                        checks every candidate kernel against the compiler's pick on\n"
           "                        the same random inputs (--seed), times each (--iters launches\n"
@@ -284,7 +287,7 @@ static int positive(const char *opt, const char *arg, uint64_t *out) {
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
-         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK };
+         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK, OPT_MAX_DYNAMIC };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -300,6 +303,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"tolerance", required_argument, NULL, OPT_TOL},
                                         {"max-insns", required_argument, NULL, OPT_MAX_INSNS},
                                         {"max-work", required_argument, NULL, OPT_MAX_WORK},
+                                        {"max-dynamic", required_argument, NULL, OPT_MAX_DYNAMIC},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   int c;
@@ -351,6 +355,9 @@ static int parse_args(int argc, char **argv, run_args *r) {
         break;
       case OPT_MAX_WORK:
         if (!positive("--max-work", optarg, &r->opts.max_npu_work)) return EXIT_USAGE;
+        break;
+      case OPT_MAX_DYNAMIC:
+        if (!positive("--max-dynamic", optarg, &r->opts.max_dynamic_elems)) return EXIT_USAGE;
         break;
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;

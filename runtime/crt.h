@@ -348,6 +348,7 @@ typedef struct crt_options {
   int no_graph;              /* time with plain launches instead of a CUDA graph */
   uint64_t max_npu_insns;    /* npu-sim: dynamic instructions a program may run (0: the simulator's default) */
   uint64_t max_npu_work;     /* npu-sim: element work a program may do (0: the simulator's default) */
+  uint64_t max_dynamic_elems; /* elements a part step's output may hold in a run, below its capacity (0: none) */
 } crt_options;
 
 /* Opens the device the artifact's backend names (CUDA driver for nvptx, HIP

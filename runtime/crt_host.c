@@ -30,6 +30,7 @@ struct crt_host {
   cov_model *model;        /* the model part steps run (the artifact's "onnx") */
   int *rank;               /* per buffer: the shape it holds now (crt_host_shape) */
   int64_t (*shape)[COV_MAX_RANK];
+  uint64_t max_dynamic;    /* the user's cap on a part output's elements (0: none) */
 };
 
 static cov_status step_error(const crt_artifact *a, int s, cov_code code, const char *fmt, ...)
@@ -124,6 +125,8 @@ int crt_host_step_buffers(const crt_artifact *a, int s, int *out, int max, int *
   for (int k = x->op == CRT_STEP_NEXT ? 1 : mid; k < hi; k++) put_buf(out, max, &n, x->refs[k]);
   return n;
 }
+
+void crt_host_set_max_dynamic(crt_host *h, uint64_t n) { h->max_dynamic = n; }
 
 void crt_host_shape(const crt_host *h, const crt_artifact *a, int b, int *rank, int64_t *shape) {
   *rank = h ? h->rank[b] : a->buffers[b].rank;
@@ -229,6 +232,13 @@ static cov_status part_result(crt_host *h, const crt_artifact *a, int s, int k, 
                      cov_dtype_name(buf->dtype), cap);
   }
   int64_t n = cov_tensor_numel(t);
+  if (buf->dynamic && h->max_dynamic && (uint64_t)n > h->max_dynamic) {
+    char path[64], e1[256];
+    snprintf(path, sizeof path, "steps[%d].out[%d]", s, k - x->n_in);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(a->file, path),
+                     "value '%s' holds %" PRId64 " elements in this run, more than --max-dynamic %" PRIu64,
+                     common_escape(x->values[k], e1, sizeof e1), n, h->max_dynamic);
+  }
   if (n > 0) memcpy(dst, t->data, (size_t)n * cov_dtype_size(t->dtype));
   h->rank[b] = t->rank;
   memcpy(h->shape[b], t->shape, sizeof h->shape[b]);

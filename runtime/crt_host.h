@@ -24,6 +24,10 @@ cov_status crt_host_open(const crt_artifact *a, crt_host **out);
  * addresses addr[]; *next: the step to run after it. */
 cov_status crt_host_step(crt_host *h, const crt_artifact *a, int s, const uint64_t *addr, int *next);
 void crt_host_close(crt_host *h);
+/* A cap below the capacities: a part step's output holding more than n
+ * elements in a run is an error naming it (crt_options.max_dynamic_elems;
+ * 0: none). */
+void crt_host_set_max_dynamic(crt_host *h, uint64_t n);
 /* The buffers step s reads (*n_read of them first in out[]) and writes,
  * at most max; returns how many (more than max: out[] holds the first
  * max). For a device session's copies around a host step. */

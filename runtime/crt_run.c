@@ -308,7 +308,9 @@ static cov_status open_host(crt_session *s) {
                        "host steps and control (format version %d) run on the %s device only", CRT_FORMAT_VERSION_CONTROL,
                        crt_device_backend(CRT_DEV_NPU));
     }
-  return crt_host_open(a, &s->hs);
+  COV_RETURN_IF_ERROR(crt_host_open(a, &s->hs));
+  crt_host_set_max_dynamic(s->hs, s->opts->max_dynamic_elems);
+  return NULL;
 }
 
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {

@@ -14,7 +14,8 @@
 # grows is not compiled; a for loop's scan output (rows stacked by the
 # runtime) matches ref, and one whose buffer holds no whole rows is refused;
 # a selection whose size depends on the data (NonZero) runs as a part step
-# for several inputs as ref does, and edited capacities, dims set at run
+# for several inputs as ref does, a run over the user's cap (--max-dynamic)
+# is refused, and edited capacities, dims set at run
 # time on buffers other steps name, a part step writing an input, without
 # the model or naming a value it does not have, are refused.
 set -u
@@ -144,6 +145,11 @@ done
 art=$work/select.cvx
 sel=(--input "$work/n5.npy" --input "$work/xs1.npy")
 part=$($py -c "import sys; sys.path.insert(0, '$src/runtime'); import artifact; m, _ = artifact.read('$art'); print([i for i, x in enumerate(m['steps']) if x['op'] == 'part'][0])")
+# the user's cap below the capacity: a run that makes more is refused, naming the value
+expect 1 "value 'y' holds 3 elements in this run, more than --max-dynamic 2" "$art" "${sel[@]}" --max-dynamic 2
+at "steps[$part].out[0]"
+"$rt" "$art" "${sel[@]}" --max-dynamic 3 --output-dir "$work/sel1" >/dev/null 2>&1 ||
+  bad "--max-dynamic 3 refuses a run making 3"
 # a capacity edited below what a run makes: refused when the run makes it, no write past the buffer
 edit cap_small 'b = [x for x in m["buffers"] if x["name"] == "y"][0]; b["shape"] = [2]; b["bytes"] = 8; [o for o in m["outputs"] if o["name"] == "y"][0]["shape"] = [2]'
 expect 1 "larger than its capacity" "$work/cap_small.cvx" "${sel[@]}"
