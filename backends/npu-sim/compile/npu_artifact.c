@@ -286,10 +286,16 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
     size_t n = cov_model_num_groups(m);
     fprintf(msg, "wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
     if (on_host) fprintf(msg, ", %zu group(s) run on the host as codelet calls", on_host);
-    if (compiled + on_host < n)
-      fprintf(msg, "; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
+    size_t parts = 0, missing = 0;
+    for (size_t i = 0; i < cov_model_program_count(prog); i++) {
+      parts += cov_model_program_step(prog, i)->kind == COV_PSTEP_PART;
+      missing += cov_model_program_step(prog, i)->kind == COV_PSTEP_MISSING;
+    }
+    if (parts) fprintf(msg, ", %zu part(s) of the model run on the host by the reference interpreter", parts);
+    if (missing)
+      fprintf(msg, "; %zu step(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
               "'missing': covenant-run refuses it, 'covenant run' runs such models",
-              n - compiled - on_host);
+              missing);
     fprintf(msg, "\n");
   }
   cov_model_program_free(prog);
