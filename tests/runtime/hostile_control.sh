@@ -17,7 +17,8 @@
 # for several inputs as ref does, a run over the user's cap (--max-dynamic)
 # is refused, and edited capacities, dims set at run
 # time on buffers other steps name, a part step writing an input, without
-# the model or naming a value it does not have, are refused.
+# the model or naming a value it does not have, are refused; a capacity over
+# the limit is refused when compiling.
 set -u
 cov=$1 rt=$2 src=$3 work=$4
 py=/usr/bin/python3
@@ -167,5 +168,10 @@ edit no_onnx 'del m["onnx"]'
 expect 1 "part steps run the model; the artifact has no 'onnx'" "$work/no_onnx.cvx" "${sel[@]}"
 edit part_value 'm["steps"][s("part")]["out"][0]["value"] = "no_such_value"'
 expect 1 "value 'no_such_value' is not in the model" "$work/part_value.cvx" "${sel[@]}"
+# a capacity over the limit (2^24 elements) is refused when compiling, naming the value
+$py "$src/tests/runtime/control_model.py" "$work/big.onnx" --select-big || exit 1
+out=$("$cov" compile "$work/big.onnx" --target npu-16x16 -o "$work/big.cvx" 2>&1)
+[ $? = 1 ] && grep -qF "value 'wide' may hold f32[5000000, 4]" <<<"$out" && grep -qF "more than 16777216 elements" <<<"$out" ||
+  bad "big: compile must refuse the capacity: $out"
 [ $fail = 0 ] && echo "all checks passed"
 exit $fail
