@@ -351,13 +351,12 @@ static int parse_args(int argc, char **argv, run_args *r) {
         }
         break;
       case OPT_MAX_INSNS:
-        if (!positive("--max-insns", optarg, &r->opts.max_npu_insns)) return EXIT_USAGE;
-        break;
       case OPT_MAX_WORK:
-        if (!positive("--max-work", optarg, &r->opts.max_npu_work)) return EXIT_USAGE;
-        break;
       case OPT_MAX_DYNAMIC:
-        if (!positive("--max-dynamic", optarg, &r->opts.max_dynamic_elems)) return EXIT_USAGE;
+        if (!positive(c == OPT_MAX_INSNS ? "--max-insns" : c == OPT_MAX_WORK ? "--max-work" : "--max-dynamic", optarg,
+                      c == OPT_MAX_INSNS ? &r->opts.max_npu_insns
+                      : c == OPT_MAX_WORK ? &r->opts.max_npu_work : &r->opts.max_dynamic_elems))
+          return EXIT_USAGE;
         break;
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;

@@ -44,6 +44,8 @@
  * GRAPH_MAX_LOOP_ITERATIONS), and steps one run may execute in all. */
 #define CRT_MAX_LOOP_ITERATIONS 100000
 #define CRT_MAX_RUN_STEPS ((int64_t)1 << 26)
+/* Values one part step names (its inputs and outputs). */
+#define CRT_MAX_PART_VALUES 4096
 
 typedef enum crt_buf_kind {
   CRT_BUF_INPUT,        /* a model input: written by the caller before each run */

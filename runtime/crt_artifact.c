@@ -262,6 +262,10 @@ static void read_modules(rd *r, const crt_json *root) {
   }
 }
 
+/* A list of dims of a shape of rank `rank`, ascending and each once, from
+ * format version `version` on: an input's "symbolic" (the dims the model
+ * left symbolic, version 4), a buffer's "dynamic" (those a part step sets
+ * at run time, version 5). */
 static unsigned dims_of(rd *r, const crt_json *o, int rank, const char *key, unsigned version) {
   const crt_json *s = array_of(r, o, key, 0);
   if (!s) return 0;
@@ -370,8 +374,6 @@ static void read_buffers(rd *r, const crt_json *root) {
   }
 }
 
-/* An input's "symbolic": the dims the model left symbolic, ascending and
- * below its rank (format version 4). */
 /* An integer input's "range": [lo, hi], lo <= hi (format version 4). */
 static void range_of(rd *r, const crt_json *o, crt_io *io) {
   const crt_json *s = array_of(r, o, "range", 0);
@@ -612,11 +614,13 @@ static void read_pairs(rd *r, const crt_json *c, int *x, int s, const char *key,
 }
 
 /* A part step's "in" and "out": [{"value": name, "buffer": b}, ...], at
- * most 4096 in all; what it writes is no model input or weight. */
+ * most CRT_MAX_PART_VALUES in all; what it writes is no model input or
+ * weight. */
 static void read_part(rd *r, const crt_json *o, crt_step *st, int s) {
   const crt_json *in = array_of(r, o, "in", 1), *out = array_of(r, o, "out", 1);
   if (r->err) return;
-  if (!out->n || in->n + out->n > 4096) return bad(r, o, "a part step has 1 to 4096 values, at least one out");
+  if (!out->n || in->n + out->n > CRT_MAX_PART_VALUES)
+    return bad(r, o, "a part step names at most %d values, at least one out", CRT_MAX_PART_VALUES);
   int *x = refs_alloc(r, st, in->n + out->n);
   st->values = rd_alloc(r, (in->n + out->n) * sizeof *st->values);
   if (!x || !st->values) return bad(r, o, "out of memory");

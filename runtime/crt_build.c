@@ -489,7 +489,7 @@ int crt_add_part(crt_builder *b, int group, const char *label, const char *const
       fail(b, "part step '%s': buffer %d of value '%s'", label, buffers[k], values[k]);
       return -1;
     }
-  int i = n_in < 0 || n_out < 1 || n_in + n_out > 4096 ? -1 : crt_add_control(b, CRT_STEP_PART, group, label, buffers, n_in + n_out);
+  int i = n_in < 0 || n_out < 1 || n_in + n_out > CRT_MAX_PART_VALUES ? -1 : crt_add_control(b, CRT_STEP_PART, group, label, buffers, n_in + n_out);
   if (i < 0) {
     if (!b->err) fail(b, "part step '%s': %d inputs and %d outputs", label, n_in, n_out);
     return -1;
