@@ -441,7 +441,13 @@ static cov_status check_capacities(const cov_model_program *p) {
 static cov_status add_part(cov_model_program *p, const cov_tensor *probe, size_t n_probe) {
   const graph_region *r = &p->region;
   if (!r->n_outputs) return NULL;
-  COV_RETURN_IF_ERROR(graph_region_bound(p->root, probe, n_probe, &p->region));
+  const seen *sn = seen_of(p, p->root); /* the probe ran in bound mode */
+  if (sn && (p->region.bound = calloc(p->root->n_values + 1, sizeof *p->region.bound)))
+    for (size_t i = 0; i < p->root->n_values; i++) graph_copy_type(&p->region.bound[i], &sn->vals[i]);
+  else if (sn)
+    return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+  else
+    COV_RETURN_IF_ERROR(graph_region_bound(p->root, probe, n_probe, &p->region));
   COV_RETURN_IF_ERROR(check_capacities(p));
   for (size_t k = 0; k < r->n_inputs; k++)
     if (!name_value(p, p->root, r->inputs[k]->producer, 0, r->inputs[k])) return p->err;
@@ -470,7 +476,10 @@ cov_status cov_model_program_build(const cov_model *m, const cov_tensor *probe, 
   cov_status st = NULL;
   if (has_subgraphs(p->root)) {
     cov_tensor *outs = calloc(p->root->n_outputs + 1, sizeof *outs);
-    graph_run_io io = {probe, NULL, n_probe, outs, NULL, p->root->n_outputs, false, on_trace, p, false};
+    /* in bound mode: it changes only operators with data-dependent output
+     * sizes, which run inside the part (graph_region_find), so the shapes
+     * outside it are a plain run's and those inside it its capacities */
+    graph_run_io io = {probe, NULL, n_probe, outs, NULL, p->root->n_outputs, false, on_trace, p, true};
     st = outs ? graph_run_values(p->root, &io, NULL, NULL, NULL)
               : cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
     for (size_t i = 0; outs && i < p->root->n_outputs; i++) cov_tensor_release(&outs[i]);
