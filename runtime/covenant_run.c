@@ -138,6 +138,9 @@ static void info(const crt_artifact *a) {
       for (int d = 0, n = 0; d < io->rank; d++)
         if (io->symbolic >> d & 1u) printf("%s%d", n++ ? ", " : "; symbolic in the model: dim ", d);
       if (io->has_range) printf("; values in [%" PRId64 ", %" PRId64 "]", io->lo, io->hi);
+      unsigned dyn = a->buffers[io->buffer].dynamic;
+      for (int d = 0, n = 0; d < io->rank; d++)
+        if (dyn >> d & 1u) printf("%s%d", n++ ? ", " : "; its capacity, set at run time: dim ", d);
       printf("\n");
     }
   crt_traffic tr;
