@@ -308,7 +308,9 @@ static cov_status open_host(crt_session *s) {
                        "host steps and control (format version %d) run on the %s device only", CRT_FORMAT_VERSION_CONTROL,
                        crt_device_backend(CRT_DEV_NPU));
     }
-  return crt_host_open(a, &s->hs);
+  COV_RETURN_IF_ERROR(crt_host_open(a, &s->hs));
+  crt_host_set_max_dynamic(s->hs, s->opts->max_dynamic_elems);
+  return NULL;
 }
 
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
@@ -505,11 +507,17 @@ cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_in
   for (int k = 0; k < a->n_outputs && !st; k++) {
     const crt_io *io = &a->outputs[k];
     const crt_buffer *b = &a->buffers[io->buffer];
-    size_t n = (size_t)(b->bytes / cov_dtype_size(b->dtype));
-    void *tmp = malloc((size_t)b->bytes + 1);
+    int rank = io->rank;
+    int64_t shape[COV_MAX_RANK];
+    memcpy(shape, io->shape, sizeof shape);
+    if (b->dynamic) crt_host_shape(s->hs, a, io->buffer, &rank, shape); /* the part step's */
+    cov_tensor t = {.dtype = b->dtype, .rank = rank};
+    memcpy(t.shape, shape, sizeof shape);
+    size_t n = (size_t)cov_tensor_numel(&t), bytes = n * cov_dtype_size(b->dtype);
+    void *tmp = malloc(bytes + 1);
     if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    st = d_download(s, tmp, s->addr[io->buffer], (size_t)b->bytes);
-    if (!st) st = cov_tensor_alloc(&outputs[k], io->dtype, io->rank, io->shape);
+    st = d_download(s, tmp, s->addr[io->buffer], bytes);
+    if (!st) st = cov_tensor_alloc(&outputs[k], io->dtype, rank, shape);
     if (!st) convert(tmp, b->dtype, outputs[k].data, io->dtype, n);
     free(tmp);
   }
