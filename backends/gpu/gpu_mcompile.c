@@ -742,6 +742,7 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
                                   gpu_model_plan *p) {
   memset(p, 0, sizeof *p);
+  if (gpu_model_has_control(m)) return gpu_model_compile_program(m, path, t, emit, p);
   gpu_capture cap;
   COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
   /* value-changing layout work: listed with every other group that cannot
@@ -859,5 +860,22 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
+  return st;
+}
+
+int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
+                      const int64_t *shape, cov_status *st) {
+  return add_buf(p, name, kind, dt, rank, shape, st);
+}
+
+gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  return add_step(p, group, label, st);
+}
+
+cov_status gpu_model_lower_group(gpu_model_plan *p, const gpu_capture *cap, const gpu_target *t, const char *path,
+                                 int *id_buf, int gi, const gpu_cap_group *g, int *file_error) {
+  lower_ctx x = {p, cap, t, path, id_buf, gi, g, 0, 0};
+  cov_status st = lower_group(&x);
+  *file_error = x.file_error;
   return st;
 }
