@@ -449,10 +449,11 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
 }
 
 /* Control flow (a Loop, If or Scan the frontend drives, its subgraphs'
- * groups offered once per iteration or branch taken) is refused by name:
- * a GPU artifact is one straight line of launches, and the runtime's host
- * loop and if steps (runtime/README.md, "Host steps and control") run on
- * the npu-sim device only. */
+ * groups offered once per iteration or branch taken) cannot be captured:
+ * the passes would see a body's groups as many times as it runs. Such a
+ * model is compiled from its program instead (gpu_mprogram.c,
+ * gpu_model_compile_with checks first); a capture asked for one anyway is
+ * refused by name. */
 static cov_status refuse_control(const cov_model *m, const char *path) {
   static const char *const kinds[] = {"loop", "if", "scan", NULL};
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
@@ -461,8 +462,8 @@ static cov_status refuse_control(const cov_model *m, const char *path) {
     for (const char *const *k = kinds; info.layout && *k; k++)
       if (!strcmp(info.kind, *k))
         return cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
-                         "layer group %zu (%s, node '%s') is control flow; a GPU artifact is one straight line of "
-                         "kernel launches (NPU artifacts hold control: their runtime drives loops and branches)",
+                         "layer group %zu (%s, node '%s') is control flow, which the capture of a straight model "
+                         "cannot follow (gpu_model_compile_with compiles such a model from its program)",
                          i, info.kind, info.node);
   }
   return NULL;

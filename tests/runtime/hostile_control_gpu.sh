@@ -16,7 +16,7 @@ cov=$1 rt=$2 emu=$3 src=$4 work=$5 target=$6
 py=/usr/bin/python3
 rm -rf "$work"
 mkdir -p "$work"
-fail=0
+fail=0 device=0
 bad() { echo "FAIL: $*"; fail=1; }
 for v in "count" "spin --host-only" "scan --scan"; do
   set -- $v
