@@ -368,7 +368,7 @@ static cov_status host_io(crt_session *s, const crt_step *x, int up) {
 
 /* Host step i of a GPU artifact: the segment before it finished, what it
  * reads brought to the host, run there, what it writes sent back. */
-static cov_status gpu_host_step(crt_session *s, int i, int *next) {
+static cov_status device_host_step(crt_session *s, int i, int *next) {
   const crt_step *x = &s->a->steps[i];
   cov_status st = s->dev == DEV_CUDA ? crt_cuda_stream_sync(s->cu, s->stream) : NULL;
   if (!st) st = host_io(s, x, 0);
@@ -505,7 +505,7 @@ static cov_status issue(crt_session *s) {
       st = issue_segment(s, i, &next);
       budget -= next - i;
     } else {
-      st = s->dev == DEV_NPU ? crt_host_step(s->hs, a, i, s->addr, &next) : gpu_host_step(s, i, &next);
+      st = s->dev == DEV_NPU ? crt_host_step(s->hs, a, i, s->addr, &next) : device_host_step(s, i, &next);
       if (st) st = cov_status_annotate(st, "%s: step %d (%s, group %d): ", a->file, i, x->label, x->group);
       budget--;
     }

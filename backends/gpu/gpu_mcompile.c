@@ -1,7 +1,7 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
  * launch sequence (gpu_mplan.h says what and why).
  *
- * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
+ * long: gpu_model_compile_straight binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
  */
 #include <jansson.h>
 #include <math.h>
@@ -739,10 +739,9 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
 }
 
 
-cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
-                                  gpu_model_plan *p) {
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                      gpu_model_plan *p) {
   memset(p, 0, sizeof *p);
-  if (gpu_model_has_control(m)) return gpu_model_compile_program(m, path, t, emit, p);
   gpu_capture cap;
   COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
   /* value-changing layout work: listed with every other group that cannot

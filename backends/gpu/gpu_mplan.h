@@ -211,8 +211,14 @@ void gpu_model_plan_free(gpu_model_plan *p);
  * without generating code (the CPU emulation's tests); t == NULL also
  * leaves the matrix problems unplanned (checked only). */
 struct gpu_target;
+/* (gpu_mprogram.c: a model with control flow is compiled from its
+ * program, any other by gpu_model_compile_straight) */
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* gpu_model_compile_with for a model without control flow: its groups
+ * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                      gpu_model_plan *out);
 /* Whether m holds control flow (a Loop, If or Scan group). */
 int gpu_model_has_control(const cov_model *m);
 /* A model with control flow (gpu_mprogram.c): its program

@@ -13,7 +13,7 @@
  * program every layout operation is already a copy or a group. Copies,
  * loops and branches become the artifact's copy / loop / next / if / jump
  * steps, which the runtime drives from values it reads back from the
- * device (runtime/crt_segment.c): the launches between two host steps are
+ * device (runtime/crt_run.c): the launches between two host steps are
  * one straight segment. The plan-level passes that rewrite launches
  * across groups (channels-last activations, fusions) are not run: they
  * assume one straight line. */
@@ -347,4 +347,10 @@ cov_status gpu_model_compile_program(const cov_model *m, const char *path, const
   cov_model_program_free(prog);
   if (st) gpu_model_plan_free(p);
   return st;
+}
+
+cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                  gpu_model_plan *out) {
+  return gpu_model_has_control(m) ? gpu_model_compile_program(m, path, t, emit, out)
+                                  : gpu_model_compile_straight(m, path, t, emit, out);
 }
