@@ -300,8 +300,17 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
   return NULL;
 }
 
-/* an f16 copy of buffer b (the matrix kernels' operands) */
+/* The matrix kernels' operand dtype: f16, or f32 on a target opened for
+ * f32 (`--dtype f32`: the FMA path, no operand rounding). */
+static cov_dtype operand_dtype(const lower_ctx *x) { return x->t && x->t->dtype == COV_F32 ? COV_F32 : COV_F16; }
+
+/* an f16 copy of buffer b (the matrix kernels' operands; b itself where
+ * they are f32) */
 static cov_status to_f16(lower_ctx *x, int b, int *out) {
+  if (operand_dtype(x) == COV_F32 && x->p->bufs[b].dtype == COV_F32) {
+    *out = b;
+    return NULL;
+  }
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%.140s.f16", x->p->bufs[b].name);
@@ -481,7 +490,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   const gpu_cap_group *g = x->g;
   const gpu_cap_call *c = &g->calls[c0];
   memset(q, 0, sizeof *q);
-  q->in_dtype = COV_F16;
+  q->in_dtype = operand_dtype(x);
   q->file = x->path;
   snprintf(q->node, sizeof q->node, "%s", g->node);
   q->batch = 1, q->stride = 1, q->dilation = 1, q->groups = 1;
@@ -554,7 +563,8 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   return i - c0;
 }
 
-/* The weights of a matrix problem in its kernel's layout, f16. */
+/* The weights of a matrix problem in its kernel's layout and operand
+ * dtype (f16, or f32). */
 static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_plan *plan, int *out) {
   const gpu_problem *q = &plan->prob;
   const float *w = const_f32(&c->args[1]);
@@ -578,7 +588,7 @@ static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", c->args[1].value);
-  *out = add_weight(x->p, nm, COV_F16, n, v, &st);
+  *out = add_weight(x->p, nm, q->in_dtype, n, v, &st);
   free(v);
   return st;
 }
