@@ -10,7 +10,8 @@
  * same computation as a plain C loop, for trip counts 0, 1, 3 and 20 (the
  * condition stops that one at 10). Then timed with CUDA graphs: each
  * straight segment captured once and replayed (no copy or sync inside a
- * capture: the stand-in refuses them), and the results still right.
+ * capture: the stand-in refuses them), and the results still right. A
+ * loop that never ends stops at the iteration limit (100,000).
  * Usage: test_gpu_host_steps (exits 77 where the stand-in is not found). */
 #include <dlfcn.h>
 #include <math.h>
@@ -23,7 +24,7 @@
 static const float k_x[4] = {0.5f, -1.0f, 2.0f, 3.0f};
 
 /* The artifact: x f32[4], n i64 in; y f32[4] out. */
-static cov_status build(uint8_t **bytes, size_t *n) {
+static cov_status build(float limit, uint8_t **bytes, size_t *n) {
   crt_builder *b = NULL;
   COV_RETURN_IF_ERROR(crt_builder_new("nvptx-sm90", "nvptx", "sm_90a", "loop.onnx", &b));
   int64_t four = 4;
@@ -41,7 +42,7 @@ static cov_status build(uint8_t **bytes, size_t *n) {
   crt_add_input(b, "n", COV_I64, 0, NULL, nb);
   crt_add_output(b, "y", COV_F32, 1, &four, y);
   const uint32_t one[3] = {1, 1, 1};
-  crt_arg i4 = {.kind = CRT_ARG_I64, .i = 4}, lim10 = {.kind = CRT_ARG_F32, .f = 10.0f},
+  crt_arg i4 = {.kind = CRT_ARG_I64, .i = 4}, lim10 = {.kind = CRT_ARG_F32, .f = limit},
           lim8 = {.kind = CRT_ARG_F32, .f = 8.0f};
   crt_add_copy(b, 0, "enter", x, h);                                          /* 0 */
   int loop = crt_add_control(b, CRT_STEP_LOOP, 1, "loop", (int[]){nb, -1, it, -1}, 4); /* 1 */
@@ -99,6 +100,36 @@ static int check_runs(crt_session *s, const char *when) {
   return bad;
 }
 
+/* A body whose condition stays true and a trip count of 10^12: the run
+ * stops at the iteration limit with an error naming the loop. */
+static int never_ends(void) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  crt_artifact *a = NULL;
+  crt_session *s = NULL;
+  crt_options opts = {0};
+  cov_status st = build(1e30f, &bytes, &n);
+  if (!st) st = crt_artifact_read(bytes, n, "spin.cvx", &a);
+  if (!st) st = crt_session_open(a, &opts, &s);
+  int64_t four = 4, big = 1000000000000;
+  cov_tensor in[2] = {{0}}, out = {0};
+  if (!st) st = cov_tensor_alloc(&in[0], COV_F32, 1, &four);
+  if (!st) st = cov_tensor_alloc(&in[1], COV_I64, 0, NULL);
+  if (!st) {
+    memcpy(in[0].data, k_x, sizeof k_x), memcpy(in[1].data, &big, 8);
+    st = crt_session_run(s, in, 2, &out, 1);
+  }
+  const char *want = "loop 'loop' ran 100000 iterations and would run another: the limit is 100000";
+  int ok = st && strstr(cov_status_message(st), want) != NULL;
+  printf("%-4s a loop that never ends: %s\n", ok ? "PASS" : "FAIL", st ? cov_status_message(st) : "no error");
+  cov_status_free(st);
+  cov_tensor_release(&in[0]), cov_tensor_release(&in[1]), cov_tensor_release(&out);
+  crt_session_close(s);
+  crt_artifact_free(a);
+  free(bytes);
+  return !ok;
+}
+
 int main(void) {
   void *fake = dlopen("libcuda.so.1", RTLD_NOW);
   void (*counts)(long[4]) = fake ? (void (*)(long[4]))dlsym(fake, "fake_cuda_counts") : NULL;
@@ -110,7 +141,7 @@ int main(void) {
   size_t n = 0;
   crt_artifact *a = NULL;
   crt_session *s = NULL;
-  cov_status st = build(&bytes, &n);
+  cov_status st = build(10.0f, &bytes, &n);
   if (!st) st = crt_artifact_read(bytes, n, "loop.cvx", &a);
   crt_options opts = {0};
   if (!st) st = crt_session_open(a, &opts, &s);
@@ -144,6 +175,7 @@ int main(void) {
   crt_session_close(s);
   crt_artifact_free(a);
   free(bytes);
+  bad += never_ends();
   dlclose(fake);
   return bad != 0;
 }
