@@ -16,7 +16,7 @@
 #include <string.h>
 
 typedef int cu_result;
-typedef uint64_t devptr;
+typedef unsigned long long devptr; /* crt_devptr */
 
 enum { ERR_INVALID = 1, ERR_NOT_FOUND = 500, ERR_CAPTURE = 900, MAX_REC = 4096 };
 
