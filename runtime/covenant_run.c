@@ -148,6 +148,11 @@ static void info(const crt_artifact *a) {
   printf("per inference: %d kernel launches, %d fills, %d npu programs; %" PRIu64
          " bytes of activations moved between kernels (%" PRIu64 " f32, %" PRIu64 " 16-bit, %" PRIu64 " zeroed by fills)\n",
          tr.launches, tr.fills, tr.npu, tr.act_bytes, tr.f32_bytes, tr.half_bytes, tr.fill_bytes);
+  for (int i = 0; i < a->n_steps; i++)
+    if (a->steps[i].op == CRT_STEP_LOOP) {
+      printf("(each loop's body counted once: a run repeats it as often as the loop goes round)\n");
+      break;
+    }
   info_steps(a);
 }
 

@@ -2,7 +2,7 @@
  * runtime/README.md, "Host steps and control"): copies, codelet calls run
  * by the reference interpreter on the codelets the artifact carries, loops
  * iterated and branches chosen from values in buffers. Buffers are in host
- * memory (the npu-sim device). */
+ * memory: the npu-sim device's, or a GPU buffer's host copy (crt_run.c). */
 #include "runtime/crt_host.h"
 
 #include <inttypes.h>

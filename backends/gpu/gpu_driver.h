@@ -25,6 +25,9 @@ typedef struct gpu_target {
   /* models: activations stay f32 NCHW between kernels (no channels-last
    * pass, gpu_model_channels_last); cov_gpu_options.f32_activations */
   int f32_activations;
+  /* the operand dtype it was opened for: COV_F32 gives a compiled model's
+   * matrix kernels f32 operands and weights (the FMA path) instead of f16 */
+  cov_dtype dtype;
 } gpu_target;
 
 typedef struct gpu_kernel_info {

@@ -83,7 +83,7 @@ typedef struct cap_ctx {
 /* what runs out of memory when an array here cannot grow */
 static const char k_oom[] = "capturing the model's groups";
 
-static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
+cov_status gpu_cap_describe(gpu_cap_group *g, const cov_model_group *d) {
   g->n_calls = cov_model_group_num_calls(d);
   g->calls = calloc(g->n_calls ? g->n_calls : 1, sizeof *g->calls);
   if (!g->calls) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -352,7 +352,7 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
     return NULL;
   }
   snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
-  COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
+  COV_RETURN_IF_ERROR(gpu_cap_describe(g, o->desc));
   cov_dtype dt = g->out.dtype;
   if (dt != COV_F32) {
     int data = computes_data(g, o);
@@ -449,10 +449,11 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
 }
 
 /* Control flow (a Loop, If or Scan the frontend drives, its subgraphs'
- * groups offered once per iteration or branch taken) is refused by name:
- * a GPU artifact is one straight line of launches, and the runtime's host
- * loop and if steps (runtime/README.md, "Host steps and control") run on
- * the npu-sim device only. */
+ * groups offered once per iteration or branch taken) cannot be captured:
+ * the passes would see a body's groups as many times as it runs. Such a
+ * model is compiled from its program instead (gpu_mprogram.c,
+ * gpu_model_compile_with checks first); a capture asked for one anyway is
+ * refused by name. */
 static cov_status refuse_control(const cov_model *m, const char *path) {
   static const char *const kinds[] = {"loop", "if", "scan", NULL};
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
@@ -461,8 +462,8 @@ static cov_status refuse_control(const cov_model *m, const char *path) {
     for (const char *const *k = kinds; info.layout && *k; k++)
       if (!strcmp(info.kind, *k))
         return cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
-                         "layer group %zu (%s, node '%s') is control flow; a GPU artifact is one straight line of "
-                         "kernel launches (NPU artifacts hold control: their runtime drives loops and branches)",
+                         "layer group %zu (%s, node '%s') is control flow, which the capture of a straight model "
+                         "cannot follow (gpu_model_compile_with compiles such a model from its program)",
                          i, info.kind, info.node);
   }
   return NULL;
@@ -530,20 +531,22 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   return st;
 }
 
-void gpu_capture_free(gpu_capture *c) {
-  for (int k = 0; k < c->n_groups; k++) {
-    gpu_cap_group *g = &c->groups[k];
-    for (size_t i = 0; i < g->n_calls; i++) {
-      gpu_cap_call *cl = &g->calls[i];
-      free(cl->node), free(cl->codelet);
-      for (size_t a = 0; a < cl->n_attrs; a++) free((char *)cl->attrs[a].name);
-      for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
-      free(cl->attrs), free(cl->args);
-    }
-    for (size_t i = 0; i < g->n_in; i++)
-      free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
-    free(g->calls), free(g->in);
+void gpu_cap_group_free(gpu_cap_group *g) {
+  for (size_t i = 0; g->calls && i < g->n_calls; i++) {
+    gpu_cap_call *cl = &g->calls[i];
+    free(cl->node), free(cl->codelet);
+    for (size_t a = 0; cl->attrs && a < cl->n_attrs; a++) free((char *)cl->attrs[a].name);
+    for (size_t a = 0; cl->args && a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
+    free(cl->attrs), free(cl->args);
   }
+  for (size_t i = 0; g->in && i < g->n_in; i++)
+    free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
+  free(g->calls), free(g->in);
+  g->calls = NULL, g->in = NULL, g->n_calls = g->n_in = 0;
+}
+
+void gpu_capture_free(gpu_capture *c) {
+  for (int k = 0; k < c->n_groups; k++) gpu_cap_group_free(&c->groups[k]);
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);
   for (int i = 0; i < c->cap_const; i++) free(c->id_const[i]);
   free(c->groups), free(c->id_numel), free(c->id_const);

@@ -1,7 +1,7 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
  * launch sequence (gpu_mplan.h says what and why).
  *
- * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
+ * long: gpu_model_compile_straight binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
  */
 #include <jansson.h>
 #include <math.h>
@@ -292,8 +292,17 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
   return NULL;
 }
 
-/* an f16 copy of buffer b (the matrix kernels' operands) */
+/* The matrix kernels' operand dtype: f16, or f32 on a target opened for
+ * f32 (`--dtype f32`: the FMA path, no operand rounding). */
+static cov_dtype operand_dtype(const lower_ctx *x) { return x->t && x->t->dtype == COV_F32 ? COV_F32 : COV_F16; }
+
+/* an f16 copy of buffer b (the matrix kernels' operands; b itself where
+ * they are f32) */
 static cov_status to_f16(lower_ctx *x, int b, int *out) {
+  if (operand_dtype(x) == COV_F32 && x->p->bufs[b].dtype == COV_F32) {
+    *out = b;
+    return NULL;
+  }
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%.140s.f16", x->p->bufs[b].name);
@@ -473,7 +482,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   const gpu_cap_group *g = x->g;
   const gpu_cap_call *c = &g->calls[c0];
   memset(q, 0, sizeof *q);
-  q->in_dtype = COV_F16;
+  q->in_dtype = operand_dtype(x);
   q->file = x->path;
   snprintf(q->node, sizeof q->node, "%s", g->node);
   q->batch = 1, q->stride = 1, q->dilation = 1, q->groups = 1;
@@ -546,7 +555,8 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   return i - c0;
 }
 
-/* The weights of a matrix problem in its kernel's layout, f16. */
+/* The weights of a matrix problem in its kernel's layout and operand
+ * dtype (f16, or f32). */
 static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_plan *plan, int *out) {
   const gpu_problem *q = &plan->prob;
   const float *w = const_f32(&c->args[1]);
@@ -570,7 +580,7 @@ static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", c->args[1].value);
-  *out = add_weight(x->p, nm, COV_F16, n, v, &st);
+  *out = add_weight(x->p, nm, q->in_dtype, n, v, &st);
   free(v);
   return st;
 }
@@ -731,8 +741,8 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
 }
 
 
-cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
-                                  gpu_model_plan *p) {
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                      gpu_model_plan *p) {
   memset(p, 0, sizeof *p);
   gpu_capture cap;
   COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
@@ -851,5 +861,22 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
+  return st;
+}
+
+int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
+                      const int64_t *shape, cov_status *st) {
+  return add_buf(p, name, kind, dt, rank, shape, st);
+}
+
+gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  return add_step(p, group, label, st);
+}
+
+cov_status gpu_model_lower_group(gpu_model_plan *p, const gpu_capture *cap, const gpu_target *t, const char *path,
+                                 int *id_buf, int gi, const gpu_cap_group *g, int *file_error) {
+  lower_ctx x = {p, cap, t, path, id_buf, gi, g, 0, 0};
+  cov_status st = lower_group(&x);
+  *file_error = x.file_error;
   return st;
 }

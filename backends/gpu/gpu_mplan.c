@@ -165,9 +165,23 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
         memcpy(v[i], t->data, (size_t)b->numel * cov_dtype_size(b->dtype));
     }
   }
-  for (int i = 0; i < p->n_steps && !st; i++) {
+  /* control steps: per step, a loop's iterations and trip count; every
+   * step run counts against the runtime's bound (CRT_MAX_RUN_STEPS) */
+  int64_t *count = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *count);
+  int64_t *trip = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *trip), budget = (int64_t)1 << 26;
+  if (!st && (!count || !trip)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0, next = 1; i < p->n_steps && !st; i = next) {
     const gpu_mstep *s = &p->steps[i];
     float *a[4];
+    next = i + 1;
+    if (--budget < 0) {
+      st = cov_error(COV_OUT_OF_RANGE, GPU_LOC(NULL, s->label), "a run would execute more than 2^26 steps (loops)");
+      break;
+    }
+    if (s->op >= GPU_STEP_COPY) {
+      st = gpu_mctl_emulate(p, i, v, count, trip, &next);
+      continue;
+    }
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
       memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
@@ -207,7 +221,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);
   for (int i = 0; i < p->n_bufs; i++) free(v[i]);
-  free(v);
+  free(v), free(count), free(trip);
   return st;
 }
 
@@ -311,9 +325,18 @@ static void cdl_figures(const gpu_mstep *s, json_t *o) {
 
 static json_t *step_json(const gpu_mstep *s) {
   json_t *o = json_object();
-  json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
+  static const char *ops[] = {"launch", "fill", "copy", "loop", "next", "if", "jump"};
+  json_object_set_new(o, "op", json_string(ops[s->op]));
   json_object_set_new(o, "group", json_integer(s->group));
   json_object_set_new(o, "label", json_string(s->label));
+  if (s->op >= GPU_STEP_COPY) {
+    json_t *refs = json_array();
+    for (int k = 0; k < s->n_args; k++) json_array_append_new(refs, json_integer(s->args[k]));
+    json_object_set_new(o, "buffers", refs);
+    if (s->op != GPU_STEP_COPY) json_object_set_new(o, "target", json_integer(s->target));
+    if (s->op == GPU_STEP_NEXT) json_object_set_new(o, "carried", json_integer(s->n_carry));
+    return o;
+  }
   if (s->op == GPU_STEP_FILL) {
     json_object_set_new(o, "buffer", json_integer(s->fill_buf));
     json_object_set_new(o, "value", json_integer(0));

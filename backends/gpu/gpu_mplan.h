@@ -132,7 +132,20 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
 
 /* ---- the compiled model ------------------------------------------------ */
 
-typedef enum gpu_step_op { GPU_STEP_LAUNCH, GPU_STEP_FILL } gpu_step_op;
+/* LAUNCH and FILL run on the device; the rest are the host steps and
+ * control of a model with a Loop or If (gpu_mprogram.c), the artifact's
+ * steps of the same names (runtime/README.md, "Host steps and control"):
+ * their buffers are args[0 .. n_args) as the artifact's refs list them. */
+typedef enum gpu_step_op {
+  GPU_STEP_LAUNCH,
+  GPU_STEP_FILL,
+  GPU_STEP_COPY, /* args: from, to (the same bytes) */
+  GPU_STEP_LOOP, /* args: trip count, condition, iteration number, body condition (-1: none); target: its next */
+  GPU_STEP_NEXT, /* args: the body's condition (-1: none), n_carry (from, to) pairs, then (slice, stacked)
+                    scan pairs; target: its loop */
+  GPU_STEP_IF,   /* args: the condition; target: the first step of the else branch */
+  GPU_STEP_JUMP, /* target: the step after the If */
+} gpu_step_op;
 typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW } gpu_kernel_kind;
 
 typedef struct gpu_mstep {
@@ -153,6 +166,8 @@ typedef struct gpu_mstep {
   int pre;          /* 1: this launch is the transform of the next one */
   /* fill: bytes of zeros over buffer `fill_buf` */
   int fill_buf;
+  /* control (LOOP, NEXT, IF, JUMP): the step it names; NEXT: carried pairs */
+  int target, n_carry;
 } gpu_mstep;
 
 typedef struct gpu_mmodule {
@@ -196,8 +211,39 @@ void gpu_model_plan_free(gpu_model_plan *p);
  * without generating code (the CPU emulation's tests); t == NULL also
  * leaves the matrix problems unplanned (checked only). */
 struct gpu_target;
+/* (gpu_mprogram.c: a model with control flow is compiled from its
+ * program, any other by gpu_model_compile_straight) */
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* gpu_model_compile_with for a model without control flow: its groups
+ * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                      gpu_model_plan *out);
+/* Whether m holds control flow (a Loop, If or Scan group). */
+int gpu_model_has_control(const cov_model *m);
+/* A model with control flow (gpu_mprogram.c): its program
+ * (cov_model_program_build) as straight stretches of launches, each group
+ * lowered as gpu_model_compile_with lowers it, joined by host copies and
+ * the loop / next / if / jump steps. */
+cov_status gpu_model_compile_program(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                     gpu_model_plan *out);
+/* What gpu_mprogram.c builds plans with (gpu_mcompile.c). */
+int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
+                      const int64_t *shape, cov_status *st);
+gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st);
+/* Lowers group g of capture cap (inputs as runs over cap's buffer ids,
+ * id_buf mapping them to plan buffers, g's result into id_buf[g->buf_id]);
+ * *file_error: the error is the tuning file's, not the group's. */
+struct gpu_capture;
+struct gpu_cap_group;
+cov_status gpu_model_lower_group(gpu_model_plan *p, const struct gpu_capture *cap, const struct gpu_target *t,
+                                 const char *path, int *id_buf, int gi, const struct gpu_cap_group *g,
+                                 int *file_error);
+/* A control step's CPU meaning (gpu_mctl_emu.c) over the emulation's
+ * buffers v (each in its own dtype's bytes); count / trip: per step, a
+ * loop's iterations done and its trip count; *next: the step after. */
+cov_status gpu_mctl_emulate(const gpu_model_plan *p, int s, float **v, int64_t *count, int64_t *trip, int *next);
+
 /* Every launch's code for `t` (gpu_mmodules.c): matrix kernels through
  * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module
  * each; launches of an equal kernel share its module and name. */

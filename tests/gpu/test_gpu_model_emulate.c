@@ -24,7 +24,9 @@
  * must have the dtypes its kernel reads and writes (a matrix kernel's
  * 16-bit operands, f16 outputs where it writes f16, a copy's source):
  * the emulation sees every buffer as f32 values and would not notice.
- * Usage: test_gpu_model_emulate [-t] [-l N] [-e TEXT] [-s NAME=DIMS]...
+ * With -d f32 the target is opened for f32 operands (`covenant compile
+ * --dtype f32`): matrix kernels on the FMA path, f32 weights, no rounding.
+ * Usage: test_gpu_model_emulate [-t] [-l N] [-e TEXT] [-d f32] [-s NAME=DIMS]...
  * TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
@@ -131,11 +133,13 @@ static double elem(const cov_tensor *t, int64_t j) {
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
 
+static cov_dtype g_dtype = COV_F16;
+
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
   cov_model *m = NULL;
   gpu_model_plan p;
-  cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
+  cov_status st = gpu_target_open(backend_gpu_vendors(), target, g_dtype, &t);
   cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
   cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
   if (!st) st = cov_model_load_file(path, &mo, &ref);
@@ -233,6 +237,7 @@ int main(int argc, char **argv) {
   const char *expect = NULL;
   if (argc > 2 && !strcmp(argv[1], "-l")) g_max_launches = atoi(argv[2]), argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
+  if (argc > 2 && !strcmp(argv[1], "-d")) g_dtype = !strcmp(argv[2], "f32") ? COV_F32 : COV_F16, argv += 2, argc -= 2;
   while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
     cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
     if (st) {
@@ -243,7 +248,7 @@ int main(int argc, char **argv) {
     argv += 2, argc -= 2;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-e TEXT] [-d f32] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;
