@@ -16,7 +16,12 @@
 typedef struct gpu_attn {
   int64_t batch, heads, seq, dim; /* the layer: [batch][heads][seq][dim] */
   cov_dtype in_dtype;             /* f16 or bf16 */
-  float scale;                    /* 1/sqrt(dim) */
+  float scale;                    /* 1/sqrt(dim), or the model's scale (gpu_mattn.c) */
+  /* keys past `keys` (< seq: a sequence padded to the tiles) and, when
+   * causal, keys after the query row score -inf; key 0 is never masked,
+   * so every row's first block sets its running max */
+  int64_t keys;
+  bool causal;
   /* schedule: bm query rows per workgroup, wm (16 or 32) per warp, whose
    * Q fragments stay in registers (K and V fragments are read from shared
    * memory once for both 16-row blocks of a 32-row warp), bn keys per step

@@ -96,6 +96,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                      target->name);
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
+  out->keys = seq;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
@@ -109,6 +110,8 @@ typedef struct attn_k {
   const gpu_attn *a;
   const gpu_frag_ops *fr;
   LLVMValueRef tid, warp, head_off; /* head_off: element offset of this head's [seq][dim] */
+  LLVMValueRef wrow;                /* the first query row of the warp's accumulators */
+  LLVMValueRef mrow, kbase;         /* softmax_step's row block (first row) and key block (first key) */
   LLVMValueRef q, k, v, o, smem;
   LLVMTypeRef v4i32, v2h;
 } attn_k;
@@ -205,6 +208,27 @@ static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
   return x;
 }
 
+/* Scores of masked keys (past a->keys, or after the row when causal) set
+ * to -inf: accumulator n*4 + 2h + e of a thread holds row mrow + lane/4 +
+ * 8h, key kbase + 8n + 2(lane%4) + e (m16n8 fragments, and the warpgroup
+ * accumulators seen per warp). */
+static void mask_scores(attn_k *s, LLVMValueRef *sacc) {
+  if (!s->a->causal && s->a->keys >= s->a->seq) return;
+  gpu_gen *g = s->g;
+  LLVMValueRef grp = udiv(g, g->lane, 4), key0 = add(g, s->kbase, mul(g, urem(g, g->lane, 4), C(2)));
+  LLVMValueRef ninf = fconst(g, -INFINITY);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef row = add(g, s->mrow, add(g, grp, C(8 * h)));
+    for (int n = 0; n < s->a->bn / 8; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef key = add(g, key0, C(8 * n + e)), ok = ult(g, key, s->a->keys);
+        if (s->a->causal) ok = and1(g, ok, LLVMBuildICmp(g->b, LLVMIntULE, key, row, ""));
+        LLVMValueRef *v = &sacc[n * 4 + 2 * h + e];
+        *v = LLVMBuildSelect(g->b, ok, *v, ninf, "");
+      }
+  }
+}
+
 /* The online softmax of one key block for one 16-row block: sacc holds S
  * (bn/8 m16n8 fragments), st O's accumulators (dim/8 x 4), then m[2] and
  * l[2]; P goes to pk as 16-bit pairs (pk[n][h]: rows g + 8h, columns of
@@ -216,6 +240,7 @@ static void softmax_step(attn_k *s, LLVMValueRef *sacc, LLVMValueRef *st, LLVMVa
   double c = (double)s->a->scale * 1.4426950408889634; /* log2(e) */
   LLVMValueRef *o = st, *m = o + 4 * nd, *l = m + 2;
   LLVMValueRef (*ex)(gpu_gen *, LLVMValueRef) = g->target->exp2_ftz ? g->target->exp2_ftz : g->target->exp2;
+  mask_scores(s, sacc);
   for (int h = 0; h < 2; h++) {
     LLVMValueRef v[ATTN_MAX_BN / 4], p[ATTN_MAX_BN / 8][2];
     for (int i = 0; i < 2 * nk; i++) v[i] = sacc[i / 2 * 4 + 2 * h + i % 2];
@@ -275,7 +300,10 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
       }
     }
   LLVMValueRef pk[2][ATTN_MAX_BN / 8][2];
-  for (int mb = 0; mb < mw; mb++) softmax_step(s, sacc[mb], st[mb], pk[mb], NULL);
+  for (int mb = 0; mb < mw; mb++) {
+    s->mrow = add(g, s->wrow, C(16 * mb));
+    softmax_step(s, sacc[mb], st[mb], pk[mb], NULL);
+  }
   for (int kk = 0; kk < nk / 2; kk++) {
     LLVMValueRef a[2];
     for (int mb = 0; mb < mw; mb++) a[mb] = p_frag(s, pk[mb], kk);
@@ -399,6 +427,7 @@ static void wg_first_block(attn_k *s, LLVMValueRef q0, gpu_tile *qt, LLVMValueRe
   t->wg_fence(g);
   wg_scores(s, qt, *row0, C(0), sacc);
   t->wg_wait(g, 0, sacc, 4 * nk);
+  s->kbase = C(0);
   softmax_step(s, sacc, st, pk, NULL);
 }
 
@@ -475,6 +504,7 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   wg_scores(s, &qt, row0, LLVMBuildAnd(g->b, j, C(1), ""), sacc);
   wg_values(s, pprev, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""), st);
   t->wg_wait(g, 1, sacc, 4 * nk);
+  s->kbase = mul(g, j, C(a->bn));
   softmax_step(s, sacc, st, pk, alpha);
   wg_wait_pv(s, st, pprev);
   for (int n = 0; n < nd; n++)
@@ -525,6 +555,7 @@ static void attn_wg_chain(attn_k *s, LLVMValueRef q0) {
   t->wg_wait(g, 0, v, 4 * nd + 4 * nk + np);
   for (int i = 0; i < 4 * nd; i++) st[i] = v[i];
   for (int i = 0; i < 4 * nk; i++) sacc[i] = v[4 * nd + i];
+  s->kbase = mul(g, j, C(a->bn));
   softmax_step(s, sacc, st, pk, NULL);
   wg_carry_close(s, &lp, st, pk, starts, phis, outs);
   /* the last block's P V (V_last awaited) */
@@ -561,6 +592,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->warp = udiv(g, s->tid, 32);
   s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
   LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
+  s->wrow = s->mrow = add(g, q0, mul(g, s->warp, C(wg ? 16 : a->wm)));
   if (wg && (a->pipe || a->chain)) {
     if (a->chain)
       attn_wg_chain(s, q0);
@@ -608,6 +640,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   end_if(g, join);
   target->async_commit(g);
   LLVMValueRef *stp[2] = {st, st + nst};
+  s->kbase = mul(g, j, C(a->bn));
   if (wg)
     attn_block_wg(s, LLVMBuildAnd(g->b, j, C(1), ""), &qt, st);
   else

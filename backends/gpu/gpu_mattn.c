@@ -1,0 +1,448 @@
+/* backends/gpu/gpu_mattn.c: fused attention in compiled models.
+ *
+ * The exporters write attention as a chain of groups (the frontend fuses
+ * some of them): batch_matmul(Q, Kᵀ), optionally a Mul (or Div) by a
+ * scalar, optionally a causal mask, softmax over the last axis, then
+ * batch_matmul(P, V) as a group of its own. TorchScript's GPT-2 masks
+ * with Where(mask, -inf, scores), the dynamo exporter adds a constant
+ * (0 on and below the diagonal, a very negative value above); ViT and
+ * the encoder scale Q and K by sqrt(scale) each in groups of their own
+ * before the product (their results read by nothing else). The chain is
+ * found from the P V group backwards: each group's result must be read
+ * only by the next, whole; the head split and transposes around it are
+ * the element runs of Q, Kᵀ and V (gpu_mcapture.h), whatever the exporter
+ * wrote.
+ *
+ * A match becomes: Q, K and V copied (strided copies, f32 -> f16) into
+ * [heads][seq][dim] buffers padded to the kernel's tiles (seq a multiple
+ * of the query tile, dim a power of two from 16; the padding zeroed by a
+ * fill), one fused attention launch (gpu_lower_attn.c: keys past the
+ * sequence and, for a causal mask, keys after the query score -inf; the
+ * scale is the product of the chain's scalars), and one copy of O's
+ * valid rows and columns into the P V group's f32 result, which its
+ * readers take as before. A mask that is not causal (BERT's padding
+ * mask, computed at run time) leaves the chain unfused, as do a
+ * non-positive scale, queries and keys of different lengths, a head dim
+ * above 128, and targets whose attention kernel is refused by
+ * gpu_attn_plan (no warp shuffle or asynchronous copies: AMDGPU). */
+#include "backends/gpu/gpu_mattn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "mapper/map_gpu.h"
+
+enum { MAX_CHAIN = 8 };
+static const int64_t k_max_elems = 1ll << 24; /* operand elements expanded to runs */
+static const double k_masked = -1e9;          /* a mask value at or below this removes the key */
+
+/* ---- the chain ---------------------------------------------------------- */
+
+typedef struct chain {
+  int groups[MAX_CHAIN + 2]; /* absorbed: the score chain, then Q's and K's scale groups */
+  int n;
+  const gpu_cap_group *mm_group; /* the group of batch_matmul(Q, Kᵀ) */
+  const gpu_cap_call *mm;
+  double scale;
+  int causal;
+  int64_t keys; /* softmax columns */
+} chain;
+
+/* Per capture buffer id: how many group inputs and model outputs read it,
+ * and the group producing it (-1: none). */
+static cov_status buffer_users(const gpu_capture *cap, int **uses, int **by_id) {
+  *uses = calloc((size_t)cap->n_ids + 1, sizeof **uses);
+  *by_id = malloc(((size_t)cap->n_ids + 1) * sizeof **by_id);
+  if (!*uses || !*by_id) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < cap->n_ids; i++) (*by_id)[i] = -1;
+  for (int k = 0; k < cap->n_groups; k++) {
+    const gpu_cap_group *g = &cap->groups[k];
+    if (g->buf_id >= 0 && g->buf_id < cap->n_ids) (*by_id)[g->buf_id] = k;
+    for (size_t i = 0; i < g->n_in; i++)
+      for (int r = 0; r < g->in[i].v.n_runs; r++) {
+        int src = g->in[i].v.runs[r].src;
+        if (src >= 0 && src < cap->n_ids && (r == 0 || g->in[i].v.runs[r - 1].src != src)) (*uses)[src]++;
+      }
+  }
+  for (int o = 0; o < cap->n_outputs; o++)
+    for (int r = 0; r < cap->outputs[o].n_runs; r++) {
+      int src = cap->outputs[o].runs[r].src;
+      if (src >= 0 && src < cap->n_ids) (*uses)[src] += 2; /* never absorbed */
+    }
+  return NULL;
+}
+
+/* The group whose whole result value v is, read by nothing else; -1 if none. */
+static int whole_of(const gpu_capture *cap, const int *uses, const int *by_id, const gpu_cap_value *v) {
+  if (!v->ok || v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].d0 != 0) return -1;
+  int src = v->runs[0].src;
+  if (src < 0 || src >= cap->n_ids || v->runs[0].n != cap->id_numel[src] || uses[src] != 1) return -1;
+  int k = by_id[src];
+  return k >= 0 && cap->groups[k].described && !cap->groups[k].constant ? k : -1;
+}
+
+/* The one f32 value of a scalar constant argument; 0: not one. */
+static int scalar(const gpu_cap_arg *a, double *v) {
+  if (a->kind != COV_MODEL_ARG_CONST || a->t.dtype != COV_F32 || !a->t.data || cov_tensor_numel(&a->t) != 1) return 0;
+  *v = ((const float *)a->t.data)[0];
+  return 1;
+}
+
+/* Whether a constant argument's values (a scalar, or one broadcast) all
+ * remove a key. */
+static int all_masked(const gpu_cap_arg *a) {
+  if (a->kind != COV_MODEL_ARG_CONST || a->t.dtype != COV_F32 || !a->t.data) return 0;
+  const float *v = a->t.data;
+  int64_t n = cov_tensor_numel(&a->t);
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] <= k_masked)) return 0;
+  return n > 0;
+}
+
+/* Whether the n mask values (bool cond, or additive f32) remove exactly the
+ * keys after the query row of [.., S, S] scores. */
+static int causal_bool(const cov_tensor *t, int64_t S, int masked_when_true) {
+  int64_t n = cov_tensor_numel(t);
+  if (t->dtype != COV_BOOL || !t->data || n % (S * S)) return 0;
+  const uint8_t *c = t->data;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t i = e / S % S, j = e % S;
+    if ((c[e] != 0) != ((j > i) == masked_when_true)) return 0;
+  }
+  return 1;
+}
+static int causal_add(const cov_tensor *t, int64_t S) {
+  int64_t n = cov_tensor_numel(t);
+  if (t->dtype != COV_F32 || !t->data || n % (S * S)) return 0;
+  const float *m = t->data;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t i = e / S % S, j = e % S;
+    if (j > i ? !(m[e] <= k_masked) : m[e] != 0.0f) return 0;
+  }
+  return 1;
+}
+
+/* Call c of the chain, walked backwards from the softmax (stage 0): its
+ * data argument (*data), after checking what it is; -1: not a chain.
+ * Stages: 0 softmax, 1 mask, 2 scale, 3 the product (the chain's start). */
+static int chain_call(const gpu_cap_call *c, int *stage, chain *ch) {
+  const char *n = c->codelet;
+  double v;
+  if (*stage == 0) {
+    if (strcmp(n, "softmax") || c->n_args != 1 || c->args[0].t.rank < 1) return -1;
+    ch->keys = c->args[0].t.shape[c->args[0].t.rank - 1];
+    *stage = 1;
+    return 0;
+  }
+  if (*stage == 1 && !strcmp(n, "where") && c->n_args == 3) {
+    int x = all_masked(&c->args[1]), y = !x && all_masked(&c->args[2]);
+    if ((!x && !y) || !causal_bool(&c->args[0].t, ch->keys, x)) return -1;
+    ch->causal = 1, *stage = 2;
+    return x ? 2 : 1;
+  }
+  if (*stage == 1 && !strcmp(n, "add") && c->n_args == 2) {
+    int mask = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1;
+    if (c->args[!mask].kind == COV_MODEL_ARG_CONST || !causal_add(&c->args[mask].t, ch->keys)) return -1;
+    ch->causal = 1, *stage = 2;
+    return !mask;
+  }
+  if (*stage <= 2 && (!strcmp(n, "mul") || !strcmp(n, "div")) && c->n_args == 2) {
+    int a = scalar(&c->args[0], &v) && n[0] == 'm' ? 1 : 0;
+    if (!scalar(&c->args[!a], &v) || c->args[a].kind == COV_MODEL_ARG_CONST || v == 0.0) return -1;
+    ch->scale *= n[0] == 'm' ? v : 1.0 / v;
+    *stage = 3;
+    return a;
+  }
+  if (!strcmp(n, "batch_matmul") && c->n_args == 2 && c->args[0].kind == COV_MODEL_ARG_EXTERNAL &&
+      c->args[1].kind == COV_MODEL_ARG_EXTERNAL && c->args[0].t.rank == 3 && c->args[1].t.rank == 3) {
+    *stage = 4;
+    return 0;
+  }
+  return -1;
+}
+
+/* The score chain ending in group x's softmax, back to batch_matmul(Q, Kᵀ)
+ * opening its group; 0: none. */
+static int score_chain(const gpu_capture *cap, const int *uses, const int *by_id, int x, chain *ch) {
+  memset(ch, 0, sizeof *ch);
+  ch->scale = 1.0;
+  int gi = x, stage = 0;
+  const gpu_cap_group *g = &cap->groups[gi];
+  ch->groups[ch->n++] = gi;
+  for (size_t ci = g->n_calls; ci-- > 0;) {
+    const gpu_cap_call *c = &g->calls[ci];
+    int data = chain_call(c, &stage, ch);
+    if (data < 0) return 0;
+    if (stage == 4) {
+      ch->mm = c, ch->mm_group = g;
+      return ci == 0;
+    }
+    if (ci > 0) {
+      if (c->args[data].kind != COV_MODEL_ARG_PREV) return 0;
+      continue;
+    }
+    /* the chain goes on in the group producing this group's one input */
+    if (c->args[data].kind != COV_MODEL_ARG_EXTERNAL || g->n_in != 1 || ch->n == MAX_CHAIN) return 0;
+    if ((gi = whole_of(cap, uses, by_id, &g->in[0].v)) < 0) return 0;
+    g = &cap->groups[gi];
+    ch->groups[ch->n++] = gi;
+    ci = g->n_calls;
+  }
+  return 0;
+}
+
+/* Q or Kᵀ: the group input, or the input of the scalar Mul group whose
+ * whole result it is (absorbed, its scalar into the scale). */
+static const gpu_cap_value *operand(const gpu_capture *cap, const int *uses, const int *by_id, const gpu_cap_value *v,
+                                    chain *ch) {
+  int z = whole_of(cap, uses, by_id, v);
+  if (z < 0) return v;
+  const gpu_cap_group *g = &cap->groups[z];
+  double s;
+  if (g->n_calls != 1 || g->n_in != 1 || strcmp(g->calls[0].codelet, "mul") || g->calls[0].n_args != 2) return v;
+  const gpu_cap_call *c = &g->calls[0];
+  int a = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1; /* the scalar */
+  if (!scalar(&c->args[a], &s) || c->args[!a].kind != COV_MODEL_ARG_EXTERNAL) return v;
+  ch->scale *= s;
+  ch->groups[ch->n++] = z;
+  return &g->in[0].v;
+}
+
+/* ---- operand copies ----------------------------------------------------- */
+
+static int by_dst(const void *x, const void *y) {
+  const gpu_cap_run *a = x, *b = y;
+  return (a->d0 > b->d0) - (a->d0 < b->d0);
+}
+
+static cov_dtype src_dtype(const gpu_capture *cap, int id) {
+  if (id < cap->n_inputs) return cap->in_shape[id].dtype;
+  if (gpu_cap_const(cap, id)) return COV_F32;
+  for (int k = 0; k < cap->n_groups; k++)
+    if (cap->groups[k].buf_id == id && cap->groups[k].described) return cap->groups[k].out.dtype;
+  return COV_DTYPE_INVALID;
+}
+
+/* The copies of value v, seen as [bh][rows][cols] (trans: as the
+ * transpose of the kernel's [bh][seq][dim] operand), into the padded
+ * [bh][spad][dpad] layout; 0: more copies than GPU_MATTN_COPIES, a
+ * source that is not f32, or too large. */
+static int operand_copies(const gpu_capture *cap, const gpu_cap_value *v, int trans, const gpu_mattn_match *m,
+                          int *src, gpu_ew *cp, int *n_cp) {
+  int64_t S = m->seq, D = m->dim, rows = trans ? D : S, cols = trans ? S : D, n = v->numel;
+  if (!v->ok || n > k_max_elems || n != m->attn.heads * S * D) return 0;
+  gpu_cap_run *e = malloc((size_t)n * sizeof *e + 1);
+  if (!e) return 0;
+  int64_t k = 0;
+  for (int r = 0; r < v->n_runs; r++)
+    for (int64_t j = 0; j < v->runs[r].n; j++, k++) {
+      int64_t x = v->runs[r].d0 + j, b = x / (rows * cols), i = x / cols % rows, c = x % cols;
+      int64_t s = trans ? c : i, d = trans ? i : c;
+      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = (b * m->attn.seq + s) * m->attn.dim + d, .n = 1};
+    }
+  qsort(e, (size_t)k, sizeof *e, by_dst);
+  int nr = 0, ok = k == n;
+  for (int64_t q = 0; q < k; q++) { /* merged where both sides continue */
+    gpu_cap_run *t = nr ? &e[nr - 1] : NULL;
+    if (t && t->src == e[q].src && t->s0 + t->n == e[q].s0 && t->d0 + t->n == e[q].d0) t->n++;
+    else e[nr++] = e[q];
+  }
+  *n_cp = 0;
+  for (int q = 0; q < nr && ok; q++) {
+    int seen = 0;
+    for (int w = 0; w < q && !seen; w++) seen = e[w].src == e[q].src;
+    if (seen) continue;
+    ok = src_dtype(cap, e[q].src) == COV_F32;
+    int c = ok ? gpu_runs_copies(e, nr, e[q].src, cp + *n_cp, GPU_MATTN_COPIES - *n_cp) : -1;
+    for (int w = 0; w < c; w++) src[*n_cp + w] = e[q].src, cp[*n_cp + w].out_dtype = COV_F16;
+    ok = c >= 0, *n_cp += ok ? c : 0;
+  }
+  free(e);
+  return ok;
+}
+
+/* ---- matching ----------------------------------------------------------- */
+
+/* The kernel's plan for bh heads of seq x dim, both padded to its tiles;
+ * 0 where the target or the shape is refused. */
+static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, const char *where, gpu_attn *a) {
+  int64_t dpad = 16;
+  while (dpad < D) dpad *= 2;
+  if (dpad > 128 || bh > 65535 || S > (1 << 20)) return 0;
+  int64_t spad = (S + 63) / 64 * 64;
+  const gpu_target_ops *o = t->ops;
+  map_gpu_attn_problem mp = {.batch = 1, .heads = bh, .seq = spad, .dim = dpad};
+  map_gpu_attn_sched ms;
+  cov_status st = map_gpu_attn_plan(t->acg, &mp, o->wg_mma_bt && o->wg_mma_ra && o->async_proxy_fence, where, &ms);
+  if (!st) {
+    int64_t step = ms.bm > ms.bn ? ms.bm : ms.bn;
+    spad = (S + step - 1) / step * step;
+    st = gpu_attn_plan(1, bh, spad, dpad, COV_F16, ms.bm, ms.wm, ms.bn, ms.pipe, ms.chain, o, where, a);
+  }
+  cov_status_free(st);
+  return !st;
+}
+
+/* Group k as the P V product of an attention chain the kernel takes. */
+static int match_at(const gpu_capture *cap, const gpu_target *t, const int *uses, const int *by_id, int k,
+                    gpu_mattn_match *m, chain *ch) {
+  const gpu_cap_group *g = &cap->groups[k];
+  if (!g->described || g->constant || g->n_calls != 1 || g->n_in != 2) return 0;
+  const gpu_cap_call *pv = &g->calls[0];
+  if (strcmp(pv->codelet, "batch_matmul") || pv->n_args != 2 || pv->args[0].kind != COV_MODEL_ARG_EXTERNAL ||
+      pv->args[1].kind != COV_MODEL_ARG_EXTERNAL || pv->args[0].t.rank != 3 || pv->args[1].t.rank != 3)
+    return 0;
+  int x = whole_of(cap, uses, by_id, &g->in[pv->args[0].input].v);
+  if (x < 0 || !score_chain(cap, uses, by_id, x, ch)) return 0;
+  const cov_tensor *q = &ch->mm->args[0].t, *kt = &ch->mm->args[1].t, *p = &pv->args[0].t, *v = &pv->args[1].t;
+  int64_t bh = q->shape[0], S = q->shape[1], D = q->shape[2];
+  if (kt->shape[0] != bh || kt->shape[1] != D || kt->shape[2] != S || p->shape[0] != bh || p->shape[1] != S ||
+      p->shape[2] != S || v->shape[0] != bh || v->shape[1] != S || v->shape[2] != D || ch->keys != S)
+    return 0;
+  const gpu_cap_group *sg = ch->mm_group;
+  const gpu_cap_value *qv = operand(cap, uses, by_id, &sg->in[ch->mm->args[0].input].v, ch);
+  const gpu_cap_value *kv = operand(cap, uses, by_id, &sg->in[ch->mm->args[1].input].v, ch);
+  if (!(ch->scale > 0.0) || !isfinite(ch->scale)) return 0;
+  memset(m, 0, sizeof *m);
+  m->pv = k, m->seq = S, m->dim = D;
+  if (!plan_attn(t, bh, S, D, g->node, &m->attn)) return 0;
+  m->attn.scale = (float)ch->scale, m->attn.keys = S, m->attn.causal = ch->causal;
+  return operand_copies(cap, qv, 0, m, m->src[0], m->cp[0], &m->n_cp[0]) &&
+         operand_copies(cap, kv, 1, m, m->src[1], m->cp[1], &m->n_cp[1]) &&
+         operand_copies(cap, &g->in[pv->args[1].input].v, 0, m, m->src[2], m->cp[2], &m->n_cp[2]);
+}
+
+void gpu_mattn_free(gpu_mattn_set *s) {
+  free(s->role), free(s->m);
+  memset(s, 0, sizeof *s);
+}
+
+cov_status gpu_mattn_find(const gpu_capture *cap, const gpu_target *t, gpu_mattn_set *out) {
+  memset(out, 0, sizeof *out);
+  int *uses = NULL, *by_id = NULL;
+  cov_status st = buffer_users(cap, &uses, &by_id);
+  out->role = st ? NULL : malloc(((size_t)cap->n_groups + 1) * sizeof *out->role);
+  out->m = st ? NULL : malloc(((size_t)cap->n_groups + 1) * sizeof *out->m);
+  if (!st && (!out->role || !out->m)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int k = 0; k < cap->n_groups && !st; k++) out->role[k] = GPU_MATTN_LOWERED;
+  for (int k = 0; k < cap->n_groups && !st; k++) {
+    chain ch;
+    if (!match_at(cap, t, uses, by_id, k, &out->m[out->n], &ch)) continue;
+    for (int i = 0; i < ch.n; i++) out->role[ch.groups[i]] = GPU_MATTN_ABSORBED;
+    out->role[k] = out->n++;
+  }
+  free(uses), free(by_id);
+  if (st) gpu_mattn_free(out);
+  return st;
+}
+
+/* ---- lowering ----------------------------------------------------------- */
+
+static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
+
+static int add_buffer(gpu_model_plan *p, const char *node, const char *what, const int64_t *shape) {
+  if (p->n_bufs == p->cap_bufs) {
+    int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
+    gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
+    if (!b) return -1;
+    p->bufs = b, p->cap_bufs = nc;
+  }
+  gpu_mbuf *b = &p->bufs[p->n_bufs];
+  memset(b, 0, sizeof *b);
+  snprintf(b->name, sizeof b->name, "%.110s.attn_%s", node, what);
+  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = COV_F16, b->rank = 3, b->numel = 1, b->io = -1;
+  for (int d = 0; d < 3; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  return p->n_bufs++;
+}
+
+static gpu_mstep *add_step(gpu_model_plan *p, const gpu_cap_group *g, gpu_step_op op) {
+  if (p->n_steps == p->cap_steps) {
+    int nc = p->cap_steps ? 2 * p->cap_steps : 32;
+    gpu_mstep *s = realloc(p->steps, (size_t)nc * sizeof *s);
+    if (!s) return NULL;
+    p->steps = s, p->cap_steps = nc;
+  }
+  gpu_mstep *s = &p->steps[p->n_steps++];
+  memset(s, 0, sizeof *s);
+  s->op = op, s->group = g->group, s->module = -1, s->fill_buf = -1, s->n_args = 4;
+  snprintf(s->label, sizeof s->label, "%s", g->node);
+  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
+  for (int d = 0; d < 3; d++) s->grid[d] = s->block[d] = 1;
+  return s;
+}
+
+static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu_ew *e, const char *what, int from,
+                            int to) {
+  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
+  if (!s) return oom();
+  s->kkind = GPU_KERNEL_EW, s->ew = *e;
+  snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn_%s", g->group, what);
+  gpu_ew_grid(e, s->grid);
+  s->block[0] = GPU_EW_THREADS;
+  s->args[0] = from, s->args[2] = to;
+  return NULL;
+}
+
+cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m) {
+  const gpu_attn *a = &m->attn;
+  int64_t shape[3] = {a->heads, a->seq, a->dim};
+  int padded = a->seq != m->seq || a->dim != m->dim, buf[4];
+  static const char *names[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; i++)
+    if ((buf[i] = add_buffer(p, g->node, names[i], shape)) < 0) return oom();
+  for (int i = 0; i < 3; i++) {
+    gpu_mstep *f = padded ? add_step(p, g, GPU_STEP_FILL) : NULL;
+    if (padded && !f) return oom();
+    if (f) f->fill_buf = buf[i];
+    for (int c = 0; c < m->n_cp[i]; c++) {
+      char what[16];
+      snprintf(what, sizeof what, "%s%d", names[i], c);
+      COV_RETURN_IF_ERROR(copy_step(p, g, &m->cp[i][c], what, id_buf[m->src[i][c]], buf[i]));
+    }
+  }
+  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
+  if (!s) return oom();
+  s->kkind = GPU_KERNEL_ATTN, s->attn = *a;
+  snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn", g->group);
+  memcpy(s->grid, a->grid, sizeof s->grid);
+  s->block[0] = (unsigned)a->threads, s->shared_bytes = a->shared_bytes;
+  for (int i = 0; i < 4; i++) s->args[i] = buf[i];
+  /* O's valid rows and columns into the group's f32 [heads][seq][dim] */
+  gpu_ew e;
+  memset(&e, 0, sizeof e); /* kernels compare bytewise */
+  e.kind = GPU_EW_COPY, e.out_dtype = COV_F32, e.in_dtype = COV_F16, e.n = a->heads * m->seq * m->dim;
+  e.run = m->dim, e.rep[0] = m->seq, e.ss[0] = a->dim, e.ds[0] = m->dim;
+  e.rep[1] = a->heads, e.ss[1] = a->seq * a->dim, e.ds[1] = m->seq * m->dim, e.rep[2] = 1;
+  return copy_step(p, g, &e, "out", buf[3], id_buf[g->buf_id]);
+}
+
+/* ---- the CPU meaning ---------------------------------------------------- */
+
+static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
+
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o) {
+  int64_t S = a->seq, D = a->dim;
+  float *p = malloc((size_t)S * sizeof *p + 4);
+  if (!p) return oom();
+  for (int64_t h = 0; h < a->batch * a->heads; h++)
+    for (int64_t i = 0; i < S; i++) {
+      const float *qi = q + (h * S + i) * D;
+      float mx = -INFINITY, sum = 0.0f;
+      for (int64_t j = 0; j < S; j++) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < D; d++) dot += qi[d] * k[(h * S + j) * D + d];
+        p[j] = j < a->keys && (!a->causal || j <= i) ? dot * a->scale : -INFINITY;
+        if (p[j] > mx) mx = p[j];
+      }
+      for (int64_t j = 0; j < S; j++) p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx), sum += p[j];
+      for (int64_t d = 0; d < D; d++) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * v[(h * S + j) * D + d];
+        o[(h * S + i) * D + d] = round16(acc / sum);
+      }
+    }
+  free(p);
+  return NULL;
+}
