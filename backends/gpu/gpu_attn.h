@@ -22,6 +22,14 @@ typedef struct gpu_attn {
    * so every row's first block sets its running max */
   int64_t keys;
   bool causal;
+  /* element offsets of K and V from their arguments (0: as given; a model
+   * passes one buffer holding Q, K and V, gpu_mattn.c) */
+  int64_t k_off, v_off;
+  /* out_f32: O written as f32 [heads][out_seq][out_dim], only rows below
+   * out_seq and columns below out_dim (a multiple of 8): the unpadded
+   * result a model's next kernels read; else O as Q */
+  bool out_f32;
+  int64_t out_seq, out_dim;
   /* schedule: bm query rows per workgroup, wm (16 or 32) per warp, whose
    * Q fragments stay in registers (K and V fragments are read from shared
    * memory once for both 16-row blocks of a 32-row warp), bn keys per step

@@ -97,6 +97,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
   out->keys = seq;
+  out->out_seq = seq, out->out_dim = dim;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
@@ -109,7 +110,7 @@ typedef struct attn_k {
   gpu_gen *g;
   const gpu_attn *a;
   const gpu_frag_ops *fr;
-  LLVMValueRef tid, warp, head_off; /* head_off: element offset of this head's [seq][dim] */
+  LLVMValueRef tid, warp, head, head_off; /* head_off: element offset of this head's [seq][dim] */
   LLVMValueRef wrow;                /* the first query row of the warp's accumulators */
   LLVMValueRef mrow, kbase;         /* softmax_step's row block (first row) and key block (first key) */
   LLVMValueRef q, k, v, o, smem;
@@ -318,7 +319,29 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
   }
 }
 
-/* O / l of m-block mb, rounded to the input dtype, two columns per store */
+/* Rows g and g+8 (h) of O as f32 into the unpadded [heads][out_seq]
+ * [out_dim] result: two columns per 8-byte store, rows past out_seq and
+ * column fragments past out_dim not stored. */
+static void store_f32(attn_k *s, LLVMValueRef row, LLVMValueRef *o, int h, LLVMValueRef inv) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  LLVMValueRef t2 = mul(g, urem(g, g->lane, 4), C(2));
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, row, a->out_seq), &join);
+  LLVMValueRef base = add(g, mul(g, s->head, C(a->out_seq * a->out_dim)), mul(g, row, C(a->out_dim)));
+  LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
+  for (int n = 0; n < (int)a->out_dim / 8; n++) {
+    LLVMValueRef v = LLVMGetUndef(v2f);
+    v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, ""), C(0), "");
+    v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h + 1], inv, ""), C(1), "");
+    LLVMValueRef ptr = gept(g, g->f32, s->o, add(g, base, add(g, C(n * 8), t2)));
+    LLVMSetAlignment(LLVMBuildStore(g->b, v, ptr), 8);
+  }
+  end_if(g, join);
+}
+
+/* O / l of m-block mb, rounded to the input dtype, two columns per store
+ * (or as f32, store_f32) */
 static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
   gpu_gen *g = s->g;
   int nd = (int)s->a->dim / 8;
@@ -328,6 +351,10 @@ static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
     LLVMValueRef inv = LLVMBuildFDiv(g->b, fconst(g, 1.0), quad_reduce(s, l[h], 0), "");
     int rw = s->a->wm == 64 ? 16 : s->a->wm; /* a warpgroup's warps hold 16 rows each */
     LLVMValueRef row = add(g, add(g, q0, mul(g, s->warp, C(rw))), add(g, grp, C(16 * mb + 8 * h)));
+    if (s->a->out_f32) {
+      store_f32(s, row, o, h, inv);
+      continue;
+    }
     LLVMValueRef base = add(g, s->head_off, mul(g, row, C(s->a->dim)));
     for (int n = 0; n < nd; n++) {
       LLVMValueRef x = LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, "");
@@ -578,6 +605,8 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "target %s: no fused attention", target->name);
   gpu_add_kernel(g, name);
   s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
+  if (a->k_off) s->k = gept(g, g->in_t, s->k, C(a->k_off));
+  if (a->v_off) s->v = gept(g, g->in_t, s->v, C(a->v_off));
   s->o = LLVMGetParam(g->fn, 3);
   s->smem = target->shared_array(g, a->shared_bytes);
   int wg = a->wm == 64;
@@ -590,7 +619,8 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->tid = target->thread_id(g);
   g->lane = urem(g, s->tid, 32);
   s->warp = udiv(g, s->tid, 32);
-  s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
+  s->head = target->block_id(g, 1);
+  s->head_off = mul(g, s->head, C(a->seq * a->dim));
   LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
   s->wrow = s->mrow = add(g, q0, mul(g, s->warp, C(wg ? 16 : a->wm)));
   if (wg && (a->pipe || a->chain)) {

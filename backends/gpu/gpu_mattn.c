@@ -225,39 +225,52 @@ static cov_dtype src_dtype(const gpu_capture *cap, int id) {
   return COV_DTYPE_INVALID;
 }
 
-/* The copies of value v, seen as [bh][rows][cols] (trans: as the
- * transpose of the kernel's [bh][seq][dim] operand), into the padded
- * [bh][spad][dpad] layout; 0: more copies than GPU_MATTN_COPIES, a
- * source that is not f32, or too large. */
-static int operand_copies(const gpu_capture *cap, const gpu_cap_value *v, int trans, const gpu_mattn_match *m,
-                          int *src, gpu_ew *cp, int *n_cp) {
+/* The element runs of value v, seen as [bh][rows][cols] (trans: as the
+ * transpose of the kernel's [bh][seq][dim] operand), into tensor `which`
+ * of the padded [3][bh][spad][dpad] buffer, appended to e (destination
+ * order, merged where both sides continue); 0: not f32, or not the size. */
+static int operand_runs(const gpu_capture *cap, const gpu_cap_value *v, int trans, const gpu_mattn_match *m, int which,
+                        gpu_cap_run *e, int64_t *ne) {
   int64_t S = m->seq, D = m->dim, rows = trans ? D : S, cols = trans ? S : D, n = v->numel;
-  if (!v->ok || n > k_max_elems || n != m->attn.heads * S * D) return 0;
-  gpu_cap_run *e = malloc((size_t)n * sizeof *e + 1);
-  if (!e) return 0;
-  int64_t k = 0;
-  for (int r = 0; r < v->n_runs; r++)
-    for (int64_t j = 0; j < v->runs[r].n; j++, k++) {
+  int64_t base = which * m->attn.heads * m->attn.seq * m->attn.dim, k = *ne;
+  if (!v->ok || n != m->attn.heads * S * D) return 0;
+  for (int r = 0; r < v->n_runs; r++) {
+    if (src_dtype(cap, v->runs[r].src) != COV_F32) return 0;
+    for (int64_t j = 0; j < v->runs[r].n && k - *ne < n; j++, k++) {
       int64_t x = v->runs[r].d0 + j, b = x / (rows * cols), i = x / cols % rows, c = x % cols;
       int64_t s = trans ? c : i, d = trans ? i : c;
-      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = (b * m->attn.seq + s) * m->attn.dim + d, .n = 1};
+      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = base + (b * m->attn.seq + s) * m->attn.dim + d, .n = 1};
     }
-  qsort(e, (size_t)k, sizeof *e, by_dst);
-  int nr = 0, ok = k == n;
-  for (int64_t q = 0; q < k; q++) { /* merged where both sides continue */
-    gpu_cap_run *t = nr ? &e[nr - 1] : NULL;
+  }
+  if (k - *ne != n) return 0;
+  qsort(e + *ne, (size_t)n, sizeof *e, by_dst);
+  int64_t nr = *ne;
+  for (int64_t q = *ne; q < k; q++) {
+    gpu_cap_run *t = nr > *ne ? &e[nr - 1] : NULL;
     if (t && t->src == e[q].src && t->s0 + t->n == e[q].s0 && t->d0 + t->n == e[q].d0) t->n++;
     else e[nr++] = e[q];
   }
-  *n_cp = 0;
-  for (int q = 0; q < nr && ok; q++) {
+  *ne = nr;
+  return 1;
+}
+
+/* Q, K and V as at most GPU_MATTN_COPIES strided copies (one where they
+ * are the three parts of one projection, however it is split); 0: more. */
+static int operand_copies(const gpu_capture *cap, const gpu_cap_value *const *v, gpu_mattn_match *m) {
+  int64_t n = 3 * m->attn.heads * m->seq * m->dim, ne = 0;
+  if (n > k_max_elems) return 0;
+  gpu_cap_run *e = malloc((size_t)n * sizeof *e + 1);
+  if (!e) return 0;
+  int ok = 1;
+  for (int w = 0; w < 3 && ok; w++) ok = operand_runs(cap, v[w], w == 1, m, w, e, &ne);
+  m->n_cp = 0;
+  for (int64_t q = 0; q < ne && ok; q++) {
     int seen = 0;
-    for (int w = 0; w < q && !seen; w++) seen = e[w].src == e[q].src;
+    for (int64_t w = 0; w < q && !seen; w++) seen = e[w].src == e[q].src;
     if (seen) continue;
-    ok = src_dtype(cap, e[q].src) == COV_F32;
-    int c = ok ? gpu_runs_copies(e, nr, e[q].src, cp + *n_cp, GPU_MATTN_COPIES - *n_cp) : -1;
-    for (int w = 0; w < c; w++) src[*n_cp + w] = e[q].src, cp[*n_cp + w].out_dtype = COV_F16;
-    ok = c >= 0, *n_cp += ok ? c : 0;
+    int c = gpu_runs_copies(e, (int)ne, e[q].src, m->cp + m->n_cp, GPU_MATTN_COPIES - m->n_cp);
+    for (int w = 0; w < c; w++) m->src[m->n_cp + w] = e[q].src, m->cp[m->n_cp + w].out_dtype = COV_F16;
+    ok = c >= 0, m->n_cp += ok ? c : 0;
   }
   free(e);
   return ok;
@@ -270,7 +283,7 @@ static int operand_copies(const gpu_capture *cap, const gpu_cap_value *v, int tr
 static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, const char *where, gpu_attn *a) {
   int64_t dpad = 16;
   while (dpad < D) dpad *= 2;
-  if (dpad > 128 || bh > 65535 || S > (1 << 20)) return 0;
+  if (dpad > 128 || bh > 65535 || S > (1 << 20) || D % 8) return 0;
   int64_t spad = (S + 63) / 64 * 64;
   const gpu_target_ops *o = t->ops;
   map_gpu_attn_problem mp = {.batch = 1, .heads = bh, .seq = spad, .dim = dpad};
@@ -281,8 +294,12 @@ static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, cons
     spad = (S + step - 1) / step * step;
     st = gpu_attn_plan(1, bh, spad, dpad, COV_F16, ms.bm, ms.wm, ms.bn, ms.pipe, ms.chain, o, where, a);
   }
+  int ok = !st && 3 * bh * a->seq * dpad < (1ll << 31); /* Q, K and V in one buffer */
   cov_status_free(st);
-  return !st;
+  if (!ok) return 0;
+  a->k_off = bh * a->seq * dpad, a->v_off = 2 * a->k_off;
+  a->out_f32 = true, a->out_seq = S, a->out_dim = D;
+  return 1;
 }
 
 /* Group k as the P V product of an attention chain the kernel takes. */
@@ -309,9 +326,8 @@ static int match_at(const gpu_capture *cap, const gpu_target *t, const int *uses
   m->pv = k, m->seq = S, m->dim = D;
   if (!plan_attn(t, bh, S, D, g->node, &m->attn)) return 0;
   m->attn.scale = (float)ch->scale, m->attn.keys = S, m->attn.causal = ch->causal;
-  return operand_copies(cap, qv, 0, m, m->src[0], m->cp[0], &m->n_cp[0]) &&
-         operand_copies(cap, kv, 1, m, m->src[1], m->cp[1], &m->n_cp[1]) &&
-         operand_copies(cap, &g->in[pv->args[1].input].v, 0, m, m->src[2], m->cp[2], &m->n_cp[2]);
+  const gpu_cap_value *ops[3] = {qv, kv, &g->in[pv->args[1].input].v};
+  return operand_copies(cap, ops, m);
 }
 
 void gpu_mattn_free(gpu_mattn_set *s) {
@@ -342,7 +358,7 @@ cov_status gpu_mattn_find(const gpu_capture *cap, const gpu_target *t, gpu_mattn
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
-static int add_buffer(gpu_model_plan *p, const char *node, const char *what, const int64_t *shape) {
+static int add_buffer(gpu_model_plan *p, const char *node, const int64_t *shape) {
   if (p->n_bufs == p->cap_bufs) {
     int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
     gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
@@ -351,9 +367,9 @@ static int add_buffer(gpu_model_plan *p, const char *node, const char *what, con
   }
   gpu_mbuf *b = &p->bufs[p->n_bufs];
   memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%.110s.attn_%s", node, what);
-  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = COV_F16, b->rank = 3, b->numel = 1, b->io = -1;
-  for (int d = 0; d < 3; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  snprintf(b->name, sizeof b->name, "%.110s.attn_qkv", node);
+  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = COV_F16, b->rank = 4, b->numel = 1, b->io = -1;
+  for (int d = 0; d < 4; d++) b->shape[d] = shape[d], b->numel *= shape[d];
   return p->n_bufs++;
 }
 
@@ -387,20 +403,18 @@ static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu
 
 cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m) {
   const gpu_attn *a = &m->attn;
-  int64_t shape[3] = {a->heads, a->seq, a->dim};
-  int padded = a->seq != m->seq || a->dim != m->dim, buf[4];
-  static const char *names[4] = {"q", "k", "v", "o"};
-  for (int i = 0; i < 4; i++)
-    if ((buf[i] = add_buffer(p, g->node, names[i], shape)) < 0) return oom();
-  for (int i = 0; i < 3; i++) {
-    gpu_mstep *f = padded ? add_step(p, g, GPU_STEP_FILL) : NULL;
-    if (padded && !f) return oom();
-    if (f) f->fill_buf = buf[i];
-    for (int c = 0; c < m->n_cp[i]; c++) {
-      char what[16];
-      snprintf(what, sizeof what, "%s%d", names[i], c);
-      COV_RETURN_IF_ERROR(copy_step(p, g, &m->cp[i][c], what, id_buf[m->src[i][c]], buf[i]));
-    }
+  int64_t shape[4] = {3, a->heads, a->seq, a->dim};
+  int qkv = add_buffer(p, g->node, shape);
+  if (qkv < 0) return oom();
+  if (a->seq != m->seq || a->dim != m->dim) { /* the padding zeroed: no key or dim past the model's counts */
+    gpu_mstep *f = add_step(p, g, GPU_STEP_FILL);
+    if (!f) return oom();
+    f->fill_buf = qkv;
+  }
+  for (int c = 0; c < m->n_cp; c++) {
+    char what[16];
+    snprintf(what, sizeof what, "qkv%d", c);
+    COV_RETURN_IF_ERROR(copy_step(p, g, &m->cp[c], what, id_buf[m->src[c]], qkv));
   }
   gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
   if (!s) return oom();
@@ -408,14 +422,8 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
   snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn", g->group);
   memcpy(s->grid, a->grid, sizeof s->grid);
   s->block[0] = (unsigned)a->threads, s->shared_bytes = a->shared_bytes;
-  for (int i = 0; i < 4; i++) s->args[i] = buf[i];
-  /* O's valid rows and columns into the group's f32 [heads][seq][dim] */
-  gpu_ew e;
-  memset(&e, 0, sizeof e); /* kernels compare bytewise */
-  e.kind = GPU_EW_COPY, e.out_dtype = COV_F32, e.in_dtype = COV_F16, e.n = a->heads * m->seq * m->dim;
-  e.run = m->dim, e.rep[0] = m->seq, e.ss[0] = a->dim, e.ds[0] = m->dim;
-  e.rep[1] = a->heads, e.ss[1] = a->seq * a->dim, e.ds[1] = m->seq * m->dim, e.rep[2] = 1;
-  return copy_step(p, g, &e, "out", buf[3], id_buf[g->buf_id]);
+  s->args[0] = s->args[1] = s->args[2] = qkv, s->args[3] = id_buf[g->buf_id];
+  return NULL;
 }
 
 /* ---- the CPU meaning ---------------------------------------------------- */
@@ -426,8 +434,9 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
   int64_t S = a->seq, D = a->dim;
   float *p = malloc((size_t)S * sizeof *p + 4);
   if (!p) return oom();
+  k += a->k_off, v += a->v_off;
   for (int64_t h = 0; h < a->batch * a->heads; h++)
-    for (int64_t i = 0; i < S; i++) {
+    for (int64_t i = 0; i < (a->out_f32 ? a->out_seq : S); i++) {
       const float *qi = q + (h * S + i) * D;
       float mx = -INFINITY, sum = 0.0f;
       for (int64_t j = 0; j < S; j++) {
@@ -437,10 +446,11 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
         if (p[j] > mx) mx = p[j];
       }
       for (int64_t j = 0; j < S; j++) p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx), sum += p[j];
-      for (int64_t d = 0; d < D; d++) {
+      for (int64_t d = 0; d < (a->out_f32 ? a->out_dim : D); d++) {
         float acc = 0.0f;
         for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * v[(h * S + j) * D + d];
-        o[(h * S + i) * D + d] = round16(acc / sum);
+        if (a->out_f32) o[(h * a->out_seq + i) * a->out_dim + d] = acc / sum;
+        else o[(h * S + i) * D + d] = round16(acc / sum);
       }
     }
   free(p);

@@ -58,9 +58,13 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
       in = gpu_ew_raw(&s->ew) ? out
            : s->ew.in_dtype == COV_F16 ? COV_F16
            : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
-    } else if (s->kkind == GPU_KERNEL_ATTN) { /* Q, K, V and O all in the kernel's 16-bit dtype */
-      in = out = s->attn.in_dtype;
-      bad += p->bufs[s->args[1]].dtype != in || p->bufs[s->args[3]].dtype != in;
+    } else if (s->kkind == GPU_KERNEL_ATTN) { /* Q, K, V in the kernel's 16-bit dtype, O in it or f32 */
+      in = s->attn.in_dtype, out = s->attn.out_f32 ? COV_F32 : in;
+      int b = 0;
+      for (int k = 0; k < 4; k++) b |= p->bufs[s->args[k]].dtype != (k < 3 ? in : out);
+      if (b) fprintf(stderr, "%s: step %d (%s): attention buffers of other dtypes\n", path, i, s->kernel);
+      bad += b;
+      continue;
     } else {
       in = s->plan.prob.in_dtype;
       out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
