@@ -18,7 +18,9 @@
  * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
  * softmax fused where the plan allows), depthwise convolutions the direct
  * kernel of gpu_lower_ew.c, every other call its codelet's kernel lowered
- * from the loop nest (gpu_cdl.h). Nothing is refused for its shape.
+ * from the loop nest (gpu_cdl.h); attention chains (Q Kᵀ, scale, causal
+ * mask, softmax, · V) the fused attention kernel (gpu_mattn.c). Nothing is
+ * refused for its shape.
  *
  * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
  * output and workspace), launched with `grid`, `block`, `shared_bytes`
