@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# model_attn.sh COVENANT PYTHON MAKE_ATTENTION WORKDIR: attention inside a
+# model_attn.sh COVENANT PYTHON MAKE_ATTENTION WORKDIR [run]: attention inside a
 # compiled model (backends/gpu/gpu_mattn.c) for nvptx-sm90. Made-up
 # self-attention models (tests/gpu/make_attention.py): a causal one of head
 # dim 64 and 100 tokens (the warpgroup kernel, padded to 128 keys) and an
@@ -10,14 +10,29 @@
 # stores of O, no local memory; two compilations are byte-identical; ptxas
 # (where installed) assembles it without spills. For amdgpu-gfx942 the same
 # model compiles without the attention kernel (the target has no warp
-# shuffle in its ops table). Numbers against torch come from the GPU machine.
+# shuffle in its ops table). With `run`: `covenant gpu run` of both models
+# and of a no-mask one (head dim 64, 128 tokens: unpadded) on the device,
+# within 1e-2 of the reference (77, skipped, without an NVIDIA driver).
 set -u
-cov=$1 py=$2 make=$3 work=$4
+cov=$1 py=$2 make=$3 work=$4 mode=${5:-}
 rm -rf "$work" && mkdir -p "$work"
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 "$py" "$make" "$work/c64.onnx" 100 2 64 causal || bad "export c64"
 "$py" "$make" "$work/a24.onnx" 48 3 24 add || bad "export a24"
+if [ "$mode" = run ]; then
+  "$py" "$make" "$work/n64.onnx" 128 2 64 none || bad "export n64"
+  for m in c64 a24 n64; do
+    out=$("$cov" gpu run "$work/$m.onnx" --target nvptx-sm90 --tolerance 1e-2 2>&1)
+    rc=$?
+    echo "$out"
+    if [ $rc -ne 0 ] && grep -q "cannot run .*on nvptx-sm90: .*\(no NVIDIA driver\|initialisation\)" <<<"$out"; then
+      exit 77
+    fi
+    [ $rc -eq 0 ] || bad "$m: covenant gpu run exit $rc"
+  done
+  exit $fail
+fi
 for m in c64 a24; do
   "$cov" gpu compile "$work/$m.onnx" --target nvptx-sm90 -o "$work/$m" >/dev/null || { bad "$m: compile"; continue; }
   "$cov" gpu compile "$work/$m.onnx" --target nvptx-sm90 -o "$work/$m.again" >/dev/null
