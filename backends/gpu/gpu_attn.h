@@ -5,7 +5,8 @@
  * Q, K, V and O are [heads][seq][dim] row-major 16-bit tensors (heads =
  * batch x attention heads, torch's [B][H][S][D] contiguous); O is written in
  * the input dtype, rounded once from f32, as torch's
- * scaled_dot_product_attention writes it. Kernel arguments (Q, K, V, O). */
+ * scaled_dot_product_attention writes it. Kernel arguments (Q, K, V, O),
+ * and the additive mask where `mask`. */
 #ifndef COV_GPU_ATTN_H
 #define COV_GPU_ATTN_H
 
@@ -22,6 +23,13 @@ typedef struct gpu_attn {
    * so every row's first block sets its running max */
   int64_t keys;
   bool causal;
+  /* mask: an f32 additive mask, a fifth argument: [heads?][keys][keys]
+   * values added to the scaled scores of the valid rows and keys (head h
+   * at h * mask_head elements: 0, one mask for every head), sums clamped
+   * to the lowest finite float (a row every key of which is masked by
+   * the lowest float weighs its keys equally, as the separate kernels do) */
+  bool mask;
+  int64_t mask_head;
   /* element offsets of K and V from their arguments (0: as given; a model
    * passes one buffer holding Q, K and V, gpu_mattn.c) */
   int64_t k_off, v_off;
@@ -60,6 +68,10 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
+
+/* The floor of an additively masked score (the sum of score and mask /
+ * scale, before the scale): finite once scaled. */
+double gpu_attn_mask_floor(const gpu_attn *a);
 
 /* What the vendor's build reads of a plan (threads, dtype, matrix shape). */
 void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p);

@@ -23,6 +23,7 @@
  * lane / 4), so the softmax statistics are two values per thread and block. */
 #include "backends/gpu/gpu_attn.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "backends/gpu/gpu_ir.h"
@@ -113,7 +114,7 @@ typedef struct attn_k {
   LLVMValueRef tid, warp, head, head_off; /* head_off: element offset of this head's [seq][dim] */
   LLVMValueRef wrow;                /* the first query row of the warp's accumulators */
   LLVMValueRef mrow, kbase;         /* softmax_step's row block (first row) and key block (first key) */
-  LLVMValueRef q, k, v, o, smem;
+  LLVMValueRef q, k, v, o, mask, smem;
   LLVMTypeRef v4i32, v2h;
 } attn_k;
 
@@ -209,22 +210,41 @@ static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
   return x;
 }
 
+/* The lowest masked score: finite after the softmax's scaling to log2
+ * units, so that a row whose every key is masked weighs them equally. */
+double gpu_attn_mask_floor(const gpu_attn *a) {
+  double c = (double)a->scale * 1.4426950408889634;
+  return -FLT_MAX / 4.0 / (c > 1.0 ? c : 1.0);
+}
+
 /* Scores of masked keys (past a->keys, or after the row when causal) set
  * to -inf: accumulator n*4 + 2h + e of a thread holds row mrow + lane/4 +
  * 8h, key kbase + 8n + 2(lane%4) + e (m16n8 fragments, and the warpgroup
  * accumulators seen per warp). */
 static void mask_scores(attn_k *s, LLVMValueRef *sacc) {
-  if (!s->a->causal && s->a->keys >= s->a->seq) return;
+  const gpu_attn *a = s->a;
+  if (!a->causal && !a->mask && a->keys >= a->seq) return;
   gpu_gen *g = s->g;
   LLVMValueRef grp = udiv(g, g->lane, 4), key0 = add(g, s->kbase, mul(g, urem(g, g->lane, 4), C(2)));
-  LLVMValueRef ninf = fconst(g, -INFINITY);
+  LLVMValueRef ninf = fconst(g, -INFINITY), last = C(a->keys - 1);
   for (int h = 0; h < 2; h++) {
     LLVMValueRef row = add(g, s->mrow, add(g, grp, C(8 * h)));
-    for (int n = 0; n < s->a->bn / 8; n++)
+    LLVMValueRef mrow = NULL; /* the mask's row (a padded row reads the last one) */
+    if (a->mask) {
+      LLVMValueRef r = LLVMBuildSelect(g->b, ult(g, row, a->keys), row, last, "");
+      mrow = add(g, mul(g, s->head, C(a->mask_head)), mul(g, r, C(a->keys)));
+    }
+    for (int n = 0; n < a->bn / 8; n++)
       for (int e = 0; e < 2; e++) {
-        LLVMValueRef key = add(g, key0, C(8 * n + e)), ok = ult(g, key, s->a->keys);
-        if (s->a->causal) ok = and1(g, ok, LLVMBuildICmp(g->b, LLVMIntULE, key, row, ""));
+        LLVMValueRef key = add(g, key0, C(8 * n + e)), ok = ult(g, key, a->keys);
+        if (a->causal) ok = and1(g, ok, LLVMBuildICmp(g->b, LLVMIntULE, key, row, ""));
         LLVMValueRef *v = &sacc[n * 4 + 2 * h + e];
+        if (mrow) { /* s + mask / scale, so that the scaled score is s * scale + mask */
+          LLVMValueRef kc = LLVMBuildSelect(g->b, ok, key, last, "");
+          LLVMValueRef mv = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, s->mask, add(g, mrow, kc)), "");
+          LLVMValueRef x = LLVMBuildFAdd(g->b, *v, LLVMBuildFMul(g->b, mv, fconst(g, 1.0 / a->scale), ""), "");
+          *v = fmax_sel(g, x, fconst(g, gpu_attn_mask_floor(a)));
+        }
         *v = LLVMBuildSelect(g->b, ok, *v, ninf, "");
       }
   }
@@ -603,7 +623,8 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->g = g, s->a = a, s->fr = target->matrix_frag(&vp);
   if (!s->fr || !s->fr->load_b2 || !target->shfl_xor || !target->async_copy16)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "target %s: no fused attention", target->name);
-  gpu_add_kernel(g, name);
+  gpu_add_kernel_n(g, name, a->mask ? 5 : 4);
+  if (a->mask) s->mask = LLVMGetParam(g->fn, 4);
   s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
   if (a->k_off) s->k = gept(g, g->in_t, s->k, C(a->k_off));
   if (a->v_off) s->v = gept(g, g->in_t, s->v, C(a->v_off));

@@ -48,6 +48,8 @@ typedef struct chain {
   double scale;
   int causal;
   int64_t keys; /* softmax columns */
+  const gpu_cap_group *mask_group; /* a run-time additive mask: its group and input */
+  int mask_input;
 } chain;
 
 /* Per capture buffer id: how many group inputs and model outputs read it,
@@ -143,9 +145,17 @@ static int chain_call(const gpu_cap_call *c, int *stage, chain *ch) {
     return x ? 2 : 1;
   }
   if (*stage == 1 && !strcmp(n, "add") && c->n_args == 2) {
+    /* a constant causal mask, or a run-time one (the scores are the
+     * argument whose shape is the result's) */
     int mask = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1;
-    if (c->args[!mask].kind == COV_MODEL_ARG_CONST || !causal_add(&c->args[mask].t, ch->keys)) return -1;
-    ch->causal = 1, *stage = 2;
+    if (c->args[0].kind == COV_MODEL_ARG_EXTERNAL && c->args[1].kind != COV_MODEL_ARG_CONST)
+      mask = cov_tensor_numel(&c->args[0].t) < cov_tensor_numel(&c->args[1].t) ? 0 : 1;
+    const gpu_cap_arg *m = &c->args[mask];
+    if (c->args[!mask].kind == COV_MODEL_ARG_CONST || m->kind == COV_MODEL_ARG_PREV) return -1;
+    if (m->kind == COV_MODEL_ARG_CONST && !causal_add(&m->t, ch->keys)) return -1;
+    if (m->kind == COV_MODEL_ARG_EXTERNAL) ch->mask_input = m->input, ch->mask_group = NULL; /* set by the caller */
+    else ch->causal = 1;
+    *stage = 2;
     return !mask;
   }
   if (*stage <= 2 && (!strcmp(n, "mul") || !strcmp(n, "div")) && c->n_args == 2) {
@@ -173,8 +183,10 @@ static int score_chain(const gpu_capture *cap, const int *uses, const int *by_id
   ch->groups[ch->n++] = gi;
   for (size_t ci = g->n_calls; ci-- > 0;) {
     const gpu_cap_call *c = &g->calls[ci];
+    int was = stage;
     int data = chain_call(c, &stage, ch);
     if (data < 0) return 0;
+    if (was == 1 && stage == 2 && !ch->causal) ch->mask_group = g;
     if (stage == 4) {
       ch->mm = c, ch->mm_group = g;
       return ci == 0;
@@ -183,9 +195,12 @@ static int score_chain(const gpu_capture *cap, const int *uses, const int *by_id
       if (c->args[data].kind != COV_MODEL_ARG_PREV) return 0;
       continue;
     }
-    /* the chain goes on in the group producing this group's one input */
-    if (c->args[data].kind != COV_MODEL_ARG_EXTERNAL || g->n_in != 1 || ch->n == MAX_CHAIN) return 0;
-    if ((gi = whole_of(cap, uses, by_id, &g->in[0].v)) < 0) return 0;
+    /* the chain goes on in the group producing this group's input (its
+     * only one but for a run-time mask) */
+    if (c->args[data].kind != COV_MODEL_ARG_EXTERNAL || ch->n == MAX_CHAIN) return 0;
+    int in = c->args[data].input, masked = ch->mask_group == g;
+    if (g->n_in != 1u + masked || (masked && in == ch->mask_input)) return 0;
+    if ((gi = whole_of(cap, uses, by_id, &g->in[in].v)) < 0) return 0;
     g = &cap->groups[gi];
     ch->groups[ch->n++] = gi;
     ci = g->n_calls;
@@ -209,6 +224,10 @@ static const gpu_cap_value *operand(const gpu_capture *cap, const int *uses, con
   ch->groups[ch->n++] = z;
   return &g->in[0].v;
 }
+
+/* A run-time additive mask read as it is by the kernel: the whole of an
+ * f32 buffer of S x S values (one for every head) or heads x S x S. */
+static int mask_buffer(const gpu_capture *cap, const gpu_cap_value *v, int64_t bh, int64_t S, gpu_mattn_match *m);
 
 /* ---- operand copies ----------------------------------------------------- */
 
@@ -276,6 +295,17 @@ static int operand_copies(const gpu_capture *cap, const gpu_cap_value *const *v,
   return ok;
 }
 
+static int mask_buffer(const gpu_capture *cap, const gpu_cap_value *v, int64_t bh, int64_t S, gpu_mattn_match *m) {
+  if (!v->ok || v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].d0 != 0) return 0;
+  int src = v->runs[0].src;
+  if (src < 0 || src >= cap->n_ids || cap->id_numel[src] != v->numel || src_dtype(cap, src) != COV_F32 ||
+      (v->numel != S * S && v->numel != bh * S * S))
+    return 0;
+  m->mask_src = src;
+  m->attn.mask = true, m->attn.mask_head = v->numel == S * S ? 0 : S * S;
+  return 1;
+}
+
 /* ---- matching ----------------------------------------------------------- */
 
 /* The kernel's plan for bh heads of seq x dim, both padded to its tiles;
@@ -326,6 +356,8 @@ static int match_at(const gpu_capture *cap, const gpu_target *t, const int *uses
   m->pv = k, m->seq = S, m->dim = D;
   if (!plan_attn(t, bh, S, D, g->node, &m->attn)) return 0;
   m->attn.scale = (float)ch->scale, m->attn.keys = S, m->attn.causal = ch->causal;
+  m->mask_src = -1;
+  if (ch->mask_group && !mask_buffer(cap, &ch->mask_group->in[ch->mask_input].v, bh, S, m)) return 0;
   const gpu_cap_value *ops[3] = {qv, kv, &g->in[pv->args[1].input].v};
   return operand_copies(cap, ops, m);
 }
@@ -423,6 +455,7 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
   memcpy(s->grid, a->grid, sizeof s->grid);
   s->block[0] = (unsigned)a->threads, s->shared_bytes = a->shared_bytes;
   s->args[0] = s->args[1] = s->args[2] = qkv, s->args[3] = id_buf[g->buf_id];
+  if (a->mask) s->args[4] = id_buf[m->mask_src], s->n_args = 5;
   return NULL;
 }
 
@@ -430,7 +463,8 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
 
 static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
-cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o) {
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
+                            const float *mask) {
   int64_t S = a->seq, D = a->dim;
   float *p = malloc((size_t)S * sizeof *p + 4);
   if (!p) return oom();
@@ -442,6 +476,9 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
       for (int64_t j = 0; j < S; j++) {
         float dot = 0.0f;
         for (int64_t d = 0; d < D; d++) dot += qi[d] * k[(h * S + j) * D + d];
+        if (a->mask) /* clamped as the kernel clamps it */
+          dot = fmaxf(dot + mask[h * a->mask_head + (i < a->keys ? i : a->keys - 1) * a->keys + j] * (float)(1.0 / a->scale),
+                      (float)gpu_attn_mask_floor(a));
         p[j] = j < a->keys && (!a->causal || j <= i) ? dot * a->scale : -INFINITY;
         if (p[j] > mx) mx = p[j];
       }

@@ -22,6 +22,7 @@ typedef struct gpu_mattn_match {
   int pv;
   int64_t seq, dim; /* unpadded */
   gpu_attn attn;
+  int mask_src; /* a run-time additive mask: its capture buffer id (-1: none) */
   int src[GPU_MATTN_COPIES];
   gpu_ew cp[GPU_MATTN_COPIES];
   int n_cp;

@@ -187,7 +187,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       continue;
     }
     if (s->kkind == GPU_KERNEL_ATTN) {
-      st = gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3]);
+      st = gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
       continue;
     }
     const gpu_plan *pl = &s->plan;
@@ -251,8 +251,9 @@ static void ew_what(const gpu_ew *e, char *out, size_t n) {
 /* What a fused attention launch computes: heads, padded sequence and
  * head dim, the valid keys, the mask. */
 static void attn_what(const gpu_attn *a, char *out, size_t n) {
-  snprintf(out, n, "attention %lldx%lldx%lld (%lld keys%s, %dx%d tile)", (long long)(a->batch * a->heads),
-           (long long)a->seq, (long long)a->dim, (long long)a->keys, a->causal ? ", causal" : "", a->bm, a->wm);
+  snprintf(out, n, "attention %lldx%lldx%lld (%lld keys%s%s, %dx%d tile)", (long long)(a->batch * a->heads),
+           (long long)a->seq, (long long)a->dim, (long long)a->keys, a->causal ? ", causal" : "",
+           a->mask ? ", additive mask" : "", a->bm, a->wm);
 }
 
 static cov_status write_modules(const gpu_model_plan *p, const char *dir, json_t *mods) {

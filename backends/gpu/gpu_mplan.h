@@ -239,9 +239,11 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
                              cov_tensor *outputs, size_t n_outputs);
 
 /* The CPU meaning of a fused attention step on f32 views of its 16-bit
- * arguments (gpu_mattn.c): f32 scores and softmax, P rounded to 16 bits
- * as the kernel rounds it, O rounded once. */
-cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o);
+ * arguments (gpu_mattn.c): f32 scores, the additive mask (a->mask), and
+ * softmax, P rounded to 16 bits as the kernel rounds it, O rounded once
+ * (or f32, a->out_f32). */
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
+                            const float *mask);
 
 /* Writes every module and manifest.json (buffers, steps) into `dir`. */
 cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report);
