@@ -2,29 +2,32 @@
  *
  * The exporters write attention as a chain of groups (the frontend fuses
  * some of them): batch_matmul(Q, Kᵀ), optionally a Mul (or Div) by a
- * scalar, optionally a causal mask, softmax over the last axis, then
+ * scalar, optionally a mask, softmax over the last axis, then
  * batch_matmul(P, V) as a group of its own. TorchScript's GPT-2 masks
  * with Where(mask, -inf, scores), the dynamo exporter adds a constant
- * (0 on and below the diagonal, a very negative value above); ViT and
- * the encoder scale Q and K by sqrt(scale) each in groups of their own
- * before the product (their results read by nothing else). The chain is
- * found from the P V group backwards: each group's result must be read
- * only by the next, whole; the head split and transposes around it are
- * the element runs of Q, Kᵀ and V (gpu_mcapture.h), whatever the exporter
- * wrote.
+ * (0 on and below the diagonal, a very negative value above): both are
+ * causal; BERT adds a padding mask computed at run time, which the
+ * kernel reads as its additive mask. ViT and the encoder scale Q and K by
+ * sqrt(scale) each in groups of their own before the product (their
+ * results read by nothing else). The chain is found from the P V group
+ * backwards: each group's result must be read only by the next, whole;
+ * the head split and transposes around it are the element runs of Q, Kᵀ
+ * and V (gpu_mcapture.h), whatever the exporter wrote.
  *
  * A match becomes: Q, K and V copied (strided copies, f32 -> f16) into
- * [heads][seq][dim] buffers padded to the kernel's tiles (seq a multiple
- * of the query tile, dim a power of two from 16; the padding zeroed by a
- * fill), one fused attention launch (gpu_lower_attn.c: keys past the
- * sequence and, for a causal mask, keys after the query score -inf; the
- * scale is the product of the chain's scalars), and one copy of O's
- * valid rows and columns into the P V group's f32 result, which its
- * readers take as before. A mask that is not causal (BERT's padding
- * mask, computed at run time) leaves the chain unfused, as do a
- * non-positive scale, queries and keys of different lengths, a head dim
- * above 128, and targets whose attention kernel is refused by
- * gpu_attn_plan (no warp shuffle or asynchronous copies: AMDGPU). */
+ * one buffer of three [heads][seq][dim] tensors padded to the kernel's
+ * tiles (seq a multiple of the query tile, dim a power of two from 16;
+ * the padding zeroed by a fill), one copy where they are the parts of one
+ * projection; then one fused attention launch (gpu_lower_attn.c: keys
+ * past the sequence and, for a causal mask, keys after the query score
+ * -inf; the scale is the product of the chain's scalars) writing O's
+ * valid rows and columns as f32 into the P V group's result, which its
+ * readers take as before. Left unfused: a constant mask that is not
+ * causal, a run-time mask that is not the whole of an S x S or
+ * heads x S x S buffer, a non-positive scale, queries and keys of
+ * different lengths, a head dim above 128 or not a multiple of 8, and
+ * targets whose attention kernel gpu_attn_plan refuses (no warp shuffle or
+ * asynchronous copies: AMDGPU). */
 #include "backends/gpu/gpu_mattn.h"
 
 #include <math.h>

@@ -7,7 +7,9 @@ over the last axis, MatMul(P, V) and the heads merged back.
 MASK: "causal" scales by Mul and masks with Where(j > i, -inf, scores)
 (TorchScript's GPT-2), "add" scales by Div and adds a constant causal mask
 (0 on and below the diagonal, float32's lowest above: the dynamo export),
-"none" scales by Mul and does not mask."""
+"input" scales by Mul and adds a mask given as a second input m
+[1, 1, SEQ, SEQ] (BERT's padding mask is such a run-time value), "none"
+scales by Mul and does not mask."""
 import sys
 
 import numpy as np
@@ -45,14 +47,18 @@ def main():
     elif mask == "add":
         add = np.where(above, np.finfo(np.float32).min, 0).astype(np.float32)
         nodes.append(helper.make_node("Add", ["scaled", const("causal", add)], ["masked"]))
+    elif mask == "input":
+        nodes.append(helper.make_node("Add", ["scaled", "m"], ["masked"]))
     else:
         nodes.append(helper.make_node("Identity", ["scaled"], ["masked"]))
     nodes.append(helper.make_node("Softmax", ["masked"], ["p"], axis=-1))
     nodes.append(helper.make_node("MatMul", ["p", "v_t"], ["o"]))
     nodes.append(helper.make_node("Transpose", ["o"], ["o_t"], perm=[0, 2, 1, 3]))
     nodes.append(helper.make_node("Reshape", ["o_t", const("o_shape", np.array([1, seq, e], np.int64))], ["y"]))
-    graph = helper.make_graph(nodes, "attention",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, 3 * e])],
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, 3 * e])]
+    if mask == "input":
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 1, seq, seq]))
+    graph = helper.make_graph(nodes, "attention", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, e])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)

@@ -10,8 +10,9 @@
 # stores of O, no local memory; two compilations are byte-identical; ptxas
 # (where installed) assembles it without spills. For amdgpu-gfx942 the same
 # model compiles without the attention kernel (the target has no warp
-# shuffle in its ops table). With `run`: `covenant gpu run` of both models
-# and of a no-mask one (head dim 64, 128 tokens: unpadded) on the device,
+# shuffle in its ops table). With `run`: `covenant gpu run` of both models,
+# a no-mask one (head dim 64, 128 tokens: unpadded) and one whose mask is
+# an input (random values; head dim 32, 72 tokens) on the device,
 # within 1e-2 of the reference (77, skipped, without an NVIDIA driver).
 set -u
 cov=$1 py=$2 make=$3 work=$4 mode=${5:-}
@@ -22,7 +23,8 @@ bad() { echo "FAIL $*"; fail=1; }
 "$py" "$make" "$work/a24.onnx" 48 3 24 add || bad "export a24"
 if [ "$mode" = run ]; then
   "$py" "$make" "$work/n64.onnx" 128 2 64 none || bad "export n64"
-  for m in c64 a24 n64; do
+  "$py" "$make" "$work/i32.onnx" 72 2 32 input || bad "export i32"
+  for m in c64 a24 n64 i32; do
     out=$("$cov" gpu run "$work/$m.onnx" --target nvptx-sm90 --tolerance 1e-2 2>&1)
     rc=$?
     echo "$out"
