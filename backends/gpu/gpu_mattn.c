@@ -138,6 +138,7 @@ static int chain_call(const gpu_cap_call *c, int *stage, chain *ch) {
   if (*stage == 0) {
     if (strcmp(n, "softmax") || c->n_args != 1 || c->args[0].t.rank < 1) return -1;
     ch->keys = c->args[0].t.shape[c->args[0].t.rank - 1];
+    if (ch->keys < 1 || ch->keys > (1 << 20)) return -1; /* masks are checked over S x S */
     *stage = 1;
     return 0;
   }
@@ -151,8 +152,11 @@ static int chain_call(const gpu_cap_call *c, int *stage, chain *ch) {
     /* a constant causal mask, or a run-time one (the scores are the
      * argument whose shape is the result's) */
     int mask = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1;
-    if (c->args[0].kind == COV_MODEL_ARG_EXTERNAL && c->args[1].kind != COV_MODEL_ARG_CONST)
-      mask = cov_tensor_numel(&c->args[0].t) < cov_tensor_numel(&c->args[1].t) ? 0 : 1;
+    if (c->args[0].kind == COV_MODEL_ARG_EXTERNAL && c->args[1].kind != COV_MODEL_ARG_CONST) {
+      int64_t n0 = cov_tensor_numel(&c->args[0].t), n1 = cov_tensor_numel(&c->args[1].t);
+      if (n0 == n1 && c->args[1].kind == COV_MODEL_ARG_EXTERNAL) return -1; /* which is the mask? */
+      mask = n0 < n1 ? 0 : 1;
+    }
     const gpu_cap_arg *m = &c->args[mask];
     if (c->args[!mask].kind == COV_MODEL_ARG_CONST || m->kind == COV_MODEL_ARG_PREV) return -1;
     if (m->kind == COV_MODEL_ARG_CONST && !causal_add(&m->t, ch->keys)) return -1;
