@@ -483,9 +483,10 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
       for (int64_t j = 0; j < S; j++) {
         float dot = 0.0f;
         for (int64_t d = 0; d < D; d++) dot += qi[d] * k[(h * S + j) * D + d];
-        if (a->mask) /* clamped as the kernel clamps it */
-          dot = fmaxf(dot + mask[h * a->mask_head + (i < a->keys ? i : a->keys - 1) * a->keys + j] * (float)(1.0 / a->scale),
-                      (float)gpu_attn_mask_floor(a));
+        if (a->mask && j < a->keys) { /* clamped as the kernel clamps it; a padded row reads the last */
+          float mv = mask[h * a->mask_head + (i < a->keys ? i : a->keys - 1) * a->keys + j];
+          dot = fmaxf(dot + mv * (float)(1.0 / a->scale), (float)gpu_attn_mask_floor(a));
+        }
         p[j] = j < a->keys && (!a->causal || j <= i) ? dot * a->scale : -INFINITY;
         if (p[j] > mx) mx = p[j];
       }
