@@ -33,6 +33,10 @@ typedef struct gpu_attn {
   /* element offsets of K and V from their arguments (0: as given; a model
    * passes one buffer holding Q, K and V, gpu_mattn.c) */
   int64_t k_off, v_off;
+  /* Q, K and V laid out as [heads][in_seq][in_dim] (seq, dim: the tiles'
+   * sizes); rows past in_seq and columns past in_dim (a multiple of 8)
+   * are read as zeros (asynchronous copies that read nothing) */
+  int64_t in_seq, in_dim;
   /* out_f32: O written as f32 [heads][out_seq][out_dim], only rows below
    * out_seq and columns below out_dim (a multiple of 8): the unpadded
    * result a model's next kernels read; else O as Q */

@@ -99,6 +99,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
   out->scale = (float)(1.0 / sqrt((double)dim));
   out->keys = seq;
   out->out_seq = seq, out->out_dim = dim;
+  out->in_seq = seq, out->in_dim = dim;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
@@ -136,8 +137,31 @@ static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
  * a thread's chunks are one shared and one global address plus constant
  * offsets: a base register each instead of two 64-bit addresses per chunk
  * held across the key loop (48 registers at 128 keys). */
+/* copy_rows from an unpadded [in_seq][in_dim] tensor: chunks of rows past
+ * in_seq or columns past in_dim written as zeros, reading nothing (their
+ * addresses clamped inside the tensor all the same). */
+static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  int per_row = (int)a->dim / 8, chunks = t->rows * per_row, threads = a->threads;
+  LLVMValueRef base = mul(g, s->head, C(a->in_seq * a->in_dim));
+  for (int i = 0; i < chunks / threads; i++) {
+    LLVMValueRef c = add(g, s->tid, C(i * threads));
+    LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8)), r = add(g, row0, row);
+    LLVMValueRef rok = ult(g, r, a->in_seq), cok = ult(g, col, a->in_dim);
+    LLVMValueRef rc = LLVMBuildSelect(g->b, rok, r, C(a->in_seq - 1), "");
+    LLVMValueRef cc = LLVMBuildSelect(g->b, cok, col, C(a->in_dim - 8), "");
+    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(a->in_dim)), cc));
+    g->target->async_copy16_zfill(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx), and1(g, rok, cok));
+  }
+}
+
 static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
   gpu_gen *g = s->g;
+  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim) {
+    copy_rows_zfill(s, src, row0, t);
+    return;
+  }
   int per_row = (int)s->a->dim / 8, chunks = t->rows * per_row, threads = s->a->threads;
   if (threads % per_row == 0 && (threads / per_row) % 8 == 0) {
     int rstep = threads / per_row;

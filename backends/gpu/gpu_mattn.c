@@ -15,10 +15,10 @@
  * and V (gpu_mcapture.h), whatever the exporter wrote.
  *
  * A match becomes: Q, K and V copied (strided copies, f32 -> f16) into
- * one buffer of three [heads][seq][dim] tensors padded to the kernel's
- * tiles (seq a multiple of the query tile, dim a power of two from 16;
- * the padding zeroed by a fill), one copy where they are the parts of one
- * projection; then one fused attention launch (gpu_lower_attn.c: keys
+ * one buffer of three [heads][seq][dim] tensors, one copy where they are
+ * the parts of one projection; then one fused attention launch planned
+ * on them padded to its tiles (seq a multiple of the query tile, dim a
+ * power of two from 16; the padding read as zeros, in_seq / in_dim) (gpu_lower_attn.c: keys
  * past the sequence and, for a causal mask, keys after the query score
  * -inf; the scale is the product of the chain's scalars) writing O's
  * valid rows and columns as f32 into the P V group's result, which its
@@ -258,14 +258,14 @@ static cov_dtype src_dtype(const gpu_capture *cap, int id) {
 static int operand_runs(const gpu_capture *cap, const gpu_cap_value *v, int trans, const gpu_mattn_match *m, int which,
                         gpu_cap_run *e, int64_t *ne) {
   int64_t S = m->seq, D = m->dim, rows = trans ? D : S, cols = trans ? S : D, n = v->numel;
-  int64_t base = which * m->attn.heads * m->attn.seq * m->attn.dim, k = *ne;
+  int64_t base = which * m->attn.heads * S * D, k = *ne;
   if (!v->ok || n != m->attn.heads * S * D) return 0;
   for (int r = 0; r < v->n_runs; r++) {
     if (src_dtype(cap, v->runs[r].src) != COV_F32) return 0;
     for (int64_t j = 0; j < v->runs[r].n && k - *ne < n; j++, k++) {
       int64_t x = v->runs[r].d0 + j, b = x / (rows * cols), i = x / cols % rows, c = x % cols;
       int64_t s = trans ? c : i, d = trans ? i : c;
-      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = base + (b * m->attn.seq + s) * m->attn.dim + d, .n = 1};
+      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = base + (b * S + s) * D + d, .n = 1};
     }
   }
   if (k - *ne != n) return 0;
@@ -331,10 +331,12 @@ static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, cons
     spad = (S + step - 1) / step * step;
     st = gpu_attn_plan(1, bh, spad, dpad, COV_F16, ms.bm, ms.wm, ms.bn, ms.pipe, ms.chain, o, where, a);
   }
-  int ok = !st && 3 * bh * a->seq * dpad < (1ll << 31); /* Q, K and V in one buffer */
+  /* Q, K and V unpadded in one buffer, the padding read as zeros */
+  int ok = !st && 3 * bh * S * D < (1ll << 31) && o->async_copy16_zfill;
   cov_status_free(st);
   if (!ok) return 0;
-  a->k_off = bh * a->seq * dpad, a->v_off = 2 * a->k_off;
+  a->in_seq = S, a->in_dim = D;
+  a->k_off = bh * S * D, a->v_off = 2 * a->k_off;
   a->out_f32 = true, a->out_seq = S, a->out_dim = D;
   return 1;
 }
@@ -442,14 +444,9 @@ static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu
 
 cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m) {
   const gpu_attn *a = &m->attn;
-  int64_t shape[4] = {3, a->heads, a->seq, a->dim};
+  int64_t shape[4] = {3, a->heads, m->seq, m->dim};
   int qkv = add_buffer(p, g->node, shape);
   if (qkv < 0) return oom();
-  if (a->seq != m->seq || a->dim != m->dim) { /* the padding zeroed: no key or dim past the model's counts */
-    gpu_mstep *f = add_step(p, g, GPU_STEP_FILL);
-    if (!f) return oom();
-    f->fill_buf = qkv;
-  }
   for (int c = 0; c < m->n_cp; c++) {
     char what[16];
     snprintf(what, sizeof what, "qkv%d", c);
@@ -470,6 +467,12 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
 
 static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
+/* Element (h, r, d) of a [heads][in_seq][in_dim] operand, zero in the
+ * padding the kernel reads as zeros. */
+static float in_at(const gpu_attn *a, const float *x, int64_t h, int64_t r, int64_t d) {
+  return r < a->in_seq && d < a->in_dim ? x[(h * a->in_seq + r) * a->in_dim + d] : 0.0f;
+}
+
 cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
                             const float *mask) {
   int64_t S = a->seq, D = a->dim;
@@ -478,11 +481,10 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
   k += a->k_off, v += a->v_off;
   for (int64_t h = 0; h < a->batch * a->heads; h++)
     for (int64_t i = 0; i < (a->out_f32 ? a->out_seq : S); i++) {
-      const float *qi = q + (h * S + i) * D;
       float mx = -INFINITY, sum = 0.0f;
       for (int64_t j = 0; j < S; j++) {
         float dot = 0.0f;
-        for (int64_t d = 0; d < D; d++) dot += qi[d] * k[(h * S + j) * D + d];
+        for (int64_t d = 0; d < D; d++) dot += in_at(a, q, h, i, d) * in_at(a, k, h, j, d);
         if (a->mask && j < a->keys) { /* clamped as the kernel clamps it; a padded row reads the last */
           float mv = mask[h * a->mask_head + (i < a->keys ? i : a->keys - 1) * a->keys + j];
           dot = fmaxf(dot + mv * (float)(1.0 / a->scale), (float)gpu_attn_mask_floor(a));
@@ -493,7 +495,7 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
       for (int64_t j = 0; j < S; j++) p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx), sum += p[j];
       for (int64_t d = 0; d < (a->out_f32 ? a->out_dim : D); d++) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * v[(h * S + j) * D + d];
+        for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * in_at(a, v, h, j, d);
         if (a->out_f32) o[(h * a->out_seq + i) * a->out_dim + d] = acc / sum;
         else o[(h * S + i) * D + d] = round16(acc / sum);
       }
