@@ -17,6 +17,7 @@ typedef struct bblob {
   char *name;
   uint8_t *data;
   size_t bytes;
+  int shared; /* its bytes are an earlier blob's (place_blobs) */
 } bblob;
 
 struct crt_builder {
@@ -826,6 +827,53 @@ static void wr32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+typedef struct blob_key {
+  uint64_t hash, bytes;
+  int i;
+} blob_key;
+
+static int blob_key_cmp(const void *pa, const void *pb) {
+  const blob_key *a = pa, *b = pb;
+  if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Data-section offsets of the blobs: a blob byte-identical to an earlier
+ * one (a weight two layers share, the same index table of two
+ * transposes) points at the earlier one's bytes instead of a second
+ * copy; the reader allows blobs to overlap. Candidates are found by
+ * sorting on (checksum, size), so the work is n log n plus one memcmp per
+ * equal checksum. Sets *data to the section's size; non-zero when out
+ * of memory. */
+static int place_blobs(crt_builder *b, uint64_t *blob_off, uint64_t *data) {
+  blob_key *k = malloc(((size_t)b->n_blobs + 1) * sizeof *k);
+  int *first = malloc(((size_t)b->n_blobs + 1) * sizeof *first);
+  if (!k || !first) {
+    free(k), free(first);
+    return 1;
+  }
+  for (int i = 0; i < b->n_blobs; i++)
+    k[i] = (blob_key){crt_fnv1a64(b->blobs[i].data, b->blobs[i].bytes), b->blobs[i].bytes, i}, first[i] = i;
+  qsort(k, (size_t)b->n_blobs, sizeof *k, blob_key_cmp);
+  for (int s = 0, t = 1; t < b->n_blobs; t++) { /* s: the group's first blob in index order */
+    if (k[t].hash != k[s].hash || k[t].bytes != k[s].bytes || !k[t].bytes) {
+      s = t;
+      continue;
+    }
+    const bblob *x = &b->blobs[k[t].i], *y = &b->blobs[k[s].i];
+    if (!memcmp(x->data, y->data, x->bytes)) first[k[t].i] = k[s].i;
+  }
+  *data = 0;
+  for (int i = 0; i < b->n_blobs; i++) {
+    b->blobs[i].shared = first[i] != i;
+    if (b->blobs[i].shared) blob_off[i] = blob_off[first[i]];
+    else blob_off[i] = *data, *data = align_up(*data + b->blobs[i].bytes);
+  }
+  free(k), free(first);
+  return 0;
+}
+
 cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
@@ -840,7 +888,10 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   if (!blob_off) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int i = 0; i < b->n_buffers; i++)
     if (b->buffers[i].kind == CRT_BUF_WEIGHT) weights += align_up(b->buffers[i].bytes);
-  for (int i = 0; i < b->n_blobs; i++) blob_off[i] = data, data = align_up(data + b->blobs[i].bytes);
+  if (place_blobs(b, blob_off, &data)) {
+    free(blob_off);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory placing the blobs");
+  }
   sbuf m = {0};
   write_manifest(b, &m, blob_off, arena, weights);
   if (m.oom) {
@@ -863,7 +914,8 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   wr64(f + 48, doff);
   wr64(f + 56, data);
   memcpy(f + CRT_HEADER_BYTES, m.s, m.n);
-  for (int i = 0; i < b->n_blobs; i++) memcpy(f + doff + blob_off[i], b->blobs[i].data, b->blobs[i].bytes);
+  for (int i = 0; i < b->n_blobs; i++)
+    if (!b->blobs[i].shared) memcpy(f + doff + blob_off[i], b->blobs[i].data, b->blobs[i].bytes);
   free(m.s), free(blob_off);
   *out = f;
   *size = (size_t)total;
