@@ -12,6 +12,7 @@
 #include "acg/acg_ir.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mattn.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_qdot.h"
@@ -182,60 +183,6 @@ static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a
   return NULL;
 }
 
-/* The runs of one source (in destination order) as strided copies
- * (gpu_ew COPY: runs of equal length at constant strides, blocks of those
- * at constant strides, and blocks of blocks): a Concat, Split or Slice at
- * batch N is one copy per source, a channel shuffle one per branch, an
- * attention head split or its transpose one. Returns how many copies
- * (out, at most `max`), -1 when more would be needed or out of memory. */
-static int strided_copies(const gpu_cap_run *runs, int n_runs, int src, gpu_ew *out, int max) {
-  gpu_ew *b = malloc((size_t)n_runs * sizeof *b);
-  if (!b) return -1;
-  int n = 0;
-  for (int q = 0; q < n_runs; q++) {
-    if (runs[q].src != src) continue;
-    gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .run = runs[q].n, .s0 = runs[q].s0, .d0 = runs[q].d0};
-    for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
-    b[n++] = e;
-  }
-  /* level l: consecutive blocks equal in their lower levels, at a constant
-   * (source, destination) step, become one block repeated */
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) {
-    int m = 0;
-    for (int q = 0; q < n; q++) {
-      const gpu_ew *a = &b[q];
-      gpu_ew *t = m ? &b[m - 1] : NULL;
-      int same = t && t->run == a->run;
-      for (int k = 0; k < l && same; k++)
-        same = t->rep[k] == a->rep[k] && (a->rep[k] == 1 || (t->ss[k] == a->ss[k] && t->ds[k] == a->ds[k]));
-      if (same) {
-        int64_t ls = t->s0 + (t->rep[l] - 1) * t->ss[l], ld = t->d0 + (t->rep[l] - 1) * t->ds[l];
-        if (t->rep[l] == 1 && a->d0 > ld) {
-          t->ss[l] = a->s0 - ls, t->ds[l] = a->d0 - ld, t->rep[l]++;
-          continue;
-        }
-        if (t->rep[l] > 1 && a->s0 - ls == t->ss[l] && a->d0 - ld == t->ds[l]) {
-          t->rep[l]++;
-          continue;
-        }
-      }
-      b[m++] = *a;
-    }
-    n = m;
-  }
-  if (n > max) {
-    free(b);
-    return -1;
-  }
-  for (int q = 0; q < n; q++) {
-    out[q] = b[q];
-    out[q].n = out[q].run;
-    for (int l = 0; l < GPU_COPY_LEVELS; l++) out[q].n *= out[q].rep[l];
-  }
-  free(b);
-  return n;
-}
-
 /* Makes group input k available as a whole buffer: the source buffer when
  * it is one run over all of it, else a new buffer filled by strided copies
  * per source (an index table only for a source whose elements follow no
@@ -266,7 +213,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     if (n_src == 64) return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' gathers from more than 64 buffers", in->name);
     srcs[n_src++] = src;
     gpu_ew cp[8];
-    int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
+    int nc = gpu_runs_copies(v->runs, v->n_runs, src, cp, 8);
     for (int q = 0; q < nc; q++) {
       cp[q].out_dtype = dt;
       COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
@@ -782,6 +729,8 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
    * elements (their results decode as copies), else named below with
    * whatever fails to read them */
   cov_status undescribed = NULL;
+  gpu_mattn_set attn = {0}; /* attention chains as one fused launch (gpu_mattn.c) */
+  if (!st && t && !t->f32_activations) st = gpu_mattn_find(&cap, t, &attn);
   /* outputs: a group's result itself, or copies into a buffer of their own */
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
@@ -795,7 +744,9 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
       continue;
     }
     lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
-    cov_status gs = lower_group(&x);
+    int role = attn.role ? attn.role[k] : GPU_MATTN_LOWERED;
+    if (role == GPU_MATTN_ABSORBED) continue;
+    cov_status gs = role >= 0 ? gpu_mattn_lower(p, g, id_buf, &attn.m[role]) : lower_group(&x);
     if (gs && x.file_error) st = gs;
     else if (gs) errs = cov_status_join(errs, located(gs, path, g));
   }
@@ -845,6 +796,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
     p->output_buf[o] = b;
   }
   free(id_buf);
+  gpu_mattn_free(&attn);
   gpu_capture_free(&cap);
   if (errs) errs = cov_status_join(errs, undescribed);
   else cov_status_free(undescribed);

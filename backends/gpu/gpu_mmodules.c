@@ -56,7 +56,10 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
     for (int j = 0; j < i && same < 0; j++) {
       const gpu_mstep *o = &p->steps[j];
       if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
-      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
+      if (s->kkind == GPU_KERNEL_EW     ? ew_equal(&o->ew, &s->ew)
+          : s->kkind == GPU_KERNEL_ATTN ? !memcmp(&o->attn, &s->attn, sizeof s->attn) /* planned from zeroed bytes */
+                                        : !strcmp(keys[i], keys[j]))
+        same = j;
     }
     if (same >= 0) {
       s->module = p->steps[same].module;
@@ -74,6 +77,8 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
     gpu_kernel_info info = {-1, -1, -1, -1};
     if (s->kkind == GPU_KERNEL_MATRIX)
       st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
+    else if (s->kkind == GPU_KERNEL_ATTN)
+      st = gpu_build_attn_kernel(t, &s->attn, s->kernel, &md->code, &md->size, &info);
     else
       st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
     if (st) {

@@ -200,6 +200,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       emulate_ew(&s->ew, a);
       continue;
     }
+    if (s->kkind == GPU_KERNEL_ATTN) {
+      st = gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
+      continue;
+    }
     const gpu_plan *pl = &s->plan;
     const gpu_problem *q = &pl->prob;
     if (s->pre) { /* NCHW -> NHWC */
@@ -256,6 +260,14 @@ static void ew_what(const gpu_ew *e, char *out, size_t n) {
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);
+}
+
+/* What a fused attention launch computes: heads, padded sequence and
+ * head dim, the valid keys, the mask. */
+static void attn_what(const gpu_attn *a, char *out, size_t n) {
+  snprintf(out, n, "attention %lldx%lldx%lld (%lld keys%s%s, %dx%d tile)", (long long)(a->batch * a->heads),
+           (long long)a->seq, (long long)a->dim, (long long)a->keys, a->causal ? ", causal" : "",
+           a->mask ? ", additive mask" : "", a->bm, a->wm);
 }
 
 static cov_status write_modules(const gpu_model_plan *p, const char *dir, json_t *mods) {
@@ -355,6 +367,9 @@ static json_t *step_json(const gpu_mstep *s) {
   char what[160];
   if (s->kkind == GPU_KERNEL_MATRIX) {
     json_object_set_new(o, "what", s->pre ? json_string("nhwc transform") : gpu_plan_json(&s->plan));
+  } else if (s->kkind == GPU_KERNEL_ATTN) {
+    attn_what(&s->attn, what, sizeof what);
+    json_object_set_new(o, "what", json_string(what));
   } else {
     ew_what(&s->ew, what, sizeof what);
     json_object_set_new(o, "what", json_string(what));
@@ -372,10 +387,14 @@ static void write_report(const gpu_model_plan *p, FILE *report) {
     const gpu_mmodule *md = &p->mods[s->module];
     char what[160];
     if (s->kkind == GPU_KERNEL_EW) ew_what(&s->ew, what, sizeof what);
+    else if (s->kkind == GPU_KERNEL_ATTN) attn_what(&s->attn, what, sizeof what);
     else if (s->pre) snprintf(what, sizeof what, "nhwc transform");
     else snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)s->plan.M, (long long)s->plan.N, (long long)s->plan.K);
     fprintf(report, "%-44s %-13s %8u %6ld %6ld %8ld  %s\n", s->kernel,
-            s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma") : "generic", s->shared_bytes,
+            s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma")
+            : s->kkind == GPU_KERNEL_ATTN ? "attention"
+                                          : "generic",
+            s->shared_bytes,
             md->vgprs, md->agprs, md->scratch_bytes, what);
   }
 }

@@ -18,7 +18,9 @@
  * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
  * softmax fused where the plan allows), depthwise convolutions the direct
  * kernel of gpu_lower_ew.c, every other call its codelet's kernel lowered
- * from the loop nest (gpu_cdl.h). Nothing is refused for its shape.
+ * from the loop nest (gpu_cdl.h); attention chains (Q Kᵀ, scale, causal
+ * mask, softmax, · V) the fused attention kernel (gpu_mattn.c). Nothing is
+ * refused for its shape.
  *
  * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
  * output and workspace), launched with `grid`, `block`, `shared_bytes`
@@ -31,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_cdl.h"
 #include "backends/gpu/gpu_plan.h"
 #include "covenant/model.h"
@@ -118,6 +121,13 @@ typedef struct gpu_ew {
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
 /* The launch grid of a generic kernel. */
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+/* The runs of source `src` among runs[0 .. n_runs) (destination order,
+ * gpu_cap_run's fields: src, d0, s0, n) as at most `max` strided copies
+ * (gpu_ew COPY, f32 out: runs of equal length at constant strides, blocks
+ * of those, blocks of blocks; gpu_mruns.c): how many, -1 when more would
+ * be needed or out of memory. */
+struct gpu_cap_run;
+int gpu_runs_copies(const struct gpu_cap_run *runs, int n_runs, int src, gpu_ew *out, int max);
 /* COPY: the source and destination elements of work item i. */
 void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst);
 /* The bytes of each element a COPY or TABLE moves as it is (an integer or
@@ -146,7 +156,8 @@ typedef enum gpu_step_op {
   GPU_STEP_IF,   /* args: the condition; target: the first step of the else branch */
   GPU_STEP_JUMP, /* target: the step after the If */
 } gpu_step_op;
-typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW } gpu_kernel_kind;
+/* ATTN: fused attention (gpu_attn.h), arguments Q, K, V, O */
+typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW, GPU_KERNEL_ATTN } gpu_kernel_kind;
 
 typedef struct gpu_mstep {
   gpu_step_op op;
@@ -156,6 +167,7 @@ typedef struct gpu_mstep {
   gpu_kernel_kind kkind;
   gpu_plan plan;    /* MATRIX: the matrix kernel's plan */
   gpu_ew ew;        /* EW: the generic kernel */
+  gpu_attn attn;    /* ATTN: the fused attention kernel (gpu_mattn.c) */
   int module;       /* index in modules */
   char kernel[160];
   unsigned grid[3], block[3], shared_bytes;
@@ -271,6 +283,13 @@ cov_status gpu_model_fuse(gpu_model_plan *p);
  * be loaded: codelet steps name codelets of its library. */
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs);
+
+/* The CPU meaning of a fused attention step on f32 views of its 16-bit
+ * arguments (gpu_mattn.c): f32 scores, the additive mask (a->mask), and
+ * softmax, P rounded to 16 bits as the kernel rounds it, O rounded once
+ * (or f32, a->out_f32). */
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
+                            const float *mask);
 
 /* Writes every module and manifest.json (buffers, steps) into `dir`. */
 cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report);
