@@ -2,10 +2,11 @@
  * run for real. Every codelet of the shipped library and of the files
  * given (tests/gpu/codelets/extra.cdl: codelets no GPU code knows) is
  * bound to small shapes, lowered to LLVM IR with a host table of target
- * operations (work-item ids from two globals, 2^x from llvm.exp2),
- * verified (LLVMVerifyModule), optimised at O2 and run on this CPU through
- * LLVM's JIT, every work item of the grid in a scrambled order; its outputs are
- * compared with the reference interpreter's on the same random inputs.
+ * operations of its own (work-item ids and lane exchanges as calls into
+ * this program), verified, optimised at O2 and compiled for this CPU
+ * through LLVM's JIT (gpu_jit_compile, gpu_jit_harness.h) and run, every
+ * work item of the grid in a scrambled order; its outputs are compared
+ * with the reference interpreter's on the same random inputs.
  * Each call is also built for the GPU targets named with -t (PTX or HSACO
  * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
  * cannot be bound to the generated shapes are listed and counted, and
@@ -23,13 +24,8 @@
  * threads meeting at a barrier for each exchange of values.
  * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w N]
  * [FILE.cdl]... */
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,12 +33,10 @@
 #include <string.h>
 
 #include "backends/gpu/gpu_cdl.h"
-#include "backends/gpu/gpu_driver.h"
-#include "backends/gpu/gpu_mplan.h"
-#include "backends/registry/backend_registry.h"
 #include "codelets/cdl_ir.h"
+#include "gpu_jit_harness.h"
 
-enum { MIN_RUN = 90, MAX_TARGETS = 4 };
+enum { MIN_RUN = 90 };
 
 /* ---- the host's target operations ------------------------------------------ */
 
@@ -157,21 +151,6 @@ static void fill(cov_tensor *t) {
   }
 }
 
-static double elem(const cov_tensor *t, int64_t i) {
-  const unsigned char *p = (const unsigned char *)t->data + (size_t)i * cov_dtype_size(t->dtype);
-  switch (t->dtype) {
-  case COV_F32: { float f; memcpy(&f, p, 4); return f; }
-  case COV_F16: { uint16_t h; memcpy(&h, p, 2); return cov_f16_to_f32(h); }
-  case COV_BF16: { uint16_t h; memcpy(&h, p, 2); return cov_bf16_to_f32(h); }
-  case COV_F64: { double v; memcpy(&v, p, 8); return v; }
-  case COV_I8: return (int8_t)*p;
-  case COV_U8: case COV_BOOL: return *p;
-  case COV_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-  case COV_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-  default: return 0;
-  }
-}
-
 /* A call of c on small shapes: every dim `dim`, type parameters the first
  * admitted of f32 / i32 / i8 / u8 (`tp` picks per attempt), required
  * attributes 1 (int) or 0.5 (float). */
@@ -206,10 +185,8 @@ static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k)
 
 /* ---- the JIT ----------------------------------------------------------------- */
 
-typedef void (*kfn)(void *, void *, void *, void *, void *, void *, void *, void *);
-
 typedef struct lane_run {
-  kfn f;
+  gpu_jit_fn f;
   void **a;
   int32_t tid, bid;
 } lane_run;
@@ -223,7 +200,7 @@ static void *run_lane(void *p) {
 
 /* Every team (GPU_CDL_LANES consecutive threads), in a scrambled order,
  * its lanes as concurrent threads. */
-static int run_teams(kfn f, void **a, int64_t total) {
+static int run_teams(gpu_jit_fn f, void **a, int64_t total) {
   host_team team;
   if (pthread_barrier_init(&team.bar, NULL, GPU_CDL_LANES)) return 1;
   g_team = &team;
@@ -263,59 +240,21 @@ static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
   return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
 }
 
-static int fail_llvm(const char *what, const char *name, LLVMErrorRef e) {
-  char *m = LLVMGetErrorMessage(e);
-  fprintf(stderr, "FAIL %s: %s: %s\n", name, what, m);
-  LLVMDisposeErrorMessage(m);
-  return 1;
+/* gpu_lower_cdl behind the harness's pointer to what it lowers */
+static cov_status lower_cdl(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  return gpu_lower_cdl(what, ops, mod, fn);
 }
 
-/* Lowers, verifies, optimises and runs every work item of the call on
- * args (inputs, outputs, workspaces). */
+/* Lowers, verifies, optimises and compiles the call with the host table
+ * above (gpu_jit_compile), then runs every work item on args (inputs,
+ * outputs, workspaces): a team's lanes as threads, single threads in a
+ * scrambled order. */
 static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
-  const char *name = cov_codelet_name(k->c);
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cdl", LLVMOrcThreadSafeContextGetContext(tsc));
-  cov_status st = gpu_lower_cdl(k, &k_host, mod, "kern");
-  char *msg = NULL;
-  int bad = st != NULL;
-  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
-  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-    fprintf(stderr, "FAIL %s: the IR does not verify: %s\n", name, msg);
-    bad = 1;
-  }
-  LLVMDisposeMessage(msg);
-  LLVMOrcLLJITRef J = NULL;
-  LLVMErrorRef e = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
-  if (e) bad = fail_llvm("JIT", name, e);
-  if (bad) {
-    LLVMDisposeModule(mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return 1;
-  }
-  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
-  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  e = LLVMRunPasses(mod, "default<O2>", NULL, po);
-  LLVMDisposePassBuilderOptions(po);
-  LLVMOrcDefinitionGeneratorRef gen;
-  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
-  if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
-  if (!e) LLVMOrcJITDylibAddGenerator(jd, gen);
-  if (!e) e = define_host(J, jd);
-  if (!e) e = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
-  else LLVMDisposeModule(mod);
-  LLVMOrcDisposeThreadSafeContext(tsc);
-  LLVMOrcExecutorAddress fa = 0;
-  if (!e) e = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (e) {
-    fail_llvm("JIT build", name, e);
-    LLVMOrcDisposeLLJIT(J);
-    return 1;
-  }
-  kfn f = (kfn)(uintptr_t)fa;
+  gpu_jit_kernel kern;
+  if (gpu_jit_compile(cov_codelet_name(k->c), lower_cdl, k, &k_host, define_host, &kern)) return 1;
+  gpu_jit_fn f = kern.fn;
   int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
-  void *a[8] = {0};
+  void *a[GPU_JIT_MAX_ARGS] = {0};
   for (int i = 0; i < in->n_args; i++) a[i] = args[i];
   int fail = 0;
   if (in->lanes > 1) fail = run_teams(f, a, total);
@@ -326,7 +265,7 @@ static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
     t_bid = (int32_t)(item / GPU_EW_THREADS), t_tid = (int32_t)(item % GPU_EW_THREADS);
     f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
   }
-  LLVMOrcDisposeLLJIT(J);
+  gpu_jit_kernel_free(&kern);
   return fail;
 }
 
@@ -343,7 +282,7 @@ static int close_enough(double g, double r, cov_dtype d) {
 /* One codelet: bound (the first type parameter's tp-th admitted pick,
  * or the first that binds for tp < 0), run both ways, compared. Returns 0
  * pass, 1 fail, 2 not bound to the generated shapes. */
-static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0) {
+static int check_codelet(const cdl_codelet *c, const gpu_jit_targets *tg, int tp0) {
   gpu_cdl_call k;
   gpu_cdl_info in;
   cov_status st = NULL;
@@ -355,7 +294,7 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0
       bound = !st;
       cov_status_free(st);
     }
-  if (!bound || in.n_args > 8) return 2;
+  if (!bound || in.n_args > GPU_JIT_MAX_ARGS) return 2;
   cov_tensor t[GPU_CDL_MAX_ARGS], ref[GPU_CDL_MAX_IO];
   memset(t, 0, sizeof t), memset(ref, 0, sizeof ref);
   void *args[GPU_CDL_MAX_ARGS];
@@ -374,31 +313,16 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0
   }
   fail = fail || run_jit(&k, &in, args);
   for (int o = 0; o < in.n_out && !fail; o++) {
-    const cov_tensor *g = &t[k.n_in + o];
-    int64_t bad = -1, n = cov_tensor_numel(g);
-    for (int64_t i = 0; i < n && bad < 0; i++)
-      if (!close_enough(elem(g, i), elem(&ref[o], i), g->dtype)) bad = i;
-    if (bad >= 0) {
-      fprintf(stderr, "FAIL %s: output %d element %lld: %.9g, the interpreter %.9g\n", c->name, o, (long long)bad,
-              elem(g, bad), elem(&ref[o], bad));
-      fail = 1;
-    }
+    char who[32];
+    snprintf(who, sizeof who, "output %d", o);
+    fail = gpu_jit_compare(c->name, who, t[k.n_in + o].dtype, t[k.n_in + o].data, ref[o].data,
+                           cov_tensor_numel(&t[k.n_in + o]), close_enough);
   }
-  for (int j = 0; j < n_tg && !fail; j++) {
+  for (int j = 0; j < tg->n && !fail; j++) {
     gpu_ew e;
     memset(&e, 0, sizeof e);
     e.kind = GPU_EW_CODELET, e.cdl = k;
-    char *code = NULL;
-    size_t size = 0;
-    gpu_kernel_info info;
-    st = gpu_build_ew_kernel(&tg[j], &e, "covenant_kern", &code, &size, &info);
-    if (st || size == 0 || (tg[j].vendor->code_text && !strstr(code, ".entry covenant_kern"))) {
-      fprintf(stderr, "FAIL %s: no code object for %s\n", c->name, cov_acg_name(tg[j].acg));
-      if (st) cov_status_print(stderr, st, 0);
-      fail = 1;
-    }
-    cov_status_free(st);
-    free(code);
+    fail = gpu_jit_build(c->name, &e, &tg->t[j], ".entry covenant_kern");
   }
   if (!fail && want_lanes && in.lanes != want_lanes) {
     fprintf(stderr, "FAIL %s: %d threads per work item (%d expected)\n", c->name, in.lanes, want_lanes);
@@ -413,7 +337,7 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0
   return fail;
 }
 
-static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *n_run, int *n_skip, int shipped) {
+static int check_lib(const cov_codelet_lib *lib, const gpu_jit_targets *tg, int *n_run, int *n_skip, int shipped) {
   int fail = 0;
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++) {
     const cdl_codelet *c = cov_codelet_lib_at(lib, i);
@@ -421,13 +345,13 @@ static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *
     if (extreme_prefix) { /* every admitted type of the first parameter, on extreme inputs */
       if (strncmp(c->name, extreme_prefix, strlen(extreme_prefix)) != 0) continue;
       for (int tp = 0; tp < 5; tp++) {
-        int r = check_codelet(c, tg, n_tg, tp);
+        int r = check_codelet(c, tg, tp);
         fail |= r == 1;
         *n_run += r != 2;
       }
       continue;
     }
-    int r = check_codelet(c, tg, n_tg, -1);
+    int r = check_codelet(c, tg, -1);
     if (r == 2) {
       printf("skip %-22s (not bound to the generated shapes)\n", c->name);
       ++*n_skip;
@@ -440,17 +364,14 @@ static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *
 }
 
 int main(int argc, char **argv) {
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
-  gpu_target tg[MAX_TARGETS];
-  int n_tg = 0, fail = 0, n_run = 0, n_skip = 0, min_run = MIN_RUN;
-  memset(tg, 0, sizeof tg);
+  gpu_jit_init();
+  gpu_jit_targets tg = {0};
+  int fail = 0, n_run = 0, n_skip = 0, min_run = MIN_RUN;
   cov_codelet_lib *lib = NULL;
   cov_status st = NULL;
   for (int i = 1; i < argc && !st; i++) {
-    if (!strcmp(argv[i], "-t") && i + 1 < argc && n_tg < MAX_TARGETS) {
-      st = gpu_target_open(backend_gpu_vendors(), argv[++i], COV_F16, &tg[n_tg]);
-      if (!st) n_tg++;
+    if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+      st = gpu_jit_target_add(&tg, argv[++i]);
       continue;
     }
     if (!strcmp(argv[i], "-d") && i + 1 < argc) {
@@ -480,7 +401,7 @@ int main(int argc, char **argv) {
     cov_codelet_lib *extra = NULL;
     if ((st = cov_codelet_lib_load_file(argv[i], &extra))) break;
     int before = n_run;
-    fail |= check_lib(extra, tg, n_tg, &n_run, &n_skip, 0);
+    fail |= check_lib(extra, &tg, &n_run, &n_skip, 0);
     if (n_run - before != (int)cov_codelet_lib_count(extra)) {
       fprintf(stderr, "FAIL %s: every codelet of a test file must run\n", argv[i]);
       fail = 1;
@@ -489,14 +410,14 @@ int main(int argc, char **argv) {
   }
   want_lanes = 0; /* the shipped codelets run as they plan */
   if (!st) st = cov_codelet_lib_load(NULL, &lib);
-  if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip, 1);
+  if (!st) fail |= check_lib(lib, &tg, &n_run, &n_skip, 1);
   if (st) {
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
     fail = 1;
   }
   cov_codelet_lib_free(lib);
-  for (int j = 0; j < n_tg; j++) gpu_target_close(&tg[j]);
+  gpu_jit_targets_close(&tg);
   printf("%d codelets run, %d not bound\n", n_run, n_skip);
   if (n_run < min_run) {
     fprintf(stderr, "FAIL: %d codelets run (at least %d expected)\n", n_run, min_run);
