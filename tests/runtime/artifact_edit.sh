@@ -1,9 +1,10 @@
 # artifact_edit.sh, sourced by the tests that hand-edit artifacts
-# (hostile_artifact.sh, hostile_control.sh): edit an artifact with every
-# checksum valid again (runtime/artifact.py write), run covenant-run on it
-# and expect its exit status and message. The sourcing script sets
-# rt (covenant-run), src (the source tree), work (a scratch folder) and
-# art (the artifact `edit` starts from); it ends with `exit $fail`.
+# (hostile_artifact.sh, hostile_control.sh, hostile_control_gpu.sh): edit
+# an artifact with every checksum valid again (runtime/artifact.py write),
+# run covenant-run on it and expect its exit status and message. The
+# sourcing script sets rt (covenant-run), src (the source tree), work (a
+# scratch folder) and art (the artifact `edit` starts from); it ends with
+# `exit $fail`.
 py=/usr/bin/python3
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
