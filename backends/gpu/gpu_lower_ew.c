@@ -52,8 +52,16 @@ static LLVMValueRef ferf(gpu_gen *g, LLVMValueRef z) {
   return sel(g, LLVMBuildFCmp(g->b, LLVMRealOLT, z, F(0.0), ""), LLVMBuildFNeg(g->b, r, ""), r);
 }
 
+/* clip(v, 0, 1) */
+static LLVMValueRef unit(gpu_gen *g, LLVMValueRef v) {
+  v = sel(g, LLVMBuildFCmp(g->b, LLVMRealOLT, v, F(0.0), ""), F(0.0), v);
+  return sel(g, fgt(g, v, F(1.0)), F(1.0), v);
+}
+
 static LLVMValueRef apply(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValueRef x) {
   switch (fn) {
+  case GPU_FN_HSWISH: return fmul(g, unit(g, fadd(g, fmul(g, x, F(1.0 / 6.0)), F(0.5))), x);
+  case GPU_FN_HSIGMOID: return unit(g, fadd(g, fmul(g, x, F(p0)), F(p1)));
   case GPU_FN_NONE: return x;
   case GPU_FN_RELU: return sel(g, fgt(g, x, F(0.0)), x, F(0.0));
   case GPU_FN_CLIP: {
@@ -132,6 +140,8 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   LLVMValueRef v = e->in_dtype == COV_F16
                        ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
                        : ld(g, x, s);
+  if (e->mul_c > 0) /* a per-channel scale */
+    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
   if (e->bias) v = fadd(g, v, ld(g, addend, d));
   if (e->scale_hw > 0) { /* v * sigmoid(gate) */
     LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
@@ -140,6 +150,32 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   v = apply(g, e->post, e->post0, e->post1, v);
   store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
+}
+
+/* Layer normalisation of x [N][C][W] over C for pair i = (n, w): the mean,
+ * then the mean square deviation (two passes, f32, the codelet's order),
+ * then y = (x - mean) / sqrt(var + eps) * scale[c] + bias[c] stored in x's
+ * layout, or channels-last ([N][W][C]) with `also`. */
+static void lower_lnorm(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
+                        LLVMValueRef bias) {
+  LLVMValueRef o = udiv(g, i, e->W), p = urem(g, i, e->W);
+  LLVMValueRef base = add(g, mul(g, o, C(e->C * e->W)), p);
+  acc_loop a;
+  LLVMValueRef c = acc_open(g, &a, e->C, F(0.0));
+  LLVMValueRef mean = acc_close(g, &a, fadd(g, a.acc, ld(g, x, add(g, base, mul(g, c, C(e->W))))));
+  mean = fdiv(g, mean, F((double)e->C));
+  c = acc_open(g, &a, e->C, F(0.0));
+  LLVMValueRef dv = fsub(g, ld(g, x, add(g, base, mul(g, c, C(e->W)))), mean);
+  LLVMValueRef var = fdiv(g, acc_close(g, &a, fadd(g, a.acc, fmul(g, dv, dv))), F((double)e->C));
+  LLVMValueRef sum = fadd(g, var, F(e->post0));
+  LLVMValueRef rstd = fdiv(g, F(1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sum, 1));
+  gpu_loop l;
+  c = loop_open(g, &l, C(0), e->C, 1);
+  LLVMValueRef v = fmul(g, fsub(g, ld(g, x, add(g, base, mul(g, c, C(e->W)))), mean), rstd);
+  v = fadd(g, fmul(g, v, ld(g, w, c)), ld(g, bias, c));
+  LLVMValueRef d = e->also ? add(g, mul(g, add(g, mul(g, o, C(e->W)), p), C(e->C)), c) : add(g, base, mul(g, c, C(e->W)));
+  store_out(g, e, y, d, v);
+  loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -179,6 +215,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
   case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
+  case GPU_EW_LNORM: lower_lnorm(g, e, i, x, w, y, bias); return;
   default: return;
   }
 }

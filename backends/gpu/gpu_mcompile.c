@@ -373,6 +373,7 @@ static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p
   *p0 = 0, *p1 = 0;
   if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
   else if (f == GPU_FN_CLIP) *p0 = (float)attr_f(c, "lo", -INFINITY), *p1 = (float)attr_f(c, "hi", INFINITY);
+  else if (f == GPU_FN_HSIGMOID) *p0 = (float)attr_f(c, "alpha", 0.2), *p1 = (float)attr_f(c, "beta", 0.5);
 }
 
 /* The call's attributes, named by the codelet's own strings (the
@@ -539,6 +540,11 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
       unary_params(n, f, &lo, &hi);
       q->epi.act = GPU_ACT_CLIP, q->epi.clip_lo = lo, q->epi.clip_hi = hi, i++;
     } else if (f == GPU_FN_GELU) q->epi.act = GPU_ACT_GELU, i++;
+    else if (f == GPU_FN_HSWISH) q->epi.act = GPU_ACT_HSWISH, i++;
+    else if (f == GPU_FN_HSIGMOID) {
+      q->epi.act = GPU_ACT_HSIGMOID, i++;
+      unary_params(n, f, &q->epi.clip_lo, &q->epi.clip_hi);
+    }
   }
   if (i < g->n_calls && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV) {
     const gpu_cap_call *n = &g->calls[i];
@@ -602,8 +608,7 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
   e.K = w->shape[0], e.R = w->shape[2], e.S = w->shape[3];
   e.P = call->out.shape[2], e.Q = call->out.shape[3];
   e.sh = e.sw = q->stride, e.pt = e.pl = q->pad, e.dh = e.dw = q->dilation, e.groups = q->groups;
-  e.post = q->epi.act == GPU_ACT_RELU ? GPU_FN_RELU : q->epi.act == GPU_ACT_CLIP ? GPU_FN_CLIP
-         : q->epi.act == GPU_ACT_GELU ? GPU_FN_GELU : GPU_FN_NONE;
+  e.post = gpu_act_fn(q->epi.act);
   e.post0 = q->epi.clip_lo, e.post1 = q->epi.clip_hi;
   int a = arg_buf(x, &call->args[0], prev, in_buf, st);
   int wb = *st ? -1 : arg_buf(x, &call->args[1], prev, in_buf, st);
@@ -855,6 +860,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     errs = NULL;
   }
   cov_status_free(errs);
+  if (!st && t && !t->f32_activations) st = gpu_model_fuse_act(p);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);

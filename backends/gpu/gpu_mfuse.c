@@ -24,55 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_mplan.h"
-
-/* The steps other than `skip` that use buffer b (launch arguments, fills;
- * with skip = -1 - k, launches other than k only): how many, the last one
- * in *who. */
-static int users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
-  int n = 0;
-  for (int j = 0; j < p->n_steps; j++) {
-    const gpu_mstep *s = &p->steps[j];
-    if (j == skip || j == -1 - skip || del[j] || (skip < 0 && s->op == GPU_STEP_FILL)) continue;
-    int use = s->op == GPU_STEP_FILL && s->fill_buf == b;
-    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) use |= s->args[k] == b;
-    if (use) n++, *who = j;
-  }
-  return n;
-}
-
-static int is_codelet(const gpu_mstep *s, const char *name) {
-  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET &&
-         !strcmp(cov_codelet_name(s->ew.cdl.c), name);
-}
-
-/* Drops the fills of buffer b (the fused copy writes all of it). */
-static void drop_fills(const gpu_model_plan *p, char *del, int b) {
-  for (int j = 0; j < p->n_steps; j++)
-    if (p->steps[j].op == GPU_STEP_FILL && p->steps[j].fill_buf == b) del[j] = 1;
-}
-
-/* The activation of a unary codelet step with its parameters; 0: none. */
-static int activation(const gpu_mstep *s, gpu_ew *e) {
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET || s->ew.cdl.n_in != 1 ||
-      s->n_args != 2)
-    return 0;
-  const char *name = cov_codelet_name(s->ew.cdl.c);
-  gpu_ew_fn f = gpu_unary_fn(name);
-  if (f == GPU_FN_NONE) return 0;
-  e->post = f, e->post0 = 0, e->post1 = 0;
-  if (!strcmp(name, "relu6")) e->post1 = 6;
-  else if (f == GPU_FN_CLIP) {
-    e->post0 = -INFINITY, e->post1 = INFINITY;
-    for (int a = 0; a < s->ew.cdl.n_attrs; a++) {
-      const cov_attr *t = &s->ew.cdl.attrs[a];
-      float v = t->is_float ? (float)t->f : (float)t->i;
-      if (!strcmp(t->name, "lo")) e->post0 = v;
-      else if (!strcmp(t->name, "hi")) e->post1 = v;
-    }
-  }
-  return 1;
-}
+#include "backends/gpu/gpu_msteps.h"
 
 /* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
  * (gpu_mlayout.c's), which the fused copy can store as well. */
@@ -97,11 +49,11 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   int y = s->args[2], b = -1;
   if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_COPY ||
       s->ew.in_dtype != COV_F16 || s->ew.out_dtype != COV_F32 || s->ew.bias || s->ew.post != GPU_FN_NONE || y < 0 ||
-      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || s->ew.n != p->bufs[y].numel || users(p, del, y, a, &b) != 1)
+      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || s->ew.n != p->bufs[y].numel || gpu_ms_users(p, del, y, a, &b) != 1)
     return 0;
   gpu_mstep *add = &p->steps[b];
   const gpu_cdl_call *k = &add->ew.cdl;
-  if (!is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+  if (!gpu_ms_is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
       memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) || (add->args[0] == y) == (add->args[1] == y))
     return 0;
   int other = add->args[0] == y ? add->args[1] : add->args[0], z = add->args[2];
@@ -113,12 +65,12 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   memcpy(f.label, add->label, sizeof f.label);
   snprintf(f.kernel, sizeof f.kernel, "%.150s_add", s->kernel);
   f.ew.bias = 1, f.args[3] = other, f.args[2] = z;
-  drop_fills(p, del, z);
+  gpu_ms_drop_fills(p, del, z);
   int c = -1;
-  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && users(p, del, z, b, &c) == 1 && p->steps[c].args[0] == z &&
-      activation(&p->steps[c], &f.ew) && p->bufs[p->steps[c].args[1]].dtype == COV_F32) {
+  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && gpu_ms_users(p, del, z, b, &c) == 1 && p->steps[c].args[0] == z &&
+      gpu_ms_activation(&p->steps[c], &f.ew) && p->bufs[p->steps[c].args[1]].dtype == COV_F32) {
     f.args[2] = p->steps[c].args[1];
-    drop_fills(p, del, f.args[2]);
+    gpu_ms_drop_fills(p, del, f.args[2]);
     del[c] = 1;
   }
   /* the result's conversion to NHWC for the next convolution: the same
@@ -137,71 +89,27 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   return 1;
 }
 
-/* The whole-buffer f16 copy of buffer b (a matrix kernel's operand copy),
- * -1 if none. */
-static int f16_copy_from(const gpu_model_plan *p, const char *del, int b, int after) {
-  for (int j = after + 1; j < p->n_steps; j++) {
-    const gpu_mstep *s = &p->steps[j];
-    const gpu_ew *e = &s->ew;
-    if (del[j] || s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[0] != b) continue;
-    if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 &&
-        !e->bias && !e->also && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
-      return j;
-  }
-  return -1;
-}
-
-/* The copy kernel that replaces step mul: z = x over x's elements, f32
- * out; the caller sets what it applies (a post function, a gate). */
-static gpu_mstep fused_copy(const gpu_model_plan *p, const gpu_mstep *mul, int x, int z, const char *suffix) {
-  gpu_mstep f = *mul;
-  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel;
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
-  snprintf(f.kernel, sizeof f.kernel, "%.150s%s", mul->kernel, suffix);
-  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
-  f.n_args = 4, f.args[0] = x, f.args[2] = z;
-  gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
-  return f;
-}
-
-/* Puts f (fused_copy's) in place of step m and deletes step i (the
- * sigmoid it absorbed); where z's only reader is its f16 operand copy,
- * f writes that copy's buffer instead and the copy goes too. */
-static void replace_mul(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f) {
-  int z = f->args[2];
-  drop_fills(p, del, z);
-  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
-  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
-    f->ew.out_dtype = COV_F16, f->args[2] = p->steps[h].args[2];
-    del[h] = 1;
-  }
-  del[i] = 1;
-  p->steps[m] = *f;
-}
-
 /* Step i, a sigmoid, with the mul of its input by its result (SiLU, as
  * exported: two groups, a fill between) as one copy applying x *
  * sigmoid(x); where the result is read only by its f16 operand copy, the
  * copy writes that instead. Returns whether it did. */
 static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
   const gpu_mstep *s = &p->steps[i];
-  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  if (!gpu_ms_is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
   int x = s->args[0], sg = s->args[1], m = -1;
-  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, sg, -1 - i, &m) != 1) return 0;
   gpu_mstep *mul = &p->steps[m];
   const gpu_cdl_call *k = &mul->ew.cdl;
-  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+  if (!gpu_ms_is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
       memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) ||
       !((mul->args[0] == x && mul->args[1] == sg) || (mul->args[0] == sg && mul->args[1] == x)))
     return 0;
   int z = mul->args[2];
   if (p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[x].numel) return 0;
-  drop_fills(p, del, sg);
-  gpu_mstep f = fused_copy(p, mul, x, z, "_silu");
+  gpu_ms_drop_fills(p, del, sg);
+  gpu_mstep f = gpu_ms_fused_copy(p, mul, x, z, "_silu");
   f.ew.post = GPU_FN_SILU;
-  replace_mul(p, del, i, m, &f);
+  gpu_ms_replace(p, del, i, m, &f);
   return 1;
 }
 
@@ -211,12 +119,12 @@ static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
  * operand copy folded in as for SiLU. Returns whether it did. */
 static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
   const gpu_mstep *s = &p->steps[i];
-  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  if (!gpu_ms_is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
   int gate = s->args[0], sg = s->args[1], m = -1;
-  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, sg, -1 - i, &m) != 1) return 0;
   gpu_mstep *mul = &p->steps[m];
   const gpu_cdl_call *k = &mul->ew.cdl;
-  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != 4 || k->in_rank[1] != 4 ||
+  if (!gpu_ms_is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != 4 || k->in_rank[1] != 4 ||
       (mul->args[0] == sg) == (mul->args[1] == sg))
     return 0;
   int gi = mul->args[0] == sg ? 0 : 1, x = mul->args[1 - gi], z = mul->args[2];
@@ -235,10 +143,10 @@ static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
   if (hw < 2 || p->bufs[x].dtype != COV_F32 || p->bufs[gate].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
       p->bufs[x].numel != outer * hw || p->bufs[z].numel != p->bufs[x].numel || p->bufs[gate].numel != outer)
     return 0;
-  drop_fills(p, del, sg);
-  gpu_mstep f = fused_copy(p, mul, x, z, "_gate");
+  gpu_ms_drop_fills(p, del, sg);
+  gpu_mstep f = gpu_ms_fused_copy(p, mul, x, z, "_gate");
   f.ew.scale_hw = hw, f.args[3] = gate;
-  replace_mul(p, del, i, m, &f);
+  gpu_ms_replace(p, del, i, m, &f);
   return 1;
 }
 

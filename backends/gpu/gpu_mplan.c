@@ -122,7 +122,9 @@ static void emulate_ew(const gpu_ew *e, float **a) {
       int64_t p = dst % hw, c = dst / hw % e->C, n = dst / hw / e->C;
       a[1][(n * hw + p) * e->C + c] = to_f16(a[2][dst]);
     }
-  if (e->out_dtype == COV_F16)
+  if (e->kind == GPU_EW_LNORM && e->out_dtype == COV_F16)
+    for (int64_t j = 0; j < e->n * e->C; j++) a[2][j] = to_f16(a[2][j]);
+  else if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;
       if (e->kind == GPU_EW_COPY) gpu_ew_copy_at(e, j, &src, &dst);
@@ -238,7 +240,7 @@ static const char *kind_name(gpu_buf_kind k) {
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
                                  [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
-                                 [GPU_EW_QDOT] = "int8_dot"};
+                                 [GPU_EW_QDOT] = "int8_dot", [GPU_EW_LNORM] = "layernorm"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

@@ -63,6 +63,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
+  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_mfuse.c), below */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -73,11 +74,17 @@ typedef enum gpu_ew_fn {
   GPU_FN_CLIP,
   GPU_FN_GELU,
   GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse.c), copies only */
+  GPU_FN_HSWISH,   /* x * clip(x + 3, 0, 6) / 6 (ONNX HardSwish) */
+  GPU_FN_HSIGMOID, /* clip(p0 * x + p1, 0, 1) (ONNX HardSigmoid, alpha p0, beta p1) */
 } gpu_ew_fn;
 
 /* The activation of a unary codelet the matrix kernels' epilogues and the
  * depthwise kernel fuse; GPU_FN_NONE for any other. */
 gpu_ew_fn gpu_unary_fn(const char *codelet);
+/* The same activation as a matrix epilogue's (GPU_FN_NONE / GPU_ACT_NONE
+ * where it has none: SiLU is the copies' only), and back. */
+gpu_ew_fn gpu_act_fn(gpu_act a);
+gpu_act gpu_fn_act(gpu_ew_fn f);
 
 enum { GPU_COPY_LEVELS = 3 };
 
@@ -109,7 +116,19 @@ typedef struct gpu_ew {
   /* COPY: > 0: y[dst] = x[src] * sigmoid(a3[dst / scale_hw]), argument 3
    * f32 (a squeeze-excite's per-channel gate, before its sigmoid) */
   int64_t scale_hw;
+  /* COPY: mul_c > 0: v = x[src] * fn(a1[dst / mul_hw % mul_c]) before the
+   * addend, argument 1 f32 (a per-channel scale: a layer scale, a
+   * squeeze-excite's gate through mul_fn with mul0, mul1 as post's
+   * parameters); never with `also` */
+  int64_t mul_c, mul_hw;
+  gpu_ew_fn mul_fn;
+  float mul0, mul1;
   gpu_ew_fn post;
+  /* LNORM: x [N][C][W] (argument 0) normalised over C for each of the
+   * n = N * W pairs (one thread each, so neighbouring threads read
+   * neighbouring elements where W > 1: channels of an NCHW activation), f32
+   * statistics in two passes, then * a1[c] + a3[c] (f32 [C]); post0 is the
+   * epsilon; y (argument 2) in x's layout, f32 or f16 */
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
@@ -209,6 +228,12 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const struct gpu_target *t
  * where other kernels or the caller read them (gpu_mlayout.c says how).
  * Nothing on targets without asynchronous copies. */
 cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t);
+
+/* Joins unary activations (and GELU as exported: Div, Erf, Add, Mul, Mul)
+ * to the matrix kernel or direct convolution producing their input, or
+ * makes a GELU chain one copy (gpu_mfuse_act.c says when); run before
+ * gpu_model_channels_last. */
+cov_status gpu_model_fuse_act(gpu_model_plan *p);
 
 /* Fuses element-wise work across groups (gpu_mfuse.c says when): each
  * residual add reading a channels-last conv's result, and the activation
