@@ -26,22 +26,6 @@
 
 #include "backends/gpu/gpu_msteps.h"
 
-/* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
- * (gpu_mlayout.c's), which the fused copy can store as well. */
-static int to_nhwc_of(const gpu_model_plan *p, const gpu_mstep *s, int b) {
-  const gpu_mbuf *x = &p->bufs[b];
-  const gpu_ew *e = &s->ew;
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
-      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->post != GPU_FN_NONE || x->rank != 4 ||
-      e->n != x->numel || e->run != 1 || e->s0 || e->d0)
-    return 0;
-  int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
-  const int64_t rep[3] = {c, hw, x->shape[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++)
-    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
-  return 1;
-}
-
 /* Step a (a conversion back to NCHW) fused with the add reading it and
  * the activation after; returns whether it did. */
 static int fuse_at(gpu_model_plan *p, char *del, int a) {
@@ -77,7 +61,7 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
    * launch stores it */
   int out = f.args[2], d = -1;
   for (int j = b + 1; j < p->n_steps && d < 0; j++)
-    if (!del[j] && to_nhwc_of(p, &p->steps[j], out)) d = j;
+    if (!del[j] && gpu_ms_to_nhwc(p, &p->steps[j], out)) d = j;
   if (d >= 0 && p->bufs[out].rank == 4) {
     f.ew.also = 1, f.args[1] = p->steps[d].args[2];
     f.ew.N = p->bufs[out].shape[0], f.ew.C = p->bufs[out].shape[1];
@@ -150,11 +134,92 @@ static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* How mul step m broadcasts its input gi over the other: the other's
+ * elements seen as [outer][mid][hw] with gi's numel == mid (gi's shape is
+ * the other's on the middle axes, 1 elsewhere); 0 if not so. */
+static int per_channel(const gpu_model_plan *p, const gpu_mstep *m, int gi, int64_t *mid, int64_t *hw) {
+  const gpu_cdl_call *k = &m->ew.cdl;
+  int r = k->in_rank[0];
+  if (k->in_rank[1] != r) return 0;
+  const int64_t *gs = k->in_shape[gi], *xs = k->in_shape[1 - gi];
+  int lo = 0, hi = r;
+  while (lo < r && gs[lo] == 1) lo++;
+  while (hi > lo && gs[hi - 1] == 1) hi--;
+  int64_t outer = 1;
+  *mid = 1, *hw = 1;
+  for (int d = 0; d < r; d++) {
+    if (d >= lo && d < hi && gs[d] != xs[d]) return 0;
+    if (d < lo) outer *= xs[d];
+    else if (d < hi) *mid *= xs[d];
+    else *hw *= xs[d];
+  }
+  return p->bufs[m->args[gi]].numel == *mid && p->bufs[m->args[1 - gi]].numel == outer * *mid * *hw &&
+         outer * *mid * *hw > *mid;
+}
+
+/* The conversion of a channels-last f16 result back to f32 NCHW that
+ * writes x and that step m alone reads (gpu_mlayout.c's), -1 if none. */
+static int conversion_into(const gpu_model_plan *p, const char *del, int x, int m) {
+  int w = -1;
+  if (p->bufs[x].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, x, m, &w) != 1) return -1;
+  const gpu_mstep *s = &p->steps[w];
+  const gpu_ew *e = &s->ew;
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY && s->args[2] == x &&
+                 e->in_dtype == COV_F16 && e->out_dtype == COV_F32 && !e->bias && !e->also && !e->mul_c &&
+                 !e->scale_hw && e->post == GPU_FN_NONE && e->n == p->bufs[x].numel && w < m
+             ? w
+             : -1;
+}
+
+/* Step i, a Mul by a per-channel factor (ConvNeXt's layer scale, a
+ * squeeze-excite gate after its hard_sigmoid), with the residual Add after
+ * it where the product has no other reader, as one copy: y = x * a1[c] (+
+ * a3); where x is a channels-last result's conversion back read by the Mul
+ * alone, the copy reads the f16 NHWC result itself. */
+static int fuse_scale_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int64_t mid, hw;
+  if (!gpu_ms_is_codelet(s, "mul") || s->ew.cdl.n_in != 2 || s->n_args != 3) return 0;
+  int gi = per_channel(p, s, 0, &mid, &hw) ? 0 : per_channel(p, s, 1, &mid, &hw) ? 1 : -1;
+  if (gi < 0) return 0;
+  int g = s->args[gi], x = s->args[1 - gi], z = s->args[2], a = -1, at = i;
+  if (p->bufs[g].dtype != COV_F32 || p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
+      p->bufs[z].numel != p->bufs[x].numel)
+    return 0;
+  gpu_mstep f = gpu_ms_fused_copy(p, s, x, z, "_scale");
+  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && gpu_ms_users(p, del, z, -1 - i, &a) == 1) {
+    const gpu_mstep *ad = &p->steps[a];
+    const gpu_cdl_call *k = &ad->ew.cdl;
+    int r = ad->args[0] == z ? ad->args[1] : ad->args[0];
+    if (gpu_ms_is_codelet(ad, "add") && k->n_in == 2 && ad->n_args == 3 && k->in_rank[0] == k->in_rank[1] &&
+        !memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) && (ad->args[0] == z) != (ad->args[1] == z) &&
+        p->bufs[r].dtype == COV_F32 && p->bufs[r].numel == p->bufs[z].numel &&
+        p->bufs[ad->args[2]].dtype == COV_F32 && p->bufs[ad->args[2]].numel == p->bufs[z].numel) {
+      f = gpu_ms_fused_copy(p, ad, x, ad->args[2], "_scale_add");
+      f.ew.bias = 1, f.args[3] = r;
+      gpu_ms_drop_fills(p, del, z);
+      at = a;
+    }
+  }
+  int v = conversion_into(p, del, x, i);
+  if (v >= 0) { /* read the channels-last result through the conversion's runs */
+    gpu_ew e = p->steps[v].ew;
+    e.bias = f.ew.bias;
+    f.ew = e, f.args[0] = p->steps[v].args[0];
+    del[v] = 1;
+  }
+  f.ew.mul_c = mid, f.ew.mul_hw = hw, f.args[1] = g;
+  gpu_ms_replace(p, del, i, at, &f);
+  return 1;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
-  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a));
+  for (int a = 0; a < p->n_steps; a++)
+    any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
+                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a));
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

@@ -79,6 +79,20 @@ int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
   return -1;
 }
 
+int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b) {
+  const gpu_mbuf *x = &p->bufs[b];
+  const gpu_ew *e = &s->ew;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
+      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->mul_c || e->post != GPU_FN_NONE || x->rank != 4 ||
+      e->n != x->numel || e->run != 1 || e->s0 || e->d0)
+    return 0;
+  int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
+  const int64_t rep[3] = {c, hw, x->shape[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
+  return 1;
+}
+
 gpu_mstep gpu_ms_fused_copy(const gpu_model_plan *p, const gpu_mstep *at, int x, int z, const char *suffix) {
   gpu_mstep f = *at;
   memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */

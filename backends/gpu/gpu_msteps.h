@@ -27,6 +27,9 @@ int gpu_ms_scalar(const gpu_model_plan *p, int b, double v);
 /* The whole-buffer f16 copy of buffer b after step `after` (a matrix
  * kernel's operand copy), -1 if none. */
 int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int after);
+/* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
+ * (gpu_mlayout.c's), which a fused kernel can store instead. */
+int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b);
 /* The copy kernel that replaces step `at`: z = x over x's elements, f32
  * out; the caller sets what it applies (a post function, a gate). */
 gpu_mstep gpu_ms_fused_copy(const gpu_model_plan *p, const gpu_mstep *at, int x, int z, const char *suffix);
@@ -35,6 +38,10 @@ gpu_mstep gpu_ms_fused_copy(const gpu_model_plan *p, const gpu_mstep *at, int x,
  * f's result is read only by its f16 operand copy, f writes that copy's
  * buffer instead and the copy goes too. */
 void gpu_ms_replace(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f);
+/* Step L, a LayerNorm between transposes to and from NHWC, as one kernel
+ * over the channels of the NCHW activation (gpu_mfuse_ln.c); returns
+ * whether it did. */
+int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 
