@@ -71,18 +71,34 @@ static float conv(const gpu_ew *e, int64_t i, const float *x, const float *w, co
   return apply(e->post, e->post0, e->post1, sum);
 }
 
-/* Layer normalisation of pair i = (n, w) of x [N][C][W] over C, as
- * lower_lnorm computes it. */
+/* The sum of a row's per-lane partial sums v[0..lanes) in lower_lnorm's
+ * butterfly order (lane 0's). */
+static float lane_sum(float *v, int lanes) {
+  for (int m = lanes / 2; m >= 1; m /= 2) {
+    float t[32];
+    for (int l = 0; l < lanes; l++) t[l] = v[l] + v[l ^ m];
+    memcpy(v, t, (size_t)lanes * sizeof *v);
+  }
+  return v[0];
+}
+
+/* Layer normalisation of x [N][C][W] over C for work item i, as
+ * lower_lnorm computes it with e->D lanes per (n, w) pair (at most 32;
+ * the target's shuffles: one lane without them sums in another order,
+ * within rounding). */
 static void lnorm(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias) {
-  int64_t o = i / e->W, p = i % e->W, base = o * e->C * e->W + p;
-  float mean = 0, var = 0;
-  for (int64_t c = 0; c < e->C; c++) mean += x[base + c * e->W];
-  mean /= (float)e->C;
+  int lanes = e->D > 1 && e->D <= 32 ? (int)e->D : 1;
+  if (i % lanes) return;
+  int64_t pair = i / lanes, o = pair / e->W, p = pair % e->W, base = o * e->C * e->W + p;
+  float part[32] = {0};
+  for (int64_t c = 0; c < e->C; c++) part[c % lanes] += x[base + c * e->W];
+  float mean = lane_sum(part, lanes) / (float)e->C;
+  memset(part, 0, sizeof part);
   for (int64_t c = 0; c < e->C; c++) {
     float d = x[base + c * e->W] - mean;
-    var += d * d;
+    part[c % lanes] += d * d;
   }
-  var /= (float)e->C;
+  float var = lane_sum(part, lanes) / (float)e->C;
   float rstd = 1.0f / sqrtf(var + e->post0);
   for (int64_t c = 0; c < e->C; c++) {
     float v = (x[base + c * e->W] - mean) * rstd * w[c] + bias[c];

@@ -101,6 +101,39 @@ static void store_f16(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) 
   del[r] = 1;
 }
 
+/* The LNORM launch replacing LayerNorm step s: x [nb][c][w] normalised
+ * over c, `lanes` threads per (n, w) pair, into y. */
+static gpu_mstep lnorm_step(const gpu_mstep *s, int x, int y, int64_t nb, int64_t c, int64_t w, int lanes) {
+  gpu_mstep f = *s;
+  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
+  f.ew.kind = GPU_EW_LNORM, f.ew.out_dtype = COV_F32, f.ew.N = nb, f.ew.C = c, f.ew.W = w, f.ew.D = lanes;
+  f.ew.n = nb * w * lanes, f.ew.post0 = epsilon(&s->ew.cdl);
+  snprintf(f.kernel, sizeof f.kernel, "%.150s_%s", s->kernel, lanes > 1 ? "rows" : "cl");
+  for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) f.args[k] = -1;
+  f.n_args = 4, f.args[0] = x, f.args[1] = s->args[1], f.args[2] = y, f.args[3] = s->args[2];
+  gpu_ew_grid(&f.ew, f.grid);
+  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
+  return f;
+}
+
+/* Step L, a LayerNorm over the last axis of a row-major [M][C] value (a
+ * transformer's), as a warp per row (32 threads: EW threads per workgroup
+ * and the rows' thread count are multiples of a warp, so no warp is
+ * split at the end of the grid), its f16 operand copy folded in. */
+static int fuse_rows(gpu_model_plan *p, char *del, int L) {
+  const gpu_mstep *s = &p->steps[L];
+  int t = s->args[0], u = s->args[3];
+  int64_t m = s->ew.cdl.in_shape[0][0], c = s->ew.cdl.in_shape[0][1];
+  if (p->bufs[t].dtype != COV_F32 || p->bufs[t].numel != m * c || p->bufs[u].dtype != COV_F32 ||
+      p->bufs[u].numel != m * c)
+    return 0;
+  gpu_mstep f = lnorm_step(s, t, u, m, c, 1, 32);
+  gpu_ms_drop_fills(p, del, u);
+  store_f16(p, del, L, u, &f);
+  p->steps[L] = f;
+  return 1;
+}
+
 int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L) {
   const gpu_mstep *s = &p->steps[L];
   if (!gpu_ms_is_codelet(s, "layernorm") || s->ew.cdl.n_in != 3 || s->n_args != 4 || s->ew.cdl.in_rank[0] != 2)
@@ -108,25 +141,19 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L) {
   int t = s->args[0], sc = s->args[1], bi = s->args[2], u = s->args[3], a = -1;
   int64_t c = s->ew.cdl.in_shape[0][1];
   if (p->bufs[sc].dtype != COV_F32 || p->bufs[sc].numel != c || p->bufs[bi].dtype != COV_F32 ||
-      p->bufs[bi].numel != c || p->bufs[t].kind != GPU_BUF_INTERMEDIATE || p->bufs[u].kind != GPU_BUF_INTERMEDIATE ||
-      gpu_ms_users(p, del, t, -1 - L, &a) != 1 || a > L || p->steps[a].args[2] != t)
+      p->bufs[bi].numel != c)
     return 0;
+  if (p->bufs[t].kind != GPU_BUF_INTERMEDIATE || p->bufs[u].kind != GPU_BUF_INTERMEDIATE ||
+      gpu_ms_users(p, del, t, -1 - L, &a) != 1 || a > L || p->steps[a].args[2] != t)
+    return fuse_rows(p, del, L);
   int x = p->steps[a].args[0];
   const gpu_mbuf *xb = &p->bufs[x];
-  if (xb->rank != 4 || xb->dtype != COV_F32 || xb->shape[1] != c || xb->numel != p->bufs[t].numel) return 0;
+  if (xb->rank != 4 || xb->dtype != COV_F32 || xb->shape[1] != c || xb->numel != p->bufs[t].numel)
+    return fuse_rows(p, del, L);
   int64_t nb = xb->shape[0], hw = xb->shape[2] * xb->shape[3];
-  if (!permutes(&p->steps[a], nb, c, hw, 0)) return 0;
-  int y = copies_back(p, del, L, u, nb, c, hw);
-  if (y < 0) return 0;
-  gpu_mstep f = *s;
-  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_LNORM, f.ew.out_dtype = COV_F32, f.ew.N = nb, f.ew.C = c, f.ew.W = hw, f.ew.n = nb * hw;
-  f.ew.post0 = epsilon(&s->ew.cdl);
-  snprintf(f.kernel, sizeof f.kernel, "%.150s_cl", s->kernel);
-  for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) f.args[k] = -1;
-  f.n_args = 4, f.args[0] = x, f.args[1] = sc, f.args[2] = y, f.args[3] = bi;
-  gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
+  int y = permutes(&p->steps[a], nb, c, hw, 0) ? copies_back(p, del, L, u, nb, c, hw) : -1;
+  if (y < 0) return fuse_rows(p, del, L);
+  gpu_mstep f = lnorm_step(s, x, y, nb, c, hw, 1);
   del[a] = 1;
   gpu_ms_drop_fills(p, del, t), gpu_ms_drop_fills(p, del, u), gpu_ms_drop_fills(p, del, y);
   store_f16(p, del, L, y, &f);

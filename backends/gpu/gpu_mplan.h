@@ -125,10 +125,12 @@ typedef struct gpu_ew {
   float mul0, mul1;
   gpu_ew_fn post;
   /* LNORM: x [N][C][W] (argument 0) normalised over C for each of the
-   * n = N * W pairs (one thread each, so neighbouring threads read
-   * neighbouring elements where W > 1: channels of an NCHW activation), f32
-   * statistics in two passes, then * a1[c] + a3[c] (f32 [C]); post0 is the
-   * epsilon; y (argument 2) in x's layout, f32 or f16 */
+   * N * W pairs, f32 statistics in two passes, then * a1[c] + a3[c] (f32
+   * [C]); post0 is the epsilon; y (argument 2) in x's layout or, with
+   * `also`, [N][W][C]; f32 or f16. D > 1 (at most 32): D threads per pair,
+   * summing by shuffles (a warp per row of a transformer's activations),
+   * n = N * W * D; else one (neighbouring threads on neighbouring pixels
+   * where W > 1: channels of an NCHW activation), n = N * W */
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
