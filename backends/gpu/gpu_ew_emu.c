@@ -137,7 +137,12 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
       gpu_ew_copy_at(e, i, &s, &d);
       float v = x[s];
       if (e->mul_c > 0) v *= apply(e->mul_fn, e->mul0, e->mul1, w[d / e->mul_hw % e->mul_c]);
-      if (e->bias) v += bias[d];
+      if (e->bias == 2) { /* the shortcut's NHWC f16 form */
+        int64_t hw = e->H * e->W, px = d % hw, c = d / hw % e->C, n = d / hw / e->C;
+        v += bias[(n * hw + px) * e->C + c];
+      } else if (e->bias) {
+        v += bias[d];
+      }
       if (e->scale_hw > 0) v = v / (1.0f + expf(-bias[d / e->scale_hw]));
       y[d] = apply(e->post, e->post0, e->post1, v);
       break;

@@ -142,13 +142,17 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
                        : ld(g, x, s);
   if (e->mul_c > 0) /* a per-channel scale */
     v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
-  if (e->bias) v = fadd(g, v, ld(g, addend, d));
+  if (e->bias == 2) /* the shortcut's channels-last f16 form */
+    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, nhwc_index(g, e, d)), ""),
+                                  g->f32, ""));
+  else if (e->bias)
+    v = fadd(g, v, ld(g, addend, d));
   if (e->scale_hw > 0) { /* v * sigmoid(gate) */
     LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
     v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
   }
   v = apply(g, e->post, e->post0, e->post1, v);
-  store_out(g, e, y, d, v);
+  if (e->also != 2) store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
 }
 

@@ -213,6 +213,66 @@ static int fuse_scale_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* Step i, a direct convolution or an f32 copy (a fused GELU, a scale)
+ * whose result is read only by the next matrix kernel's f16 operand copy,
+ * writes that copy's buffer itself. */
+static int fuse_f16_out_at(gpu_model_plan *p, char *del, int i) {
+  gpu_mstep *s = &p->steps[i];
+  const gpu_ew *e = &s->ew;
+  int y = s->args[2], r = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || (e->kind != GPU_EW_CONV && e->kind != GPU_EW_COPY) ||
+      e->out_dtype != COV_F32 || e->also || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE ||
+      p->bufs[y].dtype != COV_F32 || gpu_ms_users(p, del, y, i, &r) != 1 || gpu_ms_f16_copy_from(p, del, y, i) != r)
+    return 0;
+  s->ew.out_dtype = COV_F16, s->args[2] = p->steps[r].args[2];
+  del[r] = 1;
+  return 1;
+}
+
+/* The step before `before` storing the NHWC f16 form of f32 NCHW buffer s
+ * (a residual copy's second store, a conversion for a convolution), and
+ * that form's buffer in *h; -1 if none. */
+static int nhwc_form(const gpu_model_plan *p, const char *del, int s, int before, int *h) {
+  for (int j = 0; j < before; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    if (del[j] || t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || t->ew.kind != GPU_EW_COPY) continue;
+    if (t->ew.also && t->args[2] == s) return *h = t->args[1], j;
+    if (gpu_ms_to_nhwc(p, t, s)) return *h = t->args[2], j;
+  }
+  return -1;
+}
+
+/* NHWC residual adds: a residual copy whose shortcut is stored in NHWC f16
+ * as well reads that (bias 2: two bytes an element instead of four), and
+ * a residual copy whose f32 NCHW result is then read by nothing stores
+ * only its NHWC f16 form (also 2), the next convolution's input: between
+ * two channels-last blocks only f16 NHWC activations move. */
+static int nhwc_shortcuts(gpu_model_plan *p, const char *del) {
+  int any = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep *f = &p->steps[i];
+    gpu_ew *e = &f->ew;
+    int s = f->args[3], h = -1;
+    if (del[i] || f->op != GPU_STEP_LAUNCH || f->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || e->bias != 1 ||
+        e->in_dtype != COV_F16 || e->mul_c || e->scale_hw || p->bufs[s].rank != 4 || p->bufs[s].dtype != COV_F32 ||
+        p->bufs[s].numel != e->n || nhwc_form(p, del, s, i, &h) < 0)
+      continue;
+    e->bias = 2, f->args[3] = h;
+    e->N = p->bufs[s].shape[0], e->C = p->bufs[s].shape[1], e->H = p->bufs[s].shape[2], e->W = p->bufs[s].shape[3];
+    any = 1;
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep *f = &p->steps[i];
+    int z = f->args[2], w = -1;
+    if (del[i] || f->op != GPU_STEP_LAUNCH || f->kkind != GPU_KERNEL_EW || f->ew.kind != GPU_EW_COPY ||
+        f->ew.also != 1 || z < 0 || p->bufs[z].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, z, i, &w))
+      continue;
+    f->ew.also = 2, f->args[2] = -1;
+    any = 1;
+  }
+  return any;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -220,6 +280,8 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
   for (int a = 0; a < p->n_steps; a++)
     any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
                        gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a));
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
+  any |= nhwc_shortcuts(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

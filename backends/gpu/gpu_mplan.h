@@ -105,7 +105,9 @@ typedef struct gpu_ew {
    * turns a channels-last result back to NCHW (gpu_mfuse.c); with `also`
    * the value is stored a second time, as f16 at argument 1 in NHWC order
    * (y seen as [N][C][H][W] by the CONV fields N, C, H, W): the next
-   * convolution's channels-last input, written by the same launch. */
+   * convolution's channels-last input, written by the same launch; also 2:
+   * that store only (argument 2 null). bias 2: the addend is f16 NHWC (a
+   * shortcut's channels-last form), read at the NHWC index of dst. */
   int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
   /* CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
