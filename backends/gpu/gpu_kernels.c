@@ -25,6 +25,7 @@ gpu_ew_fn gpu_act_fn(gpu_act a) {
   case GPU_ACT_GELU: return GPU_FN_GELU;
   case GPU_ACT_HSWISH: return GPU_FN_HSWISH;
   case GPU_ACT_HSIGMOID: return GPU_FN_HSIGMOID;
+  case GPU_ACT_SILU: return GPU_FN_SILU;
   default: return GPU_FN_NONE;
   }
 }
@@ -36,7 +37,8 @@ gpu_act gpu_fn_act(gpu_ew_fn f) {
   case GPU_FN_GELU: return GPU_ACT_GELU;
   case GPU_FN_HSWISH: return GPU_ACT_HSWISH;
   case GPU_FN_HSIGMOID: return GPU_ACT_HSIGMOID;
-  default: return GPU_ACT_NONE; /* SiLU: copies only */
+  case GPU_FN_SILU: return GPU_ACT_SILU;
+  default: return GPU_ACT_NONE;
   }
 }
 

@@ -19,7 +19,21 @@
  * the f16 operand copy of the next matrix kernel instead where that copy
  * is the result's only reader. A squeeze-excite gate (a Sigmoid of one
  * value per channel, then the Mul broadcasting it over the pixels) is one
- * copy the same way: x * sigmoid(gate[dst / hw]) (scale_hw). */
+ * copy the same way: x * sigmoid(gate[dst / hw]) (scale_hw); SiLU whose
+ * input's producer can take it is joined to it earlier (gpu_mfuse_act.c).
+ *
+ * A Mul by a per-channel factor (a layer scale, a gate after its
+ * hard_sigmoid) is one copy x * a1[c] (mul_c), with the residual Add after
+ * it where that is the product's only reader, reading a channels-last
+ * result through its conversion back where that is the Mul's only input.
+ * LayerNorm: gpu_mfuse_ln.c. A direct convolution or f32 copy whose result
+ * only an f16 operand copy reads writes that copy's buffer.
+ *
+ * NHWC residual adds, once the rest is fused: a residual copy whose
+ * shortcut some earlier launch also stores channels-last (a residual
+ * copy's second store, a conversion for a convolution) reads that f16
+ * form (bias 2), and a residual copy whose f32 result nobody reads any
+ * more stores only its NHWC f16 form (also 2). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,9 @@
  * writes its input, when that input has no other reader: the producer
  * writes the activation's result and the launch goes.
  *
+ * SiLU as exported (a Sigmoid and the Mul of its input by it, a fill
+ * between) joins the producer the same way (efficientnet's convolutions).
+ *
  * GELU as torch exports it (Div by sqrt 2, Erf, Add 1, then Mul by the
  * input and by 0.5, in either order: five launches and four fills) is one
  * activation the same way, the epilogue's GELU (erf within 1.5e-7); where
@@ -144,11 +147,30 @@ static int fuse_gelu_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* Step i, a Sigmoid whose result only the Mul of its input by it reads
+ * (SiLU as exported), joined to the producer of that input. */
+static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  if (!gpu_ms_is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  int x = s->args[0], sg = s->args[1], m = next_of(p, del, sg, i);
+  if (m < 0 || !gpu_ms_is_codelet(&p->steps[m], "mul") || other_of(&p->steps[m], sg) != x) return 0;
+  int z = p->steps[m].args[2];
+  if (p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[x].numel || p->bufs[sg].numel != p->bufs[x].numel)
+    return 0;
+  int r[2] = {i, m}, w = producer(p, del, x, r, 2);
+  if (w < 0) return 0;
+  gpu_ew a = {.post = GPU_FN_SILU};
+  gpu_ms_drop_fills(p, del, sg);
+  set_act(p, del, w, &a, z);
+  del[i] = del[m] = 1;
+  return 1;
+}
+
 cov_status gpu_model_fuse_act(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
-  for (int i = 0; i < p->n_steps; i++) any |= !del[i] && (fuse_gelu_at(p, del, i) || fuse_unary_at(p, del, i));
+  for (int i = 0; i < p->n_steps; i++) any |= !del[i] && (fuse_gelu_at(p, del, i) || fuse_silu_at(p, del, i) || fuse_unary_at(p, del, i));
   if (any) gpu_ms_compact(p, del);
   free(del);
   return NULL;

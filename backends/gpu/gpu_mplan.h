@@ -73,7 +73,7 @@ typedef enum gpu_ew_fn {
   GPU_FN_RELU,
   GPU_FN_CLIP,
   GPU_FN_GELU,
-  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse.c), copies only */
+  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse_act.c, gpu_mfuse.c) */
   GPU_FN_HSWISH,   /* x * clip(x + 3, 0, 6) / 6 (ONNX HardSwish) */
   GPU_FN_HSIGMOID, /* clip(p0 * x + p1, 0, 1) (ONNX HardSigmoid, alpha p0, beta p1) */
 } gpu_ew_fn;
@@ -81,8 +81,7 @@ typedef enum gpu_ew_fn {
 /* The activation of a unary codelet the matrix kernels' epilogues and the
  * depthwise kernel fuse; GPU_FN_NONE for any other. */
 gpu_ew_fn gpu_unary_fn(const char *codelet);
-/* The same activation as a matrix epilogue's (GPU_FN_NONE / GPU_ACT_NONE
- * where it has none: SiLU is the copies' only), and back. */
+/* The same activation as a matrix epilogue's, and back. */
 gpu_ew_fn gpu_act_fn(gpu_act a);
 gpu_act gpu_fn_act(gpu_ew_fn f);
 
@@ -243,7 +242,10 @@ cov_status gpu_model_fuse_act(gpu_model_plan *p);
  * residual add reading a channels-last conv's result, and the activation
  * after it, into the copy that turns that result back to NCHW; each SiLU
  * (a Sigmoid and the Mul of its input by it) and each squeeze-excite gate
- * (a Sigmoid and the Mul broadcasting it) into one copy. */
+ * (a Sigmoid and the Mul broadcasting it) into one copy; each LayerNorm
+ * into one kernel (gpu_mfuse_ln.c); each per-channel Mul with the residual
+ * Add after it into one copy; f16 operand copies into the kernel writing
+ * their source; residual adds onto NHWC f16 shortcuts. */
 cov_status gpu_model_fuse(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning

@@ -47,7 +47,10 @@ typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D, GPU_OP_MAXPOOL } gpu_op
 
 /* GPU_ACT_HSWISH: x * clip(x / 6 + 1/2, 0, 1); GPU_ACT_HSIGMOID: clip(clip_lo
  * * x + clip_hi, 0, 1) (ONNX HardSigmoid's alpha and beta) */
-typedef enum gpu_act { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU, GPU_ACT_HSWISH, GPU_ACT_HSIGMOID } gpu_act;
+typedef enum gpu_act {
+  GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU, GPU_ACT_HSWISH, GPU_ACT_HSIGMOID,
+  GPU_ACT_SILU, /* x * sigmoid(x) */
+} gpu_act;
 
 typedef struct gpu_epilogue {
   bool bias;

@@ -289,7 +289,9 @@ static int check_epilogue(const char *what, gpu_act act) {
   for (int i = 0; i < NUM; i++) {
     x[i] = next();
     double v = x[i];
-    want[i] = (float)(act == GPU_ACT_HSWISH ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5)) : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
+    want[i] = (float)(act == GPU_ACT_HSWISH ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5))
+                      : act == GPU_ACT_SILU ? v / (1 + exp(-v))
+                                            : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
   }
   void *a[4] = {x, NULL, y, NULL};
   if (run_jit_with(&e, &ep, a)) return 1;
@@ -359,6 +361,7 @@ int main(void) {
   fail |= check_fn("gelu", GPU_FN_GELU);
   fail |= check_epilogue("epilogue hard_swish", GPU_ACT_HSWISH);
   fail |= check_epilogue("epilogue hard_sigmoid", GPU_ACT_HSIGMOID);
+  fail |= check_epilogue("epilogue silu", GPU_ACT_SILU);
   fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NCHW f32", COV_F32, 0);
   fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NCHW f16", COV_F16, 0);
   fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NHWC f16", COV_F16, 1);
