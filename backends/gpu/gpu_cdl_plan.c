@@ -49,7 +49,10 @@ static int grid_sig(const gpu_cdl_bound *k, int n_par, const cdl_access *a, dimf
     int np = 0;
     for (int t = 0; t < f.n; t++) np += is_par(k, n_par, f.loop[t]);
     has[d] = np > 0;
-    if (!np) continue;
+    if (!np) {
+      sig[d] = f; /* covers() reads c0 and n of a dim no grid loop names */
+      continue;
+    }
     if (np != f.n) return 0;
     /* sort by coefficient (insertion: at most 16 terms) */
     for (int t = 1; t < f.n; t++)
@@ -102,6 +105,9 @@ static int written_tensor(const cdl_codelet *c, int op) {
 static int covers(const gpu_cdl_bound *k, int op, const dimform *sig, const int *has) {
   int rank = k->c->operands[op].rank;
   for (int d = 0; d < rank; d++) {
+    /* a dim of extent 1 is covered by index 0: its loop's terms were
+     * dropped (form_of), so no grid loop names it */
+    if (!has[d] && k->b.shape[op][d] == 1 && sig[d].c0 == 0 && sig[d].n == 0) continue;
     if (!has[d] || sig[d].c0 != 0) return 0;
     int64_t span = 1;
     for (int t = 0; t < sig[d].n; t++) {
