@@ -478,6 +478,17 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
 /* ---- matrix chains ------------------------------------------------------ */
 
 /* How many calls from `c0` the matrix kernel takes (0: none); fills q. */
+/* The constant bias of an Add after a matmul (a row of n added to every
+ * row, on either side: torch exports bias + x as often as x + bias), NULL
+ * if c is no such Add. */
+static const gpu_cap_arg *bias_of_add(const gpu_cap_call *c, int64_t n) {
+  if (strcmp(c->codelet, "add") || c->n_args != 2) return NULL;
+  int k = c->args[0].kind == COV_MODEL_ARG_PREV ? 1 : c->args[1].kind == COV_MODEL_ARG_PREV ? 0 : -1;
+  if (k < 0 || !const_f32(&c->args[k])) return NULL;
+  const cov_tensor *t = &c->args[k].t;
+  return cov_tensor_numel(t) == n && t->shape[t->rank - 1] == n ? &c->args[k] : NULL;
+}
+
 static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_arg) {
   const gpu_cap_group *g = x->g;
   const gpu_cap_call *c = &g->calls[c0];
@@ -524,10 +535,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
     if (bb == 1) q->m *= ba; /* a shared B: the batches are more rows */
     else if (ba == bb) q->batch = ba;
     else return 0;
-    if (i < g->n_calls && !strcmp(g->calls[i].codelet, "add") && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV &&
-        const_f32(&g->calls[i].args[1]) && cov_tensor_numel(&g->calls[i].args[1].t) == q->n &&
-        g->calls[i].args[1].t.shape[g->calls[i].args[1].t.rank - 1] == q->n)
-      q->epi.bias = true, *bias_arg = (int)i, i++;
+    if (i < g->n_calls && bias_of_add(&g->calls[i], q->n)) q->epi.bias = true, *bias_arg = (int)i, i++;
   } else {
     return 0;
   }
@@ -715,7 +723,9 @@ static cov_status lower_group(lower_ctx *x) {
     }
     if (bias_arg >= 0) {
       const gpu_cap_call *bc = &g->calls[bias_arg];
-      const gpu_cap_arg *ba = bc == call ? &bc->args[2] : &bc->args[1];
+      const gpu_cap_arg *ba = bc == call                    ? &bc->args[2]
+                              : !strcmp(bc->codelet, "add") ? bias_of_add(bc, plan.prob.n)
+                                                            : &bc->args[1];
       const float *bv = const_f32(ba);
       float beta = bc == call ? (float)attr_f(bc, "beta", 1.0) : 1.0f;
       int64_t n = cov_tensor_numel(&ba->t);
