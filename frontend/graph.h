@@ -376,6 +376,7 @@ struct graph_exec {
   bool offer_gathers;       /* embedding gathers offered to `group` too (cov_model_run_groups_gathering) */
   void (*trace)(void *user, const graph *g, const graph_value *vals); /* graph_run_io.trace */
   void *trace_user;
+  bool bound; /* graph_run_io.bound */
 };
 
 /* Runs subgraph `sub` (graph_control.c): in[] its inputs' concrete values
@@ -406,6 +407,11 @@ typedef struct graph_run_io {
    * freed): how a compiler learns the shapes a run gives each value. */
   void (*trace)(void *user, const graph *g, const graph_value *vals);
   void *trace_user;
+  /* Bound mode: each operator whose output size depends on the data makes
+   * the most its inputs allow (NonZero: every element; NonMaxSuppression:
+   * every box up to max_output_boxes_per_class; Compress: every slice), so
+   * the sizes the run gives are capacities (model_region.c). */
+  bool bound;
 } graph_run_io;
 /* graph_run_groups with sequences. */
 cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_group_fn group,

@@ -359,14 +359,14 @@ static cov_status run_nodes(graph_exec *x, run_state *s) {
 cov_status graph_run_groups(const graph *g, const cov_tensor *inputs, size_t n_inputs,
                             cov_tensor *outputs, size_t n_outputs, cov_model_group_fn group,
                             cov_model_call_fn hook, void *user) {
-  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, false, NULL, NULL};
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, false, NULL, NULL, false};
   return graph_run_values(g, &io, group, hook, user);
 }
 
 cov_status graph_run_groups_x(const graph *g, const cov_tensor *inputs, size_t n_inputs, cov_tensor *outputs,
                               size_t n_outputs, cov_model_group_fn group, cov_model_call_fn hook, void *user,
                               bool offer_gathers) {
-  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, offer_gathers, NULL, NULL};
+  graph_run_io io = {inputs, NULL, n_inputs, outputs, NULL, n_outputs, offer_gathers, NULL, NULL, false};
   return graph_run_values(g, &io, group, hook, user);
 }
 
@@ -442,7 +442,8 @@ cov_status graph_run_values(const graph *g, const graph_run_io *io, cov_model_gr
   COV_RETURN_IF_ERROR(init_state(g, &s));
   cov_status st = bind_inputs(g, io, &s);
   graph_exec x = {.g = g, .lib = g->lib, .hook = hook, .hook_user = user, .group = group,
-                  .offer_gathers = io->offer_gathers, .trace = io->trace, .trace_user = io->trace_user};
+                  .offer_gathers = io->offer_gathers, .trace = io->trace, .trace_user = io->trace_user,
+                  .bound = io->bound};
   if (!st) st = run_nodes(&x, &s);
   if (!st && x.trace) x.trace(x.trace_user, g, s.vals);
   if (!st) st = take_outputs(g, io, &s);

@@ -223,7 +223,7 @@ cov_status cov_model_run_ref_values(const cov_model *m, const cov_tensor *inputs
                                     cov_tensor *outputs, cov_sequence **seq_outputs, size_t n_outputs) {
   if (!m || (n_outputs && !outputs))
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_run_ref_values"), "NULL");
-  graph_run_io io = {inputs, seq_inputs, n_inputs, outputs, seq_outputs, n_outputs, false, NULL, NULL};
+  graph_run_io io = {inputs, seq_inputs, n_inputs, outputs, seq_outputs, n_outputs, false, NULL, NULL, false};
   return graph_run_values(m->g, &io, NULL, NULL, NULL);
 }
 

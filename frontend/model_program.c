@@ -9,8 +9,12 @@
  * the body's steps and a NEXT marker naming what the next iteration
  * takes, then the final state copied into the node's outputs; an If is
  * its condition, the then branch's steps and copies into the node's
- * outputs, ELSE, the same for the else branch, END. Anything else is a
- * MISSING step with the reason.
+ * outputs, ELSE, the same for the else branch, END. Other layout nodes
+ * and groups no codelet call describes are PART steps of one node (the
+ * reference interpreter runs them on the host); the top-level part whose
+ * sizes depend on the data is one PART step after everything else, its
+ * outputs with capacities (model_region.c). Anything else is a MISSING
+ * step with the reason.
  *
  * Shapes: a subgraph's loop-carried values have no static dims at load
  * (graph_control.c), so the program runs the model once on the caller's
@@ -24,6 +28,7 @@
 
 #include "common/loc.h"
 #include "frontend/graph.h"
+#include "frontend/model_region.h"
 #include "frontend/ops/graph_control.h"
 
 typedef struct seen {
@@ -41,6 +46,7 @@ struct cov_model_program {
   const graph_value **vals; /* every value a step names, and the graph it is read in */
   const graph **val_graph;
   size_t n_vals, cap_vals, cap_vgraph;
+  graph_region region; /* the top-level graph's part whose sizes depend on the data */
   cov_status err;
 };
 
@@ -309,11 +315,41 @@ static bool is_move(const graph_node *n) {
   return !strcmp(n->op_type, "Cast") && n->in[0]->dtype == n->out[0]->dtype;
 }
 
+/* Node n of the top-level graph as a PART step of its own (layout work,
+ * a group no codelet call describes): the reference interpreter runs it
+ * on the host at fixed shapes. In a subgraph: MISSING, saying why. */
+static void part_node(cov_model_program *p, const graph *g, const graph_node *n, size_t gi, const char *why) {
+  char msg[600];
+  snprintf(msg, sizeof msg, "node '%s' (%s): %s", n->name, n->op_type, why);
+  if (g != p->root) return missing(p, n, gi, "%s%s", msg, "");
+  const graph_value *vs[130];
+  size_t nv = 0, n_in = 0;
+  for (int k = 0; k < n->n_in && nv < 64; k++)
+    if (n->in[k] && !(n->in[k]->data && n->in[k]->kind != GV_INPUT)) vs[nv++] = n->in[k];
+  n_in = nv;
+  for (int k = 0; k < n->n_out && nv < 128; k++)
+    if (n->out[k]) vs[nv++] = n->out[k];
+  if (nv == n_in || n->n_in > 64 || n->n_out > 64) return missing(p, n, gi, "%s%s", msg, "");
+  cov_model_pstep *s = add_vals(p, COV_PSTEP_PART, g, n, gi, vs, nv);
+  if (s) s->n_in = n_in, s->kind_name = "part";
+}
+
+/* A move of bytes unchanged: a copy where both have one dtype and size. */
+static void move_value(cov_model_program *p, const graph *g, const graph_node *n, size_t gi) {
+  graph_value ta, tb;
+  if (!value_type(p, g, n->in[0], &ta) || !value_type(p, g, n->out[0], &tb) || ta.dtype != tb.dtype ||
+      graph_numel(&ta) != graph_numel(&tb))
+    return copy_value(p, g, n->in[0], g, n->out[0], n, gi); /* says why */
+  if (!name_value(p, g, n, gi, n->in[0])) return;
+  const graph_value *vs[2] = {n->in[0], n->out[0]};
+  add_vals(p, COV_PSTEP_COPY, g, n, gi, vs, 2);
+}
+
 static void walk_layout(cov_model_program *p, const graph *g, const graph_node *n, size_t gi) {
   if (!strcmp(n->op_type, "Loop")) return walk_loop(p, g, n, gi);
   if (!strcmp(n->op_type, "If")) return walk_if(p, g, n, gi);
-  if (is_move(n)) return copy_value(p, g, n->in[0], g, n->out[0], n, gi);
-  missing(p, n, gi, "node '%s' (%s): layout work the frontend does", n->name, n->op_type);
+  if (is_move(n)) return move_value(p, g, n, gi);
+  part_node(p, g, n, gi, "layout work the frontend does");
 }
 
 static void walk_compute(cov_model_program *p, const graph *g, size_t gi) {
@@ -342,7 +378,10 @@ static void walk_compute(cov_model_program *p, const graph *g, size_t gi) {
     cov_status_free(st);
     char *nl = strchr(msg, '\n');
     if (nl) *nl = '\0';
-    return missing(p, grp->nodes[0], gi, "%s%s", msg, "");
+    if (g != p->root) return missing(p, grp->nodes[0], gi, "%s%s", msg, "");
+    for (int k = 0; k < grp->n_nodes && !p->err; k++) /* node by node in the interpreter */
+      if (!grp->nodes[k]->dead) part_node(p, g, grp->nodes[k], gi, "a group no codelet call describes");
+    return;
   }
   for (size_t k = 0; k < cov_model_group_num_inputs(d); k++) {
     int id = graph_group_input_id(d, k);
@@ -364,13 +403,64 @@ static void walk(cov_model_program *p, const graph *g) {
     int gi = g->nodes[i]->group;
     size_t end = i + 1;
     while (end < g->n_nodes && g->nodes[end]->group == gi) end++;
-    if (gi >= 0 && !g->groups[gi].layout)
+    const bool *part = g == p->root ? p->region.node : NULL; /* run as the PART step */
+    if (part && part[i] && gi >= 0)
+      ; /* the whole group is (graph_region_find) */
+    else if (gi >= 0 && !g->groups[gi].layout)
       walk_compute(p, g, (size_t)gi);
     else
       for (size_t k = i; k < end && !p->err; k++)
-        if (!g->nodes[k]->dead) walk_layout(p, g, g->nodes[k], gi < 0 ? 0 : (size_t)gi);
+        if (!g->nodes[k]->dead && !(part && part[k])) walk_layout(p, g, g->nodes[k], gi < 0 ? 0 : (size_t)gi);
     i = end;
   }
+}
+
+static bool fixed_cb(void *user, const graph *g, const graph_value *v) {
+  graph_value t;
+  return value_type(user, g, v, &t);
+}
+
+/* The region's outputs within COV_PROGRAM_MAX_CAPACITY_ELEMS. */
+static cov_status check_capacities(const cov_model_program *p) {
+  for (size_t k = 0; k < p->region.n_outputs; k++) {
+    const graph_value *v = p->region.outputs[k], *b = &p->region.bound[v->id];
+    int64_t n = graph_numel(b);
+    if (b->rank >= 0 && n >= 0 && n <= COV_PROGRAM_MAX_CAPACITY_ELEMS) continue;
+    char ts[128];
+    cov_loc loc = {.file = p->root->file, .path = v->name};
+    return cov_error(COV_OUT_OF_RANGE, &loc, "value '%s' may hold %s (its capacity: the most the model makes), "
+                     "more than %lld elements, the limit for a value whose size depends on the data in an "
+                     "artifact", v->name, b->rank < 0 ? "no bounded shape" : graph_type_str(b, ts, sizeof ts),
+                     (long long)COV_PROGRAM_MAX_CAPACITY_ELEMS);
+  }
+  return NULL;
+}
+
+/* The PART step after everything else: the region reads only what the
+ * rest makes, and nothing else reads what it makes. */
+static cov_status add_part(cov_model_program *p, const cov_tensor *probe, size_t n_probe) {
+  const graph_region *r = &p->region;
+  if (!r->n_outputs) return NULL;
+  const seen *sn = seen_of(p, p->root); /* the probe ran in bound mode */
+  if (sn && (p->region.bound = calloc(p->root->n_values + 1, sizeof *p->region.bound)))
+    for (size_t i = 0; i < p->root->n_values; i++) graph_copy_type(&p->region.bound[i], &sn->vals[i]);
+  else if (sn)
+    return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+  else
+    COV_RETURN_IF_ERROR(graph_region_bound(p->root, probe, n_probe, &p->region));
+  COV_RETURN_IF_ERROR(check_capacities(p));
+  for (size_t k = 0; k < r->n_inputs; k++)
+    if (!name_value(p, p->root, r->inputs[k]->producer, 0, r->inputs[k])) return p->err;
+  const char **names = cov_arena_array(p->arena, r->n_inputs + r->n_outputs + 1, sizeof *names);
+  if (!names) return cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
+  for (size_t k = 0; k < r->n_inputs; k++) names[k] = r->inputs[k]->name;
+  for (size_t k = 0; k < r->n_outputs; k++) names[r->n_inputs + k] = r->outputs[k]->name;
+  const graph_node *first = NULL;
+  for (size_t i = 0; i < p->root->n_nodes && !first; i++)
+    if (r->node[i]) first = p->root->nodes[i];
+  cov_model_pstep *s = add(p, COV_PSTEP_PART, first, first && first->group >= 0 ? (size_t)first->group : 0, "part");
+  if (s) s->vals = names, s->n_vals = r->n_inputs + r->n_outputs, s->n_in = r->n_inputs;
+  return p->err;
 }
 
 cov_status cov_model_program_build(const cov_model *m, const cov_tensor *probe, size_t n_probe,
@@ -386,15 +476,20 @@ cov_status cov_model_program_build(const cov_model *m, const cov_tensor *probe, 
   cov_status st = NULL;
   if (has_subgraphs(p->root)) {
     cov_tensor *outs = calloc(p->root->n_outputs + 1, sizeof *outs);
-    graph_run_io io = {probe, NULL, n_probe, outs, NULL, p->root->n_outputs, false, on_trace, p};
+    /* in bound mode: it changes only operators with data-dependent output
+     * sizes, which run inside the part (graph_region_find), so the shapes
+     * outside it are a plain run's and those inside it its capacities */
+    graph_run_io io = {probe, NULL, n_probe, outs, NULL, p->root->n_outputs, false, on_trace, p, true};
     st = outs ? graph_run_values(p->root, &io, NULL, NULL, NULL)
               : cov_error(COV_OUT_OF_MEMORY, COV_AT_CALL("cov_model_program_build"), "out of memory");
     for (size_t i = 0; outs && i < p->root->n_outputs; i++) cov_tensor_release(&outs[i]);
     free(outs);
     if (st) st = cov_status_annotate(st, "running the model on its probe inputs (the shapes of its subgraphs): ");
   }
+  if (!st) st = graph_region_find(p->root, fixed_cb, p, &p->region);
   if (!st) walk(p, p->root);
   if (!st) st = p->err, p->err = NULL;
+  if (!st) st = add_part(p, probe, n_probe);
   if (st) {
     cov_model_program_free(p);
     return st;
@@ -426,8 +521,26 @@ bool cov_model_program_value(const cov_model_program *p, const char *name, cov_t
   return false;
 }
 
+bool cov_model_program_capacity(const cov_model_program *p, const char *name, cov_tensor *cap, unsigned *dynamic) {
+  if (!p || !name || !cap || !dynamic || !p->region.bound) return false;
+  for (size_t k = 0; k < p->region.n_outputs; k++) {
+    const graph_value *v = p->region.outputs[k], *b = &p->region.bound[v->id];
+    if (strcmp(v->name, name) || b->rank < 0) continue;
+    memset(cap, 0, sizeof *cap);
+    cap->dtype = b->dtype, cap->rank = b->rank;
+    *dynamic = 0;
+    for (int d = 0; d < b->rank; d++) {
+      cap->shape[d] = b->dims[d];
+      if (v->rank < 0 || v->rank != b->rank || v->dims[d] < 0) *dynamic |= 1u << d;
+    }
+    return true;
+  }
+  return false;
+}
+
 void cov_model_program_free(cov_model_program *p) {
   if (!p) return;
+  graph_region_free(&p->region);
   for (size_t i = 0; i < p->n; i++) cov_model_group_free((cov_model_group *)p->steps[i].desc);
   for (size_t i = 0; i < p->n_seen; i++) free(p->seen[i].vals);
   free(p->seen);

@@ -21,7 +21,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
-          "                    [--max-insns N] [--max-work N]\n"
+          "                    [--max-insns N] [--max-work N] [--max-dynamic N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -48,6 +48,9 @@ static void usage(FILE *out) {
           "                        instructions (default 2^24 = 16777216), before anything runs\n"
           "  --max-work N          NPU: likewise for its element work (gemm multiply-adds,\n"
           "                        DMA and vector elements; default 2^34 = 17179869184)\n"
+          "  --max-dynamic N       a value whose size is set at run time (a part step's\n"
+          "                        output) may hold at most N elements in a run (default:\n"
+          "                        its capacity); more is an error naming the value\n"
           "  --tune                TUNE_DIR is a tuning artifact (covenant tune ... -o TUNE_DIR):\n"
           "                        checks every candidate kernel against the compiler's pick on\n"
           "                        the same random inputs (--seed), times each (--iters launches\n"
@@ -74,7 +77,7 @@ static int fail_with(cov_status st) {
 
 /* A host or control step (format version 5). */
 static void info_control(const crt_artifact *a, int i) {
-  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump"};
+  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump", "part"};
   const crt_step *s = &a->steps[i];
   char e1[512], e2[512];
   printf("step %d: %s", i, names[s->op - CRT_STEP_COPY]);
@@ -88,6 +91,9 @@ static void info_control(const crt_artifact *a, int i) {
            (s->n_refs - 1) / 2 - s->n_carry);
   if (s->op == CRT_STEP_IF) printf(" '%s', else step %d", SHOW(a->buffers[s->refs[0]].name, e1), s->target);
   if (s->op == CRT_STEP_JUMP) printf(" to step %d", s->target);
+  if (s->op == CRT_STEP_PART)
+    printf(" of the model: %d value(s) in, %d out, first '%s'", s->n_in, s->n_refs - s->n_in,
+           SHOW(s->values[s->n_in], e1));
   printf(" (group %d, %s)\n", s->group, SHOW(s->label, e1));
 }
 
@@ -132,6 +138,9 @@ static void info(const crt_artifact *a) {
       for (int d = 0, n = 0; d < io->rank; d++)
         if (io->symbolic >> d & 1u) printf("%s%d", n++ ? ", " : "; symbolic in the model: dim ", d);
       if (io->has_range) printf("; values in [%" PRId64 ", %" PRId64 "]", io->lo, io->hi);
+      unsigned dyn = a->buffers[io->buffer].dynamic;
+      for (int d = 0, n = 0; d < io->rank; d++)
+        if (dyn >> d & 1u) printf("%s%d", n++ ? ", " : "; its capacity, set at run time: dim ", d);
       printf("\n");
     }
   crt_traffic tr;
@@ -139,6 +148,11 @@ static void info(const crt_artifact *a) {
   printf("per inference: %d kernel launches, %d fills, %d npu programs; %" PRIu64
          " bytes of activations moved between kernels (%" PRIu64 " f32, %" PRIu64 " 16-bit, %" PRIu64 " zeroed by fills)\n",
          tr.launches, tr.fills, tr.npu, tr.act_bytes, tr.f32_bytes, tr.half_bytes, tr.fill_bytes);
+  for (int i = 0; i < a->n_steps; i++)
+    if (a->steps[i].op == CRT_STEP_LOOP) {
+      printf("(each loop's body counted once: a run repeats it as often as the loop goes round)\n");
+      break;
+    }
   info_steps(a);
 }
 
@@ -281,7 +295,7 @@ static int positive(const char *opt, const char *arg, uint64_t *out) {
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
-         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK };
+         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK, OPT_MAX_DYNAMIC };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -297,6 +311,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"tolerance", required_argument, NULL, OPT_TOL},
                                         {"max-insns", required_argument, NULL, OPT_MAX_INSNS},
                                         {"max-work", required_argument, NULL, OPT_MAX_WORK},
+                                        {"max-dynamic", required_argument, NULL, OPT_MAX_DYNAMIC},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   int c;
@@ -344,10 +359,12 @@ static int parse_args(int argc, char **argv, run_args *r) {
         }
         break;
       case OPT_MAX_INSNS:
-        if (!positive("--max-insns", optarg, &r->opts.max_npu_insns)) return EXIT_USAGE;
-        break;
       case OPT_MAX_WORK:
-        if (!positive("--max-work", optarg, &r->opts.max_npu_work)) return EXIT_USAGE;
+      case OPT_MAX_DYNAMIC:
+        if (!positive(c == OPT_MAX_INSNS ? "--max-insns" : c == OPT_MAX_WORK ? "--max-work" : "--max-dynamic", optarg,
+                      c == OPT_MAX_INSNS ? &r->opts.max_npu_insns
+                      : c == OPT_MAX_WORK ? &r->opts.max_npu_work : &r->opts.max_dynamic_elems))
+          return EXIT_USAGE;
         break;
       case OPT_NO_GRAPH: r->opts.no_graph = 1; break;
       case OPT_TARGET: r->opts.expect_target = optarg; break;

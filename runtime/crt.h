@@ -44,6 +44,8 @@
  * GRAPH_MAX_LOOP_ITERATIONS), and steps one run may execute in all. */
 #define CRT_MAX_LOOP_ITERATIONS 100000
 #define CRT_MAX_RUN_STEPS ((int64_t)1 << 26)
+/* Values one part step names (its inputs and outputs). */
+#define CRT_MAX_PART_VALUES 4096
 
 typedef enum crt_buf_kind {
   CRT_BUF_INPUT,        /* a model input: written by the caller before each run */
@@ -64,6 +66,7 @@ typedef struct crt_buffer {
   uint64_t offset; /* intermediates: in the arena; views: in `of` */
   int of;          /* views: the buffer viewed; else -1 */
   int first, last; /* intermediates: the first and last step using it */
+  unsigned dynamic; /* bit d: dim d's size is set at run time (by a part step), shape[d] its capacity */
 } crt_buffer;
 
 typedef enum crt_arg_kind { CRT_ARG_BUFFER, CRT_ARG_I32, CRT_ARG_I64, CRT_ARG_F32, CRT_ARG_TMAP } crt_arg_kind;
@@ -98,6 +101,8 @@ typedef enum crt_step_op {
                     target: its loop */
   CRT_STEP_IF,   /* refs: the condition; target: the first step of the else branch */
   CRT_STEP_JUMP, /* target: the step after the If */
+  CRT_STEP_PART, /* part of the model (the artifact's "onnx") run in the reference interpreter on the
+                    host: refs = n_in input buffers, then output buffers; values = their value names */
 } crt_step_op;
 
 /* A buffer as a host step's codelet sees it (its bytes, another shape). */
@@ -150,6 +155,8 @@ typedef struct crt_step {
   int n_attrs;
   crt_view *views;
   int n_views;
+  const char **values; /* part: the model values refs[] hold */
+  int n_in;            /* part: its inputs among refs */
 } crt_step;
 
 typedef struct crt_blob {
@@ -187,6 +194,7 @@ typedef struct crt_artifact {
   const char *producer; /* "covenant 0.1.0" */
   int acg_blob;         /* npu-sim: the blob holding the ACG the programs were compiled for, or -1 */
   int codelets_blob;    /* version 5: the blob holding the codelets host steps call, or -1 */
+  int onnx_blob;        /* version 5: the blob holding the model part steps run, or -1 */
   /* groups the producer could not compile (the runtime refuses to run) */
   const char **missing;
   int n_missing;
@@ -290,6 +298,16 @@ int crt_add_host(crt_builder *b, int group, const char *label, const char *codel
                  int n_attrs, const crt_view *views, int n_views);
 int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label, const int *refs, int n_refs);
 void crt_set_target(crt_builder *b, int step, int target);
+/* Format version 5: the model (ONNX bytes) part steps run, and a part
+ * step: the values values[0..n_in) in buffers[0..n_in) make values
+ * [n_in..n_in+n_out) into the rest of buffers (runtime/README.md,
+ * "Data-dependent sizes"). */
+int crt_add_onnx(crt_builder *b, const void *bytes, size_t n);
+int crt_add_part(crt_builder *b, int group, const char *label, const char *const *values, const int *buffers,
+                 int n_in, int n_out);
+/* Buffer `buffer`'s dims whose size a part step sets at run time (bit d),
+ * its shape their capacity. */
+void crt_set_dynamic(crt_builder *b, int buffer, unsigned mask);
 /* A next step's first n_carry pairs are carried values, the rest scan
  * outputs (by default all are carried). */
 void crt_set_carried(crt_builder *b, int step, int n_carry);
@@ -332,6 +350,7 @@ typedef struct crt_options {
   int no_graph;              /* time with plain launches instead of a CUDA graph */
   uint64_t max_npu_insns;    /* npu-sim: dynamic instructions a program may run (0: the simulator's default) */
   uint64_t max_npu_work;     /* npu-sim: element work a program may do (0: the simulator's default) */
+  uint64_t max_dynamic_elems; /* elements a part step's output may hold in a run, below its capacity (0: none) */
 } crt_options;
 
 /* Opens the device the artifact's backend names (CUDA driver for nvptx, HIP

@@ -262,6 +262,29 @@ static void read_modules(rd *r, const crt_json *root) {
   }
 }
 
+/* A list of dims of a shape of rank `rank`, ascending and each once, from
+ * format version `version` on: an input's "symbolic" (the dims the model
+ * left symbolic, version 4), a buffer's "dynamic" (those a part step sets
+ * at run time, version 5). */
+static unsigned dims_of(rd *r, const crt_json *o, int rank, const char *key, unsigned version) {
+  const crt_json *s = array_of(r, o, key, 0);
+  if (!s) return 0;
+  if (r->a->version < version) {
+    bad(r, s, "'%s' needs format version %u; the artifact says %u", key, version, r->a->version);
+    return 0;
+  }
+  unsigned mask = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const crt_json *d = s->items[i];
+    if (d->kind != CRT_JSON_NUMBER || !d->is_int || d->i < 0 || d->i >= rank || (mask >> d->i) != 0) {
+      bad(r, d, "'%s' lists dims of the shape (rank %d), ascending, each once", key, rank);
+      return 0;
+    }
+    mask |= 1u << d->i;
+  }
+  return mask;
+}
+
 static void read_buffers(rd *r, const crt_json *root) {
   crt_artifact *a = r->a;
   const crt_json *arr = array_of(r, root, "buffers", 1);
@@ -271,7 +294,7 @@ static void read_buffers(rd *r, const crt_json *root) {
   r->pv->weight_off = rd_alloc(r, arr->n * sizeof *r->pv->weight_off);
   r->pv->root = rd_alloc(r, arr->n * sizeof *r->pv->root);
   if (!a->buffers || !r->pv->weight_off || !r->pv->root) return bad(r, arr, "out of memory");
-  static const char *keys[] = {"name", "kind", "dtype", "shape", "bytes", "blob", "offset", "of", NULL};
+  static const char *keys[] = {"name", "kind", "dtype", "shape", "dynamic", "bytes", "blob", "offset", "of", NULL};
   static const char *kinds[] = {"input", "output", "weight", "intermediate", "view"};
   uint64_t woff = 0;
   for (size_t i = 0; i < arr->n && !r->err; i++) {
@@ -296,6 +319,11 @@ static void read_buffers(rd *r, const crt_json *root) {
       break;
     }
     b->kind = (crt_buf_kind)k;
+    b->dynamic = dims_of(r, o, b->rank, "dynamic", CRT_FORMAT_VERSION_CONTROL);
+    if (b->dynamic && b->kind != CRT_BUF_OUTPUT && b->kind != CRT_BUF_INTERMEDIATE)
+      bad(r, crt_json_get(o, "dynamic"), "only outputs and intermediates have dims set at run time, not %s '%s'",
+          kind, b->name);
+    if (r->err) break;
     uint64_t need = 0;
     if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)cov_dtype_size(b->dtype), &need) || need != b->bytes) {
       bad(r, o, "buffer '%s': %" PRId64 " %s elements are %" PRIu64 " bytes, not %" PRIu64, b->name, numel,
@@ -346,27 +374,6 @@ static void read_buffers(rd *r, const crt_json *root) {
   }
 }
 
-/* An input's "symbolic": the dims the model left symbolic, ascending and
- * below its rank (format version 4). */
-static unsigned symbolic_of(rd *r, const crt_json *o, int rank) {
-  const crt_json *s = array_of(r, o, "symbolic", 0);
-  if (!s) return 0;
-  if (r->a->version < CRT_FORMAT_VERSION_SYMBOLIC) {
-    bad(r, s, "'symbolic' needs format version %d; the artifact says %u", CRT_FORMAT_VERSION_SYMBOLIC, r->a->version);
-    return 0;
-  }
-  unsigned mask = 0;
-  for (size_t i = 0; i < s->n; i++) {
-    const crt_json *d = s->items[i];
-    if (d->kind != CRT_JSON_NUMBER || !d->is_int || d->i < 0 || d->i >= rank || (mask >> d->i) != 0) {
-      bad(r, d, "'symbolic' lists dims of the shape (rank %d), ascending, each once", rank);
-      return 0;
-    }
-    mask |= 1u << d->i;
-  }
-  return mask;
-}
-
 /* An integer input's "range": [lo, hi], lo <= hi (format version 4). */
 static void range_of(rd *r, const crt_json *o, crt_io *io) {
   const crt_json *s = array_of(r, o, "range", 0);
@@ -404,7 +411,7 @@ static void read_ios(rd *r, const crt_json *root, int outputs) {
     io->name = str_of(r, o, "name", 1);
     io->dtype = dtype_of(r, o);
     int64_t numel = shape_of(r, o, &io->rank, io->shape);
-    if (!outputs && !r->err) io->symbolic = symbolic_of(r, o, io->rank);
+    if (!outputs && !r->err) io->symbolic = dims_of(r, o, io->rank, "symbolic", CRT_FORMAT_VERSION_SYMBOLIC);
     if (!outputs && !r->err) range_of(r, o, io);
     io->buffer = (int)int_of(r, o, "buffer", 0, a->n_buffers - 1, 1, -1);
     if (r->err) break;
@@ -606,26 +613,51 @@ static void read_pairs(rd *r, const crt_json *c, int *x, int s, const char *key,
   }
 }
 
-/* copy, host, loop, next, if, jump (format version 5). */
+/* A part step's "in" and "out": [{"value": name, "buffer": b}, ...], at
+ * most CRT_MAX_PART_VALUES in all; what it writes is no model input or
+ * weight. */
+static void read_part(rd *r, const crt_json *o, crt_step *st, int s) {
+  const crt_json *in = array_of(r, o, "in", 1), *out = array_of(r, o, "out", 1);
+  if (r->err) return;
+  if (!out->n || in->n + out->n > CRT_MAX_PART_VALUES)
+    return bad(r, o, "a part step names at most %d values, at least one out", CRT_MAX_PART_VALUES);
+  int *x = refs_alloc(r, st, in->n + out->n);
+  st->values = rd_alloc(r, (in->n + out->n) * sizeof *st->values);
+  if (!x || !st->values) return bad(r, o, "out of memory");
+  st->n_in = (int)in->n;
+  static const char *keys[] = {"value", "buffer", NULL};
+  for (size_t k = 0; k < in->n + out->n && !r->err; k++) {
+    int w = k >= in->n;
+    const crt_json *g;
+    set_path(r, "steps[%d].%s[%zu]", s, w ? "out" : "in", w ? k - in->n : k);
+    if (!obj_item(r, w ? out : in, w ? k - in->n : k, &g)) break;
+    check_keys(r, g, keys);
+    st->values[k] = str_of(r, g, "value", 1);
+    x[k] = ref_of(r, g, "buffer", 0, COV_DTYPE_INVALID, 0, w, s);
+  }
+}
+
+/* copy, host, loop, next, if, jump, part (format version 5). */
 static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const char *op) {
   crt_artifact *a = r->a;
-  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump", NULL};
+  static const char *const names[] = {"copy", "host", "loop", "next", "if", "jump", "part", NULL};
   static const char *const keys[][9] = {
       {"op", "group", "label", "from", "to", NULL},
       {"op", "group", "label", "codelet", "attrs", "operands", NULL},
       {"op", "group", "label", "trip", "cond", "iter", "cond_in", "target", NULL},
       {"op", "group", "label", "cond", "carry", "scan", "target", NULL},
       {"op", "group", "label", "cond", "target", NULL},
-      {"op", "group", "label", "target", NULL}};
+      {"op", "group", "label", "target", NULL},
+      {"op", "group", "label", "in", "out", NULL}};
   int k = 0;
   while (names[k] && strcmp(names[k], op)) k++;
-  if (!names[k]) return bad(r, crt_json_get(o, "op"), "unknown step op '%s' (launch, fill, npu, copy, host, loop, next, if, jump)", op);
+  if (!names[k]) return bad(r, crt_json_get(o, "op"), "unknown step op '%s' (launch, fill, npu, copy, host, loop, next, if, jump, part)", op);
   if (a->version < CRT_FORMAT_VERSION_CONTROL)
     return bad(r, crt_json_get(o, "op"), "a '%s' step needs format version %d; the artifact says %u", op,
                CRT_FORMAT_VERSION_CONTROL, a->version);
   check_keys(r, o, keys[k]);
   st->op = (crt_step_op)(CRT_STEP_COPY + k);
-  st->target = st->op >= CRT_STEP_LOOP ? (int)int_of(r, o, "target", 0, a->n_steps, 1, 0) : -1;
+  st->target = st->op >= CRT_STEP_LOOP && st->op != CRT_STEP_PART ? (int)int_of(r, o, "target", 0, a->n_steps, 1, 0) : -1;
   if (st->op == CRT_STEP_COPY) {
     int *x = refs_alloc(r, st, 2);
     if (!x) return;
@@ -654,9 +686,40 @@ static void read_control(rd *r, const crt_json *o, crt_step *st, int s, const ch
   } else if (st->op == CRT_STEP_IF) {
     int *x = refs_alloc(r, st, 1);
     if (x) x[0] = ref_of(r, o, "cond", 0, COV_BOOL, 1, 0, s);
+  } else if (st->op == CRT_STEP_PART) {
+    read_part(r, o, st, s);
   }
-  if (!r->err && st->op >= CRT_STEP_LOOP && st->op != CRT_STEP_NEXT && st->target <= s)
+  if (!r->err && st->op >= CRT_STEP_LOOP && st->op != CRT_STEP_NEXT && st->op != CRT_STEP_PART && st->target <= s)
     bad(r, crt_json_get(o, "target"), "step %d's target %d is not after it", s, st->target);
+}
+
+/* A buffer whose dims are set at run time is named by part steps only
+ * (which run at the actual shape) or read back as an output: every other
+ * step works at its full, fixed size. */
+static void no_dynamic(rd *r, int s, int buf) {
+  const crt_artifact *a = r->a;
+  if (r->err || buf < 0 || !(a->buffers[buf].dynamic || a->buffers[crt_buffer_root(a, buf)].dynamic)) return;
+  set_path(r, "steps[%d]", s);
+  bad(r, NULL, "step %d names buffer %d ('%s'), whose size is set at run time; only part steps do", s, buf,
+      a->buffers[buf].name);
+}
+
+static void check_dynamic(rd *r) {
+  crt_artifact *a = r->a;
+  for (int s = 0; s < a->n_steps && !r->err; s++) {
+    const crt_step *x = &a->steps[s];
+    for (int k = 0; k < x->n_args; k++)
+      if (x->args[k].kind == CRT_ARG_BUFFER || x->args[k].kind == CRT_ARG_TMAP) no_dynamic(r, s, x->args[k].buffer);
+    if (x->op == CRT_STEP_FILL) no_dynamic(r, s, x->buffer);
+    for (int k = 0; k < x->n_binds; k++) no_dynamic(r, s, x->binds[k].buffer);
+    for (int k = 0; k < x->n_refs && x->op != CRT_STEP_PART; k++) no_dynamic(r, s, x->refs[k]);
+    for (int k = 0; k < x->n_views; k++) no_dynamic(r, s, x->views[k].buffer);
+  }
+  for (int i = 0; i < a->n_buffers && !r->err; i++)
+    if (a->buffers[i].kind == CRT_BUF_VIEW && a->buffers[a->buffers[i].of].dynamic) {
+      set_path(r, "buffers[%d]", i);
+      bad(r, NULL, "view '%s' of buffer %d, whose size is set at run time", a->buffers[i].name, a->buffers[i].of);
+    }
 }
 
 /* Loops pair with their next steps both ways; a next jumps back to its
@@ -675,9 +738,11 @@ static void check_control(rd *r) {
       bad(r, NULL, "next step %d's target %d is not its loop step", s, x->target);
   }
   r->path[0] = '\0';
-  int host = 0;
-  for (int s = 0; s < a->n_steps; s++) host |= a->steps[s].op == CRT_STEP_HOST;
+  int host = 0, part = 0;
+  for (int s = 0; s < a->n_steps; s++) host |= a->steps[s].op == CRT_STEP_HOST, part |= a->steps[s].op == CRT_STEP_PART;
   if (!r->err && host && a->codelets_blob < 0) bad(r, NULL, "host steps call codelets; the artifact has no 'codelets'");
+  if (!r->err && part && a->onnx_blob < 0) bad(r, NULL, "part steps run the model; the artifact has no 'onnx'");
+  if (!r->err) check_dynamic(r);
 }
 
 static void read_steps(rd *r, const crt_json *root) {
@@ -870,7 +935,7 @@ static void read_manifest(rd *r, const crt_json *root) {
   crt_artifact *a = r->a;
   if (root->kind != CRT_JSON_OBJECT) return bad(r, root, "the manifest must be an object");
   static const char *keys[] = {"format", "version", "target", "backend", "arch", "model", "producer", "acg",
-                               "codelets", "missing", "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs",
+                               "codelets", "onnx", "missing", "arena_bytes", "weight_bytes", "blobs", "modules", "buffers", "inputs",
                                "outputs", "steps", NULL};
   const char *format = str_of(r, root, "format", 1);
   if (format && strcmp(format, "covenant-artifact"))
@@ -904,6 +969,11 @@ static void read_manifest(rd *r, const crt_json *root) {
   a->codelets_blob = crt_json_get(root, "codelets") ? blob_ref(r, root, "codelets", 1) : -1;
   if (!r->err && a->codelets_blob >= 0 && a->version < CRT_FORMAT_VERSION_CONTROL)
     return bad(r, crt_json_get(root, "codelets"), "codelets need format version %d; the artifact says %u",
+               CRT_FORMAT_VERSION_CONTROL, a->version);
+  set_path(r, "onnx");
+  a->onnx_blob = crt_json_get(root, "onnx") ? blob_ref(r, root, "onnx", 1) : -1;
+  if (!r->err && a->onnx_blob >= 0 && a->version < CRT_FORMAT_VERSION_CONTROL)
+    return bad(r, crt_json_get(root, "onnx"), "'onnx' needs format version %d; the artifact says %u",
                CRT_FORMAT_VERSION_CONTROL, a->version);
   if (!r->err) r->path[0] = '\0', read_modules(r, root);
   if (!r->err) r->path[0] = '\0', read_buffers(r, root);

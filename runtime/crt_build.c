@@ -1,6 +1,8 @@
 /* runtime/crt_build.c: building artifacts (crt_builder, see crt.h): items
  * are collected in order, intermediates are placed in the arena by their
- * lifetimes, and the file is written as header + manifest + data. */
+ * lifetimes, and the file is written as header + manifest + data.
+ * size: one builder for every item of the format, with the manifest writer
+ * that must write each as the reader (crt_artifact.c) reads it. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <math.h>
@@ -17,6 +19,7 @@ typedef struct bblob {
   char *name;
   uint8_t *data;
   size_t bytes;
+  int shared; /* its bytes are an earlier blob's (place_blobs) */
 } bblob;
 
 struct crt_builder {
@@ -37,6 +40,7 @@ struct crt_builder {
   unsigned version; /* the format the items need (tensor maps: 2, an ACG: 3), else 1 */
   int acg_blob;     /* the embedded ACG's blob, or -1 */
   int codelets_blob; /* the codelets host steps call (version 5), or -1 */
+  int onnx_blob;     /* the model part steps run (version 5), or -1 */
 };
 
 static char *dup_str(crt_builder *b, const char *s) {
@@ -97,6 +101,7 @@ cov_status crt_builder_new(const char *target, const char *backend, const char *
   b->version = CRT_FORMAT_VERSION_MIN;
   b->acg_blob = -1;
   b->codelets_blob = -1;
+  b->onnx_blob = -1;
   if (b->err) {
     cov_status st = b->err;
     b->err = NULL;
@@ -123,6 +128,8 @@ void crt_builder_free(crt_builder *b) {
     free(s->binds);
     for (int k = 0; k < s->n_attrs; k++) free((char *)s->attrs[k].name);
     free(s->attrs), free(s->refs), free(s->views), free((char *)s->codelet);
+    for (int k = 0; s->values && k < s->n_refs; k++) free((char *)s->values[k]);
+    free(s->values);
   }
   for (int i = 0; i < b->n_missing; i++) free(b->missing[i]);
   free(b->blobs), free(b->modules), free(b->buffers), free(b->steps), free(b->missing);
@@ -463,6 +470,50 @@ int crt_add_control(crt_builder *b, crt_step_op op, int group, const char *label
   return i;
 }
 
+int crt_add_onnx(crt_builder *b, const void *bytes, size_t n) {
+  if (b->err) return -1;
+  if (b->onnx_blob >= 0) {
+    fail(b, "the model is added once");
+    return -1;
+  }
+  b->onnx_blob = crt_add_blob(b, "model.onnx", bytes, n);
+  need_control(b);
+  return b->onnx_blob;
+}
+
+int crt_add_part(crt_builder *b, int group, const char *label, const char *const *values, const int *buffers,
+                 int n_in, int n_out) {
+  if (b->err) return -1;
+  for (int k = 0; k < n_in + n_out; k++)
+    if (!buffer_ok(b, buffers[k]) || (k >= n_in && (b->buffers[buffers[k]].kind == CRT_BUF_INPUT ||
+                                                    b->buffers[buffers[k]].kind == CRT_BUF_WEIGHT))) {
+      fail(b, "part step '%s': buffer %d of value '%s'", label, buffers[k], values[k]);
+      return -1;
+    }
+  int i = n_in < 0 || n_out < 1 || n_in + n_out > CRT_MAX_PART_VALUES ? -1 : crt_add_control(b, CRT_STEP_PART, group, label, buffers, n_in + n_out);
+  if (i < 0) {
+    if (!b->err) fail(b, "part step '%s': %d inputs and %d outputs", label, n_in, n_out);
+    return -1;
+  }
+  crt_step *s = &b->steps[i];
+  s->n_in = n_in;
+  s->values = calloc((size_t)(n_in + n_out), sizeof *s->values);
+  if (!s->values) {
+    fail(b, "out of memory");
+    return -1;
+  }
+  for (int k = 0; k < n_in + n_out; k++) s->values[k] = dup_str(b, values[k]);
+  return b->err ? -1 : i;
+}
+
+void crt_set_dynamic(crt_builder *b, int buffer, unsigned mask) {
+  if (b->err) return;
+  if (!buffer_ok(b, buffer) || (b->buffers[buffer].rank < 32 && mask >> b->buffers[buffer].rank))
+    return fail(b, "buffer %d: dynamic dims %#x", buffer, mask);
+  b->buffers[buffer].dynamic = mask;
+  if (mask) need_control(b);
+}
+
 void crt_set_target(crt_builder *b, int step, int target) {
   if (b->err) return;
   if (step < 0 || step >= b->n_steps || target < 0 || target > b->n_steps) return fail(b, "step %d: target %d", step, target);
@@ -684,10 +735,24 @@ static void put_ios(sbuf *o, const crt_builder *b) {
   }
 }
 
-static const char *const control_names[] = {"copy", "host", "loop", "next", "if", "jump"};
+static const char *const control_names[] = {"copy", "host", "loop", "next", "if", "jump", "part"};
 
 static void put_refs(sbuf *o, const crt_step *s, const char *const *keys, int n_keys) {
   for (int k = 0; k < n_keys && k < s->n_refs; k++) put(o, ", \"%s\": %d", keys[k], s->refs[k]);
+}
+
+/* a part step's "in" and "out": [{"value": name, "buffer": b}, ...] */
+static void put_part(sbuf *o, const crt_step *s) {
+  for (int half = 0; half < 2; half++) {
+    int lo = half ? s->n_in : 0, hi = half ? s->n_refs : s->n_in;
+    put(o, ", \"%s\": [", half ? "out" : "in");
+    for (int k = lo; k < hi; k++) {
+      put(o, "%s{\"value\": ", k > lo ? ", " : "");
+      put_str(o, s->values[k]);
+      put(o, ", \"buffer\": %d}", s->refs[k]);
+    }
+    put(o, "]");
+  }
 }
 
 /* copy, host and control steps (format version 5) */
@@ -705,7 +770,8 @@ static void put_control(sbuf *o, const crt_step *s) {
     }
     put(o, "]");
   }
-  if (s->op >= CRT_STEP_LOOP) put(o, ", \"target\": %d", s->target);
+  if (s->op >= CRT_STEP_LOOP && s->op != CRT_STEP_PART) put(o, ", \"target\": %d", s->target);
+  if (s->op == CRT_STEP_PART) put_part(o, s);
   if (s->op == CRT_STEP_HOST) {
     put(o, ", \"codelet\": ");
     put_str(o, s->codelet);
@@ -739,6 +805,7 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
   put_str(o, b->model);
   if (b->acg_blob >= 0) put(o, ",\n\"acg\": %d", b->acg_blob);
   if (b->codelets_blob >= 0) put(o, ",\n\"codelets\": %d", b->codelets_blob);
+  if (b->onnx_blob >= 0) put(o, ",\n\"onnx\": %d", b->onnx_blob);
   put(o, ",\n\"producer\": \"covenant %s\",\n\"missing\": [", COV_VERSION);
   for (int i = 0; i < b->n_missing; i++) {
     put(o, "%s\n  ", i ? "," : "");
@@ -766,6 +833,12 @@ static void write_manifest(crt_builder *b, sbuf *o, const uint64_t *blob_off, ui
     put_str(o, x->name);
     put(o, ", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": ", crt_buf_kind_name(x->kind), cov_dtype_name(x->dtype));
     put_shape(o, x->rank, x->shape);
+    if (x->dynamic) {
+      put(o, ", \"dynamic\": [");
+      for (int d = 0, first = 1; d < x->rank; d++)
+        if (x->dynamic >> d & 1u) put(o, "%s%d", first ? "" : ", ", d), first = 0;
+      put(o, "]");
+    }
     put(o, ", \"bytes\": %" PRIu64, x->bytes);
     if (x->kind == CRT_BUF_WEIGHT) put(o, ", \"blob\": %d", x->blob);
     if (x->kind == CRT_BUF_INTERMEDIATE) put(o, ", \"offset\": %" PRIu64, x->offset);
@@ -826,6 +899,53 @@ static void wr32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+typedef struct blob_key {
+  uint64_t hash, bytes;
+  int i;
+} blob_key;
+
+static int blob_key_cmp(const void *pa, const void *pb) {
+  const blob_key *a = pa, *b = pb;
+  if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Data-section offsets of the blobs: a blob byte-identical to an earlier
+ * one (a weight two layers share, the same index table of two
+ * transposes) points at the earlier one's bytes instead of a second
+ * copy; the reader allows blobs to overlap. Candidates are found by
+ * sorting on (checksum, size), so the work is n log n plus one memcmp per
+ * equal checksum. Sets *data to the section's size; non-zero when out
+ * of memory. */
+static int place_blobs(crt_builder *b, uint64_t *blob_off, uint64_t *data) {
+  blob_key *k = malloc(((size_t)b->n_blobs + 1) * sizeof *k);
+  int *first = malloc(((size_t)b->n_blobs + 1) * sizeof *first);
+  if (!k || !first) {
+    free(k), free(first);
+    return 1;
+  }
+  for (int i = 0; i < b->n_blobs; i++)
+    k[i] = (blob_key){crt_fnv1a64(b->blobs[i].data, b->blobs[i].bytes), b->blobs[i].bytes, i}, first[i] = i;
+  qsort(k, (size_t)b->n_blobs, sizeof *k, blob_key_cmp);
+  for (int s = 0, t = 1; t < b->n_blobs; t++) { /* s: the group's first blob in index order */
+    if (k[t].hash != k[s].hash || k[t].bytes != k[s].bytes || !k[t].bytes) {
+      s = t;
+      continue;
+    }
+    const bblob *x = &b->blobs[k[t].i], *y = &b->blobs[k[s].i];
+    if (!memcmp(x->data, y->data, x->bytes)) first[k[t].i] = k[s].i;
+  }
+  *data = 0;
+  for (int i = 0; i < b->n_blobs; i++) {
+    b->blobs[i].shared = first[i] != i;
+    if (b->blobs[i].shared) blob_off[i] = blob_off[first[i]];
+    else blob_off[i] = *data, *data = align_up(*data + b->blobs[i].bytes);
+  }
+  free(k), free(first);
+  return 0;
+}
+
 cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
@@ -840,7 +960,10 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   if (!blob_off) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int i = 0; i < b->n_buffers; i++)
     if (b->buffers[i].kind == CRT_BUF_WEIGHT) weights += align_up(b->buffers[i].bytes);
-  for (int i = 0; i < b->n_blobs; i++) blob_off[i] = data, data = align_up(data + b->blobs[i].bytes);
+  if (place_blobs(b, blob_off, &data)) {
+    free(blob_off);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory placing the blobs");
+  }
   sbuf m = {0};
   write_manifest(b, &m, blob_off, arena, weights);
   if (m.oom) {
@@ -863,7 +986,8 @@ cov_status crt_builder_finish(crt_builder *b, uint8_t **out, size_t *size) {
   wr64(f + 48, doff);
   wr64(f + 56, data);
   memcpy(f + CRT_HEADER_BYTES, m.s, m.n);
-  for (int i = 0; i < b->n_blobs; i++) memcpy(f + doff + blob_off[i], b->blobs[i].data, b->blobs[i].bytes);
+  for (int i = 0; i < b->n_blobs; i++)
+    if (!b->blobs[i].shared) memcpy(f + doff + blob_off[i], b->blobs[i].data, b->blobs[i].bytes);
   free(m.s), free(blob_off);
   *out = f;
   *size = (size_t)total;

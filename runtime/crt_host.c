@@ -2,7 +2,7 @@
  * runtime/README.md, "Host steps and control"): copies, codelet calls run
  * by the reference interpreter on the codelets the artifact carries, loops
  * iterated and branches chosen from values in buffers. Buffers are in host
- * memory (the npu-sim device). */
+ * memory: the npu-sim device's, or a GPU buffer's host copy (crt_run.c). */
 #include "runtime/crt_host.h"
 
 #include <inttypes.h>
@@ -15,9 +15,11 @@
 #include "common/text.h"
 #ifdef CRT_WITH_NPU
 #include "covenant/codelet.h"
+#include "covenant/model.h"
 #else /* the standalone runtime runs no host steps (they are npu-sim's): no interpreter */
 typedef struct cov_codelet cov_codelet;
 typedef struct cov_codelet_lib cov_codelet_lib;
+typedef struct cov_model cov_model;
 #endif
 
 struct crt_host {
@@ -25,6 +27,10 @@ struct crt_host {
   const cov_codelet **fns; /* per step (host steps) */
   int64_t *count, *trip;   /* per loop step: iterations done, the trip count (-1: none) */
   unsigned char *scratch;  /* a next step's carried values on their way */
+  cov_model *model;        /* the model part steps run (the artifact's "onnx") */
+  int *rank;               /* per buffer: the shape it holds now (crt_host_shape) */
+  int64_t (*shape)[COV_MAX_RANK];
+  uint64_t max_dynamic;    /* the user's cap on a part output's elements (0: none) */
 };
 
 static cov_status step_error(const crt_artifact *a, int s, cov_code code, const char *fmt, ...)
@@ -69,6 +75,64 @@ static cov_status load_codelets(crt_host *h, const crt_artifact *a) {
 #endif
 }
 
+/* The model part steps run, loaded from the artifact at the shapes of its
+ * inputs (those it was compiled at), so its values are the compiler's. */
+static cov_status load_model(crt_host *h, const crt_artifact *a) {
+  if (a->onnx_blob < 0) return NULL;
+#ifndef CRT_WITH_NPU
+  (void)h;
+  return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "onnx"),
+                   "part steps run the model in the reference interpreter, which this standalone runtime does not have");
+#else
+  cov_model_shape *shapes = calloc((size_t)a->n_inputs + 1, sizeof *shapes);
+  if (!shapes) return cov_error(COV_OUT_OF_MEMORY, COV_AT_FILE(a->file), "out of memory");
+  for (int i = 0; i < a->n_inputs; i++) {
+    shapes[i].name = a->inputs[i].name, shapes[i].rank = a->inputs[i].rank;
+    memcpy(shapes[i].dims, a->inputs[i].shape, sizeof shapes[i].dims);
+  }
+  cov_model_options mo = {.shapes = shapes, .n_shapes = (size_t)a->n_inputs};
+  char name[600], e1[256];
+  snprintf(name, sizeof name, "%s: blob '%s'", a->file, common_escape(a->blobs[a->onnx_blob].name, e1, sizeof e1));
+  cov_status st = cov_model_load_buffer(crt_blob_data(a, a->onnx_blob), (size_t)a->blobs[a->onnx_blob].bytes, name,
+                                        NULL, &mo, &h->model);
+  free(shapes);
+  return st;
+#endif
+}
+
+static void put_buf(int *out, int max, int *n, int b) {
+  if (b < 0) return;
+  if (*n < max) out[*n] = b;
+  (*n)++;
+}
+
+int crt_host_step_buffers(const crt_artifact *a, int s, int *out, int max, int *n_read) {
+  const crt_step *x = &a->steps[s];
+  int n = 0, lo = 0, hi = 0, mid = 0; /* refs[lo..mid) read, refs[mid..hi) written */
+  if (x->op == CRT_STEP_HOST) {
+    for (int k = 0; k + 1 < x->n_views; k++) put_buf(out, max, &n, x->views[k].buffer);
+    *n_read = n;
+    put_buf(out, max, &n, x->views[x->n_views - 1].buffer);
+    return n;
+  }
+  hi = x->n_refs;
+  if (x->op == CRT_STEP_COPY || x->op == CRT_STEP_IF) mid = 1;
+  if (x->op == CRT_STEP_LOOP) mid = 2;
+  if (x->op == CRT_STEP_PART) mid = x->n_in;
+  if (x->op == CRT_STEP_NEXT) mid = hi; /* reads every pair, then writes them (below) */
+  for (int k = lo; k < mid; k++) put_buf(out, max, &n, x->refs[k]);
+  *n_read = n;
+  for (int k = x->op == CRT_STEP_NEXT ? 1 : mid; k < hi; k++) put_buf(out, max, &n, x->refs[k]);
+  return n;
+}
+
+void crt_host_set_max_dynamic(crt_host *h, uint64_t n) { h->max_dynamic = n; }
+
+void crt_host_shape(const crt_host *h, const crt_artifact *a, int b, int *rank, int64_t *shape) {
+  *rank = h ? h->rank[b] : a->buffers[b].rank;
+  memcpy(shape, h ? h->shape[b] : a->buffers[b].shape, sizeof(int64_t) * COV_MAX_RANK);
+}
+
 cov_status crt_host_open(const crt_artifact *a, crt_host **out) {
   *out = NULL;
   crt_host *h = calloc(1, sizeof *h);
@@ -82,9 +146,14 @@ cov_status crt_host_open(const crt_artifact *a, crt_host **out) {
     }
   if (h) h->fns = calloc(n, sizeof *h->fns), h->count = calloc(n, sizeof *h->count), h->trip = calloc(n, sizeof *h->trip);
   if (h && carry <= CRT_MAX_BYTES) h->scratch = malloc((size_t)carry);
-  cov_status st = !h || !h->fns || !h->count || !h->trip || !h->scratch
+  size_t nb = (size_t)a->n_buffers + 1;
+  if (h) h->rank = calloc(nb, sizeof *h->rank), h->shape = calloc(nb, sizeof *h->shape);
+  for (int b = 0; h && h->rank && h->shape && b < a->n_buffers; b++)
+    h->rank[b] = a->buffers[b].rank, memcpy(h->shape[b], a->buffers[b].shape, sizeof h->shape[b]);
+  cov_status st = !h || !h->fns || !h->count || !h->trip || !h->scratch || !h->rank || !h->shape
                       ? cov_error(COV_OUT_OF_MEMORY, COV_AT_FILE(a->file), "out of memory (%" PRIu64 " bytes of carried values)", carry)
                       : load_codelets(h, a);
+  if (!st) st = load_model(h, a);
   if (st) {
     crt_host_close(h);
     return st;
@@ -97,8 +166,9 @@ void crt_host_close(crt_host *h) {
   if (!h) return;
 #ifdef CRT_WITH_NPU
   cov_codelet_lib_free(h->lib);
+  cov_model_free(h->model);
 #endif
-  free(h->fns), free(h->count), free(h->trip), free(h->scratch);
+  free(h->fns), free(h->count), free(h->trip), free(h->scratch), free(h->rank), free(h->shape);
   free(h);
 }
 
@@ -133,6 +203,77 @@ static cov_status run_host(crt_host *h, const crt_artifact *a, int s, const uint
   else if (bytes)
     memcpy(res.data, got.data, (size_t)bytes);
   cov_tensor_release(&got);
+  return st;
+#endif
+}
+
+#ifdef CRT_WITH_NPU
+/* Output k of part step s into its buffer: its dtype and rank, each dim
+ * the buffer's, or at most its capacity where set at run time. */
+static cov_status part_result(crt_host *h, const crt_artifact *a, int s, int k, const cov_tensor *t, void *dst) {
+  const crt_step *x = &a->steps[s];
+  int b = x->refs[k];
+  const crt_buffer *buf = &a->buffers[b];
+  int fits = t->dtype == buf->dtype && t->rank == buf->rank;
+  for (int d = 0; fits && d < t->rank; d++)
+    fits = buf->dynamic >> d & 1u ? t->shape[d] <= buf->shape[d] : t->shape[d] == buf->shape[d];
+  if (!fits) {
+    char path[64], e1[256], got[160] = "", cap[160] = "";
+    for (int d = 0, n = 0; d < t->rank && d < COV_MAX_RANK; d++)
+      n += snprintf(got + n, sizeof got - (size_t)n, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+    for (int d = 0, n = 0; d < buf->rank; d++)
+      n += snprintf(cap + n, sizeof cap - (size_t)n, "%s%" PRId64 "%s", d ? ", " : "", buf->shape[d],
+                    buf->dynamic >> d & 1u ? " at most" : "");
+    snprintf(path, sizeof path, "steps[%d].out[%d]", s, k - x->n_in);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(a->file, path),
+                     "value '%s' is %s[%s] in this run; its buffer %d holds %s[%s] (the capacity the compiler "
+                     "derived): larger than its capacity",
+                     common_escape(x->values[k], e1, sizeof e1), cov_dtype_name(t->dtype), got, b,
+                     cov_dtype_name(buf->dtype), cap);
+  }
+  int64_t n = cov_tensor_numel(t);
+  if (buf->dynamic && h->max_dynamic && (uint64_t)n > h->max_dynamic) {
+    char path[64], e1[256];
+    snprintf(path, sizeof path, "steps[%d].out[%d]", s, k - x->n_in);
+    return cov_error(COV_OUT_OF_RANGE, COV_AT(a->file, path),
+                     "value '%s' holds %" PRId64 " elements in this run, more than --max-dynamic %" PRIu64,
+                     common_escape(x->values[k], e1, sizeof e1), n, h->max_dynamic);
+  }
+  if (n > 0) memcpy(dst, t->data, (size_t)n * cov_dtype_size(t->dtype));
+  h->rank[b] = t->rank;
+  memcpy(h->shape[b], t->shape, sizeof h->shape[b]);
+  return NULL;
+}
+#endif
+
+/* A part step: the model's values in its input buffers (at the shapes
+ * they hold) make its outputs in the reference interpreter. */
+static cov_status run_part(crt_host *h, const crt_artifact *a, int s, const uint64_t *addr) {
+#ifndef CRT_WITH_NPU
+  (void)h, (void)addr;
+  return step_error(a, s, COV_UNSUPPORTED, "no reference interpreter in this runtime");
+#else
+  const crt_step *x = &a->steps[s];
+  int n_out = x->n_refs - x->n_in;
+  cov_tensor *t = calloc((size_t)x->n_refs + 1, sizeof *t);
+  if (!t) return step_error(a, s, COV_OUT_OF_MEMORY, "out of memory");
+  for (int k = 0; k < x->n_in; k++) {
+    int b = x->refs[k];
+    t[k].dtype = a->buffers[b].dtype, t[k].rank = h->rank[b], t[k].data = at(addr, b);
+    memcpy(t[k].shape, h->shape[b], sizeof t[k].shape);
+  }
+  cov_model_part pt = {x->values, t, (size_t)x->n_in, x->values + x->n_in, t + x->n_in, (size_t)n_out};
+  cov_status st = cov_model_run_part(h->model, &pt);
+  if (st) {
+    char path[64];
+    snprintf(path, sizeof path, "steps[%d]", s);
+    st = cov_status_annotate(st, "%s: %s: part step '%s': ", a->file, path, x->label);
+  }
+  for (int k = 0; k < n_out; k++) {
+    if (!st) st = part_result(h, a, s, x->n_in + k, &t[x->n_in + k], at(addr, x->refs[x->n_in + k]));
+    cov_tensor_release(&t[x->n_in + k]);
+  }
+  free(t);
   return st;
 #endif
 }
@@ -212,6 +353,7 @@ cov_status crt_host_step(crt_host *h, const crt_artifact *a, int s, const uint64
       if (!rd_bool(addr, x->refs[0], 0)) *next = x->target;
       return NULL;
     case CRT_STEP_JUMP: *next = x->target; return NULL;
+    case CRT_STEP_PART: return run_part(h, a, s, addr);
     default: return step_error(a, s, COV_INTERNAL, "not a host step");
   }
 }

@@ -47,7 +47,9 @@ struct crt_session {
   uint64_t *argv_store; /* 8 bytes per argument of every launch */
   void **argv;          /* pointers into argv_store */
   size_t *argv_first;   /* per step: index of its first argument */
-  uint8_t *host;        /* NPU: one host block for every buffer */
+  uint8_t *host;        /* NPU: one host block for every buffer; GPU: the host copies host steps work on */
+  uint64_t *haddr;      /* GPU with host steps: per buffer, its host copy's address */
+  crt_cuda_graph **seg_graphs; /* CUDA, timed with graphs: per first step of a straight segment, its graph */
   char device[200];
 };
 
@@ -296,19 +298,71 @@ static cov_status check_target(const crt_artifact *a) {
 }
 
 /* Host steps and control read and write buffers in host memory: the
- * npu-sim device's. On a GPU they would need the device to wait for the
- * host at every branch, which this runtime does not do yet: refused. */
+ * npu-sim device's own. On a GPU each buffer gets a host copy laid out
+ * like the device's (arena, weights, then inputs and outputs), which a
+ * host step works on (crt_host.c, device-neutral): the buffers it reads
+ * are downloaded after the device finished the segment before it, the
+ * ones it writes uploaded after it. */
 static cov_status open_host(crt_session *s) {
   const crt_artifact *a = s->a;
-  for (int i = 0; i < a->n_steps && s->dev != DEV_NPU; i++)
-    if (a->steps[i].op >= CRT_STEP_COPY) {
-      char path[64];
-      snprintf(path, sizeof path, "steps[%d]", i);
-      return cov_error(COV_UNSUPPORTED, COV_AT(a->file, path),
-                       "host steps and control (format version %d) run on the %s device only", CRT_FORMAT_VERSION_CONTROL,
-                       crt_device_backend(CRT_DEV_NPU));
+  int any = 0;
+  for (int i = 0; i < a->n_steps; i++) any |= a->steps[i].op >= CRT_STEP_COPY;
+  if (s->dev != DEV_NPU && any) {
+    uint64_t total = a->arena_bytes + a->weight_bytes, *off = calloc((size_t)a->n_buffers + 1, sizeof *off);
+    s->haddr = calloc((size_t)a->n_buffers + 1, sizeof *s->haddr);
+    if (!off || !s->haddr) {
+      free(off);
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
     }
-  return crt_host_open(a, &s->hs);
+    for (int i = 0; i < a->n_buffers; i++)
+      if (a->buffers[i].kind == CRT_BUF_INPUT || a->buffers[i].kind == CRT_BUF_OUTPUT)
+        off[i] = total, total += (a->buffers[i].bytes + CRT_ALIGN - 1) / CRT_ALIGN * CRT_ALIGN;
+    s->host = total < CRT_MAX_BYTES ? calloc(1, (size_t)total + 1) : NULL;
+    uint64_t base = (uint64_t)(uintptr_t)s->host;
+    for (int i = 0; s->host && i < a->n_buffers; i++) {
+      const crt_buffer *b = &a->buffers[i];
+      s->haddr[i] = b->kind == CRT_BUF_INPUT || b->kind == CRT_BUF_OUTPUT ? base + off[i]
+                    : b->kind == CRT_BUF_WEIGHT                           ? base + a->arena_bytes + crt_weight_offset(a, i)
+                    : b->kind == CRT_BUF_VIEW                             ? s->haddr[b->of] + b->offset
+                                                                          : base + b->offset;
+    }
+    free(off);
+    if (!s->host) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory (%" PRIu64 " bytes of host copies)", total);
+  }
+  COV_RETURN_IF_ERROR(crt_host_open(a, &s->hs));
+  crt_host_set_max_dynamic(s->hs, s->opts->max_dynamic_elems);
+  return NULL;
+}
+
+/* Buffer b between the device and its host copy (b < 0: none). */
+static cov_status host_xfer(crt_session *s, int b, int up) {
+  if (b < 0) return NULL;
+  size_t n = (size_t)s->a->buffers[b].bytes;
+  void *h = (void *)(uintptr_t)s->haddr[b];
+  return up ? d_upload(s, s->addr[b], h, n) : d_download(s, h, s->addr[b], n);
+}
+
+/* The buffers host step i reads (up == 0: downloaded before it runs)
+ * or writes (up == 1: uploaded after it), as the executor lists them. */
+static cov_status host_io(crt_session *s, int i, int up) {
+  int n_read = 0, n = crt_host_step_buffers(s->a, i, NULL, 0, &n_read);
+  int *bufs = malloc(((size_t)n + 1) * sizeof *bufs);
+  if (!bufs) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  crt_host_step_buffers(s->a, i, bufs, n, &n_read);
+  cov_status st = NULL;
+  for (int k = up ? n_read : 0; k < (up ? n : n_read) && !st; k++) st = host_xfer(s, bufs[k], up);
+  free(bufs);
+  return st;
+}
+
+/* Host step i of a GPU artifact: the segment before it finished, what it
+ * reads brought to the host, run there, what it writes sent back. */
+static cov_status device_host_step(crt_session *s, int i, int *next) {
+  cov_status st = s->dev == DEV_CUDA ? crt_cuda_stream_sync(s->cu, s->stream) : NULL;
+  if (!st) st = host_io(s, i, 0);
+  if (!st) st = crt_host_step(s->hs, s->a, i, s->haddr, next);
+  if (!st) st = host_io(s, i, 1);
+  return st;
 }
 
 cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_session **out) {
@@ -355,6 +409,7 @@ void crt_session_close(crt_session *s) {
   const crt_artifact *a = s->a;
   if (s->dev != DEV_NPU && (s->cu || s->hip)) {
     crt_cuda_graph_destroy(s->cu, s->graph);
+    for (int i = 0; s->seg_graphs && i < a->n_steps; i++) crt_cuda_graph_destroy(s->cu, s->seg_graphs[i]);
     for (int i = 0; s->io_mem && i < a->n_buffers; i++) d_free(s, s->io_mem[i]);
     d_free(s, s->arena), d_free(s, s->weights), d_free(s, s->tmaps);
     for (int i = 0; s->mods && i < a->n_modules; i++)
@@ -369,46 +424,82 @@ void crt_session_close(crt_session *s) {
   crt_cuda_close(s->cu);
   crt_hip_close(s->hip);
   free(s->mods), free(s->fns), free(s->addr), free(s->io_mem), free(s->argv_store), free(s->argv);
-  free(s->argv_first), free(s->host);
+  free(s->argv_first), free(s->host), free(s->haddr), free(s->seg_graphs);
   free(s);
 }
 
-/* Issues every step; on CUDA without waiting (the caller synchronises). */
+/* Device step i (a launch, a fill, an NPU program); on CUDA without
+ * waiting. */
+static cov_status issue_one(crt_session *s, int i) {
+  const crt_artifact *a = s->a;
+  const crt_step *x = &a->steps[i];
+  cov_status st = NULL;
+  if (x->op == CRT_STEP_LAUNCH) {
+    void **args = &s->argv[s->argv_first[i]];
+    st = s->dev == DEV_CUDA
+             ? crt_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)
+             : crt_hip_launch(s->hip, s->mods[x->module], x->kernel, x->grid, x->block, x->shared_bytes, args, NULL);
+  } else if (x->op == CRT_STEP_FILL) {
+    uint64_t p = s->addr[x->buffer] + x->offset;
+    if (s->dev == DEV_CUDA) {
+      st = crt_cuda_memset_async(s->cu, p, (unsigned char)x->value, (size_t)x->bytes, s->stream);
+    } else if (s->dev == DEV_NPU) {
+      memset((void *)(uintptr_t)p, (int)x->value, (size_t)x->bytes);
+    } else {
+      uint8_t *tmp = malloc((size_t)x->bytes + 1);
+      if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+      memset(tmp, (int)x->value, (size_t)x->bytes);
+      st = d_upload(s, p, tmp, (size_t)x->bytes);
+      free(tmp);
+    }
+  } else {
+    st = crt_npu_step(s->npu, a, i, s->addr);
+  }
+  return st ? cov_status_annotate(st, "%s: step %d (%s, group %d): ", a->file, i, x->label, x->group) : NULL;
+}
+
+/* The device steps from i to the next host step (*end): one straight
+ * segment, replayed from its CUDA graph where the session times with
+ * graphs (captured the first time it runs). */
+static cov_status issue_segment(crt_session *s, int i, int *end) {
+  const crt_artifact *a = s->a;
+  int j = i;
+  while (j < a->n_steps && a->steps[j].op < CRT_STEP_COPY) j++;
+  *end = j;
+  if (!s->seg_graphs) {
+    for (int k = i; k < j; k++) COV_RETURN_IF_ERROR(issue_one(s, k));
+    return NULL;
+  }
+  if (!s->seg_graphs[i]) {
+    COV_RETURN_IF_ERROR(crt_cuda_capture_begin(s->cu, s->stream));
+    cov_status ist = NULL;
+    for (int k = i; k < j && !ist; k++) ist = issue_one(s, k);
+    cov_status est = crt_cuda_capture_end(s->cu, s->stream, &s->seg_graphs[i]);
+    if (ist) cov_status_free(est);
+    if (ist || est) return cov_status_annotate(ist ? ist : est, "capturing steps %d to %d in a CUDA graph: ", i, j - 1);
+  }
+  return crt_cuda_graph_launch(s->cu, s->seg_graphs[i], s->stream);
+}
+
+/* Issues every step: straight segments of device steps, on CUDA without
+ * waiting (the caller synchronises), and host steps between them. */
 static cov_status issue(crt_session *s) {
   const crt_artifact *a = s->a;
   cov_status st = NULL;
   int64_t budget = CRT_MAX_RUN_STEPS;
   for (int i = 0, next = 1; i < a->n_steps && !st; i = next) {
     const crt_step *x = &a->steps[i];
-    next = i + 1;
-    if (--budget < 0)
+    if (x->op < CRT_STEP_COPY) {
+      st = issue_segment(s, i, &next);
+      budget -= next - i;
+    } else {
+      st = s->dev == DEV_NPU ? crt_host_step(s->hs, a, i, s->addr, &next) : device_host_step(s, i, &next);
+      if (st) st = cov_status_annotate(st, "%s: step %d (%s, group %d): ", a->file, i, x->label, x->group);
+      budget--;
+    }
+    if (!st && budget < 0)
       return loc_error(a, COV_OUT_OF_RANGE, "a run would execute more than %" PRId64 " steps (loops)",
                        (int64_t)CRT_MAX_RUN_STEPS);
-    if (x->op >= CRT_STEP_COPY) {
-      st = crt_host_step(s->hs, a, i, s->addr, &next);
-    } else if (x->op == CRT_STEP_LAUNCH) {
-      void **args = &s->argv[s->argv_first[i]];
-      st = s->dev == DEV_CUDA
-               ? crt_cuda_launch_async(s->cu, s->fns[i], x->grid, x->block, x->shared_bytes, s->stream, args)
-               : crt_hip_launch(s->hip, s->mods[x->module], x->kernel, x->grid, x->block, x->shared_bytes, args,
-                                   NULL);
-    } else if (x->op == CRT_STEP_FILL) {
-      uint64_t p = s->addr[x->buffer] + x->offset;
-      if (s->dev == DEV_CUDA) {
-        st = crt_cuda_memset_async(s->cu, p, (unsigned char)x->value, (size_t)x->bytes, s->stream);
-      } else if (s->dev == DEV_NPU) {
-        memset((void *)(uintptr_t)p, (int)x->value, (size_t)x->bytes);
-      } else {
-        uint8_t *tmp = malloc((size_t)x->bytes + 1);
-        if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-        memset(tmp, (int)x->value, (size_t)x->bytes);
-        st = d_upload(s, p, tmp, (size_t)x->bytes);
-        free(tmp);
-      }
-    } else {
-      st = crt_npu_step(s->npu, a, i, s->addr);
-    }
-    if (st) st = cov_status_annotate(st, "%s: step %d (%s, group %d): ", a->file, i, x->label, x->group);
   }
   return st;
 }
@@ -505,11 +596,17 @@ cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_in
   for (int k = 0; k < a->n_outputs && !st; k++) {
     const crt_io *io = &a->outputs[k];
     const crt_buffer *b = &a->buffers[io->buffer];
-    size_t n = (size_t)(b->bytes / cov_dtype_size(b->dtype));
-    void *tmp = malloc((size_t)b->bytes + 1);
+    int rank = io->rank;
+    int64_t shape[COV_MAX_RANK];
+    memcpy(shape, io->shape, sizeof shape);
+    if (b->dynamic) crt_host_shape(s->hs, a, io->buffer, &rank, shape); /* the part step's */
+    cov_tensor t = {.dtype = b->dtype, .rank = rank};
+    memcpy(t.shape, shape, sizeof shape);
+    size_t n = (size_t)cov_tensor_numel(&t), bytes = n * cov_dtype_size(b->dtype);
+    void *tmp = malloc(bytes + 1);
     if (!tmp) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    st = d_download(s, tmp, s->addr[io->buffer], (size_t)b->bytes);
-    if (!st) st = cov_tensor_alloc(&outputs[k], io->dtype, io->rank, io->shape);
+    st = d_download(s, tmp, s->addr[io->buffer], bytes);
+    if (!st) st = cov_tensor_alloc(&outputs[k], io->dtype, rank, shape);
     if (!st) convert(tmp, b->dtype, outputs[k].data, io->dtype, n);
     free(tmp);
   }
@@ -540,6 +637,12 @@ cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, c
   }
   int graph = !s->opts->no_graph;
   *how = graph ? "CUDA events around replays of one CUDA graph of every step" : "CUDA events around plain launches";
+  if (graph && s->haddr) { /* host steps: each straight segment its own graph, host steps between */
+    *how = "CUDA events around runs replaying one CUDA graph per straight segment, host steps between them";
+    if (!s->seg_graphs && !(s->seg_graphs = calloc((size_t)s->a->n_steps + 1, sizeof *s->seg_graphs)))
+      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    graph = 0; /* issue() replays the segments' graphs */
+  }
   if (graph && !s->graph) {
     /* captured once: the same launches, replayed without host work */
     st = crt_cuda_capture_begin(s->cu, s->stream);

@@ -114,6 +114,18 @@ static LLVMValueRef amd_dot4_i8(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVM
   return gpu_call_intrinsic(g, "llvm.amdgcn.sdot4", NULL, 0, args, 4);
 }
 
+/* ds_bpermute reads lane (address / 4) of the wave; lanes xor'ed below
+ * 32 stay in their half of a wave of 64 */
+static LLVMValueRef amd_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef lo_args[2] = {gpu_i32(g, -1), gpu_i32(g, 0)};
+  LLVMValueRef lo = gpu_call_intrinsic(g, "llvm.amdgcn.mbcnt.lo", NULL, 0, lo_args, 2);
+  LLVMValueRef hi_args[2] = {gpu_i32(g, -1), lo};
+  LLVMValueRef lane = gpu_call_intrinsic(g, "llvm.amdgcn.mbcnt.hi", NULL, 0, hi_args, 2);
+  LLVMValueRef addr = LLVMBuildShl(g->b, LLVMBuildXor(g->b, lane, gpu_i32(g, mask), ""), gpu_i32(g, 2), "");
+  LLVMValueRef args[2] = {addr, x};
+  return gpu_call_intrinsic(g, "llvm.amdgcn.ds.bpermute", NULL, 0, args, 2);
+}
+
 static LLVMValueRef amd_exp2(gpu_gen *g, LLVMValueRef x) {
   return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); /* v_exp_f32 */
 }
@@ -149,6 +161,7 @@ const gpu_target_ops amdgpu_target_ops = {
     .async_wait = NULL,
     .exp2 = amd_exp2,
     .dot4_i8 = amd_dot4_i8,
+    .lane_xor = amd_lane_xor,
     .matrix_frag = amd_matrix_frag,
     .matrix_shapes = amd_matrix_shapes,
 };

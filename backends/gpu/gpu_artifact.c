@@ -42,6 +42,25 @@ static void gpu_mstep_args(const gpu_mstep *s, const int *map, crt_arg *args) {
     args[k] = crt_tmap_arg(args[k].buffer, 0, (uint64_t)d[k][0], (uint64_t)d[k][1], (uint32_t)d[k][2], (uint32_t)d[k][3]);
 }
 
+/* A host step or control step of a model with a Loop or If
+ * (gpu_mprogram.c): the artifact's step of the same name, its buffers
+ * mapped; its target is set once every step is in (a loop names its later
+ * next), the same index in both (one artifact step per plan step).
+ * Format version 5. */
+static void add_control(crt_builder *b, const gpu_mstep *s, const int *map) {
+  static const crt_step_op ops[] = {[GPU_STEP_COPY] = CRT_STEP_COPY, [GPU_STEP_LOOP] = CRT_STEP_LOOP,
+                                    [GPU_STEP_NEXT] = CRT_STEP_NEXT, [GPU_STEP_IF] = CRT_STEP_IF,
+                                    [GPU_STEP_JUMP] = CRT_STEP_JUMP};
+  int refs[GPU_CDL_MAX_ARGS];
+  for (int k = 0; k < s->n_args; k++) refs[k] = s->args[k] < 0 ? -1 : map[s->args[k]];
+  if (s->op == GPU_STEP_COPY) {
+    crt_add_copy(b, s->group, s->label, refs[0], refs[1]);
+    return;
+  }
+  int i = crt_add_control(b, ops[s->op], s->group, s->label, refs, s->n_args);
+  if (i >= 0 && s->op == GPU_STEP_NEXT) crt_set_carried(b, i, s->n_carry); /* else the builder keeps the error */
+}
+
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
@@ -60,7 +79,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   for (int i = 0; i < p->n_steps; i++) {
     const gpu_mstep *s = &p->steps[i];
     if (s->op == GPU_STEP_FILL && s->fill_buf >= 0 && s->fill_buf < p->n_bufs) used[s->fill_buf] = 1;
-    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++)
+    for (int k = 0; s->op != GPU_STEP_FILL && k < s->n_args; k++)
       if (s->args[k] >= 0 && s->args[k] < p->n_bufs) used[s->args[k]] = 1;
   }
   cov_status st = NULL;
@@ -97,6 +116,10 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   }
   for (int i = 0; i < p->n_steps && !st; i++) {
     const gpu_mstep *s = &p->steps[i];
+    if (s->op >= GPU_STEP_COPY) {
+      add_control(b, s, map);
+      continue;
+    }
     if (s->op == GPU_STEP_FILL) {
       const gpu_mbuf *x = &p->bufs[s->fill_buf];
       crt_add_fill(b, s->group, s->label, map[s->fill_buf], 0, (uint64_t)x->numel * cov_dtype_size(x->dtype), 0);
@@ -111,6 +134,8 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
     crt_add_launch(b, s->group, s->label, mods[s->module], s->kernel, s->grid, s->block, s->shared_bytes, args,
                    s->n_args);
   }
+  for (int i = 0; i < p->n_steps && !st; i++)
+    if (p->steps[i].op > GPU_STEP_COPY) crt_set_target(b, i, p->steps[i].target);
   free(mods), free(map), free(used);
   if (st) {
     crt_builder_free(b);

@@ -5,7 +5,8 @@
  * Q, K, V and O are [heads][seq][dim] row-major 16-bit tensors (heads =
  * batch x attention heads, torch's [B][H][S][D] contiguous); O is written in
  * the input dtype, rounded once from f32, as torch's
- * scaled_dot_product_attention writes it. Kernel arguments (Q, K, V, O). */
+ * scaled_dot_product_attention writes it. Kernel arguments (Q, K, V, O),
+ * and the additive mask where `mask`. */
 #ifndef COV_GPU_ATTN_H
 #define COV_GPU_ATTN_H
 
@@ -16,7 +17,31 @@
 typedef struct gpu_attn {
   int64_t batch, heads, seq, dim; /* the layer: [batch][heads][seq][dim] */
   cov_dtype in_dtype;             /* f16 or bf16 */
-  float scale;                    /* 1/sqrt(dim) */
+  float scale;                    /* 1/sqrt(dim), or the model's scale (gpu_mattn.c) */
+  /* keys past `keys` (< seq: a sequence padded to the tiles) and, when
+   * causal, keys after the query row score -inf; key 0 is never masked,
+   * so every row's first block sets its running max */
+  int64_t keys;
+  bool causal;
+  /* mask: an f32 additive mask, a fifth argument: [heads?][keys][keys]
+   * values added to the scaled scores of the valid rows and keys (head h
+   * at h * mask_head elements: 0, one mask for every head), sums clamped
+   * to the lowest finite float (a row every key of which is masked by
+   * the lowest float weighs its keys equally, as the separate kernels do) */
+  bool mask;
+  int64_t mask_head;
+  /* element offsets of K and V from their arguments (0: as given; a model
+   * passes one buffer holding Q, K and V, gpu_mattn.c) */
+  int64_t k_off, v_off;
+  /* Q, K and V laid out as [heads][in_seq][in_dim] (seq, dim: the tiles'
+   * sizes); rows past in_seq and columns past in_dim (a multiple of 8)
+   * are read as zeros (asynchronous copies that read nothing) */
+  int64_t in_seq, in_dim;
+  /* out_f32: O written as f32 [heads][out_seq][out_dim], only rows below
+   * out_seq and columns below out_dim (a multiple of 8): the unpadded
+   * result a model's next kernels read; else O as Q */
+  bool out_f32;
+  int64_t out_seq, out_dim;
   /* schedule: bm query rows per workgroup, wm (16 or 32) per warp, whose
    * Q fragments stay in registers (K and V fragments are read from shared
    * memory once for both 16-row blocks of a 32-row warp), bn keys per step
@@ -47,6 +72,10 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
+
+/* The floor of an additively masked score (the sum of score and mask /
+ * scale, before the scale): finite once scaled. */
+double gpu_attn_mask_floor(const gpu_attn *a);
 
 /* What the vendor's build reads of a plan (threads, dtype, matrix shape). */
 void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p);

@@ -3,6 +3,7 @@
  * code object by its vendor. */
 #include <string.h>
 
+#include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_target.h"
 #include "backends/gpu/gpu_mplan.h"
@@ -34,6 +35,22 @@ cov_status gpu_build_ew_kernel(const gpu_target *t, const struct gpu_ew *e, cons
   plan.threads = GPU_EW_THREADS;
   plan.prob.in_dtype = COV_F32;
   cov_status st = gpu_lower_ew(e, t->ops, mod, kernel);
+  if (!st) st = t->vendor->build(mod, t->acg, &plan, 0, out, out_size, info);
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return st;
+}
+
+cov_status gpu_build_attn_kernel(const gpu_target *t, const gpu_attn *a, const char *kernel, char **out,
+                                 size_t *out_size, gpu_kernel_info *info) {
+  *out = NULL;
+  *out_size = 0;
+  memset(info, 0, sizeof *info);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(kernel, ctx);
+  gpu_plan plan; /* what the vendor reads of a plan: threads, dtype, matrix shape */
+  gpu_attn_vendor_plan(a, &plan);
+  cov_status st = gpu_lower_attn(a, t->ops, mod, kernel);
   if (!st) st = t->vendor->build(mod, t->acg, &plan, 0, out, out_size, info);
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);

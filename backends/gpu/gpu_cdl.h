@@ -22,6 +22,12 @@
  * interpreter reports it) and an integer division by zero gives 0 (the
  * interpreter reports it).
  *
+ * A work item is one thread, or a team of GPU_CDL_LANES lanes of one warp
+ * (gpu_cdl_team.c says when): the lanes share the item's loop nests,
+ * iteration i of a nest run by lane i mod GPU_CDL_LANES, and a scalar
+ * accumulated in a nest (s = add / mac / max / min(s, ...)) is combined
+ * across the lanes by butterfly exchanges in a fixed order.
+ *
  * Kernel ABI: one global pointer per input, output and shaped local, in
  * that order; GPU_EW_THREADS threads per workgroup, a 1-D grid. */
 #ifndef COV_GPU_CDL_H
@@ -35,6 +41,11 @@
 #include "covenant/codelet.h"
 
 enum { GPU_CDL_MAX_ATTRS = 24, GPU_CDL_MAX_IO = 16, GPU_CDL_MAX_ARGS = 48 };
+/* lanes of a team; the shortest loop nest worth a team (its iterations);
+ * from how many work items a team needs a nest of GPU_CDL_TEAM_LONG
+ * iterations (so many items fill the GPU as single threads, neighbouring
+ * ones reading neighbouring elements) */
+enum { GPU_CDL_LANES = 32, GPU_CDL_TEAM_MIN = 32, GPU_CDL_TEAM_ITEMS = 16384, GPU_CDL_TEAM_LONG = 256 };
 
 /* One codelet call, self-contained apart from the codelet (borrowed from
  * the model's library). Zero-initialise before filling: calls are
@@ -58,8 +69,11 @@ typedef struct gpu_cdl_info {
   int64_t shape[GPU_CDL_MAX_ARGS][COV_MAX_RANK];
   int64_t numel[GPU_CDL_MAX_ARGS];
   int zero[GPU_CDL_MAX_ARGS];             /* outputs / workspaces to zero before the launch */
-  int n_par;                              /* loops on the grid (0: one thread) */
-  int64_t threads;                        /* work items */
+  int n_par;                              /* loops on the grid (0: one work item) */
+  int64_t items;                          /* work items */
+  int lanes;                              /* threads per work item: 1 or GPU_CDL_LANES */
+  int64_t threads;                        /* items * lanes */
+  int64_t serial;                         /* statements one thread runs (the longest item's bound) */
 } gpu_cdl_info;
 
 /* Binds the call, picks the grid loops and says what the launch needs.
@@ -83,6 +97,26 @@ typedef struct gpu_cdl_bound {
 } gpu_cdl_bound;
 cov_status gpu_cdl_bind(const gpu_cdl_call *k, gpu_cdl_bound *out);
 void gpu_cdl_unbind(gpu_cdl_bound *k);
+
+/* One index of an access under the call's values: constant c0 plus
+ * coef[t] * loop[t] (terms of loops that never move dropped). */
+typedef struct gpu_cdl_form {
+  int64_t c0;
+  int n;
+  int loop[CDL_MAX_LOOP_DEPTH];
+  int64_t coef[CDL_MAX_LOOP_DEPTH];
+} gpu_cdl_form;
+/* Index d of access a as a form; 0 when it cannot be evaluated. */
+int gpu_cdl_form_of(const gpu_cdl_bound *k, const cdl_access *a, int d, gpu_cdl_form *f);
+
+/* Teams (gpu_cdl_team.c): sets k->info.lanes and .serial once the grid is
+ * chosen. gpu_cdl_nest: the perfect nest of loops starting at loop
+ * statement s (outermost first), its depth returned. gpu_cdl_team_acc:
+ * how scalar local `op` combines across lanes in the nest whose outermost
+ * loop is `outer` (COV_OP_ADD, MAX or MIN; 0: it is no accumulator). */
+void gpu_cdl_plan_team(gpu_cdl_bound *k);
+int gpu_cdl_nest(const cdl_stmt *s, const cdl_loop **chain);
+int gpu_cdl_team_acc(const gpu_cdl_bound *k, const cdl_loop *outer, int op);
 
 /* The call as kernel `name` in mod (gpu_cdl_analyse's grid). */
 cov_status gpu_lower_cdl(const gpu_cdl_call *k, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);

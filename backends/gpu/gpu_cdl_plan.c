@@ -6,46 +6,21 @@
 #include "backends/gpu/gpu_cdl.h"
 #include "backends/gpu/gpu_mplan.h"
 
-/* One dim of an access: its evaluated affine form. */
-typedef struct dimform {
-  int64_t c0;
-  int n;
-  int loop[CDL_MAX_LOOP_DEPTH];
-  int64_t coef[CDL_MAX_LOOP_DEPTH];
-} dimform;
-
 static int is_par(const gpu_cdl_bound *k, int n_par, int loop) {
   for (int j = 0; j < n_par; j++)
     if (k->par[j] == loop) return 1;
   return 0;
 }
 
-/* The affine form of index d of access a under the call's values (terms
- * that never move dropped); 0 when it cannot be evaluated. */
-static int form_of(const gpu_cdl_bound *k, const cdl_access *a, int d, dimform *f) {
-  const cdl_affine *af = &a->aff[d];
-  memset(f, 0, sizeof *f);
-  cov_status st = cdl_eval(af->constant, &k->env, &f->c0);
-  for (size_t t = 0; t < af->n_terms && !st; t++) {
-    int64_t coef;
-    st = cdl_eval(af->coefs[t], &k->env, &coef);
-    if (st || coef == 0 || k->extent[af->loops[t]] <= 1) continue;
-    if (f->n == CDL_MAX_LOOP_DEPTH) return 0;
-    f->loop[f->n] = af->loops[t], f->coef[f->n++] = coef;
-  }
-  cov_status_free(st);
-  return !st;
-}
-
 /* The grid part of a written tensor's access: per dim, its form if it
  * names a grid loop; 0 when it mixes grid and other loops, leaves a grid
  * loop out, or is not injective (positive coefficients, each at least the
  * span of the smaller ones: mixed radix). */
-static int grid_sig(const gpu_cdl_bound *k, int n_par, const cdl_access *a, dimform *sig, int *has) {
+static int grid_sig(const gpu_cdl_bound *k, int n_par, const cdl_access *a, gpu_cdl_form *sig, int *has) {
   int rank = k->c->operands[a->operand].rank, seen = 0;
   for (int d = 0; d < rank; d++) {
-    dimform f;
-    if (!form_of(k, a, d, &f)) return 0;
+    gpu_cdl_form f;
+    if (!gpu_cdl_form_of(k, a, d, &f)) return 0;
     int np = 0;
     for (int t = 0; t < f.n; t++) np += is_par(k, n_par, f.loop[t]);
     has[d] = np > 0;
@@ -80,7 +55,7 @@ typedef struct walk {
   int ok;
   unsigned char defined[CDL_MAX_OPERANDS * 3];
   int have[CDL_MAX_OPERANDS * 3]; /* written tensors: their signature is set */
-  dimform sig[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
+  gpu_cdl_form sig[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
   int sig_has[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
   int64_t covers[CDL_MAX_OPERANDS * 3]; /* a write's grid part covers every element */
   int reads[CDL_MAX_OPERANDS * 3];      /* a written tensor is read too (from its zeros) */
@@ -102,7 +77,7 @@ static int written_tensor(const cdl_codelet *c, int op) {
 
 /* Whether the signature covers the tensor exactly (every dim a grid
  * combination from 0 with no gaps). */
-static int covers(const gpu_cdl_bound *k, int op, const dimform *sig, const int *has) {
+static int covers(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const int *has) {
   int rank = k->c->operands[op].rank;
   for (int d = 0; d < rank; d++) {
     /* a dim of extent 1 is covered by index 0: its loop's terms were
@@ -121,8 +96,8 @@ static int covers(const gpu_cdl_bound *k, int op, const dimform *sig, const int 
 
 static int no_grid_terms(walk *w, const cdl_access *a) {
   for (int d = 0; d < w->k->c->operands[a->operand].rank; d++) {
-    dimform f;
-    if (!form_of(w->k, a, d, &f)) return 0;
+    gpu_cdl_form f;
+    if (!gpu_cdl_form_of(w->k, a, d, &f)) return 0;
     for (int t = 0; t < f.n; t++)
       if (is_par(w->k, w->n_par, f.loop[t])) return 0;
   }
@@ -131,8 +106,8 @@ static int no_grid_terms(walk *w, const cdl_access *a) {
 
 static int same_element(const gpu_cdl_bound *k, const cdl_access *a, const cdl_access *b) {
   for (int d = 0; d < k->c->operands[a->operand].rank; d++) {
-    dimform fa, fb;
-    if (!form_of(k, a, d, &fa) || !form_of(k, b, d, &fb) || fa.c0 != fb.c0 || fa.n != fb.n) return 0;
+    gpu_cdl_form fa, fb;
+    if (!gpu_cdl_form_of(k, a, d, &fa) || !gpu_cdl_form_of(k, b, d, &fb) || fa.c0 != fb.c0 || fa.n != fb.n) return 0;
     for (int t = 0; t < fa.n; t++)
       if (fa.loop[t] != fb.loop[t] || fa.coef[t] != fb.coef[t]) return 0;
   }
@@ -141,12 +116,12 @@ static int same_element(const gpu_cdl_bound *k, const cdl_access *a, const cdl_a
 
 /* A write whose loops enumerate every element of its tensor once. */
 static int writes_all(const gpu_cdl_bound *k, const cdl_access *a) {
-  dimform sig[COV_MAX_RANK];
+  gpu_cdl_form sig[COV_MAX_RANK];
   int has[COV_MAX_RANK];
   int rank = k->c->operands[a->operand].rank;
   for (int d = 0; d < rank; d++) {
-    if (!form_of(k, a, d, &sig[d])) return 0;
-    dimform *f = &sig[d];
+    if (!gpu_cdl_form_of(k, a, d, &sig[d])) return 0;
+    gpu_cdl_form *f = &sig[d];
     for (int t = 1; t < f->n; t++)
       for (int u = t; u > 0 && f->coef[u - 1] > f->coef[u]; u--) {
         int64_t c = f->coef[u];
@@ -188,7 +163,7 @@ static void check_tensor(walk *w, const blk *bk, const cdl_access *a, int is_wri
     w->ok = 0;
     return;
   }
-  dimform sig[COV_MAX_RANK];
+  gpu_cdl_form sig[COV_MAX_RANK];
   int has[COV_MAX_RANK] = {0};
   if (!grid_sig(w->k, w->n_par, a, sig, has)) {
     w->ok = 0;
@@ -294,11 +269,14 @@ static cov_status fill_info(gpu_cdl_bound *k, const int64_t *covered) {
   const cdl_codelet *c = k->c;
   gpu_cdl_info *in = &k->info;
   int n = 0;
-  in->threads = 1;
-  for (int j = 0; j < in->n_par; j++) in->threads *= k->extent[k->par[j]] > 0 ? k->extent[k->par[j]] : 0;
-  if (in->threads / GPU_EW_THREADS >= INT32_MAX)
-    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->file, c->name), "codelet '%s': %lld work items", c->name,
-                     (long long)in->threads);
+  in->items = 1;
+  for (int j = 0; j < in->n_par; j++)
+    if (__builtin_mul_overflow(in->items, k->extent[k->par[j]] > 0 ? k->extent[k->par[j]] : 0, &in->items))
+      return cov_error(COV_OUT_OF_RANGE, GPU_LOC(c->file, c->name), "codelet '%s': too many work items", c->name);
+  gpu_cdl_plan_team(k);
+  if (__builtin_mul_overflow(in->items, (int64_t)in->lanes, &in->threads) || in->threads / GPU_EW_THREADS >= INT32_MAX)
+    return cov_error(COV_UNSUPPORTED, GPU_LOC(c->file, c->name), "codelet '%s': %lld work items of %d threads",
+                     c->name, (long long)in->items, in->lanes);
   for (int op = 0; op < c->n_inputs + c->n_outputs + c->n_locals; op++) {
     const cdl_operand *o = &c->operands[op];
     if (o->role == CDL_LOCAL && o->rank == 0) continue;
@@ -312,7 +290,7 @@ static cov_status fill_info(gpu_cdl_bound *k, const int64_t *covered) {
         return cov_error(COV_OUT_OF_RANGE, GPU_LOC(c->file, c->name), "codelet '%s': operand '%s' is too large", c->name,
                          o->name);
     }
-    if (k->priv[op] && __builtin_mul_overflow(in->numel[n], in->threads, &in->numel[n]))
+    if (k->priv[op] && __builtin_mul_overflow(in->numel[n], in->items, &in->numel[n]))
       return cov_error(COV_OUT_OF_RANGE, GPU_LOC(c->file, c->name), "codelet '%s': local '%s' is too large", c->name,
                        o->name);
     if (k->priv[op]) in->rank[n] = 1, in->shape[n][0] = in->numel[n];

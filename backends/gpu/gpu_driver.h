@@ -25,6 +25,9 @@ typedef struct gpu_target {
   /* models: activations stay f32 NCHW between kernels (no channels-last
    * pass, gpu_model_channels_last); cov_gpu_options.f32_activations */
   int f32_activations;
+  /* the operand dtype it was opened for: COV_F32 gives a compiled model's
+   * matrix kernels f32 operands and weights (the FMA path) instead of f16 */
+  cov_dtype dtype;
 } gpu_target;
 
 typedef struct gpu_kernel_info {
@@ -44,6 +47,11 @@ cov_status gpu_build_kernel(const gpu_target *t, const gpu_plan *plan, const cha
 struct gpu_ew;
 cov_status gpu_build_ew_kernel(const gpu_target *t, const struct gpu_ew *e, const char *kernel, char **out,
                                size_t *out_size, gpu_kernel_info *info);
+/* Lowers fused attention `a` (struct gpu_attn, gpu_attn.h) as `kernel` and
+ * emits the target's code object. */
+struct gpu_attn;
+cov_status gpu_build_attn_kernel(const gpu_target *t, const struct gpu_attn *a, const char *kernel, char **out,
+                                 size_t *out_size, gpu_kernel_info *info);
 cov_status gpu_compile_one(const gpu_target *t, const cov_gpu_options *opts, const char *spec,
                            gpu_layer *layer, gpu_plan *plan, char **code, size_t *code_size,
                            gpu_kernel_info *info);

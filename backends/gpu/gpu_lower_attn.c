@@ -23,6 +23,7 @@
  * lane / 4), so the softmax statistics are two values per thread and block. */
 #include "backends/gpu/gpu_attn.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "backends/gpu/gpu_ir.h"
@@ -96,6 +97,9 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                      target->name);
   out->batch = batch, out->heads = heads, out->seq = seq, out->dim = dim, out->in_dtype = in_dtype;
   out->scale = (float)(1.0 / sqrt((double)dim));
+  out->keys = seq;
+  out->out_seq = seq, out->out_dim = dim;
+  out->in_seq = seq, out->in_dim = dim;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
   out->grid[0] = (unsigned)(seq / bm), out->grid[1] = (unsigned)(batch * heads), out->grid[2] = 1;
@@ -108,8 +112,10 @@ typedef struct attn_k {
   gpu_gen *g;
   const gpu_attn *a;
   const gpu_frag_ops *fr;
-  LLVMValueRef tid, warp, head_off; /* head_off: element offset of this head's [seq][dim] */
-  LLVMValueRef q, k, v, o, smem;
+  LLVMValueRef tid, warp, head, head_off; /* head_off: element offset of this head's [seq][dim] */
+  LLVMValueRef wrow;                /* the first query row of the warp's accumulators */
+  LLVMValueRef mrow, kbase;         /* softmax_step's row block (first row) and key block (first key) */
+  LLVMValueRef q, k, v, o, mask, smem;
   LLVMTypeRef v4i32, v2h;
 } attn_k;
 
@@ -131,8 +137,31 @@ static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
  * a thread's chunks are one shared and one global address plus constant
  * offsets: a base register each instead of two 64-bit addresses per chunk
  * held across the key loop (48 registers at 128 keys). */
+/* copy_rows from an unpadded [in_seq][in_dim] tensor: chunks of rows past
+ * in_seq or columns past in_dim written as zeros, reading nothing (their
+ * addresses clamped inside the tensor all the same). */
+static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  int per_row = (int)a->dim / 8, chunks = t->rows * per_row, threads = a->threads;
+  LLVMValueRef base = mul(g, s->head, C(a->in_seq * a->in_dim));
+  for (int i = 0; i < chunks / threads; i++) {
+    LLVMValueRef c = add(g, s->tid, C(i * threads));
+    LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8)), r = add(g, row0, row);
+    LLVMValueRef rok = ult(g, r, a->in_seq), cok = ult(g, col, a->in_dim);
+    LLVMValueRef rc = LLVMBuildSelect(g->b, rok, r, C(a->in_seq - 1), "");
+    LLVMValueRef cc = LLVMBuildSelect(g->b, cok, col, C(a->in_dim - 8), "");
+    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(a->in_dim)), cc));
+    g->target->async_copy16_zfill(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx), and1(g, rok, cok));
+  }
+}
+
 static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
   gpu_gen *g = s->g;
+  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim) {
+    copy_rows_zfill(s, src, row0, t);
+    return;
+  }
   int per_row = (int)s->a->dim / 8, chunks = t->rows * per_row, threads = s->a->threads;
   if (threads % per_row == 0 && (threads / per_row) % 8 == 0) {
     int rstep = threads / per_row;
@@ -205,6 +234,46 @@ static LLVMValueRef quad_reduce(attn_k *s, LLVMValueRef x, int is_max) {
   return x;
 }
 
+/* The lowest masked score: finite after the softmax's scaling to log2
+ * units, so that a row whose every key is masked weighs them equally. */
+double gpu_attn_mask_floor(const gpu_attn *a) {
+  double c = (double)a->scale * 1.4426950408889634;
+  return -FLT_MAX / 4.0 / (c > 1.0 ? c : 1.0);
+}
+
+/* Scores of masked keys (past a->keys, or after the row when causal) set
+ * to -inf: accumulator n*4 + 2h + e of a thread holds row mrow + lane/4 +
+ * 8h, key kbase + 8n + 2(lane%4) + e (m16n8 fragments, and the warpgroup
+ * accumulators seen per warp). */
+static void mask_scores(attn_k *s, LLVMValueRef *sacc) {
+  const gpu_attn *a = s->a;
+  if (!a->causal && !a->mask && a->keys >= a->seq) return;
+  gpu_gen *g = s->g;
+  LLVMValueRef grp = udiv(g, g->lane, 4), key0 = add(g, s->kbase, mul(g, urem(g, g->lane, 4), C(2)));
+  LLVMValueRef ninf = fconst(g, -INFINITY), last = C(a->keys - 1);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef row = add(g, s->mrow, add(g, grp, C(8 * h)));
+    LLVMValueRef mrow = NULL; /* the mask's row (a padded row reads the last one) */
+    if (a->mask) {
+      LLVMValueRef r = LLVMBuildSelect(g->b, ult(g, row, a->keys), row, last, "");
+      mrow = add(g, mul(g, s->head, C(a->mask_head)), mul(g, r, C(a->keys)));
+    }
+    for (int n = 0; n < a->bn / 8; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef key = add(g, key0, C(8 * n + e)), ok = ult(g, key, a->keys);
+        if (a->causal) ok = and1(g, ok, LLVMBuildICmp(g->b, LLVMIntULE, key, row, ""));
+        LLVMValueRef *v = &sacc[n * 4 + 2 * h + e];
+        if (mrow) { /* s + mask / scale, so that the scaled score is s * scale + mask */
+          LLVMValueRef kc = LLVMBuildSelect(g->b, ok, key, last, "");
+          LLVMValueRef mv = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, s->mask, add(g, mrow, kc)), "");
+          LLVMValueRef x = LLVMBuildFAdd(g->b, *v, LLVMBuildFMul(g->b, mv, fconst(g, 1.0 / a->scale), ""), "");
+          *v = fmax_sel(g, x, fconst(g, gpu_attn_mask_floor(a)));
+        }
+        *v = LLVMBuildSelect(g->b, ok, *v, ninf, "");
+      }
+  }
+}
+
 /* The online softmax of one key block for one 16-row block: sacc holds S
  * (bn/8 m16n8 fragments), st O's accumulators (dim/8 x 4), then m[2] and
  * l[2]; P goes to pk as 16-bit pairs (pk[n][h]: rows g + 8h, columns of
@@ -216,6 +285,7 @@ static void softmax_step(attn_k *s, LLVMValueRef *sacc, LLVMValueRef *st, LLVMVa
   double c = (double)s->a->scale * 1.4426950408889634; /* log2(e) */
   LLVMValueRef *o = st, *m = o + 4 * nd, *l = m + 2;
   LLVMValueRef (*ex)(gpu_gen *, LLVMValueRef) = g->target->exp2_ftz ? g->target->exp2_ftz : g->target->exp2;
+  mask_scores(s, sacc);
   for (int h = 0; h < 2; h++) {
     LLVMValueRef v[ATTN_MAX_BN / 4], p[ATTN_MAX_BN / 8][2];
     for (int i = 0; i < 2 * nk; i++) v[i] = sacc[i / 2 * 4 + 2 * h + i % 2];
@@ -275,7 +345,10 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
       }
     }
   LLVMValueRef pk[2][ATTN_MAX_BN / 8][2];
-  for (int mb = 0; mb < mw; mb++) softmax_step(s, sacc[mb], st[mb], pk[mb], NULL);
+  for (int mb = 0; mb < mw; mb++) {
+    s->mrow = add(g, s->wrow, C(16 * mb));
+    softmax_step(s, sacc[mb], st[mb], pk[mb], NULL);
+  }
   for (int kk = 0; kk < nk / 2; kk++) {
     LLVMValueRef a[2];
     for (int mb = 0; mb < mw; mb++) a[mb] = p_frag(s, pk[mb], kk);
@@ -290,7 +363,29 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
   }
 }
 
-/* O / l of m-block mb, rounded to the input dtype, two columns per store */
+/* Rows g and g+8 (h) of O as f32 into the unpadded [heads][out_seq]
+ * [out_dim] result: two columns per 8-byte store, rows past out_seq and
+ * column fragments past out_dim not stored. */
+static void store_f32(attn_k *s, LLVMValueRef row, LLVMValueRef *o, int h, LLVMValueRef inv) {
+  gpu_gen *g = s->g;
+  const gpu_attn *a = s->a;
+  LLVMValueRef t2 = mul(g, urem(g, g->lane, 4), C(2));
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, row, a->out_seq), &join);
+  LLVMValueRef base = add(g, mul(g, s->head, C(a->out_seq * a->out_dim)), mul(g, row, C(a->out_dim)));
+  LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
+  for (int n = 0; n < (int)a->out_dim / 8; n++) {
+    LLVMValueRef v = LLVMGetUndef(v2f);
+    v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, ""), C(0), "");
+    v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h + 1], inv, ""), C(1), "");
+    LLVMValueRef ptr = gept(g, g->f32, s->o, add(g, base, add(g, C(n * 8), t2)));
+    LLVMSetAlignment(LLVMBuildStore(g->b, v, ptr), 8);
+  }
+  end_if(g, join);
+}
+
+/* O / l of m-block mb, rounded to the input dtype, two columns per store
+ * (or as f32, store_f32) */
 static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
   gpu_gen *g = s->g;
   int nd = (int)s->a->dim / 8;
@@ -300,6 +395,10 @@ static void attn_store(attn_k *s, LLVMValueRef q0, int mb, LLVMValueRef *st) {
     LLVMValueRef inv = LLVMBuildFDiv(g->b, fconst(g, 1.0), quad_reduce(s, l[h], 0), "");
     int rw = s->a->wm == 64 ? 16 : s->a->wm; /* a warpgroup's warps hold 16 rows each */
     LLVMValueRef row = add(g, add(g, q0, mul(g, s->warp, C(rw))), add(g, grp, C(16 * mb + 8 * h)));
+    if (s->a->out_f32) {
+      store_f32(s, row, o, h, inv);
+      continue;
+    }
     LLVMValueRef base = add(g, s->head_off, mul(g, row, C(s->a->dim)));
     for (int n = 0; n < nd; n++) {
       LLVMValueRef x = LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, "");
@@ -399,6 +498,7 @@ static void wg_first_block(attn_k *s, LLVMValueRef q0, gpu_tile *qt, LLVMValueRe
   t->wg_fence(g);
   wg_scores(s, qt, *row0, C(0), sacc);
   t->wg_wait(g, 0, sacc, 4 * nk);
+  s->kbase = C(0);
   softmax_step(s, sacc, st, pk, NULL);
 }
 
@@ -475,6 +575,7 @@ static void attn_wg(attn_k *s, LLVMValueRef q0) {
   wg_scores(s, &qt, row0, LLVMBuildAnd(g->b, j, C(1), ""), sacc);
   wg_values(s, pprev, LLVMBuildAnd(g->b, add(g, j, C(1)), C(1), ""), st);
   t->wg_wait(g, 1, sacc, 4 * nk);
+  s->kbase = mul(g, j, C(a->bn));
   softmax_step(s, sacc, st, pk, alpha);
   wg_wait_pv(s, st, pprev);
   for (int n = 0; n < nd; n++)
@@ -525,6 +626,7 @@ static void attn_wg_chain(attn_k *s, LLVMValueRef q0) {
   t->wg_wait(g, 0, v, 4 * nd + 4 * nk + np);
   for (int i = 0; i < 4 * nd; i++) st[i] = v[i];
   for (int i = 0; i < 4 * nk; i++) sacc[i] = v[4 * nd + i];
+  s->kbase = mul(g, j, C(a->bn));
   softmax_step(s, sacc, st, pk, NULL);
   wg_carry_close(s, &lp, st, pk, starts, phis, outs);
   /* the last block's P V (V_last awaited) */
@@ -545,8 +647,11 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->g = g, s->a = a, s->fr = target->matrix_frag(&vp);
   if (!s->fr || !s->fr->load_b2 || !target->shfl_xor || !target->async_copy16)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "target %s: no fused attention", target->name);
-  gpu_add_kernel(g, name);
+  gpu_add_kernel_n(g, name, a->mask ? 5 : 4);
+  if (a->mask) s->mask = LLVMGetParam(g->fn, 4);
   s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
+  if (a->k_off) s->k = gept(g, g->in_t, s->k, C(a->k_off));
+  if (a->v_off) s->v = gept(g, g->in_t, s->v, C(a->v_off));
   s->o = LLVMGetParam(g->fn, 3);
   s->smem = target->shared_array(g, a->shared_bytes);
   int wg = a->wm == 64;
@@ -559,8 +664,10 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   s->tid = target->thread_id(g);
   g->lane = urem(g, s->tid, 32);
   s->warp = udiv(g, s->tid, 32);
-  s->head_off = mul(g, target->block_id(g, 1), C(a->seq * a->dim));
+  s->head = target->block_id(g, 1);
+  s->head_off = mul(g, s->head, C(a->seq * a->dim));
   LLVMValueRef q0 = mul(g, target->block_id(g, 0), C(a->bm));
+  s->wrow = s->mrow = add(g, q0, mul(g, s->warp, C(wg ? 16 : a->wm)));
   if (wg && (a->pipe || a->chain)) {
     if (a->chain)
       attn_wg_chain(s, q0);
@@ -608,6 +715,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   end_if(g, join);
   target->async_commit(g);
   LLVMValueRef *stp[2] = {st, st + nst};
+  s->kbase = mul(g, j, C(a->bn));
   if (wg)
     attn_block_wg(s, LLVMBuildAnd(g->b, j, C(1), ""), &qt, st);
   else

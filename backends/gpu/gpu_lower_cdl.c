@@ -20,6 +20,8 @@ typedef struct cg {
   LLVMValueRef ptr[CDL_MAX_OPERANDS * 3]; /* tensors: global pointers; scalar locals: allocas */
   LLVMValueRef *lv;                       /* per loop id: the counter (i64) */
   LLVMValueRef item;                      /* the work item (i64) */
+  LLVMValueRef lane;                      /* the lane in its team (i64; 0 without teams) */
+  LLVMValueRef flat;                      /* a team nest's flat iteration (alloca, i64) */
 } cg;
 
 #define I64(v) LLVMConstInt(x->g->i64, (unsigned long long)(int64_t)(v), 1)
@@ -395,6 +397,117 @@ static void emit_block(cg *x, const cdl_block *b) {
   }
 }
 
+/* ---- teams ---------------------------------------------------------------- */
+
+/* v (f32, f64 or i64) of the lane at this lane's xor mask */
+static LLVMValueRef xor_lane(cg *x, LLVMValueRef v, int mask) {
+  gpu_gen *g = x->g;
+  LLVMBuilderRef B = g->b;
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (t == g->f32)
+    return LLVMBuildBitCast(B, g->target->lane_xor(g, LLVMBuildBitCast(B, v, g->i32, ""), mask), g->f32, "");
+  LLVMValueRef w = t == g->i64 ? v : LLVMBuildBitCast(B, v, g->i64, "");
+  LLVMValueRef lo = g->target->lane_xor(g, LLVMBuildTrunc(B, w, g->i32, ""), mask);
+  LLVMValueRef hi = g->target->lane_xor(g, LLVMBuildTrunc(B, LLVMBuildLShr(B, w, I64(32), ""), g->i32, ""), mask);
+  LLVMValueRef r = LLVMBuildOr(B, LLVMBuildZExt(B, lo, g->i64, ""), LLVMBuildShl(B, LLVMBuildZExt(B, hi, g->i64, ""), I64(32), ""), "");
+  return t == g->i64 ? r : LLVMBuildBitCast(B, r, t, "");
+}
+
+/* accumulator op's value in its domain */
+static LLVMValueRef acc_load(cg *x, int op, dom *m) {
+  cov_dtype d = x->k->b.dtype[op];
+  *m = !cov_dtype_is_float(d) ? DOM_I64 : d == COV_F64 ? DOM_F64 : DOM_F32;
+  return to_dom(x, LLVMBuildLoad2(x->g->b, elem_type(x->g, d), x->ptr[op], ""), d, *m, d);
+}
+static void acc_store(cg *x, int op, LLVMValueRef v, dom m) {
+  LLVMBuildStore(x->g->b, from_dom(x, v, m, x->k->b.dtype[op]), x->ptr[op]);
+}
+static LLVMValueRef combine(cg *x, int comb, LLVMValueRef a, LLVMValueRef b, dom m) {
+  LLVMValueRef v[2] = {a, b};
+  return m == DOM_I64 ? apply_i(x, (cov_op)comb, v) : apply_f(x, (cov_op)comb, v, m);
+}
+static LLVMValueRef identity(cg *x, int comb, dom m, cov_dtype d) {
+  if (m != DOM_I64)
+    return LLVMConstReal(dom_type(x->g, m), comb == COV_OP_ADD ? -0.0 : comb == COV_OP_MAX ? -INFINITY : INFINITY);
+  return I64(comb == COV_OP_ADD ? 0 : comb == COV_OP_MAX ? sat_lo(d) : sat_hi(d));
+}
+
+/* for (f = lane; f < total; f += lanes) { the nest's loops from f; body } */
+static void team_loop(cg *x, const cdl_loop **chain, int n, int64_t total) {
+  gpu_gen *g = x->g;
+  LLVMBuildStore(g->b, x->lane, x->flat);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "team_loop");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "team_body");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "team_done");
+  LLVMBuildBr(g->b, head);
+  LLVMPositionBuilderAtEnd(g->b, head);
+  LLVMValueRef f = LLVMBuildLoad2(g->b, g->i64, x->flat, "");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, f, I64(total), ""), body, after);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  for (int j = n - 1; j >= 0; j--) { /* the innermost loop varies fastest */
+    int64_t e = x->k->extent[chain[j]->id];
+    LLVMBuildStore(g->b, j ? LLVMBuildURem(g->b, f, I64(e), "") : f, x->lv[chain[j]->id]);
+    if (j) f = LLVMBuildUDiv(g->b, f, I64(e), "");
+  }
+  emit_block(x, &chain[n - 1]->body);
+  LLVMValueRef f1 = LLVMBuildAdd(g->b, LLVMBuildLoad2(g->b, g->i64, x->flat, ""), I64(x->k->info.lanes), "");
+  LLVMBuildStore(g->b, f1, x->flat);
+  LLVMBuildBr(g->b, head);
+  LLVMPositionBuilderAtEnd(g->b, after);
+}
+
+/* A nest at the top of a team's item: split over the lanes, then each
+ * accumulator's partial values combined (distances 16 .. 1) and with its
+ * value before the nest. */
+static void emit_team_nest(cg *x, const cdl_stmt *s) {
+  const cdl_loop *chain[CDL_MAX_LOOP_DEPTH];
+  int n = gpu_cdl_nest(s, chain);
+  int64_t total = 1;
+  for (int j = 0; j < n; j++) {
+    int64_t e = x->k->extent[chain[j]->id];
+    if (e <= 0) return;
+    total *= e; /* below 2^63: the bound call's tensors are */
+  }
+  const cdl_codelet *c = x->k->c;
+  int comb[CDL_MAX_OPERANDS * 3] = {0};
+  LLVMValueRef before[CDL_MAX_OPERANDS * 3];
+  for (int op = 0; op < c->n_inputs + c->n_outputs + c->n_locals; op++) {
+    if (!(comb[op] = gpu_cdl_team_acc(x->k, chain[0], op))) continue;
+    dom m;
+    before[op] = acc_load(x, op, &m);
+    acc_store(x, op, identity(x, comb[op], m, x->k->b.dtype[op]), m);
+  }
+  team_loop(x, chain, n, total);
+  for (int op = 0; op < c->n_inputs + c->n_outputs + c->n_locals; op++) {
+    if (!comb[op]) continue;
+    dom m;
+    LLVMValueRef v = acc_load(x, op, &m);
+    for (int d = GPU_CDL_LANES / 2; d >= 1; d /= 2) v = combine(x, comb[op], v, xor_lane(x, v, d), m);
+    acc_store(x, op, combine(x, comb[op], before[op], v, m), m);
+  }
+}
+
+/* A team's item: nests split over the lanes, tensor stores outside them by
+ * lane 0, scalar statements outside them by every lane (equal values). */
+static void emit_team_body(cg *x, const cdl_block *b) {
+  gpu_gen *g = x->g;
+  for (size_t i = 0; i < b->n; i++) {
+    const cdl_stmt *s = b->stmts[i];
+    if (s->kind == CDL_ST_LOOP) {
+      emit_team_nest(x, s);
+      continue;
+    }
+    if (x->k->c->operands[s->dst.operand].rank == 0) {
+      emit_assign(x, s);
+      continue;
+    }
+    LLVMBasicBlockRef join;
+    begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, x->lane, I64(0), ""), &join);
+    emit_assign(x, s);
+    end_if(g, join);
+  }
+}
+
 /* ---- the kernel ---------------------------------------------------------- */
 
 /* Allocas (entry block): loop counters, scalar locals set to zero. */
@@ -404,6 +517,7 @@ static cov_status entry_values(cg *x, LLVMValueRef *args) {
   x->lv = cov_arena_array(x->k->arena, (size_t)(c->n_loops ? c->n_loops : 1), sizeof *x->lv);
   if (!x->lv) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   for (int l = 0; l < c->n_loops; l++) x->lv[l] = LLVMBuildAlloca(g->b, g->i64, "");
+  x->flat = LLVMBuildAlloca(g->b, g->i64, "");
   int n = 0;
   for (int op = 0; op < c->n_inputs + c->n_outputs + c->n_locals; op++) {
     const cdl_operand *o = &c->operands[op];
@@ -425,7 +539,11 @@ cov_status gpu_lower_cdl(const gpu_cdl_call *kc, const gpu_target_ops *target, L
   gpu_plan plan = {0};
   plan.prob.in_dtype = COV_F32;
   plan.threads = GPU_EW_THREADS;
-  cov_status st = gpu_gen_init(g, &plan, target, mod);
+  cov_status st = k.info.lanes > 1 && !target->lane_xor
+                      ? cov_error(COV_UNSUPPORTED, GPU_LOC(k.c->file, k.c->name),
+                                  "codelet '%s': its work items are teams of %d lanes and target %s exchanges no "
+                                  "values between lanes", k.c->name, k.info.lanes, target->name)
+                      : gpu_gen_init(g, &plan, target, mod);
   if (st) {
     gpu_cdl_unbind(&k);
     return st;
@@ -439,15 +557,21 @@ cov_status gpu_lower_cdl(const gpu_cdl_call *kc, const gpu_target_ops *target, L
     LLVMValueRef tid = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, target->block_id(g, 0), C(GPU_EW_THREADS), ""),
                                     target->thread_id(g), "");
     LLVMValueRef i = LLVMBuildZExt(g->b, tid, g->i64, "");
-    x.item = i;
     LLVMBasicBlockRef join;
     begin_if(g, LLVMBuildICmp(g->b, LLVMIntULT, i, LLVMConstInt(g->i64, (unsigned long long)k.info.threads, 0), ""), &join);
+    x.lane = LLVMConstInt(g->i64, 0, 0);
+    if (k.info.lanes > 1) { /* a team per item: its lanes are consecutive threads of one warp */
+      x.lane = LLVMBuildURem(g->b, i, LLVMConstInt(g->i64, (unsigned long long)k.info.lanes, 0), "");
+      i = LLVMBuildUDiv(g->b, i, LLVMConstInt(g->i64, (unsigned long long)k.info.lanes, 0), "");
+    }
+    x.item = i;
     for (int j = k.info.n_par - 1; j >= 0; j--) { /* the last grid loop varies fastest */
       int64_t e = k.extent[k.par[j]];
       LLVMBuildStore(g->b, j ? LLVMBuildURem(g->b, i, LLVMConstInt(g->i64, (unsigned long long)e, 0), "") : i, x.lv[k.par[j]]);
       if (j) i = LLVMBuildUDiv(g->b, i, LLVMConstInt(g->i64, (unsigned long long)e, 0), "");
     }
-    emit_block(&x, k.body);
+    if (k.info.lanes > 1) emit_team_body(&x, k.body);
+    else emit_block(&x, k.body);
     end_if(g, join);
     LLVMBuildRetVoid(g->b);
   }

@@ -33,14 +33,16 @@
  * model CAP_LANES times, a byte element holding 7 bits of its pattern per
  * run with the top bit set (a marker no bool the frontend computes from
  * shapes has), and byte group inputs are decoded from the words their
- * lanes assemble. An 8-bit value is read where it is, whole: a model
- * output that rearranges one is refused. */
+ * lanes assemble; rearranged (a Concat, Transpose or Reshape of 8-bit
+ * values) they decode as runs like any other dtype's, and the model
+ * compiler moves their bytes as they are. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_plan.h"
+#include "common/grow.h"
 
 static char *dup_str(const char *s) {
   if (!s) return NULL;
@@ -78,18 +80,10 @@ typedef struct cap_ctx {
   cov_status err;
 } cap_ctx;
 
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 16;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory capturing the model's groups");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
+/* what runs out of memory when an array here cannot grow */
+static const char k_oom[] = "capturing the model's groups";
 
-static cov_status copy_desc(gpu_cap_group *g, const cov_model_group *d) {
+cov_status gpu_cap_describe(gpu_cap_group *g, const cov_model_group *d) {
   g->n_calls = cov_model_group_num_calls(d);
   g->calls = calloc(g->n_calls ? g->n_calls : 1, sizeof *g->calls);
   if (!g->calls) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -180,8 +174,12 @@ static void cap_fail(gpu_cap_value *v, const char *why) {
 
 /* A new buffer id for the n constant elements of a value (values owned). */
 static int const_id(gpu_capture *c, float *vals, int64_t n) {
-  if (grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel)) return -1;
-  if (grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const)) return -1;
+  cov_status st = common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom);
+  if (!st) st = common_grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const, 16, k_oom);
+  if (st) { /* the caller says why: out of memory */
+    cov_status_free(st);
+    return -1;
+  }
   c->id_numel[c->n_ids] = n;
   c->id_const[c->n_ids] = vals;
   return c->n_ids++;
@@ -252,7 +250,9 @@ static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t 
       last->n++;
       continue;
     }
-    if (grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs)) {
+    cov_status st = common_grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs, 16, k_oom);
+    if (st) {
+      cov_status_free(st);
       cap_fail(v, "out of memory");
       free(consts);
       return;
@@ -341,7 +341,7 @@ static int computes_data(const gpu_cap_group *g, const cov_model_group_offer *o)
  * it (its result a buffer of its own), else why not. */
 static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer *o) {
   gpu_capture *c = x->c;
-  COV_RETURN_IF_ERROR(grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups));
+  COV_RETURN_IF_ERROR(common_grow((void **)&c->groups, &c->cap_groups, k + 1, sizeof *c->groups, 16, k_oom));
   c->n_groups = k + 1;
   gpu_cap_group *g = &c->groups[k];
   g->group = o->group;
@@ -352,7 +352,7 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
     return NULL;
   }
   snprintf(g->node, sizeof g->node, "%s", cov_model_group_name(o->desc));
-  COV_RETURN_IF_ERROR(copy_desc(g, o->desc));
+  COV_RETURN_IF_ERROR(gpu_cap_describe(g, o->desc));
   cov_dtype dt = g->out.dtype;
   if (dt != COV_F32) {
     int data = computes_data(g, o);
@@ -373,7 +373,7 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
   }
   g->described = 1;
   g->buf_id = c->n_ids;
-  COV_RETURN_IF_ERROR(grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel));
+  COV_RETURN_IF_ERROR(common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom));
   c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
   if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
@@ -449,10 +449,11 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
 }
 
 /* Control flow (a Loop, If or Scan the frontend drives, its subgraphs'
- * groups offered once per iteration or branch taken) is refused by name:
- * a GPU artifact is one straight line of launches, and the runtime's host
- * loop and if steps (runtime/README.md, "Host steps and control") run on
- * the npu-sim device only. */
+ * groups offered once per iteration or branch taken) cannot be captured:
+ * the passes would see a body's groups as many times as it runs. Such a
+ * model is compiled from its program instead (gpu_mprogram.c,
+ * gpu_model_compile_with checks first); a capture asked for one anyway is
+ * refused by name. */
 static cov_status refuse_control(const cov_model *m, const char *path) {
   static const char *const kinds[] = {"loop", "if", "scan", NULL};
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
@@ -461,8 +462,8 @@ static cov_status refuse_control(const cov_model *m, const char *path) {
     for (const char *const *k = kinds; info.layout && *k; k++)
       if (!strcmp(info.kind, *k))
         return cov_error(COV_UNSUPPORTED, GPU_LOC(path, info.node),
-                         "layer group %zu (%s, node '%s') is control flow; a GPU artifact is one straight line of "
-                         "kernel launches (NPU artifacts hold control: their runtime drives loops and branches)",
+                         "layer group %zu (%s, node '%s') is control flow, which the capture of a straight model "
+                         "cannot follow (gpu_model_compile_with compiles such a model from its program)",
                          i, info.kind, info.node);
   }
   return NULL;
@@ -497,7 +498,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
       if (shape[d] < 1) shape[d] = 1;
     c->in_shape[i].dtype = dt, c->in_shape[i].rank = rank;
     memcpy(c->in_shape[i].shape, shape, sizeof shape);
-    st = grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel);
+    st = common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom);
     if (!st) c->id_numel[c->n_ids++] = cov_tensor_numel(&c->in_shape[i]);
   }
   int n_lanes = 1;
@@ -524,32 +525,28 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   for (size_t i = 0; i < ni; i++) cov_tensor_release(&in[i]);
   for (size_t o = 0; o < no; o++) {
     c->outputs[o] = outs[o].v;
-    gpu_cap_value *v = &c->outputs[o];
-    if (!st && v->ok && gpu_cap_is8(c->out_shape[o].dtype) &&
-        (v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].n != c->id_numel[v->runs[0].src])) {
-      v->ok = 0;
-      cap_fail(v, "it is 8-bit and not a group's result as it is (8-bit values are read where they are, whole)");
-    }
     free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
   }
   if (st) gpu_capture_free(c);
   return st;
 }
 
-void gpu_capture_free(gpu_capture *c) {
-  for (int k = 0; k < c->n_groups; k++) {
-    gpu_cap_group *g = &c->groups[k];
-    for (size_t i = 0; i < g->n_calls; i++) {
-      gpu_cap_call *cl = &g->calls[i];
-      free(cl->node), free(cl->codelet);
-      for (size_t a = 0; a < cl->n_attrs; a++) free((char *)cl->attrs[a].name);
-      for (size_t a = 0; a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
-      free(cl->attrs), free(cl->args);
-    }
-    for (size_t i = 0; i < g->n_in; i++)
-      free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
-    free(g->calls), free(g->in);
+void gpu_cap_group_free(gpu_cap_group *g) {
+  for (size_t i = 0; g->calls && i < g->n_calls; i++) {
+    gpu_cap_call *cl = &g->calls[i];
+    free(cl->node), free(cl->codelet);
+    for (size_t a = 0; cl->attrs && a < cl->n_attrs; a++) free((char *)cl->attrs[a].name);
+    for (size_t a = 0; cl->args && a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
+    free(cl->attrs), free(cl->args);
   }
+  for (size_t i = 0; g->in && i < g->n_in; i++)
+    free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
+  free(g->calls), free(g->in);
+  g->calls = NULL, g->in = NULL, g->n_calls = g->n_in = 0;
+}
+
+void gpu_capture_free(gpu_capture *c) {
+  for (int k = 0; k < c->n_groups; k++) gpu_cap_group_free(&c->groups[k]);
   for (int o = 0; o < c->n_outputs; o++) free(c->outputs[o].runs);
   for (int i = 0; i < c->cap_const; i++) free(c->id_const[i]);
   free(c->groups), free(c->id_numel), free(c->id_const);

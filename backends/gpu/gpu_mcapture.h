@@ -105,6 +105,10 @@ cov_status gpu_capture_altering(const cov_model *m, const char *path, const gpu_
 /* Symbolic input dims are taken as 1; `path` names the model in diagnostics. */
 cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *c);
 void gpu_capture_free(gpu_capture *c);
+/* A group's calls, inputs (names, dtypes and shapes) and result as the
+ * frontend describes them (constants copied); freed by gpu_cap_group_free. */
+cov_status gpu_cap_describe(gpu_cap_group *g, const cov_model_group *d);
+void gpu_cap_group_free(gpu_cap_group *g);
 /* Decodes a value received in pass 3 (hashes) with its pass-0 ids, pass-1
  * indices and pass-2 flipped indices; every decoded (id, index) must
  * reproduce the hash; elements equal in all four passes are constants (a

@@ -1,7 +1,7 @@
 /* backends/gpu/gpu_mcompile.c: a whole model into GPU kernels and their
  * launch sequence (gpu_mplan.h says what and why).
  *
- * long: gpu_model_compile_with binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
+ * long: gpu_model_compile_straight binds the capture's buffers, lowers each group and binds the outputs in one pass over the capture
  */
 #include <jansson.h>
 #include <math.h>
@@ -12,36 +12,28 @@
 #include "acg/acg_ir.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mattn.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "common/grow.h"
 
 /* ---- plan building ------------------------------------------------------ */
-
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 32;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory compiling the model");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
 
 static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
                    cov_status *st) {
   /* shape may point into p->bufs (a copy of another buffer's shape), which
-   * grow() may move: take it before growing */
+   * common_grow may move: take it before growing */
   int64_t dims[COV_MAX_RANK];
   if (rank < 0 || rank > COV_MAX_RANK) {
     *st = cov_error(COV_INTERNAL, GPU_LOC(NULL, name), "buffer '%s' has rank %d", name, rank);
     return -1;
   }
   for (int d = 0; d < rank; d++) dims[d] = shape[d];
-  if ((*st = grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs))) return -1;
+  *st = common_grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs, 32, "compiling the model");
+  if (*st) return -1;
   gpu_mbuf *b = &p->bufs[p->n_bufs];
   memset(b, 0, sizeof *b);
   snprintf(b->name, sizeof b->name, "%s", name);
@@ -76,7 +68,8 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
 }
 
 static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
-  if ((*st = grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps))) return NULL;
+  *st = common_grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps, 32, "compiling the model");
+  if (*st) return NULL;
   gpu_mstep *s = &p->steps[p->n_steps++];
   memset(s, 0, sizeof *s);
   s->group = group;
@@ -190,60 +183,6 @@ static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a
   return NULL;
 }
 
-/* The runs of one source (in destination order) as strided copies
- * (gpu_ew COPY: runs of equal length at constant strides, blocks of those
- * at constant strides, and blocks of blocks): a Concat, Split or Slice at
- * batch N is one copy per source, a channel shuffle one per branch, an
- * attention head split or its transpose one. Returns how many copies
- * (out, at most `max`), -1 when more would be needed or out of memory. */
-static int strided_copies(const gpu_cap_run *runs, int n_runs, int src, gpu_ew *out, int max) {
-  gpu_ew *b = malloc((size_t)n_runs * sizeof *b);
-  if (!b) return -1;
-  int n = 0;
-  for (int q = 0; q < n_runs; q++) {
-    if (runs[q].src != src) continue;
-    gpu_ew e = {.kind = GPU_EW_COPY, .out_dtype = COV_F32, .run = runs[q].n, .s0 = runs[q].s0, .d0 = runs[q].d0};
-    for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
-    b[n++] = e;
-  }
-  /* level l: consecutive blocks equal in their lower levels, at a constant
-   * (source, destination) step, become one block repeated */
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) {
-    int m = 0;
-    for (int q = 0; q < n; q++) {
-      const gpu_ew *a = &b[q];
-      gpu_ew *t = m ? &b[m - 1] : NULL;
-      int same = t && t->run == a->run;
-      for (int k = 0; k < l && same; k++)
-        same = t->rep[k] == a->rep[k] && (a->rep[k] == 1 || (t->ss[k] == a->ss[k] && t->ds[k] == a->ds[k]));
-      if (same) {
-        int64_t ls = t->s0 + (t->rep[l] - 1) * t->ss[l], ld = t->d0 + (t->rep[l] - 1) * t->ds[l];
-        if (t->rep[l] == 1 && a->d0 > ld) {
-          t->ss[l] = a->s0 - ls, t->ds[l] = a->d0 - ld, t->rep[l]++;
-          continue;
-        }
-        if (t->rep[l] > 1 && a->s0 - ls == t->ss[l] && a->d0 - ld == t->ds[l]) {
-          t->rep[l]++;
-          continue;
-        }
-      }
-      b[m++] = *a;
-    }
-    n = m;
-  }
-  if (n > max) {
-    free(b);
-    return -1;
-  }
-  for (int q = 0; q < n; q++) {
-    out[q] = b[q];
-    out[q].n = out[q].run;
-    for (int l = 0; l < GPU_COPY_LEVELS; l++) out[q].n *= out[q].rep[l];
-  }
-  free(b);
-  return n;
-}
-
 /* Makes group input k available as a whole buffer: the source buffer when
  * it is one run over all of it, else a new buffer filled by strided copies
  * per source (an index table only for a source whose elements follow no
@@ -255,10 +194,10 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     *out = x->id_buf[v->runs[0].src];
     return NULL;
   }
-  cov_dtype dt = in->t.dtype; /* f32, or integer / bool elements moved as they are */
-  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL)
+  cov_dtype dt = in->t.dtype; /* f32, or integer / bool / 8-bit elements moved as they are */
+  if (dt != COV_F32 && dt != COV_I64 && dt != COV_I32 && dt != COV_BOOL && !gpu_cap_is8(dt))
     return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' is %s rearranged from its source (copies move f32, "
-                     "i64, i32 and bool elements)", in->name, cov_dtype_name(dt));
+                     "i64, i32, bool, i8 and u8 elements)", in->name, cov_dtype_name(dt));
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%s", in->name);
@@ -274,7 +213,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
     if (n_src == 64) return cov_error(COV_UNSUPPORTED, XLOC(x), "input '%s' gathers from more than 64 buffers", in->name);
     srcs[n_src++] = src;
     gpu_ew cp[8];
-    int nc = strided_copies(v->runs, v->n_runs, src, cp, 8);
+    int nc = gpu_runs_copies(v->runs, v->n_runs, src, cp, 8);
     for (int q = 0; q < nc; q++) {
       cp[q].out_dtype = dt;
       COV_RETURN_IF_ERROR(ew_step(x, &cp[q], "copy", x->id_buf[src], -1, b, -1));
@@ -300,8 +239,17 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
   return NULL;
 }
 
-/* an f16 copy of buffer b (the matrix kernels' operands) */
+/* The matrix kernels' operand dtype: f16, or f32 on a target opened for
+ * f32 (`--dtype f32`: the FMA path, no operand rounding). */
+static cov_dtype operand_dtype(const lower_ctx *x) { return x->t && x->t->dtype == COV_F32 ? COV_F32 : COV_F16; }
+
+/* an f16 copy of buffer b (the matrix kernels' operands; b itself where
+ * they are f32) */
 static cov_status to_f16(lower_ctx *x, int b, int *out) {
+  if (operand_dtype(x) == COV_F32 && x->p->bufs[b].dtype == COV_F32) {
+    *out = b;
+    return NULL;
+  }
   cov_status st = NULL;
   char nm[160];
   snprintf(nm, sizeof nm, "%.140s.f16", x->p->bufs[b].name);
@@ -493,7 +441,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   const gpu_cap_group *g = x->g;
   const gpu_cap_call *c = &g->calls[c0];
   memset(q, 0, sizeof *q);
-  q->in_dtype = COV_F16;
+  q->in_dtype = operand_dtype(x);
   q->file = x->path;
   snprintf(q->node, sizeof q->node, "%s", g->node);
   q->batch = 1, q->stride = 1, q->dilation = 1, q->groups = 1;
@@ -568,7 +516,8 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
   return i - c0;
 }
 
-/* The weights of a matrix problem in its kernel's layout, f16. */
+/* The weights of a matrix problem in its kernel's layout and operand
+ * dtype (f16, or f32). */
 static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_plan *plan, int *out) {
   const gpu_problem *q = &plan->prob;
   const float *w = const_f32(&c->args[1]);
@@ -592,7 +541,7 @@ static cov_status matrix_weights(lower_ctx *x, const gpu_cap_call *c, const gpu_
   }
   char nm[160];
   snprintf(nm, sizeof nm, "%s", c->args[1].value);
-  *out = add_weight(x->p, nm, COV_F16, n, v, &st);
+  *out = add_weight(x->p, nm, q->in_dtype, n, v, &st);
   free(v);
   return st;
 }
@@ -754,8 +703,8 @@ static cov_status located(cov_status st, const char *path, const gpu_cap_group *
 }
 
 
-cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
-                                  gpu_model_plan *p) {
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                      gpu_model_plan *p) {
   memset(p, 0, sizeof *p);
   gpu_capture cap;
   COV_RETURN_IF_ERROR(gpu_capture_model(m, path, &cap));
@@ -795,6 +744,8 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
    * elements (their results decode as copies), else named below with
    * whatever fails to read them */
   cov_status undescribed = NULL;
+  gpu_mattn_set attn = {0}; /* attention chains as one fused launch (gpu_mattn.c) */
+  if (!st && t && !t->f32_activations) st = gpu_mattn_find(&cap, t, &attn);
   /* outputs: a group's result itself, or copies into a buffer of their own */
   for (int k = 0; k < cap.n_groups && !st; k++) {
     const gpu_cap_group *g = &cap.groups[k];
@@ -808,7 +759,9 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
       continue;
     }
     lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
-    cov_status gs = lower_group(&x);
+    int role = attn.role ? attn.role[k] : GPU_MATTN_LOWERED;
+    if (role == GPU_MATTN_ABSORBED) continue;
+    cov_status gs = role >= 0 ? gpu_mattn_lower(p, g, id_buf, &attn.m[role]) : lower_group(&x);
     if (gs && x.file_error) st = gs;
     else if (gs) errs = cov_status_join(errs, located(gs, path, g));
   }
@@ -858,6 +811,7 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
     p->output_buf[o] = b;
   }
   free(id_buf);
+  gpu_mattn_free(&attn);
   gpu_capture_free(&cap);
   if (errs) errs = cov_status_join(errs, undescribed);
   else cov_status_free(undescribed);
@@ -875,5 +829,22 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gp
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
+  return st;
+}
+
+int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
+                      const int64_t *shape, cov_status *st) {
+  return add_buf(p, name, kind, dt, rank, shape, st);
+}
+
+gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  return add_step(p, group, label, st);
+}
+
+cov_status gpu_model_lower_group(gpu_model_plan *p, const gpu_capture *cap, const gpu_target *t, const char *path,
+                                 int *id_buf, int gi, const gpu_cap_group *g, int *file_error) {
+  lower_ctx x = {p, cap, t, path, id_buf, gi, g, 0, 0};
+  cov_status st = lower_group(&x);
+  *file_error = x.file_error;
   return st;
 }

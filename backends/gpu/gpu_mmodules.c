@@ -9,17 +9,7 @@
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_vendor.h"
-
-static cov_status grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return NULL;
-  int nc = *cap ? *cap * 2 : 8;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, (size_t)nc * elem);
-  if (!q) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory building the model's kernels");
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-  *p = q, *cap = nc;
-  return NULL;
-}
+#include "common/grow.h"
 
 static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
   if (a->kind == GPU_EW_CODELET || b->kind == GPU_EW_CODELET)
@@ -67,7 +57,10 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
     for (int j = 0; j < i && same < 0; j++) {
       const gpu_mstep *o = &p->steps[j];
       if (o->op != GPU_STEP_LAUNCH || o->pre || o->kkind != s->kkind) continue;
-      if (s->kkind == GPU_KERNEL_EW ? ew_equal(&o->ew, &s->ew) : !strcmp(keys[i], keys[j])) same = j;
+      if (s->kkind == GPU_KERNEL_EW     ? ew_equal(&o->ew, &s->ew)
+          : s->kkind == GPU_KERNEL_ATTN ? !memcmp(&o->attn, &s->attn, sizeof s->attn) /* planned from zeroed bytes */
+                                        : !strcmp(keys[i], keys[j]))
+        same = j;
     }
     if (same >= 0) {
       s->module = p->steps[same].module;
@@ -78,12 +71,15 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
       }
       continue;
     }
-    if ((st = grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods))) break;
+    st = common_grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof *p->mods, 8, "building the model's kernels");
+    if (st) break;
     gpu_mmodule *md = &p->mods[p->n_mods];
     snprintf(md->name, sizeof md->name, "%s", s->kernel + strlen("covenant_"));
     gpu_kernel_info info = {-1, -1, -1, -1};
     if (s->kkind == GPU_KERNEL_MATRIX)
       st = gpu_build_kernel(t, &s->plan, s->kernel, 0, &md->code, &md->size, &info);
+    else if (s->kkind == GPU_KERNEL_ATTN)
+      st = gpu_build_attn_kernel(t, &s->attn, s->kernel, &md->code, &md->size, &info);
     else
       st = gpu_build_ew_kernel(t, &s->ew, s->kernel, &md->code, &md->size, &info);
     if (st) {

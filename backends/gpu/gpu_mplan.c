@@ -179,9 +179,23 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
         memcpy(v[i], t->data, (size_t)b->numel * cov_dtype_size(b->dtype));
     }
   }
-  for (int i = 0; i < p->n_steps && !st; i++) {
+  /* control steps: per step, a loop's iterations and trip count; every
+   * step run counts against the runtime's bound (CRT_MAX_RUN_STEPS) */
+  int64_t *count = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *count);
+  int64_t *trip = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *trip), budget = (int64_t)1 << 26;
+  if (!st && (!count || !trip)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0, next = 1; i < p->n_steps && !st; i = next) {
     const gpu_mstep *s = &p->steps[i];
     float *a[4];
+    next = i + 1;
+    if (--budget < 0) {
+      st = cov_error(COV_OUT_OF_RANGE, GPU_LOC(NULL, s->label), "a run would execute more than 2^26 steps (loops)");
+      break;
+    }
+    if (s->op >= GPU_STEP_COPY) {
+      st = gpu_mctl_emulate(p, i, v, count, trip, &next);
+      continue;
+    }
     for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
     if (s->op == GPU_STEP_FILL) {
       memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
@@ -198,6 +212,10 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     }
     if (s->kkind == GPU_KERNEL_EW) {
       st = emulate_ew(&s->ew, a);
+      continue;
+    }
+    if (s->kkind == GPU_KERNEL_ATTN) {
+      st = gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
       continue;
     }
     const gpu_plan *pl = &s->plan;
@@ -221,7 +239,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);
   for (int i = 0; i < p->n_bufs; i++) free(v[i]);
-  free(v);
+  free(v), free(count), free(trip);
   return st;
 }
 
@@ -256,6 +274,14 @@ static void ew_what(const gpu_ew *e, char *out, size_t n) {
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);
+}
+
+/* What a fused attention launch computes: heads, padded sequence and
+ * head dim, the valid keys, the mask. */
+static void attn_what(const gpu_attn *a, char *out, size_t n) {
+  snprintf(out, n, "attention %lldx%lldx%lld (%lld keys%s%s, %dx%d tile)", (long long)(a->batch * a->heads),
+           (long long)a->seq, (long long)a->dim, (long long)a->keys, a->causal ? ", causal" : "",
+           a->mask ? ", additive mask" : "", a->bm, a->wm);
 }
 
 static cov_status write_modules(const gpu_model_plan *p, const char *dir, json_t *mods) {
@@ -308,11 +334,35 @@ static cov_status write_buffers(const gpu_model_plan *p, const char *dir, json_t
   return st;
 }
 
+/* A codelet launch's threads per work item (1, or a team's lanes: the
+ * rule of gpu_cdl_team.c) and statements per thread. */
+static void cdl_figures(const gpu_mstep *s, json_t *o) {
+  gpu_cdl_info in;
+  if (s->ew.kind != GPU_EW_CODELET) return;
+  cov_status st = gpu_cdl_analyse(&s->ew.cdl, &in);
+  if (st) { /* the call was analysed when it was planned */
+    cov_status_free(st);
+    return;
+  }
+  json_object_set_new(o, "items", json_integer((json_int_t)in.items));
+  json_object_set_new(o, "lanes", json_integer(in.lanes));
+  json_object_set_new(o, "serial", json_integer((json_int_t)in.serial));
+}
+
 static json_t *step_json(const gpu_mstep *s) {
   json_t *o = json_object();
-  json_object_set_new(o, "op", json_string(s->op == GPU_STEP_FILL ? "fill" : "launch"));
+  static const char *ops[] = {"launch", "fill", "copy", "loop", "next", "if", "jump"};
+  json_object_set_new(o, "op", json_string(ops[s->op]));
   json_object_set_new(o, "group", json_integer(s->group));
   json_object_set_new(o, "label", json_string(s->label));
+  if (s->op >= GPU_STEP_COPY) {
+    json_t *refs = json_array();
+    for (int k = 0; k < s->n_args; k++) json_array_append_new(refs, json_integer(s->args[k]));
+    json_object_set_new(o, "buffers", refs);
+    if (s->op != GPU_STEP_COPY) json_object_set_new(o, "target", json_integer(s->target));
+    if (s->op == GPU_STEP_NEXT) json_object_set_new(o, "carried", json_integer(s->n_carry));
+    return o;
+  }
   if (s->op == GPU_STEP_FILL) {
     json_object_set_new(o, "buffer", json_integer(s->fill_buf));
     json_object_set_new(o, "value", json_integer(0));
@@ -331,9 +381,13 @@ static json_t *step_json(const gpu_mstep *s) {
   char what[160];
   if (s->kkind == GPU_KERNEL_MATRIX) {
     json_object_set_new(o, "what", s->pre ? json_string("nhwc transform") : gpu_plan_json(&s->plan));
+  } else if (s->kkind == GPU_KERNEL_ATTN) {
+    attn_what(&s->attn, what, sizeof what);
+    json_object_set_new(o, "what", json_string(what));
   } else {
     ew_what(&s->ew, what, sizeof what);
     json_object_set_new(o, "what", json_string(what));
+    cdl_figures(s, o);
   }
   return o;
 }
@@ -347,10 +401,14 @@ static void write_report(const gpu_model_plan *p, FILE *report) {
     const gpu_mmodule *md = &p->mods[s->module];
     char what[160];
     if (s->kkind == GPU_KERNEL_EW) ew_what(&s->ew, what, sizeof what);
+    else if (s->kkind == GPU_KERNEL_ATTN) attn_what(&s->attn, what, sizeof what);
     else if (s->pre) snprintf(what, sizeof what, "nhwc transform");
     else snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)s->plan.M, (long long)s->plan.N, (long long)s->plan.K);
     fprintf(report, "%-44s %-13s %8u %6ld %6ld %8ld  %s\n", s->kernel,
-            s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma") : "generic", s->shared_bytes,
+            s->kkind == GPU_KERNEL_MATRIX ? (s->plan.matrix ? "matrix" : "fma")
+            : s->kkind == GPU_KERNEL_ATTN ? "attention"
+                                          : "generic",
+            s->shared_bytes,
             md->vgprs, md->agprs, md->scratch_bytes, what);
   }
 }

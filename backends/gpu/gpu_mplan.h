@@ -18,7 +18,9 @@
  * f32 accumulation and results; bias, relu/clip, 2x2 max pool or row
  * softmax fused where the plan allows), depthwise convolutions the direct
  * kernel of gpu_lower_ew.c, every other call its codelet's kernel lowered
- * from the loop nest (gpu_cdl.h). Nothing is refused for its shape.
+ * from the loop nest (gpu_cdl.h); attention chains (Q Kᵀ, scale, causal
+ * mask, softmax, · V) the fused attention kernel (gpu_mattn.c). Nothing is
+ * refused for its shape.
  *
  * Kernel ABI: global pointers (four, or a codelet kernel's one per input,
  * output and workspace), launched with `grid`, `block`, `shared_bytes`
@@ -31,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backends/gpu/gpu_attn.h"
 #include "backends/gpu/gpu_cdl.h"
 #include "backends/gpu/gpu_plan.h"
 #include "covenant/model.h"
@@ -140,6 +143,13 @@ typedef struct gpu_ew {
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
 /* The launch grid of a generic kernel. */
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+/* The runs of source `src` among runs[0 .. n_runs) (destination order,
+ * gpu_cap_run's fields: src, d0, s0, n) as at most `max` strided copies
+ * (gpu_ew COPY, f32 out: runs of equal length at constant strides, blocks
+ * of those, blocks of blocks; gpu_mruns.c): how many, -1 when more would
+ * be needed or out of memory. */
+struct gpu_cap_run;
+int gpu_runs_copies(const struct gpu_cap_run *runs, int n_runs, int src, gpu_ew *out, int max);
 /* COPY: the source and destination elements of work item i. */
 void gpu_ew_copy_at(const gpu_ew *e, int64_t i, int64_t *src, int64_t *dst);
 /* The bytes of each element a COPY or TABLE moves as it is (an integer or
@@ -154,8 +164,22 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
 
 /* ---- the compiled model ------------------------------------------------ */
 
-typedef enum gpu_step_op { GPU_STEP_LAUNCH, GPU_STEP_FILL } gpu_step_op;
-typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW } gpu_kernel_kind;
+/* LAUNCH and FILL run on the device; the rest are the host steps and
+ * control of a model with a Loop or If (gpu_mprogram.c), the artifact's
+ * steps of the same names (runtime/README.md, "Host steps and control"):
+ * their buffers are args[0 .. n_args) as the artifact's refs list them. */
+typedef enum gpu_step_op {
+  GPU_STEP_LAUNCH,
+  GPU_STEP_FILL,
+  GPU_STEP_COPY, /* args: from, to (the same bytes) */
+  GPU_STEP_LOOP, /* args: trip count, condition, iteration number, body condition (-1: none); target: its next */
+  GPU_STEP_NEXT, /* args: the body's condition (-1: none), n_carry (from, to) pairs, then (slice, stacked)
+                    scan pairs; target: its loop */
+  GPU_STEP_IF,   /* args: the condition; target: the first step of the else branch */
+  GPU_STEP_JUMP, /* target: the step after the If */
+} gpu_step_op;
+/* ATTN: fused attention (gpu_attn.h), arguments Q, K, V, O */
+typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW, GPU_KERNEL_ATTN } gpu_kernel_kind;
 
 typedef struct gpu_mstep {
   gpu_step_op op;
@@ -165,6 +189,7 @@ typedef struct gpu_mstep {
   gpu_kernel_kind kkind;
   gpu_plan plan;    /* MATRIX: the matrix kernel's plan */
   gpu_ew ew;        /* EW: the generic kernel */
+  gpu_attn attn;    /* ATTN: the fused attention kernel (gpu_mattn.c) */
   int module;       /* index in modules */
   char kernel[160];
   unsigned grid[3], block[3], shared_bytes;
@@ -175,6 +200,8 @@ typedef struct gpu_mstep {
   int pre;          /* 1: this launch is the transform of the next one */
   /* fill: bytes of zeros over buffer `fill_buf` */
   int fill_buf;
+  /* control (LOOP, NEXT, IF, JUMP): the step it names; NEXT: carried pairs */
+  int target, n_carry;
 } gpu_mstep;
 
 typedef struct gpu_mmodule {
@@ -218,8 +245,39 @@ void gpu_model_plan_free(gpu_model_plan *p);
  * without generating code (the CPU emulation's tests); t == NULL also
  * leaves the matrix problems unplanned (checked only). */
 struct gpu_target;
+/* (gpu_mprogram.c: a model with control flow is compiled from its
+ * program, any other by gpu_model_compile_straight) */
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* gpu_model_compile_with for a model without control flow: its groups
+ * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
+cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                      gpu_model_plan *out);
+/* Whether m holds control flow (a Loop, If or Scan group). */
+int gpu_model_has_control(const cov_model *m);
+/* A model with control flow (gpu_mprogram.c): its program
+ * (cov_model_program_build) as straight stretches of launches, each group
+ * lowered as gpu_model_compile_with lowers it, joined by host copies and
+ * the loop / next / if / jump steps. */
+cov_status gpu_model_compile_program(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                     gpu_model_plan *out);
+/* What gpu_mprogram.c builds plans with (gpu_mcompile.c). */
+int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
+                      const int64_t *shape, cov_status *st);
+gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st);
+/* Lowers group g of capture cap (inputs as runs over cap's buffer ids,
+ * id_buf mapping them to plan buffers, g's result into id_buf[g->buf_id]);
+ * *file_error: the error is the tuning file's, not the group's. */
+struct gpu_capture;
+struct gpu_cap_group;
+cov_status gpu_model_lower_group(gpu_model_plan *p, const struct gpu_capture *cap, const struct gpu_target *t,
+                                 const char *path, int *id_buf, int gi, const struct gpu_cap_group *g,
+                                 int *file_error);
+/* A control step's CPU meaning (gpu_mctl_emu.c) over the emulation's
+ * buffers v (each in its own dtype's bytes); count / trip: per step, a
+ * loop's iterations done and its trip count; *next: the step after. */
+cov_status gpu_mctl_emulate(const gpu_model_plan *p, int s, float **v, int64_t *count, int64_t *trip, int *next);
+
 /* Every launch's code for `t` (gpu_mmodules.c): matrix kernels through
  * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module
  * each; launches of an equal kernel share its module and name. */
@@ -256,6 +314,13 @@ cov_status gpu_model_fuse(gpu_model_plan *p);
  * be loaded: codelet steps name codelets of its library. */
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
                              cov_tensor *outputs, size_t n_outputs);
+
+/* The CPU meaning of a fused attention step on f32 views of its 16-bit
+ * arguments (gpu_mattn.c): f32 scores, the additive mask (a->mask), and
+ * softmax, P rounded to 16 bits as the kernel rounds it, O rounded once
+ * (or f32, a->out_f32). */
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
+                            const float *mask);
 
 /* Writes every module and manifest.json (buffers, steps) into `dir`. */
 cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path, const char *dir, FILE *report);

@@ -33,6 +33,7 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   t->caps.has_wgmma = t->ops->wg_mma != NULL;
   t->caps.has_tma = t->ops->wg_mma != NULL && t->ops->tma_load_2d != NULL && t->ops->mbar_init != NULL;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
+  t->dtype = dtype;
   return NULL;
 }
 

@@ -93,6 +93,11 @@ typedef struct gpu_target_ops {
    * (butterfly shuffle within a warp; the fused attention's row max and
    * sum over a quad); NULL where absent */
   LLVMValueRef (*shfl_xor)(gpu_gen *g, LLVMValueRef x, int mask);
+  /* optional: i32 x of the lane whose index in its warp (NVPTX) or wave
+   * (AMDGPU) is this lane's xor `mask` (1..16), every lane of the 32
+   * aligned ones taking part: the codelet kernels' team reductions
+   * (gpu_lower_cdl.c); NULL: codelets with teams are refused */
+  LLVMValueRef (*lane_xor)(gpu_gen *g, LLVMValueRef x, int mask);
   /* optional: c + the sum of the products of the four signed bytes of a
    * and b (i32 each), wrapping, as one instruction (the integer kernel of
    * quantized layers, gpu_lower_qdot.c); NULL: plain IR */

@@ -171,6 +171,11 @@ static LLVMValueRef nv_shfl_xor(gpu_gen *g, LLVMValueRef x, int mask) {
   return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.f32", NULL, 0, args, 4);
 }
 
+static LLVMValueRef nv_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef args[4] = {gpu_i32(g, -1), x, gpu_i32(g, mask), gpu_i32(g, 31)};
+  return gpu_call_intrinsic(g, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, args, 4);
+}
+
 static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2, 1};
 
 /* Warpgroup MMA (sm_90a). LLVM 19 has no intrinsic for wgmma.mma_async, so
@@ -391,6 +396,7 @@ const gpu_target_ops nvptx_target_ops = {
     .exp2_ftz = nv_exp2_ftz,
     .pack_half2 = nv_pack_half2,
     .shfl_xor = nv_shfl_xor,
+    .lane_xor = nv_lane_xor,
     .dot4_i8 = nv_dot4_i8,
     .matrix_frag = nv_matrix_frag,
     .matrix_shapes = nv_matrix_shapes,

@@ -44,13 +44,14 @@ cov_status graph_exec_nonzero(graph_exec *x, const graph_node *n, graph_value *c
                               graph_value *const *out) {
   const graph_value *v = in[0];
   int64_t numel = graph_numel(v), count = 0;
-  for (int64_t i = 0; i < numel; i++) count += elem_nonzero(v, (size_t)i);
+  bool all = x->bound; /* bound mode: every element (graph_run_io.bound) */
+  for (int64_t i = 0; i < numel; i++) count += all || elem_nonzero(v, (size_t)i);
   int r = v->rank > 0 ? v->rank : 1;
   int64_t dims[2] = {r, count};
   COV_RETURN_IF_ERROR(graph_dynamic_alloc(x->g, n, out[0], 2, dims));
   int64_t *o = out[0]->data, k = 0;
   for (int64_t i = 0; i < numel; i++) {
-    if (!elem_nonzero(v, (size_t)i)) continue;
+    if (!all && !elem_nonzero(v, (size_t)i)) continue;
     int64_t rest = i;
     for (int d = v->rank - 1; d >= 0; d--) {
       o[d * count + k] = rest % v->dims[d];
@@ -112,7 +113,8 @@ cov_status graph_exec_compress(graph_exec *x, const graph_node *n, graph_value *
   COV_RETURN_IF_ERROR(compress_axis(x->g, n, in, &axis, &len));
   const uint8_t *c = in[1]->data;
   int64_t nc = in[1]->dims[0], count = 0;
-  for (int64_t i = 0; i < nc; i++) count += c[i] != 0;
+  bool all = x->bound; /* bound mode: every slice (graph_run_io.bound) */
+  for (int64_t i = 0; i < nc; i++) count += all || c[i] != 0;
   const graph_value *v = in[0];
   int64_t dims[COV_MAX_RANK], outer = 1, inner = 1;
   int rank = axis < 0 ? 1 : v->rank;
@@ -131,7 +133,7 @@ cov_status graph_exec_compress(graph_exec *x, const graph_node *n, graph_value *
   const unsigned char *src = v->data;
   for (int64_t a = 0; a < outer; a++)
     for (int64_t i = 0; i < nc; i++)
-      if (c[i]) {
+      if (all || c[i]) {
         memcpy(o, src + ((size_t)a * (size_t)len + (size_t)i) * row, row);
         o += row;
       }

@@ -286,13 +286,63 @@ cov_status graph_infer_where(const graph *g, const graph_node *n, graph_value *c
   return NULL;
 }
 
-/* Each operand expanded to the output's shape (a copy, when its shape
+/* The operands as rank-8 views broadcasting to the output (axes of extent
+ * 1 dropped, neighbours of equal broadcast merged, as graph_lower_binary
+ * does for two; at most COV_MAX_RANK groups). */
+enum { WHERE_RANK = 8 };
+static void where_views(graph_value *const *in, int r, const int64_t *odims, int64_t (*v)[WHERE_RANK]) {
+  int64_t g[3][COV_MAX_RANK];
+  int kind[3][COV_MAX_RANK], k = 0;
+  for (int i = 0; i < r; i++) {
+    if (odims[i] == 1) continue;
+    int64_t d[3];
+    int same = k > 0;
+    for (int o = 0; o < 3; o++) {
+      int io = i - (r - in[o]->rank);
+      d[o] = io >= 0 ? in[o]->dims[io] : 1;
+      same = same && kind[o][k - 1] == (d[o] != 1);
+    }
+    for (int o = 0; o < 3; o++) {
+      if (same) g[o][k - 1] *= d[o];
+      else g[o][k] = d[o], kind[o][k] = d[o] != 1;
+    }
+    k += !same;
+  }
+  for (int o = 0; o < 3; o++)
+    for (int i = 0; i < WHERE_RANK; i++) v[o][i] = i < WHERE_RANK - k ? 1 : g[o][i - (WHERE_RANK - k)];
+}
+
+/* A Where with a run-time operand that broadcasts: one where_b8 call on
+ * the model's values as they are (an expanded copy made inside the node
+ * would be no value a layer group can name). */
+static cov_status where_broadcast(graph_exec *x, const graph_node *n, graph_value *const *in,
+                                  graph_value *const *out) {
+  _Static_assert(COV_MAX_RANK <= WHERE_RANK, "where_b8 takes every rank");
+  int64_t v[3][WHERE_RANK];
+  where_views(in, out[0]->rank, out[0]->dims, v);
+  cov_tensor t[3], y = {0};
+  for (int i = 0; i < 3; i++) {
+    graph_value gv = *in[i];
+    if (gv.dtype == COV_BOOL && i > 0) gv.dtype = COV_U8;
+    t[i] = graph_view_as(&gv, WHERE_RANK, v[i]);
+  }
+  COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "where_b8", NULL, 0, t, 3, &y, 1));
+  if (y.dtype == COV_U8 && out[0]->dtype == COV_BOOL) y.dtype = COV_BOOL;
+  return graph_lower_adopt(x, n, &y, out[0]);
+}
+
+/* A run-time operand that broadcasts: where_broadcast. Otherwise each
+ * operand expanded to the output's shape (a copy, when its shape
  * differs), then one flat select. An operand expanded from a model
  * constant (a scalar fill value) is a constant of the call
  * (graph_lower_call_const), so a group description keeps it. */
 cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *const *in,
                             graph_value *const *out) {
   int64_t l = graph_numel(out[0]);
+  int runtime_broadcast = 0;
+  for (int i = 0; i < 3; i++)
+    runtime_broadcast |= (graph_numel(in[i]) != l || in[i]->rank != out[0]->rank) && !x->g->values[in[i]->id]->data;
+  if (runtime_broadcast) return where_broadcast(x, n, in, out);
   void *own[3] = {NULL, NULL, NULL};
   cov_tensor t[3];
   cov_status st = NULL;
@@ -316,7 +366,9 @@ cov_status graph_exec_where(graph_exec *x, const graph_node *n, graph_value *con
 
 int graph_codelets_where(const graph_node *n, const char **names, int max) {
   (void)n;
-  return graph_lower_single("where", names, max);
+  static const char *const l[] = {"where", "where_b8"};
+  for (int i = 0; i < 2 && i < max; i++) names[i] = l[i];
+  return max < 2 ? max : 2;
 }
 
 /* ---- Sum, Mean ---------------------------------------------------------- */

@@ -99,6 +99,7 @@ typedef struct nms_work {
   float *box;        /* [boxes, 4] corners of the current batch */
   const float *score; /* the current class's scores */
   int64_t *cand, *tmp, *kept;
+  bool bound; /* bound mode (graph_run_io.bound): no threshold, nothing suppressed */
 } nms_work;
 
 /* Candidates by descending score, lower index first among ties. */
@@ -120,11 +121,11 @@ static int64_t one_class(nms_work *w) {
   const nms_params *p = w->p;
   int64_t nc = 0, nk = 0;
   for (int64_t i = 0; i < p->boxes; i++)
-    if (!p->has_score || w->score[i] > p->score) w->cand[nc++] = i;
+    if (w->bound || !p->has_score || w->score[i] > p->score) w->cand[nc++] = i;
   sort_cands(w->score, w->cand, w->tmp, nc);
   for (int64_t c = 0; c < nc && nk < p->max_out; c++) {
     bool keep = true;
-    for (int64_t k = 0; k < nk && keep; k++)
+    for (int64_t k = 0; k < nk && keep && !w->bound; k++)
       keep = !suppresses(&w->box[4 * w->cand[c]], &w->box[4 * w->kept[k]], p->iou);
     if (keep) w->kept[nk++] = w->cand[c];
   }
@@ -172,7 +173,7 @@ cov_status graph_exec_nms(graph_exec *x, const graph_node *n, graph_value *const
   float *box = malloc(nb * 4 * sizeof *box);
   int64_t *ibuf = malloc(3 * nb * sizeof *ibuf);
   cov_status st = box && ibuf ? NULL : graph_node_error(x->g, n, COV_OUT_OF_MEMORY, "out of memory");
-  nms_work w = {.p = &p, .box = box, .cand = ibuf, .tmp = ibuf + nb, .kept = ibuf + 2 * nb};
+  nms_work w = {.p = &p, .box = box, .cand = ibuf, .tmp = ibuf + nb, .kept = ibuf + 2 * nb, .bound = x->bound};
   const float *bx = in[0]->data, *sc = in[1]->data;
   for (int64_t b = 0; b < p.batches && !st && p.max_out > 0; b++) {
     for (int64_t i = 0; i < p.boxes; i++) corners(&bx[(b * p.boxes + i) * 4], p.center, &box[4 * i]);

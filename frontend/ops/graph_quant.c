@@ -203,22 +203,29 @@ cov_status graph_infer_quantize_linear(const graph *g, const graph_node *n, grap
   return NULL;
 }
 
-cov_status graph_exec_quantize_linear(graph_exec *x, const graph_node *n, graph_value *const *in,
-                                      graph_value *const *out) {
+/* QuantizeLinear and DequantizeLinear's one call: x viewed [outer, axis,
+ * inner], the scale and zero point [axis] (a zero point of dtype zp_dtype,
+ * zeros where the node has none) */
+static cov_status exec_qdq(graph_exec *x, const graph_node *n, graph_value *const *in, graph_value *out,
+                           const char *codelet, cov_dtype zp_dtype) {
   const graph_value *xv = in[0], *s = in[1], *zp = opt_in(n, in, 2);
   int64_t view[3];
   COV_RETURN_IF_ERROR(qdq_view(x->g, n, xv, s, zp, view));
-  cov_dtype t;
-  COV_RETURN_IF_ERROR(quantize_out_dtype(x->g, n, zp, &t));
   cov_tensor zt = {0};
-  bool own_zp = !zp;
   if (zp) zt = graph_view_as(zp, 1, &view[1]);
-  else COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, t, 1, &view[1], &zt));
+  else COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, zp_dtype, 1, &view[1], &zt));
   cov_tensor args[3] = {graph_view_as(xv, 3, view), graph_view_as(s, 1, &view[1]), zt}, y;
-  cov_status st = graph_call_codelet(x, n, "quantize", NULL, 0, args, 3, &y, 1);
-  if (own_zp) cov_tensor_release(&zt);
+  cov_status st = graph_call_codelet(x, n, codelet, NULL, 0, args, 3, &y, 1);
+  if (!zp) cov_tensor_release(&zt);
   COV_RETURN_IF_ERROR(st);
-  return graph_lower_adopt(x, n, &y, out[0]);
+  return graph_lower_adopt(x, n, &y, out);
+}
+
+cov_status graph_exec_quantize_linear(graph_exec *x, const graph_node *n, graph_value *const *in,
+                                      graph_value *const *out) {
+  cov_dtype t;
+  COV_RETURN_IF_ERROR(quantize_out_dtype(x->g, n, opt_in(n, in, 2), &t));
+  return exec_qdq(x, n, in, out[0], "quantize", t);
 }
 
 int graph_codelets_quantize_linear(const graph_node *n, const char **names, int max) {
@@ -250,17 +257,7 @@ cov_status graph_infer_dequantize_linear(const graph *g, const graph_node *n,
 
 cov_status graph_exec_dequantize_linear(graph_exec *x, const graph_node *n,
                                         graph_value *const *in, graph_value *const *out) {
-  const graph_value *xv = in[0], *s = in[1], *zp = opt_in(n, in, 2);
-  int64_t view[3];
-  COV_RETURN_IF_ERROR(qdq_view(x->g, n, xv, s, zp, view));
-  cov_tensor zt = {0};
-  if (zp) zt = graph_view_as(zp, 1, &view[1]);
-  else COV_RETURN_IF_ERROR(alloc_zeros(x->g, n, xv->dtype, 1, &view[1], &zt));
-  cov_tensor args[3] = {graph_view_as(xv, 3, view), graph_view_as(s, 1, &view[1]), zt}, y;
-  cov_status st = graph_call_codelet(x, n, "dequantize", NULL, 0, args, 3, &y, 1);
-  if (!zp) cov_tensor_release(&zt);
-  COV_RETURN_IF_ERROR(st);
-  return graph_lower_adopt(x, n, &y, out[0]);
+  return exec_qdq(x, n, in, out[0], "dequantize", in[0]->dtype);
 }
 
 int graph_codelets_dequantize_linear(const graph_node *n, const char **names, int max) {

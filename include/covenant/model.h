@@ -397,6 +397,11 @@ typedef enum cov_model_pstep_kind {
   COV_PSTEP_ELSE,      /* the else branch follows */
   COV_PSTEP_END,       /* the If ends */
   COV_PSTEP_MISSING,   /* work the program cannot hold: why */
+  COV_PSTEP_PART,      /* part of the top-level graph run on the host (cov_model_run_part):
+                          vals = its n_in inputs, then its outputs. One node the program has
+                          no other step for (layout work), or, last, everything whose size
+                          depends on the data, its outputs graph outputs with a capacity
+                          (cov_model_program_capacity) */
 } cov_model_pstep_kind;
 typedef struct cov_model_pstep {
   cov_model_pstep_kind kind;
@@ -408,6 +413,7 @@ typedef struct cov_model_pstep {
   size_t n_vals;
   const char *why;             /* MISSING */
   size_t n_carried;            /* NEXT: the carried pairs (the rest of vals are scan pairs) */
+  size_t n_in;                 /* PART: its inputs among vals */
 } cov_model_pstep;
 typedef struct cov_model_program cov_model_program;
 /* probe: one tensor per model input (the run that gives subgraphs their
@@ -418,6 +424,28 @@ COV_API size_t cov_model_program_count(const cov_model_program *p);
 COV_API const cov_model_pstep *cov_model_program_step(const cov_model_program *p, size_t i);
 /* A value a step names: its dtype and shape (rank -1: none), data for a
  * constant (owned by the model), else NULL; false when no step names it. */
+/* Capacities (runtime/README.md, "Data-dependent sizes"): the most
+ * elements any one value whose size depends on the data may hold in an
+ * artifact; a larger bound is an error when the program is built. */
+#define COV_PROGRAM_MAX_CAPACITY_ELEMS ((int64_t)1 << 24)
+/* An output of the PART step: its capacity (the shape a run in bound mode
+ * gives it, each dim the most it takes) in *cap and, in *dynamic, bit d
+ * for each dim whose size depends on the data. False for other names. */
+COV_API bool cov_model_program_capacity(const cov_model_program *p, const char *name, cov_tensor *cap,
+                                        unsigned *dynamic);
+/* Runs the part of a model that makes out_names[] from in_names[] (given
+ * at concrete shapes, data borrowed) in the reference interpreter: the
+ * nodes those outputs need that nothing given makes, constants read from
+ * the model. out[k] is allocated at the shape the run gives. */
+typedef struct cov_model_part {
+  const char *const *in_names;
+  const cov_tensor *in;
+  size_t n_in;
+  const char *const *out_names;
+  cov_tensor *out;
+  size_t n_out;
+} cov_model_part;
+COV_API cov_status cov_model_run_part(const cov_model *model, const cov_model_part *part);
 COV_API bool cov_model_program_value(const cov_model_program *p, const char *name, cov_tensor *out);
 COV_API void cov_model_program_free(cov_model_program *p);
 

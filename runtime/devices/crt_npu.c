@@ -121,8 +121,8 @@ static cov_status check_binds(const crt_artifact *a, int s, const cov_npu_progra
       if (!is_in && !is_out) continue;
       const named *k = find(binds, x->n_binds, tn);
       snprintf(path, sizeof path, k ? "steps[%d].binds[%d]" : "steps[%d].binds", s, k ? k->i : 0);
-      if (!k) {
-        if (pass == 0)
+      if (!k) { /* (an input the program holds the contents of, a constant, takes none) */
+        if (pass == 0 && !(is_in && cov_npu_program_tensor_has_data(p, t)))
           st = cov_error(COV_INVALID_INPUT, COV_AT(a->file, path), "the program's %s tensor '%s' is bound to no buffer",
                          role, common_escape(tn, e1, sizeof e1));
         continue;
@@ -167,8 +167,9 @@ static cov_status check_host_flow(const crt_artifact *a, int s, char *written) {
   if (x->op == CRT_STEP_LOOP) reads[0] = x->refs[0], reads[1] = x->refs[1], writes[0] = x->refs[2], writes[1] = x->refs[3];
   if (x->op == CRT_STEP_IF || x->op == CRT_STEP_NEXT) reads[0] = x->refs[0];
   if (x->op == CRT_STEP_HOST) n_views_read = x->n_views - 1;
+  if (x->op == CRT_STEP_PART) n_views_read = x->n_in;
   for (int k = 0; k < 4 + n_views_read; k++) {
-    int b = k < 4 ? reads[k] : x->views[k - 4].buffer;
+    int b = k < 4 ? reads[k] : x->op == CRT_STEP_PART ? x->refs[k - 4] : x->views[k - 4].buffer;
     if (b < 0 || written[crt_buffer_root(a, b)]) continue;
     char path[64], e1[256];
     snprintf(path, sizeof path, "steps[%d]", s);
@@ -179,6 +180,7 @@ static cov_status check_host_flow(const crt_artifact *a, int s, char *written) {
     if (writes[k] >= 0) written[crt_buffer_root(a, writes[k])] = 1;
   if (x->op == CRT_STEP_HOST) written[crt_buffer_root(a, x->views[x->n_views - 1].buffer)] = 1;
   for (int k = 1; x->op == CRT_STEP_NEXT && k + 1 < x->n_refs; k += 2) written[crt_buffer_root(a, x->refs[k + 1])] = 1;
+  for (int k = x->n_in; x->op == CRT_STEP_PART && k < x->n_refs; k++) written[crt_buffer_root(a, x->refs[k])] = 1;
   /* (a scan output is written row by row: by the loop's end, whole) */
   return NULL;
 }

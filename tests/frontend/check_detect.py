@@ -7,12 +7,17 @@ than the arithmetic's error (an NPU's f16 multiplicands) may come out of
 TopK and NonMaxSuppression in another order, so each expected detection is
 matched with the got one of the same label whose box overlaps it most.
 
-    /usr/bin/python3 check_detect.py COVENANT MODEL INPUT.npy BOXES.npy SCORES.npy LABELS.npy TOL TARGET
+    /usr/bin/python3 check_detect.py COVENANT MODEL INPUT.npy BOXES.npy SCORES.npy LABELS.npy TOL TARGET [COVENANT_RUN]
+
+With COVENANT_RUN, the model is compiled for TARGET into an artifact
+instead, twice (the two files must be byte-identical, and list nothing as
+missing), and covenant-run runs it.
 
 Passes when the counts agree, every expected detection is matched (no got
 detection matched twice), and the matched boxes and scores differ by at
 most TOL relative to the largest expected box coordinate and score.
 """
+import filecmp
 import os
 import subprocess
 import sys
@@ -29,18 +34,44 @@ def iou(a, b):
     return inter / ua if ua > 0 else 0.0
 
 
+def run_model(cov, model, inp, target, tmp):
+    cmd = [cov, "run", model, "--target", target, "--input", inp, "-o", tmp]
+    if target != "ref":
+        cmd += ["--tolerance", "1"]  # its own check is order-sensitive; this one is not
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("FAIL: covenant run exited %d:\n%s" % (r.returncode, r.stderr))
+    return [np.load(os.path.join(tmp, "output_%d.npy" % i)) for i in range(3)]
+
+
+def run_artifact(cov, rt, model, inp, target, tmp):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime"))
+    import artifact  # noqa: E402
+    arts = [os.path.join(tmp, n) for n in ("a.cvx", "b.cvx")]
+    for a in arts:
+        r = subprocess.run([cov, "compile", model, "--target", target, "-o", a], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit("FAIL: compile: %s %s" % (r.stdout, r.stderr))
+    if not filecmp.cmp(arts[0], arts[1], shallow=False):
+        sys.exit("FAIL: two compilations differ")
+    m, _ = artifact.read(arts[0])
+    if m["missing"]:
+        sys.exit("FAIL: the artifact lists %s as missing" % m["missing"])
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    r = subprocess.run([rt, arts[0], "--input", inp, "--output-dir", out], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("FAIL: covenant-run exited %d:\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    return [np.load(os.path.join(out, "%d.npy" % i)) for i in range(3)]
+
+
 def main():
     cov, model, inp, wb, ws, wl, tol, target = sys.argv[1:9]
     tol = float(tol)
     want = [np.load(wb), np.load(ws), np.load(wl)]
+    rt = sys.argv[9] if len(sys.argv) > 9 else None
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [cov, "run", model, "--target", target, "--input", inp, "-o", tmp]
-        if target != "ref":
-            cmd += ["--tolerance", "1"]  # its own check is order-sensitive; this one is not
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("FAIL: covenant run exited %d:\n%s" % (r.returncode, r.stderr))
-        got = [np.load(os.path.join(tmp, "output_%d.npy" % i)) for i in range(3)]
+        got = run_artifact(cov, rt, model, inp, target, tmp) if rt else run_model(cov, model, inp, target, tmp)
     for g, w, what in zip(got, want, ("boxes", "scores", "labels")):
         if g.dtype != w.dtype or g.shape[1:] != w.shape[1:]:
             sys.exit("FAIL: %s: got %s%s, expected %s%s" % (what, g.dtype, g.shape, w.dtype, w.shape))

@@ -13,12 +13,13 @@ axis) must be refused with an error naming its node. Each TARGET (default: ref) 
 every case; an NPU's outputs must match numpy as the reference's do.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+import cov_checks
 
 COV = None
 WORK = None
@@ -36,22 +37,6 @@ def save(name, nodes, inputs, n_out=1, opset=13, inits=()):
     path = os.path.join(WORK, name + ".onnx")
     onnx.save(m, path)
     return path
-
-
-def run(path, inputs, n_out=1):
-    outdir = os.path.join(WORK, "out")
-    os.makedirs(outdir, exist_ok=True)
-    for f in os.listdir(outdir):
-        os.remove(os.path.join(outdir, f))
-    args = [COV, "run", path, "--target", TARGET, "-o", outdir]
-    for k, a in inputs.items():
-        p = os.path.join(WORK, k + ".npy")
-        np.save(p, a)
-        args += ["--input", "%s=%s" % (k, p)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        return None, r
-    return [np.load(os.path.join(outdir, "output_%d.npy" % i)) for i in range(n_out)], r
 
 
 def E(*shape):
@@ -134,7 +119,8 @@ REFUSED = [
 def check_case(name, nodes, inputs, ref, opset=13):
     want = ref(*inputs.values())
     want = list(want) if isinstance(want, tuple) else [want]
-    got, r = run(save(name, nodes, inputs, n_out=len(want), opset=opset), inputs, n_out=len(want))
+    got, r = cov_checks.run(COV, WORK, save(name, nodes, inputs, n_out=len(want), opset=opset), inputs, len(want),
+                            TARGET, timeout=60)
     if got is None:
         return "%s: run failed: %s" % (name, r.stderr.strip())
     for i, (g, w) in enumerate(zip(got, want)):
@@ -147,7 +133,7 @@ def check_case(name, nodes, inputs, ref, opset=13):
 
 
 def check_refused(name, nodes, inputs, where):
-    got, r = run(save(name, nodes, inputs), inputs)
+    got, r = cov_checks.run(COV, WORK, save(name, nodes, inputs), inputs, 1, TARGET, timeout=60)
     if got is not None:
         return "%s: ran (output %s); expected a refusal" % (name, got[0])
     if r.returncode != 1 or where not in r.stderr:

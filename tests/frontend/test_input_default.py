@@ -18,6 +18,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import cov_checks
+
 COV = None
 WORK = None
 
@@ -37,19 +39,8 @@ def model(name, ir, w_type=TensorProto.FLOAT, w_shape=(3,)):
 
 
 def run(path, feeds):
-    outdir = os.path.join(WORK, "out")
-    os.makedirs(outdir, exist_ok=True)
-    for f in os.listdir(outdir):
-        os.remove(os.path.join(outdir, f))
-    args = [COV, "run", path, "--target", "ref", "-o", outdir]
-    for k, a in feeds.items():
-        p = os.path.join(WORK, k + ".npy")
-        np.save(p, a)
-        args += ["--input", "%s=%s" % (k, p)]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError("run failed: " + (r.stderr or r.stdout).strip())
-    return np.load(os.path.join(outdir, "output_0.npy")), r.stdout
+    got, r = cov_checks.run_ok(COV, WORK, path, feeds)
+    return got[0], r.stdout
 
 
 X = np.array([1, 2, 3], dtype=np.float32)
@@ -109,17 +100,7 @@ CHECKS = [unfed_takes_the_default, fed_overrides_the_default,
 def main():
     global COV, WORK
     COV, WORK = sys.argv[1], sys.argv[2]
-    os.makedirs(WORK, exist_ok=True)
-    failed = []
-    for fn in CHECKS:
-        try:
-            fn()
-            print("ok: " + fn.__name__)
-        except AssertionError as e:
-            failed.append(fn.__name__)
-            print("FAIL: %s: %s" % (fn.__name__, e))
-    print("%d checks, %d failed" % (len(CHECKS), len(failed)))
-    sys.exit(1 if failed else 0)
+    sys.exit(cov_checks.run_checks(CHECKS, WORK))
 
 
 if __name__ == "__main__":

@@ -11,12 +11,13 @@ twice: operands as initializers (folded while loading) and as graph inputs
 failed.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import cov_checks
 
 COV = None
 WORK = None
@@ -33,23 +34,6 @@ def save(name, nodes, inputs, outputs, inits=(), opset=13):
     return path
 
 
-def run(path, inputs, n_out=1):
-    args = [COV, "run", path, "--target", "ref"]
-    for i, a in enumerate(inputs):
-        p = os.path.join(WORK, "in%d.npy" % i)
-        np.save(p, a)
-        args += ["--input", p]
-    outdir = os.path.join(WORK, "out")
-    os.makedirs(outdir, exist_ok=True)
-    for f in os.listdir(outdir):
-        os.remove(os.path.join(outdir, f))
-    args += ["-o", outdir]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError("run failed: " + r.stderr.strip())
-    return [np.load(os.path.join(outdir, "output_%d.npy" % i)) for i in range(n_out)]
-
-
 def both_ways(name, op, operands, want, attrs=None, n_out=1, opset=13):
     """Runs op on operands (name -> array) folded and fed; compares exactly."""
     names = list(operands)
@@ -62,7 +46,7 @@ def both_ways(name, op, operands, want, attrs=None, n_out=1, opset=13):
                                          list(np.asarray(a).shape)) for k, a in operands.items()]
     fed = save(name + "_fed", [node], ins, ov, (), opset)
     for how, path, feed in (("folded", folded, []), ("fed", fed, [np.asarray(a) for a in operands.values()])):
-        got = run(path, feed, n_out)
+        got = cov_checks.run_ok(COV, WORK, path, feed, n_out)[0]
         for g, w in zip(got, want):
             w = np.asarray(w)
             if g.dtype != w.dtype or g.shape != w.shape or not np.array_equal(g, w):
@@ -137,17 +121,7 @@ CHECKS = [range_beyond_2_53, range_full_int64_span, range_negative_delta, range_
 def main():
     global COV, WORK
     COV, WORK = sys.argv[1], sys.argv[2]
-    os.makedirs(WORK, exist_ok=True)
-    failed = []
-    for fn in CHECKS:
-        try:
-            fn()
-            print("ok: " + fn.__name__)
-        except AssertionError as e:
-            failed.append(fn.__name__)
-            print("FAIL: %s: %s" % (fn.__name__, e))
-    print("%d checks, %d failed" % (len(CHECKS), len(failed)))
-    sys.exit(1 if failed else 0)
+    sys.exit(cov_checks.run_checks(CHECKS, WORK))
 
 
 if __name__ == "__main__":

@@ -18,9 +18,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import cov_checks
+
 COV = None
 WORK = None
-FAILED = []
 RNG = np.random.default_rng(7)
 
 
@@ -50,20 +51,7 @@ def inspect(path, *flags):
 
 def run(path, inputs, n_out=1):
     """inputs: list of arrays (in model order); returns list of outputs."""
-    args = [COV, "run", path, "--target", "ref"]
-    for i, a in enumerate(inputs):
-        p = os.path.join(WORK, "in%d.npy" % i)
-        np.save(p, a)
-        args += ["--input", p]
-    outdir = os.path.join(WORK, "out")
-    os.makedirs(outdir, exist_ok=True)
-    for f in os.listdir(outdir):
-        os.remove(os.path.join(outdir, f))
-    args += ["-o", outdir]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError("run failed: " + r.stderr)
-    return [np.load(os.path.join(outdir, "output_%d.npy" % i)) for i in range(n_out)]
+    return cov_checks.run_ok(COV, WORK, path, inputs, n_out)[0]
 
 
 def operators(text):
@@ -500,16 +488,7 @@ check(graph_without_nodes)
 def main():
     global COV, WORK
     COV, WORK = sys.argv[1], sys.argv[2]
-    os.makedirs(WORK, exist_ok=True)
-    for fn in CHECKS:
-        try:
-            fn()
-            print("ok: " + fn.__name__)
-        except AssertionError as e:
-            FAILED.append(fn.__name__)
-            print("FAIL: %s: %s" % (fn.__name__, e))
-    print("%d checks, %d failed" % (len(CHECKS), len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(cov_checks.run_checks(CHECKS, WORK))
 
 
 if __name__ == "__main__":

@@ -169,6 +169,21 @@ def case_qdq(rng, axis):
             [init("s", s), init("zp", zp)], [x], [q, y])
 
 
+def case_qdq_no_zero_point(rng):
+    """QuantizeLinear and DequantizeLinear without a zero point: a u8
+    result (the default), saturated at 0 and 255, and an i8 input
+    dequantized around 0."""
+    x = (rng.standard_normal((3, 7)) * 4).astype(F32)
+    i = rng.integers(-128, 128, (3, 7)).astype(np.int8)
+    s = F32(0.043)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q"),
+             helper.make_node("DequantizeLinear", ["i", "s"], ["y"], name="dq")]
+    q = np.clip(np.rint(x / s), 0, 255).astype(np.uint8)
+    y = (i.astype(F32) * s).astype(F32)
+    return (nodes, [vi("x", x), vi("i", i)], [vi("q", np.uint8, q.shape), vi("y", F32, y.shape)],
+            [init("s", s)], [x, i], [q, y])
+
+
 def as_qdq(case, bias_scale=True, act=None):
     """The same integer layer written as QDQ (DQ -> Conv/MatMul -> Q), which
     the frontend must turn back into it: same expected output, bit for bit.
@@ -231,6 +246,7 @@ CASES = {
     "qdq_matmul_pc": as_qdq(lambda r: case_qlinearmatmul(r, np.uint8, np.int8, np.uint8, True, (6, 40), (40, 24), False)),
     "qdq_tensor": lambda r: case_qdq(r, False),
     "qdq_axis": lambda r: case_qdq(r, True),
+    "quantize_no_zero_point": case_qdq_no_zero_point,
 }
 
 

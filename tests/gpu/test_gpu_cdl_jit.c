@@ -16,7 +16,13 @@
  * with every admitted type of f32 / i32 / i8 / u8 / i64 in turn, on
  * extreme inputs (NaN, infinities, values past every integer type's
  * range, -0, halves; the integer types' limits).
- * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [FILE.cdl]... */
+ * -p P1,P2,...: of the shipped codelets only those whose name starts with
+ * one of the prefixes. -w N: every codelet of the files given after it
+ * must run with N threads per work item (32: as teams of lanes,
+ * gpu_cdl.h; 1: single threads); a team's lanes run as concurrent
+ * threads meeting at a barrier for each exchange of values.
+ * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w N]
+ * [FILE.cdl]... */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -25,6 +31,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,23 +46,51 @@ enum { MIN_RUN = 90, MAX_TARGETS = 4 };
 
 /* ---- the host's target operations ------------------------------------------ */
 
-static LLVMValueRef host_global(gpu_gen *g, const char *name) {
-  LLVMValueRef v = LLVMGetNamedGlobal(g->mod, name);
-  if (!v) {
-    v = LLVMAddGlobal(g->mod, g->i32, name);
-    LLVMSetInitializer(v, LLVMConstInt(g->i32, 0, 0));
-  }
-  return LLVMBuildLoad2(g->b, g->i32, v, "");
+/* Work-item ids and lane exchanges are calls into this program (defined
+ * in the JIT as absolute symbols): the ids are thread-local, and a team's
+ * lanes run as threads of their own that meet at a barrier per exchange. */
+static _Thread_local int32_t t_tid, t_bid;
+typedef struct host_team {
+  pthread_barrier_t bar;
+  int32_t slot[GPU_CDL_LANES];
+} host_team;
+static host_team *g_team; /* the team running (one at a time) */
+
+static int32_t host_get_tid(void) { return t_tid; }
+static int32_t host_get_bid(void) { return t_bid; }
+static int32_t host_exchange(int32_t v, int32_t mask) {
+  int lane = t_tid % GPU_CDL_LANES;
+  g_team->slot[lane] = v;
+  pthread_barrier_wait(&g_team->bar);
+  int32_t r = g_team->slot[lane ^ mask];
+  pthread_barrier_wait(&g_team->bar);
+  return r;
 }
-static LLVMValueRef host_tid(gpu_gen *g) { return host_global(g, "cov_tid"); }
+
+static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
+  LLVMTypeRef at[2] = {g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f) f = LLVMAddFunction(g->mod, name, ft);
+  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", NULL, 0); }
 static LLVMValueRef host_bid(gpu_gen *g, int d) {
   (void)d;
-  return host_global(g, "cov_bid");
+  return host_call(g, "cov_host_bid", NULL, 0);
+}
+static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
+  LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
+  return host_call(g, "cov_host_xor", a, 2);
 }
 static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
 static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {
-    .name = "host", .mark_kernel = host_mark, .thread_id = host_tid, .block_id = host_bid, .exp2 = host_exp2};
+static const gpu_target_ops k_host = {.name = "host",
+                                      .mark_kernel = host_mark,
+                                      .thread_id = host_tid,
+                                      .block_id = host_bid,
+                                      .exp2 = host_exp2,
+                                      .lane_xor = host_lane_xor};
 
 /* ---- inputs ------------------------------------------------------------------ */
 
@@ -68,6 +103,18 @@ static double next(void) {
 }
 
 static const char *extreme_prefix; /* -x */
+static const char *only_prefixes;  /* -p: comma-separated name prefixes of the library's codelets to run */
+static int want_lanes;             /* -w N: the files' codelets must run with N threads per work item */
+
+static int picked(const char *name) {
+  if (!only_prefixes) return 1;
+  for (const char *p = only_prefixes; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n && !strncmp(name, p, n)) return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
 
 /* Element i of an input on extreme values (-x): floats and integers past
  * every range, NaN, infinities, -0, halves (truncation), each dtype's
@@ -150,7 +197,9 @@ static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k)
     const cdl_type *ty = &o->type;
     k->in_dtype[i] = ty->kind == CDL_TY_DTYPE ? ty->dtype : ty->kind == CDL_TY_PARAM ? tpd[ty->tparam] : COV_F32;
     k->in_rank[i] = o->rank;
-    for (int d = 0; d < o->rank; d++) k->in_shape[i][d] = o->shape[d]->kind == CDL_IE_INT ? o->shape[d]->value : dim;
+    /* operands of rank 6 and up (where_b8's views) at 3 per dim at most: 9^8 elements would not fit a test */
+    int64_t dr = o->rank > 5 && dim > 3 ? 3 : dim;
+    for (int d = 0; d < o->rank; d++) k->in_shape[i][d] = o->shape[d]->kind == CDL_IE_INT ? o->shape[d]->value : dr;
   }
   return 1;
 }
@@ -158,6 +207,61 @@ static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k)
 /* ---- the JIT ----------------------------------------------------------------- */
 
 typedef void (*kfn)(void *, void *, void *, void *, void *, void *, void *, void *);
+
+typedef struct lane_run {
+  kfn f;
+  void **a;
+  int32_t tid, bid;
+} lane_run;
+
+static void *run_lane(void *p) {
+  lane_run *r = p;
+  t_tid = r->tid, t_bid = r->bid;
+  r->f(r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5], r->a[6], r->a[7]);
+  return NULL;
+}
+
+/* Every team (GPU_CDL_LANES consecutive threads), in a scrambled order,
+ * its lanes as concurrent threads. */
+static int run_teams(kfn f, void **a, int64_t total) {
+  host_team team;
+  if (pthread_barrier_init(&team.bar, NULL, GPU_CDL_LANES)) return 1;
+  g_team = &team;
+  int64_t teams = total / GPU_CDL_LANES;
+  int bad = 0;
+  for (int64_t i = 0; i < teams && !bad; i++) {
+    int64_t t = i * 1000003 % teams;
+    pthread_t th[GPU_CDL_LANES];
+    lane_run r[GPU_CDL_LANES];
+    int n = 0;
+    for (; n < GPU_CDL_LANES; n++) {
+      int64_t item = t * GPU_CDL_LANES + n;
+      r[n] = (lane_run){f, a, (int32_t)(item % GPU_EW_THREADS), (int32_t)(item / GPU_EW_THREADS)};
+      if (pthread_create(&th[n], NULL, run_lane, &r[n])) break;
+    }
+    bad = n < GPU_CDL_LANES; /* a team short of lanes would wait forever: fail before it can */
+    for (int j = 0; j < n; j++) pthread_join(th[j], NULL);
+  }
+  pthread_barrier_destroy(&team.bar);
+  if (bad) fprintf(stderr, "FAIL: cannot start the threads of a team\n");
+  return bad;
+}
+
+/* The host operations as symbols of the JIT's main library. */
+static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
+  static const char *names[3] = {"cov_host_tid", "cov_host_bid", "cov_host_xor"};
+  LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
+  LLVMOrcCSymbolMapPair pairs[3];
+  for (int i = 0; i < 3; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
+    pairs[i].Sym.Address = addr[i];
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
+}
 
 static int fail_llvm(const char *what, const char *name, LLVMErrorRef e) {
   char *m = LLVMGetErrorMessage(e);
@@ -198,32 +302,32 @@ static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
   if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
   if (!e) LLVMOrcJITDylibAddGenerator(jd, gen);
+  if (!e) e = define_host(J, jd);
   if (!e) e = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
   else LLVMDisposeModule(mod);
   LLVMOrcDisposeThreadSafeContext(tsc);
-  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
+  LLVMOrcExecutorAddress fa = 0;
   if (!e) e = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (!e) e = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
-  if (!e) e = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
   if (e) {
     fail_llvm("JIT build", name, e);
     LLVMOrcDisposeLLJIT(J);
     return 1;
   }
   kfn f = (kfn)(uintptr_t)fa;
-  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
   int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
   void *a[8] = {0};
   for (int i = 0; i < in->n_args; i++) a[i] = args[i];
+  int fail = 0;
+  if (in->lanes > 1) fail = run_teams(f, a, total);
   /* work items in a scrambled order (a prime step above their count): a
    * kernel must not depend on the order its items run in */
-  for (int64_t i = 0; i < total; i++) {
+  for (int64_t i = 0; i < total && in->lanes == 1; i++) {
     int64_t item = i * 1000003 % total;
-    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
+    t_bid = (int32_t)(item / GPU_EW_THREADS), t_tid = (int32_t)(item % GPU_EW_THREADS);
     f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
   }
   LLVMOrcDisposeLLJIT(J);
-  return 0;
+  return fail;
 }
 
 /* f32 arithmetic against the interpreter's double: a few f32 ulps, or
@@ -296,18 +400,24 @@ static int check_codelet(const cdl_codelet *c, gpu_target *tg, int n_tg, int tp0
     cov_status_free(st);
     free(code);
   }
-  printf("%s %-22s grid loops %d, %lld work items%s%s%s\n", fail ? "FAIL" : "ok  ", c->name, in.n_par,
-         (long long)in.threads, in.n_par ? "" : " (one thread)", tp0 >= 0 ? ", x " : "",
+  if (!fail && want_lanes && in.lanes != want_lanes) {
+    fprintf(stderr, "FAIL %s: %d threads per work item (%d expected)\n", c->name, in.lanes, want_lanes);
+    fail = 1;
+  }
+  printf("%s %-22s grid loops %d, %lld work items of %d thread%s, %lld statements per thread%s%s%s\n",
+         fail ? "FAIL" : "ok  ", c->name, in.n_par, (long long)in.items, in.lanes, in.lanes > 1 ? "s" : "",
+         (long long)in.serial, in.n_par ? "" : " (one item)", tp0 >= 0 ? ", x " : "",
          tp0 >= 0 ? cov_dtype_name(k.in_dtype[0]) : "");
   for (int i = 0; i < in.n_args; i++) cov_tensor_release(&t[i]);
   for (int o = 0; o < in.n_out; o++) cov_tensor_release(&ref[o]);
   return fail;
 }
 
-static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *n_run, int *n_skip) {
+static int check_lib(const cov_codelet_lib *lib, gpu_target *tg, int n_tg, int *n_run, int *n_skip, int shipped) {
   int fail = 0;
   for (size_t i = 0; i < cov_codelet_lib_count(lib); i++) {
     const cdl_codelet *c = cov_codelet_lib_at(lib, i);
+    if (shipped && !picked(c->name)) continue;
     if (extreme_prefix) { /* every admitted type of the first parameter, on extreme inputs */
       if (strncmp(c->name, extreme_prefix, strlen(extreme_prefix)) != 0) continue;
       for (int tp = 0; tp < 5; tp++) {
@@ -355,6 +465,14 @@ int main(int argc, char **argv) {
       min_run = atoi(argv[++i]);
       continue;
     }
+    if (!strcmp(argv[i], "-p") && i + 1 < argc) {
+      only_prefixes = argv[++i];
+      continue;
+    }
+    if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+      want_lanes = atoi(argv[++i]);
+      continue;
+    }
     if (!strcmp(argv[i], "-x") && i + 1 < argc) {
       extreme_prefix = argv[++i];
       continue;
@@ -362,15 +480,16 @@ int main(int argc, char **argv) {
     cov_codelet_lib *extra = NULL;
     if ((st = cov_codelet_lib_load_file(argv[i], &extra))) break;
     int before = n_run;
-    fail |= check_lib(extra, tg, n_tg, &n_run, &n_skip);
+    fail |= check_lib(extra, tg, n_tg, &n_run, &n_skip, 0);
     if (n_run - before != (int)cov_codelet_lib_count(extra)) {
       fprintf(stderr, "FAIL %s: every codelet of a test file must run\n", argv[i]);
       fail = 1;
     }
     cov_codelet_lib_free(extra);
   }
+  want_lanes = 0; /* the shipped codelets run as they plan */
   if (!st) st = cov_codelet_lib_load(NULL, &lib);
-  if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip);
+  if (!st) fail |= check_lib(lib, tg, n_tg, &n_run, &n_skip, 1);
   if (st) {
     cov_status_print(stderr, st, 0);
     cov_status_free(st);

@@ -11,120 +11,47 @@
  * x * sigmoid(x), the hard functions, GELU through libm's erf, LayerNorm in
  * double, f16 rounding) and with gpu_ew_emulate, the C meaning the CPU emulation
  * of a compiled model uses. Usage: test_gpu_ew_jit */
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_ir.h"
-#include "backends/gpu/gpu_target.h"
-#include "backends/gpu/gpu_mplan.h"
+#include "gpu_jit_harness.h"
 
-static LLVMValueRef host_global(gpu_gen *g, const char *name) {
-  LLVMValueRef v = LLVMGetNamedGlobal(g->mod, name);
-  if (!v) {
-    v = LLVMAddGlobal(g->mod, g->i32, name);
-    LLVMSetInitializer(v, LLVMConstInt(g->i32, 0, 0));
-  }
-  return LLVMBuildLoad2(g->b, g->i32, v, "");
+static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  return gpu_lower_ew(e, ops, mod, fn);
 }
-static LLVMValueRef host_tid(gpu_gen *g) { return host_global(g, "cov_tid"); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  (void)d;
-  return host_global(g, "cov_bid");
-}
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {
-    .name = "host", .mark_kernel = host_mark, .thread_id = host_tid, .block_id = host_bid, .exp2 = host_exp2};
 
-typedef void (*kfn)(void *, void *, void *, void *);
-
-static int fail_llvm(const char *what, LLVMErrorRef e) {
-  char *m = LLVMGetErrorMessage(e);
-  fprintf(stderr, "FAIL %s: %s\n", what, m);
-  LLVMDisposeErrorMessage(m);
-  return 1;
-}
+/* Lowers e, verifies, optimises and runs every work item on a[0..3]. */
+static int run_jit(const gpu_ew *e, void **a) { return gpu_jit_run("ew", lower, e, e->n, a, 4); }
 
 /* The matrix kernels' epilogue activation (gpu_activation) alone as a
  * kernel: y[i] = act(x[i]), i < n. */
-static cov_status lower_act(const gpu_epilogue *ep, int64_t n, LLVMModuleRef mod) {
+typedef struct act_kernel {
+  gpu_epilogue ep;
+  int64_t n;
+} act_kernel;
+static cov_status lower_act(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  const act_kernel *k = what;
   gpu_gen gg = {0}, *g = &gg;
   gpu_plan plan = {0};
   plan.prob.in_dtype = COV_F32, plan.threads = GPU_EW_THREADS;
-  COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, &k_host, mod));
-  gpu_add_kernel(g, "kern");
-  LLVMValueRef i = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, host_bid(g, 0), C(GPU_EW_THREADS), ""), host_tid(g), "");
+  COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, ops, mod));
+  gpu_add_kernel(g, fn);
+  LLVMValueRef i = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, ops->block_id(g, 0), C(GPU_EW_THREADS), ""), ops->thread_id(g), "");
   LLVMBasicBlockRef join;
-  begin_if(g, ult(g, i, n), &join);
+  begin_if(g, ult(g, i, k->n), &join);
   LLVMValueRef x = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, LLVMGetParam(g->fn, 0), i), "");
-  LLVMBuildStore(g->b, gpu_activation(g, ep, x), gept(g, g->f32, LLVMGetParam(g->fn, 2), i));
+  LLVMBuildStore(g->b, gpu_activation(g, &k->ep, x), gept(g, g->f32, LLVMGetParam(g->fn, 2), i));
   end_if(g, join);
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
   return NULL;
 }
-
-/* Lowers e (or, with ep, the epilogue activation over e->n values),
- * verifies, optimises and runs every work item on a[0..3]. */
-static int run_jit_with(const gpu_ew *e, const gpu_epilogue *ep, void **a) {
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("ew", LLVMOrcThreadSafeContextGetContext(tsc));
-  cov_status st = ep ? lower_act(ep, e->n, mod) : gpu_lower_ew(e, &k_host, mod, "kern");
-  char *msg = NULL;
-  int bad = st != NULL;
-  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
-  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) fprintf(stderr, "FAIL: IR: %s\n", msg), bad = 1;
-  LLVMDisposeMessage(msg);
-  LLVMOrcLLJITRef J = NULL;
-  LLVMErrorRef err = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
-  if (err) bad = fail_llvm("JIT", err);
-  if (bad) {
-    LLVMDisposeModule(mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return 1;
-  }
-  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
-  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  err = LLVMRunPasses(mod, "default<O2>", NULL, po);
-  LLVMDisposePassBuilderOptions(po);
-  LLVMOrcDefinitionGeneratorRef gen;
-  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
-  if (!err) err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL);
-  if (!err) LLVMOrcJITDylibAddGenerator(jd, gen);
-  if (!err) err = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
-  else LLVMDisposeModule(mod);
-  LLVMOrcDisposeThreadSafeContext(tsc);
-  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
-  if (!err) err = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
-  if (err) {
-    fail_llvm("JIT build", err);
-    LLVMOrcDisposeLLJIT(J);
-    return 1;
-  }
-  kfn f = (kfn)(uintptr_t)fa;
-  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
-  int64_t total = (e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS * GPU_EW_THREADS;
-  for (int64_t i = 0; i < total; i++) { /* a scrambled order: no item may depend on another */
-    int64_t item = i * 1000003 % total;
-    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
-    f(a[0], a[1], a[2], a[3]);
-  }
-  LLVMOrcDisposeLLJIT(J);
-  return 0;
+static int run_act(const gpu_epilogue *ep, int64_t n, void **a) {
+  act_kernel k = {*ep, n};
+  return gpu_jit_run("act", lower_act, &k, n, a, 4);
 }
-static int run_jit(const gpu_ew *e, void **a) { return run_jit_with(e, NULL, a); }
 
 enum { N = 2, CH = 24, H = 3, W = 5, HW = H * W, NUM = N * CH * HW };
 
@@ -150,13 +77,13 @@ static gpu_ew layout_copy(int to_nhwc) {
   return e;
 }
 
+/* relative 1e-5: exp goes through 2^x */
+static int near(double got, double want, cov_dtype d) {
+  (void)d;
+  return fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want));
+}
 static int compare(const char *what, const float *got, const float *want, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (!(fabsf(got[i] - want[i]) <= 1e-5f * fmaxf(1.0f, fabsf(want[i])))) { /* exp through 2^x */
-      fprintf(stderr, "FAIL %s: element %lld is %g, %g expected\n", what, (long long)i, got[i], want[i]);
-      return 1;
-    }
-  return 0;
+  return gpu_jit_compare(what, "result", COV_F32, got, want, n, near);
 }
 
 static void widen(const uint16_t *h, float *f, int64_t n) {
@@ -294,7 +221,7 @@ static int check_epilogue(const char *what, gpu_act act) {
                                             : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
   }
   void *a[4] = {x, NULL, y, NULL};
-  if (run_jit_with(&e, &ep, a)) return 1;
+  if (run_act(&ep, NUM, a)) return 1;
   int bad = compare(what, y, want, NUM);
   if (!bad) printf("ok: %s\n", what);
   return bad;
@@ -344,8 +271,7 @@ static int check_lnorm(const char *what, cov_dtype out, int to_nhwc) {
 }
 
 int main(void) {
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
+  gpu_jit_init();
   int fail = 0;
   fail |= check("NCHW f32 -> NHWC f16", 1, 0, GPU_FN_NONE, 0, 0);
   fail |= check("NHWC f16 -> NCHW f32", 0, 0, GPU_FN_NONE, 0, 0);

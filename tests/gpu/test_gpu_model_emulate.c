@@ -24,7 +24,12 @@
  * must have the dtypes its kernel reads and writes (a matrix kernel's
  * 16-bit operands, f16 outputs where it writes f16, a copy's source):
  * the emulation sees every buffer as f32 values and would not notice.
- * Usage: test_gpu_model_emulate [-t] [-l N] [-e TEXT] [-s NAME=DIMS]...
+ * With -d f32 the target is opened for f32 operands (`covenant compile
+ * --dtype f32`): matrix kernels on the FMA path, f32 weights, no rounding.
+ * With -a N a model compiled to fewer than N fused attention launches
+ * fails (the attention chains of transformer exports found as one
+ * kernel each, gpu_mattn.c).
+ * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-d f32] [-s NAME=DIMS]...
  * TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +43,7 @@
 #include "covenant/model.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static int g_max_launches = -1;
+static int g_max_launches = -1, g_min_attn = -1;
 
 /* The buffers of every launch in the dtypes its kernel takes; prints and
  * counts the mismatches. */
@@ -56,6 +61,13 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
            : gpu_ew_raw(&s->ew) ? out
            : s->ew.in_dtype == COV_F16 ? COV_F16
            : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
+    } else if (s->kkind == GPU_KERNEL_ATTN) { /* Q, K, V in the kernel's 16-bit dtype, O in it or f32 */
+      in = s->attn.in_dtype, out = s->attn.out_f32 ? COV_F32 : in;
+      int b = 0;
+      for (int k = 0; k < 4; k++) b |= p->bufs[s->args[k]].dtype != (k < 3 ? in : out);
+      if (b) fprintf(stderr, "%s: step %d (%s): attention buffers of other dtypes\n", path, i, s->kernel);
+      bad += b;
+      continue;
     } else {
       in = s->plan.prob.in_dtype;
       out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
@@ -132,11 +144,13 @@ static double elem(const cov_tensor *t, int64_t j) {
 static cov_model_shape g_shapes[8];
 static size_t g_n_shapes;
 
+static cov_dtype g_dtype = COV_F16;
+
 static int check(const char *target, double tol, const char *path, int no_tables, const char *expect) {
   gpu_target t = {0};
   cov_model *m = NULL;
   gpu_model_plan p;
-  cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
+  cov_status st = gpu_target_open(backend_gpu_vendors(), target, g_dtype, &t);
   cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
   cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
   if (!st) st = cov_model_load_file(path, &mo, &ref);
@@ -172,15 +186,20 @@ static int check(const char *target, double tol, const char *path, int no_tables
         *v = io == COV_F16 ? cov_f16_to_f32(cov_f32_to_f16(*v)) : cov_bf16_to_f32(cov_f32_to_bf16(*v));
       }
   }
-  int launches = 0, tables = 0;
+  int launches = 0, tables = 0, attn = 0;
   for (int s = 0; s < p.n_steps; s++) {
     launches += p.steps[s].op == GPU_STEP_LAUNCH;
+    attn += p.steps[s].op == GPU_STEP_LAUNCH && p.steps[s].kkind == GPU_KERNEL_ATTN;
     tables += p.steps[s].op == GPU_STEP_LAUNCH && p.steps[s].kkind == GPU_KERNEL_EW && p.steps[s].ew.kind == GPU_EW_TABLE;
   }
   int table_fail = no_tables && tables;
   int plan_fail = dtype_mismatches(&p, path) > 0;
   if (g_max_launches >= 0 && launches > g_max_launches) {
     fprintf(stderr, "FAIL   %s %s: %d launches (at most %d expected)\n", target, path, launches, g_max_launches);
+    plan_fail = 1;
+  }
+  if (g_min_attn >= 0 && attn < g_min_attn) {
+    fprintf(stderr, "FAIL   %s %s: %d fused attention launches (at least %d expected)\n", target, path, attn, g_min_attn);
     plan_fail = 1;
   }
   if (table_fail) fprintf(stderr, "FAIL   %s %s: %d index-table gathers (strided copies expected)\n", target, path, tables);
@@ -214,8 +233,9 @@ static int check(const char *target, double tol, const char *path, int no_tables
     }
     double rel = err / (scale > 0 ? scale : 1);
     int ok = rel <= tol;
-    printf("%-6s %s %s output %d: %d launches (%d index tables), %d buffers, max rel err %.3g (tolerance %g)\n",
-           ok ? "PASS" : "FAIL", target, path, o, launches, tables, p.n_bufs, rel, tol);
+    printf("%-6s %s %s output %d: %d launches (%d index tables, %d fused attention), %d buffers, max rel err %.3g "
+           "(tolerance %g)\n",
+           ok ? "PASS" : "FAIL", target, path, o, launches, tables, attn, p.n_bufs, rel, tol);
     fail |= !ok;
   }
   for (int i = 0; i < ni; i++) cov_tensor_release(&in[i]);
@@ -233,7 +253,9 @@ int main(int argc, char **argv) {
   argv += no_tables, argc -= no_tables;
   const char *expect = NULL;
   if (argc > 2 && !strcmp(argv[1], "-l")) g_max_launches = atoi(argv[2]), argv += 2, argc -= 2;
+  if (argc > 2 && !strcmp(argv[1], "-a")) g_min_attn = atoi(argv[2]), argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
+  if (argc > 2 && !strcmp(argv[1], "-d")) g_dtype = !strcmp(argv[2], "f32") ? COV_F32 : COV_F16, argv += 2, argc -= 2;
   while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
     cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
     if (st) {
@@ -244,7 +266,7 @@ int main(int argc, char **argv) {
     argv += 2, argc -= 2;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-e TEXT] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-d f32] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

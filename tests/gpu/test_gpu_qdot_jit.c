@@ -14,42 +14,12 @@
  * accumulator, and matmuls. With -t TARGET each is also built as the
  * target's code object (PTX: its dp4a.s32.s32).
  * Usage: test_gpu_qdot_jit [-t TARGET]... */
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_qdot.h"
-#include "backends/registry/backend_registry.h"
-
-enum { MAX_TARGETS = 4 };
-
-/* ---- the host's target operations ------------------------------------------ */
-
-static LLVMValueRef host_global(gpu_gen *g, const char *name) {
-  LLVMValueRef v = LLVMGetNamedGlobal(g->mod, name);
-  if (!v) {
-    v = LLVMAddGlobal(g->mod, g->i32, name);
-    LLVMSetInitializer(v, LLVMConstInt(g->i32, 0, 0));
-  }
-  return LLVMBuildLoad2(g->b, g->i32, v, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_global(g, "cov_tid"); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  (void)d;
-  return host_global(g, "cov_bid");
-}
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {
-    .name = "host", .mark_kernel = host_mark, .thread_id = host_tid, .block_id = host_bid, .exp2 = host_exp2};
+#include "gpu_jit_harness.h"
 
 /* ---- cases ------------------------------------------------------------------- */
 
@@ -164,98 +134,13 @@ static cov_status inputs(const qcase *q, const gpu_ew *e, cov_tensor *in) {
   return NULL;
 }
 
-/* ---- the JIT ----------------------------------------------------------------- */
+/* ---- the kernel ---------------------------------------------------------------- */
 
-typedef void (*kfn)(void *, void *, void *, void *, void *, void *);
-
-static int fail_llvm(const char *what, const char *name, LLVMErrorRef e) {
-  char *m = LLVMGetErrorMessage(e);
-  fprintf(stderr, "FAIL %s: %s: %s\n", name, what, m);
-  LLVMDisposeErrorMessage(m);
-  return 1;
+static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  return gpu_lower_qdot(e, ops, mod, fn);
 }
 
-static int run_jit(const char *name, const gpu_ew *e, void **args) {
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("qdot", LLVMOrcThreadSafeContextGetContext(tsc));
-  cov_status st = gpu_lower_qdot(e, &k_host, mod, "kern");
-  char *msg = NULL;
-  int bad = st != NULL;
-  if (st) cov_status_print(stderr, st, 0), cov_status_free(st);
-  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-    fprintf(stderr, "FAIL %s: the IR does not verify: %s\n", name, msg);
-    bad = 1;
-  }
-  LLVMDisposeMessage(msg);
-  LLVMOrcLLJITRef J = NULL;
-  LLVMErrorRef err = bad ? NULL : LLVMOrcCreateLLJIT(&J, NULL);
-  if (err) bad = fail_llvm("JIT", name, err);
-  if (bad) {
-    LLVMDisposeModule(mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return 1;
-  }
-  LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J));
-  LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J));
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  err = LLVMRunPasses(mod, "default<O2>", NULL, po);
-  LLVMDisposePassBuilderOptions(po);
-  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
-  if (!err) err = LLVMOrcLLJITAddLLVMIRModule(J, jd, LLVMOrcCreateNewThreadSafeModule(mod, tsc));
-  else LLVMDisposeModule(mod);
-  LLVMOrcDisposeThreadSafeContext(tsc);
-  LLVMOrcExecutorAddress fa = 0, ta = 0, ba = 0;
-  if (!err) err = LLVMOrcLLJITLookup(J, &fa, "kern");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ta, "cov_tid");
-  if (!err) err = LLVMOrcLLJITLookup(J, &ba, "cov_bid");
-  if (err) {
-    fail_llvm("JIT build", name, err);
-    LLVMOrcDisposeLLJIT(J);
-    return 1;
-  }
-  kfn f = (kfn)(uintptr_t)fa;
-  int32_t *tid = (int32_t *)(uintptr_t)ta, *bid = (int32_t *)(uintptr_t)ba;
-  int64_t total = (e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS * GPU_EW_THREADS;
-  for (int64_t i = 0; i < total; i++) {
-    int64_t item = i * 1000003 % total;
-    *bid = (int32_t)(item / GPU_EW_THREADS), *tid = (int32_t)(item % GPU_EW_THREADS);
-    f(args[0], args[1], args[2], args[3], args[4], args[5]);
-  }
-  LLVMOrcDisposeLLJIT(J);
-  return 0;
-}
-
-/* ---- checks ------------------------------------------------------------------ */
-
-static int same(const char *name, const char *who, const void *got, const cov_tensor *ref) {
-  size_t es = cov_dtype_size(ref->dtype);
-  int64_t n = cov_tensor_numel(ref);
-  for (int64_t i = 0; i < n; i++)
-    if (memcmp((const char *)got + i * es, (const char *)ref->data + i * es, es)) {
-      int64_t gv = 0, rv = 0;
-      if (ref->dtype == COV_I32) memcpy(&gv, (const char *)got + i * 4, 4), memcpy(&rv, (const char *)ref->data + i * 4, 4);
-      else gv = ((const uint8_t *)got)[i], rv = ((const uint8_t *)ref->data)[i];
-      fprintf(stderr, "FAIL %s: %s element %lld: %lld, the interpreter %lld\n", name, who, (long long)i,
-              (long long)(ref->dtype == COV_I32 ? (int32_t)gv : gv), (long long)(ref->dtype == COV_I32 ? (int32_t)rv : rv));
-      return 0;
-    }
-  return 1;
-}
-
-static int build_for(const char *name, const gpu_ew *e, const gpu_target *t) {
-  char *code = NULL;
-  size_t size = 0;
-  gpu_kernel_info info;
-  cov_status st = gpu_build_ew_kernel(t, e, "covenant_kern", &code, &size, &info);
-  int ok = !st && size > 0 && (!t->vendor->code_text || strstr(code, "dp4a.s32.s32"));
-  if (!ok) fprintf(stderr, "FAIL %s: no code object with its dot instruction for %s\n", name, cov_acg_name(t->acg));
-  if (st) cov_status_print(stderr, st, 0);
-  cov_status_free(st);
-  free(code);
-  return ok;
-}
-
-static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_target *tg, int n_tg) {
+static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_jit_targets *tg) {
   gpu_ew e;
   describe(q, &e);
   cov_tensor in[5] = {{0}}, ref = {0};
@@ -271,11 +156,12 @@ static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_targ
     gpu_qdot_pack(&e, in[1].data, q->matmul, packed);
     memset(y_jit, 0x5a, ybytes), memset(y_emu, 0xa5, ybytes);
     void *args[6] = {in[0].data, packed, y_jit, in[2].data, in[3].data, in[4].data};
-    ok = !run_jit(q->name, &e, args) && same(q->name, "JIT", y_jit, &ref);
+    ok = !gpu_jit_run(q->name, lower, &e, e.n, args, 6) &&
+         !gpu_jit_compare(q->name, "JIT", ref.dtype, y_jit, ref.data, n_out, NULL);
     gpu_qdot_emulate(&e, in[0].data, packed, y_emu, in[2].data, in[3].data, in[4].data);
-    ok &= same(q->name, "C meaning", y_emu, &ref);
+    ok &= !gpu_jit_compare(q->name, "C meaning", ref.dtype, y_emu, ref.data, n_out, NULL);
   }
-  for (int j = 0; j < n_tg && ok; j++) ok = build_for(q->name, &e, &tg[j]);
+  for (int j = 0; j < tg->n && ok; j++) ok = !gpu_jit_build(q->name, &e, &tg->t[j], "dp4a.s32.s32");
   printf("%s %-20s %lld outputs, %d channels per work item\n", ok ? "ok  " : "FAIL", q->name, (long long)n_out,
          gpu_qdot_kb(&e));
   for (int i = 0; i < 5; i++) cov_tensor_release(&in[i]);
@@ -285,23 +171,22 @@ static int check_case(const cov_codelet_lib *lib, const qcase *q, const gpu_targ
 }
 
 int main(int argc, char **argv) {
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
-  gpu_target tg[MAX_TARGETS];
-  memset(tg, 0, sizeof tg);
-  int n_tg = 0, fail = 0;
+  gpu_jit_init();
+  gpu_jit_targets tg = {0};
+  int fail = 0;
   cov_status st = NULL;
-  for (int i = 1; i + 1 < argc && !st && n_tg < MAX_TARGETS; i += 2)
-    if (!strcmp(argv[i], "-t") && !(st = gpu_target_open(backend_gpu_vendors(), argv[i + 1], COV_F16, &tg[n_tg]))) n_tg++;
+  for (int i = 1; i + 1 < argc && !st; i += 2)
+    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(&tg, argv[i + 1]);
   cov_codelet_lib *lib = NULL;
   if (!st) st = cov_codelet_lib_load(NULL, &lib);
   if (st) {
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
+    gpu_jit_targets_close(&tg);
     return 1;
   }
-  for (size_t c = 0; c < sizeof k_cases / sizeof *k_cases; c++) fail |= check_case(lib, &k_cases[c], tg, n_tg);
+  for (size_t c = 0; c < sizeof k_cases / sizeof *k_cases; c++) fail |= check_case(lib, &k_cases[c], &tg);
   cov_codelet_lib_free(lib);
-  for (int j = 0; j < n_tg; j++) gpu_target_close(&tg[j]);
+  gpu_jit_targets_close(&tg);
   return fail;
 }

@@ -1,6 +1,7 @@
 /* tests/npu-sim/npu_test.h: what the NPU simulator's C tests share: the
- * source tree, a target's ACG, f16-exact random numbers, hand-built
- * programs (instructions, DRAM tensors, 2-D DMAs) and one simulator run.
+ * source tree, a target's ACG and its nodes, edges and capabilities by
+ * name, f16-exact random numbers, hand-built programs (instructions, DRAM
+ * tensors, vector ops, 2-D DMAs) and one simulator run.
  * Included once per test program (static definitions). */
 #ifndef NPU_TEST_H
 #define NPU_TEST_H
@@ -11,6 +12,7 @@
 
 #include "acg/acg_ir.h"
 #include "backends/npu-sim/npu_internal.h"
+#include "common/op_table.h"
 #include "covenant/npu.h"
 #include "tests/check.h"
 
@@ -45,6 +47,53 @@ static float rnd(void) {
   g_rng ^= g_rng >> 7;
   g_rng ^= g_rng << 17;
   return cov_f16_to_f32(cov_f32_to_f16((float)((int)(g_rng % 2001) - 1000) / 500.0f));
+}
+
+/* The ACG's node `name` (storage or compute), its edge from a to b and a
+ * compute unit's index among the compute nodes; a test cannot go on
+ * without them (inline, as what follows: not every test uses each). */
+static inline int node(const cov_acg *g, const char *name) {
+  int n = acg_find_node(g, name);
+  if (n < 0) {
+    fprintf(stderr, "no node %s\n", name);
+    exit(1);
+  }
+  return n;
+}
+static inline int edge(const cov_acg *g, const char *a, const char *b) {
+  return npu_find_edge(g, node(g, a), node(g, b));
+}
+static inline int compute(const cov_acg *g, const char *name) { return node(g, name) - g->n_storage; }
+
+/* The capability of compute unit `unit` for op on `in` operands. */
+static inline int cap_of(const cov_acg *g, const char *unit, cov_op op, cov_dtype in) {
+  const acg_compute *c = &g->compute[compute(g, unit)];
+  for (int k = 0; k < c->n_caps; k++)
+    if (c->caps[k].op == op && c->caps[k].in[0] == in) return k;
+  fprintf(stderr, "no capability of %s for %s on %s\n", unit, common_op_name(op), cov_dtype_name(in));
+  exit(1);
+}
+
+/* A vector op of compute unit `unit` (capability `cap`): dst = op(src1)
+ * over rows x cols elements of dtype dt, read and written; a second
+ * operand, flags and the like are the caller's to add. */
+static inline npu_insn vop(int unit, int cap, cov_op op, cov_dtype dt, uint32_t rows, uint32_t cols, npu_mem dst,
+                           npu_mem src1) {
+  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)unit};
+  v.u.vop.vop = (uint8_t)op;
+  v.u.vop.cap = (uint8_t)cap;
+  v.u.vop.dtype_in = v.u.vop.dtype_out = (uint8_t)dt;
+  v.u.vop.rows = rows;
+  v.u.vop.cols = cols;
+  v.u.vop.dst = dst;
+  v.u.vop.src1 = src1;
+  return v;
+}
+
+/* The same on the compute unit named `unit`, with its capability for op on dt. */
+static inline npu_insn unit_vop(const cov_acg *g, const char *unit, cov_op op, cov_dtype dt, uint32_t rows,
+                                uint32_t cols, npu_mem dst, npu_mem src1) {
+  return vop(compute(g, unit), cap_of(g, unit, op, dt), op, dt, rows, cols, dst, src1);
 }
 
 /* An empty program for target t (inline: not every test builds one). */

@@ -24,18 +24,6 @@
 #include "tests/check.h"
 #include "tests/npu-sim/npu_test.h"
 
-static int node(const cov_acg *g, const char *name) {
-  int n = acg_find_node(g, name);
-  if (n < 0) {
-    fprintf(stderr, "no node %s\n", name);
-    exit(1);
-  }
-  return n;
-}
-static int edge(const cov_acg *g, const char *a, const char *b) {
-  return npu_find_edge(g, node(g, a), node(g, b));
-}
-
 /* npu-16x16 with n cores: every compute node and on-chip buffer n times. */
 static cov_acg *cores_of_16x16(uint32_t n) {
   cov_acg *g = load_target("npu-16x16");

@@ -12,24 +12,6 @@
 
 #include "tests/npu-sim/npu_test.h"
 
-static int node(const cov_acg *g, const char *name) {
-  int n = acg_find_node(g, name);
-  if (n < 0) {
-    fprintf(stderr, "no node %s\n", name);
-    exit(1);
-  }
-  return n;
-}
-static int edge(const cov_acg *g, const char *a, const char *b) { return npu_find_edge(g, node(g, a), node(g, b)); }
-static int compute(const cov_acg *g, const char *name) { return node(g, name) - g->n_storage; }
-static int cap_of(const cov_acg *g, const char *unit, cov_op op, cov_dtype in) {
-  const acg_compute *c = &g->compute[compute(g, unit)];
-  for (int k = 0; k < c->n_caps; k++)
-    if (c->caps[k].op == op && c->caps[k].in[0] == in) return k;
-  fprintf(stderr, "no capability\n");
-  exit(1);
-}
-
 enum { M = 40, K = 48, N = 32, T = 16 };
 
 static npu_prog *relu_gemm(const cov_acg *g, const npu_target *t) {
@@ -59,14 +41,8 @@ static npu_prog *relu_gemm(const cov_acg *g, const npu_target *t) {
       gm.u.gemm.bias = (npu_mem){(uint8_t)bbuf, 0, 0, 0, 1};
       add(p, gm);
     }
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
-    v.u.vop.vop = COV_OP_RELU;
-    v.u.vop.cap = (uint8_t)relu;
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = M;
-    v.u.vop.cols = T;
-    v.u.vop.dst = (npu_mem){(uint8_t)vmem, 0, 0, T, 1};
-    v.u.vop.src1 = (npu_mem){(uint8_t)obuf, 0, 0, T, 1};
+    npu_insn v = vop(compute(g, "simd"), relu, COV_OP_RELU, COV_F32, M, T,
+                     (npu_mem){(uint8_t)vmem, 0, 0, T, 1}, (npu_mem){(uint8_t)obuf, 0, 0, T, 1});
     add(p, v);
     add(p, dma2(edge(g, "dram", "vmem"), true, COV_F32, ay, M, N, 0, (int32_t)n0, M, T, 0, T, 1));
   }

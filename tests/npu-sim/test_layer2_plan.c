@@ -176,14 +176,9 @@ static uint64_t run_plan(const cov_acg *g, const variant *v) {
      * accumulators into y's place, then the rectangle's store */
     for (int rr = 0; rr < vh; rr++) {
       uint32_t yo = (uint32_t)(YB + ((rc->r0 + rr) * OH + rc->c0) * 4);
-      npu_insn va = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
-      va.u.vop.vop = COV_OP_ADD;
-      va.u.vop.cap = (uint8_t)vadd;
-      va.u.vop.dtype_in = va.u.vop.dtype_out = COV_F32;
-      va.u.vop.rows = K;
-      va.u.vop.cols = (uint32_t)vw;
-      va.u.vop.dst = (npu_mem){(uint8_t)ubuf, 0, yo, OH * OH, 1};
-      va.u.vop.src1 = (npu_mem){(uint8_t)acc, 0, (uint32_t)(rr * rc->w * 4), 16, 1};
+      npu_insn va = vop(vec, vadd, COV_OP_ADD, COV_F32, K, (uint32_t)vw,
+                        (npu_mem){(uint8_t)ubuf, 0, yo, OH * OH, 1},
+                        (npu_mem){(uint8_t)acc, 0, (uint32_t)(rr * rc->w * 4), 16, 1});
       va.u.vop.src2 = (npu_mem){(uint8_t)ubuf, 0, BB, 1, 0};
       add(p, va);
       npu_insn vr = va;

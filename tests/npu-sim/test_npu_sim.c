@@ -26,26 +26,6 @@ static void save(const npu_prog *p, const char *name) {
   cov_status_free(st);
 }
 
-static int node(const cov_acg *g, const char *name) {
-  int n = acg_find_node(g, name);
-  if (n < 0) {
-    fprintf(stderr, "no node %s\n", name);
-    exit(1);
-  }
-  return n;
-}
-static int edge(const cov_acg *g, const char *a, const char *b) {
-  return npu_find_edge(g, node(g, a), node(g, b));
-}
-static int compute(const cov_acg *g, const char *name) { return node(g, name) - g->n_storage; }
-static int cap_of(const cov_acg *g, const char *unit, cov_op op, cov_dtype in) {
-  const acg_compute *c = &g->compute[compute(g, unit)];
-  for (int k = 0; k < c->n_caps; k++)
-    if (c->caps[k].op == op && c->caps[k].in[0] == in) return k;
-  fprintf(stderr, "no cap\n");
-  exit(1);
-}
-
 static cov_tensor make(cov_dtype dt, int64_t r, int64_t c) {
   cov_tensor t = {0};
   int64_t shape[2] = {r, c};
@@ -100,14 +80,8 @@ static void test_gemm_ws(void) {
       gm.u.gemm.bias = (npu_mem){(uint8_t)bbuf, 0, 0, 0, 1};
       add(p, gm);
     }
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)simd};
-    v.u.vop.vop = COV_OP_RELU;
-    v.u.vop.cap = (uint8_t)relu;
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = M;
-    v.u.vop.cols = 16;
-    v.u.vop.dst = (npu_mem){(uint8_t)vmem, 0, 0, 16, 1};
-    v.u.vop.src1 = (npu_mem){(uint8_t)obuf, 0, 0, 16, 1};
+    npu_insn v = vop(simd, relu, COV_OP_RELU, COV_F32, M, 16,
+                     (npu_mem){(uint8_t)vmem, 0, 0, 16, 1}, (npu_mem){(uint8_t)obuf, 0, 0, 16, 1});
     add(p, v);
     add(p, dma2(edge(g, "dram", "vmem"), true, COV_F32, ay, M, N, 0, (int32_t)n0, M, 16, 0, 16, 1));
   }
@@ -238,14 +212,8 @@ static void test_gemm_os(void) {
     gm.u.gemm.b = (npu_mem){(uint8_t)ubuf, 0, 0, 16, 1};
     gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
     add(p, gm);
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
-    v.u.vop.vop = COV_OP_ADD;
-    v.u.vop.cap = (uint8_t)addc;
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = 16;
-    v.u.vop.cols = 16;
-    v.u.vop.dst = (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1};
-    v.u.vop.src1 = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+    npu_insn v = vop(vec, addc, COV_OP_ADD, COV_F32, 16, 16,
+                     (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1}, (npu_mem){(uint8_t)accb, 0, 0, 16, 1});
     v.u.vop.src2 = (npu_mem){(uint8_t)ubuf, 0, 4096, 0, 1};
     add(p, v);
     add(p, dma2(e, true, COV_F32, ay, M, N, (int32_t)m0, 0, 16, N, 16384, 16, 1));
@@ -346,15 +314,10 @@ static void test_bank_conflicts(void) {
   uint64_t bank[2];
   for (int strided = 0; strided < 2; strided++) {
     npu_prog *p = new_prog(&t);
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
-    v.u.vop.vop = COV_OP_COPY;
-    v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = 16;
-    v.u.vop.cols = 16;
-    v.u.vop.dst = (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1};
-    v.u.vop.src1 = strided ? (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 1, 16}
-                           : (npu_mem){(uint8_t)node(g, "obuf"), 0, 0, 16, 1};
+    /* obuf read down its columns (every lane in one bank) or along its rows */
+    npu_mem src = {(uint8_t)node(g, "obuf"), 0, 0, strided ? 1 : 16, strided ? 16 : 1};
+    npu_insn v = unit_vop(g, "simd", COV_OP_COPY, COV_F32, 16, 16, (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1},
+                          src);
     add(p, v);
     cov_npu_sim *sim = NULL;
     cov_npu_stats *s = run(g, p, &sim, NULL, NULL, 0);
@@ -388,14 +351,8 @@ static void test_dram_arbitration(void) {
   uint64_t ay = add_tensor(p, "y", COV_F32, NPU_ROLE_OUTPUT, 2, (uint32_t[]){64, 16});
   uint64_t a1 = add_tensor(p, "x1", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){4, 64});
   uint64_t a2 = add_tensor(p, "x2", COV_F16, NPU_ROLE_INPUT, 2, (uint32_t[]){64, 64});
-  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
-  v.u.vop.vop = COV_OP_COPY;
-  v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_COPY, COV_F32);
-  v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-  v.u.vop.rows = 64;
-  v.u.vop.cols = 16;
-  v.u.vop.dst = (npu_mem){(uint8_t)node(g, "vmem"), 0, 8192, 16, 1};
-  v.u.vop.src1 = (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1};
+  npu_insn v = unit_vop(g, "simd", COV_OP_COPY, COV_F32, 64, 16, (npu_mem){(uint8_t)node(g, "vmem"), 0, 8192, 16, 1},
+                        (npu_mem){(uint8_t)node(g, "vmem"), 0, 0, 16, 1});
   add(p, v);
   add(p, dma2(edge(g, "dram", "vmem"), true, COV_F32, ay, 64, 16, 0, 0, 64, 16, 8192, 16, 1));
   add(p, dma2(edge(g, "dram", "ibuf"), false, COV_F16, a1, 4, 64, 0, 0, 4, 64, 0, 64, 1));
@@ -435,14 +392,8 @@ static void test_vop_broadcast(void) {
     int ev = edge(g, "dram", "vmem"), vm = node(g, "vmem");
     add(p, dma2(ev, false, COV_F32, ax, 8, 128, 0, 0, 8, 128, 0, 128, 1));
     add(p, dma2(ev, false, COV_F32, ar, 8, 128, 0, 0, 8, 128, 4096, 128, 1));
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd")};
-    v.u.vop.vop = COV_OP_SUB;
-    v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_SUB, COV_F32);
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = 8;
-    v.u.vop.cols = 128;
-    v.u.vop.dst = (npu_mem){(uint8_t)vm, 0, 8192, 128, 1};
-    v.u.vop.src1 = (npu_mem){(uint8_t)vm, 0, 0, 128, 1};
+    npu_insn v = unit_vop(g, "simd", COV_OP_SUB, COV_F32, 8, 128, (npu_mem){(uint8_t)vm, 0, 8192, 128, 1},
+                          (npu_mem){(uint8_t)vm, 0, 0, 128, 1});
     v.u.vop.src2 = (npu_mem){(uint8_t)vm, 0, 4096, 128, full ? 1 : 0}; /* r[i][0] or r[i][j] */
     add(p, v);
     add(p, dma2(ev, true, COV_F32, ay, 8, 128, 0, 0, 8, 128, 8192, 128, 1));
@@ -502,14 +453,9 @@ static void test_vop_fused(void) {
   int ev = edge(g, "dram", "vmem"), vm = node(g, "vmem");
   add(p, dma2(ev, false, COV_F32, ax, 8, 128, 0, 0, 8, 128, 0, 128, 1));
   add(p, dma2(ev, false, COV_F32, ab, 1, 8, 0, 0, 1, 8, 4096, 8, 1));
-  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)compute(g, "simd"), .flags = NPU_VOP_BIAS | NPU_VOP_RSUM};
-  v.u.vop.vop = COV_OP_EXP;
-  v.u.vop.cap = (uint8_t)cap_of(g, "simd", COV_OP_EXP, COV_F32);
-  v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-  v.u.vop.rows = 8;
-  v.u.vop.cols = 128;
-  v.u.vop.dst = (npu_mem){(uint8_t)vm, 0, 8192, 128, 1};
-  v.u.vop.src1 = (npu_mem){(uint8_t)vm, 0, 0, 128, 1};
+  npu_insn v = unit_vop(g, "simd", COV_OP_EXP, COV_F32, 8, 128, (npu_mem){(uint8_t)vm, 0, 8192, 128, 1},
+                        (npu_mem){(uint8_t)vm, 0, 0, 128, 1});
+  v.flags = NPU_VOP_BIAS | NPU_VOP_RSUM;
   v.u.vop.src2 = (npu_mem){(uint8_t)vm, 0, 4096, 1, 0}; /* b[i], broadcast along the row */
   v.u.vop.sum = (npu_mem){(uint8_t)vm, 0, 12288, 1, 0};
   add(p, v);
@@ -821,14 +767,8 @@ static npu_prog *os_chain_prog(const cov_acg *g, const npu_target *t) {
     gm.u.gemm.c = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
     add(p, gm);
   }
-  npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
-  v.u.vop.vop = COV_OP_ADD;
-  v.u.vop.cap = (uint8_t)addc;
-  v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-  v.u.vop.rows = M;
-  v.u.vop.cols = N;
-  v.u.vop.dst = (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1};
-  v.u.vop.src1 = (npu_mem){(uint8_t)accb, 0, 0, 16, 1};
+  npu_insn v = vop(vec, addc, COV_OP_ADD, COV_F32, M, N,
+                   (npu_mem){(uint8_t)ubuf, 0, 16384, 16, 1}, (npu_mem){(uint8_t)accb, 0, 0, 16, 1});
   v.u.vop.src2 = (npu_mem){NPU_IMM_BUF, 0, 0, 0, 0};
   v.u.vop.imm = 0.0f;
   add(p, v);

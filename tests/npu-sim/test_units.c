@@ -9,12 +9,6 @@
 
 #include "tests/npu-sim/npu_test.h"
 
-static int node(const cov_acg *g, const char *name) {
-  int n = acg_find_node(g, name);
-  CHECK(n >= 0);
-  return n;
-}
-static int compute(const cov_acg *g, const char *name) { return node(g, name) - g->n_storage; }
 static int mac_cap(const cov_acg *g, int unit, cov_dtype in) {
   for (int k = 0; k < g->compute[unit].n_caps; k++)
     if (g->compute[unit].caps[k].op == COV_OP_MAC && g->compute[unit].caps[k].in[0] == in) return k;
@@ -59,16 +53,9 @@ static uint64_t one_gemm(const cov_acg *g, const char *unit_name, const char *ab
   int ec = npu_find_edge(g, nc, dram), out = nc;
   uint32_t ooff = 131072;
   if (ec < 0) {
-    int vec = compute(g, "vec"), ub = node(g, "ub");
-    npu_insn v = {.op = NPU_OP_VOP, .unit = (uint8_t)vec};
-    v.u.vop.vop = COV_OP_COPY;
-    for (int k = 0; k < g->compute[vec].n_caps; k++)
-      if (g->compute[vec].caps[k].op == COV_OP_COPY && g->compute[vec].caps[k].in[0] == COV_F32) v.u.vop.cap = (uint8_t)k;
-    v.u.vop.dtype_in = v.u.vop.dtype_out = COV_F32;
-    v.u.vop.rows = M;
-    v.u.vop.cols = N;
-    v.u.vop.dst = (npu_mem){(uint8_t)ub, 0, 0, (int32_t)N, 1};
-    v.u.vop.src1 = (npu_mem){(uint8_t)nc, 0, 131072, (int32_t)N, 1};
+    int ub = node(g, "ub");
+    npu_insn v = unit_vop(g, "vec", COV_OP_COPY, COV_F32, M, N, (npu_mem){(uint8_t)ub, 0, 0, (int32_t)N, 1},
+                          (npu_mem){(uint8_t)nc, 0, 131072, (int32_t)N, 1});
     v.u.vop.src2 = (npu_mem){0xFF, 0, 0, 0, 0};
     add(p, v);
     out = ub;

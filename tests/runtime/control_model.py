@@ -8,8 +8,11 @@ iteration limit is quick; with --grow it carries s <- Concat(s, x) instead, a
 value whose shape changes from one iteration to the next. With --scan: a
 for loop (a constant trip count of 20, no condition) carrying s <- s * x + x
 and stacking each iteration's relu(s) (a scan output, [20, 4]); its input n is unused.
+With --select: no loop; y = x[NonZero(x > 0)] and the indices, sizes that
+depend on the data (at most 4), n unused; with --select-big, y expanded to
+[5000000, len(y)] too, a capacity (2e7 elements) over the artifacts' limit.
 
-    /usr/bin/python3 control_model.py OUT.onnx [--host-only | --grow | --scan]
+    /usr/bin/python3 control_model.py OUT.onnx [--host-only | --grow | --scan | --select | --select-big]
 """
 import sys
 
@@ -35,9 +38,27 @@ def scan_model(out):
     save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), out)
 
 
+def select_model(out, big):
+    expand = [h.make_node("Constant", [], ["rows"], value=h.make_tensor("rows", T.INT64, [2], [5000000, 1])),
+              h.make_node("Expand", ["y", "rows"], ["wide"], name="wide")] if big else []
+    g = h.make_graph(expand + [
+        h.make_node("Constant", [], ["zero"], value=h.make_tensor("zero", T.FLOAT, [], [0.0])),
+        h.make_node("Constant", [], ["ax"], value=h.make_tensor("ax", T.INT64, [1], [0])),
+        h.make_node("Greater", ["x", "zero"], ["pos"], name="positive"),
+        h.make_node("NonZero", ["pos"], ["idx"], name="where"),
+        h.make_node("Squeeze", ["idx", "ax"], ["flat"], name="flat"),
+        h.make_node("Gather", ["x", "flat"], ["y"], name="pick", axis=0),
+    ], "select", [h.make_tensor_value_info("n", T.INT64, []), h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [None]), h.make_tensor_value_info("idx", T.INT64, [1, None])] +
+        ([h.make_tensor_value_info("wide", T.FLOAT, [5000000, None])] if big else []))
+    save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), out)
+
+
 def main():
     if "--scan" in sys.argv[2:]:
         return scan_model(sys.argv[1])
+    if "--select" in sys.argv[2:] or "--select-big" in sys.argv[2:]:
+        return select_model(sys.argv[1], "--select-big" in sys.argv[2:])
     out, host_only, grow = sys.argv[1], "--host-only" in sys.argv[2:], "--grow" in sys.argv[2:]
     nodes = [h.make_node("Constant", [], ["one"], value=h.make_tensor("one", T.INT64, [], [1])),
              h.make_node("Add", ["i", "one"], ["i1"], name="inc"),

@@ -17,47 +17,11 @@
 #     forged "step 9" line, newlines in names).
 set -u
 cov=$1 rt=$2 src=$3 work=$4
-py=/usr/bin/python3
 rm -rf "$work"
 mkdir -p "$work"
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
 art=$work/c.cvx
+. "$src/tests/runtime/artifact_edit.sh"
 "$cov" compile "$src/examples/convnet.onnx" --target npu-16x16 -o "$art" >/dev/null || bad "compile"
-host=$(head -c 200 /etc/hostname 2>/dev/null | tr -d '\n')
-envname=$(tr '\0' '\n' </proc/self/environ | head -1 | cut -d= -f1)
-
-# expect RC PATTERN ART [ARGS...]: covenant-run's exit status and message
-expect() {
-  local rc=$1 pat=$2 a=$3
-  shift 3
-  out=$(timeout 10 "$rt" "$a" "$@" 2>&1 </dev/null)
-  got=$?
-  if [ "$got" != "$rc" ] || ! grep -qF -- "$pat" <<<"$out"; then
-    bad "$(basename "$a") $* (exit $got, want $rc, pattern '$pat')"
-    echo "$out" | head -5
-  fi
-  if [ -n "$host" ] && grep -qF -- "'$host'" <<<"$out"; then bad "$(basename "$a"): quoted /etc/hostname"; fi
-  if [ -n "$envname" ] && grep -qF -- "'$envname" <<<"$out"; then bad "$(basename "$a"): quoted the environment"; fi
-  if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out"; then bad "$(basename "$a"): raw control bytes"; fi
-}
-
-# at PATH: the last message is located at the JSON path PATH
-at() { grep -qF -- "error: $1: " <<<"$out" || bad "not located at $1: $out"; }
-
-# edit NAME PYTHON: the artifact with the manifest `m` (and data `d`)
-# changed by PYTHON, checksums recomputed, written to $work/NAME.cvx
-edit() {
-  $py - "$src/runtime" "$art" "$work/$1.cvx" "$2" <<'PY' || bad "edit $1"
-import sys
-sys.path.insert(0, sys.argv[1])
-import artifact
-m, d = artifact.read(sys.argv[2])
-d = bytearray(d)
-exec(sys.argv[4])
-artifact.write(sys.argv[3], m, d)
-PY
-}
 
 expect 0 "device: npu-sim simulator of npu-16x16" "$art"
 
@@ -81,14 +45,7 @@ expect 1 "arch: manifest: an npu-sim artifact's arch is its target's ACG, 'npu-3
 # a GPU artifact whose target is a shipped ACG of another backend (where
 # the GPU backends are built)
 if "$cov" compile "$src/examples/convnet.onnx" --target nvptx-sm90 -o "$work/gpu-art.cvx" >/dev/null 2>&1; then
-  $py - "$src/runtime" "$work/gpu-art.cvx" "$work/gpu-wrong.cvx" <<'PY' || bad "edit gpu-wrong"
-import sys
-sys.path.insert(0, sys.argv[1])
-import artifact
-m, d = artifact.read(sys.argv[2])
-m["target"] = "amdgpu-gfx942"
-artifact.write(sys.argv[3], m, d)
-PY
+  edit gpu-wrong "m['target'] = 'amdgpu-gfx942'" "$work/gpu-art.cvx"
   expect 1 "the artifact's target amdgpu-gfx942 is an ACG of backend amdgpu, not of its backend nvptx" \
     "$work/gpu-wrong.cvx"
 fi

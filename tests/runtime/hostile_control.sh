@@ -12,17 +12,22 @@
 # without codelets, a codelet text that does not parse; a loop that never
 # ends stops at the iteration limit with an error; a loop-carried value that
 # grows is not compiled; a for loop's scan output (rows stacked by the
-# runtime) matches ref, and one whose buffer holds no whole rows is refused.
+# runtime) matches ref, and one whose buffer holds no whole rows is refused;
+# a selection whose size depends on the data (NonZero) runs as a part step
+# for several inputs as ref does, a run over the user's cap (--max-dynamic)
+# is refused, and edited capacities, dims set at run
+# time on buffers other steps name, a part step writing an input, without
+# the model or naming a value it does not have, are refused; a capacity over
+# the limit is refused when compiling.
 set -u
 cov=$1 rt=$2 src=$3 work=$4
-py=/usr/bin/python3
 rm -rf "$work"
 mkdir -p "$work"
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+art=$work/count.cvx
+TMO=20
+. "$src/tests/runtime/artifact_edit.sh"
 $py "$src/tests/runtime/control_model.py" "$work/count.onnx" || exit 1
 $py "$src/tests/runtime/control_model.py" "$work/spin.onnx" --host-only || exit 1
-art=$work/count.cvx
 "$cov" compile "$work/count.onnx" --target npu-16x16 -o "$art" >/dev/null || { bad "compile"; exit 1; }
 "$cov" compile "$work/count.onnx" --target npu-16x16 -o "$work/again.cvx" >/dev/null || bad "recompile"
 cmp -s "$art" "$work/again.cvx" || bad "two compilations differ"
@@ -37,36 +42,6 @@ for n in 0 1 5 40; do
     bad "n=$n: not what --target ref gives: $(tail -3 "$work/ref$n.log")"
 done
 
-# expect RC PATTERN ART [ARGS...]: covenant-run's exit status and message
-expect() {
-  local rc=$1 pat=$2 a=$3
-  shift 3
-  out=$(timeout "${TMO:-20}" "$rt" "$a" "$@" 2>&1 </dev/null)
-  got=$?
-  if [ "$got" != "$rc" ] || ! grep -qF -- "$pat" <<<"$out"; then
-    bad "$(basename "$a") $* (exit $got, want $rc, pattern '$pat')"
-    echo "$out" | head -5
-  fi
-}
-at() { grep -qF -- "error: $1: " <<<"$out" || bad "not located at $1: $out"; }
-
-# edit NAME PYTHON: the artifact's manifest `m` (data `d`) changed by
-# PYTHON (s(op): the index of the first step of that op), checksums
-# recomputed, written to $work/NAME.cvx (format version `version`)
-edit() {
-  $py - "$src/runtime" "$art" "$work/$1.cvx" "$2" <<'PY' || bad "edit $1"
-import sys
-sys.path.insert(0, sys.argv[1])
-import artifact
-m, d = artifact.read(sys.argv[2])
-d = bytearray(d)
-version = None
-def s(op):
-    return [i for i, x in enumerate(m["steps"]) if x["op"] == op][0]
-exec(sys.argv[4])
-artifact.write(sys.argv[3], m, d, version=version)
-PY
-}
 run=(--input "$work/n5.npy" --input "$work/x.npy")
 edit v4 'version = 4; m["version"] = 4'
 expect 1 "format version 5; the artifact says 4" "$work/v4.cvx" "${run[@]}"
@@ -119,5 +94,53 @@ out=$("$rt" "$work/scan.cvx" --input "$work/n5.npy" --input "$work/x.npy" --outp
 art=$work/scan.cvx
 edit scan_rows 'x = m["steps"][s("next")]; x["scan"][0][1] = [i for i, b in enumerate(m["buffers"]) if b["kind"] == "intermediate" and b["bytes"] % m["buffers"][x["scan"][0][0]]["bytes"]][0]'
 expect 1 "cannot stack into" "$work/scan_rows.cvx" "${run[@]}"
+# sizes that depend on the data (runtime/README.md, "Data-dependent sizes"):
+# y = x[x > 0] runs as a part step, y and the indices at their capacities
+# (4 elements), each run giving its own size, as --target ref does
+$py "$src/tests/runtime/control_model.py" "$work/select.onnx" --select || exit 1
+"$cov" compile "$work/select.onnx" --target npu-16x16 -o "$work/select.cvx" >/dev/null || bad "compile select"
+"$cov" compile "$work/select.onnx" --target npu-16x16 -o "$work/select2.cvx" >/dev/null || bad "recompile select"
+cmp -s "$work/select.cvx" "$work/select2.cvx" || bad "select: two compilations differ"
+k=0
+for v in "[0.5, -1.5, 1.0, 2.0]" "[-1.0, -2.0, -3.0, -4.0]" "[1.0, 2.0, 3.0, 4.0]"; do
+  k=$((k + 1))
+  $py -c "import numpy as np; np.save('$work/xs$k.npy', np.array($v, np.float32))"
+  mkdir -p "$work/sel$k"
+  out=$("$rt" "$work/select.cvx" --input "$work/n5.npy" --input "$work/xs$k.npy" --output-dir "$work/sel$k" 2>&1) ||
+    bad "select $v: covenant-run: $out"
+  "$cov" run "$work/select.onnx" --target ref --input "$work/n5.npy" --input "$work/xs$k.npy" \
+    --expect "$work/sel$k/0.npy" --expect "$work/sel$k/1.npy" > "$work/sel_ref$k.log" 2>&1 ||
+    bad "select $v: not what --target ref gives: $(tail -3 "$work/sel_ref$k.log")"
+done
+art=$work/select.cvx
+sel=(--input "$work/n5.npy" --input "$work/xs1.npy")
+part=$($py -c "import sys; sys.path.insert(0, '$src/runtime'); import artifact; m, _ = artifact.read('$art'); print([i for i, x in enumerate(m['steps']) if x['op'] == 'part'][0])")
+# the user's cap below the capacity: a run that makes more is refused, naming the value
+expect 1 "value 'y' holds 3 elements in this run, more than --max-dynamic 2" "$art" "${sel[@]}" --max-dynamic 2
+at "steps[$part].out[0]"
+"$rt" "$art" "${sel[@]}" --max-dynamic 3 --output-dir "$work/sel1" >/dev/null 2>&1 ||
+  bad "--max-dynamic 3 refuses a run making 3"
+# a capacity edited below what a run makes: refused when the run makes it, no write past the buffer
+edit cap_small 'b = [x for x in m["buffers"] if x["name"] == "y"][0]; b["shape"] = [2]; b["bytes"] = 8; [o for o in m["outputs"] if o["name"] == "y"][0]["shape"] = [2]'
+expect 1 "larger than its capacity" "$work/cap_small.cvx" "${sel[@]}"
+at "steps[$part].out[0]"
+edit cap_dims 'b = [x for x in m["buffers"] if x["name"] == "y"][0]; b["dynamic"] = [1]'
+expect 1 "'dynamic' lists dims of the shape" "$work/cap_dims.cvx" "${sel[@]}"
+edit cap_host 'b = [x for x in m["buffers"] if x["name"] == "pos"][0]; b["dynamic"] = [0]'
+expect 1 "whose size is set at run time; only part steps do" "$work/cap_host.cvx" "${sel[@]}"
+edit cap_input 'b = [x for x in m["buffers"] if x["kind"] == "input" and x["shape"]][0]; b["dynamic"] = [0]'
+expect 1 "only outputs and intermediates have dims set at run time" "$work/cap_input.cvx" "${sel[@]}"
+edit part_input 'm["steps"][s("part")]["out"][0]["buffer"] = [i for i, b in enumerate(m["buffers"]) if b["kind"] == "input"][0]'
+expect 1 "writes input buffer" "$work/part_input.cvx" "${sel[@]}"
+at "steps[$part].out[0]"
+edit no_onnx 'del m["onnx"]'
+expect 1 "part steps run the model; the artifact has no 'onnx'" "$work/no_onnx.cvx" "${sel[@]}"
+edit part_value 'm["steps"][s("part")]["out"][0]["value"] = "no_such_value"'
+expect 1 "value 'no_such_value' is not in the model" "$work/part_value.cvx" "${sel[@]}"
+# a capacity over the limit (2^24 elements) is refused when compiling, naming the value
+$py "$src/tests/runtime/control_model.py" "$work/big.onnx" --select-big || exit 1
+out=$("$cov" compile "$work/big.onnx" --target npu-16x16 -o "$work/big.cvx" 2>&1)
+[ $? = 1 ] && grep -qF "value 'wide' may hold f32[5000000, 4]" <<<"$out" && grep -qF "more than 16777216 elements" <<<"$out" ||
+  bad "big: compile must refuse the capacity: $out"
 [ $fail = 0 ] && echo "all checks passed"
 exit $fail

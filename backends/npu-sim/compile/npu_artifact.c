@@ -89,7 +89,9 @@ static cov_status add_ios(const cov_model *m, const cov_model_program *prog, con
                     : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
         break;
       cov_tensor pt = {0}; /* an output a Loop or an If makes: the program's shape */
-      if (out && cov_model_program_value(prog, name, &pt) && pt.rank >= 0) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
+      unsigned dyn = 0;    /* an output whose size depends on the data: its capacity */
+      if (out && cov_model_program_capacity(prog, name, &pt, &dyn)) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
+      else if (out && cov_model_program_value(prog, name, &pt) && pt.rank >= 0) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
       if (t.rank < 0) {
         cov_loc loc = {path, 0, 0, name};
         st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
@@ -107,6 +109,7 @@ static cov_status add_ios(const cov_model *m, const cov_model_program *prog, con
       int buf = npu_value_find(vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
+        if (buf >= 0 && dyn) crt_set_dynamic(b, buf, dyn);
         if (buf >= 0) st = npu_value_add(vals, name, buf);
       }
       if (!st && out) crt_add_output(b, name, t.dtype, t.rank, t.shape, buf);
@@ -186,6 +189,8 @@ static cov_status build_artifact(const cov_model *m, const cov_model_program *pr
       crt_add_missing(b, why);
     } else if (p->kind == COV_PSTEP_GROUP) {
       if (!group_npu(&c, acg, p, compiled, why, sizeof why) && !c.st) npu_group_on_host(&c, p->desc, (int)p->group), (*on_host)++;
+    } else if (p->kind == COV_PSTEP_PART) {
+      npu_part_step(&c, p);
     } else {
       npu_control_step(&c, p);
     }
@@ -281,10 +286,16 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
     size_t n = cov_model_num_groups(m);
     fprintf(msg, "wrote %s: %zu NPU program(s) for %zu layer group(s)", out, compiled, n);
     if (on_host) fprintf(msg, ", %zu group(s) run on the host as codelet calls", on_host);
-    if (compiled + on_host < n)
-      fprintf(msg, "; %zu group(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
+    size_t parts = 0, missing = 0;
+    for (size_t i = 0; i < cov_model_program_count(prog); i++) {
+      parts += cov_model_program_step(prog, i)->kind == COV_PSTEP_PART;
+      missing += cov_model_program_step(prog, i)->kind == COV_PSTEP_MISSING;
+    }
+    if (parts) fprintf(msg, ", %zu part(s) of the model run on the host by the reference interpreter", parts);
+    if (missing)
+      fprintf(msg, "; %zu step(s) not compiled (layout work, groups that do not fuse), listed in the artifact's "
               "'missing': covenant-run refuses it, 'covenant run' runs such models",
-              n - compiled - on_host);
+              missing);
     fprintf(msg, "\n");
   }
   cov_model_program_free(prog);

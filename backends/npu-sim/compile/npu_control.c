@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backends/npu-sim/compile/npu_control.h"
+#include "common/fileio.h"
 #include "common/loc.h"
 #include "covenant/codelet.h"
 
@@ -196,6 +197,27 @@ void npu_control_step(npu_ctl *c, const cov_model_pstep *p) {
       break;
     default: break;
   }
+}
+
+void npu_part_step(npu_ctl *c, const cov_model_pstep *p) {
+  if (c->st) return;
+  int *bufs = calloc(p->n_vals + 1, sizeof *bufs);
+  if (!bufs) {
+    c->st = grow_error(c->path);
+    return;
+  }
+  for (size_t k = 0; k < p->n_vals && !c->st; k++) {
+    bufs[k] = npu_value_buffer(c, p->vals[k], NULL); /* outputs with a capacity: add_ios made them */
+    if (bufs[k] < 0 && !c->st)
+      c->st = cov_error(COV_INTERNAL, COV_AT(c->path, p->vals[k]), "value '%s' has no buffer", p->vals[k]);
+  }
+  char *bytes = NULL;
+  size_t n = 0;
+  if (!c->st && !c->onnx) c->st = common_read_file(c->path, COV_MODEL_MAX_FILE_BYTES, &bytes, &n);
+  if (!c->st && !c->onnx) c->onnx = crt_add_onnx(c->b, bytes, n) >= 0;
+  free(bytes);
+  if (!c->st) crt_add_part(c->b, (int)p->group, p->node, p->vals, bufs, (int)p->n_in, (int)(p->n_vals - p->n_in));
+  free(bufs);
 }
 
 cov_status npu_ctl_finish(npu_ctl *c) {

@@ -1,0 +1,505 @@
+/* backends/gpu/gpu_mattn.c: fused attention in compiled models.
+ *
+ * The exporters write attention as a chain of groups (the frontend fuses
+ * some of them): batch_matmul(Q, Kᵀ), optionally a Mul (or Div) by a
+ * scalar, optionally a mask, softmax over the last axis, then
+ * batch_matmul(P, V) as a group of its own. TorchScript's GPT-2 masks
+ * with Where(mask, -inf, scores), the dynamo exporter adds a constant
+ * (0 on and below the diagonal, a very negative value above): both are
+ * causal; BERT adds a padding mask computed at run time, which the
+ * kernel reads as its additive mask. ViT and the encoder scale Q and K by
+ * sqrt(scale) each in groups of their own before the product (their
+ * results read by nothing else). The chain is found from the P V group
+ * backwards: each group's result must be read only by the next, whole;
+ * the head split and transposes around it are the element runs of Q, Kᵀ
+ * and V (gpu_mcapture.h), whatever the exporter wrote.
+ *
+ * A match becomes: Q, K and V copied (strided copies, f32 -> f16) into
+ * one buffer of three [heads][seq][dim] tensors, one copy where they are
+ * the parts of one projection; then one fused attention launch planned
+ * on them padded to its tiles (seq a multiple of the query tile, dim a
+ * power of two from 16; the padding read as zeros, in_seq / in_dim) (gpu_lower_attn.c: keys
+ * past the sequence and, for a causal mask, keys after the query score
+ * -inf; the scale is the product of the chain's scalars) writing O's
+ * valid rows and columns as f32 into the P V group's result, which its
+ * readers take as before. Left unfused: a constant mask that is not
+ * causal, a run-time mask that is not the whole of an S x S or
+ * heads x S x S buffer, a non-positive scale, queries and keys of
+ * different lengths, a head dim above 128 or not a multiple of 8, and
+ * targets whose attention kernel gpu_attn_plan refuses (no warp shuffle or
+ * asynchronous copies: AMDGPU). */
+#include "backends/gpu/gpu_mattn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_driver.h"
+#include "mapper/map_gpu.h"
+
+enum { MAX_CHAIN = 8 };
+static const int64_t k_max_elems = 1ll << 24; /* operand elements expanded to runs */
+static const double k_masked = -1e9;          /* a mask value at or below this removes the key */
+
+/* ---- the chain ---------------------------------------------------------- */
+
+typedef struct chain {
+  int groups[MAX_CHAIN + 2]; /* absorbed: the score chain, then Q's and K's scale groups */
+  int n;
+  const gpu_cap_group *mm_group; /* the group of batch_matmul(Q, Kᵀ) */
+  const gpu_cap_call *mm;
+  double scale;
+  int causal;
+  int64_t keys; /* softmax columns */
+  const gpu_cap_group *mask_group; /* a run-time additive mask: its group and input */
+  int mask_input;
+} chain;
+
+/* Per capture buffer id: how many group inputs and model outputs read it,
+ * and the group producing it (-1: none). */
+static cov_status buffer_users(const gpu_capture *cap, int **uses, int **by_id) {
+  *uses = calloc((size_t)cap->n_ids + 1, sizeof **uses);
+  *by_id = malloc(((size_t)cap->n_ids + 1) * sizeof **by_id);
+  if (!*uses || !*by_id) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int i = 0; i < cap->n_ids; i++) (*by_id)[i] = -1;
+  for (int k = 0; k < cap->n_groups; k++) {
+    const gpu_cap_group *g = &cap->groups[k];
+    if (g->buf_id >= 0 && g->buf_id < cap->n_ids) (*by_id)[g->buf_id] = k;
+    for (size_t i = 0; i < g->n_in; i++)
+      for (int r = 0; r < g->in[i].v.n_runs; r++) {
+        int src = g->in[i].v.runs[r].src;
+        if (src >= 0 && src < cap->n_ids && (r == 0 || g->in[i].v.runs[r - 1].src != src)) (*uses)[src]++;
+      }
+  }
+  for (int o = 0; o < cap->n_outputs; o++)
+    for (int r = 0; r < cap->outputs[o].n_runs; r++) {
+      int src = cap->outputs[o].runs[r].src;
+      if (src >= 0 && src < cap->n_ids) (*uses)[src] += 2; /* never absorbed */
+    }
+  return NULL;
+}
+
+/* The group whose whole result value v is, read by nothing else; -1 if none. */
+static int whole_of(const gpu_capture *cap, const int *uses, const int *by_id, const gpu_cap_value *v) {
+  if (!v->ok || v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].d0 != 0) return -1;
+  int src = v->runs[0].src;
+  if (src < 0 || src >= cap->n_ids || v->runs[0].n != cap->id_numel[src] || uses[src] != 1) return -1;
+  int k = by_id[src];
+  return k >= 0 && cap->groups[k].described && !cap->groups[k].constant ? k : -1;
+}
+
+/* The one f32 value of a scalar constant argument; 0: not one. */
+static int scalar(const gpu_cap_arg *a, double *v) {
+  if (a->kind != COV_MODEL_ARG_CONST || a->t.dtype != COV_F32 || !a->t.data || cov_tensor_numel(&a->t) != 1) return 0;
+  *v = ((const float *)a->t.data)[0];
+  return 1;
+}
+
+/* Whether a constant argument's values (a scalar, or one broadcast) all
+ * remove a key. */
+static int all_masked(const gpu_cap_arg *a) {
+  if (a->kind != COV_MODEL_ARG_CONST || a->t.dtype != COV_F32 || !a->t.data) return 0;
+  const float *v = a->t.data;
+  int64_t n = cov_tensor_numel(&a->t);
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] <= k_masked)) return 0;
+  return n > 0;
+}
+
+/* Whether the n mask values (bool cond, or additive f32) remove exactly the
+ * keys after the query row of [.., S, S] scores. */
+static int causal_bool(const cov_tensor *t, int64_t S, int masked_when_true) {
+  int64_t n = cov_tensor_numel(t);
+  if (t->dtype != COV_BOOL || !t->data || n % (S * S)) return 0;
+  const uint8_t *c = t->data;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t i = e / S % S, j = e % S;
+    if ((c[e] != 0) != ((j > i) == masked_when_true)) return 0;
+  }
+  return 1;
+}
+static int causal_add(const cov_tensor *t, int64_t S) {
+  int64_t n = cov_tensor_numel(t);
+  if (t->dtype != COV_F32 || !t->data || n % (S * S)) return 0;
+  const float *m = t->data;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t i = e / S % S, j = e % S;
+    if (j > i ? !(m[e] <= k_masked) : m[e] != 0.0f) return 0;
+  }
+  return 1;
+}
+
+/* Call c of the chain, walked backwards from the softmax (stage 0): its
+ * data argument (*data), after checking what it is; -1: not a chain.
+ * Stages: 0 softmax, 1 mask, 2 scale, 3 the product (the chain's start). */
+static int chain_call(const gpu_cap_call *c, int *stage, chain *ch) {
+  const char *n = c->codelet;
+  double v;
+  if (*stage == 0) {
+    if (strcmp(n, "softmax") || c->n_args != 1 || c->args[0].t.rank < 1) return -1;
+    ch->keys = c->args[0].t.shape[c->args[0].t.rank - 1];
+    if (ch->keys < 1 || ch->keys > (1 << 20)) return -1; /* masks are checked over S x S */
+    *stage = 1;
+    return 0;
+  }
+  if (*stage == 1 && !strcmp(n, "where") && c->n_args == 3) {
+    int x = all_masked(&c->args[1]), y = !x && all_masked(&c->args[2]);
+    if ((!x && !y) || !causal_bool(&c->args[0].t, ch->keys, x)) return -1;
+    ch->causal = 1, *stage = 2;
+    return x ? 2 : 1;
+  }
+  if (*stage == 1 && !strcmp(n, "add") && c->n_args == 2) {
+    /* a constant causal mask, or a run-time one (the scores are the
+     * argument whose shape is the result's) */
+    int mask = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1;
+    if (c->args[0].kind == COV_MODEL_ARG_EXTERNAL && c->args[1].kind != COV_MODEL_ARG_CONST) {
+      int64_t n0 = cov_tensor_numel(&c->args[0].t), n1 = cov_tensor_numel(&c->args[1].t);
+      if (n0 == n1 && c->args[1].kind == COV_MODEL_ARG_EXTERNAL) return -1; /* which is the mask? */
+      mask = n0 < n1 ? 0 : 1;
+    }
+    const gpu_cap_arg *m = &c->args[mask];
+    if (c->args[!mask].kind == COV_MODEL_ARG_CONST || m->kind == COV_MODEL_ARG_PREV) return -1;
+    if (m->kind == COV_MODEL_ARG_CONST && !causal_add(&m->t, ch->keys)) return -1;
+    if (m->kind == COV_MODEL_ARG_EXTERNAL) ch->mask_input = m->input, ch->mask_group = NULL; /* set by the caller */
+    else ch->causal = 1;
+    *stage = 2;
+    return !mask;
+  }
+  if (*stage <= 2 && (!strcmp(n, "mul") || !strcmp(n, "div")) && c->n_args == 2) {
+    int a = scalar(&c->args[0], &v) && n[0] == 'm' ? 1 : 0;
+    if (!scalar(&c->args[!a], &v) || c->args[a].kind == COV_MODEL_ARG_CONST || v == 0.0) return -1;
+    ch->scale *= n[0] == 'm' ? v : 1.0 / v;
+    *stage = 3;
+    return a;
+  }
+  if (!strcmp(n, "batch_matmul") && c->n_args == 2 && c->args[0].kind == COV_MODEL_ARG_EXTERNAL &&
+      c->args[1].kind == COV_MODEL_ARG_EXTERNAL && c->args[0].t.rank == 3 && c->args[1].t.rank == 3) {
+    *stage = 4;
+    return 0;
+  }
+  return -1;
+}
+
+/* The score chain ending in group x's softmax, back to batch_matmul(Q, Kᵀ)
+ * opening its group; 0: none. */
+static int score_chain(const gpu_capture *cap, const int *uses, const int *by_id, int x, chain *ch) {
+  memset(ch, 0, sizeof *ch);
+  ch->scale = 1.0;
+  int gi = x, stage = 0;
+  const gpu_cap_group *g = &cap->groups[gi];
+  ch->groups[ch->n++] = gi;
+  for (size_t ci = g->n_calls; ci-- > 0;) {
+    const gpu_cap_call *c = &g->calls[ci];
+    int was = stage;
+    int data = chain_call(c, &stage, ch);
+    if (data < 0) return 0;
+    if (was == 1 && stage == 2 && !ch->causal) ch->mask_group = g;
+    if (stage == 4) {
+      ch->mm = c, ch->mm_group = g;
+      return ci == 0;
+    }
+    if (ci > 0) {
+      if (c->args[data].kind != COV_MODEL_ARG_PREV) return 0;
+      continue;
+    }
+    /* the chain goes on in the group producing this group's input (its
+     * only one but for a run-time mask) */
+    if (c->args[data].kind != COV_MODEL_ARG_EXTERNAL || ch->n == MAX_CHAIN) return 0;
+    int in = c->args[data].input, masked = ch->mask_group == g;
+    if (g->n_in != 1u + masked || (masked && in == ch->mask_input)) return 0;
+    if ((gi = whole_of(cap, uses, by_id, &g->in[in].v)) < 0) return 0;
+    g = &cap->groups[gi];
+    ch->groups[ch->n++] = gi;
+    ci = g->n_calls;
+  }
+  return 0;
+}
+
+/* Q or Kᵀ: the group input, or the input of the scalar Mul group whose
+ * whole result it is (absorbed, its scalar into the scale). */
+static const gpu_cap_value *operand(const gpu_capture *cap, const int *uses, const int *by_id, const gpu_cap_value *v,
+                                    chain *ch) {
+  int z = whole_of(cap, uses, by_id, v);
+  if (z < 0) return v;
+  const gpu_cap_group *g = &cap->groups[z];
+  double s;
+  if (g->n_calls != 1 || g->n_in != 1 || strcmp(g->calls[0].codelet, "mul") || g->calls[0].n_args != 2) return v;
+  const gpu_cap_call *c = &g->calls[0];
+  int a = c->args[0].kind == COV_MODEL_ARG_CONST ? 0 : 1; /* the scalar */
+  if (!scalar(&c->args[a], &s) || c->args[!a].kind != COV_MODEL_ARG_EXTERNAL) return v;
+  ch->scale *= s;
+  ch->groups[ch->n++] = z;
+  return &g->in[0].v;
+}
+
+/* A run-time additive mask read as it is by the kernel: the whole of an
+ * f32 buffer of S x S values (one for every head) or heads x S x S. */
+static int mask_buffer(const gpu_capture *cap, const gpu_cap_value *v, int64_t bh, int64_t S, gpu_mattn_match *m);
+
+/* ---- operand copies ----------------------------------------------------- */
+
+static int by_dst(const void *x, const void *y) {
+  const gpu_cap_run *a = x, *b = y;
+  return (a->d0 > b->d0) - (a->d0 < b->d0);
+}
+
+static cov_dtype src_dtype(const gpu_capture *cap, int id) {
+  if (id < cap->n_inputs) return cap->in_shape[id].dtype;
+  if (gpu_cap_const(cap, id)) return COV_F32;
+  for (int k = 0; k < cap->n_groups; k++)
+    if (cap->groups[k].buf_id == id && cap->groups[k].described) return cap->groups[k].out.dtype;
+  return COV_DTYPE_INVALID;
+}
+
+/* The element runs of value v, seen as [bh][rows][cols] (trans: as the
+ * transpose of the kernel's [bh][seq][dim] operand), into tensor `which`
+ * of the padded [3][bh][spad][dpad] buffer, appended to e (destination
+ * order, merged where both sides continue); 0: not f32, or not the size. */
+static int operand_runs(const gpu_capture *cap, const gpu_cap_value *v, int trans, const gpu_mattn_match *m, int which,
+                        gpu_cap_run *e, int64_t *ne) {
+  int64_t S = m->seq, D = m->dim, rows = trans ? D : S, cols = trans ? S : D, n = v->numel;
+  int64_t base = which * m->attn.heads * S * D, k = *ne;
+  if (!v->ok || n != m->attn.heads * S * D) return 0;
+  for (int r = 0; r < v->n_runs; r++) {
+    if (src_dtype(cap, v->runs[r].src) != COV_F32) return 0;
+    for (int64_t j = 0; j < v->runs[r].n && k - *ne < n; j++, k++) {
+      int64_t x = v->runs[r].d0 + j, b = x / (rows * cols), i = x / cols % rows, c = x % cols;
+      int64_t s = trans ? c : i, d = trans ? i : c;
+      e[k] = (gpu_cap_run){.src = v->runs[r].src, .s0 = v->runs[r].s0 + j, .d0 = base + (b * S + s) * D + d, .n = 1};
+    }
+  }
+  if (k - *ne != n) return 0;
+  qsort(e + *ne, (size_t)n, sizeof *e, by_dst);
+  int64_t nr = *ne;
+  for (int64_t q = *ne; q < k; q++) {
+    gpu_cap_run *t = nr > *ne ? &e[nr - 1] : NULL;
+    if (t && t->src == e[q].src && t->s0 + t->n == e[q].s0 && t->d0 + t->n == e[q].d0) t->n++;
+    else e[nr++] = e[q];
+  }
+  *ne = nr;
+  return 1;
+}
+
+/* Q, K and V as at most GPU_MATTN_COPIES strided copies (one where they
+ * are the three parts of one projection, however it is split); 0: more. */
+static int operand_copies(const gpu_capture *cap, const gpu_cap_value *const *v, gpu_mattn_match *m) {
+  int64_t n = 3 * m->attn.heads * m->seq * m->dim, ne = 0;
+  if (n > k_max_elems) return 0;
+  gpu_cap_run *e = malloc((size_t)n * sizeof *e + 1);
+  if (!e) return 0;
+  int ok = 1;
+  for (int w = 0; w < 3 && ok; w++) ok = operand_runs(cap, v[w], w == 1, m, w, e, &ne);
+  m->n_cp = 0;
+  for (int64_t q = 0; q < ne && ok; q++) {
+    int seen = 0;
+    for (int64_t w = 0; w < q && !seen; w++) seen = e[w].src == e[q].src;
+    if (seen) continue;
+    int c = gpu_runs_copies(e, (int)ne, e[q].src, m->cp + m->n_cp, GPU_MATTN_COPIES - m->n_cp);
+    for (int w = 0; w < c; w++) m->src[m->n_cp + w] = e[q].src, m->cp[m->n_cp + w].out_dtype = COV_F16;
+    ok = c >= 0, m->n_cp += ok ? c : 0;
+  }
+  free(e);
+  return ok;
+}
+
+static int mask_buffer(const gpu_capture *cap, const gpu_cap_value *v, int64_t bh, int64_t S, gpu_mattn_match *m) {
+  if (!v->ok || v->n_runs != 1 || v->runs[0].s0 != 0 || v->runs[0].d0 != 0) return 0;
+  int src = v->runs[0].src;
+  if (src < 0 || src >= cap->n_ids || cap->id_numel[src] != v->numel || src_dtype(cap, src) != COV_F32 ||
+      (v->numel != S * S && v->numel != bh * S * S))
+    return 0;
+  m->mask_src = src;
+  m->attn.mask = true, m->attn.mask_head = v->numel == S * S ? 0 : S * S;
+  return 1;
+}
+
+/* ---- matching ----------------------------------------------------------- */
+
+/* The kernel's plan for bh heads of seq x dim, both padded to its tiles;
+ * 0 where the target or the shape is refused. */
+static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, const char *where, gpu_attn *a) {
+  int64_t dpad = 16;
+  while (dpad < D) dpad *= 2;
+  if (dpad > 128 || bh > 65535 || S > (1 << 20) || D % 8) return 0;
+  int64_t spad = (S + 63) / 64 * 64;
+  const gpu_target_ops *o = t->ops;
+  map_gpu_attn_problem mp = {.batch = 1, .heads = bh, .seq = spad, .dim = dpad};
+  map_gpu_attn_sched ms;
+  cov_status st = map_gpu_attn_plan(t->acg, &mp, o->wg_mma_bt && o->wg_mma_ra && o->async_proxy_fence, where, &ms);
+  if (!st) {
+    int64_t step = ms.bm > ms.bn ? ms.bm : ms.bn;
+    spad = (S + step - 1) / step * step;
+    st = gpu_attn_plan(1, bh, spad, dpad, COV_F16, ms.bm, ms.wm, ms.bn, ms.pipe, ms.chain, o, where, a);
+  }
+  /* Q, K and V unpadded in one buffer, the padding read as zeros */
+  int ok = !st && 3 * bh * S * D < (1ll << 31) && o->async_copy16_zfill;
+  cov_status_free(st);
+  if (!ok) return 0;
+  a->in_seq = S, a->in_dim = D;
+  a->k_off = bh * S * D, a->v_off = 2 * a->k_off;
+  a->out_f32 = true, a->out_seq = S, a->out_dim = D;
+  return 1;
+}
+
+/* Group k as the P V product of an attention chain the kernel takes. */
+static int match_at(const gpu_capture *cap, const gpu_target *t, const int *uses, const int *by_id, int k,
+                    gpu_mattn_match *m, chain *ch) {
+  const gpu_cap_group *g = &cap->groups[k];
+  if (!g->described || g->constant || g->n_calls != 1 || g->n_in != 2) return 0;
+  const gpu_cap_call *pv = &g->calls[0];
+  if (strcmp(pv->codelet, "batch_matmul") || pv->n_args != 2 || pv->args[0].kind != COV_MODEL_ARG_EXTERNAL ||
+      pv->args[1].kind != COV_MODEL_ARG_EXTERNAL || pv->args[0].t.rank != 3 || pv->args[1].t.rank != 3)
+    return 0;
+  int x = whole_of(cap, uses, by_id, &g->in[pv->args[0].input].v);
+  if (x < 0 || !score_chain(cap, uses, by_id, x, ch)) return 0;
+  const cov_tensor *q = &ch->mm->args[0].t, *kt = &ch->mm->args[1].t, *p = &pv->args[0].t, *v = &pv->args[1].t;
+  int64_t bh = q->shape[0], S = q->shape[1], D = q->shape[2];
+  if (kt->shape[0] != bh || kt->shape[1] != D || kt->shape[2] != S || p->shape[0] != bh || p->shape[1] != S ||
+      p->shape[2] != S || v->shape[0] != bh || v->shape[1] != S || v->shape[2] != D || ch->keys != S)
+    return 0;
+  const gpu_cap_group *sg = ch->mm_group;
+  const gpu_cap_value *qv = operand(cap, uses, by_id, &sg->in[ch->mm->args[0].input].v, ch);
+  const gpu_cap_value *kv = operand(cap, uses, by_id, &sg->in[ch->mm->args[1].input].v, ch);
+  if (!(ch->scale > 0.0) || !isfinite(ch->scale)) return 0;
+  memset(m, 0, sizeof *m);
+  m->pv = k, m->seq = S, m->dim = D;
+  if (!plan_attn(t, bh, S, D, g->node, &m->attn)) return 0;
+  m->attn.scale = (float)ch->scale, m->attn.keys = S, m->attn.causal = ch->causal;
+  m->mask_src = -1;
+  if (ch->mask_group && !mask_buffer(cap, &ch->mask_group->in[ch->mask_input].v, bh, S, m)) return 0;
+  const gpu_cap_value *ops[3] = {qv, kv, &g->in[pv->args[1].input].v};
+  return operand_copies(cap, ops, m);
+}
+
+void gpu_mattn_free(gpu_mattn_set *s) {
+  free(s->role), free(s->m);
+  memset(s, 0, sizeof *s);
+}
+
+cov_status gpu_mattn_find(const gpu_capture *cap, const gpu_target *t, gpu_mattn_set *out) {
+  memset(out, 0, sizeof *out);
+  int *uses = NULL, *by_id = NULL;
+  cov_status st = buffer_users(cap, &uses, &by_id);
+  out->role = st ? NULL : malloc(((size_t)cap->n_groups + 1) * sizeof *out->role);
+  out->m = st ? NULL : malloc(((size_t)cap->n_groups + 1) * sizeof *out->m);
+  if (!st && (!out->role || !out->m)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int k = 0; k < cap->n_groups && !st; k++) out->role[k] = GPU_MATTN_LOWERED;
+  for (int k = 0; k < cap->n_groups && !st; k++) {
+    chain ch;
+    if (!match_at(cap, t, uses, by_id, k, &out->m[out->n], &ch)) continue;
+    for (int i = 0; i < ch.n; i++) out->role[ch.groups[i]] = GPU_MATTN_ABSORBED;
+    out->role[k] = out->n++;
+  }
+  free(uses), free(by_id);
+  if (st) gpu_mattn_free(out);
+  return st;
+}
+
+/* ---- lowering ----------------------------------------------------------- */
+
+static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
+
+static int add_buffer(gpu_model_plan *p, const char *node, const int64_t *shape) {
+  if (p->n_bufs == p->cap_bufs) {
+    int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
+    gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
+    if (!b) return -1;
+    p->bufs = b, p->cap_bufs = nc;
+  }
+  gpu_mbuf *b = &p->bufs[p->n_bufs];
+  memset(b, 0, sizeof *b);
+  snprintf(b->name, sizeof b->name, "%.110s.attn_qkv", node);
+  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = COV_F16, b->rank = 4, b->numel = 1, b->io = -1;
+  for (int d = 0; d < 4; d++) b->shape[d] = shape[d], b->numel *= shape[d];
+  return p->n_bufs++;
+}
+
+static gpu_mstep *add_step(gpu_model_plan *p, const gpu_cap_group *g, gpu_step_op op) {
+  if (p->n_steps == p->cap_steps) {
+    int nc = p->cap_steps ? 2 * p->cap_steps : 32;
+    gpu_mstep *s = realloc(p->steps, (size_t)nc * sizeof *s);
+    if (!s) return NULL;
+    p->steps = s, p->cap_steps = nc;
+  }
+  gpu_mstep *s = &p->steps[p->n_steps++];
+  memset(s, 0, sizeof *s);
+  s->op = op, s->group = g->group, s->module = -1, s->fill_buf = -1, s->n_args = 4;
+  snprintf(s->label, sizeof s->label, "%s", g->node);
+  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
+  for (int d = 0; d < 3; d++) s->grid[d] = s->block[d] = 1;
+  return s;
+}
+
+static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu_ew *e, const char *what, int from,
+                            int to) {
+  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
+  if (!s) return oom();
+  s->kkind = GPU_KERNEL_EW, s->ew = *e;
+  snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn_%s", g->group, what);
+  gpu_ew_grid(e, s->grid);
+  s->block[0] = GPU_EW_THREADS;
+  s->args[0] = from, s->args[2] = to;
+  return NULL;
+}
+
+cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m) {
+  const gpu_attn *a = &m->attn;
+  int64_t shape[4] = {3, a->heads, m->seq, m->dim};
+  int qkv = add_buffer(p, g->node, shape);
+  if (qkv < 0) return oom();
+  for (int c = 0; c < m->n_cp; c++) {
+    char what[16];
+    snprintf(what, sizeof what, "qkv%d", c);
+    COV_RETURN_IF_ERROR(copy_step(p, g, &m->cp[c], what, id_buf[m->src[c]], qkv));
+  }
+  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
+  if (!s) return oom();
+  s->kkind = GPU_KERNEL_ATTN, s->attn = *a;
+  snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn", g->group);
+  memcpy(s->grid, a->grid, sizeof s->grid);
+  s->block[0] = (unsigned)a->threads, s->shared_bytes = a->shared_bytes;
+  s->args[0] = s->args[1] = s->args[2] = qkv, s->args[3] = id_buf[g->buf_id];
+  if (a->mask) s->args[4] = id_buf[m->mask_src], s->n_args = 5;
+  return NULL;
+}
+
+/* ---- the CPU meaning ---------------------------------------------------- */
+
+static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
+
+/* Element (h, r, d) of a [heads][in_seq][in_dim] operand, zero in the
+ * padding the kernel reads as zeros. */
+static float in_at(const gpu_attn *a, const float *x, int64_t h, int64_t r, int64_t d) {
+  return r < a->in_seq && d < a->in_dim ? x[(h * a->in_seq + r) * a->in_dim + d] : 0.0f;
+}
+
+cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
+                            const float *mask) {
+  int64_t S = a->seq, D = a->dim;
+  float *p = malloc((size_t)S * sizeof *p + 4);
+  if (!p) return oom();
+  k += a->k_off, v += a->v_off;
+  for (int64_t h = 0; h < a->batch * a->heads; h++)
+    for (int64_t i = 0; i < (a->out_f32 ? a->out_seq : S); i++) {
+      float mx = -INFINITY, sum = 0.0f;
+      for (int64_t j = 0; j < S; j++) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < D; d++) dot += in_at(a, q, h, i, d) * in_at(a, k, h, j, d);
+        if (a->mask && j < a->keys) { /* clamped as the kernel clamps it; a padded row reads the last */
+          float mv = mask[h * a->mask_head + (i < a->keys ? i : a->keys - 1) * a->keys + j];
+          dot = fmaxf(dot + mv * (float)(1.0 / a->scale), (float)gpu_attn_mask_floor(a));
+        }
+        p[j] = j < a->keys && (!a->causal || j <= i) ? dot * a->scale : -INFINITY;
+        if (p[j] > mx) mx = p[j];
+      }
+      for (int64_t j = 0; j < S; j++) p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx), sum += p[j];
+      for (int64_t d = 0; d < (a->out_f32 ? a->out_dim : D); d++) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * in_at(a, v, h, j, d);
+        if (a->out_f32) o[(h * a->out_seq + i) * a->out_dim + d] = acc / sum;
+        else o[(h * S + i) * D + d] = round16(acc / sum);
+      }
+    }
+  free(p);
+  return NULL;
+}
