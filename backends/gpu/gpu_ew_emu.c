@@ -21,8 +21,15 @@ static float ferf(float z) {
   return z < 0 ? -r : r;
 }
 
+static float unit(float v) {
+  v = v < 0 ? 0.0f : v;
+  return v > 1 ? 1.0f : v;
+}
+
 static float apply(gpu_ew_fn fn, float p0, float p1, float x) {
   switch (fn) {
+  case GPU_FN_HSWISH: return unit(x * (float)(1.0 / 6.0) + 0.5f) * x;
+  case GPU_FN_HSIGMOID: return unit(x * p0 + p1);
   case GPU_FN_NONE: return x;
   case GPU_FN_RELU: return x > 0 ? x : 0.0f;
   case GPU_FN_CLIP: {
@@ -64,6 +71,41 @@ static float conv(const gpu_ew *e, int64_t i, const float *x, const float *w, co
   return apply(e->post, e->post0, e->post1, sum);
 }
 
+/* The sum of a row's per-lane partial sums v[0..lanes) in lower_lnorm's
+ * butterfly order (lane 0's). */
+static float lane_sum(float *v, int lanes) {
+  for (int m = lanes / 2; m >= 1; m /= 2) {
+    float t[32];
+    for (int l = 0; l < lanes; l++) t[l] = v[l] + v[l ^ m];
+    memcpy(v, t, (size_t)lanes * sizeof *v);
+  }
+  return v[0];
+}
+
+/* Layer normalisation of x [N][C][W] over C for work item i, as
+ * lower_lnorm computes it with e->D lanes per (n, w) pair (at most 32;
+ * the target's shuffles: one lane without them sums in another order,
+ * within rounding). */
+static void lnorm(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias) {
+  int lanes = e->D > 1 && e->D <= 32 ? (int)e->D : 1;
+  if (i % lanes) return;
+  int64_t pair = i / lanes, o = pair / e->W, p = pair % e->W, base = o * e->C * e->W + p;
+  float part[32] = {0};
+  for (int64_t c = 0; c < e->C; c++) part[c % lanes] += x[base + c * e->W];
+  float mean = lane_sum(part, lanes) / (float)e->C;
+  memset(part, 0, sizeof part);
+  for (int64_t c = 0; c < e->C; c++) {
+    float d = x[base + c * e->W] - mean;
+    part[c % lanes] += d * d;
+  }
+  float var = lane_sum(part, lanes) / (float)e->C;
+  float rstd = 1.0f / sqrtf(var + e->post0);
+  for (int64_t c = 0; c < e->C; c++) {
+    float v = (x[base + c * e->W] - mean) * rstd * w[c] + bias[c];
+    y[e->also ? (o * e->W + p) * e->C + c : base + c * e->W] = v;
+  }
+}
+
 size_t gpu_ew_raw(const gpu_ew *e) {
   if (e->kind != GPU_EW_COPY && e->kind != GPU_EW_TABLE) return 0;
   switch (e->out_dtype) {
@@ -93,7 +135,14 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
     case GPU_EW_COPY: {
       int64_t s, d;
       gpu_ew_copy_at(e, i, &s, &d);
-      float v = e->bias ? x[s] + bias[d] : x[s];
+      float v = x[s];
+      if (e->mul_c > 0) v *= apply(e->mul_fn, e->mul0, e->mul1, w[d / e->mul_hw % e->mul_c]);
+      if (e->bias == 2) { /* the shortcut's NHWC f16 form */
+        int64_t hw = e->H * e->W, px = d % hw, c = d / hw % e->C, n = d / hw / e->C;
+        v += bias[(n * hw + px) * e->C + c];
+      } else if (e->bias) {
+        v += bias[d];
+      }
       if (e->scale_hw > 0) v = v / (1.0f + expf(-bias[d / e->scale_hw]));
       y[d] = apply(e->post, e->post0, e->post1, v);
       break;
@@ -102,6 +151,7 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
       if (table[i] >= 0) y[i] = x[table[i]];
       break;
     case GPU_EW_CONV: y[i] = conv(e, i, x, w, bias); break;
+    case GPU_EW_LNORM: lnorm(e, i, x, w, y, bias); break;
     default: break;
     }
   }

@@ -42,6 +42,19 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
     LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), erf, "");
     return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
   }
+  case GPU_ACT_SILU: { /* x / (1 + 2^(-x log2 e)) */
+    LLVMValueRef t = g->target->exp2(g, LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, -1.4426950408889634), ""));
+    return LLVMBuildFDiv(g->b, v, LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), t, ""), "");
+  }
+  case GPU_ACT_HSWISH: case GPU_ACT_HSIGMOID: { /* clip(a x + b, 0, 1), times x for hard_swish */
+    int sw = e->act == GPU_ACT_HSWISH;
+    LLVMValueRef t = LLVMBuildFAdd(g->b, LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, sw ? 1.0 / 6.0 : e->clip_lo), ""),
+                                   LLVMConstReal(g->f32, sw ? 0.5 : e->clip_hi), "");
+    LLVMValueRef one = LLVMConstReal(g->f32, 1.0);
+    t = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, t, zero, ""), zero, t, "");
+    t = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, t, one, ""), one, t, "");
+    return sw ? LLVMBuildFMul(g->b, t, v, "") : t;
+  }
   }
   return v;
 }

@@ -52,8 +52,16 @@ static LLVMValueRef ferf(gpu_gen *g, LLVMValueRef z) {
   return sel(g, LLVMBuildFCmp(g->b, LLVMRealOLT, z, F(0.0), ""), LLVMBuildFNeg(g->b, r, ""), r);
 }
 
+/* clip(v, 0, 1) */
+static LLVMValueRef unit(gpu_gen *g, LLVMValueRef v) {
+  v = sel(g, LLVMBuildFCmp(g->b, LLVMRealOLT, v, F(0.0), ""), F(0.0), v);
+  return sel(g, fgt(g, v, F(1.0)), F(1.0), v);
+}
+
 static LLVMValueRef apply(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValueRef x) {
   switch (fn) {
+  case GPU_FN_HSWISH: return fmul(g, unit(g, fadd(g, fmul(g, x, F(1.0 / 6.0)), F(0.5))), x);
+  case GPU_FN_HSIGMOID: return unit(g, fadd(g, fmul(g, x, F(p0)), F(p1)));
   case GPU_FN_NONE: return x;
   case GPU_FN_RELU: return sel(g, fgt(g, x, F(0.0)), x, F(0.0));
   case GPU_FN_CLIP: {
@@ -132,14 +140,72 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   LLVMValueRef v = e->in_dtype == COV_F16
                        ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
                        : ld(g, x, s);
-  if (e->bias) v = fadd(g, v, ld(g, addend, d));
+  if (e->mul_c > 0) /* a per-channel scale */
+    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
+  if (e->bias == 2) /* the shortcut's channels-last f16 form */
+    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, nhwc_index(g, e, d)), ""),
+                                  g->f32, ""));
+  else if (e->bias)
+    v = fadd(g, v, ld(g, addend, d));
   if (e->scale_hw > 0) { /* v * sigmoid(gate) */
     LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
     v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
   }
   v = apply(g, e->post, e->post0, e->post1, v);
-  store_out(g, e, y, d, v);
+  if (e->also != 2) store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
+}
+
+/* The sum over a row's `lanes` lanes (a butterfly of shuffles: every lane
+ * gets the same sum, as a + b == b + a). */
+static LLVMValueRef lane_sum(gpu_gen *g, LLVMValueRef v, int lanes) {
+  for (int m = lanes / 2; m >= 1; m /= 2) v = fadd(g, v, g->target->shfl_xor(g, v, m));
+  return v;
+}
+
+/* x at channel c = k * lanes + lane of the row at `base` (stride W), 0 past C. */
+static LLVMValueRef ln_at(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef base, LLVMValueRef c) {
+  LLVMValueRef ok = ult(g, c, e->C);
+  return sel(g, ok, ld(g, x, add(g, base, mul(g, sel(g, ok, c, C(0)), C(e->W)))), F(0.0));
+}
+
+/* Layer normalisation of x [N][C][W] over C: `lanes` threads per (n, w)
+ * pair (e->D where the target shuffles, else one: the other threads of
+ * the pair idle), thread `lane` taking channels lane, lane + lanes, ...;
+ * the mean, then the mean square deviation (two passes, f32, per-lane sums
+ * added by lane_sum), then y = (x - mean) / sqrt(var + eps) * scale[c] +
+ * bias[c] stored in x's layout, or channels-last ([N][W][C]) with `also`. */
+static void lower_lnorm(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
+                        LLVMValueRef bias) {
+  int rl = e->D > 1 ? (int)e->D : 1, lanes = rl > 1 && g->target->shfl_xor ? rl : 1;
+  LLVMValueRef pair = udiv(g, i, rl), lane = lanes > 1 ? urem(g, i, rl) : C(0);
+  LLVMBasicBlockRef join = NULL;
+  if (rl > lanes) begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, urem(g, i, rl), C(0), ""), &join);
+  LLVMValueRef o = udiv(g, pair, e->W), p = urem(g, pair, e->W);
+  LLVMValueRef base = add(g, mul(g, o, C(e->C * e->W)), p);
+  long long steps = (e->C + lanes - 1) / lanes;
+  acc_loop a;
+  LLVMValueRef k = acc_open(g, &a, steps, F(0.0));
+  LLVMValueRef mean = acc_close(g, &a, fadd(g, a.acc, ln_at(g, e, x, base, add(g, mul(g, k, C(lanes)), lane))));
+  mean = fdiv(g, lanes > 1 ? lane_sum(g, mean, lanes) : mean, F((double)e->C));
+  k = acc_open(g, &a, steps, F(0.0));
+  LLVMValueRef c = add(g, mul(g, k, C(lanes)), lane);
+  LLVMValueRef dv = sel(g, ult(g, c, e->C), fsub(g, ln_at(g, e, x, base, c), mean), F(0.0));
+  LLVMValueRef var = acc_close(g, &a, fadd(g, a.acc, fmul(g, dv, dv)));
+  var = fdiv(g, lanes > 1 ? lane_sum(g, var, lanes) : var, F((double)e->C));
+  LLVMValueRef sum = fadd(g, var, F(e->post0));
+  LLVMValueRef rstd = fdiv(g, F(1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sum, 1));
+  gpu_loop l;
+  c = add(g, mul(g, loop_open(g, &l, C(0), steps, 1), C(lanes)), lane);
+  LLVMBasicBlockRef in;
+  begin_if(g, ult(g, c, e->C), &in);
+  LLVMValueRef v = fmul(g, fsub(g, ld(g, x, add(g, base, mul(g, c, C(e->W)))), mean), rstd);
+  v = fadd(g, fmul(g, v, ld(g, w, c)), ld(g, bias, c));
+  LLVMValueRef d = e->also ? add(g, mul(g, add(g, mul(g, o, C(e->W)), p), C(e->C)), c) : add(g, base, mul(g, c, C(e->W)));
+  store_out(g, e, y, d, v);
+  end_if(g, in);
+  loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
+  if (join) end_if(g, join);
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -179,6 +245,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
   case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
+  case GPU_EW_LNORM: lower_lnorm(g, e, i, x, w, y, bias); return;
   default: return;
   }
 }

@@ -321,6 +321,7 @@ static void unary_params(const gpu_cap_call *c, gpu_ew_fn f, float *p0, float *p
   *p0 = 0, *p1 = 0;
   if (!strcmp(c->codelet, "relu6")) *p0 = 0, *p1 = 6;
   else if (f == GPU_FN_CLIP) *p0 = (float)attr_f(c, "lo", -INFINITY), *p1 = (float)attr_f(c, "hi", INFINITY);
+  else if (f == GPU_FN_HSIGMOID) *p0 = (float)attr_f(c, "alpha", 0.2), *p1 = (float)attr_f(c, "beta", 0.5);
 }
 
 /* The call's attributes, named by the codelet's own strings (the
@@ -425,6 +426,17 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
 /* ---- matrix chains ------------------------------------------------------ */
 
 /* How many calls from `c0` the matrix kernel takes (0: none); fills q. */
+/* The constant bias of an Add after a matmul (a row of n added to every
+ * row, on either side: torch exports bias + x as often as x + bias), NULL
+ * if c is no such Add. */
+static const gpu_cap_arg *bias_of_add(const gpu_cap_call *c, int64_t n) {
+  if (strcmp(c->codelet, "add") || c->n_args != 2) return NULL;
+  int k = c->args[0].kind == COV_MODEL_ARG_PREV ? 1 : c->args[1].kind == COV_MODEL_ARG_PREV ? 0 : -1;
+  if (k < 0 || !const_f32(&c->args[k])) return NULL;
+  const cov_tensor *t = &c->args[k].t;
+  return cov_tensor_numel(t) == n && t->shape[t->rank - 1] == n ? &c->args[k] : NULL;
+}
+
 static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_arg) {
   const gpu_cap_group *g = x->g;
   const gpu_cap_call *c = &g->calls[c0];
@@ -471,10 +483,7 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
     if (bb == 1) q->m *= ba; /* a shared B: the batches are more rows */
     else if (ba == bb) q->batch = ba;
     else return 0;
-    if (i < g->n_calls && !strcmp(g->calls[i].codelet, "add") && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV &&
-        const_f32(&g->calls[i].args[1]) && cov_tensor_numel(&g->calls[i].args[1].t) == q->n &&
-        g->calls[i].args[1].t.shape[g->calls[i].args[1].t.rank - 1] == q->n)
-      q->epi.bias = true, *bias_arg = (int)i, i++;
+    if (i < g->n_calls && bias_of_add(&g->calls[i], q->n)) q->epi.bias = true, *bias_arg = (int)i, i++;
   } else {
     return 0;
   }
@@ -487,6 +496,11 @@ static size_t matrix_chain(lower_ctx *x, size_t c0, gpu_problem *q, int *bias_ar
       unary_params(n, f, &lo, &hi);
       q->epi.act = GPU_ACT_CLIP, q->epi.clip_lo = lo, q->epi.clip_hi = hi, i++;
     } else if (f == GPU_FN_GELU) q->epi.act = GPU_ACT_GELU, i++;
+    else if (f == GPU_FN_HSWISH) q->epi.act = GPU_ACT_HSWISH, i++;
+    else if (f == GPU_FN_HSIGMOID) {
+      q->epi.act = GPU_ACT_HSIGMOID, i++;
+      unary_params(n, f, &q->epi.clip_lo, &q->epi.clip_hi);
+    }
   }
   if (i < g->n_calls && g->calls[i].args[0].kind == COV_MODEL_ARG_PREV) {
     const gpu_cap_call *n = &g->calls[i];
@@ -551,8 +565,7 @@ static size_t direct_depthwise(lower_ctx *x, size_t c, const gpu_problem *q, siz
   e.K = w->shape[0], e.R = w->shape[2], e.S = w->shape[3];
   e.P = call->out.shape[2], e.Q = call->out.shape[3];
   e.sh = e.sw = q->stride, e.pt = e.pl = q->pad, e.dh = e.dw = q->dilation, e.groups = q->groups;
-  e.post = q->epi.act == GPU_ACT_RELU ? GPU_FN_RELU : q->epi.act == GPU_ACT_CLIP ? GPU_FN_CLIP
-         : q->epi.act == GPU_ACT_GELU ? GPU_FN_GELU : GPU_FN_NONE;
+  e.post = gpu_act_fn(q->epi.act);
   e.post0 = q->epi.clip_lo, e.post1 = q->epi.clip_hi;
   int a = arg_buf(x, &call->args[0], prev, in_buf, st);
   int wb = *st ? -1 : arg_buf(x, &call->args[1], prev, in_buf, st);
@@ -659,7 +672,9 @@ static cov_status lower_group(lower_ctx *x) {
     }
     if (bias_arg >= 0) {
       const gpu_cap_call *bc = &g->calls[bias_arg];
-      const gpu_cap_arg *ba = bc == call ? &bc->args[2] : &bc->args[1];
+      const gpu_cap_arg *ba = bc == call                    ? &bc->args[2]
+                              : !strcmp(bc->codelet, "add") ? bias_of_add(bc, plan.prob.n)
+                                                            : &bc->args[1];
       const float *bv = const_f32(ba);
       float beta = bc == call ? (float)attr_f(bc, "beta", 1.0) : 1.0f;
       int64_t n = cov_tensor_numel(&ba->t);
@@ -809,6 +824,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
     errs = NULL;
   }
   cov_status_free(errs);
+  if (!st && t && !t->f32_activations) st = gpu_model_fuse_act(p);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);

@@ -19,76 +19,26 @@
  * the f16 operand copy of the next matrix kernel instead where that copy
  * is the result's only reader. A squeeze-excite gate (a Sigmoid of one
  * value per channel, then the Mul broadcasting it over the pixels) is one
- * copy the same way: x * sigmoid(gate[dst / hw]) (scale_hw). */
+ * copy the same way: x * sigmoid(gate[dst / hw]) (scale_hw); SiLU whose
+ * input's producer can take it is joined to it earlier (gpu_mfuse_act.c).
+ *
+ * A Mul by a per-channel factor (a layer scale, a gate after its
+ * hard_sigmoid) is one copy x * a1[c] (mul_c), with the residual Add after
+ * it where that is the product's only reader, reading a channels-last
+ * result through its conversion back where that is the Mul's only input.
+ * LayerNorm: gpu_mfuse_ln.c. A direct convolution or f32 copy whose result
+ * only an f16 operand copy reads writes that copy's buffer.
+ *
+ * NHWC residual adds, once the rest is fused: a residual copy whose
+ * shortcut some earlier launch also stores channels-last (a residual
+ * copy's second store, a conversion for a convolution) reads that f16
+ * form (bias 2), and a residual copy whose f32 result nobody reads any
+ * more stores only its NHWC f16 form (also 2). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/gpu/gpu_mplan.h"
-
-/* The steps other than `skip` that use buffer b (launch arguments, fills;
- * with skip = -1 - k, launches other than k only): how many, the last one
- * in *who. */
-static int users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
-  int n = 0;
-  for (int j = 0; j < p->n_steps; j++) {
-    const gpu_mstep *s = &p->steps[j];
-    if (j == skip || j == -1 - skip || del[j] || (skip < 0 && s->op == GPU_STEP_FILL)) continue;
-    int use = s->op == GPU_STEP_FILL && s->fill_buf == b;
-    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) use |= s->args[k] == b;
-    if (use) n++, *who = j;
-  }
-  return n;
-}
-
-static int is_codelet(const gpu_mstep *s, const char *name) {
-  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET &&
-         !strcmp(cov_codelet_name(s->ew.cdl.c), name);
-}
-
-/* Drops the fills of buffer b (the fused copy writes all of it). */
-static void drop_fills(const gpu_model_plan *p, char *del, int b) {
-  for (int j = 0; j < p->n_steps; j++)
-    if (p->steps[j].op == GPU_STEP_FILL && p->steps[j].fill_buf == b) del[j] = 1;
-}
-
-/* The activation of a unary codelet step with its parameters; 0: none. */
-static int activation(const gpu_mstep *s, gpu_ew *e) {
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET || s->ew.cdl.n_in != 1 ||
-      s->n_args != 2)
-    return 0;
-  const char *name = cov_codelet_name(s->ew.cdl.c);
-  gpu_ew_fn f = gpu_unary_fn(name);
-  if (f == GPU_FN_NONE) return 0;
-  e->post = f, e->post0 = 0, e->post1 = 0;
-  if (!strcmp(name, "relu6")) e->post1 = 6;
-  else if (f == GPU_FN_CLIP) {
-    e->post0 = -INFINITY, e->post1 = INFINITY;
-    for (int a = 0; a < s->ew.cdl.n_attrs; a++) {
-      const cov_attr *t = &s->ew.cdl.attrs[a];
-      float v = t->is_float ? (float)t->f : (float)t->i;
-      if (!strcmp(t->name, "lo")) e->post0 = v;
-      else if (!strcmp(t->name, "hi")) e->post1 = v;
-    }
-  }
-  return 1;
-}
-
-/* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
- * (gpu_mlayout.c's), which the fused copy can store as well. */
-static int to_nhwc_of(const gpu_model_plan *p, const gpu_mstep *s, int b) {
-  const gpu_mbuf *x = &p->bufs[b];
-  const gpu_ew *e = &s->ew;
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
-      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->post != GPU_FN_NONE || x->rank != 4 ||
-      e->n != x->numel || e->run != 1 || e->s0 || e->d0)
-    return 0;
-  int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
-  const int64_t rep[3] = {c, hw, x->shape[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++)
-    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
-  return 1;
-}
+#include "backends/gpu/gpu_msteps.h"
 
 /* Step a (a conversion back to NCHW) fused with the add reading it and
  * the activation after; returns whether it did. */
@@ -97,11 +47,11 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   int y = s->args[2], b = -1;
   if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_COPY ||
       s->ew.in_dtype != COV_F16 || s->ew.out_dtype != COV_F32 || s->ew.bias || s->ew.post != GPU_FN_NONE || y < 0 ||
-      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || s->ew.n != p->bufs[y].numel || users(p, del, y, a, &b) != 1)
+      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || s->ew.n != p->bufs[y].numel || gpu_ms_users(p, del, y, a, &b) != 1)
     return 0;
   gpu_mstep *add = &p->steps[b];
   const gpu_cdl_call *k = &add->ew.cdl;
-  if (!is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+  if (!gpu_ms_is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
       memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) || (add->args[0] == y) == (add->args[1] == y))
     return 0;
   int other = add->args[0] == y ? add->args[1] : add->args[0], z = add->args[2];
@@ -113,19 +63,19 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   memcpy(f.label, add->label, sizeof f.label);
   snprintf(f.kernel, sizeof f.kernel, "%.150s_add", s->kernel);
   f.ew.bias = 1, f.args[3] = other, f.args[2] = z;
-  drop_fills(p, del, z);
+  gpu_ms_drop_fills(p, del, z);
   int c = -1;
-  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && users(p, del, z, b, &c) == 1 && p->steps[c].args[0] == z &&
-      activation(&p->steps[c], &f.ew) && p->bufs[p->steps[c].args[1]].dtype == COV_F32) {
+  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && gpu_ms_users(p, del, z, b, &c) == 1 && p->steps[c].args[0] == z &&
+      gpu_ms_activation(&p->steps[c], &f.ew) && p->bufs[p->steps[c].args[1]].dtype == COV_F32) {
     f.args[2] = p->steps[c].args[1];
-    drop_fills(p, del, f.args[2]);
+    gpu_ms_drop_fills(p, del, f.args[2]);
     del[c] = 1;
   }
   /* the result's conversion to NHWC for the next convolution: the same
    * launch stores it */
   int out = f.args[2], d = -1;
   for (int j = b + 1; j < p->n_steps && d < 0; j++)
-    if (!del[j] && to_nhwc_of(p, &p->steps[j], out)) d = j;
+    if (!del[j] && gpu_ms_to_nhwc(p, &p->steps[j], out)) d = j;
   if (d >= 0 && p->bufs[out].rank == 4) {
     f.ew.also = 1, f.args[1] = p->steps[d].args[2];
     f.ew.N = p->bufs[out].shape[0], f.ew.C = p->bufs[out].shape[1];
@@ -137,71 +87,27 @@ static int fuse_at(gpu_model_plan *p, char *del, int a) {
   return 1;
 }
 
-/* The whole-buffer f16 copy of buffer b (a matrix kernel's operand copy),
- * -1 if none. */
-static int f16_copy_from(const gpu_model_plan *p, const char *del, int b, int after) {
-  for (int j = after + 1; j < p->n_steps; j++) {
-    const gpu_mstep *s = &p->steps[j];
-    const gpu_ew *e = &s->ew;
-    if (del[j] || s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[0] != b) continue;
-    if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 &&
-        !e->bias && !e->also && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
-      return j;
-  }
-  return -1;
-}
-
-/* The copy kernel that replaces step mul: z = x over x's elements, f32
- * out; the caller sets what it applies (a post function, a gate). */
-static gpu_mstep fused_copy(const gpu_model_plan *p, const gpu_mstep *mul, int x, int z, const char *suffix) {
-  gpu_mstep f = *mul;
-  memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_COPY, f.ew.out_dtype = COV_F32, f.ew.n = p->bufs[x].numel;
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) f.ew.rep[l] = 1;
-  snprintf(f.kernel, sizeof f.kernel, "%.150s%s", mul->kernel, suffix);
-  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
-  f.n_args = 4, f.args[0] = x, f.args[2] = z;
-  gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
-  return f;
-}
-
-/* Puts f (fused_copy's) in place of step m and deletes step i (the
- * sigmoid it absorbed); where z's only reader is its f16 operand copy,
- * f writes that copy's buffer instead and the copy goes too. */
-static void replace_mul(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f) {
-  int z = f->args[2];
-  drop_fills(p, del, z);
-  int c = -1, h = p->bufs[z].kind == GPU_BUF_INTERMEDIATE ? f16_copy_from(p, del, z, m) : -1;
-  if (h >= 0 && users(p, del, z, m, &c) == 1 && c == h) {
-    f->ew.out_dtype = COV_F16, f->args[2] = p->steps[h].args[2];
-    del[h] = 1;
-  }
-  del[i] = 1;
-  p->steps[m] = *f;
-}
-
 /* Step i, a sigmoid, with the mul of its input by its result (SiLU, as
  * exported: two groups, a fill between) as one copy applying x *
  * sigmoid(x); where the result is read only by its f16 operand copy, the
  * copy writes that instead. Returns whether it did. */
 static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
   const gpu_mstep *s = &p->steps[i];
-  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  if (!gpu_ms_is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
   int x = s->args[0], sg = s->args[1], m = -1;
-  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, sg, -1 - i, &m) != 1) return 0;
   gpu_mstep *mul = &p->steps[m];
   const gpu_cdl_call *k = &mul->ew.cdl;
-  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
+  if (!gpu_ms_is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != k->in_rank[1] ||
       memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) ||
       !((mul->args[0] == x && mul->args[1] == sg) || (mul->args[0] == sg && mul->args[1] == x)))
     return 0;
   int z = mul->args[2];
   if (p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[x].numel) return 0;
-  drop_fills(p, del, sg);
-  gpu_mstep f = fused_copy(p, mul, x, z, "_silu");
+  gpu_ms_drop_fills(p, del, sg);
+  gpu_mstep f = gpu_ms_fused_copy(p, mul, x, z, "_silu");
   f.ew.post = GPU_FN_SILU;
-  replace_mul(p, del, i, m, &f);
+  gpu_ms_replace(p, del, i, m, &f);
   return 1;
 }
 
@@ -211,12 +117,12 @@ static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
  * operand copy folded in as for SiLU. Returns whether it did. */
 static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
   const gpu_mstep *s = &p->steps[i];
-  if (!is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
+  if (!gpu_ms_is_codelet(s, "sigmoid") || s->ew.cdl.n_in != 1 || s->n_args != 2) return 0;
   int gate = s->args[0], sg = s->args[1], m = -1;
-  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || users(p, del, sg, -1 - i, &m) != 1) return 0;
+  if (p->bufs[sg].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, sg, -1 - i, &m) != 1) return 0;
   gpu_mstep *mul = &p->steps[m];
   const gpu_cdl_call *k = &mul->ew.cdl;
-  if (!is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != 4 || k->in_rank[1] != 4 ||
+  if (!gpu_ms_is_codelet(mul, "mul") || k->n_in != 2 || mul->n_args != 3 || k->in_rank[0] != 4 || k->in_rank[1] != 4 ||
       (mul->args[0] == sg) == (mul->args[1] == sg))
     return 0;
   int gi = mul->args[0] == sg ? 0 : 1, x = mul->args[1 - gi], z = mul->args[2];
@@ -235,18 +141,161 @@ static int fuse_gate_at(gpu_model_plan *p, char *del, int i) {
   if (hw < 2 || p->bufs[x].dtype != COV_F32 || p->bufs[gate].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
       p->bufs[x].numel != outer * hw || p->bufs[z].numel != p->bufs[x].numel || p->bufs[gate].numel != outer)
     return 0;
-  drop_fills(p, del, sg);
-  gpu_mstep f = fused_copy(p, mul, x, z, "_gate");
+  gpu_ms_drop_fills(p, del, sg);
+  gpu_mstep f = gpu_ms_fused_copy(p, mul, x, z, "_gate");
   f.ew.scale_hw = hw, f.args[3] = gate;
-  replace_mul(p, del, i, m, &f);
+  gpu_ms_replace(p, del, i, m, &f);
   return 1;
+}
+
+/* How mul step m broadcasts its input gi over the other: the other's
+ * elements seen as [outer][mid][hw] with gi's numel == mid (gi's shape is
+ * the other's on the middle axes, 1 elsewhere); 0 if not so. */
+static int per_channel(const gpu_model_plan *p, const gpu_mstep *m, int gi, int64_t *mid, int64_t *hw) {
+  const gpu_cdl_call *k = &m->ew.cdl;
+  int r = k->in_rank[0];
+  if (k->in_rank[1] != r) return 0;
+  const int64_t *gs = k->in_shape[gi], *xs = k->in_shape[1 - gi];
+  int lo = 0, hi = r;
+  while (lo < r && gs[lo] == 1) lo++;
+  while (hi > lo && gs[hi - 1] == 1) hi--;
+  int64_t outer = 1;
+  *mid = 1, *hw = 1;
+  for (int d = 0; d < r; d++) {
+    if (d >= lo && d < hi && gs[d] != xs[d]) return 0;
+    if (d < lo) outer *= xs[d];
+    else if (d < hi) *mid *= xs[d];
+    else *hw *= xs[d];
+  }
+  return p->bufs[m->args[gi]].numel == *mid && p->bufs[m->args[1 - gi]].numel == outer * *mid * *hw &&
+         outer * *mid * *hw > *mid;
+}
+
+/* The conversion of a channels-last f16 result back to f32 NCHW that
+ * writes x and that step m alone reads (gpu_mlayout.c's), -1 if none. */
+static int conversion_into(const gpu_model_plan *p, const char *del, int x, int m) {
+  int w = -1;
+  if (p->bufs[x].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, x, m, &w) != 1) return -1;
+  const gpu_mstep *s = &p->steps[w];
+  const gpu_ew *e = &s->ew;
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY && s->args[2] == x &&
+                 e->in_dtype == COV_F16 && e->out_dtype == COV_F32 && !e->bias && !e->also && !e->mul_c &&
+                 !e->scale_hw && e->post == GPU_FN_NONE && e->n == p->bufs[x].numel && w < m
+             ? w
+             : -1;
+}
+
+/* Step i, a Mul by a per-channel factor (ConvNeXt's layer scale, a
+ * squeeze-excite gate after its hard_sigmoid), with the residual Add after
+ * it where the product has no other reader, as one copy: y = x * a1[c] (+
+ * a3); where x is a channels-last result's conversion back read by the Mul
+ * alone, the copy reads the f16 NHWC result itself. */
+static int fuse_scale_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int64_t mid, hw;
+  if (!gpu_ms_is_codelet(s, "mul") || s->ew.cdl.n_in != 2 || s->n_args != 3) return 0;
+  int gi = per_channel(p, s, 0, &mid, &hw) ? 0 : per_channel(p, s, 1, &mid, &hw) ? 1 : -1;
+  if (gi < 0) return 0;
+  int g = s->args[gi], x = s->args[1 - gi], z = s->args[2], a = -1, at = i;
+  if (p->bufs[g].dtype != COV_F32 || p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
+      p->bufs[z].numel != p->bufs[x].numel)
+    return 0;
+  gpu_mstep f = gpu_ms_fused_copy(p, s, x, z, "_scale");
+  if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && gpu_ms_users(p, del, z, -1 - i, &a) == 1) {
+    const gpu_mstep *ad = &p->steps[a];
+    const gpu_cdl_call *k = &ad->ew.cdl;
+    int r = ad->args[0] == z ? ad->args[1] : ad->args[0];
+    if (gpu_ms_is_codelet(ad, "add") && k->n_in == 2 && ad->n_args == 3 && k->in_rank[0] == k->in_rank[1] &&
+        !memcmp(k->in_shape[0], k->in_shape[1], sizeof k->in_shape[0]) && (ad->args[0] == z) != (ad->args[1] == z) &&
+        p->bufs[r].dtype == COV_F32 && p->bufs[r].numel == p->bufs[z].numel &&
+        p->bufs[ad->args[2]].dtype == COV_F32 && p->bufs[ad->args[2]].numel == p->bufs[z].numel) {
+      f = gpu_ms_fused_copy(p, ad, x, ad->args[2], "_scale_add");
+      f.ew.bias = 1, f.args[3] = r;
+      gpu_ms_drop_fills(p, del, z);
+      at = a;
+    }
+  }
+  int v = conversion_into(p, del, x, i);
+  if (v >= 0) { /* read the channels-last result through the conversion's runs */
+    gpu_ew e = p->steps[v].ew;
+    e.bias = f.ew.bias;
+    f.ew = e, f.args[0] = p->steps[v].args[0];
+    del[v] = 1;
+  }
+  f.ew.mul_c = mid, f.ew.mul_hw = hw, f.args[1] = g;
+  gpu_ms_replace(p, del, i, at, &f);
+  return 1;
+}
+
+/* Step i, a direct convolution or an f32 copy (a fused GELU, a scale)
+ * whose result is read only by the next matrix kernel's f16 operand copy,
+ * writes that copy's buffer itself. */
+static int fuse_f16_out_at(gpu_model_plan *p, char *del, int i) {
+  gpu_mstep *s = &p->steps[i];
+  const gpu_ew *e = &s->ew;
+  int y = s->args[2], r = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || (e->kind != GPU_EW_CONV && e->kind != GPU_EW_COPY) ||
+      e->out_dtype != COV_F32 || e->also || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE ||
+      p->bufs[y].dtype != COV_F32 || gpu_ms_users(p, del, y, i, &r) != 1 || gpu_ms_f16_copy_from(p, del, y, i) != r)
+    return 0;
+  s->ew.out_dtype = COV_F16, s->args[2] = p->steps[r].args[2];
+  del[r] = 1;
+  return 1;
+}
+
+/* The step before `before` storing the NHWC f16 form of f32 NCHW buffer s
+ * (a residual copy's second store, a conversion for a convolution), and
+ * that form's buffer in *h; -1 if none. */
+static int nhwc_form(const gpu_model_plan *p, const char *del, int s, int before, int *h) {
+  for (int j = 0; j < before; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    if (del[j] || t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || t->ew.kind != GPU_EW_COPY) continue;
+    if (t->ew.also && t->args[2] == s) return *h = t->args[1], j;
+    if (gpu_ms_to_nhwc(p, t, s)) return *h = t->args[2], j;
+  }
+  return -1;
+}
+
+/* NHWC residual adds: a residual copy whose shortcut is stored in NHWC f16
+ * as well reads that (bias 2: two bytes an element instead of four), and
+ * a residual copy whose f32 NCHW result is then read by nothing stores
+ * only its NHWC f16 form (also 2), the next convolution's input: between
+ * two channels-last blocks only f16 NHWC activations move. */
+static int nhwc_shortcuts(gpu_model_plan *p, const char *del) {
+  int any = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep *f = &p->steps[i];
+    gpu_ew *e = &f->ew;
+    int s = f->args[3], h = -1;
+    if (del[i] || f->op != GPU_STEP_LAUNCH || f->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || e->bias != 1 ||
+        e->in_dtype != COV_F16 || e->mul_c || e->scale_hw || p->bufs[s].rank != 4 || p->bufs[s].dtype != COV_F32 ||
+        p->bufs[s].numel != e->n || nhwc_form(p, del, s, i, &h) < 0)
+      continue;
+    e->bias = 2, f->args[3] = h;
+    e->N = p->bufs[s].shape[0], e->C = p->bufs[s].shape[1], e->H = p->bufs[s].shape[2], e->W = p->bufs[s].shape[3];
+    any = 1;
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    gpu_mstep *f = &p->steps[i];
+    int z = f->args[2], w = -1;
+    if (del[i] || f->op != GPU_STEP_LAUNCH || f->kkind != GPU_KERNEL_EW || f->ew.kind != GPU_EW_COPY ||
+        f->ew.also != 1 || z < 0 || p->bufs[z].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, z, i, &w))
+      continue;
+    f->ew.also = 2, f->args[2] = -1;
+    any = 1;
+  }
+  return any;
 }
 
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
-  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a));
+  for (int a = 0; a < p->n_steps; a++)
+    any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
+                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a));
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
+  any |= nhwc_shortcuts(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

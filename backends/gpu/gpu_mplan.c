@@ -108,11 +108,22 @@ static cov_status emulate_codelet(const gpu_model_plan *p, const gpu_mstep *s, f
 }
 
 /* A model compiler's kernel (gpu_lower_ew.c, gpu_lower_gather.c) through
- * its C meaning; f16 results rounded as the kernel stores them. */
-static void emulate_ew(const gpu_ew *e, float **a) {
+ * its C meaning; f16 results rounded as the kernel stores them. A copy
+ * storing only its NHWC form (also == 2) computes into a scratch buffer. */
+static cov_status emulate_ew(const gpu_ew *e, float **a) {
+  if (e->kind == GPU_EW_COPY && e->also == 2) {
+    float *t = calloc((size_t)(e->N * e->C * e->H * e->W) + 1, sizeof *t);
+    if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    gpu_ew f = *e;
+    f.also = 1;
+    float *b[4] = {a[0], a[1], t, a[3]};
+    cov_status st = emulate_ew(&f, b);
+    free(t);
+    return st;
+  }
   if (e->kind == GPU_EW_ROWS) {
     gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2]);
-    return;
+    return NULL;
   }
   gpu_ew_emulate(e, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
   if (e->kind == GPU_EW_COPY && e->also) /* the NHWC f16 second store */
@@ -122,12 +133,15 @@ static void emulate_ew(const gpu_ew *e, float **a) {
       int64_t p = dst % hw, c = dst / hw % e->C, n = dst / hw / e->C;
       a[1][(n * hw + p) * e->C + c] = to_f16(a[2][dst]);
     }
-  if (e->out_dtype == COV_F16)
+  if (e->kind == GPU_EW_LNORM && e->out_dtype == COV_F16)
+    for (int64_t j = 0; j < e->n / (e->D > 1 ? e->D : 1) * e->C; j++) a[2][j] = to_f16(a[2][j]);
+  else if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;
       if (e->kind == GPU_EW_COPY) gpu_ew_copy_at(e, j, &src, &dst);
       a[2][dst] = to_f16(a[2][dst]);
     }
+  return NULL;
 }
 
 cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
@@ -197,7 +211,7 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
       continue;
     }
     if (s->kkind == GPU_KERNEL_EW) {
-      emulate_ew(&s->ew, a);
+      st = emulate_ew(&s->ew, a);
       continue;
     }
     if (s->kkind == GPU_KERNEL_ATTN) {
@@ -256,7 +270,7 @@ static const char *kind_name(gpu_buf_kind k) {
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
                                  [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
-                                 [GPU_EW_QDOT] = "int8_dot"};
+                                 [GPU_EW_QDOT] = "int8_dot", [GPU_EW_LNORM] = "layernorm"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

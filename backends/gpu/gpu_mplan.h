@@ -66,6 +66,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
+  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_mfuse.c), below */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -75,12 +76,17 @@ typedef enum gpu_ew_fn {
   GPU_FN_RELU,
   GPU_FN_CLIP,
   GPU_FN_GELU,
-  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse.c), copies only */
+  GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse_act.c, gpu_mfuse.c) */
+  GPU_FN_HSWISH,   /* x * clip(x + 3, 0, 6) / 6 (ONNX HardSwish) */
+  GPU_FN_HSIGMOID, /* clip(p0 * x + p1, 0, 1) (ONNX HardSigmoid, alpha p0, beta p1) */
 } gpu_ew_fn;
 
 /* The activation of a unary codelet the matrix kernels' epilogues and the
  * depthwise kernel fuse; GPU_FN_NONE for any other. */
 gpu_ew_fn gpu_unary_fn(const char *codelet);
+/* The same activation as a matrix epilogue's, and back. */
+gpu_ew_fn gpu_act_fn(gpu_act a);
+gpu_act gpu_fn_act(gpu_ew_fn f);
 
 enum { GPU_COPY_LEVELS = 3 };
 
@@ -101,7 +107,9 @@ typedef struct gpu_ew {
    * turns a channels-last result back to NCHW (gpu_mfuse.c); with `also`
    * the value is stored a second time, as f16 at argument 1 in NHWC order
    * (y seen as [N][C][H][W] by the CONV fields N, C, H, W): the next
-   * convolution's channels-last input, written by the same launch. */
+   * convolution's channels-last input, written by the same launch; also 2:
+   * that store only (argument 2 null). bias 2: the addend is f16 NHWC (a
+   * shortcut's channels-last form), read at the NHWC index of dst. */
   int64_t run, rep[GPU_COPY_LEVELS], ss[GPU_COPY_LEVELS], ds[GPU_COPY_LEVELS];
   /* CONV: x [N, C, H, W], w [K, C/g, R, S] -> [N, K, P, Q] */
   int64_t N, C, H, W, K, R, S, P, Q, sh, sw, pt, pl, dh, dw, groups;
@@ -112,7 +120,21 @@ typedef struct gpu_ew {
   /* COPY: > 0: y[dst] = x[src] * sigmoid(a3[dst / scale_hw]), argument 3
    * f32 (a squeeze-excite's per-channel gate, before its sigmoid) */
   int64_t scale_hw;
+  /* COPY: mul_c > 0: v = x[src] * fn(a1[dst / mul_hw % mul_c]) before the
+   * addend, argument 1 f32 (a per-channel scale: a layer scale, a
+   * squeeze-excite's gate through mul_fn with mul0, mul1 as post's
+   * parameters); never with `also` */
+  int64_t mul_c, mul_hw;
+  gpu_ew_fn mul_fn;
+  float mul0, mul1;
   gpu_ew_fn post;
+  /* LNORM: x [N][C][W] (argument 0) normalised over C for each of the
+   * N * W pairs, f32 statistics in two passes, then * a1[c] + a3[c] (f32
+   * [C]); post0 is the epsilon; y (argument 2) in x's layout or, with
+   * `also`, [N][W][C]; f32 or f16. D > 1 (at most 32): D threads per pair,
+   * summing by shuffles (a warp per row of a transformer's activations),
+   * n = N * W * D; else one (neighbouring threads on neighbouring pixels
+   * where W > 1: channels of an NCHW activation), n = N * W */
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
@@ -268,11 +290,20 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const struct gpu_target *t
  * Nothing on targets without asynchronous copies. */
 cov_status gpu_model_channels_last(gpu_model_plan *p, const struct gpu_target *t);
 
+/* Joins unary activations (and GELU as exported: Div, Erf, Add, Mul, Mul)
+ * to the matrix kernel or direct convolution producing their input, or
+ * makes a GELU chain one copy (gpu_mfuse_act.c says when); run before
+ * gpu_model_channels_last. */
+cov_status gpu_model_fuse_act(gpu_model_plan *p);
+
 /* Fuses element-wise work across groups (gpu_mfuse.c says when): each
  * residual add reading a channels-last conv's result, and the activation
  * after it, into the copy that turns that result back to NCHW; each SiLU
  * (a Sigmoid and the Mul of its input by it) and each squeeze-excite gate
- * (a Sigmoid and the Mul broadcasting it) into one copy. */
+ * (a Sigmoid and the Mul broadcasting it) into one copy; each LayerNorm
+ * into one kernel (gpu_mfuse_ln.c); each per-channel Mul with the residual
+ * Add after it into one copy; f16 operand copies into the kernel writing
+ * their source; residual adds onto NHWC f16 shortcuts. */
 cov_status gpu_model_fuse(gpu_model_plan *p);
 
 /* Runs a compiled plan on the CPU: every step through its CPU meaning

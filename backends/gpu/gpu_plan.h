@@ -45,12 +45,17 @@ static inline const cov_loc *gpu_loc_(cov_loc *l, const char *file, const char *
  * thread; kernel arguments (input, unused, output f32, unused). */
 typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D, GPU_OP_MAXPOOL } gpu_op_kind;
 
-typedef enum gpu_act { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU } gpu_act;
+/* GPU_ACT_HSWISH: x * clip(x / 6 + 1/2, 0, 1); GPU_ACT_HSIGMOID: clip(clip_lo
+ * * x + clip_hi, 0, 1) (ONNX HardSigmoid's alpha and beta) */
+typedef enum gpu_act {
+  GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU, GPU_ACT_HSWISH, GPU_ACT_HSIGMOID,
+  GPU_ACT_SILU, /* x * sigmoid(x) */
+} gpu_act;
 
 typedef struct gpu_epilogue {
   bool bias;
   gpu_act act;
-  float clip_lo, clip_hi; /* GPU_ACT_CLIP: relu6 is [0, 6] */
+  float clip_lo, clip_hi; /* GPU_ACT_CLIP: relu6 is [0, 6]; GPU_ACT_HSIGMOID: alpha, beta */
   /* conv2d only: 2x2/stride-2 max pooling (floor) of the activated output.
    * Needs an activation whose results are >= 0 (relu, clip with lo >= 0):
    * the output is then reduced with an atomic max on zero-initialised

@@ -21,6 +21,9 @@ static const char *act_name(gpu_act a) {
     case GPU_ACT_RELU: return "relu";
     case GPU_ACT_CLIP: return "clip";
     case GPU_ACT_GELU: return "gelu";
+    case GPU_ACT_HSWISH: return "hswish";
+    case GPU_ACT_SILU: return "silu";
+    case GPU_ACT_HSIGMOID: return "hsigmoid";
     default: return NULL;
   }
 }
@@ -32,7 +35,7 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
 #define EPI(...) n += (size_t)snprintf(epi + n, n < sizeof epi ? sizeof epi - n : 0, __VA_ARGS__)
   if (e->bias) EPI("bias-");
   if (act_name(e->act)) EPI("%s-", act_name(e->act));
-  if (e->act == GPU_ACT_CLIP) EPI("%g,%g-", (double)e->clip_lo, (double)e->clip_hi);
+  if (e->act == GPU_ACT_CLIP || e->act == GPU_ACT_HSIGMOID) EPI("%g,%g-", (double)e->clip_lo, (double)e->clip_hi);
   if (e->maxpool2x2) EPI("pool2-");
   if (e->softmax) EPI("softmax-");
   if (q->nhwc_io) EPI("cl-"); /* channels-last tensors: another kernel, its own entry */

@@ -1,16 +1,21 @@
 /* tests/gpu/test_gpu_ew_jit.c: the model compiler's layout copies between
  * channels-last and NCHW activations (gpu_lower_ew.c: a COPY with an f16
  * source or destination, the residual add and activation fused into it,
- * the second NHWC f16 store, SiLU, a squeeze-excite's gate) lowered with a host table of target
+ * the second NHWC f16 store, SiLU, a squeeze-excite's gate, a per-channel
+ * scale with an optional hard_sigmoid, hard_swish and GELU) and the layer
+ * normalisation over channels (GPU_EW_LNORM: NCHW f32 in, NCHW f32 / f16 or
+ * NHWC f16 out) lowered with a host table of target
  * operations, verified, optimised at O2 and run on this CPU through LLVM's
  * JIT, every work item in a scrambled order; the results are compared
  * with naive loops written here (the transposes, the add, relu / relu6,
- * x * sigmoid(x), f16 rounding) and with gpu_ew_emulate, the C meaning the CPU emulation
+ * x * sigmoid(x), the hard functions, GELU through libm's erf, LayerNorm in
+ * double, f16 rounding) and with gpu_ew_emulate, the C meaning the CPU emulation
  * of a compiled model uses. Usage: test_gpu_ew_jit */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_ir.h"
 #include "gpu_jit_harness.h"
 
 static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
@@ -19,6 +24,34 @@ static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef 
 
 /* Lowers e, verifies, optimises and runs every work item on a[0..3]. */
 static int run_jit(const gpu_ew *e, void **a) { return gpu_jit_run("ew", lower, e, e->n, a, 4); }
+
+/* The matrix kernels' epilogue activation (gpu_activation) alone as a
+ * kernel: y[i] = act(x[i]), i < n. */
+typedef struct act_kernel {
+  gpu_epilogue ep;
+  int64_t n;
+} act_kernel;
+static cov_status lower_act(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  const act_kernel *k = what;
+  gpu_gen gg = {0}, *g = &gg;
+  gpu_plan plan = {0};
+  plan.prob.in_dtype = COV_F32, plan.threads = GPU_EW_THREADS;
+  COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, ops, mod));
+  gpu_add_kernel(g, fn);
+  LLVMValueRef i = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, ops->block_id(g, 0), C(GPU_EW_THREADS), ""), ops->thread_id(g), "");
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, i, k->n), &join);
+  LLVMValueRef x = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, LLVMGetParam(g->fn, 0), i), "");
+  LLVMBuildStore(g->b, gpu_activation(g, &k->ep, x), gept(g, g->f32, LLVMGetParam(g->fn, 2), i));
+  end_if(g, join);
+  LLVMBuildRetVoid(g->b);
+  LLVMDisposeBuilder(g->b);
+  return NULL;
+}
+static int run_act(const gpu_epilogue *ep, int64_t n, void **a) {
+  act_kernel k = {*ep, n};
+  return gpu_jit_run("act", lower_act, &k, n, a, 4);
+}
 
 enum { N = 2, CH = 24, H = 3, W = 5, HW = H * W, NUM = N * CH * HW };
 
@@ -123,6 +156,120 @@ static int check_gate(const char *what, cov_dtype out) {
   return bad;
 }
 
+/* A per-channel scale of a channels-last f16 result read through its
+ * conversion back, + a shortcut: y = x * fn(g[c]) + sc (ConvNeXt's layer
+ * scale and residual; fn hard_sigmoid: a squeeze-excite's gate). */
+static int check_scale(const char *what, gpu_ew_fn fn) {
+  static float g[CH], sc[NUM], want[NUM], got[NUM], y32[NUM], xv[NUM];
+  static uint16_t x16[NUM];
+  gpu_ew e = layout_copy(0);
+  e.bias = 1, e.mul_c = CH, e.mul_hw = HW, e.mul_fn = fn, e.mul0 = 1.0f / 6, e.mul1 = 0.5f;
+  for (int i = 0; i < NUM; i++) x16[i] = cov_f32_to_f16(next()), sc[i] = next();
+  for (int c = 0; c < CH; c++) g[c] = next();
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < CH; c++)
+      for (int64_t p = 0; p < HW; p++) {
+        double f = fn == GPU_FN_HSIGMOID ? fmin(1.0, fmax(0.0, g[c] / 6.0 + 0.5)) : g[c];
+        want[nchw(n, c, p)] = (float)(cov_f16_to_f32(x16[nhwc(n, c, p)]) * f + sc[nchw(n, c, p)]);
+      }
+  void *a[4] = {x16, g, y32, sc};
+  if (run_jit(&e, a)) return 1;
+  int bad = compare(what, y32, want, NUM);
+  widen(x16, xv, NUM);
+  gpu_ew_emulate(&e, xv, g, got, sc, NULL);
+  bad |= compare(what, got, want, NUM);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
+/* hard_swish, hard_sigmoid and GELU applied by a plain f32 copy. */
+static int check_fn(const char *what, gpu_ew_fn fn) {
+  static float x[NUM], want[NUM], got[NUM], y[NUM];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_COPY, e.n = NUM, e.out_dtype = COV_F32, e.post = fn, e.post0 = 0.2f, e.post1 = 0.5f;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
+  for (int i = 0; i < NUM; i++) {
+    x[i] = next();
+    double v = x[i];
+    want[i] = (float)(fn == GPU_FN_HSWISH     ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5))
+                      : fn == GPU_FN_HSIGMOID ? fmin(1.0, fmax(0.0, 0.2 * v + 0.5))
+                                              : 0.5 * v * (1 + erf(v / sqrt(2.0))));
+  }
+  void *a[4] = {x, NULL, y, NULL};
+  if (run_jit(&e, a)) return 1;
+  int bad = compare(what, y, want, NUM);
+  gpu_ew_emulate(&e, x, NULL, got, NULL, NULL);
+  bad |= compare(what, got, want, NUM);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
+/* hard_swish and hard_sigmoid as the matrix kernels' epilogue applies them
+ * (gpu_activation), against the same naive formulas. */
+static int check_epilogue(const char *what, gpu_act act) {
+  static float x[NUM], want[NUM], y[NUM];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.n = NUM;
+  gpu_epilogue ep = {.act = act, .clip_lo = 0.2f, .clip_hi = 0.5f};
+  for (int i = 0; i < NUM; i++) {
+    x[i] = next();
+    double v = x[i];
+    want[i] = (float)(act == GPU_ACT_HSWISH ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5))
+                      : act == GPU_ACT_SILU ? v / (1 + exp(-v))
+                                            : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
+  }
+  void *a[4] = {x, NULL, y, NULL};
+  if (run_act(&ep, NUM, a)) return 1;
+  int bad = compare(what, y, want, NUM);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
+/* LayerNorm over the channels of x [N][CH][HW] (f32), stored NCHW f32 or
+ * f16, or NHWC f16 (also), against the normalisation in double. */
+static int check_lnorm(const char *what, cov_dtype out, int to_nhwc) {
+  static float x[NUM], sc[CH], bi[CH], want[NUM], got[NUM], y32[NUM];
+  static uint16_t y16[NUM];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_LNORM, e.out_dtype = out, e.also = to_nhwc, e.N = N, e.C = CH, e.W = HW, e.n = N * HW;
+  e.post0 = 1e-6f;
+  for (int i = 0; i < NUM; i++) x[i] = next() + 3.0f; /* a mean far from 0 */
+  for (int c = 0; c < CH; c++) sc[c] = next(), bi[c] = next();
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t p = 0; p < HW; p++) {
+      double m = 0, v = 0;
+      for (int64_t c = 0; c < CH; c++) m += x[nchw(n, c, p)];
+      m /= CH;
+      for (int64_t c = 0; c < CH; c++) v += (x[nchw(n, c, p)] - m) * (x[nchw(n, c, p)] - m);
+      v /= CH;
+      for (int64_t c = 0; c < CH; c++) {
+        float r = (float)((x[nchw(n, c, p)] - m) / sqrt(v + 1e-6) * sc[c] + bi[c]);
+        want[to_nhwc ? nhwc(n, c, p) : nchw(n, c, p)] = out == COV_F16 ? h16(r) : r;
+      }
+    }
+  void *a[4] = {x, sc, out == COV_F16 ? (void *)y16 : (void *)y32, bi};
+  if (run_jit(&e, a)) return 1;
+  if (out == COV_F16) widen(y16, got, NUM);
+  else memcpy(got, y32, sizeof got);
+  /* f16 results: one rounding of a value within 1e-5 of the reference may
+   * land on the neighbouring half */
+  float tol = out == COV_F16 ? 1e-3f : 1e-5f;
+  int bad = 0;
+  for (int i = 0; i < NUM && !bad; i++)
+    if (!(fabsf(got[i] - want[i]) <= tol * fmaxf(1.0f, fabsf(want[i]))))
+      fprintf(stderr, "FAIL %s: element %d is %g, %g expected\n", what, i, got[i], want[i]), bad = 1;
+  gpu_ew_emulate(&e, x, sc, got, bi, NULL);
+  for (int i = 0; out == COV_F16 && i < NUM; i++) got[i] = h16(got[i]);
+  for (int i = 0; i < NUM && !bad; i++)
+    if (!(fabsf(got[i] - want[i]) <= tol * fmaxf(1.0f, fabsf(want[i]))))
+      fprintf(stderr, "FAIL %s (emulation): element %d is %g, %g expected\n", what, i, got[i], want[i]), bad = 1;
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
 int main(void) {
   gpu_jit_init();
   int fail = 0;
@@ -133,5 +280,16 @@ int main(void) {
   fail |= check("NHWC f16, x * sigmoid(x) -> NCHW f32", 0, 0, GPU_FN_SILU, 0, 0);
   fail |= check_gate("x * sigmoid(gate per channel) -> f32", COV_F32);
   fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);
+  fail |= check_scale("NHWC f16 * scale per channel + shortcut -> NCHW f32", GPU_FN_NONE);
+  fail |= check_scale("NHWC f16 * hard_sigmoid(gate per channel) + shortcut -> NCHW f32", GPU_FN_HSIGMOID);
+  fail |= check_fn("hard_swish", GPU_FN_HSWISH);
+  fail |= check_fn("hard_sigmoid", GPU_FN_HSIGMOID);
+  fail |= check_fn("gelu", GPU_FN_GELU);
+  fail |= check_epilogue("epilogue hard_swish", GPU_ACT_HSWISH);
+  fail |= check_epilogue("epilogue hard_sigmoid", GPU_ACT_HSIGMOID);
+  fail |= check_epilogue("epilogue silu", GPU_ACT_SILU);
+  fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NCHW f32", COV_F32, 0);
+  fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NCHW f16", COV_F16, 0);
+  fail |= check_lnorm("LayerNorm over channels, NCHW f32 -> NHWC f16", COV_F16, 1);
   return fail;
 }

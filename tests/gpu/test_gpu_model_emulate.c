@@ -52,12 +52,13 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
   for (int i = 0; i < p->n_steps; i++) {
     const gpu_mstep *s = &p->steps[i];
     if (s->op != GPU_STEP_LAUNCH) continue;
-    if (s->kkind == GPU_KERNEL_EW ? s->ew.kind != GPU_EW_COPY : s->pre) continue;
+    if (s->kkind == GPU_KERNEL_EW ? s->ew.kind != GPU_EW_COPY && s->ew.kind != GPU_EW_LNORM : s->pre) continue;
     cov_dtype in, out;
     if (s->kkind == GPU_KERNEL_EW) {
       out = s->ew.out_dtype;
       /* integer and bool elements are moved whole: read in their own dtype */
-      in = gpu_ew_raw(&s->ew) ? out
+      in = s->ew.kind == GPU_EW_LNORM ? COV_F32
+           : gpu_ew_raw(&s->ew) ? out
            : s->ew.in_dtype == COV_F16 ? COV_F16
            : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
     } else if (s->kkind == GPU_KERNEL_ATTN) { /* Q, K, V in the kernel's 16-bit dtype, O in it or f32 */

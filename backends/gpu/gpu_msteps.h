@@ -1,0 +1,48 @@
+/* backends/gpu/gpu_msteps.h: queries and edits of a compiled model's steps
+ * that the plan-level passes share (gpu_mfuse.c, gpu_mfuse_act.c,
+ * gpu_mfuse_ln.c): who uses a buffer, which step writes it, the fused copy
+ * that replaces a group's kernel. A pass marks the steps it removes in
+ * `del` (one byte per step) and compacts the plan at its end. */
+#ifndef COV_GPU_MSTEPS_H
+#define COV_GPU_MSTEPS_H
+
+#include "backends/gpu/gpu_mplan.h"
+
+/* The steps other than `skip` that use buffer b (launch arguments, fills;
+ * with skip = -1 - k, launches other than k only): how many, the last one
+ * in *who. */
+int gpu_ms_users(const gpu_model_plan *p, const char *del, int b, int skip, int *who);
+/* Whether step s writes buffer b (a launch's output or workspace, a fill). */
+int gpu_ms_writes(const gpu_mstep *s, int b);
+/* Whether step s is a launch of codelet `name`'s kernel. */
+int gpu_ms_is_codelet(const gpu_mstep *s, const char *name);
+/* Marks the fills of buffer b deleted (a fused kernel writes all of it). */
+void gpu_ms_drop_fills(const gpu_model_plan *p, char *del, int b);
+/* The activation of a unary codelet step, into e->post with its
+ * parameters; 0: none. */
+int gpu_ms_activation(const gpu_mstep *s, gpu_ew *e);
+/* Whether buffer b is an f32 constant of one element equal to v (within
+ * 1e-6 relative). */
+int gpu_ms_scalar(const gpu_model_plan *p, int b, double v);
+/* The whole-buffer f16 copy of buffer b after step `after` (a matrix
+ * kernel's operand copy), -1 if none. */
+int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int after);
+/* Whether step s is the conversion of f32 NCHW buffer b to NHWC f16
+ * (gpu_mlayout.c's), which a fused kernel can store instead. */
+int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b);
+/* The copy kernel that replaces step `at`: z = x over x's elements, f32
+ * out; the caller sets what it applies (a post function, a gate). */
+gpu_mstep gpu_ms_fused_copy(const gpu_model_plan *p, const gpu_mstep *at, int x, int z, const char *suffix);
+/* Puts f in place of step m and deletes step i (what it absorbed; none
+ * where i == m); where
+ * f's result is read only by its f16 operand copy, f writes that copy's
+ * buffer instead and the copy goes too. */
+void gpu_ms_replace(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f);
+/* Step L, a LayerNorm between transposes to and from NHWC, as one kernel
+ * over the channels of the NCHW activation (gpu_mfuse_ln.c); returns
+ * whether it did. */
+int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
+/* Drops the steps marked in del. */
+void gpu_ms_compact(gpu_model_plan *p, const char *del);
+
+#endif
