@@ -43,7 +43,7 @@ expect 1 "dim 0 of input 'input' is symbolic; give the input's shape with --shap
   "$cov" compile "$m" -t npu-16x16 -o "$tmp/n.covart"
 expect 0 "wrote" -- "$cov" compile "$m" -t npu-16x16 -o "$tmp/n3.covart" --shape input=3x3x8x8
 expect 0 "input 1 'shift': f32\[3, 5\] (buffer f32); symbolic in the model: dim 0" -- "$run" "$tmp/n3.covart" --info
-expect 0 "format version 4" -- "$run" "$tmp/n3.covart" --info
+expect 0 "format version [4-9]" -- "$run" "$tmp/n3.covart" --info
 expect 1 "input 'input' must be f32\[3, 3, 8, 8\], not f32\[1, 3, 8, 8\]; the model leaves dim 0 symbolic and this artifact was compiled at 3 (covenant compile --shape input=1x3x8x8 compiles it for this shape)" -- \
   "$run" "$tmp/n3.covart" --input "$tmp/x1.npy" --input "$tmp/s1.npy"
 
