@@ -262,9 +262,8 @@ static int64_t stmts_of(const gpu_cdl_bound *k, const cdl_block *b, int lanes) {
       n++;
       continue;
     }
-    const cdl_loop *chain[CDL_MAX_LOOP_DEPTH];
+    const cdl_loop *chain[CDL_MAX_LOOP_DEPTH] = {&s->loop}; /* the loop alone, unless split over lanes */
     int d = lanes > 1 ? gpu_cdl_nest(s, chain) : 1;
-    if (lanes == 1) chain[0] = &s->loop;
     int64_t it = 1, inner = stmts_of(k, &chain[d - 1]->body, 1);
     for (int j = 0; j < d; j++) it = sat_mul(it, k->extent[chain[j]->id] > 0 ? k->extent[chain[j]->id] : 0);
     it = it / lanes + (it % lanes != 0);

@@ -194,7 +194,7 @@ cov_status graph_infer_quantize_linear(const graph *g, const graph_node *n, grap
     return graph_node_error(g, n, COV_UNSUPPORTED,
                             "scale '%s' is %s but the input '%s' is %s; covenant needs them alike",
                             s->name, cov_dtype_name(s->dtype), x->name, cov_dtype_name(x->dtype));
-  cov_dtype t;
+  cov_dtype t = COV_DTYPE_INVALID;
   COV_RETURN_IF_ERROR(quantize_out_dtype(g, n, zp, &t));
   int64_t view[3];
   COV_RETURN_IF_ERROR(qdq_view(g, n, x, s, zp, view));
@@ -223,7 +223,7 @@ static cov_status exec_qdq(graph_exec *x, const graph_node *n, graph_value *cons
 
 cov_status graph_exec_quantize_linear(graph_exec *x, const graph_node *n, graph_value *const *in,
                                       graph_value *const *out) {
-  cov_dtype t;
+  cov_dtype t = COV_DTYPE_INVALID;
   COV_RETURN_IF_ERROR(quantize_out_dtype(x->g, n, opt_in(n, in, 2), &t));
   return exec_qdq(x, n, in, out[0], "quantize", t);
 }
