@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_msteps.h"
 #include "mapper/map_gpu.h"
 
 enum { MAX_CHAIN = 8 };
@@ -400,18 +401,12 @@ cov_status gpu_mattn_find(const gpu_capture *cap, const gpu_target *t, gpu_mattn
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
 static int add_buffer(gpu_model_plan *p, const char *node, const int64_t *shape) {
-  if (p->n_bufs == p->cap_bufs) {
-    int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
-    gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
-    if (!b) return -1;
-    p->bufs = b, p->cap_bufs = nc;
-  }
-  gpu_mbuf *b = &p->bufs[p->n_bufs];
-  memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%.110s.attn_qkv", node);
-  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = COV_F16, b->rank = 4, b->numel = 1, b->io = -1;
-  for (int d = 0; d < 4; d++) b->shape[d] = shape[d], b->numel *= shape[d];
-  return p->n_bufs++;
+  char nm[sizeof p->bufs[0].name];
+  snprintf(nm, sizeof nm, "%.110s.attn_qkv", node);
+  cov_status st = NULL;
+  int b = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, 4, shape, &st);
+  cov_status_free(st); /* the caller reports -1 as out of memory */
+  return b;
 }
 
 static gpu_mstep *add_step(gpu_model_plan *p, const gpu_cap_group *g, gpu_step_op op) {

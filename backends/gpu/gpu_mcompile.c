@@ -18,28 +18,14 @@
 #include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_tune.h"
 #include "backends/gpu/gpu_vendor.h"
+#include "backends/gpu/gpu_msteps.h"
 #include "common/grow.h"
 
 /* ---- plan building ------------------------------------------------------ */
 
 static int add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
                    cov_status *st) {
-  /* shape may point into p->bufs (a copy of another buffer's shape), which
-   * common_grow may move: take it before growing */
-  int64_t dims[COV_MAX_RANK];
-  if (rank < 0 || rank > COV_MAX_RANK) {
-    *st = cov_error(COV_INTERNAL, GPU_LOC(NULL, name), "buffer '%s' has rank %d", name, rank);
-    return -1;
-  }
-  for (int d = 0; d < rank; d++) dims[d] = shape[d];
-  *st = common_grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs, 32, "compiling the model");
-  if (*st) return -1;
-  gpu_mbuf *b = &p->bufs[p->n_bufs];
-  memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%s", name);
-  b->kind = kind, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
-  for (int d = 0; d < rank; d++) b->shape[d] = dims[d], b->numel *= dims[d];
-  return p->n_bufs++;
+  return gpu_ms_add_buf(p, name, kind, dt, rank, shape, st);
 }
 static int add_buf1(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int64_t n, cov_status *st) {
   return add_buf(p, name, kind, dt, 1, &n, st);

@@ -22,6 +22,7 @@
 
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_msteps.h"
 #include "backends/gpu/gpu_tune.h"
 
 typedef struct cl_step {
@@ -39,21 +40,11 @@ static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of 
  * copied before it grows */
 static int add_buffer(gpu_model_plan *p, const char *name, cov_dtype dt, int rank, const int64_t *shape) {
   char nm[sizeof p->bufs[0].name];
-  int64_t sh[COV_MAX_RANK];
   snprintf(nm, sizeof nm, "%.120s.nhwc", name);
-  for (int d = 0; d < rank && d < COV_MAX_RANK; d++) sh[d] = shape[d];
-  if (p->n_bufs == p->cap_bufs) {
-    int nc = p->cap_bufs ? 2 * p->cap_bufs : 32;
-    gpu_mbuf *b = realloc(p->bufs, (size_t)nc * sizeof *b);
-    if (!b) return -1;
-    p->bufs = b, p->cap_bufs = nc;
-  }
-  gpu_mbuf *b = &p->bufs[p->n_bufs];
-  memset(b, 0, sizeof *b);
-  memcpy(b->name, nm, sizeof b->name);
-  b->kind = GPU_BUF_INTERMEDIATE, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
-  for (int d = 0; d < rank && d < COV_MAX_RANK; d++) b->shape[d] = sh[d], b->numel *= sh[d];
-  return p->n_bufs++;
+  cov_status st = NULL;
+  int b = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, dt, rank, shape, &st);
+  cov_status_free(st); /* the caller reports -1 as out of memory */
+  return b;
 }
 
 /* The step writing buffer b as the whole-buffer f16 copy of an f32 buffer

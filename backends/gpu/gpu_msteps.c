@@ -1,10 +1,34 @@
 /* backends/gpu/gpu_msteps.c: queries and edits of a compiled model's steps
  * shared by the plan-level passes (gpu_msteps.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_msteps.h"
+#include "common/grow.h"
+
+int gpu_ms_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
+                   cov_status *st) {
+  /* shape and name may point into p->bufs (another buffer's), which
+   * common_grow may move: take both before growing */
+  int64_t dims[COV_MAX_RANK];
+  char nm[sizeof p->bufs[0].name];
+  if (rank < 0 || rank > COV_MAX_RANK) {
+    *st = cov_error(COV_INTERNAL, GPU_LOC(NULL, name), "buffer '%s' has rank %d", name, rank);
+    return -1;
+  }
+  for (int d = 0; d < rank; d++) dims[d] = shape[d];
+  snprintf(nm, sizeof nm, "%s", name);
+  *st = common_grow((void **)&p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs, 32, "compiling the model");
+  if (*st) return -1;
+  gpu_mbuf *b = &p->bufs[p->n_bufs];
+  memset(b, 0, sizeof *b);
+  memcpy(b->name, nm, sizeof b->name);
+  b->kind = kind, b->dtype = dt, b->rank = rank, b->numel = 1, b->io = -1;
+  for (int d = 0; d < rank; d++) b->shape[d] = dims[d], b->numel *= dims[d];
+  return p->n_bufs++;
+}
 
 int gpu_ms_users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
   int n = 0;

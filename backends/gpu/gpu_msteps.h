@@ -8,6 +8,10 @@
 
 #include "backends/gpu/gpu_mplan.h"
 
+/* Adds a buffer of the given shape (copied first: it may point into
+ * p->bufs) to the plan: its index, or -1 with *st set. */
+int gpu_ms_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
+                   cov_status *st);
 /* The steps other than `skip` that use buffer b (launch arguments, fills;
  * with skip = -1 - k, launches other than k only): how many, the last one
  * in *who. */
