@@ -42,6 +42,8 @@ static void usage(FILE *out) {
           "  --iters N             time N runs of the steps (after --warmup, default 10);\n"
           "                        CUDA: events around replays of one CUDA graph\n"
           "  --no-graph            time plain launches instead of the graph\n"
+          "  --profile N           CUDA: N runs with every step timed alone (events around it,\n"
+          "                        a wait after it): per-step mean times, slowest first\n"
           "  --target T            refuse an artifact compiled for another target\n"
           "  --info                print what the artifact holds; no device needed\n"
           "  --max-insns N         NPU: refuse a program whose loop nest runs more than N\n"
@@ -271,10 +273,38 @@ static cov_status write_outputs(const crt_artifact *a, const cov_tensor *out, co
   return st;
 }
 
+/* Per-step times, slowest first, with each one's share of the sum. */
+static cov_status print_profile(crt_session *s, const crt_artifact *a, int runs) {
+  double *ms = calloc((size_t)a->n_steps + 1, sizeof *ms);
+  int *order = calloc((size_t)a->n_steps + 1, sizeof *order);
+  cov_status st = ms && order ? crt_session_profile(s, runs, ms) : cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  double total = 0;
+  int n = 0;
+  for (int i = 0; !st && i < a->n_steps; i++)
+    if (a->steps[i].op < CRT_STEP_COPY) total += ms[i], order[n++] = i;
+  for (int i = 1; i < n; i++) /* insertion sort: slowest first, then step order */
+    for (int j = i; j > 0 && ms[order[j]] > ms[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1], order[j - 1] = t;
+    }
+  if (!st) printf("profile: %d device step(s), %.4f ms per run summed (mean of %d runs, each step waited for)\n", n,
+                  total, runs);
+  char e1[512], e2[512];
+  for (int k = 0; !st && k < n; k++) {
+    const crt_step *x = &a->steps[order[k]];
+    printf("  %8.4f ms %5.1f%%  step %d %s grid [%u, %u, %u] block [%u, %u, %u] (group %d, %s)\n", ms[order[k]],
+           total > 0 ? 100 * ms[order[k]] / total : 0.0, order[k],
+           x->op == CRT_STEP_LAUNCH ? SHOW(x->kernel, e1) : x->op == CRT_STEP_FILL ? "fill" : "npu", x->grid[0],
+           x->grid[1], x->grid[2], x->block[0], x->block[1], x->block[2], x->group, SHOW(x->label, e2));
+  }
+  free(ms), free(order);
+  return st;
+}
+
 /* The command line. */
 typedef struct run_args {
   const char *inputs[64], *out_file, *out_dir, *cases;
-  int n_in, iters, warmup, show_info, tune, reps;
+  int n_in, iters, warmup, show_info, tune, reps, profile;
   double tolerance;
   uint64_t seed;
   crt_options opts;
@@ -295,7 +325,7 @@ static int positive(const char *opt, const char *arg, uint64_t *out) {
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
-         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK, OPT_MAX_DYNAMIC };
+         OPT_REPS, OPT_TOL, OPT_MAX_INSNS, OPT_MAX_WORK, OPT_MAX_DYNAMIC, OPT_PROFILE };
   static const struct option longs[] = {{"input", required_argument, NULL, 'i'},
                                         {"output", required_argument, NULL, 'o'},
                                         {"output-dir", required_argument, NULL, OPT_OUTDIR},
@@ -308,6 +338,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
                                         {"cases", required_argument, NULL, OPT_CASES},
                                         {"tune", no_argument, NULL, OPT_TUNE},
                                         {"reps", required_argument, NULL, OPT_REPS},
+                                        {"profile", required_argument, NULL, OPT_PROFILE},
                                         {"tolerance", required_argument, NULL, OPT_TOL},
                                         {"max-insns", required_argument, NULL, OPT_MAX_INSNS},
                                         {"max-work", required_argument, NULL, OPT_MAX_WORK},
@@ -335,19 +366,20 @@ static int parse_args(int argc, char **argv, run_args *r) {
           return EXIT_USAGE;
         }
         break;
+      case OPT_PROFILE:
       case OPT_REPS:
       case OPT_ITERS:
       case OPT_WARMUP: {
         errno = 0;
         long v = strtol(optarg, &end, 10);
         int lo = c != OPT_WARMUP;
-        const char *name = c == OPT_ITERS ? "--iters" : c == OPT_REPS ? "--reps" : "--warmup";
-        if (errno || *end || v < lo || v > (c == OPT_REPS ? 1000 : 1000000)) {
-          fprintf(stderr, "covenant-run: %s takes an integer in [%d, %d], not '%s'\n", name, lo,
-                  c == OPT_REPS ? 1000 : 1000000, optarg);
+        const char *name = c == OPT_ITERS ? "--iters" : c == OPT_REPS ? "--reps" : c == OPT_PROFILE ? "--profile" : "--warmup";
+        long hi = c == OPT_REPS || c == OPT_PROFILE ? 1000 : 1000000;
+        if (errno || *end || v < lo || v > hi) {
+          fprintf(stderr, "covenant-run: %s takes an integer in [%d, %ld], not '%s'\n", name, lo, hi, optarg);
           return EXIT_USAGE;
         }
-        *(c == OPT_ITERS ? &r->iters : c == OPT_REPS ? &r->reps : &r->warmup) = (int)v;
+        *(c == OPT_ITERS ? &r->iters : c == OPT_REPS ? &r->reps : c == OPT_PROFILE ? &r->profile : &r->warmup) = (int)v;
         break;
       }
       case OPT_SEED:
@@ -385,6 +417,10 @@ static int parse_args(int argc, char **argv, run_args *r) {
   }
   if (!r->tune && (r->reps || r->tolerance >= 0)) {
     fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
+    return EXIT_USAGE;
+  }
+  if (r->profile && (r->tune || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --profile times one artifact's steps on its inputs: not with --tune, --cases or --info\n");
     return EXIT_USAGE;
   }
   if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
@@ -443,6 +479,7 @@ int main(int argc, char **argv) {
     st = crt_session_time(s, warmup, iters, &ms, &how);
     if (!st) printf("time: %.4f ms per run (mean of %d runs after %d warm-up; %s)\n", ms, iters, warmup, how);
   }
+  if (!st && r.profile) st = print_profile(s, a, r.profile);
   for (int k = 0; in && k < a->n_inputs; k++) cov_tensor_release(&in[k]);
   for (int k = 0; out && k < a->n_outputs; k++) cov_tensor_release(&out[k]);
   free(in), free(out);

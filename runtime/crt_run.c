@@ -670,3 +670,47 @@ cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, c
   *ms = (double)t / iters;
   return st;
 }
+
+/* One profiled run: each device step between two events and waited for,
+ * its time added to step_ms[i]; host steps run as in issue(), untimed. */
+static cov_status profile_run(crt_session *s, double *step_ms) {
+  const crt_artifact *a = s->a;
+  int64_t budget = CRT_MAX_RUN_STEPS;
+  for (int i = 0, next = 1; i < a->n_steps; i = next, budget--) {
+    if (budget < 0)
+      return loc_error(a, COV_OUT_OF_RANGE, "a run would execute more than %" PRId64 " steps (loops)",
+                       (int64_t)CRT_MAX_RUN_STEPS);
+    if (a->steps[i].op >= CRT_STEP_COPY) {
+      cov_status st = device_host_step(s, i, &next);
+      if (st) return cov_status_annotate(st, "%s: step %d (%s): ", a->file, i, a->steps[i].label);
+      continue;
+    }
+    next = i + 1;
+    void *start = NULL;
+    float t = 0;
+    COV_RETURN_IF_ERROR(crt_cuda_mark(s->cu, s->stream, &start));
+    cov_status st = issue_one(s, i);
+    cov_status et = crt_cuda_elapsed(s->cu, s->stream, start, &t);
+    if (st) {
+      cov_status_free(et);
+      return st;
+    }
+    COV_RETURN_IF_ERROR(et);
+    step_ms[i] += t;
+  }
+  return NULL;
+}
+
+cov_status crt_session_profile(crt_session *s, int iters, double *step_ms) {
+  if (iters < 1)
+    return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("crt_session_profile"), "profiling needs at least one run");
+  if (s->dev != DEV_CUDA)
+    return loc_error(s->a, COV_UNSUPPORTED, "per-step profiles need the CUDA device (this session runs on %s)",
+                     s->device);
+  for (int i = 0; i < s->a->n_steps; i++) step_ms[i] = 0;
+  COV_RETURN_IF_ERROR(profile_run(s, step_ms)); /* warm-up, discarded */
+  for (int i = 0; i < s->a->n_steps; i++) step_ms[i] = 0;
+  for (int k = 0; k < iters; k++) COV_RETURN_IF_ERROR(profile_run(s, step_ms));
+  for (int i = 0; i < s->a->n_steps; i++) step_ms[i] /= iters;
+  return NULL;
+}

@@ -130,6 +130,24 @@ static int never_ends(void) {
   return !ok;
 }
 
+/* Per-step profile on the last run's inputs (trip count 20): each timed
+ * step is 1 ms on the stand-in's events, so a step's mean is the times it
+ * runs per run: the loop body (steps 2 and 3) 10, step 5 once, the then
+ * branch (step 7) never, host steps 0; the outputs still right after. */
+static int check_profile(crt_session *s, const crt_artifact *a) {
+  double ms[16] = {0};
+  if (a->n_steps > 16) return printf("FAIL profile: %d steps\n", a->n_steps), 1;
+  cov_status st = crt_session_profile(s, 2, ms);
+  if (st) return cov_status_print(stderr, st, 0), cov_status_free(st), 1;
+  int bad = 0;
+  for (int i = 0; i < a->n_steps; i++) {
+    double want = i == 2 || i == 3 ? 10 : i == 5 ? 1 : 0;
+    if (ms[i] != want) printf("FAIL profile step %d: %g ms (want %g)\n", i, ms[i], want), bad++;
+  }
+  printf("%-4s per-step profile over %d steps\n", bad ? "FAIL" : "PASS", a->n_steps);
+  return bad + check_runs(s, "after profiling");
+}
+
 int main(void) {
   void *fake = dlopen("libcuda.so.1", RTLD_NOW);
   void (*counts)(long[4]) = fake ? (void (*)(long[4]))dlsym(fake, "fake_cuda_counts") : NULL;
@@ -172,6 +190,7 @@ int main(void) {
    * segment not captured before */
   printf("%-4s %ld segment captures in all (want 3: each segment once)\n", c0[0] == 3 ? "PASS" : "FAIL", c0[0]);
   bad += c0[0] != 3;
+  bad += check_profile(s, a);
   crt_session_close(s);
   crt_artifact_free(a);
   free(bytes);
