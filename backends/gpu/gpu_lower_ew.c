@@ -2,7 +2,8 @@
  * gpu_mplan.h): strided copies and index-table gathers (the layout work
  * between groups, dtype conversion to the destination's), the row gather
  * at run-time indices (gpu_lower_gather.c), and the direct
- * depthwise convolution with its fused bias and activation; every other
+ * depthwise convolution with its fused bias and activation, the layer
+ * normalisation (gpu_lower_ln.c); every other
  * compute call is its codelet's kernel (gpu_lower_cdl.c, dispatched here).
  *
  * One thread per output element, every size a compile-time constant, the
@@ -17,6 +18,7 @@
 
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_ir.h"
+#include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_qdot.h"
 
@@ -156,58 +158,6 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
 }
 
-/* The sum over a row's `lanes` lanes (a butterfly of shuffles: every lane
- * gets the same sum, as a + b == b + a). */
-static LLVMValueRef lane_sum(gpu_gen *g, LLVMValueRef v, int lanes) {
-  for (int m = lanes / 2; m >= 1; m /= 2) v = fadd(g, v, g->target->shfl_xor(g, v, m));
-  return v;
-}
-
-/* x at channel c = k * lanes + lane of the row at `base` (stride W), 0 past C. */
-static LLVMValueRef ln_at(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef base, LLVMValueRef c) {
-  LLVMValueRef ok = ult(g, c, e->C);
-  return sel(g, ok, ld(g, x, add(g, base, mul(g, sel(g, ok, c, C(0)), C(e->W)))), F(0.0));
-}
-
-/* Layer normalisation of x [N][C][W] over C: `lanes` threads per (n, w)
- * pair (e->D where the target shuffles, else one: the other threads of
- * the pair idle), thread `lane` taking channels lane, lane + lanes, ...;
- * the mean, then the mean square deviation (two passes, f32, per-lane sums
- * added by lane_sum), then y = (x - mean) / sqrt(var + eps) * scale[c] +
- * bias[c] stored in x's layout, or channels-last ([N][W][C]) with `also`. */
-static void lower_lnorm(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
-                        LLVMValueRef bias) {
-  int rl = e->D > 1 ? (int)e->D : 1, lanes = rl > 1 && g->target->shfl_xor ? rl : 1;
-  LLVMValueRef pair = udiv(g, i, rl), lane = lanes > 1 ? urem(g, i, rl) : C(0);
-  LLVMBasicBlockRef join = NULL;
-  if (rl > lanes) begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, urem(g, i, rl), C(0), ""), &join);
-  LLVMValueRef o = udiv(g, pair, e->W), p = urem(g, pair, e->W);
-  LLVMValueRef base = add(g, mul(g, o, C(e->C * e->W)), p);
-  long long steps = (e->C + lanes - 1) / lanes;
-  acc_loop a;
-  LLVMValueRef k = acc_open(g, &a, steps, F(0.0));
-  LLVMValueRef mean = acc_close(g, &a, fadd(g, a.acc, ln_at(g, e, x, base, add(g, mul(g, k, C(lanes)), lane))));
-  mean = fdiv(g, lanes > 1 ? lane_sum(g, mean, lanes) : mean, F((double)e->C));
-  k = acc_open(g, &a, steps, F(0.0));
-  LLVMValueRef c = add(g, mul(g, k, C(lanes)), lane);
-  LLVMValueRef dv = sel(g, ult(g, c, e->C), fsub(g, ln_at(g, e, x, base, c), mean), F(0.0));
-  LLVMValueRef var = acc_close(g, &a, fadd(g, a.acc, fmul(g, dv, dv)));
-  var = fdiv(g, lanes > 1 ? lane_sum(g, var, lanes) : var, F((double)e->C));
-  LLVMValueRef sum = fadd(g, var, F(e->post0));
-  LLVMValueRef rstd = fdiv(g, F(1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sum, 1));
-  gpu_loop l;
-  c = add(g, mul(g, loop_open(g, &l, C(0), steps, 1), C(lanes)), lane);
-  LLVMBasicBlockRef in;
-  begin_if(g, ult(g, c, e->C), &in);
-  LLVMValueRef v = fmul(g, fsub(g, ld(g, x, add(g, base, mul(g, c, C(e->W)))), mean), rstd);
-  v = fadd(g, fmul(g, v, ld(g, w, c)), ld(g, bias, c));
-  LLVMValueRef d = e->also ? add(g, mul(g, add(g, mul(g, o, C(e->W)), p), C(e->C)), c) : add(g, base, mul(g, c, C(e->W)));
-  store_out(g, e, y, d, v);
-  end_if(g, in);
-  loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
-  if (join) end_if(g, join);
-}
-
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
  * bias and the activation */
 static void lower_conv(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
@@ -245,7 +195,6 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
   case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
-  case GPU_EW_LNORM: lower_lnorm(g, e, i, x, w, y, bias); return;
   default: return;
   }
 }
@@ -268,12 +217,17 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   gpu_add_kernel(g, name);
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);
-  LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, i, e->n), &join);
-  lower_elem(g, e, i, x, w, y, bias);
-  end_if(g, join);
+  cov_status st = NULL;
+  if (e->kind == GPU_EW_LNORM) {
+    st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
+  } else {
+    LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, i, e->n), &join);
+    lower_elem(g, e, i, x, w, y, bias);
+    end_if(g, join);
+  }
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
-  return NULL;
+  return st;
 }

@@ -66,7 +66,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
-  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_mfuse.c), below */
+  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_lnorm.h), below */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -131,10 +131,8 @@ typedef struct gpu_ew {
   /* LNORM: x [N][C][W] (argument 0) normalised over C for each of the
    * N * W pairs, f32 statistics in two passes, then * a1[c] + a3[c] (f32
    * [C]); post0 is the epsilon; y (argument 2) in x's layout or, with
-   * `also`, [N][W][C]; f32 or f16. D > 1 (at most 32): D threads per pair,
-   * summing by shuffles (a warp per row of a transformer's activations),
-   * n = N * W * D; else one (neighbouring threads on neighbouring pixels
-   * where W > 1: channels of an NCHW activation), n = N * W */
+   * `also`, [N][W][C]; f32 or f16. D threads (lanes) per pair, a power of
+   * two up to a workgroup, and n whole workgroups (gpu_lnorm.h) */
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
