@@ -1,10 +1,9 @@
 /* tests/gpu/test_gpu_lnorm_jit.c: the layer normalisation kernel
  * (GPU_EW_LNORM, gpu_lower_ln.c) lowered with a host table of target
  * operations, verified, optimised at O2 and run on this CPU through
- * LLVM's JIT as real workgroups: a workgroup's 256 threads run as
- * concurrent threads, meeting at a barrier for each lane exchange and
- * each workgroup barrier, over shared memory of their own; workgroups in a
- * scrambled order. Shapes: pixels per image 1 (rows of contiguous
+ * LLVM's JIT as real workgroups (gpu_jit_run_groups: a workgroup's 256
+ * threads as concurrent threads meeting at each lane exchange and
+ * barrier, over shared memory of their own). Shapes: pixels per image 1 (rows of contiguous
  * channels), 7, 49, 196, 3136, channels 4 .. 320 (and lanes forced past
  * the plan's choice), batch 1 .. 3, stored NCHW f32 / f16 or NHWC f16.
  * Each result is compared with the normalisation in double (1e-5
@@ -15,7 +14,6 @@
  * (NVPTX: the PTX holds its butterfly shuffles).
  * Usage: test_gpu_lnorm_jit [-t TARGET]... */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,123 +22,11 @@
 #include "backends/gpu/gpu_lnorm.h"
 #include "gpu_jit_harness.h"
 
-/* ---- the host's target operations: a workgroup as threads ------------------ */
-
-enum { T = GPU_EW_THREADS };
-static _Thread_local int32_t t_tid, t_bid;
-static pthread_barrier_t g_bar;   /* the running workgroup's threads */
-static int32_t g_slot[T];         /* lane exchanges */
-
-static int32_t host_get_tid(void) { return t_tid; }
-static int32_t host_get_bid(void) { return t_bid; }
-static int32_t host_sync(void) {
-  pthread_barrier_wait(&g_bar);
-  return 0;
-}
-static int32_t host_exchange(int32_t v, int32_t mask) {
-  g_slot[t_tid] = v;
-  pthread_barrier_wait(&g_bar);
-  int32_t r = g_slot[t_tid ^ mask];
-  pthread_barrier_wait(&g_bar);
-  return r;
-}
-
-static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
-  LLVMTypeRef at[2] = {g->i32, g->i32};
-  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-  if (!f) f = LLVMAddFunction(g->mod, name, ft);
-  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", NULL, 0); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  (void)d;
-  return host_call(g, "cov_host_bid", NULL, 0);
-}
-static void host_barrier(gpu_gen *g) { host_call(g, "cov_host_sync", NULL, 0); }
-static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
-  LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
-  return host_call(g, "cov_host_xor", a, 2);
-}
-/* the workgroup's shared memory: one per module (workgroups run one at a
- * time) */
-static LLVMValueRef host_shared(gpu_gen *g, unsigned bytes) {
-  LLVMTypeRef t = LLVMArrayType2(g->i8, bytes);
-  LLVMValueRef v = LLVMAddGlobal(g->mod, t, "cov_smem");
-  LLVMSetInitializer(v, LLVMConstNull(t));
-  LLVMSetAlignment(v, 16);
-  return v;
-}
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {.name = "host",
-                                      .mark_kernel = host_mark,
-                                      .thread_id = host_tid,
-                                      .block_id = host_bid,
-                                      .barrier = host_barrier,
-                                      .shared_array = host_shared,
-                                      .exp2 = host_exp2,
-                                      .lane_xor = host_lane_xor};
-
-static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
-  static const char *names[4] = {"cov_host_tid", "cov_host_bid", "cov_host_sync", "cov_host_xor"};
-  LLVMOrcExecutorAddress addr[4] = {
-      (LLVMOrcExecutorAddress)(uintptr_t)host_get_tid, (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
-      (LLVMOrcExecutorAddress)(uintptr_t)host_sync, (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
-  LLVMOrcCSymbolMapPair pairs[4];
-  for (int i = 0; i < 4; i++) {
-    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
-    pairs[i].Sym.Address = addr[i];
-    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    pairs[i].Sym.Flags.TargetFlags = 0;
-  }
-  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 4));
-}
-
 static cov_status lower(const void *e, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
   return gpu_lower_ew(e, ops, mod, fn);
 }
 
-/* One thread of every workgroup, workgroups in a scrambled order. */
-typedef struct lane_run {
-  gpu_jit_fn f;
-  void **a;
-  int32_t tid;
-  int64_t blocks;
-} lane_run;
-static void *run_lane(void *p) {
-  lane_run *r = p;
-  t_tid = r->tid;
-  for (int64_t i = 0; i < r->blocks; i++) {
-    t_bid = (int32_t)(i * 1000003 % r->blocks);
-    pthread_barrier_wait(&g_bar);
-    r->f(r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5], r->a[6], r->a[7]);
-    pthread_barrier_wait(&g_bar);
-  }
-  return NULL;
-}
-
-static int run_jit(const gpu_ew *e, void **args) {
-  gpu_jit_kernel k;
-  if (gpu_jit_compile("lnorm", lower, e, &k_host, define_host, &k)) return 1;
-  void *a[GPU_JIT_MAX_ARGS] = {0};
-  for (int i = 0; i < 4; i++) a[i] = args[i];
-  static lane_run r[T];
-  static pthread_t th[T];
-  pthread_attr_t attr;
-  int n = 0, bad = pthread_barrier_init(&g_bar, NULL, T) || pthread_attr_init(&attr);
-  if (!bad) pthread_attr_setstacksize(&attr, 1 << 16);
-  for (; n < T && !bad; n++) {
-    r[n] = (lane_run){k.fn, a, n, e->n / T};
-    if (pthread_create(&th[n], &attr, run_lane, &r[n])) break;
-  }
-  bad |= n < T; /* a workgroup short of threads would wait forever: fail before it can */
-  if (bad && n > 0) fprintf(stderr, "FAIL: cannot start the threads of a workgroup\n"), exit(1);
-  for (int j = 0; j < n; j++) pthread_join(th[j], NULL);
-  pthread_barrier_destroy(&g_bar);
-  gpu_jit_kernel_free(&k);
-  return bad;
-}
+enum { T = GPU_EW_THREADS };
 
 /* ---- cases ------------------------------------------------------------------- */
 
@@ -197,7 +83,7 @@ static int check_case(const ln_case *k, const gpu_jit_targets *tg) {
     reference(k, e.post0, x, sc, bi, want);
     memset(got, 0xff, (size_t)num * 4), memset(y16, 0xff, (size_t)num * 2);
     void *a[4] = {x, sc, k->out == COV_F16 ? (void *)y16 : (void *)got, bi};
-    bad = run_jit(&e, a);
+    bad = gpu_jit_run_groups(what, lower, &e, e.n / T, a, 4);
   }
   for (int64_t i = 0; i < num && !bad && k->out == COV_F16; i++) got[i] = cov_f16_to_f32(y16[i]);
   /* f16 results: one rounding of a value within 1e-5 of the reference may
