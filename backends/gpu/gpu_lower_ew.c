@@ -7,7 +7,10 @@
  * compute call is its codelet's kernel (gpu_lower_cdl.c, dispatched here).
  *
  * One thread per output element, every size a compile-time constant, the
- * convolution's reduction an IR loop in f32. gpu_ew_emulate (gpu_ew_emu.c)
+ * convolution's reduction an IR loop in f32. A copy transposing NHWC and
+ * NCHW (gpu_ct_kind) runs its threads on NHWC elements where every access
+ * is NHWC, else a tile per workgroup through shared memory, so neither
+ * side is read or written at a stride of C or H*W elements. gpu_ew_emulate (gpu_ew_emu.c)
  * is the same meaning in C for the CPU emulation of a compiled model.
  * Arguments: (x, w, y, bias), global pointers; x, w, bias f32 (a copy's x
  * f16 with in_dtype f16); y f32 or f16 (operand copies for the matrix
@@ -122,8 +125,39 @@ static LLVMValueRef nhwc_index(gpu_gen *g, const gpu_ew *e, LLVMValueRef d) {
   return add(g, mul(g, add(g, mul(g, n, C(hw)), p), C(e->C)), c);
 }
 
+/* A float copy's value for destination d before an NCHW addend: x[s]
+ * (f16 or f32), the per-channel scale, the NHWC addend at h (NULL: at
+ * d's NHWC index). */
+static LLVMValueRef copy_front(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef w, LLVMValueRef addend,
+                               LLVMValueRef s, LLVMValueRef d, LLVMValueRef h) {
+  LLVMValueRef v = e->in_dtype == COV_F16
+                       ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
+                       : ld(g, x, s);
+  if (e->mul_c > 0) /* a per-channel scale */
+    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
+  if (e->bias == 2) /* the shortcut's channels-last f16 form */
+    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, h ? h : nhwc_index(g, e, d)), ""),
+                                  g->f32, ""));
+  return v;
+}
+
+/* ... then the NCHW addend at d, the gate, the activation. */
+static LLVMValueRef copy_back(gpu_gen *g, const gpu_ew *e, LLVMValueRef addend, LLVMValueRef d, LLVMValueRef v) {
+  if (e->bias == 1) v = fadd(g, v, ld(g, addend, d));
+  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
+    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
+    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
+  }
+  return apply(g, e->post, e->post0, e->post1, v);
+}
+
 static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef addend) {
+  gpu_ct_shape sh;
+  if (gpu_ew_transpose(e, &sh) == GPU_CT_REORDER) { /* thread i on NHWC element i: its NCHW item */
+    LLVMValueRef c = urem(g, i, sh.c), q = udiv(g, i, sh.c);
+    i = add(g, mul(g, add(g, mul(g, udiv(g, q, sh.hw), C(sh.c)), c), C(sh.hw)), urem(g, q, sh.hw));
+  }
   LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
   if (e->run) {
     LLVMValueRef j = urem(g, i, e->run), t = udiv(g, i, e->run);
@@ -139,23 +173,66 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     move(g, e, x, s, y, d);
     return;
   }
-  LLVMValueRef v = e->in_dtype == COV_F16
-                       ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
-                       : ld(g, x, s);
-  if (e->mul_c > 0) /* a per-channel scale */
-    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
-  if (e->bias == 2) /* the shortcut's channels-last f16 form */
-    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, nhwc_index(g, e, d)), ""),
-                                  g->f32, ""));
-  else if (e->bias)
-    v = fadd(g, v, ld(g, addend, d));
-  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
-    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
-    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
-  }
-  v = apply(g, e->post, e->post0, e->post1, v);
+  LLVMValueRef v = copy_back(g, e, addend, d, copy_front(g, e, x, w, addend, s, d, NULL));
   if (e->also != 2) store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
+}
+
+/* Element r (of GPU_CT_TILE^2 / GPU_EW_THREADS) of thread t in the tile
+ * at channel c0, pixel q0 (pixels of every image in a row, q = n*HW + p):
+ * channel-major (`nhwc`: neighbouring threads on neighbouring channels)
+ * or pixel-major; whether it is inside the value, its NCHW index d, NHWC
+ * index h and shared-memory slot. */
+typedef struct ct_el {
+  LLVMValueRef ok, d, h, slot;
+} ct_el;
+static ct_el ct_at(gpu_gen *g, const gpu_ct_shape *sh, int nhwc, int r, LLVMValueRef t, LLVMValueRef c0,
+                   LLVMValueRef q0) {
+  long long T = GPU_CT_TILE, rows = GPU_EW_THREADS / T;
+  LLVMValueRef fast = urem(g, t, T), slow = add(g, udiv(g, t, T), C(r * rows));
+  LLVMValueRef cl = nhwc ? fast : slow, ql = nhwc ? slow : fast, c = add(g, c0, cl), q = add(g, q0, ql);
+  ct_el el;
+  el.ok = and1(g, ult(g, c, sh->c), ult(g, q, sh->n * sh->hw));
+  el.d = add(g, mul(g, add(g, mul(g, udiv(g, q, sh->hw), C(sh->c)), c), C(sh->hw)), urem(g, q, sh->hw));
+  el.h = add(g, mul(g, q, C(sh->c)), c);
+  el.slot = add(g, mul(g, cl, C(T + 1)), ql);
+  return el;
+}
+
+/* The tiled transposing copy (GPU_CT_TILES): the source read along
+ * channels into shared memory with the work an NHWC element takes, the
+ * destination written along pixels with the rest of the fused work, and,
+ * with `also`, a third pass storing the NHWC f16 form along channels. */
+static void lower_tiled(gpu_gen *g, const gpu_ew *e, const gpu_ct_shape *sh, LLVMValueRef x, LLVMValueRef w,
+                        LLVMValueRef y, LLVMValueRef addend) {
+  long long T = GPU_CT_TILE, per = T * T / GPU_EW_THREADS, ct = (sh->c + T - 1) / T;
+  LLVMValueRef t = g->target->thread_id(g), b = g->target->block_id(g, 0);
+  LLVMValueRef c0 = mul(g, urem(g, b, ct), C(T)), q0 = mul(g, udiv(g, b, ct), C(T));
+  LLVMValueRef sm = g->target->shared_array(g, gpu_ew_shared_bytes(e));
+  LLVMBasicBlockRef join;
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 1, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMBuildStore(g->b, copy_front(g, e, x, w, addend, el.h, el.d, el.h), gept(g, g->f32, sm, el.slot));
+    end_if(g, join);
+  }
+  g->target->barrier(g);
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 0, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMValueRef v = copy_back(g, e, addend, el.d, ld(g, sm, el.slot));
+    if (e->also != 2) store_out(g, e, y, el.d, v);
+    if (e->also) LLVMBuildStore(g->b, v, gept(g, g->f32, sm, el.slot));
+    end_if(g, join);
+  }
+  if (!e->also) return;
+  g->target->barrier(g);
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 1, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, ld(g, sm, el.slot), g->f16, ""), gept(g, g->f16, w, el.h));
+    end_if(g, join);
+  }
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -199,9 +276,40 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   }
 }
 
+/* Whether copy e's strided runs are exactly [n][hw][c] -> [n][c][hw],
+ * items in destination order. */
+static int is_transpose(const gpu_ew *e, gpu_ct_shape *sh) {
+  int64_t c = e->rep[1], hw = e->rep[0], n = e->rep[2];
+  *sh = (gpu_ct_shape){n, c, hw};
+  return e->run == 1 && e->s0 == 0 && e->d0 == 0 && c > 1 && hw > 1 && e->ss[0] == c && e->ss[1] == 1 &&
+         e->ds[0] == 1 && e->ds[1] == hw && (n == 1 || (e->ss[2] == c * hw && e->ds[2] == c * hw)) &&
+         e->n == n * c * hw;
+}
+
+gpu_ct_kind gpu_ew_transpose(const gpu_ew *e, gpu_ct_shape *out) {
+  gpu_ct_shape sh = {0};
+  gpu_ct_kind k = GPU_CT_NONE;
+  if (e->kind == GPU_EW_COPY && !gpu_ew_raw(e) && is_transpose(e, &sh)) {
+    /* the NHWC side the fused work names (N, C, H, W) is this copy's source */
+    int same = (e->bias != 2 && !e->also) || (e->N == sh.n && e->C == sh.c && e->H * e->W == sh.hw);
+    k = !same ? GPU_CT_NONE : e->also == 2 && e->bias != 1 ? GPU_CT_REORDER : GPU_CT_TILES;
+  }
+  if (out) *out = sh;
+  return k;
+}
+
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
-  grid[0] = (unsigned)((e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
+  gpu_ct_shape sh;
+  gpu_ct_kind k = gpu_ew_transpose(e, &sh);
+  int64_t t = GPU_CT_TILE, tiles = (sh.c + t - 1) / t * ((sh.n * sh.hw + t - 1) / t);
+  grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
   grid[1] = grid[2] = 1;
+}
+
+/* a tile of f32 with rows of GPU_CT_TILE + 1 (no bank conflicts either way) */
+unsigned gpu_ew_shared_bytes(const gpu_ew *e) {
+  if (e->kind == GPU_EW_LNORM) return gpu_ln_shared_bytes(e);
+  return gpu_ew_transpose(e, NULL) == GPU_CT_TILES ? GPU_CT_TILE * (GPU_CT_TILE + 1) * 4 : 0;
 }
 
 cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
@@ -218,8 +326,12 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);
   cov_status st = NULL;
+  gpu_ct_shape sh;
+  gpu_ct_kind ct = gpu_ew_transpose(e, &sh);
   if (e->kind == GPU_EW_LNORM) {
     st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
+  } else if (ct == GPU_CT_TILES) {
+    lower_tiled(g, e, &sh, x, w, y, bias);
   } else {
     LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
     LLVMBasicBlockRef join;

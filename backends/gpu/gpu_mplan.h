@@ -139,8 +139,24 @@ typedef struct gpu_ew {
 } gpu_ew;
 
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
-/* The launch grid of a generic kernel. */
+/* The launch grid and shared-memory bytes of a generic kernel. */
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+unsigned gpu_ew_shared_bytes(const gpu_ew *e);
+
+/* A float COPY of a whole [N][HW][C] value to [N][C][HW] (any transpose
+ * of the last two axes: NCHW to NHWC is the same with C and HW swapped),
+ * scheduled so both sides coalesce (gpu_lower_ew.c): REORDER, a
+ * conversion to NCHW whose every access is NHWC (an NHWC addend, only the
+ * NHWC store), its threads on NHWC elements; TILES (with any other fused
+ * work), a workgroup per tile of GPU_CT_TILE channels x GPU_CT_TILE pixels
+ * through shared memory, read along the source's fast axis and written
+ * along the destination's. */
+typedef enum gpu_ct_kind { GPU_CT_NONE, GPU_CT_REORDER, GPU_CT_TILES } gpu_ct_kind;
+typedef struct gpu_ct_shape {
+  int64_t n, c, hw;
+} gpu_ct_shape;
+enum { GPU_CT_TILE = 32 };
+gpu_ct_kind gpu_ew_transpose(const gpu_ew *e, gpu_ct_shape *out);
 /* The runs of source `src` among runs[0 .. n_runs) (destination order,
  * gpu_cap_run's fields: src, d0, s0, n) as at most `max` strided copies
  * (gpu_ew COPY, f32 out: runs of equal length at constant strides, blocks
