@@ -8,12 +8,13 @@ For every artifact listed in PART/models.txt ("NAME BATCH FILE" per line):
     onnxruntime (CPU) on the same inputs: per case max|covenant - ort| /
     max|ort| over every output, the worst case reported; PASS at --tol
     (1e-2: covenant's kernels take f16 operands); a quantized model
-    (Q/DQ or QLinear nodes) passes only when bit-exact with ONNX's exact
-    meaning: tests/models/qdq_exact.py where it takes the model (float64
-    sums; onnxruntime's float32 sums land one step off near a rounding
-    boundary, reported beside), else onnxruntime with its graph
-    optimisations off (its fused default graph rounds some requantisations
-    differently);
+    (Q/DQ or QLinear nodes) passes only when bit-exact with covenant's
+    reference interpreter on the same inputs (--refs: outputs ref_cases.py
+    computed where the artifact was compiled), else with
+    tests/models/qdq_exact.py where it takes the model (float64 sums), else
+    with onnxruntime with its graph optimisations off; onnxruntime's own
+    distance from the exact evaluation is reported beside (its float32 sums
+    land one step off near a rounding boundary);
   * latency: covenant-run --iters N --warmup W (CUDA events around replays
     of one CUDA graph of every step), next to torch eager on the same ONNX
     graph (its nodes as torch calls, fp16 on the GPU) captured in a
@@ -515,6 +516,13 @@ def one(opt, name, batch, art_path, cache):
     if sorted(ort_inputs) != sorted(names):
         raise RuntimeError("inputs differ: artifact %s, onnx %s" % (names, ort_inputs))
     n_cases = opt.cases if batch == 1 else opt.b32_cases
+    refs = None  # the reference interpreter's outputs on these inputs (ref_cases.py), where they came along
+    ref_file = os.path.join(opt.refs or "", "ref", "%s.b%d.npz" % (name, batch))
+    if exact and opt.refs and os.path.exists(ref_file):
+        refs = np.load(ref_file)
+        if len(refs.files) != n_cases * len(manifest["outputs"]):
+            raise RuntimeError("%s holds %d arrays, not %d cases x %d outputs (compile and run with the same --cases)"
+                               % (ref_file, len(refs.files), n_cases, len(manifest["outputs"])))
     rng = np.random.default_rng(opt.seed)
     cases = tempfile.mkdtemp(prefix="covcases_")
     try:
@@ -535,6 +543,9 @@ def one(opt, name, batch, art_path, cache):
             noopt = exact.run(out_names, dict(zip(names, ins))) if exact else [None] * len(want)
             if exact:
                 row["int8_reference"] = exact.what
+            if exact and refs is not None:
+                noopt = [refs["out%d_%d" % (c, k)] for k in range(len(want))]
+                row["int8_reference"] = "covenant --target ref on the same inputs (ref_cases.py)"
             for k, (w, x) in enumerate(zip(want, noopt)):
                 got = np.load(os.path.join(cases, str(c), "out%d.npy" % k))
                 e = rel_err(got, w)
@@ -755,6 +766,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds per covenant-run call")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--only", nargs="*", help="model names to run (default: all in models.txt)")
+    ap.add_argument("--refs", help="the part as carried, holding ref/NAME.bBATCH.npz (ref_cases.py) for int8 models")
     opt = ap.parse_args()
     rows = [l.split() for l in open(os.path.join(opt.part, "models.txt")) if l.strip()]
     cache = os.path.join(tempfile.gettempdir(), "covenant_models_onnx")
