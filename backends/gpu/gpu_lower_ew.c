@@ -298,12 +298,38 @@ gpu_ct_kind gpu_ew_transpose(const gpu_ew *e, gpu_ct_shape *out) {
   return k;
 }
 
+/* REORDER of f16 elements by a thread per 8 channels of a pixel (16-byte
+ * loads and stores; C a multiple of 8, no per-element index work). */
+static int reorder8(const gpu_ew *e, const gpu_ct_shape *sh, gpu_ct_kind k) {
+  return k == GPU_CT_REORDER && sh->c % 8 == 0 && e->in_dtype == COV_F16 && !e->mul_c && !e->scale_hw;
+}
+
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
   gpu_ct_shape sh;
   gpu_ct_kind k = gpu_ew_transpose(e, &sh);
   int64_t t = GPU_CT_TILE, tiles = (sh.c + t - 1) / t * ((sh.n * sh.hw + t - 1) / t);
-  grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
+  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : e->n;
+  grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (items + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
   grid[1] = grid[2] = 1;
+}
+
+/* reorder8's thread i: NHWC elements 8i .. 8i+7, as lower_copy computes
+ * each (the shortcut's f16 form at the same index, the activation, the
+ * f16 store). */
+static void lower_reorder8(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w,
+                           LLVMValueRef addend) {
+  LLVMTypeRef vt = LLVMVectorType(g->f16, 8);
+  LLVMValueRef j = mul(g, i, C(8)), vx = LLVMBuildLoad2(g->b, vt, gept(g, g->f16, x, j), ""), va = NULL;
+  LLVMSetAlignment(vx, 16);
+  if (e->bias == 2) va = LLVMBuildLoad2(g->b, vt, gept(g, g->f16, addend, j), ""), LLVMSetAlignment(va, 16);
+  LLVMValueRef out = LLVMGetUndef(vt);
+  for (int k = 0; k < 8; k++) {
+    LLVMValueRef at = C(k), v = LLVMBuildFPExt(g->b, LLVMBuildExtractElement(g->b, vx, at, ""), g->f32, "");
+    if (va) v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildExtractElement(g->b, va, at, ""), g->f32, ""));
+    v = apply(g, e->post, e->post0, e->post1, v);
+    out = LLVMBuildInsertElement(g->b, out, LLVMBuildFPTrunc(g->b, v, g->f16, ""), at, "");
+  }
+  LLVMSetAlignment(LLVMBuildStore(g->b, out, gept(g, g->f16, w, j)), 16);
 }
 
 /* a tile of f32 with rows of GPU_CT_TILE + 1 (no bank conflicts either way) */
@@ -332,6 +358,12 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
     st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
   } else if (ct == GPU_CT_TILES) {
     lower_tiled(g, e, &sh, x, w, y, bias);
+  } else if (reorder8(e, &sh, ct)) {
+    LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, i, e->n / 8), &join);
+    lower_reorder8(g, e, i, x, w, bias);
+    end_if(g, join);
   } else {
     LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
     LLVMBasicBlockRef join;
