@@ -9,7 +9,8 @@
  * with naive loops written here (the transposes, the add, relu / relu6,
  * x * sigmoid(x), the hard functions, GELU through libm's erf, f16
  * rounding) and with gpu_ew_emulate, the C meaning the CPU emulation
- * of a compiled model uses. Usage: test_gpu_ew_jit */
+ * of a compiled model uses. With -t TARGET the layout copies are also built
+ * as that target's code object. Usage: test_gpu_ew_jit [-t TARGET]... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ static int compare(const char *what, const float *got, const float *want, int64_
 static void widen(const uint16_t *h, float *f, int64_t n) {
   for (int64_t i = 0; i < n; i++) f[i] = cov_f16_to_f32(h[i]);
 }
+
+static gpu_jit_targets g_targets; /* -t */
 
 /* A layout copy of [n][ch][hw] as the channels-last pass builds it. */
 typedef struct dims {
@@ -167,6 +170,12 @@ static int check(const char *name, dims s, int to_nhwc, int add, gpu_ew_fn post,
     for (int64_t i = 0; to_nhwc && i < num; i++) emu[i] = h16(emu[i]);
     bad = compare(what, emu, want, num);
   }
+  /* built for each -t target: NVPTX's tiles meet at bar.sync, the NHWC-order
+   * f16 residual moves 16-byte vectors */
+  gpu_ct_shape sh;
+  gpu_ct_kind ct = gpu_ew_transpose(&e, &sh);
+  const char *needle = ct == GPU_CT_TILES ? "bar.sync" : ct == GPU_CT_REORDER && s.ch % 8 == 0 ? ".v4." : "";
+  for (int j = 0; j < g_targets.n && !bad; j++) bad = gpu_jit_build(what, &e, &g_targets.t[j], needle);
   if (!bad) printf("ok: %s\n", what);
   free(x32), free(sc), free(y32), free(want), free(want2), free(got), free(emu), free(xv), free(scv);
   free(x16), free(y16), free(w16), free(sc16);
@@ -289,8 +298,17 @@ static int check_epilogue(const char *what, gpu_act act) {
   return bad;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   gpu_jit_init();
+  cov_status st = NULL;
+  for (int i = 1; i + 1 < argc && !st; i += 2)
+    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(&g_targets, argv[i + 1]);
+  if (st) {
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    gpu_jit_targets_close(&g_targets);
+    return 1;
+  }
   int fail = check_layouts();
   fail |= check_gate("x * sigmoid(gate per channel) -> f32", COV_F32);
   fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);
@@ -302,5 +320,6 @@ int main(void) {
   fail |= check_epilogue("epilogue hard_swish", GPU_ACT_HSWISH);
   fail |= check_epilogue("epilogue hard_sigmoid", GPU_ACT_HSIGMOID);
   fail |= check_epilogue("epilogue silu", GPU_ACT_SILU);
+  gpu_jit_targets_close(&g_targets);
   return fail;
 }
