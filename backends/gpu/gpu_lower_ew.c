@@ -304,13 +304,37 @@ static int reorder8(const gpu_ew *e, const gpu_ct_shape *sh, gpu_ct_kind k) {
   return k == GPU_CT_REORDER && sh->c % 8 == 0 && e->in_dtype == COV_F16 && !e->mul_c && !e->scale_hw;
 }
 
+/* A contiguous f32 copy (an f16 operand, a Concat part) by a thread per 4
+ * elements: 16-byte loads, 8- or 16-byte stores (offsets and count
+ * multiples of 4, only an activation fused). */
+static int flat4(const gpu_ew *e) {
+  return e->kind == GPU_EW_COPY && !gpu_ew_raw(e) && e->run == 0 && e->in_dtype != COV_F16 &&
+         (e->out_dtype == COV_F32 || e->out_dtype == COV_F16) && e->n % 4 == 0 &&
+         e->s0 % 4 == 0 && e->d0 % 4 == 0 && !e->bias && !e->also && !e->mul_c && !e->scale_hw;
+}
+
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
   gpu_ct_shape sh;
   gpu_ct_kind k = gpu_ew_transpose(e, &sh);
   int64_t t = GPU_CT_TILE, tiles = (sh.c + t - 1) / t * ((sh.n * sh.hw + t - 1) / t);
-  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : e->n;
+  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : flat4(e) ? e->n / 4 : e->n;
   grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (items + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
   grid[1] = grid[2] = 1;
+}
+
+/* flat4's thread i: elements 4i .. 4i+3. */
+static void lower_flat4(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef vt = LLVMVectorType(g->f32, 4), ot = LLVMVectorType(e->out_dtype == COV_F16 ? g->f16 : g->f32, 4);
+  LLVMValueRef j = mul(g, i, C(4)), vx = LLVMBuildLoad2(g->b, vt, gept(g, g->f32, x, add(g, j, C(e->s0))), "");
+  LLVMSetAlignment(vx, 16);
+  LLVMValueRef out = LLVMGetUndef(ot);
+  for (int k = 0; k < 4; k++) {
+    LLVMValueRef v = apply(g, e->post, e->post0, e->post1, LLVMBuildExtractElement(g->b, vx, C(k), ""));
+    if (e->out_dtype == COV_F16) v = LLVMBuildFPTrunc(g->b, v, g->f16, "");
+    out = LLVMBuildInsertElement(g->b, out, v, C(k), "");
+  }
+  LLVMTypeRef et = e->out_dtype == COV_F16 ? g->f16 : g->f32;
+  LLVMSetAlignment(LLVMBuildStore(g->b, out, gept(g, et, y, add(g, j, C(e->d0)))), e->out_dtype == COV_F16 ? 8 : 16);
 }
 
 /* reorder8's thread i: NHWC elements 8i .. 8i+7, as lower_copy computes
@@ -358,11 +382,13 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
     st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
   } else if (ct == GPU_CT_TILES) {
     lower_tiled(g, e, &sh, x, w, y, bias);
-  } else if (reorder8(e, &sh, ct)) {
+  } else if (reorder8(e, &sh, ct) || flat4(e)) {
+    int r8 = reorder8(e, &sh, ct);
     LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
     LLVMBasicBlockRef join;
-    begin_if(g, ult(g, i, e->n / 8), &join);
-    lower_reorder8(g, e, i, x, w, bias);
+    begin_if(g, ult(g, i, e->n / (r8 ? 8 : 4)), &join);
+    if (r8) lower_reorder8(g, e, i, x, w, bias);
+    else lower_flat4(g, e, i, x, y);
     end_if(g, join);
   } else {
     LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));

@@ -253,6 +253,33 @@ static int check_scale(const char *what, gpu_ew_fn fn) {
   return bad;
 }
 
+/* A contiguous f32 copy (an f16 operand, a Concat part): n elements from
+ * x + s0 to y + d0, stored f32 or f16, against the loop; 4 elements a
+ * thread where n, s0 and d0 allow it. */
+static int check_flat(const char *name, int64_t n, int64_t s0, int64_t d0, cov_dtype out) {
+  static float x[NUM + 16], want[NUM + 16], got[NUM + 16], y32[NUM + 16];
+  static uint16_t y16[NUM + 16];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_COPY, e.n = n, e.s0 = s0, e.d0 = d0, e.out_dtype = out, e.post = GPU_FN_RELU;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
+  for (int i = 0; i < NUM + 16; i++) x[i] = next(), want[i] = 0;
+  for (int64_t i = 0; i < n; i++) want[d0 + i] = out == COV_F16 ? h16(x[s0 + i] > 0 ? x[s0 + i] : 0) : (x[s0 + i] > 0 ? x[s0 + i] : 0);
+  memset(y32, 0, sizeof y32), memset(y16, 0, sizeof y16);
+  void *a[4] = {x, NULL, out == COV_F16 ? (void *)y16 : (void *)y32, NULL};
+  char what[120];
+  unsigned grid[3];
+  gpu_ew_grid(&e, grid);
+  snprintf(what, sizeof what, "%s, %lld elements at %lld -> %lld, %u workgroups", name, (long long)n, (long long)s0,
+           (long long)d0, grid[0]);
+  if (run_jit(&e, a)) return 1;
+  if (out == COV_F16) widen(y16, got, NUM + 16);
+  else memcpy(got, y32, sizeof got);
+  int bad = compare(what, got, want, NUM + 16);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
 /* hard_swish, hard_sigmoid and GELU applied by a plain f32 copy. */
 static int check_fn(const char *what, gpu_ew_fn fn) {
   static float x[NUM], want[NUM], got[NUM], y[NUM];
@@ -314,6 +341,10 @@ int main(int argc, char **argv) {
   fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);
   fail |= check_scale("NHWC f16 * scale per channel + shortcut -> NCHW f32", GPU_FN_NONE);
   fail |= check_scale("NHWC f16 * hard_sigmoid(gate per channel) + shortcut -> NCHW f32", GPU_FN_HSIGMOID);
+  fail |= check_flat("f32 relu -> f16", NUM, 0, 0, COV_F16);
+  fail |= check_flat("f32 relu -> f16", NUM - 4, 8, 4, COV_F16);
+  fail |= check_flat("f32 relu -> f32", NUM - 8, 4, 12, COV_F32);
+  fail |= check_flat("f32 relu -> f16, not whole vectors", NUM - 2, 3, 1, COV_F16);
   fail |= check_fn("hard_swish", GPU_FN_HSWISH);
   fail |= check_fn("hard_sigmoid", GPU_FN_HSIGMOID);
   fail |= check_fn("gelu", GPU_FN_GELU);
