@@ -10,7 +10,8 @@
  * convolution's reduction an IR loop in f32. A copy transposing NHWC and
  * NCHW (gpu_ct_kind) runs its threads on NHWC elements where every access
  * is NHWC, else a tile per workgroup through shared memory, so neither
- * side is read or written at a stride of C or H*W elements. gpu_ew_emulate (gpu_ew_emu.c)
+ * side is read or written at a stride of C or H*W elements; a contiguous
+ * f32 copy moves 4 elements a thread. gpu_ew_emulate (gpu_ew_emu.c)
  * is the same meaning in C for the CPU emulation of a compiled model.
  * Arguments: (x, w, y, bias), global pointers; x, w, bias f32 (a copy's x
  * f16 with in_dtype f16); y f32 or f16 (operand copies for the matrix
