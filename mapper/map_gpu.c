@@ -467,10 +467,13 @@ static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap
   if (c.tma) cost_ws(t, p, cap, &c);
   else cost(t, p, cap, &c);
   keep(r, &c);
-  if (!t->split || c.tma || p->rows_whole) return;
-  /* split-K where the output tiles leave cores idle: ranges of K tiles
-   * (as the lowering cuts them: none empty), up to about one workgroup
-   * per core and at least two K tiles each */
+  /* split-K only where the problem cannot fill the machine with output
+   * tiles: fewer 64x64 tiles than cores (batch-1 layers; with larger
+   * tiles a well-filled problem would trade its parallelism for partial
+   * sums) */
+  if (!t->split || c.tma || p->rows_whole || p->G * cdiv(p->M, 64) * cdiv(p->N, 64) >= t->cores) return;
+  /* ranges of K tiles (as the lowering cuts them: none empty), up to about
+   * two workgroups per core and at least two K tiles each */
   int64_t tiles = p->G * cdiv(p->M, c.bm) * cdiv(p->N, c.bn), kt = cdiv(p->K, c.bk);
   for (int s = 2; s <= 64 && tiles * s <= 2 * (int64_t)t->cores && 2 * s <= kt; s++) {
     if (cdiv(kt, cdiv(kt, s)) != s || p->G * s > 65535) continue;
