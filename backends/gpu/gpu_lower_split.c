@@ -48,6 +48,8 @@ static void sum_partials(kernel *k, LLVMValueRef tbase, int n) {
   LLVMValueRef row = add(g, tbase, add(g, mul(g, z, C(per)), k->tid));
   for (int i = 0; i < n; i++) {
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->split_ws, add(g, row, C((long long)i * T))), "");
+    /* read past this core's own cache: other cores wrote them */
+    LLVMSetVolatile(v, 1);
     nexts[i] = LLVMBuildFAdd(g->b, phis[i], v, "");
   }
   loop_close(g, &l, n, phis, nexts, starts, out);

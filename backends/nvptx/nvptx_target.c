@@ -306,8 +306,9 @@ static void nv_wg_mma_ra(gpu_gen *g, LLVMValueRef a, const gpu_tile *b, int k0, 
 static void nv_wg_fence(gpu_gen *g) { nv_asm0(g, "wgmma.fence.sync.aligned;"); }
 static void nv_wg_commit(gpu_gen *g) { nv_asm0(g, "wgmma.commit_group.sync.aligned;"); }
 static void nv_async_proxy_fence(gpu_gen *g) { nv_asm0(g, "fence.proxy.async.shared::cta;"); }
-/* (LLVM 19's NVPTX selects no fence instruction) */
-static void nv_device_fence(gpu_gen *g) { nv_asm0(g, "fence.acq_rel.gpu;"); }
+/* what CUDA's __threadfence() emits (LLVM 19's NVPTX selects no fence
+ * instruction) */
+static void nv_device_fence(gpu_gen *g) { nv_asm0(g, "fence.sc.gpu;"); }
 
 static void nv_wg_wait(gpu_gen *g, int pending, LLVMValueRef *acc, int n) {
   char text[64], cons[2048];

@@ -359,7 +359,7 @@ static int build_targets(const gpu_jit_targets *ts) {
         st = cov_error(COV_INTERNAL, NULL, "the mapper does not split K of %s %d tiles", j ? "the classifier's" : "layer4's",
                        (int)gpu_split_tiles(&p));
       if (!st) st = gpu_build_kernel(t, &p, "covenant_split", 0, &code, &size, &info);
-      if (!st && t->vendor->code_text && (!strstr(code, "atom.global.add") || !strstr(code, "fence.acq_rel.gpu")))
+      if (!st && t->vendor->code_text && (!strstr(code, "atom.global.add") || !strstr(code, "fence.sc.gpu")))
         st = cov_error(COV_INTERNAL, NULL, "the PTX has no counter atomic or device fence");
       if (st) {
         fprintf(stderr, "FAIL build %d for %s: ", j, cov_acg_name(t->acg));
