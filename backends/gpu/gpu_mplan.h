@@ -273,6 +273,10 @@ struct gpu_cap_group;
 cov_status gpu_model_lower_group(gpu_model_plan *p, const struct gpu_capture *cap, const struct gpu_target *t,
                                  const char *path, int *id_buf, int gi, const struct gpu_cap_group *g,
                                  int *file_error);
+/* Binds the split-K launches' workspaces and counters (gpu_mcompile.c),
+ * after the plan-level passes of a straight model. */
+cov_status gpu_model_split_bind(gpu_model_plan *p);
+
 /* A control step's CPU meaning (gpu_mctl_emu.c) over the emulation's
  * buffers v (each in its own dtype's bytes); count / trip: per step, a
  * loop's iterations done and its trip count; *next: the step after. */
