@@ -271,7 +271,9 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
  * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
 cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                       gpu_model_plan *out);
-/* Whether m holds control flow (a Loop, If or Scan group). */
+/* Whether m is compiled from its program (gpu_mprogram.c): it holds
+ * control flow (a Loop, If or Scan group), or an output whose size
+ * depends on the data (run as a part step). */
 int gpu_model_has_control(const cov_model *m);
 /* A model with control flow (gpu_mprogram.c): its program
  * (cov_model_program_build) as straight stretches of launches, each group

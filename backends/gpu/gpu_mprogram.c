@@ -43,7 +43,29 @@ typedef struct prog_ctx {
   cov_status errs; /* groups and work that cannot be compiled, each located */
 } prog_ctx;
 
+/* Whether an output's size depends on the data: every input's shape is
+ * fixed and an output's is not (an operator whose output size depends on
+ * the values, NonZero, NonMaxSuppression, a TopK with a run-time k). */
+static int data_dependent(const cov_model *m) {
+  cov_dtype dt;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  for (size_t i = 0; i < cov_model_num_inputs(m); i++) {
+    if (cov_model_input_info(m, i, &dt, &rank, shape) || rank < 0) return 0;
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 0) return 0; /* compiled at 1 by the straight path, or refused naming --shape */
+  }
+  for (size_t i = 0; i < cov_model_num_outputs(m); i++) {
+    if (cov_model_output_info(m, i, &dt, &rank, shape)) return 0;
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 0) return 1;
+    if (rank < 0) return 1;
+  }
+  return 0;
+}
+
 int gpu_model_has_control(const cov_model *m) {
+  if (data_dependent(m)) return 1;
   static const char *const kinds[] = {"loop", "if", "scan", NULL};
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
