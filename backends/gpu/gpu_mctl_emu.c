@@ -6,7 +6,9 @@
  * GPU_MCTL_MAX_ITERATIONS; a next moves the carried values (through a
  * scratch copy: a body may swap two) and each scan slice into its row.
  * The emulation holds every buffer in its own dtype's bytes (16-bit
- * floats widened to f32: emu_bytes). */
+ * floats widened to f32: emu_bytes). A part step runs the model's part in
+ * the reference interpreter (gpu_mpart_emulate), as the runtime does, its
+ * outputs checked against their buffers' capacities. */
 #include <stdlib.h>
 #include <string.h>
 

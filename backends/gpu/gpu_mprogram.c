@@ -14,7 +14,13 @@
  * loops and branches become the artifact's copy / loop / next / if / jump
  * steps, which the runtime drives from values it reads back from the
  * device (runtime/crt_run.c): the launches between two host steps are
- * one straight segment. The plan-level passes that rewrite launches
+ * one straight segment. The program's part steps (a layout node it has
+ * no other step for; last, the part whose sizes depend on the data) are
+ * plan steps GPU_STEP_PART, the runtime's part steps: the reference
+ * interpreter runs them on the host, the data-dependent outputs at their
+ * capacities (cov_model_program_io), which no device step touches. A
+ * model without control flow whose outputs' sizes depend on the data is
+ * compiled this way too. The plan-level passes that rewrite launches
  * across groups (channels-last activations, fusions) are not run: they
  * assume one straight line. */
 #include <stdio.h>
