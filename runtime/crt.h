@@ -315,6 +315,12 @@ cov_status crt_add_model_part(crt_builder *b, const char *model_path, int group,
 /* Buffer `buffer`'s dims whose size a part step sets at run time (bit d),
  * its shape their capacity. */
 void crt_set_dynamic(crt_builder *b, int buffer, unsigned mask);
+/* Whether what a part step made (t) fits a buffer of dtype dt and shape
+ * (rank, shape) whose dims `dynamic` (bit d) are capacities: the same
+ * dtype and rank, every fixed dim equal, every dynamic one at most its
+ * capacity. The runtime's check (crt_host.c) and the compilers'
+ * emulations of part steps use this one rule. */
+int crt_part_fits(cov_dtype dt, int rank, const int64_t *shape, unsigned dynamic, const cov_tensor *t);
 /* A next step's first n_carry pairs are carried values, the rest scan
  * outputs (by default all are carried). */
 void crt_set_carried(crt_builder *b, int step, int n_carry);

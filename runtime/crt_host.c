@@ -138,6 +138,13 @@ cov_status crt_host_check(const crt_artifact *a) {
   return NULL;
 }
 
+int crt_part_fits(cov_dtype dt, int rank, const int64_t *shape, unsigned dynamic, const cov_tensor *t) {
+  int fits = t->dtype == dt && t->rank == rank;
+  for (int d = 0; fits && d < t->rank; d++)
+    fits = dynamic >> d & 1u ? t->shape[d] <= shape[d] : t->shape[d] == shape[d];
+  return fits;
+}
+
 void crt_host_set_max_dynamic(crt_host *h, uint64_t n) { h->max_dynamic = n; }
 
 void crt_host_shape(const crt_host *h, const crt_artifact *a, int b, int *rank, int64_t *shape) {
@@ -226,10 +233,7 @@ static cov_status part_result(crt_host *h, const crt_artifact *a, int s, int k, 
   const crt_step *x = &a->steps[s];
   int b = x->refs[k];
   const crt_buffer *buf = &a->buffers[b];
-  int fits = t->dtype == buf->dtype && t->rank == buf->rank;
-  for (int d = 0; fits && d < t->rank; d++)
-    fits = buf->dynamic >> d & 1u ? t->shape[d] <= buf->shape[d] : t->shape[d] == buf->shape[d];
-  if (!fits) {
+  if (!crt_part_fits(buf->dtype, buf->rank, buf->shape, buf->dynamic, t)) {
     char path[64], e1[256], got[160] = "", cap[160] = "";
     for (int d = 0, n = 0; d < t->rank && d < COV_MAX_RANK; d++)
       n += snprintf(got + n, sizeof got - (size_t)n, "%s%" PRId64, d ? ", " : "", t->shape[d]);

@@ -14,6 +14,7 @@
 
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_plan.h"
+#include "runtime/crt.h"
 
 enum { GPU_MCTL_MAX_ITERATIONS = 100000 }; /* the runtime's CRT_MAX_LOOP_ITERATIONS */
 
@@ -110,14 +111,10 @@ static cov_status part_input(const gpu_mbuf *b, float *v, int rank, const int64_
   return NULL;
 }
 
-/* What the part made for buffer b: its dtype and rank, each dim the
- * buffer's, or at most its capacity where set at run time (the runtime's
- * check, runtime/crt_host.c); into v, 16-bit values widened. */
+/* What the part made for buffer b, checked as the runtime checks it
+ * (crt_part_fits); into v, 16-bit values widened. */
 static cov_status part_output(const gpu_mstep *x, const gpu_mbuf *b, const cov_tensor *t, float *v) {
-  int fits = t->dtype == b->dtype && t->rank == b->rank;
-  for (int d = 0; fits && d < t->rank; d++)
-    fits = b->dynamic >> d & 1u ? t->shape[d] <= b->shape[d] : t->shape[d] == b->shape[d];
-  if (!fits)
+  if (!crt_part_fits(b->dtype, b->rank, b->shape, b->dynamic, t))
     return cov_error(COV_OUT_OF_RANGE, GPU_LOC(NULL, x->label),
                      "part step '%s': value '%s' is %s of rank %d with %lld elements in this run; its buffer holds "
                      "%s of rank %d, %lld elements at most (the capacity the compiler derived)",
