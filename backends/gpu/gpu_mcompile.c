@@ -72,7 +72,11 @@ static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_
 void gpu_model_plan_free(gpu_model_plan *p) {
   for (int i = 0; i < p->n_bufs; i++) free(p->bufs[i].data);
   for (int i = 0; i < p->n_mods; i++) free(p->mods[i].code);
-  free(p->bufs), free(p->steps), free(p->mods);
+  for (int i = 0; i < p->n_parts; i++) {
+    for (int k = 0; k < p->parts[i].n; k++) free(p->parts[i].values[k]);
+    free(p->parts[i].values), free(p->parts[i].bufs);
+  }
+  free(p->bufs), free(p->steps), free(p->mods), free(p->parts);
   memset(p, 0, sizeof *p);
 }
 
