@@ -42,8 +42,8 @@ static void usage(FILE *out) {
           "  --iters N             time N runs of the steps (after --warmup, default 10);\n"
           "                        CUDA: events around replays of one CUDA graph\n"
           "  --no-graph            time plain launches instead of the graph\n"
-          "  --profile N           CUDA: N runs with every step timed alone (events around it,\n"
-          "                        a wait after it): per-step mean times, slowest first\n"
+          "  --profile N           CUDA: N runs with every step also launched alone 10 times\n"
+          "                        between two events: per-step mean times, slowest first\n"
           "  --target T            refuse an artifact compiled for another target\n"
           "  --info                print what the artifact holds; no device needed\n"
           "  --max-insns N         NPU: refuse a program whose loop nest runs more than N\n"
@@ -287,7 +287,7 @@ static cov_status print_profile(crt_session *s, const crt_artifact *a, int runs)
       int t = order[j];
       order[j] = order[j - 1], order[j - 1] = t;
     }
-  if (!st) printf("profile: %d device step(s), %.4f ms per run summed (mean of %d runs, each step waited for)\n", n,
+  if (!st) printf("profile: %d device step(s), %.4f ms per run summed (mean of %d runs, each step timed alone)\n", n,
                   total, runs);
   char e1[512], e2[512];
   for (int k = 0; !st && k < n; k++) {
