@@ -361,8 +361,13 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
     free(del);
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
-  any |= gpu_ms_fuse_concat(p, del, scratch);
+  int cat = gpu_ms_fuse_concat(p, del, scratch);
   free(scratch);
+  if (cat < 0) {
+    free(del);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  any |= cat;
   any |= nhwc_shortcuts(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)

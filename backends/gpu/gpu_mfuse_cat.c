@@ -11,7 +11,10 @@
  * writes the form the result's one reader takes (that conversion goes);
  * a squeezenet fire module's expand convolutions then meet the next
  * squeeze convolution with two launches between them instead of five.
- * Every copy is checked element by element to be that channel slice. */
+ * Every copy is checked element by element to be that channel slice.
+ * Layout copies that alone write an f32 buffer read only by its f16
+ * operand copy (a channel shuffle's) write that copy's buffer instead. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_msteps.h"
@@ -149,12 +152,64 @@ static int concat_copies(const gpu_model_plan *p, const char *del, int z, int *i
   return n >= 2 && covered == p->bufs[z].shape[1];
 }
 
+/* Whether step s is a plain f32 copy (a layout copy as lowered) writing z. */
+static int plain_copy_into(const gpu_model_plan *p, const gpu_mstep *s, int z) {
+  const gpu_ew *e = &s->ew;
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY && s->args[2] == z &&
+         s->args[0] >= 0 && s->args[0] != z && p->bufs[s->args[0]].dtype == COV_F32 && e->in_dtype != COV_F16 &&
+         e->out_dtype == COV_F32 && !e->bias && !e->also && !e->mul_c && !e->scale_hw && e->post == GPU_FN_NONE &&
+         !gpu_ew_raw(e);
+}
+
+/* f32 buffer z written by layout copies alone (a Concat, a channel
+ * shuffle: each element exactly once, checked on a map of z's elements)
+ * and read only by its whole-buffer f16 copy: the copies write that
+ * buffer (same runs, f16 out) and the f16 copy goes. */
+static int retarget(gpu_model_plan *p, char *del, int z, char *seen) {
+  int r = gpu_ms_f16_copy_from(p, del, z, -1), w = -1;
+  if (r < 0) return 0;
+  int64_t n = p->bufs[z].numel, moved = 0;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    if (del[j] || j == r) continue;
+    int use = s->op == GPU_STEP_FILL && s->fill_buf == z;
+    for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) use |= s->args[k] == z;
+    if (!use) continue;
+    if (!plain_copy_into(p, s, z) || j > r) return 0;
+    moved += s->ew.n, w = j;
+  }
+  if (w < 0 || moved != n) return 0;
+  memset(seen, 0, (size_t)n);
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    if (del[j] || j == r || !plain_copy_into(p, s, z)) continue;
+    for (int64_t i = 0; i < s->ew.n; i++) {
+      int64_t src, dst;
+      gpu_ew_copy_at(&s->ew, i, &src, &dst);
+      if (dst < 0 || dst >= n || seen[dst]) return 0;
+      seen[dst] = 1;
+    }
+  }
+  for (int j = 0; j < p->n_steps; j++)
+    if (!del[j] && j != r && plain_copy_into(p, &p->steps[j], z))
+      p->steps[j].ew.out_dtype = COV_F16, p->steps[j].args[2] = p->steps[r].args[2];
+  del[r] = 1;
+  return 1;
+}
+
 int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch) {
   int any = 0;
+  int64_t most = 0;
   for (int z = 0; z < p->n_bufs; z++) {
     const gpu_mbuf *b = &p->bufs[z];
-    if (b->kind != GPU_BUF_INTERMEDIATE || b->dtype != COV_F32 || b->rank != 4) continue;
-    if (concat_copies(p, del, z, scratch)) any |= fuse_cat(p, del, z, scratch);
+    if (b->kind != GPU_BUF_INTERMEDIATE || b->dtype != COV_F32) continue;
+    if (b->rank == 4 && concat_copies(p, del, z, scratch)) any |= fuse_cat(p, del, z, scratch);
+    most = b->numel > most ? b->numel : most;
   }
+  char *seen = malloc((size_t)most + 1);
+  if (!seen) return -1;
+  for (int z = 0; z < p->n_bufs; z++)
+    if (p->bufs[z].kind == GPU_BUF_INTERMEDIATE && p->bufs[z].dtype == COV_F32) any |= retarget(p, del, z, seen);
+  free(seen);
   return any;
 }
