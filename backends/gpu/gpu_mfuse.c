@@ -34,9 +34,11 @@
  * copy's second store, a conversion for a convolution) reads that f16
  * form (bias 2), and a residual copy whose f32 result nobody reads any
  * more stores only its NHWC f16 form (also 2). A shortcut converted back
- * from a channels-last result (a downsample) is read in that NHWC form, its
- * conversion dropped once unread; a residual copy that then moves only
- * NHWC f16 walks them in NHWC order (coalesced). Concats: gpu_mfuse_cat.c. */
+ * from a channels-last result (a downsample) is read in that NHWC form,
+ * its conversion dropped once unread; a residual copy that then moves only
+ * NHWC f16 walks them in NHWC order (coalesced). Concats: gpu_mfuse_cat.c.
+ * The f16 operand copies of one buffer (one per matrix kernel reading it,
+ * as lowered group by group) are one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +350,41 @@ static int nhwc_shortcuts(gpu_model_plan *p, char *del) {
   return any;
 }
 
+/* Whether step s is a whole-buffer f16 copy of f32 buffer x into an
+ * intermediate (a matrix kernel's operand copy). */
+static int f16_copy_of(const gpu_model_plan *p, const gpu_mstep *s, int x) {
+  const gpu_ew *e = &s->ew;
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY && s->args[0] == x &&
+         s->args[2] >= 0 && p->bufs[s->args[2]].kind == GPU_BUF_INTERMEDIATE && e->out_dtype == COV_F16 &&
+         e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 && !e->bias && !e->also && !e->mul_c &&
+         !e->scale_hw && e->post == GPU_FN_NONE && e->n == p->bufs[x].numel && p->bufs[x].dtype == COV_F32;
+}
+
+/* Step i, an f16 operand copy, and the later copies of the same buffer
+ * (one per matrix kernel reading it, as lowered group by group: a fire
+ * module's two expand convolutions) as one: their readers read the
+ * first's result. Neither buffer may be written in between. */
+static int dedup_f16_copies(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int x = s->args[0], y = s->args[2], any = 0;
+  if (x < 0 || !f16_copy_of(p, s, x)) return 0;
+  for (int j = i + 1; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    if (del[j]) continue;
+    if (gpu_ms_writes(t, x) || gpu_ms_writes(t, y)) break;
+    int y2 = t->args[2], w = -1;
+    if (!f16_copy_of(p, t, x) || y2 == y) continue;
+    int writers = 0;
+    for (int k = 0; k < p->n_steps; k++) writers += !del[k] && gpu_ms_writes(&p->steps[k], y2);
+    if (writers != 1 || !gpu_ms_users(p, del, y2, j, &w)) continue;
+    for (int k = j + 1; k < p->n_steps; k++)
+      for (int a = 0; !del[k] && p->steps[k].op == GPU_STEP_LAUNCH && a < p->steps[k].n_args; a++)
+        if (p->steps[k].args[a] == y2) p->steps[k].args[a] = y;
+    del[j] = 1, any = 1;
+  }
+  return any;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
@@ -368,6 +405,7 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
     return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
   any |= cat;
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && dedup_f16_copies(p, del, a);
   any |= nhwc_shortcuts(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
