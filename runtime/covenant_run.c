@@ -21,7 +21,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
-          "                    [--max-insns N] [--max-work N] [--max-dynamic N]\n"
+          "                    [--max-insns N] [--max-work N] [--max-dynamic N] [--profile N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -322,6 +322,32 @@ static int positive(const char *opt, const char *arg, uint64_t *out) {
   return 1;
 }
 
+/* Options that do not go together; -1, or EXIT_USAGE after saying why. */
+static int check_combination(const run_args *r, int argc) {
+  if (optind != argc - 1) {
+    fprintf(stderr, "covenant-run: expected one ARTIFACT\n");
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  if (r->tune && (r->n_in || r->out_dir || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --tune takes -o, --iters, --reps, --tolerance and --seed only\n");
+    return EXIT_USAGE;
+  }
+  if (!r->tune && (r->reps || r->tolerance >= 0)) {
+    fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
+    return EXIT_USAGE;
+  }
+  if (r->profile && (r->tune || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --profile times one artifact's steps on its inputs: not with --tune, --cases or --info\n");
+    return EXIT_USAGE;
+  }
+  if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
+    fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
 static int parse_args(int argc, char **argv, run_args *r) {
   enum { OPT_ITERS = 256, OPT_WARMUP, OPT_NO_GRAPH, OPT_TARGET, OPT_SEED, OPT_INFO, OPT_CASES, OPT_OUTDIR, OPT_TUNE,
@@ -406,28 +432,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
       default: usage(stderr); return EXIT_USAGE;
     }
   }
-  if (optind != argc - 1) {
-    fprintf(stderr, "covenant-run: expected one ARTIFACT\n");
-    usage(stderr);
-    return EXIT_USAGE;
-  }
-  if (r->tune && (r->n_in || r->out_dir || r->cases || r->show_info)) {
-    fprintf(stderr, "covenant-run: --tune takes -o, --iters, --reps, --tolerance and --seed only\n");
-    return EXIT_USAGE;
-  }
-  if (!r->tune && (r->reps || r->tolerance >= 0)) {
-    fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
-    return EXIT_USAGE;
-  }
-  if (r->profile && (r->tune || r->cases || r->show_info)) {
-    fprintf(stderr, "covenant-run: --profile times one artifact's steps on its inputs: not with --tune, --cases or --info\n");
-    return EXIT_USAGE;
-  }
-  if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
-    fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
-    return EXIT_USAGE;
-  }
-  return -1;
+  return check_combination(r, argc);
 }
 
 int main(int argc, char **argv) {
