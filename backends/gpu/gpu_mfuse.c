@@ -33,7 +33,12 @@
  * shortcut some earlier launch also stores channels-last (a residual
  * copy's second store, a conversion for a convolution) reads that f16
  * form (bias 2), and a residual copy whose f32 result nobody reads any
- * more stores only its NHWC f16 form (also 2). */
+ * more stores only its NHWC f16 form (also 2). A shortcut converted back
+ * from a channels-last result (a downsample) is read in that NHWC form,
+ * its conversion dropped once unread; a residual copy that then moves only
+ * NHWC f16 walks them in NHWC order (coalesced). Concats: gpu_mfuse_cat.c.
+ * The f16 operand copies of one buffer (one per matrix kernel reading it,
+ * as lowered group by group) are one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,8 +248,32 @@ static int fuse_f16_out_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* Whether copy e reads an NHWC f16 activation as the f32 NCHW buffer b
+ * [N][C][H][W] (gpu_mlayout.c's conversion back: destination pixels
+ * consecutive, source channels at stride 1). */
+static int reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b) {
+  const gpu_mbuf *y = &p->bufs[b];
+  if (e->kind != GPU_EW_COPY || e->in_dtype != COV_F16 || y->rank != 4 || e->n != y->numel || e->run != 1 || e->s0 ||
+      e->d0)
+    return 0;
+  int64_t c = y->shape[1], hw = y->shape[2] * y->shape[3];
+  const int64_t rep[3] = {hw, c, y->shape[0]}, ss[3] = {c, 1, c * hw}, ds[3] = {1, hw, c * hw};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
+  return 1;
+}
+
+/* Whether step t is a plain conversion of an NHWC f16 result back to f32
+ * NCHW buffer b (nothing added, scaled or applied). */
+static int to_nchw(const gpu_model_plan *p, const gpu_mstep *t, int b) {
+  const gpu_ew *e = &t->ew;
+  return t->op == GPU_STEP_LAUNCH && t->kkind == GPU_KERNEL_EW && t->args[2] == b && e->out_dtype == COV_F32 &&
+         !e->bias && !e->also && !e->mul_c && !e->scale_hw && e->post == GPU_FN_NONE && reads_nhwc_as(p, e, b);
+}
+
 /* The step before `before` storing the NHWC f16 form of f32 NCHW buffer s
- * (a residual copy's second store, a conversion for a convolution), and
+ * (a residual copy's second store, a conversion for a convolution) or
+ * converting s from it (a channels-last result's conversion back), and
  * that form's buffer in *h; -1 if none. */
 static int nhwc_form(const gpu_model_plan *p, const char *del, int s, int before, int *h) {
   for (int j = 0; j < before; j++) {
@@ -252,8 +281,33 @@ static int nhwc_form(const gpu_model_plan *p, const char *del, int s, int before
     if (del[j] || t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || t->ew.kind != GPU_EW_COPY) continue;
     if (t->ew.also && t->args[2] == s) return *h = t->args[1], j;
     if (gpu_ms_to_nhwc(p, t, s)) return *h = t->args[2], j;
+    if (to_nchw(p, t, s)) return *h = t->args[0], j;
   }
   return -1;
+}
+
+/* A residual copy that reads, adds and stores only NHWC f16 activations
+ * (the conversion's runs from NHWC source, bias 2, also 2) walks them in
+ * their own order: element i of the source, the shortcut and the result
+ * are the same NHWC element, so neighbouring threads touch neighbouring
+ * halves (in NCHW destination order every access strides by C). As an
+ * [N*H*W][1][1][1] tensor the NHWC index of the destination is itself. */
+static void nhwc_order(const gpu_model_plan *p, gpu_mstep *f) {
+  gpu_ew *e = &f->ew;
+  if (e->also != 2 || e->bias != 2 || e->mul_c || e->scale_hw || e->N * e->C * e->H * e->W != e->n) return;
+  int64_t sh[4] = {e->N, e->C, e->H, e->W};
+  const gpu_mbuf *h = &p->bufs[f->args[0]];
+  if (h->rank != 4 || h->shape[0] != sh[0] || h->shape[1] != sh[2] || h->shape[2] != sh[3] || h->shape[3] != sh[1])
+    return;
+  int64_t c = sh[1], hw = sh[2] * sh[3];
+  const int64_t rep[3] = {hw, c, sh[0]}, ss[3] = {c, 1, c * hw}, ds[3] = {1, hw, c * hw};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->run != 1 || e->s0 || e->d0 || e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return;
+  e->run = 0, e->N = e->n, e->C = e->H = e->W = 1;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e->rep[l] = e->ss[l] = e->ds[l] = 0;
+  size_t k = strlen(f->kernel), t = strlen("_to_nchw_add");
+  if (k > t && !strcmp(f->kernel + k - t, "_to_nchw_add")) /* named for what it does: unique as before */
+    snprintf(f->kernel + k - t, sizeof f->kernel - (k - t), "_nhwc_add");
 }
 
 /* NHWC residual adds: a residual copy whose shortcut is stored in NHWC f16
@@ -261,7 +315,7 @@ static int nhwc_form(const gpu_model_plan *p, const char *del, int s, int before
  * a residual copy whose f32 NCHW result is then read by nothing stores
  * only its NHWC f16 form (also 2), the next convolution's input: between
  * two channels-last blocks only f16 NHWC activations move. */
-static int nhwc_shortcuts(gpu_model_plan *p, const char *del) {
+static int nhwc_shortcuts(gpu_model_plan *p, char *del) {
   int any = 0;
   for (int i = 0; i < p->n_steps; i++) {
     gpu_mstep *f = &p->steps[i];
@@ -284,6 +338,50 @@ static int nhwc_shortcuts(gpu_model_plan *p, const char *del) {
     f->ew.also = 2, f->args[2] = -1;
     any = 1;
   }
+  for (int i = 0; i < p->n_steps; i++) { /* conversions back that no step reads any more */
+    const gpu_mstep *t = &p->steps[i];
+    int z = t->args[2], w = -1;
+    if (!del[i] && t->op == GPU_STEP_LAUNCH && t->kkind == GPU_KERNEL_EW && t->ew.kind == GPU_EW_COPY && z >= 0 &&
+        p->bufs[z].kind == GPU_BUF_INTERMEDIATE && to_nchw(p, t, z) && !gpu_ms_users(p, del, z, i, &w))
+      del[i] = 1, any = 1;
+  }
+  for (int i = 0; i < p->n_steps; i++)
+    if (!del[i] && p->steps[i].op == GPU_STEP_LAUNCH && p->steps[i].kkind == GPU_KERNEL_EW) nhwc_order(p, &p->steps[i]);
+  return any;
+}
+
+/* Whether step s is a whole-buffer f16 copy of f32 buffer x into an
+ * intermediate (a matrix kernel's operand copy). */
+static int f16_copy_of(const gpu_model_plan *p, const gpu_mstep *s, int x) {
+  const gpu_ew *e = &s->ew;
+  return s->op == GPU_STEP_LAUNCH && s->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY && s->args[0] == x &&
+         s->args[2] >= 0 && p->bufs[s->args[2]].kind == GPU_BUF_INTERMEDIATE && e->out_dtype == COV_F16 &&
+         e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 && !e->bias && !e->also && !e->mul_c &&
+         !e->scale_hw && e->post == GPU_FN_NONE && e->n == p->bufs[x].numel && p->bufs[x].dtype == COV_F32;
+}
+
+/* Step i, an f16 operand copy, and the later copies of the same buffer
+ * (one per matrix kernel reading it, as lowered group by group: a fire
+ * module's two expand convolutions) as one: their readers read the
+ * first's result. Neither buffer may be written in between. */
+static int dedup_f16_copies(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int x = s->args[0], y = s->args[2], any = 0;
+  if (x < 0 || !f16_copy_of(p, s, x)) return 0;
+  for (int j = i + 1; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    if (del[j]) continue;
+    if (gpu_ms_writes(t, x) || gpu_ms_writes(t, y)) break;
+    int y2 = t->args[2], w = -1;
+    if (!f16_copy_of(p, t, x) || y2 == y) continue;
+    int writers = 0;
+    for (int k = 0; k < p->n_steps; k++) writers += !del[k] && gpu_ms_writes(&p->steps[k], y2);
+    if (writers != 1 || !gpu_ms_users(p, del, y2, j, &w)) continue;
+    for (int k = j + 1; k < p->n_steps; k++)
+      for (int a = 0; !del[k] && p->steps[k].op == GPU_STEP_LAUNCH && a < p->steps[k].n_args; a++)
+        if (p->steps[k].args[a] == y2) p->steps[k].args[a] = y;
+    del[j] = 1, any = 1;
+  }
   return any;
 }
 
@@ -295,6 +393,19 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
     any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
                        gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a));
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
+  int *scratch = malloc(((size_t)p->n_steps + 1) * sizeof *scratch);
+  if (!scratch) {
+    free(del);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  int cat = gpu_ms_fuse_concat(p, del, scratch);
+  free(scratch);
+  if (cat < 0) {
+    free(del);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  any |= cat;
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && dedup_f16_copies(p, del, a);
   any |= nhwc_shortcuts(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)

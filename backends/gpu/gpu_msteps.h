@@ -46,6 +46,11 @@ void gpu_ms_replace(gpu_model_plan *p, char *del, int i, int m, gpu_mstep *f);
  * over the channels of the NCHW activation (gpu_mfuse_ln.c); returns
  * whether it did. */
 int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
+/* Concats along channels of channels-last results moved in their 16-bit
+ * forms, layout copies writing their result's f16 operand copy
+ * (gpu_mfuse_cat.c); scratch holds n_steps ints. Returns whether it
+ * changed anything, -1 when out of memory. */
+int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 
