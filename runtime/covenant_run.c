@@ -21,7 +21,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: covenant-run ARTIFACT [--input [NAME=]X.npy]... [-o Y.npy | --output-dir DIR]\n"
           "                    [--iters N] [--warmup N] [--no-graph] [--target T] [--seed N]\n"
-          "                    [--max-insns N] [--max-work N] [--max-dynamic N]\n"
+          "                    [--max-insns N] [--max-work N] [--max-dynamic N] [--profile N]\n"
           "       covenant-run ARTIFACT --cases DIR\n"
           "       covenant-run ARTIFACT --info\n"
           "       covenant-run TUNE_DIR --tune [-o TIMES.json] [--iters N] [--reps N] [--tolerance X]\n"
@@ -42,8 +42,8 @@ static void usage(FILE *out) {
           "  --iters N             time N runs of the steps (after --warmup, default 10);\n"
           "                        CUDA: events around replays of one CUDA graph\n"
           "  --no-graph            time plain launches instead of the graph\n"
-          "  --profile N           CUDA: N runs with every step timed alone (events around it,\n"
-          "                        a wait after it): per-step mean times, slowest first\n"
+          "  --profile N           CUDA: N runs with every step also launched alone 10 times\n"
+          "                        between two events: per-step mean times, slowest first\n"
           "  --target T            refuse an artifact compiled for another target\n"
           "  --info                print what the artifact holds; no device needed\n"
           "  --max-insns N         NPU: refuse a program whose loop nest runs more than N\n"
@@ -287,7 +287,7 @@ static cov_status print_profile(crt_session *s, const crt_artifact *a, int runs)
       int t = order[j];
       order[j] = order[j - 1], order[j - 1] = t;
     }
-  if (!st) printf("profile: %d device step(s), %.4f ms per run summed (mean of %d runs, each step waited for)\n", n,
+  if (!st) printf("profile: %d device step(s), %.4f ms per run summed (mean of %d runs, each step timed alone)\n", n,
                   total, runs);
   char e1[512], e2[512];
   for (int k = 0; !st && k < n; k++) {
@@ -320,6 +320,32 @@ static int positive(const char *opt, const char *arg, uint64_t *out) {
     return 0;
   }
   return 1;
+}
+
+/* Options that do not go together; -1, or EXIT_USAGE after saying why. */
+static int check_combination(const run_args *r, int argc) {
+  if (optind != argc - 1) {
+    fprintf(stderr, "covenant-run: expected one ARTIFACT\n");
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  if (r->tune && (r->n_in || r->out_dir || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --tune takes -o, --iters, --reps, --tolerance and --seed only\n");
+    return EXIT_USAGE;
+  }
+  if (!r->tune && (r->reps || r->tolerance >= 0)) {
+    fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
+    return EXIT_USAGE;
+  }
+  if (r->profile && (r->tune || r->cases || r->show_info)) {
+    fprintf(stderr, "covenant-run: --profile times one artifact's steps on its inputs: not with --tune, --cases or --info\n");
+    return EXIT_USAGE;
+  }
+  if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
+    fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
+    return EXIT_USAGE;
+  }
+  return -1;
 }
 
 /* Parses the options into r; -1, or the exit code when done (help, a usage error). */
@@ -406,28 +432,7 @@ static int parse_args(int argc, char **argv, run_args *r) {
       default: usage(stderr); return EXIT_USAGE;
     }
   }
-  if (optind != argc - 1) {
-    fprintf(stderr, "covenant-run: expected one ARTIFACT\n");
-    usage(stderr);
-    return EXIT_USAGE;
-  }
-  if (r->tune && (r->n_in || r->out_dir || r->cases || r->show_info)) {
-    fprintf(stderr, "covenant-run: --tune takes -o, --iters, --reps, --tolerance and --seed only\n");
-    return EXIT_USAGE;
-  }
-  if (!r->tune && (r->reps || r->tolerance >= 0)) {
-    fprintf(stderr, "covenant-run: --reps and --tolerance are for --tune\n");
-    return EXIT_USAGE;
-  }
-  if (r->profile && (r->tune || r->cases || r->show_info)) {
-    fprintf(stderr, "covenant-run: --profile times one artifact's steps on its inputs: not with --tune, --cases or --info\n");
-    return EXIT_USAGE;
-  }
-  if (r->cases && (r->n_in || r->out_file || r->out_dir)) {
-    fprintf(stderr, "covenant-run: --cases takes its inputs and writes its outputs in DIR\n");
-    return EXIT_USAGE;
-  }
-  return -1;
+  return check_combination(r, argc);
 }
 
 int main(int argc, char **argv) {

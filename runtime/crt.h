@@ -374,10 +374,13 @@ cov_status crt_session_run(crt_session *s, const cov_tensor *inputs, size_t n_in
  * `iters` runs between two device events (captured once in a CUDA graph and
  * replayed, unless opts.no_graph); *ms = mean time of one run. */
 cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, const char **how);
-/* Where a run's time goes: after one warm-up run, `iters` runs with every
- * device step between two CUDA events and waited for (so without the
- * overlap of a graph replay); step_ms[i] (a->n_steps entries) = the mean
- * time of step i per run, 0 for host steps. CUDA only. */
+/* Where a run's time goes: after one warm-up run, `iters` runs in which
+ * every device step, after running once in order, is launched alone 10
+ * times back to back between two CUDA events; step_ms[i] (a->n_steps
+ * entries) = its mean time per run (a step in a loop counts each time the
+ * loop runs it), 0 for host steps. Launches back to back, not replayed
+ * from a graph: the smallest kernels read about their launch interval.
+ * The outputs of the run before are no longer in the buffers. CUDA only. */
 cov_status crt_session_profile(crt_session *s, int iters, double *step_ms);
 
 #endif

@@ -130,10 +130,11 @@ static int never_ends(void) {
   return !ok;
 }
 
-/* Per-step profile on the last run's inputs (trip count 20): each timed
- * step is 1 ms on the stand-in's events, so a step's mean is the times it
- * runs per run: the loop body (steps 2 and 3) 10, step 5 once, the then
- * branch (step 7) never, host steps 0; the outputs still right after. */
+/* Per-step profile on the last run's inputs (trip count 20): the
+ * stand-in's events read 1 ms for each timed batch of 10 launches, so a
+ * step's mean is 0.1 ms per time it runs in a run: the loop body (steps 2
+ * and 3) 10 times, step 5 once, the then branch (step 7) never, host steps
+ * 0; the outputs still right after. */
 static int check_profile(crt_session *s, const crt_artifact *a) {
   double ms[16] = {0};
   if (a->n_steps > 16) return printf("FAIL profile: %d steps\n", a->n_steps), 1;
@@ -141,8 +142,8 @@ static int check_profile(crt_session *s, const crt_artifact *a) {
   if (st) return cov_status_print(stderr, st, 0), cov_status_free(st), 1;
   int bad = 0;
   for (int i = 0; i < a->n_steps; i++) {
-    double want = i == 2 || i == 3 ? 10 : i == 5 ? 1 : 0;
-    if (ms[i] != want) printf("FAIL profile step %d: %g ms (want %g)\n", i, ms[i], want), bad++;
+    double want = i == 2 || i == 3 ? 1.0 : i == 5 ? 0.1 : 0;
+    if (fabs(ms[i] - want) > 1e-6) printf("FAIL profile step %d: %g ms (want %g)\n", i, ms[i], want), bad++;
   }
   printf("%-4s per-step profile over %d steps\n", bad ? "FAIL" : "PASS", a->n_steps);
   return bad + check_runs(s, "after profiling");

@@ -88,6 +88,9 @@ done
 # artifacts thin (their weights come from the batch-1 artifact there), files
 # larger than a part in chunks over successive parts (pack_artifacts.py)
 $py "$root/bench/nvptx/scripts/pack_artifacts.py" pack "$out" "$part_mb" || exit 1
+# the reference interpreter's outputs for the int8 artifacts, on the inputs
+# run_models.py draws there (100 per model at each batch): they must match bit for bit
+$py "$root/bench/nvptx/scripts/ref_cases.py" "$out" --covenant "$cov" || exit 1
 if [ -s "$out/failed.txt" ]; then
   echo "not compiled (see $out/failed.txt and $out/all/*.log):"
   cat "$out/failed.txt"

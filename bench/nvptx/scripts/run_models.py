@@ -8,9 +8,13 @@ For every artifact listed in PART/models.txt ("NAME BATCH FILE" per line):
     onnxruntime (CPU) on the same inputs: per case max|covenant - ort| /
     max|ort| over every output, the worst case reported; PASS at --tol
     (1e-2: covenant's kernels take f16 operands); a quantized model
-    (Q/DQ or QLinear nodes) passes only when bit-exact with onnxruntime
-    run with its graph optimisations off (ONNX's meaning of each node;
-    its fused default graph rounds some requantisations differently);
+    (Q/DQ or QLinear nodes) passes only when bit-exact with covenant's
+    reference interpreter on the same inputs (--refs: outputs ref_cases.py
+    computed where the artifact was compiled), else with
+    tests/models/qdq_exact.py where it takes the model (float64 sums), else
+    with onnxruntime with its graph optimisations off; onnxruntime's own
+    distance from the exact evaluation is reported beside (its float32 sums
+    land one step off near a rounding boundary);
   * latency: covenant-run --iters N --warmup W (CUDA events around replays
     of one CUDA graph of every step), next to torch eager on the same ONNX
     graph (its nodes as torch calls, fp16 on the GPU) captured in a
@@ -439,6 +443,48 @@ def covenant_ms(opt, art_path):
 
 # ---- one artifact -----------------------------------------------------------
 
+class QuantRef:
+    """The reference an int8 artifact must match bit for bit. onnxruntime
+    sums a QDQ model's float Conv/Gemm in float32 in its own order, so near
+    a QuantizeLinear's rounding boundary it can land one step away from
+    ONNX's exact meaning; tests/models/qdq_exact.py evaluates the QDQ
+    operators it takes exactly (float64 sums, which hold the float32
+    products exactly, so no order dependence). Where it takes the model,
+    it is the reference and onnxruntime (optimisations off) is compared
+    with it too (ort_steps: how far, in output units, and how often);
+    elsewhere (QLinear operators) onnxruntime with optimisations off is."""
+
+    def __init__(self, model, noopt):
+        self.model, self.noopt, self.what = model, noopt, "onnxruntime, graph optimisations off"
+        self.ort_max, self.ort_diff, self.ort_total = 0.0, 0, 0
+        sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+        import qdq_exact
+        self.qdq = qdq_exact
+        self.exact_ok = True
+
+    def run(self, names, feeds):
+        ort_out = self.noopt.run(names, feeds)
+        if not self.exact_ok or len(self.model.graph.input) != 1:
+            return ort_out
+        try:
+            got = self.qdq.run(self.model, feeds)
+        except (SystemExit, KeyError):  # an operator it does not take
+            self.exact_ok = False
+            return ort_out
+        self.what = "tests/models/qdq_exact.py (exact QDQ evaluation)"
+        for a, b in zip(ort_out, got):
+            d = np.abs(a.astype(np.float64) - np.asarray(b, np.float64))
+            self.ort_max = max(self.ort_max, float(d.max()) if d.size else 0.0)
+            self.ort_diff += int(np.count_nonzero(d))
+            self.ort_total += int(d.size)
+        return got
+
+    def ort_steps(self):
+        if self.what.startswith("onnxruntime"):
+            return {}
+        return {"ort_noopt_vs_exact_max_abs": self.ort_max, "ort_noopt_vs_exact_elements": [self.ort_diff, self.ort_total]}
+
+
 def run_covenant(rt, args, timeout):
     p = subprocess.run([rt] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if p.returncode != 0:
@@ -464,11 +510,19 @@ def one(opt, name, batch, art_path, cache):
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         exact = ort.InferenceSession(onnx_file, so, providers=["CPUExecutionProvider"])
+        exact = QuantRef(model, exact)
     ort_inputs = [i.name for i in sess.get_inputs()]
     names = [io["name"] for io in manifest["inputs"]]
     if sorted(ort_inputs) != sorted(names):
         raise RuntimeError("inputs differ: artifact %s, onnx %s" % (names, ort_inputs))
     n_cases = opt.cases if batch == 1 else opt.b32_cases
+    refs = None  # the reference interpreter's outputs on these inputs (ref_cases.py), where they came along
+    ref_file = os.path.join(opt.refs or "", "ref", "%s.b%d.npz" % (name, batch))
+    if exact and opt.refs and os.path.exists(ref_file):
+        refs = np.load(ref_file)
+        if len(refs.files) != n_cases * len(manifest["outputs"]):
+            raise RuntimeError("%s holds %d arrays, not %d cases x %d outputs (compile and run with the same --cases)"
+                               % (ref_file, len(refs.files), n_cases, len(manifest["outputs"])))
     rng = np.random.default_rng(opt.seed)
     cases = tempfile.mkdtemp(prefix="covcases_")
     try:
@@ -487,6 +541,11 @@ def one(opt, name, batch, art_path, cache):
         for c, ins in enumerate(all_in):
             want = sess.run(out_names, dict(zip(names, ins)))
             noopt = exact.run(out_names, dict(zip(names, ins))) if exact else [None] * len(want)
+            if exact:
+                row["int8_reference"] = exact.what
+            if exact and refs is not None:
+                noopt = [refs["out%d_%d" % (c, k)] for k in range(len(want))]
+                row["int8_reference"] = "covenant --target ref on the same inputs (ref_cases.py)"
             for k, (w, x) in enumerate(zip(want, noopt)):
                 got = np.load(os.path.join(cases, str(c), "out%d.npy" % k))
                 e = rel_err(got, w)
@@ -498,7 +557,8 @@ def one(opt, name, batch, art_path, cache):
                         worst_exact = d
         ok = worst <= opt.tol
         if exact:
-            row["max_abs_err_vs_ort_noopt"] = worst_exact
+            row["max_abs_err_vs_int8_reference"] = worst_exact
+            row.update(exact.ort_steps())
             ok = worst_exact == 0.0
         row.update(cases=n_cases, max_rel_err=worst, worst_case=worst_case, passed=bool(ok))
     finally:
@@ -554,6 +614,13 @@ def one(opt, name, batch, art_path, cache):
             row["torch_rel_err"] = float("nan")
         except Exception as e2:
             row["torch_error"] += "; torchvision: %s: %s" % (type(e2).__name__, str(e2)[:200])
+    # torch eager's time: the faster of its two forms timed here (the ONNX
+    # graph as torch calls, the module itself), each replayed from a CUDA graph
+    anchors = [(row["torch_ms"], row.get("torch", "")) if row.get("torch_ms") else None,
+               (row["compile"]["module_ms"], "the torch module") if "compile" in row else None]
+    anchors = [a for a in anchors if a]
+    if anchors:
+        row["eager_ms"], row["eager"] = min(anchors)
     return row
 
 
@@ -699,6 +766,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds per covenant-run call")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--only", nargs="*", help="model names to run (default: all in models.txt)")
+    ap.add_argument("--refs", help="the part as carried, holding ref/NAME.bBATCH.npz (ref_cases.py) for int8 models")
     opt = ap.parse_args()
     rows = [l.split() for l in open(os.path.join(opt.part, "models.txt")) if l.strip()]
     cache = os.path.join(tempfile.gettempdir(), "covenant_models_onnx")
@@ -745,7 +813,7 @@ def main():
         if "error" in r:
             log("| %s | %d | - | - | ERROR: %s | - | - | - | - | - |" % (r["model"], r["batch"], r["error"][:120].replace("|", "/")))
             continue
-        tms = r.get("torch_ms")
+        tms = r.get("eager_ms")
         log("| %s | %d | %d | %.2e | %s | %.4f | %s | %s | %s | %s |" %
             (r["model"], r["batch"], r["cases"], r["max_rel_err"], "PASS" if r["passed"] else "FAIL",
              r["covenant_ms"] or float("nan"), "%.4f" % tms if tms else "n/a (%s)" % r.get("torch_error", "")[:60],

@@ -12,6 +12,7 @@ set -u
 cd "$(dirname "$0")/../../.." || exit 1
 [ $# -ge 1 ] || { echo "usage: bash bench/nvptx/scripts/run_models.sh PART [--cases N] [--b32-cases N] [--iters N] [--json F]"; exit 2; }
 part=$1; shift
+carried=$part  # ref/ (ref_cases.py) stays here when the artifacts are rebuilt in the stash
 [ -f "$part/models.txt" ] || { echo "run_models: $part/models.txt not found (compile_models.sh writes it)"; exit 2; }
 # artifacts carried in pieces (pack_artifacts.py) are rebuilt in a stash
 # outside the repository, which keeps the chunks of earlier parts
@@ -31,4 +32,4 @@ ldd build-rt/covenant-run | sed 's/^/   /'
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/   GPU: /'
 python3 -c "import torch, onnxruntime, onnx; print('   torch', torch.__version__, '| onnxruntime', onnxruntime.__version__, '| onnx', onnx.__version__)"
 echo "== running $(wc -l < "$part/models.txt") artifact(s) from $part"
-exec python3 bench/nvptx/scripts/run_models.py "$part" --runtime build-rt/covenant-run "$@"
+exec python3 bench/nvptx/scripts/run_models.py "$part" --runtime build-rt/covenant-run --refs "$carried" "$@"
