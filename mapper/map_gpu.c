@@ -111,7 +111,7 @@ typedef struct gtarget {
   double l2_bw, l2_lat, smem_bw, smem_lat, st_bw, dram_bw;
   double mem_lat; /* DRAM -> scratchpad: the latencies along the path */
   double simd_rate, simd_units; /* f32 operations per cycle per core, vector units per core */
-  bool async, tma;
+  bool async, tma, split;
   acg_calibration cal; /* the ACG's fitted constants */
   gcap caps[16];
 } gtarget;
@@ -194,6 +194,7 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
   t->mem_lat = path_latency(g, sp);
   t->async = g->edges[e_l2].async && (!low || low->async_copy);
   t->tma = t->async && (!low || low->tma);
+  t->split = low && low->split_k;
   t->smem_bw = g->edges[e_sm].bandwidth_bytes_per_cycle / cores;
   t->smem_lat = g->edges[e_sm].latency_cycles;
   t->st_bw = g->edges[e_st].bandwidth_bytes_per_cycle / cores;
@@ -282,11 +283,22 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   return true;
 }
 
+/* Split-K's own time on a tile's chain: every workgroup stores its f32
+ * partial tile and waits for the store to reach L2 (the fence) and for its
+ * atomic arrival (a round trip to L2 each); the last one then reads the
+ * split partials back through L2 in order, its epilogue after that. */
+static double split_cycles(const gtarget *t, const map_gpu_sched *c, int split) {
+  if (split <= 1) return 0.0;
+  double tile = (double)c->bm * c->bn * 4.0;
+  return tile / t->st_bw + 2.0 * t->l2_lat + (double)split * tile / t->l2_bw + t->l2_lat;
+}
+
 /* The resource model (file comment). */
 static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched *c) {
   double es = (double)cov_dtype_size(p->in);
-  int64_t tm = cdiv(p->M, c->bm), tn = cdiv(p->N, c->bn), nk = cdiv(p->K, c->bk);
-  c->tiles = p->G * tm * tn;
+  int split = c->split > 1 ? c->split : 1;
+  int64_t tm = cdiv(p->M, c->bm), tn = cdiv(p->N, c->bn), nk = cdiv(cdiv(p->K, c->bk), split);
+  c->tiles = p->G * tm * tn * split;
   double waves = c->threads / t->warp, k_steps = (double)nk;
   double macs = (double)c->bm * c->bn * c->bk * k_steps;
   double mma_demand, mma_chain;
@@ -333,7 +345,7 @@ static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, ma
   } else {
     step = fmax((mma_chain + smem) / k_steps, t->cal.lat_mul * t->mem_lat) + (issue_chain + copy) / k_steps + t->smem_lat;
   }
-  c->chain = k_steps * step + t->cal.lat_mul * t->mem_lat + epi;
+  c->chain = k_steps * step + t->cal.lat_mul * t->mem_lat + epi + split_cycles(t, c, split);
   /* residency: scratchpad, registers, threads (a core holds at most as many
    * threads as it has registers for 32 each) */
   int k = (int)(t->smem / (c->shared_bytes ? c->shared_bytes : 1));
@@ -449,11 +461,28 @@ static void keep(map_gpu_result *r, const map_gpu_sched *c) {
 static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched c,
                      map_gpu_result *r) {
   r->enumerated++;
+  c.split = 1;
   if (!fits(t, p, &c)) return;
   r->feasible++;
   if (c.tma) cost_ws(t, p, cap, &c);
   else cost(t, p, cap, &c);
   keep(r, &c);
+  /* split-K only where the problem cannot fill the machine with output
+   * tiles: fewer 64x64 tiles than cores (batch-1 layers; with larger
+   * tiles a well-filled problem would trade its parallelism for partial
+   * sums) */
+  if (!t->split || c.tma || p->rows_whole || p->G * cdiv(p->M, 64) * cdiv(p->N, 64) >= t->cores) return;
+  /* ranges of K tiles (as the lowering cuts them: none empty), up to about
+   * two workgroups per core and at least two K tiles each */
+  int64_t tiles = p->G * cdiv(p->M, c.bm) * cdiv(p->N, c.bn), kt = cdiv(p->K, c.bk);
+  for (int s = 2; s <= 64 && tiles * s <= 2 * (int64_t)t->cores && 2 * s <= kt; s++) {
+    if (cdiv(kt, cdiv(kt, s)) != s || p->G * s > 65535) continue;
+    map_gpu_sched d = c;
+    d.split = s;
+    r->enumerated++, r->feasible++;
+    cost(t, p, cap, &d);
+    keep(r, &d);
+  }
 }
 
 static const int k_sizes[] = {512, 256, 128, 64, 32, 16};

@@ -65,6 +65,9 @@ typedef struct map_gpu_lowering {
    * (`covenant map` without a lowering: wherever the ACG has warpgroup
    * instructions and an asynchronous path into the scratchpad) */
   bool tma;
+  /* implements split-K on the tiled kernels and the caller binds its
+   * workspace (map_gpu_sched.split) */
+  bool split_k;
 } map_gpu_lowering;
 
 typedef struct map_gpu_sched {
@@ -78,6 +81,8 @@ typedef struct map_gpu_sched {
   bool channels_last;      /* A as channels-last 16-byte rows (convolutions), else the NCHW gather */
   bool vector_copy;        /* whole 16-byte copies (matmuls the tiles divide) */
   int stages;              /* scratchpad pipeline depth */
+  int split;               /* K cut into this many ranges, one workgroup each (1: none), the partial
+                            * tiles summed in a fixed order by the last workgroup of a tile */
   int threads;
   int per_core;            /* workgroups resident per core (scratchpad and register limits) */
   int resident;            /* of those, how many the busiest core runs at once (at most its tiles) */

@@ -65,9 +65,10 @@ cov_status map_gpu_problem_of_layer(const cov_layer *layer, const cov_acg *acg, 
 }
 
 void map_gpu_sched_text(const map_gpu_sched *c, char *buf, size_t size) {
-  snprintf(buf, size, "tile %dx%dx%d %s %dx%d %s %dx%dx%d stages %d%s%s", c->bm, c->bn, c->bk,
-           c->warpgroup ? "warpgroup" : "wave", c->wm, c->wn, c->matrix ? "matrix" : "fma", c->fm, c->fn, c->fk,
-           c->stages, c->channels_last ? " channels-last" : "", c->vector_copy ? " 16-byte copies" : "");
+  int n = snprintf(buf, size, "tile %dx%dx%d %s %dx%d %s %dx%dx%d stages %d%s%s", c->bm, c->bn, c->bk,
+                   c->warpgroup ? "warpgroup" : "wave", c->wm, c->wn, c->matrix ? "matrix" : "fma", c->fm, c->fn,
+                   c->fk, c->stages, c->channels_last ? " channels-last" : "", c->vector_copy ? " 16-byte copies" : "");
+  if (c->split > 1 && n >= 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, " split-K %d", c->split);
 }
 
 cov_status map_gpu_explain(const cov_acg *acg, const char *layer, const map_gpu_problem *p,

@@ -305,9 +305,22 @@ void crt_set_target(crt_builder *b, int step, int target);
 int crt_add_onnx(crt_builder *b, const void *bytes, size_t n);
 int crt_add_part(crt_builder *b, int group, const char *label, const char *const *values, const int *buffers,
                  int n_in, int n_out);
+/* crt_add_part for a compiler: the model file at model_path goes into
+ * the artifact with the first part step (crt_add_onnx), read here; that
+ * read's error is returned, located at the file (the builder's own stay
+ * in the builder, as for every crt_add_). Every backend that compiles a
+ * model program emits its part steps through this. */
+cov_status crt_add_model_part(crt_builder *b, const char *model_path, int group, const char *label,
+                              const char *const *values, const int *buffers, int n_in, int n_out);
 /* Buffer `buffer`'s dims whose size a part step sets at run time (bit d),
  * its shape their capacity. */
 void crt_set_dynamic(crt_builder *b, int buffer, unsigned mask);
+/* Whether what a part step made (t) fits a buffer of dtype dt and shape
+ * (rank, shape) whose dims `dynamic` (bit d) are capacities: the same
+ * dtype and rank, every fixed dim equal, every dynamic one at most its
+ * capacity. The runtime's check (crt_host.c) and the compilers'
+ * emulations of part steps use this one rule. */
+int crt_part_fits(cov_dtype dt, int rank, const int64_t *shape, unsigned dynamic, const cov_tensor *t);
 /* A next step's first n_carry pairs are carried values, the rest scan
  * outputs (by default all are carried). */
 void crt_set_carried(crt_builder *b, int step, int n_carry);

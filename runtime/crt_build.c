@@ -14,6 +14,7 @@
 #include "runtime/crt.h"
 #include "common/loc.h"
 #include "common/fileio.h"
+#include "covenant/model.h" /* COV_MODEL_MAX_FILE_BYTES */
 
 typedef struct bblob {
   char *name;
@@ -504,6 +505,20 @@ int crt_add_part(crt_builder *b, int group, const char *label, const char *const
   }
   for (int k = 0; k < n_in + n_out; k++) s->values[k] = dup_str(b, values[k]);
   return b->err ? -1 : i;
+}
+
+cov_status crt_add_model_part(crt_builder *b, const char *model_path, int group, const char *label,
+                              const char *const *values, const int *buffers, int n_in, int n_out) {
+  if (b->err) return NULL;
+  if (b->onnx_blob < 0) {
+    char *bytes = NULL;
+    size_t n = 0;
+    COV_RETURN_IF_ERROR(common_read_file(model_path, COV_MODEL_MAX_FILE_BYTES, &bytes, &n));
+    crt_add_onnx(b, bytes, n);
+    free(bytes);
+  }
+  crt_add_part(b, group, label, values, buffers, n_in, n_out);
+  return NULL;
 }
 
 void crt_set_dynamic(crt_builder *b, int buffer, unsigned mask) {

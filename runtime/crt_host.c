@@ -16,7 +16,7 @@
 #ifdef CRT_WITH_NPU
 #include "covenant/codelet.h"
 #include "covenant/model.h"
-#else /* the standalone runtime runs no host steps (they are npu-sim's): no interpreter */
+#else /* the standalone runtime has no reference interpreter: no codelet calls, no part steps (crt_host_check) */
 typedef struct cov_codelet cov_codelet;
 typedef struct cov_codelet_lib cov_codelet_lib;
 typedef struct cov_model cov_model;
@@ -51,8 +51,7 @@ static cov_status load_codelets(crt_host *h, const crt_artifact *a) {
   if (a->codelets_blob < 0) return NULL;
 #ifndef CRT_WITH_NPU
   (void)h;
-  return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "codelets"),
-                   "host steps run codelets in the reference interpreter, which this standalone runtime does not have");
+  return crt_host_check(a);
 #else
   char name[600], e1[256];
   snprintf(name, sizeof name, "%s: blob '%s'", a->file, common_escape(a->blobs[a->codelets_blob].name, e1, sizeof e1));
@@ -81,8 +80,7 @@ static cov_status load_model(crt_host *h, const crt_artifact *a) {
   if (a->onnx_blob < 0) return NULL;
 #ifndef CRT_WITH_NPU
   (void)h;
-  return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "onnx"),
-                   "part steps run the model in the reference interpreter, which this standalone runtime does not have");
+  return crt_host_check(a);
 #else
   cov_model_shape *shapes = calloc((size_t)a->n_inputs + 1, sizeof *shapes);
   if (!shapes) return cov_error(COV_OUT_OF_MEMORY, COV_AT_FILE(a->file), "out of memory");
@@ -124,6 +122,27 @@ int crt_host_step_buffers(const crt_artifact *a, int s, int *out, int max, int *
   *n_read = n;
   for (int k = x->op == CRT_STEP_NEXT ? 1 : mid; k < hi; k++) put_buf(out, max, &n, x->refs[k]);
   return n;
+}
+
+cov_status crt_host_check(const crt_artifact *a) {
+#ifndef CRT_WITH_NPU
+  if (a->codelets_blob >= 0)
+    return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "codelets"), "host steps run codelets in the reference "
+                     "interpreter, which this standalone runtime does not have (build the full tree's covenant-run)");
+  if (a->onnx_blob >= 0)
+    return cov_error(COV_UNSUPPORTED, COV_AT(a->file, "onnx"), "part steps run the model in the reference "
+                     "interpreter, which this standalone runtime does not have (build the full tree's covenant-run)");
+#else
+  (void)a;
+#endif
+  return NULL;
+}
+
+int crt_part_fits(cov_dtype dt, int rank, const int64_t *shape, unsigned dynamic, const cov_tensor *t) {
+  int fits = t->dtype == dt && t->rank == rank;
+  for (int d = 0; fits && d < t->rank; d++)
+    fits = dynamic >> d & 1u ? t->shape[d] <= shape[d] : t->shape[d] == shape[d];
+  return fits;
 }
 
 void crt_host_set_max_dynamic(crt_host *h, uint64_t n) { h->max_dynamic = n; }
@@ -214,10 +233,7 @@ static cov_status part_result(crt_host *h, const crt_artifact *a, int s, int k, 
   const crt_step *x = &a->steps[s];
   int b = x->refs[k];
   const crt_buffer *buf = &a->buffers[b];
-  int fits = t->dtype == buf->dtype && t->rank == buf->rank;
-  for (int d = 0; fits && d < t->rank; d++)
-    fits = buf->dynamic >> d & 1u ? t->shape[d] <= buf->shape[d] : t->shape[d] == buf->shape[d];
-  if (!fits) {
+  if (!crt_part_fits(buf->dtype, buf->rank, buf->shape, buf->dynamic, t)) {
     char path[64], e1[256], got[160] = "", cap[160] = "";
     for (int d = 0, n = 0; d < t->rank && d < COV_MAX_RANK; d++)
       n += snprintf(got + n, sizeof got - (size_t)n, "%s%" PRId64, d ? ", " : "", t->shape[d]);

@@ -18,6 +18,11 @@
 
 typedef struct crt_host crt_host;
 
+/* Whether this runtime can run the artifact's host steps: codelet calls
+ * and part steps need the reference interpreter, which the standalone
+ * runtime (cmake -S runtime) does not have; its refusal, located at the
+ * artifact's `codelets` or `onnx`, needs no device. NULL in the full tree. */
+cov_status crt_host_check(const crt_artifact *a);
 /* Parses the artifact's codelets and finds each host step's. */
 cov_status crt_host_open(const crt_artifact *a, crt_host **out);
 /* Runs step s (copy, host, loop, next, if, jump) over buffers at host

@@ -374,6 +374,7 @@ cov_status crt_session_open(const crt_artifact *a, const crt_options *opts, crt_
     return loc_error(a, COV_INVALID_ARGUMENT, "the artifact is for target %s, not %s", a->target,
                      opts->expect_target);
   if (crt_device_of(a->backend) != CRT_DEV_NPU) COV_RETURN_IF_ERROR(check_target(a));
+  COV_RETURN_IF_ERROR(crt_host_check(a));
   if (a->n_missing) {
     char list[1024] = "";
     size_t k = 0;

@@ -32,6 +32,7 @@ void crt_artifact_traffic(const crt_artifact *a, crt_traffic *t) {
       if (!is_weight(a, s->buffer)) t->act_bytes += s->bytes, t->fill_bytes += s->bytes;
       continue;
     }
+    if (s->op != CRT_STEP_LAUNCH) continue; /* host steps and control: no kernel */
     t->launches++;
     for (int k = 0; k < s->n_args; k++) {
       const crt_arg *x = &s->args[k];

@@ -61,6 +61,20 @@ static void add_control(crt_builder *b, const gpu_mstep *s, const int *map) {
   if (i >= 0 && s->op == GPU_STEP_NEXT) crt_set_carried(b, i, s->n_carry); /* else the builder keeps the error */
 }
 
+/* A part step (gpu_mprogram.c): the artifact's part step, the model file
+ * carried once (crt_add_model_part), its values' buffers mapped. */
+static cov_status add_part(crt_builder *b, const gpu_model_plan *p, const gpu_mstep *s, const int *map,
+                           const char *model_path) {
+  const gpu_mpart *pt = &p->parts[s->part];
+  int *bufs = malloc(((size_t)pt->n + 1) * sizeof *bufs);
+  if (!bufs) return cov_error(COV_OUT_OF_MEMORY, GPU_LOC(model_path, s->label), "out of memory");
+  for (int k = 0; k < pt->n; k++) bufs[k] = map[pt->bufs[k]];
+  cov_status st = crt_add_model_part(b, model_path, s->group, s->label, (const char *const *)pt->values, bufs,
+                                     pt->n_in, pt->n - pt->n_in);
+  free(bufs);
+  return st;
+}
+
 cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, uint8_t **out, size_t *size) {
   *out = NULL;
   *size = 0;
@@ -82,6 +96,9 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
     for (int k = 0; s->op != GPU_STEP_FILL && k < s->n_args; k++)
       if (s->args[k] >= 0 && s->args[k] < p->n_bufs) used[s->args[k]] = 1;
   }
+  for (int i = 0; i < p->n_parts; i++)
+    for (int k = 0; k < p->parts[i].n; k++)
+      if (p->parts[i].bufs[k] >= 0 && p->parts[i].bufs[k] < p->n_bufs) used[p->parts[i].bufs[k]] = 1;
   cov_status st = NULL;
   for (int i = 0; i < p->n_bufs && !st; i++) {
     const gpu_mbuf *x = &p->bufs[i];
@@ -93,6 +110,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
       else map[i] = crt_add_weight(b, x->name, x->dtype, x->rank, x->shape, x->data, bytes);
     } else {
       map[i] = crt_add_buffer(b, x->name, kind_of(x->kind), x->dtype, x->rank, x->shape, bytes);
+      if (x->dynamic) crt_set_dynamic(b, map[i], x->dynamic);
     }
   }
   for (int k = 0; k < p->n_inputs && !st; k++) {
@@ -116,6 +134,10 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
   }
   for (int i = 0; i < p->n_steps && !st; i++) {
     const gpu_mstep *s = &p->steps[i];
+    if (s->op == GPU_STEP_PART) {
+      st = add_part(b, p, s, map, model_path);
+      continue;
+    }
     if (s->op >= GPU_STEP_COPY) {
       add_control(b, s, map);
       continue;
@@ -135,7 +157,7 @@ cov_status gpu_model_artifact(const gpu_model_plan *p, const char *model_path, u
                    s->n_args);
   }
   for (int i = 0; i < p->n_steps && !st; i++)
-    if (p->steps[i].op > GPU_STEP_COPY) crt_set_target(b, i, p->steps[i].target);
+    if (p->steps[i].op > GPU_STEP_COPY && p->steps[i].op != GPU_STEP_PART) crt_set_target(b, i, p->steps[i].target);
   free(mods), free(map), free(used);
   if (st) {
     crt_builder_free(b);

@@ -118,7 +118,7 @@ cov_status gpu_compile_layer(const gpu_target *t, const cov_gpu_options *opts, g
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&layer->prob), "layer %s: a pool takes no :BMxBNxBK:WMxWN:STAGES schedule",
                        layer->name);
     gpu_fixed_tile f = {bm, bn, bk, wm, wn, stages, wg != 0, inflight, wg >= 2, wg >= 3 ? GPU_TMA_CONSUMER_REGS : 0,
-                        out_f16 != 0, wg == 4};
+                        out_f16 != 0, wg == 4, 1};
     COV_RETURN_IF_ERROR(gpu_plan_fixed(&layer->prob, &t->caps, (const int (*)[3])t->shapes, t->n_shapes, &f, plan));
     size_t len = strlen(layer->name);
     snprintf(layer->name + len, sizeof layer->name - len, "_t%dx%dx%dw%dx%ds%d%s%s%s%s%s", bm, bn, bk, wm, wn, stages,

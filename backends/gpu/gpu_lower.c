@@ -338,6 +338,11 @@ static void tile_origin(kernel *k) {
   k->n0 = mul(g, tx, C(plan->bn));
   k->m0 = mul(g, ty, C(plan->bm));
   k->gidx = g->target->block_id(g, 2);
+  k->split_z = C(0);
+  if (plan->split > 1) { /* grid z: batch, then the split's K range */
+    k->split_z = urem(g, k->gidx, plan->split);
+    k->gidx = udiv(g, k->gidx, plan->split);
+  }
   k->smem = g->target->shared_array(g, plan->shared_bytes);
   if (plan->wgmma) {
     /* the swizzle pattern the instructions apply repeats every 1024 bytes
@@ -350,7 +355,7 @@ static void tile_origin(kernel *k) {
 
 /* One step of the K loop at tile kt: wait for it, issue the copies of tile
  * kt + ahead, and the matrix work on tile kt. */
-static void k_step(kernel *k, LLVMValueRef kt, long long KT, int ahead, int async, LLVMValueRef *staged) {
+static void k_step(kernel *k, LLVMValueRef kt, LLVMValueRef KT, int ahead, int async, LLVMValueRef *staged) {
   gpu_gen *g = k->g;
   const gpu_plan *plan = k->p;
   const gpu_target_ops *target = g->target;
@@ -361,7 +366,9 @@ static void k_step(kernel *k, LLVMValueRef kt, long long KT, int ahead, int asyn
   if (async) target->async_wait(g, ahead - 1);
   if (plan->wgmma) target->async_proxy_fence(g);
   target->barrier(g);
-  LLVMValueRef next = add(g, kt, C(ahead));
+  LLVMValueRef next = add(g, kt, C(ahead)), more = LLVMBuildICmp(g->b, LLVMIntULT, next, KT, "");
+  /* the K tile copied next, counted from the split's first */
+  LLVMValueRef knext = add(g, k->kt0, next);
   if (plan->wgmma) {
     /* the copies landed (this thread's, then everyone's after the barrier)
      * are made visible to the instructions' reads; the batch runs while the
@@ -371,15 +378,15 @@ static void k_step(kernel *k, LLVMValueRef kt, long long KT, int ahead, int asyn
     LLVMValueRef acc[128];
     gpu_k_wg_issue(k, urem(g, kt, S), acc);
     LLVMBasicBlockRef join;
-    begin_if(g, ult(g, next, KT), &join);
-    transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
+    begin_if(g, more, &join);
+    transfer(k, knext, urem(g, next, S), NULL, FETCH | STORE, staged);
     end_if(g, join);
     target->async_commit(g);
     gpu_k_wg_wait(k, acc, D);
   } else if (async) {
     LLVMBasicBlockRef join;
-    begin_if(g, ult(g, next, KT), &join);
-    transfer(k, next, urem(g, next, S), NULL, FETCH | STORE, staged);
+    begin_if(g, more, &join);
+    transfer(k, knext, urem(g, next, S), NULL, FETCH | STORE, staged);
     end_if(g, join);
     target->async_commit(g);
     compute_stage(k, urem(g, kt, S));
@@ -387,9 +394,9 @@ static void k_step(kernel *k, LLVMValueRef kt, long long KT, int ahead, int asyn
     /* through registers: read tile kt+S-1 now, use tile kt, then store;
      * past the last tile the reads are dummies and the stores land in a
      * stage nobody reads again */
-    transfer(k, next, urem(g, next, S), ult(g, next, KT), FETCH, staged);
+    transfer(k, knext, urem(g, next, S), more, FETCH, staged);
     compute_stage(k, urem(g, kt, S));
-    transfer(k, next, urem(g, next, S), NULL, STORE, staged);
+    transfer(k, knext, urem(g, next, S), NULL, STORE, staged);
   }
 }
 
@@ -411,8 +418,26 @@ static cov_status k_loop(kernel *k) {
    * warpgroup-MMA batch stays in flight across a step and holds one more
    * stage */
   int D = plan->wgmma ? plan->wg_inflight : 0, ahead = S - 1 - D;
+  /* this workgroup's K tiles: all, or its split's range kt0 .. kt0+n
+   * (the last range may be shorter) */
+  long long fewest = KT;
+  LLVMValueRef n = C(KT);
+  k->kt0 = C(0);
+  if (plan->split > 1) {
+    fewest = KT - (long long)(plan->split - 1) * plan->split_kt;
+    k->kt0 = mul(g, k->split_z, C(plan->split_kt));
+    LLVMValueRef left = LLVMBuildSub(g->b, C(KT), k->kt0, "");
+    n = LLVMBuildSelect(g->b, ult(g, left, plan->split_kt), left, C(plan->split_kt), "");
+  }
   for (int s = 0; s < ahead; s++) {
-    if (s < KT) transfer(k, C(s), C(s), NULL, FETCH | STORE, staged);
+    if (s < fewest) {
+      transfer(k, add(g, k->kt0, C(s)), C(s), NULL, FETCH | STORE, staged);
+    } else if (s < KT) {
+      LLVMBasicBlockRef join;
+      begin_if(g, LLVMBuildICmp(g->b, LLVMIntULT, C(s), n, ""), &join);
+      transfer(k, add(g, k->kt0, C(s)), C(s), NULL, FETCH | STORE, staged);
+      end_if(g, join);
+    }
     if (async) target->async_commit(g);
   }
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
@@ -421,10 +446,10 @@ static cov_status k_loop(kernel *k) {
   LLVMBuildBr(g->b, loop);
   LLVMPositionBuilderAtEnd(g->b, loop);
   LLVMValueRef kt = LLVMBuildPhi(g->b, g->i32, "kt");
-  k_step(k, kt, KT, ahead, async, staged);
+  k_step(k, kt, n, ahead, async, staged);
   LLVMValueRef kt1 = add(g, kt, C(1));
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-  LLVMBuildCondBr(g->b, ult(g, kt1, KT), loop, done);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, kt1, n, ""), loop, done);
   LLVMValueRef in_vals[2] = {C(0), kt1};
   LLVMBasicBlockRef in_bbs[2] = {pre, latch};
   LLVMAddIncoming(kt, in_vals, in_bbs, 2);
@@ -485,11 +510,12 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->g = g;
   k->p = plan;
   COV_RETURN_IF_ERROR(pick_fragments(k));
-  gpu_add_kernel(g, name);
+  gpu_add_kernel_n(g, name, plan->split > 1 ? 6 : 4);
   k->A = LLVMGetParam(g->fn, 0);
   k->B = LLVMGetParam(g->fn, 1);
   k->Cout = LLVMGetParam(g->fn, 2);
   k->bias = LLVMGetParam(g->fn, 3);
+  if (plan->split > 1) k->split_ws = LLVMGetParam(g->fn, 4), k->split_count = LLVMGetParam(g->fn, 5);
   int n_acc = k->nmf * k->nnf * k->fr->n_acc;
   LLVMValueRef slots[n_acc];
   k->acc_slots = slots;
@@ -500,6 +526,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     LLVMDisposeBuilder(g->b);
     return st;
   }
+  /* split-K's workspace holds bm x bn floats per tile and range: every
+   * accumulator once */
+  if (plan->split > 1 && (long long)n_acc * plan->threads != (long long)plan->bm * plan->bn) {
+    LLVMDisposeBuilder(g->b);
+    return cov_error(COV_INTERNAL, GPU_PROB_LOC(&plan->prob), "GPU lowering: split-K partials of %d x %d floats for a %dx%d tile",
+                     n_acc, plan->threads, plan->bm, plan->bn);
+  }
   warp_origin(k);
   tile_origin(k);
   cov_status st = k_loop(k);
@@ -507,6 +540,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
     LLVMDisposeBuilder(g->b);
     return st;
   }
+  /* split-K: only the tile's last workgroup goes on, with the sum */
+  if (plan->split > 1) gpu_k_split_combine(k);
   epilogue(k);
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);

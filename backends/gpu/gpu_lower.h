@@ -16,6 +16,9 @@ typedef struct kernel {
   LLVMValueRef A, B, Cout, bias;
   LLVMValueRef tid, gidx, m0, n0, wrow, wcol, smem, ktable;
   LLVMValueRef wg_row, wg_col; /* warpgroup MMA: the warpgroup's tile origin */
+  /* split-K (plan.split): this workgroup's range index and first K tile,
+   * the workspace and counters (arguments 4, 5) */
+  LLVMValueRef split_z, kt0, split_ws, split_count;
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
@@ -41,6 +44,11 @@ void gpu_k_stage_out(kernel *k);
 void gpu_k_conv_staged_store(kernel *k);
 void gpu_k_conv_staged_store_nhwc(kernel *k);
 void gpu_k_softmax_rows(kernel *k);
+/* Split-K after the K loop (gpu_lower_split.c): the partial tile stored,
+ * the tile's counter bumped; a workgroup that is not the tile's last
+ * returns, the last resets the counter and leaves the sum of the split
+ * partials, in range order, in the accumulator slots. */
+void gpu_k_split_combine(kernel *k);
 /* The warp-specialised, persistent kernel of a plan.tma (gpu_lower_ws.c);
  * k->fr, esize, a_bytes, stage_bytes, nmf, nnf are set, g->fn is the kernel
  * with the builder at its entry. */

@@ -113,6 +113,11 @@ json_t *gpu_plan_json(const gpu_plan *p) {
              p->wgmma ? "warpgroup" : "warp", p->wm, p->wn, p->matrix ? "matrix" : "fma", p->fm, p->fn, p->fk, p->stages,
              p->tma ? "bulk tensor" : p->nhwc ? "channels-last 16-byte" : p->vector_copy ? "16-byte" : "guarded element",
              p->staged ? ", staged epilogue" : "");
+  if (gpu_split_of(p) > 1) {
+    size_t len = strlen(plan);
+    snprintf(plan + len, sizeof plan - len, ", split-K %d x %d K tiles", p->split, p->split_kt);
+    json_object_set_new(o, "split", json_integer(p->split));
+  }
   if (p->tma) {
     size_t len = strlen(plan);
     snprintf(plan + len, sizeof plan - len, ", warp-specialised, persistent%s",

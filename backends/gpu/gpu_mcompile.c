@@ -72,7 +72,11 @@ static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_
 void gpu_model_plan_free(gpu_model_plan *p) {
   for (int i = 0; i < p->n_bufs; i++) free(p->bufs[i].data);
   for (int i = 0; i < p->n_mods; i++) free(p->mods[i].code);
-  free(p->bufs), free(p->steps), free(p->mods);
+  for (int i = 0; i < p->n_parts; i++) {
+    for (int k = 0; k < p->parts[i].n; k++) free(p->parts[i].values[k]);
+    free(p->parts[i].values), free(p->parts[i].bufs);
+  }
+  free(p->bufs), free(p->steps), free(p->mods), free(p->parts);
   memset(p, 0, sizeof *p);
 }
 
@@ -88,6 +92,7 @@ typedef struct lower_ctx {
   const gpu_cap_group *g;
   int n_kernels; /* kernels of this group so far */
   int file_error; /* the error is the tuning file's (located there), not the group's */
+  int split_ok;   /* matrix plans may split K (gpu_model_split_bind binds their workspaces) */
 } lower_ctx;
 
 /* a diagnostic's location: the model file and the group's ONNX node */
@@ -258,7 +263,9 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
     return gpu_problem_check(q, plan);
   }
   const gpu_tune_entry *e; /* a tuning file's schedule that does not plan is the file's error */
-  cov_status st = gpu_plan_pick(x->t, q, plan, &e);
+  gpu_problem sq = *q;
+  sq.split_ok = x->split_ok;
+  cov_status st = gpu_plan_pick(x->t, &sq, plan, &e);
   x->file_error = st && e;
   return st;
 }
@@ -744,7 +751,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
       undescribed = cov_status_join(undescribed, e);
       continue;
     }
-    lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0};
+    lower_ctx x = {p, &cap, t, path, id_buf, k, g, 0, 0, 1};
     int role = attn.role ? attn.role[k] : GPU_MATTN_LOWERED;
     if (role == GPU_MATTN_ABSORBED) continue;
     cov_status gs = role >= 0 ? gpu_mattn_lower(p, g, id_buf, &attn.m[role]) : lower_group(&x);
@@ -777,7 +784,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
       snprintf(in.name, sizeof in.name, "%s", name);
       in.t = cap.out_shape[o];
       og.in = &in, og.n_in = 1;
-      lower_ctx x = {p, &cap, t, path, id_buf, -1, &og, 0, 0};
+      lower_ctx x = {p, &cap, t, path, id_buf, -1, &og, 0, 0, 0};
       int tmp;
       /* copies straight into the output buffer: input_buffer makes a new
        * one, so copy its steps' destination over */
@@ -813,9 +820,51 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
   if (!st && t && !t->f32_activations) st = gpu_model_fuse_act(p);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
+  if (!st && t) st = gpu_model_split_bind(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
   return st;
+}
+
+/* Split-K launches (plan.split) get their arguments 4 and 5: a workspace
+ * of partial tiles each (an intermediate, sharing arena bytes like any),
+ * and one counter buffer for all of them, zeroed by one fill before the
+ * first: a tile's last workgroup leaves its counter zero again, so the
+ * launches after it (run in order on one stream) find zeros too, and the
+ * fill makes the first run of a session (and every graph replay) start
+ * from zeros whatever the arena held. */
+cov_status gpu_model_split_bind(gpu_model_plan *p) {
+  int64_t most = 0;
+  int first = -1;
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || s->pre || gpu_split_of(&s->plan) < 2) continue;
+    if (first < 0) first = i;
+    if (gpu_split_counters(&s->plan) > most) most = gpu_split_counters(&s->plan);
+  }
+  if (first < 0) return NULL;
+  cov_status st = NULL;
+  int cnt = add_buf1(p, "split_k.counters", GPU_BUF_INTERMEDIATE, COV_I32, most, &st);
+  if (cnt < 0) return st;
+  for (int i = first; i < p->n_steps; i++) {
+    gpu_mstep *s = &p->steps[i];
+    if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || s->pre || gpu_split_of(&s->plan) < 2) continue;
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.120s.split_k", s->label);
+    int ws = add_buf1(p, nm, GPU_BUF_INTERMEDIATE, COV_F32, gpu_split_ws_floats(&s->plan), &st);
+    if (ws < 0) return st;
+    s = &p->steps[i];
+    s->args[4] = ws, s->args[5] = cnt, s->n_args = 6;
+  }
+  /* the fill, just before the first split launch (and its transform) */
+  int at = first > 0 && p->steps[first - 1].pre ? first - 1 : first;
+  gpu_mstep *f = add_step(p, p->steps[at].group, p->steps[at].label, &st);
+  if (!f) return st;
+  gpu_mstep fill = *f;
+  fill.op = GPU_STEP_FILL, fill.fill_buf = cnt;
+  memmove(&p->steps[at + 1], &p->steps[at], (size_t)(p->n_steps - 1 - at) * sizeof *p->steps);
+  p->steps[at] = fill;
+  return NULL;
 }
 
 int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank,
@@ -829,7 +878,7 @@ gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, c
 
 cov_status gpu_model_lower_group(gpu_model_plan *p, const gpu_capture *cap, const gpu_target *t, const char *path,
                                  int *id_buf, int gi, const gpu_cap_group *g, int *file_error) {
-  lower_ctx x = {p, cap, t, path, id_buf, gi, g, 0, 0};
+  lower_ctx x = {p, cap, t, path, id_buf, gi, g, 0, 0, 0};
   cov_status st = lower_group(&x);
   *file_error = x.file_error;
   return st;

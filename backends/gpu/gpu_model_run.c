@@ -114,11 +114,13 @@ cov_status gpu_bind_group(const char *path, const gpu_layer *layer, const cov_mo
   return NULL;
 }
 
-/* element i of an f32 or integer (a quantized model's) output */
+/* element i of an f32 or integer (a quantized model's; a detector's i64
+ * labels) output */
 static double out_value(const cov_tensor *t, int64_t i) {
+  if (t->dtype == COV_I64) return (double)((const int64_t *)t->data)[i];
   if (t->dtype == COV_I32) return ((const int32_t *)t->data)[i];
   if (t->dtype == COV_I8) return ((const int8_t *)t->data)[i];
-  if (t->dtype == COV_U8) return ((const uint8_t *)t->data)[i];
+  if (t->dtype == COV_U8 || t->dtype == COV_BOOL) return ((const uint8_t *)t->data)[i];
   return ((const float *)t->data)[i];
 }
 
@@ -199,7 +201,8 @@ cov_status gpu_run_model(gpu_vendors vendors, const cov_gpu_options *opts, const
   for (size_t k = 0; k < no; k++) {
     double md = 0, mr = 0;
     cov_dtype od = outputs[k].dtype;
-    int same = od == ref[k].dtype && (od == COV_F32 || od == COV_I32 || od == COV_I8 || od == COV_U8) &&
+    int same = od == ref[k].dtype &&
+               (od == COV_F32 || od == COV_I64 || od == COV_I32 || od == COV_I8 || od == COV_U8 || od == COV_BOOL) &&
                cov_tensor_numel(&outputs[k]) == cov_tensor_numel(&ref[k]);
     for (int64_t i = 0; same && i < cov_tensor_numel(&ref[k]); i++) {
       double x = out_value(&outputs[k], i), y = out_value(&ref[k], i);

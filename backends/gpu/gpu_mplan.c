@@ -144,22 +144,14 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
   return NULL;
 }
 
-cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
-                             cov_tensor *outputs, size_t n_outputs) {
-  if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
-    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "gpu_model_emulate"), "the compiled model takes %d inputs and %d outputs", p->n_inputs,
-                     p->n_outputs);
-  float **v = calloc((size_t)p->n_bufs, sizeof *v);
-  if (!v) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  cov_status st = NULL;
-  for (int i = 0; i < p->n_bufs && !st; i++) {
+/* Every buffer of the emulation (v[i]: its elements in its own dtype's
+ * bytes, 16-bit floats widened to f32): weights as stored, the inputs. */
+static cov_status emu_buffers(const gpu_model_plan *p, const cov_tensor *inputs, float **v) {
+  for (int i = 0; i < p->n_bufs; i++) {
     const gpu_mbuf *b = &p->bufs[i];
     size_t es = emu_size(b->dtype);
     v[i] = calloc((size_t)b->numel * (es > 4 ? es : 4) / 4 + 1, sizeof **v);
-    if (!v[i]) {
-      st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for buffer %s", b->name);
-      break;
-    }
+    if (!v[i]) return cov_error(COV_OUT_OF_MEMORY, GPU_LOC(NULL, b->name), "out of memory for buffer %s", b->name);
     if (b->kind == GPU_BUF_WEIGHT) {
       for (int64_t j = 0; j < b->numel; j++) {
         if (b->dtype == COV_F16) {
@@ -173,73 +165,92 @@ cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, 
     } else if (b->kind == GPU_BUF_INPUT) {
       const cov_tensor *t = &inputs[b->io];
       if (t->dtype != b->dtype || cov_tensor_numel(t) != b->numel)
-        st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, b->name), "input %d: %lld %s values expected", b->io,
-                       (long long)b->numel, cov_dtype_name(b->dtype));
-      else
-        memcpy(v[i], t->data, (size_t)b->numel * cov_dtype_size(b->dtype));
+        return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, b->name), "input %d: %lld %s values expected", b->io,
+                         (long long)b->numel, cov_dtype_name(b->dtype));
+      memcpy(v[i], t->data, (size_t)b->numel * cov_dtype_size(b->dtype));
     }
   }
+  return NULL;
+}
+
+/* One device step's CPU meaning (a launch or a fill). */
+static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
+  float *a[4];
+  for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
+  if (s->op == GPU_STEP_FILL) {
+    memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
+    return NULL;
+  }
+  if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) return emulate_codelet(p, s, v);
+  if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_QDOT) {
+    float *m = s->args[4] >= 0 ? v[s->args[4]] : NULL, *zp = s->args[5] >= 0 ? v[s->args[5]] : NULL;
+    gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
+    return NULL;
+  }
+  if (s->kkind == GPU_KERNEL_EW) return emulate_ew(&s->ew, a);
+  if (s->kkind == GPU_KERNEL_ATTN)
+    return gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
+  const gpu_plan *pl = &s->plan;
+  const gpu_problem *q = &pl->prob;
+  if (s->pre) { /* NCHW -> NHWC */
+    int64_t hw = q->ch * q->cw;
+    for (int64_t n = 0; n < q->cn; n++)
+      for (int64_t c = 0; c < q->cc; c++)
+        for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
+    return NULL;
+  }
+  return emulate_matrix(pl, a);
+}
+
+/* The steps from the first, control steps as the runtime drives them;
+ * rank / shape: the shape each buffer holds (part steps set them). */
+static cov_status emu_steps(const gpu_model_plan *p, float **v, int *rank, int64_t (*shape)[COV_MAX_RANK]) {
   /* control steps: per step, a loop's iterations and trip count; every
    * step run counts against the runtime's bound (CRT_MAX_RUN_STEPS) */
-  int64_t *count = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *count);
-  int64_t *trip = st ? NULL : calloc((size_t)p->n_steps + 1, sizeof *trip), budget = (int64_t)1 << 26;
-  if (!st && (!count || !trip)) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  int64_t *count = calloc((size_t)p->n_steps + 1, sizeof *count);
+  int64_t *trip = calloc((size_t)p->n_steps + 1, sizeof *trip), budget = (int64_t)1 << 26;
+  cov_status st = !count || !trip ? cov_error(COV_OUT_OF_MEMORY, GPU_LOC(NULL, "gpu_model_emulate"), "out of memory")
+                                  : NULL;
   for (int i = 0, next = 1; i < p->n_steps && !st; i = next) {
     const gpu_mstep *s = &p->steps[i];
-    float *a[4];
     next = i + 1;
-    if (--budget < 0) {
+    if (--budget < 0)
       st = cov_error(COV_OUT_OF_RANGE, GPU_LOC(NULL, s->label), "a run would execute more than 2^26 steps (loops)");
-      break;
-    }
-    if (s->op >= GPU_STEP_COPY) {
+    else if (s->op == GPU_STEP_PART)
+      st = gpu_mpart_emulate(p, i, v, rank, shape);
+    else if (s->op >= GPU_STEP_COPY)
       st = gpu_mctl_emulate(p, i, v, count, trip, &next);
-      continue;
-    }
-    for (int k = 0; k < 4; k++) a[k] = s->args[k] >= 0 ? v[s->args[k]] : NULL;
-    if (s->op == GPU_STEP_FILL) {
-      memset(v[s->fill_buf], 0, (size_t)p->bufs[s->fill_buf].numel * emu_size(p->bufs[s->fill_buf].dtype));
-      continue;
-    }
-    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CODELET) {
-      st = emulate_codelet(p, s, v);
-      continue;
-    }
-    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_QDOT) {
-      float *m = s->args[4] >= 0 ? v[s->args[4]] : NULL, *zp = s->args[5] >= 0 ? v[s->args[5]] : NULL;
-      gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
-      continue;
-    }
-    if (s->kkind == GPU_KERNEL_EW) {
-      st = emulate_ew(&s->ew, a);
-      continue;
-    }
-    if (s->kkind == GPU_KERNEL_ATTN) {
-      st = gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
-      continue;
-    }
-    const gpu_plan *pl = &s->plan;
-    const gpu_problem *q = &pl->prob;
-    if (s->pre) { /* NCHW -> NHWC */
-      int64_t hw = q->ch * q->cw;
-      for (int64_t n = 0; n < q->cn; n++)
-        for (int64_t c = 0; c < q->cc; c++)
-          for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
-      continue;
-    }
-    st = emulate_matrix(pl, a);
+    else
+      st = emu_device_step(p, s, v);
   }
-  for (int o = 0; o < p->n_outputs && !st; o++) { /* f32, or the dtype of an integer or bool result */
-    const gpu_mbuf *b = &p->bufs[p->output_buf[o]];
+  free(count), free(trip);
+  return st;
+}
+
+cov_status gpu_model_emulate(const gpu_model_plan *p, const cov_tensor *inputs, size_t n_inputs,
+                             cov_tensor *outputs, size_t n_outputs) {
+  if ((int)n_inputs != p->n_inputs || (int)n_outputs != p->n_outputs)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "gpu_model_emulate"), "the compiled model takes %d inputs and %d outputs", p->n_inputs,
+                     p->n_outputs);
+  float **v = calloc((size_t)p->n_bufs + 1, sizeof *v);
+  int *rank = calloc((size_t)p->n_bufs + 1, sizeof *rank);
+  int64_t(*shape)[COV_MAX_RANK] = calloc((size_t)p->n_bufs + 1, sizeof *shape);
+  cov_status st = !v || !rank || !shape ? cov_error(COV_OUT_OF_MEMORY, GPU_LOC(NULL, "gpu_model_emulate"), "out of memory")
+                                        : emu_buffers(p, inputs, v);
+  for (int i = 0; !st && i < p->n_bufs; i++) rank[i] = p->bufs[i].rank, memcpy(shape[i], p->bufs[i].shape, sizeof shape[i]);
+  if (!st) st = emu_steps(p, v, rank, shape);
+  for (int o = 0; o < p->n_outputs && !st; o++) {
     /* f32 (16-bit outputs are f32 buffers the runtime converts), or the
-     * 8-bit result of a quantized group as it is */
-    st = cov_tensor_alloc(&outputs[o], b->dtype, b->rank, b->shape);
-    if (!st) memcpy(outputs[o].data, v[p->output_buf[o]], (size_t)b->numel * cov_dtype_size(b->dtype));
+     * integer, bool or 8-bit result as it is; a dynamic one at the shape
+     * its part step gave it */
+    int b = p->output_buf[o];
+    st = cov_tensor_alloc(&outputs[o], p->bufs[b].dtype, rank[b], shape[b]);
+    if (!st) memcpy(outputs[o].data, v[b], (size_t)cov_tensor_numel(&outputs[o]) * cov_dtype_size(p->bufs[b].dtype));
   }
   if (st)
     for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&outputs[o]);
-  for (int i = 0; i < p->n_bufs; i++) free(v[i]);
-  free(v), free(count), free(trip);
+  for (int i = 0; v && i < p->n_bufs; i++) free(v[i]);
+  free(v), free(rank), free(shape);
   return st;
 }
 
@@ -318,6 +329,7 @@ static cov_status write_buffers(const gpu_model_plan *p, const char *dir, json_t
     uint64_t bytes = (uint64_t)b->numel * cov_dtype_size(b->dtype);
     json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
     if (b->io >= 0) json_object_set_new(o, "io", json_integer(b->io));
+    if (b->dynamic) json_object_set_new(o, "dynamic", json_integer(b->dynamic));
     if (b->kind == GPU_BUF_WEIGHT) {
       static const char zeros[256];
       uint64_t pad = (256 - off % 256) % 256;
@@ -349,12 +361,30 @@ static void cdl_figures(const gpu_mstep *s, json_t *o) {
   json_object_set_new(o, "serial", json_integer((json_int_t)in.serial));
 }
 
-static json_t *step_json(const gpu_mstep *s) {
+/* A part step's values and their buffers, its inputs first. */
+static void part_json(const gpu_model_plan *p, const gpu_mstep *s, json_t *o) {
+  const gpu_mpart *pt = &p->parts[s->part];
+  json_t *in = json_array(), *out = json_array();
+  for (int k = 0; k < pt->n; k++) {
+    json_t *v = json_object();
+    json_object_set_new(v, "value", json_string(pt->values[k]));
+    json_object_set_new(v, "buffer", json_integer(pt->bufs[k]));
+    json_array_append_new(k < pt->n_in ? in : out, v);
+  }
+  json_object_set_new(o, "in", in);
+  json_object_set_new(o, "out", out);
+}
+
+static json_t *step_json(const gpu_model_plan *p, const gpu_mstep *s) {
   json_t *o = json_object();
-  static const char *ops[] = {"launch", "fill", "copy", "loop", "next", "if", "jump"};
+  static const char *ops[] = {"launch", "fill", "copy", "loop", "next", "if", "jump", "part"};
   json_object_set_new(o, "op", json_string(ops[s->op]));
   json_object_set_new(o, "group", json_integer(s->group));
   json_object_set_new(o, "label", json_string(s->label));
+  if (s->op == GPU_STEP_PART) {
+    part_json(p, s, o);
+    return o;
+  }
   if (s->op >= GPU_STEP_COPY) {
     json_t *refs = json_array();
     for (int k = 0; k < s->n_args; k++) json_array_append_new(refs, json_integer(s->args[k]));
@@ -428,7 +458,7 @@ cov_status gpu_model_plan_write(const gpu_model_plan *p, const char *model_path,
   json_object_set_new(man, "steps", steps);
   cov_status st = write_modules(p, dir, mods);
   if (!st) st = write_buffers(p, dir, bufs);
-  for (int i = 0; i < p->n_steps && !st; i++) json_array_append_new(steps, step_json(&p->steps[i]));
+  for (int i = 0; i < p->n_steps && !st; i++) json_array_append_new(steps, step_json(p, &p->steps[i]));
   if (!st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);

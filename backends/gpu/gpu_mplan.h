@@ -54,6 +54,9 @@ typedef struct gpu_mbuf {
   int64_t numel;
   void *data; /* weights: numel elements of dtype (owned) */
   int io;     /* inputs / outputs: the model's index */
+  /* bit d: dim d's size is set at run time by a part step (shape[d] its
+   * capacity: a model output whose size depends on the data) */
+  unsigned dynamic;
 } gpu_mbuf;
 
 /* ---- generic kernels (gpu_lower_ew.c, gpu_lower_cdl.c) ------------------ */
@@ -177,6 +180,7 @@ typedef enum gpu_step_op {
                     scan pairs; target: its loop */
   GPU_STEP_IF,   /* args: the condition; target: the first step of the else branch */
   GPU_STEP_JUMP, /* target: the step after the If */
+  GPU_STEP_PART, /* part of the model run in the reference interpreter on the host: parts[part] */
 } gpu_step_op;
 /* ATTN: fused attention (gpu_attn.h), arguments Q, K, V, O */
 typedef enum gpu_kernel_kind { GPU_KERNEL_MATRIX, GPU_KERNEL_EW, GPU_KERNEL_ATTN } gpu_kernel_kind;
@@ -202,7 +206,16 @@ typedef struct gpu_mstep {
   int fill_buf;
   /* control (LOOP, NEXT, IF, JUMP): the step it names; NEXT: carried pairs */
   int target, n_carry;
+  int part; /* PART: its index in the plan's parts */
 } gpu_mstep;
+
+/* A PART step's values (cov_model_pstep PART): the model values values[k]
+ * in buffers bufs[k], its n_in inputs first, then what it makes. */
+typedef struct gpu_mpart {
+  char **values;
+  int *bufs;
+  int n_in, n;
+} gpu_mpart;
 
 typedef struct gpu_mmodule {
   char name[160];
@@ -230,6 +243,11 @@ typedef struct gpu_model_plan {
   /* the dtypes callers give and get (cov_model_io_dtype): a 16-bit model
    * loaded with compute_f32 has f32 buffers, the runtime converts */
   cov_dtype in_io[16], out_io[16];
+  gpu_mpart *parts; /* the PART steps' values */
+  int n_parts, cap_parts;
+  /* the model the plan was compiled from (borrowed; it outlives the plan):
+   * the emulation runs PART steps in its reference interpreter */
+  const cov_model *model;
 } gpu_model_plan;
 
 void gpu_model_plan_free(gpu_model_plan *p);
@@ -253,7 +271,9 @@ cov_status gpu_model_compile_with(const cov_model *m, const char *path, const st
  * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
 cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                       gpu_model_plan *out);
-/* Whether m holds control flow (a Loop, If or Scan group). */
+/* Whether m is compiled from its program (gpu_mprogram.c): it holds
+ * control flow (a Loop, If or Scan group), or an output whose size
+ * depends on the data (run as a part step). */
 int gpu_model_has_control(const cov_model *m);
 /* A model with control flow (gpu_mprogram.c): its program
  * (cov_model_program_build) as straight stretches of launches, each group
@@ -273,10 +293,19 @@ struct gpu_cap_group;
 cov_status gpu_model_lower_group(gpu_model_plan *p, const struct gpu_capture *cap, const struct gpu_target *t,
                                  const char *path, int *id_buf, int gi, const struct gpu_cap_group *g,
                                  int *file_error);
+/* Binds the split-K launches' workspaces and counters (gpu_mcompile.c),
+ * after the plan-level passes of a straight model. */
+cov_status gpu_model_split_bind(gpu_model_plan *p);
+
 /* A control step's CPU meaning (gpu_mctl_emu.c) over the emulation's
  * buffers v (each in its own dtype's bytes); count / trip: per step, a
  * loop's iterations done and its trip count; *next: the step after. */
 cov_status gpu_mctl_emulate(const gpu_model_plan *p, int s, float **v, int64_t *count, int64_t *trip, int *next);
+/* A PART step's CPU meaning: p->model's part run in the reference
+ * interpreter on the buffers v at the shapes they hold (rank / shape per
+ * buffer, updated for what it makes: a dynamic buffer at the run's shape,
+ * at most its capacity; every other at its own shape). */
+cov_status gpu_mpart_emulate(const gpu_model_plan *p, int s, float **v, int *rank, int64_t (*shape)[COV_MAX_RANK]);
 
 /* Every launch's code for `t` (gpu_mmodules.c): matrix kernels through
  * gpu_build_kernel, generic ones through gpu_build_ew_kernel, one module

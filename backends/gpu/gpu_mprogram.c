@@ -14,7 +14,13 @@
  * loops and branches become the artifact's copy / loop / next / if / jump
  * steps, which the runtime drives from values it reads back from the
  * device (runtime/crt_run.c): the launches between two host steps are
- * one straight segment. The plan-level passes that rewrite launches
+ * one straight segment. The program's part steps (a layout node it has
+ * no other step for; last, the part whose sizes depend on the data) are
+ * plan steps GPU_STEP_PART, the runtime's part steps: the reference
+ * interpreter runs them on the host, the data-dependent outputs at their
+ * capacities (cov_model_program_io), which no device step touches. A
+ * model without control flow whose outputs' sizes depend on the data is
+ * compiled this way too. The plan-level passes that rewrite launches
  * across groups (channels-last activations, fusions) are not run: they
  * assume one straight line. */
 #include <stdio.h>
@@ -22,6 +28,7 @@
 #include <string.h>
 
 #include "acg/acg_ir.h"
+#include "common/grow.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
@@ -42,7 +49,29 @@ typedef struct prog_ctx {
   cov_status errs; /* groups and work that cannot be compiled, each located */
 } prog_ctx;
 
+/* Whether an output's size depends on the data: every input's shape is
+ * fixed and an output's is not (an operator whose output size depends on
+ * the values, NonZero, NonMaxSuppression, a TopK with a run-time k). */
+static int data_dependent(const cov_model *m) {
+  cov_dtype dt;
+  int rank;
+  int64_t shape[COV_MAX_RANK];
+  for (size_t i = 0; i < cov_model_num_inputs(m); i++) {
+    if (cov_model_input_info(m, i, &dt, &rank, shape) || rank < 0) return 0;
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 0) return 0; /* compiled at 1 by the straight path, or refused naming --shape */
+  }
+  for (size_t i = 0; i < cov_model_num_outputs(m); i++) {
+    if (cov_model_output_info(m, i, &dt, &rank, shape)) return 0;
+    for (int d = 0; d < rank; d++)
+      if (shape[d] < 0) return 1;
+    if (rank < 0) return 1;
+  }
+  return 0;
+}
+
 int gpu_model_has_control(const cov_model *m) {
+  if (data_dependent(m)) return 1;
   static const char *const kinds[] = {"loop", "if", "scan", NULL};
   for (size_t i = 0; i < cov_model_num_groups(m); i++) {
     cov_model_group_info info;
@@ -129,22 +158,14 @@ static cov_status add_ios(prog_ctx *c, const cov_model *m) {
     size_t i = out ? k - ni : k;
     const char *name = out ? cov_model_output_name(m, i) : cov_model_input_name(m, i);
     cov_tensor t = {0};
-    st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape) : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape);
-    cov_tensor pt = {0}; /* a value a Loop or If makes: the program's shape */
-    if (!st && cov_model_program_value(c->prog, name, &pt) && pt.rank >= 0)
-      t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
-    for (int d = 0; d < t.rank && !st; d++)
-      if (t.shape[d] < 0)
-        st = out ? cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, name),
-                             "dim %d of output '%s' is symbolic: its size depends on the data", d, name)
-                 : cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, name),
-                             "dim %d of input '%s' is symbolic; give the input's shape with --shape NAME=DIMS", d, name);
+    unsigned dyn = 0; /* an output whose size depends on the data: at its capacity */
+    st = cov_model_program_io(c->prog, m, c->path, out, i, &t, &dyn);
     if (!st && !out && t.dtype != COV_F32 && t.dtype != COV_I64)
       st = cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, name),
                      "model input '%s' is %s; the GPU model path takes f32 and i64 inputs", name, cov_dtype_name(t.dtype));
     int b = st ? -1 : gpu_mplan_add_buf(p, name, out ? GPU_BUF_OUTPUT : GPU_BUF_INPUT, t.dtype, t.rank, t.shape, &st);
     if (b < 0) break;
-    p->bufs[b].io = (int)i;
+    p->bufs[b].io = (int)i, p->bufs[b].dynamic = dyn;
     if (out) {
       p->output_buf[i] = b, p->out_io[i] = cov_model_io_dtype(m, 1, i);
     } else {
@@ -214,6 +235,33 @@ static cov_status group_step(prog_ctx *c, const cov_model_pstep *ps, size_t at) 
   return st;
 }
 
+/* A PART step: the model's part the reference interpreter runs on the
+ * host (the runtime's part step), its values' buffers: an input or a
+ * value an earlier step made, an output at its capacity (add_ios), or a
+ * new intermediate at the program's shape. */
+static cov_status part_step(prog_ctx *c, const cov_model_pstep *ps) {
+  gpu_model_plan *p = c->p;
+  cov_status st = common_grow((void **)&p->parts, &p->cap_parts, p->n_parts + 1, sizeof *p->parts, 8,
+                              "compiling the model");
+  if (st) return st;
+  gpu_mpart *pt = &p->parts[p->n_parts++];
+  memset(pt, 0, sizeof *pt);
+  pt->values = calloc(ps->n_vals + 1, sizeof *pt->values);
+  pt->bufs = calloc(ps->n_vals + 1, sizeof *pt->bufs);
+  if (!pt->values || !pt->bufs) return oom();
+  pt->n_in = (int)ps->n_in;
+  for (size_t k = 0; k < ps->n_vals; k++, pt->n++) {
+    int id = value_id(c, ps->vals[k], NULL, &st);
+    if (id < 0) return st;
+    if (!(pt->values[k] = strdup(ps->vals[k]))) return oom();
+    pt->bufs[k] = c->id_buf[id];
+  }
+  gpu_mstep *s = gpu_mplan_add_step(p, (int)ps->group, ps->node ? ps->node : "", &st);
+  if (!s) return st;
+  s->op = GPU_STEP_PART, s->n_args = 0, s->part = p->n_parts - 1;
+  return NULL;
+}
+
 static cov_status control_args(prog_ctx *c, const cov_model_pstep *ps, gpu_mstep *s) {
   cov_status st = NULL;
   if (ps->n_vals > GPU_CDL_MAX_ARGS)
@@ -281,6 +329,8 @@ static cov_status build(prog_ctx *c, const cov_model *m) {
                                                    "layer group %zu (%s, node '%s'): %s", ps->group,
                                                    ps->kind_name ? ps->kind_name : "", ps->node ? ps->node : "",
                                                    ps->why ? ps->why : "not compiled"));
+    } else if (ps->kind == COV_PSTEP_PART) {
+      st = part_step(c, ps);
     } else {
       st = control_step(c, ps);
     }
@@ -288,26 +338,20 @@ static cov_status build(prog_ctx *c, const cov_model *m) {
   return st;
 }
 
-/* Inputs for the run that gives subgraphs their shapes: deterministic (the
- * artifact's bytes depend on nothing else), floats uniform in [-1, 1),
- * integers in the model's range or 0, bools true. */
-static cov_status probe_inputs(const cov_model *m, cov_tensor *t, size_t n) {
-  uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < n; i++) {
-    cov_dtype dt;
-    int rank;
-    int64_t shape[COV_MAX_RANK], lo = 0, hi = 0;
-    COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
-    for (int d = 0; d < rank; d++)
-      if (shape[d] < 1) shape[d] = 1; /* refused by add_ios, with the option that binds it */
-    COV_RETURN_IF_ERROR(cov_tensor_alloc(&t[i], dt, rank < 0 ? 0 : rank, shape));
-    int ranged = cov_model_input_range(m, i, &lo, &hi);
-    for (int64_t k = 0; k < cov_tensor_numel(&t[i]); k++) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      double u = (double)(x >> 11) / 9007199254740992.0;
-      if (dt == COV_F32) ((float *)t[i].data)[k] = (float)(2.0 * u - 1.0);
-      else if (dt == COV_I64) ((int64_t *)t[i].data)[k] = ranged ? lo + (int64_t)(u * (double)(hi - lo + 1)) : 0;
-      else if (dt == COV_BOOL) ((unsigned char *)t[i].data)[k] = 1;
+/* Only part steps touch a buffer whose size is set at run time: the
+ * frontend puts what depends on such a value in the last part, and the
+ * runtime refuses any other step on one (runtime/crt_artifact.c). */
+static cov_status check_dynamic(const prog_ctx *c) {
+  const gpu_model_plan *p = c->p;
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    int n = s->op == GPU_STEP_PART ? 0 : s->op == GPU_STEP_FILL ? 1 : s->n_args;
+    for (int k = 0; k < n; k++) {
+      int b = s->op == GPU_STEP_FILL ? s->fill_buf : s->args[k];
+      if (b >= 0 && p->bufs[b].dynamic)
+        return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, s->label),
+                         "step '%s' reads or writes '%s', whose size depends on the data: only the part run on the "
+                         "host may", s->label, p->bufs[b].name);
     }
   }
   return NULL;
@@ -322,16 +366,15 @@ cov_status gpu_model_compile_program(const cov_model *m, const char *path, const
     p->vendor = t->vendor;
     snprintf(p->mcpu, sizeof p->mcpu, "%s", t->acg->backend.mcpu ? t->acg->backend.mcpu : "");
   }
-  size_t ni = cov_model_num_inputs(m);
-  cov_tensor probe[16];
-  memset(probe, 0, sizeof probe);
+  p->model = m;
   prog_ctx c = {.p = p, .t = t, .path = path};
   cov_model_program *prog = NULL;
-  cov_status st = ni > 16 ? cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most 16 inputs")
-                          : probe_inputs(m, probe, ni);
-  if (!st) st = cov_model_program_build(m, probe, ni, &prog);
+  cov_status st = cov_model_num_inputs(m) > 16
+                      ? cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "the GPU model path takes at most 16 inputs")
+                      : cov_model_program_build_probe(m, path, &prog);
   c.prog = prog;
   if (!st) st = build(&c, m);
+  if (!st) st = check_dynamic(&c);
   if (!st && c.errs) {
     size_t n = cov_status_count(c.errs);
     st = cov_status_join(cov_error(COV_UNSUPPORTED, GPU_LOC(path, NULL), "%zu layer group%s cannot be compiled for %s:",
@@ -343,7 +386,6 @@ cov_status gpu_model_compile_program(const cov_model *m, const char *path, const
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   for (int i = 0; i < c.cap.n_ids; i++) free(c.names[i]);
   free(c.names), free(c.id_buf), free(c.cap.id_numel);
-  for (size_t i = 0; i < ni && i < 16; i++) cov_tensor_release(&probe[i]);
   cov_model_program_free(prog);
   if (st) gpu_model_plan_free(p);
   return st;

@@ -162,6 +162,32 @@ static cov_status dw_plan_check(const gpu_plan *p, const gpu_target_caps *caps) 
   return NULL;
 }
 
+/* split-K (plan.split): a caller that binds the workspace, the tiled
+ * kernel (not the persistent one, not whole-row softmax), ranges that
+ * cover the K tiles with none empty, a workspace that 32-bit indices
+ * reach. */
+static cov_status split_plan_check(const gpu_plan *p) {
+  if (p->split <= 1) {
+    if (p->split_kt)
+      return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: K tiles per split without a split");
+    return NULL;
+  }
+  int64_t kt = cdiv(p->K, p->bk);
+  if (!p->prob.split_ok || p->tma || p->prob.epi.softmax)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: split-K needs a caller that binds its workspace, and the tiled kernel without a row "
+                     "softmax");
+  if (p->split_kt < 1 || (int64_t)p->split_kt * (p->split - 1) >= kt || (int64_t)p->split_kt * p->split < kt)
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: %d splits of %d K tiles do not cover %lld K tiles without an empty one", p->split,
+                     p->split_kt, (long long)kt);
+  if (p->G * p->split > 65535 || gpu_split_ws_floats(p) >= ((int64_t)1 << 31))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: %d splits of %lld tiles exceed the grid or a 2^31-float workspace", p->split,
+                     (long long)gpu_split_tiles(p));
+  return NULL;
+}
+
 /* f16 outputs: bulk-tensor-copy matmuls, and convs on channels-last
  * tensors through the channels-last kernel's staged epilogue. */
 static cov_status out_plan_check(const gpu_plan *p) {
@@ -205,6 +231,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
                      "GPU plan: ping-pong consumers need the bulk-tensor-copy kernel with setmaxnreg and one warpgroup "
                      "tile per workgroup tile");
   COV_RETURN_IF_ERROR(out_plan_check(p));
+  COV_RETURN_IF_ERROR(split_plan_check(p));
   if (p->tma && (!p->wgmma || p->prob.kind != GPU_OP_MATMUL || !caps->has_tma || p->stages > 16 || p->bm > 256 ||
                  (p->ws_regs && (p->ws_regs % 8 || p->ws_regs < GPU_TMA_PRODUCER_REGS || p->ws_regs > 256))))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
@@ -264,7 +291,7 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     if ((int64_t)p->grid[0] != gpu_tma_grid(p, caps) || p->grid[1] != 1 || p->grid[2] != 1)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: a persistent grid of %u workgroups, not %lld",
                        p->grid[0], (long long)gpu_tma_grid(p, caps));
-  } else if (p->grid[0] != cdiv(p->N, p->bn) || p->grid[1] != cdiv(p->M, p->bm) || p->grid[2] != p->G ||
+  } else if (p->grid[0] != cdiv(p->N, p->bn) || p->grid[1] != cdiv(p->M, p->bm) || p->grid[2] != p->G * gpu_split_of(p) ||
       p->grid[1] > 65535 || p->grid[2] > 65535)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: grid %ux%ux%u does not cover the problem",
                      p->grid[0], p->grid[1], p->grid[2]);
@@ -301,6 +328,7 @@ cov_status gpu_plan_fixed(const gpu_problem *prob, const gpu_target_caps *caps, 
   p.wgmma = f->wgmma;
   p.wg_inflight = f->wgmma ? (f->inflight >= 0 ? f->inflight : GPU_WGMMA_INFLIGHT) : 0;
   p.tma = f->tma, p.ws_regs = f->ws_regs, p.out_f16 = f->out_f16 || prob->out_f16, p.ws_pingpong = f->pingpong;
+  p.split = f->split;
   p.keep_nchw = false; /* channels-last wherever the hand-fixed tile allows it */
   COV_RETURN_IF_ERROR(gpu_plan_derive(&p, caps));
   *out = p;
@@ -327,6 +355,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   low->async_copy = caps->has_async_copy;
   low->warpgroup = caps->has_wgmma;
   low->tma = caps->has_tma;
+  low->split_k = q->split_ok;
 }
 
 cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gpu_target_caps *caps) {
@@ -337,7 +366,10 @@ cov_status gpu_plan_from_candidate(gpu_plan *p, const map_gpu_sched *c, const gp
   p->keep_nchw = !c->channels_last;
   p->tma = c->tma, p->out_f16 = p->prob.out_f16, p->ws_pingpong = c->pingpong;
   p->ws_regs = c->tma ? gpu_ws_regs(c->threads) : 0;
+  p->split = c->split;
   COV_RETURN_IF_ERROR(gpu_plan_derive(p, caps));
+  if (gpu_split_of(p) != (c->split > 1 ? c->split : 1))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "GPU plan"), "GPU plan: the lowering splits K otherwise than the mapper");
   if (p->nhwc != c->channels_last || p->vector_copy != c->vector_copy)
     return cov_error(COV_INVALID_ARGUMENT, GPU_LOC(NULL, "GPU plan"), "GPU plan: the lowering derives other copies than the mapper's");
   return NULL;
@@ -476,9 +508,15 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
     if ((uint64_t)p->stages * stage + gpu_ktable_bytes(p) > caps->shared_bytes / 2) p->ktable = false;
   }
   p->shared_bytes = (unsigned)gpu_plan_shared_need(p, es);
+  /* split-K: equal ranges of K tiles, as many as the split asks without
+   * an empty one */
+  int64_t kt = cdiv(p->K, p->bk);
+  p->split_kt = p->split > 1 && kt > 1 ? (int)cdiv(kt, p->split) : 0;
+  p->split = p->split_kt ? (int)cdiv(kt, p->split_kt) : 1;
+  if (p->split == 1) p->split_kt = 0;
   p->grid[0] = (unsigned)cdiv(p->N, p->bn);
   p->grid[1] = (unsigned)cdiv(p->M, p->bm);
-  p->grid[2] = (unsigned)p->G;
+  p->grid[2] = (unsigned)(p->G * gpu_split_of(p));
   if (p->tma) p->grid[0] = (unsigned)gpu_tma_grid(p, caps), p->grid[1] = p->grid[2] = 1;
   return gpu_plan_check(p, caps);
 }

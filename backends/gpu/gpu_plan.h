@@ -86,6 +86,10 @@ typedef struct gpu_problem {
   /* f16 outputs (rounded once from the f32 result), as the vendor's GEMM
    * writes them: matmuls on the warp-specialised kernel only (plan.tma) */
   bool out_f16;
+  /* the caller binds a split-K workspace and counters (plan.split; kernel
+   * arguments 4 and 5): the model compiler, which allocates them; suite
+   * layers and tuning runs leave it false and never split */
+  bool split_ok;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
    * caller for the compilation; may be NULL) and the ONNX node or suite
@@ -192,6 +196,17 @@ typedef struct gpu_plan {
    * stores; `threads` per workgroup, a 1-D grid, no shared memory. */
   bool dw;
   int dw_pw;
+  /* split-K (prob.split_ok; not with plan.tma or softmax): the K tiles are
+   * cut into `split` ranges of `split_kt` tiles (the last may be shorter,
+   * none empty), one workgroup each: grid[2] = G * split, workgroup z
+   * computing batch z / split, range z % split. Each stores its f32 partial
+   * tile into the workspace (argument 4: gpu_split_ws_floats floats, in the
+   * accumulators' register order, thread-major for coalescing), then bumps
+   * the tile's counter (argument 5: gpu_split_counters u32, zero at rest);
+   * the workgroup that sees split - 1 arrived resets the counter, sums the
+   * split partials in order 0 .. split-1 (so the result is independent of
+   * arrival order) and runs the plan's normal epilogue. 1 (or 0): no split. */
+  int split, split_kt;
   unsigned grid[3];
   unsigned shared_bytes;
 } gpu_plan;
@@ -207,6 +222,17 @@ static inline bool gpu_is_dw(const gpu_problem *q) {
 static inline int64_t gpu_dw_units(const gpu_plan *p) {
   return p->prob.cn * p->oh * ((p->ow + p->dw_pw - 1) / p->dw_pw) * (p->prob.cc / 8);
 }
+
+/* plan.split: K splits (1 when the plan has none), the output tiles, and
+ * the workspace floats / counters the kernel takes as arguments 4 and 5. */
+static inline int64_t gpu_split_of(const gpu_plan *p) { return p->split > 1 ? p->split : 1; }
+static inline int64_t gpu_split_tiles(const gpu_plan *p) {
+  return p->G * ((p->M + p->bm - 1) / p->bm) * ((p->N + p->bn - 1) / p->bn);
+}
+static inline int64_t gpu_split_ws_floats(const gpu_plan *p) {
+  return gpu_split_of(p) > 1 ? gpu_split_tiles(p) * gpu_split_of(p) * p->bm * p->bn : 0;
+}
+static inline int64_t gpu_split_counters(const gpu_plan *p) { return gpu_split_of(p) > 1 ? gpu_split_tiles(p) : 0; }
 
 /* What a target offers the planner, read from its ACG. */
 typedef struct gpu_target_caps {
@@ -318,6 +344,8 @@ typedef struct gpu_fixed_tile {
   int ws_regs;
   bool out_f16;
   bool pingpong;
+  /* split-K ranges (plan.split; the problem's split_ok): 0 or 1 none */
+  int split;
 } gpu_fixed_tile;
 
 /* The plan of `prob` with the hand-fixed tile f: the matrix instruction is

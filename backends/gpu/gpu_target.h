@@ -68,6 +68,10 @@ typedef struct gpu_target_ops {
   LLVMValueRef (*thread_id)(gpu_gen *g);        /* x, within the workgroup */
   LLVMValueRef (*block_id)(gpu_gen *g, int dim); /* 0..2 */
   void (*barrier)(gpu_gen *g);
+  /* optional: orders this thread's global-memory accesses before and after
+   * it for every workgroup of the device (split-K's partials and counter,
+   * gpu_lower_split.c); NULL: an LLVM fence (sequentially consistent) */
+  void (*device_fence)(gpu_gen *g);
   /* A shared-memory array of `bytes` bytes (16-byte aligned). */
   LLVMValueRef (*shared_array)(gpu_gen *g, unsigned bytes);
   /* 16-byte global -> shared copies that bypass registers, grouped and

@@ -306,6 +306,9 @@ static void nv_wg_mma_ra(gpu_gen *g, LLVMValueRef a, const gpu_tile *b, int k0, 
 static void nv_wg_fence(gpu_gen *g) { nv_asm0(g, "wgmma.fence.sync.aligned;"); }
 static void nv_wg_commit(gpu_gen *g) { nv_asm0(g, "wgmma.commit_group.sync.aligned;"); }
 static void nv_async_proxy_fence(gpu_gen *g) { nv_asm0(g, "fence.proxy.async.shared::cta;"); }
+/* what CUDA's __threadfence() emits (LLVM 19's NVPTX selects no fence
+ * instruction) */
+static void nv_device_fence(gpu_gen *g) { nv_asm0(g, "fence.sc.gpu;"); }
 
 static void nv_wg_wait(gpu_gen *g, int pending, LLVMValueRef *acc, int n) {
   char text[64], cons[2048];
@@ -405,6 +408,7 @@ const gpu_target_ops nvptx_target_ops = {
     .wg_commit = nv_wg_commit,
     .wg_wait = nv_wg_wait,
     .async_proxy_fence = nv_async_proxy_fence,
+    .device_fence = nv_device_fence,
     .wg_acc = &mma_m16n8k16,
     .wg_mma_bt = nv_wg_mma_bt,
     .wg_mma_ra = nv_wg_mma_ra,

@@ -448,6 +448,21 @@ typedef struct cov_model_part {
 COV_API cov_status cov_model_run_part(const cov_model *model, const cov_model_part *part);
 COV_API bool cov_model_program_value(const cov_model_program *p, const char *name, cov_tensor *out);
 COV_API void cov_model_program_free(cov_model_program *p);
+/* cov_model_program_build on the probe every artifact compiler uses
+ * (frontend/model_probe.c): each input at its fixed shape (a symbolic dim
+ * is refused, located at the input in `path`, naming --shape) and
+ * deterministic values, so that an artifact's bytes depend on nothing
+ * else: floats uniform in [-1, 1), integers in the input's range
+ * (cov_model_input_range) or 0, bools true. At most 64 inputs. */
+COV_API cov_status cov_model_program_build_probe(const cov_model *model, const char *path,
+                                                 cov_model_program **out);
+/* Model input i (output != 0: output i) as an artifact's buffer holds it:
+ * the model's dtype, and the shape of a part output's capacity (*dynamic:
+ * the dims set at run time, cov_model_program_capacity), else the
+ * program's (a value a Loop or If makes), else the model's. A value with
+ * no fixed shape or a symbolic dim is refused, located at it in `path`. */
+COV_API cov_status cov_model_program_io(const cov_model_program *p, const cov_model *model, const char *path,
+                                        int output, size_t i, cov_tensor *shape, unsigned *dynamic);
 
 #ifdef __cplusplus
 }

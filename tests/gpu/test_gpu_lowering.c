@@ -713,6 +713,67 @@ static void test_mapper_search(const char *target) {
   gpu_target_close(&t);
 }
 
+/* Split-K from the mapper (plan.split): taken where the output tiles
+ * leave most cores idle and K is long (EfficientNet-B0's squeeze-excite
+ * fc1 at batch 1: one tile, K = 1152; ResNet-18's classifier, M = 1) and
+ * the caller binds a workspace (prob.split_ok), cheaper than every
+ * unsplit schedule; never without split_ok, nor where the tiles fill the
+ * machine (ResNet-18's layer4 3x3 conv at batch 64: 392 64x64 tiles); every
+ * split candidate of the ranking planned by the lowering as ranked. */
+static void test_mapper_split(const char *target) {
+  gpu_target t;
+  cov_status st = gpu_target_open(backend_gpu_vendors(), target, COV_F16, &t);
+  CHECK(!st, "cannot open %s", target);
+  if (st) {
+    cov_status_free(st);
+    return;
+  }
+  gpu_problem se = {.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 1, .cc = 1152, .ch = 1, .cw = 1, .ck = 48, .cr = 1,
+                    .cs = 1, .stride = 1, .dilation = 1, .groups = 1, .epi = {.bias = true, .act = GPU_ACT_SILU}};
+  gpu_problem fc = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F16, .batch = 1, .m = 1, .n = 1000, .k = 512, .epi = {.bias = true}};
+  gpu_problem big = {.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 64, .cc = 512, .ch = 7, .cw = 7, .ck = 512,
+                     .cr = 3, .cs = 3, .stride = 1, .pad = 1, .dilation = 1, .groups = 1, .epi = {.bias = true, .act = GPU_ACT_RELU}};
+  const gpu_problem *qs[3] = {&se, &fc, &big};
+  map_gpu_result *r = malloc(sizeof *r);
+  for (int i = 0; r && i < 3; i++)
+    for (int ok = 0; ok < 2; ok++) {
+      gpu_problem q = *qs[i];
+      q.split_ok = ok;
+      gpu_plan p, base;
+      st = gpu_plan_map(&q, t.acg, &t.caps, (const int (*)[3])t.shapes, t.n_shapes, &p, r);
+      if (!st) st = gpu_problem_check(&q, &base);
+      CHECK(!st, "%s split %d/%d: mapper GPU search", target, i, ok);
+      if (st) {
+        cov_status_free(st);
+        continue;
+      }
+      base.warp_size = t.caps.warp_size;
+      int splits = 0, refused = 0;
+      double unsplit = -1;
+      for (int j = 0; j < r->n; j++) {
+        splits += r->c[j].split > 1;
+        if (r->c[j].split > 1) {
+          gpu_plan x = base;
+          cov_status e = gpu_plan_from_candidate(&x, &r->c[j], &t.caps);
+          refused += e != NULL || x.split != r->c[j].split;
+          cov_status_free(e);
+        } else if (unsplit < 0) {
+          unsplit = r->c[j].cycles;
+        }
+      }
+      CHECK(refused == 0, "%s split %d/%d: %d split schedules refused by the lowering", target, i, ok, refused);
+      if (!ok || i == 2) {
+        CHECK(p.split <= 1 && (ok || splits == 0), "%s split %d/%d: split %d (%d split candidates)", target, i, ok, p.split,
+              splits);
+      } else {
+        CHECK(p.split > 1 && r->c[0].cycles < unsplit && p.grid[2] == (unsigned)(p.G * p.split),
+              "%s split %d: split %d, %.0f cycles against %.0f unsplit", target, i, p.split, r->c[0].cycles, unsplit);
+      }
+    }
+  free(r);
+  gpu_target_close(&t);
+}
+
 int main(void) {
   test_swizzle();
   test_wgmma_plans();
@@ -723,6 +784,7 @@ int main(void) {
     test_suite_plans(targets[i]);
     test_emulation(targets[i]);
     test_mapper_search(targets[i]);
+    test_mapper_split(targets[i]);
   }
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;

@@ -29,8 +29,12 @@
  * With -a N a model compiled to fewer than N fused attention launches
  * fails (the attention chains of transformer exports found as one
  * kernel each, gpu_mattn.c).
+ * With -r INPUT.npy DIR the model (one input) is emulated on that input
+ * instead and its outputs written to DIR/output_K.npy, at the shapes the
+ * run gives them (a detector's data-dependent outputs), for a comparison
+ * done elsewhere (tests/frontend/check_detect.py: detections as a set).
  * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32] [-s NAME=DIMS]...
- * TARGET TOL MODEL.onnx... */
+ * [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +150,31 @@ static size_t g_n_shapes;
 
 static cov_dtype g_dtype = COV_F16;
 static int g_cases = 1; /* random inputs per model (-n) */
+static const char *g_run_input, *g_run_dir;
+
+/* -r: the plan emulated on the input in g_run_input, its outputs written
+ * into g_run_dir. */
+static int run_given(const gpu_model_plan *p, const char *path) {
+  cov_tensor in = {0}, got[16] = {{0}};
+  cov_status st = p->n_inputs != 1 ? cov_error(COV_INVALID_ARGUMENT, NULL, "-r takes a model of one input")
+                                   : cov_npy_read(g_run_input, &in);
+  if (!st) st = gpu_model_emulate(p, &in, 1, got, (size_t)p->n_outputs);
+  for (int o = 0; o < p->n_outputs && !st; o++) {
+    char out[4096];
+    snprintf(out, sizeof out, "%s/output_%d.npy", g_run_dir, o);
+    st = cov_npy_write(out, &got[o]);
+  }
+  for (int o = 0; o < p->n_outputs; o++) cov_tensor_release(&got[o]);
+  cov_tensor_release(&in);
+  if (st) {
+    fprintf(stderr, "%s: ", path);
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    return 1;
+  }
+  printf("wrote %d output(s) of %s into %s\n", p->n_outputs, path, g_run_dir);
+  return 0;
+}
 
 /* One random input (continuing the generator): the plan emulated and the
  * reference run on it, rel[o] = max |got - want| / max |want| of output o;
@@ -226,6 +255,14 @@ static int check(const char *target, double tol, const char *path, int no_tables
     if (t.acg) gpu_target_close(&t);
     return !refused;
   }
+  if (g_run_input) {
+    int r = run_given(&p, path);
+    gpu_model_plan_free(&p);
+    cov_model_free(m);
+    cov_model_free(ref);
+    gpu_target_close(&t);
+    return r;
+  }
   int launches = 0, tables = 0, attn = 0;
   for (int s = 0; s < p.n_steps; s++) {
     launches += p.steps[s].op == GPU_STEP_LAUNCH;
@@ -286,8 +323,10 @@ int main(int argc, char **argv) {
     }
     argv += 2, argc -= 2;
   }
+  if (argc > 3 && !strcmp(argv[1], "-r")) g_run_input = argv[2], g_run_dir = argv[3], argv += 3, argc -= 3;
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32] [-s NAME=DIMS]... TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
+                    "TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

@@ -75,8 +75,9 @@ static uint64_t tensor_bytes(const cov_tensor *t) {
   return n < 0 ? 0 : (uint64_t)n * cov_dtype_size(t->dtype);
 }
 
-/* The model's inputs and outputs as buffers (an input's symbolic dims and
- * integer range recorded), each a value of `vals`. */
+/* The model's inputs and outputs as buffers (cov_model_program_io: an
+ * input's symbolic dims and integer range recorded, a part output at its
+ * capacity), each a value of `vals`. */
 static cov_status add_ios(const cov_model *m, const cov_model_program *prog, const char *path, crt_builder *b,
                           npu_values *vals) {
   cov_status st = NULL;
@@ -84,28 +85,9 @@ static cov_status add_ios(const cov_model *m, const cov_model_program *prog, con
     size_t n = out ? cov_model_num_outputs(m) : cov_model_num_inputs(m);
     for (size_t i = 0; i < n && !st; i++) {
       cov_tensor t = {0};
+      unsigned dyn = 0; /* an output whose size depends on the data: its capacity */
       const char *name = out ? cov_model_output_name(m, i) : cov_model_input_name(m, i);
-      if ((st = out ? cov_model_output_info(m, i, &t.dtype, &t.rank, t.shape)
-                    : cov_model_input_info(m, i, &t.dtype, &t.rank, t.shape)))
-        break;
-      cov_tensor pt = {0}; /* an output a Loop or an If makes: the program's shape */
-      unsigned dyn = 0;    /* an output whose size depends on the data: its capacity */
-      if (out && cov_model_program_capacity(prog, name, &pt, &dyn)) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
-      else if (out && cov_model_program_value(prog, name, &pt) && pt.rank >= 0) t.rank = pt.rank, memcpy(t.shape, pt.shape, sizeof t.shape);
-      if (t.rank < 0) {
-        cov_loc loc = {path, 0, 0, name};
-        st = cov_error(COV_UNSUPPORTED, &loc, "%s '%s' has no fixed shape", out ? "output" : "input", name);
-        break;
-      }
-      for (int d = 0; d < t.rank && !st; d++)
-        if (t.shape[d] < 0) {
-          cov_loc loc = {path, 0, 0, name};
-          st = cov_error(COV_UNSUPPORTED, &loc, "dim %d of %s '%s' is symbolic%s", d, out ? "output" : "input", name,
-                         out ? ": its size depends on the data (an operator whose output size does, a loop-carried "
-                               "value that changes shape); an NPU artifact holds fixed-size buffers"
-                             : "; give the input's shape with --shape NAME=DIMS");
-        }
-      if (st) break;
+      if ((st = cov_model_program_io(prog, m, path, out, i, &t, &dyn))) break;
       int buf = npu_value_find(vals, name);
       if (buf < 0) {
         buf = crt_add_buffer(b, name, out ? CRT_BUF_OUTPUT : CRT_BUF_INPUT, t.dtype, t.rank, t.shape, tensor_bytes(&t));
@@ -202,52 +184,6 @@ static cov_status build_artifact(const cov_model *m, const cov_model_program *pr
   return st;
 }
 
-static void store(cov_tensor *t, int64_t k, double v) {
-  unsigned char *p = (unsigned char *)t->data + (size_t)k * cov_dtype_size(t->dtype);
-  switch (t->dtype) {
-    case COV_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-    case COV_F64: memcpy(p, &v, 8); break;
-    case COV_F16: { uint16_t h = cov_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-    case COV_BF16: { uint16_t h = cov_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
-    case COV_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
-    case COV_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
-    case COV_I8: case COV_U8: case COV_BOOL: *p = (unsigned char)(int)v; break;
-    default: memset(p, 0, cov_dtype_size(t->dtype)); break;
-  }
-}
-
-/* Inputs for the run that gives subgraphs their shapes (an input with
- * symbolic dims is refused first, naming the option that binds them):
- * deterministic
- * (the artifact's bytes must not depend on anything else), floats
- * uniform in [-1, 1), integers in the model's range or 0, bools true. */
-static cov_status probe_inputs(const cov_model *m, const char *path, cov_tensor *t, size_t n) {
-  uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < n; i++) {
-    cov_dtype dt;
-    int rank;
-    int64_t shape[COV_MAX_RANK], lo = 0, hi = 0;
-    COV_RETURN_IF_ERROR(cov_model_input_info(m, i, &dt, &rank, shape));
-    const char *name = cov_model_input_name(m, i);
-    cov_loc loc = {path, 0, 0, name};
-    if (rank < 0) return cov_error(COV_UNSUPPORTED, &loc, "input '%s' has no fixed shape", name);
-    for (int d = 0; d < rank; d++)
-      if (shape[d] < 0)
-        return cov_error(COV_UNSUPPORTED, &loc, "dim %d of input '%s' is symbolic; give the input's shape with "
-                         "--shape NAME=DIMS", d, name);
-    COV_RETURN_IF_ERROR(cov_tensor_alloc(&t[i], dt, rank, shape));
-    int ranged = cov_model_input_range(m, i, &lo, &hi);
-    int64_t numel = cov_tensor_numel(&t[i]);
-    for (int64_t k = 0; k < numel; k++) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      double u = (double)(x >> 11) / 9007199254740992.0;
-      double v = cov_dtype_is_float(dt) ? 2.0 * u - 1.0 : dt == COV_BOOL ? 1.0 : ranged ? (double)lo + (double)(int64_t)(u * (double)(hi - lo + 1)) : 0.0;
-      store(&t[i], k, v);
-    }
-  }
-  return NULL;
-}
-
 /* The ACG the programs were compiled for, in the artifact (its canonical
  * JSON): the runtime takes it from there, so an artifact compiled for an
  * ACG file of the user's runs anywhere, and the manifest's arch is never
@@ -270,14 +206,9 @@ cov_status npu_compile_model_artifact(const cov_acg *acg, const char *path, cons
   cov_model *m = NULL;
   crt_builder *b = NULL;
   cov_model_program *prog = NULL;
-  size_t compiled = 0, on_host = 0, n_in = 0;
-  cov_tensor probe[64] = {{0}};
+  size_t compiled = 0, on_host = 0;
   cov_status st = cov_model_load_file(path, mo, &m);
-  if (!st && (n_in = cov_model_num_inputs(m)) > 64)
-    st = cov_error(COV_UNSUPPORTED, COV_AT_FILE(path), "%zu model inputs (at most 64)", n_in);
-  if (!st) st = probe_inputs(m, path, probe, n_in);
-  if (!st) st = cov_model_program_build(m, probe, n_in, &prog);
-  for (size_t i = 0; i < n_in && i < 64; i++) cov_tensor_release(&probe[i]);
+  if (!st) st = cov_model_program_build_probe(m, path, &prog);
   if (!st) st = crt_builder_new(cov_acg_name(acg), cov_acg_backend(acg), cov_acg_name(acg), path, &b);
   if (!st) st = build_artifact(m, prog, acg, path, b, &compiled, &on_host);
   if (!st) st = embed_acg(acg, b);

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "backends/npu-sim/compile/npu_control.h"
-#include "common/fileio.h"
 #include "common/loc.h"
 #include "covenant/codelet.h"
 
@@ -211,12 +210,9 @@ void npu_part_step(npu_ctl *c, const cov_model_pstep *p) {
     if (bufs[k] < 0 && !c->st)
       c->st = cov_error(COV_INTERNAL, COV_AT(c->path, p->vals[k]), "value '%s' has no buffer", p->vals[k]);
   }
-  char *bytes = NULL;
-  size_t n = 0;
-  if (!c->st && !c->onnx) c->st = common_read_file(c->path, COV_MODEL_MAX_FILE_BYTES, &bytes, &n);
-  if (!c->st && !c->onnx) c->onnx = crt_add_onnx(c->b, bytes, n) >= 0;
-  free(bytes);
-  if (!c->st) crt_add_part(c->b, (int)p->group, p->node, p->vals, bufs, (int)p->n_in, (int)(p->n_vals - p->n_in));
+  if (!c->st)
+    c->st = crt_add_model_part(c->b, c->path, (int)p->group, p->node, p->vals, bufs, (int)p->n_in,
+                               (int)(p->n_vals - p->n_in));
   free(bufs);
 }
 

@@ -34,7 +34,6 @@ typedef struct npu_ctl {
   FILE *text;                /* their source, printed */
   char *text_buf;
   size_t text_len;
-  int onnx; /* the model's bytes are in the artifact (part steps run it) */
   cov_status st;
 } npu_ctl;
 
@@ -45,9 +44,8 @@ int npu_value_buffer(npu_ctl *c, const char *name, const cov_tensor *fallback);
 void npu_group_on_host(npu_ctl *c, const cov_model_group *d, int group);
 /* A copy, loop, next, if, else or end marker of the program as steps. */
 void npu_control_step(npu_ctl *c, const cov_model_pstep *p);
-/* The PART step: the model file's bytes into the artifact (once) and a
- * part step from its inputs' buffers to its outputs' (the model outputs
- * add_ios made, at their capacities). */
+/* The PART step (crt_add_model_part): from its inputs' buffers to its
+ * outputs' (the model outputs add_ios made, at their capacities). */
 void npu_part_step(npu_ctl *c, const cov_model_pstep *p);
 /* The codelets' source into the artifact; then npu_ctl_free. */
 cov_status npu_ctl_finish(npu_ctl *c);

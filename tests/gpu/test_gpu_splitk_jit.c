@@ -1,0 +1,433 @@
+/* tests/gpu/test_gpu_splitk_jit.c: the tiled matrix kernel with split-K
+ * (plan.split, backends/gpu/gpu_lower_split.c) lowered with a host table
+ * of target operations, run on this CPU through LLVM's JIT and compared
+ * with naive loops.
+ *
+ * A workgroup's threads run as threads of their own (a barrier is a
+ * pthread barrier, shared memory one module global: one workgroup runs at
+ * a time); workgroups run one after another in a scrambled order, so a
+ * different range of K arrives last in each tile. Asynchronous copies are
+ * plain 16-byte copies done at once (their waits are no-ops), and the
+ * "matrix" fragment is the FMA fragment on 16-bit inputs, so the
+ * channels-last path with its staged epilogues runs too.
+ *
+ * Each case runs twice in two workgroup orders: the outputs must be equal
+ * bit for bit (the sum over ranges is in a fixed order), and the counters
+ * zero after each run (the last workgroup resets them). Cases: matmuls
+ * with M = 1, N and K not multiples of the tiles (K not of split x bk),
+ * batches, every activation and the bias; convolutions through the NCHW
+ * gather (K-offset table), channels-last ones with the staged NCHW store
+ * and with NHWC f16 outputs.
+ * With -t TARGET (repeatable) every split kernel is also built as that GPU
+ * target's code object.
+ * Usage: test_gpu_splitk_jit [-t TARGET]... */
+#include <llvm-c/Error.h>
+#include <llvm-c/Orc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/gpu/gpu_ref.h"
+#include "backends/gpu/gpu_target.h"
+#include "backends/gpu/gpu_tune.h"
+#include "gpu_jit_harness.h"
+
+/* ---- the host's target operations ------------------------------------------ */
+
+static _Thread_local int32_t t_tid, t_bid[3];
+static pthread_barrier_t g_bar; /* the running workgroup's */
+
+static int32_t host_get_tid(void) { return t_tid; }
+static int32_t host_get_bid(int32_t d) { return t_bid[d]; }
+static void host_barrier_wait(void) { pthread_barrier_wait(&g_bar); }
+
+static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
+  LLVMTypeRef at[1] = {g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(ret, at, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f) f = LLVMAddFunction(g->mod, name, ft);
+  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", g->i32, NULL, 0); }
+static LLVMValueRef host_bid(gpu_gen *g, int d) {
+  LLVMValueRef a = gpu_i32(g, d);
+  return host_call(g, "cov_host_bid", g->i32, &a, 1);
+}
+static void host_barrier(gpu_gen *g) { host_call(g, "cov_host_barrier", LLVMVoidTypeInContext(g->ctx), NULL, 0); }
+static LLVMValueRef host_shared(gpu_gen *g, unsigned bytes) {
+  LLVMTypeRef t = LLVMArrayType(g->i8, bytes ? bytes : 1);
+  LLVMValueRef v = LLVMAddGlobal(g->mod, t, "cov_smem");
+  LLVMSetInitializer(v, LLVMConstNull(t));
+  LLVMSetAlignment(v, 1024);
+  return v;
+}
+static void host_copy16(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src) {
+  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+  LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
+  LLVMSetAlignment(x, 16);
+  LLVMSetAlignment(LLVMBuildStore(g->b, x, dst), 16);
+}
+static void host_copy16_zfill(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef ok) {
+  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+  LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
+  LLVMSetAlignment(x, 16);
+  x = LLVMBuildSelect(g->b, ok, x, LLVMConstNull(v4), "");
+  LLVMSetAlignment(LLVMBuildStore(g->b, x, dst), 16);
+}
+static void host_commit(gpu_gen *g) { (void)g; }
+static void host_wait(gpu_gen *g, int pending) { (void)g, (void)pending; }
+static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
+static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
+static const gpu_frag_ops *host_frag(const gpu_plan *p) { return gpu_fma_frag(p->warp_size); }
+static const gpu_target_ops k_host = {.name = "host",
+                                      .mark_kernel = host_mark,
+                                      .thread_id = host_tid,
+                                      .block_id = host_bid,
+                                      .barrier = host_barrier,
+                                      .shared_array = host_shared,
+                                      .async_copy16 = host_copy16,
+                                      .async_copy16_zfill = host_copy16_zfill,
+                                      .async_commit = host_commit,
+                                      .async_wait = host_wait,
+                                      .exp2 = host_exp2,
+                                      .matrix_frag = host_frag};
+
+static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
+  static const char *names[3] = {"cov_host_tid", "cov_host_bid", "cov_host_barrier"};
+  LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
+                                    (LLVMOrcExecutorAddress)(uintptr_t)host_barrier_wait};
+  LLVMOrcCSymbolMapPair pairs[3];
+  for (int i = 0; i < 3; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
+    pairs[i].Sym.Address = addr[i];
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
+}
+
+static cov_status lower_plan(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
+  return gpu_lower(what, ops, mod, fn);
+}
+
+/* ---- running a grid ----------------------------------------------------------- */
+
+typedef struct item {
+  gpu_jit_fn f;
+  void **a;
+  int32_t tid, bid[3];
+} item;
+
+static void *run_item(void *arg) {
+  item *it = arg;
+  t_tid = it->tid;
+  memcpy(t_bid, it->bid, sizeof t_bid);
+  it->f(it->a[0], it->a[1], it->a[2], it->a[3], it->a[4], it->a[5], it->a[6], it->a[7]);
+  return NULL;
+}
+
+/* Every workgroup of the plan's grid, in the order of a prime step
+ * `stride` through them, its threads concurrently. */
+static int run_grid(gpu_jit_fn f, const gpu_plan *p, void **a, int64_t stride) {
+  int64_t n = (int64_t)p->grid[0] * p->grid[1] * p->grid[2];
+  int T = p->threads;
+  item *it = malloc((size_t)T * sizeof *it);
+  pthread_t *th = malloc((size_t)T * sizeof *th);
+  int bad = !it || !th || pthread_barrier_init(&g_bar, NULL, (unsigned)T);
+  for (int64_t w = 0; w < n && !bad; w++) {
+    int64_t id = w * stride % n;
+    int32_t bid[3] = {(int32_t)(id % p->grid[0]), (int32_t)(id / p->grid[0] % p->grid[1]),
+                      (int32_t)(id / p->grid[0] / p->grid[1])};
+    int started = 0;
+    for (int t = 0; t < T; t++) {
+      it[t] = (item){f, a, t, {bid[0], bid[1], bid[2]}};
+      if (pthread_create(&th[t], NULL, run_item, &it[t])) break;
+      started++;
+    }
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    if (started < T) bad = 1; /* (a partial workgroup would hang at its barrier: not reached) */
+  }
+  if (it && th) pthread_barrier_destroy(&g_bar);
+  free(it), free(th);
+  if (bad) fprintf(stderr, "FAIL: cannot run the workgroups' threads\n");
+  return bad;
+}
+
+/* ---- the reference ------------------------------------------------------------ */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float next(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+static double act(const gpu_epilogue *e, double v) {
+  switch (e->act) {
+  case GPU_ACT_NONE: return v;
+  case GPU_ACT_RELU: return v > 0 ? v : 0;
+  case GPU_ACT_CLIP: return v < e->clip_lo ? e->clip_lo : v > e->clip_hi ? e->clip_hi : v;
+  case GPU_ACT_GELU: return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+  case GPU_ACT_HSWISH: return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
+  case GPU_ACT_HSIGMOID: return fmin(fmax(e->clip_lo * v + e->clip_hi, 0.0), 1.0);
+  case GPU_ACT_SILU: return v / (1.0 + exp(-v));
+  }
+  return v;
+}
+
+/* y = act(A B + bias) by naive loops, as the kernel's output layout:
+ * matmul [G][M][N]; conv NCHW, or NHWC with nhwc_io (input NHWC, weights
+ * [R][S][C][K] then; OIHW and NCHW otherwise). Inputs as floats. */
+static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, double *y) {
+  const gpu_problem *q = &p->prob;
+  if (q->kind == GPU_OP_MATMUL) {
+    for (int64_t g = 0; g < q->batch; g++)
+      for (int64_t m = 0; m < q->m; m++)
+        for (int64_t n = 0; n < q->n; n++) {
+          double s = q->epi.bias ? bias[n] : 0;
+          for (int64_t k = 0; k < q->k; k++) s += (double)x[(g * q->m + m) * q->k + k] * w[(g * q->k + k) * q->n + n];
+          y[(g * q->m + m) * q->n + n] = act(&q->epi, s);
+        }
+    return;
+  }
+  int64_t OH = p->oh, OW = p->ow;
+  for (int64_t b = 0; b < q->cn; b++)
+    for (int64_t o = 0; o < q->ck; o++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double s = q->epi.bias ? bias[o] : 0;
+          for (int64_t c = 0; c < q->cc; c++)
+            for (int64_t r = 0; r < q->cr; r++)
+              for (int64_t t = 0; t < q->cs; t++) {
+                int64_t ih = oh * q->stride - q->pad + r * q->dilation, iw = ow * q->stride - q->pad + t * q->dilation;
+                if (ih < 0 || iw < 0 || ih >= q->ch || iw >= q->cw) continue;
+                double xv = q->nhwc_io ? x[((b * q->ch + ih) * q->cw + iw) * q->cc + c]
+                                       : x[((b * q->cc + c) * q->ch + ih) * q->cw + iw];
+                double wv = p->nhwc ? w[((r * q->cs + t) * q->cc + c) * q->ck + o] : w[((o * q->cc + c) * q->cr + r) * q->cs + t];
+                s += xv * wv;
+              }
+          int64_t at = q->nhwc_io ? ((b * OH + oh) * OW + ow) * q->ck + o : ((b * q->ck + o) * OH + oh) * OW + ow;
+          y[at] = act(&q->epi, s);
+        }
+}
+
+/* ---- cases -------------------------------------------------------------------- */
+
+static const gpu_target_caps k_caps = {.warp_size = 32,
+                                       .max_threads = 1024,
+                                       .shared_bytes = 232448,
+                                       .regfile_bytes = 262144,
+                                       .cores = 132,
+                                       .n_tiles = 1,
+                                       .tiles = {{4, 8, 4}},
+                                       .has_async_copy = 1};
+static const int k_shapes[1][3] = {{4, 8, 4}};
+
+typedef struct split_case {
+  const char *name;
+  gpu_problem q;
+  gpu_fixed_tile tile;
+  bool want_nhwc, want_staged; /* the path the case is about */
+} split_case;
+
+static void fill(float *v, int64_t n, cov_dtype d) {
+  for (int64_t i = 0; i < n; i++) {
+    v[i] = next();
+    if (d == COV_F16) v[i] = cov_f16_to_f32(cov_f32_to_f16(v[i]));
+  }
+}
+
+/* values as the kernel reads them (f32, or f16 bytes) */
+static void *pack(const float *v, int64_t n, cov_dtype d) {
+  if (d == COV_F32) {
+    float *o = malloc((size_t)n * 4 + 4);
+    if (o) memcpy(o, v, (size_t)n * 4);
+    return o;
+  }
+  uint16_t *o = malloc((size_t)n * 2 + 16);
+  for (int64_t i = 0; o && i < n; i++) o[i] = cov_f32_to_f16(v[i]);
+  return o;
+}
+
+static int check_out(const char *name, const gpu_plan *p, const void *out, const double *want, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    double got = p->out_f16 ? cov_f16_to_f32(((const uint16_t *)out)[i]) : ((const float *)out)[i];
+    double tol = p->out_f16 ? 2e-3 * fabs(want[i]) + 2e-3 : 1e-5 * fabs(want[i]) + 2e-5;
+    if (!(fabs(got - want[i]) <= tol)) {
+      fprintf(stderr, "FAIL %s: output %lld: got %.7g, want %.7g\n", name, (long long)i, got, want[i]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int run_case(const split_case *c) {
+  gpu_plan p;
+  cov_status st = gpu_plan_fixed(&c->q, &k_caps, k_shapes, 1, &c->tile, &p);
+  if (st) {
+    fprintf(stderr, "FAIL %s: no plan: ", c->name);
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    return 1;
+  }
+  if (p.split != c->tile.split || p.nhwc != c->want_nhwc || p.staged != c->want_staged) {
+    fprintf(stderr, "FAIL %s: plan split %d nhwc %d staged %d, not %d %d %d\n", c->name, p.split, p.nhwc, p.staged,
+            c->tile.split, c->want_nhwc, c->want_staged);
+    return 1;
+  }
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(&p, &na, &nb, &no, &nbias);
+  cov_dtype in = c->q.in_dtype;
+  int64_t nws = gpu_split_ws_floats(&p), ncnt = gpu_split_counters(&p);
+  float *x = malloc(na * 4 + 4), *w = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *ws = malloc((size_t)nws * 4);
+  double *want = malloc(no * sizeof *want + 8);
+  size_t ob = p.out_f16 ? 2 : 4;
+  unsigned char *out[2] = {malloc(no * ob + 4), malloc(no * ob + 4)};
+  uint32_t *cnt = calloc((size_t)ncnt + 1, 4);
+  void *xi = NULL, *wi = NULL;
+  int bad = !x || !w || !bias || !ws || !want || !out[0] || !out[1] || !cnt;
+  if (!bad) {
+    fill(x, (int64_t)na, in), fill(w, (int64_t)nb, in), fill(bias, (int64_t)nbias, COV_F32);
+    xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, in);
+    /* a channels-last kernel of an NCHW layer reads the transform's NHWC
+     * workspace (its pre-kernel): given here as that */
+    if (xi && p.nhwc && !c->q.nhwc_io) {
+      const gpu_problem *q = &c->q;
+      int64_t hw = q->ch * q->cw;
+      uint16_t *t = xi;
+      for (int64_t b = 0; b < q->cn; b++)
+        for (int64_t ch = 0; ch < q->cc; ch++)
+          for (int64_t j = 0; j < hw; j++) t[(b * hw + j) * q->cc + ch] = cov_f32_to_f16(x[(b * q->cc + ch) * hw + j]);
+    }
+    bad = !xi || !wi;
+  }
+  gpu_jit_kernel k = {0};
+  if (!bad) bad = gpu_jit_compile(c->name, lower_plan, &p, &k_host, define_host, &k);
+  if (!bad) reference(&p, x, w, bias, want);
+  /* two orders: different ranges of K arrive last */
+  static const int64_t strides[2] = {1000003, 7919};
+  for (int r = 0; r < 2 && !bad; r++) {
+    memset(out[r], 0xff, no * ob); /* NaN everywhere the kernel must write */
+    for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
+    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt};
+    bad = run_grid(k.fn, &p, a, strides[r]);
+    for (int64_t i = 0; i < ncnt && !bad; i++)
+      if (cnt[i]) {
+        fprintf(stderr, "FAIL %s: counter %lld is %u after the run, not 0\n", c->name, (long long)i, cnt[i]);
+        bad = 1;
+      }
+    if (!bad) bad = check_out(c->name, &p, out[r], want, (int64_t)no);
+  }
+  if (!bad && memcmp(out[0], out[1], no * ob)) {
+    fprintf(stderr, "FAIL %s: two workgroup orders give different bits\n", c->name);
+    bad = 1;
+  }
+  if (k.jit) gpu_jit_kernel_free(&k);
+  if (!bad) printf("ok %s: plan %dx%dx%d, %d threads, split %d x %d K tiles, grid %ux%ux%u\n", c->name, p.bm, p.bn, p.bk,
+                   p.threads, p.split, p.split_kt, p.grid[0], p.grid[1], p.grid[2]);
+  free(x), free(w), free(bias), free(ws), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
+  return bad;
+}
+
+/* The mapper's schedules of layers with few output tiles and long K, as a
+ * model's compilation asks for them (split_ok), built as each target's
+ * code object: the split kernels must emit (PTX: the counter's atomic add
+ * and the device-scope fence). Where the target has channels-last
+ * kernels, the conv is on channels-last tensors. */
+static int build_targets(const gpu_jit_targets *ts) {
+  int bad = 0;
+  for (int i = 0; i < ts->n; i++) {
+    const gpu_target *t = &ts->t[i];
+    /* ResNet-18's layer4 3x3 conv at batch 1 (8 tiles of 64 channels,
+     * K = 4608), and its classifier (M = 1, K = 512) */
+    gpu_problem qs[2] = {{.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 1, .cc = 512, .ch = 7, .cw = 7, .ck = 512,
+                          .cr = 3, .cs = 3, .stride = 1, .pad = 1, .dilation = 1, .groups = 1,
+                          .nhwc_io = t->caps.has_async_copy != 0, .split_ok = true},
+                         {.kind = GPU_OP_MATMUL, .in_dtype = COV_F16, .batch = 1, .m = 1, .n = 1000, .k = 512,
+                          .split_ok = true}};
+    qs[0].epi.bias = qs[1].epi.bias = true, qs[0].epi.act = GPU_ACT_RELU;
+    for (int j = 0; j < 2; j++) {
+      gpu_plan p;
+      const gpu_tune_entry *e;
+      char *code = NULL;
+      size_t size = 0;
+      gpu_kernel_info info;
+      cov_status st = gpu_plan_pick(t, &qs[j], &p, &e);
+      if (!st && p.split < 2)
+        st = cov_error(COV_INTERNAL, NULL, "the mapper does not split K of %s %d tiles", j ? "the classifier's" : "layer4's",
+                       (int)gpu_split_tiles(&p));
+      if (!st) st = gpu_build_kernel(t, &p, "covenant_split", 0, &code, &size, &info);
+      if (!st && t->vendor->code_text && (!strstr(code, "atom.global.add") || !strstr(code, "fence.sc.gpu")))
+        st = cov_error(COV_INTERNAL, NULL, "the PTX has no counter atomic or device fence");
+      if (st) {
+        fprintf(stderr, "FAIL build %d for %s: ", j, cov_acg_name(t->acg));
+        cov_status_print(stderr, st, 0);
+        bad = 1;
+      } else {
+        printf("ok build %s %d: tile %dx%dx%d%s, split %d x %d K tiles, grid %ux%ux%u\n", cov_acg_name(t->acg), j, p.bm,
+               p.bn, p.bk, p.wgmma ? " warpgroup" : "", p.split, p.split_kt, p.grid[0], p.grid[1], p.grid[2]);
+      }
+      cov_status_free(st);
+      free(code);
+    }
+  }
+  return bad;
+}
+
+static gpu_problem matmul(int64_t b, int64_t m, int64_t n, int64_t k, gpu_act a, bool bias) {
+  gpu_problem q = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F32, .batch = b, .m = m, .n = n, .k = k, .split_ok = true};
+  q.epi.act = a, q.epi.bias = bias;
+  q.epi.clip_lo = a == GPU_ACT_HSIGMOID ? 0.2f : 0.0f, q.epi.clip_hi = a == GPU_ACT_HSIGMOID ? 0.5f : 0.5f;
+  return q;
+}
+
+static gpu_problem conv(cov_dtype in, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, gpu_act a, bool cl) {
+  gpu_problem q = {.kind = GPU_OP_CONV2D, .in_dtype = in, .cn = 1, .cc = c, .ch = hw, .cw = hw, .ck = k, .cr = r,
+                   .cs = r, .stride = stride, .pad = r / 2, .dilation = 1, .groups = 1, .nhwc_io = cl, .split_ok = true};
+  q.epi.act = a, q.epi.bias = true, q.epi.clip_lo = 0.0f, q.epi.clip_hi = 6.0f;
+  return q;
+}
+
+int main(int argc, char **argv) {
+  gpu_jit_targets ts = {0};
+  for (int i = 1; i < argc; i++) {
+    cov_status st = i + 1 < argc && !strcmp(argv[i], "-t") ? gpu_jit_target_add(&ts, argv[++i])
+                                                            : cov_error(COV_INVALID_ARGUMENT, NULL, "usage: %s [-t TARGET]...", argv[0]);
+    if (st) {
+      cov_status_print(stderr, st, 0);
+      cov_status_free(st);
+      gpu_jit_targets_close(&ts);
+      return 2;
+    }
+  }
+  gpu_jit_init();
+  /* f32 tiles 16x32x16 of 4 warps (8x16 each), or 32x32 with 8 warps */
+  gpu_fixed_tile t16 = {.bm = 16, .bn = 32, .bk = 16, .wm = 8, .wn = 16, .stages = 2, .inflight = -1, .split = 3};
+  gpu_fixed_tile t32 = {.bm = 32, .bn = 32, .bk = 16, .wm = 16, .wn = 8, .stages = 2, .inflight = -1, .split = 4};
+  /* f16 channels-last: one warp's 16 rows x 16 channels, K tiles of one
+   * tap's 16 channels */
+  gpu_fixed_tile tcl = {.bm = 16, .bn = 16, .bk = 16, .wm = 16, .wn = 16, .stages = 3, .inflight = -1, .split = 5};
+  split_case cases[] = {
+      /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
+      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false},
+      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false},
+      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false},
+      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false},
+      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false},
+      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false},
+      /* the NCHW gather through the K-offset table, relu6 */
+      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false},
+      /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
+      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true},
+      /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
+      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true},
+  };
+  int fails = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);
+  fails += build_targets(&ts);
+  gpu_jit_targets_close(&ts);
+  if (fails) fprintf(stderr, "%d split-K case(s) failed\n", fails);
+  return fails != 0;
+}
