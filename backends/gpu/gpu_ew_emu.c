@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_mplan.h"
 
 static float ferf(float z) {
@@ -71,38 +72,41 @@ static float conv(const gpu_ew *e, int64_t i, const float *x, const float *w, co
   return apply(e->post, e->post0, e->post1, sum);
 }
 
-/* The sum of a row's per-lane partial sums v[0..lanes) in lower_lnorm's
- * butterfly order (lane 0's). */
-static float lane_sum(float *v, int lanes) {
-  for (int m = lanes / 2; m >= 1; m /= 2) {
-    float t[32];
-    for (int l = 0; l < lanes; l++) t[l] = v[l] + v[l ^ m];
-    memcpy(v, t, (size_t)lanes * sizeof *v);
+/* The sum of a pair's per-lane partial sums v[0 .. m->lanes) in
+ * gpu_lower_lnorm's order: a butterfly within each warp's warp_lanes
+ * lanes (lane 0's sum of it), then the warps' sums in warp order. */
+static float lane_sum(const gpu_ln_map *m, float *v) {
+  float t[GPU_EW_THREADS];
+  for (int mask = m->warp_lanes / 2; mask >= 1; mask /= 2) {
+    for (int l = 0; l < m->lanes; l++) t[l] = v[l] + v[l ^ mask];
+    memcpy(v, t, (size_t)m->lanes * sizeof *v);
   }
-  return v[0];
+  float s = v[0];
+  for (int w = 1; w < m->groups; w++) s += v[w * m->warp_lanes];
+  return s;
 }
 
-/* Layer normalisation of x [N][C][W] over C for work item i, as
- * lower_lnorm computes it with e->D lanes per (n, w) pair (at most 32;
- * the target's shuffles: one lane without them sums in another order,
- * within rounding). */
+/* Layer normalisation of x [N][C][W] over C for work item i: the pair
+ * whose lane 0 it is (gpu_lnorm.h), as gpu_lower_lnorm computes it. */
 static void lnorm(const gpu_ew *e, int64_t i, const float *x, const float *w, float *y, const float *bias) {
-  int lanes = e->D > 1 && e->D <= 32 ? (int)e->D : 1;
-  if (i % lanes) return;
-  int64_t pair = i / lanes, o = pair / e->W, p = pair % e->W, base = o * e->C * e->W + p;
-  float part[32] = {0};
-  for (int64_t c = 0; c < e->C; c++) part[c % lanes] += x[base + c * e->W];
-  float mean = lane_sum(part, lanes) / (float)e->C;
+  gpu_ln_map m = gpu_ln_map_of(e);
+  int64_t t = i % GPU_EW_THREADS, slot = m.pixel_major ? t % m.per_wg : t / m.lanes;
+  int64_t lane = m.pixel_major ? t / m.per_wg : t % m.lanes, pair = i / GPU_EW_THREADS * m.per_wg + slot;
+  if (!m.lanes || lane || pair >= e->N * e->W) return;
+  int64_t o = pair / e->W, p = pair % e->W, base = o * e->C * e->W + p;
+  float part[GPU_EW_THREADS] = {0};
+  for (int64_t c = 0; c < e->C; c++) part[c % m.lanes] += x[base + c * e->W];
+  float mean = lane_sum(&m, part) / (float)e->C;
   memset(part, 0, sizeof part);
   for (int64_t c = 0; c < e->C; c++) {
     float d = x[base + c * e->W] - mean;
-    part[c % lanes] += d * d;
+    part[c % m.lanes] += d * d;
   }
-  float var = lane_sum(part, lanes) / (float)e->C;
+  float var = lane_sum(&m, part) / (float)e->C;
   float rstd = 1.0f / sqrtf(var + e->post0);
   for (int64_t c = 0; c < e->C; c++) {
     float v = (x[base + c * e->W] - mean) * rstd * w[c] + bias[c];
-    y[e->also ? (o * e->W + p) * e->C + c : base + c * e->W] = v;
+    y[e->also ? pair * e->C + c : base + c * e->W] = v;
   }
 }
 

@@ -2,11 +2,16 @@
  * gpu_mplan.h): strided copies and index-table gathers (the layout work
  * between groups, dtype conversion to the destination's), the row gather
  * at run-time indices (gpu_lower_gather.c), and the direct
- * depthwise convolution with its fused bias and activation; every other
+ * depthwise convolution with its fused bias and activation, the layer
+ * normalisation (gpu_lower_ln.c); every other
  * compute call is its codelet's kernel (gpu_lower_cdl.c, dispatched here).
  *
  * One thread per output element, every size a compile-time constant, the
- * convolution's reduction an IR loop in f32. gpu_ew_emulate (gpu_ew_emu.c)
+ * convolution's reduction an IR loop in f32. A copy transposing NHWC and
+ * NCHW (gpu_ct_kind) runs its threads on NHWC elements where every access
+ * is NHWC, else a tile per workgroup through shared memory, so neither
+ * side is read or written at a stride of C or H*W elements; a contiguous
+ * f32 copy moves 4 elements a thread. gpu_ew_emulate (gpu_ew_emu.c)
  * is the same meaning in C for the CPU emulation of a compiled model.
  * Arguments: (x, w, y, bias), global pointers; x, w, bias f32 (a copy's x
  * f16 with in_dtype f16); y f32 or f16 (operand copies for the matrix
@@ -17,6 +22,7 @@
 
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_ir.h"
+#include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_qdot.h"
 
@@ -120,8 +126,39 @@ static LLVMValueRef nhwc_index(gpu_gen *g, const gpu_ew *e, LLVMValueRef d) {
   return add(g, mul(g, add(g, mul(g, n, C(hw)), p), C(e->C)), c);
 }
 
+/* A float copy's value for destination d before an NCHW addend: x[s]
+ * (f16 or f32), the per-channel scale, the NHWC addend at h (NULL: at
+ * d's NHWC index). */
+static LLVMValueRef copy_front(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef w, LLVMValueRef addend,
+                               LLVMValueRef s, LLVMValueRef d, LLVMValueRef h) {
+  LLVMValueRef v = e->in_dtype == COV_F16
+                       ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
+                       : ld(g, x, s);
+  if (e->mul_c > 0) /* a per-channel scale */
+    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
+  if (e->bias == 2) /* the shortcut's channels-last f16 form */
+    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, h ? h : nhwc_index(g, e, d)), ""),
+                                  g->f32, ""));
+  return v;
+}
+
+/* ... then the NCHW addend at d, the gate, the activation. */
+static LLVMValueRef copy_back(gpu_gen *g, const gpu_ew *e, LLVMValueRef addend, LLVMValueRef d, LLVMValueRef v) {
+  if (e->bias == 1) v = fadd(g, v, ld(g, addend, d));
+  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
+    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
+    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
+  }
+  return apply(g, e->post, e->post0, e->post1, v);
+}
+
 static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef addend) {
+  gpu_ct_shape sh;
+  if (gpu_ew_transpose(e, &sh) == GPU_CT_REORDER) { /* thread i on NHWC element i: its NCHW item */
+    LLVMValueRef c = urem(g, i, sh.c), q = udiv(g, i, sh.c);
+    i = add(g, mul(g, add(g, mul(g, udiv(g, q, sh.hw), C(sh.c)), c), C(sh.hw)), urem(g, q, sh.hw));
+  }
   LLVMValueRef s = add(g, i, C(e->s0)), d = add(g, i, C(e->d0));
   if (e->run) {
     LLVMValueRef j = urem(g, i, e->run), t = udiv(g, i, e->run);
@@ -137,75 +174,66 @@ static void lower_copy(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     move(g, e, x, s, y, d);
     return;
   }
-  LLVMValueRef v = e->in_dtype == COV_F16
-                       ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
-                       : ld(g, x, s);
-  if (e->mul_c > 0) /* a per-channel scale */
-    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
-  if (e->bias == 2) /* the shortcut's channels-last f16 form */
-    v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, nhwc_index(g, e, d)), ""),
-                                  g->f32, ""));
-  else if (e->bias)
-    v = fadd(g, v, ld(g, addend, d));
-  if (e->scale_hw > 0) { /* v * sigmoid(gate) */
-    LLVMValueRef t = ld(g, addend, udiv(g, d, e->scale_hw));
-    v = fdiv(g, v, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, t, ""))));
-  }
-  v = apply(g, e->post, e->post0, e->post1, v);
+  LLVMValueRef v = copy_back(g, e, addend, d, copy_front(g, e, x, w, addend, s, d, NULL));
   if (e->also != 2) store_out(g, e, y, d, v);
   if (e->also) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, w, nhwc_index(g, e, d)));
 }
 
-/* The sum over a row's `lanes` lanes (a butterfly of shuffles: every lane
- * gets the same sum, as a + b == b + a). */
-static LLVMValueRef lane_sum(gpu_gen *g, LLVMValueRef v, int lanes) {
-  for (int m = lanes / 2; m >= 1; m /= 2) v = fadd(g, v, g->target->shfl_xor(g, v, m));
-  return v;
+/* Element r (of GPU_CT_TILE^2 / GPU_EW_THREADS) of thread t in the tile
+ * at channel c0, pixel q0 (pixels of every image in a row, q = n*HW + p):
+ * channel-major (`nhwc`: neighbouring threads on neighbouring channels)
+ * or pixel-major; whether it is inside the value, its NCHW index d, NHWC
+ * index h and shared-memory slot. */
+typedef struct ct_el {
+  LLVMValueRef ok, d, h, slot;
+} ct_el;
+static ct_el ct_at(gpu_gen *g, const gpu_ct_shape *sh, int nhwc, int r, LLVMValueRef t, LLVMValueRef c0,
+                   LLVMValueRef q0) {
+  long long T = GPU_CT_TILE, rows = GPU_EW_THREADS / T;
+  LLVMValueRef fast = urem(g, t, T), slow = add(g, udiv(g, t, T), C(r * rows));
+  LLVMValueRef cl = nhwc ? fast : slow, ql = nhwc ? slow : fast, c = add(g, c0, cl), q = add(g, q0, ql);
+  ct_el el;
+  el.ok = and1(g, ult(g, c, sh->c), ult(g, q, sh->n * sh->hw));
+  el.d = add(g, mul(g, add(g, mul(g, udiv(g, q, sh->hw), C(sh->c)), c), C(sh->hw)), urem(g, q, sh->hw));
+  el.h = add(g, mul(g, q, C(sh->c)), c);
+  el.slot = add(g, mul(g, cl, C(T + 1)), ql);
+  return el;
 }
 
-/* x at channel c = k * lanes + lane of the row at `base` (stride W), 0 past C. */
-static LLVMValueRef ln_at(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef base, LLVMValueRef c) {
-  LLVMValueRef ok = ult(g, c, e->C);
-  return sel(g, ok, ld(g, x, add(g, base, mul(g, sel(g, ok, c, C(0)), C(e->W)))), F(0.0));
-}
-
-/* Layer normalisation of x [N][C][W] over C: `lanes` threads per (n, w)
- * pair (e->D where the target shuffles, else one: the other threads of
- * the pair idle), thread `lane` taking channels lane, lane + lanes, ...;
- * the mean, then the mean square deviation (two passes, f32, per-lane sums
- * added by lane_sum), then y = (x - mean) / sqrt(var + eps) * scale[c] +
- * bias[c] stored in x's layout, or channels-last ([N][W][C]) with `also`. */
-static void lower_lnorm(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
-                        LLVMValueRef bias) {
-  int rl = e->D > 1 ? (int)e->D : 1, lanes = rl > 1 && g->target->shfl_xor ? rl : 1;
-  LLVMValueRef pair = udiv(g, i, rl), lane = lanes > 1 ? urem(g, i, rl) : C(0);
-  LLVMBasicBlockRef join = NULL;
-  if (rl > lanes) begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, urem(g, i, rl), C(0), ""), &join);
-  LLVMValueRef o = udiv(g, pair, e->W), p = urem(g, pair, e->W);
-  LLVMValueRef base = add(g, mul(g, o, C(e->C * e->W)), p);
-  long long steps = (e->C + lanes - 1) / lanes;
-  acc_loop a;
-  LLVMValueRef k = acc_open(g, &a, steps, F(0.0));
-  LLVMValueRef mean = acc_close(g, &a, fadd(g, a.acc, ln_at(g, e, x, base, add(g, mul(g, k, C(lanes)), lane))));
-  mean = fdiv(g, lanes > 1 ? lane_sum(g, mean, lanes) : mean, F((double)e->C));
-  k = acc_open(g, &a, steps, F(0.0));
-  LLVMValueRef c = add(g, mul(g, k, C(lanes)), lane);
-  LLVMValueRef dv = sel(g, ult(g, c, e->C), fsub(g, ln_at(g, e, x, base, c), mean), F(0.0));
-  LLVMValueRef var = acc_close(g, &a, fadd(g, a.acc, fmul(g, dv, dv)));
-  var = fdiv(g, lanes > 1 ? lane_sum(g, var, lanes) : var, F((double)e->C));
-  LLVMValueRef sum = fadd(g, var, F(e->post0));
-  LLVMValueRef rstd = fdiv(g, F(1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sum, 1));
-  gpu_loop l;
-  c = add(g, mul(g, loop_open(g, &l, C(0), steps, 1), C(lanes)), lane);
-  LLVMBasicBlockRef in;
-  begin_if(g, ult(g, c, e->C), &in);
-  LLVMValueRef v = fmul(g, fsub(g, ld(g, x, add(g, base, mul(g, c, C(e->W)))), mean), rstd);
-  v = fadd(g, fmul(g, v, ld(g, w, c)), ld(g, bias, c));
-  LLVMValueRef d = e->also ? add(g, mul(g, add(g, mul(g, o, C(e->W)), p), C(e->C)), c) : add(g, base, mul(g, c, C(e->W)));
-  store_out(g, e, y, d, v);
-  end_if(g, in);
-  loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
-  if (join) end_if(g, join);
+/* The tiled transposing copy (GPU_CT_TILES): the source read along
+ * channels into shared memory with the work an NHWC element takes, the
+ * destination written along pixels with the rest of the fused work, and,
+ * with `also`, a third pass storing the NHWC f16 form along channels. */
+static void lower_tiled(gpu_gen *g, const gpu_ew *e, const gpu_ct_shape *sh, LLVMValueRef x, LLVMValueRef w,
+                        LLVMValueRef y, LLVMValueRef addend) {
+  long long T = GPU_CT_TILE, per = T * T / GPU_EW_THREADS, ct = (sh->c + T - 1) / T;
+  LLVMValueRef t = g->target->thread_id(g), b = g->target->block_id(g, 0);
+  LLVMValueRef c0 = mul(g, urem(g, b, ct), C(T)), q0 = mul(g, udiv(g, b, ct), C(T));
+  LLVMValueRef sm = g->target->shared_array(g, gpu_ew_shared_bytes(e));
+  LLVMBasicBlockRef join;
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 1, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMBuildStore(g->b, copy_front(g, e, x, w, addend, el.h, el.d, el.h), gept(g, g->f32, sm, el.slot));
+    end_if(g, join);
+  }
+  g->target->barrier(g);
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 0, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMValueRef v = copy_back(g, e, addend, el.d, ld(g, sm, el.slot));
+    if (e->also != 2) store_out(g, e, y, el.d, v);
+    if (e->also) LLVMBuildStore(g->b, v, gept(g, g->f32, sm, el.slot));
+    end_if(g, join);
+  }
+  if (!e->also) return;
+  g->target->barrier(g);
+  for (int r = 0; r < per; r++) {
+    ct_el el = ct_at(g, sh, 1, r, t, c0, q0);
+    begin_if(g, el.ok, &join);
+    LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, ld(g, sm, el.slot), g->f16, ""), gept(g, g->f16, w, el.h));
+    end_if(g, join);
+  }
 }
 
 /* i = ((n*K + k)*P + p)*Q + q; sum over (c, r, s) of the group, then the
@@ -245,14 +273,94 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
   case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
-  case GPU_EW_LNORM: lower_lnorm(g, e, i, x, w, y, bias); return;
   default: return;
   }
 }
 
+/* Whether copy e's strided runs are exactly [n][hw][c] -> [n][c][hw],
+ * items in destination order. */
+static int is_transpose(const gpu_ew *e, gpu_ct_shape *sh) {
+  int64_t c = e->rep[1], hw = e->rep[0], n = e->rep[2];
+  *sh = (gpu_ct_shape){n, c, hw};
+  return e->run == 1 && e->s0 == 0 && e->d0 == 0 && c > 1 && hw > 1 && e->ss[0] == c && e->ss[1] == 1 &&
+         e->ds[0] == 1 && e->ds[1] == hw && (n == 1 || (e->ss[2] == c * hw && e->ds[2] == c * hw)) &&
+         e->n == n * c * hw;
+}
+
+gpu_ct_kind gpu_ew_transpose(const gpu_ew *e, gpu_ct_shape *out) {
+  gpu_ct_shape sh = {0};
+  gpu_ct_kind k = GPU_CT_NONE;
+  if (e->kind == GPU_EW_COPY && !gpu_ew_raw(e) && is_transpose(e, &sh)) {
+    /* the NHWC side the fused work names (N, C, H, W) is this copy's source */
+    int same = (e->bias != 2 && !e->also) || (e->N == sh.n && e->C == sh.c && e->H * e->W == sh.hw);
+    k = !same ? GPU_CT_NONE : e->also == 2 && e->bias != 1 ? GPU_CT_REORDER : GPU_CT_TILES;
+  }
+  if (out) *out = sh;
+  return k;
+}
+
+/* REORDER of f16 elements by a thread per 8 channels of a pixel (16-byte
+ * loads and stores; C a multiple of 8, no per-element index work). */
+static int reorder8(const gpu_ew *e, const gpu_ct_shape *sh, gpu_ct_kind k) {
+  return k == GPU_CT_REORDER && sh->c % 8 == 0 && e->in_dtype == COV_F16 && !e->mul_c && !e->scale_hw;
+}
+
+/* A contiguous f32 copy (an f16 operand, a Concat part) by a thread per 4
+ * elements: 16-byte loads, 8- or 16-byte stores (offsets and count
+ * multiples of 4, only an activation fused). */
+static int flat4(const gpu_ew *e) {
+  return e->kind == GPU_EW_COPY && !gpu_ew_raw(e) && e->run == 0 && e->in_dtype != COV_F16 &&
+         (e->out_dtype == COV_F32 || e->out_dtype == COV_F16) && e->n % 4 == 0 &&
+         e->s0 % 4 == 0 && e->d0 % 4 == 0 && !e->bias && !e->also && !e->mul_c && !e->scale_hw;
+}
+
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
-  grid[0] = (unsigned)((e->n + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
+  gpu_ct_shape sh;
+  gpu_ct_kind k = gpu_ew_transpose(e, &sh);
+  int64_t t = GPU_CT_TILE, tiles = (sh.c + t - 1) / t * ((sh.n * sh.hw + t - 1) / t);
+  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : flat4(e) ? e->n / 4 : e->n;
+  grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (items + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
   grid[1] = grid[2] = 1;
+}
+
+/* flat4's thread i: elements 4i .. 4i+3. */
+static void lower_flat4(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef vt = LLVMVectorType(g->f32, 4), ot = LLVMVectorType(e->out_dtype == COV_F16 ? g->f16 : g->f32, 4);
+  LLVMValueRef j = mul(g, i, C(4)), vx = LLVMBuildLoad2(g->b, vt, gept(g, g->f32, x, add(g, j, C(e->s0))), "");
+  LLVMSetAlignment(vx, 16);
+  LLVMValueRef out = LLVMGetUndef(ot);
+  for (int k = 0; k < 4; k++) {
+    LLVMValueRef v = apply(g, e->post, e->post0, e->post1, LLVMBuildExtractElement(g->b, vx, C(k), ""));
+    if (e->out_dtype == COV_F16) v = LLVMBuildFPTrunc(g->b, v, g->f16, "");
+    out = LLVMBuildInsertElement(g->b, out, v, C(k), "");
+  }
+  LLVMTypeRef et = e->out_dtype == COV_F16 ? g->f16 : g->f32;
+  LLVMSetAlignment(LLVMBuildStore(g->b, out, gept(g, et, y, add(g, j, C(e->d0)))), e->out_dtype == COV_F16 ? 8 : 16);
+}
+
+/* reorder8's thread i: NHWC elements 8i .. 8i+7, as lower_copy computes
+ * each (the shortcut's f16 form at the same index, the activation, the
+ * f16 store). */
+static void lower_reorder8(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w,
+                           LLVMValueRef addend) {
+  LLVMTypeRef vt = LLVMVectorType(g->f16, 8);
+  LLVMValueRef j = mul(g, i, C(8)), vx = LLVMBuildLoad2(g->b, vt, gept(g, g->f16, x, j), ""), va = NULL;
+  LLVMSetAlignment(vx, 16);
+  if (e->bias == 2) va = LLVMBuildLoad2(g->b, vt, gept(g, g->f16, addend, j), ""), LLVMSetAlignment(va, 16);
+  LLVMValueRef out = LLVMGetUndef(vt);
+  for (int k = 0; k < 8; k++) {
+    LLVMValueRef at = C(k), v = LLVMBuildFPExt(g->b, LLVMBuildExtractElement(g->b, vx, at, ""), g->f32, "");
+    if (va) v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildExtractElement(g->b, va, at, ""), g->f32, ""));
+    v = apply(g, e->post, e->post0, e->post1, v);
+    out = LLVMBuildInsertElement(g->b, out, LLVMBuildFPTrunc(g->b, v, g->f16, ""), at, "");
+  }
+  LLVMSetAlignment(LLVMBuildStore(g->b, out, gept(g, g->f16, w, j)), 16);
+}
+
+/* a tile of f32 with rows of GPU_CT_TILE + 1 (no bank conflicts either way) */
+unsigned gpu_ew_shared_bytes(const gpu_ew *e) {
+  if (e->kind == GPU_EW_LNORM) return gpu_ln_shared_bytes(e);
+  return gpu_ew_transpose(e, NULL) == GPU_CT_TILES ? GPU_CT_TILE * (GPU_CT_TILE + 1) * 4 : 0;
 }
 
 cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
@@ -268,12 +376,31 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   gpu_add_kernel(g, name);
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);
-  LLVMValueRef i = add(g, mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)), target->thread_id(g));
-  LLVMBasicBlockRef join;
-  begin_if(g, ult(g, i, e->n), &join);
-  lower_elem(g, e, i, x, w, y, bias);
-  end_if(g, join);
+  cov_status st = NULL;
+  gpu_ct_shape sh;
+  gpu_ct_kind ct = gpu_ew_transpose(e, &sh);
+  if (e->kind == GPU_EW_LNORM) {
+    st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
+  } else if (ct == GPU_CT_TILES) {
+    lower_tiled(g, e, &sh, x, w, y, bias);
+  } else if (reorder8(e, &sh, ct) || flat4(e)) {
+    int r8 = reorder8(e, &sh, ct);
+    LLVMValueRef blk = mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)); /* before the thread id, on every compiler */
+    LLVMValueRef i = add(g, blk, target->thread_id(g));
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, i, e->n / (r8 ? 8 : 4)), &join);
+    if (r8) lower_reorder8(g, e, i, x, w, bias);
+    else lower_flat4(g, e, i, x, y);
+    end_if(g, join);
+  } else {
+    LLVMValueRef blk = mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)); /* before the thread id, on every compiler */
+    LLVMValueRef i = add(g, blk, target->thread_id(g));
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, i, e->n), &join);
+    lower_elem(g, e, i, x, w, y, bias);
+    end_if(g, join);
+  }
   LLVMBuildRetVoid(g->b);
   LLVMDisposeBuilder(g->b);
-  return NULL;
+  return st;
 }

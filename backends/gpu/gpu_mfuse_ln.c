@@ -6,10 +6,11 @@
  * to NHWC, a fill, the codelet's kernel (a thread per row of C), a copy
  * back (once per reader group: the stem's result is copied back twice),
  * and an f16 copy where a matrix kernel reads it. It becomes one
- * GPU_EW_LNORM launch reading the NCHW activation in place: a thread per
- * pixel walks the channels at stride H*W, so neighbouring threads read
- * neighbouring pixels (coalesced), f32 statistics in two passes as the
- * codelet takes them. Its result is stored NCHW f32, or, where that is
+ * GPU_EW_LNORM launch reading the NCHW activation in place: a few lanes
+ * per pixel split the channels, a workgroup's threads pixel-major so a
+ * warp reads neighbouring pixels of a channel (coalesced), f32 statistics
+ * in two passes as the codelet takes them, summed over the lanes in a
+ * fixed order (gpu_lnorm.h). Its result is stored NCHW f32, or, where that is
  * read only by the next matrix kernel's f16 operand copy or by its
  * channels-last conversion (gpu_mlayout.c), as that copy's f16 NCHW or
  * NHWC buffer directly. Every copy is checked element by element to be
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_msteps.h"
 
 /* Whether step s is a plain f32 copy moving [nb][c][hw] to [nb][hw][c]
@@ -102,24 +104,28 @@ static void store_f16(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) 
 }
 
 /* The LNORM launch replacing LayerNorm step s: x [nb][c][w] normalised
- * over c, `lanes` threads per (n, w) pair, into y. */
-static gpu_mstep lnorm_step(const gpu_mstep *s, int x, int y, int64_t nb, int64_t c, int64_t w, int lanes) {
+ * over c into y, its lanes per (n, w) pair from gpu_ln_lanes; 0 where c
+ * is too wide for it. */
+static int lnorm_step(const gpu_mstep *s, int x, int y, int64_t nb, int64_t c, int64_t w, gpu_mstep *out) {
   gpu_mstep f = *s;
   memset(&f.ew, 0, sizeof f.ew); /* kernels compare bytewise */
-  f.ew.kind = GPU_EW_LNORM, f.ew.out_dtype = COV_F32, f.ew.N = nb, f.ew.C = c, f.ew.W = w, f.ew.D = lanes;
-  f.ew.n = nb * w * lanes, f.ew.post0 = epsilon(&s->ew.cdl);
-  snprintf(f.kernel, sizeof f.kernel, "%.150s_%s", s->kernel, lanes > 1 ? "rows" : "cl");
+  f.ew.kind = GPU_EW_LNORM, f.ew.out_dtype = COV_F32, f.ew.N = nb, f.ew.C = c, f.ew.W = w;
+  f.ew.D = gpu_ln_lanes(c, w), f.ew.post0 = epsilon(&s->ew.cdl);
+  if (!f.ew.D) return 0;
+  f.ew.n = gpu_ln_items(&f.ew);
+  snprintf(f.kernel, sizeof f.kernel, "%.150s_%s", s->kernel, w > 1 ? "cl" : "rows");
   for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) f.args[k] = -1;
   f.n_args = 4, f.args[0] = x, f.args[1] = s->args[1], f.args[2] = y, f.args[3] = s->args[2];
   gpu_ew_grid(&f.ew, f.grid);
-  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = 0;
-  return f;
+  f.block[0] = GPU_EW_THREADS, f.block[1] = f.block[2] = 1, f.shared_bytes = gpu_ln_shared_bytes(&f.ew);
+  *out = f;
+  return 1;
 }
 
 /* Step L, a LayerNorm over the last axis of a row-major [M][C] value (a
- * transformer's), as a warp per row (32 threads: EW threads per workgroup
- * and the rows' thread count are multiples of a warp, so no warp is
- * split at the end of the grid), its f16 operand copy folded in. */
+ * transformer's), as a warp or more per row (the lanes of a row neighbouring
+ * threads, so a warp reads neighbouring channels), its f16 operand copy
+ * folded in. */
 static int fuse_rows(gpu_model_plan *p, char *del, int L) {
   const gpu_mstep *s = &p->steps[L];
   int t = s->args[0], u = s->args[3];
@@ -127,7 +133,8 @@ static int fuse_rows(gpu_model_plan *p, char *del, int L) {
   if (p->bufs[t].dtype != COV_F32 || p->bufs[t].numel != m * c || p->bufs[u].dtype != COV_F32 ||
       p->bufs[u].numel != m * c)
     return 0;
-  gpu_mstep f = lnorm_step(s, t, u, m, c, 1, 32);
+  gpu_mstep f;
+  if (!lnorm_step(s, t, u, m, c, 1, &f)) return 0;
   gpu_ms_drop_fills(p, del, u);
   store_f16(p, del, L, u, &f);
   p->steps[L] = f;
@@ -151,9 +158,11 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L) {
   if (xb->rank != 4 || xb->dtype != COV_F32 || xb->shape[1] != c || xb->numel != p->bufs[t].numel)
     return fuse_rows(p, del, L);
   int64_t nb = xb->shape[0], hw = xb->shape[2] * xb->shape[3];
+  gpu_mstep f;
+  if (!lnorm_step(s, x, -1, nb, c, hw, &f)) return 0;
   int y = permutes(&p->steps[a], nb, c, hw, 0) ? copies_back(p, del, L, u, nb, c, hw) : -1;
   if (y < 0) return fuse_rows(p, del, L);
-  gpu_mstep f = lnorm_step(s, x, y, nb, c, hw, 1);
+  f.args[2] = y;
   del[a] = 1;
   gpu_ms_drop_fills(p, del, t), gpu_ms_drop_fills(p, del, u), gpu_ms_drop_fills(p, del, y);
   store_f16(p, del, L, y, &f);

@@ -1,6 +1,8 @@
 /* backends/gpu/gpu_mmodules.c: a compiled model's code (gpu_mplan.h):
  * every launch's kernel built once, launches of equal kernels (repeated
- * blocks of a network) sharing its module and name. */
+ * blocks of a network) sharing its module and name; a copy's grid and
+ * shared memory set from its final form (the plan's passes fuse work into
+ * copies, which changes how a transposing copy is scheduled). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,10 @@ cov_status gpu_model_build_modules(gpu_model_plan *p, const gpu_target *t) {
   for (int i = 0; i < p->n_steps && !st; i++) {
     gpu_mstep *s = &p->steps[i];
     if (s->op != GPU_STEP_LAUNCH || s->pre) continue;
+    if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_COPY) { /* the schedule of the copy as fused */
+      gpu_ew_grid(&s->ew, s->grid);
+      s->shared_bytes = gpu_ew_shared_bytes(&s->ew);
+    }
     int same = -1;
     if (s->kkind == GPU_KERNEL_MATRIX) {
       keys[i] = plan_key(&s->plan);

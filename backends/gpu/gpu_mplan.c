@@ -134,7 +134,7 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
       a[1][(n * hw + p) * e->C + c] = to_f16(a[2][dst]);
     }
   if (e->kind == GPU_EW_LNORM && e->out_dtype == COV_F16)
-    for (int64_t j = 0; j < e->n / (e->D > 1 ? e->D : 1) * e->C; j++) a[2][j] = to_f16(a[2][j]);
+    for (int64_t j = 0; j < e->N * e->W * e->C; j++) a[2][j] = to_f16(a[2][j]);
   else if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;

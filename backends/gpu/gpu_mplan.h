@@ -69,7 +69,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
-  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_mfuse.c), below */
+  GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_lnorm.h), below */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
@@ -134,18 +134,32 @@ typedef struct gpu_ew {
   /* LNORM: x [N][C][W] (argument 0) normalised over C for each of the
    * N * W pairs, f32 statistics in two passes, then * a1[c] + a3[c] (f32
    * [C]); post0 is the epsilon; y (argument 2) in x's layout or, with
-   * `also`, [N][W][C]; f32 or f16. D > 1 (at most 32): D threads per pair,
-   * summing by shuffles (a warp per row of a transformer's activations),
-   * n = N * W * D; else one (neighbouring threads on neighbouring pixels
-   * where W > 1: channels of an NCHW activation), n = N * W */
+   * `also`, [N][W][C]; f32 or f16. D threads (lanes) per pair, a power of
+   * two up to a workgroup, and n whole workgroups (gpu_lnorm.h) */
   float post0, post1;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;
 
 enum { GPU_EW_THREADS = 256 }; /* threads per workgroup of every generic kernel */
-/* The launch grid of a generic kernel. */
+/* The launch grid and shared-memory bytes of a generic kernel. */
 void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]);
+unsigned gpu_ew_shared_bytes(const gpu_ew *e);
+
+/* A float COPY of a whole [N][HW][C] value to [N][C][HW] (any transpose
+ * of the last two axes: NCHW to NHWC is the same with C and HW swapped),
+ * scheduled so both sides coalesce (gpu_lower_ew.c): REORDER, a
+ * conversion to NCHW whose every access is NHWC (an NHWC addend, only the
+ * NHWC store), its threads on NHWC elements; TILES (with any other fused
+ * work), a workgroup per tile of GPU_CT_TILE channels x GPU_CT_TILE pixels
+ * through shared memory, read along the source's fast axis and written
+ * along the destination's. */
+typedef enum gpu_ct_kind { GPU_CT_NONE, GPU_CT_REORDER, GPU_CT_TILES } gpu_ct_kind;
+typedef struct gpu_ct_shape {
+  int64_t n, c, hw;
+} gpu_ct_shape;
+enum { GPU_CT_TILE = 32 };
+gpu_ct_kind gpu_ew_transpose(const gpu_ew *e, gpu_ct_shape *out);
 /* The runs of source `src` among runs[0 .. n_runs) (destination order,
  * gpu_cap_run's fields: src, d0, s0, n) as at most `max` strided copies
  * (gpu_ew COPY, f32 out: runs of equal length at constant strides, blocks

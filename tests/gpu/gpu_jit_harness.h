@@ -39,6 +39,18 @@ typedef cov_status (*gpu_jit_lower_fn)(const void *what, const gpu_target_ops *o
 int gpu_jit_run(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t threads, void *const *args,
                 int n_args);
 
+/* The host's target operations for kernels that need their workgroup
+ * (gpu_jit_groups.c): ids thread-local, barriers, lane exchanges and
+ * shared memory. */
+extern const gpu_target_ops gpu_jit_group_host;
+
+/* Lowers `what` with gpu_jit_group_host, verifies, optimises and runs
+ * `groups` workgroups in a scrambled order, each as GPU_EW_THREADS
+ * concurrent threads on args[0 .. n_args). Returns 0, or 1 after
+ * printing "FAIL name: ..." to stderr. */
+int gpu_jit_run_groups(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t groups, void *const *args,
+                       int n_args);
+
 /* The steps of gpu_jit_run, for a test with a host table of its own (work
  * items run as threads, say): a kernel compiled for this CPU. Every kernel
  * takes pointers only and is called with GPU_JIT_MAX_ARGS of them, those
