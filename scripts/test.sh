@@ -3,7 +3,8 @@
 # build, once under AddressSanitizer + UndefinedBehaviorSanitizer (clang-19),
 # (there also the allocation-failure sweeps of tests/fault: every command
 # of them run with its Nth allocation failing, for a bounded range of N),
-# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds, then the
+# then each libFuzzer target for FUZZ_SECONDS (default 30) seconds (as many
+# at a time as there are cores), then the
 # multi-threaded test (tests/unit/test_threads.c) under ThreadSanitizer: that
 # tree builds that one test only (no GPU backends), about a minute. The other
 # build types with gcc and clang-19 are built (not tested) in between.
@@ -78,9 +79,7 @@ run_ctest build
 # build the libraries, the CLI and covenant-run only (what users build; the
 # tests add a minute per configuration): gcc Debug and MinSizeRel, clang-19
 # RelWithDebInfo and MinSizeRel. scripts/build_configs.sh builds all eight whole.
-# (build-asan compiles the interpreters the tests run per MAC, and the
-# mapper's search and cost model, at -O1: see
-# CMakeLists.txt.)
+# (build-asan, Debug, compiles at -O1: see CMakeLists.txt.)
 stage "build only (gcc Release, clang-19 Release; -Werror)"
 scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
 CC=clang-19 scripts/build.sh build-clang-release -DCMAKE_BUILD_TYPE=Release
@@ -100,17 +99,35 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_ctest build-asan
 
-stage "fuzzing (${FUZZ_SECONDS:-30}s per target)"
+# The fuzzers run $jobs at a time, each for FUZZ_SECONDS of its own (a
+# libFuzzer target is one process on one core): the fuzzing each gets is
+# the same as one after the other, in half the time on 2 cores.
+fuzz_pids=() fuzz_names=()
+fuzz_start() { # fuzz_start NAME SEEDS...: starts one target in the background
+  local name=$1 corpus="build-asan/fuzz-corpus/$1"
+  shift
+  mkdir -p "$corpus"
+  build-asan/fuzz_"$name" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus" "$@" > "build-asan/fuzz-$name.log" 2>&1 &
+  fuzz_pids+=($!) fuzz_names+=("$name")
+}
+fuzz_wait() { # waits for the oldest target running and reports it; a failure stops the others
+  local pid=${fuzz_pids[0]} name=${fuzz_names[0]}
+  fuzz_pids=("${fuzz_pids[@]:1}") fuzz_names=("${fuzz_names[@]:1}")
+  if ! wait "$pid"; then
+    [ ${#fuzz_pids[@]} -eq 0 ] || kill "${fuzz_pids[@]}" 2>/dev/null || true
+    tail -50 "build-asan/fuzz-$name.log"; echo "fuzz_$name: FAILED"; exit 1
+  fi
+  echo "fuzz_$name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-$name.log" | grep -o '[0-9]*$') runs, no crash, leak or sanitizer report"
+}
+stage "fuzzing (${FUZZ_SECONDS:-30}s per target, $jobs at a time)"
 while read -r name seeds; do
   case "$name" in ''|'#'*) continue ;; esac
-  corpus="build-asan/fuzz-corpus/$name"
-  mkdir -p "$corpus"
+  [ ${#fuzz_pids[@]} -lt "$jobs" ] || fuzz_wait
   # shellcheck disable=SC2086 # seed dirs are a word list
-  build-asan/fuzz_"$name" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 "$corpus" $seeds > "build-asan/fuzz-$name.log" 2>&1 || {
-      tail -50 "build-asan/fuzz-$name.log"; echo "fuzz_$name: FAILED"; exit 1; }
-  echo "fuzz_$name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-$name.log" | grep -o '[0-9]*$') runs, no crash, leak or sanitizer report"
+  fuzz_start "$name" $seeds
 done < fuzz/seeds.txt
+while [ ${#fuzz_pids[@]} -gt 0 ]; do fuzz_wait; done
 stage "ThreadSanitizer (clang-19): tests/unit/test_threads only"
 CC=clang-19 cmake -S . -B build-tsan -G Ninja -DCOV_TSAN=ON -DCOV_WITH_LLVM=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null

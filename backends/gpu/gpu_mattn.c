@@ -400,35 +400,18 @@ cov_status gpu_mattn_find(const gpu_capture *cap, const gpu_target *t, gpu_mattn
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
-static int add_buffer(gpu_model_plan *p, const char *node, const int64_t *shape) {
-  char nm[sizeof p->bufs[0].name];
-  snprintf(nm, sizeof nm, "%.110s.attn_qkv", node);
-  cov_status st = NULL;
-  int b = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, 4, shape, &st);
-  cov_status_free(st); /* the caller reports -1 as out of memory */
-  return b;
-}
-
-static gpu_mstep *add_step(gpu_model_plan *p, const gpu_cap_group *g, gpu_step_op op) {
-  if (p->n_steps == p->cap_steps) {
-    int nc = p->cap_steps ? 2 * p->cap_steps : 32;
-    gpu_mstep *s = realloc(p->steps, (size_t)nc * sizeof *s);
-    if (!s) return NULL;
-    p->steps = s, p->cap_steps = nc;
-  }
-  gpu_mstep *s = &p->steps[p->n_steps++];
-  memset(s, 0, sizeof *s);
-  s->op = op, s->group = g->group, s->module = -1, s->fill_buf = -1, s->n_args = 4;
-  snprintf(s->label, sizeof s->label, "%s", g->node);
-  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
-  for (int d = 0; d < 3; d++) s->grid[d] = s->block[d] = 1;
+/* A launch of group g's, appended to the plan (gpu_ms_add_step). */
+static gpu_mstep *add_launch(gpu_model_plan *p, const gpu_cap_group *g, cov_status *st) {
+  gpu_mstep *s = gpu_ms_add_step(p, g->group, g->node, st);
+  if (s) s->op = GPU_STEP_LAUNCH;
   return s;
 }
 
 static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu_ew *e, const char *what, int from,
                             int to) {
-  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
-  if (!s) return oom();
+  cov_status st = NULL;
+  gpu_mstep *s = add_launch(p, g, &st);
+  if (!s) return st;
   s->kkind = GPU_KERNEL_EW, s->ew = *e;
   snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn_%s", g->group, what);
   gpu_ew_grid(e, s->grid);
@@ -440,15 +423,18 @@ static cov_status copy_step(gpu_model_plan *p, const gpu_cap_group *g, const gpu
 cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m) {
   const gpu_attn *a = &m->attn;
   int64_t shape[4] = {3, a->heads, m->seq, m->dim};
-  int qkv = add_buffer(p, g->node, shape);
-  if (qkv < 0) return oom();
+  char nm[sizeof p->bufs[0].name];
+  snprintf(nm, sizeof nm, "%.110s.attn_qkv", g->node);
+  cov_status st = NULL;
+  int qkv = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, 4, shape, &st);
+  if (qkv < 0) return st;
   for (int c = 0; c < m->n_cp; c++) {
     char what[16];
     snprintf(what, sizeof what, "qkv%d", c);
     COV_RETURN_IF_ERROR(copy_step(p, g, &m->cp[c], what, id_buf[m->src[c]], qkv));
   }
-  gpu_mstep *s = add_step(p, g, GPU_STEP_LAUNCH);
-  if (!s) return oom();
+  gpu_mstep *s = add_launch(p, g, &st);
+  if (!s) return st;
   s->kkind = GPU_KERNEL_ATTN, s->attn = *a;
   snprintf(s->kernel, sizeof s->kernel, "covenant_g%d_attn", g->group);
   memcpy(s->grid, a->grid, sizeof s->grid);

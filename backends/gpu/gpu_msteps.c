@@ -30,6 +30,18 @@ int gpu_ms_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_d
   return p->n_bufs++;
 }
 
+gpu_mstep *gpu_ms_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  *st = common_grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps, 32, "compiling the model");
+  if (*st) return NULL;
+  gpu_mstep *s = &p->steps[p->n_steps++];
+  memset(s, 0, sizeof *s);
+  s->group = group, s->module = -1, s->fill_buf = -1, s->n_args = 4;
+  snprintf(s->label, sizeof s->label, "%s", label);
+  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
+  for (int d = 0; d < 3; d++) s->grid[d] = s->block[d] = 1;
+  return s;
+}
+
 int gpu_ms_users(const gpu_model_plan *p, const char *del, int b, int skip, int *who) {
   int n = 0;
   for (int j = 0; j < p->n_steps; j++) {

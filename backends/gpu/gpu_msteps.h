@@ -1,7 +1,9 @@
 /* backends/gpu/gpu_msteps.h: queries and edits of a compiled model's steps
  * that the plan-level passes share (gpu_mfuse.c, gpu_mfuse_act.c,
  * gpu_mfuse_ln.c): who uses a buffer, which step writes it, the fused copy
- * that replaces a group's kernel. A pass marks the steps it removes in
+ * that replaces a group's kernel; and the appending of a buffer or a step
+ * to a plan, for the files that build plans (gpu_mcompile.c, gpu_mlayout.c,
+ * gpu_mattn.c). A pass marks the steps it removes in
  * `del` (one byte per step) and compacts the plan at its end. */
 #ifndef COV_GPU_MSTEPS_H
 #define COV_GPU_MSTEPS_H
@@ -12,6 +14,11 @@
  * p->bufs) to the plan: its index, or -1 with *st set. */
 int gpu_ms_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_dtype dt, int rank, const int64_t *shape,
                    cov_status *st);
+/* Appends a step to the plan: zeroed, then group and label (copied,
+ * truncated to the label's size) set, no module, no fill buffer, four
+ * arguments all -1, a 1 x 1 x 1 grid and block; the caller sets op (0:
+ * GPU_STEP_LAUNCH) and the rest. NULL with *st set where it cannot grow. */
+gpu_mstep *gpu_ms_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st);
 /* The steps other than `skip` that use buffer b (launch arguments, fills;
  * with skip = -1 - k, launches other than k only): how many, the last one
  * in *who. */

@@ -10,7 +10,13 @@ Passes when the dtype and shape match and max|got - want| <= TOL * max|want|
 EXPECTED NAME_0.npy (or NAME_ort0.npy) means several outputs: NAME_1.npy ...
 are compared with the model's further outputs too; likewise INPUT NAME0.npy
 (NAME_input0.npy) means several inputs, in the model's order. On an NPU target TOL is
-also covenant run's own --tolerance (its check against the f32 reference).
+also covenant run's own --tolerance and EXPECTED its --expect files: its
+own check (after each program's against the reference interpreter) is
+then against them, as this script's is, instead of against a whole run of
+the reference target, which would repeat the model's ref test (every
+model checked here on an NPU is checked on ref too, in the same build,
+against the same EXPECTED: the two bound the NPU's distance from the
+reference) and took about a third of an NPU test's time.
 """
 import subprocess
 import sys
@@ -43,6 +49,8 @@ def main():
             cmd += ["--input", f]
         if target != "ref":
             cmd += ["--tolerance", tol]
+            for f in expected_files(expected):
+                cmd += ["--expect", f]
         if len(wants) == 1:
             outs = [os.path.join(tmp, "out.npy")]
             cmd += ["-o", outs[0]]

@@ -29,7 +29,7 @@ def save(name, nodes, inputs, outputs, inits=(), ref=None):
     if inputs[0].type.tensor_type.elem_type == T.FLOAT16:
         x = x.astype(np.float16)
     np.save(out + "_input.npy", x)
-    np.save(out + "_want.npy", ref(x).astype(np.float32))
+    np.save(out + "_want.npy", np.ascontiguousarray(ref(x), dtype=np.float32))  # C order: covenant reads it
 
 
 def sigmoid(v):
