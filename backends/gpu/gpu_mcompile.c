@@ -53,22 +53,6 @@ static int add_weight(gpu_model_plan *p, const char *name, cov_dtype dt, int64_t
   return b;
 }
 
-static gpu_mstep *add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
-  *st = common_grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps, 32, "compiling the model");
-  if (*st) return NULL;
-  gpu_mstep *s = &p->steps[p->n_steps++];
-  memset(s, 0, sizeof *s);
-  s->group = group;
-  snprintf(s->label, sizeof s->label, "%s", label);
-  s->module = -1;
-  s->fill_buf = -1;
-  for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
-  s->n_args = 4;
-  s->block[0] = 1, s->block[1] = 1, s->block[2] = 1;
-  s->grid[0] = s->grid[1] = s->grid[2] = 1;
-  return s;
-}
-
 void gpu_model_plan_free(gpu_model_plan *p) {
   for (int i = 0; i < p->n_bufs; i++) free(p->bufs[i].data);
   for (int i = 0; i < p->n_mods; i++) free(p->mods[i].code);
@@ -162,7 +146,7 @@ static void kname(lower_ctx *x, const char *what, char *out, size_t n) {
 
 static cov_status ew_step(lower_ctx *x, const gpu_ew *e, const char *what, int a0, int a1, int a2, int a3) {
   cov_status st = NULL;
-  gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+  gpu_mstep *s = gpu_ms_add_step(x->p, x->g->group, x->g->node, &st);
   if (!s) return st;
   s->op = GPU_STEP_LAUNCH;
   s->kkind = GPU_KERNEL_EW;
@@ -273,7 +257,7 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
 static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *what, int a, int w, int y, int bias) {
   cov_status st = NULL;
   if (plan->prob.epi.maxpool2x2) {
-    gpu_mstep *f = add_step(x->p, x->g->group, x->g->node, &st);
+    gpu_mstep *f = gpu_ms_add_step(x->p, x->g->group, x->g->node, &st);
     if (!f) return st;
     f->op = GPU_STEP_FILL;
     f->fill_buf = y;
@@ -285,7 +269,7 @@ static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *wh
     snprintf(nm, sizeof nm, "%.140s.nhwc", x->p->bufs[a].name);
     int wsb = add_buf1(x->p, nm, GPU_BUF_INTERMEDIATE, plan->prob.in_dtype, x->p->bufs[a].numel, &st);
     if (wsb < 0) return st;
-    gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+    gpu_mstep *s = gpu_ms_add_step(x->p, x->g->group, x->g->node, &st);
     if (!s) return st;
     s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan, s->pre = 1;
     gpu_nhwc_grid(plan, s->grid);
@@ -294,7 +278,7 @@ static cov_status matrix_step(lower_ctx *x, const gpu_plan *plan, const char *wh
     s->args[0] = a, s->args[2] = wsb;
     src = wsb;
   }
-  gpu_mstep *s = add_step(x->p, x->g->group, x->g->node, &st);
+  gpu_mstep *s = gpu_ms_add_step(x->p, x->g->group, x->g->node, &st);
   if (!s) return st;
   s->op = GPU_STEP_LAUNCH, s->kkind = GPU_KERNEL_MATRIX, s->plan = *plan;
   kname(x, what, s->kernel, sizeof s->kernel);
@@ -404,7 +388,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   }
   for (int w = k->n_in; w < in.n_args; w++) {
     if (!in.zero[w]) continue;
-    gpu_mstep *f = add_step(x->p, x->g->group, x->g->node, &st);
+    gpu_mstep *f = gpu_ms_add_step(x->p, x->g->group, x->g->node, &st);
     if (!f) return st;
     f->op = GPU_STEP_FILL, f->fill_buf = args[w];
   }
@@ -858,7 +842,7 @@ cov_status gpu_model_split_bind(gpu_model_plan *p) {
   }
   /* the fill, just before the first split launch (and its transform) */
   int at = first > 0 && p->steps[first - 1].pre ? first - 1 : first;
-  gpu_mstep *f = add_step(p, p->steps[at].group, p->steps[at].label, &st);
+  gpu_mstep *f = gpu_ms_add_step(p, p->steps[at].group, p->steps[at].label, &st);
   if (!f) return st;
   gpu_mstep fill = *f;
   fill.op = GPU_STEP_FILL, fill.fill_buf = cnt;
@@ -873,7 +857,7 @@ int gpu_mplan_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, co
 }
 
 gpu_mstep *gpu_mplan_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
-  return add_step(p, group, label, st);
+  return gpu_ms_add_step(p, group, label, st);
 }
 
 cov_status gpu_model_lower_group(gpu_model_plan *p, const gpu_capture *cap, const gpu_target *t, const char *path,
