@@ -75,7 +75,15 @@ void cdl_print_iexpr(FILE *out, const cdl_iexpr *e) {
     case CDL_IE_NEG:
     case CDL_IE_NOT:
       fputc(e->kind == CDL_IE_NEG ? '-' : '!', out);
-      /* -(-x) rather than --x, and -(a * b) keeps its tree */
+      /* - -x rather than --x, and not -(-x): parentheses would cost the
+       * parser a second level of nesting per operator, so a chain it took
+       * could print to one it refuses (CDL_MAX_EXPR_DEPTH); -(a * b)
+       * keeps its tree */
+      if (e->a->kind == CDL_IE_NEG || e->a->kind == CDL_IE_NOT) {
+        fputc(' ', out);
+        cdl_print_iexpr(out, e->a);
+        return;
+      }
       print_operand_ie(out, e->a, prec(e->a) <= PREC_UNARY);
       return;
     case CDL_IE_MIN:

@@ -107,15 +107,23 @@ fuzz_start() { # fuzz_start NAME SEEDS...: starts one target in the background
   local name=$1 corpus="build-asan/fuzz-corpus/$1"
   shift
   mkdir -p "$corpus"
-  build-asan/fuzz_"$name" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 "$corpus" "$@" > "build-asan/fuzz-$name.log" 2>&1 &
+  rm -f "build-asan/fuzz-$name.rc"
+  # the status goes to a file: bash may have forgotten a finished child by
+  # the time `wait` asks for it ("No record of process")
+  (build-asan/fuzz_"$name" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus" "$@" > "build-asan/fuzz-$name.log" 2>&1
+   echo $? > "build-asan/fuzz-$name.rc") &
   fuzz_pids+=($!) fuzz_names+=("$name")
 }
 fuzz_wait() { # waits for the oldest target running and reports it; a failure stops the others
   local pid=${fuzz_pids[0]} name=${fuzz_names[0]}
   fuzz_pids=("${fuzz_pids[@]:1}") fuzz_names=("${fuzz_names[@]:1}")
-  if ! wait "$pid"; then
-    [ ${#fuzz_pids[@]} -eq 0 ] || kill "${fuzz_pids[@]}" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local t=0
+  while [ ! -s "build-asan/fuzz-$name.rc" ] && [ $t -lt 600 ]; do sleep 1; t=$((t + 1)); done
+  if [ "$(cat "build-asan/fuzz-$name.rc" 2>/dev/null)" != 0 ]; then
+    local p
+    for p in "${fuzz_pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
     tail -50 "build-asan/fuzz-$name.log"; echo "fuzz_$name: FAILED"; exit 1
   fi
   echo "fuzz_$name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-$name.log" | grep -o '[0-9]*$') runs, no crash, leak or sanitizer report"

@@ -27,4 +27,16 @@ for f in "$src"/codelets/*.cdl; do
   echo "ok: $f"
 done
 [ "$n" -gt 0 ] || { echo "FAIL: no .cdl files in $src/codelets"; exit 1; }
+# a chain of unary operators near the parser's nesting limit (64) prints
+# to a form that parses again: as "- -x", not "-(-x)", which would cost
+# a second level per operator (the codelet fuzzer's find)
+chain=$(printf -- '- %.0s' $(seq 60))
+printf 'codelet deep(x: f32[L]) -> (y: f32[L]) {\n  let Z = %s!!L\n  for i in L {\n    y[i] = x[i]\n  }\n}\n' "$chain" \
+  > "$work/deep.cdl"
+if "$cov" codelet print "$work/deep.cdl" -o "$work/deep.1.cdl" &&
+   "$cov" codelet print "$work/deep.1.cdl" -o "$work/deep.2.cdl" && cmp -s "$work/deep.1.cdl" "$work/deep.2.cdl"; then
+  echo "ok: 60 unary minuses print and parse again"
+else
+  echo "FAIL: a chain of 60 unary operators does not print to a form that parses to the same print"; fail=1
+fi
 exit $fail
