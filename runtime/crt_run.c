@@ -482,16 +482,45 @@ static cov_status issue_segment(crt_session *s, int i, int *end) {
   return crt_cuda_graph_launch(s->cu, s->seg_graphs[i], s->stream);
 }
 
+/* A profiled segment (crt_session_profile): each device step from i to
+ * the next host step (*end) issued once as the run has it, then
+ * CRT_PROFILE_REPEATS times back to back between two events (so its time
+ * is the kernel's, not a wait's), the mean added to step_ms[k]. A step
+ * repeated reads what it wrote where it works in place: the values change,
+ * not the work. */
+enum { CRT_PROFILE_REPEATS = 10 };
+static cov_status profile_segment(crt_session *s, int i, int *end, double *step_ms) {
+  int j = i;
+  while (j < s->a->n_steps && s->a->steps[j].op < CRT_STEP_COPY) j++;
+  *end = j;
+  for (int k = i; k < j; k++) {
+    void *start = NULL;
+    float t = 0;
+    cov_status st = issue_one(s, k);
+    if (!st) st = crt_cuda_mark(s->cu, s->stream, &start);
+    for (int r = 0; r < CRT_PROFILE_REPEATS && !st; r++) st = issue_one(s, k);
+    cov_status et = start ? crt_cuda_elapsed(s->cu, s->stream, start, &t) : NULL;
+    if (st) {
+      cov_status_free(et);
+      return st;
+    }
+    COV_RETURN_IF_ERROR(et);
+    step_ms[k] += t / CRT_PROFILE_REPEATS;
+  }
+  return NULL;
+}
+
 /* Issues every step: straight segments of device steps, on CUDA without
- * waiting (the caller synchronises), and host steps between them. */
-static cov_status issue(crt_session *s) {
+ * waiting (the caller synchronises), and host steps between them; with
+ * step_ms, each device step timed alone (profile_segment). */
+static cov_status issue_steps(crt_session *s, double *step_ms) {
   const crt_artifact *a = s->a;
   cov_status st = NULL;
   int64_t budget = CRT_MAX_RUN_STEPS;
   for (int i = 0, next = 1; i < a->n_steps && !st; i = next) {
     const crt_step *x = &a->steps[i];
     if (x->op < CRT_STEP_COPY) {
-      st = issue_segment(s, i, &next);
+      st = step_ms ? profile_segment(s, i, &next, step_ms) : issue_segment(s, i, &next);
       budget -= next - i;
     } else {
       st = s->dev == DEV_NPU ? crt_host_step(s->hs, a, i, s->addr, &next) : device_host_step(s, i, &next);
@@ -504,6 +533,7 @@ static cov_status issue(crt_session *s) {
   }
   return st;
 }
+static cov_status issue(crt_session *s) { return issue_steps(s, NULL); }
 
 static int same_shape(const cov_tensor *t, const crt_io *io) {
   if (t->rank != io->rank) return 0;
@@ -672,41 +702,6 @@ cov_status crt_session_time(crt_session *s, int warmup, int iters, double *ms, c
   return st;
 }
 
-/* One profiled run: each device step issued once as the run has it, then
- * CRT_PROFILE_REPEATS times back to back between two events (so its time
- * is the kernel's, not a wait's), the mean added to step_ms[i]; host steps
- * run as in issue(), untimed. A step repeated reads what it wrote where it
- * works in place: the values change, not the work. */
-enum { CRT_PROFILE_REPEATS = 10 };
-static cov_status profile_run(crt_session *s, double *step_ms) {
-  const crt_artifact *a = s->a;
-  int64_t budget = CRT_MAX_RUN_STEPS;
-  for (int i = 0, next = 1; i < a->n_steps; i = next, budget--) {
-    if (budget < 0)
-      return loc_error(a, COV_OUT_OF_RANGE, "a run would execute more than %" PRId64 " steps (loops)",
-                       (int64_t)CRT_MAX_RUN_STEPS);
-    if (a->steps[i].op >= CRT_STEP_COPY) {
-      cov_status st = device_host_step(s, i, &next);
-      if (st) return cov_status_annotate(st, "%s: step %d (%s): ", a->file, i, a->steps[i].label);
-      continue;
-    }
-    next = i + 1;
-    void *start = NULL;
-    float t = 0;
-    cov_status st = issue_one(s, i); /* the step once, as the run has it, then timed alone */
-    if (!st) st = crt_cuda_mark(s->cu, s->stream, &start);
-    for (int k = 0; k < CRT_PROFILE_REPEATS && !st; k++) st = issue_one(s, i);
-    cov_status et = start ? crt_cuda_elapsed(s->cu, s->stream, start, &t) : NULL;
-    if (st) {
-      cov_status_free(et);
-      return st;
-    }
-    COV_RETURN_IF_ERROR(et);
-    step_ms[i] += t / CRT_PROFILE_REPEATS;
-  }
-  return NULL;
-}
-
 cov_status crt_session_profile(crt_session *s, int iters, double *step_ms) {
   if (iters < 1)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("crt_session_profile"), "profiling needs at least one run");
@@ -714,9 +709,9 @@ cov_status crt_session_profile(crt_session *s, int iters, double *step_ms) {
     return loc_error(s->a, COV_UNSUPPORTED, "per-step profiles need the CUDA device (this session runs on %s)",
                      s->device);
   for (int i = 0; i < s->a->n_steps; i++) step_ms[i] = 0;
-  COV_RETURN_IF_ERROR(profile_run(s, step_ms)); /* warm-up, discarded */
+  COV_RETURN_IF_ERROR(issue_steps(s, step_ms)); /* warm-up, discarded */
   for (int i = 0; i < s->a->n_steps; i++) step_ms[i] = 0;
-  for (int k = 0; k < iters; k++) COV_RETURN_IF_ERROR(profile_run(s, step_ms));
+  for (int k = 0; k < iters; k++) COV_RETURN_IF_ERROR(issue_steps(s, step_ms));
   for (int i = 0; i < s->a->n_steps; i++) step_ms[i] /= iters;
   return NULL;
 }

@@ -13,6 +13,15 @@
 #define C(v) gpu_i32(g, (v))
 static inline LLVMValueRef add(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAdd(g->b, x, y, ""); }
 static inline LLVMValueRef mul(gpu_gen *g, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildMul(g->b, x, y, ""); }
+/* The thread's index in a 1-D grid of `threads`-thread workgroups, block
+ * id x threads + thread id, built in that order: as two arguments of one
+ * call the two would be emitted in the order the C compiler evaluates
+ * arguments, which C leaves unspecified (gcc and clang builds would write
+ * different code). */
+static inline LLVMValueRef gpu_grid_index(gpu_gen *g, long long threads) {
+  LLVMValueRef blk = mul(g, g->target->block_id(g, 0), C(threads));
+  return add(g, blk, g->target->thread_id(g));
+}
 static inline LLVMValueRef udiv(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildUDiv(g->b, x, C(d), ""); }
 static inline LLVMValueRef urem(gpu_gen *g, LLVMValueRef x, long long d) { return LLVMBuildURem(g->b, x, C(d), ""); }
 static inline LLVMValueRef ult(gpu_gen *g, LLVMValueRef x, long long bound) {

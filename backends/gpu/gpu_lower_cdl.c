@@ -554,8 +554,7 @@ cov_status gpu_lower_cdl(const gpu_cdl_call *kc, const gpu_target_ops *target, L
   cg x = {.g = g, .k = &k};
   st = entry_values(&x, args);
   if (!st) {
-    LLVMValueRef blk = LLVMBuildMul(g->b, target->block_id(g, 0), C(GPU_EW_THREADS), "");
-    LLVMValueRef tid = LLVMBuildAdd(g->b, blk, target->thread_id(g), ""); /* emitted in this order on every compiler */
+    LLVMValueRef tid = gpu_grid_index(g, GPU_EW_THREADS);
     LLVMValueRef i = LLVMBuildZExt(g->b, tid, g->i64, "");
     LLVMBasicBlockRef join;
     begin_if(g, LLVMBuildICmp(g->b, LLVMIntULT, i, LLVMConstInt(g->i64, (unsigned long long)k.info.threads, 0), ""), &join);

@@ -36,8 +36,7 @@ void gpu_lower_dw(gpu_gen *g, const gpu_plan *p) {
   LLVMTypeRef v8f = LLVMVectorType(g->f32, 8);
   LLVMValueRef in = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), out = LLVMGetParam(g->fn, 2);
   LLVMValueRef bias = LLVMGetParam(g->fn, 3);
-  LLVMValueRef blk = g->target->block_id(g, 0); /* in order: argument evaluation order is unspecified */
-  LLVMValueRef u = add(g, mul(g, blk, C(p->threads)), g->target->thread_id(g));
+  LLVMValueRef u = gpu_grid_index(g, p->threads);
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, u, gpu_dw_units(p)), &join);
   LLVMValueRef c0 = mul(g, urem(g, u, cg), C(8)), run = udiv(g, u, cg);

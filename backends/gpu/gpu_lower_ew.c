@@ -385,16 +385,14 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
     lower_tiled(g, e, &sh, x, w, y, bias);
   } else if (reorder8(e, &sh, ct) || flat4(e)) {
     int r8 = reorder8(e, &sh, ct);
-    LLVMValueRef blk = mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)); /* before the thread id, on every compiler */
-    LLVMValueRef i = add(g, blk, target->thread_id(g));
+    LLVMValueRef i = gpu_grid_index(g, GPU_EW_THREADS);
     LLVMBasicBlockRef join;
     begin_if(g, ult(g, i, e->n / (r8 ? 8 : 4)), &join);
     if (r8) lower_reorder8(g, e, i, x, w, bias);
     else lower_flat4(g, e, i, x, y);
     end_if(g, join);
   } else {
-    LLVMValueRef blk = mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)); /* before the thread id, on every compiler */
-    LLVMValueRef i = add(g, blk, target->thread_id(g));
+    LLVMValueRef i = gpu_grid_index(g, GPU_EW_THREADS);
     LLVMBasicBlockRef join;
     begin_if(g, ult(g, i, e->n), &join);
     lower_elem(g, e, i, x, w, y, bias);

@@ -210,8 +210,7 @@ cov_status gpu_lower_qdot(const gpu_ew *e, const gpu_target_ops *target, LLVMMod
   for (int a = 0; a < GPU_QDOT_ARGS; a++) arg[a] = LLVMGetParam(g->fn, (unsigned)a);
   /* work item t = ((n·K/kb + k0/kb)·P + p)·Q + q: neighbouring items on
    * neighbouring pixels of kb channels */
-  LLVMValueRef blk = mul(g, target->block_id(g, 0), C(GPU_EW_THREADS)); /* before the thread id, on every compiler */
-  LLVMValueRef t = add(g, blk, target->thread_id(g));
+  LLVMValueRef t = gpu_grid_index(g, GPU_EW_THREADS);
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, t, e->n), &join);
   LLVMValueRef q = urem(g, t, e->Q), t1 = udiv(g, t, e->Q), p = urem(g, t1, e->P), t2 = udiv(g, t1, e->P);

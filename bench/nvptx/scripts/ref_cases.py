@@ -68,9 +68,8 @@ def main():
             if not line.strip():
                 continue
             name, batch, art = line.split()[:3]
-            onnx_file = os.path.join(opt.outdir, "onnx", name + (".onnx" if batch == "1" else "_b%s.onnx" % batch))
-            if not os.path.exists(onnx_file):
-                onnx_file = run_models.onnx_path(name, int(batch), os.path.join(opt.outdir, "onnx"))
+            # the file compile_models.sh compiled (OUTDIR/onnx), or made as run_models.py makes it
+            onnx_file = run_models.onnx_path(name, int(batch), os.path.join(opt.outdir, "onnx"))
             model = onnx.load(onnx_file)
             if not any(n.op_type in run_models.QUANT_OPS for n in model.graph.node):
                 continue
