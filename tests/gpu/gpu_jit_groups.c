@@ -29,22 +29,15 @@ static int32_t host_exchange(int32_t v, int32_t mask) {
   return r;
 }
 
-static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
-  LLVMTypeRef at[2] = {g->i32, g->i32};
-  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-  if (!f) f = LLVMAddFunction(g->mod, name, ft);
-  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", NULL, 0); }
+static LLVMValueRef host_tid(gpu_gen *g) { return gpu_jit_host_call_i32(g, "cov_host_tid", NULL, 0); }
 static LLVMValueRef host_bid(gpu_gen *g, int d) {
   (void)d;
-  return host_call(g, "cov_host_bid", NULL, 0);
+  return gpu_jit_host_call_i32(g, "cov_host_bid", NULL, 0);
 }
-static void host_barrier(gpu_gen *g) { host_call(g, "cov_host_sync", NULL, 0); }
+static void host_barrier(gpu_gen *g) { gpu_jit_host_call_i32(g, "cov_host_sync", NULL, 0); }
 static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
   LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
-  return host_call(g, "cov_host_xor", a, 2);
+  return gpu_jit_host_call_i32(g, "cov_host_xor", a, 2);
 }
 /* the workgroup's shared memory: one array per module (workgroups run one
  * at a time) */
@@ -71,14 +64,7 @@ static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
   LLVMOrcExecutorAddress addr[4] = {
       (LLVMOrcExecutorAddress)(uintptr_t)host_get_tid, (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
       (LLVMOrcExecutorAddress)(uintptr_t)host_sync, (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
-  LLVMOrcCSymbolMapPair pairs[4];
-  for (int i = 0; i < 4; i++) {
-    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
-    pairs[i].Sym.Address = addr[i];
-    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    pairs[i].Sym.Flags.TargetFlags = 0;
-  }
-  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 4));
+  return gpu_jit_define_host(J, jd, names, addr, 4);
 }
 
 /* One thread of every workgroup. */

@@ -115,6 +115,27 @@ int gpu_jit_compile(const char *name, gpu_jit_lower_fn lower, const void *what, 
   return 0;
 }
 
+LLVMErrorRef gpu_jit_define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd, const char *const *names,
+                                 const LLVMOrcExecutorAddress *addr, int n) {
+  LLVMOrcCSymbolMapPair pairs[8];
+  if (n < 0 || n > 8) n = 0;
+  for (int i = 0; i < n; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
+    pairs[i].Sym.Address = addr[i];
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
+}
+
+LLVMValueRef gpu_jit_host_call_i32(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
+  LLVMTypeRef at[2] = {g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+  if (!f) f = LLVMAddFunction(g->mod, name, ft);
+  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+
 void gpu_jit_kernel_free(gpu_jit_kernel *k) {
   if (k->jit) LLVMOrcDisposeLLJIT(k->jit);
   memset(k, 0, sizeof *k);

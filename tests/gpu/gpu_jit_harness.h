@@ -66,6 +66,15 @@ typedef struct gpu_jit_kernel {
  * functions that a test's target operations call). */
 typedef LLVMErrorRef (*gpu_jit_define_fn)(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef lib);
 
+/* Defines n host functions (addr[i] under names[i], n at most 8) in the
+ * JIT's library: the body of a gpu_jit_define_fn. */
+LLVMErrorRef gpu_jit_define_host(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef lib, const char *const *names,
+                                 const LLVMOrcExecutorAddress *addr, int n);
+/* A call of host function `name` taking n (at most 2) i32 arguments and
+ * returning an i32, declared in the module on first use: the thread and
+ * workgroup ids, barriers and lane exchanges of the test targets. */
+LLVMValueRef gpu_jit_host_call_i32(gpu_gen *g, const char *name, LLVMValueRef *args, int n);
+
 /* Lowers `what` for target operations `ops` into a module, verifies,
  * optimises at O2 and compiles it (define, where not NULL, adding its
  * symbols first). Returns 0, or 1 after printing "FAIL name: ...". */

@@ -61,21 +61,14 @@ static int32_t host_exchange(int32_t v, int32_t mask) {
   return r;
 }
 
-static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMValueRef *args, int n) {
-  LLVMTypeRef at[2] = {g->i32, g->i32};
-  LLVMTypeRef ft = LLVMFunctionType(g->i32, at, (unsigned)n, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-  if (!f) f = LLVMAddFunction(g->mod, name, ft);
-  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", NULL, 0); }
+static LLVMValueRef host_tid(gpu_gen *g) { return gpu_jit_host_call_i32(g, "cov_host_tid", NULL, 0); }
 static LLVMValueRef host_bid(gpu_gen *g, int d) {
   (void)d;
-  return host_call(g, "cov_host_bid", NULL, 0);
+  return gpu_jit_host_call_i32(g, "cov_host_bid", NULL, 0);
 }
 static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
   LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
-  return host_call(g, "cov_host_xor", a, 2);
+  return gpu_jit_host_call_i32(g, "cov_host_xor", a, 2);
 }
 static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
 static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
@@ -230,14 +223,7 @@ static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
   LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
                                     (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
                                     (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
-  LLVMOrcCSymbolMapPair pairs[3];
-  for (int i = 0; i < 3; i++) {
-    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
-    pairs[i].Sym.Address = addr[i];
-    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    pairs[i].Sym.Flags.TargetFlags = 0;
-  }
-  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
+  return gpu_jit_define_host(J, jd, names, addr, 3);
 }
 
 /* gpu_lower_cdl behind the harness's pointer to what it lowers */

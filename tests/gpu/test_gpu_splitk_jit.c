@@ -99,14 +99,7 @@ static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
   LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
                                     (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
                                     (LLVMOrcExecutorAddress)(uintptr_t)host_barrier_wait};
-  LLVMOrcCSymbolMapPair pairs[3];
-  for (int i = 0; i < 3; i++) {
-    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J, names[i]);
-    pairs[i].Sym.Address = addr[i];
-    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    pairs[i].Sym.Flags.TargetFlags = 0;
-  }
-  return LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, 3));
+  return gpu_jit_define_host(J, jd, names, addr, 3);
 }
 
 static cov_status lower_plan(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
