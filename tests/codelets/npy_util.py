@@ -3,6 +3,7 @@
 '<u2' array whose header carries the note covenant:bf16), comparisons, and
 the "N passed, N failed" summary ctest reads."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -107,7 +108,13 @@ class Checker:
                                                              want.shape, got, want))
 
     def summary(self):
+        """Prints the counts ctest reads and removes the scratch files, which
+        are kept only while a failure message may name them."""
         print("%d passed, %d failed" % (self.passed, self.failed))
+        if not self.failed:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            print("inputs and outputs kept in %s" % self.tmp)
         return 1 if self.failed else 0
 
 
