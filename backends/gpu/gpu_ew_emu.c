@@ -11,6 +11,7 @@
 
 #include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_pool.h"
 
 static float ferf(float z) {
   float az = fabsf(z), t = 1.0f / (1.0f + az * 0.3275911f);
@@ -110,6 +111,48 @@ static void lnorm(const gpu_ew *e, int64_t i, const float *x, const float *w, fl
   }
 }
 
+/* MAXPOOL's output element i (as gpu_lower_pool.c's thread computes it:
+ * taps in row order, v > max replacing it, padding -inf; each of a vec8
+ * thread's channels alike). */
+static void maxpool(const gpu_ew *e, const float *x, float *y) {
+  int in_cl = e->in_dtype == COV_F16, out_cl = e->out_dtype == COV_F16;
+  for (int64_t n = 0; n < e->N; n++)
+    for (int64_t c = 0; c < e->C; c++)
+      for (int64_t p = 0; p < e->P; p++)
+        for (int64_t q = 0; q < e->Q; q++) {
+          float mx = -INFINITY;
+          for (int64_t r = 0; r < e->R; r++)
+            for (int64_t s = 0; s < e->S; s++) {
+              int64_t ih = p * e->sh - e->pt + r, iw = q * e->sw - e->pl + s;
+              if (ih < 0 || ih >= e->H || iw < 0 || iw >= e->W) continue; /* -inf never wins */
+              float v = x[in_cl ? ((n * e->H + ih) * e->W + iw) * e->C + c : ((n * e->C + c) * e->H + ih) * e->W + iw];
+              mx = v > mx ? v : mx;
+            }
+          y[out_cl ? ((n * e->P + p) * e->Q + q) * e->C + c : ((n * e->C + c) * e->P + p) * e->Q + q] = mx;
+        }
+}
+
+/* GAVGPOOL in gpu_pool.h's order: each lane's sum over its pixels, the
+ * pairwise tree over the lanes, the division by H * W. */
+static void gavgpool(const gpu_ew *e, const float *x, float *y) {
+  gpu_gpool_map m = gpu_gpool_map_of(e);
+  int64_t hw = e->H * e->W;
+  float part[GPU_EW_THREADS];
+  for (int64_t n = 0; n < e->N; n++)
+    for (int64_t c = 0; c < e->C; c++) {
+      const float *b = e->in_dtype == COV_F16 ? x + n * hw * e->C + c : x + (n * e->C + c) * hw;
+      int64_t px = e->in_dtype == COV_F16 ? e->C : 1;
+      for (int l = 0; l < m.lanes; l++) {
+        float s = 0.0f;
+        for (int64_t p = l; p < hw; p += m.lanes) s += b[p * px];
+        part[l] = s;
+      }
+      for (int half = m.lanes / 2; half >= 1; half /= 2)
+        for (int l = 0; l < half; l++) part[l] += part[l + half];
+      y[n * e->C + c] = part[0] / (float)hw;
+    }
+}
+
 size_t gpu_ew_raw(const gpu_ew *e) {
   if (e->kind != GPU_EW_COPY && e->kind != GPU_EW_TABLE) return 0;
   switch (e->out_dtype) {
@@ -129,6 +172,11 @@ static void emulate_raw(const gpu_ew *e, size_t es, const void *x, void *y, cons
 
 void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, const float *bias,
                     const int32_t *table) {
+  if (e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) {
+    if (e->kind == GPU_EW_MAXPOOL) maxpool(e, x, y);
+    else gavgpool(e, x, y);
+    return;
+  }
   size_t es = gpu_ew_raw(e);
   if (es) {
     emulate_raw(e, es, x, y, table);

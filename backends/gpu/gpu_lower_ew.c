@@ -24,6 +24,7 @@
 #include "backends/gpu/gpu_ir.h"
 #include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_pool.h"
 #include "backends/gpu/gpu_qdot.h"
 
 #define F(v) LLVMConstReal(g->f32, (v))
@@ -360,6 +361,7 @@ static void lower_reorder8(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValu
 /* a tile of f32 with rows of GPU_CT_TILE + 1 (no bank conflicts either way) */
 unsigned gpu_ew_shared_bytes(const gpu_ew *e) {
   if (e->kind == GPU_EW_LNORM) return gpu_ln_shared_bytes(e);
+  if (e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) return gpu_pool_shared_bytes(e);
   return gpu_ew_transpose(e, NULL) == GPU_CT_TILES ? GPU_CT_TILE * (GPU_CT_TILE + 1) * 4 : 0;
 }
 
@@ -381,6 +383,8 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   gpu_ct_kind ct = gpu_ew_transpose(e, &sh);
   if (e->kind == GPU_EW_LNORM) {
     st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
+  } else if (e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) {
+    st = gpu_lower_pool_ew(g, e, name, x, y);
   } else if (ct == GPU_CT_TILES) {
     lower_tiled(g, e, &sh, x, w, y, bias);
   } else if (reorder8(e, &sh, ct) || flat4(e)) {

@@ -135,6 +135,8 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
     }
   if (e->kind == GPU_EW_LNORM && e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->N * e->W * e->C; j++) a[2][j] = to_f16(a[2][j]);
+  else if (e->kind == GPU_EW_MAXPOOL && e->out_dtype == COV_F16)
+    for (int64_t j = 0; j < e->N * e->C * e->P * e->Q; j++) a[2][j] = to_f16(a[2][j]);
   else if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;
@@ -281,7 +283,8 @@ static const char *kind_name(gpu_buf_kind k) {
 static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
                                  [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
-                                 [GPU_EW_QDOT] = "int8_dot", [GPU_EW_LNORM] = "layernorm"};
+                                 [GPU_EW_QDOT] = "int8_dot", [GPU_EW_LNORM] = "layernorm",
+                                 [GPU_EW_MAXPOOL] = "maxpool", [GPU_EW_GAVGPOOL] = "global_avgpool"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

@@ -70,6 +70,8 @@ typedef enum gpu_ew_kind {
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */
   GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_lnorm.h), below */
+  GPU_EW_MAXPOOL,   /* max pooling of NCHW f32 or NHWC f16 x [N, C, H, W] (gpu_pool.h; CONV's fields) */
+  GPU_EW_GAVGPOOL,  /* global average pooling to f32 [N, C], a workgroup per image and channel block (gpu_pool.h) */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the
