@@ -23,16 +23,26 @@
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_msteps.h"
+#include "backends/gpu/gpu_pool.h"
 #include "backends/gpu/gpu_tune.h"
 
 typedef struct cl_step {
-  int conv;       /* 1: this step becomes a channels-last convolution */
+  int conv;       /* 1: this step becomes a channels-last convolution (or max pool: `pool`) */
+  int pool;       /* CL_MAXPOOL, CL_GAVGPOOL: a pooling codelet step (below), else 0 */
   int del;        /* 1: dropped (an f16 copy or NHWC transform a rewritten conv no longer reads) */
   int x, y;       /* the conv's f32 NCHW input (before its f16 copy) and output */
   int copy, pre;  /* its f16 copy and NHWC transform steps (-1: none) */
   int owner;      /* of an f16 copy or transform: the conv reading it (-1: none) */
   gpu_plan plan;  /* the rewritten conv's plan */
 } cl_step;
+
+/* Pools: a max pool is a node of the channels-last graph like a depthwise
+ * conv (conv = 1: NHWC f16 out, its input read in whichever form exists,
+ * so it needs no conversion in front); a global average pool reads its
+ * input's NHWC f16 form where a rewritten conv writes one and keeps its
+ * f32 [N, C] result. Both become the pooling kernels (gpu_pool.h) in place
+ * of their codelet's loop nest. */
+enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
@@ -70,7 +80,7 @@ static int reads_nchw(const gpu_model_plan *p, const cl_step *cs, int j, int b) 
   int refs = s->op == GPU_STEP_FILL && s->fill_buf == b;
   for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) refs |= s->args[k] == b;
   if (!refs) return 0;
-  if (cs[j].conv && cs[j].x == b) return 0;
+  if ((cs[j].conv || cs[j].pool == CL_GAVGPOOL) && cs[j].x == b) return 0;
   return !(cs[j].owner >= 0 && cs[cs[j].owner].conv && cs[cs[j].owner].x == b);
 }
 
@@ -107,7 +117,7 @@ static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *ma
     if (!cs[i].conv) continue;
     int y = cs[i].y, x = cs[i].x;
     n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
-    if (prod[x] < 0 && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
+    if (prod[x] < 0 && !cs[i].pool && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
   }
   return n;
 }
@@ -139,11 +149,55 @@ static cov_status prune(const gpu_model_plan *p, cl_step *cs) {
   return NULL;
 }
 
+/* Attribute `name` of a codelet call, def where the call leaves it. */
+static int64_t call_attr(const gpu_cdl_call *k, const char *name, int64_t def) {
+  for (int a = 0; a < k->n_attrs; a++)
+    if (!strcmp(k->attrs[a].name, name) && !k->attrs[a].is_float) return k->attrs[a].i;
+  return def;
+}
+
+/* Whether codelet step s is a max pool (undilated, windows up to 256
+ * taps) or a global average pool of an f32 [N, C, H, W] value; fills *pe,
+ * NCHW f32 on both sides, with its kernel. */
+static int pool_kernel(const gpu_model_plan *p, const gpu_mstep *s, gpu_ew *pe) {
+  gpu_ew e;
+  memset(&e, 0, sizeof e); /* kernels compare bytewise */
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET) return 0;
+  const gpu_cdl_call *k = &s->ew.cdl;
+  const char *nm = cov_codelet_name(k->c);
+  int max = !strcmp(nm, "maxpool"), gavg = !strcmp(nm, "global_avgpool");
+  if ((!max && !gavg) || k->n_in != 1 || k->in_dtype[0] != COV_F32 || k->in_rank[0] != 4 || s->n_args != 2) return 0;
+  int x = s->args[0], y = s->args[1];
+  if (x < 0 || y < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[y].dtype != COV_F32 || (max && p->bufs[y].rank != 4))
+    return 0;
+  const int64_t *d = k->in_shape[0], *o = p->bufs[y].shape; /* x's buffer may be flat, a global pool's y [N, C] */
+  e.N = d[0], e.C = d[1], e.H = d[2], e.W = d[3], e.P = max ? o[2] : 1, e.Q = max ? o[3] : 1;
+  if (max) {
+    e.R = call_attr(k, "kernel_h", 0), e.S = call_attr(k, "kernel_w", 0);
+    e.sh = call_attr(k, "stride_h", 1), e.sw = call_attr(k, "stride_w", 1);
+    e.pt = call_attr(k, "pad_top", 0), e.pl = call_attr(k, "pad_left", 0);
+    int plain = call_attr(k, "dilation_h", 1) == 1 && call_attr(k, "dilation_w", 1) == 1;
+    if (!plain || e.R < 1 || e.S < 1 || e.R * e.S > 256 || e.sh < 1 || e.sw < 1) return 0;
+  }
+  e.kind = max ? GPU_EW_MAXPOOL : GPU_EW_GAVGPOOL, e.in_dtype = e.out_dtype = COV_F32;
+  if (p->bufs[x].numel > INT32_MAX || p->bufs[x].numel != e.N * e.C * e.H * e.W ||
+      p->bufs[y].numel != e.N * e.C * e.P * e.Q || (max && (o[0] != e.N || o[1] != e.C)))
+    return 0;
+  *pe = e;
+  return 1;
+}
+
 /* Whether step i is a convolution the channels-last kernels take; fills
  * cs[i] and marks its f16 copy and NHWC transform dropped. */
 static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i) {
   const gpu_mstep *s = &p->steps[i];
   if (s->op != GPU_STEP_LAUNCH || s->pre) return;
+  gpu_ew pe;
+  if (pool_kernel(p, s, &pe)) { /* a max pool: a node with no copy or transform of its own */
+    cs[i].pool = pe.kind == GPU_EW_MAXPOOL ? CL_MAXPOOL : CL_GAVGPOOL, cs[i].x = s->args[0], cs[i].y = s->args[1];
+    cs[i].conv = pe.kind == GPU_EW_MAXPOOL;
+    return;
+  }
   gpu_problem q = s->plan.prob;
   int dw = s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_CONV && s->ew.groups > 1 && s->ew.groups == s->ew.C &&
            s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
@@ -229,6 +283,32 @@ static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const g
   return NULL;
 }
 
+/* Pool step i as its pooling kernel: reading the NHWC f16 form of its
+ * input where one exists by now, else the f32 NCHW one; a max pool kept
+ * as a node writes NHWC f16 (converted back where something reads it as
+ * f32), any other writes its f32 NCHW result. */
+static cov_status rewrite_pool(gpu_model_plan *p, const cl_step *cs, int i, int *nhwc, gpu_mstep *out, int *n) {
+  gpu_mstep s = p->steps[i];
+  gpu_ew e;
+  if (!pool_kernel(p, &s, &e)) return cov_error(COV_INTERNAL, GPU_LOC(NULL, s.label), "step %d: not a pool", i);
+  int x = cs[i].x, y = cs[i].y;
+  if (nhwc[x] >= 0) s.args[0] = nhwc[x], e.in_dtype = COV_F16;
+  if (cs[i].conv) {
+    int64_t sh[4] = {e.N, e.P, e.Q, e.C};
+    if ((nhwc[y] = add_buffer(p, p->bufs[y].name, COV_F16, 4, sh)) < 0) return oom();
+    e.out_dtype = COV_F16;
+  }
+  e.n = gpu_pool_items(&e);
+  s.ew = e, s.n_args = 4;
+  s.args[1] = -1, s.args[2] = cs[i].conv ? nhwc[y] : y, s.args[3] = -1;
+  gpu_ew_grid(&s.ew, s.grid);
+  s.block[0] = GPU_EW_THREADS, s.block[1] = s.block[2] = 1;
+  s.shared_bytes = gpu_ew_shared_bytes(&s.ew);
+  out[(*n)++] = s;
+  if (cs[i].conv && needs_back(p, cs, i)) out[(*n)++] = convert_step(p, &s, nhwc[y], y, y, 0);
+  return NULL;
+}
+
 /* The rewritten step list: conversions at the edges, the convs on NHWC f16
  * buffers (nhwc[b]: buffer b's NHWC f16 form, -1 none yet). */
 static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *out, int *n_out) {
@@ -236,6 +316,10 @@ static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *
   for (int i = 0; i < p->n_steps; i++) {
     gpu_mstep s = p->steps[i];
     if (cs[i].del) continue;
+    if (cs[i].pool) {
+      COV_RETURN_IF_ERROR(rewrite_pool(p, cs, i, nhwc, out, &n));
+      continue;
+    }
     if (!cs[i].conv) {
       out[n++] = s;
       continue;
@@ -282,7 +366,7 @@ cov_status gpu_model_channels_last(gpu_model_plan *p, const gpu_target *t) {
   for (int i = 0; i < n0; i++) consider(t, p, cs, i);
   cov_status st = prune(p, cs);
   for (int i = 0; i < n0 && !st; i++) {
-    any |= cs[i].conv;
+    any |= cs[i].conv || cs[i].pool;
     cs[i].del = cs[i].owner >= 0 && cs[cs[i].owner].conv;
   }
   int n = 0;
