@@ -143,7 +143,9 @@ static void lower_gavg(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef
   LLVMValueRef fhw = LLVMConstReal(g->f32, (double)hw), out = add(g, mul(g, n, C(e->C)), c0);
   for (int k = 0; k < m.vec; k++) {
     LLVMValueRef s = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, smem, add(g, at, C(k))), "");
-    LLVMBuildStore(g->b, LLVMBuildFDiv(g->b, s, fhw, ""), gept(g, g->f32, y, add(g, out, C(k))));
+    LLVMValueRef v = LLVMBuildFDiv(g->b, s, fhw, ""), at_y = add(g, out, C(k));
+    if (e->out_dtype == COV_F16) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, y, at_y));
+    else LLVMBuildStore(g->b, v, gept(g, g->f32, y, at_y));
   }
   end_if(g, done);
 }

@@ -26,8 +26,9 @@
  * hard_sigmoid) is one copy x * a1[c] (mul_c), with the residual Add after
  * it where that is the product's only reader, reading a channels-last
  * result through its conversion back where that is the Mul's only input.
- * LayerNorm: gpu_mfuse_ln.c. A direct convolution or f32 copy whose result
- * only an f16 operand copy reads writes that copy's buffer.
+ * LayerNorm: gpu_mfuse_ln.c. A direct convolution, f32 copy or global
+ * average pool whose result only an f16 operand copy reads writes that
+ * copy's buffer.
  *
  * NHWC residual adds, once the rest is fused: a residual copy whose
  * shortcut some earlier launch also stores channels-last (a residual
@@ -232,14 +233,14 @@ static int fuse_scale_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
-/* Step i, a direct convolution or an f32 copy (a fused GELU, a scale)
- * whose result is read only by the next matrix kernel's f16 operand copy,
- * writes that copy's buffer itself. */
+/* Step i, a direct convolution, an f32 copy (a fused GELU, a scale) or a
+ * global average pool whose result is read only by the next matrix
+ * kernel's f16 operand copy, writes that copy's buffer itself. */
 static int fuse_f16_out_at(gpu_model_plan *p, char *del, int i) {
   gpu_mstep *s = &p->steps[i];
   const gpu_ew *e = &s->ew;
   int y = s->args[2], r = -1;
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || (e->kind != GPU_EW_CONV && e->kind != GPU_EW_COPY) ||
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || (e->kind != GPU_EW_CONV && e->kind != GPU_EW_COPY && e->kind != GPU_EW_GAVGPOOL) ||
       e->out_dtype != COV_F32 || e->also || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE ||
       p->bufs[y].dtype != COV_F32 || gpu_ms_users(p, del, y, i, &r) != 1 || gpu_ms_f16_copy_from(p, del, y, i) != r)
     return 0;

@@ -135,8 +135,8 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
     }
   if (e->kind == GPU_EW_LNORM && e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->N * e->W * e->C; j++) a[2][j] = to_f16(a[2][j]);
-  else if (e->kind == GPU_EW_MAXPOOL && e->out_dtype == COV_F16)
-    for (int64_t j = 0; j < e->N * e->C * e->P * e->Q; j++) a[2][j] = to_f16(a[2][j]);
+  else if ((e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) && e->out_dtype == COV_F16)
+    for (int64_t j = 0; j < e->N * e->C * (e->kind == GPU_EW_MAXPOOL ? e->P * e->Q : 1); j++) a[2][j] = to_f16(a[2][j]);
   else if (e->out_dtype == COV_F16)
     for (int64_t j = 0; j < e->n; j++) {
       int64_t src = j, dst = j;

@@ -12,7 +12,8 @@
  * element, in the output's order; NHWC to NHWC with C a multiple of 8: a
  * thread per 8 channels of a pixel, each tap one 16-byte load.
  *
- * GAVGPOOL: y [N][C] f32 = the mean of x over its H x W pixels. A
+ * GAVGPOOL: y [N][C] = the mean of x over its H x W pixels, f32 or (out_dtype
+ * f16) the next matrix kernel's f16 operand, rounded once. A
  * workgroup per (image, block of channels): `slots` channel slots of `vec`
  * channels (8 from NHWC f16 with C a multiple of 8: a 16-byte load a
  * pixel; else 1) times `lanes` pixel lanes (a power of two). Lane l sums

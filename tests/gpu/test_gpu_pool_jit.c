@@ -81,7 +81,7 @@ static int check_case(const pool_case *k, const gpu_jit_targets *tg) {
   char what[200];
   snprintf(what, sizeof what, "%s %lldx%lldx%lldx%lld %s -> %s", k->gavg ? "global avgpool" : "maxpool", (long long)k->n,
            (long long)k->c, (long long)k->h, (long long)k->w, k->in_cl ? "NHWC f16" : "NCHW f32",
-           k->out_cl ? "NHWC f16" : "NCHW f32");
+           k->out_cl ? (k->gavg ? "f16" : "NHWC f16") : k->gavg ? "f32" : "NCHW f32");
   if (!k->gavg) {
     size_t l = strlen(what);
     snprintf(what + l, sizeof what - l, ", %lldx%lld/%lld pad %lld (+%lld)", (long long)k->r, (long long)k->s,
@@ -123,6 +123,8 @@ static const pool_case k_cases[] = {
     {1, 1, 32, 112, 112, 1, 0, 0, 0, 0, 0, 0}, /* EfficientNet's first squeeze-excite pool, channels-last */
     {1, 2, 96, 56, 56, 0, 0, 0, 0, 0, 0, 0},   /* ... NCHW f32 */
     {1, 2, 1280, 7, 7, 1, 0, 0, 0, 0, 0, 0},   /* the final pool: 64 lanes, 4 slots of 8 */
+    {1, 2, 240, 28, 28, 1, 1, 0, 0, 0, 0, 0},  /* a squeeze-excite pool writing its fc1's f16 operand */
+    {1, 1, 2048, 1, 1, 1, 0, 0, 0, 0, 0, 0},   /* one pixel, 8 channels a thread: a lane a slot */
     {1, 3, 512, 7, 7, 0, 0, 0, 0, 0, 0, 0},    /* ResNet-18's, NCHW */
     {1, 2, 12, 5, 3, 1, 0, 0, 0, 0, 0, 0},     /* channels-last, C not a multiple of 8: a channel a slot */
     {1, 2, 40, 1, 1, 0, 0, 0, 0, 0, 0, 0},     /* one pixel */
