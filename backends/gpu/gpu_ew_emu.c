@@ -153,6 +153,32 @@ static void gavgpool(const gpu_ew *e, const float *x, float *y) {
     }
 }
 
+void gpu_se_emulate(const gpu_ew *e, const float *x, const float *w1, float *y, const float *b1, const float *w2,
+                    const float *b2) {
+  float h[GPU_SE_MAX_K], part[GPU_SE_LANES];
+  for (int64_t n = 0; n < e->N; n++) {
+    const float *xn = x + n * e->C;
+    for (int64_t k = 0; k < e->K && k < GPU_SE_MAX_K; k++) {
+      for (int l = 0; l < GPU_SE_LANES; l++) {
+        float s = 0.0f;
+        for (int64_t c = l; c < e->C; c += GPU_SE_LANES) s += xn[c] * w1[e->R ? c * e->K + k : k * e->C + c];
+        part[l] = s;
+      }
+      for (int m = GPU_SE_LANES / 2; m >= 1; m /= 2) { /* every lane adds its partner's value */
+        float o[GPU_SE_LANES];
+        for (int l = 0; l < GPU_SE_LANES; l++) o[l] = part[l] + part[l ^ m];
+        memcpy(part, o, sizeof part);
+      }
+      h[k] = apply(e->post, e->post0, e->post1, part[0] + b1[k]);
+    }
+    for (int64_t c = 0; c < e->C; c++) {
+      float s = 0.0f;
+      for (int64_t k = 0; k < e->K && k < GPU_SE_MAX_K; k++) s += h[k] * w2[e->S ? k * e->C + c : c * e->K + k];
+      y[n * e->C + c] = apply(e->mul_fn, e->mul0, e->mul1, s + b2[c]);
+    }
+  }
+}
+
 size_t gpu_ew_raw(const gpu_ew *e) {
   if (e->kind != GPU_EW_COPY && e->kind != GPU_EW_TABLE) return 0;
   switch (e->out_dtype) {

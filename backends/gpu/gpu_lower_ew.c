@@ -362,12 +362,14 @@ static void lower_reorder8(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValu
 unsigned gpu_ew_shared_bytes(const gpu_ew *e) {
   if (e->kind == GPU_EW_LNORM) return gpu_ln_shared_bytes(e);
   if (e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) return gpu_pool_shared_bytes(e);
+  if (e->kind == GPU_EW_SEHEAD) return gpu_se_shared_bytes(e);
   return gpu_ew_transpose(e, NULL) == GPU_CT_TILES ? GPU_CT_TILE * (GPU_CT_TILE + 1) * 4 : 0;
 }
 
 cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name) {
   if (e->kind == GPU_EW_CODELET) return gpu_lower_cdl(&e->cdl, target, mod, name);
   if (e->kind == GPU_EW_QDOT) return gpu_lower_qdot(e, target, mod, name);
+  if (e->kind == GPU_EW_SEHEAD) return gpu_lower_se(e, target, mod, name);
   gpu_gen gg = {0}, *g = &gg;
   gpu_plan plan = {0};
   plan.prob.in_dtype = COV_F32;

@@ -205,3 +205,9 @@ cov_status gpu_lower_pool_ew(gpu_gen *g, const gpu_ew *e, const char *name, LLVM
   else lower_max(g, e, x, y);
   return NULL;
 }
+
+int gpu_se_ok(const gpu_ew *e) {
+  return e->N >= 1 && e->C >= 1 && e->K >= 1 && e->C <= GPU_SE_MAX_C && e->K <= GPU_SE_MAX_K && e->N * e->C <= INT32_MAX;
+}
+
+unsigned gpu_se_shared_bytes(const gpu_ew *e) { return (unsigned)((e->C + e->K) * 4); }

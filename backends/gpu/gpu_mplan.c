@@ -11,6 +11,7 @@
 #include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_pool.h"
 #include "backends/gpu/gpu_qdot.h"
 #include "backends/gpu/gpu_ref.h"
 #include "backends/gpu/gpu_vendor.h"
@@ -189,6 +190,12 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
     gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
     return NULL;
   }
+  if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_SEHEAD) {
+    if (!gpu_se_ok(&s->ew) || s->args[4] < 0 || s->args[5] < 0)
+      return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: not a squeeze-excite head", s->kernel);
+    gpu_se_emulate(&s->ew, a[0], a[1], a[2], a[3], v[s->args[4]], v[s->args[5]]);
+    return NULL;
+  }
   if (s->kkind == GPU_KERNEL_EW) return emulate_ew(&s->ew, a);
   if (s->kkind == GPU_KERNEL_ATTN)
     return gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
@@ -284,7 +291,8 @@ static void ew_what(const gpu_ew *e, char *out, size_t n) {
   static const char *names[] = {[GPU_EW_COPY] = "copy", [GPU_EW_TABLE] = "gather", [GPU_EW_CONV] = "direct_conv",
                                  [GPU_EW_CODELET] = "codelet", [GPU_EW_ROWS] = "gather_rows",
                                  [GPU_EW_QDOT] = "int8_dot", [GPU_EW_LNORM] = "layernorm",
-                                 [GPU_EW_MAXPOOL] = "maxpool", [GPU_EW_GAVGPOOL] = "global_avgpool"};
+                                 [GPU_EW_MAXPOOL] = "maxpool", [GPU_EW_GAVGPOOL] = "global_avgpool",
+                                 [GPU_EW_SEHEAD] = "squeeze_excite"};
   if (e->kind == GPU_EW_CODELET) snprintf(out, n, "codelet %s", cov_codelet_name(e->cdl.c));
   else if ((size_t)e->kind < sizeof names / sizeof *names && names[e->kind]) snprintf(out, n, "%s", names[e->kind]);
   else snprintf(out, n, "kind %d", (int)e->kind);

@@ -72,6 +72,7 @@ typedef enum gpu_ew_kind {
   GPU_EW_LNORM,     /* layer normalisation over the middle axis of x [N][C][W] (gpu_lnorm.h), below */
   GPU_EW_MAXPOOL,   /* max pooling of NCHW f32 or NHWC f16 x [N, C, H, W] (gpu_pool.h; CONV's fields) */
   GPU_EW_GAVGPOOL,  /* global average pooling to f32 [N, C], a workgroup per image and channel block (gpu_pool.h) */
+  GPU_EW_SEHEAD,    /* a squeeze-excite head: fc1, activation, fc2, activation, a workgroup per image (gpu_pool.h) */
 } gpu_ew_kind;
 
 /* An activation fused into a direct convolution's store; the codelets the

@@ -58,6 +58,10 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
  * (gpu_mfuse_cat.c); scratch holds n_steps ints. Returns whether it
  * changed anything, -1 when out of memory. */
 int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
+/* Step i, a squeeze-excite block's fc1, with the f16 copy of its result
+ * and fc2, as one head kernel in fc2's place (gpu_mfuse_se.c); returns
+ * whether it did. */
+int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 

@@ -51,4 +51,21 @@ unsigned gpu_pool_shared_bytes(const gpu_ew *e);
  * sizes exceed the 32-bit indices. */
 cov_status gpu_lower_pool_ew(gpu_gen *g, const gpu_ew *e, const char *name, LLVMValueRef x, LLVMValueRef y);
 
+/* SEHEAD: a squeeze-excite head, a workgroup per image: x [N][C] f16
+ * (argument 0, the pooled channels) through fc1 (argument 1, f16 [K][C],
+ * or [C][K] with R = 1; bias argument 3, f32 [K]) and its activation
+ * (post, post0, post1), then fc2 (argument 4, f16 [C][K], or [K][C] with
+ * S = 1; bias argument 5, f32 [C]) and its activation (mul_fn, mul0,
+ * mul1) into y [N][C] f32 (argument 2). fc1's output k: lane l of a warp
+ * sums x[c] * w1 over c = l, l + GPU_SE_LANES, ... in order, the lanes
+ * then add by a butterfly (masks GPU_SE_LANES/2 .. 1); fc2's output c sums
+ * its K products in order. */
+enum { GPU_SE_ARGS = 6, GPU_SE_LANES = 32, GPU_SE_MAX_C = 4096, GPU_SE_MAX_K = 1024 };
+int gpu_se_ok(const gpu_ew *e);
+unsigned gpu_se_shared_bytes(const gpu_ew *e);
+cov_status gpu_lower_se(const gpu_ew *e, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);
+/* The head's C meaning (gpu_ew_emu.c) in the kernel's order. */
+void gpu_se_emulate(const gpu_ew *e, const float *x, const float *w1, float *y, const float *b1, const float *w2,
+                    const float *b2);
+
 #endif
