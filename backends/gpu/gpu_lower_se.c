@@ -45,11 +45,15 @@ static LLVMValueRef se_sum_close(gpu_gen *g, se_sum *s, LLVMValueRef next) {
 }
 
 /* fc1: warp w takes hidden outputs w, w + SE_WARPS, ...; lane l the
- * channels l, l + GPU_SE_LANES, ... of each, summed by a butterfly. */
+ * channels l, l + GPU_SE_LANES, ... of each, summed by a butterfly. Every
+ * warp runs the same rounds (one past K computes row 0 and stores
+ * nothing), so all lanes of the workgroup meet at each exchange. */
 static void fc1(gpu_gen *g, const gpu_ew *e, LLVMValueRef *arg, LLVMValueRef sx, LLVMValueRef sh, LLVMValueRef t) {
   LLVMValueRef warp = udiv(g, t, GPU_SE_LANES), lane = urem(g, t, GPU_SE_LANES);
   gpu_loop rows;
-  LLVMValueRef r = loop_open(g, &rows, warp, e->K, SE_WARPS);
+  LLVMValueRef round = loop_open(g, &rows, C(0), (e->K + SE_WARPS - 1) / SE_WARPS, 1);
+  LLVMValueRef r = add(g, warp, mul(g, round, C(SE_WARPS))), live = ult(g, r, e->K);
+  r = LLVMBuildSelect(g->b, live, r, C(0), "");
   se_sum s;
   LLVMValueRef acc = se_sum_open(g, &s, lane, e->C, GPU_SE_LANES), c = s.l.i;
   LLVMValueRef w = ld_f16(g, arg[1], e->R ? add(g, mul(g, c, C(e->K)), r) : add(g, mul(g, r, C(e->C)), c));
@@ -57,7 +61,7 @@ static void fc1(gpu_gen *g, const gpu_ew *e, LLVMValueRef *arg, LLVMValueRef sx,
   acc = se_sum_close(g, &s, LLVMBuildFAdd(g->b, acc, LLVMBuildFMul(g->b, x, w, ""), ""));
   for (int m = GPU_SE_LANES / 2; m >= 1; m /= 2) acc = LLVMBuildFAdd(g->b, acc, exchange(g, acc, m), "");
   LLVMBasicBlockRef join;
-  begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, lane, C(0), ""), &join);
+  begin_if(g, and1(g, live, LLVMBuildICmp(g->b, LLVMIntEQ, lane, C(0), "")), &join);
   LLVMValueRef v = LLVMBuildFAdd(g->b, acc, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, arg[3], r), ""), "");
   LLVMBuildStore(g->b, act(g, e->post, e->post0, e->post1, v), gept(g, g->f32, sh, r));
   end_if(g, join);

@@ -1,5 +1,8 @@
 /* tests/gpu/test_gpu_pool_jit.c: the pooling kernels of compiled models
- * (GPU_EW_MAXPOOL, GPU_EW_GAVGPOOL; gpu_lower_pool.c, gpu_pool.h) lowered
+ * (GPU_EW_MAXPOOL, GPU_EW_GAVGPOOL; gpu_lower_pool.c, gpu_pool.h) and the
+ * squeeze-excite head (GPU_EW_SEHEAD, gpu_lower_se.c; a workgroup per
+ * image, its warps' butterflies and barriers run as real threads, against
+ * naive loops in double, 1e-5, and its emulation, 1e-6) lowered
  * with a host table of target operations, verified, optimised and run on
  * this CPU through LLVM's JIT: the max pool a thread per output in a
  * scrambled order (gpu_jit_run), the global average as real workgroups
@@ -136,6 +139,85 @@ static const pool_case k_cases[] = {
     {0, 1, 12, 7, 7, 1, 1, 3, 3, 1, 1, 0},     /* channels-last, C not a multiple of 8 */
 };
 
+/* ---- squeeze-excite heads (GPU_EW_SEHEAD) ------------------------------------ */
+
+typedef struct se_case {
+  int64_t n, c, k;
+  int t1, t2;      /* fc1 weights [C][K], fc2 weights [K][C] (channels-last plans) */
+  gpu_ew_fn a1, a2; /* the activations after fc1 and fc2 */
+} se_case;
+
+static double act_d(gpu_ew_fn f, double v) {
+  switch (f) {
+  case GPU_FN_SILU: return v / (1.0 + exp(-v));
+  case GPU_FN_RELU: return v > 0 ? v : 0;
+  case GPU_FN_HSIGMOID: return fmin(1.0, fmax(0.0, v / 6.0 + 0.5));
+  default: return v;
+  }
+}
+
+static int check_se(const se_case *k, const gpu_jit_targets *tg) {
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_SEHEAD, e.in_dtype = COV_F16, e.out_dtype = COV_F32, e.N = k->n, e.C = k->c, e.K = k->k;
+  e.R = k->t1, e.S = k->t2, e.post = k->a1, e.mul_fn = k->a2, e.n = k->n * GPU_EW_THREADS;
+  if (k->a2 == GPU_FN_HSIGMOID) e.mul0 = 1.0f / 6.0f, e.mul1 = 0.5f;
+  char what[160];
+  snprintf(what, sizeof what, "squeeze-excite head %lldx%lld -> %lld -> %lld%s%s", (long long)k->n, (long long)k->c,
+           (long long)k->k, (long long)k->c, k->t1 ? ", fc1 [C][K]" : "", k->t2 ? ", fc2 [K][C]" : "");
+  int64_t nc = k->n * k->c, ck = k->c * k->k;
+  float *x = malloc((size_t)nc * 4), *w1 = malloc((size_t)ck * 4), *w2 = malloc((size_t)ck * 4);
+  float *b1 = malloc((size_t)k->k * 4), *b2 = malloc((size_t)k->c * 4), *want = malloc((size_t)nc * 4);
+  float *got = malloc((size_t)nc * 4), *emu = malloc((size_t)nc * 4), *hid = malloc((size_t)k->k * 8);
+  uint16_t *x16 = malloc((size_t)nc * 2), *w1h = malloc((size_t)ck * 2), *w2h = malloc((size_t)ck * 2);
+  int bad = !x || !w1 || !w2 || !b1 || !b2 || !want || !got || !emu || !hid || !x16 || !w1h || !w2h;
+  if (bad) fprintf(stderr, "FAIL %s: no memory\n", what);
+  for (int64_t i = 0; i < nc && !bad; i++) x[i] = h16(next() * 0.5f), x16[i] = cov_f32_to_f16(x[i]);
+  for (int64_t i = 0; i < ck && !bad; i++) {
+    w1[i] = h16(next() * 0.1f), w2[i] = h16(next() * 0.1f);
+    w1h[i] = cov_f32_to_f16(w1[i]), w2h[i] = cov_f32_to_f16(w2[i]);
+  }
+  for (int64_t i = 0; i < k->k && !bad; i++) b1[i] = next() * 0.1f;
+  for (int64_t i = 0; i < k->c && !bad; i++) b2[i] = next() * 0.1f;
+  for (int64_t n = 0; n < k->n && !bad; n++) { /* naive loops in double */
+    for (int64_t h = 0; h < k->k; h++) {
+      double s = b1[h];
+      for (int64_t c = 0; c < k->c; c++) s += (double)x[n * k->c + c] * w1[k->t1 ? c * k->k + h : h * k->c + c];
+      ((double *)hid)[h] = act_d(k->a1, s);
+    }
+    for (int64_t c = 0; c < k->c; c++) {
+      double s = b2[c];
+      for (int64_t h = 0; h < k->k; h++) s += ((double *)hid)[h] * w2[k->t2 ? h * k->c + c : c * k->k + h];
+      want[n * k->c + c] = (float)act_d(k->a2, s);
+    }
+  }
+  if (!bad) {
+    memset(got, 0xff, (size_t)nc * 4);
+    void *a[6] = {x16, w1h, got, b1, w2h, b2};
+    bad = gpu_jit_run_groups(what, lower, &e, k->n, a, 6);
+  }
+  for (int64_t i = 0; i < nc && !bad; i++)
+    if (!(fabsf(got[i] - want[i]) <= 1e-5f * fmaxf(1.0f, fabsf(want[i]))))
+      fprintf(stderr, "FAIL %s: element %lld is %.9g, %.9g expected\n", what, (long long)i, got[i], want[i]), bad = 1;
+  if (!bad) gpu_se_emulate(&e, x, w1, emu, b1, w2, b2);
+  for (int64_t i = 0; i < nc && !bad; i++) /* the emulation's expf against the kernel's exp2: not bit for bit */
+    if (!(fabsf(got[i] - emu[i]) <= 1e-6f * fmaxf(1.0f, fabsf(emu[i]))))
+      fprintf(stderr, "FAIL %s: element %lld is %.9g, the emulation's %.9g\n", what, (long long)i, got[i], emu[i]), bad = 1;
+  for (int j = 0; j < tg->n && !bad; j++) bad = gpu_jit_build(what, &e, &tg->t[j], "shfl.sync.bfly");
+  if (!bad) printf("ok: %s\n", what);
+  free(x), free(w1), free(w2), free(b1), free(b2), free(want), free(got), free(emu), free(hid);
+  free(x16), free(w1h), free(w2h);
+  return bad;
+}
+
+static const se_case k_se[] = {
+    {1, 32, 8, 0, 0, GPU_FN_SILU, GPU_FN_NONE},     /* EfficientNet's first block */
+    {2, 1152, 48, 0, 1, GPU_FN_SILU, GPU_FN_NONE},  /* its last, fc2 channels-last */
+    {3, 240, 10, 1, 1, GPU_FN_SILU, GPU_FN_NONE},   /* both channels-last */
+    {2, 96, 24, 1, 0, GPU_FN_RELU, GPU_FN_HSIGMOID}, /* MobileNetV3's, the gate's hard sigmoid in fc2 */
+    {1, 50, 37, 0, 0, GPU_FN_NONE, GPU_FN_NONE},    /* sizes past no warp or workgroup multiple */
+};
+
 int main(int argc, char **argv) {
   gpu_jit_init();
   gpu_jit_targets tg = {0};
@@ -150,6 +232,7 @@ int main(int argc, char **argv) {
   }
   int fail = 0;
   for (size_t c = 0; c < sizeof k_cases / sizeof *k_cases; c++) fail |= check_case(&k_cases[c], &tg);
+  for (size_t c = 0; c < sizeof k_se / sizeof *k_se; c++) fail |= check_se(&k_se[c], &tg);
   gpu_jit_targets_close(&tg);
   return fail;
 }
