@@ -14,7 +14,11 @@
  * the edges: once per f32 NCHW buffer such convolutions read (in place of
  * each reader's f16 copy and NHWC transform) and once per output some
  * other kernel or the caller reads (NHWC f16 back to f32 NCHW). Weights
- * are reordered once ([R][S][C][K] f16, depthwise [R][S][C] f16). Every
+ * are reordered once ([R][S][C][K] f16, depthwise [R][S][C] f16). Max
+ * pools and global average pools become pooling kernels (gpu_pool.h): a
+ * max pool is a node like a depthwise conv whose input needs no
+ * conversion (it reads NCHW f32 as well), a global average pool reads a
+ * rewritten conv's NHWC f16 result where there is one. Every
  * step keeps its group and order, so the launch sequence stays the
  * topological order it was. */
 #include <stdlib.h>
