@@ -150,15 +150,18 @@ static void lower_gavg(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef
   end_if(g, done);
 }
 
-/* MAXPOOL's thread i: its output element (NCHW: i; NHWC: pixel-major, 8
- * channels a thread with vec8) and the window's max. */
+/* MAXPOOL's thread i: its output element and the window's max. Threads
+ * run in NHWC order (8 channels a thread with vec8) where both sides are
+ * NHWC, else in NCHW order, so neighbouring threads read neighbouring
+ * columns of an NCHW input (an NHWC f16 store then scatters 2-byte
+ * writes, which L2 merges; strided f32 reads would cost a sector each). */
 static void lower_max(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVMValueRef y) {
   int v8 = gpu_maxpool_vec8(e), vec = v8 ? 8 : 1, in_cl = e->in_dtype == COV_F16, out_cl = e->out_dtype == COV_F16;
   LLVMValueRef i = gpu_grid_index(g, GPU_EW_THREADS);
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, i, gpu_pool_items(e)), &join);
   LLVMValueRef n, c, p, q, t;
-  if (out_cl) {
+  if (in_cl && out_cl) {
     int64_t cv = e->C / vec;
     c = mul(g, urem(g, i, cv), C(vec)), t = udiv(g, i, cv);
     q = urem(g, t, e->Q), t = udiv(g, t, e->Q), p = urem(g, t, e->P), n = udiv(g, t, e->P);
