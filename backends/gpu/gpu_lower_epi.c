@@ -280,6 +280,7 @@ void gpu_k_conv_staged_store_nhwc(kernel *k) {
     LLVMValueRef m = add(g, k->m0, row), c0 = mul(g, cg, C(8));
     LLVMValueRef ok = ult(g, m, p->M);
     if (units % T) ok = and1(g, ok, ult(g, cg, groups));
+    if (p->N % p->bn) ok = and1(g, ok, ult(g, add(g, k->n0, c0), p->N)); /* N a multiple of 8 */
     LLVMBasicBlockRef join;
     begin_if(g, ok, &join);
     LLVMValueRef x = LLVMGetUndef(v8f);
