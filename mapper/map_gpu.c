@@ -272,7 +272,7 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
     /* input and output channels whole 16-byte chunks: the tiles' chunks
      * past them are zero-filled */
     if (p->kind != MAP_GPU_CONV || p->groups != 1 || es != 2 || !t->async || !c->matrix || c->bk % per ||
-        p->conv_c % per || p->N % per || !divides)
+        p->conv_c % per || p->N % per || (p->exact_channels && (p->conv_c % c->bk || p->N % c->bn)) || !divides)
       return false;
   } else if (!c->vector_copy && (((int64_t)c->bm * c->bk) % c->threads || ((int64_t)c->bk * c->bn) % c->threads)) {
     return false;

@@ -252,11 +252,12 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
     const gpu_problem *q = &p->prob;
     int per = 16 / es;
     if (q->kind != GPU_OP_CONV2D || q->groups != 1 || es != 2 || p->ktable || p->bk % per || q->cc % per ||
-        p->N % per || (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
+        p->N % per || (q->exact_channels && (q->cc % p->bk || p->N % p->bn)) || (p->bm * p->bk / per) % p->threads ||
+        (p->bk * p->bn / per) % p->threads)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                        "GPU plan: channels-last copies need an ungrouped 16-bit conv2d whose C and output channels "
-                       "are whole 16-byte chunks (multiples of %d), and tiles (K %d, N %d) whose chunks divide among "
-                       "the threads",
+                       "are whole 16-byte chunks (multiples of %d; of the tiles with exact channels), and tiles (K "
+                       "%d, N %d) whose chunks divide among the threads",
                        per, p->bk, p->bn);
   }
   if (p->staged) {
@@ -348,6 +349,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->G = p->G, mp->M = p->M, mp->N = p->N, mp->K = p->K;
   mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
+  mp->exact_channels = q->exact_channels;
   mp->rows_whole = q->epi.softmax;
   mp->out_bytes = q->out_f16 || q->nhwc_io ? 2 : 4;
   memset(low, 0, sizeof *low);
@@ -450,7 +452,8 @@ static bool nhwc_fits(const gpu_plan *p, const gpu_target_caps *caps, int es) {
   const gpu_problem *q = &p->prob;
   int per = 16 / es;
   return caps->has_async_copy && q->kind == GPU_OP_CONV2D && q->groups == 1 && es == 2 && p->matrix &&
-         p->bk % per == 0 && q->cc % per == 0 && p->N % per == 0 && (p->bm * p->bk / per) % p->threads == 0 &&
+         p->bk % per == 0 && q->cc % per == 0 && p->N % per == 0 &&
+         (!q->exact_channels || (q->cc % p->bk == 0 && p->N % p->bn == 0)) && (p->bm * p->bk / per) % p->threads == 0 &&
          (p->bk * p->bn / per) % p->threads == 0;
 }
 

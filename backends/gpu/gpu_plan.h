@@ -90,6 +90,12 @@ typedef struct gpu_problem {
    * arguments 4 and 5): the model compiler, which allocates them; suite
    * layers and tuning runs leave it false and never split */
   bool split_ok;
+  /* conv2d: the channels-last kernel only where C and the output channels
+   * are multiples of the K and N tiles (no zero-filled channel tails). The
+   * model compiler sets it except for convolutions that pass their
+   * channels-last activations straight to or from another ungrouped one
+   * (gpu_model_pad_link); suite layers and tuning runs leave it false. */
+  bool exact_channels;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
    * caller for the compilation; may be NULL) and the ONNX node or suite
