@@ -58,7 +58,7 @@ static int conv_of(const gpu_model_plan *p, int j) {
  * the widest tensor there); returns the copy, else -1. */
 static int hand_off(const gpu_model_plan *p, int w, int y, int c) {
   int copy = only_user(p, y, w);
-  if (copy < 0 || !f16_copy(p, &p->steps[copy], y)) return -1;
+  if (copy < 0 || !f16_copy(p, &p->steps[copy], y) || p->steps[copy].args[2] < 0) return -1;
   int to = conv_of(p, only_user(p, p->steps[copy].args[2], copy));
   if (to < 0 || (c >= 0 && to != c)) return -1;
   const gpu_problem *a = &p->steps[w].plan.prob, *b = &p->steps[to].plan.prob;
