@@ -58,9 +58,9 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
  * (gpu_mfuse_cat.c); scratch holds n_steps ints. Returns whether it
  * changed anything, -1 when out of memory. */
 int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
-/* Whether conv step i hands its activation straight to, or takes it
- * from, another ungrouped conv (its f32 result or operand read only
- * through one f16 operand copy): where the model compiler lets the
+/* Whether conv step i is one of an MLP's two ungrouped convs: one
+ * widening the channels whose f32 result goes whole, through one f16
+ * operand copy, to one narrowing them; where the model compiler lets the
  * channels-last kernel zero-fill channel tails (gpu_mpad.c). */
 int gpu_model_pad_link(const gpu_model_plan *p, int i);
 /* Drops the steps marked in del. */

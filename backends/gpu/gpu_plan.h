@@ -92,9 +92,10 @@ typedef struct gpu_problem {
   bool split_ok;
   /* conv2d: the channels-last kernel only where C and the output channels
    * are multiples of the K and N tiles (no zero-filled channel tails). The
-   * model compiler sets it except for convolutions that pass their
-   * channels-last activations straight to or from another ungrouped one
-   * (gpu_model_pad_link); suite layers and tuning runs leave it false. */
+   * model compiler sets it except for the two convs of an MLP, one
+   * widening the channels that hands its activation whole to one
+   * narrowing them (gpu_model_pad_link); suite layers and tuning runs
+   * leave it false. */
   bool exact_channels;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
@@ -175,8 +176,9 @@ typedef struct gpu_plan {
    * matmul's. C and the output channels need only be multiples of 8 (whole
    * chunks): a tap's last K tile zero-fills the A and B chunks of channels
    * past C (gpu_k_tiles), B's chunks of columns past N are zero-filled and
-   * the epilogue stores none of them. The NCHW -> NHWC input transform is a second kernel in the
-   * same module (gpu_nhwc_kernel_name), launched first into a workspace
+   * the epilogue stores none of them. The NCHW -> NHWC input transform
+   * is a second kernel in the same module (gpu_nhwc_kernel_name),
+   * launched first into a workspace
    * of gpu_nhwc_workspace_bytes (not with prob.nhwc_io: the input is NHWC
    * already); weights are reordered once (constants). */
   bool nhwc;
