@@ -264,9 +264,10 @@ static void lower_conv(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
  * DW_RUN consecutive outputs of one output row. The weights are loaded
  * once per item; each input row of the window is loaded once as
  * (DW_RUN - 1) * stride + S columns that the run's outputs share (ConvNeXt's
- * 7x7: 70 input and 49 weight loads for 4 outputs where a thread per
- * output made 196 and 196, each behind a division of the tap index). Each
- * output sums its taps in (r, s) order from 0, as lower_conv does. */
+ * 7x7: 70 input and 49 weight loads for 4 outputs, where a thread per
+ * output, lower_conv, makes 196 and 196, each behind a division of the tap
+ * index). Each output sums its taps in (r, s) order from 0, as lower_conv
+ * does. */
 enum { DW_RUN = 4 };
 static int dw_rows(const gpu_ew *e) {
   return e->kind == GPU_EW_CONV && e->groups == e->C && e->groups == e->K && e->R * e->S <= 64 && e->dh == 1 &&
