@@ -227,6 +227,13 @@ static cov_status read_target(const cov_acg *g, cov_dtype in, const map_gpu_lowe
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* K tiles of the K loop: a channels-last convolution's K tile is bk
+ * channels of one filter tap, cdiv(C, bk) per tap (the last one's channels
+ * past C zero-filled) */
+static int64_t k_tiles(const map_gpu_problem *p, const map_gpu_sched *c) {
+  if (c->channels_last && p->conv_c > 0) return p->K / p->conv_c * cdiv(p->conv_c, c->bk);
+  return cdiv(p->K, c->bk);
+}
 /* bytes per output element (f32 unless the problem asks for f16) */
 static double out_bytes(const map_gpu_problem *p) { return p->out_bytes == 2 ? 2.0 : 4.0; }
 static bool pow2(int64_t x) { return x > 0 && !(x & (x - 1)); }
@@ -262,8 +269,10 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   if (c->tma) {
     if (!whole || !c->warpgroup || !t->tma || c->bk * es != 128 || p->rows_whole || c->stages < 2) return false;
   } else if (c->channels_last) {
+    /* input and output channels whole 16-byte chunks: the tiles' chunks
+     * past them are zero-filled */
     if (p->kind != MAP_GPU_CONV || p->groups != 1 || es != 2 || !t->async || !c->matrix || c->bk % per ||
-        p->conv_c % c->bk || p->N % c->bn || !divides)
+        p->conv_c % per || p->N % per || (p->exact_channels && (p->conv_c % c->bk || p->N % c->bn)) || !divides)
       return false;
   } else if (!c->vector_copy && (((int64_t)c->bm * c->bk) % c->threads || ((int64_t)c->bk * c->bn) % c->threads)) {
     return false;
@@ -297,7 +306,7 @@ static double split_cycles(const gtarget *t, const map_gpu_sched *c, int split) 
 static void cost(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_sched *c) {
   double es = (double)cov_dtype_size(p->in);
   int split = c->split > 1 ? c->split : 1;
-  int64_t tm = cdiv(p->M, c->bm), tn = cdiv(p->N, c->bn), nk = cdiv(cdiv(p->K, c->bk), split);
+  int64_t tm = cdiv(p->M, c->bm), tn = cdiv(p->N, c->bn), nk = cdiv(k_tiles(p, c), split);
   c->tiles = p->G * tm * tn * split;
   double waves = c->threads / t->warp, k_steps = (double)nk;
   double macs = (double)c->bm * c->bn * c->bk * k_steps;
@@ -474,7 +483,7 @@ static void try_cand(const gtarget *t, const map_gpu_problem *p, const gcap *cap
   if (!t->split || c.tma || p->rows_whole || p->G * cdiv(p->M, 64) * cdiv(p->N, 64) >= t->cores) return;
   /* ranges of K tiles (as the lowering cuts them: none empty), up to about
    * two workgroups per core and at least two K tiles each */
-  int64_t tiles = p->G * cdiv(p->M, c.bm) * cdiv(p->N, c.bn), kt = cdiv(p->K, c.bk);
+  int64_t tiles = p->G * cdiv(p->M, c.bm) * cdiv(p->N, c.bn), kt = k_tiles(p, &c);
   for (int s = 2; s <= 64 && tiles * s <= 2 * (int64_t)t->cores && 2 * s <= kt; s++) {
     if (cdiv(kt, cdiv(kt, s)) != s || p->G * s > 65535) continue;
     map_gpu_sched d = c;

@@ -46,6 +46,7 @@ typedef struct map_gpu_problem {
   cov_dtype in;            /* multiplicands; accumulation and output f32 */
   int64_t G, M, N, K;      /* the GEMM view */
   int64_t conv_c, groups;  /* conv: input channels per group, groups */
+  bool exact_channels;     /* conv: channels-last only where the K tile divides conv_c and the N tile N */
   bool rows_whole;         /* a row epilogue (softmax): one workgroup holds whole rows of N */
   int out_bytes;           /* bytes per output element: 4 (f32; 0 reads as 4) or 2 (f16, which only the
                             * warp-specialised matmul and the channels-last conv write: the search

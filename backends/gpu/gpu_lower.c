@@ -64,12 +64,22 @@ static void conv_pixel(kernel *k, LLVMValueRef m, LLVMValueRef *n, LLVMValueRef 
   *ow = add(g, mul(g, urem(g, pp, pw), C(2)), urem(g, j, 2));
 }
 
+/* Channels-last K tile kt: its filter tap (r * S + s) and first channel;
+ * a tap takes cdiv(C, bk) tiles (gpu_k_tiles). */
+static void nhwc_tap(kernel *k, LLVMValueRef kt, LLVMValueRef *rs, LLVMValueRef *c0) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  long long per_tap = (p->prob.cc + p->bk - 1) / p->bk;
+  *rs = udiv(g, kt, per_tap);
+  *c0 = mul(g, urem(g, kt, per_tap), C(p->bk));
+}
+
 /* The channels-last A gather: row `row` of the tile, 16-byte chunk `c`:
- * the input pixel of output row m0 + row shifted by K tile k0's filter tap,
- * channels c0 + 8c .. (a K tile is one tap: bk divides C). *ok is false for
- * padding and rows past M; the index is then 0 (a valid address). */
-static LLVMValueRef nhwc_index(kernel *k, LLVMValueRef k0, LLVMValueRef row, LLVMValueRef c, int per,
-                               LLVMValueRef *ok) {
+ * the input pixel of output row m0 + row shifted by filter tap rs,
+ * channels c0 + 8c .. . *ok is false for padding, rows past M and channels
+ * past C; the index is then 0 (a valid address). */
+static LLVMValueRef nhwc_index(kernel *k, LLVMValueRef rs, LLVMValueRef c0, LLVMValueRef row, LLVMValueRef c,
+                               int per, LLVMValueRef *ok) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   const gpu_problem *q = &p->prob;
@@ -77,13 +87,56 @@ static LLVMValueRef nhwc_index(kernel *k, LLVMValueRef k0, LLVMValueRef row, LLV
   conv_pixel(k, m, &n, &oh, &ow);
   LLVMValueRef ih0 = LLVMBuildSub(g->b, mul(g, oh, C(q->stride)), C(q->pad), "");
   LLVMValueRef iw0 = LLVMBuildSub(g->b, mul(g, ow, C(q->stride)), C(q->pad), "");
-  LLVMValueRef rs = udiv(g, k0, q->cc), c0 = urem(g, k0, q->cc);
   LLVMValueRef ih = add(g, ih0, mul(g, udiv(g, rs, q->cs), C(q->dilation)));
   LLVMValueRef iw = add(g, iw0, mul(g, urem(g, rs, q->cs), C(q->dilation)));
+  LLVMValueRef ch = add(g, c0, mul(g, c, C(per)));
   *ok = and1(g, ult(g, m, p->M), and1(g, ult(g, ih, q->ch), ult(g, iw, q->cw)));
+  if (q->cc % p->bk) *ok = and1(g, *ok, ult(g, ch, q->cc));
   LLVMValueRef pix = add(g, mul(g, add(g, mul(g, n, C(q->ch)), ih), C(q->cw)), iw);
-  LLVMValueRef idx = add(g, add(g, mul(g, pix, C(q->cc)), c0), mul(g, c, C(per)));
-  return LLVMBuildSelect(g->b, *ok, idx, C(0), "");
+  return LLVMBuildSelect(g->b, *ok, add(g, mul(g, pix, C(q->cc)), ch), C(0), "");
+}
+
+/* The channels-last B copy: row `row` of the tile (channel c0 + row of
+ * filter tap rs in the [R][S][C][K] weights), 16-byte chunk `c` of its
+ * columns. *ok is NULL where every chunk is inside the weights (C and N
+ * multiples of the tiles), else false for channels past C and columns
+ * past N; the index is then 0. */
+static LLVMValueRef nhwc_b_index(kernel *k, LLVMValueRef rs, LLVMValueRef c0, LLVMValueRef row, LLVMValueRef c,
+                                 int per, LLVMValueRef *ok) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  const gpu_problem *q = &p->prob;
+  LLVMValueRef ch = add(g, c0, row), col = add(g, k->n0, mul(g, c, C(per)));
+  LLVMValueRef idx = add(g, mul(g, add(g, mul(g, rs, C(q->cc)), ch), C(p->N)), col);
+  *ok = NULL;
+  if (q->cc % p->bk) *ok = ult(g, ch, q->cc);
+  if (p->N % p->bn) *ok = *ok ? and1(g, *ok, ult(g, col, p->N)) : ult(g, col, p->N);
+  return *ok ? LLVMBuildSelect(g->b, *ok, idx, C(0), "") : idx;
+}
+
+/* One 16-byte chunk of a channels-last K tile (tap rs, channel c0): A's
+ * (t == 0) or B's row `row`, chunk `c`, zero-filled where outside the
+ * tensors; through registers in the phases asked (vals[0]) without
+ * asynchronous copies. */
+static void nhwc_chunk(kernel *k, int t, LLVMValueRef rs, LLVMValueRef c0, LLVMValueRef row, LLVMValueRef c,
+                       const gpu_tile *tile, LLVMValueRef valid, int phase, LLVMValueRef *vals) {
+  gpu_gen *g = k->g;
+  int per = 16 / k->esize;
+  LLVMValueRef ok, idx = t ? nhwc_b_index(k, rs, c0, row, c, per, &ok) : nhwc_index(k, rs, c0, row, c, per, &ok);
+  if (valid) idx = LLVMBuildSelect(g->b, valid, idx, C(0), "");
+  LLVMValueRef src = gept(g, g->in_t, t ? k->B : k->A, idx), dst = gpu_tile_addr(g, tile, row, mul(g, c, C(per)));
+  if (g->target->async_copy16) {
+    if (ok) g->target->async_copy16_zfill(g, dst, src, ok);
+    else g->target->async_copy16(g, dst, src);
+    return;
+  }
+  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+  if (phase & FETCH) {
+    LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
+    LLVMSetAlignment(x, 16);
+    vals[0] = ok ? LLVMBuildSelect(g->b, ok, x, LLVMConstNull(v4), "") : x;
+  }
+  if (phase & STORE) LLVMSetAlignment(LLVMBuildStore(g->b, vals[0], dst), 16);
 }
 
 static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRef valid, int phase,
@@ -92,8 +145,9 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
   const gpu_plan *p = k->p;
   const gpu_problem *q = &p->prob;
   gpu_tile ta = gpu_k_tile_a(k, stage), tb = gpu_k_tile_b(k, stage);
-  LLVMValueRef k0 = mul(g, kt, C(p->bk));
+  LLVMValueRef k0 = mul(g, kt, C(p->bk)), tap = NULL, c0 = NULL;
   int v = 0;
+  if (p->nhwc) nhwc_tap(k, kt, &tap, &c0);
   if (p->vector_copy || p->nhwc) {
     int per = 16 / k->esize;
     int async = g->target->async_copy16 != NULL;
@@ -104,21 +158,8 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
         LLVMValueRef row, c;
         gpu_k_split(k, i, rc, &row, &c);
         LLVMValueRef col = mul(g, c, C(per)), idx;
-        if (t == 0 && p->nhwc) {
-          LLVMValueRef ok;
-          idx = nhwc_index(k, k0, row, c, per, &ok);
-          if (valid) idx = LLVMBuildSelect(g->b, valid, idx, C(0), "");
-          LLVMValueRef src = gept(g, g->in_t, k->A, idx), dst = gpu_tile_addr(g, &ta, row, col);
-          if (async) {
-            g->target->async_copy16_zfill(g, dst, src, ok);
-            continue;
-          }
-          if (phase & FETCH) {
-            LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
-            LLVMSetAlignment(x, 16);
-            vals[v] = LLVMBuildSelect(g->b, ok, x, LLVMConstNull(v4), "");
-          }
-          if (phase & STORE) LLVMSetAlignment(LLVMBuildStore(g->b, vals[v], dst), 16);
+        if (p->nhwc) {
+          nhwc_chunk(k, t, tap, c0, row, c, t ? &tb : &ta, valid, phase, &vals[v]);
           continue;
         }
         if (t == 0) {
@@ -406,7 +447,7 @@ static cov_status k_loop(kernel *k) {
   const gpu_plan *plan = k->p;
   const gpu_target_ops *target = g->target;
   int S = plan->stages;
-  long long KT = (plan->K + plan->bk - 1) / plan->bk;
+  long long KT = gpu_k_tiles(plan);
   if (plan->ktable) build_ktable(k, KT * plan->bk);
   int async = target->async_copy16 != NULL && (plan->vector_copy || plan->nhwc);
   LLVMValueRef staged[MAX_STAGED];

@@ -22,17 +22,24 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
   case GPU_ACT_GELU: {
     /* 0.5 x (1 + erf(x / sqrt 2)); erf by Abramowitz & Stegun 7.1.26
      * (absolute error below 1.5e-7), exp through the target's exp2
-     * instruction */
+     * instruction; the polynomial's products and sums may fuse (fma:
+     * NVPTX otherwise keeps every mul.rn and add.rn apart), far inside
+     * the formula's own error. */
     LLVMValueRef z = LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, 0.7071067811865476), "");
     LLVMValueRef az = gpu_call_intrinsic(g, "llvm.fabs", &g->f32, 1, &z, 1);
-    LLVMValueRef t = LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0),
-                                   LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0),
-                                                 LLVMBuildFMul(g->b, az, LLVMConstReal(g->f32, 0.3275911), ""), ""),
-                                   "");
+    LLVMValueRef den = LLVMBuildFMul(g->b, az, LLVMConstReal(g->f32, 0.3275911), "");
+    LLVMSetFastMathFlags(den, LLVMFastMathAllowContract);
+    den = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), den, "");
+    LLVMSetFastMathFlags(den, LLVMFastMathAllowContract);
+    LLVMValueRef t = LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0), den, "");
     static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
     LLVMValueRef poly = LLVMConstReal(g->f32, a[4]);
-    for (int i = 3; i >= 0; i--)
-      poly = LLVMBuildFAdd(g->b, LLVMBuildFMul(g->b, poly, t, ""), LLVMConstReal(g->f32, a[i]), "");
+    for (int i = 3; i >= 0; i--) {
+      LLVMValueRef pm = LLVMBuildFMul(g->b, poly, t, "");
+      LLVMSetFastMathFlags(pm, LLVMFastMathAllowContract);
+      poly = LLVMBuildFAdd(g->b, pm, LLVMConstReal(g->f32, a[i]), "");
+      LLVMSetFastMathFlags(poly, LLVMFastMathAllowContract);
+    }
     poly = LLVMBuildFMul(g->b, poly, t, "");
     LLVMValueRef e2 = LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, az, az, ""), LLVMConstReal(g->f32, -1.4426950408889634), "");
     LLVMValueRef ex = g->target->exp2(g, e2);
@@ -280,6 +287,7 @@ void gpu_k_conv_staged_store_nhwc(kernel *k) {
     LLVMValueRef m = add(g, k->m0, row), c0 = mul(g, cg, C(8));
     LLVMValueRef ok = ult(g, m, p->M);
     if (units % T) ok = and1(g, ok, ult(g, cg, groups));
+    if (p->N % p->bn) ok = and1(g, ok, ult(g, add(g, k->n0, c0), p->N)); /* N a multiple of 8 */
     LLVMBasicBlockRef join;
     begin_if(g, ok, &join);
     LLVMValueRef x = LLVMGetUndef(v8f);

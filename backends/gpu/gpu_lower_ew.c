@@ -260,6 +260,53 @@ static void lower_conv(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
   store_out(g, e, y, i, apply(g, e->post, e->post0, e->post1, sum));
 }
 
+/* A depthwise conv (one channel per group, undilated, at most 64 taps,
+ * rows of at least DW_RUN outputs) by output runs: work item u computes
+ * DW_RUN consecutive outputs of one output row. The weights are loaded
+ * once per item; each input row of the window is loaded once as
+ * (DW_RUN - 1) * stride + S columns that the run's outputs share (ConvNeXt's
+ * 7x7: 70 input and 49 weight loads for 4 outputs, where a thread per
+ * output, lower_conv, makes 196 and 196, each behind a division of the tap
+ * index). Each output sums its taps in (r, s) order from 0, as lower_conv
+ * does. */
+enum { DW_RUN = 4 };
+static int dw_rows(const gpu_ew *e) {
+  return e->kind == GPU_EW_CONV && e->groups == e->C && e->groups == e->K && e->R * e->S <= 64 && e->dh == 1 &&
+         e->dw == 1 && e->Q >= DW_RUN;
+}
+static int64_t dw_items(const gpu_ew *e) { return e->N * e->K * e->P * ((e->Q + DW_RUN - 1) / DW_RUN); }
+
+static void lower_dw_rows(gpu_gen *g, const gpu_ew *e, LLVMValueRef u, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
+                          LLVMValueRef bias) {
+  long long runs = (e->Q + DW_RUN - 1) / DW_RUN, rs = e->R * e->S, cols = (DW_RUN - 1) * e->sw + e->S;
+  LLVMValueRef q0 = mul(g, urem(g, u, runs), C(DW_RUN)), t = udiv(g, u, runs);
+  LLVMValueRef p = urem(g, t, e->P), nk = udiv(g, t, e->P), k = urem(g, nk, e->K); /* nk = n * K + k: C == K */
+  LLVMValueRef ih0 = sub(g, mul(g, p, C(e->sh)), C(e->pt)), iw0 = sub(g, mul(g, q0, C(e->sw)), C(e->pl));
+  LLVMValueRef wv[64], acc[DW_RUN];
+  for (long long i = 0; i < rs; i++) wv[i] = ld(g, w, add(g, mul(g, k, C(rs)), C(i)));
+  for (int j = 0; j < DW_RUN; j++) acc[j] = F(0.0);
+  for (long long r = 0; r < e->R; r++) {
+    LLVMValueRef ih = add(g, ih0, C(r)), rok = ult(g, ih, e->H);
+    LLVMValueRef base = mul(g, add(g, mul(g, nk, C(e->H)), ih), C(e->W));
+    for (long long col = 0; col < cols; col++) {
+      LLVMValueRef iw = add(g, iw0, C(col)), ok = and1(g, rok, ult(g, iw, e->W));
+      LLVMValueRef xv = sel(g, ok, ld(g, x, sel(g, ok, add(g, base, iw), C(0))), F(0.0));
+      for (int j = 0; j < DW_RUN; j++) {
+        long long s = col - j * e->sw;
+        if (s >= 0 && s < e->S) acc[j] = fadd(g, acc[j], fmul(g, xv, wv[r * e->S + s]));
+      }
+    }
+  }
+  LLVMValueRef bv = e->bias ? ld(g, bias, k) : NULL;
+  for (int j = 0; j < DW_RUN; j++) {
+    LLVMValueRef q = add(g, q0, C(j)), sum = bv ? fadd(g, acc[j], bv) : acc[j];
+    LLVMBasicBlockRef join = NULL;
+    if (e->Q % DW_RUN) begin_if(g, ult(g, q, e->Q), &join);
+    store_out(g, e, y, add(g, mul(g, add(g, mul(g, nk, C(e->P)), p), C(e->Q)), q), apply(g, e->post, e->post0, e->post1, sum));
+    if (join) end_if(g, join);
+  }
+}
+
 static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef w, LLVMValueRef y,
                        LLVMValueRef bias) {
   switch (e->kind) {
@@ -319,7 +366,7 @@ void gpu_ew_grid(const gpu_ew *e, unsigned grid[3]) {
   gpu_ct_shape sh;
   gpu_ct_kind k = gpu_ew_transpose(e, &sh);
   int64_t t = GPU_CT_TILE, tiles = (sh.c + t - 1) / t * ((sh.n * sh.hw + t - 1) / t);
-  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : flat4(e) ? e->n / 4 : e->n;
+  int64_t items = reorder8(e, &sh, k) ? e->n / 8 : flat4(e) ? e->n / 4 : dw_rows(e) ? dw_items(e) : e->n;
   grid[0] = (unsigned)(k == GPU_CT_TILES ? tiles : (items + GPU_EW_THREADS - 1) / GPU_EW_THREADS);
   grid[1] = grid[2] = 1;
 }
@@ -396,6 +443,12 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
     begin_if(g, ult(g, i, e->n / (r8 ? 8 : 4)), &join);
     if (r8) lower_reorder8(g, e, i, x, w, bias);
     else lower_flat4(g, e, i, x, y);
+    end_if(g, join);
+  } else if (dw_rows(e)) {
+    LLVMValueRef u = gpu_grid_index(g, GPU_EW_THREADS);
+    LLVMBasicBlockRef join;
+    begin_if(g, ult(g, u, dw_items(e)), &join);
+    lower_dw_rows(g, e, u, x, w, y, bias);
     end_if(g, join);
   } else {
     LLVMValueRef i = gpu_grid_index(g, GPU_EW_THREADS);

@@ -249,6 +249,7 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
   const gpu_tune_entry *e; /* a tuning file's schedule that does not plan is the file's error */
   gpu_problem sq = *q;
   sq.split_ok = x->split_ok;
+  sq.exact_channels = true; /* channel tails only where gpu_mlayout.c links two convs */
   cov_status st = gpu_plan_pick(x->t, &sq, plan, &e);
   x->file_error = st && e;
   return st;

@@ -65,7 +65,8 @@ typedef enum gpu_ew_kind {
   GPU_EW_COPY,      /* strided runs: y[dst(i)] = x[src(i)], i < n (gpu_ew_copy_at; dtype conversion to y's;
                        integer and bool elements moved as they are, gpu_ew_raw) */
   GPU_EW_TABLE,     /* y[i] = x[t[i]] where t[i] >= 0 (i32 table, argument 1), i < n */
-  GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element (the depthwise path) */
+  GPU_EW_CONV,      /* direct conv2d, NCHW / OIHW, thread per output element, or per run of 4 along a row
+                     * for depthwise ones (the depthwise path) */
   GPU_EW_CODELET,   /* any codelet call, lowered from its loop nest (gpu_cdl.h); n = its work items */
   GPU_EW_ROWS,      /* y[i] = x[ids[i / D] * D + i % D], rows of an f32 [V, D] table at i64 ids (argument 1) */
   GPU_EW_QDOT,      /* an i8 conv / matmul with its integer bias and requantisation (gpu_qdot.h) */

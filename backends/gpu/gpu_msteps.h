@@ -62,6 +62,11 @@ int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
  * and fc2, as one head kernel in fc2's place (gpu_mfuse_se.c); returns
  * whether it did. */
 int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
+/* Whether conv step i is one of an MLP's two ungrouped convs: one
+ * widening the channels whose f32 result goes whole, through one f16
+ * operand copy, to one narrowing them; where the model compiler lets the
+ * channels-last kernel zero-fill channel tails (gpu_mpad.c). */
+int gpu_model_pad_link(const gpu_model_plan *p, int i);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 

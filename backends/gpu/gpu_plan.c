@@ -139,8 +139,8 @@ static cov_status wgmma_plan_check(const gpu_plan *p, const gpu_target_caps *cap
   bool matmul = q->kind == GPU_OP_MATMUL;
   if (!caps->has_wgmma || !caps->has_async_copy || !p->matrix || (!matmul && !p->nhwc) || es != 2 ||
       p->warp_size != 32 || p->wm != 64 || p->fm != 64 || p->fn != p->wn || p->fk != 16 || p->wn % 64 ||
-      p->wn > 256 || p->bk * es != 128 || (matmul && (p->staged || p->M % p->bm)) || p->N % p->bn ||
-      p->K % p->bk || p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
+      p->wn > 256 || p->bk * es != 128 || (matmul && (p->staged || p->M % p->bm || p->N % p->bn || p->K % p->bk)) ||
+      p->wg_inflight < 0 || p->wg_inflight > 1 || p->stages < 2 + p->wg_inflight)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: warpgroup MMA needs a 16-bit matmul the tiles divide or a channels-last "
                      "convolution, warpgroup tiles 64 x (64..256, a multiple of 64), 128-byte K tiles and 2 + "
@@ -172,7 +172,7 @@ static cov_status split_plan_check(const gpu_plan *p) {
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: K tiles per split without a split");
     return NULL;
   }
-  int64_t kt = cdiv(p->K, p->bk);
+  int64_t kt = gpu_k_tiles(p);
   if (!p->prob.split_ok || p->tma || p->prob.epi.softmax)
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: split-K needs a caller that binds its workspace, and the tiled kernel without a row "
@@ -198,7 +198,7 @@ static cov_status out_plan_check(const gpu_plan *p) {
   if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
-                     "whose C the K tile divides) with its staged epilogue, no fused pooling, N tiles of 8s");
+                     "whose C is a multiple of 8) with its staged epilogue, no fused pooling, N tiles of 8s");
   return NULL;
 }
 
@@ -251,12 +251,14 @@ cov_status gpu_plan_check(const gpu_plan *p, const gpu_target_caps *caps) {
   if (p->nhwc) {
     const gpu_problem *q = &p->prob;
     int per = 16 / es;
-    if (q->kind != GPU_OP_CONV2D || q->groups != 1 || es != 2 || p->ktable || p->bk % per || q->cc % p->bk ||
-        p->N % p->bn || (p->bm * p->bk / per) % p->threads || (p->bk * p->bn / per) % p->threads)
+    if (q->kind != GPU_OP_CONV2D || q->groups != 1 || es != 2 || p->ktable || p->bk % per || q->cc % per ||
+        p->N % per || (q->exact_channels && (q->cc % p->bk || p->N % p->bn)) || (p->bm * p->bk / per) % p->threads ||
+        (p->bk * p->bn / per) % p->threads)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                       "GPU plan: channels-last copies need an ungrouped 16-bit conv2d whose C the K tile (%d) "
-                       "and whose output channels the N tile (%d) divide",
-                       p->bk, p->bn);
+                       "GPU plan: channels-last copies need an ungrouped 16-bit conv2d whose C and output channels "
+                       "are whole 16-byte chunks (multiples of %d; of the tiles with exact channels), and tiles (K "
+                       "%d, N %d) whose chunks divide among the threads",
+                       per, p->bk, p->bn);
   }
   if (p->staged) {
     const gpu_problem *q = &p->prob;
@@ -347,6 +349,7 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->G = p->G, mp->M = p->M, mp->N = p->N, mp->K = p->K;
   mp->groups = q->kind == GPU_OP_CONV2D ? q->groups : 1;
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
+  mp->exact_channels = q->exact_channels;
   mp->rows_whole = q->epi.softmax;
   mp->out_bytes = q->out_f16 || q->nhwc_io ? 2 : 4;
   memset(low, 0, sizeof *low);
@@ -440,15 +443,17 @@ cov_status gpu_plan_map(const gpu_problem *prob, const cov_acg *acg, const gpu_t
   return st;
 }
 
-/* Channels-last applies to ungrouped 16-bit convolutions whose channels the
- * K tile divides and whose output channels the N tile divides, on targets
- * with asynchronous copies (the zero-filling gather is what makes it pay;
- * through registers the NCHW gather is kept). */
+/* Channels-last applies to ungrouped 16-bit convolutions whose input and
+ * output channels are whole 16-byte chunks (the tiles' chunks past them
+ * zero-filled), on targets with asynchronous copies (the zero-filling
+ * gather is what makes it pay; through registers the NCHW gather is
+ * kept). */
 static bool nhwc_fits(const gpu_plan *p, const gpu_target_caps *caps, int es) {
   const gpu_problem *q = &p->prob;
   int per = 16 / es;
   return caps->has_async_copy && q->kind == GPU_OP_CONV2D && q->groups == 1 && es == 2 && p->matrix &&
-         p->bk % per == 0 && q->cc % p->bk == 0 && p->N % p->bn == 0 && (p->bm * p->bk / per) % p->threads == 0 &&
+         p->bk % per == 0 && q->cc % per == 0 && p->N % per == 0 &&
+         (!q->exact_channels || (q->cc % p->bk == 0 && p->N % p->bn == 0)) && (p->bm * p->bk / per) % p->threads == 0 &&
          (p->bk * p->bn / per) % p->threads == 0;
 }
 
@@ -510,7 +515,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   p->shared_bytes = (unsigned)gpu_plan_shared_need(p, es);
   /* split-K: equal ranges of K tiles, as many as the split asks without
    * an empty one */
-  int64_t kt = cdiv(p->K, p->bk);
+  int64_t kt = gpu_k_tiles(p);
   p->split_kt = p->split > 1 && kt > 1 ? (int)cdiv(kt, p->split) : 0;
   p->split = p->split_kt ? (int)cdiv(kt, p->split_kt) : 1;
   if (p->split == 1) p->split_kt = 0;

@@ -90,6 +90,13 @@ typedef struct gpu_problem {
    * arguments 4 and 5): the model compiler, which allocates them; suite
    * layers and tuning runs leave it false and never split */
   bool split_ok;
+  /* conv2d: the channels-last kernel only where C and the output channels
+   * are multiples of the K and N tiles (no zero-filled channel tails). The
+   * model compiler sets it except for the two convs of an MLP, one
+   * widening the channels that hands its activation whole to one
+   * narrowing them (gpu_model_pad_link); suite layers and tuning runs
+   * leave it false. */
+  bool exact_channels;
   /* where the layer comes from, for diagnostics only (plan keys, kernel
    * names and code ignore it): the model or suite file (borrowed from the
    * caller for the compilation; may be NULL) and the ONNX node or suite
@@ -166,8 +173,12 @@ typedef struct gpu_plan {
    * tile (bk | C) is one filter tap and bk contiguous channels: every A row
    * is whole 16-byte chunks of one input pixel, copied with zero-filling
    * asynchronous copies (padding and rows past M read nothing), B like a
-   * matmul's. The NCHW -> NHWC input transform is a second kernel in the
-   * same module (gpu_nhwc_kernel_name), launched first into a workspace
+   * matmul's. C and the output channels need only be multiples of 8 (whole
+   * chunks): a tap's last K tile zero-fills the A and B chunks of channels
+   * past C (gpu_k_tiles), B's chunks of columns past N are zero-filled and
+   * the epilogue stores none of them. The NCHW -> NHWC input transform
+   * is a second kernel in the same module (gpu_nhwc_kernel_name),
+   * launched first into a workspace
    * of gpu_nhwc_workspace_bytes (not with prob.nhwc_io: the input is NHWC
    * already); weights are reordered once (constants). */
   bool nhwc;
@@ -221,6 +232,15 @@ static inline bool gpu_is_dw(const gpu_problem *q) {
 /* plan.dw: the threads of the whole grid (one per pixel run x 8 channels). */
 static inline int64_t gpu_dw_units(const gpu_plan *p) {
   return p->prob.cn * p->oh * ((p->ow + p->dw_pw - 1) / p->dw_pw) * (p->prob.cc / 8);
+}
+
+/* The K loop's tiles: cdiv(K, bk), except on channels-last copies
+ * (plan.nhwc), where a K tile is bk channels of one filter tap: each tap
+ * takes cdiv(C, bk) tiles, the last one's channels past C zero-filled
+ * (C = 40 at bk = 32: two tiles, 8 + 24 zero channels in the second). */
+static inline int64_t gpu_k_tiles(const gpu_plan *p) {
+  if (p->nhwc) return p->prob.cr * p->prob.cs * ((p->prob.cc + p->bk - 1) / p->bk);
+  return (p->K + p->bk - 1) / p->bk;
 }
 
 /* plan.split: K splits (1 when the plan has none), the output tiles, and

@@ -17,7 +17,9 @@
  * with M = 1, N and K not multiples of the tiles (K not of split x bk),
  * batches, every activation and the bias; convolutions through the NCHW
  * gather (K-offset table), channels-last ones with the staged NCHW store
- * and with NHWC f16 outputs.
+ * and with NHWC f16 outputs, and channels-last ones whose input and output
+ * channels the K and N tiles do not divide (zero-filled tails; f16
+ * buffers end in NaNs, which a copy reading past them spreads).
  * With -t TARGET (repeatable) every split kernel is also built as that GPU
  * target's code object.
  * Usage: test_gpu_splitk_jit [-t TARGET]... */
@@ -232,7 +234,9 @@ static void fill(float *v, int64_t n, cov_dtype d) {
   }
 }
 
-/* values as the kernel reads them (f32, or f16 bytes) */
+/* values as the kernel reads them (f32, or f16 bytes); 16 bytes of f16
+ * NaNs past the end, so that a copy reading past a tensor (a tile's
+ * channels past C not zero-filled) poisons the sums it reaches */
 static void *pack(const float *v, int64_t n, cov_dtype d) {
   if (d == COV_F32) {
     float *o = malloc((size_t)n * 4 + 4);
@@ -240,7 +244,7 @@ static void *pack(const float *v, int64_t n, cov_dtype d) {
     return o;
   }
   uint16_t *o = malloc((size_t)n * 2 + 16);
-  for (int64_t i = 0; o && i < n; i++) o[i] = cov_f32_to_f16(v[i]);
+  for (int64_t i = 0; o && i < n + 8; i++) o[i] = i < n ? cov_f32_to_f16(v[i]) : 0x7e00;
   return o;
 }
 
@@ -402,6 +406,8 @@ int main(int argc, char **argv) {
   /* f16 channels-last: one warp's 16 rows x 16 channels, K tiles of one
    * tap's 16 channels */
   gpu_fixed_tile tcl = {.bm = 16, .bn = 16, .bk = 16, .wm = 16, .wn = 16, .stages = 3, .inflight = -1, .split = 5};
+  gpu_fixed_tile tcl1 = tcl;
+  tcl1.split = 1;
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
       {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false},
@@ -416,6 +422,15 @@ int main(int argc, char **argv) {
       {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
       {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true},
+      /* channels the tiles do not divide (ConvNeXt's 40 / 160): C = 40 in K
+       * tiles of 16 (each tap's third tile 8 channels and 8 zero-filled,
+       * the last pixel's past the input's end), 24 output channels in N
+       * tiles of 16 (the second half zero-filled, not stored); 27 K tiles
+       * in 5 ranges */
+      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true},
+      /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
+       * the last half empty), staged NCHW stores */
+      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);

@@ -59,9 +59,9 @@ refuse convnet_layer1@cl "channels-last outputs are for conv2d layers without a 
 refuse resnet50_res4_3x3@cl@b32 "expected the suffixes @bN"
 refuse resnet50_res4_3x3@b32@cl@cl "optionally followed by @cl"
 refuse resnet50_res4_3x3@b32@nhwc "optionally followed by @cl"
-# a hand-fixed tile the channels-last kernel cannot take (C 64 is not a
-# multiple of a 128-channel K tile) is refused, not compiled another way
-refuse "resnet50_res2_3x3@b32@cl:128x64x128:64x64:3" "channels-last f16 outputs need the channels-last kernel"
+# a hand-fixed tile the channels-last kernel cannot take (C 3 is not whole
+# 16-byte chunks) is refused, not compiled another way
+refuse "resnet50_conv1@b32@cl:128x64x64:64x64:3" "channels-last f16 outputs need the channels-last kernel"
 # depthwise convs on channels-last tensors (mobilenet_v2's shapes,
 # bench/nvptx/inputs/dw_layers.json) take the depthwise kernel, its pixels per
 # thread the mapper's (map_gpu_dw_plan) or a hand-fixed :dwP: 16-byte NHWC
