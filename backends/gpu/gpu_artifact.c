@@ -240,8 +240,9 @@ cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out) {
     for (int d = 0; d < s.rank && bound; d++) bound = s.dims[d] >= 1;
     if (bound) shapes[n++] = s; /* the shapes m was loaded with */
   }
-  if (!need) return NULL;
-  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = 1};
+  int cells = cov_model_unrolls_recurrence(m);
+  if (!need && !cells) return NULL;
+  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = need, .recurrent_cells = cells};
   return cov_model_load_file(path, &mo, out);
 }
 
