@@ -6,7 +6,8 @@
  * table the ONNX reader searches, so no model can name them.
  *
  * Inputs: xw [S, B, G*H] (the projection of every step), r [G*H, H], then
- * LSTM: p [3H] and s [2, B, H]; GRU: rbh [H] and s [B, H]; RNN: s [B, H].
+ * LSTM: p [3H] and s [2, B, H]; GRU: rbh [H] and s [B, H]; RNN: s [B, H];
+ * the codelets see the gates as a dim of their own (views, no copy).
  * Attributes: t (the step), lo and hi (the clip bounds; infinite when the
  * node has no clip). The output has the state's shape. */
 #include <math.h>
@@ -42,8 +43,16 @@ static cov_status exec_cell(graph_exec *x, const graph_node *n, graph_value *con
   COV_RETURN_IF_ERROR(graph_attr_float(x->g, n, "lo", -INFINITY, &lo));
   COV_RETURN_IF_ERROR(graph_attr_float(x->g, n, "hi", INFINITY, &hi));
   cov_attr a[3] = {graph_lower_attr_i("t", t), graph_lower_attr_f("lo", lo), graph_lower_attr_f("hi", hi)};
+  /* the gates as a dim of their own: xw [S, B, G, H], r [G, H, H], LSTM's
+   * p [3, H] */
+  const graph_value *xw = in[0], *r = in[1];
+  int64_t h = r->dims[1], gates = h > 0 ? r->dims[0] / h : 0;
+  const int64_t xw_dims[4] = {xw->dims[0], xw->dims[1], gates, h}, r_dims[3] = {gates, h, h}, p_dims[2] = {3, h};
+  int g_rank = n->def == &graph_rnn_cell_ops[RNN_SIMPLE] ? 0 : 1;
   cov_tensor t_in[4];
   for (int i = 0; i < n->n_in && i < 4; i++) t_in[i] = graph_view(in[i]);
+  if (g_rank) t_in[0] = graph_view_as(xw, 4, xw_dims), t_in[1] = graph_view_as(r, 3, r_dims);
+  if (n->def == &graph_rnn_cell_ops[RNN_LSTM]) t_in[2] = graph_view_as(in[2], 2, p_dims);
   cov_tensor y = {0};
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, cell_codelet(n), a, 3, t_in, (size_t)n->n_in, &y, 1));
   return graph_lower_adopt(x, n, &y, out[0]);
