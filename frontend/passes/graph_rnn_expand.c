@@ -24,7 +24,12 @@
  * dead step keeps the state (Where) and writes zeros to Y, which gives both
  * directions their ONNX meaning (the reverse direction starts at
  * lens[b] - 1 with the initial state). Outputs are concatenated per step
- * and per direction in the order `layout` asks for. */
+ * and per direction in the order `layout` asks for.
+ *
+ * With graph.rnn_cells (cov_model_options.recurrent_cells) a node the cells
+ * state (cells_cover) has each step as one cell node (graph_rnn_cell.c):
+ * the same equations in one codelet call, the state carried as its result
+ * ([h; c] for LSTM), so a backend may run a step as one kernel. */
 #include <string.h>
 
 #include "frontend/graph.h"
