@@ -6,8 +6,10 @@
  * table the ONNX reader searches, so no model can name them.
  *
  * Inputs: xw [S, B, G*H] (the projection of every step), r [G*H, H], then
- * LSTM: p [3H] and s [2, B, H]; GRU: rbh [H] and s [B, H]; RNN: s [B, H];
- * the codelets see the gates as a dim of their own (views, no copy).
+ * LSTM: p [3H] and s [2, B, H]; GRU: rbh [H] and s [B, H] with
+ * linear_before_reset, else s alone (two calls: gru_reset, gru_cell_rh);
+ * RNN: s [B, H]; the codelets see the gates as a dim of their own (views,
+ * no copy).
  * Attributes: t (the step), lo and hi (the clip bounds; infinite when the
  * node has no clip). The output has the state's shape. */
 #include <math.h>
@@ -54,17 +56,29 @@ static cov_status exec_cell(graph_exec *x, const graph_node *n, graph_value *con
   if (g_rank) t_in[0] = graph_view_as(xw, 4, xw_dims), t_in[1] = graph_view_as(r, 3, r_dims);
   if (n->def == &graph_rnn_cell_ops[RNN_LSTM]) t_in[2] = graph_view_as(in[2], 2, p_dims);
   cov_tensor y = {0};
+  if (n->def == &graph_rnn_cell_ops[RNN_GRU] && n->n_in == 3) { /* without linear_before_reset */
+    cov_tensor rh = {0};
+    COV_RETURN_IF_ERROR(graph_call_codelet(x, n, "gru_reset", a, 3, t_in, 3, &rh, 1));
+    cov_tensor in4[4] = {t_in[0], t_in[1], rh, t_in[2]};
+    cov_status st = graph_call_codelet(x, n, "gru_cell_rh", a, 3, in4, 4, &y, 1);
+    cov_tensor_release(&rh);
+    COV_RETURN_IF_ERROR(st);
+    return graph_lower_adopt(x, n, &y, out[0]);
+  }
   COV_RETURN_IF_ERROR(graph_call_codelet(x, n, cell_codelet(n), a, 3, t_in, (size_t)n->n_in, &y, 1));
   return graph_lower_adopt(x, n, &y, out[0]);
 }
 
 static int codelets_cell(const graph_node *n, const char **names, int max) {
-  return graph_lower_single(cell_codelet(n), names, max);
+  if (n->def != &graph_rnn_cell_ops[RNN_GRU]) return graph_lower_single(cell_codelet(n), names, max);
+  static const char *const gru[] = {"gru_cell", "gru_reset", "gru_cell_rh"};
+  for (int i = 0; i < 3 && i < max; i++) names[i] = gru[i];
+  return max < 3 ? max : 3;
 }
 
 #define CELL(op, n_in) {op, n_in, n_in, 1, 1, false, infer_cell, exec_cell, codelets_cell, (const int[]){1, 0}, false}
 const graph_opdef graph_rnn_cell_ops[3] = {
     [RNN_SIMPLE] = CELL("RNNCell", 3),
-    [RNN_GRU] = CELL("GRUCell", 4),
+    [RNN_GRU] = {"GRUCell", 3, 4, 1, 1, false, infer_cell, exec_cell, codelets_cell, (const int[]){1, 0}, false},
     [RNN_LSTM] = CELL("LSTMCell", 4),
 };

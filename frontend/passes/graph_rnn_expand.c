@@ -403,16 +403,15 @@ static graph_value *hold(rx *e, graph_value *m, graph_value *x, graph_value *pre
 /* ---- steps as cells ---------------------------------------------------- */
 
 /* Whether the cells state this node's steps: the default activations (the
- * cells' own), no input_forget, GRU with linear_before_reset (without it
- * r multiplies h before the product, which one thread per output cannot
- * see whole), and a batch known at load (the zero initial state). */
+ * cells' own), no input_forget, and a batch known at load (the zero
+ * initial state). */
 static bool cells_cover(const rnn_params *p) {
   static const rnn_act_kind want[3][RNN_MAX_ACTS] = {
       [RNN_SIMPLE] = {RNN_ACT_TANH},
       [RNN_GRU] = {RNN_ACT_SIGMOID, RNN_ACT_TANH},
       [RNN_LSTM] = {RNN_ACT_SIGMOID, RNN_ACT_TANH, RNN_ACT_TANH},
   };
-  if (p->batch < 1 || p->input_forget || (p->kind == RNN_GRU && !p->linear_before_reset)) return false;
+  if (p->batch < 1 || p->input_forget) return false;
   for (int d = 0; d < p->dirs; d++)
     for (int k = 0; k < p->n_acts; k++)
       if (p->acts[d][k].kind != want[p->kind][k]) return false;
@@ -443,7 +442,7 @@ static graph_value *cell(rx *e, const rnn_dir *s, graph_value *r, graph_value *s
   graph_value *in[4] = {s->xw, r}, *pp = in_at(e->rnn, RNN_P);
   int n = 2;
   if (p->kind == RNN_LSTM) in[n++] = pp ? gather(e, pp, e->dir, 0) : zeros(e, 1, &three);
-  if (p->kind == RNN_GRU) in[n++] = s->rb_h ? s->rb_h : zeros(e, 1, &h);
+  if (p->kind == RNN_GRU && p->linear_before_reset) in[n++] = s->rb_h ? s->rb_h : zeros(e, 1, &h);
   in[n++] = st;
   graph_attr at[3] = {attr_i("t", t), attr_f("lo", -p->clip), attr_f("hi", p->clip)};
   return emit_def(e, &graph_rnn_cell_ops[p->kind], n, in, at, p->has_clip ? 3 : 1, NULL);

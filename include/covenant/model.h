@@ -71,9 +71,9 @@ typedef struct cov_model_options {
    * state and computes the recurrent product, the gates and the new
    * state, rather than as its unrolled matmul and element-wise nodes: a
    * backend that compiles a call into one kernel then runs a step in one
-   * launch. Nodes the cells do not cover (other activations, LSTM's
-   * input_forget, GRU without linear_before_reset, a batch not known at
-   * load) are unrolled as without it. */
+   * launch (two for a GRU without linear_before_reset). Nodes the cells
+   * do not cover (other activations, LSTM's input_forget, a batch not
+   * known at load) are unrolled as without it. */
   int recurrent_cells;
 } cov_model_options;
 

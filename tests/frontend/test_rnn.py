@@ -236,6 +236,10 @@ CASES = [
     ("lstm_reverse_peep_clip", "LSTM", 4, 2, 3, 3, "reverse", dict(use=["B", "initial_h", "P"], clip=0.6)),
     ("gru_lbr_const_lens", "GRU", 4, 3, 2, 3, "bidirectional",
      dict(use=["B", "sequence_lens", "initial_h"], const=["sequence_lens"], lens=[2, 4, 0], lbr=1)),
+    ("gru_bidir_lens_clip", "GRU", 5, 3, 4, 3, "bidirectional",
+     dict(use=["B", "sequence_lens", "initial_h"], lens=[3, 5, 1], clip=0.9)),
+    ("gru_const_lens_zero_state", "GRU", 4, 3, 2, 3, "reverse",
+     dict(use=["B", "sequence_lens"], const=["sequence_lens"], lens=[4, 1, 3])),
 ]
 
 
