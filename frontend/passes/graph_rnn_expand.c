@@ -411,7 +411,7 @@ static bool cells_cover(const rnn_params *p) {
       [RNN_GRU] = {RNN_ACT_SIGMOID, RNN_ACT_TANH},
       [RNN_LSTM] = {RNN_ACT_SIGMOID, RNN_ACT_TANH, RNN_ACT_TANH},
   };
-  if (p->batch < 1 || p->input_forget) return false;
+  if (p->batch < 1 || p->hidden < 1 || p->input_forget) return false;
   for (int d = 0; d < p->dirs; d++)
     for (int k = 0; k < p->n_acts; k++)
       if (p->acts[d][k].kind != want[p->kind][k]) return false;
