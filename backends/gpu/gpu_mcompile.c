@@ -113,37 +113,6 @@ static int add_raw_weight(gpu_model_plan *p, const char *name, const cov_tensor 
   return b;
 }
 
-/* Whether weight b is read by codelet kernels alone, one at least (no
- * later pass rewrites their weights, as the channels-last pass reorders a
- * convolution's). */
-static int codelet_weight(const gpu_model_plan *p, int b) {
-  int users = 0;
-  for (int i = 0; i < p->n_steps; i++) {
-    const gpu_mstep *s = &p->steps[i];
-    for (int a = 0; s->op == GPU_STEP_LAUNCH && a < s->n_args; a++) {
-      if (s->args[a] != b) continue;
-      if (s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET) return 0;
-      users++;
-    }
-  }
-  return users > 0;
-}
-
-/* A codelet kernel's weight made earlier for the same model constant (its
- * name, dtype and elements: the recurrent weights every step of a layer
- * reads), or -1. */
-static int same_weight(const gpu_model_plan *p, const char *name, const cov_tensor *t) {
-  int64_t n = cov_tensor_numel(t);
-  for (int b = 0; b < p->n_bufs; b++) {
-    const gpu_mbuf *w = &p->bufs[b];
-    if (w->kind == GPU_BUF_WEIGHT && w->dtype == t->dtype && w->numel == n && w->data && t->data &&
-        !strcmp(w->name, name) && !memcmp(w->data, t->data, (size_t)n * cov_dtype_size(t->dtype)) &&
-        codelet_weight(p, b))
-      return b;
-  }
-  return -1;
-}
-
 /* The plan buffer holding argument a of a call: the previous call's result
  * (prev), a group input (its copy), or a constant made a weight (f32, or
  * bool and integer constants as they are). */
@@ -399,7 +368,7 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   for (size_t a = 0; a < c->n_args; a++) {
     const cov_tensor *t = &c->args[a].t;
     const cov_tensor *ct = c->args[a].kind == COV_MODEL_ARG_CONST ? &c->args[a].t : NULL;
-    args[a] = ct ? same_weight(x->p, c->args[a].value, ct) : -1;
+    args[a] = ct ? gpu_ms_same_weight(x->p, c->args[a].value, ct) : -1;
     if (args[a] < 0 && (args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
     if (!same_bytes(x->p->bufs[args[a]].dtype, t->dtype))
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
