@@ -269,6 +269,7 @@ static graph_value *gate(rx *e, const rnn_act *a, graph_value *x) {
 
 typedef struct rnn_dir {
   graph_value *xw;      /* [T, B, G*H]: X·Wᵀ plus the biases that are constant terms */
+  graph_value *steps;   /* the shape [T, B, G*H] of xw (a Reshape's constant) */
   graph_value *rt;      /* Rᵀ [H, G*H] (GRU without linear_before_reset: z, r part [H, 2H]) */
   graph_value *rt_h;    /* GRU without linear_before_reset: Rhᵀ [H, H] */
   graph_value *rb_h;    /* GRU with linear_before_reset: Rbh [H], or NULL */
@@ -281,14 +282,19 @@ static graph_value *in_at(const graph_node *n, int slot) {
   return slot < n->n_in ? n->in[slot] : NULL;
 }
 
-/* X·W_dᵀ of every step as one [T*B, I] x [I, G*H] product. */
-static graph_value *project(rx *e, int d, graph_value *xs) {
+/* X·W_dᵀ of every step as one [T*B, I] x [I, G*H] product, 2-D (steps_of
+ * sees it as [T, B, G*H]). */
+static void project(rx *e, int d, graph_value *xs, rnn_dir *s) {
   int64_t perm[2] = {1, 0}, flat[2] = {-1, e->p->input};
   int64_t back[3] = {e->p->seq, -1, e->p->gates * e->p->hidden};
   graph_value *wt = transpose(e, gather(e, e->rnn->in[RNN_W], d, 0), 2, perm);
   graph_value *x2 = op2(e, "Reshape", xs, const_ints(e, COV_I64, 1, flat, 2));
-  return op2(e, "Reshape", op2(e, "MatMul", x2, wt), const_ints(e, COV_I64, 1, back, 3));
+  s->steps = const_ints(e, COV_I64, 1, back, 3);
+  s->xw = op2(e, "MatMul", x2, wt);
 }
+
+/* The projection as [T, B, G*H]. */
+static void steps_of(rx *e, rnn_dir *s) { s->xw = op2(e, "Reshape", s->xw, s->steps); }
 
 /* The biases Wb + Rb, added once to X·Wᵀ; GRU with linear_before_reset
  * keeps Rbh apart (it is multiplied by r). */
@@ -314,7 +320,8 @@ static void setup_dir(rx *e, int d, graph_value *xs, rnn_dir *s) {
   int64_t h = p->hidden, gh = p->gates * h, perm[2] = {1, 0};
   memset(s, 0, sizeof *s);
   s->act = p->acts[d];
-  s->xw = project(e, d, xs);
+  project(e, d, xs, s);
+  steps_of(e, s);
   biases(e, d, s);
   graph_value *rt = transpose(e, gather(e, e->rnn->in[RNN_R], d, 0), 2, perm);
   bool split = p->kind == RNN_GRU && !p->linear_before_reset;
@@ -457,8 +464,9 @@ static void run_dir_cells(rx *e, int d, graph_value *xs, graph_value **ys, graph
   rnn_dir s;
   memset(&s, 0, sizeof s);
   e->dir = d;
-  s.xw = project(e, d, xs);
-  biases(e, d, &s);
+  project(e, d, xs, &s);
+  biases(e, d, &s); /* before steps_of: the GPU's matrix kernel adds them in its epilogue */
+  steps_of(e, &s);
   graph_value *r = gather(e, e->rnn->in[RNN_R], d, 0), *h0 = in_at(e->rnn, RNN_INIT_H),
               *c0 = p->kind == RNN_LSTM ? in_at(e->rnn, RNN_INIT_C) : NULL;
   if (h0) s.h = gather(e, h0, d, p->layout ? 1 : 0);
