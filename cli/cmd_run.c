@@ -108,6 +108,10 @@ static void run_help(FILE *out) {
           "                            for it\n"
           "      --max-memory SIZE     largest tensor the model may make (default 2GiB, at\n"
           "                            most 4GiB); checked before anything is allocated\n"
+          "      --recurrent-cells     describe each time step of an LSTM, GRU or RNN node\n"
+          "                            as one codelet call (lstm_cell, gru_cell, rnn_cell)\n"
+          "                            rather than its unrolled matmul and element-wise\n"
+          "                            nodes, as GPU targets compile them\n"
           "  -h, --help                show this help\n");
 }
 
@@ -115,7 +119,7 @@ static void run_help(FILE *out) {
 
 typedef struct run_opts {
   const char *model, *target, *trace;
-  int per_call, print_values;
+  int per_call, print_values, recurrent_cells;
   unsigned long long seed;
   uint64_t max_memory; /* 0: the default */
   double tol;
@@ -142,6 +146,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                        {"max-memory", required_argument, NULL, 'M'},
                                        {"pipeline", required_argument, NULL, 'L'},
                                        {"shape", required_argument, NULL, 'H'},
+                                       {"recurrent-cells", no_argument, NULL, 'C'},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   *o = (run_opts){.target = BACKEND_DEFAULT_TARGET, .seed = 1, .tol = 1e-2};
@@ -172,6 +177,7 @@ static int run_parse(int argc, char **argv, run_opts *o) {
       case 'p': o->print_values = 1; break;
       case 'R': o->trace = optarg; break;
       case 'P': o->per_call = 1; break;
+      case 'C': o->recurrent_cells = 1; break;
       case 'M':
         if (cli_parse_memory("run", optarg, &o->max_memory)) return CLI_EXIT_USAGE;
         break;
@@ -266,7 +272,8 @@ static cov_status run_load(run_state *s) {
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("covenant run"),
                      "--trace and --per-call are for targets whose backend traces its programs; %s is a %s "
                      "target (backend %s)", s->o->target, s->bt.backend->kind, s->bt.backend->name);
-  cov_model_options mo = {.max_memory = s->o->max_memory, .shapes = s->o->shapes, .n_shapes = s->o->n_shapes};
+  cov_model_options mo = {.max_memory = s->o->max_memory, .shapes = s->o->shapes, .n_shapes = s->o->n_shapes,
+                          .recurrent_cells = s->o->recurrent_cells};
   COV_RETURN_IF_ERROR(cov_model_load_file(s->o->model, &mo, &s->m));
   s->ni = cov_model_num_inputs(s->m);
   s->no = cov_model_num_outputs(s->m);

@@ -166,6 +166,8 @@ typedef struct graph {
   size_t folded_bytes;
   bool no_fold;
   bool compute_f32; /* cov_model_options.compute_f32: 16-bit values widened (graph_widen.c) */
+  bool rnn_cells;   /* cov_model_options.recurrent_cells: a step of a recurrent node is one call */
+  bool unrolled_rnn; /* graph_expand_rnn unrolled a recurrent node */
   uint64_t max_memory; /* largest tensor in bytes (cov_model_options.max_memory) */
   /* A subgraph (graph_control.h): its owner's graph and its nesting depth
    * (0 for a model's graph); the values it reads from outer scopes, each

@@ -56,6 +56,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
   m->g = g;
   g->no_fold = opts && opts->no_fold;
   g->compute_f32 = opts && opts->compute_f32;
+  g->rnn_cells = opts && opts->recurrent_cells;
   g->max_memory = opts && opts->max_memory ? opts->max_memory : COV_DEFAULT_MAX_MEMORY;
   if (g->max_memory > COV_TENSOR_MAX_BYTES) g->max_memory = COV_TENSOR_MAX_BYTES;
   cov_status st = NULL;
@@ -166,6 +167,8 @@ int cov_model_input_range(const cov_model *m, size_t i, int64_t *lo, int64_t *hi
 unsigned cov_model_input_symbolic(const cov_model *m, size_t i) {
   return m && i < m->g->n_inputs ? m->g->inputs[i]->symbolic : 0;
 }
+
+bool cov_model_unrolls_recurrence(const cov_model *m) { return m && m->g->unrolled_rnn; }
 
 cov_status cov_model_shape_parse(char *text, const char *what, cov_model_shape *out) {
   memset(out, 0, sizeof *out);

@@ -5,7 +5,8 @@
  * model must also survive both printers and the description of each of its
  * groups (cov_model_group_describe runs the groups' lowering on placeholder
  * inputs; groups moving over a million elements are skipped, memory being
- * the only thing they would test). External data are refused (no
+ * the only thing they would test); a model with recurrent nodes is loaded
+ * once more with recurrent_cells. External data are refused (no
  * model folder), so the fuzzer never touches the file system. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,11 +35,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  cov_model_options opts = {.codelets = g_lib};
-  cov_model *m = NULL;
-  cov_status st = cov_model_load_buffer(data, size, "fuzz.onnx", NULL, &opts, &m);
-  if (fuzz_rejected(st)) return 0;
+/* Both printers and the description of each group of an accepted model. */
+static void exercise(const cov_model *m) {
   FILE *sink = fopen("/dev/null", "w");
   if (sink) {
     cov_status_free(cov_model_print_summary(m, sink));
@@ -55,6 +53,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (small) cov_status_free(cov_model_group_describe(m, i, &d));
     cov_model_group_free(d);
   }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cov_model_options opts = {.codelets = g_lib};
+  cov_model *m = NULL;
+  cov_status st = cov_model_load_buffer(data, size, "fuzz.onnx", NULL, &opts, &m);
+  if (fuzz_rejected(st)) return 0;
+  exercise(m);
+  /* a model with recurrent nodes again with each step one cell call */
+  bool cells = cov_model_unrolls_recurrence(m);
+  cov_model_free(m);
+  if (!cells) return 0;
+  opts.recurrent_cells = 1;
+  m = NULL;
+  st = cov_model_load_buffer(data, size, "fuzz.onnx", NULL, &opts, &m);
+  if (fuzz_rejected(st)) return 0;
+  exercise(m);
   cov_model_free(m);
   return 0;
 }

@@ -240,8 +240,12 @@ cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out) {
     for (int d = 0; d < s.rank && bound; d++) bound = s.dims[d] >= 1;
     if (bound) shapes[n++] = s; /* the shapes m was loaded with */
   }
-  if (!need) return NULL;
-  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = 1};
+  /* a model compiled as a program keeps the unrolled steps: its part steps
+   * name values of the graph the runtime loads from the carried model,
+   * which is loaded without recurrent_cells */
+  int cells = cov_model_unrolls_recurrence(m) && !gpu_model_has_control(m);
+  if (!need && !cells) return NULL;
+  cov_model_options mo = {.shapes = shapes, .n_shapes = n, .compute_f32 = need, .recurrent_cells = cells};
   return cov_model_load_file(path, &mo, out);
 }
 

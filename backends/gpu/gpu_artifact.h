@@ -33,10 +33,13 @@ bool gpu_codelet_has_kernel(const char *codelet);
 cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts, const char *model_path,
                                 const char *out_path);
 
-/* A 16-bit model (an input or output f16 / bf16) as the GPU compiles it:
- * loaded again from `path` with compute_f32 and the input shapes m was
- * loaded with, into *out; *out NULL when m has no 16-bit input or output
- * (compile m itself). */
+/* The model as the GPU compiles it, loaded again from `path` with the
+ * input shapes m was loaded with, into *out: with compute_f32 when it has
+ * a 16-bit input or output (f16 / bf16), with recurrent_cells when it has
+ * an LSTM, GRU or RNN node (a time step one kernel) unless it compiles as
+ * a program (control flow, data-dependent sizes: its part steps name the
+ * values the runtime's load of the model has); *out NULL when it needs
+ * neither (compile m itself). */
 cov_status gpu_widened(const cov_model *m, const char *path, cov_model **out);
 
 /* Compiles the loaded model m whole for `target` (an ACG name or path) with

@@ -58,6 +58,8 @@ typedef struct walk {
   gpu_cdl_form sig[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
   int sig_has[CDL_MAX_OPERANDS * 3][COV_MAX_RANK];
   int64_t covers[CDL_MAX_OPERANDS * 3]; /* a write's grid part covers every element */
+  uint64_t parts[CDL_MAX_OPERANDS * 3];  /* ... but along part_dim, at these indices (covers_at) */
+  int part_dim[CDL_MAX_OPERANDS * 3];    /* that dim + 1; -1 once two writes disagree */
   int reads[CDL_MAX_OPERANDS * 3];      /* a written tensor is read too (from its zeros) */
   unsigned char priv[CDL_MAX_OPERANDS * 3];    /* shaped locals private to a work item */
   unsigned char full[CDL_MAX_OPERANDS * 3];    /* ... wholly written by an earlier nest */
@@ -76,10 +78,11 @@ static int written_tensor(const cdl_codelet *c, int op) {
 }
 
 /* Whether the signature covers the tensor exactly (every dim a grid
- * combination from 0 with no gaps). */
-static int covers(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const int *has) {
+ * combination from 0 with no gaps), dim `skip` (-1: none) left out. */
+static int covers_but(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const int *has, int skip) {
   int rank = k->c->operands[op].rank;
   for (int d = 0; d < rank; d++) {
+    if (d == skip) continue;
     /* a dim of extent 1 is covered by index 0: its loop's terms were
      * dropped (form_of), so no grid loop names it */
     if (!has[d] && k->b.shape[op][d] == 1 && sig[d].c0 == 0 && sig[d].n == 0) continue;
@@ -92,6 +95,26 @@ static int covers(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const
     if (span != k->b.shape[op][d]) return 0;
   }
   return 1;
+}
+
+static int covers(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const int *has) {
+  return covers_but(k, op, sig, has, -1);
+}
+
+/* A write that covers every element but along one dim no grid loop names,
+ * where it takes constant index c (an LSTM cell's [h; c]): that dim's
+ * index and c, or 0. Writes at every c from 0 to the dim's extent cover the
+ * tensor together. */
+static int covers_at(const gpu_cdl_bound *k, int op, const gpu_cdl_form *sig, const int *has, int *dim,
+                     int64_t *c) {
+  int rank = k->c->operands[op].rank;
+  for (int d = 0; d < rank; d++)
+    if (!has[d] && sig[d].n == 0 && k->b.shape[op][d] > 1 && k->b.shape[op][d] <= 64 && sig[d].c0 >= 0 &&
+        sig[d].c0 < k->b.shape[op][d] && covers_but(k, op, sig, has, d)) {
+      *dim = d, *c = sig[d].c0;
+      return 1;
+    }
+  return 0;
 }
 
 static int no_grid_terms(walk *w, const cdl_access *a) {
@@ -182,7 +205,14 @@ static void check_tensor(walk *w, const blk *bk, const cdl_access *a, int is_wri
                       memcmp(sig[d].coef, w->sig[op][d].coef, sizeof sig[d].coef))))
         w->ok = 0;
   }
-  if (is_write && covers(w->k, op, sig, has)) w->covers[op] = 1;
+  int dim;
+  int64_t at;
+  if (is_write && covers(w->k, op, sig, has)) {
+    w->covers[op] = 1;
+  } else if (is_write && w->part_dim[op] >= 0 && covers_at(w->k, op, sig, has, &dim, &at)) {
+    if (w->part_dim[op] && w->part_dim[op] != dim + 1) w->part_dim[op] = -1;
+    else w->part_dim[op] = dim + 1, w->parts[op] |= (uint64_t)1 << at;
+  }
   if (!is_write) w->reads[op] = 1;
 }
 
@@ -230,7 +260,10 @@ static int try_grid(gpu_cdl_bound *k, int n_par, const cdl_block *body, int64_t 
   walk_block(w, body, 1, NULL, 1);
   int ok = w->ok;
   for (int op = 0; ok && op < k->c->n_inputs + k->c->n_outputs + k->c->n_locals; op++) {
-    covered[op] = w->covers[op] && !w->reads[op];
+    int pd = w->part_dim[op] - 1;
+    int64_t ext = pd >= 0 ? k->b.shape[op][pd] : 0;
+    int parts = pd >= 0 && w->parts[op] == (ext == 64 ? ~(uint64_t)0 : ((uint64_t)1 << ext) - 1);
+    covered[op] = (w->covers[op] || parts) && !w->reads[op];
     k->priv[op] = n_par > 0 && w->priv[op];
   }
   free(w);

@@ -368,7 +368,9 @@ static cov_status codelet_call(lower_ctx *x, const gpu_cap_call *c, int prev, co
   cov_status st = NULL;
   for (size_t a = 0; a < c->n_args; a++) {
     const cov_tensor *t = &c->args[a].t;
-    if ((args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
+    const cov_tensor *ct = c->args[a].kind == COV_MODEL_ARG_CONST ? &c->args[a].t : NULL;
+    args[a] = ct ? gpu_ms_same_weight(x->p, c->args[a].value, ct) : -1;
+    if (args[a] < 0 && (args[a] = arg_buf(x, &c->args[a], prev, in_buf, &st)) < 0) return st;
     if (!same_bytes(x->p->bufs[args[a]].dtype, t->dtype))
       return cov_error(COV_UNSUPPORTED, XLOC(x), "input %zu of '%s' is %s (the GPU model path takes %s values)", a,
                        c->codelet, cov_dtype_name(t->dtype), cov_dtype_name(x->p->bufs[args[a]].dtype));

@@ -161,3 +161,34 @@ void gpu_ms_compact(gpu_model_plan *p, const char *del) {
     if (!del[i]) p->steps[n++] = p->steps[i];
   p->n_steps = n;
 }
+
+/* Whether weight b is read by codelet kernels alone, one at least (no
+ * later pass rewrites their weights, as the channels-last pass reorders a
+ * convolution's). */
+static int codelet_weight(const gpu_model_plan *p, int b) {
+  int users = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    const gpu_mstep *s = &p->steps[i];
+    for (int a = 0; s->op == GPU_STEP_LAUNCH && a < s->n_args; a++) {
+      if (s->args[a] != b) continue;
+      if (s->kkind != GPU_KERNEL_EW || s->ew.kind != GPU_EW_CODELET) return 0;
+      users++;
+    }
+  }
+  return users > 0;
+}
+
+/* A codelet kernel's weight made earlier for the same model constant (its
+ * name, dtype and elements: the recurrent weights every step of a layer
+ * reads), or -1. */
+int gpu_ms_same_weight(const gpu_model_plan *p, const char *name, const cov_tensor *t) {
+  int64_t n = cov_tensor_numel(t);
+  for (int b = 0; b < p->n_bufs; b++) {
+    const gpu_mbuf *w = &p->bufs[b];
+    if (w->kind == GPU_BUF_WEIGHT && w->dtype == t->dtype && w->numel == n && w->data && t->data &&
+        !strcmp(w->name, name) && !memcmp(w->data, t->data, (size_t)n * cov_dtype_size(t->dtype)) &&
+        codelet_weight(p, b))
+      return b;
+  }
+  return -1;
+}

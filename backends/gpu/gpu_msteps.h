@@ -70,4 +70,10 @@ int gpu_model_pad_link(const gpu_model_plan *p, int i);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 
+/* A codelet kernel's weight made earlier for the same model constant
+ * (name, dtype and elements: the recurrent weights every step of a layer
+ * reads) that codelet kernels alone read (no later pass rewrites their
+ * weights, as the channels-last pass reorders a convolution's), or -1. */
+int gpu_ms_same_weight(const gpu_model_plan *p, const char *name, const cov_tensor *t);
+
 #endif

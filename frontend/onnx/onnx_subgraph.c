@@ -25,6 +25,7 @@ graph *graph_create_sub(graph *parent) {
   g->lib = parent->lib;
   g->no_fold = parent->no_fold;
   g->compute_f32 = parent->compute_f32;
+  g->rnn_cells = parent->rnn_cells;
   g->max_memory = parent->max_memory;
   g->parent = parent;
   g->depth = parent->depth + 1;

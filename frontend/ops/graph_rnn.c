@@ -4,8 +4,9 @@
  * A recurrent node never runs as one operation: after inference
  * graph_rnn_expand.c unrolls it over its static sequence length into
  * ordinary nodes (MatMul, Add, the gates' activations, Mul, Slice, Gather,
- * Concat), so that every target runs it through the operators it already
- * has. Its kernel here therefore only reports that a node reached execution
+ * Concat), or into one cell node per step (graph_rnn_cell.c) when the
+ * model is loaded with recurrent_cells, so that every target runs it
+ * through the operators it already has. Its kernel here therefore only reports that a node reached execution
  * without being unrolled, which the load pipeline never lets happen. */
 #include "frontend/ops/graph_rnn.h"
 

@@ -61,6 +61,10 @@ typedef struct rnn_params {
 cov_status graph_rnn_params(const graph *g, const graph_node *n, graph_value *const *in,
                             rnn_params *p);
 
+/* One time step of one direction as one operation, by kind
+ * (graph_rnn_cell.c): RNNCell, GRUCell, LSTMCell. */
+extern const graph_opdef graph_rnn_cell_ops[3];
+
 static inline const graph_value *rnn_in(const graph_node *n, int slot) {
   return slot < n->n_in ? n->in[slot] : NULL;
 }

@@ -24,7 +24,12 @@
  * dead step keeps the state (Where) and writes zeros to Y, which gives both
  * directions their ONNX meaning (the reverse direction starts at
  * lens[b] - 1 with the initial state). Outputs are concatenated per step
- * and per direction in the order `layout` asks for. */
+ * and per direction in the order `layout` asks for.
+ *
+ * With graph.rnn_cells (cov_model_options.recurrent_cells) a node the cells
+ * state (cells_cover) has each step as one cell node (graph_rnn_cell.c):
+ * the same equations in one codelet call, the state carried as its result
+ * ([h; c] for LSTM), so a backend may run a step as one kernel. */
 #include <string.h>
 
 #include "frontend/graph.h"
@@ -51,6 +56,8 @@ typedef struct rx { /* the unrolling of one node */
   int serial;
   cov_status err;
   graph_value **masks; /* per step: bool [B, 1] live rows (sequence_lens), else NULL */
+  bool cells;          /* each step one cell node (graph_rnn_cell.c) */
+  int dir;             /* the direction being unrolled */
 } rx;
 
 static graph_value *fail(rx *e, cov_code code, const char *what) {
@@ -97,10 +104,12 @@ static graph_value *settle(rx *e, graph_node *n) {
   return n->out[0];
 }
 
-/* A node `op` of the inputs, its one output `into` or a new value. */
-static graph_value *emit(rx *e, const char *op, int n_in, graph_value *const *ins,
-                         const graph_attr *attrs, int n_attrs, graph_value *into) {
+/* A node of operator def on the inputs, its one output `into` or a new
+ * value. */
+static graph_value *emit_def(rx *e, const graph_opdef *def, int n_in, graph_value *const *ins,
+                             const graph_attr *attrs, int n_attrs, graph_value *into) {
   if (e->err) return NULL;
+  if (!def) return fail(e, COV_INTERNAL, "an unrolled step names no operator");
   for (int i = 0; i < n_in; i++)
     if (!ins[i]) return fail(e, COV_INTERNAL, "an unrolled step lost an operand");
   graph *g = e->g;
@@ -109,10 +118,10 @@ static graph_value *emit(rx *e, const char *op, int n_in, graph_value *const *in
   graph_value **out = cov_arena_array(g->arena, 1, sizeof *out);
   graph_attr *at = cov_arena_array(g->arena, n_attrs ? (size_t)n_attrs : 1, sizeof *at);
   if (!n || !in || !out || !at) return fail(e, COV_OUT_OF_MEMORY, "out of memory unrolling");
-  n->name = cov_arena_printf(g->arena, "%s/%s_%d", e->rnn->name, op, e->serial++);
-  n->op_type = op;
+  n->name = cov_arena_printf(g->arena, "%s/%s_%d", e->rnn->name, def->op_type, e->serial++);
+  n->op_type = def->op_type;
   n->domain = "";
-  n->def = graph_opdef_find(op);
+  n->def = def;
   n->opset = RNN_NODE_OPSET;
   n->index = e->rnn->index;
   n->group = -1;
@@ -125,8 +134,14 @@ static graph_value *emit(rx *e, const char *op, int n_in, graph_value *const *in
   out[0] = into ? into : (n->name ? graph_add_value(g, n->name) : NULL);
   n->out = out;
   n->n_out = 1;
-  if (!n->name || !out[0] || !n->def) return fail(e, COV_OUT_OF_MEMORY, "out of memory unrolling");
+  if (!n->name || !out[0]) return fail(e, COV_OUT_OF_MEMORY, "out of memory unrolling");
   return settle(e, n);
+}
+
+/* A node `op` (an ONNX operator) of the inputs. */
+static graph_value *emit(rx *e, const char *op, int n_in, graph_value *const *ins,
+                         const graph_attr *attrs, int n_attrs, graph_value *into) {
+  return emit_def(e, graph_opdef_find(op), n_in, ins, attrs, n_attrs, into);
 }
 
 /* ---- constants and one-node helpers ----------------------------------- */
@@ -254,6 +269,7 @@ static graph_value *gate(rx *e, const rnn_act *a, graph_value *x) {
 
 typedef struct rnn_dir {
   graph_value *xw;      /* [T, B, G*H]: X·Wᵀ plus the biases that are constant terms */
+  graph_value *steps;   /* the shape [T, B, G*H] of xw (a Reshape's constant) */
   graph_value *rt;      /* Rᵀ [H, G*H] (GRU without linear_before_reset: z, r part [H, 2H]) */
   graph_value *rt_h;    /* GRU without linear_before_reset: Rhᵀ [H, H] */
   graph_value *rb_h;    /* GRU with linear_before_reset: Rbh [H], or NULL */
@@ -266,14 +282,19 @@ static graph_value *in_at(const graph_node *n, int slot) {
   return slot < n->n_in ? n->in[slot] : NULL;
 }
 
-/* X·W_dᵀ of every step as one [T*B, I] x [I, G*H] product. */
-static graph_value *project(rx *e, int d, graph_value *xs) {
+/* X·W_dᵀ of every step as one [T*B, I] x [I, G*H] product, 2-D (steps_of
+ * sees it as [T, B, G*H]). */
+static void project(rx *e, int d, graph_value *xs, rnn_dir *s) {
   int64_t perm[2] = {1, 0}, flat[2] = {-1, e->p->input};
   int64_t back[3] = {e->p->seq, -1, e->p->gates * e->p->hidden};
   graph_value *wt = transpose(e, gather(e, e->rnn->in[RNN_W], d, 0), 2, perm);
   graph_value *x2 = op2(e, "Reshape", xs, const_ints(e, COV_I64, 1, flat, 2));
-  return op2(e, "Reshape", op2(e, "MatMul", x2, wt), const_ints(e, COV_I64, 1, back, 3));
+  s->steps = const_ints(e, COV_I64, 1, back, 3);
+  s->xw = op2(e, "MatMul", x2, wt);
 }
+
+/* The projection as [T, B, G*H]. */
+static void steps_of(rx *e, rnn_dir *s) { s->xw = op2(e, "Reshape", s->xw, s->steps); }
 
 /* The biases Wb + Rb, added once to X·Wᵀ; GRU with linear_before_reset
  * keeps Rbh apart (it is multiplied by r). */
@@ -299,7 +320,8 @@ static void setup_dir(rx *e, int d, graph_value *xs, rnn_dir *s) {
   int64_t h = p->hidden, gh = p->gates * h, perm[2] = {1, 0};
   memset(s, 0, sizeof *s);
   s->act = p->acts[d];
-  s->xw = project(e, d, xs);
+  project(e, d, xs, s);
+  steps_of(e, s);
   biases(e, d, s);
   graph_value *rt = transpose(e, gather(e, e->rnn->in[RNN_R], d, 0), 2, perm);
   bool split = p->kind == RNN_GRU && !p->linear_before_reset;
@@ -385,9 +407,89 @@ static graph_value *hold(rx *e, graph_value *m, graph_value *x, graph_value *pre
   return emit(e, "Where", 3, in, NULL, 0, NULL);
 }
 
+/* ---- steps as cells ---------------------------------------------------- */
+
+/* Whether the cells state this node's steps: the default activations (the
+ * cells' own), no input_forget, and a batch known at load (the zero
+ * initial state). */
+static bool cells_cover(const rnn_params *p) {
+  static const rnn_act_kind want[3][RNN_MAX_ACTS] = {
+      [RNN_SIMPLE] = {RNN_ACT_TANH},
+      [RNN_GRU] = {RNN_ACT_SIGMOID, RNN_ACT_TANH},
+      [RNN_LSTM] = {RNN_ACT_SIGMOID, RNN_ACT_TANH, RNN_ACT_TANH},
+  };
+  if (p->batch < 1 || p->hidden < 1 || p->input_forget) return false;
+  for (int d = 0; d < p->dirs; d++)
+    for (int k = 0; k < p->n_acts; k++)
+      if (p->acts[d][k].kind != want[p->kind][k]) return false;
+  return true;
+}
+
+static graph_value *zeros(rx *e, int rank, const int64_t *dims) {
+  graph_value *v = constant(e, e->dt, rank, dims);
+  if (v) memset(v->data, 0, (size_t)graph_numel(v) * cov_dtype_size(e->dt));
+  return v;
+}
+
+/* The state the first step reads: h0 ([B, H]), for LSTM [h0; c0]; zeros
+ * where the node gives no initial state. */
+static graph_value *first_state(rx *e, const rnn_dir *s) {
+  int64_t dims[2] = {e->p->batch, e->p->hidden}, ax = 0;
+  graph_value *h0 = s->h ? s->h : zeros(e, 2, dims);
+  if (e->p->kind != RNN_LSTM) return h0;
+  graph_value *parts[2] = {unsqueeze(e, h0, 1, &ax), unsqueeze(e, s->c ? s->c : zeros(e, 2, dims), 1, &ax)};
+  return concat(e, parts, 2, 0);
+}
+
+/* The cell of step t reading state `st`: xw, r, then LSTM's peepholes or
+ * GRU's Rbh (zeros when the node has none), then the state. */
+static graph_value *cell(rx *e, const rnn_dir *s, graph_value *r, graph_value *st, int64_t t) {
+  const rnn_params *p = e->p;
+  int64_t h = p->hidden, three = 3 * h;
+  graph_value *in[4] = {s->xw, r}, *pp = in_at(e->rnn, RNN_P);
+  int n = 2;
+  if (p->kind == RNN_LSTM) in[n++] = pp ? gather(e, pp, e->dir, 0) : zeros(e, 1, &three);
+  if (p->kind == RNN_GRU && p->linear_before_reset) in[n++] = s->rb_h ? s->rb_h : zeros(e, 1, &h);
+  in[n++] = st;
+  graph_attr at[3] = {attr_i("t", t), attr_f("lo", -p->clip), attr_f("hi", p->clip)};
+  return emit_def(e, &graph_rnn_cell_ops[p->kind], n, in, at, p->has_clip ? 3 : 1, NULL);
+}
+
+/* run_dir with each step one cell; the state after each step is the
+ * cell's result (held where sequence_lens ends the row), h its first
+ * part for LSTM. */
+static void run_dir_cells(rx *e, int d, graph_value *xs, graph_value **ys, graph_value **h_out,
+                          graph_value **c_out) {
+  const rnn_params *p = e->p;
+  rnn_dir s;
+  memset(&s, 0, sizeof s);
+  e->dir = d;
+  project(e, d, xs, &s);
+  biases(e, d, &s); /* before steps_of: the GPU's matrix kernel adds them in its epilogue */
+  steps_of(e, &s);
+  graph_value *r = gather(e, e->rnn->in[RNN_R], d, 0), *h0 = in_at(e->rnn, RNN_INIT_H),
+              *c0 = p->kind == RNN_LSTM ? in_at(e->rnn, RNN_INIT_C) : NULL;
+  if (h0) s.h = gather(e, h0, d, p->layout ? 1 : 0);
+  if (c0) s.c = gather(e, c0, d, p->layout ? 1 : 0);
+  graph_value *st = first_state(e, &s);
+  bool lstm = p->kind == RNN_LSTM, back = d == 1 || p->reverse;
+  for (int64_t k = 0; k < p->seq && !e->err; k++) {
+    int64_t t = back ? p->seq - 1 - k : k;
+    graph_value *y = cell(e, &s, r, st, t), *m = mask_at(e, t);
+    if (ys) ys[t] = hold(e, m, lstm ? gather(e, y, 0, 0) : y, NULL);
+    st = hold(e, m, y, st);
+  }
+  *h_out = lstm ? gather(e, st, 0, 0) : st;
+  *c_out = lstm ? gather(e, st, 1, 0) : NULL;
+}
+
 /* Direction d over every step; ys[t] (when wanted) its output at step t. */
 static void run_dir(rx *e, int d, graph_value *xs, graph_value **ys, graph_value **h_out,
                     graph_value **c_out) {
+  if (e->cells) {
+    run_dir_cells(e, d, xs, ys, h_out, c_out);
+    return;
+  }
   rnn_dir s;
   setup_dir(e, d, xs, &s);
   int64_t T = e->p->seq;
@@ -496,7 +598,8 @@ static cov_status expand_node(graph *g, graph_node *n, node_list *l) {
   COV_RETURN_IF_ERROR(graph_rnn_params(g, n, n->in, &p));
   COV_RETURN_IF_ERROR(check_static(g, n, &p));
   COV_RETURN_IF_ERROR(needs_masks(g, n, &p, &masked));
-  rx e = {.g = g, .rnn = n, .p = &p, .list = l, .dt = n->in[RNN_X]->dtype};
+  rx e = {.g = g, .rnn = n, .p = &p, .list = l, .dt = n->in[RNN_X]->dtype,
+          .cells = g->rnn_cells && cells_cover(&p)};
   size_t steps = (size_t)(p.seq * p.dirs);
   graph_value **ys =
       n->n_out > RNN_Y && n->out[RNN_Y] ? cov_arena_array(g->arena, steps, sizeof *ys) : NULL;
@@ -527,6 +630,7 @@ cov_status graph_expand_rnn(graph *g) {
     if (st) errs = cov_status_join(errs, st);
   }
   if (errs) return errs;
+  g->unrolled_rnn = true;
   g->nodes = l.v;
   g->n_nodes = l.n;
   g->cap_nodes = l.cap;

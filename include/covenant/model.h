@@ -65,6 +65,16 @@ typedef struct cov_model_options {
    * so runs take and give f32 and every group binds f32 codelets;
    * cov_model_io_dtype still says what the model declares. */
   int compute_f32;
+  /* Describe each time step of an LSTM, GRU or RNN node (one direction)
+   * as one codelet call (lstm_cell, gru_cell, rnn_cell: codelets/rnn.cdl)
+   * that reads the step's row of the input projection and the previous
+   * state and computes the recurrent product, the gates and the new
+   * state, rather than as its unrolled matmul and element-wise nodes: a
+   * backend that compiles a call into one kernel then runs a step in one
+   * launch (two for a GRU without linear_before_reset). Nodes the cells
+   * do not cover (other activations, LSTM's input_forget, a batch not
+   * known at load) are unrolled as without it. */
+  int recurrent_cells;
 } cov_model_options;
 
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
@@ -112,6 +122,9 @@ COV_API int cov_model_input_range(const cov_model *model, size_t i, int64_t *lo,
 /* Which dims of input i the model itself leaves symbolic or unknown (bit d
  * for dim d), whether or not cov_model_options.shapes bound them since. */
 COV_API unsigned cov_model_input_symbolic(const cov_model *model, size_t i);
+/* Whether loading unrolled an LSTM, GRU or RNN node of the model's graph
+ * into its time steps (cov_model_options.recurrent_cells says how). */
+COV_API bool cov_model_unrolls_recurrence(const cov_model *model);
 /* Parses "NAME=DIMS" (DIMS: positive integers separated by 'x' or ',', e.g.
  * "input=3x3x32x32"; "NAME=" with no dims is a scalar) into *out; out->name
  * points into text, whose '=' becomes a NUL, so text must be writable and

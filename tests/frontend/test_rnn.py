@@ -5,7 +5,10 @@ as a constant), initial_h/initial_c, LSTM peepholes and input_forget, GRU's
 linear_before_reset, layout 0 and 1, clip, the eleven activations with their
 alpha/beta, a symbolic batch, constant weights (folded) and weights fed at
 run time. The reference runs each batch row on its own for exactly its
-sequence length (a loop per row, no masks), in float64.
+sequence length (a loop per row, no masks), in float64. Every case and the
+keyword spotter run on `--target ref` twice: unrolled into nodes, and with
+--recurrent-cells (each step one lstm_cell / gru_cell / rnn_cell call where
+the cells state the node, as GPU targets compile it).
 
 Each case also runs on the first NPU target named (within 1e-2: f16
 multiplicands). Then a keyword spotter (Conv1d + ReLU + two LSTM layers + Linear on the last
@@ -161,7 +164,10 @@ def run(cov, model, feeds, work, target="ref", tol=None):
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
-    cmd = [cov, "run", model, "--target", target, "-o", out]
+    cells = target == "ref+cells"
+    cmd = [cov, "run", model, "--target", "ref" if cells else target, "-o", out]
+    if cells:
+        cmd.append("--recurrent-cells")
     for i, (_, a) in enumerate(feeds):
         p = os.path.join(work, "in%d.npy" % i)
         np.save(p, a)
@@ -224,6 +230,16 @@ CASES = [
      dict(use=["B"], fns=[("Softplus", 0, 0), ("sigmoid", 0, 0)])),
     ("rnn_f64_symbolic_batch", "RNN", 4, 3, 3, 3, "forward",
      dict(use=["B", "initial_h"], dtype=np.float64, symbolic=True)),
+    # the default activations (what the cells of --recurrent-cells state)
+    ("rnn_tanh_bidir_lens_clip", "RNN", 4, 3, 3, 4, "bidirectional",
+     dict(use=["B", "initial_h", "sequence_lens"], lens=[4, 1, 3], clip=0.8)),
+    ("lstm_reverse_peep_clip", "LSTM", 4, 2, 3, 3, "reverse", dict(use=["B", "initial_h", "P"], clip=0.6)),
+    ("gru_lbr_const_lens", "GRU", 4, 3, 2, 3, "bidirectional",
+     dict(use=["B", "sequence_lens", "initial_h"], const=["sequence_lens"], lens=[2, 4, 0], lbr=1)),
+    ("gru_bidir_lens_clip", "GRU", 5, 3, 4, 3, "bidirectional",
+     dict(use=["B", "sequence_lens", "initial_h"], lens=[3, 5, 1], clip=0.9)),
+    ("gru_const_lens_zero_state", "GRU", 4, 3, 2, 3, "reverse",
+     dict(use=["B", "sequence_lens"], const=["sequence_lens"], lens=[4, 1, 3])),
 ]
 
 
@@ -262,8 +278,8 @@ def one_case(cov, work, rng, spec, targets=()):
                      arr["P"] if "P" in use else None, direction, layout, o.get("clip"),
                      o.get("input_forget", 0), o.get("lbr", 0), fns or None)
     worst = {}
-    for target in ["ref"] + list(targets):
-        on_npu = target != "ref"
+    for target in ["ref", "ref+cells"] + list(targets):
+        on_npu = not target.startswith("ref")
         got, err = run(cov, path, feeds, work, target, 1e-2 if on_npu else None)
         if got is None:
             return "%s on %s: covenant run failed: %s" % (name, target, err[-2000:])
@@ -338,9 +354,10 @@ def main():
                          for spec in CASES) if f]
     path = os.path.join(work, "kws.onnx")
     x, want = kws_model(path, rng)
-    for target in ["ref"] + targets:
-        tol = 1e-4 if target == "ref" else 1e-2  # NPUs: f16 multiplicands, f32 sums
-        got, err = run(cov, path, [("x", x)], work, target, None if target == "ref" else tol)
+    for target in ["ref", "ref+cells"] + targets:
+        on_ref = target.startswith("ref")
+        tol = 1e-4 if on_ref else 1e-2  # NPUs: f16 multiplicands, f32 sums
+        got, err = run(cov, path, [("x", x)], work, target, None if on_ref else tol)
         if got is None:
             fails.append("kws on %s: covenant run failed: %s" % (target, err[-2000:]))
             continue
