@@ -66,6 +66,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   }
   json_object_set_new(o, "maxpool2x2", json_boolean(q->epi.maxpool2x2));
   json_object_set_new(o, "softmax", json_boolean(q->epi.softmax));
+  if (q->epi.residual) /* the addend: kernel argument 6 */
+    json_object_set_new(o, "residual", json_true());
   /* channels-last: the input goes through the transform kernel first, into
    * a workspace; the weights are taken as [R][S][C][K] */
   json_object_set_new(o, "layout", json_string(p->nhwc || p->dw ? "nhwc" : "nchw"));

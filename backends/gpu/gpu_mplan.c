@@ -199,7 +199,20 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
         for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
     return NULL;
   }
-  return emulate_matrix(pl, a);
+  COV_RETURN_IF_ERROR(emulate_matrix(pl, a));
+  if (q->kind == GPU_OP_MATMUL && (q->epi.residual || pl->out_f16)) {
+    /* the residual addend after bias and activation, then the f16 store */
+    size_t na, nb, no, nbias;
+    gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+    const float *r = q->epi.residual && s->n_args > 6 && s->args[6] >= 0 ? v[s->args[6]] : NULL;
+    if (q->epi.residual && !r)
+      return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no residual addend", s->kernel);
+    for (size_t j = 0; j < no; j++) {
+      if (r) a[2][j] += r[j];
+      if (pl->out_f16) a[2][j] = to_f16(a[2][j]);
+    }
+  }
+  return NULL;
 }
 
 /* The steps from the first, control steps as the runtime drives them;

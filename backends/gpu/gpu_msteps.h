@@ -58,6 +58,10 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
  * (gpu_mfuse_cat.c); scratch holds n_steps ints. Returns whether it
  * changed anything, -1 when out of memory. */
 int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
+/* Residual adds as the epilogue addend of the matmul producing their
+ * other input, matmul results read only as f16 operands stored as those
+ * (gpu_mfuse_epi.c). Returns whether it changed anything. */
+int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 

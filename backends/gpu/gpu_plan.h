@@ -18,7 +18,8 @@
  *           B[k][n] = w[g*Kg + n][k] (OIHW weights), C is the NCHW output.
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
  * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
- * when the epilogue has no bias). */
+ * when the epilogue has no bias); with split-K the workspace and counters
+ * (4, 5), with epi.residual the addend (6). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
 
@@ -66,6 +67,13 @@ typedef struct gpu_epilogue {
    * workgroup holds whole rows: grid[0] == 1); the row max and sum are taken
    * in shared memory after the K loop. */
   bool softmax;
+  /* matmul only, not with softmax: a residual addend R (f32, laid out as
+   * the output, kernel argument 6) added after bias and activation, y =
+   * act(acc + bias) + R: a transformer's residual Add in the epilogue of
+   * the matmul writing its other input (gpu_mfuse_epi.c). With split-K
+   * only the tile's last workgroup, which sums the partials, runs the
+   * epilogue, so R is added once. */
+  bool residual;
 } gpu_epilogue;
 
 typedef struct gpu_problem {

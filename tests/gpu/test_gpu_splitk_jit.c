@@ -170,10 +170,12 @@ static double act(const gpu_epilogue *e, double v) {
   return v;
 }
 
-/* y = act(A B + bias) by naive loops, as the kernel's output layout:
- * matmul [G][M][N]; conv NCHW, or NHWC with nhwc_io (input NHWC, weights
- * [R][S][C][K] then; OIHW and NCHW otherwise). Inputs as floats. */
-static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, double *y) {
+/* y = act(A B + bias) (+ res, a matmul's residual addend) by naive
+ * loops, as the kernel's output layout: matmul [G][M][N]; conv NCHW, or
+ * NHWC with nhwc_io (input NHWC, weights [R][S][C][K] then; OIHW and NCHW
+ * otherwise). Inputs as floats. */
+static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, const float *res,
+                      double *y) {
   const gpu_problem *q = &p->prob;
   if (q->kind == GPU_OP_MATMUL) {
     for (int64_t g = 0; g < q->batch; g++)
@@ -181,7 +183,8 @@ static void reference(const gpu_plan *p, const float *x, const float *w, const f
         for (int64_t n = 0; n < q->n; n++) {
           double s = q->epi.bias ? bias[n] : 0;
           for (int64_t k = 0; k < q->k; k++) s += (double)x[(g * q->m + m) * q->k + k] * w[(g * q->k + k) * q->n + n];
-          y[(g * q->m + m) * q->n + n] = act(&q->epi, s);
+          int64_t at = (g * q->m + m) * q->n + n;
+          y[at] = act(&q->epi, s) + (q->epi.residual ? res[at] : 0.0);
         }
     return;
   }
@@ -275,14 +278,16 @@ static int run_case(const split_case *c) {
   cov_dtype in = c->q.in_dtype;
   int64_t nws = gpu_split_ws_floats(&p), ncnt = gpu_split_counters(&p);
   float *x = malloc(na * 4 + 4), *w = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *ws = malloc((size_t)nws * 4);
+  float *res = malloc(no * 4 + 4); /* the residual addend, laid out as the output */
   double *want = malloc(no * sizeof *want + 8);
   size_t ob = p.out_f16 ? 2 : 4;
   unsigned char *out[2] = {malloc(no * ob + 4), malloc(no * ob + 4)};
   uint32_t *cnt = calloc((size_t)ncnt + 1, 4);
   void *xi = NULL, *wi = NULL;
-  int bad = !x || !w || !bias || !ws || !want || !out[0] || !out[1] || !cnt;
+  int bad = !x || !w || !bias || !ws || !res || !want || !out[0] || !out[1] || !cnt;
   if (!bad) {
     fill(x, (int64_t)na, in), fill(w, (int64_t)nb, in), fill(bias, (int64_t)nbias, COV_F32);
+    fill(res, (int64_t)no, COV_F32);
     xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, in);
     /* a channels-last kernel of an NCHW layer reads the transform's NHWC
      * workspace (its pre-kernel): given here as that */
@@ -298,13 +303,13 @@ static int run_case(const split_case *c) {
   }
   gpu_jit_kernel k = {0};
   if (!bad) bad = gpu_jit_compile(c->name, lower_plan, &p, &k_host, define_host, &k);
-  if (!bad) reference(&p, x, w, bias, want);
+  if (!bad) reference(&p, x, w, bias, res, want);
   /* two orders: different ranges of K arrive last */
   static const int64_t strides[2] = {1000003, 7919};
   for (int r = 0; r < 2 && !bad; r++) {
     memset(out[r], 0xff, no * ob); /* NaN everywhere the kernel must write */
     for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
-    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt};
+    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt, c->q.epi.residual ? res : NULL};
     bad = run_grid(k.fn, &p, a, strides[r]);
     for (int64_t i = 0; i < ncnt && !bad; i++)
       if (cnt[i]) {
@@ -320,7 +325,7 @@ static int run_case(const split_case *c) {
   if (k.jit) gpu_jit_kernel_free(&k);
   if (!bad) printf("ok %s: plan %dx%dx%d, %d threads, split %d x %d K tiles, grid %ux%ux%u\n", c->name, p.bm, p.bn, p.bk,
                    p.threads, p.split, p.split_kt, p.grid[0], p.grid[1], p.grid[2]);
-  free(x), free(w), free(bias), free(ws), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
+  free(x), free(w), free(bias), free(ws), free(res), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
   return bad;
 }
 
@@ -376,6 +381,20 @@ static gpu_problem matmul(int64_t b, int64_t m, int64_t n, int64_t k, gpu_act a,
   return q;
 }
 
+/* a matmul whose epilogue adds a residual addend (a transformer's
+ * projection with the residual Add) after bias and activation, its output
+ * f32 or f16 */
+static gpu_problem matmul_res(int64_t m, int64_t n, int64_t k, gpu_act a, bool out_f16) {
+  gpu_problem q = matmul(1, m, n, k, a, true);
+  q.epi.residual = true, q.out_f16 = out_f16;
+  return q;
+}
+
+static gpu_problem f16_out(gpu_problem q) {
+  q.out_f16 = true;
+  return q;
+}
+
 static gpu_problem conv(cov_dtype in, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, gpu_act a, bool cl) {
   gpu_problem q = {.kind = GPU_OP_CONV2D, .in_dtype = in, .cn = 1, .cc = c, .ch = hw, .cw = hw, .ck = k, .cr = r,
                    .cs = r, .stride = stride, .pad = r / 2, .dilation = 1, .groups = 1, .nhwc_io = cl, .split_ok = true};
@@ -410,6 +429,13 @@ int main(int argc, char **argv) {
       {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false},
       {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false},
       {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false},
+      /* the residual addend added once, by the workgroup summing the
+       * partials (twice or never: off by the addend), M = 65 rows (a ViT's
+       * tokens) past the tiles; f16 outputs (an operand of the next
+       * matmul) from the tiled kernel, ragged too */
+      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false},
+      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false},
+      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false},
       /* the NCHW gather through the K-offset table, relu6 */
       {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
