@@ -41,6 +41,11 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
   for (int i = 0; i < 3; i++) p->grid[i] = a->grid[i];
 }
 
+void gpu_attn_out_dense(gpu_attn *a) {
+  a->o_off = 0, a->o_hn = a->batch * a->heads, a->o_s0 = a->out_seq * a->out_dim, a->o_s1 = 0;
+  a->o_row = a->out_dim;
+}
+
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
                          int wm, int bn, bool pipe, bool chain, const gpu_target_ops *target, const char *where,
                          gpu_attn *out) {
@@ -99,6 +104,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
   out->scale = (float)(1.0 / sqrt((double)dim));
   out->keys = seq;
   out->out_seq = seq, out->out_dim = dim;
+  gpu_attn_out_dense(out);
   out->in_seq = seq, out->in_dim = dim;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
@@ -363,23 +369,30 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
   }
 }
 
-/* Rows g and g+8 (h) of O as f32 into the unpadded [heads][out_seq]
- * [out_dim] result: two columns per 8-byte store, rows past out_seq and
- * column fragments past out_dim not stored. */
+/* Rows g and g+8 (h) of O into the unpadded result at its layout (o_off,
+ * o_hn, o_s0, o_s1, o_row): two columns per 8-byte f32 or 4-byte f16
+ * store (out_f16), rows past out_seq and column fragments past out_dim
+ * not stored. */
 static void store_f32(attn_k *s, LLVMValueRef row, LLVMValueRef *o, int h, LLVMValueRef inv) {
   gpu_gen *g = s->g;
   const gpu_attn *a = s->a;
   LLVMValueRef t2 = mul(g, urem(g, g->lane, 4), C(2));
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, row, a->out_seq), &join);
-  LLVMValueRef base = add(g, mul(g, s->head, C(a->out_seq * a->out_dim)), mul(g, row, C(a->out_dim)));
+  LLVMValueRef hb = add(g, mul(g, udiv(g, s->head, a->o_hn), C(a->o_s1)), mul(g, urem(g, s->head, a->o_hn), C(a->o_s0)));
+  LLVMValueRef base = add(g, add(g, C(a->o_off), hb), mul(g, row, C(a->o_row)));
   LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
   for (int n = 0; n < (int)a->out_dim / 8; n++) {
     LLVMValueRef v = LLVMGetUndef(v2f);
     v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, ""), C(0), "");
     v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h + 1], inv, ""), C(1), "");
-    LLVMValueRef ptr = gept(g, g->f32, s->o, add(g, base, add(g, C(n * 8), t2)));
-    LLVMSetAlignment(LLVMBuildStore(g->b, v, ptr), 8);
+    LLVMValueRef at = add(g, base, add(g, C(n * 8), t2));
+    if (a->out_f16) { /* rounded once */
+      LLVMValueRef hv = LLVMBuildFPTrunc(g->b, v, LLVMVectorType(g->f16, 2), "");
+      LLVMSetAlignment(LLVMBuildStore(g->b, hv, gept(g, g->f16, s->o, at)), 4);
+    } else {
+      LLVMSetAlignment(LLVMBuildStore(g->b, v, gept(g, g->f32, s->o, at)), 8);
+    }
   }
   end_if(g, join);
 }

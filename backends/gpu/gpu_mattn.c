@@ -339,6 +339,7 @@ static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, cons
   a->in_seq = S, a->in_dim = D;
   a->k_off = bh * S * D, a->v_off = 2 * a->k_off;
   a->out_f32 = true, a->out_seq = S, a->out_dim = D;
+  gpu_attn_out_dense(a);
   return 1;
 }
 
@@ -444,6 +445,97 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
   return NULL;
 }
 
+/* ---- the result stored as its reader's operand ---------------------------- */
+
+/* Where copy e sends O's element (h, i, d) of a [bh][S][D] result, fitted
+ * as a's output layout (o_off, o_hn, o_s0, o_s1, o_row; columns
+ * contiguous) and checked for every element, each read exactly once; 0
+ * where the copy is not of that form. hd: bh scratch values. */
+static int fit_out_layout(const gpu_ew *e, int64_t bh, int64_t S, int64_t D, int64_t out_numel, gpu_attn *a,
+                          int64_t *hd) {
+  int64_t n = bh * S * D, r1 = -1, c1 = -1;
+  if (e->n != n || n > k_max_elems) return 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t src, dst;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    if (src < 0 || src >= n) return 0;
+    if (src % (S * D) == 0) hd[src / (S * D)] = dst;
+    if (src == D) r1 = dst;
+    if (src == 1) c1 = dst;
+  }
+  int64_t off = hd[0], s0 = bh > 1 ? hd[1] - off : 0, hn = 1, s1 = 0, row = S > 1 ? r1 - off : 0;
+  while (hn < bh && hd[hn] == off + hn * s0) hn++;
+  if (bh % hn || (D > 1 && c1 != off + 1)) return 0;
+  if (hn < bh) s1 = hd[hn] - off;
+  if (off < 0 || off % 2 || s0 < 0 || s0 % 2 || s1 < 0 || s1 % 2 || row < 0 || row % 2 || out_numel >= (1ll << 31))
+    return 0;
+  a->o_off = off, a->o_hn = hn, a->o_s0 = s0, a->o_s1 = s1, a->o_row = row;
+  char *seen = calloc((size_t)n + 1, 1);
+  if (!seen) return 0;
+  int ok = 1;
+  for (int64_t j = 0; j < n && ok; j++) {
+    int64_t src, dst, h, i, d;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    h = src / (S * D), i = src / D % S, d = src % D;
+    ok = !seen[src] && dst == off + h / hn * s1 + h % hn * s0 + i * row + d && dst < out_numel;
+    seen[src] = 1;
+  }
+  free(seen);
+  return ok;
+}
+
+/* Step i, a fused attention, storing the f16 copy that alone reads its
+ * result; returns 1 if it did, -1 when out of memory. */
+static int fuse_out_at(gpu_model_plan *p, char *del, int i) {
+  gpu_mstep *s = &p->steps[i];
+  gpu_attn *a = &s->attn;
+  int y = s->args[3], c = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || !a->out_f32 || a->out_f16 || y < 0 ||
+      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 || gpu_ms_users(p, del, y, i, &c) != 1 ||
+      c < i)
+    return 0;
+  const gpu_mstep *t = &p->steps[c];
+  const gpu_ew *e = &t->ew;
+  int h = t->args[2];
+  if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[0] != y || h < 0 ||
+      p->bufs[h].kind != GPU_BUF_INTERMEDIATE || p->bufs[h].dtype != COV_F16 || e->out_dtype != COV_F16 ||
+      e->in_dtype == COV_F16 || e->bias || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE ||
+      gpu_ew_raw(e))
+    return 0;
+  for (int j = i + 1; j < c; j++) /* nothing between touches the copy's result */
+    for (int k = 0; !del[j] && p->steps[j].op == GPU_STEP_LAUNCH && k < p->steps[j].n_args; k++)
+      if (p->steps[j].args[k] == h) return 0;
+  int64_t bh = a->batch * a->heads;
+  int64_t *hd = malloc((size_t)bh * sizeof *hd + 8);
+  if (!hd) return -1;
+  gpu_attn f = *a;
+  int ok = fit_out_layout(e, bh, a->out_seq, a->out_dim, p->bufs[h].numel, &f, hd);
+  free(hd);
+  if (!ok) return 0;
+  f.out_f16 = true;
+  *a = f;
+  s->args[3] = h;
+  del[c] = 1;
+  return 1;
+}
+
+cov_status gpu_mattn_fuse_out(gpu_model_plan *p) {
+  char *del = calloc((size_t)p->n_steps + 1, 1);
+  if (!del) return oom();
+  int any = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    int r = del[i] ? 0 : fuse_out_at(p, del, i);
+    if (r < 0) {
+      free(del);
+      return oom();
+    }
+    any |= r;
+  }
+  if (any) gpu_ms_compact(p, del);
+  free(del);
+  return NULL;
+}
+
 /* ---- the CPU meaning ---------------------------------------------------- */
 
 static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
@@ -477,8 +569,11 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
       for (int64_t d = 0; d < (a->out_f32 ? a->out_dim : D); d++) {
         float acc = 0.0f;
         for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * in_at(a, v, h, j, d);
-        if (a->out_f32) o[(h * a->out_seq + i) * a->out_dim + d] = acc / sum;
-        else o[(h * S + i) * D + d] = round16(acc / sum);
+        if (a->out_f32)
+          o[a->o_off + h / a->o_hn * a->o_s1 + h % a->o_hn * a->o_s0 + i * a->o_row + d] =
+              a->out_f16 ? round16(acc / sum) : acc / sum;
+        else
+          o[(h * S + i) * D + d] = round16(acc / sum);
       }
     }
   free(p);

@@ -804,6 +804,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
   if (!st && t && !t->f32_activations) st = gpu_model_fuse_act(p);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
+  if (!st && t && !t->f32_activations) st = gpu_mattn_fuse_out(p);
   if (!st && t) st = gpu_model_split_bind(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
