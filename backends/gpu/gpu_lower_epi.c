@@ -43,6 +43,24 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
     LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), erf, "");
     return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
   }
+  case GPU_ACT_GELU_TANH: {
+    /* 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3); tanh |u| = 1 -
+     * 2 / (e^(2|u|) + 1) through the target's exp2 (1 once it overflows),
+     * its sign restored */
+    LLVMValueRef x3 = LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, v, ""), v, "");
+    LLVMValueRef u = LLVMBuildFMul(g->b, LLVMConstReal(g->f32, 0.7978845608028654),
+                                   LLVMBuildFAdd(g->b, v, LLVMBuildFMul(g->b, x3, LLVMConstReal(g->f32, 0.044715), ""), ""),
+                                   "");
+    LLVMValueRef au = gpu_call_intrinsic(g, "llvm.fabs", &g->f32, 1, &u, 1);
+    LLVMValueRef ex = g->target->exp2(g, LLVMBuildFMul(g->b, au, LLVMConstReal(g->f32, 2.8853900817779268), ""));
+    LLVMValueRef th = LLVMBuildFSub(g->b, LLVMConstReal(g->f32, 1.0),
+                                    LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 2.0),
+                                                  LLVMBuildFAdd(g->b, ex, LLVMConstReal(g->f32, 1.0), ""), ""),
+                                    "");
+    th = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, u, zero, ""), LLVMBuildFNeg(g->b, th, ""), th, "");
+    LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), th, "");
+    return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
+  }
   case GPU_ACT_SILU: { /* x / (1 + 2^(-x log2 e)) */
     LLVMValueRef t = g->target->exp2(g, LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, -1.4426950408889634), ""));
     return LLVMBuildFDiv(g->b, v, LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), t, ""), "");

@@ -57,7 +57,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     int64_t vals[] = {q->cn, q->cc, q->ch, q->cw, q->ck, q->cr, q->cs, q->stride, q->pad, q->dilation, q->groups, p->oh, p->ow};
     for (int i = 0; i < 13; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
   }
-  static const char *acts[] = {"none", "relu", "clip", "gelu", "hswish", "hsigmoid", "silu"};
+  static const char *acts[] = {"none", "relu", "clip", "gelu", "hswish", "hsigmoid", "silu", "gelu_tanh"};
   json_object_set_new(o, "bias", json_boolean(q->epi.bias));
   json_object_set_new(o, "act", json_string(acts[q->epi.act]));
   if (q->epi.act == GPU_ACT_CLIP || q->epi.act == GPU_ACT_HSIGMOID) { /* HSIGMOID: alpha, beta */

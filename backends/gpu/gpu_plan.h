@@ -50,7 +50,8 @@ typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D, GPU_OP_MAXPOOL } gpu_op
  * * x + clip_hi, 0, 1) (ONNX HardSigmoid's alpha and beta) */
 typedef enum gpu_act {
   GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU, GPU_ACT_HSWISH, GPU_ACT_HSIGMOID,
-  GPU_ACT_SILU, /* x * sigmoid(x) */
+  GPU_ACT_SILU,      /* x * sigmoid(x) */
+  GPU_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new */
 } gpu_act;
 
 typedef struct gpu_epilogue {

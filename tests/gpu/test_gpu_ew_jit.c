@@ -316,6 +316,7 @@ static int check_epilogue(const char *what, gpu_act act) {
     double v = x[i];
     want[i] = (float)(act == GPU_ACT_HSWISH ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5))
                       : act == GPU_ACT_SILU ? v / (1 + exp(-v))
+                      : act == GPU_ACT_GELU_TANH ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
                                             : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
   }
   void *a[4] = {x, NULL, y, NULL};
@@ -351,6 +352,7 @@ int main(int argc, char **argv) {
   fail |= check_epilogue("epilogue hard_swish", GPU_ACT_HSWISH);
   fail |= check_epilogue("epilogue hard_sigmoid", GPU_ACT_HSIGMOID);
   fail |= check_epilogue("epilogue silu", GPU_ACT_SILU);
+  fail |= check_epilogue("epilogue gelu_tanh", GPU_ACT_GELU_TANH);
   gpu_jit_targets_close(&g_targets);
   return fail;
 }

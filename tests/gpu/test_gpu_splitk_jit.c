@@ -166,6 +166,7 @@ static double act(const gpu_epilogue *e, double v) {
   case GPU_ACT_HSWISH: return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
   case GPU_ACT_HSIGMOID: return fmin(fmax(e->clip_lo * v + e->clip_hi, 0.0), 1.0);
   case GPU_ACT_SILU: return v / (1.0 + exp(-v));
+  case GPU_ACT_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -436,6 +437,7 @@ int main(int argc, char **argv) {
       {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false},
       {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false},
       {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false},
+      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false},
       /* the NCHW gather through the K-offset table, relu6 */
       {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
