@@ -37,6 +37,13 @@ typedef struct gpu_attn {
    * sizes); rows past in_seq and columns past in_dim (a multiple of 8)
    * are read as zeros (asynchronous copies that read nothing) */
   int64_t in_seq, in_dim;
+  /* in_strided: Q, K and V read at element (head h, row r, column d) =
+   * off + (h / i_hn) * i_s1 + (h % i_hn) * i_s0 + r * i_row + d of their
+   * arguments, off = q_off, k_off, v_off (all multiples of 8: 16-byte
+   * chunks); the projection's f16 result read in place (gpu_mattn.c's
+   * gpu_mattn_fuse_out: the head split fitted to the copy it replaces) */
+  bool in_strided;
+  int64_t q_off, i_hn, i_s0, i_s1, i_row;
   /* out_f32: O written as f32 [heads][out_seq][out_dim], only rows below
    * out_seq and columns below out_dim (a multiple of 8): the unpadded
    * result a model's next kernels read; else O as Q */

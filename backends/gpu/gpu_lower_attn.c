@@ -143,7 +143,8 @@ static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
  * a thread's chunks are one shared and one global address plus constant
  * offsets: a base register each instead of two 64-bit addresses per chunk
  * held across the key loop (48 registers at 128 keys). */
-/* copy_rows from an unpadded [in_seq][in_dim] tensor: chunks of rows past
+/* copy_rows from an unpadded [in_seq][in_dim] tensor (or one at the
+ * strided layout, in_strided): chunks of rows past
  * in_seq or columns past in_dim written as zeros, reading nothing (their
  * addresses clamped inside the tensor all the same). */
 static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
@@ -151,20 +152,25 @@ static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, cons
   const gpu_attn *a = s->a;
   int per_row = (int)a->dim / 8, chunks = t->rows * per_row, threads = a->threads;
   LLVMValueRef base = mul(g, s->head, C(a->in_seq * a->in_dim));
+  long long rstride = a->in_dim;
+  if (a->in_strided) { /* the layout fitted to a model's copy (gpu_attn.h) */
+    base = add(g, mul(g, udiv(g, s->head, a->i_hn), C(a->i_s1)), mul(g, urem(g, s->head, a->i_hn), C(a->i_s0)));
+    rstride = a->i_row;
+  }
   for (int i = 0; i < chunks / threads; i++) {
     LLVMValueRef c = add(g, s->tid, C(i * threads));
     LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8)), r = add(g, row0, row);
     LLVMValueRef rok = ult(g, r, a->in_seq), cok = ult(g, col, a->in_dim);
     LLVMValueRef rc = LLVMBuildSelect(g->b, rok, r, C(a->in_seq - 1), "");
     LLVMValueRef cc = LLVMBuildSelect(g->b, cok, col, C(a->in_dim - 8), "");
-    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(a->in_dim)), cc));
+    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(rstride)), cc));
     g->target->async_copy16_zfill(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx), and1(g, rok, cok));
   }
 }
 
 static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
   gpu_gen *g = s->g;
-  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim) {
+  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim || s->a->in_strided) {
     copy_rows_zfill(s, src, row0, t);
     return;
   }
@@ -663,6 +669,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   gpu_add_kernel_n(g, name, a->mask ? 5 : 4);
   if (a->mask) s->mask = LLVMGetParam(g->fn, 4);
   s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
+  if (a->q_off) s->q = gept(g, g->in_t, s->q, C(a->q_off));
   if (a->k_off) s->k = gept(g, g->in_t, s->k, C(a->k_off));
   if (a->v_off) s->v = gept(g, g->in_t, s->v, C(a->v_off));
   s->o = LLVMGetParam(g->fn, 3);

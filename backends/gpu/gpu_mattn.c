@@ -519,17 +519,131 @@ static int fuse_out_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* The copies (at most GPU_MATTN_COPIES) that alone write qkv, the
+ * attention's operand buffer, before step i, all from one f32 buffer that
+ * only they read and one matmul writes (its direct epilogue): how many
+ * (0: not so), their steps in c[], the matmul in *w. */
+static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, int c[GPU_MATTN_COPIES], int *w) {
+  int n = 0, y = -1, users = 0;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    int use = 0;
+    for (int k = 0; !del[j] && t->op == GPU_STEP_LAUNCH && k < t->n_args; k++) use |= t->args[k] == qkv;
+    if (del[j] || j == i || !use) continue;
+    const gpu_ew *e = &t->ew;
+    if (j > i || n == GPU_MATTN_COPIES || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[2] != qkv ||
+        t->args[1] >= 0 || t->args[3] >= 0 || e->out_dtype != COV_F16 || e->in_dtype == COV_F16 || e->bias ||
+        e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e) || (y >= 0 && t->args[0] != y))
+      return 0;
+    y = t->args[0], c[n++] = j;
+  }
+  if (!n || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+      p->bufs[y].numel >= (1ll << 31))
+    return 0;
+  *w = -1;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    int use = 0, mine = 0;
+    for (int k = 0; !del[j] && t->op == GPU_STEP_LAUNCH && k < t->n_args; k++) use |= t->args[k] == y;
+    for (int k = 0; k < n; k++) mine |= c[k] == j;
+    if (!use || mine) continue;
+    const gpu_problem *q = &t->plan.prob;
+    if (*w >= 0 || users++ || t->kkind != GPU_KERNEL_MATRIX || t->pre || t->args[2] != y || j > c[0] ||
+        q->kind != GPU_OP_MATMUL || t->plan.staged || q->epi.softmax || t->plan.out_f16)
+      return 0;
+    *w = j;
+  }
+  return *w >= 0 ? n : 0;
+}
+
+/* Fits the copies' element map (qkv [3][bh][S][D] from y) as the
+ * attention's strided input layout; 0 where it is not of that form or
+ * not 16-byte aligned. */
+static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn *a) {
+  int64_t bh = a->batch * a->heads, S = a->in_seq, D = a->in_dim, hsd = bh * S * D, tot = 3 * hsd;
+  if (tot > k_max_elems) return 0;
+  int64_t *hd = malloc((size_t)bh * sizeof *hd + 8), off[3] = {-1, -1, -1}, r1 = -1, c1 = -1;
+  unsigned char *seen = calloc((size_t)tot + 1, 1);
+  int ok = hd && seen;
+  for (int k = 0; k < n && ok; k++) /* the probes */
+    for (int64_t j = 0; j < p->steps[c[k]].ew.n; j++) {
+      int64_t src, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &src, &dst);
+      if (dst < 0 || dst >= tot) ok = 0;
+      else if (dst % (S * D) == 0 && dst < hsd) hd[dst / (S * D)] = src;
+      if (dst % hsd == 0) off[dst / hsd] = src;
+      if (dst == D) r1 = src;
+      if (dst == 1) c1 = src;
+    }
+  int64_t hn = 1, s0 = bh > 1 ? hd[1] - off[0] : 0, s1 = 0, row = S > 1 ? r1 - off[0] : 0;
+  while (ok && hn < bh && hd[hn] == off[0] + hn * s0) hn++;
+  if (ok && hn < bh) s1 = hd[hn] - off[0];
+  for (int w = 0; w < 3; w++) ok = ok && off[w] >= 0 && off[w] % 8 == 0;
+  ok = ok && bh % hn == 0 && (D == 1 || c1 == off[0] + 1) && s0 >= 0 && s0 % 8 == 0 && s1 >= 0 && s1 % 8 == 0 &&
+       row >= 0 && row % 8 == 0;
+  for (int k = 0; k < n && ok; k++) /* every element at the fitted place, each once */
+    for (int64_t j = 0; j < p->steps[c[k]].ew.n && ok; j++) {
+      int64_t src, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &src, &dst);
+      int64_t w = dst / hsd, h = dst / (S * D) % bh, r = dst / D % S, d = dst % D;
+      ok = !seen[dst] && src == off[w] + h / hn * s1 + h % hn * s0 + r * row + d;
+      seen[dst] = 1;
+    }
+  for (int64_t j = 0; j < tot && ok; j++) ok = seen[j];
+  free(hd), free(seen);
+  if (!ok) return 0;
+  a->in_strided = true, a->q_off = off[0], a->k_off = off[1], a->v_off = off[2];
+  a->i_hn = hn, a->i_s0 = s0, a->i_s1 = s1, a->i_row = row;
+  return 1;
+}
+
+/* Step i, a fused attention whose Q, K and V are copies of one matmul's
+ * f32 result (the head split of a QKV projection): the matmul stores its
+ * result as f16 and the kernel reads Q, K and V there in place (in the
+ * layout fitted to the copies), and the copies go. 1 if it did, -1 when
+ * out of memory. */
+static int fuse_in_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int qkv = s->args[0], c[GPU_MATTN_COPIES], w, n;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || s->attn.in_strided || s->args[1] != qkv ||
+      s->args[2] != qkv || qkv < 0 || p->bufs[qkv].dtype != COV_F16 ||
+      p->bufs[qkv].numel != 3 * s->attn.batch * s->attn.heads * s->attn.in_seq * s->attn.in_dim ||
+      !(n = qkv_copies(p, del, i, qkv, c, &w)))
+    return 0;
+  gpu_attn a = s->attn;
+  if (!fit_in_layout(p, c, n, &a)) return 0;
+  int y = p->steps[w].args[2];
+  cov_status st = NULL;
+  char nm[sizeof p->bufs[0].name];
+  snprintf(nm, sizeof nm, "%.120s.f16", p->bufs[y].name);
+  gpu_mbuf yb = p->bufs[y];
+  int h = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, yb.rank, yb.shape, &st);
+  if (h < 0) {
+    cov_status_free(st);
+    return -1;
+  }
+  gpu_mstep *m = &p->steps[w], *t = &p->steps[i];
+  m->plan.out_f16 = true, m->args[2] = h;
+  size_t k = strlen(m->kernel);
+  if (k + 4 < sizeof m->kernel) memcpy(m->kernel + k, "_f16", 5);
+  t->attn = a;
+  t->args[0] = t->args[1] = t->args[2] = h;
+  for (int j = 0; j < n; j++) del[c[j]] = 1;
+  return 1;
+}
+
 cov_status gpu_mattn_fuse_out(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return oom();
   int any = 0;
   for (int i = 0; i < p->n_steps; i++) {
     int r = del[i] ? 0 : fuse_out_at(p, del, i);
-    if (r < 0) {
+    int r2 = del[i] || r < 0 ? 0 : fuse_in_at(p, del, i);
+    if (r < 0 || r2 < 0) {
       free(del);
       return oom();
     }
-    any |= r;
+    any |= r | r2;
   }
   if (any) gpu_ms_compact(p, del);
   free(del);
@@ -543,7 +657,9 @@ static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 /* Element (h, r, d) of a [heads][in_seq][in_dim] operand, zero in the
  * padding the kernel reads as zeros. */
 static float in_at(const gpu_attn *a, const float *x, int64_t h, int64_t r, int64_t d) {
-  return r < a->in_seq && d < a->in_dim ? x[(h * a->in_seq + r) * a->in_dim + d] : 0.0f;
+  if (r >= a->in_seq || d >= a->in_dim) return 0.0f;
+  if (a->in_strided) return x[h / a->i_hn * a->i_s1 + h % a->i_hn * a->i_s0 + r * a->i_row + d];
+  return x[(h * a->in_seq + r) * a->in_dim + d];
 }
 
 cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
@@ -551,7 +667,7 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
   int64_t S = a->seq, D = a->dim;
   float *p = malloc((size_t)S * sizeof *p + 4);
   if (!p) return oom();
-  k += a->k_off, v += a->v_off;
+  q += a->q_off, k += a->k_off, v += a->v_off;
   for (int64_t h = 0; h < a->batch * a->heads; h++)
     for (int64_t i = 0; i < (a->out_f32 ? a->out_seq : S); i++) {
       float mx = -INFINITY, sum = 0.0f;

@@ -46,7 +46,10 @@ void gpu_mattn_free(gpu_mattn_set *s);
 /* After the plan-level passes: each fused attention whose f32 result only
  * one f16 copy reads (the heads merged into the next projection's
  * operand) stores that copy's elements itself, at the layout fitted to
- * the copy element by element (gpu_attn o_*, out_f16), and the copy goes. */
+ * the copy element by element (gpu_attn o_*, out_f16), and the copy goes;
+ * each whose Q, K and V are copies of one matmul's result (a QKV
+ * projection's head split) reads them in place from that matmul's f16
+ * result (in_strided), and the copies go. */
 cov_status gpu_mattn_fuse_out(gpu_model_plan *p);
 
 #endif
