@@ -78,10 +78,14 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
   return v;
 }
 
-/* The matmul output element (row, col) of batch k->gidx: its index. */
+/* The matmul output element (row, col) of batch k->gidx: its index (the
+ * row permuted where plan.out_rq says). */
 static LLVMValueRef out_index(kernel *k, LLVMValueRef row, LLVMValueRef col) {
   gpu_gen *g = k->g;
-  return add(g, mul(g, add(g, mul(g, k->gidx, C(k->p->M)), row), C(k->p->N)), col);
+  const gpu_plan *p = k->p;
+  if (p->out_rq)
+    row = add(g, mul(g, udiv(g, row, p->out_rq), C(p->out_r1)), mul(g, urem(g, row, p->out_rq), C(p->out_r0)));
+  return add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
 }
 
 /* A matmul's residual addend (epi.residual) added to v, the output element
@@ -119,7 +123,6 @@ static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef row,
  * then merges partial sectors). */
 static void store_f16_quads(kernel *k) {
   gpu_gen *g = k->g;
-  const gpu_plan *p = k->p;
   const gpu_frag_ops *fr = k->fr;
   LLVMValueRef t = urem(g, g->lane, 4);
   LLVMValueRef hi[3] = {NULL, LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildAnd(g->b, t, C(1), ""), C(0), ""),
@@ -151,7 +154,7 @@ static void store_f16_quads(kernel *k) {
         for (int j = 0; j < 4; j++)
           vec = LLVMBuildInsertElement(g->b, vec, LLVMBuildBitCast(g->b, x[j], g->i32, ""), C(j), "");
         LLVMValueRef col = add(g, col0, mul(g, t, C(fr->fn)));
-        LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+        LLVMValueRef idx = out_index(k, row, col);
         LLVMSetAlignment(LLVMBuildStore(g->b, vec, gept(g, g->f16, k->Cout, idx)), 16);
       }
 }
@@ -180,7 +183,7 @@ void gpu_k_epilogue(kernel *k) {
           LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
           LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
           LLVMValueRef pair = epi_pair(k, mf, nf, i, row, col);
-          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          LLVMValueRef idx = out_index(k, row, col);
           if (p->out_f16) { /* rounded once, stored as 4 bytes */
             LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");
             LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 4);

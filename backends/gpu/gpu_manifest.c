@@ -100,6 +100,13 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "tma", tm);
   }
   if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
+  if (p->out_rq) { /* output row m at (m / q) * r1 + (m % q) * r0 */
+    json_t *r = json_array();
+    json_array_append_new(r, json_integer(p->out_rq));
+    json_array_append_new(r, json_integer(p->out_r0));
+    json_array_append_new(r, json_integer(p->out_r1));
+    json_object_set_new(o, "out_rows", r);
+  }
   /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
    * "pre" transform), the output is [N][OH][OW][K] */
   if (q->nhwc_io) json_object_set_new(o, "out_layout", json_string("nhwc"));

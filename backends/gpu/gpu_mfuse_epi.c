@@ -15,7 +15,14 @@
  * f16 operands: a matmul whose f32 result only the next matrix kernel's
  * f16 operand copy reads (an MLP's first layer, GELU fused, feeding the
  * second) stores that copy itself (plan.out_f16, rounded once after bias,
- * activation and addend), and the copy goes. */
+ * activation and addend), and the copy goes.
+ *
+ * Permuted rows: a matmul whose result only a copy reads that moves whole
+ * rows (a seq-first transformer's projection turned batch-first before
+ * its residual Add: [S][B][D] to [B][S][D]) stores its rows there itself
+ * (plan.out_rq, out_r0, out_r1: the copy's map fitted and checked element
+ * by element), before the residual add is joined. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu/gpu_msteps.h"
@@ -96,8 +103,71 @@ static int fuse_f16_at(gpu_model_plan *p, char *del, int a) {
   return 1;
 }
 
+enum { MAX_ROWS_ELEMS = 1 << 25 }; /* a permuted result checked element by element */
+
+/* Whether copy e of a [M][N] buffer moves every row m whole to row (m / rq)
+ * * r1 + (m % rq) * r0 of its result, each element once: the fit in
+ * out[3] (rq, r0, r1); 0 if not so (or out of memory). */
+static int fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]) {
+  int64_t n = M * N;
+  if (e->n != n || n > MAX_ROWS_ELEMS || M < 2) return 0;
+  int64_t *row = malloc((size_t)M * sizeof *row);
+  char *seen = calloc((size_t)n + 1, 1);
+  int ok = row && seen;
+  for (int64_t j = 0; j < n && ok; j++) {
+    int64_t src, dst;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    ok = src >= 0 && src < n && dst >= 0 && dst < n;
+    if (ok && src % N == 0) row[src / N] = dst % N ? -1 : dst / N;
+  }
+  int64_t rq = 1, r0 = ok ? row[1] : 0, r1 = 0;
+  ok = ok && row[0] == 0 && r0 > 0;
+  while (ok && rq < M && row[rq] == rq * r0) rq++;
+  if (ok && rq < M) r1 = row[rq];
+  ok = ok && M % rq == 0 && r1 >= 0;
+  for (int64_t j = 0; j < n && ok; j++) {
+    int64_t src, dst, m;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    m = src / N;
+    ok = !seen[dst] && dst == (m / rq * r1 + m % rq * r0) * N + src % N;
+    seen[dst] = 1;
+  }
+  free(row), free(seen);
+  out[0] = rq, out[1] = r0, out[2] = r1;
+  return ok && rq < M;
+}
+
+/* Step a, a matmul whose f32 result only a row-moving copy reads, storing
+ * its rows where the copy puts them; returns whether it did. */
+static int fuse_rows_at(gpu_model_plan *p, char *del, int a) {
+  gpu_mstep *s = &p->steps[a];
+  int y = s->args[2], c = -1;
+  if (!open_matmul(p, s) || s->plan.out_rq || s->plan.G != 1 || s->plan.prob.epi.residual ||
+      gpu_ms_users(p, del, y, a, &c) != 1 || c < a)
+    return 0;
+  const gpu_mstep *t = &p->steps[c];
+  const gpu_ew *e = &t->ew;
+  int z = t->args[2], writers = 0;
+  if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[0] != y || z < 0 ||
+      z == y || t->args[1] >= 0 || t->args[3] >= 0 || e->in_dtype == COV_F16 || e->out_dtype != COV_F32 || e->bias ||
+      e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e) ||
+      p->bufs[z].kind != GPU_BUF_INTERMEDIATE || p->bufs[z].dtype != COV_F32 || p->bufs[z].numel != p->bufs[y].numel ||
+      touched_between(p, del, z, a, c, 1))
+    return 0;
+  for (int j = 0; j < p->n_steps; j++) writers += !del[j] && gpu_ms_writes(&p->steps[j], z);
+  int64_t f[3];
+  if (writers != 1 || !fit_rows(e, s->plan.M, s->plan.N, f)) return 0;
+  s->plan.out_rq = f[0], s->plan.out_r0 = f[1], s->plan.out_r1 = f[2];
+  s->args[2] = z;
+  size_t n = strlen(s->kernel);
+  if (n + 5 < sizeof s->kernel) memcpy(s->kernel + n, "_rows", 6);
+  del[c] = 1;
+  return 1;
+}
+
 int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del) {
   int any = 0;
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_rows_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_residual_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_at(p, del, a);
   return any;

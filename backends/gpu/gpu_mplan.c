@@ -199,20 +199,25 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
         for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
     return NULL;
   }
-  COV_RETURN_IF_ERROR(emulate_matrix(pl, a));
-  if (q->kind == GPU_OP_MATMUL && (q->epi.residual || pl->out_f16)) {
-    /* the residual addend after bias and activation, then the f16 store */
-    size_t na, nb, no, nbias;
-    gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
-    const float *r = q->epi.residual && s->n_args > 6 && s->args[6] >= 0 ? v[s->args[6]] : NULL;
-    if (q->epi.residual && !r)
-      return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no residual addend", s->kernel);
-    for (size_t j = 0; j < no; j++) {
-      if (r) a[2][j] += r[j];
-      if (pl->out_f16) a[2][j] = to_f16(a[2][j]);
-    }
+  if (q->kind != GPU_OP_MATMUL || !(q->epi.residual || pl->out_f16 || pl->out_rq)) return emulate_matrix(pl, a);
+  /* permuted rows, the residual addend after bias and activation, then the
+   * f16 store */
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+  const float *r = q->epi.residual && s->n_args > 6 && s->args[6] >= 0 ? v[s->args[6]] : NULL;
+  if (q->epi.residual && !r)
+    return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no residual addend", s->kernel);
+  float *t = malloc(no * sizeof *t + 4), *b[4] = {a[0], a[1], t, a[3]};
+  if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = emulate_matrix(pl, b);
+  for (size_t j = 0; j < no && !st; j++) {
+    int64_t m = (int64_t)j / pl->N, n = (int64_t)j % pl->N, at = (int64_t)j;
+    if (pl->out_rq) at = (m / pl->out_rq * pl->out_r1 + m % pl->out_rq * pl->out_r0) * pl->N + n;
+    float y = r ? t[j] + r[at] : t[j];
+    a[2][at] = pl->out_f16 ? to_f16(y) : y;
   }
-  return NULL;
+  free(t);
+  return st;
 }
 
 /* The steps from the first, control steps as the runtime drives them;

@@ -198,6 +198,10 @@ static cov_status out_plan_check(const gpu_plan *p) {
                                      : p->out_f16 && (p->staged || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: f16 outputs are for matmuls stored from the registers and channels-last convolutions");
+  if (p->out_rq && (p->staged || p->prob.kind != GPU_OP_MATMUL || p->G != 1 || p->out_rq < 1 || p->out_r0 < 0 ||
+                    p->out_r1 < 0))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: permuted output rows are for matmuls of one batch stored from the registers");
   if (p->prob.epi.residual && (p->staged || p->prob.kind != GPU_OP_MATMUL))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: a residual addend is for matmuls stored from the registers");

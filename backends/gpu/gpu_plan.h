@@ -162,6 +162,11 @@ typedef struct gpu_plan {
    * after bias and activation), as the vendor libraries write it; argument
    * 2 then points to f16 */
   bool out_f16;
+  /* matmuls of one batch through the direct epilogue: output row m is
+   * stored (and a residual addend read) at row (m / out_rq) * out_r1 +
+   * (m % out_rq) * out_r0, a permutation of the rows (a seq-first
+   * transformer's result turned batch-first: gpu_mfuse_epi.c); 0: row m */
+  int64_t out_rq, out_r0, out_r1;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */

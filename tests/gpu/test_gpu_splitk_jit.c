@@ -184,7 +184,8 @@ static void reference(const gpu_plan *p, const float *x, const float *w, const f
         for (int64_t n = 0; n < q->n; n++) {
           double s = q->epi.bias ? bias[n] : 0;
           for (int64_t k = 0; k < q->k; k++) s += (double)x[(g * q->m + m) * q->k + k] * w[(g * q->k + k) * q->n + n];
-          int64_t at = (g * q->m + m) * q->n + n;
+          int64_t r = p->out_rq ? m / p->out_rq * p->out_r1 + m % p->out_rq * p->out_r0 : m; /* permuted rows */
+          int64_t at = (g * q->m + r) * q->n + n;
           y[at] = act(&q->epi, s) + (q->epi.residual ? res[at] : 0.0);
         }
     return;
@@ -227,6 +228,7 @@ typedef struct split_case {
   gpu_problem q;
   gpu_fixed_tile tile;
   bool want_nhwc, want_staged; /* the path the case is about */
+  int64_t rows[3];              /* plan.out_rq, out_r0, out_r1 (0: rows as computed) */
 } split_case;
 
 static void fill(float *v, int64_t n, cov_dtype d) {
@@ -265,6 +267,14 @@ static int run_case(const split_case *c) {
   cov_status st = gpu_plan_fixed(&c->q, &k_caps, k_shapes, 1, &c->tile, &p);
   if (st) {
     fprintf(stderr, "FAIL %s: no plan: ", c->name);
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    return 1;
+  }
+  p.out_rq = c->rows[0], p.out_r0 = c->rows[1], p.out_r1 = c->rows[2];
+  if (p.out_rq) st = gpu_plan_check(&p, &k_caps);
+  if (st) {
+    fprintf(stderr, "FAIL %s: permuted rows refused: ", c->name);
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
     return 1;
@@ -424,26 +434,29 @@ int main(int argc, char **argv) {
   gpu_fixed_tile tcl = {.bm = 16, .bn = 16, .bk = 16, .wm = 16, .wn = 16, .stages = 3, .inflight = -1, .split = 5};
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
-      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false},
-      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false},
-      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false},
-      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false},
-      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false},
-      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false},
+      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}},
+      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}},
+      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}},
+      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}},
+      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}},
+      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}},
       /* the residual addend added once, by the workgroup summing the
        * partials (twice or never: off by the addend), M = 65 rows (a ViT's
        * tokens) past the tiles; f16 outputs (an operand of the next
        * matmul) from the tiled kernel, ragged too */
-      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false},
-      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false},
-      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false},
-      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false},
+      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}},
+      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}},
+      /* rows of a [S = 13][B = 5] result stored batch-first ([B][S]: row
+       * m at (m % 5) * 13 + m / 5), the addend read there too */
+      {"matmul_residual_rows", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {5, 13, 1}},
+      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}},
+      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}},
       /* the NCHW gather through the K-offset table, relu6 */
-      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false},
+      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
-      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true},
+      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
-      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true},
+      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);
