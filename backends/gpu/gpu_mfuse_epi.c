@@ -105,10 +105,7 @@ static int fuse_f16_at(gpu_model_plan *p, char *del, int a) {
 
 enum { MAX_ROWS_ELEMS = 1 << 25 }; /* a permuted result checked element by element */
 
-/* Whether copy e of a [M][N] buffer moves every row m whole to row (m / rq)
- * * r1 + (m % rq) * r0 of its result, each element once: the fit in
- * out[3] (rq, r0, r1); 0 if not so (or out of memory). */
-static int fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]) {
+int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]) {
   int64_t n = M * N;
   if (e->n != n || n > MAX_ROWS_ELEMS || M < 2) return 0;
   int64_t *row = malloc((size_t)M * sizeof *row);
@@ -156,7 +153,7 @@ static int fuse_rows_at(gpu_model_plan *p, char *del, int a) {
     return 0;
   for (int j = 0; j < p->n_steps; j++) writers += !del[j] && gpu_ms_writes(&p->steps[j], z);
   int64_t f[3];
-  if (writers != 1 || !fit_rows(e, s->plan.M, s->plan.N, f)) return 0;
+  if (writers != 1 || !gpu_ms_fit_rows(e, s->plan.M, s->plan.N, f)) return 0;
   s->plan.out_rq = f[0], s->plan.out_r0 = f[1], s->plan.out_r1 = f[2];
   s->args[2] = z;
   size_t n = strlen(s->kernel);

@@ -58,6 +58,11 @@ int gpu_ms_fuse_lnorm(gpu_model_plan *p, char *del, int L);
  * (gpu_mfuse_cat.c); scratch holds n_steps ints. Returns whether it
  * changed anything, -1 when out of memory. */
 int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
+/* Whether copy e of a [M][N] buffer moves every row m whole to row (m / rq)
+ * * r1 + (m % rq) * r0 of its result (a permutation, not the identity),
+ * each element once: the fit in out[3] (rq, r0, r1); 0 if not so or out
+ * of memory (gpu_mfuse_epi.c). */
+int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]);
 /* Residual adds as the epilogue addend of the matmul producing their
  * other input, matmul results read only as f16 operands stored as those
  * (gpu_mfuse_epi.c). Returns whether it changed anything. */

@@ -35,6 +35,7 @@ typedef struct ln_case {
   cov_dtype out;
   int nhwc;
   int lanes; /* 0: the plan's (gpu_ln_lanes) */
+  int64_t rq, r0, r1; /* rows (w == 1) stored permuted: row o at (o / rq) * r1 + (o % rq) * r0 */
 } ln_case;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -56,7 +57,8 @@ static void reference(const ln_case *k, float eps, const float *x, const float *
       v /= (double)k->c;
       for (int64_t c = 0; c < k->c; c++) {
         float y = (float)((r[c * k->w] - m) / sqrt(v + eps) * sc[c] + bi[c]);
-        want[k->nhwc ? (o * k->w + p) * k->c + c : (o * k->c + c) * k->w + p] = k->out == COV_F16 ? h16(y) : y;
+        int64_t row = k->rq ? o / k->rq * k->r1 + o % k->rq * k->r0 : o;
+        want[k->nhwc ? (o * k->w + p) * k->c + c : (row * k->c + c) * k->w + p] = k->out == COV_F16 ? h16(y) : y;
       }
     }
 }
@@ -66,6 +68,7 @@ static int check_case(const ln_case *k, const gpu_jit_targets *tg) {
   gpu_ew e;
   memset(&e, 0, sizeof e);
   e.kind = GPU_EW_LNORM, e.out_dtype = k->out, e.also = k->nhwc, e.N = k->n, e.C = k->c, e.W = k->w;
+  e.rq = k->rq, e.r0 = k->r0, e.r1 = k->r1;
   e.D = k->lanes ? k->lanes : gpu_ln_lanes(k->c, k->w), e.post0 = 1e-6f, e.n = gpu_ln_items(&e);
   gpu_ln_map m = gpu_ln_map_of(&e);
   float *x = malloc((size_t)num * 4), *want = malloc((size_t)num * 4), *got = malloc((size_t)num * 4);
@@ -108,19 +111,22 @@ static int check_case(const ln_case *k, const gpu_jit_targets *tg) {
 }
 
 static const ln_case k_cases[] = {
-    {1, 40, 1, COV_F32, 0, 0},      /* one pixel: a row of contiguous channels, a warp */
-    {3, 320, 1, COV_F32, 0, 0},     /* rows of 320: two warps a row */
-    {5, 192, 1, COV_F16, 0, 0},     /* a transformer's rows, its f16 operand */
-    {1, 320, 49, COV_F32, 0, 0},    /* ConvNeXt stage 3 at batch 1 */
-    {2, 320, 49, COV_F16, 1, 0},    /* ... batch 2, NHWC f16 for the next convolution */
-    {1, 160, 196, COV_F32, 0, 0},   /* stage 2 */
-    {1, 160, 196, COV_F16, 0, 0},
-    {2, 80, 49, COV_F32, 0, 0},     /* stage 1's channels, fewer pixels */
-    {1, 40, 3136, COV_F16, 1, 0},   /* the stem's */
-    {3, 100, 7, COV_F32, 0, 0},     /* channels past the last whole step, pixels not a workgroup's multiple */
-    {2, 4, 10, COV_F32, 0, 0},      /* a thread per pixel */
-    {1, 320, 49, COV_F32, 0, 256},  /* a workgroup per pixel */
-    {2, 70, 33, COV_F32, 0, 128},   /* most lanes past C */
+    {1, 40, 1, COV_F32, 0, 0, 0, 0, 0},      /* one pixel: a row of contiguous channels, a warp */
+    {3, 320, 1, COV_F32, 0, 0, 0, 0, 0},     /* rows of 320: two warps a row */
+    {5, 192, 1, COV_F16, 0, 0, 0, 0, 0},     /* a transformer's rows, its f16 operand */
+    /* [B = 3][S = 13] rows stored seq-first ([S][B]: row o at (o % 13) * 3
+     * + o / 13), a seq-first encoder's operand */
+    {39, 96, 1, COV_F16, 0, 0, 13, 3, 1},
+    {1, 320, 49, COV_F32, 0, 0, 0, 0, 0},    /* ConvNeXt stage 3 at batch 1 */
+    {2, 320, 49, COV_F16, 1, 0, 0, 0, 0},    /* ... batch 2, NHWC f16 for the next convolution */
+    {1, 160, 196, COV_F32, 0, 0, 0, 0, 0},   /* stage 2 */
+    {1, 160, 196, COV_F16, 0, 0, 0, 0, 0},
+    {2, 80, 49, COV_F32, 0, 0, 0, 0, 0},     /* stage 1's channels, fewer pixels */
+    {1, 40, 3136, COV_F16, 1, 0, 0, 0, 0},   /* the stem's */
+    {3, 100, 7, COV_F32, 0, 0, 0, 0, 0},     /* channels past the last whole step, pixels not a workgroup's multiple */
+    {2, 4, 10, COV_F32, 0, 0, 0, 0, 0},      /* a thread per pixel */
+    {1, 320, 49, COV_F32, 0, 256, 0, 0, 0},  /* a workgroup per pixel */
+    {2, 70, 33, COV_F32, 0, 128, 0, 0, 0},   /* most lanes past C */
 };
 
 int main(int argc, char **argv) {
