@@ -520,11 +520,10 @@ static int fuse_out_at(gpu_model_plan *p, char *del, int i) {
 }
 
 /* The copies (at most GPU_MATTN_COPIES) that alone write qkv, the
- * attention's operand buffer, before step i, all from one f32 buffer that
- * only they read and one matmul writes (its direct epilogue): how many
- * (0: not so), their steps in c[], the matmul in *w. */
-static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, int c[GPU_MATTN_COPIES], int *w) {
-  int n = 0, y = -1, users = 0;
+ * attention's operand buffer, before step i, each a plain f16 copy: how
+ * many (0: not so), their steps in c[]. */
+static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, int c[GPU_MATTN_COPIES]) {
+  int n = 0;
   for (int j = 0; j < p->n_steps; j++) {
     const gpu_mstep *t = &p->steps[j];
     int use = 0;
@@ -532,15 +531,22 @@ static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, 
     if (del[j] || j == i || !use) continue;
     const gpu_ew *e = &t->ew;
     if (j > i || n == GPU_MATTN_COPIES || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[2] != qkv ||
-        t->args[1] >= 0 || t->args[3] >= 0 || e->out_dtype != COV_F16 || e->in_dtype == COV_F16 || e->bias ||
-        e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e) || (y >= 0 && t->args[0] != y))
+        t->args[0] < 0 || t->args[1] >= 0 || t->args[3] >= 0 || e->out_dtype != COV_F16 || e->in_dtype == COV_F16 ||
+        e->bias || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e))
       return 0;
-    y = t->args[0], c[n++] = j;
+    c[n++] = j;
   }
-  if (!n || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+  return n;
+}
+
+/* The matmul writing y, an f32 buffer that only the copies c[0 .. n) read
+ * besides it, through its direct epilogue, before them: its step, -1 if
+ * none or y is read otherwise. */
+static int source_matmul(const gpu_model_plan *p, const char *del, int y, const int *c, int n) {
+  if (y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
       p->bufs[y].numel >= (1ll << 31))
-    return 0;
-  *w = -1;
+    return -1;
+  int w = -1;
   for (int j = 0; j < p->n_steps; j++) {
     const gpu_mstep *t = &p->steps[j];
     int use = 0, mine = 0;
@@ -548,32 +554,33 @@ static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, 
     for (int k = 0; k < n; k++) mine |= c[k] == j;
     if (!use || mine) continue;
     const gpu_problem *q = &t->plan.prob;
-    if (*w >= 0 || users++ || t->kkind != GPU_KERNEL_MATRIX || t->pre || t->args[2] != y || j > c[0] ||
+    if (w >= 0 || t->kkind != GPU_KERNEL_MATRIX || t->pre || t->args[2] != y || j > c[0] ||
         q->kind != GPU_OP_MATMUL || t->plan.staged || q->epi.softmax || t->plan.out_f16)
-      return 0;
-    *w = j;
+      return -1;
+    w = j;
   }
-  return *w >= 0 ? n : 0;
+  return w;
 }
 
-/* Fits the copies' element map (qkv [3][bh][S][D] from y) as the
- * attention's strided input layout; 0 where it is not of that form or
- * not 16-byte aligned. */
-static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn *a) {
+/* Fits the copies' element map (qkv [3][bh][S][D] from their sources) as
+ * the attention's strided input layout, operand w read from src[w]; 0
+ * where it is not of that form or not 16-byte aligned. */
+static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn *a, int src[3]) {
   int64_t bh = a->batch * a->heads, S = a->in_seq, D = a->in_dim, hsd = bh * S * D, tot = 3 * hsd;
   if (tot > k_max_elems) return 0;
   int64_t *hd = malloc((size_t)bh * sizeof *hd + 8), off[3] = {-1, -1, -1}, r1 = -1, c1 = -1;
   unsigned char *seen = calloc((size_t)tot + 1, 1);
   int ok = hd && seen;
+  src[0] = src[1] = src[2] = -1;
   for (int k = 0; k < n && ok; k++) /* the probes */
     for (int64_t j = 0; j < p->steps[c[k]].ew.n; j++) {
-      int64_t src, dst;
-      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &src, &dst);
+      int64_t from, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &from, &dst);
       if (dst < 0 || dst >= tot) ok = 0;
-      else if (dst % (S * D) == 0 && dst < hsd) hd[dst / (S * D)] = src;
-      if (dst % hsd == 0) off[dst / hsd] = src;
-      if (dst == D) r1 = src;
-      if (dst == 1) c1 = src;
+      else if (dst % (S * D) == 0 && dst < hsd) hd[dst / (S * D)] = from;
+      if (ok && dst % hsd == 0) off[dst / hsd] = from, src[dst / hsd] = p->steps[c[k]].args[0];
+      if (dst == D) r1 = from;
+      if (dst == 1) c1 = from;
     }
   int64_t hn = 1, s0 = bh > 1 ? hd[1] - off[0] : 0, s1 = 0, row = S > 1 ? r1 - off[0] : 0;
   while (ok && hn < bh && hd[hn] == off[0] + hn * s0) hn++;
@@ -583,10 +590,10 @@ static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn 
        row >= 0 && row % 8 == 0;
   for (int k = 0; k < n && ok; k++) /* every element at the fitted place, each once */
     for (int64_t j = 0; j < p->steps[c[k]].ew.n && ok; j++) {
-      int64_t src, dst;
-      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &src, &dst);
+      int64_t from, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &from, &dst);
       int64_t w = dst / hsd, h = dst / (S * D) % bh, r = dst / D % S, d = dst % D;
-      ok = !seen[dst] && src == off[w] + h / hn * s1 + h % hn * s0 + r * row + d;
+      ok = !seen[dst] && p->steps[c[k]].args[0] == src[w] && from == off[w] + h / hn * s1 + h % hn * s0 + r * row + d;
       seen[dst] = 1;
     }
   for (int64_t j = 0; j < tot && ok; j++) ok = seen[j];
@@ -597,37 +604,48 @@ static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn 
   return 1;
 }
 
-/* Step i, a fused attention whose Q, K and V are copies of one matmul's
- * f32 result (the head split of a QKV projection): the matmul stores its
- * result as f16 and the kernel reads Q, K and V there in place (in the
- * layout fitted to the copies), and the copies go. 1 if it did, -1 when
- * out of memory. */
-static int fuse_in_at(gpu_model_plan *p, char *del, int i) {
-  const gpu_mstep *s = &p->steps[i];
-  int qkv = s->args[0], c[GPU_MATTN_COPIES], w, n;
-  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || s->attn.in_strided || s->args[1] != qkv ||
-      s->args[2] != qkv || qkv < 0 || p->bufs[qkv].dtype != COV_F16 ||
-      p->bufs[qkv].numel != 3 * s->attn.batch * s->attn.heads * s->attn.in_seq * s->attn.in_dim ||
-      !(n = qkv_copies(p, del, i, qkv, c, &w)))
-    return 0;
-  gpu_attn a = s->attn;
-  if (!fit_in_layout(p, c, n, &a)) return 0;
-  int y = p->steps[w].args[2];
+/* Matmul step w (writing f32 y) stores f16 instead: the new buffer, -1
+ * when out of memory. */
+static int matmul_to_f16(gpu_model_plan *p, int w, int y) {
   cov_status st = NULL;
   char nm[sizeof p->bufs[0].name];
   snprintf(nm, sizeof nm, "%.120s.f16", p->bufs[y].name);
   gpu_mbuf yb = p->bufs[y];
   int h = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, yb.rank, yb.shape, &st);
-  if (h < 0) {
-    cov_status_free(st);
-    return -1;
-  }
-  gpu_mstep *m = &p->steps[w], *t = &p->steps[i];
+  cov_status_free(st);
+  if (h < 0) return -1;
+  gpu_mstep *m = &p->steps[w];
   m->plan.out_f16 = true, m->args[2] = h;
   size_t k = strlen(m->kernel);
   if (k + 4 < sizeof m->kernel) memcpy(m->kernel + k, "_f16", 5);
+  return h;
+}
+
+/* Step i, a fused attention whose Q, K and V are copies of matmul results
+ * (the head split of a QKV projection, or of three projections): each
+ * matmul stores its result as f16 and the kernel reads Q, K and V there
+ * in place (in the layout fitted to the copies), and the copies go. 1 if
+ * it did, -1 when out of memory. */
+static int fuse_in_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int qkv = s->args[0], c[GPU_MATTN_COPIES], src[3], mm[3], n;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || s->attn.in_strided || s->args[1] != qkv ||
+      s->args[2] != qkv || qkv < 0 || p->bufs[qkv].dtype != COV_F16 ||
+      p->bufs[qkv].numel != 3 * s->attn.batch * s->attn.heads * s->attn.in_seq * s->attn.in_dim ||
+      !(n = qkv_copies(p, del, i, qkv, c)))
+    return 0;
+  gpu_attn a = s->attn;
+  if (!fit_in_layout(p, c, n, &a, src)) return 0;
+  for (int w = 0; w < 3; w++)
+    if ((mm[w] = source_matmul(p, del, src[w], c, n)) < 0) return 0;
+  int h[3];
+  for (int w = 0; w < 3; w++) {
+    h[w] = w && src[w] == src[0] ? h[0] : w == 2 && src[2] == src[1] ? h[1] : matmul_to_f16(p, mm[w], src[w]);
+    if (h[w] < 0) return -1;
+  }
+  gpu_mstep *t = &p->steps[i];
   t->attn = a;
-  t->args[0] = t->args[1] = t->args[2] = h;
+  for (int w = 0; w < 3; w++) t->args[w] = h[w];
   for (int j = 0; j < n; j++) del[c[j]] = 1;
   return 1;
 }
