@@ -83,7 +83,7 @@ static LLVMValueRef fsel(gpu_gen *g, LLVMValueRef ok, LLVMValueRef v) {
 }
 
 cov_status gpu_lower_lnorm(gpu_gen *g, const gpu_ew *e, const char *name, LLVMValueRef x, LLVMValueRef w,
-                           LLVMValueRef y, LLVMValueRef bias) {
+                           LLVMValueRef y, LLVMValueRef bias, LLVMValueRef y16) {
   ln_kern k = {.m = gpu_ln_map_of(e)};
   const gpu_ln_map *m = &k.m;
   if (!m->lanes || e->N * e->C * e->W > INT32_MAX)
@@ -132,6 +132,7 @@ cov_status gpu_lower_lnorm(gpu_gen *g, const gpu_ew *e, const char *name, LLVMVa
               ch[s]);
     if (e->out_dtype == COV_F16) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, r, g->f16, ""), gept(g, g->f16, y, d));
     else LLVMBuildStore(g->b, r, gept(g, g->f32, y, d));
+    if (y16) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, r, g->f16, ""), gept(g, g->f16, y16, d));
     if (in_c) end_if(g, in_c);
   }
   end_if(g, in_pair);

@@ -117,12 +117,47 @@ static int rows_copy(const gpu_model_plan *p, const char *del, int r, int y, gpu
   return 1;
 }
 
+/* Where f32 y has other readers besides one whole f16 operand copy (a
+ * post-LN transformer: y is the residual too), f stores that copy's
+ * buffer as well (ew.dual, argument 4) and the copy goes. */
+static void dual_store(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) {
+  int r = gpu_ms_f16_copy_from(p, del, y, L);
+  if (r < 0 || f->ew.also || f->ew.rq || f->ew.out_dtype != COV_F32) return;
+  for (int j = 0; j < p->n_steps; j++)
+    if (!del[j] && j != L && gpu_ms_writes(&p->steps[j], y)) return;
+  int h = p->steps[r].args[2], w = -1;
+  if (h < 0 || p->bufs[h].kind != GPU_BUF_INTERMEDIATE || p->bufs[h].numel != p->bufs[y].numel ||
+      gpu_ms_users(p, del, h, r, &w) < 1 || w < r)
+    return;
+  for (int j = 0; j < p->n_steps; j++)
+    if (!del[j] && j != r && gpu_ms_writes(&p->steps[j], h)) return;
+  f->ew.dual = 1, f->args[4] = h, f->n_args = 5;
+  del[r] = 1;
+  /* the f16 copies of y for later matmuls (one per reader as lowered):
+   * their readers read h */
+  for (int c = gpu_ms_f16_copy_from(p, del, y, r); c >= 0; c = gpu_ms_f16_copy_from(p, del, y, c)) {
+    int h2 = p->steps[c].args[2], writers = 0;
+    if (h2 < 0 || p->bufs[h2].kind != GPU_BUF_INTERMEDIATE || p->bufs[h2].numel != p->bufs[h].numel) continue;
+    for (int j = 0; j < p->n_steps; j++) writers += !del[j] && gpu_ms_writes(&p->steps[j], h2);
+    if (writers != 1) continue;
+    for (int j = c + 1; j < p->n_steps; j++)
+      for (int a = 0; !del[j] && p->steps[j].op == GPU_STEP_LAUNCH && a < p->steps[j].n_args; a++)
+        if (p->steps[j].args[a] == h2) p->steps[j].args[a] = h;
+    del[c] = 1;
+  }
+}
+
 /* Where y is read only by a whole f16 operand copy, a conversion to NHWC
  * f16 or a copy moving its rows into an f16 operand, f writes that buffer
  * instead. */
 static void store_f16(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) {
   int r = -1, out = -1, h = -1;
-  if (p->bufs[y].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, y, L, &r) != 1 || r < L) return;
+  if (p->bufs[y].kind != GPU_BUF_INTERMEDIATE) return;
+  if (gpu_ms_users(p, del, y, L, &r) > 1) {
+    dual_store(p, del, L, y, f);
+    return;
+  }
+  if (r < L) return;
   int nhwc = gpu_ms_to_nhwc(p, &p->steps[r], y);
   if (!nhwc && gpu_ms_f16_copy_from(p, del, y, L) != r) {
     if (!rows_copy(p, del, r, y, f, &out, &h)) return;

@@ -187,6 +187,11 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
     gpu_qdot_emulate(&s->ew, (const int8_t *)a[0], (const int32_t *)a[1], a[2], (const int32_t *)a[3], m, zp);
     return NULL;
   }
+  if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_LNORM && s->ew.dual) { /* the f16 second store */
+    COV_RETURN_IF_ERROR(emulate_ew(&s->ew, a));
+    for (int64_t j = 0; j < s->ew.N * s->ew.W * s->ew.C; j++) v[s->args[4]][j] = to_f16(a[2][j]);
+    return NULL;
+  }
   if (s->kkind == GPU_KERNEL_EW) return emulate_ew(&s->ew, a);
   if (s->kkind == GPU_KERNEL_ATTN)
     return gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
