@@ -51,7 +51,7 @@ static void compile_help(FILE *out) {
           "  -o, --output DIR     output directory (created), or the model's artifact\n"
           "      --suite FILE     layer suite file\n"
           "      --scale N        NPU: divide the layer's sizes by N (default 1)\n"
-          "      --dtype D        GPU: input dtype f16 (default), bf16 or f32\n"
+          "      --dtype D        GPU: matrix operand dtype f16 (default), bf16 (layers) or f32\n"
           "      --report         GPU layers: per kernel LDS bytes, registers, occupancy and\n"
           "                       a roofline time estimate from the ACG\n"
           "      --allow-unfused  GPU layers: accept post-ops the kernels do not fuse\n"
@@ -64,7 +64,9 @@ static void compile_help(FILE *out) {
           "      --precision P    GPU models: how activations pass between kernels. f16 (default):\n"
           "                       convolutions the channels-last kernels take read and write NHWC\n"
           "                       f16, conversions only at the edges; f32: f32 NCHW between every\n"
-          "                       kernel (the matrix kernels still read f16 copies)\n"
+          "                       kernel (the matrix kernels still read f16 copies). Either way\n"
+          "                       matrix operands are f16 (11 bits); --dtype f32 keeps them f32\n"
+          "                       (FMA kernels, f32 weights) where a deep model needs f32 results\n"
           "  -h, --help           show this help\n");
 }
 

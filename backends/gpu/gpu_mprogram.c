@@ -393,6 +393,14 @@ cov_status gpu_model_compile_program(const cov_model *m, const char *path, const
 
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
                                   gpu_model_plan *out) {
+  /* The model plan's 16-bit activations, operand copies, LayerNorm and
+   * attention kernels are f16 (operand_dtype); a bf16 request would be
+   * compiled as f16, so it is refused rather than silently changed. */
+  cov_loc opt = {.file = path, .path = "--dtype"};
+  if (t && t->dtype == COV_BF16)
+    return cov_error(COV_UNSUPPORTED, &opt,
+                     "bf16: GPU models compile with f16 (default) or f32 matrix operands; bf16 is taken "
+                     "for single layers (covenant compile LAYER --dtype bf16)");
   return gpu_model_has_control(m) ? gpu_model_compile_program(m, path, t, emit, out)
                                   : gpu_model_compile_straight(m, path, t, emit, out);
 }

@@ -25,7 +25,8 @@
  * 16-bit operands, f16 outputs where it writes f16, a copy's source):
  * the emulation sees every buffer as f32 values and would not notice.
  * With -d f32 the target is opened for f32 operands (`covenant compile
- * --dtype f32`): matrix kernels on the FMA path, f32 weights, no rounding.
+ * --dtype f32`): matrix kernels on the FMA path, f32 weights, no rounding;
+ * -d bf16 opens it for bf16 (models refuse it: with -e, the refusal).
  * With -a N a model compiled to fewer than N fused attention launches
  * fails (the attention chains of transformer exports found as one
  * kernel each, gpu_mattn.c).
@@ -33,7 +34,7 @@
  * instead and its outputs written to DIR/output_K.npy, at the shapes the
  * run gives them (a detector's data-dependent outputs), for a comparison
  * done elsewhere (tests/frontend/check_detect.py: detections as a set).
- * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32] [-s NAME=DIMS]...
+ * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]...
  * [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
@@ -313,7 +314,8 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "-a")) g_min_attn = atoi(argv[2]), argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-n")) g_cases = atoi(argv[2]) > 0 ? atoi(argv[2]) : 1, argv += 2, argc -= 2;
-  if (argc > 2 && !strcmp(argv[1], "-d")) g_dtype = !strcmp(argv[2], "f32") ? COV_F32 : COV_F16, argv += 2, argc -= 2;
+  if (argc > 2 && !strcmp(argv[1], "-d"))
+    g_dtype = !strcmp(argv[2], "f32") ? COV_F32 : !strcmp(argv[2], "bf16") ? COV_BF16 : COV_F16, argv += 2, argc -= 2;
   while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
     cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
     if (st) {
@@ -325,7 +327,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 3 && !strcmp(argv[1], "-r")) g_run_input = argv[2], g_run_dir = argv[3], argv += 3, argc -= 3;
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
+    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
                     "TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }

@@ -786,12 +786,13 @@ def main():
             r = {"model": name, "batch": int(batch), "error": "%s: %s" % (type(e).__name__, str(e)[:600])}
             traceback.print_exc(limit=2)
         r["seconds"] = round(time.time() - t0, 1)
+        r["artifact"] = art  # one model may be listed twice (e.g. --dtype f32 beside the default)
         results.append(r)
         if opt.json:  # after every model: a run stopped at its time limit keeps the rows it has
             with open(opt.json, "w") as f:
                 json.dump(results, f, indent=1)
         if "error" in r:
-            log("%-20s b%-3d ERROR %s" % (name, int(batch), r["error"]))
+            log("%-20s b%-3d %s ERROR %s" % (name, int(batch), art, r["error"]))
         else:
             tm = ("torch graph %.4f ms (%s; vs onnxruntime %.1e)" % (r["torch_ms"], r["torch"], r["torch_rel_err"])
                   if "torch_ms" in r else "torch: " + r.get("torch_error", "?"))
@@ -802,8 +803,8 @@ def main():
                                           c["compiled_vs_eager"])
             elif "compile_error" in r:
                 tm += "; torch.compile: " + r["compile_error"]
-            log("%-20s b%-3d %s  %d cases, max rel err %.2e  covenant %.4f ms  %s  [%.0f s]" %
-                (name, int(batch), "PASS" if r["passed"] else "FAIL", r["cases"], r["max_rel_err"],
+            log("%-20s b%-3d %s %s  %d cases, max rel err %.2e  covenant %.4f ms  %s  [%.0f s]" %
+                (name, int(batch), art, "PASS" if r["passed"] else "FAIL", r["cases"], r["max_rel_err"],
                  r["covenant_ms"] if r["covenant_ms"] is not None else float("nan"), tm, r["seconds"]))
     log("")
     log("| model | batch | inputs | max rel err vs onnxruntime | result | covenant ms | torch eager (CUDA graph) ms | "
