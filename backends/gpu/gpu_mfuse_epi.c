@@ -94,7 +94,9 @@ static int fuse_f16_at(gpu_model_plan *p, char *del, int a) {
   int y = s->args[2], r = -1;
   if (!open_matmul(p, s) || gpu_ms_users(p, del, y, a, &r) != 1 || gpu_ms_f16_copy_from(p, del, y, a) != r) return 0;
   int h = p->steps[r].args[2];
-  if (h < 0 || p->bufs[h].dtype != COV_F16 || p->bufs[h].numel != p->bufs[y].numel) return 0;
+  if (h < 0 || p->bufs[h].dtype != COV_F16 || p->bufs[h].numel != p->bufs[y].numel ||
+      touched_between(p, del, h, a, r, 1))
+    return 0;
   s->plan.out_f16 = true;
   s->args[2] = h;
   size_t n = strlen(s->kernel);
