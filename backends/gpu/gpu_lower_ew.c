@@ -272,7 +272,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     return;
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
-  case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
+  case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y, e->bias ? bias : NULL); return;
   default: return;
   }
 }

@@ -40,7 +40,8 @@
  * The f16 operand copies of one buffer (one per matrix kernel reading it,
  * as lowered group by group) are one. An add of a whole constant (ViT's
  * position embedding) to a buffer that plain copies write (its Concat)
- * is added by those copies. */
+ * is added by those copies, and an add to a row gather's result (an
+ * embedding plus the position embedding) by the gather. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,13 +439,46 @@ static int fuse_const_add_at(gpu_model_plan *p, char *del, int b) {
   return 1;
 }
 
+/* Step b, an add of two whole f32 values one of which a row gather alone
+ * makes for it (an embedding), the other complete before the gather (the
+ * position embedding, or another embedding): the gather adds it (bias,
+ * argument 3) and writes the add's result. Returns whether it did. */
+static int fuse_rows_add_at(gpu_model_plan *p, char *del, int b) {
+  const gpu_mstep *add = &p->steps[b];
+  const gpu_cdl_call *k = &add->ew.cdl;
+  if (!gpu_ms_is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3) return 0;
+  for (int side = 1; side >= 0; side--) {
+    int y = add->args[side], o = add->args[1 - side], z = add->args[2], g = -1, before = 0;
+    if (y == o || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+        p->bufs[o].dtype != COV_F32 || p->bufs[o].numel != p->bufs[y].numel || p->bufs[z].dtype != COV_F32 ||
+        p->bufs[z].numel != p->bufs[y].numel || gpu_ms_users(p, del, y, b, &g) != 1 || g > b)
+      continue;
+    gpu_mstep *t = &p->steps[g];
+    if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || t->ew.kind != GPU_EW_ROWS || t->ew.bias ||
+        t->args[2] != y || t->ew.n != p->bufs[y].numel)
+      continue;
+    for (int j = 0; j < g && !before; j++) before = !del[j] && gpu_ms_writes(&p->steps[j], o);
+    int moved = 0;
+    for (int j = g; j < b && !moved; j++) moved = !del[j] && (gpu_ms_writes(&p->steps[j], o) || gpu_ms_writes(&p->steps[j], z));
+    if ((p->bufs[o].kind == GPU_BUF_INTERMEDIATE && !before) || moved) continue;
+    gpu_ms_drop_fills(p, del, z);
+    t->ew.bias = 1, t->args[3] = o, t->args[2] = z;
+    size_t l = strlen(t->kernel);
+    if (l + 4 < sizeof t->kernel) memcpy(t->kernel + l, "_add", 5);
+    del[b] = 1;
+    return 1;
+  }
+  return 0;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
   for (int a = 0; a < p->n_steps; a++)
     any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
-                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a) || fuse_const_add_at(p, del, a));
+                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a) || fuse_const_add_at(p, del, a) ||
+                       fuse_rows_add_at(p, del, a));
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
   int *scratch = malloc(((size_t)p->n_steps + 1) * sizeof *scratch);
   if (!scratch) {

@@ -122,7 +122,7 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
     return st;
   }
   if (e->kind == GPU_EW_ROWS) {
-    gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2]);
+    gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2], e->bias ? a[3] : NULL);
     return NULL;
   }
   gpu_ew_emulate(e, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
