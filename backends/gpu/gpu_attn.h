@@ -37,11 +37,26 @@ typedef struct gpu_attn {
    * sizes); rows past in_seq and columns past in_dim (a multiple of 8)
    * are read as zeros (asynchronous copies that read nothing) */
   int64_t in_seq, in_dim;
+  /* in_strided: Q, K and V read at element (head h, row r, column d) =
+   * off + (h / i_hn) * i_s1 + (h % i_hn) * i_s0 + r * i_row + d of their
+   * arguments, off = q_off, k_off, v_off (all multiples of 8: 16-byte
+   * chunks); the projection's f16 result read in place (gpu_mattn.c's
+   * gpu_mattn_fuse_out: the head split fitted to the copy it replaces) */
+  bool in_strided;
+  int64_t q_off, i_hn, i_s0, i_s1, i_row;
   /* out_f32: O written as f32 [heads][out_seq][out_dim], only rows below
    * out_seq and columns below out_dim (a multiple of 8): the unpadded
    * result a model's next kernels read; else O as Q */
   bool out_f32;
   int64_t out_seq, out_dim;
+  /* with out_f32, where O's element (head h, row i, column d) goes:
+   * o_off + (h / o_hn) * o_s1 + (h % o_hn) * o_s0 + i * o_row + d (all
+   * even); out_f16 stores it rounded to f16. gpu_attn_plan sets the
+   * unpadded [heads][out_seq][out_dim] f32 layout; gpu_mattn.c's
+   * gpu_mattn_fuse_out sets the layout and dtype of the copy it replaces
+   * (the heads merged into the next projection's f16 operand) */
+  int64_t o_off, o_hn, o_s0, o_s1, o_row;
+  bool out_f16;
   /* schedule: bm query rows per workgroup, wm (16 or 32) per warp, whose
    * Q fragments stay in registers (K and V fragments are read from shared
    * memory once for both 16-row blocks of a 32-row warp), bn keys per step
@@ -69,6 +84,10 @@ typedef struct gpu_attn {
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
                          int wm, int bn, bool pipe, bool chain, const gpu_target_ops *target, const char *where,
                          gpu_attn *out);
+
+/* Sets a's output layout to the unpadded [heads][out_seq][out_dim]
+ * tensor (o_off 0, one run of heads at o_s0 = out_seq * out_dim). */
+void gpu_attn_out_dense(gpu_attn *a);
 
 /* Builds the kernel `name` for `a` into `mod`. */
 cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMModuleRef mod, const char *name);

@@ -107,7 +107,8 @@ static void lnorm(const gpu_ew *e, int64_t i, const float *x, const float *w, fl
   float rstd = 1.0f / sqrtf(var + e->post0);
   for (int64_t c = 0; c < e->C; c++) {
     float v = (x[base + c * e->W] - mean) * rstd * w[c] + bias[c];
-    y[e->also ? pair * e->C + c : base + c * e->W] = v;
+    int64_t row = e->rq ? pair / e->rq * e->r1 + pair % e->rq * e->r0 : pair; /* rows (W == 1) permuted */
+    y[e->also ? pair * e->C + c : e->rq ? row * e->C + c : base + c * e->W] = v;
   }
 }
 

@@ -10,9 +10,12 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_target.h"
 
-/* Work item i's element (the caller bounds i below e->n = N*D). */
-void gpu_lower_rows(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef ids, LLVMValueRef y);
+/* Work item i's element (the caller bounds i below e->n = N*D); with an
+ * addend (e->bias, argument 3: f32 laid out as y; NULL without) y[i] +=
+ * add[i] (an embedding plus the position embedding: gpu_mfuse.c). */
+void gpu_lower_rows(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef x, LLVMValueRef ids, LLVMValueRef y,
+                    LLVMValueRef add);
 /* The same in C, every work item. */
-void gpu_gather_emulate(const gpu_ew *e, const float *x, const int64_t *ids, float *y);
+void gpu_gather_emulate(const gpu_ew *e, const float *x, const int64_t *ids, float *y, const float *add);
 
 #endif

@@ -45,9 +45,10 @@ int gpu_ln_lanes(int64_t c, int64_t w);
 int64_t gpu_ln_items(const gpu_ew *e);
 unsigned gpu_ln_shared_bytes(const gpu_ew *e);
 /* The kernel `name`'s body: every thread of the workgroup, no bound on
- * the work item around it (the sums need them all). An error where e has
+ * the work item around it (the sums need them all); y16: e->dual's f16
+ * second store (NULL without). An error where e has
  * no split or the target no lane exchange its split needs. */
 cov_status gpu_lower_lnorm(gpu_gen *g, const gpu_ew *e, const char *name, LLVMValueRef x, LLVMValueRef w,
-                           LLVMValueRef y, LLVMValueRef bias);
+                           LLVMValueRef y, LLVMValueRef bias, LLVMValueRef y16);
 
 #endif

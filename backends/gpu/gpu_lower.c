@@ -551,12 +551,13 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->g = g;
   k->p = plan;
   COV_RETURN_IF_ERROR(pick_fragments(k));
-  gpu_add_kernel_n(g, name, plan->split > 1 ? 6 : 4);
+  gpu_add_kernel_n(g, name, plan->prob.epi.residual ? 7 : plan->split > 1 ? 6 : 4);
   k->A = LLVMGetParam(g->fn, 0);
   k->B = LLVMGetParam(g->fn, 1);
   k->Cout = LLVMGetParam(g->fn, 2);
   k->bias = LLVMGetParam(g->fn, 3);
   if (plan->split > 1) k->split_ws = LLVMGetParam(g->fn, 4), k->split_count = LLVMGetParam(g->fn, 5);
+  if (plan->prob.epi.residual) k->resid = LLVMGetParam(g->fn, 6);
   int n_acc = k->nmf * k->nnf * k->fr->n_acc;
   LLVMValueRef slots[n_acc];
   k->acc_slots = slots;

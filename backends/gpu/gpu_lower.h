@@ -19,6 +19,7 @@ typedef struct kernel {
   /* split-K (plan.split): this workgroup's range index and first K tile,
    * the workspace and counters (arguments 4, 5) */
   LLVMValueRef split_z, kt0, split_ws, split_count;
+  LLVMValueRef resid; /* epi.residual: the addend (argument 6), laid out as the output */
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;

@@ -41,6 +41,11 @@ void gpu_attn_vendor_plan(const gpu_attn *a, gpu_plan *p) {
   for (int i = 0; i < 3; i++) p->grid[i] = a->grid[i];
 }
 
+void gpu_attn_out_dense(gpu_attn *a) {
+  a->o_off = 0, a->o_hn = a->batch * a->heads, a->o_s0 = a->out_seq * a->out_dim, a->o_s1 = 0;
+  a->o_row = a->out_dim;
+}
+
 cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim, cov_dtype in_dtype, int bm,
                          int wm, int bn, bool pipe, bool chain, const gpu_target_ops *target, const char *where,
                          gpu_attn *out) {
@@ -99,6 +104,7 @@ cov_status gpu_attn_plan(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
   out->scale = (float)(1.0 / sqrt((double)dim));
   out->keys = seq;
   out->out_seq = seq, out->out_dim = dim;
+  gpu_attn_out_dense(out);
   out->in_seq = seq, out->in_dim = dim;
   out->bm = bm, out->bn = bn, out->wm = wm, out->pipe = pipe, out->chain = chain;
   out->threads = threads;
@@ -137,7 +143,8 @@ static gpu_tile kv_tile(attn_k *s, int which, LLVMValueRef stage) {
  * a thread's chunks are one shared and one global address plus constant
  * offsets: a base register each instead of two 64-bit addresses per chunk
  * held across the key loop (48 registers at 128 keys). */
-/* copy_rows from an unpadded [in_seq][in_dim] tensor: chunks of rows past
+/* copy_rows from an unpadded [in_seq][in_dim] tensor (or one at the
+ * strided layout, in_strided): chunks of rows past
  * in_seq or columns past in_dim written as zeros, reading nothing (their
  * addresses clamped inside the tensor all the same). */
 static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
@@ -145,20 +152,25 @@ static void copy_rows_zfill(attn_k *s, LLVMValueRef src, LLVMValueRef row0, cons
   const gpu_attn *a = s->a;
   int per_row = (int)a->dim / 8, chunks = t->rows * per_row, threads = a->threads;
   LLVMValueRef base = mul(g, s->head, C(a->in_seq * a->in_dim));
+  long long rstride = a->in_dim;
+  if (a->in_strided) { /* the layout fitted to a model's copy (gpu_attn.h) */
+    base = add(g, mul(g, udiv(g, s->head, a->i_hn), C(a->i_s1)), mul(g, urem(g, s->head, a->i_hn), C(a->i_s0)));
+    rstride = a->i_row;
+  }
   for (int i = 0; i < chunks / threads; i++) {
     LLVMValueRef c = add(g, s->tid, C(i * threads));
     LLVMValueRef row = udiv(g, c, per_row), col = mul(g, urem(g, c, per_row), C(8)), r = add(g, row0, row);
     LLVMValueRef rok = ult(g, r, a->in_seq), cok = ult(g, col, a->in_dim);
     LLVMValueRef rc = LLVMBuildSelect(g->b, rok, r, C(a->in_seq - 1), "");
     LLVMValueRef cc = LLVMBuildSelect(g->b, cok, col, C(a->in_dim - 8), "");
-    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(a->in_dim)), cc));
+    LLVMValueRef idx = add(g, base, add(g, mul(g, rc, C(rstride)), cc));
     g->target->async_copy16_zfill(g, gpu_tile_addr(g, t, row, col), gept(g, g->in_t, src, idx), and1(g, rok, cok));
   }
 }
 
 static void copy_rows(attn_k *s, LLVMValueRef src, LLVMValueRef row0, const gpu_tile *t) {
   gpu_gen *g = s->g;
-  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim) {
+  if (s->a->in_seq != s->a->seq || s->a->in_dim != s->a->dim || s->a->in_strided) {
     copy_rows_zfill(s, src, row0, t);
     return;
   }
@@ -363,23 +375,30 @@ static void attn_block(attn_k *s, LLVMValueRef stage, LLVMValueRef (*qf)[ATTN_MA
   }
 }
 
-/* Rows g and g+8 (h) of O as f32 into the unpadded [heads][out_seq]
- * [out_dim] result: two columns per 8-byte store, rows past out_seq and
- * column fragments past out_dim not stored. */
+/* Rows g and g+8 (h) of O into the unpadded result at its layout (o_off,
+ * o_hn, o_s0, o_s1, o_row): two columns per 8-byte f32 or 4-byte f16
+ * store (out_f16), rows past out_seq and column fragments past out_dim
+ * not stored. */
 static void store_f32(attn_k *s, LLVMValueRef row, LLVMValueRef *o, int h, LLVMValueRef inv) {
   gpu_gen *g = s->g;
   const gpu_attn *a = s->a;
   LLVMValueRef t2 = mul(g, urem(g, g->lane, 4), C(2));
   LLVMBasicBlockRef join;
   begin_if(g, ult(g, row, a->out_seq), &join);
-  LLVMValueRef base = add(g, mul(g, s->head, C(a->out_seq * a->out_dim)), mul(g, row, C(a->out_dim)));
+  LLVMValueRef hb = add(g, mul(g, udiv(g, s->head, a->o_hn), C(a->o_s1)), mul(g, urem(g, s->head, a->o_hn), C(a->o_s0)));
+  LLVMValueRef base = add(g, add(g, C(a->o_off), hb), mul(g, row, C(a->o_row)));
   LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
   for (int n = 0; n < (int)a->out_dim / 8; n++) {
     LLVMValueRef v = LLVMGetUndef(v2f);
     v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h], inv, ""), C(0), "");
     v = LLVMBuildInsertElement(g->b, v, LLVMBuildFMul(g->b, o[n * 4 + 2 * h + 1], inv, ""), C(1), "");
-    LLVMValueRef ptr = gept(g, g->f32, s->o, add(g, base, add(g, C(n * 8), t2)));
-    LLVMSetAlignment(LLVMBuildStore(g->b, v, ptr), 8);
+    LLVMValueRef at = add(g, base, add(g, C(n * 8), t2));
+    if (a->out_f16) { /* rounded once */
+      LLVMValueRef hv = LLVMBuildFPTrunc(g->b, v, LLVMVectorType(g->f16, 2), "");
+      LLVMSetAlignment(LLVMBuildStore(g->b, hv, gept(g, g->f16, s->o, at)), 4);
+    } else {
+      LLVMSetAlignment(LLVMBuildStore(g->b, v, gept(g, g->f32, s->o, at)), 8);
+    }
   }
   end_if(g, join);
 }
@@ -650,6 +669,7 @@ cov_status gpu_lower_attn(const gpu_attn *a, const gpu_target_ops *target, LLVMM
   gpu_add_kernel_n(g, name, a->mask ? 5 : 4);
   if (a->mask) s->mask = LLVMGetParam(g->fn, 4);
   s->q = LLVMGetParam(g->fn, 0), s->k = LLVMGetParam(g->fn, 1), s->v = LLVMGetParam(g->fn, 2);
+  if (a->q_off) s->q = gept(g, g->in_t, s->q, C(a->q_off));
   if (a->k_off) s->k = gept(g, g->in_t, s->k, C(a->k_off));
   if (a->v_off) s->v = gept(g, g->in_t, s->v, C(a->v_off));
   s->o = LLVMGetParam(g->fn, 3);

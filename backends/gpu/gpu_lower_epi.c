@@ -1,5 +1,6 @@
 /* backends/gpu/gpu_lower_epi.c: the epilogue of a contraction kernel:
- * the activation, bias and stores of the accumulators straight from the
+ * the activation, bias, a matmul's residual addend and stores of the
+ * accumulators straight from the
  * registers (gpu_k_epilogue, f16 outputs in quads), or through shared
  * memory (gpu_k_stage_out) into NCHW or NHWC convolution outputs, and the
  * row softmax; shared by the tiled kernel (gpu_lower.c), the FMA fragment,
@@ -49,6 +50,24 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
     LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), erf, "");
     return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
   }
+  case GPU_ACT_GELU_TANH: {
+    /* 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3); tanh |u| = 1 -
+     * 2 / (e^(2|u|) + 1) through the target's exp2 (1 once it overflows),
+     * its sign restored */
+    LLVMValueRef x3 = LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, v, ""), v, "");
+    LLVMValueRef u = LLVMBuildFMul(g->b, LLVMConstReal(g->f32, 0.7978845608028654),
+                                   LLVMBuildFAdd(g->b, v, LLVMBuildFMul(g->b, x3, LLVMConstReal(g->f32, 0.044715), ""), ""),
+                                   "");
+    LLVMValueRef au = gpu_call_intrinsic(g, "llvm.fabs", &g->f32, 1, &u, 1);
+    LLVMValueRef ex = g->target->exp2(g, LLVMBuildFMul(g->b, au, LLVMConstReal(g->f32, 2.8853900817779268), ""));
+    LLVMValueRef th = LLVMBuildFSub(g->b, LLVMConstReal(g->f32, 1.0),
+                                    LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 2.0),
+                                                  LLVMBuildFAdd(g->b, ex, LLVMConstReal(g->f32, 1.0), ""), ""),
+                                    "");
+    th = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, u, zero, ""), LLVMBuildFNeg(g->b, th, ""), th, "");
+    LLVMValueRef one_p = LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), th, "");
+    return LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, v, one_p, ""), LLVMConstReal(g->f32, 0.5), "");
+  }
   case GPU_ACT_SILU: { /* x / (1 + 2^(-x log2 e)) */
     LLVMValueRef t = g->target->exp2(g, LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, -1.4426950408889634), ""));
     return LLVMBuildFDiv(g->b, v, LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), t, ""), "");
@@ -66,9 +85,27 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
   return v;
 }
 
-/* Bias and activation of the pair of accumulators i, i + 1 of fragment
- * (mf, nf) at output column col (f32 x 2). */
-static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef col) {
+/* The matmul output element (row, col) of batch k->gidx: its index (the
+ * row permuted where plan.out_rq says). */
+static LLVMValueRef out_index(kernel *k, LLVMValueRef row, LLVMValueRef col) {
+  gpu_gen *g = k->g;
+  const gpu_plan *p = k->p;
+  if (p->out_rq)
+    row = add(g, mul(g, udiv(g, row, p->out_rq), C(p->out_r1)), mul(g, urem(g, row, p->out_rq), C(p->out_r0)));
+  return add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+}
+
+/* A matmul's residual addend (epi.residual) added to v, the output element
+ * at index idx after bias and activation. */
+static LLVMValueRef add_residual(kernel *k, LLVMValueRef v, LLVMValueRef idx) {
+  gpu_gen *g = k->g;
+  if (!k->p->prob.epi.residual) return v;
+  return LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->resid, idx), ""), "");
+}
+
+/* Bias, activation and residual addend of the pair of accumulators i,
+ * i + 1 of fragment (mf, nf) at output row `row`, column col (f32 x 2). */
+static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef row, LLVMValueRef col) {
   gpu_gen *g = k->g;
   const gpu_problem *q = &k->p->prob;
   LLVMValueRef pair = LLVMGetUndef(LLVMVectorType(g->f32, 2));
@@ -76,7 +113,9 @@ static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef col)
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, k->acc_slots[(mf * k->nnf + nf) * k->fr->n_acc + i + j], "");
     if (q->epi.bias)
       v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, add(g, col, C(j))), ""), "");
-    pair = LLVMBuildInsertElement(g->b, pair, gpu_activation(g, &q->epi, v), C(j), "");
+    v = gpu_activation(g, &q->epi, v);
+    if (q->epi.residual) v = add_residual(k, v, out_index(k, row, add(g, col, C(j))));
+    pair = LLVMBuildInsertElement(g->b, pair, v, C(j), "");
   }
   return pair;
 }
@@ -91,7 +130,6 @@ static LLVMValueRef epi_pair(kernel *k, int mf, int nf, int i, LLVMValueRef col)
  * then merges partial sectors). */
 static void store_f16_quads(kernel *k) {
   gpu_gen *g = k->g;
-  const gpu_plan *p = k->p;
   const gpu_frag_ops *fr = k->fr;
   LLVMValueRef t = urem(g, g->lane, 4);
   LLVMValueRef hi[3] = {NULL, LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildAnd(g->b, t, C(1), ""), C(0), ""),
@@ -105,7 +143,7 @@ static void store_f16_quads(kernel *k) {
         LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
         LLVMValueRef col0 = add(g, add(g, k->n0, k->wcol), C(nf0 * fr->fn));
         for (int j = 0; j < 4; j++) {
-          LLVMValueRef pair = epi_pair(k, mf, nf0 + j, i, add(g, col0, add(g, c, C(j * fr->fn))));
+          LLVMValueRef pair = epi_pair(k, mf, nf0 + j, i, row, add(g, col0, add(g, c, C(j * fr->fn))));
           x[j] = LLVMBuildBitCast(g->b, LLVMBuildFPTrunc(g->b, pair, v2h, ""), g->f32, "");
         }
         /* exchange m: element (lane t, slot j) with bit m of t != bit m of
@@ -123,7 +161,7 @@ static void store_f16_quads(kernel *k) {
         for (int j = 0; j < 4; j++)
           vec = LLVMBuildInsertElement(g->b, vec, LLVMBuildBitCast(g->b, x[j], g->i32, ""), C(j), "");
         LLVMValueRef col = add(g, col0, mul(g, t, C(fr->fn)));
-        LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+        LLVMValueRef idx = out_index(k, row, col);
         LLVMSetAlignment(LLVMBuildStore(g->b, vec, gept(g, g->f16, k->Cout, idx)), 16);
       }
 }
@@ -139,8 +177,9 @@ void gpu_k_epilogue(kernel *k) {
     store_f16_quads(k);
     return;
   }
-  /* plan.out_f16 implies this path: tma plans divide M and N, warpgroup
-   * accumulators come in pairs, wgmma tiles make N even */
+  /* tma plans divide M and N, warpgroup accumulators come in pairs,
+   * wgmma tiles make N even: their f16 outputs take this path or the one
+   * above; the tiled kernel's f16 outputs at ragged edges the last one */
   if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
     /* column pairs as one 8-byte store (N even: the pair is aligned) */
     for (int mf = 0; mf < k->nmf; mf++)
@@ -150,8 +189,8 @@ void gpu_k_epilogue(kernel *k) {
           fr->acc_coord(g, i, &r, &c);
           LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
           LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
-          LLVMValueRef pair = epi_pair(k, mf, nf, i, col);
-          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
+          LLVMValueRef pair = epi_pair(k, mf, nf, i, row, col);
+          LLVMValueRef idx = out_index(k, row, col);
           if (p->out_f16) { /* rounded once, stored as 4 bytes */
             LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");
             LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 4);
@@ -176,8 +215,12 @@ void gpu_k_epilogue(kernel *k) {
           v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
         v = gpu_activation(g, &q->epi, v);
         if (q->kind == GPU_OP_MATMUL) {
-          LLVMValueRef idx = add(g, mul(g, add(g, mul(g, k->gidx, C(p->M)), row), C(p->N)), col);
-          LLVMBuildStore(g->b, v, gept(g, g->f32, k->Cout, idx));
+          LLVMValueRef idx = out_index(k, row, col);
+          v = add_residual(k, v, idx);
+          if (p->out_f16) /* rounded once */
+            LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), gept(g, g->f16, k->Cout, idx));
+          else
+            LLVMBuildStore(g->b, v, gept(g, g->f32, k->Cout, idx));
         } else if (!q->epi.maxpool2x2) {
           LLVMValueRef n = udiv(g, row, p->oh * p->ow), pix = urem(g, row, p->oh * p->ow);
           LLVMValueRef idx = add(g, mul(g, add(g, mul(g, n, C(q->ck)), ch), C(p->oh * p->ow)), pix);

@@ -320,7 +320,7 @@ static void lower_elem(gpu_gen *g, const gpu_ew *e, LLVMValueRef i, LLVMValueRef
     return;
   }
   case GPU_EW_CONV: lower_conv(g, e, i, x, w, y, bias); return;
-  case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y); return;
+  case GPU_EW_ROWS: gpu_lower_rows(g, e, i, x, w, y, e->bias ? bias : NULL); return;
   default: return;
   }
 }
@@ -424,14 +424,14 @@ cov_status gpu_lower_ew(const gpu_ew *e, const gpu_target_ops *target, LLVMModul
   COV_RETURN_IF_ERROR(gpu_gen_init(g, &plan, target, mod));
   if (e->n < 1 || e->n > INT32_MAX)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(NULL, name), "GPU lowering: %lld work items (1 .. 2^31-1 are lowered)", (long long)e->n);
-  gpu_add_kernel(g, name);
+  gpu_add_kernel_n(g, name, e->kind == GPU_EW_LNORM && e->dual ? 5 : 4);
   LLVMValueRef x = LLVMGetParam(g->fn, 0), w = LLVMGetParam(g->fn, 1), y = LLVMGetParam(g->fn, 2),
                bias = LLVMGetParam(g->fn, 3);
   cov_status st = NULL;
   gpu_ct_shape sh;
   gpu_ct_kind ct = gpu_ew_transpose(e, &sh);
   if (e->kind == GPU_EW_LNORM) {
-    st = gpu_lower_lnorm(g, e, name, x, w, y, bias);
+    st = gpu_lower_lnorm(g, e, name, x, w, y, bias, e->dual ? LLVMGetParam(g->fn, 4) : NULL);
   } else if (e->kind == GPU_EW_MAXPOOL || e->kind == GPU_EW_GAVGPOOL) {
     st = gpu_lower_pool_ew(g, e, name, x, y);
   } else if (ct == GPU_CT_TILES) {

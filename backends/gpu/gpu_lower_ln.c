@@ -83,7 +83,7 @@ static LLVMValueRef fsel(gpu_gen *g, LLVMValueRef ok, LLVMValueRef v) {
 }
 
 cov_status gpu_lower_lnorm(gpu_gen *g, const gpu_ew *e, const char *name, LLVMValueRef x, LLVMValueRef w,
-                           LLVMValueRef y, LLVMValueRef bias) {
+                           LLVMValueRef y, LLVMValueRef bias, LLVMValueRef y16) {
   ln_kern k = {.m = gpu_ln_map_of(e)};
   const gpu_ln_map *m = &k.m;
   if (!m->lanes || e->N * e->C * e->W > INT32_MAX)
@@ -127,8 +127,12 @@ cov_status gpu_lower_lnorm(gpu_gen *g, const gpu_ew *e, const char *name, LLVMVa
     r = LLVMBuildFMul(g->b, r, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, w, ch[s]), ""), "");
     r = LLVMBuildFAdd(g->b, r, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, bias, ch[s]), ""), "");
     LLVMValueRef d = e->also ? add(g, mul(g, pair, C(e->C)), ch[s]) : add(g, base, mul(g, ch[s], C(e->W)));
+    if (e->rq) /* rows (W == 1) permuted */
+      d = add(g, mul(g, add(g, mul(g, udiv(g, pair, e->rq), C(e->r1)), mul(g, urem(g, pair, e->rq), C(e->r0))), C(e->C)),
+              ch[s]);
     if (e->out_dtype == COV_F16) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, r, g->f16, ""), gept(g, g->f16, y, d));
     else LLVMBuildStore(g->b, r, gept(g, g->f32, y, d));
+    if (y16) LLVMBuildStore(g->b, LLVMBuildFPTrunc(g->b, r, g->f16, ""), gept(g, g->f16, y16, d));
     if (in_c) end_if(g, in_c);
   }
   end_if(g, in_pair);

@@ -57,7 +57,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     int64_t vals[] = {q->cn, q->cc, q->ch, q->cw, q->ck, q->cr, q->cs, q->stride, q->pad, q->dilation, q->groups, p->oh, p->ow};
     for (int i = 0; i < 13; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
   }
-  static const char *acts[] = {"none", "relu", "clip", "gelu", "hswish", "hsigmoid", "silu"};
+  static const char *acts[] = {"none", "relu", "clip", "gelu", "hswish", "hsigmoid", "silu", "gelu_tanh"};
   json_object_set_new(o, "bias", json_boolean(q->epi.bias));
   json_object_set_new(o, "act", json_string(acts[q->epi.act]));
   if (q->epi.act == GPU_ACT_CLIP || q->epi.act == GPU_ACT_HSIGMOID) { /* HSIGMOID: alpha, beta */
@@ -66,6 +66,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   }
   json_object_set_new(o, "maxpool2x2", json_boolean(q->epi.maxpool2x2));
   json_object_set_new(o, "softmax", json_boolean(q->epi.softmax));
+  if (q->epi.residual) /* the addend: kernel argument 6 */
+    json_object_set_new(o, "residual", json_true());
   /* channels-last: the input goes through the transform kernel first, into
    * a workspace; the weights are taken as [R][S][C][K] */
   json_object_set_new(o, "layout", json_string(p->nhwc || p->dw ? "nhwc" : "nchw"));
@@ -98,6 +100,13 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "tma", tm);
   }
   if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
+  if (p->out_rq) { /* output row m at (m / q) * r1 + (m % q) * r0 */
+    json_t *r = json_array();
+    json_array_append_new(r, json_integer(p->out_rq));
+    json_array_append_new(r, json_integer(p->out_r0));
+    json_array_append_new(r, json_integer(p->out_r1));
+    json_object_set_new(o, "out_rows", r);
+  }
   /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
    * "pre" transform), the output is [N][OH][OW][K] */
   if (q->nhwc_io) json_object_set_new(o, "out_layout", json_string("nhwc"));

@@ -339,6 +339,7 @@ static int plan_attn(const gpu_target *t, int64_t bh, int64_t S, int64_t D, cons
   a->in_seq = S, a->in_dim = D;
   a->k_off = bh * S * D, a->v_off = 2 * a->k_off;
   a->out_f32 = true, a->out_seq = S, a->out_dim = D;
+  gpu_attn_out_dense(a);
   return 1;
 }
 
@@ -444,6 +445,229 @@ cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int 
   return NULL;
 }
 
+/* ---- the result stored as its reader's operand ---------------------------- */
+
+/* Where copy e sends O's element (h, i, d) of a [bh][S][D] result, fitted
+ * as a's output layout (o_off, o_hn, o_s0, o_s1, o_row; columns
+ * contiguous) and checked for every element, each read exactly once; 0
+ * where the copy is not of that form. hd: bh scratch values. */
+static int fit_out_layout(const gpu_ew *e, int64_t bh, int64_t S, int64_t D, int64_t out_numel, gpu_attn *a,
+                          int64_t *hd) {
+  int64_t n = bh * S * D, r1 = -1, c1 = -1;
+  if (e->n != n || n > k_max_elems) return 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t src, dst;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    if (src < 0 || src >= n) return 0;
+    if (src % (S * D) == 0) hd[src / (S * D)] = dst;
+    if (src == D) r1 = dst;
+    if (src == 1) c1 = dst;
+  }
+  int64_t off = hd[0], s0 = bh > 1 ? hd[1] - off : 0, hn = 1, s1 = 0, row = S > 1 ? r1 - off : 0;
+  while (hn < bh && hd[hn] == off + hn * s0) hn++;
+  if (bh % hn || (D > 1 && c1 != off + 1)) return 0;
+  if (hn < bh) s1 = hd[hn] - off;
+  if (off < 0 || off % 2 || s0 < 0 || s0 % 2 || s1 < 0 || s1 % 2 || row < 0 || row % 2 || out_numel >= (1ll << 31))
+    return 0;
+  a->o_off = off, a->o_hn = hn, a->o_s0 = s0, a->o_s1 = s1, a->o_row = row;
+  char *seen = calloc((size_t)n + 1, 1);
+  if (!seen) return 0;
+  int ok = 1;
+  for (int64_t j = 0; j < n && ok; j++) {
+    int64_t src, dst, h, i, d;
+    gpu_ew_copy_at(e, j, &src, &dst);
+    h = src / (S * D), i = src / D % S, d = src % D;
+    ok = !seen[src] && dst == off + h / hn * s1 + h % hn * s0 + i * row + d && dst < out_numel;
+    seen[src] = 1;
+  }
+  free(seen);
+  return ok;
+}
+
+/* Step i, a fused attention, storing the f16 copy that alone reads its
+ * result; returns 1 if it did, -1 when out of memory. */
+static int fuse_out_at(gpu_model_plan *p, char *del, int i) {
+  gpu_mstep *s = &p->steps[i];
+  gpu_attn *a = &s->attn;
+  int y = s->args[3], c = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || !a->out_f32 || a->out_f16 || y < 0 ||
+      p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 || gpu_ms_users(p, del, y, i, &c) != 1 ||
+      c < i)
+    return 0;
+  const gpu_mstep *t = &p->steps[c];
+  const gpu_ew *e = &t->ew;
+  int h = t->args[2];
+  if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[0] != y || h < 0 ||
+      p->bufs[h].kind != GPU_BUF_INTERMEDIATE || p->bufs[h].dtype != COV_F16 || e->out_dtype != COV_F16 ||
+      e->in_dtype == COV_F16 || e->bias || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE ||
+      gpu_ew_raw(e))
+    return 0;
+  for (int j = i + 1; j < c; j++) /* nothing between touches the copy's result */
+    for (int k = 0; !del[j] && p->steps[j].op == GPU_STEP_LAUNCH && k < p->steps[j].n_args; k++)
+      if (p->steps[j].args[k] == h) return 0;
+  int64_t bh = a->batch * a->heads;
+  int64_t *hd = malloc((size_t)bh * sizeof *hd + 8);
+  if (!hd) return -1;
+  gpu_attn f = *a;
+  int ok = fit_out_layout(e, bh, a->out_seq, a->out_dim, p->bufs[h].numel, &f, hd);
+  free(hd);
+  if (!ok) return 0;
+  f.out_f16 = true;
+  *a = f;
+  s->args[3] = h;
+  del[c] = 1;
+  return 1;
+}
+
+/* The copies (at most GPU_MATTN_COPIES) that alone write qkv, the
+ * attention's operand buffer, before step i, each a plain f16 copy: how
+ * many (0: not so), their steps in c[]. */
+static int qkv_copies(const gpu_model_plan *p, const char *del, int i, int qkv, int c[GPU_MATTN_COPIES]) {
+  int n = 0;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    int use = 0;
+    for (int k = 0; !del[j] && t->op == GPU_STEP_LAUNCH && k < t->n_args; k++) use |= t->args[k] == qkv;
+    if (del[j] || j == i || !use) continue;
+    const gpu_ew *e = &t->ew;
+    if (j > i || n == GPU_MATTN_COPIES || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[2] != qkv ||
+        t->args[0] < 0 || t->args[1] >= 0 || t->args[3] >= 0 || e->out_dtype != COV_F16 || e->in_dtype == COV_F16 ||
+        e->bias || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e))
+      return 0;
+    c[n++] = j;
+  }
+  return n;
+}
+
+/* The matmul writing y, an f32 buffer that only the copies c[0 .. n) read
+ * besides it, through its direct epilogue, before them: its step, -1 if
+ * none or y is read otherwise. */
+static int source_matmul(const gpu_model_plan *p, const char *del, int y, const int *c, int n) {
+  if (y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+      p->bufs[y].numel >= (1ll << 31))
+    return -1;
+  int w = -1;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    int use = 0, mine = 0;
+    for (int k = 0; !del[j] && t->op == GPU_STEP_LAUNCH && k < t->n_args; k++) use |= t->args[k] == y;
+    for (int k = 0; k < n; k++) mine |= c[k] == j;
+    if (!use || mine) continue;
+    const gpu_problem *q = &t->plan.prob;
+    if (w >= 0 || t->kkind != GPU_KERNEL_MATRIX || t->pre || t->args[2] != y || j > c[0] ||
+        q->kind != GPU_OP_MATMUL || t->plan.staged || q->epi.softmax || t->plan.out_f16)
+      return -1;
+    w = j;
+  }
+  return w;
+}
+
+/* Fits the copies' element map (qkv [3][bh][S][D] from their sources) as
+ * the attention's strided input layout, operand w read from src[w]; 0
+ * where it is not of that form or not 16-byte aligned. */
+static int fit_in_layout(const gpu_model_plan *p, const int *c, int n, gpu_attn *a, int src[3]) {
+  int64_t bh = a->batch * a->heads, S = a->in_seq, D = a->in_dim, hsd = bh * S * D, tot = 3 * hsd;
+  if (tot > k_max_elems) return 0;
+  int64_t *hd = malloc((size_t)bh * sizeof *hd + 8), off[3] = {-1, -1, -1}, r1 = -1, c1 = -1;
+  unsigned char *seen = calloc((size_t)tot + 1, 1);
+  int ok = hd && seen;
+  src[0] = src[1] = src[2] = -1;
+  for (int k = 0; k < n && ok; k++) /* the probes */
+    for (int64_t j = 0; j < p->steps[c[k]].ew.n; j++) {
+      int64_t from, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &from, &dst);
+      if (dst < 0 || dst >= tot) ok = 0;
+      else if (dst % (S * D) == 0 && dst < hsd) hd[dst / (S * D)] = from;
+      if (ok && dst % hsd == 0) off[dst / hsd] = from, src[dst / hsd] = p->steps[c[k]].args[0];
+      if (dst == D) r1 = from;
+      if (dst == 1) c1 = from;
+    }
+  int64_t hn = 1, s0 = bh > 1 ? hd[1] - off[0] : 0, s1 = 0, row = S > 1 ? r1 - off[0] : 0;
+  while (ok && hn < bh && hd[hn] == off[0] + hn * s0) hn++;
+  if (ok && hn < bh) s1 = hd[hn] - off[0];
+  for (int w = 0; w < 3; w++) ok = ok && off[w] >= 0 && off[w] % 8 == 0;
+  ok = ok && bh % hn == 0 && (D == 1 || c1 == off[0] + 1) && s0 >= 0 && s0 % 8 == 0 && s1 >= 0 && s1 % 8 == 0 &&
+       row >= 0 && row % 8 == 0;
+  for (int k = 0; k < n && ok; k++) /* every element at the fitted place, each once */
+    for (int64_t j = 0; j < p->steps[c[k]].ew.n && ok; j++) {
+      int64_t from, dst;
+      gpu_ew_copy_at(&p->steps[c[k]].ew, j, &from, &dst);
+      int64_t w = dst / hsd, h = dst / (S * D) % bh, r = dst / D % S, d = dst % D;
+      ok = !seen[dst] && p->steps[c[k]].args[0] == src[w] && from == off[w] + h / hn * s1 + h % hn * s0 + r * row + d;
+      seen[dst] = 1;
+    }
+  for (int64_t j = 0; j < tot && ok; j++) ok = seen[j];
+  free(hd), free(seen);
+  if (!ok) return 0;
+  a->in_strided = true, a->q_off = off[0], a->k_off = off[1], a->v_off = off[2];
+  a->i_hn = hn, a->i_s0 = s0, a->i_s1 = s1, a->i_row = row;
+  return 1;
+}
+
+/* Matmul step w (writing f32 y) stores f16 instead: the new buffer, -1
+ * when out of memory. */
+static int matmul_to_f16(gpu_model_plan *p, int w, int y) {
+  cov_status st = NULL;
+  char nm[sizeof p->bufs[0].name];
+  snprintf(nm, sizeof nm, "%.120s.f16", p->bufs[y].name);
+  gpu_mbuf yb = p->bufs[y];
+  int h = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, yb.rank, yb.shape, &st);
+  cov_status_free(st);
+  if (h < 0) return -1;
+  gpu_mstep *m = &p->steps[w];
+  m->plan.out_f16 = true, m->args[2] = h;
+  size_t k = strlen(m->kernel);
+  if (k + 4 < sizeof m->kernel) memcpy(m->kernel + k, "_f16", 5);
+  return h;
+}
+
+/* Step i, a fused attention whose Q, K and V are copies of matmul results
+ * (the head split of a QKV projection, or of three projections): each
+ * matmul stores its result as f16 and the kernel reads Q, K and V there
+ * in place (in the layout fitted to the copies), and the copies go. 1 if
+ * it did, -1 when out of memory. */
+static int fuse_in_at(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  int qkv = s->args[0], c[GPU_MATTN_COPIES], src[3], mm[3], n;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_ATTN || s->attn.in_strided || s->args[1] != qkv ||
+      s->args[2] != qkv || qkv < 0 || p->bufs[qkv].dtype != COV_F16 ||
+      p->bufs[qkv].numel != 3 * s->attn.batch * s->attn.heads * s->attn.in_seq * s->attn.in_dim ||
+      !(n = qkv_copies(p, del, i, qkv, c)))
+    return 0;
+  gpu_attn a = s->attn;
+  if (!fit_in_layout(p, c, n, &a, src)) return 0;
+  for (int w = 0; w < 3; w++)
+    if ((mm[w] = source_matmul(p, del, src[w], c, n)) < 0) return 0;
+  int h[3];
+  for (int w = 0; w < 3; w++) {
+    h[w] = w && src[w] == src[0] ? h[0] : w == 2 && src[2] == src[1] ? h[1] : matmul_to_f16(p, mm[w], src[w]);
+    if (h[w] < 0) return -1;
+  }
+  gpu_mstep *t = &p->steps[i];
+  t->attn = a;
+  for (int w = 0; w < 3; w++) t->args[w] = h[w];
+  for (int j = 0; j < n; j++) del[c[j]] = 1;
+  return 1;
+}
+
+cov_status gpu_mattn_fuse_out(gpu_model_plan *p) {
+  char *del = calloc((size_t)p->n_steps + 1, 1);
+  if (!del) return oom();
+  int any = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    int r = del[i] ? 0 : fuse_out_at(p, del, i);
+    int r2 = del[i] || r < 0 ? 0 : fuse_in_at(p, del, i);
+    if (r < 0 || r2 < 0) {
+      free(del);
+      return oom();
+    }
+    any |= r | r2;
+  }
+  if (any) gpu_ms_compact(p, del);
+  free(del);
+  return NULL;
+}
+
 /* ---- the CPU meaning ---------------------------------------------------- */
 
 static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
@@ -451,7 +675,9 @@ static float round16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 /* Element (h, r, d) of a [heads][in_seq][in_dim] operand, zero in the
  * padding the kernel reads as zeros. */
 static float in_at(const gpu_attn *a, const float *x, int64_t h, int64_t r, int64_t d) {
-  return r < a->in_seq && d < a->in_dim ? x[(h * a->in_seq + r) * a->in_dim + d] : 0.0f;
+  if (r >= a->in_seq || d >= a->in_dim) return 0.0f;
+  if (a->in_strided) return x[h / a->i_hn * a->i_s1 + h % a->i_hn * a->i_s0 + r * a->i_row + d];
+  return x[(h * a->in_seq + r) * a->in_dim + d];
 }
 
 cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, const float *v, float *o,
@@ -459,7 +685,7 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
   int64_t S = a->seq, D = a->dim;
   float *p = malloc((size_t)S * sizeof *p + 4);
   if (!p) return oom();
-  k += a->k_off, v += a->v_off;
+  q += a->q_off, k += a->k_off, v += a->v_off;
   for (int64_t h = 0; h < a->batch * a->heads; h++)
     for (int64_t i = 0; i < (a->out_f32 ? a->out_seq : S); i++) {
       float mx = -INFINITY, sum = 0.0f;
@@ -477,8 +703,11 @@ cov_status gpu_attn_emulate(const gpu_attn *a, const float *q, const float *k, c
       for (int64_t d = 0; d < (a->out_f32 ? a->out_dim : D); d++) {
         float acc = 0.0f;
         for (int64_t j = 0; j < S; j++) acc += round16(p[j]) * in_at(a, v, h, j, d);
-        if (a->out_f32) o[(h * a->out_seq + i) * a->out_dim + d] = acc / sum;
-        else o[(h * S + i) * D + d] = round16(acc / sum);
+        if (a->out_f32)
+          o[a->o_off + h / a->o_hn * a->o_s1 + h % a->o_hn * a->o_s0 + i * a->o_row + d] =
+              a->out_f16 ? round16(acc / sum) : acc / sum;
+        else
+          o[(h * S + i) * D + d] = round16(acc / sum);
       }
     }
   free(p);

@@ -43,5 +43,13 @@ cov_status gpu_mattn_find(const gpu_capture *cap, const struct gpu_target *t, gp
  * result. */
 cov_status gpu_mattn_lower(gpu_model_plan *p, const gpu_cap_group *g, const int *id_buf, const gpu_mattn_match *m);
 void gpu_mattn_free(gpu_mattn_set *s);
+/* After the plan-level passes: each fused attention whose f32 result only
+ * one f16 copy reads (the heads merged into the next projection's
+ * operand) stores that copy's elements itself, at the layout fitted to
+ * the copy element by element (gpu_attn o_*, out_f16), and the copy goes;
+ * each whose Q, K and V are copies of one matmul's result (a QKV
+ * projection's head split) reads them in place from that matmul's f16
+ * result (in_strided), and the copies go. */
+cov_status gpu_mattn_fuse_out(gpu_model_plan *p);
 
 #endif

@@ -807,6 +807,7 @@ cov_status gpu_model_compile_straight(const cov_model *m, const char *path, cons
   if (!st && t && !t->f32_activations) st = gpu_model_fuse_act(p);
   if (!st && t && !t->f32_activations) st = gpu_model_channels_last(p, t);
   if (!st && t && !t->f32_activations) st = gpu_model_fuse(p);
+  if (!st && t && !t->f32_activations) st = gpu_mattn_fuse_out(p);
   if (!st && t) st = gpu_model_split_bind(p);
   if (!st && t && emit) st = gpu_model_build_modules(p, t);
   if (st) gpu_model_plan_free(p);
@@ -841,7 +842,8 @@ cov_status gpu_model_split_bind(gpu_model_plan *p) {
     int ws = add_buf1(p, nm, GPU_BUF_INTERMEDIATE, COV_F32, gpu_split_ws_floats(&s->plan), &st);
     if (ws < 0) return st;
     s = &p->steps[i];
-    s->args[4] = ws, s->args[5] = cnt, s->n_args = 6;
+    s->args[4] = ws, s->args[5] = cnt;
+    if (s->n_args < 6) s->n_args = 6; /* 7 with a residual addend (argument 6) */
   }
   /* the fill, just before the first split launch (and its transform) */
   int at = first > 0 && p->steps[first - 1].pre ? first - 1 : first;

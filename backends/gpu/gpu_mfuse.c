@@ -39,7 +39,10 @@
  * its conversion dropped once unread; a residual copy that then moves only
  * NHWC f16 walks them in NHWC order (coalesced). Concats: gpu_mfuse_cat.c.
  * The f16 operand copies of one buffer (one per matrix kernel reading it,
- * as lowered group by group) are one. */
+ * as lowered group by group) are one. An add of a whole constant (ViT's
+ * position embedding) to a buffer that plain copies write (its Concat)
+ * is added by those copies, and an add to a row gather's result (an
+ * embedding plus the position embedding) by the gather. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,13 +389,97 @@ static int dedup_f16_copies(gpu_model_plan *p, char *del, int i) {
   return any;
 }
 
+/* Step b, an add of a whole constant (ViT's position embedding) to a
+ * buffer only plain f32 copies write (the class token and the patches'
+ * Concat), each element once: each copy adds the constant at its
+ * destinations (bias 1, argument 3) into the add's result, and the add
+ * goes. Returns whether it did. */
+static int fuse_const_add_at(gpu_model_plan *p, char *del, int b) {
+  const gpu_mstep *add = &p->steps[b];
+  const gpu_cdl_call *k = &add->ew.cdl;
+  if (!gpu_ms_is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3) return 0;
+  int ci = p->bufs[add->args[0]].kind == GPU_BUF_WEIGHT ? 0 : 1, x = add->args[1 - ci], c = add->args[ci];
+  int z = add->args[2], cp[4], n = 0, w = -1;
+  int64_t numel = p->bufs[x].numel;
+  if (p->bufs[c].kind != GPU_BUF_WEIGHT || p->bufs[c].dtype != COV_F32 || p->bufs[c].numel != numel ||
+      p->bufs[x].kind != GPU_BUF_INTERMEDIATE || p->bufs[x].dtype != COV_F32 || p->bufs[z].dtype != COV_F32 ||
+      p->bufs[z].numel != numel || numel > (1 << 24) || gpu_ms_users(p, del, x, -1 - b, &w) < 1)
+    return 0;
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *t = &p->steps[j];
+    int use = t->op == GPU_STEP_FILL ? t->fill_buf == x : 0;
+    for (int a = 0; t->op == GPU_STEP_LAUNCH && a < t->n_args; a++) use |= t->args[a] == x;
+    if (del[j] || j == b || !use) continue;
+    const gpu_ew *e = &t->ew;
+    if (n == 4 || j > b || t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY ||
+        t->args[2] != x || t->args[1] >= 0 || t->args[3] >= 0 || e->out_dtype != COV_F32 || e->bias || e->also ||
+        e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || gpu_ew_raw(e))
+      return 0;
+    cp[n++] = j;
+  }
+  char *seen = calloc((size_t)numel + 1, 1);
+  int ok = seen && n > 0;
+  for (int i = 0; i < n && ok; i++)
+    for (int64_t j = 0; j < p->steps[cp[i]].ew.n && ok; j++) {
+      int64_t src, dst;
+      gpu_ew_copy_at(&p->steps[cp[i]].ew, j, &src, &dst);
+      ok = dst >= 0 && dst < numel && !seen[dst];
+      if (ok) seen[dst] = 1;
+    }
+  for (int64_t j = 0; j < numel && ok; j++) ok = seen[j];
+  free(seen);
+  if (!ok) return 0;
+  gpu_ms_drop_fills(p, del, z);
+  for (int i = 0; i < n; i++) {
+    gpu_mstep *t = &p->steps[cp[i]];
+    t->ew.bias = 1, t->args[3] = c, t->args[2] = z;
+    size_t l = strlen(t->kernel);
+    if (l + 4 < sizeof t->kernel) memcpy(t->kernel + l, "_add", 5);
+  }
+  del[b] = 1;
+  return 1;
+}
+
+/* Step b, an add of two whole f32 values one of which a row gather alone
+ * makes for it (an embedding), the other complete before the gather (the
+ * position embedding, or another embedding): the gather adds it (bias,
+ * argument 3) and writes the add's result. Returns whether it did. */
+static int fuse_rows_add_at(gpu_model_plan *p, char *del, int b) {
+  const gpu_mstep *add = &p->steps[b];
+  const gpu_cdl_call *k = &add->ew.cdl;
+  if (!gpu_ms_is_codelet(add, "add") || k->n_in != 2 || add->n_args != 3) return 0;
+  for (int side = 1; side >= 0; side--) {
+    int y = add->args[side], o = add->args[1 - side], z = add->args[2], g = -1, before = 0;
+    if (y == o || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+        p->bufs[o].dtype != COV_F32 || p->bufs[o].numel != p->bufs[y].numel || p->bufs[z].dtype != COV_F32 ||
+        p->bufs[z].numel != p->bufs[y].numel || gpu_ms_users(p, del, y, b, &g) != 1 || g > b)
+      continue;
+    gpu_mstep *t = &p->steps[g];
+    if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || t->ew.kind != GPU_EW_ROWS || t->ew.bias ||
+        t->args[2] != y || t->ew.n != p->bufs[y].numel)
+      continue;
+    for (int j = 0; j < g && !before; j++) before = !del[j] && gpu_ms_writes(&p->steps[j], o);
+    int moved = 0;
+    for (int j = g; j < b && !moved; j++) moved = !del[j] && (gpu_ms_writes(&p->steps[j], o) || gpu_ms_writes(&p->steps[j], z));
+    if ((p->bufs[o].kind == GPU_BUF_INTERMEDIATE && !before) || moved) continue;
+    gpu_ms_drop_fills(p, del, z);
+    t->ew.bias = 1, t->args[3] = o, t->args[2] = z;
+    size_t l = strlen(t->kernel);
+    if (l + 4 < sizeof t->kernel) memcpy(t->kernel + l, "_add", 5);
+    del[b] = 1;
+    return 1;
+  }
+  return 0;
+}
+
 cov_status gpu_model_fuse(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
   for (int a = 0; a < p->n_steps; a++)
     any |= !del[a] && (fuse_at(p, del, a) || fuse_silu_at(p, del, a) || fuse_gate_at(p, del, a) ||
-                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a));
+                       gpu_ms_fuse_lnorm(p, del, a) || fuse_scale_at(p, del, a) || fuse_const_add_at(p, del, a) ||
+                       fuse_rows_add_at(p, del, a));
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && gpu_ms_fuse_se(p, del, a);
   int *scratch = malloc(((size_t)p->n_steps + 1) * sizeof *scratch);
@@ -409,6 +496,7 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
   any |= cat;
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && dedup_f16_copies(p, del, a);
   any |= nhwc_shortcuts(p, del);
+  any |= gpu_ms_fuse_matrix_epi(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

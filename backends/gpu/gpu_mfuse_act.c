@@ -16,7 +16,12 @@
  * GELU as torch exports it (Div by sqrt 2, Erf, Add 1, then Mul by the
  * input and by 0.5, in either order: five launches and four fills) is one
  * activation the same way, the epilogue's GELU (erf within 1.5e-7); where
- * the input's producer cannot take it, one copy applying GPU_FN_GELU. */
+ * the input's producer cannot take it, one copy applying GPU_FN_GELU.
+ *
+ * GELU's tanh form (GPT-2's gelu_new), exported as eight element-wise
+ * steps in orders that differ between exporters, is recognised by what
+ * the steps compute from the matmul's result (evaluated at probe points)
+ * and becomes that matmul's GPU_ACT_GELU_TANH. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,11 +171,148 @@ static int fuse_silu_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
+/* ---- GELU's tanh form, found by what the chain computes ------------------ */
+
+enum { TANH_CHAIN = 12 }; /* element-wise steps at most */
+
+/* Step s's codelet as a pointwise function of its inputs (the ONNX
+ * operators the exporters write GELU's tanh form with): its index in
+ * k_ops, -1 for any other. */
+static const char *const k_ops[] = {"add", "sub", "mul", "div", "pow", "tanh"};
+static int op_of(const gpu_mstep *s) {
+  for (int k = 0; k < (int)(sizeof k_ops / sizeof *k_ops); k++)
+    if (gpu_ms_is_codelet(s, k_ops[k]) && s->ew.cdl.n_in == (k == 5 ? 1 : 2) && s->n_args == s->ew.cdl.n_in + 1)
+      return k;
+  return -1;
+}
+
+static double apply_op(int op, double a, double b) {
+  switch (op) {
+  case 0: return a + b;
+  case 1: return a - b;
+  case 2: return a * b;
+  case 3: return a / b;
+  case 4: return pow(a, b);
+  default: return tanh(a);
+  }
+}
+
+/* An f32 constant of one element: its value in *v. */
+static int scalar_of(const gpu_model_plan *p, int b, double *v) {
+  const gpu_mbuf *c = &p->bufs[b];
+  float f;
+  if (c->kind != GPU_BUF_WEIGHT || c->dtype != COV_F32 || c->numel != 1 || !c->data) return 0;
+  memcpy(&f, c->data, sizeof f);
+  *v = f;
+  return 1;
+}
+
+/* The element-wise steps after step w that compute from x (f32
+ * intermediate of n elements) and scalar constants alone, in order (fills
+ * skipped), at most TANH_CHAIN: how many, in st[]. */
+static int pointwise_chain(const gpu_model_plan *p, const char *del, int w, int x, int st[TANH_CHAIN]) {
+  int n = 0, vals[TANH_CHAIN + 1] = {x};
+  int64_t numel = p->bufs[x].numel;
+  for (int j = w + 1; j < p->n_steps && n < TANH_CHAIN; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    if (del[j] || s->op == GPU_STEP_FILL) continue;
+    int op = op_of(s), from = 0, ok = op >= 0, y = ok ? s->args[s->n_args - 1] : -1;
+    for (int i = 0; ok && i < s->ew.cdl.n_in; i++) {
+      double c;
+      int in = 0;
+      for (int k = 0; k <= n; k++) in |= s->args[i] == vals[k];
+      from |= in;
+      ok = in || scalar_of(p, s->args[i], &c);
+    }
+    if (!ok || !from || p->bufs[y].kind != GPU_BUF_INTERMEDIATE || p->bufs[y].dtype != COV_F32 ||
+        p->bufs[y].numel != numel)
+      break;
+    st[n++] = j, vals[n] = y;
+  }
+  return n;
+}
+
+/* Whether buffer b is read (or written) by launches other than the chain's
+ * first n steps st[] and step w. */
+static int read_outside(const gpu_model_plan *p, const char *del, int b, int w, const int *st, int n) {
+  for (int j = 0; j < p->n_steps; j++) {
+    const gpu_mstep *s = &p->steps[j];
+    int mine = j == w;
+    for (int k = 0; k < n; k++) mine |= st[k] == j;
+    for (int k = 0; !del[j] && !mine && s->op == GPU_STEP_LAUNCH && k < s->n_args; k++)
+      if (s->args[k] == b) return 1;
+  }
+  return 0;
+}
+
+/* The chain's first n steps from x evaluated at v (f64). */
+static double chain_at(const gpu_model_plan *p, const int *st, int n, int x, double v) {
+  double val[TANH_CHAIN + 1] = {v};
+  int buf[TANH_CHAIN + 1] = {x};
+  for (int k = 0; k < n; k++) {
+    const gpu_mstep *s = &p->steps[st[k]];
+    double in[2] = {0, 0};
+    for (int i = 0; i < s->ew.cdl.n_in; i++) {
+      int found = 0;
+      for (int m = 0; m <= k && !found; m++)
+        if (buf[m] == s->args[i]) in[i] = val[m], found = 1;
+      if (!found) scalar_of(p, s->args[i], &in[i]);
+    }
+    val[k + 1] = apply_op(op_of(s), in[0], in[1]), buf[k + 1] = s->args[s->n_args - 1];
+  }
+  return val[n];
+}
+
+/* Whether the chain's first n steps compute GELU's tanh form of x: at
+ * 161 points of [-10, 10] within 1e-6 (relative above 1). */
+static int is_gelu_tanh(const gpu_model_plan *p, const int *st, int n, int x) {
+  for (int i = 0; i <= 160; i++) {
+    double v = -10.0 + i / 8.0, want = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    if (!(fabs(chain_at(p, st, n, x, v) - want) <= 1e-6 * fmax(1.0, fabs(want)))) return 0;
+  }
+  return 1;
+}
+
+/* Step w, a matrix kernel without an activation, with the element-wise
+ * chain after it that computes GELU's tanh form of its result (GPT-2's
+ * gelu_new: Mul, Pow or Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul in the
+ * exporters' orders; eight launches and their fills) as its epilogue's
+ * GPU_ACT_GELU_TANH. The chain is recognised by what it computes: its
+ * steps read only x, each other's results and scalar constants, nothing
+ * else reads x or a result before the last, and the last equals the
+ * formula at every probe point. */
+static int fuse_gelu_tanh_at(gpu_model_plan *p, char *del, int w) {
+  gpu_mstep *s = &p->steps[w];
+  int x = s->args[2], st[TANH_CHAIN];
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || !takes_act(s, x) || x < 0 ||
+      p->bufs[x].kind != GPU_BUF_INTERMEDIATE || p->bufs[x].dtype != COV_F32)
+    return 0;
+  int n = pointwise_chain(p, del, w, x, st);
+  /* the shortest prefix whose last result is GELU's, nothing outside
+   * reading x or the results before it */
+  for (int m = 1; m <= n; m++) {
+    int inside = !read_outside(p, del, x, w, st, m);
+    for (int k = 0; inside && k + 1 < m; k++)
+      inside = !read_outside(p, del, p->steps[st[k]].args[p->steps[st[k]].n_args - 1], w, st, m);
+    if (!inside || !is_gelu_tanh(p, st, m, x)) continue;
+    int z = p->steps[st[m - 1]].args[p->steps[st[m - 1]].n_args - 1];
+    for (int k = 0; k < m; k++) {
+      gpu_ms_drop_fills(p, del, p->steps[st[k]].args[p->steps[st[k]].n_args - 1]);
+      del[st[k]] = 1;
+    }
+    s->plan.prob.epi.act = GPU_ACT_GELU_TANH;
+    s->args[2] = z;
+    return 1;
+  }
+  return 0;
+}
+
 cov_status gpu_model_fuse_act(gpu_model_plan *p) {
   char *del = calloc((size_t)p->n_steps + 1, 1);
   if (!del) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   int any = 0;
   for (int i = 0; i < p->n_steps; i++) any |= !del[i] && (fuse_gelu_at(p, del, i) || fuse_silu_at(p, del, i) || fuse_unary_at(p, del, i));
+  for (int i = 0; i < p->n_steps; i++) any |= !del[i] && fuse_gelu_tanh_at(p, del, i);
   if (any) gpu_ms_compact(p, del);
   free(del);
   return NULL;

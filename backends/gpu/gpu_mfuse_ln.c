@@ -92,13 +92,80 @@ static float epsilon(const gpu_cdl_call *k) {
   return 1e-5f;
 }
 
-/* Where y is read only by a whole f16 operand copy or a conversion to NHWC
- * f16, f writes that buffer instead. */
+/* Whether step r is a copy moving whole rows of y that f normalises
+ * (W == 1; a seq-first transformer's operand), to f16 or to an f32
+ * buffer that only its f16 operand copy reads: f then stores its rows
+ * there, f16; the buffer in *out, the f16 copy after r in *h (-1: none). */
+static int rows_copy(const gpu_model_plan *p, const char *del, int r, int y, gpu_mstep *f, int *out, int *h) {
+  const gpu_mstep *c = &p->steps[r];
+  const gpu_ew *e = &c->ew;
+  int64_t fit[3];
+  int z = c->args[2], u = -1;
+  if (f->ew.W != 1 || c->op != GPU_STEP_LAUNCH || c->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY ||
+      c->args[0] != y || c->args[1] >= 0 || c->args[3] >= 0 || z < 0 || e->in_dtype == COV_F16 || e->bias ||
+      e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || p->bufs[z].numel != p->bufs[y].numel)
+    return 0;
+  *h = -1, *out = z;
+  if (e->out_dtype != COV_F16) {
+    if (e->out_dtype != COV_F32 || p->bufs[z].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, z, r, &u) != 1 ||
+        gpu_ms_f16_copy_from(p, del, z, r) != u)
+      return 0;
+    *h = u, *out = p->steps[u].args[2];
+  }
+  if (!gpu_ms_fit_rows(e, f->ew.N, f->ew.C, fit)) return 0;
+  f->ew.rq = fit[0], f->ew.r0 = fit[1], f->ew.r1 = fit[2];
+  return 1;
+}
+
+/* Where f32 y has other readers besides one whole f16 operand copy (a
+ * post-LN transformer: y is the residual too), f stores that copy's
+ * buffer as well (ew.dual, argument 4) and the copy goes. */
+static void dual_store(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) {
+  int r = gpu_ms_f16_copy_from(p, del, y, L);
+  if (r < 0 || f->ew.also || f->ew.rq || f->ew.out_dtype != COV_F32) return;
+  for (int j = 0; j < p->n_steps; j++)
+    if (!del[j] && j != L && gpu_ms_writes(&p->steps[j], y)) return;
+  int h = p->steps[r].args[2], w = -1;
+  if (h < 0 || p->bufs[h].kind != GPU_BUF_INTERMEDIATE || p->bufs[h].numel != p->bufs[y].numel ||
+      gpu_ms_users(p, del, h, r, &w) < 1 || w < r)
+    return;
+  for (int j = 0; j < p->n_steps; j++)
+    if (!del[j] && j != r && gpu_ms_writes(&p->steps[j], h)) return;
+  f->ew.dual = 1, f->args[4] = h, f->n_args = 5;
+  del[r] = 1;
+  /* the f16 copies of y for later matmuls (one per reader as lowered):
+   * their readers read h */
+  for (int c = gpu_ms_f16_copy_from(p, del, y, r); c >= 0; c = gpu_ms_f16_copy_from(p, del, y, c)) {
+    int h2 = p->steps[c].args[2], writers = 0;
+    if (h2 < 0 || p->bufs[h2].kind != GPU_BUF_INTERMEDIATE || p->bufs[h2].numel != p->bufs[h].numel) continue;
+    for (int j = 0; j < p->n_steps; j++) writers += !del[j] && gpu_ms_writes(&p->steps[j], h2);
+    if (writers != 1) continue;
+    for (int j = c + 1; j < p->n_steps; j++)
+      for (int a = 0; !del[j] && p->steps[j].op == GPU_STEP_LAUNCH && a < p->steps[j].n_args; a++)
+        if (p->steps[j].args[a] == h2) p->steps[j].args[a] = h;
+    del[c] = 1;
+  }
+}
+
+/* Where y is read only by a whole f16 operand copy, a conversion to NHWC
+ * f16 or a copy moving its rows into an f16 operand, f writes that buffer
+ * instead. */
 static void store_f16(gpu_model_plan *p, char *del, int L, int y, gpu_mstep *f) {
-  int r = -1;
-  if (p->bufs[y].kind != GPU_BUF_INTERMEDIATE || gpu_ms_users(p, del, y, L, &r) != 1) return;
+  int r = -1, out = -1, h = -1;
+  if (p->bufs[y].kind != GPU_BUF_INTERMEDIATE) return;
+  if (gpu_ms_users(p, del, y, L, &r) > 1) {
+    dual_store(p, del, L, y, f);
+    return;
+  }
+  if (r < L) return;
   int nhwc = gpu_ms_to_nhwc(p, &p->steps[r], y);
-  if (!nhwc && gpu_ms_f16_copy_from(p, del, y, L) != r) return;
+  if (!nhwc && gpu_ms_f16_copy_from(p, del, y, L) != r) {
+    if (!rows_copy(p, del, r, y, f, &out, &h)) return;
+    f->ew.out_dtype = COV_F16, f->args[2] = out;
+    del[r] = 1;
+    if (h >= 0) del[h] = 1;
+    return;
+  }
   f->ew.out_dtype = COV_F16, f->ew.also = nhwc, f->args[2] = p->steps[r].args[2];
   del[r] = 1;
 }

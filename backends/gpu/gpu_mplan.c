@@ -123,7 +123,7 @@ static cov_status emulate_ew(const gpu_ew *e, float **a) {
     return st;
   }
   if (e->kind == GPU_EW_ROWS) {
-    gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2]);
+    gpu_gather_emulate(e, a[0], (const int64_t *)a[1], a[2], e->bias ? a[3] : NULL);
     return NULL;
   }
   gpu_ew_emulate(e, a[0], a[1], a[2], a[3], (const int32_t *)a[1]);
@@ -196,6 +196,11 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
     gpu_se_emulate(&s->ew, a[0], a[1], a[2], a[3], v[s->args[4]], v[s->args[5]]);
     return NULL;
   }
+  if (s->kkind == GPU_KERNEL_EW && s->ew.kind == GPU_EW_LNORM && s->ew.dual) { /* the f16 second store */
+    COV_RETURN_IF_ERROR(emulate_ew(&s->ew, a));
+    for (int64_t j = 0; j < s->ew.N * s->ew.W * s->ew.C; j++) v[s->args[4]][j] = to_f16(a[2][j]);
+    return NULL;
+  }
   if (s->kkind == GPU_KERNEL_EW) return emulate_ew(&s->ew, a);
   if (s->kkind == GPU_KERNEL_ATTN)
     return gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
@@ -208,7 +213,25 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
         for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
     return NULL;
   }
-  return emulate_matrix(pl, a);
+  if (q->kind != GPU_OP_MATMUL || !(q->epi.residual || pl->out_f16 || pl->out_rq)) return emulate_matrix(pl, a);
+  /* permuted rows, the residual addend after bias and activation, then the
+   * f16 store */
+  size_t na, nb, no, nbias;
+  gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+  const float *r = q->epi.residual && s->n_args > 6 && s->args[6] >= 0 ? v[s->args[6]] : NULL;
+  if (q->epi.residual && !r)
+    return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no residual addend", s->kernel);
+  float *t = malloc(no * sizeof *t + 4), *b[4] = {a[0], a[1], t, a[3]};
+  if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  cov_status st = emulate_matrix(pl, b);
+  for (size_t j = 0; j < no && !st; j++) {
+    int64_t m = (int64_t)j / pl->N, n = (int64_t)j % pl->N, at = (int64_t)j;
+    if (pl->out_rq) at = (m / pl->out_rq * pl->out_r1 + m % pl->out_rq * pl->out_r0) * pl->N + n;
+    float y = r ? t[j] + r[at] : t[j];
+    a[2][at] = pl->out_f16 ? to_f16(y) : y;
+  }
+  free(t);
+  return st;
 }
 
 /* The steps from the first, control steps as the runtime drives them;

@@ -141,6 +141,13 @@ typedef struct gpu_ew {
    * `also`, [N][W][C]; f32 or f16. D threads (lanes) per pair, a power of
    * two up to a workgroup, and n whole workgroups (gpu_lnorm.h) */
   float post0, post1;
+  /* LNORM over rows (W == 1): row n stored at row (n / rq) * r1 + (n % rq)
+   * * r0 (a seq-first transformer's operand; gpu_mfuse_ln.c); rq 0: row n */
+  int64_t rq, r0, r1;
+  /* LNORM (f32 y in x's layout): the result also stored rounded to f16 at
+   * argument 4 (a post-LN transformer's next matmul operand, while the f32
+   * y is the residual; gpu_mfuse_ln.c) */
+  int dual;
   int64_t V, D;     /* ROWS: the table's rows and their length (with N > 0: N indices, x [n / (N*D), V, D]) */
   gpu_cdl_call cdl; /* CODELET: the call (arguments: its inputs, outputs, workspaces) */
 } gpu_ew;

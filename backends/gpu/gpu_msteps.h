@@ -67,6 +67,15 @@ int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
  * operand copy, to one narrowing them; where the model compiler lets the
  * channels-last kernel zero-fill channel tails (gpu_mpad.c). */
 int gpu_model_pad_link(const gpu_model_plan *p, int i);
+/* Whether copy e of a [M][N] buffer moves every row m whole to row (m / rq)
+ * * r1 + (m % rq) * r0 of its result (a permutation, not the identity),
+ * each element once: the fit in out[3] (rq, r0, r1); 0 if not so or out
+ * of memory (gpu_mfuse_epi.c). */
+int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]);
+/* Residual adds as the epilogue addend of the matmul producing their
+ * other input, matmul results read only as f16 operands stored as those
+ * (gpu_mfuse_epi.c). Returns whether it changed anything. */
+int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 

@@ -18,7 +18,8 @@
  *           B[k][n] = w[g*Kg + n][k] (OIHW weights), C is the NCHW output.
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
  * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
- * when the epilogue has no bias). */
+ * when the epilogue has no bias); with split-K the workspace and counters
+ * (4, 5), with epi.residual the addend (6). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
 
@@ -49,7 +50,8 @@ typedef enum gpu_op_kind { GPU_OP_MATMUL, GPU_OP_CONV2D, GPU_OP_MAXPOOL } gpu_op
  * * x + clip_hi, 0, 1) (ONNX HardSigmoid's alpha and beta) */
 typedef enum gpu_act {
   GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_CLIP, GPU_ACT_GELU, GPU_ACT_HSWISH, GPU_ACT_HSIGMOID,
-  GPU_ACT_SILU, /* x * sigmoid(x) */
+  GPU_ACT_SILU,      /* x * sigmoid(x) */
+  GPU_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new */
 } gpu_act;
 
 typedef struct gpu_epilogue {
@@ -66,6 +68,13 @@ typedef struct gpu_epilogue {
    * workgroup holds whole rows: grid[0] == 1); the row max and sum are taken
    * in shared memory after the K loop. */
   bool softmax;
+  /* matmul only, not with softmax: a residual addend R (f32, laid out as
+   * the output, kernel argument 6) added after bias and activation, y =
+   * act(acc + bias) + R: a transformer's residual Add in the epilogue of
+   * the matmul writing its other input (gpu_mfuse_epi.c). With split-K
+   * only the tile's last workgroup, which sums the partials, runs the
+   * epilogue, so R is added once. */
+  bool residual;
 } gpu_epilogue;
 
 typedef struct gpu_problem {
@@ -160,6 +169,11 @@ typedef struct gpu_plan {
    * after bias and activation), as the vendor libraries write it; argument
    * 2 then points to f16 */
   bool out_f16;
+  /* matmuls of one batch through the direct epilogue: output row m is
+   * stored (and a residual addend read) at row (m / out_rq) * out_r1 +
+   * (m % out_rq) * out_r0, a permutation of the rows (a seq-first
+   * transformer's result turned batch-first: gpu_mfuse_epi.c); 0: row m */
+  int64_t out_rq, out_r0, out_r1;
   /* tiles are copied as whole 16-byte vectors without bounds checks: only
    * for matmuls whose M, N, K are multiples of the tile and rows 16-byte
    * aligned; everything else takes element-wise guarded copies */

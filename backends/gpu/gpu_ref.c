@@ -34,6 +34,7 @@ static double act(const gpu_epilogue *e, double v) {
   case GPU_ACT_CLIP: return v < e->clip_lo ? e->clip_lo : v > e->clip_hi ? e->clip_hi : v;
   case GPU_ACT_GELU: return 0.5 * v * (1 + erf(v * 0.7071067811865476));
   case GPU_ACT_SILU: return v / (1 + exp(-v));
+  case GPU_ACT_GELU_TANH: return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
   case GPU_ACT_HSWISH: return v * fmin(1.0, fmax(0.0, v / 6 + 0.5));
   case GPU_ACT_HSIGMOID: return fmin(1.0, fmax(0.0, e->clip_lo * v + e->clip_hi));
   }

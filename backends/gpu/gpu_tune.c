@@ -23,6 +23,7 @@ static const char *act_name(gpu_act a) {
     case GPU_ACT_GELU: return "gelu";
     case GPU_ACT_HSWISH: return "hswish";
     case GPU_ACT_SILU: return "silu";
+    case GPU_ACT_GELU_TANH: return "gelu_tanh";
     case GPU_ACT_HSIGMOID: return "hsigmoid";
     default: return NULL;
   }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_gather.h"
 #include "backends/gpu/gpu_ir.h"
 #include "gpu_jit_harness.h"
 
@@ -280,6 +281,31 @@ static int check_flat(const char *name, int64_t n, int64_t s0, int64_t d0, cov_d
   return bad;
 }
 
+/* The row gather (an embedding lookup) with an addend (the position
+ * embedding, gpu_mfuse.c): rows of a [V][D] table at ids, negative ones
+ * from the end, out-of-range ones zero, plus the addend, against the
+ * formula and the emulation's C meaning. */
+static int check_rows_add(void) {
+  enum { V = 7, D = 24, R = 9 };
+  static float x[V * D], add[R * D], want[R * D], y[R * D], emu[R * D];
+  static const int64_t ids[R] = {3, 0, 6, -1, 7, 2, -8, 5, 3};
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_ROWS, e.n = R * D, e.out_dtype = COV_F32, e.V = V, e.D = D, e.bias = 1;
+  for (int i = 0; i < V * D; i++) x[i] = next();
+  for (int i = 0; i < R * D; i++) {
+    int64_t id = ids[i / D], r = id < 0 ? id + V : id;
+    add[i] = next();
+    want[i] = (r >= 0 && r < V ? x[r * D + i % D] : 0.0f) + add[i];
+  }
+  void *a[4] = {x, (void *)ids, y, add};
+  if (run_jit(&e, a)) return 1;
+  gpu_gather_emulate(&e, x, ids, emu, add);
+  int bad = compare("row gather + addend", y, want, R * D) || compare("row gather + addend (emulation)", emu, want, R * D);
+  if (!bad) printf("ok: row gather + addend\n");
+  return bad;
+}
+
 /* hard_swish, hard_sigmoid and GELU applied by a plain f32 copy. */
 static int check_fn(const char *what, gpu_ew_fn fn) {
   static float x[NUM], want[NUM], got[NUM], y[NUM];
@@ -316,6 +342,7 @@ static int check_epilogue(const char *what, gpu_act act) {
     double v = x[i];
     want[i] = (float)(act == GPU_ACT_HSWISH ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5))
                       : act == GPU_ACT_SILU ? v / (1 + exp(-v))
+                      : act == GPU_ACT_GELU_TANH ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
                                             : fmin(1.0, fmax(0.0, 0.2 * v + 0.5)));
   }
   void *a[4] = {x, NULL, y, NULL};
@@ -345,12 +372,14 @@ int main(int argc, char **argv) {
   fail |= check_flat("f32 relu -> f16", NUM - 4, 8, 4, COV_F16);
   fail |= check_flat("f32 relu -> f32", NUM - 8, 4, 12, COV_F32);
   fail |= check_flat("f32 relu -> f16, not whole vectors", NUM - 2, 3, 1, COV_F16);
+  fail |= check_rows_add();
   fail |= check_fn("hard_swish", GPU_FN_HSWISH);
   fail |= check_fn("hard_sigmoid", GPU_FN_HSIGMOID);
   fail |= check_fn("gelu", GPU_FN_GELU);
   fail |= check_epilogue("epilogue hard_swish", GPU_ACT_HSWISH);
   fail |= check_epilogue("epilogue hard_sigmoid", GPU_ACT_HSIGMOID);
   fail |= check_epilogue("epilogue silu", GPU_ACT_SILU);
+  fail |= check_epilogue("epilogue gelu_tanh", GPU_ACT_GELU_TANH);
   gpu_jit_targets_close(&g_targets);
   return fail;
 }

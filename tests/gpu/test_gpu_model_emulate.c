@@ -67,7 +67,7 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
            : s->ew.in_dtype == COV_F16 ? COV_F16
            : p->bufs[s->args[0]].dtype == COV_I64 ? COV_I64 : COV_F32;
     } else if (s->kkind == GPU_KERNEL_ATTN) { /* Q, K, V in the kernel's 16-bit dtype, O in it or f32 */
-      in = s->attn.in_dtype, out = s->attn.out_f32 ? COV_F32 : in;
+      in = s->attn.in_dtype, out = s->attn.out_f32 ? (s->attn.out_f16 ? COV_F16 : COV_F32) : in;
       int b = 0;
       for (int k = 0; k < 4; k++) b |= p->bufs[s->args[k]].dtype != (k < 3 ? in : out);
       if (b) fprintf(stderr, "%s: step %d (%s): attention buffers of other dtypes\n", path, i, s->kernel);

@@ -168,14 +168,17 @@ static double act(const gpu_epilogue *e, double v) {
   case GPU_ACT_HSWISH: return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
   case GPU_ACT_HSIGMOID: return fmin(fmax(e->clip_lo * v + e->clip_hi, 0.0), 1.0);
   case GPU_ACT_SILU: return v / (1.0 + exp(-v));
+  case GPU_ACT_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
 
-/* y = act(A B + bias) by naive loops, as the kernel's output layout:
- * matmul [G][M][N]; conv NCHW, or NHWC with nhwc_io (input NHWC, weights
- * [R][S][C][K] then; OIHW and NCHW otherwise). Inputs as floats. */
-static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, double *y) {
+/* y = act(A B + bias) (+ res, a matmul's residual addend) by naive
+ * loops, as the kernel's output layout: matmul [G][M][N]; conv NCHW, or
+ * NHWC with nhwc_io (input NHWC, weights [R][S][C][K] then; OIHW and NCHW
+ * otherwise). Inputs as floats. */
+static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, const float *res,
+                      double *y) {
   const gpu_problem *q = &p->prob;
   if (q->kind == GPU_OP_MATMUL) {
     for (int64_t g = 0; g < q->batch; g++)
@@ -183,7 +186,9 @@ static void reference(const gpu_plan *p, const float *x, const float *w, const f
         for (int64_t n = 0; n < q->n; n++) {
           double s = q->epi.bias ? bias[n] : 0;
           for (int64_t k = 0; k < q->k; k++) s += (double)x[(g * q->m + m) * q->k + k] * w[(g * q->k + k) * q->n + n];
-          y[(g * q->m + m) * q->n + n] = act(&q->epi, s);
+          int64_t r = p->out_rq ? m / p->out_rq * p->out_r1 + m % p->out_rq * p->out_r0 : m; /* permuted rows */
+          int64_t at = (g * q->m + r) * q->n + n;
+          y[at] = act(&q->epi, s) + (q->epi.residual ? res[at] : 0.0);
         }
     return;
   }
@@ -225,6 +230,7 @@ typedef struct split_case {
   gpu_problem q;
   gpu_fixed_tile tile;
   bool want_nhwc, want_staged; /* the path the case is about */
+  int64_t rows[3];              /* plan.out_rq, out_r0, out_r1 (0: rows as computed) */
 } split_case;
 
 static void fill(float *v, int64_t n, cov_dtype d) {
@@ -269,6 +275,14 @@ static int run_case(const split_case *c) {
     cov_status_free(st);
     return 1;
   }
+  p.out_rq = c->rows[0], p.out_r0 = c->rows[1], p.out_r1 = c->rows[2];
+  if (p.out_rq) st = gpu_plan_check(&p, &k_caps);
+  if (st) {
+    fprintf(stderr, "FAIL %s: permuted rows refused: ", c->name);
+    cov_status_print(stderr, st, 0);
+    cov_status_free(st);
+    return 1;
+  }
   if (p.split != c->tile.split || p.nhwc != c->want_nhwc || p.staged != c->want_staged) {
     fprintf(stderr, "FAIL %s: plan split %d nhwc %d staged %d, not %d %d %d\n", c->name, p.split, p.nhwc, p.staged,
             c->tile.split, c->want_nhwc, c->want_staged);
@@ -279,14 +293,16 @@ static int run_case(const split_case *c) {
   cov_dtype in = c->q.in_dtype;
   int64_t nws = gpu_split_ws_floats(&p), ncnt = gpu_split_counters(&p);
   float *x = malloc(na * 4 + 4), *w = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *ws = malloc((size_t)nws * 4);
+  float *res = malloc(no * 4 + 4); /* the residual addend, laid out as the output */
   double *want = malloc(no * sizeof *want + 8);
   size_t ob = p.out_f16 ? 2 : 4;
   unsigned char *out[2] = {malloc(no * ob + 4), malloc(no * ob + 4)};
   uint32_t *cnt = calloc((size_t)ncnt + 1, 4);
   void *xi = NULL, *wi = NULL;
-  int bad = !x || !w || !bias || !ws || !want || !out[0] || !out[1] || !cnt;
+  int bad = !x || !w || !bias || !ws || !res || !want || !out[0] || !out[1] || !cnt;
   if (!bad) {
     fill(x, (int64_t)na, in), fill(w, (int64_t)nb, in), fill(bias, (int64_t)nbias, COV_F32);
+    fill(res, (int64_t)no, COV_F32);
     xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, in);
     /* a channels-last kernel of an NCHW layer reads the transform's NHWC
      * workspace (its pre-kernel): given here as that */
@@ -302,13 +318,13 @@ static int run_case(const split_case *c) {
   }
   gpu_jit_kernel k = {0};
   if (!bad) bad = gpu_jit_compile(c->name, lower_plan, &p, &k_host, define_host, &k);
-  if (!bad) reference(&p, x, w, bias, want);
+  if (!bad) reference(&p, x, w, bias, res, want);
   /* two orders: different ranges of K arrive last */
   static const int64_t strides[2] = {1000003, 7919};
   for (int r = 0; r < 2 && !bad; r++) {
     memset(out[r], 0xff, no * ob); /* NaN everywhere the kernel must write */
     for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
-    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt};
+    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt, c->q.epi.residual ? res : NULL};
     bad = run_grid(k.fn, &p, a, strides[r]);
     for (int64_t i = 0; i < ncnt && !bad; i++)
       if (cnt[i]) {
@@ -324,7 +340,7 @@ static int run_case(const split_case *c) {
   if (k.jit) gpu_jit_kernel_free(&k);
   if (!bad) printf("ok %s: plan %dx%dx%d, %d threads, split %d x %d K tiles, grid %ux%ux%u\n", c->name, p.bm, p.bn, p.bk,
                    p.threads, p.split, p.split_kt, p.grid[0], p.grid[1], p.grid[2]);
-  free(x), free(w), free(bias), free(ws), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
+  free(x), free(w), free(bias), free(ws), free(res), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
   return bad;
 }
 
@@ -380,6 +396,20 @@ static gpu_problem matmul(int64_t b, int64_t m, int64_t n, int64_t k, gpu_act a,
   return q;
 }
 
+/* a matmul whose epilogue adds a residual addend (a transformer's
+ * projection with the residual Add) after bias and activation, its output
+ * f32 or f16 */
+static gpu_problem matmul_res(int64_t m, int64_t n, int64_t k, gpu_act a, bool out_f16) {
+  gpu_problem q = matmul(1, m, n, k, a, true);
+  q.epi.residual = true, q.out_f16 = out_f16;
+  return q;
+}
+
+static gpu_problem f16_out(gpu_problem q) {
+  q.out_f16 = true;
+  return q;
+}
+
 static gpu_problem conv(cov_dtype in, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, gpu_act a, bool cl) {
   gpu_problem q = {.kind = GPU_OP_CONV2D, .in_dtype = in, .cn = 1, .cc = c, .ch = hw, .cw = hw, .ck = k, .cr = r,
                    .cs = r, .stride = stride, .pad = r / 2, .dilation = 1, .groups = 1, .nhwc_io = cl, .split_ok = true};
@@ -410,27 +440,38 @@ int main(int argc, char **argv) {
   tcl1.split = 1;
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
-      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false},
-      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false},
-      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false},
-      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false},
-      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false},
-      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false},
+      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}},
+      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}},
+      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}},
+      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}},
+      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}},
+      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}},
+      /* the residual addend added once, by the workgroup summing the
+       * partials (twice or never: off by the addend), M = 65 rows (a ViT's
+       * tokens) past the tiles; f16 outputs (an operand of the next
+       * matmul) from the tiled kernel, ragged too */
+      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}},
+      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}},
+      /* rows of a [S = 13][B = 5] result stored batch-first ([B][S]: row
+       * m at (m % 5) * 13 + m / 5), the addend read there too */
+      {"matmul_residual_rows", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {5, 13, 1}},
+      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}},
+      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}},
       /* the NCHW gather through the K-offset table, relu6 */
-      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false},
+      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
-      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true},
+      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
-      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true},
+      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}},
       /* channels the tiles do not divide (ConvNeXt's 40 / 160): C = 40 in K
        * tiles of 16 (each tap's third tile 8 channels and 8 zero-filled,
        * the last pixel's past the input's end), 24 output channels in N
        * tiles of 16 (the second half zero-filled, not stored); 27 K tiles
        * in 5 ranges */
-      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true},
+      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true, {0, 0, 0}},
       /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
        * the last half empty), staged NCHW stores */
-      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true},
+      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);
