@@ -175,6 +175,13 @@ static int pool_kernel(const gpu_model_plan *p, const gpu_mstep *s, gpu_ew *pe) 
   if (x < 0 || y < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[y].dtype != COV_F32 || (max && p->bufs[y].rank != 4))
     return 0;
   const int64_t *d = k->in_shape[0], *o = p->bufs[y].shape; /* x's buffer may be flat, a global pool's y [N, C] */
+  /* A 4-D buffer seen by the call as other images or channels (a
+   * ReduceMean of [N, C, H, W] bound as [1, N * C, H * W, 1]) is the same
+   * NCHW memory but not the same NHWC form: left to the codelet. A global
+   * pool's call may fold H x W into one dim; a max pool's window needs both. */
+  const int64_t *b = p->bufs[x].shape;
+  if (p->bufs[x].rank == 4 && (b[0] != d[0] || b[1] != d[1] || b[2] * b[3] != d[2] * d[3] || (max && b[2] != d[2])))
+    return 0;
   e.N = d[0], e.C = d[1], e.H = d[2], e.W = d[3], e.P = max ? o[2] : 1, e.Q = max ? o[3] : 1;
   if (max) {
     e.R = call_attr(k, "kernel_h", 0), e.S = call_attr(k, "kernel_w", 0);
