@@ -506,6 +506,24 @@ static const int k_stages[] = {3, 4, 2};
  * takes those GEMMs), then 4, then double buffering */
 static const int k_wg_stages[] = {3, 4, 2};
 
+/* Channels-last convolutions whose tiles must divide the channels
+ * (map_gpu_problem.exact_channels) and whose output channels no 64-wide N
+ * tile divides (SqueezeNet's squeeze convs: 16, 32 or 48 channels): N
+ * tiles of 16 or 32, one wave across the tile's N (wn == bn), so that a
+ * K step's B chunks still divide among 4 to 8 waves. */
+static bool cl_narrow(const map_gpu_problem *p, const map_gpu_sched *c) {
+  return c->channels_last && p->kind == MAP_GPU_CONV && p->exact_channels && p->N % 64 && c->bn < 64 &&
+         c->bn >= 16 && c->wn == c->bn;
+}
+
+/* 32-byte K tiles (16 channels of a tap): only for channels-last
+ * convolutions with exact channels whose C no 64-byte tile divides (the
+ * 16-channel input of SqueezeNet's expand convs); elsewhere the shorter K
+ * step only adds barriers. */
+static bool cl_short_k(const map_gpu_problem *p, const map_gpu_sched *c, int es) {
+  return c->channels_last && p->kind == MAP_GPU_CONV && p->exact_channels && (p->conv_c * es) % 64;
+}
+
 /* Per-wave instructions (and the FMA fragment when cap is NULL). */
 static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap, map_gpu_result *r) {
   int es = (int)cov_dtype_size(p->in);
@@ -517,23 +535,27 @@ static void per_wave(const gtarget *t, const map_gpu_problem *p, const gcap *cap
     for (int jb = 0; jb < 6; jb++)
       for (int iw = ib; iw < 6; iw++)
         for (int jw = jb; jw < 6; jw++)
-          for (int kb = 128; kb >= 64; kb /= 2)
+          for (int kb = 128; kb >= 32; kb /= 2)
             for (int lay = 0; lay < layouts; lay++)
               for (int si = 0; si < 3; si++) {
         int st = k_stages[si];
                 c.bm = k_sizes[ib], c.bn = k_sizes[jb], c.wm = k_sizes[iw], c.wn = k_sizes[jw];
+                c.channels_last = lay == 1;
                 /* 4 to 8 waves of 32x32 to 64x64 (smaller wave tiles spend
                  * more on fragment loads than on the matrix unit: H100
                  * sweeps, bench/nvptx/README.md), tiles of at least 64 */
                 if (c.bm > 256 || (c.bn > 256 && !p->rows_whole) || c.wm > 64 || c.wn > 64) continue;
                 /* (32 rows for whole-row epilogues, whose staged rows may
-                 * not fit 64 high: a 512-wide softmax in 64 KiB of LDS) */
-                if (cap && (c.wm < 32 || c.wn < 32 || c.bm < (p->rows_whole ? 32 : 64) || c.bn < 64)) continue;
+                 * not fit 64 high: a 512-wide softmax in 64 KiB of LDS;
+                 * narrow N tiles where exact channels need them, below) */
+                bool narrow = cl_narrow(p, &c);
+                if (cap && (c.wm < 32 || (c.wn < 32 && !narrow) || c.bm < (p->rows_whole ? 32 : 64) ||
+                            (c.bn < 64 && !narrow)))
+                  continue;
                 int nw = (c.bm / c.wm) * (c.bn / c.wn);
                 if (nw < 4 || nw > 8) continue;
                 c.bk = kb / es;
-                if (c.bk < c.fk) continue;
-                c.channels_last = lay == 1;
+                if (c.bk < c.fk || (kb < 64 && !cl_short_k(p, &c, es))) continue;
                 c.stages = st;
                 try_cand(t, p, cap, c, r);
               }

@@ -84,3 +84,15 @@ int gpu_model_pad_link(const gpu_model_plan *p, int i) {
   }
   return 0;
 }
+
+/* Wide output channels: at least GPU_PAD_WIDE_N of them, so that the last
+ * N tile's zero-filled columns are at most 56 of 512 or more (11%; a
+ * classifier's 1000 channels in 64-wide tiles: 24 of 1024, 2.3%), where
+ * exact tiles would have to be as narrow as the largest power-of-two
+ * multiple of 8 dividing N (8 for 1000: a B chunk per thread no tile of
+ * 4 waves divides). */
+enum { GPU_PAD_WIDE_N = 512 };
+int gpu_model_pad_wide(const gpu_model_plan *p, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  return is_conv(s) && s->plan.prob.ck >= GPU_PAD_WIDE_N;
+}

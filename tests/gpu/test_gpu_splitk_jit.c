@@ -389,6 +389,49 @@ static int build_targets(const gpu_jit_targets *ts) {
   return bad;
 }
 
+/* The mapper's schedules of SqueezeNet's fire module at batch 1 on
+ * channels-last tensors with exact channels, where the target has
+ * channels-last kernels: the squeeze conv (64 -> 16 channels, 55x55) on
+ * narrow N tiles, the 3x3 expand conv (16 -> 64) on 32-byte K tiles; both
+ * built as the target's code object. */
+static int build_narrow(const gpu_jit_targets *ts) {
+  int bad = 0;
+  for (int i = 0; i < ts->n; i++) {
+    const gpu_target *t = &ts->t[i];
+    if (!t->caps.has_async_copy) continue;
+    gpu_problem qs[2] = {{.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 1, .cc = 64, .ch = 55, .cw = 55, .ck = 16,
+                          .cr = 1, .cs = 1, .stride = 1, .dilation = 1, .groups = 1, .nhwc_io = true,
+                          .exact_channels = true, .split_ok = true},
+                         {.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = 1, .cc = 16, .ch = 55, .cw = 55, .ck = 64,
+                          .cr = 3, .cs = 3, .stride = 1, .pad = 1, .dilation = 1, .groups = 1, .nhwc_io = true,
+                          .exact_channels = true, .split_ok = true}};
+    for (int j = 0; j < 2; j++) {
+      qs[j].epi.bias = true, qs[j].epi.act = GPU_ACT_RELU;
+      gpu_plan p;
+      const gpu_tune_entry *e;
+      char *code = NULL;
+      size_t size = 0;
+      gpu_kernel_info info;
+      cov_status st = gpu_plan_pick(t, &qs[j], &p, &e);
+      if (!st && (!p.nhwc || (j == 0 ? p.bn != 16 : p.bk != 16)))
+        st = cov_error(COV_INTERNAL, NULL, "the %s conv's plan: nhwc %d, tile %dx%dx%d", j ? "expand" : "squeeze", p.nhwc,
+                       p.bm, p.bn, p.bk);
+      if (!st) st = gpu_build_kernel(t, &p, "covenant_narrow", 0, &code, &size, &info);
+      if (st) {
+        fprintf(stderr, "FAIL narrow build %d for %s: ", j, cov_acg_name(t->acg));
+        cov_status_print(stderr, st, 0);
+        bad = 1;
+      } else {
+        printf("ok narrow %s %d: tile %dx%dx%d warps %dx%d, %d stages, grid %ux%ux%u\n", cov_acg_name(t->acg), j, p.bm,
+               p.bn, p.bk, p.wm, p.wn, p.stages, p.grid[0], p.grid[1], p.grid[2]);
+      }
+      cov_status_free(st);
+      free(code);
+    }
+  }
+  return bad;
+}
+
 static gpu_problem matmul(int64_t b, int64_t m, int64_t n, int64_t k, gpu_act a, bool bias) {
   gpu_problem q = {.kind = GPU_OP_MATMUL, .in_dtype = COV_F32, .batch = b, .m = m, .n = n, .k = k, .split_ok = true};
   q.epi.act = a, q.epi.bias = bias;
@@ -407,6 +450,11 @@ static gpu_problem matmul_res(int64_t m, int64_t n, int64_t k, gpu_act a, bool o
 
 static gpu_problem f16_out(gpu_problem q) {
   q.out_f16 = true;
+  return q;
+}
+
+static gpu_problem exact(gpu_problem q) {
+  q.exact_channels = true;
   return q;
 }
 
@@ -438,6 +486,13 @@ int main(int argc, char **argv) {
   gpu_fixed_tile tcl = {.bm = 16, .bn = 16, .bk = 16, .wm = 16, .wn = 16, .stages = 3, .inflight = -1, .split = 5};
   gpu_fixed_tile tcl1 = tcl;
   tcl1.split = 1;
+  /* the narrow channels-last tiles the mapper now ranks (map_gpu.c) */
+  gpu_fixed_tile tn16 = {.bm = 128, .bn = 16, .bk = 64, .wm = 32, .wn = 16, .stages = 2, .inflight = -1, .split = 1};
+  gpu_fixed_tile tn16s = tn16, tn32 = tn16;
+  tn16s.stages = 3, tn16s.split = 2;
+  tn32.bn = tn32.wn = 32, tn32.stages = 3;
+  gpu_fixed_tile tk16 = {.bm = 128, .bn = 64, .bk = 16, .wm = 64, .wn = 32, .stages = 3, .inflight = -1, .split = 1};
+  gpu_fixed_tile tk16n = {.bm = 64, .bn = 64, .bk = 16, .wm = 32, .wn = 32, .stages = 3, .inflight = -1, .split = 1};
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
       {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}},
@@ -472,10 +527,25 @@ int main(int argc, char **argv) {
       /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
        * the last half empty), staged NCHW stores */
       {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}},
+      /* narrow N tiles with exact channels (map_gpu.c cl_narrow: SqueezeNet's
+       * squeeze convs): 128x16 tiles of 4 waves 32x16, K tiles of 64
+       * channels, 16 output channels at 5x5 (25 rows of 128) */
+      {"conv_cl_n16", exact(conv(COV_F16, 64, 5, 16, 1, 1, GPU_ACT_RELU, true)), tn16, true, true, {0, 0, 0}},
+      /* 48 output channels in 3 N tiles of 16, 128 input channels in 2 K
+       * tiles, 9x9 (81 rows), split over the 2 K tiles */
+      {"conv_cl_n48", exact(conv(COV_F16, 128, 9, 48, 1, 1, GPU_ACT_RELU, true)), tn16s, true, true, {0, 0, 0}},
+      /* 32 channels in one N tile of 32 (4 waves 32x32) */
+      {"conv_cl_n32", exact(conv(COV_F16, 64, 6, 32, 1, 1, GPU_ACT_NONE, true)), tn32, true, true, {0, 0, 0}},
+      /* 32-byte K tiles (cl_short_k: an expand conv's 16 input channels):
+       * a 3x3 conv of 16 -> 64 channels, one K tile per tap, and of 48 ->
+       * 128 in 64x64 tiles, three per tap */
+      {"conv_cl_k16", exact(conv(COV_F16, 16, 6, 64, 3, 1, GPU_ACT_RELU, true)), tk16, true, true, {0, 0, 0}},
+      {"conv_cl_k16_c48", exact(conv(COV_F16, 48, 5, 128, 3, 1, GPU_ACT_RELU, true)), tk16n, true, true, {0, 0, 0}},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);
   fails += build_targets(&ts);
+  fails += build_narrow(&ts);
   gpu_jit_targets_close(&ts);
   if (fails) fprintf(stderr, "%d split-K case(s) failed\n", fails);
   return fails != 0;
