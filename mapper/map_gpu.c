@@ -506,22 +506,33 @@ static const int k_stages[] = {3, 4, 2};
  * takes those GEMMs), then 4, then double buffering */
 static const int k_wg_stages[] = {3, 4, 2};
 
+/* The narrow tiles below are for convolutions on channels-last tensors
+ * (f16 outputs: a model's activations kept NHWC, gpu_mlayout.c) with exact
+ * channels (one with f32 NCHW outputs would pay a transform launch in
+ * front of the kernel) and at least CL_MIN_ROWS output pixels, a 128-row
+ * tile's worth (not a squeeze-excite's fully connected 1x1 convs on
+ * pooled pixels, which the NCHW matrix kernel fuses with their gate:
+ * EfficientNet's 1152 -> 48 -> 1152). */
+enum { CL_MIN_ROWS = 128 };
+static bool cl_model_conv(const map_gpu_problem *p) {
+  return p->kind == MAP_GPU_CONV && p->out_bytes == 2 && p->exact_channels && p->M >= CL_MIN_ROWS;
+}
 /* Channels-last convolutions whose tiles must divide the channels
  * (map_gpu_problem.exact_channels) and whose output channels no 64-wide N
  * tile divides (SqueezeNet's squeeze convs: 16, 32 or 48 channels): N
  * tiles of 16 or 32, one wave across the tile's N (wn == bn), so that a
  * K step's B chunks still divide among 4 to 8 waves. */
 static bool cl_narrow(const map_gpu_problem *p, const map_gpu_sched *c) {
-  return c->channels_last && p->kind == MAP_GPU_CONV && p->exact_channels && p->N % 64 && c->bn < 64 &&
-         c->bn >= 16 && c->wn == c->bn;
+  return c->channels_last && cl_model_conv(p) && p->N % 64 && c->bn < 64 && c->bn >= 16 && c->wn == c->bn;
 }
 
 /* 32-byte K tiles (16 channels of a tap): only for channels-last
- * convolutions with exact channels whose C no 64-byte tile divides (the
- * 16-channel input of SqueezeNet's expand convs); elsewhere the shorter K
- * step only adds barriers. */
+ * convolutions with exact channels of fewer than 64 input channels that
+ * no 64-byte tile divides (SqueezeNet's expand convs: 16 and 48); where C
+ * is larger (ShuffleNet's 464), a K loop of that many short steps would
+ * only add barriers. */
 static bool cl_short_k(const map_gpu_problem *p, const map_gpu_sched *c, int es) {
-  return c->channels_last && p->kind == MAP_GPU_CONV && p->exact_channels && (p->conv_c * es) % 64;
+  return c->channels_last && cl_model_conv(p) && p->conv_c * es < 128 && (p->conv_c * es) % 64;
 }
 
 /* Per-wave instructions (and the FMA fragment when cap is NULL). */

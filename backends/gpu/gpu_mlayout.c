@@ -227,7 +227,7 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
   }
   if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || p->bufs[y].dtype != COV_F32) return;
   q.nhwc_io = true, q.in_dtype = COV_F16;
-  q.exact_channels = dw || !(gpu_model_pad_link(p, i) || gpu_model_pad_wide(p, i));
+  q.exact_channels = dw || !(gpu_model_pad_link(p, i) || (getenv("NOWIDE") ? 0 : gpu_model_pad_wide(p, i)));
   const gpu_tune_entry *e;
   cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);
   if (st || (dw && !cs[i].plan.dw) || (conv && (!cs[i].plan.nhwc || !cs[i].plan.prob.nhwc_io))) {

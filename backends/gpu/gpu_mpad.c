@@ -15,6 +15,8 @@
  * conv, a projection feeding the next block's expansion, where the tensor
  * between is the narrow one) the model compiler keeps the tiles' exact
  * channels. */
+#include <string.h>
+
 #include "backends/gpu/gpu_msteps.h"
 
 /* Whether step s is an ungrouped matrix convolution (not a transform). */
@@ -85,14 +87,30 @@ int gpu_model_pad_link(const gpu_model_plan *p, int i) {
   return 0;
 }
 
-/* Wide output channels: at least GPU_PAD_WIDE_N of them, so that the last
- * N tile's zero-filled columns are at most 56 of 512 or more (11%; a
- * classifier's 1000 channels in 64-wide tiles: 24 of 1024, 2.3%), where
- * exact tiles would have to be as narrow as the largest power-of-two
- * multiple of 8 dividing N (8 for 1000: a B chunk per thread no tile of
- * 4 waves divides). */
+/* Wide output channels read only by a global average pool (a classifier
+ * head): at least GPU_PAD_WIDE_N of them, so that the last N tile's
+ * zero-filled columns are at most 56 of 512 or more (11%; SqueezeNet's
+ * 1000 channels in 64-wide tiles: 24 of 1024, 2.3%), where exact tiles
+ * would have to be as narrow as the largest power-of-two multiple of 8
+ * dividing N (8 for 1000: B chunks that no tile of 4 waves divides); the
+ * input channels whole 128-byte K tiles (no tail there: ShuffleNet's
+ * conv5, 464 channels, keeps its NCHW kernel and fused operand). The
+ * pool reads the NHWC f16 result (gpu_pool.h); elsewhere such a conv
+ * between NCHW kernels would add conversions (an expansion feeding a
+ * depthwise conv). */
 enum { GPU_PAD_WIDE_N = 512 };
 int gpu_model_pad_wide(const gpu_model_plan *p, int i) {
   const gpu_mstep *s = &p->steps[i];
-  return is_conv(s) && s->plan.prob.ck >= GPU_PAD_WIDE_N;
+  if (!is_conv(s) || s->plan.prob.ck < GPU_PAD_WIDE_N || s->plan.prob.cc % 64 || s->args[2] < 0) return 0;
+  int r = only_user(p, s->args[2], i);
+  if (r < 0) return 0;
+  /* the pool's call sees the conv's images and channels (else it reads
+   * the NCHW form: gpu_mlayout.c pool_kernel) */
+  const gpu_mstep *u = &p->steps[r];
+  const gpu_mbuf *y = &p->bufs[s->args[2]];
+  if (u->op != GPU_STEP_LAUNCH || u->kkind != GPU_KERNEL_EW || u->ew.kind != GPU_EW_CODELET) return 0;
+  const gpu_cdl_call *k = &u->ew.cdl;
+  return !strcmp(cov_codelet_name(k->c), "global_avgpool") && k->n_in == 1 && k->in_rank[0] == 4 && y->rank == 4 &&
+         k->in_shape[0][0] == y->shape[0] && k->in_shape[0][1] == y->shape[1] &&
+         k->in_shape[0][2] * k->in_shape[0][3] == y->shape[2] * y->shape[3];
 }

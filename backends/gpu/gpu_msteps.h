@@ -68,8 +68,9 @@ int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
  * channels-last kernel zero-fill channel tails (gpu_mpad.c). */
 int gpu_model_pad_link(const gpu_model_plan *p, int i);
 /* Whether conv step i has so many output channels (512 or more) that the
- * channels-last kernel's zero-filled tail of its last N tile costs little
- * (gpu_mpad.c): SqueezeNet's classifier conv, 1000 channels. */
+ * channels-last kernel's zero-filled tail of its last N tile costs little,
+ * and only a global average pool reads its result (gpu_mpad.c):
+ * SqueezeNet's classifier conv, 1000 channels. */
 int gpu_model_pad_wide(const gpu_model_plan *p, int i);
 /* Whether copy e of a [M][N] buffer moves every row m whole to row (m / rq)
  * * r1 + (m % rq) * r0 of its result (a permutation, not the identity),
