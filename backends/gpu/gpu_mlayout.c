@@ -49,7 +49,7 @@ typedef struct cl_step {
  * of their codelet's loop nest. */
 enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
 
-/* Stems: a conv of C < 8 input channels (an image's 3) is refused by the
+/* Stems: a conv of a model input of C < 8 channels (an image's 3) is refused by the
  * channels-last kernel's 16-byte channel loads, and its NCHW gather path
  * loads 2-byte elements one at a time: on an H100 resnet18's 7x7 conv1
  * at batch 32 takes 162 us for ~20 us of work. It is planned with
@@ -247,8 +247,14 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
     x = p->steps[copy].args[0];
   }
   if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || p->bufs[y].dtype != COV_F32) return;
+  gpu_mbuf *yb = &p->bufs[y]; /* a group's inner result may be flat: its NCHW sizes */
+  if (yb->rank != 4 && yb->numel == q.cn * q.ck * s->plan.oh * s->plan.ow) {
+    int64_t sh[4] = {q.cn, q.ck, s->plan.oh, s->plan.ow};
+    yb->rank = 4, memcpy(yb->shape, sh, sizeof sh);
+  }
+  if (yb->rank != 4) return;
   const int64_t *xs = p->bufs[x].shape; /* a stem's conversion reads x as the conv sees it */
-  if (cpad && (xs[0] != q.cn || xs[1] != q.cc || xs[2] != q.ch || xs[3] != q.cw)) return;
+  if (cpad && (p->bufs[x].kind != GPU_BUF_INPUT || xs[0] != q.cn || xs[1] != q.cc || xs[2] != q.ch || xs[3] != q.cw)) return;
   q.nhwc_io = true, q.in_dtype = COV_F16;
   if (cpad) q.cc = cpad;
   /* a stem's K tiles run past its CL_CPAD channels (zero-filled chunks) */
