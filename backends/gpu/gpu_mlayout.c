@@ -59,7 +59,11 @@ enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
  * run (the arena reuses the memory), and its weights are reordered to
  * [R][S][CL_CPAD][K] with zero tails. The zero copy writes 2 * (8 - C)
  * bytes per pixel (10 at C = 3); a fill of the whole buffer before the
- * conversion would write 16. prune counts such a conv as CL_STEM_GAIN
+ * conversion would write 16. Only stems whose windows overlap (a 7x7 or 3x3
+ * window at stride 2): the gather path loads each input pixel once per
+ * window holding it (12 times for resnet's 7x7 stride 2), while a patch
+ * embedding (kernel = stride: ViT's 16x16, ConvNeXt's 4x4) loads each
+ * once and its K would grow 8 / C times with the padding. prune counts such a conv as CL_STEM_GAIN
  * launches saved, more than its two copies: the gather path it leaves is
  * many times slower than both. */
 enum { CL_CPAD = 8, CL_STEM_GAIN = 8 };
@@ -232,7 +236,8 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
            s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
   int conv = s->kkind == GPU_KERNEL_MATRIX && q.kind == GPU_OP_CONV2D && q.groups == 1 && !q.nhwc_io &&
              !q.epi.maxpool2x2 && q.in_dtype == COV_F16;
-  int cpad = conv && q.cc > 0 && q.cc < CL_CPAD && !s->plan.nhwc ? CL_CPAD : 0;
+  int overlap = q.cr > q.stride || q.cs > q.stride; /* windows that share pixels */
+  int cpad = conv && q.cc > 0 && q.cc < CL_CPAD && overlap && !s->plan.nhwc ? CL_CPAD : 0;
   if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || (q.cc % 8 && !cpad) ||
       q.ck % 8)
     return;
