@@ -38,6 +38,7 @@ typedef struct cl_step {
   int copy, pre;  /* its f16 copy and NHWC transform steps (-1: none) */
   int owner;      /* of an f16 copy or transform: the conv reading it (-1: none) */
   int cpad;       /* > 0: a conv of fewer than 8 input channels planned with cpad (a stem, below) */
+  int gain;       /* a stem's: the launches its NCHW gather path costs over the channels-last kernel */
   gpu_plan plan;  /* the rewritten conv's plan */
 } cl_step;
 
@@ -49,24 +50,27 @@ typedef struct cl_step {
  * of their codelet's loop nest. */
 enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
 
-/* Stems: a conv of a model input of C < 8 channels (an image's 3) is refused by the
- * channels-last kernel's 16-byte channel loads, and its NCHW gather path
- * loads 2-byte elements one at a time: on an H100 resnet18's 7x7 conv1
- * at batch 32 takes 162 us for ~20 us of work. It is planned with
- * CL_CPAD channels instead: its input's own conversion to NHWC f16 writes
- * channels 0 .. C-1 of CL_CPAD per pixel, a second copy writes zeros (an
- * f32 zero constant read with stride 0) to channels C .. CL_CPAD-1 every
- * run (the arena reuses the memory), and its weights are reordered to
- * [R][S][CL_CPAD][K] with zero tails. The zero copy writes 2 * (8 - C)
- * bytes per pixel (10 at C = 3); a fill of the whole buffer before the
- * conversion would write 16. Only stems whose windows overlap (a 7x7 or 3x3
- * window at stride 2): the gather path loads each input pixel once per
- * window holding it (12 times for resnet's 7x7 stride 2), while a patch
- * embedding (kernel = stride: ViT's 16x16, ConvNeXt's 4x4) loads each
- * once and its K would grow 8 / C times with the padding. prune counts such a conv as CL_STEM_GAIN
- * launches saved, more than its two copies: the gather path it leaves is
- * many times slower than both. */
-enum { CL_CPAD = 8, CL_STEM_GAIN = 8 };
+/* Stems: a conv of a model input of C < 8 channels (an image's 3) is
+ * refused by the channels-last kernel's 16-byte channel loads, and its
+ * NCHW gather path loads 2-byte elements one at a time: on an H100
+ * resnet18's 7x7 conv1 at batch 32 takes 162 us for ~20 us of work. It
+ * is planned with CL_CPAD channels instead: its input's own conversion to
+ * NHWC f16 writes channels 0 .. C-1 of CL_CPAD per pixel, a second copy
+ * writes zeros (an f32 zero constant read with stride 0) to channels
+ * C .. CL_CPAD-1 every run (the arena reuses the memory), and its weights
+ * are reordered to [R][S][CL_CPAD][K] with zero tails. The zero copy
+ * writes 2 * (8 - C) bytes per pixel (10 at C = 3); a fill of the whole
+ * buffer before the conversion would write 16. Only stems whose windows
+ * overlap (a 7x7 or 3x3 window at stride 2): the gather path loads each
+ * input pixel once per window holding it (12 times for resnet's 7x7
+ * stride 2), while a patch embedding (kernel = stride: ViT's 16x16,
+ * ConvNeXt's 4x4) loads each once and its K would grow 8 / C times with
+ * the padding. prune counts such a conv as launches saved in proportion
+ * to its outputs, one per CL_STEM_WORK: the 162 us above are 401408
+ * pixels x 64 channels, about a small launch (~2.5 us) per 6144 x 64
+ * outputs; a small stem (a 64x64 image at batch 1) is not worth its two
+ * copies and stays on the gather path. */
+enum { CL_CPAD = 8, CL_STEM_WORK = 6144 * 64 };
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
@@ -142,7 +146,7 @@ static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *ma
     if (!cs[i].conv) continue;
     int y = cs[i].y, x = cs[i].x;
     n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
-    if (cs[i].cpad) n += CL_STEM_GAIN - 2; /* its conversion and zero copy */
+    if (cs[i].cpad) n += cs[i].gain - 2; /* its conversion and zero copy */
     else if (prod[x] < 0 && !cs[i].pool && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
   }
   return n;
@@ -271,6 +275,8 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
     return;
   }
   cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre, cs[i].cpad = cpad;
+  int64_t work = p->bufs[y].numel / CL_STEM_WORK; /* y's outputs */
+  if (cpad) cs[i].gain = (int)(work < 1 << 20 ? work : 1 << 20);
   if (copy >= 0) cs[copy].owner = i;
   if (pre >= 0) cs[pre].owner = i;
 }
