@@ -37,6 +37,8 @@ typedef struct cl_step {
   int x, y;       /* the conv's f32 NCHW input (before its f16 copy) and output */
   int copy, pre;  /* its f16 copy and NHWC transform steps (-1: none) */
   int owner;      /* of an f16 copy or transform: the conv reading it (-1: none) */
+  int cpad;       /* > 0: a conv of fewer than 8 input channels planned with cpad (a stem, below) */
+  int gain;       /* a stem's: the launches its NCHW gather path costs over the channels-last kernel */
   gpu_plan plan;  /* the rewritten conv's plan */
 } cl_step;
 
@@ -47,6 +49,28 @@ typedef struct cl_step {
  * f32 [N, C] result. Both become the pooling kernels (gpu_pool.h) in place
  * of their codelet's loop nest. */
 enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
+
+/* Stems: a conv of a model input of C < 8 channels (an image's 3) is
+ * refused by the channels-last kernel's 16-byte channel loads, and its
+ * NCHW gather path loads 2-byte elements one at a time: on an H100
+ * resnet18's 7x7 conv1 at batch 32 takes 162 us for ~20 us of work. It
+ * is planned with CL_CPAD channels instead: its input's own conversion to
+ * NHWC f16 writes channels 0 .. C-1 of CL_CPAD per pixel, a second copy
+ * writes zeros (an f32 zero constant read with stride 0) to channels
+ * C .. CL_CPAD-1 every run (the arena reuses the memory), and its weights
+ * are reordered to [R][S][CL_CPAD][K] with zero tails. The zero copy
+ * writes 2 * (8 - C) bytes per pixel (10 at C = 3); a fill of the whole
+ * buffer before the conversion would write 16. Only stems whose windows
+ * overlap (a 7x7 or 3x3 window at stride 2): the gather path loads each
+ * input pixel once per window holding it (12 times for resnet's 7x7
+ * stride 2), while a patch embedding (kernel = stride: ViT's 16x16,
+ * ConvNeXt's 4x4) loads each once and its K would grow 8 / C times with
+ * the padding. prune counts such a conv as launches saved in proportion
+ * to its outputs, one per CL_STEM_WORK: the 162 us above are 401408
+ * pixels x 64 channels, about a small launch (~2.5 us) per 6144 x 64
+ * outputs; a small stem (a 64x64 image at batch 1) is not worth its two
+ * copies and stays on the gather path. */
+enum { CL_CPAD = 8, CL_STEM_WORK = 6144 * 64 };
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
@@ -84,8 +108,9 @@ static int reads_nchw(const gpu_model_plan *p, const cl_step *cs, int j, int b) 
   int refs = s->op == GPU_STEP_FILL && s->fill_buf == b;
   for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) refs |= s->args[k] == b;
   if (!refs) return 0;
-  if ((cs[j].conv || cs[j].pool == CL_GAVGPOOL) && cs[j].x == b) return 0;
-  return !(cs[j].owner >= 0 && cs[cs[j].owner].conv && cs[cs[j].owner].x == b);
+  if ((cs[j].conv || cs[j].pool == CL_GAVGPOOL) && cs[j].x == b && !cs[j].cpad) return 0;
+  int o = cs[j].owner; /* a padded stem converts its own input from f32 NCHW */
+  return !(o >= 0 && cs[o].conv && cs[o].x == b && !cs[o].cpad);
 }
 
 /* Whether rewritten conv i's output is read as f32 NCHW (by the caller or
@@ -121,7 +146,8 @@ static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *ma
     if (!cs[i].conv) continue;
     int y = cs[i].y, x = cs[i].x;
     n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
-    if (prod[x] < 0 && !cs[i].pool && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
+    if (cs[i].cpad) n += cs[i].gain - 2; /* its conversion and zero copy */
+    else if (prod[x] < 0 && !cs[i].pool && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
   }
   return n;
 }
@@ -214,7 +240,11 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
            s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
   int conv = s->kkind == GPU_KERNEL_MATRIX && q.kind == GPU_OP_CONV2D && q.groups == 1 && !q.nhwc_io &&
              !q.epi.maxpool2x2 && q.in_dtype == COV_F16;
-  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || q.cc % 8 || q.ck % 8) return;
+  int overlap = q.cr > q.stride || q.cs > q.stride; /* windows that share pixels */
+  int cpad = conv && q.cc > 0 && q.cc < CL_CPAD && overlap && !s->plan.nhwc ? CL_CPAD : 0;
+  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || (q.cc % 8 && !cpad) ||
+      q.ck % 8)
+    return;
   int y = s->args[2], pre = conv && i > 0 && s[-1].pre ? i - 1 : -1, copy = -1, x = s->args[0];
   if (conv) {
     int h = pre >= 0 ? p->steps[pre].args[0] : s->args[0];
@@ -226,43 +256,72 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
     x = p->steps[copy].args[0];
   }
   if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || p->bufs[y].dtype != COV_F32) return;
+  gpu_mbuf *yb = &p->bufs[y]; /* a group's inner result may be flat: its NCHW sizes */
+  if (yb->rank != 4 && yb->numel == q.cn * q.ck * s->plan.oh * s->plan.ow) {
+    int64_t sh[4] = {q.cn, q.ck, s->plan.oh, s->plan.ow};
+    yb->rank = 4, memcpy(yb->shape, sh, sizeof sh);
+  }
+  if (yb->rank != 4) return;
+  const int64_t *xs = p->bufs[x].shape; /* a stem's conversion reads x as the conv sees it */
+  if (cpad && (p->bufs[x].kind != GPU_BUF_INPUT || xs[0] != q.cn || xs[1] != q.cc || xs[2] != q.ch || xs[3] != q.cw)) return;
   q.nhwc_io = true, q.in_dtype = COV_F16;
-  q.exact_channels = dw || !(gpu_model_pad_link(p, i) || (getenv("NOWIDE") ? 0 : gpu_model_pad_wide(p, i)));
+  if (cpad) q.cc = cpad;
+  /* a stem's K tiles run past its CL_CPAD channels (zero-filled chunks) */
+  q.exact_channels = !cpad && (dw || !(gpu_model_pad_link(p, i) || gpu_model_pad_wide(p, i)));
   const gpu_tune_entry *e;
   cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);
   if (st || (dw && !cs[i].plan.dw) || (conv && (!cs[i].plan.nhwc || !cs[i].plan.prob.nhwc_io))) {
     cov_status_free(st);
     return;
   }
-  cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre;
+  cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre, cs[i].cpad = cpad;
+  int64_t work = p->bufs[y].numel / CL_STEM_WORK; /* y's outputs */
+  if (cpad) cs[i].gain = (int)(work < 1 << 20 ? work : 1 << 20);
   if (copy >= 0) cs[copy].owner = i;
   if (pre >= 0) cs[pre].owner = i;
 }
 
 /* The conversion copy between NCHW f32 buffer `nchw` [N][C][H][W] and its
  * NHWC f16 form `nhwc`: to_nhwc, consecutive work items on consecutive
- * destination channels; back, on consecutive destination pixels. */
-static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc) {
+ * destination channels, cp >= C of them per pixel (channels C .. cp-1 left
+ * to the zero copy below); back, on consecutive destination pixels. */
+static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc, int64_t cp) {
   const int64_t *d = p->bufs[nchw].shape;
   int64_t c = d[1], hw = d[2] * d[3];
+  if (!to_nhwc || cp < c) cp = c;
   gpu_ew e;
   memset(&e, 0, sizeof e); /* kernels compare bytewise */
   e.kind = GPU_EW_COPY, e.n = p->bufs[nchw].numel, e.run = 1;
   e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_DTYPE_INVALID : COV_F16; /* f32, f16 */
-  int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
+  int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, cp, cp * hw};
   if (!to_nhwc) rep[0] = hw, rep[1] = c, ss[0] = c, ss[1] = 1, ds[0] = 1, ds[1] = hw;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = ss[l], e.ds[l] = ds[l];
   return e;
 }
 
-static gpu_mstep convert_step(const gpu_model_plan *p, const gpu_mstep *at, int from, int to, int nchw, int to_nhwc) {
+/* The copy of f32 zeros (buffer of cp - C, read with stride 0) into
+ * channels C .. cp-1 of every pixel of a padded NHWC f16 form of NCHW
+ * buffer `nchw`. */
+static gpu_ew zero_tail(const gpu_model_plan *p, int nchw, int64_t cp) {
+  const int64_t *d = p->bufs[nchw].shape;
+  int64_t c = d[1], hw = d[2] * d[3];
+  gpu_ew e;
+  memset(&e, 0, sizeof e); /* kernels compare bytewise */
+  e.kind = GPU_EW_COPY, e.run = cp - c, e.n = (cp - c) * hw * d[0], e.d0 = c;
+  e.out_dtype = COV_F16, e.in_dtype = COV_DTYPE_INVALID; /* f32 */
+  int64_t rep[3] = {hw, d[0], 1}, ds[3] = {cp, cp * hw, cp * hw * d[0]};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = 0, e.ds[l] = ds[l];
+  return e;
+}
+
+static gpu_mstep convert_step(const gpu_mstep *at, int from, int to, gpu_ew ew, const char *sfx) {
   gpu_mstep s;
   memset(&s, 0, sizeof s);
   s.op = GPU_STEP_LAUNCH, s.kkind = GPU_KERNEL_EW, s.group = at->group, s.module = -1, s.fill_buf = -1;
   memcpy(s.label, at->label, sizeof s.label);
-  s.ew = convert(p, nchw, to_nhwc);
+  s.ew = ew;
   /* unique: named after the step it serves, which has a unique name */
-  snprintf(s.kernel, sizeof s.kernel, "%.140s_%s", at->kernel, to_nhwc ? "to_nhwc" : "to_nchw");
+  snprintf(s.kernel, sizeof s.kernel, "%.140s_%s", at->kernel, sfx);
   gpu_ew_grid(&s.ew, s.grid);
   s.block[0] = GPU_EW_THREADS, s.block[1] = s.block[2] = 1;
   for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) s.args[k] = -1;
@@ -271,19 +330,21 @@ static gpu_mstep convert_step(const gpu_model_plan *p, const gpu_mstep *at, int 
 }
 
 /* The weights of a rewritten conv in its kernel's layout, f16: [R][S][C][K]
- * from OIHW (unless the plan read them so already), depthwise [R][S][C]. */
-static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const gpu_plan *np) {
+ * from OIHW (unless the plan read them so already), depthwise [R][S][C];
+ * a padded stem's (cin < the plan's C) [R][S][C][K] with zero tails. */
+static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const gpu_plan *np, int64_t cin) {
   gpu_mbuf *w = &p->bufs[s->args[1]];
   const gpu_problem *q = &np->prob;
   if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) return NULL; /* [R][S][C][K] already */
-  int64_t rs = q->cr * q->cs, cg = q->cc / q->groups, n = w->numel;
-  if (n != q->ck * cg * rs) return cov_error(COV_INTERNAL, GPU_LOC(NULL, w->name), "weight '%s': %lld values", w->name, (long long)n);
-  uint16_t *v = malloc((size_t)n * 2 + 2);
+  int64_t rs = q->cr * q->cs, cg = q->cc / q->groups, n = w->numel, m = q->ck * cg * rs;
+  if (cin > cg || n != q->ck * cin * rs)
+    return cov_error(COV_INTERNAL, GPU_LOC(NULL, w->name), "weight '%s': %lld values", w->name, (long long)n);
+  uint16_t *v = calloc((size_t)m + 1, 2); /* f16 zeros in the padded channels */
   if (!v) return oom();
   for (int64_t o = 0; o < q->ck; o++)
-    for (int64_t c = 0; c < cg; c++)
+    for (int64_t c = 0; c < cin; c++)
       for (int64_t r = 0; r < rs; r++) {
-        int64_t from = (o * cg + c) * rs + r, to = np->dw ? r * q->ck + o : (r * q->cc + c) * q->ck + o;
+        int64_t from = (o * cin + c) * rs + r, to = np->dw ? r * q->ck + o : (r * q->cc + c) * q->ck + o;
         float f;
         uint16_t h;
         if (w->dtype == COV_F32) memcpy(&f, (const char *)w->data + 4 * from, 4), h = cov_f32_to_f16(f);
@@ -291,7 +352,9 @@ static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const g
         v[to] = h;
       }
   free(w->data);
-  w->data = v, w->dtype = COV_F16;
+  w->data = v, w->dtype = COV_F16, w->numel = m;
+  if (m != n && w->rank == 4) w->shape[1] = cg; /* OIHW sizes of the padded values */
+  else if (m != n) w->rank = 1, w->shape[0] = m;
   return NULL;
 }
 
@@ -317,7 +380,29 @@ static cov_status rewrite_pool(gpu_model_plan *p, const cl_step *cs, int i, int 
   s.block[0] = GPU_EW_THREADS, s.block[1] = s.block[2] = 1;
   s.shared_bytes = gpu_ew_shared_bytes(&s.ew);
   out[(*n)++] = s;
-  if (cs[i].conv && needs_back(p, cs, i)) out[(*n)++] = convert_step(p, &s, nhwc[y], y, y, 0);
+  if (cs[i].conv && needs_back(p, cs, i)) out[(*n)++] = convert_step(&s, nhwc[y], y, convert(p, y, 0, 0), "to_nchw");
+  return NULL;
+}
+
+/* A padded stem's input (*in): NHWC f16 [N][H][W][cp] from f32 NCHW x by
+ * a conversion and a copy of zeros into the tail channels. */
+static cov_status stem_input(gpu_model_plan *p, const gpu_mstep *at, int x, int64_t cp, int *in, gpu_mstep *out, int *n) {
+  cov_status st = NULL;
+  char nm[sizeof p->bufs[0].name];
+  int64_t d[4], tail;
+  memcpy(d, p->bufs[x].shape, sizeof d); /* a copy: adding buffers moves p->bufs */
+  tail = cp - d[1];
+  snprintf(nm, sizeof nm, "%.110s.nhwc_pad", p->bufs[x].name);
+  int64_t sh[4] = {d[0], d[2], d[3], cp};
+  int b = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, 4, sh, &st);
+  if (b < 0) return st ? st : oom();
+  snprintf(nm, sizeof nm, "%.110s.pad_zeros", p->bufs[x].name);
+  int z = gpu_ms_add_buf(p, nm, GPU_BUF_WEIGHT, COV_F32, 1, &tail, &st);
+  if (z < 0) return st ? st : oom();
+  if (!(p->bufs[z].data = calloc((size_t)tail, sizeof(float)))) return oom();
+  out[(*n)++] = convert_step(at, x, b, convert(p, x, 1, cp), "to_nhwc");
+  out[(*n)++] = convert_step(at, z, b, zero_tail(p, x, cp), "pad_zero");
+  *in = b;
   return NULL;
 }
 
@@ -339,24 +424,29 @@ static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *
     int x = cs[i].x, y = cs[i].y;
     int64_t d[4], e[4]; /* copies: add_buffer moves p->bufs */
     memcpy(d, p->bufs[x].shape, sizeof d), memcpy(e, p->bufs[y].shape, sizeof e);
-    if (nhwc[x] < 0) { /* an f32 NCHW activation: converted once, before its first such reader */
+    int in = nhwc[x];
+    if (cs[i].cpad) { /* a stem: its own padded form */
+      COV_RETURN_IF_ERROR(stem_input(p, &s, x, cs[i].cpad, &in, out, &n));
+    } else if (nhwc[x] < 0) { /* an f32 NCHW activation: converted once, before its first such reader */
       int64_t sh[4] = {d[0], d[2], d[3], d[1]};
       if ((nhwc[x] = add_buffer(p, p->bufs[x].name, COV_F16, 4, sh)) < 0) return oom();
-      out[n++] = convert_step(p, &s, x, nhwc[x], x, 1);
+      out[n++] = convert_step(&s, x, nhwc[x], convert(p, x, 1, d[1]), "to_nhwc");
+      in = nhwc[x];
     }
     int64_t sh[4] = {e[0], e[2], e[3], e[1]};
     if ((nhwc[y] = add_buffer(p, p->bufs[y].name, COV_F16, 4, sh)) < 0) return oom();
-    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan));
+    int64_t cin = cs[i].cpad ? d[1] : cs[i].plan.prob.cc / cs[i].plan.prob.groups;
+    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan, cin));
     s.kkind = GPU_KERNEL_MATRIX, s.plan = cs[i].plan;
     memcpy(s.grid, s.plan.grid, sizeof s.grid);
     s.block[0] = (unsigned)s.plan.threads, s.block[1] = s.block[2] = 1;
     s.shared_bytes = s.plan.shared_bytes;
-    s.args[0] = nhwc[x], s.args[2] = nhwc[y];
+    s.args[0] = in, s.args[2] = nhwc[y];
     out[n++] = s;
     /* read as f32 NCHW by anything else (a kernel other than a rewritten
      * conv's dropped copy, the caller): converted back once */
     if (needs_back(p, cs, i))
-      out[n++] = convert_step(p, &s, nhwc[y], y, y, 0);
+      out[n++] = convert_step(&s, nhwc[y], y, convert(p, y, 0, 0), "to_nchw");
   }
   *n_out = n;
   return NULL;

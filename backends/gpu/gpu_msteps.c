@@ -109,7 +109,7 @@ int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
     const gpu_ew *e = &s->ew;
     if (del[j] || s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || s->args[0] != b) continue;
     if (e->kind == GPU_EW_COPY && e->out_dtype == COV_F16 && e->in_dtype != COV_F16 && !e->run && !e->s0 && !e->d0 &&
-        !e->bias && !e->also && !e->mul_c && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
+        !e->bias && !e->also && !e->mul_c && !e->scale_hw && e->post == GPU_FN_NONE && e->n == p->bufs[b].numel)
       return j;
   }
   return -1;
@@ -119,7 +119,7 @@ int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b) {
   const gpu_mbuf *x = &p->bufs[b];
   const gpu_ew *e = &s->ew;
   if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || s->args[0] != b ||
-      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->mul_c || e->post != GPU_FN_NONE || x->rank != 4 ||
+      e->in_dtype == COV_F16 || e->out_dtype != COV_F16 || e->bias || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE || x->rank != 4 ||
       e->n != x->numel || e->run != 1 || e->s0 || e->d0)
     return 0;
   int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];

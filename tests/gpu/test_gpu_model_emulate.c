@@ -49,6 +49,9 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static int g_max_launches = -1, g_min_attn = -1;
+/* -c: the model's first matrix kernel (a CNN's stem) is a channels-last
+ * convolution (NHWC f16 in and out) */
+static int g_stem_cl;
 
 /* The buffers of every launch in the dtypes its kernel takes; prints and
  * counts the mismatches. */
@@ -276,6 +279,14 @@ static int check(const char *target, double tol, const char *path, int no_tables
     fprintf(stderr, "FAIL   %s %s: %d launches (at most %d expected)\n", target, path, launches, g_max_launches);
     plan_fail = 1;
   }
+  int first = 0;
+  while (first < p.n_steps && (p.steps[first].op != GPU_STEP_LAUNCH || p.steps[first].kkind != GPU_KERNEL_MATRIX)) first++;
+  if (g_stem_cl && (first == p.n_steps || p.steps[first].plan.prob.kind != GPU_OP_CONV2D || !p.steps[first].plan.nhwc ||
+                    !p.steps[first].plan.prob.nhwc_io)) {
+    fprintf(stderr, "FAIL   %s %s: the first matrix kernel (step %d) is not a channels-last convolution\n", target, path,
+            first);
+    plan_fail = 1;
+  }
   if (g_min_attn >= 0 && attn < g_min_attn) {
     fprintf(stderr, "FAIL   %s %s: %d fused attention launches (at least %d expected)\n", target, path, attn, g_min_attn);
     plan_fail = 1;
@@ -311,6 +322,7 @@ int main(int argc, char **argv) {
   argv += no_tables, argc -= no_tables;
   const char *expect = NULL;
   if (argc > 2 && !strcmp(argv[1], "-l")) g_max_launches = atoi(argv[2]), argv += 2, argc -= 2;
+  if (argc > 1 && !strcmp(argv[1], "-c")) g_stem_cl = 1, argv++, argc--;
   if (argc > 2 && !strcmp(argv[1], "-a")) g_min_attn = atoi(argv[2]), argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
   if (argc > 2 && !strcmp(argv[1], "-n")) g_cases = atoi(argv[2]) > 0 ? atoi(argv[2]) : 1, argv += 2, argc -= 2;
@@ -327,7 +339,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 3 && !strcmp(argv[1], "-r")) g_run_input = argv[2], g_run_dir = argv[3], argv += 3, argc -= 3;
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
+    fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
                     "TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
