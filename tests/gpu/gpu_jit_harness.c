@@ -195,6 +195,17 @@ int gpu_jit_compare(const char *name, const char *who, cov_dtype d, const void *
 
 /* ---- GPU targets ------------------------------------------------------------- */
 
+int gpu_jit_targets_from_args(int argc, char **argv, gpu_jit_targets *ts) {
+  cov_status st = NULL;
+  for (int i = 1; i + 1 < argc && !st; i += 2)
+    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(ts, argv[i + 1]);
+  if (!st) return 0;
+  cov_status_print(stderr, st, 0);
+  cov_status_free(st);
+  gpu_jit_targets_close(ts);
+  return 1;
+}
+
 cov_status gpu_jit_target_add(gpu_jit_targets *ts, const char *name) {
   if (ts->n >= GPU_JIT_MAX_TARGETS)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_OPTION("-t", name), "at most %d targets", GPU_JIT_MAX_TARGETS);

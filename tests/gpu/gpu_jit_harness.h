@@ -105,6 +105,9 @@ typedef struct gpu_jit_targets {
  * when it does not open or GPU_JIT_MAX_TARGETS are open already. */
 cov_status gpu_jit_target_add(gpu_jit_targets *ts, const char *name);
 void gpu_jit_targets_close(gpu_jit_targets *ts);
+/* Opens the targets of argv's "-t NAME" pairs into ts; 0, or 1 after
+ * printing the error (ts closed). */
+int gpu_jit_targets_from_args(int argc, char **argv, gpu_jit_targets *ts);
 
 /* Builds e as t's code object, kernel "covenant_kern"; where the target's
  * code is text (PTX), it must hold `needle`. Returns 0, or 1 after

@@ -121,15 +121,7 @@ static int run_case(const conv_case *k) {
 
 int main(int argc, char **argv) {
   gpu_jit_init();
-  cov_status st = NULL;
-  for (int i = 1; i + 1 < argc && !st; i += 2)
-    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(&g_targets, argv[i + 1]);
-  if (st) {
-    cov_status_print(stderr, st, 0);
-    cov_status_free(st);
-    gpu_jit_targets_close(&g_targets);
-    return 1;
-  }
+  if (gpu_jit_targets_from_args(argc, argv, &g_targets)) return 1;
   static const conv_case cases[] = {
       {"dw7x7 runs divide the row", 2, 8, 12, 12, 8, 7, 1, 3, GPU_FN_NONE, COV_F32},
       {"dw7x7 ragged last run", 2, 5, 9, 10, 5, 7, 1, 3, GPU_FN_NONE, COV_F32},

@@ -354,15 +354,7 @@ static int check_epilogue(const char *what, gpu_act act) {
 
 int main(int argc, char **argv) {
   gpu_jit_init();
-  cov_status st = NULL;
-  for (int i = 1; i + 1 < argc && !st; i += 2)
-    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(&g_targets, argv[i + 1]);
-  if (st) {
-    cov_status_print(stderr, st, 0);
-    cov_status_free(st);
-    gpu_jit_targets_close(&g_targets);
-    return 1;
-  }
+  if (gpu_jit_targets_from_args(argc, argv, &g_targets)) return 1;
   int fail = check_layouts();
   fail |= check_gate("x * sigmoid(gate per channel) -> f32", COV_F32);
   fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);

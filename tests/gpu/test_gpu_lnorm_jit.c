@@ -138,15 +138,7 @@ static const ln_case k_cases[] = {
 int main(int argc, char **argv) {
   gpu_jit_init();
   gpu_jit_targets tg = {0};
-  cov_status st = NULL;
-  for (int i = 1; i + 1 < argc && !st; i += 2)
-    if (!strcmp(argv[i], "-t")) st = gpu_jit_target_add(&tg, argv[i + 1]);
-  if (st) {
-    cov_status_print(stderr, st, 0);
-    cov_status_free(st);
-    gpu_jit_targets_close(&tg);
-    return 1;
-  }
+  if (gpu_jit_targets_from_args(argc, argv, &tg)) return 1;
   int fail = 0;
   for (size_t c = 0; c < sizeof k_cases / sizeof *k_cases; c++) fail |= check_case(&k_cases[c], &tg);
   gpu_jit_targets_close(&tg);
