@@ -195,6 +195,13 @@ int gpu_jit_compare(const char *name, const char *who, cov_dtype d, const void *
 
 /* ---- GPU targets ------------------------------------------------------------- */
 
+double gpu_jit_unit(uint64_t *rng) {
+  *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+  return (double)(*rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+float gpu_jit_h16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
+
 int gpu_jit_targets_from_args(int argc, char **argv, gpu_jit_targets *ts) {
   cov_status st = NULL;
   for (int i = 1; i + 1 < argc && !st; i += 2)

@@ -95,6 +95,12 @@ typedef int (*gpu_jit_close_fn)(double got, double want, cov_dtype d);
 int gpu_jit_compare(const char *name, const char *who, cov_dtype d, const void *got, const void *want, int64_t n,
                     gpu_jit_close_fn close);
 
+/* The tests' seeded random stream (xorshift64 on *rng): the next value
+ * in [0, 1), 53 bits. */
+double gpu_jit_unit(uint64_t *rng);
+/* v rounded to f16 and back (an f16 buffer's value as f32). */
+float gpu_jit_h16(float v);
+
 /* The GPU targets of the command line's -t options. */
 typedef struct gpu_jit_targets {
   gpu_target t[GPU_JIT_MAX_TARGETS];

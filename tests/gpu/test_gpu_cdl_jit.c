@@ -85,8 +85,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static int64_t base_dim = 3; /* -d: the smallest dim tried */
 static cov_dtype float_pick = COV_F32; /* -f: what float type parameters bind */
 static double next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+  return gpu_jit_unit(&rng) * 2.0 - 1.0;
 }
 
 static const char *extreme_prefix; /* -x */

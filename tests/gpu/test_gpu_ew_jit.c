@@ -64,10 +64,8 @@ enum { N = 2, CH = 24, H = 3, W = 5, HW = H * W, NUM = N * CH * HW };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 8.0f - 4.0f;
+  return (float)gpu_jit_unit(&rng) * 8.0f - 4.0f;
 }
-static float h16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 static int64_t nchw(int64_t n, int64_t c, int64_t p) { return (n * CH + c) * HW + p; }
 static int64_t nhwc(int64_t n, int64_t c, int64_t p) { return (n * HW + p) * CH + c; }
 
@@ -120,14 +118,14 @@ static void layout_want(dims s, int to_nhwc, int add, gpu_ew_fn post, float hi, 
       for (int64_t p = 0; p < s.hw; p++) {
         int64_t cf = (n * s.ch + c) * s.hw + p, cl = (n * s.hw + p) * s.ch + c;
         if (to_nhwc) {
-          want[cl] = h16(x32[cf]);
+          want[cl] = gpu_jit_h16(x32[cf]);
           continue;
         }
-        float v = cov_f16_to_f32(x16[cl]) + (add == 1 ? sc[cf] : add == 2 ? h16(sc[cf]) : 0.0f);
+        float v = cov_f16_to_f32(x16[cl]) + (add == 1 ? sc[cf] : add == 2 ? gpu_jit_h16(sc[cf]) : 0.0f);
         if (post == GPU_FN_RELU) v = v > 0 ? v : 0;
         if (post == GPU_FN_CLIP) v = v < 0 ? 0 : v > hi ? hi : v;
         if (post == GPU_FN_SILU) v = (float)(v / (1.0 + exp(-(double)v)));
-        want[cf] = v, want2[cl] = h16(v);
+        want[cf] = v, want2[cl] = gpu_jit_h16(v);
       }
 }
 
@@ -168,7 +166,7 @@ static int check(const char *name, dims s, int to_nhwc, int add, gpu_ew_fn post,
   if (!bad) { /* the emulation: f32 views, f16 values rounded as stored */
     widen(x16, xv, num), widen(sc16, scv, num);
     gpu_ew_emulate(&e, to_nhwc ? x32 : xv, NULL, emu, add == 2 ? scv : sc, NULL);
-    for (int64_t i = 0; to_nhwc && i < num; i++) emu[i] = h16(emu[i]);
+    for (int64_t i = 0; to_nhwc && i < num; i++) emu[i] = gpu_jit_h16(emu[i]);
     bad = compare(what, emu, want, num);
   }
   /* built for each -t target: NVPTX's tiles meet at bar.sync, the NHWC-order
@@ -214,7 +212,7 @@ static int check_gate(const char *what, cov_dtype out) {
   for (int i = 0; i < N * CH; i++) gate[i] = next();
   for (int i = 0; i < NUM; i++) {
     double v = x[i] / (1.0 + exp(-(double)gate[i / HW]));
-    want[i] = out == COV_F16 ? h16((float)v) : (float)v;
+    want[i] = out == COV_F16 ? gpu_jit_h16((float)v) : (float)v;
   }
   void *a[4] = {x, NULL, out == COV_F16 ? (void *)y16 : (void *)y32, gate};
   if (run_jit(&e, a)) return 1;
@@ -222,7 +220,7 @@ static int check_gate(const char *what, cov_dtype out) {
   else memcpy(got, y32, sizeof got);
   int bad = compare(what, got, want, NUM);
   gpu_ew_emulate(&e, x, NULL, got, gate, NULL);
-  for (int i = 0; out == COV_F16 && i < NUM; i++) got[i] = h16(got[i]);
+  for (int i = 0; out == COV_F16 && i < NUM; i++) got[i] = gpu_jit_h16(got[i]);
   bad |= compare(what, got, want, NUM);
   if (!bad) printf("ok: %s\n", what);
   return bad;
@@ -265,7 +263,7 @@ static int check_flat(const char *name, int64_t n, int64_t s0, int64_t d0, cov_d
   e.kind = GPU_EW_COPY, e.n = n, e.s0 = s0, e.d0 = d0, e.out_dtype = out, e.post = GPU_FN_RELU;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
   for (int i = 0; i < NUM + 16; i++) x[i] = next(), want[i] = 0;
-  for (int64_t i = 0; i < n; i++) want[d0 + i] = out == COV_F16 ? h16(x[s0 + i] > 0 ? x[s0 + i] : 0) : (x[s0 + i] > 0 ? x[s0 + i] : 0);
+  for (int64_t i = 0; i < n; i++) want[d0 + i] = out == COV_F16 ? gpu_jit_h16(x[s0 + i] > 0 ? x[s0 + i] : 0) : (x[s0 + i] > 0 ? x[s0 + i] : 0);
   memset(y32, 0, sizeof y32), memset(y16, 0, sizeof y16);
   void *a[4] = {x, NULL, out == COV_F16 ? (void *)y16 : (void *)y32, NULL};
   char what[120];

@@ -41,10 +41,8 @@ typedef struct ln_case {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 8.0f - 4.0f;
+  return (float)gpu_jit_unit(&rng) * 8.0f - 4.0f;
 }
-static float h16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
 /* The normalisation in double of x [n][c][w] over c, in y's layout. */
 static void reference(const ln_case *k, float eps, const float *x, const float *sc, const float *bi, float *want) {
@@ -59,7 +57,7 @@ static void reference(const ln_case *k, float eps, const float *x, const float *
       for (int64_t c = 0; c < k->c; c++) {
         float y = (float)((r[c * k->w] - m) / sqrt(v + eps) * sc[c] + bi[c]);
         int64_t row = k->rq ? o / k->rq * k->r1 + o % k->rq * k->r0 : o;
-        want[k->nhwc ? (o * k->w + p) * k->c + c : (row * k->c + c) * k->w + p] = k->out == COV_F16 ? h16(y) : y;
+        want[k->nhwc ? (o * k->w + p) * k->c + c : (row * k->c + c) * k->w + p] = k->out == COV_F16 ? gpu_jit_h16(y) : y;
       }
     }
 }
@@ -98,7 +96,7 @@ static int check_case(const ln_case *k, const gpu_jit_targets *tg) {
       fprintf(stderr, "FAIL %s: element %lld is %.9g, %.9g expected\n", what, (long long)i, got[i], want[i]), bad = 1;
   if (!bad) {
     gpu_ew_emulate(&e, x, sc, emu, bi, NULL);
-    for (int64_t i = 0; i < num && k->out == COV_F16; i++) emu[i] = h16(emu[i]);
+    for (int64_t i = 0; i < num && k->out == COV_F16; i++) emu[i] = gpu_jit_h16(emu[i]);
   }
   for (int64_t i = 0; i < num && !bad && k->dual; i++) /* the f16 second store: the f32 result rounded once */
     if (d16[i] != cov_f32_to_f16(got[i]))

@@ -38,10 +38,8 @@ typedef struct pool_case {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 8.0f - 3.0f;
+  return (float)gpu_jit_unit(&rng) * 8.0f - 3.0f;
 }
-static float h16(float v) { return cov_f16_to_f32(cov_f32_to_f16(v)); }
 
 static void setup(const pool_case *k, gpu_ew *e) {
   memset(e, 0, sizeof *e);
@@ -96,7 +94,7 @@ static int check_case(const pool_case *k, const gpu_jit_targets *tg) {
   int bad = !x || !want || !got || !emu || !x16 || !y16;
   if (bad) fprintf(stderr, "FAIL %s: no memory\n", what);
   for (int64_t i = 0; i < in && !bad; i++) {
-    x[i] = k->in_cl ? h16(next()) : next();
+    x[i] = k->in_cl ? gpu_jit_h16(next()) : next();
     x16[i] = cov_f32_to_f16(x[i]);
   }
   if (!bad) {
@@ -105,13 +103,13 @@ static int check_case(const pool_case *k, const gpu_jit_targets *tg) {
     void *a[4] = {k->in_cl ? (void *)x16 : (void *)x, NULL, k->out_cl ? (void *)y16 : (void *)got, NULL};
     bad = k->gavg ? gpu_jit_run_groups(what, lower, &e, e.n / GPU_EW_THREADS, a, 4) : gpu_jit_run(what, lower, &e, e.n, a, 4);
   }
-  for (int64_t i = 0; i < out && !bad && k->out_cl; i++) got[i] = cov_f16_to_f32(y16[i]), want[i] = h16(want[i]);
+  for (int64_t i = 0; i < out && !bad && k->out_cl; i++) got[i] = cov_f16_to_f32(y16[i]), want[i] = gpu_jit_h16(want[i]);
   for (int64_t i = 0; i < out && !bad; i++)
     if (!(fabsf(got[i] - want[i]) <= (k->gavg ? 1e-5f : 0.0f) * fmaxf(1.0f, fabsf(want[i]))))
       fprintf(stderr, "FAIL %s: element %lld is %.9g, %.9g expected\n", what, (long long)i, got[i], want[i]), bad = 1;
   if (!bad) {
     gpu_ew_emulate(&e, x, NULL, emu, NULL, NULL);
-    for (int64_t i = 0; i < out && k->out_cl; i++) emu[i] = h16(emu[i]);
+    for (int64_t i = 0; i < out && k->out_cl; i++) emu[i] = gpu_jit_h16(emu[i]);
   }
   for (int64_t i = 0; i < out && !bad; i++)
     if (memcmp(&got[i], &emu[i], 4))
@@ -172,9 +170,9 @@ static int check_se(const se_case *k, const gpu_jit_targets *tg) {
   uint16_t *x16 = malloc((size_t)nc * 2), *w1h = malloc((size_t)ck * 2), *w2h = malloc((size_t)ck * 2);
   int bad = !x || !w1 || !w2 || !b1 || !b2 || !want || !got || !emu || !hid || !x16 || !w1h || !w2h;
   if (bad) fprintf(stderr, "FAIL %s: no memory\n", what);
-  for (int64_t i = 0; i < nc && !bad; i++) x[i] = h16(next() * 0.5f), x16[i] = cov_f32_to_f16(x[i]);
+  for (int64_t i = 0; i < nc && !bad; i++) x[i] = gpu_jit_h16(next() * 0.5f), x16[i] = cov_f32_to_f16(x[i]);
   for (int64_t i = 0; i < ck && !bad; i++) {
-    w1[i] = h16(next() * 0.1f), w2[i] = h16(next() * 0.1f);
+    w1[i] = gpu_jit_h16(next() * 0.1f), w2[i] = gpu_jit_h16(next() * 0.1f);
     w1h[i] = cov_f32_to_f16(w1[i]), w2h[i] = cov_f32_to_f16(w2[i]);
   }
   for (int64_t i = 0; i < k->k && !bad; i++) b1[i] = next() * 0.1f;

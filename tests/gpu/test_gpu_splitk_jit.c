@@ -155,8 +155,7 @@ static int run_grid(gpu_jit_fn f, const gpu_plan *p, void **a, int64_t stride) {
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static float next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (float)((double)(rng >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+  return (float)(gpu_jit_unit(&rng) * 2.0 - 1.0);
 }
 
 static double act(const gpu_epilogue *e, double v) {
