@@ -40,6 +40,7 @@ static float apply(gpu_ew_fn fn, float p0, float p1, float x) {
   }
   case GPU_FN_GELU: return x * 0.5f * (1.0f + ferf(x * 0.70710678f));
   case GPU_FN_SILU: return x / (1.0f + expf(-x));
+  case GPU_FN_SIGMOID: return 1.0f / (1.0f + expf(-x));
   }
   return x;
 }

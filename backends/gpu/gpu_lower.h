@@ -20,9 +20,14 @@ typedef struct kernel {
    * the workspace and counters (arguments 4, 5) */
   LLVMValueRef split_z, kt0, split_ws, split_count;
   LLVMValueRef resid; /* epi.residual: the addend (argument 6), laid out as the output */
+  LLVMValueRef apro; /* prob.a_pro: its operand (argument GPU_APRO_ARG) */
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
+
+/* The A element of GEMM row m, column kk at input index idx (ok: in
+ * range, else 0) read through the problem's prologue (gpu_lower_gate.c). */
+LLVMValueRef gpu_k_prologue_a(kernel *k, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef m, LLVMValueRef kk);
 
 /* Element/chunk e = tid + i*threads of a cooperative copy, split as
  * (e / width, e % width) (gpu_lower_tile.c). */

@@ -77,6 +77,7 @@ static LLVMValueRef apply(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValu
   }
   case GPU_FN_GELU: return fmul(g, fmul(g, x, F(0.5)), fadd(g, F(1.0), ferf(g, fmul(g, x, F(0.7071067811865476)))));
   case GPU_FN_SILU: return fdiv(g, x, fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, x, ""))));
+  case GPU_FN_SIGMOID: return fdiv(g, F(1.0), fadd(g, F(1.0), fexp(g, LLVMBuildFNeg(g->b, x, ""))));
   }
   return x;
 }

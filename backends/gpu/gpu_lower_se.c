@@ -20,6 +20,10 @@ static LLVMValueRef ld_f16(gpu_gen *g, LLVMValueRef base, LLVMValueRef at) {
 }
 
 static LLVMValueRef act(gpu_gen *g, gpu_ew_fn fn, float p0, float p1, LLVMValueRef v) {
+  if (fn == GPU_FN_SIGMOID) { /* 1 / (1 + 2^(-x log2 e)) */
+    LLVMValueRef t = g->target->exp2(g, LLVMBuildFMul(g->b, v, LLVMConstReal(g->f32, -1.4426950408889634), ""));
+    return LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0), LLVMBuildFAdd(g->b, LLVMConstReal(g->f32, 1.0), t, ""), "");
+  }
   gpu_epilogue ep = {.act = gpu_fn_act(fn), .clip_lo = p0, .clip_hi = p1};
   return gpu_activation(g, &ep, v);
 }

@@ -176,6 +176,24 @@ static cov_status emu_buffers(const gpu_model_plan *p, const cov_tensor *inputs,
   return NULL;
 }
 
+/* A conv whose A operand is read through a gate prologue (prob.a_pro,
+ * gpu_lower_gate.c): the operand the kernel stores to its tiles, each f32
+ * element x[n][c][hw] times gate[n][c], rounded once to f16, then the
+ * conv on it. */
+static cov_status emulate_gated(const gpu_model_plan *p, const gpu_mstep *s, float **v, float **a) {
+  const gpu_problem *q = &s->plan.prob;
+  int gb = s->n_args > GPU_APRO_ARG ? s->args[GPU_APRO_ARG] : -1;
+  int64_t hw = q->ch * q->cw, n = q->cn * q->cc * hw;
+  if (gb < 0 || s->args[0] < 0 || p->bufs[gb].numel != q->cn * q->cc || p->bufs[s->args[0]].numel != n)
+    return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no gate of its input", s->kernel);
+  float *t = malloc((size_t)n * sizeof *t + 4), *b[4] = {t, a[1], a[2], a[3]};
+  if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  for (int64_t i = 0; i < n; i++) t[i] = to_f16(a[0][i] * v[gb][i / hw]);
+  cov_status st = emulate_matrix(&s->plan, b);
+  free(t);
+  return st;
+}
+
 /* One device step's CPU meaning (a launch or a fill). */
 static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   float *a[4];
@@ -213,6 +231,7 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
         for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
     return NULL;
   }
+  if (q->a_pro == GPU_APRO_GATE) return emulate_gated(p, s, v, a);
   if (q->kind != GPU_OP_MATMUL || !(q->epi.residual || pl->out_f16 || pl->out_rq)) return emulate_matrix(pl, a);
   /* permuted rows, the residual addend after bias and activation, then the
    * f16 store */

@@ -86,6 +86,8 @@ typedef enum gpu_ew_fn {
   GPU_FN_SILU, /* x * sigmoid(x): a Sigmoid and the Mul of its input by it (gpu_mfuse_act.c, gpu_mfuse.c) */
   GPU_FN_HSWISH,   /* x * clip(x + 3, 0, 6) / 6 (ONNX HardSwish) */
   GPU_FN_HSIGMOID, /* clip(p0 * x + p1, 0, 1) (ONNX HardSigmoid, alpha p0, beta p1) */
+  GPU_FN_SIGMOID,  /* 1 / (1 + exp(-x)): a squeeze-excite head's gate once its Mul is the projection's prologue
+                      (gpu_mfuse_gate.c); no matrix epilogue takes it */
 } gpu_ew_fn;
 
 /* The activation of a unary codelet the matrix kernels' epilogues and the

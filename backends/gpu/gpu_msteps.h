@@ -62,6 +62,10 @@ int gpu_ms_fuse_concat(gpu_model_plan *p, char *del, int *scratch);
  * and fc2, as one head kernel in fc2's place (gpu_mfuse_se.c); returns
  * whether it did. */
 int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
+/* Step i, a squeeze-excite gate's copy writing the f16 operand of a matrix
+ * kernel that gathers it from NCHW, applied by that kernel as it loads
+ * the operand instead (gpu_mfuse_gate.c); returns whether it did. */
+int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i);
 /* Whether conv step i is one of an MLP's two ungrouped convs: one
  * widening the channels whose f32 result goes whole, through one f16
  * operand copy, to one narrowing them; where the model compiler lets the

@@ -205,6 +205,11 @@ static cov_status out_plan_check(const gpu_plan *p) {
   if (p->prob.epi.residual && (p->staged || p->prob.kind != GPU_OP_MATMUL))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: a residual addend is for matmuls stored from the registers");
+  if (p->prob.a_pro != GPU_APRO_NONE &&
+      (p->prob.kind != GPU_OP_CONV2D || p->nhwc || p->vector_copy || p->wgmma || p->tma || p->dw ||
+       p->prob.in_dtype == COV_F32))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: an A-operand prologue needs a 16-bit conv on the NCHW gather (guarded element copies)");
   if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "

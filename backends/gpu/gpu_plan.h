@@ -19,7 +19,7 @@
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
  * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
  * when the epilogue has no bias); with split-K the workspace and counters
- * (4, 5), with epi.residual the addend (6). */
+ * (4, 5), with epi.residual the addend (6), with a_pro its gate (7). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
 
@@ -77,8 +77,19 @@ typedef struct gpu_epilogue {
   bool residual;
 } gpu_epilogue;
 
+/* A prologue applied to the A operand's elements as they are loaded
+ * (gpu_lower_gate.c). GPU_APRO_GATE, conv2d on the NCHW gather (guarded
+ * element copies): the input (argument 0) is read as f32 NCHW and each
+ * element x[n][c][h][w] is scaled by its image's per-channel gate
+ * g[n][c] (f32 [cn][cc], argument 7), the product rounded once to the
+ * operand's 16-bit type: a squeeze-excite gate applied where the
+ * projection reads its operand (gpu_mfuse_gate.c). */
+typedef enum gpu_a_prologue { GPU_APRO_NONE, GPU_APRO_GATE } gpu_a_prologue;
+enum { GPU_APRO_ARG = 7 };
+
 typedef struct gpu_problem {
   gpu_op_kind kind;
+  gpu_a_prologue a_pro;
   cov_dtype in_dtype; /* f16, bf16 (matrix units) or f32 (FMA path); accumulation and output f32 */
   /* matmul */
   int64_t batch, m, n, k;
