@@ -19,7 +19,9 @@
  * gather (K-offset table), channels-last ones with the staged NCHW store
  * and with NHWC f16 outputs, and channels-last ones whose input and output
  * channels the K and N tiles do not divide (zero-filled tails; f16
- * buffers end in NaNs, which a copy reading past them spreads).
+ * buffers end in NaNs, which a copy reading past them spreads); and
+ * convolutions whose NCHW gather applies a squeeze-excite gate to the f32
+ * input as it loads it (prob.a_pro), over images whose rows share tiles.
  * With -t TARGET (repeatable) every split kernel is also built as that GPU
  * target's code object.
  * Usage: test_gpu_splitk_jit [-t TARGET]... */
@@ -230,6 +232,7 @@ typedef struct split_case {
   gpu_fixed_tile tile;
   bool want_nhwc, want_staged; /* the path the case is about */
   int64_t rows[3];              /* plan.out_rq, out_r0, out_r1 (0: rows as computed) */
+  bool gate; /* prob.a_pro = GPU_APRO_GATE: f32 input, a per-(image, channel) gate (argument 7) */
 } split_case;
 
 static void fill(float *v, int64_t n, cov_dtype d) {
@@ -275,14 +278,15 @@ static int run_case(const split_case *c) {
     return 1;
   }
   p.out_rq = c->rows[0], p.out_r0 = c->rows[1], p.out_r1 = c->rows[2];
-  if (p.out_rq) st = gpu_plan_check(&p, &k_caps);
+  p.prob.a_pro = c->gate ? GPU_APRO_GATE : GPU_APRO_NONE;
+  if (p.out_rq || c->gate) st = gpu_plan_check(&p, &k_caps);
   if (st) {
     fprintf(stderr, "FAIL %s: permuted rows refused: ", c->name);
     cov_status_print(stderr, st, 0);
     cov_status_free(st);
     return 1;
   }
-  if (p.split != c->tile.split || p.nhwc != c->want_nhwc || p.staged != c->want_staged) {
+  if (p.split != c->tile.split || p.nhwc != c->want_nhwc || p.staged != c->want_staged || p.vector_copy) {
     fprintf(stderr, "FAIL %s: plan split %d nhwc %d staged %d, not %d %d %d\n", c->name, p.split, p.nhwc, p.staged,
             c->tile.split, c->want_nhwc, c->want_staged);
     return 1;
@@ -293,16 +297,26 @@ static int run_case(const split_case *c) {
   int64_t nws = gpu_split_ws_floats(&p), ncnt = gpu_split_counters(&p);
   float *x = malloc(na * 4 + 4), *w = malloc(nb * 4 + 4), *bias = malloc(nbias * 4 + 4), *ws = malloc((size_t)nws * 4);
   float *res = malloc(no * 4 + 4); /* the residual addend, laid out as the output */
+  /* a gated conv: the gate [N][C] in (0, 1) and the operand the kernel
+   * makes of the f32 input, each product rounded to f16 */
+  const gpu_problem *gq = &c->q;
+  float *gate = malloc((size_t)(gq->cn * gq->cc) * 4 + 4), *xg = malloc(na * 4 + 4);
   double *want = malloc(no * sizeof *want + 8);
   size_t ob = p.out_f16 ? 2 : 4;
   unsigned char *out[2] = {malloc(no * ob + 4), malloc(no * ob + 4)};
   uint32_t *cnt = calloc((size_t)ncnt + 1, 4);
   void *xi = NULL, *wi = NULL;
-  int bad = !x || !w || !bias || !ws || !res || !want || !out[0] || !out[1] || !cnt;
+  int bad = !x || !w || !bias || !ws || !res || !want || !out[0] || !out[1] || !cnt || !gate || !xg;
+  if (!bad && c->gate) {
+    in = COV_F32;
+    for (int64_t i = 0; i < gq->cn * gq->cc; i++) gate[i] = 0.5f + 0.5f * next();
+  }
   if (!bad) {
-    fill(x, (int64_t)na, in), fill(w, (int64_t)nb, in), fill(bias, (int64_t)nbias, COV_F32);
+    fill(x, (int64_t)na, in), fill(w, (int64_t)nb, c->q.in_dtype), fill(bias, (int64_t)nbias, COV_F32);
+    int64_t ghw = gq->ch * gq->cw;
+    for (size_t i = 0; i < na; i++) xg[i] = c->gate ? gpu_jit_h16(x[i] * gate[(int64_t)i / ghw]) : x[i];
     fill(res, (int64_t)no, COV_F32);
-    xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, in);
+    xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, c->q.in_dtype);
     /* a channels-last kernel of an NCHW layer reads the transform's NHWC
      * workspace (its pre-kernel): given here as that */
     if (xi && p.nhwc && !c->q.nhwc_io) {
@@ -317,13 +331,14 @@ static int run_case(const split_case *c) {
   }
   gpu_jit_kernel k = {0};
   if (!bad) bad = gpu_jit_compile(c->name, lower_plan, &p, &k_host, define_host, &k);
-  if (!bad) reference(&p, x, w, bias, res, want);
+  if (!bad) reference(&p, xg, w, bias, res, want);
   /* two orders: different ranges of K arrive last */
   static const int64_t strides[2] = {1000003, 7919};
   for (int r = 0; r < 2 && !bad; r++) {
     memset(out[r], 0xff, no * ob); /* NaN everywhere the kernel must write */
     for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
-    void *a[GPU_JIT_MAX_ARGS] = {xi, wi, out[r], c->q.epi.bias ? bias : NULL, ws, cnt, c->q.epi.residual ? res : NULL};
+    void *a[GPU_JIT_MAX_ARGS] = {xi,  wi,  out[r], c->q.epi.bias ? bias : NULL,
+                                 ws,  cnt, c->q.epi.residual ? res : NULL, c->gate ? gate : NULL};
     bad = run_grid(k.fn, &p, a, strides[r]);
     for (int64_t i = 0; i < ncnt && !bad; i++)
       if (cnt[i]) {
@@ -340,6 +355,7 @@ static int run_case(const split_case *c) {
   if (!bad) printf("ok %s: plan %dx%dx%d, %d threads, split %d x %d K tiles, grid %ux%ux%u\n", c->name, p.bm, p.bn, p.bk,
                    p.threads, p.split, p.split_kt, p.grid[0], p.grid[1], p.grid[2]);
   free(x), free(w), free(bias), free(ws), free(res), free(want), free(out[0]), free(out[1]), free(cnt), free(xi), free(wi);
+  free(gate), free(xg);
   return bad;
 }
 
@@ -452,6 +468,16 @@ static gpu_problem f16_out(gpu_problem q) {
   return q;
 }
 
+/* a squeeze-excite projection: a 1x1 (or r x r) conv of n images whose
+ * f32 input the kernel scales by a per-(image, channel) gate as it loads
+ * it (prob.a_pro); 5x5 pixels, so tiles of 16 or 32 rows span images */
+static gpu_problem gated(int64_t n, int64_t c, int64_t k, int64_t r) {
+  gpu_problem q = {.kind = GPU_OP_CONV2D, .in_dtype = COV_F16, .cn = n, .cc = c, .ch = 5, .cw = 5, .ck = k, .cr = r,
+                   .cs = r, .stride = 1, .pad = r / 2, .dilation = 1, .groups = 1, .split_ok = true};
+  q.epi.bias = true;
+  return q;
+}
+
 static gpu_problem exact(gpu_problem q) {
   q.exact_channels = true;
   return q;
@@ -483,6 +509,8 @@ int main(int argc, char **argv) {
   /* f16 channels-last: one warp's 16 rows x 16 channels, K tiles of one
    * tap's 16 channels */
   gpu_fixed_tile tcl = {.bm = 16, .bn = 16, .bk = 16, .wm = 16, .wn = 16, .stages = 3, .inflight = -1, .split = 5};
+  gpu_fixed_tile t16_1 = t16, t32_2 = t32;
+  t16_1.split = 1, t32_2.split = 2;
   gpu_fixed_tile tcl1 = tcl;
   tcl1.split = 1;
   /* the narrow channels-last tiles the mapper now ranks (map_gpu.c) */
@@ -494,52 +522,60 @@ int main(int argc, char **argv) {
   gpu_fixed_tile tk16n = {.bm = 64, .bn = 64, .bk = 16, .wm = 32, .wn = 32, .stages = 3, .inflight = -1, .split = 1};
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
-      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}},
-      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}},
-      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}},
-      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}},
-      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}},
-      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}},
+      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}, false},
+      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}, false},
+      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}, false},
+      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}, false},
+      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}, false},
+      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}, false},
       /* the residual addend added once, by the workgroup summing the
        * partials (twice or never: off by the addend), M = 65 rows (a ViT's
        * tokens) past the tiles; f16 outputs (an operand of the next
        * matmul) from the tiled kernel, ragged too */
-      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}},
-      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}},
+      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}, false},
+      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}, false},
       /* rows of a [S = 13][B = 5] result stored batch-first ([B][S]: row
        * m at (m % 5) * 13 + m / 5), the addend read there too */
-      {"matmul_residual_rows", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {5, 13, 1}},
-      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}},
-      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}},
+      {"matmul_residual_rows", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {5, 13, 1}, false},
+      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}, false},
+      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}, false},
       /* the NCHW gather through the K-offset table, relu6 */
-      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}},
+      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}, false},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
-      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}},
+      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}, false},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
-      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}},
+      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}, false},
       /* channels the tiles do not divide (ConvNeXt's 40 / 160): C = 40 in K
        * tiles of 16 (each tap's third tile 8 channels and 8 zero-filled,
        * the last pixel's past the input's end), 24 output channels in N
        * tiles of 16 (the second half zero-filled, not stored); 27 K tiles
        * in 5 ranges */
-      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true, {0, 0, 0}},
+      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true, {0, 0, 0}, false},
       /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
        * the last half empty), staged NCHW stores */
-      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}},
+      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}, false},
       /* narrow N tiles with exact channels (map_gpu.c cl_narrow: SqueezeNet's
        * squeeze convs): 128x16 tiles of 4 waves 32x16, K tiles of 64
        * channels, 16 output channels at 5x5 (25 rows of 128) */
-      {"conv_cl_n16", exact(conv(COV_F16, 64, 5, 16, 1, 1, GPU_ACT_RELU, true)), tn16, true, true, {0, 0, 0}},
+      {"conv_cl_n16", exact(conv(COV_F16, 64, 5, 16, 1, 1, GPU_ACT_RELU, true)), tn16, true, true, {0, 0, 0}, false},
       /* 48 output channels in 3 N tiles of 16, 128 input channels in 2 K
        * tiles, 9x9 (81 rows), split over the 2 K tiles */
-      {"conv_cl_n48", exact(conv(COV_F16, 128, 9, 48, 1, 1, GPU_ACT_RELU, true)), tn16s, true, true, {0, 0, 0}},
+      {"conv_cl_n48", exact(conv(COV_F16, 128, 9, 48, 1, 1, GPU_ACT_RELU, true)), tn16s, true, true, {0, 0, 0}, false},
       /* 32 channels in one N tile of 32 (4 waves 32x32) */
-      {"conv_cl_n32", exact(conv(COV_F16, 64, 6, 32, 1, 1, GPU_ACT_NONE, true)), tn32, true, true, {0, 0, 0}},
+      {"conv_cl_n32", exact(conv(COV_F16, 64, 6, 32, 1, 1, GPU_ACT_NONE, true)), tn32, true, true, {0, 0, 0}, false},
       /* 32-byte K tiles (cl_short_k: an expand conv's 16 input channels):
        * a 3x3 conv of 16 -> 64 channels, one K tile per tap, and of 48 ->
        * 128 in 64x64 tiles, three per tap */
-      {"conv_cl_k16", exact(conv(COV_F16, 16, 6, 64, 3, 1, GPU_ACT_RELU, true)), tk16, true, true, {0, 0, 0}},
-      {"conv_cl_k16_c48", exact(conv(COV_F16, 48, 5, 128, 3, 1, GPU_ACT_RELU, true)), tk16n, true, true, {0, 0, 0}},
+      {"conv_cl_k16", exact(conv(COV_F16, 16, 6, 64, 3, 1, GPU_ACT_RELU, true)), tk16, true, true, {0, 0, 0}, false},
+      {"conv_cl_k16_c48", exact(conv(COV_F16, 48, 5, 128, 3, 1, GPU_ACT_RELU, true)), tk16n, true, true, {0, 0, 0}, false},
+      /* the squeeze-excite gate applied while the NCHW gather loads A
+       * (gpu_lower_gate.c): 3 images of 25 pixels (tiles of 16 and 32 rows
+       * holding two images' rows), C = 20 (no channels-last copies), K
+       * tiles past C; unsplit, split-K, and a 3x3 conv through the K-offset
+       * table */
+      {"conv_gate", gated(3, 20, 24, 1), t16_1, false, false, {0, 0, 0}, true},
+      {"conv_gate_split", gated(3, 36, 40, 1), t32_2, false, false, {0, 0, 0}, true},
+      {"conv_gate_3x3", gated(2, 12, 8, 3), t32_2, false, false, {0, 0, 0}, true},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);
