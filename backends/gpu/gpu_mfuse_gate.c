@@ -75,7 +75,7 @@ int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i) {
   if (e->scale_hw > 0 && !e->mul_c && e->scale_hw == hw) {
     gate = s->args[3];
     if (gate < 0 || (head = head_of(p, del, gate, i)) < 0) return 0;
-  } else if (e->mul_c > 0 && !e->scale_hw && e->mul_fn == GPU_FN_NONE && e->mul_hw == hw && e->mul_c == q->cc &&
+  } else if (e->mul_c > 0 && !e->scale_hw && e->mul_fn == GPU_FN_NONE && e->mul_hw == hw && e->mul_c == nc &&
              s->args[3] < 0) {
     gate = s->args[1];
   } else {
