@@ -319,26 +319,36 @@ static int check(const char *target, double tol, const char *path, int no_tables
 }
 
 int main(int argc, char **argv) {
-  int no_tables = argc > 1 && !strcmp(argv[1], "-t");
-  argv += no_tables, argc -= no_tables;
+  int no_tables = 0;
   const char *expect = NULL;
-  if (argc > 2 && !strcmp(argv[1], "-l")) g_max_launches = atoi(argv[2]), argv += 2, argc -= 2;
-  if (argc > 1 && !strcmp(argv[1], "-c")) g_stem_cl = 1, argv++, argc--;
-  if (argc > 2 && !strcmp(argv[1], "-a")) g_min_attn = atoi(argv[2]), argv += 2, argc -= 2;
-  if (argc > 2 && !strcmp(argv[1], "-e")) expect = argv[2], argv += 2, argc -= 2;
-  if (argc > 2 && !strcmp(argv[1], "-n")) g_cases = atoi(argv[2]) > 0 ? atoi(argv[2]) : 1, argv += 2, argc -= 2;
-  if (argc > 2 && !strcmp(argv[1], "-d"))
-    g_dtype = !strcmp(argv[2], "f32") ? COV_F32 : !strcmp(argv[2], "bf16") ? COV_BF16 : COV_F16, argv += 2, argc -= 2;
-  while (argc > 2 && !strcmp(argv[1], "-s") && g_n_shapes < 8) {
-    cov_status st = cov_model_shape_parse(argv[2], "-s", &g_shapes[g_n_shapes++]);
-    if (st) {
-      cov_status_print(stderr, st, 0);
-      cov_status_free(st);
+  /* the options, in any order, before TARGET */
+  while (argc > 1 && argv[1][0] == '-' && argv[1][1] && !argv[1][2]) {
+    char o = argv[1][1];
+    int has_arg = o != 't' && o != 'c';
+    if (has_arg && argc < 3) break; /* the usage below */
+    char *v = has_arg ? argv[2] : NULL;
+    if (o == 't') no_tables = 1;
+    else if (o == 'c') g_stem_cl = 1;
+    else if (o == 'l') g_max_launches = atoi(v);
+    else if (o == 'a') g_min_attn = atoi(v);
+    else if (o == 'e') expect = v;
+    else if (o == 'n') g_cases = atoi(v) > 0 ? atoi(v) : 1;
+    else if (o == 'd') g_dtype = !strcmp(v, "f32") ? COV_F32 : !strcmp(v, "bf16") ? COV_BF16 : COV_F16;
+    else if (o == 's' && g_n_shapes < 8) {
+      cov_status st = cov_model_shape_parse(v, "-s", &g_shapes[g_n_shapes++]);
+      if (st) {
+        cov_status_print(stderr, st, 0);
+        cov_status_free(st);
+        return 2;
+      }
+    } else if (o == 'r' && argc > 3) {
+      g_run_input = v, g_run_dir = argv[3], argv++, argc--;
+    } else {
+      fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[1]);
       return 2;
     }
-    argv += 2, argc -= 2;
+    argv += 1 + has_arg, argc -= 1 + has_arg;
   }
-  if (argc > 3 && !strcmp(argv[1], "-r")) g_run_input = argv[2], g_run_dir = argv[3], argv += 3, argc -= 3;
   if (argc < 4) {
     fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
                     "TARGET TOL MODEL.onnx...\n", argv[0]);
