@@ -77,7 +77,7 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
       bad += b;
       continue;
     } else {
-      in = s->plan.prob.in_dtype;
+      in = s->plan.prob.a_lnorm ? COV_F32 : s->plan.prob.in_dtype; /* the f32 rows it normalises */
       out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
     }
     if (p->bufs[s->args[0]].dtype != in || (s->args[2] >= 0 && p->bufs[s->args[2]].dtype != out)) {
