@@ -39,38 +39,63 @@ static LLVMValueRef fsel(gpu_gen *g, LLVMValueRef ok, LLVMValueRef v) {
   return ok ? LLVMBuildSelect(g->b, ok, v, LLVMConstReal(g->f32, 0.0), "") : v;
 }
 
-/* The statistics of tile row r (i32, < bm) by this thread's lane; lane 0
- * stores them. */
-static void row_stats(kernel *k, LLVMValueRef r, LLVMValueRef lane) {
+enum { ALN_BATCH_VALUES = 32 }; /* values a lane holds for the rows it takes at once */
+_Static_assert(ALN_BATCH_VALUES >= GPU_ALN_MAX_K / GPU_ALN_LANES, "a lane holds one whole row");
+
+/* The statistics of tile rows r, r + stride, ... (n of them, i32, < bm) by
+ * this thread's lane, their loads and lane sums side by side so their
+ * latencies overlap; lane 0 stores them. */
+static void row_stats(kernel *k, LLVMValueRef r, int n, int stride, LLVMValueRef lane) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
   int steps = (int)((p->K + GPU_ALN_LANES - 1) / GPU_ALN_LANES);
-  LLVMValueRef gm = add(g, k->m0, r), live = ult(g, gm, p->M);
-  /* rows past M read row 0 of the batch and store statistics nobody uses */
-  LLVMValueRef row = add(g, mul(g, k->gidx, C(p->M)), LLVMBuildSelect(g->b, live, gm, C(0), ""));
-  LLVMValueRef base = mul(g, row, C(p->K)), v[GPU_ALN_MAX_K / GPU_ALN_LANES], ok[GPU_ALN_MAX_K / GPU_ALN_LANES];
-  LLVMValueRef sum = LLVMConstReal(g->f32, 0.0), dev = sum, fk = LLVMConstReal(g->f32, (double)p->K);
-  for (int s = 0; s < steps; s++) {
-    LLVMValueRef ch = add(g, lane, C((long long)s * GPU_ALN_LANES));
-    ok[s] = (long long)(s + 1) * GPU_ALN_LANES > p->K ? ult(g, ch, p->K) : NULL; /* only the last step runs past K */
-    LLVMValueRef c = ok[s] ? LLVMBuildSelect(g->b, ok[s], ch, C(0), "") : ch;
-    v[s] = fsel(g, ok[s], LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->A, add(g, base, c)), ""));
-    sum = LLVMBuildFAdd(g->b, sum, v[s], "");
+  LLVMValueRef v[ALN_BATCH_VALUES], ok[GPU_ALN_MAX_K / GPU_ALN_LANES], rows[ALN_BATCH_VALUES];
+  LLVMValueRef sum[ALN_BATCH_VALUES], dev[ALN_BATCH_VALUES], mean[ALN_BATCH_VALUES];
+  LLVMValueRef zero = LLVMConstReal(g->f32, 0.0), fk = LLVMConstReal(g->f32, (double)p->K);
+  for (int s = 0; s < steps; s++) /* only the last step runs past K */
+    ok[s] = (long long)(s + 1) * GPU_ALN_LANES > p->K ? ult(g, add(g, lane, C((long long)s * GPU_ALN_LANES)), p->K) : NULL;
+  for (int j = 0; j < n; j++) {
+    rows[j] = add(g, r, C((long long)j * stride));
+    LLVMValueRef gm = add(g, k->m0, rows[j]), live = ult(g, gm, p->M);
+    /* rows past M read row 0 of the batch and store statistics nobody uses */
+    LLVMValueRef row = add(g, mul(g, k->gidx, C(p->M)), LLVMBuildSelect(g->b, live, gm, C(0), ""));
+    LLVMValueRef base = mul(g, row, C(p->K));
+    sum[j] = zero, dev[j] = zero;
+    for (int s = 0; s < steps; s++) {
+      LLVMValueRef ch = add(g, lane, C((long long)s * GPU_ALN_LANES));
+      LLVMValueRef c = ok[s] ? LLVMBuildSelect(g->b, ok[s], ch, C(0), "") : ch;
+      v[j * steps + s] = fsel(g, ok[s], LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->A, add(g, base, c)), ""));
+      sum[j] = LLVMBuildFAdd(g->b, sum[j], v[j * steps + s], "");
+    }
   }
-  LLVMValueRef mean = LLVMBuildFDiv(g->b, lanes_sum(g, sum), fk, "");
-  for (int s = 0; s < steps; s++) {
-    LLVMValueRef d = fsel(g, ok[s], LLVMBuildFSub(g->b, v[s], mean, ""));
-    dev = LLVMBuildFAdd(g->b, dev, LLVMBuildFMul(g->b, d, d, ""), "");
-  }
-  LLVMValueRef var = LLVMBuildFDiv(g->b, lanes_sum(g, dev), fk, "");
-  LLVMValueRef sq = LLVMBuildFAdd(g->b, var, LLVMConstReal(g->f32, p->prob.a_ln_eps), "");
-  LLVMValueRef rstd =
-      LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sq, 1), "");
+  for (int j = 0; j < n; j++) mean[j] = LLVMBuildFDiv(g->b, lanes_sum(g, sum[j]), fk, "");
+  for (int j = 0; j < n; j++)
+    for (int s = 0; s < steps; s++) {
+      LLVMValueRef d = fsel(g, ok[s], LLVMBuildFSub(g->b, v[j * steps + s], mean[j], ""));
+      dev[j] = LLVMBuildFAdd(g->b, dev[j], LLVMBuildFMul(g->b, d, d, ""), "");
+    }
   LLVMBasicBlockRef join;
+  LLVMValueRef rstd[ALN_BATCH_VALUES];
+  for (int j = 0; j < n; j++) {
+    LLVMValueRef var = LLVMBuildFDiv(g->b, lanes_sum(g, dev[j]), fk, "");
+    LLVMValueRef sq = LLVMBuildFAdd(g->b, var, LLVMConstReal(g->f32, p->prob.a_ln_eps), "");
+    rstd[j] = LLVMBuildFDiv(g->b, LLVMConstReal(g->f32, 1.0), gpu_call_intrinsic(g, "llvm.sqrt", &g->f32, 1, &sq, 1), "");
+  }
   begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, lane, C(0), ""), &join);
-  LLVMBuildStore(g->b, mean, gept(g, g->f32, k->ln_stats, r));
-  LLVMBuildStore(g->b, rstd, gept(g, g->f32, k->ln_stats, add(g, r, C(p->bm))));
+  for (int j = 0; j < n; j++) {
+    LLVMBuildStore(g->b, mean[j], gept(g, g->f32, k->ln_stats, rows[j]));
+    LLVMBuildStore(g->b, rstd[j], gept(g, g->f32, k->ln_stats, add(g, rows[j], C(p->bm))));
+  }
   end_if(g, join);
+}
+
+/* Rows a thread takes at once: a divisor of its bm / slots rows holding
+ * at most ALN_BATCH_VALUES values a lane (one row at least). */
+static int rows_at_once(const gpu_plan *p) {
+  int steps = (int)((p->K + GPU_ALN_LANES - 1) / GPU_ALN_LANES), per = p->bm / (p->threads / GPU_ALN_LANES), n = 1;
+  for (int c = 2; c <= per && c * steps <= ALN_BATCH_VALUES; c++)
+    if (per % c == 0) n = c;
+  return n;
 }
 
 cov_status gpu_k_aln_check(const gpu_plan *p) {
@@ -90,9 +115,10 @@ cov_status gpu_k_aln_stats(kernel *k) {
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob), "GPU lowering: a LayerNorm over A's rows needs the target's lane exchange");
   k->ln_stats = gep8(g, k->smem, C(p->shared_bytes - 8u * (unsigned)p->bm));
   LLVMValueRef t = g->target->thread_id(g);
+  int slots = p->threads / GPU_ALN_LANES, n = rows_at_once(p);
   gpu_loop l;
-  LLVMValueRef r = loop_open(g, &l, udiv(g, t, GPU_ALN_LANES), p->bm, p->threads / GPU_ALN_LANES);
-  row_stats(k, r, urem(g, t, GPU_ALN_LANES));
+  LLVMValueRef r = loop_open(g, &l, udiv(g, t, GPU_ALN_LANES), p->bm, (long long)n * slots);
+  row_stats(k, r, n, slots, urem(g, t, GPU_ALN_LANES));
   loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
   g->target->barrier(g);
   return NULL;

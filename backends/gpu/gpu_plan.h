@@ -354,7 +354,7 @@ static inline int gpu_aln_ok(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   return q->kind == GPU_OP_MATMUL && (q->in_dtype == COV_F16 || q->in_dtype == COV_BF16) && !p->vector_copy &&
          !p->nhwc && !p->wgmma && !p->tma && !p->dw && p->K >= 1 && p->K <= GPU_ALN_MAX_K &&
-         p->threads % GPU_ALN_LANES == 0 && p->threads / GPU_ALN_LANES <= p->bm;
+         p->threads % GPU_ALN_LANES == 0 && p->bm % (p->threads / GPU_ALN_LANES) == 0;
 }
 
 /* Pipeline depth of warpgroup-MMA plans (the H100 sweep,
