@@ -232,7 +232,7 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
       LLVMValueRef ch = add(g, mul(g, k->gidx, C(q->cc / q->groups)), c);
       idx = add(g, mul(g, add(g, mul(g, add(g, mul(g, n, C(q->cc)), ch), C(q->ch)), ih), C(q->cw)), iw);
     }
-    if ((phase & FETCH) && q->a_lnorm) vals[v] = gpu_k_aln_fetch(k, row, kk, idx, valid ? and1(g, ok, valid) : ok);
+    if ((phase & FETCH) && q->a_lnorm) vals[v] = gpu_k_aln_fetch(k, row, m, kk, valid ? and1(g, ok, valid) : ok);
     else if (phase & FETCH) vals[v] = fetch_elem(k, k->A, idx, valid ? and1(g, ok, valid) : ok);
     if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &ta, row, col));
   }

@@ -56,11 +56,11 @@ void gpu_k_split_combine(kernel *k);
 /* A LayerNorm over A's rows (prob.a_lnorm, gpu_lower_aln.c): the tile's
  * rows' statistics into shared memory, a barrier after (every thread, at
  * the kernel's start: k->m0, gidx and smem set); then A element (tile row
- * `row`, column kk, at idx of the f32 input, read where ok) normalised and
+ * `row`, row m of the batch, column kk, read where ok) normalised and
  * rounded to the input dtype, zero where !ok. */
 cov_status gpu_k_aln_check(const gpu_plan *p); /* an error where the plan cannot take it */
 cov_status gpu_k_aln_stats(kernel *k);
-LLVMValueRef gpu_k_aln_fetch(kernel *k, LLVMValueRef row, LLVMValueRef kk, LLVMValueRef idx, LLVMValueRef ok);
+LLVMValueRef gpu_k_aln_fetch(kernel *k, LLVMValueRef row, LLVMValueRef m, LLVMValueRef kk, LLVMValueRef ok);
 /* The warp-specialised, persistent kernel of a plan.tma (gpu_lower_ws.c);
  * k->fr, esize, a_bytes, stage_bytes, nmf, nnf are set, g->fn is the kernel
  * with the builder at its entry. */

@@ -39,6 +39,14 @@ static LLVMValueRef fsel(gpu_gen *g, LLVMValueRef ok, LLVMValueRef v) {
   return ok ? LLVMBuildSelect(g->b, ok, v, LLVMConstReal(g->f32, 0.0), "") : v;
 }
 
+/* The norm input's row of A's row m (i32) of batch k->gidx. */
+static LLVMValueRef source_row(kernel *k, LLVMValueRef m) {
+  gpu_gen *g = k->g;
+  const gpu_problem *q = &k->p->prob;
+  if (!q->a_rq) return add(g, mul(g, k->gidx, C(k->p->M)), m);
+  return add(g, mul(g, udiv(g, m, q->a_rq), C(q->a_r1)), mul(g, urem(g, m, q->a_rq), C(q->a_r0)));
+}
+
 enum { ALN_BATCH_VALUES = 32 }; /* values a lane holds for the rows it takes at once */
 _Static_assert(ALN_BATCH_VALUES >= GPU_ALN_MAX_K / GPU_ALN_LANES, "a lane holds one whole row");
 
@@ -58,8 +66,7 @@ static void row_stats(kernel *k, LLVMValueRef r, int n, int stride, LLVMValueRef
     rows[j] = add(g, r, C((long long)j * stride));
     LLVMValueRef gm = add(g, k->m0, rows[j]), live = ult(g, gm, p->M);
     /* rows past M read row 0 of the batch and store statistics nobody uses */
-    LLVMValueRef row = add(g, mul(g, k->gidx, C(p->M)), LLVMBuildSelect(g->b, live, gm, C(0), ""));
-    LLVMValueRef base = mul(g, row, C(p->K));
+    LLVMValueRef base = mul(g, source_row(k, LLVMBuildSelect(g->b, live, gm, C(0), "")), C(p->K));
     sum[j] = zero, dev[j] = zero;
     for (int s = 0; s < steps; s++) {
       LLVMValueRef ch = add(g, lane, C((long long)s * GPU_ALN_LANES));
@@ -124,10 +131,11 @@ cov_status gpu_k_aln_stats(kernel *k) {
   return NULL;
 }
 
-LLVMValueRef gpu_k_aln_fetch(kernel *k, LLVMValueRef row, LLVMValueRef kk, LLVMValueRef idx, LLVMValueRef ok) {
+LLVMValueRef gpu_k_aln_fetch(kernel *k, LLVMValueRef row, LLVMValueRef m, LLVMValueRef kk, LLVMValueRef ok) {
   gpu_gen *g = k->g;
-  LLVMValueRef x = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->A, LLVMBuildSelect(g->b, ok, idx, C(0), "")), "");
   LLVMValueRef c = LLVMBuildSelect(g->b, ok, kk, C(0), "");
+  LLVMValueRef idx = add(g, mul(g, source_row(k, LLVMBuildSelect(g->b, ok, m, C(0), "")), C(k->p->K)), c);
+  LLVMValueRef x = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->A, idx), "");
   LLVMValueRef mean = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->ln_stats, row), "");
   LLVMValueRef rstd = LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->ln_stats, add(g, row, C(k->p->bm))), "");
   LLVMValueRef v = LLVMBuildFMul(g->b, LLVMBuildFSub(g->b, x, mean, ""), rstd, "");

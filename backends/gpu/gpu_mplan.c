@@ -180,7 +180,7 @@ static cov_status emu_buffers(const gpu_model_plan *p, const cov_tensor *inputs,
 static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, float **v);
 
 /* Matrix step s with a LayerNorm over A's rows (prob.a_lnorm): the rows
- * normalised as gpu_lower_aln.c does it (the LNORM kernel's arithmetic at
+ * (picked through a_rq, a_r0, a_r1) normalised as gpu_lower_aln.c does it (the LNORM kernel's arithmetic at
  * GPU_ALN_LANES lanes a row) and rounded to f16, then the plain step on
  * them. */
 static cov_status emu_aln_step(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
@@ -191,12 +191,20 @@ static cov_status emu_aln_step(const gpu_model_plan *p, const gpu_mstep *s, floa
   gpu_ew e = {.kind = GPU_EW_LNORM, .out_dtype = COV_F32, .N = pl->G * pl->M, .C = pl->K, .W = 1, .D = GPU_ALN_LANES};
   e.post0 = pl->prob.a_ln_eps, e.n = gpu_ln_items(&e);
   float *t = malloc((size_t)(e.N * e.C) * sizeof *t + 4), *keep = v[x];
+  float *rows = pl->prob.a_rq ? malloc((size_t)(e.N * e.C) * sizeof *rows + 4) : NULL; /* the rows A reads */
   gpu_mstep c = *s;
-  if (!t || !e.n) {
-    free(t);
+  int ok = t && e.n && (rows || !pl->prob.a_rq);
+  for (int64_t m = 0; ok && rows && m < e.N; m++) {
+    int64_t r = m / pl->prob.a_rq * pl->prob.a_r1 + m % pl->prob.a_rq * pl->prob.a_r0;
+    ok = r >= 0 && (r + 1) * e.C <= p->bufs[x].numel;
+    if (ok) memcpy(rows + m * e.C, v[x] + r * e.C, (size_t)e.C * sizeof *rows);
+  }
+  if (!ok) {
+    free(t), free(rows);
     return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: rows of %lld", s->kernel, (long long)pl->K);
   }
-  gpu_ew_emulate(&e, v[x], v[s->args[7]], t, v[s->args[8]], NULL);
+  gpu_ew_emulate(&e, rows ? rows : v[x], v[s->args[7]], t, v[s->args[8]], NULL);
+  free(rows);
   for (int64_t j = 0; j < e.N * e.C; j++) t[j] = to_f16(t[j]);
   c.plan.prob.a_lnorm = false;
   v[x] = t;

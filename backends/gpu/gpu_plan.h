@@ -108,6 +108,10 @@ typedef struct gpu_problem {
    * instructions; gamma and beta are f32 [K], kernel arguments 7 and 8. */
   bool a_lnorm;
   float a_ln_eps;
+  /* with a_lnorm and one batch: A's row m is row (m / a_rq) * a_r1 + (m %
+   * a_rq) * a_r0 of the norm's input (a seq-first transformer's rows
+   * transposed, a class token's rows picked); 0: row m */
+  int64_t a_rq, a_r0, a_r1;
   /* conv2d: the channels-last kernel only where C and the output channels
    * are multiples of the K and N tiles (no zero-filled channel tails). The
    * model compiler sets it except for the two convs of an MLP, one
@@ -354,7 +358,8 @@ static inline int gpu_aln_ok(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   return q->kind == GPU_OP_MATMUL && (q->in_dtype == COV_F16 || q->in_dtype == COV_BF16) && !p->vector_copy &&
          !p->nhwc && !p->wgmma && !p->tma && !p->dw && p->K >= 1 && p->K <= GPU_ALN_MAX_K &&
-         p->threads % GPU_ALN_LANES == 0 && p->bm % (p->threads / GPU_ALN_LANES) == 0;
+         p->threads % GPU_ALN_LANES == 0 && p->bm % (p->threads / GPU_ALN_LANES) == 0 &&
+         (!q->a_rq || (p->G == 1 && q->a_rq > 0 && q->a_r0 >= 0 && q->a_r1 >= 0));
 }
 
 /* Pipeline depth of warpgroup-MMA plans (the H100 sweep,

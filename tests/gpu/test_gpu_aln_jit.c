@@ -14,7 +14,8 @@
  * kernel feeds its matrix instructions) and multiplies in double. Cases:
  * rows past M in the last tile, K not a multiple of 32 (a lane's last
  * value past the row), batches, K = GPU_ALN_MAX_K, bias, activation,
- * the residual addend, f16 outputs and split-K.
+ * the residual addend, f16 outputs, split-K, and rows read through a map
+ * (transposed, picked: prob.a_rq, a_r0, a_r1).
  * With -t TARGET (repeatable) ViT's QKV projection with its norm is also
  * built as that GPU target's code object (PTX: the lane shuffle).
  * Usage: test_gpu_aln_jit [-t TARGET]... */
@@ -154,6 +155,17 @@ static double act(gpu_act a, double v) {
   return a == GPU_ACT_GELU ? 0.5 * v * (1.0 + erf(v / sqrt(2.0))) : a == GPU_ACT_RELU ? (v > 0 ? v : 0) : v;
 }
 
+/* The row of x that A's row r (of batch * m) normalises. */
+static int64_t src_row(const gpu_problem *q, int64_t r) {
+  return q->a_rq ? r / q->a_rq * q->a_r1 + r % q->a_rq * q->a_r0 : r;
+}
+/* Rows of x: every row A reads. */
+static int64_t x_rows(const gpu_problem *q) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < q->batch * q->m; r++) n = src_row(q, r) + 1 > n ? src_row(q, r) + 1 : n;
+  return n;
+}
+
 /* y = act(LN(x) W + bias) + res by naive loops; LN in double, rounded to
  * f16 as the operand; tol[i]: a bound of the sum's rounding (the f16
  * operand can round either way where the kernel's f32 statistics differ
@@ -162,7 +174,7 @@ static void reference(const gpu_problem *q, const float *x, const float *gam, co
                       const float *bias, const float *res, double *y, double *tol) {
   double *a = malloc((size_t)q->k * sizeof *a);
   for (int64_t r = 0; a && r < q->batch * q->m; r++) {
-    const float *row = x + r * q->k;
+    const float *row = x + src_row(q, r) * q->k;
     double mean = 0, var = 0;
     for (int64_t k = 0; k < q->k; k++) mean += row[k];
     mean /= (double)q->k;
@@ -209,6 +221,11 @@ static gpu_problem matmul(int64_t b, int64_t m, int64_t n, int64_t k, gpu_act a,
   return q;
 }
 
+static gpu_problem mapped(gpu_problem q, int64_t rq, int64_t r0, int64_t r1) {
+  q.a_rq = rq, q.a_r0 = r0, q.a_r1 = r1;
+  return q;
+}
+
 static void *pack16(const float *v, int64_t n) {
   uint16_t *o = malloc((size_t)n * 2 + 16);
   for (int64_t i = 0; o && i < n + 8; i++) o[i] = i < n ? cov_f32_to_f16(v[i]) : 0x7e00;
@@ -219,7 +236,7 @@ static void *pack16(const float *v, int64_t n) {
  * values), bias, the residual addend. */
 static void fill(const gpu_problem *q, float *x, float *gam, float *bet, float *w, float *bias, float *res, size_t nw,
                  size_t no) {
-  for (int64_t r = 0; r < q->batch * q->m; r++) {
+  for (int64_t r = 0; r < x_rows(q); r++) {
     double off = 4.0 * next(), scale = 0.5 + fabs(next());
     for (int64_t k = 0; k < q->k; k++) x[r * q->k + k] = (float)(off + scale * next());
   }
@@ -260,7 +277,7 @@ static int run_case(const aln_case *c) {
   gpu_plan p;
   if (plan_case(c, &p)) return 1;
   const gpu_problem *q = &c->q;
-  size_t na = (size_t)(q->batch * q->m * q->k), nw = (size_t)(q->batch * q->k * q->n), no = (size_t)(q->batch * q->m * q->n);
+  size_t na = (size_t)(x_rows(q) * q->k), nw = (size_t)(q->batch * q->k * q->n), no = (size_t)(q->batch * q->m * q->n);
   int64_t nws = gpu_split_ws_floats(&p), ncnt = gpu_split_counters(&p);
   float *x = malloc(na * 4 + 4), *gam = malloc((size_t)q->k * 4), *bet = malloc((size_t)q->k * 4);
   float *w = malloc(nw * 4 + 4), *bias = malloc((size_t)q->n * 4), *res = malloc(no * 4 + 4);
@@ -356,6 +373,10 @@ int main(int argc, char **argv) {
       {"rows_k320_res", matmul(1, 50, 40, 320, GPU_ACT_NONE, true), t16},
       /* split-K: every range's workgroups take the statistics of whole rows */
       {"rows_split", matmul(1, 9, 32, 300, GPU_ACT_NONE, false), t16s},
+      /* rows transposed: [13][3] of [3][13] (a seq-first transformer's) */
+      {"rows_transposed", mapped(matmul(1, 39, 40, 96, GPU_ACT_NONE, false), 13, 3, 1), t16},
+      /* rows picked: every ninth (a class token per image) */
+      {"rows_picked", mapped(matmul(1, 4, 24, 64, GPU_ACT_NONE, false), 4, 9, 0), t16},
   };
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad |= run_case(&cases[i]);
