@@ -125,7 +125,13 @@ cov_status gpu_k_aln_stats(kernel *k) {
   int slots = p->threads / GPU_ALN_LANES, n = rows_at_once(p);
   gpu_loop l;
   LLVMValueRef r = loop_open(g, &l, udiv(g, t, GPU_ALN_LANES), p->bm, (long long)n * slots);
+  /* rows all past M (a short last tile) take no statistics: r, their
+   * first, is the same for a row's 32 lanes, so the lanes exchanging
+   * values take the same branch */
+  LLVMBasicBlockRef join;
+  begin_if(g, ult(g, add(g, k->m0, r), p->M), &join);
   row_stats(k, r, n, slots, urem(g, t, GPU_ALN_LANES));
+  end_if(g, join);
   loop_close(g, &l, 0, NULL, NULL, NULL, NULL);
   g->target->barrier(g);
   return NULL;

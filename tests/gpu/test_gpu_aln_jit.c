@@ -4,7 +4,7 @@
  * through LLVM's JIT and compared with naive loops.
  *
  * A workgroup's threads run as threads of their own (a barrier is a
- * pthread barrier, a lane exchange two of them around a table of the
+ * pthread barrier, a lane exchange two of its warp's around a table of the
  * threads' values, shared memory one module global: one workgroup runs
  * at a time); workgroups run one after another in a scrambled order. The
  * "matrix" fragment is the FMA fragment on 16-bit inputs. A is f32 rows
@@ -36,8 +36,9 @@
 
 enum { MAX_T = 1024 };
 static _Thread_local int32_t t_tid, t_bid[3];
-static pthread_barrier_t g_bar; /* the running workgroup's */
-static int32_t g_slot[MAX_T];  /* lane exchanges */
+static pthread_barrier_t g_bar;               /* the running workgroup's */
+static pthread_barrier_t g_warp_bar[MAX_T / 32]; /* each warp's, for its lane exchanges */
+static int32_t g_slot[MAX_T];                    /* lane exchanges */
 
 static int32_t host_get_tid(void) { return t_tid; }
 static int32_t host_get_bid(int32_t d) { return t_bid[d]; }
@@ -47,9 +48,9 @@ static int32_t host_barrier_wait(void) {
 }
 static int32_t host_exchange(int32_t v, int32_t mask) {
   g_slot[t_tid] = v;
-  pthread_barrier_wait(&g_bar);
+  pthread_barrier_wait(&g_warp_bar[t_tid / 32]);
   int32_t r = g_slot[t_tid ^ mask];
-  pthread_barrier_wait(&g_bar);
+  pthread_barrier_wait(&g_warp_bar[t_tid / 32]);
   return r;
 }
 
@@ -123,7 +124,12 @@ static int run_grid(aln_fn f, const gpu_plan *p, void **a) {
   int T = p->threads;
   item *it = malloc((size_t)T * sizeof *it);
   pthread_t *th = malloc((size_t)T * sizeof *th);
-  int bad = T > MAX_T || !it || !th || pthread_barrier_init(&g_bar, NULL, (unsigned)T);
+  int bad = T > MAX_T || T % 32 || !it || !th || pthread_barrier_init(&g_bar, NULL, (unsigned)T), warps = 0;
+  for (; !bad && warps < T / 32; warps++)
+    if (pthread_barrier_init(&g_warp_bar[warps], NULL, 32)) {
+      bad = 1;
+      break;
+    }
   for (int64_t w = 0; w < n && !bad; w++) {
     int64_t id = w * 1000003 % n;
     int32_t bid[3] = {(int32_t)(id % p->grid[0]), (int32_t)(id / p->grid[0] % p->grid[1]),
@@ -140,7 +146,8 @@ static int run_grid(aln_fn f, const gpu_plan *p, void **a) {
     }
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
   }
-  if (it && th && T <= MAX_T) pthread_barrier_destroy(&g_bar);
+  if (it && th && T <= MAX_T && T % 32 == 0) pthread_barrier_destroy(&g_bar);
+  for (int i = 0; i < warps; i++) pthread_barrier_destroy(&g_warp_bar[i]);
   free(it), free(th);
   if (bad) fprintf(stderr, "FAIL: cannot run the workgroups' threads\n");
   return bad;
