@@ -498,6 +498,7 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && dedup_f16_copies(p, del, a);
   any |= nhwc_shortcuts(p, del);
   any |= gpu_ms_fuse_matrix_epi(p, del);
+  any |= gpu_ms_fuse_ln_prologue(p, del);
   int n = 0;
   for (int i = 0; i < p->n_steps && any; i++)
     if (!del[i]) p->steps[n++] = p->steps[i];

@@ -85,6 +85,10 @@ int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]);
  * other input, matmul results read only as f16 operands stored as those
  * (gpu_mfuse_epi.c). Returns whether it changed anything. */
 int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
+/* Row LayerNorms whose f16 result only matmuls read, each joined to those
+ * matmuls' A loads (gpu_mfuse_lnpro.c). Returns whether it changed
+ * anything. */
+int gpu_ms_fuse_ln_prologue(gpu_model_plan *p, char *del);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 
