@@ -351,6 +351,12 @@ int64_t graph_node_macs(const graph_node *n);
  * indexed by value id), or NULL for the load-time shapes. */
 cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
                                 cov_model_group **out);
+/* As graph_group_describe for a run's concrete values (run_vals non-NULL),
+ * where a tensor a node computes before its first call from the group's
+ * inputs alone becomes a group input of its own (graph value id -1, its
+ * data graph_group_input_data). */
+cov_status graph_group_describe_run(const graph *g, size_t gi, const graph_value *run_vals,
+                                    cov_model_group **out);
 /* Layout group gi as one codelet call when it is an embedding lookup (a
  * lone Gather on axis 0 of a constant float [V, D] table at run-time
  * integer indices: gather_rows) or a lone Cast of run-time values that is
@@ -362,6 +368,8 @@ cov_status graph_group_describe_gather(const graph *g, size_t gi, const graph_va
 /* Graph value ids of a description's k-th input and of its output. */
 int graph_group_input_id(const cov_model_group *d, size_t k);
 int graph_group_output_id(const cov_model_group *d);
+/* The data of input k when a node computed it (id -1), else NULL. */
+const void *graph_group_input_data(const cov_model_group *d, size_t k);
 
 /* ---- execution (graph_exec.c, graph_layout.c, graph_compute.c) -------- */
 

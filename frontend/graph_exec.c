@@ -236,7 +236,7 @@ static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_
   *handled = false;
   cov_model_group *d = NULL;
   char why[512] = "";
-  cov_status ds = grp->layout ? graph_group_describe_gather(g, gi, s->vals, &d) : graph_group_describe(g, gi, s->vals, &d);
+  cov_status ds = grp->layout ? graph_group_describe_gather(g, gi, s->vals, &d) : graph_group_describe_run(g, gi, s->vals, &d);
   /* A group that cannot be described runs node by node, unless what
    * failed was memory: then the run fails rather than take another path. */
   if (ds && cov_status_code(ds) == COV_OUT_OF_MEMORY) return ds;
@@ -252,7 +252,15 @@ static cov_status offer_group(graph_exec *x, run_state *s, size_t gi, cov_model_
     cov_model_group_free(d);
     return NULL; /* more inputs than any fused layer takes: run it node by node */
   }
-  for (size_t k = 0; k < n_in; k++) in[k] = graph_view(&s->vals[graph_group_input_id(d, k)]);
+  for (size_t k = 0; k < n_in; k++) {
+    int id = graph_group_input_id(d, k);
+    if (id >= 0) {
+      in[k] = graph_view(&s->vals[id]);
+    } else { /* computed inside a node from the group's inputs */
+      cov_model_group_input(d, k, &in[k]);
+      in[k].data = (void *)graph_group_input_data(d, k);
+    }
+  }
   cov_model_group_offer offer = {(int)gi, grp->kind, d, d ? NULL : why, in, n_in};
   cov_tensor out = {0};
   int took = 0;

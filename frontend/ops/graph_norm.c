@@ -108,6 +108,12 @@ static cov_status channel_param(const graph *g, const graph_node *n, const graph
   return NULL;
 }
 
+/* 1 when input i of n is a model constant (a per-group parameter's
+ * per-channel copy is then a constant too), else 0. */
+static unsigned model_const(const graph_exec *x, const graph_node *n, int i) {
+  return n->in[i] && x->g->values[n->in[i]->id]->data ? 1u : 0u;
+}
+
 cov_status graph_exec_instance_norm(graph_exec *x, const graph_node *n, graph_value *const *in,
                                     graph_value *const *out) {
   norm_params p;
@@ -128,7 +134,8 @@ cov_status graph_exec_instance_norm(graph_exec *x, const graph_node *n, graph_va
                          {.dtype = xv->dtype, .rank = 1, .shape = {cols}, .data = ones},
                          {.dtype = xv->dtype, .rank = 1, .shape = {cols}, .data = zeros}};
     cov_attr a = graph_lower_attr_f("epsilon", p.eps);
-    st = graph_call_codelet(x, n, "layernorm", &a, 1, ops, 3, &y, 1);
+    /* ones and zeros depend on the shape alone: constants to a group description */
+    st = graph_lower_call_const(x, n, "layernorm", &a, 1, ops, 3, &y, 6u);
   }
   if (!st) st = channel_param(x->g, n, in[1], &p, &own_s, &s);
   if (!st) st = channel_param(x->g, n, in[2], &p, &own_b, &b);
@@ -137,11 +144,11 @@ cov_status graph_exec_instance_norm(graph_exec *x, const graph_node *n, graph_va
     v.rank = 4;
     v.shape[0] = p.n, v.shape[1] = p.c, v.shape[2] = p.sp, v.shape[3] = 1;
     cov_tensor vs[2] = {v, s};
-    st = graph_call_codelet(x, n, "mul", NULL, 0, vs, 2, &ys, 1);
+    st = graph_lower_call_const(x, n, "mul", NULL, 0, vs, 2, &ys, model_const(x, n, 1) << 1);
   }
   if (!st) {
     cov_tensor yv[2] = {ys, b};
-    st = graph_call_codelet(x, n, "add", NULL, 0, yv, 2, &yb, 1);
+    st = graph_lower_call_const(x, n, "add", NULL, 0, yv, 2, &yb, model_const(x, n, 2) << 1);
   }
   if (!st) st = graph_lower_adopt(x, n, &yb, out[0]);
   free(ones);

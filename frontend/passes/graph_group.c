@@ -15,7 +15,17 @@
  * (graph_lower_call_const) is described as a constant, its data copied.
  * Anything else was made inside a node (an expanded or transposed
  * copy) and the group is not a plain chain: that is reported, naming the
- * node, and a backend falls back to running the calls one by one. */
+ * node, and a backend falls back to running the calls one by one.
+ *
+ * Described for a run (graph_group_describe_run: the run's concrete
+ * values, offered to a group hook), such a tensor becomes an input of its
+ * own where it can only come from the group's inputs: the node reads no
+ * value the group computes and the call is the node's first. Its data,
+ * computed by the node's own lowering from the run's values, is kept in
+ * the description and offered like any input (graph_group_input_data); a
+ * backend that follows its inputs' elements (the GPU model compiler's
+ * capture) sees the node's rearrangement as a copy of earlier elements. A
+ * load-time description has no such data and keeps refusing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +41,9 @@ struct cov_model_group {
   size_t n_calls, cap_calls;
   const char **in_names;
   cov_tensor *in_shapes;
-  int *in_ids; /* graph value ids of the inputs */
-  size_t n_in;
+  int *in_ids; /* graph value ids of the inputs (-1: computed inside a node) */
+  void **in_data; /* inputs computed inside a node: their data (arena); else NULL */
+  size_t n_in, cap_in;
   const char *out_name;
   cov_tensor out;
   int out_id;
@@ -58,7 +69,13 @@ typedef struct recorder {
   const graph_node *node; /* the node being traced, for messages */
   const void **outs;      /* every call's result, in call order (identity only) */
   size_t n_outs, cap_outs;
+  bool derive;           /* tensors computed inside a node may become inputs */
+  size_t node_call0;     /* the index of the traced node's first call */
+  bool node_reads_group; /* the traced node reads a value the group computes */
 } recorder;
+
+/* Inputs computed inside nodes one description may add. */
+enum { GROUP_MAX_DERIVED = 8 };
 
 static slot *find_slot(recorder *r, int id) {
   for (int i = 0; i < r->n_slots; i++)
@@ -94,6 +111,41 @@ static cov_status derived_const(recorder *r, size_t call, size_t k, const cov_te
   return NULL;
 }
 
+/* Input k of call `call`, computed inside the node from the group's
+ * inputs alone: a group input of its own, its data copied. */
+static cov_status derived_input(recorder *r, size_t call, size_t k, const cov_tensor *t,
+                                cov_model_arg *a) {
+  cov_model_group *d = r->d;
+  int64_t numel = cov_tensor_numel(t);
+  size_t es = cov_dtype_size(t->dtype);
+  if (d->n_in == d->cap_in)
+    return graph_node_error(r->g, r->node, COV_UNSUPPORTED,
+                            "input %zu of call %zu (%s) is computed inside the node, and the group "
+                            "already has %zu inputs",
+                            k, call, d->calls[call].codelet, d->n_in);
+  if (numel < 0 || es == 0 || (uint64_t)numel > COV_TENSOR_MAX_BYTES / es)
+    return graph_node_error(r->g, r->node, COV_OUT_OF_RANGE,
+                            "input %zu of call %zu (%s) is too large for a group input", k, call,
+                            d->calls[call].codelet);
+  size_t bytes = (size_t)numel * es;
+  void *copy = cov_arena_alloc(d->arena, bytes ? bytes : 1);
+  char name[256];
+  snprintf(name, sizeof name, "%s:call%zu.in%zu", d->calls[call].node, call, k);
+  const char *nm = cov_arena_strdup(d->arena, name);
+  if (!copy || !nm) return oom(r->g, r->node);
+  if (bytes) memcpy(copy, t->data, bytes);
+  cov_tensor *shape = &d->in_shapes[d->n_in];
+  *shape = *t;
+  shape->data = NULL;
+  d->in_names[d->n_in] = nm;
+  d->in_ids[d->n_in] = -1;
+  d->in_data[d->n_in] = copy;
+  a->kind = COV_MODEL_ARG_EXTERNAL;
+  a->input = (int)d->n_in++;
+  a->value = nm;
+  return NULL;
+}
+
 /* The kind of input `t` of the call being recorded. */
 static cov_status classify(recorder *r, size_t call, size_t k, const cov_tensor *t,
                            cov_model_arg *a) {
@@ -126,6 +178,8 @@ static cov_status classify(recorder *r, size_t call, size_t k, const cov_tensor 
                               "call %zu (%s) reads the result of call %zu, not the previous one: "
                               "the group is not a chain",
                               call, r->d->calls[call].codelet, c);
+  if (t->data && r->derive && call == r->node_call0 && !r->node_reads_group)
+    return derived_input(r, call, k, t, a);
   return graph_node_error(g, r->node, COV_UNSUPPORTED,
                           "input %zu of call %zu (%s) is computed inside the node (a copy or "
                           "rearrangement), not a model value or the previous call's result",
@@ -209,10 +263,15 @@ static cov_status make_slots(recorder *r, const graph_group *grp, size_t gi,
   int cap = 0;
   for (int k = 0; k < grp->n_nodes; k++) cap += grp->nodes[k]->n_in + grp->nodes[k]->n_out;
   r->slots = calloc((size_t)(cap ? cap : 1), sizeof *r->slots);
-  d->in_names = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_names);
-  d->in_shapes = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_shapes);
-  d->in_ids = cov_arena_array(d->arena, (size_t)(cap ? cap : 1), sizeof *d->in_ids);
-  if (!r->slots || !d->in_names || !d->in_shapes || !d->in_ids) return oom(g, grp->nodes[0]);
+  /* room for the values and for inputs computed inside nodes */
+  d->cap_in = (size_t)cap + GROUP_MAX_DERIVED;
+  d->in_names = cov_arena_array(d->arena, d->cap_in, sizeof *d->in_names);
+  d->in_shapes = cov_arena_array(d->arena, d->cap_in, sizeof *d->in_shapes);
+  d->in_ids = cov_arena_array(d->arena, d->cap_in, sizeof *d->in_ids);
+  d->in_data = cov_arena_array(d->arena, d->cap_in, sizeof *d->in_data);
+  if (!r->slots || !d->in_names || !d->in_shapes || !d->in_ids || !d->in_data)
+    return oom(g, grp->nodes[0]);
+  memset(d->in_data, 0, d->cap_in * sizeof *d->in_data);
   for (int k = 0; k < grp->n_nodes; k++) {
     const graph_node *n = grp->nodes[k];
     for (int j = 0; j < n->n_in + n->n_out; j++) {
@@ -297,8 +356,8 @@ static cov_status find_output(recorder *r, const graph_group *grp, size_t gi) {
   return NULL;
 }
 
-cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
-                                cov_model_group **out) {
+static cov_status describe(const graph *g, size_t gi, const graph_value *run_vals, bool derive,
+                           cov_model_group **out) {
   *out = NULL;
   if (gi >= g->n_groups)
     return cov_error(COV_INVALID_ARGUMENT, COV_AT_CALL("cov_model_group_describe"), "no layer group %zu (the model has %zu)", gi,
@@ -321,7 +380,7 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
   d->kind = grp->kind;
   d->lib = g->lib;
   d->out_id = -1;
-  recorder r = {.g = g, .d = d};
+  recorder r = {.g = g, .d = d, .derive = derive};
   graph_exec x = {.g = g, .lib = g->lib, .hook = record, .hook_user = &r};
   r.x = &x;
   cov_status st = make_slots(&r, grp, gi, run_vals);
@@ -335,6 +394,9 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
     for (int j = 0; j < n->n_in; j++) in[j] = n->in[j] ? &find_slot(&r, n->in[j]->id)->v : NULL;
     for (int j = 0; j < n->n_out; j++) o[j] = n->out[j] ? &find_slot(&r, n->out[j]->id)->v : NULL;
     r.node = n;
+    r.node_call0 = d->n_calls;
+    r.node_reads_group = false;
+    for (int j = 0; j < n->n_in; j++) r.node_reads_group |= n->in[j] && in_group(n->in[j], gi);
     st = graph_exec_node(&x, n, in, o);
   }
   if (!st) st = find_output(&r, grp, gi);
@@ -349,6 +411,16 @@ cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *ru
   }
   *out = d;
   return NULL;
+}
+
+cov_status graph_group_describe(const graph *g, size_t gi, const graph_value *run_vals,
+                                cov_model_group **out) {
+  return describe(g, gi, run_vals, false, out);
+}
+
+cov_status graph_group_describe_run(const graph *g, size_t gi, const graph_value *run_vals,
+                                    cov_model_group **out) {
+  return describe(g, gi, run_vals, run_vals != NULL, out);
 }
 
 /* The embedding lookup's Gather node of layout group gi, or NULL. */
@@ -578,6 +650,9 @@ int graph_group_input_id(const cov_model_group *d, size_t k) {
   return k < d->n_in ? d->in_ids[k] : -1;
 }
 int graph_group_output_id(const cov_model_group *d) { return d->out_id; }
+const void *graph_group_input_data(const cov_model_group *d, size_t k) {
+  return k < d->n_in && d->in_data ? d->in_data[k] : NULL;
+}
 
 void cov_model_group_free(cov_model_group *d) {
   if (!d) return;

@@ -276,7 +276,15 @@ COV_API int cov_model_find_node_group(const cov_model *model, const char *name);
  * none of the group's calls runs; or sets *handled = 0, and the group runs
  * node by node with `call` offered each codelet call as in
  * cov_model_run_with (NULL: the interpreter runs them). Either hook may be
- * NULL. Layout groups always run in the frontend. */
+ * NULL. Layout groups always run in the frontend.
+ *
+ * An offered description may have inputs that are no model value: a tensor
+ * a node computes from the group's inputs before its first call (the copy
+ * of a value a reduction over non-trailing axes makes with those axes
+ * moved last). Such an input is named "NODE:callC.inK" (call C's input K)
+ * and offered, like the others, with its concrete data in `in`; a
+ * description made by cov_model_group_describe, which has no data, refuses
+ * such a group instead. */
 typedef struct cov_model_group_offer {
   int group;                    /* group index */
   const char *kind;             /* "conv+bias+relu+maxpool" */
