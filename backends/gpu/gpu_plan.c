@@ -64,8 +64,9 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
   if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "f16 outputs are for matmuls without a fused softmax");
-  if (e->residual && (q->kind != GPU_OP_MATMUL || e->softmax))
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a residual addend is for matmuls without a fused softmax");
+  if (e->residual && (q->kind == GPU_OP_MATMUL ? e->softmax : q->kind != GPU_OP_CONV2D || !q->nhwc_io || e->maxpool2x2))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q),
+                     "a residual addend is for matmuls without a fused softmax and channels-last convs without a pool");
   if (q->kind == GPU_OP_MAXPOOL) {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: sizes and stride must be positive, pad >= 0");
@@ -194,7 +195,7 @@ static cov_status split_plan_check(const gpu_plan *p) {
  * the tiled and the bulk-tensor-copy kernels), and convs on channels-last
  * tensors through the channels-last kernel's staged epilogue. */
 static cov_status out_plan_check(const gpu_plan *p) {
-  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != (p->prob.nhwc_io && !p->prob.epi.residual)
                                      : p->out_f16 && (p->staged || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: f16 outputs are for matmuls stored from the registers and channels-last convolutions");
@@ -202,9 +203,12 @@ static cov_status out_plan_check(const gpu_plan *p) {
                     p->out_r1 < 0))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: permuted output rows are for matmuls of one batch stored from the registers");
-  if (p->prob.epi.residual && (p->staged || p->prob.kind != GPU_OP_MATMUL))
+  if (p->prob.epi.residual && (p->prob.kind == GPU_OP_MATMUL
+                                   ? p->staged
+                                   : !p->prob.nhwc_io || !p->staged || p->pool_order || (p->oh * p->ow) % 4))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: a residual addend is for matmuls stored from the registers");
+                     "GPU plan: a residual addend is for matmuls stored from the registers and channels-last convs "
+                     "stored to NCHW through the staged epilogue (OH*OW a multiple of 4)");
   if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
