@@ -83,7 +83,7 @@ int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]);
 int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
 /* Whether copy e reads an NHWC f16 activation as the f32 NCHW buffer b
  * [N][C][H][W] (gpu_mlayout.c's conversion back: destination pixels
- * consecutive, source channels at stride 1; gpu_mfuse.c). */
+ * consecutive, source channels at stride 1). */
 int gpu_ms_reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);

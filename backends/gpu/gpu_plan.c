@@ -487,7 +487,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
    * NHWC f16 stores, atomic-free pooling) and softmax rows */
   p->staged = false, p->pool_order = false, p->cstride = 0;
-  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io;
+  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io && !q->epi.residual;
   if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || q->nhwc_io || (p->oh * p->ow) % 4 == 0)) {
     p->staged = true;
     /* +4 floats: the 8 rows x 4 column pairs of an mma accumulator store
