@@ -32,6 +32,7 @@ static bool is_const(const graph_value *v) {
 static bool per_channel(const graph_value *c, const graph_value *y, int axis) {
   if (!is_const(c) || !graph_shape_known(y) || c->rank > y->rank) return false;
   int64_t k = y->dims[axis];
+  if (k <= 0) return false;
   for (int d = 0; d < c->rank; d++) {
     int yd = d + y->rank - c->rank;
     if (c->dims[d] != 1 && (yd != axis || c->dims[d] != k)) return false;
