@@ -45,7 +45,7 @@ json.dump(man, open(os.path.join(d, "ptx", "manifest.json"), "w"), indent=1)
 shutil.rmtree(os.path.join(d, "fused"))
 PY
 # (every public and common header: status.h includes covenant/api.h)
-for f in bench/nvptx/scripts/covrun.c bench/nvptx/scripts/gpu_bench.py bench/nvptx/scripts/attn_bench.py bench/nvptx/kernel_summary.py \
+for f in bench/nvptx/scripts/covrun.c bench/nvptx/scripts/gpu_bench.py bench/nvptx/scripts/attn_bench.py bench/nvptx/scripts/kernel_summary.py \
          runtime/crt_cuda.c runtime/crt_cuda.h \
          common/status.c common/fileio.c common/text.c $(cd "$root" && ls common/*.h include/covenant/*.h) \
          examples/convnet.onnx; do

@@ -15,7 +15,7 @@ cc -std=c11 -O2 -fPIC -shared -D_POSIX_C_SOURCE=200809L -I "$src/include" -I "$s
 rc=0
 python3 "$src/bench/nvptx/scripts/gpu_bench.py" --payload "$payload/ptx" --lib "$payload/covrun.so" --out "$out" "$@" || rc=$?
 # the kernel summary table from this run (when the bench got as far as its results)
-if [ -f "$out/results.json" ] && [ -f "$src/bench/nvptx/kernel_summary.py" ]; then
-  python3 "$src/bench/nvptx/kernel_summary.py" "$out/results.json" || rc=1
+if [ -f "$out/results.json" ] && [ -f "$src/bench/nvptx/scripts/kernel_summary.py" ]; then
+  python3 "$src/bench/nvptx/scripts/kernel_summary.py" "$out/results.json" || rc=1
 fi
 exit $rc
