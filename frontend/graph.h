@@ -334,6 +334,9 @@ cov_status graph_prepare_quant(graph *g);
 /* Drops nodes whose outputs reach no graph output, then compacts. */
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);
+/* A Mul (or a Conv's Add) by a per-output-channel constant after a Conv,
+ * MatMul or Gemm folded into its weights and bias (graph_scalefold.c). */
+cov_status graph_fold_channel_scale(graph *g);
 /* LSTM, GRU and RNN nodes become their recurrence unrolled over the static
  * sequence length into ordinary nodes, each inferred and folded as it is
  * made (graph_rnn_expand.c). Runs after inference. */

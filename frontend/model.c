@@ -2,8 +2,10 @@
  *
  * Loading runs the frontend's pipeline in order: read (onnx_reader.c), shape
  * inference with constant folding (graph_infer.c, graph_fold.c), Identity and
- * Dropout elimination, BatchNormalization folding, dead-code removal, fusion
- * into layer groups bound to codelets, and the verifier. Every stage that
+ * Dropout elimination, BatchNormalization folding, per-channel constant
+ * scales and offsets folded into the Conv, MatMul or Gemm before them
+ * (graph_scalefold.c), dead-code removal, fusion into layer groups bound
+ * to codelets, and the verifier. Every stage that
  * finds problems returns all of them. */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ cov_status graph_prepare(graph *g, bool no_fold, bool no_fuse) {
   if (g->compute_f32) COV_RETURN_IF_ERROR(graph_widen_16(g));
   COV_RETURN_IF_ERROR(graph_eliminate_identities(g));
   if (!no_fold) COV_RETURN_IF_ERROR(graph_fold_batchnorm(g));
+  if (!no_fold) COV_RETURN_IF_ERROR(graph_fold_channel_scale(g));
   COV_RETURN_IF_ERROR(graph_prepare_quant(g));
   graph_eliminate_dead(g);
   COV_RETURN_IF_ERROR(graph_fuse(g, no_fuse));

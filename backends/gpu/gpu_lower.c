@@ -515,7 +515,7 @@ static void epilogue(kernel *k) {
   gpu_k_stage_out(k);
   if (plan->prob.epi.softmax)
     gpu_k_softmax_rows(k);
-  else if (plan->prob.nhwc_io)
+  else if (plan->prob.nhwc_io && !plan->prob.epi.residual)
     gpu_k_conv_staged_store_nhwc(k);
   else
     gpu_k_conv_staged_store(k);

@@ -1,5 +1,5 @@
 /* backends/gpu/gpu_lower_epi.c: the epilogue of a contraction kernel:
- * the activation, bias, a matmul's residual addend and stores of the
+ * the activation, bias, a residual addend and stores of the
  * accumulators straight from the
  * registers (gpu_k_epilogue, f16 outputs in quads), or through shared
  * memory (gpu_k_stage_out) into NCHW or NHWC convolution outputs, and the
@@ -278,8 +278,9 @@ void gpu_k_stage_out(kernel *k) {
 
 /* conv: 4 consecutive rows of one column per thread and step, neighbouring
  * threads on neighbouring row groups: NCHW stores of 16 bytes (the 4
- * pixels are contiguous: oh*ow % 4 == 0), or with the pooled row order
- * one 2x2 window's max, stored as one pooled pixel. */
+ * pixels are contiguous: oh*ow % 4 == 0), the residual addend's 4 pixels
+ * added first (epi.residual, read as 16 bytes too), or with the pooled
+ * row order one 2x2 window's max, stored as one pooled pixel. */
 void gpu_k_conv_staged_store(kernel *k) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
@@ -300,6 +301,11 @@ void gpu_k_conv_staged_store(kernel *k) {
     if (!p->pool_order) {
       long long hw = p->oh * p->ow;
       LLVMValueRef idx = add(g, mul(g, add(g, mul(g, udiv(g, m, hw), C(q->ck)), ch), C(hw)), urem(g, m, hw));
+      if (q->epi.residual) { /* the addend's 4 pixels, laid out as the output */
+        LLVMValueRef r = LLVMBuildLoad2(g->b, v4f, gept(g, g->f32, k->resid, idx), "");
+        LLVMSetAlignment(r, 16);
+        x = LLVMBuildFAdd(g->b, x, r, "");
+      }
       LLVMSetAlignment(LLVMBuildStore(g->b, x, gept(g, g->f32, k->Cout, idx)), 16);
     } else {
       long long pp = (p->oh / 2) * (p->ow / 2);

@@ -108,8 +108,9 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "out_rows", r);
   }
   /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
-   * "pre" transform), the output is [N][OH][OW][K] */
-  if (q->nhwc_io) json_object_set_new(o, "out_layout", json_string("nhwc"));
+   * "pre" transform), the output is [N][OH][OW][K] (NCHW f32 with a
+   * residual addend) */
+  if (q->nhwc_io && !q->epi.residual) json_object_set_new(o, "out_layout", json_string("nhwc"));
   gpu_launch_json(o, p->grid, p->threads, p->shared_bytes);
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)

@@ -252,27 +252,12 @@ static int fuse_f16_out_at(gpu_model_plan *p, char *del, int i) {
   return 1;
 }
 
-/* Whether copy e reads an NHWC f16 activation as the f32 NCHW buffer b
- * [N][C][H][W] (gpu_mlayout.c's conversion back: destination pixels
- * consecutive, source channels at stride 1). */
-static int reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b) {
-  const gpu_mbuf *y = &p->bufs[b];
-  if (e->kind != GPU_EW_COPY || e->in_dtype != COV_F16 || y->rank != 4 || e->n != y->numel || e->run != 1 || e->s0 ||
-      e->d0)
-    return 0;
-  int64_t c = y->shape[1], hw = y->shape[2] * y->shape[3];
-  const int64_t rep[3] = {hw, c, y->shape[0]}, ss[3] = {c, 1, c * hw}, ds[3] = {1, hw, c * hw};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++)
-    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
-  return 1;
-}
-
 /* Whether step t is a plain conversion of an NHWC f16 result back to f32
  * NCHW buffer b (nothing added, scaled or applied). */
 static int to_nchw(const gpu_model_plan *p, const gpu_mstep *t, int b) {
   const gpu_ew *e = &t->ew;
   return t->op == GPU_STEP_LAUNCH && t->kkind == GPU_KERNEL_EW && t->args[2] == b && e->out_dtype == COV_F32 &&
-         !e->bias && !e->also && !e->mul_c && !e->scale_hw && e->post == GPU_FN_NONE && reads_nhwc_as(p, e, b);
+         !e->bias && !e->also && !e->mul_c && !e->scale_hw && e->post == GPU_FN_NONE && gpu_ms_reads_nhwc_as(p, e, b);
 }
 
 /* The step before `before` storing the NHWC f16 form of f32 NCHW buffer s

@@ -17,6 +17,11 @@
  * second) stores that copy itself (plan.out_f16, rounded once after bias,
  * activation and addend), and the copy goes.
  *
+ * Channels-last convs: the same for a conv on NHWC f16 tensors whose
+ * result only the residual copy back to f32 NCHW reads (ConvNeXt's fc2,
+ * then the block's Add): the conv stores the copy's f32 NCHW sum itself
+ * (fuse_conv_residual_at).
+ *
  * Permuted rows: a matmul whose result only a copy reads that moves whole
  * rows (a seq-first transformer's projection turned batch-first before
  * its residual Add: [S][B][D] to [B][S][D]) stores its rows there itself
@@ -84,6 +89,48 @@ static int fuse_residual_at(gpu_model_plan *p, char *del, int a) {
   size_t n = strlen(s->kernel);
   if (n + 4 < sizeof s->kernel) memcpy(s->kernel + n, "_res", 5);
   del[b] = 1;
+  return 1;
+}
+
+/* Step a, a channels-last conv (NHWC f16 out: ConvNeXt's fc2, its layer
+ * scale folded into the weights by the frontend) whose result only the
+ * copy turning it back to f32 NCHW and adding the shortcut reads
+ * (gpu_mfuse.c's residual copy): the conv adds the shortcut itself and
+ * stores the copy's f32 NCHW result (epi.residual), the copy goes. The
+ * shortcut is complete before the conv and unchanged until the copy, the
+ * result neither read nor written in between. Returns whether it did. */
+static int fuse_conv_residual_at(gpu_model_plan *p, char *del, int a) {
+  gpu_mstep *s = &p->steps[a];
+  const gpu_plan *pl = &s->plan;
+  const gpu_problem *q = &pl->prob;
+  int y = s->args[2], c = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || s->pre || q->kind != GPU_OP_CONV2D ||
+      !q->nhwc_io || !pl->out_f16 || !pl->staged || pl->pool_order || q->epi.residual ||
+      (pl->oh * pl->ow) % 4 || y < 0 || p->bufs[y].kind != GPU_BUF_INTERMEDIATE ||
+      gpu_ms_users(p, del, y, a, &c) != 1 || c < a)
+    return 0;
+  const gpu_mstep *t = &p->steps[c];
+  const gpu_ew *e = &t->ew;
+  int z = t->args[2], r = t->args[3], before = 0;
+  if (t->op != GPU_STEP_LAUNCH || t->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || t->args[0] != y ||
+      t->args[1] >= 0 || e->bias != 1 || e->also || e->mul_c || e->scale_hw || e->post != GPU_FN_NONE ||
+      e->out_dtype != COV_F32 || z < 0 || p->bufs[z].dtype != COV_F32 ||
+      r < 0 || r == z || !gpu_ms_reads_nhwc_as(p, e, z) || p->bufs[z].shape[1] != q->ck ||
+      p->bufs[r].dtype != COV_F32 || p->bufs[r].numel != p->bufs[z].numel ||
+      (p->bufs[z].kind != GPU_BUF_INTERMEDIATE && p->bufs[z].kind != GPU_BUF_OUTPUT))
+    return 0;
+  for (int j = 0; j < a && !before; j++) before = !del[j] && gpu_ms_writes(&p->steps[j], r);
+  if ((p->bufs[r].kind == GPU_BUF_INTERMEDIATE && !before) || touched_between(p, del, r, a - 1, c, 0) ||
+      touched_between(p, del, z, a, c, 1))
+    return 0;
+  gpu_ms_drop_fills(p, del, z);
+  s->plan.prob.epi.residual = true, s->plan.out_f16 = false;
+  s->args[2] = z;
+  for (int j = s->n_args; j < 6; j++) s->args[j] = -1;
+  s->args[6] = r, s->n_args = s->n_args < 7 ? 7 : s->n_args;
+  size_t n = strlen(s->kernel);
+  if (n + 4 < sizeof s->kernel) memcpy(s->kernel + n, "_res", 5);
+  del[c] = 1;
   return 1;
 }
 
@@ -168,6 +215,7 @@ int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del) {
   int any = 0;
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_rows_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_residual_at(p, del, a);
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_conv_residual_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_at(p, del, a);
   return any;
 }

@@ -54,7 +54,7 @@ static cov_status emulate_matrix(const gpu_plan *pl, float **a) {
   size_t na, nb, no, nbias;
   gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
   float *x = a[0], *w = a[1], *y = a[2], *tx = NULL, *tw = NULL, *ty = NULL;
-  int cl_out = q->nhwc_io || pl->dw;
+  int cl_out = (q->nhwc_io && !q->epi.residual) || pl->dw;
   if (pl->nhwc || pl->dw) {
     tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
     if (cl_out) ty = malloc(no * 4 + 4);
@@ -271,6 +271,15 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
     return NULL;
   }
   if (q->a_pro == GPU_APRO_GATE) return emulate_gated(p, s, v, a);
+  if (q->kind == GPU_OP_CONV2D && q->epi.residual) { /* NCHW f32, the addend after bias and activation */
+    size_t na, nb, no, nbias;
+    gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
+    if (s->n_args < 7 || s->args[6] < 0)
+      return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no residual addend", s->kernel);
+    COV_RETURN_IF_ERROR(emulate_matrix(pl, a));
+    for (size_t j = 0; j < no; j++) a[2][j] += v[s->args[6]][j];
+    return NULL;
+  }
   if (q->kind != GPU_OP_MATMUL || !(q->epi.residual || pl->out_f16 || pl->out_rq)) return emulate_matrix(pl, a);
   /* permuted rows, the residual addend after bias and activation, then the
    * f16 store */

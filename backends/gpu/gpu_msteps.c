@@ -115,6 +115,18 @@ int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
   return -1;
 }
 
+int gpu_ms_reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b) {
+  const gpu_mbuf *y = &p->bufs[b];
+  if (e->kind != GPU_EW_COPY || e->in_dtype != COV_F16 || y->rank != 4 || e->n != y->numel || e->run != 1 || e->s0 ||
+      e->d0)
+    return 0;
+  int64_t c = y->shape[1], hw = y->shape[2] * y->shape[3];
+  const int64_t rep[3] = {hw, c, y->shape[0]}, ss[3] = {c, 1, c * hw}, ds[3] = {1, hw, c * hw};
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
+  return 1;
+}
+
 int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b) {
   const gpu_mbuf *x = &p->bufs[b];
   const gpu_ew *e = &s->ew;

@@ -89,6 +89,10 @@ int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
  * matmuls' A loads (gpu_mfuse_lnpro.c). Returns whether it changed
  * anything. */
 int gpu_ms_fuse_ln_prologue(gpu_model_plan *p, char *del);
+/* Whether copy e reads an NHWC f16 activation as the f32 NCHW buffer b
+ * [N][C][H][W] (gpu_mlayout.c's conversion back: destination pixels
+ * consecutive, source channels at stride 1). */
+int gpu_ms_reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b);
 /* Drops the steps marked in del. */
 void gpu_ms_compact(gpu_model_plan *p, const char *del);
 

@@ -64,8 +64,9 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
   if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "f16 outputs are for matmuls without a fused softmax");
-  if (e->residual && (q->kind != GPU_OP_MATMUL || e->softmax))
-    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a residual addend is for matmuls without a fused softmax");
+  if (e->residual && (q->kind == GPU_OP_MATMUL ? e->softmax : q->kind != GPU_OP_CONV2D || !q->nhwc_io || e->maxpool2x2))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q),
+                     "a residual addend is for matmuls without a fused softmax and channels-last convs without a pool");
   if (q->kind == GPU_OP_MAXPOOL) {
     if (q->cn < 1 || q->cc < 1 || q->ch < 1 || q->cw < 1 || q->cr < 1 || q->cs < 1 || q->stride < 1 || q->pad < 0)
       return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "maxpool: sizes and stride must be positive, pad >= 0");
@@ -194,7 +195,7 @@ static cov_status split_plan_check(const gpu_plan *p) {
  * the tiled and the bulk-tensor-copy kernels), and convs on channels-last
  * tensors through the channels-last kernel's staged epilogue. */
 static cov_status out_plan_check(const gpu_plan *p) {
-  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != p->prob.nhwc_io
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != (p->prob.nhwc_io && !p->prob.epi.residual)
                                      : p->out_f16 && (p->staged || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: f16 outputs are for matmuls stored from the registers and channels-last convolutions");
@@ -202,9 +203,12 @@ static cov_status out_plan_check(const gpu_plan *p) {
                     p->out_r1 < 0))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: permuted output rows are for matmuls of one batch stored from the registers");
-  if (p->prob.epi.residual && (p->staged || p->prob.kind != GPU_OP_MATMUL))
+  if (p->prob.epi.residual && (p->prob.kind == GPU_OP_MATMUL
+                                   ? p->staged
+                                   : !p->prob.nhwc_io || !p->staged || p->pool_order || (p->oh * p->ow) % 4))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
-                     "GPU plan: a residual addend is for matmuls stored from the registers");
+                     "GPU plan: a residual addend is for matmuls stored from the registers and channels-last convs "
+                     "stored to NCHW through the staged epilogue (OH*OW a multiple of 4)");
   if (p->prob.a_pro != GPU_APRO_NONE &&
       (p->prob.kind != GPU_OP_CONV2D || p->nhwc || p->vector_copy || p->wgmma || p->tma || p->dw ||
        p->prob.in_dtype == COV_F32))
@@ -488,7 +492,7 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
   /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
    * NHWC f16 stores, atomic-free pooling) and softmax rows */
   p->staged = false, p->pool_order = false, p->cstride = 0;
-  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io;
+  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io && !q->epi.residual;
   if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || q->nhwc_io || (p->oh * p->ow) % 4 == 0)) {
     p->staged = true;
     /* +4 floats: the 8 rows x 4 column pairs of an mma accumulator store

@@ -69,12 +69,15 @@ typedef struct gpu_epilogue {
    * workgroup holds whole rows: grid[0] == 1); the row max and sum are taken
    * in shared memory after the K loop. */
   bool softmax;
-  /* matmul only, not with softmax: a residual addend R (f32, laid out as
-   * the output, kernel argument 6) added after bias and activation, y =
-   * act(acc + bias) + R: a transformer's residual Add in the epilogue of
-   * the matmul writing its other input (gpu_mfuse_epi.c). With split-K
-   * only the tile's last workgroup, which sums the partials, runs the
-   * epilogue, so R is added once. */
+  /* matmuls without softmax, channels-last convs (nhwc_io): a residual
+   * addend R (f32, laid out as the output, kernel argument 6) added after
+   * bias and activation, y = act(acc + bias) + R: a transformer's residual
+   * Add in the epilogue of the matmul writing its other input, a
+   * ConvNeXt block's in that of its last 1x1 conv (gpu_mfuse_epi.c). With
+   * split-K only the tile's last workgroup, which sums the partials, runs
+   * the epilogue, so R is added once. A channels-last conv with a residual
+   * stores f32 NCHW (the residual stream's layout; plan.out_f16 false)
+   * through the staged NCHW store, OH*OW a multiple of 4. */
   bool residual;
 } gpu_epilogue;
 

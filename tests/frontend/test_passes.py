@@ -236,6 +236,72 @@ def standalone_batchnorm_runs():
 check(standalone_batchnorm_runs)
 
 
+def layer_scale_folds_into_conv():
+    """Conv -> Mul by gamma [C,1,1] -> Add residual (ConvNeXt's block end):
+    gamma goes into the Conv's weights and bias, the Add stays."""
+    w = RNG.standard_normal((4, 4, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(4).astype(np.float32)
+    gamma = (10.0 ** RNG.uniform(-3, 1, 4)).astype(np.float32).reshape(4, 1, 1)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["c", "gamma"], ["s"]),
+             helper.make_node("Add", ["s", "x"], ["y"])]
+    p = save("layer_scale", nodes, [vi("x", [2, 4, 5, 5])], [vi("y", None)],
+             [const("w", w), const("b", b), const("gamma", gamma)])
+    assert operators(inspect(p)) == "2 nodes: Add x1, Conv x1", operators(inspect(p))
+    x = RNG.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    want = conv_ref(x, w, b, pad=1) * gamma.reshape(1, 4, 1, 1) + x
+    close(run(p, [x])[0], want, 1e-5)
+
+
+check(layer_scale_folds_into_conv)
+
+
+def channel_offset_and_matmul_scale_fold():
+    """Conv -> Add [C,1,1] (no bias) and MatMul / Gemm (transB) -> Mul [N]
+    fold; a constant along another axis, a scaled Conv output read twice and
+    a constant that would broadcast the output wider do not."""
+    w = RNG.standard_normal((3, 2, 1, 1)).astype(np.float32)
+    a = RNG.standard_normal((3, 1, 1)).astype(np.float32)
+    bm = RNG.standard_normal((6, 5)).astype(np.float32)
+    g = RNG.uniform(0.1, 3, 5).astype(np.float32)
+    bt = RNG.standard_normal((5, 6)).astype(np.float32)
+    cb = RNG.standard_normal(5).astype(np.float32)
+    rows = RNG.uniform(0.1, 3, (4, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("Add", ["c", "a"], ["y0"]),
+             helper.make_node("MatMul", ["m", "bm"], ["mm"]),
+             helper.make_node("Mul", ["g", "mm"], ["y1"]),
+             helper.make_node("Gemm", ["m", "bt", "cb"], ["gm"], transB=1, alpha=0.5),
+             helper.make_node("Mul", ["gm", "g"], ["y2"]),
+             helper.make_node("MatMul", ["m", "bm"], ["mr"]),
+             helper.make_node("Mul", ["mr", "rows"], ["y3"]),
+             helper.make_node("Conv", ["x", "w"], ["c2"]),
+             helper.make_node("Mul", ["c2", "a"], ["s2"]),
+             helper.make_node("Add", ["s2", "c2"], ["y4"]),
+             helper.make_node("MatMul", ["m", "bm"], ["mw"]),
+             helper.make_node("Mul", ["mw", "wide"], ["y5"])]
+    wide = RNG.uniform(0.1, 3, (2, 1, 5)).astype(np.float32)
+    p = save("scale_kinds", nodes, [vi("x", [1, 2, 3, 3]), vi("m", [4, 6])],
+             [vi(n, None) for n in ("y0", "y1", "y2", "y3", "y4", "y5")],
+             [const(k, v) for k, v in (("w", w), ("a", a), ("bm", bm), ("g", g), ("bt", bt), ("cb", cb),
+                                       ("rows", rows), ("wide", wide))])
+    ops = operators(inspect(p))
+    assert ops == "10 nodes: Add x1, Conv x2, Gemm x1, MatMul x3, Mul x3", ops
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    m = RNG.standard_normal((4, 6)).astype(np.float32)
+    got = run(p, [x, m], 6)
+    c = conv_ref(x, w, np.zeros(3, np.float32))
+    close(got[0], c + a.reshape(1, 3, 1, 1))
+    close(got[1], (m @ bm) * g)
+    close(got[2], (0.5 * m @ bt.T + cb) * g)
+    close(got[3], (m @ bm) * rows)
+    close(got[4], c * a.reshape(1, 3, 1, 1) + c)
+    close(got[5], (m @ bm) * wide)
+
+
+check(channel_offset_and_matmul_scale_fold)
+
+
 def gemm_and_attention_groups():
     w = RNG.standard_normal((8, 6)).astype(np.float32)
     b = RNG.standard_normal(6).astype(np.float32)

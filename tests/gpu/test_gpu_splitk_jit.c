@@ -17,7 +17,8 @@
  * with M = 1, N and K not multiples of the tiles (K not of split x bk),
  * batches, every activation and the bias; convolutions through the NCHW
  * gather (K-offset table), channels-last ones with the staged NCHW store
- * and with NHWC f16 outputs, and channels-last ones whose input and output
+ * and with NHWC f16 outputs or a residual addend (f32 NCHW out), and
+ * channels-last ones whose input and output
  * channels the K and N tiles do not divide (zero-filled tails; f16
  * buffers end in NaNs, which a copy reading past them spreads); and
  * convolutions whose NCHW gather applies a squeeze-excite gate to the f32
@@ -174,10 +175,10 @@ static double act(const gpu_epilogue *e, double v) {
   return v;
 }
 
-/* y = act(A B + bias) (+ res, a matmul's residual addend) by naive
+/* y = act(A B + bias) (+ res, a residual addend laid out as y) by naive
  * loops, as the kernel's output layout: matmul [G][M][N]; conv NCHW, or
- * NHWC with nhwc_io (input NHWC, weights [R][S][C][K] then; OIHW and NCHW
- * otherwise). Inputs as floats. */
+ * NHWC with nhwc_io and no addend (input NHWC, weights [R][S][C][K] with
+ * nhwc_io; OIHW and NCHW otherwise). Inputs as floats. */
 static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, const float *res,
                       double *y) {
   const gpu_problem *q = &p->prob;
@@ -209,8 +210,9 @@ static void reference(const gpu_plan *p, const float *x, const float *w, const f
                 double wv = p->nhwc ? w[((r * q->cs + t) * q->cc + c) * q->ck + o] : w[((o * q->cc + c) * q->cr + r) * q->cs + t];
                 s += xv * wv;
               }
-          int64_t at = q->nhwc_io ? ((b * OH + oh) * OW + ow) * q->ck + o : ((b * q->ck + o) * OH + oh) * OW + ow;
-          y[at] = act(&q->epi, s);
+          int64_t at = q->nhwc_io && !q->epi.residual ? ((b * OH + oh) * OW + ow) * q->ck + o
+                                                      : ((b * q->ck + o) * OH + oh) * OW + ow;
+          y[at] = act(&q->epi, s) + (q->epi.residual ? res[at] : 0.0);
         }
 }
 
@@ -478,6 +480,13 @@ static gpu_problem gated(int64_t n, int64_t c, int64_t k, int64_t r) {
   return q;
 }
 
+/* a channels-last conv of n images adding a residual addend (ConvNeXt's
+ * fc2 with the block's Add): f32 NCHW output */
+static gpu_problem conv_res(gpu_problem q, int64_t n) {
+  q.epi.residual = true, q.cn = n;
+  return q;
+}
+
 static gpu_problem exact(gpu_problem q) {
   q.exact_channels = true;
   return q;
@@ -554,6 +563,12 @@ int main(int argc, char **argv) {
       /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
        * the last half empty), staged NCHW stores */
       {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}, false},
+      /* NHWC f16 in, f32 NCHW out with the residual addend added once (by
+       * the workgroup summing the partials) and stored as 4 pixels: a 1x1
+       * conv of 80 (40) -> 24 channels on 2 images of 4x4, split over 5 K
+       * tiles (not split) */
+      {"conv_cl_residual", conv_res(conv(COV_F16, 80, 4, 24, 1, 1, GPU_ACT_NONE, true), 2), tcl, true, true, {0, 0, 0}, false},
+      {"conv_cl_residual_1", conv_res(conv(COV_F16, 40, 4, 24, 1, 1, GPU_ACT_RELU, true), 2), tcl1, true, true, {0, 0, 0}, false},
       /* narrow N tiles with exact channels (map_gpu.c cl_narrow: SqueezeNet's
        * squeeze convs): 128x16 tiles of 4 waves 32x16, K tiles of 64
        * channels, 16 output channels at 5x5 (25 rows of 128) */
