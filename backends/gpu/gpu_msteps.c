@@ -115,6 +115,14 @@ int gpu_ms_f16_copy_from(const gpu_model_plan *p, const char *del, int b, int af
   return -1;
 }
 
+/* Whether copy e's levels are exactly (rep, ss, ds): an NCHW <-> NHWC
+ * transform of one buffer. */
+static int copy_levels_are(const gpu_ew *e, const int64_t *rep, const int64_t *ss, const int64_t *ds) {
+  for (int l = 0; l < GPU_COPY_LEVELS; l++)
+    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
+  return 1;
+}
+
 int gpu_ms_reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b) {
   const gpu_mbuf *y = &p->bufs[b];
   if (e->kind != GPU_EW_COPY || e->in_dtype != COV_F16 || y->rank != 4 || e->n != y->numel || e->run != 1 || e->s0 ||
@@ -122,9 +130,7 @@ int gpu_ms_reads_nhwc_as(const gpu_model_plan *p, const gpu_ew *e, int b) {
     return 0;
   int64_t c = y->shape[1], hw = y->shape[2] * y->shape[3];
   const int64_t rep[3] = {hw, c, y->shape[0]}, ss[3] = {c, 1, c * hw}, ds[3] = {1, hw, c * hw};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++)
-    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
-  return 1;
+  return copy_levels_are(e, rep, ss, ds);
 }
 
 int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b) {
@@ -136,9 +142,7 @@ int gpu_ms_to_nhwc(const gpu_model_plan *p, const gpu_mstep *s, int b) {
     return 0;
   int64_t c = x->shape[1], hw = x->shape[2] * x->shape[3];
   const int64_t rep[3] = {c, hw, x->shape[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++)
-    if (e->rep[l] != rep[l] || e->ss[l] != ss[l] || e->ds[l] != ds[l]) return 0;
-  return 1;
+  return copy_levels_are(e, rep, ss, ds);
 }
 
 gpu_mstep gpu_ms_fused_copy(const gpu_model_plan *p, const gpu_mstep *at, int x, int z, const char *suffix) {
