@@ -3,8 +3,11 @@
  * Kernel ABI (backends/gpu/gpu_plan.h): arguments (A, B, out f32, bias
  * f32); a channels-last convolution runs its NCHW -> NHWC transform first
  * (input, -, workspace, -) and then takes (workspace, weights as
- * [R][S][C][K], out, bias). Outputs are NaN-filled before a checked run so
- * that an element a kernel does not write fails the check, except for the
+ * [R][S][C][K], out, bias); a kernel on channels-last tensors as they are
+ * ("out_layout": "nhwc": the depthwise kernel) takes (input, weights, out,
+ * bias) with no transform. Outputs are f32, or f16 where the manifest says
+ * "out_dtype": "f16". Outputs are NaN-filled before a checked run so that
+ * an element a kernel does not write fails the check, except for the
  * atomic pooled epilogue of NCHW convolutions, which needs zeros. */
 #include "runtime/crt_tune.h"
 
@@ -73,6 +76,8 @@ typedef struct kdesc {
   const char *kernel, *file, *pre_kernel;
   unsigned grid[3], block[3], shared, pgrid[3], pblock[3], pshared;
   int nhwc;
+  int io_nhwc; /* the tensors are channels-last as given: no transform */
+  int out_es;  /* bytes per output element: 4 (f32) or 2 (f16) */
   uint64_t ws_bytes;
   /* the warp-specialised kernel: the manifest's "tma" sizes {rows, cols,
    * box_rows, box_cols} of A and B, and the device copy of their tensor
@@ -114,6 +119,12 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
   k->shared = (unsigned)sh;
   const char *layout = get_str(k->j, "layout");
   k->nhwc = layout && !strcmp(layout, "nhwc");
+  const char *out_layout = get_str(k->j, "out_layout"), *out_dt = get_str(k->j, "out_dtype");
+  k->io_nhwc = out_layout && !strcmp(out_layout, "nhwc");
+  if (out_layout && !k->io_nhwc) return bad(man, k->j, "out_layout", "kernel '%s': expected \"out_layout\": \"nhwc\"", name);
+  if (out_dt && strcmp(out_dt, "f16") && strcmp(out_dt, "f32"))
+    return bad(man, k->j, "out_dtype", "kernel '%s': expected \"out_dtype\": \"f16\" or \"f32\"", name);
+  k->out_es = out_dt && !strcmp(out_dt, "f16") ? 2 : 4;
   const crt_json *tma = crt_json_get(k->j, "tma");
   if (tma) {
     k->tma = 1;
@@ -129,7 +140,7 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
       }
     }
   }
-  if (k->nhwc) {
+  if (k->nhwc && !k->io_nhwc) {
     const crt_json *pre = crt_json_get(k->j, "pre");
     int64_t ws = 0, ps = 0;
     if (!pre || !(k->pre_kernel = get_str(pre, "kernel"))) return bad(man, k->j, "pre", "expected the transform \"pre\"");
@@ -144,7 +155,7 @@ static cov_status find_kernel(const jdoc *man, const char *name, const crt_json 
 
 /* A group's problem: the operand sizes (elements) from the pick's entry. */
 typedef struct tprob {
-  int conv, esize, bf16, pool_zero;
+  int conv, esize, bf16, pool_zero, out_es;
   int64_t a, b, out, bias;
   int64_t n, c, h, w, k, r, s, g; /* conv: for the weights' [R][S][C][K] copy */
 } tprob;
@@ -156,6 +167,7 @@ static cov_status problem(const jdoc *man, const kdesc *k, tprob *p) {
     return bad(man, k->j, "dtype", "kernel '%s': expected dtype f16, bf16 or f32", k->kernel);
   p->esize = strcmp(dt, "f32") ? 2 : 4;
   p->bf16 = !strcmp(dt, "bf16");
+  p->out_es = k->out_es;
   const int64_t M = TUNE_MAX_ELEMS;
   if (kind && !strcmp(kind, "matmul")) {
     int64_t bt = 0, m = 0, n = 0, kk = 0;
@@ -205,7 +217,8 @@ static void fill(void *dst, int64_t n, const tprob *p, int esize, uint64_t *seed
 typedef struct tbufs {
   crt_devptr a, b, bt, bias, out, ws;
   uint64_t ws_bytes;
-  float *host_out, *ref, *init;
+  float *host_out, *ref;
+  unsigned char *init; /* the output's bytes before a run, and after it */
 } tbufs;
 
 typedef struct tctx {
@@ -229,7 +242,7 @@ static cov_status load_module(tctx *x, const kdesc *k, crt_cuda_module **m) {
 /* The launches of kernel k: the transform and the kernel, or the kernel. */
 static int launches(tctx *x, const kdesc *k, crt_cuda_module *m, crt_devptr p0[4], crt_devptr p1[4], void *a0[4],
                     void *a1[4], crt_cuda_launch_desc seq[2]) {
-  if (!k->nhwc) {
+  if (!k->nhwc || k->io_nhwc) {
     crt_devptr v[4] = {k->tma ? k->maps : x->d.a, k->tma ? k->maps + 128 : x->d.b, x->d.out, x->p.bias ? x->d.bias : 0};
     memcpy(p1, v, sizeof v);
     for (int i = 0; i < 4; i++) a1[i] = &p1[i];
@@ -255,12 +268,21 @@ static cov_status run_once(tctx *x, const kdesc *k, crt_cuda_module *m) {
   int n = launches(x, k, m, p0, p1, a0, a1, seq);
   /* NaN everywhere but where the atomic pooled epilogue needs zeros */
   float fillv = x->p.pool_zero && !k->nhwc ? 0.0f : NAN;
-  for (int64_t i = 0; i < x->p.out; i++) x->d.init[i] = fillv;
-  COV_RETURN_IF_ERROR(crt_cuda_upload(x->cu, x->d.out, x->d.init, (size_t)x->p.out * 4));
+  size_t es = (size_t)x->p.out_es, bytes = (size_t)x->p.out * es;
+  uint16_t fill16 = isnan(fillv) ? 0x7e00 : 0; /* an f16 NaN */
+  for (int64_t i = 0; i < x->p.out; i++)
+    memcpy(x->d.init + (size_t)i * es, es == 4 ? (const void *)&fillv : (const void *)&fill16, es);
+  COV_RETURN_IF_ERROR(crt_cuda_upload(x->cu, x->d.out, x->d.init, bytes));
   for (int i = 0; i < n; i++)
     COV_RETURN_IF_ERROR(crt_cuda_launch(x->cu, seq[i].m, seq[i].kernel, seq[i].grid, seq[i].block,
                                         seq[i].shared_bytes, seq[i].args, NULL));
-  return crt_cuda_download(x->cu, x->d.host_out, x->d.out, (size_t)x->p.out * 4);
+  COV_RETURN_IF_ERROR(crt_cuda_download(x->cu, x->d.init, x->d.out, bytes));
+  for (int64_t i = 0; i < x->p.out; i++) {
+    uint16_t h;
+    if (es == 4) memcpy(&x->d.host_out[i], x->d.init + (size_t)i * 4, 4);
+    else memcpy(&h, x->d.init + (size_t)i * 2, 2), x->d.host_out[i] = cov_f16_to_f32(h);
+  }
+  return NULL;
 }
 
 static cov_status time_once(tctx *x, const kdesc *k, crt_cuda_module *m, float *ms) {
@@ -317,8 +339,14 @@ static cov_status group_buffers(tctx *x, const tkern *ks, int n, uint64_t *seed)
   const tprob *p = &x->p;
   tbufs *d = &x->d;
   int nhwc = 0;
-  for (int i = 0; i < n; i++)
-    if (ks[i].k.nhwc) nhwc = 1, d->ws_bytes = ks[i].k.ws_bytes > d->ws_bytes ? ks[i].k.ws_bytes : d->ws_bytes;
+  for (int i = 0; i < n; i++) {
+    const kdesc *k = &ks[i].k;
+    cov_loc loc = {x->dir, 0, 0, k->kernel};
+    /* every kernel of a group reads and writes the same tensors as the pick */
+    if (k->io_nhwc != ks[0].k.io_nhwc || k->out_es != ks[0].k.out_es)
+      return cov_error(COV_INVALID_INPUT, &loc, "manifest: the kernel's output layout or dtype is not the pick's");
+    if (k->nhwc && !k->io_nhwc) nhwc = 1, d->ws_bytes = k->ws_bytes > d->ws_bytes ? k->ws_bytes : d->ws_bytes;
+  }
   if (nhwc && (!p->conv || p->g != 1))
   {
     cov_loc loc = {x->dir, 0, 0, ks[0].k.kernel};
@@ -328,6 +356,7 @@ static cov_status group_buffers(tctx *x, const tkern *ks, int n, uint64_t *seed)
   unsigned char *a = malloc(ab), *b = malloc(bb), *bt = nhwc ? malloc(bb) : NULL;
   float *bias = malloc((size_t)p->bias * 4);
   d->host_out = malloc((size_t)p->out * 4), d->ref = malloc((size_t)p->out * 4), d->init = malloc((size_t)p->out * 4);
+  /* (init holds p->out_es <= 4 bytes per element) */
   cov_status st = !a || !b || (nhwc && !bt) || !bias || !d->host_out || !d->ref || !d->init
                       ? cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory")
                       : NULL;
@@ -345,7 +374,7 @@ static cov_status group_buffers(tctx *x, const tkern *ks, int n, uint64_t *seed)
   if (!st) st = crt_cuda_alloc(x->cu, bb, &d->b);
   if (!st && bt) st = crt_cuda_alloc(x->cu, bb, &d->bt);
   if (!st) st = crt_cuda_alloc(x->cu, (size_t)p->bias * 4, &d->bias);
-  if (!st) st = crt_cuda_alloc(x->cu, (size_t)p->out * 4, &d->out);
+  if (!st) st = crt_cuda_alloc(x->cu, (size_t)p->out * (size_t)p->out_es, &d->out);
   if (!st && d->ws_bytes) st = crt_cuda_alloc(x->cu, d->ws_bytes, &d->ws);
   if (!st) st = crt_cuda_upload(x->cu, d->a, a, ab);
   if (!st) st = crt_cuda_upload(x->cu, d->b, b, bb);

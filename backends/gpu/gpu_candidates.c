@@ -39,6 +39,10 @@ cov_status gpu_spec_candidates(const gpu_target *t, const char *suite, const cha
     const int *v = c[i].sched.s;
     char sched[64];
     gpu_sched_format(&c[i].sched, sched, sizeof sched);
+    if (c[i].sched.kind == GPU_SCHED_DW) { /* as gpu_compile_one names SPEC:dwP */
+      fprintf(out, "%s %s:%s covenant_%s_%s %d %.0f\n", spec, spec, sched, layer.name, sched, c[i].rank, c[i].cycles);
+      continue;
+    }
     /* the kernel's name as gpu_compile_layer gives the hand-fixed spec */
     const char *kind = !v[6] ? "" : v[6] == 2 ? "ws0" : v[6] >= 3 ? "ws" : v[7] < 0 ? "wg" : v[7] ? "wg1" : "wg0";
     const char *h = f16 ? "h" : "", *pp = v[6] == 4 ? "p" : "";

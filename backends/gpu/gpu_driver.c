@@ -91,7 +91,7 @@ static void print_report(FILE *f, const report_row *rows, int n) {
  * manifest entry ("tuned": the schedule) and in the notes. */
 static void note_tuned(const gpu_target *t, const cov_gpu_options *opts, const gpu_plan *plan, int hand_fixed,
                        const char *kernel, json_t *k) {
-  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL || plan->dw) return;
+  if (!t->tuning || hand_fixed || plan->prob.kind == GPU_OP_MAXPOOL) return;
   char key[GPU_TUNE_KEY_MAX];
   gpu_tune_key(&plan->prob, cov_acg_name(t->acg), key, sizeof key);
   const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);

@@ -1,6 +1,6 @@
 /* backends/gpu/gpu_tune.c: tuning keys, schedules as text, the tuning file
- * and the one hook where a GPU compile picks a matrix kernel's plan
- * (gpu_tune.h). */
+ * and the one hook where a GPU compile picks a matrix or depthwise
+ * kernel's plan (gpu_tune.h). */
 #include "backends/gpu/gpu_tune.h"
 
 #include <jansson.h>
@@ -39,11 +39,17 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
   if (e->act == GPU_ACT_CLIP || e->act == GPU_ACT_HSIGMOID) EPI("%g,%g-", (double)e->clip_lo, (double)e->clip_hi);
   if (e->maxpool2x2) EPI("pool2-");
   if (e->softmax) EPI("softmax-");
-  if (q->nhwc_io) EPI("cl-"); /* channels-last tensors: another kernel, its own entry */
+  /* channels-last tensors: another kernel, its own entry (the depthwise
+   * kernel takes nothing else) */
+  if (q->nhwc_io && !gpu_is_dw(q)) EPI("cl-");
 #undef EPI
   if (n && n < sizeof epi) epi[n - 1] = '\0';
   const char *dt = cov_dtype_name(q->in_dtype), *ep = epi[0] ? epi : "none";
-  if (q->kind == GPU_OP_MATMUL)
+  if (gpu_is_dw(q))
+    snprintf(out, size, "%s:dwconv:n%lldc%lldh%lldw%lld:r%llds%lld:s%lldp%lldd%lld:%s:%s", target, (long long)q->cn,
+             (long long)q->cc, (long long)q->ch, (long long)q->cw, (long long)q->cr, (long long)q->cs,
+             (long long)q->stride, (long long)q->pad, (long long)q->dilation, dt, ep);
+  else if (q->kind == GPU_OP_MATMUL)
     snprintf(out, size, "%s:matmul:b%lld:m%lld:n%lld:k%lld:%s:%s%s", target, (long long)q->batch, (long long)q->m,
              (long long)q->n, (long long)q->k, dt, ep, q->out_f16 ? ":out-f16" : "");
   else if (q->kind == GPU_OP_CONV2D)
@@ -57,7 +63,26 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
              (long long)q->stride, (long long)q->pad, dt);
 }
 
+void gpu_tune_key_kind(const char *key, char *out, size_t size) {
+  const char *a = strchr(key, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+  if (!b || b == a + 1 || b - a > 32) snprintf(out, size, "?");
+  else snprintf(out, size, "%.*s", (int)(b - a - 1), a + 1);
+}
+
+/* "dwP": the depthwise kernel with P output pixels per thread */
+static int parse_dw(const char *text, gpu_sched *out) {
+  int pw = 0, end = 0;
+  if (sscanf(text, "dw%d%n", &pw, &end) != 1 || text[end] || pw < 1 || pw > 8 || text[2] < '1' || text[2] > '9') return 0;
+  *out = (gpu_sched){GPU_SCHED_DW, {pw}};
+  return 1;
+}
+
 cov_status gpu_sched_parse(const char *text, const cov_loc *where, gpu_sched *out) {
+  if (!strncmp(text, "dw", 2)) {
+    if (parse_dw(text, out)) return NULL;
+    return cov_error(COV_INVALID_ARGUMENT, where, "schedule '%s': a depthwise schedule is written dwP (P pixels per thread, 1 to 8)",
+                     text);
+  }
   int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0, wg = 0, inflight = -1, end = 0;
   int n = sscanf(text, "%dx%dx%d:%dx%d:%d%n", &bm, &bn, &bk, &wm, &wn, &stages, &end);
   const char *rest = n == 6 ? text + end : "?";
@@ -71,13 +96,18 @@ cov_status gpu_sched_parse(const char *text, const cov_loc *where, gpu_sched *ou
   if ((*rest && !wg) || bm < 1 || bn < 1 || bk < 1 || wm < 1 || wn < 1 || stages < 2 || bm > 1024 || bn > 1024 ||
       bk > 1024 || wm > bm || wn > bn || stages > 16)
     return cov_error(COV_INVALID_ARGUMENT, where, "schedule '%s': a schedule is written BMxBNxBK:WMxWN:STAGES[:wg[D]|:ws[0|p]] "
-                     "(tiles 1 to 1024, the warp tile within the workgroup tile, 2 to 16 stages)", text);
-  *out = (gpu_sched){{bm, bn, bk, wm, wn, stages, wg, inflight}};
+                     "(tiles 1 to 1024, the warp tile within the workgroup tile, 2 to 16 stages), or dwP for a "
+                     "depthwise kernel", text);
+  *out = (gpu_sched){GPU_SCHED_MATRIX, {bm, bn, bk, wm, wn, stages, wg, inflight}};
   return NULL;
 }
 
 void gpu_sched_format(const gpu_sched *s, char *out, size_t size) {
   const int *v = s->s;
+  if (s->kind == GPU_SCHED_DW) {
+    snprintf(out, size, "dw%d", v[0]);
+    return;
+  }
   snprintf(out, size, "%dx%dx%d:%dx%d:%d%s", v[0], v[1], v[2], v[3], v[4], v[5],
            !v[6] ? "" : v[6] == 2 ? ":ws0" : v[6] == 3 ? ":ws" : v[6] == 4 ? ":wsp" : v[7] < 0 ? ":wg" : v[7] ? ":wg1" : ":wg0");
 }
@@ -160,11 +190,19 @@ static cov_status load_entries(gpu_tdoc *L, json_t *root, const char *target, gp
     if (strncmp(json_string_value(k), target, strlen(target)) || json_string_value(k)[strlen(target)] != ':')
       return gpu_tdoc_fail(L, kp, "key '%s' is not one of target %s", json_string_value(k), target);
     if (!json_is_string(s) || json_string_length(s) >= sizeof t->e[i].schedule)
-      return gpu_tdoc_fail(L, s ? sp : at, "expected \"schedule\": BMxBNxBK:WMxWN:STAGES[:wgD]");
+      return gpu_tdoc_fail(L, s ? sp : at, "expected \"schedule\": BMxBNxBK:WMxWN:STAGES[:wgD] or dwP");
     cov_loc loc = {.file = L->file, .path = sp};
     const cov_jpos_entry *pe = common_jpos_find(&L->pos, sp);
     if (pe) loc.line = pe->line, loc.col = pe->col;
     COV_RETURN_IF_ERROR(gpu_sched_parse(json_string_value(s), &loc, &t->e[i].sched));
+    /* the schedule's kind is the key's, checked here: a compile that asks
+     * whether a layout plans must never see the file's error as a "no" */
+    char kind[32];
+    gpu_tune_key_kind(json_string_value(k), kind, sizeof kind);
+    if ((t->e[i].sched.kind == GPU_SCHED_DW) != !strcmp(kind, "dwconv"))
+      return gpu_tdoc_fail(L, sp, "schedule '%s' of key '%s': %s", json_string_value(s), json_string_value(k),
+                           t->e[i].sched.kind == GPU_SCHED_DW ? "dwP is a depthwise kernel's schedule, the key a matrix kernel's"
+                                                              : "a depthwise kernel's schedule is dwP");
     snprintf(t->e[i].key, sizeof t->e[i].key, "%s", json_string_value(k));
     t->e[i].index = (int)i, t->e[i].line = loc.line, t->e[i].col = loc.col;
     snprintf(t->e[i].schedule, sizeof t->e[i].schedule, "%s", json_string_value(s));
@@ -221,22 +259,31 @@ void gpu_tune_note_model(const gpu_target *t, const gpu_model_plan *mp, FILE *no
   for (int i = 0; i < mp->n_steps; i++) {
     const gpu_mstep *s = &mp->steps[i];
     if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || s->pre) continue;
-    char key[GPU_TUNE_KEY_MAX];
+    char key[GPU_TUNE_KEY_MAX], kind[32];
     gpu_tune_key(&s->plan.prob, cov_acg_name(t->acg), key, sizeof key);
     const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);
     if (!e) continue;
-    fprintf(notes, "note: %s (%s): schedule %s from the tuning file %s\n", s->kernel, s->label, e->schedule,
+    gpu_tune_key_kind(key, kind, sizeof kind);
+    fprintf(notes, "note: %s (%s, %s): schedule %s from the tuning file %s\n", s->kernel, s->label, kind, e->schedule,
             t->tuning->file);
     n++;
   }
-  fprintf(notes, "note: %d matrix kernel%s from the tuning file %s, the others the compiler's pick\n", n,
-          n == 1 ? "" : "s", t->tuning->file);
+  fprintf(notes, "note: %d kernel%s from the tuning file %s, the others the compiler's pick\n", n, n == 1 ? "" : "s",
+          t->tuning->file);
 }
 
 /* ---- the hook ----------------------------------------------------------- */
 
 cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const gpu_sched *s, gpu_plan *plan) {
   const int *v = s->s;
+  if ((s->kind == GPU_SCHED_DW) != gpu_is_dw(q))
+    return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(q), "a %s schedule for a %s kernel",
+                     s->kind == GPU_SCHED_DW ? "depthwise" : "matrix", gpu_is_dw(q) ? "depthwise" : "matrix");
+  if (s->kind == GPU_SCHED_DW) {
+    gpu_plan checked;
+    COV_RETURN_IF_ERROR(gpu_problem_check(q, &checked));
+    return gpu_plan_dw(&checked, &t->caps, v[0], plan);
+  }
   gpu_fixed_tile f = {.bm = v[0], .bn = v[1], .bk = v[2], .wm = v[3], .wn = v[4], .stages = v[5], .wgmma = v[6] != 0,
                       .inflight = v[7], .tma = v[6] >= 2, .ws_regs = v[6] >= 3 ? GPU_TMA_CONSUMER_REGS : 0,
                       .pingpong = v[6] == 4};
@@ -245,7 +292,7 @@ cov_status gpu_plan_scheduled(const gpu_target *t, const gpu_problem *q, const g
 
 cov_status gpu_plan_pick(const gpu_target *t, const gpu_problem *q, gpu_plan *plan, const gpu_tune_entry **tuned) {
   *tuned = NULL;
-  if (t->tuning && q->kind != GPU_OP_MAXPOOL && !gpu_is_dw(q)) {
+  if (t->tuning && q->kind != GPU_OP_MAXPOOL) {
     char key[GPU_TUNE_KEY_MAX];
     gpu_tune_key(q, cov_acg_name(t->acg), key, sizeof key);
     const gpu_tune_entry *e = gpu_tuning_find(t->tuning, key);
@@ -269,10 +316,33 @@ cov_status gpu_plan_pick(const gpu_target *t, const gpu_problem *q, gpu_plan *pl
 
 /* ---- candidates --------------------------------------------------------- */
 
+/* The depthwise kernel's candidates: map_gpu_dw_plan's ranking of the
+ * pixels per thread, each checked by the lowering's plan. */
+static cov_status dw_candidates(const gpu_target *t, const gpu_problem *q, int top, gpu_tune_cand *out, int *n) {
+  gpu_plan base, p;
+  COV_RETURN_IF_ERROR(gpu_problem_check(q, &base));
+  map_gpu_dw_problem dp = {q->cn, q->cc, q->ch, q->cw, base.oh, base.ow, (int)q->cr, (int)q->cs, (int)q->stride,
+                           (int)cov_dtype_size(q->in_dtype)};
+  map_gpu_dw_sched c[MAP_GPU_DW_MAX];
+  int m = 0;
+  COV_RETURN_IF_ERROR(map_gpu_dw_plan(t->acg, &dp, q->node, c, &m));
+  for (int i = 0; i < m && *n < top; i++) {
+    cov_status e = gpu_plan_dw(&base, &t->caps, c[i].pw, &p);
+    if (e) {
+      cov_status_free(e);
+      continue;
+    }
+    out[*n] = (gpu_tune_cand){{GPU_SCHED_DW, {c[i].pw}}, i, c[i].cycles};
+    (*n)++;
+  }
+  return NULL;
+}
+
 cov_status gpu_tune_candidates(const gpu_target *t, const gpu_problem *q, int top, gpu_tune_cand *out, int *n) {
   *n = 0;
   if (q->kind == GPU_OP_MAXPOOL)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a pool has no schedule to search");
+  if (gpu_is_dw(q)) return dw_candidates(t, q, top, out, n);
   map_gpu_result *r = malloc(sizeof *r);
   if (!r) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   gpu_plan chosen, base;
@@ -294,7 +364,7 @@ cov_status gpu_tune_candidates(const gpu_target *t, const gpu_problem *q, int to
     }
     /* [6]: 1 warpgroup MMA, 2 / 3 the tma kernel without / with setmaxnreg */
     int wg = c->tma ? (c->pingpong ? 4 : p.ws_regs ? 3 : 2) : c->warpgroup;
-    gpu_sched s = {{c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, wg, c->warpgroup ? p.wg_inflight : -1}};
+    gpu_sched s = {GPU_SCHED_MATRIX, {c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, wg, c->warpgroup ? p.wg_inflight : -1}};
     /* a hand-fixed schedule does not name the matrix instruction: the next
      * best with another instruction compiles to the same kernel */
     if (*n && !memcmp(&out[*n - 1].sched, &s, sizeof s)) continue;

@@ -1,6 +1,7 @@
 /* backends/gpu/gpu_tune_prep.c: step 1 of measured tuning (gpu_tune.h):
- * the tuning artifact. For every distinct matrix kernel (by gpu_tune_key)
- * of the suite layers or the model asked for: the compiler's own pick and
+ * the tuning artifact. For every distinct matrix or depthwise kernel (by
+ * gpu_tune_key) of the suite layers or the model asked for: the compiler's
+ * own pick and
  * the mapper's top N schedules, compiled as kernels into one directory
  * with manifest.json (launch, problem, plan: what `covenant gpu compile`
  * writes) and tune.json (which kernels are one key's candidates). */
@@ -39,7 +40,8 @@ static void add_group(tune_group *g, int *n, const gpu_layer *layer, const char 
   (*n)++;
 }
 
-/* The matrix kernels of a model, as layers named after their kernels. */
+/* The matrix and depthwise kernels of a model (GPU_KERNEL_MATRIX steps),
+ * as layers named after their kernels. */
 static cov_status model_groups(const gpu_target *t, const char *path, tune_group *g, int *n) {
   cov_model *m = NULL;
   gpu_model_plan mp;
@@ -92,7 +94,16 @@ static cov_status emit(const gpu_target *t, const cov_gpu_options *o, gpu_layer 
   char *code = NULL;
   size_t n = 0;
   gpu_kernel_info info;
-  COV_RETURN_IF_ERROR(gpu_compile_layer(t, o, &layer, s ? s->s : NULL, &plan, &code, &n, &info));
+  if (s && s->kind == GPU_SCHED_DW) { /* named as `covenant gpu compile LAYER:dwP` names it */
+    COV_RETURN_IF_ERROR(gpu_plan_scheduled(t, &layer.prob, s, &plan));
+    size_t len = strlen(layer.name);
+    snprintf(layer.name + len, sizeof layer.name - len, "_dw%d", s->s[0]);
+    char kname[160];
+    snprintf(kname, sizeof kname, "covenant_%s", layer.name);
+    COV_RETURN_IF_ERROR(gpu_build_kernel(t, &plan, kname, o->code_object_version, &code, &n, &info));
+  } else {
+    COV_RETURN_IF_ERROR(gpu_compile_layer(t, o, &layer, s ? s->s : NULL, &plan, &code, &n, &info));
+  }
   json_t *k = NULL;
   cov_status st = gpu_write_kernel(t, dir, layer.name, &plan, code, n, &k, kernel);
   free(code);
@@ -154,7 +165,7 @@ cov_status gpu_tune_prepare(gpu_vendors vendors, const cov_gpu_options *opts, co
   if (!st && model && n_specs != 1)
     st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(specs[0], NULL), "a model is tuned alone (not with other models or layers)");
   if (!st) st = model ? model_groups(&t, specs[0], g, &n) : spec_groups(&t, &o, specs, n_specs, g, &n, log);
-  if (!st && !n) st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(specs[0], NULL), "nothing to tune: no matrix kernel");
+  if (!st && !n) st = cov_error(COV_INVALID_ARGUMENT, GPU_LOC(specs[0], NULL), "nothing to tune: no matrix or depthwise kernel");
   if (!st) st = gpu_mkdir_p(out_dir);
   json_t *man = json_object(), *kernels = json_array(), *tune = json_object(), *groups = json_array();
   json_object_set_new(man, "target", json_string(cov_acg_name(t.acg)));

@@ -8,7 +8,10 @@
  * A candidate whose output did not match the pick's ("ok": false) is never
  * chosen. A key is recorded only where its fastest passing candidate beats
  * the pick by more than 1% (measurement noise): elsewhere the compiler's
- * own pick stays, as it does for keys the file lacks. */
+ * own pick stays, as it does for keys the file lacks. Spearman's rho of
+ * the mapper's predicted cycles vs the measured times is reported per key,
+ * per kind of kernel (the key's second field: matmul, conv2d, dwconv; each
+ * kind has its own cost model) and pooled. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +62,44 @@ static cov_status str(gpu_tdoc *d, json_t *obj, const char *at, const char *key,
   return NULL;
 }
 
+enum { REC_MAX_KINDS = 8 };
+
 typedef struct rec_stats {
   double *cyc, *ms; /* every passing candidate, for the pooled rho */
+  int *kind;        /* ... and the kind of its key: an index in kinds */
   int n;
   double log_gain;
   int keys;
+  char kinds[REC_MAX_KINDS][32]; /* gpu_tune_key_kind, in order of appearance */
+  int n_kinds;
 } rec_stats;
+
+/* The index of key's kind in rs->kinds (the last one, "other", when there
+ * are more kinds than REC_MAX_KINDS). */
+static int kind_index(rec_stats *rs, const char *key) {
+  char k[32];
+  gpu_tune_key_kind(key, k, sizeof k);
+  for (int i = 0; i < rs->n_kinds; i++)
+    if (!strcmp(rs->kinds[i], k)) return i;
+  if (rs->n_kinds == REC_MAX_KINDS) return REC_MAX_KINDS - 1;
+  if (rs->n_kinds == REC_MAX_KINDS - 1) snprintf(k, sizeof k, "other");
+  snprintf(rs->kinds[rs->n_kinds], sizeof rs->kinds[0], "%s", k);
+  return rs->n_kinds++;
+}
+
+/* Spearman's rho over the passing candidates of kind `kind`; their number
+ * in *n. */
+static double kind_rho(const rec_stats *rs, int kind, int *n) {
+  double *x = malloc(sizeof *x * (size_t)(rs->n + 1) * 2);
+  *n = 0;
+  if (!x) return NAN;
+  double *y = x + rs->n + 1;
+  for (int i = 0; i < rs->n; i++)
+    if (rs->kind[i] == kind) x[*n] = rs->cyc[i], y[(*n)++] = rs->ms[i];
+  double rho = spearman(x, y, *n);
+  free(x);
+  return rho;
+}
 
 /* One group: its tuning entry (or none) and its report line. */
 static cov_status record_group(gpu_tdoc *d, json_t *g, const char *at, json_t *entries, rec_stats *rs, FILE *report) {
@@ -112,7 +147,9 @@ static cov_status record_group(gpu_tdoc *d, json_t *g, const char *at, json_t *e
     if (t < best) best = t, best_sched = sched, best_kernel = kernel;
   }
   double rho = st ? NAN : spearman(cyc, ms, m);
-  for (int i = 0; !st && i < m && rs->n < REC_MAX_CANDS * 4; i++) rs->cyc[rs->n] = cyc[i], rs->ms[rs->n++] = ms[i];
+  int kind = st ? 0 : kind_index(rs, key);
+  for (int i = 0; !st && i < m && rs->n < REC_MAX_CANDS * 4; i++)
+    rs->cyc[rs->n] = cyc[i], rs->ms[rs->n] = ms[i], rs->kind[rs->n++] = kind;
   free(cyc);
   if (st) return st;
   int take = best_sched && best < pick_ms * 0.99;
@@ -152,7 +189,8 @@ cov_status gpu_tune_record(const char *times_path, const char *out_path, FILE *r
   if (!st) {
     rs.cyc = malloc(sizeof *rs.cyc * REC_MAX_CANDS * 8);
     rs.ms = rs.cyc ? rs.cyc + REC_MAX_CANDS * 4 : NULL;
-    if (!rs.cyc) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    rs.kind = malloc(sizeof *rs.kind * REC_MAX_CANDS * 4);
+    if (!rs.cyc || !rs.kind) st = cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
   }
   json_t *out = json_object(), *entries = json_array();
   json_object_set_new(out, "covenant_tuning", json_integer(1));
@@ -166,6 +204,15 @@ cov_status gpu_tune_record(const char *times_path, const char *out_path, FILE *r
   if (!st) {
     double rho = spearman(rs.cyc, rs.ms, rs.n), gain = rs.keys ? exp(rs.log_gain / rs.keys) : 1.0;
     json_object_set_new(out, "spearman_pooled", isnan(rho) ? json_null() : json_real(rho));
+    /* per kind of kernel: each kind's cost model ranks its own candidates */
+    json_t *by = json_object();
+    for (int k = 0; k < rs.n_kinds; k++) {
+      int m = 0;
+      double kr = kind_rho(&rs, k, &m);
+      json_object_set_new(by, rs.kinds[k], isnan(kr) ? json_null() : json_real(kr));
+      if (report) fprintf(report, "%s: Spearman (mapper cycles vs measured ms, %d kernels) %.3f\n", rs.kinds[k], m, kr);
+    }
+    json_object_set_new(out, "spearman_by_kind", by);
     json_object_set_new(out, "geomean_pick_over_tuned", json_real(gain));
     if (report)
       fprintf(report, "%zu of %zu keys tuned; pooled Spearman (mapper cycles vs measured ms, %d kernels) %.3f; "
@@ -174,6 +221,7 @@ cov_status gpu_tune_record(const char *times_path, const char *out_path, FILE *r
   }
   json_decref(out);
   free(rs.cyc);
+  free(rs.kind);
   gpu_tdoc_close(&d);
   return st;
 }

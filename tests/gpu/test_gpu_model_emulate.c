@@ -34,8 +34,11 @@
  * instead and its outputs written to DIR/output_K.npy, at the shapes the
  * run gives them (a detector's data-dependent outputs), for a comparison
  * done elsewhere (tests/frontend/check_detect.py: detections as a set).
+ * With -u TUNING.json the model compiles with that tuning file (`covenant
+ * compile --tuning`: the recorded schedules of its matrix and depthwise
+ * kernels).
  * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]...
- * [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
+ * [-u TUNING.json] [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,7 @@
 #include "backends/gpu/gpu_artifact.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
+#include "backends/gpu/gpu_tune.h"
 #include "backends/registry/backend_registry.h"
 #include "covenant/model.h"
 
@@ -157,6 +161,7 @@ static size_t g_n_shapes;
 static cov_dtype g_dtype = COV_F16;
 static int g_cases = 1; /* random inputs per model (-n) */
 static const char *g_run_input, *g_run_dir;
+static const char *g_tuning; /* -u */
 
 /* -r: the plan emulated on the input in g_run_input, its outputs written
  * into g_run_dir. */
@@ -243,6 +248,7 @@ static int check(const char *target, double tol, const char *path, int no_tables
   cov_model *m = NULL;
   gpu_model_plan p;
   cov_status st = gpu_target_open(backend_gpu_vendors(), target, g_dtype, &t);
+  if (!st && g_tuning) st = gpu_tuning_attach(&t, &(cov_gpu_options){.tuning = g_tuning});
   cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
   cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
   if (!st) st = cov_model_load_file(path, &mo, &ref);
@@ -333,6 +339,7 @@ int main(int argc, char **argv) {
     else if (o == 'l') g_max_launches = atoi(v);
     else if (o == 'a') g_min_attn = atoi(v);
     else if (o == 'e') expect = v;
+    else if (o == 'u') g_tuning = v;
     else if (o == 'n') g_cases = atoi(v) > 0 ? atoi(v) : 1;
     else if (o == 'd') g_dtype = !strcmp(v, "f32") ? COV_F32 : !strcmp(v, "bf16") ? COV_BF16 : COV_F16;
     else if (o == 's' && g_n_shapes < 8) {
@@ -351,8 +358,8 @@ int main(int argc, char **argv) {
     argv += 1 + has_arg, argc -= 1 + has_arg;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-r INPUT.npy DIR] "
-                    "TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-u TUNING.json] "
+                    "[-r INPUT.npy DIR] TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tune.sh COVENANT COVENANT_RUN WORKDIR emit|record|compile|bad|run: measured
-# tuning (`covenant tune`, backends/gpu/gpu_tune.h) for nvptx-sm90.
+# tune.sh COVENANT COVENANT_RUN WORKDIR emit|record|compile|bad|run|kinds
+# [MODELS EMULATE]: measured tuning (`covenant tune`, backends/gpu/gpu_tune.h)
+# for nvptx-sm90.
 #   emit     the tuning artifact: one group per distinct key (a layer given
 #            twice, or as NAME@b1, is one), the pick's and every candidate's
 #            PTX byte-identical to `covenant gpu compile LAYER[:SCHEDULE]`;
@@ -14,8 +15,15 @@
 #   bad      malformed and hostile tuning files, times.json and tune.json:
 #            exit 1 naming the file, line:col and the JSON path
 #   run      covenant-run --tune on the device (77 without a CUDA driver)
+#   kinds    kinds other than the matrix kernel, on the real models in MODELS:
+#            mobilenet_v2_64's channels-last depthwise kernels are keyed
+#            "dwconv" with dwP candidates in the artifact; a hand-written
+#            times.json recorded (per-kind Spearman) and compiled changes
+#            exactly that key's launches, the notes name them, and the
+#            plan's CPU emulation (EMULATE -u) still matches the reference;
+#            malformed depthwise entries are located errors
 set -u
-cov=$1 run=$2 work=$3 what=$4
+cov=$1 run=$2 work=$3 what=$4 models=${5:-} emu=${6:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 py=/usr/bin/python3
 rm -rf "$work"
@@ -150,8 +158,8 @@ JSON
   "$cov" compile "$m" --target nvptx-sm90 -o m0.covart > /dev/null 2>&1
   cmp -s m1.covart m2.covart || die "two model compiles with the tuning file differ"
   cmp -s m1.covart m0.covart && die "the tuning entry did not change the model"
-  grep -qF "note: covenant_g0_1_matrix (conv1): schedule 128x64x32:32x32:2 from the tuning file tuning.json" out_m.txt \
-    && grep -qF "note: 1 matrix kernel from the tuning file" out_m.txt || die "model notes: $(cat out_m.txt)"
+  grep -qF "note: covenant_g0_1_matrix (conv1, conv2d): schedule 128x64x32:32x32:2 from the tuning file tuning.json" out_m.txt \
+    && grep -qF "note: 1 kernel from the tuning file" out_m.txt || die "model notes: $(cat out_m.txt)"
   ;;
 bad)
   t='"covenant_tuning": 1, "target": "nvptx-sm90"'
@@ -211,6 +219,105 @@ run)
 import json; t = json.load(open('times.json'))
 assert len(t['groups']) == 2 and all(g['pick']['ms'] > 0 for g in t['groups'])
 assert all(c['ok'] and c['ms'] > 0 for g in t['groups'] for c in g['candidates']), t" || fail=1
+  ;;
+kinds)
+  M=$models/mobilenet_v2_64.onnx
+  "$cov" tune "$M" --target nvptx-sm90 --top 3 -o D > log.txt 2>&1 || { cat log.txt; exit 1; }
+  # the first two depthwise keys, the pick's pixels per thread and a
+  # candidate with other ones
+  "$py" - > keys.txt <<'PY' || exit 1
+import json, os, re
+t = json.load(open("D/tune.json"))
+man = {k["kernel"]: k for k in json.load(open("D/manifest.json"))["kernels"]}
+dw = [g for g in t["groups"] if g["key"].split(":")[1] == "dwconv"]
+assert len(dw) >= 2, [g["key"] for g in t["groups"]]
+assert any(g["key"].split(":")[1] == "conv2d" for g in t["groups"])
+for g in dw:
+    assert g["candidates"], g
+    for c in g["candidates"]:
+        assert re.fullmatch("dw[1-8]", c["schedule"]), c
+        assert c["kernel"].endswith("_" + c["schedule"]), c
+    for k in [g["pick"]] + [c["kernel"] for c in g["candidates"]]:
+        e = man[k]
+        assert os.path.isfile("D/" + e["file"]) and e["out_layout"] == "nhwc" and e["out_dtype"] == "f16", e
+        assert e["plan"].startswith("depthwise"), e
+    cy = [c["cycles"] for c in g["candidates"]]
+    assert cy == sorted(cy), cy
+pw = lambda k: int(re.search(r"depthwise, (\d) pixel", man[k]["plan"]).group(1))
+g0, g1 = dw[0], dw[1]
+other = next(c for c in g0["candidates"] if int(c["schedule"][2:]) != pw(g0["pick"]))
+print(g0["key"], other["schedule"], pw(g0["pick"]), g1["key"])
+PY
+  read -r K S P K2 < keys.txt
+  # a 3x3 depthwise kernel's PTX is the same as gpu compile's hand-fixed one
+  cat > times.json <<JSON
+{"covenant_tune_times": 1, "target": "nvptx-sm90", "device": "hand-written",
+ "groups": [
+  {"key": "$K", "pick": {"kernel": "p", "ms": 0.010},
+   "candidates": [
+    {"schedule": "dw$P", "kernel": "a", "rank": 0, "cycles": 100, "ms": 0.0101, "ok": true},
+    {"schedule": "$S", "kernel": "b", "rank": 1, "cycles": 200, "ms": 0.006, "ok": true},
+    {"schedule": "dw8", "kernel": "c", "rank": 2, "cycles": 300, "ms": 0.004, "ok": false},
+    {"schedule": "dw7", "kernel": "d", "rank": 3, "cycles": 400, "ms": 0.008, "ok": true}]},
+  {"key": "$K2", "pick": {"kernel": "q", "ms": 0.005},
+   "candidates": [
+    {"schedule": "dw1", "kernel": "e", "rank": 0, "cycles": 10, "ms": 0.005, "ok": true},
+    {"schedule": "dw2", "kernel": "f", "rank": 1, "cycles": 20, "ms": 0.009, "ok": true},
+    {"schedule": "dw4", "kernel": "g", "rank": 2, "cycles": 30, "ms": 0.012, "ok": true}]},
+  {"key": "nvptx-sm90:matmul:b1:m64:n64:k64:f16:none", "pick": {"kernel": "h", "ms": 0.02},
+   "candidates": [
+    {"schedule": "64x64x64:32x32:3", "kernel": "i", "rank": 0, "cycles": 1, "ms": 0.03, "ok": true},
+    {"schedule": "64x64x32:32x32:3", "kernel": "j", "rank": 1, "cycles": 2, "ms": 0.02, "ok": true},
+    {"schedule": "64x64x32:32x32:2", "kernel": "k", "rank": 2, "cycles": 3, "ms": 0.01, "ok": true}]}]}
+JSON
+  "$cov" tune --record times.json -o tuning.json > report.txt || { cat report.txt; exit 1; }
+  "$py" - "$K" "$S" <<'PY' || fail=1
+import json, sys
+t = json.load(open("tuning.json"))
+# the fastest passing candidate of the first key; the second's pick stays;
+# the matmul's fastest beats its pick
+got = [(e["key"], e["schedule"]) for e in t["entries"]]
+assert got[0] == (sys.argv[1], sys.argv[2]) and len(got) == 2 and got[1][1] == "64x64x32:32x32:2", got
+def rho(x, y):
+    r = lambda v: [sorted(v).index(a) + 1 for a in v]
+    rx, ry, n = r(x), r(y), len(x)
+    return 1 - 6 * sum((a - b) ** 2 for a, b in zip(rx, ry)) / (n * (n * n - 1))
+dw = rho([100, 200, 400, 10, 20, 30], [0.0101, 0.006, 0.008, 0.005, 0.009, 0.012])
+assert abs(t["spearman_by_kind"]["dwconv"] - dw) < 1e-12, (t["spearman_by_kind"], dw)
+assert abs(t["spearman_by_kind"]["matmul"] - -1.0) < 1e-12, t["spearman_by_kind"]
+print("ok: per-kind Spearman dwconv %.3f matmul -1" % dw)
+PY
+  grep -qF "dwconv: Spearman (mapper cycles vs measured ms, 6 kernels)" report.txt \
+    && grep -qF "matmul: Spearman (mapper cycles vs measured ms, 3 kernels) -1.000" report.txt || die "report: $(cat report.txt)"
+  # compiled with the file: exactly the launches of that key change
+  "$cov" compile "$M" --target nvptx-sm90 --tuning tuning.json -o m1.cov > out1.txt 2>&1 || { cat out1.txt; exit 1; }
+  "$cov" compile "$M" --target nvptx-sm90 -o m0.cov > /dev/null 2>&1 || exit 1
+  "$run" m1.cov --info | grep '^step' > i1.txt
+  "$run" m0.cov --info | grep '^step' > i0.txt
+  n=$(grep -c ", dwconv): schedule $S from the tuning file tuning.json" out1.txt)
+  [ "$n" -ge 1 ] && grep -qF "note: $n kernel" out1.txt || die "notes: $(cat out1.txt)"
+  kern=$(grep -F ", dwconv): schedule $S" out1.txt | head -1 | sed 's/^note: \([^ ]*\) .*/\1/')
+  changed=$(diff i0.txt i1.txt | grep -c '^>')
+  [ "$changed" -eq "$n" ] || die "$changed launches changed, the notes name $n: $(diff i0.txt i1.txt)"
+  diff i0.txt i1.txt | grep '^[<>]' | grep -vqF "launch $kern grid" && die "a launch other than $kern changed"
+  if [ -n "$emu" ]; then
+    COVENANT_TARGET_PATH=$root/targets "$emu" -u tuning.json nvptx-sm90 1e-2 "$M" > emu.txt 2>&1 \
+      || die "the tuned plan's emulation: $(cat emu.txt)"
+  fi
+  # malformed depthwise entries: located errors
+  t='"covenant_tuning": 1, "target": "nvptx-sm90"'
+  printf '%s\n' "{$t, \"entries\": [{\"key\": \"$K\", \"schedule\": \"dw9\"}]}" > bad.json
+  expect 1 "bad.json:1:" -- "$cov" compile "$M" --target nvptx-sm90 --tuning bad.json -o x.cov
+  expect 1 "\$.entries[0].schedule: schedule 'dw9': a depthwise schedule is written dwP" -- "$cov" compile "$M" --target nvptx-sm90 --tuning bad.json -o x.cov
+  printf '%s\n' "{$t, \"entries\": [{\"key\": \"$K\", \"schedule\": \"64x64x32:32x32:3\"}]}" > bad.json
+  expect 1 "\$.entries[0].schedule: schedule '64x64x32:32x32:3' of key '$K': a depthwise kernel's schedule is dwP" -- \
+    "$cov" compile "$M" --target nvptx-sm90 --tuning bad.json -o x.cov
+  printf '%s\n' "{$t, \"entries\": [{\"key\": \"$G\", \"schedule\": \"dw2\"}]}" > bad.json
+  expect 1 "bad.json:1:127: error: \$.entries[0].schedule: schedule 'dw2' of key '$G': dwP is a depthwise kernel's schedule" -- \
+    "$cov" gpu compile gemm_256x128x64 --target nvptx-sm90 --tuning bad.json -o x
+  # a tuning artifact whose manifest the runtime refuses before it needs a device
+  sed -i '0,/"out_dtype": "f16"/s//"out_dtype": "i8"/' D/manifest.json
+  expect 1 "expected \"out_dtype\": \"f16\" or \"f32\"" -- "$run" D --tune -o t.json
   ;;
 *)
   echo "tune.sh: unknown mode $what"

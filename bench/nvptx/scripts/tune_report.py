@@ -4,8 +4,9 @@ run's figures (tune-h100.json) from covenant-run --tune's times_suite.json and
 times_model.json (RESULTS), the tuning files covenant tune --record wrote
 there, and the second call's untuned/tuned model latencies (RESULTS2/
 models.txt). Spearman's rho of the mapper's predicted cycles vs measured
-times is computed here directly (average ranks), per key and pooled, as a
-check on covenant tune --record's own figures."""
+times is computed here directly (average ranks), per key, per kind of kernel
+(the key's second field: matmul, conv2d, dwconv) and pooled, as a check on
+covenant tune --record's own figures."""
 import json, math, os, re, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -15,7 +16,7 @@ from spearman import spearman  # noqa: E402
 def part(times, tuning):
     t = json.load(open(times))
     tuned = {e["key"]: e["schedule"] for e in json.load(open(tuning))["entries"]}
-    rows, cyc, ms, gains = [], [], [], []
+    rows, cyc, ms, gains, by_kind = [], [], [], [], {}
     for g in t["groups"]:
         if "error" in g:
             rows.append({"key": g["key"], "layer": g.get("layer"), "error": g["error"]})
@@ -25,6 +26,9 @@ def part(times, tuning):
         rho = spearman([c["cycles"] for c in ok], [c["ms"] for c in ok])
         cyc += [c["cycles"] for c in ok]
         ms += [c["ms"] for c in ok]
+        kc, km = by_kind.setdefault(g["key"].split(":")[1], ([], []))
+        kc += [c["cycles"] for c in ok]
+        km += [c["ms"] for c in ok]
         tuned_ms = best["ms"] if g["key"] in tuned else g["pick"]["ms"]
         gains.append(g["pick"]["ms"] / tuned_ms)
         rows.append({"key": g["key"], "layer": g.get("layer"), "pick_ms": g["pick"]["ms"],
@@ -34,6 +38,7 @@ def part(times, tuning):
                      "ok": len(ok), "failed": len(g["candidates"]) - len(ok)})
     return {"device": t["device"], "iters": t["iters"], "reps": t["reps"], "tolerance": t["tolerance"],
             "keys": rows, "spearman_pooled": spearman(cyc, ms), "kernels": len(cyc),
+            "spearman_by_kind": {k: spearman(c, m) for k, (c, m) in sorted(by_kind.items())},
             "keys_tuned": len(tuned),
             "geomean_pick_over_tuned": math.exp(sum(map(math.log, gains)) / len(gains)) if gains else None}
 
@@ -56,6 +61,7 @@ def main():
         print("%s: %d keys, %d tuned, pooled rho %.3f over %d kernels, geomean pick/tuned %.3f" % (
             p, len(s["keys"]), s["keys_tuned"], s["spearman_pooled"] or float("nan"), s["kernels"],
             s["geomean_pick_over_tuned"] or float("nan")))
+        print("  Spearman per kind:", s["spearman_by_kind"])
     print("model latency (ms, median of alternating runs):", med)
 
 
