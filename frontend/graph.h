@@ -335,7 +335,8 @@ cov_status graph_prepare_quant(graph *g);
 void graph_eliminate_dead(graph *g);
 cov_status graph_fold_batchnorm(graph *g);
 /* A Mul (or a Conv's Add) by a per-output-channel constant after a Conv,
- * MatMul or Gemm folded into its weights and bias (graph_scalefold.c). */
+ * MatMul or Gemm folded into its weights and bias where the weights keep
+ * their f16 precision (graph_scalefold.c). */
 cov_status graph_fold_channel_scale(graph *g);
 /* LSTM, GRU and RNN nodes become their recurrence unrolled over the static
  * sequence length into ordinary nodes, each inferred and folded as it is

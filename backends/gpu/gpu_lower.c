@@ -232,8 +232,7 @@ static void transfer(kernel *k, LLVMValueRef kt, LLVMValueRef stage, LLVMValueRe
       LLVMValueRef ch = add(g, mul(g, k->gidx, C(q->cc / q->groups)), c);
       idx = add(g, mul(g, add(g, mul(g, add(g, mul(g, n, C(q->cc)), ch), C(q->ch)), ih), C(q->cw)), iw);
     }
-    if ((phase & FETCH) && q->a_lnorm) vals[v] = gpu_k_aln_fetch(k, row, m, kk, valid ? and1(g, ok, valid) : ok);
-    else if (phase & FETCH)
+    if (phase & FETCH)
       vals[v] = q->a_pro ? gpu_k_prologue_a(k, idx, valid ? and1(g, ok, valid) : ok, m, kk)
                          : fetch_elem(k, k->A, idx, valid ? and1(g, ok, valid) : ok);
     if (phase & STORE) LLVMBuildStore(g->b, vals[v], gpu_tile_addr(g, &ta, row, col));
@@ -554,9 +553,8 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   k->g = g;
   k->p = plan;
   COV_RETURN_IF_ERROR(pick_fragments(k));
-  COV_RETURN_IF_ERROR(gpu_k_aln_check(plan));
   gpu_add_kernel_n(g, name,
-                   plan->prob.a_pro ? GPU_APRO_ARG + 1 : plan->prob.a_lnorm ? 9 : plan->prob.epi.residual ? 7 : plan->split > 1 ? 6 : 4);
+                   plan->prob.a_pro ? GPU_APRO_ARG + 1 : plan->prob.epi.residual ? 7 : plan->split > 1 ? 6 : 4);
   k->A = LLVMGetParam(g->fn, 0);
   k->B = LLVMGetParam(g->fn, 1);
   k->Cout = LLVMGetParam(g->fn, 2);
@@ -564,7 +562,6 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   if (plan->split > 1) k->split_ws = LLVMGetParam(g->fn, 4), k->split_count = LLVMGetParam(g->fn, 5);
   if (plan->prob.epi.residual) k->resid = LLVMGetParam(g->fn, 6);
   if (plan->prob.a_pro) k->apro = LLVMGetParam(g->fn, GPU_APRO_ARG);
-  if (plan->prob.a_lnorm) k->ln_w = LLVMGetParam(g->fn, 7), k->ln_b = LLVMGetParam(g->fn, 8);
   int n_acc = k->nmf * k->nnf * k->fr->n_acc;
   LLVMValueRef slots[n_acc];
   k->acc_slots = slots;
@@ -584,8 +581,7 @@ cov_status gpu_lower(const gpu_plan *plan, const gpu_target_ops *target, LLVMMod
   }
   warp_origin(k);
   tile_origin(k);
-  cov_status st = plan->prob.a_lnorm ? gpu_k_aln_stats(k) : NULL;
-  if (!st) st = k_loop(k);
+  cov_status st = k_loop(k);
   if (st) {
     LLVMDisposeBuilder(g->b);
     return st;

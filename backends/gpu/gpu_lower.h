@@ -21,9 +21,6 @@ typedef struct kernel {
   LLVMValueRef split_z, kt0, split_ws, split_count;
   LLVMValueRef resid; /* epi.residual: the addend (argument 6), laid out as the output */
   LLVMValueRef apro; /* prob.a_pro: its operand (argument GPU_APRO_ARG) */
-  /* prob.a_lnorm: gamma and beta (arguments 7, 8), the tile's rows' mean
-   * and rstd in shared memory (f32 [2][bm]) */
-  LLVMValueRef ln_w, ln_b, ln_stats;
   int esize, a_bytes, stage_bytes, nmf, nnf;
   LLVMValueRef *acc_slots; /* allocas: nmf * nnf * n_acc */
 } kernel;
@@ -58,14 +55,6 @@ void gpu_k_softmax_rows(kernel *k);
  * returns, the last resets the counter and leaves the sum of the split
  * partials, in range order, in the accumulator slots. */
 void gpu_k_split_combine(kernel *k);
-/* A LayerNorm over A's rows (prob.a_lnorm, gpu_lower_aln.c): the tile's
- * rows' statistics into shared memory, a barrier after (every thread, at
- * the kernel's start: k->m0, gidx and smem set); then A element (tile row
- * `row`, row m of the batch, column kk, read where ok) normalised and
- * rounded to the input dtype, zero where !ok. */
-cov_status gpu_k_aln_check(const gpu_plan *p); /* an error where the plan cannot take it */
-cov_status gpu_k_aln_stats(kernel *k);
-LLVMValueRef gpu_k_aln_fetch(kernel *k, LLVMValueRef row, LLVMValueRef m, LLVMValueRef kk, LLVMValueRef ok);
 /* The warp-specialised, persistent kernel of a plan.tma (gpu_lower_ws.c);
  * k->fr, esize, a_bytes, stage_bytes, nmf, nnf are set, g->fn is the kernel
  * with the builder at its entry. */

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include "backends/gpu/gpu_gather.h"
-#include "backends/gpu/gpu_lnorm.h"
 #include "backends/gpu/gpu_manifest.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_pool.h"
@@ -195,43 +194,6 @@ static cov_status emulate_gated(const gpu_model_plan *p, const gpu_mstep *s, flo
   return st;
 }
 
-static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, float **v);
-
-/* Matrix step s with a LayerNorm over A's rows (prob.a_lnorm): the rows
- * (picked through a_rq, a_r0, a_r1) normalised as gpu_lower_aln.c does it (the LNORM kernel's arithmetic at
- * GPU_ALN_LANES lanes a row) and rounded to f16, then the plain step on
- * them. */
-static cov_status emu_aln_step(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
-  const gpu_plan *pl = &s->plan;
-  int x = s->args[0];
-  if (s->n_args < 9 || x < 0 || s->args[7] < 0 || s->args[8] < 0 || s->args[6] == x || pl->prob.in_dtype != COV_F16)
-    return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: not a LayerNorm over A's rows", s->kernel);
-  gpu_ew e = {.kind = GPU_EW_LNORM, .out_dtype = COV_F32, .N = pl->G * pl->M, .C = pl->K, .W = 1, .D = GPU_ALN_LANES};
-  e.post0 = pl->prob.a_ln_eps, e.n = gpu_ln_items(&e);
-  float *t = malloc((size_t)(e.N * e.C) * sizeof *t + 4), *keep = v[x];
-  float *rows = pl->prob.a_rq ? malloc((size_t)(e.N * e.C) * sizeof *rows + 4) : NULL; /* the rows A reads */
-  gpu_mstep c = *s;
-  int ok = t && e.n && (rows || !pl->prob.a_rq);
-  for (int64_t m = 0; ok && rows && m < e.N; m++) {
-    int64_t r = m / pl->prob.a_rq * pl->prob.a_r1 + m % pl->prob.a_rq * pl->prob.a_r0;
-    ok = r >= 0 && (r + 1) * e.C <= p->bufs[x].numel;
-    if (ok) memcpy(rows + m * e.C, v[x] + r * e.C, (size_t)e.C * sizeof *rows);
-  }
-  if (!ok) {
-    free(t), free(rows);
-    return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: rows of %lld", s->kernel, (long long)pl->K);
-  }
-  gpu_ew_emulate(&e, rows ? rows : v[x], v[s->args[7]], t, v[s->args[8]], NULL);
-  free(rows);
-  for (int64_t j = 0; j < e.N * e.C; j++) t[j] = to_f16(t[j]);
-  c.plan.prob.a_lnorm = false;
-  v[x] = t;
-  cov_status st = emu_device_step(p, &c, v);
-  v[x] = keep;
-  free(t);
-  return st;
-}
-
 /* One device step's CPU meaning (a launch or a fill). */
 static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, float **v) {
   float *a[4];
@@ -262,7 +224,6 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
     return gpu_attn_emulate(&s->attn, a[0], a[1], a[2], a[3], s->args[4] >= 0 ? v[s->args[4]] : NULL);
   const gpu_plan *pl = &s->plan;
   const gpu_problem *q = &pl->prob;
-  if (q->a_lnorm) return emu_aln_step(p, s, v);
   if (s->pre) { /* NCHW -> NHWC */
     int64_t hw = q->ch * q->cw;
     for (int64_t n = 0; n < q->cn; n++)

@@ -85,10 +85,6 @@ int gpu_ms_fit_rows(const gpu_ew *e, int64_t M, int64_t N, int64_t out[3]);
  * other input, matmul results read only as f16 operands stored as those
  * (gpu_mfuse_epi.c). Returns whether it changed anything. */
 int gpu_ms_fuse_matrix_epi(gpu_model_plan *p, char *del);
-/* Row LayerNorms whose f16 result only matmuls read, each joined to those
- * matmuls' A loads (gpu_mfuse_lnpro.c). Returns whether it changed
- * anything. */
-int gpu_ms_fuse_ln_prologue(gpu_model_plan *p, char *del);
 /* Whether copy e reads an NHWC f16 activation as the f32 NCHW buffer b
  * [N][C][H][W] (gpu_mlayout.c's conversion back: destination pixels
  * consecutive, source channels at stride 1). */

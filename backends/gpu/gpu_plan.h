@@ -19,8 +19,7 @@
  * Kernel arguments, in order: A/input, B/weights (both of the input dtype),
  * output (f32; f16 with plan.out_f16), bias (f32, one per output channel / column; may be null
  * when the epilogue has no bias); with split-K the workspace and counters
- * (4, 5), with epi.residual the addend (6), with a_pro its gate (7), with
- * prob.a_lnorm the norm's gamma and beta (7, 8; never both prologues). */
+ * (4, 5), with epi.residual the addend (6), with a_pro its gate (7). */
 #ifndef COV_GPU_PLAN_H
 #define COV_GPU_PLAN_H
 
@@ -114,18 +113,6 @@ typedef struct gpu_problem {
    * arguments 4 and 5): the model compiler, which allocates them; suite
    * layers and tuning runs leave it false and never split */
   bool split_ok;
-  /* matmul only: a LayerNorm over A's rows applied as they are loaded
-   * (gpu_lower_aln.c; the guarded element copies only). A is then the f32
-   * input [G*M][K] of the norm: each workgroup first takes its rows' mean
-   * and variance over K in f32 (a_ln_eps added), then feeds (a - mean) *
-   * rstd * gamma[k] + beta[k], rounded to the input dtype, to the matrix
-   * instructions; gamma and beta are f32 [K], kernel arguments 7 and 8. */
-  bool a_lnorm;
-  float a_ln_eps;
-  /* with a_lnorm and one batch: A's row m is row (m / a_rq) * a_r1 + (m %
-   * a_rq) * a_r0 of the norm's input (a seq-first transformer's rows
-   * transposed, a class token's rows picked); 0: row m */
-  int64_t a_rq, a_r0, a_r1;
   /* conv2d: the channels-last kernel only where C and the output channels
    * are multiples of the K and N tiles (no zero-filled channel tails). The
    * model compiler sets it except for the two convs of an MLP, one
@@ -358,23 +345,7 @@ static inline uint64_t gpu_plan_shared_need(const gpu_plan *p, int esize) {
   uint64_t pipe = (uint64_t)p->stages * (uint64_t)(p->bm * p->bk + p->bk * p->bn) * (uint64_t)esize +
                   gpu_ktable_bytes(p);
   uint64_t out = gpu_stage_out_bytes(p);
-  return (pipe > out ? pipe : out) + (p->wgmma ? 1024u : 0u) + (p->tma ? GPU_TMA_BARRIER_BYTES : 0u) +
-         (p->prob.a_lnorm ? 8u * (uint64_t)p->bm : 0u); /* the rows' mean and rstd, after the rest */
-}
-
-/* A LayerNorm over A's rows in the matrix kernel (prob.a_lnorm,
- * gpu_lower_aln.c): GPU_ALN_LANES threads a row, each holding up to
- * GPU_ALN_MAX_K / GPU_ALN_LANES of its values in registers. Only the
- * guarded element copies of a 16-bit matmul load A through registers, where
- * each element can be normalised on its way to shared memory. */
-enum { GPU_ALN_LANES = 32, GPU_ALN_MAX_K = 1024 };
-static inline int gpu_aln_ok(const gpu_plan *p) {
-  const gpu_problem *q = &p->prob;
-  return q->kind == GPU_OP_MATMUL && q->a_pro == GPU_APRO_NONE && (q->in_dtype == COV_F16 || q->in_dtype == COV_BF16) &&
-         !p->vector_copy &&
-         !p->nhwc && !p->wgmma && !p->tma && !p->dw && p->K >= 1 && p->K <= GPU_ALN_MAX_K &&
-         p->threads % GPU_ALN_LANES == 0 && p->bm % (p->threads / GPU_ALN_LANES) == 0 &&
-         (!q->a_rq || (p->G == 1 && q->a_rq > 0 && q->a_r0 >= 0 && q->a_r1 >= 0));
+  return (pipe > out ? pipe : out) + (p->wgmma ? 1024u : 0u) + (p->tma ? GPU_TMA_BARRIER_BYTES : 0u);
 }
 
 /* Pipeline depth of warpgroup-MMA plans (the H100 sweep,

@@ -56,9 +56,6 @@ static cov_status model_groups(const gpu_target *t, const char *path, tune_group
     const gpu_mstep *s = &mp.steps[i];
     if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_MATRIX || s->pre) continue;
     gpu_layer l = {.prob = s->plan.prob, .group = s->group};
-    /* a LayerNorm joined to the A loads is the plan pass's, after the pick:
-     * the schedules are tuned for the plain matmul */
-    l.prob.a_lnorm = false, l.prob.a_ln_eps = 0, l.prob.a_rq = l.prob.a_r0 = l.prob.a_r1 = 0;
     const char *k = strncmp(s->kernel, "covenant_", 9) ? s->kernel : s->kernel + 9;
     snprintf(l.name, sizeof l.name, "tune_%.80s", k);
     snprintf(l.node, sizeof l.node, "%s", s->label);

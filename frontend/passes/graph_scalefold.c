@@ -17,7 +17,18 @@
  * broadcasting (its rank at most the output's). A MatMul folds only with
  * a constant 2-D B (scaled by column), a Gemm only with a constant B and a
  * constant C of one value per column or none. Every target sees the
- * folded node: one launch and one pass over the activation fewer. */
+ * folded node: one launch and one pass over the activation fewer.
+ *
+ * A scale is not folded where it would cost the weights precision in
+ * f16, the narrowest float the targets keep weights in (the GPU kernels'
+ * default operands), while the scale itself stays f32 in the Mul: rounding
+ * a row of weights (an output channel's) to f16 errs by at most 2^-11 of
+ * its largest magnitude m while m is normal (at least 2^-14), by up to
+ * 2^-25 / m below, where the subnormals' absolute spacing takes over, and
+ * without bound past 65504. The fold must leave that bound no larger for
+ * every channel: ConvNeXt's initial layer scale of 1e-6 takes rows of
+ * about 0.04 to 4e-8, f16's smallest subnormal, and stays a Mul. */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/graph.h"
@@ -51,6 +62,32 @@ static graph_value *new_const(graph *g, const graph_node *at, const graph_value 
   v->kind = GV_CONSTANT;
   v->data = cov_arena_alloc(g->arena, (size_t)graph_numel(v) * cov_dtype_size(v->dtype));
   return v->data ? v : NULL;
+}
+
+/* The bound on rounding to f16 a row of weights whose largest magnitude is
+ * m, relative to m: half an f16 ulp where m is normal, the subnormals'
+ * half spacing over m below, none for a zero row, infinite past f16's
+ * largest value. */
+static double f16_row_error(double m) {
+  if (m == 0) return 0;
+  if (!(m <= 65504.0)) return INFINITY; /* NaN too */
+  return m >= 0x1p-14 ? 0x1p-11 : 0x1p-25 / m;
+}
+
+/* Whether w's output channels scaled by f (one value or k; element e in
+ * channel (e / inner) % k) keep each channel's f16 rounding bound at most
+ * what it was unscaled. */
+static bool keeps_f16_precision(const graph_value *w, const graph_value *f, int64_t k, int64_t inner) {
+  int64_t outer = graph_numel(w) / (k * inner), nf = graph_numel(f);
+  for (int64_t c = 0; c < k; c++) {
+    double m = 0;
+    for (int64_t j = 0; j < outer; j++)
+      for (int64_t i = 0; i < inner; i++)
+        m = fmax(m, fabs(graph_load_elem(w->data, w->dtype, (size_t)((j * k + c) * inner + i))));
+    double s = fabs(graph_load_elem(f->data, f->dtype, (size_t)(nf == 1 ? 0 : c)));
+    if (f16_row_error(m * s) > f16_row_error(m)) return false;
+  }
+  return true;
 }
 
 /* w with element e multiplied by f[(e / inner) % k] (f one value or k). */
@@ -103,6 +140,7 @@ static cov_status fold_conv(graph *g, graph_node *n, graph_node *op, const graph
       !per_channel(f, n->out[0], 1) || n->out[0]->dims[1] != w->dims[0])
     return NULL;
   int64_t k = w->dims[0];
+  if (mul && !keeps_f16_precision(w, f, k, graph_numel(w) / k)) return NULL;
   graph_value *p[2] = {(graph_value *)w, NULL};
   if (mul) {
     p[0] = scaled(g, op, w, f, k, graph_numel(w) / k, "scalefolded_w");
@@ -126,7 +164,9 @@ static cov_status fold_matmul(graph *g, graph_node *n, graph_node *op, const gra
   int64_t k = y->dims[y->rank - 1];
   if (b->dims[trans_b ? 0 : 1] != k) return NULL;
   if (c && (!is_const(c) || graph_numel(c) != k || c->dims[c->rank - 1] != k)) return NULL;
-  graph_value *p[2] = {scaled(g, op, b, f, k, trans_b ? b->dims[1] : 1, "scalefolded_w"), NULL};
+  int64_t inner = trans_b ? b->dims[1] : 1;
+  if (!keeps_f16_precision(b, f, k, inner)) return NULL;
+  graph_value *p[2] = {scaled(g, op, b, f, k, inner, "scalefolded_w"), NULL};
   if (c) p[1] = scaled(g, op, c, f, k, 1, "scalefolded_b");
   if (!p[0] || (c && !p[1])) return graph_node_error(g, op, COV_OUT_OF_MEMORY, "out of memory");
   return rewire(g, n, op, p, 1, c ? 3 : 2);

@@ -302,6 +302,51 @@ def channel_offset_and_matmul_scale_fold():
 check(channel_offset_and_matmul_scale_fold)
 
 
+def scale_kept_where_f16_weights_lose_precision():
+    """A scale is folded only where no output channel's largest weight
+    leaves f16's normal range [2^-14, 65504] (or, already below it, gets
+    smaller): ConvNeXt's initial gamma of 1e-6 on weights of about 0.04
+    (one channel of four enough), a MatMul column scaled past 65504 and
+    rows already subnormal scaled down stay a Mul; the same subnormal rows
+    scaled up and a zero scale fold."""
+    w = (RNG.standard_normal((4, 4, 1, 1)) * 0.02).astype(np.float32)
+    tiny = np.array([1.0, 1.0, 1e-6, 1.0], np.float32).reshape(4, 1, 1)
+    bm = RNG.uniform(0.5, 1, (6, 5)).astype(np.float32)
+    big = np.array([1, 1, 1, 1e5, 1], np.float32)
+    ws = (RNG.uniform(0.5, 1, (4, 4, 1, 1)) * 1e-6).astype(np.float32)  # every row subnormal in f16
+    down = np.full((4, 1, 1), 0.5, np.float32)
+    up = np.full((4, 1, 1), 4.0, np.float32)
+    zero = np.zeros((4, 1, 1), np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c0"]),
+             helper.make_node("Mul", ["c0", "tiny"], ["y0"]),
+             helper.make_node("MatMul", ["m", "bm"], ["mm"]),
+             helper.make_node("Mul", ["mm", "big"], ["y1"]),
+             helper.make_node("Conv", ["x", "ws"], ["c2"]),
+             helper.make_node("Mul", ["c2", "down"], ["y2"]),
+             helper.make_node("Conv", ["x", "ws"], ["c3"]),
+             helper.make_node("Mul", ["c3", "up"], ["y3"]),
+             helper.make_node("Conv", ["x", "w"], ["c4"]),
+             helper.make_node("Mul", ["zero", "c4"], ["y4"])]
+    p = save("scale_f16", nodes, [vi("x", [1, 4, 3, 3]), vi("m", [2, 6])],
+             [vi(n, None) for n in ("y0", "y1", "y2", "y3", "y4")],
+             [const(k, v) for k, v in (("w", w), ("tiny", tiny), ("bm", bm), ("big", big), ("ws", ws),
+                                       ("down", down), ("up", up), ("zero", zero))])
+    ops = operators(inspect(p))
+    assert ops == "8 nodes: Conv x4, MatMul x1, Mul x3", ops
+    x = RNG.standard_normal((1, 4, 3, 3)).astype(np.float32)
+    m = RNG.standard_normal((2, 6)).astype(np.float32)
+    got = run(p, [x, m], 5)
+    nb = np.zeros(4, np.float32)
+    close(got[0], conv_ref(x, w, nb) * tiny.reshape(1, 4, 1, 1))
+    close(got[1], (m @ bm) * big)
+    close(got[2], conv_ref(x, ws, nb) * 0.5)
+    close(got[3], conv_ref(x, ws, nb) * 4.0)
+    close(got[4], conv_ref(x, w, nb) * 0.0)
+
+
+check(scale_kept_where_f16_weights_lose_precision)
+
+
 def gemm_and_attention_groups():
     w = RNG.standard_normal((8, 6)).astype(np.float32)
     b = RNG.standard_normal(6).astype(np.float32)

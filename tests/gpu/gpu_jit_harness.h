@@ -1,9 +1,10 @@
 /* tests/gpu/gpu_jit_harness.h: what the JIT tests of the GPU lowering
- * (test_gpu_ew_jit, test_gpu_qdot_jit, test_gpu_cdl_jit) share. A kernel
- * is lowered with a host table of target operations (work-item ids read
- * from two globals, 2^x from llvm.exp2), verified, optimised at O2 and run
- * on this CPU through LLVM's JIT, every work item in a scrambled order: a
- * kernel whose items depend on the order they run in fails. Its outputs
+ * (tests/gpu/test_gpu_*_jit.c) share. A kernel is lowered with one of two
+ * host tables of target operations (work items one at a time, ids read
+ * from two globals; or whole workgroups as concurrent threads), verified,
+ * optimised at O2 and run on this CPU through LLVM's JIT, work items or
+ * workgroups in a scrambled order: a kernel whose items depend on the
+ * order they run in fails. Its outputs
  * are then compared element by element with an independent reference,
  * the first mismatch printed; with -t TARGET a kernel is also built as
  * that GPU target's code object. */
@@ -18,7 +19,7 @@
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_target.h"
 
-enum { GPU_JIT_MAX_ARGS = 8, GPU_JIT_MAX_TARGETS = 4 };
+enum { GPU_JIT_MAX_ARGS = 8, GPU_JIT_MAX_TARGETS = 4, GPU_JIT_MAX_THREADS = 1024 };
 
 /* The host's target operations: a kernel's ids come from the globals
  * cov_tid and cov_bid, which gpu_jit_run sets before each work item. */
@@ -39,22 +40,9 @@ typedef cov_status (*gpu_jit_lower_fn)(const void *what, const gpu_target_ops *o
 int gpu_jit_run(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t threads, void *const *args,
                 int n_args);
 
-/* The host's target operations for kernels that need their workgroup
- * (gpu_jit_groups.c): ids thread-local, barriers, lane exchanges and
- * shared memory. */
-extern const gpu_target_ops gpu_jit_group_host;
-
-/* Lowers `what` with gpu_jit_group_host, verifies, optimises and runs
- * `groups` workgroups in a scrambled order, each as GPU_EW_THREADS
- * concurrent threads on args[0 .. n_args). Returns 0, or 1 after
- * printing "FAIL name: ..." to stderr. */
-int gpu_jit_run_groups(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t groups, void *const *args,
-                       int n_args);
-
-/* The steps of gpu_jit_run, for a test with a host table of its own (work
- * items run as threads, say): a kernel compiled for this CPU. Every kernel
- * takes pointers only and is called with GPU_JIT_MAX_ARGS of them, those
- * past its own count ignored. */
+/* A kernel compiled for this CPU (the steps of gpu_jit_run and
+ * gpu_jit_run_groups). Every kernel takes pointers only and is called with
+ * GPU_JIT_MAX_ARGS of them, those past its own count ignored. */
 typedef void (*gpu_jit_fn)(void *, void *, void *, void *, void *, void *, void *, void *);
 typedef struct gpu_jit_kernel {
   LLVMOrcLLJITRef jit;
@@ -63,7 +51,7 @@ typedef struct gpu_jit_kernel {
 } gpu_jit_kernel;
 
 /* Symbols the JIT's main library gets before the kernel's module (host
- * functions that a test's target operations call). */
+ * functions that a host table's target operations call). */
 typedef LLVMErrorRef (*gpu_jit_define_fn)(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef lib);
 
 /* Defines n host functions (addr[i] under names[i], n at most 8) in the
@@ -81,6 +69,32 @@ LLVMValueRef gpu_jit_host_call_i32(gpu_gen *g, const char *name, LLVMValueRef *a
 int gpu_jit_compile(const char *name, gpu_jit_lower_fn lower, const void *what, const gpu_target_ops *ops,
                     gpu_jit_define_fn define, gpu_jit_kernel *out);
 void gpu_jit_kernel_free(gpu_jit_kernel *k);
+
+/* The host's target operations for kernels that need their workgroup
+ * (gpu_jit_groups.c): thread and workgroup ids (three dims) thread-local,
+ * workgroup barriers, lane exchanges within a warp of 32 threads, shared
+ * memory, 16-byte asynchronous copies done at once and the FMA matrix
+ * fragment. The kernels must run through gpu_jit_run_grid. */
+extern const gpu_target_ops gpu_jit_group_host;
+
+/* gpu_jit_compile with gpu_jit_group_host and the host functions its
+ * operations call. */
+int gpu_jit_compile_groups(const char *name, gpu_jit_lower_fn lower, const void *what, gpu_jit_kernel *out);
+
+/* Runs k (from gpu_jit_compile_groups) over the grid[0] x grid[1] x
+ * grid[2] workgroups one at a time, in the order of the prime step
+ * `stride` through them, each as `threads` concurrent threads (whole
+ * warps, at most GPU_JIT_MAX_THREADS) on args[0 .. GPU_JIT_MAX_ARGS).
+ * Returns 0, or 1 after printing "FAIL name: ..." to stderr. */
+int gpu_jit_run_grid(const char *name, const gpu_jit_kernel *k, const unsigned grid[3], int threads, int64_t stride,
+                     void *const *args);
+
+/* Lowers `what` with gpu_jit_group_host, verifies, optimises and runs
+ * `groups` workgroups in a scrambled order, each as GPU_EW_THREADS
+ * concurrent threads on args[0 .. n_args). Returns 0, or 1 after
+ * printing "FAIL name: ..." to stderr. */
+int gpu_jit_run_groups(const char *name, gpu_jit_lower_fn lower, const void *what, int64_t groups, void *const *args,
+                       int n_args);
 
 /* Element i of an array of dtype d, as a double (every float dtype and
  * integers up to 2^53 exactly; bool as 0 / 1). */

@@ -1,11 +1,10 @@
 /* tests/gpu/test_gpu_cdl_jit.c: the generic codelet lowering (gpu_cdl.h)
  * run for real. Every codelet of the shipped library and of the files
  * given (tests/gpu/codelets/extra.cdl: codelets no GPU code knows) is
- * bound to small shapes, lowered to LLVM IR with a host table of target
- * operations of its own (work-item ids and lane exchanges as calls into
- * this program), verified, optimised at O2 and compiled for this CPU
- * through LLVM's JIT (gpu_jit_compile, gpu_jit_harness.h) and run, every
- * work item of the grid in a scrambled order; its outputs are compared
+ * bound to small shapes, lowered to LLVM IR with the JIT harness's host
+ * target operations, verified, optimised at O2 and compiled for this CPU
+ * through LLVM's JIT (gpu_jit_harness.h) and run, every work item of the
+ * grid in a scrambled order; its outputs are compared
  * with the reference interpreter's on the same random inputs.
  * Each call is also built for the GPU targets named with -t (PTX or HSACO
  * produced, non-empty). Exit 1 on any mismatch or failure; codelets that
@@ -24,10 +23,7 @@
  * threads meeting at a barrier for each exchange of values.
  * Usage: test_gpu_cdl_jit [-t TARGET]... [-d DIM] [-f DTYPE] [-n MIN_RUN] [-x PREFIX] [-p PREFIXES] [-w N]
  * [FILE.cdl]... */
-#include <llvm-c/Error.h>
-#include <llvm-c/Orc.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,47 +33,6 @@
 #include "gpu_jit_harness.h"
 
 enum { MIN_RUN = 90 };
-
-/* ---- the host's target operations ------------------------------------------ */
-
-/* Work-item ids and lane exchanges are calls into this program (defined
- * in the JIT as absolute symbols): the ids are thread-local, and a team's
- * lanes run as threads of their own that meet at a barrier per exchange. */
-static _Thread_local int32_t t_tid, t_bid;
-typedef struct host_team {
-  pthread_barrier_t bar;
-  int32_t slot[GPU_CDL_LANES];
-} host_team;
-static host_team *g_team; /* the team running (one at a time) */
-
-static int32_t host_get_tid(void) { return t_tid; }
-static int32_t host_get_bid(void) { return t_bid; }
-static int32_t host_exchange(int32_t v, int32_t mask) {
-  int lane = t_tid % GPU_CDL_LANES;
-  g_team->slot[lane] = v;
-  pthread_barrier_wait(&g_team->bar);
-  int32_t r = g_team->slot[lane ^ mask];
-  pthread_barrier_wait(&g_team->bar);
-  return r;
-}
-
-static LLVMValueRef host_tid(gpu_gen *g) { return gpu_jit_host_call_i32(g, "cov_host_tid", NULL, 0); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  (void)d;
-  return gpu_jit_host_call_i32(g, "cov_host_bid", NULL, 0);
-}
-static LLVMValueRef host_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
-  LLVMValueRef a[2] = {x, gpu_i32(g, mask)};
-  return gpu_jit_host_call_i32(g, "cov_host_xor", a, 2);
-}
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_target_ops k_host = {.name = "host",
-                                      .mark_kernel = host_mark,
-                                      .thread_id = host_tid,
-                                      .block_id = host_bid,
-                                      .exp2 = host_exp2,
-                                      .lane_xor = host_lane_xor};
 
 /* ---- inputs ------------------------------------------------------------------ */
 
@@ -177,81 +132,22 @@ static int make_call(const cdl_codelet *c, int64_t dim, int tp, gpu_cdl_call *k)
 
 /* ---- the JIT ----------------------------------------------------------------- */
 
-typedef struct lane_run {
-  gpu_jit_fn f;
-  void **a;
-  int32_t tid, bid;
-} lane_run;
-
-static void *run_lane(void *p) {
-  lane_run *r = p;
-  t_tid = r->tid, t_bid = r->bid;
-  r->f(r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5], r->a[6], r->a[7]);
-  return NULL;
-}
-
-/* Every team (GPU_CDL_LANES consecutive threads), in a scrambled order,
- * its lanes as concurrent threads. */
-static int run_teams(gpu_jit_fn f, void **a, int64_t total) {
-  host_team team;
-  if (pthread_barrier_init(&team.bar, NULL, GPU_CDL_LANES)) return 1;
-  g_team = &team;
-  int64_t teams = total / GPU_CDL_LANES;
-  int bad = 0;
-  for (int64_t i = 0; i < teams && !bad; i++) {
-    int64_t t = i * 1000003 % teams;
-    pthread_t th[GPU_CDL_LANES];
-    lane_run r[GPU_CDL_LANES];
-    int n = 0;
-    for (; n < GPU_CDL_LANES; n++) {
-      int64_t item = t * GPU_CDL_LANES + n;
-      r[n] = (lane_run){f, a, (int32_t)(item % GPU_EW_THREADS), (int32_t)(item / GPU_EW_THREADS)};
-      if (pthread_create(&th[n], NULL, run_lane, &r[n])) break;
-    }
-    bad = n < GPU_CDL_LANES; /* a team short of lanes would wait forever: fail before it can */
-    for (int j = 0; j < n; j++) pthread_join(th[j], NULL);
-  }
-  pthread_barrier_destroy(&team.bar);
-  if (bad) fprintf(stderr, "FAIL: cannot start the threads of a team\n");
-  return bad;
-}
-
-/* The host operations as symbols of the JIT's main library. */
-static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
-  static const char *names[3] = {"cov_host_tid", "cov_host_bid", "cov_host_xor"};
-  LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
-                                    (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
-                                    (LLVMOrcExecutorAddress)(uintptr_t)host_exchange};
-  return gpu_jit_define_host(J, jd, names, addr, 3);
-}
-
 /* gpu_lower_cdl behind the harness's pointer to what it lowers */
 static cov_status lower_cdl(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
   return gpu_lower_cdl(what, ops, mod, fn);
 }
 
-/* Lowers, verifies, optimises and compiles the call with the host table
- * above (gpu_jit_compile), then runs every work item on args (inputs,
- * outputs, workspaces): a team's lanes as threads, single threads in a
- * scrambled order. */
+/* Lowers, verifies, optimises and compiles the call, then runs every work
+ * item on args (inputs, outputs, workspaces): teams of lanes as the
+ * concurrent threads of whole workgroups, exchanging values within their
+ * warp (gpu_jit_run_groups); single threads one at a time (gpu_jit_run);
+ * either in a scrambled order. */
 static int run_jit(const gpu_cdl_call *k, const gpu_cdl_info *in, void **args) {
-  gpu_jit_kernel kern;
-  if (gpu_jit_compile(cov_codelet_name(k->c), lower_cdl, k, &k_host, define_host, &kern)) return 1;
-  gpu_jit_fn f = kern.fn;
-  int64_t blocks = (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, total = blocks * GPU_EW_THREADS;
-  void *a[GPU_JIT_MAX_ARGS] = {0};
-  for (int i = 0; i < in->n_args; i++) a[i] = args[i];
-  int fail = 0;
-  if (in->lanes > 1) fail = run_teams(f, a, total);
-  /* work items in a scrambled order (a prime step above their count): a
-   * kernel must not depend on the order its items run in */
-  for (int64_t i = 0; i < total && in->lanes == 1; i++) {
-    int64_t item = i * 1000003 % total;
-    t_bid = (int32_t)(item / GPU_EW_THREADS), t_tid = (int32_t)(item % GPU_EW_THREADS);
-    f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-  }
-  gpu_jit_kernel_free(&kern);
-  return fail;
+  const char *name = cov_codelet_name(k->c);
+  if (in->lanes > 1)
+    return gpu_jit_run_groups(name, lower_cdl, k, (in->threads + GPU_EW_THREADS - 1) / GPU_EW_THREADS, args,
+                              in->n_args);
+  return gpu_jit_run(name, lower_cdl, k, in->threads, args, in->n_args);
 }
 
 /* f32 arithmetic against the interpreter's double: a few f32 ulps, or

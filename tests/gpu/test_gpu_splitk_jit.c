@@ -3,13 +3,11 @@
  * of target operations, run on this CPU through LLVM's JIT and compared
  * with naive loops.
  *
- * A workgroup's threads run as threads of their own (a barrier is a
- * pthread barrier, shared memory one module global: one workgroup runs at
- * a time); workgroups run one after another in a scrambled order, so a
- * different range of K arrives last in each tile. Asynchronous copies are
- * plain 16-byte copies done at once (their waits are no-ops), and the
- * "matrix" fragment is the FMA fragment on 16-bit inputs, so the
- * channels-last path with its staged epilogues runs too.
+ * A workgroup's threads run as threads of their own (gpu_jit_run_grid:
+ * asynchronous copies done at once, the FMA fragment on 16-bit inputs for
+ * the "matrix" one, so the channels-last path with its staged epilogues
+ * runs too); workgroups run one after another in a scrambled order, so a
+ * different range of K arrives last in each tile.
  *
  * Each case runs twice in two workgroup orders: the outputs must be equal
  * bit for bit (the sum over ranges is in a fixed order), and the counters
@@ -26,10 +24,7 @@
  * With -t TARGET (repeatable) every split kernel is also built as that GPU
  * target's code object.
  * Usage: test_gpu_splitk_jit [-t TARGET]... */
-#include <llvm-c/Error.h>
-#include <llvm-c/Orc.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,119 +34,9 @@
 #include "backends/gpu/gpu_tune.h"
 #include "gpu_jit_harness.h"
 
-/* ---- the host's target operations ------------------------------------------ */
-
-static _Thread_local int32_t t_tid, t_bid[3];
-static pthread_barrier_t g_bar; /* the running workgroup's */
-
-static int32_t host_get_tid(void) { return t_tid; }
-static int32_t host_get_bid(int32_t d) { return t_bid[d]; }
-static void host_barrier_wait(void) { pthread_barrier_wait(&g_bar); }
-
-static LLVMValueRef host_call(gpu_gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-  LLVMTypeRef at[1] = {g->i32};
-  LLVMTypeRef ft = LLVMFunctionType(ret, at, (unsigned)n, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-  if (!f) f = LLVMAddFunction(g->mod, name, ft);
-  return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
-}
-static LLVMValueRef host_tid(gpu_gen *g) { return host_call(g, "cov_host_tid", g->i32, NULL, 0); }
-static LLVMValueRef host_bid(gpu_gen *g, int d) {
-  LLVMValueRef a = gpu_i32(g, d);
-  return host_call(g, "cov_host_bid", g->i32, &a, 1);
-}
-static void host_barrier(gpu_gen *g) { host_call(g, "cov_host_barrier", LLVMVoidTypeInContext(g->ctx), NULL, 0); }
-static LLVMValueRef host_shared(gpu_gen *g, unsigned bytes) {
-  LLVMTypeRef t = LLVMArrayType(g->i8, bytes ? bytes : 1);
-  LLVMValueRef v = LLVMAddGlobal(g->mod, t, "cov_smem");
-  LLVMSetInitializer(v, LLVMConstNull(t));
-  LLVMSetAlignment(v, 1024);
-  return v;
-}
-static void host_copy16(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src) {
-  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
-  LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
-  LLVMSetAlignment(x, 16);
-  LLVMSetAlignment(LLVMBuildStore(g->b, x, dst), 16);
-}
-static void host_copy16_zfill(gpu_gen *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef ok) {
-  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
-  LLVMValueRef x = LLVMBuildLoad2(g->b, v4, src, "");
-  LLVMSetAlignment(x, 16);
-  x = LLVMBuildSelect(g->b, ok, x, LLVMConstNull(v4), "");
-  LLVMSetAlignment(LLVMBuildStore(g->b, x, dst), 16);
-}
-static void host_commit(gpu_gen *g) { (void)g; }
-static void host_wait(gpu_gen *g, int pending) { (void)g, (void)pending; }
-static LLVMValueRef host_exp2(gpu_gen *g, LLVMValueRef x) { return gpu_call_intrinsic(g, "llvm.exp2", &g->f32, 1, &x, 1); }
-static void host_mark(gpu_gen *g, LLVMValueRef fn) { (void)g, (void)fn; }
-static const gpu_frag_ops *host_frag(const gpu_plan *p) { return gpu_fma_frag(p->warp_size); }
-static const gpu_target_ops k_host = {.name = "host",
-                                      .mark_kernel = host_mark,
-                                      .thread_id = host_tid,
-                                      .block_id = host_bid,
-                                      .barrier = host_barrier,
-                                      .shared_array = host_shared,
-                                      .async_copy16 = host_copy16,
-                                      .async_copy16_zfill = host_copy16_zfill,
-                                      .async_commit = host_commit,
-                                      .async_wait = host_wait,
-                                      .exp2 = host_exp2,
-                                      .matrix_frag = host_frag};
-
-static LLVMErrorRef define_host(LLVMOrcLLJITRef J, LLVMOrcJITDylibRef jd) {
-  static const char *names[3] = {"cov_host_tid", "cov_host_bid", "cov_host_barrier"};
-  LLVMOrcExecutorAddress addr[3] = {(LLVMOrcExecutorAddress)(uintptr_t)host_get_tid,
-                                    (LLVMOrcExecutorAddress)(uintptr_t)host_get_bid,
-                                    (LLVMOrcExecutorAddress)(uintptr_t)host_barrier_wait};
-  return gpu_jit_define_host(J, jd, names, addr, 3);
-}
-
+/* gpu_lower behind the harness's pointer to what it lowers */
 static cov_status lower_plan(const void *what, const gpu_target_ops *ops, LLVMModuleRef mod, const char *fn) {
   return gpu_lower(what, ops, mod, fn);
-}
-
-/* ---- running a grid ----------------------------------------------------------- */
-
-typedef struct item {
-  gpu_jit_fn f;
-  void **a;
-  int32_t tid, bid[3];
-} item;
-
-static void *run_item(void *arg) {
-  item *it = arg;
-  t_tid = it->tid;
-  memcpy(t_bid, it->bid, sizeof t_bid);
-  it->f(it->a[0], it->a[1], it->a[2], it->a[3], it->a[4], it->a[5], it->a[6], it->a[7]);
-  return NULL;
-}
-
-/* Every workgroup of the plan's grid, in the order of a prime step
- * `stride` through them, its threads concurrently. */
-static int run_grid(gpu_jit_fn f, const gpu_plan *p, void **a, int64_t stride) {
-  int64_t n = (int64_t)p->grid[0] * p->grid[1] * p->grid[2];
-  int T = p->threads;
-  item *it = malloc((size_t)T * sizeof *it);
-  pthread_t *th = malloc((size_t)T * sizeof *th);
-  int bad = !it || !th || pthread_barrier_init(&g_bar, NULL, (unsigned)T);
-  for (int64_t w = 0; w < n && !bad; w++) {
-    int64_t id = w * stride % n;
-    int32_t bid[3] = {(int32_t)(id % p->grid[0]), (int32_t)(id / p->grid[0] % p->grid[1]),
-                      (int32_t)(id / p->grid[0] / p->grid[1])};
-    int started = 0;
-    for (int t = 0; t < T; t++) {
-      it[t] = (item){f, a, t, {bid[0], bid[1], bid[2]}};
-      if (pthread_create(&th[t], NULL, run_item, &it[t])) break;
-      started++;
-    }
-    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-    if (started < T) bad = 1; /* (a partial workgroup would hang at its barrier: not reached) */
-  }
-  if (it && th) pthread_barrier_destroy(&g_bar);
-  free(it), free(th);
-  if (bad) fprintf(stderr, "FAIL: cannot run the workgroups' threads\n");
-  return bad;
 }
 
 /* ---- the reference ------------------------------------------------------------ */
@@ -332,7 +217,7 @@ static int run_case(const split_case *c) {
     bad = !xi || !wi;
   }
   gpu_jit_kernel k = {0};
-  if (!bad) bad = gpu_jit_compile(c->name, lower_plan, &p, &k_host, define_host, &k);
+  if (!bad) bad = gpu_jit_compile_groups(c->name, lower_plan, &p, &k);
   if (!bad) reference(&p, xg, w, bias, res, want);
   /* two orders: different ranges of K arrive last */
   static const int64_t strides[2] = {1000003, 7919};
@@ -341,7 +226,7 @@ static int run_case(const split_case *c) {
     for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
     void *a[GPU_JIT_MAX_ARGS] = {xi,  wi,  out[r], c->q.epi.bias ? bias : NULL,
                                  ws,  cnt, c->q.epi.residual ? res : NULL, c->gate ? gate : NULL};
-    bad = run_grid(k.fn, &p, a, strides[r]);
+    bad = gpu_jit_run_grid(c->name, &k, p.grid, p.threads, strides[r], a);
     for (int64_t i = 0; i < ncnt && !bad; i++)
       if (cnt[i]) {
         fprintf(stderr, "FAIL %s: counter %lld is %u after the run, not 0\n", c->name, (long long)i, cnt[i]);
