@@ -27,7 +27,7 @@ static void compile_help(FILE *out) {
           "usage: covenant compile LAYER --target T -o DIR [--scale N] [--suite FILE]\n"
           "       covenant compile LAYER... --target GPU -o DIR [--report] [--dtype D] [--suite FILE]\n"
           "       covenant compile MODEL.onnx --target T -o OUT [--dtype D] [--shape NAME=DIMS]...\n"
-          "                        [--precision f16|f32]\n"
+          "                        [--precision auto|f16|f32]\n"
           "\n"
           "With an ONNX model: OUT is one artifact (runtime/README.md) that covenant-run\n"
           "runs. On an NPU target every compute layer group is compiled as one program,\n"
@@ -61,12 +61,16 @@ static void compile_help(FILE *out) {
           "                       dims the model leaves symbolic (a dynamic batch; GPU targets\n"
           "                       otherwise compile them as 1); repeatable. The artifact records\n"
           "                       the shapes and which dims were symbolic: it runs at those only\n"
-          "      --precision P    GPU models: how activations pass between kernels. f16 (default):\n"
-          "                       convolutions the channels-last kernels take read and write NHWC\n"
-          "                       f16, conversions only at the edges; f32: f32 NCHW between every\n"
-          "                       kernel (the matrix kernels still read f16 copies). Either way\n"
-          "                       matrix operands are f16 (11 bits); --dtype f32 keeps them f32\n"
-          "                       (FMA kernels, f32 weights) where a deep model needs f32 results\n"
+          "      --precision P    GPU models: the operands and activations between kernels. auto\n"
+          "                       (default): as f16, but where the CPU emulation of the f16 plan on\n"
+          "                       a fixed random input is more than 3e-3 off, the shortest prefix of\n"
+          "                       matrix groups that brings it under gets f32 operands (FMA kernels,\n"
+          "                       f32 weights); the estimate and those groups go to stderr. f16:\n"
+          "                       matrix operands f16 (11 bits) everywhere; convolutions the\n"
+          "                       channels-last kernels take read and write NHWC f16, conversions\n"
+          "                       only at the edges. f32: f32 NCHW between every kernel (the matrix\n"
+          "                       kernels still read f16 copies). --dtype f32 makes every matrix\n"
+          "                       kernel f32\n"
           "  -h, --help           show this help\n");
 }
 
@@ -126,9 +130,10 @@ static int compile_parse(int argc, char **argv, compile_opts *o) {
         o->b.shapes = o->shapes, o->given |= BACKEND_OPT_SHAPE;
         break;
       case 'P':
-        if (strcmp(optarg, "f16") && strcmp(optarg, "f32"))
-          return cli_usage_error("compile", "--precision '%s': expected f16 or f32", optarg);
-        o->b.f32_activations = !strcmp(optarg, "f32"), o->given |= BACKEND_OPT_PRECISION;
+        if (strcmp(optarg, "auto") && strcmp(optarg, "f16") && strcmp(optarg, "f32"))
+          return cli_usage_error("compile", "--precision '%s': expected auto, f16 or f32", optarg);
+        o->b.f32_activations = !strcmp(optarg, "f32"), o->b.f16_operands = !strcmp(optarg, "f16");
+        o->given |= BACKEND_OPT_PRECISION;
         break;
       case 'c':
         if (strcmp(optarg, "4") && strcmp(optarg, "5"))

@@ -206,6 +206,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   int have_plan = 0;
   cov_status st = gpu_tuning_attach(&t, opts);
   t.f32_activations = opts->f32_activations;
+  t.f16_operands = opts->f16_operands;
   cov_model_options mo = {.shapes = opts->shapes, .n_shapes = opts->n_shapes};
   cov_model *wide = NULL;
   if (!st) st = cov_model_load_file(model_path, &mo, &m);
@@ -214,6 +215,7 @@ cov_status gpu_compile_artifact(gpu_vendors vendors, const cov_gpu_options *opts
   cov_model_free(wide);
   have_plan = !st;
   if (!st) gpu_tune_note_model(&t, &mp, opts->notes);
+  if (!st) gpu_mprec_note(&mp, opts->notes);
   if (!st) note_unbound(m, opts->notes);
   if (!st) st = gpu_model_artifact_write(&mp, model_path, out_path);
   if (have_plan) gpu_model_plan_free(&mp);

@@ -106,6 +106,7 @@ cov_status gpu_compile(gpu_vendors vendors, const cov_gpu_options *opts, const c
   cov_dtype dt = opts->dtype ? opts->dtype : COV_F16;
   COV_RETURN_IF_ERROR(gpu_target_open(vendors, opts->target, dt, &t));
   cov_status st = gpu_tuning_attach(&t, opts);
+  t.f16_operands = opts->f16_operands;
   if (!st) st = gpu_mkdir_p(out_dir);
   size_t len0 = n_specs == 1 ? strlen(specs[0]) : 0;
   if (!st && len0 > 5 && !strcmp(specs[0] + len0 - 5, ".onnx")) {

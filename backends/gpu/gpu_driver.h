@@ -28,6 +28,22 @@ typedef struct gpu_target {
   /* the operand dtype it was opened for: COV_F32 gives a compiled model's
    * matrix kernels f32 operands and weights (the FMA path) instead of f16 */
   cov_dtype dtype;
+  /* caps and shapes for f32 operands: what a group promoted to f32 in an
+   * f16 plan is planned against */
+  gpu_target_caps caps_f32;
+  int shapes_f32[8][3];
+  int n_shapes_f32;
+  /* models: the layer groups whose matrix kernels take f32 operands (the
+   * FMA path, f32 weights, no f16 copies) in an otherwise f16 plan: group
+   * g where g < n_f32_groups and f32_groups[g] (gpu_mprec.c picks them);
+   * NULL: none */
+  const unsigned char *f32_groups;
+  int n_f32_groups;
+  /* models: 1 keeps every matrix kernel on f16 operands; 0 lets
+   * gpu_model_compile_with promote the first groups to f32 operands where
+   * the f16 plan's estimated error is over budget (gpu_mprec.c;
+   * cov_gpu_options.f16_operands) */
+  int f16_operands;
 } gpu_target;
 
 typedef struct gpu_kernel_info {

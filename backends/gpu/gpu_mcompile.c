@@ -215,8 +215,14 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
 }
 
 /* The matrix kernels' operand dtype: f16, or f32 on a target opened for
- * f32 (`--dtype f32`: the FMA path, no operand rounding). */
-static cov_dtype operand_dtype(const lower_ctx *x) { return x->t && x->t->dtype == COV_F32 ? COV_F32 : COV_F16; }
+ * f32 (`--dtype f32`: the FMA path, no operand rounding) and in the groups
+ * the precision plan promotes (gpu_mprec.c). */
+static cov_dtype operand_dtype(const lower_ctx *x) {
+  const gpu_target *t = x->t;
+  if (!t) return COV_F16;
+  int g = x->g->group, promoted = t->f32_groups && g >= 0 && g < t->n_f32_groups && t->f32_groups[g];
+  return t->dtype == COV_F32 || promoted ? COV_F32 : COV_F16;
+}
 
 /* an f16 copy of buffer b (the matrix kernels' operands; b itself where
  * they are f32) */
@@ -250,7 +256,15 @@ static cov_status matrix_plan(lower_ctx *x, const gpu_problem *q, gpu_plan *plan
   gpu_problem sq = *q;
   sq.split_ok = x->split_ok;
   sq.exact_channels = true; /* channel tails only where gpu_mlayout.c links two convs */
-  cov_status st = gpu_plan_pick(x->t, &sq, plan, &e);
+  const gpu_target *t = x->t;
+  gpu_target t32; /* a promoted group's f32 problem against the target's f32 caps */
+  if (q->in_dtype == COV_F32 && t->dtype != COV_F32) {
+    t32 = *t;
+    t32.caps = t->caps_f32, t32.n_shapes = t->n_shapes_f32;
+    memcpy(t32.shapes, t->shapes_f32, sizeof t32.shapes);
+    t = &t32;
+  }
+  cov_status st = gpu_plan_pick(t, &sq, plan, &e);
   x->file_error = st && e;
   return st;
 }
@@ -665,7 +679,7 @@ static cov_status lower_group(lower_ctx *x) {
       free(tmp);
       if (bias < 0) return st;
     }
-    COV_RETURN_IF_ERROR(matrix_step(x, &plan, g->kind[0] ? "matrix" : "matrix", a16, b16, y, bias));
+    COV_RETURN_IF_ERROR(matrix_step(x, &plan, plan.prob.in_dtype == COV_F32 ? "matrix_f32" : "matrix", a16, b16, y, bias));
     prev = y;
     c += take;
   }

@@ -251,6 +251,22 @@ typedef struct gpu_mmodule {
   long vgprs, agprs, lds_bytes, scratch_bytes; /* AMDGPU: from the assembly; -1 unknown */
 } gpu_mmodule;
 
+/* What the precision plan decided (gpu_mprec.c), for the compile's notes. */
+typedef struct gpu_mprec {
+  int ran;          /* 1: the error was estimated */
+  char why[200];    /* where it was not although the plan has f16 matrix groups: why (else empty) */
+  double budget;    /* the estimate's bound */
+  double err_f16;   /* estimated error with every matrix group on f16 operands */
+  double err;       /* estimated error of the plan compiled */
+  int n_groups;     /* matrix groups on f16 operands in the all-f16 plan, in plan order */
+  int n_f32;        /* the first n_f32 of them compiled with f32 operands */
+  int evals;        /* plans emulated */
+  int64_t batch;    /* the first input's dim 0 the estimate ran at */
+  /* the GPU cost model's time of the promoted groups' matrix kernels on
+   * f32 operands (the FMA path) and of the same problems on f16 (us) */
+  double us_f32, us_f16;
+} gpu_mprec;
+
 typedef struct gpu_model_plan {
   char target[64], backend[16], mcpu[32];
   const struct gpu_vendor *vendor; /* the target's (code objects' form and extension) */
@@ -275,6 +291,7 @@ typedef struct gpu_model_plan {
   /* the model the plan was compiled from (borrowed; it outlives the plan):
    * the emulation runs PART steps in its reference interpreter */
   const cov_model *model;
+  gpu_mprec prec; /* the precision plan's findings (gpu_model_compile_with) */
 } gpu_model_plan;
 
 void gpu_model_plan_free(gpu_model_plan *p);
@@ -290,10 +307,20 @@ void gpu_model_plan_free(gpu_model_plan *p);
  * without generating code (the CPU emulation's tests); t == NULL also
  * leaves the matrix problems unplanned (checked only). */
 struct gpu_target;
-/* (gpu_mprogram.c: a model with control flow is compiled from its
- * program, any other by gpu_model_compile_straight) */
+/* (gpu_mprec.c: the precision plan picks which groups take f32 operands,
+ * then gpu_model_compile_fixed compiles) */
 cov_status gpu_model_compile_with(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
                                   gpu_model_plan *out);
+/* Says on notes (NULL: nowhere) what the precision plan of p decided: the
+ * estimated error at f16 and as compiled, the groups given f32 operands
+ * and the cost model's time of their kernels (gpu_mprec.c). */
+void gpu_mprec_note(const gpu_model_plan *p, FILE *notes);
+/* gpu_model_compile_with at the operand dtypes the target fixes (t->dtype,
+ * t->f32_groups), no precision plan (gpu_mprogram.c: a model with control
+ * flow is compiled from its program, any other by
+ * gpu_model_compile_straight). */
+cov_status gpu_model_compile_fixed(const cov_model *m, const char *path, const struct gpu_target *t, int emit,
+                                   gpu_model_plan *out);
 /* gpu_model_compile_with for a model without control flow: its groups
  * captured in one run (gpu_mcapture.c) and lowered (gpu_mcompile.c). */
 cov_status gpu_model_compile_straight(const cov_model *m, const char *path, const struct gpu_target *t, int emit,

@@ -6,7 +6,7 @@
  * its groups in execution order, a Loop or If opened into its subgraphs'
  * groups between markers, byte moves as copies, every value at one shape.
  * Each value is one plan buffer (a constant a weight, as stored); each
- * compute group is lowered exactly as gpu_model_compile_with lowers a
+ * compute group is lowered exactly as gpu_model_compile_fixed lowers a
  * group of a straight model (gpu_mcompile.c), its inputs whole buffers:
  * the capture that traces element provenance through layout operations
  * runs the model once per pass and cannot follow a loop, and inside a
@@ -391,8 +391,8 @@ cov_status gpu_model_compile_program(const cov_model *m, const char *path, const
   return st;
 }
 
-cov_status gpu_model_compile_with(const cov_model *m, const char *path, const gpu_target *t, int emit,
-                                  gpu_model_plan *out) {
+cov_status gpu_model_compile_fixed(const cov_model *m, const char *path, const gpu_target *t, int emit,
+                                   gpu_model_plan *out) {
   /* The model plan's 16-bit activations, operand copies, LayerNorm and
    * attention kernels are f16 (operand_dtype); a bf16 request would be
    * compiled as f16, so it is refused rather than silently changed. */

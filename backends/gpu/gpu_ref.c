@@ -81,23 +81,42 @@ void gpu_reference(const gpu_plan *p, const float *a, const float *b, const floa
   int64_t cg = q->cc / q->groups, kg = q->ck / q->groups, oh = p->oh, ow = p->ow;
   float *full = e->maxpool2x2 ? malloc(sizeof(float) * (size_t)(q->cn * q->ck * oh * ow)) : out;
   if (!full) return; /* the caller's comparison then fails loudly */
+  /* each output's terms summed in (c, r, t) order as one dot product
+   * would, a whole output plane at a time (the inner loop runs along a
+   * row of the input) */
+  double *acc = malloc(sizeof(double) * (size_t)(oh * ow) + 8);
+  if (!acc) {
+    if (full != out) free(full);
+    return;
+  }
   for (int64_t n = 0; n < q->cn; n++)
-    for (int64_t k = 0; k < q->ck; k++)
-      for (int64_t y = 0; y < oh; y++)
-        for (int64_t x = 0; x < ow; x++) {
-          double s = 0;
-          int64_t grp = k / kg;
-          for (int64_t c = 0; c < cg; c++)
-            for (int64_t r = 0; r < q->cr; r++)
-              for (int64_t t = 0; t < q->cs; t++) {
-                int64_t iy = y * q->stride - q->pad + r * q->dilation, ix = x * q->stride - q->pad + t * q->dilation;
-                if (iy < 0 || iy >= q->ch || ix < 0 || ix >= q->cw) continue;
-                s += (double)a[((n * q->cc + grp * cg + c) * q->ch + iy) * q->cw + ix] *
-                     (double)b[((k * cg + c) * q->cr + r) * q->cs + t];
-              }
-          if (e->bias) s += bias[k];
-          full[((n * q->ck + k) * oh + y) * ow + x] = (float)act(e, s);
-        }
+    for (int64_t k = 0; k < q->ck; k++) {
+      int64_t grp = k / kg;
+      memset(acc, 0, sizeof(double) * (size_t)(oh * ow));
+      for (int64_t c = 0; c < cg; c++)
+        for (int64_t r = 0; r < q->cr; r++)
+          for (int64_t t = 0; t < q->cs; t++) {
+            double wv = (double)b[((k * cg + c) * q->cr + r) * q->cs + t];
+            int64_t off = t * q->dilation - q->pad; /* ix = x * stride + off within [0, cw) */
+            int64_t x0 = off >= 0 ? 0 : (-off + q->stride - 1) / q->stride;
+            int64_t x1 = q->cw - 1 - off < 0 ? 0 : (q->cw - 1 - off) / q->stride + 1;
+            if (x1 > ow) x1 = ow;
+            const float *plane = a + (n * q->cc + grp * cg + c) * q->ch * q->cw;
+            for (int64_t y = 0; y < oh; y++) {
+              int64_t iy = y * q->stride - q->pad + r * q->dilation;
+              if (iy < 0 || iy >= q->ch) continue;
+              const float *row = plane + iy * q->cw;
+              double *o = acc + y * ow;
+              for (int64_t x = x0; x < x1; x++) o[x] += (double)row[x * q->stride + off] * wv;
+            }
+          }
+      for (int64_t j = 0; j < oh * ow; j++) {
+        double s = acc[j];
+        if (e->bias) s += bias[k];
+        full[(n * q->ck + k) * oh * ow + j] = (float)act(e, s);
+      }
+    }
+  free(acc);
   if (!e->maxpool2x2) return;
   int64_t ph = oh / 2, pw = ow / 2;
   for (int64_t n = 0; n < q->cn; n++)

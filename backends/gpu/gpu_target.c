@@ -24,6 +24,7 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   if (!st && !t->acg->backend.mcpu)
     st = cov_error(COV_INVALID_INPUT, GPU_LOC(cov_acg_file(t->acg), "$.backend"), "backend.mcpu is required for a GPU target");
   if (!st) st = gpu_caps_from_acg(t->acg, dtype, &t->caps);
+  if (!st) st = gpu_caps_from_acg(t->acg, COV_F32, &t->caps_f32);
   if (st) {
     cov_acg_free(t->acg);
     t->acg = NULL;
@@ -32,7 +33,11 @@ cov_status gpu_target_open(const gpu_vendor *const *vendors, const char *name, c
   t->caps.has_async_copy = t->ops->async_copy16 != NULL;
   t->caps.has_wgmma = t->ops->wg_mma != NULL;
   t->caps.has_tma = t->ops->wg_mma != NULL && t->ops->tma_load_2d != NULL && t->ops->mbar_init != NULL;
+  t->caps_f32.has_async_copy = t->caps.has_async_copy;
+  t->caps_f32.has_wgmma = t->caps.has_wgmma;
+  t->caps_f32.has_tma = t->caps.has_tma;
   t->n_shapes = t->ops->matrix_shapes(dtype, t->shapes, 8);
+  t->n_shapes_f32 = t->ops->matrix_shapes(COV_F32, t->shapes_f32, 8);
   t->dtype = dtype;
   return NULL;
 }

@@ -27,7 +27,8 @@ static cov_gpu_options gpu_options(const backend_options *o) {
                            .tuning = o->tuning,
                            .shapes = o->shapes,
                            .n_shapes = o->n_shapes,
-                           .f32_activations = o->f32_activations};
+                           .f32_activations = o->f32_activations,
+                           .f16_operands = o->f16_operands};
 }
 
 static cov_dtype dtype_of(const backend_options *o) { return o->dtype != COV_DTYPE_INVALID ? o->dtype : COV_F16; }

@@ -63,7 +63,7 @@ enum {
   BACKEND_OPT_TUNING = 32,      /* tuning */
   BACKEND_OPT_TRACE = 64,       /* run: trace and per_call */
   BACKEND_OPT_SHAPE = 128,      /* compile_model: shapes */
-  BACKEND_OPT_PRECISION = 256,  /* compile_model: f32_activations */
+  BACKEND_OPT_PRECISION = 256,  /* compile_model: f32_activations, f16_operands */
 };
 
 typedef struct backend_options {
@@ -82,6 +82,7 @@ typedef struct backend_options {
   const cov_model_shape *shapes;
   size_t n_shapes;
   int f32_activations; /* BACKEND_OPT_PRECISION: activations f32 between kernels (cov_gpu_options) */
+  int f16_operands;    /* BACKEND_OPT_PRECISION: every matrix kernel on f16 operands (cov_gpu_options) */
 } backend_options;
 
 /* Fills a model's n_inputs inputs (cov_model_input_name order). */

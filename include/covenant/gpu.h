@@ -34,6 +34,9 @@ typedef struct cov_gpu_options {
   size_t n_shapes;
   int f32_activations; /* models: 1 passes activations between kernels as f32 NCHW (the matrix kernels
                           still read f16 copies); 0: convolutions pass NHWC f16 to each other */
+  int f16_operands;    /* models: 1 keeps every matrix kernel on f16 operands; 0 (the default) estimates
+                          the f16 plan's error at compile time and, over budget, gives the first groups
+                          f32 operands (the precision plan, backends/gpu/gpu_mprec.c) */
 } cov_gpu_options;
 
 /* Compiles every spec into out_dir (created if missing). With `report`,

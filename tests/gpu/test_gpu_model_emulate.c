@@ -30,6 +30,11 @@
  * With -a N a model compiled to fewer than N fused attention launches
  * fails (the attention chains of transformer exports found as one
  * kernel each, gpu_mattn.c).
+ * With -p f16 every matrix kernel keeps f16 operands (`covenant compile
+ * --precision f16`); by default (-p auto) the precision plan gives the
+ * first groups f32 operands where the f16 plan's estimated error is over
+ * its budget (gpu_mprec.c), and says so. With -g MIN:MAX the plan must
+ * have given between MIN and MAX matrix groups f32 operands.
  * With -r INPUT.npy DIR the model (one input) is emulated on that input
  * instead and its outputs written to DIR/output_K.npy, at the shapes the
  * run gives them (a detector's data-dependent outputs), for a comparison
@@ -37,8 +42,8 @@
  * With -u TUNING.json the model compiles with that tuning file (`covenant
  * compile --tuning`: the recorded schedules of its matrix and depthwise
  * kernels).
- * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]...
- * [-u TUNING.json] [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
+ * Usage: test_gpu_model_emulate [-t] [-l N] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-p auto|f16] [-g MIN:MAX]
+ * [-s NAME=DIMS]... [-u TUNING.json] [-r INPUT.npy DIR] TARGET TOL MODEL.onnx... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +164,8 @@ static size_t g_n_shapes;
 
 static cov_dtype g_dtype = COV_F16;
 static int g_cases = 1; /* random inputs per model (-n) */
+static int g_f16_operands;          /* -p f16 */
+static int g_min_f32 = -1, g_max_f32 = -1; /* -g: matrix groups the precision plan promotes */
 static const char *g_run_input, *g_run_dir;
 static const char *g_tuning; /* -u */
 
@@ -248,6 +255,7 @@ static int check(const char *target, double tol, const char *path, int no_tables
   gpu_model_plan p;
   cov_status st = gpu_target_open(backend_gpu_vendors(), target, g_dtype, &t);
   if (!st && g_tuning) st = gpu_tuning_attach(&t, &(cov_gpu_options){.tuning = g_tuning});
+  t.f16_operands = g_f16_operands;
   cov_model_options mo = {.shapes = g_shapes, .n_shapes = g_n_shapes};
   cov_model *ref = NULL; /* the model as exported, when m is it widened (gpu_widened) */
   if (!st) st = cov_model_load_file(path, &mo, &ref);
@@ -299,6 +307,12 @@ static int check(const char *target, double tol, const char *path, int no_tables
     plan_fail = 1;
   }
   if (table_fail) fprintf(stderr, "FAIL   %s %s: %d index-table gathers (strided copies expected)\n", target, path, tables);
+  gpu_mprec_note(&p, stdout);
+  if (g_min_f32 >= 0 && (p.prec.n_f32 < g_min_f32 || p.prec.n_f32 > g_max_f32)) {
+    fprintf(stderr, "FAIL   %s %s: %d matrix groups on f32 operands (%d to %d expected)\n", target, path, p.prec.n_f32,
+            g_min_f32, g_max_f32);
+    plan_fail = 1;
+  }
   double rel[16] = {0};
   int fail = 0, worst[16] = {0};
   for (int c = 0; c < g_cases && !fail; c++) {
@@ -340,7 +354,13 @@ int main(int argc, char **argv) {
     else if (o == 'e') expect = v;
     else if (o == 'u') g_tuning = v;
     else if (o == 'n') g_cases = atoi(v) > 0 ? atoi(v) : 1;
-    else if (o == 'd') g_dtype = !strcmp(v, "f32") ? COV_F32 : !strcmp(v, "bf16") ? COV_BF16 : COV_F16;
+    else if (o == 'p') g_f16_operands = !strcmp(v, "f16");
+    else if (o == 'g') {
+      if (sscanf(v, "%d:%d", &g_min_f32, &g_max_f32) != 2 || g_min_f32 < 0 || g_max_f32 < g_min_f32) {
+        fprintf(stderr, "%s: -g '%s': expected MIN:MAX\n", argv[0], v);
+        return 2;
+      }
+    } else if (o == 'd') g_dtype = !strcmp(v, "f32") ? COV_F32 : !strcmp(v, "bf16") ? COV_BF16 : COV_F16;
     else if (o == 's' && g_n_shapes < 8) {
       cov_status st = cov_model_shape_parse(v, "-s", &g_shapes[g_n_shapes++]);
       if (st) {
@@ -357,8 +377,8 @@ int main(int argc, char **argv) {
     argv += 1 + has_arg, argc -= 1 + has_arg;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-s NAME=DIMS]... [-u TUNING.json] "
-                    "[-r INPUT.npy DIR] TARGET TOL MODEL.onnx...\n", argv[0]);
+    fprintf(stderr, "usage: %s [-t] [-l N] [-c] [-a N] [-e TEXT] [-n CASES] [-d f32|bf16] [-p auto|f16] [-g MIN:MAX] "
+                    "[-s NAME=DIMS]... [-u TUNING.json] [-r INPUT.npy DIR] TARGET TOL MODEL.onnx...\n", argv[0]);
     return 2;
   }
   int fail = 0;
