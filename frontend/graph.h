@@ -322,6 +322,8 @@ cov_status graph_summarize_groups(graph *g);
 cov_status graph_fuse_qdq(graph *g);
 /* Binds input shapes before inference (graph_bind.c, cov_model_options.shapes). */
 cov_status graph_bind_shapes(graph *g, const cov_model_shape *s, size_t n);
+/* Dim 0 of every input set to n (cov_model_options.rebatch, graph_bind.c). */
+cov_status graph_rebatch(graph *g, int64_t n);
 /* The values integer input v may take (graph_range.c, cov_model_input_range). */
 int graph_input_range(const graph *g, const graph_value *v, int64_t *lo, int64_t *hi);
 /* Every f16 / bf16 value widened to f32 after inference (graph_widen.c). */

@@ -72,6 +72,7 @@ cov_status cov_model_load_buffer(const void *data, size_t size, const char *name
   }
   if (!st) st = onnx_read_graph(data, size, g);
   if (!st && opts && opts->n_shapes) st = graph_bind_shapes(g, opts->shapes, opts->n_shapes);
+  if (!st && opts && opts->rebatch > 0) st = graph_rebatch(g, opts->rebatch);
   if (!st) st = graph_prepare(g, opts && opts->no_fold, opts && opts->no_fuse);
   if (st) {
     cov_model_free(m);

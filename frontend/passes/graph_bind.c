@@ -119,3 +119,25 @@ cov_status graph_bind_shapes(graph *g, const cov_model_shape *s, size_t n) {
   }
   return NULL;
 }
+
+/* The batch given over: a dim 0 the model fixed is replaced like one it
+ * left symbolic (and is recorded as symbolic: the loaded model runs at n
+ * only). The graph's own constants are not touched, so a node that
+ * hard-codes the old batch fails shape inference, naming itself. */
+cov_status graph_rebatch(graph *g, int64_t n) {
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    graph_value *v = g->inputs[i];
+    if (v->rank < 1) continue;
+    int64_t dims[COV_MAX_RANK];
+    memcpy(dims, v->dims, (size_t)v->rank * sizeof *dims);
+    dims[0] = n;
+    v->symbolic |= 1u;
+    graph_set_shape(v, v->rank, dims);
+    int known = 1;
+    for (int d = 0; d < v->rank; d++) known &= dims[d] >= 0;
+    if (known && graph_numel(v) < 0)
+      return graph_value_error(g, v, COV_OUT_OF_RANGE, "at batch %lld it has more elements than covenant can hold",
+                               (long long)n);
+  }
+  return NULL;
+}

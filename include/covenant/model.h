@@ -75,6 +75,12 @@ typedef struct cov_model_options {
    * do not cover (other activations, LSTM's input_forget, a batch not
    * known at load) are unrolled as without it. */
   int recurrent_cells;
+  /* > 0: dim 0 of every input (rank >= 1) becomes this, whether the model
+   * leaves it symbolic or fixes it, before shape inference: a model
+   * exported at one batch loaded at another (a compiler's batch-1 sibling
+   * for estimates). A model whose nodes hard-code its batch (a Reshape to
+   * [32, -1]) then fails to load, naming the node. */
+  int64_t rebatch;
 } cov_model_options;
 
 /* Reads and prepares a model. `opts` may be NULL. On failure *out is NULL and
