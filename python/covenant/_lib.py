@@ -79,7 +79,7 @@ class _ExploreOptions(ctypes.Structure):
 class _ModelOptions(ctypes.Structure):
     _fields_ = [("codelets", _ptr), ("no_fold", ctypes.c_int), ("no_fuse", ctypes.c_int),
                 ("max_memory", ctypes.c_uint64), ("shapes", _ptr), ("n_shapes", _size),
-                ("compute_f32", ctypes.c_int), ("recurrent_cells", ctypes.c_int)]
+                ("compute_f32", ctypes.c_int), ("recurrent_cells", ctypes.c_int), ("rebatch", ctypes.c_int64)]
 
 
 # name: (restype, argtypes)
