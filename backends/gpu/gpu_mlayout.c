@@ -18,12 +18,14 @@
  * pools and global average pools become pooling kernels (gpu_pool.h): a
  * max pool is a node like a depthwise conv whose input needs no
  * conversion (it reads NCHW f32 as well), a global average pool reads a
- * rewritten conv's NHWC f16 result where there is one. Every
- * step keeps its group and order, so the launch sequence stays the
- * topological order it was. */
+ * rewritten conv's NHWC f16 result where there is one. Which candidates
+ * stay is chosen by estimated time (prune): bytes moved at the target's
+ * DRAM bandwidth plus a cost per launch. Every step keeps its group and
+ * order, so the launch sequence stays the topological order it was. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "acg/acg_ir.h"
 #include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "backends/gpu/gpu_msteps.h"
@@ -37,8 +39,6 @@ typedef struct cl_step {
   int x, y;       /* the conv's f32 NCHW input (before its f16 copy) and output */
   int copy, pre;  /* its f16 copy and NHWC transform steps (-1: none) */
   int owner;      /* of an f16 copy or transform: the conv reading it (-1: none) */
-  int cpad;       /* > 0: a conv of fewer than 8 input channels planned with cpad (a stem, below) */
-  int gain;       /* a stem's: the launches its NCHW gather path costs over the channels-last kernel */
   gpu_plan plan;  /* the rewritten conv's plan */
 } cl_step;
 
@@ -49,28 +49,6 @@ typedef struct cl_step {
  * f32 [N, C] result. Both become the pooling kernels (gpu_pool.h) in place
  * of their codelet's loop nest. */
 enum { CL_MAXPOOL = 1, CL_GAVGPOOL = 2 };
-
-/* Stems: a conv of a model input of C < 8 channels (an image's 3) is
- * refused by the channels-last kernel's 16-byte channel loads, and its
- * NCHW gather path loads 2-byte elements one at a time: on an H100
- * resnet18's 7x7 conv1 at batch 32 takes 162 us for ~20 us of work. It
- * is planned with CL_CPAD channels instead: its input's own conversion to
- * NHWC f16 writes channels 0 .. C-1 of CL_CPAD per pixel, a second copy
- * writes zeros (an f32 zero constant read with stride 0) to channels
- * C .. CL_CPAD-1 every run (the arena reuses the memory), and its weights
- * are reordered to [R][S][CL_CPAD][K] with zero tails. The zero copy
- * writes 2 * (8 - C) bytes per pixel (10 at C = 3); a fill of the whole
- * buffer before the conversion would write 16. Only stems whose windows
- * overlap (a 7x7 or 3x3 window at stride 2): the gather path loads each
- * input pixel once per window holding it (12 times for resnet's 7x7
- * stride 2), while a patch embedding (kernel = stride: ViT's 16x16,
- * ConvNeXt's 4x4) loads each once and its K would grow 8 / C times with
- * the padding. prune counts such a conv as launches saved in proportion
- * to its outputs, one per CL_STEM_WORK: the 162 us above are 401408
- * pixels x 64 channels, about a small launch (~2.5 us) per 6144 x 64
- * outputs; a small stem (a 64x64 image at batch 1) is not worth its two
- * copies and stays on the gather path. */
-enum { CL_CPAD = 8, CL_STEM_WORK = 6144 * 64 };
 
 static cov_status oom(void) { return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory"); }
 
@@ -100,17 +78,16 @@ static int f16_copy_of(const gpu_model_plan *p, int b, int before) {
   return -1;
 }
 
-/* Whether step j reads buffer b as something other than a rewritten
- * conv's NCHW input (that conv, or its dropped f16 copy, reads the NHWC
- * form instead). */
+/* Whether step j reads buffer b as f32 NCHW: not as a rewritten conv's
+ * or pool's input (read in NHWC f16 form), nor as a step a kept conv
+ * absorbs (its dropped f16 copy or transform). */
 static int reads_nchw(const gpu_model_plan *p, const cl_step *cs, int j, int b) {
   const gpu_mstep *s = &p->steps[j];
   int refs = s->op == GPU_STEP_FILL && s->fill_buf == b;
   for (int k = 0; s->op == GPU_STEP_LAUNCH && k < s->n_args; k++) refs |= s->args[k] == b;
   if (!refs) return 0;
-  if ((cs[j].conv || cs[j].pool == CL_GAVGPOOL) && cs[j].x == b && !cs[j].cpad) return 0;
-  int o = cs[j].owner; /* a padded stem converts its own input from f32 NCHW */
-  return !(o >= 0 && cs[o].conv && cs[o].x == b && !cs[o].cpad);
+  if ((cs[j].conv || cs[j].pool == CL_GAVGPOOL) && cs[j].x == b) return 0;
+  return !(cs[j].owner >= 0 && cs[cs[j].owner].conv);
 }
 
 /* Whether rewritten conv i's output is read as f32 NCHW (by the caller or
@@ -123,55 +100,82 @@ static int needs_back(const gpu_model_plan *p, const cl_step *cs, int i) {
   return 0;
 }
 
-/* Launches the rewrite saves with the convs marked now (negative: adds):
- * each rewritten conv's f16 copy and NHWC transform, less one conversion
- * per NCHW input no rewritten conv produces and one per output read as
- * NCHW. prod (per buffer: the rewritten conv writing it, else -1) and
- * mark are scratch of n_bufs each: one pass over the steps. */
-static int saved(const gpu_model_plan *p, const cl_step *cs, int *prod, char *mark) {
+/* What prune weighs: microseconds per byte moved (the target's DRAM
+ * bandwidth) and per launch. No ACG field gives a launch's cost: 2.5 us
+ * is a small kernel's launch-to-launch time in a CUDA graph on the H100
+ * (resnet18's stem, 162 us for 401408 pixels x 64 channels, is about one
+ * such launch per 6144 x 64 outputs). */
+typedef struct cl_cost {
+  double us_byte, us_launch;
+} cl_cost;
+#define CL_LAUNCH_US 2.5
+
+static cl_cost cost_of(const gpu_target *t) {
+  double bw = acg_dram_bandwidth(t->acg), mhz = t->acg->clock_mhz; /* bytes per cycle, cycles per us */
+  cl_cost c = {bw > 0 && mhz > 0 ? 1.0 / (bw * mhz) : 0, CL_LAUNCH_US};
+  return c;
+}
+
+/* A launch moving `bytes`, in microseconds. */
+static double launch_us(const cl_cost *k, double bytes) { return k->us_launch + bytes * k->us_byte; }
+
+/* The estimated time of the work the rewrite changes with the convs marked
+ * now, relative to none marked (lower is better): each one's f16 copy
+ * and NHWC transform gone (a copy reads 4 and writes 2 bytes an element,
+ * a transform 2 and 2), its output stored as f16 (2 bytes an element
+ * less than f32; a conv reads an f16 copy either way), plus one conversion
+ * (6 bytes an element) per f32 NCHW input none produces and one per
+ * output read as NCHW. prod (per buffer: the conv writing it, else -1)
+ * and mark are scratch of n_bufs each: one pass over the steps. */
+static double cost(const gpu_model_plan *p, const cl_step *cs, const cl_cost *k, int *prod, char *mark) {
   enum { BACK = 1, CONVERTED = 2 };
-  int n = 0;
+  double us = 0;
   for (int b = 0; b < p->n_bufs; b++) prod[b] = -1, mark[b] = 0;
   for (int i = 0; i < p->n_steps; i++)
     if (cs[i].conv) prod[cs[i].y] = i;
   for (int j = 0; j < p->n_steps; j++) {
     const gpu_mstep *s = &p->steps[j];
     int nb = s->op == GPU_STEP_FILL ? 1 : s->op == GPU_STEP_LAUNCH ? s->n_args : 0;
-    for (int k = 0; k < nb; k++) {
-      int b = s->op == GPU_STEP_FILL ? s->fill_buf : s->args[k];
+    for (int a = 0; a < nb; a++) {
+      int b = s->op == GPU_STEP_FILL ? s->fill_buf : s->args[a];
       if (b >= 0 && prod[b] >= 0 && prod[b] != j && !(mark[b] & BACK) && reads_nchw(p, cs, j, b)) mark[b] |= BACK;
     }
   }
   for (int i = 0; i < p->n_steps; i++) {
     if (!cs[i].conv) continue;
     int y = cs[i].y, x = cs[i].x;
-    n += (cs[i].copy >= 0) + (cs[i].pre >= 0) - ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT);
-    if (cs[i].cpad) n += cs[i].gain - 2; /* its conversion and zero copy */
-    else if (prod[x] < 0 && !cs[i].pool && !(mark[x] & CONVERTED)) n--, mark[x] |= CONVERTED;
+    double ny = (double)p->bufs[y].numel, nx = (double)p->bufs[x].numel;
+    if (cs[i].copy >= 0) us -= launch_us(k, 6 * nx);
+    if (cs[i].pre >= 0) us -= launch_us(k, 4 * nx);
+    us -= 2 * ny * k->us_byte;
+    if ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT) us += launch_us(k, 6 * ny);
+    if (!cs[i].pool && prod[x] < 0 && !(mark[x] & CONVERTED)) us += launch_us(k, 6 * nx), mark[x] |= CONVERTED;
   }
-  return n;
+  return us;
 }
 
-/* Drops rewritten convs, one at a time in step order, while that saves
- * launches (a depthwise conv between two kernels that read and write NCHW
- * would add two conversions); a tie keeps the channels-last kernel. At
- * most PRUNE_ROUNDS passes over the convs: bounded work on any model. */
+/* Drops rewritten convs, one at a time in step order, while that lowers
+ * the estimated time (a depthwise conv between two kernels that read and
+ * write NCHW would add two conversions); a tie keeps the channels-last
+ * kernel. At most PRUNE_ROUNDS passes over the convs: bounded work on any
+ * model. */
 enum { PRUNE_ROUNDS = 4 };
-static cov_status prune(const gpu_model_plan *p, cl_step *cs) {
+static cov_status prune(const gpu_model_plan *p, const gpu_target *t, cl_step *cs) {
   int *prod = malloc(((size_t)p->n_bufs + 1) * sizeof *prod);
   char *mark = malloc((size_t)p->n_bufs + 1);
   if (!prod || !mark) {
     free(prod), free(mark);
-    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+    return oom();
   }
-  int best = saved(p, cs, prod, mark);
+  cl_cost k = cost_of(t);
+  double best = cost(p, cs, &k, prod, mark);
   for (int changed = 1, round = 0; changed && round < PRUNE_ROUNDS; round++) {
     changed = 0;
     for (int i = 0; i < p->n_steps; i++) {
       if (!cs[i].conv) continue;
       cs[i].conv = 0;
-      int n = saved(p, cs, prod, mark);
-      if (n > best) best = n, changed = 1;
+      double us = cost(p, cs, &k, prod, mark);
+      if (us < best - 1e-9) best = us, changed = 1;
       else cs[i].conv = 1;
     }
   }
@@ -240,15 +244,11 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
            s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
   int conv = s->kkind == GPU_KERNEL_MATRIX && q.kind == GPU_OP_CONV2D && q.groups == 1 && !q.nhwc_io &&
              !q.epi.maxpool2x2 && q.in_dtype == COV_F16;
-  /* Stems (above) stay on the gather path: timed on the H100 at batch 32
-   * the padded channels-last stem lost at every size tried (resnet18's
-   * 7x7: 286 us against 162; mobilenet_v2's 3x3 with its two copies: 107
-   * against 47; efficientnet_b0's: 132 against 60), so no conv is planned
-   * with CL_CPAD channels until its kernel beats the gather path. */
-  int cpad = 0;
-  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || (q.cc % 8 && !cpad) ||
-      q.ck % 8)
-    return;
+  /* Stems of < 8 channels stay on the NCHW gather path: padded to 8 for
+   * the channels-last kernel they were slower on the H100 at batch 32
+   * (resnet18 286 us against 162, mobilenet_v2 107 against 47,
+   * efficientnet_b0 132 against 60). */
+  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || q.cc % 8 || q.ck % 8) return;
   int y = s->args[2], pre = conv && i > 0 && s[-1].pre ? i - 1 : -1, copy = -1, x = s->args[0];
   if (conv) {
     int h = pre >= 0 ? p->steps[pre].args[0] : s->args[0];
@@ -266,55 +266,32 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
     yb->rank = 4, memcpy(yb->shape, sh, sizeof sh);
   }
   if (yb->rank != 4) return;
-  const int64_t *xs = p->bufs[x].shape; /* a stem's conversion reads x as the conv sees it */
-  if (cpad && (p->bufs[x].kind != GPU_BUF_INPUT || xs[0] != q.cn || xs[1] != q.cc || xs[2] != q.ch || xs[3] != q.cw)) return;
   q.nhwc_io = true, q.in_dtype = COV_F16;
-  if (cpad) q.cc = cpad;
-  /* a stem's K tiles run past its CL_CPAD channels (zero-filled chunks) */
-  q.exact_channels = !cpad && (dw || !(gpu_model_pad_link(p, i) || gpu_model_pad_wide(p, i)));
+  q.exact_channels = dw || !(gpu_model_pad_link(p, i) || gpu_model_pad_wide(p, i));
   const gpu_tune_entry *e;
   cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);
   if (st || (dw && !cs[i].plan.dw) || (conv && (!cs[i].plan.nhwc || !cs[i].plan.prob.nhwc_io))) {
     cov_status_free(st);
     return;
   }
-  cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre, cs[i].cpad = cpad;
-  int64_t work = p->bufs[y].numel / CL_STEM_WORK; /* y's outputs */
-  if (cpad) cs[i].gain = (int)(work < 1 << 20 ? work : 1 << 20);
+  cs[i].conv = 1, cs[i].x = x, cs[i].y = y, cs[i].copy = copy, cs[i].pre = pre;
   if (copy >= 0) cs[copy].owner = i;
   if (pre >= 0) cs[pre].owner = i;
 }
 
 /* The conversion copy between NCHW f32 buffer `nchw` [N][C][H][W] and its
- * NHWC f16 form `nhwc`: to_nhwc, consecutive work items on consecutive
- * destination channels, cp >= C of them per pixel (channels C .. cp-1 left
- * to the zero copy below); back, on consecutive destination pixels. */
-static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc, int64_t cp) {
+ * NHWC f16 form: to_nhwc, consecutive work items on consecutive
+ * destination channels; back, on consecutive destination pixels. */
+static gpu_ew convert(const gpu_model_plan *p, int nchw, int to_nhwc) {
   const int64_t *d = p->bufs[nchw].shape;
   int64_t c = d[1], hw = d[2] * d[3];
-  if (!to_nhwc || cp < c) cp = c;
   gpu_ew e;
   memset(&e, 0, sizeof e); /* kernels compare bytewise */
   e.kind = GPU_EW_COPY, e.n = p->bufs[nchw].numel, e.run = 1;
   e.out_dtype = to_nhwc ? COV_F16 : COV_F32, e.in_dtype = to_nhwc ? COV_DTYPE_INVALID : COV_F16; /* f32, f16 */
-  int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, cp, cp * hw};
+  int64_t rep[3] = {c, hw, d[0]}, ss[3] = {hw, 1, c * hw}, ds[3] = {1, c, c * hw};
   if (!to_nhwc) rep[0] = hw, rep[1] = c, ss[0] = c, ss[1] = 1, ds[0] = 1, ds[1] = hw;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = ss[l], e.ds[l] = ds[l];
-  return e;
-}
-
-/* The copy of f32 zeros (buffer of cp - C, read with stride 0) into
- * channels C .. cp-1 of every pixel of a padded NHWC f16 form of NCHW
- * buffer `nchw`. */
-static gpu_ew zero_tail(const gpu_model_plan *p, int nchw, int64_t cp) {
-  const int64_t *d = p->bufs[nchw].shape;
-  int64_t c = d[1], hw = d[2] * d[3];
-  gpu_ew e;
-  memset(&e, 0, sizeof e); /* kernels compare bytewise */
-  e.kind = GPU_EW_COPY, e.run = cp - c, e.n = (cp - c) * hw * d[0], e.d0 = c;
-  e.out_dtype = COV_F16, e.in_dtype = COV_DTYPE_INVALID; /* f32 */
-  int64_t rep[3] = {hw, d[0], 1}, ds[3] = {cp, cp * hw, cp * hw * d[0]};
-  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = rep[l], e.ss[l] = 0, e.ds[l] = ds[l];
   return e;
 }
 
@@ -334,16 +311,15 @@ static gpu_mstep convert_step(const gpu_mstep *at, int from, int to, gpu_ew ew, 
 }
 
 /* The weights of a rewritten conv in its kernel's layout, f16: [R][S][C][K]
- * from OIHW (unless the plan read them so already), depthwise [R][S][C];
- * a padded stem's (cin < the plan's C) [R][S][C][K] with zero tails. */
-static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const gpu_plan *np, int64_t cin) {
+ * from OIHW (unless the plan read them so already), depthwise [R][S][C]. */
+static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const gpu_plan *np) {
   gpu_mbuf *w = &p->bufs[s->args[1]];
   const gpu_problem *q = &np->prob;
   if (s->kkind == GPU_KERNEL_MATRIX && s->plan.nhwc) return NULL; /* [R][S][C][K] already */
-  int64_t rs = q->cr * q->cs, cg = q->cc / q->groups, n = w->numel, m = q->ck * cg * rs;
-  if (cin > cg || n != q->ck * cin * rs)
+  int64_t rs = q->cr * q->cs, cin = q->cc / q->groups, n = w->numel;
+  if (n != q->ck * cin * rs)
     return cov_error(COV_INTERNAL, GPU_LOC(NULL, w->name), "weight '%s': %lld values", w->name, (long long)n);
-  uint16_t *v = calloc((size_t)m + 1, 2); /* f16 zeros in the padded channels */
+  uint16_t *v = calloc((size_t)n + 1, 2);
   if (!v) return oom();
   for (int64_t o = 0; o < q->ck; o++)
     for (int64_t c = 0; c < cin; c++)
@@ -356,9 +332,7 @@ static cov_status reorder_weights(gpu_model_plan *p, const gpu_mstep *s, const g
         v[to] = h;
       }
   free(w->data);
-  w->data = v, w->dtype = COV_F16, w->numel = m;
-  if (m != n && w->rank == 4) w->shape[1] = cg; /* OIHW sizes of the padded values */
-  else if (m != n) w->rank = 1, w->shape[0] = m;
+  w->data = v, w->dtype = COV_F16;
   return NULL;
 }
 
@@ -384,29 +358,18 @@ static cov_status rewrite_pool(gpu_model_plan *p, const cl_step *cs, int i, int 
   s.block[0] = GPU_EW_THREADS, s.block[1] = s.block[2] = 1;
   s.shared_bytes = gpu_ew_shared_bytes(&s.ew);
   out[(*n)++] = s;
-  if (cs[i].conv && needs_back(p, cs, i)) out[(*n)++] = convert_step(&s, nhwc[y], y, convert(p, y, 0, 0), "to_nchw");
+  if (cs[i].conv && needs_back(p, cs, i)) out[(*n)++] = convert_step(&s, nhwc[y], y, convert(p, y, 0), "to_nchw");
   return NULL;
 }
 
-/* A padded stem's input (*in): NHWC f16 [N][H][W][cp] from f32 NCHW x by
- * a conversion and a copy of zeros into the tail channels. */
-static cov_status stem_input(gpu_model_plan *p, const gpu_mstep *at, int x, int64_t cp, int *in, gpu_mstep *out, int *n) {
-  cov_status st = NULL;
-  char nm[sizeof p->bufs[0].name];
-  int64_t d[4], tail;
-  memcpy(d, p->bufs[x].shape, sizeof d); /* a copy: adding buffers moves p->bufs */
-  tail = cp - d[1];
-  snprintf(nm, sizeof nm, "%.110s.nhwc_pad", p->bufs[x].name);
-  int64_t sh[4] = {d[0], d[2], d[3], cp};
-  int b = gpu_ms_add_buf(p, nm, GPU_BUF_INTERMEDIATE, COV_F16, 4, sh, &st);
-  if (b < 0) return st ? st : oom();
-  snprintf(nm, sizeof nm, "%.110s.pad_zeros", p->bufs[x].name);
-  int z = gpu_ms_add_buf(p, nm, GPU_BUF_WEIGHT, COV_F32, 1, &tail, &st);
-  if (z < 0) return st ? st : oom();
-  if (!(p->bufs[z].data = calloc((size_t)tail, sizeof(float)))) return oom();
-  out[(*n)++] = convert_step(at, x, b, convert(p, x, 1, cp), "to_nhwc");
-  out[(*n)++] = convert_step(at, z, b, zero_tail(p, x, cp), "pad_zero");
-  *in = b;
+/* x's NHWC f16 form: where no node has written it yet (an f32 NCHW
+ * activation), converted once, before its first such reader (at). */
+static cov_status to_nhwc(gpu_model_plan *p, const gpu_mstep *at, int x, int *nhwc, gpu_mstep *out, int *n) {
+  if (nhwc[x] >= 0) return NULL;
+  const int64_t *d = p->bufs[x].shape;
+  int64_t sh[4] = {d[0], d[2], d[3], d[1]};
+  if ((nhwc[x] = add_buffer(p, p->bufs[x].name, COV_F16, 4, sh)) < 0) return oom();
+  out[(*n)++] = convert_step(at, x, nhwc[x], convert(p, x, 1), "to_nhwc");
   return NULL;
 }
 
@@ -426,31 +389,22 @@ static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *
       continue;
     }
     int x = cs[i].x, y = cs[i].y;
-    int64_t d[4], e[4]; /* copies: add_buffer moves p->bufs */
-    memcpy(d, p->bufs[x].shape, sizeof d), memcpy(e, p->bufs[y].shape, sizeof e);
-    int in = nhwc[x];
-    if (cs[i].cpad) { /* a stem: its own padded form */
-      COV_RETURN_IF_ERROR(stem_input(p, &s, x, cs[i].cpad, &in, out, &n));
-    } else if (nhwc[x] < 0) { /* an f32 NCHW activation: converted once, before its first such reader */
-      int64_t sh[4] = {d[0], d[2], d[3], d[1]};
-      if ((nhwc[x] = add_buffer(p, p->bufs[x].name, COV_F16, 4, sh)) < 0) return oom();
-      out[n++] = convert_step(&s, x, nhwc[x], convert(p, x, 1, d[1]), "to_nhwc");
-      in = nhwc[x];
-    }
+    int64_t e[4]; /* a copy: add_buffer moves p->bufs */
+    memcpy(e, p->bufs[y].shape, sizeof e);
+    COV_RETURN_IF_ERROR(to_nhwc(p, &s, x, nhwc, out, &n));
     int64_t sh[4] = {e[0], e[2], e[3], e[1]};
     if ((nhwc[y] = add_buffer(p, p->bufs[y].name, COV_F16, 4, sh)) < 0) return oom();
-    int64_t cin = cs[i].cpad ? d[1] : cs[i].plan.prob.cc / cs[i].plan.prob.groups;
-    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan, cin));
+    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan));
     s.kkind = GPU_KERNEL_MATRIX, s.plan = cs[i].plan;
     memcpy(s.grid, s.plan.grid, sizeof s.grid);
     s.block[0] = (unsigned)s.plan.threads, s.block[1] = s.block[2] = 1;
     s.shared_bytes = s.plan.shared_bytes;
-    s.args[0] = in, s.args[2] = nhwc[y];
+    s.args[0] = nhwc[x], s.args[2] = nhwc[y];
     out[n++] = s;
     /* read as f32 NCHW by anything else (a kernel other than a rewritten
      * conv's dropped copy, the caller): converted back once */
     if (needs_back(p, cs, i))
-      out[n++] = convert_step(&s, nhwc[y], y, convert(p, y, 0, 0), "to_nchw");
+      out[n++] = convert_step(&s, nhwc[y], y, convert(p, y, 0), "to_nchw");
   }
   *n_out = n;
   return NULL;
@@ -470,7 +424,7 @@ cov_status gpu_model_channels_last(gpu_model_plan *p, const gpu_target *t) {
   int any = 0;
   for (int i = 0; i < n0; i++) cs[i].copy = cs[i].pre = cs[i].owner = -1;
   for (int i = 0; i < n0; i++) consider(t, p, cs, i);
-  cov_status st = prune(p, cs);
+  cov_status st = prune(p, t, cs);
   for (int i = 0; i < n0 && !st; i++) {
     any |= cs[i].conv || cs[i].pool;
     cs[i].del = cs[i].owner >= 0 && cs[cs[i].owner].conv;
