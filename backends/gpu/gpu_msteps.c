@@ -31,12 +31,14 @@ int gpu_ms_add_buf(gpu_model_plan *p, const char *name, gpu_buf_kind kind, cov_d
 }
 
 gpu_mstep *gpu_ms_add_step(gpu_model_plan *p, int group, const char *label, cov_status *st) {
+  char nm[sizeof p->steps->label]; /* copied first: label may point into the steps that grow moves */
+  snprintf(nm, sizeof nm, "%s", label);
   *st = common_grow((void **)&p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps, 32, "compiling the model");
   if (*st) return NULL;
   gpu_mstep *s = &p->steps[p->n_steps++];
   memset(s, 0, sizeof *s);
   s->group = group, s->module = -1, s->fill_buf = -1, s->n_args = 4;
-  snprintf(s->label, sizeof s->label, "%s", label);
+  memcpy(s->label, nm, sizeof s->label);
   for (int i = 0; i < GPU_CDL_MAX_ARGS; i++) s->args[i] = -1;
   for (int d = 0; d < 3; d++) s->grid[d] = s->block[d] = 1;
   return s;
