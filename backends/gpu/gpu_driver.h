@@ -26,15 +26,15 @@ typedef struct gpu_target {
    * pass, gpu_model_channels_last); cov_gpu_options.f32_activations */
   int f32_activations;
   /* the operand dtype it was opened for: COV_F32 gives a compiled model's
-   * matrix kernels f32 operands and weights (the FMA path) instead of f16 */
+   * matrix kernels f32 operands and weights instead of f16 */
   cov_dtype dtype;
   /* caps and shapes for f32 operands: what a group promoted to f32 in an
    * f16 plan is planned against */
   gpu_target_caps caps_f32;
   int shapes_f32[8][3];
   int n_shapes_f32;
-  /* models: the layer groups whose matrix kernels take f32 operands (the
-   * FMA path, f32 weights, no f16 copies) in an otherwise f16 plan: group
+  /* models: the layer groups whose matrix kernels take f32 operands (f32
+   * weights, no f16 copies) in an otherwise f16 plan: group
    * g where g < n_f32_groups and f32_groups[g] (gpu_mprec.c picks them);
    * NULL: none */
   const unsigned char *f32_groups;

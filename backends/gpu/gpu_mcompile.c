@@ -215,7 +215,7 @@ static cov_status input_buffer(lower_ctx *x, size_t k, int *out) {
 }
 
 /* The matrix kernels' operand dtype: f16, or f32 on a target opened for
- * f32 (`--dtype f32`: the FMA path, no operand rounding) and in the groups
+ * f32 (`--dtype f32`: no f16 operand rounding) and in the groups
  * the precision plan promotes (gpu_mprec.c). */
 static cov_dtype operand_dtype(const lower_ctx *x) {
   const gpu_target *t = x->t;

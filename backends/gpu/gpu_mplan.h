@@ -263,7 +263,7 @@ typedef struct gpu_mprec {
   int evals;        /* plans emulated */
   int64_t batch;    /* the first input's dim 0 the estimate ran at */
   /* the GPU cost model's time of the promoted groups' matrix kernels on
-   * f32 operands (the FMA path) and of the same problems on f16 (us) */
+   * f32 operands and of the same problems on f16 (us) */
   double us_f32, us_f16;
 } gpu_mprec;
 

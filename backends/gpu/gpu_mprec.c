@@ -1,5 +1,6 @@
 /* backends/gpu/gpu_mprec.c: a GPU model's precision plan: which layer
- * groups' matrix kernels take f32 operands (the FMA path, f32 weights)
+ * groups' matrix kernels take f32 operands (f32 weights; NVPTX's 3xTF32 tensor-core
+ * products, the FMA fragment on targets without an f32 matrix capability)
  * inside an f16 plan, chosen by measured error.
  *
  * Rounding the matrix operands to f16 costs a deep random-weight CNN
@@ -393,6 +394,6 @@ void gpu_mprec_note(const gpu_model_plan *p, FILE *notes) {
     fprintf(notes, " %s", group_label(p, s->group));
     shown++;
   }
-  fprintf(notes, "%s; their kernels (*_matrix_f32) %.1f us on the FMA path against %.1f us on f16 (cost model)\n",
+  fprintf(notes, "%s; their kernels (*_matrix_f32) %.1f us on f32 operands against %.1f us on f16 (cost model)\n",
           r->n_f32 > shown ? " ..." : "", r->us_f32, r->us_f16);
 }

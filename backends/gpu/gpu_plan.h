@@ -93,7 +93,7 @@ enum { GPU_APRO_ARG = 7 };
 typedef struct gpu_problem {
   gpu_op_kind kind;
   gpu_a_prologue a_pro;
-  cov_dtype in_dtype; /* f16, bf16 (matrix units) or f32 (FMA path); accumulation and output f32 */
+  cov_dtype in_dtype; /* f16, bf16 or f32 (matrix units where the ACG and lowering have them, else the FMA fragment); accumulation and output f32 */
   /* matmul */
   int64_t batch, m, n, k;
   /* conv2d: input [cn, cc, ch, cw], weights [ck, cc/groups, cr, cs];

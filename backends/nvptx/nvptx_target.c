@@ -178,6 +178,75 @@ static LLVMValueRef nv_lane_xor(gpu_gen *g, LLVMValueRef x, int mask) {
 
 static const gpu_frag_ops mma_m16n8k16 = {16, 8, 16, 4, mma_load_a, mma_load_b, mma_op, mma_acc_coord, mma_load_b2, 1};
 
+/* f32 operands on the tensor cores as three tf32 products (3xTF32): each
+ * operand x = big + small, big = tf32(x) (cvt.rna keeps 10 mantissa bits,
+ * as f16 does, with f32's range), small = tf32(x - big); a·b is summed as
+ * small_a·big_b + big_a·small_b + big_a·big_b, which keeps about 21 bits
+ * of each operand (the small·small term lies below f32's own rounding).
+ * One tf32 product alone would round like f16 operands; the precision plan
+ * gives a group f32 operands exactly where that rounding costs accuracy.
+ * mma.sync.m16n8k8 .tf32 fragments (PTX ISA, "Matrix fragments for
+ * mma.m16n8k8"), g = lane / 4, t = lane % 4:
+ *   A (row): a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
+ *   B (col): b0 = B[t][g], b1 = B[t+4][g]
+ *   C:       as m16n8k16's (mma_acc_coord).
+ * A fragment is the vector <bigs, smalls>: split once per load, used by
+ * every product of the warp tile. */
+static LLVMValueRef tf32_split(gpu_gen *g, LLVMValueRef x, int n) {
+  LLVMValueRef v = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)(2 * n)));
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef xi = LLVMBuildExtractElement(g->b, x, gpu_i32(g, i), "");
+    LLVMValueRef big = gpu_call_intrinsic(g, "llvm.nvvm.f2tf32.rna", NULL, 0, &xi, 1);
+    LLVMValueRef rest = LLVMBuildFSub(g->b, xi, LLVMBuildBitCast(g->b, big, g->f32, ""), "");
+    LLVMValueRef small = gpu_call_intrinsic(g, "llvm.nvvm.f2tf32.rna", NULL, 0, &rest, 1);
+    v = LLVMBuildInsertElement(g->b, v, big, gpu_i32(g, i), "");
+    v = LLVMBuildInsertElement(g->b, v, small, gpu_i32(g, n + i), "");
+  }
+  return v;
+}
+
+static LLVMValueRef tf32_load(gpu_gen *g, const gpu_tile *tile, LLVMValueRef row, LLVMValueRef col) {
+  return LLVMBuildLoad2(g->b, g->f32, gpu_tile_addr(g, tile, row, col), "");
+}
+
+static LLVMValueRef tf32_load_a(gpu_gen *g, const gpu_tile *a, LLVMValueRef row0, int k0) {
+  LLVMValueRef grp = LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 4), "");
+  LLVMValueRef t = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 4), "");
+  LLVMValueRef x = LLVMGetUndef(LLVMVectorType(g->f32, 4));
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef row = LLVMBuildAdd(g->b, row0, LLVMBuildAdd(g->b, grp, gpu_i32(g, i & 1 ? 8 : 0), ""), "");
+    LLVMValueRef col = LLVMBuildAdd(g->b, t, gpu_i32(g, k0 + (i >= 2 ? 4 : 0)), "");
+    x = LLVMBuildInsertElement(g->b, x, tf32_load(g, a, row, col), gpu_i32(g, i), "");
+  }
+  return tf32_split(g, x, 4);
+}
+
+static LLVMValueRef tf32_load_b(gpu_gen *g, const gpu_tile *b, int k0, LLVMValueRef col0) {
+  LLVMValueRef col = LLVMBuildAdd(g->b, col0, LLVMBuildUDiv(g->b, g->lane, gpu_i32(g, 4), ""), "");
+  LLVMValueRef t = LLVMBuildURem(g->b, g->lane, gpu_i32(g, 4), "");
+  LLVMValueRef x = LLVMGetUndef(LLVMVectorType(g->f32, 2));
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef row = LLVMBuildAdd(g->b, t, gpu_i32(g, k0 + 4 * i), "");
+    x = LLVMBuildInsertElement(g->b, x, tf32_load(g, b, row, col), gpu_i32(g, i), "");
+  }
+  return tf32_split(g, x, 2);
+}
+
+static void tf32_mma(gpu_gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *acc) {
+  /* the small terms first, so that the big product adds to their sum */
+  static const int a_part[3] = {1, 0, 0}, b_part[3] = {0, 1, 0};
+  for (int term = 0; term < 3; term++) {
+    LLVMValueRef args[10];
+    for (int i = 0; i < 4; i++) args[i] = LLVMBuildExtractElement(g->b, a, gpu_i32(g, 4 * a_part[term] + i), "");
+    for (int i = 0; i < 2; i++) args[4 + i] = LLVMBuildExtractElement(g->b, b, gpu_i32(g, 2 * b_part[term] + i), "");
+    for (int i = 0; i < 4; i++) args[6 + i] = acc[i];
+    LLVMValueRef d = gpu_call_intrinsic(g, "llvm.nvvm.mma.m16n8k8.row.col.tf32", NULL, 0, args, 10);
+    for (int i = 0; i < 4; i++) acc[i] = LLVMBuildExtractValue(g->b, d, (unsigned)i, "");
+  }
+}
+
+static const gpu_frag_ops mma_tf32x3 = {16, 8, 8, 4, tf32_load_a, tf32_load_b, tf32_mma, mma_acc_coord, NULL, 1};
+
 /* Warpgroup MMA (sm_90a). LLVM 19 has no intrinsic for wgmma.mma_async, so
  * the instructions are inline PTX; the accumulators pass through every
  * statement as tied operands ("=f" outputs tied to inputs), which keeps
@@ -373,12 +442,13 @@ static const gpu_frag_ops *nv_matrix_frag(const gpu_plan *p) {
   if ((p->prob.in_dtype == COV_F16 || p->prob.in_dtype == COV_BF16) && p->fm == 16 && p->fn == 8 &&
       p->fk == 16)
     return &mma_m16n8k16;
+  if (p->prob.in_dtype == COV_F32 && p->fm == 16 && p->fn == 8 && p->fk == 8) return &mma_tf32x3;
   return NULL;
 }
 
 static int nv_matrix_shapes(cov_dtype in, int (*out)[3], int max) {
-  if ((in != COV_F16 && in != COV_BF16) || max < 1) return 0;
-  out[0][0] = 16, out[0][1] = 8, out[0][2] = 16;
+  if ((in != COV_F16 && in != COV_BF16 && in != COV_F32) || max < 1) return 0;
+  out[0][0] = 16, out[0][1] = 8, out[0][2] = in == COV_F32 ? 8 : 16;
   return 1;
 }
 

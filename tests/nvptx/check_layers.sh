@@ -183,6 +183,19 @@ if "$cov" gpu compile gemm_1024x1024x1024:64x128x64:64x128:8:ws --target nvptx-s
   wsbad "setmaxnreg accepted on 256 threads"
 fi
 grep -q 'setmaxnreg to 232 registers' "$work/wsbad.err" || wsbad "refusal does not say why: $(cat "$work/wsbad.err")"
+# f32 operands (--dtype f32; the precision plan's promoted groups): three
+# tf32 products per fragment pair (3xTF32) on split operands, not the FMA
+# fragment: a conv with K = 27 (a K tile's tail) and a matmul
+"$cov" gpu compile resnet50_conv1 gemm_1000x1000x27 --target nvptx-sm90 --dtype f32 -o "$work/f32" >/dev/null ||
+  { echo "FAIL f32: does not compile"; fail=1; }
+for f in "$work"/f32/*.ptx; do
+  mma=$(grep -c 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32' "$f" || true)
+  cvt=$(grep -c 'cvt.rna.tf32.f32' "$f" || true)
+  { [ "$mma" -gt 0 ] && [ $((mma % 3)) -eq 0 ]; } || { echo "FAIL f32 $f: $mma tf32 mma (not 3 per product)"; fail=1; }
+  # a split is two conversions (the part and the remainder)
+  { [ "$cvt" -gt 0 ] && [ $((cvt % 2)) -eq 0 ]; } || { echo "FAIL f32 $f: $cvt tf32 conversions"; fail=1; }
+  if grep -Eq '\.f16|ldmatrix|\.local' "$f"; then echo "FAIL f32 $f: f16 operands or local memory"; fail=1; fi
+done
 [ "$n" -eq 15 ] || { echo "FAIL: expected 15 kernels (the suite's 14 layers and a GEMM), got $n"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $n PTX kernels checked, deterministic"
 exit $fail
