@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/gpu_mcapture.h"
 #include "backends/gpu/gpu_mplan.h"
 #include "mapper/map_gpu.h"
 
@@ -104,9 +105,9 @@ typedef struct est {
   const gpu_target *t;
   int order[GPU_MPREC_GROUPS]; /* its matrix groups in plan order */
   int n;
-  cov_tensor in[16];    /* the fixed-seed input */
+  cov_tensor in[GPU_CAP_MAX_IO];    /* the fixed-seed input */
   int n_in;
-  cov_tensor ref[16];   /* the all-f32 plan's outputs */
+  cov_tensor ref[GPU_CAP_MAX_IO];   /* the all-f32 plan's outputs */
   int n_out;
   int evals;
 } est;
@@ -163,7 +164,7 @@ static double rel_err(const est *e, const cov_tensor *got) {
 static cov_status emulate_prefix(est *e, int k, cov_tensor *got, double *err) {
   gpu_model_plan p;
   COV_RETURN_IF_ERROR(compile_prefix(e->m, e->path, e->t, e->order, k, 0, &p));
-  cov_tensor out[16];
+  cov_tensor out[GPU_CAP_MAX_IO];
   memset(out, 0, sizeof out);
   cov_status st = gpu_model_emulate(&p, e->in, (size_t)e->n_in, got ? got : out, (size_t)p.n_outputs);
   e->evals++;
@@ -202,8 +203,8 @@ static int is16(cov_dtype d) { return d == COV_F16 || d == COV_BF16; }
 static cov_status batch_one(const cov_model *m, const char *path, cov_model **out) {
   *out = NULL;
   size_t ni = cov_model_num_inputs(m), no = cov_model_num_outputs(m);
-  if (ni > 16) return NULL;
-  cov_model_shape shapes[16];
+  if (ni > GPU_CAP_MAX_IO) return NULL;
+  cov_model_shape shapes[GPU_CAP_MAX_IO];
   int over = 0, need16 = 0, fixed = 0;
   for (size_t i = 0; i < ni; i++) {
     cov_dtype dt;
@@ -272,7 +273,7 @@ static void est_free(est *e) {
 static cov_status estimate(est *e, const gpu_model_plan *p0, int *k, gpu_mprec *r) {
   COV_RETURN_IF_ERROR(make_inputs(e, p0));
   COV_RETURN_IF_ERROR(emulate_prefix(e, e->n, e->ref, NULL));
-  cov_tensor got[16];
+  cov_tensor got[GPU_CAP_MAX_IO];
   memset(got, 0, sizeof got);
   cov_status st = gpu_model_emulate(p0, e->in, (size_t)e->n_in, got, (size_t)p0->n_outputs);
   e->evals++;
