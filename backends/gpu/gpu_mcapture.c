@@ -143,6 +143,11 @@ static uint32_t cap_high(uint32_t lo) { return ~lo ^ 0x2545F491u; }
  * i64 element's low word when its high word matches (else CAP_BAD, which
  * decodes as no element). */
 #define CAP_BAD 0xFFFFFFFFu
+uint32_t gpu_cap_word64(uint64_t p) {
+  uint32_t lo = (uint32_t)p, hi = (uint32_t)(p >> 32);
+  return hi == cap_high(lo) ? lo : CAP_BAD;
+}
+
 void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
   int64_t n = cov_tensor_numel(t);
   if (!t->data) return;
@@ -150,128 +155,8 @@ void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
     memcpy(w, t->data, (size_t)n * 4);
   } else if (t->dtype == COV_I64) {
     const uint64_t *p = t->data;
-    for (int64_t j = 0; j < n; j++) {
-      uint32_t lo = (uint32_t)p[j], hi = (uint32_t)(p[j] >> 32);
-      w[j] = hi == cap_high(lo) ? lo : CAP_BAD;
-    }
+    for (int64_t j = 0; j < n; j++) w[j] = gpu_cap_word64(p[j]);
   }
-}
-
-/* pass 0 keeps the ids, pass 1 decodes them with the indices */
-static cov_status keep_ids(const cov_tensor *t, uint32_t **ids) {
-  int64_t n = cov_tensor_numel(t);
-  *ids = calloc((size_t)(n > 0 ? n : 1), 4);
-  if (!*ids) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  gpu_cap_words(t, *ids);
-  return NULL;
-}
-
-static void cap_fail(gpu_cap_value *v, const char *why) {
-  if (why != v->why) snprintf(v->why, sizeof v->why, "%s", why);
-  free(v->runs);
-  v->runs = NULL, v->n_runs = 0;
-}
-
-/* A new buffer id for the n constant elements of a value (values owned). */
-static int const_id(gpu_capture *c, float *vals, int64_t n) {
-  cov_status st = common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom);
-  if (!st) st = common_grow((void **)&c->id_const, &c->cap_const, c->n_ids + 1, sizeof *c->id_const, 16, k_oom);
-  if (st) { /* the caller says why: out of memory */
-    cov_status_free(st);
-    return -1;
-  }
-  c->id_numel[c->n_ids] = n;
-  c->id_const[c->n_ids] = vals;
-  return c->n_ids++;
-}
-
-static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
-                         const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp);
-
-void gpu_cap_decode_words(gpu_capture *c, int64_t n, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
-                          const uint32_t *hash, gpu_cap_value *v) {
-  int64_t n_const = 0;
-  v->n_runs = 0;
-  v->ok = 0;
-  decode_words(c, n, 1, ids, idx, flip, hash, v, &n_const);
-}
-
-void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
-                    gpu_cap_value *v) {
-  v->n_runs = 0;
-  v->ok = 0;
-  int integer = t->dtype == COV_I64 || t->dtype == COV_I32;
-  if (t->dtype != COV_F32 && !integer) {
-    snprintf(v->why, sizeof v->why, "it is %s (the GPU model path takes f32, i32 and i64 values)",
-             cov_dtype_name(t->dtype));
-    return;
-  }
-  int64_t n = cov_tensor_numel(t), n_const = 0;
-  uint32_t *hash = malloc((size_t)(n > 0 ? n : 1) * 4);
-  if (!hash) {
-    cap_fail(v, "out of memory");
-    return;
-  }
-  gpu_cap_words(t, hash);
-  decode_words(c, n, integer, ids, idx, flip, hash, v, &n_const);
-  free(hash);
-}
-
-/* gpu_cap_decode on the elements' 32-bit patterns (integer values hold no
- * constants: only copies of integer model inputs). */
-static void decode_words(gpu_capture *c, int64_t n, int integer, const uint32_t *ids, const uint32_t *idx,
-                         const uint32_t *flip, const uint32_t *hash, gpu_cap_value *v, int64_t *n_constp) {
-  int64_t n_const = 0;
-  float *consts = NULL;
-  int cap = 0, cid = -1;
-  for (int64_t j = 0; j < n; j++) {
-    uint32_t id = ids[j], ix = idx[j];
-    int src = (int)id;
-    if (!integer && flip[j] == ix && id == ix && hash[j] == ix) {
-      /* a constant: its own buffer, elements in order */
-      if (!consts && !(consts = malloc((size_t)n * sizeof *consts))) {
-        cap_fail(v, "out of memory");
-        return;
-      }
-      memcpy(&consts[n_const], &ix, 4);
-      src = -1, ix = (uint32_t)n_const++;
-    } else if (flip[j] != (ix ^ CAP_FLIP) || id >= (uint32_t)c->n_ids || (int64_t)ix >= c->id_numel[id] ||
-               gpu_cap_const(c, (int)id) || hash[j] != cap_hash(id, ix)) {
-      snprintf(v->why, sizeof v->why,
-               "element %lld is not a bit-exact copy of an element computed on the GPU (a layout operation "
-               "computes, or it reads a group that cannot be compiled)",
-               (long long)j);
-      cap_fail(v, v->why);
-      free(consts);
-      return;
-    }
-    gpu_cap_run *last = v->n_runs ? &v->runs[v->n_runs - 1] : NULL;
-    if (last && src == last->src && last->s0 + last->n == (int64_t)ix) {
-      last->n++;
-      continue;
-    }
-    cov_status st = common_grow((void **)&v->runs, &cap, v->n_runs + 1, sizeof *v->runs, 16, k_oom);
-    if (st) {
-      cov_status_free(st);
-      cap_fail(v, "out of memory");
-      free(consts);
-      return;
-    }
-    v->runs[v->n_runs++] = (gpu_cap_run){src, j, (int64_t)ix, 1};
-  }
-  if (consts) {
-    /* the constants' runs name the new buffer */
-    if ((cid = const_id(c, consts, n_const)) < 0) {
-      cap_fail(v, "out of memory");
-      free(consts);
-      return;
-    }
-    for (int r = 0; r < v->n_runs; r++)
-      if (v->runs[r].src < 0) v->runs[r].src = cid;
-  }
-  *n_constp = n_const;
-  v->numel = n;
-  v->ok = 1;
 }
 
 uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
@@ -395,10 +280,10 @@ static cov_status take_input(cap_ctx *x, gpu_cap_input *gi, const cov_tensor *t)
     gpu_cap_decode_words(x->c, n, gi->ids, gi->idx, gi->flp, gi->hsh, &gi->v);
   } else if (x->lane > 0) {
     return NULL;
-  } else if (x->pass < GPU_CAP_PASSES - 1) {
-    return keep_ids(t, x->pass == 0 ? &gi->ids : x->pass == 1 ? &gi->idx : &gi->flp);
   } else {
-    gpu_cap_decode(x->c, t, gi->ids, gi->idx, gi->flp, &gi->v);
+    /* decoded as the passes arrive: no words kept */
+    if (x->pass == 0 || gi->dec) gpu_cap_dec_pass(x->c, &gi->dec, x->pass, t, &gi->v);
+    if (gi->dec) return NULL;
   }
   free(gi->ids), free(gi->idx), free(gi->flp), free(gi->hsh);
   gi->ids = gi->idx = gi->flp = gi->hsh = NULL;
@@ -526,6 +411,7 @@ cov_status gpu_capture_model(const cov_model *m, const char *path, gpu_capture *
   for (size_t o = 0; o < no; o++) {
     c->outputs[o] = outs[o].v;
     free(outs[o].ids), free(outs[o].idx), free(outs[o].flp), free(outs[o].hsh);
+    gpu_cap_dec_free(outs[o].dec);
   }
   if (st) gpu_capture_free(c);
   return st;
@@ -539,8 +425,10 @@ void gpu_cap_group_free(gpu_cap_group *g) {
     for (size_t a = 0; cl->args && a < cl->n_args; a++) free(cl->args[a].value), free(cl->args[a].t.data);
     free(cl->attrs), free(cl->args);
   }
-  for (size_t i = 0; g->in && i < g->n_in; i++)
+  for (size_t i = 0; g->in && i < g->n_in; i++) {
     free(g->in[i].ids), free(g->in[i].idx), free(g->in[i].flp), free(g->in[i].hsh), free(g->in[i].v.runs);
+    gpu_cap_dec_free(g->in[i].dec);
+  }
   free(g->calls), free(g->in);
   g->calls = NULL, g->in = NULL, g->n_calls = g->n_in = 0;
 }

@@ -41,11 +41,15 @@ typedef struct gpu_cap_call {
   cov_tensor out;
 } gpu_cap_call;
 
+/* a value's decoder while its passes arrive (gpu_mcapdec.c) */
+typedef struct gpu_cap_dec gpu_cap_dec;
+
 typedef struct gpu_cap_input {
   char name[128];
   cov_tensor t; /* dtype and shape */
-  uint32_t *ids, *idx, *flp; /* passes 0, 1 and 2, until decoded in pass 3 */
-  uint32_t *hsh;             /* a bool input's pass 3, assembled lane by lane */
+  uint32_t *ids, *idx, *flp; /* a bool or 8-bit input's passes 0, 1 and 2, until decoded in pass 3 */
+  uint32_t *hsh;             /* its pass 3, assembled lane by lane */
+  gpu_cap_dec *dec;          /* any other input's decoder, passes 0 to 2 */
   gpu_cap_value v;
 } gpu_cap_input;
 
@@ -115,6 +119,16 @@ void gpu_cap_group_free(gpu_cap_group *g);
  * new constant buffer id of c). */
 void gpu_cap_decode(gpu_capture *c, const cov_tensor *t, const uint32_t *ids, const uint32_t *idx, const uint32_t *flip,
                     gpu_cap_value *v);
+/* The same, one pass at a time: pass `pass` (0 .. GPU_CAP_PASSES-1) of
+ * value t fed to its decoder *dp, made in pass 0 and freed after the last
+ * pass or at the first failure (then v->why says what failed); after the
+ * last pass v holds the runs. Only runs are kept between passes, never a
+ * pass's words. */
+void gpu_cap_dec_pass(gpu_capture *c, gpu_cap_dec **dp, int pass, const cov_tensor *t, gpu_cap_value *v);
+void gpu_cap_dec_free(gpu_cap_dec *d);
+/* The 32-bit pattern an i64 element carries (its low word, where the high
+ * word is the check word gpu_cap_pattern64 writes; else 0xFFFFFFFF). */
+uint32_t gpu_cap_word64(uint64_t p);
 /* Whether values of dtype d are 8 bits wide (i8, u8: quantized tensors);
  * like bool values they carry their patterns in lanes. */
 int gpu_cap_is8(cov_dtype d);

@@ -288,6 +288,15 @@ static cov_status estimate(est *e, const gpu_model_plan *p0, int *k, gpu_mprec *
 /* Why the estimate cannot run on the plan p (a message into why), 0: it
  * can. */
 static int cannot_estimate(const gpu_model_plan *p, char *why, size_t n) {
+  /* a part on the host (NonMaxSuppression, TopK) selects and orders by
+   * value: its outputs jump where rounding moves a score past another, so
+   * their difference does not measure the rounding (a detector's boxes
+   * "differ" by 0.7 at f16 while matching onnxruntime's detections) */
+  for (int i = 0; i < p->n_steps; i++)
+    if (p->steps[i].op == GPU_STEP_PART) {
+      snprintf(why, n, "its outputs come from a part run on the host, which selects by value");
+      return 1;
+    }
   double macs, bytes;
   emu_cost(p, &macs, &bytes);
   if (macs > GPU_MPREC_EMU_MACS || bytes > GPU_MPREC_EMU_GB * 1e9) {

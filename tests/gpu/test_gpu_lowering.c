@@ -397,7 +397,7 @@ static void random_problem(gpu_problem *q, int i) {
 
 static void test_emulation(const char *target) {
   /* the emulation runs on floats: plan as for f16 on this target (matrix
-   * fragments), then as f32 (FMA fragments) */
+   * fragments), then as f32 (the FMA fragment, or NVPTX's 3xTF32) */
   int n_nhwc = 0, n_softmax = 0, n_pool = 0, n_pool_order = 0, n_wg_conv = 0;
   for (int pass = 0; pass < 2; pass++) {
     gpu_target t;
@@ -485,7 +485,9 @@ static void test_suite_plans(const char *target) {
         CHECK(!gpu_plan_check(&p, &t.caps), "%s %s: plan check", target, specs[i]);
         continue;
       }
-      CHECK(p.matrix == (dts[d] != COV_F32), "%s %s: matrix unit use", target, specs[i]);
+      /* the matrix unit wherever the target has a shape for the dtype
+       * (f32: NVPTX's 3xTF32; AMD's f32 goes to the FMA fragment) */
+      CHECK(p.matrix == (t.n_shapes > 0), "%s %s: matrix unit use", target, specs[i]);
       /* the warp-specialised kernel's grid is persistent: its workgroups walk the tiles */
       CHECK(p.tma ? p.grid[0] == (unsigned)gpu_tma_grid(&p, &t.caps)
                   : (int64_t)p.grid[0] * p.bn >= p.N && (int64_t)p.grid[1] * p.bm >= p.M && p.grid[2] == p.G,
