@@ -11,6 +11,10 @@
  * i8 / u8 values (quantized tensors) carry their patterns 7 bits per lane
  * with a marker bit: copies decode, arithmetic, a selection by value and
  * a constant mixed in are refused.
+ * Every f32 case is decoded twice, from word arrays and pass by pass from
+ * tensors (gpu_cap_dec_pass, the capture's own path), with the same runs;
+ * constants whose bits read as a valid (id, index) pair (a zero is element
+ * 0 of buffer 0 in passes 0 and 1) are told apart by pass 2.
  * Usage: test_gpu_capture */
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +61,11 @@ static uint32_t top(const uint32_t *s, int j) {
 }
 /* a constant in the first 16 elements (as a Pad or Concat mixes in) */
 static uint32_t pad16(const uint32_t *s, int j) { return j < 16 ? as_u(0.5f) : s[j - 16]; }
+/* zeros in the middle (a Pad between two copies): a zero's bits read as
+ * element 0 of buffer 0 in passes 0 and 1; pass 2 tells it is a constant */
+static uint32_t zero_mid(const uint32_t *s, int j) { return j >= 100 && j < 104 ? as_u(0.0f) : s[j]; }
+/* a constant every 8th element (ViT's class token per row) */
+static uint32_t every8(const uint32_t *s, int j) { return j % 8 == 0 ? as_u(1.0f) : s[j]; }
 
 /* Decodes xform applied to buffer 0's patterns; 1 if it decoded. */
 static int decode(xform f, gpu_cap_value *v, int *three_ok) {
@@ -81,8 +90,23 @@ static int decode(xform f, gpu_cap_value *v, int *three_ok) {
   memcpy(t.data, pass[GPU_CAP_PASSES - 1], sizeof pass[0]);
   memset(v, 0, sizeof *v);
   gpu_cap_decode(&c, &t, pass[0], pass[1], pass[2], v);
+  /* the same passes fed one tensor at a time (the capture's own path) must
+   * give the same runs, or the same refusal */
+  gpu_cap_value w;
+  memset(&w, 0, sizeof w);
+  gpu_cap_dec *d = NULL;
+  for (int p = 0; p < GPU_CAP_PASSES && (p == 0 || d); p++) {
+    memcpy(t.data, pass[p], sizeof pass[0]);
+    gpu_cap_dec_pass(&c, &d, p, &t, &w);
+  }
+  int same = w.ok == v->ok && w.n_runs == v->n_runs;
+  for (int r = 0; same && r < w.n_runs; r++)
+    same = w.runs[r].d0 == v->runs[r].d0 && w.runs[r].s0 == v->runs[r].s0 && w.runs[r].n == v->runs[r].n &&
+           (w.runs[r].src == v->runs[r].src || (w.runs[r].src > 0 && v->runs[r].src > 0));
+  if (!same) printf("FAIL pass by pass: %d runs (ok %d), at once %d (ok %d)\n", w.n_runs, w.ok, v->n_runs, v->ok);
+  free(w.runs);
   cov_tensor_release(&t);
-  int ok = v->ok;
+  int ok = same ? v->ok : -1;
   gpu_capture_free(&c);
   return ok;
 }
@@ -169,6 +193,8 @@ static int runs_match(const gpu_cap_value *v, int (*where)(int j)) {
 static int at_rev(int j) { return N - 1 - j; }
 static int at_same(int j) { return j; }
 static int at_pad16(int j) { return j < 16 ? -1 : j - 16; }
+static int at_zero_mid(int j) { return j >= 100 && j < 104 ? -1 : j; }
+static int at_every8(int j) { return j % 8 == 0 ? -1 : j; }
 
 int main(void) {
   static const struct {
@@ -177,7 +203,8 @@ int main(void) {
     int (*where)(int j); /* NULL: must be refused */
   } cases[] = {
       {"copy", copy_same, at_same},           {"reverse", copy_rev, at_rev},
-      {"pad with a constant", pad16, at_pad16}, {"f32 -> f16 -> f32", via_f16, NULL},
+      {"pad with a constant", pad16, at_pad16}, {"zeros in the middle", zero_mid, at_zero_mid},
+      {"a constant every 8th", every8, at_every8}, {"f32 -> f16 -> f32", via_f16, NULL},
       {"f32 -> bf16 -> f32", via_bf16, NULL}, {"f32 -> i32 -> f32", via_i32, NULL},
       {"negation", negate, NULL},             {"top-k by value", top, NULL},
   };
