@@ -1,5 +1,6 @@
-/* backends/gpu/gpu_mcapdec.c: a captured value decoded from its four
- * passes (gpu_mcapture.c says what each pass writes) into runs of copied
+/* backends/gpu/gpu_mcapdec.c: the capture's 32-bit patterns (what each
+ * pass writes for an element; gpu_mcapture.c says why) and a captured
+ * value decoded from its four passes into runs of copied
  * elements and constants, fed one pass at a time as the model's runs
  * produce them, so that no pass's words need be kept. */
 #include <stdio.h>
@@ -10,6 +11,50 @@
 #include "common/grow.h"
 
 static const char k_oom[] = "capturing the model's groups";
+
+/* Pass 3's pattern of element ix of buffer id: sign and mantissa from a
+ * mix of both (lowest mantissa bit set), biased exponent 127..148, so
+ * |value| is in [1, 2^22) with a nonzero fraction: never NaN, Inf or
+ * denormal, never an integer, never exact in f16 or bf16. */
+static uint32_t cap_hash(uint32_t id, uint32_t ix) {
+  uint32_t h = id * 0x9E3779B1u ^ (ix + 0x7F4A7C15u);
+  h ^= h >> 16, h *= 0x85EBCA6Bu, h ^= h >> 13, h *= 0xC2B2AE35u, h ^= h >> 16;
+  uint32_t e = 127u + ((h >> 23) & 0xFFu) % 22u;
+  return (h & 0x80000000u) | e << 23 | (h & 0x007FFFFFu) | 1u;
+}
+
+/* The high word an i64 element's pattern carries beside its 32-bit
+ * pattern (low word): an element whose high word is not this was not
+ * moved bit for bit (a narrowing, an arithmetic result, a constant). */
+uint32_t gpu_cap_high(uint32_t lo) { return ~lo ^ 0x2545F491u; }
+
+/* The 32-bit patterns of t's elements: f32 and i32 bits as they are, an
+ * i64 element's low word when its high word matches (else GPU_CAP_BAD, which
+ * decodes as no element). */
+uint32_t gpu_cap_word64(uint64_t p) {
+  uint32_t lo = (uint32_t)p, hi = (uint32_t)(p >> 32);
+  return hi == gpu_cap_high(lo) ? lo : GPU_CAP_BAD;
+}
+
+void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
+  int64_t n = cov_tensor_numel(t);
+  if (!t->data) return;
+  if (t->dtype == COV_F32 || t->dtype == COV_I32) {
+    memcpy(w, t->data, (size_t)n * 4);
+  } else if (t->dtype == COV_I64) {
+    const uint64_t *p = t->data;
+    for (int64_t j = 0; j < n; j++) w[j] = gpu_cap_word64(p[j]);
+  }
+}
+
+uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
+  return pass == 0 ? id : pass == 1 ? ix : pass == 2 ? ix ^ GPU_CAP_FLIP : cap_hash(id, ix);
+}
+
+uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
+  uint32_t w = gpu_cap_pattern(pass, id, ix);
+  return (uint64_t)gpu_cap_high(w) << 32 | w;
+}
 
 static void cap_fail(gpu_cap_value *v, const char *why) {
   if (why != v->why) snprintf(v->why, sizeof v->why, "%s", why);

@@ -52,20 +52,6 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-/* pass 2's flip: an element index (< 2^30) with it differs from pass 1 */
-#define CAP_FLIP 0x40000000u
-
-/* Pass 3's pattern of element ix of buffer id: sign and mantissa from a
- * mix of both (lowest mantissa bit set), biased exponent 127..148, so
- * |value| is in [1, 2^22) with a nonzero fraction: never NaN, Inf or
- * denormal, never an integer, never exact in f16 or bf16. */
-static uint32_t cap_hash(uint32_t id, uint32_t ix) {
-  uint32_t h = id * 0x9E3779B1u ^ (ix + 0x7F4A7C15u);
-  h ^= h >> 16, h *= 0x85EBCA6Bu, h ^= h >> 13, h *= 0xC2B2AE35u, h ^= h >> 16;
-  uint32_t e = 127u + ((h >> 23) & 0xFFu) % 22u;
-  return (h & 0x80000000u) | e << 23 | (h & 0x007FFFFFu) | 1u;
-}
-
 /* A run is GPU_CAP_PASSES word passes; where bool values carry patterns
  * (cap_lane_bits below), each word pass is CAP_LANES runs of the model,
  * one per 7-bit lane of the pattern (ceil(32 / 7) = 5). */
@@ -134,40 +120,6 @@ cov_status gpu_cap_describe(gpu_cap_group *g, const cov_model_group *d) {
   return NULL;
 }
 
-/* The high word an i64 element's pattern carries beside its 32-bit
- * pattern (low word): an element whose high word is not this was not
- * moved bit for bit (a narrowing, an arithmetic result, a constant). */
-static uint32_t cap_high(uint32_t lo) { return ~lo ^ 0x2545F491u; }
-
-/* The 32-bit patterns of t's elements: f32 and i32 bits as they are, an
- * i64 element's low word when its high word matches (else CAP_BAD, which
- * decodes as no element). */
-#define CAP_BAD 0xFFFFFFFFu
-uint32_t gpu_cap_word64(uint64_t p) {
-  uint32_t lo = (uint32_t)p, hi = (uint32_t)(p >> 32);
-  return hi == cap_high(lo) ? lo : CAP_BAD;
-}
-
-void gpu_cap_words(const cov_tensor *t, uint32_t *w) {
-  int64_t n = cov_tensor_numel(t);
-  if (!t->data) return;
-  if (t->dtype == COV_F32 || t->dtype == COV_I32) {
-    memcpy(w, t->data, (size_t)n * 4);
-  } else if (t->dtype == COV_I64) {
-    const uint64_t *p = t->data;
-    for (int64_t j = 0; j < n; j++) w[j] = gpu_cap_word64(p[j]);
-  }
-}
-
-uint32_t gpu_cap_pattern(int pass, uint32_t id, uint32_t ix) {
-  return pass == 0 ? id : pass == 1 ? ix : pass == 2 ? ix ^ CAP_FLIP : cap_hash(id, ix);
-}
-
-uint64_t gpu_cap_pattern64(int pass, uint32_t id, uint32_t ix) {
-  uint32_t w = gpu_cap_pattern(pass, id, ix);
-  return (uint64_t)cap_high(w) << 32 | w;
-}
-
 int gpu_cap_is8(cov_dtype d) { return d == COV_I8 || d == COV_U8; }
 
 /* Whether values of dtype d carry their patterns in lanes (a byte each). */
@@ -191,13 +143,13 @@ void gpu_cap_add_lane(const cov_tensor *t, int lane, uint32_t *w) {
   const uint8_t *b = t->data;
   for (int64_t j = 0; j < n; j++) {
     if (lane == 0) w[j] = 0;
-    if (w[j] == CAP_BAD) continue;
-    w[j] = b[j] & 0x80u ? w[j] | (uint32_t)(b[j] & 0x7Fu) << (CAP_LANE_BITS * lane) : CAP_BAD;
+    if (w[j] == GPU_CAP_BAD) continue;
+    w[j] = b[j] & 0x80u ? w[j] | (uint32_t)(b[j] & 0x7Fu) << (CAP_LANE_BITS * lane) : GPU_CAP_BAD;
   }
 }
 
 /* Whether a group reads elements of the i64 model inputs (their patterns
- * carry cap_high in the high word, which no shape or count does). */
+ * carry gpu_cap_high in the high word, which no shape or count does). */
 static int reads_runtime_ints(const cov_model_group_offer *o) {
   for (size_t i = 0; i < o->n_in; i++) {
     if (cap_laned(o->in[i].dtype) && o->in[i].data) {
@@ -209,7 +161,7 @@ static int reads_runtime_ints(const cov_model_group_offer *o) {
     if (o->in[i].dtype != COV_I64 || !o->in[i].data) continue;
     const uint64_t *p = o->in[i].data;
     for (int64_t j = 0; j < cov_tensor_numel(&o->in[i]); j++)
-      if ((uint32_t)(p[j] >> 32) == cap_high((uint32_t)p[j])) return 1;
+      if ((uint32_t)(p[j] >> 32) == gpu_cap_high((uint32_t)p[j])) return 1;
   }
   return 0;
 }
@@ -260,7 +212,7 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
   g->buf_id = c->n_ids;
   COV_RETURN_IF_ERROR(common_grow((void **)&c->id_numel, &c->cap_ids, c->n_ids + 1, sizeof *c->id_numel, 16, k_oom));
   c->id_numel[c->n_ids++] = cov_tensor_numel(&g->out);
-  if (c->id_numel[c->n_ids - 1] >= (int64_t)CAP_FLIP)
+  if (c->id_numel[c->n_ids - 1] >= (int64_t)GPU_CAP_FLIP)
     return cov_error(COV_UNSUPPORTED, GPU_LOC(c->path, g->node), "group '%s' has %lld elements (2^30 at most)", g->node,
                      (long long)c->id_numel[c->n_ids - 1]);
   return NULL;

@@ -9,6 +9,10 @@
 #include "covenant/model.h"
 
 enum { GPU_CAP_MAX_IO = 16 };
+/* pass 2's flip: an element index (< 2^30) with it differs from pass 1 */
+#define GPU_CAP_FLIP 0x40000000u
+/* no element: the word of an i64 whose high word is not its check word */
+#define GPU_CAP_BAD 0xFFFFFFFFu
 
 /* dst[d0 .. d0+n) = buffer src [s0 .. s0+n) */
 typedef struct gpu_cap_run {
@@ -129,6 +133,8 @@ void gpu_cap_dec_free(gpu_cap_dec *d);
 /* The 32-bit pattern an i64 element carries (its low word, where the high
  * word is the check word gpu_cap_pattern64 writes; else 0xFFFFFFFF). */
 uint32_t gpu_cap_word64(uint64_t p);
+/* The check word an i64 pattern with low word lo carries in its high word. */
+uint32_t gpu_cap_high(uint32_t lo);
 /* Whether values of dtype d are 8 bits wide (i8, u8: quantized tensors);
  * like bool values they carry their patterns in lanes. */
 int gpu_cap_is8(cov_dtype d);
