@@ -265,6 +265,14 @@ static void dec_pass(gpu_capture *c, gpu_cap_dec **dp, int pass, int64_t n, int 
   }
   gpu_cap_dec *d = *dp;
   if (!d) return; /* an earlier pass failed */
+  if (n != d->n) { /* data-dependent: the patterns of each pass are different values */
+    snprintf(v->why, sizeof v->why, "its size depends on run-time values (%lld elements in pass %d, %lld before)",
+             (long long)n, pass, (long long)d->n);
+    cap_fail(v, v->why);
+    gpu_cap_dec_free(d);
+    *dp = NULL;
+    return;
+  }
   int rc = pass == 0 ? pass0(d, &s, v) : pass == 1 ? pass1(c, d, &s, v) : pass == 2 ? pass2(d, &s, v) : pass3(c, d, &s, v);
   if (rc < 0 || pass == GPU_CAP_PASSES - 1) {
     gpu_cap_dec_free(d);
