@@ -218,9 +218,10 @@ static cov_status register_group(cap_ctx *x, int k, const cov_model_group_offer 
   return NULL;
 }
 
-/* Group input `gi` as this run delivers it (t): words kept in passes 0-2,
- * decoded in pass 3; a bool input's words are assembled lane by lane,
- * every other input's are read in lane 0. */
+/* Group input `gi` as this run delivers it (t): a bool or 8-bit input's
+ * words are assembled lane by lane and kept until pass 3 decodes them
+ * (the lane count is known only after the first run); every other input
+ * is fed to its decoder pass by pass in lane 0, keeping no words. */
 static cov_status take_input(cap_ctx *x, gpu_cap_input *gi, const cov_tensor *t) {
   if (cap_laned(t->dtype)) {
     int64_t n = cov_tensor_numel(t);

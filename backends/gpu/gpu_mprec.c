@@ -287,16 +287,21 @@ static cov_status estimate(est *e, const gpu_model_plan *p0, int *k, gpu_mprec *
 
 /* Why the estimate cannot run on the plan p (a message into why), 0: it
  * can. */
-static int cannot_estimate(const gpu_model_plan *p, char *why, size_t n) {
-  /* a part on the host (NonMaxSuppression, TopK) selects and orders by
-   * value: its outputs jump where rounding moves a score past another, so
-   * their difference does not measure the rounding (a detector's boxes
-   * "differ" by 0.7 at f16 while matching onnxruntime's detections) */
+/* A part on the host (NonMaxSuppression, TopK) selects and orders by
+ * value: its outputs jump where rounding moves a score past another, so
+ * their difference does not measure the rounding (a detector's boxes
+ * "differ" by 0.7 at f16 while matching onnxruntime's detections). Checked
+ * on the plan itself, before a batch-1 sibling is compiled for nothing. */
+static int has_host_part(const gpu_model_plan *p, char *why, size_t n) {
   for (int i = 0; i < p->n_steps; i++)
     if (p->steps[i].op == GPU_STEP_PART) {
       snprintf(why, n, "its outputs come from a part run on the host, which selects by value");
       return 1;
     }
+  return 0;
+}
+
+static int cannot_estimate(const gpu_model_plan *p, char *why, size_t n) {
   double macs, bytes;
   emu_cost(p, &macs, &bytes);
   if (macs > GPU_MPREC_EMU_MACS || bytes > GPU_MPREC_EMU_GB * 1e9) {
@@ -312,6 +317,7 @@ static int cannot_estimate(const gpu_model_plan *p, char *why, size_t n) {
 static cov_status choose(const cov_model *m, const char *path, const gpu_target *t, const gpu_model_plan *p0, int n,
                          int *k, gpu_mprec *r) {
   *k = 0;
+  if (has_host_part(p0, r->why, sizeof r->why)) return NULL;
   cov_model *one = NULL;
   cov_status st = batch_one(m, path, &one);
   gpu_model_plan p1;
