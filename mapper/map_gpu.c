@@ -629,7 +629,8 @@ cov_status map_gpu_search(const cov_acg *acg, const map_gpu_problem *p, const ma
   gtarget t;
   COV_RETURN_IF_ERROR(read_target(acg, p->in, low, &t));
   /* matrix units for float operands (f32 where the ACG has a matrix
-   * capability for it and the lowering implements its shape: NVPTX's 3xTF32) */
+   * capability for it and the lowering implements its shape, e.g. as three
+   * tf32 products per multiply); the caps were read for p->in alone */
   bool wide = p->in == COV_F16 || p->in == COV_BF16 || p->in == COV_F32;
   for (int i = 0; i < t.n_caps && wide; i++) {
     if (t.caps[i].waves > 1) warpgroup(&t, p, &t.caps[i], out);
