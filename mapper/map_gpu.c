@@ -263,9 +263,11 @@ static bool fits(const gtarget *t, const map_gpu_problem *p, map_gpu_sched *c) {
   /* the tma kernel's copies are bulk tensor copies of whole tiles: it
    * needs a matmul the tiles divide, whatever the thread count */
   bool whole = p->kind == MAP_GPU_MATMUL && p->M % c->bm == 0 && p->N % c->bn == 0 && p->K % c->bk == 0;
-  /* f16 outputs: the warp-specialised matmul, or the channels-last conv's
-   * staged epilogue (a conv on channels-last tensors) */
-  if (p->out_bytes == 2 && !c->tma && !(p->kind == MAP_GPU_CONV && c->channels_last)) return false;
+  /* f16 outputs: the warp-specialised matmul, the channels-last conv's
+   * staged epilogue (a conv on channels-last tensors), or the NCHW
+   * gather's register epilogue where the problem asks for rows (out_rows) */
+  if (p->out_bytes == 2 && !c->tma && !(p->kind == MAP_GPU_CONV && (c->channels_last != p->out_rows)))
+    return false;
   if (c->tma) {
     if (!whole || !c->warpgroup || !t->tma || c->bk * es != 128 || p->rows_whole || c->stages < 2) return false;
   } else if (c->channels_last) {

@@ -51,6 +51,8 @@ typedef struct map_gpu_problem {
   int out_bytes;           /* bytes per output element: 4 (f32; 0 reads as 4) or 2 (f16, which only the
                             * warp-specialised matmul and the channels-last conv write: the search
                             * keeps their candidates only) */
+  bool out_rows;           /* conv: f16 outputs stored from the registers as the GEMM's rows (NHWC), which
+                            * the NCHW gather's epilogue writes: its candidates only */
 } map_gpu_problem;
 
 /* What the target's lowering implements beside the ACG (the backend passes

@@ -86,7 +86,8 @@ LLVMValueRef gpu_activation(gpu_gen *g, const gpu_epilogue *e, LLVMValueRef v) {
 }
 
 /* The matmul output element (row, col) of batch k->gidx: its index (the
- * row permuted where plan.out_rq says). */
+ * row permuted where plan.out_rq says); a conv's with prob.nhwc_out
+ * (one group: row = pixel, col = channel, NHWC). */
 static LLVMValueRef out_index(kernel *k, LLVMValueRef row, LLVMValueRef col) {
   gpu_gen *g = k->g;
   const gpu_plan *p = k->p;
@@ -180,8 +181,10 @@ void gpu_k_epilogue(kernel *k) {
   /* tma plans divide M and N, warpgroup accumulators come in pairs,
    * wgmma tiles make N even: their f16 outputs take this path or the one
    * above; the tiled kernel's f16 outputs at ragged edges the last one */
-  if (q->kind == GPU_OP_MATMUL && !guard && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
-    /* column pairs as one 8-byte store (N even: the pair is aligned) */
+  int rows = q->kind == GPU_OP_MATMUL || q->nhwc_out;
+  if (rows && (!guard || q->nhwc_out) && fr->acc_pairs && fr->n_acc % 2 == 0 && p->N % 2 == 0) {
+    /* column pairs as one 8-byte store (N even: the pair is aligned, and
+     * at a ragged edge wholly inside or outside) */
     for (int mf = 0; mf < k->nmf; mf++)
       for (int nf = 0; nf < k->nnf; nf++)
         for (int i = 0; i < fr->n_acc; i += 2) {
@@ -189,14 +192,17 @@ void gpu_k_epilogue(kernel *k) {
           fr->acc_coord(g, i, &r, &c);
           LLVMValueRef row = add(g, add(g, k->m0, k->wrow), add(g, r, C(mf * fr->fm)));
           LLVMValueRef col = add(g, add(g, k->n0, k->wcol), add(g, c, C(nf * fr->fn)));
+          LLVMBasicBlockRef join = NULL;
+          if (guard) begin_if(g, and1(g, ult(g, row, p->M), ult(g, col, p->N)), &join);
           LLVMValueRef pair = epi_pair(k, mf, nf, i, row, col);
           LLVMValueRef idx = out_index(k, row, col);
           if (p->out_f16) { /* rounded once, stored as 4 bytes */
             LLVMValueRef h = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(g->f16, 2), "");
             LLVMSetAlignment(LLVMBuildStore(g->b, h, gept(g, g->f16, k->Cout, idx)), 4);
-            continue;
+          } else {
+            LLVMSetAlignment(LLVMBuildStore(g->b, pair, gept(g, g->f32, k->Cout, idx)), 8);
           }
-          LLVMSetAlignment(LLVMBuildStore(g->b, pair, gept(g, g->f32, k->Cout, idx)), 8);
+          if (guard) end_if(g, join);
         }
     return;
   }
@@ -214,7 +220,7 @@ void gpu_k_epilogue(kernel *k) {
         if (q->epi.bias)
           v = LLVMBuildFAdd(g->b, v, LLVMBuildLoad2(g->b, g->f32, gept(g, g->f32, k->bias, ch), ""), "");
         v = gpu_activation(g, &q->epi, v);
-        if (q->kind == GPU_OP_MATMUL) {
+        if (rows) {
           LLVMValueRef idx = out_index(k, row, col);
           v = add_residual(k, v, idx);
           if (p->out_f16) /* rounded once */

@@ -109,8 +109,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
   }
   /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
    * "pre" transform), the output is [N][OH][OW][K] (NCHW f32 with a
-   * residual addend) */
-  if (q->nhwc_io && !q->epi.residual) json_object_set_new(o, "out_layout", json_string("nhwc"));
+   * residual addend); NHWC outputs of the NCHW gather (nhwc_out) too */
+  if (gpu_conv_out_nhwc(q)) json_object_set_new(o, "out_layout", json_string("nhwc"));
   gpu_launch_json(o, p->grid, p->threads, p->shared_bytes);
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)

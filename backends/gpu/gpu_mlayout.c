@@ -14,7 +14,10 @@
  * the edges: once per f32 NCHW buffer such convolutions read (in place of
  * each reader's f16 copy and NHWC transform) and once per output some
  * other kernel or the caller reads (NHWC f16 back to f32 NCHW). Weights
- * are reordered once ([R][S][C][K] f16, depthwise [R][S][C] f16). Max
+ * are reordered once ([R][S][C][K] f16, depthwise [R][S][C] f16). A conv
+ * the channels-last kernel cannot take for its input channels (a stem's
+ * 3) keeps its NCHW gather and f16 operand copy but writes NHWC f16 for
+ * channels-last consumers (prob.nhwc_out: a gather node). Max
  * pools and global average pools become pooling kernels (gpu_pool.h): a
  * max pool is a node like a depthwise conv whose input needs no
  * conversion (it reads NCHW f32 as well), a global average pool reads a
@@ -34,6 +37,7 @@
 
 typedef struct cl_step {
   int conv;       /* 1: this step becomes a channels-last convolution (or max pool: `pool`) */
+  int gather;     /* of a conv: it keeps its NCHW gather and f16 copy, only its output is NHWC f16 */
   int pool;       /* CL_MAXPOOL, CL_GAVGPOOL: a pooling codelet step (below), else 0 */
   int del;        /* 1: dropped (an f16 copy or NHWC transform a rewritten conv no longer reads) */
   int x, y;       /* the conv's f32 NCHW input (before its f16 copy) and output */
@@ -149,16 +153,30 @@ static double cost(const gpu_model_plan *p, const cl_step *cs, const cl_cost *k,
     if (cs[i].pre >= 0) us -= launch_us(k, 4 * nx);
     us -= 2 * ny * k->us_byte;
     if ((mark[y] & BACK) || p->bufs[y].kind == GPU_BUF_OUTPUT) us += launch_us(k, 6 * ny);
-    if (!cs[i].pool && prod[x] < 0 && !(mark[x] & CONVERTED)) us += launch_us(k, 6 * nx), mark[x] |= CONVERTED;
+    if (!cs[i].pool && !cs[i].gather && prod[x] < 0 && !(mark[x] & CONVERTED))
+      us += launch_us(k, 6 * nx), mark[x] |= CONVERTED;
   }
   return us;
 }
 
+/* The kept gather conv (cl_step.gather) writing buffer b before step
+ * `before`, -1 if none. */
+static int gather_producer(const cl_step *cs, int b, int before) {
+  for (int j = before - 1; j >= 0; j--)
+    if (cs[j].conv && cs[j].y == b) return cs[j].gather ? j : -1;
+  return -1;
+}
+
 /* Drops rewritten convs, one at a time in step order, while that lowers
  * the estimated time (a depthwise conv between two kernels that read and
- * write NCHW would add two conversions); a tie keeps the channels-last
- * kernel. At most PRUNE_ROUNDS passes over the convs: bounded work on any
- * model. */
+ * write NCHW would add two conversions), then a conv with the gather
+ * conv producing its input (a stem and the depthwise conv after it
+ * between NCHW readers and writers: either alone dropped adds the
+ * conversion the other saves); a tie keeps the channels-last kernels.
+ * (Other pairs are left to the single drops: the estimate does not see
+ * the residual adds gpu_model_fuse later moves to NHWC, so dropping a
+ * projection with the expansion after it looked cheaper than it is.) At most PRUNE_ROUNDS passes over
+ * the convs: bounded work on any model. */
 enum { PRUNE_ROUNDS = 4 };
 static cov_status prune(const gpu_model_plan *p, const gpu_target *t, cl_step *cs) {
   int *prod = malloc(((size_t)p->n_bufs + 1) * sizeof *prod);
@@ -177,6 +195,14 @@ static cov_status prune(const gpu_model_plan *p, const gpu_target *t, cl_step *c
       double us = cost(p, cs, &k, prod, mark);
       if (us < best - 1e-9) best = us, changed = 1;
       else cs[i].conv = 1;
+    }
+    for (int i = 0; i < p->n_steps; i++) {
+      int j = cs[i].conv ? gather_producer(cs, cs[i].x, i) : -1;
+      if (j < 0) continue;
+      cs[i].conv = cs[j].conv = 0;
+      double us = cost(p, cs, &k, prod, mark);
+      if (us < best - 1e-9) best = us, changed = 1;
+      else cs[i].conv = cs[j].conv = 1;
     }
   }
   free(prod), free(mark);
@@ -228,6 +254,41 @@ static int pool_kernel(const gpu_model_plan *p, const gpu_mstep *s, gpu_ew *pe) 
   return 1;
 }
 
+/* The 4-d NCHW sizes of conv step s's output buffer y (a group's inner
+ * result may be flat); 0 if it has none. */
+static int conv_out_4d(gpu_model_plan *p, const gpu_mstep *s, int y) {
+  const gpu_problem *q = &s->plan.prob;
+  gpu_mbuf *yb = &p->bufs[y];
+  if (yb->dtype != COV_F32) return 0;
+  if (yb->rank != 4 && yb->numel == q->cn * q->ck * s->plan.oh * s->plan.ow) {
+    int64_t sh[4] = {q->cn, q->ck, s->plan.oh, s->plan.ow};
+    yb->rank = 4, memcpy(yb->shape, sh, sizeof sh);
+  }
+  return yb->rank == 4;
+}
+
+/* Whether matrix step i, an ungrouped conv on the NCHW gather the
+ * channels-last kernel cannot take (input channels not whole 16-byte
+ * rows: a stem's 3), can write its output NHWC f16 from the registers
+ * (prob.nhwc_out) for channels-last consumers; fills cs[i]. Its input
+ * and f16 operand copy stay as they are. */
+static void consider_gather(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  gpu_problem q = s->plan.prob;
+  if (s->kkind != GPU_KERNEL_MATRIX || q.kind != GPU_OP_CONV2D || q.groups != 1 || q.nhwc_io || q.nhwc_out ||
+      q.epi.maxpool2x2 || q.epi.residual || q.in_dtype != COV_F16 || s->plan.nhwc ||
+      s->args[0] < 0 || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || !conv_out_4d(p, s, s->args[2]))
+    return;
+  q.nhwc_out = true;
+  const gpu_tune_entry *e;
+  cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);
+  if (st || cs[i].plan.nhwc || !cs[i].plan.out_f16) {
+    cov_status_free(st);
+    return;
+  }
+  cs[i].conv = cs[i].gather = 1, cs[i].x = s->args[0], cs[i].y = s->args[2];
+}
+
 /* Whether step i is a convolution the channels-last kernels take; fills
  * cs[i] and marks its f16 copy and NHWC transform dropped. */
 static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i) {
@@ -248,7 +309,12 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
    * the channels-last kernel they were slower on the H100 at batch 32
    * (resnet18 286 us against 162, mobilenet_v2 107 against 47,
    * efficientnet_b0 132 against 60). */
-  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || q.cc % 8 || q.ck % 8) return;
+  if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT) return;
+  if (conv && q.cc % 8 && q.ck % 8 == 0) {
+    consider_gather(t, p, cs, i);
+    return;
+  }
+  if (q.cc % 8 || q.ck % 8) return;
   int y = s->args[2], pre = conv && i > 0 && s[-1].pre ? i - 1 : -1, copy = -1, x = s->args[0];
   if (conv) {
     int h = pre >= 0 ? p->steps[pre].args[0] : s->args[0];
@@ -259,13 +325,7 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
         if (p->steps[j].args[k] == h) return;
     x = p->steps[copy].args[0];
   }
-  if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || p->bufs[y].dtype != COV_F32) return;
-  gpu_mbuf *yb = &p->bufs[y]; /* a group's inner result may be flat: its NCHW sizes */
-  if (yb->rank != 4 && yb->numel == q.cn * q.ck * s->plan.oh * s->plan.ow) {
-    int64_t sh[4] = {q.cn, q.ck, s->plan.oh, s->plan.ow};
-    yb->rank = 4, memcpy(yb->shape, sh, sizeof sh);
-  }
-  if (yb->rank != 4) return;
+  if (x < 0 || p->bufs[x].dtype != COV_F32 || p->bufs[x].rank != 4 || !conv_out_4d(p, s, y)) return;
   q.nhwc_io = true, q.in_dtype = COV_F16;
   q.exact_channels = dw || !(gpu_model_pad_link(p, i) || gpu_model_pad_wide(p, i));
   const gpu_tune_entry *e;
@@ -391,15 +451,16 @@ static cov_status rewrite(gpu_model_plan *p, cl_step *cs, int *nhwc, gpu_mstep *
     int x = cs[i].x, y = cs[i].y;
     int64_t e[4]; /* a copy: add_buffer moves p->bufs */
     memcpy(e, p->bufs[y].shape, sizeof e);
-    COV_RETURN_IF_ERROR(to_nhwc(p, &s, x, nhwc, out, &n));
+    if (!cs[i].gather) COV_RETURN_IF_ERROR(to_nhwc(p, &s, x, nhwc, out, &n));
     int64_t sh[4] = {e[0], e[2], e[3], e[1]};
     if ((nhwc[y] = add_buffer(p, p->bufs[y].name, COV_F16, 4, sh)) < 0) return oom();
-    COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan));
+    if (!cs[i].gather) COV_RETURN_IF_ERROR(reorder_weights(p, &s, &cs[i].plan));
     s.kkind = GPU_KERNEL_MATRIX, s.plan = cs[i].plan;
     memcpy(s.grid, s.plan.grid, sizeof s.grid);
     s.block[0] = (unsigned)s.plan.threads, s.block[1] = s.block[2] = 1;
     s.shared_bytes = s.plan.shared_bytes;
-    s.args[0] = nhwc[x], s.args[2] = nhwc[y];
+    if (!cs[i].gather) s.args[0] = nhwc[x];
+    s.args[2] = nhwc[y];
     out[n++] = s;
     /* read as f32 NCHW by anything else (a kernel other than a rewritten
      * conv's dropped copy, the caller): converted back once */

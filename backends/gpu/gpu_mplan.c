@@ -46,21 +46,22 @@ static void transpose_cl(const float *in, float *out, int64_t n, int64_t c, int6
 
 /* A matrix kernel through the reference loop nest on its f16 operands:
  * channels-last inputs and weights ([R][S][C][K], depthwise [R][S][C])
- * turned back to NCHW / OIHW, channels-last outputs (prob.nhwc_io, the
- * depthwise kernel) turned to NHWC and rounded to f16 as stored. */
+ * turned back to NCHW / OIHW, NHWC outputs (prob.nhwc_io, prob.nhwc_out,
+ * the depthwise kernel) turned to NHWC and rounded to f16 as stored. */
 static cov_status emulate_matrix(const gpu_plan *pl, float **a) {
   const gpu_problem *q = &pl->prob;
   size_t na, nb, no, nbias;
   gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);
   float *x = a[0], *w = a[1], *y = a[2], *tx = NULL, *tw = NULL, *ty = NULL;
-  int cl_out = (q->nhwc_io && !q->epi.residual) || pl->dw;
-  if (pl->nhwc || pl->dw) {
-    tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
-    if (cl_out) ty = malloc(no * 4 + 4);
-    if (!tx || !tw || (cl_out && !ty)) {
-      free(tx), free(tw), free(ty);
-      return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-    }
+  int cl_in = pl->nhwc || pl->dw, cl_out = gpu_conv_out_nhwc(q) || pl->dw;
+  if (cl_in) tx = malloc(na * 4 + 4), tw = malloc(nb * 4 + 4);
+  if (cl_out) ty = malloc(no * 4 + 4);
+  if ((cl_in && (!tx || !tw)) || (cl_out && !ty)) {
+    free(tx), free(tw), free(ty);
+    return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
+  }
+  if (cl_out) y = ty;
+  if (cl_in) {
     transpose_cl(x, tx, q->cn, q->cc, q->ch * q->cw, 1);
     if (pl->dw) /* [R][S][C] -> [C][1][R][S] */
       for (int64_t c = 0; c < q->cc; c++)
@@ -68,7 +69,6 @@ static cov_status emulate_matrix(const gpu_plan *pl, float **a) {
     else
       weights_oihw(pl, w, tw);
     x = tx, w = tw;
-    if (cl_out) y = ty;
   }
   gpu_reference(pl, x, w, a[3], y);
   if (cl_out) {

@@ -60,6 +60,10 @@ cov_status gpu_problem_check(const gpu_problem *q, gpu_plan *p) {
   int64_t a_elems, b_elems, c_elems;
   if (q->nhwc_io && (q->kind != GPU_OP_CONV2D || e->maxpool2x2))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "channels-last outputs are for conv2d layers without a fused pool");
+  if (q->nhwc_out && (q->kind != GPU_OP_CONV2D || q->groups != 1 || q->nhwc_io || e->maxpool2x2 || e->residual))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q),
+                     "NHWC outputs of the NCHW gather are for ungrouped conv2d layers without a fused pool or "
+                     "residual");
   if (e->softmax && q->kind != GPU_OP_MATMUL)
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(q), "a fused softmax needs a matmul layer (rows of the output)");
   if (q->out_f16 && (q->kind != GPU_OP_MATMUL || e->softmax))
@@ -195,7 +199,7 @@ static cov_status split_plan_check(const gpu_plan *p) {
  * the tiled and the bulk-tensor-copy kernels), and convs on channels-last
  * tensors through the channels-last kernel's staged epilogue. */
 static cov_status out_plan_check(const gpu_plan *p) {
-  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != (p->prob.nhwc_io && !p->prob.epi.residual)
+  if (p->prob.kind == GPU_OP_CONV2D ? p->out_f16 != gpu_conv_out_nhwc(&p->prob)
                                      : p->out_f16 && (p->staged || p->prob.kind != GPU_OP_MATMUL || p->prob.epi.softmax))
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob),
                      "GPU plan: f16 outputs are for matmuls stored from the registers and channels-last convolutions");
@@ -214,6 +218,9 @@ static cov_status out_plan_check(const gpu_plan *p) {
        p->prob.in_dtype == COV_F32))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: an A-operand prologue needs a 16-bit conv on the NCHW gather (guarded element copies)");
+  if (p->prob.nhwc_out && (p->nhwc || p->staged || p->dw))
+    return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
+                     "GPU plan: NHWC outputs of the NCHW gather are stored from the registers");
   if (p->prob.nhwc_io && (!p->nhwc || !p->staged || p->prob.epi.maxpool2x2 || p->bn % 8))
     return cov_error(COV_UNSUPPORTED, GPU_PROB_LOC(&p->prob),
                      "GPU plan: channels-last f16 outputs need the channels-last kernel (an ungrouped 16-bit conv "
@@ -370,7 +377,8 @@ static void map_view(const gpu_plan *p, const gpu_target_caps *caps, const int (
   mp->conv_c = q->kind == GPU_OP_CONV2D ? q->cc / q->groups : 0;
   mp->exact_channels = q->exact_channels;
   mp->rows_whole = q->epi.softmax;
-  mp->out_bytes = q->out_f16 || q->nhwc_io ? 2 : 4;
+  mp->out_bytes = q->out_f16 || q->nhwc_io || q->nhwc_out ? 2 : 4;
+  mp->out_rows = q->nhwc_out;
   memset(low, 0, sizeof *low);
   for (int i = 0; i < n_supported && i < MAP_GPU_MAX_SHAPES; i++)
     for (int d = 0; d < 3; d++) low->shapes[low->n_shapes][d] = supported[i][d], low->n_shapes += d == 2;
@@ -488,11 +496,11 @@ cov_status gpu_plan_derive(gpu_plan *p, const gpu_target_caps *caps) {
     return cov_error(COV_INVALID_ARGUMENT, GPU_PROB_LOC(&p->prob), "GPU plan: warp tile %dx%d", p->wm, p->wn);
   p->vector_copy = q->kind == GPU_OP_MATMUL && p->M % p->bm == 0 && p->N % p->bn == 0 && p->K % p->bk == 0 &&
                    (p->bm * p->bk / per) % p->threads == 0 && (p->bk * p->bn / per) % p->threads == 0;
-  p->nhwc = !p->keep_nchw && nhwc_fits(p, caps, es);
+  p->nhwc = !p->keep_nchw && !q->nhwc_out && nhwc_fits(p, caps, es);
   /* the staged epilogue: channels-last convolutions (coalesced NCHW stores,
    * NHWC f16 stores, atomic-free pooling) and softmax rows */
   p->staged = false, p->pool_order = false, p->cstride = 0;
-  if (q->kind == GPU_OP_CONV2D) p->out_f16 = q->nhwc_io && !q->epi.residual;
+  if (q->kind == GPU_OP_CONV2D) p->out_f16 = gpu_conv_out_nhwc(q);
   if (p->nhwc && p->bm % 4 == 0 && (q->epi.maxpool2x2 || q->nhwc_io || (p->oh * p->ow) % 4 == 0)) {
     p->staged = true;
     /* +4 floats: the 8 rows x 4 column pairs of an mma accumulator store

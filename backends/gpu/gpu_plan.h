@@ -106,6 +106,14 @@ typedef struct gpu_problem {
    * (rounded once from the f32 accumulators after bias and activation;
    * plan.out_f16) through its staged epilogue. */
   bool nhwc_io;
+  /* conv2d on the NCHW gather (not the channels-last kernel, which takes
+   * only whole 16-byte rows of input channels): the output NHWC in f16
+   * all the same (plan.out_f16), stored from the registers as a matmul's
+   * rows (row = pixel, column = channel). A stem of 3 input channels so
+   * hands its activation to channels-last consumers (gpu_mlayout.c)
+   * instead of writing f32 NCHW that a conversion launch reads back.
+   * Ungrouped, no fused pool, no residual, not with nhwc_io. */
+  bool nhwc_out;
   /* f16 outputs (rounded once from the f32 result), as the vendor's GEMM
    * writes them: matmuls on the warp-specialised kernel only (plan.tma) */
   bool out_f16;
@@ -249,6 +257,12 @@ typedef struct gpu_plan {
   unsigned grid[3];
   unsigned shared_bytes;
 } gpu_plan;
+
+/* Whether conv q's output is NHWC f16 (prob.nhwc_io without a residual,
+ * or prob.nhwc_out). */
+static inline bool gpu_conv_out_nhwc(const gpu_problem *q) {
+  return q->kind == GPU_OP_CONV2D && ((q->nhwc_io && !q->epi.residual) || q->nhwc_out);
+}
 
 /* A depthwise conv the dedicated kernel takes (plan.dw): channels-last
  * tensors, one channel per group, 16-bit, whole 16-byte channel vectors. */

@@ -40,7 +40,7 @@ static void *pack(const float *v, size_t n, cov_dtype dt) {
 
 /* f16 outputs (plan.out_f16), downloaded into the first half of `out`'s
  * no floats: widened to f32 in place from the back, and channels-last
- * ones ([N][OH][OW][K], prob.nhwc_io) reordered to NCHW for the reference. */
+ * ones ([N][OH][OW][K], prob.nhwc_io or nhwc_out) reordered to NCHW for the reference. */
 static cov_status unpack_f16_out(const gpu_plan *plan, float *out, size_t no) {
   const uint16_t *h = (const uint16_t *)out;
   for (size_t i = no; i-- > 0;) {
@@ -48,7 +48,7 @@ static cov_status unpack_f16_out(const gpu_plan *plan, float *out, size_t no) {
     memcpy(&x, &h[i], 2);
     out[i] = cov_f16_to_f32(x);
   }
-  if (!plan->prob.nhwc_io) return NULL;
+  if (!plan->prob.nhwc_io && !plan->prob.nhwc_out) return NULL;
   float *t = malloc(no * 4 + 4);
   if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for the channels-last output");
   memcpy(t, out, no * 4);

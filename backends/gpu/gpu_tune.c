@@ -42,6 +42,7 @@ void gpu_tune_key(const gpu_problem *q, const char *target, char *out, size_t si
   /* channels-last tensors: another kernel, its own entry (the depthwise
    * kernel takes nothing else) */
   if (q->nhwc_io && !gpu_is_dw(q)) EPI("cl-");
+  if (q->nhwc_out) EPI("nhwc-out-");
 #undef EPI
   if (n && n < sizeof epi) epi[n - 1] = '\0';
   const char *dt = cov_dtype_name(q->in_dtype), *ep = epi[0] ? epi : "none";

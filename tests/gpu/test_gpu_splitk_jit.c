@@ -14,7 +14,8 @@
  * zero after each run (the last workgroup resets them). Cases: matmuls
  * with M = 1, N and K not multiples of the tiles (K not of split x bk),
  * batches, every activation and the bias; convolutions through the NCHW
- * gather (K-offset table), channels-last ones with the staged NCHW store
+ * gather (K-offset table), the gather storing NHWC f16 from the registers
+ * (prob.nhwc_out), channels-last ones with the staged NCHW store
  * and with NHWC f16 outputs or a residual addend (f32 NCHW out), and
  * channels-last ones whose input and output
  * channels the K and N tiles do not divide (zero-filled tails; f16
@@ -62,8 +63,8 @@ static double act(const gpu_epilogue *e, double v) {
 
 /* y = act(A B + bias) (+ res, a residual addend laid out as y) by naive
  * loops, as the kernel's output layout: matmul [G][M][N]; conv NCHW, or
- * NHWC with nhwc_io and no addend (input NHWC, weights [R][S][C][K] with
- * nhwc_io; OIHW and NCHW otherwise). Inputs as floats. */
+ * NHWC with nhwc_io and no addend or with nhwc_out (input NHWC, weights
+ * [R][S][C][K] with nhwc_io; OIHW and NCHW otherwise). Inputs as floats. */
 static void reference(const gpu_plan *p, const float *x, const float *w, const float *bias, const float *res,
                       double *y) {
   const gpu_problem *q = &p->prob;
@@ -95,7 +96,7 @@ static void reference(const gpu_plan *p, const float *x, const float *w, const f
                 double wv = p->nhwc ? w[((r * q->cs + t) * q->cc + c) * q->ck + o] : w[((o * q->cc + c) * q->cr + r) * q->cs + t];
                 s += xv * wv;
               }
-          int64_t at = q->nhwc_io && !q->epi.residual ? ((b * OH + oh) * OW + ow) * q->ck + o
+          int64_t at = gpu_conv_out_nhwc(q) ? ((b * OH + oh) * OW + ow) * q->ck + o
                                                       : ((b * q->ck + o) * OH + oh) * OW + ow;
           y[at] = act(&q->epi, s) + (q->epi.residual ? res[at] : 0.0);
         }
@@ -384,6 +385,11 @@ static gpu_problem conv(cov_dtype in, int64_t c, int64_t hw, int64_t k, int64_t 
   return q;
 }
 
+static gpu_problem nhwc_out(gpu_problem q) {
+  q.nhwc_out = true;
+  return q;
+}
+
 int main(int argc, char **argv) {
   gpu_jit_targets ts = {0};
   for (int i = 1; i < argc; i++) {
@@ -435,6 +441,14 @@ int main(int argc, char **argv) {
       {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}, false},
       /* the NCHW gather through the K-offset table, relu6 */
       {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}, false},
+      /* the NCHW gather storing NHWC f16 from the registers (nhwc_out: a
+       * stem of 3 channels): 24 output channels in N tiles of 32 (the
+       * edge guarded), 5x5 rows at stride 2, 11 channels' 7 K tiles split
+       * over 4 ranges, and 3 channels unsplit; 32 channels of 8x8 rows
+       * that the 16x32 tiles divide */
+      {"conv_nchw_nhwc_out", nhwc_out(conv(COV_F16, 11, 9, 24, 3, 2, GPU_ACT_RELU, false)), t32, false, false, {0, 0, 0}, false},
+      {"conv_nchw_nhwc_out_1", nhwc_out(conv(COV_F16, 3, 9, 24, 3, 2, GPU_ACT_CLIP, false)), t16_1, false, false, {0, 0, 0}, false},
+      {"conv_nchw_nhwc_out_whole", nhwc_out(conv(COV_F16, 3, 8, 32, 3, 1, GPU_ACT_SILU, false)), t16_1, false, false, {0, 0, 0}, false},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
       {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}, false},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
