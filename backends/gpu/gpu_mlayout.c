@@ -305,10 +305,10 @@ static void consider(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i)
            s->ew.groups == s->ew.K && q.kind == GPU_OP_CONV2D && q.groups == s->ew.groups;
   int conv = s->kkind == GPU_KERNEL_MATRIX && q.kind == GPU_OP_CONV2D && q.groups == 1 && !q.nhwc_io &&
              !q.epi.maxpool2x2 && q.in_dtype == COV_F16;
-  /* Stems of < 8 channels stay on the NCHW gather path: padded to 8 for
-   * the channels-last kernel they were slower on the H100 at batch 32
-   * (resnet18 286 us against 162, mobilenet_v2 107 against 47,
-   * efficientnet_b0 132 against 60). */
+  /* Stems of < 8 channels keep the NCHW gather (padded to 8 for the
+   * channels-last kernel they were slower on the H100 at batch 32:
+   * resnet18 286 us against 162, mobilenet_v2 107 against 47,
+   * efficientnet_b0 132 against 60); only their output goes NHWC. */
   if ((!dw && !conv) || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT) return;
   if (conv && q.cc % 8 && q.ck % 8 == 0) {
     consider_gather(t, p, cs, i);
