@@ -216,7 +216,8 @@ void gpu_ew_emulate(const gpu_ew *e, const float *x, const float *w, float *y, c
       int64_t s, d;
       gpu_ew_copy_at(e, i, &s, &d);
       float v = x[s];
-      if (e->mul_c > 0) v *= apply(e->mul_fn, e->mul0, e->mul1, w[d / e->mul_hw % e->mul_c]);
+      if (e->mul_c > 0)
+        v *= apply(e->mul_fn, e->mul0, e->mul1, w[(e->mul_img > 0 ? d / e->mul_img * e->mul_c : 0) + d / e->mul_hw % e->mul_c]);
       if (e->bias == 2) { /* the shortcut's NHWC f16 form */
         int64_t hw = e->H * e->W, px = d % hw, c = d / hw % e->C, n = d / hw / e->C;
         v += bias[(n * hw + px) * e->C + c];

@@ -136,8 +136,11 @@ static LLVMValueRef copy_front(gpu_gen *g, const gpu_ew *e, LLVMValueRef x, LLVM
   LLVMValueRef v = e->in_dtype == COV_F16
                        ? LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, x, s), ""), g->f32, "")
                        : ld(g, x, s);
-  if (e->mul_c > 0) /* a per-channel scale */
-    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, urem(g, udiv(g, d, e->mul_hw), e->mul_c))));
+  if (e->mul_c > 0) { /* a per-channel scale, per image where mul_img says */
+    LLVMValueRef at = urem(g, udiv(g, d, e->mul_hw), e->mul_c);
+    if (e->mul_img > 0) at = add(g, mul(g, udiv(g, d, e->mul_img), C(e->mul_c)), at);
+    v = fmul(g, v, apply(g, e->mul_fn, e->mul0, e->mul1, ld(g, w, at)));
+  }
   if (e->bias == 2) /* the shortcut's channels-last f16 form */
     v = fadd(g, v, LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f16, gept(g, g->f16, addend, h ? h : nhwc_index(g, e, d)), ""),
                                   g->f32, ""));

@@ -98,3 +98,60 @@ int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i) {
   del[i] = 1;
   return 1;
 }
+
+/* The conversion before step `before` writing f32 NCHW buffer x from an
+ * NHWC f16 activation (gpu_mlayout.c's, nothing else applied), -1 if
+ * none; that activation's buffer in *h. */
+static int nhwc_source(const gpu_model_plan *p, const char *del, int x, int before, int *h) {
+  for (int j = before - 1; j >= 0; j--) {
+    const gpu_mstep *t = &p->steps[j];
+    if (del[j] || !gpu_ms_writes(t, x)) continue;
+    const gpu_ew *e = &t->ew;
+    int plain = t->op == GPU_STEP_LAUNCH && t->kkind == GPU_KERNEL_EW && e->kind == GPU_EW_COPY &&
+                t->args[2] == x && e->out_dtype == COV_F32 && !e->bias && !e->also && !e->mul_c && !e->scale_hw &&
+                e->post == GPU_FN_NONE && gpu_ms_reads_nhwc_as(p, e, x);
+    return plain ? (*h = t->args[0], j) : -1;
+  }
+  return -1;
+}
+
+int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  const gpu_ew *e = &s->ew;
+  int x = s->args[0], z = s->args[2], r = -1, h = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || x < 0 || z < 0 ||
+      e->in_dtype == COV_F16 || e->out_dtype != COV_F32 || e->run || e->s0 || e->d0 || e->bias || e->also ||
+      gpu_ew_raw(e) || p->bufs[x].rank != 4 || p->bufs[x].dtype != COV_F32 || e->n != p->bufs[x].numel ||
+      p->bufs[z].kind != GPU_BUF_INTERMEDIATE || p->bufs[z].numel != e->n ||
+      gpu_ms_users(p, del, z, i, &r) != 1 || r < i || !gpu_ms_to_nhwc(p, &p->steps[r], z) ||
+      nhwc_source(p, del, x, i, &h) < 0)
+    return 0;
+  const int64_t *d = p->bufs[x].shape;
+  int64_t hw = d[2] * d[3], nc = d[0] * d[1];
+  gpu_ew g;
+  memset(&g, 0, sizeof g); /* kernels compare bytewise */
+  int gate;
+  if (e->scale_hw == hw && !e->mul_c) { /* x * sigmoid(gate) */
+    gate = s->args[3], g.mul_fn = GPU_FN_SIGMOID;
+  } else if (e->mul_c == nc && e->mul_hw == hw && !e->mul_img && !e->scale_hw) {
+    gate = s->args[1], g.mul_fn = e->mul_fn, g.mul0 = e->mul0, g.mul1 = e->mul1;
+  } else {
+    return 0;
+  }
+  if (gate < 0 || p->bufs[gate].dtype != COV_F32 || p->bufs[gate].numel != nc || written_between(p, del, gate, i, r) ||
+      written_between(p, del, h, i, r))
+    return 0;
+  g.kind = GPU_EW_COPY, g.in_dtype = COV_F16, g.out_dtype = COV_F16, g.n = e->n;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) g.rep[l] = 1;
+  g.mul_c = d[1], g.mul_hw = 1, g.mul_img = hw * d[1];
+  g.post = e->post, g.post0 = e->post0, g.post1 = e->post1;
+  gpu_mstep f = p->steps[i];
+  f.ew = g;
+  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
+  f.n_args = 4, f.args[0] = h, f.args[1] = gate, f.args[2] = p->steps[r].args[2];
+  add_suffix(f.kernel, sizeof f.kernel, "_nhwc");
+  gpu_ew_grid(&f.ew, f.grid);
+  p->steps[i] = f;
+  del[r] = 1; /* the conversion back to NCHW goes where nothing else reads it (nhwc_shortcuts) */
+  return 1;
+}

@@ -19,12 +19,12 @@ static int ew_equal(const gpu_ew *a, const gpu_ew *b) {
   const int64_t va[] = {a->kind, a->out_dtype, a->in_dtype, a->n, a->s0, a->d0, a->run, a->rep[0], a->rep[1], a->rep[2],
                         a->ss[0], a->ss[1], a->ss[2], a->ds[0], a->ds[1], a->ds[2], a->N, a->C, a->H,
                         a->W, a->K, a->R, a->S, a->P, a->Q, a->sh, a->sw, a->pt, a->pl, a->dh, a->dw, a->groups,
-                        a->bias, a->also, a->scale_hw, a->post, a->V, a->D, a->mul_c, a->mul_hw, a->mul_fn,
+                        a->bias, a->also, a->scale_hw, a->post, a->V, a->D, a->mul_c, a->mul_hw, a->mul_img, a->mul_fn,
                         a->rq, a->r0, a->r1, a->dual};
   const int64_t vb[] = {b->kind, b->out_dtype, b->in_dtype, b->n, b->s0, b->d0, b->run, b->rep[0], b->rep[1], b->rep[2],
                         b->ss[0], b->ss[1], b->ss[2], b->ds[0], b->ds[1], b->ds[2], b->N, b->C, b->H,
                         b->W, b->K, b->R, b->S, b->P, b->Q, b->sh, b->sw, b->pt, b->pl, b->dh, b->dw, b->groups,
-                        b->bias, b->also, b->scale_hw, b->post, b->V, b->D, b->mul_c, b->mul_hw, b->mul_fn,
+                        b->bias, b->also, b->scale_hw, b->post, b->V, b->D, b->mul_c, b->mul_hw, b->mul_img, b->mul_fn,
                         b->rq, b->r0, b->r1, b->dual};
   return !memcmp(va, vb, sizeof va) && a->post0 == b->post0 && a->post1 == b->post1 &&
          a->mul0 == b->mul0 && a->mul1 == b->mul1;

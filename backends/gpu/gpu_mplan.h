@@ -132,8 +132,10 @@ typedef struct gpu_ew {
   /* COPY: mul_c > 0: v = x[src] * fn(a1[dst / mul_hw % mul_c]) before the
    * addend, argument 1 f32 (a per-channel scale: a layer scale, a
    * squeeze-excite's gate through mul_fn with mul0, mul1 as post's
-   * parameters); never with `also` */
-  int64_t mul_c, mul_hw;
+   * parameters); never with `also`. mul_img > 0: the factor's index is
+   * dst / mul_img * mul_c + dst / mul_hw % mul_c (an image's mul_img
+   * elements, an NHWC value's per-(image, channel) gate: mul_hw 1) */
+  int64_t mul_c, mul_hw, mul_img;
   gpu_ew_fn mul_fn;
   float mul0, mul1;
   gpu_ew_fn post;

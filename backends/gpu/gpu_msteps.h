@@ -66,6 +66,12 @@ int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
  * kernel that gathers it from NCHW, applied by that kernel as it loads
  * the operand instead (gpu_mfuse_gate.c); returns whether it did. */
 int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i);
+/* Step i, a squeeze-excite gate's copy between a channels-last result's
+ * conversion back to f32 NCHW and the next channels-last kernel's
+ * conversion to NHWC f16, as one copy of the NHWC f16 activation scaled
+ * by the per-(image, channel) gate (gpu_mfuse_gate.c): two launches and
+ * 16 of 20 bytes an element fewer. Returns whether it did. */
+int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i);
 /* Whether conv step i is one of an MLP's two ungrouped convs: one
  * widening the channels whose f32 result goes whole, through one f16
  * operand copy, to one narrowing them; where the model compiler lets the

@@ -1,7 +1,8 @@
 /* tests/gpu/test_gpu_ew_jit.c: the model compiler's layout copies between
  * channels-last and NCHW activations (gpu_lower_ew.c: a COPY with an f16
  * source or destination, the residual add and activation fused into it,
- * the second NHWC f16 store, SiLU, a squeeze-excite's gate, a per-channel
+ * the second NHWC f16 store, SiLU, a squeeze-excite's gate (on NCHW f32 or
+ * in place on NHWC f16), a per-channel
  * scale with an optional hard_sigmoid, hard_swish and GELU; the layer
  * normalisation: test_gpu_lnorm_jit.c) lowered with a host table of target
  * operations, verified, optimised at O2 and run on this CPU through LLVM's
@@ -252,6 +253,36 @@ static int check_scale(const char *what, gpu_ew_fn fn) {
   return bad;
 }
 
+/* A squeeze-excite's gate applied to a channels-last f16 activation in
+ * place (gpu_ms_fuse_gate_nhwc): y = x * sigmoid(g[n][c]) over NHWC f16
+ * elements, stored NHWC f16, the gate indexed per image (mul_img). */
+static int check_gate_nhwc(void) {
+  static float g[N * CH], want[NUM], got[NUM], xv[NUM];
+  static uint16_t x16[NUM], y16[NUM];
+  gpu_ew e;
+  memset(&e, 0, sizeof e);
+  e.kind = GPU_EW_COPY, e.n = NUM, e.in_dtype = COV_F16, e.out_dtype = COV_F16;
+  for (int l = 0; l < GPU_COPY_LEVELS; l++) e.rep[l] = 1;
+  e.mul_c = CH, e.mul_hw = 1, e.mul_img = HW * CH, e.mul_fn = GPU_FN_SIGMOID;
+  for (int i = 0; i < NUM; i++) x16[i] = cov_f32_to_f16(next());
+  for (int i = 0; i < N * CH; i++) g[i] = 4 * next();
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < CH; c++)
+      for (int64_t p = 0; p < HW; p++)
+        want[nhwc(n, c, p)] = gpu_jit_h16((float)(cov_f16_to_f32(x16[nhwc(n, c, p)]) / (1.0 + exp(-g[n * CH + c]))));
+  void *a[4] = {x16, g, y16, NULL};
+  const char *what = "NHWC f16 * sigmoid(gate per image and channel) -> NHWC f16";
+  if (run_jit(&e, a)) return 1;
+  widen(y16, got, NUM);
+  int bad = compare(what, got, want, NUM);
+  widen(x16, xv, NUM);
+  gpu_ew_emulate(&e, xv, g, got, NULL, NULL);
+  for (int i = 0; i < NUM; i++) got[i] = gpu_jit_h16(got[i]);
+  bad |= compare(what, got, want, NUM);
+  if (!bad) printf("ok: %s\n", what);
+  return bad;
+}
+
 /* A contiguous f32 copy (an f16 operand, a Concat part): n elements from
  * x + s0 to y + d0, stored f32 or f16, against the loop; 4 elements a
  * thread where n, s0 and d0 allow it. */
@@ -358,6 +389,7 @@ int main(int argc, char **argv) {
   fail |= check_gate("x * sigmoid(gate per channel) -> f16", COV_F16);
   fail |= check_scale("NHWC f16 * scale per channel + shortcut -> NCHW f32", GPU_FN_NONE);
   fail |= check_scale("NHWC f16 * hard_sigmoid(gate per channel) + shortcut -> NCHW f32", GPU_FN_HSIGMOID);
+  fail |= check_gate_nhwc();
   fail |= check_flat("f32 relu -> f16", NUM, 0, 0, COV_F16);
   fail |= check_flat("f32 relu -> f16", NUM - 4, 8, 4, COV_F16);
   fail |= check_flat("f32 relu -> f32", NUM - 8, 4, 12, COV_F32);
