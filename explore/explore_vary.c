@@ -419,11 +419,29 @@ static void rule_lanes(json_t *node, double o, double n, char *note, size_t size
   scale_area(node, n / o, name, note, size);
 }
 
-/* instances of a systolic array (its cores, backends/npu-sim ISA.md
- * "Cores"): every other compute node and every on-chip scratchpad or
- * register file that had the array's instances keeps one per core, with
- * area scaled by new/old; nodes of other counts (DRAM, a shared buffer)
- * stay. */
+/* Whether the instances o of a compute node of `kind` are an NPU's cores,
+ * as the mapper (map_cores) and npu-sim take them: a systolic array's; a
+ * matrix unit's where every on-chip storage node is one per unit or one
+ * shared (a GPU's matrix units are several per CU: not cores). */
+static bool cores_unit(const json_t *doc, const char *kind, double o) {
+  if (strcmp(kind, "systolic") == 0) return true;
+  if (strcmp(kind, "matrix") != 0) return false;
+  size_t i;
+  json_t *node;
+  json_array_foreach(json_object_get(doc, "storage"), i, node) {
+    const char *k = json_string_value(json_object_get(node, "kind"));
+    const json_t *in = json_object_get(node, "instances");
+    double c = in ? num(in) : 1;
+    if ((!k || strcmp(k, "dram") != 0) && c != 1 && c != o) return false;
+  }
+  return true;
+}
+
+/* instances of a systolic array or matrix unit that are cores
+ * (cores_unit, backends/npu-sim ISA.md "Cores"): every other compute node
+ * and every on-chip scratchpad or register file that had the unit's
+ * instances keeps one per core, with area scaled by new/old; nodes of
+ * other counts (DRAM, a shared buffer) stay. */
 static void rule_cores(json_t *doc, const json_t *array, double o, double n, char *note, size_t size) {
   static const char *const sections[] = {"compute", "storage"};
   for (int k = 0; k < 2; k++) {
@@ -481,7 +499,7 @@ cov_status explore_vary_apply(const explore_vary *v, int which, json_t *doc, cha
     } else if (strcmp(t.key, "instances") == 0) {
       double o = old ? num(old) : 1, n = num(val);
       if (o > 0 && n > 0) scale_area(t.node, n / o, name, note, note_size);
-      if (o > 0 && n > 0 && o != n && strcmp(t.section, "compute") == 0 && kind && strcmp(kind, "systolic") == 0)
+      if (o > 0 && n > 0 && o != n && strcmp(t.section, "compute") == 0 && kind && cores_unit(doc, kind, o))
         rule_cores(doc, t.node, o, n, note, note_size);
     }
   }

@@ -350,6 +350,7 @@ static cov_status bind_paths(const map_problem *p, const cov_acg *g, map_target 
  * wave): schedules spread tiles over them with spatial loops. */
 static void bind_replicas(const map_problem *p, const cov_acg *g, map_target *t) {
   t->wg_max = t->wave_max = 1;
+  t->cores = map_cores(g, t->node);
   int l1 = t->path[0][1];
   if (l1 >= 0 && g->storage[l1].instances > 1) {
     t->wg_max = g->storage[l1].instances;

@@ -16,8 +16,13 @@
  *   the longest single double-buffered transfer (map_cost charges the
  *   longest load's and, as the drain, the longest store's: at least that
  *   much; its two-buffer latency terms only raise overlapped). Each transfer adds
- *   bytes * count / bw, plus latency * count / inst when it is not double-
- *   buffered (a double-buffered one's latencies are pipelined). Every one of these terms is
+ *   bytes * count / (bw * engines), plus latency * count / inst when it is
+ *   not double-buffered (a double-buffered one's latencies are pipelined);
+ *   engines is 1, or on an NPU's cores the instance trips at or before the
+ *   transfer (map_edge_copies), at most those of all levels above it, by
+ *   which the bound divides (without that, a split over cores whose
+ *   per-core edges carry the layer was cut as costing the time one engine
+ *   would need). Every one of these terms is
  *   nondecreasing in each transfer's bytes * count, count / inst, and in
  *   the set of transfers. So replacing each term by a lower bound, and
  *   leaving out transfers that may not exist (partial-sum reloads), gives a
@@ -28,8 +33,10 @@
  *     on an output-stationary array map_cost charges their cycles instead
  *     (on a weight-stationary one at least the passes' issues and one
      latency): each GEMM
- *     takes at least its m * k * n / throughput (ISA.md), and they cover
- *     every MAC, so there busy >= max(latency + MACs / throughput, epilogue).
+ *     takes at least its m * k * n / throughput (ISA.md), and each
+ *     instance's (workgroups x waves, which run side by side) cover its
+ *     share of the MACs, so there busy >= max(latency + MACs / (throughput
+ *     x instances), epilogue).
  *   - a transfer at level lv >= max(F, 1): its tile and bytes are exact (they
  *     depend only on the factors of levels >= lv). Its count is the product
  *     of the trips of every scheduled loop of a level < lv up to and
@@ -52,7 +59,9 @@
  *   - once every factor is known (F == 0), the first level K whose order is
  *     still open has some innermost scheduled loop z (at level 0 a reduction
  *     when one has trips there, else a workgroup loop, else an output loop;
- *     at level 1 a temporal loop, else a wave loop: map_build.c's layout).
+ *     with the workgroup loops outermost (an NPU's cores, ch->wg_outer) an
+ *     output loop before them; at level 1 a temporal loop, else a wave loop:
+ *     map_build.c's layout).
  *     Every operand z pins has its innermost pinning loop of level K at the
  *     end of the level, so its count there is the product of all of level
  *     K's trips (times those of the levels above). Each completion has one
@@ -173,8 +182,14 @@ void map_bound_config(map_bound *B, const map_choice *ch) {
     B->ws_trips = outs * ceil(red / B->ws_rows);
   }
   B->epilogue = map_epilogue_cycles(B->proto, wg * wave);
+  B->par = wg * wave;
   B->inst_below[0] = 1;
-  for (int lv = 1; lv < B->L; lv++) B->inst_below[lv] = wg * (lv >= 2 ? wave : 1);
+  for (int lv = 1; lv < B->L; lv++) {
+    B->inst_below[lv] = wg * (lv >= 2 ? wave : 1);
+    /* an NPU's cores move their copies each on its own engine, at most
+     * one per instance above the level (map_cost.c map_edge_copies) */
+    B->engines[lv] = B->t->cores ? B->inst_below[lv] : 1;
+  }
 }
 
 /* Tile of loop l at level lv >= 1, as map_build counts it: the spatial
@@ -237,7 +252,8 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
     passes = B->trips / inner;
   }
   double busy = F <= L - 1 ? passes * (B->latency + inner * B->issue) : B->latency + B->trips * B->issue;
-  if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor;
+  /* each instance's GEMMs take at least its share of the MACs */
+  if (B->gemm_floor > 0) busy = B->latency + B->gemm_floor / B->par;
   /* weight-stationary GEMMs: map_cost charges the passes' issues and one
    * latency, not one per pass */
   if (B->ws_rows > 0) busy = B->latency + B->trips * B->issue;
@@ -273,7 +289,8 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
         lat_n = x->lat / B->inst_below[lv];
       }
       bool dbx = ch->dbuf && x->db_allowed;
-      double all = vol / x->bw + (dbx ? 0 : lat_n); /* as map_cost: pipelined latencies */
+      /* as map_cost: pipelined latencies, copies on several engines */
+      double all = vol / x->bw / B->engines[lv] + (dbx ? 0 : lat_n);
       if (x->dram) dram += vol;
       if (dbx) {
         if (x->edge >= 0 && x->edge < g->n_edges) { /* as map_cost: per edge used */
@@ -296,8 +313,9 @@ static double lb_z(const map_bound *B, const map_choice *ch, int F, int K, int z
 
 /* The candidates for the innermost scheduled loop of level K (its order not
  * yet chosen; map_level_sloops): at level 0 the reductions come last, then
- * the workgroup loops, then the output loops; at level 1 the waves come
- * first. Returns their number (0: the level has no loop). */
+ * the workgroup loops, then the output loops (with ch->wg_outer the output
+ * loops, then the workgroup loops); at level 1 the waves come first.
+ * Returns their number (0: the level has no loop). */
 static int innermost_candidates(const map_bound *B, const map_choice *ch, int K, int *z) {
   const map_problem *p = &B->proto->prob;
   int n = 0;
@@ -306,7 +324,7 @@ static int innermost_candidates(const map_bound *B, const map_choice *ch, int K,
   if (K == 0)
     for (int l = 0; l < p->n_loops; l++)
       if (ch->fac[0][l] > 1 && p->reduction[l]) z[n++] = l;
-  if (n == 0 && K == 0 && inst) {
+  if (n == 0 && K == 0 && inst && !ch->wg_outer) {
     z[n++] = Z_SPATIAL;
     return n;
   }

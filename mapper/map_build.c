@@ -68,8 +68,15 @@ static bool flows(const cov_acg *g, int from, int to) {
  * innermost so that the outermost on-chip output tile sees its whole
  * reduction (the epilogue and the DRAM store happen once per tile);
  * workgroups sit at level 0 between the output loops and the reductions,
- * waves outermost at level 1. Loops of one trip are left out. The search's
- * bounds read the same sequence, so both agree on where transfers go. */
+ * waves outermost at level 1. An NPU's cores (map_cores) may also be the
+ * outermost loops (ch->wg_outer): each core runs its slice as its own
+ * program, and every tile in a core's buffers is loaded inside the
+ * workgroup loops (build_xfer), so below the output loops they reload a
+ * tile the core's slice could keep on chip across them (bert_base_ffn1 on
+ * npu-64x64-bf16 at 192 B/cycle of DRAM: its whole-k activation tile once
+ * per weight tile, 48 times, and 2 cores simulated slower than one). Loops
+ * of one trip are left out. The search's bounds read the same sequence, so both
+ * agree on where transfers go. */
 int map_level_sloops(const map_target *t, const map_problem *p, const map_choice *ch, int lv,
                      map_sloop *out, int max) {
   int L = t->n_levels, k = 0;
@@ -82,8 +89,9 @@ int map_level_sloops(const map_target *t, const map_problem *p, const map_choice
       order[n++] = l;
     }
   for (int i = 0; i <= n; i++) {
-    bool wg_here = lv == 0 && (i == n || p->reduction[order[i]]) &&
-                   (i == 0 || !p->reduction[order[i - 1]]);
+    bool wg_here = lv == 0 && (ch->wg_outer ? i == 0
+                                            : (i == n || p->reduction[order[i]]) &&
+                                                  (i == 0 || !p->reduction[order[i - 1]]));
     if ((wg_here || (lv == 1 && i == 0)) && L > 1)
       for (int l = 0; l < p->n_loops; l++) {
         int64_t f = lv == 0 ? ch->wg[l] : ch->wave[l];

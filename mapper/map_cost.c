@@ -366,7 +366,7 @@ static double engine_hold(const map_schedule *s, const double *xocc, double busy
 }
 
 /* How many engines carry transfer x's copies of `inst` workgroups at once:
- * on the cores of an NPU (a systolic array's instances, each core with its
+ * on the cores of an NPU (map_cores: the array's instances, each core with its
  * own DMA engine on every edge: backends/npu-sim/ISA.md "Cores") one per
  * core where the edge's on-chip end is one per core, so each engine moves
  * its core's share at the edge's bandwidth (DRAM's interface stays shared:
@@ -375,7 +375,7 @@ static double engine_hold(const map_schedule *s, const double *xocc, double busy
 static double map_edge_copies(const map_schedule *s, const map_xfer *x, double inst) {
   const cov_acg *g = s->acg;
   const acg_compute *cn = &g->compute[s->node - g->n_storage];
-  if (inst <= 1 || cn->kind != ACG_SYSTOLIC || cn->instances < inst) return 1;
+  if (inst <= 1 || !map_cores(g, s->node) || cn->instances < inst) return 1;
   int local = g->storage[x->src].kind == ACG_DRAM ? x->dst : x->src;
   return g->storage[local].instances >= inst ? inst : 1;
 }

@@ -83,6 +83,7 @@ typedef struct map_choice {
   bool dbuf;                                  /* double buffer where allowed */
   int64_t wg[MAP_MAX_LOOPS];                  /* spatial trips over workgroups (level 0) */
   int64_t wave[MAP_MAX_LOOPS];                /* spatial trips over waves (level 1) */
+  bool wg_outer;                              /* workgroups outermost at level 0 (map_level_sloops) */
 } map_choice;
 
 /* map_bind.c: the compute node and capability for the main statement, the
@@ -99,6 +100,7 @@ typedef struct map_target {
   int simd_node;       /* for the epilogue, -1 if none */
   int64_t wg_max;      /* instances of the level-1 storage (LDS per CU): 1 if one */
   int64_t wave_max;    /* compute instances per level-1 instance (waves per CU): 1 if one */
+  bool cores;          /* the workgroups are an NPU's cores (map_cores) */
   int epi_node;        /* storage of the epilogue's temporaries, -1 if no epilogue */
   bool epi_in_place;   /* register 0 is the output's level-1 tile */
   bool tiles;          /* a mac on a matrix, SIMD or scalar unit (map_mac_tiles) */
@@ -114,6 +116,14 @@ cov_status map_bind_target_on(const map_problem *prob, const cov_acg *acg, int o
 bool map_mac_tiles(const cov_acg *g, int node, int cap, acg_mac_form *f);
 bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy);
 int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, double *floor, int max);
+/* Whether the instances of compute node `node` are an NPU's cores
+ * (backends/npu-sim/ISA.md "Cores": each with its own units, buffers and
+ * DMA engines, running its own slice as its own program): the node has as
+ * many as the ACG's systolic array, or where it has none its matrix unit
+ * whose on-chip storage nodes are each one per unit or one shared (a
+ * GPU's matrix units are several per CU: waves, not cores). So a mac on
+ * an NPU's SIMD unit, or a pooling, spreads over the cores too. */
+bool map_cores(const cov_acg *g, int node);
 /* Where the epilogue's temporaries live (sets t->epi_node, t->epi_in_place):
  * storage the SIMD unit both reads and writes and from which results reach
  * DRAM; the output's level-1 storage first (register 0 then stays in place). */
@@ -229,6 +239,8 @@ typedef struct map_bound {
   map_bound_xfer x[MAP_MAX_OPERANDS][MAP_MAX_LEVELS];
   /* per spatial binding, instances and double buffering (map_bound_config) */
   double trips, epilogue, inst_below[MAP_MAX_LEVELS];
+  double par; /* instances working at once (workgroups x waves) */
+  double engines[MAP_MAX_LEVELS]; /* the most DMA engines moving a level's copies at once */
 } map_bound;
 void map_bound_init(map_bound *B, const map_target *t, const map_schedule *proto);
 /* After ch's sp, sp_axis, wg, wave and dbuf are set. */

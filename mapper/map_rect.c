@@ -136,6 +136,7 @@ static void choice_of(const map_schedule *s, map_choice *ch) {
       if (!seen[l]) ch->order[lv][n++] = l;
   }
   for (int l = 0; l < MAP_MAX_LOOPS; l++) ch->sp[l] = ch->wg[l] = ch->wave[l] = 1;
+  ch->wg_outer = s->n_sloops > 0 && s->sloops[0].axis == MAP_AX_WORKGROUP;
   for (int i = 0; i < s->n_sloops; i++) {
     const map_sloop *sl = &s->sloops[i];
     if (!sl->spatial) ch->fac[sl->level][sl->loop] *= sl->trips;

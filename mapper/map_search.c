@@ -4,9 +4,10 @@
  * loop on columns; SIMD: an output loop on lanes), each with a divisor
  * factor that fits the units; per loop, an ordered split of what remains
  * into one divisor-based factor per level; per level, a loop order; double
- * buffering on or off. Orders only matter through where each operand's tile
- * changes, so orders with the same per-operand reuse signature are one
- * candidate (exact, not a heuristic).
+ * buffering on or off; on an NPU's cores, their loops outermost at level 0
+ * or below its output loops (map_level_sloops). Orders only matter through
+ * where each operand's tile changes, so orders with the same per-operand
+ * reuse signature are one candidate (exact, not a heuristic).
  *
  * Enumeration is a branch and bound. Tilings are chosen level by level from
  * the innermost storage level outwards (it fixes the compute passes and the
@@ -301,11 +302,21 @@ static void orders_rec(search *S, int lv, orders *all) {
   }
 }
 
+/* Whether level 0 has an output loop of several trips: without one, both
+ * placements of the workgroup loops (ch.wg_outer) build one schedule. */
+static bool outputs_at_0(const search *S) {
+  for (int l = 0; l < S->p->n_loops; l++)
+    if (!S->p->reduction[l] && S->ch.fac[0][l] > 1) return true;
+  return false;
+}
+
 /* The whole tiling is fixed: the epilogue's constraints on the level-1
  * output tile (map_build rejects the rest, so checking here only saves
- * work), the bound, then the loop orders. */
+ * work), one placement of the workgroup loops where both are one, the
+ * bound, then the loop orders. */
 static void tiling_done(search *S) {
   const map_schedule *pr = S->proto;
+  if (S->ch.wg_outer && !outputs_at_0(S)) return;
   if (S->L > 1)
     for (int v = 0; v < pr->n_vops; v++) {
       const map_vop *vo = &pr->vops[v];
@@ -522,8 +533,45 @@ static int spatial_bindings(const search *S, spatial **out) {
   return n_sp;
 }
 
+/* The tilings and orders of one spatial binding, workgroup and wave spread,
+ * workgroup placement and double buffering. */
+static void search_spread(search *S, const spatial *sp, const spread *wg, const spread *wave,
+                          const int64_t *rem1, bool wg_outer, bool db) {
+  const map_problem *p = S->p;
+  const map_target *t = S->t;
+  memset(&S->ch, 0, sizeof S->ch);
+  for (int l = 0; l < p->n_loops; l++) {
+    S->ch.sp[l] = 1;
+    S->ch.wg[l] = wg->f[l];
+    S->ch.wave[l] = wave->f[l];
+    S->rem[l] = rem1[l] / wave->f[l];
+  }
+  for (int k = 0; k < 2; k++)
+    if (sp->loop[k] >= 0) {
+      S->ch.sp[sp->loop[k]] = sp->f[k];
+      S->ch.sp_axis[sp->loop[k]] = sp->ax[k];
+    }
+  S->ch.wg_outer = wg_outer;
+  S->ch.dbuf = db;
+  for (int o = 0; o < p->n_operands; o++)
+    for (int lv = 1; lv < S->L; lv++) {
+      int node = t->path[o][lv];
+      if (node < 0) continue;
+      S->elem_bytes[o][lv] = cov_dtype_size(map_place_dtype(t, p, o, lv)) *
+                             (db && t->acg->storage[node].double_buffer ? 2 : 1);
+    }
+  for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
+    for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
+  map_bound_config(&S->B, &S->ch);
+  /* nothing tiled yet: compute at full rate and compulsory traffic */
+  if (pruned_by(S, S->L, 0)) return;
+  ext_reset(S);
+  tile_rec(S, S->L - 1, 0);
+}
+
 /* One pass over the space (S->exhaustive says which): spatial bindings x
- * workgroup and wave spreads x double buffering x tilings x orders. */
+ * workgroup and wave spreads x workgroup placements x double buffering x
+ * tilings x orders. */
 static void search_space(search *S, const spatial *all_sp, int n_all) {
   const map_problem *p = S->p;
   const map_target *t = S->t;
@@ -536,8 +584,7 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
   int n_sp = 0;
   for (int i = 0; i < n_all; i++)
     if (S->exhaustive || all_sp[i].largest) sp[n_sp++] = all_sp[i];
-  /* workgroups on a systolic array are an NPU's cores (map_cost.c) */
-  bool cores = t->acg->compute[t->node - t->acg->n_storage].kind == ACG_SYSTOLIC;
+  bool cores = t->cores; /* workgroups are an NPU's cores (map_cost.c) */
   int beam = S->opt && S->opt->beam > 0 ? S->opt->beam : 4;
   if (!S->exhaustive) {
     /* the beam: at most `beam` bindings, none using under half the units
@@ -567,36 +614,14 @@ static void search_space(search *S, const spatial *all_sp, int n_all) {
       int64_t rem1[MAP_MAX_LOOPS];
       for (int l = 0; l < p->n_loops; l++) rem1[l] = rem0[l] / wgs[w].f[l];
       int n_wv = spreads(p, rem1, gran, t->wave_max, waves, 2, false);
+      /* an NPU's cores: their loops outermost first (it never moves more
+       * data, so ties keep it), then below the output loops
+       * (map_level_sloops) */
+      int first = cores && wgs[w].used > 1 ? 1 : 0;
       for (int v = 0; v < n_wv && !S->stop; v++)
-        for (int db = 1; db >= 0 && !S->stop; db--) {
-          memset(&S->ch, 0, sizeof S->ch);
-          for (int l = 0; l < p->n_loops; l++) {
-            S->ch.sp[l] = 1;
-            S->ch.wg[l] = wgs[w].f[l];
-            S->ch.wave[l] = waves[v].f[l];
-            S->rem[l] = rem1[l] / waves[v].f[l];
-          }
-          for (int k = 0; k < 2; k++)
-            if (sp[c].loop[k] >= 0) {
-              S->ch.sp[sp[c].loop[k]] = sp[c].f[k];
-              S->ch.sp_axis[sp[c].loop[k]] = sp[c].ax[k];
-            }
-          S->ch.dbuf = db;
-          for (int o = 0; o < p->n_operands; o++)
-            for (int lv = 1; lv < S->L; lv++) {
-              int node = t->path[o][lv];
-              if (node < 0) continue;
-              S->elem_bytes[o][lv] = cov_dtype_size(map_place_dtype(t, p, o, lv)) *
-                                     (db && t->acg->storage[node].double_buffer ? 2 : 1);
-            }
-          for (int lv = 0; lv < MAP_MAX_LEVELS; lv++)
-            for (int l = 0; l < MAP_MAX_LOOPS; l++) S->ch.fac[lv][l] = 1;
-          map_bound_config(&S->B, &S->ch);
-          /* nothing tiled yet: compute at full rate and compulsory traffic */
-          if (pruned_by(S, S->L, 0)) continue;
-          ext_reset(S);
-          tile_rec(S, S->L - 1, 0);
-        }
+        for (int outer = first; outer >= 0 && !S->stop; outer--)
+          for (int db = 1; db >= 0 && !S->stop; db--)
+            search_spread(S, &sp[c], &wgs[w], &waves[v], rem1, outer, db);
     }
   }
   free(sp);

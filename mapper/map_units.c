@@ -8,7 +8,8 @@
  * the capability's [M, N, K] per issue from its register file, a SIMD unit
  * as vector MACs, a scalar unit one MAC per issue (the TILES form). Where
  * several units can take a layer, cov_map searches each binding and keeps
- * the one its cost model ranks cheapest (map_api.c).
+ * the one its cost model ranks cheapest (map_api.c). Whether a unit's
+ * instances are an NPU's cores is map_cores'.
  */
 #include "mapper/map_internal.h"
 
@@ -23,6 +24,29 @@ bool map_mac_tiles(const cov_acg *g, int node, int cap, acg_mac_form *f) {
 bool map_mac_runs(const cov_acg *g, int node, int cap, char *why, size_t nwhy) {
   acg_mac_form f;
   return acg_mac_form_of(g, node - g->n_storage, cap, &f, why, nwhy);
+}
+
+/* The unit whose instances are an NPU's cores, as npu-sim picks it
+ * (npu_target_init): the first systolic array, else the first matrix
+ * unit; -1 if none. */
+static int core_unit(const cov_acg *g) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int c = 0; c < g->n_compute; c++)
+      if (g->compute[c].kind == (pass == 0 ? ACG_SYSTOLIC : ACG_MATRIX)) return c;
+  return -1;
+}
+
+bool map_cores(const cov_acg *g, int node) {
+  int u = core_unit(g), c = node - g->n_storage;
+  if (u < 0 || c < 0 || c >= g->n_compute) return false;
+  uint32_t n = g->compute[u].instances ? g->compute[u].instances : 1;
+  if ((g->compute[c].instances ? g->compute[c].instances : 1) != n) return false;
+  if (g->compute[u].kind == ACG_SYSTOLIC) return true;
+  for (int s = 0; s < g->n_storage; s++) {
+    uint32_t k = g->storage[s].instances ? g->storage[s].instances : 1;
+    if (g->storage[s].kind != ACG_DRAM && k != 1 && k != n) return false;
+  }
+  return true;
 }
 
 int map_mac_units(const map_problem *p, const cov_acg *g, int *nodes, double *floor, int max) {

@@ -7,7 +7,10 @@
  * must never beat it, and the bound (map_bound_cuts) must cut no partial
  * decision of any built schedule at that schedule's cost. Targets: the two shipped NPUs and a small three-level
  * ACG whose accumulator level can take partial sums back and whose
- * capacities bind the tiling.
+ * capacities bind the tiling, alone and as an NPU of 2 cores (every
+ * output loop spread over them, their loops outermost or below the
+ * output loops: the bound must divide a core's transfers among the
+ * cores' own DMA engines, and their GEMMs among the cores).
  *
  * usage: test_search TARGET.json... (the small ACG is built in)
  *        test_search --small (the small ACG alone, on smaller layers) */
@@ -20,6 +23,31 @@
 #include "mapper/map_internal.h"
 #include "tests/check.h"
 #include "tests/mapper/tiny_acg3.h"
+
+/* npu-tiny3 as 2 cores (backends/npu-sim/ISA.md "Cores"), on a DRAM fast
+ * enough that splitting a layer pays */
+static const char k_acg3_cores[] =
+    "{\"acg_version\": 1, \"name\": \"npu-tiny3-2core\", \"clock_mhz\": 1000,"
+    " \"backend\": {\"name\": \"npu-sim\"},"
+    " \"storage\": [{\"name\": \"dram\", \"kind\": \"dram\", \"capacity\": \"1GiB\","
+    "   \"bandwidth_bytes_per_cycle\": 16},"
+    "  {\"name\": \"buf\", \"kind\": \"scratchpad\", \"capacity\": \"1KiB\", \"double_buffer\": true,"
+    "   \"instances\": 2},"
+    "  {\"name\": \"acc\", \"kind\": \"regfile\", \"capacity\": \"128B\", \"double_buffer\": true,"
+    "   \"instances\": 2}],"
+    " \"compute\": [{\"name\": \"pe\", \"kind\": \"systolic\", \"dims\": [4, 4], \"instances\": 2,"
+    "  \"capabilities\": [{\"op\": \"mac\", \"in\": [\"f32\", \"f32\"], \"out\": \"f32\","
+    "   \"tile\": [4, 4, 1], \"throughput\": 16, \"latency\": 6}]},"
+    "  {\"name\": \"vec\", \"kind\": \"simd\", \"lanes\": 4, \"instances\": 2,"
+    "   \"capabilities\": [{\"op\": [\"add\", \"sub\", \"mul\", \"max\", \"relu\", \"copy\", \"mac\","
+    "    \"div\", \"exp\", \"erf\", \"tanh\"], \"in\": \"f32\", \"out\": \"f32\", \"throughput\": 4}]}],"
+    " \"edges\": [{\"from\": \"dram\", \"to\": \"buf\", \"bandwidth_bytes_per_cycle\": 8,"
+    "   \"latency_cycles\": 20, \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"pe\", \"bandwidth_bytes_per_cycle\": 16, \"latency_cycles\": 1},"
+    "  {\"from\": \"pe\", \"to\": \"acc\", \"bandwidth_bytes_per_cycle\": 64, \"bidirectional\": true},"
+    "  {\"from\": \"acc\", \"to\": \"buf\", \"bandwidth_bytes_per_cycle\": 16, \"latency_cycles\": 2,"
+    "   \"bidirectional\": true},"
+    "  {\"from\": \"buf\", \"to\": \"vec\", \"bandwidth_bytes_per_cycle\": 16, \"bidirectional\": true}]}";
 
 static const char k_suite[] =
     "{\"layers\": ["
@@ -111,6 +139,45 @@ static void b_split(brute *B, int l, int lv, int64_t left) {
     }
 }
 
+/* Every tiling and order of one array binding (loop a on the rows by fa,
+ * b on the columns by fb), with loop w (-1: none) spread over fw
+ * workgroups, outermost or not. */
+static void b_binding(brute *B, int a, int64_t fa, int b, int64_t fb, int w, int64_t fw, bool outer,
+                      bool db) {
+  const map_problem *p = B->p;
+  memset(&B->ch, 0, sizeof B->ch);
+  for (int l = 0; l < p->n_loops; l++) {
+    B->ch.sp[l] = B->ch.wg[l] = B->ch.wave[l] = 1;
+    for (int lv = 0; lv < MAP_MAX_LEVELS; lv++) B->ch.fac[lv][l] = 1;
+  }
+  B->ch.sp[a] = fa;
+  B->ch.sp_axis[a] = MAP_AX_ROWS;
+  B->ch.sp[b] = fb;
+  B->ch.sp_axis[b] = MAP_AX_COLS;
+  if (w >= 0) B->ch.wg[w] = fw;
+  B->ch.wg_outer = outer;
+  B->ch.dbuf = db;
+  map_bound_config(&B->bd, &B->ch);
+  for (int l = 0; l < p->n_loops; l++) B->rem[l] = p->extent[l] / (B->ch.sp[l] * B->ch.wg[l]);
+  b_split(B, 0, B->L - 1, B->rem[0]);
+}
+
+/* The bindings of rows a (by fa) and columns b (by fb): alone, and on an
+ * NPU's cores with each output loop spread over each count of them that
+ * divides it, in both placements of their loops. */
+static void b_spreads(brute *B, int a, int64_t fa, int b, int64_t fb) {
+  const map_problem *p = B->p;
+  for (int db = 0; db < 2; db++) {
+    b_binding(B, a, fa, b, fb, -1, 1, false, db);
+    for (int w = 0; w < p->n_loops && B->t->cores; w++) {
+      int64_t left = p->extent[w] / (w == b ? fb : 1);
+      for (int64_t fw = 2; fw <= B->t->wg_max && !p->reduction[w]; fw++)
+        for (int outer = 0; outer < 2 && left % fw == 0; outer++)
+          b_binding(B, a, fa, b, fb, w, fw, outer, db);
+    }
+  }
+}
+
 /* The cheapest schedule of every decision, by brute force (array targets). */
 static double brute_force(const map_target *t, const map_schedule *proto, int64_t *built) {
   brute *B = calloc(1, sizeof *B);
@@ -127,24 +194,8 @@ static double brute_force(const map_target *t, const map_schedule *proto, int64_
     for (int b = 0; b < p->n_loops; b++) {
       if (p->reduction[b]) continue;
       for (int64_t fa = 1; fa <= p->extent[a] && (uint64_t)fa <= t->dims[0]; fa++)
-        for (int64_t fb = 1; fb <= p->extent[b] && (uint64_t)fb <= t->dims[1]; fb++) {
-          if (p->extent[a] % fa || p->extent[b] % fb) continue;
-          for (int db = 0; db < 2; db++) {
-            memset(&B->ch, 0, sizeof B->ch);
-            for (int l = 0; l < p->n_loops; l++) {
-              B->ch.sp[l] = B->ch.wg[l] = B->ch.wave[l] = 1;
-              for (int lv = 0; lv < MAP_MAX_LEVELS; lv++) B->ch.fac[lv][l] = 1;
-            }
-            B->ch.sp[a] = fa;
-            B->ch.sp_axis[a] = MAP_AX_ROWS;
-            B->ch.sp[b] = fb;
-            B->ch.sp_axis[b] = MAP_AX_COLS;
-            B->ch.dbuf = db;
-            map_bound_config(&B->bd, &B->ch);
-            for (int l = 0; l < p->n_loops; l++) B->rem[l] = p->extent[l] / B->ch.sp[l];
-            b_split(B, 0, B->L - 1, B->rem[0]);
-          }
-        }
+        for (int64_t fb = 1; fb <= p->extent[b] && (uint64_t)fb <= t->dims[1]; fb++)
+          if (p->extent[a] % fa == 0 && p->extent[b] % fb == 0) b_spreads(B, a, fa, b, fb);
     }
   }
   double best = B->best;
@@ -199,7 +250,7 @@ static void compare(const char *suite, const char *name, const cov_acg *acg) {
     CHECK(pc >= ex);
     /* the shipped NPUs have room to start every on-chip tile (and the second
      * half of a double buffer) on the simulator's 64-byte dependency block */
-    if (strcmp(cov_acg_name(acg), "npu-tiny3") != 0)
+    if (strncmp(cov_acg_name(acg), "npu-tiny3", 9) != 0)
       for (int o = 0; o < x->s.prob.n_operands; o++)
         for (int lv = 1; lv < x->s.n_levels; lv++) {
           const map_place *pl = &x->s.place[o][lv];
@@ -231,10 +282,12 @@ int main(int argc, char **argv) {
   int is_small = argc > 1 && !strcmp(argv[1], "--small");
   const char *const *layers = is_small ? small : all;
   size_t n_layers = is_small ? sizeof small / sizeof *small : sizeof all / sizeof *all;
-  for (int i = 0; i <= (is_small ? 0 : argc - 1); i++) {
+  for (int i = -1; i <= (is_small ? 0 : argc - 1); i++) {
     cov_acg *acg = NULL;
-    cov_status st = i == 0 ? cov_acg_load_buffer(k_acg3, strlen(k_acg3), "npu-tiny3.json", &acg)
-                           : cov_acg_load_target(argv[i], &acg);
+    cov_status st =
+        i == -1  ? cov_acg_load_buffer(k_acg3_cores, strlen(k_acg3_cores), "npu-tiny3-2core.json", &acg)
+        : i == 0 ? cov_acg_load_buffer(k_acg3, strlen(k_acg3), "npu-tiny3.json", &acg)
+                 : cov_acg_load_target(argv[i], &acg);
     CHECK(st == NULL);
     if (st) {
       cov_status_print(stderr, st, 0);
