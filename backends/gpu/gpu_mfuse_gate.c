@@ -118,14 +118,15 @@ static int nhwc_source(const gpu_model_plan *p, const char *del, int x, int befo
 int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i) {
   const gpu_mstep *s = &p->steps[i];
   const gpu_ew *e = &s->ew;
-  int x = s->args[0], z = s->args[2], r = -1, h = -1;
+  int x = s->args[0], z = s->args[2], r = -1, h = -1, a = -1;
   if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || e->kind != GPU_EW_COPY || x < 0 || z < 0 ||
       e->in_dtype == COV_F16 || e->out_dtype != COV_F32 || e->run || e->s0 || e->d0 || e->bias || e->also ||
       gpu_ew_raw(e) || p->bufs[x].rank != 4 || p->bufs[x].dtype != COV_F32 || e->n != p->bufs[x].numel ||
       p->bufs[z].kind != GPU_BUF_INTERMEDIATE || p->bufs[z].numel != e->n ||
       gpu_ms_users(p, del, z, i, &r) != 1 || r < i || !gpu_ms_to_nhwc(p, &p->steps[r], z) ||
-      nhwc_source(p, del, x, i, &h) < 0)
+      (a = nhwc_source(p, del, x, i, &h)) < 0)
     return 0;
+  int zh = p->steps[r].args[2];
   const int64_t *d = p->bufs[x].shape;
   int64_t hw = d[2] * d[3], nc = d[0] * d[1];
   gpu_ew g;
@@ -138,8 +139,10 @@ int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i) {
   } else {
     return 0;
   }
-  if (gate < 0 || p->bufs[gate].dtype != COV_F32 || p->bufs[gate].numel != nc || written_between(p, del, gate, i, r) ||
-      written_between(p, del, h, i, r))
+  /* the NHWC source is now read at step i, not at the conversion a; the
+   * NHWC result written at i, not at the conversion r */
+  if (gate < 0 || p->bufs[gate].dtype != COV_F32 || p->bufs[gate].numel != nc || written_between(p, del, h, a, i) ||
+      written_between(p, del, zh, i, r))
     return 0;
   g.kind = GPU_EW_COPY, g.in_dtype = COV_F16, g.out_dtype = COV_F16, g.n = e->n;
   for (int l = 0; l < GPU_COPY_LEVELS; l++) g.rep[l] = 1;
@@ -147,8 +150,8 @@ int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i) {
   g.post = e->post, g.post0 = e->post0, g.post1 = e->post1;
   gpu_mstep f = p->steps[i];
   f.ew = g;
-  for (int a = 0; a < GPU_CDL_MAX_ARGS; a++) f.args[a] = -1;
-  f.n_args = 4, f.args[0] = h, f.args[1] = gate, f.args[2] = p->steps[r].args[2];
+  for (int k = 0; k < GPU_CDL_MAX_ARGS; k++) f.args[k] = -1;
+  f.n_args = 4, f.args[0] = h, f.args[1] = gate, f.args[2] = zh;
   add_suffix(f.kernel, sizeof f.kernel, "_nhwc");
   gpu_ew_grid(&f.ew, f.grid);
   p->steps[i] = f;
