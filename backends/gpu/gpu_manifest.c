@@ -100,6 +100,8 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(o, "tma", tm);
   }
   if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
+  /* the A operand's prologue: another kernel (argument 7 the gate) */
+  if (q->a_pro) json_object_set_new(o, "a_prologue", json_string(q->a_pro == GPU_APRO_GATE ? "gate" : "cast"));
   if (p->out_rq) { /* output row m at (m / q) * r1 + (m % q) * r0 */
     json_t *r = json_array();
     json_array_append_new(r, json_integer(p->out_rq));

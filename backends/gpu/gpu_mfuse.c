@@ -468,6 +468,7 @@ cov_status gpu_model_fuse(gpu_model_plan *p) {
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && fuse_f16_out_at(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && gpu_ms_fuse_se(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && gpu_ms_fuse_gate_a(p, del, a);
+  for (int a = 0; a < p->n_steps; a++) any |= !del[a] && gpu_ms_fuse_cast_a(p, del, a);
   for (int a = 0; a < p->n_steps; a++) any |= !del[a] && gpu_ms_fuse_gate_nhwc(p, del, a);
   int *scratch = malloc(((size_t)p->n_steps + 1) * sizeof *scratch);
   if (!scratch) {

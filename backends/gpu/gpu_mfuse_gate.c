@@ -11,7 +11,9 @@
  * copies), it reads x itself and scales each element as it loads it
  * (gpu_problem.a_pro = GPU_APRO_GATE, gpu_lower_gate.c), and the copy
  * goes. The sigmoid moves into the head (its fc2 activation, GPU_FN_SIGMOID)
- * so the load multiplies by a finished per-(image, channel) factor. */
+ * so the load multiplies by a finished per-(image, channel) factor. A
+ * plain f16 copy that such a kernel alone reads (a model's image before
+ * its stem) goes the same way, the load only rounding (GPU_APRO_CAST). */
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +97,39 @@ int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i) {
   for (int a = t->n_args; a < GPU_APRO_ARG; a++) t->args[a] = -1;
   t->args[GPU_APRO_ARG] = gate, t->n_args = GPU_APRO_ARG + 1;
   add_suffix(t->kernel, sizeof t->kernel, "_gate");
+  del[i] = 1;
+  return 1;
+}
+
+int gpu_ms_fuse_cast_a(gpu_model_plan *p, char *del, int i) {
+  const gpu_mstep *s = &p->steps[i];
+  const gpu_ew *e = &s->ew;
+  int x = s->args[0], z = s->args[2], m = -1;
+  if (s->op != GPU_STEP_LAUNCH || s->kkind != GPU_KERNEL_EW || x < 0 || z < 0 || p->bufs[x].dtype != COV_F32 ||
+      p->bufs[z].kind != GPU_BUF_INTERMEDIATE || p->bufs[z].dtype != COV_F16 || !plain_copy(e, p->bufs[x].numel) ||
+      e->scale_hw || e->mul_c || p->bufs[z].numel != p->bufs[x].numel || gpu_ms_users(p, del, z, i, &m) != 1 ||
+      m < i || !gathers(p, &p->steps[m], z) || written_between(p, del, x, i, m))
+    return 0;
+  /* layout copies (a Concat's, a channel shuffle's) whose result only this
+   * copy reads store the f16 operand themselves later (gpu_mfuse_cat.c):
+   * two bytes an element read, not four */
+  int layout_only = p->bufs[x].kind == GPU_BUF_INTERMEDIATE;
+  for (int j = 0; j < p->n_steps && layout_only; j++) {
+    const gpu_mstep *u = &p->steps[j];
+    const gpu_ew *f = &u->ew;
+    int use = u->op == GPU_STEP_FILL && u->fill_buf == x;
+    for (int a = 0; u->op == GPU_STEP_LAUNCH && a < u->n_args; a++) use |= u->args[a] == x;
+    if (j != i && !del[j] && use)
+      layout_only = u->op == GPU_STEP_LAUNCH && u->kkind == GPU_KERNEL_EW && f->kind == GPU_EW_COPY && u->args[2] == x &&
+                    u->args[0] != x && !f->bias && !f->also && !f->mul_c && !f->scale_hw && f->post == GPU_FN_NONE;
+  }
+  if (layout_only) return 0;
+  gpu_mstep *t = &p->steps[m];
+  t->plan.prob.a_pro = GPU_APRO_CAST;
+  t->args[0] = x;
+  for (int a = t->n_args; a <= GPU_APRO_ARG; a++) t->args[a] = -1;
+  t->n_args = GPU_APRO_ARG + 1;
+  add_suffix(t->kernel, sizeof t->kernel, "_cast");
   del[i] = 1;
   return 1;
 }

@@ -176,19 +176,19 @@ static cov_status emu_buffers(const gpu_model_plan *p, const cov_tensor *inputs,
   return NULL;
 }
 
-/* A conv whose A operand is read through a gate prologue (prob.a_pro,
+/* A conv whose A operand is read through a prologue (prob.a_pro,
  * gpu_lower_gate.c): the operand the kernel stores to its tiles, each f32
- * element x[n][c][hw] times gate[n][c], rounded once to f16, then the
- * conv on it. */
+ * element x[n][c][hw] times gate[n][c] (GPU_APRO_CAST: x alone), rounded
+ * once to f16, then the conv on it. */
 static cov_status emulate_gated(const gpu_model_plan *p, const gpu_mstep *s, float **v, float **a) {
   const gpu_problem *q = &s->plan.prob;
-  int gb = s->n_args > GPU_APRO_ARG ? s->args[GPU_APRO_ARG] : -1;
+  int gb = s->n_args > GPU_APRO_ARG ? s->args[GPU_APRO_ARG] : -1, cast = q->a_pro == GPU_APRO_CAST;
   int64_t hw = q->ch * q->cw, n = q->cn * q->cc * hw;
-  if (gb < 0 || s->args[0] < 0 || p->bufs[gb].numel != q->cn * q->cc || p->bufs[s->args[0]].numel != n)
+  if ((!cast && (gb < 0 || p->bufs[gb].numel != q->cn * q->cc)) || s->args[0] < 0 || p->bufs[s->args[0]].numel != n)
     return cov_error(COV_INTERNAL, GPU_LOC(NULL, s->label), "emulation of %s: no gate of its input", s->kernel);
   float *t = malloc((size_t)n * sizeof *t + 4), *b[4] = {t, a[1], a[2], a[3]};
   if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory");
-  for (int64_t i = 0; i < n; i++) t[i] = to_f16(a[0][i] * v[gb][i / hw]);
+  for (int64_t i = 0; i < n; i++) t[i] = to_f16(cast ? a[0][i] : a[0][i] * v[gb][i / hw]);
   cov_status st = emulate_matrix(&s->plan, b);
   free(t);
   return st;
@@ -231,7 +231,7 @@ static cov_status emu_device_step(const gpu_model_plan *p, const gpu_mstep *s, f
         for (int64_t j = 0; j < hw; j++) a[2][(n * hw + j) * q->cc + c] = a[0][(n * q->cc + c) * hw + j];
     return NULL;
   }
-  if (q->a_pro == GPU_APRO_GATE) return emulate_gated(p, s, v, a);
+  if (q->a_pro != GPU_APRO_NONE) return emulate_gated(p, s, v, a);
   if (q->kind == GPU_OP_CONV2D && q->epi.residual) { /* NCHW f32, the addend after bias and activation */
     size_t na, nb, no, nbias;
     gpu_buffer_sizes(pl, &na, &nb, &no, &nbias);

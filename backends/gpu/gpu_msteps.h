@@ -66,6 +66,10 @@ int gpu_ms_fuse_se(gpu_model_plan *p, char *del, int i);
  * kernel that gathers it from NCHW, applied by that kernel as it loads
  * the operand instead (gpu_mfuse_gate.c); returns whether it did. */
 int gpu_ms_fuse_gate_a(gpu_model_plan *p, char *del, int i);
+/* Step i, a plain f16 copy of an f32 activation that only a matrix kernel
+ * gathering it from NCHW reads, done by that kernel as it loads the
+ * operand (GPU_APRO_CAST, gpu_mfuse_gate.c); returns whether it did. */
+int gpu_ms_fuse_cast_a(gpu_model_plan *p, char *del, int i);
 /* Step i, a squeeze-excite gate's copy between a channels-last result's
  * conversion back to f32 NCHW and the next channels-last kernel's
  * conversion to NHWC f16, as one copy of the NHWC f16 activation scaled

@@ -86,8 +86,10 @@ typedef struct gpu_epilogue {
  * element x[n][c][h][w] is scaled by its image's per-channel gate
  * g[n][c] (f32 [cn][cc], argument 7), the product rounded once to the
  * operand's 16-bit type: a squeeze-excite gate applied where the
- * projection reads its operand (gpu_mfuse_gate.c). */
-typedef enum gpu_a_prologue { GPU_APRO_NONE, GPU_APRO_GATE } gpu_a_prologue;
+ * projection reads its operand (gpu_mfuse_gate.c). GPU_APRO_CAST: the
+ * same without a gate (argument 7 unused): an f32 input (a model's image)
+ * rounded to f16 as its conv loads it, in place of an f16 copy kernel. */
+typedef enum gpu_a_prologue { GPU_APRO_NONE, GPU_APRO_GATE, GPU_APRO_CAST } gpu_a_prologue;
 enum { GPU_APRO_ARG = 7 };
 
 typedef struct gpu_problem {

@@ -86,8 +86,8 @@ static int dtype_mismatches(const gpu_model_plan *p, const char *path) {
       bad += b;
       continue;
     } else {
-      /* a gate prologue reads the f32 activation and rounds its products */
-      in = s->plan.prob.a_pro == GPU_APRO_GATE ? COV_F32 : s->plan.prob.in_dtype;
+      /* a prologue (gate, cast) reads the f32 activation and rounds what it loads */
+      in = s->plan.prob.a_pro != GPU_APRO_NONE ? COV_F32 : s->plan.prob.in_dtype;
       out = s->plan.out_f16 || s->plan.dw ? COV_F16 : COV_F32;
     }
     if (p->bufs[s->args[0]].dtype != in || (s->args[2] >= 0 && p->bufs[s->args[2]].dtype != out)) {

@@ -20,7 +20,8 @@
  * channels-last ones whose input and output
  * channels the K and N tiles do not divide (zero-filled tails; f16
  * buffers end in NaNs, which a copy reading past them spreads); and
- * convolutions whose NCHW gather applies a squeeze-excite gate to the f32
+ * convolutions whose NCHW gather rounds an f32 input as it loads it or
+ * applies a squeeze-excite gate to the f32
  * input as it loads it (prob.a_pro), over images whose rows share tiles.
  * With -t TARGET (repeatable) every split kernel is also built as that GPU
  * target's code object.
@@ -120,7 +121,9 @@ typedef struct split_case {
   gpu_fixed_tile tile;
   bool want_nhwc, want_staged; /* the path the case is about */
   int64_t rows[3];              /* plan.out_rq, out_r0, out_r1 (0: rows as computed) */
-  bool gate; /* prob.a_pro = GPU_APRO_GATE: f32 input, a per-(image, channel) gate (argument 7) */
+  /* prob.a_pro: GPU_APRO_GATE (1), f32 input and a per-(image, channel)
+   * gate (argument 7); GPU_APRO_CAST, f32 input rounded as loaded */
+  gpu_a_prologue apro;
 } split_case;
 
 static void fill(float *v, int64_t n, cov_dtype d) {
@@ -166,8 +169,8 @@ static int run_case(const split_case *c) {
     return 1;
   }
   p.out_rq = c->rows[0], p.out_r0 = c->rows[1], p.out_r1 = c->rows[2];
-  p.prob.a_pro = c->gate ? GPU_APRO_GATE : GPU_APRO_NONE;
-  if (p.out_rq || c->gate) st = gpu_plan_check(&p, &k_caps);
+  p.prob.a_pro = c->apro;
+  if (p.out_rq || c->apro) st = gpu_plan_check(&p, &k_caps);
   if (st) {
     fprintf(stderr, "FAIL %s: permuted rows refused: ", c->name);
     cov_status_print(stderr, st, 0);
@@ -195,14 +198,17 @@ static int run_case(const split_case *c) {
   uint32_t *cnt = calloc((size_t)ncnt + 1, 4);
   void *xi = NULL, *wi = NULL;
   int bad = !x || !w || !bias || !ws || !res || !want || !out[0] || !out[1] || !cnt || !gate || !xg;
-  if (!bad && c->gate) {
+  if (!bad && c->apro) {
     in = COV_F32;
     for (int64_t i = 0; i < gq->cn * gq->cc; i++) gate[i] = 0.5f + 0.5f * next();
   }
   if (!bad) {
     fill(x, (int64_t)na, in), fill(w, (int64_t)nb, c->q.in_dtype), fill(bias, (int64_t)nbias, COV_F32);
     int64_t ghw = gq->ch * gq->cw;
-    for (size_t i = 0; i < na; i++) xg[i] = c->gate ? gpu_jit_h16(x[i] * gate[(int64_t)i / ghw]) : x[i];
+    for (size_t i = 0; i < na; i++)
+      xg[i] = c->apro == GPU_APRO_GATE ? gpu_jit_h16(x[i] * gate[(int64_t)i / ghw])
+              : c->apro == GPU_APRO_CAST ? gpu_jit_h16(x[i])
+                                         : x[i];
     fill(res, (int64_t)no, COV_F32);
     xi = pack(x, (int64_t)na, in), wi = pack(w, (int64_t)nb, c->q.in_dtype);
     /* a channels-last kernel of an NCHW layer reads the transform's NHWC
@@ -226,7 +232,7 @@ static int run_case(const split_case *c) {
     memset(out[r], 0xff, no * ob); /* NaN everywhere the kernel must write */
     for (int64_t i = 0; i < nws; i++) ws[i] = NAN;
     void *a[GPU_JIT_MAX_ARGS] = {xi,  wi,  out[r], c->q.epi.bias ? bias : NULL,
-                                 ws,  cnt, c->q.epi.residual ? res : NULL, c->gate ? gate : NULL};
+                                 ws,  cnt, c->q.epi.residual ? res : NULL, c->apro == GPU_APRO_GATE ? gate : NULL};
     bad = gpu_jit_run_grid(c->name, &k, p.grid, p.threads, strides[r], a);
     for (int64_t i = 0; i < ncnt && !bad; i++)
       if (cnt[i]) {
@@ -422,74 +428,78 @@ int main(int argc, char **argv) {
   gpu_fixed_tile tk16n = {.bm = 64, .bn = 64, .bk = 16, .wm = 32, .wn = 32, .stages = 3, .inflight = -1, .split = 1};
   split_case cases[] = {
       /* M = 1 (a classifier at batch 1); 19 K tiles in ranges of 7, 7, 5 */
-      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}, false},
-      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}, false},
-      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}, false},
-      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}, false},
-      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}, false},
-      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}, false},
+      {"matmul_m1", matmul(1, 1, 40, 300, GPU_ACT_NONE, true), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_relu", matmul(2, 37, 20, 200, GPU_ACT_RELU, true), t32, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_gelu", matmul(1, 5, 33, 200, GPU_ACT_GELU, true), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_hswish", matmul(1, 3, 70, 97, GPU_ACT_HSWISH, false), t32, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_hsigmoid", matmul(1, 9, 24, 161, GPU_ACT_HSIGMOID, true), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_silu", matmul(1, 2, 48, 100, GPU_ACT_SILU, true), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
       /* the residual addend added once, by the workgroup summing the
        * partials (twice or never: off by the addend), M = 65 rows (a ViT's
        * tokens) past the tiles; f16 outputs (an operand of the next
        * matmul) from the tiled kernel, ragged too */
-      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}, false},
-      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}, false},
+      {"matmul_residual", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_residual_f16", matmul_res(33, 64, 200, GPU_ACT_NONE, true), t32, false, false, {0, 0, 0}, GPU_APRO_NONE},
       /* rows of a [S = 13][B = 5] result stored batch-first ([B][S]: row
        * m at (m % 5) * 13 + m / 5), the addend read there too */
       {"matmul_residual_rows", matmul_res(65, 48, 300, GPU_ACT_NONE, false), t16, false, false, {5, 13, 1}, false},
-      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}, false},
-      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}, false},
+      {"matmul_gelu_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU, true)), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"matmul_gelu_tanh_f16", f16_out(matmul(1, 17, 40, 161, GPU_ACT_GELU_TANH, true)), t16, false, false, {0, 0, 0}, GPU_APRO_NONE},
       /* the NCHW gather through the K-offset table, relu6 */
-      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}, false},
+      {"conv_nchw", conv(COV_F32, 13, 7, 24, 3, 1, GPU_ACT_CLIP, false), t32, false, false, {0, 0, 0}, GPU_APRO_NONE},
       /* the NCHW gather storing NHWC f16 from the registers (nhwc_out: a
        * stem of 3 channels): 24 output channels in N tiles of 32 (the
        * edge guarded), 5x5 rows at stride 2, 11 channels' 7 K tiles split
        * over 4 ranges, and 3 channels unsplit; 32 channels of 8x8 rows
        * that the 16x32 tiles divide */
-      {"conv_nchw_nhwc_out", nhwc_out(conv(COV_F16, 11, 9, 24, 3, 2, GPU_ACT_RELU, false)), t32, false, false, {0, 0, 0}, false},
-      {"conv_nchw_nhwc_out_1", nhwc_out(conv(COV_F16, 3, 9, 24, 3, 2, GPU_ACT_CLIP, false)), t16_1, false, false, {0, 0, 0}, false},
-      {"conv_nchw_nhwc_out_whole", nhwc_out(conv(COV_F16, 3, 8, 32, 3, 1, GPU_ACT_SILU, false)), t16_1, false, false, {0, 0, 0}, false},
+      {"conv_nchw_nhwc_out", nhwc_out(conv(COV_F16, 11, 9, 24, 3, 2, GPU_ACT_RELU, false)), t32, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"conv_nchw_nhwc_out_1", nhwc_out(conv(COV_F16, 3, 9, 24, 3, 2, GPU_ACT_CLIP, false)), t16_1, false, false, {0, 0, 0}, GPU_APRO_NONE},
+      {"conv_nchw_nhwc_out_whole", nhwc_out(conv(COV_F16, 3, 8, 32, 3, 1, GPU_ACT_SILU, false)), t16_1, false, false, {0, 0, 0}, GPU_APRO_NONE},
       /* channels-last copies, the staged epilogue's NCHW stores (oh*ow % 4 == 0) */
-      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}, false},
+      {"conv_cl_nchw", conv(COV_F16, 32, 4, 32, 3, 1, GPU_ACT_RELU, false), tcl, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* NHWC f16 in and out (a channels-last model's conv), 7x7 output: rows past M */
-      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}, false},
+      {"conv_cl_nhwc_f16", conv(COV_F16, 48, 7, 16, 3, 1, GPU_ACT_SILU, true), tcl, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* channels the tiles do not divide (ConvNeXt's 40 / 160): C = 40 in K
        * tiles of 16 (each tap's third tile 8 channels and 8 zero-filled,
        * the last pixel's past the input's end), 24 output channels in N
        * tiles of 16 (the second half zero-filled, not stored); 27 K tiles
        * in 5 ranges */
-      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true, {0, 0, 0}, false},
+      {"conv_cl_ctail_nhwc", conv(COV_F16, 40, 5, 24, 3, 1, GPU_ACT_GELU, true), tcl, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* a 1x1 conv, C = 24 (2 K tiles), 40 output channels (3 N tiles,
        * the last half empty), staged NCHW stores */
-      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}, false},
+      {"conv_cl_ctail_nchw", conv(COV_F16, 24, 4, 40, 1, 1, GPU_ACT_RELU, false), tcl1, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* NHWC f16 in, f32 NCHW out with the residual addend added once (by
        * the workgroup summing the partials) and stored as 4 pixels: a 1x1
        * conv of 80 (40) -> 24 channels on 2 images of 4x4, split over 5 K
        * tiles (not split) */
-      {"conv_cl_residual", conv_res(conv(COV_F16, 80, 4, 24, 1, 1, GPU_ACT_NONE, true), 2), tcl, true, true, {0, 0, 0}, false},
-      {"conv_cl_residual_1", conv_res(conv(COV_F16, 40, 4, 24, 1, 1, GPU_ACT_RELU, true), 2), tcl1, true, true, {0, 0, 0}, false},
+      {"conv_cl_residual", conv_res(conv(COV_F16, 80, 4, 24, 1, 1, GPU_ACT_NONE, true), 2), tcl, true, true, {0, 0, 0}, GPU_APRO_NONE},
+      {"conv_cl_residual_1", conv_res(conv(COV_F16, 40, 4, 24, 1, 1, GPU_ACT_RELU, true), 2), tcl1, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* narrow N tiles with exact channels (map_gpu.c cl_narrow: SqueezeNet's
        * squeeze convs): 128x16 tiles of 4 waves 32x16, K tiles of 64
        * channels, 16 output channels at 5x5 (25 rows of 128) */
-      {"conv_cl_n16", exact(conv(COV_F16, 64, 5, 16, 1, 1, GPU_ACT_RELU, true)), tn16, true, true, {0, 0, 0}, false},
+      {"conv_cl_n16", exact(conv(COV_F16, 64, 5, 16, 1, 1, GPU_ACT_RELU, true)), tn16, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* 48 output channels in 3 N tiles of 16, 128 input channels in 2 K
        * tiles, 9x9 (81 rows), split over the 2 K tiles */
-      {"conv_cl_n48", exact(conv(COV_F16, 128, 9, 48, 1, 1, GPU_ACT_RELU, true)), tn16s, true, true, {0, 0, 0}, false},
+      {"conv_cl_n48", exact(conv(COV_F16, 128, 9, 48, 1, 1, GPU_ACT_RELU, true)), tn16s, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* 32 channels in one N tile of 32 (4 waves 32x32) */
-      {"conv_cl_n32", exact(conv(COV_F16, 64, 6, 32, 1, 1, GPU_ACT_NONE, true)), tn32, true, true, {0, 0, 0}, false},
+      {"conv_cl_n32", exact(conv(COV_F16, 64, 6, 32, 1, 1, GPU_ACT_NONE, true)), tn32, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* 32-byte K tiles (cl_short_k: an expand conv's 16 input channels):
        * a 3x3 conv of 16 -> 64 channels, one K tile per tap, and of 48 ->
        * 128 in 64x64 tiles, three per tap */
-      {"conv_cl_k16", exact(conv(COV_F16, 16, 6, 64, 3, 1, GPU_ACT_RELU, true)), tk16, true, true, {0, 0, 0}, false},
-      {"conv_cl_k16_c48", exact(conv(COV_F16, 48, 5, 128, 3, 1, GPU_ACT_RELU, true)), tk16n, true, true, {0, 0, 0}, false},
+      {"conv_cl_k16", exact(conv(COV_F16, 16, 6, 64, 3, 1, GPU_ACT_RELU, true)), tk16, true, true, {0, 0, 0}, GPU_APRO_NONE},
+      {"conv_cl_k16_c48", exact(conv(COV_F16, 48, 5, 128, 3, 1, GPU_ACT_RELU, true)), tk16n, true, true, {0, 0, 0}, GPU_APRO_NONE},
       /* the squeeze-excite gate applied while the NCHW gather loads A
        * (gpu_lower_gate.c): 3 images of 25 pixels (tiles of 16 and 32 rows
        * holding two images' rows), C = 20 (no channels-last copies), K
        * tiles past C; unsplit, split-K, and a 3x3 conv through the K-offset
        * table */
-      {"conv_gate", gated(3, 20, 24, 1), t16_1, false, false, {0, 0, 0}, true},
-      {"conv_gate_split", gated(3, 36, 40, 1), t32_2, false, false, {0, 0, 0}, true},
-      {"conv_gate_3x3", gated(2, 12, 8, 3), t32_2, false, false, {0, 0, 0}, true},
+      {"conv_gate", gated(3, 20, 24, 1), t16_1, false, false, {0, 0, 0}, GPU_APRO_GATE},
+      {"conv_gate_split", gated(3, 36, 40, 1), t32_2, false, false, {0, 0, 0}, GPU_APRO_GATE},
+      {"conv_gate_3x3", gated(2, 12, 8, 3), t32_2, false, false, {0, 0, 0}, GPU_APRO_GATE},
+      /* an f32 image rounded to f16 as the gather loads it (a stem's
+       * input, GPU_APRO_CAST), stored NCHW or, split, NHWC f16 */
+      {"conv_cast_3x3", gated(2, 3, 8, 3), t32_2, false, false, {0, 0, 0}, GPU_APRO_CAST},
+      {"conv_cast_nhwc_out", nhwc_out(gated(3, 11, 24, 3)), t32_2, false, false, {0, 0, 0}, GPU_APRO_CAST},
   };
   int fails = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);

@@ -49,7 +49,7 @@ expect 1 "do not nest" -- gpu compile gemm_64x64x64:64x64x32:48x32:2 --target nv
 expect 0 "roofline" -- gpu compile convnet_layer1 --target amdgpu-gfx90a -o "$work/r" --report
 models=$(dirname "$0")/../frontend/models
 # a model compiles whole: its kernels, buffers and launch sequence
-expect 0 "covenant_g0_1_matrix .*matrix" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
+expect 0 "covenant_g0_1_matrix_cast .*matrix" -- gpu compile "$(dirname "$0")/../../examples/convnet.onnx" \
   --target nvptx-sm90 -o "$work/m" --report
 expect 0 "layernorm" -- gpu compile "$models/encoder.onnx" --target nvptx-sm90 -o "$work/e" --report
 # the same plan as one artifact the LLVM-free runtime reads

@@ -158,7 +158,7 @@ JSON
   "$cov" compile "$m" --target nvptx-sm90 -o m0.covart > /dev/null 2>&1
   cmp -s m1.covart m2.covart || die "two model compiles with the tuning file differ"
   cmp -s m1.covart m0.covart && die "the tuning entry did not change the model"
-  grep -qF "note: covenant_g0_1_matrix (conv1, conv2d): schedule 128x64x32:32x32:2 from the tuning file tuning.json" out_m.txt \
+  grep -qF "note: covenant_g0_1_matrix_cast (conv1, conv2d): schedule 128x64x32:32x32:2 from the tuning file tuning.json" out_m.txt \
     && grep -qF "note: 1 kernel from the tuning file" out_m.txt || die "model notes: $(cat out_m.txt)"
   ;;
 bad)
