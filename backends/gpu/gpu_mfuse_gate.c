@@ -190,6 +190,8 @@ int gpu_ms_fuse_gate_nhwc(gpu_model_plan *p, char *del, int i) {
   add_suffix(f.kernel, sizeof f.kernel, "_nhwc");
   gpu_ew_grid(&f.ew, f.grid);
   p->steps[i] = f;
-  del[r] = 1; /* the conversion back to NCHW goes where nothing else reads it (nhwc_shortcuts) */
+  /* this copy writes the conversion r's NHWC result; the conversion a back
+   * to NCHW goes later where nothing else reads it (nhwc_shortcuts) */
+  del[r] = 1;
   return 1;
 }
