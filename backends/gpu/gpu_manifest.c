@@ -37,6 +37,25 @@ void gpu_launch_json(json_t *o, const unsigned grid[3], int threads, uint64_t sh
   json_object_set_new(o, "shared_bytes", json_integer((json_int_t)shared_bytes));
 }
 
+/* How plan p's kernel reads its A operand and stores its output. */
+static void io_json(json_t *o, const gpu_plan *p) {
+  const gpu_problem *q = &p->prob;
+  if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
+  /* the A operand's prologue: another kernel (argument 7 the gate) */
+  if (q->a_pro) json_object_set_new(o, "a_prologue", json_string(q->a_pro == GPU_APRO_GATE ? "gate" : "cast"));
+  if (p->out_rq) { /* output row m at (m / q) * r1 + (m % q) * r0 */
+    json_t *r = json_array();
+    json_array_append_new(r, json_integer(p->out_rq));
+    json_array_append_new(r, json_integer(p->out_r0));
+    json_array_append_new(r, json_integer(p->out_r1));
+    json_object_set_new(o, "out_rows", r);
+  }
+  /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
+   * "pre" transform), the output is [N][OH][OW][K] (NCHW f32 with a
+   * residual addend); NHWC outputs of the NCHW gather (nhwc_out) too */
+  if (gpu_conv_out_nhwc(q)) json_object_set_new(o, "out_layout", json_string("nhwc"));
+}
+
 json_t *gpu_plan_json(const gpu_plan *p) {
   const gpu_problem *q = &p->prob;
   json_t *o = json_object();
@@ -99,20 +118,7 @@ json_t *gpu_plan_json(const gpu_plan *p) {
     json_object_set_new(tm, "swizzle", json_integer(128));
     json_object_set_new(o, "tma", tm);
   }
-  if (p->out_f16) json_object_set_new(o, "out_dtype", json_string("f16"));
-  /* the A operand's prologue: another kernel (argument 7 the gate) */
-  if (q->a_pro) json_object_set_new(o, "a_prologue", json_string(q->a_pro == GPU_APRO_GATE ? "gate" : "cast"));
-  if (p->out_rq) { /* output row m at (m / q) * r1 + (m % q) * r0 */
-    json_t *r = json_array();
-    json_array_append_new(r, json_integer(p->out_rq));
-    json_array_append_new(r, json_integer(p->out_r0));
-    json_array_append_new(r, json_integer(p->out_r1));
-    json_object_set_new(o, "out_rows", r);
-  }
-  /* channels-last tensors (@cl): the input is taken as [N][H][W][C] (no
-   * "pre" transform), the output is [N][OH][OW][K] (NCHW f32 with a
-   * residual addend); NHWC outputs of the NCHW gather (nhwc_out) too */
-  if (gpu_conv_out_nhwc(q)) json_object_set_new(o, "out_layout", json_string("nhwc"));
+  io_json(o, p);
   gpu_launch_json(o, p->grid, p->threads, p->shared_bytes);
   char plan[192];
   if (q->kind == GPU_OP_MAXPOOL)
