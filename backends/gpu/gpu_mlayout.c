@@ -175,8 +175,8 @@ static int gather_producer(const cl_step *cs, int b, int before) {
  * conversion the other saves); a tie keeps the channels-last kernels.
  * (Other pairs are left to the single drops: the estimate does not see
  * the residual adds gpu_model_fuse later moves to NHWC, so dropping a
- * projection with the expansion after it looked cheaper than it is.) At most PRUNE_ROUNDS passes over
- * the convs: bounded work on any model. */
+ * projection with the expansion after it looked cheaper than it is.) At
+ * most PRUNE_ROUNDS passes over the convs: bounded work on any model. */
 enum { PRUNE_ROUNDS = 4 };
 static cov_status prune(const gpu_model_plan *p, const gpu_target *t, cl_step *cs) {
   int *prod = malloc(((size_t)p->n_bufs + 1) * sizeof *prod);
@@ -267,18 +267,16 @@ static int conv_out_4d(gpu_model_plan *p, const gpu_mstep *s, int y) {
   return yb->rank == 4;
 }
 
-/* Whether matrix step i, an ungrouped conv on the NCHW gather the
- * channels-last kernel cannot take (input channels not whole 16-byte
- * rows: a stem's 3), can write its output NHWC f16 from the registers
- * (prob.nhwc_out) for channels-last consumers; fills cs[i]. Its input
- * and f16 operand copy stay as they are. */
+/* Whether matrix step i, an ungrouped 16-bit conv on the NCHW gather
+ * (consider's `conv`, its weights a model constant) the channels-last
+ * kernel cannot take (input channels not whole 16-byte rows: a stem's
+ * 3), can write its output NHWC f16 from the registers (prob.nhwc_out)
+ * for channels-last consumers; fills cs[i]. Its input and f16 operand
+ * copy stay as they are. */
 static void consider_gather(const gpu_target *t, gpu_model_plan *p, cl_step *cs, int i) {
   const gpu_mstep *s = &p->steps[i];
   gpu_problem q = s->plan.prob;
-  if (s->kkind != GPU_KERNEL_MATRIX || q.kind != GPU_OP_CONV2D || q.groups != 1 || q.nhwc_io || q.nhwc_out ||
-      q.epi.maxpool2x2 || q.epi.residual || q.in_dtype != COV_F16 || s->plan.nhwc ||
-      s->args[0] < 0 || s->args[1] < 0 || p->bufs[s->args[1]].kind != GPU_BUF_WEIGHT || !conv_out_4d(p, s, s->args[2]))
-    return;
+  if (q.nhwc_out || q.epi.residual || s->plan.nhwc || s->args[0] < 0 || !conv_out_4d(p, s, s->args[2])) return;
   q.nhwc_out = true;
   const gpu_tune_entry *e;
   cov_status st = gpu_plan_pick(t, &q, &cs[i].plan, &e);

@@ -48,7 +48,7 @@ static cov_status unpack_f16_out(const gpu_plan *plan, float *out, size_t no) {
     memcpy(&x, &h[i], 2);
     out[i] = cov_f16_to_f32(x);
   }
-  if (!plan->prob.nhwc_io && !plan->prob.nhwc_out) return NULL;
+  if (!gpu_conv_out_nhwc(&plan->prob)) return NULL; /* out_f16: no residual here */
   float *t = malloc(no * 4 + 4);
   if (!t) return cov_error(COV_OUT_OF_MEMORY, NULL, "out of memory for the channels-last output");
   memcpy(t, out, no * 4);
